@@ -1,0 +1,214 @@
+// Package wasmtime is maiden's small cgo layer over the wasmtime C API for
+// WebAssembly components: engine, component, linker, store, function calls
+// and component values. It knows nothing of maiden's policy; the sandbox
+// package builds the tool contract on top of it.
+//
+// The layer exists because wasmtime-go, the official binding, has no
+// component-model support. It links the static libwasmtime shipped inside the
+// wasmtime-go module (see genflags for how cgo finds it).
+//
+// Ownership rules of the C API, wrapped here once so no caller has to know
+// them: arguments to a component call are borrowed (maiden allocates and frees
+// them); results belong to the caller (zeroed before the call, deleted after,
+// then post-return runs); values a host callback returns belong to wasmtime
+// and are allocated with wasmtime's own allocators.
+//
+//	e, _ := wasmtime.NewEngine(nil)
+//	c, _ := e.NewComponent(wasmBytes)
+//	l, _ := wasmtime.NewLinker(e)
+//	s, _ := wasmtime.NewStore(e, &wasmtime.StoreOptions{MemoryLimit: 64 << 20})
+//	inst, _ := l.Instantiate(s, c)
+//	f, _ := inst.Func("describe")
+//	v, _ := f.Call()
+package wasmtime
+
+/*
+#cgo CFLAGS: -std=gnu11 -Wall -Wno-unused-function
+#cgo LDFLAGS: -lwasmtime -lm -ldl -pthread
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Version is the wasmtime release this layer links. It is part of every
+// compiled-artifact cache key.
+const Version = "39.0.1"
+
+// Errors returned by this package.
+var (
+	// ErrClosed is returned when an engine, component, linker or store is used
+	// after Close.
+	ErrClosed = errors.New("wasmtime: use after close")
+	// ErrMemoryLimit is returned when a store is created without a memory
+	// limit; every store in maiden has a ceiling.
+	ErrMemoryLimit = errors.New("wasmtime: store needs a memory limit")
+)
+
+// Config selects engine features. The zero value is maiden's production
+// configuration.
+type Config struct {
+	// Pooling selects wasmtime's pooling instance allocator. Off by default:
+	// the pooling allocator creates linear memories itself, bypassing maiden's
+	// memory creator, so a store's memory ceiling is then enforced per memory by
+	// wasmtime's store limiter and a denial cannot be told apart from any other
+	// trap. It exists for benchmarks.
+	Pooling bool
+	// NoEpochInterruption compiles code without epoch checks, so a running
+	// guest cannot be interrupted. Only for measuring the cost of
+	// interruption; never for running tools.
+	NoEpochInterruption bool
+	// MaxWasmStack is the guest stack limit in bytes; 0 means wasmtime's
+	// default (512 KiB).
+	MaxWasmStack int
+	// EpochTick is how often the engine epoch advances while any store is
+	// alive; 0 means 1 ms. A guest notices a deadline or interruption within
+	// about one tick.
+	EpochTick time.Duration
+}
+
+// Engine is a compilation and execution environment. It is safe for
+// concurrent use.
+type Engine struct {
+	ptr *C.wasm_engine_t
+	cfg Config
+
+	// The epoch ticker runs only while stores exist, so an idle host does not
+	// wake up every millisecond.
+	tickMu      sync.Mutex
+	tickStores  int
+	tickStop    chan struct{}
+	tickRunning bool
+	tickWG      sync.WaitGroup
+
+	closed atomic.Bool
+}
+
+// NewEngine creates an engine. cfg may be nil for defaults.
+func NewEngine(cfg *Config) (*Engine, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.EpochTick <= 0 {
+		c.EpochTick = time.Millisecond
+	}
+	conf := C.wasm_config_new()
+	C.wasmtime_config_wasm_component_model_set(conf, true)
+	C.wasmtime_config_epoch_interruption_set(conf, C.bool(!c.NoEpochInterruption))
+	if c.MaxWasmStack > 0 {
+		C.wasmtime_config_max_wasm_stack_set(conf, C.size_t(c.MaxWasmStack))
+	}
+	if c.Pooling {
+		pc := C.wasmtime_pooling_allocation_config_new()
+		C.wasmtime_pooling_allocation_config_total_component_instances_set(pc, 256)
+		C.wasmtime_pooling_allocation_config_total_core_instances_set(pc, 1024)
+		C.wasmtime_pooling_allocation_config_total_memories_set(pc, 512)
+		C.wasmtime_pooling_allocation_config_total_tables_set(pc, 512)
+		C.wasmtime_pooling_allocation_config_max_memory_size_set(pc, 4<<30)
+		C.wasmtime_pooling_allocation_strategy_set(conf, pc)
+		C.wasmtime_pooling_allocation_config_delete(pc)
+	} else {
+		C.maiden_config_memory_creator(conf)
+		// Copy-on-write images need wasmtime's own mmap memories; with a
+		// custom creator wasmtime would abort the process at instantiation.
+		C.wasmtime_config_memory_init_cow_set(conf, false)
+	}
+	// wasm_engine_new_with_config takes ownership of conf.
+	ptr := C.wasm_engine_new_with_config(conf)
+	if ptr == nil {
+		return nil, errors.New("wasmtime: cannot create engine")
+	}
+	return &Engine{ptr: ptr, cfg: c}, nil
+}
+
+// Config returns the configuration the engine was created with, defaults
+// filled in.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Fingerprint identifies everything about the engine that compiled code
+// depends on. Two engines with the same fingerprint can load each other's
+// serialized components.
+func (e *Engine) Fingerprint() string {
+	return fmt.Sprintf("wasmtime-%s/%s-%s/epoch=%t/pooling=%t/stack=%d",
+		Version, runtime.GOOS, runtime.GOARCH, !e.cfg.NoEpochInterruption, e.cfg.Pooling, e.cfg.MaxWasmStack)
+}
+
+// IncrementEpoch advances the engine epoch by one. The engine's own ticker
+// does this while stores exist; tests call it to step time deterministically.
+func (e *Engine) IncrementEpoch() {
+	if e.closed.Load() {
+		return
+	}
+	C.wasmtime_engine_increment_epoch(e.ptr)
+}
+
+// Close releases the engine. Every component, linker and store made from it
+// must be closed first.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	e.tickMu.Lock()
+	if e.tickRunning {
+		close(e.tickStop)
+		e.tickRunning = false
+	}
+	e.tickMu.Unlock()
+	e.tickWG.Wait() // the ticker must not touch a deleted engine
+	C.wasm_engine_delete(e.ptr)
+	return nil
+}
+
+func (e *Engine) storeOpened() {
+	e.tickMu.Lock()
+	defer e.tickMu.Unlock()
+	e.tickStores++
+	if !e.tickRunning && !e.closed.Load() {
+		e.tickRunning = true
+		e.tickStop = make(chan struct{})
+		e.tickWG.Add(1)
+		go e.tick(e.tickStop)
+	}
+}
+
+func (e *Engine) storeClosed() {
+	e.tickMu.Lock()
+	e.tickStores--
+	e.tickMu.Unlock()
+}
+
+// tick advances the epoch until stop is closed or no store has existed for a
+// while. The grace period keeps a busy host from starting and stopping the
+// goroutine on every call.
+func (e *Engine) tick(stop chan struct{}) {
+	defer e.tickWG.Done()
+	t := time.NewTicker(e.cfg.EpochTick)
+	defer t.Stop()
+	idle := 0
+	const idleTicks = 200
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		C.wasmtime_engine_increment_epoch(e.ptr)
+		e.tickMu.Lock()
+		if e.tickStores > 0 {
+			idle = 0
+		} else if idle++; idle >= idleTicks {
+			e.tickRunning = false
+			e.tickMu.Unlock()
+			return
+		}
+		e.tickMu.Unlock()
+	}
+}

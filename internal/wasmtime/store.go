@@ -1,0 +1,238 @@
+package wasmtime
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime/cgo"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// StopReason says why a store stopped running guest code early.
+type StopReason int
+
+// Stop reasons.
+const (
+	StopNone      StopReason = C.MAIDEN_STOP_NONE
+	StopDeadline  StopReason = C.MAIDEN_STOP_DEADLINE
+	StopInterrupt StopReason = C.MAIDEN_STOP_INTERRUPT
+)
+
+func (r StopReason) String() string {
+	switch r {
+	case StopNone:
+		return "none"
+	case StopDeadline:
+		return "deadline"
+	case StopInterrupt:
+		return "interrupt"
+	}
+	return fmt.Sprintf("stop(%d)", int(r))
+}
+
+// StoreOptions configures a store. Every store is created with an empty
+// WASI context: no arguments, no environment, no preopened directories, no
+// network, empty stdin.
+type StoreOptions struct {
+	// MemoryLimit is the ceiling, in bytes, on all linear memories of the
+	// store together. Required.
+	MemoryLimit uint64
+	// TableElements bounds each table; 0 means 1,000,000 entries.
+	TableElements int64
+	// Instances, Tables and Memories bound how many of each a store may
+	// create; 0 means 1,000 instances and 100 tables and memories.
+	Instances, Tables, Memories int64
+	// Deadline, if not zero, is when guest code traps with StopDeadline.
+	Deadline time.Time
+	// Output receives what the guest writes to WASI stdout (fd 1) and stderr
+	// (fd 2). It runs on the guest's thread and must not block. nil discards.
+	Output func(fd int, p []byte)
+	// Data is anything the embedder wants host functions to reach.
+	Data any
+}
+
+// Store holds the instances of one unit of isolation. It is used by one
+// goroutine at a time, except Interrupt, which any goroutine may call.
+type Store struct {
+	engine *Engine
+	ptr    *C.wasmtime_store_t
+	ctx    *C.wasmtime_context_t
+	state  *C.maiden_store_state
+	handle cgo.Handle
+	output func(int, []byte)
+	data   any
+
+	mu      sync.Mutex // guards closed against Interrupt
+	closed  bool
+	busy    bool
+	hostErr error
+}
+
+// ErrBusy is returned when a store is entered while a call on it is already
+// running (stores are single-threaded).
+var ErrBusy = errors.New("wasmtime: store is already running a call")
+
+// NewStore creates a store with its limits, deadline and an empty WASI
+// context.
+func NewStore(e *Engine, opts *StoreOptions) (*Store, error) {
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
+	if opts == nil || opts.MemoryLimit == 0 {
+		return nil, ErrMemoryLimit
+	}
+	s := &Store{engine: e, output: opts.Output, data: opts.Data}
+	s.handle = cgo.NewHandle(s)
+	s.state = C.maiden_store_state_new(C.uintptr_t(s.handle), C.uint64_t(opts.MemoryLimit))
+	if s.state == nil {
+		s.handle.Delete()
+		return nil, errors.New("wasmtime: out of memory")
+	}
+	s.ptr = C.wasmtime_store_new(e.ptr, unsafe.Pointer(s.state), nil)
+	s.ctx = C.wasmtime_store_context(s.ptr)
+
+	tableElems, instances, tables, memories := opts.TableElements, opts.Instances, opts.Tables, opts.Memories
+	if tableElems <= 0 {
+		tableElems = 1_000_000
+	}
+	if instances <= 0 {
+		instances = 1000
+	}
+	if tables <= 0 {
+		tables = 100
+	}
+	if memories <= 0 {
+		memories = 100
+	}
+	memorySize := C.int64_t(-1) // maiden's memory creator enforces the ceiling
+	if e.cfg.Pooling {
+		// The pooling allocator bypasses the creator; fall back to wasmtime's
+		// per-memory limit.
+		memorySize = C.int64_t(opts.MemoryLimit)
+	}
+	C.wasmtime_store_limiter(s.ptr, memorySize, C.int64_t(tableElems), C.int64_t(instances), C.int64_t(tables), C.int64_t(memories))
+
+	// Without a WASI context, a guest calling WASI aborts the whole process;
+	// with an empty one, it gets no capabilities.
+	wasi := C.wasi_config_new()
+	C.maiden_wasi_capture_output(wasi, s.state)
+	if err := takeError(C.wasmtime_context_set_wasi(s.ctx, wasi)); err != nil {
+		s.free()
+		return nil, fmt.Errorf("set WASI context: %w", err)
+	}
+	if !e.cfg.NoEpochInterruption {
+		C.maiden_store_watch(s.ptr, s.state)
+	}
+	if !opts.Deadline.IsZero() {
+		s.SetDeadline(opts.Deadline)
+	}
+	e.storeOpened()
+	return s, nil
+}
+
+// Data returns StoreOptions.Data.
+func (s *Store) Data() any { return s.data }
+
+// SetDeadline sets when guest code traps with StopDeadline. The zero time
+// removes the deadline.
+func (s *Store) SetDeadline(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	var ns int64
+	if !t.IsZero() {
+		ns = int64(C.maiden_monotonic_ns()) + int64(time.Until(t))
+		if ns == 0 {
+			ns = 1
+		}
+	}
+	C.maiden_store_set_deadline(s.state, C.int64_t(ns))
+}
+
+// Interrupt makes running (or future) guest code in the store trap with
+// StopInterrupt within about one epoch tick. Safe from any goroutine.
+func (s *Store) Interrupt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		C.maiden_store_interrupt(s.state)
+	}
+}
+
+// StopReason reports whether the deadline or an interruption stopped guest
+// code.
+func (s *Store) StopReason() StopReason { return StopReason(C.maiden_store_stop_reason(s.state)) }
+
+// MemoryDenied reports whether a linear memory allocation or growth was
+// refused because of the store's memory ceiling.
+func (s *Store) MemoryDenied() bool { return C.maiden_store_memory_denied(s.state) != 0 }
+
+// MemoryPeak is the most linear memory, in bytes, the store held at once.
+func (s *Store) MemoryPeak() uint64 { return uint64(C.maiden_store_memory_peak(s.state)) }
+
+// Close frees the store and everything instantiated in it.
+func (s *Store) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.free()
+	s.engine.storeClosed()
+}
+
+func (s *Store) free() {
+	// Deleting the store frees its memories, whose finalizers still use the
+	// state; the state goes last.
+	C.wasmtime_store_delete(s.ptr)
+	C.maiden_store_state_free(s.state)
+	s.handle.Delete()
+}
+
+func (s *Store) enter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.busy {
+		return ErrBusy
+	}
+	s.busy = true
+	s.hostErr = nil
+	return nil
+}
+
+func (s *Store) leave() {
+	s.mu.Lock()
+	s.busy = false
+	s.mu.Unlock()
+}
+
+func (s *Store) takeCallError(cerr *C.wasmtime_error_t) error {
+	err := takeError(cerr)
+	if err == nil {
+		return nil
+	}
+	err.Host = s.hostErr
+	return err
+}
+
+//export maidenWASIOutput
+func maidenWASIOutput(handle C.uintptr_t, fd C.int, buf *C.uchar, n C.size_t) {
+	s, ok := cgo.Handle(handle).Value().(*Store)
+	if !ok || s.output == nil || n == 0 {
+		return
+	}
+	s.output(int(fd), C.GoBytes(unsafe.Pointer(buf), C.int(n)))
+}
