@@ -1,0 +1,174 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Version is the only agent.toml format version this package understands.
+const Version = 1
+
+// Defaults and limits for the per-tool knobs. The limits are inclusive; a
+// value outside them is an error rather than being clamped, so a typo cannot
+// silently grant more than intended.
+const (
+	// DefaultTimeout is a tool call's deadline when timeout_ms is omitted (5s).
+	DefaultTimeout = 5 * time.Second
+	// MinTimeout is the smallest accepted timeout_ms (1ms).
+	MinTimeout = time.Millisecond
+	// MaxTimeout is the largest accepted timeout_ms (600000, ten minutes).
+	MaxTimeout = 10 * time.Minute
+
+	// DefaultMemoryMB is a tool's linear-memory cap when memory_mb is
+	// omitted (64 MiB).
+	DefaultMemoryMB = 64
+	// MinMemoryMB is the smallest accepted memory_mb.
+	MinMemoryMB = 1
+	// MaxMemoryMB is the largest accepted memory_mb (4 GiB, the wasm32 limit).
+	MaxMemoryMB = 4096
+
+	// DefaultMaxResponseBytes is the HTTP response body cap when
+	// http_max_response_bytes is omitted (2 MiB).
+	DefaultMaxResponseBytes = 2 << 20
+	// MinMaxResponseBytes is the smallest accepted http_max_response_bytes.
+	MinMaxResponseBytes = 1
+	// MaxMaxResponseBytes is the largest accepted http_max_response_bytes
+	// (64 MiB); the whole body is held in memory on its way to the tool.
+	MaxMaxResponseBytes = 64 << 20
+
+	// HTTPSPort is the destination port every tool with an http_allow entry
+	// may use; http_ports lists extra ones (default: none).
+	HTTPSPort = 443
+
+	// MaxToolNameLen is the longest tool name; MCP clients reject longer ones.
+	MaxToolNameLen = 64
+	// MaxSecretNameLen is the longest secret name.
+	MaxSecretNameLen = 128
+)
+
+// Config is a validated agent.toml. It is immutable: accessors return copies.
+type Config struct {
+	file  string
+	dir   string
+	tools []Tool // sorted by name, names unique
+}
+
+// File returns the path of the configuration file as given to Load or Parse.
+func (c *Config) File() string { return c.file }
+
+// Dir returns the absolute directory relative paths were resolved against.
+func (c *Config) Dir() string { return c.dir }
+
+// Tools returns every tool sorted by name. The slice and everything in it is
+// a fresh copy, so callers may modify it freely.
+func (c *Config) Tools() []Tool {
+	out := make([]Tool, len(c.tools))
+	for i, t := range c.tools {
+		out[i] = t.clone()
+	}
+	return out
+}
+
+// Tool returns a copy of the named tool.
+func (c *Config) Tool(name string) (Tool, bool) {
+	i, ok := slices.BinarySearchFunc(c.tools, name, func(t Tool, name string) int { return strings.Compare(t.Name, name) })
+	if !ok {
+		return Tool{}, false
+	}
+	return c.tools[i].clone(), true
+}
+
+// Tool is the policy for one tool. Every field has been validated and
+// defaulted; slices are never shared with the Config it came from.
+type Tool struct {
+	Name                 string
+	Path                 string         // absolute, cleaned path of the .wasm component
+	Timeout              time.Duration  // per call
+	MemoryBytes          uint64         // memory_mb << 20
+	HTTPAllow            []string       // normalised host patterns (see NormalizeHostPattern); empty means no network
+	Secrets              []string       // secret names the tool may ask the host to attach
+	HTTPPorts            []uint16       // allowed destination ports besides HTTPSPort
+	HTTPAllowCIDRs       []netip.Prefix // masked; special-purpose ranges the operator opened explicitly
+	HTTPCAFiles          []string       // absolute paths of extra CA bundles
+	HTTPMaxResponseBytes int64
+	Line                 int // line of the tool's table header (or first key), for later messages
+}
+
+func (t Tool) clone() Tool {
+	t.HTTPAllow = slices.Clone(t.HTTPAllow)
+	t.Secrets = slices.Clone(t.Secrets)
+	t.HTTPPorts = slices.Clone(t.HTTPPorts)
+	t.HTTPAllowCIDRs = slices.Clone(t.HTTPAllowCIDRs)
+	t.HTTPCAFiles = slices.Clone(t.HTTPCAFiles)
+	return t
+}
+
+// Load reads and validates the configuration file at path. Relative paths in
+// it are resolved against the file's directory. On failure the error is an
+// Errors holding every problem found.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := "cannot read: " + pathErrText(err)
+		if errors.Is(err, fs.ErrNotExist) {
+			msg = "file not found"
+		}
+		return nil, Errors{{File: path, Msg: msg}}
+	}
+	return Parse(path, data, filepath.Dir(path))
+}
+
+// Parse validates configuration data as if read from file (used only in
+// messages), resolving relative paths against dir. Referenced files must
+// exist, exactly as with Load.
+func Parse(file string, data []byte, dir string) (*Config, error) {
+	return parse(file, data, dir, osFiles)
+}
+
+// fileSystem is the loader's only access to files other than agent.toml
+// itself, so tests and fuzzing can run without real tool binaries.
+type fileSystem struct {
+	stat     func(name string) (fs.FileMode, error)
+	readFile func(name string) ([]byte, error)
+}
+
+var osFiles = fileSystem{
+	stat: func(name string) (fs.FileMode, error) {
+		fi, err := os.Stat(name)
+		if err != nil {
+			return 0, err
+		}
+		return fi.Mode(), nil
+	},
+	readFile: os.ReadFile,
+}
+
+func parse(file string, data []byte, dir string, files fileSystem) (*Config, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	} else {
+		dir = filepath.Clean(dir)
+	}
+	doc, errs, truncated, complete := parseDocument(file, data)
+	c := &checker{file: file, dir: dir, files: files, errs: errs, truncated: truncated, complete: complete, parseErrs: len(errs)}
+	tools := c.config(doc)
+	if len(c.errs) > 0 {
+		errs := c.errs
+		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
+		if c.truncated || len(errs) > maxErrors {
+			errs = errs[:min(len(errs), maxErrors)]
+			last := errs[len(errs)-1].Line
+			errs = append(errs, &Error{File: file, Line: last, Msg: fmt.Sprintf("too many problems; stopped after %d", maxErrors)})
+		}
+		return nil, errs
+	}
+	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	return &Config{file: file, dir: dir, tools: tools}, nil
+}

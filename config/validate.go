@@ -1,0 +1,479 @@
+package config
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net/netip"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+var (
+	// Tool names become MCP tool names, which clients restrict to this set.
+	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
+
+	rootKeys = []string{"version", "tools"}
+	toolKeys = []string{
+		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
+		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
+	}
+)
+
+// maxErrors bounds the problems reported for one file: nobody reads more,
+// and collecting them from a hostile file could take a lot of memory.
+const maxErrors = 100
+
+// checker applies the agent.toml schema to a parsed document, collecting
+// every problem instead of stopping at the first.
+type checker struct {
+	file  string
+	dir   string
+	files fileSystem
+	errs  Errors
+	// complete is false after a syntax error: a key may be missing only
+	// because parsing stopped before it, so "missing" is not reported.
+	complete  bool
+	truncated bool // errors were dropped after maxErrors
+	parseErrs int  // errors from parsing, counted separately so both parts get reported
+}
+
+func (c *checker) errorf(line int, key string, format string, args ...any) {
+	if len(c.errs)-c.parseErrs >= maxErrors {
+		c.truncated = true
+		return
+	}
+	c.errs = append(c.errs, &Error{File: c.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) config(root *tnode) []Tool {
+	var tools []Tool
+	for _, name := range root.order {
+		n := root.keys[name]
+		switch name {
+		case "version":
+			c.version(n)
+		case "tools":
+			tools = c.tools(n)
+		default:
+			c.unknownKey(n, []string{name}, rootKeys)
+		}
+	}
+	if _, ok := root.keys["version"]; !ok && c.complete {
+		c.errorf(0, "version", "required key is missing; add \"version = %d\" at the top", Version)
+	}
+	return tools
+}
+
+func (c *checker) version(n *tnode) {
+	if n.kind == valueNode && n.val.kind == unstable.Integer {
+		if v, err := parseInt(n.val.text); err == nil && v == Version {
+			return
+		}
+		c.errorf(n.line, "version", "unsupported version %s; supported versions: %d", n.val.text, Version)
+		return
+	}
+	c.errorf(n.line, "version", "must be the integer %d, got %s%s", Version, describe(n), floatHint(n))
+}
+
+func (c *checker) tools(n *tnode) []Tool {
+	if n.kind != tableNode {
+		hint := ""
+		if n.kind == arrayTablesNode {
+			hint = " (write [tools.NAME], not [[tools]])"
+		}
+		c.errorf(n.line, "tools", "must be a table of tools, got %s%s", describe(n), hint)
+		return nil
+	}
+	type seenTool struct {
+		name string
+		line int
+	}
+	seen := map[string]seenTool{}
+	var tools []Tool
+	for _, name := range n.order {
+		child := n.keys[name]
+		// MCP clients and humans treat these as the same name, so two tools
+		// differing only this way would be confusable.
+		t, ok := c.tool(name, child)
+		if ok {
+			tools = append(tools, t)
+		}
+		folded := strings.ReplaceAll(strings.ToLower(name), "-", "_")
+		if prev, dup := seen[folded]; dup {
+			c.errorf(child.line, formatKey([]string{"tools", name}),
+				"duplicate tool: same name as %s on line %d (names are compared ignoring case and '-' vs '_')",
+				quoteShort(prev.name), prev.line)
+		} else {
+			seen[folded] = seenTool{name, child.line}
+		}
+	}
+	return tools
+}
+
+func (c *checker) tool(name string, n *tnode) (Tool, bool) {
+	path := []string{"tools", name}
+	key := formatKey(path)
+	before := len(c.errs)
+	if !toolNameRE.MatchString(name) {
+		c.errorf(n.line, key, "invalid tool name %s: must be 1 to %d characters of a-z, 0-9, '_' and '-', starting with a letter or digit",
+			quoteShort(name), MaxToolNameLen)
+	}
+	if n.kind != tableNode {
+		c.errorf(n.line, key, "must be a table, got %s", describe(n))
+		return Tool{}, false
+	}
+	t := Tool{
+		Name:                 name,
+		Line:                 n.line,
+		Timeout:              DefaultTimeout,
+		MemoryBytes:          DefaultMemoryMB << 20,
+		HTTPMaxResponseBytes: DefaultMaxResponseBytes,
+	}
+	for _, k := range n.order {
+		v := n.keys[k]
+		kpath := append(path[:2:2], k)
+		kkey := formatKey(kpath)
+		switch k {
+		case "path":
+			if s, line, ok := c.str(v, kkey); ok {
+				if p, ok := c.regularFile(line, kkey, s); ok {
+					t.Path = p
+				}
+			}
+		case "timeout_ms":
+			if ms, ok := c.intKey(v, kkey, MinTimeout.Milliseconds(), MaxTimeout.Milliseconds()); ok {
+				t.Timeout = time.Duration(ms) * time.Millisecond
+			}
+		case "memory_mb":
+			if mb, ok := c.intKey(v, kkey, MinMemoryMB, MaxMemoryMB); ok {
+				t.MemoryBytes = uint64(mb) << 20
+			}
+		case "http_max_response_bytes":
+			if b, ok := c.intKey(v, kkey, MinMaxResponseBytes, MaxMaxResponseBytes); ok {
+				t.HTTPMaxResponseBytes = b
+			}
+		case "http_allow":
+			t.HTTPAllow = c.hostPatterns(v, kkey)
+		case "secrets":
+			t.Secrets = c.secrets(v, kkey)
+		case "http_ports":
+			t.HTTPPorts = c.ports(v, kkey)
+		case "http_allow_cidrs":
+			t.HTTPAllowCIDRs = c.cidrs(v, kkey)
+		case "http_ca_files":
+			t.HTTPCAFiles = c.caFiles(v, kkey)
+		default:
+			c.unknownKey(v, kpath, toolKeys)
+		}
+	}
+	if _, ok := n.keys["path"]; !ok && c.complete {
+		c.errorf(n.line, key+".path", "required key is missing")
+	}
+	return t, len(c.errs) == before
+}
+
+func (c *checker) unknownKey(n *tnode, path []string, known []string) {
+	name := path[len(path)-1]
+	if s := suggest(name, known); s != "" {
+		c.errorf(n.line, formatKey(path), "unknown key (did you mean %q?)", s)
+		return
+	}
+	c.errorf(n.line, formatKey(path), "unknown key; valid keys here: %s", strings.Join(known, ", "))
+}
+
+// suggest returns the known key closest to name, if it is close enough to be
+// a plausible typo.
+func suggest(name string, known []string) string {
+	best, bestDist := "", math.MaxInt
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if bestDist <= 2 && bestDist < len(best)/2 {
+		return best
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 {
+		return math.MaxInt // not a typo of any key; avoid quadratic work on junk
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// str returns a non-empty string key's value and line.
+func (c *checker) str(n *tnode, key string) (string, int, bool) {
+	if n.kind != valueNode || n.val.kind != unstable.String {
+		c.errorf(n.line, key, "must be a string, got %s", describe(n))
+		return "", 0, false
+	}
+	if n.val.text == "" {
+		c.errorf(n.val.line, key, "must not be empty")
+		return "", 0, false
+	}
+	return n.val.text, n.val.line, true
+}
+
+func (c *checker) intKey(n *tnode, key string, lo, hi int64) (int64, bool) {
+	if n.kind != valueNode {
+		c.errorf(n.line, key, "must be an integer in %d..%d, got %s", lo, hi, describe(n))
+		return 0, false
+	}
+	return c.intValue(n.val, key, lo, hi)
+}
+
+func (c *checker) intValue(v *tvalue, key string, lo, hi int64) (int64, bool) {
+	if v.kind == unstable.Integer {
+		if x, err := parseInt(v.text); err == nil && x >= lo && x <= hi {
+			return x, true
+		}
+		c.errorf(v.line, key, "must be an integer in %d..%d, got %s", lo, hi, v.text)
+		return 0, false
+	}
+	c.errorf(v.line, key, "must be an integer in %d..%d, got %s%s", lo, hi, describeValue(v), floatValueHint(v))
+	return 0, false
+}
+
+func floatHint(n *tnode) string {
+	if n.kind != valueNode {
+		return ""
+	}
+	return floatValueHint(n.val)
+}
+
+// floatValueHint tells people who wrote 64.0 or 1e3 what to write instead,
+// since TOML keeps the two types apart even when the value is whole.
+func floatValueHint(v *tvalue) string {
+	if v.kind != unstable.Float {
+		return ""
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(v.text, "_", ""), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
+		return ""
+	}
+	return fmt.Sprintf(" (write it as %d: floats are not allowed)", int64(f))
+}
+
+// list returns the elements of an array key.
+func (c *checker) list(n *tnode, key, of string) ([]*tvalue, bool) {
+	if n.kind != valueNode || n.val.kind != unstable.Array {
+		c.errorf(n.line, key, "must be an array of %s, got %s", of, describe(n))
+		return nil, false
+	}
+	return n.val.elems, true
+}
+
+// strElems returns the string elements of an array key, reporting the others.
+// Element i is reported under key "name[i]".
+func (c *checker) strElems(n *tnode, key string, fn func(i int, key string, v *tvalue)) {
+	elems, ok := c.list(n, key, "strings")
+	if !ok {
+		return
+	}
+	for i, v := range elems {
+		ekey := fmt.Sprintf("%s[%d]", key, i)
+		if v.kind != unstable.String {
+			c.errorf(v.line, ekey, "must be a string, got %s", describeValue(v))
+			continue
+		}
+		fn(i, ekey, v)
+	}
+}
+
+func (c *checker) hostPatterns(n *tnode, key string) []string {
+	var out []string
+	first := map[string]int{}
+	c.strElems(n, key, func(i int, ekey string, v *tvalue) {
+		p, err := NormalizeHostPattern(v.text)
+		if err != nil {
+			c.errorf(v.line, ekey, "%v", err)
+			return
+		}
+		if j, dup := first[p]; dup {
+			c.errorf(v.line, ekey, "duplicate entry %s (same as [%d])", quoteShort(p), j)
+			return
+		}
+		first[p] = i
+		out = append(out, p)
+	})
+	return out
+}
+
+func (c *checker) secrets(n *tnode, key string) []string {
+	var out []string
+	first := map[string]int{}
+	c.strElems(n, key, func(i int, ekey string, v *tvalue) {
+		if !secretNameRE.MatchString(v.text) {
+			c.errorf(v.line, ekey, "invalid secret name %s: must be 1 to %d characters of A-Z, 0-9 and '_', starting with a letter",
+				quoteShort(v.text), MaxSecretNameLen)
+			return
+		}
+		if j, dup := first[v.text]; dup {
+			c.errorf(v.line, ekey, "duplicate entry %q (same as [%d])", v.text, j)
+			return
+		}
+		first[v.text] = i
+		out = append(out, v.text)
+	})
+	return out
+}
+
+func (c *checker) ports(n *tnode, key string) []uint16 {
+	elems, ok := c.list(n, key, "integers")
+	if !ok {
+		return nil
+	}
+	var out []uint16
+	first := map[int64]int{}
+	for i, v := range elems {
+		ekey := fmt.Sprintf("%s[%d]", key, i)
+		p, ok := c.intValue(v, ekey, 1, math.MaxUint16)
+		if !ok {
+			continue
+		}
+		if j, dup := first[p]; dup {
+			c.errorf(v.line, ekey, "duplicate entry %d (same as [%d])", p, j)
+			continue
+		}
+		first[p] = i
+		out = append(out, uint16(p))
+	}
+	return out
+}
+
+func (c *checker) cidrs(n *tnode, key string) []netip.Prefix {
+	var out []netip.Prefix
+	first := map[netip.Prefix]int{}
+	c.strElems(n, key, func(i int, ekey string, v *tvalue) {
+		p, err := netip.ParsePrefix(v.text)
+		if err != nil {
+			c.errorf(v.line, ekey, "invalid address range %s: expected CIDR notation like \"10.0.0.0/8\" or \"fd00::/8\"", quoteShort(v.text))
+			return
+		}
+		p = p.Masked()
+		if j, dup := first[p]; dup {
+			c.errorf(v.line, ekey, "duplicate entry %q (same as [%d])", p.String(), j)
+			return
+		}
+		first[p] = i
+		out = append(out, p)
+	})
+	return out
+}
+
+func (c *checker) caFiles(n *tnode, key string) []string {
+	var out []string
+	first := map[string]int{}
+	c.strElems(n, key, func(i int, ekey string, v *tvalue) {
+		if v.text == "" {
+			c.errorf(v.line, ekey, "must not be empty")
+			return
+		}
+		p, ok := c.regularFile(v.line, ekey, v.text)
+		if !ok {
+			return
+		}
+		if j, dup := first[p]; dup {
+			c.errorf(v.line, ekey, "duplicate entry %s (same as [%d])", quoteShort(v.text), j)
+			return
+		}
+		first[p] = i
+		if c.checkCerts(v.line, ekey, v.text, p) {
+			out = append(out, p)
+		}
+	})
+	return out
+}
+
+// checkCerts makes sure a CA file holds certificates now, rather than when
+// the first TLS handshake fails in production.
+func (c *checker) checkCerts(line int, key, written, abs string) bool {
+	data, err := c.files.readFile(abs)
+	if err != nil {
+		c.errorf(line, key, "cannot read %s: %s", quoteShort(written), pathErrText(err))
+		return false
+	}
+	n := 0
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		n++
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			c.errorf(line, key, "certificate %d in %s does not parse: %v", n, quoteShort(written), err)
+			return false
+		}
+	}
+	if n == 0 {
+		c.errorf(line, key, "no PEM certificate (-----BEGIN CERTIFICATE-----) found in %s", quoteShort(written))
+		return false
+	}
+	return true
+}
+
+// regularFile resolves a path from agent.toml against the config directory
+// and checks that it names a regular file.
+func (c *checker) regularFile(line int, key, written string) (string, bool) {
+	p := written
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.dir, p)
+	}
+	p = filepath.Clean(p)
+	mode, err := c.files.stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.errorf(line, key, "file not found: %s", quoteShort(written))
+	case err != nil:
+		c.errorf(line, key, "cannot access %s: %s", quoteShort(written), pathErrText(err))
+	case mode.IsDir():
+		c.errorf(line, key, "is a directory: %s", quoteShort(written))
+	case !mode.IsRegular():
+		c.errorf(line, key, "not a regular file: %s", quoteShort(written))
+	default:
+		return p, true
+	}
+	return "", false
+}
+
+// pathErrText drops the path from an *fs.PathError, which the message names
+// already in the form the user wrote it.
+func pathErrText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
