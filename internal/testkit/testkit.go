@@ -1,0 +1,333 @@
+// Package testkit gives maiden's tests the tools under testdata/tools as
+// built components. Import it only from _test.go files.
+//
+// Only the tools' sources are committed; Component builds them with the
+// pinned JS toolchain (package toolbuild) on first use and caches the result
+// on disk by content hash, so a warm run costs a stat and a cold one the
+// toolchain install (~30-60 s, once per machine) plus about half a second
+// per WAT tool and 7-25 s per JS tool. A missing toolchain fails the test
+// rather than skipping it: a host test that silently does not run is worse
+// than one that tells you to install Node.js.
+package testkit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/toolbuild"
+)
+
+const modulePath = "github.com/maiden-run/maiden"
+
+// Component returns the path of a component built from testdata/tools:
+//
+//	"js/NAME"  testdata/tools/js/NAME.js (componentize-js)
+//	"NAME"     testdata/tools/NAME.wat, built against NAME.wit (plus maiden's
+//	           package) if that file exists, else against maiden's world;
+//	           failing that testdata/tools/js/NAME.js; failing that
+//	           testdata/tools/NAME.wasm.txt copied verbatim to a .wasm path
+//	           (deliberately not WebAssembly).
+//
+// The component is built on first use and cached under
+// os.UserCacheDir()/maiden/testkit ($MAIDEN_TESTKIT_DIR overrides), keyed
+// by a hash of the sources and the toolchain fingerprint. The returned file
+// is shared: do not modify it (see CopyToTemp). Component calls t.Fatal
+// with a clear message if the tool cannot be built, never t.Skip.
+func Component(t testing.TB, name string) string {
+	t.Helper()
+	src, err := resolve(RepoRoot(t), name)
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	cacheDir, err := cacheDir()
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	out := filepath.Join(cacheDir, sanitize(name)+"-"+src.key()+".wasm")
+	if fileExists(out) {
+		return out
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	// Parallel test processes (go test ./...) may want the same tool; the
+	// lock makes one build it while the others wait and then reuse it.
+	unlock, err := lockFile(ctx, out+".lock")
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	defer unlock()
+	if fileExists(out) {
+		return out
+	}
+
+	start := time.Now()
+	comp, err := src.build(ctx, t)
+	if err != nil {
+		t.Fatalf("testkit: building test tool %q from %s: %v", name, src.path, err)
+	}
+	if err := writeFileAtomic(out, comp); err != nil {
+		t.Fatalf("testkit: caching %s: %v", out, err)
+	}
+	t.Logf("testkit: built %s (%d bytes) in %s", name, len(comp), time.Since(start).Round(time.Millisecond))
+	return out
+}
+
+// CopyToTemp copies a file (typically a component from Component) into
+// t.TempDir(), for tests that rewrite or replace it, e.g. hot reload.
+func CopyToTemp(t testing.TB, src string) string {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	defer in.Close()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	out, err := os.Create(dst)
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		t.Fatalf("testkit: copying %s: %v", src, err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	return dst
+}
+
+var (
+	rootOnce sync.Once
+	root     string
+	rootErr  error
+)
+
+// RepoRoot returns the directory holding maiden's go.mod, found by walking
+// up from the working directory (a package's directory under go test).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	rootOnce.Do(func() { root, rootErr = findRepoRoot() })
+	if rootErr != nil {
+		t.Fatalf("testkit: %v", rootErr)
+	}
+	return root
+}
+
+var moduleLineRE = regexp.MustCompile(`(?m)^module\s+(\S+)\s*$`)
+
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			if m := moduleLineRE.FindSubmatch(b); m != nil && string(m[1]) == modulePath {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod for %s above the working directory", modulePath)
+		}
+		dir = parent
+	}
+}
+
+// source is a resolved test tool.
+type source struct {
+	kind string // "wat", "js" or "raw"
+	path string
+	data []byte
+	wit  []byte // optional WIT document for a WAT tool
+}
+
+func resolve(root, name string) (*source, error) {
+	tools := filepath.Join(root, "testdata", "tools")
+	if strings.Contains(name, "..") || filepath.IsAbs(name) {
+		return nil, fmt.Errorf("bad test tool name %q", name)
+	}
+	var candidates []*source
+	if js, ok := strings.CutPrefix(name, "js/"); ok {
+		candidates = []*source{{kind: "js", path: filepath.Join(tools, "js", js+".js")}}
+	} else {
+		candidates = []*source{
+			{kind: "wat", path: filepath.Join(tools, name+".wat")},
+			{kind: "js", path: filepath.Join(tools, "js", name+".js")},
+			{kind: "raw", path: filepath.Join(tools, name+".wasm.txt")},
+		}
+	}
+	for _, c := range candidates {
+		b, err := os.ReadFile(c.path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.data = b
+		if c.kind == "wat" {
+			w, err := os.ReadFile(strings.TrimSuffix(c.path, ".wat") + ".wit")
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+			c.wit = w
+		}
+		return c, nil
+	}
+	var tried []string
+	for _, c := range candidates {
+		tried = append(tried, c.path)
+	}
+	return nil, fmt.Errorf("no test tool %q (looked for %s)", name, strings.Join(tried, ", "))
+}
+
+// key hashes everything the built bytes depend on.
+func (s *source) key() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", s.kind, toolbuild.Fingerprint())
+	fmt.Fprintf(h, "%d\n", len(s.data))
+	h.Write(s.data)
+	fmt.Fprintf(h, "%d\n", len(s.wit))
+	h.Write(s.wit)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func (s *source) build(ctx context.Context, t testing.TB) ([]byte, error) {
+	if s.kind == "raw" {
+		return s.data, nil
+	}
+	tc, err := ensureToolchain(t)
+	if err != nil {
+		return nil, fmt.Errorf("the JS toolchain that builds test tools is unavailable: %w", err)
+	}
+	switch {
+	case s.kind == "js":
+		return tc.ComponentFromJS(ctx, s.data)
+	case s.wit != nil:
+		return tc.ComponentFromWATWithWIT(ctx, s.data, toolbuild.WithToolPackage(string(s.wit)), "tool")
+	default:
+		return tc.ComponentFromWAT(ctx, s.data)
+	}
+}
+
+var (
+	tcMu  sync.Mutex
+	tcVal *toolbuild.Toolchain
+)
+
+// ensureToolchain installs the toolchain once per process. Failures are not
+// memoized: the next test retries, and each failing test reports why.
+func ensureToolchain(t testing.TB) (*toolbuild.Toolchain, error) {
+	tcMu.Lock()
+	defer tcMu.Unlock()
+	if tcVal != nil {
+		return tcVal, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tc, err := toolbuild.EnsureToolchain(ctx, &toolbuild.Options{Progress: logWriter{t}})
+	if err != nil {
+		return nil, err
+	}
+	tcVal = tc
+	return tc, nil
+}
+
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Logf("testkit: %s", bytes.TrimRight(p, "\n"))
+	return len(p), nil
+}
+
+func cacheDir() (string, error) {
+	if d := os.Getenv("MAIDEN_TESTKIT_DIR"); d != "" {
+		return filepath.Abs(d)
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("locating the cache dir (set MAIDEN_TESTKIT_DIR): %w", err)
+	}
+	return filepath.Join(base, "maiden", "testkit"), nil
+}
+
+var unsafeNameRE = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func sanitize(name string) string { return unsafeNameRE.ReplaceAllString(name, "_") }
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// writeFileAtomic writes via a temp file in the same directory and renames
+// it into place: a concurrent reader sees the old state or the whole file.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp, 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+	}
+	return werr
+}
+
+// lockFile takes an exclusive flock, polling so ctx can end the wait. flock
+// locks belong to the open file, so goroutines of one process exclude each
+// other as well as other processes.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				f.Close()
+			}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for %s: %w", path, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

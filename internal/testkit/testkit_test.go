@@ -1,0 +1,118 @@
+package testkit
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// componentMagic is "\0asm" followed by the component-model layer version.
+var componentMagic = []byte{0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00}
+
+func TestRepoRoot(t *testing.T) {
+	root := RepoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "wit", "maiden-tool.wit")); err != nil {
+		t.Errorf("RepoRoot = %s, which lacks wit/maiden-tool.wit: %v", root, err)
+	}
+}
+
+func TestComponentBuildsAndCaches(t *testing.T) {
+	t.Setenv("MAIDEN_TESTKIT_DIR", t.TempDir())
+	// Concurrent first use: one goroutine builds, the others wait on the
+	// lock and get the same cached file.
+	paths := make([]string, 4)
+	var wg sync.WaitGroup
+	for i := range paths {
+		wg.Go(func() { paths[i] = Component(t, "echo") })
+	}
+	wg.Wait()
+	for _, p := range paths[1:] {
+		if p != paths[0] {
+			t.Fatalf("Component returned different paths: %v", paths)
+		}
+	}
+	b, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, componentMagic) {
+		t.Errorf("%s is not a component (starts %x)", paths[0], b[:min(8, len(b))])
+	}
+	st, err := os.Stat(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := Component(t, "echo"); again != paths[0] {
+		t.Errorf("second call returned %s, want cached %s", again, paths[0])
+	}
+	if st2, _ := os.Stat(paths[0]); !st2.ModTime().Equal(st.ModTime()) {
+		t.Error("cached component was rewritten")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(paths[0]))
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("leftover temp file %s", e.Name())
+		}
+	}
+}
+
+func TestComponentWithCustomWIT(t *testing.T) {
+	p := Component(t, "badimport")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("evil:net/socket@0.1.0")) {
+		t.Errorf("%s does not import evil:net/socket@0.1.0", p)
+	}
+}
+
+func TestComponentJS(t *testing.T) {
+	p := Component(t, "js/echo")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, componentMagic) {
+		t.Errorf("%s is not a component", p)
+	}
+}
+
+func TestComponentNotWasm(t *testing.T) {
+	p := Component(t, "notwasm")
+	if filepath.Ext(p) != ".wasm" {
+		t.Errorf("path %s should end in .wasm", p)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.HasPrefix(b, []byte("\x00asm")) {
+		t.Error("notwasm must not be WebAssembly")
+	}
+}
+
+func TestCopyToTemp(t *testing.T) {
+	src := Component(t, "echo")
+	dst := CopyToTemp(t, src)
+	if dst == src {
+		t.Fatal("CopyToTemp returned its input")
+	}
+	a, _ := os.ReadFile(src)
+	b, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(a, b) {
+		t.Errorf("copy differs from %s (%v)", src, err)
+	}
+}
+
+func TestUnknownToolFails(t *testing.T) {
+	if _, err := resolve(RepoRoot(t), "no-such-tool"); err == nil || !strings.Contains(err.Error(), "no-such-tool.wat") {
+		t.Errorf("resolve(no-such-tool) = %v; want an error listing the paths tried", err)
+	}
+	if _, err := resolve(RepoRoot(t), "../go.mod"); err == nil {
+		t.Error("resolve accepted a name escaping testdata/tools")
+	}
+}

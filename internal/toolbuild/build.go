@@ -1,0 +1,159 @@
+package toolbuild
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/maiden-run/maiden/wit"
+)
+
+// BuildError is the error the toolchain reports for an input it rejects.
+// errors.Is(err, ErrBuild) holds for it.
+type BuildError struct {
+	Op  string // what was being built, e.g. "component from WAT"
+	Msg string // the toolchain's one-line explanation
+}
+
+func (e *BuildError) Error() string { return "toolbuild: " + e.Op + ": " + e.Msg }
+
+// Is makes errors.Is(err, ErrBuild) true.
+func (e *BuildError) Is(target error) bool { return target == ErrBuild }
+
+// ComponentFromWAT builds a component from a core module written in WAT that
+// implements world `tool` of maiden-tool.wit with the canonical ABI (see
+// testdata/tools/echo.wat). A module that imports wasi_snapshot_preview1
+// gets the preview1 reactor adapter; anything else gets none.
+func (t *Toolchain) ComponentFromWAT(ctx context.Context, wat []byte) ([]byte, error) {
+	return t.ComponentFromWATWithWIT(ctx, wat, wit.Tool, wit.World)
+}
+
+// ComponentFromWATWithWIT is ComponentFromWAT against a caller-supplied WIT
+// document and world instead of maiden's. It exists to build deliberately
+// wrong components (extra imports, missing or mistyped exports) that the
+// embedding step would refuse against the real world. witText must be a
+// complete WIT document; use WithToolPackage to let it import maiden's host
+// interface. world names a world in witText's top-level package.
+func (t *Toolchain) ComponentFromWATWithWIT(ctx context.Context, wat []byte, witText, world string) ([]byte, error) {
+	return t.run(ctx, "component from WAT", request{Kind: "wat", World: world}, wat, "tool.wat", witText)
+}
+
+// ComponentFromCore builds a component from a core wasm module that
+// implements world `tool` (e.g. one compiled by Go for wasip1 with
+// //go:wasmexport). wasip1 adds the wasi_snapshot_preview1 reactor adapter,
+// which maps the module's preview1 imports onto WASI 0.2 interfaces.
+func (t *Toolchain) ComponentFromCore(ctx context.Context, core []byte, wasip1 bool) ([]byte, error) {
+	return t.run(ctx, "component from core wasm", request{Kind: "core", World: wit.World, WASIP1: wasip1}, core, "tool.wasm", wit.Tool)
+}
+
+// ComponentFromJS builds a component from one JavaScript ES module with
+// componentize-js. The module exports describe(), schema() and
+// execute(input); host functions come from
+// `import { log, httpFetch } from "maiden:tool/host@0.1.0"` (the version
+// suffix is required). The module must be self-contained (bundle it first):
+// any other import fails the build. The engine's fetch() support is disabled, so the
+// component does not import wasi:http. A value thrown by execute becomes
+// err(message); a non-string result is JSON-encoded. Expect ~12 MB and
+// 7-25 s per build.
+func (t *Toolchain) ComponentFromJS(ctx context.Context, jsSource []byte) ([]byte, error) {
+	return t.run(ctx, "component from JS", request{Kind: "js", World: wit.World}, jsSource, "tool.js", wit.Tool)
+}
+
+// WIT returns the WIT world a component imports and exports, as printed by
+// wasm-tools (`package root:component; world root { ... }`).
+func (t *Toolchain) WIT(ctx context.Context, component []byte) (string, error) {
+	out, err := t.run(ctx, "component WIT", request{Kind: "wit"}, component, "component.wasm", "")
+	return string(out), err
+}
+
+// WithToolPackage returns witText with maiden's tool package appended as a
+// nested package, so that a custom world in witText can
+// `import maiden:tool/host@0.1.0;` while maiden-tool.wit stays the only copy
+// of the contract.
+func WithToolPackage(witText string) string {
+	decl := "package " + wit.Package + ";"
+	i := strings.Index(wit.Tool, decl)
+	if i < 0 {
+		panic("toolbuild: maiden-tool.wit does not declare " + decl)
+	}
+	body := wit.Tool[:i] + "package " + wit.Package + " {" + wit.Tool[i+len(decl):]
+	return strings.TrimRight(witText, "\n") + "\n\n" + strings.TrimRight(body, "\n") + "\n}\n"
+}
+
+// request is the driver's stdin protocol (see toolchain/build.mjs).
+type request struct {
+	Kind    string `json:"kind"`
+	Input   string `json:"input"`
+	Output  string `json:"output"`
+	WITPath string `json:"witPath,omitempty"`
+	World   string `json:"world,omitempty"`
+	WASIP1  bool   `json:"wasip1,omitempty"`
+	WorkDir string `json:"workDir"`
+}
+
+// errorPrefix marks the driver's one-line error on stderr.
+const errorPrefix = "maiden-toolbuild-error: "
+
+// run executes one driver request in a private temp dir. Inputs travel as
+// files rather than on stdin because components are megabytes and the JS
+// API wants paths anyway.
+func (t *Toolchain) run(ctx context.Context, op string, req request, input []byte, inputName, witText string) ([]byte, error) {
+	work, err := os.MkdirTemp("", "maiden-build-*")
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
+	}
+	defer os.RemoveAll(work)
+
+	req.WorkDir = work
+	req.Input = filepath.Join(work, inputName)
+	req.Output = filepath.Join(work, "out")
+	if err := os.WriteFile(req.Input, input, 0o644); err != nil {
+		return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
+	}
+	if witText != "" {
+		req.WITPath = filepath.Join(work, "tool.wit")
+		if err := os.WriteFile(req.WITPath, []byte(witText), 0o644); err != nil {
+			return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
+		}
+	}
+	reqJSON, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
+	}
+
+	cmd := exec.CommandContext(ctx, t.node, t.driver)
+	cmd.Dir = work
+	// TMPDIR: componentize-js and wizer put their scratch files under
+	// os.tmpdir() and do not always clean up on failure; keeping them in
+	// work means RemoveAll above does.
+	cmd.Env = append(os.Environ(), "TMPDIR="+work, "NODE_NO_WARNINGS=1")
+	cmd.Stdin = bytes.NewReader(reqJSON)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	setProcessGroup(cmd)
+	runErr := cmd.Run()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("toolbuild: %s: %w", op, ctx.Err())
+	}
+	if runErr != nil {
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if msg, ok := strings.CutPrefix(line, errorPrefix); ok {
+				return nil, &BuildError{Op: op, Msg: msg}
+			}
+		}
+		// The driver died without its error line (node crash, OOM kill).
+		out := strings.TrimSpace(stderr.String() + "\n" + stdout.String())
+		return nil, &BuildError{Op: op, Msg: fmt.Sprintf("build driver failed (%v): %s", runErr, lastLines(out, 10))}
+	}
+	out, err := os.ReadFile(req.Output)
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: %s: driver wrote no output: %w", op, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,248 @@
+// maiden build driver. Embedded in the maiden binary (internal/toolbuild) and
+// written next to the pinned node_modules it needs, so that ES module
+// resolution finds the exact toolchain versions maiden tested against.
+//
+// Protocol: one JSON request on stdin, e.g.
+//   {"kind":"wat","input":"/tmp/x/tool.wat","output":"/tmp/x/out.wasm",
+//    "witPath":"/tmp/x/tool.wit","world":"tool"}
+// kinds: "wat" (WAT core module -> component), "core" (core wasm ->
+// component; "wasip1": true adds the preview1 reactor adapter), "js"
+// (componentize-js), "wit" (component -> its WIT text, written to output).
+// On success the driver exits 0 having written `output`. On failure it prints
+// exactly one line starting with ERROR_PREFIX to stderr and exits 1: the Go
+// side shows that line to humans, so it must carry the underlying cause
+// (wasm-tools' message, the WAT line, the JS syntax error) and no stack trace.
+
+import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { join, dirname } from 'node:path';
+
+const ERROR_PREFIX = 'maiden-toolbuild-error: ';
+
+// The three exports every tool must provide (world `tool` in maiden-tool.wit).
+const TOOL_EXPORTS = ['describe', 'schema', 'execute'];
+
+class BuildError extends Error {}
+
+function fail(msg) {
+  throw new BuildError(msg);
+}
+
+// oneLine flattens anyhow-style multi-line errors ("x\n\nCaused by:\n 0: y")
+// into "x: y" so the Go side can show a single line.
+function oneLine(msg) {
+  return String(msg)
+    // Debug-printed byte arrays span lines; keep each on one line.
+    .replace(/\[[^\]]*\]/g, (list) => list.replace(/\s+/g, ' '))
+    .split('\n')
+    .map((l) => l.trim().replace(/^\$/, '').replace(/^\d+: /, ''))
+    .filter((l) => l !== '' && l !== 'Caused by:' && !/^at .*:\d+:\d+\)?$/.test(l))
+    .join(': ')
+    .replace(/:\s*:/g, ':')
+    .replace(/\s+/g, ' ');
+}
+
+// watError turns the wast crate's Debug-formatted parse error into
+// "WAT line L, column C: message (near `snippet`)". The crate's line/col are
+// 0-based; editors are 1-based.
+function watError(raw) {
+  const s = String(raw);
+  const pos = /line: (\d+), col: (\d+)/.exec(s);
+  if (!pos) return oneLine(s);
+  const kind = /kind: (?:Custom\()?"((?:[^"\\]|\\.)*)"/.exec(s);
+  const snippet = /snippet: "((?:[^"\\]|\\.)*)"/.exec(s);
+  let msg = `WAT line ${Number(pos[1]) + 1}, column ${Number(pos[2]) + 1}: `;
+  msg += kind ? JSON.parse(`"${kind[1]}"`) : 'syntax error';
+  if (snippet) msg += ` (near \`${JSON.parse(`"${snippet[1]}"`).trim()}\`)`;
+  return msg;
+}
+
+async function wasmTools() {
+  return import('@bytecodealliance/jco-transpile/wasm-tools');
+}
+
+async function reactorAdapter() {
+  const { preview1AdapterReactorPath } = await import('@bytecodealliance/jco');
+  return readFile(preview1AdapterReactorPath());
+}
+
+// importsWasip1 reports whether a core module imports anything from
+// wasi_snapshot_preview1, in which case it needs the reactor adapter.
+function importsWasip1(core) {
+  let mod;
+  try {
+    mod = new WebAssembly.Module(core);
+  } catch {
+    // Let wasm-tools produce the real validation error later.
+    return false;
+  }
+  return WebAssembly.Module.imports(mod).some((i) => i.module === 'wasi_snapshot_preview1');
+}
+
+async function coreToComponent(core, req, wasip1) {
+  const { componentEmbed, componentNew } = await wasmTools();
+  const witSource = await readFile(req.witPath, 'utf8');
+  let embedded;
+  try {
+    embedded = await componentEmbed({ binary: core, witSource, world: req.world });
+  } catch (e) {
+    fail(`embedding WIT world ${req.world}: ${oneLine(e.message ?? e)}`);
+  }
+  const adapters = wasip1 ? [['wasi_snapshot_preview1', await reactorAdapter()]] : [];
+  try {
+    return await componentNew(embedded, adapters);
+  } catch (e) {
+    fail(`creating component: ${oneLine(e.message ?? e)}`);
+  }
+}
+
+async function buildWAT(req) {
+  const { parse } = await wasmTools();
+  let core;
+  try {
+    core = await parse(await readFile(req.input, 'utf8'));
+  } catch (e) {
+    fail(watError(e.message ?? e));
+  }
+  return coreToComponent(core, req, importsWasip1(core));
+}
+
+async function buildCore(req) {
+  return coreToComponent(await readFile(req.input), req, !!req.wasip1);
+}
+
+// jsLocation converts an oxc byte offset into "line L, column C".
+function jsLocation(code, offset) {
+  const before = Buffer.from(code).subarray(0, offset).toString();
+  const lines = before.split('\n');
+  return `line ${lines.length}, column ${lines[lines.length - 1].length + 1}`;
+}
+
+// checkJS parses the tool's source before the 10+ second componentize run, so
+// that syntax errors and missing exports come back fast and with a position
+// (componentize-js only says "encountered [N] errors").
+async function checkJS(code) {
+  const oxc = (await import('oxc-parser')).default;
+  const res = await oxc.parseAsync('tool.js', code, { sourceType: 'module' });
+  if (res.errors.length > 0) {
+    const e = res.errors[0];
+    const at = e.labels?.length ? ` at ${jsLocation(code, e.labels[0].start)}` : '';
+    fail(`JS syntax error${at}: ${e.message}`);
+  }
+  const names = new Set();
+  for (const exp of res.module.staticExports) {
+    for (const entry of exp.entries) {
+      if (entry.exportName?.name) names.add(entry.exportName.name);
+    }
+  }
+  const missing = TOOL_EXPORTS.filter((n) => !names.has(n));
+  if (missing.length > 0) {
+    fail(`JS source does not export ${missing.join(', ')} (a tool must export describe(), schema() and execute(input))`);
+  }
+}
+
+// ENTRY wraps the tool's module. componentize-js turns a thrown value into
+// err(...) only when it is a string: a thrown Error object makes the
+// generated bindings abort, which the host sees as a trap. Tool authors write
+// `throw new Error(...)`, so the entry converts it to its message. Non-string
+// results are JSON-encoded for the same reason (anything else aborts).
+const ENTRY = `import * as tool from './tool.js';
+
+function isError(e) {
+  // Cross-realm safe: instanceof fails for errors made by the bindings.
+  return e instanceof Error || Object.prototype.toString.call(e) === '[object Error]';
+}
+
+function toErr(e) {
+  if (typeof e === 'string') throw e;
+  if (isError(e)) throw e.name && e.name !== 'Error' ? e.name + ': ' + String(e.message) : String(e.message);
+  let s;
+  try { s = JSON.stringify(e); } catch { s = undefined; }
+  throw s ?? String(e);
+}
+
+function toOk(v) {
+  if (typeof v === 'string') return v;
+  return JSON.stringify(v) ?? '';
+}
+
+export function describe() { return toOk(tool.describe()); }
+export function schema() { return toOk(tool.schema()); }
+export function execute(input) {
+  let r;
+  try {
+    r = tool.execute(input);
+  } catch (e) {
+    toErr(e);
+  }
+  if (r !== null && typeof r === 'object' && typeof r.then === 'function') {
+    return r.then(toOk, toErr);
+  }
+  return toOk(r);
+}
+`;
+
+async function buildJS(req) {
+  const code = await readFile(req.input, 'utf8');
+  await checkJS(code);
+  const srcDir = join(req.workDir, 'src');
+  await mkdir(srcDir, { recursive: true });
+  await writeFile(join(srcDir, 'tool.js'), code);
+  await writeFile(join(srcDir, 'maiden-entry.js'), ENTRY);
+  const { componentize } = await import('@bytecodealliance/componentize-js');
+  try {
+    const { component } = await componentize({
+      sourcePath: join(srcDir, 'maiden-entry.js'),
+      witPath: req.witPath,
+      worldName: req.world,
+      // Without this the engine imports wasi:http for fetch(), which maiden
+      // refuses: the only network road is the host's http-fetch.
+      disableFeatures: ['http', 'fetch-event'],
+    });
+    return component;
+  } catch (e) {
+    // The wizer path in the message is a toolchain detail, not the user's.
+    fail(oneLine(String(e.message ?? e).replace(/ \(wizer \([^)]*\)\)/, '')));
+  }
+}
+
+async function witOf(req) {
+  const { componentWit } = await wasmTools();
+  try {
+    return await componentWit(await readFile(req.input));
+  } catch (e) {
+    fail(`reading component WIT: ${oneLine(e.message ?? e)}`);
+  }
+}
+
+async function main() {
+  let raw = '';
+  for await (const chunk of process.stdin) raw += chunk;
+  const req = JSON.parse(raw);
+  let out;
+  switch (req.kind) {
+    case 'wat':
+      out = await buildWAT(req);
+      break;
+    case 'core':
+      out = await buildCore(req);
+      break;
+    case 'js':
+      out = await buildJS(req);
+      break;
+    case 'wit':
+      out = await witOf(req);
+      break;
+    default:
+      fail(`unknown request kind ${JSON.stringify(req.kind)}`);
+  }
+  await mkdir(dirname(req.output), { recursive: true });
+  await writeFile(req.output, out);
+}
+
+try {
+  await main();
+} catch (e) {
+  const msg = e instanceof BuildError ? e.message : `internal error: ${oneLine(e?.stack ?? e)}`;
+  process.stderr.write(ERROR_PREFIX + msg.replace(/\n/g, ' ') + '\n');
+  process.exitCode = 1;
+}

@@ -1,0 +1,33 @@
+;; logflood: calls log 100,000 times with a 100-byte line (10 MB in all).
+;; Host should report: success, with the log cut at the per-call limit and a
+;; truncation marker last; the host's memory stays bounded.
+(module
+  (import "maiden:tool/host@0.1.0" "log" (func $log (param i32 i32 i32)))
+  (memory (export "memory") 1)
+  (global $heap (mut i32) (i32.const 8192))
+  (data (i32.const 16) "Logs far more than the per-call log limit.")
+  (data (i32.const 64) "{\"type\":\"object\"}")
+  (data (i32.const 96) "flooded")
+  (data (i32.const 256) "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789")
+  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
+    (local $p i32)
+    (local.set $p (i32.and (i32.add (global.get $heap) (i32.const 7)) (i32.const -8)))
+    (global.set $heap (i32.add (local.get $p) (local.get 3)))
+    (local.get $p))
+  (func $str (param $p i32) (param $n i32) (result i32)
+    (i32.store (i32.const 4096) (local.get $p))
+    (i32.store (i32.const 4100) (local.get $n))
+    (i32.const 4096))
+  (func (export "describe") (result i32) (call $str (i32.const 16) (i32.const 42)))
+  (func (export "schema") (result i32) (call $str (i32.const 64) (i32.const 17)))
+  (func (export "execute") (param i32 i32) (result i32)
+    (local $i i32)
+    (loop $again
+      (call $log (i32.const 1) (i32.const 256) (i32.const 100))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $again (i32.lt_u (local.get $i) (i32.const 100000))))
+    (i32.store8 (i32.const 4096) (i32.const 0))
+    (i32.store (i32.const 4100) (i32.const 96))
+    (i32.store (i32.const 4104) (i32.const 7))
+    (i32.const 4096))
+)
