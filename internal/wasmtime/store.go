@@ -43,10 +43,12 @@ type StoreOptions struct {
 	// MemoryLimit is the ceiling, in bytes, on all linear memories of the
 	// store together. Required.
 	MemoryLimit uint64
-	// TableElements bounds each table; 0 means 1,000,000 entries.
+	// TableElements bounds each table; 0 means an eighth of MemoryLimit
+	// divided among the tables (at least 10,000 entries), so that all of a
+	// store's tables together stay within the memory ceiling too.
 	TableElements int64
 	// Instances, Tables and Memories bound how many of each a store may
-	// create; 0 means 1,000 instances and 100 tables and memories.
+	// create; 0 means 1,000 instances, 20 tables and 20 memories.
 	Instances, Tables, Memories int64
 	// Deadline, if not zero, is when guest code traps with StopDeadline.
 	Deadline time.Time
@@ -98,17 +100,18 @@ func NewStore(e *Engine, opts *StoreOptions) (*Store, error) {
 	s.ctx = C.wasmtime_store_context(s.ptr)
 
 	tableElems, instances, tables, memories := opts.TableElements, opts.Instances, opts.Tables, opts.Memories
-	if tableElems <= 0 {
-		tableElems = 1_000_000
-	}
 	if instances <= 0 {
 		instances = 1000
 	}
 	if tables <= 0 {
-		tables = 100
+		tables = 20
 	}
 	if memories <= 0 {
-		memories = 100
+		memories = 20
+	}
+	if tableElems <= 0 {
+		// A table entry costs the host about 8 bytes.
+		tableElems = max(10_000, int64(opts.MemoryLimit/8)/tables)
 	}
 	memorySize := C.int64_t(-1) // maiden's memory creator enforces the ceiling
 	if e.cfg.Pooling {

@@ -1,0 +1,102 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/maiden-run/maiden/internal/wasmtime"
+	"github.com/maiden-run/maiden/wit"
+)
+
+// wasiPackages are the WASI 0.2 packages a tool may import. The store's WASI
+// context is empty, so these grant nothing: no files, environment, arguments
+// or network. They are allowed because every real toolchain's runtime imports
+// them (clocks for timers, random for hash seeds, filesystem types even with
+// no preopens, cli for stdio that maiden captures into the log).
+//
+// wasi:sockets and wasi:http are not here: a tool's only road to the network
+// is maiden's http-fetch, and refusing them at load makes that structural.
+var wasiPackages = []string{"wasi:cli/", "wasi:clocks/", "wasi:filesystem/", "wasi:io/", "wasi:random/"}
+
+// checkImports refuses a component that imports anything outside the
+// contract: maiden's host interface and the WASI packages above at 0.2.x.
+func checkImports(imports []wasmtime.Item) error {
+	for _, imp := range imports {
+		if !importAllowed(imp.Name) {
+			return fmt.Errorf("%w: it imports %q, which maiden does not provide (a tool may import %s and the WASI 0.2 cli, clocks, filesystem, io and random interfaces)",
+				ErrInvalidTool, imp.Name, wit.HostInterface)
+		}
+		if imp.Kind != wasmtime.ItemInstance {
+			return fmt.Errorf("%w: import %q is a %s, expected an interface", ErrInvalidTool, imp.Name, imp.Kind)
+		}
+	}
+	return nil
+}
+
+func importAllowed(name string) bool {
+	if name == wit.HostInterface {
+		return true
+	}
+	for _, p := range wasiPackages {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			_, version, ok := strings.Cut(rest, "@")
+			return ok && strings.HasPrefix(version, "0.2.")
+		}
+	}
+	return false
+}
+
+// export is one function the contract requires.
+type export struct {
+	name   string
+	params []string
+	result string
+}
+
+var requiredExports = []export{
+	{"describe", nil, "string"},
+	{"schema", nil, "string"},
+	{"execute", []string{"string"}, "result<string, string>"},
+}
+
+func (e export) signature() string {
+	return fmt.Sprintf("%s: func(%s) -> %s", e.name, strings.Join(e.params, ", "), e.result)
+}
+
+// checkExports makes sure the three functions maiden calls exist with the
+// contract's types, so a wrong tool is refused at load with a message naming
+// the function rather than failing on every call.
+func checkExports(exports []wasmtime.Item) error {
+	byName := map[string]wasmtime.Item{}
+	for _, e := range exports {
+		byName[e.Name] = e
+	}
+	var problems []string
+	for _, want := range requiredExports {
+		got, ok := byName[want.name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing export %q (want %s)", want.name, want.signature()))
+		case got.Kind != wasmtime.ItemFunc:
+			problems = append(problems, fmt.Sprintf("export %q is a %s, want %s", want.name, got.Kind, want.signature()))
+		case !equalStrings(got.Params, want.params) || got.Result != want.result:
+			problems = append(problems, fmt.Sprintf("export %q has type %s, want %s", want.name, got.Type, want.signature()))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s (the tool must target world %s of %s)", ErrInvalidTool, strings.Join(problems, "; "), wit.World, wit.Package)
+	}
+	return nil
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,224 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/wasmtime"
+)
+
+// Call is one execution of a tool.
+type Call struct {
+	// Path is the component file (absolute).
+	Path   string
+	Limits Limits
+	// Input is the text passed to execute.
+	Input string
+	// Fetch serves the tool's http-fetch. nil refuses every request.
+	Fetch FetchFunc
+	// Redact rewrites every log line, the output and error messages before
+	// they leave the sandbox (secret values a server echoed back, say). nil
+	// leaves them as they are.
+	Redact func(string) string
+	// OnLog, if set, sees each log line as it is written (for live
+	// notifications). It runs on the guest's thread: it must not block.
+	OnLog func(LogEntry)
+}
+
+// Failure says why a call did not succeed.
+type Failure struct {
+	Kind    Kind
+	Message string
+}
+
+func (f *Failure) Error() string { return string(f.Kind) + ": " + f.Message }
+
+// Outcome is what a call produced.
+type Outcome struct {
+	// Output is execute's ok value; empty on failure.
+	Output string
+	// Failure is nil on success.
+	Failure *Failure
+	Logs    []LogEntry
+	// Duration is the call's wall time, loading included.
+	Duration time.Duration
+	// MemoryPeak is the most linear memory the call held at once, in bytes.
+	MemoryPeak uint64
+}
+
+// Execute runs the tool's execute function on c.Input in a fresh instance.
+// A failure of the tool (including a file that is not a valid tool) is
+// reported in Outcome.Failure; the error is non-nil only when ctx ended the
+// call (it is then ctx's error) or the sandbox itself failed.
+func (s *Sandbox) Execute(ctx context.Context, c Call) (Outcome, error) {
+	start := time.Now()
+	l, err := s.cache.get(ctx, c.Path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Outcome{Duration: time.Since(start)}, ctx.Err()
+		}
+		if !errors.Is(err, ErrInvalidTool) {
+			return Outcome{Duration: time.Since(start)}, err
+		}
+		msg := err.Error()
+		if c.Redact != nil {
+			msg = c.Redact(msg)
+		}
+		return Outcome{Failure: &Failure{Kind: KindInvalid, Message: msg}, Duration: time.Since(start)}, nil
+	}
+	out := s.run(ctx, l.comp, c, "execute")
+	out.Duration = time.Since(start)
+	if out.interrupted {
+		// Only the caller's context interrupts a store.
+		return out.Outcome, context.Cause(ctx)
+	}
+	if out.hostErr != nil {
+		return out.Outcome, out.hostErr
+	}
+	return out.Outcome, nil
+}
+
+type runResult struct {
+	Outcome
+	interrupted bool
+	hostErr     error // a failure of the sandbox itself, not of the tool
+}
+
+// callState is what host functions reach through the store.
+type callState struct {
+	ctx   context.Context // carries the call's deadline
+	fetch FetchFunc
+	logs  *logBuffer
+}
+
+// run calls one export in a fresh store and instance.
+func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, export string) runResult {
+	deadline := time.Now().Add(c.Limits.Timeout)
+	callCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	cs := &callState{
+		ctx:   callCtx,
+		fetch: c.Fetch,
+		logs:  newLogBuffer(s.opts.MaxLogBytes, c.Redact, c.OnLog),
+	}
+	store, err := wasmtime.NewStore(s.engine, &wasmtime.StoreOptions{
+		MemoryLimit: c.Limits.Memory,
+		Deadline:    deadline,
+		Output:      cs.logs.write,
+		Data:        cs,
+	})
+	if err != nil {
+		return runResult{hostErr: fmt.Errorf("create store: %w", err)}
+	}
+	defer store.Close()
+	// The caller's cancellation reaches a running guest within an epoch tick.
+	stop := context.AfterFunc(ctx, store.Interrupt)
+	defer stop()
+
+	var res runResult
+	inst, err := s.linker.Instantiate(store, comp)
+	var v wasmtime.Val
+	if err == nil {
+		var f *wasmtime.Func
+		f, err = inst.Func(export)
+		if err == nil {
+			var params []wasmtime.Val
+			if export == "execute" {
+				params = []wasmtime.Val{wasmtime.String(c.Input)}
+			}
+			v, err = f.Call(params...)
+		}
+	}
+	res.MemoryPeak = store.MemoryPeak()
+	res.Logs = cs.logs.finish()
+	redact := func(m string) string {
+		if c.Redact != nil {
+			return c.Redact(m)
+		}
+		return m
+	}
+	if err != nil {
+		if ctx.Err() != nil && (store.StopReason() == wasmtime.StopInterrupt || errors.Is(err, ctx.Err())) {
+			res.interrupted = true
+			res.Failure = &Failure{Kind: KindTrap, Message: "interrupted: " + context.Cause(ctx).Error()}
+			return res
+		}
+		res.Failure = s.classify(store, err, c.Limits)
+		res.Failure.Message = redact(res.Failure.Message)
+		return res
+	}
+	out, failure := s.result(export, v)
+	if failure != nil {
+		if failure.Kind == KindTool && store.MemoryDenied() {
+			// The tool noticed the refusal and gave up politely; the cause
+			// is still the ceiling.
+			failure = &Failure{Kind: KindMemory, Message: fmt.Sprintf("memory ceiling of %s reached; the tool reported: %s", bytesString(c.Limits.Memory), failure.Message)}
+		}
+		failure.Message = redact(failure.Message)
+		res.Failure = failure
+		return res
+	}
+	res.Output = redact(out)
+	return res
+}
+
+// result unpacks an export's return value and applies the output cap.
+func (s *Sandbox) result(export string, v wasmtime.Val) (string, *Failure) {
+	var text string
+	var isErr bool
+	switch {
+	case export != "execute" && v.Kind == wasmtime.KindString:
+		text = v.Str
+	case export == "execute" && v.Kind == wasmtime.KindResult && v.Payload != nil && v.Payload.Kind == wasmtime.KindString:
+		text, isErr = v.Payload.Str, !v.OK
+	default:
+		return "", &Failure{Kind: KindTrap, Message: fmt.Sprintf("%s returned an unexpected %s value", export, v.Kind)}
+	}
+	if len(text) > s.opts.MaxOutputBytes {
+		what := "output"
+		if isErr {
+			what = "error message"
+		}
+		return "", &Failure{Kind: KindTrap, Message: fmt.Sprintf("%s returned a %s of %s, over the %s limit", export, what, bytesString(uint64(len(text))), bytesString(uint64(s.opts.MaxOutputBytes)))}
+	}
+	if isErr {
+		return "", &Failure{Kind: KindTool, Message: text}
+	}
+	return text, nil
+}
+
+// classify turns a failed instantiation or call into a Failure. The memory
+// ceiling wins over everything else: a refused allocation usually surfaces
+// as some other trap (an abort, an unreachable) a moment later.
+func (s *Sandbox) classify(store *wasmtime.Store, err error, lim Limits) *Failure {
+	var werr *wasmtime.Error
+	msg := err.Error()
+	if errors.As(err, &werr) {
+		msg = werr.Message
+	}
+	switch {
+	case store.MemoryDenied():
+		return &Failure{Kind: KindMemory, Message: fmt.Sprintf("memory ceiling of %s reached (%s)", bytesString(lim.Memory), msg)}
+	case store.StopReason() == wasmtime.StopDeadline, errors.Is(err, context.DeadlineExceeded):
+		return &Failure{Kind: KindDeadline, Message: fmt.Sprintf("did not finish within its %v timeout", lim.Timeout)}
+	case werr != nil && werr.ExitStatus != nil:
+		return &Failure{Kind: KindTrap, Message: fmt.Sprintf("tool exited with status %d", *werr.ExitStatus)}
+	default:
+		return &Failure{Kind: KindTrap, Message: msg}
+	}
+}
+
+func bytesString(n uint64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}
