@@ -1,6 +1,8 @@
 # maiden's build. Two targets matter to a newcomer:
 #   make demo   build maiden and the example tools, then call one
 #   make test   everything CI runs (.ci/run calls this)
+SHELL        := /bin/bash
+.SHELLFLAGS  := -o pipefail -c
 GO      ?= go
 GOFLAGS ?=
 export GOFLAGS
@@ -28,7 +30,7 @@ vet: setup
 
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # -count=1: results must come from this run, not the test cache.
 test: lint

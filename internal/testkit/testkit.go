@@ -48,45 +48,66 @@ const modulePath = "github.com/maiden-run/maiden"
 // with a clear message if the tool cannot be built, never t.Skip.
 func Component(t testing.TB, name string) string {
 	t.Helper()
-	src, err := resolve(RepoRoot(t), name)
+	path, err := build(RepoRoot(t), name, t.Logf)
 	if err != nil {
 		t.Fatalf("testkit: %v", err)
+	}
+	return path
+}
+
+// Build is Component for code without a testing.TB, such as TestMain or the
+// setup of Example functions. Progress goes to logf (nil discards it).
+func Build(name string, logf func(string, ...any)) (string, error) {
+	root, err := findRepoRoot()
+	if err != nil {
+		return "", err
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return build(root, name, logf)
+}
+
+func build(root, name string, logf func(string, ...any)) (string, error) {
+	src, err := resolve(root, name)
+	if err != nil {
+		return "", err
 	}
 	cacheDir, err := cacheDir()
 	if err != nil {
-		t.Fatalf("testkit: %v", err)
+		return "", err
 	}
 	out := filepath.Join(cacheDir, sanitize(name)+"-"+src.key()+".wasm")
 	if fileExists(out) {
-		return out
+		return out, nil
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		t.Fatalf("testkit: %v", err)
+		return "", err
 	}
 	// Parallel test processes (go test ./...) may want the same tool; the
 	// lock makes one build it while the others wait and then reuse it.
 	unlock, err := lockFile(ctx, out+".lock")
 	if err != nil {
-		t.Fatalf("testkit: %v", err)
+		return "", err
 	}
 	defer unlock()
 	if fileExists(out) {
-		return out
+		return out, nil
 	}
 
 	start := time.Now()
-	comp, err := src.build(ctx, t)
+	comp, err := src.build(ctx, logf)
 	if err != nil {
-		t.Fatalf("testkit: building test tool %q from %s: %v", name, src.path, err)
+		return "", fmt.Errorf("building test tool %q from %s: %w", name, src.path, err)
 	}
 	if err := writeFileAtomic(out, comp); err != nil {
-		t.Fatalf("testkit: caching %s: %v", out, err)
+		return "", fmt.Errorf("caching %s: %w", out, err)
 	}
-	t.Logf("testkit: built %s (%d bytes) in %s", name, len(comp), time.Since(start).Round(time.Millisecond))
-	return out
+	logf("testkit: built %s (%d bytes) in %s", name, len(comp), time.Since(start).Round(time.Millisecond))
+	return out, nil
 }
 
 // CopyToTemp copies a file (typically a component from Component) into
@@ -211,11 +232,11 @@ func (s *source) key() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-func (s *source) build(ctx context.Context, t testing.TB) ([]byte, error) {
+func (s *source) build(ctx context.Context, logf func(string, ...any)) ([]byte, error) {
 	if s.kind == "raw" {
 		return s.data, nil
 	}
-	tc, err := ensureToolchain(t)
+	tc, err := ensureToolchain(logf)
 	if err != nil {
 		return nil, fmt.Errorf("the JS toolchain that builds test tools is unavailable: %w", err)
 	}
@@ -236,7 +257,7 @@ var (
 
 // ensureToolchain installs the toolchain once per process. Failures are not
 // memoized: the next test retries, and each failing test reports why.
-func ensureToolchain(t testing.TB) (*toolbuild.Toolchain, error) {
+func ensureToolchain(logf func(string, ...any)) (*toolbuild.Toolchain, error) {
 	tcMu.Lock()
 	defer tcMu.Unlock()
 	if tcVal != nil {
@@ -244,7 +265,7 @@ func ensureToolchain(t testing.TB) (*toolbuild.Toolchain, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	tc, err := toolbuild.EnsureToolchain(ctx, &toolbuild.Options{Progress: logWriter{t}})
+	tc, err := toolbuild.EnsureToolchain(ctx, &toolbuild.Options{Progress: logWriter{logf}})
 	if err != nil {
 		return nil, err
 	}
@@ -252,10 +273,10 @@ func ensureToolchain(t testing.TB) (*toolbuild.Toolchain, error) {
 	return tc, nil
 }
 
-type logWriter struct{ t testing.TB }
+type logWriter struct{ logf func(string, ...any) }
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Logf("testkit: %s", bytes.TrimRight(p, "\n"))
+	w.logf("testkit: %s", bytes.TrimRight(p, "\n"))
 	return len(p), nil
 }
 

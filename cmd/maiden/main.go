@@ -1,0 +1,22 @@
+// Command maiden runs AI-agent tools as sandboxed WebAssembly components.
+//
+//	maiden check  [-config agent.toml]
+//	maiden tools  [-config agent.toml] [-json]
+//	maiden call   [-config agent.toml] [-json] TOOL [INPUT | -]
+//
+// See the README for the exit codes and the -json envelope.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

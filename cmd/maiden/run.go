@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+)
+
+// Exit codes. They are public: scripts branch on them (README, "Exit codes").
+const (
+	exitOK       = 0
+	exitTool     = 1 // the tool returned an error
+	exitUsage    = 2 // bad command line, bad agent.toml, unknown tool, input not JSON
+	exitDeadline = 3
+	exitMemory   = 4
+	exitTrap     = 5 // trap, or not a loadable maiden tool
+	exitDenied   = 6
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `maiden runs AI-agent tools as sandboxed WebAssembly components.
+
+Usage:
+  maiden check  [-config agent.toml]                 validate agent.toml and load every tool
+  maiden tools  [-config agent.toml] [-json]         list tools: description, input schema, policy
+  maiden call   [-config agent.toml] [-json] TOOL [INPUT | -]
+                                                     run TOOL on INPUT (JSON; "-" reads stdin; default {})
+  maiden build  [-o OUT.wasm] [DIR | FILE.js | FILE.wat]
+                                                     build a tool project into a component
+  maiden version
+
+Flags common to every command:
+  -config FILE   the agent configuration (default: agent.toml, or $MAIDEN_CONFIG)
+  -cache DIR     compiled-component cache ("off" to disable; default: the user cache dir)
+  -v             log maiden's own diagnostics to stderr
+
+Exit codes: 0 ok, 1 tool error, 2 usage or config error, 3 deadline,
+4 memory ceiling, 5 trap or invalid tool, 6 denied by policy.
+`
+
+// run is the whole CLI, testable in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "check":
+		return cmdCheck(ctx, rest, stdout, stderr)
+	case "tools":
+		return cmdTools(ctx, rest, stdout, stderr)
+	case "call":
+		return cmdCall(ctx, rest, stdin, stdout, stderr)
+	case "build":
+		return cmdBuild(ctx, rest, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "maiden %s\n", version)
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "maiden: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+}
+
+// common holds the flags every command takes.
+type common struct {
+	config  string
+	cache   string
+	verbose bool
+}
+
+func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
+	fs := flag.NewFlagSet("maiden "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &common{}
+	def := os.Getenv("MAIDEN_CONFIG")
+	if def == "" {
+		def = "agent.toml"
+	}
+	fs.StringVar(&c.config, "config", def, "agent configuration file")
+	fs.StringVar(&c.cache, "cache", "", `compiled-component cache directory ("off" disables it)`)
+	fs.BoolVar(&c.verbose, "v", false, "log maiden's diagnostics to stderr")
+	return fs, c
+}
+
+func (c *common) host(stderr io.Writer) (*maiden.Host, error) {
+	cfg, err := config.Load(c.config)
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if c.verbose {
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache})
+}
+
+// printConfigErrors prints every problem of a bad agent.toml, one per line.
+func printConfigErrors(stderr io.Writer, err error) {
+	var errs config.Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			fmt.Fprintln(stderr, e)
+		}
+		return
+	}
+	fmt.Fprintln(stderr, "maiden:", err)
+}
+
+func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, c := newFlags("check", stderr)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "maiden check: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	h, err := c.host(stderr)
+	if err != nil {
+		printConfigErrors(stderr, err)
+		return exitUsage
+	}
+	defer h.Close()
+	reports, err := h.Check(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden check:", err)
+		return exitUsage
+	}
+	bad := 0
+	for _, r := range reports {
+		t, _ := h.Config().Tool(r.Tool)
+		if r.Err != nil {
+			bad++
+			fmt.Fprintf(stderr, "%s:%d: tools.%s: %v\n", c.config, t.Line, r.Tool, r.Err)
+			continue
+		}
+		how := "compiled in " + r.Compile.Round(1e6).String()
+		if r.Cached {
+			how = "loaded from cache"
+		}
+		fmt.Fprintf(stdout, "ok   %-20s %s (%s)\n", r.Tool, t.Path, how)
+	}
+	if bad > 0 {
+		fmt.Fprintf(stderr, "%d of %d tools cannot be loaded\n", bad, len(reports))
+		return exitTrap
+	}
+	fmt.Fprintf(stdout, "%s: %d tools ok\n", c.config, len(reports))
+	return exitOK
+}
+
+func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, c := newFlags("tools", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	h, err := c.host(stderr)
+	if err != nil {
+		printConfigErrors(stderr, err)
+		return exitUsage
+	}
+	defer h.Close()
+	infos, err := h.Tools(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden tools:", err)
+		return exitUsage
+	}
+	if *asJSON {
+		if infos == nil {
+			infos = []maiden.ToolInfo{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(infos)
+		return exitOK
+	}
+	for i, t := range infos {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%s\n", t.Name)
+		if t.Error != nil {
+			fmt.Fprintf(stdout, "  error:   %s: %s\n", t.Error.Kind, t.Error.Message)
+		} else {
+			fmt.Fprintf(stdout, "  %s\n", strings.ReplaceAll(strings.TrimSpace(t.Description), "\n", "\n  "))
+			fmt.Fprintf(stdout, "  input:   %s\n", compactJSON(t.InputSchema))
+		}
+		p := t.Policy
+		fmt.Fprintf(stdout, "  policy:  timeout %dms, memory %d MiB, network %s, secrets %s\n",
+			p.TimeoutMS, p.MemoryMB, listOrNone(p.HTTPAllow), listOrNone(p.Secrets))
+	}
+	return exitOK
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+func compactJSON(s string) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return s
+	}
+	return b.String()
+}
+
+func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("call", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON envelope instead of the raw output")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fmt.Fprintln(stderr, "usage: maiden call [-config agent.toml] [-json] TOOL [INPUT | -]")
+		return exitUsage
+	}
+	tool := fs.Arg(0)
+	input := "{}"
+	if fs.NArg() == 2 {
+		input = fs.Arg(1)
+		if input == "-" {
+			b, err := io.ReadAll(stdin)
+			if err != nil {
+				return callFailed(stdout, stderr, *asJSON, tool, maiden.KindConfig, "read input from stdin: "+err.Error())
+			}
+			input = string(b)
+		}
+	}
+	h, err := c.host(stderr)
+	if err != nil {
+		if *asJSON {
+			return callFailed(stdout, stderr, true, tool, maiden.KindConfig, err.Error())
+		}
+		printConfigErrors(stderr, err)
+		return exitUsage
+	}
+	defer h.Close()
+	res, err := h.Call(ctx, maiden.Call{Tool: tool, Input: input})
+	if err != nil {
+		return callFailed(stdout, stderr, *asJSON, tool, maiden.KindConfig, err.Error())
+	}
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		for _, l := range res.Logs {
+			fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
+		}
+		if res.OK {
+			fmt.Fprint(stdout, res.Output)
+			if !strings.HasSuffix(res.Output, "\n") {
+				fmt.Fprintln(stdout)
+			}
+		} else {
+			fmt.Fprintf(stderr, "maiden: %s failed (%s): %s\n", tool, res.Error.Kind, res.Error.Message)
+		}
+	}
+	if res.OK {
+		return exitOK
+	}
+	return exitCode(res.Error.Kind)
+}
+
+// callFailed reports a call that could not be made.
+func callFailed(stdout, stderr io.Writer, asJSON bool, tool string, kind maiden.ErrorKind, msg string) int {
+	if asJSON {
+		b, _ := json.Marshal(maiden.Result{Tool: tool, Error: &maiden.ToolError{Kind: kind, Message: msg}})
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		fmt.Fprintf(stderr, "maiden: %s\n", msg)
+	}
+	return exitCode(kind)
+}
+
+func exitCode(k maiden.ErrorKind) int {
+	switch k {
+	case maiden.KindTool:
+		return exitTool
+	case maiden.KindDeadline:
+		return exitDeadline
+	case maiden.KindMemory:
+		return exitMemory
+	case maiden.KindTrap, maiden.KindInvalid:
+		return exitTrap
+	case maiden.KindDenied:
+		return exitDenied
+	default:
+		return exitUsage
+	}
+}

@@ -1,0 +1,16 @@
+package maiden
+
+import "errors"
+
+// Errors returned by Host. Tool failures are not among them: those are
+// Results with OK false (see ErrorKind).
+var (
+	// ErrClosed is returned by calls on a closed Host.
+	ErrClosed = errors.New("maiden: host closed")
+	// ErrNoConfig is returned by New without a configuration.
+	ErrNoConfig = errors.New("no configuration")
+	// ErrUnknownTool is returned for a tool name agent.toml does not define.
+	ErrUnknownTool = errors.New("no tool")
+	// ErrInvalidInput is returned when a call's input is not JSON.
+	ErrInvalidInput = errors.New("invalid input")
+)

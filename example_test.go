@@ -1,0 +1,55 @@
+package maiden_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// exampleConfig writes an agent.toml naming the echo test tool, as a user
+// would write one for their own tools.
+func exampleConfig() string {
+	echo, err := testkit.Build("echo", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "maiden-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	path := filepath.Join(dir, "agent.toml")
+	toml := fmt.Sprintf("version = 1\n\n[tools.echo]\npath = %q\ntimeout_ms = 2000\nmemory_mb = 16\n", echo)
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	return path
+}
+
+func ExampleHost_Call() {
+	cfg, err := config.Load(exampleConfig())
+	if err != nil {
+		log.Fatal(err) // a config.Errors listing every problem, with lines
+	}
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: "off"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer h.Close()
+
+	res, err := h.Call(context.Background(), maiden.Call{Tool: "echo", Input: `{"message":"hi"}`})
+	if err != nil {
+		log.Fatal(err) // the call could not be made: unknown tool, input not JSON, ...
+	}
+	if !res.OK {
+		fmt.Println("failed:", res.Error.Kind, res.Error.Message) // the tool's failure, classified
+		return
+	}
+	fmt.Println(res.Output)
+	// Output: {"message":"hi"}
+}

@@ -1,0 +1,238 @@
+// Package maiden runs AI-agent tools as WebAssembly components with no
+// ambient authority. Each call gets a fresh instance under the tool's
+// deadline and memory ceiling, an empty WASI context, and a host interface
+// whose only road to the network is the gated http-fetch.
+//
+// This package is the embeddable API; the maiden command and the MCP server
+// are front ends over it. Every call goes through Host.Call, the one place
+// where a call is admitted, run and accounted.
+//
+//	cfg, err := config.Load("agent.toml")
+//	if err != nil { ... }
+//	h, err := maiden.New(cfg, nil)
+//	if err != nil { ... }
+//	defer h.Close()
+//	res, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: `{"message":"hi"}`})
+package maiden
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// Options configure a Host. nil means all defaults; every zero value is a
+// default.
+type Options struct {
+	// Logger receives maiden's own diagnostics (compile times, cache
+	// problems). nil discards them. Tool output and tool logs never go here.
+	Logger *slog.Logger
+	// CacheDir holds compiled components between runs. "" means the user
+	// cache directory (os.UserCacheDir()/maiden/components); "off" disables
+	// the disk cache.
+	CacheDir string
+}
+
+// Host runs the tools of one configuration. It is safe for concurrent use.
+type Host struct {
+	cfg    atomic.Pointer[config.Config]
+	sb     *sandbox.Sandbox
+	log    *slog.Logger
+	closed atomic.Bool
+}
+
+// New creates a host for cfg. Tools are compiled lazily, on first use (or by
+// Check and Tools); New itself does no guest work.
+func New(cfg *config.Config, opts *Options) (*Host, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("maiden.New: %w", ErrNoConfig)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	sb, err := sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("maiden.New: %w", err)
+	}
+	h := &Host{sb: sb, log: o.Logger}
+	h.cfg.Store(cfg)
+	return h, nil
+}
+
+// Close releases the engine and every compiled component. Calls in progress
+// must have returned.
+func (h *Host) Close() error {
+	if h.closed.Swap(true) {
+		return nil
+	}
+	return h.sb.Close()
+}
+
+// Config returns the configuration in force.
+func (h *Host) Config() *config.Config { return h.cfg.Load() }
+
+// SetConfig replaces the configuration. Calls already running keep the
+// policy they started with; the next call sees the new one.
+func (h *Host) SetConfig(cfg *config.Config) {
+	if cfg != nil {
+		h.cfg.Store(cfg)
+	}
+}
+
+// Call is one request to run a tool.
+type Call struct {
+	// Tool is the tool's name in agent.toml.
+	Tool string
+	// Input is the JSON text passed to the tool's execute function.
+	Input string
+	// OnLog, if set, sees each of the tool's log lines as it is written, on
+	// the tool's thread; it must not block.
+	OnLog func(LogEntry)
+}
+
+// Result is the outcome of a call the tool ran (or tried to run).
+type Result struct {
+	Tool string `json:"tool"`
+	OK   bool   `json:"ok"`
+	// Output is the tool's output; set when OK.
+	Output string `json:"output,omitempty"`
+	// Error says why the call failed; set when not OK.
+	Error *ToolError `json:"error,omitempty"`
+	// Logs are the tool's log lines, in order, within the per-call limit.
+	Logs []LogEntry `json:"logs"`
+	// Duration is the call's wall time.
+	Duration time.Duration `json:"-"`
+}
+
+// LogEntry is one line of a tool's log.
+type LogEntry = sandbox.LogEntry
+
+// ToolError describes a failed call.
+type ToolError struct {
+	Kind    ErrorKind `json:"kind"`
+	Message string    `json:"message"`
+}
+
+func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
+
+// ErrorKind classifies failures. Every front end (CLI, MCP) reports these
+// same kinds.
+type ErrorKind string
+
+// Error kinds.
+const (
+	// KindTool: the tool's execute returned an error.
+	KindTool ErrorKind = "tool"
+	// KindDeadline: the call ran past the tool's timeout_ms.
+	KindDeadline ErrorKind = "deadline"
+	// KindMemory: the tool tried to grow past its memory_mb ceiling.
+	KindMemory ErrorKind = "memory"
+	// KindTrap: the tool trapped, exited, or broke a host limit (output size).
+	KindTrap ErrorKind = "trap"
+	// KindDenied: a policy refused the call. No policy in this release
+	// refuses whole calls (http-fetch refusals are values the tool sees);
+	// approval and quota middleware will.
+	KindDenied ErrorKind = "denied"
+	// KindInvalid: the tool's file is not a loadable maiden tool.
+	KindInvalid ErrorKind = "invalid"
+	// KindConfig: the call could not be made as asked (unknown tool, input
+	// that is not JSON, a bad agent.toml).
+	KindConfig ErrorKind = "config"
+)
+
+// MarshalJSON adds duration_ms, the envelope field the CLI documents.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	logs := r.Logs
+	if logs == nil {
+		logs = []LogEntry{}
+	}
+	p := plain(r)
+	p.Logs = logs
+	return json.Marshal(struct {
+		plain
+		DurationMS float64 `json:"duration_ms"`
+	}{p, float64(r.Duration.Microseconds()) / 1000})
+}
+
+// Call runs a tool. A failure of the tool — its own error, a deadline, the
+// memory ceiling, a trap, a file that is not a valid tool — is a Result with
+// OK false. The error is non-nil when the call could not be made (ErrClosed,
+// ErrUnknownTool, ErrInvalidInput) or ctx ended it (ctx's error).
+func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
+	if h.closed.Load() {
+		return Result{Tool: c.Tool}, ErrClosed
+	}
+	// The policy is read once per call from the immutable config in force,
+	// so an edit to agent.toml never changes a call halfway.
+	cfg := h.cfg.Load()
+	tool, ok := cfg.Tool(c.Tool)
+	if !ok {
+		return Result{Tool: c.Tool}, fmt.Errorf("%w %q in %s (%s)", ErrUnknownTool, c.Tool, cfg.File(), toolNames(cfg))
+	}
+	if !json.Valid([]byte(c.Input)) {
+		return Result{Tool: c.Tool}, fmt.Errorf("%w: %s", ErrInvalidInput, jsonProblem(c.Input))
+	}
+	out, err := h.sb.Execute(ctx, sandbox.Call{
+		Path:   tool.Path,
+		Limits: limitsOf(tool),
+		Input:  c.Input,
+		OnLog:  c.OnLog,
+	})
+	res := Result{Tool: c.Tool, Logs: out.Logs, Duration: out.Duration}
+	if err != nil {
+		return res, err
+	}
+	if out.Failure != nil {
+		res.Error = &ToolError{Kind: ErrorKind(out.Failure.Kind), Message: out.Failure.Message}
+		return res, nil
+	}
+	res.OK, res.Output = true, out.Output
+	return res, nil
+}
+
+func limitsOf(t config.Tool) sandbox.Limits {
+	return sandbox.Limits{Timeout: t.Timeout, Memory: t.MemoryBytes}
+}
+
+func toolNames(cfg *config.Config) string {
+	var names []string
+	for _, t := range cfg.Tools() {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		return "it defines no tools"
+	}
+	sort.Strings(names)
+	return "tools: " + strings.Join(names, ", ")
+}
+
+// jsonProblem explains why input is not JSON, with the byte offset.
+func jsonProblem(input string) string {
+	if strings.TrimSpace(input) == "" {
+		return "input is empty; pass a JSON value such as {}"
+	}
+	var v any
+	err := json.Unmarshal([]byte(input), &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("input is not valid JSON at byte %d: %v", se.Offset, se)
+	}
+	if err != nil {
+		return "input is not valid JSON: " + err.Error()
+	}
+	return "input is not valid JSON"
+}

@@ -1,0 +1,213 @@
+package maiden_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// writeConfig writes an agent.toml into a temp dir; %s placeholders in
+// body are replaced by built test tool paths.
+func writeConfig(t testing.TB, body string, tools ...string) *config.Config {
+	t.Helper()
+	args := make([]any, len(tools))
+	for i, name := range tools {
+		args[i] = testkit.Component(t, name)
+	}
+	path := filepath.Join(t.TempDir(), "agent.toml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(body, args...)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func newHost(t testing.TB, cfg *config.Config) *maiden.Host {
+	t.Helper()
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+const kindsConfig = `version = 1
+[tools.echo]
+path = %q
+[tools.toolerr]
+path = %q
+[tools.loop]
+path = %q
+timeout_ms = 200
+[tools.memgrow]
+path = %q
+memory_mb = 8
+[tools.trap]
+path = %q
+[tools.notwasm]
+path = %q
+`
+
+func TestCallKinds(t *testing.T) {
+	cfg := writeConfig(t, kindsConfig, "echo", "toolerr", "loop", "memgrow", "trap", "notwasm")
+	h := newHost(t, cfg)
+	tests := []struct {
+		tool string
+		ok   bool
+		kind maiden.ErrorKind
+	}{
+		{"echo", true, ""},
+		{"toolerr", false, maiden.KindTool},
+		{"loop", false, maiden.KindDeadline},
+		{"memgrow", false, maiden.KindMemory},
+		{"trap", false, maiden.KindTrap},
+		{"notwasm", false, maiden.KindInvalid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.tool, func(t *testing.T) {
+			res, err := h.Call(context.Background(), maiden.Call{Tool: tc.tool, Input: `{"message":"hi"}`})
+			if err != nil {
+				t.Fatalf("host error: %v", err)
+			}
+			if res.OK != tc.ok || res.Tool != tc.tool {
+				t.Fatalf("got %+v", res)
+			}
+			if tc.ok {
+				if res.Output != `{"message":"hi"}` || res.Error != nil {
+					t.Errorf("got %+v", res)
+				}
+				return
+			}
+			if res.Error == nil || res.Error.Kind != tc.kind || res.Error.Message == "" {
+				t.Errorf("error %+v, want kind %s", res.Error, tc.kind)
+			}
+		})
+	}
+}
+
+func TestCallRefusals(t *testing.T) {
+	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo")
+	h := newHost(t, cfg)
+	ctx := context.Background()
+	if _, err := h.Call(ctx, maiden.Call{Tool: "nope", Input: "{}"}); !errors.Is(err, maiden.ErrUnknownTool) || !strings.Contains(err.Error(), "tools: echo") {
+		t.Errorf("unknown tool: %v", err)
+	}
+	for _, in := range []string{"", "{", "not json", `{"a":1}x`} {
+		if _, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: in}); !errors.Is(err, maiden.ErrInvalidInput) {
+			t.Errorf("input %q: %v", in, err)
+		}
+	}
+	h.Close()
+	if _, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: "{}"}); !errors.Is(err, maiden.ErrClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+func TestCallCancelled(t *testing.T) {
+	cfg := writeConfig(t, "version = 1\n[tools.loop]\npath = %q\ntimeout_ms = 60000\n", "loop")
+	h := newHost(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Call(ctx, maiden.Call{Tool: "loop", Input: "{}"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestPolicyIsReadPerCall: a new configuration applies to the next call.
+func TestPolicyIsReadPerCall(t *testing.T) {
+	loop := testkit.Component(t, "loop")
+	h := newHost(t, writeConfig(t, "version = 1\n[tools.loop]\npath = %q\ntimeout_ms = 100\n", "loop"))
+	res, err := h.Call(context.Background(), maiden.Call{Tool: "loop", Input: "{}"})
+	if err != nil || res.Error == nil || !strings.Contains(res.Error.Message, "100ms") {
+		t.Fatalf("first call: %+v %v", res.Error, err)
+	}
+	next, err := config.Parse("agent.toml", []byte(fmt.Sprintf("version = 1\n[tools.loop]\npath = %q\ntimeout_ms = 300\n", loop)), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetConfig(next)
+	res, err = h.Call(context.Background(), maiden.Call{Tool: "loop", Input: "{}"})
+	if err != nil || res.Error == nil || !strings.Contains(res.Error.Message, "300ms") {
+		t.Fatalf("after SetConfig: %+v %v", res.Error, err)
+	}
+}
+
+func TestResultJSON(t *testing.T) {
+	cfg := writeConfig(t, "version = 1\n[tools.toolerr]\npath = %q\n", "toolerr")
+	h := newHost(t, cfg)
+	res, err := h.Call(context.Background(), maiden.Call{Tool: "toolerr", Input: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["duration_ms"].(float64); !ok {
+		t.Errorf("no duration_ms in %s", b)
+	}
+	delete(got, "duration_ms")
+	want := map[string]any{
+		"tool":  "toolerr",
+		"ok":    false,
+		"error": map[string]any{"kind": "tool", "message": "the tool refused: bad input"},
+		"logs":  []any{},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("envelope (-want +got):\n%s", diff)
+	}
+}
+
+func TestToolsAndCheck(t *testing.T) {
+	cfg := writeConfig(t, `version = 1
+[tools.echo]
+path = %q
+http_allow = ["api.example.com"]
+secrets = ["API_TOKEN"]
+[tools.broken]
+path = %q
+`, "echo", "badimport")
+	h := newHost(t, cfg)
+	infos, err := h.Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 || infos[0].Name != "broken" || infos[1].Name != "echo" {
+		t.Fatalf("got %+v", infos)
+	}
+	if infos[0].Error == nil || infos[0].Error.Kind != maiden.KindInvalid || !strings.Contains(infos[0].Error.Message, "evil:net/socket") {
+		t.Errorf("broken tool: %+v", infos[0].Error)
+	}
+	echo := infos[1]
+	if echo.Error != nil || !strings.Contains(echo.Description, "Echoes") || !strings.Contains(echo.InputSchema, "message") {
+		t.Errorf("echo: %+v", echo)
+	}
+	if diff := cmp.Diff(maiden.Policy{Path: echo.Policy.Path, TimeoutMS: 5000, MemoryMB: 64, HTTPAllow: []string{"api.example.com"}, Secrets: []string{"API_TOKEN"}}, echo.Policy); diff != "" {
+		t.Errorf("policy (-want +got):\n%s", diff)
+	}
+	reports, err := h.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 2 || reports[0].Err == nil || reports[1].Err != nil {
+		t.Errorf("check: %+v", reports)
+	}
+}

@@ -1,0 +1,104 @@
+package maiden
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// ToolInfo describes one configured tool: what it says about itself and the
+// policy it runs under.
+type ToolInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// InputSchema is the JSON Schema text the tool's schema() returned.
+	InputSchema string `json:"input_schema"`
+	Policy      Policy `json:"policy"`
+	// Error is set when the tool cannot be loaded; the other self-described
+	// fields are then empty.
+	Error *ToolError `json:"error,omitempty"`
+}
+
+// Policy summarises a tool's limits and grants.
+type Policy struct {
+	Path      string   `json:"path"`
+	TimeoutMS int64    `json:"timeout_ms"`
+	MemoryMB  uint64   `json:"memory_mb"`
+	HTTPAllow []string `json:"http_allow"`
+	Secrets   []string `json:"secrets"`
+}
+
+func policyOf(t config.Tool) Policy {
+	p := Policy{
+		Path:      t.Path,
+		TimeoutMS: t.Timeout.Milliseconds(),
+		MemoryMB:  t.MemoryBytes >> 20,
+		HTTPAllow: t.HTTPAllow,
+		Secrets:   t.Secrets,
+	}
+	if p.HTTPAllow == nil {
+		p.HTTPAllow = []string{}
+	}
+	if p.Secrets == nil {
+		p.Secrets = []string{}
+	}
+	return p
+}
+
+// Tools loads every configured tool (compiling it if needed) and returns
+// what each says about itself, in name order. A tool that cannot be loaded
+// is listed with its Error set; the error return is only for ctx.
+func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	cfg := h.cfg.Load()
+	var out []ToolInfo
+	for _, t := range cfg.Tools() {
+		info := ToolInfo{Name: t.Name, Policy: policyOf(t)}
+		li, err := h.sb.Load(ctx, t.Path, limitsOf(t))
+		switch {
+		case err == nil:
+			info.Description, info.InputSchema = li.Description, li.Schema
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, sandbox.ErrInvalidTool):
+			info.Error = &ToolError{Kind: KindInvalid, Message: err.Error()}
+		default:
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// LoadReport is what Check found for one tool.
+type LoadReport struct {
+	Tool string
+	// Err is nil when the tool loads: its component compiles, matches the
+	// contract, and describes itself.
+	Err error
+	// Cached tells whether compiled code came from the disk cache.
+	Cached  bool
+	Compile time.Duration
+}
+
+// Check loads every tool and reports each one's fate, in name order. The
+// error return is only for ctx.
+func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	var out []LoadReport
+	for _, t := range h.cfg.Load().Tools() {
+		li, err := h.sb.Load(ctx, t.Path, limitsOf(t))
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile})
+	}
+	return out, nil
+}
