@@ -34,7 +34,7 @@ lint: vet
 
 # -count=1: results must come from this run, not the test cache.
 test: lint
-	$(GO) test -count=1 -v -timeout 20m ./... 2>&1 | scripts/testsummary
+	$(GO) test -race -count=1 -v -timeout 20m ./... 2>&1 | scripts/testsummary
 
 bench: setup
 	./bench/run
