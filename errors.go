@@ -11,6 +11,7 @@ var (
 	ErrNoConfig = errors.New("no configuration")
 	// ErrUnknownTool is returned for a tool name agent.toml does not define.
 	ErrUnknownTool = errors.New("no tool")
-	// ErrInvalidInput is returned when a call's input is not JSON.
-	ErrInvalidInput = errors.New("invalid input")
+	// ErrOverloaded is returned when MaxConcurrent calls are running and
+	// MaxQueued are already waiting.
+	ErrOverloaded = errors.New("maiden: overloaded")
 )

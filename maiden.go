@@ -40,14 +40,28 @@ type Options struct {
 	// cache directory (os.UserCacheDir()/maiden/components); "off" disables
 	// the disk cache.
 	CacheDir string
+	// MaxConcurrent is how many calls run at once across all callers; 0
+	// means 4 per CPU (at least 4). Calls beyond it wait their turn.
+	MaxConcurrent int
+	// MaxQueued is how many calls may wait for a turn; 0 means 1024, a
+	// negative value means none may wait. A call beyond it fails at once
+	// with ErrOverloaded instead of piling up.
+	MaxQueued int
 }
+
+// Default admission limits.
+const (
+	DefaultMaxQueued = 1024
+)
 
 // Host runs the tools of one configuration. It is safe for concurrent use.
 type Host struct {
-	cfg    atomic.Pointer[config.Config]
-	sb     *sandbox.Sandbox
-	log    *slog.Logger
-	closed atomic.Bool
+	cfg     atomic.Pointer[config.Config]
+	sb      *sandbox.Sandbox
+	log     *slog.Logger
+	schemas schemaCache
+	adm     *admission
+	closed  atomic.Bool
 }
 
 // New creates a host for cfg. Tools are compiled lazily, on first use (or by
@@ -67,7 +81,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("maiden.New: %w", err)
 	}
-	h := &Host{sb: sb, log: o.Logger}
+	h := &Host{sb: sb, log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued)}
 	h.cfg.Store(cfg)
 	return h, nil
 }
@@ -148,9 +162,12 @@ const (
 	KindDenied ErrorKind = "denied"
 	// KindInvalid: the tool's file is not a loadable maiden tool.
 	KindInvalid ErrorKind = "invalid"
-	// KindConfig: the call could not be made as asked (unknown tool, input
-	// that is not JSON, a bad agent.toml).
+	// KindConfig: the call could not be made as asked (unknown tool, a bad
+	// agent.toml).
 	KindConfig ErrorKind = "config"
+	// KindInput: the input is not JSON or does not match the tool's input
+	// schema; the message lists every problem, so an agent can fix its call.
+	KindInput ErrorKind = "input"
 )
 
 // MarshalJSON adds duration_ms, the envelope field the CLI documents.
@@ -169,13 +186,24 @@ func (r Result) MarshalJSON() ([]byte, error) {
 }
 
 // Call runs a tool. A failure of the tool — its own error, a deadline, the
-// memory ceiling, a trap, a file that is not a valid tool — is a Result with
-// OK false. The error is non-nil when the call could not be made (ErrClosed,
-// ErrUnknownTool, ErrInvalidInput) or ctx ended it (ctx's error).
+// memory ceiling, a trap, a file that is not a valid tool — or input that does
+// not fit the tool's schema is a Result with OK false. The error is non-nil
+// only when the call could not be made (ErrClosed, ErrUnknownTool,
+// ErrOverloaded) or ctx ended it (ctx's error).
+//
+// The call is admitted (a turn among MaxConcurrent), its policy read once
+// from the configuration in force, its input validated, and only then does
+// any tool code run.
 func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: c.Tool}, ErrClosed
 	}
+	start := time.Now()
+	release, err := h.adm.enter(ctx)
+	if err != nil {
+		return Result{Tool: c.Tool}, err
+	}
+	defer release()
 	// The policy is read once per call from the immutable config in force,
 	// so an edit to agent.toml never changes a call halfway.
 	cfg := h.cfg.Load()
@@ -183,8 +211,29 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if !ok {
 		return Result{Tool: c.Tool}, fmt.Errorf("%w %q in %s (%s)", ErrUnknownTool, c.Tool, cfg.File(), toolNames(cfg))
 	}
+	res := Result{Tool: c.Tool}
+	fail := func(kind ErrorKind, msg string) (Result, error) {
+		res.Error = &ToolError{Kind: kind, Message: msg}
+		res.Duration = time.Since(start)
+		return res, nil
+	}
 	if !json.Valid([]byte(c.Input)) {
-		return Result{Tool: c.Tool}, fmt.Errorf("%w: %s", ErrInvalidInput, jsonProblem(c.Input))
+		return fail(KindInput, jsonProblem(c.Input))
+	}
+	li, err := h.sb.Load(ctx, tool.Path, limitsOf(tool))
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		kind, msg := loadFailure(err)
+		return fail(kind, msg)
+	}
+	schema := h.schemas.get(li.Digest, li.Schema)
+	if schema.err != nil {
+		return fail(KindInvalid, schema.err.Error())
+	}
+	if err := schema.validate(c.Input); err != nil {
+		return fail(KindInput, err.Error())
 	}
 	out, err := h.sb.Execute(ctx, sandbox.Call{
 		Path:   tool.Path,
@@ -192,7 +241,7 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 		Input:  c.Input,
 		OnLog:  c.OnLog,
 	})
-	res := Result{Tool: c.Tool, Logs: out.Logs, Duration: out.Duration}
+	res.Logs, res.Duration = out.Logs, time.Since(start)
 	if err != nil {
 		return res, err
 	}
@@ -202,6 +251,17 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	}
 	res.OK, res.Output = true, out.Output
 	return res, nil
+}
+
+// loadFailure classifies a tool that could not be loaded. A describe() or
+// schema() that failed keeps its own kind (a start-up loop is a deadline);
+// anything else about the file is invalid.
+func loadFailure(err error) (ErrorKind, string) {
+	var f *sandbox.Failure
+	if errors.As(err, &f) {
+		return ErrorKind(f.Kind), err.Error()
+	}
+	return KindInvalid, err.Error()
 }
 
 func limitsOf(t config.Tool) sandbox.Limits {
@@ -223,7 +283,7 @@ func toolNames(cfg *config.Config) string {
 // jsonProblem explains why input is not JSON, with the byte offset.
 func jsonProblem(input string) string {
 	if strings.TrimSpace(input) == "" {
-		return "input is empty; pass a JSON value such as {}"
+		return "input is empty; pass a JSON object such as {}"
 	}
 	var v any
 	err := json.Unmarshal([]byte(input), &v)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/maiden-run/maiden"
@@ -107,8 +108,9 @@ func TestCallRefusals(t *testing.T) {
 		t.Errorf("unknown tool: %v", err)
 	}
 	for _, in := range []string{"", "{", "not json", `{"a":1}x`} {
-		if _, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: in}); !errors.Is(err, maiden.ErrInvalidInput) {
-			t.Errorf("input %q: %v", in, err)
+		res, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: in})
+		if err != nil || res.OK || res.Error.Kind != maiden.KindInput {
+			t.Errorf("input %q: %+v, %v", in, res.Error, err)
 		}
 	}
 	h.Close()
@@ -210,4 +212,97 @@ path = %q
 	if len(reports) != 2 || reports[0].Err == nil || reports[1].Err != nil {
 		t.Errorf("check: %+v", reports)
 	}
+}
+
+func TestSchemaValidation(t *testing.T) {
+	h := newHost(t, writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo"))
+	res, err := h.Call(context.Background(), maiden.Call{Tool: "echo", Input: `{"message":7,"extra":true}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Error.Kind != maiden.KindInput || !strings.Contains(res.Error.Message, "at /message") {
+		t.Fatalf("got %+v", res.Error)
+	}
+	if len(res.Logs) != 0 {
+		t.Errorf("the tool ran: %+v", res.Logs)
+	}
+}
+
+// TestUnusableSchemas: a tool whose schema is not a JSON Schema for an
+// object is not served, and a $ref to a host file is not followed.
+func TestUnusableSchemas(t *testing.T) {
+	// A valid schema where the tool points: following the $ref would make
+	// refschema look fine.
+	target := "/tmp/maiden-refschema-target.json"
+	if err := os.WriteFile(target, []byte(`{"type":"string"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(target) })
+	h := newHost(t, writeConfig(t, "version = 1\n[tools.badschema]\npath = %q\n[tools.refschema]\npath = %q\n", "badschema", "refschema"))
+	for tool, want := range map[string]string{
+		"badschema": `must have "type": "object"`,
+		"refschema": "maiden resolves only references inside the schema itself",
+	} {
+		res, err := h.Call(context.Background(), maiden.Call{Tool: tool, Input: `{"a":"x"}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.OK || res.Error.Kind != maiden.KindInvalid || !strings.Contains(res.Error.Message, want) {
+			t.Errorf("%s: got %+v, want invalid mentioning %q", tool, res.Error, want)
+		}
+	}
+	infos, err := h.Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range infos {
+		if i.Error == nil || i.Error.Kind != maiden.KindInvalid {
+			t.Errorf("tools lists %s as %+v", i.Name, i.Error)
+		}
+	}
+}
+
+func TestStartupLoopIsADeadline(t *testing.T) {
+	h := newHost(t, writeConfig(t, "version = 1\n[tools.startloop]\npath = %q\ntimeout_ms = 200\n", "startloop"))
+	res, err := h.Call(context.Background(), maiden.Call{Tool: "startloop", Input: `{}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Error.Kind != maiden.KindDeadline {
+		t.Fatalf("got %+v", res.Error)
+	}
+}
+
+// TestOverload: beyond MaxConcurrent running and MaxQueued waiting, a call
+// is refused at once instead of waiting without bound.
+func TestOverload(t *testing.T) {
+	cfg := writeConfig(t, "version = 1\n[tools.loop]\npath = %q\ntimeout_ms = 1500\n", "loop")
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: t.TempDir(), MaxConcurrent: 1, MaxQueued: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Call(context.Background(), maiden.Call{Tool: "loop", Input: "{}"})
+	}()
+	// Admission is the first thing a call does; give the background call
+	// time to take the only slot, then probe. A probe that wins the slot
+	// anyway (a slow scheduler) gives up after 20ms and the next one tries.
+	time.Sleep(100 * time.Millisecond)
+	deadline := time.Now().Add(1200 * time.Millisecond)
+	var got error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, got = h.Call(ctx, maiden.Call{Tool: "loop", Input: "{}"})
+		cancel()
+		if errors.Is(got, maiden.ErrOverloaded) {
+			break
+		}
+	}
+	if !errors.Is(got, maiden.ErrOverloaded) || !strings.Contains(got.Error(), "1 calls running") {
+		t.Fatalf("got %v, want ErrOverloaded", got)
+	}
+	<-done
 }

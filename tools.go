@@ -17,8 +17,9 @@ type ToolInfo struct {
 	// InputSchema is the JSON Schema text the tool's schema() returned.
 	InputSchema string `json:"input_schema"`
 	Policy      Policy `json:"policy"`
-	// Error is set when the tool cannot be loaded; the other self-described
-	// fields are then empty.
+	// Error is set when the tool cannot be served: its file cannot be
+	// loaded, describe() or schema() fail, or the schema is not a usable
+	// JSON Schema for an object.
 	Error *ToolError `json:"error,omitempty"`
 }
 
@@ -63,10 +64,14 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 		switch {
 		case err == nil:
 			info.Description, info.InputSchema = li.Description, li.Schema
+			if s := h.schemas.get(li.Digest, li.Schema); s.err != nil {
+				info.Error = &ToolError{Kind: KindInvalid, Message: s.err.Error()}
+			}
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errors.Is(err, sandbox.ErrInvalidTool):
-			info.Error = &ToolError{Kind: KindInvalid, Message: err.Error()}
+			kind, msg := loadFailure(err)
+			info.Error = &ToolError{Kind: kind, Message: msg}
 		default:
 			return nil, err
 		}
@@ -79,7 +84,8 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 type LoadReport struct {
 	Tool string
 	// Err is nil when the tool loads: its component compiles, matches the
-	// contract, and describes itself.
+	// contract, describes itself, and its schema is a JSON Schema for an
+	// object.
 	Err error
 	// Cached tells whether compiled code came from the disk cache.
 	Cached  bool
@@ -97,6 +103,9 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 		li, err := h.sb.Load(ctx, t.Path, limitsOf(t))
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if err == nil {
+			err = h.schemas.get(li.Digest, li.Schema).err
 		}
 		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile})
 	}

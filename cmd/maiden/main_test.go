@@ -59,7 +59,8 @@ func TestCallExitCodes(t *testing.T) {
 		{"ok", "echo", `{"message":"hi"}`, exitOK, ""},
 		{"tool error", "toolerr", "{}", exitTool, "tool"},
 		{"unknown tool", "nope", "{}", exitUsage, "config"},
-		{"input not JSON", "echo", "{", exitUsage, "config"},
+		{"input not JSON", "echo", "{", exitUsage, "input"},
+		{"input against schema", "echo", `{"message":7}`, exitUsage, "input"},
 		{"deadline", "loop", "{}", exitDeadline, "deadline"},
 		{"memory", "memgrow", "{}", exitMemory, "memory"},
 		{"trap", "trap", "{}", exitTrap, "trap"},
@@ -112,9 +113,10 @@ func TestCallInputFromStdin(t *testing.T) {
 	if r.code != exitOK || r.stdout != "{\"message\":\"from stdin\"}\n" {
 		t.Fatalf("%+v", r)
 	}
-	// No input at all means {}.
+	// No input at all means {}, which echo's schema (message required)
+	// refuses with a message naming the missing property.
 	r = cli(t, "", "call", "-config", cfg, "-cache", "off", "echo")
-	if r.code != exitOK || r.stdout != "{}\n" {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "missing property 'message'") {
 		t.Fatalf("%+v", r)
 	}
 }

@@ -20,7 +20,7 @@ import (
 const (
 	exitOK       = 0
 	exitTool     = 1 // the tool returned an error
-	exitUsage    = 2 // bad command line, bad agent.toml, unknown tool, input not JSON
+	exitUsage    = 2 // bad command line, bad agent.toml, unknown tool, input not JSON or not per schema
 	exitDeadline = 3
 	exitMemory   = 4
 	exitTrap     = 5 // trap, or not a loadable maiden tool

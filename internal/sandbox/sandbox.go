@@ -215,7 +215,9 @@ func (s *Sandbox) describe(comp *wasmtime.Component, lim Limits) (Info, error) {
 	}{{"describe", &info.Description}, {"schema", &info.Schema}} {
 		out := s.run(context.Background(), comp, Call{Limits: lim}, f.name)
 		if out.Failure != nil {
-			return Info{}, fmt.Errorf("%w: %s() failed (%s): %s", ErrInvalidTool, f.name, out.Failure.Kind, out.Failure.Message)
+			// Wrapping the Failure keeps its kind: a start-up loop is still a
+			// deadline, whoever asked.
+			return Info{}, fmt.Errorf("%w: %s() failed: %w", ErrInvalidTool, f.name, out.Failure)
 		}
 		*f.dst = out.Output
 	}
