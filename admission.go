@@ -61,3 +61,10 @@ func (a *admission) enter(ctx context.Context) (release func(), err error) {
 }
 
 func (a *admission) release() { <-a.slots }
+
+// active is how many calls are running or waiting.
+func (a *admission) active() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.slots) + a.waiting
+}

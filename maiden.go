@@ -95,6 +95,10 @@ func (h *Host) Close() error {
 	return h.sb.Close()
 }
 
+// Active is how many calls are running or waiting for a turn, for graceful
+// shutdown.
+func (h *Host) Active() int { return h.adm.active() }
+
 // Config returns the configuration in force.
 func (h *Host) Config() *config.Config { return h.cfg.Load() }
 

@@ -16,7 +16,10 @@ type ToolInfo struct {
 	Description string `json:"description"`
 	// InputSchema is the JSON Schema text the tool's schema() returned.
 	InputSchema string `json:"input_schema"`
-	Policy      Policy `json:"policy"`
+	// Digest is the SHA-256 of the component file: it changes exactly when
+	// the tool's code does.
+	Digest string `json:"digest,omitempty"`
+	Policy Policy `json:"policy"`
 	// Error is set when the tool cannot be served: its file cannot be
 	// loaded, describe() or schema() fail, or the schema is not a usable
 	// JSON Schema for an object.
@@ -63,7 +66,7 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 		li, err := h.sb.Load(ctx, t.Path, limitsOf(t))
 		switch {
 		case err == nil:
-			info.Description, info.InputSchema = li.Description, li.Schema
+			info.Description, info.InputSchema, info.Digest = li.Description, li.Schema, li.Digest
 			if s := h.schemas.get(li.Digest, li.Schema); s.err != nil {
 				info.Error = &ToolError{Kind: KindInvalid, Message: s.err.Error()}
 			}

@@ -39,6 +39,9 @@ Usage:
                                                      run TOOL on INPUT (JSON; "-" reads stdin; default {})
   maiden build  [-o OUT.wasm] [DIR | FILE.js | FILE.wat]
                                                      build a tool project into a component
+  maiden serve  [-config agent.toml] [-http ADDR [-auth-token-env NAME] [-allow-origin ORIGIN]...]
+                [-max-concurrent N] [-max-queued N] [-watch=false]
+                                                     serve the tools over MCP (stdio, or streamable HTTP at ADDR/mcp)
   maiden version
 
 Flags common to every command:
@@ -66,6 +69,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdCall(ctx, rest, stdin, stdout, stderr)
 	case "build":
 		return cmdBuild(ctx, rest, stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, rest, stdin, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "maiden %s\n", version)
 		return exitOK

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/mcpserver"
+)
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+var _ flag.Value = (*stringList)(nil)
+
+// cmdServe speaks MCP over stdio (default) or streamable HTTP.
+func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("serve", stderr)
+	addr := fs.String("http", "", `serve streamable HTTP at ADDR (e.g. 127.0.0.1:8700) on path /mcp instead of stdio`)
+	tokenEnv := fs.String("auth-token-env", "", "require `Authorization: Bearer <token>`, the token read from this environment variable (required to bind a non-loopback address)")
+	var origins stringList
+	fs.Var(&origins, "allow-origin", "an Origin (e.g. https://app.example) whose browser pages may call the server; repeatable")
+	maxConc := fs.Int("max-concurrent", 0, "calls running at once, all sessions together (default: 4 per CPU)")
+	maxQueued := fs.Int("max-queued", 0, "calls waiting for a turn before new ones are refused (default 1024; -1: none)")
+	watch := fs.Bool("watch", true, "reload agent.toml and tell clients when it or a tool file changes")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "maiden serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	// In stdio mode stdout is the protocol: diagnostics go to stderr only.
+	level := slog.LevelInfo
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	token := ""
+	if *tokenEnv != "" {
+		token = os.Getenv(*tokenEnv)
+		if token == "" {
+			fmt.Fprintf(stderr, "maiden serve: -auth-token-env %s: the variable is empty or unset\n", *tokenEnv)
+			return exitUsage
+		}
+	}
+	if *addr != "" && !mcpserver.IsLoopback(*addr) && token == "" {
+		fmt.Fprintf(stderr, "maiden serve: refusing to serve %s without authentication: it is reachable beyond this machine; set -auth-token-env NAME, or bind 127.0.0.1\n", *addr)
+		return exitUsage
+	}
+
+	cfg, err := config.Load(c.config)
+	if err != nil {
+		printConfigErrors(stderr, err)
+		return exitUsage
+	}
+	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, MaxConcurrent: *maxConc, MaxQueued: *maxQueued})
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden serve:", err)
+		return exitUsage
+	}
+	defer h.Close()
+	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: version})
+	problems, err := srv.Sync(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden serve:", err)
+		return exitUsage
+	}
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "maiden serve: not serving %s (%s): %s\n", p.Tool, p.Err.Kind, p.Err.Message)
+	}
+	if *watch {
+		srv.Watch(ctx, c.config, mcpserver.WatchOptions{OnReload: func(err error, problems []mcpserver.Problem) {
+			if err != nil {
+				logger.Error("reload", "error", err)
+			}
+			for _, p := range problems {
+				logger.Warn("tool not served", "tool", p.Tool, "kind", p.Err.Kind, "error", p.Err.Message)
+			}
+		}})
+	}
+
+	if *addr == "" {
+		if err := srv.RunStdio(ctx, io.NopCloser(stdin), nopWriteCloser{stdout}); err != nil {
+			fmt.Fprintln(stderr, "maiden serve:", err)
+			return exitUsage
+		}
+		return exitOK
+	}
+	return serveHTTP(ctx, srv, h, *addr, mcpserver.HTTPOptions{AllowedOrigins: origins, AuthToken: token}, stderr, logger)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// serveHTTP serves until ctx ends (SIGINT/SIGTERM), then stops accepting and
+// lets running calls finish within the longest tool timeout.
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr string, o mcpserver.HTTPOptions, stderr io.Writer, logger *slog.Logger) int {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden serve:", err)
+		return exitUsage
+	}
+	hs := &http.Server{
+		Handler:           srv.HTTPHandler(o),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	fmt.Fprintf(stderr, "maiden serve: MCP over streamable HTTP at http://%s%s\n", ln.Addr(), mcpserver.Path)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		fmt.Fprintln(stderr, "maiden serve:", err)
+		return exitUsage
+	case <-ctx.Done():
+	}
+	grace := 2 * time.Second
+	for _, t := range h.Config().Tools() {
+		grace = max(grace, t.Timeout+2*time.Second)
+	}
+	logger.Info("shutting down: no new connections; waiting for running calls", "calls", h.Active(), "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	// Shutdown stops the listener at once, but would also wait for clients'
+	// long-lived notification streams, which never end by themselves; so
+	// wait for the calls instead, then close everything.
+	go func() {
+		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			logger.Warn("shutdown", "error", err)
+		}
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for h.Active() > 0 && sctx.Err() == nil {
+		<-tick.C
+	}
+	// Give the last responses a moment to be written before closing.
+	time.Sleep(50 * time.Millisecond)
+	hs.Close()
+	logger.Info("stopped", "calls still running", h.Active())
+	return exitOK
+}

@@ -1,0 +1,191 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+var (
+	maidenOnce sync.Once
+	maidenBin  string
+	maidenErr  error
+)
+
+// buildMaiden builds the maiden binary the way a user would, once per test
+// process.
+func buildMaiden(t testing.TB) string {
+	t.Helper()
+	root := testkit.RepoRoot(t)
+	maidenOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "maiden-bin-")
+		if err != nil {
+			maidenErr = err
+			return
+		}
+		maidenBin = filepath.Join(dir, "maiden")
+		cmd := exec.Command("go", "build", "-o", maidenBin, "./cmd/maiden")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			maidenErr = fmt.Errorf("go build ./cmd/maiden: %v\n%s", err, out)
+		}
+	})
+	if maidenErr != nil {
+		t.Fatal(maidenErr)
+	}
+	return maidenBin
+}
+
+// nodeClientDir installs the pinned @modelcontextprotocol/sdk (npm ci from
+// the committed lockfile) once per lockfile version and returns a directory
+// holding node_modules and client.mjs.
+func nodeClientDir(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(testkit.RepoRoot(t), "internal", "mcpserver", "testdata", "node-client")
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(lock)
+	base, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "maiden", "testkit", "node-client-"+hex.EncodeToString(sum[:8]))
+	for _, f := range []string{"package.json", "package-lock.json", ".npmrc", "client.mjs"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marker := filepath.Join(dir, ".installed")
+	if _, err := os.Stat(marker); err == nil {
+		return dir
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci of the MCP TypeScript SDK (needs npm and the npm registry): %v\n%s", err, out)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func nodeAgentTOML(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent.toml")
+	writeAgentTOML(t, path, []toolLine{{"echo", "echo", ""}, {"loop", "loop", "timeout_ms = 300"}})
+	return path
+}
+
+func runNodeClient(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"client.mjs"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	t.Logf("node client.mjs %s:\n%s", args[0], out)
+	if err != nil {
+		t.Fatalf("node client failed: %v", err)
+	}
+	if !regexp.MustCompile(`\d+ passed, 0 failed`).Match(out) {
+		t.Fatalf("node client did not report success")
+	}
+}
+
+// TestNodeClient drives `maiden serve` with the official TypeScript MCP SDK,
+// over stdio and over streamable HTTP, then stops the HTTP server with
+// SIGTERM and expects a clean exit.
+func TestNodeClient(t *testing.T) {
+	bin := buildMaiden(t)
+	dir := nodeClientDir(t)
+	cfg := nodeAgentTOML(t)
+	cache := t.TempDir()
+	// Warm the compile cache so the clients' calls do not wait on it.
+	if out, err := exec.Command(bin, "check", "-config", cfg, "-cache", cache).CombinedOutput(); err != nil {
+		t.Fatalf("maiden check: %v\n%s", err, out)
+	}
+
+	t.Run("stdio", func(t *testing.T) {
+		runNodeClient(t, dir, "stdio", bin, cfg)
+	})
+
+	t.Run("http", func(t *testing.T) {
+		srv := exec.Command(bin, "serve", "-config", cfg, "-cache", cache, "-http", "127.0.0.1:0")
+		stderr, err := srv.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Process.Kill()
+		url := make(chan string, 1)
+		var logLines strings.Builder
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			re := regexp.MustCompile(`at (http://\S+/mcp)`)
+			for sc.Scan() {
+				logLines.WriteString(sc.Text() + "\n")
+				if m := re.FindStringSubmatch(sc.Text()); m != nil {
+					url <- m[1]
+				}
+			}
+		}()
+		var endpoint string
+		select {
+		case endpoint = <-url:
+		case <-time.After(30 * time.Second):
+			t.Fatal("maiden serve -http did not report its address")
+		}
+		runNodeClient(t, dir, "http", endpoint)
+
+		if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- srv.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("maiden serve exited with %v after SIGTERM", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("maiden serve did not stop within 10s of SIGTERM")
+		}
+	})
+}
+
+// TestServeRefusesOpenBindWithoutToken: a non-loopback address without
+// -auth-token-env is refused before anything listens.
+func TestServeRefusesOpenBindWithoutToken(t *testing.T) {
+	bin := buildMaiden(t)
+	out, err := exec.Command(bin, "serve", "-config", nodeAgentTOML(t), "-http", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "without authentication") {
+		t.Fatalf("got %v: %s", err, out)
+	}
+}

@@ -1,0 +1,287 @@
+// Package mcpserver serves a maiden Host over the Model Context Protocol,
+// using the official Go SDK: tools/list from the tools' own describe() and
+// schema(), tools/call through Host.Call, tool logs as logging
+// notifications, progress for long calls, cancellation that interrupts the
+// running tool, and a tool list that follows agent.toml and the .wasm files
+// on disk.
+//
+//	srv := mcpserver.New(host, nil)
+//	if _, err := srv.Sync(ctx); err != nil { ... }
+//	err := srv.RunStdio(ctx, os.Stdin, os.Stdout)
+//
+// A tool's own failure (its error, a deadline, the memory ceiling, a trap,
+// input that does not fit its schema) is a tools/call result with isError
+// set, its text naming maiden's error kind; an unknown tool or an overloaded
+// host is a JSON-RPC error.
+//
+// Of the rest of MCP, maiden serves tools only: it has no resources or
+// prompts to offer, and it never asks the client for sampling or
+// elicitation (a tool cannot reach the agent's model; that would be a road
+// out of the sandbox that no policy governs).
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/maiden-run/maiden"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure a Server. nil means defaults.
+type Options struct {
+	// Logger receives the server's own diagnostics; nil discards them. In
+	// stdio mode it must not write to stdout.
+	Logger *slog.Logger
+	// ProgressEvery is how often a running call reports progress when the
+	// client asked for it (a progress token); the first report comes after
+	// one interval. 0 means one second.
+	ProgressEvery time.Duration
+	// Version is reported to clients as the server version; "" means "dev".
+	Version string
+}
+
+// Server is an MCP server over one Host.
+type Server struct {
+	host *maiden.Host
+	mcp  *mcp.Server
+	log  *slog.Logger
+	opts Options
+
+	mu     sync.Mutex
+	served map[string]servedTool // what the client was last told, by tool name
+}
+
+// servedTool is the part of a tool's listing that, when it changes, must
+// reach clients (a new digest alone also counts: the code changed).
+type servedTool struct {
+	description, schema, digest string
+}
+
+// New creates a server. Call Sync before serving so the tool list is
+// filled.
+func New(h *maiden.Host, opts *Options) *Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = time.Second
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := &Server{host: h, log: o.Logger, opts: o, served: map[string]servedTool{}}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "maiden", Version: o.Version}, &mcp.ServerOptions{
+		// The SDK narrates every session at info level; only its warnings
+		// and errors are worth an operator's attention.
+		Logger: slog.New(minLevel{o.Logger.Handler(), slog.LevelWarn}),
+		Instructions: "Tools served by maiden run in a WebAssembly sandbox with a deadline and a memory ceiling. " +
+			"A failed call's text starts with its kind: tool, deadline, memory, trap, invalid or input; " +
+			"for input, fix the arguments as the message says and call again.",
+		Capabilities: &mcp.ServerCapabilities{
+			Logging: &mcp.LoggingCapabilities{},
+			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+		},
+	})
+	return s
+}
+
+// MCP exposes the underlying SDK server (for transports this package does
+// not wrap).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Problem is a configured tool that is not served, and why.
+type Problem struct {
+	Tool string
+	Err  *maiden.ToolError
+}
+
+// Sync makes the served tool list match the host's configuration: tools
+// added, changed (description, schema or code) or removed. A tool that
+// cannot be served (it fails to load, or its schema is unusable) is left
+// out and returned as a Problem. Clients are sent
+// notifications/tools/list_changed when anything changed.
+func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
+	infos, err := s.host.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var problems []Problem
+	keep := map[string]bool{}
+	for _, info := range infos {
+		if info.Error != nil {
+			problems = append(problems, Problem{Tool: info.Name, Err: info.Error})
+			s.log.Warn("tool not served", "tool", info.Name, "kind", info.Error.Kind, "error", info.Error.Message)
+			continue
+		}
+		keep[info.Name] = true
+		now := servedTool{description: info.Description, schema: info.InputSchema, digest: info.Digest}
+		if old, ok := s.served[info.Name]; ok && old == now {
+			continue
+		}
+		network := len(info.Policy.HTTPAllow) > 0
+		s.mcp.AddTool(&mcp.Tool{
+			Name:        info.Name,
+			Description: info.Description,
+			InputSchema: json.RawMessage(info.InputSchema),
+			Annotations: &mcp.ToolAnnotations{OpenWorldHint: &network},
+		}, s.handler(info.Name))
+		s.served[info.Name] = now
+	}
+	var gone []string
+	for name := range s.served {
+		if !keep[name] {
+			gone = append(gone, name)
+			delete(s.served, name)
+		}
+	}
+	if len(gone) > 0 {
+		sort.Strings(gone)
+		s.mcp.RemoveTools(gone...)
+	}
+	return problems, nil
+}
+
+// RunStdio serves one client over r and w (a desktop agent's pipes) until
+// the client disconnects or ctx ends.
+func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
+	if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
+		return nil
+	}
+	return err
+}
+
+// handler runs one tools/call for the named tool.
+func (s *Server) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		input := string(req.Params.Arguments)
+		if len(req.Params.Arguments) == 0 || string(req.Params.Arguments) == "null" {
+			input = "{}"
+		}
+		logs := startLogForwarder(ctx, req.Session, name, s.log)
+		stop := s.startProgress(ctx, req, name)
+		res, err := s.host.Call(ctx, maiden.Call{Tool: name, Input: input, OnLog: logs.send})
+		stop()
+		logs.finish()
+		if err != nil {
+			return nil, s.protocolError(name, err)
+		}
+		return toolResult(res), nil
+	}
+}
+
+// protocolError turns a call that could not be made into a JSON-RPC error.
+func (s *Server) protocolError(tool string, err error) error {
+	switch {
+	case errors.Is(err, maiden.ErrUnknownTool):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	case errors.Is(err, maiden.ErrOverloaded):
+		// -32000..-32099 are for implementation-defined server errors.
+		return &jsonrpc.Error{Code: CodeOverloaded, Message: err.Error()}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	default:
+		s.log.Error("call failed in the host", "tool", tool, "error", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "maiden: " + err.Error()}
+	}
+}
+
+// CodeOverloaded is the JSON-RPC error code of a call refused because the
+// host is at its concurrency and queue limits. Clients may retry later.
+const CodeOverloaded = -32001
+
+// MetaErrorKind is the _meta key of a failed result that carries maiden's
+// error kind, for clients that want it without parsing the text.
+const MetaErrorKind = "maiden/error-kind"
+
+// toolResult renders a Result for the agent. Output that is a JSON object is
+// also returned as structured content.
+func toolResult(res maiden.Result) *mcp.CallToolResult {
+	if !res.OK {
+		return &mcp.CallToolResult{
+			IsError: true,
+			Meta:    mcp.Meta{MetaErrorKind: string(res.Error.Kind)},
+			Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %s", res.Error.Kind, res.Error.Message)}},
+		}
+	}
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}
+	var obj map[string]any
+	if json.Unmarshal([]byte(res.Output), &obj) == nil && obj != nil {
+		out.StructuredContent = obj
+	}
+	return out
+}
+
+// startProgress reports progress every interval while a call runs, if the
+// client gave a progress token. The progress value is the seconds elapsed;
+// the total is unknown.
+func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, tool string) (stop func()) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(s.opts.ProgressEvery)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				elapsed := time.Since(start)
+				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token,
+					Progress:      elapsed.Seconds(),
+					Message:       fmt.Sprintf("%s running for %s", tool, elapsed.Round(100*time.Millisecond)),
+				})
+				if err != nil {
+					s.log.Debug("progress notification failed", "tool", tool, "error", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// minLevel drops records below a level, whatever the wrapped handler allows.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}

@@ -1,0 +1,127 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+)
+
+// WatchOptions configure Watch.
+type WatchOptions struct {
+	// Interval between checks of the files; 0 means 500ms. Polling (a stat
+	// per file) is cheap at this rate, works on every filesystem including
+	// network mounts and editor rename-over saves, and needs no dependency.
+	Interval time.Duration
+	// Settle is how long the files must stay unchanged before a reload, so
+	// that a build writing a file in steps is picked up once, complete; 0
+	// means 300ms.
+	Settle time.Duration
+	// OnReload, if set, is told about each reload: the config problems that
+	// kept the old configuration in force (config.Errors), or the tools not
+	// served.
+	OnReload func(err error, problems []Problem)
+}
+
+// Watch keeps the server in step with the configuration file at path and
+// the tool files it names, until ctx ends. It records the files' state
+// before returning and watches from a goroutine of its own. An edited agent.toml is loaded
+// and, if valid, replaces the host's configuration; if invalid, the old one
+// stays in force and the errors are reported. Then the tool list is synced,
+// which notifies clients if it changed. (A changed .wasm is already picked up
+// by the next call without this; the watch tells clients.)
+func (s *Server) Watch(ctx context.Context, path string, o WatchOptions) {
+	if o.Interval <= 0 {
+		o.Interval = 500 * time.Millisecond
+	}
+	if o.Settle <= 0 {
+		o.Settle = 300 * time.Millisecond
+	}
+	last := s.snapshot(path)
+	go s.watch(ctx, path, o, last)
+}
+
+func (s *Server) watch(ctx context.Context, path string, o WatchOptions, last fileState) {
+	var changedAt time.Time
+	t := time.NewTicker(o.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := s.snapshot(path)
+		if !now.equal(last) {
+			last, changedAt = now, time.Now()
+			continue
+		}
+		if changedAt.IsZero() || time.Since(changedAt) < o.Settle {
+			continue
+		}
+		changedAt = time.Time{}
+		problems, err := s.reload(ctx, path)
+		// The new configuration may name other files.
+		last = s.snapshot(path)
+		if o.OnReload != nil {
+			o.OnReload(err, problems)
+		}
+	}
+}
+
+func (s *Server) reload(ctx context.Context, path string) ([]Problem, error) {
+	cfg, err := config.Load(path)
+	var errs config.Errors
+	if err != nil && !errors.As(err, &errs) {
+		return nil, err
+	}
+	if err != nil {
+		s.log.Error("agent.toml has errors; keeping the configuration in force", "file", path, "errors", err.Error())
+	} else {
+		s.host.SetConfig(cfg)
+	}
+	problems, serr := s.Sync(ctx)
+	if err == nil {
+		err = serr
+	}
+	return problems, err
+}
+
+// fileState is what the watch compares: modification time, size and
+// existence of the config file and of every tool file it names.
+type fileState map[string]fileStamp
+
+type fileStamp struct {
+	mtime time.Time
+	size  int64
+}
+
+func (s *Server) snapshot(path string) fileState {
+	st := fileState{}
+	stamp := func(p string) {
+		if fi, err := os.Stat(p); err == nil {
+			st[p] = fileStamp{fi.ModTime(), fi.Size()}
+		} else {
+			st[p] = fileStamp{}
+		}
+	}
+	stamp(path)
+	for _, t := range s.host.Config().Tools() {
+		stamp(t.Path)
+	}
+	return st
+}
+
+func (a fileState) equal(b fileState) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !v.mtime.Equal(w.mtime) || v.size != w.size {
+			return false
+		}
+	}
+	return true
+}
