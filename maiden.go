@@ -224,30 +224,39 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if !json.Valid([]byte(c.Input)) {
 		return fail(KindInput, jsonProblem(c.Input))
 	}
-	li, err := h.sb.Load(ctx, tool.Path, limitsOf(tool))
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
+	// One version of the tool is loaded, its schema checked, and that same
+	// version run. If it is replaced on disk at the very moment it starts,
+	// load the new one and check again.
+	var out sandbox.Outcome
+	for attempt := 0; ; attempt++ {
+		t, err := h.sb.Open(ctx, tool.Path, limitsOf(tool))
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			kind, msg := loadFailure(err)
+			return fail(kind, msg)
 		}
-		kind, msg := loadFailure(err)
-		return fail(kind, msg)
-	}
-	schema := h.schemas.get(li.Digest, li.Schema)
-	if schema.err != nil {
-		return fail(KindInvalid, schema.err.Error())
-	}
-	if err := schema.validate(c.Input); err != nil {
-		return fail(KindInput, err.Error())
-	}
-	out, err := h.sb.Execute(ctx, sandbox.Call{
-		Path:   tool.Path,
-		Limits: limitsOf(tool),
-		Input:  c.Input,
-		OnLog:  c.OnLog,
-	})
-	res.Logs, res.Duration = out.Logs, time.Since(start)
-	if err != nil {
-		return res, err
+		schema := h.schemas.get(t.Digest, t.Schema)
+		if schema.err != nil {
+			return fail(KindInvalid, schema.err.Error())
+		}
+		if err := schema.validate(c.Input); err != nil {
+			return fail(KindInput, err.Error())
+		}
+		out, err = t.Execute(ctx, sandbox.Call{
+			Limits: limitsOf(tool),
+			Input:  c.Input,
+			OnLog:  c.OnLog,
+		})
+		if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
+			continue
+		}
+		res.Logs, res.Duration = out.Logs, time.Since(start)
+		if err != nil {
+			return res, err
+		}
+		break
 	}
 	if out.Failure != nil {
 		res.Error = &ToolError{Kind: ErrorKind(out.Failure.Kind), Message: out.Failure.Message}

@@ -68,6 +68,22 @@ func (s *Sandbox) Execute(ctx context.Context, c Call) (Outcome, error) {
 		}
 		return Outcome{Failure: &Failure{Kind: KindInvalid, Message: msg}, Duration: time.Since(start)}, nil
 	}
+	return s.execute(ctx, l, c, start)
+}
+
+// ErrStale is returned by Tool.Execute when the version it holds was
+// replaced (its file changed) and freed before the call could start; Open
+// the tool again.
+var ErrStale = errors.New("tool version replaced while the call was starting")
+
+// Execute runs this version's execute function on c.Input in a fresh
+// instance; c.Path is ignored. Failures are reported as by
+// Sandbox.Execute.
+func (t *Tool) Execute(ctx context.Context, c Call) (Outcome, error) {
+	return t.s.execute(ctx, t.l, c, time.Now())
+}
+
+func (s *Sandbox) execute(ctx context.Context, l *loaded, c Call, start time.Time) (Outcome, error) {
 	out := s.run(ctx, l.comp, c, "execute")
 	out.Duration = time.Since(start)
 	if out.interrupted {
@@ -119,6 +135,10 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 
 	var res runResult
 	inst, err := s.linker.Instantiate(store, comp)
+	if errors.Is(err, wasmtime.ErrClosed) {
+		// The cache freed this version between lookup and instantiation.
+		return runResult{hostErr: ErrStale}
+	}
 	var v wasmtime.Val
 	if err == nil {
 		var f *wasmtime.Func

@@ -177,15 +177,38 @@ type LoadInfo struct {
 // schema run once per version of the file, each in a fresh instance under
 // lim. Every error wraps ErrInvalidTool except cancellation of ctx.
 func (s *Sandbox) Load(ctx context.Context, path string, lim Limits) (LoadInfo, error) {
-	l, err := s.cache.get(ctx, path)
+	t, err := s.Open(ctx, path, lim)
 	if err != nil {
 		return LoadInfo{}, err
 	}
+	return t.LoadInfo, nil
+}
+
+// Tool is one version of a tool component, loaded and described. Executing
+// it runs exactly that version, so a caller that checked an input against
+// this version's schema runs the code that schema belongs to. Once the file
+// changes and the cache frees the old version, Execute returns ErrStale.
+type Tool struct {
+	LoadInfo
+	s *Sandbox
+	l *loaded
+}
+
+// Open is Load, keeping hold of the loaded version.
+func (s *Sandbox) Open(ctx context.Context, path string, lim Limits) (*Tool, error) {
+	l, err := s.cache.get(ctx, path)
+	if err != nil {
+		return nil, err
+	}
 	l.infoOnce.Do(func() { l.info, l.infoErr = s.describe(l.comp, lim) })
 	if l.infoErr != nil {
-		return LoadInfo{}, l.infoErr
+		return nil, l.infoErr
 	}
-	return LoadInfo{Info: l.info, Digest: l.digest, Cached: l.fromDisk, Compile: l.compile}, nil
+	return &Tool{
+		LoadInfo: LoadInfo{Info: l.info, Digest: l.digest, Cached: l.fromDisk, Compile: l.compile},
+		s:        s,
+		l:        l,
+	}, nil
 }
 
 // checkContract refuses a component whose imports or exports do not match

@@ -450,3 +450,45 @@ func TestJSToolError(t *testing.T) {
 		t.Fatalf("got %+v", out)
 	}
 }
+
+// TestToolVersionIsPinned: a Tool runs the version it was opened at, and
+// once that version is freed after the file changed, says so instead of
+// running something else.
+func TestToolVersionIsPinned(t *testing.T) {
+	sb := newSandbox(t, nil)
+	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
+	tool, err := sb.Open(context.Background(), path, defaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(testkit.Component(t, "toolerr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".new", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	// Before anyone looks at the new file, the handle still runs echo.
+	out, err := tool.Execute(context.Background(), Call{Limits: defaultLimits, Input: `{"message":"old"}`})
+	if err != nil || out.Output != `{"message":"old"}` {
+		t.Fatalf("pinned version: %+v %v", out, err)
+	}
+	// A call by path loads the new version; the old one is freed.
+	if out := execute(t, sb, path, "{}", defaultLimits); out.Failure == nil || out.Failure.Kind != KindTool {
+		t.Fatalf("new version: %+v", out)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		_, err = tool.Execute(context.Background(), Call{Limits: defaultLimits, Input: `{"message":"old"}`})
+		if errors.Is(err, ErrStale) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !errors.Is(err, ErrStale) {
+		t.Fatalf("after the old version was freed: %v, want ErrStale", err)
+	}
+}
