@@ -218,30 +218,104 @@ static wasmtime_error_t *maiden_memory_grow(void *env, size_t new_size) {
 // A few released reservations are kept for reuse: creating and destroying a
 // multi-GiB reservation per call (mmap, mprotect, munmap and the TLB
 // shootdown that comes with it) was a third of a tiny tool's call time.
-// A reservation is zeroed (MADV_DONTNEED) before it goes back on the list,
-// so nothing of one call's memory is visible to the next.
+// A reservation is zeroed before it goes back on the list (see
+// maiden_zero_resident), so nothing of one call's memory is visible to the
+// next.
 #define MAIDEN_SPARE_MAX 16
 
 typedef struct maiden_spare {
   uint8_t *base;
   size_t mapped;
   size_t accessible;
+  size_t resident; // bytes kept resident (zeroed), counted in maiden_kept_resident
 } maiden_spare;
 
 static pthread_mutex_t maiden_spare_mu = PTHREAD_MUTEX_INITIALIZER;
 static maiden_spare maiden_spares[MAIDEN_SPARE_MAX];
 static int maiden_nspares;
 
-static int maiden_spare_put(uint8_t *base, size_t mapped, size_t accessible) {
-  if (accessible > 0 && madvise(base, accessible, MADV_DONTNEED) != 0) {
+// Bytes of released memories kept resident (zeroed in place rather than
+// returned to the kernel) across all spares: writing a page that is still
+// mapped is much cheaper than faulting in a fresh zero page, and a JS
+// runtime rewrites megabytes of heap snapshot on every instantiation.
+#define MAIDEN_KEEP_RESIDENT_MAX ((size_t)256 << 20)
+static size_t maiden_kept_resident;
+
+// maiden_zero_resident makes [base, base+len) read as zeros for the next
+// user. Resident pages are zeroed in place while the budget lasts; every
+// other page is dropped with MADV_DONTNEED. Dropping matters for pages that
+// are not resident too: a page swapped out still holds the old data and
+// would come back with it. Returns the bytes kept resident.
+static size_t maiden_zero_resident(uint8_t *base, size_t len, size_t budget) {
+  size_t page = maiden_page_size();
+  size_t npages = len / page;
+  unsigned char *vec = NULL;
+  if (budget > 0 && npages > 0) {
+    vec = malloc(npages);
+    if (vec != NULL && mincore(base, len, vec) != 0) {
+      free(vec);
+      vec = NULL;
+    }
+  }
+  if (vec == NULL) {
+    if (len > 0) {
+      madvise(base, len, MADV_DONTNEED);
+    }
     return 0;
   }
+  size_t kept = 0;
+  size_t drop_from = SIZE_MAX; // start of the current run of pages to drop
+  for (size_t i = 0; i <= npages; i++) {
+    int keep = i < npages && (vec[i] & 1) && kept < budget;
+    if (keep) {
+      if (drop_from != SIZE_MAX) {
+        madvise(base + drop_from * page, (i - drop_from) * page, MADV_DONTNEED);
+        drop_from = SIZE_MAX;
+      }
+      memset(base + i * page, 0, page);
+      kept += page;
+    } else if (i < npages && drop_from == SIZE_MAX) {
+      drop_from = i;
+    } else if (i == npages && drop_from != SIZE_MAX) {
+      madvise(base + drop_from * page, (i - drop_from) * page, MADV_DONTNEED);
+    }
+  }
+  free(vec);
+  if (len > npages * page) { // a partial last page (never, with 64 KiB pages)
+    madvise(base + npages * page, len - npages * page, MADV_DONTNEED);
+  }
+  return kept;
+}
+
+static int maiden_spare_put(uint8_t *base, size_t mapped, size_t accessible) {
+  // Reserve the resident budget up front so concurrent releases cannot
+  // together keep more than the cap.
+  pthread_mutex_lock(&maiden_spare_mu);
+  if (maiden_nspares >= MAIDEN_SPARE_MAX) {
+    pthread_mutex_unlock(&maiden_spare_mu);
+    return 0;
+  }
+  size_t budget = 0;
+  if (maiden_kept_resident < MAIDEN_KEEP_RESIDENT_MAX) {
+    budget = MAIDEN_KEEP_RESIDENT_MAX - maiden_kept_resident;
+    if (budget > accessible) {
+      budget = accessible;
+    }
+  }
+  maiden_kept_resident += budget;
+  pthread_mutex_unlock(&maiden_spare_mu);
+
+  size_t kept = maiden_zero_resident(base, accessible, budget);
+
   int ok = 0;
   pthread_mutex_lock(&maiden_spare_mu);
+  maiden_kept_resident -= budget - kept;
   if (maiden_nspares < MAIDEN_SPARE_MAX) {
-    maiden_spares[maiden_nspares++] =
-        (maiden_spare){.base = base, .mapped = mapped, .accessible = accessible};
+    maiden_spares[maiden_nspares++] = (maiden_spare){
+        .base = base, .mapped = mapped, .accessible = accessible, .resident = kept};
     ok = 1;
+  } else {
+    maiden_kept_resident -= kept; // the caller unmaps it
   }
   pthread_mutex_unlock(&maiden_spare_mu);
   return ok;
@@ -253,6 +327,7 @@ static int maiden_spare_take(size_t mapped, maiden_spare *out) {
   for (int i = maiden_nspares - 1; i >= 0; i--) {
     if (maiden_spares[i].mapped == mapped) {
       *out = maiden_spares[i];
+      maiden_kept_resident -= out->resident;
       maiden_spares[i] = maiden_spares[--maiden_nspares];
       ok = 1;
       break;
