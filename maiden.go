@@ -23,10 +23,12 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
@@ -47,6 +49,18 @@ type Options struct {
 	// negative value means none may wait. A call beyond it fails at once
 	// with ErrOverloaded instead of piling up.
 	MaxQueued int
+	// Resolver looks up the hosts tools fetch from; nil means the system
+	// resolver (net.DefaultResolver).
+	Resolver Resolver
+	// LookupSecret returns the value of a secret a tool names; nil means
+	// the environment variable MAIDEN_SECRET_<NAME>. It is asked on every
+	// request, so a rotated value applies at once.
+	LookupSecret func(name string) (string, bool)
+	// Audit receives one structured event per http-fetch request, allowed
+	// or refused (tool, method, host, path without query, credential name,
+	// decision, rule, status, bytes, duration; never a secret value); nil
+	// means Logger.
+	Audit *slog.Logger
 }
 
 // Default admission limits.
@@ -62,6 +76,12 @@ type Host struct {
 	schemas schemaCache
 	adm     *admission
 	closed  atomic.Bool
+
+	// http-fetch: the gate, and each tool's compiled egress policy for the
+	// configuration in force.
+	gate   *egress.Gate
+	pols   atomic.Pointer[policies]
+	polsMu sync.Mutex
 }
 
 // New creates a host for cfg. Tools are compiled lazily, on first use (or by
@@ -81,7 +101,16 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("maiden.New: %w", err)
 	}
+	audit := o.Audit
+	if audit == nil {
+		audit = o.Logger
+	}
+	var resolver egress.Resolver
+	if o.Resolver != nil {
+		resolver = o.Resolver
+	}
 	h := &Host{sb: sb, log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued)}
+	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
 	h.cfg.Store(cfg)
 	return h, nil
 }
@@ -221,6 +250,11 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 		res.Duration = time.Since(start)
 		return res, nil
 	}
+	pols := h.policySet(cfg)
+	if err := pols.errs[c.Tool]; err != nil {
+		return fail(KindConfig, err.Error())
+	}
+	policy := pols.byTool[c.Tool]
 	if !json.Valid([]byte(c.Input)) {
 		return fail(KindInput, jsonProblem(c.Input))
 	}
@@ -248,6 +282,10 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 			Limits: limitsOf(tool),
 			Input:  c.Input,
 			OnLog:  c.OnLog,
+			Fetch:  h.gate.FetchFunc(policy),
+			// The values of the secrets this tool may use never leave the
+			// host: not in its logs, its output or its error messages.
+			Redact: h.gate.Redactor(policy),
 		})
 		if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
 			continue

@@ -91,6 +91,7 @@ func New(h *maiden.Host, opts *Options) *Server {
 			"A failed call's text starts with its kind: tool, deadline, memory, trap, invalid or input; " +
 			"for input, fix the arguments as the message says and call again.",
 		Capabilities: &mcp.ServerCapabilities{
+			//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but clients still use it for tool logs
 			Logging: &mcp.LoggingCapabilities{},
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 		},

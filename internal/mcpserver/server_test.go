@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the tests exercise MCP logging, deprecated upstream but still served
+
 package mcpserver
 
 import (

@@ -64,7 +64,7 @@ type FetchFunc func(ctx context.Context, req FetchRequest) (*FetchResponse, *Fet
 // NoNetwork is the FetchFunc of a call that has none: every request is
 // denied before anything is sent.
 func NoNetwork(context.Context, FetchRequest) (*FetchResponse, *FetchError) {
-	return nil, &FetchError{Kind: FetchDenied, Message: "network not yet available"}
+	return nil, &FetchError{Kind: FetchDenied, Message: "this call has no network access"}
 }
 
 func stateOf(c *wasmtime.Caller) *callState { return c.Store().Data().(*callState) }

@@ -238,7 +238,7 @@ func TestCancellation(t *testing.T) {
 func TestFetchWithoutNetwork(t *testing.T) {
 	sb := newSandbox(t, nil)
 	out := execute(t, sb, testkit.Component(t, "fetcher"), "https://example.com/", defaultLimits)
-	if out.Failure == nil || out.Failure.Kind != KindTool || !strings.Contains(out.Failure.Message, "denied: network not yet available") {
+	if out.Failure == nil || out.Failure.Kind != KindTool || !strings.Contains(out.Failure.Message, "denied: this call has no network access") {
 		t.Fatalf("got %+v", out)
 	}
 }

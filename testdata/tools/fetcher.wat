@@ -4,9 +4,10 @@
 ;; Input: the raw URL, or "CRED=NAME URL" to ask the host to attach the secret
 ;; named NAME (credential = some("NAME")); "CRED=NAME" alone is a tool error.
 ;; The request is GET (method ""), no headers, empty body.
-;; Host should report: whatever its http-fetch decides: today denied(...) comes
-;; back as the tool error "denied: network not yet available"; the body must be
-;; UTF-8 since it is returned inside a string.
+;; Host should report: whatever its http-fetch decides (a refusal comes back as
+;; the tool error "denied: <rule and reason>"); the body must be UTF-8 since it
+;; is returned inside a string. Its input is raw text, not JSON, so it is for
+;; sandbox-level tests; through maiden.Host use js/fetcher (JSON input).
 ;;
 ;; http-fetch flattens to 12 i32 params: method (ptr, len), url (ptr, len),
 ;; headers (ptr, len), body (ptr, len), credential (tag, ptr, len), return-area

@@ -1,0 +1,192 @@
+package egress
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/netguard"
+)
+
+// Resolver looks up the addresses of a host name. *net.Resolver satisfies
+// it; tests use one that answers for names such as api.example.com.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+const (
+	// dialTimeout bounds resolution, connect and TLS for one connection.
+	// net/http dials with a context detached from the request's
+	// cancellation (the connection may serve a later request), so the
+	// request's deadline alone would not end a hung dial.
+	dialTimeout = 30 * time.Second
+	// idleTimeout closes pooled connections nobody used for a while.
+	idleTimeout = 30 * time.Second
+	// maxResponseHeaderBytes bounds the response head; the body has its own cap.
+	maxResponseHeaderBytes = 256 << 10
+)
+
+func newTransport(d *dialer, p *Policy) *http.Transport {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	return &http.Transport{
+		// Never the environment's proxy: a proxy would be a second
+		// destination nobody checked, and would see every request.
+		Proxy:          nil,
+		DialContext:    d.dialPlain,
+		DialTLSContext: d.dialTLS,
+		Protocols:      &protos,
+		// The transport asks for gzip itself and decodes it while the body
+		// is read, under the cap; see the package documentation.
+		DisableCompression:     false,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        idleTimeout,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+	}
+}
+
+// dialer opens connections for one policy. It is the only place addresses
+// are checked and the only place they are used, and the two are the same
+// values: the answers of one lookup are classified, then exactly those are
+// dialled. There is no second lookup for a rebinding DNS server to answer.
+type dialer struct {
+	p        *Policy
+	resolver Resolver
+}
+
+func (d *dialer) dialPlain(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, _, err := d.dial(ctx, addr, true)
+	return conn, err
+}
+
+func (d *dialer) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	conn, host, err := d.dial(ctx, addr, false)
+	if err != nil {
+		return nil, err
+	}
+	tc := tls.Client(conn, &tls.Config{
+		// The checked host, as normalised: the certificate must be for the
+		// name the policy allowed. For an IP literal Go sends no SNI and
+		// verifies the certificate's IP addresses.
+		ServerName: host,
+		RootCAs:    d.p.roots,
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+	})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// dial resolves addr's host once, checks every answer, and connects to the
+// first checked address that accepts. plain means the connection will carry
+// plain http, which is only for loopback.
+func (d *dialer) dial(ctx context.Context, addr string, plain bool) (net.Conn, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("dial %s: %w", addr, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return nil, "", fmt.Errorf("dial %s: bad port", addr)
+	}
+	// Fetch only ever hands the transport a checked target; checking again
+	// here keeps that true if another path to the transport ever appears.
+	t, dec := normalizeURL("https://" + net.JoinHostPort(host, portText) + "/")
+	if dec.Allow && t.host != host {
+		dec = deny(RuleHostSyntax, "host %s is not normalised", quote(host))
+	}
+	if dec.Allow && !d.p.allowsHost(t.host) {
+		dec = deny(RuleAllowlist, "host %s is not in this tool's http_allow", quote(host))
+	}
+	if !dec.Allow {
+		return nil, "", &deniedError{dec}
+	}
+
+	addrs, err := d.resolve(ctx, t)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, a := range addrs {
+		c := netguard.Check(a, d.p.cidrs)
+		if !c.Allow {
+			return nil, "", &deniedError{Decision{Rule: c.Rule, Reason: c.Describe(host)}}
+		}
+		if plain && netguard.Classify(a).Rule != netguard.RuleLoopback {
+			return nil, "", &deniedError{deny(RuleHTTPSRequired, "plain http is only allowed to loopback, and address %s of %s is not loopback", a, host)}
+		}
+	}
+	var errs []error
+	var nd net.Dialer
+	for _, a := range addrs {
+		conn, err := nd.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		// The kernel connected where it was told; verify anyway, because
+		// this is the one invariant the whole gate rests on.
+		if ra, ok := conn.RemoteAddr().(*net.TCPAddr); !ok || ra.AddrPort().Addr().Unmap() != a.WithZone("").Unmap() {
+			conn.Close()
+			return nil, "", fmt.Errorf("dial %s: connected to %v, not the checked address %s", addr, conn.RemoteAddr(), a)
+		}
+		return conn, t.host, nil
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+// resolve returns the addresses to check and dial: the literal itself, or
+// the answers of exactly one lookup.
+func (d *dialer) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
+	if t.ip.IsValid() {
+		return []netip.Addr{t.ip}, nil
+	}
+	answers, err := d.resolver.LookupNetIP(ctx, "ip", t.host)
+	if err != nil {
+		return nil, &resolveError{host: t.host, err: err}
+	}
+	var addrs []netip.Addr
+	for _, a := range answers {
+		if !contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, &resolveError{host: t.host, err: errors.New("no addresses")}
+	}
+	return addrs, nil
+}
+
+func contains(as []netip.Addr, a netip.Addr) bool {
+	for _, b := range as {
+		if a == b {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveError is a failed lookup, told apart from other failures for the
+// audit event.
+type resolveError struct {
+	host string
+	err  error
+}
+
+func (e *resolveError) Error() string { return "resolve " + e.host + ": " + e.err.Error() }
+func (e *resolveError) Unwrap() error { return e.err }

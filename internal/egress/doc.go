@@ -1,0 +1,136 @@
+// Package egress is the gate behind a tool's http-fetch: the only road from a
+// tool to the network. A [Policy] is one tool's egress policy, compiled once
+// per configuration; a [Gate] checks each request against it, sends the ones
+// it allows, caps and redacts the response, and writes one audit event per
+// request.
+//
+//	p, err := egress.NewPolicy(tool) // tool is a config.Tool
+//	g := egress.New(&egress.Options{Audit: logger})
+//	out, err := sb.Execute(ctx, sandbox.Call{
+//		Path: tool.Path, Limits: limits, Input: input,
+//		Fetch:  g.FetchFunc(p),
+//		Redact: g.Redactor(p),
+//	})
+//
+// # The seed's promise, in order
+//
+// Every check below happens before anything is sent, and the first four
+// before any DNS lookup:
+//
+//  1. The URL's host must be on the tool's http_allow: an exact host, or a
+//     single-label wildcard "*.example.com" (a.example.com, not example.com,
+//     not a.b.example.com). Rule "allowlist".
+//  2. https is required; plain http only to loopback. Rule "https-required".
+//  3. A credential NAME must be in the tool's secrets, even if
+//     MAIDEN_SECRET_<NAME> exists in the environment. Rule
+//     "credential-undeclared".
+//  4. Its value comes from MAIDEN_SECRET_<NAME> and is attached as
+//     "Authorization: Bearer <value>". Rules "credential-missing",
+//     "credential-invalid".
+//  5. Redirects are never followed: the gate calls http.Transport.RoundTrip,
+//     which has no redirect logic, so a 3xx is an ordinary response.
+//
+// The request spends from the call's deadline (ctx): DNS, connect, TLS,
+// headers and body all stop at it and the tool gets "timeout". The decoded
+// response body is capped (2 MiB by default); one byte more is "too-large".
+//
+// # Beyond the seed (maiden's own promises)
+//
+// Parse, normalise, check, then build the outgoing request only from the
+// normalised parts (scheme, host, port, path, query; the fragment is
+// dropped). The host that was checked is the host whose addresses are
+// dialled, the TLS server name and the Host header.
+//
+//   - "url": the URL must be an absolute http(s) URL that the standard
+//     library parses unambiguously: at most 8 KiB, no opaque form, a host,
+//     a canonical decimal port, well-formed %XX escapes in path and query
+//     (other bytes that may not appear raw there are escaped; existing
+//     escapes are kept, so "%2F" stays "%2F").
+//   - "userinfo": "user@host" is refused, so https://api.example.com@evil/
+//     cannot pass for api.example.com.
+//   - "host-syntax": after lowercasing and removing one trailing dot the host
+//     must be plain ASCII letters, digits, '-' and '.' with no empty labels
+//     (config.NormalizeHostPattern decides), or an IP literal in canonical
+//     form. Non-ASCII hosts are refused because Go maps them through IDNA,
+//     so a look-alike could dial an allowed name; percent-escaped hosts and
+//     numeric spellings of IPv4 ("2130706433", "0x7f.1", "127.1") are
+//     refused because resolvers read them as addresses.
+//   - "ip-literal": an IP literal is allowed only if that exact address is
+//     listed in http_allow; its address must still pass the address rules.
+//   - "port": only 443, or a port listed in http_ports. Plain http to
+//     loopback uses port 80 unless it says otherwise, and that port must be
+//     listed too: maiden never infers a port grant from the scheme.
+//   - "method": the method must be an HTTP token of at most 32 bytes ("" means
+//     GET); CONNECT is refused because the transport turns its response into
+//     a raw tunnel.
+//   - "header-invalid": header names must be tokens and values must not
+//     contain CR, LF, NUL or other control characters (tab is allowed); at
+//     most 64 headers and 64 KiB in all.
+//   - "header-refused": a tool may not set Authorization,
+//     Proxy-Authorization, Cookie, Host, Connection, Upgrade, Keep-Alive,
+//     TE, Trailer, Transfer-Encoding, Content-Length, HTTP2-Settings,
+//     Accept-Encoding, Proxy or any Proxy-* header. Names are compared after
+//     canonicalisation and after mapping '_' to '-' (CGI servers treat the
+//     two alike, which is how "Proxy" became httpoxy).
+//   - Address rules: the allowed name is resolved once per connection and
+//     every answer is classified by netguard against the IANA
+//     special-purpose registries; the connection is refused if ANY answer is
+//     special and not inside the tool's http_allow_cidrs. The rule is
+//     netguard's: "loopback", "private-range", "link-local", "metadata",
+//     "cgnat", "unique-local", "multicast", "documentation", ... A mixed
+//     answer is refused rather than filtered, because a name that resolves
+//     partly inside the operator's network is a misconfiguration or an
+//     attack, and filtering would hide both. Only the checked addresses are
+//     dialled (in order, until one connects): DNS rebinding between the
+//     check and the connection cannot happen because there is no second
+//     lookup. Plain http additionally requires every answer to be loopback
+//     ("https-required"), and loopback itself needs an allowance such as
+//     127.0.0.0/8 in http_allow_cidrs.
+//   - The environment's proxy settings (HTTPS_PROXY and friends) are never
+//     used.
+//   - Redaction: the values of the tool's secrets, and their common
+//     encodings (base64 std and URL, padded and raw, at each of the three
+//     byte alignments; hex lower and upper; percent-escaped; JSON-escaped),
+//     are replaced by "[REDACTED:NAME]" in response headers and body before
+//     the tool sees them. The whole capped body is redacted at once, so a
+//     value split across network reads is still found. [Gate.Redactor] does
+//     the same for the tool's logs, output and errors. Overlapping matches
+//     are merged, so no fragment of a match survives.
+//   - Content coding: the gate asks for gzip itself and the standard library
+//     decodes it as the body is read; the cap counts decoded bytes, so a
+//     gzip bomb stops at cap+1 bytes of output and never inflates further.
+//     A tool may not choose the coding (Accept-Encoding is refused), and a
+//     non-empty body in any coding the gate did not ask for is refused
+//     ("content-encoding"): redaction can only see bytes it can read.
+//   - One structured audit event per request, allowed or refused: tool,
+//     method, normalised host, port, path without query, credential name,
+//     decision, rule, reason, status, bytes, address dialled, duration.
+//     Never a secret value, never the query string.
+//
+// Outcomes that are not policy decisions have rules too, for the audit
+// event: "allowed" (sent, response returned), "timeout", "too-large",
+// "content-encoding", "resolve" (DNS failed) and "failed".
+//
+// # What maiden does not promise
+//
+// An allowed host can still receive whatever the tool sends it, including
+// the tool's input: the gate bounds reach and credential custody, not
+// intent. A credential attached to a request is, by design, sent to that
+// host. Redaction covers honest reflections (an error page or an echo
+// endpoint repeating the Authorization header); a server that wants to hand
+// a secret back can encode it in a way no redactor knows, and it already
+// has the secret. Encoded forms shorter than four characters are not
+// redacted (they would match ordinary text), so a secret of only a few
+// bytes is reliably redacted only in raw form. Response trailers are not
+// passed to the tool.
+//
+// # Connections
+//
+// Each (Gate, Policy) pair has its own connection pool, so a connection
+// dialled and checked for one tool's policy is never reused for another's.
+// A reused connection goes to the address that was checked when it was
+// dialled. The transport dials with a context detached from the request's
+// cancellation (so the connection can serve a later request); a dial that
+// outlives its request is bounded by its own 30 s limit, while the request
+// itself returns at its deadline. HTTP/1.1 only.
+package egress

@@ -1,0 +1,430 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// SecretEnvPrefix is prepended to a secret's name to find its value in the
+// process environment.
+const SecretEnvPrefix = "MAIDEN_SECRET_"
+
+// DefaultTimeout bounds a request whose context has no deadline. Calls from
+// the sandbox always carry the tool's deadline.
+const DefaultTimeout = 30 * time.Second
+
+// Options configure a Gate. nil means all defaults.
+type Options struct {
+	// Resolver looks up host names; nil means net.DefaultResolver.
+	Resolver Resolver
+	// LookupSecret returns a secret's value by name; nil means
+	// os.LookupEnv(SecretEnvPrefix + name). It is called on every request,
+	// so a changed value is picked up at once.
+	LookupSecret func(name string) (string, bool)
+	// Audit receives one event per request, allowed or refused; nil
+	// discards them.
+	Audit *slog.Logger
+}
+
+// Gate serves http-fetch for any number of tools. It is safe for concurrent
+// use.
+type Gate struct {
+	resolver Resolver
+	lookup   func(string) (string, bool)
+	audit    *slog.Logger
+}
+
+// New returns a Gate.
+func New(opts *Options) *Gate {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	g := &Gate{resolver: o.Resolver, lookup: o.LookupSecret, audit: o.Audit}
+	if g.resolver == nil {
+		g.resolver = net.DefaultResolver
+	}
+	if g.lookup == nil {
+		g.lookup = func(name string) (string, bool) { return os.LookupEnv(SecretEnvPrefix + name) }
+	}
+	if g.audit == nil {
+		g.audit = slog.New(slog.DiscardHandler)
+	}
+	return g
+}
+
+// noNetwork is the policy of a tool without one: no host is allowed.
+var noNetwork = &Policy{maxBytes: config.DefaultMaxResponseBytes}
+
+// FetchFunc returns the sandbox's http-fetch handler for a tool with policy p.
+func (g *Gate) FetchFunc(p *Policy) sandbox.FetchFunc {
+	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		return g.Fetch(ctx, p, req)
+	}
+}
+
+// Redactor returns a function that hides the values of p's secrets, and
+// their common encodings, in text: the sandbox applies it to the tool's
+// logs, output and errors. Values are looked up now, once per call.
+func (g *Gate) Redactor(p *Policy) func(string) string {
+	if p == nil {
+		p = noNetwork
+	}
+	return p.redactorFor(g.secretValues(p)).String
+}
+
+// secretValues looks up the current values of p's secrets, once per name.
+// A request uses this one snapshot for both the credential it attaches and
+// the redactor it applies, so a value that changes mid-request cannot slip
+// past redaction.
+func (g *Gate) secretValues(p *Policy) []secretValue {
+	vals := make([]secretValue, 0, len(p.secrets))
+	for _, name := range p.secrets {
+		if v, ok := g.lookup(name); ok {
+			vals = append(vals, secretValue{name, v})
+		}
+	}
+	return vals
+}
+
+// redactorFor returns the redactor for vals. Building one costs tens of
+// microseconds, so the last one is kept on the policy and reused while the
+// values stay the same.
+func (p *Policy) redactorFor(vals []secretValue) *redactor {
+	if c := p.redactor.Load(); c != nil && sameSecrets(c.vals, vals) {
+		return c.r
+	}
+	r := newRedactor(vals)
+	p.redactor.Store(&cachedRedactor{vals: vals, r: r})
+	return r
+}
+
+type cachedRedactor struct {
+	vals []secretValue
+	r    *redactor
+}
+
+// sameSecrets compares secret values in constant time: the comparison
+// should not be a timing oracle for a value, even one nobody can steer.
+func sameSecrets(a, b []secretValue) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	same := 1
+	for i := range a {
+		if a[i].name != b[i].name {
+			return false
+		}
+		same &= subtle.ConstantTimeCompare([]byte(a[i].value), []byte(b[i].value))
+	}
+	return same == 1
+}
+
+// Fetch checks req against p and, if allowed, sends it and returns the
+// capped, redacted response. Every outcome is a value for the tool; Fetch
+// never fails the call. ctx's deadline bounds the whole exchange.
+func (g *Gate) Fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+	start := time.Now()
+	if p == nil {
+		p = noNetwork // deny by default: no policy means no reach
+	}
+	ev := event{tool: p.tool, method: req.Method}
+	if req.HasCredential {
+		ev.credential = req.Credential
+	}
+	resp, ferr := g.fetch(ctx, p, req, &ev)
+	ev.duration = time.Since(start)
+	g.record(ctx, &ev)
+	return resp, ferr
+}
+
+func (g *Gate) fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest, ev *event) (*sandbox.FetchResponse, *sandbox.FetchError) {
+	// Policy first: every check below is pure or reads the secret store;
+	// nothing touches the network until all of them pass.
+	t, d := normalizeURL(req.URL)
+	if d.Allow {
+		ev.setTarget(t)
+		d = p.checkTarget(t)
+	} else {
+		ev.host = rawHost(req.URL)
+	}
+	var method string
+	if d.Allow {
+		method, d = checkMethod(req.Method)
+		ev.method = method
+	}
+	var header http.Header
+	if d.Allow {
+		header, d = checkHeaders(req.Headers)
+	}
+	vals := g.secretValues(p)
+	var secret string
+	if d.Allow && req.HasCredential {
+		secret, d = credential(p, vals, req.Credential)
+	}
+	if !d.Allow {
+		return nil, ev.refuse(d)
+	}
+	if secret != "" {
+		header.Set("Authorization", "Bearer "+secret)
+	}
+	red := p.redactorFor(vals)
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(ci httptrace.GotConnInfo) { ev.addr = ci.Conn.RemoteAddr().String() },
+	})
+	hreq := &http.Request{
+		Method:     method,
+		URL:        t.url(),
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     header,
+		Host:       t.hostPort(),
+	}
+	if len(req.Body) > 0 {
+		body := req.Body
+		hreq.ContentLength = int64(len(body))
+		hreq.Body = io.NopCloser(bytes.NewReader(body))
+		hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	hreq = hreq.WithContext(ctx)
+
+	// RoundTrip, not http.Client: a redirect is a second request, and the
+	// transport has no code that could make one.
+	resp, err := p.transport(g).RoundTrip(hreq)
+	if err != nil {
+		return nil, ev.fail(ctx, err, red)
+	}
+	defer resp.Body.Close()
+	ev.status = resp.StatusCode
+	if resp.ContentLength > p.maxBytes {
+		return nil, ev.tooLarge(p.maxBytes, resp.ContentLength)
+	}
+	body, err := readCapped(resp.Body, p.maxBytes, resp.ContentLength)
+	ev.bytes = int64(len(body))
+	if err != nil {
+		return nil, ev.fail(ctx, err, red)
+	}
+	if int64(len(body)) > p.maxBytes {
+		return nil, ev.tooLarge(p.maxBytes, -1)
+	}
+	if ce := contentEncoding(resp); ce != "" && len(body) > 0 {
+		ev.rule, ev.reason = RuleContentEncoding, fmt.Sprintf("response body uses content-encoding %s, which maiden did not ask for and cannot inspect", quote(ce))
+		return nil, &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: ev.reason}
+	}
+	ev.rule = RuleAllowed
+	return &sandbox.FetchResponse{
+		Status:  resp.StatusCode,
+		Headers: responseHeaders(resp.Header, red),
+		Body:    red.Bytes(body),
+	}, nil
+}
+
+// credential resolves a credential name the tool asked for from the
+// request's snapshot of secret values.
+func credential(p *Policy, vals []secretValue, name string) (string, Decision) {
+	// Declared first, so the answer for an undeclared name is the same
+	// whether or not the host happens to hold a value for it.
+	if !p.declares(name) {
+		return "", deny(RuleCredentialUndeclared, "credential %s is not in this tool's secrets", quote(name))
+	}
+	i := slices.IndexFunc(vals, func(s secretValue) bool { return s.name == name })
+	if i < 0 || vals[i].value == "" {
+		return "", deny(RuleCredentialMissing, "credential %s is declared but has no value on the host (set %s%s)", quote(name), SecretEnvPrefix, name)
+	}
+	v := vals[i].value
+	if i, _ := badValueByte(v); i >= 0 {
+		// Say that, never where or what.
+		return "", deny(RuleCredentialInvalid, "the value of credential %s is not a valid HTTP header value", quote(name))
+	}
+	return v, allowed
+}
+
+// readCapped reads at most max+1 bytes, so the caller can tell "exactly
+// max" from "more than max" without reading further. The buffer grows with
+// the data rather than to the cap, except when the server declared a length.
+func readCapped(r io.Reader, max, declared int64) ([]byte, error) {
+	size := int64(32 << 10)
+	if declared >= 0 {
+		size = declared + 1
+	}
+	buf := make([]byte, 0, min(size, max+1))
+	lr := io.LimitReader(r, max+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), max+1-int64(len(buf))))+1)
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// contentEncoding returns the coding of a body the transport did not
+// decode, or "" for an identity body.
+func contentEncoding(resp *http.Response) string {
+	if resp.Uncompressed {
+		return ""
+	}
+	for _, v := range resp.Header.Values("Content-Encoding") {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// responseHeaders flattens h in name order, redacting names and values.
+func responseHeaders(h http.Header, red *redactor) []sandbox.Header {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var out []sandbox.Header
+	for _, k := range names {
+		for _, v := range h[k] {
+			out = append(out, sandbox.Header{Name: red.String(k), Value: red.String(v)})
+		}
+	}
+	return out
+}
+
+// rawHost is what the audit log shows for a URL that did not normalise:
+// the host as written, never the query.
+func rawHost(raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if len(rest) > 256 {
+		rest = rest[:256]
+	}
+	return rest
+}
+
+// event is one audit record. It holds names, never values.
+type event struct {
+	tool, method, host, path, credential string
+	port                                 int
+	decision, rule, reason               string
+	status                               int
+	bytes                                int64
+	addr                                 string
+	duration                             time.Duration
+}
+
+func (e *event) setTarget(t target) {
+	e.host, e.port = t.host, int(t.port)
+	e.path = t.path
+	if len(e.path) > 1024 {
+		e.path = e.path[:1024] + "..."
+	}
+}
+
+func (e *event) refuse(d Decision) *sandbox.FetchError {
+	e.decision, e.rule, e.reason = "deny", d.Rule, d.Reason
+	return &sandbox.FetchError{Kind: sandbox.FetchDenied, Message: d.Reason}
+}
+
+func (e *event) tooLarge(max, declared int64) *sandbox.FetchError {
+	e.rule, e.reason = RuleTooLarge, fmt.Sprintf("response body is over the %d-byte cap", max)
+	if declared >= 0 {
+		e.reason = fmt.Sprintf("response declares %d bytes, over the %d-byte cap", declared, max)
+	}
+	return &sandbox.FetchError{Kind: sandbox.FetchTooLarge}
+}
+
+// fail classifies an error from the transport or the body.
+func (e *event) fail(ctx context.Context, err error, red *redactor) *sandbox.FetchError {
+	var de *deniedError
+	var re *resolveError
+	switch {
+	case errors.As(err, &de):
+		return e.refuse(de.d)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		e.rule, e.reason = RuleTimeout, "the call's deadline passed"
+		return &sandbox.FetchError{Kind: sandbox.FetchTimeout}
+	case ctx.Err() != nil:
+		e.rule, e.reason = RuleFailed, "request canceled"
+		return &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: e.reason}
+	case errors.As(err, &re):
+		e.rule = RuleResolve
+	default:
+		e.rule = RuleFailed
+	}
+	// Transport errors can quote what the server sent.
+	e.reason = red.String(err.Error())
+	return &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: e.reason}
+}
+
+func (g *Gate) record(ctx context.Context, e *event) {
+	level := slog.LevelInfo
+	if e.decision == "" {
+		e.decision = "allow"
+	}
+	if e.decision == "deny" {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{
+		slog.String("tool", e.tool),
+		slog.String("method", truncate(e.method, maxMethodLength)),
+		slog.String("host", e.host),
+		slog.Int("port", e.port),
+		slog.String("path", e.path),
+		slog.String("credential", truncate(e.credential, 128)),
+		slog.String("decision", e.decision),
+		slog.String("rule", e.rule),
+	}
+	if e.reason != "" {
+		attrs = append(attrs, slog.String("reason", e.reason))
+	}
+	attrs = append(attrs,
+		slog.Int("status", e.status),
+		slog.Int64("bytes", e.bytes),
+		slog.String("addr", e.addr),
+		slog.Duration("duration", e.duration),
+	)
+	g.audit.LogAttrs(ctx, level, "http-fetch", attrs...)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,248 @@
+package egress
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// minEncodedLen is the shortest encoded form worth redacting: shorter
+// fragments match ordinary text by chance. A secret that short is only
+// redacted raw (see the package documentation).
+const minEncodedLen = 4
+
+// secretValue is a secret the redactor hides, with the name that replaces it.
+type secretValue struct {
+	name, value string
+}
+
+// pattern is one byte string to hide and the marker that replaces it.
+type pattern struct {
+	text   []byte
+	marker string
+}
+
+// redactor replaces secret values and their encodings. Build one per set of
+// secret values; it is immutable and safe for concurrent use.
+//
+// Matching is one pass over the text: at every position the next two
+// bytes index a 64 Kibit table of the patterns' first two bytes, and only
+// on a hit (rare in ordinary text) are the next four bytes looked up and the
+// candidate patterns compared. That is about one load and a bit test per
+// byte however many patterns there are, instead of one full scan of the
+// text per pattern.
+type redactor struct {
+	pats   []pattern
+	short  []pattern        // under 4 bytes: tiny raw secrets, scanned separately
+	byKey  map[uint32][]int // first four bytes → indices into pats, longest first
+	filter *[1 << 16 / 64]uint64
+}
+
+func newRedactor(secrets []secretValue) *redactor {
+	r := &redactor{byKey: map[uint32][]int{}, filter: new([1 << 16 / 64]uint64)}
+	seen := map[string]bool{}
+	for _, s := range secrets {
+		if s.value == "" {
+			continue
+		}
+		marker := "[REDACTED:" + s.name + "]"
+		for _, f := range encodings(s.value) {
+			if seen[f] || f != s.value && len(f) < minEncodedLen {
+				continue
+			}
+			seen[f] = true
+			if len(f) < 4 {
+				r.short = append(r.short, pattern{[]byte(f), marker})
+			} else {
+				r.pats = append(r.pats, pattern{[]byte(f), marker})
+			}
+		}
+	}
+	// Longest first, so at one position the fullest match decides the
+	// marker (only visible when secrets overlap each other).
+	slices.SortStableFunc(r.pats, func(a, b pattern) int { return len(b.text) - len(a.text) })
+	for i, p := range r.pats {
+		k := binary.LittleEndian.Uint32(p.text)
+		r.byKey[k] = append(r.byKey[k], i)
+		h := uint16(k)
+		r.filter[h/64] |= 1 << (h % 64)
+	}
+	return r
+}
+
+func (r *redactor) empty() bool { return r == nil || len(r.pats) == 0 && len(r.short) == 0 }
+
+// encodings lists v and the forms a server might echo it back in.
+func encodings(v string) []string {
+	b := []byte(v)
+	out := []string{v}
+	// base64: the full padded token, and for each of the three byte
+	// alignments the characters fully determined by v, so v is found
+	// inside a larger encoded blob ("user:" + v in Basic auth, JSON in a
+	// JWT, ...). Raw (unpadded) forms are covered by the fragments.
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		out = append(out, enc.EncodeToString(b))
+		raw := enc.WithPadding(base64.NoPadding)
+		for shift := range 3 {
+			buf := make([]byte, shift+len(b))
+			copy(buf[shift:], b)
+			e := raw.EncodeToString(buf)
+			start := (8*shift + 5) / 6 // first char without prefix bits
+			end := 8 * (shift + len(b)) / 6
+			if end > start {
+				out = append(out, e[start:end])
+			}
+		}
+	}
+	h := hex.EncodeToString(b)
+	out = append(out, h, strings.ToUpper(h))
+	for _, p := range []string{url.QueryEscape(v), url.PathEscape(v), percentAll(b)} {
+		out = append(out, p, lowerEscapes(p))
+	}
+	var buf bytes.Buffer
+	for _, html := range []bool{true, false} {
+		buf.Reset()
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(v) == nil {
+			j := strings.TrimSuffix(buf.String(), "\n")
+			j = j[1 : len(j)-1]
+			out = append(out, j, strings.ReplaceAll(j, "/", `\/`))
+		}
+	}
+	return out
+}
+
+// percentAll escapes every byte, the way some clients encode form values.
+func percentAll(b []byte) string {
+	var s strings.Builder
+	for _, c := range b {
+		s.WriteByte('%')
+		s.WriteByte(upperhex[c>>4])
+		s.WriteByte(upperhex[c&15])
+	}
+	return s.String()
+}
+
+// lowerEscapes rewrites %XX escapes with lowercase hex digits.
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1] = toLowerHex(b[i+1])
+			b[i+2] = toLowerHex(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func toLowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// span is a matched range [start, end) and the marker replacing it.
+type span struct {
+	start, end int
+	marker     string
+}
+
+// addSpan appends a match, merging it into the last span when they overlap.
+// Callers add spans in order of start, so a run of overlapping matches
+// costs one span, not one per byte.
+func addSpan(spans []span, s span) []span {
+	if n := len(spans); n > 0 && s.start < spans[n-1].end {
+		spans[n-1].end = max(spans[n-1].end, s.end)
+		return spans
+	}
+	return append(spans, s)
+}
+
+// matchAt adds the patterns that start at b[i:].
+func (r *redactor) matchAt(spans []span, b []byte, i int) []span {
+	for _, pi := range r.byKey[binary.LittleEndian.Uint32(b[i:])] {
+		if p := r.pats[pi]; bytes.HasPrefix(b[i:], p.text) {
+			spans = addSpan(spans, span{i, i + len(p.text), p.marker})
+		}
+	}
+	return spans
+}
+
+// Bytes returns b with every match replaced. Matches that overlap are
+// merged into one marker, so no fragment of any match survives. b itself is
+// returned when nothing matches.
+func (r *redactor) Bytes(b []byte) []byte {
+	if r.empty() {
+		return b
+	}
+	var spans []span
+	if len(r.pats) > 0 && len(b) >= 4 {
+		filter := r.filter
+		last := len(b) - 4
+		for i := 0; i <= last; i++ {
+			h := uint16(b[i]) | uint16(b[i+1])<<8
+			if filter[h/64]&(1<<(h%64)) != 0 {
+				spans = r.matchAt(spans, b, i)
+			}
+		}
+	}
+	if len(r.short) > 0 {
+		var more []span
+		for _, p := range r.short {
+			var ps []span
+			for off := 0; off+len(p.text) <= len(b); {
+				i := bytes.Index(b[off:], p.text)
+				if i < 0 {
+					break
+				}
+				ps = addSpan(ps, span{off + i, off + i + len(p.text), p.marker})
+				off += i + 1
+			}
+			more = append(more, ps...)
+		}
+		spans = append(spans, more...)
+		slices.SortStableFunc(spans, func(a, b span) int { return a.start - b.start })
+	}
+	if len(spans) == 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	cur := spans[0]
+	pos := 0
+	flush := func() {
+		out = append(out, b[pos:cur.start]...)
+		out = append(out, cur.marker...)
+		pos = cur.end
+	}
+	for _, s := range spans[1:] {
+		if s.start < cur.end {
+			cur.end = max(cur.end, s.end)
+			continue
+		}
+		flush()
+		cur = s
+	}
+	flush()
+	return append(out, b[pos:]...)
+}
+
+// String is Bytes for text.
+func (r *redactor) String(s string) string {
+	if r.empty() || s == "" {
+		return s
+	}
+	b := []byte(s)
+	out := r.Bytes(b)
+	if &out[0] == &b[0] && len(out) == len(b) {
+		return s
+	}
+	return string(out)
+}

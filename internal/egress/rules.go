@@ -1,0 +1,61 @@
+package egress
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Rule names. They are stable: operators grep audit logs for them and tools
+// see them in denial messages. Address denials use netguard's rule names
+// ("loopback", "private-range", "metadata", ...) unchanged.
+const (
+	RuleURL                  = "url"
+	RuleUserinfo             = "userinfo"
+	RuleHostSyntax           = "host-syntax"
+	RuleAllowlist            = "allowlist"
+	RuleIPLiteral            = "ip-literal"
+	RuleHTTPSRequired        = "https-required"
+	RulePort                 = "port"
+	RuleMethod               = "method"
+	RuleHeaderInvalid        = "header-invalid"
+	RuleHeaderRefused        = "header-refused"
+	RuleCredentialUndeclared = "credential-undeclared"
+	RuleCredentialMissing    = "credential-missing"
+	RuleCredentialInvalid    = "credential-invalid"
+
+	// Outcomes of requests the policy allowed.
+	RuleAllowed         = "allowed"
+	RuleTimeout         = "timeout"
+	RuleTooLarge        = "too-large"
+	RuleContentEncoding = "content-encoding"
+	RuleResolve         = "resolve"
+	RuleFailed          = "failed"
+)
+
+// Decision is the outcome of one policy check. Reason is one sentence an
+// operator (and the tool) can act on; a denial's Reason ends with
+// "(rule: <Rule>)".
+type Decision struct {
+	Allow  bool
+	Rule   string
+	Reason string
+}
+
+var allowed = Decision{Allow: true, Rule: RuleAllowed}
+
+// deny builds a denial whose reason names its rule.
+func deny(rule, format string, args ...any) Decision {
+	return Decision{Rule: rule, Reason: fmt.Sprintf(format, args...) + " (rule: " + rule + ")"}
+}
+
+// quote quotes tool-supplied text for a message: escaped to ASCII, so
+// CR/LF and control bytes cannot forge lines and a look-alike shows as what
+// it is ("\u0430pi.example.com"), and shortened so a hostile tool cannot
+// make the message (or the audit log) huge.
+func quote(s string) string {
+	const max = 80
+	if len(s) > max {
+		return strconv.QuoteToASCII(s[:max]) + "..."
+	}
+	return strconv.QuoteToASCII(s)
+}
