@@ -1,0 +1,176 @@
+package maiden
+
+// The canonical ABI of world maiden:tool/tool@0.1.0, for a 32-bit linear
+// memory (addresses and lengths are little-endian u32). These helpers do not
+// touch memory themselves: they work through the memory interface, which is
+// the module's own linear memory on wasip1 (abi_wasip1.go) and a byte slice
+// in this package's tests, so the layouts are tested on the host.
+//
+//	string                              ptr u32, len u32 (UTF-8 bytes)
+//	list<T>                             ptr u32, len u32 (elements)
+//	tuple<string,string>                16 bytes: ptr, len, ptr, len
+//	result<string,string> return area   12 bytes: tag u8 @0 (0 ok, 1 err), ptr @4, len @8
+//	result<response, fetch-error>       24 bytes: tag u8 @0;
+//	                                      ok:  status u16 @4, headers ptr/len @8/@12, body ptr/len @16/@20
+//	                                      err: case u8 @4 (denied, timeout, too-large, failed),
+//	                                           string ptr/len @8/@12 for denied and failed
+//	http-fetch(request) flattens to 11 i32 (method, url, headers, body as
+//	ptr/len pairs; credential as tag, ptr, len) plus the return-area address.
+
+import "fmt"
+
+// Layout sizes.
+const (
+	resultAreaSize  = 12
+	fetchResultSize = 24
+	headerTupleSize = 16
+)
+
+// memory is a view of linear memory.
+type memory interface {
+	// bytes returns the n bytes at ptr (not a copy). It may panic if the
+	// range is outside memory.
+	bytes(ptr, n uint32) []byte
+}
+
+func le16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func put32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+
+func load32(m memory, p uint32) uint32 { return le32(m.bytes(p, 4)) }
+
+// loadString copies the string whose ptr/len pair is at p.
+func loadString(m memory, p uint32) string {
+	ptr, n := load32(m, p), load32(m, p+4)
+	if n == 0 {
+		return ""
+	}
+	return string(m.bytes(ptr, n))
+}
+
+// liftFetchResult decodes http-fetch's return area at ret, copying every
+// string and list out of m (whose storage the caller reuses). The error is
+// nil, a *FetchError from the host, or a malformed-result error.
+func liftFetchResult(m memory, ret uint32) (Response, error) {
+	area := m.bytes(ret, fetchResultSize)
+	switch area[0] {
+	case 0:
+		resp := Response{Status: int(le16(area[4:]))}
+		hp, hn := le32(area[8:]), le32(area[12:])
+		if hn > 0 {
+			if uint64(hn)*headerTupleSize > 1<<32 {
+				return Response{}, fmt.Errorf("maiden: fetch: malformed result: %d headers", hn)
+			}
+			resp.Header = make(Headers, hn)
+			for i := range resp.Header {
+				t := hp + uint32(i)*headerTupleSize
+				resp.Header[i] = Header{Name: loadString(m, t), Value: loadString(m, t+8)}
+			}
+		}
+		if bn := le32(area[20:]); bn > 0 {
+			resp.Body = append([]byte(nil), m.bytes(le32(area[16:]), bn)...)
+		}
+		return resp, nil
+	case 1:
+		e := &FetchError{Kind: FetchErrorKind(area[4])}
+		switch e.Kind {
+		case FetchDenied, FetchFailed:
+			e.Message = loadString(m, ret+8)
+		case FetchTimeout, FetchTooLarge:
+		default:
+			return Response{}, fmt.Errorf("maiden: fetch: malformed result: error case %d", area[4])
+		}
+		return Response{}, e
+	}
+	return Response{}, fmt.Errorf("maiden: fetch: malformed result: tag %d", area[0])
+}
+
+// lowerRequest flattens req into http-fetch's first 11 parameters. addr and
+// addrString return the linear-memory address of bytes that stay put and
+// alive while the import runs (on wasip1: the Go data itself, which its
+// caller keeps alive along with the returned header table: n 16-byte
+// tuples).
+func lowerRequest(req Request, addr func([]byte) uint32, addrString func(string) uint32) (params [11]uint32, table []byte) {
+	str := func(s string) (uint32, uint32) {
+		if s == "" {
+			return 0, 0
+		}
+		return addrString(s), uint32(len(s))
+	}
+	params[0], params[1] = str(req.Method)
+	params[2], params[3] = str(req.URL)
+	if n := len(req.Header); n > 0 {
+		table = make([]byte, n*headerTupleSize)
+		for i, h := range req.Header {
+			t := table[i*headerTupleSize:]
+			p, l := str(h.Name)
+			put32(t[0:], p)
+			put32(t[4:], l)
+			p, l = str(h.Value)
+			put32(t[8:], p)
+			put32(t[12:], l)
+		}
+		params[4], params[5] = addr(table), uint32(n)
+	}
+	if len(req.Body) > 0 {
+		params[6], params[7] = addr(req.Body), uint32(len(req.Body))
+	}
+	if req.Credential != "" {
+		params[8] = 1
+		params[9], params[10] = str(req.Credential)
+	}
+	return params, table
+}
+
+// bump hands out aligned blocks of [base, base+size) and never frees one;
+// reset makes all of it available again.
+type bump struct {
+	base, size, used uint32
+}
+
+// alloc returns the address of n bytes aligned to align (a power of two;
+// anything else counts as 8), or false if they do not fit.
+func (b *bump) alloc(align, n uint32) (uint32, bool) {
+	if align == 0 || align&(align-1) != 0 {
+		align = 8
+	}
+	start := (uint64(b.base) + uint64(b.used) + uint64(align) - 1) &^ (uint64(align) - 1)
+	end := start + uint64(n)
+	if end > uint64(b.base)+uint64(b.size) {
+		return 0, false
+	}
+	b.used = uint32(end - uint64(b.base))
+	return uint32(start), true
+}
+
+func (b *bump) reset() { b.used = 0 }
+
+// realloc implements cabi_realloc's contract over an arena with a fallback:
+// spill is asked for blocks the arena cannot hold. move copies n bytes
+// between addresses.
+func realloc(a *bump, oldPtr, oldSize, align, newSize uint32, spill func(align, n uint32) uint32, move func(dst, src, n uint32)) uint32 {
+	if oldPtr != 0 && newSize <= oldSize {
+		return oldPtr
+	}
+	if newSize == 0 {
+		// Any aligned, non-null address will do for an empty block.
+		if align == 0 || align&(align-1) != 0 {
+			return 8
+		}
+		return align
+	}
+	p, ok := a.alloc(align, newSize)
+	if !ok {
+		p = spill(align, newSize)
+	}
+	if oldPtr != 0 && oldSize > 0 {
+		move(p, oldPtr, oldSize)
+	}
+	return p
+}

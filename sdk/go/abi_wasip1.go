@@ -1,0 +1,262 @@
+//go:build wasip1
+
+//lint:file-ignore U1000 staticcheck does not see //go:wasmexport functions (and what only they use) as used
+
+package maiden
+
+// How a standard Go (GOOS=wasip1, -buildmode=c-shared) module meets the
+// component model, and why each piece is shaped the way it is:
+//
+//   - The preview1 reactor adapter that wraps the module allocates its own
+//     state on the module's first WASI call, which Go makes inside
+//     _initialize, before Go's heap exists. It allocates through
+//     cabi_realloc_adapter when the module exports one, so that export is
+//     served from a static array, runs no Go runtime code (nosplit, no
+//     calls, no allocation) and never frees.
+//   - cabi_realloc must never call an import: the component model forbids
+//     leaving the instance while the host is placing arguments or results
+//     ("cannot leave component instance"). Go's allocator may read the
+//     clock (a WASI import) when it starts a collection or scavenges, so
+//     cabi_realloc serves blocks from an arena allocated at init, and only
+//     when that is full takes more from Go's heap, which is safe because the
+//     collector is switched off whenever the host may call cabi_realloc:
+//     from the end of init until execute has copied its input, and for the
+//     duration of each http-fetch. The tool's own code runs with the
+//     collector on.
+//   - Results stay in Go-managed memory until the host has copied them: Go's
+//     collector never moves objects, and the returned text is referenced
+//     from a global until cabi_post_<export> drops it. The post-return
+//     functions must not allocate or call imports either; they only clear
+//     references.
+//   - _initialize runs from the start function wit-component adds, so every
+//     package's init (and Register) has run before the first export.
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Imports from maiden:tool/host@0.1.0.
+
+//go:wasmimport maiden:tool/host@0.1.0 log
+func logImport(level, msgPtr, msgLen uint32)
+
+//go:wasmimport maiden:tool/host@0.1.0 http-fetch
+func fetchImport(methodPtr, methodLen, urlPtr, urlLen, headersPtr, headersLen, bodyPtr, bodyLen, credTag, credPtr, credLen, ret uint32)
+
+// linearMemory is the module's own memory.
+type linearMemory struct{}
+
+func (linearMemory) bytes(ptr, n uint32) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(ptr))), n)
+}
+
+func addrOfBytes(b []byte) uint32     { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+func addrOfString(s string) uint32    { return uint32(uintptr(unsafe.Pointer(unsafe.StringData(s)))) }
+func addrOfArea(a *[3]uint32) uint32  { return uint32(uintptr(unsafe.Pointer(a))) }
+func addrOfFetch(a *[6]uint32) uint32 { return uint32(uintptr(unsafe.Pointer(a))) }
+
+// The adapter's arena. The preview1 adapter shipped with jco 1.35.0 asks
+// for two 64 KiB blocks (align 8) on its first WASI call; 192 KiB leaves
+// room for an adapter that needs a little more.
+const adapterArenaSize = 192 << 10
+
+var (
+	adapterMem  [adapterArenaSize]byte
+	adapterUsed uint32
+)
+
+// cabiReallocAdapter serves the preview1 adapter. It runs inside Go's
+// _initialize, before the runtime is up: no calls, no allocation, no stack
+// growth. Running out returns 0, which the adapter turns into a trap.
+//
+//go:wasmexport cabi_realloc_adapter
+//go:nosplit
+func cabiReallocAdapter(oldPtr, oldSize, align, newSize uint32) uint32 {
+	if oldPtr != 0 && newSize <= oldSize {
+		return oldPtr
+	}
+	if align == 0 || align&(align-1) != 0 {
+		align = 8
+	}
+	base := uint32(uintptr(unsafe.Pointer(&adapterMem)))
+	start := (base + adapterUsed + align - 1) &^ (align - 1)
+	end := start + newSize
+	if end < start || end > base+adapterArenaSize {
+		return 0
+	}
+	adapterUsed = end - base
+	for i := uint32(0); oldPtr != 0 && i < oldSize; i++ {
+		*(*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(start+i))) = *(*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(oldPtr+i)))
+	}
+	return start
+}
+
+// The main arena for cabi_realloc: big enough for a typical input and a
+// typical http-fetch response, so that the heap fallback is the exception.
+const arenaSize = 256 << 10
+
+var (
+	arenaMem []byte // keeps the arena alive
+	arena    bump
+	spilled  [][]byte // heap blocks cabi_realloc handed out when the arena was full
+)
+
+func init() {
+	arenaMem = make([]byte, arenaSize)
+	arena = bump{base: addrOfBytes(arenaMem), size: arenaSize}
+	// Until Register runs, a module whose init functions allocate heavily
+	// could start a collection; that is fine: imports are allowed in init.
+}
+
+//go:wasmexport cabi_realloc
+func cabiRealloc(oldPtr, oldSize, align, newSize uint32) uint32 {
+	return realloc(&arena, oldPtr, oldSize, align, newSize, spill, move)
+}
+
+// spill takes a block from Go's heap. Callers have the collector off.
+func spill(align, n uint32) uint32 {
+	if align == 0 || align&(align-1) != 0 {
+		align = 8
+	}
+	b := make([]byte, n+align)
+	spilled = append(spilled, b)
+	return (addrOfBytes(b) + align - 1) &^ (align - 1)
+}
+
+func move(dst, src, n uint32) {
+	copy(linearMemory{}.bytes(dst, n), linearMemory{}.bytes(src, n))
+}
+
+// releaseScratch makes the arena and the spilled blocks available again. It
+// does not allocate.
+func releaseScratch() {
+	arena.reset()
+	clear(spilled)
+	spilled = spilled[:0]
+}
+
+// gcPercent is the collector's setting while the tool's own code runs.
+var gcPercent = 100
+
+// gcOff stops the collector from starting a cycle (and waits for a running
+// one to finish), so that allocation cannot reach an import.
+func gcOff() {
+	if p := debug.SetGCPercent(-1); p >= 0 {
+		gcPercent = p
+	}
+}
+
+func gcOn() { debug.SetGCPercent(gcPercent) }
+
+func registeredHook() { gcOff() }
+
+// The export's result area and the text it points at, kept alive until the
+// host has copied it and called cabi_post_<export>.
+var (
+	retArea [3]uint32
+	retText string
+)
+
+func returnString(s string) uint32 {
+	retText = s
+	retArea[0], retArea[1] = addrOfString(s), uint32(len(s))
+	return addrOfArea(&retArea)
+}
+
+//go:wasmexport describe
+func describe() uint32 { return returnString(validUTF8(mustTool().Describe())) }
+
+//go:wasmexport schema
+func schema() uint32 { return returnString(validUTF8(mustTool().Schema())) }
+
+//go:wasmexport execute
+func execute(ptr, n uint32) uint32 {
+	// The host placed the input with cabi_realloc; copy it out so the
+	// arena can serve http-fetch results.
+	input := append([]byte(nil), linearMemory{}.bytes(ptr, n)...)
+	releaseScratch()
+	gcOn()
+	text, isErr := executeResult(input)
+	gcOff()
+	retText = text
+	retArea[0] = 0
+	if isErr {
+		retArea[0] = 1
+	}
+	retArea[1], retArea[2] = addrOfString(text), uint32(len(text))
+	return addrOfArea(&retArea)
+}
+
+//go:wasmexport cabi_post_describe
+func postDescribe(uint32) { retText = "" }
+
+//go:wasmexport cabi_post_schema
+func postSchema(uint32) { retText = "" }
+
+//go:wasmexport cabi_post_execute
+func postExecute(uint32) {
+	retText = ""
+	releaseScratch()
+}
+
+func hostLog(level Level, msg string) {
+	var p uint32
+	if msg != "" {
+		p = addrOfString(msg)
+	}
+	logImport(uint32(level), p, uint32(len(msg)))
+	runtime.KeepAlive(msg)
+}
+
+var (
+	fetchMu  sync.Mutex // one request at a time: they share the arena and fetchRet
+	fetchRet [6]uint32  // http-fetch's 24-byte return area
+)
+
+func hostFetch(req Request) (Response, error) {
+	fetchMu.Lock()
+	defer fetchMu.Unlock()
+	p, table := lowerRequest(req, addrOfBytes, addrOfString)
+	// The host calls cabi_realloc for the response while the import runs.
+	prev := debug.SetGCPercent(-1)
+	releaseScratch()
+	fetchImport(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], addrOfFetch(&fetchRet))
+	resp, err := liftFetchResult(linearMemory{}, addrOfFetch(&fetchRet))
+	releaseScratch()
+	debug.SetGCPercent(prev)
+	runtime.KeepAlive(req)
+	runtime.KeepAlive(table)
+	return resp, err
+}
+
+// errNoTool is the panic of an export called when no tool was registered.
+const errNoTool = "maiden: no tool registered: call maiden.Register(yourTool) from an init function in package main"
+
+func mustTool() Tool {
+	if registered == nil {
+		panic(errNoTool)
+	}
+	return registered
+}
+
+// executeResult runs the registered tool on input and returns the text and
+// whether it is an error, as the execute export returns them. Output that is
+// not UTF-8 becomes an error: the host would trap on it.
+func executeResult(input []byte) (text string, isErr bool) {
+	out, err := mustTool().Execute(context.Background(), input)
+	if err != nil {
+		return validUTF8(err.Error()), true
+	}
+	if !utf8.Valid(out) {
+		return "maiden: the tool's output is not valid UTF-8 (Execute must return text, usually JSON)", true
+	}
+	return string(out), false
+}

@@ -1,0 +1,13 @@
+//go:build !wasip1
+
+package maiden
+
+import "embed"
+
+// Source holds this package's own source files (tests excluded), so that
+// `maiden new go` can vendor the SDK into a new tool project without a
+// module download: the maiden module is not published. Only in builds for
+// GOOS other than wasip1, so tools do not carry it.
+//
+//go:embed doc.go tool.go schema.go abi.go abi_wasip1.go host_other.go
+var Source embed.FS
