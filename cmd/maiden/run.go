@@ -37,8 +37,10 @@ Usage:
   maiden tools  [-config agent.toml] [-json]         list tools: description, input schema, policy
   maiden call   [-config agent.toml] [-json] TOOL [INPUT | -]
                                                      run TOOL on INPUT (JSON; "-" reads stdin; default {})
-  maiden build  [-o OUT.wasm] [DIR | FILE.js | FILE.wat]
+  maiden new    go|js DIR                            create a tool project from a template
+  maiden build  [-o OUT.wasm] [-watch] [DIR | FILE.go | FILE.js | FILE.wat]
                                                      build a tool project into a component
+                                                     (-watch: rebuild on every save)
   maiden serve  [-config agent.toml] [-http ADDR [-auth-token-env NAME] [-allow-origin ORIGIN]...]
                 [-max-concurrent N] [-max-queued N] [-watch=false]
                                                      serve the tools over MCP (stdio, or streamable HTTP at ADDR/mcp)
@@ -69,6 +71,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdCall(ctx, rest, stdin, stdout, stderr)
 	case "build":
 		return cmdBuild(ctx, rest, stdout, stderr)
+	case "new":
+		return cmdNew(ctx, rest, stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, rest, stdin, stdout, stderr)
 	case "version", "-version", "--version":

@@ -110,6 +110,25 @@ func build(root, name string, logf func(string, ...any)) (string, error) {
 	return out, nil
 }
 
+// CompileCache returns a compiled-component cache directory shared by every
+// test on this machine (sandbox.Options.CacheDir, maiden.Options.CacheDir).
+// Compiling a 12 MB JS component takes seconds; sharing the cache makes each
+// one compile once per run instead of once per test. Entries are keyed by
+// content and engine, and written atomically, so sharing is safe; tests of
+// the disk cache itself use a directory of their own.
+func CompileCache(t testing.TB) string {
+	t.Helper()
+	base, err := cacheDir()
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	dir := filepath.Join(base, "compiled")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	return dir
+}
+
 // CopyToTemp copies a file (typically a component from Component) into
 // t.TempDir(), for tests that rewrite or replace it, e.g. hot reload.
 func CopyToTemp(t testing.TB, src string) string {

@@ -70,14 +70,15 @@ func TestComponentWithCustomWIT(t *testing.T) {
 	}
 }
 
-func TestComponentJS(t *testing.T) {
-	p := Component(t, "js/echo")
-	b, err := os.ReadFile(p)
+// TestResolveJS checks how a "js/NAME" fixture is found; building one takes
+// 10-25 s and is exercised by every package that runs a JS fixture.
+func TestResolveJS(t *testing.T) {
+	src, err := resolve(RepoRoot(t), "js/echo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(b, componentMagic) {
-		t.Errorf("%s is not a component", p)
+	if src.kind != "js" || !strings.HasSuffix(src.path, filepath.Join("js", "echo.js")) {
+		t.Errorf("resolved to %+v", src)
 	}
 }
 

@@ -658,49 +658,6 @@ func TestWATFixturesBehave(t *testing.T) {
 
 // TestJSFixturesBehave builds and runs the other JS fixtures (each build
 // takes 7-25 s, so -short skips them).
-func TestJSFixturesBehave(t *testing.T) {
-	if testing.Short() {
-		t.Skip("JS builds take 7-25 s each")
-	}
-	tc := toolchain(t)
-	for _, tt := range []struct {
-		name   string
-		inputs []string
-		want   []runResult
-		check  func(t *testing.T, out runOutput)
-	}{
-		{"echo", []string{`{"message":"hi"}`}, []runResult{ok(`{"message":"hi"}`)}, nil},
-		{"hello", []string{`{"name":"Ada"}`, `not json`}, []runResult{ok("Hello, Ada!"), {Err: new(string)}},
-			func(t *testing.T, out runOutput) {
-				if diff := cmp.Diff([][2]string{{"info", "greeting Ada"}}, out.Results[0].Logs); diff != "" {
-					t.Errorf("logs (-want +got):\n%s", diff)
-				}
-			}},
-		{"throws", []string{"x"}, []runResult{bad("this tool always fails")}, nil},
-		{"fetcher", []string{"https://example.test/", "CRED=TOKEN https://example.test/c", "https://deny.test/", "https://timeout.test/"},
-			[]runResult{ok("200 got https://example.test/ cred=undefined"), ok("200 got https://example.test/c cred=TOKEN"), bad("denied: not allowed"), bad("timeout")}, nil},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			comp := buildJS(t, tc, tt.name)
-			out := runUnderJCO(t, tc, comp, tt.inputs...)
-			for i, in := range tt.inputs {
-				want := tt.want[i]
-				if want.Err != nil && *want.Err == "" {
-					if out.Results[i].Err == nil {
-						t.Errorf("execute(%q): got %s, want an err", in, describeResult(out.Results[i]))
-					}
-					continue
-				}
-				checkResult(t, in, out.Results[i], want)
-			}
-			if tt.check != nil {
-				tt.check(t, out)
-			}
-		})
-	}
-}
-
 // TestComponentFromCoreGoWasip1 builds a Go (GOOS=wasip1, c-shared) module
 // and wraps it with the preview1 reactor adapter.
 func TestComponentFromCoreGoWasip1(t *testing.T) {

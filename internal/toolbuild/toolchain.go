@@ -1,5 +1,10 @@
-// Package toolbuild turns tool sources (WAT, core wasm, JavaScript) into
-// WebAssembly components that target maiden's `tool` world (package wit).
+// Package toolbuild turns tool sources (Go, JavaScript, WAT, core wasm) into
+// WebAssembly components that target maiden's `tool` world (package wit),
+// and creates new tool projects from embedded templates (NewProject).
+//
+// Go is compiled by the standard Go toolchain found in PATH (GOOS=wasip1
+// GOARCH=wasm -buildmode=c-shared, using the SDK in sdk/go for the exports
+// and the canonical ABI) and wrapped with the preview1 reactor adapter.
 //
 // The heavy lifting is done by the Bytecode Alliance JS toolchain (jco's
 // wasm-tools build for WAT/core modules, componentize-js for JavaScript).
@@ -70,6 +75,11 @@ var (
 	// ErrBuild means the toolchain ran and rejected the input (bad WAT,
 	// missing export, JS syntax error, ...). The message carries the cause.
 	ErrBuild = errors.New("building the component failed")
+	// ErrNoGo means a Go project was to be built but no `go` executable was
+	// found.
+	ErrNoGo = errors.New("go not found: building a Go tool needs the Go toolchain, 1.24 or newer (https://go.dev/dl/, or Debian/Ubuntu: apt-get install golang-go if it is new enough)")
+	// ErrGoTooOld means the go executable is older than MinGoVersion.
+	ErrGoTooOld = errors.New("go is too old: Go tools need Go 1.24 or newer (//go:wasmexport)")
 )
 
 // Options configures EnsureToolchain. A nil *Options means all defaults.
@@ -85,14 +95,20 @@ type Options struct {
 	// look up "node" / "npm" in PATH. A path that does not exist yields
 	// ErrNoNode / ErrNoNPM.
 	NodePath, NPMPath string
+	// GoPath is the go executable used to build Go projects. Empty means
+	// look up "go" in PATH when a Go project is built; not finding it then
+	// yields ErrNoGo. EnsureToolchain does not need Go.
+	GoPath string
 }
 
 // Toolchain is an installed, ready-to-use JS toolchain. Its methods are safe
 // for concurrent use: each build runs in its own node process and temp dir.
 type Toolchain struct {
-	dir    string // contains node_modules and the driver
-	node   string // absolute path of node
-	driver string // absolute path of the build driver inside dir
+	dir      string // contains node_modules and the driver
+	node     string // absolute path of node
+	driver   string // absolute path of the build driver inside dir
+	goPath   string // Options.GoPath
+	progress io.Writer
 }
 
 // Dir is the directory holding the installed node_modules.
@@ -154,7 +170,7 @@ func EnsureToolchain(ctx context.Context, opts *Options) (*Toolchain, error) {
 		return nil, fmt.Errorf("toolbuild: ensure toolchain: %w", err)
 	}
 	dir := filepath.Join(cacheDir, pinHash())
-	t := &Toolchain{dir: dir, node: node}
+	t := &Toolchain{dir: dir, node: node, goPath: opts.GoPath, progress: opts.Progress}
 
 	if !fileExists(filepath.Join(dir, completeMarker)) {
 		// npm is only needed to install; a ready toolchain works without it.

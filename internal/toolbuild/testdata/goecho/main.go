@@ -1,10 +1,11 @@
 // Command goecho is an echo tool written in Go for GOOS=wasip1
 // (-buildmode=c-shared), exporting world `tool` with //go:wasmexport and a
 // hand-written canonical ABI. It exists to test ComponentFromCore's wasip1
-// path. Note: the component builds, but the preview1 adapter allocates its
-// state through the module's cabi_realloc, which re-enters the Go runtime
-// during _initialize (runtime: badsystemstack); running Go tools needs a
-// non-Go cabi_realloc_adapter export first.
+// path. Note: the component builds but does not run: the preview1 adapter
+// allocates its state through the module's cabi_realloc, which re-enters the
+// Go runtime during _initialize (runtime: badsystemstack). The Go SDK
+// (sdk/go) exports a static cabi_realloc_adapter for that; real Go tools use
+// it, and toolbuild.Build refuses a Go module without it.
 package main
 
 import "unsafe"

@@ -1,0 +1,219 @@
+package toolbuild
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MinGoMinor is the oldest Go 1.x minor version that builds tools: Go 1.24
+// introduced //go:wasmexport, which the SDK's exports need.
+const MinGoMinor = 24
+
+// buildGo compiles the Go package in p.Dir with the standard toolchain as a
+// WASI reactor (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) and wraps the
+// core module into a component with the preview1 reactor adapter. The
+// package must use the maiden SDK (sdk/go), which provides the exports and
+// the canonical ABI.
+func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
+	gobin, err := findExecutable(t.goPath, "go", ErrNoGo)
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: %w", err)
+	}
+	version, err := checkGoVersion(ctx, gobin, p.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: %w", err)
+	}
+	work, err := os.MkdirTemp("", "maiden-gobuild-*")
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: %w", err)
+	}
+	defer os.RemoveAll(work)
+	core := filepath.Join(work, "core.wasm")
+
+	say(t.progress, "go build (%s, GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) in %s", version, p.Dir)
+	start := time.Now()
+	// -trimpath: panics and traps name module paths, not the author's
+	// home directory, and the output does not depend on where it was built.
+	cmd := exec.CommandContext(ctx, gobin, "build", "-buildmode=c-shared", "-trimpath", "-o", core, ".")
+	cmd.Dir = p.Dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	setProcessGroup(cmd)
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("toolbuild: go build: %w", ctx.Err())
+		}
+		return nil, &BuildError{Op: "go build", Msg: goBuildMessage(out.String(), err, displayDir(p.Dir))}
+	}
+	b, err := os.ReadFile(core)
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: go build wrote no module: %w", err)
+	}
+	if err := checkGoExports(b); err != nil {
+		return nil, &BuildError{Op: "go build", Msg: err.Error()}
+	}
+	say(t.progress, "compiled %.1f MB core module in %v; wrapping it into a component", float64(len(b))/1e6, time.Since(start).Round(10*time.Millisecond))
+	return t.ComponentFromCore(ctx, b, true)
+}
+
+var goVersionRE = regexp.MustCompile(`^go1\.(\d+)`)
+
+// checkGoVersion runs `go env GOVERSION` in dir (so that a go.mod toolchain
+// line takes effect) and refuses versions before 1.24.
+func checkGoVersion(ctx context.Context, gobin, dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gobin, "env", "GOVERSION")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%w (running %s env GOVERSION: %v: %s)", ErrNoGo, gobin, err, lastLines(strings.TrimSpace(stderr.String()), 5))
+	}
+	v := strings.TrimSpace(string(out))
+	if m := goVersionRE.FindStringSubmatch(v); m != nil {
+		if minor, _ := strconv.Atoi(m[1]); minor < MinGoMinor {
+			return "", fmt.Errorf("%w (found %s at %s)", ErrGoTooOld, v, gobin)
+		}
+	}
+	return v, nil
+}
+
+// goBuildMessage keeps what a developer needs from go build's output: the
+// compiler's file:line messages, without the "# package" headers, with
+// paths relative to dir (go build ran there) made relative to where the
+// user is; several messages go one per indented line.
+func goBuildMessage(out string, err error, dir string) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, "# ") || strings.TrimSpace(l) == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(l, "./"); ok && dir != "." {
+			l = filepath.Join(dir, rest)
+		}
+		lines = append(lines, l)
+	}
+	switch {
+	case len(lines) == 0:
+		return err.Error()
+	case len(lines) == 1:
+		return lines[0]
+	case len(lines) > 30:
+		lines = append(lines[:30], fmt.Sprintf("... and %d more lines", len(lines)-30))
+	}
+	return "errors:\n  " + strings.Join(lines, "\n  ")
+}
+
+// displayDir is dir relative to the working directory when that is
+// shorter, for messages a person reads.
+func displayDir(dir string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, dir); err == nil && len(rel) < len(dir) {
+			return rel
+		}
+	}
+	return dir
+}
+
+// checkGoExports catches the two mistakes that otherwise surface as obscure
+// errors: a package that does not use the SDK (no tool exports at all), and
+// a hand-written ABI without cabi_realloc_adapter, which makes the preview1
+// adapter crash Go's runtime while it starts (runtime: badsystemstack).
+func checkGoExports(module []byte) error {
+	exports, err := wasmExports(module)
+	if err != nil {
+		return fmt.Errorf("reading the module's exports: %w", err)
+	}
+	has := map[string]bool{}
+	for _, e := range exports {
+		has[e] = true
+	}
+	if !has["describe"] && !has["schema"] && !has["execute"] {
+		return errors.New("the module exports none of describe, schema, execute: a Go tool imports " +
+			`maiden "github.com/maiden-run/maiden/sdk/go" and calls maiden.Register from an init function (see maiden new go)`)
+	}
+	if !has["cabi_realloc_adapter"] {
+		return errors.New("the module does not export cabi_realloc_adapter, without which the WASI adapter crashes " +
+			"Go's runtime at start-up; build Go tools with the maiden SDK (github.com/maiden-run/maiden/sdk/go)")
+	}
+	return nil
+}
+
+// wasmExports lists the export names of a core wasm module.
+func wasmExports(b []byte) ([]string, error) {
+	if len(b) < 8 || string(b[:4]) != "\x00asm" {
+		return nil, errors.New("not a WebAssembly module")
+	}
+	r := wasmReader{b: b, i: 8}
+	for r.i < len(r.b) {
+		id := r.byte()
+		size := r.u32()
+		end := r.i + int(size)
+		if r.err != nil || end > len(r.b) || end < r.i {
+			return nil, errors.New("truncated section")
+		}
+		if id != 7 { // export section
+			r.i = end
+			continue
+		}
+		n := r.u32()
+		var names []string
+		for range n {
+			l := r.u32()
+			if r.err != nil || r.i+int(l) > end {
+				return nil, errors.New("malformed export section")
+			}
+			names = append(names, string(r.b[r.i:r.i+int(l)]))
+			r.i += int(l)
+			r.byte() // kind
+			r.u32()  // index
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		return names, nil
+	}
+	return nil, nil
+}
+
+type wasmReader struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (r *wasmReader) byte() byte {
+	if r.i >= len(r.b) {
+		r.err = errors.New("unexpected end of module")
+		return 0
+	}
+	c := r.b[r.i]
+	r.i++
+	return c
+}
+
+// u32 reads an unsigned LEB128 number.
+func (r *wasmReader) u32() uint32 {
+	var v uint32
+	for shift := 0; shift < 35; shift += 7 {
+		c := r.byte()
+		v |= uint32(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	r.err = errors.New("malformed LEB128 number")
+	return 0
+}

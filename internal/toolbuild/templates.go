@@ -1,0 +1,159 @@
+package toolbuild
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	sdk "github.com/maiden-run/maiden/sdk/go"
+	"github.com/maiden-run/maiden/wit"
+)
+
+// templatesFS holds the project templates, one directory per language.
+// Files ending in .tmpl are written without the suffix and with every
+// "{{.Name}}" replaced by the tool's name (plain replacement, not
+// text/template: the READMEs show Go code full of braces); a leading "gitignore" becomes ".gitignore"
+// (a file named .gitignore would be skipped by go:embed). The rest is
+// copied as is: templates/go/main.go is real Go that the repository's own
+// `go vet` and `go test` check.
+//
+//go:embed templates
+var templatesFS embed.FS
+
+// ErrProjectExists means NewProject's target directory exists and is not
+// empty.
+var ErrProjectExists = errors.New("directory exists and is not empty")
+
+// ErrBadName means a project name cannot be a tool name in agent.toml.
+var ErrBadName = errors.New("invalid tool name")
+
+// toolNameRE mirrors agent.toml's rule for tool names (package config).
+var toolNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+type templateData struct {
+	Name string
+}
+
+// Templates lists the languages NewProject supports.
+var Templates = []Lang{LangGo, LangJS}
+
+// NewProject creates a tool project for lang in dir (created if missing;
+// refused with ErrProjectExists if it has any file). The tool is named after
+// dir's base name, which must be a valid agent.toml tool name. Every project
+// gets the source, a README, a .gitignore and a copy of the WIT contract
+// (wit/maiden-tool.wit); a Go project also gets a copy of the SDK in sdk/
+// that its go.mod points at, so it builds with nothing but the Go toolchain.
+// It returns the project as DetectProject would find it and the files
+// written, relative to dir.
+func NewProject(dir string, lang Lang) (Project, []string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Project{}, nil, err
+	}
+	name := filepath.Base(abs)
+	if !toolNameRE.MatchString(name) {
+		return Project{}, nil, fmt.Errorf("%w %q: a tool name is 1 to 64 characters of a-z, 0-9, '_' and '-', starting with a letter or digit", ErrBadName, name)
+	}
+	files, err := templateFiles(lang, templateData{Name: name})
+	if err != nil {
+		return Project{}, nil, err
+	}
+	if entries, err := os.ReadDir(abs); err == nil && len(entries) > 0 {
+		return Project{}, nil, fmt.Errorf("%w: %s", ErrProjectExists, dir)
+	}
+	var written []string
+	for _, f := range files {
+		p := filepath.Join(abs, filepath.FromSlash(f.path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return Project{}, written, err
+		}
+		if err := os.WriteFile(p, f.data, 0o644); err != nil {
+			return Project{}, written, err
+		}
+		written = append(written, f.path)
+	}
+	p, err := DetectProject(abs)
+	return p, written, err
+}
+
+type projectFile struct {
+	path string // slash-separated, relative to the project
+	data []byte
+}
+
+// templateFiles renders lang's template plus the shared files.
+func templateFiles(lang Lang, data templateData) ([]projectFile, error) {
+	root := "templates/" + string(lang)
+	if _, err := fs.Stat(templatesFS, root); err != nil {
+		var names []string
+		for _, l := range Templates {
+			names = append(names, string(l))
+		}
+		return nil, fmt.Errorf("no template for %q (have: %s)", lang, strings.Join(names, ", "))
+	}
+	var files []projectFile
+	err := fs.WalkDir(templatesFS, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := templatesFS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(p, root+"/")
+		if strings.HasSuffix(rel, ".tmpl") {
+			rel = strings.TrimSuffix(rel, ".tmpl")
+			b = bytes.ReplaceAll(b, []byte("{{.Name}}"), []byte(data.Name))
+		}
+		if base := path.Base(rel); base == "gitignore" {
+			rel = path.Join(path.Dir(rel), ".gitignore")
+		}
+		files = append(files, projectFile{path: path.Clean(rel), data: b})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rendering the %s template: %w", lang, err)
+	}
+	files = append(files, projectFile{path: "wit/maiden-tool.wit", data: []byte(wit.Tool)})
+	if lang == LangGo {
+		sdkFiles, err := sdkCopy()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, sdkFiles...)
+	}
+	return files, nil
+}
+
+// SDKModule is the module path of the vendored SDK copy, equal to the SDK's
+// import path inside the maiden module so that tool code is the same in
+// both places.
+const SDKModule = "github.com/maiden-run/maiden/sdk/go"
+
+// sdkCopy is the SDK's source as a module of its own, for sdk/ in a Go
+// project.
+func sdkCopy() ([]projectFile, error) {
+	entries, err := sdk.Source.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	files := []projectFile{{
+		path: "sdk/go.mod",
+		data: []byte("// A copy of maiden's Go SDK, written by `maiden new go`.\nmodule " + SDKModule + "\n\ngo 1.26\n"),
+	}}
+	for _, e := range entries {
+		b, err := sdk.Source.ReadFile(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, projectFile{path: "sdk/" + e.Name(), data: b})
+	}
+	return files, nil
+}
