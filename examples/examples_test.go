@@ -1,0 +1,504 @@
+// Package examples_test builds every example tool with the maiden command,
+// from a clean state, and calls it: `maiden build` then `maiden call` for
+// echo (Go) and jq-lite (JavaScript), and the embedding API for weather
+// (Go), whose test needs a loopback TLS server and a resolver that sends
+// api.weather.example to it. The benchmarks measure per-call latency next to
+// the tiny WAT echo, cold starts and template builds; run them with
+//
+//	go test ./examples -run '^$' -bench . -benchtime 20x
+package examples_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+var (
+	work      string // removed after the run
+	maidenBin string // the maiden command, built from ../cmd/maiden
+)
+
+// TestMain builds the maiden command once: the examples are built and
+// called through it exactly as a user would.
+func TestMain(m *testing.M) {
+	var err error
+	work, err = os.MkdirTemp("", "maiden-examples-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	maidenBin = filepath.Join(work, "maiden")
+	cmd := exec.Command("go", "build", "-o", maidenBin, "../cmd/maiden")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the maiden command (needs Go with cgo and `make setup`): %v\n%s", err, out)
+		os.RemoveAll(work)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(work)
+	os.Exit(code)
+}
+
+type cmdResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// maidenCmd runs the maiden command in this directory (examples/).
+func maidenCmd(ctx context.Context, args ...string) cmdResult {
+	cmd := exec.CommandContext(ctx, maidenBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+	}
+	return cmdResult{code, stdout.String(), stderr.String()}
+}
+
+// built is an example's component, built once per run into work/NAME/ by
+// `maiden build -o` (never the file beside the sources, which may be stale).
+type buildResult struct {
+	path  string
+	took  time.Duration // toolbuild's own time, from "wrote ... in D"
+	size  int64
+	err   error
+	trace string
+}
+
+var builds sync.Map // name -> func() buildResult
+
+// logOnce runs a function once per key.
+var logOnce onceMap
+
+type onceMap struct{ m sync.Map }
+
+func (o *onceMap) Do(key string, f func()) {
+	once, _ := o.m.LoadOrStore(key, new(sync.Once))
+	once.(*sync.Once).Do(f)
+}
+
+var wroteRE = regexp.MustCompile(`wrote .* in (\S+)\n`)
+
+func buildExample(name string) buildResult {
+	f, _ := builds.LoadOrStore(name, sync.OnceValue(func() buildResult {
+		out := filepath.Join(work, name, name+".wasm")
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return buildResult{err: err}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		r := maidenCmd(ctx, "build", "-cache", "off", "-o", out, name)
+		if r.code != 0 {
+			return buildResult{err: fmt.Errorf("maiden build %s: exit %d (needs Go >= 1.24 and Node.js >= 20 with npm)", name, r.code), trace: r.stderr}
+		}
+		res := buildResult{path: out, trace: r.stderr}
+		if m := wroteRE.FindStringSubmatch(r.stderr); m != nil {
+			res.took, _ = time.ParseDuration(m[1])
+		}
+		if fi, err := os.Stat(out); err == nil {
+			res.size = fi.Size()
+		}
+		return res
+	}))
+	return f.(func() buildResult)()
+}
+
+func built(t testing.TB, name string) string {
+	t.Helper()
+	r := buildExample(name)
+	if r.err != nil {
+		t.Fatalf("%v\n%s", r.err, r.trace)
+	}
+	logOnce.Do(name, func() { t.Logf("%s: %.2f MB, built in %v", name, float64(r.size)/1e6, r.took) })
+	return r.path
+}
+
+// exampleConfig is examples/agent.toml copied next to the built components,
+// so that its relative paths (echo/echo.wasm, ...) find them. Loading it
+// checks that every tool's file exists, so it builds them all.
+func exampleConfig(t testing.TB) string {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		if e.IsDir() {
+			wg.Go(func() { buildExample(e.Name()) })
+		}
+	}
+	wg.Wait()
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if r := buildExample(e.Name()); r.err != nil {
+			t.Fatalf("%v\n%s", r.err, r.trace)
+		}
+	}
+	b, err := os.ReadFile("agent.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(work, "agent.toml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cacheDir is a compiled-component cache shared by this run's maiden
+// commands, so that each example is compiled once (a JS tool takes 10-30 s).
+func cacheDir() string {
+	d := filepath.Join(work, "cache")
+	os.MkdirAll(d, 0o700)
+	return d
+}
+
+func call(t *testing.T, tool, input string) cmdResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return maidenCmd(ctx, "call", "-config", exampleConfig(t), "-cache", cacheDir(), tool, input)
+}
+
+// TestExampleConfig checks examples/agent.toml with every example built:
+// the file is valid and every tool loads.
+func TestExampleConfig(t *testing.T) {
+	r := maidenCmd(context.Background(), "check", "-config", exampleConfig(t), "-cache", cacheDir())
+	if r.code != 0 {
+		t.Fatalf("maiden check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("%s", r.stdout)
+}
+
+func TestEcho(t *testing.T) {
+	built(t, "echo")
+	for _, in := range []string{`{"message":"hi"}`, `{"message":"héllo ✓","extra":[1,2,3]}`} {
+		r := call(t, "echo", in)
+		if r.code != 0 || r.stdout != in+"\n" {
+			t.Errorf("echo %s: exit %d, stdout %q, stderr %q", in, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestJQLite(t *testing.T) {
+	built(t, "jq-lite")
+	data := `{"a":{"b":[{"c":42},{"c":"x"}]},"odd key":[true]}`
+	for _, tt := range []struct {
+		path, out string
+		code      int
+		stderr    string
+	}{
+		{"a.b[0].c", "42", 0, ""},
+		{".a.b[-1]", `{"c":"x"}`, 0, ""},
+		{`["odd key"][0]`, "true", 0, ""},
+		{"a.missing", "null", 0, ""},
+		{".", data, 0, ""},
+		{"a.b.c", "", 1, "cannot index array with \"c\""},
+		{"a..b", "", 1, "bad path"},
+	} {
+		r := call(t, "jq-lite", fmt.Sprintf(`{"data":%s,"path":%q}`, data, tt.path))
+		if r.code != tt.code || strings.TrimSpace(r.stdout) != tt.out || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("path %q: exit %d, stdout %q, stderr %q; want exit %d, %q, stderr with %q", tt.path, r.code, r.stdout, r.stderr, tt.code, tt.out, tt.stderr)
+		}
+	}
+}
+
+// hostsResolver answers for a fixed set of names, as a test DNS would.
+type hostsResolver map[string][]netip.Addr
+
+func (r hostsResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if a, ok := r[strings.TrimSuffix(host, ".")]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// weatherServer is a loopback TLS server for api.weather.example with its
+// own CA, whose certificate it writes to caFile.
+func weatherServer(t *testing.T, token, caFile string) *httptest.Server {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "api.weather.example"},
+		DNSNames:              []string{"api.weather.example"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "bad token", http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path != "/v1/current" {
+			http.NotFound(w, r)
+			return
+		}
+		temps := map[string]float64{"Paris": 21.5, "Oslo": -3}
+		city := r.URL.Query().Get("city")
+		temp, ok := temps[city]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"location": city, "temp_c": temp, "condition": "partly cloudy", "wind_kph": 12})
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestWeather calls the weather example through maiden.Host against a real
+// TLS server on loopback, with the credential from the environment.
+func TestWeather(t *testing.T) {
+	wasm := built(t, "weather")
+	dir := t.TempDir()
+	const token = "s3cret-weather-token"
+	ca := filepath.Join(dir, "ca.pem")
+	srv := weatherServer(t, token, ca)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	cfgPath := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `version = 1
+
+[tools.weather]
+path = %q
+http_allow = ["api.weather.example"]
+secrets = ["WEATHER_TOKEN"]
+http_allow_cidrs = ["127.0.0.0/8"]   # the test server is on loopback
+http_ca_files = ["ca.pem"]
+http_ports = [%d]
+`, wasm, port), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MAIDEN_SECRET_WEATHER_TOKEN", token)
+	h, err := maiden.New(cfg, &maiden.Options{
+		CacheDir: "off",
+		Resolver: hostsResolver{"api.weather.example": {netip.MustParseAddr("127.0.0.1")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	api := "https://api.weather.example:" + strconv.Itoa(port)
+	ctx := context.Background()
+	weather := func(t *testing.T, input map[string]string) maiden.Result {
+		t.Helper()
+		input["api"] = api
+		b, _ := json.Marshal(input)
+		res, err := h.Call(ctx, maiden.Call{Tool: "weather", Input: string(b)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	res := weather(t, map[string]string{"city": "Paris"})
+	if !res.OK {
+		t.Fatalf("Paris: %s: %s", res.Error.Kind, res.Error.Message)
+	}
+	if res.Output != `{"city":"Paris","temperature":21.5,"units":"metric","conditions":"partly cloudy"}` {
+		t.Errorf("Paris: output %s", res.Output)
+	}
+	if len(res.Logs) != 1 || res.Logs[0].Message != "weather for Paris: 21.5°C, partly cloudy" {
+		t.Errorf("logs %+v", res.Logs)
+	}
+
+	res = weather(t, map[string]string{"city": "Oslo", "units": "imperial"})
+	if !res.OK || !strings.Contains(res.Output, `"temperature":26.6`) {
+		t.Errorf("Oslo, imperial: %+v", res)
+	}
+	res = weather(t, map[string]string{"city": "Atlantis"})
+	if res.OK || res.Error.Kind != maiden.KindTool || !strings.Contains(res.Error.Message, `does not know the city "Atlantis"`) {
+		t.Errorf("unknown city: %+v", res)
+	}
+	// The credential's value never reaches the tool: nothing it returns or
+	// logs can contain it.
+	b, _ := json.Marshal(res)
+	if strings.Contains(string(b), token) {
+		t.Error("the secret value appears in a result")
+	}
+
+	// Without the secret's value the host refuses before sending anything.
+	t.Setenv("MAIDEN_SECRET_WEATHER_TOKEN", "")
+	os.Unsetenv("MAIDEN_SECRET_WEATHER_TOKEN")
+	res = weather(t, map[string]string{"city": "Paris"})
+	if res.OK || res.Error.Kind != maiden.KindTool || !strings.Contains(res.Error.Message, "maiden refused the request") {
+		t.Errorf("no secret: %+v", res)
+	}
+}
+
+// benchHost is a Host over the WAT echo fixture and the examples, each
+// compiled once (in memory) before timing starts.
+func benchHost(b *testing.B, cacheDir string) (*maiden.Host, map[string]string) {
+	b.Helper()
+	tools := map[string]string{
+		"wat": testkit.Component(b, "echo"),
+		"go":  built(b, "echo"),
+		"js":  built(b, "jq-lite"),
+	}
+	var cfg strings.Builder
+	cfg.WriteString("version = 1\n")
+	for name, path := range tools {
+		fmt.Fprintf(&cfg, "\n[tools.%s]\npath = %q\nmemory_mb = 128\n", name, path)
+	}
+	p := filepath.Join(b.TempDir(), "agent.toml")
+	if err := os.WriteFile(p, []byte(cfg.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	c, err := config.Load(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := maiden.New(c, &maiden.Options{CacheDir: cacheDir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h, tools
+}
+
+// benchInput is each tool's input: the echoes get the same message; jq-lite
+// a small document and path.
+var benchInput = map[string]string{
+	"wat": `{"message":"hello"}`,
+	"go":  `{"message":"hello"}`,
+	"js":  `{"data":{"message":"hello"},"path":"message"}`,
+}
+
+func callOK(b *testing.B, h *maiden.Host, tool string) {
+	res, err := h.Call(context.Background(), maiden.Call{Tool: tool, Input: benchInput[tool]})
+	if err != nil || !res.OK {
+		b.Fatalf("%s: %v %+v", tool, err, res.Error)
+	}
+}
+
+// BenchmarkCall is the per-call latency with a warm compile cache: every
+// call instantiates the component afresh (Go: the runtime starts; JS: the
+// engine's heap is set up) and runs execute once.
+func BenchmarkCall(b *testing.B) {
+	h, _ := benchHost(b, "off")
+	defer h.Close()
+	for _, tool := range []string{"wat", "go", "js"} {
+		callOK(b, h, tool) // compile
+		b.Run(tool, func(b *testing.B) {
+			for b.Loop() {
+				callOK(b, h, tool)
+			}
+		})
+	}
+}
+
+// BenchmarkColdStart is a new Host's first call: compiling the component
+// (no disk cache) or loading the compiled code from the disk cache.
+func BenchmarkColdStart(b *testing.B) {
+	cache := b.TempDir()
+	os.Chmod(cache, 0o700)
+	h, _ := benchHost(b, "off") // builds the examples before any timing
+	h.Close()
+	for _, tool := range []string{"wat", "go", "js"} {
+		for _, mode := range []string{"compile", "diskcache"} {
+			b.Run(tool+"/"+mode, func(b *testing.B) {
+				dir := "off"
+				if mode == "diskcache" {
+					dir = cache
+					h, _ := benchHost(b, dir)
+					callOK(b, h, tool) // fills the disk cache
+					h.Close()
+				}
+				for b.Loop() {
+					h, _ := benchHost(b, dir)
+					callOK(b, h, tool)
+					h.Close()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkTemplateBuild is `maiden new` plus `maiden build` of each
+// template from scratch; "build-s" is the build alone (as maiden build
+// reports it), ns/op includes loading the result (a compile, cache off).
+func BenchmarkTemplateBuild(b *testing.B) {
+	for _, lang := range []string{"go", "js"} {
+		b.Run(lang, func(b *testing.B) {
+			var took time.Duration
+			var size int64
+			i := 0
+			for b.Loop() {
+				i++
+				dir := filepath.Join(b.TempDir(), fmt.Sprintf("t%d", i))
+				ctx := context.Background()
+				if r := maidenCmd(ctx, "new", lang, dir); r.code != 0 {
+					b.Fatalf("new: %+v", r)
+				}
+				r := maidenCmd(ctx, "build", "-cache", "off", dir)
+				if r.code != 0 {
+					b.Fatalf("build: %+v", r)
+				}
+				if m := wroteRE.FindStringSubmatch(r.stderr); m != nil {
+					d, _ := time.ParseDuration(m[1])
+					took += d
+				}
+				if fi, err := os.Stat(filepath.Join(dir, filepath.Base(dir)+".wasm")); err == nil {
+					size = fi.Size()
+				}
+			}
+			b.ReportMetric(took.Seconds()/float64(i), "build-s")
+			b.ReportMetric(float64(size)/1e6, "MB")
+		})
+	}
+}
