@@ -89,7 +89,7 @@ secrets = ["API_TOKEN"]
 	}
 	audit := &syncBuffer{}
 	h, err := maiden.New(cfg, &maiden.Options{
-		CacheDir: t.TempDir(),
+		CacheDir: testkit.CompileCache(t),
 		Resolver: fakeDNS{"api.example.com": netip.MustParseAddr("127.0.0.1")},
 		LookupSecret: func(name string) (string, bool) {
 			// OTHER exists on the host too; the tool never declared it.

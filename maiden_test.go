@@ -38,7 +38,7 @@ func writeConfig(t testing.TB, body string, tools ...string) *config.Config {
 
 func newHost(t testing.TB, cfg *config.Config) *maiden.Host {
 	t.Helper()
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: t.TempDir()})
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestEndToEnd(t *testing.T) {
 	}, false)
 	e.res.set("api.example.com", "127.0.0.1")
 	p := mustPolicy(t, toolFor(t, s.port))
-	sb, err := sandbox.New(&sandbox.Options{CacheDir: t.TempDir()})
+	sb, err := sandbox.New(&sandbox.Options{CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestEndToEnd2MiB(t *testing.T) {
 	s := startServer(t, func(w http.ResponseWriter, r *http.Request) { w.Write(body) }, false)
 	e.res.set("api.example.com", "127.0.0.1")
 	p := mustPolicy(t, toolFor(t, s.port))
-	sb, err := sandbox.New(&sandbox.Options{CacheDir: t.TempDir(), MaxOutputBytes: 4 << 20})
+	sb, err := sandbox.New(&sandbox.Options{CacheDir: testkit.CompileCache(t), MaxOutputBytes: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func newEnv(t *testing.T, tools []toolLine, hostOpts *maiden.Options) *env {
 	if hostOpts == nil {
 		hostOpts = &maiden.Options{}
 	}
-	hostOpts.CacheDir = t.TempDir()
+	hostOpts.CacheDir = testkit.CompileCache(t)
 	h, err := maiden.New(cfg, hostOpts)
 	if err != nil {
 		t.Fatal(err)

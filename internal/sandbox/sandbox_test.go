@@ -22,7 +22,7 @@ func newSandbox(t testing.TB, opts *Options) *Sandbox {
 		opts = &Options{}
 	}
 	if opts.CacheDir == "" {
-		opts.CacheDir = t.TempDir()
+		opts.CacheDir = testkit.CompileCache(t)
 	}
 	sb, err := New(opts)
 	if err != nil {
@@ -443,10 +443,12 @@ func TestStdoutIsCaptured(t *testing.T) {
 	}
 }
 
+// TestJSToolError: a JS tool that throws an Error reports it as its own
+// error (kind tool), message intact.
 func TestJSToolError(t *testing.T) {
 	sb := newSandbox(t, nil)
-	out := execute(t, sb, testkit.Component(t, "js/throws"), `{}`, Limits{Timeout: 10 * time.Second, Memory: 128 << 20})
-	if out.Failure == nil || out.Failure.Kind != KindTool {
+	out := execute(t, sb, testkit.Component(t, "js/hello"), `{"name":"Ada","fail":"asked to fail"}`, Limits{Timeout: 10 * time.Second, Memory: 128 << 20})
+	if out.Failure == nil || out.Failure.Kind != KindTool || out.Failure.Message != "asked to fail" {
 		t.Fatalf("got %+v", out)
 	}
 }
