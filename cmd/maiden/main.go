@@ -3,6 +3,9 @@
 //	maiden check  [-config agent.toml]
 //	maiden tools  [-config agent.toml] [-json]
 //	maiden call   [-config agent.toml] [-json] TOOL [INPUT | -]
+//	maiden serve  [-config agent.toml] [-http ADDR]
+//	maiden new    go|js DIR
+//	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //
 // See the README for the exit codes and the -json envelope.
 package main
