@@ -255,7 +255,8 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 		return fail(KindConfig, err.Error())
 	}
 	policy := pols.byTool[c.Tool]
-	if !json.Valid([]byte(c.Input)) {
+	doc, err := parseInput(c.Input)
+	if err != nil {
 		return fail(KindInput, jsonProblem(c.Input))
 	}
 	// One version of the tool is loaded, its schema checked, and that same
@@ -275,7 +276,7 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 		if schema.err != nil {
 			return fail(KindInvalid, schema.err.Error())
 		}
-		if err := schema.validate(c.Input); err != nil {
+		if err := schema.validate(doc); err != nil {
 			return fail(KindInput, err.Error())
 		}
 		out, err = t.Execute(ctx, sandbox.Call{
