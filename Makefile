@@ -31,10 +31,12 @@ vet: setup
 lint: vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	cd bench/compare && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-# -count=1: results must come from this run, not the test cache.
+# Results must come from this run, not the test cache (scripts/test uses
+# -count=1); bench/compare's smoke test keeps the comparison from rotting.
 test: lint
-	$(GO) test -race -count=1 -v -timeout 20m ./... 2>&1 | scripts/testsummary
+	GO=$(GO) scripts/test
 
 bench: setup
 	./bench/run
