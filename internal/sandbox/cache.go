@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/atomicfile"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 )
 
@@ -233,33 +234,14 @@ func (c *cache) toDisk(digest string, comp *wasmtime.Component) {
 	p := c.diskPath(digest)
 	b, err := comp.Serialize()
 	if err == nil {
-		err = writeAtomic(p, b)
+		err = os.MkdirAll(filepath.Dir(p), 0o700)
+	}
+	if err == nil {
+		err = atomicfile.Write(p, b, 0o600)
 	}
 	if err != nil {
 		c.log.Warn("cannot write compiled component to cache", "path", p, "error", err)
 	}
-}
-
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-	}
-	return werr
 }
 
 // prepareCacheDir creates dir and makes sure it is private to this user: the

@@ -23,10 +23,10 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/atomicfile"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
@@ -89,7 +89,7 @@ func build(root, name string, logf func(string, ...any)) (string, error) {
 	}
 	// Parallel test processes (go test ./...) may want the same tool; the
 	// lock makes one build it while the others wait and then reuse it.
-	unlock, err := lockFile(ctx, out+".lock")
+	unlock, err := atomicfile.Lock(ctx, out+".lock", nil)
 	if err != nil {
 		return "", err
 	}
@@ -103,7 +103,7 @@ func build(root, name string, logf func(string, ...any)) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("building test tool %q from %s: %w", name, src.path, err)
 	}
-	if err := writeFileAtomic(out, comp); err != nil {
+	if err := atomicfile.Write(out, comp, 0o644); err != nil {
 		return "", fmt.Errorf("caching %s: %w", out, err)
 	}
 	logf("testkit: built %s (%d bytes) in %s", name, len(comp), time.Since(start).Round(time.Millisecond))
@@ -317,57 +317,4 @@ func sanitize(name string) string { return unsafeNameRE.ReplaceAllString(name, "
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// writeFileAtomic writes via a temp file in the same directory and renames
-// it into place: a concurrent reader sees the old state or the whole file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-	}
-	return werr
-}
-
-// lockFile takes an exclusive flock, polling so ctx can end the wait. flock
-// locks belong to the open file, so goroutines of one process exclude each
-// other as well as other processes.
-func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("waiting for %s: %w", path, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

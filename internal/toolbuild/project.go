@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/maiden-run/maiden/internal/atomicfile"
 )
 
 // Lang is the source language of a tool project.
@@ -116,23 +118,8 @@ func (t *Toolchain) Build(ctx context.Context, p Project, out string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("toolbuild: %w", err)
-	}
-	_, werr := tmp.Write(comp)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), out)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("toolbuild: write %s: %w", out, werr)
+	if err := atomicfile.Write(out, comp, 0o644); err != nil {
+		return fmt.Errorf("toolbuild: write %s: %w", out, err)
 	}
 	return nil
 }

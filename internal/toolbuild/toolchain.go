@@ -38,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/atomicfile"
 	"github.com/maiden-run/maiden/wit"
 )
 
@@ -245,7 +246,7 @@ func install(ctx context.Context, cacheDir, dir, node, npm string, progress io.W
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", cacheDir, err)
 	}
-	unlock, err := lockFile(ctx, dir+".lock", func() {
+	unlock, err := atomicfile.Lock(ctx, dir+".lock", func() {
 		say(progress, "waiting for another process installing the JS toolchain into %s ...", dir)
 	})
 	if err != nil {
@@ -294,7 +295,7 @@ func install(ctx context.Context, cacheDir, dir, node, npm string, progress io.W
 		}
 		return fmt.Errorf("%w: npm ci in %s: %v\n%s", ErrInstall, dir, err, lastLines(out.String(), 15))
 	}
-	if err := writeFileAtomic(filepath.Join(dir, completeMarker), []byte(time.Now().UTC().Format(time.RFC3339)+"\n")); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, completeMarker), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("marking toolchain complete: %w", err)
 	}
 	say(progress, "JS toolchain ready (%s)", time.Since(start).Round(time.Second))
@@ -314,68 +315,10 @@ func writeDriver(dir string) (string, error) {
 	if cur, err := os.ReadFile(p); err == nil && bytes.Equal(cur, b) {
 		return p, nil
 	}
-	if err := writeFileAtomic(p, b); err != nil {
+	if err := atomicfile.Write(p, b, 0o644); err != nil {
 		return "", fmt.Errorf("writing build driver: %w", err)
 	}
 	return p, nil
-}
-
-// writeFileAtomic writes via a temp file in the same directory and renames
-// it into place, so readers never see a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-	}
-	return werr
-}
-
-// lockFile takes an exclusive flock on path, polling so that ctx can cancel
-// the wait. waiting is called once if the lock is held by someone else.
-func lockFile(ctx context.Context, path string, waiting func()) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock %s: %w", path, err)
-	}
-	told := false
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		if !told && waiting != nil {
-			waiting()
-			told = true
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("waiting for lock %s: %w", path, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 func fileExists(p string) bool {
