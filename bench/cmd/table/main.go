@@ -17,12 +17,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/maiden-run/maiden/bench/internal/benchfmt"
 )
 
 // baselines names, for a variant (one segment of a benchmark name), the
@@ -121,41 +122,34 @@ func write(w io.Writer, benches []*bench, rounds int) {
 		p50 := b.values("p50-ns")
 		spread := "–"
 		if len(p50) > 1 {
-			spread = fmt.Sprintf("±%.0f%%", 100*(slices.Max(p50)-slices.Min(p50))/2/median(p50))
+			spread = fmt.Sprintf("±%.0f%%", 100*(slices.Max(p50)-slices.Min(p50))/2/benchfmt.Median(p50))
 		}
 		if len(b.samples) < rounds {
-			spread += fmt.Sprintf(" (%d run%s)", len(b.samples), plural(len(b.samples)))
+			spread += fmt.Sprintf(" (%d run%s)", len(b.samples), benchfmt.Plural(len(b.samples)))
 		}
 		var ratios []string
 		for _, base := range baselinesOf(b.name) {
 			if bb := byName[base]; bb != nil {
 				if r, lo, hi, ok := ratio(b, bb, "p50-ns"); ok {
-					ratios = append(ratios, fmt.Sprintf("%s× %s (%s–%s)", num(r), variantOf(base, b.name), num(lo), num(hi)))
+					ratios = append(ratios, fmt.Sprintf("%s× %s (%s–%s)", benchfmt.Ratio(r), variantOf(base, b.name), benchfmt.Ratio(lo), benchfmt.Ratio(hi)))
 				}
 			}
 		}
 		var notes []string
 		for _, m := range b.extraMetrics() {
-			notes = append(notes, fmt.Sprintf("%s %s", strings.TrimSuffix(m, "-ns"), dur(median(b.values(m)))))
+			notes = append(notes, fmt.Sprintf("%s %s", strings.TrimSuffix(m, "-ns"), benchfmt.Duration(benchfmt.Median(b.values(m)))))
 		}
 		if g1 := strings.TrimSuffix(b.name, "/g2"); g1 != b.name {
 			if bb := byName[g1+"/g1"]; bb != nil {
 				if r, _, _, ok := ratio(b, bb, "calls/s"); ok {
-					notes = append(notes, fmt.Sprintf("%s× the calls/s of g1", num(r)))
+					notes = append(notes, fmt.Sprintf("%s× the calls/s of g1", benchfmt.Ratio(r)))
 				}
 			}
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", b.name,
-			dur(median(p50)), dur(median(b.values("p99-ns"))), rate(median(b.values("calls/s"))),
+			benchfmt.Duration(benchfmt.Median(p50)), benchfmt.Duration(benchfmt.Median(b.values("p99-ns"))), benchfmt.Rate(benchfmt.Median(b.values("calls/s"))),
 			spread, strings.Join(ratios, "; "), strings.Join(notes, "; "))
 	}
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 func (b *bench) values(metric string) []float64 {
@@ -204,7 +198,7 @@ func ratio(a, base *bench, metric string) (med, lo, hi float64, ok bool) {
 	if len(rs) == 0 {
 		return 0, 0, 0, false
 	}
-	return median(rs), slices.Min(rs), slices.Max(rs), true
+	return benchfmt.Median(rs), slices.Min(rs), slices.Max(rs), true
 }
 
 // baselinesOf returns the full names of name's baselines.
@@ -232,69 +226,5 @@ func variantOf(base, name string) string {
 	return base
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
 // num formats a ratio with three significant digits.
-func num(x float64) string {
-	switch {
-	case x >= 100:
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	case x >= 10:
-		return strconv.FormatFloat(x, 'f', 1, 64)
-	case x >= 0.1:
-		return strconv.FormatFloat(x, 'f', 2, 64)
-	default:
-		return strconv.FormatFloat(x, 'g', 2, 64)
-	}
-}
-
-func dur(ns float64) string {
-	switch {
-	case math.IsNaN(ns):
-		return "–"
-	case ns >= 1e9:
-		return sig(ns/1e9) + " s"
-	case ns >= 1e6:
-		return sig(ns/1e6) + " ms"
-	case ns >= 1e3:
-		return sig(ns/1e3) + " µs"
-	default:
-		return sig(ns) + " ns"
-	}
-}
-
-func rate(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "–"
-	case x >= 1e3:
-		return sig(x/1e3) + "k"
-	default:
-		return sig(x)
-	}
-}
-
 // sig formats x with three significant digits (x >= 0.001).
-func sig(x float64) string {
-	switch {
-	case x >= 100:
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	case x >= 10:
-		return strconv.FormatFloat(x, 'f', 1, 64)
-	case x >= 1:
-		return strconv.FormatFloat(x, 'f', 2, 64)
-	default:
-		return strconv.FormatFloat(x, 'g', 3, 64)
-	}
-}

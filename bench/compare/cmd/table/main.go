@@ -24,12 +24,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/maiden-run/maiden/bench/internal/benchfmt"
 )
 
 // related names, for a row, other rows of the same workload whose ratio
@@ -139,9 +140,9 @@ func write(w io.Writer, res map[key][]sample, order [][2]string) {
 		wl, row := wr[0], wr[1]
 		g1, g2 := res[key{wl, row, 1}], res[key{wl, row, 2}]
 		cells := []string{wl, row, instance(row),
-			dur(medianOf(g1, "p50-ns")), dur(medianOf(g1, "p99-ns")), rate(medianOf(g1, "calls/s")),
-			dur(medianOf(g2, "p50-ns")), dur(medianOf(g2, "p99-ns")), rate(medianOf(g2, "calls/s")),
-			mib(medianOf(g1, "peak-rss-MiB")) + " / " + mib(medianOf(g2, "peak-rss-MiB")),
+			benchfmt.Duration(medianOf(g1, "p50-ns")), benchfmt.Duration(medianOf(g1, "p99-ns")), benchfmt.Rate(medianOf(g1, "calls/s")),
+			benchfmt.Duration(medianOf(g2, "p50-ns")), benchfmt.Duration(medianOf(g2, "p99-ns")), benchfmt.Rate(medianOf(g2, "calls/s")),
+			benchfmt.MiB(medianOf(g1, "peak-rss-MiB")) + " / " + benchfmt.MiB(medianOf(g2, "peak-rss-MiB")),
 			spread(g1) + " / " + spread(g2),
 		}
 		base := "maiden-" + lang(row)
@@ -170,11 +171,11 @@ func write(w io.Writer, res map[key][]sample, order [][2]string) {
 		}
 		if g2 != nil {
 			if r, _, _, ok := ratioOf(g2, g1, "calls/s"); ok {
-				notes = append(notes, fmt.Sprintf("2 g.: %s× the calls/s of 1", num(r)))
+				notes = append(notes, fmt.Sprintf("2 g.: %s× the calls/s of 1", benchfmt.Ratio(r)))
 			}
 		}
 		if n := len(g1); n > 0 && n < rounds(res) {
-			notes = append(notes, fmt.Sprintf("%d round%s", n, plural(n)))
+			notes = append(notes, fmt.Sprintf("%d round%s", n, benchfmt.Plural(n)))
 		}
 		cells = append(cells, strings.Join(notes, "; "))
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
@@ -215,7 +216,7 @@ func values(ss []sample, metric string) []float64 {
 	return v
 }
 
-func medianOf(ss []sample, metric string) float64 { return median(values(ss, metric)) }
+func medianOf(ss []sample, metric string) float64 { return benchfmt.Median(values(ss, metric)) }
 
 func spread(ss []sample) string {
 	p50 := values(ss, "p50-ns")
@@ -225,7 +226,7 @@ func spread(ss []sample) string {
 	case 1:
 		return "1 run"
 	}
-	return fmt.Sprintf("±%.0f%%", 100*(slices.Max(p50)-slices.Min(p50))/2/median(p50))
+	return fmt.Sprintf("±%.0f%%", 100*(slices.Max(p50)-slices.Min(p50))/2/benchfmt.Median(p50))
 }
 
 // ratio formats a's p50 over base's, paired by round.
@@ -235,9 +236,9 @@ func ratio(a, base []sample, baseName string) string {
 		return ""
 	}
 	if lo == hi {
-		return fmt.Sprintf("%s× %s", num(r), baseName)
+		return fmt.Sprintf("%s× %s", benchfmt.Ratio(r), baseName)
 	}
-	return fmt.Sprintf("%s× %s (%s–%s)", num(r), baseName, num(lo), num(hi))
+	return fmt.Sprintf("%s× %s (%s–%s)", benchfmt.Ratio(r), baseName, benchfmt.Ratio(lo), benchfmt.Ratio(hi))
 }
 
 // ratioOf pairs a's and base's samples by round and returns the median,
@@ -256,98 +257,9 @@ func ratioOf(a, base []sample, metric string) (med, lo, hi float64, ok bool) {
 	if len(rs) == 0 {
 		return 0, 0, 0, false
 	}
-	return median(rs), slices.Min(rs), slices.Max(rs), true
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
+	return benchfmt.Median(rs), slices.Min(rs), slices.Max(rs), true
 }
 
 // num formats a ratio with about three significant digits; below 0.1 as
 // a fraction, 1/N, which reads better than 6.6e-05.
-func num(x float64) string {
-	switch {
-	case x >= 100:
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	case x >= 10:
-		return strconv.FormatFloat(x, 'f', 1, 64)
-	case x >= 0.1:
-		return strconv.FormatFloat(x, 'f', 2, 64)
-	case x > 0:
-		n := 1 / x
-		if n >= 1000 { // three significant digits
-			unit := math.Pow(10, math.Floor(math.Log10(n))-2)
-			return "1/" + strconv.FormatFloat(math.Round(n/unit)*unit, 'f', 0, 64)
-		}
-		return "1/" + sig(n)
-	default:
-		return "0"
-	}
-}
-
-func dur(ns float64) string {
-	switch {
-	case math.IsNaN(ns):
-		return "–"
-	case ns < 0:
-		return "-" + dur(-ns)
-	case ns >= 1e9:
-		return sig(ns/1e9) + " s"
-	case ns >= 1e6:
-		return sig(ns/1e6) + " ms"
-	case ns >= 1e3:
-		return sig(ns/1e3) + " µs"
-	default:
-		return sig(ns) + " ns"
-	}
-}
-
-func rate(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "–"
-	case x >= 1e6:
-		return sig(x/1e6) + "M"
-	case x >= 1e3:
-		return sig(x/1e3) + "k"
-	default:
-		return sig(x)
-	}
-}
-
-func mib(x float64) string {
-	if math.IsNaN(x) {
-		return "–"
-	}
-	return strconv.FormatFloat(x, 'f', 0, 64) + " MiB"
-}
-
 // sig formats x with three significant digits (x >= 0.001).
-func sig(x float64) string {
-	switch {
-	case x >= 100:
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	case x >= 10:
-		return strconv.FormatFloat(x, 'f', 1, 64)
-	case x >= 1:
-		return strconv.FormatFloat(x, 'f', 2, 64)
-	default:
-		return strconv.FormatFloat(x, 'g', 3, 64)
-	}
-}
