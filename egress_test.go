@@ -1,55 +1,21 @@
 package maiden_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
-
-// fakeDNS answers for the names a test uses; every other name fails. It is
-// the only simulated part: the servers are real TLS servers on loopback.
-type fakeDNS map[string]netip.Addr
-
-func (d fakeDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := d[host]; ok {
-		return []netip.Addr{a}, nil
-	}
-	return nil, fmt.Errorf("no such host %s", host)
-}
-
-// syncBuffer is a bytes.Buffer safe for the audit logger's writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestFetchThroughHost runs the WAT fetcher through Host.Call against a real
 // TLS server: the declared credential is attached by the host, the value the
@@ -58,18 +24,13 @@ func (s *syncBuffer) String() string {
 // without the secret.
 func TestFetchThroughHost(t *testing.T) {
 	const secret = "tok-s3cret-value-1234"
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
 		fmt.Fprintf(w, "auth=%s", r.Header.Get("Authorization"))
-	}))
-	defer srv.Close()
+	}), "api.example.com")
 	u, _ := url.Parse(srv.URL)
 	port := u.Port()
 	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	toml := fmt.Sprintf(`version = 1
 [tools.fetcher]
 path = %q
@@ -87,10 +48,10 @@ secrets = ["API_TOKEN"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := &syncBuffer{}
+	audit := &testkit.SyncBuffer{}
 	h, err := maiden.New(cfg, &maiden.Options{
 		CacheDir: testkit.CompileCache(t),
-		Resolver: fakeDNS{"api.example.com": netip.MustParseAddr("127.0.0.1")},
+		Resolver: testkit.Loopback("api.example.com"),
 		LookupSecret: func(name string) (string, bool) {
 			// OTHER exists on the host too; the tool never declared it.
 			return secret, name == "API_TOKEN" || name == "OTHER"

@@ -11,20 +11,11 @@ package examples_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,43 +229,11 @@ func TestJQLite(t *testing.T) {
 	}
 }
 
-// hostsResolver answers for a fixed set of names, as a test DNS would.
-type hostsResolver map[string][]netip.Addr
-
-func (r hostsResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	if a, ok := r[strings.TrimSuffix(host, ".")]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
-
 // weatherServer is a loopback TLS server for api.weather.example with its
-// own CA, whose certificate it writes to caFile.
-func weatherServer(t *testing.T, token, caFile string) *httptest.Server {
+// own CA, whose PEM file it returns too.
+func weatherServer(t *testing.T, token string) (*httptest.Server, string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "api.weather.example"},
-		DNSNames:              []string{"api.weather.example"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+token {
 			http.Error(w, "bad token", http.StatusUnauthorized)
 			return
@@ -292,11 +251,7 @@ func weatherServer(t *testing.T, token, caFile string) *httptest.Server {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"location": city, "temp_c": temp, "condition": "partly cloudy", "wind_kph": 12})
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return srv
+	}), "api.weather.example")
 }
 
 // TestWeather calls the weather example through maiden.Host against a real
@@ -305,8 +260,7 @@ func TestWeather(t *testing.T) {
 	wasm := built(t, "weather")
 	dir := t.TempDir()
 	const token = "s3cret-weather-token"
-	ca := filepath.Join(dir, "ca.pem")
-	srv := weatherServer(t, token, ca)
+	srv, ca := weatherServer(t, token)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	cfgPath := filepath.Join(dir, "agent.toml")
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `version = 1
@@ -316,9 +270,9 @@ path = %q
 http_allow = ["api.weather.example"]
 secrets = ["WEATHER_TOKEN"]
 http_allow_cidrs = ["127.0.0.0/8"]   # the test server is on loopback
-http_ca_files = ["ca.pem"]
+http_ca_files = [%q]
 http_ports = [%d]
-`, wasm, port), 0o644); err != nil {
+`, wasm, ca, port), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(cfgPath)
@@ -328,7 +282,7 @@ http_ports = [%d]
 	t.Setenv("MAIDEN_SECRET_WEATHER_TOKEN", token)
 	h, err := maiden.New(cfg, &maiden.Options{
 		CacheDir: "off",
-		Resolver: hostsResolver{"api.weather.example": {netip.MustParseAddr("127.0.0.1")}},
+		Resolver: testkit.Loopback("api.weather.example"),
 	})
 	if err != nil {
 		t.Fatal(err)
