@@ -43,6 +43,16 @@ const (
 	// (64 MiB); the whole body is held in memory on its way to the tool.
 	MaxMaxResponseBytes = 64 << 20
 
+	// DefaultMaxInputBytes is the largest call input (a tools/call's
+	// arguments, a CLI input, an embedder's Call.Input) when the top-level
+	// max_input_bytes is omitted (1 MiB). Inputs are refused before they are
+	// parsed: a 20 MB array of small numbers took 860 MB to parse.
+	DefaultMaxInputBytes = 1 << 20
+	// MinMaxInputBytes is the smallest accepted max_input_bytes (1 KiB).
+	MinMaxInputBytes = 1 << 10
+	// MaxMaxInputBytes is the largest accepted max_input_bytes (64 MiB).
+	MaxMaxInputBytes = 64 << 20
+
 	// HTTPSPort is the destination port every tool with an http_allow entry
 	// may use; http_ports lists extra ones (default: none).
 	HTTPSPort = 443
@@ -55,9 +65,20 @@ const (
 
 // Config is a validated agent.toml. It is immutable: accessors return copies.
 type Config struct {
-	file  string
-	dir   string
-	tools []Tool // sorted by name, names unique
+	file     string
+	dir      string
+	tools    []Tool // sorted by name, names unique
+	maxInput int64
+}
+
+// MaxInputBytes returns the largest call input in bytes (max_input_bytes;
+// DefaultMaxInputBytes if omitted). Every front end refuses larger inputs
+// before parsing them.
+func (c *Config) MaxInputBytes() int64 {
+	if c.maxInput == 0 {
+		return DefaultMaxInputBytes
+	}
+	return c.maxInput
 }
 
 // File returns the path of the configuration file as given to Load or Parse.
@@ -111,10 +132,11 @@ func (t Tool) clone() Tool {
 }
 
 // Load reads and validates the configuration file at path. Relative paths in
-// it are resolved against the file's directory. On failure the error is an
+// it are resolved against the file's directory. Only a regular file of at
+// most MaxFileBytes is read (see ReadFile). On failure the error is an
 // Errors holding every problem found.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path, MaxFileBytes)
 	if err != nil {
 		msg := "cannot read: " + pathErrText(err)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -147,7 +169,7 @@ var osFiles = fileSystem{
 		}
 		return fi.Mode(), nil
 	},
-	readFile: os.ReadFile,
+	readFile: func(name string) ([]byte, error) { return ReadFile(name, MaxFileBytes) },
 }
 
 func parse(file string, data []byte, dir string, files fileSystem) (*Config, error) {
@@ -170,5 +192,5 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 		return nil, errs
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	return &Config{file: file, dir: dir, tools: tools}, nil
+	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput}, nil
 }

@@ -22,7 +22,7 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 
-	rootKeys = []string{"version", "tools"}
+	rootKeys = []string{"version", "tools", "max_input_bytes"}
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
@@ -45,6 +45,7 @@ type checker struct {
 	complete  bool
 	truncated bool // errors were dropped after maxErrors
 	parseErrs int  // errors from parsing, counted separately so both parts get reported
+	maxInput  int64
 }
 
 func (c *checker) errorf(line int, key string, format string, args ...any) {
@@ -62,6 +63,10 @@ func (c *checker) config(root *tnode) []Tool {
 		switch name {
 		case "version":
 			c.version(n)
+		case "max_input_bytes":
+			if v, ok := c.intKey(n, name, MinMaxInputBytes, MaxMaxInputBytes); ok {
+				c.maxInput = v
+			}
 		case "tools":
 			tools = c.tools(n)
 		default:
