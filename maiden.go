@@ -283,7 +283,7 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 			Limits: limitsOf(tool),
 			Input:  c.Input,
 			OnLog:  c.OnLog,
-			Fetch:  h.gate.FetchFunc(policy),
+			Fetch:  fetchFunc(h.gate, policy),
 			// The values of the secrets this tool may use never leave the
 			// host: not in its logs, its output or its error messages.
 			Redact: h.gate.Redactor(policy),

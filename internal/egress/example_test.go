@@ -4,28 +4,24 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
-	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
 // Requests the policy refuses never reach the network; the tool gets a
 // denial that names the rule.
 func ExampleGate_Fetch() {
-	p, err := egress.NewPolicy(config.Tool{
-		Name:      "weather",
-		HTTPAllow: []string{"api.weather.example"},
-		Secrets:   []string{"WEATHER_TOKEN"},
+	p, err := egress.NewPolicy("weather", egress.Rules{Hosts: []string{"api.weather.example"},
+		Secrets: []string{"WEATHER_TOKEN"},
 	})
 	if err != nil {
 		panic(err)
 	}
 	g := egress.New(nil)
-	for _, req := range []sandbox.FetchRequest{
+	for _, req := range []egress.Request{
 		{URL: "https://evil.example/"},
 		{URL: "https://api.weather.example@evil.example/"},
 		{URL: "http://api.weather.example/"},
-		{URL: "https://api.weather.example/", Headers: []sandbox.Header{{Name: "authorization", Value: "Bearer x"}}},
+		{URL: "https://api.weather.example/", Headers: []egress.Header{{Name: "authorization", Value: "Bearer x"}}},
 		{URL: "https://api.weather.example/", Credential: "GITHUB_TOKEN", HasCredential: true},
 	} {
 		_, ferr := g.Fetch(context.Background(), p, req)
@@ -41,7 +37,7 @@ func ExampleGate_Fetch() {
 
 // A redactor hides a tool's secret values, and their encodings, in text.
 func ExampleGate_Redactor() {
-	p, _ := egress.NewPolicy(config.Tool{Name: "t", Secrets: []string{"TOKEN"}})
+	p, _ := egress.NewPolicy("t", egress.Rules{Secrets: []string{"TOKEN"}})
 	g := egress.New(&egress.Options{LookupSecret: func(name string) (string, bool) {
 		return "s3cr3t-value", name == "TOKEN"
 	}})

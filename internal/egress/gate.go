@@ -15,9 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/sandbox"
+	"unicode/utf8"
 )
 
 // SecretEnvPrefix is prepended to a secret's name to find its value in the
@@ -69,14 +67,7 @@ func New(opts *Options) *Gate {
 }
 
 // noNetwork is the policy of a tool without one: no host is allowed.
-var noNetwork = &Policy{maxBytes: config.DefaultMaxResponseBytes}
-
-// FetchFunc returns the sandbox's http-fetch handler for a tool with policy p.
-func (g *Gate) FetchFunc(p *Policy) sandbox.FetchFunc {
-	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
-		return g.Fetch(ctx, p, req)
-	}
-}
+var noNetwork = &Policy{maxBytes: DefaultMaxResponseBytes}
 
 // Redactor returns a function that hides the values of p's secrets, and
 // their common encodings, in text: the sandbox applies it to the tool's
@@ -137,8 +128,9 @@ func sameSecrets(a, b []secretValue) bool {
 
 // Fetch checks req against p and, if allowed, sends it and returns the
 // capped, redacted response. Every outcome is a value for the tool; Fetch
-// never fails the call. ctx's deadline bounds the whole exchange.
-func (g *Gate) Fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+// never fails the call. ctx's deadline bounds the whole exchange, whatever
+// the server sends.
+func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *FetchError) {
 	start := time.Now()
 	if p == nil {
 		p = noNetwork // deny by default: no policy means no reach
@@ -147,13 +139,43 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest) (
 	if req.HasCredential {
 		ev.credential = req.Credential
 	}
-	resp, ferr := g.fetch(ctx, p, req, &ev)
+	// One snapshot of the secret values serves the credential this request
+	// attaches and the redactor everything the tool, the error and the
+	// audit event see.
+	vals := g.secretValues(p)
+	red := p.redactorFor(vals)
+	resp, ferr := g.fetch(ctx, p, req, vals, red, &ev)
+	if ferr != nil {
+		ferr.Message = message(red, ferr)
+	}
 	ev.duration = time.Since(start)
+	ev.redact(red)
 	g.record(ctx, &ev)
 	return resp, ferr
 }
 
-func (g *Gate) fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest, ev *event) (*sandbox.FetchResponse, *sandbox.FetchError) {
+// message is the one choke point for the text of a fetch error. A denial
+// is the gate's words about the tool's request, sent before anything
+// reached the network: no server text, nothing to redact (and redacting
+// the gate's own words would mangle them for a secret as short as "v").
+// Every other message can quote what the server sent (a header, a
+// certificate name, a status line), so it passes the redactor. Either way
+// it is made valid UTF-8, because the tool receives it as a component
+// string.
+func message(red *redactor, ferr *FetchError) string {
+	if ferr.Kind == FetchDenied {
+		return strings.ToValidUTF8(ferr.Message, "\uFFFD")
+	}
+	return clean(red, ferr.Message)
+}
+
+// clean redacts s and replaces any bytes that are not valid UTF-8 (after
+// redaction, so an invalid byte never hides part of a secret from it).
+func clean(red *redactor, s string) string {
+	return strings.ToValidUTF8(red.String(s), "\uFFFD")
+}
+
+func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretValue, red *redactor, ev *event) (*Response, *FetchError) {
 	// Policy first: every check below is pure or reads the secret store;
 	// nothing touches the network until all of them pass.
 	t, d := normalizeURL(req.URL)
@@ -172,7 +194,6 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest, e
 	if d.Allow {
 		header, d = checkHeaders(req.Headers)
 	}
-	vals := g.secretValues(p)
 	var secret string
 	if d.Allow && req.HasCredential {
 		secret, d = credential(p, vals, req.Credential)
@@ -183,7 +204,6 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest, e
 	if secret != "" {
 		header.Set("Authorization", "Bearer "+secret)
 	}
-	red := p.redactorFor(vals)
 
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -217,7 +237,21 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest, e
 		return nil, ev.fail(ctx, err, red)
 	}
 	defer resp.Body.Close()
+	// The transport stops watching ctx once it hands over a body it does
+	// not frame itself (a 101's body is the raw connection). Closing the
+	// body at the deadline bounds every read below whatever the server
+	// sends; for ordinary bodies it is what the transport does anyway.
+	defer context.AfterFunc(ctx, func() { resp.Body.Close() })()
 	ev.status = resp.StatusCode
+	if resp.StatusCode < 200 {
+		// Only 101 Switching Protocols reaches here (the transport skips
+		// interim 1xx responses under the header size limit). Its body is
+		// the hijacked connection: never the tool's to read, and closed
+		// now by the deferred Close. Nothing of the server's text is used.
+		ev.rule = RuleUpgrade
+		ev.reason = fmt.Sprintf("server answered %d (%s); http-fetch takes only final responses and never switches protocols", resp.StatusCode, http.StatusText(resp.StatusCode))
+		return nil, &FetchError{Kind: FetchFailed, Message: ev.reason}
+	}
 	if resp.ContentLength > p.maxBytes {
 		return nil, ev.tooLarge(p.maxBytes, resp.ContentLength)
 	}
@@ -230,13 +264,20 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req sandbox.FetchRequest, e
 		return nil, ev.tooLarge(p.maxBytes, -1)
 	}
 	if ce := contentEncoding(resp); ce != "" && len(body) > 0 {
-		ev.rule, ev.reason = RuleContentEncoding, fmt.Sprintf("response body uses content-encoding %s, which maiden did not ask for and cannot inspect", quote(ce))
-		return nil, &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: ev.reason}
+		// The coding is the server's text: redacted before it is quoted
+		// (quote shortens, and a shortened secret would no longer match).
+		ev.rule, ev.reason = RuleContentEncoding, fmt.Sprintf("response body uses content-encoding %s, which maiden did not ask for and cannot inspect", quote(red.String(ce)))
+		return nil, &FetchError{Kind: FetchFailed, Message: ev.reason}
+	}
+	headers, bad := responseHeaders(resp.Header, red)
+	if bad != "" {
+		ev.rule, ev.reason = RuleHeaderEncoding, bad
+		return nil, &FetchError{Kind: FetchFailed, Message: ev.reason}
 	}
 	ev.rule = RuleAllowed
-	return &sandbox.FetchResponse{
+	return &Response{
 		Status:  resp.StatusCode,
-		Headers: responseHeaders(resp.Header, red),
+		Headers: headers,
 		Body:    red.Bytes(body),
 	}, nil
 }
@@ -303,19 +344,41 @@ func contentEncoding(resp *http.Response) string {
 }
 
 // responseHeaders flattens h in name order, redacting names and values.
-func responseHeaders(h http.Header, red *redactor) []sandbox.Header {
+// A value that is not valid UTF-8 after redaction (legal obs-text bytes,
+// such as a Latin-1 file name) refuses the whole response: the tool gets
+// header values as component strings, and any re-encoding the gate chose
+// would be a value the server never sent. bad says which header, naming
+// it redacted, and where the first invalid byte is.
+func responseHeaders(h http.Header, red *redactor) (out []Header, bad string) {
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	var out []sandbox.Header
 	for _, k := range names {
+		name := red.String(k)
 		for _, v := range h[k] {
-			out = append(out, sandbox.Header{Name: red.String(k), Value: red.String(v)})
+			v = red.String(v)
+			if !utf8.ValidString(name) || !utf8.ValidString(v) {
+				return nil, fmt.Sprintf("response header %s has a value that is not valid UTF-8 (byte %d); http-fetch passes header values as UTF-8 text", quote(name), invalidUTF8At(v))
+			}
+			out = append(out, Header{Name: name, Value: v})
 		}
 	}
-	return out
+	return out, ""
+}
+
+// invalidUTF8At returns the offset of the first byte of s that does not
+// start a valid UTF-8 sequence, or -1.
+func invalidUTF8At(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // rawHost is what the audit log shows for a URL that did not normalise:
@@ -356,21 +419,31 @@ func (e *event) setTarget(t target) {
 	}
 }
 
-func (e *event) refuse(d Decision) *sandbox.FetchError {
+func (e *event) refuse(d Decision) *FetchError {
 	e.decision, e.rule, e.reason = "deny", d.Rule, d.Reason
-	return &sandbox.FetchError{Kind: sandbox.FetchDenied, Message: d.Reason}
+	return &FetchError{Kind: FetchDenied, Message: d.Reason}
 }
 
-func (e *event) tooLarge(max, declared int64) *sandbox.FetchError {
+// redact passes the reason of an exchange that reached the network through
+// red before it is logged: that is the field server text lands in (a
+// quoted header, a transport error). The other fields are the tool's own
+// text or the gate's; a denial happens before anything is sent.
+func (e *event) redact(red *redactor) {
+	if e.decision != "deny" {
+		e.reason = clean(red, e.reason)
+	}
+}
+
+func (e *event) tooLarge(max, declared int64) *FetchError {
 	e.rule, e.reason = RuleTooLarge, fmt.Sprintf("response body is over the %d-byte cap", max)
 	if declared >= 0 {
 		e.reason = fmt.Sprintf("response declares %d bytes, over the %d-byte cap", declared, max)
 	}
-	return &sandbox.FetchError{Kind: sandbox.FetchTooLarge}
+	return &FetchError{Kind: FetchTooLarge}
 }
 
 // fail classifies an error from the transport or the body.
-func (e *event) fail(ctx context.Context, err error, red *redactor) *sandbox.FetchError {
+func (e *event) fail(ctx context.Context, err error, red *redactor) *FetchError {
 	var de *deniedError
 	var re *resolveError
 	switch {
@@ -378,10 +451,10 @@ func (e *event) fail(ctx context.Context, err error, red *redactor) *sandbox.Fet
 		return e.refuse(de.d)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		e.rule, e.reason = RuleTimeout, "the call's deadline passed"
-		return &sandbox.FetchError{Kind: sandbox.FetchTimeout}
+		return &FetchError{Kind: FetchTimeout}
 	case ctx.Err() != nil:
 		e.rule, e.reason = RuleFailed, "request canceled"
-		return &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: e.reason}
+		return &FetchError{Kind: FetchFailed, Message: e.reason}
 	case errors.As(err, &re):
 		e.rule = RuleResolve
 	default:
@@ -389,7 +462,7 @@ func (e *event) fail(ctx context.Context, err error, red *redactor) *sandbox.Fet
 	}
 	// Transport errors can quote what the server sent.
 	e.reason = red.String(err.Error())
-	return &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: e.reason}
+	return &FetchError{Kind: FetchFailed, Message: e.reason}
 }
 
 func (g *Gate) record(ctx context.Context, e *event) {

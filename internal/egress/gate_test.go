@@ -25,9 +25,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
 const testSecret = "tok_3f9a\"<&>/+Zq~9$secret-Value"
@@ -43,10 +40,10 @@ func TestAllowedRequest(t *testing.T) {
 	e.res.set("api.example.com", "127.0.0.1")
 	p := mustPolicy(t, toolFor(t, s.port))
 
-	req := withCred(sandbox.FetchRequest{
+	req := withCred(Request{
 		Method:  "POST",
 		URL:     urlFor(s, "API.Example.com.", "/v1/ping?q=private-data#frag"),
-		Headers: []sandbox.Header{{Name: "content-type", Value: "application/json"}, {Name: "X-Trace", Value: "a"}, {Name: "x-trace", Value: "b"}},
+		Headers: []Header{{Name: "content-type", Value: "application/json"}, {Name: "X-Trace", Value: "a"}, {Name: "x-trace", Value: "b"}},
 		Body:    []byte(`{"hello":1}`),
 	}, "API_TOKEN")
 	resp, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), p, req)
@@ -134,20 +131,20 @@ func TestRefusedBeforeNetwork(t *testing.T) {
 	tool.Secrets = append(tool.Secrets, "MISSING", "BROKEN", "EMPTY")
 	p := mustPolicy(t, tool)
 	wild := toolFor(t, s.port)
-	wild.HTTPAllow = []string{"*.example.com"}
+	wild.Hosts = []string{"*.example.com"}
 	pw := mustPolicy(t, wild)
 	none := toolFor(t, s.port)
-	none.HTTPAllow = nil
+	none.Hosts = nil
 	pn := mustPolicy(t, none)
 
 	api := "https://api.example.com:" + port
-	hdr := func(name, value string) sandbox.FetchRequest {
-		return sandbox.FetchRequest{URL: api + "/", Headers: []sandbox.Header{{Name: name, Value: value}}}
+	hdr := func(name, value string) Request {
+		return Request{URL: api + "/", Headers: []Header{{Name: name, Value: value}}}
 	}
 	for _, tc := range []struct {
 		name   string
 		p      *Policy
-		req    sandbox.FetchRequest
+		req    Request
 		rule   string
 		reason string // the whole message, when it matters
 	}{
@@ -193,8 +190,8 @@ func TestRefusedBeforeNetwork(t *testing.T) {
 		{name: "empty port", req: get("https://api.example.com:/"), rule: RuleURL},
 		{name: "malformed query escape", req: get(api + "/?q=%zz"), rule: RuleURL},
 		{name: "URL too long", req: get(api + "/" + strings.Repeat("a", maxURLLen)), rule: RuleURL},
-		{name: "method with CRLF", req: sandbox.FetchRequest{Method: "GET / HTTP/1.1\r\nHost: evil\r\n\r\nGET", URL: api + "/"}, rule: RuleMethod},
-		{name: "method CONNECT", req: sandbox.FetchRequest{Method: "CONNECT", URL: api + "/"}, rule: RuleMethod},
+		{name: "method with CRLF", req: Request{Method: "GET / HTTP/1.1\r\nHost: evil\r\n\r\nGET", URL: api + "/"}, rule: RuleMethod},
+		{name: "method CONNECT", req: Request{Method: "CONNECT", URL: api + "/"}, rule: RuleMethod},
 		{name: "lowercase authorization", req: hdr("authorization", "Bearer forged"), rule: RuleHeaderRefused,
 			reason: `header "authorization" may not be set by a tool: it carries authority; maiden attaches credentials itself (name a secret with the credential argument) (rule: header-refused)`},
 		{name: "uppercase AUTHORIZATION", req: hdr("AUTHORIZATION", "Bearer forged"), rule: RuleHeaderRefused},
@@ -238,7 +235,7 @@ func TestRefusedBeforeNetwork(t *testing.T) {
 			if ferr == nil {
 				t.Fatalf("allowed: %d %q", resp.Status, resp.Body)
 			}
-			if ferr.Kind != sandbox.FetchDenied || !strings.HasSuffix(ferr.Message, "(rule: "+tc.rule+")") {
+			if ferr.Kind != FetchDenied || !strings.HasSuffix(ferr.Message, "(rule: "+tc.rule+")") {
 				t.Fatalf("got %v, want denied by rule %s", ferr, tc.rule)
 			}
 			if tc.reason != "" && ferr.Message != tc.reason {
@@ -301,12 +298,12 @@ func TestAddressRules(t *testing.T) {
 			e.res.set("api.example.com", tc.answers...)
 			e.res.set("localhost", tc.answers...)
 			tool := toolFor(t, s.port)
-			tool.HTTPAllowCIDRs = nil
+			tool.AllowCIDRs = nil
 			for _, c := range tc.cidrs {
-				tool.HTTPAllowCIDRs = append(tool.HTTPAllowCIDRs, netip.MustParsePrefix(c))
+				tool.AllowCIDRs = append(tool.AllowCIDRs, netip.MustParsePrefix(c))
 			}
 			if tc.allow != nil {
-				tool.HTTPAllow = tc.allow
+				tool.Hosts = tc.allow
 			}
 			u := tc.url
 			if u == "" {
@@ -314,7 +311,7 @@ func TestAddressRules(t *testing.T) {
 			}
 			before := s.conns.Load()
 			_, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), mustPolicy(t, tool), get(u))
-			if ferr == nil || ferr.Kind != sandbox.FetchDenied || ferr.Message != tc.reason {
+			if ferr == nil || ferr.Kind != FetchDenied || ferr.Message != tc.reason {
 				t.Fatalf("got %v\nwant denied: %s", ferr, tc.reason)
 			}
 			if n := s.conns.Load() - before; n != 0 {
@@ -333,7 +330,7 @@ func TestWildcardAndIPLiteralAllowed(t *testing.T) {
 	s := startServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Host) }, false)
 	e.res.set("a.example.com", "127.0.0.1")
 	tool := toolFor(t, s.port)
-	tool.HTTPAllow = []string{"*.example.com", "127.0.0.1", "::1"}
+	tool.Hosts = []string{"*.example.com", "127.0.0.1", "::1"}
 	p := mustPolicy(t, tool)
 	for _, host := range []string{"a.example.com", "127.0.0.1", "[::1]"} {
 		t.Run(host, func(t *testing.T) {
@@ -344,9 +341,9 @@ func TestWildcardAndIPLiteralAllowed(t *testing.T) {
 					l.Close()
 				}
 				tool := tool
-				tool.HTTPAllowCIDRs = append(tool.HTTPAllowCIDRs, netip.MustParsePrefix("::1/128"))
+				tool.AllowCIDRs = append(tool.AllowCIDRs, netip.MustParsePrefix("::1/128"))
 				s6 := startServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Host) }, false, "[::1]:0")
-				tool.HTTPPorts = []uint16{s6.port}
+				tool.Ports = []uint16{s6.port}
 				resp, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), mustPolicy(t, tool), get(urlFor(s6, "::1", "/")))
 				if ferr != nil || string(resp.Body) != "[::1]:"+strconv.Itoa(int(s6.port)) {
 					t.Fatalf("got %v %v", resp, ferr)
@@ -372,9 +369,9 @@ func TestTLSNameIsTheCheckedHost(t *testing.T) {
 	s := startServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") }, false)
 	e.res.set("evil.example.net", "127.0.0.1")
 	tool := toolFor(t, s.port)
-	tool.HTTPAllow = []string{"evil.example.net"}
+	tool.Hosts = []string{"evil.example.net"}
 	_, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), mustPolicy(t, tool), get(urlFor(s, "evil.example.net", "/")))
-	if ferr == nil || ferr.Kind != sandbox.FetchFailed || !strings.Contains(ferr.Message, "evil.example.net") || !strings.Contains(ferr.Message, "certificate") {
+	if ferr == nil || ferr.Kind != FetchFailed || !strings.Contains(ferr.Message, "evil.example.net") || !strings.Contains(ferr.Message, "certificate") {
 		t.Fatalf("got %v, want a certificate failure for evil.example.net", ferr)
 	}
 	if s.reqs.Load() != 0 {
@@ -383,10 +380,10 @@ func TestTLSNameIsTheCheckedHost(t *testing.T) {
 
 	// And the system roots alone do not trust the test CA.
 	tool = toolFor(t, s.port)
-	tool.HTTPCAFiles = nil
+	tool.CAFiles = nil
 	e.res.set("api.example.com", "127.0.0.1")
 	_, ferr = e.gate.Fetch(ctxTimeout(t, 5*time.Second), mustPolicy(t, tool), get(urlFor(s, "api.example.com", "/")))
-	if ferr == nil || ferr.Kind != sandbox.FetchFailed || !strings.Contains(ferr.Message, "certificate") {
+	if ferr == nil || ferr.Kind != FetchFailed || !strings.Contains(ferr.Message, "certificate") {
 		t.Fatalf("without the CA file: got %v, want a certificate failure", ferr)
 	}
 }
@@ -406,7 +403,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	e.res.set("api.example.com", "127.0.0.1")
 	e.res.set("other.example.com", "127.0.0.1")
 	tool := toolFor(t, s.port, other.port)
-	tool.HTTPAllow = []string{"api.example.com", "other.example.com"}
+	tool.Hosts = []string{"api.example.com", "other.example.com"}
 	p := mustPolicy(t, tool)
 	for _, tc := range []struct{ path, location string }{
 		{"/meta", "http://169.254.169.254/latest/meta-data/iam/security-credentials/"},
@@ -444,7 +441,7 @@ func TestNoRebinding(t *testing.T) {
 	})
 	p := mustPolicy(t, toolFor(t, a.port))
 	u := urlFor(a, "api.example.com", "/")
-	fetch := func() (string, *sandbox.FetchError) {
+	fetch := func() (string, *FetchError) {
 		resp, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), p, get(u))
 		if ferr != nil {
 			return "", ferr
@@ -493,8 +490,8 @@ func TestPlainHTTPToLoopback(t *testing.T) {
 	s := startServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain "+r.Host) }, true)
 	e.res.set("localhost", "127.0.0.1", "::1")
 	tool := toolFor(t, s.port)
-	tool.HTTPAllow = []string{"127.0.0.1", "localhost"}
-	tool.HTTPAllowCIDRs = append(tool.HTTPAllowCIDRs, netip.MustParsePrefix("::1/128"))
+	tool.Hosts = []string{"127.0.0.1", "localhost"}
+	tool.AllowCIDRs = append(tool.AllowCIDRs, netip.MustParsePrefix("::1/128"))
 	p := mustPolicy(t, tool)
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		resp, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), p, get(urlFor(s, host, "/")))
@@ -543,10 +540,10 @@ func TestBodyCap(t *testing.T) {
 	e.res.set("api.example.com", "127.0.0.1")
 	p := mustPolicy(t, toolFor(t, s.port))
 	small := toolFor(t, s.port)
-	small.HTTPMaxResponseBytes = 10
+	small.MaxResponseBytes = 10
 	ps := mustPolicy(t, small)
 	start := time.Now()
-	if _, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), p, get(urlFor(s, "api.example.com", "/declared"))); ferr == nil || ferr.Kind != sandbox.FetchTooLarge {
+	if _, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), p, get(urlFor(s, "api.example.com", "/declared"))); ferr == nil || ferr.Kind != FetchTooLarge {
 		t.Errorf("declared 1 GiB: got %v, want too-large", ferr)
 	} else if took := time.Since(start); took > time.Second {
 		t.Errorf("declared 1 GiB: took %v; the declared length alone should refuse it", took)
@@ -574,7 +571,7 @@ func TestBodyCap(t *testing.T) {
 				switch {
 				case tc.ok && (ferr != nil || len(resp.Body) != tc.n):
 					t.Fatalf("want %d bytes, got %v", tc.n, ferr)
-				case !tc.ok && (ferr == nil || ferr.Kind != sandbox.FetchTooLarge):
+				case !tc.ok && (ferr == nil || ferr.Kind != FetchTooLarge):
 					t.Fatalf("want too-large, got %v", ferr)
 				}
 			})
@@ -628,7 +625,7 @@ func TestContentCoding(t *testing.T) {
 	}, false)
 	e.res.set("api.example.com", "127.0.0.1")
 	p := mustPolicy(t, toolFor(t, s.port))
-	fetch := func(path string) (*sandbox.FetchResponse, *sandbox.FetchError) {
+	fetch := func(path string) (*Response, *FetchError) {
 		return e.gate.Fetch(ctxTimeout(t, 10*time.Second), p, get(urlFor(s, "api.example.com", path)))
 	}
 
@@ -638,7 +635,7 @@ func TestContentCoding(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, ferr := fetch("/bomb")
 	runtime.ReadMemStats(&after)
-	if ferr == nil || ferr.Kind != sandbox.FetchTooLarge {
+	if ferr == nil || ferr.Kind != FetchTooLarge {
 		t.Fatalf("bomb: got %v, want too-large", ferr)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
@@ -660,7 +657,7 @@ func TestContentCoding(t *testing.T) {
 	}
 	for _, path := range []string{"/br", "/double"} {
 		_, ferr = fetch(path)
-		if ferr == nil || ferr.Kind != sandbox.FetchFailed || !strings.Contains(ferr.Message, "content-encoding") {
+		if ferr == nil || ferr.Kind != FetchFailed || !strings.Contains(ferr.Message, "content-encoding") {
 			t.Errorf("%s: got %v, want failed for content-encoding", path, ferr)
 		}
 	}
@@ -734,7 +731,7 @@ func TestDeadline(t *testing.T) {
 			start := time.Now()
 			_, ferr := e.gate.Fetch(ctxTimeout(t, budget), p, get(tc.url))
 			took := time.Since(start)
-			if ferr == nil || ferr.Kind != sandbox.FetchTimeout {
+			if ferr == nil || ferr.Kind != FetchTimeout {
 				t.Fatalf("got %v, want timeout", ferr)
 			}
 			if took < budget || took > budget+700*time.Millisecond {
@@ -886,7 +883,7 @@ func proxyChild(t *testing.T) {
 	plain := startServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "direct") }, true)
 	e.res.set("api.example.com", "127.0.0.1")
 	tool := toolFor(t, s.port, plain.port)
-	tool.HTTPAllow = append(tool.HTTPAllow, "127.0.0.1")
+	tool.Hosts = append(tool.Hosts, "127.0.0.1")
 	p := mustPolicy(t, tool)
 	for _, u := range []string{urlFor(s, "api.example.com", "/"), urlFor(plain, "127.0.0.1", "/")} {
 		resp, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), p, get(u))
@@ -900,12 +897,12 @@ func TestFailures(t *testing.T) {
 	e := newEnv(t)
 	p := mustPolicy(t, toolFor(t))
 	_, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), p, get("https://api.example.com/"))
-	if ferr == nil || ferr.Kind != sandbox.FetchFailed || !strings.Contains(ferr.Message, "no such host") {
+	if ferr == nil || ferr.Kind != FetchFailed || !strings.Contains(ferr.Message, "no such host") {
 		t.Errorf("unknown name: %v", ferr)
 	}
 	e.res.set("api.example.com")
 	_, ferr = e.gate.Fetch(ctxTimeout(t, 5*time.Second), p, get("https://api.example.com/"))
-	if ferr == nil || ferr.Kind != sandbox.FetchFailed || !strings.Contains(ferr.Message, "no addresses") {
+	if ferr == nil || ferr.Kind != FetchFailed || !strings.Contains(ferr.Message, "no addresses") {
 		t.Errorf("empty answer: %v", ferr)
 	}
 	var rules []any
@@ -922,7 +919,7 @@ func TestFailures(t *testing.T) {
 	l.Close()
 	e.res.set("api.example.com", "127.0.0.1")
 	_, ferr = e.gate.Fetch(ctxTimeout(t, 5*time.Second), mustPolicy(t, toolFor(t, port)), get("https://api.example.com:"+strconv.Itoa(int(port))+"/"))
-	if ferr == nil || ferr.Kind != sandbox.FetchFailed {
+	if ferr == nil || ferr.Kind != FetchFailed {
 		t.Errorf("closed port: %v", ferr)
 	}
 
@@ -930,7 +927,7 @@ func TestFailures(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, ferr = e.gate.Fetch(ctx, p, get("https://api.example.com/"))
-	if ferr == nil || ferr.Kind != sandbox.FetchFailed {
+	if ferr == nil || ferr.Kind != FetchFailed {
 		t.Errorf("canceled: %v", ferr)
 	}
 }
@@ -939,7 +936,7 @@ func TestNilPolicyDeniesEverything(t *testing.T) {
 	e := newEnv(t)
 	e.res.set("api.example.com", "127.0.0.1")
 	_, ferr := e.gate.Fetch(context.Background(), nil, get("https://api.example.com/"))
-	if ferr == nil || ferr.Kind != sandbox.FetchDenied || !strings.HasSuffix(ferr.Message, "(rule: allowlist)") {
+	if ferr == nil || ferr.Kind != FetchDenied || !strings.HasSuffix(ferr.Message, "(rule: allowlist)") {
 		t.Fatalf("got %v", ferr)
 	}
 	if e.gate.Redactor(nil)("x") != "x" {
@@ -954,28 +951,28 @@ func TestNewPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name string
-		tool config.Tool
-		ok   bool
+		name  string
+		rules Rules
+		ok    bool
 	}{
-		{"defaults", config.Tool{Name: "t"}, true},
-		{"normalised patterns", config.Tool{Name: "t", HTTPAllow: []string{"a.example", "*.b.example", "::1"}}, true},
-		{"uppercase pattern", config.Tool{Name: "t", HTTPAllow: []string{"A.example"}}, false},
-		{"pattern with a port", config.Tool{Name: "t", HTTPAllow: []string{"a.example:443"}}, false},
-		{"bracketed IPv6 pattern", config.Tool{Name: "t", HTTPAllow: []string{"[::1]"}}, false},
-		{"CA file without certificates", config.Tool{Name: "t", HTTPCAFiles: []string{empty}}, false},
-		{"missing CA file", config.Tool{Name: "t", HTTPCAFiles: []string{dir + "/nope.pem"}}, false},
-		{"CA file", config.Tool{Name: "t", HTTPCAFiles: []string{getPKI(t).caFile}}, true},
+		{"defaults", Rules{}, true},
+		{"normalised patterns", Rules{Hosts: []string{"a.example", "*.b.example", "::1"}}, true},
+		{"uppercase pattern", Rules{Hosts: []string{"A.example"}}, false},
+		{"pattern with a port", Rules{Hosts: []string{"a.example:443"}}, false},
+		{"bracketed IPv6 pattern", Rules{Hosts: []string{"[::1]"}}, false},
+		{"CA file without certificates", Rules{CAFiles: []string{empty}}, false},
+		{"missing CA file", Rules{CAFiles: []string{dir + "/nope.pem"}}, false},
+		{"CA file", Rules{CAFiles: []string{getPKI(t).caFile}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := NewPolicy(tc.tool)
+			p, err := NewPolicy("t", tc.rules)
 			if (err == nil) != tc.ok {
 				t.Fatalf("NewPolicy: %v", err)
 			}
 			if err != nil && !errors.Is(err, ErrInvalidPolicy) {
 				t.Errorf("error %v does not wrap ErrInvalidPolicy", err)
 			}
-			if p != nil && p.maxBytes != config.DefaultMaxResponseBytes {
+			if p != nil && p.maxBytes != DefaultMaxResponseBytes {
 				t.Errorf("maxBytes = %d", p.maxBytes)
 			}
 		})

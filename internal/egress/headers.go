@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
-
-	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
 // Limits on what a tool may send as headers; generous for APIs, small
@@ -57,7 +55,7 @@ func checkMethod(m string) (string, Decision) {
 
 // checkHeaders validates a tool's headers and returns them ready to send.
 // Every header is checked before anything is sent; the first problem wins.
-func checkHeaders(hs []sandbox.Header) (http.Header, Decision) {
+func checkHeaders(hs []Header) (http.Header, Decision) {
 	if len(hs) > maxHeaders {
 		return nil, deny(RuleHeaderInvalid, "%d headers given, the maximum is %d", len(hs), maxHeaders)
 	}

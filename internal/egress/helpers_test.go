@@ -28,9 +28,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
 // testPKI is a private CA, unknown to the system pool, and a leaf for the
@@ -290,21 +287,20 @@ func newEnv(t testing.TB) *env {
 
 // toolFor is a policy that can reach s as api.example.com (resolved to
 // 127.0.0.1, allowed by 127.0.0.0/8), with secret API_TOKEN declared.
-func toolFor(t testing.TB, ports ...uint16) config.Tool {
-	return config.Tool{
-		Name:                 "fetcher",
-		HTTPAllow:            []string{"api.example.com"},
-		Secrets:              []string{"API_TOKEN"},
-		HTTPPorts:            ports,
-		HTTPAllowCIDRs:       []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		HTTPCAFiles:          []string{getPKI(t).caFile},
-		HTTPMaxResponseBytes: config.DefaultMaxResponseBytes,
+func toolFor(t testing.TB, ports ...uint16) Rules {
+	return Rules{
+		Hosts:            []string{"api.example.com"},
+		Secrets:          []string{"API_TOKEN"},
+		Ports:            ports,
+		AllowCIDRs:       []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		CAFiles:          []string{getPKI(t).caFile},
+		MaxResponseBytes: DefaultMaxResponseBytes,
 	}
 }
 
-func mustPolicy(t testing.TB, tool config.Tool) *Policy {
+func mustPolicy(t testing.TB, rules Rules) *Policy {
 	t.Helper()
-	p, err := NewPolicy(tool)
+	p, err := NewPolicy("fetcher", rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +322,14 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-func get(url string) sandbox.FetchRequest { return sandbox.FetchRequest{URL: url} }
+func get(url string) Request { return Request{URL: url} }
 
-func withCred(req sandbox.FetchRequest, name string) sandbox.FetchRequest {
+func withCred(req Request, name string) Request {
 	req.Credential, req.HasCredential = name, true
 	return req
 }
 
-func header(hs []sandbox.Header, name string) string {
+func header(hs []Header, name string) string {
 	for _, h := range hs {
 		if strings.EqualFold(h.Name, name) {
 			return h.Value

@@ -9,11 +9,113 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/maiden-run/maiden/config"
 )
 
-// Policy is one tool's egress policy, compiled once per configuration. It is
+const (
+	// HTTPSPort is open to every host a policy allows; Rules.Ports lists
+	// the others.
+	HTTPSPort = 443
+	// DefaultMaxResponseBytes caps a decoded response body when
+	// Rules.MaxResponseBytes is zero.
+	DefaultMaxResponseBytes = 2 << 20
+)
+
+// Rules are what one call's http-fetch may reach: the gate's whole input
+// besides the request. Each field narrows: a missing entry is no capability
+// (deny by default), never "any". Today the root package builds a tool's
+// Rules from its agent.toml entry; a caller's permission cards can narrow
+// them per call with [Rules.Intersect].
+type Rules struct {
+	// Hosts are normalised host patterns (see [NormalizeHostPattern]): an
+	// exact host, an IP literal, or "*.example.com" for exactly one more
+	// label. None means no network at all.
+	Hosts []string
+	// Ports are destination ports allowed besides HTTPSPort.
+	Ports []uint16
+	// AllowCIDRs are special-purpose ranges (loopback, private, ...) a
+	// resolved address may fall in; every other special address is refused.
+	AllowCIDRs []netip.Prefix
+	// Secrets are the names of secrets a request may ask to attach.
+	Secrets []string
+	// CAFiles are PEM files of extra trust anchors, on top of the system
+	// roots.
+	CAFiles []string
+	// MaxResponseBytes caps the decoded response body; 0 means
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+}
+
+// Intersect returns the rules that allow a request only if both r and o
+// allow it: hosts, ports, ranges, secrets and CA files are intersected and
+// the body cap is the smaller one. It never widens either side, so the rules
+// of a call can be computed as tool policy ∩ what the caller may do.
+//
+// Host patterns intersect by coverage: a wildcard and an exact host it
+// matches give the exact host; two different wildcards give nothing (a host
+// matches both only if they are the same). Prefixes likewise: two
+// overlapping prefixes give the narrower one.
+func (r Rules) Intersect(o Rules) Rules {
+	var out Rules
+	for _, a := range r.Hosts {
+		for _, b := range o.Hosts {
+			var h string
+			switch {
+			case a == b, matchHost(b, a):
+				h = a
+			case matchHost(a, b):
+				h = b
+			default:
+				continue
+			}
+			if !slices.Contains(out.Hosts, h) {
+				out.Hosts = append(out.Hosts, h)
+			}
+		}
+	}
+	out.Ports = intersect(r.Ports, o.Ports)
+	for _, a := range r.AllowCIDRs {
+		for _, b := range o.AllowCIDRs {
+			a, b := a.Masked(), b.Masked()
+			if !a.Overlaps(b) {
+				continue
+			}
+			// Two prefixes that overlap are nested: the longer one is the
+			// intersection.
+			p := a
+			if b.Bits() > a.Bits() {
+				p = b
+			}
+			if !slices.Contains(out.AllowCIDRs, p) {
+				out.AllowCIDRs = append(out.AllowCIDRs, p)
+			}
+		}
+	}
+	out.Secrets = intersect(r.Secrets, o.Secrets)
+	out.CAFiles = intersect(r.CAFiles, o.CAFiles)
+	out.MaxResponseBytes = min(r.maxBytes(), o.maxBytes())
+	return out
+}
+
+func (r Rules) maxBytes() int64 {
+	if r.MaxResponseBytes <= 0 {
+		return DefaultMaxResponseBytes
+	}
+	return r.MaxResponseBytes
+}
+
+// intersect returns the elements of a that are also in b, in a's order,
+// without repeats.
+func intersect[T comparable](a, b []T) []T {
+	var out []T
+	for _, x := range a {
+		if slices.Contains(b, x) && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Policy is one tool's egress policy, compiled once from its Rules. It is
 // immutable apart from two caches (the connection pools it keeps per Gate,
 // the redactor for its secrets' current values), and safe for concurrent
 // use.
@@ -30,42 +132,39 @@ type Policy struct {
 	redactor atomic.Pointer[cachedRedactor]
 }
 
-// NewPolicy compiles t's egress policy. The CA files are parsed into a pool
-// holding the system roots plus the tool's extra certificates (only the
-// extras if the system pool cannot be loaded); a tool without extra CA files
-// uses the system roots. A zero HTTPMaxResponseBytes means
-// config.DefaultMaxResponseBytes. Errors wrap ErrInvalidPolicy.
-func NewPolicy(t config.Tool) (*Policy, error) {
+// NewPolicy compiles the policy of tool (a name, for audit events and
+// messages) from r. The CA files are parsed into a pool holding the system
+// roots plus the extra certificates (only the extras if the system pool
+// cannot be loaded); without CA files the system roots are used. Errors
+// wrap ErrInvalidPolicy.
+func NewPolicy(tool string, r Rules) (*Policy, error) {
 	p := &Policy{
-		tool:     t.Name,
-		allow:    slices.Clone(t.HTTPAllow),
-		secrets:  slices.Clone(t.Secrets),
-		ports:    slices.Clone(t.HTTPPorts),
-		cidrs:    slices.Clone(t.HTTPAllowCIDRs),
-		maxBytes: t.HTTPMaxResponseBytes,
-	}
-	if p.maxBytes <= 0 {
-		p.maxBytes = config.DefaultMaxResponseBytes
+		tool:     tool,
+		allow:    slices.Clone(r.Hosts),
+		secrets:  slices.Clone(r.Secrets),
+		ports:    slices.Clone(r.Ports),
+		cidrs:    slices.Clone(r.AllowCIDRs),
+		maxBytes: r.maxBytes(),
 	}
 	for _, pat := range p.allow {
-		// MatchHost compares strings; an entry that is not canonical would
+		// matchHost compares strings; an entry that is not canonical would
 		// silently never match (or worse, match something unintended).
-		if n, err := config.NormalizeHostPattern(pat); err != nil || n != pat {
-			return nil, fmt.Errorf("%w: tool %s: http_allow entry %s is not a normalised host pattern", ErrInvalidPolicy, t.Name, quote(pat))
+		if n, why := normalizeHostPattern(pat); why != "" || n != pat {
+			return nil, fmt.Errorf("%w: tool %s: host pattern %s is not a normalised host pattern", ErrInvalidPolicy, tool, quote(pat))
 		}
 	}
-	if len(t.HTTPCAFiles) > 0 {
+	if len(r.CAFiles) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
-		for _, f := range t.HTTPCAFiles {
+		for _, f := range r.CAFiles {
 			data, err := os.ReadFile(f)
 			if err != nil {
-				return nil, fmt.Errorf("%w: tool %s: read CA file: %v", ErrInvalidPolicy, t.Name, err)
+				return nil, fmt.Errorf("%w: tool %s: read CA file: %v", ErrInvalidPolicy, tool, err)
 			}
 			if !pool.AppendCertsFromPEM(data) {
-				return nil, fmt.Errorf("%w: tool %s: CA file %s holds no PEM certificates", ErrInvalidPolicy, t.Name, f)
+				return nil, fmt.Errorf("%w: tool %s: CA file %s holds no PEM certificates", ErrInvalidPolicy, tool, f)
 			}
 		}
 		p.roots = pool

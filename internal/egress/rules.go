@@ -28,6 +28,8 @@ const (
 	RuleTimeout         = "timeout"
 	RuleTooLarge        = "too-large"
 	RuleContentEncoding = "content-encoding"
+	RuleUpgrade         = "upgrade"         // a 1xx (101 Switching Protocols) as the final answer
+	RuleHeaderEncoding  = "header-encoding" // a response header value that is not UTF-8
 	RuleResolve         = "resolve"
 	RuleFailed          = "failed"
 )

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/netguard"
 )
 
@@ -145,9 +144,9 @@ func (t *target) setHost(u *url.URL) Decision {
 	}
 	// One canonicaliser for allowlist patterns and request hosts, so the two
 	// can be compared with ==.
-	h, err := config.NormalizeHostPattern(name)
-	if err != nil {
-		return deny(RuleHostSyntax, "host %s is not a plain host name or IP address: %s", quote(name), patternProblem(err))
+	h, why := normalizeHostPattern(name)
+	if why != "" {
+		return deny(RuleHostSyntax, "host %s is not a plain host name or IP address: %s", quote(name), why)
 	}
 	bracketed := strings.HasPrefix(u.Host, "[")
 	if a, err := netip.ParseAddr(h); err == nil {
@@ -180,21 +179,6 @@ func (t *target) setPort(u *url.URL) Decision {
 	}
 	t.port = uint16(n)
 	return allowed
-}
-
-// patternProblem extracts the "why" from a config.NormalizeHostPattern error
-// ("invalid host pattern "x": <why>; expected ..."), whose wording is about
-// allowlist entries.
-func patternProblem(err error) string {
-	msg := err.Error()
-	if !errors.Is(err, config.ErrInvalidHostPattern) {
-		return msg
-	}
-	if i := strings.Index(msg, ": "); i >= 0 {
-		msg = msg[i+2:]
-	}
-	msg, _, _ = strings.Cut(msg, "; expected")
-	return msg
 }
 
 func urlErrText(err error) string {
@@ -283,7 +267,7 @@ func plainHTTPHost(t target) bool {
 
 func (p *Policy) allowsHost(host string) bool {
 	for _, pat := range p.allow {
-		if config.MatchHost(pat, host) {
+		if matchHost(pat, host) {
 			return true
 		}
 	}
@@ -291,7 +275,7 @@ func (p *Policy) allowsHost(host string) bool {
 }
 
 func (p *Policy) allowsPort(port uint16) bool {
-	if port == config.HTTPSPort {
+	if port == HTTPSPort {
 		return true
 	}
 	for _, q := range p.ports {

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/maiden-run/maiden/config"
 )
 
 // TestNormalizeURL pins the canonical form of accepted URLs: what is
@@ -50,11 +48,9 @@ func TestNormalizeURL(t *testing.T) {
 }
 
 func TestCheckTarget(t *testing.T) {
-	p, err := NewPolicy(config.Tool{
-		Name:           "t",
-		HTTPAllow:      []string{"api.example.com", "*.tiles.example", "127.0.0.1", "::1", "localhost"},
-		HTTPPorts:      []uint16{8080},
-		HTTPAllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	p, err := NewPolicy("t", Rules{Hosts: []string{"api.example.com", "*.tiles.example", "127.0.0.1", "::1", "localhost"},
+		Ports:      []uint16{8080},
+		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	})
 	if err != nil {
 		t.Fatal(err)

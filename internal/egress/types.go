@@ -1,0 +1,58 @@
+package egress
+
+// The gate's own request and response types. They mirror what http-fetch
+// carries, but belong to egress so that the gate depends on no runner: the
+// sandbox (and later runners) adapt their values to these at the seam (the
+// root package's egress.go).
+
+// Header is one HTTP header, in the order the tool or server gave it.
+type Header struct {
+	Name, Value string
+}
+
+// Request is a tool's http-fetch request, as the tool wrote it: nothing in
+// it has been checked.
+type Request struct {
+	Method  string
+	URL     string
+	Headers []Header
+	Body    []byte
+	// Credential is the name of a secret the tool asks the host to attach.
+	Credential    string
+	HasCredential bool
+}
+
+// Response is what the gate hands back for an allowed request: the status,
+// the headers (valid UTF-8, redacted) and the capped, redacted body.
+type Response struct {
+	Status  int
+	Headers []Header
+	Body    []byte
+}
+
+// FetchErrorKind says why a request produced no response. The values are
+// the cases of the WIT fetch-error variant.
+type FetchErrorKind string
+
+// Fetch error kinds.
+const (
+	FetchDenied   FetchErrorKind = "denied"    // the policy refused it; nothing was sent
+	FetchTimeout  FetchErrorKind = "timeout"   // the call's deadline passed
+	FetchTooLarge FetchErrorKind = "too-large" // the body is over the cap
+	FetchFailed   FetchErrorKind = "failed"    // the exchange failed, or the response was refused
+)
+
+// FetchError is a refused or failed request, returned to the tool as a
+// value. Message (for denied and failed) is valid UTF-8 and has passed the
+// redactor: it may quote what the server sent.
+type FetchError struct {
+	Kind    FetchErrorKind
+	Message string
+}
+
+func (e *FetchError) Error() string {
+	if e.Message == "" {
+		return string(e.Kind)
+	}
+	return string(e.Kind) + ": " + e.Message
+}
