@@ -58,6 +58,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	served map[string]servedTool // what the client was last told, by tool name
+
+	httpCalls inflight // requests in flight over HTTP, by session
 }
 
 // servedTool is the part of a tool's listing that, when it changes, must
@@ -158,9 +160,11 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 }
 
 // RunStdio serves one client over r and w (a desktop agent's pipes) until
-// the client disconnects or ctx ends.
+// the client disconnects or ctx ends. A line that is not a JSON-RPC message,
+// or is longer than max_input_bytes plus EnvelopeAllowance, is answered with
+// a JSON-RPC error and skipped; the session goes on.
 func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
+	err := s.mcp.Run(ctx, &stdioTransport{r: r, w: w, maxLine: s.maxMessage, log: s.log})
 	if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
 		return nil
 	}
@@ -170,6 +174,12 @@ func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser
 // handler runs one tools/call for the named tool.
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if n, limit := int64(len(req.Params.Arguments)), s.host.Config().MaxInputBytes(); n > limit {
+			// Refused before anything parses it: a 20 MB array of small
+			// numbers took 860 MB to parse.
+			return errorResult(maiden.KindInput, fmt.Sprintf(
+				"the arguments are %d bytes, more than the %d that max_input_bytes allows; send less, or raise max_input_bytes in agent.toml", n, limit)), nil
+		}
 		input := string(req.Params.Arguments)
 		if len(req.Params.Arguments) == 0 || string(req.Params.Arguments) == "null" {
 			input = "{}"
@@ -214,11 +224,7 @@ const MetaErrorKind = "maiden/error-kind"
 // also returned as structured content.
 func toolResult(res maiden.Result) *mcp.CallToolResult {
 	if !res.OK {
-		return &mcp.CallToolResult{
-			IsError: true,
-			Meta:    mcp.Meta{MetaErrorKind: string(res.Error.Kind)},
-			Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %s", res.Error.Kind, res.Error.Message)}},
-		}
+		return errorResult(res.Error.Kind, res.Error.Message)
 	}
 	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}
 	var obj map[string]any
@@ -226,6 +232,21 @@ func toolResult(res maiden.Result) *mcp.CallToolResult {
 		out.StructuredContent = obj
 	}
 	return out
+}
+
+// errorResult is a failed call's result: its text starts with the kind.
+func errorResult(kind maiden.ErrorKind, msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		IsError: true,
+		Meta:    mcp.Meta{MetaErrorKind: string(kind)},
+		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %s", kind, msg)}},
+	}
+}
+
+// maxMessage is the largest JSON-RPC message a transport accepts: the input
+// cap of the configuration in force plus the envelope around it.
+func (s *Server) maxMessage() int64 {
+	return s.host.Config().MaxInputBytes() + EnvelopeAllowance
 }
 
 // startProgress reports progress every interval while a call runs, if the
