@@ -1,24 +1,70 @@
-// Package wit holds maiden's tool contract, the WIT package maiden:tool@0.1.0.
+// Package wit holds maiden's tool contract, the WIT package maiden:tool, in
+// every version the host links: 0.2.0 (current) and 0.1.0.
 //
-// The .wit file beside this one is public API: tools are built against it and
-// the host links exactly the interface it describes. The Go package exists so
-// that the contract can be embedded where it is needed (the tool templates
-// vendor it, the build step embeds it into components) without a second copy.
+// The .wit files beside this one are public API: tools are built against them
+// and the host links exactly the interfaces they describe. The Go package
+// exists so that the contract can be embedded where it is needed (the tool
+// templates vendor it, the build step embeds it into components) without a
+// second copy.
 package wit
 
 import _ "embed"
 
-// Tool is the text of maiden-tool.wit.
-//
-//go:embed maiden-tool.wit
-var Tool string
+// Contract is one version of maiden:tool.
+type Contract struct {
+	// Version is the package's semantic version, e.g. "0.2.0".
+	Version string
+	// Package is the WIT package name and version tools import.
+	Package string
+	// HostInterface is the fully qualified name of the host interface as it
+	// appears in a component's imports.
+	HostInterface string
+	// Text is the WIT document.
+	Text string
+	// StringBodies tells whether http-fetch's bodies are strings carrying
+	// bytes (latin-1 in UTF-8, one character per byte) rather than list<u8>.
+	StringBodies bool
+	// OutputSchema tells whether world tool exports output-schema.
+	OutputSchema bool
+}
 
-// Package is the WIT package name and version tools import.
-const Package = "maiden:tool@0.1.0"
+var (
+	//go:embed maiden-tool.wit
+	text020 string
+	//go:embed maiden-tool-0.1.0.wit
+	text010 string
+)
 
-// World is the name of the world a tool component targets.
+// V020 and V010 are the versions of the contract. V020 moved bodies to
+// strings because a string crosses wasmtime's component value API as one
+// buffer, while a list<u8> costs a 32-byte value per byte.
+var (
+	V020 = Contract{
+		Version: "0.2.0", Package: "maiden:tool@0.2.0", HostInterface: "maiden:tool/host@0.2.0",
+		Text: text020, StringBodies: true, OutputSchema: true,
+	}
+	V010 = Contract{
+		Version: "0.1.0", Package: "maiden:tool@0.1.0", HostInterface: "maiden:tool/host@0.1.0",
+		Text: text010,
+	}
+)
+
+// Contracts lists every version the host links, newest first.
+var Contracts = []Contract{V020, V010}
+
+// Tool is the text of the current contract, maiden-tool.wit.
+var Tool = text020
+
+// Package is the current WIT package name and version new tools import.
+const Package = "maiden:tool@0.2.0"
+
+// World is the name of the world a tool component targets, in every version.
 const World = "tool"
 
-// HostInterface is the fully qualified name of the host interface as it
-// appears in a component's imports.
-const HostInterface = "maiden:tool/host@0.1.0"
+// HostInterface is the current host interface as it appears in a
+// component's imports.
+const HostInterface = "maiden:tool/host@0.2.0"
+
+// OutputSchemaExport is the export 0.2.0 added; a component with it was built
+// against 0.2.0 or later.
+const OutputSchemaExport = "output-schema"

@@ -19,12 +19,13 @@ import (
 var wasiPackages = []string{"wasi:cli/", "wasi:clocks/", "wasi:filesystem/", "wasi:io/", "wasi:random/"}
 
 // checkImports refuses a component that imports anything outside the
-// contract: maiden's host interface and the WASI packages above at 0.2.x.
+// contract: maiden's host interface (any version in wit.Contracts) and the
+// WASI packages above at 0.2.x.
 func checkImports(imports []wasmtime.Item) error {
 	for _, imp := range imports {
 		if !importAllowed(imp.Name) {
 			return fmt.Errorf("%w: it imports %q, which maiden does not provide (a tool may import %s and the WASI 0.2 cli, clocks, filesystem, io and random interfaces)",
-				ErrInvalidTool, imp.Name, wit.HostInterface)
+				ErrInvalidTool, imp.Name, hostInterfaces())
 		}
 		if imp.Kind != wasmtime.ItemInstance {
 			return fmt.Errorf("%w: import %q is a %s, expected an interface", ErrInvalidTool, imp.Name, imp.Kind)
@@ -34,8 +35,10 @@ func checkImports(imports []wasmtime.Item) error {
 }
 
 func importAllowed(name string) bool {
-	if name == wit.HostInterface {
-		return true
+	for _, c := range wit.Contracts {
+		if name == c.HostInterface {
+			return true
+		}
 	}
 	for _, p := range wasiPackages {
 		if rest, ok := strings.CutPrefix(name, p); ok {
@@ -59,13 +62,27 @@ var requiredExports = []export{
 	{"execute", []string{"string"}, "result<string, string>"},
 }
 
+// outputSchemaExport is the export maiden:tool@0.2.0 added. A 0.1.0 tool
+// lacks it; when present it must have this type.
+var outputSchemaExport = export{wit.OutputSchemaExport, nil, "string"}
+
+// hostInterfaces names every host interface version, for messages.
+func hostInterfaces() string {
+	var names []string
+	for _, c := range wit.Contracts {
+		names = append(names, c.HostInterface)
+	}
+	return strings.Join(names, " or ")
+}
+
 func (e export) signature() string {
 	return fmt.Sprintf("%s: func(%s) -> %s", e.name, strings.Join(e.params, ", "), e.result)
 }
 
 // checkExports makes sure the three functions maiden calls exist with the
 // contract's types, so a wrong tool is refused at load with a message naming
-// the function rather than failing on every call.
+// the function rather than failing on every call. output-schema (0.2.0) is
+// optional, since 0.1.0 tools lack it, but checked when present.
 func checkExports(exports []wasmtime.Item) error {
 	byName := map[string]wasmtime.Item{}
 	for _, e := range exports {
@@ -83,8 +100,11 @@ func checkExports(exports []wasmtime.Item) error {
 			problems = append(problems, fmt.Sprintf("export %q has type %s, want %s", want.name, got.Type, want.signature()))
 		}
 	}
+	if got, ok := byName[outputSchemaExport.name]; ok && (got.Kind != wasmtime.ItemFunc || len(got.Params) != 0 || got.Result != outputSchemaExport.result) {
+		problems = append(problems, fmt.Sprintf("export %q has type %s, want %s", outputSchemaExport.name, got.Type, outputSchemaExport.signature()))
+	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s (the tool must target world %s of %s)", ErrInvalidTool, strings.Join(problems, "; "), wit.World, wit.Package)
+		return fmt.Errorf("%w: %s (the tool must target world %s of %s or %s)", ErrInvalidTool, strings.Join(problems, "; "), wit.World, wit.V020.Package, wit.V010.Package)
 	}
 	return nil
 }
@@ -99,4 +119,16 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// hasOutputSchema tells whether a component (checked by checkExports)
+// exports output-schema, i.e. was built against maiden:tool@0.2.0 or later.
+// A 0.1.0 tool declares no output schema.
+func hasOutputSchema(exports []wasmtime.Item) bool {
+	for _, e := range exports {
+		if e.Name == outputSchemaExport.name {
+			return true
+		}
+	}
+	return false
 }

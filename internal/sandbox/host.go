@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/maiden-run/maiden/internal/wasmtime"
+	"github.com/maiden-run/maiden/wit"
 )
 
 // Header is one HTTP header, in the order the tool or server gave it.
@@ -67,6 +68,29 @@ func NoNetwork(context.Context, FetchRequest) (*FetchResponse, *FetchError) {
 	return nil, &FetchError{Kind: FetchDenied, Message: "this call has no network access"}
 }
 
+// MaxRequestBody bounds the body a tool may pass to http-fetch, like the
+// response cap: a larger body is a fetch error (failed), never sent.
+const MaxRequestBody = 2 << 20
+
+// defineHost links every version of the host interface (wit.Contracts), so
+// that tools built against 0.1.0 keep working next to 0.2.0 tools. The
+// versions differ only in how http-fetch carries bodies.
+func defineHost(l *wasmtime.Linker) error {
+	for _, c := range wit.Contracts {
+		fetch := hostFetchBytes
+		if c.StringBodies {
+			fetch = hostFetchString
+		}
+		if err := l.DefineInstance(c.HostInterface, map[string]wasmtime.HostFunc{
+			"log":        hostLog,
+			"http-fetch": fetch,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func stateOf(c *wasmtime.Caller) *callState { return c.Store().Data().(*callState) }
 
 func hostLog(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
@@ -77,17 +101,32 @@ func hostLog(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
 	return nil, nil
 }
 
-func hostFetch(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
+// hostFetchBytes is maiden:tool/host@0.1.0's http-fetch: bodies are
+// list<u8>.
+func hostFetchBytes(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
+	return hostFetch(c, p, false)
+}
+
+// hostFetchString is maiden:tool/host@0.2.0's http-fetch: bodies are strings
+// with one character per byte (see encodeBody).
+func hostFetchString(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
+	return hostFetch(c, p, true)
+}
+
+func hostFetch(c *wasmtime.Caller, p []wasmtime.Val, stringBodies bool) ([]wasmtime.Val, error) {
 	cs := stateOf(c)
-	req, err := fetchRequestFromVal(p)
+	req, ferr, err := fetchRequestFromVal(p, stringBodies)
 	if err != nil {
 		return nil, err
 	}
-	fetch := cs.fetch
-	if fetch == nil {
-		fetch = NoNetwork
+	var resp *FetchResponse
+	if ferr == nil {
+		fetch := cs.fetch
+		if fetch == nil {
+			fetch = NoNetwork
+		}
+		resp, ferr = fetch(cs.ctx, req)
 	}
-	resp, ferr := fetch(cs.ctx, req)
 	if err := cs.ctx.Err(); err != nil {
 		// The deadline (or the caller) ended the call while it waited: stop
 		// the guest now rather than let it run on past its budget.
@@ -108,10 +147,14 @@ func hostFetch(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
 	if resp.Status < 0 || resp.Status > 0xffff {
 		return nil, fmt.Errorf("http-fetch: status %d out of range", resp.Status)
 	}
+	body := wasmtime.Bytes(resp.Body)
+	if stringBodies {
+		body = wasmtime.String(encodeBody(resp.Body))
+	}
 	ok := wasmtime.Record(
 		wasmtime.FieldOf("status", wasmtime.U16(uint16(resp.Status))),
 		wasmtime.FieldOf("headers", headersVal(resp.Headers)),
-		wasmtime.FieldOf("body", wasmtime.Bytes(resp.Body)),
+		wasmtime.FieldOf("body", body),
 	)
 	return []wasmtime.Val{wasmtime.Ok(&ok)}, nil
 }
@@ -124,9 +167,13 @@ func headersVal(hs []Header) wasmtime.Val {
 	return wasmtime.List(l...)
 }
 
-func fetchRequestFromVal(p []wasmtime.Val) (FetchRequest, error) {
+// fetchRequestFromVal reads http-fetch's argument. A body the tool should
+// not have sent (too large, badly encoded) is a *FetchError for the tool;
+// only arguments of the wrong shape, which the type check at link time rules
+// out, are errors that trap.
+func fetchRequestFromVal(p []wasmtime.Val, stringBody bool) (FetchRequest, *FetchError, error) {
 	if len(p) != 1 || p[0].Kind != wasmtime.KindRecord {
-		return FetchRequest{}, errors.New("http-fetch: unexpected arguments")
+		return FetchRequest{}, nil, errors.New("http-fetch: unexpected arguments")
 	}
 	r := p[0]
 	var req FetchRequest
@@ -139,20 +186,95 @@ func fetchRequestFromVal(p []wasmtime.Val) (FetchRequest, error) {
 	if v, ok := r.Field("headers"); ok {
 		for _, t := range v.List {
 			if t.Kind != wasmtime.KindTuple || len(t.List) != 2 {
-				return FetchRequest{}, errors.New("http-fetch: malformed header")
+				return FetchRequest{}, nil, errors.New("http-fetch: malformed header")
 			}
 			req.Headers = append(req.Headers, Header{Name: t.List[0].Str, Value: t.List[1].Str})
 		}
 	}
 	if v, ok := r.Field("body"); ok {
-		b, ok := v.AsBytes()
-		if !ok {
-			return FetchRequest{}, errors.New("http-fetch: malformed body")
+		if stringBody {
+			if v.Kind != wasmtime.KindString {
+				return FetchRequest{}, nil, errors.New("http-fetch: malformed body")
+			}
+			b, ferr := decodeBody(v.Str)
+			if ferr != nil {
+				return FetchRequest{}, ferr, nil
+			}
+			req.Body = b
+		} else {
+			b, ok := v.AsBytes()
+			if !ok {
+				return FetchRequest{}, nil, errors.New("http-fetch: malformed body")
+			}
+			if len(b) > MaxRequestBody {
+				return FetchRequest{}, bodyTooLarge(len(b)), nil
+			}
+			req.Body = b
 		}
-		req.Body = b
 	}
 	if v, ok := r.Field("credential"); ok && v.Payload != nil {
 		req.Credential, req.HasCredential = v.Payload.Str, true
 	}
-	return req, nil
+	return req, nil, nil
+}
+
+func bodyTooLarge(n int) *FetchError {
+	return &FetchError{Kind: FetchFailed, Message: fmt.Sprintf("request body is %d bytes; the limit is %d", n, MaxRequestBody)}
+}
+
+// encodeBody is the body encoding of maiden:tool@0.2.0: byte b becomes the
+// code point U+0000+b in UTF-8 ("latin-1 in UTF-8"). ASCII is unchanged, so a
+// text or JSON body costs one copy; a byte >= 0x80 takes two bytes. Chosen
+// over base64 because most bodies are text (no growth at all, against a
+// third for base64) and both directions are a single branch per byte.
+func encodeBody(b []byte) string {
+	high := 0
+	for _, c := range b {
+		if c >= 0x80 {
+			high++
+		}
+	}
+	if high == 0 {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b)+high)
+	for _, c := range b {
+		if c < 0x80 {
+			out = append(out, c)
+		} else {
+			out = append(out, 0xc0|c>>6, 0x80|c&0x3f)
+		}
+	}
+	return string(out)
+}
+
+// decodeBody undoes encodeBody. A string longer than any encoded body within
+// MaxRequestBody is refused before decoding, so a hostile tool's huge string
+// costs no more host work than its length check. A character above U+00FF
+// has no byte to stand for and is refused, naming its offset.
+func decodeBody(s string) ([]byte, *FetchError) {
+	if len(s) > 2*MaxRequestBody {
+		return nil, bodyTooLarge(len(s))
+	}
+	if s == "" {
+		return nil, nil // like an empty list<u8>: no body
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x80:
+			out = append(out, c)
+		case (c == 0xc2 || c == 0xc3) && i+1 < len(s) && s[i+1]&0xc0 == 0x80:
+			out = append(out, c<<6|s[i+1]&0x3f)
+			i++
+		default:
+			return nil, &FetchError{Kind: FetchFailed, Message: fmt.Sprintf(
+				"request body: the character at byte offset %d is not in U+0000..U+00FF; a body carries one byte per character (latin-1 in UTF-8, see maiden-tool.wit)", i)}
+		}
+	}
+	if len(out) > MaxRequestBody {
+		return nil, bodyTooLarge(len(out))
+	}
+	return out, nil
 }

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/wasmtime"
-	"github.com/maiden-run/maiden/wit"
 )
 
 // Errors returned by the sandbox.
@@ -127,10 +126,7 @@ func New(opts *Options) (*Sandbox, error) {
 		err = linker.AddWASIP2()
 	}
 	if err == nil {
-		err = linker.DefineInstance(wit.HostInterface, map[string]wasmtime.HostFunc{
-			"log":        hostLog,
-			"http-fetch": hostFetch,
-		})
+		err = defineHost(linker)
 	}
 	if err != nil {
 		if linker != nil {

@@ -28,9 +28,34 @@ func (e *BuildError) Is(target error) bool { return target == ErrBuild }
 // ComponentFromWAT builds a component from a core module written in WAT that
 // implements world `tool` of maiden-tool.wit with the canonical ABI (see
 // testdata/tools/echo.wat). A module that imports wasi_snapshot_preview1
-// gets the preview1 reactor adapter; anything else gets none.
+// gets the preview1 reactor adapter; anything else gets none. The contract
+// version follows the source (see contractForText).
 func (t *Toolchain) ComponentFromWAT(ctx context.Context, wat []byte) ([]byte, error) {
-	return t.ComponentFromWATWithWIT(ctx, wat, wit.Tool, wit.World)
+	return t.ComponentFromWATWithWIT(ctx, wat, contractForText(wat).Text, wit.World)
+}
+
+// contractForText picks the contract a WAT or JS source was written against:
+// 0.2.0 when it names maiden:tool/host@0.2.0 or the output-schema export
+// (0.2.0's additions), 0.1.0 otherwise. A source that uses neither builds
+// the same either way for WAT; for JS see ComponentFromJS. This keeps every
+// tool written before 0.2.0 building unchanged, without a flag.
+func contractForText(src []byte) wit.Contract {
+	if bytes.Contains(src, []byte(wit.V020.HostInterface)) || bytes.Contains(src, []byte(`"`+wit.OutputSchemaExport+`"`)) {
+		return wit.V020
+	}
+	return wit.V010
+}
+
+// contractForCore picks the contract of a compiled core module by its
+// exports: the Go SDK of 0.2.0 and later exports output-schema.
+func contractForCore(core []byte) wit.Contract {
+	exports, _ := wasmExports(core) // a malformed module fails in the embedding step, with its message
+	for _, e := range exports {
+		if e == wit.OutputSchemaExport {
+			return wit.V020
+		}
+	}
+	return wit.V010
 }
 
 // ComponentFromWATWithWIT is ComponentFromWAT against a caller-supplied WIT
@@ -47,21 +72,31 @@ func (t *Toolchain) ComponentFromWATWithWIT(ctx context.Context, wat []byte, wit
 // implements world `tool` (e.g. one compiled by Go for wasip1 with
 // //go:wasmexport). wasip1 adds the wasi_snapshot_preview1 reactor adapter,
 // which maps the module's preview1 imports onto WASI 0.2 interfaces.
+//
+// A module that exports output-schema is built against maiden:tool@0.2.0,
+// any other against 0.1.0.
 func (t *Toolchain) ComponentFromCore(ctx context.Context, core []byte, wasip1 bool) ([]byte, error) {
-	return t.run(ctx, "component from core wasm", request{Kind: "core", World: wit.World, WASIP1: wasip1}, core, "tool.wasm", wit.Tool)
+	return t.run(ctx, "component from core wasm", request{Kind: "core", World: wit.World, WASIP1: wasip1}, core, "tool.wasm", contractForCore(core).Text)
 }
 
 // ComponentFromJS builds a component from one JavaScript ES module with
 // componentize-js. The module exports describe(), schema() and
-// execute(input); host functions come from
-// `import { log, httpFetch } from "maiden:tool/host@0.1.0"` (the version
-// suffix is required). The module must be self-contained (bundle it first):
+// execute(input), and optionally outputSchema(); host functions come from
+// `import { log, httpFetch } from "maiden:tool/host@0.2.0"` (the version
+// suffix is required). It is built against maiden:tool@0.2.0 (a missing
+// outputSchema export means "none"), unless it imports
+// maiden:tool/host@0.1.0, which keeps it on 0.1.0 (bodies as Uint8Array).
+// The module must be self-contained (bundle it first):
 // any other import fails the build. The engine's fetch() support is disabled, so the
 // component does not import wasi:http. A value thrown by execute becomes
 // err(message); a non-string result is JSON-encoded. Expect ~12 MB and
 // 7-25 s per build.
 func (t *Toolchain) ComponentFromJS(ctx context.Context, jsSource []byte) ([]byte, error) {
-	return t.run(ctx, "component from JS", request{Kind: "js", World: wit.World}, jsSource, "tool.js", wit.Tool)
+	c := wit.V020
+	if bytes.Contains(jsSource, []byte(wit.V010.HostInterface)) {
+		c = wit.V010
+	}
+	return t.run(ctx, "component from JS", request{Kind: "js", World: wit.World, OutputSchema: c.OutputSchema}, jsSource, "tool.js", c.Text)
 }
 
 // WIT returns the WIT world a component imports and exports, as printed by
@@ -71,18 +106,22 @@ func (t *Toolchain) WIT(ctx context.Context, component []byte) (string, error) {
 	return string(out), err
 }
 
-// WithToolPackage returns witText with maiden's tool package appended as a
-// nested package, so that a custom world in witText can
-// `import maiden:tool/host@0.1.0;` while maiden-tool.wit stays the only copy
-// of the contract.
+// WithToolPackage returns witText with every version of maiden's tool
+// package appended as a nested package, so that a custom world in witText
+// can `import maiden:tool/host@0.1.0;` (or @0.2.0) while the files in wit/
+// stay the only copies of the contract.
 func WithToolPackage(witText string) string {
-	decl := "package " + wit.Package + ";"
-	i := strings.Index(wit.Tool, decl)
-	if i < 0 {
-		panic("toolbuild: maiden-tool.wit does not declare " + decl)
+	out := strings.TrimRight(witText, "\n") + "\n"
+	for _, c := range wit.Contracts {
+		decl := "package " + c.Package + ";"
+		i := strings.Index(c.Text, decl)
+		if i < 0 {
+			panic("toolbuild: the WIT of " + c.Package + " does not declare " + decl)
+		}
+		body := c.Text[:i] + "package " + c.Package + " {" + c.Text[i+len(decl):]
+		out += "\n" + strings.TrimRight(body, "\n") + "\n}\n"
 	}
-	body := wit.Tool[:i] + "package " + wit.Package + " {" + wit.Tool[i+len(decl):]
-	return strings.TrimRight(witText, "\n") + "\n\n" + strings.TrimRight(body, "\n") + "\n}\n"
+	return out
 }
 
 // request is the driver's stdin protocol (see toolchain/build.mjs).
@@ -93,7 +132,9 @@ type request struct {
 	WITPath string `json:"witPath,omitempty"`
 	World   string `json:"world,omitempty"`
 	WASIP1  bool   `json:"wasip1,omitempty"`
-	WorkDir string `json:"workDir"`
+	// OutputSchema: the world exports output-schema (JS entry adds it).
+	OutputSchema bool   `json:"outputSchema,omitempty"`
+	WorkDir      string `json:"workDir"`
 }
 
 // errorPrefix marks the driver's one-line error on stderr.

@@ -247,6 +247,17 @@ var toolExports = []string{
 
 const hostImport = "maiden:tool/host@0.1.0"
 
+// Tools built against maiden:tool@0.2.0 import its host interface and
+// export output-schema as well.
+const hostImport020 = "maiden:tool/host@0.2.0"
+
+var toolExports020 = []string{
+	"describe: func() -> string",
+	"execute: func(input: string) -> result<string, string>",
+	"output-schema: func() -> string",
+	"schema: func() -> string",
+}
+
 // watFixtures lists WAT fixtures with the world their component must have.
 // A fixture missing here must have the ordinary world: the three tool
 // exports and no import but maiden's host interface.
@@ -265,6 +276,7 @@ var watFixtures = map[string]world{
 	"divzero":     {Exports: toolExports},
 	"oob":         {Exports: toolExports},
 	"fetcher":     {Imports: []string{hostImport}, Exports: toolExports},
+	"bodyfetcher": {Imports: []string{hostImport020}, Exports: toolExports020},
 	"badimport":   {Imports: []string{"evil:net/socket@0.1.0", hostImport}, Exports: toolExports},
 	"noexecute":   {Exports: []string{"describe: func() -> string", "schema: func() -> string"}},
 	"wrongsig": {Exports: []string{
@@ -381,7 +393,7 @@ func TestComponentFromCoreRejectsNonWasm(t *testing.T) {
 // host must provide these; a change here means the host's allowlist needs
 // review, hence the exact comparison.
 var jsImports = []string{
-	hostImport,
+	hostImport020,
 	"wasi:cli/stderr@0.2.12",
 	"wasi:cli/stdin@0.2.12",
 	"wasi:cli/stdout@0.2.12",
@@ -430,7 +442,9 @@ func TestJSEchoBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := world{Imports: jsImports, Exports: toolExports}
+	// echo.js imports no host interface, so it is built against 0.2.0,
+	// and the build adds the output-schema export it does not define.
+	want := world{Imports: jsImports, Exports: toolExports020}
 	if diff := cmp.Diff(want, parseWorld(witText)); diff != "" {
 		t.Errorf("JS component world mismatch (-want +got):\n%s\nWIT:\n%s", diff, witText)
 	}
@@ -466,6 +480,45 @@ func TestWithToolPackage(t *testing.T) {
 	}
 	if strings.Contains(got, "package maiden:tool@0.1.0;") {
 		t.Error("maiden's package declaration was not turned into a nested package")
+	}
+	if !strings.Contains(got, "package maiden:tool@0.2.0 {") {
+		t.Errorf("0.2.0 is not appended too:\n%s", got)
+	}
+}
+
+// TestContractChoice: a source is built against the contract it was
+// written for, so tools from before 0.2.0 keep building unchanged.
+func TestContractChoice(t *testing.T) {
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{"0.1.0 import", `(import "maiden:tool/host@0.1.0" "log" (func))`, "0.1.0"},
+		{"0.2.0 import", `(import "maiden:tool/host@0.2.0" "log" (func))`, "0.2.0"},
+		{"output-schema export", `(func (export "output-schema") (result i32) i32.const 0)`, "0.2.0"},
+		{"neither", `(func (export "describe") (result i32) i32.const 0)`, "0.1.0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := contractForText([]byte(tt.src)).Version; got != tt.want {
+				t.Errorf("contract %s, want %s", got, tt.want)
+			}
+		})
+	}
+	// A core module's exports decide: the Go SDK exports output-schema.
+	mod := func(names ...string) []byte {
+		b := []byte("\x00asm\x01\x00\x00\x00")
+		sec := []byte{byte(len(names))}
+		for _, n := range names {
+			sec = append(sec, byte(len(n)))
+			sec = append(sec, n...)
+			sec = append(sec, 0, 0) // func 0
+		}
+		return append(append(b, 7, byte(len(sec))), sec...)
+	}
+	if got := contractForCore(mod("describe", "output-schema")).Version; got != "0.2.0" {
+		t.Errorf("module exporting output-schema: %s", got)
+	}
+	if got := contractForCore(mod("describe")).Version; got != "0.1.0" {
+		t.Errorf("module without output-schema: %s", got)
 	}
 }
 

@@ -128,8 +128,10 @@ func Fingerprint() string {
 		fmt.Fprintf(h, "%s %d\n", name, len(b))
 		h.Write(b)
 	}
-	fmt.Fprintf(h, "wit %d\n", len(wit.Tool))
-	h.Write([]byte(wit.Tool))
+	for _, c := range wit.Contracts {
+		fmt.Fprintf(h, "wit %s %d\n", c.Version, len(c.Text))
+		h.Write([]byte(c.Text))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 

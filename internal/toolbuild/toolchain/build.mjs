@@ -18,7 +18,8 @@ import { join, dirname } from 'node:path';
 
 const ERROR_PREFIX = 'maiden-toolbuild-error: ';
 
-// The three exports every tool must provide (world `tool` in maiden-tool.wit).
+// The three exports every tool must provide (world `tool` in maiden-tool.wit);
+// 0.2.0's output-schema is optional in JS (see OUTPUT_SCHEMA_ENTRY).
 const TOOL_EXPORTS = ['describe', 'schema', 'execute'];
 
 class BuildError extends Error {}
@@ -181,13 +182,21 @@ export function execute(input) {
 }
 `;
 
+// OUTPUT_SCHEMA_ENTRY is added for maiden:tool@0.2.0, whose world exports
+// output-schema: a tool that does not export outputSchema() declares none.
+const OUTPUT_SCHEMA_ENTRY = `
+export function outputSchema() {
+  return typeof tool.outputSchema === 'function' ? toOk(tool.outputSchema()) : '';
+}
+`;
+
 async function buildJS(req) {
   const code = await readFile(req.input, 'utf8');
   await checkJS(code);
   const srcDir = join(req.workDir, 'src');
   await mkdir(srcDir, { recursive: true });
   await writeFile(join(srcDir, 'tool.js'), code);
-  await writeFile(join(srcDir, 'maiden-entry.js'), ENTRY);
+  await writeFile(join(srcDir, 'maiden-entry.js'), ENTRY + (req.outputSchema ? OUTPUT_SCHEMA_ENTRY : ''));
   const { componentize } = await import('@bytecodealliance/componentize-js');
   try {
     const { component } = await componentize({
