@@ -84,6 +84,7 @@ func (t *Tool) Execute(ctx context.Context, c Call) (Outcome, error) {
 }
 
 func (s *Sandbox) execute(ctx context.Context, l *loaded, c Call, start time.Time) (Outcome, error) {
+	defer l.keepAlive() // evicted code stays valid until this call is done
 	out := s.run(ctx, l.comp, c, "execute")
 	out.Duration = time.Since(start)
 	if out.interrupted {

@@ -61,6 +61,9 @@ type Options struct {
 	// CacheDir holds compiled components between runs. "" means
 	// os.UserCacheDir()/maiden/components; "off" disables the disk cache.
 	CacheDir string
+	// MaxCacheBytes bounds the compiled code kept in memory, least recently
+	// used first out; 0 means DefaultMaxCacheBytes (1 GiB).
+	MaxCacheBytes int64
 	// Logger receives maiden's own diagnostics; nil discards them. Tool logs
 	// never go here: they are returned with each call.
 	Logger *slog.Logger
@@ -136,7 +139,7 @@ func New(opts *Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("link host interface: %w", err)
 	}
 	s := &Sandbox{engine: engine, linker: linker, log: o.Logger, opts: o}
-	s.cache = newCache(engine, o.CacheDir, o.Logger, checkContract)
+	s.cache = newCache(engine, o.CacheDir, o.MaxCacheBytes, o.Logger, checkContract)
 	return s, nil
 }
 
