@@ -61,7 +61,7 @@ secrets = ["API_TOKEN"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 	base := "https://api.example.com:" + port
 
 	tests := []struct {

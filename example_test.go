@@ -40,7 +40,7 @@ func ExampleHost_Call() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "echo", Input: `{"message":"hi"}`})
 	if err != nil {

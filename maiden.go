@@ -11,7 +11,7 @@
 //	if err != nil { ... }
 //	h, err := maiden.New(cfg, nil)
 //	if err != nil { ... }
-//	defer h.Close()
+//	defer h.Close(context.Background())
 //	res, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: `{"message":"hi"}`})
 package maiden
 
@@ -27,9 +27,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/worker"
 )
 
 // Options configure a Host. nil means all defaults; every zero value is a
@@ -43,12 +45,17 @@ type Options struct {
 	// the disk cache.
 	CacheDir string
 	// MaxConcurrent is how many calls run at once across all callers; 0
-	// means 4 per CPU (at least 4). Calls beyond it wait their turn.
+	// means 4 per CPU (at least 4). Calls beyond it wait their turn. In
+	// worker isolation it is also the number of call workers.
 	MaxConcurrent int
 	// MaxQueued is how many calls may wait for a turn; 0 means 1024, a
 	// negative value means none may wait. A call beyond it fails at once
 	// with ErrOverloaded instead of piling up.
 	MaxQueued int
+	// MaxInputBytes caps a call's input; a larger one is refused before it
+	// is parsed, as kind input. 0 means the configuration's
+	// max_input_bytes (default 1 MiB).
+	MaxInputBytes int64
 	// Resolver looks up the hosts tools fetch from; nil means the system
 	// resolver (net.DefaultResolver).
 	Resolver Resolver
@@ -61,7 +68,42 @@ type Options struct {
 	// decision, rule, status, bytes, duration; never a secret value); nil
 	// means Logger.
 	Audit *slog.Logger
+	// Isolation chooses where guest code runs: InProcess (the zero value)
+	// or Workers. See Isolation.
+	Isolation Isolation
+	// WorkerCommand is the argv that starts a worker process, for
+	// Isolation Workers. nil means this program itself (os.Executable),
+	// which must then call WorkerMain first thing in main. The maiden
+	// command's path works too: []string{"/usr/local/bin/maiden"}.
+	WorkerCommand []string
 }
+
+// Isolation is where guest code runs.
+type Isolation int
+
+const (
+	// InProcess runs guest code in this process: fastest, and the weaker
+	// wall. Epochs interrupt guest code and the memory ceiling holds for
+	// linear memory, but a tool blocked in a WASI call (a sleep, a poll)
+	// can overrun its deadline, work the tool drives in host code
+	// (instantiation, lifting host-call arguments, compilation) is bounded
+	// only by load-time limits, and a crash of the engine or the code
+	// generator takes the process down. It is the default for embedders,
+	// whose program may not be able to run workers.
+	InProcess Isolation = iota
+	// Workers runs guest code in supervised worker processes that hold no
+	// secrets and no network, confined by rlimits, no_new_privs, Landlock
+	// and seccomp. The parent kills a worker past its deadline or over its
+	// memory, and a crash costs only the call that caused it. maiden serve,
+	// call and check use it.
+	Workers
+)
+
+// WorkerMain serves as a worker process and exits if this process was
+// started as one; otherwise it returns at once. A program that embeds
+// maiden with Isolation Workers and no WorkerCommand calls it first thing
+// in main (and in TestMain for tests).
+func WorkerMain() { worker.Main() }
 
 // Default admission limits.
 const (
@@ -71,11 +113,14 @@ const (
 // Host runs the tools of one configuration. It is safe for concurrent use.
 type Host struct {
 	cfg     atomic.Pointer[config.Config]
-	sb      *sandbox.Sandbox
+	runner  sandbox.Runner
 	log     *slog.Logger
 	schemas schemaCache
 	adm     *admission
 	closed  atomic.Bool
+	opts    Options
+	// handle is the call pipeline, assembled once in New.
+	handle handler
 
 	// http-fetch: the gate, and each tool's compiled egress policy for the
 	// configuration in force.
@@ -85,7 +130,7 @@ type Host struct {
 }
 
 // New creates a host for cfg. Tools are compiled lazily, on first use (or by
-// Check and Tools); New itself does no guest work.
+// Check and Tools); New itself runs no guest code.
 func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("maiden.New: %w", ErrNoConfig)
@@ -97,10 +142,12 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	sb, err := sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger})
+	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o}
+	runner, err := newRunner(o, cap(h.adm.slots))
 	if err != nil {
 		return nil, fmt.Errorf("maiden.New: %w", err)
 	}
+	h.runner = runner
 	audit := o.Audit
 	if audit == nil {
 		audit = o.Logger
@@ -109,19 +156,21 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Resolver != nil {
 		resolver = o.Resolver
 	}
-	h := &Host{sb: sb, log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued)}
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
 	h.cfg.Store(cfg)
+	h.handle = h.pipeline()
 	return h, nil
 }
 
-// Close releases the engine and every compiled component. Calls in progress
-// must have returned.
-func (h *Host) Close() error {
-	if h.closed.Swap(true) {
-		return nil
-	}
-	return h.sb.Close()
+// Close stops admitting calls, interrupts every running call (each ends as
+// interrupted, or its caller's context error), waits for them to return or
+// for ctx, then frees the engine, the workers and every compiled component.
+// If ctx ends first, Close returns its error and frees nothing that a
+// running call could still touch. Close is safe to call while calls run and
+// more than once.
+func (h *Host) Close(ctx context.Context) error {
+	h.closed.Store(true)
+	return h.runner.Shutdown(ctx)
 }
 
 // Active is how many calls are running or waiting for a turn, for graceful
@@ -165,7 +214,7 @@ type Result struct {
 }
 
 // LogEntry is one line of a tool's log.
-type LogEntry = sandbox.LogEntry
+type LogEntry = api.LogEntry
 
 // ToolError describes a failed call.
 type ToolError struct {
@@ -175,32 +224,26 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
 
-// ErrorKind classifies failures. Every front end (CLI, MCP) reports these
-// same kinds.
-type ErrorKind string
+// Is lets errors.Is see a deadline as context.DeadlineExceeded, so callers
+// that handle context errors handle a tool's deadline the same way.
+func (e *ToolError) Is(target error) bool {
+	return e.Kind == KindDeadline && target == context.DeadlineExceeded
+}
 
-// Error kinds.
+// ErrorKind classifies failures (api.ErrorKind). Every front end (CLI, MCP)
+// reports these same kinds.
+type ErrorKind = api.ErrorKind
+
+// Error kinds: see package api for what each means.
 const (
-	// KindTool: the tool's execute returned an error.
-	KindTool ErrorKind = "tool"
-	// KindDeadline: the call ran past the tool's timeout_ms.
-	KindDeadline ErrorKind = "deadline"
-	// KindMemory: the tool tried to grow past its memory_mb ceiling.
-	KindMemory ErrorKind = "memory"
-	// KindTrap: the tool trapped, exited, or broke a host limit (output size).
-	KindTrap ErrorKind = "trap"
-	// KindDenied: a policy refused the call. No policy in this release
-	// refuses whole calls (http-fetch refusals are values the tool sees);
-	// approval and quota middleware will.
-	KindDenied ErrorKind = "denied"
-	// KindInvalid: the tool's file is not a loadable maiden tool.
-	KindInvalid ErrorKind = "invalid"
-	// KindConfig: the call could not be made as asked (unknown tool, a bad
-	// agent.toml).
-	KindConfig ErrorKind = "config"
-	// KindInput: the input is not JSON or does not match the tool's input
-	// schema; the message lists every problem, so an agent can fix its call.
-	KindInput ErrorKind = "input"
+	KindTool     = api.KindTool
+	KindDeadline = api.KindDeadline
+	KindMemory   = api.KindMemory
+	KindTrap     = api.KindTrap
+	KindDenied   = api.KindDenied
+	KindInvalid  = api.KindInvalid
+	KindConfig   = api.KindConfig
+	KindInput    = api.KindInput
 )
 
 // MarshalJSON adds duration_ms, the envelope field the CLI documents.
@@ -224,85 +267,21 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // only when the call could not be made (ErrClosed, ErrUnknownTool,
 // ErrOverloaded) or ctx ended it (ctx's error).
 //
-// The call is admitted (a turn among MaxConcurrent), its policy read once
-// from the configuration in force, its input validated, and only then does
-// any tool code run.
+// The call passes through the pipeline New assembled (see pipeline.go):
+// admission, policy, input, load and validation, run. No tool code runs
+// before the input is validated.
 func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: c.Tool}, ErrClosed
 	}
-	start := time.Now()
-	release, err := h.adm.enter(ctx)
-	if err != nil {
-		return Result{Tool: c.Tool}, err
+	inv := &invocation{call: c, start: time.Now()}
+	inv.res.Tool = c.Tool
+	err := h.handle(ctx, inv)
+	inv.res.Duration = time.Since(inv.start)
+	if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
+		err = ErrClosed
 	}
-	defer release()
-	// The policy is read once per call from the immutable config in force,
-	// so an edit to agent.toml never changes a call halfway.
-	cfg := h.cfg.Load()
-	tool, ok := cfg.Tool(c.Tool)
-	if !ok {
-		return Result{Tool: c.Tool}, fmt.Errorf("%w %q in %s (%s)", ErrUnknownTool, c.Tool, cfg.File(), toolNames(cfg))
-	}
-	res := Result{Tool: c.Tool}
-	fail := func(kind ErrorKind, msg string) (Result, error) {
-		res.Error = &ToolError{Kind: kind, Message: msg}
-		res.Duration = time.Since(start)
-		return res, nil
-	}
-	pols := h.policySet(cfg)
-	if err := pols.errs[c.Tool]; err != nil {
-		return fail(KindConfig, err.Error())
-	}
-	policy := pols.byTool[c.Tool]
-	doc, err := parseInput(c.Input)
-	if err != nil {
-		return fail(KindInput, jsonProblem(c.Input))
-	}
-	// One version of the tool is loaded, its schema checked, and that same
-	// version run. If it is replaced on disk at the very moment it starts,
-	// load the new one and check again.
-	var out sandbox.Outcome
-	for attempt := 0; ; attempt++ {
-		t, err := h.sb.Open(ctx, tool.Path, limitsOf(tool))
-		if err != nil {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			kind, msg := loadFailure(err)
-			return fail(kind, msg)
-		}
-		schema := h.schemas.get(t.Digest, t.Schema)
-		if schema.err != nil {
-			return fail(KindInvalid, schema.err.Error())
-		}
-		if err := schema.validate(doc); err != nil {
-			return fail(KindInput, err.Error())
-		}
-		out, err = t.Execute(ctx, sandbox.Call{
-			Limits: limitsOf(tool),
-			Input:  c.Input,
-			OnLog:  c.OnLog,
-			Fetch:  fetchFunc(h.gate, policy),
-			// The values of the secrets this tool may use never leave the
-			// host: not in its logs, its output or its error messages.
-			Redact: h.gate.Redactor(policy),
-		})
-		if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
-			continue
-		}
-		res.Logs, res.Duration = out.Logs, time.Since(start)
-		if err != nil {
-			return res, err
-		}
-		break
-	}
-	if out.Failure != nil {
-		res.Error = &ToolError{Kind: ErrorKind(out.Failure.Kind), Message: out.Failure.Message}
-		return res, nil
-	}
-	res.OK, res.Output = true, out.Output
-	return res, nil
+	return inv.res, err
 }
 
 // loadFailure classifies a tool that could not be loaded. A describe() or

@@ -42,7 +42,7 @@ func newHost(t testing.TB, cfg *config.Config) *maiden.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { h.Close(context.Background()) })
 	return h
 }
 
@@ -113,7 +113,7 @@ func TestCallRefusals(t *testing.T) {
 			t.Errorf("input %q: %+v, %v", in, res.Error, err)
 		}
 	}
-	h.Close()
+	h.Close(context.Background())
 	if _, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: "{}"}); !errors.Is(err, maiden.ErrClosed) {
 		t.Errorf("after Close: %v", err)
 	}
@@ -281,7 +281,7 @@ func TestOverload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

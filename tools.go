@@ -7,6 +7,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/worker"
 )
 
 // ToolInfo describes one configured tool: what it says about itself and the
@@ -63,7 +64,7 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 	var out []ToolInfo
 	for _, t := range cfg.Tools() {
 		info := ToolInfo{Name: t.Name, Policy: policyOf(t)}
-		li, err := h.sb.Load(ctx, t.Path, limitsOf(t))
+		li, err := h.load(ctx, t)
 		switch {
 		case err == nil:
 			info.Description, info.InputSchema, info.Digest = li.Description, li.Schema, li.Digest
@@ -72,6 +73,8 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 			}
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(err, sandbox.ErrClosed), errors.Is(err, worker.ErrClosed):
+			return nil, ErrClosed
 		case errors.Is(err, sandbox.ErrInvalidTool):
 			kind, msg := loadFailure(err)
 			info.Error = &ToolError{Kind: kind, Message: msg}
@@ -81,6 +84,15 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// load loads and describes one tool under its own limits and ctx.
+func (h *Host) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo, error) {
+	opened, err := h.runner.Open(ctx, t.Path, limitsOf(t))
+	if err != nil {
+		return sandbox.LoadInfo{}, err
+	}
+	return opened.LoadInfo, nil
 }
 
 // LoadReport is what Check found for one tool.
@@ -103,7 +115,7 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 	}
 	var out []LoadReport
 	for _, t := range h.cfg.Load().Tools() {
-		li, err := h.sb.Load(ctx, t.Path, limitsOf(t))
+		li, err := h.load(ctx, t)
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -392,7 +392,7 @@ func host(b *testing.B, fixture string) *maiden.Host {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return h, func() { h.Close() }
+		return h, func() { h.Close(context.Background()) }
 	})
 }
 

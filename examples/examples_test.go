@@ -287,7 +287,7 @@ http_ports = [%d]
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 	api := "https://api.weather.example:" + strconv.Itoa(port)
 	ctx := context.Background()
 	weather := func(t *testing.T, input map[string]string) maiden.Result {
@@ -385,7 +385,7 @@ func callOK(b *testing.B, h *maiden.Host, tool string) {
 // engine's heap is set up) and runs execute once.
 func BenchmarkCall(b *testing.B) {
 	h, _ := benchHost(b, "off")
-	defer h.Close()
+	defer h.Close(context.Background())
 	for _, tool := range []string{"wat", "go", "js"} {
 		callOK(b, h, tool) // compile
 		b.Run(tool, func(b *testing.B) {
@@ -402,7 +402,7 @@ func BenchmarkColdStart(b *testing.B) {
 	cache := b.TempDir()
 	os.Chmod(cache, 0o700)
 	h, _ := benchHost(b, "off") // builds the examples before any timing
-	h.Close()
+	h.Close(context.Background())
 	for _, tool := range []string{"wat", "go", "js"} {
 		for _, mode := range []string{"compile", "diskcache"} {
 			b.Run(tool+"/"+mode, func(b *testing.B) {
@@ -411,12 +411,12 @@ func BenchmarkColdStart(b *testing.B) {
 					dir = cache
 					h, _ := benchHost(b, dir)
 					callOK(b, h, tool) // fills the disk cache
-					h.Close()
+					h.Close(context.Background())
 				}
 				for b.Loop() {
 					h, _ := benchHost(b, dir)
 					callOK(b, h, tool)
-					h.Close()
+					h.Close(context.Background())
 				}
 			})
 		}

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,10 +31,10 @@ func host(tb testing.TB, w *workload, lang string) *maiden.Host {
 			tb.Fatal(err)
 		}
 		if err := hostCall(h, w); err != nil {
-			h.Close()
+			h.Close(context.Background())
 			tb.Fatal(err)
 		}
-		return h, func() { h.Close() }
+		return h, func() { h.Close(context.Background()) }
 	})
 }
 
@@ -131,7 +132,7 @@ func maidenHTTP(tb testing.TB, w *workload, g int, lang string) *run {
 		return cs, func() {
 			cs.Close()
 			hs.Close()
-			h.Close()
+			h.Close(context.Background())
 		}
 	})
 	return &run{ops: mcpOps(tb, cs, w, g)}

@@ -15,9 +15,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/maiden-run/maiden"
 )
 
 func main() {
+	// A worker process (maiden re-executed by itself to run guest code)
+	// serves its parent and exits here.
+	maiden.WorkerMain()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -89,9 +89,39 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // common holds the flags every command takes.
 type common struct {
-	config  string
-	cache   string
-	verbose bool
+	config    string
+	cache     string
+	verbose   bool
+	isolation isolationFlag
+}
+
+// isolationFlag is -isolation: "workers" (the default) or "process".
+type isolationFlag struct{ inProcess bool }
+
+func (f *isolationFlag) String() string {
+	if f.inProcess {
+		return "process"
+	}
+	return "workers"
+}
+
+func (f *isolationFlag) Set(s string) error {
+	switch s {
+	case "workers":
+		f.inProcess = false
+	case "process":
+		f.inProcess = true
+	default:
+		return fmt.Errorf(`must be "workers" or "process", got %q`, s)
+	}
+	return nil
+}
+
+func (f *isolationFlag) value() maiden.Isolation {
+	if f.inProcess {
+		return maiden.InProcess
+	}
+	return maiden.Workers
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
@@ -105,6 +135,7 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
 	fs.StringVar(&c.config, "config", def, "agent configuration file")
 	fs.StringVar(&c.cache, "cache", "", `compiled-component cache directory ("off" disables it)`)
 	fs.BoolVar(&c.verbose, "v", false, "log maiden's diagnostics to stderr")
+	fs.Var(&c.isolation, "isolation", `where tool code runs: "workers" (supervised, confined processes; the default) or "process" (in this process: faster, the weaker wall)`)
 	return fs, c
 }
 
@@ -117,7 +148,7 @@ func (c *common) host(stderr io.Writer) (*maiden.Host, error) {
 	if c.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache})
+	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, Isolation: c.isolation.value()})
 }
 
 // printConfigErrors prints every problem of a bad agent.toml, one per line.
@@ -146,7 +177,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		printConfigErrors(stderr, err)
 		return exitUsage
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 	reports, err := h.Check(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden check:", err)
@@ -185,7 +216,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		printConfigErrors(stderr, err)
 		return exitUsage
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 	infos, err := h.Tools(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden tools:", err)
@@ -263,7 +294,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		printConfigErrors(stderr, err)
 		return exitUsage
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 	res, err := h.Call(ctx, maiden.Call{Tool: tool, Input: input})
 	if err != nil {
 		return callFailed(stdout, stderr, *asJSON, tool, maiden.KindConfig, err.Error())

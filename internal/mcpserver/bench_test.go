@@ -28,7 +28,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 	srv := New(h, nil)
 	if _, err := srv.Sync(context.Background()); err != nil {
 		b.Fatal(err)

@@ -71,7 +71,7 @@ func newEnv(t *testing.T, tools []toolLine, hostOpts *maiden.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() { h.Close(context.Background()) })
 	s := New(h, &Options{ProgressEvery: 200 * time.Millisecond})
 	if _, err := s.Sync(context.Background()); err != nil {
 		t.Fatal(err)

@@ -3,35 +3,32 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"sync"
 	"unicode/utf8"
 )
 
-// Level is the severity of a tool's log line, as in the WIT enum.
-type Level string
+// Level is the severity of a log line (api.Level).
+type Level = api.Level
 
 // Levels, in the contract's order.
 const (
-	LevelDebug Level = "debug"
-	LevelInfo  Level = "info"
-	LevelWarn  Level = "warn"
-	LevelError Level = "error"
+	LevelDebug = api.LevelDebug
+	LevelInfo  = api.LevelInfo
+	LevelWarn  = api.LevelWarn
+	LevelError = api.LevelError
 )
 
 // Log sources: what produced a line.
 const (
-	SourceLog    = "log"    // the host interface's log function
-	SourceStdout = "stdout" // WASI standard output, one entry per line
-	SourceStderr = "stderr" // WASI standard error, one entry per line
-	SourceHost   = "host"   // maiden itself (e.g. the truncation marker)
+	SourceLog    = api.SourceLog
+	SourceStdout = api.SourceStdout
+	SourceStderr = api.SourceStderr
+	SourceHost   = api.SourceHost
 )
 
-// LogEntry is one line of a call's log.
-type LogEntry struct {
-	Level   Level  `json:"level"`
-	Source  string `json:"source"`
-	Message string `json:"message"`
-}
+// LogEntry is one line of a call's log (api.LogEntry).
+type LogEntry = api.LogEntry
 
 // logBuffer collects a call's log within a byte budget. Lines past the
 // budget are counted, not kept, and one marker says how much was dropped:
@@ -136,3 +133,24 @@ func (b *logBuffer) finish() []LogEntry {
 	}
 	return out
 }
+
+// LogCollector is the log budget of a call, for runners that receive log
+// lines from elsewhere (a worker process): lines past the budget are
+// counted, and Finish adds the truncation marker.
+type LogCollector struct{ b *logBuffer }
+
+// NewLogCollector makes a collector with budget bytes (0: the default);
+// redact rewrites each line first and notify sees each kept line.
+func NewLogCollector(budget int, redact func(string) string, notify func(LogEntry)) *LogCollector {
+	if budget <= 0 {
+		budget = DefaultMaxLogBytes
+	}
+	return &LogCollector{b: newLogBuffer(budget, redact, notify)}
+}
+
+// Add records one line.
+func (c *LogCollector) Add(level Level, source, msg string) { c.b.add(level, source, msg) }
+
+// Finish returns the lines kept, with the truncation marker if any were
+// dropped.
+func (c *LogCollector) Finish() []LogEntry { return c.b.finish() }

@@ -80,7 +80,7 @@ var ErrStale = errors.New("tool version replaced while the call was starting")
 // instance; c.Path is ignored. Failures are reported as by
 // Sandbox.Execute.
 func (t *Tool) Execute(ctx context.Context, c Call) (Outcome, error) {
-	return t.s.execute(ctx, t.l, c, time.Now())
+	return t.exec(ctx, c)
 }
 
 func (s *Sandbox) execute(ctx context.Context, l *loaded, c Call, start time.Time) (Outcome, error) {
@@ -127,9 +127,16 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 		Data:        cs,
 	})
 	if err != nil {
+		if errors.Is(err, wasmtime.ErrClosed) {
+			return runResult{hostErr: ErrClosed}
+		}
 		return runResult{hostErr: fmt.Errorf("create store: %w", err)}
 	}
 	defer store.Close()
+	if err := s.enter(store); err != nil {
+		return runResult{hostErr: err}
+	}
+	defer s.leave(store)
 	// The caller's cancellation reaches a running guest within an epoch tick.
 	stop := context.AfterFunc(ctx, store.Interrupt)
 	defer stop()

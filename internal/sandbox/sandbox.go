@@ -17,9 +17,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/wasmtime"
@@ -35,17 +37,17 @@ var (
 	ErrClosed = errors.New("sandbox closed")
 )
 
-// Kind classifies a call that did not succeed. The names are maiden's public
-// error kinds (see the README).
-type Kind string
+// Kind classifies a call that did not succeed (api.ErrorKind: the error
+// kinds have one source).
+type Kind = api.ErrorKind
 
-// Failure kinds.
+// Failure kinds the sandbox produces.
 const (
-	KindTool     Kind = "tool"     // execute returned err
-	KindDeadline Kind = "deadline" // the call ran past its timeout
-	KindMemory   Kind = "memory"   // the memory ceiling refused an allocation
-	KindTrap     Kind = "trap"     // the guest trapped, exited, or broke a host limit
-	KindInvalid  Kind = "invalid"  // not a loadable maiden tool
+	KindTool     = api.KindTool     // execute returned err
+	KindDeadline = api.KindDeadline // the call ran past its timeout
+	KindMemory   = api.KindMemory   // the memory ceiling refused an allocation
+	KindTrap     = api.KindTrap     // the guest trapped, exited, or broke a host limit
+	KindInvalid  = api.KindInvalid  // not a loadable maiden tool
 )
 
 // Limits bound one call.
@@ -81,13 +83,23 @@ const (
 	DefaultMaxOutputBytes = 1 << 20
 )
 
-// Sandbox runs tool components. It is safe for concurrent use.
+// Sandbox runs tool components in this process. It is safe for concurrent
+// use.
 type Sandbox struct {
 	engine *wasmtime.Engine
 	linker *wasmtime.Linker
 	cache  *cache
 	log    *slog.Logger
 	opts   Options
+	infos  InfoCache
+
+	// Calls in flight, so Shutdown can interrupt them and wait before the
+	// engine is freed: nothing may touch C state after it is gone.
+	mu      sync.Mutex
+	active  map[*wasmtime.Store]struct{}
+	idle    chan struct{} // closed when active becomes empty during shutdown
+	closing bool
+	freed   bool
 }
 
 // New creates a sandbox: one engine, one linker (WASI plus the host
@@ -138,16 +150,76 @@ func New(opts *Options) (*Sandbox, error) {
 		engine.Close()
 		return nil, fmt.Errorf("link host interface: %w", err)
 	}
-	s := &Sandbox{engine: engine, linker: linker, log: o.Logger, opts: o}
+	s := &Sandbox{engine: engine, linker: linker, log: o.Logger, opts: o, active: map[*wasmtime.Store]struct{}{}}
 	s.cache = newCache(engine, o.CacheDir, o.MaxCacheBytes, o.Logger, checkContract)
 	return s, nil
 }
 
-// Close frees the engine. Calls in progress must have returned.
-func (s *Sandbox) Close() error {
+// Close is Shutdown without a time limit: it interrupts the calls in
+// progress, waits for them and frees the engine.
+func (s *Sandbox) Close() error { return s.Shutdown(context.Background()) }
+
+// Shutdown stops new calls, interrupts every running call (each ends within
+// an epoch tick as kind trap, "interrupted"), waits for them to return, then
+// frees the engine and every compiled component. If ctx ends first, Shutdown
+// returns ctx's error and frees nothing: memory is leaked rather than freed
+// under a running guest.
+func (s *Sandbox) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.freed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	for st := range s.active {
+		st.Interrupt()
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+		if len(s.active) == 0 {
+			close(s.idle)
+		}
+	}
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		return fmt.Errorf("sandbox shutdown: calls still running: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freed {
+		return nil
+	}
+	s.freed = true
 	s.cache.close()
 	s.linker.Close()
 	return s.engine.Close()
+}
+
+// enter registers a store of a call in flight; it fails once shutdown began.
+func (s *Sandbox) enter(st *wasmtime.Store) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return ErrClosed
+	}
+	s.active[st] = struct{}{}
+	return nil
+}
+
+func (s *Sandbox) leave(st *wasmtime.Store) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.active, st)
+	if s.closing && len(s.active) == 0 && s.idle != nil {
+		select {
+		case <-s.idle:
+		default:
+			close(s.idle)
+		}
+	}
 }
 
 // Engine exposes the engine, for benchmarks that compare the sandbox with
@@ -189,25 +261,43 @@ func (s *Sandbox) Load(ctx context.Context, path string, lim Limits) (LoadInfo, 
 // changes and the cache frees the old version, Execute returns ErrStale.
 type Tool struct {
 	LoadInfo
-	s *Sandbox
-	l *loaded
+	exec func(ctx context.Context, c Call) (Outcome, error)
 }
 
-// Open is Load, keeping hold of the loaded version.
+// NewTool makes a Tool of a runner other than Sandbox: exec runs this
+// version's execute.
+func NewTool(info LoadInfo, exec func(ctx context.Context, c Call) (Outcome, error)) *Tool {
+	return &Tool{LoadInfo: info, exec: exec}
+}
+
+// Runner runs tool components: Sandbox in this process, package worker in
+// supervised worker processes. Open loads (compiling on first use) and
+// describes one version of the tool at path under lim and ctx; Shutdown
+// stops admission, interrupts running calls, waits for them (or ctx) and
+// frees.
+type Runner interface {
+	Open(ctx context.Context, path string, lim Limits) (*Tool, error)
+	Shutdown(ctx context.Context) error
+}
+
+var _ Runner = (*Sandbox)(nil)
+
+// Open is Load, keeping hold of the loaded version. describe() and schema()
+// run once per version of the file, under lim and ctx; a failure that the
+// deadline or ctx caused is not remembered, so the next Open tries again.
 func (s *Sandbox) Open(ctx context.Context, path string, lim Limits) (*Tool, error) {
 	l, err := s.cache.get(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	l.infoOnce.Do(func() { l.info, l.infoErr = s.describe(l.comp, lim) })
-	if l.infoErr != nil {
-		return nil, l.infoErr
+	info, err := s.infos.Get(ctx, l.digest, func() (Info, error) { return s.describe(ctx, l.comp, lim) })
+	if err != nil {
+		return nil, err
 	}
-	return &Tool{
-		LoadInfo: LoadInfo{Info: l.info, Digest: l.digest, Cached: l.fromDisk, Compile: l.compile},
-		s:        s,
-		l:        l,
-	}, nil
+	li := LoadInfo{Info: info, Digest: l.digest, Cached: l.fromDisk, Compile: l.compile}
+	return NewTool(li, func(ctx context.Context, c Call) (Outcome, error) {
+		return s.execute(ctx, l, c, time.Now())
+	}), nil
 }
 
 // checkContract refuses a component whose imports or exports do not match
@@ -228,14 +318,20 @@ func checkContract(comp *wasmtime.Component) error {
 }
 
 // describe calls describe and schema, each in a fresh instance like any
-// call.
-func (s *Sandbox) describe(comp *wasmtime.Component, lim Limits) (Info, error) {
+// call, under the caller's context and the tool's limits.
+func (s *Sandbox) describe(ctx context.Context, comp *wasmtime.Component, lim Limits) (Info, error) {
 	var info Info
 	for _, f := range []struct {
 		name string
 		dst  *string
 	}{{"describe", &info.Description}, {"schema", &info.Schema}} {
-		out := s.run(context.Background(), comp, Call{Limits: lim}, f.name)
+		out := s.run(ctx, comp, Call{Limits: lim}, f.name)
+		if out.hostErr != nil {
+			return Info{}, out.hostErr
+		}
+		if out.interrupted {
+			return Info{}, context.Cause(ctx)
+		}
 		if out.Failure != nil {
 			// Wrapping the Failure keeps its kind: a start-up loop is still a
 			// deadline, whoever asked.

@@ -35,6 +35,8 @@ const modulePath = "github.com/maiden-run/maiden"
 // Component returns the path of a component built from testdata/tools:
 //
 //	"js/NAME"  testdata/tools/js/NAME.js (componentize-js)
+//	"go/NAME"  testdata/tools/go/NAME/main.go, a standard Go tool using
+//	           sdk/go (built the way maiden build does)
 //	"NAME"     testdata/tools/NAME.wat, built against NAME.wit (plus maiden's
 //	           package) if that file exists, else against maiden's world;
 //	           failing that testdata/tools/js/NAME.js; failing that
@@ -208,6 +210,8 @@ func resolve(root, name string) (*source, error) {
 	var candidates []*source
 	if js, ok := strings.CutPrefix(name, "js/"); ok {
 		candidates = []*source{{kind: "js", path: filepath.Join(tools, "js", js+".js")}}
+	} else if g, ok := strings.CutPrefix(name, "go/"); ok {
+		return goSource(root, filepath.Join(tools, "go", g))
 	} else {
 		candidates = []*source{
 			{kind: "wat", path: filepath.Join(tools, name+".wat")},
@@ -240,6 +244,29 @@ func resolve(root, name string) (*source, error) {
 	return nil, fmt.Errorf("no test tool %q (looked for %s)", name, strings.Join(tried, ", "))
 }
 
+// goSource is a Go tool directory; its key covers its own sources and the
+// SDK's, since the built bytes depend on both.
+func goSource(root, dir string) (*source, error) {
+	var data []byte
+	for _, d := range []string{dir, filepath.Join(root, "sdk", "go")} {
+		files, err := filepath.Glob(filepath.Join(d, "*.go"))
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 && d == dir {
+			return nil, fmt.Errorf("no test tool %q (no .go files in %s)", filepath.Base(dir), dir)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			data = append(append(append(data, f[len(root):]...), 0), b...)
+		}
+	}
+	return &source{kind: "go", path: dir, data: data}, nil
+}
+
 // key hashes everything the built bytes depend on.
 func (s *source) key() string {
 	h := sha256.New()
@@ -260,6 +287,21 @@ func (s *source) build(ctx context.Context, logf func(string, ...any)) ([]byte, 
 		return nil, fmt.Errorf("the JS toolchain that builds test tools is unavailable: %w", err)
 	}
 	switch {
+	case s.kind == "go":
+		p, err := toolbuild.DetectProject(s.path)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp("", "maiden-testkit-go-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "tool.wasm")
+		if err := tc.Build(ctx, p, out); err != nil {
+			return nil, err
+		}
+		return os.ReadFile(out)
 	case s.kind == "js":
 		return tc.ComponentFromJS(ctx, s.data)
 	case s.wit != nil:

@@ -7,6 +7,7 @@ package wasmtime
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -36,6 +37,25 @@ func (e *Engine) NewComponent(wasm []byte) (*Component, error) {
 		buf = (*C.uint8_t)(unsafe.Pointer(&wasm[0]))
 	}
 	if err := takeError(C.wasmtime_component_new(e.ptr, buf, C.size_t(len(wasm)), &ptr)); err != nil {
+		return nil, err
+	}
+	return &Component{engine: e, ptr: ptr}, nil
+}
+
+// DeserializeComponent loads a component serialized by Serialize from
+// memory (wasmtime copies the bytes into its own mapping).
+//
+// The bytes are trusted: they contain native code that will run in this
+// process. Verify where they came from first.
+func (e *Engine) DeserializeComponent(b []byte) (*Component, error) {
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
+	if len(b) == 0 {
+		return nil, errors.New("wasmtime: empty serialized component")
+	}
+	var ptr *C.wasmtime_component_t
+	if err := takeError(C.wasmtime_component_deserialize(e.ptr, (*C.uint8_t)(unsafe.Pointer(&b[0])), C.size_t(len(b)), &ptr)); err != nil {
 		return nil, err
 	}
 	return &Component{engine: e, ptr: ptr}, nil

@@ -74,6 +74,11 @@ type Store struct {
 	closed  bool
 	busy    bool
 	hostErr error
+	final   struct { // the state's last readings, kept at Close
+		stop   StopReason
+		denied bool
+		peak   uint64
+	}
 }
 
 // ErrBusy is returned when a store is entered while a call on it is already
@@ -171,15 +176,36 @@ func (s *Store) Interrupt() {
 }
 
 // StopReason reports whether the deadline or an interruption stopped guest
-// code.
-func (s *Store) StopReason() StopReason { return StopReason(C.maiden_store_stop_reason(s.state)) }
+// code. After Close it reports what it was at Close.
+func (s *Store) StopReason() StopReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.final.stop
+	}
+	return StopReason(C.maiden_store_stop_reason(s.state))
+}
 
 // MemoryDenied reports whether a linear memory allocation or growth was
 // refused because of the store's memory ceiling.
-func (s *Store) MemoryDenied() bool { return C.maiden_store_memory_denied(s.state) != 0 }
+func (s *Store) MemoryDenied() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.final.denied
+	}
+	return C.maiden_store_memory_denied(s.state) != 0
+}
 
 // MemoryPeak is the most linear memory, in bytes, the store held at once.
-func (s *Store) MemoryPeak() uint64 { return uint64(C.maiden_store_memory_peak(s.state)) }
+func (s *Store) MemoryPeak() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.final.peak
+	}
+	return uint64(C.maiden_store_memory_peak(s.state))
+}
 
 // Close frees the store and everything instantiated in it.
 func (s *Store) Close() {
@@ -188,6 +214,10 @@ func (s *Store) Close() {
 		s.mu.Unlock()
 		return
 	}
+	// The state is freed below; keep what readers may still ask for.
+	s.final.stop = StopReason(C.maiden_store_stop_reason(s.state))
+	s.final.denied = C.maiden_store_memory_denied(s.state) != 0
+	s.final.peak = uint64(C.maiden_store_memory_peak(s.state))
 	s.closed = true
 	s.mu.Unlock()
 	s.free()

@@ -1,0 +1,67 @@
+// Package api holds the types every layer of maiden shares: the error kinds
+// a call can end with and the lines of a tool's log. It imports nothing, so
+// the root package, the sandbox, the worker processes and the front ends all
+// speak of failures with one vocabulary.
+//
+//	switch res.Error.Kind {
+//	case api.KindDeadline: // retry with a smaller input, or give up
+//	}
+package api
+
+// ErrorKind classifies a failed call. Every front end (CLI, MCP) reports
+// these same kinds; the README maps them to exit codes.
+type ErrorKind string
+
+// Error kinds.
+const (
+	// KindTool: the tool's execute returned an error.
+	KindTool ErrorKind = "tool"
+	// KindDeadline: the call ran past the tool's timeout_ms.
+	KindDeadline ErrorKind = "deadline"
+	// KindMemory: the call tried to use more than its memory_mb ceiling (or
+	// the fixed allowance beyond it, in worker mode).
+	KindMemory ErrorKind = "memory"
+	// KindTrap: the tool trapped, exited, or broke a host limit (output
+	// size); in worker mode also a worker process that died.
+	KindTrap ErrorKind = "trap"
+	// KindDenied: a policy refused the call. No policy in this release
+	// refuses whole calls (http-fetch refusals are values the tool sees);
+	// approval and quota middleware will.
+	KindDenied ErrorKind = "denied"
+	// KindInvalid: the tool's file is not a loadable maiden tool.
+	KindInvalid ErrorKind = "invalid"
+	// KindConfig: the call could not be made as asked because of the
+	// configuration (a tool whose policy cannot be compiled). An unknown
+	// tool is not a Result but the error ErrUnknownTool.
+	KindConfig ErrorKind = "config"
+	// KindInput: the input is not JSON, is over the size cap, or does not
+	// match the tool's input schema; the message lists the problems, so an
+	// agent can fix its call.
+	KindInput ErrorKind = "input"
+)
+
+// Level is the severity of a tool's log line, as in the WIT enum.
+type Level string
+
+// Levels, in the contract's order.
+const (
+	LevelDebug Level = "debug"
+	LevelInfo  Level = "info"
+	LevelWarn  Level = "warn"
+	LevelError Level = "error"
+)
+
+// Log sources: what produced a line.
+const (
+	SourceLog    = "log"    // the host interface's log function
+	SourceStdout = "stdout" // WASI standard output, one entry per line
+	SourceStderr = "stderr" // WASI standard error, one entry per line
+	SourceHost   = "host"   // maiden itself (e.g. the truncation marker)
+)
+
+// LogEntry is one line of a call's log.
+type LogEntry struct {
+	Level   Level  `json:"level"`
+	Source  string `json:"source"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,77 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/wasmtime"
+)
+
+// Compiled is a compiled component that passed the contract check, held
+// outside the path-keyed cache. Worker processes use it: they receive
+// compiled code by digest from their parent, never a path.
+type Compiled struct {
+	comp *wasmtime.Component
+}
+
+// Close frees the compiled code; instances already made keep their own
+// reference.
+func (c *Compiled) Close() { c.comp.Close() }
+
+// Compile compiles a component's binary, checks it against the contract and
+// returns its serialized form for Deserialize. Errors wrap ErrInvalidTool.
+func (s *Sandbox) Compile(wasm []byte) ([]byte, error) {
+	if !looksLikeComponent(wasm) {
+		return nil, fmt.Errorf("%w: not a WebAssembly component (%s)", ErrInvalidTool, describeMagic(wasm))
+	}
+	comp, err := s.engine.NewComponent(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%w: compile: %v", ErrInvalidTool, err)
+	}
+	defer comp.Close()
+	if err := checkContract(comp); err != nil {
+		return nil, err
+	}
+	b, err := comp.Serialize()
+	if err != nil {
+		return nil, fmt.Errorf("serialize: %w", err)
+	}
+	return b, nil
+}
+
+// Deserialize loads code made by Compile (by this maiden, with the same
+// engine configuration) and checks the contract again.
+//
+// The bytes are trusted: they are native code. Only pass bytes this process
+// or its parent verified.
+func (s *Sandbox) Deserialize(b []byte) (*Compiled, error) {
+	comp, err := s.engine.DeserializeComponent(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: load compiled code: %v", ErrInvalidTool, err)
+	}
+	if err := checkContract(comp); err != nil {
+		comp.Close()
+		return nil, err
+	}
+	return &Compiled{comp: comp}, nil
+}
+
+// Run calls one export ("describe", "schema" or "execute") of comp in a
+// fresh store and instance, reporting as Execute does.
+func (s *Sandbox) Run(ctx context.Context, comp *Compiled, export string, c Call) (Outcome, error) {
+	start := time.Now()
+	out := s.run(ctx, comp.comp, c, export)
+	out.Duration = time.Since(start)
+	if out.interrupted {
+		return out.Outcome, context.Cause(ctx)
+	}
+	if out.hostErr != nil {
+		if errors.Is(out.hostErr, ErrStale) {
+			return out.Outcome, ErrClosed
+		}
+		return out.Outcome, out.hostErr
+	}
+	return out.Outcome, nil
+}

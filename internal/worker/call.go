@@ -1,0 +1,156 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// Open loads the tool at path (compiling it in a worker on first use) and
+// asks it for its description and schema, in a call worker under lim and
+// ctx. A failure the deadline or ctx caused is not remembered.
+func (p *Pool) Open(ctx context.Context, path string, lim sandbox.Limits) (*sandbox.Tool, error) {
+	v, err := p.reg.get(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := p.infos.Get(ctx, v.art, func() (sandbox.Info, error) { return p.describe(ctx, v, lim) })
+	if err != nil {
+		return nil, err
+	}
+	li := sandbox.LoadInfo{Info: info, Digest: v.digest, Cached: v.cached, Compile: v.compile}
+	return sandbox.NewTool(li, func(ctx context.Context, c sandbox.Call) (sandbox.Outcome, error) {
+		return p.run(ctx, v.art, "execute", c)
+	}), nil
+}
+
+func (p *Pool) describe(ctx context.Context, v *version, lim sandbox.Limits) (sandbox.Info, error) {
+	var info sandbox.Info
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"describe", &info.Description}, {"schema", &info.Schema}} {
+		out, err := p.run(ctx, v.art, f.name, sandbox.Call{Limits: lim})
+		if err != nil {
+			return sandbox.Info{}, err
+		}
+		if out.Failure != nil {
+			return sandbox.Info{}, fmt.Errorf("%w: %s() failed: %w", sandbox.ErrInvalidTool, f.name, out.Failure)
+		}
+		*f.dst = out.Output
+	}
+	return info, nil
+}
+
+// engineFingerprint is the fingerprint of the workers' engine, learnt from
+// the first worker's hello (starting one if none has started yet).
+func (p *Pool) engineFingerprint(ctx context.Context) (string, error) {
+	p.mu.Lock()
+	fp := p.fingerprint
+	p.mu.Unlock()
+	if fp != "" {
+		return fp, nil
+	}
+	w, err := p.acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	p.release(w, true)
+	return w.fingerprint, nil
+}
+
+func (p *Pool) artifact(key string) ([]byte, bool) {
+	if b, ok := p.mem.Get(key); ok {
+		return b, true
+	}
+	if p.opts.Artifacts != nil {
+		if b, ok := p.opts.Artifacts.Get(key); ok {
+			_ = p.mem.Put(key, b)
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+func (p *Pool) storeArtifact(key string, code []byte) {
+	_ = p.mem.Put(key, code)
+	if p.opts.Artifacts != nil {
+		if err := p.opts.Artifacts.Put(key, code); err != nil {
+			p.log.Warn("cannot store compiled component", "error", err)
+		}
+	}
+}
+
+// compile compiles a component in a fresh worker, under a CPU-time and a
+// memory limit. Whatever kills that worker (a crash of the code generator,
+// the limits) makes the component invalid; the parent goes on.
+func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, error) {
+	p.mu.Lock()
+	closing := p.closing
+	p.mu.Unlock()
+	if closing {
+		return nil, ErrClosed
+	}
+	w, err := spawn(p.opts.Command, p.opts.StartTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer w.kill(killedShutdown)
+	if err := w.setCPULimit(p.opts.CompileCPU); err != nil {
+		return nil, fmt.Errorf("limit compile worker: %w", err)
+	}
+	if err := w.setDataLimit(w.base + p.opts.CompileMemory); err != nil {
+		return nil, fmt.Errorf("limit compile worker: %w", err)
+	}
+	start := time.Now()
+	if err := w.send(compileMsg{ID: 1, Wasm: wasm}.encode()); err != nil {
+		return nil, fmt.Errorf("%w: compile %s: the compiler died: %s", sandbox.ErrInvalidTool, baseName(path), w.diagnosis())
+	}
+	select {
+	case f := <-w.frames:
+		if f.typ != msgCompiled {
+			return nil, fmt.Errorf("compile worker sent message type %d", f.typ)
+		}
+		m, err := decodeCompiled(f.p)
+		if err != nil {
+			return nil, fmt.Errorf("compile worker: %w", err)
+		}
+		if m.Err != "" {
+			// The worker's message already says "not a loadable maiden
+			// tool: ..."; keep the kind without repeating it.
+			return nil, &invalidError{msg: m.Err}
+		}
+		p.log.Debug("compiled component", "path", path, "bytes", len(wasm), "duration", time.Since(start))
+		return m.Code, nil
+	case <-w.dead:
+		why := w.diagnosis()
+		if w.outOfMemory() {
+			why = fmt.Sprintf("it needs more than %d MiB to compile (%s)", p.opts.CompileMemory>>20, why)
+		}
+		return nil, fmt.Errorf("%w: compile %s: the compiler failed: %s", sandbox.ErrInvalidTool, baseName(path), why)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// invalidError is a compile worker's refusal, already worded.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+func (e *invalidError) Unwrap() error { return sandbox.ErrInvalidTool }
+
+func baseName(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' {
+			return path[i+1:]
+		}
+	}
+	return path
+}
+
+// ErrLost means compiled code vanished from every store between load and
+// call; the caller opens the tool again (like sandbox.ErrStale).
+var ErrLost = errors.New("compiled code no longer available")

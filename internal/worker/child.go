@@ -1,0 +1,261 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// envWorker marks a process started as a worker; its value is the protocol
+// version. The confinement in confine_linux.c reads it before the Go
+// runtime starts any thread.
+const envWorker = "MAIDEN_WORKER"
+
+// ipcFD is the worker's end of the socket to its parent.
+const ipcFD = 3
+
+// IsChild reports whether this process was started as a maiden worker.
+func IsChild() bool { return os.Getenv(envWorker) != "" }
+
+// Main serves as a worker and exits if this process was started as one;
+// otherwise it returns at once. A program that runs workers (the maiden
+// command, an embedder that chose worker isolation, a test binary) calls it
+// first thing in main or TestMain.
+func Main() {
+	if !IsChild() {
+		return
+	}
+	os.Exit(serve(os.NewFile(ipcFD, "maiden-ipc")))
+}
+
+// child is the worker side of the protocol.
+type child struct {
+	conn io.ReadWriter
+	sb   *sandbox.Sandbox
+	wmu  sync.Mutex
+
+	mu    sync.Mutex
+	comps map[string]*sandbox.Compiled
+	run   *childRun // the call in progress, if any
+}
+
+type childRun struct {
+	id      uint64
+	cancel  context.CancelFunc
+	replies chan fetchReplyMsg
+}
+
+func serve(conn *os.File) int {
+	if conn == nil {
+		fmt.Fprintln(os.Stderr, "maiden worker: no IPC socket on fd 3")
+		return 2
+	}
+	if msg := confinementError(); msg != "" {
+		// Refuse to run guest code unconfined when confinement was asked
+		// for and failed; the parent sees the message on stderr.
+		fmt.Fprintln(os.Stderr, "maiden worker: confinement failed:", msg)
+		return 3
+	}
+	sb, err := sandbox.New(&sandbox.Options{CacheDir: "off"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "maiden worker:", err)
+		return 2
+	}
+	c := &child{conn: conn, sb: sb, comps: map[string]*sandbox.Compiled{}}
+	if err := c.send(hello{Version: protocolVersion, Fingerprint: sb.Engine().Fingerprint()}.encode()); err != nil {
+		return 0
+	}
+	err = c.loop()
+	if errors.Is(err, io.EOF) {
+		// The parent closed the socket: it is done with this worker.
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "maiden worker:", err)
+	return 2
+}
+
+func (c *child) send(frame []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.conn.Write(frame)
+	return err
+}
+
+func (c *child) loop() error {
+	for {
+		typ, p, err := readFrame(c.conn, maxFrame)
+		if err != nil {
+			return err
+		}
+		switch typ {
+		case msgLoad:
+			m, err := decodeLoad(p)
+			if err != nil {
+				return err
+			}
+			reply := loadedMsg{Digest: m.Digest}
+			comp, err := c.sb.Deserialize(m.Code)
+			if err != nil {
+				reply.Err = err.Error()
+			} else {
+				c.mu.Lock()
+				if old := c.comps[m.Digest]; old != nil {
+					old.Close()
+				}
+				c.comps[m.Digest] = comp
+				c.mu.Unlock()
+			}
+			if err := c.send(reply.encode()); err != nil {
+				return err
+			}
+		case msgDrop:
+			m, err := decodeDrop(p)
+			if err != nil {
+				return err
+			}
+			c.mu.Lock()
+			if comp := c.comps[m.Digest]; comp != nil {
+				comp.Close()
+				delete(c.comps, m.Digest)
+			}
+			c.mu.Unlock()
+		case msgCompile:
+			m, err := decodeCompile(p)
+			if err != nil {
+				return err
+			}
+			reply := compiledMsg{ID: m.ID}
+			reply.Code, err = c.sb.Compile(m.Wasm)
+			if err != nil {
+				reply.Err = err.Error()
+			}
+			if err := c.send(reply.encode()); err != nil {
+				return err
+			}
+		case msgRun:
+			m, err := decodeRun(p)
+			if err != nil {
+				return err
+			}
+			if err := c.start(m); err != nil {
+				return err
+			}
+		case msgCancel:
+			m, err := decodeCancel(p)
+			if err != nil {
+				return err
+			}
+			c.mu.Lock()
+			if c.run != nil && c.run.id == m.ID {
+				c.run.cancel()
+			}
+			c.mu.Unlock()
+		case msgFetchReply:
+			m, err := decodeFetchReply(p)
+			if err != nil {
+				return err
+			}
+			c.mu.Lock()
+			r := c.run
+			c.mu.Unlock()
+			if r != nil && r.id == m.ID {
+				select {
+				case r.replies <- m:
+				default: // nobody asked: ignore
+				}
+			}
+		default:
+			return fmt.Errorf("unknown message type %d", typ)
+		}
+	}
+}
+
+// start runs one call on its own goroutine, so the loop keeps reading
+// cancellations and fetch replies.
+func (c *child) start(m runMsg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.run != nil {
+		return errors.New("run while a call is in progress")
+	}
+	comp := c.comps[m.Digest]
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &childRun{id: m.ID, cancel: cancel, replies: make(chan fetchReplyMsg, 1)}
+	c.run = r
+	go func() {
+		defer cancel()
+		done := c.execute(ctx, r, comp, m)
+		c.mu.Lock()
+		c.run = nil
+		c.mu.Unlock()
+		_ = c.send(done.encode())
+	}()
+	return nil
+}
+
+func (c *child) execute(ctx context.Context, r *childRun, comp *sandbox.Compiled, m runMsg) doneMsg {
+	done := doneMsg{ID: m.ID}
+	if comp == nil {
+		done.HostErr = "compiled code " + m.Digest + " is not loaded"
+		return done
+	}
+	call := sandbox.Call{
+		Limits: sandbox.Limits{Timeout: time.Duration(nsDuration(m.TimeoutNS)), Memory: m.Memory},
+		Input:  m.Input,
+		OnLog: func(e sandbox.LogEntry) {
+			_ = c.send(logMsg{ID: m.ID, Level: string(e.Level), Source: e.Source, Message: e.Message}.encode())
+		},
+		Fetch: func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+			return c.fetch(ctx, r, req)
+		},
+	}
+	out, err := c.sb.Run(ctx, comp, m.Export, call)
+	// The truncation marker is not a notified line: pass it on.
+	if n := len(out.Logs); n > 0 && out.Logs[n-1].Source == sandbox.SourceHost {
+		e := out.Logs[n-1]
+		_ = c.send(logMsg{ID: m.ID, Level: string(e.Level), Source: e.Source, Message: e.Message}.encode())
+	}
+	done.MemoryPeak = out.MemoryPeak
+	switch {
+	case err != nil && ctx.Err() != nil:
+		done.Interrupted = true
+	case err != nil:
+		done.HostErr = err.Error()
+	case out.Failure != nil:
+		done.FailKind, done.FailMessage = string(out.Failure.Kind), out.Failure.Message
+	default:
+		done.Output = out.Output
+	}
+	return done
+}
+
+// fetch hands the tool's request to the parent, which holds the network
+// and the secrets, and waits for its answer within the call's deadline.
+func (c *child) fetch(ctx context.Context, r *childRun, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+	m := fetchMsg{ID: r.id, Method: req.Method, URL: req.URL, Body: req.Body, HasCredential: req.HasCredential, Credential: req.Credential}
+	for _, h := range req.Headers {
+		m.Headers = append(m.Headers, header{Name: h.Name, Value: h.Value})
+	}
+	if err := c.send(m.encode()); err != nil {
+		return nil, &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: "worker lost its parent"}
+	}
+	select {
+	case rep := <-r.replies:
+		if rep.ErrKind != "" {
+			return nil, &sandbox.FetchError{Kind: sandbox.FetchErrorKind(rep.ErrKind), Message: rep.ErrMessage}
+		}
+		resp := &sandbox.FetchResponse{Status: int(rep.Status), Body: rep.Body}
+		for _, h := range rep.Headers {
+			resp.Headers = append(resp.Headers, sandbox.Header{Name: h.Name, Value: h.Value})
+		}
+		return resp, nil
+	case <-ctx.Done():
+		return nil, &sandbox.FetchError{Kind: sandbox.FetchTimeout}
+	}
+}

@@ -1,0 +1,190 @@
+// Confinement of a worker process, applied by a constructor before the Go
+// runtime starts (so before any thread exists: Landlock and seccomp
+// filters are inherited by every thread created afterwards, and cgo
+// programs cannot apply them to existing threads: Go's AllThreadsSyscall is
+// unavailable with cgo).
+//
+// It runs only in a process whose environment has MAIDEN_WORKER set. What
+// it does, in order:
+//   - rlimits: no core dumps, no file writes, few descriptors;
+//   - no_new_privs;
+//   - Landlock, best effort for the kernel's ABI: every filesystem access
+//     right handled and none granted (the worker opens no file), TCP bind
+//     and connect denied (ABI 4+), abstract unix sockets and signals to
+//     processes outside the domain denied (ABI 6+);
+//   - a seccomp filter denying, with EPERM, every system call that makes a
+//     new socket or process, runs a program, inspects other processes,
+//     changes namespaces or mounts, or raises a resource limit.
+// The result is recorded for Go to read (maiden_confine_error): a worker that
+// could not be confined refuses to run guest code.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static char confine_error[256];
+static char confine_note[256];
+
+const char *maiden_confine_error(void) { return confine_error; }
+const char *maiden_confine_note(void) { return confine_note; }
+
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#define __NR_landlock_restrict_self 446
+#endif
+#define LL_CREATE_RULESET_VERSION (1U << 0)
+
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net;
+	uint64_t scoped;
+};
+
+static void landlock(void) {
+	long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+	if (abi < 1) {
+		snprintf(confine_note, sizeof confine_note, "landlock unavailable (errno %d)", errno);
+		return;
+	}
+	struct ll_ruleset_attr attr = {0};
+	size_t size = sizeof(uint64_t);
+	int fsbits = abi >= 5 ? 16 : abi >= 3 ? 15 : abi >= 2 ? 14 : 13;
+	attr.handled_access_fs = (1ULL << fsbits) - 1;
+	if (abi >= 4) {
+		attr.handled_access_net = 3; // bind and connect TCP
+		size = 2 * sizeof(uint64_t);
+	}
+	if (abi >= 6) {
+		attr.scoped = 3; // abstract unix sockets, signals
+		size = sizeof attr;
+	}
+	int fd = syscall(__NR_landlock_create_ruleset, &attr, size, 0);
+	if (fd < 0) {
+		snprintf(confine_error, sizeof confine_error, "landlock_create_ruleset (ABI %ld): errno %d", abi, errno);
+		return;
+	}
+	if (syscall(__NR_landlock_restrict_self, fd, 0) != 0) {
+		snprintf(confine_error, sizeof confine_error, "landlock_restrict_self: errno %d", errno);
+	}
+	close(fd);
+	snprintf(confine_note, sizeof confine_note, "landlock ABI %ld", abi);
+}
+
+#if defined(__x86_64__)
+#define MAIDEN_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define MAIDEN_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#ifdef MAIDEN_AUDIT_ARCH
+static const int denied[] = {
+	__NR_socket, __NR_socketpair, __NR_connect, __NR_bind, __NR_listen, __NR_accept, __NR_accept4,
+	__NR_execve, __NR_execveat,
+#ifdef __NR_fork
+	__NR_fork,
+#endif
+#ifdef __NR_vfork
+	__NR_vfork,
+#endif
+	__NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev, __NR_kexec_load,
+	__NR_mount, __NR_umount2, __NR_pivot_root, __NR_chroot, __NR_setns, __NR_unshare,
+	__NR_bpf, __NR_perf_event_open, __NR_keyctl, __NR_add_key, __NR_request_key, __NR_userfaultfd,
+	__NR_init_module, __NR_finit_module, __NR_delete_module, __NR_open_by_handle_at,
+	__NR_name_to_handle_at, __NR_swapon, __NR_swapoff, __NR_reboot, __NR_acct,
+	__NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register, __NR_setrlimit,
+#ifdef __NR_pidfd_open
+	__NR_pidfd_open, __NR_pidfd_getfd,
+#endif
+};
+
+#define MAX_INSNS 256
+
+static void seccomp_filter(void) {
+	struct sock_filter f[MAX_INSNS];
+	int n = 0;
+#define I(code, k) (f[n++] = (struct sock_filter)BPF_STMT(code, k))
+#define J(code, k, jt, jf) (f[n++] = (struct sock_filter)BPF_JUMP(code, k, jt, jf))
+	const uint32_t deny = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+	I(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+	J(BPF_JMP | BPF_JEQ | BPF_K, MAIDEN_AUDIT_ARCH, 1, 0);
+	I(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	I(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+	// x32 system calls are another numbering of the same calls.
+	J(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1);
+	I(BPF_RET | BPF_K, deny);
+#endif
+	for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+		J(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)denied[i], 0, 1);
+		I(BPF_RET | BPF_K, deny);
+	}
+	// clone3 passes its flags in memory a filter cannot read: make libc fall
+	// back to clone, whose flags it can.
+	J(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1);
+	I(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA));
+	// clone: threads only (CLONE_THREAD), never a new process.
+	J(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
+	I(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+	J(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0);
+	I(BPF_RET | BPF_K, deny);
+	I(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	// prlimit64 may read limits (new_limit == NULL), never set them: the
+	// parent sets the worker's memory limit, and the worker must not raise it.
+	J(BPF_JMP | BPF_JEQ | BPF_K, __NR_prlimit64, 0, 6);
+	I(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2]));
+	J(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3);
+	I(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2]) + 4);
+	J(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1);
+	I(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	I(BPF_RET | BPF_K, deny);
+	I(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+#undef I
+#undef J
+	struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+	if (syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+		snprintf(confine_error, sizeof confine_error, "seccomp: errno %d", errno);
+	}
+}
+#else
+static void seccomp_filter(void) {
+	snprintf(confine_error, sizeof confine_error, "seccomp filter not written for this architecture");
+}
+#endif
+
+static void set_limit(int resource, rlim_t v) {
+	struct rlimit rl = {v, v};
+	if (setrlimit(resource, &rl) != 0 && confine_error[0] == 0) {
+		snprintf(confine_error, sizeof confine_error, "setrlimit(%d): errno %d", resource, errno);
+	}
+}
+
+__attribute__((constructor)) static void maiden_confine(void) {
+	const char *w = getenv("MAIDEN_WORKER");
+	if (w == NULL || w[0] == 0) {
+		return;
+	}
+	set_limit(RLIMIT_CORE, 0);
+	set_limit(RLIMIT_FSIZE, 0);
+	set_limit(RLIMIT_NOFILE, 256);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		snprintf(confine_error, sizeof confine_error, "no_new_privs: errno %d", errno);
+		return;
+	}
+	if (confine_error[0] == 0) {
+		landlock();
+	}
+	if (confine_error[0] == 0) {
+		seccomp_filter();
+	}
+}

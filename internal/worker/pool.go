@@ -1,0 +1,328 @@
+// Package worker runs tool components in supervised worker processes: the
+// second wall. A worker is the maiden binary (or any program whose main
+// calls Main) re-executed with an empty environment, confined before its Go
+// runtime starts (rlimits, no_new_privs, Landlock, seccomp: see
+// confine_linux.c), holding no secrets and no network. It runs one call at a
+// time. The parent enforces what a worker cannot be trusted to: the
+// deadline (a worker past deadline + grace is killed), memory (RLIMIT_DATA
+// set by the parent before each call: memory_mb plus a fixed allowance over
+// the worker's resting size), crashes (a worker that dies is the call's
+// failure, never the server's), and the network (http-fetch is a request to
+// the parent, which runs the egress gate and attaches credentials).
+//
+// Compilation runs in a fresh worker per component with a CPU-time limit;
+// its crash is kind invalid. Compiled code reaches call workers over the
+// socket from the parent, so workers open no file at all.
+//
+//	p, _ := worker.New(&worker.Options{Command: []string{"/usr/bin/maiden"}})
+//	t, _ := p.Open(ctx, "/abs/echo.wasm", lim)
+//	out, _ := t.Execute(ctx, sandbox.Call{Limits: lim, Input: "{}"})
+package worker
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// Options configure a Pool. nil means all defaults.
+type Options struct {
+	// Command is the worker's argv; nil means this program (os.Executable),
+	// which must call Main first thing in main.
+	Command []string
+	// Size is how many call workers may exist at once; 0 means 4.
+	Size int
+	// Logger receives maiden's own diagnostics; nil discards them.
+	Logger *slog.Logger
+	// MaxLogBytes and MaxOutputBytes bound one call's log and result, as in
+	// sandbox.Options (0: the sandbox's defaults).
+	MaxLogBytes, MaxOutputBytes int
+	// Grace is how long past its deadline (or cancellation) a worker may
+	// take to answer before it is killed; 0 means 10 ms.
+	Grace time.Duration
+	// Allowance is the memory a call may use beyond memory_mb (engine
+	// bookkeeping, per-instance state, host-call arguments); 0 means
+	// DefaultAllowance.
+	Allowance uint64
+	// CompileCPU bounds the CPU seconds of one compilation; 0 means 300.
+	CompileCPU uint64
+	// CompileMemory bounds a compiling worker's data memory; 0 means 4 GiB.
+	CompileMemory uint64
+	// Artifacts stores compiled code by key; nil keeps it in memory only.
+	Artifacts Artifacts
+	// StartTimeout bounds a worker's start-up; 0 means 10 s.
+	StartTimeout time.Duration
+}
+
+// DefaultAllowance is the memory a call may use beyond its memory_mb, over
+// the worker's resting size: wasmtime's per-store and per-instance state,
+// tables, globals, host-call arguments being lifted, Go and Rust runtime
+// slack. Measured by TestAllowance.
+const DefaultAllowance = 64 << 20
+
+// maxLoadedPerWorker bounds the compiled components one worker holds.
+const maxLoadedPerWorker = 8
+
+// Artifacts stores compiled code. Keys name the component bytes and the
+// engine that compiled them. Get must return only bytes that Put stored (a
+// disk store verifies them).
+type Artifacts interface {
+	Get(key string) ([]byte, bool)
+	Put(key string, code []byte) error
+}
+
+// Errors.
+var (
+	// ErrClosed is returned after Shutdown.
+	ErrClosed = errors.New("worker pool closed")
+)
+
+// Pool runs calls in worker processes. It is safe for concurrent use.
+type Pool struct {
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	idle     []*proc
+	busy     map[*proc]struct{}
+	count    int // workers alive or starting
+	closing  bool
+	waiters  *list.List // of chan struct{}: callers waiting for a worker
+	finished chan struct{}
+
+	fpOnce      sync.Once
+	fingerprint string
+
+	reg   registry
+	infos sandbox.InfoCache
+	mem   *memArtifacts
+}
+
+// New creates a pool. Workers start on first use.
+func New(opts *Options) (*Pool, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if len(o.Command) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("worker pool: find this program to re-execute: %w", err)
+		}
+		o.Command = []string{exe}
+	}
+	if o.Size <= 0 {
+		o.Size = 4
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxLogBytes <= 0 {
+		o.MaxLogBytes = sandbox.DefaultMaxLogBytes
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = sandbox.DefaultMaxOutputBytes
+	}
+	if o.Grace <= 0 {
+		o.Grace = 10 * time.Millisecond
+	}
+	if o.Allowance == 0 {
+		o.Allowance = DefaultAllowance
+	}
+	if o.CompileCPU == 0 {
+		o.CompileCPU = 300
+	}
+	if o.CompileMemory == 0 {
+		o.CompileMemory = 4 << 30
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 10 * time.Second
+	}
+	p := &Pool{opts: o, log: o.Logger, busy: map[*proc]struct{}{}, waiters: list.New(), mem: newMemArtifacts(512 << 20)}
+	p.reg.pool = p
+	return p, nil
+}
+
+var _ sandbox.Runner = (*Pool)(nil)
+
+// acquire takes an idle worker, starts one if fewer than Size exist, or
+// waits for one.
+func (p *Pool) acquire(ctx context.Context) (*proc, error) {
+	for {
+		p.mu.Lock()
+		if p.closing {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if n := len(p.idle); n > 0 {
+			w := p.idle[n-1]
+			p.idle = p.idle[:n-1]
+			p.busy[w] = struct{}{}
+			p.mu.Unlock()
+			return w, nil
+		}
+		if p.count < p.opts.Size {
+			p.count++
+			p.mu.Unlock()
+			w, err := spawn(p.opts.Command, p.opts.StartTimeout)
+			p.mu.Lock()
+			if err != nil {
+				p.count--
+				p.wakeLocked()
+				p.mu.Unlock()
+				return nil, err
+			}
+			p.setFingerprint(w.fingerprint)
+			if p.closing {
+				p.count--
+				p.mu.Unlock()
+				w.kill(killedShutdown)
+				return nil, ErrClosed
+			}
+			p.busy[w] = struct{}{}
+			p.mu.Unlock()
+			return w, nil
+		}
+		ch := make(chan struct{})
+		el := p.waiters.PushBack(ch)
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			p.waiters.Remove(el)
+			p.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (p *Pool) wakeLocked() {
+	if el := p.waiters.Front(); el != nil {
+		p.waiters.Remove(el)
+		close(el.Value.(chan struct{}))
+	}
+}
+
+// release returns a healthy worker to the pool, or ends a broken one.
+func (p *Pool) release(w *proc, healthy bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.busy, w)
+	if !healthy || p.closing {
+		w.kill(killedShutdown)
+		p.count--
+		if p.closing && len(p.busy) == 0 && p.finished != nil {
+			close(p.finished)
+			p.finished = nil
+		}
+	} else {
+		p.idle = append(p.idle, w)
+	}
+	p.wakeLocked()
+}
+
+func (p *Pool) setFingerprint(fp string) {
+	p.fpOnce.Do(func() { p.fingerprint = fp })
+}
+
+// Shutdown stops new calls, interrupts the running ones (their workers are
+// killed: the calls end as interrupted), and waits for them to return, or
+// for ctx.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	p.closing = true
+	idle := p.idle
+	p.idle = nil
+	p.count -= len(idle)
+	for w := range p.busy {
+		w.kill(killedShutdown)
+	}
+	var wait chan struct{}
+	if len(p.busy) > 0 {
+		if p.finished == nil {
+			p.finished = make(chan struct{})
+		}
+		wait = p.finished
+	}
+	for p.waiters.Len() > 0 {
+		p.wakeLocked()
+	}
+	p.mu.Unlock()
+	for _, w := range idle {
+		w.kill(killedShutdown)
+	}
+	if wait == nil {
+		return nil
+	}
+	select {
+	case <-wait:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("worker pool shutdown: %w", ctx.Err())
+	}
+}
+
+// Workers reports how many worker processes are alive, for tests and
+// diagnostics.
+func (p *Pool) Workers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count
+}
+
+// memArtifacts keeps compiled code in memory, least recently used evicted
+// past max bytes.
+type memArtifacts struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	order *list.List // of *memArtifact, most recent at front
+	m     map[string]*list.Element
+}
+
+type memArtifact struct {
+	key  string
+	code []byte
+}
+
+func newMemArtifacts(max int) *memArtifacts {
+	return &memArtifacts{max: max, order: list.New(), m: map[string]*list.Element{}}
+}
+
+func (a *memArtifacts) Get(key string) ([]byte, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	el, ok := a.m[key]
+	if !ok {
+		return nil, false
+	}
+	a.order.MoveToFront(el)
+	return el.Value.(*memArtifact).code, true
+}
+
+func (a *memArtifacts) Put(key string, code []byte) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if el, ok := a.m[key]; ok {
+		a.order.MoveToFront(el)
+		return nil
+	}
+	a.m[key] = a.order.PushFront(&memArtifact{key: key, code: code})
+	a.size += len(code)
+	for a.size > a.max && a.order.Len() > 1 {
+		el := a.order.Back()
+		v := el.Value.(*memArtifact)
+		a.order.Remove(el)
+		delete(a.m, v.key)
+		a.size -= len(v.code)
+	}
+	return nil
+}

@@ -1,0 +1,277 @@
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// proc is one worker process, seen from the parent. It runs one call at a
+// time; whoever holds it (the pool hands it out) is the only one to send.
+type proc struct {
+	cmd  *exec.Cmd
+	conn *os.File
+	pid  int
+
+	exited chan struct{} // closed once the process is reaped
+	frames chan frame    // read by the reader goroutine
+	dead   chan struct{} // closed when the reader stops (EOF, bad frame)
+	err    error         // why the reader stopped; set before dead closes
+
+	stderr *tailBuffer
+
+	fingerprint string
+
+	// Bookkeeping of the holder (no lock: one holder at a time).
+	loaded   []string // digests of loaded code, least recently used first
+	base     uint64   // VmData after the last load, bytes
+	limit    uint64   // the RLIMIT_DATA soft limit in force (0: none set)
+	calls    int
+	killed   killReason
+	killedMu sync.Mutex
+}
+
+type frame struct {
+	typ byte
+	p   []byte
+}
+
+type killReason int
+
+const (
+	notKilled killReason = iota
+	killedDeadline
+	killedCancel
+	killedProtocol
+	killedShutdown
+)
+
+// spawn starts a worker: argv is the program and its arguments (the maiden
+// binary, or a program whose main calls worker.Main). The environment is
+// empty but for the worker marker: no secrets, no proxies, nothing of the
+// parent's.
+func spawn(argv []string, timeout time.Duration) (*proc, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("worker socket: %w", err)
+	}
+	parentEnd := os.NewFile(uintptr(fds[0]), "maiden-worker-ipc")
+	childEnd := os.NewFile(uintptr(fds[1]), "maiden-ipc")
+	defer childEnd.Close()
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{envWorker + "=" + strconv.Itoa(protocolVersion)}
+	cmd.ExtraFiles = []*os.File{childEnd} // fd 3
+	cmd.Dir = "/"
+	tail := &tailBuffer{max: 8 << 10}
+	cmd.Stderr = tail
+	// The worker dies with its parent, and gets its own process group so a
+	// terminal's ^C reaches the parent, which then stops its workers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		parentEnd.Close()
+		return nil, fmt.Errorf("start worker %s: %w", argv[0], err)
+	}
+	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
+		dead: make(chan struct{}), exited: make(chan struct{}), stderr: tail}
+	go p.read()
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case f := <-p.frames:
+		if f.typ != msgHello {
+			p.kill(killedProtocol)
+			return nil, fmt.Errorf("worker %d: first message was type %d, not hello", p.pid, f.typ)
+		}
+		h, err := decodeHello(f.p)
+		if err != nil || h.Version != protocolVersion {
+			p.kill(killedProtocol)
+			return nil, fmt.Errorf("worker %d speaks protocol %d, want %d (%v): is %s the same maiden?", p.pid, h.Version, protocolVersion, err, argv[0])
+		}
+		p.fingerprint = h.Fingerprint
+	case <-p.dead:
+		p.kill(killedProtocol)
+		return nil, fmt.Errorf("worker exited before saying hello: %s", p.diagnosis())
+	case <-t.C:
+		p.kill(killedProtocol)
+		return nil, fmt.Errorf("worker did not start within %v", timeout)
+	}
+	p.base, _ = vmData(p.pid)
+	return p, nil
+}
+
+// read turns the worker's bytes into frames; any malformed frame ends the
+// worker (a worker that breaks the protocol is compromised or broken).
+func (p *proc) read() {
+	r := bufio.NewReaderSize(p.conn, 64<<10)
+	for {
+		typ, body, err := readFrame(r, maxFrame)
+		if err != nil {
+			p.err = err
+			close(p.dead)
+			return
+		}
+		if typ < 64 {
+			p.err = fmt.Errorf("worker sent a parent's message type %d", typ)
+			close(p.dead)
+			return
+		}
+		select {
+		case p.frames <- frame{typ, body}:
+		case <-p.dead:
+			return
+		}
+	}
+}
+
+func (p *proc) send(b []byte) error {
+	_, err := p.conn.Write(b)
+	return err
+}
+
+// kill ends the process at once. Safe to call more than once.
+func (p *proc) kill(why killReason) {
+	p.killedMu.Lock()
+	if p.killed == notKilled {
+		p.killed = why
+	}
+	p.killedMu.Unlock()
+	_ = p.cmd.Process.Kill()
+	_ = p.conn.Close()
+}
+
+func (p *proc) killReason() killReason {
+	p.killedMu.Lock()
+	defer p.killedMu.Unlock()
+	return p.killed
+}
+
+// exited waits briefly for the process to be reaped and describes how it
+// ended.
+func (p *proc) diagnosis() string {
+	t := time.NewTimer(200 * time.Millisecond)
+	defer t.Stop()
+	var how string
+	select {
+	case <-p.exited:
+	case <-t.C:
+		return "still running"
+	}
+	if st := p.cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			how = "killed by signal " + ws.Signal().String()
+		} else {
+			how = "exit status " + strconv.Itoa(st.ExitCode())
+		}
+	}
+	if tail := p.stderr.String(); tail != "" {
+		how += ": " + lastLine(tail)
+	}
+	return how
+}
+
+// outOfMemory tells whether the worker died allocating: Rust's allocation
+// failure message, Go's, or an mmap refused by the memory limit.
+func (p *proc) outOfMemory() bool {
+	s := p.stderr.String()
+	for _, m := range []string{"memory allocation of", "out of memory", "cannot allocate memory", "Cannot allocate memory"} {
+		if bytes.Contains([]byte(s), []byte(m)) {
+			return true
+		}
+	}
+	return false
+}
+
+func lastLine(s string) string {
+	s = string(bytes.TrimSpace([]byte(s)))
+	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// setDataLimit sets the worker's RLIMIT_DATA soft limit (private writable
+// memory: heap, anonymous mappings, linear memories as they grow). The hard
+// limit is left alone so the parent can raise the soft one again without
+// privileges; the worker's seccomp filter keeps it from raising its own.
+func (p *proc) setDataLimit(n uint64) error {
+	if n == p.limit {
+		return nil
+	}
+	var old unix.Rlimit
+	if err := unix.Prlimit(p.pid, unix.RLIMIT_DATA, nil, &old); err != nil {
+		return err
+	}
+	lim := unix.Rlimit{Cur: n, Max: old.Max}
+	if n > old.Max {
+		lim.Cur = old.Max
+	}
+	if err := unix.Prlimit(p.pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
+		return err
+	}
+	p.limit = n
+	return nil
+}
+
+// setCPULimit bounds the worker's CPU seconds (compilation).
+func (p *proc) setCPULimit(sec uint64) error {
+	return unix.Prlimit(p.pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: sec, Max: sec + 1}, nil)
+}
+
+// vmData reads a process's VmData (what RLIMIT_DATA counts) in bytes.
+func vmData(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmData:")); ok {
+			f := bytes.Fields(v)
+			if len(f) >= 1 {
+				kb, err := strconv.ParseUint(string(f[0]), 10, 64)
+				if err == nil {
+					return kb << 10, nil
+				}
+			}
+		}
+	}
+	return 0, errors.New("no VmData in /proc status")
+}
+
+// tailBuffer keeps the last max bytes written (a worker's stderr: crash
+// messages), so a chatty or hostile worker cannot grow the parent.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

@@ -1,0 +1,203 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// registry maps a tool's path to the version of the file last seen there:
+// its digest and where its compiled code is. Loading a version (reading,
+// hashing, compiling in a worker) happens once; callers who ask meanwhile
+// wait for it.
+type registry struct {
+	pool *Pool
+	mu   sync.Mutex
+	m    map[string]*version
+}
+
+type fileKey struct {
+	mtime int64
+	size  int64
+	ino   uint64
+}
+
+type version struct {
+	key     fileKey
+	ready   chan struct{}
+	digest  string // of the component bytes
+	art     string // artifact key: digest and engine fingerprint
+	cached  bool   // compiled code was already stored
+	compile time.Duration
+	err     error
+}
+
+// maxComponentBytes bounds a component file maiden reads.
+const maxComponentBytes = 512 << 20
+
+// settle is how long after its last modification a file that does not look
+// like a component is given to finish being written (an in-place rewrite).
+const settle = 2 * time.Second
+
+func statKey(path string) (fileKey, time.Time, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileKey{}, time.Time{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return fileKey{}, time.Time{}, fmt.Errorf("%s is not a regular file", path)
+	}
+	k := fileKey{mtime: fi.ModTime().UnixNano(), size: fi.Size()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		k.ino = st.Ino
+	}
+	return k, fi.ModTime(), nil
+}
+
+func (r *registry) get(ctx context.Context, path string) (*version, error) {
+	for attempt := 0; ; attempt++ {
+		key, mtime, err := statKey(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", sandbox.ErrInvalidTool, err)
+		}
+		r.mu.Lock()
+		if r.m == nil {
+			r.m = map[string]*version{}
+		}
+		v := r.m[path]
+		if v == nil || v.key != key {
+			v = &version{key: key, ready: make(chan struct{})}
+			r.m[path] = v
+			r.mu.Unlock()
+			r.load(ctx, path, v, mtime)
+			close(v.ready)
+		} else {
+			r.mu.Unlock()
+		}
+		select {
+		case <-v.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if v.err != nil {
+			if errors.Is(v.err, errChanged) && attempt < 50 {
+				continue
+			}
+			if !errors.Is(v.err, sandbox.ErrInvalidTool) {
+				// Not the file's fault (a worker that would not start, the
+				// caller giving up): forget it so the next call tries again.
+				r.mu.Lock()
+				if r.m[path] == v {
+					delete(r.m, path)
+				}
+				r.mu.Unlock()
+			}
+			return nil, v.err
+		}
+		return v, nil
+	}
+}
+
+var errChanged = errors.New("file changed while being read")
+
+func (r *registry) load(ctx context.Context, path string, v *version, mtime time.Time) {
+	data, err := readComponent(ctx, path, v.key, mtime)
+	if err != nil {
+		v.err = err
+		return
+	}
+	sum := sha256.Sum256(data)
+	v.digest = hex.EncodeToString(sum[:])
+	start := time.Now()
+	fp, err := r.pool.engineFingerprint(ctx)
+	if err != nil {
+		v.err = err
+		return
+	}
+	v.art = v.digest + "-" + fp
+	if _, ok := r.pool.artifact(v.art); ok {
+		v.cached = true
+		v.compile = time.Since(start)
+		return
+	}
+	code, err := r.pool.compile(ctx, path, data)
+	if err != nil {
+		v.err = err
+		return
+	}
+	v.compile = time.Since(start)
+	r.pool.storeArtifact(v.art, code)
+}
+
+// readComponent reads a component file. A file that does not look like a
+// component yet, modified within the last moments, is being written in
+// place: wait for it (bounded, and within ctx) rather than call it invalid.
+func readComponent(ctx context.Context, path string, key fileKey, mtime time.Time) ([]byte, error) {
+	data, err := readCapped(path, maxComponentBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", sandbox.ErrInvalidTool, err)
+	}
+	if after, _, err := statKey(path); err != nil || after != key {
+		return nil, errChanged
+	}
+	if looksLikeComponent(data) {
+		return data, nil
+	}
+	if time.Since(mtime) > settle {
+		return nil, fmt.Errorf("%w: %s is not a WebAssembly component (%s)", sandbox.ErrInvalidTool, filepath.Base(path), describeMagic(data))
+	}
+	t := time.NewTimer(50 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// Whatever is written next changes the key: the caller starts over.
+	return nil, errChanged
+}
+
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %d MiB", filepath.Base(path), max>>20)
+	}
+	return b, nil
+}
+
+// The component binary starts with "\0asm", then version 0x0d 0x00 and layer
+// 0x01 0x00; a core module has layer 0x00 0x00.
+func looksLikeComponent(b []byte) bool {
+	return len(b) >= 8 && string(b[:4]) == "\x00asm" && b[6] == 0x01 && b[7] == 0x00
+}
+
+func describeMagic(b []byte) string {
+	switch {
+	case len(b) < 8:
+		return fmt.Sprintf("only %d bytes", len(b))
+	case string(b[:4]) != "\x00asm":
+		return "no WebAssembly magic number"
+	case b[6] == 0 && b[7] == 0:
+		return "it is a core module; wrap it into a component (maiden build does this)"
+	default:
+		return "unknown WebAssembly layer"
+	}
+}

@@ -1,0 +1,255 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// run runs one export of the compiled code art in a worker and supervises
+// it: the deadline (kill at deadline + grace), cancellation (cancel, then
+// kill), memory (RLIMIT_DATA), crashes, and the worker's requests (logs,
+// http-fetch), each checked: a worker is an adversary too.
+func (p *Pool) run(ctx context.Context, art, export string, c sandbox.Call) (sandbox.Outcome, error) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return sandbox.Outcome{}, err
+	}
+	w, err := p.acquire(ctx)
+	if err != nil {
+		return sandbox.Outcome{Duration: time.Since(start)}, err
+	}
+	healthy := false
+	defer func() { p.release(w, healthy) }()
+
+	if err := p.ensureLoaded(ctx, w, art); err != nil {
+		return sandbox.Outcome{Duration: time.Since(start)}, err
+	}
+	if err := w.setDataLimit(w.base + c.Limits.Memory + p.opts.Allowance); err != nil {
+		return sandbox.Outcome{Duration: time.Since(start)}, fmt.Errorf("limit worker memory: %w", err)
+	}
+	w.calls++
+	id := uint64(w.calls)
+	deadline := start.Add(c.Limits.Timeout)
+	callCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if err := w.send(runMsg{ID: id, Digest: art, Export: export, Input: c.Input,
+		TimeoutNS: uint64(time.Until(deadline)), Memory: c.Limits.Memory}.encode()); err != nil {
+		return p.crashed(w, c, start, ctx)
+	}
+
+	redact := c.Redact
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	logs := sandbox.NewLogCollector(p.opts.MaxLogBytes, redact, c.OnLog)
+	out := sandbox.Outcome{}
+	finish := func() sandbox.Outcome {
+		out.Logs = logs.Finish()
+		out.Duration = time.Since(start)
+		return out
+	}
+	fail := func(kind sandbox.Kind, msg string) (sandbox.Outcome, error) {
+		out.Failure = &sandbox.Failure{Kind: kind, Message: redact(msg)}
+		return finish(), nil
+	}
+
+	// The worker's own epoch deadline normally ends the call a tick after
+	// the deadline; the kill is for a worker that does not answer (blocked
+	// in a WASI call, or hostile).
+	kill := time.NewTimer(time.Until(deadline) + p.opts.Grace)
+	defer kill.Stop()
+	fetches := make(chan fetchReplyMsg, 1)
+	fetching := false
+	cancelled := false
+	for {
+		select {
+		case f := <-w.frames:
+			switch f.typ {
+			case msgLog:
+				m, err := decodeLog(f.p)
+				if err != nil || m.ID != id {
+					return p.violation(w, c, start, "bad log message")
+				}
+				logs.Add(sandbox.Level(m.Level), m.Source, m.Message)
+			case msgFetch:
+				m, err := decodeFetch(f.p)
+				if err != nil || m.ID != id || fetching {
+					return p.violation(w, c, start, "bad or concurrent fetch")
+				}
+				fetching = true
+				go func() { fetches <- p.fetch(callCtx, c.Fetch, m) }()
+			case msgDone:
+				m, err := decodeDone(f.p)
+				if err != nil || m.ID != id {
+					return p.violation(w, c, start, "bad done message")
+				}
+				if fetching {
+					// A fetch may still be running in the parent: the worker
+					// stays healthy, the reply goes nowhere.
+					go func() { <-fetches }()
+				}
+				out.MemoryPeak = m.MemoryPeak
+				switch {
+				case m.Interrupted || cancelled:
+					healthy = true
+					return finish(), context.Cause(ctx)
+				case m.HostErr != "":
+					return finish(), fmt.Errorf("worker: %s", m.HostErr)
+				case m.FailKind != "":
+					healthy = true
+					return fail(sandbox.Kind(m.FailKind), m.FailMessage)
+				}
+				if len(m.Output) > p.opts.MaxOutputBytes {
+					return fail(sandbox.KindTrap, fmt.Sprintf("%s returned more than the %d-byte output limit", export, p.opts.MaxOutputBytes))
+				}
+				healthy = true
+				out.Output = redact(m.Output)
+				return finish(), nil
+			default:
+				return p.violation(w, c, start, fmt.Sprintf("unexpected message type %d", f.typ))
+			}
+		case rep := <-fetches:
+			fetching = false
+			rep.ID = id
+			if err := w.send(rep.encode()); err != nil {
+				continue // the worker died; its death arrives on w.dead
+			}
+		case <-w.dead:
+			if cancelled {
+				return finish(), context.Cause(ctx)
+			}
+			if w.killReason() == killedShutdown {
+				return finish(), sandbox.ErrClosed
+			}
+			if !errors.Is(w.err, io.EOF) && !errors.Is(w.err, io.ErrUnexpectedEOF) && !errors.Is(w.err, os.ErrClosed) {
+				return p.violation(w, c, start, "unreadable message: "+w.err.Error())
+			}
+			why := w.diagnosis()
+			if w.outOfMemory() {
+				return fail(sandbox.KindMemory, fmt.Sprintf("the call used more memory than memory_mb (%s) plus the %d MiB allowance for engine state and host-call arguments; its worker was stopped (%s)",
+					mib(c.Limits.Memory), p.opts.Allowance>>20, why))
+			}
+			return fail(sandbox.KindTrap, "the tool's worker process died: "+why)
+		case <-kill.C:
+			w.kill(killedDeadline)
+			if cancelled {
+				return finish(), context.Cause(ctx)
+			}
+			return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
+		case <-ctx.Done():
+			if cancelled {
+				continue
+			}
+			// Ask the worker to interrupt the guest; if it does not answer
+			// within the grace period, kill it.
+			cancelled = true
+			_ = w.send(cancelMsg{ID: id}.encode())
+			kill.Reset(p.opts.Grace)
+		}
+	}
+}
+
+// fetch serves one http-fetch of a worker with the call's FetchFunc (the
+// egress gate, in the parent, which alone holds secrets and the network).
+func (p *Pool) fetch(ctx context.Context, fetch sandbox.FetchFunc, m fetchMsg) fetchReplyMsg {
+	if fetch == nil {
+		fetch = sandbox.NoNetwork
+	}
+	req := sandbox.FetchRequest{Method: m.Method, URL: m.URL, Body: m.Body, HasCredential: m.HasCredential, Credential: m.Credential}
+	for _, h := range m.Headers {
+		req.Headers = append(req.Headers, sandbox.Header{Name: h.Name, Value: h.Value})
+	}
+	resp, ferr := fetch(ctx, req)
+	if ferr == nil && resp == nil {
+		ferr = &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: "no response"}
+	}
+	if ferr != nil {
+		return fetchReplyMsg{ErrKind: string(ferr.Kind), ErrMessage: ferr.Message}
+	}
+	rep := fetchReplyMsg{Status: uint32(resp.Status), Body: resp.Body}
+	for _, h := range resp.Headers {
+		rep.Headers = append(rep.Headers, header{Name: h.Name, Value: h.Value})
+	}
+	return rep
+}
+
+// violation ends a worker that broke the protocol; the call is a trap.
+func (p *Pool) violation(w *proc, c sandbox.Call, start time.Time, what string) (sandbox.Outcome, error) {
+	w.kill(killedProtocol)
+	p.log.Warn("worker broke the protocol; killed", "pid", w.pid, "problem", what)
+	return sandbox.Outcome{Failure: &sandbox.Failure{Kind: sandbox.KindTrap, Message: "the tool's worker process misbehaved (" + what + ") and was stopped"},
+		Duration: time.Since(start)}, nil
+}
+
+// crashed reports a worker that could not be sent the call.
+func (p *Pool) crashed(w *proc, c sandbox.Call, start time.Time, ctx context.Context) (sandbox.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return sandbox.Outcome{Duration: time.Since(start)}, err
+	}
+	return sandbox.Outcome{Failure: &sandbox.Failure{Kind: sandbox.KindTrap, Message: "the tool's worker process died: " + w.diagnosis()},
+		Duration: time.Since(start)}, nil
+}
+
+// ensureLoaded makes sure w holds the compiled code art, sending it if not,
+// and keeps at most maxLoadedPerWorker per worker.
+func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
+	for i, d := range w.loaded {
+		if d == art {
+			w.loaded = append(append(w.loaded[:i:i], w.loaded[i+1:]...), art)
+			return nil
+		}
+	}
+	code, ok := p.artifact(art)
+	if !ok {
+		return errLost
+	}
+	if len(w.loaded) >= maxLoadedPerWorker {
+		if err := w.send(dropMsg{Digest: w.loaded[0]}.encode()); err != nil {
+			return fmt.Errorf("worker died: %s", w.diagnosis())
+		}
+		w.loaded = w.loaded[1:]
+	}
+	// Loading maps code: lift the limit to what it may take, then measure.
+	if err := w.setDataLimit(w.base + 2*uint64(len(code)) + p.opts.Allowance); err != nil {
+		return fmt.Errorf("limit worker memory: %w", err)
+	}
+	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {
+		return fmt.Errorf("worker died: %s", w.diagnosis())
+	}
+	select {
+	case f := <-w.frames:
+		m, err := decodeLoaded(f.p)
+		if f.typ != msgLoaded || err != nil || m.Digest != art {
+			w.kill(killedProtocol)
+			return fmt.Errorf("worker answered a load with message type %d", f.typ)
+		}
+		if m.Err != "" {
+			return &invalidError{msg: m.Err}
+		}
+	case <-w.dead:
+		return fmt.Errorf("worker died loading compiled code: %s", w.diagnosis())
+	case <-ctx.Done():
+		w.kill(killedCancel)
+		return ctx.Err()
+	}
+	w.loaded = append(w.loaded, art)
+	if n, err := vmData(w.pid); err == nil {
+		w.base = n
+	}
+	return nil
+}
+
+var errLost = fmt.Errorf("%w", ErrLost)
+
+func mib(n uint64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}

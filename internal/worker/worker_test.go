@@ -1,0 +1,370 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// TestMain lets this test binary be its own worker: the pool re-executes it
+// with MAIDEN_WORKER set, and Main serves instead of running the tests. A
+// first argument selects a hostile or probing worker for the tests below.
+func TestMain(m *testing.M) {
+	if IsChild() && len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "confine-probe":
+			os.Exit(confineProbe())
+		default:
+			os.Exit(hostileWorker(os.Args[1]))
+		}
+	}
+	Main()
+	os.Exit(m.Run())
+}
+
+var lim = sandbox.Limits{Timeout: 2 * time.Second, Memory: 32 << 20}
+
+func newPool(t testing.TB, opts *Options) *Pool {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.Size == 0 {
+		opts.Size = 2
+	}
+	p, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return p
+}
+
+func call(t testing.TB, p *Pool, tool, input string, l sandbox.Limits) sandbox.Outcome {
+	t.Helper()
+	tl, err := p.Open(context.Background(), tool, l)
+	if err != nil {
+		t.Fatalf("open %s: %v", tool, err)
+	}
+	out, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: input})
+	if err != nil {
+		t.Fatalf("execute %s: %v", tool, err)
+	}
+	return out
+}
+
+func TestEchoInWorker(t *testing.T) {
+	p := newPool(t, nil)
+	echo := testkit.Component(t, "echo")
+	tl, err := p.Open(context.Background(), echo, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Description == "" || !strings.Contains(tl.Schema, "object") {
+		t.Errorf("describe/schema = %q, %q", tl.Description, tl.Schema)
+	}
+	for i := range 3 {
+		out := call(t, p, echo, fmt.Sprintf(`{"message":"hi %d"}`, i), lim)
+		if out.Failure != nil || !strings.Contains(out.Output, fmt.Sprintf("hi %d", i)) {
+			t.Fatalf("call %d: %+v", i, out)
+		}
+	}
+	if n := p.Workers(); n < 1 || n > 2 {
+		t.Errorf("%d workers, want 1..2", n)
+	}
+}
+
+// TestDeadlineReachesWASISleep is finding 1 of the hardening issue: a Go
+// tool sleeping in WASI (where epochs never fire) must still end at its
+// deadline, and cancellation must reach it the same way. (Its stdin is
+// empty, so a read returns at once: nothing to test there.)
+func TestDeadlineReachesWASISleep(t *testing.T) {
+	p := newPool(t, nil)
+	sleeper := testkit.Component(t, "go/sleeper")
+	l := sandbox.Limits{Timeout: 1 * time.Second, Memory: 64 << 20}
+	tl, err := p.Open(context.Background(), sleeper, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{`{"ms":30000}`, `{"op":"spin"}`} {
+		t.Run(in, func(t *testing.T) {
+			start := time.Now()
+			out, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: in})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Failure == nil || out.Failure.Kind != sandbox.KindDeadline {
+				t.Fatalf("outcome %+v, want a deadline", out)
+			}
+			// Generous: the promise is deadline + 20 ms at p99, measured by
+			// BenchmarkWASISleepDeadline; a loaded CI machine is no benchmark.
+			if took > 4*time.Second {
+				t.Errorf("took %v for a 1 s deadline", took)
+			}
+		})
+	}
+	// The pool replaced what it killed and still serves.
+	out := call(t, p, sleeper, `{"ms":1}`, l)
+	if out.Failure != nil || out.Output != `"slept"` {
+		t.Fatalf("after the kills: %+v", out)
+	}
+
+	t.Run("cancel", func(t *testing.T) {
+		tl, err := p.Open(context.Background(), sleeper, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		_, err = tl.Execute(ctx, sandbox.Call{Limits: sandbox.Limits{Timeout: 30 * time.Second, Memory: 64 << 20}, Input: `{"ms":30000}`})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("cancel took %v", took)
+		}
+	})
+}
+
+func TestHostileToolsInWorkers(t *testing.T) {
+	p := newPool(t, nil)
+	for _, tc := range []struct {
+		tool string
+		kind sandbox.Kind
+	}{
+		{"loop", sandbox.KindDeadline},
+		{"startloop", sandbox.KindDeadline},
+		{"memgrow", sandbox.KindMemory},
+		{"trap", sandbox.KindTrap},
+		{"toolerr", sandbox.KindTool},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			path := testkit.Component(t, tc.tool)
+			l := sandbox.Limits{Timeout: 500 * time.Millisecond, Memory: 16 << 20}
+			tl, err := p.Open(context.Background(), path, sandbox.Limits{Timeout: 2 * time.Second, Memory: 16 << 20})
+			if tc.tool == "startloop" {
+				// Its start function loops: describe() already fails.
+				if err == nil || !strings.Contains(err.Error(), "deadline") {
+					t.Fatalf("open: %v, want a deadline failure", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{}`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Failure == nil || out.Failure.Kind != tc.kind {
+				t.Fatalf("outcome %+v, want kind %s", out, tc.kind)
+			}
+		})
+	}
+	if out := call(t, p, testkit.Component(t, "echo"), `{"message":"still here"}`, lim); out.Failure != nil {
+		t.Fatalf("pool broken after hostile tools: %+v", out)
+	}
+}
+
+// TestWorkerKilledMidCall: whatever ends a worker (here, a kill from
+// outside, standing in for an engine crash) fails only its own call.
+func TestWorkerKilledMidCall(t *testing.T) {
+	p := newPool(t, &Options{Size: 1})
+	sleeper := testkit.Component(t, "go/sleeper")
+	l := sandbox.Limits{Timeout: 20 * time.Second, Memory: 64 << 20}
+	tl, err := p.Open(context.Background(), sleeper, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range 200 {
+			time.Sleep(20 * time.Millisecond)
+			p.mu.Lock()
+			for w := range p.busy {
+				_ = syscall.Kill(w.pid, syscall.SIGSEGV)
+			}
+			n := len(p.busy)
+			p.mu.Unlock()
+			if n > 0 {
+				return
+			}
+		}
+	}()
+	out, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{"ms":15000}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Failure == nil || out.Failure.Kind != sandbox.KindTrap || !strings.Contains(out.Failure.Message, "worker process died") {
+		t.Fatalf("outcome %+v, want a trap naming the dead worker", out)
+	}
+	if out := call(t, p, sleeper, `{"ms":1}`, l); out.Failure != nil {
+		t.Fatalf("next call: %+v", out)
+	}
+}
+
+// TestCompileCrashIsInvalid: a component the code generator cannot
+// compile (here: a compile worker that dies) is kind invalid, and the
+// parent goes on.
+func TestCompileCrashIsInvalid(t *testing.T) {
+	exe, _ := os.Executable()
+	p := newPool(t, &Options{Command: []string{exe, "hostile-crash-on-compile"}})
+	_, err := p.Open(context.Background(), testkit.CopyToTemp(t, testkit.Component(t, "echo")), lim)
+	if !errors.Is(err, sandbox.ErrInvalidTool) || !strings.Contains(err.Error(), "compiler failed") {
+		t.Fatalf("err = %v, want invalid: compiler failed", err)
+	}
+}
+
+// TestHostileWorkers: the parent survives any bytes from a worker.
+func TestHostileWorkers(t *testing.T) {
+	exe, _ := os.Executable()
+	echo := testkit.Component(t, "echo")
+	for _, mode := range []string{"hostile-garbage", "hostile-huge-frame", "hostile-wrong-id", "hostile-flood-logs", "hostile-silent"} {
+		t.Run(mode, func(t *testing.T) {
+			// Compile with a good worker, run with the hostile one.
+			good := newPool(t, nil)
+			if _, err := good.Open(context.Background(), echo, lim); err != nil {
+				t.Fatal(err)
+			}
+			bad := newPool(t, &Options{Command: []string{exe, mode}, StartTimeout: 2 * time.Second})
+			bad.mem = good.mem
+			bad.setFingerprint(good.fingerprint)
+			l := sandbox.Limits{Timeout: 500 * time.Millisecond, Memory: 16 << 20}
+			start := time.Now()
+			out, err := bad.run(context.Background(), firstKey(good), "execute", sandbox.Call{Limits: l, Input: "{}"})
+			if err == nil && out.Failure == nil {
+				t.Fatalf("a hostile worker's call succeeded: %+v", out)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if len(out.Logs) > 0 {
+				total := 0
+				for _, e := range out.Logs {
+					total += len(e.Message)
+				}
+				if total > 2*sandbox.DefaultMaxLogBytes {
+					t.Errorf("kept %d bytes of log from a flooding worker", total)
+				}
+			}
+			t.Logf("%s: err=%v failure=%v", mode, err, out.Failure)
+		})
+	}
+}
+
+func firstKey(p *Pool) string {
+	p.mem.mu.Lock()
+	defer p.mem.mu.Unlock()
+	for k := range p.mem.m {
+		return k
+	}
+	return ""
+}
+
+// TestWorkerIsConfined runs the probe in a real worker process: no file,
+// no socket, no program, no raising its own memory limit.
+func TestWorkerIsConfined(t *testing.T) {
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "confine-probe")
+	cmd.Env = []string{envWorker + "=1", "MAIDEN_SECRET_X=leak"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("probe: %v\n%s", err, out)
+	}
+	t.Logf("probe:\n%s", out)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(line, "ALLOWED") {
+			t.Errorf("worker could: %s", line)
+		}
+	}
+	if !strings.Contains(string(out), "DENIED open") || !strings.Contains(string(out), "DENIED exec") {
+		t.Errorf("probe output incomplete:\n%s", out)
+	}
+}
+
+// TestWorkerEnvironmentIsEmpty: secrets in the parent's environment never
+// reach a worker.
+func TestWorkerEnvironmentIsEmpty(t *testing.T) {
+	t.Setenv("MAIDEN_SECRET_TOKEN", "s3cret")
+	w, err := spawn([]string{mustExe(t)}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.kill(killedShutdown)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", w.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "MAIDEN_SECRET") {
+		t.Fatalf("worker environment holds a secret: %q", b)
+	}
+}
+
+func mustExe(t testing.TB) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// TestShutdownInterruptsCalls: Shutdown with calls in flight kills their
+// workers, the calls return, and nothing is left running.
+func TestShutdownInterruptsCalls(t *testing.T) {
+	p, err := New(&Options{Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeper := testkit.Component(t, "go/sleeper")
+	l := sandbox.Limits{Timeout: 30 * time.Second, Memory: 64 << 20}
+	tl, err := p.Open(context.Background(), sleeper, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{"ms":30000}`})
+			errs <- err
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, sandbox.ErrClosed) && !errors.Is(err, ErrClosed) {
+			t.Errorf("call after shutdown: %v", err)
+		}
+	}
+	if n := p.Workers(); n != 0 {
+		t.Errorf("%d workers alive after shutdown", n)
+	}
+	if _, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{"ms":1}`}); !errors.Is(err, ErrClosed) {
+		t.Errorf("call after shutdown: %v, want ErrClosed", err)
+	}
+}

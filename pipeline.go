@@ -1,0 +1,200 @@
+package maiden
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/worker"
+)
+
+// The call path is a pipeline: one invocation value passes through stages,
+// each a func(handler) handler that does its part and calls the next. New
+// assembles them once, in order; a new policy (authorization, approval,
+// audit, quotas) is a new stage here, not an edit of Host.Call. A stage
+// ends a call early by setting the invocation's result (a tool-level
+// failure the caller sees) or by returning an error (the call could not be
+// made).
+
+// invocation is one call on its way through the stages.
+type invocation struct {
+	call  Call
+	start time.Time
+	res   Result
+
+	// Set by the stages, in order.
+	cfg    *config.Config
+	tool   config.Tool
+	policy *egress.Policy
+	input  any // the parsed input
+	opened *sandbox.Tool
+	schema *inputSchema
+}
+
+// handler runs (the rest of) a call.
+type handler func(ctx context.Context, inv *invocation) error
+
+// stage wraps the rest of the pipeline.
+type stage func(next handler) handler
+
+// pipeline assembles the call path: admission → policy → input → load and
+// validate → run.
+func (h *Host) pipeline() handler {
+	stages := []stage{
+		h.admit,
+		h.resolvePolicy,
+		h.checkInput,
+		h.loadAndValidate,
+	}
+	next := h.run
+	for i := len(stages) - 1; i >= 0; i-- {
+		next = stages[i](next)
+	}
+	return next
+}
+
+// fail ends an invocation with a tool-level failure the caller sees.
+func (inv *invocation) fail(kind ErrorKind, msg string) error {
+	inv.res.Error = &ToolError{Kind: kind, Message: msg}
+	return nil
+}
+
+// admit takes a turn among MaxConcurrent, or waits (up to MaxQueued), or
+// refuses with ErrOverloaded.
+func (h *Host) admit(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		release, err := h.adm.enter(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+		return next(ctx, inv)
+	}
+}
+
+// resolvePolicy reads the policy once from the configuration in force, so
+// an edit to agent.toml never changes a call halfway.
+func (h *Host) resolvePolicy(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		cfg := h.cfg.Load()
+		tool, ok := cfg.Tool(inv.call.Tool)
+		if !ok {
+			return fmt.Errorf("%w %q in %s (%s)", ErrUnknownTool, inv.call.Tool, cfg.File(), toolNames(cfg))
+		}
+		pols := h.policySet(cfg)
+		if err := pols.errs[inv.call.Tool]; err != nil {
+			return inv.fail(KindConfig, err.Error())
+		}
+		inv.cfg, inv.tool, inv.policy = cfg, tool, pols.byTool[inv.call.Tool]
+		return next(ctx, inv)
+	}
+}
+
+// checkInput refuses input over the size cap before parsing it, then
+// parses it once.
+func (h *Host) checkInput(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		limit := h.maxInputBytes(inv.cfg)
+		if n := int64(len(inv.call.Input)); n > limit {
+			return inv.fail(KindInput, fmt.Sprintf("input is %d bytes, over the %d-byte limit (max_input_bytes in agent.toml)", n, limit))
+		}
+		doc, err := parseInput(inv.call.Input)
+		if err != nil {
+			return inv.fail(KindInput, jsonProblem(inv.call.Input))
+		}
+		inv.input = doc
+		return next(ctx, inv)
+	}
+}
+
+// maxInputBytes is Options.MaxInputBytes, else the configuration's.
+func (h *Host) maxInputBytes(cfg *config.Config) int64 {
+	if h.opts.MaxInputBytes > 0 {
+		return h.opts.MaxInputBytes
+	}
+	return cfg.MaxInputBytes()
+}
+
+// loadAndValidate loads one version of the tool, checks the input against
+// that version's schema (under the call's deadline and ctx), and runs that
+// same version. If the version is replaced on disk at the very moment it
+// starts, it loads the new one and checks again.
+func (h *Host) loadAndValidate(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		lim := limitsOf(inv.tool)
+		for attempt := 0; ; attempt++ {
+			t, err := h.runner.Open(ctx, inv.tool.Path, lim)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
+					return ErrClosed
+				}
+				kind, msg := loadFailure(err)
+				return inv.fail(kind, msg)
+			}
+			schema := h.schemas.get(t.Digest, t.Schema)
+			if schema.err != nil {
+				return inv.fail(KindInvalid, schema.err.Error())
+			}
+			vctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+			err = schema.validateCtx(vctx, inv.input)
+			cancel()
+			switch {
+			case err == nil:
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, context.DeadlineExceeded):
+				return inv.fail(KindDeadline, fmt.Sprintf("checking the input against the tool's schema took longer than its %v timeout", lim.Timeout))
+			default:
+				return inv.fail(KindInput, err.Error())
+			}
+			inv.opened, inv.schema = t, schema
+			err = next(ctx, inv)
+			if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
+				inv.res.Logs, inv.res.Error = nil, nil
+				continue
+			}
+			return err
+		}
+	}
+}
+
+// run executes the opened version in its runner. The values of the
+// secrets this tool may use never leave the host: not in its logs, its
+// output or its error messages.
+func (h *Host) run(ctx context.Context, inv *invocation) error {
+	out, err := inv.opened.Execute(ctx, sandbox.Call{
+		Limits: limitsOf(inv.tool),
+		Input:  inv.call.Input,
+		OnLog:  inv.call.OnLog,
+		Fetch:  fetchFunc(h.gate, inv.policy),
+		Redact: h.gate.Redactor(inv.policy),
+	})
+	inv.res.Logs = out.Logs
+	if err != nil {
+		return err
+	}
+	if out.Failure != nil {
+		return inv.fail(out.Failure.Kind, out.Failure.Message)
+	}
+	inv.res.OK, inv.res.Output = true, out.Output
+	return nil
+}
+
+// newRunner makes the runner Options ask for: the in-process sandbox, or a
+// pool of worker processes (size workers).
+func newRunner(o Options, size int) (sandbox.Runner, error) {
+	switch o.Isolation {
+	case InProcess:
+		return sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger})
+	case Workers:
+		return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger})
+	}
+	return nil, fmt.Errorf("unknown isolation %d", o.Isolation)
+}
