@@ -48,13 +48,6 @@ type loaded struct {
 	comp   *wasmtime.Component
 	digest string // sha256 of the component bytes
 
-	// What the tool says about itself, asked once per component version and
-	// only when someone wants it (listing, checking): a tool whose describe
-	// misbehaves can still be called, and reports its own failure kinds.
-	infoOnce sync.Once
-	info     Info
-	infoErr  error
-
 	// fromDisk tells whether the compiled code came from the disk cache.
 	fromDisk bool
 	compile  time.Duration
