@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,9 +140,27 @@ func (c *stdioConn) readLoop(br *bufio.Reader) {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.EOF // RunStdio treats a plain EOF as the client leaving
+				c.drain()
 			}
 			c.readErr <- err
 			return
+		}
+	}
+}
+
+// drain waits until every request read has been answered: a client that
+// closes its end after its last request (`... | maiden serve`) still gets
+// the answers, where ending the session at once would drop them. Each call
+// is bounded by its tool's timeout; Close and the server's context still
+// end the wait.
+func (c *stdioConn) drain() {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for c.calls.len() > 0 {
+		select {
+		case <-c.closed:
+			return
+		case <-t.C:
 		}
 	}
 }
