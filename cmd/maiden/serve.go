@@ -36,6 +36,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxConc := fs.Int("max-concurrent", 0, "calls running at once, all sessions together (default: 4 per CPU)")
 	maxQueued := fs.Int("max-queued", 0, "calls waiting for a turn before new ones are refused (default 1024; -1: none)")
 	watch := fs.Bool("watch", true, "reload agent.toml and tell clients when it or a tool file changes")
+	idle := fs.Duration("session-idle", mcpserver.DefaultSessionIdle, "with -http: close a session after this long without a request (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -101,7 +102,23 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
-	return serveHTTP(ctx, srv, h, *addr, mcpserver.HTTPOptions{AllowedOrigins: origins, AuthToken: token}, stderr, logger)
+	o := mcpserver.HTTPOptions{AllowedOrigins: origins, AuthToken: token, SessionIdle: *idle}
+	if *idle <= 0 {
+		o.SessionIdle = -1 // HTTPOptions' "never"; its 0 is the default
+	}
+	return serveHTTP(ctx, srv, h, *addr, o, stderr, logger)
+}
+
+// httpTimeouts bound what a client may hold open without sending. There
+// is no WriteTimeout: it would cut off long-lived SSE streams (a client's
+// GET for notifications never ends) and calls that legitimately run up to
+// a tool's timeout (ten minutes at most); ReadTimeout does not touch them,
+// since net/http clears the read deadline once a request has been read.
+// A variable so tests can shorten them.
+var httpTimeouts = struct{ readHeader, read, idle time.Duration }{
+	readHeader: 10 * time.Second, // the headers of a request
+	read:       60 * time.Second, // a whole request, body included (up to max_input_bytes)
+	idle:       2 * time.Minute,  // a kept-alive connection between requests
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -118,7 +135,9 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr 
 	}
 	hs := &http.Server{
 		Handler:           srv.HTTPHandler(o),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: httpTimeouts.readHeader,
+		ReadTimeout:       httpTimeouts.read,
+		IdleTimeout:       httpTimeouts.idle,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	fmt.Fprintf(stderr, "maiden serve: MCP over streamable HTTP at http://%s%s\n", ln.Addr(), mcpserver.Path)

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// TestServeStdioSurvivesBadInput: through the real command, a malformed
+// line and an oversized one are answered and the session goes on to answer
+// a ping; before, the first bad line ended `maiden serve`.
+func TestServeStdioSurvivesBadInput(t *testing.T) {
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(src), "version = 1\n", "version = 1\nmax_input_bytes = 1024\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`this is not JSON`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 200<<10) + `"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("y", 2000) + `"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+	}, "\n") + "\n"
+	r := cli(t, in, "serve", "-config", cfg, "-watch=false")
+	if r.code != 0 {
+		t.Fatalf("serve exited %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"invalid request: message of 204898 bytes refused`,
+		`"text":"input: the arguments are 2014 bytes, more than the 1024 that max_input_bytes allows`,
+		`{"jsonrpc":"2.0","id":4,"result":{}}`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %s\nstdout:\n%.2000s", want, r.stdout)
+		}
+	}
+}
+
+// startHTTP runs `maiden serve -http` on a free loopback port until the
+// test ends and returns its base URL.
+func startHTTP(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr testkit.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "-http", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Error("serve did not stop within 60s of cancellation")
+		}
+	})
+	re := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/mcp`)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return "http://" + m[1]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start in 60s: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// shortTimeouts makes the HTTP server's timeouts short for one test.
+func shortTimeouts(t *testing.T) {
+	old := httpTimeouts
+	httpTimeouts.readHeader, httpTimeouts.read, httpTimeouts.idle = time.Second, 2*time.Second, 2*time.Second
+	t.Cleanup(func() { httpTimeouts = old })
+}
+
+// closedWithin reports whether the server closes conn within limit (the
+// bound is generous: it only has to tell "closed" from "held forever").
+func closedWithin(conn net.Conn, limit time.Duration) bool {
+	conn.SetReadDeadline(time.Now().Add(limit))
+	_, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestServeHTTPTimeouts: a client that sends part of a request and stops,
+// or keeps an idle connection, is cut off; a client's notification stream
+// (SSE GET) outlives those timeouts and still delivers.
+func TestServeHTTPTimeouts(t *testing.T) {
+	shortTimeouts(t)
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	base := startHTTP(t, "-config", cfg)
+	addr := strings.TrimPrefix(base, "http://")
+
+	t.Run("slow body", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":", addr)
+		if !closedWithin(conn, 30*time.Second) {
+			t.Error("a request whose body never comes held its connection for 30s (read timeout 2s)")
+		}
+	})
+	t.Run("slow headers", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\n", addr)
+		if !closedWithin(conn, 30*time.Second) {
+			t.Error("unfinished headers held the connection for 30s (header timeout 1s)")
+		}
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET /nothing HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if !closedWithin(conn, 30*time.Second) {
+			t.Error("an idle kept-alive connection was held for 30s (idle timeout 2s)")
+		}
+	})
+	t.Run("notification stream outlives the timeouts", func(t *testing.T) {
+		session := initHTTP(t, base)
+		req, _ := http.NewRequest(http.MethodGet, base+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream: %s", resp.Status)
+		}
+		// Longer than every timeout, then make the tool list change.
+		time.Sleep(3 * time.Second)
+		src, _ := os.ReadFile(cfg)
+		add := fmt.Sprintf("\n[tools.echo2]\npath = %q\n", testkit.Component(t, "echo"))
+		if err := os.WriteFile(cfg, append(src, add...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan bool, 1)
+		go func() {
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "notifications/tools/list_changed") {
+					got <- true
+					return
+				}
+			}
+			got <- false
+		}()
+		select {
+		case ok := <-got:
+			if !ok {
+				t.Error("the notification stream ended before the list change arrived")
+			}
+		case <-time.After(60 * time.Second):
+			t.Error("no list_changed on the notification stream in 60s")
+		}
+	})
+}
+
+// initHTTP opens a session with raw requests and returns its id.
+func initHTTP(t *testing.T, base string) string {
+	t.Helper()
+	code, session := postHTTP(t, base, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	if code != http.StatusOK || session == "" {
+		t.Fatalf("initialize: %d", code)
+	}
+	if code, _ := postHTTP(t, base, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("initialized: %d", code)
+	}
+	return session
+}
+
+func postHTTP(t *testing.T, base, session, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+}
+
+// TestServeSessionIdleFlag: -session-idle closes sessions nobody uses; a
+// request on an expired session is told it is gone (404), so the client
+// starts a new one.
+func TestServeSessionIdleFlag(t *testing.T) {
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	base := startHTTP(t, "-config", cfg, "-session-idle", "1s", "-watch=false")
+	session := initHTTP(t, base)
+	// Each ping on a live session restarts its idle time, so ping less
+	// often than that.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		time.Sleep(2 * time.Second)
+		code, _ := postHTTP(t, base, session, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+		if code == http.StatusNotFound {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session still answers (%d) 60s after it went idle (-session-idle 1s)", code)
+		}
+	}
+}
