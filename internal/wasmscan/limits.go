@@ -22,21 +22,29 @@ import (
 )
 
 // Costs are the host bytes assumed per item of per-instance state, for
-// Totals.HostBytes. The defaults are wasmtime 39's own layout where it is
-// fixed, rounded up, checked against measurements (see the package tests'
-// BenchmarkInstanceState in internal/sandbox and the report in issue 9):
+// Totals.HostBytes. They are wasmtime 39's own layout, taken at its worst
+// (every item touched), and checked against resident memory measured on
+// instantiation (go test ./internal/sandbox -run '^$' -bench InstanceState
+// -benchtime 1x, one case per process):
 //
-//   - Instance: the instance record, its context header, the handle in the
-//     store and the allocations around them.
-//   - Global: one VMGlobalDefinition (16 bytes) in the instance context.
-//   - Function: one VMFuncRef (32 bytes) per defined function, or one
-//     VMFunctionImport (24 bytes) per imported one.
-//   - TableElement: one pointer per initial element (8 bytes).
-//   - ElemEntry: active segments land in tables (already counted);
-//     passive segments stay in the shared module, so 0 by default.
+//   - Global: one VMGlobalDefinition (16 bytes) in the instance context;
+//     measured 16.0 bytes per global (100 instances of 100,000 globals).
+//   - Function: one VMFuncRef (32 bytes) per function that escapes (exported,
+//     in a table, ref.func), one VMFunctionImport (24 bytes) per imported
+//     one. Measured ~0 for functions that do not escape; 32 is the bound.
+//   - TableElement: one pointer (8 bytes) per initial element. wasmtime
+//     reserves tables and fills funcref entries lazily, so instantiation
+//     measured ~0 resident bytes even for a table an element segment fills;
+//     a guest that touches every entry makes all 8 resident.
+//   - Instance: the instance record, its context header and the store's
+//     bookkeeping. Too small to see in resident memory next to the rest (1,000
+//     empty instances: ~8 bytes each, all from already-resident heap); 8 KiB
+//     is a deliberately generous allowance.
+//   - ElemEntry: active segments land in tables (counted there) and passive
+//     ones stay in the shared module, so 0.
 //
 // Data segments are copied into linear memory, which memory_mb already
-// charges, so they have no cost here; Limits.DataBytes bounds them instead.
+// charges, so they cost nothing here; Limits.DataBytes bounds them instead.
 type Costs struct {
 	Instance, Global, Function, TableElement, ElemEntry uint64
 }
@@ -67,9 +75,13 @@ type Limits struct {
 	HostBytes uint64
 }
 
-// DefaultLimits are maiden's. Real tools sit far below them: a standard Go
-// tool creates 4 core instances with 21 globals, and a componentize-js tool
-// 5 with under 500 (the package tests check every tool the repository builds).
+// DefaultLimits are maiden's. Real tools sit far below them (the package
+// tests scan every tool the repository builds): a standard Go tool (3.3-3.9
+// MB) creates 4 core instances with 11 globals, ~6,500 table elements and an
+// estimated 160 KiB of host state; a componentize-js tool (12 MB) 4 with 4
+// globals, 7,717 table elements and ~490 KiB; the WAT fixtures 1-3 with one
+// global each. The attack (100 instances of a million globals) is 100
+// million globals and an estimated 1.5 GiB.
 var DefaultLimits = Limits{
 	CoreInstances: 1000,
 	Tables:        20,
