@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -194,7 +196,16 @@ func newRunner(o Options, size int) (sandbox.Runner, error) {
 	case InProcess:
 		return sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger})
 	case Workers:
-		return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger})
+		dir := o.CacheDir
+		switch dir {
+		case "off":
+			dir = ""
+		case "":
+			if d, err := os.UserCacheDir(); err == nil {
+				dir = filepath.Join(d, "maiden", "components")
+			}
+		}
+		return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger, CacheDir: dir})
 	}
 	return nil, fmt.Errorf("unknown isolation %d", o.Isolation)
 }

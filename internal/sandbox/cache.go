@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/compcache"
+	"github.com/maiden-run/maiden/internal/wasmscan"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 )
 
@@ -332,6 +333,18 @@ func (c *cache) compile(path string, key fileKey) (*loaded, error) {
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
 	start := time.Now()
+	if looksLikeComponent(data) {
+		// Per-instance state is bounded before anything is compiled or
+		// instantiated, on a disk-cache hit too (the limits may have
+		// changed since it was compiled).
+		if err := CheckBinary(data); err != nil {
+			if errors.Is(err, wasmscan.ErrMalformed) {
+				// Cut short: perhaps still being written in place.
+				err = &halfWritten{err}
+			}
+			return nil, err
+		}
+	}
 
 	if comp, size := c.fromDisk(digest); comp != nil {
 		return &loaded{comp: comp, digest: digest, fromDisk: true, compile: time.Since(start), size: size}, nil

@@ -26,6 +26,9 @@ func (s *Sandbox) Compile(wasm []byte) ([]byte, error) {
 	if !looksLikeComponent(wasm) {
 		return nil, fmt.Errorf("%w: not a WebAssembly component (%s)", ErrInvalidTool, describeMagic(wasm))
 	}
+	if err := CheckBinary(wasm); err != nil {
+		return nil, err
+	}
 	comp, err := s.engine.NewComponent(wasm)
 	if err != nil {
 		return nil, fmt.Errorf("%w: compile: %v", ErrInvalidTool, err)

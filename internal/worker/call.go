@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/compcache"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
@@ -62,23 +63,46 @@ func (p *Pool) engineFingerprint(ctx context.Context) (string, error) {
 	return w.fingerprint, nil
 }
 
-func (p *Pool) artifact(key string) ([]byte, bool) {
-	if b, ok := p.mem.Get(key); ok {
+// openDisk opens the disk cache once the workers' engine fingerprint is
+// known (artifacts are only valid for the engine that made them).
+func (p *Pool) openDisk(ctx context.Context) error {
+	if p.opts.CacheDir == "" {
+		return nil
+	}
+	fp, err := p.engineFingerprint(ctx)
+	if err != nil {
+		return err
+	}
+	p.diskOnce.Do(func() {
+		c, err := compcache.Open(p.opts.CacheDir, fp, p.log)
+		if err != nil {
+			p.log.Warn("compiled-component disk cache disabled", "error", err)
+			return
+		}
+		p.disk = c
+	})
+	return nil
+}
+
+// artifact finds compiled code: in memory, else in the disk cache, which
+// returns only bytes that match the digest recorded when maiden wrote them.
+func (p *Pool) artifact(digest string) ([]byte, bool) {
+	if b, ok := p.mem.Get(digest); ok {
 		return b, true
 	}
-	if p.opts.Artifacts != nil {
-		if b, ok := p.opts.Artifacts.Get(key); ok {
-			_ = p.mem.Put(key, b)
+	if p.disk != nil {
+		if b, err := p.disk.Load(digest); err == nil {
+			_ = p.mem.Put(digest, b)
 			return b, true
 		}
 	}
 	return nil, false
 }
 
-func (p *Pool) storeArtifact(key string, code []byte) {
-	_ = p.mem.Put(key, code)
-	if p.opts.Artifacts != nil {
-		if err := p.opts.Artifacts.Put(key, code); err != nil {
+func (p *Pool) storeArtifact(digest string, code []byte) {
+	_ = p.mem.Put(digest, code)
+	if p.disk != nil {
+		if err := p.disk.Put(digest, code); err != nil {
 			p.log.Warn("cannot store compiled component", "error", err)
 		}
 	}

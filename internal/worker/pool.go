@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/compcache"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
@@ -55,8 +56,9 @@ type Options struct {
 	CompileCPU uint64
 	// CompileMemory bounds a compiling worker's data memory; 0 means 4 GiB.
 	CompileMemory uint64
-	// Artifacts stores compiled code by key; nil keeps it in memory only.
-	Artifacts Artifacts
+	// CacheDir holds compiled components between runs (the parent reads and
+	// writes it; workers open no file). "" keeps them in memory only.
+	CacheDir string
 	// StartTimeout bounds a worker's start-up; 0 means 10 s.
 	StartTimeout time.Duration
 }
@@ -69,14 +71,6 @@ const DefaultAllowance = 64 << 20
 
 // maxLoadedPerWorker bounds the compiled components one worker holds.
 const maxLoadedPerWorker = 8
-
-// Artifacts stores compiled code. Keys name the component bytes and the
-// engine that compiled them. Get must return only bytes that Put stored (a
-// disk store verifies them).
-type Artifacts interface {
-	Get(key string) ([]byte, bool)
-	Put(key string, code []byte) error
-}
 
 // Errors.
 var (
@@ -100,9 +94,11 @@ type Pool struct {
 	fpOnce      sync.Once
 	fingerprint string
 
-	reg   registry
-	infos sandbox.InfoCache
-	mem   *memArtifacts
+	reg      registry
+	infos    sandbox.InfoCache
+	mem      *memArtifacts
+	diskOnce sync.Once
+	disk     *compcache.Cache // nil: no disk cache
 }
 
 // New creates a pool. Workers start on first use.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -175,8 +176,8 @@ func (p *proc) diagnosis() string {
 			how = "exit status " + strconv.Itoa(st.ExitCode())
 		}
 	}
-	if tail := p.stderr.String(); tail != "" {
-		how += ": " + lastLine(tail)
+	if first := p.stderr.first(); first != "" {
+		how += ": " + first
 	}
 	return how
 }
@@ -191,17 +192,6 @@ func (p *proc) outOfMemory() bool {
 		}
 	}
 	return false
-}
-
-func lastLine(s string) string {
-	s = string(bytes.TrimSpace([]byte(s)))
-	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }
 
 // setDataLimit sets the worker's RLIMIT_DATA soft limit (private writable
@@ -252,26 +242,54 @@ func vmData(pid int) (uint64, error) {
 	return 0, errors.New("no VmData in /proc status")
 }
 
-// tailBuffer keeps the last max bytes written (a worker's stderr: crash
-// messages), so a chatty or hostile worker cannot grow the parent.
+// tailBuffer keeps the first and the last max/2 bytes written (a worker's
+// stderr: a crash's first line says why, a runtime's goroutine dump
+// follows), so a chatty or hostile worker cannot grow the parent.
 type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
+	mu      sync.Mutex
+	max     int
+	head    []byte
+	tail    []byte
+	skipped bool
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	n := len(p)
+	if room := t.max/2 - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
 	}
-	return len(p), nil
+	t.tail = append(t.tail, p...)
+	if len(t.tail) > t.max/2 {
+		t.tail = append(t.tail[:0], t.tail[len(t.tail)-t.max/2:]...)
+		t.skipped = true
+	}
+	return n, nil
 }
 
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.b)
+	if t.skipped {
+		return string(t.head) + "\n…\n" + string(t.tail)
+	}
+	return string(t.head) + string(t.tail)
+}
+
+// first is the first non-empty line: where a crash says why.
+func (t *tailBuffer) first() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, line := range strings.Split(string(t.head), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			if len(line) > 300 {
+				line = line[:300] + "…"
+			}
+			return line
+		}
+	}
+	return ""
 }

@@ -36,7 +36,7 @@ type version struct {
 	key     fileKey
 	ready   chan struct{}
 	digest  string // of the component bytes
-	art     string // artifact key: digest and engine fingerprint
+	art     string // the artifact's key (the digest: one pool, one engine)
 	cached  bool   // compiled code was already stored
 	compile time.Duration
 	err     error
@@ -116,15 +116,21 @@ func (r *registry) load(ctx context.Context, path string, v *version, mtime time
 		v.err = err
 		return
 	}
-	sum := sha256.Sum256(data)
-	v.digest = hex.EncodeToString(sum[:])
-	start := time.Now()
-	fp, err := r.pool.engineFingerprint(ctx)
-	if err != nil {
+	// Per-instance state is bounded by reading the bytes, before anything
+	// is compiled or instantiated, on a cache hit too.
+	if err := sandbox.CheckBinary(data); err != nil {
 		v.err = err
 		return
 	}
-	v.art = v.digest + "-" + fp
+	sum := sha256.Sum256(data)
+	v.digest = hex.EncodeToString(sum[:])
+	start := time.Now()
+	if err := r.pool.openDisk(ctx); err != nil {
+		v.err = err
+		return
+	}
+	// One pool runs one program, so one engine: the digest names the code.
+	v.art = v.digest
 	if _, ok := r.pool.artifact(v.art); ok {
 		v.cached = true
 		v.compile = time.Since(start)

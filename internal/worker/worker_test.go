@@ -368,3 +368,56 @@ func TestShutdownInterruptsCalls(t *testing.T) {
 		t.Errorf("call after shutdown: %v, want ErrClosed", err)
 	}
 }
+
+// TestBigHostCallArguments is the hardening issue's third finding: a tool
+// with no network passes a 59 MB body (or 3.7 M headers) to http-fetch,
+// which wasmtime expands at 32 bytes per byte before any maiden code runs.
+// In a worker that expansion meets the worker's memory limit: the call is
+// kind memory and the parent does not grow.
+func TestBigHostCallArguments(t *testing.T) {
+	p := newPool(t, &Options{Size: 1})
+	path := testkit.Component(t, "bigargs")
+	l := sandbox.Limits{Timeout: 20 * time.Second, Memory: 64 << 20}
+	before, _ := vmData(os.Getpid())
+	for _, in := range []string{`{"body":true}`, `{"headers":true}`} {
+		t.Run(in, func(t *testing.T) {
+			out := call(t, p, path, in, l)
+			if out.Failure == nil || out.Failure.Kind != sandbox.KindMemory {
+				t.Fatalf("outcome %+v, want kind memory", out)
+			}
+		})
+	}
+	after, _ := vmData(os.Getpid())
+	// The parent only ever holds frames: far below the 1.9 GB the lifting
+	// would cost.
+	if after > before+512<<20 {
+		t.Errorf("parent VmData grew from %d MiB to %d MiB", before>>20, after>>20)
+	}
+}
+
+// TestDiskCacheAcrossPools: a second pool on the same cache directory
+// loads the compiled code the first one stored, verified by compcache.
+func TestDiskCacheAcrossPools(t *testing.T) {
+	dir := t.TempDir()
+	echo := testkit.Component(t, "echo")
+	p1 := newPool(t, &Options{CacheDir: dir})
+	t1, err := p1.Open(context.Background(), echo, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t1.Cached {
+		t.Error("first pool found it cached")
+	}
+	p2 := newPool(t, &Options{CacheDir: dir})
+	t2, err := p2.Open(context.Background(), echo, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !t2.Cached {
+		t.Error("second pool compiled again instead of using the disk cache")
+	}
+	out, err := t2.Execute(context.Background(), sandbox.Call{Limits: lim, Input: `{"message":"from disk"}`})
+	if err != nil || out.Failure != nil || !strings.Contains(out.Output, "from disk") {
+		t.Fatalf("%+v %v", out, err)
+	}
+}
