@@ -1,10 +1,11 @@
 package maiden
 
-// The canonical ABI of world maiden:tool/tool@0.1.0, for a 32-bit linear
-// memory (addresses and lengths are little-endian u32). These helpers do not
-// touch memory themselves: they work through the memory interface, which is
-// the module's own linear memory on wasip1 (abi_wasip1.go) and a byte slice
-// in this package's tests, so the layouts are tested on the host.
+// The canonical ABI of world maiden:tool/tool@0.2.0 (and 0.1.0), for a
+// 32-bit linear memory (addresses and lengths are little-endian u32). These
+// helpers do not touch memory themselves: they work through the memory
+// interface, which is the module's own linear memory on wasip1
+// (abi_wasip1.go) and a byte slice in this package's tests, so the layouts
+// are tested on the host.
 //
 //	string                              ptr u32, len u32 (UTF-8 bytes)
 //	list<T>                             ptr u32, len u32 (elements)
@@ -16,8 +17,15 @@ package maiden
 //	                                           string ptr/len @8/@12 for denied and failed
 //	http-fetch(request) flattens to 11 i32 (method, url, headers, body as
 //	ptr/len pairs; credential as tag, ptr, len) plus the return-area address.
+//
+// 0.2.0 changed the bodies from list<u8> to string. Both are a ptr/len pair
+// with alignment 4, so every layout above is the same in both versions; only
+// the bytes a body's pair points at differ (encodeBody).
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Layout sizes.
 const (
@@ -55,9 +63,10 @@ func loadString(m memory, p uint32) string {
 }
 
 // liftFetchResult decodes http-fetch's return area at ret, copying every
-// string and list out of m (whose storage the caller reuses). The error is
-// nil, a *FetchError from the host, or a malformed-result error.
-func liftFetchResult(m memory, ret uint32) (Response, error) {
+// string and list out of m (whose storage the caller reuses). stringBody
+// says the body is a 0.2.0 string to decode (decodeBody). The error is nil,
+// a *FetchError from the host, or a malformed-result error.
+func liftFetchResult(m memory, ret uint32, stringBody bool) (Response, error) {
 	area := m.bytes(ret, fetchResultSize)
 	switch area[0] {
 	case 0:
@@ -74,7 +83,14 @@ func liftFetchResult(m memory, ret uint32) (Response, error) {
 			}
 		}
 		if bn := le32(area[20:]); bn > 0 {
-			resp.Body = append([]byte(nil), m.bytes(le32(area[16:]), bn)...)
+			raw := m.bytes(le32(area[16:]), bn)
+			if !stringBody {
+				resp.Body = append([]byte(nil), raw...)
+			} else if b, ok := decodeBody(raw); ok {
+				resp.Body = b
+			} else {
+				return Response{}, errors.New("maiden: fetch: malformed result: body has a character above U+00FF")
+			}
 		}
 		return resp, nil
 	case 1:
@@ -89,6 +105,66 @@ func liftFetchResult(m memory, ret uint32) (Response, error) {
 		return Response{}, e
 	}
 	return Response{}, fmt.Errorf("maiden: fetch: malformed result: tag %d", area[0])
+}
+
+// encodeBody is maiden:tool@0.2.0's body encoding: byte b becomes the code
+// point U+0000+b in UTF-8 ("latin-1 in UTF-8"), so ASCII (JSON, text) is
+// unchanged and a byte >= 0x80 takes two bytes. It returns b itself when b
+// is ASCII. Chosen over base64, which grows every body by a third and costs
+// a table lookup per byte, because most bodies are text.
+func encodeBody(b []byte) []byte {
+	high := 0
+	for _, c := range b {
+		high += int(c >> 7)
+	}
+	if high == 0 {
+		return b
+	}
+	out := make([]byte, len(b)+high)
+	n := 0
+	for _, c := range b {
+		if c < 0x80 {
+			out[n] = c
+			n++
+		} else {
+			out[n], out[n+1] = 0xc0|c>>6, 0x80|c&0x3f
+			n += 2
+		}
+	}
+	return out
+}
+
+// decodeBody undoes encodeBody, copying out of s (which may be the arena).
+// It reports false for a character above U+00FF, which stands for no byte.
+func decodeBody(s []byte) ([]byte, bool) {
+	out := make([]byte, len(s)) // the decoded body is never longer
+	n := 0
+	for i := 0; i < len(s); {
+		// ASCII eight bytes at a time: text bodies are the common case.
+		if i+8 <= len(s) && le64(s[i:])&0x8080808080808080 == 0 {
+			copy(out[n:n+8], s[i:i+8])
+			n, i = n+8, i+8
+			continue
+		}
+		c := s[i]
+		switch {
+		case c < 0x80:
+			out[n] = c
+			i++
+		case (c == 0xc2 || c == 0xc3) && i+1 < len(s) && s[i+1]&0xc0 == 0x80:
+			out[n] = c<<6 | s[i+1]&0x3f
+			i += 2
+		default:
+			return nil, false
+		}
+		n++
+	}
+	return out[:n], true
+}
+
+func le64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(le32(b)) | uint64(le32(b[4:]))<<32
 }
 
 // lowerRequest flattens req into http-fetch's first 11 parameters. addr and

@@ -64,7 +64,7 @@ func TestLiftFetchResultOK(t *testing.T) {
 	put32(area[16:], body)
 	put32(area[20:], 11)
 
-	got, err := liftFetchResult(m, ret)
+	got, err := liftFetchResult(m, ret, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestLiftFetchResultEmpty(t *testing.T) {
 	m := newFakeMemory()
 	ret, area := m.area(fetchResultSize)
 	area[4] = 204
-	got, err := liftFetchResult(m, ret)
+	got, err := liftFetchResult(m, ret, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestLiftFetchResultErrors(t *testing.T) {
 			area[0], area[4] = 1, tt.kase
 			put32(area[8:], msg)
 			put32(area[12:], uint32(len(tt.msg)))
-			_, err := liftFetchResult(m, ret)
+			_, err := liftFetchResult(m, ret, true)
 			var fe *FetchError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want a *FetchError", err)
@@ -145,7 +145,7 @@ func TestLiftFetchResultMalformed(t *testing.T) {
 			m := newFakeMemory()
 			ret, area := m.area(fetchResultSize)
 			area[0], area[4] = tt.tag, tt.kase
-			_, err := liftFetchResult(m, ret)
+			_, err := liftFetchResult(m, ret, true)
 			var fe *FetchError
 			if err == nil || errors.As(err, &fe) || !strings.Contains(err.Error(), "malformed") {
 				t.Errorf("err = %v, want a malformed-result error", err)

@@ -40,13 +40,9 @@ import (
 	"unsafe"
 )
 
-// Imports from maiden:tool/host@0.1.0.
-
-//go:wasmimport maiden:tool/host@0.1.0 log
-func logImport(level, msgPtr, msgLen uint32)
-
-//go:wasmimport maiden:tool/host@0.1.0 http-fetch
-func fetchImport(methodPtr, methodLen, urlPtr, urlLen, headersPtr, headersLen, bodyPtr, bodyLen, credTag, credPtr, credLen, ret uint32)
+// The imports (logImport, fetchImport) and what differs between contract
+// versions are in contract_wasip1.go (maiden:tool@0.2.0, the default) and
+// contract010_wasip1.go (0.1.0, with -tags maiden_tool_0_1).
 
 // linearMemory is the module's own memory.
 type linearMemory struct{}
@@ -224,12 +220,16 @@ var (
 func hostFetch(req Request) (Response, error) {
 	fetchMu.Lock()
 	defer fetchMu.Unlock()
+	if stringBodies {
+		// 0.2.0 carries the body as a string, one character per byte.
+		req.Body = encodeBody(req.Body)
+	}
 	p, table := lowerRequest(req, addrOfBytes, addrOfString)
 	// The host calls cabi_realloc for the response while the import runs.
 	prev := debug.SetGCPercent(-1)
 	releaseScratch()
 	fetchImport(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], addrOfFetch(&fetchRet))
-	resp, err := liftFetchResult(linearMemory{}, addrOfFetch(&fetchRet))
+	resp, err := liftFetchResult(linearMemory{}, addrOfFetch(&fetchRet), stringBodies)
 	releaseScratch()
 	debug.SetGCPercent(prev)
 	runtime.KeepAlive(req)

@@ -54,6 +54,16 @@
 // no file system, environment, clock-based timeout or socket access beyond
 // that.
 //
+// # Contract version
+//
+// A tool built with this package targets maiden:tool@0.2.0: request and
+// response bodies cross the host boundary as strings with one character per
+// byte, which the package encodes and decodes (Request.Body and
+// Response.Body are plain bytes), and the component exports its output
+// schema (see [OutputSchemer]; [Func] derives one from a struct Out). Build
+// with -tags maiden_tool_0_1 (GOFLAGS=-tags=maiden_tool_0_1) to target
+// 0.1.0 instead, for a host that predates 0.2.0.
+//
 // # Errors and panics
 //
 // An error returned by Execute becomes the call's tool error (kind "tool"),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 )
@@ -24,6 +25,25 @@ type Tool interface {
 	// the host today; the host enforces the tool's timeout by stopping the
 	// instance.
 	Execute(ctx context.Context, input []byte) ([]byte, error)
+}
+
+// OutputSchemer is implemented by a Tool that declares the JSON Schema of
+// what Execute returns on success. The host reads it once when it loads the
+// tool (maiden:tool@0.2.0's output-schema) and MCP clients see it as the
+// tool's outputSchema. A Tool without it declares none. Func implements it.
+type OutputSchemer interface {
+	// OutputSchema returns the JSON Schema (as text) of Execute's output, or
+	// "" for none. MCP requires an object schema, so a tool whose output is
+	// not a JSON object should return "".
+	OutputSchema() string
+}
+
+// outputSchemaOf is t's output schema, or "" when it declares none.
+func outputSchemaOf(t Tool) string {
+	if o, ok := t.(OutputSchemer); ok {
+		return o.OutputSchema()
+	}
+	return ""
 }
 
 var registered Tool
@@ -48,16 +68,20 @@ func Register(t Tool) {
 func Registered() Tool { return registered }
 
 // Func returns a Tool whose input and output are the Go types In and Out,
-// encoded as JSON. Its schema is SchemaFor[In](). Input that does not decode
-// into In is a tool error that names the problem.
+// encoded as JSON. Its schema is SchemaFor[In](). Its output schema (see
+// OutputSchemer) is SchemaFor[Out]() when Out is a struct or a pointer to
+// one whose JSON encoding is not custom, and none otherwise: MCP's output
+// schemas describe JSON objects. Input that does not decode into In is a
+// tool error that names the problem.
 func Func[In, Out any](description string, fn func(ctx context.Context, in In) (Out, error)) Tool {
 	return &funcTool[In, Out]{desc: description, fn: fn}
 }
 
 type funcTool[In, Out any] struct {
-	desc   string
-	fn     func(context.Context, In) (Out, error)
-	schema string
+	desc      string
+	fn        func(context.Context, In) (Out, error)
+	schema    string
+	outSchema *string // nil until computed; "" is a valid answer
 }
 
 func (f *funcTool[In, Out]) Describe() string { return f.desc }
@@ -67,6 +91,35 @@ func (f *funcTool[In, Out]) Schema() string {
 		f.schema = SchemaFor[In]()
 	}
 	return f.schema
+}
+
+func (f *funcTool[In, Out]) OutputSchema() string {
+	if f.outSchema == nil {
+		s := ""
+		if isPlainStruct(reflect.TypeFor[Out]()) {
+			s = SchemaFor[Out]()
+		}
+		f.outSchema = &s
+	}
+	return *f.outSchema
+}
+
+// isPlainStruct tells whether t (or what it points to) is a struct that
+// encoding/json encodes field by field, i.e. as a JSON object SchemaFor
+// describes.
+func isPlainStruct(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for _, m := range []reflect.Type{jsonMarshalerType, textMarshalerType} {
+		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *funcTool[In, Out]) Execute(ctx context.Context, input []byte) ([]byte, error) {

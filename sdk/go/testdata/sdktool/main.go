@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +37,7 @@ type input struct {
 	Credential string            `json:"credential,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
 	Body       string            `json:"body,omitempty"`
+	BodyB64    string            `json:"body_b64,omitempty"`
 	MB         int               `json:"mb,omitempty"`
 	N          int               `json:"n,omitempty"`
 	Pad        string            `json:"pad,omitempty"`
@@ -74,6 +77,27 @@ func (tool) Execute(ctx context.Context, raw []byte) ([]byte, error) {
 		return []byte{0xff, 0xfe}, nil
 	case "alloc":
 		return []byte(fmt.Sprint(churn(in.MB))), nil
+	case "fetchsum":
+		// Binary bodies both ways: the request body arrives base64 in the
+		// input, the response body is summarised by its length and SHA-256.
+		body, err := base64.StdEncoding.DecodeString(in.BodyB64)
+		if err != nil {
+			return nil, fmt.Errorf("body_b64: %w", err)
+		}
+		resp, err := maiden.Fetch(maiden.Request{Method: in.Method, URL: in.URL, Body: body})
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(resp.Body)
+		return []byte(fmt.Sprintf("%d|%d|%x", resp.Status, len(resp.Body), sum)), nil
+	case "fetchlen":
+		// Only the status and length: what a benchmark of receiving a body
+		// needs, with no per-byte work in the tool.
+		resp, err := maiden.Fetch(maiden.Request{URL: in.URL})
+		if err != nil {
+			return nil, err
+		}
+		return []byte(fmt.Sprintf("%d|%d", resp.Status, len(resp.Body))), nil
 	case "fetch":
 		req := maiden.Request{Method: in.Method, URL: in.URL, Credential: in.Credential, Body: []byte(in.Body)}
 		for k, v := range in.Headers {
