@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -408,5 +409,60 @@ func TestKeyed(t *testing.T) {
 		if err := k.Put(bad, artifact); err == nil {
 			t.Errorf("Put(%q) accepted", bad)
 		}
+	}
+}
+
+// TestConcurrentWritersAndReaders: two caches over one directory (two
+// processes, say) writing and reading the same entry at once. A reader may
+// miss while a writer is between the artifact and its record, but never
+// gets bytes other than the artifact's.
+func TestConcurrentWritersAndReaders(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	caches := []*Cache{open(t, dir), open(t, dir)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := caches[g%2]
+			for i := range 50 {
+				if (g+i)%3 == 0 {
+					if err := c.Put(key, artifact); err != nil {
+						errs <- err
+						return
+					}
+					continue
+				}
+				var b []byte
+				var err error
+				if i%2 == 0 {
+					b, err = c.Load(key)
+				} else {
+					var a *Artifact
+					if a, err = c.OpenFile(key); err == nil {
+						b, err = os.ReadFile(a.Path())
+						a.Close()
+					}
+				}
+				if err == nil && !bytes.Equal(b, artifact) {
+					errs <- errors.New("served bytes that are not the artifact")
+					return
+				}
+				if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrRefused) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	put(t, caches[0])
+	if b, err := caches[1].Load(key); err != nil || !bytes.Equal(b, artifact) {
+		t.Fatalf("after the storm: %v", err)
 	}
 }
