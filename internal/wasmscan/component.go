@@ -22,7 +22,11 @@ type Totals struct {
 	// made of inline exports holds no state and is not counted).
 	CoreInstances uint64
 	// The sums of the Module fields over those instantiations.
-	Functions, Globals, Tables, TableElements, Memories, MemoryBytes, DataBytes, ElemEntries uint64
+	Functions, Imports, Globals, Tables, TableElements, Memories, MemoryBytes, DataBytes, ElemEntries uint64
+	// CanonFunctions counts canonical definitions (lifts, lowers, resource
+	// and task built-ins) over every component instantiation: wasmtime
+	// keeps a record and a function reference per one in each instance.
+	CanonFunctions uint64
 	// HostBytes estimates the host memory the instances hold outside
 	// linear memory (see Costs).
 	HostBytes uint64
@@ -31,6 +35,7 @@ type Totals struct {
 func (t *Totals) addModule(m *Module, c *Costs) {
 	t.CoreInstances = add(t.CoreInstances, 1)
 	t.Functions = add(t.Functions, m.Functions)
+	t.Imports = add(t.Imports, m.Imports)
 	t.Globals = add(t.Globals, m.Globals)
 	t.Tables = add(t.Tables, m.Tables)
 	t.TableElements = add(t.TableElements, m.TableElements)
@@ -45,6 +50,8 @@ func (t *Totals) addModule(m *Module, c *Costs) {
 func (t *Totals) addTimes(u *Totals, n uint64) {
 	t.CoreInstances = add(t.CoreInstances, mul(u.CoreInstances, n))
 	t.Functions = add(t.Functions, mul(u.Functions, n))
+	t.Imports = add(t.Imports, mul(u.Imports, n))
+	t.CanonFunctions = add(t.CanonFunctions, mul(u.CanonFunctions, n))
 	t.Globals = add(t.Globals, mul(u.Globals, n))
 	t.Tables = add(t.Tables, mul(u.Tables, n))
 	t.TableElements = add(t.TableElements, mul(u.TableElements, n))
@@ -140,6 +147,7 @@ func maxModule(a, b Module) Module {
 	return Module{
 		Size:          max(a.Size, b.Size),
 		Functions:     max(a.Functions, b.Functions),
+		Imports:       max(a.Imports, b.Imports),
 		Globals:       max(a.Globals, b.Globals),
 		Tables:        max(a.Tables, b.Tables),
 		TableElements: max(a.TableElements, b.TableElements),
@@ -192,13 +200,20 @@ func (s *scanner) component(r *reader) (*summary, error) {
 			}
 		case 6:
 			s.aliases(sec, sc)
+		case 8:
+			// Like a module's globals, the count of a valid component is
+			// exact; the entries need no decoding.
+			n := uint64(sec.count("canonical function", 1))
+			sc.self.known.CanonFunctions = add(sc.self.known.CanonFunctions, n)
+			sc.self.known.HostBytes = add(sc.self.known.HostBytes, mul(n, s.costs.Canon))
+			sec.off = len(sec.b)
 		case 10:
 			imports(sec, sc)
 		case 11:
 			exports(sec, sc)
 		default:
-			// Custom sections, types, canonical functions, start and
-			// values define no core modules, components or instances.
+			// Custom sections, types, start and values define no core
+			// modules, components or instances.
 			sec.off = len(sec.b)
 		}
 		r.finish(sec, fmt.Sprintf("component section %d", id))

@@ -40,22 +40,27 @@ import (
 //     bookkeeping. Too small to see in resident memory next to the rest (1,000
 //     empty instances: ~8 bytes each, all from already-resident heap); 8 KiB
 //     is a deliberately generous allowance.
+//   - Import: a VMTableImport or VMMemoryImport (24 bytes), smaller for a
+//     global or tag; 24 for each.
+//   - Canon: per canonical definition in each component instance, a
+//     lowering record and a function reference (48 bytes); 64 for each.
 //   - ElemEntry: active segments land in tables (counted there) and passive
 //     ones stay in the shared module, so 0.
 //
 // Data segments are copied into linear memory, which memory_mb already
 // charges, so they cost nothing here; Limits.DataBytes bounds them instead.
 type Costs struct {
-	Instance, Global, Function, TableElement, ElemEntry uint64
+	Instance, Global, Function, Import, TableElement, ElemEntry, Canon uint64
 }
 
 // DefaultCosts is what Scan assumes.
-var DefaultCosts = &Costs{Instance: 8 << 10, Global: 16, Function: 32, TableElement: 8}
+var DefaultCosts = &Costs{Instance: 8 << 10, Global: 16, Function: 32, Import: 24, TableElement: 8, Canon: 64}
 
 func (c *Costs) hostBytes(m *Module) uint64 {
 	b := c.Instance
 	b = add(b, mul(m.Globals, c.Global))
 	b = add(b, mul(m.Functions, c.Function))
+	b = add(b, mul(m.Imports, c.Import))
 	b = add(b, mul(m.TableElements, c.TableElement))
 	return add(b, mul(m.ElemEntries, c.ElemEntry))
 }

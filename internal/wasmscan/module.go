@@ -9,7 +9,10 @@ type Module struct {
 	// Functions counts defined and imported functions: each has a slot in
 	// the instance's context (a function reference or an import record).
 	Functions uint64
-	// Globals counts defined globals (imported ones live elsewhere).
+	// Imports counts imported tables, memories, globals and tags: each
+	// has a record in the instance's context pointing at its owner.
+	Imports uint64
+	// Globals counts defined globals (an imported one is in Imports).
 	Globals uint64
 	// Tables and TableElements count defined tables and their initial
 	// elements, which are allocated at instantiation.
@@ -107,14 +110,18 @@ func importSection(r *reader, m *Module) {
 			m.Functions = add(m.Functions, 1)
 		case 0x01:
 			tableType(r)
+			m.Imports = add(m.Imports, 1)
 		case 0x02:
 			memType(r)
+			m.Imports = add(m.Imports, 1)
 		case 0x03:
 			valType(r)
 			r.byte() // mutability
+			m.Imports = add(m.Imports, 1)
 		case 0x04: // tag
 			r.byte()
 			r.u32()
+			m.Imports = add(m.Imports, 1)
 		default:
 			r.fail("unknown import kind 0x%02x", kind)
 		}

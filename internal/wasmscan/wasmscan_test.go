@@ -2,10 +2,12 @@ package wasmscan_test
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/maiden-run/maiden/internal/wasmscan"
 	"github.com/maiden-run/maiden/internal/wasmscan/scantest"
 )
@@ -294,6 +296,65 @@ func TestScanAllocatesOnlyWhatIsThere(t *testing.T) {
 
 func BenchmarkScanAttack(b *testing.B) {
 	bin := scantest.Component(scantest.Module(scantest.ModuleSpec{Globals: 1_000_000}), 100)
+	b.SetBytes(int64(len(bin)))
+	for b.Loop() {
+		if _, err := wasmscan.Scan(bin); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestImportsAndCanonsAreCharged: state that is neither a global nor a
+// table still costs host memory per instance: a record per imported global
+// (or table, memory, tag) in each core instance, and one per canonical
+// definition in each component instance. Both multiply with instantiation.
+func TestImportsAndCanonsAreCharged(t *testing.T) {
+	const n = 100_000
+	imps := uleb(nil, n)
+	for range n {
+		imps = append(imps, 1, 'm', 1, 'g', 0x03, 0x7f, 0x00) // import "m" "g" (global i32)
+	}
+	importer := append([]byte("\x00asm\x01\x00\x00\x00"), sec(2, imps)...)
+	// n canonical definitions (resource.drop of type 0, 2 bytes each): the
+	// scanner counts them without decoding.
+	canons := uleb(nil, n)
+	for range n {
+		canons = append(canons, 0x03, 0x00)
+	}
+	tests := []struct {
+		name string
+		b    []byte
+		want wasmscan.Totals
+	}{
+		{"imported globals", comp(sec(1, importer), coreInst(0, 100)), wasmscan.Totals{CoreInstances: 100, Imports: 100 * n}},
+		{"canonical definitions", scantest.Nest(comp(sec(8, canons)), 100), wasmscan.Totals{CanonFunctions: 100 * n}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := wasmscan.Scan(tc.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := st.Totals
+			got.HostBytes = 0
+			if got != tc.want {
+				t.Errorf("totals\n got %+v\nwant %+v", got, tc.want)
+			}
+			err = wasmscan.DefaultLimits.Check(st.Totals)
+			if !errors.Is(err, wasmscan.ErrLimit) || !strings.Contains(err.Error(), "of host memory by estimate") {
+				t.Fatalf("Check = %v, want the host-memory limit", err)
+			}
+		})
+	}
+}
+
+// BenchmarkScanJS scans a componentize-js tool (12 MB), the largest real
+// component the repository builds: the cost CheckBinary adds to a load.
+func BenchmarkScanJS(b *testing.B) {
+	bin, err := os.ReadFile(testkit.Component(b, "js/echo"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.SetBytes(int64(len(bin)))
 	for b.Loop() {
 		if _, err := wasmscan.Scan(bin); err != nil {
