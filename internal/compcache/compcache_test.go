@@ -374,44 +374,6 @@ func remove(t *testing.T, path string) {
 	}
 }
 
-// TestKeyed: the worker pool's "DIGEST-FINGERPRINT" keys, verified like
-// any entry.
-func TestKeyed(t *testing.T) {
-	k, err := OpenKeyed(filepath.Join(t.TempDir(), "cache"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	fpKey := key + "-wasmtime-39.0.1/x86_64/epoch=true"
-	if _, ok := k.Get(fpKey); ok {
-		t.Fatal("hit in an empty cache")
-	}
-	if err := k.Put(fpKey, artifact); err != nil {
-		t.Fatal(err)
-	}
-	if b, ok := k.Get(fpKey); !ok || !bytes.Equal(b, artifact) {
-		t.Fatalf("Get after Put: %d bytes, %v", len(b), ok)
-	}
-	if _, ok := k.Get(key + "-another-engine"); ok {
-		t.Fatal("another engine's key hit")
-	}
-	arts, _ := filepath.Glob(filepath.Join(k.Dir(), key[:2], "*.cwasm"))
-	if len(arts) != 1 {
-		t.Fatalf("artifacts %v", arts)
-	}
-	b := readFile(t, arts[0])
-	b[len(b)/2] ^= 1
-	overwrite(t, arts[0], b)
-	if _, ok := k.Get(fpKey); ok {
-		t.Fatal("served a tampered artifact")
-	}
-	for _, bad := range []string{"", key, "../../x-fp", strings.Repeat("g", 64) + "-fp"} {
-		if err := k.Put(bad, artifact); err == nil {
-			t.Errorf("Put(%q) accepted", bad)
-		}
-	}
-}
-
 // TestConcurrentWritersAndReaders: two caches over one directory (two
 // processes, say) writing and reading the same entry at once. A reader may
 // miss while a writer is between the artifact and its record, but never
