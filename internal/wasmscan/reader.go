@@ -124,7 +124,16 @@ func (r *reader) take(n uint32, what string) *reader {
 	return sub
 }
 
-func (r *reader) skip(n uint32, what string) { r.take(n, what) }
+func (r *reader) skip(n uint32, what string) {
+	if r.err != nil {
+		return
+	}
+	if uint64(n) > uint64(r.remaining()) {
+		r.fail("%s of %d bytes runs past the end (%d bytes left)", what, n, r.remaining())
+		return
+	}
+	r.off += int(n)
+}
 
 // name skips a length-prefixed UTF-8 name (validity is wasmtime's business).
 func (r *reader) name() { r.skip(r.u32(), "name") }
