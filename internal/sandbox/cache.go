@@ -411,6 +411,13 @@ func (c *cache) fromDisk(digest string) (*wasmtime.Component, int64) {
 	defer a.Close()
 	comp, err := c.engine.DeserializeComponentFile(a.Path())
 	if err != nil {
+		// Without /proc (some containers) the open file has no path to
+		// map: load the verified bytes instead.
+		if b, lerr := c.disk.Load(digest); lerr == nil {
+			comp, err = c.engine.DeserializeComponent(b)
+		}
+	}
+	if err != nil {
 		// Ours and intact, but not loadable (another wasmtime build with the
 		// same fingerprint?): compile again and overwrite it.
 		c.log.Warn("ignoring unloadable compiled component in cache", "digest", digest, "error", err)
