@@ -72,21 +72,27 @@ func TestLimitStoreRefusesAtRunTime(t *testing.T) {
 	type spec = scantest.ModuleSpec
 	lim := Limits{Timeout: 30 * time.Second, Memory: 32 << 20}
 	tests := []struct {
-		name string
-		b    []byte
-		kind Kind
-		msg  string
+		name   string
+		b      []byte
+		kind   Kind
+		msg    string
+		atLoad bool // CheckBinary refuses it first
 	}{
 		// wasmtime refuses more than 1,000 instances in one component at
 		// compile time; nesting gets past that, and the store stops it.
-		{"1100 instances", scantest.Nest(scantest.Component(mod(spec{}), 100), 11), KindTrap, "instance count too high at 1001"},
-		{"21 tables", scantest.Component(mod(spec{Tables: 3}), 7), KindTrap, "table count too high at 21"},
-		{"21 memories", scantest.Component(mod(spec{Memories: 1}), 21), KindTrap, "memory count too high at 21"},
-		// 32 MiB / 8 bytes / 20 tables = 209,715 elements per table.
-		{"table over its element limit", scantest.Component(mod(spec{Table: 300_000}), 1), KindTrap, "table"},
+		{"1100 instances", scantest.Nest(scantest.Component(mod(spec{}), 100), 11), KindTrap, "instance count too high at 1001", true},
+		{"21 tables", scantest.Component(mod(spec{Tables: 3}), 7), KindTrap, "table count too high at 21", true},
+		{"21 memories", scantest.Component(mod(spec{Memories: 1}), 21), KindTrap, "memory count too high at 21", true},
+		// 32 MiB / 8 bytes / 20 tables = 209,715 elements per table: the
+		// store's per-table bound follows memory_mb, so only the call
+		// knows it.
+		{"table over its element limit", scantest.Component(mod(spec{Table: 300_000}), 1), KindTrap, "table minimum size of 300000 elements exceeds table limits", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if err := CheckBinary(tc.b); (err != nil) != tc.atLoad {
+				t.Errorf("CheckBinary = %v, want refused at load: %v", err, tc.atLoad)
+			}
 			comp, err := sb.engine.NewComponent(tc.b)
 			if err != nil {
 				t.Fatal(err)
