@@ -391,6 +391,9 @@ func TestInPlaceWriteIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := newSandbox(t, nil)
+	// The hook below finishes the write; a long settle time keeps a slow
+	// machine (a pause between writing and loading) from mattering.
+	sb.cache.settleTime = time.Minute
 	for _, tc := range []struct {
 		name  string
 		first []byte // what the call sees
