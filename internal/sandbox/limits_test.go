@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,6 +36,30 @@ func TestLimitRefusesInstanceStateAttack(t *testing.T) {
 		t.Fatalf("the attack fixture is not a valid component: %v", err)
 	}
 	comp.Close()
+}
+
+// TestLimitAttackRefusedAtLoad: through the sandbox's own load path (the
+// compile cache), the attack is a result of kind invalid carrying the
+// message, and nothing was instantiated (no linear memory was ever created).
+func TestLimitAttackRefusedAtLoad(t *testing.T) {
+	sb := newSandbox(t, &Options{CacheDir: "off"})
+	path := filepath.Join(t.TempDir(), "globals.wasm")
+	attack := scantest.Component(scantest.Module(scantest.ModuleSpec{Globals: 1_000_000, Memories: 1}), 100)
+	if err := os.WriteFile(path, attack, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "component creates 100 core instances holding 100,000,000 globals in total (maiden allows at most 1,000,000)"
+	lim := Limits{Timeout: 10 * time.Second, Memory: 1 << 20}
+	if _, err := sb.Load(context.Background(), path, lim); !errors.Is(err, ErrInvalidTool) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Load = %v, want ErrInvalidTool containing %q", err, want)
+	}
+	out := execute(t, sb, path, "{}", lim)
+	if out.Failure == nil || out.Failure.Kind != KindInvalid || !strings.Contains(out.Failure.Message, want) {
+		t.Fatalf("Execute = %+v, want invalid containing %q", out.Failure, want)
+	}
+	if out.MemoryPeak != 0 {
+		t.Errorf("memory peak %d: something was instantiated", out.MemoryPeak)
+	}
 }
 
 // TestLimitUnderLoads: a component of the same shape inside the limits
