@@ -24,7 +24,13 @@ func (p *Pool) Open(ctx context.Context, path string, lim sandbox.Limits) (*sand
 	}
 	li := sandbox.LoadInfo{Info: info, Digest: v.digest, Cached: v.cached, Compile: v.compile}
 	return sandbox.NewTool(li, func(ctx context.Context, c sandbox.Call) (sandbox.Outcome, error) {
-		return p.run(ctx, v.art, "execute", c)
+		out, err := p.run(ctx, v.art, "execute", c)
+		if errors.Is(err, ErrLost) {
+			// Evicted from memory and gone from disk: load the file again.
+			p.reg.forget(path, v)
+			return out, sandbox.ErrStale
+		}
+		return out, err
 	}), nil
 }
 

@@ -110,6 +110,15 @@ func (r *registry) get(ctx context.Context, path string) (*version, error) {
 
 var errChanged = errors.New("file changed while being read")
 
+// forget drops v if it is still the version for path.
+func (r *registry) forget(path string, v *version) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m[path] == v {
+		delete(r.m, path)
+	}
+}
+
 func (r *registry) load(ctx context.Context, path string, v *version, mtime time.Time) {
 	data, err := readComponent(ctx, path, v.key, mtime)
 	if err != nil {

@@ -211,7 +211,7 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	}
 	if len(w.loaded) >= maxLoadedPerWorker {
 		if err := w.send(dropMsg{Digest: w.loaded[0]}.encode()); err != nil {
-			return fmt.Errorf("worker died: %s", w.diagnosis())
+			return deadErr(w, "")
 		}
 		w.loaded = w.loaded[1:]
 	}
@@ -220,7 +220,7 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 		return fmt.Errorf("limit worker memory: %w", err)
 	}
 	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {
-		return fmt.Errorf("worker died: %s", w.diagnosis())
+		return deadErr(w, "")
 	}
 	select {
 	case f := <-w.frames:
@@ -233,7 +233,7 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 			return &invalidError{msg: m.Err}
 		}
 	case <-w.dead:
-		return fmt.Errorf("worker died loading compiled code: %s", w.diagnosis())
+		return deadErr(w, " loading compiled code")
 	case <-ctx.Done():
 		w.kill(killedCancel)
 		return ctx.Err()
@@ -246,6 +246,15 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 }
 
 var errLost = fmt.Errorf("%w", ErrLost)
+
+// deadErr is the error for a worker found dead outside a call: ErrClosed
+// if Shutdown killed it.
+func deadErr(w *proc, doing string) error {
+	if w.killReason() == killedShutdown {
+		return sandbox.ErrClosed
+	}
+	return fmt.Errorf("worker died%s: %s", doing, w.diagnosis())
+}
 
 func mib(n uint64) string {
 	if n%(1<<20) == 0 {

@@ -121,7 +121,7 @@ func TestDeadlineReachesWASISleep(t *testing.T) {
 		})
 	}
 	// The pool replaced what it killed and still serves.
-	out := call(t, p, sleeper, `{"ms":1}`, l)
+	out := call(t, p, sleeper, `{"ms":1}`, sandbox.Limits{Timeout: 20 * time.Second, Memory: 64 << 20})
 	if out.Failure != nil || out.Output != `"slept"` {
 		t.Fatalf("after the kills: %+v", out)
 	}
