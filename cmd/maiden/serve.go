@@ -69,12 +69,12 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		printConfigErrors(stderr, err)
 		return exitUsage
 	}
-	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, MaxConcurrent: *maxConc, MaxQueued: *maxQueued})
+	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value()})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
 	}
-	defer h.Close()
+	defer h.Close(context.Background())
 	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: version})
 	problems, err := srv.Sync(ctx)
 	if err != nil {
