@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -94,6 +95,27 @@ func BenchmarkRedact2MiB(b *testing.B) {
 
 func BenchmarkRedact2MiBClean(b *testing.B) {
 	benchRedact(b, benchBody(true))
+}
+
+// BenchmarkRedact2MiBEscaped is a 2 MiB JSON/HTML-like body with an escape
+// ("\n", "&amp;", "\u00e9") every 40 bytes or so and the secret echoed
+// in escaped forms: the worst case for the second, decoded search.
+func BenchmarkRedact2MiBEscaped(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const alphabet = `abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,:{}"[]`
+	escapes := []string{`\n`, "&amp;", `\u00e9`, `\"`, "&#47;"}
+	escSecret := strings.NewReplacer("/", `\u002f`, "+", "&#43;", `"`, `\"`).Replace(testSecret)
+	var buf bytes.Buffer
+	for buf.Len() < 2<<20 {
+		for range 100 {
+			for range 40 {
+				buf.WriteByte(alphabet[rng.IntN(len(alphabet))])
+			}
+			buf.WriteString(escapes[rng.IntN(len(escapes))])
+		}
+		buf.WriteString(escSecret)
+	}
+	benchRedact(b, buf.Bytes()[:2<<20])
 }
 
 func benchRedact(b *testing.B, body []byte) {

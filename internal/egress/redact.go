@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -38,6 +39,7 @@ type pattern struct {
 // text per pattern.
 type redactor struct {
 	pats   []pattern
+	maxLen int              // longest of pats
 	short  []pattern        // under 4 bytes: tiny raw secrets, scanned separately
 	byKey  map[uint32][]int // first four bytes → indices into pats, longest first
 	filter *[1 << 16 / 64]uint64
@@ -67,6 +69,7 @@ func newRedactor(secrets []secretValue) *redactor {
 	// marker (only visible when secrets overlap each other).
 	slices.SortStableFunc(r.pats, func(a, b pattern) int { return len(b.text) - len(a.text) })
 	for i, p := range r.pats {
+		r.maxLen = max(r.maxLen, len(p.text))
 		k := binary.LittleEndian.Uint32(p.text)
 		r.byKey[k] = append(r.byKey[k], i)
 		h := uint16(k)
@@ -179,41 +182,41 @@ func (r *redactor) matchAt(spans []span, b []byte, i int) []span {
 // Bytes returns b with every match replaced. Matches that overlap are
 // merged into one marker, so no fragment of any match survives. b itself is
 // returned when nothing matches.
+//
+// Text with HTML character references or backslash escapes is searched a
+// second time with those decoded (see unescape.go); a match there replaces
+// the escaped bytes it came from.
 func (r *redactor) Bytes(b []byte) []byte {
 	if r.empty() {
 		return b
 	}
-	var spans []span
-	if len(r.pats) > 0 && len(b) >= 4 {
-		filter := r.filter
-		last := len(b) - 4
-		for i := 0; i <= last; i++ {
-			h := uint16(b[i]) | uint16(b[i+1])<<8
-			if filter[h/64]&(1<<(h%64)) != 0 {
-				spans = r.matchAt(spans, b, i)
-			}
-		}
-	}
-	if len(r.short) > 0 {
-		var more []span
-		for _, p := range r.short {
-			var ps []span
-			for off := 0; off+len(p.text) <= len(b); {
-				i := bytes.Index(b[off:], p.text)
-				if i < 0 {
-					break
+	spans := r.scan(nil, b, 0, len(b)-4)
+	spans = r.scanShort(spans, b)
+	// (Marks hold int32 offsets; nothing maiden redacts comes near 2 GiB.)
+	if len(b) <= math.MaxInt32 && mayHaveEscapes(b) {
+		if dec, marks := unescape(b); marks != nil {
+			var ds []span
+			// Only where a match could cover a decoded escape: anywhere
+			// else the decoded text is the original, already searched.
+			next := 0
+			for _, m := range marks {
+				from := max(next, int(m.dpos)-r.maxLen+1)
+				to := min(int(m.dpos+m.dlen)-1, len(dec)-4)
+				if from <= to {
+					ds = r.scan(ds, dec, from, to)
+					next = to + 1
 				}
-				ps = addSpan(ps, span{off + i, off + i + len(p.text), p.marker})
-				off += i + 1
 			}
-			more = append(more, ps...)
+			ds = r.scanShort(ds, dec)
+			for _, d := range ds {
+				spans = append(spans, span{origStart(marks, d.start), origEnd(marks, d.end), d.marker})
+			}
 		}
-		spans = append(spans, more...)
-		slices.SortStableFunc(spans, func(a, b span) int { return a.start - b.start })
 	}
 	if len(spans) == 0 {
 		return b
 	}
+	slices.SortStableFunc(spans, func(a, b span) int { return a.start - b.start })
 	out := make([]byte, 0, len(b))
 	cur := spans[0]
 	pos := 0
@@ -232,6 +235,41 @@ func (r *redactor) Bytes(b []byte) []byte {
 	}
 	flush()
 	return append(out, b[pos:]...)
+}
+
+// scan adds the matches of pats that start at b[from..to] (inclusive; to
+// is at most len(b)-4, so every lookup reads four bytes).
+func (r *redactor) scan(spans []span, b []byte, from, to int) []span {
+	if len(r.pats) == 0 {
+		return spans
+	}
+	filter := r.filter
+	for i := max(from, 0); i <= to; i++ {
+		h := uint16(b[i]) | uint16(b[i+1])<<8
+		if filter[h/64]&(1<<(h%64)) != 0 {
+			spans = r.matchAt(spans, b, i)
+		}
+	}
+	return spans
+}
+
+// scanShort adds the matches of the short patterns, anywhere in b.
+func (r *redactor) scanShort(spans []span, b []byte) []span {
+	for _, p := range r.short {
+		// Per pattern, so addSpan merges a run of matches into one span
+		// (they arrive in order of start only within one pattern).
+		var ps []span
+		for off := 0; off+len(p.text) <= len(b); {
+			i := bytes.Index(b[off:], p.text)
+			if i < 0 {
+				break
+			}
+			ps = addSpan(ps, span{off + i, off + i + len(p.text), p.marker})
+			off += i + 1
+		}
+		spans = append(spans, ps...)
+	}
+	return spans
 }
 
 // String is Bytes for text.

@@ -1,0 +1,253 @@
+package egress
+
+import (
+	"bytes"
+	"sort"
+	"unicode/utf8"
+)
+
+// Escaped forms of a secret: a server that puts the value it was sent into
+// an HTML page or a JSON or JavaScript string escapes some of its
+// characters, and which ones depends on the encoder ("/" as "&#47;",
+// "&#x2F;" or "\u002f"; html/template writes "+" as "&#43;" and "&" as
+// "&amp;"; a JSON encoder may escape any character as \uXXXX). The
+// combinations cannot be listed per secret, so the redactor decodes one
+// level of these escapes in a shadow copy of the text, looks for the
+// secrets (and their other encodings) there too, and maps every match back
+// to the bytes it came from.
+
+// escMark records that decoded bytes [dpos, dpos+dlen) came from the
+// escape at [opos, opos+olen) of the original text. Between marks the two
+// texts are the same bytes.
+// int32 keeps a mark at 16 bytes: text of escapes only ("\\n\\n...") has
+// one mark per two bytes, so a 2 MiB body can need 16 MiB of them.
+type escMark struct {
+	dpos, dlen, opos, olen int32
+}
+
+// mayHaveEscapes is the cheap test that keeps the decoder off ordinary
+// text: both bytes are found with the vectorised IndexByte.
+func mayHaveEscapes(b []byte) bool {
+	return bytes.IndexByte(b, '&') >= 0 || bytes.IndexByte(b, '\\') >= 0
+}
+
+// unescape decodes HTML character references and backslash escapes in b,
+// one level, left to right. It returns nil marks when nothing decoded.
+func unescape(b []byte) ([]byte, []escMark) {
+	var dec []byte
+	var marks []escMark
+	pos := 0 // b[:pos] has been copied or decoded into dec
+	amp, bs := nextByte(b, 0, '&'), nextByte(b, 0, '\\')
+	for amp >= 0 || bs >= 0 {
+		i := amp
+		if i < 0 || bs >= 0 && bs < i {
+			i = bs
+		}
+		var r rune
+		var n int
+		if b[i] == '&' {
+			r, n = charRef(b[i:])
+		} else {
+			r, n = backslash(b[i:])
+		}
+		next := i + 1
+		if n > 0 {
+			if dec == nil {
+				// Sized once: decoding only shrinks text, and there is at
+				// most one mark per '&' or '\\'.
+				dec = make([]byte, 0, len(b))
+				marks = make([]escMark, 0, bytes.Count(b[i:], []byte{'&'})+bytes.Count(b[i:], []byte{'\\'}))
+			}
+			dec = append(dec, b[pos:i]...)
+			m := escMark{dpos: int32(len(dec)), opos: int32(i), olen: int32(n)}
+			if r < 0 { // a raw byte (\xHH with HH >= 0x80)
+				dec = append(dec, byte(-r))
+			} else {
+				dec = utf8.AppendRune(dec, r)
+			}
+			m.dlen = int32(len(dec)) - m.dpos
+			marks = append(marks, m)
+			pos = i + n
+			next = pos
+		}
+		if amp >= 0 && amp < next {
+			amp = nextByte(b, next, '&')
+		}
+		if bs >= 0 && bs < next {
+			bs = nextByte(b, next, '\\')
+		}
+	}
+	if marks == nil {
+		return nil, nil
+	}
+	return append(dec, b[pos:]...), marks
+}
+
+func nextByte(b []byte, from int, c byte) int {
+	if i := bytes.IndexByte(b[from:], c); i >= 0 {
+		return from + i
+	}
+	return -1
+}
+
+// namedRefs are the HTML named character references for ASCII
+// punctuation: what encoders use for the characters secrets are made of.
+var namedRefs = map[string]rune{
+	"amp": '&', "lt": '<', "gt": '>', "quot": '"', "apos": '\'', "sol": '/', "bsol": '\\',
+	"plus": '+', "equals": '=', "colon": ':', "semi": ';', "comma": ',', "period": '.',
+	"excl": '!', "quest": '?', "num": '#', "dollar": '$', "percnt": '%', "lpar": '(',
+	"rpar": ')', "ast": '*', "midast": '*', "lowbar": '_', "grave": '`', "tilde": '~',
+	"lsqb": '[', "rsqb": ']', "lbrack": '[', "rbrack": ']', "lcub": '{', "rcub": '}',
+	"lbrace": '{', "rbrace": '}', "verbar": '|', "vert": '|', "commat": '@', "Hat": '^',
+	"hyphen": '-', "dash": '-', "Tab": '\t', "NewLine": '\n', "nbsp": 0xa0,
+}
+
+// charRef decodes an HTML character reference at the start of s ("&#47;",
+// "&#x2F;", "&sol;"; the semicolon may be missing after a numeric one and
+// after amp, lt, gt and quot, as browsers allow). n is 0 if there is none.
+func charRef(s []byte) (r rune, n int) {
+	if len(s) < 3 {
+		return 0, 0
+	}
+	if s[1] == '#' {
+		i, base := 2, rune(10)
+		if s[2] == 'x' || s[2] == 'X' {
+			i, base = 3, 16
+		}
+		start := i
+		for ; i < len(s) && i-start < 7; i++ {
+			d := hexVal(s[i])
+			if d < 0 || d >= base {
+				break
+			}
+			r = r*base + d
+		}
+		if i == start || r > utf8.MaxRune || r >= 0xd800 && r <= 0xdfff || r == 0 {
+			return 0, 0
+		}
+		if i < len(s) && s[i] == ';' {
+			i++
+		}
+		return r, i
+	}
+	i := 1
+	for i < len(s) && i < 10 && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+		i++
+	}
+	r, ok := namedRefs[string(s[1:i])]
+	if !ok {
+		return 0, 0
+	}
+	if i < len(s) && s[i] == ';' {
+		return r, i + 1
+	}
+	switch string(s[1:i]) {
+	case "amp", "lt", "gt", "quot":
+		return r, i
+	}
+	return 0, 0
+}
+
+// backslash decodes a JSON, JavaScript or C-style escape at the start of s:
+// \uXXXX (with surrogate pairs), \xHH, and \/ \\ \" \' \n \r \t \b \f. A
+// negative r is the raw byte -r (\xHH above 0x7f, as Go and C write an
+// invalid byte). n is 0 if there is none.
+func backslash(s []byte) (r rune, n int) {
+	if len(s) < 2 {
+		return 0, 0
+	}
+	switch s[1] {
+	case '/', '\\', '"', '\'':
+		return rune(s[1]), 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'x':
+		if len(s) < 4 || hexVal(s[2]) < 0 || hexVal(s[3]) < 0 {
+			return 0, 0
+		}
+		r = hexVal(s[2])<<4 | hexVal(s[3])
+		if r >= 0x80 {
+			return -r, 4
+		}
+		return r, 4
+	case 'u':
+		r, ok := hex4(s[2:])
+		if !ok {
+			return 0, 0
+		}
+		if r >= 0xd800 && r < 0xdc00 && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+			if lo, ok := hex4(s[8:]); ok && lo >= 0xdc00 && lo <= 0xdfff {
+				return 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00), 12
+			}
+		}
+		if r >= 0xd800 && r <= 0xdfff {
+			return 0, 0 // a lone surrogate decodes to nothing a secret holds
+		}
+		return r, 6
+	}
+	return 0, 0
+}
+
+func hex4(s []byte) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[:4] {
+		d := hexVal(c)
+		if d < 0 {
+			return 0, false
+		}
+		r = r<<4 | d
+	}
+	return r, true
+}
+
+func hexVal(c byte) rune {
+	switch {
+	case c >= '0' && c <= '9':
+		return rune(c - '0')
+	case c >= 'a' && c <= 'f':
+		return rune(c - 'a' + 10)
+	case c >= 'A' && c <= 'F':
+		return rune(c - 'A' + 10)
+	}
+	return -1
+}
+
+// origStart maps the start of a decoded span back to the original text: a
+// span that starts inside a decoded escape starts at the escape.
+func origStart(marks []escMark, d int) int {
+	k := sort.Search(len(marks), func(k int) bool { return int(marks[k].dpos) > d }) - 1
+	if k < 0 {
+		return d
+	}
+	m := marks[k]
+	if d < int(m.dpos+m.dlen) {
+		return int(m.opos)
+	}
+	return int(m.opos+m.olen) + d - int(m.dpos+m.dlen)
+}
+
+// origEnd maps the (exclusive) end of a decoded span back: a span that
+// ends inside a decoded escape takes the whole escape.
+func origEnd(marks []escMark, d int) int {
+	last := d - 1
+	k := sort.Search(len(marks), func(k int) bool { return int(marks[k].dpos) > last }) - 1
+	if k < 0 {
+		return d
+	}
+	m := marks[k]
+	if last < int(m.dpos+m.dlen) {
+		return int(m.opos + m.olen)
+	}
+	return int(m.opos+m.olen) + last - int(m.dpos+m.dlen) + 1
+}
