@@ -23,6 +23,15 @@ type Totals struct {
 	CoreInstances uint64
 	// The sums of the Module fields over those instantiations.
 	Functions, Imports, Globals, Tables, TableElements, Memories, MemoryBytes, DataBytes, ElemEntries uint64
+	// Definitions counts the component-level definitions (core modules,
+	// core instances, types, components, instances, aliases, canonical
+	// functions, imports and exports) over every component instantiation.
+	// wasmtime's compiler inlines each instantiation of a nested component,
+	// walking all its definitions again, so this is the compile work that
+	// nesting multiplies: a 7 KB component of three levels, each
+	// instantiating the next 900 times around 900 definitions, compiled for
+	// 26 s.
+	Definitions uint64
 	// CanonFunctions counts canonical definitions (lifts, lowers, resource
 	// and task built-ins) over every component instantiation: wasmtime
 	// keeps a record and a function reference per one in each instance.
@@ -52,6 +61,7 @@ func (t *Totals) addTimes(u *Totals, n uint64) {
 	t.Functions = add(t.Functions, mul(u.Functions, n))
 	t.Imports = add(t.Imports, mul(u.Imports, n))
 	t.CanonFunctions = add(t.CanonFunctions, mul(u.CanonFunctions, n))
+	t.Definitions = add(t.Definitions, mul(u.Definitions, n))
 	t.Globals = add(t.Globals, mul(u.Globals, n))
 	t.Tables = add(t.Tables, mul(u.Tables, n))
 	t.TableElements = add(t.TableElements, mul(u.TableElements, n))
@@ -178,6 +188,7 @@ func (s *scanner) component(r *reader) (*summary, error) {
 		if r.err != nil {
 			break
 		}
+		sc.self.known.Definitions = add(sc.self.known.Definitions, definitions(id, sec))
 		switch id {
 		case 1:
 			m := scanModule(sec)
@@ -222,6 +233,25 @@ func (s *scanner) component(r *reader) (*summary, error) {
 		return nil, r.err
 	}
 	return &sc.self, nil
+}
+
+// definitions returns how many definitions a component section holds: one
+// for a module or component, the vector's length for the others, none for
+// custom sections. It reads a copy of sec, so the section's decoder starts at
+// its beginning.
+func definitions(id byte, sec *reader) uint64 {
+	switch id {
+	case 0:
+		return 0
+	case 1, 4, 9:
+		return 1
+	}
+	peek := *sec
+	n := peek.count("definition", 1)
+	if peek.err != nil {
+		sec.err = peek.err
+	}
+	return uint64(n)
 }
 
 func (s *scanner) coreInstances(r *reader, sc *scope) {

@@ -73,7 +73,10 @@ type Limits struct {
 	// could never instantiate is refused at load with a clear message.
 	CoreInstances, Tables, Memories     uint64
 	Globals, TableElements, ElemEntries uint64
-	DataBytes                           uint64
+	// Definitions bounds compile work rather than memory (see
+	// Totals.Definitions).
+	Definitions uint64
+	DataBytes   uint64
 	// HostBytes caps Totals.HostBytes: the host memory held per call
 	// outside memory_mb, the "fixed allowance" a call may cost beyond its
 	// memory ceiling.
@@ -94,6 +97,7 @@ var DefaultLimits = Limits{
 	Globals:       1_000_000,
 	TableElements: 4_000_000,
 	ElemEntries:   4_000_000,
+	Definitions:   1_000_000,
 	DataBytes:     256 << 20,
 	HostBytes:     64 << 20,
 }
@@ -107,23 +111,34 @@ type LimitError struct {
 	// Instances is the limit on core instances when the component breaks
 	// it, else 0.
 	Instances uint64
+	// Definitions is the limit on Totals.Definitions when the component
+	// breaks it, else 0.
+	Definitions uint64
 	// Over lists each other broken limit, e.g. "100,000,000 globals in
 	// total (maiden allows at most 1,000,000)".
 	Over []string
 }
 
 func (e *LimitError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "component creates %s core instance%s", commas(e.Totals.CoreInstances), plural(e.Totals.CoreInstances))
-	if e.Instances != 0 {
-		fmt.Fprintf(&b, " (maiden allows at most %s)", commas(e.Instances))
+	var parts []string
+	if e.Instances != 0 || len(e.Over) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "component creates %s core instance%s", commas(e.Totals.CoreInstances), plural(e.Totals.CoreInstances))
+		if e.Instances != 0 {
+			fmt.Fprintf(&b, " (maiden allows at most %s)", commas(e.Instances))
+		}
+		if len(e.Over) > 0 {
+			b.WriteString(" holding ")
+			b.WriteString(strings.Join(e.Over, ", "))
+		}
+		b.WriteString("; per-instance state is host memory outside memory_mb, so maiden bounds it at load")
+		parts = append(parts, b.String())
 	}
-	if len(e.Over) > 0 {
-		b.WriteString(" holding ")
-		b.WriteString(strings.Join(e.Over, ", "))
+	if e.Definitions != 0 {
+		parts = append(parts, fmt.Sprintf("component instantiates nested components so often that compiling it walks %s component-level definitions (maiden allows at most %s)",
+			commas(e.Totals.Definitions), commas(e.Definitions)))
 	}
-	b.WriteString("; per-instance state is host memory outside memory_mb, so maiden bounds it at load")
-	return b.String()
+	return strings.Join(parts, "; ")
 }
 
 // Is makes errors.Is(err, ErrLimit) true.
@@ -153,10 +168,14 @@ func (l Limits) Check(t Totals) error {
 	count(t.ElemEntries, l.ElemEntries, "element segment entries")
 	size(t.DataBytes, l.DataBytes, "of data segments")
 	size(t.HostBytes, l.HostBytes, "of host memory by estimate")
-	if len(over) == 0 && instances == 0 {
+	var definitions uint64
+	if l.Definitions > 0 && t.Definitions > l.Definitions {
+		definitions = l.Definitions
+	}
+	if len(over) == 0 && instances == 0 && definitions == 0 {
 		return nil
 	}
-	return &LimitError{Totals: t, Instances: instances, Over: over}
+	return &LimitError{Totals: t, Instances: instances, Definitions: definitions, Over: over}
 }
 
 // CheckLimits scans b and checks it against DefaultLimits. The error wraps

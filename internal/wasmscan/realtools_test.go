@@ -54,7 +54,7 @@ func TestRealToolsPassLimits(t *testing.T) {
 		paths[name] = out
 	}
 
-	t.Logf("%-16s %9s %5s %6s %7s %8s %7s %6s %9s %9s %9s", "tool", "bytes", "inst", "funcs", "globals", "tab.elem", "elems", "mems", "mem init", "data", "host est")
+	t.Logf("%-16s %9s %5s %6s %7s %8s %7s %5s %9s %9s %6s %6s %9s", "tool", "bytes", "inst", "funcs", "globals", "tab.elem", "elems", "mems", "mem init", "data", "canon", "defs", "host est")
 	for _, name := range tools {
 		b, err := os.ReadFile(paths[name])
 		if err != nil {
@@ -72,13 +72,14 @@ func TestRealToolsPassLimits(t *testing.T) {
 			continue
 		}
 		s := st.Totals
-		t.Logf("%-16s %9d %5d %6d %7d %8d %7d %6d %9s %9s %9s", name, len(b), s.CoreInstances, s.Functions, s.Globals,
-			s.TableElements, s.ElemEntries, s.Memories, kib(s.MemoryBytes), kib(s.DataBytes), kib(s.HostBytes))
+		t.Logf("%-16s %9d %5d %6d %7d %8d %7d %5d %9s %9s %6d %6d %9s", name, len(b), s.CoreInstances, s.Functions, s.Globals,
+			s.TableElements, s.ElemEntries, s.Memories, kib(s.MemoryBytes), kib(s.DataBytes), s.CanonFunctions, s.Definitions, kib(s.HostBytes))
 		if err := wasmscan.DefaultLimits.Check(s); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 		// Room to spare: a real tool uses under a tenth of each limit.
-		if s.HostBytes > wasmscan.DefaultLimits.HostBytes/10 || s.Globals > wasmscan.DefaultLimits.Globals/10 {
+		l := wasmscan.DefaultLimits
+		if s.HostBytes > l.HostBytes/10 || s.Globals > l.Globals/10 || s.Definitions > l.Definitions/10 || s.TableElements > l.TableElements/10 {
 			t.Errorf("%s is within a factor of ten of the limits: %+v", name, s)
 		}
 	}

@@ -91,10 +91,14 @@ func Nest(inner []byte, n int) []byte {
 	return append(out, section(5, instantiations(0x00, n))...)
 }
 
-// instantiations is a vector of n "instantiate index 0 with no arguments".
+// instantiations is a vector of n "instantiate index 0 with no arguments"
+// (kind 0x00), or of n instances made of no exports (kind 0x01).
 func instantiations(kind byte, n int) []byte {
 	one := []byte{kind, 0x00, 0x00}
-	b := make([]byte, 0, 3*n)
+	if kind == 0x01 {
+		one = []byte{kind, 0x00}
+	}
+	b := make([]byte, 0, len(one)*n)
 	for range n {
 		b = append(b, one...)
 	}
@@ -120,4 +124,12 @@ func uleb(b []byte, v uint64) []byte {
 		}
 		return append(b, c)
 	}
+}
+
+// Bags encodes a component of n core instances made of no exports: no state
+// at run time, but definitions the compiler walks once per instantiation of
+// the component.
+func Bags(n int) []byte {
+	out := []byte("\x00asm\x0d\x00\x01\x00")
+	return append(out, section(2, instantiations(0x01, n))...)
 }
