@@ -1,7 +1,8 @@
 // Package wasmscan reads a WebAssembly component binary and adds up the
 // state its instantiation would create in the host (core instances, globals,
-// tables, data and element segments, functions) without compiling or
-// instantiating it, and refuses components over maiden's limits.
+// tables, data and element segments, functions, imports, canonical
+// definitions) and the compile work nested instantiation multiplies, without
+// compiling or instantiating it, and refuses components over maiden's limits.
 //
 // This state lives outside linear memory, so the store's memory ceiling
 // (memory_mb) does not see it: a 5 MB component that instantiates a module
