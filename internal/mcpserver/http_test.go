@@ -16,7 +16,7 @@ import (
 
 // post sends one raw JSON-RPC body to the streamable HTTP endpoint and
 // returns the status, the session header and the whole body.
-func post(t *testing.T, url, session string, body io.Reader) (int, string, string) {
+func post(t testing.TB, url, session string, body io.Reader) (int, string, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+Path, body)
 	if err != nil {
