@@ -14,6 +14,14 @@
 // set, its text naming maiden's error kind; an unknown tool or an overloaded
 // host is a JSON-RPC error.
 //
+// Client input is bounded before it is parsed: tools/call arguments over
+// the configuration's max_input_bytes are an isError result of kind input,
+// and a message beyond that plus EnvelopeAllowance is refused by the
+// transport (a JSON-RPC error on stdio, 413 over HTTP). A stdio line that is
+// not a JSON-RPC message is answered with -32700 or -32600 and the session
+// goes on. A request the client cancels gets no response, as the spec says.
+// Idle HTTP sessions expire (HTTPOptions.SessionIdle).
+//
 // Of the rest of MCP, maiden serves tools only: it has no resources or
 // prompts to offer, and it never asks the client for sampling or
 // elicitation (a tool cannot reach the agent's model; that would be a road
