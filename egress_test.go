@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -11,22 +12,53 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
-// TestFetchThroughHost runs the WAT fetcher through Host.Call against a real
+// TestFetchThroughHost runs the JS fetcher through Host.Call against a real
 // TLS server: the declared credential is attached by the host, the value the
-// server echoes back is redacted before the tool sees it, an undeclared one
-// and an unlisted host are refused, and each request leaves one audit event
-// without the secret.
+// server echoes back is redacted before the tool sees it (also escaped, and
+// also where the gate quotes the server in an error), an undeclared one and
+// an unlisted host are refused, hostile answers (a 101 upgrade, a header
+// that is not UTF-8) come back as fetch errors rather than a stall or a
+// trap, and each request leaves one audit event without the secret.
 func TestFetchThroughHost(t *testing.T) {
 	const secret = "tok-s3cret-value-1234"
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
-		fmt.Fprintf(w, "auth=%s", r.Header.Get("Authorization"))
+		auth := r.Header.Get("Authorization")
+		switch r.URL.Path {
+		case "/encoding":
+			// An unasked-for coding the gate refuses, quoting it.
+			w.Header().Set("Content-Encoding", auth)
+			io.WriteString(w, "x")
+			return
+		case "/escaped":
+			// As a JSON API would echo it, every character \u-escaped.
+			for _, c := range auth {
+				fmt.Fprintf(w, `\u%04x`, c)
+			}
+			return
+		case "/upgrade":
+			// 101 and then silence, holding the connection open.
+			c, brw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+			brw.Flush()
+			io.Copy(io.Discard, c)
+			return
+		case "/latin1":
+			w.Header().Set("Content-Disposition", "attachment; filename=\"caf\xe9.txt\"")
+		}
+		w.Header().Set("X-Echo", auth)
+		fmt.Fprintf(w, "auth=%s", auth)
 	}), "api.example.com")
 	u, _ := url.Parse(srv.URL)
 	port := u.Port()
@@ -39,6 +71,7 @@ http_ports = [%s]
 http_allow_cidrs = ["127.0.0.0/8"]
 http_ca_files = [%q]
 secrets = ["API_TOKEN"]
+timeout_ms = 10000
 `, testkit.Component(t, "js/fetcher"), port, ca)
 	cfgPath := filepath.Join(dir, "agent.toml")
 	if err := os.WriteFile(cfgPath, []byte(toml), 0o644); err != nil {
@@ -75,6 +108,10 @@ secrets = ["API_TOKEN"]
 		{"own authorization header", map[string]any{"url": base + "/echo", "headers": [][]string{{"authorization", "Bearer x"}}}, false, "header-refused"},
 		{"host not allowed", map[string]any{"url": "https://evil.example/"}, false, "rule: allowlist"},
 		{"userinfo trick", map[string]any{"url": "https://api.example.com@evil.example/"}, false, "userinfo"},
+		{"secret echoed \\u-escaped", map[string]any{"url": base + "/escaped", "credential": "API_TOKEN"}, true, `\u0020[REDACTED:API_TOKEN]`},
+		{"secret reflected into Content-Encoding", map[string]any{"url": base + "/encoding", "credential": "API_TOKEN"}, false, "content-encoding \"Bearer [REDACTED:API_TOKEN]\""},
+		{"101 then silence", map[string]any{"url": base + "/upgrade", "credential": "API_TOKEN"}, false, "failed: server answered 101"},
+		{"header value not UTF-8", map[string]any{"url": base + "/latin1"}, false, `response header "Content-Disposition" has a value that is not valid UTF-8`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,8 +120,14 @@ secrets = ["API_TOKEN"]
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A 101 stalled the call until the 10 s deadline (60 s before
+			// the deadline reached the gate); it is refused at once now.
+			// Generous, for a loaded machine.
+			if res.Duration > 5*time.Second {
+				t.Errorf("call took %v", res.Duration)
+			}
 			b, _ := json.Marshal(res)
-			if strings.Contains(string(b), secret) {
+			if strings.Contains(string(b), secret) || strings.Contains(string(b), "s3cret") {
 				t.Fatalf("the secret value reached the result: %s", b)
 			}
 			if res.OK != tc.ok {
@@ -103,7 +146,43 @@ secrets = ["API_TOKEN"]
 	if events != len(tests) {
 		t.Errorf("%d audit events for %d requests:\n%s", events, len(tests), audit.String())
 	}
-	if strings.Contains(audit.String(), secret) {
+	if strings.Contains(audit.String(), "s3cret") {
 		t.Errorf("the secret value reached the audit log")
+	}
+}
+
+// hostPatternSeeds are http_allow entries, good and bad, for the agreement
+// check below.
+var hostPatternSeeds = []string{
+	"api.example.com", "API.Example.COM.", "*.example.com", "*.com", "*", "a.*.example.com", "example.com:443",
+	"[::1]", "::1", "[::1]:443", "127.0.0.1", "127.1", "0x7f.1", "2130706433", "a..b", ".a.b", "-a.b", "a-.b",
+	"xn--bcher-kva.example", "bücher.example", "\u212aelvin.example", "a b.example", "a%2eb.example", "fe80::1%eth0",
+	"user@host.example", "https://api.example.com", "a/b", strings.Repeat("a", 64) + ".example",
+	strings.Repeat("a.", 127) + "com", "1.2.3.4.5", "[1.2.3.4]", "::ffff:127.0.0.1", "",
+}
+
+// TestHostPatternsAgree: egress keeps its own copy of the host-pattern
+// canonicaliser (it imports no configuration package). agent.toml entries
+// are normalised by config, requests and Rules by egress; if the two ever
+// disagreed, an allowlist entry could stop matching or match something
+// else. They must give the same answer for every input.
+func TestHostPatternsAgree(t *testing.T) {
+	for _, s := range hostPatternSeeds {
+		t.Run(s, func(t *testing.T) { checkHostPatternsAgree(t, s) })
+	}
+}
+
+func FuzzHostPatternsAgree(f *testing.F) {
+	for _, s := range hostPatternSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(checkHostPatternsAgree)
+}
+
+func checkHostPatternsAgree(t *testing.T, s string) {
+	c, cerr := config.NormalizeHostPattern(s)
+	e, eerr := egress.NormalizeHostPattern(s)
+	if (cerr == nil) != (eerr == nil) || c != e {
+		t.Fatalf("%q: config gives %q, %v; egress gives %q, %v", s, c, cerr, e, eerr)
 	}
 }
