@@ -279,7 +279,9 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if fs.NArg() == 2 {
 		input = fs.Arg(1)
 		if input == "-" {
-			b, err := io.ReadAll(stdin)
+			// Bounded: Host.Call refuses anything over max_input_bytes, whose
+			// largest setting this is, so more would only be held to be refused.
+			b, err := io.ReadAll(io.LimitReader(stdin, config.MaxMaxInputBytes+1))
 			if err != nil {
 				return callFailed(stdout, stderr, *asJSON, tool, maiden.KindConfig, "read input from stdin: "+err.Error())
 			}

@@ -248,3 +248,31 @@ func TestServeSessionIdleFlag(t *testing.T) {
 		}
 	}
 }
+
+// endless is stdin that never ends (as `maiden call TOOL - < /dev/zero`).
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '1'
+	}
+	return len(p), nil
+}
+
+// TestCallStdinIsBounded: input read from an endless stdin is cut at the
+// largest max_input_bytes and refused as kind input, instead of growing
+// the process until it dies.
+func TestCallStdinIsBounded(t *testing.T) {
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	var stdout, stderr testkit.SyncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(context.Background(), []string{"call", "-config", cfg, "echo", "-"}, endless{}, &stdout, &stderr) }()
+	select {
+	case code := <-done:
+		if code == 0 || !strings.Contains(stderr.String(), "input") {
+			t.Errorf("exit %d, stderr %q; want an input error", code, stderr.String())
+		}
+	case <-time.After(120 * time.Second):
+		t.Fatal("maiden call was still reading an endless stdin after 120s")
+	}
+}
