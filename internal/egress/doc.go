@@ -1,16 +1,21 @@
 // Package egress is the gate behind a tool's http-fetch: the only road from a
-// tool to the network. A [Policy] is one tool's egress policy, compiled once
-// per configuration; a [Gate] checks each request against it, sends the ones
-// it allows, caps and redacts the response, and writes one audit event per
-// request.
+// tool to the network. [Rules] say what one call may reach; a [Policy] is
+// Rules compiled (CA files parsed, connection pools kept); a [Gate] checks
+// each [Request] against a policy, sends the ones it allows, caps and
+// redacts the [Response], and writes one audit event per request.
 //
-//	p, err := egress.NewPolicy(tool) // tool is a config.Tool
+//	rules := egress.Rules{Hosts: []string{"api.example.com"}, Secrets: []string{"API_TOKEN"}}
+//	p, err := egress.NewPolicy("weather", rules.Intersect(cardRules))
 //	g := egress.New(&egress.Options{Audit: logger})
-//	out, err := sb.Execute(ctx, sandbox.Call{
-//		Path: tool.Path, Limits: limits, Input: input,
-//		Fetch:  g.FetchFunc(p),
-//		Redact: g.Redactor(p),
-//	})
+//	resp, ferr := g.Fetch(ctx, p, egress.Request{URL: "https://api.example.com/v1", Credential: "API_TOKEN", HasCredential: true})
+//	redact := g.Redactor(p) // for the tool's logs, output and errors
+//
+// The package knows no configuration format and no runner: it imports
+// neither config nor the sandbox. The root package builds a tool's Rules
+// from agent.toml and adapts the sandbox's http-fetch values to Request and
+// Response (egress.go). [Rules.Intersect] only narrows (hosts, ports,
+// ranges, secrets and CA files intersected, the smaller body cap), so the
+// rules of a call can be the tool's policy ∩ what the caller may do.
 //
 // # The seed's promise, in order
 //
@@ -50,8 +55,8 @@
 //     cannot pass for api.example.com.
 //   - "host-syntax": after lowercasing and removing one trailing dot the host
 //     must be plain ASCII letters, digits, '-' and '.' with no empty labels
-//     (config.NormalizeHostPattern decides), or an IP literal in canonical
-//     form. Non-ASCII hosts are refused because Go maps them through IDNA,
+//     ([NormalizeHostPattern] decides, the same canonical form agent.toml's
+//     entries get), or an IP literal in canonical form. Non-ASCII hosts are refused because Go maps them through IDNA,
 //     so a look-alike could dial an allowed name; percent-escaped hosts and
 //     numeric spellings of IPv4 ("2130706433", "0x7f.1", "127.1") are
 //     refused because resolvers read them as addresses.
@@ -92,10 +97,41 @@
 //     encodings (base64 std and URL, padded and raw, at each of the three
 //     byte alignments; hex lower and upper; percent-escaped; JSON-escaped),
 //     are replaced by "[REDACTED:NAME]" in response headers and body before
-//     the tool sees them. The whole capped body is redacted at once, so a
-//     value split across network reads is still found. [Gate.Redactor] does
-//     the same for the tool's logs, output and errors. Overlapping matches
-//     are merged, so no fragment of a match survives.
+//     the tool sees them. Text holding '&' or '\\' is also searched with one
+//     level of HTML character references ("&#47;", "&#x2F;", "&sol;",
+//     "&#43;", "&amp;") and backslash escapes ("\\u002f", "\\u002B", any
+//     character as \\uXXXX with surrogate pairs, "\\x3c", "\\/", "\\"")
+//     decoded, in any mix, because which characters an encoder escapes is
+//     its own choice (html/template, encoding/json, JavaScript); a match
+//     there replaces the escaped bytes it came from. The whole capped body
+//     is redacted at once, so a value split across network reads is still
+//     found. [Gate.Redactor] does the same for the tool's logs, output and
+//     errors. Overlapping matches are merged, so no fragment of a match
+//     survives.
+//   - Server text: every string that came from the server passes the
+//     redactor before it reaches the tool, a fetch error or the audit event:
+//     header names and values, the body, and any message that can quote the
+//     server (an unasked-for Content-Encoding, a malformed status or header
+//     line, a certificate name in a TLS error). It is redacted before it is
+//     shortened for a message, so a cut cannot split a secret out of reach.
+//     Messages are valid UTF-8 whatever bytes the server sent. Denials are
+//     the gate's words about the tool's request, made before anything is
+//     sent, and are not redacted.
+//   - Header encoding ("header-encoding"): the tool receives header values
+//     as strings, so a response whose header value is not valid UTF-8
+//     (legal obs-text, such as a Latin-1 file name in Content-Disposition)
+//     is refused as a fetch error naming the header and the offset of the
+//     first bad byte. Any re-encoding (Latin-1 to UTF-8, escapes) would hand
+//     the tool a value the server did not send, indistinguishable from one
+//     it did; refusing is unambiguous. The check runs after redaction.
+//   - Final answers only ("upgrade"): a 101 Switching Protocols is refused
+//     as a fetch error at once and its connection closed, never handed to
+//     the tool (net/http returns a 101's raw connection as the body and
+//     stops watching the request's context, so a server could otherwise
+//     hold the call past its deadline). Interim 1xx responses are skipped
+//     by the transport within the header size limit. Every read of a
+//     response body is also closed at the call's deadline, whatever the
+//     server sends.
 //   - Content coding: the gate asks for gzip itself and the standard library
 //     decodes it as the body is read; the cap counts decoded bytes, so a
 //     gzip bomb stops at cap+1 bytes of output and never inflates further.
@@ -109,20 +145,24 @@
 //
 // Outcomes that are not policy decisions have rules too, for the audit
 // event: "allowed" (sent, response returned), "timeout", "too-large",
-// "content-encoding", "resolve" (DNS failed) and "failed".
+// "content-encoding", "header-encoding", "upgrade", "resolve" (DNS failed)
+// and "failed".
 //
 // # What maiden does not promise
 //
 // An allowed host can still receive whatever the tool sends it, including
 // the tool's input: the gate bounds reach and credential custody, not
 // intent. A credential attached to a request is, by design, sent to that
-// host. Redaction covers honest reflections (an error page or an echo
-// endpoint repeating the Authorization header); a server that wants to hand
-// a secret back can encode it in a way no redactor knows, and it already
-// has the secret. Encoded forms shorter than four characters are not
-// redacted (they would match ordinary text), so a secret of only a few
-// bytes is reliably redacted only in raw form. Response trailers are not
-// passed to the tool.
+// host. Redaction is a guard against an allowed server echoing a secret by
+// accident (an error page or an echo endpoint repeating the Authorization
+// header, a JSON or HTML page escaping it); it is not a defence against a
+// server colluding with the tool. That server already holds the secret,
+// which the operator's allowlist trusted it with, and can hand it back
+// encoded in a way no redactor knows (two levels of escaping, encryption).
+// Encoded forms shorter than four characters are not redacted (they would
+// match ordinary text), so a secret of only a few bytes is reliably
+// redacted only in raw form. Response trailers are not passed to the
+// tool.
 //
 // # Connections
 //
