@@ -97,10 +97,10 @@
 //     encodings (base64 std and URL, padded and raw, at each of the three
 //     byte alignments; hex lower and upper; percent-escaped; JSON-escaped),
 //     are replaced by "[REDACTED:NAME]" in response headers and body before
-//     the tool sees them. Text holding '&' or '\\' is also searched with one
+//     the tool sees them. Text holding '&' or '\' is also searched with one
 //     level of HTML character references ("&#47;", "&#x2F;", "&sol;",
-//     "&#43;", "&amp;") and backslash escapes ("\\u002f", "\\u002B", any
-//     character as \\uXXXX with surrogate pairs, "\\x3c", "\\/", "\\"")
+//     "&#43;", "&amp;") and backslash escapes ("\u002f", "\u002B", any
+//     character as \uXXXX with surrogate pairs, "\x3c", "\/", "\"")
 //     decoded, in any mix, because which characters an encoder escapes is
 //     its own choice (html/template, encoding/json, JavaScript); a match
 //     there replaces the escaped bytes it came from. The whole capped body
