@@ -57,12 +57,12 @@ func BenchmarkValidate(b *testing.B) {
 			input:  `{"a":[` + fill(`"`+strings.Repeat("v", 246)+`xxxx"`, mib) + `]}`,
 		},
 		{
-			// 5,000 properties (the subschema limit), each checked.
+			// ~5,000 properties (the subschema limit), each checked.
 			name:   "wide-1MiB",
-			schema: wide(maxSubschemas - 1),
+			schema: wide(maxSubschemas - 10),
 			input: func() string {
 				var ps []string
-				for i := range maxSubschemas - 1 {
+				for i := range maxSubschemas - 10 {
 					ps = append(ps, fmt.Sprintf(`"p%d":[%s]`, i, fill("1", mib/maxSubschemas-12)))
 				}
 				return "{" + strings.Join(ps, ",") + "}"

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -89,7 +90,9 @@ func TestSchemaLimitsRefuseHostileSchemas(t *testing.T) {
 		{"patternProperties", `{"type":"object","patternProperties":{"` + strings.Repeat("x", 2000) + `":{}}}`, "is 2000 bytes"},
 		{"deep nesting", nested(40), "nested more than 64 deep"},
 		{"deep arrays", `{"type":"object","default":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "nested more than 64 deep"},
-		{"wide", wide(6000), "subschemas; the limit is 5000"},
+		{"wide", wide(6000), "more than 5000 objects and booleans"},
+		{"many empty subschemas", `{"type":"object","anyOf":[` + strings.TrimSuffix(strings.Repeat("{},", 80000), ",") + `]}`, "more than 5000 objects and booleans"},
+		{"many boolean subschemas", `{"type":"object","anyOf":[` + strings.TrimSuffix(strings.Repeat("true,", 50000), ",") + `]}`, "more than 5000 objects and booleans"},
 		{"ref explosion", doubling(40), "expand to more than 20000 schemas"},
 		{"metaschema", objectSchema(`"a":{"$ref":"https://json-schema.org/draft/2020-12/schema"}`), "refers to the metaschema https://json-schema.org/draft/2020-12/schema"},
 		{"huge number", objectSchema(`"a":{"minimum":1e999999}`), "exponent beyond ±1000"},
@@ -451,7 +454,7 @@ func TestValidateSlowCasesAreSlow(t *testing.T) {
 			s, v := mustCompile(t, sc.schema()), mustParse(t, sc.input())
 			// Run it on a copy of its own, stopped only after 1 s, ten
 			// times the wait above.
-			c, err := s.take()
+			c, err := s.take(new(atomic.Bool))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -506,7 +509,7 @@ func TestValidateConcurrent(t *testing.T) {
 // UTF-8 and anchors at chunk boundaries.
 func TestStoppableRegexpMatchesLikeMatchString(t *testing.T) {
 	s := mustCompile(t, objectSchema(`"a":{"type":"string"}`))
-	c, _ := s.take()
+	c, _ := s.take(new(atomic.Bool))
 	defer s.put(c)
 	long := strings.Repeat("ab", matchChunk)
 	for _, tc := range []struct{ pattern, input string }{
