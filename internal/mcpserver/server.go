@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -172,7 +173,7 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 // or is longer than max_input_bytes plus EnvelopeAllowance, is answered with
 // a JSON-RPC error and skipped; the session goes on.
 func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	err := s.mcp.Run(ctx, &stdioTransport{r: r, w: w, maxLine: s.maxMessage, log: s.log})
+	err := s.mcp.Run(ctx, &stdioTransport{r: r, w: w, maxLine: s.maxMessage, drainFor: s.longestCall, log: s.log})
 	if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
 		return nil
 	}
@@ -255,6 +256,16 @@ func errorResult(kind maiden.ErrorKind, msg string) *mcp.CallToolResult {
 // cap of the configuration in force plus the envelope around it.
 func (s *Server) maxMessage() int64 {
 	return s.host.Config().MaxInputBytes() + EnvelopeAllowance
+}
+
+// longestCall is how long the slowest configured call may take, plus a
+// margin for its answer to be written.
+func (s *Server) longestCall() time.Duration {
+	d := config.DefaultTimeout
+	for _, t := range s.host.Config().Tools() {
+		d = max(d, t.Timeout)
+	}
+	return d + 5*time.Second
 }
 
 // startProgress reports progress every interval while a call runs, if the

@@ -43,13 +43,17 @@ type stdioTransport struct {
 	r       io.Reader
 	w       io.Writer
 	maxLine func() int64 // read per line, so a reload's max_input_bytes applies
-	log     *slog.Logger
+	// drainFor bounds the wait for answers after the client's EOF (see
+	// drain); nil means a minute.
+	drainFor func() time.Duration
+	log      *slog.Logger
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &stdioConn{
 		w:        t.w,
 		maxLine:  t.maxLine,
+		drainFor: t.drainFor,
 		log:      t.log,
 		incoming: make(chan jsonrpc.Message),
 		readErr:  make(chan error, 1),
@@ -63,11 +67,12 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 }
 
 type stdioConn struct {
-	w       io.Writer
-	wmu     sync.Mutex // one message per write, whole
-	maxLine func() int64
-	log     *slog.Logger
-	calls   inflight
+	w        io.Writer
+	wmu      sync.Mutex // one message per write, whole
+	maxLine  func() int64
+	drainFor func() time.Duration
+	log      *slog.Logger
+	calls    inflight
 
 	incoming  chan jsonrpc.Message
 	readErr   chan error
@@ -151,14 +156,23 @@ func (c *stdioConn) readLoop(br *bufio.Reader) {
 // drain waits until every request read has been answered: a client that
 // closes its end after its last request (`... | maiden serve`) still gets
 // the answers, where ending the session at once would drop them. Each call
-// is bounded by its tool's timeout; Close and the server's context still
-// end the wait.
+// is bounded by its tool's timeout, and the wait by drainFor in case a
+// request is never answered; Close and the server's context end it too.
 func (c *stdioConn) drain() {
+	limit := time.Minute
+	if c.drainFor != nil {
+		limit = c.drainFor()
+	}
+	give := time.NewTimer(limit)
+	defer give.Stop()
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for c.calls.len() > 0 {
 		select {
 		case <-c.closed:
+			return
+		case <-give.C:
+			c.log.Warn("the client closed its input; stopped waiting for requests still unanswered", "requests", c.calls.len(), "waited", limit)
 			return
 		case <-t.C:
 		}
