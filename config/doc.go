@@ -4,6 +4,7 @@
 // A minimal agent.toml:
 //
 //	version = 1
+//	max_input_bytes = 1048576 # optional: the largest call input (default 1 MiB, 1 KiB..64 MiB)
 //
 //	[tools.weather]
 //	path = "tools/weather.wasm"
@@ -27,4 +28,9 @@
 // the offending key or value; `maiden check` relies on that. Everything a tool
 // may do is denied unless the file says otherwise, and every omitted knob has
 // a conservative default (see the Default* constants).
+//
+// Only regular files are read, agent.toml and the CA files it names alike,
+// and at most MaxFileBytes of each (see ReadFile): a FIFO, a device such as
+// /dev/zero or a /proc file is an error naming the file, never a hang or an
+// unbounded read.
 package config
