@@ -65,8 +65,26 @@ func (d *dialer) dialPlain(ctx context.Context, network, addr string) (net.Conn,
 	return conn, err
 }
 
-func (d *dialer) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+// callDeadline is the context key under which Fetch passes the call's
+// deadline to the dialer. net/http dials with a context stripped of the
+// request's cancellation and deadline (so the connection can serve a later
+// request) but keeps its values; without this a hung handshake would hold
+// its connection open for dialTimeout after the call ended.
+type callDeadline struct{}
+
+// dialContext bounds a dial by dialTimeout and by the deadline of the call
+// that asked for it, whichever comes first.
+func dialContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	if dl, ok := ctx.Value(callDeadline{}).(time.Time); ok {
+		ctx, cancel2 := context.WithDeadline(ctx, dl)
+		return ctx, func() { cancel2(); cancel() }
+	}
+	return ctx, cancel
+}
+
+func (d *dialer) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := dialContext(ctx)
 	defer cancel()
 	conn, host, err := d.dial(ctx, addr, false)
 	if err != nil {
@@ -92,7 +110,7 @@ func (d *dialer) dialTLS(ctx context.Context, network, addr string) (net.Conn, e
 // first checked address that accepts. plain means the connection will carry
 // plain http, which is only for loopback.
 func (d *dialer) dial(ctx context.Context, addr string, plain bool) (net.Conn, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	ctx, cancel := dialContext(ctx)
 	defer cancel()
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {

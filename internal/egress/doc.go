@@ -170,7 +170,13 @@
 // dialled and checked for one tool's policy is never reused for another's.
 // A reused connection goes to the address that was checked when it was
 // dialled. The transport dials with a context detached from the request's
-// cancellation (so the connection can serve a later request); a dial that
-// outlives its request is bounded by its own 30 s limit, while the request
-// itself returns at its deadline. HTTP/1.1 only.
+// cancellation (so the connection can serve a later request); the gate
+// passes the call's deadline to its dialer as a context value, so a dial
+// (DNS, connect, TLS handshake) still ends, and its connection is closed,
+// at the deadline of the call that asked for it (or after 30 s, whichever
+// is first). A connection's reads and writes are bounded by the deadline of
+// the request using it: the transport watches that request's context, and
+// the gate closes the body at the deadline itself for the one case the
+// transport does not (a 101's hijacked connection, refused anyway).
+// HTTP/1.1 only.
 package egress

@@ -210,6 +210,8 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
+	deadline, _ := ctx.Deadline()
+	ctx = context.WithValue(ctx, callDeadline{}, deadline)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(ci httptrace.GotConnInfo) { ev.addr = ci.Conn.RemoteAddr().String() },
 	})
@@ -449,7 +451,7 @@ func (e *event) fail(ctx context.Context, err error, red *redactor) *FetchError 
 	switch {
 	case errors.As(err, &de):
 		return e.refuse(de.d)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || pastDeadline(ctx):
 		e.rule, e.reason = RuleTimeout, "the call's deadline passed"
 		return &FetchError{Kind: FetchTimeout}
 	case ctx.Err() != nil:
@@ -463,6 +465,14 @@ func (e *event) fail(ctx context.Context, err error, red *redactor) *FetchError 
 	// Transport errors can quote what the server sent.
 	e.reason = red.String(err.Error())
 	return &FetchError{Kind: FetchFailed, Message: e.reason}
+}
+
+// pastDeadline reports whether ctx's deadline has passed even if its timer
+// has not fired yet: the dialer ends at the same deadline (see
+// dialContext), and its error can arrive first.
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 func (g *Gate) record(ctx context.Context, e *event) {

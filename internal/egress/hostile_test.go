@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -241,5 +242,55 @@ func TestTransportErrorsCarryNoSecret(t *testing.T) {
 		if got := red.String(msg); strings.Contains(got, "3f9a") {
 			t.Errorf("%q redacted to %q", msg, got)
 		}
+	}
+}
+
+// TestDialEndsAtDeadline: net/http dials with a context stripped of the
+// request's deadline, so a server that accepts and never completes the TLS
+// handshake used to keep its connection open for the dialer's own 30 s
+// after the call had ended. The connection must be closed at the call's
+// deadline.
+func TestDialEndsAtDeadline(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); l.Close() })
+	closed := make(chan time.Time, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(io.Discard, c) // the ClientHello, then wait for EOF
+				select {
+				case closed <- time.Now():
+				case <-done:
+				}
+			}()
+		}
+	}()
+	port := netip.MustParseAddrPort(l.Addr().String()).Port()
+	e := newEnv(t)
+	e.res.set("api.example.com", "127.0.0.1")
+	p := mustPolicy(t, toolFor(t, port))
+	const budget = 500 * time.Millisecond
+	start := time.Now()
+	_, ferr := e.gate.Fetch(ctxTimeout(t, budget), p, get("https://api.example.com:"+strconv.Itoa(int(port))+"/"))
+	if ferr == nil || ferr.Kind != FetchTimeout {
+		t.Fatalf("got %v, want timeout", ferr)
+	}
+	select {
+	case at := <-closed:
+		// Generous for a loaded machine; the old bound was 30 s.
+		if took := at.Sub(start); took > budget+5*time.Second {
+			t.Errorf("connection closed %v after the start, for a %v deadline", took, budget)
+		}
+	case <-time.After(budget + 10*time.Second):
+		t.Error("the connection was still open 10 s after the deadline")
 	}
 }
