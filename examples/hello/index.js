@@ -3,7 +3,7 @@
 // A tool exports describe(), schema() and execute(input). The host passes
 // execute the call's input as JSON text; whatever execute returns is the
 // tool's output, and whatever it throws is its error.
-import { log } from "maiden:tool/host@0.1.0";
+import { log } from "maiden:tool/host@0.2.0";
 
 export function describe() {
   return "Greets someone by name. Use it to check that maiden runs tools.";
