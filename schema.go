@@ -114,9 +114,21 @@ type inputSchema struct {
 	err  error  // the schema text is not a usable JSON Schema
 	text string // the schema, to compile more copies
 
+	// The most schemas one value may meet (refs inlined, over-counted: every
+	// subschema) and the largest pattern, to tell a validation that is
+	// surely short (run on the caller's goroutine) from one that may not be.
+	expansion, maxInsts int
+
 	mu   sync.Mutex
 	idle []*compiledSchema
 }
+
+// neverStop is the stop flag of validations that nobody stops.
+var neverStop atomic.Bool
+
+// maxInlineWork is the most work, in checks and match units, that a
+// validation may need to run on the caller's goroutine (see validateCtx).
+const maxInlineWork = 10_000
 
 // maxIdleCopies bounds the compiled copies a schema keeps between calls.
 const maxIdleCopies = 4
@@ -220,10 +232,11 @@ func compileSchema(text string) *inputSchema {
 	if err != nil {
 		return &inputSchema{err: err}
 	}
-	if err := checkCompiled(c.schema); err != nil {
+	n, err := checkCompiled(c.schema)
+	if err != nil {
 		return &inputSchema{err: fmt.Errorf("schema() is over a limit: %v", err)}
 	}
-	return &inputSchema{text: text, idle: []*compiledSchema{c}}
+	return &inputSchema{text: text, idle: []*compiledSchema{c}, expansion: n, maxInsts: budget.maxInsts}
 }
 
 const (
@@ -304,24 +317,51 @@ func fanOut(s *jsonschema.Schema) (inPlace, perPart int) {
 		inPlace++
 	}
 	inPlace += len(s.AllOf) + len(s.AnyOf) + len(s.OneOf) + len(s.DependentSchemas) + len(s.Dependencies)
-	if s.Enum != nil {
-		inPlace += len(s.Enum.Values) / 64 // comparisons are cheap, but 1,000 add up
+	// Each part meets at most one of properties, prefixItems, items and
+	// additional*; and maybe each of the others. Its cost before its own
+	// check (an enum compared, then failing) is counted here too.
+	var one int
+	for _, k := range s.Properties {
+		one = max(one, 1+ownCost(k))
 	}
-	for _, k := range []*jsonschema.Schema{s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems} {
+	for _, k := range s.PrefixItems {
+		one = max(one, 1+ownCost(k))
+	}
+	for _, a := range []any{s.AdditionalProperties, s.Items, s.AdditionalItems, s.Items2020} {
+		switch a := a.(type) {
+		case *jsonschema.Schema:
+			if a != nil { // the library leaves typed nils in these fields
+				one = max(one, 1+ownCost(a))
+			}
+		case []*jsonschema.Schema:
+			for _, k := range a {
+				one = max(one, 1+ownCost(k))
+			}
+		case bool:
+			one = max(one, 1)
+		}
+	}
+	perPart = one
+	for _, k := range []*jsonschema.Schema{s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.UnevaluatedItems} {
 		if k != nil {
-			perPart++
+			perPart += 1 + ownCost(k)
 		}
 	}
-	for _, a := range []any{s.AdditionalProperties, s.Items, s.AdditionalItems} {
-		if a != nil {
-			perPart++
-		}
+	for _, k := range s.PatternProperties {
+		perPart += 1 + ownCost(k)
 	}
-	if len(s.Properties) > 0 || len(s.PrefixItems) > 0 || s.UniqueItems {
+	if s.UniqueItems {
 		perPart++
 	}
-	perPart += len(s.PatternProperties)
-	return inPlace, perPart
+	return inPlace + ownCost(s), perPart
+}
+
+// ownCost is the work of s's early keywords beyond one check: its enum.
+func ownCost(s *jsonschema.Schema) int {
+	if s == nil || s.Enum == nil {
+		return 0
+	}
+	return len(s.Enum.Values) / 64 // comparisons are cheap, but 1,000 add up
 }
 
 func parts(v any) int {
@@ -392,15 +432,25 @@ func checkNumber(n json.Number, at string) error {
 	return nil
 }
 
-// checkInput applies the number limits and maxInputDepth to an input.
-func checkInput(v any, at string, depth int) error {
+// inputSize measures an input for the choice of goroutine.
+type inputSize struct {
+	nodes int // values, and property names (patterns match them)
+	bytes int // of strings and property names
+}
+
+// checkInput applies the number limits and maxInputDepth to an input, and
+// measures it.
+func checkInput(v any, at string, depth int, size *inputSize) error {
+	size.nodes++
 	switch v := v.(type) {
 	case map[string]any:
 		if depth > maxInputDepth {
 			return fmt.Errorf("at %s: nested more than %d deep", where(at), maxInputDepth)
 		}
 		for k, e := range v {
-			if err := checkInput(e, at+"/"+escapePointer(k), depth+1); err != nil {
+			size.nodes++
+			size.bytes += len(k)
+			if err := checkInput(e, at+"/"+escapePointer(k), depth+1, size); err != nil {
 				return err
 			}
 		}
@@ -409,10 +459,12 @@ func checkInput(v any, at string, depth int) error {
 			return fmt.Errorf("at %s: nested more than %d deep", where(at), maxInputDepth)
 		}
 		for i, e := range v {
-			if err := checkInput(e, at+"/"+strconv.Itoa(i), depth+1); err != nil {
+			if err := checkInput(e, at+"/"+strconv.Itoa(i), depth+1, size); err != nil {
 				return err
 			}
 		}
+	case string:
+		size.bytes += len(v)
 	case json.Number:
 		return checkNumber(v, at)
 	}
@@ -421,16 +473,16 @@ func checkInput(v any, at string, depth int) error {
 
 // checkCompiled counts the compiled schemas, their enums and the expansion
 // of their references.
-func checkCompiled(root *jsonschema.Schema) error {
+func checkCompiled(root *jsonschema.Schema) (expansion int, err error) {
 	w := schemaWalk{size: map[*jsonschema.Schema]int{}, onPath: map[*jsonschema.Schema]bool{}}
 	n, err := w.expand(root)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if n > maxExpansion {
-		return fmt.Errorf("its references expand to more than %d schemas for one value; the limit is %d", maxExpansion, maxExpansion)
+		return 0, fmt.Errorf("its references expand to more than %d schemas for one value; the limit is %d", maxExpansion, maxExpansion)
 	}
-	return nil
+	return n, nil
 }
 
 type schemaWalk struct {
@@ -521,10 +573,11 @@ func children(s *jsonschema.Schema) []*jsonschema.Schema {
 // are only compiled (Go's compiler is linear in the pattern), so done turns
 // the budget off.
 type patternBudget struct {
-	seen  map[string]bool // the metaschema check sees each pattern again
-	bytes int
-	done  bool
-	err   error // the first limit passed
+	seen     map[string]bool // the metaschema check sees each pattern again
+	bytes    int
+	maxInsts int
+	done     bool
+	err      error // the first limit passed
 }
 
 func (b *patternBudget) engine(c *compiledSchema) jsonschema.RegexpEngine {
@@ -554,9 +607,11 @@ func (b *patternBudget) admit(p string) error {
 	if b.bytes > maxPatternTotal {
 		return fmt.Errorf("the patterns total more than %d bytes", maxPatternTotal)
 	}
-	if n := instructions(p); n > maxPatternInsts {
+	n := instructions(p)
+	if n > maxPatternInsts {
 		return fmt.Errorf("pattern %s compiles to %d instructions; the limit is %d", excerpt(p), n, maxPatternInsts)
 	}
+	b.maxInsts = max(b.maxInsts, n)
 	return nil
 }
 
@@ -644,11 +699,25 @@ func (s *inputSchema) validateCtx(ctx context.Context, v any) error {
 	if s.err != nil {
 		return s.err
 	}
-	if err := checkInput(v, "", 1); err != nil {
+	var size inputSize
+	if err := checkInput(v, "", 1, &size); err != nil {
 		return fmt.Errorf("input does not match the tool's schema:\n  %v", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// A goroutine and a channel cost ~10 µs here, as much as a tiny
+	// tool's whole call, so a validation whose worst case is short
+	// (~10 ms) runs here, whatever ctx, in one pass: it can record few
+	// problems.
+	worst := size.nodes*s.expansion + size.bytes*s.maxInsts/64
+	if worst <= maxInlineWork {
+		c, err := s.take(&neverStop)
+		if err != nil {
+			return err
+		}
+		defer s.put(c)
+		return c.validate(v, false)
 	}
 	stop := new(atomic.Bool) // this validation's; its copy may serve another later
 	run := func() error {
@@ -657,7 +726,7 @@ func (s *inputSchema) validateCtx(ctx context.Context, v any) error {
 			return err
 		}
 		defer s.put(c)
-		return c.validate(v)
+		return c.validate(v, true)
 	}
 	if ctx.Done() == nil {
 		return run()
@@ -705,8 +774,10 @@ func (s *inputSchema) put(c *compiledSchema) {
 }
 
 // validate decides whether v fits, and if not, explains why; a stop or a
-// limit reached deep in the library comes back here as a panic.
-func (c *compiledSchema) validate(v any) (err error) {
+// limit reached deep in the library comes back here as a panic. With
+// twoPass it first decides under not-not, recording no problems; without,
+// it explains at once, under the larger limit.
+func (c *compiledSchema) validate(v any, twoPass bool) (err error) {
 	defer func() {
 		switch r := recover(); r.(type) {
 		case nil:
@@ -723,14 +794,16 @@ func (c *compiledSchema) validate(v any) (err error) {
 		}
 	}()
 	c.checks, c.checkLimit, c.match, c.explaining = 0, maxChecks, 0, false
-	if c.check.Validate(v) == nil {
-		return nil
+	if twoPass {
+		if c.check.Validate(v) == nil {
+			return nil
+		}
+		c.checks, c.checkLimit, c.explaining = 0, maxExplainChecks, true // match work is counted over both
 	}
-	c.checks, c.checkLimit, c.explaining = 0, maxExplainChecks, true // match work is counted over both
 	err = c.schema.Validate(v)
 	var verr *jsonschema.ValidationError
 	if !errors.As(err, &verr) {
-		if err == nil { // the two passes disagree: cannot happen
+		if err == nil && twoPass { // the two passes disagree: cannot happen
 			return errors.New("input does not match the tool's schema")
 		}
 		return err
