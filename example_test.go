@@ -44,10 +44,12 @@ func ExampleHost_Call() {
 
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "echo", Input: `{"message":"hi"}`})
 	if err != nil {
-		log.Fatal(err) // the call could not be made: unknown tool, input not JSON, ...
+		log.Fatal(err) // the call could not be made: unknown tool, overloaded, closed, ctx ended
 	}
 	if !res.OK {
-		fmt.Println("failed:", res.Error.Kind, res.Error.Message) // the tool's failure, classified
+		// The tool's failure, classified; input that is not JSON or misses
+		// the schema is one too (kind input), so an agent can fix its call.
+		fmt.Println("failed:", res.Error.Kind, res.Error.Message)
 		return
 	}
 	fmt.Println(res.Output)

@@ -55,7 +55,9 @@ func policyOf(t config.Tool) Policy {
 
 // Tools loads every configured tool (compiling it if needed) and returns
 // what each says about itself, in name order. A tool that cannot be loaded
-// is listed with its Error set; the error return is only for ctx.
+// is listed with its Error set. The error is ctx's when ctx ended,
+// ErrClosed after Close, or a failure of maiden itself (a worker process
+// that cannot be started), never a tool's.
 func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed

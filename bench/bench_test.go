@@ -35,6 +35,7 @@ var limits = sandbox.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}
 var tools = []struct{ name, fixture string }{
 	{"wat", "echo"},
 	{"js", "js/echo"},
+	{"go", "go/echo"},
 }
 
 // variant is one way of making a call. setup runs outside the timed region,
@@ -48,7 +49,21 @@ var callVariants = []variant{
 	// The full path a user takes: Host.Call with a config (policy lookup,
 	// input validation, compile-cache lookup, log capture, classification).
 	{"maiden", func(b *testing.B, tool string) (func() error, func()) {
-		h := host(b, tool)
+		h := host(b, tool, maiden.InProcess)
+		ctx := context.Background()
+		return func() error {
+			res, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: input})
+			if err != nil {
+				return err
+			}
+			return checkOutput(res.OK, res.Output, res.Error, input)
+		}, nil
+	}},
+	// The same, with guest code in supervised worker processes (the
+	// default of maiden serve, call and check): the price of the second
+	// wall is the IPC round trip and the parent's supervision.
+	{"maiden-workers", func(b *testing.B, tool string) (func() error, func()) {
+		h := host(b, tool, maiden.Workers)
 		ctx := context.Background()
 		return func() error {
 			res, err := h.Call(ctx, maiden.Call{Tool: "echo", Input: input})
@@ -295,6 +310,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// This binary is also the worker process of the maiden-workers rows.
+	maiden.WorkerMain()
 	code := m.Run()
 	for _, c := range slices.Backward(closers) {
 		c()
@@ -369,18 +386,18 @@ func newSandbox(b *testing.B, cfg *wasmtime.Config) *sandbox.Sandbox {
 
 // host is a maiden.Host whose agent.toml defines the tool as "echo" with
 // the default limits written out.
-func host(b *testing.B, fixture string) *maiden.Host {
+func host(b *testing.B, fixture string, iso maiden.Isolation) *maiden.Host {
 	path := testkit.Component(b, fixture)
 	dir := workDir(b)
 	cache := cacheDir(b)
-	return shared(b, "host/"+fixture, func() (*maiden.Host, func()) {
+	return shared(b, fmt.Sprintf("host/%s/%d", fixture, iso), func() (*maiden.Host, func()) {
 		toml := fmt.Sprintf("version = 1\n\n[tools.echo]\npath = %q\ntimeout_ms = %d\nmemory_mb = %d\n",
 			path, limits.Timeout.Milliseconds(), limits.Memory>>20)
 		cfg, err := config.Parse(filepath.Join(dir, "agent.toml"), []byte(toml), dir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		h, err := maiden.New(cfg, &maiden.Options{CacheDir: cache})
+		h, err := maiden.New(cfg, &maiden.Options{CacheDir: cache, Isolation: iso})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -548,4 +565,58 @@ func trim(s string) string {
 		return s[:80] + "…"
 	}
 	return strings.ToValidUTF8(s, "?")
+}
+
+// BenchmarkWASISleepDeadline measures how far past its deadline a call
+// ends when the tool sleeps in WASI (where epochs never fire), in worker
+// isolation: the parent kills the worker at deadline + grace. Each
+// operation is one call with timeout_ms = 50 of a Go tool sleeping 10 s;
+// overrun-p50-ns and overrun-p99-ns are the time past the 50 ms. The
+// issue's promise is p99 within 20 ms over 200 calls:
+//
+//	go test ./bench -run '^$' -bench WASISleepDeadline -benchtime 200x
+func BenchmarkWASISleepDeadline(b *testing.B) {
+	path := testkit.Component(b, "go/sleeper")
+	dir := b.TempDir()
+	toml := fmt.Sprintf("version = 1\n\n[tools.sleeper]\npath = %q\ntimeout_ms = 50\n", path)
+	cfg, err := config.Parse(filepath.Join(dir, "agent.toml"), []byte(toml), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The default pool (4 workers per CPU, as maiden serve): a killed
+	// worker is replaced, and warmed, while the others serve.
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: cacheDir(b), Isolation: maiden.Workers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	ctx := context.Background()
+	if _, err := h.Tools(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// Steady state: the first calls start the pool's workers and hand each
+	// the tool's compiled code, which a later replacement gets in advance.
+	for range 16 {
+		if _, err := h.Call(ctx, maiden.Call{Tool: "sleeper", Input: `{"ms":10000}`}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	over := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		res, err := h.Call(ctx, maiden.Call{Tool: "sleeper", Input: `{"ms":10000}`})
+		took := time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.OK || res.Error.Kind != maiden.KindDeadline {
+			b.Fatalf("result %+v, want a deadline", res)
+		}
+		over = append(over, took-50*time.Millisecond)
+	}
+	b.StopTimer()
+	slices.Sort(over)
+	b.ReportMetric(float64(percentile(over, 50)), "overrun-p50-ns")
+	b.ReportMetric(float64(percentile(over, 99)), "overrun-p99-ns")
 }

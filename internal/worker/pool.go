@@ -69,6 +69,9 @@ type Options struct {
 // slack. Measured by TestAllowance.
 const DefaultAllowance = 64 << 20
 
+// warmLimits bound the describe() that warms a replacement worker.
+var warmLimits = sandbox.Limits{Timeout: 5 * time.Second, Memory: 256 << 20}
+
 // maxLoadedPerWorker bounds the compiled components one worker holds.
 const maxLoadedPerWorker = 8
 
@@ -91,6 +94,7 @@ type Pool struct {
 	waiters  *list.List // of chan struct{}: callers waiting for a worker
 	finished chan struct{}
 
+	starting    sync.WaitGroup // prestarts in flight
 	fpOnce      sync.Once
 	fingerprint string
 
@@ -219,9 +223,61 @@ func (p *Pool) release(w *proc, healthy bool) {
 			close(p.finished)
 			p.finished = nil
 		}
+		if !p.closing && p.waiters.Len() == 0 {
+			// Replace it now, so the next call does not pay for the start.
+			p.count++
+			p.starting.Add(1)
+			go p.prestart(w.loaded)
+		}
 	} else {
 		p.idle = append(p.idle, w)
 	}
+	p.wakeLocked()
+}
+
+// prestart starts a worker for a slot already counted and adds it to the
+// idle list. It gives the new worker the compiled code the one it replaces
+// held most recently, and warms it with a describe() call: a fresh worker's
+// first instantiation faults its code in (tens of milliseconds for a Go or
+// JS tool), which would otherwise land on the next call and its deadline.
+func (p *Pool) prestart(loaded []string) {
+	defer p.starting.Done()
+	w, err := spawn(p.opts.Command, p.opts.StartTimeout)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		for _, art := range loaded[max(0, len(loaded)-2):] {
+			var ok bool
+			_, werr := p.runOn(ctx, w, art, "describe", sandbox.Call{Limits: warmLimits}, time.Now(), &ok)
+			if werr != nil || !ok {
+				break
+			}
+		}
+		cancel()
+		select {
+		case <-w.dead:
+			// Warming killed it (a tool whose describe misbehaves): the
+			// next call starts a fresh one.
+			err = errors.New("worker died while warming")
+		default:
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		if w != nil {
+			w.kill(killedShutdown)
+		}
+		p.count--
+		p.log.Warn("cannot start a worker", "error", err)
+		p.wakeLocked()
+		return
+	}
+	if p.closing {
+		p.count--
+		w.kill(killedShutdown)
+		return
+	}
+	p.idle = append(p.idle, w)
 	p.wakeLocked()
 }
 
@@ -255,15 +311,19 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	for _, w := range idle {
 		w.kill(killedShutdown)
 	}
-	if wait == nil {
-		return nil
+	started := make(chan struct{})
+	go func() { p.starting.Wait(); close(started) }()
+	for _, ch := range []chan struct{}{wait, started} {
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("worker pool shutdown: %w", ctx.Err())
+		}
 	}
-	select {
-	case <-wait:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("worker pool shutdown: %w", ctx.Err())
-	}
+	return nil
 }
 
 // Workers reports how many worker processes are alive, for tests and

@@ -24,18 +24,26 @@ func (p *Pool) run(ctx context.Context, art, export string, c sandbox.Call) (san
 	if err != nil {
 		return sandbox.Outcome{Duration: time.Since(start)}, err
 	}
-	healthy := false
-	defer func() { p.release(w, healthy) }()
+	var healthy bool
+	out, err := p.runOn(ctx, w, art, export, c, start, &healthy)
+	p.release(w, healthy)
+	return out, err
+}
 
+// runOn runs one export on worker w (held by the caller) and sets *healthy
+// when w can serve again.
+func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox.Call, start time.Time, healthy *bool) (sandbox.Outcome, error) {
 	if err := p.ensureLoaded(ctx, w, art); err != nil {
 		return sandbox.Outcome{Duration: time.Since(start)}, err
 	}
-	if err := w.setDataLimit(w.base + c.Limits.Memory + p.opts.Allowance); err != nil {
+	if err := w.setDataLimit(w.base + c.Limits.Memory + p.opts.Allowance + raceExtra); err != nil {
 		return sandbox.Outcome{Duration: time.Since(start)}, fmt.Errorf("limit worker memory: %w", err)
 	}
 	w.calls++
 	id := uint64(w.calls)
-	deadline := start.Add(c.Limits.Timeout)
+	// The deadline starts now: starting a worker and handing it compiled
+	// code are maiden's costs, like a compile-cache lookup in process.
+	deadline := time.Now().Add(c.Limits.Timeout)
 	callCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if err := w.send(runMsg{ID: id, Digest: art, Export: export, Input: c.Input,
@@ -97,18 +105,18 @@ func (p *Pool) run(ctx context.Context, art, export string, c sandbox.Call) (san
 				out.MemoryPeak = m.MemoryPeak
 				switch {
 				case m.Interrupted || cancelled:
-					healthy = true
+					*healthy = true
 					return finish(), context.Cause(ctx)
 				case m.HostErr != "":
 					return finish(), fmt.Errorf("worker: %s", m.HostErr)
 				case m.FailKind != "":
-					healthy = true
+					*healthy = true
 					return fail(sandbox.Kind(m.FailKind), m.FailMessage)
 				}
 				if len(m.Output) > p.opts.MaxOutputBytes {
 					return fail(sandbox.KindTrap, fmt.Sprintf("%s returned more than the %d-byte output limit", export, p.opts.MaxOutputBytes))
 				}
-				healthy = true
+				*healthy = true
 				out.Output = redact(m.Output)
 				return finish(), nil
 			default:
@@ -216,7 +224,7 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 		w.loaded = w.loaded[1:]
 	}
 	// Loading maps code: lift the limit to what it may take, then measure.
-	if err := w.setDataLimit(w.base + 2*uint64(len(code)) + p.opts.Allowance); err != nil {
+	if err := w.setDataLimit(w.base + 2*uint64(len(code)) + p.opts.Allowance + raceExtra); err != nil {
 		return fmt.Errorf("limit worker memory: %w", err)
 	}
 	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {
