@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -145,6 +146,8 @@ type compiledSchema struct {
 	checks, checkLimit int
 	match              int
 	explaining         bool
+
+	expansion int // see inputSchema
 }
 
 // stopPanic unwinds a validation whose caller has gone; overPanic one that
@@ -232,11 +235,7 @@ func compileSchema(text string) *inputSchema {
 	if err != nil {
 		return &inputSchema{err: err}
 	}
-	n, err := checkCompiled(c.schema)
-	if err != nil {
-		return &inputSchema{err: fmt.Errorf("schema() is over a limit: %v", err)}
-	}
-	return &inputSchema{text: text, idle: []*compiledSchema{c}, expansion: n, maxInsts: budget.maxInsts}
+	return &inputSchema{text: text, idle: []*compiledSchema{c}, expansion: c.expansion, maxInsts: budget.maxInsts}
 }
 
 const (
@@ -272,37 +271,193 @@ func compileCopy(doc any, budget *patternBudget) (*compiledSchema, error) {
 		return nil, err
 	}
 	cs.schema, cs.check = s, check
-	instrument(s, cs, map[*jsonschema.Schema]bool{})
+	// Counted before instrument takes the enums over.
+	if cs.expansion, err = checkCompiled(s); err != nil {
+		return nil, fmt.Errorf("schema() is over a limit: %v", err)
+	}
+	instrument(s, cs)
 	return cs, nil
 }
 
-// instrument gives every schema a format hook that charges its checks: the
-// library runs a schema's format right after its type, const and enum,
-// before anything that recurses, and in every mode (the extension point
-// for vocabularies is skipped when a schema fails under not). The original
-// format, if the schema asserts one, still runs.
-func instrument(s *jsonschema.Schema, c *compiledSchema, seen map[*jsonschema.Schema]bool) {
-	if s == nil || seen[s] || isMetaschema(s) {
-		return // a metaschema is shared by every compiler; checkCompiled refuses it
-	}
-	seen[s] = true
-	inPlace, perPart := fanOut(s)
-	orig := s.Format
-	if orig == nil || orig.Name != "regex" { // "regex" goes to the regexp engine instead
-		s.Format = &jsonschema.Format{Name: "maiden-check", Validate: func(v any) error {
-			c.charge(1+inPlace+perPart*parts(v), 0)
-			if orig != nil {
-				return orig.Validate(v)
-			}
-			return nil
-		}}
-		if orig != nil {
-			s.Format.Name = orig.Name
+// instrument gives every schema a format hook that charges its checks.
+// The library runs a schema's format right after its type, const and enum
+// checks, before anything that recurses, and in every mode (its extension
+// point for vocabularies is skipped when a schema fails under not); the
+// hook takes over those three checks, so that every schema evaluated,
+// even one that fails at once, passes a stop check and is charged. The
+// original format, if the schema asserts one, still runs.
+func instrument(root *jsonschema.Schema, c *compiledSchema) {
+	// All costs first: a schema's cost reads its children's enums, which
+	// the hook then takes over.
+	hooks := map[*jsonschema.Schema]*early{}
+	var walk func(s *jsonschema.Schema)
+	walk = func(s *jsonschema.Schema) {
+		if s == nil || hooks[s] != nil || isMetaschema(s) {
+			return // a metaschema is shared by every compiler; checkCompiled refuses it
+		}
+		e := &early{orig: s.Format}
+		e.inPlace, e.perPart = fanOut(s)
+		hooks[s] = e
+		for _, k := range children(s) {
+			walk(k)
 		}
 	}
-	for _, k := range children(s) {
-		instrument(k, c, seen)
+	walk(root)
+	for s, e := range hooks {
+		hook(s, e, c)
 	}
+}
+
+func hook(s *jsonschema.Schema, e *early, c *compiledSchema) {
+	if s.Format != nil && s.Format.Name == "regex" {
+		return // the library sends "regex" to the regexp engine, not the hook
+	}
+	if s.Types != nil && !s.Types.IsEmpty() {
+		e.types = s.Types.ToStrings()
+	}
+	if s.Const != nil {
+		e.constant = *s.Const
+		e.hasConst = true
+	}
+	if s.Enum != nil {
+		e.enum = s.Enum.Values
+	}
+	s.Types, s.Const, s.Enum = nil, nil, nil
+	name := "maiden-check"
+	if e.orig != nil {
+		name = e.orig.Name
+	}
+	s.Format = &jsonschema.Format{Name: name, Validate: func(v any) error { return e.check(c, v) }}
+}
+
+// early is a schema's checks that come before it recurses: the library's
+// type, const and enum (same order, same meaning), its own format, and the
+// charge for the schema and the subschemas it will hand parts to.
+type early struct {
+	orig             *jsonschema.Format
+	inPlace, perPart int
+	types            []string
+	constant         any
+	hasConst         bool
+	enum             []any
+}
+
+// earlyError carries the library's own kind of problem through the format
+// hook, which may only return an error; problem unwraps it.
+type earlyError struct{ kind jsonschema.ErrorKind }
+
+func (e *earlyError) Error() string { return problem(e.kind) }
+
+func (e *early) check(c *compiledSchema, v any) error {
+	c.charge(1, 0) // first, so a schema that fails at once is counted too
+	if e.types != nil {
+		if got, ok := typeMatches(v, e.types); !ok {
+			return &earlyError{&kind.Type{Got: got, Want: e.types}}
+		}
+	}
+	if e.hasConst && !jsonEqual(v, e.constant) {
+		return &earlyError{&kind.Const{Got: v, Want: e.constant}}
+	}
+	if e.enum != nil {
+		c.charge(len(e.enum)/16, 0) // each comparison is cheap, but 1,000 add up
+		found := false
+		for _, w := range e.enum {
+			if jsonEqual(v, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return &earlyError{&kind.Enum{Got: v, Want: e.enum}}
+		}
+	}
+	c.charge(e.inPlace+e.perPart*parts(v), 0)
+	if e.orig != nil {
+		return e.orig.Validate(v)
+	}
+	return nil
+}
+
+// typeMatches is the library's type keyword: a JSON number is an integer
+// when its exact value is whole.
+func typeMatches(v any, want []string) (got string, ok bool) {
+	switch v.(type) {
+	case nil:
+		got = "null"
+	case bool:
+		got = "boolean"
+	case string:
+		got = "string"
+	case []any:
+		got = "array"
+	case map[string]any:
+		got = "object"
+	default:
+		got = "number"
+	}
+	for _, w := range want {
+		if w == got {
+			return got, true
+		}
+		if w == "integer" && got == "number" {
+			if r, ok := rat(v); ok && r.IsInt() {
+				return got, true
+			}
+		}
+	}
+	return got, false
+}
+
+// jsonEqual is the library's equality: numbers by exact value, objects and
+// arrays member by member.
+func jsonEqual(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, x := range a {
+			y, ok := b[k]
+			if !ok || !jsonEqual(x, y) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !jsonEqual(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return b == nil
+	case bool:
+		b, ok := b.(bool)
+		return ok && a == b
+	case string:
+		b, ok := b.(string)
+		return ok && a == b
+	}
+	x, ok1 := rat(a)
+	y, ok2 := rat(b)
+	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+// rat is a number's exact value; numbers are bounded by checkNumber.
+func rat(v any) (*big.Rat, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		return new(big.Rat).SetString(string(v))
+	case float64:
+		return new(big.Rat).SetString(strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return nil, false
 }
 
 // fanOut counts the schemas s applies to the value itself, and those it may
@@ -353,7 +508,7 @@ func fanOut(s *jsonschema.Schema) (inPlace, perPart int) {
 	if s.UniqueItems {
 		perPart++
 	}
-	return inPlace + ownCost(s), perPart
+	return inPlace, perPart
 }
 
 // ownCost is the work of s's early keywords beyond one check: its enum.
@@ -361,7 +516,7 @@ func ownCost(s *jsonschema.Schema) int {
 	if s == nil || s.Enum == nil {
 		return 0
 	}
-	return len(s.Enum.Values) / 64 // comparisons are cheap, but 1,000 add up
+	return len(s.Enum.Values) / 16
 }
 
 func parts(v any) int {
@@ -921,6 +1076,10 @@ var printer = message.NewPrinter(language.English)
 // problem says what is wrong in one line, quoting values only in excerpt:
 // the library's own messages list every enum value and the whole string.
 func problem(k jsonschema.ErrorKind) string {
+	var early *earlyError
+	if f, ok := k.(*kind.Format); ok && errors.As(f.Err, &early) {
+		k = early.kind
+	}
 	switch k := k.(type) {
 	case *kind.Enum:
 		if len(k.Want) <= maxListed {

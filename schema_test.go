@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // objectSchema wraps properties into a tool input schema.
@@ -534,5 +536,58 @@ func TestStoppableRegexpMatchesLikeMatchString(t *testing.T) {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestValidateAgreesWithLibrary: the hook takes over the library's type,
+// const and enum checks (and the work counting must not change answers), so
+// for each case maiden must accept exactly what the library alone accepts.
+func TestValidateAgreesWithLibrary(t *testing.T) {
+	schemas := []string{
+		objectSchema(`"a":{"type":"integer"}`),
+		objectSchema(`"a":{"type":["integer","string"]}`),
+		objectSchema(`"a":{"type":"number","minimum":1}`),
+		objectSchema(`"a":{"enum":[1,"1",null,true,[1,2],{"x":1,"y":[2]}]}`),
+		objectSchema(`"a":{"const":{"x":1.0,"y":[2,{"z":null}]}}`),
+		objectSchema(`"a":{"const":1e2}`),
+		objectSchema(`"a":{"type":"array","items":{"enum":[1,2,3]},"uniqueItems":true}`),
+		objectSchema(`"a":{"anyOf":[{"type":"string","pattern":"^x"},{"type":"array","items":{"type":"integer"}}]}`),
+		objectSchema(`"a":{"not":{"type":"null"}}`),
+		objectSchema(`"a":{"if":{"type":"string"},"then":{"minLength":2},"else":{"const":0}}`),
+		`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":"integer","enum":[1,2]}}}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"format":"email"}}}`,
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/t"}},"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}}}`,
+	}
+	inputs := []string{
+		`{}`, `{"a":1}`, `{"a":1.0}`, `{"a":1.5}`, `{"a":1e2}`, `{"a":100}`, `{"a":"1"}`, `{"a":"x"}`, `{"a":"xy"}`,
+		`{"a":null}`, `{"a":true}`, `{"a":false}`, `{"a":0}`, `{"a":0.0}`, `{"a":[1,2]}`, `{"a":[1,2.0]}`, `{"a":[2,1]}`,
+		`{"a":[1,1]}`, `{"a":[[]]}`, `{"a":[[],[[]]]}`, `{"a":[1]}`, `{"a":{"y":[2],"x":1}}`, `{"a":{"x":1}}`,
+		`{"a":{"x":1,"y":[2,{"z":null}]}}`, `{"a":{"y":[2,{"z":null}],"x":1.00}}`, `{"a":"a@b.c"}`, `{"a":"not an email"}`,
+	}
+	for i, sch := range schemas {
+		lib := jsonschema.NewCompiler()
+		if err := lib.AddResource("lib.json", mustParse(t, sch)); err != nil {
+			t.Fatal(err)
+		}
+		want, err := lib.Compile("lib.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := mustCompile(t, sch)
+		for _, in := range inputs {
+			v := mustParse(t, in)
+			libOK := want.Validate(v) == nil
+			err := s.validate(v)
+			if (err == nil) != libOK {
+				t.Errorf("schema %d, input %s: maiden %v, library valid=%v", i, in, err, libOK)
+			}
+			// The two-pass path must agree too.
+			c, _ := s.take(new(atomic.Bool))
+			err2 := c.validate(v, true)
+			s.put(c)
+			if (err2 == nil) != libOK {
+				t.Errorf("schema %d, input %s (two passes): maiden %v, library valid=%v", i, in, err2, libOK)
+			}
+		}
 	}
 }
