@@ -44,6 +44,9 @@ type Options struct {
 	// cache directory (os.UserCacheDir()/maiden/components); "off" disables
 	// the disk cache.
 	CacheDir string
+	// MaxCacheBytes bounds the compiled code held in memory, least recently
+	// used first out; 0 means 1 GiB.
+	MaxCacheBytes int64
 	// MaxConcurrent is how many calls run at once across all callers; 0
 	// means 4 per CPU (at least 4). Calls beyond it wait their turn. In
 	// worker isolation it is also the number of call workers.

@@ -194,7 +194,7 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 func newRunner(o Options, size int) (sandbox.Runner, error) {
 	switch o.Isolation {
 	case InProcess:
-		return sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger})
+		return sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger, MaxCacheBytes: o.MaxCacheBytes})
 	case Workers:
 		dir := o.CacheDir
 		switch dir {
@@ -205,7 +205,7 @@ func newRunner(o Options, size int) (sandbox.Runner, error) {
 				dir = filepath.Join(d, "maiden", "components")
 			}
 		}
-		return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger, CacheDir: dir})
+		return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger, CacheDir: dir, MaxCacheBytes: o.MaxCacheBytes})
 	}
 	return nil, fmt.Errorf("unknown isolation %d", o.Isolation)
 }

@@ -116,7 +116,7 @@ func TestCallInputFromStdin(t *testing.T) {
 	// No input at all means {}, which echo's schema (message required)
 	// refuses with a message naming the missing property.
 	r = cli(t, "", "call", "-config", cfg, "-cache", "off", "echo")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "missing property 'message'") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, `missing properties: "message"`) {
 		t.Fatalf("%+v", r)
 	}
 }

@@ -266,7 +266,9 @@ func TestCallStdinIsBounded(t *testing.T) {
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	var stdout, stderr testkit.SyncBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(context.Background(), []string{"call", "-config", cfg, "echo", "-"}, endless{}, &stdout, &stderr) }()
+	go func() {
+		done <- run(context.Background(), []string{"call", "-config", cfg, "echo", "-"}, endless{}, &stdout, &stderr)
+	}()
 	select {
 	case code := <-done:
 		if code == 0 || !strings.Contains(stderr.String(), "input") {

@@ -56,6 +56,9 @@ type Options struct {
 	CompileCPU uint64
 	// CompileMemory bounds a compiling worker's data memory; 0 means 4 GiB.
 	CompileMemory uint64
+	// MaxCacheBytes bounds the compiled code the parent holds in memory to
+	// hand to workers (LRU by size); 0 means 1 GiB.
+	MaxCacheBytes int64
 	// CacheDir holds compiled components between runs (the parent reads and
 	// writes it; workers open no file). "" keeps them in memory only.
 	CacheDir string
@@ -145,7 +148,10 @@ func New(opts *Options) (*Pool, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 10 * time.Second
 	}
-	p := &Pool{opts: o, log: o.Logger, busy: map[*proc]struct{}{}, waiters: list.New(), mem: newMemArtifacts(512 << 20)}
+	if o.MaxCacheBytes <= 0 {
+		o.MaxCacheBytes = sandbox.DefaultMaxCacheBytes
+	}
+	p := &Pool{opts: o, log: o.Logger, busy: map[*proc]struct{}{}, waiters: list.New(), mem: newMemArtifacts(int(o.MaxCacheBytes))}
 	p.reg.pool = p
 	return p, nil
 }
