@@ -183,14 +183,23 @@ const maxCachedSchemas = 1024
 
 func (c *schemaCache) get(digest, text string) *inputSchema {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.m[digest]; ok {
+	s, ok := c.m[digest]
+	c.mu.Unlock()
+	if ok {
 		return s
+	}
+	// Outside the lock: a schema at the limits takes ~0.2 s to check and
+	// compile, and calls to other tools should not wait for it. Two calls
+	// may compile the same schema at once; the first stored wins.
+	s = compileSchema(text)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.m[digest]; ok {
+		return prev
 	}
 	if c.m == nil || len(c.m) >= maxCachedSchemas {
 		c.m = map[string]*inputSchema{} // hot reloads over months; start over
 	}
-	s := compileSchema(text)
 	c.m[digest] = s
 	return s
 }

@@ -591,3 +591,33 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaCacheConcurrent: many calls asking for schemas at once, under
+// -race, get one compiled schema per digest, and a slow schema does not
+// hold up the others.
+func TestSchemaCacheConcurrent(t *testing.T) {
+	var c schemaCache
+	slow := wide(1000) // takes a while to compile
+	fast := objectSchema(`"a":{"type":"string"}`)
+	var wg sync.WaitGroup
+	got := make([]*inputSchema, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = c.get("slow", slow)
+		}()
+	}
+	start := time.Now()
+	if s := c.get("fast", fast); s.err != nil {
+		t.Fatal(s.err)
+	}
+	fastDone := time.Since(start)
+	wg.Wait()
+	for _, s := range got {
+		if s != got[0] || s.err != nil {
+			t.Fatalf("schemas differ or failed: %v", s.err)
+		}
+	}
+	t.Logf("fast schema ready after %v while the slow one compiled", fastDone)
+}
