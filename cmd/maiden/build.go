@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
@@ -57,13 +57,16 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "maiden build:", err)
 		return exitUsage
 	}
-	sb, err := sandbox.New(&sandbox.Options{CacheDir: c.cache})
-	if err != nil {
-		fmt.Fprintln(stderr, "maiden build:", err)
-		return exitUsage
-	}
-	defer sb.Close()
-	b := builder{tc: tc, sb: sb, p: p, out: *out, stdout: stdout, stderr: stderr}
+	// The built file is checked the way a call loads it: in a worker
+	// process by default, so a component that crashes the code generator
+	// fails the build instead of killing maiden.
+	var h *maiden.Host
+	defer func() {
+		if h != nil {
+			h.Close(context.Background())
+		}
+	}()
+	b := builder{tc: tc, h: &h, c: c, p: p, out: *out, stdout: stdout, stderr: stderr}
 	if *watch {
 		return b.watch(ctx)
 	}
@@ -76,10 +79,27 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 type builder struct {
 	tc             *toolbuild.Toolchain
-	sb             *sandbox.Sandbox
+	h              **maiden.Host // one tool, "built", at out; made after the first build
+	c              *common
 	p              toolbuild.Project
 	out            string
 	stdout, stderr io.Writer
+}
+
+// checkHost is a host whose only tool is the file being built, with the
+// default limits, isolated as the command line says.
+func checkHost(out string, c *common) (*maiden.Host, error) {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(abs)
+	toml := fmt.Sprintf("version = 1\n\n[tools.built]\npath = %q\n", abs)
+	cfg, err := config.Parse(filepath.Join(dir, "agent.toml"), []byte(toml), dir)
+	if err != nil {
+		return nil, err
+	}
+	return maiden.New(cfg, &maiden.Options{CacheDir: c.cache, Isolation: c.isolation.value()})
 }
 
 // build builds once and checks that the result loads.
@@ -100,7 +120,18 @@ func (b builder) build(ctx context.Context) int {
 	}
 	fmt.Fprintf(b.stderr, "wrote %s (%.1f MB) in %v\n", b.out, float64(size)/1e6, time.Since(start).Round(100*time.Millisecond))
 
-	info, err := b.sb.Load(ctx, b.out, sandbox.Limits{Timeout: config.DefaultTimeout, Memory: config.DefaultMemoryMB << 20})
+	if *b.h == nil {
+		h, err := checkHost(b.out, b.c)
+		if err != nil {
+			fmt.Fprintln(b.stderr, "maiden build:", err)
+			return exitUsage
+		}
+		*b.h = h
+	}
+	infos, err := (*b.h).Tools(ctx)
+	if err == nil && len(infos) == 1 && infos[0].Error != nil {
+		err = infos[0].Error
+	}
 	if err != nil {
 		fmt.Fprintf(b.stderr, "maiden build: %s built but cannot be loaded: %v\n", b.out, err)
 		if p.Lang == toolbuild.LangGo {
@@ -108,6 +139,7 @@ func (b builder) build(ctx context.Context) int {
 		}
 		return exitTrap
 	}
+	info := infos[0]
 	fmt.Fprintf(b.stdout, "%s: %s\n", p.Name, info.Description)
 	return exitOK
 }
