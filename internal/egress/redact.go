@@ -40,6 +40,7 @@ type pattern struct {
 type redactor struct {
 	pats   []pattern
 	maxLen int              // longest of pats
+	bytes  byteSet          // every byte of every pattern
 	short  []pattern        // under 4 bytes: tiny raw secrets, scanned separately
 	byKey  map[uint32][]int // first four bytes → indices into pats, longest first
 	filter *[1 << 16 / 64]uint64
@@ -68,6 +69,11 @@ func newRedactor(secrets []secretValue) *redactor {
 	// Longest first, so at one position the fullest match decides the
 	// marker (only visible when secrets overlap each other).
 	slices.SortStableFunc(r.pats, func(a, b pattern) int { return len(b.text) - len(a.text) })
+	for _, p := range append(r.pats[:len(r.pats):len(r.pats)], r.short...) {
+		for _, c := range p.text {
+			r.bytes.add(c)
+		}
+	}
 	for i, p := range r.pats {
 		r.maxLen = max(r.maxLen, len(p.text))
 		k := binary.LittleEndian.Uint32(p.text)
@@ -194,19 +200,24 @@ func (r *redactor) Bytes(b []byte) []byte {
 	spans = r.scanShort(spans, b)
 	// (Marks hold int32 offsets; nothing maiden redacts comes near 2 GiB.)
 	if len(b) <= math.MaxInt32 && mayHaveEscapes(b) {
-		if dec, marks := unescape(b); marks != nil {
+		sh := getShadow()
+		defer putShadow(sh)
+		if dec, marks := unescape(b, &r.bytes, sh); marks != nil {
 			var ds []span
-			// Only where a match could cover a decoded escape: anywhere
-			// else the decoded text is the original, already searched.
-			next := 0
+			// Only where a match could cover a decoded escape (it starts
+			// less than maxLen before one, and not after it): anywhere else
+			// the decoded text is the original, already searched. Windows
+			// that touch are scanned as one.
+			from, to := 0, -1
 			for _, m := range marks {
-				from := max(next, int(m.dpos)-r.maxLen+1)
-				to := min(int(m.dpos+m.dlen)-1, len(dec)-4)
-				if from <= to {
+				f, t := int(m.dpos)-r.maxLen+1, int(m.dpos+m.dlen)-1
+				if f > to+1 {
 					ds = r.scan(ds, dec, from, to)
-					next = to + 1
+					from = f
 				}
+				to = t
 			}
+			ds = r.scan(ds, dec, from, to)
 			ds = r.scanShort(ds, dec)
 			for _, d := range ds {
 				spans = append(spans, span{origStart(marks, d.start), origEnd(marks, d.end), d.marker})
@@ -243,14 +254,35 @@ func (r *redactor) scan(spans []span, b []byte, from, to int) []span {
 	if len(r.pats) == 0 {
 		return spans
 	}
-	filter := r.filter
-	for i := max(from, 0); i <= to; i++ {
-		h := uint16(b[i]) | uint16(b[i+1])<<8
-		if filter[h/64]&(1<<(h%64)) != 0 {
-			spans = r.matchAt(spans, b, i)
-		}
+	from, to = max(from, 0), min(to, len(b)-4)
+	if from > to {
+		return spans
+	}
+	w := b[from : to+2]
+	for j := nextHit(r.filter, w, 0); j >= 0; j = nextHit(r.filter, w, j+1) {
+		spans = r.matchAt(spans, b, from+j)
 	}
 	return spans
+}
+
+// nextHit returns the first j at or after from where w[j:j+2] are the first
+// two bytes of some pattern, or -1. This is the per-byte loop of all
+// redaction, written so the compiler keeps it tight: a leaf function (not
+// inlined into scan, whose call to matchAt would spill its registers), one
+// nil check before the loop, and a shrinking slice so no bounds checks.
+//
+//go:noinline
+func nextHit(filter *[1 << 16 / 64]uint64, w []byte, from int) int {
+	_ = filter[0]
+	rest := w[from:]
+	for k := 0; len(rest) >= 2; k++ {
+		h := uint16(rest[0]) | uint16(rest[1])<<8
+		if filter[h/64]&(1<<(h%64)) != 0 {
+			return from + k
+		}
+		rest = rest[1:]
+	}
+	return -1
 }
 
 // scanShort adds the matches of the short patterns, anywhere in b.

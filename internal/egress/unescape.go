@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"sort"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -31,11 +32,55 @@ func mayHaveEscapes(b []byte) bool {
 	return bytes.IndexByte(b, '&') >= 0 || bytes.IndexByte(b, '\\') >= 0
 }
 
+// byteSet is a set of byte values.
+type byteSet [4]uint64
+
+func (s *byteSet) add(c byte)      { s[c/64] |= 1 << (c % 64) }
+func (s *byteSet) has(c byte) bool { return s[c/64]&(1<<(c%64)) != 0 }
+func (s *byteSet) hasAll(b []byte) bool {
+	for _, c := range b {
+		if !s.has(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// shadow is the decoded copy of a text and the marks that map it back. The
+// buffers are pooled: a 2 MiB body would otherwise cost a fresh, zeroed
+// 2 MiB allocation per redaction.
+type shadow struct {
+	text  []byte
+	marks []escMark
+}
+
+var shadowPool = sync.Pool{New: func() any { return new(shadow) }}
+
+// maxPooledShadow bounds what the pool keeps (about the 2 MiB body cap).
+const maxPooledShadow = 4 << 20
+
+func getShadow() *shadow { return shadowPool.Get().(*shadow) }
+
+func putShadow(s *shadow) {
+	if cap(s.text) <= maxPooledShadow {
+		s.text, s.marks = s.text[:0], s.marks[:0]
+		shadowPool.Put(s)
+	}
+}
+
 // unescape decodes HTML character references and backslash escapes in b,
-// one level, left to right. It returns nil marks when nothing decoded.
-func unescape(b []byte) ([]byte, []escMark) {
+// one level, left to right, into sh. It returns nil marks when nothing
+// decoded.
+//
+// Only escapes whose decoded bytes all occur in some pattern (in) are
+// decoded; the others are copied as they are, since no match can cover
+// them. In a JSON body that is most of them ("\n", "\"", "\u00e9"), so
+// the second search is usually skipped or short. An escape that is kept is
+// still skipped whole, so "\\u0041" stays a backslash and "u0041".
+func unescape(b []byte, in *byteSet, sh *shadow) ([]byte, []escMark) {
 	var dec []byte
 	var marks []escMark
+	started := false
 	pos := 0 // b[:pos] has been copied or decoded into dec
 	amp, bs := nextByte(b, 0, '&'), nextByte(b, 0, '\\')
 	for amp >= 0 || bs >= 0 {
@@ -51,21 +96,30 @@ func unescape(b []byte) ([]byte, []escMark) {
 			r, n = backslash(b[i:])
 		}
 		next := i + 1
+		var enc [utf8.UTFMax]byte
+		var d []byte
 		if n > 0 {
-			if dec == nil {
+			if r < 0 { // a raw byte (\xHH with HH >= 0x80)
+				enc[0] = byte(-r)
+				d = enc[:1]
+			} else {
+				d = enc[:utf8.EncodeRune(enc[:], r)]
+			}
+			if !in.hasAll(d) {
+				n, next = 0, i+n // keep it, and do not look inside it
+			}
+		}
+		if n > 0 {
+			if !started {
 				// Sized once: decoding only shrinks text, and there is at
 				// most one mark per '&' or '\\'.
-				dec = make([]byte, 0, len(b))
-				marks = make([]escMark, 0, bytes.Count(b[i:], []byte{'&'})+bytes.Count(b[i:], []byte{'\\'}))
+				started = true
+				dec = grow(sh.text, len(b))
+				marks = growMarks(sh.marks, bytes.Count(b[i:], []byte{'&'})+bytes.Count(b[i:], []byte{'\\'}))
 			}
 			dec = append(dec, b[pos:i]...)
-			m := escMark{dpos: int32(len(dec)), opos: int32(i), olen: int32(n)}
-			if r < 0 { // a raw byte (\xHH with HH >= 0x80)
-				dec = append(dec, byte(-r))
-			} else {
-				dec = utf8.AppendRune(dec, r)
-			}
-			m.dlen = int32(len(dec)) - m.dpos
+			m := escMark{dpos: int32(len(dec)), opos: int32(i), olen: int32(n), dlen: int32(len(d))}
+			dec = append(dec, d...)
 			marks = append(marks, m)
 			pos = i + n
 			next = pos
@@ -77,10 +131,25 @@ func unescape(b []byte) ([]byte, []escMark) {
 			bs = nextByte(b, next, '\\')
 		}
 	}
-	if marks == nil {
+	if !started {
 		return nil, nil
 	}
-	return append(dec, b[pos:]...), marks
+	sh.text, sh.marks = append(dec, b[pos:]...), marks
+	return sh.text, sh.marks
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+func growMarks(m []escMark, n int) []escMark {
+	if cap(m) >= n {
+		return m[:0]
+	}
+	return make([]escMark, 0, n)
 }
 
 func nextByte(b []byte, from int, c byte) int {
@@ -90,16 +159,84 @@ func nextByte(b []byte, from int, c byte) int {
 	return -1
 }
 
-// namedRefs are the HTML named character references for ASCII
-// punctuation: what encoders use for the characters secrets are made of.
-var namedRefs = map[string]rune{
-	"amp": '&', "lt": '<', "gt": '>', "quot": '"', "apos": '\'', "sol": '/', "bsol": '\\',
-	"plus": '+', "equals": '=', "colon": ':', "semi": ';', "comma": ',', "period": '.',
-	"excl": '!', "quest": '?', "num": '#', "dollar": '$', "percnt": '%', "lpar": '(',
-	"rpar": ')', "ast": '*', "midast": '*', "lowbar": '_', "grave": '`', "tilde": '~',
-	"lsqb": '[', "rsqb": ']', "lbrack": '[', "rbrack": ']', "lcub": '{', "rcub": '}',
-	"lbrace": '{', "rbrace": '}', "verbar": '|', "vert": '|', "commat": '@', "Hat": '^',
-	"hyphen": '-', "dash": '-', "Tab": '\t', "NewLine": '\n', "nbsp": 0xa0,
+// namedRef returns the character an HTML named character reference for
+// ASCII punctuation stands for (what encoders use for the characters
+// secrets are made of), or -1. A switch, not a map: it runs once per '&'
+// of a body, and compiles to a few comparisons.
+func namedRef(name []byte) rune {
+	switch string(name) {
+	case "amp":
+		return '&'
+	case "lt":
+		return '<'
+	case "gt":
+		return '>'
+	case "quot":
+		return '"'
+	case "apos":
+		return '\''
+	case "sol":
+		return '/'
+	case "bsol":
+		return '\\'
+	case "plus":
+		return '+'
+	case "equals":
+		return '='
+	case "colon":
+		return ':'
+	case "semi":
+		return ';'
+	case "comma":
+		return ','
+	case "period":
+		return '.'
+	case "excl":
+		return '!'
+	case "quest":
+		return '?'
+	case "num":
+		return '#'
+	case "dollar":
+		return '$'
+	case "percnt":
+		return '%'
+	case "lpar":
+		return '('
+	case "rpar":
+		return ')'
+	case "ast", "midast":
+		return '*'
+	case "lowbar":
+		return '_'
+	case "grave":
+		return '`'
+	case "tilde":
+		return '~'
+	case "lsqb", "lbrack":
+		return '['
+	case "rsqb", "rbrack":
+		return ']'
+	case "lcub", "lbrace":
+		return '{'
+	case "rcub", "rbrace":
+		return '}'
+	case "verbar", "vert":
+		return '|'
+	case "commat":
+		return '@'
+	case "Hat":
+		return '^'
+	case "hyphen", "dash":
+		return '-'
+	case "Tab":
+		return '\t'
+	case "NewLine":
+		return '\n'
+	case "nbsp":
+		return 0xa0
+	}
+	return -1
 }
 
 // charRef decodes an HTML character reference at the start of s ("&#47;",
@@ -134,8 +271,8 @@ func charRef(s []byte) (r rune, n int) {
 	for i < len(s) && i < 10 && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
 		i++
 	}
-	r, ok := namedRefs[string(s[1:i])]
-	if !ok {
+	r = namedRef(s[1:i])
+	if r < 0 {
 		return 0, 0
 	}
 	if i < len(s) && s[i] == ';' {
