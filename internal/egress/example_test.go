@@ -46,3 +46,21 @@ func ExampleGate_Redactor() {
 	// Output:
 	// raw [REDACTED:TOKEN], base64 [REDACTED:TOKEN], hex [REDACTED:TOKEN]
 }
+
+// A caller's permissions narrow a tool's rules for one call: only what both
+// allow is left.
+func ExampleRules_Intersect() {
+	tool := egress.Rules{
+		Hosts:   []string{"api.example.com", "*.tiles.example"},
+		Secrets: []string{"API_TOKEN", "TILES_KEY"},
+	}
+	card := egress.Rules{
+		Hosts:            []string{"a.tiles.example", "evil.example"},
+		Secrets:          []string{"TILES_KEY"},
+		MaxResponseBytes: 64 << 10,
+	}
+	r := tool.Intersect(card)
+	fmt.Println(r.Hosts, r.Secrets, r.MaxResponseBytes)
+	// Output:
+	// [a.tiles.example] [TILES_KEY] 65536
+}

@@ -147,3 +147,28 @@ func FuzzRedactEscapes(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactEscapesConcurrently hammers the pooled shadow buffers: many
+// goroutines redacting escaped text at once must each get their own result.
+func TestRedactEscapesConcurrently(t *testing.T) {
+	r := newRedactor([]secretValue{{"T", testSecret}})
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 200 {
+				pad := strings.Repeat(`x\n&amp;`, g*10+i%7)
+				in := pad + jsonEscapeAll(testSecret) + pad
+				if got, want := r.String(in), pad+"[REDACTED:T]"+pad; got != want {
+					errs <- fmt.Errorf("goroutine %d, round %d: got %q", g, i, got)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
