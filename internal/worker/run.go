@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"math"
 	"errors"
 	"fmt"
 	"io"
@@ -223,8 +224,9 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 		}
 		w.loaded = w.loaded[1:]
 	}
-	// Loading maps code: lift the limit to what it may take, then measure.
-	if err := w.setDataLimit(w.base + 2*uint64(len(code)) + p.opts.Allowance + raceExtra); err != nil {
+	// Loading maps code the parent chose (no guest code runs): lift the
+	// limit while it loads, then measure the worker's new resting size.
+	if err := w.setDataLimit(math.MaxUint64); err != nil {
 		return fmt.Errorf("limit worker memory: %w", err)
 	}
 	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {
