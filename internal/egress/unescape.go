@@ -62,7 +62,8 @@ const maxPooledShadow = 4 << 20
 func getShadow() *shadow { return shadowPool.Get().(*shadow) }
 
 func putShadow(s *shadow) {
-	if cap(s.text) <= maxPooledShadow {
+	// Marks too: text of nothing but "\\n" has a 16-byte mark per 2 bytes.
+	if cap(s.text) <= maxPooledShadow && cap(s.marks) <= maxPooledShadow/16 {
 		s.text, s.marks = s.text[:0], s.marks[:0]
 		shadowPool.Put(s)
 	}
