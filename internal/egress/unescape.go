@@ -20,7 +20,7 @@ import (
 // escMark records that decoded bytes [dpos, dpos+dlen) came from the
 // escape at [opos, opos+olen) of the original text. Between marks the two
 // texts are the same bytes.
-// int32 keeps a mark at 16 bytes: text of escapes only ("\\n\\n...") has
+// int32 keeps a mark at 16 bytes: text of escapes only ("\n\n...") has
 // one mark per two bytes, so a 2 MiB body can need 16 MiB of them.
 type escMark struct {
 	dpos, dlen, opos, olen int32
@@ -62,7 +62,7 @@ const maxPooledShadow = 4 << 20
 func getShadow() *shadow { return shadowPool.Get().(*shadow) }
 
 func putShadow(s *shadow) {
-	// Marks too: text of nothing but "\\n" has a 16-byte mark per 2 bytes.
+	// Marks too: text of nothing but "\n" has a 16-byte mark per 2 bytes.
 	if cap(s.text) <= maxPooledShadow && cap(s.marks) <= maxPooledShadow/16 {
 		s.text, s.marks = s.text[:0], s.marks[:0]
 		shadowPool.Put(s)
@@ -113,7 +113,7 @@ func unescape(b []byte, in *byteSet, sh *shadow) ([]byte, []escMark) {
 		if n > 0 {
 			if !started {
 				// Sized once: decoding only shrinks text, and there is at
-				// most one mark per '&' or '\\'.
+				// most one mark per '&' or '\'.
 				started = true
 				dec = grow(sh.text, len(b))
 				marks = growMarks(sh.marks, bytes.Count(b[i:], []byte{'&'})+bytes.Count(b[i:], []byte{'\\'}))
