@@ -69,7 +69,10 @@ type Options struct {
 // DefaultAllowance is the memory a call may use beyond its memory_mb, over
 // the worker's resting size: wasmtime's per-store and per-instance state,
 // tables, globals, host-call arguments being lifted, Go and Rust runtime
-// slack. Measured by TestAllowance.
+// slack, thread stacks. Measured with memory_mb set to each tool's own
+// peak, the smallest allowance that still works is under 64 KiB for the
+// WAT and JS echo tools and 4 MiB for the Go one (a new thread's stack);
+// 64 MiB matches the most per-instance state wasmscan admits at load.
 const DefaultAllowance = 64 << 20
 
 // warmLimits bound the describe() that warms a replacement worker.

@@ -186,7 +186,7 @@ func (p *proc) diagnosis() string {
 // failure message, Go's, or an mmap refused by the memory limit.
 func (p *proc) outOfMemory() bool {
 	s := p.stderr.String()
-	for _, m := range []string{"memory allocation of", "out of memory", "cannot allocate memory", "Cannot allocate memory"} {
+	for _, m := range []string{"memory allocation of", "out of memory", "cannot allocate memory", "Cannot allocate memory", "pthread_create failed"} {
 		if bytes.Contains([]byte(s), []byte(m)) {
 			return true
 		}
