@@ -93,6 +93,11 @@ func (r *registry) get(ctx context.Context, path string) (*version, error) {
 			if errors.Is(v.err, errChanged) && attempt < 50 {
 				continue
 			}
+			if ctx.Err() == nil && (errors.Is(v.err, context.Canceled) || errors.Is(v.err, context.DeadlineExceeded)) && attempt < 50 {
+				// The caller who was loading it gave up; this one has not.
+				r.forget(path, v)
+				continue
+			}
 			if !errors.Is(v.err, sandbox.ErrInvalidTool) {
 				// Not the file's fault (a worker that would not start, the
 				// caller giving up): forget it so the next call tries again.

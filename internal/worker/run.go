@@ -2,10 +2,10 @@ package worker
 
 import (
 	"context"
-	"math"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -76,13 +76,14 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	fetches := make(chan fetchReplyMsg, 1)
 	fetching := false
 	cancelled := false
+	done := ctx.Done()
 	for {
 		select {
 		case f := <-w.frames:
 			switch f.typ {
 			case msgLog:
 				m, err := decodeLog(f.p)
-				if err != nil || m.ID != id {
+				if err != nil || m.ID != id || !validLog(m) {
 					return p.violation(w, c, start, "bad log message")
 				}
 				logs.Add(sandbox.Level(m.Level), m.Source, m.Message)
@@ -95,7 +96,9 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				go func() { fetches <- p.fetch(callCtx, c.Fetch, m) }()
 			case msgDone:
 				m, err := decodeDone(f.p)
-				if err != nil || m.ID != id {
+				if err != nil || m.ID != id || (m.Interrupted && !cancelled) || (m.FailKind != "" && !validKind(m.FailKind)) {
+					// A worker that claims an interruption nobody asked for, or
+					// a kind the sandbox never reports, is lying.
 					return p.violation(w, c, start, "bad done message")
 				}
 				if fetching {
@@ -151,10 +154,8 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				return finish(), context.Cause(ctx)
 			}
 			return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
-		case <-ctx.Done():
-			if cancelled {
-				continue
-			}
+		case <-done:
+			done = nil // once is enough
 			// Ask the worker to interrupt the guest; if it does not answer
 			// within the grace period, kill it.
 			cancelled = true
@@ -256,6 +257,30 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 }
 
 var errLost = fmt.Errorf("%w", ErrLost)
+
+// validKind tells whether a worker reported a kind the sandbox produces.
+func validKind(k string) bool {
+	switch sandbox.Kind(k) {
+	case sandbox.KindTool, sandbox.KindDeadline, sandbox.KindMemory, sandbox.KindTrap, sandbox.KindInvalid:
+		return true
+	}
+	return false
+}
+
+// validLog tells whether a log line has a level and source the sandbox
+// produces.
+func validLog(m logMsg) bool {
+	switch sandbox.Level(m.Level) {
+	case sandbox.LevelDebug, sandbox.LevelInfo, sandbox.LevelWarn, sandbox.LevelError:
+	default:
+		return false
+	}
+	switch m.Source {
+	case sandbox.SourceLog, sandbox.SourceStdout, sandbox.SourceStderr, sandbox.SourceHost:
+		return true
+	}
+	return false
+}
 
 // deadErr is the error for a worker found dead outside a call: ErrClosed
 // if Shutdown killed it.
