@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -31,12 +33,15 @@ func Main() {
 	if !IsChild() {
 		return
 	}
+	// Non-blocking, so reads go through Go's poller like the parent's.
+	_ = syscall.SetNonblock(ipcFD, true)
 	os.Exit(serve(os.NewFile(ipcFD, "maiden-ipc")))
 }
 
 // child is the worker side of the protocol.
 type child struct {
 	conn io.ReadWriter
+	spin *spinReader
 	sb   *sandbox.Sandbox
 	wmu  sync.Mutex
 
@@ -67,7 +72,7 @@ func serve(conn *os.File) int {
 		fmt.Fprintln(os.Stderr, "maiden worker:", err)
 		return 2
 	}
-	c := &child{conn: conn, sb: sb, comps: map[string]*sandbox.Compiled{}}
+	c := &child{conn: conn, spin: newSpinReader(conn), sb: sb, comps: map[string]*sandbox.Compiled{}}
 	if err := c.send(hello{Version: protocolVersion, Fingerprint: sb.Engine().Fingerprint()}.encode()); err != nil {
 		return 0
 	}
@@ -88,8 +93,9 @@ func (c *child) send(frame []byte) error {
 }
 
 func (c *child) loop() error {
+	r := bufio.NewReaderSize(c.spin, 64<<10)
 	for {
-		typ, p, err := readFrame(c.conn, maxFrame)
+		typ, p, err := readFrame(r, maxFrame)
 		if err != nil {
 			return err
 		}
@@ -195,6 +201,8 @@ func (c *child) start(m runMsg) error {
 		c.run = nil
 		c.mu.Unlock()
 		_ = c.send(done.encode())
+		// A busy server's next call comes soon: stay awake for it.
+		c.spin.spinFor(workerSpinWait)
 	}()
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/compcache"
@@ -75,6 +76,14 @@ type Options struct {
 // 64 MiB matches the most per-instance state wasmscan admits at load.
 const DefaultAllowance = 64 << 20
 
+// spinWait is how long the parent keeps reading a worker's socket awake
+// while a call is out, and workerSpinWait how long a worker does after it
+// answered, before they park (see spinReader).
+const (
+	spinWait       = 300 * time.Microsecond
+	workerSpinWait = 100 * time.Microsecond
+)
+
 // warmLimits bound the describe() that warms a replacement worker.
 var warmLimits = sandbox.Limits{Timeout: 5 * time.Second, Memory: 256 << 20}
 
@@ -101,6 +110,7 @@ type Pool struct {
 	finished chan struct{}
 
 	starting    sync.WaitGroup // prestarts in flight
+	inflight    atomic.Int64   // calls sent to workers and not yet answered
 	fpOnce      sync.Once
 	fingerprint string
 

@@ -29,6 +29,7 @@ type proc struct {
 	err    error         // why the reader stopped; set before dead closes
 
 	stderr *tailBuffer
+	spin   *spinReader // the socket's reader; spins while a call is out
 
 	fingerprint string
 
@@ -65,6 +66,13 @@ func spawn(argv []string, timeout time.Duration) (*proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker socket: %w", err)
 	}
+	// The parent's end goes through Go's poller (non-blocking), so a reply
+	// wakes the waiting goroutine without a thread handoff.
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("worker socket: %w", err)
+	}
 	parentEnd := os.NewFile(uintptr(fds[0]), "maiden-worker-ipc")
 	childEnd := os.NewFile(uintptr(fds[1]), "maiden-ipc")
 	defer childEnd.Close()
@@ -83,7 +91,7 @@ func spawn(argv []string, timeout time.Duration) (*proc, error) {
 		return nil, fmt.Errorf("start worker %s: %w", argv[0], err)
 	}
 	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
-		dead: make(chan struct{}), exited: make(chan struct{}), stderr: tail}
+		dead: make(chan struct{}), exited: make(chan struct{}), stderr: tail, spin: newSpinReader(parentEnd)}
 	go p.read()
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 
@@ -115,7 +123,7 @@ func spawn(argv []string, timeout time.Duration) (*proc, error) {
 // read turns the worker's bytes into frames; any malformed frame ends the
 // worker (a worker that breaks the protocol is compromised or broken).
 func (p *proc) read() {
-	r := bufio.NewReaderSize(p.conn, 64<<10)
+	r := bufio.NewReaderSize(p.spin, 64<<10)
 	for {
 		typ, body, err := readFrame(r, maxFrame)
 		if err != nil {

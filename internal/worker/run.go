@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -47,6 +48,17 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	deadline := time.Now().Add(c.Limits.Timeout)
 	callCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	// Wait for the answer awake for a while (see spinReader), unless more
+	// calls are out than there are CPUs: then the spinning would take CPU
+	// from the workers. (Up to one per CPU it pays: measured at 2 calls on
+	// 2 CPUs, 14.6k calls/s spinning against 12.3k parked.)
+	if n := p.inflight.Add(1); n <= int64(runtime.NumCPU()) {
+		w.spin.spinFor(spinWait)
+	}
+	defer func() {
+		w.spin.stop()
+		p.inflight.Add(-1)
+	}()
 	if err := w.send(runMsg{ID: id, Digest: art, Export: export, Input: c.Input,
 		TimeoutNS: uint64(time.Until(deadline)), Memory: c.Limits.Memory}.encode()); err != nil {
 		return p.crashed(w, c, start, ctx)
