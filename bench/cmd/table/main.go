@@ -30,6 +30,7 @@ import (
 // variants it is compared with: the same name with that segment replaced.
 var baselines = map[string][]string{
 	"maiden":             {"cgo-direct", "sandbox"},
+	"maiden-workers":     {"maiden"},
 	"sandbox":            {"cgo-direct"},
 	"sandbox-pooling":    {"sandbox", "cgo-direct-pooling"},
 	"cgo-direct-pooling": {"cgo-direct"},
