@@ -144,9 +144,7 @@ func (h *Host) loadAndValidate(next handler) handler {
 			if schema.err != nil {
 				return inv.fail(KindInvalid, schema.err.Error())
 			}
-			vctx, cancel := context.WithTimeout(ctx, lim.Timeout)
-			err = schema.validateCtx(vctx, inv.input)
-			cancel()
+			err = schema.validateWithin(ctx, lim.Timeout, inv.input)
 			switch {
 			case err == nil:
 			case ctx.Err() != nil:

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -863,6 +864,13 @@ func (s *inputSchema) validate(v any) error {
 //
 // An error that is not ctx's is the report, for a result of kind input.
 func (s *inputSchema) validateCtx(ctx context.Context, v any) error {
+	return s.validateWithin(ctx, 0, v)
+}
+
+// validateWithin is validateCtx under an extra timeout (0: none), which
+// costs a timer only when the validation is long enough to run on its own
+// goroutine.
+func (s *inputSchema) validateWithin(ctx context.Context, timeout time.Duration, v any) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -894,6 +902,11 @@ func (s *inputSchema) validateCtx(ctx context.Context, v any) error {
 		}
 		defer s.put(c)
 		return c.validate(v, true)
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	if ctx.Done() == nil {
 		return run()
