@@ -101,9 +101,12 @@ var rows = []row{
 	// maiden over MCP: a Go SDK client, tools/call round trips, with the
 	// WAT tool (the protocol's cost, nearly alone) and the Go tool (to set
 	// against native-mcp-*-go, the same code without a sandbox).
-	{"maiden-mcp-stdio-wat", "wat", "fresh", notCPU, maidenStdioRow("wat")},
+	{"maiden-mcp-stdio-wat", "wat", "fresh", notCPU, maidenStdioRow("wat", "workers")},
+	// The same server with tools in process: the difference is the second
+	// wall's price over MCP.
+	{"maiden-mcp-stdio-inproc-wat", "wat", "fresh", notCPU, maidenStdioRow("wat", "process")},
 	{"maiden-mcp-http-wat", "wat", "fresh", notCPU, maidenHTTPRow("wat")},
-	{"maiden-mcp-stdio-go", "go", "fresh", both(notCPU, hasGo), maidenStdioRow("go")},
+	{"maiden-mcp-stdio-go", "go", "fresh", both(notCPU, hasGo), maidenStdioRow("go", "workers")},
 	{"maiden-mcp-http-go", "go", "fresh", both(notCPU, hasGo), maidenHTTPRow("go")},
 	// Extism Go SDK v1.7.1 on wazero v1.12.0, the same guest code against
 	// Extism's kernel ABI (wasm/extism.wat).

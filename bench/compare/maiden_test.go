@@ -90,15 +90,15 @@ func noEpochRow(tb testing.TB, w *workload, g int) *run {
 // maidenStdioRow is a tools/call round trip to `maiden serve` over stdio,
 // started by the Go SDK's CommandTransport; one session shared by the
 // goroutines, as an agent has. peak-rss-MiB is the server's.
-func maidenStdioRow(lang string) func(testing.TB, *workload, int) *run {
+func maidenStdioRow(lang, isolation string) func(testing.TB, *workload, int) *run {
 	return func(tb testing.TB, w *workload, g int) *run {
 		type server struct {
 			cs  *mcp.ClientSession
 			pid int
 		}
-		s := shared(tb, "maiden-stdio/"+w.name+"/"+lang, func() (server, func()) {
+		s := shared(tb, "maiden-stdio/"+w.name+"/"+lang+"/"+isolation, func() (server, func()) {
 			cmd := exec.Command(maidenBinary(tb), "serve", "-config", agentTOML(tb, w, lang),
-				"-cache", componentsDir(tb), "-watch=false")
+				"-cache", componentsDir(tb), "-watch=false", "-isolation", isolation)
 			cs := connect(tb, &mcp.CommandTransport{Command: cmd})
 			return server{cs, cmd.Process.Pid}, func() { cs.Close() }
 		})
