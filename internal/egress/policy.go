@@ -3,12 +3,14 @@ package egress
 import (
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 const (
@@ -159,7 +161,7 @@ func NewPolicy(tool string, r Rules) (*Policy, error) {
 			pool = x509.NewCertPool()
 		}
 		for _, f := range r.CAFiles {
-			data, err := os.ReadFile(f)
+			data, err := readCAFile(f)
 			if err != nil {
 				return nil, fmt.Errorf("%w: tool %s: read CA file: %v", ErrInvalidPolicy, tool, err)
 			}
@@ -198,4 +200,32 @@ func (p *Policy) transport(g *Gate) *http.Transport {
 	t, loaded := p.pools.LoadOrStore(g, newTransport(&dialer{p: p, resolver: g.resolver}, p))
 	_ = loaded // a transport that lost the race never dialled anything
 	return t.(*http.Transport)
+}
+
+// maxCAFileBytes bounds a CA file: a bundle of every public root is ~250 KB.
+const maxCAFileBytes = 4 << 20
+
+// readCAFile reads a PEM file the operator named: a regular file only (a
+// FIFO would block, /dev/zero never end) and at most maxCAFileBytes.
+func readCAFile(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxCAFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxCAFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d MiB", name, maxCAFileBytes>>20)
+	}
+	return data, nil
 }

@@ -2,8 +2,12 @@ package egress
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -118,5 +122,37 @@ func TestRulesIntersectNeverWidens(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestCAFileMustBeARegularFileOfBoundedSize: a FIFO, a device or an
+// endless file named in http_ca_files is refused at once, not read forever.
+func TestCAFileMustBeARegularFileOfBoundedSize(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "ca.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.pem")
+	if err := os.WriteFile(big, make([]byte, maxCAFileBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{fifo, "/dev/zero", dir, big} {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				_, err := NewPolicy("t", Rules{Hosts: []string{"api.example.com"}, CAFiles: []string{f}})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				t.Log(err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("reading the CA file did not return")
+			}
+		})
 	}
 }
