@@ -73,7 +73,7 @@ func serve(conn *os.File) int {
 		return 2
 	}
 	c := &child{conn: conn, spin: newSpinReader(conn), sb: sb, comps: map[string]*sandbox.Compiled{}}
-	if err := c.send(hello{Version: protocolVersion, Fingerprint: sb.Engine().Fingerprint()}.encode()); err != nil {
+	if err := c.send(hello{Version: protocolVersion, Fingerprint: sb.Engine().Fingerprint(), Confinement: confinementNote()}.encode()); err != nil {
 		return 0
 	}
 	err = c.loop()

@@ -17,7 +17,7 @@ func hostileWorker(mode string) int {
 	conn := os.NewFile(ipcFD, "ipc")
 	r := bufio.NewReader(conn)
 	write := func(b []byte) { _, _ = conn.Write(b) }
-	write(hello{Version: protocolVersion, Fingerprint: "hostile"}.encode())
+	write(hello{Version: protocolVersion, Fingerprint: "hostile", Confinement: "none"}.encode())
 	for {
 		typ, p, err := readFrame(r, maxFrame)
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,7 @@ type Pool struct {
 	starting    sync.WaitGroup // prestarts in flight
 	inflight    atomic.Int64   // calls sent to workers and not yet answered
 	fpOnce      sync.Once
+	confOnce    sync.Once
 	fingerprint string
 
 	reg      registry
@@ -199,6 +201,7 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 				return nil, err
 			}
 			p.setFingerprint(w.fingerprint)
+			p.noteConfinement(w)
 			if p.closing {
 				p.count--
 				p.mu.Unlock()
@@ -302,6 +305,18 @@ func (p *Pool) prestart(loaded []string) {
 
 func (p *Pool) setFingerprint(fp string) {
 	p.fpOnce.Do(func() { p.fingerprint = fp })
+}
+
+// noteConfinement logs, once, how workers are confined, and warns when the
+// kernel offers no Landlock (seccomp and rlimits still apply).
+func (p *Pool) noteConfinement(w *proc) {
+	p.confOnce.Do(func() {
+		if strings.HasPrefix(w.confinement, "landlock ABI") {
+			p.log.Debug("worker processes confined", "how", w.confinement+", seccomp, rlimits, no_new_privs")
+			return
+		}
+		p.log.Warn("worker processes run without Landlock: they can open files this user can (seccomp still denies sockets and programs)", "why", w.confinement)
+	})
 }
 
 // Shutdown stops new calls, interrupts the running ones (their workers are

@@ -32,6 +32,7 @@ type proc struct {
 	spin   *spinReader // the socket's reader; spins while a call is out
 
 	fingerprint string
+	confinement string // the worker's own account of its confinement
 
 	// Bookkeeping of the holder (no lock: one holder at a time).
 	loaded   []string // digests of loaded code, least recently used first
@@ -108,7 +109,7 @@ func spawn(argv []string, timeout time.Duration) (*proc, error) {
 			p.kill(killedProtocol)
 			return nil, fmt.Errorf("worker %d speaks protocol %d, want %d (%v): is %s the same maiden?", p.pid, h.Version, protocolVersion, err, argv[0])
 		}
-		p.fingerprint = h.Fingerprint
+		p.fingerprint, p.confinement = h.Fingerprint, h.Confinement
 	case <-p.dead:
 		p.kill(killedProtocol)
 		return nil, fmt.Errorf("worker exited before saying hello: %s", p.diagnosis())

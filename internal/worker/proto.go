@@ -18,7 +18,7 @@ import (
 //
 // protocolVersion changes with any change to a message's fields; a worker
 // announces it in its hello and the parent refuses a mismatch.
-const protocolVersion = 1
+const protocolVersion = 2
 
 // maxFrame bounds one frame. The largest payloads are a compiled component
 // (parent → worker, once per worker and version), a wasm file to compile
@@ -179,18 +179,22 @@ func readFrame(r io.Reader, limit int) (byte, []byte, error) {
 type hello struct {
 	Version     uint32
 	Fingerprint string
+	// Confinement says how the worker is confined (the Landlock ABI, or
+	// why Landlock is unavailable), for the parent's log.
+	Confinement string
 }
 
 func (m hello) encode() []byte {
 	e := newEnc(msgHello)
 	e.u32(m.Version)
 	e.str(m.Fingerprint)
+	e.str(m.Confinement)
 	return e.frame()
 }
 
 func decodeHello(p []byte) (m hello, err error) {
 	d := &dec{b: p}
-	m.Version, m.Fingerprint = d.u32(), d.str()
+	m.Version, m.Fingerprint, m.Confinement = d.u32(), d.str(), d.str()
 	return m, d.finish()
 }
 
