@@ -77,11 +77,12 @@ type Options struct {
 // 64 MiB matches the most per-instance state wasmscan admits at load.
 const DefaultAllowance = 64 << 20
 
-// spinWait is how long the parent keeps reading a worker's socket awake
-// while a call is out, and workerSpinWait how long a worker does after it
-// answered, before they park (see spinReader).
+// The parent waits awake for a call's answer for about the worker's
+// typical call time, between minSpin and maxSpin; a worker waits awake for
+// workerSpinWait after it answered (see spinReader).
 const (
-	spinWait       = 300 * time.Microsecond
+	minSpin        = 100 * time.Microsecond
+	maxSpin        = 2 * time.Millisecond
 	workerSpinWait = 100 * time.Microsecond
 )
 

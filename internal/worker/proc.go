@@ -28,8 +28,9 @@ type proc struct {
 	dead   chan struct{} // closed when the reader stops (EOF, bad frame)
 	err    error         // why the reader stopped; set before dead closes
 
-	stderr *tailBuffer
-	spin   *spinReader // the socket's reader; spins while a call is out
+	stderr  *tailBuffer
+	spin    *spinReader   // the socket's reader; spins while a call is out
+	typical time.Duration // a moving average of this worker's call times
 
 	fingerprint string
 	confinement string // the worker's own account of its confinement
@@ -301,4 +302,19 @@ func (t *tailBuffer) first() string {
 		}
 	}
 	return ""
+}
+
+// observe folds a call's duration into the worker's typical call time.
+func (p *proc) observe(d time.Duration) {
+	if p.typical == 0 {
+		p.typical = d
+		return
+	}
+	p.typical += (d - p.typical) / 8
+}
+
+// spinBudget is how long to wait awake for this worker's answer: a little
+// more than its typical call, within [minSpin, maxSpin].
+func (p *proc) spinBudget() time.Duration {
+	return min(max(p.typical+p.typical/4+50*time.Microsecond, minSpin), maxSpin)
 }

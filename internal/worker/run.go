@@ -48,16 +48,18 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	deadline := time.Now().Add(c.Limits.Timeout)
 	callCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// Wait for the answer awake for a while (see spinReader), unless more
-	// calls are out than there are CPUs: then the spinning would take CPU
-	// from the workers. (Up to one per CPU it pays: measured at 2 calls on
-	// 2 CPUs, 14.6k calls/s spinning against 12.3k parked.)
-	if n := p.inflight.Add(1); n <= int64(runtime.NumCPU()) {
-		w.spin.spinFor(spinWait)
+	// Wait for the answer awake (see spinReader) for about as long as this
+	// worker's calls usually take, but only while every spinner has a CPU
+	// of its own beside the workers': a spinner that takes a worker's CPU
+	// slows the call it waits for.
+	callStart := time.Now()
+	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) {
+		w.spin.spinFor(w.spinBudget())
 	}
 	defer func() {
 		w.spin.stop()
 		p.inflight.Add(-1)
+		w.observe(time.Since(callStart))
 	}()
 	if err := w.send(runMsg{ID: id, Digest: art, Export: export, Input: c.Input,
 		TimeoutNS: uint64(time.Until(deadline)), Memory: c.Limits.Memory}.encode()); err != nil {
