@@ -253,3 +253,36 @@ path = %q
 		t.Fatalf("result %+v, want kind input naming max_input_bytes", res)
 	}
 }
+
+// TestOutputSchemaIsRead: a maiden:tool@0.2.0 Go tool's output-schema()
+// (derived by the SDK from its output type) reaches ToolInfo; a 0.1.0 tool
+// has none. Both isolations.
+func TestOutputSchemaIsRead(t *testing.T) {
+	for _, iso := range isolations {
+		t.Run(iso.name, func(t *testing.T) {
+			h := newHostWith(t, `version = 1
+[tools.goecho]
+path = %q
+[tools.watecho]
+path = %q
+`, maiden.Options{Isolation: iso.iso}, "go/echo", "echo")
+			infos, err := h.Tools(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, ti := range infos {
+				if ti.Error != nil {
+					t.Fatalf("%s: %v", ti.Name, ti.Error)
+				}
+				got[ti.Name] = ti.OutputSchema
+			}
+			if !strings.Contains(got["goecho"], `"message"`) {
+				t.Errorf("go tool's output schema = %q, want one naming message", got["goecho"])
+			}
+			if got["watecho"] != "" {
+				t.Errorf("0.1.0 tool's output schema = %q, want none", got["watecho"])
+			}
+		})
+	}
+}

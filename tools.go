@@ -17,6 +17,9 @@ type ToolInfo struct {
 	Description string `json:"description"`
 	// InputSchema is the JSON Schema text the tool's schema() returned.
 	InputSchema string `json:"input_schema"`
+	// OutputSchema is the JSON Schema of the tool's output, if it declares
+	// one (maiden:tool@0.2.0's output-schema()); "" otherwise.
+	OutputSchema string `json:"output_schema,omitempty"`
 	// Digest is the SHA-256 of the component file: it changes exactly when
 	// the tool's code does.
 	Digest string `json:"digest,omitempty"`
@@ -69,7 +72,7 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 		li, err := h.load(ctx, t)
 		switch {
 		case err == nil:
-			info.Description, info.InputSchema, info.Digest = li.Description, li.Schema, li.Digest
+			info.Description, info.InputSchema, info.OutputSchema, info.Digest = li.Description, li.Schema, li.OutputSchema, li.Digest
 			if s := h.schemas.get(li.Digest, li.Schema); s.err != nil {
 				info.Error = &ToolError{Kind: KindInvalid, Message: s.err.Error()}
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/wasmtime"
+	"github.com/maiden-run/maiden/wit"
 )
 
 // Compiled is a compiled component that passed the contract check, held
@@ -14,6 +15,8 @@ import (
 // compiled code by digest from their parent, never a path.
 type Compiled struct {
 	comp *wasmtime.Component
+	// outputSchema: the component exports output-schema (0.2.0).
+	outputSchema bool
 }
 
 // Close frees the compiled code; instances already made keep their own
@@ -58,13 +61,23 @@ func (s *Sandbox) Deserialize(b []byte) (*Compiled, error) {
 		comp.Close()
 		return nil, err
 	}
-	return &Compiled{comp: comp}, nil
+	c := &Compiled{comp: comp}
+	if items, err := comp.Exports(); err == nil {
+		c.outputSchema = hasOutputSchema(items)
+	}
+	return c, nil
 }
 
 // Run calls one export ("describe", "schema" or "execute") of comp in a
 // fresh store and instance, reporting as Execute does.
+//
+// output-schema of a component that does not export it (a 0.1.0 tool)
+// returns "" without running anything.
 func (s *Sandbox) Run(ctx context.Context, comp *Compiled, export string, c Call) (Outcome, error) {
 	start := time.Now()
+	if export == wit.OutputSchemaExport && !comp.outputSchema {
+		return Outcome{Duration: time.Since(start)}, nil
+	}
 	out := s.run(ctx, comp.comp, c, export)
 	out.Duration = time.Since(start)
 	if out.interrupted {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/wasmtime"
+	"github.com/maiden-run/maiden/wit"
 )
 
 // Errors returned by the sandbox.
@@ -230,6 +231,10 @@ func (s *Sandbox) Engine() *wasmtime.Engine { return s.engine }
 type Info struct {
 	Description string
 	Schema      string
+	// OutputSchema is what a maiden:tool@0.2.0 tool's output-schema()
+	// returned: the JSON Schema of execute's output, or "" (a tool that
+	// declares none, or a 0.1.0 tool).
+	OutputSchema string
 }
 
 // LoadInfo describes a tool loaded from disk.
@@ -321,10 +326,17 @@ func checkContract(comp *wasmtime.Component) error {
 // call, under the caller's context and the tool's limits.
 func (s *Sandbox) describe(ctx context.Context, comp *wasmtime.Component, lim Limits) (Info, error) {
 	var info Info
-	for _, f := range []struct {
+	exports := []struct {
 		name string
 		dst  *string
-	}{{"describe", &info.Description}, {"schema", &info.Schema}} {
+	}{{"describe", &info.Description}, {"schema", &info.Schema}}
+	if items, err := comp.Exports(); err == nil && hasOutputSchema(items) {
+		exports = append(exports, struct {
+			name string
+			dst  *string
+		}{wit.OutputSchemaExport, &info.OutputSchema})
+	}
+	for _, f := range exports {
 		out := s.run(ctx, comp, Call{Limits: lim}, f.name)
 		if out.hostErr != nil {
 			return Info{}, out.hostErr

@@ -8,6 +8,7 @@ import (
 
 	"github.com/maiden-run/maiden/internal/compcache"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/wit"
 )
 
 // Open loads the tool at path (compiling it in a worker on first use) and
@@ -39,7 +40,8 @@ func (p *Pool) describe(ctx context.Context, v *version, lim sandbox.Limits) (sa
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{"describe", &info.Description}, {"schema", &info.Schema}} {
+	}{{"describe", &info.Description}, {"schema", &info.Schema}, {wit.OutputSchemaExport, &info.OutputSchema}} {
+		// output-schema of a 0.1.0 tool is "" without running anything.
 		out, err := p.run(ctx, v.art, f.name, sandbox.Call{Limits: lim})
 		if err != nil {
 			return sandbox.Info{}, err
