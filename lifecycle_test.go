@@ -286,3 +286,32 @@ path = %q
 		})
 	}
 }
+
+// TestOutputIsHeldToItsSchema: a tool that declares an output schema and
+// breaks it fails as kind tool, with the problem listed, in both
+// isolations; one that keeps it passes.
+func TestOutputIsHeldToItsSchema(t *testing.T) {
+	for _, iso := range isolations {
+		t.Run(iso.name, func(t *testing.T) {
+			h := newHostWith(t, `version = 1
+[tools.out]
+path = %q
+`, maiden.Options{Isolation: iso.iso}, "outschema")
+			ctx := context.Background()
+			res, err := h.Call(ctx, maiden.Call{Tool: "out", Input: `{"n":1}`})
+			if err != nil || !res.OK {
+				t.Fatalf("kept promise: %+v, %v", res, err)
+			}
+			res, err = h.Call(ctx, maiden.Call{Tool: "out", Input: `{"n":"one"}`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK || res.Error.Kind != maiden.KindTool || !strings.Contains(res.Error.Message, "output does not match the tool's output schema") || !strings.Contains(res.Error.Message, "/n") {
+				t.Fatalf("broken promise: %+v", res)
+			}
+			if res.Output != "" {
+				t.Errorf("the output that broke the schema was passed on: %q", res.Output)
+			}
+		})
+	}
+}

@@ -119,9 +119,11 @@ type Host struct {
 	runner  sandbox.Runner
 	log     *slog.Logger
 	schemas schemaCache
-	adm     *admission
-	closed  atomic.Bool
-	opts    Options
+	// outSchemas holds compiled output schemas, by digest like schemas.
+	outSchemas schemaCache
+	adm        *admission
+	closed     atomic.Bool
+	opts       Options
 	// handle is the call pipeline, assembled once in New.
 	handle handler
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -35,6 +36,7 @@ type invocation struct {
 	input  any // the parsed input
 	opened *sandbox.Tool
 	schema *inputSchema
+	output *inputSchema // the tool's output schema; nil if it declares none
 }
 
 // handler runs (the rest of) a call.
@@ -44,13 +46,14 @@ type handler func(ctx context.Context, inv *invocation) error
 type stage func(next handler) handler
 
 // pipeline assembles the call path: admission → policy → input → load and
-// validate → run.
+// validate → output check (around the run) → run.
 func (h *Host) pipeline() handler {
 	stages := []stage{
 		h.admit,
 		h.resolvePolicy,
 		h.checkInput,
 		h.loadAndValidate,
+		h.checkOutput,
 	}
 	next := h.run
 	for i := len(stages) - 1; i >= 0; i-- {
@@ -154,7 +157,14 @@ func (h *Host) loadAndValidate(next handler) handler {
 			default:
 				return inv.fail(KindInput, err.Error())
 			}
-			inv.opened, inv.schema = t, schema
+			inv.opened, inv.schema, inv.output = t, schema, nil
+			if t.OutputSchema != "" {
+				out := h.outSchemas.get(t.Digest, t.OutputSchema)
+				if out.err != nil {
+					return inv.fail(KindInvalid, "output-schema(): "+out.err.Error())
+				}
+				inv.output = out
+			}
 			err = next(ctx, inv)
 			if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
 				inv.res.Logs, inv.res.Error = nil, nil
@@ -162,6 +172,33 @@ func (h *Host) loadAndValidate(next handler) handler {
 			}
 			return err
 		}
+	}
+}
+
+// checkOutput holds a tool that declares an output schema (maiden:tool@0.2.0
+// output-schema()) to it: output that is not JSON or does not match is the
+// tool's failure (kind tool, the problems listed), never passed on as if
+// it were what the tool promised. Front ends (MCP's structuredContent)
+// can then trust a successful output.
+func (h *Host) checkOutput(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if err := next(ctx, inv); err != nil || inv.output == nil || !inv.res.OK {
+			return err
+		}
+		var msg string
+		doc, err := parseInput(inv.res.Output)
+		if err != nil {
+			msg = "output is not JSON, but the tool declares an output schema"
+		} else if err = inv.output.validateWithin(ctx, inv.tool.Timeout, doc); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			msg = strings.Replace(err.Error(), "input does not match the tool's schema", "output does not match the tool's output schema", 1)
+		} else {
+			return nil
+		}
+		inv.res.OK, inv.res.Output = false, ""
+		return inv.fail(KindTool, msg)
 	}
 }
 

@@ -3,6 +3,7 @@ package maiden
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -75,6 +76,8 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 			info.Description, info.InputSchema, info.OutputSchema, info.Digest = li.Description, li.Schema, li.OutputSchema, li.Digest
 			if s := h.schemas.get(li.Digest, li.Schema); s.err != nil {
 				info.Error = &ToolError{Kind: KindInvalid, Message: s.err.Error()}
+			} else if err := h.outputSchemaErr(li); err != nil {
+				info.Error = &ToolError{Kind: KindInvalid, Message: err.Error()}
 			}
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -89,6 +92,17 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// outputSchemaErr says why a tool's declared output schema is unusable.
+func (h *Host) outputSchemaErr(li sandbox.LoadInfo) error {
+	if li.OutputSchema == "" {
+		return nil
+	}
+	if err := h.outSchemas.get(li.Digest, li.OutputSchema).err; err != nil {
+		return fmt.Errorf("output-schema(): %w", err)
+	}
+	return nil
 }
 
 // load loads and describes one tool under its own limits and ctx.
@@ -126,6 +140,9 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 		}
 		if err == nil {
 			err = h.schemas.get(li.Digest, li.Schema).err
+		}
+		if err == nil {
+			err = h.outputSchemaErr(li)
 		}
 		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile})
 	}

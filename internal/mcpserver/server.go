@@ -74,7 +74,7 @@ type Server struct {
 // servedTool is the part of a tool's listing that, when it changes, must
 // reach clients (a new digest alone also counts: the code changed).
 type servedTool struct {
-	description, schema, digest string
+	description, schema, outputSchema, digest string
 }
 
 // New creates a server. Call Sync before serving so the tool list is
@@ -141,17 +141,23 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 			continue
 		}
 		keep[info.Name] = true
-		now := servedTool{description: info.Description, schema: info.InputSchema, digest: info.Digest}
+		now := servedTool{description: info.Description, schema: info.InputSchema, outputSchema: info.OutputSchema, digest: info.Digest}
 		if old, ok := s.served[info.Name]; ok && old == now {
 			continue
 		}
 		network := len(info.Policy.HTTPAllow) > 0
-		s.mcp.AddTool(&mcp.Tool{
+		tool := &mcp.Tool{
 			Name:        info.Name,
 			Description: info.Description,
 			InputSchema: json.RawMessage(info.InputSchema),
 			Annotations: &mcp.ToolAnnotations{OpenWorldHint: &network},
-		}, s.handler(info.Name))
+		}
+		if info.OutputSchema != "" {
+			// The host holds every successful output to it (kind tool
+			// otherwise), so structuredContent always matches it.
+			tool.OutputSchema = json.RawMessage(info.OutputSchema)
+		}
+		s.mcp.AddTool(tool, s.handler(info.Name))
 		s.served[info.Name] = now
 	}
 	var gone []string
