@@ -42,3 +42,26 @@ func TestOutputSchemaServed(t *testing.T) {
 		t.Fatalf("broken promise: %+v (%s)", bad, text(bad))
 	}
 }
+
+// TestAnnotationsFollowPolicy: a tool with no network is read-only and
+// closed-world; one with hosts allowed is open-world and not read-only.
+func TestAnnotationsFollowPolicy(t *testing.T) {
+	e := newEnv(t, []toolLine{
+		{name: "local", fixture: "echo"},
+		{name: "net", fixture: "echo", extra: `http_allow = ["api.example.com"]`},
+	}, nil)
+	list, err := e.client(nil).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range list.Tools {
+		a := tl.Annotations
+		if a == nil || a.OpenWorldHint == nil {
+			t.Fatalf("%s: no annotations", tl.Name)
+		}
+		wantOpen := tl.Name == "net"
+		if *a.OpenWorldHint != wantOpen || a.ReadOnlyHint == wantOpen {
+			t.Errorf("%s: readOnly %v openWorld %v", tl.Name, a.ReadOnlyHint, *a.OpenWorldHint)
+		}
+	}
+}

@@ -145,12 +145,16 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 		if old, ok := s.served[info.Name]; ok && old == now {
 			continue
 		}
+		// What the policy lets the tool do decides the hints: with no
+		// network (and no filesystem: tools have none) it cannot change the
+		// world; with hosts allowed it reaches an open world.
 		network := len(info.Policy.HTTPAllow) > 0
+		readOnly := !network
 		tool := &mcp.Tool{
 			Name:        info.Name,
 			Description: info.Description,
 			InputSchema: json.RawMessage(info.InputSchema),
-			Annotations: &mcp.ToolAnnotations{OpenWorldHint: &network},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: &network},
 		}
 		if info.OutputSchema != "" {
 			// The host holds every successful output to it (kind tool
