@@ -202,7 +202,8 @@ path = %q
 	if echo.Error != nil || !strings.Contains(echo.Description, "Echoes") || !strings.Contains(echo.InputSchema, "message") {
 		t.Errorf("echo: %+v", echo)
 	}
-	if diff := cmp.Diff(maiden.Policy{Path: echo.Policy.Path, TimeoutMS: 5000, MemoryMB: 64, HTTPAllow: []string{"api.example.com"}, Secrets: []string{"API_TOKEN"}}, echo.Policy); diff != "" {
+	if diff := cmp.Diff(maiden.Policy{Path: echo.Policy.Path, TimeoutMS: 5000, MemoryMB: 64, HTTPAllow: []string{"api.example.com"},
+		HTTPPorts: []uint16{}, HTTPAllowCIDRs: []string{}, HTTPCAFiles: []string{}, HTTPMaxResponseBytes: 2 << 20, Secrets: []string{"API_TOKEN"}}, echo.Policy); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}
 	reports, err := h.Check(context.Background())

@@ -2,11 +2,13 @@ package maiden
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/worker"
 )
@@ -31,30 +33,70 @@ type ToolInfo struct {
 	Error *ToolError `json:"error,omitempty"`
 }
 
-// Policy summarises a tool's limits and grants.
+// MarshalJSON writes the schemas as JSON values, not strings holding JSON
+// (a schema that is not JSON stays a string, so nothing is lost).
+func (t ToolInfo) MarshalJSON() ([]byte, error) {
+	type plain ToolInfo
+	return json.Marshal(struct {
+		plain
+		InputSchema  any `json:"input_schema"`
+		OutputSchema any `json:"output_schema,omitempty"`
+	}{plain(t), rawOrString(t.InputSchema), rawOrString(t.OutputSchema)})
+}
+
+func rawOrString(s string) any {
+	switch {
+	case s == "":
+		return nil
+	case json.Valid([]byte(s)):
+		return json.RawMessage(s)
+	}
+	return s
+}
+
+// Policy is a tool's whole effective policy: its limits and every grant.
 type Policy struct {
 	Path      string   `json:"path"`
 	TimeoutMS int64    `json:"timeout_ms"`
 	MemoryMB  uint64   `json:"memory_mb"`
 	HTTPAllow []string `json:"http_allow"`
-	Secrets   []string `json:"secrets"`
+	// HTTPPorts are the destination ports allowed besides 443.
+	HTTPPorts []uint16 `json:"http_ports"`
+	// HTTPAllowCIDRs are special-purpose address ranges opened to the tool.
+	HTTPAllowCIDRs []string `json:"http_allow_cidrs"`
+	// HTTPCAFiles are extra trust anchors for its TLS connections.
+	HTTPCAFiles []string `json:"http_ca_files"`
+	// HTTPMaxResponseBytes caps a decoded response body.
+	HTTPMaxResponseBytes int64    `json:"http_max_response_bytes"`
+	Secrets              []string `json:"secrets"`
 }
 
 func policyOf(t config.Tool) Policy {
 	p := Policy{
-		Path:      t.Path,
-		TimeoutMS: t.Timeout.Milliseconds(),
-		MemoryMB:  t.MemoryBytes >> 20,
-		HTTPAllow: t.HTTPAllow,
-		Secrets:   t.Secrets,
+		Path:                 t.Path,
+		TimeoutMS:            t.Timeout.Milliseconds(),
+		MemoryMB:             t.MemoryBytes >> 20,
+		HTTPAllow:            orEmpty(t.HTTPAllow),
+		HTTPPorts:            orEmpty(t.HTTPPorts),
+		HTTPAllowCIDRs:       []string{},
+		HTTPCAFiles:          orEmpty(t.HTTPCAFiles),
+		HTTPMaxResponseBytes: egressRules(t).MaxResponseBytes,
+		Secrets:              orEmpty(t.Secrets),
 	}
-	if p.HTTPAllow == nil {
-		p.HTTPAllow = []string{}
+	if p.HTTPMaxResponseBytes == 0 {
+		p.HTTPMaxResponseBytes = egress.DefaultMaxResponseBytes
 	}
-	if p.Secrets == nil {
-		p.Secrets = []string{}
+	for _, c := range t.HTTPAllowCIDRs {
+		p.HTTPAllowCIDRs = append(p.HTTPAllowCIDRs, c.String())
 	}
 	return p
+}
+
+func orEmpty[T any](l []T) []T {
+	if l == nil {
+		return []T{}
+	}
+	return l
 }
 
 // Tools loads every configured tool (compiling it if needed) and returns

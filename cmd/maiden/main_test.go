@@ -168,18 +168,25 @@ func TestTools(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("%+v", r)
 	}
+	// The schema is a JSON object, not a string holding JSON, and the
+	// policy is the whole effective policy.
 	var infos []struct {
 		Name        string
 		Description string
-		InputSchema string `json:"input_schema"`
+		InputSchema map[string]any `json:"input_schema"`
 		Policy      struct {
-			HTTPAllow []string `json:"http_allow"`
+			HTTPAllow            []string `json:"http_allow"`
+			HTTPPorts            []uint16 `json:"http_ports"`
+			HTTPAllowCIDRs       []string `json:"http_allow_cidrs"`
+			HTTPCAFiles          []string `json:"http_ca_files"`
+			HTTPMaxResponseBytes int64    `json:"http_max_response_bytes"`
 		}
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &infos); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	if len(infos) != 1 || infos[0].Name != "echo" || infos[0].InputSchema == "" || infos[0].Policy.HTTPAllow[0] != "api.example.com" {
+	if len(infos) != 1 || infos[0].Name != "echo" || infos[0].InputSchema["type"] != "object" || infos[0].Policy.HTTPAllow[0] != "api.example.com" ||
+		infos[0].Policy.HTTPMaxResponseBytes != 2<<20 || infos[0].Policy.HTTPPorts == nil || infos[0].Policy.HTTPAllowCIDRs == nil || infos[0].Policy.HTTPCAFiles == nil {
 		t.Errorf("%+v", infos)
 	}
 	r = cli(t, "", "tools", "-config", cfg, "-cache", "off")

@@ -242,9 +242,20 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stdout, "  %s\n", strings.ReplaceAll(strings.TrimSpace(t.Description), "\n", "\n  "))
 			fmt.Fprintf(stdout, "  input:   %s\n", compactJSON(t.InputSchema))
 		}
+		if t.OutputSchema != "" {
+			fmt.Fprintf(stdout, "  output:  %s\n", compactJSON(t.OutputSchema))
+		}
 		p := t.Policy
 		fmt.Fprintf(stdout, "  policy:  timeout %dms, memory %d MiB, network %s, secrets %s\n",
 			p.TimeoutMS, p.MemoryMB, listOrNone(p.HTTPAllow), listOrNone(p.Secrets))
+		if len(p.HTTPAllow) > 0 {
+			ports := []string{"443"}
+			for _, port := range p.HTTPPorts {
+				ports = append(ports, fmt.Sprint(port))
+			}
+			fmt.Fprintf(stdout, "  network: ports %s, private ranges allowed %s, extra CA files %s, responses up to %d bytes\n",
+				strings.Join(ports, ", "), listOrNone(p.HTTPAllowCIDRs), listOrNone(p.HTTPCAFiles), p.HTTPMaxResponseBytes)
+		}
 	}
 	return exitOK
 }
