@@ -140,7 +140,13 @@ func (d *dialer) dial(ctx context.Context, addr string, plain bool) (net.Conn, s
 	for _, a := range addrs {
 		c := netguard.Check(a, d.p.cidrs)
 		if !c.Allow {
-			return nil, "", &deniedError{Decision{Rule: c.Rule, Reason: c.Describe(host)}}
+			// Name the key that would change the answer: the operator, not
+			// the tool, decides to open an internal range.
+			fix := "; to allow it, add the address or its range to the tool's http_allow_cidrs in agent.toml"
+			if c.Rule == netguard.RuleMetadata {
+				fix = "; a cloud metadata address can only be allowed by its own exact entry in the tool's http_allow_cidrs"
+			}
+			return nil, "", &deniedError{Decision{Rule: c.Rule, Reason: c.Describe(host) + fix}}
 		}
 		if plain && netguard.Classify(a).Rule != netguard.RuleLoopback {
 			return nil, "", &deniedError{deny(RuleHTTPSRequired, "plain http is only allowed to loopback, and address %s of %s is not loopback", a, host)}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -464,6 +465,10 @@ func (e *event) fail(ctx context.Context, err error, red *redactor) *FetchError 
 	}
 	// Transport errors can quote what the server sent.
 	e.reason = red.String(err.Error())
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) {
+		e.reason += "; if the server's certificate comes from a private CA, add that CA's certificate to the tool's http_ca_files in agent.toml"
+	}
 	return &FetchError{Kind: FetchFailed, Message: e.reason}
 }
 

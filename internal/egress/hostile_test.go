@@ -294,3 +294,17 @@ func TestDialEndsAtDeadline(t *testing.T) {
 		t.Error("the connection was still open 10 s after the deadline")
 	}
 }
+
+// TestUnknownAuthorityNamesTheFix: a server whose certificate comes from a
+// CA the tool's policy does not trust fails, naming http_ca_files.
+func TestUnknownAuthorityNamesTheFix(t *testing.T) {
+	e := newEnv(t)
+	s := startServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }, false)
+	e.res.set("api.example.com", "127.0.0.1")
+	tool := toolFor(t, s.port)
+	tool.CAFiles = nil
+	_, ferr := e.gate.Fetch(ctxTimeout(t, 5*time.Second), mustPolicy(t, tool), get(urlFor(s, "api.example.com", "/")))
+	if ferr == nil || ferr.Kind != FetchFailed || !strings.Contains(ferr.Message, "http_ca_files") {
+		t.Fatalf("got %v, want a failure naming http_ca_files", ferr)
+	}
+}
