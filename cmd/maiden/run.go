@@ -196,6 +196,13 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			how = "loaded from cache"
 		}
 		fmt.Fprintf(stdout, "ok   %-20s %s (%s)\n", r.Tool, t.Path, how)
+		// What will certainly fail at call time, though the file loads.
+		for _, name := range t.Secrets {
+			if os.Getenv("MAIDEN_SECRET_"+name) == "" {
+				fmt.Fprintf(stderr, "%s:%d: warning: tools.%s.secrets: MAIDEN_SECRET_%s is not set here, so an http-fetch naming credential %s will be denied until it is\n",
+					c.config, t.Line, r.Tool, name, name)
+			}
+		}
 	}
 	if bad > 0 {
 		fmt.Fprintf(stderr, "%d of %d tools cannot be loaded\n", bad, len(reports))

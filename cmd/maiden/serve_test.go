@@ -278,3 +278,17 @@ func TestCallStdinIsBounded(t *testing.T) {
 		t.Fatal("maiden call was still reading an endless stdin after 120s")
 	}
 }
+
+// TestCheckWarnsAboutUnsetSecrets: a declared secret with no value on the
+// host is a warning naming the variable to set; the check still passes.
+func TestCheckWarnsAboutUnsetSecrets(t *testing.T) {
+	t.Setenv("MAIDEN_SECRET_SET_ONE", "x")
+	cfg := agentTOML(t, map[string]string{"echo": `secrets = ["SET_ONE", "UNSET_ONE"]`})
+	r := cli(t, "", "check", "-config", cfg, "-cache", "off")
+	if r.code != exitOK {
+		t.Fatalf("%+v", r)
+	}
+	if !strings.Contains(r.stderr, "MAIDEN_SECRET_UNSET_ONE is not set") || strings.Contains(r.stderr, "MAIDEN_SECRET_SET_ONE is not set") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
