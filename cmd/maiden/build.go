@@ -34,7 +34,7 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	out := fs.String("o", "", "output file (default: NAME.wasm in the project directory)")
 	watch := fs.Bool("watch", false, "rebuild whenever a source file changes, until interrupted")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseFailed(err)
 	}
 	if fs.NArg() > 1 {
 		fmt.Fprintln(stderr, buildUsage)

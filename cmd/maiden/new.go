@@ -18,7 +18,7 @@ const newUsage = "usage: maiden new go|js DIR   (the tool is named after DIR's l
 func cmdNew(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, _ := newFlags("new", stderr)
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseFailed(err)
 	}
 	if fs.NArg() != 2 {
 		fmt.Fprintln(stderr, newUsage)

@@ -95,6 +95,15 @@ type common struct {
 	isolation isolationFlag
 }
 
+// parseFailed is the exit code of a command whose flags did not parse:
+// asking for help (-h) is a success, anything else a usage error.
+func parseFailed(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
 // isolationFlag is -isolation: "workers" (the default) or "process".
 type isolationFlag struct{ inProcess bool }
 
@@ -166,7 +175,7 @@ func printConfigErrors(stderr io.Writer, err error) {
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("check", stderr)
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseFailed(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "maiden check: unexpected argument %q\n", fs.Arg(0))
@@ -216,7 +225,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs, c := newFlags("tools", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseFailed(err)
 	}
 	h, err := c.host(stderr)
 	if err != nil {
@@ -286,7 +295,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs, c := newFlags("call", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON envelope instead of the raw output")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseFailed(err)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fmt.Fprintln(stderr, "usage: maiden call [-config agent.toml] [-json] TOOL [INPUT | -]")

@@ -30,7 +30,7 @@ var _ flag.Value = (*stringList)(nil)
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("serve", stderr)
 	addr := fs.String("http", "", `serve streamable HTTP at ADDR (e.g. 127.0.0.1:8700) on path /mcp instead of stdio`)
-	tokenEnv := fs.String("auth-token-env", "", "require `Authorization: Bearer <token>`, the token read from this environment variable (required to bind a non-loopback address)")
+	tokenEnv := fs.String("auth-token-env", "", "require Authorization: Bearer <token> on every request, the `NAME` of the environment variable holding the token (required to bind a non-loopback address)")
 	var origins stringList
 	fs.Var(&origins, "allow-origin", "an Origin (e.g. https://app.example) whose browser pages may call the server; repeatable")
 	maxConc := fs.Int("max-concurrent", 0, "calls running at once, all sessions together (default: 4 per CPU)")
@@ -38,7 +38,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	watch := fs.Bool("watch", true, "reload agent.toml and tell clients when it or a tool file changes")
 	idle := fs.Duration("session-idle", mcpserver.DefaultSessionIdle, "with -http: close a session after this long without a request (0: never)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return parseFailed(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "maiden serve: unexpected argument %q\n", fs.Arg(0))

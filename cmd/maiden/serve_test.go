@@ -292,3 +292,13 @@ func TestCheckWarnsAboutUnsetSecrets(t *testing.T) {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 }
+
+// TestHelpExitsZero: -h on any command prints its flags and succeeds.
+func TestHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"serve", "call", "check", "tools", "build", "new"} {
+		r := cli(t, "", cmd, "-h")
+		if r.code != exitOK || !strings.Contains(r.stderr, "Usage of maiden "+cmd) {
+			t.Errorf("%s -h: %+v", cmd, r)
+		}
+	}
+}
