@@ -1,0 +1,303 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// The red-team workers: this file cannot add modes to TestMain, so an init
+// function (which runs before TestMain) serves argv[1] "redteam-*" in a
+// re-executed test binary. Like hostileWorker, each stands in for a
+// compromised worker process (native code the tool took over).
+func init() {
+	if IsChild() && len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "redteam-") {
+		os.Exit(redteamWorker(os.Args[1]))
+	}
+}
+
+func redteamWorker(mode string) int {
+	if mode == "redteam-probe" {
+		return redteamProbe()
+	}
+	conn := os.NewFile(ipcFD, "ipc")
+	r := bufio.NewReader(conn)
+	write := func(b []byte) { _, _ = conn.Write(b) }
+	write(hello{Version: protocolVersion, Fingerprint: "redteam", Confinement: "landlock ABI 0 (redteam)"}.encode())
+	for {
+		typ, p, err := readFrame(r, maxFrame)
+		if err != nil {
+			return 0
+		}
+		switch typ {
+		case msgLoad:
+			if mode == "redteam-ignore-load" {
+				continue // never answers: the parent must not wait forever
+			}
+			m, _ := decodeLoad(p)
+			write(loadedMsg{Digest: m.Digest}.encode())
+			if mode == "redteam-deaf" {
+				select {} // reads nothing more
+			}
+		case msgCompile:
+			if mode == "redteam-hang-compile" {
+				continue // never answers
+			}
+			return 1
+		case msgRun:
+			m, _ := decodeRun(p)
+			switch mode {
+			case "redteam-flood-idle":
+				// Answer, then keep talking while the parent holds the
+				// worker idle.
+				write(doneMsg{ID: m.ID, Output: `"ok"`}.encode())
+				for range 64 {
+					write(logMsg{ID: m.ID, Level: "info", Source: "log", Message: "after done"}.encode())
+				}
+			case "redteam-idle-spin":
+				write(doneMsg{ID: m.ID, Output: `"ok"`}.encode())
+				go func() {
+					for {
+					}
+				}()
+			case "redteam-fail-describe":
+				write(doneMsg{ID: m.ID, FailKind: "trap", FailMessage: "poisoned by another tool's worker"}.encode())
+			case "redteam-host-error":
+				write(doneMsg{ID: m.ID, HostErr: "token=s3cr3t-value"}.encode())
+			default:
+				write(doneMsg{ID: m.ID, Output: `"ok"`}.encode())
+			}
+		}
+	}
+}
+
+// fakePool is a pool of red-team workers holding a fake artifact (the
+// red-team workers answer a load without looking at the code).
+func fakePool(t *testing.T, mode string, size int) *Pool {
+	t.Helper()
+	p := newPool(t, &Options{Command: []string{mustExe(t), mode}, Size: size, StartTimeout: 5 * time.Second})
+	_ = p.mem.Put("fake", []byte("not code"))
+	return p
+}
+
+var fastLim = sandbox.Limits{Timeout: 300 * time.Millisecond, Memory: 16 << 20}
+
+// TestRedTeamFloodWhileIdleKilledOnNextCall: frames a worker sends after
+// its answer are a violation on the next call: a trap, and a new worker.
+func TestRedTeamFloodWhileIdleKilledOnNextCall(t *testing.T) {
+	p := fakePool(t, "redteam-flood-idle", 1)
+	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if err != nil || out.Failure != nil || out.Output != `"ok"` {
+		t.Fatalf("first call: %+v %v", out, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	// The stale log lines of the first call are a protocol violation on
+	// the second: it is a trap and the worker is replaced.
+	out, err = p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if err != nil || out.Failure == nil || out.Failure.Kind != sandbox.KindTrap {
+		t.Fatalf("second call: %+v %v, want a trap", out, err)
+	}
+}
+
+// TestRedTeamWorkerHostErrorIsAnError pins down the current contract: a
+// worker's HostErr ends the call as an error (and the worker is dropped).
+func TestRedTeamWorkerHostErrorKillsWorker(t *testing.T) {
+	p := fakePool(t, "redteam-host-error", 1)
+	_, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if err == nil {
+		t.Fatal("a worker's host error was not an error")
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		p.mu.Lock()
+		n := len(p.idle)
+		p.mu.Unlock()
+		if n == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The worker was replaced (by a prestart), never reused.
+	if n := p.Workers(); n != 1 {
+		t.Errorf("%d workers, want 1", n)
+	}
+}
+
+// TestRedTeamMissingWorkerBinary: a worker command that does not exist is
+// an error naming it, at once, and the pool keeps no slot for it.
+func TestRedTeamMissingWorkerBinary(t *testing.T) {
+	p := newPool(t, &Options{Command: []string{"/nonexistent/maiden-worker"}, Size: 1})
+	_ = p.mem.Put("fake", []byte("x"))
+	start := time.Now()
+	for range 3 {
+		_, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+		if err == nil || !strings.Contains(err.Error(), "/nonexistent/maiden-worker") {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("took %v", took)
+	}
+	if n := p.Workers(); n != 0 {
+		t.Errorf("%d workers counted", n)
+	}
+}
+
+// TestRedTeamShutdownTwiceAndAfter: Shutdown is idempotent and calls after
+// it are ErrClosed, with no worker left.
+func TestRedTeamShutdownTwiceAndAfter(t *testing.T) {
+	p := fakePool(t, "redteam-ok", 2)
+	if _, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := p.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("err = %v, want ErrClosed", err)
+	}
+	if n := p.Workers(); n != 0 {
+		t.Errorf("%d workers", n)
+	}
+}
+
+// childPIDs lists the live (non-zombie) children of this process.
+func childPIDs(t *testing.T) []int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	me := os.Getpid()
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		var state byte
+		var ppid int
+		if _, err := fmt.Sscanf(s[i+2:], "%c %d", &state, &ppid); err != nil {
+			continue
+		}
+		if ppid == me && state != 'Z' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// redteamProbe tries, confined, what a compromised worker might use to
+// escape its limits, one line per attempt; it waits for a line on stdin
+// between steps so the test can look at it from outside.
+func redteamProbe() int {
+	in := bufio.NewReader(os.Stdin)
+	fmt.Printf("NOTE %s\n", confinementNote())
+	id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 16<<20, unix.IPC_CREAT|0o600)
+	if err != nil {
+		fmt.Printf("DENIED shmget: %v\n", err)
+	} else {
+		fmt.Printf("SHM %d\n", id)
+	}
+	fmt.Printf("KILLPARENT %v\n", unix.Kill(os.Getppid(), 0))
+	fmt.Printf("KILLALL %v\n", unix.Kill(-1, 0))
+	fmt.Println("READY")
+	_, _ = in.ReadString('\n') // the test has lowered RLIMIT_DATA
+	b, err := unix.Mmap(-1, 0, 128<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
+	if err != nil {
+		fmt.Printf("DENIED mmap shared: %v\n", err)
+	} else {
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Printf("ALLOWED mmap shared %d MiB\n", len(b)>>20)
+	}
+	p, err := unix.Mmap(-1, 0, 128<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		fmt.Printf("DENIED mmap private: %v\n", err)
+	} else {
+		fmt.Printf("ALLOWED mmap private %d MiB\n", len(p)>>20)
+	}
+	fmt.Println("DONE")
+	_, _ = in.ReadString('\n')
+	return 0
+}
+
+// TestRedTeamConfinedProbe pins down what holds in a confined worker: a
+// private mapping past RLIMIT_DATA (set from outside, as the parent does)
+// is refused, and with Landlock ABI 6+ the parent cannot be signalled.
+// (The probe also makes a SysV shm segment; it is removed here.)
+func TestRedTeamConfinedProbe(t *testing.T) {
+	cmd := exec.Command(mustExe(t), "redteam-probe")
+	cmd.Env = []string{envWorker + "=1"}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	r := bufio.NewReader(stdout)
+	var lines []string
+	readUntil := func(prefix string) {
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("probe: %v after %q", err, lines)
+			}
+			lines = append(lines, strings.TrimSpace(line))
+			if strings.HasPrefix(line, prefix) {
+				return
+			}
+		}
+	}
+	readUntil("READY")
+	data, err := vmData(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old unix.Rlimit
+	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, nil, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: data + 16<<20, Max: old.Max}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(stdin, "go\n")
+	readUntil("DONE")
+	_, _ = io.WriteString(stdin, "go\n")
+	out := strings.Join(lines, "\n")
+	t.Logf("probe:\n%s", out)
+	for _, l := range lines {
+		var id int
+		if _, err := fmt.Sscanf(l, "SHM %d", &id); err == nil {
+			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+		}
+	}
+	if !strings.Contains(out, "DENIED mmap private") {
+		t.Error("a private mapping past RLIMIT_DATA was allowed")
+	}
+	var abi int
+	if _, err := fmt.Sscanf(lines[0], "NOTE landlock ABI %d", &abi); err == nil && abi >= 6 {
+		if !strings.Contains(out, "KILLPARENT operation not permitted") {
+			t.Error("Landlock ABI 6+ but the worker may signal its parent")
+		}
+	}
+}
