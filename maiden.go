@@ -31,6 +31,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/wasmtime"
 	"github.com/maiden-run/maiden/internal/worker"
 )
 
@@ -107,6 +108,9 @@ const (
 // maiden with Isolation Workers and no WorkerCommand calls it first thing
 // in main (and in TestMain for tests).
 func WorkerMain() { worker.Main() }
+
+// WasmtimeVersion is the wasmtime release maiden runs tools with.
+const WasmtimeVersion = wasmtime.Version
 
 // Default admission limits.
 const (

@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "serve":
 		return cmdServe(ctx, rest, stdin, stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintf(stdout, "maiden %s\n", version)
+		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

@@ -75,7 +75,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitUsage
 	}
 	defer h.Close(context.Background())
-	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: version})
+	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: moduleVersion()})
 	problems, err := srv.Sync(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden"
 	"io"
 	"net"
 	"net/http"
@@ -300,5 +301,13 @@ func TestHelpExitsZero(t *testing.T) {
 		if r.code != exitOK || !strings.Contains(r.stderr, "Usage of maiden "+cmd) {
 			t.Errorf("%s -h: %+v", cmd, r)
 		}
+	}
+}
+
+// TestVersion: maiden version names maiden's version and wasmtime's.
+func TestVersion(t *testing.T) {
+	r := cli(t, "", "version")
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "maiden ") || !strings.Contains(r.stdout, "wasmtime "+maiden.WasmtimeVersion) {
+		t.Fatalf("%+v", r)
 	}
 }
