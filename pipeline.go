@@ -140,6 +140,11 @@ func (h *Host) loadAndValidate(next handler) handler {
 				if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
 					return ErrClosed
 				}
+				if !errors.Is(err, sandbox.ErrInvalidTool) {
+					// Not the tool's fault (a worker that cannot start):
+					// the call could not be made.
+					return err
+				}
 				kind, msg := loadFailure(err)
 				return inv.fail(kind, msg)
 			}

@@ -120,6 +120,13 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 		fetch: c.Fetch,
 		logs:  newLogBuffer(s.opts.MaxLogBytes, c.Redact, c.OnLog),
 	}
+	// Counted before the store exists: creating it uses the engine, which
+	// Shutdown must not free meanwhile.
+	if err := s.enter(); err != nil {
+		return runResult{hostErr: err}
+	}
+	var watched *wasmtime.Store
+	defer func() { s.leave(watched) }()
 	store, err := wasmtime.NewStore(s.engine, &wasmtime.StoreOptions{
 		MemoryLimit: c.Limits.Memory,
 		Deadline:    deadline,
@@ -133,10 +140,8 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 		return runResult{hostErr: fmt.Errorf("create store: %w", err)}
 	}
 	defer store.Close()
-	if err := s.enter(store); err != nil {
-		return runResult{hostErr: err}
-	}
-	defer s.leave(store)
+	s.watch(store)
+	watched = store
 	// The caller's cancellation reaches a running guest within an epoch tick.
 	stop := context.AfterFunc(ctx, store.Interrupt)
 	defer stop()

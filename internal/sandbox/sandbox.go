@@ -96,11 +96,12 @@ type Sandbox struct {
 
 	// Calls in flight, so Shutdown can interrupt them and wait before the
 	// engine is freed: nothing may touch C state after it is gone.
-	mu      sync.Mutex
-	active  map[*wasmtime.Store]struct{}
-	idle    chan struct{} // closed when active becomes empty during shutdown
-	closing bool
-	freed   bool
+	mu       sync.Mutex
+	active   map[*wasmtime.Store]struct{}
+	inflight int           // calls between enter and leave, stores or not
+	idle     chan struct{} // closed when inflight reaches 0 during shutdown
+	closing  bool
+	freed    bool
 }
 
 // New creates a sandbox: one engine, one linker (WASI plus the host
@@ -177,7 +178,7 @@ func (s *Sandbox) Shutdown(ctx context.Context) error {
 	}
 	if s.idle == nil {
 		s.idle = make(chan struct{})
-		if len(s.active) == 0 {
+		if s.inflight == 0 {
 			close(s.idle)
 		}
 	}
@@ -199,22 +200,38 @@ func (s *Sandbox) Shutdown(ctx context.Context) error {
 	return s.engine.Close()
 }
 
-// enter registers a store of a call in flight; it fails once shutdown began.
-func (s *Sandbox) enter(st *wasmtime.Store) error {
+// enter counts a call in flight before it touches the engine (creating a
+// store uses it); it fails once shutdown began.
+func (s *Sandbox) enter() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return ErrClosed
 	}
-	s.active[st] = struct{}{}
+	s.inflight++
 	return nil
 }
 
+// watch registers the call's store, so shutdown can interrupt it; a store
+// made after shutdown began is interrupted at once.
+func (s *Sandbox) watch(st *wasmtime.Store) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active[st] = struct{}{}
+	if s.closing {
+		st.Interrupt()
+	}
+}
+
+// leave ends what enter began (st may be nil: no store was made).
 func (s *Sandbox) leave(st *wasmtime.Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.active, st)
-	if s.closing && len(s.active) == 0 && s.idle != nil {
+	if st != nil {
+		delete(s.active, st)
+	}
+	s.inflight--
+	if s.closing && s.inflight == 0 && s.idle != nil {
 		select {
 		case <-s.idle:
 		default:

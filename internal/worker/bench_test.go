@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 func BenchmarkSpawn(b *testing.B) {
 	exe := mustExe(b)
 	for range b.N {
-		w, err := spawn([]string{exe}, 10*time.Second)
+		w, err := spawn(context.Background(), []string{exe}, 10*time.Second)
 		if err != nil {
 			b.Fatal(err)
 		}

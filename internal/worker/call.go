@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/compcache"
@@ -15,13 +16,25 @@ import (
 // asks it for its description and schema, in a call worker under lim and
 // ctx. A failure the deadline or ctx caused is not remembered.
 func (p *Pool) Open(ctx context.Context, path string, lim sandbox.Limits) (*sandbox.Tool, error) {
-	v, err := p.reg.get(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	info, err := p.infos.Get(ctx, v.art, func() (sandbox.Info, error) { return p.describe(ctx, v, lim) })
-	if err != nil {
-		return nil, err
+	var v *version
+	var info sandbox.Info
+	for attempt := 0; ; attempt++ {
+		var err error
+		v, err = p.reg.get(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		info, err = p.infos.Get(ctx, v.art, func() (sandbox.Info, error) { return p.describe(ctx, v, lim) })
+		if errors.Is(err, ErrLost) && attempt < 3 {
+			// The compiled code was evicted and is not on disk: load the
+			// file again.
+			p.reg.forget(path, v)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	li := sandbox.LoadInfo{Info: info, Digest: v.digest, Cached: v.cached, Compile: v.compile}
 	return sandbox.NewTool(li, func(ctx context.Context, c sandbox.Call) (sandbox.Outcome, error) {
@@ -43,6 +56,13 @@ func (p *Pool) describe(ctx context.Context, v *version, lim sandbox.Limits) (sa
 	}{{"describe", &info.Description}, {"schema", &info.Schema}, {wit.OutputSchemaExport, &info.OutputSchema}} {
 		// output-schema of a 0.1.0 tool is "" without running anything.
 		out, err := p.run(ctx, v.art, f.name, sandbox.Call{Limits: lim})
+		if err == nil && out.Failure != nil && out.Failure.Kind != sandbox.KindDeadline {
+			// What describe() says is remembered for the version, so one
+			// worker's word is not enough: a failure the parent did not see
+			// for itself (a deadline) is asked again, of a fresh worker (the
+			// first was not reused: see describeFailed).
+			out, err = p.run(ctx, v.art, f.name, sandbox.Call{Limits: lim})
+		}
 		if err != nil {
 			return sandbox.Info{}, err
 		}
@@ -126,10 +146,12 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 	if closing {
 		return nil, ErrClosed
 	}
-	w, err := spawn(p.opts.Command, p.opts.StartTimeout)
+	w, err := p.spawnTracked(ctx)
 	if err != nil {
 		return nil, err
 	}
+	p.track(w, true) // Shutdown kills a compile in progress
+	defer p.track(w, false)
 	defer w.kill(killedShutdown)
 	if err := w.setCPULimit(p.opts.CompileCPU); err != nil {
 		return nil, fmt.Errorf("limit compile worker: %w", err)
@@ -138,8 +160,12 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 		return nil, fmt.Errorf("limit compile worker: %w", err)
 	}
 	start := time.Now()
-	if err := w.send(compileMsg{ID: 1, Wasm: wasm}.encode()); err != nil {
-		return nil, fmt.Errorf("%w: compile %s: the compiler died: %s", sandbox.ErrInvalidTool, baseName(path), w.diagnosis())
+	// A worker that stops reading must not hold the parent's write.
+	stopWrite := context.AfterFunc(ctx, func() { w.kill(killedCancel) })
+	err = w.send(compileMsg{ID: 1, Wasm: wasm}.encode())
+	stopWrite()
+	if err != nil {
+		return nil, p.compileDeath(ctx, w, path)
 	}
 	select {
 	case f := <-w.frames:
@@ -158,14 +184,36 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 		p.log.Debug("compiled component", "path", path, "bytes", len(wasm), "duration", time.Since(start))
 		return m.Code, nil
 	case <-w.dead:
-		why := w.diagnosis()
-		if w.outOfMemory() {
-			why = fmt.Sprintf("it needs more than %d MiB to compile (%s)", p.opts.CompileMemory>>20, why)
-		}
-		return nil, fmt.Errorf("%w: compile %s: the compiler failed: %s", sandbox.ErrInvalidTool, baseName(path), why)
+		return nil, p.compileDeath(ctx, w, path)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// compileDeath explains a compile worker that died. A crash of the code
+// generator, or the CPU or memory limit, belongs to the component: it is
+// invalid (and remembered until the file changes). A kill from elsewhere
+// (Shutdown, the caller giving up, an operator or the OOM killer) does not:
+// the next call compiles again.
+func (p *Pool) compileDeath(ctx context.Context, w *proc, path string) error {
+	switch w.killReason() {
+	case killedShutdown:
+		return ErrClosed
+	case killedCancel:
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	why := w.diagnosis()
+	switch {
+	case w.outOfMemory():
+		why = fmt.Sprintf("it needs more than %d MiB to compile (%s)", p.opts.CompileMemory>>20, why)
+	case w.signal() == syscall.SIGXCPU || (w.signal() == syscall.SIGKILL && w.cpuTime() >= time.Duration(p.opts.CompileCPU)*time.Second):
+		why = fmt.Sprintf("it takes more than %d s of CPU to compile (%s)", p.opts.CompileCPU, why)
+	case w.signal() == syscall.SIGKILL:
+		return fmt.Errorf("compile %s: the compiler was killed from outside maiden (%s); try again", baseName(path), why)
+	}
+	return fmt.Errorf("%w: compile %s: the compiler failed: %s", sandbox.ErrInvalidTool, baseName(path), why)
 }
 
 // invalidError is a compile worker's refusal, already worded.

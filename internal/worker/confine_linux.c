@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -104,13 +105,28 @@ static const int denied[] = {
 	__NR_name_to_handle_at, __NR_swapon, __NR_swapoff, __NR_reboot, __NR_acct,
 	__NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register, __NR_setrlimit,
 #ifdef __NR_pidfd_open
-	__NR_pidfd_open, __NR_pidfd_getfd,
+	__NR_pidfd_open, __NR_pidfd_getfd, __NR_pidfd_send_signal,
 #endif
+	// Memory that RLIMIT_DATA does not count, or that outlives the worker.
+	__NR_shmget, __NR_shmat, __NR_shmctl, __NR_msgget, __NR_msgsnd, __NR_msgrcv, __NR_msgctl,
+	__NR_semget, __NR_semop, __NR_semtimedop, __NR_semctl, __NR_mq_open, __NR_memfd_create,
+	// Files: a worker opens none (Landlock denies them too, where the
+	// kernel has it; this holds where it does not).
+	__NR_openat, __NR_openat2,
+#ifdef __NR_open
+	__NR_open,
+#endif
+#ifdef __NR_creat
+	__NR_creat,
+#endif
+	// Signals to threads by bare id: the runtimes use tgkill.
+	__NR_tkill,
 };
 
-#define MAX_INSNS 256
+#define MAX_INSNS 400
 
 static void seccomp_filter(void) {
+	const pid_t self = getpid();
 	struct sock_filter f[MAX_INSNS];
 	int n = 0;
 #define I(code, k) (f[n++] = (struct sock_filter)BPF_STMT(code, k))
@@ -137,6 +153,24 @@ static void seccomp_filter(void) {
 	J(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
 	I(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
 	J(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0);
+	I(BPF_RET | BPF_K, deny);
+	I(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	// Signals only to itself (Go preempts its threads with tgkill(getpid()),
+	// abort() raises SIGABRT the same way): never to the parent or any
+	// other process, whatever Landlock's scoping offers.
+	const int signalling[] = {__NR_kill, __NR_tgkill, __NR_rt_sigqueueinfo, __NR_rt_tgsigqueueinfo};
+	for (size_t i = 0; i < sizeof signalling / sizeof signalling[0]; i++) {
+		J(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)signalling[i], 0, 4);
+		I(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+		J(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)self, 1, 0);
+		I(BPF_RET | BPF_K, deny);
+		I(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	// mmap: never shared (shared anonymous memory is not counted by
+	// RLIMIT_DATA), never growing down.
+	J(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 4);
+	I(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[3]));
+	J(BPF_JMP | BPF_JSET | BPF_K, MAP_SHARED | MAP_GROWSDOWN, 0, 1);
 	I(BPF_RET | BPF_K, deny);
 	I(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	// prlimit64 may read limits (new_limit == NULL), never set them: the

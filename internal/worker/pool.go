@@ -106,6 +106,8 @@ type Pool struct {
 	mu       sync.Mutex
 	idle     []*proc
 	busy     map[*proc]struct{}
+	others   map[*proc]struct{} // warming or compiling
+	spawning map[*context.CancelFunc]context.CancelFunc
 	count    int // workers alive or starting
 	closing  bool
 	waiters  *list.List // of chan struct{}: callers waiting for a worker
@@ -167,7 +169,8 @@ func New(opts *Options) (*Pool, error) {
 	if o.MaxCacheBytes <= 0 {
 		o.MaxCacheBytes = sandbox.DefaultMaxCacheBytes
 	}
-	p := &Pool{opts: o, log: o.Logger, busy: map[*proc]struct{}{}, waiters: list.New(), mem: newMemArtifacts(int(o.MaxCacheBytes))}
+	p := &Pool{opts: o, log: o.Logger, busy: map[*proc]struct{}{}, others: map[*proc]struct{}{},
+		spawning: map[*context.CancelFunc]context.CancelFunc{}, waiters: list.New(), mem: newMemArtifacts(int(o.MaxCacheBytes))}
 	p.reg.pool = p
 	return p, nil
 }
@@ -186,14 +189,24 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 		if n := len(p.idle); n > 0 {
 			w := p.idle[n-1]
 			p.idle = p.idle[:n-1]
+			if w.gone() {
+				// It died idle (killed from outside, or it misbehaved
+				// between calls): not this call's fault; take another.
+				w.kill(killedShutdown)
+				p.count--
+				p.mu.Unlock()
+				continue
+			}
 			p.busy[w] = struct{}{}
 			p.mu.Unlock()
 			return w, nil
 		}
 		if p.count < p.opts.Size {
 			p.count++
+			p.starting.Add(1)
 			p.mu.Unlock()
-			w, err := spawn(p.opts.Command, p.opts.StartTimeout)
+			w, err := p.spawnTracked(ctx)
+			p.starting.Done()
 			p.mu.Lock()
 			if err != nil {
 				p.count--
@@ -220,7 +233,13 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 		case <-ch:
 		case <-ctx.Done():
 			p.mu.Lock()
-			p.waiters.Remove(el)
+			select {
+			case <-ch:
+				// Woken just as it gave up: pass the turn on.
+				p.wakeLocked()
+			default:
+				p.waiters.Remove(el)
+			}
 			p.mu.Unlock()
 			return nil, ctx.Err()
 		}
@@ -252,6 +271,11 @@ func (p *Pool) release(w *proc, healthy bool) {
 			p.starting.Add(1)
 			go p.prestart(w.loaded)
 		}
+	} else if w.gone() || len(w.frames) > 0 {
+		// Dead, or it sent something after its answer: not to be trusted
+		// with another call.
+		w.kill(killedProtocol)
+		p.count--
 	} else {
 		p.idle = append(p.idle, w)
 	}
@@ -265,9 +289,12 @@ func (p *Pool) release(w *proc, healthy bool) {
 // JS tool), which would otherwise land on the next call and its deadline.
 func (p *Pool) prestart(loaded []string) {
 	defer p.starting.Done()
-	w, err := spawn(p.opts.Command, p.opts.StartTimeout)
+	w, err := p.spawnTracked(context.Background())
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// Shutdown kills a warming worker like a busy one.
+		p.track(w, true)
+		defer p.track(w, false)
 		for _, art := range loaded[max(0, len(loaded)-2):] {
 			var ok bool
 			_, werr := p.runOn(ctx, w, art, "describe", sandbox.Call{Limits: warmLimits}, time.Now(), &ok)
@@ -320,12 +347,62 @@ func (p *Pool) noteConfinement(w *proc) {
 	})
 }
 
+// spawnTracked starts a worker that Shutdown kills if it happens meanwhile.
+func (p *Pool) spawnTracked(ctx context.Context) (*proc, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	p.spawning[&cancel] = cancel
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.spawning, &cancel)
+		p.mu.Unlock()
+	}()
+	w, err := spawn(ctx, p.opts.Command, p.opts.StartTimeout)
+	if err != nil && ctx.Err() != nil && p.isClosing() {
+		return nil, ErrClosed
+	}
+	return w, err
+}
+
+// track adds (or removes) a worker that is neither idle nor busy (warming,
+// compiling) to the set Shutdown kills.
+func (p *Pool) track(w *proc, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.others[w] = struct{}{}
+		if p.closing {
+			w.kill(killedShutdown)
+		}
+	} else {
+		delete(p.others, w)
+	}
+}
+
+func (p *Pool) isClosing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closing
+}
+
 // Shutdown stops new calls, interrupts the running ones (their workers are
-// killed: the calls end as interrupted), and waits for them to return, or
-// for ctx.
+// killed: the calls end as interrupted), kills workers starting, warming
+// or compiling, and waits for the calls to return, or for ctx.
 func (p *Pool) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	p.closing = true
+	for _, cancel := range p.spawning {
+		cancel()
+	}
+	for w := range p.others {
+		w.kill(killedShutdown)
+	}
 	idle := p.idle
 	p.idle = nil
 	p.count -= len(idle)

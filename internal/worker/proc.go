@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,6 +26,7 @@ type proc struct {
 	pid  int
 
 	exited chan struct{} // closed once the process is reaped
+	stop   chan struct{} // closed by kill
 	frames chan frame    // read by the reader goroutine
 	dead   chan struct{} // closed when the reader stops (EOF, bad frame)
 	err    error         // why the reader stopped; set before dead closes
@@ -63,7 +66,7 @@ const (
 // binary, or a program whose main calls worker.Main). The environment is
 // empty but for the worker marker: no secrets, no proxies, nothing of the
 // parent's.
-func spawn(argv []string, timeout time.Duration) (*proc, error) {
+func spawn(ctx context.Context, argv []string, timeout time.Duration) (*proc, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("worker socket: %w", err)
@@ -77,7 +80,6 @@ func spawn(argv []string, timeout time.Duration) (*proc, error) {
 	}
 	parentEnd := os.NewFile(uintptr(fds[0]), "maiden-worker-ipc")
 	childEnd := os.NewFile(uintptr(fds[1]), "maiden-ipc")
-	defer childEnd.Close()
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{envWorker + "=" + strconv.Itoa(protocolVersion)}
@@ -88,12 +90,16 @@ func spawn(argv []string, timeout time.Duration) (*proc, error) {
 	// The worker dies with its parent, and gets its own process group so a
 	// terminal's ^C reaches the parent, which then stops its workers.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	// The child has its copy; the parent must not keep this end open, or a
+	// worker that dies before its hello would never read as EOF.
+	childEnd.Close()
+	if err != nil {
 		parentEnd.Close()
 		return nil, fmt.Errorf("start worker %s: %w", argv[0], err)
 	}
 	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
-		dead: make(chan struct{}), exited: make(chan struct{}), stderr: tail, spin: newSpinReader(parentEnd)}
+		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, spin: newSpinReader(parentEnd)}
 	go p.read()
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 
@@ -117,6 +123,9 @@ func spawn(argv []string, timeout time.Duration) (*proc, error) {
 	case <-t.C:
 		p.kill(killedProtocol)
 		return nil, fmt.Errorf("worker did not start within %v", timeout)
+	case <-ctx.Done():
+		p.kill(killedCancel)
+		return nil, ctx.Err()
 	}
 	p.base, _ = vmData(p.pid)
 	return p, nil
@@ -127,7 +136,7 @@ func spawn(argv []string, timeout time.Duration) (*proc, error) {
 func (p *proc) read() {
 	r := bufio.NewReaderSize(p.spin, 64<<10)
 	for {
-		typ, body, err := readFrame(r, maxFrame)
+		typ, body, err := readFrameLimited(r, workerFrameLimit)
 		if err != nil {
 			p.err = err
 			close(p.dead)
@@ -140,7 +149,11 @@ func (p *proc) read() {
 		}
 		select {
 		case p.frames <- frame{typ, body}:
-		case <-p.dead:
+		case <-p.stop:
+			// Killed while nobody read: end, so the frames and this
+			// goroutine do not outlive the worker.
+			p.err = os.ErrClosed
+			close(p.dead)
 			return
 		}
 	}
@@ -156,6 +169,7 @@ func (p *proc) kill(why killReason) {
 	p.killedMu.Lock()
 	if p.killed == notKilled {
 		p.killed = why
+		close(p.stop)
 	}
 	p.killedMu.Unlock()
 	_ = p.cmd.Process.Kill()
@@ -212,6 +226,9 @@ func (p *proc) setDataLimit(n uint64) error {
 	if n == p.limit {
 		return nil
 	}
+	if err := p.alive(); err != nil {
+		return err
+	}
 	var old unix.Rlimit
 	if err := unix.Prlimit(p.pid, unix.RLIMIT_DATA, nil, &old); err != nil {
 		return err
@@ -229,6 +246,9 @@ func (p *proc) setDataLimit(n uint64) error {
 
 // setCPULimit bounds the worker's CPU seconds (compilation).
 func (p *proc) setCPULimit(sec uint64) error {
+	if err := p.alive(); err != nil {
+		return err
+	}
 	return unix.Prlimit(p.pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: sec, Max: sec + 1}, nil)
 }
 
@@ -317,4 +337,68 @@ func (p *proc) observe(d time.Duration) {
 // more than its typical call, within [minSpin, maxSpin].
 func (p *proc) spinBudget() time.Duration {
 	return min(max(p.typical+p.typical/4+50*time.Microsecond, minSpin), maxSpin)
+}
+
+// signal is the signal that ended the worker (0 if it exited or runs).
+func (p *proc) signal() syscall.Signal {
+	select {
+	case <-p.exited:
+	case <-time.After(200 * time.Millisecond):
+		return 0
+	}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal()
+	}
+	return 0
+}
+
+// cpuTime is the CPU time the ended worker used.
+func (p *proc) cpuTime() time.Duration {
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	default:
+		return 0
+	}
+}
+
+// gone tells whether the worker's reader has stopped (it died or broke the
+// protocol).
+func (p *proc) gone() bool {
+	select {
+	case <-p.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// alive refuses to act on the worker's pid once it has been reaped: the
+// pid may belong to another process by then.
+func (p *proc) alive() error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("worker %d has exited", p.pid)
+	default:
+		return nil
+	}
+}
+
+// workerFrameLimit bounds each kind of frame a worker may send before any
+// of it is read: a log line, a result or a fetch cannot be larger than the
+// limits on them (with room for the envelope); only compiled code is big.
+func workerFrameLimit(typ byte) int {
+	switch typ {
+	case msgHello, msgLoaded:
+		return 64 << 10
+	case msgLog:
+		return sandbox.DefaultMaxLogBytes + 4<<10
+	case msgDone:
+		return 2*sandbox.DefaultMaxOutputBytes + 64<<10
+	case msgFetch:
+		return 64 << 20 // a request body (capped by the gate) and headers
+	case msgCompiled:
+		return maxFrame
+	}
+	return 64 << 10
 }

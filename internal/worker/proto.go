@@ -153,6 +153,12 @@ func (d *dec) finish() error {
 // readFrame reads one frame, refusing one over limit before reading its
 // body.
 func readFrame(r io.Reader, limit int) (byte, []byte, error) {
+	return readFrameLimited(r, func(byte) int { return limit })
+}
+
+// readFrameLimited is readFrame with a limit per message type: the type
+// byte is read first, so a frame is refused before its body is allocated.
+func readFrameLimited(r io.Reader, limitOf func(typ byte) int) (byte, []byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, err
@@ -161,11 +167,19 @@ func readFrame(r io.Reader, limit int) (byte, []byte, error) {
 	if n == 0 {
 		return 0, nil, errShort
 	}
-	if uint64(n) > uint64(limit) {
-		return 0, nil, fmt.Errorf("%w: %d bytes, limit %d", errTooLarge, n, limit)
+	var typ [1]byte
+	if _, err := io.ReadFull(r, typ[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	if limit := limitOf(typ[0]); uint64(n) > uint64(limit) {
+		return 0, nil, fmt.Errorf("%w: type %d, %d bytes, limit %d", errTooLarge, typ[0], n, limit)
 	}
 	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
+	body[0] = typ[0]
+	if _, err := io.ReadFull(r, body[1:]); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

@@ -67,7 +67,8 @@ func redteamWorker(mode string) int {
 			case "redteam-idle-spin":
 				write(doneMsg{ID: m.ID, Output: `"ok"`}.encode())
 				go func() {
-					for {
+					for i := 0; ; i++ { //nolint:staticcheck // burning CPU is the point
+						_ = i * i
 					}
 				}()
 			case "redteam-fail-describe":
@@ -92,8 +93,8 @@ func fakePool(t *testing.T, mode string, size int) *Pool {
 
 var fastLim = sandbox.Limits{Timeout: 300 * time.Millisecond, Memory: 16 << 20}
 
-// TestRedTeamFloodWhileIdleKilledOnNextCall: frames a worker sends after
-// its answer are a violation on the next call: a trap, and a new worker.
+// TestRedTeamFloodWhileIdleKilledOnNextCall: a worker that sends frames
+// after its answer is not reused: the next call runs on a fresh worker.
 func TestRedTeamFloodWhileIdleKilledOnNextCall(t *testing.T) {
 	p := fakePool(t, "redteam-flood-idle", 1)
 	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
@@ -101,35 +102,39 @@ func TestRedTeamFloodWhileIdleKilledOnNextCall(t *testing.T) {
 		t.Fatalf("first call: %+v %v", out, err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	// The stale log lines of the first call are a protocol violation on
-	// the second: it is a trap and the worker is replaced.
-	out, err = p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
-	if err != nil || out.Failure == nil || out.Failure.Kind != sandbox.KindTrap {
-		t.Fatalf("second call: %+v %v, want a trap", out, err)
+	// Its stale log lines are either seen at release (the worker is not
+	// reused) or on the next call (a trap, and a new worker); either way
+	// a later call runs on a fresh worker and succeeds.
+	for i := 0; ; i++ {
+		out, err = p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+		if err == nil && out.Failure == nil && out.Output == `"ok"` {
+			break
+		}
+		if i == 3 || err != nil || out.Failure == nil || out.Failure.Kind != sandbox.KindTrap {
+			t.Fatalf("call %d after the flood: %+v %v", i+2, out, err)
+		}
 	}
 }
 
-// TestRedTeamWorkerHostErrorIsAnError pins down the current contract: a
-// worker's HostErr ends the call as an error (and the worker is dropped).
+// TestRedTeamWorkerHostErrorKillsWorker: a worker's HostErr ends the call
+// as a trap (a worker cannot turn its call into a host error), and the
+// worker is dropped.
 func TestRedTeamWorkerHostErrorKillsWorker(t *testing.T) {
 	p := fakePool(t, "redteam-host-error", 1)
-	_, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
-	if err == nil {
-		t.Fatal("a worker's host error was not an error")
+	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if err != nil || out.Failure == nil || out.Failure.Kind != sandbox.KindTrap {
+		t.Fatalf("%+v %v, want a trap", out, err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		p.mu.Lock()
-		n := len(p.idle)
-		p.mu.Unlock()
-		if n == 1 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	// The worker is never reused: its replacement (warmed with describe(),
+	// where this hostile mode answers a host error again, and so is
+	// dropped too) is a new process.
+	p.mu.Lock()
+	for w := range p.busy {
+		t.Errorf("worker %d still busy", w.pid)
 	}
-	// The worker was replaced (by a prestart), never reused.
-	if n := p.Workers(); n != 1 {
-		t.Errorf("%d workers, want 1", n)
+	p.mu.Unlock()
+	if n := p.Workers(); n > 1 {
+		t.Errorf("%d workers, want at most 1", n)
 	}
 }
 

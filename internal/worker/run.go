@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -61,8 +62,29 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		p.inflight.Add(-1)
 		w.observe(time.Since(callStart))
 	}()
+	// A worker that stops reading must not hold the parent's writes (the
+	// call, a fetch reply) past the deadline: killing it closes the socket
+	// and ends a pending write.
+	writeGuard := time.AfterFunc(time.Until(deadline)+p.opts.Grace, func() { w.kill(killedDeadline) })
+	defer writeGuard.Stop()
+	var finished atomic.Bool
+	defer finished.Store(true)
+	stopOnCancel := context.AfterFunc(ctx, func() {
+		// A cancel frame goes out below; this is only for a worker that
+		// does not read it.
+		time.AfterFunc(p.opts.Grace, func() {
+			if !finished.Load() {
+				w.kill(killedCancel)
+			}
+		})
+	})
+	defer stopOnCancel()
 	if err := w.send(runMsg{ID: id, Digest: art, Export: export, Input: c.Input,
 		TimeoutNS: uint64(time.Until(deadline)), Memory: c.Limits.Memory}.encode()); err != nil {
+		if w.killReason() == killedDeadline {
+			return sandbox.Outcome{Failure: &sandbox.Failure{Kind: sandbox.KindDeadline, Message: fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout)},
+				Duration: time.Since(start)}, nil
+		}
 		return p.crashed(w, c, start, ctx)
 	}
 
@@ -126,9 +148,16 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 					*healthy = true
 					return finish(), context.Cause(ctx)
 				case m.HostErr != "":
-					return finish(), fmt.Errorf("worker: %s", m.HostErr)
+					// The worker's sandbox failed, or says it did: a trap,
+					// redacted like everything from a worker, and the worker
+					// is not reused.
+					w.kill(killedProtocol)
+					return fail(sandbox.KindTrap, "the tool's worker failed: "+m.HostErr)
 				case m.FailKind != "":
-					*healthy = true
+					// describeFailed: a worker whose describe() or schema()
+					// failed is not reused, so a second opinion comes from
+					// another worker.
+					*healthy = export == "execute"
 					return fail(sandbox.Kind(m.FailKind), m.FailMessage)
 				}
 				if len(m.Output) > p.opts.MaxOutputBytes {
@@ -147,11 +176,14 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				continue // the worker died; its death arrives on w.dead
 			}
 		case <-w.dead:
-			if cancelled {
+			switch reason := w.killReason(); {
+			case cancelled || (reason == killedCancel && ctx.Err() != nil):
 				return finish(), context.Cause(ctx)
-			}
-			if w.killReason() == killedShutdown {
+			case reason == killedShutdown:
 				return finish(), sandbox.ErrClosed
+			case reason == killedDeadline:
+				// The write guard: the worker stopped reading.
+				return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
 			}
 			if !errors.Is(w.err, io.EOF) && !errors.Is(w.err, io.ErrUnexpectedEOF) && !errors.Is(w.err, os.ErrClosed) {
 				return p.violation(w, c, start, "unreadable message: "+w.err.Error())
@@ -244,7 +276,16 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	if err := w.setDataLimit(math.MaxUint64); err != nil {
 		return fmt.Errorf("limit worker memory: %w", err)
 	}
+	// Bounded like a start: a worker that neither reads nor answers is
+	// killed, which also ends a write it blocks.
+	guard := time.AfterFunc(loadTimeout, func() { w.kill(killedDeadline) })
+	defer guard.Stop()
+	stopOnCancel := context.AfterFunc(ctx, func() { w.kill(killedCancel) })
+	defer stopOnCancel()
 	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return deadErr(w, "")
 	}
 	select {
@@ -258,6 +299,9 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 			return &invalidError{msg: m.Err}
 		}
 	case <-w.dead:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return deadErr(w, " loading compiled code")
 	case <-ctx.Done():
 		w.kill(killedCancel)
@@ -271,6 +315,10 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 }
 
 var errLost = fmt.Errorf("%w", ErrLost)
+
+// loadTimeout bounds handing a worker compiled code (deserializing a 46 MB
+// JS artifact takes ~50 ms here).
+const loadTimeout = 30 * time.Second
 
 // validKind tells whether a worker reported a kind the sandbox produces.
 func validKind(k string) bool {

@@ -20,13 +20,14 @@ import (
 // answers, when the next call of a busy server is most likely.
 type spinReader struct {
 	f  *os.File
-	fd int
+	rc syscall.RawConn // reads under the file's own reference to the fd
 	// until is the UnixNano time up to which Read spins; 0: do not.
 	until atomic.Int64
 }
 
 func newSpinReader(f *os.File) *spinReader {
-	return &spinReader{f: f, fd: int(f.Fd())}
+	rc, _ := f.SyscallConn()
+	return &spinReader{f: f, rc: rc}
 }
 
 // spinFor makes reads spin for d from now.
@@ -36,8 +37,17 @@ func (r *spinReader) spinFor(d time.Duration) { r.until.Store(time.Now().Add(d).
 func (r *spinReader) stop() { r.until.Store(0) }
 
 func (r *spinReader) Read(p []byte) (int, error) {
-	for r.until.Load() > time.Now().UnixNano() {
-		n, err := syscall.Read(r.fd, p)
+	for r.rc != nil && r.until.Load() > time.Now().UnixNano() {
+		// Through the RawConn, so a Close meanwhile cannot hand the fd
+		// number to another file under this read.
+		var n int
+		var err error
+		if cerr := r.rc.Read(func(fd uintptr) bool {
+			n, err = syscall.Read(int(fd), p)
+			return true
+		}); cerr != nil {
+			break
+		}
 		if n > 0 {
 			return n, nil
 		}

@@ -309,7 +309,7 @@ func TestWorkerIsConfined(t *testing.T) {
 // reach a worker.
 func TestWorkerEnvironmentIsEmpty(t *testing.T) {
 	t.Setenv("MAIDEN_SECRET_TOKEN", "s3cret")
-	w, err := spawn([]string{mustExe(t)}, 10*time.Second)
+	w, err := spawn(context.Background(), []string{mustExe(t)}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,243 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"github.com/maiden-run/maiden/internal/testkit"
+	"golang.org/x/sys/unix"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// BUG 2: lost wake-up in acquire.
+func TestRedTeamBugLostWakeup(t *testing.T) {
+	p := fakePool(t, "redteam-ok", 1)
+	w, err := p.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxA, cancelA := context.WithCancel(context.Background())
+	errA := make(chan error, 1)
+	go func() { _, err := p.acquire(ctxA); errA <- err }()
+	waitWaiters(t, p, 1)
+	ctxB, cancelB := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancelB()
+	gotB := make(chan error, 1)
+	go func() {
+		w2, err := p.acquire(ctxB)
+		if err == nil {
+			p.release(w2, true)
+		}
+		gotB <- err
+	}()
+	waitWaiters(t, p, 2)
+	// A gives up at the moment the worker comes back.
+	p.mu.Lock()
+	cancelA()
+	time.Sleep(50 * time.Millisecond) // A is now blocked on p.mu in its ctx.Done branch
+	delete(p.busy, w)
+	p.idle = append(p.idle, w)
+	p.wakeLocked() // wakes A, who has already given up
+	p.mu.Unlock()
+	<-errA
+	start := time.Now()
+	if err := <-gotB; err != nil {
+		t.Fatalf("B waited %v with a worker idle the whole time: %v", time.Since(start), err)
+	}
+}
+
+func waitWaiters(t *testing.T, p *Pool, n int) {
+	for range 500 {
+		p.mu.Lock()
+		l := p.waiters.Len()
+		p.mu.Unlock()
+		if l == n {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("never %d waiters", n)
+}
+
+// BUG 3: starting a worker ignores the caller's context.
+func TestRedTeamBugSpawnIgnoresCtx(t *testing.T) {
+	p := newPool(t, &Options{Command: []string{"/bin/sleep", "30"}, Size: 1, StartTimeout: 3 * time.Second})
+	_ = p.mem.Put("fake", []byte("x"))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := p.run(ctx, "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a call with a 200ms context took %v (err %v)", took, err)
+	}
+}
+
+// BUG 5: spawn keeps the child's socket end open while waiting for the hello,
+// so a worker that exits at once is only noticed at StartTimeout.
+// TestRedTeamBugNotAWorker: a program that exits without a hello is refused
+// with its diagnosis; the slot is given back.
+func TestRedTeamBugNotAWorker(t *testing.T) {
+	p := newPool(t, &Options{Command: []string{"/bin/true"}, Size: 1})
+	_ = p.mem.Put("fake", []byte("x"))
+	_, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if err == nil || !strings.Contains(err.Error(), "before saying hello") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := p.Workers(); n != 0 {
+		t.Errorf("%d workers counted", n)
+	}
+}
+
+// BUG 6: seccomp/rlimit gaps, observed in a confined worker.
+func TestRedTeamBugProbe(t *testing.T) {
+	cmd := exec.Command(mustExe(t), "redteam-probe")
+	cmd.Env = []string{envWorker + "=1"}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	r := bufio.NewReader(stdout)
+	shm := -1
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log(strings.TrimSpace(line))
+		fmt.Sscanf(line, "SHM %d", &shm)
+		if strings.HasPrefix(line, "READY") {
+			break
+		}
+	}
+	data, _ := vmData(cmd.Process.Pid)
+	lim := unix.Rlimit{Cur: data + 16<<20, Max: unix.RLIM_INFINITY}
+	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RLIMIT_DATA set to VmData %d MiB + 16 MiB", data>>20)
+	io.WriteString(stdin, "go\n")
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log(strings.TrimSpace(line))
+		if strings.HasPrefix(line, "DONE") {
+			break
+		}
+	}
+	io.WriteString(stdin, "go\n")
+	cmd.Wait()
+	if shm >= 0 {
+		var d unix.SysvShmDesc
+		_, err := unix.SysvShmCtl(shm, unix.IPC_STAT, &d)
+		t.Logf("after the worker exited, its shm segment %d: stat err=%v size=%d", shm, err, d.Segsz)
+		unix.SysvShmCtl(shm, unix.IPC_RMID, nil)
+		if err == nil {
+			t.Error("a SysV shm segment made by a worker outlives it")
+		}
+	}
+}
+
+// BUG 8: a compile worker is not known to Shutdown; it outlives it, and
+// the Open waiting for it never returns.
+func TestRedTeamBugCompileOutlivesShutdown(t *testing.T) {
+	p, err := New(&Options{Command: []string{mustExe(t), "redteam-hang-compile"}, Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
+	opened := make(chan error, 1)
+	go func() { _, err := p.Open(context.Background(), path, lim); opened <- err }()
+	time.Sleep(time.Second)
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	kids := childPIDs(t)
+	defer func() {
+		for _, pid := range kids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	}()
+	select {
+	case err := <-opened:
+		t.Logf("open: %v", err)
+	default:
+		t.Errorf("Shutdown returned; Open still waits for the compile worker; live children: %v", kids)
+	}
+}
+
+// BUG 10: compiled code evicted between the registry's load and describe()
+// makes the tool fail (ErrLost, shown as kind invalid) on every Open until
+// its file changes: Open never forgets the version.
+func TestRedTeamBugLostDuringDescribeIsPermanent(t *testing.T) {
+	p := newPool(t, &Options{Size: 1})
+	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
+	if _, err := p.reg.get(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	p.mem = newMemArtifacts(1 << 30) // evicted (no disk cache)
+	for i := range 2 {
+		_, err := p.Open(context.Background(), path, lim)
+		t.Logf("open %d: %v", i, err)
+		if i == 1 && err != nil {
+			t.Error("the tool stays broken: the registry keeps a version whose code is gone")
+		}
+	}
+}
+
+// BUG 12: the parent's writes to a worker have no deadline: a worker that
+// stops reading holds a call with a large input forever (the kill timer
+// starts only after the send; ctx is not consulted).
+func TestRedTeamBugDeafWorker(t *testing.T) {
+	p := fakePool(t, "redteam-deaf", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := p.run(ctx, "fake", "execute", sandbox.Call{Limits: fastLim, Input: strings.Repeat("x", 8<<20)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Logf("returned after %v: %v", time.Since(start), err)
+	case <-time.After(4 * time.Second):
+		t.Errorf("a call with a %v timeout and a 2 s context still blocked after 4 s (writing its input to a worker that does not read)", fastLim.Timeout)
+		p.mu.Lock()
+		for w := range p.busy {
+			w.kill(killedProtocol) // unblock, for cleanup
+		}
+		p.mu.Unlock()
+		t.Logf("after the kill: %v", <-done)
+	}
+}
+
+// BUG 13: an idle worker that died (OOM killer, its own doing) is handed
+// to the next call, which fails for it.
+func TestRedTeamBugDeadIdleWorkerHandedOut(t *testing.T) {
+	p := fakePool(t, "redteam-ok", 1)
+	if _, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	w := p.idle[0]
+	p.mu.Unlock()
+	unix.Kill(w.pid, unix.SIGKILL)
+	<-w.exited
+	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if err != nil || out.Failure != nil {
+		t.Errorf("the next call paid for an idle worker's death: %+v err=%v", out.Failure, err)
+	}
+}
