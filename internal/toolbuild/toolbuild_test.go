@@ -277,6 +277,7 @@ var watFixtures = map[string]world{
 	"oob":         {Exports: toolExports},
 	"fetcher":     {Imports: []string{hostImport}, Exports: toolExports},
 	"bodyfetcher": {Imports: []string{hostImport020}, Exports: toolExports020},
+	"outschema":   {Exports: toolExports020},
 	"badimport":   {Imports: []string{"evil:net/socket@0.1.0", hostImport}, Exports: toolExports},
 	"noexecute":   {Exports: []string{"describe: func() -> string", "schema: func() -> string"}},
 	"wrongsig": {Exports: []string{
