@@ -21,13 +21,27 @@ import (
 type spinReader struct {
 	f  *os.File
 	rc syscall.RawConn // reads under the file's own reference to the fd
+	// One attempt's buffer and result, and the bound method that makes it:
+	// made once, so spinning allocates nothing (garbage would wake the
+	// collector on both CPUs while the worker runs).
+	buf     []byte
+	n       int
+	err     error
+	attempt func(fd uintptr) bool
 	// until is the UnixNano time up to which Read spins; 0: do not.
 	until atomic.Int64
 }
 
 func newSpinReader(f *os.File) *spinReader {
 	rc, _ := f.SyscallConn()
-	return &spinReader{f: f, rc: rc}
+	r := &spinReader{f: f, rc: rc}
+	r.attempt = r.readOnce
+	return r
+}
+
+func (r *spinReader) readOnce(fd uintptr) bool {
+	r.n, r.err = syscall.Read(int(fd), r.buf)
+	return true
 }
 
 // spinFor makes reads spin for d from now.
@@ -40,12 +54,11 @@ func (r *spinReader) Read(p []byte) (int, error) {
 	for r.rc != nil && r.until.Load() > time.Now().UnixNano() {
 		// Through the RawConn, so a Close meanwhile cannot hand the fd
 		// number to another file under this read.
-		var n int
-		var err error
-		if cerr := r.rc.Read(func(fd uintptr) bool {
-			n, err = syscall.Read(int(fd), p)
-			return true
-		}); cerr != nil {
+		r.buf = p
+		cerr := r.rc.Read(r.attempt)
+		n, err := r.n, r.err
+		r.buf = nil
+		if cerr != nil {
 			break
 		}
 		if n > 0 {
