@@ -20,24 +20,29 @@ import (
 	"github.com/maiden-run/maiden/internal/wasmtime"
 )
 
-// fileKey identifies one version of a file on disk. Modification time and
+// FileKey identifies one version of a file on disk. Modification time and
 // size catch an edit in place; the inode catches a file replaced by rename
 // (how editors and build tools usually write), even within one mtime tick.
-type fileKey struct {
-	mtime int64
+type FileKey struct {
+	mtime int64 // UnixNano
 	size  int64
 	ino   uint64
 }
 
-func statKey(path string) (fileKey, error) {
+// ModTime is the file's modification time.
+func (k FileKey) ModTime() time.Time { return time.Unix(0, k.mtime) }
+
+// StatKey is the FileKey of the regular file at path (runners that keep
+// their own cache of tool versions use it too).
+func StatKey(path string) (FileKey, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fileKey{}, err
+		return FileKey{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return fileKey{}, fmt.Errorf("%s is not a regular file", path)
+		return FileKey{}, fmt.Errorf("%s is not a regular file", path)
 	}
-	k := fileKey{mtime: fi.ModTime().UnixNano(), size: fi.Size()}
+	k := FileKey{mtime: fi.ModTime().UnixNano(), size: fi.Size()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		k.ino = st.Ino
 	}
@@ -62,7 +67,7 @@ type loaded struct {
 // compiling the same file again.
 type entry struct {
 	path  string
-	key   fileKey
+	key   FileKey
 	ready chan struct{}
 	tool  *loaded
 	err   error
@@ -143,7 +148,7 @@ func newCache(engine *wasmtime.Engine, dir string, maxBytes int64, log *slog.Log
 // ends.
 func (c *cache) get(ctx context.Context, path string) (*loaded, error) {
 	for {
-		key, err := statKey(path)
+		key, err := StatKey(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidTool, err)
 		}
@@ -205,7 +210,7 @@ var errFileChanged = errors.New("file changed while being read")
 // long enough that what it holds now is what its writer meant. An mtime
 // far in the future (a skewed clock) counts as settled, so a retry never
 // waits on it.
-func (c *cache) settled(key fileKey) bool {
+func (c *cache) settled(key FileKey) bool {
 	age := time.Since(time.Unix(0, key.mtime))
 	return age >= c.settleTime || age < -c.settleTime
 }
@@ -309,7 +314,7 @@ func (c *cache) retire(e *entry) {
 	}
 }
 
-func (c *cache) load(path string, key fileKey) (*loaded, error) {
+func (c *cache) load(path string, key FileKey) (*loaded, error) {
 	l, err := c.compile(path, key)
 	if err != nil {
 		return nil, err
@@ -322,18 +327,18 @@ func (c *cache) load(path string, key fileKey) (*loaded, error) {
 	return l, nil
 }
 
-func (c *cache) compile(path string, key fileKey) (*loaded, error) {
+func (c *cache) compile(path string, key FileKey) (*loaded, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidTool, err)
 	}
-	if after, err := statKey(path); err != nil || after != key {
+	if after, err := StatKey(path); err != nil || after != key {
 		return nil, errFileChanged
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
 	start := time.Now()
-	if looksLikeComponent(data) {
+	if LooksLikeComponent(data) {
 		// Per-instance state is bounded before anything is compiled or
 		// instantiated, on a disk-cache hit too (the limits may have
 		// changed since it was compiled).
@@ -349,8 +354,8 @@ func (c *cache) compile(path string, key fileKey) (*loaded, error) {
 	if comp, size := c.fromDisk(digest); comp != nil {
 		return &loaded{comp: comp, digest: digest, fromDisk: true, compile: time.Since(start), size: size}, nil
 	}
-	if !looksLikeComponent(data) {
-		return nil, &halfWritten{fmt.Errorf("%w: %s is not a WebAssembly component (%s)", ErrInvalidTool, filepath.Base(path), describeMagic(data))}
+	if !LooksLikeComponent(data) {
+		return nil, &halfWritten{fmt.Errorf("%w: %s is not a WebAssembly component (%s)", ErrInvalidTool, filepath.Base(path), DescribeMagic(data))}
 	}
 	comp, err := c.engine.NewComponent(data)
 	if err != nil {
@@ -370,13 +375,15 @@ func (c *cache) compile(path string, key fileKey) (*loaded, error) {
 	return l, nil
 }
 
-// The component binary starts with "\0asm", then version 0x0d 0x00 and layer
-// 0x01 0x00; a core module has layer 0x00 0x00.
-func looksLikeComponent(b []byte) bool {
+// LooksLikeComponent tells whether b starts like a component binary: "\0asm",
+// then version 0x0d 0x00 and layer 0x01 0x00 (a core module has layer 0x00
+// 0x00).
+func LooksLikeComponent(b []byte) bool {
 	return len(b) >= 8 && string(b[:4]) == "\x00asm" && b[6] == 0x01 && b[7] == 0x00
 }
 
-func describeMagic(b []byte) string {
+// DescribeMagic says why b is not a component binary, for an error message.
+func DescribeMagic(b []byte) string {
 	switch {
 	case len(b) < 8:
 		return fmt.Sprintf("only %d bytes", len(b))

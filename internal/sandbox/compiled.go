@@ -26,8 +26,8 @@ func (c *Compiled) Close() { c.comp.Close() }
 // Compile compiles a component's binary, checks it against the contract and
 // returns its serialized form for Deserialize. Errors wrap ErrInvalidTool.
 func (s *Sandbox) Compile(wasm []byte) ([]byte, error) {
-	if !looksLikeComponent(wasm) {
-		return nil, fmt.Errorf("%w: not a WebAssembly component (%s)", ErrInvalidTool, describeMagic(wasm))
+	if !LooksLikeComponent(wasm) {
+		return nil, fmt.Errorf("%w: not a WebAssembly component (%s)", ErrInvalidTool, DescribeMagic(wasm))
 	}
 	if err := CheckBinary(wasm); err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -26,14 +25,8 @@ type registry struct {
 	m    map[string]*version
 }
 
-type fileKey struct {
-	mtime int64
-	size  int64
-	ino   uint64
-}
-
 type version struct {
-	key     fileKey
+	key     sandbox.FileKey
 	ready   chan struct{}
 	digest  string // of the component bytes
 	art     string // the artifact's key (the digest: one pool, one engine)
@@ -49,24 +42,9 @@ const maxComponentBytes = 512 << 20
 // like a component is given to finish being written (an in-place rewrite).
 const settle = 2 * time.Second
 
-func statKey(path string) (fileKey, time.Time, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileKey{}, time.Time{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return fileKey{}, time.Time{}, fmt.Errorf("%s is not a regular file", path)
-	}
-	k := fileKey{mtime: fi.ModTime().UnixNano(), size: fi.Size()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.ino = st.Ino
-	}
-	return k, fi.ModTime(), nil
-}
-
 func (r *registry) get(ctx context.Context, path string) (*version, error) {
 	for attempt := 0; ; attempt++ {
-		key, mtime, err := statKey(path)
+		key, err := sandbox.StatKey(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", sandbox.ErrInvalidTool, err)
 		}
@@ -79,7 +57,7 @@ func (r *registry) get(ctx context.Context, path string) (*version, error) {
 			v = &version{key: key, ready: make(chan struct{})}
 			r.m[path] = v
 			r.mu.Unlock()
-			r.load(ctx, path, v, mtime)
+			r.load(ctx, path, v)
 			close(v.ready)
 		} else {
 			r.mu.Unlock()
@@ -124,8 +102,8 @@ func (r *registry) forget(path string, v *version) {
 	}
 }
 
-func (r *registry) load(ctx context.Context, path string, v *version, mtime time.Time) {
-	data, err := readComponent(ctx, path, v.key, mtime)
+func (r *registry) load(ctx context.Context, path string, v *version) {
+	data, err := readComponent(ctx, path, v.key)
 	if err != nil {
 		v.err = err
 		return
@@ -162,19 +140,19 @@ func (r *registry) load(ctx context.Context, path string, v *version, mtime time
 // readComponent reads a component file. A file that does not look like a
 // component yet, modified within the last moments, is being written in
 // place: wait for it (bounded, and within ctx) rather than call it invalid.
-func readComponent(ctx context.Context, path string, key fileKey, mtime time.Time) ([]byte, error) {
+func readComponent(ctx context.Context, path string, key sandbox.FileKey) ([]byte, error) {
 	data, err := readCapped(path, maxComponentBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrInvalidTool, err)
 	}
-	if after, _, err := statKey(path); err != nil || after != key {
+	if after, err := sandbox.StatKey(path); err != nil || after != key {
 		return nil, errChanged
 	}
-	if looksLikeComponent(data) {
+	if sandbox.LooksLikeComponent(data) {
 		return data, nil
 	}
-	if time.Since(mtime) > settle {
-		return nil, fmt.Errorf("%w: %s is not a WebAssembly component (%s)", sandbox.ErrInvalidTool, filepath.Base(path), describeMagic(data))
+	if time.Since(key.ModTime()) > settle {
+		return nil, fmt.Errorf("%w: %s is not a WebAssembly component (%s)", sandbox.ErrInvalidTool, filepath.Base(path), sandbox.DescribeMagic(data))
 	}
 	t := time.NewTimer(50 * time.Millisecond)
 	defer t.Stop()
@@ -201,23 +179,4 @@ func readCapped(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d MiB", filepath.Base(path), max>>20)
 	}
 	return b, nil
-}
-
-// The component binary starts with "\0asm", then version 0x0d 0x00 and layer
-// 0x01 0x00; a core module has layer 0x00 0x00.
-func looksLikeComponent(b []byte) bool {
-	return len(b) >= 8 && string(b[:4]) == "\x00asm" && b[6] == 0x01 && b[7] == 0x00
-}
-
-func describeMagic(b []byte) string {
-	switch {
-	case len(b) < 8:
-		return fmt.Sprintf("only %d bytes", len(b))
-	case string(b[:4]) != "\x00asm":
-		return "no WebAssembly magic number"
-	case b[6] == 0 && b[7] == 0:
-		return "it is a core module; wrap it into a component (maiden build does this)"
-	default:
-		return "unknown WebAssembly layer"
-	}
 }
