@@ -1,9 +1,12 @@
-//go:build maiden_deps
-
 package wasmtime
 
-// The C headers and libwasmtime.a this package links come from the
-// wasmtime-go module (see genflags). Importing it under a build tag nobody
-// sets keeps the module in go.mod, since go mod tidy considers every build
-// tag, without linking its Go bindings into maiden.
+// libwasmtime.a reaches the link through the wasmtime-go module, which ships
+// it for each platform and names it in its own cgo directives
+// (-L${SRCDIR}/build/<platform> -lwasmtime). Go passes every package's
+// LDFLAGS to the final link, so this import links the library into any
+// program that uses this package, from any module cache, with nothing
+// generated beforehand. Only wasmtime-go's package is linked, not its Go
+// API: nothing here calls it, and its initialisation allocates one empty
+// map. The C declarations this package compiles against are its own
+// (capi.h).
 import _ "github.com/bytecodealliance/wasmtime-go/v39"

@@ -4,8 +4,9 @@
 // package builds the tool contract on top of it.
 //
 // The layer exists because wasmtime-go, the official binding, has no
-// component-model support. It links the static libwasmtime shipped inside the
-// wasmtime-go module (see genflags for how cgo finds it).
+// component-model support. It compiles against its own declarations of the C
+// API (capi.h, checked against wasmtime's headers by a test) and links the
+// static libwasmtime shipped inside the wasmtime-go module (see deps.go).
 //
 // Ownership rules of the C API, wrapped here once so no caller has to know
 // them: arguments to a component call are borrowed (maiden allocates and frees
@@ -24,7 +25,6 @@ package wasmtime
 
 /*
 #cgo CFLAGS: -std=gnu11 -Wall -Wno-unused-function
-#cgo LDFLAGS: -lwasmtime -lm -ldl -pthread
 #include "shim.h"
 */
 import "C"

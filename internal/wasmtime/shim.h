@@ -5,16 +5,10 @@
 #ifndef MAIDEN_SHIM_H
 #define MAIDEN_SHIM_H
 
-#if defined(__has_include)
-#if !__has_include(<wasmtime.h>)
-#error "wasmtime headers not found: run `make setup` (it generates internal/wasmtime/zz_cgo_flags.go)"
-#endif
-#endif
-
 #include <stdatomic.h>
 #include <stdint.h>
-#include <wasi.h>
-#include <wasmtime.h>
+
+#include "capi.h"
 
 // Why a store stopped running guest code (maiden_store_state.stop_reason).
 enum {
