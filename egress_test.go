@@ -69,7 +69,7 @@ http_allow = ["api.example.com"]
 http_ports = [%s]
 http_allow_cidrs = ["127.0.0.0/8"]
 http_ca_files = [%q]
-secrets = ["API_TOKEN"]
+secrets = ["API_TOKEN", "MISSING_TOKEN"]
 timeout_ms = 10000
 `, testkit.Component(t, "js/fetcher"), port, ca)
 	cfgPath := filepath.Join(dir, "agent.toml")
@@ -96,21 +96,26 @@ timeout_ms = 10000
 	defer h.Close(context.Background())
 	base := "https://api.example.com:" + port
 
+	// A refused request the tool then fails on is kind denied (the policy is
+	// the cause, and the refusal names the key to change); a request that
+	// was sent and went wrong stays the tool's failure.
+	const denied, tool = maiden.KindDenied, maiden.KindTool
 	tests := []struct {
 		name string
 		req  map[string]any
-		ok   bool
+		kind maiden.ErrorKind // "" for success
 		want string
 	}{
-		{"declared credential, echoed back", map[string]any{"url": base + "/echo", "credential": "API_TOKEN"}, true, "200 auth=Bearer [REDACTED:API_TOKEN]"},
-		{"undeclared credential", map[string]any{"url": base + "/echo", "credential": "OTHER"}, false, "credential-undeclared"},
-		{"own authorization header", map[string]any{"url": base + "/echo", "headers": [][]string{{"authorization", "Bearer x"}}}, false, "header-refused"},
-		{"host not allowed", map[string]any{"url": "https://evil.example/"}, false, "rule: allowlist"},
-		{"userinfo trick", map[string]any{"url": "https://api.example.com@evil.example/"}, false, "userinfo"},
-		{"secret echoed \\u-escaped", map[string]any{"url": base + "/escaped", "credential": "API_TOKEN"}, true, `\u0020[REDACTED:API_TOKEN]`},
-		{"secret reflected into Content-Encoding", map[string]any{"url": base + "/encoding", "credential": "API_TOKEN"}, false, "content-encoding \"Bearer [REDACTED:API_TOKEN]\""},
-		{"101 then silence", map[string]any{"url": base + "/upgrade", "credential": "API_TOKEN"}, false, "failed: server answered 101"},
-		{"header value not UTF-8", map[string]any{"url": base + "/latin1"}, false, `response header "Content-Disposition" has a value that is not valid UTF-8`},
+		{"declared credential, echoed back", map[string]any{"url": base + "/echo", "credential": "API_TOKEN"}, "", "200 auth=Bearer [REDACTED:API_TOKEN]"},
+		{"undeclared credential", map[string]any{"url": base + "/echo", "credential": "OTHER"}, denied, "credential-undeclared"},
+		{"declared credential without a value", map[string]any{"url": base + "/echo", "credential": "MISSING_TOKEN"}, denied, "set MAIDEN_SECRET_MISSING_TOKEN"},
+		{"own authorization header", map[string]any{"url": base + "/echo", "headers": [][]string{{"authorization", "Bearer x"}}}, denied, "header-refused"},
+		{"host not allowed", map[string]any{"url": "https://evil.example/"}, denied, "rule: allowlist"},
+		{"userinfo trick", map[string]any{"url": "https://api.example.com@evil.example/"}, denied, "userinfo"},
+		{"secret echoed \\u-escaped", map[string]any{"url": base + "/escaped", "credential": "API_TOKEN"}, "", `\u0020[REDACTED:API_TOKEN]`},
+		{"secret reflected into Content-Encoding", map[string]any{"url": base + "/encoding", "credential": "API_TOKEN"}, tool, "content-encoding \"Bearer [REDACTED:API_TOKEN]\""},
+		{"101 then silence", map[string]any{"url": base + "/upgrade", "credential": "API_TOKEN"}, tool, "failed: server answered 101"},
+		{"header value not UTF-8", map[string]any{"url": base + "/latin1"}, tool, `response header "Content-Disposition" has a value that is not valid UTF-8`},
 	}
 	// Compile and describe first: the timing below is of the calls alone.
 	if _, err := h.Tools(context.Background()); err != nil {
@@ -133,8 +138,8 @@ timeout_ms = 10000
 			if strings.Contains(string(b), secret) || strings.Contains(string(b), "s3cret") {
 				t.Fatalf("the secret value reached the result: %s", b)
 			}
-			if res.OK != tc.ok {
-				t.Fatalf("got %+v", res)
+			if res.OK != (tc.kind == "") || (!res.OK && res.Error.Kind != tc.kind) {
+				t.Fatalf("want kind %q, got %+v", tc.kind, res)
 			}
 			got := res.Output
 			if !res.OK {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -211,11 +212,12 @@ func (h *Host) checkOutput(next handler) handler {
 // secrets this tool may use never leave the host: not in its logs, its
 // output or its error messages.
 func (h *Host) run(ctx context.Context, inv *invocation) error {
+	var refusals refusalLog
 	out, err := inv.opened.Execute(ctx, sandbox.Call{
 		Limits: limitsOf(inv.tool),
 		Input:  inv.call.Input,
 		OnLog:  inv.call.OnLog,
-		Fetch:  fetchFunc(h.gate, inv.policy),
+		Fetch:  refusals.watch(fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name)),
 		Redact: h.gate.Redactor(inv.policy),
 	})
 	inv.res.Logs = out.Logs
@@ -223,6 +225,12 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 		return err
 	}
 	if out.Failure != nil {
+		if first := refusals.first(); first != "" && (out.Failure.Kind == KindTool || out.Failure.Kind == KindTrap) {
+			// The tool gave up after the host refused its request: the
+			// cause is the policy (a missing credential, a host or port
+			// not allowed), and the refusal names the key that changes it.
+			return inv.fail(KindDenied, fmt.Sprintf("http-fetch was refused: %s (the tool then reported: %s)", first, out.Failure.Message))
+		}
 		return inv.fail(out.Failure.Kind, out.Failure.Message)
 	}
 	inv.res.OK, inv.res.Output = true, out.Output
@@ -248,4 +256,31 @@ func newRunner(o Options, size int) (sandbox.Runner, error) {
 		return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger, CacheDir: dir, MaxCacheBytes: o.MaxCacheBytes})
 	}
 	return nil, fmt.Errorf("unknown isolation %d", o.Isolation)
+}
+
+// refusalLog remembers the first http-fetch a policy refused during a call,
+// so that a tool failing because of it is reported as kind denied.
+type refusalLog struct {
+	mu  sync.Mutex
+	msg string
+}
+
+func (r *refusalLog) watch(fetch sandbox.FetchFunc) sandbox.FetchFunc {
+	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		resp, ferr := fetch(ctx, req)
+		if ferr != nil && ferr.Kind == sandbox.FetchDenied {
+			r.mu.Lock()
+			if r.msg == "" {
+				r.msg = ferr.Message
+			}
+			r.mu.Unlock()
+		}
+		return resp, ferr
+	}
+}
+
+func (r *refusalLog) first() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.msg
 }

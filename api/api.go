@@ -24,9 +24,13 @@ const (
 	// KindTrap: the tool trapped, exited, or broke a host limit (output
 	// size); in worker mode also a worker process that died.
 	KindTrap ErrorKind = "trap"
-	// KindDenied: a policy refused the call. No policy in this release
-	// refuses whole calls (http-fetch refusals are values the tool sees);
-	// approval and quota middleware will.
+	// KindDenied: a policy refused the call. In this release that is a
+	// call that failed after the host refused one of its http-fetch
+	// requests (a host, port or address not allowed, a credential not
+	// declared or with no value on the host): the message gives the first
+	// refusal, which names the agent.toml key or variable that would change
+	// it, then what the tool reported. A tool that handles a refusal and
+	// succeeds is not affected.
 	KindDenied ErrorKind = "denied"
 	// KindInvalid: the tool's file is not a loadable maiden tool.
 	KindInvalid ErrorKind = "invalid"

@@ -9,7 +9,8 @@
 //     passes, since it accepts only JSON input); or
 //   - raw text, as fetcher.wat takes it: the URL, or "CRED=NAME URL"
 //     (sandbox-level tests pass raw text).
-// Host should report: the response, or the gate's refusal as kind tool.
+// Host should report: the response, or (since the tool then fails) the
+// gate's refusal as kind denied.
 
 import { httpFetch } from "maiden:tool/host@0.1.0";
 
