@@ -16,7 +16,10 @@ import (
 // ToolInfo describes one configured tool: what it says about itself and the
 // policy it runs under.
 type ToolInfo struct {
-	Name        string `json:"name"`
+	Name string `json:"name"`
+	// Title is what clients may show instead of the name (agent.toml's
+	// title); "" if not set.
+	Title       string `json:"title,omitempty"`
 	Description string `json:"description"`
 	// InputSchema is the JSON Schema text the tool's schema() returned.
 	InputSchema string `json:"input_schema"`
@@ -27,6 +30,9 @@ type ToolInfo struct {
 	// the tool's code does.
 	Digest string `json:"digest,omitempty"`
 	Policy Policy `json:"policy"`
+	// Hints are the MCP tool annotations: derived from the policy, then
+	// overridden by agent.toml's annotations table.
+	Hints Hints `json:"hints"`
 	// Error is set when the tool cannot be served: its file cannot be
 	// loaded, describe() or schema() fail, or the schema is not a usable
 	// JSON Schema for an object.
@@ -71,6 +77,39 @@ type Policy struct {
 	Secrets              []string `json:"secrets"`
 }
 
+// Hints are the behaviour hints MCP clients use to decide how careful to be
+// with a tool (whether to ask the user first, say). They are derived from
+// what the policy lets the tool do: with no network (tools have no
+// filesystem) it cannot change the world outside the call, so it is
+// read-only, not destructive, idempotent as far as the host can tell, and
+// closed; with hosts allowed it reaches an open world and may change it. An
+// operator overrides any of them per tool in agent.toml. They grant nothing.
+type Hints struct {
+	ReadOnly    bool `json:"read_only"`
+	Destructive bool `json:"destructive"`
+	Idempotent  bool `json:"idempotent"`
+	OpenWorld   bool `json:"open_world"`
+}
+
+func hintsOf(t config.Tool) Hints {
+	network := len(t.HTTPAllow) > 0
+	h := Hints{ReadOnly: !network, Destructive: network, Idempotent: !network, OpenWorld: network}
+	for _, o := range []struct {
+		set *bool
+		dst *bool
+	}{
+		{t.Annotations.ReadOnly, &h.ReadOnly},
+		{t.Annotations.Destructive, &h.Destructive},
+		{t.Annotations.Idempotent, &h.Idempotent},
+		{t.Annotations.OpenWorld, &h.OpenWorld},
+	} {
+		if o.set != nil {
+			*o.dst = *o.set
+		}
+	}
+	return h
+}
+
 func policyOf(t config.Tool) Policy {
 	p := Policy{
 		Path:                 t.Path,
@@ -111,7 +150,7 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 	cfg := h.cfg.Load()
 	var out []ToolInfo
 	for _, t := range cfg.Tools() {
-		info := ToolInfo{Name: t.Name, Policy: policyOf(t)}
+		info := ToolInfo{Name: t.Name, Title: t.Title, Policy: policyOf(t), Hints: hintsOf(t)}
 		li, err := h.load(ctx, t)
 		switch {
 		case err == nil:

@@ -119,7 +119,20 @@ type Tool struct {
 	HTTPAllowCIDRs       []netip.Prefix // masked; special-purpose ranges the operator opened explicitly
 	HTTPCAFiles          []string       // absolute paths of extra CA bundles
 	HTTPMaxResponseBytes int64
-	Line                 int // line of the tool's table header (or first key), for later messages
+	Title                string      // shown by clients instead of the name; "" if not set
+	Annotations          Annotations // the operator's overrides of the derived MCP hints
+	Line                 int         // line of the tool's table header (or first key), for later messages
+}
+
+// Annotations are an operator's overrides of the hints maiden derives from a
+// tool's policy for MCP clients (readOnlyHint, destructiveHint,
+// idempotentHint, openWorldHint). A nil field keeps the derived value. They
+// are hints for the client's user interface; they grant nothing.
+type Annotations struct {
+	ReadOnly    *bool
+	Destructive *bool
+	Idempotent  *bool
+	OpenWorld   *bool
 }
 
 func (t Tool) clone() Tool {
@@ -128,7 +141,18 @@ func (t Tool) clone() Tool {
 	t.HTTPPorts = slices.Clone(t.HTTPPorts)
 	t.HTTPAllowCIDRs = slices.Clone(t.HTTPAllowCIDRs)
 	t.HTTPCAFiles = slices.Clone(t.HTTPCAFiles)
+	t.Annotations = t.Annotations.clone()
 	return t
+}
+
+func (a Annotations) clone() Annotations {
+	for _, p := range []**bool{&a.ReadOnly, &a.Destructive, &a.Idempotent, &a.OpenWorld} {
+		if *p != nil {
+			b := **p
+			*p = &b
+		}
+	}
+	return a
 }
 
 // Load reads and validates the configuration file at path. Relative paths in

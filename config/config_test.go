@@ -376,6 +376,29 @@ func TestTool(t *testing.T) {
 	}
 }
 
+// TestAnnotations reads a title and hint overrides, leaving unset hints nil
+// (derived from the policy by the host).
+func TestAnnotations(t *testing.T) {
+	src := "version = 1\n[tools.w]\npath = \"w.wasm\"\ntitle = \"Wipe the disk\"\nannotations = { destructive = true, read_only = false }\n"
+	cfg, err := parse("agent.toml", []byte(src), "/x", fakeFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := cfg.Tool("w")
+	if w.Title != "Wipe the disk" {
+		t.Errorf("title %q", w.Title)
+	}
+	a := w.Annotations
+	if a.Destructive == nil || !*a.Destructive || a.ReadOnly == nil || *a.ReadOnly || a.Idempotent != nil || a.OpenWorld != nil {
+		t.Errorf("annotations %+v", a)
+	}
+	// Tool returns a copy: changing it does not change the configuration.
+	*a.Destructive = false
+	if again, _ := cfg.Tool("w"); !*again.Annotations.Destructive {
+		t.Error("Tool shares the annotations with the configuration")
+	}
+}
+
 // fakeFiles pretends every path is a regular file holding a valid CA
 // certificate, so tests can exercise syntax without creating files.
 func fakeFiles(t testing.TB) fileSystem {
@@ -463,7 +486,7 @@ func TestParseErrors(t *testing.T) {
 			"agent.toml:3: tools.w: duplicate table: already defined by dotted keys on line 2",
 		}},
 		{"dotted keys into a header table", "version = 1\n[tools.w.x]\n[tools]\nw.path = \"w.wasm\"\n", []string{
-			"agent.toml:2: tools.w.x: unknown key; valid keys here: path, timeout_ms, memory_mb, http_allow, secrets, http_ports, http_allow_cidrs, http_ca_files, http_max_response_bytes",
+			"agent.toml:2: tools.w.x: unknown key; valid keys here: path, timeout_ms, memory_mb, http_allow, secrets, http_ports, http_allow_cidrs, http_ca_files, http_max_response_bytes, title, annotations",
 			"agent.toml:2: tools.w.path: required key is missing",
 			"agent.toml:4: tools.w: cannot add keys with a dotted key to the table defined by a [header] on line 2",
 		}},
@@ -494,7 +517,7 @@ func TestParseErrors(t *testing.T) {
 			"agent.toml:3: tools.w.path: duplicate key: first defined on line 3",
 		}},
 		{"nested table in tool", head + "[tools.w.limits]\nmemory_mb = 1\n", []string{
-			`agent.toml:4: tools.w.limits: unknown key; valid keys here: path, timeout_ms, memory_mb, http_allow, secrets, http_ports, http_allow_cidrs, http_ca_files, http_max_response_bytes`,
+			`agent.toml:4: tools.w.limits: unknown key; valid keys here: path, timeout_ms, memory_mb, http_allow, secrets, http_ports, http_allow_cidrs, http_ca_files, http_max_response_bytes, title, annotations`,
 		}},
 		{"quoted odd key", "version = 1\n[tools.\"a.b\"]\npath = \"w.wasm\"\n", []string{
 			`agent.toml:2: tools."a.b": invalid tool name "a.b": must be 1 to 64 characters of a-z, 0-9, '_' and '-', starting with a letter or digit`,
@@ -529,6 +552,24 @@ func TestParseErrors(t *testing.T) {
 		}},
 		{"int overflow", head + "http_max_response_bytes = 0x7fffffffffffffffff\n", []string{
 			"agent.toml:4: tools.w.http_max_response_bytes: must be an integer in 1..67108864, got 0x7fffffffffffffffff",
+		}},
+		{"title not a string", head + "title = 5\n", []string{
+			"agent.toml:4: tools.w.title: must be a string, got integer 5",
+		}},
+		{"title with a control character", head + "title = \"a\\u001bb\"\n", []string{
+			`agent.toml:4: tools.w.title: must be printable text, but contains '\x1b'`,
+		}},
+		{"title too long", head + "title = \"" + strings.Repeat("é", 129) + "\"\n", []string{
+			"agent.toml:4: tools.w.title: must be at most 128 characters, got 129",
+		}},
+		{"annotations not a table", head + "annotations = true\n", []string{
+			"agent.toml:4: tools.w.annotations: must be a table such as { read_only = true }, got boolean true",
+		}},
+		{"annotation misspelt", head + "annotations = { readonly = true }\n", []string{
+			`agent.toml:4: tools.w.annotations.readonly: unknown key (did you mean "read_only"?)`,
+		}},
+		{"annotation as string", head + "[tools.w.annotations]\nopen_world = \"no\"\n", []string{
+			`agent.toml:5: tools.w.annotations.open_world: must be true or false, got string "no"`,
 		}},
 		{"table for int", head + "timeout_ms = { ms = 1 }\n", []string{
 			"agent.toml:4: tools.w.timeout_ms: must be an integer in 1..600000, got an inline table",

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -26,8 +28,14 @@ var (
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
+		"title", "annotations",
 	}
+	annotationKeys = []string{"read_only", "destructive", "idempotent", "open_world"}
 )
+
+// MaxTitleLen bounds a tool's title (characters), which clients show in
+// menus.
+const MaxTitleLen = 128
 
 // maxErrors bounds the problems reported for one file: nobody reads more,
 // and collecting them from a hostile file could take a lot of memory.
@@ -177,6 +185,10 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 			t.HTTPAllowCIDRs = c.cidrs(v, kkey)
 		case "http_ca_files":
 			t.HTTPCAFiles = c.caFiles(v, kkey)
+		case "title":
+			t.Title = c.title(v, kkey)
+		case "annotations":
+			t.Annotations = c.annotations(v, kpath)
 		default:
 			c.unknownKey(v, kpath, toolKeys)
 		}
@@ -185,6 +197,62 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 		c.errorf(n.line, key+".path", "required key is missing")
 	}
 	return t, len(c.errs) == before
+}
+
+// title checks a tool's display title: printable text of at most
+// MaxTitleLen characters.
+func (c *checker) title(n *tnode, key string) string {
+	s, line, ok := c.str(n, key)
+	if !ok {
+		return ""
+	}
+	if n := utf8.RuneCountInString(s); n > MaxTitleLen {
+		c.errorf(line, key, "must be at most %d characters, got %d", MaxTitleLen, n)
+		return ""
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			c.errorf(line, key, "must be printable text, but contains %q", r)
+			return ""
+		}
+	}
+	return s
+}
+
+// annotations reads the operator's overrides of the MCP hints maiden
+// derives from a tool's policy.
+func (c *checker) annotations(n *tnode, path []string) Annotations {
+	var a Annotations
+	key := formatKey(path)
+	if n.kind != tableNode {
+		c.errorf(n.line, key, "must be a table such as { read_only = true }, got %s", describe(n))
+		return a
+	}
+	for _, k := range n.order {
+		v := n.keys[k]
+		kpath := append(path[:len(path):len(path)], k)
+		var dst **bool
+		switch k {
+		case "read_only":
+			dst = &a.ReadOnly
+		case "destructive":
+			dst = &a.Destructive
+		case "idempotent":
+			dst = &a.Idempotent
+		case "open_world":
+			dst = &a.OpenWorld
+		default:
+			c.unknownKey(v, kpath, annotationKeys)
+			continue
+		}
+		if v.kind != valueNode || v.val.kind != unstable.Bool {
+			c.errorf(v.line, formatKey(kpath), "must be true or false, got %s", describe(v))
+			continue
+		}
+		b := v.val.text == "true"
+		*dst = &b
+	}
+	return a
 }
 
 func (c *checker) unknownKey(n *tnode, path []string, known []string) {

@@ -44,24 +44,36 @@ func TestOutputSchemaServed(t *testing.T) {
 }
 
 // TestAnnotationsFollowPolicy: a tool with no network is read-only and
-// closed-world; one with hosts allowed is open-world and not read-only.
+// closed-world; one with hosts allowed is open-world, not read-only and may
+// be destructive; agent.toml's title and annotations override what was
+// derived, one hint at a time.
 func TestAnnotationsFollowPolicy(t *testing.T) {
 	e := newEnv(t, []toolLine{
 		{name: "local", fixture: "echo"},
 		{name: "net", fixture: "echo", extra: `http_allow = ["api.example.com"]`},
+		{name: "tamed", fixture: "echo", extra: "http_allow = [\"api.example.com\"]\ntitle = \"Read the forecast\"\nannotations = { read_only = true, destructive = false }"},
 	}, nil)
 	list, err := e.client(nil).ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	type hints struct {
+		title                                        string
+		readOnly, destructive, idempotent, openWorld bool
+	}
+	want := map[string]hints{
+		"local": {readOnly: true, idempotent: true},
+		"net":   {destructive: true, openWorld: true},
+		"tamed": {title: "Read the forecast", readOnly: true, openWorld: true},
+	}
 	for _, tl := range list.Tools {
 		a := tl.Annotations
-		if a == nil || a.OpenWorldHint == nil {
-			t.Fatalf("%s: no annotations", tl.Name)
+		if a == nil || a.OpenWorldHint == nil || a.DestructiveHint == nil {
+			t.Fatalf("%s: incomplete annotations %+v", tl.Name, a)
 		}
-		wantOpen := tl.Name == "net"
-		if *a.OpenWorldHint != wantOpen || a.ReadOnlyHint == wantOpen {
-			t.Errorf("%s: readOnly %v openWorld %v", tl.Name, a.ReadOnlyHint, *a.OpenWorldHint)
+		got := hints{tl.Title, a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint, *a.OpenWorldHint}
+		if got != want[tl.Name] || a.Title != tl.Title {
+			t.Errorf("%s: got %+v (annotations title %q), want %+v", tl.Name, got, a.Title, want[tl.Name])
 		}
 	}
 }

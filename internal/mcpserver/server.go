@@ -74,7 +74,8 @@ type Server struct {
 // servedTool is the part of a tool's listing that, when it changes, must
 // reach clients (a new digest alone also counts: the code changed).
 type servedTool struct {
-	description, schema, outputSchema, digest string
+	title, description, schema, outputSchema, digest string
+	hints                                            maiden.Hints
 }
 
 // New creates a server. Call Sync before serving so the tool list is
@@ -141,20 +142,25 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 			continue
 		}
 		keep[info.Name] = true
-		now := servedTool{description: info.Description, schema: info.InputSchema, outputSchema: info.OutputSchema, digest: info.Digest}
+		now := servedTool{title: info.Title, description: info.Description, schema: info.InputSchema, outputSchema: info.OutputSchema, digest: info.Digest, hints: info.Hints}
 		if old, ok := s.served[info.Name]; ok && old == now {
 			continue
 		}
-		// What the policy lets the tool do decides the hints: with no
-		// network (and no filesystem: tools have none) it cannot change the
-		// world; with hosts allowed it reaches an open world.
-		network := len(info.Policy.HTTPAllow) > 0
-		readOnly := !network
+		// The host derives the hints from the policy (see maiden.Hints);
+		// agent.toml may override them.
+		hints := info.Hints
 		tool := &mcp.Tool{
 			Name:        info.Name,
+			Title:       info.Title,
 			Description: info.Description,
 			InputSchema: json.RawMessage(info.InputSchema),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: &network},
+			Annotations: &mcp.ToolAnnotations{
+				Title:           info.Title,
+				ReadOnlyHint:    hints.ReadOnly,
+				DestructiveHint: &hints.Destructive,
+				IdempotentHint:  hints.Idempotent,
+				OpenWorldHint:   &hints.OpenWorld,
+			},
 		}
 		if info.OutputSchema != "" {
 			// The host holds every successful output to it (kind tool
