@@ -4,23 +4,72 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/maiden-run/maiden/wit"
 )
 
 // BuildError is the error the toolchain reports for an input it rejects.
-// errors.Is(err, ErrBuild) holds for it.
+// errors.Is(err, ErrBuild) holds for it. Its text is for the tool's author:
+// the file and line in compiler form when known, and nothing of maiden's
+// own packages.
 type BuildError struct {
-	Op  string // what was being built, e.g. "component from WAT"
-	Msg string // the toolchain's one-line explanation
+	Op   string // what was being built, e.g. "component from WAT"
+	File string // the author's source file, as they would name it; "" if unknown
+	Line int    // 1-based; 0 if unknown
+	Col  int    // 1-based; 0 if unknown
+	Msg  string // the toolchain's explanation
 }
 
-func (e *BuildError) Error() string { return "toolbuild: " + e.Op + ": " + e.Msg }
+// positioned matches a message that already starts with a compiler-style
+// position (Go's "dir/main.go:3:15: ...").
+var positioned = regexp.MustCompile(`^[^\s:]+:\d+:\d+: `)
+
+func (e *BuildError) Error() string {
+	switch {
+	case e.File != "" && e.Line > 0 && e.Col > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+	case e.File != "" && e.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	case e.File != "":
+		return e.File + ": " + e.Msg
+	case positioned.MatchString(e.Msg):
+		return e.Msg
+	}
+	return e.Op + ": " + e.Msg
+}
+
+// driverPosition matches the driver's positioned messages (see
+// toolchain/build.mjs): "JS syntax error at line L, column C: M" and "WAT
+// line L, column C: M".
+var driverPosition = regexp.MustCompile(`^(JS syntax error at|WAT) line (\d+), column (\d+): (.*)$`)
+
+// locate attributes a driver's BuildError to the author's file: the
+// position moves out of the message into File, Line and Col.
+func locate(err error, file string) error {
+	var be *BuildError
+	if !errors.As(err, &be) || be.File != "" {
+		return err
+	}
+	located := *be
+	located.File = file
+	if m := driverPosition.FindStringSubmatch(be.Msg); m != nil {
+		located.Line, _ = strconv.Atoi(m[2])
+		located.Col, _ = strconv.Atoi(m[3])
+		located.Msg = m[4]
+		if strings.HasPrefix(m[1], "JS") {
+			located.Msg = "syntax error: " + m[4]
+		}
+	}
+	return &located
+}
 
 // Is makes errors.Is(err, ErrBuild) true.
 func (e *BuildError) Is(target error) bool { return target == ErrBuild }

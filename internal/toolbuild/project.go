@@ -112,6 +112,7 @@ func (t *Toolchain) Build(ctx context.Context, p Project, out string) error {
 		} else {
 			comp, err = t.ComponentFromWAT(ctx, src)
 		}
+		err = locate(err, displayDir(p.Source))
 	default:
 		return fmt.Errorf("toolbuild: unknown language %q", p.Lang)
 	}
