@@ -474,6 +474,39 @@ func TestJSErrors(t *testing.T) {
 	}
 }
 
+// TestBuildErrorsNameTheFile: building a project, the author sees their
+// file with line and column in compiler form and none of maiden's package
+// names, for JS and WAT syntax errors and for a JS file missing an export.
+func TestBuildErrorsNameTheFile(t *testing.T) {
+	tc := toolchain(t)
+	for _, tt := range []struct {
+		name, file, src, want string
+	}{
+		{"js syntax", "index.js", "export function describe() { return 'x'; }\nexport function schema() {\n  return 1 +;\n}\n", "index.js:3:13: syntax error: "},
+		{"js missing export", "index.js", "export function describe() { return 'x'; }\nexport function schema() { return '{}'; }\n", "index.js: JS source does not export execute"},
+		{"wat syntax", "tool.wat", "(module\n  (func (i32.bogus)))\n", "tool.wat:2:"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := DetectProject(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tc.Build(ctxFor(t), p, filepath.Join(dir, "out.wasm"))
+			if !errors.Is(err, ErrBuild) {
+				t.Fatalf("err = %v; want ErrBuild", err)
+			}
+			got := err.Error()
+			if !strings.HasPrefix(got, filepath.Join(dir, tt.file)) || !strings.Contains(got, tt.want) || strings.Contains(got, "toolbuild") {
+				t.Errorf("error %q: want the file's path, then %q, and no package names", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestWithToolPackage(t *testing.T) {
 	got := WithToolPackage("package fixture:x;\n\nworld tool { import maiden:tool/host@0.1.0; }\n")
 	if !strings.HasPrefix(got, "package fixture:x;") || !strings.Contains(got, "package maiden:tool@0.1.0 {") || !strings.HasSuffix(got, "}\n") {
