@@ -307,3 +307,65 @@ func TestOverload(t *testing.T) {
 	}
 	<-done
 }
+
+// TestCheckWarnings: Check names what will certainly fail or do nothing at
+// call time although the tool loads, each with the key that changes it; a
+// clean policy has none.
+func TestCheckWarnings(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.net]
+path = %[1]q
+http_allow = ["api.example.com", "127.0.0.1", "10.1.2.3", "localhost", "[fd00::1]"]
+http_allow_cidrs = ["10.0.0.0/8"]
+secrets = ["HAS_VALUE", "EMPTY", "ABSENT"]
+[tools.offline]
+path = %[1]q
+secrets = ["HAS_VALUE"]
+http_ports = [8443]
+[tools.clean]
+path = %[1]q
+http_allow = ["api.example.com"]
+secrets = ["HAS_VALUE"]
+`, maiden.Options{LookupSecret: func(name string) (string, bool) {
+		switch name {
+		case "HAS_VALUE":
+			return "v", true
+		case "EMPTY":
+			return "", true
+		}
+		return "", false
+	}}, "echo")
+	reports, err := h.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"clean": nil,
+		"net": {
+			"tools.net.secrets: MAIDEN_SECRET_EMPTY is not set here",
+			"tools.net.secrets: MAIDEN_SECRET_ABSENT is not set here",
+			"tools.net.http_allow: 127.0.0.1 will always be refused: address 127.0.0.1 is loopback",
+			"tools.net.http_allow: localhost will always be refused",
+			"tools.net.http_allow: fd00::1 will always be refused",
+		},
+		"offline": {
+			"tools.offline.secrets has no effect: the tool has no http_allow",
+			"tools.offline.http_ports has no effect",
+		},
+	}
+	for _, r := range reports {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.Tool, r.Err)
+		}
+		w := want[r.Tool]
+		if len(r.Warnings) != len(w) {
+			t.Errorf("%s: %d warnings, want %d:\n%s", r.Tool, len(r.Warnings), len(w), strings.Join(r.Warnings, "\n"))
+			continue
+		}
+		for i := range w {
+			if !strings.HasPrefix(r.Warnings[i], w[i]) {
+				t.Errorf("%s: warning %d is %q, want it to start %q", r.Tool, i, r.Warnings[i], w[i])
+			}
+		}
+	}
+}

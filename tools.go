@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/netguard"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/worker"
 )
@@ -205,6 +209,53 @@ type LoadReport struct {
 	// Cached tells whether compiled code came from the disk cache.
 	Cached  bool
 	Compile time.Duration
+	// Warnings are what will certainly fail or do nothing at call time
+	// although the tool loads, each naming the agent.toml key (or the
+	// variable) that changes it: a declared secret with no value, a network
+	// key without http_allow, an address in http_allow the range rules
+	// always refuse.
+	Warnings []string
+}
+
+// policyWarnings finds what in t's policy will certainly fail or do nothing
+// at call time. secret reports whether a secret has a value on this host.
+func policyWarnings(t config.Tool, secret func(string) bool) []string {
+	var w []string
+	key := "tools." + t.Name + "."
+	if len(t.HTTPAllow) == 0 {
+		for _, k := range []struct {
+			name string
+			set  bool
+		}{{"secrets", len(t.Secrets) > 0}, {"http_ports", len(t.HTTPPorts) > 0}, {"http_allow_cidrs", len(t.HTTPAllowCIDRs) > 0}, {"http_ca_files", len(t.HTTPCAFiles) > 0}} {
+			if k.set {
+				w = append(w, fmt.Sprintf("%s%s has no effect: the tool has no http_allow, so every http-fetch it makes is refused", key, k.name))
+			}
+		}
+	}
+	for _, name := range t.Secrets {
+		if !secret(name) {
+			w = append(w, fmt.Sprintf("%ssecrets: %s%s is not set here, so an http-fetch naming credential %s will be denied until it is", key, egress.SecretEnvPrefix, name, name))
+		}
+	}
+	for _, host := range t.HTTPAllow {
+		var addrs []netip.Addr
+		if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+			addrs = []netip.Addr{a}
+		} else if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+			// Always loopback (RFC 6761), over either family.
+			addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
+		}
+		var refused []netguard.Decision
+		for _, a := range addrs {
+			if d := netguard.Check(a, t.HTTPAllowCIDRs); !d.Allow {
+				refused = append(refused, d)
+			}
+		}
+		if len(refused) > 0 && len(refused) == len(addrs) {
+			w = append(w, fmt.Sprintf("%shttp_allow: %s will always be refused: %s; to allow it, add its range to http_allow_cidrs", key, host, refused[0].Reason))
+		}
+	}
+	return w
 }
 
 // Check loads every tool and reports each one's fate, in name order. The
@@ -225,7 +276,18 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 		if err == nil {
 			err = h.outputSchemaErr(li)
 		}
-		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile})
+		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: policyWarnings(t, h.hasSecret)})
 	}
 	return out, nil
+}
+
+// hasSecret reports whether the secret has a value on this host, asked the
+// way the gate asks (Options.LookupSecret, or the environment).
+func (h *Host) hasSecret(name string) bool {
+	if h.opts.LookupSecret != nil {
+		v, ok := h.opts.LookupSecret(name)
+		return ok && v != ""
+	}
+	v, ok := os.LookupEnv(egress.SecretEnvPrefix + name)
+	return ok && v != ""
 }
