@@ -1,0 +1,153 @@
+package grant
+
+import (
+	"slices"
+	"strings"
+)
+
+// Form is how an argument is spelt.
+type Form uint8
+
+// The forms of an argument.
+const (
+	FormValue Form = iota // --name=value
+	FormTrue              // --name      (the boolean true)
+	FormFalse             // --no-name   (the boolean false)
+)
+
+// Arg is one rendered argument of a call: what Render makes of a top-level
+// property of the input, and what a typed command model hands the matcher.
+type Arg struct {
+	Name  string
+	Form  Form
+	Value string // FormValue only
+}
+
+// String renders a in grant syntax, escaped so that a grant made of it
+// matches exactly this argument ('*' becomes '\*').
+func (a Arg) String() string {
+	return argString(a.Name, a.Form, escapeWord(a.Value, ""))
+}
+
+func (p argPattern) String() string {
+	if p.form != FormValue {
+		return argString(p.name, p.form, "")
+	}
+	// The value's own String quotes it; we quote the whole word instead.
+	var b strings.Builder
+	for i, part := range p.value.parts {
+		if i > 0 {
+			b.WriteByte('*')
+		}
+		b.WriteString(escapeWord(part, ""))
+	}
+	return argString(p.name, p.form, b.String())
+}
+
+func argString(name string, form Form, escValue string) string {
+	n := escapeWord(name, "=")
+	if n == "..." {
+		n = `\...` // a property named "..." is not the rest marker
+	}
+	var w string
+	switch form {
+	case FormTrue:
+		if strings.HasPrefix(n, "no-") {
+			n = `no\-` + n[3:] // "--no-x" would read as x=false
+		}
+		w = "--" + n
+	case FormFalse:
+		w = "--no-" + n
+	default:
+		w = "--" + n + "=" + escValue
+	}
+	return wordString(w)
+}
+
+// SortArgs sorts args into canonical order in place: by name (bytewise),
+// keeping the order of arguments of the same name (an array's elements).
+func SortArgs(args []Arg) {
+	slices.SortStableFunc(args, func(a, b Arg) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// matchArgs matches call arguments (in canonical order) against a grant's
+// argument patterns (also sorted), name by name: every name the grant
+// mentions must occur in the call exactly as often, each occurrence in
+// order with the same form and a matching value; a name the grant does not
+// mention is allowed only with rest. It allocates nothing.
+func matchArgs(pats []argPattern, rest bool, args []Arg) bool {
+	i, j := 0, 0
+	for j < len(args) {
+		name := args[j].Name
+		j2 := j + 1
+		for j2 < len(args) && args[j2].Name == name {
+			j2++
+		}
+		if i < len(pats) && pats[i].name < name {
+			return false // the grant names an argument the call lacks
+		}
+		if i < len(pats) && pats[i].name == name {
+			i2 := i + 1
+			for i2 < len(pats) && pats[i2].name == name {
+				i2++
+			}
+			if i2-i != j2-j {
+				return false
+			}
+			for k := 0; k < j2-j; k++ {
+				p, a := pats[i+k], args[j+k]
+				if p.form != a.Form || p.form == FormValue && !p.value.Match(a.Value) {
+					return false
+				}
+			}
+			i = i2
+		} else if !rest {
+			return false
+		}
+		j = j2
+	}
+	return i == len(pats)
+}
+
+// coverArgs reports whether every argument list the child patterns allow,
+// the parent patterns allow. Names the parent mentions must be mentioned by
+// the child with as many occurrences, the same forms and values under the
+// parent's; a name only the child mentions, or a child rest, needs a parent
+// rest.
+func coverArgs(parent []argPattern, prest bool, child []argPattern, crest bool) bool {
+	if crest && !prest {
+		return false
+	}
+	i, j := 0, 0
+	for i < len(parent) || j < len(child) {
+		switch {
+		case j >= len(child) || i < len(parent) && parent[i].name < child[j].name:
+			return false // the child allows calls without this parent-required name
+		case i >= len(parent) || child[j].name < parent[i].name:
+			if !prest {
+				return false
+			}
+			j++
+		default:
+			name := parent[i].name
+			i2, j2 := i, j
+			for i2 < len(parent) && parent[i2].name == name {
+				i2++
+			}
+			for j2 < len(child) && child[j2].name == name {
+				j2++
+			}
+			if i2-i != j2-j {
+				return false
+			}
+			for k := 0; k < i2-i; k++ {
+				p, c := parent[i+k], child[j+k]
+				if p.form != c.form || p.form == FormValue && !p.value.Covers(c.value) {
+					return false
+				}
+			}
+			i, j = i2, j2
+		}
+	}
+	return true
+}

@@ -1,0 +1,80 @@
+// Package grant is the one definition of a grant: how `class:verb resource`
+// is written and parsed, how a call's input is rendered as arguments, and
+// how a grant matches a target or covers a narrower grant. The card model
+// (internal/cards) decides over grants; the typed command model of a later
+// issue reuses Render's argument list (Arg) and the same matcher, so both
+// live here and know nothing of cards, agents or the store.
+//
+//	g, err := grant.Parse("tool:invoke weather --city=Par*")
+//	args, err := grant.Render([]byte(`{"city":"Paris"}`)) // [--city=Paris]
+//	g.Allows(grant.ToolTarget("weather", args))          // true
+//
+// # Grammar
+//
+//	grant     = class [ ":" verb ] SP resource      ; no verb, or "*": any verb of the class
+//	class     = "tool" | "network" | "secret" | "fs" | "card"
+//	verb      = tool: invoke | network: connect | secret: use, reveal
+//	          | fs: read, write | card: derive, revoke, transfer, inspect, install
+//	resource  = tool: NAME *( SP arg ) [ SP "--..." ]
+//	          | network: "*" | HOST [ ":" ( PORT | "*" ) ]   ; HOST as agent.toml's http_allow
+//	          | secret, card: NAME                          ; card: an ID or "*"
+//	          | fs: "/" or "/" SEG *( "/" SEG )              ; SEG: literal, "*" (one), "**" (any number)
+//	arg       = "--" NAME "=" VALUE                         ; VALUE may be empty
+//	          | "--" NAME                                   ; the boolean true
+//	          | "--no-" NAME                                ; the boolean false
+//
+// Words are separated by spaces or tabs. A backslash makes the next
+// character literal anywhere (`\*` a literal asterisk, `\=` an '=' in an
+// argument name, `\ ` a space, `\\` a backslash). A word that starts with
+// a double quote is quoted up to the next unescaped one (`"--city=New
+// York"`); elsewhere '"' is an ordinary character, so a JSON value needs no
+// escapes (`--o={"k":"v"}`). An unescaped '*' is a
+// wildcard in a tool name, a secret or card name and an argument value
+// (any run of characters, including none), never in an argument name. A
+// trailing `--...` allows arguments the grant does not mention.
+//
+// Parse errors are *ParseError values that give the column and what was
+// expected there. Grant.String is the canonical form (arguments sorted by
+// name, the verb written "*" when any); Parse(g.String()) gives g back.
+//
+// # Rendering a call's input (Render)
+//
+// The input must be a JSON object; each top-level property becomes
+// arguments named after it, in order of the names' bytes:
+//   - a string: `--name=value`, the value verbatim (no quoting, no escapes);
+//   - a number: `--name=N`, N the canonical number (the exact value, written
+//     as JavaScript writes numbers but never rounded: 1.0 → 1, 1e2 → 100,
+//     1e21 → 1e+21, 0.0000001 → 1e-7, -0 → 0);
+//   - true / false: `--name` / `--no-name`; a boolean property whose own
+//     name starts with "no-" renders `--no-x=true` instead, so that
+//     `--no-x` always means x=false;
+//   - null, and an object: `--name=` + canonical JSON (keys sorted bytewise,
+//     no spaces, canonical numbers, minimal string escapes);
+//   - an array: one `--name=...` per element, in the array's order (strings
+//     verbatim, other elements as canonical JSON); an empty array is
+//     `--name=[]` so that it differs from an absent property.
+//
+// The rendering does not tell the string "5" from the number 5 (both
+// `--n=5`): the tool's input schema fixes the type, and the call is checked
+// against it. An input a tool's decoder could read differently from its
+// rendering is refused (ErrRender): duplicate keys at any depth, invalid
+// UTF-8, lone surrogate escapes, an empty property name.
+//
+// # Matching (Grant.Allows)
+//
+// Argument by argument: each name the grant mentions must occur in the call
+// exactly as often as in the grant, each occurrence (in order) with the same
+// form and a value the grant's value glob matches. A name the grant does
+// not mention is refused unless the grant ends with `--...`; a name the
+// grant mentions but the call lacks is refused (the tool's default is not
+// what the grant allowed). So `tool:invoke search --pattern=cart` allows
+// exactly `{"pattern":"cart"}`; `--pattern=\*` allows only the value "*".
+//
+// # Attenuation (Grant.Covers)
+//
+// parent.Covers(child) is true only if every target child allows, parent
+// allows. For globs it matches parent against child symbolically (a child
+// '*' is consumed only by a parent '*'), which is sound and for the rare
+// pairs where it is not complete only refuses a derivation. A fuzz test
+// checks soundness against Allows.
+package grant

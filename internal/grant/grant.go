@@ -1,0 +1,316 @@
+package grant
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Errors of this package; test with errors.Is.
+var (
+	// ErrSyntax is wrapped by every *ParseError.
+	ErrSyntax = errors.New("malformed grant")
+	// ErrRender is wrapped by every error of Render: the input cannot be
+	// rendered as arguments, so no grant can allow it.
+	ErrRender = errors.New("cannot render the input as arguments")
+	// ErrTarget is returned for a target that is not well formed (a
+	// relative or unclean path, a port out of range, ...).
+	ErrTarget = errors.New("malformed target")
+)
+
+// ParseError says where a grant is malformed and what was expected there.
+type ParseError struct {
+	Input    string
+	Pos      int // byte offset into Input
+	Expected string
+	Found    string
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("grant %q: at column %d: expected %s, found %s", e.Input, e.Pos+1, e.Expected, e.Found)
+}
+
+// Unwrap makes errors.Is(err, ErrSyntax) true.
+func (e *ParseError) Unwrap() error { return ErrSyntax }
+
+// Class is a grant's class.
+type Class string
+
+// The classes.
+const (
+	Tool    Class = "tool"
+	Network Class = "network"
+	Secret  Class = "secret"
+	FS      Class = "fs"
+	Card    Class = "card"
+)
+
+// verbs lists each class's verbs in the order the error messages give them.
+var verbs = map[Class][]string{
+	Tool:    {"invoke"},
+	Network: {"connect"},
+	Secret:  {"use", "reveal"},
+	FS:      {"read", "write"},
+	Card:    {"derive", "revoke", "transfer", "inspect", "install"},
+}
+
+// Verbs returns the verbs of class c (nil for an unknown class).
+func Verbs(c Class) []string { return slices.Clone(verbs[c]) }
+
+// Grant is a parsed grant: a class, a verb ("" for any verb of the class)
+// and a resource pattern. The zero Grant allows nothing. Grants are
+// immutable values; build them with Parse.
+type Grant struct {
+	Class Class
+	Verb  string // "" = any verb of the class
+
+	name glob // tool name, secret name, card ID, network host ("*" = any)
+	port int  // network: 0 = any port
+	args []argPattern
+	rest bool  // tool: a trailing "--..." allows arguments the grant does not mention
+	path []seg // fs
+}
+
+type glob = Glob
+
+// argPattern is one "--name=value-glob", "--name" or "--no-name" of a tool grant.
+type argPattern struct {
+	name  string
+	form  Form
+	value Glob // FormValue only
+}
+
+// Parse parses one grant. The syntax is in the package documentation; an
+// error is a *ParseError with the position and what was expected.
+func Parse(s string) (Grant, error) {
+	words, err := lexWords(s)
+	if err != nil {
+		return Grant{}, err
+	}
+	if len(words) == 0 {
+		return Grant{}, &ParseError{Input: s, Pos: 0, Expected: "class:verb resource, as in 'tool:invoke weather'", Found: "nothing"}
+	}
+	head := words[0]
+	for i, e := range head.esc {
+		if e {
+			return Grant{}, &ParseError{Input: s, Pos: head.off[i], Expected: "a class without escapes", Found: "'\\'"}
+		}
+	}
+	cls, verb, hasVerb := strings.Cut(head.String(), ":")
+	var g Grant
+	g.Class = Class(cls)
+	vs, ok := verbs[g.Class]
+	if !ok {
+		return Grant{}, &ParseError{Input: s, Pos: head.pos, Expected: "a class (tool, network, secret, fs or card)", Found: strconv.Quote(cls)}
+	}
+	if hasVerb && verb != "*" {
+		if !slices.Contains(vs, verb) {
+			return Grant{}, &ParseError{Input: s, Pos: head.pos + len(cls) + 1,
+				Expected: fmt.Sprintf("a verb of class %s (%s, or * for any)", cls, strings.Join(vs, ", ")), Found: strconv.Quote(verb)}
+		}
+		g.Verb = verb
+	}
+	if len(words) == 1 {
+		return Grant{}, &ParseError{Input: s, Pos: len(s), Expected: "a resource after " + strconv.Quote(head.String()) + resourceHint(g.Class), Found: "the end"}
+	}
+	res := words[1:]
+	switch g.Class {
+	case Tool:
+		err = g.parseTool(s, res)
+	case Network:
+		err = g.parseNetwork(s, res)
+	case FS:
+		err = g.parsePath(s, res)
+	default: // Secret, Card: one name, '*' a wildcard
+		err = g.parseName(s, res)
+	}
+	if err != nil {
+		return Grant{}, err
+	}
+	return g, nil
+}
+
+func resourceHint(c Class) string {
+	switch c {
+	case Tool:
+		return " (a tool name, then --name=value arguments)"
+	case Network:
+		return " (a host pattern with an optional :port, or *)"
+	case Secret:
+		return " (a secret name)"
+	case FS:
+		return " (an absolute path pattern)"
+	default:
+		return " (a card ID or *)"
+	}
+}
+
+func onlyOne(s string, res []word) error {
+	if len(res) > 1 {
+		return &ParseError{Input: s, Pos: res[1].pos, Expected: "the end of the grant (quote a resource that holds spaces)", Found: strconv.Quote(res[1].String())}
+	}
+	return nil
+}
+
+func (g *Grant) parseName(s string, res []word) error {
+	if err := onlyOne(s, res); err != nil {
+		return err
+	}
+	w := res[0]
+	if len(w.b) == 0 {
+		return &ParseError{Input: s, Pos: w.pos, Expected: "a name", Found: "an empty word"}
+	}
+	g.name = globOf(w.b, w.esc)
+	return nil
+}
+
+func (g *Grant) parseTool(s string, res []word) error {
+	w := res[0]
+	if len(w.b) == 0 || w.b[0] == '-' && !w.esc[0] {
+		return &ParseError{Input: s, Pos: w.pos, Expected: "a tool name before the arguments", Found: strconv.Quote(w.String())}
+	}
+	g.name = globOf(w.b, w.esc)
+	for k, a := range res[1:] {
+		if a.plain("--...") {
+			if k+2 < len(res) {
+				n := res[k+2]
+				return &ParseError{Input: s, Pos: n.pos, Expected: "the end of the grant after --...", Found: strconv.Quote(n.String())}
+			}
+			g.rest = true
+			break
+		}
+		p, err := parseArg(s, a)
+		if err != nil {
+			return err
+		}
+		g.args = append(g.args, p)
+	}
+	slices.SortStableFunc(g.args, func(a, b argPattern) int { return strings.Compare(a.name, b.name) })
+	return nil
+}
+
+// parseArg parses "--name=value", "--name" or "--no-name".
+func parseArg(s string, a word) (argPattern, error) {
+	if len(a.b) < 2 || a.b[0] != '-' || a.b[1] != '-' || a.esc[0] || a.esc[1] {
+		return argPattern{}, &ParseError{Input: s, Pos: a.pos, Expected: "an argument --name=value, --name, --no-name or a final --...", Found: strconv.Quote(a.String())}
+	}
+	b, esc := a.b[2:], a.esc[2:]
+	eq := -1
+	for i := range b {
+		if b[i] == '=' && !esc[i] {
+			eq = i
+			break
+		}
+		if b[i] == '*' && !esc[i] {
+			return argPattern{}, &ParseError{Input: s, Pos: a.off[i+2], Expected: `an argument name without '*' (write \* for a literal one; '*' is a wildcard only in values)`, Found: "'*'"}
+		}
+	}
+	nameEnd := len(b)
+	if eq >= 0 {
+		nameEnd = eq
+	}
+	if nameEnd == 0 {
+		return argPattern{}, &ParseError{Input: s, Pos: a.pos + 2, Expected: "an argument name after --", Found: describe(s[min(a.pos+2, len(s)):])}
+	}
+	name := string(b[:nameEnd])
+	if eq >= 0 {
+		return argPattern{name: name, form: FormValue, value: globOf(b[eq+1:], esc[eq+1:])}, nil
+	}
+	if strings.HasPrefix(name, "no-") && !esc[0] && !esc[1] && !esc[2] && len(name) > 3 {
+		return argPattern{name: name[3:], form: FormFalse}, nil
+	}
+	return argPattern{name: name, form: FormTrue}, nil
+}
+
+// String renders g in the canonical grant syntax; Parse(g.String()) == g.
+func (g Grant) String() string {
+	if len(g.name.parts) == 0 && g.path == nil {
+		return "" // the zero Grant
+	}
+	var b strings.Builder
+	b.WriteString(string(g.Class))
+	b.WriteByte(':')
+	if g.Verb == "" {
+		b.WriteByte('*')
+	} else {
+		b.WriteString(g.Verb)
+	}
+	b.WriteByte(' ')
+	switch g.Class {
+	case FS:
+		b.WriteString(pathString(g.path))
+	case Network:
+		if h := g.hostString(); strings.Contains(h, ":") {
+			b.WriteString("[" + h + "]")
+		} else {
+			b.WriteString(h)
+		}
+		if g.port != 0 {
+			b.WriteString(":" + strconv.Itoa(g.port))
+		}
+	case Tool:
+		b.WriteString(leadingDash(g.name.String()))
+		for _, a := range g.args {
+			b.WriteByte(' ')
+			b.WriteString(a.String())
+		}
+		if g.rest {
+			b.WriteString(" --...")
+		}
+	default:
+		b.WriteString(g.name.String())
+	}
+	return b.String()
+}
+
+// Allows reports whether g allows target t. A target's verb is always
+// concrete; g allows it if g names that verb or any verb.
+func (g Grant) Allows(t Target) bool {
+	if g.Class != t.Class || (g.Verb != "" && g.Verb != t.Verb) {
+		return false
+	}
+	switch g.Class {
+	case Tool:
+		return g.name.Match(t.Name) && matchArgs(g.args, g.rest, t.Args)
+	case Network:
+		return g.matchHost(t.Name) && (g.port == 0 || g.port == t.Port)
+	case FS:
+		return matchPath(g.path, t.segs)
+	default:
+		return g.name.Match(t.Name)
+	}
+}
+
+// Covers reports whether every target child allows, g allows too: the
+// attenuation check of derivation. It is sound (true only when the
+// inclusion holds) and may be false for a few exotic glob pairs whose
+// inclusion holds; that only makes a derivation stricter.
+func (g Grant) Covers(child Grant) bool {
+	if g.Class != child.Class || (g.Verb != "" && g.Verb != child.Verb) {
+		return false
+	}
+	switch g.Class {
+	case Tool:
+		return g.name.Covers(child.name) && coverArgs(g.args, g.rest, child.args, child.rest)
+	case Network:
+		return g.coverHost(child) && (g.port == 0 || g.port == child.port)
+	case FS:
+		return coverPath(g.path, child.path)
+	default:
+		return g.name.Covers(child.name)
+	}
+}
+
+// Equal reports whether a and b are the same grant.
+func (a Grant) Equal(b Grant) bool { return a.String() == b.String() }
+
+// leadingDash escapes a tool name's leading '-', which would read as an
+// argument.
+func leadingDash(w string) string {
+	if strings.HasPrefix(w, "-") {
+		return `\` + w
+	}
+	return w
+}

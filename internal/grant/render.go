@@ -1,0 +1,486 @@
+package grant
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxDepth bounds nesting in a rendered input (the schema check before it
+// has its own bounds; this one keeps the recursion here finite).
+const maxDepth = 64
+
+// Render turns a call's JSON input into its canonical arguments, in
+// canonical order (see the package documentation for the rules). The input
+// must be a JSON object. Render is stricter than a JSON decoder on purpose:
+// a duplicate key (at any depth), invalid UTF-8, a lone surrogate escape or
+// a number whose exponent does not fit is an error, because a tool's own
+// decoder could read such input differently from the rendering a grant was
+// matched against.
+func Render(input []byte) ([]Arg, error) {
+	p := &jsonParser{s: input}
+	p.space()
+	if p.i >= len(p.s) || p.s[p.i] != '{' {
+		return nil, p.fail("a JSON object")
+	}
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.i != len(p.s) {
+		return nil, p.fail("the end of the input")
+	}
+	var args []Arg
+	for _, m := range v.obj { // sorted by key and free of duplicates
+		if m.key == "" {
+			return nil, fmt.Errorf("%w: a property with an empty name has no argument form", ErrRender)
+		}
+		args = appendArg(args, m.key, m.val, true)
+	}
+	return args, nil
+}
+
+func appendArg(args []Arg, name string, v jsonValue, top bool) []Arg {
+	switch v.kind {
+	case jString:
+		return append(args, Arg{Name: name, Value: v.str})
+	case jTrue, jFalse:
+		if top && !strings.HasPrefix(name, "no-") {
+			f := FormTrue
+			if v.kind == jFalse {
+				f = FormFalse
+			}
+			return append(args, Arg{Name: name, Form: f})
+		}
+		// In an array, or a name that itself starts with "no-" (whose
+		// --no-name would read as the negation of another name).
+		return append(args, Arg{Name: name, Value: v.canonical()})
+	case jArray:
+		if !top || len(v.arr) == 0 {
+			return append(args, Arg{Name: name, Value: v.canonical()})
+		}
+		for _, e := range v.arr {
+			if e.kind == jArray {
+				args = append(args, Arg{Name: name, Value: e.canonical()})
+				continue
+			}
+			args = appendArg(args, name, e, false)
+		}
+		return args
+	default:
+		return append(args, Arg{Name: name, Value: v.canonical()})
+	}
+}
+
+type jsonKind uint8
+
+const (
+	jNull jsonKind = iota
+	jTrue
+	jFalse
+	jNumber
+	jString
+	jArray
+	jObject
+)
+
+type jsonValue struct {
+	kind jsonKind
+	str  string // string value, or canonical number
+	arr  []jsonValue
+	obj  []member // sorted by key
+}
+
+type member struct {
+	key string
+	val jsonValue
+	at  int // byte offset of the key, for errors
+}
+
+type jsonParser struct {
+	s []byte
+	i int
+}
+
+func (p *jsonParser) fail(expected string) error {
+	found := "the end"
+	if p.i < len(p.s) {
+		found = strconv.QuoteRune(rune(p.s[p.i]))
+		if r, n := utf8.DecodeRune(p.s[p.i:]); r != utf8.RuneError || n > 1 {
+			found = strconv.QuoteRune(r)
+		}
+	}
+	return fmt.Errorf("%w: at byte %d: expected %s, found %s", ErrRender, p.i, expected, found)
+}
+
+func (p *jsonParser) space() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *jsonParser) value(depth int) (jsonValue, error) {
+	if depth > maxDepth {
+		return jsonValue{}, fmt.Errorf("%w: at byte %d: nested deeper than %d", ErrRender, p.i, maxDepth)
+	}
+	p.space()
+	if p.i >= len(p.s) {
+		return jsonValue{}, p.fail("a JSON value")
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		s, err := p.string()
+		return jsonValue{kind: jString, str: s}, err
+	case c == '-' || c >= '0' && c <= '9':
+		return p.number()
+	case p.word("true"):
+		return jsonValue{kind: jTrue}, nil
+	case p.word("false"):
+		return jsonValue{kind: jFalse}, nil
+	case p.word("null"):
+		return jsonValue{kind: jNull}, nil
+	}
+	return jsonValue{}, p.fail("a JSON value")
+}
+
+func (p *jsonParser) word(w string) bool {
+	if bytes.HasPrefix(p.s[p.i:], []byte(w)) {
+		p.i += len(w)
+		return true
+	}
+	return false
+}
+
+func (p *jsonParser) object(depth int) (jsonValue, error) {
+	p.i++ // '{'
+	v := jsonValue{kind: jObject}
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		return v, nil
+	}
+	for {
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
+			return v, p.fail("a property name in double quotes")
+		}
+		at := p.i
+		k, err := p.string()
+		if err != nil {
+			return v, err
+		}
+		p.space()
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
+			return v, p.fail("':'")
+		}
+		p.i++
+		e, err := p.value(depth + 1)
+		if err != nil {
+			return v, err
+		}
+		v.obj = append(v.obj, member{key: k, val: e, at: at})
+		p.space()
+		if p.i < len(p.s) && p.s[p.i] == ',' {
+			p.i++
+			continue
+		}
+		if p.i < len(p.s) && p.s[p.i] == '}' {
+			p.i++
+			slices.SortStableFunc(v.obj, func(a, b member) int { return strings.Compare(a.key, b.key) })
+			for i := 1; i < len(v.obj); i++ {
+				if v.obj[i].key == v.obj[i-1].key {
+					return v, fmt.Errorf("%w: at byte %d: duplicate property %q", ErrRender, v.obj[i].at, v.obj[i].key)
+				}
+			}
+			return v, nil
+		}
+		return v, p.fail("',' or '}'")
+	}
+}
+
+func (p *jsonParser) array(depth int) (jsonValue, error) {
+	p.i++ // '['
+	v := jsonValue{kind: jArray}
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		return v, nil
+	}
+	for {
+		e, err := p.value(depth + 1)
+		if err != nil {
+			return v, err
+		}
+		v.arr = append(v.arr, e)
+		p.space()
+		if p.i < len(p.s) && p.s[p.i] == ',' {
+			p.i++
+			continue
+		}
+		if p.i < len(p.s) && p.s[p.i] == ']' {
+			p.i++
+			return v, nil
+		}
+		return v, p.fail("',' or ']'")
+	}
+}
+
+func (p *jsonParser) string() (string, error) {
+	p.i++ // '"'
+	var b []byte
+	for {
+		if p.i >= len(p.s) {
+			return "", p.fail(`a closing '"'`)
+		}
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return string(b), nil
+		case c < 0x20:
+			return "", p.fail("an escaped control character")
+		case c == '\\':
+			r, err := p.escape()
+			if err != nil {
+				return "", err
+			}
+			b = utf8.AppendRune(b, r)
+		case c < 0x80:
+			b = append(b, c)
+			p.i++
+		default:
+			r, n := utf8.DecodeRune(p.s[p.i:])
+			if r == utf8.RuneError && n == 1 {
+				return "", fmt.Errorf("%w: at byte %d: invalid UTF-8", ErrRender, p.i)
+			}
+			b = append(b, p.s[p.i:p.i+n]...)
+			p.i += n
+		}
+	}
+}
+
+func (p *jsonParser) escape() (rune, error) {
+	if p.i+1 >= len(p.s) {
+		p.i++
+		return 0, p.fail("an escape")
+	}
+	c := p.s[p.i+1]
+	p.i += 2
+	switch c {
+	case '"', '\\', '/':
+		return rune(c), nil
+	case 'b':
+		return '\b', nil
+	case 'f':
+		return '\f', nil
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case 'u':
+		r, err := p.hex4()
+		if err != nil {
+			return 0, err
+		}
+		if !utf16.IsSurrogate(r) {
+			return r, nil
+		}
+		at := p.i - 6
+		if r < 0xdc00 && p.i+1 < len(p.s) && p.s[p.i] == '\\' && p.s[p.i+1] == 'u' {
+			p.i += 2
+			r2, err := p.hex4()
+			if err != nil {
+				return 0, err
+			}
+			if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+				return d, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: at byte %d: a lone UTF-16 surrogate escape", ErrRender, at)
+	}
+	p.i--
+	return 0, p.fail(`an escape (\" \\ \/ \b \f \n \r \t \uXXXX)`)
+}
+
+func (p *jsonParser) hex4() (rune, error) {
+	if p.i+4 > len(p.s) {
+		return 0, p.fail("four hex digits")
+	}
+	n, err := strconv.ParseUint(string(p.s[p.i:p.i+4]), 16, 32)
+	if err != nil {
+		return 0, p.fail("four hex digits")
+	}
+	p.i += 4
+	return rune(n), nil
+}
+
+// number reads a JSON number and returns it in canonical form: the exact
+// decimal value, written as ECMAScript writes numbers (no exponent from
+// 1e-6 up to 1e21, else d.ddde±n) but without rounding to a float64, so
+// that two numbers render alike exactly when they are the same number.
+func (p *jsonParser) number() (jsonValue, error) {
+	start := p.i
+	neg := false
+	if p.s[p.i] == '-' {
+		neg = true
+		p.i++
+	}
+	digitsFrom := func() string {
+		j := p.i
+		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+			p.i++
+		}
+		return string(p.s[j:p.i])
+	}
+	intPart := digitsFrom()
+	if intPart == "" || len(intPart) > 1 && intPart[0] == '0' {
+		p.i = start
+		return jsonValue{}, p.fail("a JSON number")
+	}
+	frac := ""
+	if p.i < len(p.s) && p.s[p.i] == '.' {
+		p.i++
+		if frac = digitsFrom(); frac == "" {
+			return jsonValue{}, p.fail("digits after '.'")
+		}
+	}
+	exp := int64(0)
+	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
+		p.i++
+		eneg := false
+		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+			eneg = p.s[p.i] == '-'
+			p.i++
+		}
+		e := strings.TrimLeft(digitsFrom(), "0")
+		if p.s[p.i-1] < '0' || p.s[p.i-1] > '9' {
+			return jsonValue{}, p.fail("digits of an exponent")
+		}
+		if len(e) > 9 {
+			return jsonValue{}, fmt.Errorf("%w: at byte %d: number exponent out of range", ErrRender, start)
+		}
+		if e != "" {
+			exp, _ = strconv.ParseInt(e, 10, 64)
+		}
+		if eneg {
+			exp = -exp
+		}
+	}
+	digits := strings.TrimLeft(intPart+frac, "0")
+	exp -= int64(len(frac))
+	if digits == "" {
+		return jsonValue{kind: jNumber, str: "0"}, nil
+	}
+	for strings.HasSuffix(digits, "0") {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	n := int64(len(digits))
+	k := n + exp // the decimal point sits after k digits
+	var s string
+	switch {
+	case exp >= 0 && k <= 21:
+		s = digits + strings.Repeat("0", int(exp))
+	case k > 0 && k <= 21:
+		s = digits[:k] + "." + digits[k:]
+	case k > -6 && k <= 0:
+		s = "0." + strings.Repeat("0", int(-k)) + digits
+	default:
+		s = digits[:1]
+		if n > 1 {
+			s += "." + digits[1:]
+		}
+		if k-1 >= 0 {
+			s += "e+" + strconv.FormatInt(k-1, 10)
+		} else {
+			s += "e-" + strconv.FormatInt(-(k-1), 10)
+		}
+	}
+	if neg {
+		s = "-" + s
+	}
+	return jsonValue{kind: jNumber, str: s}, nil
+}
+
+// canonical writes v as canonical JSON: no insignificant space, object keys
+// sorted bytewise, numbers canonical, strings with the minimal escapes.
+func (v jsonValue) canonical() string {
+	var b strings.Builder
+	v.write(&b)
+	return b.String()
+}
+
+func (v jsonValue) write(b *strings.Builder) {
+	switch v.kind {
+	case jNull:
+		b.WriteString("null")
+	case jTrue:
+		b.WriteString("true")
+	case jFalse:
+		b.WriteString("false")
+	case jNumber:
+		b.WriteString(v.str)
+	case jString:
+		writeJSONString(b, v.str)
+	case jArray:
+		b.WriteByte('[')
+		for i, e := range v.arr {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			e.write(b)
+		}
+		b.WriteByte(']')
+	case jObject:
+		b.WriteByte('{')
+		for i, m := range v.obj {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeJSONString(b, m.key)
+			b.WriteByte(':')
+			m.val.write(b)
+		}
+		b.WriteByte('}')
+	}
+}
+
+func writeJSONString(b *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\b':
+			b.WriteString(`\b`)
+		case c == '\f':
+			b.WriteString(`\f`)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+}
