@@ -69,6 +69,9 @@ type Config struct {
 	dir      string
 	tools    []Tool // sorted by name, names unique
 	maxInput int64
+	// agents are sorted by name; empty means the implicit DefaultAgent.
+	agents    []Agent
+	statePath string // absolute; "" for the default
 }
 
 // MaxInputBytes returns the largest call input in bytes (max_input_bytes;
@@ -204,7 +207,7 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 	}
 	doc, errs, truncated, complete := parseDocument(file, data)
 	c := &checker{file: file, dir: dir, files: files, errs: errs, truncated: truncated, complete: complete, parseErrs: len(errs)}
-	tools := c.config(doc)
+	tools, agents := c.config(doc)
 	if len(c.errs) > 0 {
 		errs := c.errs
 		slices.SortStableFunc(errs, func(a, b *Error) int { return a.Line - b.Line })
@@ -216,5 +219,5 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 		return nil, errs
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput}, nil
+	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath}, nil
 }

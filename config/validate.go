@@ -24,7 +24,7 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 
-	rootKeys = []string{"version", "tools", "max_input_bytes"}
+	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state"}
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
@@ -54,6 +54,7 @@ type checker struct {
 	truncated bool // errors were dropped after maxErrors
 	parseErrs int  // errors from parsing, counted separately so both parts get reported
 	maxInput  int64
+	statePath string
 }
 
 func (c *checker) errorf(line int, key string, format string, args ...any) {
@@ -64,8 +65,9 @@ func (c *checker) errorf(line int, key string, format string, args ...any) {
 	c.errs = append(c.errs, &Error{File: c.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (c *checker) config(root *tnode) []Tool {
+func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	var tools []Tool
+	var agentsNode *tnode
 	for _, name := range root.order {
 		n := root.keys[name]
 		switch name {
@@ -77,6 +79,10 @@ func (c *checker) config(root *tnode) []Tool {
 			}
 		case "tools":
 			tools = c.tools(n)
+		case "agents":
+			agentsNode = n // checked against the tools, wherever they are in the file
+		case "state":
+			c.state(n)
 		default:
 			c.unknownKey(n, []string{name}, rootKeys)
 		}
@@ -84,7 +90,11 @@ func (c *checker) config(root *tnode) []Tool {
 	if _, ok := root.keys["version"]; !ok && c.complete {
 		c.errorf(0, "version", "required key is missing; add \"version = %d\" at the top", Version)
 	}
-	return tools
+	var agents []Agent
+	if agentsNode != nil {
+		agents = c.agents(agentsNode, tools)
+	}
+	return tools, agents
 }
 
 func (c *checker) version(n *tnode) {

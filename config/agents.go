@@ -1,0 +1,332 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/hostpattern"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// DefaultAgent is the name of the implicit agent of a configuration that
+// declares no [agents]: bound to every tool, holding a card that allows
+// everything, so such a file works exactly as before agents existed.
+const DefaultAgent = "default"
+
+// BuiltinTools are the tools maiden itself provides, which an agent binds
+// by name like any other tool (they are not [tools] entries). Each is listed
+// for an agent only if it is bound and the agent's cards allow it.
+var BuiltinTools = []string{"cards_derive", "cards_list", "cards_revoke", "cards_transfer"}
+
+// DefaultStateFile is the store's file name, next to agent.toml, when
+// [state] path is not set.
+const DefaultStateFile = "maiden-state.db"
+
+// Agent is one [agents.NAME] table: an identity, the tools it may see (its
+// bindings, each possibly narrowing the tool's policy for it) and the system
+// grants the operator gives it.
+type Agent struct {
+	Name     string
+	Bindings []Binding     // sorted by tool name, one per tool
+	Grants   []SystemGrant // in file order
+	Line     int
+}
+
+// Binding exposes one tool to one agent. A zero field keeps the tool's own
+// value; a set one narrows it (validated to be within the tool's policy).
+type Binding struct {
+	Tool        string
+	Builtin     bool          // one of BuiltinTools
+	HTTPAllow   []string      // nil: the tool's; else a subset of it (normalised patterns)
+	Secrets     []string      // nil: the tool's; else a subset of it
+	Timeout     time.Duration // 0: the tool's; else at most the tool's
+	MemoryBytes uint64        // 0: the tool's; else at most the tool's
+	Line        int
+}
+
+// SystemGrant is one entry of an agent's grants list: a card the operator's
+// configuration installs, which only the operator can revoke.
+type SystemGrant struct {
+	Text  string      // as written
+	Grant grant.Grant // parsed
+	Line  int
+}
+
+func (a Agent) clone() Agent {
+	a.Bindings = slices.Clone(a.Bindings)
+	for i := range a.Bindings {
+		a.Bindings[i].HTTPAllow = slices.Clone(a.Bindings[i].HTTPAllow)
+		a.Bindings[i].Secrets = slices.Clone(a.Bindings[i].Secrets)
+	}
+	a.Grants = slices.Clone(a.Grants)
+	return a
+}
+
+// Binding returns the agent's binding of the named tool.
+func (a Agent) Binding(tool string) (Binding, bool) {
+	i, ok := slices.BinarySearchFunc(a.Bindings, tool, func(b Binding, name string) int { return strings.Compare(b.Tool, name) })
+	if !ok {
+		return Binding{}, false
+	}
+	b := a.Bindings[i]
+	b.HTTPAllow = slices.Clone(b.HTTPAllow)
+	b.Secrets = slices.Clone(b.Secrets)
+	return b, true
+}
+
+// Agents returns the declared agents sorted by name (fresh copies). It is
+// empty for a configuration without [agents]; see Implicit.
+func (c *Config) Agents() []Agent {
+	out := make([]Agent, len(c.agents))
+	for i, a := range c.agents {
+		out[i] = a.clone()
+	}
+	return out
+}
+
+// Agent returns a copy of the named declared agent.
+func (c *Config) Agent(name string) (Agent, bool) {
+	i, ok := slices.BinarySearchFunc(c.agents, name, func(a Agent, name string) int { return strings.Compare(a.Name, name) })
+	if !ok {
+		return Agent{}, false
+	}
+	return c.agents[i].clone(), true
+}
+
+// Implicit reports whether the configuration declares no agents, so every
+// call runs as DefaultAgent with every tool bound and everything allowed.
+func (c *Config) Implicit() bool { return len(c.agents) == 0 }
+
+// StatePath is the absolute path of the state store's SQLite file: [state]
+// path, or DefaultStateFile next to agent.toml.
+func (c *Config) StatePath() string {
+	if c.statePath != "" {
+		return c.statePath
+	}
+	return filepath.Join(c.dir, DefaultStateFile)
+}
+
+var (
+	agentKeys   = []string{"tools", "grants"}
+	bindingKeys = []string{"http_allow", "secrets", "timeout_ms", "memory_mb"}
+	stateKeys   = []string{"path"}
+)
+
+// agents checks the [agents] table against the tools already read.
+func (c *checker) agents(n *tnode, tools []Tool) []Agent {
+	if n.kind != tableNode {
+		c.errorf(n.line, "agents", "must be a table of agents ([agents.NAME]), got %s", describe(n))
+		return nil
+	}
+	byName := map[string]*Tool{}
+	for i := range tools {
+		byName[tools[i].Name] = &tools[i]
+	}
+	var out []Agent
+	for _, name := range n.order {
+		a, ok := c.agent(name, n.keys[name], byName)
+		if ok {
+			out = append(out, a)
+		}
+	}
+	if len(n.order) == 0 {
+		c.errorf(n.line, "agents", "declares no agent; remove it to keep the implicit agent %q, or add [agents.NAME]", DefaultAgent)
+	}
+	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (c *checker) agent(name string, n *tnode, tools map[string]*Tool) (Agent, bool) {
+	path := []string{"agents", name}
+	key := formatKey(path)
+	before := len(c.errs)
+	if !toolNameRE.MatchString(name) {
+		c.errorf(n.line, key, "invalid agent name %s: must be 1 to %d characters of a-z, 0-9, '_' and '-', starting with a letter or digit",
+			quoteShort(name), MaxToolNameLen)
+	}
+	if n.kind != tableNode {
+		c.errorf(n.line, key, "must be a table, got %s", describe(n))
+		return Agent{}, false
+	}
+	a := Agent{Name: name, Line: n.line}
+	for _, k := range n.order {
+		v := n.keys[k]
+		kpath := append(path[:2:2], k)
+		switch k {
+		case "tools":
+			a.Bindings = c.bindings(v, kpath, tools)
+		case "grants":
+			a.Grants = c.grants(v, formatKey(kpath))
+		default:
+			c.unknownKey(v, kpath, agentKeys)
+		}
+	}
+	slices.SortFunc(a.Bindings, func(x, y Binding) int { return strings.Compare(x.Tool, y.Tool) })
+	return a, len(c.errs) == before
+}
+
+// bindings reads an agent's tools: an array of names, or a table of
+// per-tool tables that may narrow each tool's policy.
+func (c *checker) bindings(n *tnode, path []string, tools map[string]*Tool) []Binding {
+	key := formatKey(path)
+	var out []Binding
+	seen := map[string]bool{}
+	add := func(name string, line int, ekey string) (*Binding, bool) {
+		_, isTool := tools[name]
+		builtin := slices.Contains(BuiltinTools, name)
+		if !isTool && !builtin {
+			c.errorf(line, ekey, "unknown tool %s: not in [tools] and not a built-in (%s)", quoteShort(name), strings.Join(BuiltinTools, ", "))
+			return nil, false
+		}
+		if seen[name] {
+			c.errorf(line, ekey, "tool %s is listed twice", quoteShort(name))
+			return nil, false
+		}
+		seen[name] = true
+		out = append(out, Binding{Tool: name, Builtin: builtin && !isTool, Line: line})
+		return &out[len(out)-1], true
+	}
+	switch {
+	case n.kind == valueNode && n.val.kind == unstable.Array:
+		c.strElems(n, key, func(_ int, ekey string, v *tvalue) {
+			add(v.text, v.line, ekey)
+		})
+	case n.kind == tableNode:
+		for _, name := range n.order {
+			v := n.keys[name]
+			tpath := append(path[:len(path):len(path)], name)
+			tkey := formatKey(tpath)
+			if v.kind != tableNode {
+				c.errorf(v.line, tkey, "must be a table of narrowing keys (%s; all optional), got %s", strings.Join(bindingKeys, ", "), describe(v))
+				continue
+			}
+			b, ok := add(name, v.line, tkey)
+			if !ok {
+				continue
+			}
+			if b.Builtin && len(v.order) > 0 {
+				c.errorf(v.line, tkey, "%s is a built-in tool: it has no policy to narrow", quoteShort(name))
+				continue
+			}
+			if t := tools[name]; t != nil {
+				c.narrow(b, v, tpath, t)
+			}
+		}
+	default:
+		c.errorf(n.line, key, "must be an array of tool names or a table of per-tool tables, got %s", describe(n))
+	}
+	return out
+}
+
+// narrow reads a binding's narrowing keys, each of which must stay within
+// the tool's own policy: a binding can take authority away, never add it.
+func (c *checker) narrow(b *Binding, n *tnode, path []string, t *Tool) {
+	for _, k := range n.order {
+		v := n.keys[k]
+		kpath := append(path[:len(path):len(path)], k)
+		kkey := formatKey(kpath)
+		switch k {
+		case "http_allow":
+			b.HTTPAllow = []string{}
+			c.strElems(v, kkey, func(_ int, ekey string, e *tvalue) {
+				p, err := NormalizeHostPattern(e.text)
+				if err != nil {
+					c.errorf(e.line, ekey, "%v", err)
+					return
+				}
+				if !patternWithin(p, t.HTTPAllow) {
+					c.errorf(e.line, ekey, "%s is not allowed by the tool itself (tools.%s.http_allow: %s): a binding can only narrow", quoteShort(p), t.Name, listOrNone(t.HTTPAllow))
+					return
+				}
+				if !slices.Contains(b.HTTPAllow, p) {
+					b.HTTPAllow = append(b.HTTPAllow, p)
+				}
+			})
+		case "secrets":
+			b.Secrets = []string{}
+			c.strElems(v, kkey, func(_ int, ekey string, e *tvalue) {
+				if !slices.Contains(t.Secrets, e.text) {
+					c.errorf(e.line, ekey, "secret %s is not in the tool's own secrets (tools.%s.secrets: %s): a binding can only narrow", quoteShort(e.text), t.Name, listOrNone(t.Secrets))
+					return
+				}
+				if !slices.Contains(b.Secrets, e.text) {
+					b.Secrets = append(b.Secrets, e.text)
+				}
+			})
+		case "timeout_ms":
+			if ms, ok := c.intKey(v, kkey, MinTimeout.Milliseconds(), t.Timeout.Milliseconds()); ok {
+				b.Timeout = time.Duration(ms) * time.Millisecond
+			}
+		case "memory_mb":
+			if mb, ok := c.intKey(v, kkey, MinMemoryMB, int64(t.MemoryBytes>>20)); ok {
+				b.MemoryBytes = uint64(mb) << 20
+			}
+		default:
+			c.unknownKey(v, kpath, bindingKeys)
+		}
+	}
+}
+
+// patternWithin reports whether every host p matches is matched by one of
+// the tool's patterns. A single-label wildcard is within only itself.
+func patternWithin(p string, allowed []string) bool {
+	for _, a := range allowed {
+		if a == p || (!strings.HasPrefix(p, "*.") && hostpattern.Match(a, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// grants reads an agent's system grants.
+func (c *checker) grants(n *tnode, key string) []SystemGrant {
+	var out []SystemGrant
+	c.strElems(n, key, func(_ int, ekey string, v *tvalue) {
+		g, err := grant.Parse(v.text)
+		if err != nil {
+			var pe *grant.ParseError
+			if errors.As(err, &pe) {
+				c.errorf(v.line, ekey, "at column %d of %s: expected %s, found %s", pe.Pos+1, quoteShort(v.text), pe.Expected, pe.Found)
+			} else {
+				c.errorf(v.line, ekey, "%v", err)
+			}
+			return
+		}
+		out = append(out, SystemGrant{Text: v.text, Grant: g, Line: v.line})
+	})
+	return out
+}
+
+// state reads the [state] table.
+func (c *checker) state(n *tnode) {
+	if n.kind != tableNode {
+		c.errorf(n.line, "state", "must be a table, got %s", describe(n))
+		return
+	}
+	for _, k := range n.order {
+		v := n.keys[k]
+		kpath := []string{"state", k}
+		switch k {
+		case "path":
+			if s, _, ok := c.str(v, formatKey(kpath)); ok {
+				if !filepath.IsAbs(s) {
+					s = filepath.Join(c.dir, s)
+				}
+				c.statePath = filepath.Clean(s)
+			}
+		default:
+			c.unknownKey(v, kpath, stateKeys)
+		}
+	}
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}

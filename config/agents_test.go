@@ -1,0 +1,171 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/maiden-run/maiden/internal/grant"
+)
+
+const agentsTools = `version = 1
+[tools.weather]
+path = "w.wasm"
+http_allow = ["api.example.com", "*.cdn.example.com"]
+secrets = ["WEATHER_TOKEN", "OTHER"]
+timeout_ms = 5000
+memory_mb = 64
+[tools.echo]
+path = "e.wasm"
+`
+
+// TestAgentsAndBindings reads both forms of an agent's tools, narrowing keys
+// and system grants.
+func TestAgentsAndBindings(t *testing.T) {
+	src := agentsTools + `
+[agents.research]
+tools = ["echo", "weather", "cards_list"]
+grants = ["tool:invoke weather --city=Par*", "network:connect api.example.com"]
+
+[agents.coder.tools.echo]
+[agents.coder.tools.weather]
+http_allow = ["api.example.com", "a.cdn.example.com"]
+secrets = ["WEATHER_TOKEN"]
+timeout_ms = 1000
+memory_mb = 16
+
+[state]
+path = "state/maiden.db"
+`
+	cfg, err := parse("agent.toml", []byte(src), "/cfg", fakeFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Implicit() {
+		t.Error("Implicit with agents declared")
+	}
+	if got := cfg.StatePath(); got != "/cfg/state/maiden.db" {
+		t.Errorf("state path %q", got)
+	}
+	want := []Agent{
+		{Name: "coder", Line: 15, Bindings: []Binding{
+			{Tool: "echo", Line: 15},
+			{Tool: "weather", Line: 16, HTTPAllow: []string{"api.example.com", "a.cdn.example.com"}, Secrets: []string{"WEATHER_TOKEN"}, Timeout: time.Second, MemoryBytes: 16 << 20},
+		}},
+		{Name: "research", Line: 11, Bindings: []Binding{
+			{Tool: "cards_list", Builtin: true, Line: 12},
+			{Tool: "echo", Line: 12},
+			{Tool: "weather", Line: 12},
+		}, Grants: []SystemGrant{
+			{Text: "tool:invoke weather --city=Par*", Line: 13},
+			{Text: "network:connect api.example.com", Line: 13},
+		}},
+	}
+	if diff := cmp.Diff(want, cfg.Agents(), cmpopts.IgnoreTypes(grant.Grant{})); diff != "" {
+		t.Errorf("agents (-want +got):\n%s", diff)
+	}
+	r, _ := cfg.Agent("research")
+	if g := r.Grants[0].Grant; g.Class != grant.Tool || g.Verb != "invoke" {
+		t.Errorf("grant parsed as %+v", g)
+	}
+	if _, ok := r.Binding("weather"); !ok {
+		t.Error("Binding(weather) not found")
+	}
+	if _, ok := r.Binding("nope"); ok {
+		t.Error("Binding(nope) found")
+	}
+	// Copies: changing one does not change the configuration.
+	r.Bindings[0].Tool = "x"
+	if again, _ := cfg.Agent("research"); again.Bindings[0].Tool != "cards_list" {
+		t.Error("Agent shares its bindings")
+	}
+}
+
+// TestNoAgentsIsImplicit: a file without [agents] is the implicit agent,
+// with the store next to agent.toml.
+func TestNoAgentsIsImplicit(t *testing.T) {
+	cfg, err := parse("agent.toml", []byte(agentsTools), "/cfg", fakeFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Implicit() || len(cfg.Agents()) != 0 {
+		t.Errorf("implicit %v, agents %v", cfg.Implicit(), cfg.Agents())
+	}
+	if got := cfg.StatePath(); got != filepath.Join("/cfg", DefaultStateFile) {
+		t.Errorf("state path %q", got)
+	}
+}
+
+// TestAgentErrors: a binding can only narrow, names only known tools, and a
+// malformed grant is refused with its column; each with its line.
+func TestAgentErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown tool", "[agents.a]\ntools = [\"echo\", \"nope\"]\n", []string{
+			`agent.toml:12: agents.a.tools[1]: unknown tool "nope": not in [tools] and not a built-in`,
+		}},
+		{"listed twice", "[agents.a]\ntools = [\"echo\", \"echo\"]\n", []string{
+			`agent.toml:12: agents.a.tools[1]: tool "echo" is listed twice`,
+		}},
+		{"host the tool does not allow", "[agents.a.tools.weather]\nhttp_allow = [\"evil.example\", \"*.example.com\", \"x.y.cdn.example.com\"]\n", []string{
+			`agent.toml:12: agents.a.tools.weather.http_allow[0]: "evil.example" is not allowed by the tool itself (tools.weather.http_allow: api.example.com, *.cdn.example.com): a binding can only narrow`,
+			`agent.toml:12: agents.a.tools.weather.http_allow[1]: "*.example.com" is not allowed by the tool itself`,
+			`agent.toml:12: agents.a.tools.weather.http_allow[2]: "x.y.cdn.example.com" is not allowed by the tool itself`,
+		}},
+		{"host on a tool without network", "[agents.a.tools.echo]\nhttp_allow = [\"api.example.com\"]\n", []string{
+			`agent.toml:12: agents.a.tools.echo.http_allow[0]: "api.example.com" is not allowed by the tool itself (tools.echo.http_allow: none)`,
+		}},
+		{"secret the tool does not have", "[agents.a.tools.weather]\nsecrets = [\"ROOT_KEY\"]\n", []string{
+			`agent.toml:12: agents.a.tools.weather.secrets[0]: secret "ROOT_KEY" is not in the tool's own secrets (tools.weather.secrets: WEATHER_TOKEN, OTHER)`,
+		}},
+		{"timeout upward", "[agents.a.tools.weather]\ntimeout_ms = 6000\n", []string{
+			"agent.toml:12: agents.a.tools.weather.timeout_ms: must be an integer in 1..5000, got 6000",
+		}},
+		{"memory upward", "[agents.a.tools.echo]\nmemory_mb = 65\n", []string{
+			"agent.toml:12: agents.a.tools.echo.memory_mb: must be an integer in 1..64, got 65",
+		}},
+		{"unknown narrowing key", "[agents.a.tools.echo]\nhttp_ports = [8443]\n", []string{
+			"agent.toml:12: agents.a.tools.echo.http_ports: unknown key; valid keys here: http_allow, secrets, timeout_ms, memory_mb",
+		}},
+		{"built-in narrowed", "[agents.a.tools.cards_list]\ntimeout_ms = 5\n", []string{
+			`agent.toml:11: agents.a.tools.cards_list: "cards_list" is a built-in tool: it has no policy to narrow`,
+		}},
+		{"malformed grant", "[agents.a]\ngrants = [\"tool:invoke echo\", \"tool:fly echo\"]\n", []string{
+			`agent.toml:12: agents.a.grants[1]: at column 6 of "tool:fly echo": expected`,
+		}},
+		{"bad agent name", "[agents.Research]\ntools = [\"echo\"]\n", []string{
+			`agent.toml:11: agents.Research: invalid agent name "Research"`,
+		}},
+		{"unknown agent key", "[agents.a]\ntool = [\"echo\"]\n", []string{
+			`agent.toml:12: agents.a.tool: unknown key (did you mean "tools"?)`,
+		}},
+		{"empty agents", "[agents]\n", []string{
+			`agent.toml:11: agents: declares no agent`,
+		}},
+		{"state path not a string", "[state]\npath = 5\n", []string{
+			`agent.toml:12: state.path: must be a string, got integer 5`,
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := agentsTools + "\n" + tt.src
+			_, err := parse("agent.toml", []byte(src), "/cfg", fakeFiles(t))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			errs := err.(Errors)
+			if len(errs) != len(tt.want) {
+				t.Fatalf("%d errors, want %d:\n%v", len(errs), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(errs[i].Error(), w) {
+					t.Errorf("error %d:\n got %s\nwant %s...", i, errs[i], w)
+				}
+			}
+		})
+	}
+}
