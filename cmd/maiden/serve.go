@@ -29,10 +29,10 @@ var _ flag.Value = (*stringList)(nil)
 // cmdServe speaks MCP over stdio (default) or streamable HTTP.
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("serve", stderr)
-	addr := fs.String("http", "", `serve streamable HTTP at ADDR (e.g. 127.0.0.1:8700) on path /mcp instead of stdio`)
+	addr := fs.String("http", "", "serve streamable HTTP at `ADDR` (e.g. 127.0.0.1:8700) on path /mcp instead of stdio")
 	tokenEnv := fs.String("auth-token-env", "", "require Authorization: Bearer <token> on every request, the `NAME` of the environment variable holding the token (required to bind a non-loopback address)")
 	var origins stringList
-	fs.Var(&origins, "allow-origin", "an Origin (e.g. https://app.example) whose browser pages may call the server; repeatable")
+	fs.Var(&origins, "allow-origin", "an `ORIGIN` (e.g. https://app.example) whose browser pages may call the server; repeatable")
 	maxConc := fs.Int("max-concurrent", 0, "calls running at once, all sessions together (default: 4 per CPU)")
 	maxQueued := fs.Int("max-queued", 0, "calls waiting for a turn before new ones are refused (default 1024; -1: none)")
 	watch := fs.Bool("watch", true, "reload agent.toml and tell clients when it or a tool file changes")
@@ -76,21 +76,16 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer h.Close(context.Background())
 	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: moduleVersion()})
-	problems, err := srv.Sync(ctx)
-	if err != nil {
+	// Sync logs each tool it cannot serve, once (not again at every reload
+	// while the problem stays the same).
+	if _, err := srv.Sync(ctx); err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
 	}
-	for _, p := range problems {
-		fmt.Fprintf(stderr, "maiden serve: not serving %s (%s): %s\n", p.Tool, p.Err.Kind, p.Err.Message)
-	}
 	if *watch {
-		srv.Watch(ctx, c.config, mcpserver.WatchOptions{OnReload: func(err error, problems []mcpserver.Problem) {
+		srv.Watch(ctx, c.config, mcpserver.WatchOptions{OnReload: func(err error, _ []mcpserver.Problem) {
 			if err != nil {
 				logger.Error("reload", "error", err)
-			}
-			for _, p := range problems {
-				logger.Warn("tool not served", "tool", p.Tool, "kind", p.Err.Kind, "error", p.Err.Message)
 			}
 		}})
 	}
@@ -159,11 +154,8 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr 
 	// Shutdown stops the listener at once, but would also wait for clients'
 	// long-lived notification streams, which never end by themselves; so
 	// wait for the calls instead, then close everything.
-	go func() {
-		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			logger.Warn("shutdown", "error", err)
-		}
-	}()
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for h.Active() > 0 && sctx.Err() == nil {
@@ -172,6 +164,12 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr 
 	// Give the last responses a moment to be written before closing.
 	time.Sleep(50 * time.Millisecond)
 	hs.Close()
+	cancel()
+	// Closing is how Shutdown is meant to end here (the streams), so its
+	// context errors are the plan, not a problem worth a warning.
+	if err := <-shut; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, http.ErrServerClosed) {
+		logger.Warn("shutdown", "error", err)
+	}
 	logger.Info("stopped", "calls still running", h.Active())
 	return exitOK
 }

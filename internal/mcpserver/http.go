@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,33 +30,146 @@ type HTTPOptions struct {
 	// Origin (native clients) are unaffected.
 	AllowedOrigins []string
 	// AuthToken, if not empty, is required of every request as
-	// "Authorization: Bearer <token>".
+	// "Authorization: Bearer <token>" (a static token: maiden is not an
+	// OAuth server); a request without it is answered 403 with a message
+	// naming the header (see guard for why not 401).
 	AuthToken string
 	// SessionIdle is how long a session may go without a request before it
 	// is closed and forgotten; 0 means DefaultSessionIdle, negative never.
 	// Without it every initialize held its session forever (20,000 of them
 	// held 350 MB), and each tool-list change was sent to every one.
 	SessionIdle time.Duration
+	// Handlers, if set, are further paths (e.g. "/healthz", "/metrics")
+	// served by the same handler behind the same Origin and token checks as
+	// Path. A key is a net/http ServeMux pattern; Path itself may not be
+	// one of them.
+	Handlers map[string]http.Handler
 }
 
 // DefaultSessionIdle is how long an idle HTTP session lives by default. A
 // client that wants a session kept longer without calls can ping.
 const DefaultSessionIdle = 30 * time.Minute
 
-// HTTPHandler returns the streamable HTTP handler, serving Path only.
+// ModernProtocol is the first MCP revision without sessions (2026-07-28):
+// every request carries its protocol version, in the MCP-Protocol-Version
+// header and in its _meta, and there is no initialize handshake.
+const ModernProtocol = "2026-07-28"
+
+// HTTPHandler returns the streamable HTTP handler, serving Path and
+// o.Handlers, and answering 404 for any other path.
+//
+// Path serves both eras of MCP (the spec's "dual-era" server). A request
+// that names a modern protocol version (MCP-Protocol-Version, or the _meta
+// version of a request without that header) is served statelessly, by the
+// SDK's stateless handler: a session for that one request, closed when it
+// ends, and cancellation when the client closes the response. Anything else
+// (initialize, and every request of a 2025-11-25 or older session) goes to
+// the SDK's handler with sessions, which expire after SessionIdle.
 func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	idle := o.SessionIdle
 	if idle == 0 {
 		idle = DefaultSessionIdle
 	}
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{
-			Logger:         s.log,
-			SessionTimeout: max(idle, 0),
-			// The body is read and capped below, by the configuration in
-			// force; the SDK's own cap only has to let that through.
-			MaxRequestBodyBytes: config.MaxMaxInputBytes + EnvelopeAllowance,
-		})
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	// The body is read and capped below, by the configuration in force; the
+	// SDK's own cap only has to let that through.
+	bodyCap := int64(config.MaxMaxInputBytes + EnvelopeAllowance)
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:              s.log,
+		SessionTimeout:      max(idle, 0),
+		MaxRequestBodyBytes: bodyCap,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		Logger:              s.log,
+		MaxRequestBodyBytes: bodyCap,
+		// In the modern era closing the response is the cancellation (there
+		// is no notifications/cancelled over HTTP): the running tool is
+		// interrupted.
+		PropagateRequestCancellation: true,
+	})
+	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			if isModern(r.Header.Get("MCP-Protocol-Version"), nil) {
+				stateless.ServeHTTP(w, r) // 405: no GET stream, no DELETE
+			} else {
+				sessions.ServeHTTP(w, r)
+			}
+			return
+		}
+		body, ok := s.readBody(w, r)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if isModern(r.Header.Get("MCP-Protocol-Version"), body) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		w, done, answered := s.trackHTTP(w, r.Header.Get("Mcp-Session-Id"), body)
+		if answered {
+			return
+		}
+		defer done()
+		sessions.ServeHTTP(w, r)
+	})
+	guard := s.guard(o)
+	mux := http.NewServeMux()
+	mux.Handle(Path, guard(mcpHandler))
+	for pattern, h := range o.Handlers {
+		if pattern == Path {
+			panic("mcpserver: HTTPOptions.Handlers may not replace " + Path)
+		}
+		mux.Handle(pattern, guard(h))
+	}
+	return mux
+}
+
+// isModern reports whether a request belongs to the sessionless era: its
+// MCP-Protocol-Version header names 2026-07-28 or later or, without that
+// header, its body's _meta names a protocol version (which the stateless
+// handler then checks, and answers a missing header with HeaderMismatch).
+func isModern(header string, body []byte) bool {
+	if header != "" {
+		return isDate(header) && header >= ModernProtocol
+	}
+	if len(body) == 0 {
+		return false
+	}
+	var msg struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return false
+	}
+	_, ok := msg.Params.Meta["io.modelcontextprotocol/protocolVersion"]
+	return ok
+}
+
+// isDate reports whether v has the form of a protocol revision, YYYY-MM-DD,
+// so that comparing it as a string compares dates.
+func isDate(v string) bool {
+	if len(v) != len("2006-01-02") {
+		return false
+	}
+	_, err := time.Parse("2006-01-02", v)
+	return err == nil
+}
+
+// guard wraps a handler in the Origin check and, with a token configured,
+// the bearer-token check.
+//
+// Without the right token the answer is 403 with a message naming the fix,
+// not 401: MCP clients treat a 401 as the start of the OAuth flow of MCP's
+// authorization spec (protected-resource metadata, authorization-server
+// discovery, client registration, a browser), which a static token cannot
+// finish; measured with the MCP Inspector 2.12.0, it ended in "Dynamic Client
+// Registration rejected (HTTP 404)". For the same reason nothing is served at
+// /.well-known/oauth-protected-resource: that document declares a server an
+// OAuth resource server.
+func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 	allowed := map[string]bool{}
 	for _, origin := range o.AllowedOrigins {
 		allowed[strings.TrimSuffix(strings.ToLower(origin), "/")] = true
@@ -64,42 +178,30 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.AuthToken != "" {
 		tokenSum = sha256.Sum256([]byte(o.AuthToken))
 	}
-	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] {
-			s.log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
-			http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
-			return
-		}
-		if o.AuthToken != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			// Comparing digests keeps the comparison constant-time whatever
-			// the lengths.
-			gotSum := sha256.Sum256([]byte(got))
-			if !ok || subtle.ConstantTimeCompare(gotSum[:], tokenSum[:]) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="maiden"`)
-				http.Error(w, "maiden: a valid bearer token is required", http.StatusUnauthorized)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] {
+				s.log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
+				http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
 				return
 			}
-		}
-		if r.Method != http.MethodPost {
-			mcpHandler.ServeHTTP(w, r)
-			return
-		}
-		body, ok := s.readBody(w, r)
-		if !ok {
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		w, done, answered := s.trackHTTP(w, r.Header.Get("Mcp-Session-Id"), body)
-		if answered {
-			return
-		}
-		defer done()
-		mcpHandler.ServeHTTP(w, r)
-	})
-	mux := http.NewServeMux()
-	mux.Handle(Path, guarded)
-	return mux
+			if o.AuthToken != "" {
+				got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+				// Comparing digests keeps the comparison constant-time whatever
+				// the lengths.
+				gotSum := sha256.Sum256([]byte(got))
+				if !ok || subtle.ConstantTimeCompare(gotSum[:], tokenSum[:]) != 1 {
+					msg := "maiden: this server takes a static bearer token, not OAuth: configure the client to send the header \"Authorization: Bearer <token>\" (the MCP client configuration's \"headers\" field), with the token from the variable that maiden serve -auth-token-env names"
+					if r.Header.Get("Authorization") != "" {
+						msg = "maiden: the Authorization header does not carry the bearer token this server takes (\"Authorization: Bearer <token>\", the token from the variable that maiden serve -auth-token-env names); it is not an OAuth server"
+					}
+					http.Error(w, msg, http.StatusForbidden)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // readBody reads a POST body of at most max_input_bytes plus the envelope

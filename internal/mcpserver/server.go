@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -65,8 +66,9 @@ type Server struct {
 	log  *slog.Logger
 	opts Options
 
-	mu     sync.Mutex
-	served map[string]servedTool // what the client was last told, by tool name
+	mu       sync.Mutex
+	served   map[string]servedTool // what the client was last told, by tool name
+	reported map[string]string     // tools not served: the problem last logged, by name
 
 	httpCalls inflight // requests in flight over HTTP, by session
 }
@@ -94,7 +96,7 @@ func New(h *maiden.Host, opts *Options) *Server {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{host: h, log: o.Logger, opts: o, served: map[string]servedTool{}}
+	s := &Server{host: h, log: o.Logger, opts: o, served: map[string]servedTool{}, reported: map[string]string{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "maiden", Version: o.Version}, &mcp.ServerOptions{
 		// The SDK narrates every session at info level; only its warnings
 		// and errors are worth an operator's attention.
@@ -108,7 +110,48 @@ func New(h *maiden.Host, opts *Options) *Server {
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 		},
 	})
+	s.mcp.AddReceivingMiddleware(s.middleware)
 	return s
+}
+
+// DefaultLogLevel is the level from which tool logs reach a client that
+// never chose one (2025-11-25 and older: it sent no logging/setLevel). Info,
+// because that is what a tool says to its user (warnings and errors too);
+// debug is the author's narration, and a client wanting it asks for it.
+// Modern (2026-07-28) requests are different: the spec forbids log
+// notifications for a request that does not name a level in its _meta.
+const DefaultLogLevel = "info"
+
+// notAdvertised are the methods of capabilities maiden does not declare
+// (resources, prompts, completions). The SDK would answer them with empty
+// lists; the spec's answer to an unknown method is -32601.
+var notAdvertised = map[string]bool{
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"prompts/list": true, "prompts/get": true, "completion/complete": true,
+}
+
+// middleware refuses the methods of capabilities not advertised, and gives
+// a session that has just been initialized the default log level.
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if notAdvertised[method] {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				Message: fmt.Sprintf("method not found: %s (maiden serves tools only; it has no resources, prompts or completions)", method)}
+		}
+		res, err := next(ctx, method, req)
+		if method == "initialize" && err == nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				// What logging/setLevel would do; a later setLevel from the
+				// client replaces it.
+				lreq := &mcp.ServerRequest[*mcp.SetLoggingLevelParams]{Session: ss, Params: &mcp.SetLoggingLevelParams{Level: DefaultLogLevel}}
+				if _, lerr := next(ctx, "logging/setLevel", lreq); lerr != nil {
+					s.log.Debug("could not set the default log level", "error", lerr)
+				}
+			}
+		}
+		return res, err
+	}
 }
 
 // MCP exposes the underlying SDK server (for transports this package does
@@ -124,7 +167,8 @@ type Problem struct {
 // Sync makes the served tool list match the host's configuration: tools
 // added, changed (description, schema or code) or removed. A tool that
 // cannot be served (it fails to load, or its schema is unusable) is left
-// out and returned as a Problem. Clients are sent
+// out and returned as a Problem, and logged (a warning) the first time it is
+// seen, not at every Sync. Clients are sent
 // notifications/tools/list_changed when anything changed.
 func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 	infos, err := s.host.Tools(ctx)
@@ -138,8 +182,15 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 	for _, info := range infos {
 		if info.Error != nil {
 			problems = append(problems, Problem{Tool: info.Name, Err: info.Error})
-			s.log.Warn("tool not served", "tool", info.Name, "kind", info.Error.Kind, "error", info.Error.Message)
+			if msg := string(info.Error.Kind) + ": " + info.Error.Message; s.reported[info.Name] != msg {
+				s.reported[info.Name] = msg
+				s.log.Warn("tool not served", "tool", info.Name, "kind", info.Error.Kind, "error", info.Error.Message)
+			}
 			continue
+		}
+		if _, ok := s.reported[info.Name]; ok {
+			delete(s.reported, info.Name)
+			s.log.Info("tool served again", "tool", info.Name)
 		}
 		keep[info.Name] = true
 		now := servedTool{title: info.Title, description: info.Description, schema: info.InputSchema, outputSchema: info.OutputSchema, digest: info.Digest, hints: info.Hints}
@@ -169,6 +220,11 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 		}
 		s.mcp.AddTool(tool, s.handler(info.Name))
 		s.served[info.Name] = now
+	}
+	for name := range s.reported {
+		if !slices.ContainsFunc(infos, func(i maiden.ToolInfo) bool { return i.Name == name }) {
+			delete(s.reported, name) // no longer configured
+		}
 	}
 	var gone []string
 	for name := range s.served {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -396,9 +397,22 @@ func (e *env) httpServer(o HTTPOptions) *httptest.Server {
 	return srv
 }
 
+// httpClient connects a client of the 2025-11-25 era (initialize, a
+// session); httpClientModern one of 2026-07-28 (stateless).
 func (e *env) httpClient(url string, hc *http.Client) (*mcp.ClientSession, error) {
+	return e.httpClientEra(url, hc, legacyProtocol, nil)
+}
+
+func (e *env) httpClientModern(url string, hc *http.Client, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	return e.httpClientEra(url, hc, ModernProtocol, opts)
+}
+
+// legacyProtocol is the newest revision with sessions.
+const legacyProtocol = "2025-11-25"
+
+func (e *env) httpClientEra(url string, hc *http.Client, version string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	t := &mcp.StreamableClientTransport{Endpoint: url + Path, HTTPClient: hc, MaxRetries: -1}
-	return mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "0"}, nil).Connect(context.Background(), t, nil)
+	return mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "0"}, opts).Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
 // headerTransport adds headers to every request.
@@ -454,7 +468,9 @@ func TestHTTPOriginAndAuth(t *testing.T) {
 		code int
 	}{
 		{map[string]string{"Origin": "https://evil.example", "Authorization": "Bearer s3cret-token"}, http.StatusForbidden},
-		{map[string]string{}, http.StatusUnauthorized},
+		// 403, not 401: a 401 sends MCP clients into OAuth (see guard).
+		{map[string]string{}, http.StatusForbidden},
+		{map[string]string{"Authorization": "Bearer wrong"}, http.StatusForbidden},
 	} {
 		req, _ := http.NewRequest("POST", srv.URL+Path, strings.NewReader(`{}`))
 		for k, v := range tc.hdr {
@@ -464,13 +480,21 @@ func TestHTTPOriginAndAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != tc.code {
 			t.Errorf("%v: status %d, want %d", tc.hdr, resp.StatusCode, tc.code)
 		}
+		if tc.hdr["Origin"] == "" && (!strings.Contains(string(body), "Authorization: Bearer <token>") || resp.Header.Get("WWW-Authenticate") != "") {
+			t.Errorf("%v: the refusal names no header to configure, or carries an OAuth challenge: %q %q", tc.hdr, body, resp.Header.Get("WWW-Authenticate"))
+		}
 	}
-	if resp, err := http.Get(srv.URL + "/other"); err != nil || resp.StatusCode != http.StatusNotFound {
-		t.Errorf("other path: %v %v", resp.StatusCode, err)
+	// No OAuth protected-resource metadata: it would declare maiden an OAuth
+	// resource server.
+	for _, p := range []string{"/other", "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+		if resp, err := http.Get(srv.URL + p); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %v %v", p, resp.StatusCode, err)
+		}
 	}
 }
 
