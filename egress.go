@@ -3,6 +3,7 @@ package maiden
 import (
 	"context"
 	"net/netip"
+	"sync"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
@@ -98,6 +99,9 @@ type policies struct {
 	cfg    *config.Config
 	byTool map[string]*egress.Policy
 	errs   map[string]error
+	// narrowed holds the policies of bindings that narrow a tool's egress,
+	// compiled on first use (agent + "\x00" + tool → compiledPolicy).
+	narrowed sync.Map
 }
 
 // policySet returns the compiled policies of cfg, building them on first
@@ -126,6 +130,12 @@ func (h *Host) policySet(cfg *config.Config) *policies {
 		for _, pol := range old.byTool {
 			pol.CloseIdleConnections()
 		}
+		old.narrowed.Range(func(_, v any) bool {
+			if c := v.(compiledPolicy); c.pol != nil {
+				c.pol.CloseIdleConnections()
+			}
+			return true
+		})
 	}
 	return p
 }

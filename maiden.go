@@ -199,6 +199,10 @@ func (h *Host) SetConfig(cfg *config.Config) {
 
 // Call is one request to run a tool.
 type Call struct {
+	// Agent is who is calling: an [agents.NAME] of agent.toml. With no
+	// [agents] declared it must be "" or DefaultAgent; with agents declared
+	// it is required. A tool not bound to the agent is ErrUnknownTool.
+	Agent string
 	// Tool is the tool's name in agent.toml.
 	Tool string
 	// Input is the JSON text passed to the tool's execute function.

@@ -32,7 +32,8 @@ type invocation struct {
 
 	// Set by the stages, in order.
 	cfg    *config.Config
-	tool   config.Tool
+	agent  string      // resolved: DefaultAgent when the configuration declares none
+	tool   config.Tool // as the agent's binding narrows it
 	policy *egress.Policy
 	input  any // the parsed input
 	opened *sandbox.Tool
@@ -83,19 +84,21 @@ func (h *Host) admit(next handler) handler {
 }
 
 // resolvePolicy reads the policy once from the configuration in force, so
-// an edit to agent.toml never changes a call halfway.
+// an edit to agent.toml never changes a call halfway: the call's agent, the
+// tool as that agent's binding exposes it (an unbound tool does not exist),
+// and its egress policy.
 func (h *Host) resolvePolicy(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		cfg := h.cfg.Load()
-		tool, ok := cfg.Tool(inv.call.Tool)
-		if !ok {
-			return fmt.Errorf("%w %q in %s (%s)", ErrUnknownTool, inv.call.Tool, cfg.File(), toolNames(cfg))
+		exp, err := expose(cfg, inv.call.Agent, inv.call.Tool)
+		if err != nil {
+			return err
 		}
-		pols := h.policySet(cfg)
-		if err := pols.errs[inv.call.Tool]; err != nil {
+		pol, err := h.policySet(cfg).egressPolicy(exp)
+		if err != nil {
 			return inv.fail(KindConfig, err.Error())
 		}
-		inv.cfg, inv.tool, inv.policy = cfg, tool, pols.byTool[inv.call.Tool]
+		inv.cfg, inv.agent, inv.tool, inv.policy = cfg, exp.agent, exp.tool, pol
 		return next(ctx, inv)
 	}
 }

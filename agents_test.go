@@ -1,0 +1,156 @@
+package maiden_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// TestImplicitAgent: a configuration without [agents] runs every call as
+// the default agent, as before agents existed (CARDS.md A12 needs a
+// declared agent; this is the compatibility half).
+func TestImplicitAgent(t *testing.T) {
+	h := newHostWith(t, "version = 1\n[tools.echo]\npath = %q\n", maiden.Options{}, "echo")
+	ctx := context.Background()
+	for _, agent := range []string{"", maiden.DefaultAgent} {
+		res, err := h.Call(ctx, maiden.Call{Agent: agent, Tool: "echo", Input: `{"message":"hi"}`})
+		if err != nil || !res.OK {
+			t.Errorf("agent %q: %+v, %v", agent, res, err)
+		}
+	}
+	_, err := h.Call(ctx, maiden.Call{Agent: "research", Tool: "echo", Input: `{}`})
+	if !errors.Is(err, maiden.ErrUnknownAgent) || !strings.Contains(err.Error(), "declares no [agents]") {
+		t.Errorf("undeclared agent: %v", err)
+	}
+	infos, err := h.ToolsFor(ctx, "")
+	if err != nil || len(infos) != 1 {
+		t.Errorf("ToolsFor: %v, %v", infos, err)
+	}
+}
+
+// TestBindingsExposeAndNarrow: an agent sees only the tools bound to it (an
+// unbound tool is "unknown", in the same words as one that does not exist:
+// CARDS.md A12's second half), and a binding narrows the tool's policy for
+// that agent only: hosts, secrets and timeout.
+func TestBindingsExposeAndNarrow(t *testing.T) {
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "host=%s auth=%v", r.Host, r.Header.Get("Authorization") != "")
+	}), "api.example.com", "other.example.com")
+	u, _ := url.Parse(srv.URL)
+	port := u.Port()
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %[1]q
+[tools.fetcher]
+path = %[2]q
+http_allow = ["api.example.com", "other.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+secrets = ["TOKEN"]
+[tools.loop]
+path = %[3]q
+timeout_ms = 5000
+
+[agents.research]
+tools = ["echo"]
+
+[agents.wide]
+tools = ["fetcher", "loop"]
+
+[agents.narrow.tools.fetcher]
+http_allow = ["api.example.com"]
+secrets = []
+[agents.narrow.tools.loop]
+timeout_ms = 100
+`, maiden.Options{
+		Resolver:     testkit.Loopback("api.example.com", "other.example.com"),
+		LookupSecret: func(string) (string, bool) { return "tok-value", true },
+	}, "echo", "js/fetcher", "loop")
+	ctx := context.Background()
+
+	// Exposure.
+	if res, err := h.Call(ctx, maiden.Call{Agent: "research", Tool: "echo", Input: `{"message":"hi"}`}); err != nil || !res.OK {
+		t.Fatalf("bound tool: %+v, %v", res, err)
+	}
+	_, unbound := h.Call(ctx, maiden.Call{Agent: "research", Tool: "fetcher", Input: `{}`})
+	_, missing := h.Call(ctx, maiden.Call{Agent: "research", Tool: "nosuch", Input: `{}`})
+	if !errors.Is(unbound, maiden.ErrUnknownTool) || !errors.Is(missing, maiden.ErrUnknownTool) {
+		t.Fatalf("unbound: %v; missing: %v", unbound, missing)
+	}
+	if strings.ReplaceAll(unbound.Error(), "fetcher", "X") != strings.ReplaceAll(missing.Error(), "nosuch", "X") {
+		t.Errorf("an unbound tool is told apart from a missing one:\n%v\n%v", unbound, missing)
+	}
+	for _, agent := range []string{"", "nobody"} {
+		if _, err := h.Call(ctx, maiden.Call{Agent: agent, Tool: "echo", Input: `{}`}); !errors.Is(err, maiden.ErrUnknownAgent) {
+			t.Errorf("agent %q: %v", agent, err)
+		}
+	}
+
+	// Narrowing, for one agent only.
+	base := "https://%s:" + port + "/"
+	fetch := func(agent, host, cred string) maiden.Result {
+		t.Helper()
+		in := fmt.Sprintf(`{"url":%q,"credential":%q}`, fmt.Sprintf(base, host), cred)
+		if cred == "" {
+			in = fmt.Sprintf(`{"url":%q}`, fmt.Sprintf(base, host))
+		}
+		res, err := h.Call(ctx, maiden.Call{Agent: agent, Tool: "fetcher", Input: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := fetch("wide", "other.example.com", "TOKEN"); !res.OK || !strings.Contains(res.Output, "host=other.example.com") || !strings.Contains(res.Output, "auth=true") {
+		t.Errorf("wide agent, other host: %+v", res)
+	}
+	if res := fetch("narrow", "api.example.com", ""); !res.OK {
+		t.Errorf("narrow agent, its host: %+v", res)
+	}
+	if res := fetch("narrow", "other.example.com", ""); res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "http_allow") {
+		t.Errorf("narrow agent, host its binding dropped: %+v", res)
+	}
+	if res := fetch("narrow", "api.example.com", "TOKEN"); res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "credential-undeclared") {
+		t.Errorf("narrow agent, secret its binding dropped: %+v", res)
+	}
+	// The wide agent's policy is unchanged after the narrow one ran.
+	if res := fetch("wide", "other.example.com", ""); !res.OK {
+		t.Errorf("wide agent after narrow: %+v", res)
+	}
+	res, err := h.Call(ctx, maiden.Call{Agent: "narrow", Tool: "loop", Input: `{}`})
+	if err != nil || res.OK || res.Error.Kind != maiden.KindDeadline || !strings.Contains(res.Error.Message, "100ms") {
+		t.Errorf("narrowed timeout: %+v, %v", res, err)
+	}
+
+	// Listing.
+	infos, err := h.ToolsFor(ctx, "narrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, info := range infos {
+		names = append(names, info.Name)
+		if info.Name == "fetcher" && (len(info.Policy.HTTPAllow) != 1 || len(info.Policy.Secrets) != 0) {
+			t.Errorf("narrow's fetcher policy: %+v", info.Policy)
+		}
+		if info.Name == "loop" && info.Policy.TimeoutMS != 100 {
+			t.Errorf("narrow's loop policy: %+v", info.Policy)
+		}
+	}
+	if strings.Join(names, ",") != "fetcher,loop" {
+		t.Errorf("narrow sees %v", names)
+	}
+	if infos, err := h.ToolsFor(ctx, "research"); err != nil || len(infos) != 1 || infos[0].Name != "echo" {
+		t.Errorf("research sees %+v, %v", infos, err)
+	}
+	if _, err := h.ToolsFor(ctx, "nobody"); !errors.Is(err, maiden.ErrUnknownAgent) {
+		t.Errorf("ToolsFor(nobody): %v", err)
+	}
+}
