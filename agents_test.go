@@ -37,7 +37,8 @@ func TestImplicitAgent(t *testing.T) {
 
 // TestBindingsExposeAndNarrow: an agent sees only the tools bound to it (an
 // unbound tool is "unknown", in the same words as one that does not exist:
-// CARDS.md A12's second half), and a binding narrows the tool's policy for
+// CARDS.md A12's second half, even with a card that would allow it), and
+// a binding narrows the tool's policy for
 // that agent only: hosts, secrets and timeout.
 func TestBindingsExposeAndNarrow(t *testing.T) {
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,10 +62,14 @@ timeout_ms = 5000
 
 [agents.research]
 tools = ["echo"]
+grants = ["tool:invoke echo --...", "tool:invoke fetcher --..."]
 
 [agents.wide]
 tools = ["fetcher", "loop"]
+grants = ["tool:invoke fetcher --...", "tool:invoke loop --..."]
 
+[agents.narrow]
+grants = ["tool:invoke fetcher --...", "tool:invoke loop --..."]
 [agents.narrow.tools.fetcher]
 http_allow = ["api.example.com"]
 secrets = []
@@ -152,5 +157,71 @@ timeout_ms = 100
 	}
 	if _, err := h.ToolsFor(ctx, "nobody"); !errors.Is(err, maiden.ErrUnknownAgent) {
 		t.Errorf("ToolsFor(nobody): %v", err)
+	}
+}
+
+// TestCardsAuthorize: a declared agent can call nothing until a card allows
+// it, argument by argument (CARDS.md A10, A11, A12), and a denial names
+// the grant that would allow it in the form an operator can paste.
+func TestCardsAuthorize(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+
+[agents.exact]
+tools = ["echo"]
+grants = ["tool:invoke echo --message=cart"]
+
+[agents.literal]
+tools = ["echo"]
+grants = ['tool:invoke echo --message=\*']
+
+[agents.glob]
+tools = ["echo"]
+grants = ["tool:invoke echo --message=ca*"]
+
+[agents.strict]
+tools = ["echo"]
+grants = ["tool:invoke echo --message=*"]
+
+[agents.open]
+tools = ["echo"]
+grants = ["tool:invoke echo --message=* --..."]
+
+[agents.nocard]
+tools = ["echo"]
+`, maiden.Options{}, "echo")
+	for _, tt := range []struct {
+		scenario, agent, input string
+		allowed                bool
+	}{
+		{"A10", "exact", `{"message":"cart"}`, true},
+		{"A10", "exact", `{"message":"x"}`, false},
+		{"A11 escaped", "literal", `{"message":"cart"}`, false},
+		{"A11 escaped", "literal", `{"message":"*"}`, true},
+		{"A11 glob", "glob", `{"message":"cart"}`, true},
+		{"A11 glob", "glob", `{"message":"dart"}`, false},
+		{"unmentioned argument", "strict", `{"message":"a","shout":true}`, false},
+		{"--... allows further arguments", "open", `{"message":"a","shout":true}`, true},
+		{"A12 bound, no card", "nocard", `{"message":"a"}`, false},
+	} {
+		t.Run(tt.scenario+"/"+tt.agent+"/"+tt.input, func(t *testing.T) {
+			res, err := h.Call(context.Background(), maiden.Call{Agent: tt.agent, Tool: "echo", Input: tt.input})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK != tt.allowed {
+				t.Fatalf("allowed %v, want %v: %+v", res.OK, tt.allowed, res)
+			}
+			if !tt.allowed && (res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "maiden cards grant -agent "+tt.agent+" 'tool:invoke echo")) {
+				t.Errorf("denial: %+v", res.Error)
+			}
+		})
+	}
+	// The exact message of the issue, for the record.
+	res, _ := h.Call(context.Background(), maiden.Call{Agent: "exact", Tool: "echo", Input: `{"message":"Berlin"}`})
+	want := `no card of agent "exact" allows tool:invoke echo --message=Berlin (grant it: maiden cards grant -agent exact 'tool:invoke echo --message=Berlin')`
+	if res.OK || res.Error.Message != want {
+		t.Errorf("got  %q\nwant %q", res.Error.Message, want)
 	}
 }

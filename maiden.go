@@ -119,6 +119,8 @@ const (
 
 // Host runs the tools of one configuration. It is safe for concurrent use.
 type Host struct {
+	sysCardsState // the system cards of the configuration in force (authorize.go)
+
 	cfg     atomic.Pointer[config.Config]
 	runner  sandbox.Runner
 	log     *slog.Logger

@@ -12,6 +12,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/worker"
 )
@@ -31,14 +32,15 @@ type invocation struct {
 	res   Result
 
 	// Set by the stages, in order.
-	cfg    *config.Config
-	agent  string      // resolved: DefaultAgent when the configuration declares none
-	tool   config.Tool // as the agent's binding narrows it
-	policy *egress.Policy
-	input  any // the parsed input
-	opened *sandbox.Tool
-	schema *inputSchema
-	output *inputSchema // the tool's output schema; nil if it declares none
+	cfg      *config.Config
+	agent    string      // resolved: DefaultAgent when the configuration declares none
+	tool     config.Tool // as the agent's binding narrows it
+	policy   *egress.Policy
+	input    any         // the parsed input
+	rendered []grant.Arg // the input's canonical arguments, once authorized (nil for the implicit agent)
+	opened   *sandbox.Tool
+	schema   *inputSchema
+	output   *inputSchema // the tool's output schema; nil if it declares none
 }
 
 // handler runs (the rest of) a call.
@@ -47,13 +49,15 @@ type handler func(ctx context.Context, inv *invocation) error
 // stage wraps the rest of the pipeline.
 type stage func(next handler) handler
 
-// pipeline assembles the call path: admission → policy → input → load and
-// validate → output check (around the run) → run.
+// pipeline assembles the call path: admission → exposure and policy →
+// input → authority (cards) → load and validate → output check (around the
+// run) → run.
 func (h *Host) pipeline() handler {
 	stages := []stage{
 		h.admit,
 		h.resolvePolicy,
 		h.checkInput,
+		h.authorize,
 		h.loadAndValidate,
 		h.checkOutput,
 	}
