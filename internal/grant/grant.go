@@ -314,3 +314,28 @@ func leadingDash(w string) string {
 	}
 	return w
 }
+
+// MarshalText writes g's canonical form (for JSON and the store).
+func (g Grant) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
+
+// UnmarshalText parses a grant written by MarshalText (or by a person).
+func (g *Grant) UnmarshalText(b []byte) error {
+	p, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*g = p
+	return nil
+}
+
+// LiteralName returns the name a tool, secret or card grant is restricted
+// to when it has no wildcard (so a wallet can index its grants by it).
+func (g Grant) LiteralName() (string, bool) {
+	switch g.Class {
+	case Tool, Secret, Card:
+		if g.name.IsLiteral() {
+			return g.name.parts[0], true
+		}
+	}
+	return "", false
+}

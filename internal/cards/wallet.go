@@ -1,0 +1,212 @@
+package cards
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/grant"
+)
+
+// Wallet is an agent's cards as they stood at one instant: the pinned view
+// a call decides on. Build it with NewWallet; it is immutable and safe for
+// concurrent use.
+type Wallet struct {
+	agent string
+	at    time.Time
+	cards []Card
+	upper []*Card // live cards with upper grants for the agent
+	// The lower-positive grants for the agent, those restricted to one
+	// literal name indexed by it (a decision then looks at the few grants
+	// that can match, not at the whole wallet), the others in card order.
+	named map[nameKey][]entry
+	other []entry
+}
+
+type nameKey struct {
+	class grant.Class
+	name  string
+}
+
+type entry struct {
+	card *Card
+	g    *Grant
+}
+
+// NewWallet pins cards (an agent's cards as the store returned them) at
+// time at: revoked and expired cards are dropped, and grants whose
+// recipient does not cover agent are ignored. The cards are copied.
+func NewWallet(agent string, at time.Time, cards []Card) *Wallet {
+	w := &Wallet{agent: agent, at: at, cards: make([]Card, 0, len(cards)), named: map[nameKey][]entry{}}
+	for _, c := range cards {
+		if !c.Live(at) {
+			continue
+		}
+		c.LowerPos = forAgent(c.LowerPos, agent)
+		c.LowerNeg = forAgent(c.LowerNeg, agent)
+		c.UpperPos = forAgent(c.UpperPos, agent)
+		c.UpperNeg = forAgent(c.UpperNeg, agent)
+		w.cards = append(w.cards, c)
+	}
+	for i := range w.cards {
+		c := &w.cards[i]
+		for j := range c.LowerPos {
+			g := &c.LowerPos[j]
+			if name, ok := g.Grant.LiteralName(); ok {
+				k := nameKey{g.Grant.Class, name}
+				w.named[k] = append(w.named[k], entry{c, g})
+			} else {
+				w.other = append(w.other, entry{c, g})
+			}
+		}
+		if len(c.UpperPos) > 0 || len(c.UpperNeg) > 0 {
+			w.upper = append(w.upper, c)
+		}
+	}
+	return w
+}
+
+// NextExpiry is the earliest expiry among the wallet's cards (zero if none
+// expires): a caller that caches a wallet while the store reports no change
+// must pin a new one by then.
+func (w *Wallet) NextExpiry() time.Time {
+	var next time.Time
+	for _, c := range w.cards {
+		if !c.Expires.IsZero() && (next.IsZero() || c.Expires.Before(next)) {
+			next = c.Expires
+		}
+	}
+	return next
+}
+
+// forAgent keeps the grants of gs whose recipient covers agent (gs itself
+// when all do, which is the common case).
+func forAgent(gs []Grant, agent string) []Grant {
+	for i, g := range gs {
+		if !g.covers(agent) {
+			out := append([]Grant(nil), gs[:i]...)
+			for _, g := range gs[i+1:] {
+				if g.covers(agent) {
+					out = append(out, g)
+				}
+			}
+			return out
+		}
+	}
+	return gs
+}
+
+// Agent is the wallet's agent.
+func (w *Wallet) Agent() string { return w.agent }
+
+// At is the instant the wallet was pinned at.
+func (w *Wallet) At() time.Time { return w.at }
+
+// Cards returns the live cards of the wallet (a copy of the slice).
+func (w *Wallet) Cards() []Card { return append([]Card(nil), w.cards...) }
+
+// Decision is the outcome of a decision: allowed or not, the rule (card,
+// list and grant) that decided, and on a denial a reason an operator can
+// act on. An allowed Decision is built without allocating.
+type Decision struct {
+	Allow bool
+	// Card is the ID of the card that decided ("" when no card did: no
+	// card allows the target).
+	Card string
+	// Bound is the list of that card that decided: "lower-positive" (an
+	// allowing grant), "lower-negative" (an exception of the only cards
+	// that allowed it), "upper-negative" or "upper-positive" (a ceiling
+	// that does not cover the target; Grant is then zero).
+	Bound string
+	// Grant is the grant that decided.
+	Grant grant.Grant
+	// Reason is the whole denial in words an operator can paste from
+	// ("" when allowed).
+	Reason string
+	// Target is the canonical form of what was asked (set on a denial).
+	Target string
+}
+
+// Rule names what decided, as "card ID: bound GRANT", or "no card".
+func (d Decision) Rule() string {
+	if d.Card == "" {
+		return "no card"
+	}
+	if g := d.Grant.String(); g != "" {
+		return "card " + d.Card + ": " + d.Bound + " " + g
+	}
+	return "card " + d.Card + ": " + d.Bound
+}
+
+// Decide says whether the wallet allows target (CARDS.md "Decision"):
+//  1. every card's ceiling (upper-positive, when not empty) covers it and
+//     none of its upper-negative grants does;
+//  2. some card has a lower-positive grant covering it and no
+//     lower-negative grant of that same card covering it.
+//
+// The wallet-wide bounds are checked first because granting another card
+// cannot lift them: their denial says which card to revoke instead. An
+// allowed decision allocates nothing.
+func (w *Wallet) Decide(t grant.Target) Decision {
+	for _, c := range w.upper {
+		if g, ok := first(c.UpperNeg, t); ok {
+			return w.deny(t, c.ID, "upper-negative", g.Grant,
+				fmt.Sprintf("card %s of agent %q forbids %s (its upper-negative grant %q; only revoking that card lifts it: maiden cards revoke %s)",
+					c.ID, w.agent, t, g.Grant.String(), c.ID))
+		}
+		if len(c.UpperPos) > 0 {
+			if _, ok := first(c.UpperPos, t); !ok {
+				return w.deny(t, c.ID, "upper-positive", grant.Grant{},
+					fmt.Sprintf("card %s of agent %q caps its wallet at %s, which does not cover %s (only revoking that card lifts it: maiden cards revoke %s)",
+						c.ID, w.agent, list(c.UpperPos), t, c.ID))
+			}
+		}
+	}
+	var excepted *Card
+	var exceptedBy Grant
+	for _, list := range [2][]entry{w.named[nameKey{t.Class, t.Name}], w.other} {
+		for _, e := range list {
+			if !e.g.Grant.Allows(t) {
+				continue
+			}
+			if n, neg := first(e.card.LowerNeg, t); neg {
+				if excepted == nil {
+					excepted, exceptedBy = e.card, n
+				}
+				continue
+			}
+			return Decision{Allow: true, Card: e.card.ID, Bound: "lower-positive", Grant: e.g.Grant}
+		}
+	}
+	hint := fmt.Sprintf("grant it: maiden cards grant -agent %s %s", shellQuote(w.agent), shellQuote(t.String()))
+	if excepted != nil {
+		return w.deny(t, excepted.ID, "lower-negative", exceptedBy.Grant,
+			fmt.Sprintf("no card of agent %q allows %s: card %s excepts it (its lower-negative grant %q) (%s)",
+				w.agent, t, excepted.ID, exceptedBy.Grant.String(), hint))
+	}
+	return w.deny(t, "", "", grant.Grant{}, fmt.Sprintf("no card of agent %q allows %s (%s)", w.agent, t, hint))
+}
+
+func (w *Wallet) deny(t grant.Target, card, bound string, g grant.Grant, reason string) Decision {
+	return Decision{Card: card, Bound: bound, Grant: g, Reason: reason, Target: t.String()}
+}
+
+// first returns the first grant of gs that allows t.
+func first(gs []Grant, t grant.Target) (Grant, bool) {
+	for _, g := range gs {
+		if g.Grant.Allows(t) {
+			return g, true
+		}
+	}
+	return Grant{}, false
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
