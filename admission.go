@@ -17,6 +17,8 @@ type admission struct {
 	mu      sync.Mutex
 	waiting int
 	max     int // waiters allowed
+
+	obs Observer // nil: no events
 }
 
 func newAdmission(concurrent, queued int) *admission {
@@ -37,6 +39,7 @@ func newAdmission(concurrent, queued int) *admission {
 func (a *admission) enter(ctx context.Context) (release func(), err error) {
 	select {
 	case a.slots <- struct{}{}:
+		a.observe(0, +1)
 		return a.release, nil
 	default:
 	}
@@ -47,6 +50,7 @@ func (a *admission) enter(ctx context.Context) (release func(), err error) {
 	}
 	a.waiting++
 	a.mu.Unlock()
+	a.observe(+1, 0)
 	defer func() {
 		a.mu.Lock()
 		a.waiting--
@@ -54,13 +58,27 @@ func (a *admission) enter(ctx context.Context) (release func(), err error) {
 	}()
 	select {
 	case a.slots <- struct{}{}:
+		a.observe(-1, +1)
 		return a.release, nil
 	case <-ctx.Done():
+		a.observe(-1, 0)
 		return nil, ctx.Err()
 	}
 }
 
-func (a *admission) release() { <-a.slots }
+// release gives a turn back. The event comes first, so that an observer's
+// running count never exceeds the number of turns.
+func (a *admission) release() {
+	a.observe(0, -1)
+	<-a.slots
+}
+
+// observe reports a change in the waiting and running counts.
+func (a *admission) observe(queued, running int) {
+	if a.obs != nil {
+		a.obs.Admission(AdmissionEvent{Queued: queued, Running: running})
+	}
+}
 
 // active is how many calls are running or waiting.
 func (a *admission) active() int {

@@ -36,10 +36,11 @@ func egressRules(t config.Tool) egress.Rules {
 	}
 }
 
-// fetchFunc adapts the gate to the sandbox's http-fetch for a tool with
-// policy p. The values are copied field by field: the two sets of types
-// are separate on purpose, so either side can change without the other.
-func fetchFunc(g *egress.Gate, p *egress.Policy) sandbox.FetchFunc {
+// fetchFunc adapts the gate to the sandbox's http-fetch for tool, whose
+// policy is p, and reports each decision to obs (if not nil). The values
+// are copied field by field: the two sets of types are separate on
+// purpose, so either side can change without the other.
+func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool string) sandbox.FetchFunc {
 	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
 		resp, ferr := g.Fetch(ctx, p, egress.Request{
 			Method:        req.Method,
@@ -49,6 +50,13 @@ func fetchFunc(g *egress.Gate, p *egress.Policy) sandbox.FetchFunc {
 			Credential:    req.Credential,
 			HasCredential: req.HasCredential,
 		})
+		if obs != nil {
+			ev := FetchEvent{Tool: tool, Allowed: true, Rule: egress.RuleAllowed}
+			if ferr != nil {
+				ev.Allowed, ev.Rule = ferr.Kind != egress.FetchDenied, ferr.Rule
+			}
+			obs.Fetch(ev)
+		}
 		if ferr != nil {
 			return nil, &sandbox.FetchError{Kind: sandboxFetchKind(ferr.Kind), Message: ferr.Message}
 		}

@@ -80,6 +80,9 @@ type Options struct {
 	// which must then call WorkerMain first thing in main. The maiden
 	// command's path works too: []string{"/usr/local/bin/maiden"}.
 	WorkerCommand []string
+	// Observer, if set, watches every call: admission, how it ended, its
+	// http-fetch decisions (see Observer). nil costs nothing.
+	Observer Observer
 }
 
 // Isolation is where guest code runs.
@@ -159,6 +162,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		return nil, fmt.Errorf("maiden.New: %w", err)
 	}
 	h.runner = runner
+	h.adm.obs = o.Observer
 	audit := o.Audit
 	if audit == nil {
 		audit = o.Logger
@@ -295,6 +299,9 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	inv.res.Duration = time.Since(inv.start)
 	if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
 		err = ErrClosed
+	}
+	if h.opts.Observer != nil {
+		h.callDone(inv, err)
 	}
 	return inv.res, err
 }

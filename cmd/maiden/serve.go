@@ -69,7 +69,8 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		printConfigErrors(stderr, err)
 		return exitUsage
 	}
-	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value()})
+	mx := serveMetrics(*addr)
+	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer()})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
@@ -97,7 +98,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
-	o := mcpserver.HTTPOptions{AllowedOrigins: origins, AuthToken: token, SessionIdle: *idle}
+	o := mcpserver.HTTPOptions{AllowedOrigins: origins, AuthToken: token, SessionIdle: *idle, Handlers: monitorHandlers(ctx, mx)}
 	if *idle <= 0 {
 		o.SessionIdle = -1 // HTTPOptions' "never"; its 0 is the default
 	}

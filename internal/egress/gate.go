@@ -148,6 +148,7 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *F
 	resp, ferr := g.fetch(ctx, p, req, vals, red, &ev)
 	if ferr != nil {
 		ferr.Message = message(red, ferr)
+		ferr.Rule = ev.rule
 	}
 	ev.duration = time.Since(start)
 	ev.redact(red)

@@ -48,6 +48,10 @@ const (
 type FetchError struct {
 	Kind    FetchErrorKind
 	Message string
+	// Rule is the rule that decided, as in the audit event: a denial's rule
+	// (Kind denied) or the outcome of an allowed request (timeout,
+	// too-large, failed, ...). Stable names, for counting refusals.
+	Rule string
 }
 
 func (e *FetchError) Error() string {
