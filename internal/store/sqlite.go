@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// Options configure a store. nil means the defaults.
+type Options struct {
+	// BusyTimeout is how long a writer waits for another one (in this or
+	// another process) before failing; zero means 10 s.
+	BusyTimeout time.Duration
+	// Now is the clock; nil means time.Now (tests move it).
+	Now func() time.Time
+}
+
+// SQLite is the store in one SQLite file (see the package documentation).
+type SQLite struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+}
+
+var _ Store = (*SQLite)(nil)
+
+// Open opens (creating if needed) the store at path and brings its schema
+// up to date. A schema newer than this binary is ErrSchemaTooNew; the file
+// is then left as it is.
+func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if path == "" || strings.ContainsAny(path, "?#\x00") {
+		return nil, fmt.Errorf("open state store %q: %w: the path must be non-empty and hold no '?', '#' or NUL", path, ErrBadInput)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	// FULL: a commit is on disk before Grant returns (WAL's NORMAL could lose
+	// the last commits on power loss; a kill -9 loses nothing either way).
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	// Every transaction takes the write lock when it begins: a deferred
+	// transaction that reads and then writes fails at once with
+	// SQLITE_BUSY when another process wrote in between (the busy timeout
+	// does not apply to that upgrade), which is the classic multi-process
+	// failure of WAL databases.
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &SQLite{db: db, path: path, now: now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// Path is the store's file.
+func (s *SQLite) Path() string { return s.path }
+
+// migrations are the schema, one step per version, in portable SQL (the
+// PostgreSQL store of a later issue runs the same text): TEXT, BIGINT and
+// INTEGER columns only, times as Unix nanoseconds, no AUTOINCREMENT, no
+// SQLite functions. Never edit a released step; add one.
+var migrations = []string{
+	1: `
+CREATE TABLE agents (
+	name       TEXT PRIMARY KEY,
+	created_at BIGINT NOT NULL
+);
+CREATE TABLE tokens (
+	id         TEXT PRIMARY KEY,
+	agent      TEXT NOT NULL REFERENCES agents(name),
+	hash       TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	revoked_at BIGINT
+);
+CREATE INDEX tokens_agent ON tokens(agent);
+CREATE TABLE cards (
+	id         TEXT PRIMARY KEY,
+	seq        BIGINT NOT NULL UNIQUE,
+	holder     TEXT NOT NULL REFERENCES agents(name),
+	spec       TEXT NOT NULL,
+	parents    TEXT NOT NULL,
+	system     INTEGER NOT NULL,
+	manager    TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	expires_at BIGINT
+);
+CREATE INDEX cards_holder ON cards(holder);
+CREATE TABLE card_parents (
+	child  TEXT NOT NULL REFERENCES cards(id),
+	parent TEXT NOT NULL REFERENCES cards(id),
+	PRIMARY KEY (child, parent)
+);
+CREATE INDEX card_parents_parent ON card_parents(parent);
+CREATE TABLE revocations (
+	card_id    TEXT PRIMARY KEY REFERENCES cards(id),
+	revoked_at BIGINT NOT NULL,
+	actor      TEXT NOT NULL,
+	cause      TEXT NOT NULL
+);
+CREATE TABLE counters (
+	name  TEXT PRIMARY KEY,
+	value BIGINT NOT NULL
+);
+INSERT INTO counters (name, value) VALUES ('generation', 0);
+`,
+}
+
+// SchemaVersion is the schema version this binary writes.
+func SchemaVersion() int { return len(migrations) - 1 }
+
+// migrate applies the missing steps, each in its own transaction with its
+// version row, so that several processes opening one new file at once
+// serialise on the write lock and each step runs once.
+func (s *SQLite) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for {
+		done, err := s.migrateOne(ctx)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	var v sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return false, fmt.Errorf("read schema version: %w", err)
+	}
+	cur := int(v.Int64)
+	switch {
+	case cur > SchemaVersion():
+		return false, fmt.Errorf("%w: the file is at version %d, this maiden knows up to %d (upgrade maiden, or use another -state file)",
+			ErrSchemaTooNew, cur, SchemaVersion())
+	case cur == SchemaVersion():
+		return true, nil
+	}
+	next := cur + 1
+	for _, stmt := range strings.Split(migrations[next], ";") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return false, fmt.Errorf("migration %d: %w", next, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, next, s.now().UnixNano()); err != nil {
+		return false, fmt.Errorf("migration %d: %w", next, err)
+	}
+	return false, tx.Commit()
+}
+
+// write runs fn in one write transaction and advances the generation
+// counter with it; fn's error rolls everything back.
+func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'generation'`); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Generation reads the change counter.
+func (s *SQLite) Generation(ctx context.Context) (int64, error) {
+	var g int64
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`).Scan(&g)
+	return g, err
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

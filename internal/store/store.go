@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/cards"
+)
+
+// Errors of the store; test with errors.Is. The card model's own errors
+// (cards.ErrLowerBoundTooBroad, cards.ErrCardRevoked, ...) come back
+// wrapped as they are.
+var (
+	// ErrUnknownAgent: no agent of that name is in the store.
+	ErrUnknownAgent = errors.New("unknown agent")
+	// ErrUnknownCard: no card of that ID is in the store.
+	ErrUnknownCard = errors.New("unknown card")
+	// ErrUnknownToken: no token of that ID is in the store.
+	ErrUnknownToken = errors.New("unknown token")
+	// ErrBadToken: the bearer token is malformed, unknown, wrong or revoked
+	// (one error for all, so that a caller learns nothing from which).
+	ErrBadToken = errors.New("invalid or revoked token")
+	// ErrNotAllowed: the acting agent holds no card allowing the card
+	// operation (card:derive, card:revoke, card:transfer on that card), or
+	// does not hold the card it acts on.
+	ErrNotAllowed = errors.New("not allowed")
+	// ErrSchemaTooNew: the store file was migrated by a newer maiden.
+	ErrSchemaTooNew = errors.New("state store schema is newer than this maiden")
+	// ErrBadInput: an argument is malformed (an empty or overlong name, an
+	// expiry in the past, ...).
+	ErrBadInput = errors.New("bad input")
+)
+
+// Actor is who performs a card operation: the operator (the CLI, the
+// configuration) or an agent, whose own wallet must then allow it. The zero
+// Actor is neither and may do nothing.
+type Actor struct {
+	agent    string
+	operator bool
+}
+
+// Operator is the operator: every card operation is allowed to it (the
+// attenuation rules still hold).
+func Operator() Actor { return Actor{operator: true} }
+
+// AgentActor is agent name acting through its own wallet.
+func AgentActor(name string) Actor { return Actor{agent: name} }
+
+// String names the actor as the store records it.
+func (a Actor) String() string {
+	switch {
+	case a.operator:
+		return "operator"
+	case a.agent != "":
+		return "agent:" + a.agent
+	}
+	return "nobody"
+}
+
+// Agent is an identity calls are made as.
+type Agent struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+// TokenInfo describes a bearer token without its secret.
+type TokenInfo struct {
+	ID      string    `json:"id"`
+	Agent   string    `json:"agent"`
+	Created time.Time `json:"created"`
+	Revoked time.Time `json:"revoked,omitzero"`
+}
+
+// Store is maiden's durable state: agents, token hashes, cards with their
+// lineage, and revocations. Every method is one transaction: on any error
+// nothing was written. Implementations are safe for concurrent use, and
+// several processes may share one store.
+//
+// Later issues add approvals, rate-limit counters, the audit trail and
+// sessions as further methods (and migrations) here.
+type Store interface {
+	// Close releases the store. Calls after Close fail.
+	Close() error
+
+	// EnsureAgent adds agent name if it is not there (agents come from
+	// agent.toml; adding one twice is not an error).
+	EnsureAgent(ctx context.Context, name string) error
+	// Agents lists the agents by name.
+	Agents(ctx context.Context) ([]Agent, error)
+
+	// MintToken makes a bearer token for agent. The token is returned once;
+	// the store keeps only a hash of its secret.
+	MintToken(ctx context.Context, agent string) (token string, info TokenInfo, err error)
+	// Authenticate returns the agent a token belongs to, or ErrBadToken.
+	// The secret is compared in constant time.
+	Authenticate(ctx context.Context, token string) (agent string, err error)
+	// Tokens lists agent's tokens ("" for all agents).
+	Tokens(ctx context.Context, agent string) ([]TokenInfo, error)
+	// RevokeToken revokes a token by its ID (the part before the secret).
+	RevokeToken(ctx context.Context, id string) error
+
+	// Grant installs a new card (no parent) in agent's wallet, by the
+	// operator. cards.CheckInstall must accept spec for agent.
+	Grant(ctx context.Context, agent string, spec cards.Spec) (cards.Card, error)
+	// SyncSystemCards makes agent's system cards exactly specs (the grants
+	// under the agent in agent.toml): new ones are installed, ones no
+	// longer declared are revoked with their descendants.
+	SyncSystemCards(ctx context.Context, agent string, specs []cards.Spec) (added, revoked int, err error)
+	// Derive makes a child of card parentID in agent to's wallet
+	// (attenuation only: cards.CheckDerive). An agent actor must hold the
+	// parent and a card allowing card:derive on it.
+	Derive(ctx context.Context, actor Actor, parentID, to string, spec cards.Spec) (cards.Card, error)
+	// Transfer moves card id to agent to's wallet. An agent actor must hold
+	// it and a card allowing card:transfer on it; system cards stay put.
+	Transfer(ctx context.Context, actor Actor, id, to string) error
+	// Revoke revokes card id and all its descendants, and returns how many
+	// cards it revoked. An agent actor must hold the card or an ancestor of
+	// it and a card allowing card:revoke on it; system cards only the
+	// operator revokes.
+	Revoke(ctx context.Context, actor Actor, id string) (int, error)
+	// Card returns one card, revoked or not.
+	Card(ctx context.Context, id string) (cards.Card, error)
+	// Cards lists agent's cards ("" for all), revoked ones included, in the
+	// order they were made.
+	Cards(ctx context.Context, agent string) ([]cards.Card, error)
+	// Wallet pins agent's live cards at time at, in one read.
+	Wallet(ctx context.Context, agent string, at time.Time) (*cards.Wallet, error)
+	// Generation is a counter that every committed change advances: a
+	// caller may keep a pinned wallet while it is unchanged (and until the
+	// wallet's NextExpiry).
+	Generation(ctx context.Context) (int64, error)
+}
