@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/maiden-run/maiden/internal/wasmsnap"
 )
 
 // MinGoMinor is the oldest Go 1.x minor version that builds tools: Go 1.24
@@ -22,7 +24,9 @@ const MinGoMinor = 24
 // WASI reactor (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) and wraps the
 // core module into a component with the preview1 reactor adapter. The
 // package must use the maiden SDK (sdk/go), which provides the exports and
-// the canonical ABI.
+// the canonical ABI. Unless MAIDEN_GO_PREINIT=off, the module is
+// pre-initialised first: its init runs once under wizer and the component
+// starts from the snapshot (preinit.go).
 func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 	gobin, err := findExecutable(t.goPath, "go", ErrNoGo)
 	if err != nil {
@@ -39,21 +43,31 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 	defer os.RemoveAll(work)
 	core := filepath.Join(work, "core.wasm")
 
+	mode := preinitSetting()
+	var extra []string
+	if mode != preinitOff {
+		if extra, err = preinitBuildArgs(ctx, gobin, p.Dir, work); err != nil {
+			return nil, fmt.Errorf("toolbuild: preparing the pre-initialised build: %w", err)
+		}
+	}
 	say(t.progress, "go build (%s, GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) in %s", version, p.Dir)
 	start := time.Now()
-	// -trimpath: panics and traps name module paths, not the author's
-	// home directory, and the output does not depend on where it was built.
-	cmd := exec.CommandContext(ctx, gobin, "build", "-buildmode=c-shared", "-trimpath", "-o", core, ".")
-	cmd.Dir = p.Dir
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	setProcessGroup(cmd)
-	if err := cmd.Run(); err != nil {
+	out, err := goBuild(ctx, gobin, p.Dir, core, extra)
+	if err != nil && extra != nil && ctx.Err() == nil && strings.Contains(out, "maiden_preinit.go") {
+		// This Go release's runtime differs from what the reseeding file
+		// expects: build as before.
+		if mode == preinitRequire {
+			return nil, &BuildError{Op: "go build", Msg: "pre-initialisation is not possible with " + version + ": " + goBuildMessage(out, err, displayDir(p.Dir))}
+		}
+		say(t.progress, "warning: not pre-initialising the tool: %s's runtime does not take maiden's reseeding file; building an ordinary module", version)
+		extra = nil
+		out, err = goBuild(ctx, gobin, p.Dir, core, nil)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("toolbuild: go build: %w", ctx.Err())
 		}
-		return nil, &BuildError{Op: "go build", Msg: goBuildMessage(out.String(), err, displayDir(p.Dir))}
+		return nil, &BuildError{Op: "go build", Msg: goBuildMessage(out, err, displayDir(p.Dir))}
 	}
 	b, err := os.ReadFile(core)
 	if err != nil {
@@ -62,8 +76,52 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 	if err := checkGoExports(b); err != nil {
 		return nil, &BuildError{Op: "go build", Msg: err.Error()}
 	}
-	say(t.progress, "compiled %.1f MB core module in %v; wrapping it into a component", float64(len(b))/1e6, time.Since(start).Round(10*time.Millisecond))
+	say(t.progress, "compiled %.1f MB core module in %v", float64(len(b))/1e6, time.Since(start).Round(10*time.Millisecond))
+	if extra != nil {
+		start = time.Now()
+		snap, err := t.snapshotGo(ctx, b, work)
+		if err == nil {
+			snap, err = wasmsnap.Coalesce(snap, dataGap)
+		}
+		var no *errNoSnapshot
+		switch {
+		case err == nil:
+			before, _ := wasmsnap.Stats(b)
+			after, _ := wasmsnap.Stats(snap)
+			say(t.progress, "pre-initialised (ran init once, snapshot: %d data segments instead of %d) in %v",
+				after.Segments, before.Segments, time.Since(start).Round(10*time.Millisecond))
+			b = snap
+		case errors.As(err, &no) && mode != preinitRequire:
+			say(t.progress, "warning: not pre-initialising the tool, so each call runs Go's start-up (~1-2 ms): %s", no.reason)
+		case errors.As(err, &no):
+			return nil, &BuildError{Op: "pre-initialising the Go tool", Msg: no.reason + " (" + PreinitEnv + "=require)"}
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("toolbuild: pre-initialising: %w", ctx.Err())
+		default:
+			return nil, fmt.Errorf("toolbuild: pre-initialising: %w", err)
+		}
+	}
+	if b, err = wasmsnap.RemoveExport(b, "maiden_restore"); err != nil {
+		return nil, fmt.Errorf("toolbuild: %w", err)
+	}
+	say(t.progress, "wrapping it into a component")
 	return t.ComponentFromCore(ctx, b, true)
+}
+
+// goBuild runs go build for wasip1 in dir, writing the module to core, and
+// returns its combined output.
+func goBuild(ctx context.Context, gobin, dir, core string, extra []string) (string, error) {
+	// -trimpath: panics and traps name module paths, not the author's
+	// home directory, and the output does not depend on where it was built.
+	args := append([]string{"build", "-buildmode=c-shared", "-trimpath"}, extra...)
+	cmd := exec.CommandContext(ctx, gobin, append(args, "-o", core, ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	setProcessGroup(cmd)
+	err := cmd.Run()
+	return out.String(), err
 }
 
 var goVersionRE = regexp.MustCompile(`^go1\.(\d+)`)

@@ -132,6 +132,7 @@ func Fingerprint() string {
 		fmt.Fprintf(h, "wit %s %d\n", c.Version, len(c.Text))
 		h.Write([]byte(c.Text))
 	}
+	fmt.Fprintf(h, "go preinit %s\n", preinitFingerprint()) // preinit.go
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 

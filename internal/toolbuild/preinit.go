@@ -1,0 +1,285 @@
+package toolbuild
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/wasmsnap"
+)
+
+// Pre-initialisation of Go tools (see buildGo). A fresh instance of a
+// standard-Go module runs Go's runtime start-up and every package's init
+// (_initialize) before its first call; that is most of a Go tool's call.
+// maiden build runs _initialize once, under wizer (from the pinned npm
+// toolchain), and ships the snapshot: memory and globals as they were when
+// init returned. Three things keep a snapshot honest:
+//
+//   - Go's runtime keeps its random state in memory (the seed behind map
+//     hash seeds, math/rand and math/rand/v2's top-level functions,
+//     select, ...). The build adds one file to package runtime (a go build
+//     -overlay, preinitRuntimeFile) with a function that reseeds it from
+//     WASI random_get, and the SDK (-tags maiden_preinit, preinit_wasip1.go)
+//     exports it as maiden_restore; the snapshot's _initialize export is
+//     pointed at it, and the component's start function runs it, so every
+//     instance reseeds before its first call. crypto/rand asks WASI on
+//     every read and needs nothing.
+//   - A value a tool computed from the clock or randomness while it
+//     initialised would be the same in every call. The snapshot run counts
+//     the module's wall-clock and random_get calls (wasmsnap.Instrument);
+//     more than the runtime's own start-up makes means some package read
+//     them in init, and the build falls back to an ordinary module with a
+//     warning that says so (or fails, with MAIDEN_GO_PREINIT=require).
+//   - The snapshot's data segments are merged when close together
+//     (wasmsnap.Coalesce): maiden's engine copies them one by one at every
+//     instantiation.
+//
+// MAIDEN_GO_PREINIT=off builds without any of this, as before.
+
+// PreinitEnv is the environment variable that controls pre-initialisation
+// of Go tools: "off" (or "0", "false") builds an ordinary module; "require"
+// fails the build instead of falling back when a snapshot is not possible;
+// anything else (the default) snapshots when it can.
+const PreinitEnv = "MAIDEN_GO_PREINIT"
+
+// preinitTag is the build tag that compiles the SDK's restore export.
+const preinitTag = "maiden_preinit"
+
+// preinitRuntimeFile is added to package runtime when a tool is built for
+// a snapshot. It re-runs the runtime's own seeding (randinit reads WASI
+// random_get) and derives the current M's generator from it; on wasm there
+// is one M and no other thread. The names it uses (globalRand, randinit,
+// mrandinit) have been stable since Go 1.22; if a Go release changes them,
+// compiling this file fails and the build falls back to an ordinary module.
+const preinitRuntimeFile = `// Code added by maiden build (go build -overlay) to reseed a pre-initialised
+// Go tool's runtime. DO NOT EDIT.
+
+package runtime
+
+import _ "unsafe" // go:linkname
+
+//go:linkname maidenReseed
+func maidenReseed() {
+	lock(&globalRand.lock)
+	globalRand.init = false
+	unlock(&globalRand.lock)
+	randinit()
+	mrandinit(getg().m)
+}
+`
+
+// preinitRecipe is hashed into Fingerprint: it changes whenever what a Go
+// build produces changes for reasons outside the toolchain pins.
+var preinitRecipe = fmt.Sprintf("go-preinit 2: wizer _initialize, instrument clock/random, restore export, coalesce gap %d\n%s", dataGap, preinitRuntimeFile)
+
+// dataGap is the largest zero gap Coalesce fills between two data segments.
+const dataGap = 4096
+
+// The WASI reads Go's runtime makes while it starts (randinit's seed), with
+// no package reading the clock or randomness in an init function. More
+// than this in the snapshot run means a package did.
+const (
+	runtimeRandomReads    = 1
+	runtimeWallClockReads = 0
+	runtimeGoRandReads    = 0
+)
+
+type preinitMode int
+
+const (
+	preinitAuto preinitMode = iota
+	preinitOff
+	preinitRequire
+)
+
+func preinitSetting() preinitMode {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(PreinitEnv))) {
+	case "off", "0", "false", "no":
+		return preinitOff
+	case "require":
+		return preinitRequire
+	}
+	return preinitAuto
+}
+
+// preinitBuildArgs writes the runtime overlay into work and returns the go
+// build arguments that add it and the SDK's restore export.
+func preinitBuildArgs(ctx context.Context, gobin, dir, work string) ([]string, error) {
+	goroot, err := goEnv(ctx, gobin, dir, "GOROOT")
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(work, "maiden_preinit.go")
+	if err := os.WriteFile(file, []byte(preinitRuntimeFile), 0o644); err != nil {
+		return nil, err
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{
+		"Replace": {filepath.Join(goroot, "src", "runtime", "maiden_preinit.go"): file},
+	})
+	if err != nil {
+		return nil, err
+	}
+	overlayPath := filepath.Join(work, "overlay.json")
+	if err := os.WriteFile(overlayPath, overlay, 0o644); err != nil {
+		return nil, err
+	}
+	return []string{"-overlay", overlayPath, "-tags", strings.Join(append(goflagsTags(os.Getenv("GOFLAGS")), preinitTag), ","),
+		// Not inlined into their callers, so that the snapshot run can count
+		// their draws (wasmsnap.Counts.GoRand).
+		"-gcflags=math/rand=-l", "-gcflags=math/rand/v2=-l"}, nil
+}
+
+// goflagsTags returns the build tags set through GOFLAGS: a -tags flag on
+// the command line replaces GOFLAGS' one, so the build passes both.
+func goflagsTags(goflags string) []string {
+	var tags []string
+	fields := strings.Fields(goflags)
+	for i, f := range fields {
+		f = strings.TrimPrefix(f, "-")
+		f = strings.TrimPrefix(f, "-")
+		var v string
+		switch {
+		case strings.HasPrefix(f, "tags="):
+			v = strings.TrimPrefix(f, "tags=")
+		case f == "tags" && i+1 < len(fields):
+			v = fields[i+1]
+		default:
+			continue
+		}
+		for _, t := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if t != "" && !slices.Contains(tags, t) {
+				tags = append(tags, t)
+			}
+		}
+	}
+	return tags
+}
+
+func goEnv(ctx context.Context, gobin, dir, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gobin, "env", name)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("running %s env %s: %w", gobin, name, err)
+	}
+	v := strings.TrimSpace(string(out))
+	if v == "" {
+		return "", fmt.Errorf("%s env %s printed nothing", gobin, name)
+	}
+	return v, nil
+}
+
+// errNoSnapshot explains why a module could not be pre-initialised; the
+// build then falls back to the ordinary module (or fails under "require").
+type errNoSnapshot struct{ reason string }
+
+func (e *errNoSnapshot) Error() string { return e.reason }
+
+// wizerPath is the wizer executable of the installed toolchain for this
+// machine.
+func (t *Toolchain) wizerPath() (string, error) {
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64", "s390x": "s390x"}[runtime.GOARCH]
+	goos := map[string]string{"linux": "linux", "darwin": "darwin", "windows": "win32"}[runtime.GOOS]
+	name := "wizer"
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	p := filepath.Join(t.dir, "node_modules", "@bytecodealliance", "wizer-"+goos+"-"+arch, name)
+	if arch == "" || goos == "" || !fileExists(p) {
+		return "", &errNoSnapshot{fmt.Sprintf("the toolchain has no wizer for %s/%s (looked for %s)", runtime.GOOS, runtime.GOARCH, p)}
+	}
+	return p, nil
+}
+
+// snapshotGo pre-initialises a Go core module built with preinitBuildArgs
+// and returns the snapshot, its _initialize export now the SDK's restore
+// function; its data segments are as wizer wrote them.
+func (t *Toolchain) snapshotGo(ctx context.Context, core []byte, work string) ([]byte, error) {
+	exports, err := wasmsnap.Exports(core)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(exports, "maiden_restore") {
+		return nil, &errNoSnapshot{"the tool's maiden SDK predates pre-initialisation (no maiden_restore export); update github.com/maiden-run/maiden"}
+	}
+	if !slices.Contains(exports, "_initialize") {
+		return nil, &errNoSnapshot{"the module has no _initialize export (it is not a -buildmode=c-shared reactor)"}
+	}
+	wizer, err := t.wizerPath()
+	if err != nil {
+		return nil, err
+	}
+	probed, probe, err := wasmsnap.Instrument(core)
+	if err != nil {
+		return nil, &errNoSnapshot{fmt.Sprintf("instrumenting the module for the snapshot run: %v", err)}
+	}
+	in, out := filepath.Join(work, "probed.wasm"), filepath.Join(work, "snapshot.wasm")
+	if err := os.WriteFile(in, probed, 0o644); err != nil {
+		return nil, err
+	}
+	// WASI during init: the runtime needs the clock and random_get (counted),
+	// and gets no environment, arguments or directories, as in maiden. The
+	// tool's own output during init is kept for the error message.
+	cmd := exec.CommandContext(ctx, wizer, "--allow-wasi", "--inherit-env", "false", "--init-func", "_initialize", "-o", out, in)
+	cmd.Dir = work
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	setProcessGroup(cmd)
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &errNoSnapshot{fmt.Sprintf("the snapshot run of the tool's init failed (%v): %s", err, lastLines(strings.TrimSpace(output.String()), 10))}
+	}
+	snap, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := probe.Counts(snap)
+	if err != nil {
+		return nil, &errNoSnapshot{err.Error()}
+	}
+	if msg := frozenReads(counts); msg != "" {
+		return nil, &errNoSnapshot{msg}
+	}
+	return wasmsnap.SetExport(snap, "_initialize", "maiden_restore")
+}
+
+// frozenReads explains the WASI reads a snapshot run made beyond the
+// runtime's own, or returns "".
+func frozenReads(c wasmsnap.Counts) string {
+	var what []string
+	if n := int(c.WallClock) - runtimeWallClockReads; n > 0 {
+		what = append(what, fmt.Sprintf("read the wall clock %d time(s) (time.Now)", n))
+	}
+	if n := int(c.Random) - runtimeRandomReads; n > 0 {
+		what = append(what, fmt.Sprintf("read randomness %d time(s) (crypto/rand, or a seed)", n))
+	}
+	if n := int(c.GoRand) - runtimeGoRandReads; n > 0 {
+		what = append(what, fmt.Sprintf("drew %d random number(s) from math/rand or math/rand/v2", n))
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return "while the tool initialised, package-level variables or init functions " + strings.Join(what, " and ") +
+		": a snapshot would freeze those values into every call. Read the clock and randomness in Execute " +
+		"(or lazily, with sync.Once) instead"
+}
+
+// preinitFingerprint identifies the pre-initialisation recipe.
+func preinitFingerprint() string {
+	h := sha256.Sum256([]byte(preinitRecipe))
+	return hex.EncodeToString(h[:8])
+}

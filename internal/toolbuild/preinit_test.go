@@ -1,0 +1,184 @@
+package toolbuild
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/wasmsnap"
+)
+
+func TestGoflagsTags(t *testing.T) {
+	for _, tt := range []struct {
+		goflags string
+		want    []string
+	}{
+		{"", nil},
+		{"-mod=mod", nil},
+		{"-tags=maiden_tool_0_1", []string{"maiden_tool_0_1"}},
+		{"-mod=mod --tags=a,b -trimpath -tags=b,c", []string{"a", "b", "c"}},
+	} {
+		if got := goflagsTags(tt.goflags); !cmp.Equal(got, tt.want) {
+			t.Errorf("goflagsTags(%q) = %q, want %q", tt.goflags, got, tt.want)
+		}
+	}
+}
+
+func TestFrozenReads(t *testing.T) {
+	if msg := frozenReads(wasmsnap.Counts{WallClock: runtimeWallClockReads, Random: runtimeRandomReads}); msg != "" {
+		t.Errorf("the runtime's own reads are reported: %s", msg)
+	}
+	msg := frozenReads(wasmsnap.Counts{WallClock: runtimeWallClockReads + 2, Random: runtimeRandomReads + 1, GoRand: runtimeGoRandReads + 3})
+	for _, want := range []string{"wall clock 2 time(s)", "randomness 1 time(s)", "drew 3 random number(s) from math/rand", "sync.Once"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not say %q", msg, want)
+		}
+	}
+}
+
+// echoCore builds examples/echo for a snapshot (the runtime overlay and the
+// SDK's restore export) and returns the core module.
+var echoCore = sync.OnceValues(func() ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	gobin, err := findExecutable("", "go", ErrNoGo)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "echo"))
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "maiden-preinit-test-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	extra, err := preinitBuildArgs(ctx, gobin, dir, work)
+	if err != nil {
+		return nil, err
+	}
+	core := filepath.Join(work, "core.wasm")
+	if out, err := goBuild(ctx, gobin, dir, core, extra); err != nil {
+		return nil, fmt.Errorf("go build: %v: %s", err, out)
+	}
+	return os.ReadFile(core)
+})
+
+// TestSnapshotCounts checks the baseline the frozen-read check relies on:
+// Go's runtime start-up (with the SDK, as in every tool) reads randomness
+// runtimeRandomReads times and the wall clock runtimeWallClockReads times.
+func TestSnapshotCounts(t *testing.T) {
+	tc := toolchain(t)
+	core, err := echoCore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, probe, err := wasmsnap.Instrument(core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probe.Imports < 2 {
+		t.Fatalf("instrumented %d WASI imports, want clock_time_get and random_get at least", probe.Imports)
+	}
+	snap, err := tc.snapshotGo(ctxFor(t), core, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// snapshotGo instruments the same way: the counters are where probe says.
+	counts, err := probe.Counts(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (wasmsnap.Counts{WallClock: runtimeWallClockReads, Random: runtimeRandomReads, GoRand: runtimeGoRandReads}); counts != want {
+		t.Errorf("Go's start-up made %+v WASI reads, the check assumes %+v", counts, want)
+	}
+	exports, err := wasmsnap.Exports(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(exports, "_initialize") || slices.Contains(exports, "maiden_restore") {
+		t.Errorf("snapshot exports %q: want _initialize (the restore function) and no maiden_restore", exports)
+	}
+}
+
+// BenchmarkGoPreinit runs examples/echo, one fresh instance per call, built
+// each way pre-initialisation can go: "plain" is the module as go build
+// made it (what every Go tool was before), "snapshot" is wizer's output as
+// it is, "gapN" merges data segments at most N bytes apart. Compare the rows
+// of one run:
+//
+//	go test -run '^$' -bench GoPreinit -benchtime 2s ./internal/toolbuild
+func BenchmarkGoPreinit(b *testing.B) {
+	tc := toolchain(b)
+	core, err := echoCore()
+	if err != nil {
+		b.Fatal(err)
+	}
+	work := b.TempDir()
+	snap, err := tc.snapshotGo(ctxFor(b), core, work)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain, err := wasmsnap.RemoveExport(core, "maiden_restore")
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []struct {
+		name string
+		core []byte
+	}{{"plain", plain}, {"snapshot", snap}}
+	for _, gap := range []int{0, 256, 4096, 65536} {
+		c, err := wasmsnap.Coalesce(snap, gap)
+		if err != nil {
+			b.Fatal(err)
+		}
+		variants = append(variants, struct {
+			name string
+			core []byte
+		}{fmt.Sprintf("gap%d", gap), c})
+	}
+	sb, err := sandbox.New(&sandbox.Options{CacheDir: "off"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sb.Close() })
+	for _, v := range variants {
+		comp, err := tc.ComponentFromCore(ctxFor(b), v.core, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		path := filepath.Join(work, v.name+".wasm")
+		if err := os.WriteFile(path, comp, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		st, _ := wasmsnap.Stats(v.core)
+		call := sandbox.Call{Path: path, Limits: sandbox.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}, Input: `{"message":"hello"}`}
+		if out, err := sb.Execute(context.Background(), call); err != nil || out.Failure != nil || out.Output != call.Input {
+			b.Fatalf("%s: %v %v %q", v.name, err, out.Failure, out.Output)
+		}
+		b.Run(v.name, func(b *testing.B) {
+			durs := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				start := time.Now()
+				out, err := sb.Execute(context.Background(), call)
+				durs = append(durs, time.Since(start))
+				if err != nil || out.Failure != nil {
+					b.Fatalf("%v %v", err, out.Failure)
+				}
+			}
+			slices.Sort(durs)
+			b.ReportMetric(float64(durs[len(durs)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(st.Segments), "segments")
+			b.ReportMetric(float64(st.Bytes)/(1<<20), "data-MiB")
+		})
+	}
+}
