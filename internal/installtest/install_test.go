@@ -1,0 +1,245 @@
+// Package installtest checks that maiden installs the way a Go user installs
+// any module: `go get` into a module of their own, and `go install
+// github.com/maiden-run/maiden/cmd/maiden@VERSION`, from a module cache
+// where nothing was generated beforehand.
+//
+// The test packs the checkout into a module zip (the files git would
+// publish: tracked and untracked-but-not-ignored, so nothing git ignores,
+// such as a generated file, can make it pass), serves it from a file://
+// module proxy next to the machine's own download cache, and builds with a
+// fresh, empty module cache and no network.
+package installtest
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+const (
+	modulePath  = "github.com/maiden-run/maiden"
+	testVersion = "v0.99.0-installtest"
+)
+
+func TestInstallFromModuleProxy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	root := testkit.RepoRoot(t)
+	echo := testkit.Component(t, "echo")
+	work := t.TempDir()
+
+	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := filepath.Join(work, "proxy")
+	writeProxy(t, root, proxy, goMod)
+
+	origCache := goEnv(t, "GOMODCACHE")
+	modcache := filepath.Join(work, "modcache")
+	env := append(os.Environ(),
+		"GOPROXY=file://"+filepath.ToSlash(proxy)+",file://"+filepath.ToSlash(filepath.Join(origCache, "cache", "download")),
+		"GOSUMDB=off", "GONOSUMDB=", "GOPRIVATE=", "GONOPROXY=", "GOTOOLCHAIN=local",
+		"GOMODCACHE="+modcache,
+		// -modcacherw so that t.TempDir can remove the module cache.
+		"GOFLAGS=-mod=mod -modcacherw",
+		"GOWORK=off",
+	)
+	run := func(dir string, name string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		t.Logf("%s %s (%.1fs)", name, strings.Join(args, " "), time.Since(start).Seconds())
+		if err != nil {
+			t.Fatalf("%s %s in %s: %v\n%s", name, strings.Join(args, " "), dir, err, out)
+		}
+		return string(out)
+	}
+
+	// A module of the user's own, outside the repository, that imports
+	// maiden and calls a tool in process.
+	scratch := filepath.Join(work, "scratch")
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	goLine := regexp.MustCompile(`(?m)^go \S+$`).Find(goMod)
+	write(t, filepath.Join(scratch, "go.mod"), fmt.Sprintf("module example.com/scratch\n\n%s\n\nrequire %s %s\n", goLine, modulePath, testVersion))
+	write(t, filepath.Join(scratch, "main.go"), scratchMain)
+	agent := filepath.Join(scratch, "agent.toml")
+	write(t, agent, fmt.Sprintf("version = 1\n\n[tools.echo]\npath = %q\ntimeout_ms = 5000\nmemory_mb = 16\n", echo))
+	run(scratch, "go", "build", "-o", "scratch", ".")
+	if _, err := os.Stat(filepath.Join(modcache, modulePath+"@"+testVersion, "internal", "wasmtime", "capi.h")); err != nil {
+		t.Fatalf("maiden was not built from the fresh module cache: %v", err)
+	}
+	out := run(scratch, filepath.Join(scratch, "scratch"), agent)
+	if want := `{"message":"from a scratch module"}`; strings.TrimSpace(out) != want {
+		t.Fatalf("the scratch module's call printed %q, want %q", out, want)
+	}
+
+	// go install ...@version, then the installed command.
+	gobin := filepath.Join(work, "bin")
+	env = append(env, "GOBIN="+gobin)
+	run(work, "go", "install", modulePath+"/cmd/maiden@"+testVersion)
+	bin := filepath.Join(gobin, "maiden")
+	version := run(work, bin, "version")
+	if want := "maiden " + testVersion + " (wasmtime "; !strings.HasPrefix(version, want) {
+		t.Fatalf("maiden version printed %q, want it to start with %q", version, want)
+	}
+	t.Logf("installed: %s", strings.TrimSpace(version))
+
+	// One copy of libwasmtime: wasmtime-go's directives and maiden's code
+	// reach the same static archive, so each symbol is defined once.
+	syms := run(work, "go", "tool", "nm", bin)
+	for _, sym := range []string{"wasm_engine_new_with_config", "wasmtime_component_new"} {
+		if n := len(regexp.MustCompile(`(?m) T `+sym+`$`).FindAllString(syms, -1)); n != 1 {
+			t.Errorf("%s is defined %d times in the installed binary, want once", sym, n)
+		}
+	}
+}
+
+// scratchMain is what a user who imports maiden writes.
+const scratchMain = `package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+)
+
+func main() {
+	cfg, err := config.Load(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: "off"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer h.Close(context.Background())
+	res, err := h.Call(context.Background(), maiden.Call{Tool: "echo", Input: ` + "`" + `{"message":"from a scratch module"}` + "`" + `})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if !res.OK {
+		fmt.Fprintln(os.Stderr, res.Error.Kind, res.Error.Message)
+		os.Exit(1)
+	}
+	fmt.Println(res.Output)
+}
+`
+
+// writeProxy lays out a file:// module proxy holding the checkout as
+// modulePath@testVersion.
+func writeProxy(t *testing.T, root, proxy string, goMod []byte) {
+	t.Helper()
+	dir := filepath.Join(proxy, filepath.FromSlash(modulePath), "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "list"), testVersion+"\n")
+	write(t, filepath.Join(dir, testVersion+".info"), fmt.Sprintf(`{"Version":%q,"Time":"2026-01-01T00:00:00Z"}`, testVersion))
+	write(t, filepath.Join(dir, testVersion+".mod"), string(goMod))
+
+	files := publishedFiles(t, root)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	prefix := modulePath + "@" + testVersion + "/"
+	for _, rel := range files {
+		f, err := os.Open(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.Create(prefix + rel)
+		if err == nil {
+			_, err = io.Copy(w, f)
+		}
+		f.Close()
+		if err != nil {
+			t.Fatalf("zip %s: %v", rel, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, testVersion+".zip"), buf.String())
+	t.Logf("module zip: %d files, %d KiB", len(files), buf.Len()>>10)
+}
+
+// publishedFiles lists what a release of the module would contain: the
+// files git tracks or would track (not ignored), that exist, are regular,
+// and are not in a nested module.
+func publishedFiles(t *testing.T, root string) []string {
+	t.Helper()
+	cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git ls-files in %s (the test packs the checkout's files): %v", root, err)
+	}
+	all := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	var nested []string
+	for _, p := range all {
+		if strings.HasSuffix(p, "/go.mod") {
+			nested = append(nested, strings.TrimSuffix(p, "go.mod"))
+		}
+	}
+	seen := map[string]bool{}
+	var files []string
+next:
+	for _, p := range all {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		for _, n := range nested {
+			if strings.HasPrefix(p, n) {
+				continue next
+			}
+		}
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // deleted in the work tree, or a link
+		}
+		files = append(files, p)
+	}
+	if len(files) == 0 {
+		t.Fatal("git lists no files")
+	}
+	return files
+}
+
+func goEnv(t *testing.T, key string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", key).Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("go env %s: %v", key, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
