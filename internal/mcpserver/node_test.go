@@ -53,8 +53,15 @@ func buildMaiden(t testing.TB) string {
 // the committed lockfile) once per lockfile version and returns a directory
 // holding node_modules and client.mjs.
 func nodeClientDir(t *testing.T) string {
+	return npmDir(t, "node-client", "client.mjs")
+}
+
+// npmDir installs testdata/NAME (package.json, package-lock.json, .npmrc and
+// extra files) at the locked versions, without install scripts, into the user cache,
+// once per lockfile version, and returns that directory.
+func npmDir(t *testing.T, name string, extra ...string) string {
 	t.Helper()
-	src := filepath.Join(testkit.RepoRoot(t), "internal", "mcpserver", "testdata", "node-client")
+	src := filepath.Join(testkit.RepoRoot(t), "internal", "mcpserver", "testdata", name)
 	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +71,8 @@ func nodeClientDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(base, "maiden", "testkit", "node-client-"+hex.EncodeToString(sum[:8]))
-	for _, f := range []string{"package.json", "package-lock.json", ".npmrc", "client.mjs"} {
+	dir := filepath.Join(base, "maiden", "testkit", name+"-"+hex.EncodeToString(sum[:8]))
+	for _, f := range append([]string{"package.json", "package-lock.json", ".npmrc"}, extra...) {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
@@ -83,10 +90,14 @@ func nodeClientDir(t *testing.T) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+	// npm install with the lockfile in place installs the locked versions,
+	// as npm ci does; npm ci itself refuses the Inspector's lockfile, which
+	// names an optional dependency of vite (the web client's) that the
+	// registry does not have, and so cannot be in the lockfile.
+	cmd := exec.CommandContext(ctx, "npm", "install", "--no-save", "--ignore-scripts", "--no-audit", "--no-fund")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci of the MCP TypeScript SDK (needs npm and the npm registry): %v\n%s", err, out)
+		t.Fatalf("npm install of testdata/%s (needs npm and the npm registry): %v\n%s", name, err, out)
 	}
 	if err := os.WriteFile(marker, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -97,7 +108,7 @@ func nodeClientDir(t *testing.T) string {
 func nodeAgentTOML(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "agent.toml")
-	writeAgentTOML(t, path, []toolLine{{"echo", "echo", ""}, {"loop", "loop", "timeout_ms = 300"}})
+	writeAgentTOML(t, path, []toolLine{{"echo", "echo", ""}, {"logger", "logger", ""}, {"loop", "loop", "timeout_ms = 300"}})
 	return path
 }
 
@@ -178,6 +189,18 @@ func TestNodeClient(t *testing.T) {
 			t.Errorf("maiden serve did not stop within 10s of SIGTERM")
 		}
 	})
+}
+
+// TestNodeClientStaticToken: the TypeScript SDK, with an OAuth provider
+// as real clients have, is refused with maiden's message and starts no
+// OAuth discovery without the token, and works with the "Authorization"
+// header.
+func TestNodeClientStaticToken(t *testing.T) {
+	bin := buildMaiden(t)
+	dir := nodeClientDir(t)
+	srv := startInspected(t, bin, append(os.Environ(), "MAIDEN_NODE_TOKEN=node-tok-93b1"), "-config", nodeAgentTOML(t), "-auth-token-env", "MAIDEN_NODE_TOKEN")
+	runNodeClient(t, dir, "http-token", srv.url, "node-tok-93b1")
+	srv.stop(t)
 }
 
 // TestServeRefusesOpenBindWithoutToken: a non-loopback address without

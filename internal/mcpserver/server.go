@@ -245,11 +245,25 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 // or is longer than max_input_bytes plus EnvelopeAllowance, is answered with
 // a JSON-RPC error and skipped; the session goes on.
 func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	err := s.mcp.Run(ctx, &stdioTransport{r: r, w: w, maxLine: s.maxMessage, drainFor: s.longestCall, log: s.log})
-	if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
-		return nil
+	// Not mcp.Server.Run: it logs an error when ctx ends, and a client
+	// leaving or a SIGINT is how a stdio server is meant to stop.
+	ss, err := s.mcp.Connect(ctx, &stdioTransport{r: r, w: w, maxLine: s.maxMessage, drainFor: s.longestCall, log: s.log}, nil)
+	if err != nil {
+		return err
 	}
-	return err
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-ended
+		return nil
+	case err := <-ended:
+		if errors.Is(err, io.EOF) || (err != nil && ctx.Err() != nil) {
+			return nil
+		}
+		return err
+	}
 }
 
 // handler runs one tools/call for the named tool.
