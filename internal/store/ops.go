@@ -398,6 +398,14 @@ func (s *SQLite) SyncSystemCards(ctx context.Context, agent string, specs []card
 	return added, revoked, nil
 }
 
+// check refuses the zero Actor before anything is read.
+func (a Actor) check() error {
+	if !a.operator && a.agent == "" {
+		return fmt.Errorf("%w: no actor", ErrNotAllowed)
+	}
+	return nil
+}
+
 // authorize checks, inside tx, that actor may do verb on card c: the
 // operator always; an agent only with a live card of its own allowing
 // card:verb on c's ID.
@@ -422,6 +430,9 @@ func (s *SQLite) authorize(ctx context.Context, tx *sql.Tx, actor Actor, verb st
 
 // Derive makes a child card.
 func (s *SQLite) Derive(ctx context.Context, actor Actor, parentID, to string, spec cards.Spec) (cards.Card, error) {
+	if err := actor.check(); err != nil {
+		return cards.Card{}, err
+	}
 	var child cards.Card
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		parent, err := loadCard(ctx, tx, parentID)
@@ -461,6 +472,9 @@ func (s *SQLite) Derive(ctx context.Context, actor Actor, parentID, to string, s
 
 // Transfer moves a card to another wallet.
 func (s *SQLite) Transfer(ctx context.Context, actor Actor, id, to string) error {
+	if err := actor.check(); err != nil {
+		return err
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		c, err := loadCard(ctx, tx, id)
 		if err != nil {
@@ -496,6 +510,9 @@ func (s *SQLite) Transfer(ctx context.Context, actor Actor, id, to string) error
 
 // Revoke revokes a card and its descendants.
 func (s *SQLite) Revoke(ctx context.Context, actor Actor, id string) (int, error) {
+	if err := actor.check(); err != nil {
+		return 0, err
+	}
 	var n int
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		c, err := loadCard(ctx, tx, id)
