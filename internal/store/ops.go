@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/cards"
@@ -182,7 +183,7 @@ const cardFrom = ` FROM cards c LEFT JOIN revocations r ON r.card_id = c.id `
 
 type scanner interface{ Scan(...any) error }
 
-func scanCard(row scanner) (cards.Card, error) {
+func (s *SQLite) scanCard(row scanner) (cards.Card, error) {
 	var c cards.Card
 	var spec, parents string
 	var system int
@@ -191,8 +192,13 @@ func scanCard(row scanner) (cards.Card, error) {
 	if err := row.Scan(&c.ID, &c.Holder, &spec, &parents, &system, &c.Manager, &created, &expires, &revoked); err != nil {
 		return c, err
 	}
-	if err := json.Unmarshal([]byte(spec), &c.Spec); err != nil {
-		return c, fmt.Errorf("card %s: stored grants do not parse: %w", c.ID, err)
+	if cached, ok := s.specs.get(c.ID, spec); ok {
+		c.Spec = cached
+	} else {
+		if err := json.Unmarshal([]byte(spec), &c.Spec); err != nil {
+			return c, fmt.Errorf("card %s: stored grants do not parse: %w", c.ID, err)
+		}
+		s.specs.put(c.ID, spec, c.Spec)
 	}
 	if err := json.Unmarshal([]byte(parents), &c.Parents); err != nil {
 		return c, fmt.Errorf("card %s: stored parents do not parse: %w", c.ID, err)
@@ -214,15 +220,15 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func loadCard(ctx context.Context, q querier, id string) (cards.Card, error) {
-	c, err := scanCard(q.QueryRowContext(ctx, `SELECT `+cardColumns+cardFrom+`WHERE c.id = ?`, id))
+func (s *SQLite) loadCard(ctx context.Context, q querier, id string) (cards.Card, error) {
+	c, err := s.scanCard(q.QueryRowContext(ctx, `SELECT `+cardColumns+cardFrom+`WHERE c.id = ?`, id))
 	if isNoRows(err) {
 		return c, fmt.Errorf("%w %q", ErrUnknownCard, id)
 	}
 	return c, err
 }
 
-func queryCards(ctx context.Context, q querier, where string, args ...any) ([]cards.Card, error) {
+func (s *SQLite) queryCards(ctx context.Context, q querier, where string, args ...any) ([]cards.Card, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+cardColumns+cardFrom+where+` ORDER BY c.seq`, args...)
 	if err != nil {
 		return nil, err
@@ -230,7 +236,7 @@ func queryCards(ctx context.Context, q querier, where string, args ...any) ([]ca
 	defer rows.Close()
 	var out []cards.Card
 	for rows.Next() {
-		c, err := scanCard(rows)
+		c, err := s.scanCard(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -241,19 +247,19 @@ func queryCards(ctx context.Context, q querier, where string, args ...any) ([]ca
 
 // Card returns one card.
 func (s *SQLite) Card(ctx context.Context, id string) (cards.Card, error) {
-	return loadCard(ctx, s.db, id)
+	return s.loadCard(ctx, s.db, id)
 }
 
 // Cards lists cards.
 func (s *SQLite) Cards(ctx context.Context, agent string) ([]cards.Card, error) {
-	return queryCards(ctx, s.db, `WHERE c.holder = ? OR ? = ''`, agent, agent)
+	return s.queryCards(ctx, s.db, `WHERE c.holder = ? OR ? = ''`, agent, agent)
 }
 
 // Wallet pins agent's live cards. It is one SELECT, which SQLite (and
 // PostgreSQL) answer from one snapshot: a revocation is either wholly in
 // the wallet or not at all.
 func (s *SQLite) Wallet(ctx context.Context, agent string, at time.Time) (*cards.Wallet, error) {
-	cs, err := queryCards(ctx, s.db, `WHERE c.holder = ? AND r.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > ?)`, agent, at.UnixNano())
+	cs, err := s.queryCards(ctx, s.db, `WHERE c.holder = ? AND r.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > ?)`, agent, at.UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("wallet of agent %q: %w", agent, err)
 	}
@@ -360,7 +366,7 @@ func (s *SQLite) SyncSystemCards(ctx context.Context, agent string, specs []card
 		if err := mustAgent(ctx, tx, agent); err != nil {
 			return err
 		}
-		have, err := queryCards(ctx, tx, `WHERE c.holder = ? AND c.system = 1 AND r.revoked_at IS NULL`, agent)
+		have, err := s.queryCards(ctx, tx, `WHERE c.holder = ? AND c.system = 1 AND r.revoked_at IS NULL`, agent)
 		if err != nil {
 			return err
 		}
@@ -417,7 +423,7 @@ func (s *SQLite) authorize(ctx context.Context, tx *sql.Tx, actor Actor, verb st
 		return fmt.Errorf("%w: no actor", ErrNotAllowed)
 	}
 	now := s.now()
-	cs, err := queryCards(ctx, tx, `WHERE c.holder = ? AND r.revoked_at IS NULL`, actor.agent)
+	cs, err := s.queryCards(ctx, tx, `WHERE c.holder = ? AND r.revoked_at IS NULL`, actor.agent)
 	if err != nil {
 		return err
 	}
@@ -435,7 +441,7 @@ func (s *SQLite) Derive(ctx context.Context, actor Actor, parentID, to string, s
 	}
 	var child cards.Card
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		parent, err := loadCard(ctx, tx, parentID)
+		parent, err := s.loadCard(ctx, tx, parentID)
 		if err != nil {
 			return err
 		}
@@ -476,7 +482,7 @@ func (s *SQLite) Transfer(ctx context.Context, actor Actor, id, to string) error
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		c, err := loadCard(ctx, tx, id)
+		c, err := s.loadCard(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -515,7 +521,7 @@ func (s *SQLite) Revoke(ctx context.Context, actor Actor, id string) (int, error
 	}
 	var n int
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		c, err := loadCard(ctx, tx, id)
+		c, err := s.loadCard(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -558,7 +564,7 @@ func (s *SQLite) holdsLineage(ctx context.Context, tx *sql.Tx, agent string, c c
 				continue
 			}
 			seen[p] = true
-			pc, err := loadCard(ctx, tx, p)
+			pc, err := s.loadCard(ctx, tx, p)
 			if err != nil {
 				return err
 			}
@@ -617,4 +623,39 @@ func (s *SQLite) revokeCascade(ctx context.Context, tx *sql.Tx, root string, act
 		n += int(k)
 	}
 	return n, nil
+}
+
+// specCache keeps decoded card specs by card ID. A card's grants never
+// change once written, so a hit (same ID, same stored text) skips the JSON
+// decoding and grant parsing that dominate pinning a large wallet. It is
+// bounded: when full it starts over.
+type specCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSpec
+}
+
+type cachedSpec struct {
+	text string
+	spec cards.Spec
+}
+
+const specCacheMax = 8192
+
+func (c *specCache) get(id, text string) (cards.Spec, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || e.text != text {
+		return cards.Spec{}, false
+	}
+	return e.spec, true
+}
+
+func (c *specCache) put(id, text string, spec cards.Spec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= specCacheMax {
+		c.m = make(map[string]cachedSpec)
+	}
+	c.m[id] = cachedSpec{text: text, spec: spec}
 }

@@ -23,9 +23,11 @@ type Options struct {
 
 // SQLite is the store in one SQLite file (see the package documentation).
 type SQLite struct {
-	db   *sql.DB
-	path string
-	now  func() time.Time
+	db    *sql.DB
+	path  string
+	now   func() time.Time
+	specs specCache
+	gen   *sql.Stmt // the generation read, prepared once: it is on every call's path
 }
 
 var _ Store = (*SQLite)(nil)
@@ -70,11 +72,18 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
+	if s.gen, err = db.PrepareContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
 	return s, nil
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	s.gen.Close()
+	return s.db.Close()
+}
 
 // Path is the store's file.
 func (s *SQLite) Path() string { return s.path }
@@ -200,7 +209,7 @@ func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // Generation reads the change counter.
 func (s *SQLite) Generation(ctx context.Context) (int64, error) {
 	var g int64
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`).Scan(&g)
+	err := s.gen.QueryRowContext(ctx).Scan(&g)
 	return g, err
 }
 
