@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -224,4 +229,95 @@ tools = ["echo"]
 	if res.OK || res.Error.Message != want {
 		t.Errorf("got  %q\nwant %q", res.Error.Message, want)
 	}
+}
+
+// TestCardsFromTheStore: cards granted and revoked through the state store
+// by another handle (as `maiden cards` in another process does) count from
+// the host's next call, with no restart; system cards follow agent.toml on
+// reload; and a store that cannot be opened refuses the call rather than
+// running it unauthorized.
+func TestCardsFromTheStore(t *testing.T) {
+	body := `version = 1
+[tools.echo]
+path = %q
+[agents.research]
+tools = ["echo"]
+`
+	cfg := writeConfig(t, body, "echo")
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	ctx := context.Background()
+	call := func() maiden.Result {
+		t.Helper()
+		res, err := h.Call(ctx, maiden.Call{Agent: "research", Tool: "echo", Input: `{"message":"hi"}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call(); res.OK || res.Error.Kind != maiden.KindDenied {
+		t.Fatalf("no card yet: %+v", res)
+	}
+	st, err := store.Open(ctx, cfg.StatePath(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g, err := grant.Parse("tool:invoke echo --...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, err := st.Grant(ctx, "research", cards.Spec{LowerPos: cards.Any(g)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := call(); !res.OK {
+		t.Fatalf("after grant: %+v", res)
+	}
+	if n, err := st.Revoke(ctx, store.Operator(), card.ID); err != nil || n != 1 {
+		t.Fatalf("revoke: %d, %v", n, err)
+	}
+	if res := call(); res.OK || res.Error.Kind != maiden.KindDenied {
+		t.Fatalf("after revoke: %+v", res)
+	}
+
+	// A system card comes with agent.toml and goes with it.
+	h.SetConfig(writeConfigAt(t, cfg.File(), body+`grants = ["tool:invoke echo --message=hi"]`+"\n", "echo"))
+	if res := call(); !res.OK {
+		t.Fatalf("with a system card: %+v", res)
+	}
+	h.SetConfig(writeConfigAt(t, cfg.File(), body, "echo"))
+	if res := call(); res.OK {
+		t.Fatalf("system card removed from agent.toml, still allowed: %+v", res)
+	}
+
+	// An unusable store refuses the call.
+	bad, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), StatePath: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close(ctx)
+	if _, err := bad.Call(ctx, maiden.Call{Agent: "research", Tool: "echo", Input: `{}`}); !errors.Is(err, maiden.ErrState) {
+		t.Errorf("store is a directory: %v", err)
+	}
+}
+
+// writeConfigAt rewrites the agent.toml at path and loads it.
+func writeConfigAt(t *testing.T, path, body string, tools ...string) *config.Config {
+	t.Helper()
+	args := make([]any, len(tools))
+	for i, name := range tools {
+		args[i] = testkit.Component(t, name)
+	}
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(body, args...)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -2,20 +2,26 @@ package maiden
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
+	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/store"
 )
 
 // This file is authority: after exposure (agents.go) has found the tool as
 // the agent sees it, the agent's cards must allow the call itself, argument
-// by argument (CARDS.md "Decision").
+// by argument (CARDS.md "Decision"). Cards live in the state store; a
+// configuration without [agents] needs neither.
+
+// ErrState is returned when a call needs the state store (its agent's
+// cards) and the store cannot answer: the call is refused, never run
+// without its authorization.
+var ErrState = errors.New("maiden: state store unavailable")
 
 // authorize renders the call's input canonically and decides on the
 // agent's wallet, pinned when the call reaches this stage. The implicit
@@ -31,7 +37,10 @@ func (h *Host) authorize(next handler) handler {
 			return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
 		}
 		inv.rendered = args
-		w := h.wallet(inv.cfg, inv.agent, time.Now())
+		w, err := h.wallet(ctx, inv.cfg, inv.agent, time.Now())
+		if err != nil {
+			return err
+		}
 		if d := w.Decide(grant.ToolTarget(inv.tool.Name, args)); !d.Allow {
 			return inv.fail(KindDenied, d.Reason)
 		}
@@ -39,55 +48,113 @@ func (h *Host) authorize(next handler) handler {
 	}
 }
 
-// wallet is agent's wallet at time at: its system cards (the grants agent.toml
-// gives it). Cards granted at run time join them when the state store lands.
-func (h *Host) wallet(cfg *config.Config, agent string, at time.Time) *cards.Wallet {
-	return cards.NewWallet(agent, at, h.systemCards(cfg)[agent])
+// stateHolder is the Host's state store: opened on first need, and the
+// configuration whose agents and system cards were last written to it.
+type stateHolder struct {
+	mu     sync.Mutex
+	st     store.Store
+	path   string
+	synced *config.Config // the configuration the store holds the system cards of
+	// wallets caches each agent's pinned wallet while the store's
+	// generation is unchanged and no card in it has expired since.
+	wallets map[string]cachedWallet
 }
 
-// systemCardSet is the system cards of one configuration, built once.
-type systemCardSet struct {
-	cfg   *config.Config
-	cards map[string][]cards.Card // by agent
+type cachedWallet struct {
+	gen int64
+	w   *cards.Wallet
 }
 
-// systemCards returns the system cards of cfg by agent: one card per
-// entry of an agent's grants, with an ID derived from the agent and the
-// grant so that it is the same on every load and every instance.
-func (h *Host) systemCards(cfg *config.Config) map[string][]cards.Card {
-	if s := h.sysCards.Load(); s != nil && s.cfg == cfg {
-		return s.cards
+// State returns the state store for cfg, opening it at Options.StatePath
+// (or cfg.StatePath()) and writing cfg's agents and system cards to it the
+// first time cfg is seen. A failure is ErrState with the cause.
+func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, error) {
+	s := &h.stateHolder
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st != nil && s.synced == cfg {
+		return s.st, nil
 	}
-	h.sysCardsMu.Lock()
-	defer h.sysCardsMu.Unlock()
-	if s := h.sysCards.Load(); s != nil && s.cfg == cfg {
-		return s.cards
+	if s.st == nil {
+		path := h.opts.StatePath
+		if path == "" {
+			path = cfg.StatePath()
+		}
+		st, err := store.Open(ctx, path, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrState, err)
+		}
+		s.st, s.path = st, path
 	}
-	s := &systemCardSet{cfg: cfg, cards: map[string][]cards.Card{}}
+	if err := syncAgents(ctx, s.st, cfg); err != nil {
+		return nil, fmt.Errorf("%w: writing the agents of %s: %v", ErrState, cfg.File(), err)
+	}
+	s.synced = cfg
+	s.wallets = map[string]cachedWallet{}
+	return s.st, nil
+}
+
+// syncAgents makes the store hold cfg's agents and, for each, exactly the
+// system cards its grants declare (one card per grant, so the operator can
+// revoke one without the others).
+func syncAgents(ctx context.Context, st store.Store, cfg *config.Config) error {
 	for _, a := range cfg.Agents() {
-		for _, g := range a.Grants {
-			s.cards[a.Name] = append(s.cards[a.Name], cards.Card{
-				ID:      systemCardID(a.Name, g.Grant.String()),
-				Holder:  a.Name,
-				Spec:    cards.Spec{LowerPos: cards.Any(g.Grant)},
-				System:  true,
-				Manager: "system",
-			})
+		if err := st.EnsureAgent(ctx, a.Name); err != nil {
+			return err
+		}
+		specs := make([]cards.Spec, len(a.Grants))
+		for i, g := range a.Grants {
+			specs[i] = cards.Spec{LowerPos: cards.Any(g.Grant)}
+		}
+		if _, _, err := st.SyncSystemCards(ctx, a.Name, specs); err != nil {
+			return fmt.Errorf("system cards of agent %q: %w", a.Name, err)
 		}
 	}
-	h.sysCards.Store(s)
-	return s.cards
+	return nil
 }
 
-// systemCardID names a system card by what it is, so the same grant of the
-// same agent has the same ID across restarts.
-func systemCardID(agent, grantText string) string {
-	sum := sha256.Sum256([]byte(agent + "\x00" + grantText))
-	return "sys-" + hex.EncodeToString(sum[:6])
+// wallet is agent's wallet at time at. It is re-read whenever the store
+// changed (any process's grant or revocation advances its generation) or a
+// card in it expired, so a revocation holds from the next call on.
+func (h *Host) wallet(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error) {
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	gen, err := st.Generation(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrState, err)
+	}
+	s := &h.stateHolder
+	s.mu.Lock()
+	c, ok := s.wallets[agent]
+	s.mu.Unlock()
+	if ok && c.gen == gen {
+		if next := c.w.NextExpiry(); next.IsZero() || at.Before(next) {
+			return c.w, nil // nothing in it has expired since it was read
+		}
+	}
+	w, err := st.Wallet(ctx, agent, at)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrState, err)
+	}
+	s.mu.Lock()
+	if s.synced == cfg {
+		s.wallets[agent] = cachedWallet{gen: gen, w: w}
+	}
+	s.mu.Unlock()
+	return w, nil
 }
 
-// sysCardsState is embedded in Host.
-type sysCardsState struct {
-	sysCards   atomic.Pointer[systemCardSet]
-	sysCardsMu sync.Mutex
+// closeState closes the store, if it was opened.
+func (h *Host) closeState() error {
+	s := &h.stateHolder
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st == nil {
+		return nil
+	}
+	err := s.st.Close()
+	s.st = nil
+	return err
 }

@@ -48,6 +48,11 @@ type Options struct {
 	// MaxCacheBytes bounds the compiled code held in memory, least recently
 	// used first out; 0 means 1 GiB.
 	MaxCacheBytes int64
+	// StatePath is the state store's SQLite file (agents, tokens, cards);
+	// "" means the configuration's ([state] path, or maiden-state.db next
+	// to agent.toml). It is opened only for a configuration that declares
+	// [agents].
+	StatePath string
 	// MaxConcurrent is how many calls run at once across all callers; 0
 	// means 4 per CPU (at least 4). Calls beyond it wait their turn. In
 	// worker isolation it is also the number of call workers.
@@ -122,7 +127,7 @@ const (
 
 // Host runs the tools of one configuration. It is safe for concurrent use.
 type Host struct {
-	sysCardsState // the system cards of the configuration in force (authorize.go)
+	stateHolder // the state store: agents, tokens, cards (authorize.go)
 
 	cfg     atomic.Pointer[config.Config]
 	runner  sandbox.Runner
@@ -185,7 +190,8 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 // more than once.
 func (h *Host) Close(ctx context.Context) error {
 	h.closed.Store(true)
-	return h.runner.Shutdown(ctx)
+	err := h.runner.Shutdown(ctx)
+	return errors.Join(err, h.closeState())
 }
 
 // Active is how many calls are running or waiting for a turn, for graceful
