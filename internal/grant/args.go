@@ -101,12 +101,27 @@ func matchArgs(pats []argPattern, rest bool, args []Arg) bool {
 				}
 			}
 			i = i2
-		} else if !rest {
+		} else if !rest || foldsOnto(pats, name) {
 			return false
 		}
 		j = j2
 	}
 	return i == len(pats)
+}
+
+// foldsOnto reports whether name, which no pattern names exactly, equals
+// a pattern's name case-insensitively. Such an argument is refused even
+// under "--...": Go's encoding/json fills a struct field from any key that
+// matches its name case-insensitively (the last one wins), so with
+// {"city":"Paris","CITY":"Berlin"} a Go tool would get Berlin although the
+// grant pinned --city=Paris.
+func foldsOnto(pats []argPattern, name string) bool {
+	for i := range pats {
+		if strings.EqualFold(pats[i].name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // coverArgs reports whether every argument list the child patterns allow,

@@ -67,7 +67,10 @@
 // form and a value the grant's value glob matches. A name the grant does
 // not mention is refused unless the grant ends with `--...`; a name the
 // grant mentions but the call lacks is refused (the tool's default is not
-// what the grant allowed). So `tool:invoke search --pattern=cart` allows
+// what the grant allowed). Under `--...`, an argument whose name equals a
+// mentioned one but for case is still refused: Go's encoding/json fills a
+// field from any case variant of its name, so {"city":"Paris","CITY":"x"}
+// would reach a Go tool as city=x. So `tool:invoke search --pattern=cart` allows
 // exactly `{"pattern":"cart"}`; `--pattern=\*` allows only the value "*".
 //
 // # Attenuation (Grant.Covers)

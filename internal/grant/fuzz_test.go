@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -54,6 +55,21 @@ func FuzzRender(f *testing.F) {
 				t.Fatalf("Render(%q): error %v is not ErrRender", in, err)
 			}
 			return
+		}
+		// A decoder of the tool's reads what was rendered: the same
+		// properties, the same strings.
+		var m map[string]any
+		if err := json.Unmarshal([]byte(in), &m); err != nil {
+			t.Fatalf("Render accepted %q, encoding/json refuses it: %v", in, err)
+		}
+		for _, a := range args {
+			v, ok := m[a.Name]
+			if !ok {
+				t.Fatalf("Render of %q made argument %q, which encoding/json does not see", in, a.Name)
+			}
+			if s, isString := v.(string); isString && s != a.Value {
+				t.Fatalf("Render of %q: %q is %q, encoding/json reads %q", in, a.Name, a.Value, s)
+			}
 		}
 		target := ToolTarget("tool", args)
 		g, err := Parse(target.String())

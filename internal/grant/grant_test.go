@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -233,6 +234,9 @@ func TestAllowsTool(t *testing.T) {
 		{"value with space", `tool:invoke t "--q=a b"`, "t", `{"q":"a b"}`, true},
 		{"empty array is not absent", "tool:invoke t", "t", `{"tag":[]}`, false},
 		{"verb any", "tool ping", "ping", `{}`, true},
+		{"case variant of a pinned name refused under --...", "tool:invoke weather --city=Paris --...", "weather", `{"city":"Paris","CITY":"Berlin"}`, false},
+		{"Unicode case variant refused under --...", "tool:invoke t --ask=x --...", "t", `{"ask":"x","aſk":"y"}`, false},
+		{"other names still allowed under --...", "tool:invoke weather --city=Paris --...", "weather", `{"city":"Paris","units":"c"}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := mustParse(t, tc.grant)
@@ -393,4 +397,19 @@ func argStrings(g Grant) []string {
 		s = append(s, p.String())
 	}
 	return s
+}
+
+// TestCaseFoldPremise checks the reason matchArgs refuses case variants:
+// Go's decoder does fill a field from them, the last key winning.
+func TestCaseFoldPremise(t *testing.T) {
+	var v struct {
+		City string `json:"city"`
+		Ask  string `json:"ask"`
+	}
+	if err := json.Unmarshal([]byte(`{"city":"Paris","CITY":"Berlin","ask":"x","aſk":"y"}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.City != "Berlin" || v.Ask != "y" {
+		t.Fatalf("encoding/json no longer folds case (%+v): the rule in foldsOnto may be relaxed", v)
+	}
 }
