@@ -31,7 +31,7 @@ const buildUsage = "usage: maiden build [-o OUT.wasm] [-watch] [DIR | FILE.go | 
 // every change to the sources until interrupted.
 func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("build", stderr)
-	out := fs.String("o", "", "output file (default: NAME.wasm in the project directory)")
+	out := fs.String("o", "", "output `FILE` (default: NAME.wasm in the project directory)")
 	watch := fs.Bool("watch", false, "rebuild whenever a source file changes, until interrupted")
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)

@@ -4,16 +4,26 @@
 //	maiden tools  [-config agent.toml] [-json]
 //	maiden call   [-config agent.toml] [-json] TOOL [INPUT | -]
 //	maiden serve  [-config agent.toml] [-http ADDR]
-//	maiden new    go|js DIR
+//	maiden new    go|js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
+//	maiden client config claude|cursor|vscode [-write]
+//	maiden completion bash|zsh|fish
 //
-// See the README for the exit codes and the -json envelope.
+// The command table below is the one description of the command line: the
+// usage text, each command's -h and the shell completions all come from
+// it and from the flags each command really defines. See the README for
+// the exit codes and the -json envelope.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/maiden-run/maiden"
@@ -28,3 +38,285 @@ func main() {
 	stop()
 	os.Exit(code)
 }
+
+// runFunc is a command: its arguments (after its name) in, an exit code out.
+type runFunc func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+
+// command is one entry of the command line.
+type command struct {
+	name    string   // as typed; a subcommand's includes its parent's: "client config"
+	args    string   // the synopsis after the name
+	summary string   // one line, for the usage list and completion
+	help    string   // more, for -h (optional)
+	run     runFunc  // nil for a parent of subcommands
+	subs    []string // a parent's subcommands, in order
+	// interspersed: flags may follow positional arguments (parsed with
+	// parseInterspersed); otherwise the first positional ends the flags,
+	// as with Go's flag package.
+	interspersed bool
+	// complete lists the candidates for positional argument i (from 0),
+	// given the flags typed so far.
+	complete func(i int, flags map[string]string) completion
+	hidden   bool // not listed in usage or completion
+}
+
+// commands is filled in init: the commands' functions read it (for their
+// -h text), which a package-level initializer could not allow.
+var commands []*command
+
+func init() {
+	commands = []*command{
+		{name: "check", args: "[-config agent.toml]",
+			summary: "validate agent.toml (every problem, with its line) and load every tool",
+			run:     noStdin(cmdCheck)},
+		{name: "tools", args: "[-config agent.toml] [-json]",
+			summary: "list the tools: description, input and output schemas, whole policy",
+			run:     noStdin(cmdTools)},
+		{name: "call", args: "[-config agent.toml] [-json] TOOL [INPUT | -]",
+			summary:  `run TOOL on INPUT (JSON; "-" reads stdin; default {})`,
+			run:      cmdCall,
+			complete: completeCall},
+		{name: "new", args: "go|js DIR [-add | -add=false] [-config agent.toml]",
+			summary:      "create a tool project from a template (and add it to agent.toml)",
+			help:         newHelp,
+			run:          cmdNew,
+			interspersed: true,
+			complete:     completeNew},
+		{name: "build", args: "[-o OUT.wasm] [-watch] [DIR | FILE.go | FILE.js | FILE.wat]",
+			summary:  "build a tool project into a component and check it loads (-watch: on every save)",
+			run:      noStdin(cmdBuild),
+			complete: func(int, map[string]string) completion { return completion{kind: completeFiles} }},
+		{name: "serve", args: "[-config agent.toml] [-http ADDR [-auth-token-env NAME] [-allow-origin ORIGIN]...] [-max-concurrent N] [-max-queued N] [-watch=false]",
+			summary: "serve the tools over MCP (stdio, or streamable HTTP at ADDR/mcp)",
+			run:     cmdServe},
+		{name: "client", args: "config claude|cursor|vscode ...",
+			summary: "configure an MCP client to start maiden",
+			subs:    []string{"config"}},
+		{name: "client config", args: "claude|cursor|vscode [-config agent.toml] [-name NAME] [-url URL [-auth-token-env NAME]] [-write [-file PATH]]",
+			summary:      "print (or -write into the client's file) the MCP server entry for a client",
+			help:         clientConfigHelp,
+			run:          cmdClientConfig,
+			interspersed: true,
+			complete:     completeClients},
+		{name: "completion", args: "bash|zsh|fish",
+			summary:      "print a shell completion script",
+			help:         completionHelp,
+			run:          cmdCompletion,
+			interspersed: true,
+			complete:     choices("bash", "zsh", "fish")},
+		{name: "version", summary: "print maiden's version, its commit, wasmtime's and Go's",
+			run: cmdVersion},
+		{name: "help", args: "[COMMAND]", summary: "print this, or a command's flags",
+			run: cmdHelp, complete: func(i int, _ map[string]string) completion {
+				if i > 0 {
+					return completion{}
+				}
+				return choices(visibleCommandNames()...)(i, nil)
+			}},
+		{name: "__complete", hidden: true, run: cmdComplete},
+	}
+}
+
+// noStdin adapts a command that reads no input.
+func noStdin(f func(context.Context, []string, io.Writer, io.Writer) int) runFunc {
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return f(ctx, args, stdout, stderr)
+	}
+}
+
+func lookupCommand(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// visibleCommandNames are the top-level commands a user may type.
+func visibleCommandNames() []string {
+	var names []string
+	for _, c := range commands {
+		if !c.hidden && !strings.Contains(c.name, " ") {
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
+
+// usage is what `maiden help` prints.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("maiden runs AI-agent tools as sandboxed WebAssembly components.\n\nUsage:\n")
+	for _, c := range commands {
+		if c.hidden || c.run == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "  maiden %s", c.name)
+		if c.args != "" {
+			b.WriteString(" " + c.args)
+		}
+		fmt.Fprintf(&b, "\n        %s\n", c.summary)
+	}
+	b.WriteString(`
+"maiden help COMMAND" or "maiden COMMAND -h" lists a command's flags.
+
+Flags common to check, tools, call, new, build, serve and client config:
+  -config FILE      the agent configuration (default: agent.toml, or $MAIDEN_CONFIG)
+  -cache DIR        compiled-component cache ("off" to disable; default: the user cache dir)
+  -isolation MODE   where tool code runs: workers (the default) or process
+  -v                log maiden's own diagnostics to stderr
+
+Exit codes: 0 ok, 1 tool error, 2 usage or config error, 3 deadline,
+4 memory ceiling, 5 trap or invalid tool, 6 denied by policy.
+`)
+	return b.String()
+}
+
+// run is the whole CLI, testable in-process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage())
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-version", "--version":
+		name = "version"
+	case "-h", "-help", "--help":
+		name = "help"
+	}
+	c := lookupCommand(name)
+	if c == nil || strings.Contains(name, " ") {
+		fmt.Fprintf(stderr, "maiden: unknown command %q\n\n%s", name, usage())
+		return exitUsage
+	}
+	for c.run == nil { // a parent: the next word names the subcommand
+		if len(rest) == 0 || rest[0] == "-h" || rest[0] == "-help" || rest[0] == "--help" {
+			w := stderr
+			code := exitUsage
+			if len(rest) > 0 {
+				w, code = stdout, exitOK
+			}
+			fmt.Fprintf(w, "usage: maiden %s %s\n\n%s\n\nsubcommands: %s\n", c.name, c.args, c.summary, strings.Join(c.subs, ", "))
+			return code
+		}
+		sub := lookupCommand(c.name + " " + rest[0])
+		if sub == nil {
+			fmt.Fprintf(stderr, "maiden %s: unknown subcommand %q (there is: %s)\n", c.name, rest[0], strings.Join(c.subs, ", "))
+			return exitUsage
+		}
+		c, rest = sub, rest[1:]
+	}
+	return c.run(ctx, rest, stdin, stdout, stderr)
+}
+
+func cmdVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := bareFlags("version", stderr)
+	if err := fs.Parse(args); err != nil {
+		return parseFailed(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "maiden version: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	fmt.Fprintln(stdout, versionLine())
+	return exitOK
+}
+
+// cmdHelp prints the usage, or a command's -h (on stdout: asked for).
+func cmdHelp(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := bareFlags("help", stderr)
+	if err := fs.Parse(args); err != nil {
+		return parseFailed(err)
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(stdout, usage())
+		return exitOK
+	}
+	name := strings.Join(fs.Args(), " ")
+	c := lookupCommand(name)
+	if c == nil || c.hidden {
+		fmt.Fprintf(stderr, "maiden help: unknown command %q (there is: %s)\n", name, strings.Join(visibleCommandNames(), ", "))
+		return exitUsage
+	}
+	return run(ctx, append(strings.Fields(name), "-h"), strings.NewReader(""), stdout, stdout)
+}
+
+// bareFlags is the flag set of a command, without the common flags: its
+// -h prints the command's synopsis and help from the command table, then
+// the flags. The command's own flags are added by the caller.
+func bareFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("maiden "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		w := fs.Output()
+		// "Usage of maiden NAME:" is Go's own first line, kept for scripts.
+		fmt.Fprintf(w, "Usage of maiden %s:\n", name)
+		if c := lookupCommand(name); c != nil {
+			fmt.Fprintf(w, "  %s\n\n%s\n", strings.TrimSpace("maiden "+name+" "+c.args), c.summary)
+			if c.help != "" {
+				fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.help))
+			}
+		}
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(w, "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	if fc, ok := stderr.(*flagCapture); ok {
+		fc.fs = fs
+	}
+	return fs
+}
+
+// flagCapture is the stderr given to a command run with -h to learn its
+// flags (see commandFlags): bareFlags hands it the flag set.
+type flagCapture struct{ fs *flag.FlagSet }
+
+func (*flagCapture) Write(p []byte) (int, error) { return len(p), nil }
+
+// commandFlags returns the flags command c really defines, by running it
+// with -h: every command parses its flags before doing anything else, so
+// this has no effect beyond defining them. nil if it has none.
+func commandFlags(c *command) *flag.FlagSet {
+	if c.run == nil || c.hidden {
+		return nil
+	}
+	fc := &flagCapture{}
+	c.run(context.Background(), []string{"-h"}, strings.NewReader(""), io.Discard, fc)
+	return fc.fs
+}
+
+// parseInterspersed parses flags given anywhere among the positional
+// arguments (Go's flag package stops at the first positional), so
+// `maiden new go greet -add` works. "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// flagGiven says whether the named flag was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// errUsage marks an error that is the user's to fix (exit 2).
+var errUsage = errors.New("usage")

@@ -1,37 +1,117 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/atomicfile"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
-const newUsage = "usage: maiden new go|js DIR   (the tool is named after DIR's last element)"
+const newUsage = "usage: maiden new go|js DIR [-add | -add=false] [-config agent.toml]   (the tool is named after DIR's last element)"
 
-// cmdNew creates a tool project from a template and says how to build it,
-// call it and add it to agent.toml.
-func cmdNew(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("new", stderr)
-	if err := fs.Parse(args); err != nil {
+const newHelp = `
+Creates DIR with the tool's source, a README, a .gitignore and the WIT
+contract (a Go tool also gets a copy of the SDK, so it builds offline).
+
+Then it adds a [tools.NAME] table (path to the .wasm "maiden build DIR"
+writes, timeout_ms, memory_mb; network and secrets commented out) to
+agent.toml:
+  -add, or -config FILE   append it without asking (creating the file if
+                          it does not exist)
+  -add=false              never; print the table to paste instead
+  neither                 ask, if agent.toml exists and stdin is a terminal;
+                          otherwise print the table
+agent.toml is never rewritten otherwise: a table of that name already
+there, or a file that does not parse, is left alone (and with -add or
+-config, refused before anything is created).`
+
+// addFlag is -add: unset (ask), -add (yes) or -add=false (no).
+type addFlag struct{ set, yes bool }
+
+func (a *addFlag) String() string {
+	if !a.set {
+		return ""
+	}
+	return strconv.FormatBool(a.yes)
+}
+
+func (a *addFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false, got %q", s)
+	}
+	a.set, a.yes = true, v
+	return nil
+}
+
+func (a *addFlag) IsBoolFlag() bool { return true }
+
+func completeNew(i int, _ map[string]string) completion {
+	if i == 1 {
+		return completion{kind: completeDirs}
+	}
+	return choices(string(toolbuild.LangGo), string(toolbuild.LangJS))(i, nil)
+}
+
+// cmdNew creates a tool project from a template, adds it to agent.toml
+// (if asked, or on a yes at the prompt) and says how to build and call it.
+func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("new", stderr)
+	var add addFlag
+	fs.Var(&add, "add", "append the tool's table to agent.toml (or the -config file) without asking; -add=false: never (default: ask, on a terminal)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return parseFailed(err)
 	}
-	if fs.NArg() != 2 {
+	if len(pos) != 2 {
 		fmt.Fprintln(stderr, newUsage)
 		return exitUsage
 	}
-	lang, dir := toolbuild.Lang(fs.Arg(0)), fs.Arg(1)
+	lang, dir := toolbuild.Lang(pos[0]), pos[1]
 	if lang == "javascript" {
 		lang = toolbuild.LangJS
 	}
 	if lang != toolbuild.LangGo && lang != toolbuild.LangJS {
-		fmt.Fprintf(stderr, "maiden new: unknown language %q\n%s\n", fs.Arg(0), newUsage)
+		fmt.Fprintf(stderr, "maiden new: unknown language %q\n%s\n", pos[0], newUsage)
 		return exitUsage
 	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden new:", err)
+		return exitUsage
+	}
+	never := add.set && !add.yes
+	explicit := !never && (add.yes || flagGiven(fs, "config"))
+	memory := 64
+	if lang == toolbuild.LangJS {
+		memory = 128 // the JS engine's heap
+	}
+	// The tool's name is DIR's base name (NewProject checks it).
+	name := filepath.Base(absDir)
+	cfg := c.config
+	table := toolTable(name, wasmPathFrom(cfg, filepath.Join(absDir, name+".wasm")), memory)
+
+	// Look at agent.toml before creating anything, so that a request to
+	// add that cannot be honoured fails with nothing half done.
+	st := inspectAgentTOML(cfg, name, table)
+	if explicit && st.problem != "" {
+		fmt.Fprintf(stderr, "maiden new: %s; nothing was created (add the tool by hand, or pass -add=false)\n", st.problem)
+		return exitUsage
+	}
+
 	p, files, err := toolbuild.NewProject(dir, lang)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden new:", err)
@@ -52,25 +132,217 @@ func cmdNew(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if sdkFiles > 0 {
 		fmt.Fprintf(stdout, "  sdk/  (%d files: a copy of maiden's Go SDK, see README.md)\n", sdkFiles)
 	}
+
 	example := `{"message":"hi","shout":true}`
-	wasm := filepath.ToSlash(filepath.Join(dir, p.Name+".wasm"))
-	memory := 64
-	if lang == toolbuild.LangJS {
-		memory = 128 // the JS engine's heap
+	next := func() {
+		fmt.Fprintf(stdout, "\nnext:\n  maiden build %s\n  maiden call -config %s %s '%s'\n", dir, cfg, p.Name, example)
 	}
-	fmt.Fprintf(stdout, `
-next:
-  maiden build %s
-  maiden call -config agent.toml %s '%s'
+	paste := func(why string) int {
+		next()
+		fmt.Fprintf(stdout, "\n%s\n(path is relative to %s's directory)\n\n%s", why, cfg, table)
+		return exitOK
+	}
 
-add it to agent.toml (path is relative to agent.toml; this assumes it is in the current directory):
+	switch {
+	case never:
+		return paste("add it to agent.toml:")
+	case explicit:
+	case !st.exists:
+		return paste(fmt.Sprintf("add it to agent.toml (there is no %s here; -add creates it):", cfg))
+	case st.problem != "":
+		fmt.Fprintf(stderr, "maiden new: not offering to add the tool to %s: %s\n", cfg, st.problem)
+		return paste("add it to agent.toml:")
+	case !isTerminal(stdin):
+		return paste(fmt.Sprintf("add it to %s (or run maiden new with -add to append it):", cfg))
+	default:
+		fmt.Fprintf(stderr, "\nadd [tools.%s] to %s? [Y/n] ", p.Name, cfg)
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); (err != nil && a == "") || (a != "" && a != "y" && a != "yes") {
+			return paste("not added; to add it yourself:")
+		}
+	}
 
-[tools.%s]
+	created, err := appendToolTable(cfg, p.Name, table)
+	if err != nil {
+		fmt.Fprintf(stderr, "maiden new: %v\n", err)
+		paste("add it to agent.toml by hand:")
+		return exitUsage
+	}
+	verb := "added to"
+	if created {
+		verb = "created"
+	}
+	fmt.Fprintf(stdout, "\n%s %s:\n\n%s", verb, cfg, table)
+	fmt.Fprintf(stdout, "(until it is built, maiden check reports the path as missing)\n")
+	next()
+	return exitOK
+}
+
+// toolTable is the agent.toml table of a new tool, with safe defaults.
+func toolTable(name, path string, memory int) string {
+	return fmt.Sprintf(`[tools.%s]
 path = %q
 timeout_ms = 5000
 memory_mb = %d
 # http_allow = ["api.example.com"]   # hosts it may fetch (https only)
 # secrets = ["API_TOKEN"]            # credential names it may ask for; values come from MAIDEN_SECRET_<NAME>
-`, dir, p.Name, example, p.Name, wasm, memory)
-	return exitOK
+`, name, path, memory)
+}
+
+// wasmPathFrom is wasm as agent.toml at cfg should name it: relative to
+// cfg's directory when it lies beneath it, else absolute.
+func wasmPathFrom(cfg, wasm string) string {
+	absCfg, err := filepath.Abs(cfg)
+	if err != nil {
+		return filepath.ToSlash(wasm)
+	}
+	rel, err := filepath.Rel(filepath.Dir(absCfg), wasm)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(wasm)
+	}
+	return filepath.ToSlash(rel)
+}
+
+type agentTOMLState struct {
+	exists  bool
+	problem string // why the tool cannot be appended; "" if it can
+}
+
+// inspectAgentTOML says whether table (of tool name) can be appended to the
+// agent.toml at path: a missing file can be created; an existing one must
+// parse as TOML, not have that tool already, and still parse with the
+// table appended.
+func inspectAgentTOML(path, name, table string) agentTOMLState {
+	data, err := config.ReadFile(path, config.MaxFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return agentTOMLState{}
+	}
+	if err != nil {
+		return agentTOMLState{exists: true, problem: err.Error()}
+	}
+	if p := toolClash(path, data, name); p != "" {
+		return agentTOMLState{exists: true, problem: p}
+	}
+	if _, err := appended(path, data, name, table); err != nil {
+		return agentTOMLState{exists: true, problem: err.Error()}
+	}
+	return agentTOMLState{exists: true}
+}
+
+// toolClash is why name cannot be appended to data ("" if it can).
+func toolClash(path string, data []byte, name string) string {
+	tools, err := tomlTools(data)
+	if err != nil {
+		return fmt.Sprintf("%s%v", path, err)
+	}
+	if _, ok := tools[name]; ok {
+		where := path
+		if line := toolLine(path, data, name); line > 0 {
+			where += ":" + strconv.Itoa(line)
+		}
+		return fmt.Sprintf("%s: [tools.%s] already exists; left as it is (choose another DIR name)", where, name)
+	}
+	return ""
+}
+
+// tomlTools is the tools table of an agent.toml, parsed as TOML only (no
+// validation: tools not yet built are fine). Its error starts with
+// ":LINE:COL: " when the position is known.
+func tomlTools(data []byte) (map[string]any, error) {
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, fmt.Errorf(":%d:%d: does not parse as TOML: %v", row, col, de)
+		}
+		return nil, fmt.Errorf(": does not parse as TOML: %v", err)
+	}
+	switch t := doc["tools"].(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return t, nil
+	default:
+		return nil, fmt.Errorf(": tools is a %T, not a table", t)
+	}
+}
+
+// toolLine is the line where tools.name is defined, if it can be told.
+func toolLine(path string, data []byte, name string) int {
+	if cfg, err := config.Parse(path, data, filepath.Dir(path)); err == nil {
+		if t, ok := cfg.Tool(name); ok {
+			return t.Line
+		}
+	}
+	re := regexp.MustCompile(`^\s*(\[\s*tools\s*\.\s*("` + regexp.QuoteMeta(name) + `"|'` + regexp.QuoteMeta(name) + `'|` + regexp.QuoteMeta(name) + `)\s*[\].]|tools\s*\.\s*"?` + regexp.QuoteMeta(name) + `"?\s*[.=])`)
+	for i, l := range strings.Split(string(data), "\n") {
+		if re.MatchString(l) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// appendToolTable appends table to the agent.toml at path (created, with
+// version = 1, if missing), re-checking just before writing that the tool
+// is still absent. The file is replaced atomically (through a symlink, to
+// its target), so a running maiden serve never reads half of it.
+func appendToolTable(path, name, table string) (created bool, err error) {
+	target := path
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	perm := fs.FileMode(0o644)
+	data, err := config.ReadFile(target, config.MaxFileBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		created = true
+		data = []byte("version = 1\n")
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return false, err
+		}
+	case err != nil:
+		return false, err
+	default:
+		if fi, err := os.Stat(target); err == nil {
+			perm = fi.Mode().Perm()
+		}
+		if p := toolClash(path, data, name); p != "" {
+			return false, errors.New(p)
+		}
+	}
+	out, err := appended(path, data, name, table)
+	if err != nil {
+		return false, err
+	}
+	if err := atomicfile.Write(target, out, perm); err != nil {
+		return false, fmt.Errorf("%s: %v", path, err)
+	}
+	return created, nil
+}
+
+// appended is data with table appended, provided the result parses and
+// defines the tool: this command never writes a file it broke (an inline
+// "tools = {...}" cannot take a [tools.NAME] table, for one).
+func appended(path string, data []byte, name, table string) ([]byte, error) {
+	out := append([]byte{}, data...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	out = append(out, '\n')
+	out = append(out, table...)
+	if tools, err := tomlTools(out); err != nil {
+		return nil, fmt.Errorf("%s: appending [tools.%s] would make it fail to parse (%s); left unchanged", path, name, strings.TrimPrefix(err.Error(), ": "))
+	} else if _, ok := tools[name]; !ok {
+		return nil, fmt.Errorf("%s: appending [tools.%s] would not define the tool; left unchanged", path, name)
+	}
+	return out, nil
+}
+
+// isTerminal says whether r is a terminal (then maiden new may ask). A
+// variable for tests.
+var isTerminal = func(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && fileIsTerminal(f)
 }

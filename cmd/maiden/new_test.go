@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,7 +189,8 @@ func TestBuildWatch(t *testing.T) {
 	// A broken save: reported, and the watch goes on.
 	time.Sleep(20 * time.Millisecond) // a new mtime even on coarse file systems
 	write([]byte("(module\n  (func (i32.bogus)))\n"))
-	waitFor("the error", func(s string) bool { return strings.Contains(s, "line 2") })
+	// The message names the line: "line 2" before build errors took compiler form, "tool.wat:2:" since.
+	waitFor("the error", func(s string) bool { return strings.Contains(s, "line 2") || strings.Contains(s, "tool.wat:2:") })
 
 	// Fixed: rebuilt.
 	write(append(src, []byte("\n;; edited\n")...))
@@ -204,5 +207,192 @@ func TestBuildWatch(t *testing.T) {
 	}
 	if n := strings.Count(stdout.String(), "Echoes"); n != 2 {
 		t.Errorf("stdout has %d successful loads, want 2:\n%s\nstderr:\n%s", n, stdout.String(), stderr.String())
+	}
+}
+
+// newWork is a directory with an agent.toml serving echo (content as
+// given, with no final newline, to show nothing is lost).
+func newWork(t *testing.T, extra string) (work, cfg, before string) {
+	t.Helper()
+	work = t.TempDir()
+	cfg = filepath.Join(work, "agent.toml")
+	before = fmt.Sprintf("version = 1\n# my tools\n\n[tools.echo]\npath = %q%s", testkit.Component(t, "echo"), extra)
+	if err := os.WriteFile(cfg, []byte(before), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return work, cfg, before
+}
+
+// TestNewAddsToAgentTOML: -add (or -config) appends the tool's table to
+// agent.toml, keeping every byte that was there; the path it writes is
+// right, shown by calling the tool once a component is at that path.
+func TestNewAddsToAgentTOML(t *testing.T) {
+	work, cfg, before := newWork(t, "")
+	t.Chdir(work)
+	for _, args := range [][]string{
+		{"new", "go", "greet", "-add"},                     // flags after the positionals
+		{"new", "-config", cfg, "js", "tools/shout-it"},    // -config alone means add
+		{"new", "-add", "go", filepath.Join(work, "abs1")}, // an absolute DIR under agent.toml's directory
+	} {
+		r := cli(t, "", args...)
+		if r.code != exitOK || !strings.Contains(r.stdout, "added to ") {
+			t.Fatalf("%q: %+v", args, r)
+		}
+	}
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), before+"\n") {
+		t.Fatalf("the old content changed:\n%s", data)
+	}
+	for name, path := range map[string]string{"greet": "greet/greet.wasm", "shout-it": "tools/shout-it/shout-it.wasm", "abs1": "abs1/abs1.wasm"} {
+		if !strings.Contains(string(data), fmt.Sprintf("[tools.%s]\npath = %q\ntimeout_ms = 5000\n", name, path)) {
+			t.Errorf("no table for %s at %s:\n%s", name, path, data)
+		}
+	}
+	if !strings.Contains(string(data), "[tools.shout-it]\npath = \"tools/shout-it/shout-it.wasm\"\ntimeout_ms = 5000\nmemory_mb = 128\n") {
+		t.Errorf("the JS tool's memory:\n%s", data)
+	}
+	if fi, _ := os.Stat(cfg); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600 kept", fi.Mode().Perm())
+	}
+	// Until built, check names the missing file; with a component there,
+	// the tool answers.
+	if r := cli(t, "", "check", "-config", cfg, "-cache", "off"); r.code != exitUsage || !strings.Contains(r.stderr, "tools.greet.path") {
+		t.Errorf("check before build: %+v", r)
+	}
+	comp, err := os.ReadFile(testkit.Component(t, "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"greet/greet.wasm", "tools/shout-it/shout-it.wasm", "abs1/abs1.wasm"} {
+		if err := os.WriteFile(filepath.Join(work, p), comp, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := cli(t, "", "call", "-config", cfg, "-cache", "off", "shout-it", `{"message":"hi"}`); r.code != exitOK || r.stdout != "{\"message\":\"hi\"}\n" {
+		t.Errorf("call: %+v", r)
+	}
+}
+
+// TestNewAddRefuses: with -add, an agent.toml that cannot take the table
+// is refused before anything is created, and left as it was.
+func TestNewAddRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		name, extra, tool, want string
+	}{
+		{"tool exists", "", "echo", ":4: [tools.echo] already exists"},
+		{"tool exists, quoted", "\n[tools.\"greet\"]\npath = \"x.wasm\"\n", "greet", ":6: [tools.greet] already exists"},
+		{"not TOML", "\npath = = 3\n", "greet", ":6:8: does not parse as TOML"},
+		{"inline tools", "\n[other]\n", "greet", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			work, cfg, before := newWork(t, tt.extra)
+			if tt.name == "inline tools" {
+				before = "version = 1\ntools = { echo = { path = \"e.wasm\" } }\n"
+				if err := os.WriteFile(cfg, []byte(before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				tt.want = ": appending [tools.greet] would make it fail to parse"
+			}
+			dir := filepath.Join(work, tt.tool)
+			r := cli(t, "", "new", "go", dir, "-config", cfg)
+			if r.code != exitUsage || !strings.Contains(r.stderr, cfg+tt.want) || !strings.Contains(r.stderr, "nothing was created") {
+				t.Errorf("exit %d, stderr %q; want exit 2 mentioning %q", r.code, r.stderr, tt.want)
+			}
+			if b, _ := os.ReadFile(cfg); string(b) != before {
+				t.Errorf("agent.toml changed:\n%s", b)
+			}
+			if tt.tool != "echo" {
+				if _, err := os.Stat(dir); err == nil {
+					t.Error("the project was created")
+				}
+			}
+		})
+	}
+}
+
+// TestNewAsksOnlyOnATerminal: without -add, an existing agent.toml is
+// changed only after a yes at the prompt, which is shown only when stdin
+// is a terminal.
+func TestNewAsksOnlyOnATerminal(t *testing.T) {
+	defer func(f func(io.Reader) bool) { isTerminal = f }(isTerminal)
+	for _, tt := range []struct {
+		name     string
+		terminal bool
+		answer   string
+		added    bool
+	}{
+		{"not a terminal", false, "y\n", false},
+		{"yes", true, "y\n", true},
+		{"enter means yes", true, "\n", true},
+		{"no", true, "n\n", false},
+		{"anything else is no", true, "maybe\n", false},
+		{"end of input is no", true, "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			isTerminal = func(io.Reader) bool { return tt.terminal }
+			work, cfg, before := newWork(t, "\n")
+			t.Chdir(work)
+			r := cli(t, tt.answer, "new", "go", "greet")
+			if r.code != exitOK {
+				t.Fatalf("%+v", r)
+			}
+			asked := strings.Contains(r.stderr, "add [tools.greet] to agent.toml? [Y/n]")
+			if asked != tt.terminal {
+				t.Errorf("asked %v on a terminal %v: %q", asked, tt.terminal, r.stderr)
+			}
+			b, _ := os.ReadFile(cfg)
+			if added := string(b) != before; added != tt.added {
+				t.Errorf("added %v, want %v:\n%s", added, tt.added, b)
+			}
+			if !tt.added && !strings.Contains(r.stdout, "[tools.greet]\npath = \"greet/greet.wasm\"") {
+				t.Errorf("not added, and the table to paste is not shown:\n%s", r.stdout)
+			}
+			if !tt.terminal && !strings.Contains(r.stdout, "-add to append it") {
+				t.Errorf("no hint about -add:\n%s", r.stdout)
+			}
+		})
+	}
+
+	// -add=false never asks and never adds, even with -config.
+	isTerminal = func(io.Reader) bool { return true }
+	work, cfg, before := newWork(t, "")
+	r := cli(t, "y\n", "new", "js", filepath.Join(work, "quiet"), "-add=false", "-config", cfg)
+	if b, _ := os.ReadFile(cfg); r.code != exitOK || string(b) != before || strings.Contains(r.stderr, "[Y/n]") {
+		t.Errorf("-add=false: %+v", r)
+	}
+}
+
+// TestNewAddCreatesAgentTOML: -add with no agent.toml creates one that
+// loads once the tool is built; through a symlink, the target is written.
+func TestNewAddCreatesAgentTOML(t *testing.T) {
+	work := t.TempDir()
+	cfg := filepath.Join(work, "conf", "agent.toml")
+	r := cli(t, "", "new", "go", filepath.Join(work, "conf", "greet"), "-config", cfg)
+	if r.code != exitOK || !strings.Contains(r.stdout, "created "+cfg) {
+		t.Fatalf("%+v", r)
+	}
+	comp, _ := os.ReadFile(testkit.Component(t, "echo"))
+	if err := os.WriteFile(filepath.Join(work, "conf", "greet", "greet.wasm"), comp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, "", "check", "-config", cfg, "-cache", "off"); r.code != exitOK {
+		t.Errorf("check: %+v", r)
+	}
+
+	link := filepath.Join(work, "agent.toml")
+	if err := os.Symlink(cfg, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, "", "new", "js", filepath.Join(work, "conf", "other"), "-config", link); r.code != exitOK {
+		t.Fatalf("%+v", r)
+	}
+	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("the symlink was replaced by a file")
+	}
+	if b, _ := os.ReadFile(cfg); !strings.Contains(string(b), "[tools.other]") {
+		t.Errorf("target not updated:\n%s", b)
 	}
 }

@@ -30,63 +30,6 @@ const (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `maiden runs AI-agent tools as sandboxed WebAssembly components.
-
-Usage:
-  maiden check  [-config agent.toml]                 validate agent.toml and load every tool
-  maiden tools  [-config agent.toml] [-json]         list tools: description, input schema, policy
-  maiden call   [-config agent.toml] [-json] TOOL [INPUT | -]
-                                                     run TOOL on INPUT (JSON; "-" reads stdin; default {})
-  maiden new    go|js DIR                            create a tool project from a template
-  maiden build  [-o OUT.wasm] [-watch] [DIR | FILE.go | FILE.js | FILE.wat]
-                                                     build a tool project into a component
-                                                     (-watch: rebuild on every save)
-  maiden serve  [-config agent.toml] [-http ADDR [-auth-token-env NAME] [-allow-origin ORIGIN]...]
-                [-max-concurrent N] [-max-queued N] [-watch=false]
-                                                     serve the tools over MCP (stdio, or streamable HTTP at ADDR/mcp)
-  maiden version
-
-Flags common to every command:
-  -config FILE   the agent configuration (default: agent.toml, or $MAIDEN_CONFIG)
-  -cache DIR     compiled-component cache ("off" to disable; default: the user cache dir)
-  -v             log maiden's own diagnostics to stderr
-
-Exit codes: 0 ok, 1 tool error, 2 usage or config error, 3 deadline,
-4 memory ceiling, 5 trap or invalid tool, 6 denied by policy.
-`
-
-// run is the whole CLI, testable in-process.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
-	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "check":
-		return cmdCheck(ctx, rest, stdout, stderr)
-	case "tools":
-		return cmdTools(ctx, rest, stdout, stderr)
-	case "call":
-		return cmdCall(ctx, rest, stdin, stdout, stderr)
-	case "build":
-		return cmdBuild(ctx, rest, stdout, stderr)
-	case "new":
-		return cmdNew(ctx, rest, stdout, stderr)
-	case "serve":
-		return cmdServe(ctx, rest, stdin, stdout, stderr)
-	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, versionLine())
-		return exitOK
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "maiden: unknown command %q\n\n%s", cmd, usage)
-		return exitUsage
-	}
-}
-
 // common holds the flags every command takes.
 type common struct {
 	config    string
@@ -126,6 +69,9 @@ func (f *isolationFlag) Set(s string) error {
 	return nil
 }
 
+// Choices are the values shell completion offers.
+func (f *isolationFlag) Choices() []string { return []string{"workers", "process"} }
+
 func (f *isolationFlag) value() maiden.Isolation {
 	if f.inProcess {
 		return maiden.InProcess
@@ -134,17 +80,16 @@ func (f *isolationFlag) value() maiden.Isolation {
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
-	fs := flag.NewFlagSet("maiden "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := bareFlags(name, stderr)
 	c := &common{}
 	def := os.Getenv("MAIDEN_CONFIG")
 	if def == "" {
 		def = "agent.toml"
 	}
-	fs.StringVar(&c.config, "config", def, "agent configuration file")
-	fs.StringVar(&c.cache, "cache", "", `compiled-component cache directory ("off" disables it)`)
+	fs.StringVar(&c.config, "config", def, "the agent configuration `FILE`")
+	fs.StringVar(&c.cache, "cache", "", "compiled-component cache `DIR` (\"off\" disables it; default: the user cache directory)")
 	fs.BoolVar(&c.verbose, "v", false, "log maiden's diagnostics to stderr")
-	fs.Var(&c.isolation, "isolation", `where tool code runs: "workers" (supervised, confined processes; the default) or "process" (in this process: faster, the weaker wall)`)
+	fs.Var(&c.isolation, "isolation", "`MODE`: where tool code runs; \"workers\" (supervised, confined processes; the default) or \"process\" (in this process: faster, the weaker wall)")
 	return fs, c
 }
 
