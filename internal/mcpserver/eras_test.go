@@ -75,6 +75,22 @@ func TestHTTPBothEras(t *testing.T) {
 			t.Errorf("modern %s: status %d, want 405", m, resp.StatusCode)
 		}
 	}
+	// The body cap applies to modern requests as to legacy ones.
+	e.setMaxInput(1024)
+	huge := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 300<<10) + `"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	hreq, _ := http.NewRequest(http.MethodPost, srv.URL+Path, strings.NewReader(huge))
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json, text/event-stream")
+	hreq.Header.Set("MCP-Protocol-Version", ModernProtocol)
+	if hresp, err := http.DefaultClient.Do(hreq); err != nil {
+		t.Fatal(err)
+	} else {
+		hresp.Body.Close()
+		if hresp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("an oversized modern request: status %d, want 413", hresp.StatusCode)
+		}
+	}
+
 	future := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+Path, strings.NewReader(future))
 	req.Header.Set("Content-Type", "application/json")

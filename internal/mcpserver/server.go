@@ -22,6 +22,11 @@
 // goes on. A request the client cancels gets no response, as the spec says.
 // Idle HTTP sessions expire (HTTPOptions.SessionIdle).
 //
+// Both eras of the protocol are served: 2025-11-25 and older with initialize
+// and sessions, 2026-07-28 statelessly (over HTTP on the same endpoint; see
+// HTTPHandler). A client that never chose a log level gets DefaultLogLevel
+// (legacy era; the modern one forbids logs a request did not ask for).
+//
 // Of the rest of MCP, maiden serves tools only: it has no resources or
 // prompts to offer, and it never asks the client for sampling or
 // elicitation (a tool cannot reach the agent's model; that would be a road
@@ -144,6 +149,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 				// What logging/setLevel would do; a later setLevel from the
 				// client replaces it.
+				//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but clients still use it for tool logs
 				lreq := &mcp.ServerRequest[*mcp.SetLoggingLevelParams]{Session: ss, Params: &mcp.SetLoggingLevelParams{Level: DefaultLogLevel}}
 				if _, lerr := next(ctx, "logging/setLevel", lreq); lerr != nil {
 					s.log.Debug("could not set the default log level", "error", lerr)
