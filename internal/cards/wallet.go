@@ -149,13 +149,13 @@ func (d Decision) Rule() string {
 // allowed decision allocates nothing.
 func (w *Wallet) Decide(t grant.Target) Decision {
 	for _, c := range w.upper {
-		if g, ok := first(c.UpperNeg, t); ok {
+		if g, ok := first(c.UpperNeg, &t); ok {
 			return w.deny(t, c.ID, "upper-negative", g.Grant,
 				fmt.Sprintf("card %s of agent %q forbids %s (its upper-negative grant %q; only revoking that card lifts it: maiden cards revoke %s)",
 					c.ID, w.agent, t, g.Grant.String(), c.ID))
 		}
 		if len(c.UpperPos) > 0 {
-			if _, ok := first(c.UpperPos, t); !ok {
+			if _, ok := first(c.UpperPos, &t); !ok {
 				return w.deny(t, c.ID, "upper-positive", grant.Grant{},
 					fmt.Sprintf("card %s of agent %q caps its wallet at %s, which does not cover %s (only revoking that card lifts it: maiden cards revoke %s)",
 						c.ID, w.agent, list(c.UpperPos), t, c.ID))
@@ -166,10 +166,10 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 	var exceptedBy Grant
 	for _, list := range [2][]entry{w.named[nameKey{t.Class, t.Name}], w.other} {
 		for _, e := range list {
-			if !e.g.Grant.Allows(t) {
+			if !e.g.Grant.AllowsRef(&t) {
 				continue
 			}
-			if n, neg := first(e.card.LowerNeg, t); neg {
+			if n, neg := first(e.card.LowerNeg, &t); neg {
 				if excepted == nil {
 					excepted, exceptedBy = e.card, n
 				}
@@ -192,10 +192,10 @@ func (w *Wallet) deny(t grant.Target, card, bound string, g grant.Grant, reason 
 }
 
 // first returns the first grant of gs that allows t.
-func first(gs []Grant, t grant.Target) (Grant, bool) {
-	for _, g := range gs {
-		if g.Grant.Allows(t) {
-			return g, true
+func first(gs []Grant, t *grant.Target) (Grant, bool) {
+	for i := range gs {
+		if gs[i].Grant.AllowsRef(t) {
+			return gs[i], true
 		}
 	}
 	return Grant{}, false

@@ -267,7 +267,11 @@ func (g Grant) String() string {
 
 // Allows reports whether g allows target t. A target's verb is always
 // concrete; g allows it if g names that verb or any verb.
-func (g Grant) Allows(t Target) bool {
+func (g Grant) Allows(t Target) bool { return g.AllowsRef(&t) }
+
+// AllowsRef is Allows without copying the grant and the target, for a
+// caller that matches one target against many grants (a wallet).
+func (g *Grant) AllowsRef(t *Target) bool {
 	if g.Class != t.Class || (g.Verb != "" && g.Verb != t.Verb) {
 		return false
 	}

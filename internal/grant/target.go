@@ -163,11 +163,11 @@ func (g Grant) hostString() string {
 }
 
 // anyHost reports whether g's host is the bare "*".
-func (g Grant) anyHost() bool {
+func (g *Grant) anyHost() bool {
 	return len(g.name.parts) == 2 && g.name.parts[0] == "" && g.name.parts[1] == ""
 }
 
-func (g Grant) matchHost(host string) bool {
+func (g *Grant) matchHost(host string) bool {
 	if g.anyHost() {
 		return true
 	}
