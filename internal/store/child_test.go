@@ -8,16 +8,31 @@ import (
 )
 
 // runChild is the test binary run as a child process (TestMain): mode
-// "grants" opens the store named by MAIDEN_STORE_TEST_PATH and grants
+// "open" opens the store and adds agent burst; mode "grants" opens the store named by MAIDEN_STORE_TEST_PATH and grants
 // cards "tool:invoke t --n=I --w=WRITER" for I from MAIDEN_STORE_TEST_FROM
 // up to MAIDEN_STORE_TEST_COUNT (forever if 0), printing I after each
 // commit.
 func runChild(mode string) int {
-	if mode != "grants" {
+	ctx := context.Background()
+	switch mode {
+	case "open":
+		// Open (migrating a new file) and add an agent, as a maiden
+		// process starting beside others does.
+		s, err := Open(ctx, os.Getenv("MAIDEN_STORE_TEST_PATH"), nil)
+		if err == nil {
+			err = s.EnsureAgent(ctx, "burst")
+			s.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	case "grants":
+	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 		return 2
 	}
-	ctx := context.Background()
 	s, err := Open(ctx, os.Getenv("MAIDEN_STORE_TEST_PATH"), nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -242,3 +242,37 @@ func mustGrant(t *testing.T, s string) grant.Grant {
 	}
 	return g
 }
+
+// TestConcurrentOpen: four processes open one new file at the same moment;
+// each succeeds, and the migration ran once.
+func TestConcurrentOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	var cmds []*exec.Cmd
+	for range 4 {
+		cmd := child(t, path, "", 0, 0)
+		for i, e := range cmd.Env {
+			if e == "MAIDEN_STORE_TEST_CHILD=grants" {
+				cmd.Env[i] = "MAIDEN_STORE_TEST_CHILD=open"
+			}
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("process %d: %v", i, err)
+		}
+	}
+	s := open(t, path, nil)
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != SchemaVersion() {
+		t.Fatalf("schema_migrations rows: %d, %v; want %d", n, err, SchemaVersion())
+	}
+	if as, err := s.Agents(context.Background()); err != nil || len(as) != 1 {
+		t.Fatalf("agents: %v, %v", as, err)
+	}
+}
