@@ -4,17 +4,26 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/maiden-run/maiden"
 )
 
-// moduleVersion is maiden's version: the -ldflags value of a release,
-// else the module version the Go toolchain recorded (`go install
-// ...@v1.2.3` records it), with the commit of a build from a checkout.
+// moduleVersion is maiden's version, the same string `maiden version`
+// prints and MCP's serverInfo.version carries.
 func moduleVersion() string {
-	v := version
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
+	info, _ := debug.ReadBuildInfo()
+	return formatVersion(version, info)
+}
+
+// formatVersion picks the version: the -ldflags value of a release (main.version),
+// else the module version the Go toolchain recorded (`go install ...@v1.2.3`
+// records v1.2.3; a build in a checkout records a pseudo-version naming the
+// commit), and appends the commit a build from a checkout records when the
+// version does not already name it.
+func formatVersion(ldflags string, info *debug.BuildInfo) string {
+	v := ldflags
+	if info == nil {
 		return v
 	}
 	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
@@ -29,10 +38,10 @@ func moduleVersion() string {
 			modified = s.Value
 		}
 	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" && !strings.Contains(v, rev) {
 		v += "+" + rev
 		if modified == "true" {
 			v += ".dirty"

@@ -14,6 +14,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -70,8 +71,7 @@ func TestInstallFromModuleProxy(t *testing.T) {
 		return string(out)
 	}
 
-	// A module of the user's own, outside the repository, that imports
-	// maiden and calls a tool in process.
+	// The user's own module (built below), outside the repository.
 	scratch := filepath.Join(work, "scratch")
 	if err := os.MkdirAll(scratch, 0o755); err != nil {
 		t.Fatal(err)
@@ -81,16 +81,9 @@ func TestInstallFromModuleProxy(t *testing.T) {
 	write(t, filepath.Join(scratch, "main.go"), scratchMain)
 	agent := filepath.Join(scratch, "agent.toml")
 	write(t, agent, fmt.Sprintf("version = 1\n\n[tools.echo]\npath = %q\ntimeout_ms = 5000\nmemory_mb = 16\n", echo))
-	run(scratch, "go", "build", "-o", "scratch", ".")
-	if _, err := os.Stat(filepath.Join(modcache, modulePath+"@"+testVersion, "internal", "wasmtime", "capi.h")); err != nil {
-		t.Fatalf("maiden was not built from the fresh module cache: %v", err)
-	}
-	out := run(scratch, filepath.Join(scratch, "scratch"), agent)
-	if want := `{"message":"from a scratch module"}`; strings.TrimSpace(out) != want {
-		t.Fatalf("the scratch module's call printed %q, want %q", out, want)
-	}
 
-	// go install ...@version, then the installed command.
+	// go install ...@version, then the installed command. First, because
+	// the scratch module then reuses the packages it compiled.
 	gobin := filepath.Join(work, "bin")
 	env = append(env, "GOBIN="+gobin)
 	run(work, "go", "install", modulePath+"/cmd/maiden@"+testVersion)
@@ -100,6 +93,36 @@ func TestInstallFromModuleProxy(t *testing.T) {
 		t.Fatalf("maiden version printed %q, want it to start with %q", version, want)
 	}
 	t.Logf("installed: %s", strings.TrimSpace(version))
+
+	// MCP clients see the same version in serverInfo.
+	serve := exec.CommandContext(ctx, bin, "serve", "-config", agent, "-cache", "off", "-watch=false")
+	serve.Env = env
+	serve.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"installtest","version":"0"}}}` + "\n")
+	served, err := serve.Output()
+	if err != nil {
+		t.Fatalf("maiden serve: %v\n%s", err, served)
+	}
+	var initResult struct {
+		Result struct {
+			ServerInfo struct{ Name, Version string } `json:"serverInfo"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(served, []byte("\n"), 2)[0], &initResult); err != nil {
+		t.Fatalf("maiden serve's answer to initialize: %v\n%s", err, served)
+	}
+	if got := initResult.Result.ServerInfo; got.Name != "maiden" || got.Version != testVersion {
+		t.Fatalf("serverInfo = %+v, want maiden %s", got, testVersion)
+	}
+
+	// The scratch module imports maiden and calls a tool in process.
+	run(scratch, "go", "build", "-o", "scratch", ".")
+	if _, err := os.Stat(filepath.Join(modcache, modulePath+"@"+testVersion, "internal", "wasmtime", "capi.h")); err != nil {
+		t.Fatalf("maiden was not built from the fresh module cache: %v", err)
+	}
+	out := run(scratch, filepath.Join(scratch, "scratch"), agent)
+	if want := `{"message":"from a scratch module"}`; strings.TrimSpace(out) != want {
+		t.Fatalf("the scratch module's call printed %q, want %q", out, want)
+	}
 
 	// One copy of libwasmtime: wasmtime-go's directives and maiden's code
 	// reach the same static archive, so each symbol is defined once.

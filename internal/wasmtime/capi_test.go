@@ -79,11 +79,12 @@ func TestCAPIMatchesWasmtimeHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	problems, stats := checkCAPI(t, cc(t), filepath.Join(here, "capi.h"), inc)
+	compiler := cc(t)
+	problems, stats := checkCAPI(t, compiler, filepath.Join(here, "capi.h"), inc)
 	for _, p := range problems {
 		t.Error(p)
 	}
-	t.Logf("compared %d typedefs, %d constants and the prototypes in capi.h with %s", stats.typedefs, stats.constants, inc)
+	t.Logf("compared %d typedefs, %d constants and the prototypes in capi.h with %s, compiled by %s", stats.typedefs, stats.constants, inc, compiler)
 	// Guard against a check that passes because it compared nothing (say, a
 	// compiler that stopped emitting unused types).
 	if stats.typedefs < 50 || stats.constants < 50 {
