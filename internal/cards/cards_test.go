@@ -221,6 +221,14 @@ func shellSplit(t *testing.T, s string) []string {
 	return out
 }
 
+func TestDenialOfAHugeInput(t *testing.T) {
+	big := `{"q":"` + strings.Repeat("x", 100_000) + `"}`
+	d := NewWallet("research", t0, nil).Decide(toolT(t, "search", big))
+	if d.Allow || len(d.Reason) > 4096 || !strings.Contains(d.Reason, "tool:invoke search with these 1 arguments") {
+		t.Fatalf("reason (%d bytes): %.300s", len(d.Reason), d.Reason)
+	}
+}
+
 func TestUpperDenialNamesCard(t *testing.T) {
 	w := NewWallet("research", t0, []Card{
 		{ID: "c1", Spec: Spec{LowerPos: gs(t, "tool:invoke x")}},

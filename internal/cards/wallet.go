@@ -152,13 +152,13 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 		if g, ok := first(c.UpperNeg, &t); ok {
 			return w.deny(t, c.ID, "upper-negative", g.Grant,
 				fmt.Sprintf("card %s of agent %q forbids %s (its upper-negative grant %q; only revoking that card lifts it: maiden cards revoke %s)",
-					c.ID, w.agent, t, g.Grant.String(), c.ID))
+					c.ID, w.agent, short(t), g.Grant.String(), c.ID))
 		}
 		if len(c.UpperPos) > 0 {
 			if _, ok := first(c.UpperPos, &t); !ok {
 				return w.deny(t, c.ID, "upper-positive", grant.Grant{},
 					fmt.Sprintf("card %s of agent %q caps its wallet at %s, which does not cover %s (only revoking that card lifts it: maiden cards revoke %s)",
-						c.ID, w.agent, list(c.UpperPos), t, c.ID))
+						c.ID, w.agent, list(c.UpperPos), short(t), c.ID))
 			}
 		}
 	}
@@ -178,13 +178,33 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 			return Decision{Allow: true, Card: e.card.ID, Bound: "lower-positive", Grant: e.g.Grant}
 		}
 	}
-	hint := fmt.Sprintf("grant it: maiden cards grant -agent %s %s", shellQuote(w.agent), shellQuote(t.String()))
+	ts := t.String()
+	what := ts
+	hint := fmt.Sprintf("grant it: maiden cards grant -agent %s %s", shellQuote(w.agent), shellQuote(ts))
+	if len(ts) > maxQuoted {
+		// A call with a huge input would make a huge message; name the
+		// tool and say how to write the grant instead.
+		what = short(t)
+		hint = fmt.Sprintf("the exact grant is %d bytes long; grant a pattern with maiden cards grant -agent %s", len(ts), shellQuote(w.agent))
+	}
 	if excepted != nil {
 		return w.deny(t, excepted.ID, "lower-negative", exceptedBy.Grant,
 			fmt.Sprintf("no card of agent %q allows %s: card %s excepts it (its lower-negative grant %q) (%s)",
-				w.agent, t, excepted.ID, exceptedBy.Grant.String(), hint))
+				w.agent, what, excepted.ID, exceptedBy.Grant.String(), hint))
 	}
-	return w.deny(t, "", "", grant.Grant{}, fmt.Sprintf("no card of agent %q allows %s (%s)", w.agent, t, hint))
+	return w.deny(t, "", "", grant.Grant{}, fmt.Sprintf("no card of agent %q allows %s (%s)", w.agent, what, hint))
+}
+
+// maxQuoted bounds the target a denial quotes in full.
+const maxQuoted = 2048
+
+// short is t for a message: in full up to maxQuoted bytes, else the tool
+// and how many arguments.
+func short(t grant.Target) string {
+	if s := t.String(); len(s) <= maxQuoted {
+		return s
+	}
+	return fmt.Sprintf("%s:%s %s with these %d arguments", t.Class, t.Verb, t.Name, len(t.Args))
 }
 
 func (w *Wallet) deny(t grant.Target, card, bound string, g grant.Grant, reason string) Decision {
