@@ -163,7 +163,7 @@ func TestCheckReportsEveryConfigError(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
-	cfg := agentTOML(t, map[string]string{"echo": `http_allow = ["api.example.com"]`})
+	cfg := agentTOML(t, map[string]string{"echo": "http_allow = [\"api.example.com\"]\ntitle = \"Echo\"\nannotations = { destructive = false }"})
 	r := cli(t, "", "tools", "-config", cfg, "-cache", "off", "-json")
 	if r.code != exitOK {
 		t.Fatalf("%+v", r)
@@ -173,7 +173,9 @@ func TestTools(t *testing.T) {
 	var infos []struct {
 		Name        string
 		Description string
-		InputSchema map[string]any `json:"input_schema"`
+		Title       string
+		InputSchema map[string]any  `json:"input_schema"`
+		Hints       map[string]bool `json:"hints"`
 		Policy      struct {
 			HTTPAllow            []string `json:"http_allow"`
 			HTTPPorts            []uint16 `json:"http_ports"`
@@ -189,8 +191,12 @@ func TestTools(t *testing.T) {
 		infos[0].Policy.HTTPMaxResponseBytes != 2<<20 || infos[0].Policy.HTTPPorts == nil || infos[0].Policy.HTTPAllowCIDRs == nil || infos[0].Policy.HTTPCAFiles == nil {
 		t.Errorf("%+v", infos)
 	}
+	// Derived from the policy (network: open world), one overridden.
+	if h := infos[0].Hints; infos[0].Title != "Echo" || len(h) != 4 || h["read_only"] || h["destructive"] || !h["open_world"] {
+		t.Errorf("title %q, hints %v", infos[0].Title, h)
+	}
 	r = cli(t, "", "tools", "-config", cfg, "-cache", "off")
-	if r.code != exitOK || !strings.Contains(r.stdout, "network api.example.com") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "network api.example.com") || !strings.Contains(r.stdout, "echo (Echo)") || !strings.Contains(r.stdout, "hints:   open-world") {
 		t.Errorf("%+v", r)
 	}
 }
@@ -225,12 +231,13 @@ func TestBuildWAT(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, filepath.Base(dir)+".wasm")); err != nil {
 		t.Fatal(err)
 	}
-	// A syntax error is the tool's fault: exit 1 with the line.
+	// A syntax error is the tool's fault: exit 1 with file and line, in
+	// compiler form, without maiden's package names.
 	if err := os.WriteFile(filepath.Join(dir, "tool.wat"), []byte("(module\n  (func (i32.bogus)))\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r = cli(t, "", "build", "-cache", "off", dir)
-	if r.code != exitTool || !strings.Contains(r.stderr, "line 2") {
+	if r.code != exitTool || !strings.Contains(r.stderr, "tool.wat:2:") || strings.Contains(r.stderr, "toolbuild") {
 		t.Fatalf("%+v", r)
 	}
 	if r := cli(t, "", "build", t.TempDir()); r.code != exitUsage || !strings.Contains(r.stderr, "index.js") {

@@ -151,11 +151,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintf(stdout, "ok   %-20s %s (%s)\n", r.Tool, t.Path, how)
 		// What will certainly fail at call time, though the file loads.
-		for _, name := range t.Secrets {
-			if os.Getenv("MAIDEN_SECRET_"+name) == "" {
-				fmt.Fprintf(stderr, "%s:%d: warning: tools.%s.secrets: MAIDEN_SECRET_%s is not set here, so an http-fetch naming credential %s will be denied until it is\n",
-					c.config, t.Line, r.Tool, name, name)
-			}
+		for _, w := range r.Warnings {
+			fmt.Fprintf(stderr, "%s:%d: warning: %s\n", c.config, t.Line, w)
 		}
 	}
 	if bad > 0 {
@@ -196,7 +193,11 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "%s\n", t.Name)
+		if t.Title != "" {
+			fmt.Fprintf(stdout, "%s (%s)\n", t.Name, t.Title)
+		} else {
+			fmt.Fprintf(stdout, "%s\n", t.Name)
+		}
 		if t.Error != nil {
 			fmt.Fprintf(stdout, "  error:   %s: %s\n", t.Error.Kind, t.Error.Message)
 		} else {
@@ -217,8 +218,23 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stdout, "  network: ports %s, private ranges allowed %s, extra CA files %s, responses up to %d bytes\n",
 				strings.Join(ports, ", "), listOrNone(p.HTTPAllowCIDRs), listOrNone(p.HTTPCAFiles), p.HTTPMaxResponseBytes)
 		}
+		fmt.Fprintf(stdout, "  hints:   %s\n", hintText(t.Hints))
 	}
 	return exitOK
+}
+
+// hintText lists the MCP hints that hold, as clients are told them.
+func hintText(h maiden.Hints) string {
+	var on []string
+	for _, x := range []struct {
+		set  bool
+		name string
+	}{{h.ReadOnly, "read-only"}, {h.Destructive, "destructive"}, {h.Idempotent, "idempotent"}, {h.OpenWorld, "open-world"}} {
+		if x.set {
+			on = append(on, x.name)
+		}
+	}
+	return listOrNone(on)
 }
 
 func listOrNone(l []string) string {
