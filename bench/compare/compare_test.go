@@ -95,6 +95,9 @@ var rows = []row{
 	{"maiden-wat", "wat", "fresh", always, maidenRow("wat")},
 	{"maiden-go", "go", "fresh", hasGo, maidenRow("go")},
 	{"maiden-js", "js", "fresh", hasJS, maidenRow("js")},
+	// The Go tool built without pre-initialisation (MAIDEN_GO_PREINIT=off):
+	// every call runs Go's runtime start-up and the package inits.
+	{"maiden-nopreinit-go", "go", "fresh", both(notCPU, hasGo), maidenRow("go-nopreinit")},
 	// Reference for the interruption tax: sandbox.Execute on an engine
 	// without epoch interruption (not a configuration maiden offers).
 	{"maiden-noepoch-wat", "wat", "fresh", onlyCPU, noEpochRow},

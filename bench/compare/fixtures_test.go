@@ -112,7 +112,9 @@ func toolPath(tb testing.TB, w *workload, lang string) string {
 	case "js":
 		return testkit.Component(tb, w.js)
 	case "go":
-		return goComponent(tb, w.goDir)
+		return goComponent(tb, w.goDir, "")
+	case "go-nopreinit":
+		return goComponent(tb, w.goDir, "off")
 	}
 	tb.Fatalf("no %s tool for workload %s", lang, w.name)
 	return ""
@@ -183,13 +185,15 @@ func watFixture(tb testing.TB, name string) string {
 // goComponent builds the Go tool in dir (relative to the repo root) with
 // maiden's toolbuild (what `maiden build` does), cached by a hash of its
 // sources, the SDK's, the enclosing go.mod and go.sum, the toolchain and
-// the Go version.
-func goComponent(tb testing.TB, dir string) string {
+// the Go version. preinit is the MAIDEN_GO_PREINIT setting ("" for
+// maiden's default, a pre-initialised snapshot; "off" for the module as go
+// build made it).
+func goComponent(tb testing.TB, dir, preinit string) string {
 	tb.Helper()
 	root := testkit.RepoRoot(tb)
 	abs := filepath.Join(root, dir)
 	h := sha256.New()
-	fmt.Fprintf(h, "go tool 1\n%s\n%s\n", toolbuild.Fingerprint(), runtime.Version())
+	fmt.Fprintf(h, "go tool 1\n%s\n%s\npreinit %q\n", toolbuild.Fingerprint(), runtime.Version(), preinit)
 	mod := root
 	if strings.HasPrefix(dir, "bench/compare/") {
 		mod = filepath.Join(root, "bench", "compare")
@@ -228,7 +232,16 @@ func goComponent(tb testing.TB, dir string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := tc.Build(ctx, p, out); err != nil {
+	// Fixtures are built one at a time, before any row runs.
+	prev, had := os.LookupEnv(toolbuild.PreinitEnv)
+	os.Setenv(toolbuild.PreinitEnv, preinit)
+	err = tc.Build(ctx, p, out)
+	if had {
+		os.Setenv(toolbuild.PreinitEnv, prev)
+	} else {
+		os.Unsetenv(toolbuild.PreinitEnv)
+	}
+	if err != nil {
 		tb.Fatalf("building the Go tool %s: %v", dir, err)
 	}
 	return out

@@ -36,7 +36,7 @@ import (
 // related names, for a row, other rows of the same workload whose ratio
 // goes in the notes, and what that ratio means.
 var related = map[string][]note{
-	"maiden-go":            {{"maiden-wat", ""}},
+	"maiden-go":            {{"maiden-wat", ""}, {"maiden-nopreinit-go", "before pre-initialisation"}},
 	"maiden-js":            {{"maiden-wat", ""}},
 	"maiden-wat":           {{"maiden-noepoch-wat", "epoch tax"}, {"wazero-fresh-wat", ""}},
 	"maiden-mcp-stdio-wat": {{"native-mcp-stdio-go", ""}},
