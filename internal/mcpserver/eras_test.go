@@ -112,6 +112,11 @@ func TestHTTPBothEras(t *testing.T) {
 // the response; the running tool is interrupted and its slot freed.
 func TestHTTPModernCancellation(t *testing.T) {
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{MaxConcurrent: 1, MaxQueued: -1})
+	var logs testkit.SyncBuffer
+	e.server = New(e.host, &Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if _, err := e.server.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	srv := e.httpServer(HTTPOptions{})
 	cs, err := e.httpClientModern(srv.URL, nil, nil)
 	if err != nil {
@@ -132,6 +137,10 @@ func TestHTTPModernCancellation(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, func() bool { return e.host.Active() == 0 })
 	t.Logf("the tool stopped %v after the client cancelled", time.Since(start).Round(time.Millisecond))
+	time.Sleep(200 * time.Millisecond)
+	if s := logs.String(); s != "" {
+		t.Errorf("a client's cancellation was logged as a problem:\n%s", s)
+	}
 }
 
 // TestNotAdvertisedMethods: resources, prompts and completions are not

@@ -304,6 +304,12 @@ func TestInspectorShowsLogs(t *testing.T) {
 			run("disconnect", srv.url)
 		})
 	}
+	// Stopped while a legacy client holds its session and GET stream open:
+	// still no warning.
+	run("connect", "--era", "legacy", srv.url)
+	if log := srv.stop(t); warningRE.MatchString(log) {
+		t.Errorf("maiden serve -http logged a warning on SIGTERM with a client connected:\n%s", log)
+	}
 }
 
 func containsAll(s string, subs []string) bool {
