@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -234,6 +235,7 @@ func (t *Toolchain) snapshotGo(ctx context.Context, core []byte, work string) ([
 	// tool's own output during init is kept for the error message.
 	cmd := exec.CommandContext(ctx, wizer, "--allow-wasi", "--inherit-env", "false", "--init-func", "_initialize", "-o", out, in)
 	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "RUST_BACKTRACE=0", "RUST_LIB_BACKTRACE=0", "WASMTIME_BACKTRACE_DETAILS=0")
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	setProcessGroup(cmd)
@@ -241,7 +243,7 @@ func (t *Toolchain) snapshotGo(ctx context.Context, core []byte, work string) ([
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &errNoSnapshot{fmt.Sprintf("the snapshot run of the tool's init failed (%v): %s", err, lastLines(strings.TrimSpace(output.String()), 10))}
+		return nil, &errNoSnapshot{fmt.Sprintf("the snapshot run of the tool's init failed (%v): %s", err, wizerMessage(output.String()))}
 	}
 	snap, err := os.ReadFile(out)
 	if err != nil {
@@ -283,3 +285,59 @@ func preinitFingerprint() string {
 	h := sha256.Sum256([]byte(preinitRecipe))
 	return hex.EncodeToString(h[:8])
 }
+
+// wizerMessage keeps what explains a failed snapshot run: the tool's own
+// output (a panic message), wizer's innermost cause and the Go functions it
+// happened in, without wizer's backtrace.
+func wizerMessage(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var own, frames []string
+	cause := ""
+	inWizer := false
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "Error:"):
+			inWizer = true
+			cause = strings.TrimSpace(strings.TrimPrefix(t, "Error:"))
+		case !inWizer:
+			if t != "" {
+				own = append(own, t)
+			}
+		case wasmFrameRE.MatchString(t):
+			name := wasmFrameRE.FindStringSubmatch(t)[1]
+			if !strings.HasPrefix(name, "runtime.") && !strings.HasPrefix(name, "wasm_pc_f_loop") && !strings.HasPrefix(name, "_rt0_") {
+				frames = append(frames, name)
+			}
+		case causeRE.MatchString(t):
+			if c := strings.TrimPrefix(causeRE.FindStringSubmatch(t)[1], "Error: "); !strings.HasPrefix(c, "error while executing") {
+				cause = c
+			}
+		}
+	}
+	if !inWizer {
+		return lastLines(strings.TrimSpace(out), 10)
+	}
+	msg := cause
+	if len(frames) > 0 {
+		if len(frames) > 5 {
+			frames = frames[:5]
+		}
+		msg += " (in " + strings.Join(frames, " <- ") + ")"
+	}
+	if strings.Contains(cause, "unknown imported function") {
+		msg += "; the host is not there at build time: call maiden.Log, maiden.Fetch and other host functions from Execute, not while initialising"
+	}
+	if len(own) > 0 {
+		if len(own) > 5 {
+			own = own[len(own)-5:]
+		}
+		msg = strings.Join(own, "\n") + "\n" + msg
+	}
+	return msg
+}
+
+var (
+	wasmFrameRE = regexp.MustCompile(`^\d+:\s+0x[0-9a-f]+ - [^!]*!(\S+)`)
+	causeRE     = regexp.MustCompile(`^\d+: (.+)$`)
+)

@@ -182,3 +182,32 @@ func BenchmarkGoPreinit(b *testing.B) {
 		})
 	}
 }
+
+func TestWizerMessage(t *testing.T) {
+	out := `panic: boom
+
+goroutine 1 [running]:
+Error: calling the Reactor initialization function
+
+Caused by:
+    0: error while executing at wasm backtrace:
+           0: 0x163e61 - <unknown>!github.com_maiden_run_maiden_sdk_go.logImport
+           1: 0x1639f0 - <unknown>!github.com_maiden_run_maiden_sdk_go.Log
+           2: 0x164ad6 - <unknown>!main.init.0
+           3:  0xd516a - <unknown>!runtime.doInit1
+           4: 0x131290 - <unknown>!wasm_pc_f_loop
+    1: Error: attempted to call an unknown imported function: 'maiden:tool/host@0.2.0' 'log'
+       
+       You cannot call arbitrary imported functions during Wizer initialization.
+`
+	got := wizerMessage(out)
+	want := "panic: boom\ngoroutine 1 [running]:\nattempted to call an unknown imported function: 'maiden:tool/host@0.2.0' 'log' " +
+		"(in github.com_maiden_run_maiden_sdk_go.logImport <- github.com_maiden_run_maiden_sdk_go.Log <- main.init.0); " +
+		"the host is not there at build time: call maiden.Log, maiden.Fetch and other host functions from Execute, not while initialising"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if got := wizerMessage("killed\n"); got != "killed" {
+		t.Errorf("output without wizer's error: %q", got)
+	}
+}

@@ -235,3 +235,31 @@ func TestPreinitOff(t *testing.T) {
 		t.Errorf("crypto/rand gave %q", r.Crypto)
 	}
 }
+
+// TestPreinitInitCallsHost: a tool that calls the host (here maiden.Log)
+// while it initialises cannot be snapshotted, because the host is not there
+// at build time. The build says so and falls back to an ordinary module,
+// whose every call logs from init as before.
+func TestPreinitInitCallsHost(t *testing.T) {
+	path, progress, err := buildWithLog(t, "initlog", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(progress, "warning: not pre-initialising") || !strings.Contains(progress, "snapshot run of the tool's init failed") ||
+		!strings.Contains(progress, "'maiden:tool/host@0.2.0' 'log' (in ") || !strings.Contains(progress, "main.init") {
+		t.Errorf("the build did not say why it could not take a snapshot:\n%s", progress)
+	}
+	sb, err := sharedSandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		out, err := sb.Execute(context.Background(), sandbox.Call{Path: path, Limits: limits, Input: "{}"})
+		if err != nil || out.Failure != nil {
+			t.Fatalf("call: %v %v", err, out.Failure)
+		}
+		if len(out.Logs) != 1 || out.Logs[0].Message != "initialising" {
+			t.Errorf("logs %+v, want the init's line", out.Logs)
+		}
+	}
+}
