@@ -156,10 +156,6 @@ var conformanceExpected = []xfail{
 	{"2026-07-28", "input-required-result-result-type", "", whyNoInput},
 	{"2026-07-28", "input-required-result-tampered-state", "", whyNoInput},
 	{"2026-07-28", "input-required-result-capability-check", "", whyNoInput},
-
-	{"", "dns-rebinding-protection", "localhost-host-valid-accepted",
-		"BUG: to fix: a request whose Origin is the server's own loopback origin (Origin http://127.0.0.1:PORT, " +
-			"Host 127.0.0.1:PORT) is refused with 403; only foreign origins should be"},
 }
 
 // conformanceSuite is an installed copy of the pinned suite.

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -180,7 +182,7 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] {
+			if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] && !ownLoopbackOrigin(origin, r) {
 				s.log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
 				http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
 				return
@@ -202,6 +204,32 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// ownLoopbackOrigin reports whether origin is the server's own address on
+// loopback: a page served by this very listener (the scheme matches the
+// connection's, the host and port are the request's Host, and that host is
+// localhost or a loopback address). A DNS-rebinding page carries its own,
+// non-loopback name in Origin, so it is still refused; the MCP conformance
+// suite requires this case to be accepted.
+func ownLoopbackOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Path != "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if !strings.EqualFold(u.Scheme, scheme) || !strings.EqualFold(u.Host, r.Host) {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // readBody reads a POST body of at most max_input_bytes plus the envelope

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -487,6 +488,35 @@ func TestHTTPOriginAndAuth(t *testing.T) {
 		}
 		if tc.hdr["Origin"] == "" && (!strings.Contains(string(body), "Authorization: Bearer <token>") || resp.Header.Get("WWW-Authenticate") != "") {
 			t.Errorf("%v: the refusal names no header to configure, or carries an OAuth challenge: %q %q", tc.hdr, body, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+	// A page served from this very listener on loopback may call it (the
+	// conformance suite's dns-rebinding-protection); a rebinding page, whose
+	// own name is in Host and Origin, may not, nor another local origin.
+	u, _ := url.Parse(srv.URL)
+	for _, tc := range []struct {
+		name, host, origin string
+		refused            bool
+	}{
+		{"own loopback origin", u.Host, "http://" + u.Host, false},
+		{"own origin as localhost", "localhost:" + u.Port(), "http://localhost:" + u.Port(), false},
+		{"another local port", u.Host, "http://localhost:1", true},
+		{"https on plain http", u.Host, "https://" + u.Host, true},
+		{"rebinding page", "evil.example:" + u.Port(), "http://evil.example:" + u.Port(), true},
+		{"origin with a path", u.Host, "http://" + u.Host + "/x", true},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+Path, strings.NewReader(`{}`))
+		req.Host = tc.host
+		req.Header.Set("Origin", tc.origin)
+		req.Header.Set("Authorization", "Bearer s3cret-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := resp.StatusCode == http.StatusForbidden && strings.Contains(string(body), "origin"); got != tc.refused {
+			t.Errorf("%s: status %d %q, want refused=%v", tc.name, resp.StatusCode, body, tc.refused)
 		}
 	}
 	// No OAuth protected-resource metadata: it would declare maiden an OAuth
