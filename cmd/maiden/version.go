@@ -41,7 +41,9 @@ func formatVersion(ldflags string, info *debug.BuildInfo) string {
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
-	if rev != "" && !strings.Contains(v, rev) {
+	// git's shortest abbreviation is 7 digits: a version from `git describe`
+	// or a pseudo-version names the commit already.
+	if rev != "" && !strings.Contains(v, rev[:min(7, len(rev))]) {
 		v += "+" + rev
 		if modified == "true" {
 			v += ".dirty"

@@ -25,6 +25,7 @@ func TestFormatVersion(t *testing.T) {
 		{"release with -ldflags from a checkout", "v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261201051600-52fb84173f4a"}, Settings: vcs("false")}, "v1.2.3+52fb84173f4a"},
 		{"release with -ldflags, modified tree", "v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("true")}, "v1.2.3+52fb84173f4a.dirty"},
 		{"release with -ldflags, no VCS", "v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v1.2.3"},
+		{"make dist without VERSION (git describe)", "52fb841-dirty", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("true")}, "52fb841-dirty"},
 	} {
 		if got := formatVersion(c.ldflags, c.info); got != c.want {
 			t.Errorf("%s: formatVersion(%q, ...) = %q, want %q", c.name, c.ldflags, got, c.want)
