@@ -7,14 +7,9 @@ GO      ?= go
 GOFLAGS ?=
 export GOFLAGS
 
-.PHONY: all setup build demo test vet lint bench dist clean
+.PHONY: all build demo test vet lint bench dist clean
 
 all: build
-
-# Nothing to generate: internal/wasmtime compiles against its own C
-# declarations and links libwasmtime through wasmtime-go's cgo directives.
-# Kept (empty) for scripts that still call it.
-setup:
 
 build:
 	$(GO) build -o bin/maiden ./cmd/maiden

@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 	maidenBin = filepath.Join(work, "maiden")
 	cmd := exec.Command("go", "build", "-o", maidenBin, "../cmd/maiden")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the maiden command (needs Go with cgo and `make setup`): %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "building the maiden command (needs Go with cgo and a C compiler): %v\n%s", err, out)
 		os.RemoveAll(work)
 		os.Exit(1)
 	}
