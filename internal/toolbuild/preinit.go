@@ -83,6 +83,11 @@ func maidenReseed() {
 // build produces changes for reasons outside the toolchain pins.
 var preinitRecipe = fmt.Sprintf("go-preinit 2: wizer _initialize, instrument clock/random, restore export, coalesce gap %d\n%s", dataGap, preinitRuntimeFile)
 
+// snapshotTimeout bounds the snapshot run: an init that never returns (a
+// hostile or broken tool) must not hang maiden build. The tool is then built
+// the ordinary way, and its deadline stops it at every call as before.
+var snapshotTimeout = 2 * time.Minute
+
 // dataGap is the largest zero gap Coalesce fills between two data segments.
 const dataGap = 4096
 
@@ -233,7 +238,9 @@ func (t *Toolchain) snapshotGo(ctx context.Context, core []byte, work string) ([
 	// WASI during init: the runtime needs the clock and random_get (counted),
 	// and gets no environment, arguments or directories, as in maiden. The
 	// tool's own output during init is kept for the error message.
-	cmd := exec.CommandContext(ctx, wizer, "--allow-wasi", "--inherit-env", "false", "--init-func", "_initialize", "-o", out, in)
+	runCtx, cancel := context.WithTimeout(ctx, snapshotTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, wizer, "--allow-wasi", "--inherit-env", "false", "--init-func", "_initialize", "-o", out, in)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "RUST_BACKTRACE=0", "RUST_LIB_BACKTRACE=0", "WASMTIME_BACKTRACE_DETAILS=0")
 	var output bytes.Buffer
@@ -242,6 +249,9 @@ func (t *Toolchain) snapshotGo(ctx context.Context, core []byte, work string) ([
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if runCtx.Err() != nil {
+			return nil, &errNoSnapshot{fmt.Sprintf("the tool's init did not finish within %v in the snapshot run", snapshotTimeout)}
 		}
 		return nil, &errNoSnapshot{fmt.Sprintf("the snapshot run of the tool's init failed (%v): %s", err, wizerMessage(output.String()))}
 	}

@@ -211,3 +211,27 @@ Caused by:
 		t.Errorf("output without wizer's error: %q", got)
 	}
 }
+
+// TestSnapshotRunTimesOut: a tool whose init never returns does not hang
+// maiden build; it is built the ordinary way, with a warning.
+func TestSnapshotRunTimesOut(t *testing.T) {
+	tc := toolchain(t)
+	prev := snapshotTimeout
+	snapshotTimeout = 3 * time.Second
+	t.Cleanup(func() { snapshotTimeout = prev })
+	var progress strings.Builder
+	tc2 := *tc
+	tc2.progress = &progress
+	p, err := DetectProject(filepath.Join("testdata", "initspin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := tc2.Build(ctxFor(t), p, filepath.Join(t.TempDir(), "initspin.wasm")); err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	t.Logf("built in %v:\n%s", time.Since(start).Round(time.Millisecond), progress.String())
+	if !strings.Contains(progress.String(), "warning: not pre-initialising") || !strings.Contains(progress.String(), "did not finish within 3s") {
+		t.Errorf("no warning about the snapshot run's time limit:\n%s", progress.String())
+	}
+}
