@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -261,7 +262,7 @@ type vscodeInput struct {
 // with absolute paths; it warns (on stderr) about what would make the
 // client's maiden fail.
 func stdioEntryFor(spec clientSpec, flags *flag.FlagSet, c *common, stderr io.Writer) (stdioEntry, error) {
-	exe, err := os.Executable()
+	exe, err := maidenPath()
 	if err != nil {
 		return stdioEntry{}, fmt.Errorf("cannot find this maiden binary's path: %v", err)
 	}
@@ -328,6 +329,32 @@ func stdioEntryFor(spec clientSpec, flags *flag.FlagSet, c *common, stderr io.Wr
 		}
 	}
 	return stdioEntry{Type: spec.stdioType, Command: exe, Args: args}, nil
+}
+
+// maidenPath is the absolute path of this binary: os.Executable, unless
+// maiden was started through a link to the same file (~/.local/bin/maiden
+// -> /opt/maiden-1.2/maiden, as installers do), whose path is then kept, so
+// that the client follows an upgrade that moves the link.
+func maidenPath() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	invoked := os.Args[0]
+	if !strings.ContainsRune(invoked, filepath.Separator) {
+		if invoked, err = exec.LookPath(invoked); err != nil {
+			return exe, nil
+		}
+	}
+	if invoked, err = filepath.Abs(invoked); err != nil {
+		return exe, nil
+	}
+	a, err1 := os.Stat(invoked)
+	b, err2 := os.Stat(exe)
+	if err1 == nil && err2 == nil && os.SameFile(a, b) {
+		return invoked, nil
+	}
+	return exe, nil
 }
 
 // member is one key of a JSON object, its value kept as written.

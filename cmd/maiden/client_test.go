@@ -409,3 +409,27 @@ func TestClientConfigEntryStartsMaiden(t *testing.T) {
 		}
 	}
 }
+
+// TestClientConfigKeepsTheInstalledPath: run as "maiden" from PATH, where
+// it is a link to the binary (as installers make it), the entry names the
+// link, so the client follows an upgrade that moves it.
+func TestClientConfigKeepsTheInstalledPath(t *testing.T) {
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	env := maidenOnPath(t)
+	var link string
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			link = filepath.Join(filepath.SplitList(p)[0], "maiden")
+		}
+	}
+	cmd := exec.Command(link, "client", "config", "cursor", "-config", cfg)
+	cmd.Args[0] = "maiden" // as a shell starts it, found on PATH
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := decodeDoc(t, string(out)).MCPServers["maiden"]["command"]; got != link {
+		t.Errorf("command %v, want the link %s", got, link)
+	}
+}
