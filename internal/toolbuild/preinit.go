@@ -37,10 +37,13 @@ import (
 //     every read and needs nothing.
 //   - A value a tool computed from the clock or randomness while it
 //     initialised would be the same in every call. The snapshot run counts
-//     the module's wall-clock and random_get calls (wasmsnap.Instrument);
-//     more than the runtime's own start-up makes means some package read
-//     them in init, and the build falls back to an ordinary module with a
-//     warning that says so (or fails, with MAIDEN_GO_PREINIT=require).
+//     the module's wall-clock and random_get calls and math/rand's draws
+//     from the runtime's generator (wasmsnap.Instrument); more than the
+//     runtime's own start-up makes means some package read them in init,
+//     and the build falls back to an ordinary module with a warning that
+//     says so (or fails, with MAIDEN_GO_PREINIT=require). So does an init
+//     that calls the host (there is none at build time), fails, or runs
+//     longer than snapshotTimeout.
 //   - The snapshot's data segments are merged when close together
 //     (wasmsnap.Coalesce): maiden's engine copies them one by one at every
 //     instantiation.
