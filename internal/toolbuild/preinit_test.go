@@ -1,6 +1,7 @@
 package toolbuild
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -101,6 +102,28 @@ func TestSnapshotCounts(t *testing.T) {
 	if want := (wasmsnap.Counts{WallClock: runtimeWallClockReads, Random: runtimeRandomReads, GoRand: runtimeGoRandReads}); counts != want {
 		t.Errorf("Go's start-up made %+v WASI reads, the check assumes %+v", counts, want)
 	}
+	// Merging the data segments leaves the memory the module starts with
+	// as it was.
+	merged, err := wasmsnap.Coalesce(snap, dataGap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := wasmsnap.Image(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := wasmsnap.Image(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("Coalesce changed the snapshot's initial memory (%d bytes before, %d after)", len(before), len(after))
+	}
+	st, _ := wasmsnap.Stats(merged)
+	if st.Segments > 100 {
+		t.Errorf("%d data segments after merging, want at most 100", st.Segments)
+	}
+	t.Logf("%d bytes of initial memory image; %d segments, %d bytes after merging", len(before), st.Segments, st.Bytes)
 	exports, err := wasmsnap.Exports(snap)
 	if err != nil {
 		t.Fatal(err)

@@ -156,6 +156,22 @@ func TestPreinitSnapshotTool(t *testing.T) {
 			t.Errorf("no collection while allocating 256 MiB")
 		}
 	})
+
+	t.Run("memory ceiling", func(t *testing.T) {
+		// The snapshot's memory is charged to the call like any other: a
+		// tool that keeps 128 MiB under a 32 MiB ceiling ends as kind memory.
+		out, err := sb.Execute(context.Background(), sandbox.Call{Path: path, Input: `{"op":"hold","alloc_mb":128}`,
+			Limits: sandbox.Limits{Timeout: 10 * time.Second, Memory: 32 << 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Failure == nil || out.Failure.Kind != sandbox.KindMemory {
+			t.Fatalf("outcome %+v, want a failure of kind memory", out.Failure)
+		}
+		if out.MemoryPeak == 0 || out.MemoryPeak > 32<<20 {
+			t.Errorf("memory peak %d, want between 1 and 32 MiB", out.MemoryPeak)
+		}
+	})
 }
 
 // TestPreinitRefusesFrozenInitReads builds tools that read the clock or

@@ -138,6 +138,15 @@ func (tool) Execute(_ context.Context, raw []byte) ([]byte, error) {
 		}
 		runtime.ReadMemStats(&after)
 		out = GC{Collections: after.NumGC - before.NumGC, Allocated: in.AllocMB}
+	case "hold":
+		// Keeps every block: the call's memory ceiling must stop it.
+		var keep [][]byte
+		for range in.AllocMB {
+			b := make([]byte, 1<<20)
+			b[0] = 1
+			keep = append(keep, b)
+		}
+		out = GC{Allocated: len(keep)}
 	default:
 		return nil, fmt.Errorf("unknown op %q", in.Op)
 	}
