@@ -276,3 +276,82 @@ func TestConcurrentOpen(t *testing.T) {
 		t.Fatalf("agents: %v, %v", as, err)
 	}
 }
+
+// TestGenerationSeesEveryWriter: the generation a store reads (from the
+// WAL index in shared memory) changes when another *SQLite on the file or
+// another process commits, stays put while nobody writes, and never stays
+// the same across a change of the wallet it guards, while a child process
+// grants as fast as it can.
+func TestGenerationSeesEveryWriter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	a := open(t, path, nil)
+	b := open(t, path, nil)
+	if a.shm == nil {
+		t.Fatal("the WAL index could not be mapped: Generation falls back to a query on every call")
+	}
+	mustAgents(t, a, "burst")
+	g0, _ := a.Generation(ctx)
+	if g0>>40 != 1 {
+		t.Fatalf("generation %#x does not come from the WAL index", g0)
+	}
+	if g, _ := a.Generation(ctx); g != g0 {
+		t.Fatalf("generation moved with no writer: %#x → %#x", g0, g)
+	}
+	if _, err := b.Grant(ctx, "burst", labelled(0, "b")); err != nil {
+		t.Fatal(err)
+	}
+	g1, _ := a.Generation(ctx)
+	if g1 == g0 {
+		t.Fatal("a commit by another store on the file left the generation unchanged")
+	}
+
+	cmd := child(t, path, "kid", 0, 300)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]int{} // generation → wallet size, read while stable
+	checks := 0
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("child: %v", err)
+			}
+			running = false
+		default:
+		}
+		before, _ := a.Generation(ctx)
+		w, err := a.Wallet(ctx, "burst", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, _ := a.Generation(ctx)
+		if before != after {
+			continue // a commit landed during the read
+		}
+		n := len(w.Cards())
+		if m, ok := seen[before]; ok && m != n {
+			t.Fatalf("generation %#x was read with %d cards and later with %d: a change went unseen", before, m, n)
+		}
+		seen[before] = n
+		checks++
+	}
+	g2, _ := a.Generation(ctx)
+	if w, _ := a.Wallet(ctx, "burst", time.Now()); len(w.Cards()) != 301 || seen[g2] != 0 && seen[g2] != 301 {
+		t.Fatalf("after the child: %d cards", len(w.Cards()))
+	}
+	t.Logf("%d stable reads over %d generations", checks, len(seen))
+
+	// Without the WAL index the counters table answers, and still moves.
+	a.shm = nil
+	h0, _ := a.Generation(ctx)
+	if _, err := b.Grant(ctx, "burst", labelled(1, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if h1, _ := a.Generation(ctx); h1 == h0 || h1>>40 != 0 {
+		t.Fatalf("fallback generation %#x → %#x", h0, h1)
+	}
+}

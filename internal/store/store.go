@@ -126,8 +126,9 @@ type Store interface {
 	Cards(ctx context.Context, agent string) ([]cards.Card, error)
 	// Wallet pins agent's live cards at time at, in one read.
 	Wallet(ctx context.Context, agent string, at time.Time) (*cards.Wallet, error)
-	// Generation is a counter that every committed change advances: a
-	// caller may keep a pinned wallet while it is unchanged (and until the
-	// wallet's NextExpiry).
+	// Generation is a value that changes with every committed change (in
+	// any process); compare it for equality only. A caller may keep a
+	// pinned wallet while it is unchanged (and until the wallet's
+	// NextExpiry).
 	Generation(ctx context.Context) (int64, error)
 }
