@@ -33,8 +33,20 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs, c := newFlags("build", stderr)
 	out := fs.String("o", "", "output `FILE` (default: NAME.wasm in the project directory)")
 	watch := fs.Bool("watch", false, "rebuild whenever a source file changes, until interrupted")
+	preinit := fs.String("preinit", os.Getenv(toolbuild.PreinitEnv), "Go tools: `MODE` auto (snapshot init at build time when safe), off, or require (fail instead of falling back); default $"+toolbuild.PreinitEnv+" or auto")
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)
+	}
+	switch strings.ToLower(strings.TrimSpace(*preinit)) {
+	case "", "auto":
+		os.Unsetenv(toolbuild.PreinitEnv)
+	case "off", "0", "false":
+		os.Setenv(toolbuild.PreinitEnv, "off")
+	case "require":
+		os.Setenv(toolbuild.PreinitEnv, "require")
+	default:
+		fmt.Fprintf(stderr, "maiden build: -preinit %q: want auto, off or require\n", *preinit)
+		return exitUsage
 	}
 	if fs.NArg() > 1 {
 		fmt.Fprintln(stderr, buildUsage)
