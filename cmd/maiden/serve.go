@@ -37,6 +37,14 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxQueued := fs.Int("max-queued", 0, "calls waiting for a turn before new ones are refused (default 1024; -1: none)")
 	watch := fs.Bool("watch", true, "reload agent.toml and tell clients when it or a tool file changes")
 	idle := fs.Duration("session-idle", mcpserver.DefaultSessionIdle, "with -http: close a session after this long without a request (0: never)")
+	// -agent and -state may become common flags (newFlags); defined here
+	// only if they are not, so both can coexist.
+	if fs.Lookup("agent") == nil {
+		fs.String("agent", "", "stdio: the `NAME` of the agent the whole session runs as (required when agent.toml declares [agents]); over -http each request's agent token names it")
+	}
+	if fs.Lookup("state") == nil {
+		fs.String("state", "", "the state store `FILE` (default: agent.toml's [state] path, or maiden.db next to it)")
+	}
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)
 	}
@@ -59,24 +67,29 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitUsage
 		}
 	}
-	if *addr != "" && !mcpserver.IsLoopback(*addr) && token == "" {
-		fmt.Fprintf(stderr, "maiden serve: refusing to serve %s without authentication: it is reachable beyond this machine; set -auth-token-env NAME, or bind 127.0.0.1\n", *addr)
-		return exitUsage
-	}
 
 	cfg, err := config.Load(c.config)
 	if err != nil {
 		printConfigErrors(stderr, err)
 		return exitUsage
 	}
+	agent, statePath := fs.Lookup("agent").Value.String(), fs.Lookup("state").Value.String()
+	if msg := serveIdentity(cfg, *addr, agent, *tokenEnv); msg != "" {
+		fmt.Fprintln(stderr, "maiden serve:", msg)
+		return exitUsage
+	}
+	if *addr != "" && !mcpserver.IsLoopback(*addr) && token == "" && cfg.Implicit() {
+		fmt.Fprintf(stderr, "maiden serve: refusing to serve %s without authentication: it is reachable beyond this machine; set -auth-token-env NAME, or bind 127.0.0.1\n", *addr)
+		return exitUsage
+	}
 	mx := serveMetrics(*addr)
-	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer()})
+	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, StatePath: statePath, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer()})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
 	}
 	defer h.Close(context.Background())
-	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: moduleVersion()})
+	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: moduleVersion(), Agent: agent})
 	// Sync logs each tool it cannot serve, once (not again at every reload
 	// while the problem stays the same).
 	if _, err := srv.Sync(ctx); err != nil {
@@ -103,6 +116,39 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		o.SessionIdle = -1 // HTTPOptions' "never"; its 0 is the default
 	}
 	return serveHTTP(ctx, srv, h, *addr, o, stderr, logger)
+}
+
+// serveIdentity checks who the server's callers are, before anything
+// starts: "" if fine, else what is wrong. Over stdio the process is one
+// agent (-agent, required with [agents]); over HTTP each request's token
+// names its agent, and with [agents] only agent tokens count.
+func serveIdentity(cfg *config.Config, addr, agent, tokenEnv string) string {
+	if cfg.Implicit() {
+		if agent != "" && agent != maiden.DefaultAgent {
+			return fmt.Sprintf("-agent %s: %s declares no [agents], so every call runs as %q", agent, cfg.File(), maiden.DefaultAgent)
+		}
+		return ""
+	}
+	if addr != "" {
+		if agent != "" {
+			return fmt.Sprintf("-agent %s: over -http each request's bearer token names its agent (mint one with maiden agents token %s); -agent is for stdio", agent, agent)
+		}
+		if tokenEnv != "" {
+			return fmt.Sprintf("-auth-token-env %s: %s declares [agents], so each client authenticates with its agent's own token (maiden agents token NAME), not a shared static one; drop -auth-token-env", tokenEnv, cfg.File())
+		}
+		return ""
+	}
+	var names []string
+	for _, a := range cfg.Agents() {
+		names = append(names, a.Name)
+	}
+	if agent == "" {
+		return fmt.Sprintf("%s declares agents (%s): name the one this stdio session runs as with -agent NAME", cfg.File(), strings.Join(names, ", "))
+	}
+	if _, ok := cfg.Agent(agent); !ok {
+		return fmt.Sprintf("-agent %s: no such agent in %s (agents: %s)", agent, cfg.File(), strings.Join(names, ", "))
+	}
+	return ""
 }
 
 // httpTimeouts bound what a client may hold open without sending. There

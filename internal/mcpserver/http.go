@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,8 +35,10 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// AuthToken, if not empty, is required of every request as
 	// "Authorization: Bearer <token>" (a static token: maiden is not an
-	// OAuth server); a request without it is answered 403 with a message
-	// naming the header (see guard for why not 401).
+	// OAuth server) while the configuration declares no [agents]; a request
+	// without it is answered 403 with a message naming the header (see
+	// guard for why not 401). With [agents], each request carries one of
+	// the agents' tokens instead and AuthToken is not accepted.
 	AuthToken string
 	// SessionIdle is how long a session may go without a request before it
 	// is closed and forgotten; 0 means DefaultSessionIdle, negative never.
@@ -72,7 +76,11 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if idle == 0 {
 		idle = DefaultSessionIdle
 	}
-	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	// Each request is served by the SDK server of the agent its token
+	// authenticated (guard puts it in the context). The SDK asks for a
+	// server when a session starts (initialize) and, statelessly, for every
+	// request.
+	getServer := func(r *http.Request) *mcp.Server { return s.serverFor(r.Context(), requestAgent(r)).mcp }
 	// The body is read and capped below, by the configuration in force; the
 	// SDK's own cap only has to let that through.
 	bodyCap := int64(config.MaxMaxInputBytes + EnvelopeAllowance)
@@ -94,7 +102,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		if r.Method != http.MethodPost {
 			if isModern(r.Header.Get("MCP-Protocol-Version"), nil) {
 				stateless.ServeHTTP(w, r) // 405: no GET stream, no DELETE
-			} else {
+			} else if s.sessionOwned(w, r) {
 				sessions.ServeHTTP(w, r)
 			}
 			return
@@ -106,6 +114,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if isModern(r.Header.Get("MCP-Protocol-Version"), body) {
 			stateless.ServeHTTP(w, r)
+			return
+		}
+		if !s.sessionOwned(w, r) {
 			return
 		}
 		w, done, answered := s.trackHTTP(w, r.Header.Get("Mcp-Session-Id"), body)
@@ -160,10 +171,18 @@ func isDate(v string) bool {
 	return err == nil
 }
 
-// guard wraps a handler in the Origin check and, with a token configured,
-// the bearer-token check.
+// guard wraps a handler in the Origin check and the authentication of the
+// request's agent, which it puts in the request's context:
+//   - a configuration with [agents]: every request must carry one of the
+//     agents' tokens (maiden agents token), checked with the state store at
+//     every request, so a revoked token is refused at once, in an open
+//     session too; the static AuthToken counts for nothing;
+//   - without [agents]: the implicit agent, behind AuthToken when set.
 //
-// Without the right token the answer is 403 with a message naming the fix,
+// The configuration is the one in force at each request (agent.toml may be
+// reloaded).
+//
+// Without a valid token the answer is 403 with a message naming the fix,
 // not 401: MCP clients treat a 401 as the start of the OAuth flow of MCP's
 // authorization spec (protected-resource metadata, authorization-server
 // discovery, client registration, a browser), which a static token cannot
@@ -187,23 +206,80 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 				http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
 				return
 			}
-			if o.AuthToken != "" {
-				got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			header := r.Header.Get("Authorization")
+			got, bearer := strings.CutPrefix(header, "Bearer ")
+			agent := maiden.DefaultAgent
+			if !s.host.Config().Implicit() {
+				if !bearer || got == "" {
+					msg := "maiden: this server takes an agent's bearer token, not OAuth: configure the client to send the header \"Authorization: Bearer <token>\" (the MCP client configuration's \"headers\" field), with a token from maiden agents token NAME"
+					if header != "" {
+						msg = "maiden: the Authorization header is not \"Bearer <token>\" with an agent's token (from maiden agents token NAME); this is not an OAuth server"
+					}
+					http.Error(w, msg, http.StatusForbidden)
+					return
+				}
+				a, err := s.host.Authenticate(r.Context(), got)
+				switch {
+				case errors.Is(err, maiden.ErrBadToken):
+					s.log.Warn("refused a request with an invalid or revoked agent token", "remote", r.RemoteAddr)
+					http.Error(w, "maiden: the bearer token is not a valid agent token (unknown, or revoked: mint another with maiden agents token NAME)", http.StatusForbidden)
+					return
+				case err != nil:
+					s.log.Error("could not authenticate a request", "error", err)
+					http.Error(w, "maiden: cannot check the bearer token: "+err.Error(), http.StatusServiceUnavailable)
+					return
+				}
+				agent = a
+			} else if o.AuthToken != "" {
 				// Comparing digests keeps the comparison constant-time whatever
 				// the lengths.
 				gotSum := sha256.Sum256([]byte(got))
-				if !ok || subtle.ConstantTimeCompare(gotSum[:], tokenSum[:]) != 1 {
+				if !bearer || subtle.ConstantTimeCompare(gotSum[:], tokenSum[:]) != 1 {
 					msg := "maiden: this server takes a static bearer token, not OAuth: configure the client to send the header \"Authorization: Bearer <token>\" (the MCP client configuration's \"headers\" field), with the token from the variable that maiden serve -auth-token-env names"
-					if r.Header.Get("Authorization") != "" {
+					if header != "" {
 						msg = "maiden: the Authorization header does not carry the bearer token this server takes (\"Authorization: Bearer <token>\", the token from the variable that maiden serve -auth-token-env names); it is not an OAuth server"
 					}
 					http.Error(w, msg, http.StatusForbidden)
 					return
 				}
 			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, agent)))
 		})
 	}
+}
+
+// agentKey is the request-context key of the authenticated agent.
+type agentKey struct{}
+
+// requestAgent is the agent guard authenticated for r.
+func requestAgent(r *http.Request) string {
+	if a, ok := r.Context().Value(agentKey{}).(string); ok {
+		return a
+	}
+	return maiden.DefaultAgent
+}
+
+// sessionOwned checks that a request naming an HTTP session comes from the
+// agent that opened it, and answers it if not: another agent's valid
+// token does not let its holder into the session (it would reach the first
+// agent's tools). A session this server never bound is answered 404, as
+// the SDK answers an unknown session, without reaching it.
+func (s *Server) sessionOwned(w http.ResponseWriter, r *http.Request) bool {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		return true
+	}
+	owner, ok := s.sessionAgent(id)
+	switch {
+	case !ok:
+		http.Error(w, "maiden: session not found (it expired or never existed; initialize a new one)", http.StatusNotFound)
+		return false
+	case owner != requestAgent(r):
+		s.log.Warn("refused a request on another agent's session", "agent", requestAgent(r), "remote", r.RemoteAddr)
+		http.Error(w, "maiden: this session belongs to another agent; the bearer token's agent must be the one that opened it (initialize a session of your own)", http.StatusForbidden)
+		return false
+	}
+	return true
 }
 
 // ownLoopbackOrigin reports whether origin is the server's own address on

@@ -62,20 +62,39 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Version is reported to clients as the server version; "" means "dev".
 	Version string
+	// Agent is the agent of a stdio session (maiden serve -agent), and the
+	// one MCP returns the server of; "" means maiden.DefaultAgent, the
+	// implicit agent of a configuration without [agents]. Over HTTP each
+	// request's bearer token names its agent instead.
+	Agent string
 }
 
-// Server is an MCP server over one Host.
+// Server is an MCP server over one Host. It serves each agent its own tool
+// list: one SDK server per agent (the SDK's server holds a single list),
+// made when the agent first connects and kept in step by Sync.
 type Server struct {
 	host *maiden.Host
-	mcp  *mcp.Server
 	log  *slog.Logger
 	opts Options
 
 	mu       sync.Mutex
-	served   map[string]servedTool // what the client was last told, by tool name
-	reported map[string]string     // tools not served: the problem last logged, by name
+	agents   map[string]*agentServer // by agent name
+	reported map[string]string       // tools not served: the problem last logged, by name
+
+	bindMu   sync.Mutex
+	sessions map[string]string // HTTP session ID -> the agent that opened it
 
 	httpCalls inflight // requests in flight over HTTP, by session
+}
+
+// agentServer is the SDK server of one agent and what its clients were
+// last told.
+type agentServer struct {
+	agent string
+	mcp   *mcp.Server
+
+	mu     sync.Mutex
+	served map[string]servedTool // by tool name
 }
 
 // servedTool is the part of a tool's listing that, when it changes, must
@@ -101,13 +120,23 @@ func New(h *maiden.Host, opts *Options) *Server {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{host: h, log: o.Logger, opts: o, served: map[string]servedTool{}, reported: map[string]string{}}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "maiden", Version: o.Version}, &mcp.ServerOptions{
+	if o.Agent == "" {
+		o.Agent = maiden.DefaultAgent
+	}
+	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{}}
+	s.agents[o.Agent] = s.newAgentServer(o.Agent)
+	return s
+}
+
+// newAgentServer makes the (empty) SDK server of one agent.
+func (s *Server) newAgentServer(agent string) *agentServer {
+	as := &agentServer{agent: agent, served: map[string]servedTool{}}
+	as.mcp = mcp.NewServer(&mcp.Implementation{Name: "maiden", Version: s.opts.Version}, &mcp.ServerOptions{
 		// The SDK narrates every session at info level; only its warnings
 		// and errors are worth an operator's attention.
-		Logger: slog.New(minLevel{o.Logger.Handler(), slog.LevelWarn}),
+		Logger: slog.New(minLevel{s.log.Handler(), slog.LevelWarn}),
 		Instructions: "Tools served by maiden run in a WebAssembly sandbox with a deadline and a memory ceiling. " +
-			"A failed call's text starts with its kind: tool, deadline, memory, trap, invalid or input; " +
+			"A failed call's text starts with its kind: tool, deadline, memory, trap, invalid, input or denied; " +
 			"for input, fix the arguments as the message says and call again.",
 		Capabilities: &mcp.ServerCapabilities{
 			//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but clients still use it for tool logs
@@ -115,8 +144,26 @@ func New(h *maiden.Host, opts *Options) *Server {
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(s.middleware)
-	return s
+	as.mcp.AddReceivingMiddleware(s.middleware(as))
+	return as
+}
+
+// serverFor returns agent's SDK server, making and filling it the first
+// time the agent connects.
+func (s *Server) serverFor(ctx context.Context, agent string) *agentServer {
+	s.mu.Lock()
+	as, ok := s.agents[agent]
+	if !ok {
+		as = s.newAgentServer(agent)
+		s.agents[agent] = as
+	}
+	s.mu.Unlock()
+	if !ok {
+		if err := s.syncAgent(ctx, as); err != nil {
+			s.log.Error("could not list the tools of an agent", "agent", agent, "error", err)
+		}
+	}
+	return as
 }
 
 // DefaultLogLevel is the level from which tool logs reach a client that
@@ -136,33 +183,76 @@ var notAdvertised = map[string]bool{
 	"prompts/list": true, "prompts/get": true, "completion/complete": true,
 }
 
-// middleware refuses the methods of capabilities not advertised, and gives
-// a session that has just been initialized the default log level.
-func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if notAdvertised[method] {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-				Message: fmt.Sprintf("method not found: %s (maiden serves tools only; it has no resources, prompts or completions)", method)}
-		}
-		res, err := next(ctx, method, req)
-		if method == "initialize" && err == nil {
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-				// What logging/setLevel would do; a later setLevel from the
-				// client replaces it.
-				//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but clients still use it for tool logs
-				lreq := &mcp.ServerRequest[*mcp.SetLoggingLevelParams]{Session: ss, Params: &mcp.SetLoggingLevelParams{Level: DefaultLogLevel}}
-				if _, lerr := next(ctx, "logging/setLevel", lreq); lerr != nil {
-					s.log.Debug("could not set the default log level", "error", lerr)
+// middleware refuses the methods of capabilities not advertised, gives a
+// session that has just been initialized the default log level and binds
+// it to the agent, and brings the agent's built-in tools up to date with
+// its cards before a tools/list or a call of one.
+func (s *Server) middleware(as *agentServer) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if notAdvertised[method] {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+					Message: fmt.Sprintf("method not found: %s (maiden serves tools only; it has no resources, prompts or completions)", method)}
+			}
+			switch method {
+			case "tools/list":
+				s.syncBuiltins(ctx, as)
+			case "tools/call":
+				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && slices.Contains(config.BuiltinTools, r.Params.Name) {
+					s.syncBuiltins(ctx, as)
 				}
 			}
+			res, err := next(ctx, method, req)
+			if method == "initialize" && err == nil {
+				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+					s.bindSession(ss, as.agent)
+					// What logging/setLevel would do; a later setLevel from the
+					// client replaces it.
+					//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but clients still use it for tool logs
+					lreq := &mcp.ServerRequest[*mcp.SetLoggingLevelParams]{Session: ss, Params: &mcp.SetLoggingLevelParams{Level: DefaultLogLevel}}
+					if _, lerr := next(ctx, "logging/setLevel", lreq); lerr != nil {
+						s.log.Debug("could not set the default log level", "error", lerr)
+					}
+				}
+			}
+			return res, err
 		}
-		return res, err
 	}
 }
 
-// MCP exposes the underlying SDK server (for transports this package does
-// not wrap).
-func (s *Server) MCP() *mcp.Server { return s.mcp }
+// bindSession records which agent opened an HTTP session, until it ends,
+// so that a request on it with another agent's token is refused.
+func (s *Server) bindSession(ss *mcp.ServerSession, agent string) {
+	id := ss.ID()
+	if id == "" {
+		return // stdio: the process is the agent
+	}
+	s.bindMu.Lock()
+	s.sessions[id] = agent
+	s.bindMu.Unlock()
+	go func() {
+		ss.Wait()
+		s.bindMu.Lock()
+		delete(s.sessions, id)
+		s.bindMu.Unlock()
+	}()
+}
+
+// sessionAgent returns the agent that opened HTTP session id.
+func (s *Server) sessionAgent(id string) (string, bool) {
+	s.bindMu.Lock()
+	defer s.bindMu.Unlock()
+	a, ok := s.sessions[id]
+	return a, ok
+}
+
+// MCP exposes the underlying SDK server of Options.Agent (for transports
+// this package does not wrap).
+func (s *Server) MCP() *mcp.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.agents[s.opts.Agent].mcp
+}
 
 // Problem is a configured tool that is not served, and why.
 type Problem struct {
@@ -170,21 +260,21 @@ type Problem struct {
 	Err  *maiden.ToolError
 }
 
-// Sync makes the served tool list match the host's configuration: tools
-// added, changed (description, schema or code) or removed. A tool that
-// cannot be served (it fails to load, or its schema is unusable) is left
-// out and returned as a Problem, and logged (a warning) the first time it is
-// seen, not at every Sync. Clients are sent
-// notifications/tools/list_changed when anything changed.
+// Sync makes the served tool lists match the host's configuration: tools
+// added, changed (description, schema or code) or removed, for every agent
+// served so far, each seeing only the tools bound to it (Host.ToolsFor) and
+// the built-ins its cards allow (Host.BuiltinsFor). A tool that cannot be
+// served (it fails to load, or its schema is unusable) is left out and
+// returned as a Problem, and logged (a warning) the first time it is seen,
+// not at every Sync. Clients are sent notifications/tools/list_changed when
+// their list changed.
 func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 	infos, err := s.host.Tools(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var problems []Problem
-	keep := map[string]bool{}
+	s.mu.Lock()
 	for _, info := range infos {
 		if info.Error != nil {
 			problems = append(problems, Problem{Tool: info.Name, Err: info.Error})
@@ -198,9 +288,70 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 			delete(s.reported, info.Name)
 			s.log.Info("tool served again", "tool", info.Name)
 		}
+	}
+	for name := range s.reported {
+		if !slices.ContainsFunc(infos, func(i maiden.ToolInfo) bool { return i.Name == name }) {
+			delete(s.reported, name) // no longer configured
+		}
+	}
+	all := make([]*agentServer, 0, len(s.agents))
+	for _, as := range s.agents {
+		all = append(all, as)
+	}
+	s.mu.Unlock()
+	for _, as := range all {
+		if err := s.syncAgent(ctx, as); err != nil {
+			return problems, err
+		}
+	}
+	return problems, nil
+}
+
+// syncAgent brings one agent's tool list up to date. An agent the
+// configuration no longer declares sees no tools.
+func (s *Server) syncAgent(ctx context.Context, as *agentServer) error {
+	infos, err := s.host.ToolsFor(ctx, as.agent)
+	if errors.Is(err, maiden.ErrUnknownAgent) {
+		infos, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	s.apply(as, infos, func(name string) bool { return !isBuiltin(name) }, s.handler)
+	s.syncBuiltins(ctx, as)
+	return nil
+}
+
+// syncBuiltins brings one agent's built-in tools up to date with its
+// bindings and cards. If the store cannot answer, the agent keeps the
+// built-ins it had (a call of one still goes through the store).
+func (s *Server) syncBuiltins(ctx context.Context, as *agentServer) {
+	infos, err := s.host.BuiltinsFor(ctx, as.agent)
+	if errors.Is(err, maiden.ErrUnknownAgent) {
+		infos, err = nil, nil
+	}
+	if err != nil {
+		s.log.Error("could not list the built-in tools of an agent", "agent", as.agent, "error", err)
+		return
+	}
+	s.apply(as, infos, isBuiltin, s.builtinHandler)
+}
+
+func isBuiltin(name string) bool { return slices.Contains(config.BuiltinTools, name) }
+
+// apply makes the tools of as in one group (the tools of agent.toml, or the
+// built-ins) exactly infos.
+func (s *Server) apply(as *agentServer, infos []maiden.ToolInfo, group func(string) bool, handler func(agent, name string) mcp.ToolHandler) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	keep := map[string]bool{}
+	for _, info := range infos {
+		if info.Error != nil || !group(info.Name) {
+			continue
+		}
 		keep[info.Name] = true
 		now := servedTool{title: info.Title, description: info.Description, schema: info.InputSchema, outputSchema: info.OutputSchema, digest: info.Digest, hints: info.Hints}
-		if old, ok := s.served[info.Name]; ok && old == now {
+		if old, ok := as.served[info.Name]; ok && old == now {
 			continue
 		}
 		// The host derives the hints from the policy (see maiden.Hints);
@@ -224,26 +375,20 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 			// otherwise), so structuredContent always matches it.
 			tool.OutputSchema = json.RawMessage(info.OutputSchema)
 		}
-		s.mcp.AddTool(tool, s.handler(info.Name))
-		s.served[info.Name] = now
-	}
-	for name := range s.reported {
-		if !slices.ContainsFunc(infos, func(i maiden.ToolInfo) bool { return i.Name == name }) {
-			delete(s.reported, name) // no longer configured
-		}
+		as.mcp.AddTool(tool, handler(as.agent, info.Name))
+		as.served[info.Name] = now
 	}
 	var gone []string
-	for name := range s.served {
-		if !keep[name] {
+	for name := range as.served {
+		if group(name) && !keep[name] {
 			gone = append(gone, name)
-			delete(s.served, name)
+			delete(as.served, name)
 		}
 	}
 	if len(gone) > 0 {
 		sort.Strings(gone)
-		s.mcp.RemoveTools(gone...)
+		as.mcp.RemoveTools(gone...)
 	}
-	return problems, nil
 }
 
 // RunStdio serves one client over r and w (a desktop agent's pipes) until
@@ -253,7 +398,7 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	// Not mcp.Server.Run: it logs an error when ctx ends, and a client
 	// leaving or a SIGINT is how a stdio server is meant to stop.
-	ss, err := s.mcp.Connect(ctx, &stdioTransport{r: r, w: w, maxLine: s.maxMessage, drainFor: s.longestCall, log: s.log}, nil)
+	ss, err := s.serverFor(ctx, s.opts.Agent).mcp.Connect(ctx, &stdioTransport{r: r, w: w, maxLine: s.maxMessage, drainFor: s.longestCall, log: s.log}, nil)
 	if err != nil {
 		return err
 	}
@@ -272,8 +417,8 @@ func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser
 	}
 }
 
-// handler runs one tools/call for the named tool.
-func (s *Server) handler(name string) mcp.ToolHandler {
+// handler runs one tools/call of the named tool for agent.
+func (s *Server) handler(agent, name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if n, limit := int64(len(req.Params.Arguments)), s.host.Config().MaxInputBytes(); n > limit {
 			// Refused before anything parses it: a 20 MB array of small
@@ -287,9 +432,24 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		logs := startLogForwarder(ctx, req.Session, name, s.log)
 		stop := s.startProgress(ctx, req, name)
-		res, err := s.host.Call(ctx, maiden.Call{Tool: name, Input: input, OnLog: logs.send})
+		res, err := s.host.Call(ctx, maiden.Call{Agent: agent, Tool: name, Input: input, OnLog: logs.send})
 		stop()
 		logs.finish()
+		if err != nil {
+			return nil, s.protocolError(name, err)
+		}
+		return toolResult(res), nil
+	}
+}
+
+// builtinHandler runs one tools/call of a built-in tool for agent.
+func (s *Server) builtinHandler(agent, name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if n, limit := int64(len(req.Params.Arguments)), s.host.Config().MaxInputBytes(); n > limit {
+			return errorResult(maiden.KindInput, fmt.Sprintf(
+				"the arguments are %d bytes, more than the %d that max_input_bytes allows", n, limit)), nil
+		}
+		res, err := s.host.CallBuiltin(ctx, maiden.Call{Agent: agent, Tool: name, Input: string(req.Params.Arguments)})
 		if err != nil {
 			return nil, s.protocolError(name, err)
 		}

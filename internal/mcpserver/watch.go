@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/pelletier/go-toml/v2"
 )
 
 // WatchOptions configure Watch.
@@ -39,12 +42,16 @@ func (s *Server) Watch(ctx context.Context, path string, o WatchOptions) {
 	if o.Settle <= 0 {
 		o.Settle = 300 * time.Millisecond
 	}
-	last := s.snapshot(path)
+	last := s.snapshot(path, nil)
 	go s.watch(ctx, path, o, last)
 }
 
 func (s *Server) watch(ctx context.Context, path string, o WatchOptions, last fileState) {
 	var changedAt time.Time
+	// extra are the tool files named by an agent.toml that failed to load
+	// (say a tool added before its .wasm was built): when one appears,
+	// the file is loaded again, without waiting for agent.toml to be saved.
+	var extra []string
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
 	for {
@@ -53,7 +60,7 @@ func (s *Server) watch(ctx context.Context, path string, o WatchOptions, last fi
 			return
 		case <-t.C:
 		}
-		now := s.snapshot(path)
+		now := s.snapshot(path, extra)
 		if !now.equal(last) {
 			last, changedAt = now, time.Now()
 			continue
@@ -63,8 +70,12 @@ func (s *Server) watch(ctx context.Context, path string, o WatchOptions, last fi
 		}
 		changedAt = time.Time{}
 		problems, err := s.reload(ctx, path)
+		extra = nil
+		if errors.As(err, new(config.Errors)) {
+			extra = namedPaths(path)
+		}
 		// The new configuration may name other files.
-		last = s.snapshot(path)
+		last = s.snapshot(path, extra)
 		if o.OnReload != nil {
 			o.OnReload(err, problems)
 		}
@@ -98,7 +109,7 @@ type fileStamp struct {
 	size  int64
 }
 
-func (s *Server) snapshot(path string) fileState {
+func (s *Server) snapshot(path string, extra []string) fileState {
 	st := fileState{}
 	stamp := func(p string) {
 		if fi, err := os.Stat(p); err == nil {
@@ -111,7 +122,41 @@ func (s *Server) snapshot(path string) fileState {
 	for _, t := range s.host.Config().Tools() {
 		stamp(t.Path)
 	}
+	for _, p := range extra {
+		stamp(p)
+	}
 	return st
+}
+
+// namedPaths returns the tool files ([tools.NAME] path) that the TOML at
+// path names, resolved as config.Load resolves them, read leniently: it is
+// for a file config.Load refused, so whatever can be read is worth watching.
+func namedPaths(path string) []string {
+	data, err := config.ReadFile(path, config.MaxFileBytes)
+	if err != nil {
+		return nil
+	}
+	var doc struct {
+		Tools map[string]struct {
+			Path string `toml:"path"`
+		} `toml:"tools"`
+	}
+	if toml.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range doc.Tools {
+		if t.Path == "" {
+			continue
+		}
+		p := t.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		out = append(out, filepath.Clean(p))
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (a fileState) equal(b fileState) bool {
