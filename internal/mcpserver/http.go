@@ -222,7 +222,7 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 				switch {
 				case errors.Is(err, maiden.ErrBadToken):
 					s.log.Warn("refused a request with an invalid or revoked agent token", "remote", r.RemoteAddr)
-					http.Error(w, "maiden: the bearer token is not a valid agent token (unknown, or revoked: mint another with maiden agents token NAME)", http.StatusForbidden)
+					http.Error(w, "maiden: the token in the header \"Authorization: Bearer <token>\" is not a valid agent token (unknown, or revoked: mint another with maiden agents token NAME); this is not an OAuth server", http.StatusForbidden)
 					return
 				case err != nil:
 					s.log.Error("could not authenticate a request", "error", err)
