@@ -428,5 +428,3 @@ func TestWatchToolBuiltLater(t *testing.T) {
 		t.Errorf("after the build: %v", got)
 	}
 }
-
-
