@@ -68,15 +68,15 @@ func TestCompleteArgs(t *testing.T) {
 		kind  completeKind
 		want  []string
 	}{
-		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "client", "completion", "version", "help"}},
-		{"command prefix", []string{"c"}, completeWords, []string{"check", "call", "client", "completion"}},
+		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "client", "completion", "version", "help"}},
+		{"command prefix", []string{"c"}, completeWords, []string{"check", "call", "cards", "client", "completion"}},
 		{"hidden command not offered", []string{"__"}, completeWords, nil},
 		{"unknown command", []string{"frob", ""}, completeWords, nil},
 		{"subcommand", []string{"client", ""}, completeWords, []string{"config"}},
 		{"client names", []string{"client", "config", ""}, completeWords, []string{"claude", "cursor", "vscode"}},
 		{"client name prefix", []string{"client", "config", "c"}, completeWords, []string{"claude", "cursor"}},
 		{"flags of a subcommand", []string{"client", "config", "cursor", "-w"}, completeWords, []string{"-write"}},
-		{"flags", []string{"call", "-"}, completeWords, []string{"-cache", "-config", "-isolation", "-json", "-v"}},
+		{"flags", []string{"call", "-"}, completeWords, []string{"-agent", "-cache", "-config", "-isolation", "-json", "-state", "-v"}},
 		{"double-dash flags", []string{"serve", "--ht"}, completeWords, []string{"--http"}},
 		{"choices of a flag", []string{"serve", "-isolation", ""}, completeWords, []string{"workers", "process"}},
 		{"choices after =", []string{"serve", "-isolation=p"}, completeWords, []string{"-isolation=process"}},

@@ -1,9 +1,11 @@
 // Command maiden runs AI-agent tools as sandboxed WebAssembly components.
 //
 //	maiden check  [-config agent.toml]
-//	maiden tools  [-config agent.toml] [-json]
-//	maiden call   [-config agent.toml] [-json] TOOL [INPUT | -]
+//	maiden tools  [-config agent.toml] [-agent NAME] [-json]
+//	maiden call   [-config agent.toml] [-agent NAME] [-json] TOOL [INPUT | -]
 //	maiden serve  [-config agent.toml] [-http ADDR]
+//	maiden agents token|ls|revoke-token ...
+//	maiden cards  grant|derive|revoke|ls|show ...
 //	maiden new    go|js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //	maiden client config claude|cursor|vscode [-write]
@@ -68,10 +70,10 @@ func init() {
 		{name: "check", args: "[-config agent.toml]",
 			summary: "validate agent.toml (every problem, with its line) and load every tool",
 			run:     noStdin(cmdCheck)},
-		{name: "tools", args: "[-config agent.toml] [-json]",
+		{name: "tools", args: "[-config agent.toml] [-agent NAME] [-json]",
 			summary: "list the tools: description, input and output schemas, whole policy",
 			run:     noStdin(cmdTools)},
-		{name: "call", args: "[-config agent.toml] [-json] TOOL [INPUT | -]",
+		{name: "call", args: "[-config agent.toml] [-agent NAME] [-json] TOOL [INPUT | -]",
 			summary:  `run TOOL on INPUT (JSON; "-" reads stdin; default {})`,
 			run:      cmdCall,
 			complete: completeCall},
@@ -88,6 +90,36 @@ func init() {
 		{name: "serve", args: "[-config agent.toml] [-http ADDR [-auth-token-env NAME] [-allow-origin ORIGIN]...] [-max-concurrent N] [-max-queued N] [-watch=false]",
 			summary: "serve the tools over MCP (stdio, or streamable HTTP at ADDR/mcp)",
 			run:     cmdServe},
+		{name: "agents", args: "token|ls|revoke-token ...",
+			summary: "the agents of agent.toml: mint, list and revoke their bearer tokens",
+			subs:    []string{"token", "ls", "revoke-token"}},
+		{name: "agents token", args: "NAME [-json]",
+			summary: "mint a bearer token for agent NAME, printed once (only its hash is stored)",
+			help:    agentsTokenHelp, run: cmdAgentsToken, interspersed: true},
+		{name: "agents ls", args: "[-json]",
+			summary: "list the agents (agent.toml's and the store's) and their tokens: IDs, never secrets",
+			help:    agentsLsHelp, run: cmdAgentsLs, interspersed: true},
+		{name: "agents revoke-token", args: "ID [-json]",
+			summary: "revoke a bearer token by its ID: it stops authenticating at once",
+			help:    stateExitHelp, run: cmdAgentsRevokeToken, interspersed: true},
+		{name: "cards", args: "grant|derive|revoke|ls|show ...",
+			summary: "permission cards: what each agent may call (see CARDS.md)",
+			subs:    []string{"grant", "derive", "revoke", "ls", "show"}},
+		{name: "cards grant", args: "-agent NAME [-expires 24h] [-deny | -ceiling] [-json] GRANT...",
+			summary: "install a card in an agent's wallet: allow (default), cap (-ceiling) or forbid (-deny) the GRANTs",
+			help:    cardsGrantHelp, run: cmdCardsGrant, interspersed: true},
+		{name: "cards derive", args: "ID -to NAME [-expires 1h] [-json] GRANT...",
+			summary: "derive a narrower card from card ID for agent NAME (attenuation only)",
+			help:    cardsDeriveHelp, run: cmdCardsDerive, interspersed: true},
+		{name: "cards revoke", args: "ID [-json]",
+			summary: "revoke card ID and every card derived from it; says how many",
+			help:    cardsRevokeHelp, run: cmdCardsRevoke, interspersed: true},
+		{name: "cards ls", args: "[-agent NAME] [-json]",
+			summary: "list the cards (of one agent): holder, state, expiry, lineage, grants",
+			help:    cardsLsHelp, run: cmdCardsLs, interspersed: true},
+		{name: "cards show", args: "ID [-json]",
+			summary: "print one card: holder, state, lineage, expiry and its four grant lists",
+			help:    cardsShowHelp, run: cmdCardsShow, interspersed: true},
 		{name: "client", args: "config claude|cursor|vscode ...",
 			summary: "configure an MCP client to start maiden",
 			subs:    []string{"config"}},
@@ -160,14 +192,18 @@ func usage() string {
 	b.WriteString(`
 "maiden help COMMAND" or "maiden COMMAND -h" lists a command's flags.
 
-Flags common to check, tools, call, new, build, serve and client config:
+Flags common to check, tools, call, new, build, serve, client config, agents and cards:
   -config FILE      the agent configuration (default: agent.toml, or $MAIDEN_CONFIG)
+  -state FILE       the state store: agents, tokens, cards (default: agent.toml's [state] path,
+                    or maiden-state.db next to agent.toml)
   -cache DIR        compiled-component cache ("off" to disable; default: the user cache dir)
   -isolation MODE   where tool code runs: workers (the default) or process
   -v                log maiden's own diagnostics to stderr
 
 Exit codes: 0 ok, 1 tool error, 2 usage or config error, 3 deadline,
 4 memory ceiling, 5 trap or invalid tool, 6 denied by policy.
+agents and cards: 2 also for a malformed GRANT or an unknown agent, card or token,
+6 a change the card rules refuse, 1 the state store failed.
 `)
 	return b.String()
 }

@@ -36,6 +36,7 @@ type common struct {
 	cache     string
 	verbose   bool
 	isolation isolationFlag
+	state     string // -state: the state store's file ("" = the configuration's)
 }
 
 // parseFailed is the exit code of a command whose flags did not parse:
@@ -90,6 +91,7 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
 	fs.StringVar(&c.cache, "cache", "", "compiled-component cache `DIR` (\"off\" disables it; default: the user cache directory)")
 	fs.BoolVar(&c.verbose, "v", false, "log maiden's diagnostics to stderr")
 	fs.Var(&c.isolation, "isolation", "`MODE`: where tool code runs; \"workers\" (supervised, confined processes; the default) or \"process\" (in this process: faster, the weaker wall)")
+	fs.StringVar(&c.state, "state", "", "the state store `FILE` (agents, tokens, cards; default: agent.toml's [state] path, or "+config.DefaultStateFile+" next to it)")
 	return fs, c
 }
 
@@ -102,7 +104,7 @@ func (c *common) host(stderr io.Writer) (*maiden.Host, error) {
 	if c.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, Isolation: c.isolation.value()})
+	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, Isolation: c.isolation.value(), StatePath: c.state})
 }
 
 // printConfigErrors prints every problem of a bad agent.toml, one per line.
@@ -160,12 +162,31 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitTrap
 	}
 	fmt.Fprintf(stdout, "%s: %d tools ok\n", c.config, len(reports))
+	cfg := h.Config()
+	if cfg.Implicit() {
+		fmt.Fprintf(stdout, "%s: no [agents]: every call runs as the implicit agent %q, allowed everything\n", c.config, maiden.DefaultAgent)
+	} else {
+		var names []string
+		for _, a := range cfg.Agents() {
+			names = append(names, a.Name)
+		}
+		fmt.Fprintf(stdout, "%s: agents %s; state store %s\n", c.config, strings.Join(names, ", "), c.statePath(cfg))
+	}
 	return exitOK
+}
+
+// statePath is the state store's file: -state, or the configuration's.
+func (c *common) statePath(cfg *config.Config) string {
+	if c.state != "" {
+		return c.state
+	}
+	return cfg.StatePath()
 }
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("tools", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
+	agent := fs.String("agent", "", "list the tools as agent `NAME` sees them (its bindings; default: every tool of agent.toml)")
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)
 	}
@@ -175,7 +196,12 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	defer h.Close(context.Background())
-	infos, err := h.Tools(ctx)
+	var infos []maiden.ToolInfo
+	if *agent != "" {
+		infos, err = h.ToolsFor(ctx, *agent)
+	} else {
+		infos, err = h.Tools(ctx)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden tools:", err)
 		return exitUsage
@@ -255,11 +281,12 @@ func compactJSON(s string) string {
 func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("call", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON envelope instead of the raw output")
+	agent := fs.String("agent", "", "call as agent `NAME` of agent.toml (needed when it declares [agents]; its bindings and cards decide)")
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(stderr, "usage: maiden call [-config agent.toml] [-json] TOOL [INPUT | -]")
+		fmt.Fprintln(stderr, "usage: maiden call [-config agent.toml] [-agent NAME] [-json] TOOL [INPUT | -]")
 		return exitUsage
 	}
 	tool := fs.Arg(0)
@@ -285,7 +312,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitUsage
 	}
 	defer h.Close(context.Background())
-	res, err := h.Call(ctx, maiden.Call{Tool: tool, Input: input})
+	res, err := h.Call(ctx, maiden.Call{Tool: tool, Input: input, Agent: *agent})
 	if err != nil {
 		return callFailed(stdout, stderr, *asJSON, tool, maiden.KindConfig, err.Error())
 	}

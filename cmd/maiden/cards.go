@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// This file is the operator's side of permission cards (CARDS.md): grant,
+// derive, revoke, list and show, on the state store of agent.toml.
+
+const grantSyntaxHelp = `GRANT is "class:verb resource", quoted in the shell: 'tool:invoke weather --city=Par*'
+(the tool and its arguments, * a glob inside a value, a trailing --... for any further
+arguments), 'network:connect api.example.com', 'secret:use API_KEY', 'card:revoke *'.`
+
+const cardsGrantHelp = `Installs a new card in agent NAME's wallet (NAME declared in agent.toml). By default the
+GRANTs are the card's lower-positive grants: what it allows.
+  -ceiling  the GRANTs are upper-positive grants instead: a ceiling over the agent's whole
+            wallet (every call must then be under one of them, whatever other cards allow);
+            the card allows nothing by itself.
+  -deny     the GRANTs are upper-negative grants: a prohibition over the whole wallet that no
+            other card overrides. A card must hold a positive grant for its holder to be
+            installed (CARDS.md, Install; a card of negative grants only is refused with
+            install-recipient-mismatch), so a -deny card also holds the same GRANTs as
+            lower-positive grants, which its own prohibition cancels: it allows nothing.
+-expires makes the card stop counting after that long (default: never).
+Prints the card's ID (-json: {"id": ID}).
+
+` + grantSyntaxHelp + "\n\n" + stateExitHelp
+
+const cardsDeriveHelp = `Derives a card from card ID into agent NAME's wallet: attenuation only (CARDS.md,
+Derivation). The child allows the GRANTs, each of which must be under one of the parent's
+lower-positive grants (else lower-bound-too-broad); it keeps the parent's negative grants and
+its ceiling (upper-bound-too-broad otherwise) and expires with the parent, or earlier with
+-expires (card-expired if the parent has expired or the child would outlive it). Revoking the
+parent revokes the child. Prints the child's ID (-json: {"id": ID}).
+
+` + grantSyntaxHelp + "\n\n" + stateExitHelp
+
+const cardsRevokeHelp = `Revokes card ID and every card derived from it, transitively, in one transaction, and
+says how many cards that was (-json: {"revoked": N}). Revoking a revoked card is card-revoked.
+A system card (a grant of agent.toml) is revoked too, but the next maiden command or load of
+agent.toml installs its grant again as a new card: remove the grant from agent.toml to end it.
+
+` + stateExitHelp
+
+const cardsLsHelp = `Lists the cards in the state store (of agent NAME with -agent), revoked and expired ones
+included, in the order they were made: ID, holder, state, expiry, parents and grants.
+-json: a list of cards as "maiden cards show -json" prints them.
+
+` + stateExitHelp
+
+const cardsShowHelp = `Prints card ID: holder, state (live, revoked or expired), whether it is a system card
+(from agent.toml), who made it, its parents, expiry and its four grant lists.
+-json: {"id", "agent", "parents", "lower_positive", "lower_negative", "upper_positive",
+"upper_negative", "expires", "system", "manager", "created", "revoked", "state"}.
+
+` + stateExitHelp
+
+// parseGrants parses the GRANT arguments; a malformed one is reported with
+// its column and what was expected there, under the argument itself.
+func parseGrants(stderr io.Writer, name string, args []string) ([]grant.Grant, bool) {
+	gs := make([]grant.Grant, 0, len(args))
+	for i, a := range args {
+		g, err := grant.Parse(a)
+		if err != nil {
+			fmt.Fprintf(stderr, "maiden %s: GRANT %d: %v\n", name, i+1, err)
+			var pe *grant.ParseError
+			if errors.As(err, &pe) && pe.Pos <= len(a) && !strings.ContainsAny(a, "\n\t") {
+				fmt.Fprintf(stderr, "  %s\n  %s^\n", a, strings.Repeat(" ", len([]rune(a[:pe.Pos]))))
+			}
+			return nil, false
+		}
+		gs = append(gs, g)
+	}
+	return gs, true
+}
+
+// expiryFlag is -expires: a duration from now, or unset.
+type expiryFlag struct{ d time.Duration }
+
+func (f *expiryFlag) String() string {
+	if f.d == 0 {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f *expiryFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("a duration such as 30m, 24h or 168h: %v", err)
+	}
+	if d <= 0 {
+		return fmt.Errorf("must be positive, got %s", s)
+	}
+	f.d = d
+	return nil
+}
+
+func (f *expiryFlag) at(now time.Time) time.Time {
+	if f.d == 0 {
+		return time.Time{}
+	}
+	return now.Add(f.d)
+}
+
+func printID(stdout io.Writer, asJSON bool, id, text string) {
+	if asJSON {
+		printJSON(stdout, struct {
+			ID string `json:"id"`
+		}{id})
+		return
+	}
+	fmt.Fprintln(stdout, text)
+}
+
+func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("cards grant", stderr)
+	agent := fs.String("agent", "", "the agent `NAME` whose wallet gets the card (required)")
+	var exp expiryFlag
+	fs.Var(&exp, "expires", "the card stops counting after `DURATION` (e.g. 24h; default: never)")
+	deny := fs.Bool("deny", false, "the GRANTs are a wallet-wide prohibition (upper-negative)")
+	ceiling := fs.Bool("ceiling", false, "the GRANTs are a wallet-wide ceiling (upper-positive)")
+	asJSON := fs.Bool("json", false, `print {"id": ID}`)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	switch {
+	case *agent == "" || len(pos) == 0:
+		fmt.Fprintln(stderr, "usage: maiden cards grant -agent NAME [-expires 24h] [-deny | -ceiling] [-json] GRANT...")
+		return exitUsage
+	case *deny && *ceiling:
+		fmt.Fprintln(stderr, "maiden cards grant: -deny and -ceiling exclude each other (grant them as two cards)")
+		return exitUsage
+	}
+	gs, ok := parseGrants(stderr, "cards grant", pos)
+	if !ok {
+		return exitUsage
+	}
+	spec := cards.Spec{Expires: exp.at(time.Now())}
+	switch {
+	case *ceiling:
+		spec.UpperPos = cards.Any(gs...)
+	case *deny:
+		spec.UpperNeg = cards.Any(gs...)
+		spec.LowerPos = cards.Any(gs...) // see cardsGrantHelp: cancelled by UpperNeg
+	default:
+		spec.LowerPos = cards.Any(gs...)
+	}
+	s, code := c.openState(ctx, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	if err := s.declared(*agent); err != nil {
+		return failed(stderr, "cards grant", err)
+	}
+	card, err := s.st.Grant(ctx, *agent, spec)
+	if err != nil {
+		return failed(stderr, "cards grant", err)
+	}
+	printID(stdout, *asJSON, card.ID, fmt.Sprintf("card %s granted to agent %q%s", card.ID, *agent, expiresText(card)))
+	return exitOK
+}
+
+func cmdCardsDerive(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("cards derive", stderr)
+	to := fs.String("to", "", "the agent `NAME` whose wallet gets the child (required)")
+	var exp expiryFlag
+	fs.Var(&exp, "expires", "the child stops counting after `DURATION` (default: with its parent)")
+	asJSON := fs.Bool("json", false, `print {"id": ID}`)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if *to == "" || len(pos) < 2 {
+		fmt.Fprintln(stderr, "usage: maiden cards derive ID -to NAME [-expires 1h] [-json] GRANT...")
+		return exitUsage
+	}
+	gs, ok := parseGrants(stderr, "cards derive", pos[1:])
+	if !ok {
+		return exitUsage
+	}
+	s, code := c.openState(ctx, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	if err := s.declared(*to); err != nil {
+		return failed(stderr, "cards derive", err)
+	}
+	parent, err := s.st.Card(ctx, pos[0])
+	if err != nil {
+		return failed(stderr, "cards derive", err)
+	}
+	// Derive checks the parent again inside its transaction: a revocation
+	// in between is refused there.
+	card, err := s.st.Derive(ctx, store.Operator(), parent.ID, *to, cards.Child(parent, gs, exp.at(time.Now())))
+	if err != nil {
+		return failed(stderr, "cards derive", err)
+	}
+	printID(stdout, *asJSON, card.ID, fmt.Sprintf("card %s derived from %s for agent %q%s", card.ID, parent.ID, *to, expiresText(card)))
+	return exitOK
+}
+
+func cmdCardsRevoke(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("cards revoke", stderr)
+	asJSON := fs.Bool("json", false, `print {"revoked": N}`)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: maiden cards revoke ID [-json]")
+		return exitUsage
+	}
+	s, code := c.openState(ctx, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	n, err := s.st.Revoke(ctx, store.Operator(), pos[0])
+	if err != nil {
+		return failed(stderr, "cards revoke", err)
+	}
+	if *asJSON {
+		printJSON(stdout, struct {
+			Revoked int `json:"revoked"`
+		}{n})
+		return exitOK
+	}
+	switch n {
+	case 1:
+		fmt.Fprintf(stdout, "revoked 1 card: %s (no card was derived from it)\n", pos[0])
+	default:
+		fmt.Fprintf(stdout, "revoked %d cards: %s and the %d derived from it\n", n, pos[0], n-1)
+	}
+	return exitOK
+}
+
+// cardView is a card as ls and show print it.
+type cardView struct {
+	cards.Card
+	State string `json:"state"` // live, revoked or expired
+}
+
+func view(c cards.Card, now time.Time) cardView {
+	state := "live"
+	switch {
+	case !c.Revoked.IsZero():
+		state = "revoked"
+	case c.ExpiredAt(now):
+		state = "expired"
+	}
+	return cardView{c, state}
+}
+
+func expiresText(c cards.Card) string {
+	if c.Expires.IsZero() {
+		return ""
+	}
+	return ", expires " + c.Expires.Local().Format(time.DateTime)
+}
+
+// grantLists names a card's non-empty grant lists.
+func grantLists(c cards.Card) [][2]string {
+	var out [][2]string
+	for _, l := range []struct {
+		name string
+		gs   []cards.Grant
+	}{{"allows", c.LowerPos}, {"except", c.LowerNeg}, {"ceiling", c.UpperPos}, {"forbids", c.UpperNeg}} {
+		if len(l.gs) == 0 {
+			continue
+		}
+		s := make([]string, len(l.gs))
+		for i, g := range l.gs {
+			s[i] = g.String()
+		}
+		out = append(out, [2]string{l.name, strings.Join(s, "; ")})
+	}
+	return out
+}
+
+func cmdCardsLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("cards ls", stderr)
+	agent := fs.String("agent", "", "only the cards of agent `NAME`")
+	asJSON := fs.Bool("json", false, "print JSON: a list of cards")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "maiden cards ls: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	s, code := c.openState(ctx, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	if *agent != "" {
+		if err := s.declared(*agent); err != nil {
+			// An agent removed from agent.toml may still hold cards.
+			known, lerr := s.st.Agents(ctx)
+			if lerr != nil {
+				return failed(stderr, "cards ls", lerr)
+			}
+			found := false
+			for _, a := range known {
+				found = found || a.Name == *agent
+			}
+			if !found {
+				return failed(stderr, "cards ls", err)
+			}
+		}
+	}
+	list, err := s.st.Cards(ctx, *agent)
+	if err != nil {
+		return failed(stderr, "cards ls", err)
+	}
+	now := time.Now()
+	views := make([]cardView, len(list))
+	for i, card := range list {
+		views[i] = view(card, now)
+	}
+	if *asJSON {
+		printJSON(stdout, views)
+		return exitOK
+	}
+	if len(views) == 0 {
+		fmt.Fprintln(stdout, "no cards")
+	}
+	for _, v := range views {
+		var extra []string
+		if v.System {
+			extra = append(extra, "system")
+		}
+		if len(v.Parents) > 0 {
+			extra = append(extra, "from "+strings.Join(v.Parents, ", "))
+		}
+		if !v.Expires.IsZero() {
+			extra = append(extra, "expires "+v.Expires.Local().Format(time.DateTime))
+		}
+		fmt.Fprintf(stdout, "%s  %-12s %-8s %s\n", v.ID, v.Holder, v.State, strings.Join(extra, ", "))
+		for _, l := range grantLists(v.Card) {
+			fmt.Fprintf(stdout, "    %-8s %s\n", l[0]+":", l[1])
+		}
+	}
+	return exitOK
+}
+
+func cmdCardsShow(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("cards show", stderr)
+	asJSON := fs.Bool("json", false, "print the card as JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: maiden cards show ID [-json]")
+		return exitUsage
+	}
+	s, code := c.openState(ctx, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	card, err := s.st.Card(ctx, pos[0])
+	if err != nil {
+		return failed(stderr, "cards show", err)
+	}
+	v := view(card, time.Now())
+	if *asJSON {
+		printJSON(stdout, v)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "card     %s\nagent    %s\nstate    %s", v.ID, v.Holder, v.State)
+	if !v.Revoked.IsZero() {
+		fmt.Fprintf(stdout, " (revoked %s)", v.Revoked.Local().Format(time.DateTime))
+	}
+	fmt.Fprintln(stdout)
+	kind := "made by " + v.Manager
+	if v.System {
+		kind = "system card (a grant of agent.toml; only the operator revokes it)"
+	}
+	fmt.Fprintf(stdout, "kind     %s\ncreated  %s\n", kind, v.Created.Local().Format(time.DateTime))
+	if len(v.Parents) > 0 {
+		fmt.Fprintf(stdout, "parents  %s\n", strings.Join(v.Parents, ", "))
+	}
+	if v.Expires.IsZero() {
+		fmt.Fprintln(stdout, "expires  never")
+	} else {
+		fmt.Fprintf(stdout, "expires  %s\n", v.Expires.Local().Format(time.DateTime))
+	}
+	for _, l := range grantLists(v.Card) {
+		fmt.Fprintf(stdout, "%-8s %s\n", l[0], l[1])
+	}
+	return exitOK
+}
+
+var _ flag.Value = (*expiryFlag)(nil)
