@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,4 +213,105 @@ func TestServeRefusesOpenBindWithoutToken(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "without authentication") {
 		t.Fatalf("got %v: %s", err, out)
 	}
+}
+
+// TestNodeClientAgents: two agents with their own tokens (maiden agents
+// token) in the TypeScript SDK client's headers see their own tools; a call
+// no card allows is an isError result with the grant to paste; maiden
+// cards revoke and maiden agents revoke-token, run while maiden serve -http
+// runs, hold from the next request of an open session; maiden serve -agent
+// over stdio.
+func TestNodeClientAgents(t *testing.T) {
+	bin := buildMaiden(t)
+	dir := npmDir(t, "node-client", "client.mjs", "agents.mjs")
+	cfg := nodeAgentTOML(t)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(agentsTOML)
+	f.Close()
+	cache := t.TempDir()
+	maiden := func(args ...string) (stdout, stderr string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("maiden %s: %v\n%s%s", strings.Join(args, " "), err, o.String(), e.String())
+		}
+		return o.String(), e.String()
+	}
+	tokenID := regexp.MustCompile(`token (\S+) for agent`)
+	mint := func(agent string) (token, id string) {
+		out, errOut := maiden("agents", "token", "-config", cfg, agent)
+		m := tokenID.FindStringSubmatch(errOut)
+		if m == nil {
+			t.Fatalf("maiden agents token: no token ID in %q", errOut)
+		}
+		return strings.TrimSpace(out), m[1]
+	}
+	aliceTok, aliceID := mint("alice")
+	bobTok, _ := mint("bob")
+	var card struct {
+		ID string `json:"id"`
+	}
+	out, _ := maiden("cards", "grant", "-config", cfg, "-agent", "alice", "-json", "tool:invoke echo --...")
+	if err := json.Unmarshal([]byte(out), &card); err != nil || card.ID == "" {
+		t.Fatalf("maiden cards grant -json: %q: %v", out, err)
+	}
+	maiden("cards", "grant", "-config", cfg, "-agent", "bob", "tool:invoke echo --message=hi")
+	maiden("check", "-config", cfg, "-cache", cache) // warm the compile cache
+
+	t.Run("http", func(t *testing.T) {
+		srv := startInspected(t, bin, os.Environ(), "-config", cfg, "-cache", cache)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "node", "agents.mjs", "http", srv.url, aliceTok, bobTok)
+		cmd.Dir = dir
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var log strings.Builder
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			log.WriteString(line + "\n")
+			switch line {
+			case "PAUSE card":
+				maiden("cards", "revoke", "-config", cfg, card.ID)
+				io.WriteString(stdin, "go\n")
+			case "PAUSE token":
+				maiden("agents", "revoke-token", "-config", cfg, aliceID)
+				io.WriteString(stdin, "go\n")
+			}
+		}
+		err = cmd.Wait()
+		t.Logf("node agents.mjs http:\n%s", log.String())
+		if err != nil || !regexp.MustCompile(`[1-9]\d* passed, 0 failed`).MatchString(log.String()) {
+			t.Fatalf("node agents.mjs http: %v", err)
+		}
+		srv.stop(t)
+	})
+
+	t.Run("stdio", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "node", "agents.mjs", "stdio", bin, cfg, "bob")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		t.Logf("node agents.mjs stdio:\n%s", out)
+		if err != nil || !regexp.MustCompile(`[1-9]\d* passed, 0 failed`).Match(out) {
+			t.Fatalf("node agents.mjs stdio: %v", err)
+		}
+	})
 }
