@@ -327,11 +327,12 @@ http_ports = [%d]
 		t.Error("the secret value appears in a result")
 	}
 
-	// Without the secret's value the host refuses before sending anything.
+	// Without the secret's value the host refuses before sending anything,
+	// and the call is kind denied, naming the variable to set.
 	t.Setenv("MAIDEN_SECRET_WEATHER_TOKEN", "")
 	os.Unsetenv("MAIDEN_SECRET_WEATHER_TOKEN")
 	res = weather(t, map[string]string{"city": "Paris"})
-	if res.OK || res.Error.Kind != maiden.KindTool || !strings.Contains(res.Error.Message, "maiden refused the request") {
+	if res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "set MAIDEN_SECRET_WEATHER_TOKEN") || !strings.Contains(res.Error.Message, "maiden refused the request") {
 		t.Errorf("no secret: %+v", res)
 	}
 }
