@@ -134,7 +134,7 @@ func serveIdentity(cfg *config.Config, addr, agent, tokenEnv string) string {
 			return fmt.Sprintf("-agent %s: over -http each request's bearer token names its agent (mint one with maiden agents token %s); -agent is for stdio", agent, agent)
 		}
 		if tokenEnv != "" {
-			return fmt.Sprintf("-auth-token-env %s: %s declares [agents], so each client authenticates with its agent's own token (maiden agents token NAME), not a shared static one; drop -auth-token-env", tokenEnv, cfg.File())
+			return fmt.Sprintf("-auth-token-env %s: %s declares [agents], so each client authenticates with its agent's own token (use maiden agents token NAME), not a shared static one; drop -auth-token-env", tokenEnv, cfg.File())
 		}
 		return ""
 	}
