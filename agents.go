@@ -98,7 +98,7 @@ func (p *policies) egressPolicy(e exposure) (*egress.Policy, error) {
 		c := v.(compiledPolicy)
 		return c.pol, c.err
 	}
-	pol, err := egress.NewPolicy(e.tool.Name, egressRules(e.tool))
+	pol, err := egress.NewPolicy(e.tool.Name, toolRules(p.cfg, e.tool))
 	v, _ := p.narrowed.LoadOrStore(key, compiledPolicy{pol, err})
 	c := v.(compiledPolicy)
 	return c.pol, c.err

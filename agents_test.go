@@ -71,10 +71,10 @@ grants = ["tool:invoke echo --...", "tool:invoke fetcher --..."]
 
 [agents.wide]
 tools = ["fetcher", "loop"]
-grants = ["tool:invoke fetcher --...", "tool:invoke loop --..."]
+grants = ["tool:invoke fetcher --...", "tool:invoke loop --...", "network:connect *", "secret:use TOKEN"]
 
 [agents.narrow]
-grants = ["tool:invoke fetcher --...", "tool:invoke loop --..."]
+grants = ["tool:invoke fetcher --...", "tool:invoke loop --...", "network:connect *", "secret:use TOKEN"]
 [agents.narrow.tools.fetcher]
 http_allow = ["api.example.com"]
 secrets = []

@@ -44,6 +44,9 @@ func (h *Host) authorize(next handler) handler {
 		if d := w.Decide(grant.ToolTarget(inv.tool.Name, args)); !d.Allow {
 			return inv.fail(KindDenied, d.Reason)
 		}
+		// The same pinned wallet decides the call's http-fetches (run):
+		// a card revoked while the call runs counts from the next call.
+		inv.wallet = w
 		return next(ctx, inv)
 	}
 }

@@ -2,19 +2,24 @@ package maiden
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"path/filepath"
 	"sync"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
 // This file is the seam between the egress gate and the rest of maiden:
 // the gate knows neither agent.toml nor the sandbox. It takes egress.Rules
 // (built here from a config.Tool) and its own request and response types
-// (adapted here from and to the sandbox's). A later stage can narrow a
-// tool's Rules per call (Rules.Intersect) before compiling a policy.
+// (adapted here from and to the sandbox's). The calling agent's cards reach
+// the gate as a per-request egress.Authorizer built here from the wallet
+// the authorize stage pinned (walletAuthorizer): egress knows no cards.
 
 // Resolver looks up host names for http-fetch. *net.Resolver satisfies it.
 // Tests and embedders that run their own DNS supply one in Options; maiden
@@ -36,11 +41,75 @@ func egressRules(t config.Tool) egress.Rules {
 	}
 }
 
+// toolRules is egressRules plus the [secrets.NAME] destinations of the
+// secrets t may use: they bind the secret for every tool and agent, the
+// implicit one too.
+func toolRules(cfg *config.Config, t config.Tool) egress.Rules {
+	r := egressRules(t)
+	for _, name := range t.Secrets {
+		d, ok := cfg.SecretDestination(name)
+		if !ok {
+			continue
+		}
+		r.SecretDestinations = append(r.SecretDestinations, egress.SecretDestination{
+			Secret:       d.Name,
+			Hosts:        d.Hosts,
+			Methods:      d.Methods,
+			PathPrefixes: d.PathPrefixes,
+			Source:       fmt.Sprintf("[secrets.%s] (%s:%d)", d.Name, filepath.Base(cfg.File()), d.Line),
+		})
+	}
+	return r
+}
+
+// Rules of the card checks at http-fetch time, as audit events and the
+// Observer name them.
+const (
+	// RuleNetworkCard: no card of the calling agent allows network:connect
+	// to the request's host and port.
+	RuleNetworkCard = "network-card"
+	// RuleSecretCard: no card of the calling agent allows secret:use of the
+	// credential the request attaches.
+	RuleSecretCard = "secret-card"
+)
+
+// walletAuthorizer is the authority of a declared agent's cards over each
+// http-fetch of a call: the wallet pinned when the call was authorized (a
+// revocation during the call applies from the next call), asked for
+// network:connect HOST:PORT and, when a credential is attached,
+// secret:use NAME. The gate asks it after agent.toml's own rules passed,
+// so cards narrow http_allow and secrets, never widen them. nil (the
+// implicit agent, which holds every card) asks nothing.
+func walletAuthorizer(w *cards.Wallet) egress.Authorizer {
+	if w == nil {
+		return nil
+	}
+	return func(host string, port int, credential string) error {
+		t, err := grant.NetworkTarget(host, port)
+		if err != nil {
+			// The gate hands over only hosts it checked; refuse rather
+			// than guess if the two ever disagree.
+			return &egress.Refusal{Rule: RuleNetworkCard, Reason: "the destination cannot be checked against the agent's cards: " + err.Error()}
+		}
+		if d := w.Decide(t); !d.Allow {
+			return &egress.Refusal{Rule: RuleNetworkCard, Reason: d.Reason}
+		}
+		if credential != "" {
+			if d := w.Decide(grant.SecretTarget("use", credential)); !d.Allow {
+				return &egress.Refusal{Rule: RuleSecretCard, Reason: d.Reason}
+			}
+		}
+		return nil
+	}
+}
+
 // fetchFunc adapts the gate to the sandbox's http-fetch for tool, whose
-// policy is p, and reports each decision to obs (if not nil). The values
-// are copied field by field: the two sets of types are separate on
-// purpose, so either side can change without the other.
-func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool string) sandbox.FetchFunc {
+// policy is p, and reports each decision to obs (if not nil). authz, if
+// not nil, is the calling agent's authority (walletAuthorizer), asked on
+// every request. The values are copied field by field: the two sets of
+// types are separate on purpose, so either side can change without the
+// other.
+func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool string, authz egress.Authorizer) sandbox.FetchFunc {
 	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
 		resp, ferr := g.Fetch(ctx, p, egress.Request{
 			Method:        req.Method,
@@ -49,6 +118,7 @@ func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool string) sand
 			Body:          req.Body,
 			Credential:    req.Credential,
 			HasCredential: req.HasCredential,
+			Authorize:     authz,
 		})
 		if obs != nil {
 			ev := FetchEvent{Tool: tool, Allowed: true, Rule: egress.RuleAllowed}
@@ -125,7 +195,7 @@ func (h *Host) policySet(cfg *config.Config) *policies {
 	}
 	p := &policies{cfg: cfg, byTool: map[string]*egress.Policy{}, errs: map[string]error{}}
 	for _, t := range cfg.Tools() {
-		pol, err := egress.NewPolicy(t.Name, egressRules(t))
+		pol, err := egress.NewPolicy(t.Name, toolRules(cfg, t))
 		if err != nil {
 			p.errs[t.Name] = err
 			continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -36,8 +37,9 @@ type invocation struct {
 	agent    string      // resolved: DefaultAgent when the configuration declares none
 	tool     config.Tool // as the agent's binding narrows it
 	policy   *egress.Policy
-	input    any         // the parsed input
-	rendered []grant.Arg // the input's canonical arguments, once authorized (nil for the implicit agent)
+	input    any           // the parsed input
+	rendered []grant.Arg   // the input's canonical arguments, once authorized (nil for the implicit agent)
+	wallet   *cards.Wallet // the wallet the call was authorized on, pinned for its http-fetches (nil for the implicit agent)
 	opened   *sandbox.Tool
 	schema   *inputSchema
 	output   *inputSchema // the tool's output schema; nil if it declares none
@@ -224,7 +226,7 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 		Limits: limitsOf(inv.tool),
 		Input:  inv.call.Input,
 		OnLog:  inv.call.OnLog,
-		Fetch:  refusals.watch(fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name)),
+		Fetch:  refusals.watch(fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, walletAuthorizer(inv.wallet))),
 		Redact: h.gate.Redactor(inv.policy),
 	})
 	inv.res.Logs = out.Logs

@@ -72,6 +72,8 @@ type Config struct {
 	// agents are sorted by name; empty means the implicit DefaultAgent.
 	agents    []Agent
 	statePath string // absolute; "" for the default
+	// secretDests are the [secrets.NAME] tables, sorted by name.
+	secretDests []SecretDestination
 }
 
 // MaxInputBytes returns the largest call input in bytes (max_input_bytes;
@@ -219,5 +221,5 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 		return nil, errs
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath}, nil
+	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath, secretDests: c.secretDests}, nil
 }

@@ -24,7 +24,7 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 
-	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state"}
+	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets"}
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
@@ -50,11 +50,12 @@ type checker struct {
 	errs  Errors
 	// complete is false after a syntax error: a key may be missing only
 	// because parsing stopped before it, so "missing" is not reported.
-	complete  bool
-	truncated bool // errors were dropped after maxErrors
-	parseErrs int  // errors from parsing, counted separately so both parts get reported
-	maxInput  int64
-	statePath string
+	complete    bool
+	truncated   bool // errors were dropped after maxErrors
+	parseErrs   int  // errors from parsing, counted separately so both parts get reported
+	maxInput    int64
+	statePath   string
+	secretDests []SecretDestination
 }
 
 func (c *checker) errorf(line int, key string, format string, args ...any) {
@@ -67,7 +68,7 @@ func (c *checker) errorf(line int, key string, format string, args ...any) {
 
 func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	var tools []Tool
-	var agentsNode *tnode
+	var agentsNode, secretsNode *tnode
 	for _, name := range root.order {
 		n := root.keys[name]
 		switch name {
@@ -83,6 +84,8 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 			agentsNode = n // checked against the tools, wherever they are in the file
 		case "state":
 			c.state(n)
+		case "secrets":
+			secretsNode = n // checked against the tools' secrets, wherever they are
 		default:
 			c.unknownKey(n, []string{name}, rootKeys)
 		}
@@ -93,6 +96,9 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	var agents []Agent
 	if agentsNode != nil {
 		agents = c.agents(agentsNode, tools)
+	}
+	if secretsNode != nil {
+		c.secretDests = c.secretDestinations(secretsNode, tools)
 	}
 	return tools, agents
 }

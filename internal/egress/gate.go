@@ -198,7 +198,16 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	}
 	var secret string
 	if d.Allow && req.HasCredential {
-		secret, d = credential(p, vals, req.Credential)
+		secret, d = credential(p, vals, req.Credential, t, method)
+	}
+	if d.Allow && req.Authorize != nil {
+		// The caller's authority last: it can only narrow what the policy
+		// allowed, and its denial names what the caller lacks.
+		cred := ""
+		if req.HasCredential {
+			cred = req.Credential
+		}
+		d = authorize(req.Authorize, t, cred)
 	}
 	if !d.Allow {
 		return nil, ev.refuse(d)
@@ -286,13 +295,31 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	}, nil
 }
 
+// authorize asks a request's Authorizer about t. Its reason gets the
+// rule appended, like the gate's own denials.
+func authorize(a Authorizer, t target, credential string) Decision {
+	err := a(t.host, int(t.port), credential)
+	if err == nil {
+		return allowed
+	}
+	var r *Refusal
+	if errors.As(err, &r) && r.Rule != "" {
+		return deny(r.Rule, "%s", r.Reason)
+	}
+	return deny(RuleAuthority, "%s", err.Error())
+}
+
 // credential resolves a credential name the tool asked for from the
-// request's snapshot of secret values.
-func credential(p *Policy, vals []secretValue, name string) (string, Decision) {
+// request's snapshot of secret values, for a request to t with method.
+func credential(p *Policy, vals []secretValue, name string, t target, method string) (string, Decision) {
 	// Declared first, so the answer for an undeclared name is the same
 	// whether or not the host happens to hold a value for it.
 	if !p.declares(name) {
 		return "", deny(RuleCredentialUndeclared, "credential %s is not in this tool's secrets", quote(name))
+	}
+	// Then where it may go, also before its value is looked up.
+	if d := p.checkDestination(name, t, method); !d.Allow {
+		return "", d
 	}
 	i := slices.IndexFunc(vals, func(s secretValue) bool { return s.name == name })
 	if i < 0 || vals[i].value == "" {

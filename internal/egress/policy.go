@@ -39,6 +39,10 @@ type Rules struct {
 	AllowCIDRs []netip.Prefix
 	// Secrets are the names of secrets a request may ask to attach.
 	Secrets []string
+	// SecretDestinations bind secrets to where their values may be sent.
+	// A request attaching a secret must be allowed by every entry naming
+	// it; a secret no entry names may go to any host the rules allow.
+	SecretDestinations []SecretDestination
 	// CAFiles are PEM files of extra trust anchors, on top of the system
 	// roots.
 	CAFiles []string
@@ -93,6 +97,13 @@ func (r Rules) Intersect(o Rules) Rules {
 		}
 	}
 	out.Secrets = intersect(r.Secrets, o.Secrets)
+	// Every binding of either side must allow a request, so keeping both
+	// lists narrows by construction.
+	for _, d := range append(slices.Clone(r.SecretDestinations), o.SecretDestinations...) {
+		if slices.Contains(out.Secrets, d.Secret) {
+			out.SecretDestinations = append(out.SecretDestinations, d.clone())
+		}
+	}
 	out.CAFiles = intersect(r.CAFiles, o.CAFiles)
 	out.MaxResponseBytes = min(r.maxBytes(), o.maxBytes())
 	return out
@@ -127,6 +138,7 @@ type Policy struct {
 	secrets  []string
 	ports    []uint16
 	cidrs    []netip.Prefix
+	dests    []SecretDestination
 	roots    *x509.CertPool // nil: the system roots
 	maxBytes int64
 
@@ -147,6 +159,12 @@ func NewPolicy(tool string, r Rules) (*Policy, error) {
 		ports:    slices.Clone(r.Ports),
 		cidrs:    slices.Clone(r.AllowCIDRs),
 		maxBytes: r.maxBytes(),
+	}
+	for _, d := range r.SecretDestinations {
+		if err := d.check(); err != nil {
+			return nil, fmt.Errorf("%w: tool %s: %v", ErrInvalidPolicy, tool, err)
+		}
+		p.dests = append(p.dests, d.clone())
 	}
 	for _, pat := range p.allow {
 		// matchHost compares strings; an entry that is not canonical would

@@ -22,6 +22,11 @@ const (
 	RuleCredentialUndeclared = "credential-undeclared"
 	RuleCredentialMissing    = "credential-missing"
 	RuleCredentialInvalid    = "credential-invalid"
+	// A credential asked for a destination (host, method or path) its
+	// secret is not bound to (Rules.SecretDestinations).
+	RuleCredentialDestination = "credential-destination"
+	// A request's Authorizer refused it without naming a rule of its own.
+	RuleAuthority = "authority"
 
 	// Outcomes of requests the policy allowed.
 	RuleAllowed         = "allowed"

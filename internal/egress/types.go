@@ -20,7 +20,31 @@ type Request struct {
 	// Credential is the name of a secret the tool asks the host to attach.
 	Credential    string
 	HasCredential bool
+	// Authorize, if not nil, is the caller's own authority over this
+	// request (the root package fills it from the calling agent's permission
+	// cards; the gate knows nothing of cards). It is asked after every check
+	// of the policy has passed and before anything is resolved or sent.
+	Authorize Authorizer
 }
+
+// Authorizer decides one request on the caller's behalf: host is the
+// normalised host the gate checked (an IP literal in canonical form), port
+// the destination port, credential the secret name the request attaches
+// ("" when none). A nil error allows it. An error refuses it as kind denied,
+// audited and returned to the tool like the gate's own refusals: a
+// [*Refusal] names its rule and reason; any other error is rule
+// "authority" with the error's text as the reason. The reason must hold no
+// secret value: it reaches the tool and the audit log unredacted.
+type Authorizer func(host string, port int, credential string) error
+
+// Refusal is an Authorizer's denial: a stable rule name (for audit events
+// and counting) and one sentence saying what is missing.
+type Refusal struct {
+	Rule   string
+	Reason string
+}
+
+func (r *Refusal) Error() string { return r.Reason }
 
 // Response is what the gate hands back for an allowed request: the status,
 // the headers (valid UTF-8, redacted) and the capped, redacted body.

@@ -1,0 +1,116 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestSecretDestinations reads [secrets.NAME] tables: hosts normalised,
+// methods and prefixes kept, lines recorded; a file without them binds
+// nothing.
+func TestSecretDestinations(t *testing.T) {
+	src := agentsTools + `
+[secrets.WEATHER_TOKEN]
+hosts = ["API.example.com.", "*.cdn.example.com"]
+methods = ["GET", "HEAD"]
+path_prefixes = ["/v1/", "/status"]
+
+[secrets.OTHER]
+hosts = ["other.example.com"]
+`
+	cfg, err := parse("agent.toml", []byte(src), "/cfg", fakeFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SecretDestination{
+		{Name: "OTHER", Hosts: []string{"other.example.com"}, Line: 16},
+		{Name: "WEATHER_TOKEN", Hosts: []string{"api.example.com", "*.cdn.example.com"}, Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/v1/", "/status"}, Line: 11},
+	}
+	if diff := cmp.Diff(want, cfg.SecretDestinations()); diff != "" {
+		t.Errorf("destinations (-want +got):\n%s", diff)
+	}
+	d, ok := cfg.SecretDestination("WEATHER_TOKEN")
+	if !ok || d.Line != 11 {
+		t.Errorf("SecretDestination: %+v, %v", d, ok)
+	}
+	d.Hosts[0] = "changed"
+	if again, _ := cfg.SecretDestination("WEATHER_TOKEN"); again.Hosts[0] != "api.example.com" {
+		t.Error("SecretDestination returned shared state")
+	}
+	if _, ok := cfg.SecretDestination("NOPE"); ok {
+		t.Error("an undeclared binding was found")
+	}
+	plain, err := parse("agent.toml", []byte(agentsTools), "/cfg", fakeFiles(t))
+	if err != nil || len(plain.SecretDestinations()) != 0 {
+		t.Errorf("no [secrets]: %v, %v", plain.SecretDestinations(), err)
+	}
+}
+
+// TestSecretDestinationErrors: every problem is reported with its line and
+// key, and a binding that names no declared secret (a typo would leave the
+// real one unbound) or could never be used is an error.
+func TestSecretDestinationErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"misspelt secret", "[secrets.WEATHER_TOKN]\nhosts = [\"api.example.com\"]\n", []string{
+			`agent.toml:11: secrets.WEATHER_TOKN: no tool lists secret "WEATHER_TOKN" in its secrets (a misspelt name here would leave the real secret unbound); declared secrets: OTHER, WEATHER_TOKEN`,
+		}},
+		{"bad name", "[secrets.weather]\nhosts = [\"api.example.com\"]\n", []string{
+			`agent.toml:11: secrets.weather: invalid secret name "weather"`,
+		}},
+		{"entry not a table", "[secrets]\nWEATHER_TOKEN = \"api.example.com\"\n", []string{
+			`agent.toml:12: secrets.WEATHER_TOKEN: must be a table (hosts = [...]`,
+		}},
+		{"hosts missing", "[secrets.WEATHER_TOKEN]\nmethods = [\"GET\"]\n", []string{
+			`agent.toml:11: secrets.WEATHER_TOKEN.hosts: required key is missing`,
+		}},
+		{"hosts empty", "[secrets.WEATHER_TOKEN]\nhosts = []\n", []string{
+			`agent.toml:12: secrets.WEATHER_TOKEN.hosts: must name at least one host`,
+		}},
+		{"bad host", "[secrets.WEATHER_TOKEN]\nhosts = [\"api.example.com/v1\"]\n", []string{
+			`agent.toml:12: secrets.WEATHER_TOKEN.hosts[0]: invalid host pattern "api.example.com/v1"`,
+		}},
+		{"bad methods", "[secrets.WEATHER_TOKEN]\nhosts = [\"a.example.com\"]\nmethods = [\"get\", \"CONNECT\", \"GET\", \"GET\", 5]\n", []string{
+			`agent.toml:13: secrets.WEATHER_TOKEN.methods[0]: invalid method "get": write it in upper case`,
+			`agent.toml:13: secrets.WEATHER_TOKEN.methods[1]: CONNECT is never allowed by http-fetch`,
+			`agent.toml:13: secrets.WEATHER_TOKEN.methods[3]: duplicate entry "GET"`,
+			`agent.toml:13: secrets.WEATHER_TOKEN.methods[4]: must be a string, got integer 5`,
+		}},
+		{"empty methods", "[secrets.WEATHER_TOKEN]\nhosts = [\"a.example.com\"]\nmethods = []\n", []string{
+			`agent.toml:13: secrets.WEATHER_TOKEN.methods: is empty, so the secret could never be sent`,
+		}},
+		{"bad prefixes", "[secrets.WEATHER_TOKEN]\nhosts = [\"a.example.com\"]\npath_prefixes = [\"v1/\", \"/v1/%2e\", \"/v1/../x\", \"/v1?q\", \"/ok/\", \"/ok/\"]\n", []string{
+			`agent.toml:13: secrets.WEATHER_TOKEN.path_prefixes[0]: path prefix "v1/" must start with '/'`,
+			`agent.toml:13: secrets.WEATHER_TOKEN.path_prefixes[1]: path prefix "/v1/%2e" has "%" at byte 4`,
+			`agent.toml:13: secrets.WEATHER_TOKEN.path_prefixes[2]: path prefix "/v1/../x" has a "." or ".." segment`,
+			`agent.toml:13: secrets.WEATHER_TOKEN.path_prefixes[3]: path prefix "/v1?q" has "?" at byte 3`,
+			`agent.toml:13: secrets.WEATHER_TOKEN.path_prefixes[5]: duplicate entry "/ok/"`,
+		}},
+		{"empty prefixes", "[secrets.WEATHER_TOKEN]\nhosts = [\"a.example.com\"]\npath_prefixes = []\n", []string{
+			`agent.toml:13: secrets.WEATHER_TOKEN.path_prefixes: is empty, so the secret could never be sent`,
+		}},
+		{"unknown key", "[secrets.WEATHER_TOKEN]\nhosts = [\"a.example.com\"]\nhost = \"b\"\n", []string{
+			`agent.toml:13: secrets.WEATHER_TOKEN.host: unknown key (did you mean "hosts"?)`,
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse("agent.toml", []byte(agentsTools+"\n"+tt.src), "/cfg", fakeFiles(t))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			errs := err.(Errors)
+			if len(errs) != len(tt.want) {
+				t.Fatalf("%d errors, want %d:\n%v", len(errs), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(errs[i].Error(), w) {
+					t.Errorf("error %d:\n got %s\nwant %s...", i, errs[i].Error(), w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,176 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// SecretDestination binds a secret to the requests it may be attached to:
+// a credential meant for one API never reaches another host the tool may
+// otherwise call. Hosts is required; Methods and PathPrefixes narrow
+// further when not empty. The gate refuses a request that attaches Secret
+// anywhere else (rule "credential-destination") before anything is
+// resolved or sent.
+type SecretDestination struct {
+	Secret string
+	// Hosts are normalised host patterns (as Rules.Hosts).
+	Hosts []string
+	// Methods are HTTP methods, compared exactly ("GET" allows "GET", not
+	// "get"); the empty method of a request is GET.
+	Methods []string
+	// PathPrefixes are paths starting with '/', without escapes, query or
+	// dot segments. "/v1/" allows "/v1/" and everything under it; "/v1"
+	// allows "/v1" and "/v1/..." but not "/v10". They are matched against
+	// the request's path decoded once; a path with a dot segment ("..",
+	// "%2e%2e", "..;") or an escaped '/', '\\' or '.' left after decoding
+	// is refused outright, since servers resolve those differently.
+	PathPrefixes []string
+	// Source names where the binding was declared, for refusals (e.g.
+	// "[secrets.WEATHER_TOKEN] at agent.toml:12"): the key to edit.
+	Source string
+}
+
+func (d SecretDestination) clone() SecretDestination {
+	d.Hosts = slices.Clone(d.Hosts)
+	d.Methods = slices.Clone(d.Methods)
+	d.PathPrefixes = slices.Clone(d.PathPrefixes)
+	return d
+}
+
+// check validates d for NewPolicy: a binding that silently matched nothing
+// (or everything) would be worse than an error.
+func (d SecretDestination) check() error {
+	if d.Secret == "" {
+		return errors.New("secret destination without a secret name")
+	}
+	if len(d.Hosts) == 0 {
+		return fmt.Errorf("secret %s: a destination needs at least one host", quote(d.Secret))
+	}
+	for _, h := range d.Hosts {
+		if n, why := normalizeHostPattern(h); why != "" || n != h {
+			return fmt.Errorf("secret %s: host pattern %s is not a normalised host pattern", quote(d.Secret), quote(h))
+		}
+	}
+	for _, m := range d.Methods {
+		if _, dec := checkMethod(m); !dec.Allow || m == "" {
+			return fmt.Errorf("secret %s: method %s is not an HTTP method", quote(d.Secret), quote(m))
+		}
+	}
+	for _, p := range d.PathPrefixes {
+		if why := PathPrefixProblem(p); why != "" {
+			return fmt.Errorf("secret %s: path prefix %s: %s", quote(d.Secret), quote(p), why)
+		}
+	}
+	return nil
+}
+
+// PathPrefixProblem says what is wrong with a path prefix of a
+// SecretDestination, or "" if nothing is: it must start with '/', hold
+// only bytes that may appear raw in a URL path (no '%' escapes, so there
+// is one spelling to compare), and have no "." or ".." segment.
+func PathPrefixProblem(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return "must start with '/'"
+	}
+	if len(p) > 1024 {
+		return "is longer than 1024 bytes"
+	}
+	for i := 0; i < len(p); i++ {
+		if !pathByteOK(p[i]) {
+			return fmt.Sprintf("byte %d (%s) may not appear in a prefix: use the path's characters as the server reads them, without %%XX escapes, query or fragment", i, quote(p[i:i+1]))
+		}
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if dotSegment(seg) {
+			return "has a \".\" or \"..\" segment"
+		}
+	}
+	return ""
+}
+
+// checkDestination applies the bindings of secret to a request for t with
+// method. It runs before the secret's value is looked up.
+func (p *Policy) checkDestination(secret string, t target, method string) Decision {
+	for i := range p.dests {
+		d := &p.dests[i]
+		if d.Secret != secret {
+			continue
+		}
+		if !slices.ContainsFunc(d.Hosts, func(h string) bool { return matchHost(h, t.host) }) {
+			return deny(RuleCredentialDestination, "credential %s may not be sent to host %s: its binding %s allows hosts = %s",
+				quote(secret), quote(t.host), d.Source, list(d.Hosts))
+		}
+		if len(d.Methods) > 0 && !slices.Contains(d.Methods, method) {
+			return deny(RuleCredentialDestination, "credential %s may not be sent with method %s: its binding %s allows methods = %s",
+				quote(secret), quote(method), d.Source, list(d.Methods))
+		}
+		if len(d.PathPrefixes) > 0 {
+			path, why := decodedPath(t.path)
+			if why != "" {
+				return deny(RuleCredentialDestination, "credential %s may not be sent to path %s: %s, and its binding %s allows only path_prefixes = %s",
+					quote(secret), quote(t.path), why, d.Source, list(d.PathPrefixes))
+			}
+			if !slices.ContainsFunc(d.PathPrefixes, func(pre string) bool { return underPrefix(path, pre) }) {
+				return deny(RuleCredentialDestination, "credential %s may not be sent to path %s: its binding %s allows path_prefixes = %s",
+					quote(secret), quote(t.path), d.Source, list(d.PathPrefixes))
+			}
+		}
+	}
+	return allowed
+}
+
+// decodedPath is the escaped path p decoded once, or why it cannot be
+// compared with a prefix: a dot segment (a server would resolve it to
+// another path), or an escape for '/', '\\' or '.' still there after
+// decoding (a server that decodes twice would read a different path), or
+// a backslash (some servers read it as '/').
+func decodedPath(p string) (string, string) {
+	s, err := url.PathUnescape(p)
+	if err != nil {
+		return "", "its escapes do not decode"
+	}
+	if strings.Contains(s, `\`) {
+		return "", "it holds a backslash"
+	}
+	lower := strings.ToLower(s)
+	for _, esc := range []string{"%2e", "%2f", "%5c"} {
+		if strings.Contains(lower, esc) {
+			return "", "it is escaped twice"
+		}
+	}
+	for _, seg := range strings.Split(s, "/") {
+		if dotSegment(seg) {
+			return "", "it has a \".\" or \"..\" segment"
+		}
+	}
+	return s, ""
+}
+
+// dotSegment reports whether seg is "." or "..", ignoring ";parameters"
+// (servlet containers read "..;x" as "..").
+func dotSegment(seg string) bool {
+	seg, _, _ = strings.Cut(seg, ";")
+	return seg == "." || seg == ".."
+}
+
+// underPrefix reports whether path is pre or under it: a prefix ending in
+// '/' is a plain prefix; any other stops at a segment boundary, so "/v1"
+// covers "/v1" and "/v1/x" but not "/v10".
+func underPrefix(path, pre string) bool {
+	if strings.HasSuffix(pre, "/") {
+		return strings.HasPrefix(path, pre)
+	}
+	return path == pre || strings.HasPrefix(path, pre+"/")
+}
+
+// list renders names for a message, as TOML would: ["a", "b"].
+func list(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = quote(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
