@@ -29,11 +29,23 @@
 //  3. A credential NAME must be in the tool's secrets, even if
 //     MAIDEN_SECRET_<NAME> exists in the environment. Rule
 //     "credential-undeclared".
+//     Then the request must be one every [SecretDestination] of that
+//     secret allows (host, method, path prefix): rule
+//     "credential-destination", naming the binding's Source.
 //  4. Its value comes from MAIDEN_SECRET_<NAME> and is attached as
 //     "Authorization: Bearer <value>". Rules "credential-missing",
 //     "credential-invalid".
 //  5. Redirects are never followed: the gate calls http.Transport.RoundTrip,
 //     which has no redirect logic, so a 3xx is an ordinary response.
+//
+// After every check above, and still before any DNS lookup, a request's
+// [Authorizer] (Request.Authorize), if set, decides it on the caller's
+// behalf from the normalised host, the port and the credential name. The
+// gate knows nothing of who the caller is or why: the root package fills
+// the hook from the calling agent's permission cards (network:connect,
+// secret:use), so authority can only narrow what the policy allows. Its
+// refusal is kind denied with the rule the hook names ("authority" if it
+// names none), audited like any other.
 //
 // The request spends from the call's deadline (ctx): DNS, connect, TLS,
 // headers and body all stop at it and the tool gets "timeout". The decoded
