@@ -322,6 +322,10 @@ func (h *Host) builtinRevoke(ctx context.Context, _ *config.Config, st store.Sto
 		return nil, &ToolError{Kind: KindInput, Message: "cards_revoke: card is empty; name the ID of the card to revoke"}, nil
 	}
 	n, err := st.Revoke(ctx, store.AgentActor(w.Agent()), in.Card)
+	if errors.Is(err, store.ErrUnknownCard) {
+		// Worded as for a card outside the agent's reach.
+		return nil, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("revoking card %s: %s: agent %q holds neither it nor any card it was derived from", in.Card, store.ErrNotAllowed, w.Agent())}, nil
+	}
 	if err != nil {
 		terr, err := storeRefusal(fmt.Sprintf("revoking card %s", in.Card), err)
 		return nil, terr, err

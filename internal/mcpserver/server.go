@@ -228,8 +228,12 @@ func (s *Server) bindSession(ss *mcp.ServerSession, agent string) {
 		return // stdio: the process is the agent
 	}
 	s.bindMu.Lock()
+	_, known := s.sessions[id]
 	s.sessions[id] = agent
 	s.bindMu.Unlock()
+	if known {
+		return // initialize again on the same session: one watcher is enough
+	}
 	go func() {
 		ss.Wait()
 		s.bindMu.Lock()
