@@ -351,7 +351,7 @@ func cmdCardsLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		if !v.Expires.IsZero() {
 			extra = append(extra, "expires "+v.Expires.Local().Format(time.DateTime))
 		}
-		fmt.Fprintf(stdout, "%s  %-12s %-8s %s\n", v.ID, v.Holder, v.State, strings.Join(extra, ", "))
+		fmt.Fprintln(stdout, strings.TrimRight(fmt.Sprintf("%s  %-12s %-8s %s", v.ID, v.Holder, v.State, strings.Join(extra, ", ")), " "))
 		for _, l := range grantLists(v.Card) {
 			fmt.Fprintf(stdout, "    %-8s %s\n", l[0]+":", l[1])
 		}
