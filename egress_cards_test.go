@@ -95,7 +95,12 @@ path_prefixes = ["/v1/"]
 }
 
 func (w *cardsWorld) host(t *testing.T, extra string) *maiden.Host {
+	return w.hostIn(t, extra, maiden.InProcess)
+}
+
+func (w *cardsWorld) hostIn(t *testing.T, extra string, iso maiden.Isolation) *maiden.Host {
 	return newHostWith(t, w.config(extra), maiden.Options{
+		Isolation:    iso,
 		Resolver:     testkit.Loopback("api.example.com", "other.example.com"),
 		LookupSecret: func(string) (string, bool) { return cardsSecretValue, true },
 		Audit:        slog.New(slog.NewJSONHandler(w.audit, nil)),
@@ -450,5 +455,29 @@ func TestSecretDestinationsAgreeWithEgress(t *testing.T) {
 		if configOK != egressOK {
 			t.Errorf("prefix %q: config accepts %v (%v), egress accepts %v", p, configOK, cerr, egressOK)
 		}
+	}
+}
+
+// TestFetchAuthorityInWorkers: with worker isolation the fetch relay runs
+// in the parent under the same pinned wallet and secret bindings.
+func TestFetchAuthorityInWorkers(t *testing.T) {
+	w := newCardsWorld(t)
+	h := w.hostIn(t, `
+[agents.apionly]
+tools = ["fetcher"]
+grants = ["tool:invoke fetcher --...", "network:connect api.example.com", "secret:use WEATHER"]
+`, maiden.Workers)
+	if res := w.fetch(t, h, "apionly", "", "api.example.com", "/v1/x", "WEATHER"); !res.OK || !strings.Contains(res.Output, "auth=true") {
+		t.Errorf("allowed: %+v", res)
+	}
+	if res := w.fetch(t, h, "apionly", "", "other.example.com", "/", ""); !denied(res, "grant it: maiden cards grant -agent apionly 'network:connect other.example.com:"+w.port+"'") {
+		t.Errorf("no card for the host: %+v", res)
+	}
+	w.lastDenial(t, maiden.RuleNetworkCard)
+	if res := w.fetch(t, h, "apionly", "", "api.example.com", "/v2/x", "WEATHER"); !denied(res, "[secrets.WEATHER]", "rule: credential-destination") {
+		t.Errorf("outside the binding: %+v", res)
+	}
+	if got := w.hits.get("api.example.com") + w.hits.get("other.example.com"); got != 1 {
+		t.Errorf("the server received %d requests, want 1", got)
 	}
 }
