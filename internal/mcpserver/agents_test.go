@@ -368,6 +368,11 @@ func TestBuiltins(t *testing.T) {
 	if r.IsError {
 		t.Fatalf("derive: %s", text(r))
 	}
+	if id, _ := out["id"].(string); id == "" {
+		t.Errorf("derive: no id in %s", text(r))
+	} else if child, err := e.st.Card(context.Background(), id); err != nil || child.Holder != "bob" || !slices.Equal(child.Parents, []string{parent.ID}) || child.Manager != "alice" && child.Manager != "agent:alice" {
+		t.Errorf("derived card %s: %+v %v; want bob's, parent %s, managed by alice", id, child, err, parent.ID)
+	}
 	if r := call(t, bob, "echo", map[string]any{"message": "hi"}); r.IsError {
 		t.Errorf("bob with the derived card: %s", text(r))
 	}
