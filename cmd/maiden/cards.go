@@ -14,7 +14,7 @@ import (
 	"github.com/maiden-run/maiden/internal/store"
 )
 
-// This file is the operator's side of permission cards (CARDS.md): grant,
+// This file is the operator's side of permission cards (docs/cards.md): grant,
 // derive, revoke, list and show, on the state store of agent.toml.
 
 const grantSyntaxHelp = `GRANT is "class:verb resource", quoted in the shell: 'tool:invoke weather --city=Par*'
@@ -28,7 +28,7 @@ GRANTs are the card's lower-positive grants: what it allows.
             the card allows nothing by itself.
   -deny     the GRANTs are upper-negative grants: a prohibition over the whole wallet that no
             other card overrides. A card must hold a positive grant for its holder to be
-            installed (CARDS.md, Install; a card of negative grants only is refused with
+            installed (docs/cards.md, Install; a card of negative grants only is refused with
             install-recipient-mismatch), so a -deny card also holds the same GRANTs as
             lower-positive grants, which its own prohibition cancels: it allows nothing.
 -expires makes the card stop counting after that long (default: never).
@@ -36,7 +36,7 @@ Prints the card's ID (-json: {"id": ID}).
 
 ` + grantSyntaxHelp + "\n\n" + stateExitHelp
 
-const cardsDeriveHelp = `Derives a card from card ID into agent NAME's wallet: attenuation only (CARDS.md,
+const cardsDeriveHelp = `Derives a card from card ID into agent NAME's wallet: attenuation only (docs/cards.md,
 Derivation). The child allows the GRANTs, each of which must be under one of the parent's
 lower-positive grants (else lower-bound-too-broad); it keeps the parent's negative grants and
 its ceiling (upper-bound-too-broad otherwise) and expires with the parent, or earlier with

@@ -103,7 +103,7 @@ func init() {
 			summary: "revoke a bearer token by its ID: it stops authenticating at once",
 			help:    stateExitHelp, run: cmdAgentsRevokeToken, interspersed: true},
 		{name: "cards", args: "grant|derive|revoke|ls|show ...",
-			summary: "permission cards: what each agent may call (see CARDS.md)",
+			summary: "permission cards: what each agent may call (see docs/cards.md)",
 			subs:    []string{"grant", "derive", "revoke", "ls", "show"}},
 		{name: "cards grant", args: "-agent NAME [-expires 24h] [-deny | -ceiling] [-json] GRANT...",
 			summary: "install a card in an agent's wallet: allow (default), cap (-ceiling) or forbid (-deny) the GRANTs",
