@@ -198,3 +198,26 @@ func TestSecretDestinationInvalid(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAllowedRequestBound is BenchmarkAllowedRequest with the
+// credential bound to its destination (host, method, path prefix) and an
+// Authorizer asked: compare the two from the same run.
+func BenchmarkAllowedRequestBound(b *testing.B) {
+	e := newEnv(b)
+	e.secrets["API_TOKEN"] = testSecret
+	s := startServer(b, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"ok":true}`)) }, false)
+	e.res.set("api.example.com", "127.0.0.1")
+	rules := toolFor(b, s.port)
+	rules.SecretDestinations = []SecretDestination{{Secret: "API_TOKEN", Hosts: []string{"api.example.com"}, Methods: []string{"GET"}, PathPrefixes: []string{"/v1/"}, Source: "[secrets.API_TOKEN]"}}
+	p := mustPolicy(b, rules)
+	req := withCred(get(urlFor(s, "api.example.com", "/v1/ping?q=1")), "API_TOKEN")
+	req.Authorize = func(host string, port int, cred string) error { return nil }
+	ctx := ctxTimeout(b, time.Hour)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, ferr := e.gate.Fetch(ctx, p, req)
+		if ferr != nil || resp.Status != 200 {
+			b.Fatal(ferr)
+		}
+	}
+}
