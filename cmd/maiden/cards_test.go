@@ -210,9 +210,11 @@ func TestCardsGrantCallDeriveRevoke(t *testing.T) {
 		t.Errorf("revoke text: %q", r.stdout)
 	}
 	z := jsonID(t, op(t, exitOK, cfg, "cards", "derive", "-json", x, "-to", "coder", "tool:invoke echo --message=*").stdout)
-	_ = z
 	if r := op(t, exitOK, cfg, "cards", "revoke", x); r.stdout != "revoked 2 cards: "+x+" and the 1 derived from it\n" {
 		t.Errorf("revoke text: %q", r.stdout)
+	}
+	if text := op(t, exitOK, cfg, "cards", "show", z).stdout; !strings.Contains(text, "state    revoked") {
+		t.Errorf("the derived card after its parent's revocation:\n%s", text)
 	}
 	// And the text of grant.
 	r = op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "-expires", "24h", "tool:invoke echo --message=hi")
