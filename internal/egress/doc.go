@@ -38,8 +38,10 @@
 //  5. Redirects are never followed: the gate calls http.Transport.RoundTrip,
 //     which has no redirect logic, so a 3xx is an ordinary response.
 //
-// After every check above, and still before any DNS lookup, a request's
-// [Authorizer] (Request.Authorize), if set, decides it on the caller's
+// Between steps 3 and 4 (after the policy's checks of the request, those
+// below included; before the credential's value is checked and attached,
+// and before any DNS lookup), a request's [Authorizer]
+// (Request.Authorize), if set, decides it on the caller's
 // behalf from the normalised host, the port and the credential name. The
 // gate knows nothing of who the caller is or why: the root package fills
 // the hook from the calling agent's permission cards (network:connect,

@@ -196,18 +196,22 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	if d.Allow {
 		header, d = checkHeaders(req.Headers)
 	}
-	var secret string
 	if d.Allow && req.HasCredential {
-		secret, d = credential(p, vals, req.Credential, t, method)
+		d = p.mayAttach(req.Credential, t, method)
 	}
 	if d.Allow && req.Authorize != nil {
-		// The caller's authority last: it can only narrow what the policy
-		// allowed, and its denial names what the caller lacks.
+		// The caller's authority after the policy's: it can only narrow
+		// what the policy allowed, and its denial names what the caller
+		// lacks. Before the credential is resolved and attached.
 		cred := ""
 		if req.HasCredential {
 			cred = req.Credential
 		}
 		d = authorize(req.Authorize, t, cred)
+	}
+	var secret string
+	if d.Allow && req.HasCredential {
+		secret, d = credential(vals, req.Credential)
 	}
 	if !d.Allow {
 		return nil, ev.refuse(d)
@@ -309,18 +313,20 @@ func authorize(a Authorizer, t target, credential string) Decision {
 	return deny(RuleAuthority, "%s", err.Error())
 }
 
-// credential resolves a credential name the tool asked for from the
-// request's snapshot of secret values, for a request to t with method.
-func credential(p *Policy, vals []secretValue, name string, t target, method string) (string, Decision) {
-	// Declared first, so the answer for an undeclared name is the same
-	// whether or not the host happens to hold a value for it.
+// mayAttach says whether the policy lets a request to t with method carry
+// the credential name: declared, and within its destinations. Both come
+// before its value is read from the snapshot, so the answer for an
+// undeclared name is the same whether or not the host holds a value for it.
+func (p *Policy) mayAttach(name string, t target, method string) Decision {
 	if !p.declares(name) {
-		return "", deny(RuleCredentialUndeclared, "credential %s is not in this tool's secrets", quote(name))
+		return deny(RuleCredentialUndeclared, "credential %s is not in this tool's secrets", quote(name))
 	}
-	// Then where it may go, also before its value is looked up.
-	if d := p.checkDestination(name, t, method); !d.Allow {
-		return "", d
-	}
+	return p.checkDestination(name, t, method)
+}
+
+// credential resolves a credential name the policy let the request carry
+// (mayAttach) from the request's snapshot of secret values.
+func credential(vals []secretValue, name string) (string, Decision) {
 	i := slices.IndexFunc(vals, func(s secretValue) bool { return s.name == name })
 	if i < 0 || vals[i].value == "" {
 		return "", deny(RuleCredentialMissing, "credential %s is declared but has no value on the host (set %s%s)", quote(name), SecretEnvPrefix, name)

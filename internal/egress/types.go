@@ -22,8 +22,10 @@ type Request struct {
 	HasCredential bool
 	// Authorize, if not nil, is the caller's own authority over this
 	// request (the root package fills it from the calling agent's permission
-	// cards; the gate knows nothing of cards). It is asked after every check
-	// of the policy has passed and before anything is resolved or sent.
+	// cards; the gate knows nothing of cards). It is asked once the policy
+	// has allowed the request (URL, host, port, method, headers, the
+	// credential's name and destination), before the credential's value is
+	// checked and attached, and before any DNS lookup or byte is sent.
 	Authorize Authorizer
 }
 
