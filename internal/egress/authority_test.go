@@ -3,6 +3,7 @@ package egress
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -220,4 +221,80 @@ func BenchmarkAllowedRequestBound(b *testing.B) {
 			b.Fatal(ferr)
 		}
 	}
+}
+
+// FuzzSecretDestinationPath: whatever path a tool writes, if the gate lets
+// a credential bound to "/v1/" go with it, then every way a server
+// commonly reads that path (decoded once or twice, backslashes as
+// slashes, ";parameters" dropped, dot segments resolved) is still under
+// /v1/.
+func FuzzSecretDestinationPath(f *testing.F) {
+	for _, s := range []string{
+		"/v1/x", "/v1/../admin", "/v1/%2e%2e/admin", "/v1/..;/admin", "/v1%2f..%2fadmin", "/v1/%252e%252e/a",
+		`/v1/%5c..%5cadmin`, "/v1/.%2e/a", "/v1/%2E./a", "/v1//../a", "/v1/a/../../b", "/v1/;/../a", "/v1/%3b/..",
+		"/v1/x%00/../..", "/v1/%u002e%u002e/", "/v1/..%00/a", "/v1/%c0%ae%c0%ae/a", "/v1/a%2f%2e%2e%2f%2e%2e/b",
+	} {
+		f.Add(s)
+	}
+	p, err := NewPolicy("t", Rules{Hosts: []string{"api.example.com"}, Secrets: []string{"T"},
+		SecretDestinations: []SecretDestination{{Secret: "T", Hosts: []string{"api.example.com"}, PathPrefixes: []string{"/v1/"}}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		tg, d := normalizeURL("https://api.example.com" + path)
+		if !d.Allow || !p.checkDestination("T", tg, "GET").Allow {
+			return
+		}
+		once, err := url.PathUnescape(tg.path)
+		if err != nil {
+			t.Fatalf("allowed %q, whose path %q does not decode", path, tg.path)
+		}
+		twice, err := url.PathUnescape(once)
+		if err != nil {
+			twice = once
+		}
+		for _, read := range []string{once, twice, strings.ReplaceAll(once, `\`, "/"), stripParams(once)} {
+			if c := resolveDots(read); !strings.HasPrefix(c, "/v1/") {
+				t.Fatalf("allowed %q (sent as %q); a server can read it as %q", path, tg.path, c)
+			}
+		}
+	})
+}
+
+// resolveDots removes dot segments as RFC 3986 section 5.2.4 does, keeping
+// a trailing slash.
+func resolveDots(p string) string {
+	var out []string
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		switch s {
+		case ".":
+			if i == len(segs)-1 {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 1 {
+				out = out[:len(out)-1]
+			}
+			if i == len(segs)-1 {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	r := strings.Join(out, "/")
+	if !strings.HasPrefix(r, "/") {
+		r = "/" + r
+	}
+	return r
+}
+
+func stripParams(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i], _, _ = strings.Cut(s, ";")
+	}
+	return strings.Join(segs, "/")
 }
