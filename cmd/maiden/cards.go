@@ -27,10 +27,7 @@ GRANTs are the card's lower-positive grants: what it allows.
             wallet (every call must then be under one of them, whatever other cards allow);
             the card allows nothing by itself.
   -deny     the GRANTs are upper-negative grants: a prohibition over the whole wallet that no
-            other card overrides. A card must hold a positive grant for its holder to be
-            installed (docs/cards.md, Install; a card of negative grants only is refused with
-            install-recipient-mismatch), so a -deny card also holds the same GRANTs as
-            lower-positive grants, which its own prohibition cancels: it allows nothing.
+            other card overrides; the card allows nothing by itself.
 -expires makes the card stop counting after that long (default: never).
 Prints the card's ID (-json: {"id": ID}).
 
@@ -153,7 +150,6 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		spec.UpperPos = cards.Any(gs...)
 	case *deny:
 		spec.UpperNeg = cards.Any(gs...)
-		spec.LowerPos = cards.Any(gs...) // see cardsGrantHelp: cancelled by UpperNeg
 	default:
 		spec.LowerPos = cards.Any(gs...)
 	}

@@ -107,20 +107,23 @@ func (c Card) ExpiredAt(t time.Time) bool { return !c.Expires.IsZero() && !t.Bef
 func (c Card) Live(t time.Time) bool { return c.Revoked.IsZero() && !c.ExpiredAt(t) }
 
 // CheckInstall says whether spec may go to agent's wallet: at least one of
-// its positive grants (lower or upper) must cover agent (CARDS.md
-// "Install"). A card of negative grants only is refused.
+// its grants that act on the holder's wallet (lower-positive, or a
+// wallet-wide upper bound) must cover agent (CARDS.md "Install"). A card of
+// lower-negative grants only means nothing (they are exceptions to the same
+// card's allowances) and is refused (A9); a card of upper-negative grants
+// only is a prohibition over the whole wallet and installs.
 func CheckInstall(s Spec, agent string) error {
 	if s.Empty() {
 		return fmt.Errorf("%w: the card has no grant", ErrEmptyCard)
 	}
-	for _, list := range [][]Grant{s.LowerPos, s.UpperPos} {
+	for _, list := range [][]Grant{s.LowerPos, s.UpperPos, s.UpperNeg} {
 		for _, g := range list {
 			if g.covers(agent) {
 				return nil
 			}
 		}
 	}
-	return fmt.Errorf("%w: no positive grant of the card is for agent %q (a card of negative grants only cannot be installed)",
+	return fmt.Errorf("%w: no grant of the card is for agent %q (a card of lower-negative grants only excepts nothing and cannot be installed)",
 		ErrInstallRecipientMismatch, agent)
 }
 

@@ -325,6 +325,8 @@ func TestCheckInstall(t *testing.T) {
 		{"A9 a card with only lower-negative grants is install-recipient-mismatch", Spec{LowerNeg: gs(t, "tool:invoke x")}, ErrInstallRecipientMismatch},
 		{"positive grant for anyone", Spec{LowerPos: gs(t, "tool:invoke x")}, nil},
 		{"a ceiling card installs", Spec{UpperPos: gs(t, "tool:invoke x")}, nil},
+		{"a prohibition card installs", Spec{UpperNeg: gs(t, "tool:invoke x")}, nil},
+		{"a prohibition for someone else", Spec{UpperNeg: []Grant{{Grant: gs(t, "tool:invoke x")[0].Grant, Recipient: "other"}}}, ErrInstallRecipientMismatch},
 		{"positive grant for someone else", Spec{LowerPos: []Grant{{Grant: gs(t, "tool:invoke x")[0].Grant, Recipient: "other"}}}, ErrInstallRecipientMismatch},
 		{"empty", Spec{}, ErrEmptyCard},
 	} {
