@@ -106,10 +106,10 @@ func walletAuthorizer(w *cards.Wallet) egress.Authorizer {
 // fetchFunc adapts the gate to the sandbox's http-fetch for tool, whose
 // policy is p, and reports each decision to obs (if not nil). authz, if
 // not nil, is the calling agent's authority (walletAuthorizer), asked on
-// every request. The values are copied field by field: the two sets of
+// every request; agent names the caller in audit events. The values are copied field by field: the two sets of
 // types are separate on purpose, so either side can change without the
 // other.
-func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool string, authz egress.Authorizer) sandbox.FetchFunc {
+func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool, agent string, authz egress.Authorizer) sandbox.FetchFunc {
 	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
 		resp, ferr := g.Fetch(ctx, p, egress.Request{
 			Method:        req.Method,
@@ -119,6 +119,7 @@ func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool string, auth
 			Credential:    req.Credential,
 			HasCredential: req.HasCredential,
 			Authorize:     authz,
+			Caller:        agent,
 		})
 		if obs != nil {
 			ev := FetchEvent{Tool: tool, Allowed: true, Rule: egress.RuleAllowed}

@@ -211,6 +211,9 @@ grants = [`+tool+`"network:connect *"]
 		t.Errorf("no network card: %+v", res)
 	}
 	w.lastDenial(t, maiden.RuleNetworkCard)
+	if ev := w.events(t)[0]; ev["agent"] != "none" {
+		t.Errorf("the audit event does not name the agent: %v", ev)
+	}
 
 	// A card for host A does not allow host B.
 	if res := w.fetch(t, h, "apionly", "", "api.example.com", "/", ""); !res.OK || !strings.Contains(res.Output, "host=api.example.com") {
@@ -369,6 +372,11 @@ func TestImplicitAgentNeedsNoCards(t *testing.T) {
 	}
 	if res := w.fetch(t, h, "", "", "elsewhere.example.com", "/", ""); !denied(res, "rule: allowlist") {
 		t.Errorf("outside http_allow: %+v", res)
+	}
+	for _, ev := range w.events(t) {
+		if ev["agent"] != maiden.DefaultAgent {
+			t.Errorf("audit event of the implicit agent: %v", ev)
+		}
 	}
 }
 

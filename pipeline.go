@@ -226,7 +226,7 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 		Limits: limitsOf(inv.tool),
 		Input:  inv.call.Input,
 		OnLog:  inv.call.OnLog,
-		Fetch:  refusals.watch(fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, walletAuthorizer(inv.wallet))),
+		Fetch:  refusals.watch(fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet))),
 		Redact: h.gate.Redactor(inv.policy),
 	})
 	inv.res.Logs = out.Logs

@@ -32,7 +32,7 @@ func TestAuthorizerNarrowsAtFetchTime(t *testing.T) {
 		return &Refusal{Rule: "network-card", Reason: "no card allows network:connect " + host}
 	}
 	req := withCred(get(urlFor(s, "API.Example.COM.", "/x?q=1")), "API_TOKEN")
-	req.Authorize = refuse
+	req.Authorize, req.Caller = refuse, "research"
 	_, ferr := e.gate.Fetch(ctx, p, req)
 	if ferr == nil || ferr.Kind != FetchDenied || ferr.Rule != "network-card" ||
 		ferr.Message != "no card allows network:connect api.example.com (rule: network-card)" {
@@ -68,8 +68,11 @@ func TestAuthorizerNarrowsAtFetchTime(t *testing.T) {
 	if len(evs) != 4 {
 		t.Fatalf("%d audit events for 4 requests", len(evs))
 	}
-	if evs[0]["rule"] != "network-card" || evs[0]["decision"] != "deny" || evs[0]["credential"] != "API_TOKEN" {
+	if evs[0]["rule"] != "network-card" || evs[0]["decision"] != "deny" || evs[0]["credential"] != "API_TOKEN" || evs[0]["agent"] != "research" {
 		t.Errorf("audit event of the refusal: %v", evs[0])
+	}
+	if _, named := evs[1]["agent"]; named {
+		t.Errorf("a request without a caller names one: %v", evs[1])
 	}
 	if strings.Contains(e.audit.raw(), testSecret) {
 		t.Error("the audit log holds the secret's value")

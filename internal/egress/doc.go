@@ -153,7 +153,7 @@
 //     non-empty body in any coding the gate did not ask for is refused
 //     ("content-encoding"): redaction can only see bytes it can read.
 //   - One structured audit event per request, allowed or refused: tool,
-//     method, normalised host, port, path without query, credential name,
+//     the caller (Request.Caller, "agent", when given), method, normalised host, port, path without query, credential name,
 //     decision, rule, reason, status, bytes, address dialled, duration.
 //     Never a secret value, never the query string.
 //

@@ -136,7 +136,7 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *F
 	if p == nil {
 		p = noNetwork // deny by default: no policy means no reach
 	}
-	ev := event{tool: p.tool, method: req.Method}
+	ev := event{tool: p.tool, caller: req.Caller, method: req.Method}
 	if req.HasCredential {
 		ev.credential = req.Credential
 	}
@@ -439,13 +439,13 @@ func rawHost(raw string) string {
 
 // event is one audit record. It holds names, never values.
 type event struct {
-	tool, method, host, path, credential string
-	port                                 int
-	decision, rule, reason               string
-	status                               int
-	bytes                                int64
-	addr                                 string
-	duration                             time.Duration
+	tool, caller, method, host, path, credential string
+	port                                         int
+	decision, rule, reason                       string
+	status                                       int
+	bytes                                        int64
+	addr                                         string
+	duration                                     time.Duration
 }
 
 func (e *event) setTarget(t target) {
@@ -522,8 +522,12 @@ func (g *Gate) record(ctx context.Context, e *event) {
 	if e.decision == "deny" {
 		level = slog.LevelWarn
 	}
-	attrs := []slog.Attr{
-		slog.String("tool", e.tool),
+	attrs := make([]slog.Attr, 0, 14)
+	attrs = append(attrs, slog.String("tool", e.tool))
+	if e.caller != "" {
+		attrs = append(attrs, slog.String("agent", truncate(e.caller, 128)))
+	}
+	attrs = append(attrs,
 		slog.String("method", truncate(e.method, maxMethodLength)),
 		slog.String("host", e.host),
 		slog.Int("port", e.port),
@@ -531,7 +535,7 @@ func (g *Gate) record(ctx context.Context, e *event) {
 		slog.String("credential", truncate(e.credential, 128)),
 		slog.String("decision", e.decision),
 		slog.String("rule", e.rule),
-	}
+	)
 	if e.reason != "" {
 		attrs = append(attrs, slog.String("reason", e.reason))
 	}

@@ -27,6 +27,9 @@ type Request struct {
 	// credential's name and destination), before the credential's value is
 	// checked and attached, and before any DNS lookup or byte is sent.
 	Authorize Authorizer
+	// Caller names who made the request (the calling agent), for the audit
+	// event only; "" leaves it out. It grants nothing.
+	Caller string
 }
 
 // Authorizer decides one request on the caller's behalf: host is the
