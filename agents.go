@@ -45,17 +45,17 @@ func expose(cfg *config.Config, agent, tool string) (exposure, error) {
 		}
 		return exposure{agent: DefaultAgent, tool: t}, nil
 	}
-	a, ok := cfg.Agent(agent)
-	if !ok {
+	b, agentOK, bound := cfg.AgentBinding(agent, tool)
+	if !agentOK {
 		if agent == "" {
 			return exposure{}, fmt.Errorf("%w: a call needs an agent, since %s declares agents (%s)", ErrUnknownAgent, cfg.File(), agentNames(cfg))
 		}
 		return exposure{}, fmt.Errorf("%w %q in %s (%s)", ErrUnknownAgent, agent, cfg.File(), agentNames(cfg))
 	}
-	b, bound := a.Binding(tool)
 	t, defined := cfg.Tool(tool)
 	if !bound || !defined {
 		// A bound built-in is served by maiden itself, not by this path.
+		a, _ := cfg.Agent(agent)
 		return exposure{}, fmt.Errorf("%w %q for agent %q (%s)", ErrUnknownTool, tool, agent, boundNames(a))
 	}
 	return exposure{agent: agent, tool: narrow(t, b), binding: &b}, nil

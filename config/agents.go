@@ -97,6 +97,25 @@ func (c *Config) Agent(name string) (Agent, bool) {
 	return c.agents[i].clone(), true
 }
 
+// AgentBinding returns agent's binding of tool without copying the rest of
+// the agent (it is on every call's path): agentOK tells whether the agent
+// is declared, bound whether the tool is bound to it.
+func (c *Config) AgentBinding(agent, tool string) (b Binding, agentOK, bound bool) {
+	i, ok := slices.BinarySearchFunc(c.agents, agent, func(a Agent, name string) int { return strings.Compare(a.Name, name) })
+	if !ok {
+		return Binding{}, false, false
+	}
+	bs := c.agents[i].Bindings
+	j, ok := slices.BinarySearchFunc(bs, tool, func(b Binding, name string) int { return strings.Compare(b.Tool, name) })
+	if !ok {
+		return Binding{}, true, false
+	}
+	b = bs[j]
+	b.HTTPAllow = slices.Clone(b.HTTPAllow)
+	b.Secrets = slices.Clone(b.Secrets)
+	return b, true, true
+}
+
 // Implicit reports whether the configuration declares no agents, so every
 // call runs as DefaultAgent with every tool bound and everything allowed.
 func (c *Config) Implicit() bool { return len(c.agents) == 0 }

@@ -77,6 +77,15 @@ path = "state/maiden.db"
 	if _, ok := r.Binding("nope"); ok {
 		t.Error("Binding(nope) found")
 	}
+	if b, agentOK, bound := cfg.AgentBinding("coder", "weather"); !agentOK || !bound || b.Timeout != time.Second {
+		t.Errorf("AgentBinding(coder, weather) = %+v, %v, %v", b, agentOK, bound)
+	}
+	if _, agentOK, bound := cfg.AgentBinding("coder", "cards_list"); !agentOK || bound {
+		t.Errorf("AgentBinding(coder, cards_list) = %v, %v", agentOK, bound)
+	}
+	if _, agentOK, _ := cfg.AgentBinding("nobody", "echo"); agentOK {
+		t.Error("AgentBinding(nobody) found the agent")
+	}
 	// Copies: changing one does not change the configuration.
 	r.Bindings[0].Tool = "x"
 	if again, _ := cfg.Agent("research"); again.Bindings[0].Tool != "cards_list" {
