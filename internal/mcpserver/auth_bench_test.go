@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -94,4 +96,58 @@ func BenchmarkHTTPAuth(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAuthenticate measures authenticating one agent token with the
+// store (Host.Authenticate, what every HTTP request of a declared agent
+// costs) against the static token's in-memory digest comparison.
+func BenchmarkAuthenticate(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "agent.toml")
+	writeAgentTOML(b, path, []toolLine{{"echo", "echo", ""}})
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.WriteString("\n[agents.alice]\ntools = [\"echo\"]\n")
+	f.Close()
+	cfg, err := config.Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	state := filepath.Join(dir, "state.db")
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(b), StatePath: state})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	st, err := store.Open(context.Background(), state, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.EnsureAgent(context.Background(), "alice"); err != nil {
+		b.Fatal(err)
+	}
+	token, _, err := st.MintToken(context.Background(), "alice")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("store", func(b *testing.B) {
+		for b.Loop() {
+			if a, err := h.Authenticate(ctx, token); err != nil || a != "alice" {
+				b.Fatalf("%q %v", a, err)
+			}
+		}
+	})
+	b.Run("static-digest", func(b *testing.B) {
+		want := sha256.Sum256([]byte(token))
+		for b.Loop() {
+			got := sha256.Sum256([]byte(token))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				b.Fatal("mismatch")
+			}
+		}
+	})
 }
