@@ -181,7 +181,12 @@ func TestObserverAddsNoAllocations(t *testing.T) {
 		call() // compile and cache outside the count
 		return testing.AllocsPerRun(50, call)
 	}
+	// The race detector's sync.Pool drops items at random, so one
+	// measurement can be off by one; the least of three is stable.
 	without, with := allocs(nil), allocs(nopObserver{})
+	for range 2 {
+		without, with = min(without, allocs(nil)), min(with, allocs(nopObserver{}))
+	}
 	if with > without {
 		t.Errorf("a call allocates %.0f times with a no-op Observer, %.0f without", with, without)
 	}
