@@ -27,6 +27,13 @@
 // HTTPHandler). A client that never chose a log level gets DefaultLogLevel
 // (legacy era; the modern one forbids logs a request did not ask for).
 //
+// Every call has an agent (maiden.Call.Agent): Options.Agent over stdio;
+// over HTTP the agent whose token the request carries (checked with the
+// state store at every request when agent.toml declares [agents]; see
+// HTTPOptions.AuthToken otherwise), and a session answers only the agent
+// that opened it. Each agent gets its own tools/list: the tools bound to
+// it, and the card built-ins (cards_list, ...) its cards allow.
+//
 // Of the rest of MCP, maiden serves tools only: it has no resources or
 // prompts to offer, and it never asks the client for sampling or
 // elicitation (a tool cannot reach the agent's model; that would be a road
