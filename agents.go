@@ -137,7 +137,7 @@ func (h *Host) ToolsFor(ctx context.Context, agent string) ([]ToolInfo, error) {
 			continue
 		}
 		t = narrow(t, b)
-		info.Policy, info.Hints = policyOf(t), hintsOf(t)
+		info.Policy, info.Hints = policyOf(t).withDestinations(cfg), hintsOf(t)
 		out = append(out, info)
 	}
 	return out, nil

@@ -369,3 +369,27 @@ secrets = ["HAS_VALUE"]
 		}
 	}
 }
+
+// TestToolsShowSecretDestinations: the policy Tools reports includes where
+// each bound secret may go, so `maiden tools` shows the whole policy.
+func TestToolsShowSecretDestinations(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.net]
+path = %q
+http_allow = ["api.example.com", "other.example.com"]
+secrets = ["BOUND", "FREE"]
+
+[secrets.BOUND]
+hosts = ["api.example.com"]
+methods = ["GET"]
+path_prefixes = ["/v1/"]
+`, maiden.Options{}, "echo")
+	infos, err := h.Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := infos[0].Policy.SecretDestinations
+	if len(d) != 1 || strings.Join(d["BOUND"].Hosts, ",") != "api.example.com" || strings.Join(d["BOUND"].Methods, ",") != "GET" || strings.Join(d["BOUND"].PathPrefixes, ",") != "/v1/" {
+		t.Errorf("secret destinations %+v", d)
+	}
+}

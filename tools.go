@@ -79,6 +79,31 @@ type Policy struct {
 	// HTTPMaxResponseBytes caps a decoded response body.
 	HTTPMaxResponseBytes int64    `json:"http_max_response_bytes"`
 	Secrets              []string `json:"secrets"`
+	// SecretDestinations are where each of the tool's secrets that
+	// agent.toml binds ([secrets.NAME]) may be sent; a secret not here may
+	// go to any host the tool may reach.
+	SecretDestinations map[string]SecretDestination `json:"secret_destinations,omitempty"`
+}
+
+// SecretDestination is where a secret may be attached: hosts, and if set,
+// only these methods and paths under these prefixes.
+type SecretDestination struct {
+	Hosts        []string `json:"hosts"`
+	Methods      []string `json:"methods,omitempty"`
+	PathPrefixes []string `json:"path_prefixes,omitempty"`
+}
+
+// withDestinations adds cfg's secret bindings for the policy's secrets.
+func (p Policy) withDestinations(cfg *config.Config) Policy {
+	for _, name := range p.Secrets {
+		if d, ok := cfg.SecretDestination(name); ok {
+			if p.SecretDestinations == nil {
+				p.SecretDestinations = map[string]SecretDestination{}
+			}
+			p.SecretDestinations[name] = SecretDestination{Hosts: d.Hosts, Methods: d.Methods, PathPrefixes: d.PathPrefixes}
+		}
+	}
+	return p
 }
 
 // Hints are the behaviour hints MCP clients use to decide how careful to be
@@ -154,7 +179,7 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 	cfg := h.cfg.Load()
 	var out []ToolInfo
 	for _, t := range cfg.Tools() {
-		info := ToolInfo{Name: t.Name, Title: t.Title, Policy: policyOf(t), Hints: hintsOf(t)}
+		info := ToolInfo{Name: t.Name, Title: t.Title, Policy: policyOf(t).withDestinations(cfg), Hints: hintsOf(t)}
 		li, err := h.load(ctx, t)
 		switch {
 		case err == nil:

@@ -244,6 +244,18 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stdout, "  network: ports %s, private ranges allowed %s, extra CA files %s, responses up to %d bytes\n",
 				strings.Join(ports, ", "), listOrNone(p.HTTPAllowCIDRs), listOrNone(p.HTTPCAFiles), p.HTTPMaxResponseBytes)
 		}
+		for _, name := range p.Secrets {
+			if d, ok := p.SecretDestinations[name]; ok {
+				fmt.Fprintf(stdout, "  secret %s: only to %s", name, strings.Join(d.Hosts, ", "))
+				if len(d.Methods) > 0 {
+					fmt.Fprintf(stdout, ", methods %s", strings.Join(d.Methods, ", "))
+				}
+				if len(d.PathPrefixes) > 0 {
+					fmt.Fprintf(stdout, ", paths under %s", strings.Join(d.PathPrefixes, ", "))
+				}
+				fmt.Fprintln(stdout)
+			}
+		}
 		fmt.Fprintf(stdout, "  hints:   %s\n", hintText(t.Hints))
 	}
 	return exitOK
