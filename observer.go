@@ -69,7 +69,9 @@ type FetchEvent struct {
 	// was sent.
 	Allowed bool
 	// Rule names the rule that decided, as in the audit event: a denial's
-	// rule ("allowlist", "port", "loopback", "credential-missing", ...) or,
+	// rule ("allowlist", "port", "loopback", "credential-missing",
+	// "credential-destination", and for a declared agent's cards
+	// "network-card" and "secret-card", ...) or,
 	// for an allowed request, its outcome: "allowed" when a response came
 	// back, else what went wrong ("timeout", "too-large", "failed", ...).
 	Rule string
