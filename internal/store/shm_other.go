@@ -11,6 +11,6 @@ func openShm(string) (*shmWatch, error) {
 	return nil, errors.New("no shared-memory change counter on this system")
 }
 
-func (*shmWatch) version() (uint32, bool) { return 0, false }
+func (*shmWatch) version() (uint64, bool) { return 0, false }
 
 func (*shmWatch) close() {}

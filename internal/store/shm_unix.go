@@ -4,8 +4,8 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"sync"
 	"syscall"
@@ -81,16 +81,24 @@ func openShm(dbPath string) (*shmWatch, error) {
 	return w, nil
 }
 
-// version returns the header's iChange, or false when the header is not
-// initialised or was being written (the caller then asks the database).
-func (w *shmWatch) version() (uint32, bool) {
+// version returns a hash of the whole header, or false when the header is
+// not initialised or was being written (the caller then asks the
+// database). Not iChange alone: a recovery of the index (after a writer was
+// killed, say) rebuilds the header and may restart that counter at a value
+// seen before, which would make a cache keyed on it keep a stale answer.
+// The whole header (frame count, salts that change at every WAL restart,
+// the last frame's checksum, iChange) identifies the WAL's content: two
+// equal headers mean the same committed state.
+func (w *shmWatch) version() (uint64, bool) {
 	var h0, h1 [walIndexHdrSize]byte
 	copy(h0[:], w.m[:walIndexHdrSize])
 	copy(h1[:], w.m[walIndexHdrSize:2*walIndexHdrSize])
 	if !bytes.Equal(h0[:], h1[:]) || h0[12] == 0 {
 		return 0, false
 	}
-	return binary.NativeEndian.Uint32(h0[8:12]), true
+	h := fnv.New64a()
+	h.Write(h0[:])
+	return h.Sum64(), true
 }
 
 // close does nothing: the mapping and its descriptor live as long as the

@@ -236,7 +236,9 @@ func (s *SQLite) Generation(ctx context.Context) (int64, error) {
 	if s.shm != nil {
 		for range 3 { // a writer may be between the header's two copies
 			if v, ok := s.shm.version(); ok {
-				return 1<<40 | int64(v), nil
+				// Negative, so it never equals the table's counter that
+				// the fallback below returns.
+				return int64(v | 1<<63), nil
 			}
 		}
 	}

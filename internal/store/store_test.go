@@ -545,7 +545,7 @@ func TestGenerationAdvances(t *testing.T) {
 	g1, _ := s.Generation(ctx)
 	s.Grant(ctx, "ghost", spec(t, "tool:invoke t"))
 	g2, _ := s.Generation(ctx)
-	if g1 <= g0 || g2 != g1 {
+	if g1 == g0 || g2 != g1 {
 		t.Fatalf("generations %d %d %d", g0, g1, g2)
 	}
 }
