@@ -525,16 +525,19 @@ func (s *SQLite) Revoke(ctx context.Context, actor Actor, id string) (int, error
 		if err != nil {
 			return err
 		}
+		// An agent's authority over the card first, so that an agent learns
+		// nothing about cards outside its reach (revoked or not, system or
+		// not) from which refusal it gets.
+		if !actor.operator {
+			if err := s.holdsLineage(ctx, tx, actor.agent, c); err != nil {
+				return err
+			}
+		}
 		switch {
 		case !c.Revoked.IsZero():
 			return fmt.Errorf("%w: card %s was revoked at %s", cards.ErrCardRevoked, id, c.Revoked.Format(time.RFC3339))
 		case c.System && !actor.operator:
 			return fmt.Errorf("%w: card %s comes from the configuration; only the operator revokes it", cards.ErrSystemCard, id)
-		}
-		if !actor.operator {
-			if err := s.holdsLineage(ctx, tx, actor.agent, c); err != nil {
-				return err
-			}
 		}
 		if err := s.authorize(ctx, tx, actor, "revoke", c); err != nil {
 			return err

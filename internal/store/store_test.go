@@ -400,6 +400,11 @@ func TestAgentCardOperations(t *testing.T) {
 	if n, err := s.Revoke(ctx, lead, child.ID); err != nil || n != 1 {
 		t.Fatalf("lead revokes the child: %d, %v", n, err)
 	}
+	// An agent outside the card's lineage learns nothing of its state: the
+	// same refusal now that it is revoked.
+	if _, err := s.Revoke(ctx, AgentActor("other"), child.ID); !errors.Is(err, ErrNotAllowed) || errors.Is(err, cards.ErrCardRevoked) {
+		t.Fatalf("an unrelated agent revokes a revoked card: %v", err)
+	}
 	w2, err := s.Wallet(ctx, "sub", time.Now())
 	if err != nil {
 		t.Fatal(err)
