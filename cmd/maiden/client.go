@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/atomicfile"
 	"github.com/maiden-run/maiden/internal/mcpserver"
@@ -135,6 +136,7 @@ func cmdClientConfig(_ context.Context, args []string, _ io.Reader, stdout, stde
 	name := fs.String("name", "maiden", "the server's `NAME` in the client")
 	rawURL := fs.String("url", "", "connect to a running maiden serve -http at `URL` (e.g. http://127.0.0.1:8700/mcp) instead of starting maiden")
 	tokenEnv := fs.String("auth-token-env", "", "with -url: send Authorization: Bearer with the token in the environment variable `NAME` (referenced, never written)")
+	agent := fs.String("agent", "", "without -url: the agent `NAME` the client's maiden serves as (required when agent.toml declares [agents])")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
@@ -160,7 +162,7 @@ func cmdClientConfig(_ context.Context, args []string, _ io.Reader, stdout, stde
 	var entry any
 	var input *vscodeInput
 	if *rawURL != "" {
-		for _, f := range []string{"config", "cache", "isolation", "v"} {
+		for _, f := range []string{"config", "cache", "isolation", "v", "agent", "state"} {
 			if flagGiven(fs, f) {
 				return fail("-%s configures the maiden the client starts; with -url the client connects to a running server, so give -%s to that maiden serve", f, f)
 			}
@@ -197,7 +199,7 @@ func cmdClientConfig(_ context.Context, args []string, _ io.Reader, stdout, stde
 		if flagGiven(fs, "auth-token-env") {
 			return fail("-auth-token-env goes with -url (a client that starts maiden itself needs no token)")
 		}
-		e, err := stdioEntryFor(spec, fs, c, stderr)
+		e, err := stdioEntryFor(spec, fs, c, *agent, stderr)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -261,7 +263,7 @@ type vscodeInput struct {
 // stdioEntryFor is the entry that starts this maiden binary on agent.toml,
 // with absolute paths; it warns (on stderr) about what would make the
 // client's maiden fail.
-func stdioEntryFor(spec clientSpec, flags *flag.FlagSet, c *common, stderr io.Writer) (stdioEntry, error) {
+func stdioEntryFor(spec clientSpec, flags *flag.FlagSet, c *common, agent string, stderr io.Writer) (stdioEntry, error) {
 	exe, err := maidenPath()
 	if err != nil {
 		return stdioEntry{}, fmt.Errorf("cannot find this maiden binary's path: %v", err)
@@ -299,6 +301,12 @@ func stdioEntryFor(spec clientSpec, flags *flag.FlagSet, c *common, stderr io.Wr
 			args = append(args, "-cache", v)
 		case "isolation":
 			args = append(args, "-isolation", f.Value.String())
+		case "state":
+			abs, err := filepath.Abs(f.Value.String())
+			if err != nil {
+				passErr = err
+			}
+			args = append(args, "-state", abs)
 		case "v":
 			if f.Value.String() == "true" {
 				args = append(args, "-v")
@@ -308,7 +316,25 @@ func stdioEntryFor(spec clientSpec, flags *flag.FlagSet, c *common, stderr io.Wr
 	if passErr != nil {
 		return stdioEntry{}, passErr
 	}
-	if loaded, err := config.Load(cfg); err != nil {
+	loaded, err := config.Load(cfg)
+	switch {
+	case err == nil && !loaded.Implicit() && agent == "":
+		var names []string
+		for _, a := range loaded.Agents() {
+			names = append(names, a.Name)
+		}
+		return stdioEntry{}, fmt.Errorf("%s declares agents (%s): name the one %s's maiden serves as with -agent NAME", cfg, strings.Join(names, ", "), spec.title)
+	case err == nil && loaded.Implicit() && agent != "" && agent != maiden.DefaultAgent:
+		return stdioEntry{}, fmt.Errorf("-agent %q: %s declares no [agents]", agent, cfg)
+	case err == nil && !loaded.Implicit():
+		if _, ok := loaded.Agent(agent); !ok {
+			return stdioEntry{}, fmt.Errorf("-agent %q: not declared in %s", agent, cfg)
+		}
+	}
+	if agent != "" && (err != nil || !loaded.Implicit()) {
+		args = append(args, "-agent", agent)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "maiden client config: warning: %s has problems (maiden check -config %s lists them); %s cannot start maiden until they are fixed\n", cfg, cfg, spec.title)
 	} else {
 		var secrets []string

@@ -84,6 +84,37 @@ func TestClientConfigPrint(t *testing.T) {
 	}
 }
 
+// TestClientConfigAgent: with agents declared, the stdio entry must name
+// one (maiden serve needs it) and carries -agent and -state; an undeclared
+// agent, or -agent with -url, is refused.
+func TestClientConfigAgent(t *testing.T) {
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n[agents.research]\ntools = [\"echo\"]\n")
+	f.Close()
+	if r := cli(t, "", "client", "config", "claude", "-config", cfg); r.code != exitUsage || !strings.Contains(r.stderr, "declares agents (research)") {
+		t.Errorf("no -agent: %+v", r)
+	}
+	if r := cli(t, "", "client", "config", "claude", "-config", cfg, "-agent", "ghost"); r.code != exitUsage || !strings.Contains(r.stderr, `"ghost": not declared`) {
+		t.Errorf("undeclared agent: %+v", r)
+	}
+	if r := cli(t, "", "client", "config", "cursor", "-url", "http://127.0.0.1:8700/mcp", "-agent", "research"); r.code != exitUsage {
+		t.Errorf("-agent with -url: %+v", r)
+	}
+	state := filepath.Join(t.TempDir(), "s.db")
+	r := cli(t, "", "client", "config", "claude", "-config", cfg, "-agent", "research", "-state", state)
+	if r.code != exitOK {
+		t.Fatalf("%+v", r)
+	}
+	want := []any{"serve", "-config", cfg, "-state", state, "-agent", "research"}
+	if diff := cmp.Diff(want, decodeDoc(t, r.stdout).MCPServers["maiden"]["args"]); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+}
+
 // TestClientConfigSecretsNote: declared credentials are named, as the
 // variables the client must provide; no value is ever written.
 func TestClientConfigSecretsNote(t *testing.T) {

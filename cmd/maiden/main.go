@@ -123,7 +123,7 @@ func init() {
 		{name: "client", args: "config claude|cursor|vscode ...",
 			summary: "configure an MCP client to start maiden",
 			subs:    []string{"config"}},
-		{name: "client config", args: "claude|cursor|vscode [-config agent.toml] [-name NAME] [-url URL [-auth-token-env NAME]] [-write [-file PATH]]",
+		{name: "client config", args: "claude|cursor|vscode [-config agent.toml] [-agent NAME] [-name NAME] [-url URL [-auth-token-env NAME]] [-write [-file PATH]]",
 			summary:      "print (or -write into the client's file) the MCP server entry for a client",
 			help:         clientConfigHelp,
 			run:          cmdClientConfig,
