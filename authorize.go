@@ -78,6 +78,12 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 	if s.st != nil && s.synced == cfg {
 		return s.st, nil
 	}
+	if s.st != nil && s.synced != nil && cfg != h.cfg.Load() {
+		// A call that started under a configuration since replaced: it
+		// must not write that older configuration's system cards back
+		// over the newer one's.
+		return s.st, nil
+	}
 	if s.st == nil {
 		path := h.opts.StatePath
 		if path == "" {
