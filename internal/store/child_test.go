@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 )
 
 // runChild is the test binary run as a child process (TestMain): mode
@@ -29,6 +31,8 @@ func runChild(mode string) int {
 		}
 		return 0
 	case "grants":
+	case "audit", "take", "consume", "approve-hold", "start-hold":
+		return runChild2(mode)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 		return 2
@@ -48,6 +52,76 @@ func runChild(mode string) int {
 			return 1
 		}
 		fmt.Fprintln(os.Stdout, i)
+	}
+	return 0
+}
+
+// runChild2 runs the children of the audit, limit and approval tests, on
+// the store named by MAIDEN_STORE_TEST_PATH:
+//   - audit: append MAIDEN_STORE_TEST_COUNT records of tool
+//     MAIDEN_STORE_TEST_WRITER, numbered in their body;
+//   - take: take one token MAIDEN_STORE_TEST_COUNT times from bucket
+//     (a, t, r) of capacity MAIDEN_STORE_TEST_FROM at a fixed time, and
+//     print how many were allowed;
+//   - consume: ConsumeAndStart approval MAIDEN_STORE_TEST_WRITER once, and
+//     print "ok" or "no";
+//   - approve-hold: approve it, print "approved", then wait to be killed;
+//   - start-hold: ConsumeAndStart it, print "started", then wait to be
+//     killed (the call "runs").
+func runChild2(mode string) int {
+	ctx := context.Background()
+	s, err := Open(ctx, os.Getenv("MAIDEN_STORE_TEST_PATH"), nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer s.Close()
+	count, _ := strconv.Atoi(os.Getenv("MAIDEN_STORE_TEST_COUNT"))
+	from, _ := strconv.Atoi(os.Getenv("MAIDEN_STORE_TEST_FROM"))
+	arg := os.Getenv("MAIDEN_STORE_TEST_WRITER")
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	switch mode {
+	case "audit":
+		for i := range count {
+			if _, err := s.AppendAudit(ctx, AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: arg,
+				Body: auditBody(map[string]int{"i": i})}); err != nil {
+				return fail(err)
+			}
+		}
+	case "take":
+		now := time.Unix(1_000_000, 0)
+		n := 0
+		for range count {
+			ok, _, err := s.Take(ctx, BucketKey{"a", "t", "r"}, Rate{Capacity: int64(from), Refill: 1, Interval: time.Hour}, 1, now)
+			if err != nil {
+				return fail(err)
+			}
+			if ok {
+				n++
+			}
+		}
+		fmt.Println(n)
+	case "consume":
+		if _, err := s.ConsumeAndStart(ctx, arg); err != nil {
+			if !errors.Is(err, ErrApprovalState) {
+				return fail(err)
+			}
+			fmt.Println("no")
+		} else {
+			fmt.Println("ok")
+		}
+	case "approve-hold":
+		if _, err := s.Decide(ctx, arg, true, "operator:ann", "fine"); err != nil {
+			return fail(err)
+		}
+		fmt.Println("approved")
+		time.Sleep(time.Hour)
+	case "start-hold":
+		if _, err := s.ConsumeAndStart(ctx, arg); err != nil {
+			return fail(err)
+		}
+		fmt.Println("started")
+		time.Sleep(time.Hour)
 	}
 	return 0
 }

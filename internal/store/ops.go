@@ -101,8 +101,12 @@ func (s *SQLite) MintToken(ctx context.Context, agent string) (string, TokenInfo
 		if err := mustAgent(ctx, tx, agent); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, agent, hash, created_at) VALUES (?, ?, ?, ?)`,
-			id, agent, secretHash(secret), info.Created.UnixNano())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, agent, hash, created_at) VALUES (?, ?, ?, ?)`,
+			id, agent, secretHash(secret), info.Created.UnixNano()); err != nil {
+			return err
+		}
+		_, err := s.appendAudit(ctx, tx, AuditRecord{Kind: AuditTokenChange, Actor: "operator", Agent: agent,
+			Body: auditBody(map[string]string{"op": "mint", "token": id})})
 		return err
 	})
 	if err != nil {
@@ -163,14 +167,19 @@ func (s *SQLite) Tokens(ctx context.Context, agent string) ([]TokenInfo, error) 
 func (s *SQLite) RevokeToken(ctx context.Context, id string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var revoked sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM tokens WHERE id = ?`, id).Scan(&revoked)
+		var agent string
+		err := tx.QueryRowContext(ctx, `SELECT revoked_at, agent FROM tokens WHERE id = ?`, id).Scan(&revoked, &agent)
 		if isNoRows(err) {
 			return fmt.Errorf("revoke token: %w %q", ErrUnknownToken, id)
 		}
 		if err != nil || revoked.Valid {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ?`, s.now().UnixNano(), id)
+		if _, err = tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ?`, s.now().UnixNano(), id); err != nil {
+			return err
+		}
+		_, err = s.appendAudit(ctx, tx, AuditRecord{Kind: AuditTokenChange, Actor: "operator", Agent: agent,
+			Body: auditBody(map[string]string{"op": "revoke", "token": id})})
 		return err
 	})
 }
@@ -337,7 +346,10 @@ func (s *SQLite) Grant(ctx context.Context, agent string, spec cards.Spec) (card
 		if err := mustAgent(ctx, tx, agent); err != nil {
 			return err
 		}
-		return s.insertCard(ctx, tx, c)
+		if err := s.insertCard(ctx, tx, c); err != nil {
+			return err
+		}
+		return s.auditCard(ctx, tx, Operator(), "grant", c.ID, agent, nil)
 	})
 	if err != nil {
 		return cards.Card{}, fmt.Errorf("grant to agent %q: %w", agent, err)
@@ -381,6 +393,9 @@ func (s *SQLite) SyncSystemCards(ctx context.Context, agent string, specs []card
 			if err != nil {
 				return err
 			}
+			if err := s.auditCard(ctx, tx, Operator(), "revoke-system", c.ID, agent, map[string]any{"revoked": n}); err != nil {
+				return err
+			}
 			revoked += n
 		}
 		keys := make([]string, 0, len(want))
@@ -392,6 +407,9 @@ func (s *SQLite) SyncSystemCards(ctx context.Context, agent string, specs []card
 			c := s.newCard(agent, "system", nil, want[k])
 			c.System = true
 			if err := s.insertCard(ctx, tx, c); err != nil {
+				return err
+			}
+			if err := s.auditCard(ctx, tx, Operator(), "install-system", c.ID, agent, nil); err != nil {
 				return err
 			}
 			added++
@@ -468,7 +486,10 @@ func (s *SQLite) Derive(ctx context.Context, actor Actor, parentID, to string, s
 			manager = actor.agent
 		}
 		child = s.newCard(to, manager, []string{parentID}, spec)
-		return s.insertCard(ctx, tx, child)
+		if err := s.insertCard(ctx, tx, child); err != nil {
+			return err
+		}
+		return s.auditCard(ctx, tx, actor, "derive", child.ID, to, map[string]any{"parent": parentID})
 	})
 	if err != nil {
 		return cards.Card{}, fmt.Errorf("derive from card %s for agent %q: %w", parentID, to, err)
@@ -505,8 +526,10 @@ func (s *SQLite) Transfer(ctx context.Context, actor Actor, id, to string) error
 		if err := cards.CheckInstall(c.Spec, to); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE cards SET holder = ? WHERE id = ?`, to, id)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE cards SET holder = ? WHERE id = ?`, to, id); err != nil {
+			return err
+		}
+		return s.auditCard(ctx, tx, actor, "transfer", id, to, map[string]any{"from": c.Holder})
 	})
 	if err != nil {
 		return fmt.Errorf("transfer card %s to agent %q: %w", id, to, err)
@@ -542,13 +565,26 @@ func (s *SQLite) Revoke(ctx context.Context, actor Actor, id string) (int, error
 		if err := s.authorize(ctx, tx, actor, "revoke", c); err != nil {
 			return err
 		}
-		n, err = s.revokeCascade(ctx, tx, id, actor, "revoked "+id)
-		return err
+		if n, err = s.revokeCascade(ctx, tx, id, actor, "revoked "+id); err != nil {
+			return err
+		}
+		return s.auditCard(ctx, tx, actor, "revoke", id, c.Holder, map[string]any{"revoked": n})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("revoke card %s: %w", id, err)
 	}
 	return n, nil
+}
+
+// auditCard appends a card-change record inside the card operation's
+// transaction: the change and its record commit together or not at all.
+func (s *SQLite) auditCard(ctx context.Context, tx *sql.Tx, actor Actor, op, id, agent string, extra map[string]any) error {
+	body := map[string]any{"op": op, "card": id}
+	for k, v := range extra {
+		body[k] = v
+	}
+	_, err := s.appendAudit(ctx, tx, AuditRecord{Kind: AuditCardChange, Actor: actor.String(), Agent: agent, Body: auditBody(body)})
+	return err
 }
 
 // holdsLineage checks that agent holds c or one of its ancestors (a parent

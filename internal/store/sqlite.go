@@ -30,6 +30,9 @@ type SQLite struct {
 	gen   *sql.Stmt // the generation read, prepared once: it is on every call's path
 	pin   *sql.Conn // held open so that the WAL index (shm) stays valid
 	shm   *shmWatch // nil when the WAL index cannot be mapped: Generation asks the database
+	// runner names this process in the approved calls it starts (see
+	// MarkInterruptedOnStartup).
+	runner string
 }
 
 var _ Store = (*SQLite)(nil)
@@ -69,7 +72,7 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &SQLite{db: db, path: path, now: now}
+	s := &SQLite{db: db, path: path, now: now, runner: runnerID()}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
@@ -157,6 +160,53 @@ CREATE TABLE counters (
 );
 INSERT INTO counters (name, value) VALUES ('generation', 0);
 `,
+	// 2: the audit trail (hash-chained, append-only), rate-limit buckets,
+	// quota windows, and durable approvals (audit.go, limits.go,
+	// approvals.go).
+	2: `
+CREATE TABLE audit (
+	seq    BIGINT PRIMARY KEY,
+	at     BIGINT NOT NULL,
+	kind   TEXT NOT NULL,
+	actor  TEXT NOT NULL,
+	agent  TEXT NOT NULL,
+	tool   TEXT NOT NULL,
+	body   TEXT NOT NULL,
+	prev   TEXT NOT NULL,
+	hash   TEXT NOT NULL
+);
+CREATE TABLE rate_buckets (
+	bucket TEXT PRIMARY KEY,
+	tat    BIGINT NOT NULL
+);
+CREATE TABLE quota_windows (
+	quota  TEXT PRIMARY KEY,
+	start  BIGINT NOT NULL,
+	used   BIGINT NOT NULL
+);
+CREATE TABLE approvals (
+	id              TEXT PRIMARY KEY,
+	agent           TEXT NOT NULL,
+	session         TEXT NOT NULL,
+	tool            TEXT NOT NULL,
+	rendered        TEXT NOT NULL,
+	digest          TEXT NOT NULL,
+	middleware      TEXT NOT NULL,
+	reason          TEXT NOT NULL,
+	card_generation BIGINT NOT NULL,
+	created_at      BIGINT NOT NULL,
+	expires_at      BIGINT NOT NULL,
+	state           TEXT NOT NULL,
+	decided_by      TEXT NOT NULL,
+	decided_at      BIGINT,
+	decision_reason TEXT NOT NULL,
+	runner          TEXT NOT NULL,
+	started_at      BIGINT,
+	done_at         BIGINT
+);
+CREATE INDEX approvals_call ON approvals(agent, tool, digest);
+CREATE INDEX approvals_state ON approvals(state);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.
@@ -222,6 +272,22 @@ func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'generation'`); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// writeKeep runs fn in one write transaction without advancing the
+// generation counter: for writes that change no card, token or agent
+// (audit records, limits, approvals), so that they do not invalidate a
+// pinned wallet on the fallback path.
+func (s *SQLite) writeKeep(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
 		return err
 	}
 	return tx.Commit()

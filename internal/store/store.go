@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/cards"
@@ -77,8 +78,9 @@ type TokenInfo struct {
 // nothing was written. Implementations are safe for concurrent use, and
 // several processes may share one store.
 //
-// Later issues add approvals, rate-limit counters, the audit trail and
-// sessions as further methods (and migrations) here.
+// The audit trail (audit.go), rate limits and quotas (limits.go) and
+// durable approvals (approvals.go) are further methods; sessions come
+// later.
 type Store interface {
 	// Close releases the store. Calls after Close fail.
 	Close() error
@@ -131,4 +133,50 @@ type Store interface {
 	// pinned wallet while it is unchanged (and until the wallet's
 	// NextExpiry).
 	Generation(ctx context.Context) (int64, error)
+
+	// AppendAudit appends one record to the hash-chained audit trail in
+	// its own transaction (card and token operations append theirs inside
+	// their own transaction). A nil error means the record is committed.
+	AppendAudit(ctx context.Context, r AuditRecord) (AuditRecord, error)
+	// AuditTail returns up to limit records after sequence number after
+	// (limit <= 0: all).
+	AuditTail(ctx context.Context, after int64, limit int) ([]AuditRecord, error)
+	// VerifyAudit checks the chain: the number of records and the head
+	// hash, or an *AuditProblem (wrapping ErrAuditBroken) naming the first
+	// bad record and why (edited, deleted, inserted, reordered).
+	VerifyAudit(ctx context.Context) (n int64, head string, err error)
+	// ExportAudit writes the trail as JSON lines and a final head line;
+	// VerifyExport checks one without a store.
+	ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error)
+
+	// Take takes cost tokens from a durable token bucket (rate limits).
+	Take(ctx context.Context, key BucketKey, rate Rate, cost int64, now time.Time) (allowed bool, wait time.Time, err error)
+	// Spend spends cost units of a fixed cost window (quotas).
+	Spend(ctx context.Context, key QuotaKey, limit int64, window time.Duration, cost int64, now time.Time) (allowed bool, reset time.Time, err error)
+
+	// CreateApproval persists a pending approval request.
+	CreateApproval(ctx context.Context, a Approval) (Approval, error)
+	// Approval returns one request.
+	Approval(ctx context.Context, id string) (Approval, error)
+	// PendingApprovals lists the requests waiting for a decision.
+	PendingApprovals(ctx context.Context, now time.Time) ([]Approval, error)
+	// Decide approves or denies a pending request (audited in the same
+	// transaction); unknown: ErrUnknownApproval; decided or expired:
+	// ErrApprovalState.
+	Decide(ctx context.Context, id string, approve bool, by, reason string) (Approval, error)
+	// FindApproved finds an approved, unconsumed, unexpired request for
+	// the same agent, tool and input digest.
+	FindApproved(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
+	// RecentDenial finds an unexpired denial of the same call.
+	RecentDenial(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
+	// ConsumeAndStart consumes an approval exactly once and marks its call
+	// started, in one transaction.
+	ConsumeAndStart(ctx context.Context, id string) (Approval, error)
+	// MarkDone records that a started call finished.
+	MarkDone(ctx context.Context, id string) error
+	// MarkInterruptedOnStartup marks interrupted the calls started by a
+	// process that is gone.
+	MarkInterruptedOnStartup(ctx context.Context) (int, error)
+	// Expire marks expired the requests whose time is up.
+	Expire(ctx context.Context, now time.Time) (int, error)
 }

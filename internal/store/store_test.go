@@ -82,7 +82,7 @@ func spec(t testing.TB, grants ...string) cards.Spec {
 func dump(t *testing.T, s *SQLite) string {
 	t.Helper()
 	var b strings.Builder
-	for _, table := range []string{"agents", "tokens", "cards", "card_parents", "revocations", "counters", "schema_migrations"} {
+	for _, table := range []string{"agents", "tokens", "cards", "card_parents", "revocations", "counters", "schema_migrations", "audit", "rate_buckets", "quota_windows", "approvals"} {
 		rows, err := s.db.Query("SELECT * FROM " + table + " ORDER BY 1")
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,365 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Approval states. A request is pending until a human decides or it
+// expires; an approved request is consumed exactly once, by the call it
+// approved, which moves it to started and then done. A started call whose
+// process died becomes interrupted (never run again by itself).
+const (
+	ApprovalPending     = "pending"
+	ApprovalApproved    = "approved"
+	ApprovalDenied      = "denied"
+	ApprovalExpired     = "expired"
+	ApprovalStarted     = "started"
+	ApprovalDone        = "done"
+	ApprovalInterrupted = "interrupted"
+)
+
+// Errors of approvals.
+var (
+	// ErrUnknownApproval: no approval request of that ID.
+	ErrUnknownApproval = errors.New("unknown approval request")
+	// ErrApprovalState: the request is not in the state the operation
+	// needs (already decided, already consumed, expired, ...); the message
+	// names the state it is in.
+	ErrApprovalState = errors.New("approval request is not in that state")
+)
+
+// Approval is a durable request for a human's decision on one call.
+type Approval struct {
+	ID         string `json:"id"`
+	Agent      string `json:"agent"`
+	Session    string `json:"session"`
+	Tool       string `json:"tool"`
+	Rendered   string `json:"rendered"`   // the arguments as shown to the human
+	Digest     string `json:"digest"`     // SHA-256 (hex) of the exact input
+	Middleware string `json:"middleware"` // the layer that asked
+	Reason     string `json:"reason"`     // and why
+	// CardGeneration is the card revision in force when it was asked: the
+	// caller asks again if it changed.
+	CardGeneration int64     `json:"card_generation"`
+	Created        time.Time `json:"created"`
+	Expires        time.Time `json:"expires"`
+	State          string    `json:"state"`
+	DecidedBy      string    `json:"decided_by,omitempty"`
+	Decided        time.Time `json:"decided,omitzero"`
+	DecisionReason string    `json:"decision_reason,omitempty"`
+	Runner         string    `json:"runner,omitempty"` // the process that started the call
+	Started        time.Time `json:"started,omitzero"`
+	Done           time.Time `json:"done,omitzero"`
+}
+
+const approvalColumns = `id, agent, session, tool, rendered, digest, middleware, reason, card_generation, created_at, expires_at,
+	state, decided_by, decided_at, decision_reason, runner, started_at, done_at`
+
+func scanApproval(row scanner) (Approval, error) {
+	var a Approval
+	var created, expires int64
+	var decided, started, done sql.NullInt64
+	err := row.Scan(&a.ID, &a.Agent, &a.Session, &a.Tool, &a.Rendered, &a.Digest, &a.Middleware, &a.Reason, &a.CardGeneration,
+		&created, &expires, &a.State, &a.DecidedBy, &decided, &a.DecisionReason, &a.Runner, &started, &done)
+	if err != nil {
+		return a, err
+	}
+	a.Created, a.Expires = time.Unix(0, created).UTC(), time.Unix(0, expires).UTC()
+	nt := func(v sql.NullInt64) time.Time {
+		if !v.Valid {
+			return time.Time{}
+		}
+		return time.Unix(0, v.Int64).UTC()
+	}
+	a.Decided, a.Started, a.Done = nt(decided), nt(started), nt(done)
+	return a, nil
+}
+
+func (s *SQLite) loadApproval(ctx context.Context, q querier, id string) (Approval, error) {
+	a, err := scanApproval(q.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
+	if isNoRows(err) {
+		return a, fmt.Errorf("%w %q", ErrUnknownApproval, id)
+	}
+	return a, err
+}
+
+func (s *SQLite) queryApprovals(ctx context.Context, where string, args ...any) ([]Approval, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// CreateApproval persists a pending request before anything runs and
+// returns it with its ID, Created and State set. Expires must be later
+// than now.
+func (s *SQLite) CreateApproval(ctx context.Context, a Approval) (Approval, error) {
+	for what, v := range map[string]string{"agent name": a.Agent, "tool name": a.Tool, "input digest": a.Digest, "middleware": a.Middleware} {
+		if err := checkName(what, v); err != nil {
+			return Approval{}, fmt.Errorf("create approval: %w", err)
+		}
+	}
+	now := s.now()
+	if !a.Expires.After(now) {
+		return Approval{}, fmt.Errorf("create approval: %w: it would expire at %s, which is not in the future", ErrBadInput, a.Expires.UTC().Format(time.RFC3339))
+	}
+	a.ID = "apr_" + randomHex(10)
+	a.Created = time.Unix(0, now.UnixNano()).UTC()
+	a.Expires = time.Unix(0, a.Expires.UnixNano()).UTC()
+	a.State = ApprovalPending
+	a.DecidedBy, a.Decided, a.DecisionReason, a.Runner, a.Started, a.Done = "", time.Time{}, "", "", time.Time{}, time.Time{}
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL)`,
+			a.ID, a.Agent, a.Session, a.Tool, a.Rendered, a.Digest, a.Middleware, a.Reason, a.CardGeneration,
+			a.Created.UnixNano(), a.Expires.UnixNano(), a.State)
+		return err
+	})
+	if err != nil {
+		return Approval{}, fmt.Errorf("create approval for agent %q, tool %q: %w", a.Agent, a.Tool, err)
+	}
+	return a, nil
+}
+
+// Approval returns one request.
+func (s *SQLite) Approval(ctx context.Context, id string) (Approval, error) {
+	return s.loadApproval(ctx, s.db, id)
+}
+
+// PendingApprovals lists the requests still waiting for a decision at now,
+// oldest first.
+func (s *SQLite) PendingApprovals(ctx context.Context, now time.Time) ([]Approval, error) {
+	out, err := s.queryApprovals(ctx, `WHERE state = ? AND expires_at > ? ORDER BY created_at, id`, ApprovalPending, now.UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
+	return out, nil
+}
+
+// Decide approves or denies pending request id, by whom and why, and
+// appends the approval or denial to the audit trail in the same
+// transaction. An unknown ID is ErrUnknownApproval; a request already
+// decided, or expired, is ErrApprovalState (an expired one is marked
+// expired).
+func (s *SQLite) Decide(ctx context.Context, id string, approve bool, by, reason string) (Approval, error) {
+	if err := checkName("decided by", by); err != nil {
+		return Approval{}, fmt.Errorf("decide %s: %w", id, err)
+	}
+	var out Approval
+	expired := false
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		a, err := s.loadApproval(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		if a.State == ApprovalPending && !a.Expires.After(now) {
+			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ? WHERE id = ? AND state = ?`, ApprovalExpired, id, ApprovalPending); err != nil {
+				return err
+			}
+			// Commit the expiry, then refuse.
+			out, a.State = a, ApprovalExpired
+			expired = true
+			return nil
+		}
+		if a.State != ApprovalPending {
+			return fmt.Errorf("%w: it is %s", ErrApprovalState, a.State)
+		}
+		state, kind := ApprovalDenied, AuditDenial
+		if approve {
+			state, kind = ApprovalApproved, AuditApproval
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ?`,
+			state, by, now.UnixNano(), reason, id); err != nil {
+			return err
+		}
+		if _, err := s.appendAudit(ctx, tx, AuditRecord{Kind: kind, Actor: by, Agent: a.Agent, Tool: a.Tool,
+			Body: auditBody(map[string]any{"approval": id, "digest": a.Digest, "rendered": a.Rendered, "reason": reason, "asked_by": a.Middleware})}); err != nil {
+			return err
+		}
+		a.State, a.DecidedBy, a.Decided, a.DecisionReason = state, by, time.Unix(0, now.UnixNano()).UTC(), reason
+		out = a
+		return nil
+	})
+	if err == nil && expired {
+		err = fmt.Errorf("%w: it expired at %s", ErrApprovalState, out.Expires.Format(time.RFC3339))
+	}
+	if err != nil {
+		return Approval{}, fmt.Errorf("decide approval %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// FindApproved returns the approved, not yet consumed and unexpired
+// request for agent's call of tool with input digest, if there is one
+// (found false otherwise).
+func (s *SQLite) FindApproved(ctx context.Context, agent, tool, digest string, now time.Time) (a Approval, found bool, err error) {
+	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? AND state = ? AND expires_at > ? ORDER BY created_at, id LIMIT 1`,
+		agent, tool, digest, ApprovalApproved, now.UnixNano())
+	if err != nil || len(as) == 0 {
+		return Approval{}, false, err
+	}
+	return as[0], true, nil
+}
+
+// RecentDenial returns a denial of agent's call of tool with input digest
+// whose request has not expired: a denial is remembered until then, so
+// asking again does not ask the human again.
+func (s *SQLite) RecentDenial(ctx context.Context, agent, tool, digest string, now time.Time) (a Approval, found bool, err error) {
+	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? AND state = ? AND expires_at > ? ORDER BY decided_at DESC, id LIMIT 1`,
+		agent, tool, digest, ApprovalDenied, now.UnixNano())
+	if err != nil || len(as) == 0 {
+		return Approval{}, false, err
+	}
+	return as[0], true, nil
+}
+
+// runnerID names this process for the started calls it runs:
+// "HOST/PID/NONCE" (the nonce tells a reused PID apart from this process
+// only within this store instance's life; see MarkInterruptedOnStartup).
+func runnerID() string {
+	host, _ := os.Hostname()
+	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + randomHex(4)
+}
+
+// ConsumeAndStart consumes approved request id and marks its call started
+// by this process, in one transaction: of any number of concurrent
+// callers (in any process) exactly one succeeds; the others get
+// ErrApprovalState. An unknown ID is ErrUnknownApproval; an expired
+// approval is ErrApprovalState.
+func (s *SQLite) ConsumeAndStart(ctx context.Context, id string) (Approval, error) {
+	var out Approval
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		now := s.now().UnixNano()
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, runner = ?, started_at = ? WHERE id = ? AND state = ? AND expires_at > ?`,
+			ApprovalStarted, s.runner, now, id, ApprovalApproved, now)
+		if err != nil {
+			return err
+		}
+		a, err := s.loadApproval(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			if err != nil {
+				return err
+			}
+			if a.State == ApprovalApproved {
+				return fmt.Errorf("%w: it expired at %s", ErrApprovalState, a.Expires.Format(time.RFC3339))
+			}
+			return fmt.Errorf("%w: it is %s, not approved", ErrApprovalState, a.State)
+		}
+		out = a
+		return nil
+	})
+	if err != nil {
+		return Approval{}, fmt.Errorf("start approved call %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// MarkDone records that started call id finished (whatever its result).
+func (s *SQLite) MarkDone(ctx context.Context, id string) error {
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, done_at = ? WHERE id = ? AND state = ?`,
+			ApprovalDone, s.now().UnixNano(), id, ApprovalStarted)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		a, err := s.loadApproval(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: it is %s, not started", ErrApprovalState, a.State)
+	})
+	if err != nil {
+		return fmt.Errorf("mark approved call %s done: %w", id, err)
+	}
+	return nil
+}
+
+// MarkInterruptedOnStartup marks interrupted the started calls whose
+// process is gone, and returns how many: those started by a process of
+// this host whose PID no longer exists. A call started by a live process
+// (another maiden on the same store) is left alone; so is one started on
+// another host (that host's maiden marks it when it restarts) and one
+// whose PID was reused by an unrelated process since (marked by a later
+// startup once that PID is free).
+func (s *SQLite) MarkInterruptedOnStartup(ctx context.Context) (int, error) {
+	host, _ := os.Hostname()
+	n := 0
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		n = 0
+		rows, err := tx.QueryContext(ctx, `SELECT id, runner FROM approvals WHERE state = ?`, ApprovalStarted)
+		if err != nil {
+			return err
+		}
+		var dead []string
+		for rows.Next() {
+			var id, runner string
+			if err := rows.Scan(&id, &runner); err != nil {
+				rows.Close()
+				return err
+			}
+			if runnerGone(host, runner) {
+				dead = append(dead, id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range dead {
+			res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, done_at = ? WHERE id = ? AND state = ?`,
+				ApprovalInterrupted, s.now().UnixNano(), id, ApprovalStarted)
+			if err != nil {
+				return err
+			}
+			k, _ := res.RowsAffected()
+			n += int(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("mark interrupted calls: %w", err)
+	}
+	return n, nil
+}
+
+// Expire marks expired the pending and approved-but-unconsumed requests
+// whose time is up at now (expiry is a denial), and returns how many.
+func (s *SQLite) Expire(ctx context.Context, now time.Time) (int, error) {
+	n := 0
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ? WHERE state IN (?, ?) AND expires_at <= ?`,
+			ApprovalExpired, ApprovalPending, ApprovalApproved, now.UnixNano())
+		if err != nil {
+			return err
+		}
+		k, err := res.RowsAffected()
+		n = int(k)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire approvals: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,350 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Audit record kinds written by the store itself, and those the call path
+// writes (the store accepts any printable kind).
+const (
+	AuditCallAdmitted     = "call-admitted"
+	AuditCallRefused      = "call-refused"
+	AuditMiddlewareResult = "middleware-verdict"
+	AuditApproval         = "approval"
+	AuditDenial           = "denial"
+	AuditFetch            = "fetch"
+	AuditCardChange       = "card-change"
+	AuditTokenChange      = "token-change"
+)
+
+// ErrAuditBroken: the audit chain does not verify; the message names the
+// first bad record and why.
+var ErrAuditBroken = errors.New("audit trail does not verify")
+
+// AuditRecord is one record of the audit trail. Seq, Prev and Hash are set
+// by the store when it appends; Body is a JSON value (nil means null).
+type AuditRecord struct {
+	Seq   int64           `json:"seq"`
+	At    time.Time       `json:"at"`
+	Kind  string          `json:"kind"`
+	Actor string          `json:"actor"`
+	Agent string          `json:"agent"`
+	Tool  string          `json:"tool"`
+	Body  json.RawMessage `json:"body"`
+	Prev  string          `json:"prev"`
+	Hash  string          `json:"hash"`
+}
+
+// genesis is the prev of the first record.
+var genesis = strings.Repeat("0", 64)
+
+// auditHash is SHA-256 over a canonical encoding of every field but the
+// hash itself: a version tag, then each field as its decimal byte length,
+// ':', the bytes and '\n' (length prefixes make the encoding unambiguous
+// whatever the fields hold). Times are Unix nanoseconds.
+func auditHash(r AuditRecord) string {
+	h := sha256.New()
+	io.WriteString(h, "maiden-audit-v1\n")
+	for _, f := range []string{
+		strconv.FormatInt(r.Seq, 10), strconv.FormatInt(r.At.UnixNano(), 10),
+		r.Kind, r.Actor, r.Agent, r.Tool, string(r.Body), r.Prev,
+	} {
+		io.WriteString(h, strconv.Itoa(len(f)))
+		io.WriteString(h, ":")
+		io.WriteString(h, f)
+		io.WriteString(h, "\n")
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func checkAuditRecord(r AuditRecord) error {
+	if err := checkName("audit kind", r.Kind); err != nil {
+		return err
+	}
+	if len(r.Body) > 0 && !json.Valid(r.Body) {
+		return fmt.Errorf("%w: audit record body is not JSON", ErrBadInput)
+	}
+	return nil
+}
+
+// appendAudit appends r inside tx, which holds the write lock, so that the
+// head read here is the head the insert extends.
+func (s *SQLite) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (AuditRecord, error) {
+	if err := checkAuditRecord(r); err != nil {
+		return r, err
+	}
+	if r.At.IsZero() {
+		r.At = s.now()
+	}
+	r.At = time.Unix(0, r.At.UnixNano()).UTC()
+	if len(r.Body) == 0 {
+		r.Body = json.RawMessage("null")
+	}
+	var seq int64
+	var prev string
+	err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&seq, &prev)
+	if isNoRows(err) {
+		seq, prev, err = 0, genesis, nil
+	}
+	if err != nil {
+		return r, fmt.Errorf("read audit head: %w", err)
+	}
+	r.Seq, r.Prev = seq+1, prev
+	r.Hash = auditHash(r)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (seq, at, kind, actor, agent, tool, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Seq, r.At.UnixNano(), r.Kind, r.Actor, r.Agent, r.Tool, string(r.Body), r.Prev, r.Hash); err != nil {
+		return r, fmt.Errorf("append audit record: %w", err)
+	}
+	return r, nil
+}
+
+// auditBody marshals v for a record body written by the store itself.
+func auditBody(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only maps of strings and numbers are passed
+	}
+	return b
+}
+
+// AppendAudit appends one record in its own transaction and returns it
+// with its sequence number and hashes. When it returns nil the record is
+// committed (synchronous=FULL: on disk).
+func (s *SQLite) AppendAudit(ctx context.Context, r AuditRecord) (AuditRecord, error) {
+	var out AuditRecord
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = s.appendAudit(ctx, tx, r)
+		return err
+	})
+	if err != nil {
+		return AuditRecord{}, fmt.Errorf("audit %s: %w", r.Kind, err)
+	}
+	return out, nil
+}
+
+const auditColumns = `seq, at, kind, actor, agent, tool, body, prev, hash`
+
+func scanAudit(row scanner) (AuditRecord, error) {
+	var r AuditRecord
+	var at int64
+	var body string
+	if err := row.Scan(&r.Seq, &at, &r.Kind, &r.Actor, &r.Agent, &r.Tool, &body, &r.Prev, &r.Hash); err != nil {
+		return r, err
+	}
+	r.At = time.Unix(0, at).UTC()
+	r.Body = json.RawMessage(body)
+	return r, nil
+}
+
+// AuditTail returns up to limit records with a sequence number above
+// after, in order (limit <= 0: all of them).
+func (s *SQLite) AuditTail(ctx context.Context, after int64, limit int) ([]AuditRecord, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	q := `SELECT ` + auditColumns + ` FROM audit WHERE seq > ? ORDER BY seq`
+	args := []any{after}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("audit tail: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditRecord
+	for rows.Next() {
+		r, err := scanAudit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("audit tail: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// AuditProblem says where and how a chain is broken.
+type AuditProblem struct {
+	Seq    int64  // the first bad record (or the first missing one)
+	Reason string // "edited", "deleted", "inserted", "reordered"
+	Detail string
+}
+
+func (p *AuditProblem) Error() string {
+	return fmt.Sprintf("%s: record %d %s: %s", ErrAuditBroken, p.Seq, p.Reason, p.Detail)
+}
+
+func (p *AuditProblem) Unwrap() error { return ErrAuditBroken }
+
+// verifyChain checks records given in their stored order (by seq). It
+// returns the head hash, or an *AuditProblem naming the first bad record.
+//
+// How each tampering shows (the hash covers the record's seq and prev):
+//   - deleted: a gap in the sequence numbers;
+//   - reordered: a record's prev is the hash of a record that comes later;
+//   - inserted: a record's own hash does not verify and its successor
+//     links past it, to its predecessor's hash;
+//   - edited: a record's own hash does not verify (or its prev matches
+//     nothing) while the chain around it is in place.
+//
+// An attacker who rewrites every record from some point on, recomputing
+// each hash, leaves a chain that verifies on its own: compare the head
+// with one exported or noted earlier (VerifyExport's head argument).
+func verifyChain(recs []AuditRecord) (head string, problem *AuditProblem) {
+	byHash := make(map[string]int, len(recs))
+	for i, r := range recs {
+		byHash[r.Hash] = i
+	}
+	prevHash, prevSeq := genesis, int64(0)
+	for i, r := range recs {
+		if r.Seq != prevSeq+1 {
+			if r.Seq > prevSeq+1 {
+				return "", &AuditProblem{prevSeq + 1, "deleted", fmt.Sprintf("records %d..%d are missing (the next present is %d)", prevSeq+1, r.Seq-1, r.Seq)}
+			}
+			return "", &AuditProblem{r.Seq, "reordered", fmt.Sprintf("sequence number %d follows %d", r.Seq, prevSeq)}
+		}
+		own := auditHash(r) == r.Hash
+		next := -1
+		if i+1 < len(recs) {
+			next = i + 1
+		}
+		if r.Prev != prevHash {
+			if j, ok := byHash[r.Prev]; ok && j > i {
+				return "", &AuditProblem{r.Seq, "reordered", fmt.Sprintf("it links to record %d, which comes after it", recs[j].Seq)}
+			}
+			if !own && next >= 0 && recs[next].Prev == prevHash {
+				return "", &AuditProblem{r.Seq, "inserted", fmt.Sprintf("record %d links past it to record %d", recs[next].Seq, prevSeq)}
+			}
+			return "", &AuditProblem{r.Seq, "edited", "its prev hash is not the hash of the record before it (edited, or a record before it deleted and the rest renumbered)"}
+		}
+		if !own {
+			if next >= 0 && recs[next].Prev == prevHash {
+				return "", &AuditProblem{r.Seq, "inserted", fmt.Sprintf("its hash does not verify and record %d links past it to record %d", recs[next].Seq, prevSeq)}
+			}
+			return "", &AuditProblem{r.Seq, "edited", "its content does not match its hash"}
+		}
+		prevHash, prevSeq = r.Hash, r.Seq
+	}
+	return prevHash, nil
+}
+
+// VerifyAudit checks the whole chain in one read and returns the number of
+// records and the head hash. A broken chain is an error wrapping
+// ErrAuditBroken, an *AuditProblem naming the first bad record and why.
+func (s *SQLite) VerifyAudit(ctx context.Context) (n int64, head string, err error) {
+	recs, err := s.AuditTail(ctx, 0, 0)
+	if err != nil {
+		return 0, "", err
+	}
+	head, p := verifyChain(recs)
+	if p != nil {
+		return int64(len(recs)), "", p
+	}
+	return int64(len(recs)), head, nil
+}
+
+// auditExportHead is the last line of an export.
+type auditExportHead struct {
+	Head    string `json:"head"`
+	Records int64  `json:"records"`
+}
+
+// ExportAudit writes the trail as JSON lines, one AuditRecord per line,
+// followed by {"head": HASH, "records": N}, all from one read. VerifyExport
+// checks such a file elsewhere.
+func (s *SQLite) ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error) {
+	recs, err := s.AuditTail(ctx, 0, 0)
+	if err != nil {
+		return 0, "", err
+	}
+	head = genesis
+	if len(recs) > 0 {
+		head = recs[len(recs)-1].Hash
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			return 0, "", fmt.Errorf("export audit: %w", err)
+		}
+	}
+	if err := enc.Encode(auditExportHead{Head: head, Records: int64(len(recs))}); err != nil {
+		return 0, "", fmt.Errorf("export audit: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, "", fmt.Errorf("export audit: %w", err)
+	}
+	return int64(len(recs)), head, nil
+}
+
+// VerifyExport verifies an export written by ExportAudit, without a store:
+// the chain, then that the final head line matches the last record (a
+// truncated export fails). If wantHead is not "", a record of the export
+// must have it as its hash: the export extends a head noted earlier (a
+// rewritten history that verifies on its own fails this).
+func VerifyExport(r io.Reader, wantHead string) (n int64, head string, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	var recs []AuditRecord
+	var trailer *auditExportHead
+	line := 0
+	for sc.Scan() {
+		line++
+		if trailer != nil {
+			return 0, "", fmt.Errorf("%w: line %d follows the head line", ErrAuditBroken, line)
+		}
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &probe); err != nil {
+			return 0, "", fmt.Errorf("%w: line %d is not JSON: %v", ErrAuditBroken, line, err)
+		}
+		if _, ok := probe["head"]; ok {
+			var h auditExportHead
+			if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
+				return 0, "", fmt.Errorf("%w: line %d: %v", ErrAuditBroken, line, err)
+			}
+			trailer = &h
+			continue
+		}
+		var rec AuditRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return 0, "", fmt.Errorf("%w: line %d: %v", ErrAuditBroken, line, err)
+		}
+		recs = append(recs, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return 0, "", fmt.Errorf("read audit export: %w", err)
+	}
+	if trailer == nil {
+		return 0, "", fmt.Errorf("%w: the export has no head line (truncated?)", ErrAuditBroken)
+	}
+	head, p := verifyChain(recs)
+	if p != nil {
+		return int64(len(recs)), "", p
+	}
+	if trailer.Head != head || trailer.Records != int64(len(recs)) {
+		return 0, "", fmt.Errorf("%w: the head line says %d records ending in %s; the records end in %s after %d", ErrAuditBroken, trailer.Records, trailer.Head, head, len(recs))
+	}
+	if wantHead != "" && wantHead != genesis {
+		found := false
+		for _, r := range recs {
+			found = found || r.Hash == wantHead
+		}
+		if !found {
+			return 0, "", fmt.Errorf("%w: no record of the export has the expected head %s (the chain was rewritten or cut before it)", ErrAuditBroken, wantHead)
+		}
+	}
+	return int64(len(recs)), head, nil
+}

@@ -1,0 +1,290 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/cards"
+)
+
+func appendN(t *testing.T, s *SQLite, n int, tool string) {
+	t.Helper()
+	for i := range n {
+		if _, err := s.AppendAudit(context.Background(), AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: tool,
+			Body: auditBody(map[string]int{"i": i})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func verifyOK(t *testing.T, s *SQLite, want int64) string {
+	t.Helper()
+	n, head, err := s.VerifyAudit(context.Background())
+	if err != nil || n != want {
+		t.Fatalf("VerifyAudit = %d, %v; want %d records intact", n, err, want)
+	}
+	return head
+}
+
+// TestAuditCardAndTokenChanges: every card and token change appends its
+// record in its own transaction; a refused operation appends none.
+func TestAuditCardAndTokenChanges(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	mustAgents(t, s, "a", "b")
+	_, tok, err := s.MintToken(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := s.Grant(ctx, "a", spec(t, "tool:invoke t", "card:derive *", "card:transfer *"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := s.Derive(ctx, AgentActor("a"), root.ID, "a", spec(t, "tool:invoke t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transfer(ctx, AgentActor("a"), kid.ID, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Revoke(ctx, Operator(), root.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.SyncSystemCards(ctx, "b", []cards.Spec{spec(t, "tool:invoke sys")}); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, s)
+	// Refused: nothing written, no record either.
+	if _, err := s.Derive(ctx, AgentActor("b"), root.ID, "b", spec(t, "tool:invoke t")); err == nil {
+		t.Fatal("derive from a revoked card by a non-holder succeeded")
+	}
+	if _, err := s.Grant(ctx, "ghost", spec(t, "tool:invoke t")); err == nil {
+		t.Fatal("grant to an unknown agent succeeded")
+	}
+	if after := dump(t, s); after != before {
+		t.Fatalf("a refused operation wrote:\n%s", after)
+	}
+	recs, err := s.AuditTail(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		var body map[string]any
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %v", r.Kind, r.Actor, r.Agent, body["op"]))
+	}
+	want := []string{
+		"token-change operator a mint", "card-change operator a grant", "card-change agent:a a derive",
+		"card-change agent:a b transfer", "card-change operator a revoke", "token-change operator a revoke",
+		"card-change operator b install-system",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	verifyOK(t, s, int64(len(want)))
+	// Tail pages.
+	page, err := s.AuditTail(ctx, 2, 3)
+	if err != nil || len(page) != 3 || page[0].Seq != 3 || page[2].Seq != 5 {
+		t.Fatalf("AuditTail(2, 3) = %v, %v", page, err)
+	}
+}
+
+// TestAuditExport: an export verifies on its own; a cut, an edit, or a
+// rewritten history (every hash recomputed, which no local check can
+// see) fail, the last against a head noted earlier.
+func TestAuditExport(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	appendN(t, s, 5, "t")
+	var buf bytes.Buffer
+	n, head, err := s.ExportAudit(ctx, &buf)
+	if err != nil || n != 5 {
+		t.Fatal(n, err)
+	}
+	noted := head
+	if n2, h2, err := VerifyExport(bytes.NewReader(buf.Bytes()), noted); err != nil || n2 != 5 || h2 != head {
+		t.Fatalf("VerifyExport = %d, %s, %v", n2, h2, err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	// Cut: the last record dropped, head line kept.
+	cut := strings.Join(append(append([]string{}, lines[:4]...), lines[5]), "")
+	if _, _, err := VerifyExport(strings.NewReader(cut), ""); !errors.Is(err, ErrAuditBroken) {
+		t.Fatalf("a cut export verified: %v", err)
+	}
+	// No head line.
+	if _, _, err := VerifyExport(strings.NewReader(strings.Join(lines[:5], "")), ""); !errors.Is(err, ErrAuditBroken) {
+		t.Fatalf("an export without its head line verified: %v", err)
+	}
+	// Edited.
+	edited := strings.Replace(buf.String(), `"tool":"t"`, `"tool":"x"`, 1)
+	var p *AuditProblem
+	if _, _, err := VerifyExport(strings.NewReader(edited), ""); !errors.As(err, &p) || p.Reason != "edited" || p.Seq != 1 {
+		t.Fatalf("an edited export: %v", err)
+	}
+	// Rewritten: record 2 changed and every hash from it on recomputed.
+	recs, _ := s.AuditTail(ctx, 0, 0)
+	recs[1].Tool = "forged"
+	var rw bytes.Buffer
+	prev := recs[0].Hash
+	for i := 1; i < len(recs); i++ {
+		recs[i].Prev = prev
+		recs[i].Hash = auditHash(recs[i])
+		prev = recs[i].Hash
+	}
+	for _, r := range recs {
+		json.NewEncoder(&rw).Encode(r)
+	}
+	json.NewEncoder(&rw).Encode(auditExportHead{Head: prev, Records: int64(len(recs))})
+	if _, _, err := VerifyExport(bytes.NewReader(rw.Bytes()), ""); err != nil {
+		t.Fatalf("the rewritten chain should verify on its own (that is why a noted head matters): %v", err)
+	}
+	if _, _, err := VerifyExport(bytes.NewReader(rw.Bytes()), noted); !errors.Is(err, ErrAuditBroken) {
+		t.Fatalf("a rewritten history verified against the noted head: %v", err)
+	}
+}
+
+// TestAuditTamperWithSQLiteCLI edits the store file with the sqlite3
+// command-line shell, as someone with the file would, and checks that
+// VerifyAudit names the first bad record and what was done to it.
+func TestAuditTamperWithSQLiteCLI(t *testing.T) {
+	cli, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; .ci/run installs it)")
+	}
+	for _, tc := range []struct {
+		name, sql, reason string
+		seq               int64
+	}{
+		{"edit a field", `UPDATE audit SET tool = 'evil' WHERE seq = 3`, "edited", 3},
+		{"edit the body", `UPDATE audit SET body = '{"i":99}' WHERE seq = 5`, "edited", 5},
+		{"delete a record", `DELETE FROM audit WHERE seq = 3`, "deleted", 3},
+		{"delete and renumber", `DELETE FROM audit WHERE seq = 3; UPDATE audit SET seq = seq - 1 WHERE seq > 3`, "edited", 3},
+		{"insert a forged record", `UPDATE audit SET seq = seq + 100 WHERE seq >= 4; UPDATE audit SET seq = seq - 99 WHERE seq >= 104;
+			INSERT INTO audit (seq, at, kind, actor, agent, tool, body, prev, hash)
+			SELECT 4, at, 'call-admitted', 'operator', 'a', 'forged', body, hash, hash FROM audit WHERE seq = 3`, "inserted", 4},
+		{"swap two records", `UPDATE audit SET seq = -1 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = -1`, "reordered", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			s := open(t, path, nil)
+			appendN(t, s, 6, "t")
+			verifyOK(t, s, 6)
+			s.Close()
+			out, err := exec.Command(cli, path, tc.sql).CombinedOutput()
+			if err != nil {
+				t.Fatalf("sqlite3: %v: %s", err, out)
+			}
+			s = open(t, path, nil)
+			_, _, err = s.VerifyAudit(context.Background())
+			var p *AuditProblem
+			if !errors.As(err, &p) || !errors.Is(err, ErrAuditBroken) {
+				t.Fatalf("VerifyAudit after %q: %v; want a problem", tc.sql, err)
+			}
+			if p.Reason != tc.reason || p.Seq != tc.seq {
+				t.Fatalf("VerifyAudit: %v; want record %d %s", err, tc.seq, tc.reason)
+			}
+			t.Logf("%s: %v", tc.name, err)
+		})
+	}
+}
+
+// TestAuditMultiProcess: three child processes and two goroutines append
+// at once; the result is one chain holding every record, each writer's
+// in its order.
+func TestAuditMultiProcess(t *testing.T) {
+	const per = 60
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path, nil)
+	var cmds []*exec.Cmd
+	for i := range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "MAIDEN_STORE_TEST_CHILD=audit", "MAIDEN_STORE_TEST_PATH="+path,
+			"MAIDEN_STORE_TEST_WRITER=kid"+strconv.Itoa(i), "MAIDEN_STORE_TEST_COUNT="+strconv.Itoa(per))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() { appendN(t, s, per, "go"+strconv.Itoa(g)) })
+	}
+	wg.Wait()
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child: %v", err)
+		}
+	}
+	verifyOK(t, s, 5*per)
+	recs, _ := s.AuditTail(context.Background(), 0, 0)
+	seen := map[string][]int{}
+	for _, r := range recs {
+		var b struct{ I int }
+		json.Unmarshal(r.Body, &b)
+		seen[r.Tool] = append(seen[r.Tool], b.I)
+	}
+	if len(seen) != 5 {
+		t.Fatalf("writers %v", seen)
+	}
+	for w, is := range seen {
+		for i, v := range is {
+			if v != i {
+				t.Fatalf("writer %s: records out of order or missing: %v", w, is)
+			}
+		}
+	}
+}
+
+// TestAuditKill9: a child appending in a loop is killed; the chain still
+// verifies (no half-written record).
+func TestAuditKill9(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path, nil)
+	s.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MAIDEN_STORE_TEST_CHILD=audit", "MAIDEN_STORE_TEST_PATH="+path,
+		"MAIDEN_STORE_TEST_WRITER=kid", "MAIDEN_STORE_TEST_COUNT=100000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Kill()
+	cmd.Wait()
+	s = open(t, path, nil)
+	n, _, err := s.VerifyAudit(context.Background())
+	if err != nil || n == 0 {
+		t.Fatalf("after kill -9: %d records, %v", n, err)
+	}
+	t.Logf("after kill -9: %d records verify", n)
+}
+
+// TestAuditRejectsBadInput: a record without a kind or with a body that
+// is not JSON is refused, and nothing is appended.
+func TestAuditRejectsBadInput(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	for _, r := range []AuditRecord{{}, {Kind: "x", Body: json.RawMessage("{")}} {
+		if _, err := s.AppendAudit(context.Background(), r); !errors.Is(err, ErrBadInput) {
+			t.Fatalf("AppendAudit(%+v) = %v", r, err)
+		}
+	}
+	verifyOK(t, s, 0)
+
+}

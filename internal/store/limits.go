@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+)
+
+// BucketKey names a rate-limit token bucket: one per agent, tool and rule.
+type BucketKey struct{ Agent, Tool, Rule string }
+
+func (k BucketKey) String() string { return k.Agent + "\x1f" + k.Tool + "\x1f" + k.Rule }
+
+// Rate is a token bucket: it holds at most Capacity tokens and gains
+// Refill tokens every Interval.
+type Rate struct {
+	Capacity int64
+	Refill   int64
+	Interval time.Duration
+}
+
+// mulDiv is a*b/c without overflowing in between; ok is false when the
+// result does not fit an int64.
+func mulDiv(a, b, c int64) (int64, bool) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return 0, false
+	}
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	return int64(q), q <= math.MaxInt64
+}
+
+// Take takes cost tokens from bucket key at time now. It returns allowed,
+// or, when the bucket holds too few, the earliest time the same take
+// would be allowed. The read and the write are one transaction under the
+// write lock, so that concurrent takers (in any process) never both spend
+// the same tokens, and the state survives restarts.
+//
+// The bucket is stored as one number, its theoretical arrival time (the
+// generic cell rate algorithm): the bucket is full when tat <= now, each
+// token moves tat on by Interval/Refill, and a take is allowed while tat
+// stays within Capacity tokens of now. A cost above Capacity is never
+// allowed (wait is then the zero time).
+func (s *SQLite) Take(ctx context.Context, key BucketKey, rate Rate, cost int64, now time.Time) (allowed bool, wait time.Time, err error) {
+	if rate.Capacity <= 0 || rate.Refill <= 0 || rate.Interval <= 0 || cost < 0 {
+		return false, time.Time{}, fmt.Errorf("rate limit %q: %w: capacity, refill and interval must be positive and cost not negative (%+v, cost %d)", key.Rule, ErrBadInput, rate, cost)
+	}
+	if err := checkName("agent name", key.Agent); err != nil {
+		return false, time.Time{}, err
+	}
+	if cost > rate.Capacity {
+		return false, time.Time{}, nil
+	}
+	step, ok1 := mulDiv(cost, int64(rate.Interval), rate.Refill)
+	burst, ok2 := mulDiv(rate.Capacity, int64(rate.Interval), rate.Refill)
+	if !ok1 || !ok2 {
+		return false, time.Time{}, fmt.Errorf("rate limit %q: %w: the bucket's span overflows (%+v)", key.Rule, ErrBadInput, rate)
+	}
+	t := now.UnixNano()
+	err = s.writeKeep(ctx, func(tx *sql.Tx) error {
+		var tat int64
+		err := tx.QueryRowContext(ctx, `SELECT tat FROM rate_buckets WHERE bucket = ?`, key.String()).Scan(&tat)
+		if isNoRows(err) {
+			tat, err = t, nil
+		}
+		if err != nil {
+			return err
+		}
+		tat = max(tat, t)
+		next := tat + step
+		if next-t > burst {
+			wait = time.Unix(0, next-burst).UTC()
+			return nil
+		}
+		allowed = true
+		_, err = tx.ExecContext(ctx, `INSERT INTO rate_buckets (bucket, tat) VALUES (?, ?)
+			ON CONFLICT (bucket) DO UPDATE SET tat = excluded.tat`, key.String(), next)
+		return err
+	})
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("rate limit %q for agent %q, tool %q: %w", key.Rule, key.Agent, key.Tool, err)
+	}
+	return allowed, wait, nil
+}
+
+// QuotaKey names a cost window: one per agent and rule.
+type QuotaKey struct{ Agent, Rule string }
+
+func (k QuotaKey) String() string { return k.Agent + "\x1f" + k.Rule }
+
+// Spend spends cost units of quota key's window at time now: windows are
+// fixed, Window long, aligned on the Unix epoch, and hold limit units. It
+// returns allowed, or when the window is spent, the time the next window
+// starts. One transaction, as Take.
+func (s *SQLite) Spend(ctx context.Context, key QuotaKey, limit int64, window time.Duration, cost int64, now time.Time) (allowed bool, reset time.Time, err error) {
+	if limit <= 0 || window <= 0 || cost < 0 {
+		return false, time.Time{}, fmt.Errorf("quota %q: %w: limit and window must be positive and cost not negative", key.Rule, ErrBadInput)
+	}
+	if err := checkName("agent name", key.Agent); err != nil {
+		return false, time.Time{}, err
+	}
+	t := now.UnixNano()
+	start := t - ((t%int64(window))+int64(window))%int64(window)
+	reset = time.Unix(0, start+int64(window)).UTC()
+	if cost > limit {
+		return false, reset, nil
+	}
+	err = s.writeKeep(ctx, func(tx *sql.Tx) error {
+		var have, used int64
+		err := tx.QueryRowContext(ctx, `SELECT start, used FROM quota_windows WHERE quota = ?`, key.String()).Scan(&have, &used)
+		if isNoRows(err) {
+			have, used, err = start, 0, nil
+		}
+		if err != nil {
+			return err
+		}
+		if have != start {
+			used = 0
+		}
+		if used+cost > limit {
+			return nil
+		}
+		allowed = true
+		_, err = tx.ExecContext(ctx, `INSERT INTO quota_windows (quota, start, used) VALUES (?, ?, ?)
+			ON CONFLICT (quota) DO UPDATE SET start = excluded.start, used = excluded.used`, key.String(), start, used+cost)
+		return err
+	})
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("quota %q for agent %q: %w", key.Rule, key.Agent, err)
+	}
+	return allowed, reset, nil
+}
