@@ -117,7 +117,12 @@ func (s *SQLite) Spend(ctx context.Context, key QuotaKey, limit int64, window ti
 		if err != nil {
 			return err
 		}
-		if have != start {
+		switch {
+		case have > start:
+			// The clock went back: stay in the later window (never give
+			// units back).
+			start, reset = have, time.Unix(0, have+int64(window)).UTC()
+		case have < start:
 			used = 0
 		}
 		if used+cost > limit {

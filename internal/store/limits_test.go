@@ -150,6 +150,10 @@ func TestSpendQuota(t *testing.T) {
 	if ok, _, _ := s.Spend(ctx, k, 10, time.Hour, 10, t0.Add(time.Hour)); !ok {
 		t.Fatal("the next window did not start empty")
 	}
+	// A clock that goes back to the spent window gives nothing back.
+	if ok, reset, _ := s.Spend(ctx, k, 10, time.Hour, 1, t0.Add(30*time.Minute)); ok || !reset.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("a clock gone back: %v, reset %v", ok, reset)
+	}
 	if ok, _, _ := s.Spend(ctx, QuotaKey{"b", "q"}, 10, time.Hour, 10, t0.Add(time.Hour)); !ok {
 		t.Fatal("another agent shares the window")
 	}

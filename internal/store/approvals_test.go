@@ -1,0 +1,308 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func newApproval(t *testing.T, s *SQLite, digest string, ttl time.Duration) Approval {
+	t.Helper()
+	a, err := s.CreateApproval(context.Background(), Approval{
+		Agent: "a", Session: "s1", Tool: "pay", Rendered: "pay --amount=250", Digest: digest,
+		Middleware: "approve#1", Reason: "args.amount > 100", CardGeneration: 7, Expires: s.now().Add(ttl),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func wantState(t *testing.T, s *SQLite, id, state string) {
+	t.Helper()
+	a, err := s.Approval(context.Background(), id)
+	if err != nil || a.State != state {
+		t.Fatalf("approval %s: state %q, %v; want %q", id, a.State, err, state)
+	}
+}
+
+// TestApprovalLifecycle: create, list, decide (audited), find, consume
+// once, done; the errors for unknown and already decided IDs; denial
+// memory; expiry.
+func TestApprovalLifecycle(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	s := open(t, filepath.Join(t.TempDir(), "state.db"), c)
+	a := newApproval(t, s, "d1", time.Hour)
+	b := newApproval(t, s, "d2", time.Hour)
+	p, err := s.PendingApprovals(ctx, c.now())
+	if err != nil || len(p) != 2 || p[0].ID != a.ID || p[0].Rendered != "pay --amount=250" || p[0].CardGeneration != 7 || p[0].Reason != "args.amount > 100" {
+		t.Fatalf("pending = %+v, %v", p, err)
+	}
+	if _, found, _ := s.FindApproved(ctx, "a", "pay", "d1", c.now()); found {
+		t.Fatal("a pending request was found approved")
+	}
+	if _, err := s.ConsumeAndStart(ctx, a.ID); !errors.Is(err, ErrApprovalState) {
+		t.Fatalf("consume of a pending request: %v", err)
+	}
+	if _, err := s.Decide(ctx, "apr_nope", true, "operator:ann", ""); !errors.Is(err, ErrUnknownApproval) || !strings.Contains(err.Error(), "apr_nope") {
+		t.Fatalf("decide unknown: %v", err)
+	}
+	if _, err := s.Decide(ctx, a.ID, true, "operator:ann", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(ctx, a.ID, false, "operator:bob", "no"); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "approved") {
+		t.Fatalf("decide twice: %v", err)
+	}
+	if _, err := s.Decide(ctx, b.ID, false, "operator:bob", "too much"); err != nil {
+		t.Fatal(err)
+	}
+	// The decisions are in the audit trail, by whom.
+	recs, _ := s.AuditTail(ctx, 0, 0)
+	if len(recs) != 2 || recs[0].Kind != AuditApproval || recs[0].Actor != "operator:ann" || recs[1].Kind != AuditDenial || !strings.Contains(string(recs[1].Body), "too much") {
+		t.Fatalf("audit: %+v", recs)
+	}
+	// Only the same agent, tool and digest find the approval.
+	for _, q := range [][3]string{{"b", "pay", "d1"}, {"a", "other", "d1"}, {"a", "pay", "d9"}} {
+		if _, found, _ := s.FindApproved(ctx, q[0], q[1], q[2], c.now()); found {
+			t.Fatalf("FindApproved%v found one", q)
+		}
+	}
+	got, found, err := s.FindApproved(ctx, "a", "pay", "d1", c.now())
+	if err != nil || !found || got.ID != a.ID {
+		t.Fatalf("FindApproved = %+v, %v, %v", got, found, err)
+	}
+	if _, err := s.ConsumeAndStart(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConsumeAndStart(ctx, a.ID); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "started") {
+		t.Fatalf("second consume: %v", err)
+	}
+	if _, found, _ := s.FindApproved(ctx, "a", "pay", "d1", c.now()); found {
+		t.Fatal("a consumed approval was found again")
+	}
+	if err := s.MarkDone(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkDone(ctx, a.ID); !errors.Is(err, ErrApprovalState) {
+		t.Fatalf("MarkDone twice: %v", err)
+	}
+	wantState(t, s, a.ID, ApprovalDone)
+	// A denial is remembered until the request expires.
+	if d, found, _ := s.RecentDenial(ctx, "a", "pay", "d2", c.now()); !found || d.DecisionReason != "too much" || d.DecidedBy != "operator:bob" {
+		t.Fatalf("RecentDenial = %+v, %v", d, found)
+	}
+	c.add(time.Hour)
+	if _, found, _ := s.RecentDenial(ctx, "a", "pay", "d2", c.now()); found {
+		t.Fatal("a denial outlived its request")
+	}
+	// Expiry: pending and approved-unconsumed requests expire; deciding an
+	// expired one is refused and marks it.
+	e1 := newApproval(t, s, "d3", time.Minute)
+	e2 := newApproval(t, s, "d4", time.Minute)
+	e3 := newApproval(t, s, "d5", time.Minute)
+	if _, err := s.Decide(ctx, e2.ID, true, "operator:ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Minute)
+	if _, err := s.Decide(ctx, e3.ID, true, "operator:ann", ""); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("decide expired: %v", err)
+	}
+	wantState(t, s, e3.ID, ApprovalExpired)
+	if _, err := s.ConsumeAndStart(ctx, e2.ID); !errors.Is(err, ErrApprovalState) {
+		t.Fatalf("consume of an expired approval: %v", err)
+	}
+	if n, err := s.Expire(ctx, c.now()); err != nil || n != 2 {
+		t.Fatalf("Expire = %d, %v; want 2", n, err)
+	}
+	wantState(t, s, e1.ID, ApprovalExpired)
+	wantState(t, s, e2.ID, ApprovalExpired)
+	if p, _ := s.PendingApprovals(ctx, c.now()); len(p) != 0 {
+		t.Fatalf("pending after expiry: %+v", p)
+	}
+	// Bad input.
+	if _, err := s.CreateApproval(ctx, Approval{Agent: "a", Tool: "t", Digest: "d", Middleware: "m", Expires: c.now()}); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("an already expired request: %v", err)
+	}
+	if _, err := s.CreateApproval(ctx, Approval{Tool: "t", Digest: "d", Middleware: "m", Expires: c.now().Add(time.Hour)}); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("no agent: %v", err)
+	}
+}
+
+func childCmd(path, mode, arg string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MAIDEN_STORE_TEST_CHILD="+mode, "MAIDEN_STORE_TEST_PATH="+path, "MAIDEN_STORE_TEST_WRITER="+arg)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// TestConsumeExactlyOnce: eight goroutines on two *SQLite and four child
+// processes race to consume one approval; exactly one wins, in each of
+// several rounds.
+func TestConsumeExactlyOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path, nil)
+	s2 := open(t, path, nil)
+	for round := range 3 {
+		a := newApproval(t, s, "race", time.Hour)
+		if _, err := s.Decide(context.Background(), a.ID, true, "operator:ann", ""); err != nil {
+			t.Fatal(err)
+		}
+		var cmds []*exec.Cmd
+		var outs []*strings.Builder
+		for range 4 {
+			cmd := childCmd(path, "consume", a.ID)
+			var out strings.Builder
+			cmd.Stdout = &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds, outs = append(cmds, cmd), append(outs, &out)
+		}
+		var wins atomic.Int64
+		var wg sync.WaitGroup
+		for i := range 8 {
+			st := s
+			if i%2 == 1 {
+				st = s2
+			}
+			wg.Go(func() {
+				_, err := st.ConsumeAndStart(context.Background(), a.ID)
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.Is(err, ErrApprovalState):
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("child: %v", err)
+			}
+			if strings.TrimSpace(outs[i].String()) == "ok" {
+				wins.Add(1)
+			}
+		}
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d consumers won; want exactly 1", round, wins.Load())
+		}
+		wantState(t, s, a.ID, ApprovalStarted)
+	}
+}
+
+// holdChild starts a child in mode on approval id, waits for its line,
+// kills it with SIGKILL and reaps it.
+func holdChild(t *testing.T, path, mode, id, line string) {
+	t.Helper()
+	cmd := childCmd(path, mode, id)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != line {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child %s: got %q, want %q", mode, sc.Text(), line)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	cmd.Wait()
+}
+
+// TestApprovalKill9 (A16): a real child approves and is killed before
+// the call starts: after a restart the approval is there and consumable
+// exactly once. Another child starts the call and is killed while it
+// "runs": on restart it is interrupted, never consumable again. A call
+// started by a live process is left alone.
+func TestApprovalKill9(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path, nil)
+	a := newApproval(t, s, "k1", time.Hour)
+	b := newApproval(t, s, "k2", time.Hour)
+	s.Close()
+
+	// Killed between approval and start.
+	holdChild(t, path, "approve-hold", a.ID, "approved")
+	s = open(t, path, nil)
+	if n, err := s.MarkInterruptedOnStartup(ctx); err != nil || n != 0 {
+		t.Fatalf("MarkInterruptedOnStartup = %d, %v; nothing was started", n, err)
+	}
+	got, found, err := s.FindApproved(ctx, "a", "pay", "k1", time.Now())
+	if err != nil || !found || got.ID != a.ID {
+		t.Fatalf("after restart the approval is gone: %+v, %v, %v", got, found, err)
+	}
+	if _, err := s.ConsumeAndStart(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConsumeAndStart(ctx, a.ID); !errors.Is(err, ErrApprovalState) {
+		t.Fatalf("consumed twice: %v", err)
+	}
+	// This process's own started call is not interrupted by a restart of
+	// another store in it.
+	if n, _ := s.MarkInterruptedOnStartup(ctx); n != 0 {
+		t.Fatalf("a live process's call was marked interrupted")
+	}
+	if err := s.MarkDone(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Killed while the call runs.
+	if _, err := s.Decide(ctx, b.ID, true, "operator:ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	// A live child holding a started call is not interrupted by our
+	// startup; once it is killed, it is.
+	cmd := childCmd(path, "start-hold", b.ID)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "started" {
+		cmd.Process.Kill()
+		t.Fatalf("child: %q", sc.Text())
+	}
+	if n, _ := s.MarkInterruptedOnStartup(ctx); n != 0 {
+		cmd.Process.Kill()
+		t.Fatal("a call of a live process was marked interrupted")
+	}
+	wantState(t, s, b.ID, ApprovalStarted)
+	cmd.Process.Kill()
+	cmd.Wait()
+	s.Close()
+	s = open(t, path, nil)
+	if n, err := s.MarkInterruptedOnStartup(ctx); err != nil || n != 1 {
+		t.Fatalf("MarkInterruptedOnStartup = %d, %v; want 1", n, err)
+	}
+	wantState(t, s, b.ID, ApprovalInterrupted)
+	if _, found, _ := s.FindApproved(ctx, "a", "pay", "k2", time.Now()); found {
+		t.Fatal("an interrupted call is found approved")
+	}
+	if _, err := s.ConsumeAndStart(ctx, b.ID); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("consume of an interrupted call: %v", err)
+	}
+	wantState(t, s, a.ID, ApprovalDone)
+	var check string
+	if err := s.db.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+		t.Fatalf("integrity_check = %q, %v", check, err)
+	}
+	if _, _, err := s.VerifyAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
