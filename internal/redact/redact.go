@@ -1,0 +1,286 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+const (
+	// MaxPatterns bounds the operator's patterns.
+	MaxPatterns = 64
+	// MaxPatternLen bounds one pattern's source, in bytes.
+	MaxPatternLen = 1024
+	// MaxPatternInsts bounds one pattern's compiled RE2 program
+	// (instructions), so that `a{1000}{1000}`-style blow-ups are refused.
+	MaxPatternInsts = 20_000
+	// maxDepth bounds how many levels of JSON string nesting are decoded.
+	maxDepth = 4
+)
+
+// Pattern is one operator pattern: an RE2 expression and the name its
+// replacement carries ([REDACTED:name]). If the expression has a group
+// named "secret", only that group is replaced.
+type Pattern struct {
+	Name string
+	Expr string
+}
+
+// Error is a pattern that does not compile, naming it.
+type Error struct {
+	Index int    // 0-based position in the list
+	Name  string // the pattern's name
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("redact pattern %d (%q): %s", e.Index+1, e.Name, e.Msg)
+}
+
+type detector struct {
+	name   string
+	re     *regexp.Regexp
+	groups []int    // the submatches named "secret"; the first that matched is replaced; none: the whole match
+	hints  []string // run re only if the text holds one of these (case-sensitive); nil: always
+	marker string
+	skip   func(string) bool // a match that is not a secret after all
+}
+
+// Redactor applies built-in detectors and operator patterns. It is
+// immutable and safe for concurrent use.
+type Redactor struct {
+	dets []detector
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// New compiles the operator's patterns; with builtins, the built-in
+// detectors (Builtins) run too, before the operator's.
+func New(patterns []Pattern, builtins bool) (*Redactor, error) {
+	if len(patterns) > MaxPatterns {
+		return nil, fmt.Errorf("redact: %d patterns, more than the limit of %d", len(patterns), MaxPatterns)
+	}
+	r := &Redactor{}
+	if builtins {
+		r.dets = append(r.dets, builtin...)
+	}
+	for i, p := range patterns {
+		d, err := compile(p)
+		if err != nil {
+			return nil, &Error{Index: i, Name: p.Name, Msg: err.Error()}
+		}
+		r.dets = append(r.dets, d)
+	}
+	return r, nil
+}
+
+func compile(p Pattern) (detector, error) {
+	if !nameRE.MatchString(p.Name) {
+		return detector{}, errors.New("the name must be 1 to 63 lower-case letters, digits and '-', starting with a letter or digit")
+	}
+	if p.Expr == "" {
+		return detector{}, errors.New("the expression is empty")
+	}
+	if len(p.Expr) > MaxPatternLen {
+		return detector{}, fmt.Errorf("the expression is %d bytes, longer than the limit of %d", len(p.Expr), MaxPatternLen)
+	}
+	tree, err := syntax.Parse(p.Expr, syntax.Perl)
+	if err != nil {
+		return detector{}, err
+	}
+	prog, err := syntax.Compile(tree.Simplify())
+	if err != nil {
+		return detector{}, err
+	}
+	if len(prog.Inst) > MaxPatternInsts {
+		return detector{}, fmt.Errorf("the expression compiles to %d instructions, more than the limit of %d", len(prog.Inst), MaxPatternInsts)
+	}
+	re, err := regexp.Compile(p.Expr)
+	if err != nil {
+		return detector{}, err
+	}
+	if re.MatchString("") {
+		return detector{}, errors.New("the expression matches the empty string")
+	}
+	d := detector{name: p.Name, re: re, marker: "[REDACTED:" + p.Name + "]"}
+	d.groups = secretGroups(re)
+	return d, nil
+}
+
+// secretGroups lists the indices of the groups named "secret".
+func secretGroups(re *regexp.Regexp) []int {
+	var gs []int
+	for i, n := range re.SubexpNames() {
+		if n == "secret" {
+			gs = append(gs, i)
+		}
+	}
+	return gs
+}
+
+// span is one replacement: text[start:end] becomes repl.
+type span struct {
+	start, end int
+	repl       string
+}
+
+// Redact returns text with every detected secret replaced by its marker.
+func (r *Redactor) Redact(text string) string {
+	out, _ := r.redact(text, 0)
+	return out
+}
+
+// Count is Redact that also says how many secrets were replaced (for an
+// audit record; never the values).
+func (r *Redactor) Count(text string) (string, int) {
+	return r.redact(text, 0)
+}
+
+func (r *Redactor) redact(text string, depth int) (string, int) {
+	spans := r.find(text, depth)
+	if len(spans) == 0 {
+		return text, 0
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	pos, n := 0, 0
+	for _, s := range spans {
+		b.WriteString(text[pos:s.start])
+		b.WriteString(s.repl)
+		pos = s.end
+		n++
+	}
+	b.WriteString(text[pos:])
+	return b.String(), n
+}
+
+// find returns the non-overlapping replacements in text, in order: the
+// detectors' matches on the raw text, and each JSON string literal with
+// escapes whose decoded value holds a match (replaced by the redacted
+// value re-encoded).
+func (r *Redactor) find(text string, depth int) []span {
+	var spans []span
+	for i := range r.dets {
+		d := &r.dets[i]
+		if d.hints != nil && !containsAny(text, d.hints) {
+			continue
+		}
+		for _, m := range d.re.FindAllStringSubmatchIndex(text, -1) {
+			s, e := m[0], m[1]
+			for _, g := range d.groups {
+				if m[2*g] >= 0 {
+					s, e = m[2*g], m[2*g+1]
+					break
+				}
+			}
+			if s < 0 || s == e || strings.HasPrefix(text[s:e], "[REDACTED:") || d.skip != nil && d.skip(text[s:e]) {
+				continue
+			}
+			spans = append(spans, span{s, e, d.marker})
+		}
+	}
+	if depth < maxDepth && strings.IndexByte(text, '\\') >= 0 {
+		spans = append(spans, r.jsonStrings(text, depth)...)
+	}
+	if len(spans) <= 1 {
+		return spans
+	}
+	// Earliest first, longest first at the same start; drop overlaps.
+	slices.SortFunc(spans, func(a, b span) int {
+		if a.start != b.start {
+			return a.start - b.start
+		}
+		return b.end - a.end
+	})
+	out := spans[:1]
+	for _, s := range spans[1:] {
+		last := &out[len(out)-1]
+		if s.start < last.end {
+			// A partial overlap (rare: two detectors on neighbouring
+			// text) widens the first replacement over both, so no part
+			// of either secret survives.
+			last.end = max(last.end, s.end)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func containsAny(text string, hints []string) bool {
+	for _, h := range hints {
+		if strings.Contains(text, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonStrings finds the JSON string literals of text that contain a
+// backslash escape, decodes each, and returns a replacement for those
+// whose value holds a secret. Quotes are paired left to right, each scan
+// ending at the next unescaped quote, so the whole is linear in len(text).
+func (r *Redactor) jsonStrings(text string, depth int) []span {
+	var spans []span
+	i := 0
+	for {
+		q := strings.IndexByte(text[i:], '"')
+		if q < 0 {
+			return spans
+		}
+		start := i + q
+		end, escaped := scanString(text, start+1)
+		if end < 0 {
+			return spans
+		}
+		i = end + 1
+		if !escaped {
+			continue
+		}
+		var val string
+		if json.Unmarshal([]byte(text[start:end+1]), &val) != nil {
+			i = start + 1 // not a JSON string: pair the closing quote anew
+			continue
+		}
+		red, n := r.redact(val, depth+1)
+		if n == 0 {
+			continue
+		}
+		spans = append(spans, span{start, end + 1, encode(red)})
+	}
+}
+
+// scanString returns the index of the quote that closes a string whose
+// content starts at i, and whether the content has a backslash.
+func scanString(text string, i int) (int, bool) {
+	escaped := false
+	for i < len(text) {
+		switch text[i] {
+		case '"':
+			return i, escaped
+		case '\\':
+			escaped = true
+			i += 2
+			continue
+		}
+		i++
+	}
+	return -1, escaped
+}
+
+func encode(s string) string {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	_ = e.Encode(s) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
+}
