@@ -42,6 +42,7 @@ func TestApprovalLifecycle(t *testing.T) {
 	c := newClock()
 	s := open(t, filepath.Join(t.TempDir(), "state.db"), c)
 	a := newApproval(t, s, "d1", time.Hour)
+	c.add(time.Second)
 	b := newApproval(t, s, "d2", time.Hour)
 	p, err := s.PendingApprovals(ctx, c.now())
 	if err != nil || len(p) != 2 || p[0].ID != a.ID || p[0].Rendered != "pay --amount=250" || p[0].CardGeneration != 7 || p[0].Reason != "args.amount > 100" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -47,5 +48,69 @@ func BenchmarkWallet(b *testing.B) {
 			}
 		})
 		s.Close()
+	}
+}
+
+// tinyCallNS is the tiny WAT tool's in-process call as measured by
+// ./bench's BenchmarkCall rows in the README (about 23 µs p50); the
+// x-tiny-call metric is the audit write's cost as a fraction of it (the
+// budget is 0.15). The report gives the ratio against a baseline measured
+// in the same session.
+const tinyCallNS = 23000
+
+// BenchmarkAuditAppend: one record per AppendAudit (its own IMMEDIATE
+// transaction, synchronous=FULL commit), serially; and with 8 concurrent
+// callers, one transaction each (serialised on the write lock) or group
+// committed (AppendAuditGroup: callers that arrive while a commit is in
+// flight share the next one).
+func BenchmarkAuditAppend(b *testing.B) {
+	rec := AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:research", Agent: "research", Tool: "weather",
+		Body: auditBody(map[string]any{"rendered": "weather --city=Paris --units=metric", "cards": []string{"card_0123456789abcdef01234567"}})}
+	for _, sync := range []string{"FULL", "NORMAL"} {
+		b.Run("sync="+sync, func(b *testing.B) { benchAudit(b, sync, rec) })
+	}
+}
+
+func benchAudit(b *testing.B, sync string, rec AuditRecord) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "state.db"), &Options{Synchronous: sync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	report := func(b *testing.B) {
+		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(ns/tinyCallNS, "x-tiny-call")
+	}
+	b.Run("serial", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.AppendAudit(ctx, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b)
+	})
+	for _, mode := range []string{"parallel8/own-tx", "parallel8/group"} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetParallelism(8 / max(1, runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					var err error
+					if mode == "parallel8/group" {
+						_, err = s.AppendAuditGroup(ctx, rec)
+					} else {
+						_, err = s.AppendAudit(ctx, rec)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			report(b)
+		})
+	}
+	if _, _, err := s.VerifyAudit(ctx); err != nil {
+		b.Fatal(err)
 	}
 }

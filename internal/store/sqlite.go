@@ -19,6 +19,12 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Now is the clock; nil means time.Now (tests move it).
 	Now func() time.Time
+	// Synchronous is SQLite's synchronous setting: "" or "FULL" (a commit
+	// that returned is on disk), or "NORMAL" (in WAL mode a commit
+	// survives the process's crash, kill -9 included, but the last
+	// commits may be lost on power loss or an OS crash; commits are then
+	// several times cheaper: see BenchmarkAuditAppend).
+	Synchronous string
 }
 
 // SQLite is the store in one SQLite file (see the package documentation).
@@ -33,6 +39,9 @@ type SQLite struct {
 	// runner names this process in the approved calls it starts (see
 	// MarkInterruptedOnStartup).
 	runner string
+	auditQ auditGroup // AppendAuditGroup's queue
+	// auditHead and auditInsert are appendAudit's statements, prepared once.
+	auditHead, auditInsert *sql.Stmt
 }
 
 var _ Store = (*SQLite)(nil)
@@ -56,7 +65,15 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	// FULL: a commit is on disk before Grant returns (WAL's NORMAL could lose
 	// the last commits on power loss; a kill -9 loses nothing either way).
-	q.Add("_pragma", "synchronous(FULL)")
+	sync := "FULL"
+	switch strings.ToUpper(opts.Synchronous) {
+	case "", "FULL":
+	case "NORMAL":
+		sync = "NORMAL"
+	default:
+		return nil, fmt.Errorf("open state store %s: %w: synchronous %q is neither FULL nor NORMAL", path, ErrBadInput, opts.Synchronous)
+	}
+	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	// Every transaction takes the write lock when it begins: a deferred
 	// transaction that reads and then writes fails at once with
@@ -77,8 +94,13 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
-	if s.gen, err = db.PrepareContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`); err != nil {
-		db.Close()
+	if s.gen, err = db.PrepareContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`); err == nil {
+		if s.auditHead, err = db.PrepareContext(ctx, auditHeadSQL); err == nil {
+			s.auditInsert, err = db.PrepareContext(ctx, auditInsertSQL)
+		}
+	}
+	if err != nil {
+		s.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
 	// One connection stays open (and has read through the WAL) for the
@@ -103,8 +125,10 @@ func (s *SQLite) Close() error {
 	if s.pin != nil {
 		s.pin.Close()
 	}
-	if s.gen != nil {
-		s.gen.Close()
+	for _, st := range []*sql.Stmt{s.gen, s.auditHead, s.auditInsert} {
+		if st != nil {
+			st.Close()
+		}
 	}
 	return s.db.Close()
 }
