@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -159,6 +160,9 @@ func (s *SQLite) PendingApprovals(ctx context.Context, now time.Time) ([]Approva
 func (s *SQLite) Decide(ctx context.Context, id string, approve bool, by, reason string) (Approval, error) {
 	if err := checkName("decided by", by); err != nil {
 		return Approval{}, fmt.Errorf("decide %s: %w", id, err)
+	}
+	if strings.HasPrefix(by, "agent:") {
+		return Approval{}, fmt.Errorf("decide approval %s: %w: %s is an agent; only an operator decides", id, ErrNotAllowed, by)
 	}
 	var out Approval
 	expired := false

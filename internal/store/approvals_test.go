@@ -57,6 +57,12 @@ func TestApprovalLifecycle(t *testing.T) {
 	if _, err := s.Decide(ctx, "apr_nope", true, "operator:ann", ""); !errors.Is(err, ErrUnknownApproval) || !strings.Contains(err.Error(), "apr_nope") {
 		t.Fatalf("decide unknown: %v", err)
 	}
+	for _, by := range []string{"agent:a", "agent:other", AgentActor("a").String()} {
+		if _, err := s.Decide(ctx, a.ID, true, by, "self"); !errors.Is(err, ErrNotAllowed) {
+			t.Fatalf("decide by %s: %v", by, err)
+		}
+	}
+	wantState(t, s, a.ID, ApprovalPending)
 	if _, err := s.Decide(ctx, a.ID, true, "operator:ann", "ok"); err != nil {
 		t.Fatal(err)
 	}

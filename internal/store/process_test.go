@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -353,5 +354,37 @@ func TestGenerationSeesEveryWriter(t *testing.T) {
 	}
 	if h1, _ := a.Generation(ctx); h1 == h0 || h1 < 0 {
 		t.Fatalf("fallback generation %#x → %#x", h0, h1)
+	}
+}
+
+// TestShmSurvivesGC: after garbage collections (which run the finalizer
+// of any unreachable *os.File), a child process opening the store and
+// writing beside this one neither rebuilds the WAL index under it nor
+// makes its writes fail: the -shm descriptor Generation reads through
+// must stay open, or the process's POSIX locks on the file go with it.
+func TestShmSurvivesGC(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path, nil)
+	mustAgents(t, s, "burst")
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // let the finalizers run
+	}
+	cmd := child(t, path, "kid", 0, 30)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if _, err := s.Grant(ctx, "burst", labelled(i, "parent")); err != nil {
+			t.Fatalf("grant %d beside the child: %v", i, err)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	got := labels(t, s)
+	if len(got["kid"]) != 30 || len(got["parent"]) != 30 {
+		t.Fatalf("grants: kid %d, parent %d; want 30 each", len(got["kid"]), len(got["parent"]))
 	}
 }

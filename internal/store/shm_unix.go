@@ -37,11 +37,19 @@ import (
 // opens.
 type shmWatch struct {
 	m []byte
+	// f is kept reachable for the life of the process: an unreachable
+	// *os.File is closed by its finalizer at some garbage collection,
+	// which drops the process's POSIX locks exactly as an explicit Close
+	// would (TestConcurrentWriters failed with SQLITE_IOERR_IN_PAGE, a
+	// fault on the -shm mapping another process had truncated, once more
+	// allocation made the collection come sooner).
+	f *os.File
 }
 
 var shmFiles = struct {
 	sync.Mutex
 	byInode map[[2]uint64]*shmWatch
+	kept    []*os.File // every -shm descriptor opened, reachable forever
 }{byInode: map[[2]uint64]*shmWatch{}}
 
 const walIndexHdrSize = 48
@@ -64,7 +72,9 @@ func openShm(dbPath string) (*shmWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	// f is deliberately never closed (see shmWatch).
+	// f is deliberately never closed (see shmWatch), nor left to its
+	// finalizer on the error paths below.
+	shmFiles.kept = append(shmFiles.kept, f)
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -76,7 +86,7 @@ func openShm(dbPath string) (*shmWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &shmWatch{m: m}
+	w := &shmWatch{m: m, f: f}
 	shmFiles.byInode[key] = w
 	return w, nil
 }
