@@ -54,6 +54,17 @@
 // the pass is linear; in text that is not JSON a mispaired quote only
 // means a decoded segment that holds nothing.
 //
+// # Streams (Writer)
+//
+// NewWriter redacts a stream written in pieces (a log, output copied as
+// it arrives): it holds back the last StreamWindow (16 KiB) bytes, cuts
+// after a newline when it can, never inside a match or an open JSON string,
+// and carries the quote pairing across cuts, so a secret split across
+// writes, raw or escaped, is found as in one Redact of the whole (a test
+// writes 100 KiB of fixtures in random pieces and compares). Limit: a JSON
+// string or PEM block longer than 256 KiB is cut anyway, and an escaped
+// secret straddling that forced cut is not decoded.
+//
 // # Cost
 //
 // Linear time: RE2 has no backtracking, each built-in first looks for a
