@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -91,6 +92,14 @@ func (s *SQLite) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (Au
 	r.At = time.Unix(0, r.At.UnixNano()).UTC()
 	if len(r.Body) == 0 {
 		r.Body = json.RawMessage("null")
+	} else {
+		// Stored (and hashed) compact, so that an export, which writes
+		// the body as JSON again, carries exactly the hashed bytes.
+		var b bytes.Buffer
+		if err := json.Compact(&b, r.Body); err != nil {
+			return r, fmt.Errorf("%w: audit record body: %v", ErrBadInput, err)
+		}
+		r.Body = b.Bytes()
 	}
 	var seq int64
 	var prev string
@@ -284,6 +293,7 @@ func (s *SQLite) ExportAudit(ctx context.Context, w io.Writer) (n int64, head st
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false) // bodies as hashed: "<" stays "<"
 	for _, r := range recs {
 		if err := enc.Encode(r); err != nil {
 			return 0, "", fmt.Errorf("export audit: %w", err)
