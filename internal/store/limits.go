@@ -48,8 +48,10 @@ func (s *SQLite) Take(ctx context.Context, key BucketKey, rate Rate, cost int64,
 	if rate.Capacity <= 0 || rate.Refill <= 0 || rate.Interval <= 0 || cost < 0 {
 		return false, time.Time{}, fmt.Errorf("rate limit %q: %w: capacity, refill and interval must be positive and cost not negative (%+v, cost %d)", key.Rule, ErrBadInput, rate, cost)
 	}
-	if err := checkName("agent name", key.Agent); err != nil {
-		return false, time.Time{}, err
+	for what, v := range map[string]string{"agent name": key.Agent, "tool name": key.Tool, "rule": key.Rule} {
+		if err := checkName(what, v); err != nil { // printable: the key's separator cannot occur
+			return false, time.Time{}, fmt.Errorf("rate limit: %w", err)
+		}
 	}
 	if cost > rate.Capacity {
 		return false, time.Time{}, nil
@@ -99,8 +101,10 @@ func (s *SQLite) Spend(ctx context.Context, key QuotaKey, limit int64, window ti
 	if limit <= 0 || window <= 0 || cost < 0 {
 		return false, time.Time{}, fmt.Errorf("quota %q: %w: limit and window must be positive and cost not negative", key.Rule, ErrBadInput)
 	}
-	if err := checkName("agent name", key.Agent); err != nil {
-		return false, time.Time{}, err
+	for what, v := range map[string]string{"agent name": key.Agent, "rule": key.Rule} {
+		if err := checkName(what, v); err != nil {
+			return false, time.Time{}, fmt.Errorf("quota: %w", err)
+		}
 	}
 	t := now.UnixNano()
 	start := t - ((t%int64(window))+int64(window))%int64(window)

@@ -63,6 +63,10 @@ func TestTakeBucket(t *testing.T) {
 	if ok, _, err := s.Take(ctx, BucketKey{"a", "x", "r"}, rate, 4, t1); ok || err != nil {
 		t.Fatalf("cost 4 of 3: %v, %v", ok, err)
 	}
+	// Keys are printable, so one key's parts cannot forge another's.
+	if _, _, err := s.Take(ctx, BucketKey{"a", "weather\x1fr1", ""}, rate, 1, t1); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("a key with a separator: %v", err)
+	}
 	if _, _, err := s.Take(ctx, k, Rate{}, 1, t1); !errors.Is(err, ErrBadInput) {
 		t.Fatalf("zero rate: %v", err)
 	}
