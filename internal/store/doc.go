@@ -24,8 +24,9 @@
 //     SQLITE_BUSY when another process committed in between (the busy
 //     handler does not cover that upgrade). synchronous=FULL: a grant that
 //     returned is on disk (Options.Synchronous may choose NORMAL: safe
-//     against a process crash, not against power loss). Tested with two *SQLite on one file plus a child
-//     process, and with kill -9 of a child in a burst of grants.
+//     against a process crash, not against power loss). Tested with two
+//     *SQLite on one file plus a child process, and with kill -9 of a
+//     child in a burst of grants.
 //   - Migrations are numbered steps run on Open, each in its own
 //     transaction with its row in schema_migrations; a file at a version this
 //     binary does not know is ErrSchemaTooNew and is left untouched.
