@@ -50,6 +50,9 @@ type detector struct {
 	hints  []string // run re only if the text holds one of these (case-sensitive); nil: always
 	marker string
 	skip   func(string) bool // a match that is not a secret after all
+	// starts (lower case) and anchored: see detStarts.
+	starts   []string
+	anchored *regexp.Regexp
 }
 
 // Redactor applies built-in detectors and operator patterns. It is
@@ -166,23 +169,46 @@ func (r *Redactor) redact(text string, depth int) (string, int) {
 // value re-encoded).
 func (r *Redactor) find(text string, depth int) []span {
 	var spans []span
+	var lower string
+	add := func(d *detector, m []int, off int) {
+		s, e := m[0], m[1]
+		for _, g := range d.groups {
+			if m[2*g] >= 0 {
+				s, e = m[2*g], m[2*g+1]
+				break
+			}
+		}
+		if s < 0 || s == e || strings.HasPrefix(text[off+s:off+e], "[REDACTED:") || d.skip != nil && d.skip(text[off+s:off+e]) {
+			return
+		}
+		spans = append(spans, span{off + s, off + e, d.marker})
+	}
 	for i := range r.dets {
 		d := &r.dets[i]
+		if d.starts != nil {
+			if lower == "" {
+				lower = asciiLower(text)
+			}
+			for _, w := range d.starts {
+				for at := 0; ; {
+					j := strings.Index(lower[at:], w)
+					if j < 0 {
+						break
+					}
+					at += j
+					if m := d.anchored.FindStringSubmatchIndex(text[at:min(len(text), at+startWindow)]); m != nil {
+						add(d, m, at)
+					}
+					at++
+				}
+			}
+			continue
+		}
 		if d.hints != nil && !containsAny(text, d.hints) {
 			continue
 		}
 		for _, m := range d.re.FindAllStringSubmatchIndex(text, -1) {
-			s, e := m[0], m[1]
-			for _, g := range d.groups {
-				if m[2*g] >= 0 {
-					s, e = m[2*g], m[2*g+1]
-					break
-				}
-			}
-			if s < 0 || s == e || strings.HasPrefix(text[s:e], "[REDACTED:") || d.skip != nil && d.skip(text[s:e]) {
-				continue
-			}
-			spans = append(spans, span{s, e, d.marker})
+			add(d, m, 0)
 		}
 	}
 	if depth < maxDepth && strings.IndexByte(text, '\\') >= 0 {
@@ -211,6 +237,17 @@ func (r *Redactor) find(text string, depth int) []span {
 		out = append(out, s)
 	}
 	return out
+}
+
+// asciiLower lower-cases ASCII letters only, so offsets stay those of text.
+func asciiLower(text string) string {
+	b := []byte(text)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 func containsAny(text string, hints []string) bool {
