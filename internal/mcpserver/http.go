@@ -226,7 +226,10 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 					return
 				case err != nil:
 					s.log.Error("could not authenticate a request", "error", err)
-					http.Error(w, "maiden: cannot check the bearer token: "+err.Error(), http.StatusServiceUnavailable)
+					// The cause (a file path, a database error) is for the
+					// operator's log, not for a client nobody has
+					// authenticated yet.
+					http.Error(w, "maiden: cannot check the bearer token now: the state store is unavailable (the server's log says why); try again later", http.StatusServiceUnavailable)
 					return
 				}
 				agent = a
