@@ -90,7 +90,7 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 		now = time.Now
 	}
 	s := &SQLite{db: db, path: path, now: now, runner: runnerID()}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateRetrying(ctx, busy); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
@@ -239,6 +239,33 @@ func SchemaVersion() int { return len(migrations) - 1 }
 // migrate applies the missing steps, each in its own transaction with its
 // version row, so that several processes opening one new file at once
 // serialise on the write lock and each step runs once.
+// migrateRetrying runs migrate, retrying for up to patience while the file
+// is busy. SQLite does not always call the busy handler while a new file
+// is being set up by another process (switching it to WAL, recovering its
+// index): then a statement fails at once with SQLITE_BUSY, which here only
+// means "another maiden is creating or migrating this file, wait".
+func (s *SQLite) migrateRetrying(ctx context.Context, patience time.Duration) error {
+	deadline := time.Now().Add(patience)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := s.migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (or an extended code
+// of it).
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
+}
+
 func (s *SQLite) migrate(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
