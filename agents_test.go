@@ -321,3 +321,47 @@ func writeConfigAt(t *testing.T, path, body string, tools ...string) *config.Con
 	}
 	return cfg
 }
+
+// TestBuiltinsOnlyForDeclaredAgents: an agent removed from agent.toml keeps
+// its cards in the store, but no longer reaches the card built-ins through
+// them; nor does any caller once the host is closed.
+func TestBuiltinsOnlyForDeclaredAgents(t *testing.T) {
+	body := `version = 1
+[tools.echo]
+path = %q
+[agents.other]
+tools = ["echo"]
+`
+	lead := "[agents.lead]\ntools = [\"cards_list\"]\ngrants = [\"card:inspect *\", \"tool:invoke echo --...\"]\n"
+	cfg := writeConfig(t, body+lead, "echo")
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	list := maiden.Call{Agent: "lead", Tool: "cards_list", Input: `{}`}
+	if res, err := h.CallBuiltin(ctx, list); err != nil || !res.OK {
+		t.Fatalf("declared agent: %+v, %v", res, err)
+	}
+	st, err := store.Open(ctx, cfg.StatePath(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g, _ := grant.Parse("card:inspect *")
+	if _, err := st.Grant(ctx, "lead", cards.Spec{LowerPos: cards.Any(g)}); err != nil {
+		t.Fatal(err)
+	}
+	h.SetConfig(writeConfigAt(t, cfg.File(), body, "echo"))
+	for _, agent := range []string{"lead", "", "ghost"} {
+		list.Agent = agent
+		if _, err := h.CallBuiltin(ctx, list); !errors.Is(err, maiden.ErrUnknownTool) {
+			t.Errorf("agent %q, not declared: %v", agent, err)
+		}
+	}
+	h.Close(ctx)
+	list.Agent = "other"
+	if _, err := h.CallBuiltin(ctx, list); !errors.Is(err, maiden.ErrClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+}

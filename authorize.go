@@ -58,6 +58,7 @@ type stateHolder struct {
 	st     store.Store
 	path   string
 	synced *config.Config // the configuration the store holds the system cards of
+	closed bool           // set by closeState: the store is not opened again
 	// wallets caches each agent's pinned wallet while the store's
 	// generation is unchanged and no card in it has expired since.
 	wallets map[string]cachedWallet
@@ -75,6 +76,9 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 	s := &h.stateHolder
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
 	if s.st != nil && s.synced == cfg {
 		return s.st, nil
 	}
@@ -160,6 +164,7 @@ func (h *Host) closeState() error {
 	s := &h.stateHolder
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	if s.st == nil {
 		return nil
 	}

@@ -135,15 +135,15 @@ func mayUse(w *cards.Wallet, verb string) bool {
 // ...); malformed input (a grant that does not parse: where and what was
 // expected) is kind input. A store that cannot answer is ErrState.
 func (h *Host) CallBuiltin(ctx context.Context, call Call) (Result, error) {
-	cfg := h.cfg.Load()
-	bi, ok := builtins[call.Tool]
-	a, declared := cfg.Agent(call.Agent)
-	var b config.Binding
-	if declared {
-		b, ok = a.Binding(call.Tool)
-		ok = ok && b.Builtin
+	if h.closed.Load() {
+		return Result{Tool: call.Tool}, ErrClosed
 	}
-	if !ok || cfg.Implicit() {
+	cfg := h.cfg.Load()
+	bi, isBuiltin := builtins[call.Tool]
+	b, agentOK, bound := cfg.AgentBinding(call.Agent, call.Tool)
+	if cfg.Implicit() || !isBuiltin || !agentOK || !bound || !b.Builtin {
+		// An agent agent.toml does not declare (removed, misspelt, "")
+		// has no built-ins, whatever cards the store still holds for it.
 		return Result{}, fmt.Errorf("%w %q for agent %q", ErrUnknownTool, call.Tool, call.Agent)
 	}
 	start := time.Now()
