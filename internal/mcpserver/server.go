@@ -99,6 +99,9 @@ type Server struct {
 type agentServer struct {
 	agent string
 	mcp   *mcp.Server
+	// filled is done once the first sync of the agent's tools has run:
+	// every request waits for it, so none sees a half-filled list.
+	filled sync.Once
 
 	mu     sync.Mutex
 	served map[string]servedTool // by tool name
@@ -165,11 +168,14 @@ func (s *Server) serverFor(ctx context.Context, agent string) *agentServer {
 		s.agents[agent] = as
 	}
 	s.mu.Unlock()
-	if !ok {
+	// Outside s.mu (the sync reads tools and the store); a second request
+	// of the same agent meanwhile waits here rather than seeing an empty
+	// server.
+	as.filled.Do(func() {
 		if err := s.syncAgent(ctx, as); err != nil {
 			s.log.Error("could not list the tools of an agent", "agent", agent, "error", err)
 		}
-	}
+	})
 	return as
 }
 
@@ -205,7 +211,7 @@ func (s *Server) middleware(as *agentServer) mcp.Middleware {
 			case "tools/list":
 				s.syncBuiltins(ctx, as)
 			case "tools/call":
-				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && slices.Contains(config.BuiltinTools, r.Params.Name) {
+				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && isBuiltin(r.Params.Name) {
 					s.syncBuiltins(ctx, as)
 				}
 			}
