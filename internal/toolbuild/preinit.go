@@ -234,6 +234,11 @@ func (t *Toolchain) snapshotGo(ctx context.Context, core []byte, work string) ([
 	if err != nil {
 		return nil, &errNoSnapshot{fmt.Sprintf("instrumenting the module for the snapshot run: %v", err)}
 	}
+	if !probe.GoRandCounted {
+		// Without the count a math/rand value drawn in init would be
+		// frozen into every call unnoticed.
+		return nil, &errNoSnapshot{"the module has no name section (built with -ldflags=-s?), so math/rand draws during init cannot be counted"}
+	}
 	in, out := filepath.Join(work, "probed.wasm"), filepath.Join(work, "snapshot.wasm")
 	if err := os.WriteFile(in, probed, 0o644); err != nil {
 		return nil, err

@@ -20,6 +20,10 @@ type Probe struct {
 	WallClock, Random, GoRand uint32
 	// Imports counts the WASI imports that were redirected through a counter.
 	Imports int
+	// GoRandCounted is false when the module has no name section naming
+	// runtime.rand (a Go build with -ldflags=-s strips it): math/rand draws
+	// then cannot be counted, and Counts.GoRand stays 0 whatever init did.
+	GoRandCounted bool
 }
 
 // Counts are the WASI reads a module made while it initialised.
@@ -122,6 +126,7 @@ func Instrument(core []byte) ([]byte, Probe, error) {
 			goRand, hasGoRand = idx, true
 		}
 	}
+	probe.GoRandCounted = hasGoRand
 	var callerRedirect map[uint32]uint32
 	if hasGoRand {
 		typ, err := m.definedType(goRand - uint32(len(funcs)))

@@ -106,6 +106,12 @@ func TestInstrumentNothingToDo(t *testing.T) {
 	if err != nil || probe.Imports != 0 || !bytes.Equal(in, out) {
 		t.Errorf("a module without WASI imports: %v, %+v, changed %v", err, probe, !bytes.Equal(in, out))
 	}
+	// No name section (a Go build with -ldflags=-s): math/rand draws
+	// cannot be counted, and the probe says so (maiden build then does
+	// not snapshot).
+	if probe.GoRandCounted {
+		t.Error("GoRandCounted without a name section naming runtime.rand")
+	}
 }
 
 func TestRewriteBody(t *testing.T) {
@@ -280,6 +286,9 @@ func TestInstrumentGoRand(t *testing.T) {
 	out, probe, err := Instrument(b.bytes())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !probe.GoRandCounted {
+		t.Error("runtime.rand is named, yet its draws are not counted")
 	}
 	m, _ := parse(out)
 	r := &reader{b: m.sections[m.find(secCode)].body}

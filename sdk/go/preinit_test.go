@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -226,6 +227,36 @@ func TestPreinitRefusesFrozenInitReads(t *testing.T) {
 				t.Errorf("with %s=require: err %v, want a build error that says it %s; progress:\n%s", toolbuild.PreinitEnv, err, tc.want, progress)
 			}
 		})
+	}
+}
+
+// TestPreinitStrippedBuild: with -ldflags=-s Go's linker drops the name
+// section that math/rand's draws are found by, so a draw at init could not
+// be seen: such a build is not snapshotted, with a warning saying why, and
+// each call initialises anew.
+func TestPreinitStrippedBuild(t *testing.T) {
+	sb, err := sharedSandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOFLAGS", strings.TrimSpace(os.Getenv("GOFLAGS")+" -ldflags=-s"))
+	path, progress, err := buildWithLog(t, "initmathrand", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(progress, "warning: not pre-initialising") || !strings.Contains(progress, "no name section") {
+		t.Errorf("a stripped build did not say it cannot count math/rand draws; it said:\n%s", progress)
+	}
+	var outs []string
+	for range 2 {
+		out, err := sb.Execute(context.Background(), sandbox.Call{Path: path, Limits: limits, Input: "{}"})
+		if err != nil || out.Failure != nil {
+			t.Fatalf("call: %v %v", err, out.Failure)
+		}
+		outs = append(outs, out.Output)
+	}
+	if outs[0] == outs[1] {
+		t.Errorf("two calls returned the same init-time value %q", outs[0])
 	}
 }
 
