@@ -152,7 +152,7 @@ func (c *Condition) EvalContext(ctx context.Context, v Vars) (bool, error) {
 		out ref.Val
 		err error
 	)
-	if c.loop || ctx.Done() != nil {
+	if c.loop {
 		ctx, cancel := context.WithTimeout(ctx, MaxDuration)
 		defer cancel()
 		out, _, err = c.prg.ContextEval(ctx, &activation{v: &v})
