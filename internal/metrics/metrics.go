@@ -44,6 +44,8 @@ const (
 	kindOK          = "ok"
 	kindOverloaded  = "overloaded"
 	kindUnknownTool = "unknown-tool"
+	kindUnknownAgt  = "unknown-agent"
+	kindState       = "state"
 	kindClosed      = "closed"
 	kindCanceled    = "canceled"
 	kindError       = "error"
@@ -78,7 +80,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: CallsTotal,
-			Help: `Calls by tool and how they ended: kind "ok", a failure kind (tool, deadline, memory, trap, denied, invalid, config, input), or a call that could not be made (overloaded, unknown-tool, closed, canceled, error). tool is empty when the name is not a configured tool.`,
+			Help: `Calls by tool and how they ended: kind "ok", a failure kind (tool, deadline, memory, trap, denied, invalid, config, input), or a call that could not be made (overloaded, unknown-tool, unknown-agent, state, closed, canceled, error). tool is empty when the name is not a configured tool.`,
 		}, []string{labelTool, labelKind}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    CallDuration,
@@ -160,6 +162,12 @@ func callKind(ev maiden.CallEvent) string {
 		return kindOverloaded
 	case errors.Is(ev.Err, maiden.ErrUnknownTool):
 		return kindUnknownTool
+	case errors.Is(ev.Err, maiden.ErrUnknownAgent):
+		return kindUnknownAgt
+	case errors.Is(ev.Err, maiden.ErrState):
+		// The state store could not answer: calls of declared agents are
+		// refused, which an operator alerts on.
+		return kindState
 	case errors.Is(ev.Err, maiden.ErrClosed):
 		return kindClosed
 	case errors.Is(ev.Err, context.Canceled), errors.Is(ev.Err, context.DeadlineExceeded):
