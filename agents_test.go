@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
@@ -363,5 +364,43 @@ tools = ["echo"]
 	list.Agent = "other"
 	if _, err := h.CallBuiltin(ctx, list); !errors.Is(err, maiden.ErrClosed) {
 		t.Errorf("after Close: %v", err)
+	}
+}
+
+// TestExpiredCardLeavesTheCache: a card that expires while nothing is
+// written to the store stops allowing calls at its expiry, though the
+// host keeps each agent's wallet cached while the store is unchanged.
+func TestExpiredCardLeavesTheCache(t *testing.T) {
+	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n[agents.a]\ntools = [\"echo\"]\n", "echo")
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	ctx := context.Background()
+	call := func() maiden.Result {
+		t.Helper()
+		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"hi"}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	call() // the store is opened and the agent written before the grant
+	st, err := store.Open(ctx, cfg.StatePath(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := grant.Parse("tool:invoke echo --...")
+	if _, err := st.Grant(ctx, "a", cards.Spec{LowerPos: cards.Any(g), Expires: time.Now().Add(400 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if res := call(); !res.OK {
+		t.Fatalf("before expiry: %+v", res)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if res := call(); res.OK || res.Error.Kind != maiden.KindDenied {
+		t.Fatalf("after expiry, with the wallet cached: %+v", res)
 	}
 }
