@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
@@ -301,18 +300,7 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 		if err == nil {
 			err = h.outputSchemaErr(li)
 		}
-		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: policyWarnings(t, h.hasSecret)})
+		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: policyWarnings(t, h.gate.HasSecret)})
 	}
 	return out, nil
-}
-
-// hasSecret reports whether the secret has a value on this host, asked the
-// way the gate asks (Options.LookupSecret, or the environment).
-func (h *Host) hasSecret(name string) bool {
-	if h.opts.LookupSecret != nil {
-		v, ok := h.opts.LookupSecret(name)
-		return ok && v != ""
-	}
-	v, ok := os.LookupEnv(egress.SecretEnvPrefix + name)
-	return ok && v != ""
 }

@@ -67,6 +67,14 @@ func New(opts *Options) *Gate {
 	return g
 }
 
+// HasSecret reports whether the secret name has a value the gate would
+// attach: found by the gate's own lookup, and not empty (an empty value is
+// refused as missing). It never returns the value.
+func (g *Gate) HasSecret(name string) bool {
+	v, ok := g.lookup(name)
+	return ok && v != ""
+}
+
 // noNetwork is the policy of a tool without one: no host is allowed.
 var noNetwork = &Policy{maxBytes: DefaultMaxResponseBytes}
 
