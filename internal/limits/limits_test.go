@@ -83,6 +83,7 @@ func TestBucketNeverExceedsCapacityInAnyWindow(t *testing.T) {
 	for range 200 {
 		b := randBucket(r)
 		step := int64(b.Interval) / b.Refill
+		burst, _ := mulDiv(b.Capacity, int64(b.Interval), b.Refill)
 		var st BucketState
 		now := t0.UnixNano()
 		var allowed []event
@@ -106,7 +107,12 @@ func TestBucketNeverExceedsCapacityInAnyWindow(t *testing.T) {
 			for j := i; j < len(allowed); j++ {
 				sum += allowed[j].cost
 				span := allowed[j].at - allowed[i].at
-				if bound := b.Capacity + span/step; sum > bound {
+				// Each allowed take moves the arrival time by at least
+				// cost*step and the last one left it within burst of
+				// now, so sum*step <= burst + span (burst is rounded
+				// down from the exact Capacity*Interval/Refill, which
+				// can hold one more step than Capacity*step).
+				if bound := (burst + span) / step; sum > bound {
 					t.Fatalf("%+v: %d allowed over %v, bound %d", b, sum, time.Duration(span), bound)
 				}
 				if int64(b.Interval)%b.Refill == 0 {
