@@ -1,5 +1,6 @@
 // Package wit holds maiden's tool contract, the WIT package maiden:tool, in
-// every version the host links: 0.2.0 (current) and 0.1.0.
+// every version the host links: 0.2.0 (current) and 0.1.0; and the contract
+// of operator middleware components, maiden:middleware@0.1.0.
 //
 // The .wit files beside this one are public API: tools are built against them
 // and the host links exactly the interfaces they describe. The Go package
@@ -68,3 +69,29 @@ const HostInterface = "maiden:tool/host@0.2.0"
 // OutputSchemaExport is the export 0.2.0 added; a component with it was built
 // against 0.2.0 or later.
 const OutputSchemaExport = "output-schema"
+
+//go:embed maiden-middleware.wit
+var middlewareText string
+
+// Middleware is the contract of operator middleware components
+// (maiden-middleware.wit): they import only a log and export describe and
+// handle. Package, HostInterface and Text have the meanings they have for
+// the tool contract; the rest of Contract does not apply.
+var Middleware = Contract{
+	Version: "0.1.0", Package: "maiden:middleware@0.1.0", HostInterface: "maiden:middleware/host@0.1.0",
+	Text: middlewareText,
+}
+
+// MiddlewareWorld is the name of the world a middleware component targets.
+const MiddlewareWorld = "middleware"
+
+// HandleExport is the export that runs one middleware hook; a component
+// that has it (and no execute) is a middleware component.
+const HandleExport = "handle"
+
+// ExecuteExport is the tool's export that runs a call.
+const ExecuteExport = "execute"
+
+// EventVersion is the version of the event JSON that maiden:middleware@0.1.0
+// components receive (the event's "version" field).
+const EventVersion = 1

@@ -1,0 +1,311 @@
+// Package mwproto is the JSON contract between maiden and an operator's
+// middleware component (wit/maiden-middleware.wit, maiden:middleware@0.1.0):
+// the event the host passes to handle() and the verdict the component
+// returns. The host builds events with Event.JSON and reads verdicts with
+// ParseVerdict, which refuses anything that is not exactly one of the
+// documented verdicts (the caller then refuses the call).
+//
+// The package is pure (encoding/json only) and imports nothing of maiden's,
+// so both the root package and tests can use it. sdk/go mirrors these types
+// for middleware authors; its tests hold the two to the same JSON.
+package mwproto
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// Version is the event version of maiden:middleware@0.1.0.
+const Version = 1
+
+// Phase is when a hook runs.
+type Phase string
+
+// Phases.
+const (
+	Before Phase = "before" // before the tool runs: the input may be rewritten
+	After  Phase = "after"  // after the tool succeeded: the output may be rewritten
+)
+
+// Event is what a middleware's handle() receives, as JSON.
+type Event struct {
+	// Phase is Before or After.
+	Phase Phase
+	// Tool is the tool's name as the agent called it.
+	Tool string
+	// Agent is the calling agent.
+	Agent string
+	// Session is the call's session boundary ("" when it has none).
+	Session string
+	// Rendered is the canonical rendering of the input ("--city=Paris
+	// --days=3"), the form grants are written in.
+	Rendered string
+	// Input is the parsed input object, as JSON. It must be a JSON object.
+	Input json.RawMessage
+	// Output is the tool's output text; it is sent in the After phase only.
+	Output string
+}
+
+// wireEvent is Event's JSON form.
+type wireEvent struct {
+	Version  int             `json:"version"`
+	Phase    Phase           `json:"phase"`
+	Tool     string          `json:"tool"`
+	Agent    string          `json:"agent"`
+	Session  string          `json:"session"`
+	Rendered string          `json:"rendered"`
+	Input    json.RawMessage `json:"input"`
+	Output   *string         `json:"output,omitempty"`
+}
+
+// JSON encodes the event as handle() receives it. It fails on an unknown
+// phase or an input that is not a JSON object.
+func (e Event) JSON() (string, error) {
+	if e.Phase != Before && e.Phase != After {
+		return "", fmt.Errorf("middleware event: phase %q, want %q or %q", e.Phase, Before, After)
+	}
+	if !isObject(e.Input) {
+		return "", errors.New("middleware event: input is not a JSON object")
+	}
+	w := wireEvent{Version: Version, Phase: e.Phase, Tool: e.Tool, Agent: e.Agent, Session: e.Session, Rendered: e.Rendered, Input: e.Input}
+	if e.Phase == After {
+		out := e.Output
+		w.Output = &out
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return "", fmt.Errorf("middleware event: %w", err)
+	}
+	return string(b), nil
+}
+
+// Kind is a verdict's kind.
+type Kind string
+
+// Verdict kinds.
+const (
+	Pass    Kind = "pass"
+	Reject  Kind = "reject"
+	Rewrite Kind = "rewrite"
+)
+
+// Verdict is what a middleware decided, as ParseVerdict read it.
+type Verdict struct {
+	Kind Kind
+	// Message is a rejection's text for the agent (Reject only).
+	Message string
+	// Input replaces the call's input (Rewrite in the Before phase): a JSON
+	// object, compacted. The host validates it against the tool's schema and
+	// authorizes it again, as if the agent had sent it.
+	Input json.RawMessage
+	// Output replaces the tool's output (Rewrite in the After phase).
+	Output string
+}
+
+// MaxMessage bounds a rejection's message, in bytes: it is shown to the
+// agent, and a middleware should say why in a sentence, not a document.
+const MaxMessage = 4096
+
+// ParseVerdict reads what handle() returned for an event of the given
+// phase. Exactly these objects are accepted:
+//
+//	{"verdict":"pass"}
+//	{"verdict":"reject","message":"..."}   a non-empty message, at most MaxMessage bytes
+//	{"verdict":"rewrite","input":{...}}    Before only
+//	{"verdict":"rewrite","output":"..."}   After only
+//
+// Anything else (not JSON, not an object, a repeated or unknown key, an
+// unknown verdict, a field of the wrong type or phase, trailing data) is an
+// error that says what was wrong; the host refuses the call.
+func ParseVerdict(phase Phase, text string) (Verdict, error) {
+	if phase != Before && phase != After {
+		return Verdict{}, fmt.Errorf("middleware verdict: phase %q, want %q or %q", phase, Before, After)
+	}
+	fields, err := objectFields(text)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("middleware verdict: %w", err)
+	}
+	raw, ok := fields["verdict"]
+	if !ok {
+		return Verdict{}, fmt.Errorf("middleware verdict: no \"verdict\" key (got %s)", keyList(fields))
+	}
+	var kind string
+	if err := json.Unmarshal(raw, &kind); err != nil {
+		return Verdict{}, fmt.Errorf("middleware verdict: \"verdict\" is %s, want a string", jsonType(raw))
+	}
+	allowed := map[Kind][]string{Pass: nil, Reject: {"message"}}
+	if phase == Before {
+		allowed[Rewrite] = []string{"input"}
+	} else {
+		allowed[Rewrite] = []string{"output"}
+	}
+	want, known := allowed[Kind(kind)]
+	if !known {
+		return Verdict{}, fmt.Errorf("middleware verdict: unknown verdict %q, want \"pass\", \"reject\" or \"rewrite\"", kind)
+	}
+	for k := range fields {
+		if k == "verdict" || contains(want, k) {
+			continue
+		}
+		if Kind(kind) == Rewrite && (k == "input" || k == "output") {
+			return Verdict{}, fmt.Errorf("middleware verdict: a rewrite in the %s phase may not set %q (before: input, after: output)", phase, k)
+		}
+		return Verdict{}, fmt.Errorf("middleware verdict: unexpected key %q in a %q verdict", k, kind)
+	}
+	v := Verdict{Kind: Kind(kind)}
+	switch v.Kind {
+	case Reject:
+		raw, ok := fields["message"]
+		if !ok {
+			return Verdict{}, errors.New("middleware verdict: a \"reject\" verdict needs a \"message\" for the agent")
+		}
+		if err := json.Unmarshal(raw, &v.Message); err != nil {
+			return Verdict{}, fmt.Errorf("middleware verdict: \"message\" is %s, want a string", jsonType(raw))
+		}
+		if strings.TrimSpace(v.Message) == "" {
+			return Verdict{}, errors.New("middleware verdict: \"message\" is empty; a rejection must say why")
+		}
+		if len(v.Message) > MaxMessage {
+			return Verdict{}, fmt.Errorf("middleware verdict: \"message\" is %d bytes, over the limit of %d", len(v.Message), MaxMessage)
+		}
+	case Rewrite:
+		if phase == Before {
+			raw, ok := fields["input"]
+			if !ok {
+				return Verdict{}, errors.New("middleware verdict: a \"rewrite\" in the before phase needs \"input\" (a JSON object)")
+			}
+			if !isObject(raw) {
+				return Verdict{}, fmt.Errorf("middleware verdict: \"input\" is %s, want a JSON object", jsonType(raw))
+			}
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, raw); err != nil {
+				return Verdict{}, fmt.Errorf("middleware verdict: \"input\": %w", err)
+			}
+			v.Input = buf.Bytes()
+		} else {
+			raw, ok := fields["output"]
+			if !ok {
+				return Verdict{}, errors.New("middleware verdict: a \"rewrite\" in the after phase needs \"output\" (a string)")
+			}
+			if err := json.Unmarshal(raw, &v.Output); err != nil {
+				return Verdict{}, fmt.Errorf("middleware verdict: \"output\" is %s, want a string", jsonType(raw))
+			}
+		}
+	}
+	return v, nil
+}
+
+// objectFields splits a JSON object into its keys' raw values, refusing a
+// repeated key (encoding/json would keep the last one silently, and two
+// readers of the same text must not see two verdicts) and trailing data.
+func objectFields(text string) (map[string]json.RawMessage, error) {
+	if !utf8.ValidString(text) {
+		return nil, errors.New("not valid UTF-8")
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("not a JSON object (starts with %s)", tokenString(tok))
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("not JSON: %v", err)
+		}
+		key := tok.(string) // inside an object, Token returns keys as strings
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("not JSON: value of %q: %v", key, err)
+		}
+		if _, dup := fields[key]; dup {
+			return nil, fmt.Errorf("key %q appears twice", key)
+		}
+		fields[key] = raw
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("data after the JSON object")
+	} else if !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data after the JSON object: %v", err)
+	}
+	return fields, nil
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return false
+	}
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil
+}
+
+func jsonType(raw json.RawMessage) string {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) == 0 {
+		return "empty"
+	}
+	switch t[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+func tokenString(tok json.Token) string {
+	switch tok.(type) {
+	case json.Delim:
+		return fmt.Sprintf("%q", tok)
+	case string:
+		return "a string"
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+func keyList(fields map[string]json.RawMessage) string {
+	if len(fields) == 0 {
+		return "an empty object"
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, fmt.Sprintf("%q", k))
+	}
+	sort.Strings(keys)
+	return "keys " + strings.Join(keys, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
