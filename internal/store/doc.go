@@ -110,6 +110,15 @@
 // of a child between approval and start (the approval survives and is
 // consumed once) and while the call runs (interrupted, not consumable).
 //
+// Operators (operators.go, migration 3): the humans who decide approvals
+// have bearer tokens of their own kind, "mdo_<id>_<secret>" in table
+// operator_tokens, hashed as agents' tokens are. The kinds are kept apart
+// twice: by prefix (checked before any read) and by table (Authenticate
+// reads only tokens, AuthenticateOperator only operator_tokens), so an
+// agent token can never authenticate as an operator, nor the reverse, even
+// relabelled (tested). Mints and revocations append token-change records
+// with principal "operator".
+//
 // Writes of these three parts do not advance the counters table's
 // generation (writeKeep), but every commit changes SQLite's WAL-index
 // change counter that Generation reads: an audit record per call would

@@ -231,6 +231,22 @@ CREATE TABLE approvals (
 CREATE INDEX approvals_call ON approvals(agent, tool, digest);
 CREATE INDEX approvals_state ON approvals(state);
 `,
+	// 3: operators and their bearer tokens (operators.go), a principal
+	// kind of their own: no agent token is ever read from this table.
+	3: `
+CREATE TABLE operators (
+	name       TEXT PRIMARY KEY,
+	created_at BIGINT NOT NULL
+);
+CREATE TABLE operator_tokens (
+	id         TEXT PRIMARY KEY,
+	operator   TEXT NOT NULL REFERENCES operators(name),
+	hash       TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	revoked_at BIGINT
+);
+CREATE INDEX operator_tokens_operator ON operator_tokens(operator);
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -179,4 +179,20 @@ type Store interface {
 	MarkInterruptedOnStartup(ctx context.Context) (int, error)
 	// Expire marks expired the requests whose time is up.
 	Expire(ctx context.Context, now time.Time) (int, error)
+
+	// MintOperatorToken makes a bearer token for operator name (added to
+	// the store if missing); returned once, only its hash is kept.
+	// Operator tokens are another principal kind than agent tokens
+	// (operators.go): Authenticate never accepts one, nor
+	// AuthenticateOperator an agent's.
+	MintOperatorToken(ctx context.Context, name string) (token string, info OperatorTokenInfo, err error)
+	// AuthenticateOperator returns the operator a token belongs to, or
+	// ErrBadToken.
+	AuthenticateOperator(ctx context.Context, token string) (name string, err error)
+	// Operators lists the operators the store holds.
+	Operators(ctx context.Context) ([]OperatorInfo, error)
+	// OperatorTokens lists operator name's tokens ("" for all).
+	OperatorTokens(ctx context.Context, name string) ([]OperatorTokenInfo, error)
+	// RevokeOperatorToken revokes an operator token by its ID.
+	RevokeOperatorToken(ctx context.Context, id string) error
 }
