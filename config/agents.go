@@ -45,7 +45,11 @@ type Binding struct {
 	Secrets     []string      // nil: the tool's; else a subset of it
 	Timeout     time.Duration // 0: the tool's; else at most the tool's
 	MemoryBytes uint64        // 0: the tool's; else at most the tool's
-	Line        int
+	// Middleware is the binding's own layers and MiddlewareMode how they
+	// merge with the tool's chain ("" = append).
+	Middleware     []Middleware
+	MiddlewareMode string
+	Line           int
 }
 
 // SystemGrant is one entry of an agent's grants list: a card the operator's
@@ -59,6 +63,7 @@ type SystemGrant struct {
 func (a Agent) clone() Agent {
 	a.Bindings = slices.Clone(a.Bindings)
 	for i := range a.Bindings {
+		a.Bindings[i].Middleware = slices.Clone(a.Bindings[i].Middleware)
 		a.Bindings[i].HTTPAllow = slices.Clone(a.Bindings[i].HTTPAllow)
 		a.Bindings[i].Secrets = slices.Clone(a.Bindings[i].Secrets)
 	}
@@ -131,7 +136,7 @@ func (c *Config) StatePath() string {
 
 var (
 	agentKeys   = []string{"tools", "grants"}
-	bindingKeys = []string{"http_allow", "secrets", "timeout_ms", "memory_mb"}
+	bindingKeys = []string{"http_allow", "secrets", "timeout_ms", "memory_mb", "middleware", "middleware_mode"}
 	stateKeys   = []string{"path"}
 )
 
@@ -284,6 +289,10 @@ func (c *checker) narrow(b *Binding, n *tnode, path []string, t *Tool) {
 			if mb, ok := c.intKey(v, kkey, MinMemoryMB, int64(t.MemoryBytes>>20)); ok {
 				b.MemoryBytes = uint64(mb) << 20
 			}
+		case "middleware":
+			b.Middleware = c.middlewareKey(v, path)
+		case "middleware_mode":
+			b.MiddlewareMode = c.middlewareMode(v, kkey)
 		default:
 			c.unknownKey(v, kpath, bindingKeys)
 		}

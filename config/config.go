@@ -74,6 +74,9 @@ type Config struct {
 	statePath string // absolute; "" for the default
 	// secretDests are the [secrets.NAME] tables, sorted by name.
 	secretDests []SecretDestination
+	universal   []Middleware          // [[middleware]], in order
+	components  []MiddlewareComponent // [middleware.NAME], by name
+	operators   []Operator            // [operators.NAME], by name
 }
 
 // MaxInputBytes returns the largest call input in bytes (max_input_bytes;
@@ -126,7 +129,11 @@ type Tool struct {
 	HTTPMaxResponseBytes int64
 	Title                string      // shown by clients instead of the name; "" if not set
 	Annotations          Annotations // the operator's overrides of the derived MCP hints
-	Line                 int         // line of the tool's table header (or first key), for later messages
+	// Middleware is the tool's own layers (middleware = [...]) and
+	// MiddlewareMode how they merge with the universal ones ("" = append).
+	Middleware     []Middleware
+	MiddlewareMode string
+	Line           int // line of the tool's table header (or first key), for later messages
 }
 
 // Annotations are an operator's overrides of the hints maiden derives from a
@@ -147,6 +154,7 @@ func (t Tool) clone() Tool {
 	t.HTTPAllowCIDRs = slices.Clone(t.HTTPAllowCIDRs)
 	t.HTTPCAFiles = slices.Clone(t.HTTPCAFiles)
 	t.Annotations = t.Annotations.clone()
+	t.Middleware = slices.Clone(t.Middleware)
 	return t
 }
 
@@ -221,5 +229,6 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 		return nil, errs
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath, secretDests: c.secretDests}, nil
+	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath, secretDests: c.secretDests,
+		universal: c.universal, components: c.components, operators: c.operators}, nil
 }

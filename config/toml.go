@@ -192,6 +192,14 @@ func (b *builder) keyParts(n *unstable.Node) []keyPart {
 // the existing one (so its keys are still checked) or a detached one.
 func (b *builder) header(root *tnode, n *unstable.Node, array bool) (*tnode, *keyPath) {
 	parts := b.keyParts(n)
+	if !array && len(parts) >= 2 && parts[0].name == "middleware" {
+		// [middleware.NAME] declares a middleware component, beside the
+		// [[middleware]] array of layers that name them (use = "NAME").
+		// Plain TOML would read it as a table inside the last
+		// [[middleware]] entry; agent.toml reads it as a declaration,
+		// wherever it is in the file.
+		parts[0].name = componentsKey
+	}
 	var path *keyPath
 	t := root
 	for _, k := range parts[:len(parts)-1] {
@@ -368,6 +376,9 @@ func formatKey(path []string) string {
 	for i, p := range path {
 		if i > 0 {
 			b.WriteByte('.')
+		}
+		if i == 0 && p == componentsKey {
+			p = "middleware"
 		}
 		b.WriteString(formatKeyPart(p))
 	}

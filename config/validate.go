@@ -24,11 +24,11 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 
-	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets"}
+	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators"}
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
-		"title", "annotations",
+		"title", "annotations", "middleware", "middleware_mode",
 	}
 	annotationKeys = []string{"read_only", "destructive", "idempotent", "open_world"}
 )
@@ -56,6 +56,10 @@ type checker struct {
 	maxInput    int64
 	statePath   string
 	secretDests []SecretDestination
+	universal   []Middleware
+	components  []MiddlewareComponent
+	pendingUses []pendingUse
+	operators   []Operator
 }
 
 func (c *checker) errorf(line int, key string, format string, args ...any) {
@@ -86,6 +90,12 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 			c.state(n)
 		case "secrets":
 			secretsNode = n // checked against the tools' secrets, wherever they are
+		case "middleware":
+			c.universalMiddleware(n)
+		case componentsKey:
+			c.middlewareComponents(n)
+		case "operators":
+			c.operatorsTable(n)
 		default:
 			c.unknownKey(n, []string{name}, rootKeys)
 		}
@@ -100,6 +110,17 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	if secretsNode != nil {
 		c.secretDests = c.secretDestinations(secretsNode, tools)
 	}
+	lists := [][]Middleware{c.universal}
+	for _, t := range tools {
+		lists = append(lists, t.Middleware)
+	}
+	for _, a := range agents {
+		for _, b := range a.Bindings {
+			lists = append(lists, b.Middleware)
+		}
+	}
+	c.resolveComponents(lists...)
+	c.checkOperatorNames(agents)
 	return tools, agents
 }
 
@@ -205,6 +226,10 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 			t.Title = c.title(v, kkey)
 		case "annotations":
 			t.Annotations = c.annotations(v, kpath)
+		case "middleware":
+			t.Middleware = c.middlewareKey(v, kpath[:len(kpath)-1])
+		case "middleware_mode":
+			t.MiddlewareMode = c.middlewareMode(v, kkey)
 		default:
 			c.unknownKey(v, kpath, toolKeys)
 		}

@@ -45,7 +45,8 @@ type Vars struct {
 	Session  string
 }
 
-// Condition is a compiled, type-checked expression with a bool result.
+// Condition is a compiled, type-checked expression with a bool result
+// (Compile) or an int result (CompileInt).
 type Condition struct {
 	src  string
 	prg  cel.Program
@@ -84,8 +85,15 @@ var env = func() *cel.Env {
 	return e
 }()
 
-// Compile parses and checks expr. Errors are *Error values.
-func Compile(expr string) (*Condition, error) {
+// Compile parses and checks expr, whose result must be bool. Errors are
+// *Error values.
+func Compile(expr string) (*Condition, error) { return compile(expr, types.BoolType) }
+
+// CompileInt parses and checks expr, whose result must be an int (a cost:
+// EvalInt). Errors are *Error values.
+func CompileInt(expr string) (*Condition, error) { return compile(expr, types.IntType) }
+
+func compile(expr string, want *types.Type) (*Condition, error) {
 	if len(expr) > MaxLen {
 		return nil, &Error{Msg: fmt.Sprintf("expression is %d bytes, longer than the limit of %d", len(expr), MaxLen)}
 	}
@@ -108,8 +116,12 @@ func Compile(expr string) (*Condition, error) {
 		}
 		return nil, ce
 	}
-	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
-		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("the result is %s, a condition must be bool", t)}
+	if t := ast.OutputType(); !t.IsExactType(want) && !t.IsExactType(types.DynType) {
+		what := "a condition must be bool"
+		if want == types.IntType {
+			what = "a cost must be an int"
+		}
+		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("the result is %s, %s", t, what)}
 	}
 	est, err := env.EstimateCost(ast, sizeHint{})
 	if err != nil {
@@ -148,6 +160,32 @@ func (c *Condition) Eval(v Vars) (bool, error) {
 // and evaluated without a timer (which costs about as much as the
 // evaluation itself).
 func (c *Condition) EvalContext(ctx context.Context, v Vars) (bool, error) {
+	out, err := c.eval(ctx, &v)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("condition %q: the result is %s, not bool", c.src, out.Type().TypeName())
+	}
+	return b, nil
+}
+
+// EvalInt evaluates an expression compiled with CompileInt, as
+// EvalContext does.
+func (c *Condition) EvalInt(ctx context.Context, v Vars) (int64, error) {
+	out, err := c.eval(ctx, &v)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := out.Value().(int64)
+	if !ok {
+		return 0, fmt.Errorf("expression %q: the result is %s, not int", c.src, out.Type().TypeName())
+	}
+	return n, nil
+}
+
+func (c *Condition) eval(ctx context.Context, v *Vars) (ref.Val, error) {
 	var (
 		out ref.Val
 		err error
@@ -155,18 +193,14 @@ func (c *Condition) EvalContext(ctx context.Context, v Vars) (bool, error) {
 	if c.loop {
 		ctx, cancel := context.WithTimeout(ctx, MaxDuration)
 		defer cancel()
-		out, _, err = c.prg.ContextEval(ctx, &activation{v: &v})
+		out, _, err = c.prg.ContextEval(ctx, &activation{v: v})
 	} else {
-		out, _, err = c.prg.Eval(&activation{v: &v})
+		out, _, err = c.prg.Eval(&activation{v: v})
 	}
 	if err != nil {
-		return false, fmt.Errorf("condition %q: %w", c.src, err)
+		return nil, fmt.Errorf("condition %q: %w", c.src, err)
 	}
-	b, ok := out.Value().(bool)
-	if !ok {
-		return false, fmt.Errorf("condition %q: the result is %s, not bool", c.src, out.Type().TypeName())
-	}
-	return b, nil
+	return out, nil
 }
 
 type activation struct{ v *Vars }

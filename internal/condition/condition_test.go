@@ -339,3 +339,23 @@ func BenchmarkEvalComprehension(b *testing.B) {
 		}
 	}
 }
+
+func TestCompileInt(t *testing.T) {
+	c, err := CompileInt(`args.n * 2 + 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.EvalInt(context.Background(), Vars{Args: map[string]any{"n": int64(3)}})
+	if err != nil || n != 7 {
+		t.Fatalf("EvalInt = %d, %v; want 7", n, err)
+	}
+	if _, err := CompileInt(`tool == "x"`); err == nil || !strings.Contains(err.Error(), "a cost must be an int") {
+		t.Fatalf("bool expression as cost: err = %v", err)
+	}
+	if _, err := Compile(`1 + 2`); err == nil || !strings.Contains(err.Error(), "a condition must be bool") {
+		t.Fatalf("int expression as condition: err = %v", err)
+	}
+	if _, err := c.EvalInt(context.Background(), Vars{Args: map[string]any{"n": "x"}}); err == nil {
+		t.Fatal("EvalInt of a string operand: no error")
+	}
+}
