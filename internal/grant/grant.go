@@ -45,6 +45,10 @@ const (
 	Secret  Class = "secret"
 	FS      Class = "fs"
 	Card    Class = "card"
+	// Approve is a human's standing approval of tool calls: a card with
+	// approve:always TOOL ARGS lets such calls skip the approve middleware
+	// (minted by "maiden approve -always"). Its resource is a tool's.
+	Approve Class = "approve"
 )
 
 // verbs lists each class's verbs in the order the error messages give them.
@@ -54,6 +58,7 @@ var verbs = map[Class][]string{
 	Secret:  {"use", "reveal"},
 	FS:      {"read", "write"},
 	Card:    {"derive", "revoke", "transfer", "inspect", "install"},
+	Approve: {"always"},
 }
 
 // Verbs returns the verbs of class c (nil for an unknown class).
@@ -103,7 +108,7 @@ func Parse(s string) (Grant, error) {
 	g.Class = Class(cls)
 	vs, ok := verbs[g.Class]
 	if !ok {
-		return Grant{}, &ParseError{Input: s, Pos: head.pos, Expected: "a class (tool, network, secret, fs or card)", Found: strconv.Quote(cls)}
+		return Grant{}, &ParseError{Input: s, Pos: head.pos, Expected: "a class (tool, network, secret, fs, card or approve)", Found: strconv.Quote(cls)}
 	}
 	if hasVerb && verb != "*" {
 		if !slices.Contains(vs, verb) {
@@ -117,7 +122,7 @@ func Parse(s string) (Grant, error) {
 	}
 	res := words[1:]
 	switch g.Class {
-	case Tool:
+	case Tool, Approve:
 		err = g.parseTool(s, res)
 	case Network:
 		err = g.parseNetwork(s, res)
@@ -134,7 +139,7 @@ func Parse(s string) (Grant, error) {
 
 func resourceHint(c Class) string {
 	switch c {
-	case Tool:
+	case Tool, Approve:
 		return " (a tool name, then --name=value arguments)"
 	case Network:
 		return " (a host pattern with an optional :port, or *)"
@@ -250,7 +255,7 @@ func (g Grant) String() string {
 		if g.port != 0 {
 			b.WriteString(":" + strconv.Itoa(g.port))
 		}
-	case Tool:
+	case Tool, Approve:
 		b.WriteString(leadingDash(g.name.String()))
 		for _, a := range g.args {
 			b.WriteByte(' ')
@@ -276,7 +281,7 @@ func (g *Grant) AllowsRef(t *Target) bool {
 		return false
 	}
 	switch g.Class {
-	case Tool:
+	case Tool, Approve:
 		return g.name.Match(t.Name) && matchArgs(g.args, g.rest, t.Args)
 	case Network:
 		return g.matchHost(t.Name) && (g.port == 0 || g.port == t.Port)
@@ -296,7 +301,7 @@ func (g Grant) Covers(child Grant) bool {
 		return false
 	}
 	switch g.Class {
-	case Tool:
+	case Tool, Approve:
 		return g.name.Covers(child.name) && coverArgs(g.args, g.rest, child.args, child.rest)
 	case Network:
 		return g.coverHost(child) && (g.port == 0 || g.port == child.port)
@@ -336,7 +341,7 @@ func (g *Grant) UnmarshalText(b []byte) error {
 // to when it has no wildcard (so a wallet can index its grants by it).
 func (g Grant) LiteralName() (string, bool) {
 	switch g.Class {
-	case Tool, Secret, Card:
+	case Tool, Secret, Card, Approve:
 		if g.name.IsLiteral() {
 			return g.name.parts[0], true
 		}

@@ -69,7 +69,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"", 1, "class:verb resource"},
 		{"tool:invoke", 12, "a resource after"},
-		{"tools:invoke x", 1, "a class (tool, network, secret, fs or card)"},
+		{"tools:invoke x", 1, "a class (tool, network, secret, fs, card or approve)"},
 		{"tool:call x", 6, "a verb of class tool (invoke, or * for any)"},
 		{"secret:read x", 8, "a verb of class secret (use, reveal"},
 		{"tool:invoke --city=x", 13, "a tool name before the arguments"},
@@ -411,5 +411,41 @@ func TestCaseFoldPremise(t *testing.T) {
 	}
 	if v.City != "Berlin" || v.Ask != "y" {
 		t.Fatalf("encoding/json no longer folds case (%+v): the rule in foldsOnto may be relaxed", v)
+	}
+}
+
+// TestApproveAlways checks the approve class: a tool's resource syntax,
+// matched only by approve:always targets (never by a tool:invoke one, and
+// a tool grant never matches it).
+func TestApproveAlways(t *testing.T) {
+	args, err := Render([]byte(`{"city":"Paris","days":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := "approve:always weather " + Rendering(args)
+	g, err := Parse(exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.String() != exact {
+		t.Errorf("String = %q, want %q", g.String(), exact)
+	}
+	if !g.Allows(AlwaysTarget("weather", args)) {
+		t.Error("exact approve:always grant does not allow its call")
+	}
+	if g.Allows(ToolTarget("weather", args)) {
+		t.Error("approve:always grant allows a tool:invoke target")
+	}
+	inv, _ := Parse("tool:* weather --...")
+	if inv.Allows(AlwaysTarget("weather", args)) {
+		t.Error("tool grant allows an approve:always target")
+	}
+	wide, _ := Parse("approve:always weather --city=Par* --...")
+	if !wide.Covers(g) || g.Covers(wide) {
+		t.Error("coverage of an edited always-grant is wrong")
+	}
+	other, _ := Render([]byte(`{"city":"Rome","days":3}`))
+	if g.Allows(AlwaysTarget("weather", other)) {
+		t.Error("exact grant allows other arguments")
 	}
 }

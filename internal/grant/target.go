@@ -29,6 +29,29 @@ func ToolTarget(tool string, args []Arg) Target {
 	return Target{Class: Tool, Verb: "invoke", Name: tool, Args: a}
 }
 
+// AlwaysTarget is the standing approval a call of tool with rendered args
+// would need to skip the approve middleware.
+func AlwaysTarget(tool string, args []Arg) Target {
+	t := ToolTarget(tool, args)
+	t.Class, t.Verb = Approve, "always"
+	return t
+}
+
+// Rendering is args in the canonical rendering grants match, joined by
+// spaces: what approvals show and an approve:always grant repeats.
+func Rendering(args []Arg) string {
+	a := slices.Clone(args)
+	SortArgs(a)
+	var b strings.Builder
+	for i, x := range a {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(x.String())
+	}
+	return b.String()
+}
+
 // NetworkTarget is a connection to host:port. host must be a concrete host
 // name or IP address (normalised here as agent.toml's patterns are).
 func NetworkTarget(host string, port int) (Target, error) {
@@ -80,7 +103,7 @@ func (t Target) String() string {
 	var b strings.Builder
 	b.WriteString(string(t.Class) + ":" + t.Verb + " ")
 	switch t.Class {
-	case Tool:
+	case Tool, Approve:
 		b.WriteString(leadingDash(wordString(escapeWord(t.Name, ""))))
 		for _, a := range t.Args {
 			b.WriteByte(' ')
