@@ -1,0 +1,194 @@
+// Package inbox is the operators' web page, served under /ui by maiden
+// serve -http: the approval requests waiting for a human (approve, always
+// allow, deny), the recent audit trail with its verify status, and the
+// cards of each agent (revoke).
+//
+// It knows nothing of maiden's host: everything it shows and does goes
+// through a Backend (internal/mcpserver adapts *maiden.Host to it), so the
+// page is tested with a fake and in a real browser against the real stack.
+//
+// Only operators get in: the login form takes an operator token (maiden
+// operators token NAME) and the backend decides whether it is one (an
+// agent's token never is). A login opens a server-side session named by a
+// random cookie (HttpOnly, SameSite=Strict, Path=/ui, Secure over TLS);
+// the token is re-checked at every request, so revoking it ends its
+// sessions at once. Every form carries the session's CSRF token, compared
+// in constant time; a POST without it, with a wrong one, or marked
+// Sec-Fetch-Site cross-site or same-site is refused with 403. The Origin
+// check is the one /mcp has, applied where the handler is mounted.
+//
+//	h := inbox.New(backend, &inbox.Options{Logger: log})
+//	mux.Handle(inbox.Path, h)
+//	mux.Handle(inbox.Path+"/", h)
+package inbox
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Path is where the inbox is served; every page is under it.
+const Path = "/ui"
+
+// ApprovalPath is the page of one approval request: what an MCP URL
+// elicitation opens. Prefix it with the server's base URL.
+func ApprovalPath(id string) string { return Path + "/approvals/" + id }
+
+// Errors a Backend returns (wrapped, with what was wrong), so the page can
+// answer with the right status and words; test with errors.Is.
+var (
+	// ErrBadToken: the token is not a live operator token (an agent's
+	// token included).
+	ErrBadToken = errors.New("not an operator token")
+	// ErrNotFound: no approval request or card has that ID.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the request was already decided, expired or consumed,
+	// or the card is already revoked.
+	ErrConflict = errors.New("conflict")
+	// ErrRefused: the decision is not allowed (always for a rule that
+	// forbids it, an edited grant broader than the call, a card the
+	// operator may not revoke). The message says why and is shown.
+	ErrRefused = errors.New("refused")
+	// ErrAuditBroken: the audit chain does not verify; the message names
+	// the first bad record.
+	ErrAuditBroken = errors.New("audit trail does not verify")
+)
+
+// Backend is what the inbox needs of maiden. Every method may be called
+// concurrently. An error that wraps none of the errors above is shown as
+// "unavailable" (its text goes to the log only: it may name files).
+type Backend interface {
+	// AuthenticateOperator returns the operator a token belongs to, or
+	// ErrBadToken.
+	AuthenticateOperator(ctx context.Context, token string) (name string, err error)
+	// Pending lists the requests waiting for a decision, oldest first.
+	Pending(ctx context.Context) ([]Approval, error)
+	// Approval returns one request, in any state (ErrNotFound).
+	Approval(ctx context.Context, id string) (Approval, error)
+	// Decide records a decision; it returns the request as decided.
+	Decide(ctx context.Context, id string, d Decision) (Approval, error)
+	// RecentAudit returns up to limit of the newest audit records, newest
+	// first.
+	RecentAudit(ctx context.Context, limit int) ([]AuditRecord, error)
+	// VerifyAudit checks the whole chain: the number of records, or an
+	// error wrapping ErrAuditBroken that names the first bad record.
+	VerifyAudit(ctx context.Context) (records int64, err error)
+	// Agents lists the declared agents by name.
+	Agents(ctx context.Context) ([]string, error)
+	// Cards lists an agent's cards, revoked ones included, oldest first.
+	Cards(ctx context.Context, agent string) ([]Card, error)
+	// RevokeCard revokes a card and its descendants for by
+	// ("operator:NAME"), returning how many cards it revoked.
+	RevokeCard(ctx context.Context, id, by string) (revoked int, err error)
+}
+
+// Approval is an approval request as the page shows it (maiden's
+// ApprovalRequest).
+type Approval struct {
+	ID       string
+	Agent    string
+	Session  string
+	Tool     string
+	Rendered string // the arguments in the canonical rendering cards match
+	Digest   string
+	Rule     string // the middleware rule that asked
+	Reason   string // and why
+	Hosts    []string
+	Secrets  []string
+	Created  time.Time
+	Expires  time.Time
+	// State is pending, approved, denied, expired, started, done or
+	// interrupted.
+	State          string
+	DecidedBy      string
+	Decided        time.Time
+	DecisionReason string
+	// AllowAlways: the rule lets a human approve "always"; AlwaysGrant is
+	// the grant that installs by default (editable on the page).
+	AllowAlways bool
+	AlwaysGrant string
+}
+
+// Decision is an operator's answer (maiden's Decision).
+type Decision struct {
+	Approve bool
+	Always  bool
+	Grant   string // the edited always-grant; "" = the request's AlwaysGrant
+	By      string // "operator:NAME"
+	Reason  string
+}
+
+// AuditRecord is one record of the audit trail.
+type AuditRecord struct {
+	Seq   int64
+	At    time.Time
+	Kind  string
+	Actor string
+	Agent string
+	Tool  string
+	Body  string // the record's JSON body
+	Hash  string
+}
+
+// Card is a card in an agent's wallet, its grants as text.
+type Card struct {
+	ID      string
+	Agent   string
+	Allows  []string // lower-positive grants
+	Except  []string // lower-negative
+	Ceiling []string // upper-positive
+	Forbids []string // upper-negative
+	Parents []string
+	System  bool
+	Manager string
+	Created time.Time
+	Expires time.Time // zero: never
+	Revoked time.Time // zero: not revoked
+}
+
+// Options configure the inbox; nil means all defaults.
+type Options struct {
+	// Logger receives refusals and backend failures (never a token or a
+	// session ID); nil discards.
+	Logger *slog.Logger
+	// SessionTTL is how long a login lasts; 0 means DefaultSessionTTL.
+	SessionTTL time.Duration
+	// MaxSessions bounds the sessions held at once (expired ones are
+	// dropped first); 0 means DefaultMaxSessions.
+	MaxSessions int
+	// AuditLimit is how many audit records the audit page shows; 0 means
+	// 100.
+	AuditLimit int
+}
+
+// Defaults of Options.
+const (
+	DefaultSessionTTL  = 12 * time.Hour
+	DefaultMaxSessions = 1000
+)
+
+// New returns the inbox's handler. Mount it at Path and Path+"/" behind
+// the server's Origin check.
+func New(b Backend, o *Options) http.Handler {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.AuditLimit <= 0 {
+		opts.AuditLimit = 100
+	}
+	in := &inbox{b: b, opts: opts, log: opts.Logger, sessions: newSessions(opts.SessionTTL, opts.MaxSessions)}
+	return in.routes()
+}
