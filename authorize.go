@@ -41,12 +41,13 @@ func (h *Host) authorize(next handler) handler {
 		if err != nil {
 			return err
 		}
-		if d := w.Decide(grant.ToolTarget(inv.tool.Name, args)); !d.Allow {
+		d := w.Decide(grant.ToolTarget(inv.tool.Name, args))
+		if !d.Allow {
 			return inv.fail(KindDenied, d.Reason)
 		}
 		// The same pinned wallet decides the call's http-fetches (run):
 		// a card revoked while the call runs counts from the next call.
-		inv.wallet = w
+		inv.wallet, inv.decidedBy = w, d.Card
 		return next(ctx, inv)
 	}
 }
@@ -98,6 +99,14 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 			return nil, fmt.Errorf("%w: %v", ErrState, err)
 		}
 		s.st, s.path = st, path
+		// Calls that a process now gone started under an approval are
+		// interrupted: never re-run by themselves, reported to the caller
+		// who repeats one.
+		if n, err := st.MarkInterruptedOnStartup(ctx); err != nil {
+			h.log.Warn("could not mark interrupted calls", "err", err)
+		} else if n > 0 {
+			h.log.Warn("approved calls were interrupted by a restart; they will not be re-run by themselves", "count", n)
+		}
 	}
 	if err := syncAgents(ctx, s.st, cfg); err != nil {
 		return nil, fmt.Errorf("%w: writing the agents of %s: %v", ErrState, cfg.File(), err)
@@ -111,6 +120,11 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 // system cards its grants declare (one card per grant, so the operator can
 // revoke one without the others).
 func syncAgents(ctx context.Context, st store.Store, cfg *config.Config) error {
+	if cfg.Implicit() {
+		// The implicit agent has no cards to sync, but approvals and
+		// always-cards name it.
+		return st.EnsureAgent(ctx, config.DefaultAgent)
+	}
 	for _, a := range cfg.Agents() {
 		if err := st.EnsureAgent(ctx, a.Name); err != nil {
 			return err

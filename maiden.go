@@ -88,7 +88,18 @@ type Options struct {
 	// Observer, if set, watches every call: admission, how it ended, its
 	// http-fetch decisions (see Observer). nil costs nothing.
 	Observer Observer
+	// ApprovalWait is how long a call waits for a human's decision when an
+	// approve rule asks, unless the Call says otherwise; 0 means
+	// DefaultApprovalWait. A call whose wait ends returns kind pending.
+	ApprovalWait time.Duration
+	// ApprovalPoll is how often a waiting call asks the store whether
+	// another process decided; 0 means 250 ms. A decision through this
+	// Host (Decide) wakes it at once.
+	ApprovalPoll time.Duration
 }
+
+// DefaultApprovalWait is how long a call waits for a human by default.
+const DefaultApprovalWait = 5 * time.Minute
 
 // Isolation is where guest code runs.
 type Isolation int
@@ -146,6 +157,10 @@ type Host struct {
 	gate   *egress.Gate
 	pols   atomic.Pointer[policies]
 	polsMu sync.Mutex
+
+	// waiters are the calls of this Host waiting for a human's decision,
+	// by approval request ID (Decide wakes them).
+	waiters waiters
 }
 
 // New creates a host for cfg. Tools are compiled lazily, on first use (or by
@@ -220,8 +235,20 @@ type Call struct {
 	// Input is the JSON text passed to the tool's execute function.
 	Input string
 	// OnLog, if set, sees each of the tool's log lines as it is written, on
-	// the tool's thread; it must not block.
+	// the tool's thread; it must not block. Lines are redacted as the
+	// call's redact middleware says before OnLog sees them.
 	OnLog func(LogEntry)
+	// Session names the caller's session ("" for none); middleware
+	// conditions and approvals see it.
+	Session string
+	// ApprovalWait is how long the call waits for a human when a rule asks
+	// for approval: 0 means Options.ApprovalWait; < 0 means not at all
+	// (the result is kind pending at once, with the request's ID).
+	ApprovalWait time.Duration
+	// OnApproval, if set, is called once when the call starts waiting for
+	// a human, after the request is stored (front ends show the request
+	// or point the user at the inbox page). It must not block.
+	OnApproval func(ApprovalRequest)
 }
 
 // Result is the outcome of a call the tool ran (or tried to run).
@@ -245,6 +272,9 @@ type LogEntry = api.LogEntry
 type ToolError struct {
 	Kind    ErrorKind `json:"kind"`
 	Message string    `json:"message"`
+	// Approval is the approval request's ID when a human was asked: set
+	// for kind pending, and for a denial by a human.
+	Approval string `json:"approval,omitempty"`
 }
 
 func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
@@ -269,6 +299,7 @@ const (
 	KindInvalid  = api.KindInvalid
 	KindConfig   = api.KindConfig
 	KindInput    = api.KindInput
+	KindPending  = api.KindPending
 )
 
 // MarshalJSON adds duration_ms, the envelope field the CLI documents.

@@ -43,6 +43,46 @@ type invocation struct {
 	opened   *sandbox.Tool
 	schema   *inputSchema
 	output   *inputSchema // the tool's output schema; nil if it declares none
+
+	// decidedBy is the card that allowed the call (authorize).
+	decidedBy string
+	// The middleware chain (middleware.go): whether its layers decided
+	// already (a stale tool version retried does not ask again), their
+	// verdicts in order, and the approval(s) the call runs under.
+	chainDone      bool
+	trail          []verdict
+	approval       string
+	extraApprovals []string
+	started        bool // the approval was consumed (runApproved)
+	// admitted: the call-admitted record is written (admitRecord) and the
+	// tool may run; trailAtAdmit is how many verdicts it holds.
+	admitted     bool
+	trailAtAdmit int
+	// release gives the call's admission turn back; nil while it has none
+	// (waiting for a human: suspend, resume).
+	release func()
+}
+
+// suspend gives the call's admission turn back while it waits for a human,
+// so waiting calls do not hold the slots running calls need.
+func (inv *invocation) suspend() {
+	if inv.release != nil {
+		inv.release()
+		inv.release = nil
+	}
+}
+
+// resume takes a turn again after suspend.
+func (inv *invocation) resume(ctx context.Context, h *Host) error {
+	if inv.release != nil {
+		return nil
+	}
+	release, err := h.adm.enter(ctx)
+	if err != nil {
+		return err
+	}
+	inv.release = release
+	return nil
 }
 
 // handler runs (the rest of) a call.
@@ -52,15 +92,20 @@ type handler func(ctx context.Context, inv *invocation) error
 type stage func(next handler) handler
 
 // pipeline assembles the call path: admission → exposure and policy →
-// input → authority (cards) → load and validate → output check (around the
-// run) → run.
+// (the audit of how it ended) → input → authority (cards) → load and
+// validate → middleware chain (around the rest) → consume an approval →
+// the call-admitted audit record → output check (around the run) → run.
 func (h *Host) pipeline() handler {
 	stages := []stage{
 		h.admit,
 		h.resolvePolicy,
+		h.auditCall,
 		h.checkInput,
 		h.authorize,
 		h.loadAndValidate,
+		h.middleware,
+		h.runApproved,
+		h.admitRecord,
 		h.checkOutput,
 	}
 	next := h.run
@@ -84,7 +129,12 @@ func (h *Host) admit(next handler) handler {
 		if err != nil {
 			return err
 		}
-		defer release()
+		inv.release = release
+		defer func() {
+			if inv.release != nil {
+				inv.release()
+			}
+		}()
 		return next(ctx, inv)
 	}
 }
@@ -226,7 +276,7 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 		Limits: limitsOf(inv.tool),
 		Input:  inv.call.Input,
 		OnLog:  inv.call.OnLog,
-		Fetch:  refusals.watch(fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet))),
+		Fetch:  refusals.watch(h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet)))),
 		Redact: h.gate.Redactor(inv.policy),
 	})
 	inv.res.Logs = out.Logs

@@ -42,6 +42,10 @@ const (
 	// match the tool's input schema; the message lists the problems, so an
 	// agent can fix its call.
 	KindInput ErrorKind = "input"
+	// KindPending: a human must approve the call and has not yet; the
+	// error's Approval is the request's ID. Repeating the same call (same
+	// tool and input) after the approval runs it, once.
+	KindPending ErrorKind = "pending"
 )
 
 // Level is the severity of a tool's log line, as in the WIT enum.

@@ -477,3 +477,18 @@ func (c *checker) resolveComponents(lists ...[]Middleware) {
 		}
 	}
 }
+
+// UsesState reports whether calls under c need the state store: agents
+// are declared (cards), or some middleware is (approvals, limits, and the
+// audit trail of every call), or operators are.
+func (c *Config) UsesState() bool {
+	if !c.Implicit() || len(c.universal) > 0 || len(c.operators) > 0 {
+		return true
+	}
+	for _, t := range c.tools {
+		if len(t.Middleware) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -2,6 +2,8 @@ package cards
 
 import (
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -229,4 +231,21 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Revision identifies the wallet's live cards (their IDs, hashed): it
+// changes when a card is added, revoked or expires. An approval made under
+// one revision asks again under another.
+func (w *Wallet) Revision() int64 {
+	ids := make([]string, len(w.cards))
+	for i, c := range w.cards {
+		ids[i] = c.ID
+	}
+	slices.Sort(ids)
+	h := fnv.New64a()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	return int64(h.Sum64() >> 1)
 }

@@ -221,6 +221,18 @@ func (s *SQLite) FindApproved(ctx context.Context, agent, tool, digest string, n
 	return as[0], true, nil
 }
 
+// LatestApproval returns the most recent request for agent's call of tool
+// with input digest, in any state (found false if there is none): a
+// repeated call finds the request it is already waiting for, or learns
+// that its approved run was interrupted.
+func (s *SQLite) LatestApproval(ctx context.Context, agent, tool, digest string) (a Approval, found bool, err error) {
+	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? ORDER BY created_at DESC, id DESC LIMIT 1`, agent, tool, digest)
+	if err != nil || len(as) == 0 {
+		return Approval{}, false, err
+	}
+	return as[0], true, nil
+}
+
 // RecentDenial returns a denial of agent's call of tool with input digest
 // whose request has not expired: a denial is remembered until then, so
 // asking again does not ask the human again.

@@ -138,10 +138,17 @@ type Store interface {
 	// its own transaction (card and token operations append theirs inside
 	// their own transaction). A nil error means the record is committed.
 	AppendAudit(ctx context.Context, r AuditRecord) (AuditRecord, error)
+	// Journal is the audit journal: Append writes a record with one
+	// write(2) (durable against the process's death) and a background
+	// ingester moves it into the chain; the call path's per-call records
+	// go there. Flush waits until they are in.
+	Journal() *Journal
 	// AuditTail returns up to limit records after sequence number after
-	// (limit <= 0: all).
+	// (limit <= 0: all). It sees records of the journal only once
+	// ingested (Journal().Flush first where that matters).
 	AuditTail(ctx context.Context, after int64, limit int) ([]AuditRecord, error)
-	// VerifyAudit checks the chain: the number of records and the head
+	// VerifyAudit flushes this store's journal, then checks the chain:
+	// the number of records and the head
 	// hash, or an *AuditProblem (wrapping ErrAuditBroken) naming the first
 	// bad record and why (edited, deleted, inserted, reordered).
 	VerifyAudit(ctx context.Context) (n int64, head string, err error)
@@ -167,6 +174,9 @@ type Store interface {
 	// FindApproved finds an approved, unconsumed, unexpired request for
 	// the same agent, tool and input digest.
 	FindApproved(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
+	// LatestApproval finds the most recent request for the same call, in
+	// any state.
+	LatestApproval(ctx context.Context, agent, tool, digest string) (Approval, bool, error)
 	// RecentDenial finds an unexpired denial of the same call.
 	RecentDenial(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
 	// ConsumeAndStart consumes an approval exactly once and marks its call

@@ -1,0 +1,256 @@
+package maiden
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// This file is the human side of approvals: listing the calls that wait
+// for a decision, and deciding them. The waiting side (the approve
+// middleware that asks and the call that waits) is in middleware_approve.go.
+// Deciding is for operators only: maiden's command line (which holds the
+// store file) and the inbox page (an operator token); no agent token can
+// reach these functions.
+
+// Errors of deciding an approval request; test with errors.Is.
+var (
+	// ErrUnknownApproval: no approval request has that ID.
+	ErrUnknownApproval = errors.New("unknown approval request")
+	// ErrApprovalDecided: the request was already decided (or expired, or
+	// consumed); the message says which.
+	ErrApprovalDecided = errors.New("approval request already decided")
+	// ErrAlwaysRefused: "always" was asked for a request whose rule may
+	// never be auto-approved (allow_always = false in agent.toml), or the
+	// edited grant does not stay within the approved call.
+	ErrAlwaysRefused = errors.New("always-allow refused")
+)
+
+// ApprovalRequest is a call waiting for (or past) a human's decision, with
+// everything the human needs to decide: what would run, as whom, what it
+// may reach and spend, and which rule asked.
+type ApprovalRequest struct {
+	ID       string `json:"id"`
+	Agent    string `json:"agent"`
+	Session  string `json:"session"`
+	Tool     string `json:"tool"`
+	Rendered string `json:"rendered"` // the arguments in the canonical rendering cards match
+	Digest   string `json:"digest"`   // SHA-256 (hex) of the exact input
+	Rule     string `json:"rule"`     // the middleware that asked (e.g. "middleware[1] approve")
+	Reason   string `json:"reason"`   // and why
+	// Hosts and Secrets are what the call may reach and the credential
+	// names it may spend, from the tool's policy as the agent's binding
+	// narrows it (empty: none, or the tool is gone from agent.toml).
+	Hosts   []string  `json:"hosts"`
+	Secrets []string  `json:"secrets"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+	// State is pending, approved, denied, expired, started, done or
+	// interrupted.
+	State          string    `json:"state"`
+	DecidedBy      string    `json:"decided_by,omitempty"`
+	Decided        time.Time `json:"decided,omitzero"`
+	DecisionReason string    `json:"decision_reason,omitempty"`
+	// AllowAlways reports whether the rule that asked lets a human approve
+	// "always"; AlwaysGrant is the grant such an approval would install by
+	// default (the approved call exactly, as a card grant).
+	AllowAlways bool   `json:"allow_always"`
+	AlwaysGrant string `json:"always_grant"`
+}
+
+// Decision is a human's answer to an approval request.
+type Decision struct {
+	Approve bool
+	// Always (approving only) also installs a card in the agent's wallet
+	// that pre-approves calls matching Grant, so they do not ask again.
+	Always bool
+	// Grant is the always-card's grant, edited by the human; "" means the
+	// request's AlwaysGrant. It must be an approve:always grant of the
+	// same tool, covered by... nothing broader than the agent's wallet
+	// allows for tool:invoke (checked when the call runs).
+	Grant string
+	// By names who decided ("operator:alice", "cli:root"); recorded in the
+	// audit trail.
+	By string
+	// Reason is the human's reason, shown to the agent on a denial.
+	Reason string
+}
+
+// approvalRequest builds the human view of stored request a under cfg.
+func approvalRequest(a store.Approval, cfg *config.Config) ApprovalRequest {
+	r := ApprovalRequest{
+		ID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool, Rendered: a.Rendered, Digest: a.Digest,
+		Rule: a.Middleware, Reason: a.Reason, Created: a.Created, Expires: a.Expires, State: a.State,
+		DecidedBy: a.DecidedBy, Decided: a.Decided, DecisionReason: a.DecisionReason,
+		Hosts: []string{}, Secrets: []string{},
+	}
+	if exp, err := expose(cfg, a.Agent, a.Tool); err == nil {
+		r.Hosts = append(r.Hosts, exp.tool.HTTPAllow...)
+		r.Secrets = append(r.Secrets, exp.tool.Secrets...)
+	}
+	if rule, ok := cfg.MiddlewareRule(a.Middleware); ok {
+		r.AllowAlways = rule.AllowAlways
+	}
+	r.AlwaysGrant = alwaysGrant(a.Tool, a.Rendered)
+	return r
+}
+
+// alwaysGrant is the approve:always grant for exactly one call.
+func alwaysGrant(tool, rendered string) string {
+	g := "approve:always " + tool
+	if rendered != "" {
+		g += " " + rendered
+	}
+	return g
+}
+
+// PendingApprovals lists the requests of st that wait for a decision at
+// now, oldest first, as cfg describes them. maiden's command line calls it
+// on the store it opened; the inbox page through Host.Pending.
+func PendingApprovals(ctx context.Context, st store.Store, cfg *config.Config, now time.Time) ([]ApprovalRequest, error) {
+	list, err := st.PendingApprovals(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ApprovalRequest, len(list))
+	for i, a := range list {
+		out[i] = approvalRequest(a, cfg)
+	}
+	return out, nil
+}
+
+// LookupApproval returns one request of st, in any state.
+func LookupApproval(ctx context.Context, st store.Store, cfg *config.Config, id string) (ApprovalRequest, error) {
+	a, err := st.Approval(ctx, id)
+	if errors.Is(err, store.ErrUnknownApproval) {
+		return ApprovalRequest{}, fmt.Errorf("%w %q", ErrUnknownApproval, id)
+	}
+	if err != nil {
+		return ApprovalRequest{}, err
+	}
+	return approvalRequest(a, cfg), nil
+}
+
+// DecideApproval records a human's decision on request id in st (audited
+// in the same transaction) and, for an always-approval, installs the card
+// that pre-approves the same call. An unknown ID is ErrUnknownApproval; a
+// request that is not pending is ErrApprovalDecided; always for a rule that
+// forbids it, or an edited grant broader than the call, is
+// ErrAlwaysRefused (and nothing is decided).
+func DecideApproval(ctx context.Context, st store.Store, cfg *config.Config, id string, d Decision) (ApprovalRequest, error) {
+	cur, err := LookupApproval(ctx, st, cfg, id)
+	if err != nil {
+		return ApprovalRequest{}, err
+	}
+	if cur.State != store.ApprovalPending {
+		return cur, fmt.Errorf("%w: request %s is %s", ErrApprovalDecided, id, cur.State)
+	}
+	var spec cards.Spec
+	if d.Approve && d.Always {
+		if !cur.AllowAlways {
+			return cur, fmt.Errorf("%w: the rule that asked (%s) may never be auto-approved; approve this call once instead", ErrAlwaysRefused, cur.Rule)
+		}
+		text := strings.TrimSpace(d.Grant)
+		if text == "" {
+			text = cur.AlwaysGrant
+		}
+		g, err := checkAlwaysGrant(text, cur)
+		if err != nil {
+			return cur, err
+		}
+		spec = cards.Spec{LowerPos: cards.Any(g)}
+	}
+	by := d.By
+	if by == "" {
+		by = "operator"
+	}
+	a, err := st.Decide(ctx, id, d.Approve, by, d.Reason)
+	switch {
+	case errors.Is(err, store.ErrUnknownApproval):
+		return cur, fmt.Errorf("%w %q", ErrUnknownApproval, id)
+	case errors.Is(err, store.ErrApprovalState):
+		return cur, fmt.Errorf("%w: %v", ErrApprovalDecided, err)
+	case err != nil:
+		return cur, err
+	}
+	out := approvalRequest(a, cfg)
+	if !spec.Empty() {
+		if _, err := st.Grant(ctx, a.Agent, spec); err != nil {
+			return out, fmt.Errorf("approved once, but the always-card was not installed: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// checkAlwaysGrant parses an always-card's grant and checks that it is an
+// approve:always grant of the request's tool that matches the approved
+// call itself (a human may widen the arguments with wildcards, which is
+// what editing is for, but not name another tool).
+func checkAlwaysGrant(text string, r ApprovalRequest) (grant.Grant, error) {
+	g, err := grant.Parse(text)
+	if err != nil {
+		return grant.Grant{}, fmt.Errorf("%w: %v", ErrAlwaysRefused, err)
+	}
+	if g.Class != grant.Approve {
+		return grant.Grant{}, fmt.Errorf("%w: %q is not an approve:always grant", ErrAlwaysRefused, text)
+	}
+	exact, err := grant.Parse(r.AlwaysGrant)
+	if err != nil {
+		return grant.Grant{}, fmt.Errorf("%w: the request's rendering: %v", ErrAlwaysRefused, err)
+	}
+	if !g.Covers(exact) {
+		return grant.Grant{}, fmt.Errorf("%w: %q does not cover the call being approved (%s)", ErrAlwaysRefused, text, r.AlwaysGrant)
+	}
+	if name, ok := g.LiteralName(); !ok || name != r.Tool {
+		return grant.Grant{}, fmt.Errorf("%w: %q must name the tool %s exactly", ErrAlwaysRefused, text, r.Tool)
+	}
+	return g, nil
+}
+
+// Pending lists the approval requests waiting for a decision.
+func (h *Host) Pending(ctx context.Context) ([]ApprovalRequest, error) {
+	cfg := h.cfg.Load()
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	list, err := PendingApprovals(ctx, st, cfg, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrState, err)
+	}
+	return list, nil
+}
+
+// Approval returns one approval request, in any state.
+func (h *Host) Approval(ctx context.Context, id string) (ApprovalRequest, error) {
+	cfg := h.cfg.Load()
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return ApprovalRequest{}, err
+	}
+	return LookupApproval(ctx, st, cfg, id)
+}
+
+// Decide records an operator's decision (see DecideApproval) and wakes the
+// calls of this process that wait for it at once; calls waiting in other
+// processes see it at their next poll.
+func (h *Host) Decide(ctx context.Context, id string, d Decision) (ApprovalRequest, error) {
+	cfg := h.cfg.Load()
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return ApprovalRequest{}, err
+	}
+	r, err := DecideApproval(ctx, st, cfg, id, d)
+	if err == nil {
+		h.waiters.wake(id)
+	}
+	return r, err
+}
+

@@ -1,0 +1,276 @@
+package maiden
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// The approve middleware: when its condition holds, a human must approve
+// the call. The request is stored before anything runs (agent, session,
+// tool, rendered arguments, a digest of the exact input, the rule and its
+// reason, the agent's card revision, when it expires); the call then waits
+// for a decision (Call.ApprovalWait), releasing its admission turn while
+// it waits. An approval is bound to the input digest, the agent and the
+// card revision: if any changed, it asks again. A denial is remembered for
+// the same call until the request expires. A wait that ends undecided is a
+// result of kind pending with the request's ID; the same call repeated
+// after the approval runs, and the approval is consumed exactly once, in
+// one transaction with marking the call started (runApproved). A call
+// whose process died while it ran is marked interrupted when a process
+// opens the store again, and is never re-run by itself.
+
+// approve runs one approve layer whose condition held.
+func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	st, err := h.state(ctx, inv.cfg)
+	if err != nil {
+		return true, err
+	}
+	now := time.Now()
+	w := inv.wallet
+	if w == nil {
+		if w, err = h.wallet(ctx, inv.cfg, inv.agent, now); err != nil {
+			return true, err
+		}
+	}
+	if d := w.Decide(grant.AlwaysTarget(inv.tool.Name, inv.rendered)); d.Allow {
+		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass", Detail: "approved always by card " + d.Card})
+		return false, nil
+	}
+	digest := inputDigest(inv.call.Input)
+	rev := walletRevision(w)
+	if a, found, err := st.RecentDenial(ctx, inv.agent, inv.tool.Name, digest, now); err != nil {
+		return true, fmt.Errorf("%w: %v", ErrState, err)
+	} else if found {
+		return h.denied(inv, m, a, "this same call was denied")
+	}
+	a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest)
+	if err != nil {
+		return true, fmt.Errorf("%w: %v", ErrState, err)
+	}
+	note := ""
+	switch {
+	case found && a.State == store.ApprovalApproved && a.Expires.After(now) && a.CardGeneration == rev:
+		return h.approved(inv, m, a)
+	case found && a.State == store.ApprovalPending && a.Expires.After(now) && a.CardGeneration == rev:
+		return h.await(ctx, inv, m, st, a, "")
+	case found && a.State == store.ApprovalInterrupted:
+		note = fmt.Sprintf("the approved run of this same call (request %s) was interrupted when maiden stopped while it ran; it is never re-run by itself, so a human must approve it again", a.ID)
+	case found && (a.State == store.ApprovalApproved || a.State == store.ApprovalPending) && a.CardGeneration != rev:
+		note = fmt.Sprintf("the agent's cards changed since request %s was made, so it asks again", a.ID)
+	}
+	reason := m.Reason
+	if note != "" {
+		reason += " (" + note + ")"
+	}
+	a, err = st.CreateApproval(ctx, store.Approval{
+		Agent: inv.agent, Session: inv.call.Session, Tool: inv.tool.Name, Rendered: grant.Rendering(inv.rendered),
+		Digest: digest, Middleware: m.Rule, Reason: reason, CardGeneration: rev, Expires: now.Add(m.Expires),
+	})
+	if err != nil {
+		return true, fmt.Errorf("%w: storing the approval request: %v", ErrState, err)
+	}
+	h.auditEvent(ctx, inv, store.AuditApproval, map[string]any{"event": "requested", "approval": a.ID, "rule": m.Rule, "reason": reason, "rendered": a.Rendered, "expires": a.Expires})
+	return h.await(ctx, inv, m, st, a, note)
+}
+
+// walletRevision identifies the cards of a wallet: an approval made under
+// one revision asks again under another.
+func walletRevision(w *cards.Wallet) int64 {
+	return w.Revision()
+}
+
+// approved lets the call go on under approval a; the approval is consumed
+// right before the tool runs (runApproved), after every later layer passed.
+func (h *Host) approved(inv *invocation, m config.Middleware, a store.Approval) (bool, error) {
+	if inv.approval != "" && inv.approval != a.ID {
+		// Two approve layers matched the same call and both found an
+		// approval: each must be consumed; one call consumes one.
+		inv.extraApprovals = append(inv.extraApprovals, a.ID)
+	} else {
+		inv.approval = a.ID
+	}
+	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "approved", Detail: a.ID + " by " + a.DecidedBy})
+	return false, nil
+}
+
+// denied ends the call with a human's denial.
+func (h *Host) denied(inv *invocation, m config.Middleware, a store.Approval, what string) (bool, error) {
+	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "denied", Detail: a.ID})
+	msg := fmt.Sprintf("%s by a human (request %s)", what, a.ID)
+	if a.State == store.ApprovalExpired {
+		msg = fmt.Sprintf("the approval request %s expired without a decision", a.ID)
+	} else if a.DecisionReason != "" {
+		msg += ": " + a.DecisionReason
+	}
+	if a.State == store.ApprovalDenied {
+		msg += fmt.Sprintf("; the same call is refused until %s", a.Expires.UTC().Format(time.RFC3339))
+	}
+	inv.res.Error = &ToolError{Kind: KindDenied, Message: msg, Approval: a.ID}
+	return true, nil
+}
+
+// pending ends the call undecided: kind pending with the request's ID.
+func (h *Host) pending(inv *invocation, m config.Middleware, a store.Approval, note string) (bool, error) {
+	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pending", Detail: a.ID})
+	msg := fmt.Sprintf("a human must approve this call (request %s: %s). Ask the operator to decide (maiden approve %s, or the inbox page), then repeat the same call", a.ID, a.Reason, a.ID)
+	if note != "" {
+		msg = note + ". " + msg
+	}
+	inv.res.Error = &ToolError{Kind: KindPending, Message: msg, Approval: a.ID}
+	return true, nil
+}
+
+// await waits for a decision on request a.
+func (h *Host) await(ctx context.Context, inv *invocation, m config.Middleware, st store.Store, a store.Approval, note string) (bool, error) {
+	wait := inv.call.ApprovalWait
+	if wait == 0 {
+		wait = h.opts.ApprovalWait
+	}
+	if wait == 0 {
+		wait = DefaultApprovalWait
+	}
+	if inv.call.OnApproval != nil {
+		inv.call.OnApproval(approvalRequest(a, inv.cfg))
+	}
+	if wait < 0 {
+		return h.pending(inv, m, a, note)
+	}
+	poll := h.opts.ApprovalPoll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	wake := h.waiters.add(a.ID)
+	defer h.waiters.remove(a.ID, wake)
+	inv.suspend()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return h.pending(inv, m, a, note)
+		case <-timer.C:
+			return h.pending(inv, m, a, note)
+		case <-wake:
+		case <-ticker.C:
+		}
+		cur, err := st.Approval(ctx, a.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return h.pending(inv, m, a, note)
+			}
+			continue // the store may be back at the next poll; the wait's end bounds it
+		}
+		now := time.Now()
+		switch cur.State {
+		case store.ApprovalApproved:
+			if err := inv.resume(ctx, h); err != nil {
+				return true, err
+			}
+			return h.approved(inv, m, cur)
+		case store.ApprovalDenied:
+			return h.denied(inv, m, cur, "this call was denied")
+		case store.ApprovalExpired:
+			return h.denied(inv, m, cur, "")
+		case store.ApprovalPending:
+			if !now.Before(cur.Expires) {
+				if _, err := st.Expire(ctx, now); err == nil {
+					cur.State = store.ApprovalExpired
+				}
+				return h.denied(inv, m, cur, "")
+			}
+		default: // consumed by an identical call meanwhile
+			return h.pending(inv, m, cur, fmt.Sprintf("request %s was used by another identical call", cur.ID))
+		}
+	}
+}
+
+// runApproved consumes the call's approval (if a human approved it) and
+// marks it started, in one transaction, right before the tool runs; and
+// marks it done after. kill -9 before the consumption loses nothing (the
+// approval stays, the repeated call uses it); after it, the call is marked
+// interrupted when the store is next opened and never re-run by itself.
+func (h *Host) runApproved(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if inv.approval == "" || inv.started {
+			return next(ctx, inv)
+		}
+		st, err := h.state(ctx, inv.cfg)
+		if err != nil {
+			return err
+		}
+		ids := append([]string{inv.approval}, inv.extraApprovals...)
+		for _, id := range ids {
+			if _, err := st.ConsumeAndStart(ctx, id); err != nil {
+				if errors.Is(err, store.ErrApprovalState) {
+					inv.res.Error = &ToolError{Kind: KindPending, Approval: id,
+						Message: fmt.Sprintf("the approval %s was used by another identical call or expired (%v); repeat the call to ask again", id, err)}
+					return nil
+				}
+				return fmt.Errorf("%w: starting the approved call: %v", ErrState, err)
+			}
+		}
+		inv.started = true
+		defer func() {
+			for _, id := range ids {
+				if err := st.MarkDone(context.WithoutCancel(ctx), id); err != nil {
+					h.log.Warn("could not mark an approved call done", "approval", id, "err", err)
+				}
+			}
+		}()
+		return next(ctx, inv)
+	}
+}
+
+// waiters are the calls of one Host waiting for a decision: Decide wakes
+// them at once instead of at their next poll.
+type waiters struct {
+	mu sync.Mutex
+	m  map[string][]chan struct{}
+}
+
+func (w *waiters) add(id string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = map[string][]chan struct{}{}
+	}
+	w.m[id] = append(w.m[id], ch)
+	w.mu.Unlock()
+	return ch
+}
+
+func (w *waiters) remove(id string, ch chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	list := w.m[id]
+	for i, c := range list {
+		if c == ch {
+			w.m[id] = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(w.m[id]) == 0 {
+		delete(w.m, id)
+	}
+}
+
+func (w *waiters) wake(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ch := range w.m[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}

@@ -1,0 +1,436 @@
+package maiden_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// calls reads the audit trail's records of kind (all kinds if "").
+func trail(t *testing.T, h *maiden.Host, kind string) []maiden.AuditRecord {
+	t.Helper()
+	recs, err := h.AuditTail(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []maiden.AuditRecord
+	for _, r := range recs {
+		if kind == "" || r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rulesOf lists the rule and verdict of each layer in an audit record.
+func rulesOf(t *testing.T, r maiden.AuditRecord) string {
+	t.Helper()
+	var body struct {
+		Middleware []struct{ Rule, Use, Verdict string }
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, m := range body.Middleware {
+		s = append(s, m.Rule+":"+m.Verdict)
+	}
+	return strings.Join(s, " ")
+}
+
+func mustCall(t *testing.T, h *maiden.Host, c maiden.Call) maiden.Result {
+	t.Helper()
+	res, err := h.Call(context.Background(), c)
+	if err != nil {
+		t.Fatalf("%s %s: %v", c.Tool, c.Input, err)
+	}
+	return res
+}
+
+func wantKind(t *testing.T, res maiden.Result, kind maiden.ErrorKind, msg string) {
+	t.Helper()
+	if res.OK || res.Error == nil || res.Error.Kind != kind || !strings.Contains(res.Error.Message, msg) {
+		t.Fatalf("result %+v (error %+v), want kind %s containing %q", res, res.Error, kind, msg)
+	}
+}
+
+// TestMiddlewareChainOrder: CARDS.md A13 — universal U1, then the tool's
+// M1, M2, then the binding's, then the tool; A15 — a layer that rejects
+// means the tool never runs (no call-admitted record, only a refusal).
+func TestMiddlewareChainOrder(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+middleware = [{ use = "validate", check = 'args.message != "m1"', message = "M1 says no" },
+              { use = "validate", check = 'args.message != "m2"', message = "M2 says no" }]
+
+[[middleware]]
+use = "validate"
+check = 'args.message != "u1"'
+message = "U1 says no"
+
+[agents.a]
+grants = ["tool:invoke echo --..."]
+[agents.a.tools.echo]
+middleware = [{ use = "validate", check = 'args.message != "b1"', message = "B1 says no" }]
+`, maiden.Options{}, "echo")
+	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"hi"}`})
+	if !res.OK {
+		t.Fatalf("%+v", res.Error)
+	}
+	adm := trail(t, h, "call-admitted")
+	if len(adm) != 1 {
+		t.Fatalf("%d call-admitted records, want 1", len(adm))
+	}
+	want := "middleware[1]:pass tools.echo.middleware[1]:pass tools.echo.middleware[2]:pass agents.a.tools.echo.middleware[1]:pass"
+	if got := rulesOf(t, adm[0]); got != want {
+		t.Errorf("order %q\nwant  %q", got, want)
+	}
+	// Each layer rejects its own word, and the layers after it never run.
+	for _, tc := range []struct{ word, msg, verdicts string }{
+		{"u1", "U1 says no", "middleware[1]:reject"},
+		{"m1", "M1 says no", "middleware[1]:pass tools.echo.middleware[1]:reject"},
+		{"m2", "M2 says no", "middleware[1]:pass tools.echo.middleware[1]:pass tools.echo.middleware[2]:reject"},
+		{"b1", "B1 says no", "middleware[1]:pass tools.echo.middleware[1]:pass tools.echo.middleware[2]:pass agents.a.tools.echo.middleware[1]:reject"},
+	} {
+		res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"` + tc.word + `"}`})
+		wantKind(t, res, maiden.KindInput, tc.msg)
+		if strings.Contains(res.Error.Message, "middleware") || strings.Contains(res.Error.Message, "args.") {
+			t.Errorf("rejection shows the chain to the agent: %q", res.Error.Message)
+		}
+		refused := trail(t, h, "call-refused")
+		if got := rulesOf(t, refused[len(refused)-1]); got != tc.verdicts {
+			t.Errorf("%s: verdicts %q, want %q", tc.word, got, tc.verdicts)
+		}
+	}
+	if n := len(trail(t, h, "call-admitted")); n != 1 {
+		t.Errorf("%d call-admitted records after four rejections, want 1: a rejected call ran", n)
+	}
+	if n, _, err := h.VerifyAudit(context.Background()); err != nil || n == 0 {
+		t.Errorf("VerifyAudit = %d, %v", n, err)
+	}
+}
+
+// TestMiddlewareConditionErrorDenies: a condition that fails at run time
+// (a missing argument) denies, it does not skip the layer.
+func TestMiddlewareConditionErrorDenies(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "approve"
+when = 'args.amount > 100'
+`, maiden.Options{}, "echo")
+	res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"no amount"}`})
+	wantKind(t, res, maiden.KindDenied, "could not be evaluated")
+	if n := len(trail(t, h, "call-admitted")); n != 0 {
+		t.Errorf("the call ran (%d admitted records)", n)
+	}
+}
+
+// TestMiddlewareRewriteIsReauthorized: a component that rewrites the input
+// (paris → Paris) cannot broaden what the agent's cards allow: the
+// rewritten call is authorized again and denied; with a card that allows
+// it, it runs rewritten. A component that rejects, traps, loops or
+// hogs memory refuses the call, and the host keeps serving.
+func TestMiddlewareRewriteIsReauthorized(t *testing.T) {
+	city := testkit.Middleware(t, "city")
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[middleware.city]
+path = "`+city+`"
+[middleware.trap]
+path = "`+testkit.Middleware(t, "trap")+`"
+[middleware.loop]
+path = "`+testkit.Middleware(t, "loop")+`"
+timeout_ms = 300
+[middleware.memhog]
+path = "`+testkit.Middleware(t, "memhog")+`"
+memory_mb = 2
+[middleware.fetcher]
+path = "`+testkit.Middleware(t, "fetcher")+`"
+[[middleware]]
+use = "city"
+[[middleware]]
+use = "trap"
+when = 'args.message == "trap"'
+[[middleware]]
+use = "loop"
+when = 'args.message == "loop"'
+[[middleware]]
+use = "memhog"
+when = 'args.message == "memhog"'
+[[middleware]]
+use = "fetcher"
+when = 'args.message == "fetcher"'
+
+[agents.narrow]
+tools = ["echo"]
+grants = ["tool:invoke echo --message=* --city=paris"]
+[agents.wide]
+tools = ["echo"]
+grants = ["tool:invoke echo --..."]
+`, maiden.Options{}, "echo")
+	res := mustCall(t, h, maiden.Call{Agent: "narrow", Tool: "echo", Input: `{"message":"x","city":"paris"}`})
+	wantKind(t, res, maiden.KindDenied, "the rewritten call is not allowed")
+	res = mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: `{"message":"x","city":"paris"}`})
+	if !res.OK || !strings.Contains(res.Output, `"Paris"`) {
+		t.Fatalf("rewritten call: %+v %+v", res, res.Error)
+	}
+	res = mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: `{"message":"x","city":"Atlantis"}`})
+	wantKind(t, res, maiden.KindDenied, "Atlantis is not a city")
+	for _, word := range []string{"trap", "loop", "memhog", "fetcher"} {
+		res := mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: `{"message":"` + word + `"}`})
+		wantKind(t, res, maiden.KindDenied, "a middleware failed")
+	}
+	res = mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: `{"message":"still serving"}`})
+	if !res.OK {
+		t.Fatalf("after hostile middleware: %+v", res.Error)
+	}
+}
+
+// TestRateLimitSurvivesRestart: 2 calls per minute per agent and tool; the
+// third is denied with the time to wait, also by a new Host on the same
+// store (the bucket is durable), and another tool has its own bucket.
+func TestRateLimitSurvivesRestart(t *testing.T) {
+	body := `version = 1
+[tools.echo]
+path = %q
+[tools.echo2]
+path = %q
+[[middleware]]
+use = "ratelimit"
+limit = 2
+per = "1m"
+`
+	dir := t.TempDir()
+	cfg := writeConfigAt(t, filepath.Join(dir, "agent.toml"), body, "echo", "echo")
+	newHost := func() *maiden.Host {
+		h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	h := newHost()
+	for i := 0; i < 2; i++ {
+		if res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"x"}`}); !res.OK {
+			t.Fatalf("call %d: %+v", i, res.Error)
+		}
+	}
+	wantKind(t, mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"x"}`}), maiden.KindDenied, "try again in")
+	if res := mustCall(t, h, maiden.Call{Tool: "echo2", Input: `{"message":"x"}`}); !res.OK {
+		t.Fatalf("other tool: %+v", res.Error)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h2 := newHost()
+	defer h2.Close(context.Background())
+	wantKind(t, mustCall(t, h2, maiden.Call{Tool: "echo", Input: `{"message":"x"}`}), maiden.KindDenied, "rate limit: at most 2 calls of echo per 1m0s")
+}
+
+// TestQuotaCost: a quota of 5 units per hour with the cost an expression
+// of the call.
+func TestQuotaCost(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "quota"
+limit = 5
+window = "1h"
+cost = 'size(args.message)'
+`, maiden.Options{}, "echo")
+	if res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"abc"}`}); !res.OK {
+		t.Fatalf("%+v", res.Error)
+	}
+	wantKind(t, mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"abc"}`}), maiden.KindDenied, "quota exceeded: this call costs 3 of 5 units")
+	if res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"ab"}`}); !res.OK {
+		t.Fatalf("a call within the rest of the quota: %+v", res.Error)
+	}
+}
+
+// TestRedactMiddleware: the output and the logs (live and in the result)
+// lose what the redact layer's patterns and the built-in detectors match.
+func TestRedactMiddleware(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "redact"
+patterns = [{ name = "ticket", expr = "TCK-[0-9]+" }]
+`, maiden.Options{}, "echo")
+	key := "AKIA" + "IOSFODNN7EXAMPLE"
+	res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"key ` + key + ` ticket TCK-1234"}`})
+	if !res.OK {
+		t.Fatal(res.Error)
+	}
+	if strings.Contains(res.Output, key) || strings.Contains(res.Output, "TCK-1234") || !strings.Contains(res.Output, "REDACTED") {
+		t.Errorf("output not redacted: %s", res.Output)
+	}
+}
+
+// approvalHost is a host with an approve rule on echo messages that start
+// with "pay".
+func approvalHost(t *testing.T, extra string) *maiden.Host {
+	return newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "approve"
+when = 'args.message.startsWith("pay")'
+reason = "payments need a human"
+[agents.a]
+tools = ["echo"]
+grants = ["tool:invoke echo --..."]
+`+extra, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "echo")
+}
+
+// callAndDecide starts a call that waits for approval, decides it as d
+// once the request is stored, and returns the call's result.
+func callAndDecide(t *testing.T, h *maiden.Host, input string, d maiden.Decision) (maiden.Result, maiden.ApprovalRequest) {
+	t.Helper()
+	var (
+		req  maiden.ApprovalRequest
+		once sync.Once
+		got  = make(chan struct{})
+	)
+	type out struct {
+		res maiden.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: "echo", Input: input, ApprovalWait: 20 * time.Second,
+			OnApproval: func(r maiden.ApprovalRequest) { req = r; once.Do(func() { close(got) }) }})
+		done <- out{res, err}
+	}()
+	select {
+	case <-got:
+	case o := <-done:
+		t.Fatalf("call ended without asking: %+v %v", o.res, o.err)
+	}
+	if _, err := h.Decide(context.Background(), req.ID, d); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.res, req
+}
+
+// TestApprovalFlow: approve once, deny (remembered), always (a card),
+// pending then repeated after the approval (runs once), and the request
+// shows what the human needs.
+func TestApprovalFlow(t *testing.T) {
+	h := approvalHost(t, "")
+	ctx := context.Background()
+	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"hello"}`}); !res.OK {
+		t.Fatalf("a call the rule does not match: %+v", res.Error)
+	}
+
+	res, req := callAndDecide(t, h, `{"message":"pay 10"}`, maiden.Decision{Approve: true, By: "operator:test"})
+	if !res.OK {
+		t.Fatalf("approved call: %+v", res.Error)
+	}
+	if req.Agent != "a" || req.Tool != "echo" || req.Rendered != `--message="pay 10"` && !strings.Contains(req.Rendered, "pay") || req.Reason != "payments need a human" || req.Rule != "middleware[1]" || !req.AllowAlways {
+		t.Errorf("request %+v", req)
+	}
+	// Approved once: the same call asks again.
+	res, _ = callAndDecide(t, h, `{"message":"pay 10"}`, maiden.Decision{Approve: false, Reason: "not today", By: "operator:test"})
+	wantKind(t, res, maiden.KindDenied, "not today")
+	// The denial is remembered: no new request, denied at once.
+	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 10"}`, ApprovalWait: -1,
+		OnApproval: func(maiden.ApprovalRequest) { t.Error("asked again after a denial") }})
+	wantKind(t, res, maiden.KindDenied, "refused until")
+
+	// Pending, then approved, then repeated: runs exactly once.
+	var id string
+	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 20"}`, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindPending, "repeat the same call")
+	id = res.Error.Approval
+	pend, err := h.Pending(ctx)
+	if err != nil || len(pend) != 1 || pend[0].ID != id {
+		t.Fatalf("Pending = %+v, %v", pend, err)
+	}
+	// Repeating while pending asks nothing new.
+	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 20"}`, ApprovalWait: -1})
+	if res.Error == nil || res.Error.Approval != id {
+		t.Fatalf("repeat while pending: %+v", res.Error)
+	}
+	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true}); !errors.Is(err, maiden.ErrApprovalDecided) {
+		t.Errorf("deciding twice: %v", err)
+	}
+	if _, err := h.Decide(ctx, "apr_nope", maiden.Decision{Approve: true}); !errors.Is(err, maiden.ErrUnknownApproval) {
+		t.Errorf("unknown ID: %v", err)
+	}
+	before := len(trail(t, h, "call-admitted"))
+	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 20"}`, ApprovalWait: -1}); !res.OK {
+		t.Fatalf("repeated after approval: %+v", res.Error)
+	}
+	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 20"}`, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindPending, "")
+	if n := len(trail(t, h, "call-admitted")) - before; n != 1 {
+		t.Errorf("the approved call ran %d times, want 1", n)
+	}
+
+	// Always: a card, and the same call no longer asks.
+	res, req = callAndDecide(t, h, `{"message":"pay 30"}`, maiden.Decision{Approve: true, Always: true})
+	if !res.OK {
+		t.Fatal(res.Error)
+	}
+	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 30"}`, ApprovalWait: -1})
+	if !res.OK {
+		t.Fatalf("after always: %+v", res.Error)
+	}
+	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 31"}`, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindPending, "")
+	if !strings.HasPrefix(req.AlwaysGrant, "approve:always echo ") {
+		t.Errorf("always grant %q", req.AlwaysGrant)
+	}
+	if n, _, err := h.VerifyAudit(ctx); err != nil {
+		t.Errorf("VerifyAudit = %d, %v", n, err)
+	}
+}
+
+// TestApprovalNeverAlways: a rule with allow_always = false refuses an
+// always-approval (nothing decided), and approves once.
+func TestApprovalNeverAlways(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "approve"
+allow_always = false
+[agents.a]
+tools = ["echo"]
+grants = ["tool:invoke echo --..."]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"x"}`, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindPending, "")
+	id := res.Error.Approval
+	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true, Always: true}); !errors.Is(err, maiden.ErrAlwaysRefused) {
+		t.Fatalf("always on a never-always rule: %v", err)
+	}
+	if r, err := h.Approval(ctx, id); err != nil || r.State != "pending" {
+		t.Fatalf("after a refused always: %+v %v", r, err)
+	}
+	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+}
