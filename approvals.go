@@ -253,4 +253,3 @@ func (h *Host) Decide(ctx context.Context, id string, d Decision) (ApprovalReque
 	}
 	return r, err
 }
-
