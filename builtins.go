@@ -134,49 +134,99 @@ func mayUse(w *cards.Wallet, verb string) bool {
 // rule (not-allowed, lower-bound-too-broad, card-expired, system-card,
 // ...); malformed input (a grant that does not parse: where and what was
 // expected) is kind input. A store that cannot answer is ErrState.
+//
+// A built-in call goes through the same stages as a tool's where they
+// apply: admission, the middleware chain (universal layers and the
+// agent's binding's), the audit trail and the Observer.
 func (h *Host) CallBuiltin(ctx context.Context, call Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: call.Tool}, ErrClosed
 	}
-	cfg := h.cfg.Load()
-	bi, isBuiltin := builtins[call.Tool]
-	b, agentOK, bound := cfg.AgentBinding(call.Agent, call.Tool)
-	if cfg.Implicit() || !isBuiltin || !agentOK || !bound || !b.Builtin {
-		// An agent agent.toml does not declare (removed, misspelt, "")
-		// has no built-ins, whatever cards the store still holds for it.
-		return Result{}, fmt.Errorf("%w %q for agent %q", ErrUnknownTool, call.Tool, call.Agent)
-	}
-	start := time.Now()
-	w, err := h.wallet(ctx, cfg, call.Agent, start)
+	inv := &invocation{call: call, start: time.Now()}
+	inv.res.Tool = call.Tool
+	err := h.builtinHandle(ctx, inv)
+	inv.res.Duration = time.Since(inv.start)
 	if err != nil {
-		return Result{}, err
+		inv.res = Result{}
 	}
-	if !mayUse(w, bi.verb) {
-		return Result{}, fmt.Errorf("%w %q for agent %q (no card of it allows card:%s)", ErrUnknownTool, call.Tool, call.Agent, bi.verb)
+	if h.opts.Observer != nil {
+		h.callDone(inv, err)
 	}
-	st, err := h.state(ctx, cfg)
+	return inv.res, err
+}
+
+// builtinPipeline assembles a built-in's call path: admission → the
+// built-in as the agent sees it → (audit) → input → middleware chain →
+// the call-admitted record → the operation.
+func (h *Host) builtinPipeline() handler {
+	stages := []stage{
+		h.admit,
+		h.resolveBuiltin,
+		h.auditCall,
+		h.checkInput,
+		h.middleware,
+		h.admitRecord,
+	}
+	next := h.runBuiltin
+	for i := len(stages) - 1; i >= 0; i-- {
+		next = stages[i](next)
+	}
+	return next
+}
+
+// resolveBuiltin finds the built-in for the call's agent: one it does not
+// see (not bound, or no card allows its verb) is ErrUnknownTool.
+func (h *Host) resolveBuiltin(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		cfg := h.cfg.Load()
+		call := inv.call
+		bi, isBuiltin := builtins[call.Tool]
+		b, agentOK, bound := cfg.AgentBinding(call.Agent, call.Tool)
+		if cfg.Implicit() || !isBuiltin || !agentOK || !bound || !b.Builtin {
+			// An agent agent.toml does not declare (removed, misspelt, "")
+			// has no built-ins, whatever cards the store still holds for it.
+			return fmt.Errorf("%w %q for agent %q", ErrUnknownTool, call.Tool, call.Agent)
+		}
+		w, err := h.wallet(ctx, cfg, call.Agent, inv.start)
+		if err != nil {
+			return err
+		}
+		if !mayUse(w, bi.verb) {
+			return fmt.Errorf("%w %q for agent %q (no card of it allows card:%s)", ErrUnknownTool, call.Tool, call.Agent, bi.verb)
+		}
+		if len(bytes.TrimSpace([]byte(inv.call.Input))) == 0 {
+			inv.call.Input = "{}"
+		}
+		// No tool:invoke card decides a built-in (its card:VERB grants
+		// do, in the store), so a middleware rewrite is not re-authorized
+		// here; the operation checks the rewritten input itself.
+		inv.cfg, inv.agent, inv.tool, inv.builtin = cfg, call.Agent, config.Tool{Name: call.Tool, Timeout: config.DefaultTimeout}, &bi
+		inv.builtinWallet = w
+		return next(ctx, inv)
+	}
+}
+
+// runBuiltin performs the built-in's operation.
+func (h *Host) runBuiltin(ctx context.Context, inv *invocation) error {
+	st, err := h.state(ctx, inv.cfg)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	input := []byte(call.Input)
-	if len(bytes.TrimSpace(input)) == 0 {
-		input = []byte("{}")
-	}
-	out, terr, err := bi.run(h, ctx, cfg, st, w, input)
-	res := Result{Tool: call.Tool, Logs: []LogEntry{}, Duration: time.Since(start)}
+	out, terr, err := inv.builtin.run(h, ctx, inv.cfg, st, inv.builtinWallet, []byte(inv.call.Input))
+	inv.res.Logs = []LogEntry{}
 	switch {
 	case err != nil:
-		return Result{}, err
+		return err
 	case terr != nil:
-		res.Error = terr
-		return res, nil
+		inv.res.Error = terr
+		return nil
 	}
 	text, err := json.Marshal(out)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	res.OK, res.Output = true, string(text)
-	return res, nil
+	inv.res.OK, inv.res.Output = true, string(text)
+	return nil
 }
 
 // decodeInput reads a built-in's input strictly: unknown fields are an

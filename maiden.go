@@ -149,8 +149,10 @@ type Host struct {
 	adm        *admission
 	closed     atomic.Bool
 	opts       Options
-	// handle is the call pipeline, assembled once in New.
-	handle handler
+	// handle is the call pipeline, assembled once in New; builtinHandle
+	// the built-ins' (builtins.go).
+	handle        handler
+	builtinHandle handler
 
 	// http-fetch: the gate, and each tool's compiled egress policy for the
 	// configuration in force.
@@ -194,6 +196,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
 	h.cfg.Store(cfg)
 	h.handle = h.pipeline()
+	h.builtinHandle = h.builtinPipeline()
 	return h, nil
 }
 

@@ -434,3 +434,35 @@ grants = ["tool:invoke echo --..."]
 		t.Fatal(err)
 	}
 }
+
+// TestMiddlewareWrapsBuiltins: the built-in card tools go through the
+// universal chain and the audit trail like any tool.
+func TestMiddlewareWrapsBuiltins(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "validate"
+check = 'tool != "cards_list" || agent != "b"'
+message = "b may not list cards"
+[agents.a]
+tools = ["cards_list"]
+grants = ["card:inspect *"]
+[agents.b]
+tools = ["cards_list"]
+grants = ["card:inspect *"]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	res, err := h.CallBuiltin(ctx, maiden.Call{Agent: "a", Tool: "cards_list", Input: `{}`})
+	if err != nil || !res.OK {
+		t.Fatalf("a: %+v %v", res, err)
+	}
+	res, err = h.CallBuiltin(ctx, maiden.Call{Agent: "b", Tool: "cards_list", Input: `{}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, res, maiden.KindInput, "b may not list cards")
+	if adm, ref := trail(t, h, "call-admitted"), trail(t, h, "call-refused"); len(adm) != 1 || len(ref) != 1 || adm[0].Agent != "a" || ref[0].Agent != "b" {
+		t.Errorf("audit: admitted %+v refused %+v", adm, ref)
+	}
+}

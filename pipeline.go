@@ -61,6 +61,11 @@ type invocation struct {
 	// release gives the call's admission turn back; nil while it has none
 	// (waiting for a human: suspend, resume).
 	release func()
+
+	// A built-in's call (builtins.go): the operation and the wallet its
+	// visibility was decided on.
+	builtin       *builtin
+	builtinWallet *cards.Wallet
 }
 
 // suspend gives the call's admission turn back while it waits for a human,
