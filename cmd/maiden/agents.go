@@ -59,12 +59,18 @@ type operatorState struct {
 // and writes the configuration's agents and system cards to it (as the
 // runtime does before its first authorized call).
 func (c *common) openState(ctx context.Context, stderr io.Writer) (*operatorState, int) {
+	return c.openStateFor(ctx, stderr, false)
+}
+
+// openStateFor is openState; implicitOK accepts a configuration without
+// [agents] (approvals, the audit trail and operators exist without them).
+func (c *common) openStateFor(ctx context.Context, stderr io.Writer, implicitOK bool) (*operatorState, int) {
 	cfg, err := config.Load(c.config)
 	if err != nil {
 		printConfigErrors(stderr, err)
 		return nil, exitUsage
 	}
-	if cfg.Implicit() {
+	if cfg.Implicit() && !implicitOK {
 		fmt.Fprintf(stderr, "maiden: %s declares no [agents]: every call runs as the implicit agent %q, allowed everything; declare [agents.NAME] tables to give agents tokens and cards\n",
 			c.config, maiden.DefaultAgent)
 		return nil, exitUsage
@@ -102,7 +108,8 @@ func stateCode(err error) int {
 	switch {
 	case errors.Is(err, grant.ErrSyntax),
 		errors.Is(err, store.ErrUnknownAgent), errors.Is(err, store.ErrUnknownCard),
-		errors.Is(err, store.ErrUnknownToken), errors.Is(err, store.ErrBadInput):
+		errors.Is(err, store.ErrUnknownToken), errors.Is(err, store.ErrBadInput),
+		errors.Is(err, errUnknownOperator):
 		return exitUsage
 	case errors.Is(err, cards.ErrLowerBoundTooBroad), errors.Is(err, cards.ErrUpperBoundTooBroad),
 		errors.Is(err, cards.ErrCardExpired), errors.Is(err, cards.ErrCardRevoked),

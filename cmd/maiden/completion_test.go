@@ -62,13 +62,23 @@ func words(c completion) []string {
 
 func TestCompleteArgs(t *testing.T) {
 	cfg := agentTOML(t, map[string]string{"echo": "", "logger": ""})
+	opsCfg := filepath.Join(t.TempDir(), "agent.toml")
+	if err := os.WriteFile(opsCfg, []byte("version = 1\n\n[operators.bob]\n\n[operators.alice]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		words []string
 		kind  completeKind
 		want  []string
 	}{
-		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "client", "completion", "version", "help"}},
+		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "pending", "approve", "deny", "audit", "operators", "client", "completion", "version", "help"}},
+		{"audit subcommands", []string{"audit", ""}, completeWords, []string{"verify", "tail", "export"}},
+		{"operators subcommands", []string{"operators", ""}, completeWords, []string{"token", "ls", "revoke-token"}},
+		{"audit tail flags", []string{"audit", "tail", "-"}, completeWords, []string{"-cache", "-config", "-f", "-isolation", "-json", "-n", "-state", "-v"}},
+		{"approve flags", []string{"approve", "apr_1", "-al"}, completeWords, []string{"-always"}},
+		{"deny flags", []string{"deny", "-r"}, completeWords, []string{"-reason"}},
+		{"operators of -config", []string{"operators", "token", "-config", opsCfg, ""}, completeWords, []string{"alice", "bob"}},
 		{"command prefix", []string{"c"}, completeWords, []string{"check", "call", "cards", "client", "completion"}},
 		{"hidden command not offered", []string{"__"}, completeWords, nil},
 		{"unknown command", []string{"frob", ""}, completeWords, nil},

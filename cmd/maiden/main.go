@@ -6,6 +6,11 @@
 //	maiden serve  [-config agent.toml] [-http ADDR]
 //	maiden agents token|ls|revoke-token ...
 //	maiden cards  grant|derive|revoke|ls|show ...
+//	maiden pending [-json]
+//	maiden approve ID [-always]
+//	maiden deny   ID [-reason TEXT]
+//	maiden audit  verify|tail|export ...
+//	maiden operators token|ls|revoke-token ...
 //	maiden new    go|js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //	maiden client config claude|cursor|vscode [-write]
@@ -120,6 +125,39 @@ func init() {
 		{name: "cards show", args: "ID [-json]",
 			summary: "print one card: holder, state, lineage, expiry and its four grant lists",
 			help:    cardsShowHelp, run: cmdCardsShow, interspersed: true},
+		{name: "pending", args: "[-json]",
+			summary: "list the calls waiting for a human's approval: ID, agent, tool, arguments, reason, expiry",
+			help:    pendingHelp, run: cmdPending, interspersed: true},
+		{name: "approve", args: "ID [-always [-grant GRANT]]",
+			summary: "approve a waiting call (-always: and install a card so the same call does not ask again)",
+			help:    approveHelp, run: cmdApprove, interspersed: true},
+		{name: "deny", args: "ID [-reason TEXT]",
+			summary: "deny a waiting call; the agent is shown the reason",
+			help:    denyHelp, run: cmdDeny, interspersed: true},
+		{name: "audit", args: "verify|tail|export ...",
+			summary: "the hash-chained audit trail of the state store",
+			subs:    []string{"verify", "tail", "export"}},
+		{name: "audit verify", args: "",
+			summary: `check the audit chain: "ok: N records", or the first bad record (edited, deleted, inserted, reordered)`,
+			help:    auditVerifyHelp, run: cmdAuditVerify, interspersed: true},
+		{name: "audit tail", args: "[-f] [-json] [-n N]",
+			summary: "print the last audit records (-f: and follow new ones)",
+			help:    auditTailHelp, run: cmdAuditTail, interspersed: true},
+		{name: "audit export", args: "",
+			summary: "write the audit trail as JSON lines with the chain head, to verify elsewhere",
+			help:    auditExportHelp, run: cmdAuditExport, interspersed: true},
+		{name: "operators", args: "token|ls|revoke-token ...",
+			summary: "the operators of agent.toml (who decide approvals): mint, list and revoke their tokens",
+			subs:    []string{"token", "ls", "revoke-token"}},
+		{name: "operators token", args: "NAME [-json]",
+			summary: "mint a bearer token for operator NAME (the inbox page's sign-in), printed once",
+			help:    operatorsTokenHelp, run: cmdOperatorsToken, interspersed: true, complete: completeOperators},
+		{name: "operators ls", args: "[-json]",
+			summary: "list the operators and their tokens: IDs, never secrets",
+			help:    operatorsLsHelp, run: cmdOperatorsLs, interspersed: true},
+		{name: "operators revoke-token", args: "ID [-json]",
+			summary: "revoke an operator token by its ID: it stops signing in at once",
+			help:    operatorsRevokeHelp, run: cmdOperatorsRevokeToken, interspersed: true},
 		{name: "client", args: "config claude|cursor|vscode ...",
 			summary: "configure an MCP client to start maiden",
 			subs:    []string{"config"}},
@@ -192,7 +230,8 @@ func usage() string {
 	b.WriteString(`
 "maiden help COMMAND" or "maiden COMMAND -h" lists a command's flags.
 
-Flags common to check, tools, call, new, build, serve, client config, agents and cards:
+Flags common to check, tools, call, new, build, serve, client config, agents, cards,
+pending, approve, deny, audit and operators:
   -config FILE      the agent configuration (default: agent.toml, or $MAIDEN_CONFIG)
   -state FILE       the state store: agents, tokens, cards (default: agent.toml's [state] path,
                     or maiden-state.db next to agent.toml)
@@ -204,6 +243,8 @@ Exit codes: 0 ok, 1 tool error, 2 usage or config error, 3 deadline,
 4 memory ceiling, 5 trap or invalid tool, 6 denied by policy.
 agents and cards: 2 also for a malformed GRANT or an unknown agent, card or token,
 6 a change the card rules refuse, 1 the state store failed.
+approve and deny: 2 also for an unknown approval ID or one no longer pending;
+6 -always refused. audit verify: 1 when the chain is broken.
 `)
 	return b.String()
 }

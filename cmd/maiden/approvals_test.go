@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// approvalsConfig writes an agent.toml with the echo tool, agents research
+// and coder, operator alice, and two approve rules: middleware[1] (always
+// allowed) and middleware[2] (allow_always = false). It returns the file
+// and its state store's path.
+func approvalsConfig(t *testing.T) (cfg, state string) {
+	t.Helper()
+	src := fmt.Sprintf(`version = 1
+
+[tools.echo]
+path = %q
+
+[agents.research]
+tools = ["echo"]
+
+[agents.coder]
+tools = ["echo"]
+
+[operators.alice]
+
+[[middleware]]
+use  = "approve"
+when = 'args.message == "hi"'
+
+[[middleware]]
+use  = "approve"
+when = 'args.message == "wire money"'
+allow_always = false
+`, testkit.Component(t, "echo"))
+	dir := t.TempDir()
+	cfg = filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, filepath.Join(dir, "maiden-state.db")
+}
+
+// request persists a pending approval request in the store at state, as
+// the approve middleware does before anything runs, and returns its ID.
+func request(t *testing.T, state, agent, rendered, rule string) store.Approval {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.EnsureAgent(ctx, agent); err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.CreateApproval(ctx, store.Approval{Agent: agent, Session: "s1", Tool: "echo", Rendered: rendered,
+		Digest: strings.Repeat("ab", 32), Middleware: rule, Reason: "asks a human: " + rule, Expires: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// approvalIn reads request id back from the store at state.
+func approvalIn(t *testing.T, state, id string) store.Approval {
+	t.Helper()
+	st, err := store.Open(context.Background(), state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a, err := st.Approval(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestPendingJSONShape: pending -json is an array ([] when nothing waits)
+// of objects with exactly the keys the issue names, oldest first; the
+// table lists the same requests.
+func TestPendingJSONShape(t *testing.T) {
+	cfg, state := approvalsConfig(t)
+	if r := op(t, exitOK, cfg, "pending", "-json"); r.stdout != "[]\n" {
+		t.Fatalf("pending -json with nothing waiting: %q", r.stdout)
+	}
+	if r := op(t, exitOK, cfg, "pending"); !strings.Contains(r.stdout, "no approval requests are waiting") {
+		t.Fatalf("pending with nothing waiting: %q", r.stdout)
+	}
+	a := request(t, state, "research", "--message=hi", "middleware[1]")
+	b := request(t, state, "coder", `--message="wire money"`, "middleware[2]")
+
+	var got []map[string]any
+	out := op(t, exitOK, cfg, "pending", "-json").stdout
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("pending -json: %v\n%s", err, out)
+	}
+	if len(got) != 2 {
+		t.Fatalf("pending -json: %d entries, want 2:\n%s", len(got), out)
+	}
+	keys := []string{"agent", "created", "expires", "id", "reason", "rendered", "tool"}
+	for i, want := range []store.Approval{a, b} {
+		var have []string
+		for k := range got[i] {
+			have = append(have, k)
+		}
+		slices.Sort(have)
+		if !slices.Equal(have, keys) {
+			t.Errorf("entry %d has keys %v, want exactly %v", i, have, keys)
+		}
+		for k, v := range map[string]string{"id": want.ID, "agent": want.Agent, "tool": "echo", "rendered": want.Rendered, "reason": want.Reason} {
+			if got[i][k] != v {
+				t.Errorf("entry %d: %s = %v, want %q", i, k, got[i][k], v)
+			}
+		}
+		for k, v := range map[string]time.Time{"created": want.Created, "expires": want.Expires} {
+			s, _ := got[i][k].(string)
+			if tm, err := time.Parse(time.RFC3339Nano, s); err != nil || !tm.Equal(v) {
+				t.Errorf("entry %d: %s = %v (%v), want %s", i, k, got[i][k], err, v)
+			}
+		}
+	}
+
+	text := op(t, exitOK, cfg, "pending").stdout
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) < 3 || strings.Join(strings.Fields(lines[0]), " ") != "ID AGENT TOOL RENDERED REASON EXPIRES IN" {
+		t.Fatalf("pending table:\n%s", text)
+	}
+	for i, want := range []store.Approval{a, b} {
+		f := lines[1+i]
+		if !strings.HasPrefix(f, want.ID+"  ") || !strings.Contains(f, want.Agent) || !strings.Contains(f, want.Rendered) ||
+			!strings.Contains(f, want.Reason) || !strings.Contains(f, "1h0m0s") && !strings.Contains(f, "59m0s") {
+			t.Errorf("table row %d: %q", i, f)
+		}
+	}
+
+	// Decided requests leave the list.
+	op(t, exitOK, cfg, "deny", a.ID)
+	if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "pending", "-json").stdout), &got); err != nil || len(got) != 1 || got[0]["id"] != b.ID {
+		t.Fatalf("after a denial: %v %v", got, err)
+	}
+}
+
+// TestPendingEscapesAgentText: what an agent supplied (its arguments, as
+// rendered) cannot drive the operator's terminal: escape sequences,
+// carriage returns and bidirectional overrides come out escaped in the
+// table and in approve's answer, and unchanged in -json.
+func TestPendingEscapesAgentText(t *testing.T) {
+	cfg, state := approvalsConfig(t)
+	evil := "--message=\"hi\x1b[2J\x1b]0;pwned\x07\rAPPROVED \u202edenied\u009b\""
+	a := request(t, state, "research", evil, "middleware[1]")
+	text := op(t, exitOK, cfg, "pending").stdout
+	for _, raw := range []string{"\x1b", "\x07", "\r", "\u202e", "\u009b"} {
+		if strings.Contains(text, raw) {
+			t.Errorf("the table passes %q raw:\n%q", raw, text)
+		}
+	}
+	for _, esc := range []string{`\x1b[2J`, `\x1b]0;pwned\a`, `\rAPPROVED`, `\u202edenied`, `\u009b`} {
+		if !strings.Contains(text, esc) {
+			t.Errorf("the table lacks %q:\n%s", esc, text)
+		}
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "pending", "-json").stdout), &got); err != nil || len(got) != 1 || got[0]["rendered"] != evil {
+		t.Fatalf("-json must carry the rendering exactly: %v %v", got, err)
+	}
+	r := op(t, exitOK, cfg, "approve", a.ID)
+	if strings.ContainsAny(r.stdout, "\x1b\x07\r\u202e") || !strings.Contains(r.stdout, `\x1b[2J`) {
+		t.Errorf("approve's answer: %q", r.stdout)
+	}
+}
+
+// TestApproveDeny: approve and deny record the decision by the OS user,
+// audited; an unknown ID and a second decision exit 2 naming the ID and the
+// state, and change nothing.
+func TestApproveDeny(t *testing.T) {
+	cfg, state := approvalsConfig(t)
+	a := request(t, state, "research", "--message=hi", "middleware[1]")
+	b := request(t, state, "coder", "--message=hi", "middleware[1]")
+
+	r := op(t, exitUsage, cfg, "approve", "apr_nope")
+	if !strings.Contains(r.stderr, `"apr_nope"`) || !strings.Contains(r.stderr, "no approval request") {
+		t.Errorf("approve of an unknown ID: %q", r.stderr)
+	}
+	op(t, exitUsage, cfg, "deny", "apr_nope")
+	op(t, exitUsage, cfg, "approve")
+	op(t, exitUsage, cfg, "approve", a.ID, b.ID)
+
+	r = op(t, exitOK, cfg, "approve", a.ID)
+	if r.stdout != fmt.Sprintf("approved %s: agent \"research\" may run echo --message=hi once\n", a.ID) {
+		t.Errorf("approve: %q", r.stdout)
+	}
+	user := "cli:" + osUser()
+	if got := approvalIn(t, state, a.ID); got.State != store.ApprovalApproved || got.DecidedBy != user {
+		t.Fatalf("after approve: %+v", got)
+	}
+	for _, again := range [][]string{{"approve", a.ID}, {"deny", a.ID}, {"approve", a.ID, "-always"}} {
+		r = op(t, exitUsage, cfg, again...)
+		if !strings.Contains(r.stderr, a.ID) || !strings.Contains(r.stderr, "is approved (by "+user+")") {
+			t.Errorf("%v after approval: %q", again, r.stderr)
+		}
+	}
+
+	r = op(t, exitOK, cfg, "deny", b.ID, "-reason", "not on a Sunday")
+	if r.stdout != fmt.Sprintf("denied %s: agent \"coder\" may not run echo --message=hi (reason: not on a Sunday)\n", b.ID) {
+		t.Errorf("deny: %q", r.stdout)
+	}
+	got := approvalIn(t, state, b.ID)
+	if got.State != store.ApprovalDenied || got.DecisionReason != "not on a Sunday" || got.DecidedBy != user {
+		t.Fatalf("after deny: %+v", got)
+	}
+	if r := op(t, exitUsage, cfg, "approve", b.ID); !strings.Contains(r.stderr, b.ID) || !strings.Contains(r.stderr, "is denied") {
+		t.Errorf("approve after deny: %q", r.stderr)
+	}
+
+	// Both decisions are in the audit trail, by the OS user, and it verifies.
+	var recs []store.AuditRecord
+	for _, l := range strings.Split(strings.TrimSpace(op(t, exitOK, cfg, "audit", "tail", "-json").stdout), "\n") {
+		var rec store.AuditRecord
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("audit tail -json line %q: %v", l, err)
+		}
+		recs = append(recs, rec)
+	}
+	var decisions []string
+	for _, rec := range recs {
+		if rec.Kind == store.AuditApproval || rec.Kind == store.AuditDenial {
+			decisions = append(decisions, rec.Kind+" "+rec.Actor+" "+rec.Agent)
+		}
+	}
+	if want := []string{"approval " + user + " research", "denial " + user + " coder"}; !slices.Equal(decisions, want) {
+		t.Errorf("audited decisions %v, want %v", decisions, want)
+	}
+	if r := op(t, exitOK, cfg, "audit", "verify"); !strings.HasPrefix(r.stdout, fmt.Sprintf("ok: %d records\n", len(recs))) {
+		t.Errorf("audit verify: %q", r.stdout)
+	}
+}
+
+// TestApproveAlways: -always installs an approve:always card for exactly
+// the approved call, listed by cards ls; -grant edits it (it must still
+// cover the call and name the same tool); a rule with allow_always = false
+// refuses -always with exit 6 and decides nothing.
+func TestApproveAlways(t *testing.T) {
+	cfg, state := approvalsConfig(t)
+	a := request(t, state, "research", "--message=hi", "middleware[1]")
+	r := op(t, exitOK, cfg, "approve", a.ID, "-always")
+	if !strings.Contains(r.stdout, `card "approve:always echo --message=hi" installed in agent "research"'s wallet`) {
+		t.Errorf("approve -always: %q", r.stdout)
+	}
+	alwaysCards := func(agent string) []string {
+		var list []struct {
+			LowerPositive []struct{ Grant string } `json:"lower_positive"`
+		}
+		if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "cards", "ls", "-agent", agent, "-json").stdout), &list); err != nil {
+			t.Fatal(err)
+		}
+		var gs []string
+		for _, c := range list {
+			for _, g := range c.LowerPositive {
+				gs = append(gs, g.Grant)
+			}
+		}
+		return gs
+	}
+	if gs := alwaysCards("research"); !slices.Equal(gs, []string{"approve:always echo --message=hi"}) {
+		t.Errorf("research's cards after approve -always: %v", gs)
+	}
+
+	// allow_always = false: refused, nothing decided, no card.
+	b := request(t, state, "coder", `--message="wire money"`, "middleware[2]")
+	r = op(t, exitDenied, cfg, "approve", b.ID, "-always")
+	if !strings.Contains(r.stderr, "middleware[2]") || !strings.Contains(r.stderr, "nothing decided") {
+		t.Errorf("-always on a rule that forbids it: %q", r.stderr)
+	}
+	if got := approvalIn(t, state, b.ID); got.State != store.ApprovalPending {
+		t.Errorf("the refused request is %s", got.State)
+	}
+	if gs := alwaysCards("coder"); len(gs) != 0 {
+		t.Errorf("coder got cards: %v", gs)
+	}
+	op(t, exitOK, cfg, "approve", b.ID) // once is allowed
+
+	// -grant: widened with a wildcard is fine; another tool or a grant that
+	// does not cover the call is refused; -grant needs -always.
+	c := request(t, state, "coder", "--message=hi", "middleware[1]")
+	op(t, exitUsage, cfg, "approve", c.ID, "-grant", "approve:always echo --message=*")
+	for _, bad := range []string{"approve:always other --message=hi", "approve:always echo --message=bye", "tool:invoke echo --message=hi"} {
+		if r := op(t, exitDenied, cfg, "approve", c.ID, "-always", "-grant", bad); !strings.Contains(r.stderr, "nothing decided") {
+			t.Errorf("-grant %q: %q", bad, r.stderr)
+		}
+	}
+	if got := approvalIn(t, state, c.ID); got.State != store.ApprovalPending {
+		t.Fatalf("refused -grant decided the request: %s", got.State)
+	}
+	op(t, exitOK, cfg, "approve", c.ID, "-always", "-grant", "approve:always echo --message=*")
+	if gs := alwaysCards("coder"); !slices.Equal(gs, []string{"approve:always echo --message=*"}) {
+		t.Errorf("coder's cards after -grant: %v", gs)
+	}
+}
+
+// TestDecideWithoutAgents: approvals exist without [agents] (the implicit
+// agent); pending, approve and deny work on such a configuration too.
+func TestDecideWithoutAgents(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.toml")
+	src := fmt.Sprintf("version = 1\n\n[tools.echo]\npath = %q\n\n[[middleware]]\nuse = \"approve\"\n", testkit.Component(t, "echo"))
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := request(t, filepath.Join(dir, "maiden-state.db"), "default", "--message=hi", "middleware[1]")
+	if out := op(t, exitOK, cfg, "pending").stdout; !strings.Contains(out, a.ID) {
+		t.Fatalf("pending: %q", out)
+	}
+	op(t, exitOK, cfg, "approve", a.ID)
+}

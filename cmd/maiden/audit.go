@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// This file is `maiden audit`: the hash-chained audit trail of the state
+// store (internal/store/audit.go), read from the command line. Opening the
+// store ingests the audit journals of maiden processes that died (their
+// acknowledged records); a running maiden serve's journal reaches the
+// chain within its ingestion interval (20 ms by default).
+
+const auditVerifyHelp = `Checks the whole audit chain of the state store: every record's hash, and that each links
+to the one before it. Prints "ok: N records" and the head hash (note it: "maiden audit export"
+output can later be checked against it), or names the first bad record and what was done to
+it: edited, deleted, inserted or reordered.
+
+The chain has no key: whoever can write the file can rewrite every record after some point and
+recompute the hashes, which verifies on its own. Compare the head with one noted earlier.
+
+Exit codes: 0 intact; 1 broken (or the store is missing or failed); 2 bad command line or
+agent.toml.`
+
+const auditTailHelp = `Prints the last records of the audit trail (20, or -n), oldest first: sequence number,
+time, kind, actor, agent, tool and a summary of the body. -json prints each record whole as a
+JSON line (seq, at, kind, actor, agent, tool, body, prev, hash). -f keeps printing new records
+as they are appended (by any process) until interrupted.
+
+Exit codes: 0 done; 1 the store is missing or failed; 2 bad command line or agent.toml.`
+
+const auditExportHelp = `Writes the whole audit trail to stdout as JSON lines, one record per line, then a head line
+{"head": HASH, "records": N}, so that the file can be verified elsewhere (the records carry
+exactly the bytes that were hashed).
+
+Exit codes: 0 done; 1 the store is missing or failed; 2 bad command line or agent.toml.`
+
+// auditTailPoll is how often audit tail -f looks for new records.
+const auditTailPoll = 200 * time.Millisecond
+
+// openAudit opens the state store for an audit command: -state, or the
+// store agent.toml names (which then must load). A store file that does not
+// exist is an error, not an empty trail: a deleted store must not verify.
+func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (*store.SQLite, int) {
+	path := c.state
+	if path == "" {
+		cfg, err := config.Load(c.config)
+		if err != nil {
+			printConfigErrors(stderr, err)
+			return nil, exitUsage
+		}
+		path = c.statePath(cfg)
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "maiden %s: no state store at %s: nothing was recorded there (-state names another file)\n", name, path)
+		} else {
+			fmt.Fprintf(stderr, "maiden %s: state store %s: %v\n", name, path, err)
+		}
+		return nil, exitState
+	}
+	st, err := store.Open(ctx, path, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "maiden %s: state store %s: %v\n", name, path, err)
+		return nil, exitState
+	}
+	return st, exitOK
+}
+
+func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("audit verify", stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "maiden audit verify: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	st, code := c.openAudit(ctx, "audit verify", stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	n, head, err := st.VerifyAudit(ctx)
+	if err != nil {
+		// An *AuditProblem names the first bad record and why.
+		fmt.Fprintf(stderr, "maiden audit verify: %s: %v\n", st.Path(), err)
+		return exitState
+	}
+	fmt.Fprintf(stdout, "ok: %d records\nhead: %s\n", n, head)
+	return exitOK
+}
+
+func cmdAuditTail(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("audit tail", stderr)
+	follow := fs.Bool("f", false, "keep printing records as they are appended, until interrupted")
+	asJSON := fs.Bool("json", false, "print each record whole, as a JSON line")
+	n := fs.Int("n", 20, "how many of the last records to print first")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "maiden audit tail: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	if *n < 0 {
+		fmt.Fprintf(stderr, "maiden audit tail: -n %d: must be 0 or more\n", *n)
+		return exitUsage
+	}
+	st, code := c.openAudit(ctx, "audit tail", stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	last, err := lastAuditSeq(ctx, st)
+	if err != nil {
+		return auditFailed(stderr, "audit tail", err)
+	}
+	after := max(last-int64(*n), 0)
+	emit := func(recs []store.AuditRecord) {
+		for _, r := range recs {
+			if *asJSON {
+				b, _ := jsonLine(r)
+				stdout.Write(b)
+			} else {
+				fmt.Fprintln(stdout, auditLine(r))
+			}
+			after = r.Seq
+		}
+	}
+	if *n > 0 {
+		recs, err := st.AuditTail(ctx, after, *n)
+		if err != nil {
+			return auditFailed(stderr, "audit tail", err)
+		}
+		emit(recs)
+	}
+	after = max(after, last)
+	if !*follow {
+		return exitOK
+	}
+	tick := time.NewTicker(auditTailPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-tick.C:
+		}
+		recs, err := st.AuditTail(ctx, after, 1000)
+		if ctx.Err() != nil {
+			return exitOK
+		}
+		if err != nil {
+			return auditFailed(stderr, "audit tail", err)
+		}
+		emit(recs)
+	}
+}
+
+func cmdAuditExport(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("audit export", stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "maiden audit export: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	st, code := c.openAudit(ctx, "audit export", stderr)
+	if st == nil {
+		return code
+	}
+	defer st.Close()
+	n, head, err := st.ExportAudit(ctx, stdout)
+	if err != nil {
+		return auditFailed(stderr, "audit export", err)
+	}
+	fmt.Fprintf(stderr, "exported %d records, head %s\n", n, head)
+	return exitOK
+}
+
+func auditFailed(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "maiden %s: %v\n", name, err)
+	return exitState
+}
+
+// lastAuditSeq is the highest sequence number in the trail (0 if empty),
+// found with O(log n) one-record reads: "some record comes after k" is
+// monotone in k whatever gaps the trail has.
+func lastAuditSeq(ctx context.Context, st store.Store) (int64, error) {
+	exists := func(k int64) (bool, error) {
+		recs, err := st.AuditTail(ctx, k, 1)
+		return len(recs) > 0, err
+	}
+	lo, hi := int64(0), int64(1024) // some record comes after lo; hi is to be checked
+	for {
+		ok, err := exists(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	if ok, err := exists(0); err != nil || !ok {
+		return 0, err
+	}
+	// Invariant: a record comes after lo, none after hi.
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := exists(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
+}
+
+// jsonLine is r as one JSON line, its body as stored (not re-escaped).
+func jsonLine(r store.AuditRecord) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(r)
+	return []byte(b.String()), err
+}
+
+// auditLine is r for a human: seq, local time, kind, actor, agent, tool and
+// the body cut to a line, with whatever a caller supplied escaped for the
+// terminal.
+func auditLine(r store.AuditRecord) string {
+	body := string(r.Body)
+	const maxBody = 160
+	if len(body) > maxBody {
+		cut := maxBody
+		for cut > 0 && !utf8.RuneStart(body[cut]) {
+			cut--
+		}
+		body = body[:cut] + "…"
+	}
+	return fmt.Sprintf("%6d  %s  %-18s %-16s %-12s %-12s %s", r.Seq, r.At.Local().Format("2006-01-02 15:04:05.000"),
+		terminalSafe(r.Kind), orDash(terminalSafe(r.Actor)), orDash(terminalSafe(r.Agent)), orDash(terminalSafe(r.Tool)), terminalSafe(body))
+}

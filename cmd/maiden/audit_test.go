@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// auditStore makes a state store at a new path holding n audit records
+// (tools t1..tn) and returns its path.
+func auditStore(t *testing.T, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := store.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	appendRecords(t, st, 1, n)
+	return path
+}
+
+func appendRecords(t *testing.T, st *store.SQLite, from, to int) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		if _, err := st.AppendAudit(context.Background(), store.AuditRecord{Kind: store.AuditCallAdmitted, Actor: "agent:a", Agent: "a",
+			Tool: "t" + strconv.Itoa(i), Body: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAuditVerifyTampered edits a store file with the sqlite3 command-line
+// shell, as someone holding the file would; audit verify then exits 1
+// naming the first bad record and what was done (the same edits as
+// internal/store's TestAuditTamperWithSQLiteCLI, through the command).
+func TestAuditVerifyTampered(t *testing.T) {
+	sqlite, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; .ci/run installs it)")
+	}
+	path := auditStore(t, 6)
+	r := cli(t, "", "audit", "verify", "-state", path)
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "ok: 6 records\nhead: ") || len(strings.TrimPrefix(r.stdout, "ok: 6 records\nhead: ")) != 65 {
+		t.Fatalf("intact: %+v", r)
+	}
+	for _, tc := range []struct{ name, sql, want string }{
+		{"edit", `UPDATE audit SET tool = 'evil' WHERE seq = 3`, "record 3 edited"},
+		{"edit the body", `UPDATE audit SET body = '{"i":99}' WHERE seq = 5`, "record 5 edited"},
+		{"delete", `DELETE FROM audit WHERE seq = 3`, "record 3 deleted"},
+		{"insert", `UPDATE audit SET seq = seq + 100 WHERE seq >= 4; UPDATE audit SET seq = seq - 99 WHERE seq >= 104;
+			INSERT INTO audit (seq, at, kind, actor, agent, tool, body, prev, hash)
+			SELECT 4, at, 'call-admitted', 'operator', 'a', 'forged', body, hash, hash FROM audit WHERE seq = 3`, "record 4 inserted"},
+		{"reorder", `UPDATE audit SET seq = -1 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = -1`, "record 3 reordered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := auditStore(t, 6)
+			if out, err := exec.Command(sqlite, path, tc.sql).CombinedOutput(); err != nil {
+				t.Fatalf("sqlite3: %v: %s", err, out)
+			}
+			r := cli(t, "", "audit", "verify", "-state", path)
+			if r.code != exitState || r.stdout != "" || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, path) {
+				t.Fatalf("audit verify after %q: exit %d, stdout %q, stderr %q; want exit 1 naming %q", tc.sql, r.code, r.stdout, r.stderr, tc.want)
+			}
+			t.Logf("%s: %s", tc.name, strings.TrimSpace(r.stderr))
+		})
+	}
+}
+
+// TestAuditMissingStore: a store file that is not there is an error (a
+// deleted store must not verify as an empty trail), and creates nothing.
+func TestAuditMissingStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gone.db")
+	for _, sub := range []string{"verify", "tail", "export"} {
+		r := cli(t, "", "audit", sub, "-state", path)
+		if r.code != exitState || !strings.Contains(r.stderr, "no state store at "+path) {
+			t.Errorf("audit %s of a missing store: %+v", sub, r)
+		}
+	}
+	if m, _ := filepath.Glob(path + "*"); len(m) != 0 {
+		t.Errorf("audit created %v", m)
+	}
+	// Without -state the store is agent.toml's; a bad agent.toml is exit 2.
+	if r := cli(t, "", "audit", "verify", "-config", filepath.Join(t.TempDir(), "none.toml")); r.code != exitUsage {
+		t.Errorf("audit verify without an agent.toml: %+v", r)
+	}
+	cfg, state := approvalsConfig(t)
+	if r := cli(t, "", "audit", "verify", "-config", cfg); r.code != exitState || !strings.Contains(r.stderr, state) {
+		t.Errorf("audit verify of agent.toml's missing store: %+v", r)
+	}
+}
+
+// TestAuditTailAndExport: tail prints the last records (20, or -n) as text
+// or JSON lines; export writes JSON lines and a head line that verify on
+// their own and end at the head audit verify printed.
+func TestAuditTailAndExport(t *testing.T) {
+	path := auditStore(t, 25)
+	r := cli(t, "", "audit", "tail", "-state", path)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != exitOK || len(lines) != 20 {
+		t.Fatalf("audit tail: exit %d, %d lines:\n%s%s", r.code, len(lines), r.stdout, r.stderr)
+	}
+	for i, l := range lines {
+		seq := 6 + i
+		f := strings.Fields(l)
+		if len(f) < 8 || f[0] != strconv.Itoa(seq) || f[3] != "call-admitted" || f[4] != "agent:a" || f[5] != "a" ||
+			f[6] != "t"+strconv.Itoa(seq) || f[7] != `{"i":`+strconv.Itoa(seq)+`}` {
+			t.Errorf("line %d: %q", i, l)
+		}
+	}
+	r = cli(t, "", "audit", "tail", "-state", path, "-n", "3", "-json")
+	lines = strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != exitOK || len(lines) != 3 {
+		t.Fatalf("audit tail -n 3 -json: %+v", r)
+	}
+	for i, l := range lines {
+		var rec store.AuditRecord
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Seq != int64(23+i) || rec.Tool != "t"+strconv.Itoa(23+i) || len(rec.Hash) != 64 || len(rec.Prev) != 64 {
+			t.Errorf("json line %d: %q (%v)", i, l, err)
+		}
+	}
+	if r := cli(t, "", "audit", "tail", "-state", path, "-n", "0"); r.code != exitOK || r.stdout != "" {
+		t.Errorf("-n 0: %+v", r)
+	}
+	if r := cli(t, "", "audit", "tail", "-state", path, "-n", "-1"); r.code != exitUsage {
+		t.Errorf("-n -1: %+v", r)
+	}
+	if r := cli(t, "", "audit", "tail", "-state", auditStore(t, 0)); r.code != exitOK || r.stdout != "" {
+		t.Errorf("tail of an empty trail: %+v", r)
+	}
+
+	v := cli(t, "", "audit", "verify", "-state", path)
+	head := strings.TrimSpace(strings.TrimPrefix(v.stdout, "ok: 25 records\nhead: "))
+	e := cli(t, "", "audit", "export", "-state", path)
+	if e.code != exitOK || e.stderr != "exported 25 records, head "+head+"\n" {
+		t.Fatalf("export: exit %d, stderr %q (verify said %q)", e.code, e.stderr, v.stdout)
+	}
+	n, h, err := store.VerifyExport(strings.NewReader(e.stdout), head)
+	if err != nil || n != 25 || h != head {
+		t.Fatalf("VerifyExport of audit export: %d %s %v", n, h, err)
+	}
+	// A record edited in the export no longer verifies.
+	forged := strings.Replace(e.stdout, `"tool":"t7"`, `"tool":"t8"`, 1)
+	if _, _, err := store.VerifyExport(strings.NewReader(forged), head); err == nil {
+		t.Fatal("an edited export verified")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAuditTailFollow: tail -f prints records another store handle (as
+// another process would) appends after it started, in order, each once,
+// and returns 0 when its context ends (SIGINT in main).
+func TestAuditTailFollow(t *testing.T) {
+	path := auditStore(t, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"audit", "tail", "-f", "-json", "-state", path}, strings.NewReader(""), &out, &errb)
+	}()
+	waitFor := func(n int) []store.AuditRecord {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			s := out.String()
+			if strings.Count(s, "\n") >= n || time.Now().After(deadline) {
+				var recs []store.AuditRecord
+				for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+					var r store.AuditRecord
+					if l != "" && json.Unmarshal([]byte(l), &r) == nil {
+						recs = append(recs, r)
+					}
+				}
+				return recs
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if recs := waitFor(2); len(recs) != 2 || recs[1].Seq != 2 {
+		t.Fatalf("tail -f's first lines: %+v (stderr %q)", recs, errb.String())
+	}
+	st, err := store.Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	appendRecords(t, st, 3, 5)
+	recs := waitFor(5)
+	var seqs []int64
+	for _, r := range recs {
+		seqs = append(seqs, r.Seq)
+	}
+	if len(recs) != 5 || seqs[2] != 3 || seqs[4] != 5 {
+		t.Fatalf("tail -f printed seqs %v, want 1..5", seqs)
+	}
+	time.Sleep(3 * auditTailPoll) // nothing is printed twice
+	if got := strings.Count(out.String(), "\n"); got != 5 {
+		t.Fatalf("tail -f printed %d lines, want 5:\n%s", got, out.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("tail -f exit %d after cancel: %s", code, errb.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("tail -f did not return after its context ended")
+	}
+}
+
+// seqStore is a store whose audit trail holds records with the given
+// sequence numbers (gaps allowed), for lastAuditSeq.
+type seqStore struct {
+	store.Store
+	seqs  []int64
+	reads int
+}
+
+func (s *seqStore) AuditTail(_ context.Context, after int64, limit int) ([]store.AuditRecord, error) {
+	s.reads++
+	var out []store.AuditRecord
+	for _, q := range s.seqs {
+		if q > after && (limit <= 0 || len(out) < limit) {
+			out = append(out, store.AuditRecord{Seq: q})
+		}
+	}
+	return out, nil
+}
+
+// TestLastAuditSeq: the head's sequence number is found with O(log n)
+// reads, whatever the size and the gaps.
+func TestLastAuditSeq(t *testing.T) {
+	seqs := func(n int64, skip ...int64) []int64 {
+		var out []int64
+		for i := int64(1); i <= n; i++ {
+			gap := false
+			for _, s := range skip {
+				gap = gap || s == i
+			}
+			if !gap {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		seqs []int64
+		want int64
+	}{
+		{nil, 0}, {seqs(1), 1}, {seqs(5), 5}, {seqs(1023), 1023}, {seqs(1024), 1024}, {seqs(1025), 1025},
+		{seqs(5000), 5000}, {seqs(70000), 70000}, {seqs(300, 300), 299}, {seqs(2000, 1500, 1999), 2000},
+		{[]int64{7}, 7}, {[]int64{4096}, 4096},
+	} {
+		s := &seqStore{seqs: tc.seqs}
+		got, err := lastAuditSeq(context.Background(), s)
+		if err != nil || got != tc.want {
+			t.Errorf("%d records: lastAuditSeq = %d, %v; want %d", len(tc.seqs), got, err, tc.want)
+		}
+		if s.reads > 40 {
+			t.Errorf("%d records: %d reads", len(tc.seqs), s.reads)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/maiden-run/maiden"
+)
+
+// This file is `maiden pending`: the calls that wait for a human. What it
+// prints comes from agents (tool arguments, reasons a middleware quotes),
+// so every such text goes through terminalSafe before it reaches a
+// terminal: an agent must not be able to move the cursor, clear the screen,
+// retitle the window or reverse the text a human reads before approving.
+
+const pendingHelp = `Lists the approval requests waiting for a human's decision, oldest first: request ID,
+agent, tool, the arguments as rendered (what "maiden approve ID" lets run), the reason the
+rule that asked gave, and how long until the request expires (expiry is a denial).
+Control characters and bidirectional overrides in what agents supplied are shown escaped.
+
+With -json: an array (empty when nothing waits) of objects with exactly the keys
+"id", "agent", "tool", "rendered", "reason", "created" and "expires" (RFC 3339 times).
+
+Exit codes: 0 done (also when nothing waits); 2 bad command line or agent.toml; 1 the state
+store failed.`
+
+// pendingEntry is one request as pending -json prints it: exactly these
+// keys (scripts depend on them).
+type pendingEntry struct {
+	ID       string    `json:"id"`
+	Agent    string    `json:"agent"`
+	Tool     string    `json:"tool"`
+	Rendered string    `json:"rendered"`
+	Reason   string    `json:"reason"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+}
+
+func cmdPending(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("pending", stderr)
+	asJSON := fs.Bool("json", false, `print a JSON array of {"id", "agent", "tool", "rendered", "reason", "created", "expires"}`)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "maiden pending: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	s, code := c.openStateFor(ctx, stderr, true)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	now := time.Now()
+	list, err := maiden.PendingApprovals(ctx, s.st, s.cfg, now)
+	if err != nil {
+		return failed(stderr, "pending", err)
+	}
+	if *asJSON {
+		out := make([]pendingEntry, len(list))
+		for i, r := range list {
+			out[i] = pendingEntry{ID: r.ID, Agent: r.Agent, Tool: r.Tool, Rendered: r.Rendered, Reason: r.Reason, Created: r.Created, Expires: r.Expires}
+		}
+		printJSON(stdout, out)
+		return exitOK
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no approval requests are waiting")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tTOOL\tRENDERED\tREASON\tEXPIRES IN")
+	for _, r := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", terminalSafe(r.ID), terminalSafe(r.Agent), terminalSafe(r.Tool),
+			orDash(terminalSafe(r.Rendered)), orDash(terminalSafe(r.Reason)), expiresIn(r.Expires, now))
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout, "\ndecide with: maiden approve ID [-always]   or   maiden deny ID [-reason TEXT]")
+	return exitOK
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// expiresIn is how long until t, to the second (minutes for longer).
+func expiresIn(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d <= 0:
+		return "expired"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	default:
+		return d.Round(time.Minute).String()
+	}
+}
+
+// terminalSafe escapes what must not reach a terminal raw from text an
+// agent supplied: C0 and C1 control characters (escape sequences, carriage
+// returns that overwrite a line, tabs that break the table), DEL, invalid
+// UTF-8, and the Unicode controls that reorder or hide text (bidirectional
+// embeddings, overrides and isolates, zero-width marks and joiners, the
+// BOM), each as a Go-style escape (\x1b, \u202e). A backslash stays as it
+// is: the text is for reading, not for parsing back.
+func terminalSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafeRune(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+		return true
+	case r >= 0x200b && r <= 0x200f, // zero-width space, non-joiner, joiner; LRM, RLM
+		r >= 0x202a && r <= 0x202e, // embeddings and overrides
+		r >= 0x2066 && r <= 0x2069, // isolates
+		r == 0x061c, r == 0xfeff, r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
+}
