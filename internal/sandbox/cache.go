@@ -53,6 +53,7 @@ func StatKey(path string) (FileKey, error) {
 type loaded struct {
 	comp   *wasmtime.Component
 	digest string // sha256 of the component bytes
+	world  string // WorldTool or WorldMiddleware
 
 	// fromDisk tells whether the compiled code came from the disk cache.
 	fromDisk bool
@@ -323,6 +324,7 @@ func (c *cache) load(path string, key FileKey) (*loaded, error) {
 		l.comp.Close()
 		return nil, err
 	}
+	l.world = componentWorld(l.comp)
 	runtime.AddCleanup(l, c.release, l.comp)
 	return l, nil
 }

@@ -17,7 +17,20 @@ type Compiled struct {
 	comp *wasmtime.Component
 	// outputSchema: the component exports output-schema (0.2.0).
 	outputSchema bool
+	// world is WorldTool or WorldMiddleware.
+	world string
 }
+
+// World is the contract the component implements, WorldTool or
+// WorldMiddleware.
+func (c *Compiled) World() string { return c.world }
+
+// WorldExport is not an export: Run answers it with the component's world
+// (Outcome.Output is WorldTool or WorldMiddleware) without running
+// anything, so that a worker's parent learns the world of code it only
+// holds compiled. The brackets keep it from naming a real export (WIT
+// names are kebab-case).
+const WorldExport = "[world]"
 
 // Close frees the compiled code; instances already made keep their own
 // reference.
@@ -61,22 +74,33 @@ func (s *Sandbox) Deserialize(b []byte) (*Compiled, error) {
 		comp.Close()
 		return nil, err
 	}
-	c := &Compiled{comp: comp}
+	c := &Compiled{comp: comp, world: componentWorld(comp)}
 	if items, err := comp.Exports(); err == nil {
 		c.outputSchema = hasOutputSchema(items)
 	}
 	return c, nil
 }
 
-// Run calls one export ("describe", "schema" or "execute") of comp in a
-// fresh store and instance, reporting as Execute does.
+// Run calls one export ("describe", "schema" or "execute"; "describe" or
+// "handle" of a middleware) of comp in a fresh store and instance,
+// reporting as Execute does.
 //
-// output-schema of a component that does not export it (a 0.1.0 tool)
-// returns "" without running anything.
+// output-schema of a component that does not export it (a 0.1.0 tool), and
+// schema and output-schema of a middleware, return "" without running
+// anything; so does WorldExport, with the world as output. execute of a
+// middleware or handle of a tool is a KindInvalid failure: a caller must
+// not run one world's entry point on the other.
 func (s *Sandbox) Run(ctx context.Context, comp *Compiled, export string, c Call) (Outcome, error) {
 	start := time.Now()
-	if export == wit.OutputSchemaExport && !comp.outputSchema {
+	switch {
+	case export == WorldExport:
+		return Outcome{Output: comp.world, Duration: time.Since(start)}, nil
+	case export == wit.OutputSchemaExport && !comp.outputSchema,
+		comp.world == WorldMiddleware && (export == "schema" || export == wit.OutputSchemaExport):
 		return Outcome{Duration: time.Since(start)}, nil
+	case resultExport(export) && export != entryExport(comp.world):
+		return Outcome{Failure: &Failure{Kind: KindInvalid, Message: fmt.Sprintf("%s: a %s component has no %s export", ErrInvalidTool, comp.world, export)},
+			Duration: time.Since(start)}, nil
 	}
 	out := s.run(ctx, comp.comp, c, export)
 	out.Duration = time.Since(start)

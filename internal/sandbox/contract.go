@@ -49,6 +49,91 @@ func importAllowed(name string) bool {
 	return false
 }
 
+// The worlds a component can implement. A component that exports handle
+// and not execute is middleware (maiden:middleware@0.1.0); any other is held
+// to the tool world.
+const (
+	WorldTool       = "tool"
+	WorldMiddleware = "middleware"
+)
+
+// worldOf tells which world a component's exports claim.
+func worldOf(exports []wasmtime.Item) string {
+	var handle, execute bool
+	for _, e := range exports {
+		switch e.Name {
+		case wit.HandleExport:
+			handle = true
+		case wit.ExecuteExport:
+			execute = true
+		}
+	}
+	if handle && !execute {
+		return WorldMiddleware
+	}
+	return WorldTool
+}
+
+// checkMiddlewareImports refuses a middleware component that imports
+// anything but maiden:middleware/host and the WASI packages a tool may
+// import (which grant nothing: the store's WASI context is empty). In
+// particular a middleware gets no http-fetch: it has no network at all.
+func checkMiddlewareImports(imports []wasmtime.Item) error {
+	for _, imp := range imports {
+		allowed := imp.Name == wit.Middleware.HostInterface
+		for _, p := range wasiPackages {
+			if rest, ok := strings.CutPrefix(imp.Name, p); ok {
+				_, version, ok := strings.Cut(rest, "@")
+				allowed = ok && strings.HasPrefix(version, "0.2.")
+			}
+		}
+		if !allowed {
+			what := "which maiden does not provide to middleware"
+			for _, c := range wit.Contracts {
+				if imp.Name == c.HostInterface {
+					what = "the tool host interface, whose http-fetch reaches the network"
+				}
+			}
+			return fmt.Errorf("%w: middleware has no network: it imports %q, %s (a middleware may import only %s and the WASI 0.2 cli, clocks, filesystem, io and random interfaces)",
+				ErrInvalidTool, imp.Name, what, wit.Middleware.HostInterface)
+		}
+		if imp.Kind != wasmtime.ItemInstance {
+			return fmt.Errorf("%w: import %q is a %s, expected an interface", ErrInvalidTool, imp.Name, imp.Kind)
+		}
+	}
+	return nil
+}
+
+var middlewareExports = []export{
+	{"describe", nil, "string"},
+	{wit.HandleExport, []string{"string"}, "result<string, string>"},
+}
+
+// checkMiddlewareExports makes sure describe and handle exist with the
+// types of maiden:middleware@0.1.0.
+func checkMiddlewareExports(exports []wasmtime.Item) error {
+	byName := map[string]wasmtime.Item{}
+	for _, e := range exports {
+		byName[e.Name] = e
+	}
+	var problems []string
+	for _, want := range middlewareExports {
+		got, ok := byName[want.name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing export %q (want %s)", want.name, want.signature()))
+		case got.Kind != wasmtime.ItemFunc:
+			problems = append(problems, fmt.Sprintf("export %q is a %s, want %s", want.name, got.Kind, want.signature()))
+		case !equalStrings(got.Params, want.params) || got.Result != want.result:
+			problems = append(problems, fmt.Sprintf("export %q has type %s, want %s", want.name, got.Type, want.signature()))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s (a middleware must target world %s of %s)", ErrInvalidTool, strings.Join(problems, "; "), wit.MiddlewareWorld, wit.Middleware.Package)
+	}
+	return nil
+}
+
 // export is one function the contract requires.
 type export struct {
 	name   string

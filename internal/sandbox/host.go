@@ -73,8 +73,9 @@ func NoNetwork(context.Context, FetchRequest) (*FetchResponse, *FetchError) {
 const MaxRequestBody = 2 << 20
 
 // defineHost links every version of the host interface (wit.Contracts), so
-// that tools built against 0.1.0 keep working next to 0.2.0 tools. The
-// versions differ only in how http-fetch carries bodies.
+// that tools built against 0.1.0 keep working next to 0.2.0 tools (the
+// versions differ only in how http-fetch carries bodies), and the
+// middleware host interface, which has only log.
 func defineHost(l *wasmtime.Linker) error {
 	for _, c := range wit.Contracts {
 		fetch := hostFetchBytes
@@ -88,7 +89,8 @@ func defineHost(l *wasmtime.Linker) error {
 			return err
 		}
 	}
-	return nil
+	// Middleware components get the log and nothing else.
+	return l.DefineInstance(wit.Middleware.HostInterface, map[string]wasmtime.HostFunc{"log": hostLog})
 }
 
 func stateOf(c *wasmtime.Caller) *callState { return c.Store().Data().(*callState) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/wasmtime"
+	"github.com/maiden-run/maiden/wit"
 )
 
 // Call is one execution of a tool.
@@ -78,14 +79,17 @@ var ErrStale = errors.New("tool version replaced while the call was starting")
 
 // Execute runs this version's execute function on c.Input in a fresh
 // instance; c.Path is ignored. Failures are reported as by
-// Sandbox.Execute.
+// Sandbox.Execute. For a middleware component (Info.World is
+// WorldMiddleware) it runs handle instead: c.Input is the event JSON and
+// Outcome.Output the verdict JSON, under the same deadline, memory ceiling
+// and failure kinds (handle's err result is KindTool).
 func (t *Tool) Execute(ctx context.Context, c Call) (Outcome, error) {
 	return t.exec(ctx, c)
 }
 
 func (s *Sandbox) execute(ctx context.Context, l *loaded, c Call, start time.Time) (Outcome, error) {
 	defer l.keepAlive() // evicted code stays valid until this call is done
-	out := s.run(ctx, l.comp, c, "execute")
+	out := s.run(ctx, l.comp, c, entryExport(l.world))
 	out.Duration = time.Since(start)
 	if out.interrupted {
 		// Only the caller's context interrupts a store.
@@ -158,7 +162,7 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 		f, err = inst.Func(export)
 		if err == nil {
 			var params []wasmtime.Val
-			if export == "execute" {
+			if export == wit.ExecuteExport || export == wit.HandleExport {
 				params = []wasmtime.Val{wasmtime.String(c.Input)}
 			}
 			v, err = f.Call(params...)
@@ -197,14 +201,29 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 	return res
 }
 
+// entryExport is the export a call of a component of world runs: execute
+// for a tool, handle for a middleware.
+func entryExport(world string) string {
+	if world == WorldMiddleware {
+		return wit.HandleExport
+	}
+	return wit.ExecuteExport
+}
+
+// resultExport tells whether an export returns result<string, string>
+// (execute, handle) rather than a string (describe, schema, output-schema).
+func resultExport(export string) bool {
+	return export == wit.ExecuteExport || export == wit.HandleExport
+}
+
 // result unpacks an export's return value and applies the output cap.
 func (s *Sandbox) result(export string, v wasmtime.Val) (string, *Failure) {
 	var text string
 	var isErr bool
 	switch {
-	case export != "execute" && v.Kind == wasmtime.KindString:
+	case !resultExport(export) && v.Kind == wasmtime.KindString:
 		text = v.Str
-	case export == "execute" && v.Kind == wasmtime.KindResult && v.Payload != nil && v.Payload.Kind == wasmtime.KindString:
+	case resultExport(export) && v.Kind == wasmtime.KindResult && v.Payload != nil && v.Payload.Kind == wasmtime.KindString:
 		text, isErr = v.Payload.Str, !v.OK
 	default:
 		return "", &Failure{Kind: KindTrap, Message: fmt.Sprintf("%s returned an unexpected %s value", export, v.Kind)}

@@ -244,10 +244,16 @@ func (s *Sandbox) leave(st *wasmtime.Store) {
 // bare calls through the cgo layer.
 func (s *Sandbox) Engine() *wasmtime.Engine { return s.engine }
 
-// Info is what a tool says about itself.
+// Info is what a tool (or a middleware component) says about itself.
 type Info struct {
+	// World is the contract the component implements: WorldTool
+	// (maiden:tool) or WorldMiddleware (maiden:middleware). Open accepts
+	// both; a caller that expects one must check it, since a tool is not a
+	// middleware (it may reach the network) and a middleware is not a tool.
+	World       string
 	Description string
-	Schema      string
+	// Schema is the tool's input schema; "" for middleware.
+	Schema string
 	// OutputSchema is what a maiden:tool@0.2.0 tool's output-schema()
 	// returned: the JSON Schema of execute's output, or "" (a tool that
 	// declares none, or a 0.1.0 tool).
@@ -312,7 +318,7 @@ func (s *Sandbox) Open(ctx context.Context, path string, lim Limits) (*Tool, err
 	if err != nil {
 		return nil, err
 	}
-	info, err := s.infos.Get(ctx, l.digest, func() (Info, error) { return s.describe(ctx, l.comp, lim) })
+	info, err := s.infos.Get(ctx, l.digest, func() (Info, error) { return s.describe(ctx, l.comp, l.world, lim) })
 	if err != nil {
 		return nil, err
 	}
@@ -323,8 +329,23 @@ func (s *Sandbox) Open(ctx context.Context, path string, lim Limits) (*Tool, err
 }
 
 // checkContract refuses a component whose imports or exports do not match
-// maiden's world.
+// maiden's tool world or, for a component that exports handle and not
+// execute, the middleware world.
 func checkContract(comp *wasmtime.Component) error {
+	if componentWorld(comp) == WorldMiddleware {
+		imports, err := comp.Imports()
+		if err == nil {
+			err = checkMiddlewareImports(imports)
+		}
+		if err != nil {
+			return err
+		}
+		exports, err := comp.Exports()
+		if err == nil {
+			err = checkMiddlewareExports(exports)
+		}
+		return err
+	}
 	imports, err := comp.Imports()
 	if err == nil {
 		err = checkImports(imports)
@@ -339,15 +360,29 @@ func checkContract(comp *wasmtime.Component) error {
 	return err
 }
 
-// describe calls describe and schema, each in a fresh instance like any
-// call, under the caller's context and the tool's limits.
-func (s *Sandbox) describe(ctx context.Context, comp *wasmtime.Component, lim Limits) (Info, error) {
-	var info Info
+// componentWorld is worldOf a compiled component's exports; a component
+// whose exports cannot be read is held to the tool world (whose check then
+// reports the problem).
+func componentWorld(comp *wasmtime.Component) string {
+	exports, err := comp.Exports()
+	if err != nil {
+		return WorldTool
+	}
+	return worldOf(exports)
+}
+
+// describe calls describe and schema (a middleware: describe only), each in
+// a fresh instance like any call, under the caller's context and the
+// component's limits.
+func (s *Sandbox) describe(ctx context.Context, comp *wasmtime.Component, world string, lim Limits) (Info, error) {
+	info := Info{World: world}
 	exports := []struct {
 		name string
 		dst  *string
 	}{{"describe", &info.Description}, {"schema", &info.Schema}}
-	if items, err := comp.Exports(); err == nil && hasOutputSchema(items) {
+	if world == WorldMiddleware {
+		exports = exports[:1]
+	} else if items, err := comp.Exports(); err == nil && hasOutputSchema(items) {
 		exports = append(exports, struct {
 			name string
 			dst  *string

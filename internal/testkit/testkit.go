@@ -37,6 +37,12 @@ const modulePath = "github.com/maiden-run/maiden"
 //	"js/NAME"  testdata/tools/js/NAME.js (componentize-js)
 //	"go/NAME"  testdata/tools/go/NAME/main.go, a standard Go tool using
 //	           sdk/go (built the way maiden build does)
+//	"middleware/NAME"
+//	           testdata/middleware/NAME.wat (built against NAME.wit plus
+//	           maiden's packages, world middleware, if that file exists, else
+//	           against maiden:middleware), testdata/middleware/NAME.js, or
+//	           testdata/middleware/NAME/ (a Go middleware using sdk/go), in
+//	           that order; see Middleware
 //	"NAME"     testdata/tools/NAME.wat, built against NAME.wit (plus maiden's
 //	           package) if that file exists, else against maiden's world;
 //	           failing that testdata/tools/js/NAME.js; failing that
@@ -55,6 +61,22 @@ func Component(t testing.TB, name string) string {
 		t.Fatalf("testkit: %v", err)
 	}
 	return path
+}
+
+// Middleware returns the path of a middleware component built from
+// testdata/middleware (Component(t, "middleware/"+name)):
+//
+//	"city"     Go (city/main.go): rejects input.city "Atlantis", rewrites
+//	           "paris" to "Paris", passes everything else and every output
+//	"js/city"  the same in JavaScript (js/city.js)
+//	"pass"     WAT: logs one line and passes
+//	"trap"     WAT: handle traps
+//	"loop"     WAT: handle never returns (deadline)
+//	"memhog"   WAT: handle grows memory until refused (memory)
+//	"fetcher"  WAT importing the tool host's http-fetch: refused at load
+func Middleware(t testing.TB, name string) string {
+	t.Helper()
+	return Component(t, "middleware/"+name)
 }
 
 // Build is Component for code without a testing.TB, such as TestMain or the
@@ -200,6 +222,9 @@ type source struct {
 	path string
 	data []byte
 	wit  []byte // optional WIT document for a WAT tool
+	// world is the world a WAT source with a WIT document of its own
+	// targets: "tool" unless set.
+	world string
 }
 
 func resolve(root, name string) (*source, error) {
@@ -208,7 +233,16 @@ func resolve(root, name string) (*source, error) {
 		return nil, fmt.Errorf("bad test tool name %q", name)
 	}
 	var candidates []*source
-	if js, ok := strings.CutPrefix(name, "js/"); ok {
+	if mw, ok := strings.CutPrefix(name, "middleware/"); ok {
+		dir := filepath.Join(root, "testdata", "middleware")
+		if js, ok := strings.CutPrefix(mw, "js/"); ok {
+			candidates = []*source{{kind: "js", path: filepath.Join(dir, "js", js+".js")}}
+		} else if fi, err := os.Stat(filepath.Join(dir, mw)); err == nil && fi.IsDir() {
+			return goSource(root, filepath.Join(dir, mw))
+		} else {
+			candidates = []*source{{kind: "wat", path: filepath.Join(dir, mw+".wat"), world: "middleware"}}
+		}
+	} else if js, ok := strings.CutPrefix(name, "js/"); ok {
 		candidates = []*source{{kind: "js", path: filepath.Join(tools, "js", js+".js")}}
 	} else if g, ok := strings.CutPrefix(name, "go/"); ok {
 		return goSource(root, filepath.Join(tools, "go", g))
@@ -275,6 +309,11 @@ func (s *source) key() string {
 	h.Write(s.data)
 	fmt.Fprintf(h, "%d\n", len(s.wit))
 	h.Write(s.wit)
+	if s.world != "" {
+		// Only sources that have a world of their own hash it, so the keys
+		// (hence the cached builds) of every other source stay as they were.
+		fmt.Fprintf(h, "world %s\n", s.world)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -305,7 +344,11 @@ func (s *source) build(ctx context.Context, logf func(string, ...any)) ([]byte, 
 	case s.kind == "js":
 		return tc.ComponentFromJS(ctx, s.data)
 	case s.wit != nil:
-		return tc.ComponentFromWATWithWIT(ctx, s.data, toolbuild.WithToolPackage(string(s.wit)), "tool")
+		world := s.world
+		if world == "" {
+			world = "tool"
+		}
+		return tc.ComponentFromWATWithWIT(ctx, s.data, toolbuild.WithToolPackage(string(s.wit)), world)
 	default:
 		return tc.ComponentFromWAT(ctx, s.data)
 	}

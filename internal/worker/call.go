@@ -37,8 +37,14 @@ func (p *Pool) Open(ctx context.Context, path string, lim sandbox.Limits) (*sand
 		break
 	}
 	li := sandbox.LoadInfo{Info: info, Digest: v.digest, Cached: v.cached, Compile: v.compile}
+	// A middleware component's calls run handle (the event in, the verdict
+	// out); a tool's run execute.
+	entry := wit.ExecuteExport
+	if info.World == sandbox.WorldMiddleware {
+		entry = wit.HandleExport
+	}
 	return sandbox.NewTool(li, func(ctx context.Context, c sandbox.Call) (sandbox.Outcome, error) {
-		out, err := p.run(ctx, v.art, "execute", c)
+		out, err := p.run(ctx, v.art, entry, c)
 		if errors.Is(err, ErrLost) {
 			// Evicted from memory and gone from disk: load the file again.
 			p.reg.forget(path, v)
@@ -50,10 +56,17 @@ func (p *Pool) Open(ctx context.Context, path string, lim sandbox.Limits) (*sand
 
 func (p *Pool) describe(ctx context.Context, v *version, lim sandbox.Limits) (sandbox.Info, error) {
 	var info sandbox.Info
-	for _, f := range []struct {
+	// The world first (the worker answers it from the compiled code without
+	// running anything): it decides what else there is to ask.
+	exports := []struct {
 		name string
 		dst  *string
-	}{{"describe", &info.Description}, {"schema", &info.Schema}, {wit.OutputSchemaExport, &info.OutputSchema}} {
+	}{{sandbox.WorldExport, &info.World}, {"describe", &info.Description}, {"schema", &info.Schema}, {wit.OutputSchemaExport, &info.OutputSchema}}
+	for _, f := range exports {
+		if info.World == sandbox.WorldMiddleware && (f.name == "schema" || f.name == wit.OutputSchemaExport) {
+			// A middleware has describe and no schemas.
+			continue
+		}
 		// output-schema of a 0.1.0 tool is "" without running anything.
 		out, err := p.run(ctx, v.art, f.name, sandbox.Call{Limits: lim})
 		if err == nil && out.Failure != nil && out.Failure.Kind != sandbox.KindDeadline {
@@ -70,6 +83,9 @@ func (p *Pool) describe(ctx context.Context, v *version, lim sandbox.Limits) (sa
 			return sandbox.Info{}, fmt.Errorf("%w: %s() failed: %w", sandbox.ErrInvalidTool, f.name, out.Failure)
 		}
 		*f.dst = out.Output
+		if f.name == sandbox.WorldExport && info.World != sandbox.WorldTool && info.World != sandbox.WorldMiddleware {
+			return sandbox.Info{}, fmt.Errorf("worker reported an unknown component world %q", info.World)
+		}
 	}
 	return info, nil
 }

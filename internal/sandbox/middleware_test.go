@@ -1,0 +1,237 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/mwproto"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// event is the JSON of a middleware event for tests.
+func event(t testing.TB, phase mwproto.Phase, input, output string) string {
+	t.Helper()
+	s, err := mwproto.Event{Phase: phase, Tool: "weather", Agent: "alice", Session: "s1",
+		Rendered: "--city=x", Input: json.RawMessage(input), Output: output}.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestMiddlewareWorld: Open tells the two worlds apart, and a middleware
+// says only what it has (describe; no schema).
+func TestMiddlewareWorld(t *testing.T) {
+	sb := newSandbox(t, nil)
+	for _, tc := range []struct {
+		path, world, desc string
+	}{
+		{testkit.Middleware(t, "pass"), WorldMiddleware, "Passes every call"},
+		{testkit.Middleware(t, "city"), WorldMiddleware, "Refuses Atlantis and capitalises Paris."},
+		{testkit.Middleware(t, "js/city"), WorldMiddleware, "Refuses Atlantis and capitalises Paris."},
+		{testkit.Component(t, "echo"), WorldTool, "Echoes"},
+	} {
+		tool, err := sb.Open(context.Background(), tc.path, defaultLimits)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		if tool.World != tc.world || !strings.Contains(tool.Description, tc.desc) {
+			t.Errorf("%s: world %q, description %q; want %q, %q", tc.path, tool.World, tool.Description, tc.world, tc.desc)
+		}
+		if tc.world == WorldMiddleware && (tool.Schema != "" || tool.OutputSchema != "") {
+			t.Errorf("%s: a middleware has schemas %q, %q", tc.path, tool.Schema, tool.OutputSchema)
+		}
+	}
+}
+
+// TestMiddlewareHandle runs the Go and the JS city middleware on each kind
+// of event; their verdicts must parse as the host will parse them.
+func TestMiddlewareHandle(t *testing.T) {
+	sb := newSandbox(t, nil)
+	for _, name := range []string{"city", "js/city"} {
+		t.Run(name, func(t *testing.T) {
+			tool, err := sb.Open(context.Background(), testkit.Middleware(t, name), defaultLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				phase         mwproto.Phase
+				input, output string
+				want          mwproto.Verdict
+			}{
+				{mwproto.Before, `{"city":"Atlantis","days":3}`, "", mwproto.Verdict{Kind: mwproto.Reject, Message: "Atlantis is not a city the weather service knows"}},
+				{mwproto.Before, `{"city":"paris","days":3}`, "", mwproto.Verdict{Kind: mwproto.Rewrite, Input: json.RawMessage(`{"city":"Paris","days":3}`)}},
+				{mwproto.Before, `{"city":"London"}`, "", mwproto.Verdict{Kind: mwproto.Pass}},
+				{mwproto.Before, `{}`, "", mwproto.Verdict{Kind: mwproto.Pass}},
+				{mwproto.After, `{"city":"Atlantis"}`, "sunny in atlantis", mwproto.Verdict{Kind: mwproto.Pass}},
+			} {
+				out, err := tool.Execute(context.Background(), Call{Limits: defaultLimits, Input: event(t, tc.phase, tc.input, tc.output)})
+				if err != nil || out.Failure != nil {
+					t.Fatalf("%s %s: %+v, %v", tc.phase, tc.input, out.Failure, err)
+				}
+				v, err := mwproto.ParseVerdict(tc.phase, out.Output)
+				if err != nil {
+					t.Fatalf("%s %s: verdict %s: %v", tc.phase, tc.input, out.Output, err)
+				}
+				if v.Kind != tc.want.Kind || v.Message != tc.want.Message || string(v.Input) != string(tc.want.Input) || v.Output != tc.want.Output {
+					t.Errorf("%s %s: verdict %+v, want %+v", tc.phase, tc.input, v, tc.want)
+				}
+				if tc.phase == mwproto.Before && !logged(out.Logs, "alice called weather with --city=x") {
+					t.Errorf("%s %s: logs %+v lack the middleware's line", tc.phase, tc.input, out.Logs)
+				}
+			}
+			// An event the middleware cannot read, or one it refuses, is
+			// handle's err: kind tool.
+			for _, bad := range []string{`not json`, `{"version":1,"phase":"during","input":{}}`} {
+				out, err := tool.Execute(context.Background(), Call{Limits: defaultLimits, Input: bad})
+				if err != nil || out.Failure == nil || out.Failure.Kind != KindTool || out.Output != "" {
+					t.Errorf("%q: %+v, %v; want a failure of kind tool", bad, out, err)
+				}
+			}
+		})
+	}
+}
+
+func logged(logs []LogEntry, text string) bool {
+	for _, l := range logs {
+		if strings.Contains(l.Message, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMiddlewareHostile: a middleware that traps, loops or allocates past
+// its ceiling ends in the kind a tool would, within its own limits, and
+// one that imports http-fetch never loads. The sandbox serves afterwards.
+func TestMiddlewareHostile(t *testing.T) {
+	sb := newSandbox(t, nil)
+	tight := Limits{Timeout: 300 * time.Millisecond, Memory: 8 << 20}
+	ev := event(t, mwproto.Before, `{"city":"Paris"}`, "")
+	for _, tc := range []struct {
+		name, message string
+		kind          Kind
+	}{
+		{"trap", "unreachable", KindTrap},
+		{"loop", "did not finish within its 300ms timeout", KindDeadline},
+		{"memhog", "memory ceiling of 8 MiB", KindMemory},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool, err := sb.Open(context.Background(), testkit.Middleware(t, tc.name), tight)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tool.World != WorldMiddleware {
+				t.Fatalf("world %q", tool.World)
+			}
+			start := time.Now()
+			out, err := tool.Execute(context.Background(), Call{Limits: tight, Input: ev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Failure == nil || out.Failure.Kind != tc.kind || !strings.Contains(out.Failure.Message, tc.message) || out.Output != "" {
+				t.Fatalf("got %+v, want %s containing %q", out, tc.kind, tc.message)
+			}
+			if took := time.Since(start); took > tight.Timeout+2*time.Second {
+				t.Errorf("took %v; the deadline is %v", took, tight.Timeout)
+			}
+			if out.MemoryPeak > tight.Memory {
+				t.Errorf("memory peak %d over the ceiling %d", out.MemoryPeak, tight.Memory)
+			}
+			pass, err := sb.Open(context.Background(), testkit.Middleware(t, "pass"), tight)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := pass.Execute(context.Background(), Call{Limits: tight, Input: ev}); err != nil || out.Output != `{"verdict":"pass"}` {
+				t.Fatalf("after %s the pass middleware got %+v, %v", tc.name, out, err)
+			}
+		})
+	}
+	t.Run("fetcher", func(t *testing.T) {
+		path := testkit.Middleware(t, "fetcher")
+		_, err := sb.Open(context.Background(), path, tight)
+		if !errors.Is(err, ErrInvalidTool) || !strings.Contains(err.Error(), "middleware has no network") ||
+			!strings.Contains(err.Error(), `imports "maiden:tool/host@0.2.0"`) {
+			t.Fatalf("Open = %v, want an invalid component that names the http-fetch import", err)
+		}
+		out, err := sb.Execute(context.Background(), Call{Path: path, Limits: tight, Input: ev})
+		if err != nil || out.Failure == nil || out.Failure.Kind != KindInvalid || !strings.Contains(out.Failure.Message, "middleware has no network") {
+			t.Fatalf("Execute = %+v, %v", out, err)
+		}
+		// Compiling it for a worker refuses it the same way.
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sb.Compile(wasm); !errors.Is(err, ErrInvalidTool) || !strings.Contains(err.Error(), "middleware has no network") {
+			t.Fatalf("Compile = %v", err)
+		}
+	})
+}
+
+// TestMiddlewareCompiledRun: the worker's path (Compile, Deserialize, Run)
+// reports the world, answers a middleware's schema without running it, and
+// never runs one world's entry point on the other.
+func TestMiddlewareCompiledRun(t *testing.T) {
+	sb := newSandbox(t, nil)
+	load := func(path string) *Compiled {
+		t.Helper()
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, err := sb.Compile(wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := sb.Deserialize(code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	mw, tool := load(testkit.Middleware(t, "pass")), load(testkit.Component(t, "echo"))
+	if mw.World() != WorldMiddleware || tool.World() != WorldTool {
+		t.Fatalf("worlds %q, %q", mw.World(), tool.World())
+	}
+	run := func(c *Compiled, export, input string) Outcome {
+		t.Helper()
+		out, err := sb.Run(context.Background(), c, export, Call{Limits: defaultLimits, Input: input})
+		if err != nil {
+			t.Fatalf("Run(%s): %v", export, err)
+		}
+		return out
+	}
+	if out := run(mw, WorldExport, ""); out.Output != WorldMiddleware || out.Failure != nil {
+		t.Errorf("world of the middleware: %+v", out)
+	}
+	if out := run(tool, WorldExport, ""); out.Output != WorldTool || out.Failure != nil {
+		t.Errorf("world of the tool: %+v", out)
+	}
+	for _, export := range []string{"schema", "output-schema"} {
+		if out := run(mw, export, ""); out.Output != "" || out.Failure != nil || out.MemoryPeak != 0 {
+			t.Errorf("%s of a middleware: %+v (want \"\" without running)", export, out)
+		}
+	}
+	if out := run(mw, "handle", "{}"); out.Output != `{"verdict":"pass"}` || !logged(out.Logs, "middleware saw the call") {
+		t.Errorf("handle: %+v", out)
+	}
+	if out := run(mw, "describe", ""); !strings.Contains(out.Output, "Passes every call") {
+		t.Errorf("describe: %+v", out)
+	}
+	for _, wrong := range []struct {
+		c      *Compiled
+		export string
+	}{{mw, "execute"}, {tool, "handle"}} {
+		out := run(wrong.c, wrong.export, "{}")
+		if out.Failure == nil || out.Failure.Kind != KindInvalid || out.MemoryPeak != 0 {
+			t.Errorf("%s of a %s component: %+v, want invalid without running", wrong.export, wrong.c.World(), out)
+		}
+	}
+}
