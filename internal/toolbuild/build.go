@@ -80,7 +80,16 @@ func (e *BuildError) Is(target error) bool { return target == ErrBuild }
 // gets the preview1 reactor adapter; anything else gets none. The contract
 // version follows the source (see contractForText).
 func (t *Toolchain) ComponentFromWAT(ctx context.Context, wat []byte) ([]byte, error) {
+	if watIsMiddleware(wat) {
+		return t.ComponentFromWATWithWIT(ctx, wat, wit.Middleware.Text, wit.MiddlewareWorld)
+	}
 	return t.ComponentFromWATWithWIT(ctx, wat, contractForText(wat).Text, wit.World)
+}
+
+// watIsMiddleware tells whether a WAT source implements world middleware
+// (maiden:middleware@0.1.0): it exports handle and not execute.
+func watIsMiddleware(wat []byte) bool {
+	return bytes.Contains(wat, []byte(`(export "`+wit.HandleExport+`")`)) && !bytes.Contains(wat, []byte(`(export "`+wit.ExecuteExport+`")`))
 }
 
 // contractForText picks the contract a WAT or JS source was written against:
@@ -124,8 +133,26 @@ func (t *Toolchain) ComponentFromWATWithWIT(ctx context.Context, wat []byte, wit
 //
 // A module that exports output-schema is built against maiden:tool@0.2.0,
 // any other against 0.1.0.
+//
+// A module that exports handle and not execute (a Go middleware) is built
+// against world middleware of maiden:middleware@0.1.0.
 func (t *Toolchain) ComponentFromCore(ctx context.Context, core []byte, wasip1 bool) ([]byte, error) {
+	if coreIsMiddleware(core) {
+		return t.run(ctx, "component from core wasm", request{Kind: "core", World: wit.MiddlewareWorld, WASIP1: wasip1}, core, "tool.wasm", wit.Middleware.Text)
+	}
 	return t.run(ctx, "component from core wasm", request{Kind: "core", World: wit.World, WASIP1: wasip1}, core, "tool.wasm", contractForCore(core).Text)
+}
+
+// coreIsMiddleware tells whether a core module exports handle and not
+// execute.
+func coreIsMiddleware(core []byte) bool {
+	exports, _ := wasmExports(core)
+	var handle, execute bool
+	for _, e := range exports {
+		handle = handle || e == wit.HandleExport
+		execute = execute || e == wit.ExecuteExport
+	}
+	return handle && !execute
 }
 
 // ComponentFromJS builds a component from one JavaScript ES module with
@@ -140,12 +167,19 @@ func (t *Toolchain) ComponentFromCore(ctx context.Context, core []byte, wasip1 b
 // component does not import wasi:http. A value thrown by execute becomes
 // err(message); a non-string result is JSON-encoded. Expect ~12 MB and
 // 7-25 s per build.
+//
+// A module that exports handle(event) and not execute is a middleware,
+// built against world middleware of maiden:middleware@0.1.0 (the driver
+// tells from the module's exports): it exports describe() and
+// handle(event), returns the verdict (a string, or an object that is
+// JSON-encoded), and may import `log` from "maiden:middleware/host@0.1.0".
 func (t *Toolchain) ComponentFromJS(ctx context.Context, jsSource []byte) ([]byte, error) {
 	c := wit.V020
 	if bytes.Contains(jsSource, []byte(wit.V010.HostInterface)) {
 		c = wit.V010
 	}
-	return t.run(ctx, "component from JS", request{Kind: "js", World: wit.World, OutputSchema: c.OutputSchema}, jsSource, "tool.js", c.Text)
+	return t.run(ctx, "component from JS", request{Kind: "js", World: wit.World, OutputSchema: c.OutputSchema,
+		MiddlewareWIT: wit.Middleware.Text, MiddlewareWorld: wit.MiddlewareWorld}, jsSource, "tool.js", c.Text)
 }
 
 // WIT returns the WIT world a component imports and exports, as printed by
@@ -156,12 +190,13 @@ func (t *Toolchain) WIT(ctx context.Context, component []byte) (string, error) {
 }
 
 // WithToolPackage returns witText with every version of maiden's tool
-// package appended as a nested package, so that a custom world in witText
-// can `import maiden:tool/host@0.1.0;` (or @0.2.0) while the files in wit/
-// stay the only copies of the contract.
+// package (and the middleware package) appended as a nested package, so
+// that a custom world in witText can `import maiden:tool/host@0.1.0;` (or
+// @0.2.0, or maiden:middleware/host@0.1.0) while the files in wit/ stay the
+// only copies of the contract.
 func WithToolPackage(witText string) string {
 	out := strings.TrimRight(witText, "\n") + "\n"
-	for _, c := range wit.Contracts {
+	for _, c := range append(append([]wit.Contract(nil), wit.Contracts...), wit.Middleware) {
 		decl := "package " + c.Package + ";"
 		i := strings.Index(c.Text, decl)
 		if i < 0 {
@@ -182,8 +217,13 @@ type request struct {
 	World   string `json:"world,omitempty"`
 	WASIP1  bool   `json:"wasip1,omitempty"`
 	// OutputSchema: the world exports output-schema (JS entry adds it).
-	OutputSchema bool   `json:"outputSchema,omitempty"`
-	WorkDir      string `json:"workDir"`
+	OutputSchema bool `json:"outputSchema,omitempty"`
+	// MiddlewareWIT and MiddlewareWorld are used instead of the tool's WIT
+	// and world when a JS module turns out to be a middleware (it exports
+	// handle and not execute).
+	MiddlewareWIT   string `json:"middlewareWit,omitempty"`
+	MiddlewareWorld string `json:"middlewareWorld,omitempty"`
+	WorkDir         string `json:"workDir"`
 }
 
 // errorPrefix marks the driver's one-line error on stderr.

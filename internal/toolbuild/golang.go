@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/build"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/wasmsnap"
+	"github.com/maiden-run/maiden/wit"
 )
 
 // MinGoMinor is the oldest Go 1.x minor version that builds tools: Go 1.24
@@ -43,14 +48,29 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 	defer os.RemoveAll(work)
 	core := filepath.Join(work, "core.wasm")
 
+	// A package that calls maiden.Middleware is built as a middleware: the
+	// tag gives it the SDK's middleware exports instead of a tool's.
+	var tags, plain []string
+	middleware, err := goCallsMiddleware(p.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: %w", err)
+	}
+	if middleware {
+		tags = []string{MiddlewareTag}
+		plain = []string{"-tags", strings.Join(append(goflagsTags(os.Getenv("GOFLAGS")), MiddlewareTag), ",")}
+	}
 	mode := preinitSetting()
-	var extra []string
+	extra := plain
 	if mode != preinitOff {
-		if extra, err = preinitBuildArgs(ctx, gobin, p.Dir, work); err != nil {
+		if extra, err = preinitBuildArgs(ctx, gobin, p.Dir, work, tags); err != nil {
 			return nil, fmt.Errorf("toolbuild: preparing the pre-initialised build: %w", err)
 		}
 	}
-	say(t.progress, "go build (%s, GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) in %s", version, p.Dir)
+	what := "tool"
+	if middleware {
+		what = "middleware"
+	}
+	say(t.progress, "go build (%s, GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) of a %s in %s", version, what, p.Dir)
 	start := time.Now()
 	out, err := goBuild(ctx, gobin, p.Dir, core, extra)
 	if err != nil && extra != nil && ctx.Err() == nil && strings.Contains(out, "maiden_preinit.go") {
@@ -61,7 +81,7 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 		}
 		say(t.progress, "warning: not pre-initialising the tool: %s's runtime does not take maiden's reseeding file; building an ordinary module", version)
 		extra = nil
-		out, err = goBuild(ctx, gobin, p.Dir, core, nil)
+		out, err = goBuild(ctx, gobin, p.Dir, core, plain)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -77,7 +97,7 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 		return nil, &BuildError{Op: "go build", Msg: err.Error()}
 	}
 	say(t.progress, "compiled %.1f MB core module in %v", float64(len(b))/1e6, time.Since(start).Round(10*time.Millisecond))
-	if extra != nil {
+	if extra != nil && mode != preinitOff {
 		start = time.Now()
 		snap, err := t.snapshotGo(ctx, b, work)
 		if err == nil {
@@ -198,15 +218,79 @@ func checkGoExports(module []byte) error {
 	for _, e := range exports {
 		has[e] = true
 	}
-	if !has["describe"] && !has["schema"] && !has["execute"] {
-		return errors.New("the module exports none of describe, schema, execute: a Go tool imports " +
-			`maiden "github.com/maiden-run/maiden/sdk/go" and calls maiden.Register from an init function (see maiden new go)`)
+	if !has["describe"] && !has["schema"] && !has["execute"] && !has[wit.HandleExport] {
+		return errors.New("the module exports none of describe, schema, execute, handle: a Go tool imports " +
+			`maiden "github.com/maiden-run/maiden/sdk/go" and calls maiden.Register from an init function (see maiden new go); ` +
+			"a Go middleware calls maiden.Middleware (see maiden new middleware-go)")
 	}
 	if !has["cabi_realloc_adapter"] {
 		return errors.New("the module does not export cabi_realloc_adapter, without which the WASI adapter crashes " +
 			"Go's runtime at start-up; build Go tools with the maiden SDK (github.com/maiden-run/maiden/sdk/go)")
 	}
 	return nil
+}
+
+// MiddlewareTag is the build tag that makes the Go SDK export a
+// middleware's describe and handle instead of a tool's exports. maiden
+// build sets it for a package that calls maiden.Middleware.
+const MiddlewareTag = "maiden_middleware"
+
+// goCallsMiddleware tells whether the Go package in dir (its files for
+// wasip1/wasm, tests excluded) calls the SDK's Middleware function, under
+// whatever name the file imports the SDK.
+func goCallsMiddleware(dir string) (bool, error) {
+	bctx := build.Default
+	bctx.GOOS, bctx.GOARCH = "wasip1", "wasm"
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return false, err
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		name := filepath.Base(f)
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		if ok, err := bctx.MatchFile(dir, name); err != nil || !ok {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			// go build reports it with its position.
+			continue
+		}
+		local := ""
+		for _, imp := range file.Imports {
+			if path, err := strconv.Unquote(imp.Path.Value); err == nil && path == SDKModule {
+				local = "maiden"
+				if imp.Name != nil {
+					local = imp.Name.Name
+				}
+			}
+		}
+		if local == "" || local == "_" {
+			continue
+		}
+		found := false
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || found {
+				return !found
+			}
+			switch f := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				x, ok := f.X.(*ast.Ident)
+				found = ok && x.Name == local && f.Sel.Name == "Middleware"
+			case *ast.Ident:
+				found = local == "." && f.Name == "Middleware"
+			}
+			return !found
+		})
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // wasmExports lists the export names of a core wasm module.

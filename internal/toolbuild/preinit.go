@@ -122,8 +122,9 @@ func preinitSetting() preinitMode {
 }
 
 // preinitBuildArgs writes the runtime overlay into work and returns the go
-// build arguments that add it and the SDK's restore export.
-func preinitBuildArgs(ctx context.Context, gobin, dir, work string) ([]string, error) {
+// build arguments that add it and the SDK's restore export, with tags (and
+// GOFLAGS' tags) set as well.
+func preinitBuildArgs(ctx context.Context, gobin, dir, work string, tags []string) ([]string, error) {
 	goroot, err := goEnv(ctx, gobin, dir, "GOROOT")
 	if err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func preinitBuildArgs(ctx context.Context, gobin, dir, work string) ([]string, e
 	if err := os.WriteFile(overlayPath, overlay, 0o644); err != nil {
 		return nil, err
 	}
-	return []string{"-overlay", overlayPath, "-tags", strings.Join(append(goflagsTags(os.Getenv("GOFLAGS")), preinitTag), ","),
+	return []string{"-overlay", overlayPath, "-tags", strings.Join(append(append(goflagsTags(os.Getenv("GOFLAGS")), tags...), preinitTag), ","),
 		// Not inlined into their callers, so that the snapshot run can count
 		// their draws (wasmsnap.Counts.GoRand).
 		"-gcflags=math/rand=-l", "-gcflags=math/rand/v2=-l"}, nil

@@ -63,7 +63,7 @@ var echoCore = sync.OnceValues(func() ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	extra, err := preinitBuildArgs(ctx, gobin, dir, work)
+	extra, err := preinitBuildArgs(ctx, gobin, dir, work, nil)
 	if err != nil {
 		return nil, err
 	}

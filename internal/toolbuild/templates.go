@@ -44,7 +44,39 @@ type templateData struct {
 // Templates lists the languages NewProject supports.
 var Templates = []Lang{LangGo, LangJS}
 
+// Middleware templates: NewProject takes them where it takes a language.
+// The project is a Go or JS project whose source is a middleware
+// (maiden:middleware@0.1.0) instead of a tool; maiden build tells them
+// apart by their exports.
+const (
+	TemplateMiddlewareGo Lang = "middleware-go"
+	TemplateMiddlewareJS Lang = "middleware-js"
+)
+
+// MiddlewareTemplates lists the middleware templates NewProject supports.
+var MiddlewareTemplates = []Lang{TemplateMiddlewareGo, TemplateMiddlewareJS}
+
+// IsMiddlewareTemplate tells whether a NewProject template makes a
+// middleware.
+func IsMiddlewareTemplate(t Lang) bool {
+	return t == TemplateMiddlewareGo || t == TemplateMiddlewareJS
+}
+
+// templateLang is the language of a template's project.
+func templateLang(t Lang) Lang {
+	switch t {
+	case TemplateMiddlewareGo:
+		return LangGo
+	case TemplateMiddlewareJS:
+		return LangJS
+	}
+	return t
+}
+
 // NewProject creates a tool project for lang in dir (created if missing;
+// lang may also be a middleware template, TemplateMiddlewareGo or
+// TemplateMiddlewareJS, which make a middleware project with
+// wit/maiden-middleware.wit;
 // refused with ErrProjectExists if it has any file). The tool is named after
 // dir's base name, which must be a valid agent.toml tool name. Every project
 // gets the source, a README, a .gitignore and a copy of the WIT contract
@@ -93,7 +125,7 @@ func templateFiles(lang Lang, data templateData) ([]projectFile, error) {
 	root := "templates/" + string(lang)
 	if _, err := fs.Stat(templatesFS, root); err != nil {
 		var names []string
-		for _, l := range Templates {
+		for _, l := range append(append([]Lang(nil), Templates...), MiddlewareTemplates...) {
 			names = append(names, string(l))
 		}
 		return nil, fmt.Errorf("no template for %q (have: %s)", lang, strings.Join(names, ", "))
@@ -121,8 +153,12 @@ func templateFiles(lang Lang, data templateData) ([]projectFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering the %s template: %w", lang, err)
 	}
-	files = append(files, projectFile{path: "wit/maiden-tool.wit", data: []byte(wit.Tool)})
-	if lang == LangGo {
+	if IsMiddlewareTemplate(lang) {
+		files = append(files, projectFile{path: "wit/maiden-middleware.wit", data: []byte(wit.Middleware.Text)})
+	} else {
+		files = append(files, projectFile{path: "wit/maiden-tool.wit", data: []byte(wit.Tool)})
+	}
+	if templateLang(lang) == LangGo {
 		sdkFiles, err := sdkCopy()
 		if err != nil {
 			return nil, err

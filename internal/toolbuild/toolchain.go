@@ -116,7 +116,7 @@ type Toolchain struct {
 func (t *Toolchain) Dir() string { return t.dir }
 
 // Fingerprint identifies everything that decides what a build produces: the
-// pinned packages, the driver and the tool WIT. Caches of built components
+// pinned packages, the driver and the tool and middleware WIT. Caches of built components
 // (package testkit) key on it so that a new pin or contract rebuilds.
 func Fingerprint() string {
 	h := sha256.New()
@@ -132,6 +132,8 @@ func Fingerprint() string {
 		fmt.Fprintf(h, "wit %s %d\n", c.Version, len(c.Text))
 		h.Write([]byte(c.Text))
 	}
+	fmt.Fprintf(h, "wit %s %d\n", wit.Middleware.Package, len(wit.Middleware.Text))
+	h.Write([]byte(wit.Middleware.Text))
 	fmt.Fprintf(h, "go preinit %s\n", preinitFingerprint()) // preinit.go
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

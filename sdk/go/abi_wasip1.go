@@ -32,17 +32,17 @@ package maiden
 //     package's init (and Register) has run before the first export.
 
 import (
-	"context"
 	"runtime"
 	"runtime/debug"
-	"sync"
-	"unicode/utf8"
 	"unsafe"
 )
 
 // The imports (logImport, fetchImport) and what differs between contract
 // versions are in contract_wasip1.go (maiden:tool@0.2.0, the default) and
-// contract010_wasip1.go (0.1.0, with -tags maiden_tool_0_1).
+// contract010_wasip1.go (0.1.0, with -tags maiden_tool_0_1). A tool's
+// exports are in tool_wasip1.go; a middleware (-tags maiden_middleware,
+// which maiden build sets for a package that calls Middleware) has its own
+// in middleware_wasip1.go instead.
 
 // linearMemory is the module's own memory.
 type linearMemory struct{}
@@ -167,42 +167,6 @@ func returnString(s string) uint32 {
 	return addrOfArea(&retArea)
 }
 
-//go:wasmexport describe
-func describe() uint32 { return returnString(validUTF8(mustTool().Describe())) }
-
-//go:wasmexport schema
-func schema() uint32 { return returnString(validUTF8(mustTool().Schema())) }
-
-//go:wasmexport execute
-func execute(ptr, n uint32) uint32 {
-	// The host placed the input with cabi_realloc; copy it out so the
-	// arena can serve http-fetch results.
-	input := append([]byte(nil), linearMemory{}.bytes(ptr, n)...)
-	releaseScratch()
-	gcOn()
-	text, isErr := executeResult(input)
-	gcOff()
-	retText = text
-	retArea[0] = 0
-	if isErr {
-		retArea[0] = 1
-	}
-	retArea[1], retArea[2] = addrOfString(text), uint32(len(text))
-	return addrOfArea(&retArea)
-}
-
-//go:wasmexport cabi_post_describe
-func postDescribe(uint32) { retText = "" }
-
-//go:wasmexport cabi_post_schema
-func postSchema(uint32) { retText = "" }
-
-//go:wasmexport cabi_post_execute
-func postExecute(uint32) {
-	retText = ""
-	releaseScratch()
-}
-
 func hostLog(level Level, msg string) {
 	var p uint32
 	if msg != "" {
@@ -210,53 +174,4 @@ func hostLog(level Level, msg string) {
 	}
 	logImport(uint32(level), p, uint32(len(msg)))
 	runtime.KeepAlive(msg)
-}
-
-var (
-	fetchMu  sync.Mutex // one request at a time: they share the arena and fetchRet
-	fetchRet [6]uint32  // http-fetch's 24-byte return area
-)
-
-func hostFetch(req Request) (Response, error) {
-	fetchMu.Lock()
-	defer fetchMu.Unlock()
-	if stringBodies {
-		// 0.2.0 carries the body as a string, one character per byte.
-		req.Body = encodeBody(req.Body)
-	}
-	p, table := lowerRequest(req, addrOfBytes, addrOfString)
-	// The host calls cabi_realloc for the response while the import runs.
-	prev := debug.SetGCPercent(-1)
-	releaseScratch()
-	fetchImport(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], addrOfFetch(&fetchRet))
-	resp, err := liftFetchResult(linearMemory{}, addrOfFetch(&fetchRet), stringBodies)
-	releaseScratch()
-	debug.SetGCPercent(prev)
-	runtime.KeepAlive(req)
-	runtime.KeepAlive(table)
-	return resp, err
-}
-
-// errNoTool is the panic of an export called when no tool was registered.
-const errNoTool = "maiden: no tool registered: call maiden.Register(yourTool) from an init function in package main"
-
-func mustTool() Tool {
-	if registered == nil {
-		panic(errNoTool)
-	}
-	return registered
-}
-
-// executeResult runs the registered tool on input and returns the text and
-// whether it is an error, as the execute export returns them. Output that is
-// not UTF-8 becomes an error: the host would trap on it.
-func executeResult(input []byte) (text string, isErr bool) {
-	out, err := mustTool().Execute(context.Background(), input)
-	if err != nil {
-		return validUTF8(err.Error()), true
-	}
-	if !utf8.Valid(out) {
-		return "maiden: the tool's output is not valid UTF-8 (Execute must return text, usually JSON)", true
-	}
-	return string(out), false
 }

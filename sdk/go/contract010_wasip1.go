@@ -1,4 +1,4 @@
-//go:build wasip1 && maiden_tool_0_1
+//go:build wasip1 && maiden_tool_0_1 && !maiden_middleware
 
 package maiden
 

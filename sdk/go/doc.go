@@ -70,6 +70,35 @@
 // which the agent sees. A panic ends the instance: the call fails with kind
 // "trap" and the panic's message and stack are in the call's log.
 //
+// # Middleware
+//
+// A middleware is an operator's check that maiden runs around tool calls:
+// before the tool runs it sees the call and may pass it, reject it with a
+// message for the agent, or rewrite its input; after the tool succeeded it
+// sees the output and may pass, reject or rewrite it. It has no network and
+// no files: it decides from the event alone. It is a component of world
+// middleware (maiden:middleware@0.1.0, wit/maiden-middleware.wit), which
+// `maiden build` makes from a Go package main that calls Middleware from
+// an init function (the build sets the tag maiden_middleware, which gives
+// the component the middleware's exports instead of a tool's):
+//
+//	func init() {
+//		maiden.Middleware("Refuses Atlantis.", func(ev maiden.Event) (maiden.Verdict, error) {
+//			var in struct{ City string `json:"city"` }
+//			if err := ev.DecodeInput(&in); err != nil {
+//				return maiden.Verdict{}, err
+//			}
+//			if in.City == "Atlantis" {
+//				return maiden.Reject("Atlantis is not on the map"), nil
+//			}
+//			return maiden.Pass(), nil
+//		})
+//	}
+//
+// A middleware's exports replace a tool's: one component is either. See
+// [Event], [Verdict] and docs/middleware-components.md; `maiden new
+// middleware-go NAME` creates a project.
+//
 // # Outside maiden
 //
 // On any other GOOS/GOARCH the package compiles with a stand-in host, so

@@ -22,6 +22,10 @@ const ERROR_PREFIX = 'maiden-toolbuild-error: ';
 // 0.2.0's output-schema is optional in JS (see OUTPUT_SCHEMA_ENTRY).
 const TOOL_EXPORTS = ['describe', 'schema', 'execute'];
 
+// The exports of a middleware (world `middleware` in maiden-middleware.wit).
+// A module that exports handle and not execute is built as one.
+const MIDDLEWARE_EXPORTS = ['describe', 'handle'];
+
 class BuildError extends Error {}
 
 function fail(msg) {
@@ -135,10 +139,18 @@ async function checkJS(code) {
       if (entry.exportName?.name) names.add(entry.exportName.name);
     }
   }
+  if (names.has('handle') && !names.has('execute')) {
+    const missing = MIDDLEWARE_EXPORTS.filter((n) => !names.has(n));
+    if (missing.length > 0) {
+      fail(`JS source does not export ${missing.join(', ')} (a middleware must export describe() and handle(event))`);
+    }
+    return 'middleware';
+  }
   const missing = TOOL_EXPORTS.filter((n) => !names.has(n));
   if (missing.length > 0) {
-    fail(`JS source does not export ${missing.join(', ')} (a tool must export describe(), schema() and execute(input))`);
+    fail(`JS source does not export ${missing.join(', ')} (a tool must export describe(), schema() and execute(input); a middleware describe() and handle(event))`);
   }
+  return 'tool';
 }
 
 // ENTRY wraps the tool's module. componentize-js turns a thrown value into
@@ -146,7 +158,7 @@ async function checkJS(code) {
 // generated bindings abort, which the host sees as a trap. Tool authors write
 // `throw new Error(...)`, so the entry converts it to its message. Non-string
 // results are JSON-encoded for the same reason (anything else aborts).
-const ENTRY = `import * as tool from './tool.js';
+const ENTRY_HELPERS = `import * as tool from './tool.js';
 
 function isError(e) {
   // Cross-realm safe: instanceof fails for errors made by the bindings.
@@ -165,7 +177,9 @@ function toOk(v) {
   if (typeof v === 'string') return v;
   return JSON.stringify(v) ?? '';
 }
+`;
 
+const ENTRY = ENTRY_HELPERS + `
 export function describe() { return toOk(tool.describe()); }
 export function schema() { return toOk(tool.schema()); }
 export function execute(input) {
@@ -190,19 +204,47 @@ export function outputSchema() {
 }
 `;
 
+// MIDDLEWARE_ENTRY wraps a middleware's module the way ENTRY wraps a tool's:
+// a thrown value becomes err(message), a non-string verdict is JSON-encoded.
+const MIDDLEWARE_ENTRY = ENTRY_HELPERS + `
+export function describe() { return toOk(tool.describe()); }
+export function handle(event) {
+  let r;
+  try {
+    r = tool.handle(event);
+  } catch (e) {
+    toErr(e);
+  }
+  if (r !== null && typeof r === 'object' && typeof r.then === 'function') {
+    return r.then(toOk, toErr);
+  }
+  return toOk(r);
+}
+`;
+
 async function buildJS(req) {
   const code = await readFile(req.input, 'utf8');
-  await checkJS(code);
+  const kind = await checkJS(code);
   const srcDir = join(req.workDir, 'src');
   await mkdir(srcDir, { recursive: true });
   await writeFile(join(srcDir, 'tool.js'), code);
-  await writeFile(join(srcDir, 'maiden-entry.js'), ENTRY + (req.outputSchema ? OUTPUT_SCHEMA_ENTRY : ''));
+  let entry = ENTRY + (req.outputSchema ? OUTPUT_SCHEMA_ENTRY : '');
+  let witPath = req.witPath;
+  let world = req.world;
+  if (kind === 'middleware') {
+    if (!req.middlewareWit) fail('this maiden cannot build middleware from JS (no middleware WIT in the request)');
+    entry = MIDDLEWARE_ENTRY;
+    witPath = join(req.workDir, 'middleware.wit');
+    await writeFile(witPath, req.middlewareWit);
+    world = req.middlewareWorld;
+  }
+  await writeFile(join(srcDir, 'maiden-entry.js'), entry);
   const { componentize } = await import('@bytecodealliance/componentize-js');
   try {
     const { component } = await componentize({
       sourcePath: join(srcDir, 'maiden-entry.js'),
-      witPath: req.witPath,
-      worldName: req.world,
+      witPath,
+      worldName: world,
       // Without this the engine imports wasi:http for fetch(), which maiden
       // refuses: the only network road is the host's http-fetch.
       disableFeatures: ['http', 'fetch-event'],
