@@ -22,7 +22,7 @@ import (
 
 // audited reports whether calls under the invocation's configuration are
 // audited: whenever the configuration uses the state store.
-func (inv *invocation) audited() bool { return inv.cfg != nil && inv.cfg.UsesState() }
+func (inv *invocation) audited() bool { return inv.cfg != nil && inv.cfg.UsesState() && !inv.noAudit }
 
 // auditCall records how a call ended when it was refused before running
 // (the admitted record is written by admitRecord, before the run), and

@@ -163,6 +163,9 @@ type Host struct {
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).
 	waiters waiters
+	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
+	// baseline only; nothing else sets it.
+	noAudit bool
 }
 
 // New creates a host for cfg. Tools are compiled lazily, on first use (or by
@@ -333,7 +336,7 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: c.Tool}, ErrClosed
 	}
-	inv := &invocation{call: c, start: time.Now()}
+	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit}
 	inv.res.Tool = c.Tool
 	err := h.handle(ctx, inv)
 	inv.res.Duration = time.Since(inv.start)

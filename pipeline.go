@@ -66,6 +66,8 @@ type invocation struct {
 	// visibility was decided on.
 	builtin       *builtin
 	builtinWallet *cards.Wallet
+
+	noAudit bool // Host.noAudit
 }
 
 // suspend gives the call's admission turn back while it waits for a human,
