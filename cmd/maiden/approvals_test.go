@@ -324,3 +324,143 @@ func TestDecideWithoutAgents(t *testing.T) {
 	}
 	op(t, exitOK, cfg, "approve", a.ID)
 }
+
+// TestApprovalEndToEnd: a real call (maiden call, in this process, as an
+// agent holding a card for it) waits for a human; maiden pending shows it;
+// maiden approve, through its own store handle as another process would,
+// lets it finish with the tool's output. deny ends another with kind
+// denied carrying the reason; approve -always lets the next identical call
+// run without asking, and revoking that card makes it ask again.
+func TestApprovalEndToEnd(t *testing.T) {
+	cfg, _ := approvalsConfig(t)
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := strings.NewReplacer("[agents.research]\ntools = [\"echo\"]\n", "[agents.research]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --...\"]\n",
+		"[agents.coder]\ntools = [\"echo\"]\n", "[agents.coder]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --...\"]\n")
+	if err := os.WriteFile(cfg, []byte(grants.Replace(string(src))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	hi := `{"message":"hi"}`
+
+	// call starts maiden call as agent in the background.
+	call := func(agent string) <-chan cliResult {
+		done := make(chan cliResult, 1)
+		go func() {
+			var out, errb syncBuffer
+			code := run(context.Background(), []string{"call", "-config", cfg, "-cache", cache, "-isolation", "process", "-agent", agent, "echo", hi},
+				strings.NewReader(""), &out, &errb)
+			done <- cliResult{code, out.String(), errb.String()}
+		}()
+		return done
+	}
+	// waiting returns the one pending request, once it is there.
+	waiting := func(agent string) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			var list []map[string]any
+			if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "pending", "-json").stdout), &list); err != nil {
+				t.Fatal(err)
+			}
+			if len(list) == 1 && list[0]["agent"] == agent && list[0]["tool"] == "echo" && list[0]["rendered"] == "--message=hi" {
+				return list[0]["id"].(string)
+			}
+			if len(list) > 1 {
+				t.Fatalf("more than one request waits: %v", list)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("no request of %s appeared in maiden pending", agent)
+		return ""
+	}
+	result := func(done <-chan cliResult) cliResult {
+		t.Helper()
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(30 * time.Second):
+			t.Fatal("the call did not finish after the decision")
+		}
+		return cliResult{}
+	}
+
+	done := call("research")
+	id := waiting("research")
+	select {
+	case r := <-done:
+		t.Fatalf("the call finished before any decision: %+v", r)
+	default:
+	}
+	op(t, exitOK, cfg, "approve", id)
+	if r := result(done); r.code != exitOK || r.stdout != hi+"\n" {
+		t.Fatalf("the approved call: %+v", r)
+	}
+	if got := approvalIn(t, filepath.Join(filepath.Dir(cfg), "maiden-state.db"), id); got.State != store.ApprovalDone {
+		t.Errorf("the approved request is %s after its call, want done", got.State)
+	}
+
+	done = call("coder")
+	id = waiting("coder")
+	op(t, exitOK, cfg, "deny", id, "-reason", "not on a Sunday")
+	if r := result(done); r.code != exitDenied || !strings.Contains(r.stderr, "not on a Sunday") || !strings.Contains(r.stderr, id) {
+		t.Fatalf("the denied call: %+v", r)
+	}
+
+	done = call("research")
+	id = waiting("research")
+	op(t, exitOK, cfg, "approve", id, "-always")
+	if r := result(done); r.code != exitOK {
+		t.Fatalf("the call approved always: %+v", r)
+	}
+	if r := result(call("research")); r.code != exitOK || r.stdout != hi+"\n" {
+		t.Fatalf("the next identical call under the always-card: %+v", r)
+	}
+	if out := op(t, exitOK, cfg, "pending", "-json").stdout; out != "[]\n" {
+		t.Fatalf("the always-approved call asked: %s", out)
+	}
+	var list []struct {
+		ID            string
+		LowerPositive []struct{ Grant string } `json:"lower_positive"`
+	}
+	if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "cards", "ls", "-agent", "research", "-json").stdout), &list); err != nil {
+		t.Fatal(err)
+	}
+	card := ""
+	for _, c := range list {
+		if len(c.LowerPositive) == 1 && c.LowerPositive[0].Grant == "approve:always echo --message=hi" {
+			card = c.ID
+		}
+	}
+	if card == "" {
+		t.Fatalf("no always-card in %+v", list)
+	}
+	op(t, exitOK, cfg, "cards", "revoke", card)
+	done = call("research")
+	id = waiting("research")
+	op(t, exitOK, cfg, "deny", id)
+	if r := result(done); r.code != exitDenied {
+		t.Fatalf("after the always-card's revocation: %+v", r)
+	}
+
+	// The trail holds every decision, by the OS user, and verifies.
+	user := "cli:" + osUser()
+	var decisions []string
+	for _, l := range strings.Split(strings.TrimSpace(op(t, exitOK, cfg, "audit", "tail", "-n", "1000", "-json").stdout), "\n") {
+		var rec store.AuditRecord
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Actor == user {
+			decisions = append(decisions, rec.Kind+" "+rec.Agent)
+		}
+	}
+	if want := []string{"approval research", "denial coder", "approval research", "denial research"}; !slices.Equal(decisions, want) {
+		t.Errorf("decisions in the audit trail: %v, want %v", decisions, want)
+	}
+	if r := op(t, exitOK, cfg, "audit", "verify"); !strings.HasPrefix(r.stdout, "ok: ") {
+		t.Errorf("audit verify: %q", r.stdout)
+	}
+}
