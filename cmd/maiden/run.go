@@ -25,6 +25,7 @@ const (
 	exitMemory   = 4
 	exitTrap     = 5 // trap, or not a loadable maiden tool
 	exitDenied   = 6
+	exitPending  = 7 // a human must approve the call first
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -373,6 +374,8 @@ func exitCode(k maiden.ErrorKind) int {
 		return exitTrap
 	case maiden.KindDenied:
 		return exitDenied
+	case maiden.KindPending:
+		return exitPending
 	default:
 		return exitUsage
 	}
