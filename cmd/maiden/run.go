@@ -295,11 +295,12 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs, c := newFlags("call", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON envelope instead of the raw output")
 	agent := fs.String("agent", "", "call as agent `NAME` of agent.toml (needed when it declares [agents]; its bindings and cards decide)")
+	wait := fs.Duration("wait", maiden.DefaultApprovalWait, "how long to wait for a human when an approve rule asks (0: do not wait; the call is then pending, exit 7)")
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(stderr, "usage: maiden call [-config agent.toml] [-agent NAME] [-json] TOOL [INPUT | -]")
+		fmt.Fprintln(stderr, "usage: maiden call [-config agent.toml] [-agent NAME] [-wait DURATION] [-json] TOOL [INPUT | -]")
 		return exitUsage
 	}
 	tool := fs.Arg(0)
@@ -325,7 +326,17 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitUsage
 	}
 	defer h.Close(context.Background())
-	res, err := h.Call(ctx, maiden.Call{Tool: tool, Input: input, Agent: *agent})
+	approvalWait := *wait
+	if approvalWait <= 0 {
+		approvalWait = -1
+	}
+	res, err := h.Call(ctx, maiden.Call{Tool: tool, Input: input, Agent: *agent, ApprovalWait: approvalWait,
+		OnApproval: func(r maiden.ApprovalRequest) {
+			if approvalWait > 0 {
+				fmt.Fprintf(stderr, "maiden: waiting up to %v for a human to approve request %s (%s): maiden approve %s, or maiden deny %s\n",
+					approvalWait, r.ID, r.Reason, r.ID, r.ID)
+			}
+		}})
 	if err != nil {
 		return callFailed(stdout, stderr, *asJSON, tool, maiden.KindConfig, err.Error())
 	}
