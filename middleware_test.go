@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -464,5 +465,40 @@ grants = ["card:inspect *"]
 	wantKind(t, res, maiden.KindInput, "b may not list cards")
 	if adm, ref := trail(t, h, "call-admitted"), trail(t, h, "call-refused"); len(adm) != 1 || len(ref) != 1 || adm[0].Agent != "a" || ref[0].Agent != "b" {
 		t.Errorf("audit: admitted %+v refused %+v", adm, ref)
+	}
+}
+
+// TestMiddlewareWorldsApart: a middleware component declared as a tool is
+// refused when called, a tool declared as middleware is a check error (and
+// refuses the calls it wraps), and check loads a good component.
+func TestMiddlewareWorldsApart(t *testing.T) {
+	echo := testkit.Component(t, "echo")
+	h := newHostWith(t, `version = 1
+[tools.mw]
+path = "`+testkit.Middleware(t, "pass")+`"
+[tools.echo]
+path = %q
+[middleware.good]
+path = "`+testkit.Middleware(t, "pass")+`"
+[middleware.notmw]
+path = "`+echo+`"
+[[middleware]]
+use = "notmw"
+when = 'args.message == "wrapped"'
+`, maiden.Options{}, "echo")
+	res := mustCall(t, h, maiden.Call{Tool: "mw", Input: `{}`})
+	wantKind(t, res, maiden.KindInvalid, "not a tool")
+	res = mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"wrapped"}`})
+	wantKind(t, res, maiden.KindDenied, "not middleware")
+	reps, err := h.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range reps {
+		got[r.Tool] = fmt.Sprint(r.Err)
+	}
+	if got["middleware.good"] != "<nil>" || !strings.Contains(got["middleware.notmw"], "not middleware") || !strings.Contains(got["mw"], "not a tool") {
+		t.Errorf("check: %v", got)
 	}
 }

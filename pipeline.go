@@ -215,6 +215,9 @@ func (h *Host) loadAndValidate(next handler) handler {
 				kind, msg := loadFailure(err)
 				return inv.fail(kind, msg)
 			}
+			if err := toolWorld(t); err != nil {
+				return inv.fail(KindInvalid, err.Error())
+			}
 			schema := h.schemas.get(t.Digest, t.Schema)
 			if schema.err != nil {
 				return inv.fail(KindInvalid, schema.err.Error())

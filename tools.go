@@ -220,7 +220,19 @@ func (h *Host) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo, error
 	if err != nil {
 		return sandbox.LoadInfo{}, err
 	}
+	if err := toolWorld(opened); err != nil {
+		return sandbox.LoadInfo{}, err
+	}
 	return opened.LoadInfo, nil
+}
+
+// toolWorld refuses a component of another world (middleware) where a
+// tool is expected.
+func toolWorld(t *sandbox.Tool) error {
+	if t.World != sandbox.WorldTool {
+		return fmt.Errorf("%w: it is a %s component (maiden:%s world), not a tool: declare it as [middleware.NAME] and use it in [[middleware]]", sandbox.ErrInvalidTool, t.World, t.World)
+	}
+	return nil
 }
 
 // LoadReport is what Check found for one tool.
@@ -301,6 +313,20 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 			err = h.outputSchemaErr(li)
 		}
 		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: policyWarnings(t, h.gate.HasSecret)})
+	}
+	for _, c := range h.cfg.Load().MiddlewareComponents() {
+		opened, err := h.runner.Open(ctx, c.Path, sandbox.Limits{Timeout: c.Timeout, Memory: c.MemoryBytes})
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rep := LoadReport{Tool: "middleware." + c.Name, Err: err}
+		if err == nil {
+			rep.Cached, rep.Compile = opened.Cached, opened.Compile
+			if opened.World != sandbox.WorldMiddleware {
+				rep.Err = fmt.Errorf("%w: %s is a %s component, not middleware (maiden:middleware world; build it from a maiden new middleware-go or middleware-js project)", sandbox.ErrInvalidTool, c.Path, opened.World)
+			}
+		}
+		out = append(out, rep)
 	}
 	return out, nil
 }
