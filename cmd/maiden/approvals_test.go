@@ -464,3 +464,80 @@ func TestApprovalEndToEnd(t *testing.T) {
 		t.Errorf("audit verify: %q", r.stdout)
 	}
 }
+
+// TestPendingShowOne: pending ID shows one request with everything to
+// decide on (the hosts and credential names from the tool's policy, the
+// session, the rule), in any state; -json is the whole request.
+func TestPendingShowOne(t *testing.T) {
+	cfg, state := approvalsConfig(t)
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPolicy := strings.Replace(string(src), "[agents.research]", "http_allow = [\"api.example.com\"]\nsecrets = [\"API_TOKEN\"]\n\n[agents.research]", 1)
+	if err := os.WriteFile(cfg, []byte(withPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := request(t, state, "research", "--message=hi", "middleware[1]")
+	b := request(t, state, "research", `--message="wire money"`, "middleware[2]")
+	text := op(t, exitOK, cfg, "pending", a.ID).stdout
+	for _, want := range []string{"request    " + a.ID + "\n", "state      pending\n", "agent      research\n", "session    s1\n", "tool       echo\n",
+		"arguments  --message=hi\n", "input      sha256:" + a.Digest + "\n", "hosts      api.example.com\n", "secrets    API_TOKEN\n",
+		"asked by   middleware[1]\n", "reason     " + a.Reason + "\n", `always     may be approved always, installing "approve:always echo --message=hi"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("pending ID lacks %q:\n%s", want, text)
+		}
+	}
+	if text := op(t, exitOK, cfg, "pending", b.ID).stdout; !strings.Contains(text, "may not be approved always (allow_always = false)") {
+		t.Errorf("pending ID of a rule without always:\n%s", text)
+	}
+	op(t, exitOK, cfg, "deny", a.ID, "-reason", "no")
+	text = op(t, exitOK, cfg, "pending", a.ID).stdout
+	if !strings.Contains(text, "state      denied by cli:"+osUser()+" at ") || !strings.Contains(text, ": no\n") {
+		t.Errorf("pending ID of a denied request:\n%s", text)
+	}
+	var full map[string]any
+	if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "pending", a.ID, "-json").stdout), &full); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]any{"id": a.ID, "state": "denied", "session": "s1", "rule": "middleware[1]", "decision_reason": "no",
+		"hosts": []any{"api.example.com"}, "secrets": []any{"API_TOKEN"}, "allow_always": true} {
+		if fmt.Sprint(full[k]) != fmt.Sprint(v) {
+			t.Errorf("pending ID -json: %s = %v, want %v", k, full[k], v)
+		}
+	}
+	if r := op(t, exitUsage, cfg, "pending", "apr_nope"); !strings.Contains(r.stderr, `no approval request "apr_nope"`) {
+		t.Errorf("pending of an unknown ID: %q", r.stderr)
+	}
+	op(t, exitUsage, cfg, "pending", a.ID, b.ID)
+}
+
+// TestApproveExpired: a request past its expiry is not listed, and
+// approving it exits 2 saying it expired (expiry is a denial).
+func TestApproveExpired(t *testing.T) {
+	cfg, state := approvalsConfig(t)
+	st, err := store.Open(context.Background(), state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.CreateApproval(context.Background(), store.Approval{Agent: "research", Tool: "echo", Rendered: "--message=hi",
+		Digest: strings.Repeat("cd", 32), Middleware: "middleware[1]", Reason: "r", Expires: time.Now().Add(300 * time.Millisecond)})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if out := op(t, exitOK, cfg, "pending", "-json").stdout; out != "[]\n" {
+		t.Errorf("an expired request is listed: %s", out)
+	}
+	r := op(t, exitUsage, cfg, "approve", a.ID)
+	if !strings.Contains(r.stderr, a.ID) || !strings.Contains(r.stderr, "expired") {
+		t.Errorf("approve of an expired request: %q", r.stderr)
+	}
+	if got := approvalIn(t, state, a.ID); got.State != store.ApprovalExpired {
+		t.Errorf("the expired request is %s", got.State)
+	}
+	if r := op(t, exitUsage, cfg, "deny", a.ID); !strings.Contains(r.stderr, "is expired") {
+		t.Errorf("deny of an expired request: %q", r.stderr)
+	}
+}

@@ -6,7 +6,7 @@
 //	maiden serve  [-config agent.toml] [-http ADDR]
 //	maiden agents token|ls|revoke-token ...
 //	maiden cards  grant|derive|revoke|ls|show ...
-//	maiden pending [-json]
+//	maiden pending [ID] [-json]
 //	maiden approve ID [-always]
 //	maiden deny   ID [-reason TEXT]
 //	maiden audit  verify|tail|export ...
@@ -125,8 +125,8 @@ func init() {
 		{name: "cards show", args: "ID [-json]",
 			summary: "print one card: holder, state, lineage, expiry and its four grant lists",
 			help:    cardsShowHelp, run: cmdCardsShow, interspersed: true},
-		{name: "pending", args: "[-json]",
-			summary: "list the calls waiting for a human's approval: ID, agent, tool, arguments, reason, expiry",
+		{name: "pending", args: "[ID] [-json]",
+			summary: "list the calls waiting for a human's approval (or show request ID with all its context)",
 			help:    pendingHelp, run: cmdPending, interspersed: true},
 		{name: "approve", args: "ID [-always [-grant GRANT]]",
 			summary: "approve a waiting call (-always: and install a card so the same call does not ask again)",

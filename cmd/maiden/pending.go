@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -27,6 +28,12 @@ Control characters and bidirectional overrides in what agents supplied are shown
 With -json: an array (empty when nothing waits) of objects with exactly the keys
 "id", "agent", "tool", "rendered", "reason", "created" and "expires" (RFC 3339 times).
 
+"maiden pending ID" shows one request in any state, with everything there is to decide on:
+its state (and who decided, why), agent, session, tool, arguments, the input's SHA-256, the
+hosts the call may reach and the credential names it may spend (the tool's policy as the
+agent's binding narrows it), the rule that asked and why, its expiry, and whether it may be
+approved always. With -json: the whole request as the inbox page sees it.
+
 Exit codes: 0 done (also when nothing waits); 2 bad command line or agent.toml; 1 the state
 store failed.`
 
@@ -49,8 +56,8 @@ func cmdPending(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	if err != nil {
 		return parseFailed(err)
 	}
-	if len(pos) != 0 {
-		fmt.Fprintf(stderr, "maiden pending: unexpected argument %q\n", pos[0])
+	if len(pos) > 1 {
+		fmt.Fprintf(stderr, "maiden pending: unexpected argument %q\n", pos[1])
 		return exitUsage
 	}
 	s, code := c.openStateFor(ctx, stderr, true)
@@ -58,6 +65,9 @@ func cmdPending(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return code
 	}
 	defer s.close()
+	if len(pos) == 1 {
+		return showApproval(ctx, s, pos[0], *asJSON, stdout, stderr)
+	}
 	now := time.Now()
 	list, err := maiden.PendingApprovals(ctx, s.st, s.cfg, now)
 	if err != nil {
@@ -83,6 +93,60 @@ func cmdPending(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	tw.Flush()
 	fmt.Fprintln(stdout, "\ndecide with: maiden approve ID [-always]   or   maiden deny ID [-reason TEXT]")
+	return exitOK
+}
+
+// showApproval prints one request, in any state, with everything a human
+// needs to decide it.
+func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool, stdout, stderr io.Writer) int {
+	r, err := maiden.LookupApproval(ctx, s.st, s.cfg, id)
+	if errors.Is(err, maiden.ErrUnknownApproval) {
+		fmt.Fprintf(stderr, "maiden pending: no approval request %s in %s\n", terminalSafe(strconv.Quote(id)), s.path)
+		return exitUsage
+	}
+	if err != nil {
+		return failed(stderr, "pending", err)
+	}
+	if asJSON {
+		printJSON(stdout, r)
+		return exitOK
+	}
+	state := r.State
+	if r.DecidedBy != "" {
+		state += " by " + terminalSafe(r.DecidedBy) + " at " + r.Decided.Local().Format(time.DateTime)
+	}
+	if r.DecisionReason != "" {
+		state += ": " + terminalSafe(r.DecisionReason)
+	}
+	list := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return terminalSafe(strings.Join(l, ", "))
+	}
+	always := "may be approved always, installing " + terminalSafe(strconv.Quote(r.AlwaysGrant))
+	if !r.AllowAlways {
+		always = "may not be approved always (allow_always = false)"
+	}
+	now := time.Now()
+	for _, l := range [][2]string{
+		{"request", terminalSafe(r.ID)},
+		{"state", state},
+		{"agent", terminalSafe(r.Agent)},
+		{"session", orDash(terminalSafe(r.Session))},
+		{"tool", terminalSafe(r.Tool)},
+		{"arguments", orDash(terminalSafe(r.Rendered))},
+		{"input", "sha256:" + terminalSafe(r.Digest)},
+		{"hosts", list(r.Hosts)},
+		{"secrets", list(r.Secrets)},
+		{"asked by", terminalSafe(r.Rule)},
+		{"reason", orDash(terminalSafe(r.Reason))},
+		{"created", r.Created.Local().Format(time.DateTime)},
+		{"expires", r.Expires.Local().Format(time.DateTime) + " (" + expiresIn(r.Expires, now) + ")"},
+		{"always", always},
+	} {
+		fmt.Fprintf(stdout, "%-10s %s\n", l[0], l[1])
+	}
 	return exitOK
 }
 
