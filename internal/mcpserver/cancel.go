@@ -6,6 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/maiden-run/maiden"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -27,10 +30,22 @@ type callKey struct {
 // inflight is the set of requests being served and whether each was
 // cancelled. It only ever holds requests that have not been answered, so a
 // client cannot grow it with cancellations of unknown or finished requests.
+//
+// A request whose POST ended before its response was written (the client
+// closed it: the Go SDK's client does so when the caller's context ends,
+// and only then sends notifications/cancelled) is kept as an orphan for a
+// while: in a session the SDK's handler outlives the POST, so the
+// cancellation that follows must still reach it, or the tool (or a call
+// waiting for a human's approval) runs on for nobody.
 type inflight struct {
-	mu    sync.Mutex
-	calls map[callKey]bool // true: cancelled
+	mu      sync.Mutex
+	calls   map[callKey]bool      // true: cancelled
+	orphans map[callKey]time.Time // POST ended unanswered, at
 }
+
+// maxOrphans bounds the orphans kept; beyond it the oldest is dropped (its
+// cancellation is then ignored, as before orphans were kept).
+const maxOrphans = 4096
 
 func (f *inflight) begin(k callKey) {
 	f.mu.Lock()
@@ -59,6 +74,43 @@ func (f *inflight) finish(k callKey) (cancelled bool) {
 	cancelled = f.calls[k]
 	delete(f.calls, k)
 	return cancelled
+}
+
+// end forgets k when its POST ended; a request not yet answered becomes
+// an orphan until ttl has passed.
+func (f *inflight) end(k callKey, now time.Time, ttl time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, running := f.calls[k]; !running {
+		return // answered
+	}
+	delete(f.calls, k)
+	if f.orphans == nil {
+		f.orphans = map[callKey]time.Time{}
+	}
+	var oldest callKey
+	var oldestAt time.Time
+	for o, at := range f.orphans {
+		if now.Sub(at) > ttl {
+			delete(f.orphans, o)
+		} else if oldestAt.IsZero() || at.Before(oldestAt) {
+			oldest, oldestAt = o, at
+		}
+	}
+	if len(f.orphans) >= maxOrphans {
+		delete(f.orphans, oldest)
+	}
+	f.orphans[k] = now
+}
+
+// takeOrphan reports whether k is an orphan younger than ttl, and forgets
+// it.
+func (f *inflight) takeOrphan(k callKey, now time.Time, ttl time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	at, ok := f.orphans[k]
+	delete(f.orphans, k)
+	return ok && now.Sub(at) <= ttl
 }
 
 func (f *inflight) len() int {
@@ -133,7 +185,8 @@ func (s *Server) trackHTTP(w http.ResponseWriter, session string, body []byte) (
 			s.httpCalls.begin(k)
 			keys = append(keys, k)
 		} else if id, ok := cancelledID(req); ok {
-			if !s.httpCalls.cancel(callKey{session: session, id: id}) && len(raws) == 1 {
+			k := callKey{session: session, id: id}
+			if !s.httpCalls.cancel(k) && len(raws) == 1 && !s.httpCalls.takeOrphan(k, time.Now(), s.orphanTTL()) {
 				w.WriteHeader(http.StatusAccepted)
 				return w, func() {}, true
 			}
@@ -144,10 +197,17 @@ func (s *Server) trackHTTP(w http.ResponseWriter, session string, body []byte) (
 	}
 	fw := &cancelFilter{ResponseWriter: w, calls: &s.httpCalls, session: session}
 	return fw, func() {
+		now, ttl := time.Now(), s.orphanTTL()
 		for _, k := range keys {
-			s.httpCalls.finish(k)
+			s.httpCalls.end(k, now, ttl)
 		}
 	}, false
+}
+
+// orphanTTL is how long a request whose POST ended may still be running:
+// the slowest tool, after the longest wait for a human's approval.
+func (s *Server) orphanTTL() time.Duration {
+	return s.longestCall() + max(s.opts.ApprovalWait, maiden.DefaultApprovalWait)
 }
 
 // cancelFilter passes a POST's response through, except the response to a

@@ -99,6 +99,12 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Where a human opens this request's approvals (approval.go); never
+		// what a client says.
+		r.Header.Del(inboxHeader)
+		if base := s.inboxBaseFor(r); base != "" {
+			r.Header.Set(inboxHeader, base)
+		}
 		if r.Method != http.MethodPost {
 			if isModern(r.Header.Get("MCP-Protocol-Version"), nil) {
 				stateless.ServeHTTP(w, r) // 405: no GET stream, no DELETE

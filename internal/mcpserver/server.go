@@ -35,9 +35,11 @@
 // it, and the card built-ins (cards_list, ...) its cards allow.
 //
 // Of the rest of MCP, maiden serves tools only: it has no resources or
-// prompts to offer, and it never asks the client for sampling or
+// prompts to offer, and it never asks the client for sampling or form
 // elicitation (a tool cannot reach the agent's model; that would be a road
-// out of the sandbox that no policy governs).
+// out of the sandbox that no policy governs). The one thing it asks of a
+// client is a URL elicitation opening the inbox page of a call that waits
+// for a human's approval (see approval.go); the answer is never consent.
 package mcpserver
 
 import (
@@ -49,6 +51,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +77,18 @@ type Options struct {
 	// implicit agent of a configuration without [agents]. Over HTTP each
 	// request's bearer token names its agent instead.
 	Agent string
+	// PublicURL is the base URL ("https://maiden.example:8700", no
+	// trailing slash) at which a human reaches this maiden's HTTP server
+	// and its inbox (PublicURL + InboxPath + ID is an approval's page). ""
+	// means: over HTTP, the request's own scheme and Host when that host is
+	// loopback, else none; over stdio, none. Without one, a call waiting
+	// for approval sends no URL elicitation, only progress.
+	PublicURL string
+	// ApprovalWait is how long a call that a rule sends to a human waits
+	// for the decision before it returns pending (2025-11-25 era, and a
+	// 2026-07-28 retry after the client opened the inbox page); 0 means
+	// the host's default. A first 2026-07-28 call never waits.
+	ApprovalWait time.Duration
 }
 
 // Server is an MCP server over one Host. It serves each agent its own tool
@@ -92,6 +107,8 @@ type Server struct {
 	sessions map[string]string // HTTP session ID -> the agent that opened it
 
 	httpCalls inflight // requests in flight over HTTP, by session
+
+	states *stateKey // signs the request state of input-required results
 }
 
 // agentServer is the SDK server of one agent and what its clients were
@@ -133,7 +150,9 @@ func New(h *maiden.Host, opts *Options) *Server {
 	if o.Agent == "" {
 		o.Agent = maiden.DefaultAgent
 	}
-	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{}}
+	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
+	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{},
+		states: newStateKey()}
 	s.agents[o.Agent] = s.newAgentServer(o.Agent)
 	return s
 }
@@ -448,14 +467,9 @@ func (s *Server) handler(agent, name string) mcp.ToolHandler {
 			input = "{}"
 		}
 		logs := startLogForwarder(ctx, req.Session, name, s.log)
-		stop := s.startProgress(ctx, req, name)
-		res, err := s.host.Call(ctx, maiden.Call{Agent: agent, Tool: name, Input: input, OnLog: logs.send})
-		stop()
+		res, err := s.runCall(ctx, req, maiden.Call{Agent: agent, Tool: name, Input: input, OnLog: logs.send})
 		logs.finish()
-		if err != nil {
-			return nil, s.protocolError(name, err)
-		}
-		return toolResult(res), nil
+		return res, err
 	}
 }
 
@@ -539,8 +553,9 @@ func (s *Server) longestCall() time.Duration {
 
 // startProgress reports progress every interval while a call runs, if the
 // client gave a progress token. The progress value is the seconds elapsed;
-// the total is unknown.
-func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, tool string) (stop func()) {
+// the total is unknown. While the call waits for a human's approval (w),
+// the message says so.
+func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, tool string, w *approvalWatch) (stop func()) {
 	token := req.Params.GetProgressToken()
 	if token == nil || req.Session == nil {
 		return func() {}
@@ -561,10 +576,14 @@ func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, to
 				return
 			case <-t.C:
 				elapsed := time.Since(start)
+				msg := w.waiting()
+				if msg == "" {
+					msg = fmt.Sprintf("%s running for %s", tool, elapsed.Round(100*time.Millisecond))
+				}
 				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 					ProgressToken: token,
 					Progress:      elapsed.Seconds(),
-					Message:       fmt.Sprintf("%s running for %s", tool, elapsed.Round(100*time.Millisecond)),
+					Message:       msg,
 				})
 				if err != nil {
 					s.log.Debug("progress notification failed", "tool", tool, "error", err)
