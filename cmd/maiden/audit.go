@@ -45,8 +45,11 @@ exactly the bytes that were hashed).
 
 Exit codes: 0 done; 1 the store is missing or failed; 2 bad command line or agent.toml.`
 
-// auditTailPoll is how often audit tail -f looks for new records.
+// auditTailPoll is how often audit tail -f looks for new records, and
+// auditTailPage how many it reads at once.
 const auditTailPoll = 200 * time.Millisecond
+
+var auditTailPage = 1000 // a variable for tests
 
 // openAudit opens the state store for an audit command: -state, or the
 // store agent.toml names (which then must load). A store file that does not
@@ -159,14 +162,19 @@ func cmdAuditTail(ctx context.Context, args []string, _ io.Reader, stdout, stder
 			return exitOK
 		case <-tick.C:
 		}
-		recs, err := st.AuditTail(ctx, after, 1000)
-		if ctx.Err() != nil {
-			return exitOK
+		for { // a burst may be more than one page
+			recs, err := st.AuditTail(ctx, after, auditTailPage)
+			if ctx.Err() != nil {
+				return exitOK
+			}
+			if err != nil {
+				return auditFailed(stderr, "audit tail", err)
+			}
+			emit(recs)
+			if len(recs) < auditTailPage {
+				break
+			}
 		}
-		if err != nil {
-			return auditFailed(stderr, "audit tail", err)
-		}
-		emit(recs)
 	}
 }
 

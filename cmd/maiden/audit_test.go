@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,6 +178,8 @@ func (s *syncBuffer) String() string {
 // another process would) appends after it started, in order, each once,
 // and returns 0 when its context ends (SIGINT in main).
 func TestAuditTailFollow(t *testing.T) {
+	defer func(n int) { auditTailPage = n }(auditTailPage)
+	auditTailPage = 2 // new records come in pages of two
 	path := auditStore(t, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -211,18 +214,18 @@ func TestAuditTailFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	appendRecords(t, st, 3, 5)
-	recs := waitFor(5)
+	appendRecords(t, st, 3, 9)
+	recs := waitFor(9)
 	var seqs []int64
 	for _, r := range recs {
 		seqs = append(seqs, r.Seq)
 	}
-	if len(recs) != 5 || seqs[2] != 3 || seqs[4] != 5 {
-		t.Fatalf("tail -f printed seqs %v, want 1..5", seqs)
+	if want := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(seqs, want) {
+		t.Fatalf("tail -f printed seqs %v, want %v", seqs, want)
 	}
 	time.Sleep(3 * auditTailPoll) // nothing is printed twice
-	if got := strings.Count(out.String(), "\n"); got != 5 {
-		t.Fatalf("tail -f printed %d lines, want 5:\n%s", got, out.String())
+	if got := strings.Count(out.String(), "\n"); got != 9 {
+		t.Fatalf("tail -f printed %d lines, want 9:\n%s", got, out.String())
 	}
 	cancel()
 	select {
