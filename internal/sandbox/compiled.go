@@ -25,12 +25,6 @@ type Compiled struct {
 // WorldMiddleware.
 func (c *Compiled) World() string { return c.world }
 
-// WorldExport is not an export: Run answers it with the component's world
-// (Outcome.Output is WorldTool or WorldMiddleware) without running
-// anything, so that a worker's parent learns the world of code it only
-// holds compiled. The brackets keep it from naming a real export (WIT
-// names are kebab-case).
-const WorldExport = "[world]"
 
 // Close frees the compiled code; instances already made keep their own
 // reference.
@@ -87,14 +81,11 @@ func (s *Sandbox) Deserialize(b []byte) (*Compiled, error) {
 //
 // output-schema of a component that does not export it (a 0.1.0 tool), and
 // schema and output-schema of a middleware, return "" without running
-// anything; so does WorldExport, with the world as output. execute of a
-// middleware or handle of a tool is a KindInvalid failure: a caller must
-// not run one world's entry point on the other.
+// anything. execute of a middleware or handle of a tool is a KindInvalid
+// failure: a caller must not run one world's entry point on the other.
 func (s *Sandbox) Run(ctx context.Context, comp *Compiled, export string, c Call) (Outcome, error) {
 	start := time.Now()
 	switch {
-	case export == WorldExport:
-		return Outcome{Output: comp.world, Duration: time.Since(start)}, nil
 	case export == wit.OutputSchemaExport && !comp.outputSchema,
 		comp.world == WorldMiddleware && (export == "schema" || export == wit.OutputSchemaExport):
 		return Outcome{Duration: time.Since(start)}, nil

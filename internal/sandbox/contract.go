@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/maiden-run/maiden/internal/wasmscan"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 	"github.com/maiden-run/maiden/wit"
 )
@@ -59,9 +60,17 @@ const (
 
 // worldOf tells which world a component's exports claim.
 func worldOf(exports []wasmtime.Item) string {
+	names := make([]string, len(exports))
+	for i, e := range exports {
+		names[i] = e.Name
+	}
+	return worldOfNames(names)
+}
+
+func worldOfNames(exports []string) string {
 	var handle, execute bool
 	for _, e := range exports {
-		switch e.Name {
+		switch e {
 		case wit.HandleExport:
 			handle = true
 		case wit.ExecuteExport:
@@ -72,6 +81,20 @@ func worldOf(exports []wasmtime.Item) string {
 		return WorldMiddleware
 	}
 	return WorldTool
+}
+
+// WorldOf tells which world a component's bytes claim, WorldTool or
+// WorldMiddleware, by the same rule as Open, without compiling them (it
+// reads the top-level exports with wasmscan). A worker's parent, which never
+// compiles guest code, learns the world this way rather than from a worker;
+// maiden build uses it to check a middleware as one. Errors wrap
+// ErrInvalidTool.
+func WorldOf(wasm []byte) (string, error) {
+	names, err := wasmscan.Exports(wasm)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidTool, err)
+	}
+	return worldOfNames(names), nil
 }
 
 // checkMiddlewareImports refuses a middleware component that imports

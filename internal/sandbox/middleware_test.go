@@ -175,7 +175,7 @@ func TestMiddlewareHostile(t *testing.T) {
 }
 
 // TestMiddlewareCompiledRun: the worker's path (Compile, Deserialize, Run)
-// reports the world, answers a middleware's schema without running it, and
+// knows the world, answers a middleware's schema without running it, and
 // never runs one world's entry point on the other.
 func TestMiddlewareCompiledRun(t *testing.T) {
 	sb := newSandbox(t, nil)
@@ -208,12 +208,6 @@ func TestMiddlewareCompiledRun(t *testing.T) {
 		}
 		return out
 	}
-	if out := run(mw, WorldExport, ""); out.Output != WorldMiddleware || out.Failure != nil {
-		t.Errorf("world of the middleware: %+v", out)
-	}
-	if out := run(tool, WorldExport, ""); out.Output != WorldTool || out.Failure != nil {
-		t.Errorf("world of the tool: %+v", out)
-	}
 	for _, export := range []string{"schema", "output-schema"} {
 		if out := run(mw, export, ""); out.Output != "" || out.Failure != nil || out.MemoryPeak != 0 {
 			t.Errorf("%s of a middleware: %+v (want \"\" without running)", export, out)
@@ -233,5 +227,35 @@ func TestMiddlewareCompiledRun(t *testing.T) {
 		if out.Failure == nil || out.Failure.Kind != KindInvalid || out.MemoryPeak != 0 {
 			t.Errorf("%s of a %s component: %+v, want invalid without running", wrong.export, wrong.c.World(), out)
 		}
+	}
+}
+
+// TestMiddlewareWorldOf: the world read from the bytes (what a worker's
+// parent and maiden build use) is the world Open finds.
+func TestMiddlewareWorldOf(t *testing.T) {
+	sb := newSandbox(t, nil)
+	for _, path := range []string{testkit.Middleware(t, "pass"), testkit.Middleware(t, "city"), testkit.Middleware(t, "js/city"),
+		testkit.Middleware(t, "trap"), testkit.Component(t, "echo"), testkit.Component(t, "go/echo"), testkit.Component(t, "js/echo"), testkit.Component(t, "noexecute")} {
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		world, err := WorldOf(wasm)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		tool, err := sb.Open(context.Background(), path, defaultLimits)
+		if err != nil {
+			if world != WorldTool || !strings.Contains(err.Error(), `missing export "execute"`) {
+				t.Errorf("%s: WorldOf says %s, Open fails: %v", path, world, err)
+			}
+			continue
+		}
+		if tool.World != world {
+			t.Errorf("%s: WorldOf says %s, Open %s", path, world, tool.World)
+		}
+	}
+	if _, err := WorldOf([]byte("not wasm")); !errors.Is(err, ErrInvalidTool) {
+		t.Errorf("WorldOf(garbage) = %v", err)
 	}
 }

@@ -55,13 +55,11 @@ func (p *Pool) Open(ctx context.Context, path string, lim sandbox.Limits) (*sand
 }
 
 func (p *Pool) describe(ctx context.Context, v *version, lim sandbox.Limits) (sandbox.Info, error) {
-	var info sandbox.Info
-	// The world first (the worker answers it from the compiled code without
-	// running anything): it decides what else there is to ask.
+	info := sandbox.Info{World: v.world}
 	exports := []struct {
 		name string
 		dst  *string
-	}{{sandbox.WorldExport, &info.World}, {"describe", &info.Description}, {"schema", &info.Schema}, {wit.OutputSchemaExport, &info.OutputSchema}}
+	}{{"describe", &info.Description}, {"schema", &info.Schema}, {wit.OutputSchemaExport, &info.OutputSchema}}
 	for _, f := range exports {
 		if info.World == sandbox.WorldMiddleware && (f.name == "schema" || f.name == wit.OutputSchemaExport) {
 			// A middleware has describe and no schemas.
@@ -83,9 +81,6 @@ func (p *Pool) describe(ctx context.Context, v *version, lim sandbox.Limits) (sa
 			return sandbox.Info{}, fmt.Errorf("%w: %s() failed: %w", sandbox.ErrInvalidTool, f.name, out.Failure)
 		}
 		*f.dst = out.Output
-		if f.name == sandbox.WorldExport && info.World != sandbox.WorldTool && info.World != sandbox.WorldMiddleware {
-			return sandbox.Info{}, fmt.Errorf("worker reported an unknown component world %q", info.World)
-		}
 	}
 	return info, nil
 }

@@ -29,6 +29,7 @@ type version struct {
 	key     sandbox.FileKey
 	ready   chan struct{}
 	digest  string // of the component bytes
+	world   string // sandbox.WorldTool or WorldMiddleware, read from the bytes here
 	art     string // the artifact's key (the digest: one pool, one engine)
 	cached  bool   // compiled code was already stored
 	compile time.Duration
@@ -111,6 +112,12 @@ func (r *registry) load(ctx context.Context, path string, v *version) {
 	// Per-instance state is bounded by reading the bytes, before anything
 	// is compiled or instantiated, on a cache hit too.
 	if err := sandbox.CheckBinary(data); err != nil {
+		v.err = err
+		return
+	}
+	// The world comes from the bytes the parent read, not from a worker: a
+	// worker's word is not trusted for what decides which entry point runs.
+	if v.world, err = sandbox.WorldOf(data); err != nil {
 		v.err = err
 		return
 	}
