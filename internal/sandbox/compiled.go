@@ -25,7 +25,6 @@ type Compiled struct {
 // WorldMiddleware.
 func (c *Compiled) World() string { return c.world }
 
-
 // Close frees the compiled code; instances already made keep their own
 // reference.
 func (c *Compiled) Close() { c.comp.Close() }
