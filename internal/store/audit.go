@@ -56,25 +56,40 @@ var genesis = strings.Repeat("0", 64)
 // ':', the bytes and '\n' (length prefixes make the encoding unambiguous
 // whatever the fields hold). Times are Unix nanoseconds.
 func auditHash(r AuditRecord) string {
-	h := sha256.New()
-	io.WriteString(h, "maiden-audit-v1\n")
-	for _, f := range []string{
-		strconv.FormatInt(r.Seq, 10), strconv.FormatInt(r.At.UnixNano(), 10),
-		r.Kind, r.Actor, r.Agent, r.Tool, string(r.Body), r.Prev,
-	} {
-		io.WriteString(h, strconv.Itoa(len(f)))
-		io.WriteString(h, ":")
-		io.WriteString(h, f)
-		io.WriteString(h, "\n")
+	// One buffer, one Sum256: writing the pieces to a hash.Hash one by
+	// one cost as much as the hashing (journal ingestion hashes every
+	// record it takes in).
+	var stack [512]byte
+	b := append(stack[:0], "maiden-audit-v1\n"...)
+	field := func(f []byte) {
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+		b = append(b, '\n')
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	var num [20]byte
+	field(strconv.AppendInt(num[:0], r.Seq, 10))
+	field(strconv.AppendInt(num[:0], r.At.UnixNano(), 10))
+	for _, f := range [...]string{r.Kind, r.Actor, r.Agent, r.Tool} {
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+		b = append(b, '\n')
+	}
+	field(r.Body)
+	b = strconv.AppendInt(b, int64(len(r.Prev)), 10)
+	b = append(b, ':')
+	b = append(b, r.Prev...)
+	b = append(b, '\n')
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func checkAuditRecord(r AuditRecord) error {
 	if err := checkName("audit kind", r.Kind); err != nil {
 		return err
 	}
-	if len(r.Body) > 0 && !json.Valid(r.Body) {
+	if valid, _ := scanJSON(r.Body); len(r.Body) > 0 && !valid {
 		return fmt.Errorf("%w: audit record body is not JSON", ErrBadInput)
 	}
 	return nil
@@ -83,6 +98,21 @@ func checkAuditRecord(r AuditRecord) error {
 // appendAudit appends r inside tx, which holds the write lock, so that the
 // head read here is the head the insert extends.
 func (s *SQLite) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (AuditRecord, error) {
+	r, err := s.normalAudit(r)
+	if err != nil {
+		return r, err
+	}
+	seq, prev, err := s.auditHeadTx(ctx, tx)
+	if err != nil {
+		return r, err
+	}
+	return s.insertAudit(ctx, tx, r, seq, prev)
+}
+
+// normalAudit checks r and puts it in its stored form: a time (now if
+// zero) at nanosecond precision in UTC, a compact JSON body ("null" if
+// none).
+func (s *SQLite) normalAudit(r AuditRecord) (AuditRecord, error) {
 	if err := checkAuditRecord(r); err != nil {
 		return r, err
 	}
@@ -101,15 +131,24 @@ func (s *SQLite) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (Au
 		}
 		r.Body = b.Bytes()
 	}
-	var seq int64
-	var prev string
-	err := tx.StmtContext(ctx, s.auditHead).QueryRowContext(ctx).Scan(&seq, &prev)
+	return r, nil
+}
+
+// auditHeadTx reads the chain's head inside tx (0 and the genesis hash
+// when the chain is empty).
+func (s *SQLite) auditHeadTx(ctx context.Context, tx *sql.Tx) (seq int64, prev string, err error) {
+	err = tx.StmtContext(ctx, s.auditHead).QueryRowContext(ctx).Scan(&seq, &prev)
 	if isNoRows(err) {
-		seq, prev, err = 0, genesis, nil
+		return 0, genesis, nil
 	}
 	if err != nil {
-		return r, fmt.Errorf("read audit head: %w", err)
+		return 0, "", fmt.Errorf("read audit head: %w", err)
 	}
+	return seq, prev, nil
+}
+
+// insertAudit appends normalised record r after the record (seq, prev).
+func (s *SQLite) insertAudit(ctx context.Context, tx *sql.Tx, r AuditRecord, seq int64, prev string) (AuditRecord, error) {
 	r.Seq, r.Prev = seq+1, prev
 	r.Hash = auditHash(r)
 	if _, err := tx.StmtContext(ctx, s.auditInsert).ExecContext(ctx,
@@ -125,6 +164,11 @@ const (
 	auditHeadSQL   = `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`
 	auditInsertSQL = `INSERT INTO audit (seq, at, kind, actor, agent, tool, body, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
+
+// auditInsertRowsSQL is auditInsertSQL for n records.
+func auditInsertRowsSQL(n int) string {
+	return auditInsertSQL + strings.Repeat(`, (?, ?, ?, ?, ?, ?, ?, ?, ?)`, n-1)
+}
 
 // auditBody marshals v for a record body written by the store itself.
 func auditBody(v any) json.RawMessage {
@@ -258,10 +302,14 @@ func verifyChain(recs []AuditRecord) (head string, problem *AuditProblem) {
 	return prevHash, nil
 }
 
-// VerifyAudit checks the whole chain in one read and returns the number of
+// VerifyAudit flushes this store's audit journal (Journal.Flush), then
+// checks the whole chain in one read and returns the number of
 // records and the head hash. A broken chain is an error wrapping
 // ErrAuditBroken, an *AuditProblem naming the first bad record and why.
 func (s *SQLite) VerifyAudit(ctx context.Context) (n int64, head string, err error) {
+	if err := s.journal.Flush(ctx); err != nil {
+		return 0, "", err
+	}
 	recs, err := s.AuditTail(ctx, 0, 0)
 	if err != nil {
 		return 0, "", err
@@ -280,9 +328,13 @@ type auditExportHead struct {
 }
 
 // ExportAudit writes the trail as JSON lines, one AuditRecord per line,
-// followed by {"head": HASH, "records": N}, all from one read. VerifyExport
+// followed by {"head": HASH, "records": N}, all from one read, after
+// flushing this store's audit journal. VerifyExport
 // checks such a file elsewhere.
 func (s *SQLite) ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error) {
+	if err := s.journal.Flush(ctx); err != nil {
+		return 0, "", err
+	}
 	recs, err := s.AuditTail(ctx, 0, 0)
 	if err != nil {
 		return 0, "", err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,8 @@ func runChild(mode string) int {
 	case "grants":
 	case "audit", "take", "consume", "approve-hold", "start-hold":
 		return runChild2(mode)
+	case "journal", "journal-hold":
+		return runJournalChild(mode)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 		return 2
@@ -122,6 +125,51 @@ func runChild2(mode string) int {
 		}
 		fmt.Println("started")
 		time.Sleep(time.Hour)
+	}
+	return 0
+}
+
+// runJournalChild appends MAIDEN_STORE_TEST_COUNT records (forever if 0)
+// of tool MAIDEN_STORE_TEST_WRITER to the journal of the store named by
+// MAIDEN_STORE_TEST_PATH, numbered in their body from 0, printing each
+// number once Append acknowledged it. Mode journal then closes the store
+// (which ingests); journal-hold opens it with an ingestion interval of an
+// hour, prints "held" and waits to be killed with its records only in its
+// journal file.
+func runJournalChild(mode string) int {
+	ctx := context.Background()
+	opts := &Options{}
+	if mode == "journal-hold" {
+		opts.JournalInterval = time.Hour
+	}
+	s, err := Open(ctx, os.Getenv("MAIDEN_STORE_TEST_PATH"), opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	count, _ := strconv.Atoi(os.Getenv("MAIDEN_STORE_TEST_COUNT"))
+	tool := os.Getenv("MAIDEN_STORE_TEST_WRITER")
+	w := bufio.NewWriter(os.Stdout)
+	for i := 0; count == 0 || i < count; i++ {
+		if err := s.Journal().Append(AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: tool,
+			Body: auditBody(map[string]int{"i": i})}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintln(w, i)
+		if count == 0 || i%64 == 0 {
+			w.Flush() // the parent reads acknowledgments as they come
+		}
+	}
+	if mode == "journal-hold" {
+		fmt.Fprintln(w, "held")
+		w.Flush()
+		time.Sleep(time.Hour)
+	}
+	w.Flush()
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return 0
 }

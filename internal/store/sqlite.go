@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -25,6 +26,30 @@ type Options struct {
 	// commits may be lost on power loss or an OS crash; commits are then
 	// several times cheaper: see BenchmarkAuditAppend).
 	Synchronous string
+
+	// JournalSync makes the audit journal's Append return only after an
+	// fsync covering its record (concurrent appenders share one), so that
+	// an acknowledged record also survives power loss and an OS crash.
+	// false (the default): Append returns once the record is in the
+	// file's page cache (copied into a shared mapping of it, or written
+	// with write(2)), which survives the process's crash, kill -9
+	// included, as synchronous=NORMAL does.
+	JournalSync bool
+	// JournalInterval is how long the journal's ingester lets records
+	// gather before it moves them into the chain in one transaction; zero
+	// means 20 ms. Every batch is a commit, so it is also the fastest
+	// rate at which journal ingestion changes Generation.
+	JournalInterval time.Duration
+	// JournalBacklog bounds the bytes written to the journal and not yet
+	// ingested (the store cannot keep up, or cannot be written): Append
+	// refuses beyond it. Zero means 64 MiB.
+	JournalBacklog int64
+	// Logger receives what the store reports on its own (journal lines
+	// refused or torn, ingestion failures); nil discards it.
+	Logger *slog.Logger
+
+	journalRotate int64 // journal file size that starts a new one (tests); zero means 8 MiB
+	journalNoMap  bool  // write the journal with write(2) even where it can be mapped (tests)
 }
 
 // SQLite is the store in one SQLite file (see the package documentation).
@@ -42,6 +67,8 @@ type SQLite struct {
 	auditQ auditGroup // AppendAuditGroup's queue
 	// auditHead and auditInsert are appendAudit's statements, prepared once.
 	auditHead, auditInsert *sql.Stmt
+	auditInsertN           *sql.Stmt // auditRowsChunk records at once (journal ingestion)
+	journal                *Journal  // the audit journal (journal.go)
 }
 
 var _ Store = (*SQLite)(nil)
@@ -96,7 +123,9 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 	}
 	if s.gen, err = db.PrepareContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`); err == nil {
 		if s.auditHead, err = db.PrepareContext(ctx, auditHeadSQL); err == nil {
-			s.auditInsert, err = db.PrepareContext(ctx, auditInsertSQL)
+			if s.auditInsert, err = db.PrepareContext(ctx, auditInsertSQL); err == nil {
+				s.auditInsertN, err = db.PrepareContext(ctx, auditInsertRowsSQL(auditRowsChunk))
+			}
 		}
 	}
 	if err != nil {
@@ -116,21 +145,34 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 	if w, err := openShm(path); err == nil {
 		s.shm = w
 	}
+	// The journals of processes that died are ingested before anything
+	// reads the chain.
+	s.journal = newJournal(s, opts)
+	if err := s.sweepJournals(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
 	return s, nil
 }
 
-// Close closes the database.
+// Close closes the database, after ingesting what the audit journal holds
+// (what it cannot ingest stays in the journal's files, for the next Open
+// after this process is gone).
 func (s *SQLite) Close() error {
+	var jerr error
+	if s.journal != nil {
+		jerr = s.journal.close()
+	}
 	s.shm.close()
 	if s.pin != nil {
 		s.pin.Close()
 	}
-	for _, st := range []*sql.Stmt{s.gen, s.auditHead, s.auditInsert} {
+	for _, st := range []*sql.Stmt{s.gen, s.auditHead, s.auditInsert, s.auditInsertN} {
 		if st != nil {
 			st.Close()
 		}
 	}
-	return s.db.Close()
+	return errors.Join(jerr, s.db.Close())
 }
 
 // Path is the store's file.
@@ -246,6 +288,17 @@ CREATE TABLE operator_tokens (
 	revoked_at BIGINT
 );
 CREATE INDEX operator_tokens_operator ON operator_tokens(operator);
+`,
+	// 4: how far the audit journals' ingestion got in each journal file
+	// (journal.go), updated in the transaction that appends the file's
+	// records to the chain.
+	4: `
+CREATE TABLE audit_journal (
+	file       TEXT PRIMARY KEY,
+	bytes      BIGINT NOT NULL,
+	next_line  BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL
+);
 `,
 }
 

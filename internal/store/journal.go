@@ -1,0 +1,1205 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// auditRowsChunk is how many records one INSERT statement of an ingestion
+// batch carries (one statement per record costs more than the SQL it
+// runs).
+const auditRowsChunk = 64
+
+// insertAuditRows inserts records already chained (Seq, Prev, Hash set).
+func (s *SQLite) insertAuditRows(ctx context.Context, tx *sql.Tx, rows []AuditRecord) error {
+	args := make([]any, 0, 9*auditRowsChunk)
+	for len(rows) > 0 {
+		stmt, k := s.auditInsertN, auditRowsChunk
+		if len(rows) < auditRowsChunk {
+			stmt, k = s.auditInsert, 1
+		}
+		args = args[:0]
+		for _, r := range rows[:k] {
+			args = append(args, r.Seq, r.At.UnixNano(), r.Kind, r.Actor, r.Agent, r.Tool, string(r.Body), r.Prev, r.Hash)
+		}
+		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("append audit records: %w", err)
+		}
+		rows = rows[k:]
+	}
+	return nil
+}
+
+// The audit journal (see doc.go, "The audit journal"): a per-process
+// append-only file of audit records beside the store, written with one
+// write(2) per record, which a background ingester moves into the SQLite
+// chain in batches.
+
+// AuditJournalDamaged is the kind of the record the ingester appends in
+// place of a journal line it refuses (a checksum that fails, a line that
+// does not decode, line numbers that skip or repeat): the chain says what
+// was there instead of silently leaving it out or taking it in.
+const AuditJournalDamaged = "audit-journal-damaged"
+
+// ErrJournalClosed: Append after the store (and so its journal) was
+// closed.
+var ErrJournalClosed = errors.New("audit journal is closed")
+
+const (
+	journalExt             = ".jl"
+	defaultJournalInterval = 20 * time.Millisecond
+	defaultJournalBatch    = 4096
+	defaultJournalBacklog  = 64 << 20
+	defaultJournalRotate   = 8 << 20
+	// maxJournalLine bounds one encoded record, so that a reader knows
+	// how far to look for a line's end.
+	maxJournalLine = 16 << 20
+	// journalWindow is how much of a file one batch reads at first.
+	journalWindow = 1 << 20
+	// journalSweepEvery is how often a running ingester looks for the
+	// journals of processes that died since the store was opened.
+	journalSweepEvery = 30 * time.Second
+	// crcSuffixLen is len(`,"crc":"XXXXXXXX"}`).
+	crcSuffixLen = len(`,"crc":"`) + 8 + len(`"}`)
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Journal is a store's audit journal. Append is safe for concurrent use;
+// the journal's file is created on the first Append, and its ingester
+// runs from then until the store is closed.
+type Journal struct {
+	s          *SQLite
+	dir        string
+	prefix     string // this runner's file names start with it
+	sync       bool
+	interval   time.Duration
+	batch      int
+	backlogMax int64
+	rotate     int64
+	log        *slog.Logger
+
+	mu       sync.Mutex // the append lock: line numbers follow file order
+	f        *os.File   // the current file, opened for appending; nil until the first Append
+	m        []byte     // its shared mapping, if it has one (else records are written with write(2))
+	noMap    bool       // never map (tests of the write(2) path)
+	files    []*journalFile
+	num      int // the current file's number
+	closed   bool
+	started  bool // the ingester runs
+	appended int64
+	wpos     int64      // bytes written to all of this journal's files
+	retired  []*os.File // rotated-away files the syncer has yet to close (sync mode)
+	syncErr  error      // a failed fsync: sticky (sync mode)
+	buf      []byte
+
+	smu    sync.Mutex // one fsync at a time; later appenders share the next
+	synced int64      // wpos covered by the last fsync
+
+	wake, flushNow, stop, done chan struct{}
+
+	pmu       sync.Mutex // ingestion progress
+	ingested  int64      // lines of this journal's files ingested (or refused as damaged)
+	ingestedB atomic.Int64
+	progress  chan struct{} // closed and replaced after every ingestion attempt
+	lastErr   error
+	errSeq    int64 // failed ingestion attempts so far
+
+	torn, damaged, swept atomic.Int64
+}
+
+// journalFile is one of this journal's files. name, lines, size and sealed
+// are the appender's (under Journal.mu); rd, seed, nextLine and bytes the
+// ingester's.
+type journalFile struct {
+	name      string
+	lines     int64        // whole lines written
+	size      int64        // bytes of whole lines written
+	sealed    bool         // no line will be added
+	committed atomic.Int64 // size, for the ingester, stored once the line is whole
+
+	rd       *os.File
+	nextLine int64 // as of the ingester's last commit
+	bytes    int64
+}
+
+func newJournal(s *SQLite, opts *Options) *Journal {
+	host, pid, nonce := splitRunner(s.runner)
+	j := &Journal{
+		s: s, dir: s.path + ".audit", prefix: escapeHost(host) + "_" + pid + "_" + nonce + "_",
+		sync: opts.JournalSync, interval: opts.JournalInterval, batch: defaultJournalBatch,
+		backlogMax: opts.JournalBacklog, rotate: opts.journalRotate, noMap: opts.journalNoMap, log: opts.Logger,
+		wake: make(chan struct{}, 1), flushNow: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		progress: make(chan struct{}),
+	}
+	if j.interval <= 0 {
+		j.interval = defaultJournalInterval
+	}
+	if j.backlogMax <= 0 {
+		j.backlogMax = defaultJournalBacklog
+	}
+	if j.rotate <= 0 {
+		j.rotate = defaultJournalRotate
+	}
+	if j.log == nil {
+		j.log = slog.New(slog.DiscardHandler)
+	}
+	return j
+}
+
+// Journal is the store's audit journal (see Journal.Append).
+func (s *SQLite) Journal() *Journal { return s.journal }
+
+// Dir is the directory of the journal files: the store's path + ".audit".
+func (j *Journal) Dir() string { return j.dir }
+
+// encodePool holds buffers for the part of a line encoded outside the
+// append lock.
+var encodePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// Append writes r to the journal and returns once the write(2) that holds
+// it returned: from then on the record survives the process's death
+// (kill -9 included), as a commit with SQLite's synchronous=NORMAL does;
+// power loss or an OS crash may lose the last records unless the store
+// was opened with Options.JournalSync (then Append returns after an fsync
+// that covers the record, shared with concurrent appenders). A nil error
+// means the record will be in the chain once ingested (Flush waits for
+// that); an error means it was not written, and the call it records must
+// not be acknowledged. r's Seq, Prev and Hash are ignored (the chain
+// gives them at ingestion); a zero At is now.
+func (j *Journal) Append(r AuditRecord) error {
+	if err := checkName("audit kind", r.Kind); err != nil { // the body is checked as it is encoded
+		return fmt.Errorf("audit journal %s: %w", r.Kind, err)
+	}
+	for _, f := range [...]struct{ what, v string }{{"kind", r.Kind}, {"actor", r.Actor}, {"agent", r.Agent}, {"tool", r.Tool}} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("audit journal %s: %w: the record's %s is not UTF-8", r.Kind, ErrBadInput, f.what)
+		}
+	}
+	if r.At.IsZero() {
+		r.At = j.s.now()
+	}
+	eb := encodePool.Get().(*bytes.Buffer)
+	defer encodePool.Put(eb)
+	eb.Reset()
+	if err := encodeJournalFields(eb, r); err != nil {
+		return fmt.Errorf("audit journal %s: %w", r.Kind, err)
+	}
+	if eb.Len() > maxJournalLine-64 {
+		return fmt.Errorf("audit journal %s: %w: the record is %d bytes, more than %d", r.Kind, ErrBadInput, eb.Len(), maxJournalLine-64)
+	}
+
+	j.mu.Lock()
+	pos, err := j.appendLocked(eb.Bytes())
+	j.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	if j.sync {
+		return j.syncTo(pos)
+	}
+	return nil
+}
+
+// appendLocked writes one line (fields is its encoded middle) and returns
+// the journal's write position after it. Called with j.mu held.
+func (j *Journal) appendLocked(fields []byte) (int64, error) {
+	if j.closed {
+		return 0, ErrJournalClosed
+	}
+	if j.syncErr != nil {
+		return 0, fmt.Errorf("audit journal: an earlier fsync failed, records may be lost: %w", j.syncErr)
+	}
+	if backlog := j.wpos - j.ingestedB.Load(); backlog > j.backlogMax {
+		j.pmu.Lock()
+		last := j.lastErr
+		j.pmu.Unlock()
+		return 0, fmt.Errorf("audit journal %s: %d bytes are waiting to be ingested into the store, more than %d (last ingestion error: %v)", j.dir, backlog, j.backlogMax, last)
+	}
+	// The line's length does not depend on which file it goes to (the
+	// line number may grow by a digit: room is kept for that).
+	need := int64(len(fields)) + 64
+	if j.f == nil || j.files[len(j.files)-1].size >= j.rotate ||
+		j.m != nil && j.files[len(j.files)-1].size+need > int64(len(j.m)) {
+		if err := j.openNextLocked(need); err != nil {
+			return 0, err
+		}
+	}
+	cur := j.files[len(j.files)-1]
+	b := append(j.buf[:0], `{"n":`...)
+	b = strconv.AppendInt(b, cur.lines+1, 10)
+	b = append(b, ',')
+	b = append(b, fields...)
+	sum := crc32.Update(journalSeed(cur.name), castagnoli, b)
+	b = append(b, `,"crc":"`...)
+	b = hex.AppendEncode(b, []byte{byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)})
+	b = append(b, "\"}\n"...)
+	j.buf = b
+	if j.m != nil {
+		if err := copyLine(j.m, cur.size, b); err != nil {
+			j.sealLocked()
+			return 0, fmt.Errorf("audit journal %s: %w", filepath.Join(j.dir, cur.name), err)
+		}
+	} else if n, err := j.f.Write(b); err != nil {
+		// Take back a partial line, so that the next one does not
+		// continue it; if even that fails, leave the file (its tail is
+		// torn and will be dropped as such) for a new one.
+		if n > 0 {
+			if terr := j.f.Truncate(cur.size); terr != nil {
+				j.sealLocked()
+			}
+		}
+		return 0, fmt.Errorf("audit journal %s: write: %w", filepath.Join(j.dir, cur.name), err)
+	}
+	cur.lines++
+	cur.size += int64(len(b))
+	cur.committed.Store(cur.size)
+	j.wpos += int64(len(b))
+	j.appended++
+	return j.wpos, nil
+}
+
+// copyLine copies line into the mapping at off, its final '\n' last: a
+// reader (or the ingester of a dead writer's file) takes a line only up to
+// its '\n', so a copy cut short by the process's death leaves a partial
+// line followed by zeros, never a line that looks whole. A fault (the file
+// truncated under the mapping) is an error, not a crash.
+func copyLine(m []byte, off int64, line []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("write to the mapped journal: %v", r)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	copy(m[off:], line[:len(line)-1])
+	m[off+int64(len(line))-1] = '\n'
+	return nil
+}
+
+// openNextLocked seals the current file (if any) and starts the next one,
+// with room for a line of need bytes.
+func (j *Journal) openNextLocked(need int64) error {
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return fmt.Errorf("audit journal: create %s: %w", j.dir, err)
+	}
+	name := j.prefix + strconv.Itoa(j.num+1) + journalExt
+	path := filepath.Join(j.dir, name)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit journal: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("audit journal: %w", err)
+	}
+	// Where it can, the journal writes into a shared mapping of a file
+	// whose blocks are reserved up front (a disk that fills up is then an
+	// error here, not a fault at write-back): a copy instead of a write(2)
+	// per record, with the same durability (the pages are the file's page
+	// cache, which outlives the process).
+	var m []byte
+	if !j.noMap {
+		m, err = mapJournal(f, max(j.rotate, need))
+		if err != nil && !errors.Is(err, errNoMap) {
+			return fail(err)
+		}
+	}
+	if j.sync {
+		if err := syncDir(j.dir); err != nil {
+			if m != nil {
+				unmapJournal(m)
+			}
+			return fail(err)
+		}
+	}
+	if err := j.sealLocked(); err != nil {
+		if m != nil {
+			unmapJournal(m)
+		}
+		return fail(err)
+	}
+	j.num++
+	j.f, j.m = f, m
+	j.files = append(j.files, &journalFile{name: name, nextLine: 1})
+	if !j.started {
+		j.started = true
+		go j.run()
+	}
+	return nil
+}
+
+// sealLocked stops appending to the current file: unmapped and cut to
+// its lines (a mapped file is longer), and in sync mode synced.
+func (j *Journal) sealLocked() error {
+	if j.f == nil {
+		return nil
+	}
+	cur := j.files[len(j.files)-1]
+	var err error
+	if j.m != nil {
+		err = unmapJournal(j.m)
+		j.m = nil
+		if terr := j.f.Truncate(cur.size); err == nil {
+			err = terr
+		}
+	}
+	if j.sync && err == nil {
+		// Its records must be on disk before appends go elsewhere: the
+		// syncer only syncs the current file.
+		err = j.f.Sync()
+		if err != nil {
+			j.syncErr = err
+		}
+	}
+	if j.sync {
+		j.retired = append(j.retired, j.f)
+	} else {
+		j.f.Close()
+	}
+	cur.sealed = true
+	j.f = nil
+	if err != nil {
+		return fmt.Errorf("audit journal: seal %s: %w", cur.name, err)
+	}
+	return nil
+}
+
+// syncTo returns once an fsync that began after the journal's write
+// position reached pos has succeeded. Appenders waiting at once share
+// one fsync.
+func (j *Journal) syncTo(pos int64) error {
+	j.smu.Lock()
+	defer j.smu.Unlock()
+	if j.synced >= pos {
+		return nil
+	}
+	j.mu.Lock()
+	f, upto, retired, serr := j.f, j.wpos, j.retired, j.syncErr
+	j.retired = nil
+	j.mu.Unlock()
+	for _, r := range retired {
+		r.Close() // synced when it was sealed
+	}
+	if serr != nil {
+		return fmt.Errorf("audit journal: fsync: %w", serr)
+	}
+	if f != nil {
+		if err := f.Sync(); err != nil {
+			j.mu.Lock()
+			j.syncErr = err
+			j.mu.Unlock()
+			return fmt.Errorf("audit journal: fsync: %w", err)
+		}
+	}
+	j.synced = upto
+	return nil
+}
+
+// Flush waits until every record appended before it was called is in the
+// chain (or refused as damaged, which is in the chain too). It returns an
+// ingestion error that happened while it waited, or ctx's.
+func (j *Journal) Flush(ctx context.Context) error {
+	j.mu.Lock()
+	target, started := j.appended, j.started
+	j.mu.Unlock()
+	if !started {
+		return nil
+	}
+	j.pmu.Lock()
+	seq0 := j.errSeq
+	j.pmu.Unlock()
+	for {
+		j.pmu.Lock()
+		got, ch, errSeq, lastErr := j.ingested, j.progress, j.errSeq, j.lastErr
+		j.pmu.Unlock()
+		if got >= target {
+			return nil
+		}
+		if errSeq > seq0 {
+			return fmt.Errorf("audit journal: flush: %w", lastErr)
+		}
+		select {
+		case j.flushNow <- struct{}{}:
+		default:
+		}
+		select {
+		case j.wake <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("audit journal: flush: %d of %d records ingested: %w", got, target, ctx.Err())
+		case <-j.done:
+			j.pmu.Lock()
+			got, lastErr = j.ingested, j.lastErr
+			j.pmu.Unlock()
+			if got >= target {
+				return nil
+			}
+			return fmt.Errorf("audit journal: flush: %w (%d of %d records ingested; the rest stay in %s for the next Open: %v)",
+				ErrJournalClosed, got, target, j.dir, lastErr)
+		}
+	}
+}
+
+// JournalStats describes a journal's state.
+type JournalStats struct {
+	Appended int64 // records Append acknowledged
+	Ingested int64 // lines of this journal's files ingested (or refused as damaged)
+	Backlog  int64 // bytes written and not yet ingested
+	// Torn: trailing partial lines dropped (a write cut short by the
+	// writer's death), Damaged: lines refused and recorded as
+	// AuditJournalDamaged, Swept: journal files of gone processes
+	// ingested; all three count every journal this store ingested.
+	Torn, Damaged, Swept int64
+	LastError            error // the last failed ingestion attempt's, if any
+}
+
+// Stats returns the journal's counters.
+func (j *Journal) Stats() JournalStats {
+	j.mu.Lock()
+	st := JournalStats{Appended: j.appended, Backlog: j.wpos - j.ingestedB.Load()}
+	j.mu.Unlock()
+	j.pmu.Lock()
+	st.Ingested, st.LastError = j.ingested, j.lastErr
+	j.pmu.Unlock()
+	st.Torn, st.Damaged, st.Swept = j.torn.Load(), j.damaged.Load(), j.swept.Load()
+	return st
+}
+
+// run is the ingester: woken by an append, it waits out the batch window
+// (or a Flush), then ingests all complete lines; after a failure it
+// retries with a growing pause.
+func (j *Journal) run() {
+	defer close(j.done)
+	var backoff time.Duration
+	lastSweep := time.Now()
+	for {
+		wait := backoff
+		if backoff == 0 {
+			select {
+			case <-j.wake:
+				wait = j.interval
+			case <-j.flushNow:
+			case <-j.stop:
+				return
+			}
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-j.flushNow:
+			case <-j.stop:
+				t.Stop()
+				return
+			}
+			t.Stop()
+		}
+		err := j.ingestOwn(context.Background())
+		if err == nil && time.Since(lastSweep) > journalSweepEvery {
+			lastSweep = time.Now()
+			err = j.s.sweepJournals(context.Background())
+		}
+		j.publish(err)
+		if err != nil {
+			j.log.Error("audit journal: ingestion failed; retrying", "dir", j.dir, "err", err)
+			backoff = min(max(50*time.Millisecond, 2*backoff), 5*time.Second)
+			continue
+		}
+		backoff = 0
+	}
+}
+
+func (j *Journal) publish(err error) {
+	j.pmu.Lock()
+	if err != nil {
+		j.lastErr = err
+		j.errSeq++
+	}
+	close(j.progress)
+	j.progress = make(chan struct{})
+	j.pmu.Unlock()
+}
+
+// ingestOwn ingests this journal's files in order until no complete line
+// is left, removing each sealed file once it is all in.
+func (j *Journal) ingestOwn(ctx context.Context) error {
+	for {
+		j.mu.Lock()
+		if len(j.files) == 0 {
+			j.mu.Unlock()
+			return nil
+		}
+		f := j.files[0]
+		sealed, written := f.sealed, f.lines
+		j.mu.Unlock()
+		if f.rd == nil {
+			rd, err := os.Open(filepath.Join(j.dir, f.name))
+			if err != nil {
+				return fmt.Errorf("audit journal: %w", err)
+			}
+			f.rd = rd
+		}
+		want := int64(-1)
+		if sealed {
+			want = written
+		}
+		res, err := j.s.ingestBatch(ctx, f.rd, j.dir, f.name, f.committed.Load(), sealed, want, j.batch)
+		if err != nil {
+			return err
+		}
+		if res.nextLine > f.nextLine || res.bytes > f.bytes {
+			j.ingestedB.Add(res.bytes - f.bytes)
+			j.pmu.Lock()
+			j.ingested += res.nextLine - f.nextLine
+			j.pmu.Unlock()
+			f.nextLine, f.bytes = res.nextLine, res.bytes
+			j.publish(nil)
+		}
+		switch {
+		case res.finished || res.gone:
+			f.rd.Close()
+			f.rd = nil
+			if err := j.s.removeJournal(ctx, j.dir, f.name); err != nil {
+				return err
+			}
+			j.mu.Lock()
+			j.files = j.files[1:]
+			j.mu.Unlock()
+		case !res.more:
+			if sealed {
+				return fmt.Errorf("audit journal %s: a sealed file that is neither finished nor has more lines", f.name)
+			}
+			return nil
+		}
+	}
+}
+
+// closeJournal stops appends, ingests what is left and removes this
+// journal's files. Files it could not ingest stay for the next Open.
+func (j *Journal) close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closed = true
+	serr := j.sealLocked()
+	started := j.started
+	j.mu.Unlock()
+	if !started {
+		return nil
+	}
+	close(j.stop)
+	<-j.done
+	j.smu.Lock()
+	j.mu.Lock()
+	for _, r := range j.retired {
+		r.Close()
+	}
+	j.retired = nil
+	j.mu.Unlock()
+	j.smu.Unlock()
+	err := j.ingestOwn(context.Background())
+	if err != nil {
+		j.log.Error("audit journal: records left for the next Open", "dir", j.dir, "err", err)
+	}
+	j.publish(err)
+	j.mu.Lock()
+	for _, f := range j.files {
+		if f.rd != nil {
+			f.rd.Close()
+		}
+	}
+	j.mu.Unlock()
+	return errors.Join(serr, err)
+}
+
+// --- ingestion (also of other processes' journals) ---------------------
+
+// ingestResult is where ingestion of one file stands after a batch.
+type ingestResult struct {
+	nextLine, bytes int64 // as committed
+	more            bool  // complete lines are left
+	finished        bool  // sealed and read to its end
+	gone            bool  // the file was finished and removed by another ingester
+}
+
+// journalNote is something to log once the batch that found it commits.
+type journalNote struct {
+	torn  bool
+	msg   string
+	attrs []any
+}
+
+// ingestBatch ingests up to batch complete lines of journal file name from
+// where the store says its ingestion stopped, in one transaction that also
+// records how far it got: whatever crashes, a line is in the chain once.
+// The file's offset is read under the write lock, so concurrent ingesters
+// (two processes sweeping one dead journal) never take a line twice.
+// sealed means no line will be added: a trailing partial line is then a
+// write cut short by the writer's death (torn: dropped, counted, logged).
+// written, if not -1, is how many lines the writer wrote: fewer in the
+// file is reported as lines missing at its end. limit, if not -1, is how
+// far this process's own writer has committed whole lines.
+func (s *SQLite) ingestBatch(ctx context.Context, rd *os.File, dir, name string, limit int64, sealed bool, written int64, batch int) (ingestResult, error) {
+	var res ingestResult
+	var notes []journalNote
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		res, notes = ingestResult{}, nil
+		var off, next int64
+		err := tx.QueryRowContext(ctx, `SELECT bytes, next_line FROM audit_journal WHERE file = ?`, name).Scan(&off, &next)
+		if isNoRows(err) {
+			// Never ingested, or finished and removed by another
+			// ingester (which removes the file before the row).
+			if _, serr := os.Stat(filepath.Join(dir, name)); errors.Is(serr, fs.ErrNotExist) {
+				res.gone = true
+				return nil
+			}
+			off, next, err = 0, 1, nil
+		}
+		if err != nil {
+			return fmt.Errorf("read journal position of %s: %w", name, err)
+		}
+		data, size, err := readJournal(rd, off, limit)
+		if err != nil {
+			return fmt.Errorf("read audit journal %s: %w", name, err)
+		}
+		seq, prev, err := s.auditHeadTx(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var rows []AuditRecord // chained here, inserted together at the end
+		appendRec := func(r AuditRecord) {
+			r.Seq, r.Prev = seq+1, prev
+			r.Hash = auditHash(r)
+			seq, prev = r.Seq, r.Hash
+			rows = append(rows, r)
+		}
+		damaged := func(line, at int64, reason string, raw []byte) error {
+			body := map[string]any{"file": name, "line": line, "offset": at, "reason": reason}
+			if raw != nil {
+				body["raw"] = string(raw[:min(len(raw), 4096)])
+			}
+			notes = append(notes, journalNote{msg: "audit journal: a line refused", attrs: []any{"file", name, "line", line, "offset", at, "reason", reason}})
+			r, err := s.normalAudit(AuditRecord{Kind: AuditJournalDamaged, Actor: "store", Body: auditBody(body)})
+			if err != nil {
+				return err
+			}
+			appendRec(r)
+			return nil
+		}
+		seed := journalSeed(name)
+		pos, next0 := off, next
+		for n := 0; n < batch; n++ {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				break
+			}
+			line, at := data[:i], pos
+			data, pos = data[i+1:], pos+int64(i)+1
+			r, ln, why := decodeJournalLine(line, seed)
+			if why == "" {
+				// The body is as Append compacted it (the checksum says
+				// so); checked again, but not compacted again.
+				if err := checkAuditRecord(r); err != nil {
+					why = err.Error()
+				}
+			}
+			switch {
+			case why != "":
+				if err := damaged(next, at, why, line); err != nil {
+					return err
+				}
+				next++
+				continue
+			case ln < next:
+				if err := damaged(ln, at, fmt.Sprintf("line number %d again after line %d (a repeated or moved line)", ln, next-1), line); err != nil {
+					return err
+				}
+				continue
+			case ln > next:
+				if err := damaged(next, at, fmt.Sprintf("lines %d..%d are missing (the next present is %d)", next, ln-1, ln), nil); err != nil {
+					return err
+				}
+			}
+			appendRec(r)
+			next = ln + 1
+		}
+		overlong := pos == off && len(data) > maxJournalLine
+		if overlong {
+			// No line end within the longest line Append writes: refuse
+			// that much and go on after it.
+			if err := damaged(next, pos, fmt.Sprintf("no line end within %d bytes", len(data)), data[:4096]); err != nil {
+				return err
+			}
+			pos += int64(len(data))
+			data = nil
+			next++
+		}
+		res.more = overlong || bytes.IndexByte(data, '\n') >= 0
+		if sealed && !res.more && pos+int64(len(data)) >= size {
+			// The end of a file no one writes any more.
+			if len(data) > 0 {
+				notes = append(notes, journalNote{torn: true, msg: "audit journal: a torn last line dropped (its write was cut short: it was never acknowledged)",
+					attrs: []any{"file", name, "offset", pos, "bytes", len(data)}})
+				pos += int64(len(data))
+			}
+			if written >= 0 && next-1 < written {
+				if err := damaged(next, pos, fmt.Sprintf("lines %d..%d are missing at the end of the file", next, written), nil); err != nil {
+					return err
+				}
+				next = written + 1
+			}
+			res.finished = true
+		}
+		if pos == off && next == next0 && !res.finished {
+			res.nextLine, res.bytes = next, off
+			return nil
+		}
+		if err := s.insertAuditRows(ctx, tx, rows); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_journal (file, bytes, next_line, updated_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (file) DO UPDATE SET bytes = excluded.bytes, next_line = excluded.next_line, updated_at = excluded.updated_at`,
+			name, pos, next, s.now().UnixNano()); err != nil {
+			return fmt.Errorf("record journal position of %s: %w", name, err)
+		}
+		res.nextLine, res.bytes = next, pos
+		return nil
+	})
+	if err != nil {
+		return ingestResult{}, fmt.Errorf("ingest audit journal %s: %w", filepath.Join(dir, name), err)
+	}
+	for _, n := range notes {
+		if n.torn {
+			s.journal.torn.Add(1)
+			s.journal.log.Warn(n.msg, n.attrs...)
+		} else {
+			s.journal.damaged.Add(1)
+			s.journal.log.Error(n.msg, n.attrs...)
+		}
+	}
+	return res, nil
+}
+
+// readJournal reads file rd from off: at least one whole line if there is
+// one (up to maxJournalLine), at most journalWindow bytes otherwise, and
+// never past limit (if not -1: what its live writer has committed). end is
+// where the file's written bytes end as far as it looked: its size, limit,
+// or the first NUL byte (a mapped file's unwritten room is zeros, and no
+// line holds a NUL).
+func readJournal(rd *os.File, off, limit int64) (data []byte, end int64, err error) {
+	end = limit
+	if end < 0 {
+		st, err := rd.Stat()
+		if err != nil {
+			return nil, 0, err
+		}
+		end = st.Size()
+	}
+	for want := min(end-off, journalWindow); want > 0; want = min(end-off, max(2*want, int64(maxJournalLine)+1)) {
+		data = make([]byte, want)
+		n, err := rd.ReadAt(data, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, end, err
+		}
+		data = data[:n]
+		if z := bytes.IndexByte(data, 0); z >= 0 {
+			return data[:z], off + int64(z), nil
+		}
+		if bytes.IndexByte(data, '\n') >= 0 || int64(n) < want || want >= end-off || want > maxJournalLine {
+			return data, end, nil
+		}
+	}
+	return nil, end, nil
+}
+
+// removeJournal removes a finished journal file, then its position row:
+// in that order (and the removal made durable first), so that a crash in
+// between leaves a row without a file, never a file without its row,
+// which would be ingested again.
+func (s *SQLite) removeJournal(ctx context.Context, dir, name string) error {
+	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove ingested audit journal: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("remove ingested audit journal %s: %w", name, err)
+	}
+	return s.writeKeep(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM audit_journal WHERE file = ?`, name)
+		return err
+	})
+}
+
+// sweepJournals ingests completely, then removes, the journal files of
+// processes that are gone (runnerGone: this host, PID no longer alive),
+// and forgets the position rows of such files already removed.
+func (s *SQLite) sweepJournals(ctx context.Context) error {
+	dir := s.journal.dir
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil // no journal was ever written (or can be: Append says so)
+	}
+	if err != nil {
+		return fmt.Errorf("audit journal: %w", err)
+	}
+	host, _ := os.Hostname()
+	type jf struct {
+		runner string
+		num    int
+		name   string
+	}
+	var todo []jf
+	for _, e := range ents {
+		runner, num, ok := parseJournalName(e.Name())
+		if ok && e.Type().IsRegular() && runnerGone(host, runner) {
+			todo = append(todo, jf{runner, num, e.Name()})
+		}
+	}
+	slices.SortFunc(todo, func(a, b jf) int {
+		if c := strings.Compare(a.runner, b.runner); c != 0 {
+			return c
+		}
+		return a.num - b.num
+	})
+	for _, f := range todo {
+		if err := s.ingestFile(ctx, dir, f.name); err != nil {
+			return err
+		}
+		s.journal.swept.Add(1)
+		s.journal.log.Info("audit journal of a gone process ingested", "file", filepath.Join(dir, f.name))
+	}
+	// Rows of files removed by an ingester that died before forgetting
+	// them.
+	rows, err := s.db.QueryContext(ctx, `SELECT file FROM audit_journal`)
+	if err != nil {
+		return fmt.Errorf("audit journal positions: %w", err)
+	}
+	var stale []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		if runner, _, ok := parseJournalName(name); ok && runnerGone(host, runner) {
+			if _, err := os.Stat(filepath.Join(dir, name)); errors.Is(err, fs.ErrNotExist) {
+				stale = append(stale, name)
+			}
+		}
+	}
+	rows.Close()
+	for _, name := range stale {
+		if err := s.removeJournal(ctx, dir, name); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// ingestFile ingests a sealed journal file to its end and removes it.
+func (s *SQLite) ingestFile(ctx context.Context, dir, name string) error {
+	rd, err := os.Open(filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // another process swept it
+	}
+	if err != nil {
+		return fmt.Errorf("audit journal: %w", err)
+	}
+	defer rd.Close()
+	for {
+		res, err := s.ingestBatch(ctx, rd, dir, name, -1, true, -1, defaultJournalBatch)
+		if err != nil {
+			return err
+		}
+		if res.finished || res.gone {
+			return s.removeJournal(ctx, dir, name)
+		}
+		if !res.more {
+			return fmt.Errorf("audit journal %s: ingestion stopped before its end", name)
+		}
+	}
+}
+
+// --- encoding -----------------------------------------------------------
+
+// A journal line is one JSON object on one line:
+//
+//	{"n":7,"at":UNIX_NS,"kind":"...","actor":"...","agent":"...","tool":"...","body":BODY,"crc":"XXXXXXXX"}
+//
+// n numbers the file's lines from 1 (a deleted, repeated or moved line
+// shows); crc is CRC-32C, seeded with the file's name, of every byte
+// before `,"crc":` (an edited line, or one copied from another journal,
+// shows). A checksum, not a signature: whoever can write the file can
+// recompute it, as they could the chain's hashes.
+
+// encodeJournalFields writes the fields after "n" (without a leading
+// comma): at, kind, actor, agent, tool and the compacted body.
+func encodeJournalFields(b *bytes.Buffer, r AuditRecord) error {
+	var num [20]byte
+	b.WriteString(`"at":`)
+	b.Write(strconv.AppendInt(num[:0], r.At.UnixNano(), 10))
+	for _, kv := range [...]struct{ k, v string }{{`,"kind":`, r.Kind}, {`,"actor":`, r.Actor}, {`,"agent":`, r.Agent}, {`,"tool":`, r.Tool}} {
+		b.WriteString(kv.k)
+		writeJSONString(b, kv.v)
+	}
+	b.WriteString(`,"body":`)
+	if len(r.Body) == 0 {
+		b.WriteString("null")
+		return nil
+	}
+	switch valid, compact := scanJSON(r.Body); {
+	case !valid:
+		return fmt.Errorf("%w: audit record body is not JSON", ErrBadInput)
+	case compact:
+		b.Write(r.Body)
+	default:
+		json.Compact(b, r.Body)
+	}
+	return nil
+}
+
+// writeJSONString writes s (valid UTF-8) as a JSON string: '"', '\' and
+// control characters escaped, everything else as it is, so that decoding
+// gives back exactly s.
+func writeJSONString(b *bytes.Buffer, s string) {
+	const hexd = "0123456789abcdef"
+	b.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b.WriteString(s[start:i])
+		switch c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			b.WriteString(`\u00`)
+			b.WriteByte(hexd[c>>4])
+			b.WriteByte(hexd[c&0xf])
+		}
+		start = i + 1
+	}
+	b.WriteString(s[start:])
+	b.WriteByte('"')
+}
+
+func journalSeed(name string) uint32 { return crc32.Checksum([]byte(name), castagnoli) }
+
+// decodeJournalLine checks and decodes one line (without its '\n'). A
+// non-empty why says why it is refused.
+func decodeJournalLine(line []byte, seed uint32) (r AuditRecord, n int64, why string) {
+	if len(line) < crcSuffixLen+2 || !bytes.HasPrefix(line[len(line)-crcSuffixLen:], []byte(`,"crc":"`)) || !bytes.HasSuffix(line, []byte(`"}`)) {
+		return r, 0, "not a journal line (no checksum at its end)"
+	}
+	want, err := hex.DecodeString(string(line[len(line)-crcSuffixLen+len(`,"crc":"`) : len(line)-2]))
+	if err != nil || len(want) != 4 {
+		return r, 0, "its checksum is not 8 hex digits"
+	}
+	got := crc32.Update(seed, castagnoli, line[:len(line)-crcSuffixLen])
+	if got != uint32(want[0])<<24|uint32(want[1])<<16|uint32(want[2])<<8|uint32(want[3]) {
+		return r, 0, "its checksum does not match its content (edited, damaged, or copied from another journal)"
+	}
+	if r, n, ok := parseJournalLine(line[:len(line)-crcSuffixLen]); ok {
+		return r, n, ""
+	}
+	// Not in the exact form Append writes (field order, number syntax):
+	// decode it as any JSON object.
+	var l struct {
+		N     *int64          `json:"n"`
+		At    *int64          `json:"at"`
+		Kind  string          `json:"kind"`
+		Actor string          `json:"actor"`
+		Agent string          `json:"agent"`
+		Tool  string          `json:"tool"`
+		Body  json.RawMessage `json:"body"`
+	}
+	if err := json.Unmarshal(line, &l); err != nil {
+		return r, 0, "it does not decode: " + err.Error()
+	}
+	if l.N == nil || l.At == nil || *l.N < 1 {
+		return r, 0, "it has no line number or no time"
+	}
+	return AuditRecord{At: time.Unix(0, *l.At).UTC(), Kind: l.Kind, Actor: l.Actor, Agent: l.Agent, Tool: l.Tool, Body: l.Body}, *l.N, ""
+}
+
+// parseJournalLine reads a line in exactly the form Append writes, up to
+// the checksum (p excludes `,"crc":...`): a fast path that takes no
+// reflection. Strings without escapes are taken as they are; one with an
+// escape is decoded by encoding/json. Anything else is not ok (and gets
+// the general decoder).
+func parseJournalLine(p []byte) (r AuditRecord, n int64, ok bool) {
+	num := func(key string) (int64, bool) {
+		if !bytes.HasPrefix(p, []byte(key)) {
+			return 0, false
+		}
+		p = p[len(key):]
+		i := bytes.IndexByte(p, ',')
+		if i < 1 {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(string(p[:i]), 10, 64)
+		p = p[i:]
+		return v, err == nil
+	}
+	str := func(key string) (string, bool) {
+		if !bytes.HasPrefix(p, []byte(key)) || len(p) < len(key)+2 || p[len(key)] != '"' {
+			return "", false
+		}
+		p = p[len(key):]
+		esc := false
+		for i := 1; i < len(p); i++ {
+			switch {
+			case p[i] == '\\':
+				esc = true
+				i++
+			case p[i] < 0x20:
+				return "", false
+			case p[i] == '"':
+				raw := p[:i+1]
+				p = p[i+1:]
+				if !esc {
+					return string(raw[1 : len(raw)-1]), true
+				}
+				var v string
+				err := json.Unmarshal(raw, &v)
+				return v, err == nil
+			}
+		}
+		return "", false
+	}
+	var at int64
+	if n, ok = num(`{"n":`); !ok || n < 1 {
+		return r, 0, false
+	}
+	if at, ok = num(`,"at":`); !ok {
+		return r, 0, false
+	}
+	r.At = time.Unix(0, at).UTC()
+	for _, f := range [...]struct {
+		key string
+		to  *string
+	}{{`,"kind":`, &r.Kind}, {`,"actor":`, &r.Actor}, {`,"agent":`, &r.Agent}, {`,"tool":`, &r.Tool}} {
+		if *f.to, ok = str(f.key); !ok {
+			return r, 0, false
+		}
+	}
+	if !bytes.HasPrefix(p, []byte(`,"body":`)) {
+		return r, 0, false
+	}
+	r.Body = json.RawMessage(p[len(`,"body":`):])
+	return r, n, true // the body is checked with the rest of the record
+}
+
+// --- names --------------------------------------------------------------
+
+// A journal file is named HOST_PID_NONCE_N.jl: the runner that writes it
+// (runnerID, with the host's characters other than letters, digits, '.'
+// and '-' as %XX) and its number.
+
+func splitRunner(runner string) (host, pid, nonce string) {
+	parts := strings.SplitN(runner, "/", 3)
+	for len(parts) < 3 {
+		parts = append(parts, "")
+	}
+	return parts[0], parts[1], parts[2]
+}
+
+func escapeHost(h string) string {
+	var b strings.Builder
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func unescapeHost(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), true
+}
+
+// parseJournalName returns the runner ("HOST/PID/NONCE") and number of a
+// journal file name.
+func parseJournalName(name string) (runner string, num int, ok bool) {
+	base, found := strings.CutSuffix(name, journalExt)
+	parts := strings.Split(base, "_")
+	if !found || len(parts) != 4 {
+		return "", 0, false
+	}
+	host, ok := unescapeHost(parts[0])
+	num, err := strconv.Atoi(parts[3])
+	if !ok || err != nil || num < 1 || parts[1] == "" || parts[2] == "" {
+		return "", 0, false
+	}
+	return host + "/" + parts[1] + "/" + parts[2], num, true
+}
+
+// syncDir makes a directory's entries (a file created or removed) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
