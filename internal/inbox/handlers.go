@@ -20,13 +20,15 @@ var assets embed.FS
 
 // securityHeaders are set on every answer. No inline script or style is
 // allowed (the one optional script is a file of this origin), nothing may
-// frame the page, and nothing is cached or sent as a Referer (an approval
-// page's URL names a request).
+// frame the page, nothing is cached, and no Referer leaves the origin (an
+// approval page's URL names a request). The policy is same-origin, not
+// no-referrer: under no-referrer a browser sends "Origin: null" with the
+// page's own form posts, which the Origin check (rightly) refuses.
 var securityHeaders = map[string]string{
 	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 	"X-Frame-Options":        "DENY",
-	"Referrer-Policy":        "no-referrer",
+	"Referrer-Policy":        "same-origin",
 	"Cache-Control":          "no-store",
 	"X-Content-Type-Options": "nosniff",
 }
@@ -95,7 +97,7 @@ func (in *inbox) authed(next func(http.ResponseWriter, *http.Request, operator))
 				in.sessions.close(sid)
 				ok = false
 			case err != nil:
-				in.unavailable(w, "checking the operator token", err)
+				in.unavailable(w, operator{}, "checking the operator token", err)
 				return
 			}
 		}
@@ -195,7 +197,7 @@ func (in *inbox) login(w http.ResponseWriter, r *http.Request) {
 			Error: "That is not an operator token. Mint one with: maiden operators token NAME (an agent's token does not log in here)."})
 		return
 	case err != nil:
-		in.unavailable(w, "checking an operator token", err)
+		in.unavailable(w, operator{}, "checking an operator token", err)
 		return
 	}
 	sid := in.sessions.open(name, token, time.Now())
@@ -233,7 +235,7 @@ func safeNext(next string) string {
 func (in *inbox) pending(w http.ResponseWriter, r *http.Request, op operator) {
 	list, err := in.b.Pending(r.Context())
 	if err != nil {
-		in.unavailable(w, "listing pending approvals", err)
+		in.unavailable(w, op, "listing pending approvals", err)
 		return
 	}
 	p := in.page(op, "pending", "Pending approvals")
@@ -300,7 +302,7 @@ func (in *inbox) audit(w http.ResponseWriter, r *http.Request, op operator) {
 	}
 	recs, err := in.b.RecentAudit(r.Context(), in.opts.AuditLimit)
 	if err != nil {
-		in.unavailable(w, "reading the audit trail", err)
+		in.unavailable(w, op, "reading the audit trail", err)
 		return
 	}
 	p.Audit = recs
@@ -317,7 +319,7 @@ type agentCards struct {
 func (in *inbox) cards(w http.ResponseWriter, r *http.Request, op operator) {
 	agents, err := in.b.Agents(r.Context())
 	if err != nil {
-		in.unavailable(w, "listing agents", err)
+		in.unavailable(w, op, "listing agents", err)
 		return
 	}
 	all := r.URL.Query().Get("all") == "1"
@@ -327,7 +329,7 @@ func (in *inbox) cards(w http.ResponseWriter, r *http.Request, op operator) {
 	for _, a := range agents {
 		list, err := in.b.Cards(r.Context(), a)
 		if err != nil {
-			in.unavailable(w, "listing the cards of agent "+a, err)
+			in.unavailable(w, op, "listing the cards of agent "+a, err)
 			return
 		}
 		ac := agentCards{Agent: a}
@@ -393,7 +395,7 @@ func (in *inbox) failed(w http.ResponseWriter, op operator, what string, err err
 	case errors.Is(err, ErrRefused):
 		status = http.StatusBadRequest
 	default:
-		in.unavailable(w, what, err)
+		in.unavailable(w, op, what, err)
 		return
 	}
 	in.render(w, status, "error", in.errPage(op, "Could not do that", what+": "+err.Error()))
@@ -401,10 +403,14 @@ func (in *inbox) failed(w http.ResponseWriter, op operator, what string, err err
 
 // unavailable answers 503 for a backend failure whose cause (a file, a
 // database error) goes to the log only.
-func (in *inbox) unavailable(w http.ResponseWriter, what string, err error) {
+func (in *inbox) unavailable(w http.ResponseWriter, op operator, what string, err error) {
 	in.log.Error("inbox: "+what, "error", err)
-	in.render(w, http.StatusServiceUnavailable, "error", &page{Title: "Unavailable",
-		Error: "The inbox could not finish " + what + ": maiden's state is unavailable now (the server's log says why). Try again later."})
+	p := &page{Title: "Unavailable"}
+	if op.name != "" {
+		p = in.page(op, "", "Unavailable")
+	}
+	p.Error = "The inbox could not finish " + what + ": maiden's state is unavailable now (the server's log says why). Try again later."
+	in.render(w, http.StatusServiceUnavailable, "error", p)
 }
 
 // reqView is what the request template sees: the request and its page

@@ -18,6 +18,7 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/inbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -61,8 +62,9 @@ const DefaultSessionIdle = 30 * time.Minute
 // header and in its _meta, and there is no initialize handshake.
 const ModernProtocol = "2026-07-28"
 
-// HTTPHandler returns the streamable HTTP handler, serving Path and
-// o.Handlers, and answering 404 for any other path.
+// HTTPHandler returns the streamable HTTP handler, serving Path,
+// o.Handlers and the operators' inbox (internal/inbox, under /ui), and
+// answering 404 for any other path.
 //
 // Path serves both eras of MCP (the spec's "dual-era" server). A request
 // that names a modern protocol version (MCP-Protocol-Version, or the _meta
@@ -135,6 +137,12 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	guard := s.guard(o)
 	mux := http.NewServeMux()
 	mux.Handle(Path, guard(mcpHandler))
+	// The operators' inbox has its own login (an operator token, then a
+	// session cookie): browsers send no bearer token. It is behind the same
+	// Origin check as Path.
+	ui := s.originCheck(o)(inbox.New(hostInbox{s.host}, &inbox.Options{Logger: s.log}))
+	mux.Handle(inbox.Path, ui)
+	mux.Handle(inbox.Path+"/", ui)
 	for pattern, h := range o.Handlers {
 		if pattern == Path {
 			panic("mcpserver: HTTPOptions.Handlers may not replace " + Path)
@@ -200,19 +208,14 @@ func isDate(v string) bool {
 // /.well-known/oauth-protected-resource: that document declares a server an
 // OAuth resource server.
 func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
-	allowed := map[string]bool{}
-	for _, origin := range o.AllowedOrigins {
-		allowed[strings.TrimSuffix(strings.ToLower(origin), "/")] = true
-	}
+	allowed := allowedOrigins(o)
 	var tokenSum [32]byte
 	if o.AuthToken != "" {
 		tokenSum = sha256.Sum256([]byte(o.AuthToken))
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] && !ownLoopbackOrigin(origin, r) {
-				s.log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
-				http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
+			if s.foreignOrigin(allowed, w, r) {
 				return
 			}
 			header := r.Header.Get("Authorization")
@@ -256,6 +259,40 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 				}
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, agent)))
+		})
+	}
+}
+
+// allowedOrigins is the set of o.AllowedOrigins, normalised.
+func allowedOrigins(o HTTPOptions) map[string]bool {
+	allowed := map[string]bool{}
+	for _, origin := range o.AllowedOrigins {
+		allowed[strings.TrimSuffix(strings.ToLower(origin), "/")] = true
+	}
+	return allowed
+}
+
+// foreignOrigin answers 403 and reports true for a request whose Origin is
+// neither allowed nor the server's own loopback origin.
+func (s *Server) foreignOrigin(allowed map[string]bool, w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || allowed[strings.ToLower(origin)] || ownLoopbackOrigin(origin, r) {
+		return false
+	}
+	s.log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
+	http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
+	return true
+}
+
+// originCheck wraps a handler in the Origin check alone (the inbox, which
+// authenticates operators itself).
+func (s *Server) originCheck(o HTTPOptions) func(http.Handler) http.Handler {
+	allowed := allowedOrigins(o)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !s.foreignOrigin(allowed, w, r) {
+				next.ServeHTTP(w, r)
+			}
 		})
 	}
 }

@@ -1,0 +1,145 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/inbox"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// hostInbox is the inbox page's Backend over a Host: the inbox knows
+// nothing of maiden, and this file translates types and errors.
+type hostInbox struct{ h *maiden.Host }
+
+var _ inbox.Backend = hostInbox{}
+
+// inboxErr maps the host's errors to the inbox's (which decide the page's
+// status and whether the message is shown); the text is kept.
+func inboxErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, maiden.ErrBadOperatorToken):
+		return fmt.Errorf("%w: %v", inbox.ErrBadToken, err)
+	case errors.Is(err, maiden.ErrUnknownApproval):
+		return fmt.Errorf("%w: %v", inbox.ErrNotFound, err)
+	case errors.Is(err, maiden.ErrApprovalDecided):
+		return fmt.Errorf("%w: %v", inbox.ErrConflict, err)
+	case errors.Is(err, maiden.ErrAlwaysRefused):
+		return fmt.Errorf("%w: %v", inbox.ErrRefused, err)
+	}
+	return err
+}
+
+func (b hostInbox) AuthenticateOperator(ctx context.Context, token string) (string, error) {
+	name, err := b.h.AuthenticateOperator(ctx, token)
+	return name, inboxErr(err)
+}
+
+func (b hostInbox) Pending(ctx context.Context) ([]inbox.Approval, error) {
+	list, err := b.h.Pending(ctx)
+	if err != nil {
+		return nil, inboxErr(err)
+	}
+	out := make([]inbox.Approval, len(list))
+	for i, a := range list {
+		out[i] = inboxApproval(a)
+	}
+	return out, nil
+}
+
+func (b hostInbox) Approval(ctx context.Context, id string) (inbox.Approval, error) {
+	a, err := b.h.Approval(ctx, id)
+	if err != nil {
+		return inbox.Approval{}, inboxErr(err)
+	}
+	return inboxApproval(a), nil
+}
+
+func (b hostInbox) Decide(ctx context.Context, id string, d inbox.Decision) (inbox.Approval, error) {
+	a, err := b.h.Decide(ctx, id, maiden.Decision{Approve: d.Approve, Always: d.Always, Grant: d.Grant, By: d.By, Reason: d.Reason})
+	if err != nil {
+		return inbox.Approval{}, inboxErr(err)
+	}
+	return inboxApproval(a), nil
+}
+
+func inboxApproval(a maiden.ApprovalRequest) inbox.Approval {
+	return inbox.Approval{
+		ID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool, Rendered: a.Rendered, Digest: a.Digest,
+		Rule: a.Rule, Reason: a.Reason, Hosts: a.Hosts, Secrets: a.Secrets, Created: a.Created, Expires: a.Expires,
+		State: a.State, DecidedBy: a.DecidedBy, Decided: a.Decided, DecisionReason: a.DecisionReason,
+		AllowAlways: a.AllowAlways, AlwaysGrant: a.AlwaysGrant,
+	}
+}
+
+// RecentAudit finds the newest sequence number in O(log n) indexed reads
+// (is there a record after k?), then reads the last limit records: the
+// trail may be long, and the page shows only its end.
+func (b hostInbox) RecentAudit(ctx context.Context, limit int) ([]inbox.AuditRecord, error) {
+	after := func(k int64) (bool, error) {
+		recs, err := b.h.AuditTail(ctx, k, 1)
+		return len(recs) > 0, err
+	}
+	// last is the smallest k with no record after it.
+	lo, hi := int64(-1), int64(1) // a record after lo (or lo < 0); none after hi once found
+	for {
+		more, err := after(hi)
+		if err != nil {
+			return nil, inboxErr(err)
+		}
+		if !more {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		more, err := after(mid)
+		if err != nil {
+			return nil, inboxErr(err)
+		}
+		if more {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	recs, err := b.h.AuditTail(ctx, max(0, hi-int64(limit)), limit)
+	if err != nil {
+		return nil, inboxErr(err)
+	}
+	out := make([]inbox.AuditRecord, len(recs))
+	for i, r := range recs {
+		out[len(recs)-1-i] = inbox.AuditRecord{Seq: r.Seq, At: r.At, Kind: r.Kind, Actor: r.Actor, Agent: r.Agent, Tool: r.Tool, Body: string(r.Body), Hash: r.Hash}
+	}
+	return out, nil
+}
+
+func (b hostInbox) VerifyAudit(ctx context.Context) (int64, error) {
+	n, _, err := b.h.VerifyAudit(ctx)
+	if errors.Is(err, store.ErrAuditBroken) {
+		return n, fmt.Errorf("%w: %v", inbox.ErrAuditBroken, err)
+	}
+	return n, err
+}
+
+func (b hostInbox) Agents(context.Context) ([]string, error) {
+	var out []string
+	for _, a := range b.h.Config().Agents() {
+		out = append(out, a.Name)
+	}
+	return out, nil
+}
+
+// errNoCards: the Host does not yet give an operator an agent's cards, nor
+// revoke one for them (Host.Cards and Host.RevokeCard, issue 12); the cards
+// page says it is unavailable and the log says why.
+var errNoCards = errors.New("the cards page needs Host.Cards and Host.RevokeCard, which this build of maiden does not have yet")
+
+func (b hostInbox) Cards(context.Context, string) ([]inbox.Card, error) { return nil, errNoCards }
+
+func (b hostInbox) RevokeCard(context.Context, string, string) (int, error) { return 0, errNoCards }
