@@ -14,6 +14,7 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
@@ -83,7 +84,9 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return b.watch(ctx)
 	}
 	code := b.build(ctx)
-	if code == exitOK {
+	if code == exitOK && builtWorld(*out) == sandbox.WorldMiddleware {
+		fmt.Fprintf(stderr, "declare it in agent.toml and put it in a chain:\n\n%s", middlewareTable(p.Name, *out, middlewareMemoryMB(p.Lang)))
+	} else if code == exitOK {
 		fmt.Fprintf(stderr, "add it to agent.toml:\n\n[tools.%s]\npath = %q\n", p.Name, *out)
 	}
 	return code
@@ -132,6 +135,10 @@ func (b builder) build(ctx context.Context) int {
 	}
 	fmt.Fprintf(b.stderr, "wrote %s (%.1f MB) in %v\n", b.out, float64(size)/1e6, time.Since(start).Round(100*time.Millisecond))
 
+	if builtWorld(b.out) == sandbox.WorldMiddleware {
+		// A middleware is not a tool: load it as the host loads middleware.
+		return b.checkMiddleware(ctx)
+	}
 	if *b.h == nil {
 		h, err := checkHost(b.out, b.c)
 		if err != nil {

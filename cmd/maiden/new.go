@@ -20,7 +20,7 @@ import (
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
-const newUsage = "usage: maiden new go|js DIR [-add | -add=false] [-config agent.toml]   (the tool is named after DIR's last element)"
+const newUsage = "usage: maiden new go|js|middleware-go|middleware-js DIR [-add | -add=false] [-config agent.toml]   (the tool or middleware is named after DIR's last element)"
 
 const newHelp = `
 Creates DIR with the tool's source, a README, a .gitignore and the WIT
@@ -36,7 +36,13 @@ agent.toml:
                           otherwise print the table
 agent.toml is never rewritten otherwise: a table of that name already
 there, or a file that does not parse, is left alone (and with -add or
--config, refused before anything is created).`
+-config, refused before anything is created).
+
+middleware-go and middleware-js create an operator middleware instead (a
+component that passes, rejects or rewrites tool calls; see the project's
+README.md). agent.toml is not changed for them: maiden new prints the
+[middleware.NAME] table and a [[middleware]] entry to paste, and refuses
+-add.`
 
 // addFlag is -add: unset (ask), -add (yes) or -add=false (no).
 type addFlag struct{ set, yes bool }
@@ -63,7 +69,7 @@ func completeNew(i int, _ map[string]string) completion {
 	if i == 1 {
 		return completion{kind: completeDirs}
 	}
-	return choices(string(toolbuild.LangGo), string(toolbuild.LangJS))(i, nil)
+	return choices(string(toolbuild.LangGo), string(toolbuild.LangJS), string(toolbuild.TemplateMiddlewareGo), string(toolbuild.TemplateMiddlewareJS))(i, nil)
 }
 
 // cmdNew creates a tool project from a template, adds it to agent.toml
@@ -83,6 +89,9 @@ func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	lang, dir := toolbuild.Lang(pos[0]), pos[1]
 	if lang == "javascript" {
 		lang = toolbuild.LangJS
+	}
+	if toolbuild.IsMiddlewareTemplate(lang) {
+		return newMiddleware(lang, pos[1], add, stdout, stderr)
 	}
 	if lang != toolbuild.LangGo && lang != toolbuild.LangJS {
 		fmt.Fprintf(stderr, "maiden new: unknown language %q\n%s\n", pos[0], newUsage)
@@ -176,6 +185,60 @@ func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fmt.Fprintf(stdout, "(until it is built, maiden check reports the path as missing)\n")
 	next()
 	return exitOK
+}
+
+// newMiddleware creates a middleware project from a template and prints
+// the agent.toml lines that use it. It never edits agent.toml: a
+// middleware is declared ([middleware.NAME]) and placed in a chain
+// ([[middleware]] or a tool's middleware list), and where it belongs in the
+// chain is the operator's decision.
+func newMiddleware(tmpl toolbuild.Lang, dir string, add addFlag, stdout, stderr io.Writer) int {
+	if add.set && add.yes {
+		fmt.Fprintln(stderr, "maiden new: -add adds tools only; a middleware's place in the chain is yours to choose (maiden new prints the lines to paste); nothing was created")
+		return exitUsage
+	}
+	p, files, err := toolbuild.NewProject(dir, tmpl)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden new:", err)
+		if errors.Is(err, toolbuild.ErrBadName) || errors.Is(err, toolbuild.ErrProjectExists) {
+			return exitUsage
+		}
+		return exitTrap
+	}
+	fmt.Fprintf(stdout, "created %s, a %s middleware named %s:\n", dir, langNames[p.Lang], p.Name)
+	sdkFiles := 0
+	for _, f := range files {
+		if strings.HasPrefix(f, "sdk/") {
+			sdkFiles++
+			continue
+		}
+		fmt.Fprintf(stdout, "  %s\n", f)
+	}
+	if sdkFiles > 0 {
+		fmt.Fprintf(stdout, "  sdk/  (%d files: a copy of maiden's Go SDK, see README.md)\n", sdkFiles)
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		absDir = dir
+	}
+	fmt.Fprintf(stdout, "\nnext:\n  maiden build %s\n\nthen declare it in agent.toml and put it in a chain (README.md explains the event and the verdicts):\n\n%s", dir,
+		middlewareTable(p.Name, filepath.ToSlash(filepath.Join(absDir, p.Name+".wasm")), middlewareMemoryMB(p.Lang)))
+	return exitOK
+}
+
+// middlewareTable is the agent.toml lines of a new middleware: its
+// component table, with the defaults spelled out, and a universal entry
+// that runs it on every call.
+func middlewareTable(name, path string, memoryMB int) string {
+	return fmt.Sprintf(`[middleware.%s]
+path = %q
+timeout_ms = 1000
+memory_mb = %d
+
+[[middleware]]
+use = %q
+# when = 'tool == "weather"'   # CEL: only the calls it holds for
+`, name, path, memoryMB, name)
 }
 
 // toolTable is the agent.toml table of a new tool, with safe defaults.

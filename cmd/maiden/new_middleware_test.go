@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// TestNewMiddlewareBuildCall is the operator's path for each middleware
+// template: `maiden new middleware-*`, `maiden build`, then calls of a tool
+// that the new middleware guards, through the real call path.
+func TestNewMiddlewareBuildCall(t *testing.T) {
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOFLAGS", "-mod=mod")
+	for _, tmpl := range []string{"middleware-go", "middleware-js"} {
+		t.Run(tmpl, func(t *testing.T) {
+			work := t.TempDir()
+			dir := filepath.Join(work, "guard")
+			r := cli(t, "", "new", tmpl, dir)
+			if r.code != exitOK {
+				t.Fatalf("new: %+v", r)
+			}
+			for _, want := range []string{"a Go middleware named guard", "[middleware.guard]", `use = "guard"`, "maiden build " + dir} {
+				if tmpl == "middleware-js" {
+					want = strings.Replace(want, "a Go", "a JavaScript", 1)
+				}
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("new's output lacks %q:\n%s", want, r.stdout)
+				}
+			}
+			for _, f := range []string{"README.md", ".gitignore", "wit/maiden-middleware.wit"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(work, "agent.toml")); err == nil {
+				t.Error("maiden new middleware wrote an agent.toml")
+			}
+
+			r = cli(t, "", "build", dir)
+			if r.code != exitOK || !strings.Contains(r.stdout, "guard: Refuses Atlantis") {
+				t.Fatalf("build: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			i := strings.Index(r.stderr, "[middleware.guard]")
+			if i < 0 {
+				t.Fatalf("build did not print the middleware's table:\n%s", r.stderr)
+			}
+			cfg := filepath.Join(work, "agent.toml")
+			toml := "version = 1\n\n[tools.echo]\npath = " + quote(testkit.Component(t, "echo")) + "\n\n" + r.stderr[i:]
+			if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			call := func(input string) (res struct {
+				OK     bool
+				Output string
+				Error  *struct{ Kind, Message string }
+			}) {
+				t.Helper()
+				r := cli(t, "", "call", "-config", cfg, "-json", "echo", input)
+				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+					t.Fatalf("call %s: exit %d, %v: %s %s", input, r.code, err, r.stdout, r.stderr)
+				}
+				return res
+			}
+			if res := call(`{"message":"hi","city":"Atlantis"}`); res.OK || res.Error == nil || res.Error.Kind != "denied" || res.Error.Message != "Atlantis is not on any map" {
+				t.Errorf("Atlantis: %+v", res)
+			}
+			if res := call(`{"message":"hi","city":"Oslo"}`); !res.OK || res.Output != `{"message":"hi","city":"Oslo"}` {
+				t.Errorf("Oslo: %+v", res)
+			}
+			// The echo tool shows the input it ran with: the rewritten one.
+			if res := call(`{"message":"hi","city":"paris"}`); !res.OK || !strings.Contains(res.Output, `"city":"Paris"`) {
+				t.Errorf("paris: %+v", res)
+			}
+			if res := call(`{"message":"my password"}`); !res.OK || res.Output != "[withheld by echo's middleware: the output mentioned a password]" {
+				t.Errorf("password: %+v", res)
+			}
+		})
+	}
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestNewMiddlewareRefusesAdd: a middleware's place in the chain is the
+// operator's choice, so -add is refused before anything is created.
+func TestNewMiddlewareRefusesAdd(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "guard")
+	r := cli(t, "", "new", "middleware-go", dir, "-add")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "-add adds tools only") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("a refused new created the directory")
+	}
+}
