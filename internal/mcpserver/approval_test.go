@@ -671,3 +671,25 @@ func TestRequestState(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingResultOutputSchema: a pending result carries structured
+// content only for a tool without an output schema (clients hold
+// structuredContent to the tool's outputSchema, error or not); the _meta
+// names the request either way.
+func TestPendingResultOutputSchema(t *testing.T) {
+	s := New(nil, nil)
+	as := &agentServer{agent: "alice", served: map[string]servedTool{"typed": {outputSchema: `{"type":"object"}`}, "plain": {}}}
+	s.agents["alice"] = as
+	for tool, structured := range map[string]bool{"typed": false, "plain": true} {
+		r := s.pendingResult(maiden.Call{Agent: "alice", Tool: tool}, "apr_1", "http://127.0.0.1:8700", "waits")
+		if (r.StructuredContent != nil) != structured {
+			t.Errorf("%s: structuredContent %v", tool, r.StructuredContent)
+		}
+		if r.Meta[MetaApproval] != "apr_1" || r.Meta[MetaInbox] != "http://127.0.0.1:8700"+InboxPath+"apr_1" || !r.IsError {
+			t.Errorf("%s: %+v", tool, r)
+		}
+	}
+	if r := s.pendingResult(maiden.Call{Agent: "alice", Tool: "plain"}, "apr_1", "", "waits"); r.Meta[MetaInbox] != nil || strings.Contains(text(r), "http") {
+		t.Errorf("no inbox base, yet a URL: %+v %q", r.Meta, text(r))
+	}
+}
