@@ -11,7 +11,7 @@
 //	maiden deny   ID [-reason TEXT]
 //	maiden audit  verify|tail|export ...
 //	maiden operators token|ls|revoke-token ...
-//	maiden new    go|js DIR [-add] [-config agent.toml]
+//	maiden new    go|js|middleware-go|middleware-js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //	maiden client config claude|cursor|vscode [-write]
 //	maiden completion bash|zsh|fish
@@ -82,8 +82,8 @@ func init() {
 			summary:  `run TOOL on INPUT (JSON; "-" reads stdin; default {})`,
 			run:      cmdCall,
 			complete: completeCall},
-		{name: "new", args: "go|js DIR [-add | -add=false] [-config agent.toml]",
-			summary:      "create a tool project from a template (and add it to agent.toml)",
+		{name: "new", args: "go|js|middleware-go|middleware-js DIR [-add | -add=false] [-config agent.toml]",
+			summary:      "create a tool (or middleware) project from a template (and add a tool to agent.toml)",
 			help:         newHelp,
 			run:          cmdNew,
 			interspersed: true,
