@@ -207,10 +207,13 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 	stopProgress()
 	w.end()
 	if err != nil {
+		// The host ends a wait its context ends with a pending result; this
+		// is the case of a decline that came as the call was resuming
+		// after an approval (nothing was consumed: repeating it runs it).
 		if ctx.Err() == nil && errors.Is(context.Cause(waitCtx), errDeclined) {
 			if r, ok := w.request(); ok {
 				return s.pendingResult(c, r.ID, inbox, fmt.Sprintf(
-					"the call waits for a human's approval (request %s: %s); the approval page was declined on the client, but only an operator decides", r.ID, r.Reason)), nil
+					"the call waits for a human's approval (request %s: %s); the approval page was declined on the client, which decides nothing: an operator does", r.ID, r.Reason)), nil
 			}
 		}
 		return nil, s.protocolError(c.Tool, err)
@@ -221,7 +224,11 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 			if modern && urlElicit && res.Error.Approval != "" && res.Error.Approval != stateID {
 				return s.inputRequired(c, res.Error, inbox), nil
 			}
-			return s.pendingResult(c, res.Error.Approval, inbox, res.Error.Message), nil
+			msg := res.Error.Message
+			if errors.Is(context.Cause(waitCtx), errDeclined) {
+				msg = "the approval page was declined on the client, which decides nothing: an operator does. " + msg
+			}
+			return s.pendingResult(c, res.Error.Approval, inbox, msg), nil
 		case api.KindDenied:
 			out := errorResult(res.Error.Kind, res.Error.Message)
 			if res.Error.Approval != "" {

@@ -421,6 +421,9 @@ func TestApprovalElicitation(t *testing.T) {
 	}
 	req = e.pendingOne()
 	checkPending(t, o.res, req.ID, e.srv.URL+InboxPath+req.ID)
+	if !strings.Contains(text(o.res), "declined on the client, which decides nothing") {
+		t.Errorf("the pending text does not say the decline decided nothing: %q", text(o.res))
+	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("a declined elicitation did not end the wait (%v)", d)
 	}
