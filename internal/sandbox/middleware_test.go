@@ -11,6 +11,8 @@ import (
 
 	"github.com/maiden-run/maiden/internal/mwproto"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/internal/wasmtime"
+	"github.com/maiden-run/maiden/wit"
 )
 
 // event is the JSON of a middleware event for tests.
@@ -257,5 +259,65 @@ func TestMiddlewareWorldOf(t *testing.T) {
 	}
 	if _, err := WorldOf([]byte("not wasm")); !errors.Is(err, ErrInvalidTool) {
 		t.Errorf("WorldOf(garbage) = %v", err)
+	}
+}
+
+// TestMiddlewareContract: a middleware may import its log and the empty
+// WASI interfaces, nothing that reaches the network (the tool host's
+// http-fetch, wasi:http, wasi:sockets) or anything else; its exports are
+// held to the middleware world.
+func TestMiddlewareContract(t *testing.T) {
+	describe := wasmtime.Item{Name: "describe", Kind: wasmtime.ItemFunc, Type: "func() -> string", Result: "string"}
+	handle := wasmtime.Item{Name: "handle", Kind: wasmtime.ItemFunc, Type: "func(event: string) -> result<string, string>", Params: []string{"string"}, Result: "result<string, string>"}
+	good := []wasmtime.Item{describe, handle}
+	for _, tt := range []struct {
+		name    string
+		imports []string
+		exports []wasmtime.Item
+		bad     string // "" means accepted
+	}{
+		{"log and WASI", []string{wit.Middleware.HostInterface, "wasi:cli/environment@0.2.6", "wasi:io/streams@0.2.6", "wasi:clocks/monotonic-clock@0.2.0"}, good, ""},
+		{"nothing", nil, good, ""},
+		{"the tool host 0.2.0", []string{wit.V020.HostInterface}, good, `middleware has no network: it imports "maiden:tool/host@0.2.0", the tool host interface, whose http-fetch reaches the network`},
+		{"the tool host 0.1.0", []string{wit.V010.HostInterface}, good, `middleware has no network: it imports "maiden:tool/host@0.1.0"`},
+		{"wasi:http", []string{"wasi:http/outgoing-handler@0.2.6"}, good, `middleware has no network: it imports "wasi:http/outgoing-handler@0.2.6", which maiden does not provide to middleware`},
+		{"wasi:sockets", []string{"wasi:sockets/tcp@0.2.6"}, good, `middleware has no network: it imports "wasi:sockets/tcp@0.2.6"`},
+		{"WASI 0.3", []string{"wasi:cli/environment@0.3.0"}, good, `imports "wasi:cli/environment@0.3.0"`},
+		{"a later middleware host", []string{"maiden:middleware/host@0.2.0"}, good, `imports "maiden:middleware/host@0.2.0"`},
+		{"no describe", nil, []wasmtime.Item{handle}, `missing export "describe"`},
+		{"handle mistyped", nil, []wasmtime.Item{describe, {Name: "handle", Kind: wasmtime.ItemFunc, Type: "func(event: string) -> string", Params: []string{"string"}, Result: "string"}},
+			`export "handle" has type func(event: string) -> string, want handle: func(string) -> result<string, string> (a middleware must target world middleware of maiden:middleware@0.1.0)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if worldOf(tt.exports) != WorldMiddleware {
+				t.Fatalf("exports %v are not a middleware's", tt.exports)
+			}
+			var imps []wasmtime.Item
+			for _, n := range tt.imports {
+				imps = append(imps, wasmtime.Item{Name: n, Kind: wasmtime.ItemInstance})
+			}
+			err := checkMiddlewareImports(imps)
+			if err == nil {
+				err = checkMiddlewareExports(tt.exports)
+			}
+			switch {
+			case tt.bad == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad) || !errors.Is(err, ErrInvalidTool)):
+				t.Errorf("err = %v, want ErrInvalidTool containing %q", err, tt.bad)
+			}
+		})
+	}
+	// A function imported at the top level is not an interface.
+	if err := checkMiddlewareImports([]wasmtime.Item{{Name: wit.Middleware.HostInterface, Kind: wasmtime.ItemFunc}}); err == nil || !strings.Contains(err.Error(), "expected an interface") {
+		t.Errorf("a func import: %v", err)
+	}
+	// Exporting execute as well makes a component a tool, held to the tool
+	// world (where a middleware's host is not an import it may have).
+	if worldOf([]wasmtime.Item{describe, handle, {Name: "execute", Kind: wasmtime.ItemFunc}}) != WorldTool {
+		t.Error("a component exporting execute and handle is not a tool")
+	}
+	if err := checkImports([]wasmtime.Item{{Name: wit.Middleware.HostInterface, Kind: wasmtime.ItemInstance}}); err == nil {
+		t.Error("a tool may import the middleware host")
 	}
 }
