@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -402,6 +401,3 @@ func (h *Host) componentAfter(ctx context.Context, inv *invocation, m config.Mid
 	inv.res.OK, inv.res.Output = false, ""
 	return true, inv.fail(KindDenied, "refused by policy: a middleware failed on the output ("+err.Error()+")")
 }
-
-// errNoDecision ends a wait without a decision.
-var errNoDecision = errors.New("no decision")
