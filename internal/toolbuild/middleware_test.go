@@ -168,3 +168,18 @@ func TestMiddlewareGoDetection(t *testing.T) {
 		})
 	}
 }
+
+// TestMiddlewareJSErrors: a JS module is a middleware when it exports handle
+// and not execute; one that forgets describe is told what a middleware
+// exports, before the slow componentize step.
+func TestMiddlewareJSErrors(t *testing.T) {
+	tc := toolchain(t)
+	_, err := tc.ComponentFromJS(ctxFor(t), []byte("export function handle(event) { return '{\"verdict\":\"pass\"}'; }\n"))
+	if err == nil || !strings.Contains(err.Error(), "does not export describe (a middleware must export describe() and handle(event))") {
+		t.Errorf("err = %v", err)
+	}
+	_, err = tc.ComponentFromJS(ctxFor(t), []byte("export function describe() { return ''; }\n"))
+	if err == nil || !strings.Contains(err.Error(), "a middleware describe() and handle(event)") {
+		t.Errorf("neither: err = %v", err)
+	}
+}
