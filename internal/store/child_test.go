@@ -36,6 +36,8 @@ func runChild(mode string) int {
 		return runChild2(mode)
 	case "journal", "journal-hold":
 		return runJournalChild(mode)
+	case "journal-fsize":
+		return runFsizeChild()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 		return 2

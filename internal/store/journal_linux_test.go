@@ -1,0 +1,117 @@
+//go:build linux
+
+package store
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runFsizeChild is the child of TestJournalFileSizeLimit: with its soft
+// RLIMIT_FSIZE at MAIDEN_STORE_TEST_FROM bytes (no write of SQLite's is
+// needed while the ingester is held off), it appends until Append fails,
+// printing each acknowledged number, then "refused: ERROR"; it raises the
+// limit again and appends 20 more, the refused one first (a partial line
+// left behind would corrupt the next), and exits without closing the
+// store (its journal is left for the next Open).
+func runFsizeChild() int {
+	ctx := context.Background()
+	s, err := Open(ctx, os.Getenv("MAIDEN_STORE_TEST_PATH"), &Options{JournalInterval: time.Hour,
+		journalNoMap: os.Getenv("MAIDEN_STORE_TEST_NOMAP") == "1", journalRotate: 64 << 10})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	hard := lim.Cur
+	lim.Cur, _ = strconv.ParseUint(os.Getenv("MAIDEN_STORE_TEST_FROM"), 10, 64)
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	end := 1_000_000
+	for i := 0; i < end; i++ {
+		// Bodies of varying length, so that a write can be cut anywhere.
+		err := s.Journal().Append(AuditRecord{Kind: AuditCallAdmitted, Agent: "a", Tool: "t",
+			Body: auditBody(map[string]any{"i": i, "pad": strings.Repeat("x", i%97)})})
+		if err != nil {
+			if end != 1_000_000 {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			fmt.Printf("refused: %v\n", err)
+			lim.Cur = hard
+			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			end = i + 20
+			i--
+			continue
+		}
+		fmt.Println(i)
+	}
+	return 0
+}
+
+// TestJournalFileSizeLimit: a child process whose file size limit cuts a
+// journal write short (EFBIG, the write(2) path: a mapped file's room is
+// reserved when it is made, which TestJournalRefuses covers): Append
+// returns the error and takes the partial line back, so that the records
+// the child appends once the limit is lifted are whole; opening the store
+// ingests exactly the acknowledged records, none damaged or torn.
+func TestJournalFileSizeLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Below the journal's 64 KiB rotation: its first file hits the limit.
+	cmd := journalChild(path, "journal-fsize", "t", 0)
+	cmd.Env = append(cmd.Env, "MAIDEN_STORE_TEST_FROM=40000", "MAIDEN_STORE_TEST_NOMAP=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	acked, refusal := -1, ""
+	for sc.Scan() {
+		if r, ok := strings.CutPrefix(sc.Text(), "refused: "); ok {
+			refusal = r
+			continue
+		}
+		acked, _ = strconv.Atoi(sc.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if !strings.Contains(refusal, "file too large") || acked < 120 {
+		t.Fatalf("the child acknowledged 0..%d, then %q; want a refusal for the file size", acked, refusal)
+	}
+	s = openOpts(t, path, nil)
+	got, damaged := chainByTool(t, s)
+	wantSeq(t, "t", got["t"], acked+1)
+	if st := s.Journal().Stats(); len(damaged) != 0 || st.Torn != 0 {
+		t.Fatalf("damaged: %v; stats %+v", damaged, st)
+	}
+	t.Logf("acknowledged 0..%d with one refusal: %s", acked, refusal)
+	if files := journalFiles(t, path+".audit"); len(files) != 0 {
+		t.Fatalf("left: %v", files)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package store
+
+func runFsizeChild() int { return 2 }
