@@ -14,8 +14,7 @@ func FuzzScanJSON(f *testing.F) {
 	for _, s := range []string{
 		`null`, ` {"a":1} `, `{"a":[1,2.5e-3,-0,"x\"\\\/\b\f\n\r\t\u00e9"],"b":{}}`, `[]`, `[1,]`, `{"a"}`, `01`, `-`, `1.`,
 		`1e`, `1e+`, `"\u12"`, `"\x"`, "\"\x01\"", "\"\xff\xfe\"", `tru`, `true false`, `{"a":1,}`, `[1 2]`, "[\n1]",
-		`"unterminated`, `{"a":1}x`, `1.5E+10`, `-12.0e-0`, ``, ` `, strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth),
-		strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1),
+		`"unterminated`, `{"a":1}x`, `1.5E+10`, `-12.0e-0`, ``, ` `, `[[[{"a":[{}]}]]]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -35,6 +34,20 @@ func FuzzScanJSON(f *testing.F) {
 			t.Fatalf("scanJSON(%q) compact = %v; json.Compact gives %q", b, compact, c.Bytes())
 		}
 	})
+}
+
+// TestScanJSONDepth: nesting as deep as encoding/json allows is valid,
+// one level deeper is not (as for json.Valid).
+func TestScanJSONDepth(t *testing.T) {
+	for _, d := range []int{maxJSONDepth, maxJSONDepth + 1} {
+		for _, open := range []string{"[", `{"a":`} {
+			closer := map[string]string{"[": "]", `{"a":`: "}"}[open]
+			b := []byte(strings.Repeat(open, d) + "1" + strings.Repeat(closer, d))
+			if valid, _ := scanJSON(b); valid != json.Valid(b) || valid != (d <= maxJSONDepth) {
+				t.Fatalf("depth %d of %s: scanJSON %v, json.Valid %v", d, open, valid, json.Valid(b))
+			}
+		}
+	}
 }
 
 func BenchmarkScanJSON(b *testing.B) {
