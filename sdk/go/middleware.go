@@ -87,8 +87,7 @@ func RewriteOutput(output string) Verdict {
 }
 
 // MiddlewareFunc decides on one event. An error fails the hook: maiden
-// refuses the call (the agent does not see the error's text, the
-// operator's log does). A panic does the same.
+// refuses the call. A panic does the same.
 type MiddlewareFunc func(ev Event) (Verdict, error)
 
 var registeredMW struct {
