@@ -637,3 +637,51 @@ func TestSessionTable(t *testing.T) {
 		t.Fatal("the empty ID names a session")
 	}
 }
+
+// FuzzSafeNext: whatever the login's next parameter says, the redirect
+// stays on this server and inside the inbox.
+func FuzzSafeNext(f *testing.F) {
+	for _, s := range []string{"/ui", "/ui/approvals/x", "//evil.example", "https://evil.example/ui", `/ui\evil`, "/ui/../x", "/ui%2f..%2f", "/ui/?next=//x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := safeNext(next)
+		u, err := url.Parse(got)
+		if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.HasPrefix(got, "//") ||
+			(u.Path != "/ui" && !strings.HasPrefix(u.Path, "/ui/")) || strings.ContainsAny(got, "\\\r\n\t") {
+			t.Fatalf("safeNext(%q) = %q leaves the inbox", next, got)
+		}
+	})
+}
+
+// TestSessionsHammer: logins, lookups, flashes and logouts from many
+// goroutines at once (run with -race).
+func TestSessionsHammer(t *testing.T) {
+	s := newSessions(time.Minute, 64)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 200 {
+				id := s.open(fmt.Sprint("op", g), "tok", time.Now())
+				if id == "" {
+					continue // full: others hold the table
+				}
+				if v, ok := s.get(id, time.Now()); !ok || v.operator != fmt.Sprint("op", g) {
+					t.Errorf("session of op%d: %+v %v", g, v, ok)
+					return
+				}
+				s.setFlash(id, fmt.Sprint(i))
+				if f := s.takeFlash(id); f != fmt.Sprint(i) {
+					t.Errorf("flash %q, want %d", f, i)
+					return
+				}
+				s.close(id)
+				if _, ok := s.get(id, time.Now()); ok {
+					t.Error("a closed session is still live")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
