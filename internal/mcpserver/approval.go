@@ -173,6 +173,12 @@ func elicitAction(m mcp.InputResponseMap) string {
 // runCall runs one tools/call through the host, carrying it through a
 // human's approval when a middleware rule asks for one.
 func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden.Call) (*mcp.CallToolResult, error) {
+	if req.Session != nil && req.Session.ID() != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer s.sessCalls.add(req.Session.ID(), cancel)()
+	}
 	inbox := s.inboxBase(req)
 	modern := isDate(req.ProtocolVersion()) && req.ProtocolVersion() >= ModernProtocol
 	urlElicit := inbox != "" && supportsURLElicitation(req.ClientCapabilities())

@@ -467,9 +467,9 @@ func TestApprovalWaitEnds(t *testing.T) {
 	}
 }
 
-// TestApprovalCancelWhileWaiting: a client that gives up while its call
-// waits gets no result, and an approval given afterwards runs nothing by
-// itself; the repeated call runs once.
+// TestApprovalCancelWhileWaiting: a client that gives up (or goes away)
+// while its call waits gets no result, and an approval given afterwards
+// runs nothing by itself; the repeated call runs once.
 func TestApprovalCancelWhileWaiting(t *testing.T) {
 	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
 	cs := e.client(legacyProtocol, nil)
@@ -489,6 +489,35 @@ func TestApprovalCancelWhileWaiting(t *testing.T) {
 		t.Fatalf("an approval of a cancelled call ran it by itself (%d executions)", n)
 	}
 	if r := call(t, cs, "fetcher", args); r.IsError || !strings.Contains(text(r), "200 hit 1") {
+		t.Fatalf("the repeated call after approval: %q", text(r))
+	}
+
+	// A client that goes away (its session closed) while its call waits.
+	gone := e.client(legacyProtocol, nil)
+	args = e.fetch("b")
+	ch = callAsync(context.Background(), gone, &mcp.CallToolParams{Name: "fetcher", Arguments: args})
+	req = e.pendingOne()
+	// The session's end, as a client leaving sends it (the Go SDK's client
+	// sends it only once its calls returned).
+	start := time.Now()
+	del, _ := http.NewRequest(http.MethodDelete, e.srv.URL+Path, nil)
+	del.Header.Set("Mcp-Session-Id", gone.ID())
+	if resp, err := bearer(e.token).Do(del); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE of the session: %d", resp.StatusCode)
+	}
+	recv(t, ch, 10*time.Second)
+	waitFor(t, 10*time.Second, func() bool { return e.ended.Load() == 3 })
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the call of a closed session waited on for %v", d)
+	}
+	e.decide(req.ID, true, "")
+	time.Sleep(500 * time.Millisecond)
+	if n := e.hits.Load(); n != 1 {
+		t.Fatalf("an approval of a call whose client left ran it by itself (%d executions, want 1)", n)
+	}
+	if r := call(t, cs, "fetcher", args); r.IsError || !strings.Contains(text(r), "200 hit 2") {
 		t.Fatalf("the repeated call after approval: %q", text(r))
 	}
 }

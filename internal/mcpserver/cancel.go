@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -265,4 +266,47 @@ func splitEvent(p []byte) (prefix, data, suffix []byte) {
 		return p[:start], p[start:], nil
 	}
 	return p[:start], p[start : start+end], p[start+end:]
+}
+
+// sessionCalls are the tools/call handlers running in each HTTP session,
+// so that a client ending its session (DELETE) cancels them. The SDK's
+// session close waits for the session's handlers without cancelling them:
+// a call waiting for a human's approval waited on for a client that had
+// left (and its DELETE with it), and, if approved meanwhile, ran for
+// nobody.
+type sessionCalls struct {
+	mu sync.Mutex
+	m  map[string]map[*context.CancelFunc]struct{}
+}
+
+// add registers a running call of session; remove forgets it.
+func (c *sessionCalls) add(session string, cancel context.CancelFunc) (remove func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]map[*context.CancelFunc]struct{}{}
+	}
+	if c.m[session] == nil {
+		c.m[session] = map[*context.CancelFunc]struct{}{}
+	}
+	k := &cancel
+	c.m[session][k] = struct{}{}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.m[session], k)
+		if len(c.m[session]) == 0 {
+			delete(c.m, session)
+		}
+	}
+}
+
+// cancel cancels every running call of session and reports how many.
+func (c *sessionCalls) cancel(session string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m[session] {
+		(*k)()
+	}
+	return len(c.m[session])
 }

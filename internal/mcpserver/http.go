@@ -111,6 +111,10 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			if isModern(r.Header.Get("MCP-Protocol-Version"), nil) {
 				stateless.ServeHTTP(w, r) // 405: no GET stream, no DELETE
 			} else if s.sessionOwned(w, r) {
+				if r.Method == http.MethodDelete {
+					// The client ends its session: its calls end with it.
+					s.sessCalls.cancel(r.Header.Get("Mcp-Session-Id"))
+				}
 				sessions.ServeHTTP(w, r)
 			}
 			return

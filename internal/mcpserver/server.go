@@ -106,7 +106,8 @@ type Server struct {
 	bindMu   sync.Mutex
 	sessions map[string]string // HTTP session ID -> the agent that opened it
 
-	httpCalls inflight // requests in flight over HTTP, by session
+	httpCalls inflight     // requests in flight over HTTP, by session
+	sessCalls sessionCalls // running tools/call handlers, by HTTP session
 
 	states *stateKey // signs the request state of input-required results
 }
