@@ -18,6 +18,7 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/inbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,7 +49,7 @@ import (
 
 // InboxPath is the path under which the inbox serves the page of one
 // approval request (InboxPath + ID), relative to the public URL.
-const InboxPath = "/ui/approvals/"
+const InboxPath = inbox.Path + "/approvals/"
 
 // Keys of a pending or denied result's _meta, beside MetaErrorKind.
 const (

@@ -396,6 +396,16 @@ func TestApprovalElicitation(t *testing.T) {
 	if want := e.srv.URL + InboxPath + req.ID; got.Mode != "url" || got.URL != want || got.ElicitationID != req.ID {
 		t.Fatalf("elicitation mode %q url %q id %q; want url mode, %s, %s", got.Mode, got.URL, got.ElicitationID, want, req.ID)
 	}
+	// The URL is the inbox's page of the request (behind its login).
+	if resp, err := http.Get(got.URL); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		t.Logf("GET %s: %d (after redirects: %s)", got.URL, resp.StatusCode, resp.Request.URL)
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Request.URL.String(), e.srv.URL+"/ui") {
+			t.Errorf("the elicitation's URL %s answers %d at %s", got.URL, resp.StatusCode, resp.Request.URL)
+		}
+	}
 	// Accepted on the client; still nothing runs.
 	stillWaiting(t, ch, 500*time.Millisecond)
 	if n, s := e.hits.Load(), e.state(req.ID); n != 0 || s != "pending" {
