@@ -102,6 +102,8 @@ type Journal struct {
 	mu       sync.Mutex // the append lock: line numbers follow file order
 	f        *os.File   // the current file, opened for appending; nil until the first Append
 	m        []byte     // its shared mapping, if it has one (else records are written with write(2))
+	mp       *journalMap
+	bg       sync.WaitGroup // populating and retiring mappings in the background
 	noMap    bool       // never map (tests of the write(2) path)
 	files    []*journalFile
 	num      int // the current file's number
@@ -344,7 +346,12 @@ func (j *Journal) openNextLocked(need int64) error {
 		return fail(err)
 	}
 	j.num++
-	j.f, j.m = f, m
+	j.f, j.m, j.mp = f, m, nil
+	if m != nil {
+		j.mp = &journalMap{b: m}
+		j.bg.Add(1)
+		go j.populate(j.mp)
+	}
 	j.files = append(j.files, &journalFile{name: name, nextLine: 1})
 	if !j.started {
 		j.started = true
@@ -362,8 +369,22 @@ func (j *Journal) sealLocked() error {
 	cur := j.files[len(j.files)-1]
 	var err error
 	if j.m != nil {
+		j.mp.retire()
+		if !j.sync {
+			// Unmapping takes ~1 ms and the cut only spares a sweeper the
+			// zeros: both off the call path.
+			m, f, size := j.m, j.f, cur.size
+			j.bg.Go(func() {
+				unmapJournal(m)
+				f.Truncate(size)
+				f.Close()
+			})
+			cur.sealed = true
+			j.f, j.m, j.mp = nil, nil, nil
+			return nil
+		}
 		err = unmapJournal(j.m)
-		j.m = nil
+		j.m, j.mp = nil, nil
 		if terr := j.f.Truncate(cur.size); err == nil {
 			err = terr
 		}
@@ -387,6 +408,43 @@ func (j *Journal) sealLocked() error {
 		return fmt.Errorf("audit journal: seal %s: %w", cur.name, err)
 	}
 	return nil
+}
+
+// journalMap is a mapping the populator works on ahead of the writer.
+type journalMap struct {
+	b    []byte
+	mu   sync.Mutex
+	dead bool
+}
+
+// retire stops the populator (after the chunk it is on) before the
+// mapping goes.
+func (pm *journalMap) retire() {
+	pm.mu.Lock()
+	pm.dead = true
+	pm.mu.Unlock()
+}
+
+// populate faults a new mapping's pages in, writable, ahead of the writer
+// (MADV_POPULATE_WRITE, which touches no byte): taking a page's first
+// write fault in the call path cost 15-30 µs per 4 KiB page, about 1 µs
+// per record, against 7 ms for 8 MiB here. Where it is not supported the
+// writer takes the faults.
+func (j *Journal) populate(pm *journalMap) {
+	defer j.bg.Done()
+	const chunk = 256 << 10
+	for off := 0; off < len(pm.b); off += chunk {
+		pm.mu.Lock()
+		if pm.dead {
+			pm.mu.Unlock()
+			return
+		}
+		err := populateJournal(pm.b[off:min(off+chunk, len(pm.b))])
+		pm.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
 }
 
 // syncTo returns once an fsync that began after the journal's write
@@ -619,6 +677,7 @@ func (j *Journal) close() error {
 	}
 	close(j.stop)
 	<-j.done
+	j.bg.Wait()
 	j.smu.Lock()
 	j.mu.Lock()
 	for _, r := range j.retired {

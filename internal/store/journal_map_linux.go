@@ -34,3 +34,6 @@ func mapJournal(f *os.File, size int64) ([]byte, error) {
 }
 
 func unmapJournal(m []byte) error { return unix.Munmap(m) }
+
+// populateJournal prefaults b's pages writable without writing to them.
+func populateJournal(b []byte) error { return unix.Madvise(b, unix.MADV_POPULATE_WRITE) }
