@@ -104,7 +104,7 @@ type Journal struct {
 	m        []byte     // its shared mapping, if it has one (else records are written with write(2))
 	mp       *journalMap
 	bg       sync.WaitGroup // populating and retiring mappings in the background
-	noMap    bool       // never map (tests of the write(2) path)
+	noMap    bool           // never map (tests of the write(2) path)
 	files    []*journalFile
 	num      int // the current file's number
 	closed   bool
