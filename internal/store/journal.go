@@ -238,9 +238,12 @@ func (j *Journal) appendLocked(fields []byte) (int64, error) {
 	}
 	if backlog := j.wpos - j.ingestedB.Load(); backlog > j.backlogMax {
 		j.pmu.Lock()
-		last := j.lastErr
+		why := "the ingester has not caught up"
+		if j.lastErr != nil {
+			why = "last ingestion error: " + j.lastErr.Error()
+		}
 		j.pmu.Unlock()
-		return 0, fmt.Errorf("audit journal %s: %d bytes are waiting to be ingested into the store, more than %d (last ingestion error: %v)", j.dir, backlog, j.backlogMax, last)
+		return 0, fmt.Errorf("audit journal %s: %d bytes are waiting to be ingested into the store, more than %d (%s)", j.dir, backlog, j.backlogMax, why)
 	}
 	// The line's length does not depend on which file it goes to (the
 	// line number may grow by a digit: room is kept for that).

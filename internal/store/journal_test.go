@@ -671,3 +671,50 @@ func TestJournalCloseWhileAppending(t *testing.T) {
 		})
 	}
 }
+
+// TestJournalStoreLocked: another process's connection holds the store's
+// write lock, so the ingester cannot commit: Flush reports the ingestion
+// error, Append refuses once the backlog is full (naming the cause), and
+// once the lock is released everything acknowledged reaches the chain,
+// once.
+func TestJournalStoreLocked(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openOpts(t, path, &Options{BusyTimeout: 50 * time.Millisecond, JournalInterval: time.Millisecond, JournalBacklog: 8 << 10})
+	other := openOpts(t, path, nil)
+	tx, err := other.db.BeginTx(ctx, nil) // IMMEDIATE: the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var refusal error
+	for ; n < 10000; n++ {
+		if refusal = s.Journal().Append(journalRec("t", n)); refusal != nil {
+			break
+		}
+	}
+	if refusal == nil || !strings.Contains(refusal.Error(), "waiting to be ingested") {
+		t.Fatalf("after %d appends: %v; want the backlog refused", n, refusal)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.Journal().Flush(fctx); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("Flush while the store is locked = %v; want the ingestion error", err)
+	}
+	t.Logf("refused after %d: %v", n, refusal)
+	tx.Rollback()
+	var err2 error
+	for range 100 { // the ingester retries with a growing pause
+		if err2 = s.Journal().Flush(ctx); err2 == nil {
+			break
+		}
+	}
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	if err := s.Journal().Append(journalRec("t", n)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := chainByTool(t, s)
+	wantSeq(t, "t", got["t"], n+1)
+}
