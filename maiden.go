@@ -327,7 +327,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // memory ceiling, a trap, a file that is not a valid tool — or input that does
 // not fit the tool's schema is a Result with OK false. The error is non-nil
 // only when the call could not be made (ErrClosed, ErrUnknownTool,
-// ErrOverloaded) or ctx ended it (ctx's error).
+// ErrOverloaded, ErrState) or ctx ended it (ctx's error) — except while it
+// waits for a human: then the end of ctx ends the wait, and the Result is
+// kind pending with the request's ID, which a repeated call picks up.
 //
 // The call passes through the pipeline New assembled (see pipeline.go):
 // admission, policy, input, load and validation, run. No tool code runs

@@ -340,6 +340,10 @@ func (h *Host) runComponent(ctx context.Context, m config.Middleware, event stri
 		return mwproto.Verdict{}, fmt.Errorf("%s is a %s component, not middleware (maiden:middleware world)", c.Path, t.World)
 	}
 	out, err := t.Execute(ctx, sandbox.Call{Limits: lim, Input: event})
+	for _, l := range out.Logs {
+		// A component's log is the operator's, never the agent's.
+		h.log.Info("middleware log", "component", c.Name, "level", l.Level, "source", l.Source, "message", l.Message)
+	}
 	if err != nil {
 		return mwproto.Verdict{}, err
 	}
@@ -361,7 +365,7 @@ func (h *Host) componentBefore(ctx context.Context, inv *invocation, m config.Mi
 		}
 		h.log.Warn("middleware component failed; call refused", "rule", m.Rule, "component", m.Component.Name, "tool", inv.tool.Name, "err", err)
 		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "failed: " + err.Error()})
-		return true, inv.fail(KindDenied, "refused by policy: a middleware failed ("+err.Error()+")")
+		return true, inv.fail(KindDenied, "refused by policy: a check on this call failed (the operator's log says why)")
 	}
 	switch v.Kind {
 	case mwproto.Reject:
@@ -399,5 +403,5 @@ func (h *Host) componentAfter(ctx context.Context, inv *invocation, m config.Mid
 	h.log.Warn("middleware component failed on the output; result withheld", "rule", m.Rule, "tool", inv.tool.Name, "err", err)
 	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "failed: " + err.Error()})
 	inv.res.OK, inv.res.Output = false, ""
-	return true, inv.fail(KindDenied, "refused by policy: a middleware failed on the output ("+err.Error()+")")
+	return true, inv.fail(KindDenied, "refused by policy: a check on this call's output failed (the operator's log says why)")
 }

@@ -37,6 +37,8 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxQueued := fs.Int("max-queued", 0, "calls waiting for a turn before new ones are refused (default 1024; -1: none)")
 	watch := fs.Bool("watch", true, "reload agent.toml and tell clients when it or a tool file changes")
 	idle := fs.Duration("session-idle", mcpserver.DefaultSessionIdle, "with -http: close a session after this long without a request (0: never)")
+	publicURL := fs.String("public-url", "", "the `URL` clients reach this server at (https://maiden.example:8700): the base of the inbox links approvals send (default: the request's own address on loopback; none over stdio)")
+	approvalWait := fs.Duration("approval-wait", maiden.DefaultApprovalWait, "how long a call waits for a human when an approve rule asks, before it returns pending")
 	// -agent and -state may become common flags (newFlags); defined here
 	// only if they are not, so both can coexist.
 	if fs.Lookup("agent") == nil {
@@ -89,7 +91,11 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitUsage
 	}
 	defer h.Close(context.Background())
-	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: moduleVersion(), Agent: agent})
+	if *approvalWait <= 0 {
+		fmt.Fprintln(stderr, "maiden serve: -approval-wait must be positive")
+		return exitUsage
+	}
+	srv := mcpserver.New(h, &mcpserver.Options{Logger: logger, Version: moduleVersion(), Agent: agent, PublicURL: *publicURL, ApprovalWait: *approvalWait})
 	// Sync logs each tool it cannot serve, once (not again at every reload
 	// while the problem stays the same).
 	if _, err := srv.Sync(ctx); err != nil {
