@@ -24,47 +24,53 @@ import (
 // audited: whenever the configuration uses the state store.
 func (inv *invocation) audited() bool { return inv.cfg != nil && inv.cfg.UsesState() && !inv.noAudit }
 
-// auditCall records how a call ended when it was refused before running
-// (the admitted record is written by admitRecord, before the run), and
-// the outcome of one that ran.
+// callRecord is the body of a call's audit records.
+type callRecord struct {
+	Session    string    `json:"session,omitempty"`
+	Rendered   string    `json:"rendered"`
+	Card       string    `json:"card,omitempty"`
+	Middleware []verdict `json:"middleware,omitempty"`
+	Approval   string    `json:"approval,omitempty"`
+	Kind       ErrorKind `json:"kind,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	DurationMS int64     `json:"duration_ms,omitempty"`
+}
+
+// auditCall records a call refused before it ran (call-refused: the
+// verdicts so far and the refusal) and one that failed after it was
+// admitted (call-failed: the after-phase verdicts and the failure). A
+// call that succeeded has its call-admitted record only: one record per
+// call on the common path.
 func (h *Host) auditCall(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		err := next(ctx, inv)
-		if !inv.audited() || inv.agent == "" {
+		if !inv.audited() || inv.agent == "" || (inv.admitted && err == nil && inv.res.OK) {
 			return err
 		}
-		body := map[string]any{"session": inv.call.Session, "rendered": grant.Rendering(inv.rendered)}
-		if len(inv.trail) > 0 {
-			body["middleware"] = inv.trail
-		}
+		rec := callRecord{Session: inv.call.Session, Rendered: grant.Rendering(inv.rendered), Middleware: inv.trail}
 		if inv.res.Error != nil {
-			body["kind"], body["message"] = inv.res.Error.Kind, inv.res.Error.Message
-			if inv.res.Error.Approval != "" {
-				body["approval"] = inv.res.Error.Approval
-			}
+			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval
 		} else if err != nil {
-			body["error"] = err.Error()
+			rec.Error = err.Error()
 		}
 		kind := store.AuditCallRefused
 		if inv.admitted {
-			kind = AuditCallDone
-			body["ok"] = inv.res.OK
-			body["duration_ms"] = time.Since(inv.start).Milliseconds()
-			delete(body, "middleware") // in the admitted record, except the after-phase ones below
-			if len(inv.trail) > inv.trailAtAdmit {
-				body["middleware"] = inv.trail[inv.trailAtAdmit:]
-			}
+			kind = AuditCallFailed
+			rec.Middleware = inv.trail[inv.trailAtAdmit:] // the rest are in its call-admitted record
+			rec.DurationMS = time.Since(inv.start).Milliseconds()
 		}
-		if aerr := h.appendAudit(context.WithoutCancel(ctx), inv, kind, body); aerr != nil {
+		if aerr := h.appendAudit(context.WithoutCancel(ctx), inv, kind, rec); aerr != nil {
 			h.log.Error("audit record not written", "kind", kind, "agent", inv.agent, "tool", inv.tool.Name, "err", aerr)
 		}
 		return err
 	}
 }
 
-// AuditCallDone is the audit kind of a call's outcome (after its
-// call-admitted record).
-const AuditCallDone = "call-done"
+// AuditCallFailed is the audit kind of a call that failed after its
+// call-admitted record (a deadline, a trap, a refused fetch, an output a
+// layer withheld).
+const AuditCallFailed = "call-failed"
 
 // admitRecord writes the call-admitted record right before the tool runs;
 // if it cannot be written, the call is refused.
@@ -74,17 +80,8 @@ func (h *Host) admitRecord(next handler) handler {
 			inv.admitted = true
 			return next(ctx, inv)
 		}
-		body := map[string]any{"session": inv.call.Session, "rendered": grant.Rendering(inv.rendered)}
-		if inv.decidedBy != "" {
-			body["card"] = inv.decidedBy
-		}
-		if len(inv.trail) > 0 {
-			body["middleware"] = inv.trail
-		}
-		if inv.approval != "" {
-			body["approval"] = inv.approval
-		}
-		if err := h.appendAudit(ctx, inv, store.AuditCallAdmitted, body); err != nil {
+		rec := callRecord{Session: inv.call.Session, Rendered: grant.Rendering(inv.rendered), Card: inv.decidedBy, Middleware: inv.trail, Approval: inv.approval}
+		if err := h.appendAudit(ctx, inv, store.AuditCallAdmitted, rec); err != nil {
 			return fmt.Errorf("%w: the audit record of the call could not be written, so the call was refused: %v", ErrState, err)
 		}
 		inv.admitted, inv.trailAtAdmit = true, len(inv.trail)
@@ -94,14 +91,14 @@ func (h *Host) admitRecord(next handler) handler {
 
 // auditEvent appends a record about the call that is not a decision
 // (an approval requested): a failure is logged, not fatal.
-func (h *Host) auditEvent(ctx context.Context, inv *invocation, kind string, body map[string]any) {
+func (h *Host) auditEvent(ctx context.Context, inv *invocation, kind string, body any) {
 	if err := h.appendAudit(context.WithoutCancel(ctx), inv, kind, body); err != nil {
 		h.log.Error("audit record not written", "kind", kind, "agent", inv.agent, "tool", inv.tool.Name, "err", err)
 	}
 }
 
 // appendAudit writes one record of the call to the trail.
-func (h *Host) appendAudit(ctx context.Context, inv *invocation, kind string, body map[string]any) error {
+func (h *Host) appendAudit(ctx context.Context, inv *invocation, kind string, body any) error {
 	st, err := h.state(ctx, inv.cfg)
 	if err != nil {
 		return err
@@ -111,27 +108,43 @@ func (h *Host) appendAudit(ctx context.Context, inv *invocation, kind string, bo
 		return err
 	}
 	rec := store.AuditRecord{At: time.Now(), Kind: kind, Actor: "agent:" + inv.agent, Agent: inv.agent, Tool: inv.tool.Name, Body: b}
-	_, err = h.auditSink(st).append(ctx, rec)
-	return err
+	return h.auditSink(st).append(ctx, rec)
 }
 
-// auditWriter is how records reach the trail: group commit in the store.
+// auditWriter is how records reach the trail: the store's audit journal
+// (an append that survives kill -9 once it returns, ingested into the
+// chain in batches: internal/store journal.go), or a transaction per
+// record for a store without one.
 type auditWriter interface {
-	append(ctx context.Context, r store.AuditRecord) (store.AuditRecord, error)
+	append(ctx context.Context, r store.AuditRecord) error
 }
+
+type journalAudit struct{ j *store.Journal }
+
+func (a journalAudit) append(_ context.Context, r store.AuditRecord) error { return a.j.Append(r) }
 
 type storeAudit struct{ st store.Store }
 
-func (s storeAudit) append(ctx context.Context, r store.AuditRecord) (store.AuditRecord, error) {
-	if g, ok := s.st.(interface {
-		AppendAuditGroup(context.Context, store.AuditRecord) (store.AuditRecord, error)
-	}); ok {
-		return g.AppendAuditGroup(ctx, r)
-	}
-	return s.st.AppendAudit(ctx, r)
+func (s storeAudit) append(ctx context.Context, r store.AuditRecord) error {
+	_, err := s.st.AppendAudit(ctx, r)
+	return err
 }
 
-func (h *Host) auditSink(st store.Store) auditWriter { return storeAudit{st} }
+func (h *Host) auditSink(st store.Store) auditWriter {
+	if j, ok := st.(interface{ Journal() *store.Journal }); ok && j.Journal() != nil {
+		return journalAudit{j.Journal()}
+	}
+	return storeAudit{st}
+}
+
+// flushAudit waits until every record this process appended is in the
+// chain.
+func flushAudit(ctx context.Context, st store.Store) error {
+	if j, ok := st.(interface{ Journal() *store.Journal }); ok && j.Journal() != nil {
+		return j.Journal().Flush(ctx)
+	}
+	return nil
+}
 
 // auditFetch wraps a call's http-fetch so that each request's decision is
 // a record of the trail (method, host, path without the query, the
@@ -170,6 +183,9 @@ func (h *Host) AuditTail(ctx context.Context, after int64, limit int) ([]AuditRe
 	if err != nil {
 		return nil, err
 	}
+	if err := flushAudit(ctx, st); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrState, err)
+	}
 	recs, err := st.AuditTail(ctx, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrState, err)
@@ -185,6 +201,9 @@ func (h *Host) VerifyAudit(ctx context.Context) (n int64, head string, err error
 	st, err := h.state(ctx, cfg)
 	if err != nil {
 		return 0, "", err
+	}
+	if err := flushAudit(ctx, st); err != nil {
+		return 0, "", fmt.Errorf("%w: %v", ErrState, err)
 	}
 	return st.VerifyAudit(ctx)
 }
