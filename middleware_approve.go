@@ -176,7 +176,7 @@ func (h *Host) await(ctx context.Context, inv *invocation, m config.Middleware, 
 			if err := inv.resume(ctx, h); err != nil {
 				return true, err
 			}
-			return h.approved(inv, m, cur)
+			return h.afterWait(ctx, inv, m, cur)
 		case store.ApprovalDenied:
 			return h.denied(inv, m, cur, "this call was denied")
 		case store.ApprovalExpired:
@@ -192,6 +192,33 @@ func (h *Host) await(ctx context.Context, inv *invocation, m config.Middleware, 
 			return h.pending(inv, m, cur, fmt.Sprintf("request %s was used by another identical call", cur.ID))
 		}
 	}
+}
+
+// afterWait lets an approved call go on if the agent's cards are still
+// those it was asked under: the wallet is pinned again (the wait may have
+// been long), the call decided on it again, and a changed card revision
+// asks the human again.
+func (h *Host) afterWait(ctx context.Context, inv *invocation, m config.Middleware, a store.Approval) (bool, error) {
+	w, err := h.wallet(ctx, inv.cfg, inv.agent, time.Now())
+	if err != nil {
+		return true, err
+	}
+	if inv.wallet != nil {
+		d := w.Decide(grant.ToolTarget(inv.tool.Name, inv.rendered))
+		if !d.Allow {
+			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "cards changed while it waited: " + d.Reason})
+			return true, inv.fail(KindDenied, d.Reason)
+		}
+		inv.wallet, inv.decidedBy = w, d.Card
+	}
+	if walletRevision(w) == a.CardGeneration {
+		return h.approved(inv, m, a)
+	}
+	if inv.reasked >= 3 {
+		return h.pending(inv, m, a, "the agent's cards keep changing while it waits")
+	}
+	inv.reasked++
+	return h.approve(ctx, inv, m) // finds a's revision stale and asks again
 }
 
 // runApproved consumes the call's approval (if a human approved it) and

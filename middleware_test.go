@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -503,5 +507,103 @@ when = 'args.message == "wrapped"'
 	}
 	if got["middleware.good"] != "<nil>" || !strings.Contains(got["middleware.notmw"], "not middleware") || !strings.Contains(got["mw"], "not a tool") {
 		t.Errorf("check: %v", got)
+	}
+}
+
+// TestApprovalAsksAgainWhenCardsChange: a card granted to the agent while
+// its call waits changes its card revision: the approval given meanwhile
+// does not run the call, which asks again (a new request); a card revoked
+// so that the call is no longer allowed denies it.
+func TestApprovalAsksAgainWhenCardsChange(t *testing.T) {
+	h := approvalHost(t, "")
+	ctx := context.Background()
+	asked := make(chan string, 4)
+	type out struct {
+		res maiden.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 5"}`, ApprovalWait: 20 * time.Second,
+			OnApproval: func(r maiden.ApprovalRequest) { asked <- r.ID }})
+		done <- out{res, err}
+	}()
+	first := <-asked
+	// Another decision's always-card lands in the agent's wallet meanwhile.
+	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay other"}`, ApprovalWait: -1})
+	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true, Always: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Decide(ctx, first, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	var second string
+	select {
+	case second = <-asked:
+	case o := <-done:
+		t.Fatalf("the call ended without asking again: %+v %+v %v", o.res, o.res.Error, o.err)
+	}
+	if second == first {
+		t.Fatalf("asked again with the same request %s", first)
+	}
+	r, err := h.Approval(ctx, second)
+	if err != nil || !strings.Contains(r.Reason, "cards changed") {
+		t.Fatalf("second request %+v %v", r, err)
+	}
+	if _, err := h.Decide(ctx, second, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-done; o.err != nil || !o.res.OK {
+		t.Fatalf("approved under the new cards: %+v %+v %v", o.res, o.res.Error, o.err)
+	}
+}
+
+// TestAuditUnwritableRefusesCall: when the audit record cannot be written
+// (the journal's directory is a file), the call is refused and the tool
+// does not run (it would fetch from a loopback server that counts): nothing
+// is run unaudited.
+func TestAuditUnwritableRefusesCall(t *testing.T) {
+	var hits atomic.Int32
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }), "api.example.com")
+	u, _ := url.Parse(srv.URL)
+	dir := t.TempDir()
+	cfg := writeConfigAt(t, filepath.Join(dir, "agent.toml"), `version = 1
+[tools.fetcher]
+path = %q
+http_allow = ["api.example.com"]
+http_ports = [`+u.Port()+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+[agents.a]
+tools = ["fetcher"]
+grants = ["tool:invoke fetcher --...", "network:connect *"]
+`, "js/fetcher")
+	if err := os.WriteFile(cfg.StatePath()+".audit", []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), Resolver: testkit.Loopback("api.example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	in := `{"url":"https://api.example.com:` + u.Port() + `/"}`
+	res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: "fetcher", Input: in})
+	if !errors.Is(err, maiden.ErrState) || !strings.Contains(err.Error(), "audit record") || res.OK {
+		t.Fatalf("call with an unwritable audit trail: %+v, %v", res, err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the tool ran (%d requests) although its audit record could not be written", n)
+	}
+	// The same call with a writable trail does run: the test can fail.
+	if err := os.Remove(cfg.StatePath() + ".audit"); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), Resolver: testkit.Loopback("api.example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close(context.Background())
+	if res, err := h2.Call(context.Background(), maiden.Call{Agent: "a", Tool: "fetcher", Input: in}); err != nil || !res.OK || hits.Load() != 1 {
+		t.Fatalf("with a writable trail: %+v %v, %d requests", res, err, hits.Load())
 	}
 }

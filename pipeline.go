@@ -54,6 +54,7 @@ type invocation struct {
 	approval       string
 	extraApprovals []string
 	started        bool // the approval was consumed (runApproved)
+	reasked        int  // times the approval was asked again because the cards changed during a wait
 	// admitted: the call-admitted record is written (admitRecord) and the
 	// tool may run; trailAtAdmit is how many verdicts it holds.
 	admitted     bool
