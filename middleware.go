@@ -12,6 +12,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/condition"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/limits"
 	"github.com/maiden-run/maiden/internal/mwproto"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
@@ -174,8 +175,8 @@ func (h *Host) before(ctx context.Context, inv *invocation, m config.Middleware)
 			return true, fmt.Errorf("%w: rate limit: %v", ErrState, err)
 		}
 		if !allowed {
-			wait := at.Sub(now).Round(time.Millisecond)
-			return reject(KindDenied, fmt.Sprintf("rate limit: at most %d calls of %s per %v; try again in %v", m.Limit, inv.tool.Name, m.Per, wait), "wait "+wait.String())
+			wait := limits.WaitText(at.Sub(now))
+			return reject(KindDenied, fmt.Sprintf("rate limit: at most %d calls of %s per %v; try again in %s", m.Limit, inv.tool.Name, m.Per, wait), "wait "+wait)
 		}
 		return pass("")
 	case config.UseQuota:

@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
-	"math/bits"
 	"time"
+
+	"github.com/maiden-run/maiden/internal/limits"
 )
 
 // BucketKey names a rate-limit token bucket: one per agent, tool and rule.
@@ -22,17 +22,6 @@ type Rate struct {
 	Interval time.Duration
 }
 
-// mulDiv is a*b/c without overflowing in between; ok is false when the
-// result does not fit an int64.
-func mulDiv(a, b, c int64) (int64, bool) {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi >= uint64(c) {
-		return 0, false
-	}
-	q, _ := bits.Div64(hi, lo, uint64(c))
-	return int64(q), q <= math.MaxInt64
-}
-
 // Take takes cost tokens from bucket key at time now. It returns allowed,
 // or, when the bucket holds too few, the earliest time the same take
 // would be allowed. The read and the write are one transaction under the
@@ -43,7 +32,8 @@ func mulDiv(a, b, c int64) (int64, bool) {
 // generic cell rate algorithm): the bucket is full when tat <= now, each
 // token moves tat on by Interval/Refill, and a take is allowed while tat
 // stays within Capacity tokens of now. A cost above Capacity is never
-// allowed (wait is then the zero time).
+// allowed (wait is then the zero time). The arithmetic is
+// internal/limits' (Take, Spend); this file persists its state.
 func (s *SQLite) Take(ctx context.Context, key BucketKey, rate Rate, cost int64, now time.Time) (allowed bool, wait time.Time, err error) {
 	if rate.Capacity <= 0 || rate.Refill <= 0 || rate.Interval <= 0 || cost < 0 {
 		return false, time.Time{}, fmt.Errorf("rate limit %q: %w: capacity, refill and interval must be positive and cost not negative (%+v, cost %d)", key.Rule, ErrBadInput, rate, cost)
@@ -53,33 +43,30 @@ func (s *SQLite) Take(ctx context.Context, key BucketKey, rate Rate, cost int64,
 			return false, time.Time{}, fmt.Errorf("rate limit: %w", err)
 		}
 	}
-	if cost > rate.Capacity {
-		return false, time.Time{}, nil
+	b := limits.Bucket{Capacity: rate.Capacity, Refill: rate.Refill, Interval: rate.Interval}
+	if err := b.Check(); err != nil {
+		return false, time.Time{}, fmt.Errorf("rate limit %q: %w: %v", key.Rule, ErrBadInput, err)
 	}
-	step, ok1 := mulDiv(cost, int64(rate.Interval), rate.Refill)
-	burst, ok2 := mulDiv(rate.Capacity, int64(rate.Interval), rate.Refill)
-	if !ok1 || !ok2 {
-		return false, time.Time{}, fmt.Errorf("rate limit %q: %w: the bucket's span overflows (%+v)", key.Rule, ErrBadInput, rate)
-	}
-	t := now.UnixNano()
 	err = s.writeKeep(ctx, func(tx *sql.Tx) error {
-		var tat int64
-		err := tx.QueryRowContext(ctx, `SELECT tat FROM rate_buckets WHERE bucket = ?`, key.String()).Scan(&tat)
-		if isNoRows(err) {
-			tat, err = t, nil
+		var st limits.BucketState // zero: a full bucket
+		err := tx.QueryRowContext(ctx, `SELECT tat FROM rate_buckets WHERE bucket = ?`, key.String()).Scan(&st.TAT)
+		if err != nil && !isNoRows(err) {
+			return err
 		}
+		d, next, err := limits.Take(b, st, cost, now)
 		if err != nil {
 			return err
 		}
-		tat = max(tat, t)
-		next := tat + step
-		if next-t > burst {
-			wait = time.Unix(0, next-burst).UTC()
+		if !d.Allowed {
+			allowed, wait = false, time.Time{}
+			if !d.Never {
+				wait = now.Add(d.Wait).UTC()
+			}
 			return nil
 		}
 		allowed = true
 		_, err = tx.ExecContext(ctx, `INSERT INTO rate_buckets (bucket, tat) VALUES (?, ?)
-			ON CONFLICT (bucket) DO UPDATE SET tat = excluded.tat`, key.String(), next)
+			ON CONFLICT (bucket) DO UPDATE SET tat = excluded.tat`, key.String(), next.TAT)
 		return err
 	})
 	if err != nil {
@@ -106,35 +93,27 @@ func (s *SQLite) Spend(ctx context.Context, key QuotaKey, limit int64, window ti
 			return false, time.Time{}, fmt.Errorf("quota: %w", err)
 		}
 	}
-	t := now.UnixNano()
-	start := t - ((t%int64(window))+int64(window))%int64(window)
-	reset = time.Unix(0, start+int64(window)).UTC()
-	if cost > limit {
-		return false, reset, nil
-	}
+	w := limits.Window{Limit: limit, Length: window}
 	err = s.writeKeep(ctx, func(tx *sql.Tx) error {
-		var have, used int64
-		err := tx.QueryRowContext(ctx, `SELECT start, used FROM quota_windows WHERE quota = ?`, key.String()).Scan(&have, &used)
-		if isNoRows(err) {
-			have, used, err = start, 0, nil
+		var st limits.WindowState
+		err := tx.QueryRowContext(ctx, `SELECT start, used FROM quota_windows WHERE quota = ?`, key.String()).Scan(&st.Start, &st.Used)
+		if err != nil && !isNoRows(err) {
+			return err
 		}
+		d, next, err := limits.Spend(w, st, cost, now)
 		if err != nil {
 			return err
 		}
-		switch {
-		case have > start:
-			// The clock went back: stay in the later window (never give
-			// units back).
-			start, reset = have, time.Unix(0, have+int64(window)).UTC()
-		case have < start:
-			used = 0
-		}
-		if used+cost > limit {
+		// The window that counts: the one the state is in (a clock that
+		// went back stays in the later window), else the current one.
+		start := max(next.Start, now.UnixNano()-((now.UnixNano()%int64(window))+int64(window))%int64(window))
+		reset = time.Unix(0, start+int64(window)).UTC()
+		if !d.Allowed {
 			return nil
 		}
 		allowed = true
 		_, err = tx.ExecContext(ctx, `INSERT INTO quota_windows (quota, start, used) VALUES (?, ?, ?)
-			ON CONFLICT (quota) DO UPDATE SET start = excluded.start, used = excluded.used`, key.String(), start, used+cost)
+			ON CONFLICT (quota) DO UPDATE SET start = excluded.start, used = excluded.used`, key.String(), next.Start, next.Used)
 		return err
 	})
 	if err != nil {
