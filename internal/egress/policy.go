@@ -3,14 +3,13 @@ package egress
 import (
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
+
+	"github.com/maiden-run/maiden/config"
 )
 
 const (
@@ -226,24 +225,7 @@ const maxCAFileBytes = 4 << 20
 // readCAFile reads a PEM file the operator named: a regular file only (a
 // FIFO would block, /dev/zero never end) and at most maxCAFileBytes.
 func readCAFile(name string) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxCAFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxCAFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d MiB", name, maxCAFileBytes>>20)
-	}
-	return data, nil
+	// The same reader as agent.toml's: regular files only (no FIFO, no
+	// device, no /proc file that claims a size of 0), size capped.
+	return config.ReadFile(name, maxCAFileBytes)
 }
