@@ -92,6 +92,35 @@ func TestStackOriginAndTokens(t *testing.T) {
 	if strings.Join(seqs, " ") != strings.Join(want, " ") {
 		t.Fatalf("audit page rows %v, want the newest first %v", seqs, want)
 	}
+	// The Host's errors reach the operator as statuses and words: a request
+	// decided twice, an unknown one, an always-grant that names another tool.
+	r := e.callNow(t, "decide me")
+	if r.Error == nil || r.Error.Kind != "pending" {
+		t.Fatalf("call: %+v, want pending", r)
+	}
+	id := r.Error.Approval
+	_, page = do("GET", "/ui/approvals/"+id, "", nil)
+	tok := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)[1]
+	decide := func(id string, form url.Values) (*http.Response, string) {
+		form.Set("csrf", tok)
+		return do("POST", "/ui/approvals/"+id, e.url, form)
+	}
+	if resp, body := decide(id, url.Values{"action": {"always"}, "grant": {"approve:always other --..."}}); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "always-allow refused") {
+		t.Errorf("always with another tool's grant: %d, want 400 saying why\n%s", resp.StatusCode, body)
+	}
+	if resp, _ := decide(id, url.Values{"action": {"deny"}, "reason": {"no"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("deny: %d", resp.StatusCode)
+	}
+	if resp, body := decide(id, url.Values{"action": {"approve"}}); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "already decided") {
+		t.Errorf("approving a denied request: %d, want 409\n%s", resp.StatusCode, body)
+	}
+	if resp, _ := decide("apr_00000000000000000000", url.Values{"action": {"approve"}}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown request: %d, want 404", resp.StatusCode)
+	}
+	if resp, body := do("GET", "/ui/approvals/"+id, "", nil); resp.StatusCode != 200 || !strings.Contains(body, "denied by operator:alice") {
+		t.Errorf("the denied request's page: %d\n%s", resp.StatusCode, body)
+	}
+
 	// The operator's token is not an agent's: /mcp refuses it.
 	req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(`{}`))
 	req.Header.Set("Authorization", "Bearer "+e.operator)
