@@ -50,10 +50,10 @@ func (s *SQLite) insertAuditRows(ctx context.Context, tx *sql.Tx, rows []AuditRe
 	return nil
 }
 
-// The audit journal (see doc.go, "The audit journal"): a per-process
-// append-only file of audit records beside the store, written with one
-// write(2) per record, which a background ingester moves into the SQLite
-// chain in batches.
+// The audit journal (see doc.go, "The audit journal"): per-process
+// append-only files of audit records beside the store, each record copied
+// into a shared mapping of the file (or written with one write(2)), which
+// a background ingester moves into the SQLite chain in batches.
 
 // AuditJournalDamaged is the kind of the record the ingester appends in
 // place of a journal line it refuses (a checksum that fails, a line that
@@ -124,8 +124,9 @@ type Journal struct {
 	ingested  int64      // lines of this journal's files ingested (or refused as damaged)
 	ingestedB atomic.Int64
 	progress  chan struct{} // closed and replaced after every ingestion attempt
-	lastErr   error
-	errSeq    int64 // failed ingestion attempts so far
+	lastErr   error         // the last attempt's (nil once one succeeds)
+	failErr   error         // the last failed attempt's
+	errSeq    int64         // failed ingestion attempts so far
 
 	torn, damaged, swept atomic.Int64
 }
@@ -179,9 +180,10 @@ func (j *Journal) Dir() string { return j.dir }
 // append lock.
 var encodePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// Append writes r to the journal and returns once the write(2) that holds
-// it returned: from then on the record survives the process's death
-// (kill -9 included), as a commit with SQLite's synchronous=NORMAL does;
+// Append writes r to the journal and returns once the record is in the
+// journal file's page cache (copied into its shared mapping, or written
+// with write(2)): from then on it survives the process's death (kill -9
+// included), as a commit with SQLite's synchronous=NORMAL does;
 // power loss or an OS crash may lose the last records unless the store
 // was opened with Options.JournalSync (then Append returns after an fsync
 // that covers the record, shared with concurrent appenders). A nil error
@@ -496,13 +498,13 @@ func (j *Journal) Flush(ctx context.Context) error {
 	j.pmu.Unlock()
 	for {
 		j.pmu.Lock()
-		got, ch, errSeq, lastErr := j.ingested, j.progress, j.errSeq, j.lastErr
+		got, ch, errSeq, failErr := j.ingested, j.progress, j.errSeq, j.failErr
 		j.pmu.Unlock()
 		if got >= target {
 			return nil
 		}
 		if errSeq > seq0 {
-			return fmt.Errorf("audit journal: flush: %w", lastErr)
+			return fmt.Errorf("audit journal: flush: %w", failErr)
 		}
 		select {
 		case j.flushNow <- struct{}{}:
@@ -518,13 +520,13 @@ func (j *Journal) Flush(ctx context.Context) error {
 			return fmt.Errorf("audit journal: flush: %d of %d records ingested: %w", got, target, ctx.Err())
 		case <-j.done:
 			j.pmu.Lock()
-			got, lastErr = j.ingested, j.lastErr
+			got, failErr = j.ingested, j.failErr
 			j.pmu.Unlock()
 			if got >= target {
 				return nil
 			}
 			return fmt.Errorf("audit journal: flush: %w (%d of %d records ingested; the rest stay in %s for the next Open: %v)",
-				ErrJournalClosed, got, target, j.dir, lastErr)
+				ErrJournalClosed, got, target, j.dir, failErr)
 		}
 	}
 }
@@ -539,7 +541,7 @@ type JournalStats struct {
 	// AuditJournalDamaged, Swept: journal files of gone processes
 	// ingested; all three count every journal this store ingested.
 	Torn, Damaged, Swept int64
-	LastError            error // the last failed ingestion attempt's, if any
+	LastError            error // the last ingestion attempt's, if it failed
 }
 
 // Stats returns the journal's counters.
@@ -600,8 +602,9 @@ func (j *Journal) run() {
 
 func (j *Journal) publish(err error) {
 	j.pmu.Lock()
+	j.lastErr = err
 	if err != nil {
-		j.lastErr = err
+		j.failErr = err
 		j.errSeq++
 	}
 	close(j.progress)
