@@ -144,11 +144,14 @@
 //     AuditTail does not: it sees journal records once ingested (within
 //     the interval), and another process's only once that process's
 //     ingester committed them.
-//   - Cost (BenchmarkAuditJournalAppend against BenchmarkAuditAppend in
-//     one run; see the README's benchmark table for the numbers): an
-//     Append is a few microseconds, the ingester's work per record (read,
-//     check, hash, insert, commit) several times that on the other core;
-//     appends faster than ingestion fill the backlog until Append refuses.
+//   - Cost (BenchmarkAuditJournalAppend against BenchmarkAuditAppend,
+//     -count 6 in one run, two runs on the 2-core VM): an Append is
+//     0.9-1.8 µs, 1/75-1/70 of AppendAudit with NORMAL (66-126 µs), 4-8 %
+//     of the tiny WAT call; the ingester's work per record (read, check,
+//     hash, insert 64 per statement, commit) is 7.7-14 µs on the other
+//     core, so appends faster than that fill the backlog until Append
+//     refuses. Without MADV_POPULATE_WRITE ahead of the writer, a page's
+//     first write fault cost 15-30 µs in the call path.
 //   - Generation: an Append commits nothing, so it leaves Generation (and
 //     the call path's pinned wallets) alone; every ingestion batch is a
 //     commit and changes it, at most once per interval (about 50 times a
