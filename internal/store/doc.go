@@ -139,6 +139,10 @@
 //     runner is known to be gone: a journal left by a dead process waits
 //     for an operator. Close ingests what is left and removes this
 //     process's files; what it cannot ingest stays for the next Open.
+//     Liveness is the host name and the PID, so processes sharing a store
+//     must share a PID namespace or have different host names: a live
+//     writer in another container under the same host name would look
+//     gone, and its journal would be swept (and removed) under it.
 //   - Flush waits until everything appended before it is in the chain;
 //     VerifyAudit and ExportAudit flush this store's journal first.
 //     AuditTail does not: it sees journal records once ingested (within
