@@ -132,17 +132,19 @@
 //     without a file, never a file without its row. A position row is
 //     missing either before a file's first batch or after its removal; the
 //     file's existence, checked under the write lock, tells them apart.
-//   - Open ingests completely the journals of processes that are gone (this
-//     host's, whose PID no longer exists: runnerGone, as for approvals), and
-//     a busy ingester looks again every 30 s; another host's journals
-//     and a live process's are left to them. Elsewhere than on Unix no
-//     runner is known to be gone: a journal left by a dead process waits
-//     for an operator. Close ingests what is left and removes this
-//     process's files; what it cannot ingest stays for the next Open.
-//     Liveness is the host name and the PID, so processes sharing a store
-//     must share a PID namespace or have different host names: a live
-//     writer in another container under the same host name would look
-//     gone, and its journal would be swept (and removed) under it.
+//   - Open ingests completely the journals of processes that are gone,
+//     and a busy ingester looks again every 30 s. A writer holds an
+//     exclusive flock on its file (taken on a descriptor of its own
+//     before the file gets its name, so no sweeper ever sees it unlocked,
+//     and kept until the file is removed); the kernel drops it when the
+//     process dies, so a file a sweeper can lock has no writer left,
+//     whatever PID namespace or host it ran in (TestJournalLockMeansAlive:
+//     a dead PID with the lock held is not swept). Where flock is not
+//     available, a writer of this host whose PID no longer exists is gone
+//     (runnerGone, as for approvals; elsewhere than on Unix, never: a
+//     dead process's journal then waits for an operator). Close ingests
+//     what is left and removes this process's files; what it cannot
+//     ingest stays, unlocked, for the next Open.
 //   - Flush waits until everything appended before it is in the chain;
 //     VerifyAudit and ExportAudit flush this store's journal first.
 //     AuditTail does not: it sees journal records once ingested (within

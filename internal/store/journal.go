@@ -132,8 +132,8 @@ type Journal struct {
 }
 
 // journalFile is one of this journal's files. name, lines, size and sealed
-// are the appender's (under Journal.mu); rd, seed, nextLine and bytes the
-// ingester's.
+// are the appender's (under Journal.mu); rd (made with the file, holding
+// its lock), nextLine and bytes the ingester's.
 type journalFile struct {
 	name      string
 	lines     int64        // whole lines written
@@ -315,14 +315,32 @@ func (j *Journal) openNextLocked(need int64) error {
 	}
 	name := j.prefix + strconv.Itoa(j.num+1) + journalExt
 	path := filepath.Join(j.dir, name)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	// Made under a name no sweeper looks at, locked, then renamed: a
+	// sweeper never sees the file unlocked while this process lives (see
+	// lockJournal).
+	tmp := path + ".new"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
+		return fmt.Errorf("audit journal: %w", err)
+	}
+	rd, err := os.Open(tmp)
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return fmt.Errorf("audit journal: %w", err)
 	}
 	fail := func(err error) error {
 		f.Close()
+		rd.Close()
+		os.Remove(tmp)
 		os.Remove(path)
 		return fmt.Errorf("audit journal: %w", err)
+	}
+	if ok, err := lockJournal(rd); err != nil && !errors.Is(err, errNoLock) || err == nil && !ok {
+		return fail(fmt.Errorf("lock %s: %v", tmp, err))
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(err)
 	}
 	// Where it can, the journal writes into a shared mapping of a file
 	// whose blocks are reserved up front (a disk that fills up is then an
@@ -357,7 +375,7 @@ func (j *Journal) openNextLocked(need int64) error {
 		j.bg.Add(1)
 		go j.populate(j.mp)
 	}
-	j.files = append(j.files, &journalFile{name: name, nextLine: 1})
+	j.files = append(j.files, &journalFile{name: name, nextLine: 1, rd: rd})
 	if !j.started {
 		j.started = true
 		go j.run()
@@ -649,11 +667,12 @@ func (j *Journal) ingestOwn(ctx context.Context) error {
 		}
 		switch {
 		case res.finished || res.gone:
-			f.rd.Close()
-			f.rd = nil
+			// Removed while still locked (f.rd holds the lock).
 			if err := j.s.removeJournal(ctx, j.dir, f.name); err != nil {
 				return err
 			}
+			f.rd.Close()
+			f.rd = nil
 			j.mu.Lock()
 			j.files = j.files[1:]
 			j.mu.Unlock()
@@ -925,8 +944,12 @@ func (s *SQLite) removeJournal(ctx context.Context, dir, name string) error {
 }
 
 // sweepJournals ingests completely, then removes, the journal files of
-// processes that are gone (runnerGone: this host, PID no longer alive),
-// and forgets the position rows of such files already removed.
+// processes that are gone, and forgets the position rows of files already
+// removed. A file's writer is alive while it holds the file's lock
+// (lockJournal, taken before the file got its name and held until it is
+// removed, released by the kernel when the process dies, whatever PID
+// namespace it ran in); where file locks are not available, a writer is
+// gone if it ran on this host and its PID no longer exists (runnerGone).
 func (s *SQLite) sweepJournals(ctx context.Context) error {
 	dir := s.journal.dir
 	ents, err := os.ReadDir(dir)
@@ -945,7 +968,7 @@ func (s *SQLite) sweepJournals(ctx context.Context) error {
 	var todo []jf
 	for _, e := range ents {
 		runner, num, ok := parseJournalName(e.Name())
-		if ok && e.Type().IsRegular() && runnerGone(host, runner) {
+		if ok && e.Type().IsRegular() && !strings.HasPrefix(e.Name(), s.journal.prefix) {
 			todo = append(todo, jf{runner, num, e.Name()})
 		}
 	}
@@ -956,14 +979,18 @@ func (s *SQLite) sweepJournals(ctx context.Context) error {
 		return a.num - b.num
 	})
 	for _, f := range todo {
-		if err := s.ingestFile(ctx, dir, f.name); err != nil {
+		swept, err := s.sweepFile(ctx, dir, f.name, host, f.runner)
+		if err != nil {
 			return err
 		}
-		s.journal.swept.Add(1)
-		s.journal.log.Info("audit journal of a gone process ingested", "file", filepath.Join(dir, f.name))
+		if swept {
+			s.journal.swept.Add(1)
+			s.journal.log.Info("audit journal of a gone process ingested", "file", filepath.Join(dir, f.name))
+		}
 	}
 	// Rows of files removed by an ingester that died before forgetting
-	// them.
+	// them (a row is made by ingesting an existing file, and a file is
+	// removed only when finished: a row without its file is stale).
 	rows, err := s.db.QueryContext(ctx, `SELECT file FROM audit_journal`)
 	if err != nil {
 		return fmt.Errorf("audit journal positions: %w", err)
@@ -975,31 +1002,53 @@ func (s *SQLite) sweepJournals(ctx context.Context) error {
 			rows.Close()
 			return err
 		}
-		if runner, _, ok := parseJournalName(name); ok && runnerGone(host, runner) {
-			if _, err := os.Stat(filepath.Join(dir, name)); errors.Is(err, fs.ErrNotExist) {
-				stale = append(stale, name)
-			}
+		if _, err := os.Stat(filepath.Join(dir, name)); errors.Is(err, fs.ErrNotExist) {
+			stale = append(stale, name)
 		}
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
 	for _, name := range stale {
-		if err := s.removeJournal(ctx, dir, name); err != nil {
+		if err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `DELETE FROM audit_journal WHERE file = ?`, name)
 			return err
+		}); err != nil {
+			return fmt.Errorf("audit journal positions: %w", err)
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
-// ingestFile ingests a sealed journal file to its end and removes it.
-func (s *SQLite) ingestFile(ctx context.Context, dir, name string) error {
+// sweepFile ingests and removes journal file name if its writer is gone
+// (swept false: alive, or swept by another process meanwhile).
+func (s *SQLite) sweepFile(ctx context.Context, dir, name, host, runner string) (swept bool, err error) {
 	rd, err := os.Open(filepath.Join(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // another process swept it
+		return false, nil // another process swept it
 	}
 	if err != nil {
-		return fmt.Errorf("audit journal: %w", err)
+		return false, fmt.Errorf("audit journal: %w", err)
 	}
-	defer rd.Close()
+	defer rd.Close() // after the removal: the lock is released last
+	locked, err := lockJournal(rd)
+	switch {
+	case errors.Is(err, errNoLock):
+		if !runnerGone(host, runner) {
+			return false, nil
+		}
+	case err != nil:
+		return false, fmt.Errorf("audit journal: lock %s: %w", name, err)
+	case !locked:
+		return false, nil // its writer lives (or another sweeper has it)
+	}
+	return true, s.ingestFile(ctx, rd, dir, name)
+}
+
+// ingestFile ingests a sealed journal file (open as rd) to its end and
+// removes it.
+func (s *SQLite) ingestFile(ctx context.Context, rd *os.File, dir, name string) error {
 	for {
 		res, err := s.ingestBatch(ctx, rd, dir, name, -1, true, -1, defaultJournalBatch)
 		if err != nil {

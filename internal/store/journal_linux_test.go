@@ -115,3 +115,36 @@ func TestJournalFileSizeLimit(t *testing.T) {
 		t.Fatalf("left: %v", files)
 	}
 }
+
+// TestJournalLockMeansAlive: a journal whose writer's PID is gone but
+// whose file lock is held (as by a writer in another PID namespace under
+// the same host name, to which the PID means nothing) is not swept; once
+// the lock is released, it is.
+func TestJournalLockMeansAlive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	file := heldJournal(t, path, "t", 30) // its writer was killed: its PID is gone
+	holder, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := lockJournal(holder); !ok || err != nil {
+		t.Fatalf("lockJournal = %v, %v", ok, err)
+	}
+	s = openOpts(t, path, nil)
+	if n, _, err := s.VerifyAudit(context.Background()); err != nil || n != 0 {
+		t.Fatalf("a locked journal was swept: %d records, %v", n, err)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the locked journal is gone: %v", err)
+	}
+	s.Close()
+	holder.Close()
+	s = openOpts(t, path, nil)
+	got, _ := chainByTool(t, s)
+	wantSeq(t, "t", got["t"], 30)
+}

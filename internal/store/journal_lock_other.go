@@ -1,0 +1,14 @@
+//go:build !unix
+
+package store
+
+import (
+	"errors"
+	"os"
+)
+
+// errNoLock: file locks are not available here (the sweep then asks
+// runnerGone).
+var errNoLock = errors.New("journal file locks not supported")
+
+func lockJournal(f *os.File) (bool, error) { return false, errNoLock }
