@@ -971,6 +971,9 @@ func (s *SQLite) sweepJournals(ctx context.Context) error {
 		if ok && e.Type().IsRegular() && !strings.HasPrefix(e.Name(), s.journal.prefix) {
 			todo = append(todo, jf{runner, num, e.Name()})
 		}
+		if strings.HasSuffix(e.Name(), journalExt+".new") && !strings.HasPrefix(e.Name(), s.journal.prefix) {
+			removeAbandoned(filepath.Join(dir, e.Name()))
+		}
 	}
 	slices.SortFunc(todo, func(a, b jf) int {
 		if c := strings.Compare(a.runner, b.runner); c != 0 {
@@ -1019,6 +1022,19 @@ func (s *SQLite) sweepJournals(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// removeAbandoned removes a journal file its writer died making (before
+// it got its name, so before any record went in), if it can lock it.
+func removeAbandoned(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if ok, err := lockJournal(f); ok && err == nil {
+		os.Remove(path)
+	}
 }
 
 // sweepFile ingests and removes journal file name if its writer is gone

@@ -148,3 +148,36 @@ func TestJournalLockMeansAlive(t *testing.T) {
 	got, _ := chainByTool(t, s)
 	wantSeq(t, "t", got["t"], 30)
 }
+
+// TestJournalAbandonedNewFile: a journal file its writer died making
+// (still under its temporary name, so never written) is removed by the
+// next sweep; one whose maker still holds its lock is left alone.
+func TestJournalAbandonedNewFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	dir := path + ".audit"
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(dir, "host_1_dead_1.jl.new")
+	live := filepath.Join(dir, "host_2_live_1.jl.new")
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder, err := os.Open(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if ok, err := lockJournal(holder); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	openOpts(t, path, nil)
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("the abandoned file is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("the file being made was removed: %v", err)
+	}
+}
