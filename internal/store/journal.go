@@ -119,6 +119,7 @@ type Journal struct {
 	synced int64      // wpos covered by the last fsync
 
 	wake, flushNow, stop, done chan struct{}
+	final                      chan struct{} // closed when Close has ingested what it could
 
 	pmu       sync.Mutex // ingestion progress
 	ingested  int64      // lines of this journal's files ingested (or refused as damaged)
@@ -153,6 +154,7 @@ func newJournal(s *SQLite, opts *Options) *Journal {
 		sync: opts.JournalSync, interval: opts.JournalInterval, batch: defaultJournalBatch,
 		backlogMax: opts.JournalBacklog, rotate: opts.journalRotate, noMap: opts.journalNoMap, log: opts.Logger,
 		wake: make(chan struct{}, 1), flushNow: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		final:    make(chan struct{}),
 		progress: make(chan struct{}),
 	}
 	if j.interval <= 0 {
@@ -536,7 +538,7 @@ func (j *Journal) Flush(ctx context.Context) error {
 		case <-ch:
 		case <-ctx.Done():
 			return fmt.Errorf("audit journal: flush: %d of %d records ingested: %w", got, target, ctx.Err())
-		case <-j.done:
+		case <-j.final:
 			j.pmu.Lock()
 			got, failErr = j.ingested, j.failErr
 			j.pmu.Unlock()
@@ -697,6 +699,7 @@ func (j *Journal) close() error {
 	serr := j.sealLocked()
 	started := j.started
 	j.mu.Unlock()
+	defer close(j.final)
 	if !started {
 		return nil
 	}
