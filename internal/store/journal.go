@@ -259,14 +259,7 @@ func (j *Journal) appendLocked(fields []byte) (int64, error) {
 		}
 	}
 	cur := j.files[len(j.files)-1]
-	b := append(j.buf[:0], `{"n":`...)
-	b = strconv.AppendInt(b, cur.lines+1, 10)
-	b = append(b, ',')
-	b = append(b, fields...)
-	sum := crc32.Update(journalSeed(cur.name), castagnoli, b)
-	b = append(b, `,"crc":"`...)
-	b = hex.AppendEncode(b, []byte{byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)})
-	b = append(b, "\"}\n"...)
+	b := appendJournalLine(j.buf[:0], cur.lines+1, fields, journalSeed(cur.name))
 	j.buf = b
 	if j.m != nil {
 		if err := copyLine(j.m, cur.size, b); err != nil {
@@ -1118,6 +1111,19 @@ func encodeJournalFields(b *bytes.Buffer, r AuditRecord) error {
 		json.Compact(b, r.Body)
 	}
 	return nil
+}
+
+// appendJournalLine appends line number n of a file whose checksum seed
+// is seed, fields being the record's encoded fields, and its '\n'.
+func appendJournalLine(b []byte, n int64, fields []byte, seed uint32) []byte {
+	b = append(b, `{"n":`...)
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, ',')
+	b = append(b, fields...)
+	sum := crc32.Update(seed, castagnoli, b)
+	b = append(b, `,"crc":"`...)
+	b = hex.AppendEncode(b, []byte{byte(sum >> 24), byte(sum >> 16), byte(sum >> 8), byte(sum)})
+	return append(b, "\"}\n"...)
 }
 
 // writeJSONString writes s (valid UTF-8) as a JSON string: '"', '\' and

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -721,4 +723,75 @@ func TestJournalStoreLocked(t *testing.T) {
 	}
 	got, _ := chainByTool(t, s)
 	wantSeq(t, "t", got["t"], n+1)
+}
+
+// FuzzJournalLine: a record Append accepts comes back from its journal
+// line exactly (the body compacted), through the fast parser, which
+// agrees with encoding/json; and no line, however damaged, makes the
+// decoder panic or take a line with a wrong checksum.
+func FuzzJournalLine(f *testing.F) {
+	f.Add(int64(1), int64(1_700_000_000_123_456_789), "call-admitted", "agent:a", "a", "weather", []byte(`{"rendered":"weather --city=Paris","n":[1,2]}`), []byte{})
+	f.Add(int64(7), int64(-5), "fetch", "op \"x\"\\", "a\tb\x01ü", "wé<a>", []byte(` { "a" : "\u00e9\n" } `), []byte(`{"n":1,"crc":"00000000"}`))
+	f.Fuzz(func(t *testing.T, n, at int64, kind, actor, agent, tool string, body, junk []byte) {
+		seed := journalSeed("host_1_abc_1.jl")
+		decodeJournalLine(junk, seed) // must not panic
+		if len(junk) > crcSuffixLen {
+			if _, _, why := decodeJournalLine(junk, seed); why == "" {
+				sum := crc32.Update(seed, castagnoli, junk[:len(junk)-crcSuffixLen])
+				if got := fmt.Sprintf("%08x", sum); !bytes.Contains(bytes.ToLower(junk[len(junk)-crcSuffixLen:]), []byte(got)) {
+					t.Fatalf("a line with a wrong checksum decoded: %q", junk)
+				}
+			}
+		}
+		r := AuditRecord{At: time.Unix(0, at), Kind: kind, Actor: actor, Agent: agent, Tool: tool, Body: body}
+		if n < 1 || checkName("kind", kind) != nil {
+			return
+		}
+		var fields bytes.Buffer
+		if encodeJournalFields(&fields, r) != nil {
+			return // not JSON: Append refuses it
+		}
+		for _, s := range []string{kind, actor, agent, tool} {
+			if !utf8.ValidString(s) {
+				return // Append refuses it
+			}
+		}
+		line := appendJournalLine(nil, n, fields.Bytes(), seed)
+		if bytes.Count(line, []byte("\n")) != 1 {
+			t.Fatalf("the line holds a newline before its end: %q", line)
+		}
+		line = line[:len(line)-1]
+		got, gotN, why := decodeJournalLine(line, seed)
+		if why != "" || gotN != n {
+			t.Fatalf("decode(%q) = line %d, %q", line, gotN, why)
+		}
+		fast, _, ok := parseJournalLine(line[:len(line)-crcSuffixLen])
+		if !ok {
+			t.Fatalf("the fast parser refused %q", line)
+		}
+		var want bytes.Buffer
+		if len(body) == 0 {
+			want.WriteString("null")
+		} else {
+			json.Compact(&want, body)
+		}
+		r.At, r.Body = r.At.UTC(), want.Bytes()
+		for _, g := range []AuditRecord{got, fast} {
+			if d := cmp.Diff(r, g); d != "" {
+				t.Fatalf("round trip of %q (-sent +decoded):\n%s", line, d)
+			}
+		}
+		var slow struct {
+			Kind, Actor, Agent, Tool string
+		}
+		if err := json.Unmarshal(line, &slow); err != nil || slow.Kind != kind || slow.Actor != actor || slow.Agent != agent || slow.Tool != tool {
+			t.Fatalf("encoding/json reads %q as %+v, %v", line, slow, err)
+		}
+		// One byte changed anywhere before the checksum is refused.
+		bad := bytes.Clone(line)
+		bad[int(uint64(n)%uint64(len(line)-crcSuffixLen))] ^= 0x20
+		if _, _, why := decodeJournalLine(bad, seed); why == "" {
+			t.Fatalf("an edited line decoded: %q", bad)
+		}
+	})
 }
