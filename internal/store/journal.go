@@ -137,6 +137,7 @@ type Journal struct {
 // its lock), nextLine and bytes the ingester's.
 type journalFile struct {
 	name      string
+	seed      uint32       // its lines' checksum seed
 	lines     int64        // whole lines written
 	size      int64        // bytes of whole lines written
 	sealed    bool         // no line will be added
@@ -259,7 +260,7 @@ func (j *Journal) appendLocked(fields []byte) (int64, error) {
 		}
 	}
 	cur := j.files[len(j.files)-1]
-	b := appendJournalLine(j.buf[:0], cur.lines+1, fields, journalSeed(cur.name))
+	b := appendJournalLine(j.buf[:0], cur.lines+1, fields, cur.seed)
 	j.buf = b
 	if j.m != nil {
 		if err := copyLine(j.m, cur.size, b); err != nil {
@@ -370,7 +371,7 @@ func (j *Journal) openNextLocked(need int64) error {
 		j.bg.Add(1)
 		go j.populate(j.mp)
 	}
-	j.files = append(j.files, &journalFile{name: name, nextLine: 1, rd: rd})
+	j.files = append(j.files, &journalFile{name: name, seed: journalSeed(name), nextLine: 1, rd: rd})
 	if !j.started {
 		j.started = true
 		go j.run()
@@ -776,7 +777,8 @@ func (s *SQLite) ingestBatch(ctx context.Context, rd *os.File, dir, name string,
 		if err != nil {
 			return err
 		}
-		var rows []AuditRecord // chained here, inserted together at the end
+		// Chained here, inserted together at the end.
+		rows := make([]AuditRecord, 0, min(batch, bytes.Count(data, []byte{'\n'})+1))
 		appendRec := func(r AuditRecord) {
 			r.Seq, r.Prev = seq+1, prev
 			r.Hash = auditHash(r)
