@@ -94,7 +94,9 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 		if path == "" {
 			path = cfg.StatePath()
 		}
-		st, err := store.Open(ctx, path, nil)
+		// The store reports what it handles on its own (an audit
+		// journal's torn or damaged lines) to the Host's logger.
+		st, err := store.Open(ctx, path, &store.Options{Logger: h.log})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrState, err)
 		}

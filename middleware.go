@@ -89,7 +89,7 @@ func (h *Host) middleware(next handler) handler {
 // vars are the condition variables of the call as it stands.
 func (inv *invocation) vars() condition.Vars {
 	args, _ := inv.input.(map[string]any)
-	return condition.Vars{Tool: inv.tool.Name, Args: celArgs(args), Rendered: grant.Rendering(inv.rendered), Agent: inv.agent, Session: inv.call.Session}
+	return condition.Vars{Tool: inv.tool.Name, Args: celArgs(args), Rendered: inv.renderText(), Agent: inv.agent, Session: inv.call.Session}
 }
 
 // celArgs converts the parsed input to what CEL expects (numbers as int64
@@ -304,7 +304,7 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 			return reject(KindDenied, "the rewritten input does not match the tool's schema: "+err.Error())
 		}
 	}
-	inv.call.Input, inv.input, inv.rendered = input, doc, args
+	inv.call.Input, inv.input, inv.rendered, inv.renderedText = input, doc, args, ""
 	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "rewrite", Detail: grant.Rendering(args)})
 	return false, nil
 }
@@ -319,7 +319,7 @@ func inputDigest(input string) string {
 // componentEvent is the event a middleware component's handle() sees.
 func (inv *invocation) componentEvent(phase mwproto.Phase) (string, error) {
 	ev := mwproto.Event{Phase: phase, Tool: inv.tool.Name, Agent: inv.agent, Session: inv.call.Session,
-		Rendered: grant.Rendering(inv.rendered), Input: json.RawMessage(inv.call.Input)}
+		Rendered: inv.renderText(), Input: json.RawMessage(inv.call.Input)}
 	if phase == mwproto.After {
 		ev.Output = inv.res.Output
 	}

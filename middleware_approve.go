@@ -71,7 +71,7 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 		reason += " (" + note + ")"
 	}
 	a, err = st.CreateApproval(ctx, store.Approval{
-		Agent: inv.agent, Session: inv.call.Session, Tool: inv.tool.Name, Rendered: grant.Rendering(inv.rendered),
+		Agent: inv.agent, Session: inv.call.Session, Tool: inv.tool.Name, Rendered: inv.renderText(),
 		Digest: digest, Middleware: m.Rule, Reason: reason, CardGeneration: rev, Expires: now.Add(m.Expires),
 	})
 	if err != nil {

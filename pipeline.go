@@ -39,6 +39,9 @@ type invocation struct {
 	policy   *egress.Policy
 	input    any           // the parsed input
 	rendered []grant.Arg   // the input's canonical arguments, once authorized (nil for the implicit agent)
+	// renderedText caches grant.Rendering(rendered); "" until asked
+	// (renderText), reset when a layer rewrites the input.
+	renderedText string
 	wallet   *cards.Wallet // the wallet the call was authorized on, pinned for its http-fetches (nil for the implicit agent)
 	opened   *sandbox.Tool
 	schema   *inputSchema
@@ -69,6 +72,14 @@ type invocation struct {
 	builtinWallet *cards.Wallet
 
 	noAudit bool // Host.noAudit
+}
+
+// renderText is the call's arguments as rendered, computed once.
+func (inv *invocation) renderText() string {
+	if inv.renderedText == "" && len(inv.rendered) > 0 {
+		inv.renderedText = grant.Rendering(inv.rendered)
+	}
+	return inv.renderedText
 }
 
 // suspend gives the call's admission turn back while it waits for a human,

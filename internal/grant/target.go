@@ -40,8 +40,11 @@ func AlwaysTarget(tool string, args []Arg) Target {
 // Rendering is args in the canonical rendering grants match, joined by
 // spaces: what approvals show and an approve:always grant repeats.
 func Rendering(args []Arg) string {
-	a := slices.Clone(args)
-	SortArgs(a)
+	a := args
+	if !slices.IsSortedFunc(a, func(x, y Arg) int { return strings.Compare(x.Name, y.Name) }) {
+		a = slices.Clone(args) // Render's output is sorted already
+		SortArgs(a)
+	}
 	var b strings.Builder
 	for i, x := range a {
 		if i > 0 {

@@ -1,0 +1,62 @@
+package maiden
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestCallRecordJSON: the hand-written encoding of a call's record decodes
+// to the same record as encoding/json's, for hostile strings too (quotes,
+// backslashes, control characters, invalid UTF-8, U+2028).
+func TestCallRecordJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", `--city="Paris" --x=\n`, "tab\there\nnl\r\x00\x1f\x7f", "bad \xff\xfe utf8", "sep \u2028\u2029 end", "emoji 🙂 and ü"} {
+		recs := []callRecord{
+			{Rendered: s},
+			{Session: s, Rendered: s, Card: s, Approval: s, Kind: KindDenied, Message: s, Error: s, DurationMS: 42},
+			{Rendered: s, Middleware: []verdict{{Rule: "middleware[1]", Use: "validate", Verdict: "pass", Detail: s}}},
+		}
+		for _, rec := range recs {
+			b, err := rec.appendJSON(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid(b) {
+				t.Fatalf("invalid JSON for %q: %s", s, b)
+			}
+			var got, want callRecord
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			ref, _ := json.Marshal(rec)
+			if err := json.Unmarshal(ref, &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q:\n got %+v\nwant %+v", s, got, want)
+			}
+			if utf8.ValidString(s) && got.Rendered != s {
+				t.Errorf("%q came back as %q", s, got.Rendered)
+			}
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", `"\`, "\x00\xff", "\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendJSONString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q → %s: %v", s, b, err)
+		}
+		want := strings.ToValidUTF8(s, "\ufffd")
+		if utf8.ValidString(s) && got != s || !utf8.ValidString(s) && !utf8.ValidString(got) {
+			t.Fatalf("%q → %q (want %q)", s, got, want)
+		}
+	})
+}
