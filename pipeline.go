@@ -37,15 +37,15 @@ type invocation struct {
 	agent    string      // resolved: DefaultAgent when the configuration declares none
 	tool     config.Tool // as the agent's binding narrows it
 	policy   *egress.Policy
-	input    any           // the parsed input
-	rendered []grant.Arg   // the input's canonical arguments, once authorized (nil for the implicit agent)
+	input    any         // the parsed input
+	rendered []grant.Arg // the input's canonical arguments, once authorized (nil for the implicit agent)
 	// renderedText caches grant.Rendering(rendered); "" until asked
 	// (renderText), reset when a layer rewrites the input.
 	renderedText string
-	wallet   *cards.Wallet // the wallet the call was authorized on, pinned for its http-fetches (nil for the implicit agent)
-	opened   *sandbox.Tool
-	schema   *inputSchema
-	output   *inputSchema // the tool's output schema; nil if it declares none
+	wallet       *cards.Wallet // the wallet the call was authorized on, pinned for its http-fetches (nil for the implicit agent)
+	opened       *sandbox.Tool
+	schema       *inputSchema
+	output       *inputSchema // the tool's output schema; nil if it declares none
 
 	// decidedBy is the card that allowed the call (authorize).
 	decidedBy string
