@@ -15,13 +15,15 @@
 //	class     = "tool" | "network" | "secret" | "fs" | "card"
 //	verb      = tool: invoke | network: connect | secret: use, reveal
 //	          | fs: read, write | card: derive, revoke, transfer, inspect, install
-//	resource  = tool: NAME *( SP arg ) [ SP "--..." ]
+//	resource  = tool: NAME *( SP cmdword ) *( SP arg ) [ SP "--..." ] [ SP "--" *( SP pos ) [ SP "..." ] ]
 //	          | network: "*" | HOST [ ":" ( PORT | "*" ) ]   ; HOST as agent.toml's http_allow
 //	          | secret, card: NAME                          ; card: an ID or "*"
 //	          | fs: "/" or "/" SEG *( "/" SEG )              ; SEG: literal, "*" (one), "**" (any number)
 //	arg       = "--" NAME "=" VALUE                         ; VALUE may be empty
 //	          | "--" NAME                                   ; the boolean true
 //	          | "--no-" NAME                                ; the boolean false
+//	cmdword   = ALNUM *( ALNUM | "-" | "_" | "." )          ; a typed command's path, literal
+//	pos       = VALUE                                       ; one positional (a glob); "\..." a literal "..."
 //
 // Words are separated by spaces or tabs. A backslash makes the next
 // character literal anywhere (`\*` a literal asterisk, `\=` an '=' in an
@@ -72,6 +74,18 @@
 // field from any case variant of its name, so {"city":"Paris","CITY":"x"}
 // would reach a Go tool as city=x. So `tool:invoke search --pattern=cart` allows
 // exactly `{"pattern":"cart"}`; `--pattern=\*` allows only the value "*".
+//
+// # Typed commands (CommandTarget)
+//
+// A call of a typed command (internal/command: a tool described as a
+// command tree, or a wrapped CLI) is written in the same grammar: the
+// command words after the tool's name, its options as arguments, then "--"
+// and its positionals, `tool:invoke git log --max-count=5 -- README.md`. A
+// grant's command words must equal the call's (same number, same words); a
+// grant without "--" allows no positionals, with "--" exactly as many as it
+// names, each matching its glob, and with a final "..." any further ones.
+// "--..." allows further options only, never positionals. A JSON tool's call
+// has neither command words nor positionals, so nothing changes for it.
 //
 // # Attenuation (Grant.Covers)
 //

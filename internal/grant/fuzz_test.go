@@ -12,6 +12,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"tool:invoke weather --city=Par*", `tool:invoke t "--q=a \"b\"" --no-v --...`, "network:connect [::1]:443",
 		"fs:read /data/**/x", `secret:use K\*`, "card:* *", `tool:invoke t --a\=b=c --no-x=true`, "tool \"x",
+		`tool:invoke git log --max-count=* --... -- *.md "a b" \... ...`, "approve:always git show -- -x",
 	} {
 		f.Add(s)
 	}

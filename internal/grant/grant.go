@@ -76,6 +76,13 @@ type Grant struct {
 	args []argPattern
 	rest bool  // tool: a trailing "--..." allows arguments the grant does not mention
 	path []seg // fs
+
+	// tool, a typed command's call (command.go): the command words after
+	// the name (literal), and the positionals after "--" (globs), with
+	// posRest for a final "..." that allows any further positionals.
+	cmd     []string
+	pos     []Glob
+	posRest bool
 }
 
 type glob = Glob
@@ -177,14 +184,25 @@ func (g *Grant) parseTool(s string, res []word) error {
 		return &ParseError{Input: s, Pos: w.pos, Expected: "a tool name before the arguments", Found: strconv.Quote(w.String())}
 	}
 	g.name = globOf(w.b, w.esc)
-	for k, a := range res[1:] {
+	words := res[1:]
+	for len(words) > 0 && isCommandWord(words[0]) {
+		g.cmd = append(g.cmd, words[0].String())
+		words = words[1:]
+	}
+	for k, a := range words {
+		if a.plain("--") {
+			if err := g.parsePositionals(s, words[k+1:]); err != nil {
+				return err
+			}
+			break
+		}
 		if a.plain("--...") {
-			if k+2 < len(res) {
-				n := res[k+2]
-				return &ParseError{Input: s, Pos: n.pos, Expected: "the end of the grant after --...", Found: strconv.Quote(n.String())}
+			if k+1 < len(words) && !words[k+1].plain("--") {
+				n := words[k+1]
+				return &ParseError{Input: s, Pos: n.pos, Expected: "the end of the grant after --... (or -- and positionals)", Found: strconv.Quote(n.String())}
 			}
 			g.rest = true
-			break
+			continue
 		}
 		p, err := parseArg(s, a)
 		if err != nil {
@@ -257,6 +275,10 @@ func (g Grant) String() string {
 		}
 	case Tool, Approve:
 		b.WriteString(leadingDash(g.name.String()))
+		for _, c := range g.cmd {
+			b.WriteByte(' ')
+			b.WriteString(c)
+		}
 		for _, a := range g.args {
 			b.WriteByte(' ')
 			b.WriteString(a.String())
@@ -264,6 +286,7 @@ func (g Grant) String() string {
 		if g.rest {
 			b.WriteString(" --...")
 		}
+		g.writePositionals(&b)
 	default:
 		b.WriteString(g.name.String())
 	}
@@ -282,7 +305,8 @@ func (g *Grant) AllowsRef(t *Target) bool {
 	}
 	switch g.Class {
 	case Tool, Approve:
-		return g.name.Match(t.Name) && matchArgs(g.args, g.rest, t.Args)
+		return g.name.Match(t.Name) && slices.Equal(g.cmd, t.Command) && matchArgs(g.args, g.rest, t.Args) &&
+			matchPositionals(g.pos, g.posRest, t.Positionals)
 	case Network:
 		return g.matchHost(t.Name) && (g.port == 0 || g.port == t.Port)
 	case FS:
@@ -302,7 +326,8 @@ func (g Grant) Covers(child Grant) bool {
 	}
 	switch g.Class {
 	case Tool, Approve:
-		return g.name.Covers(child.name) && coverArgs(g.args, g.rest, child.args, child.rest)
+		return g.name.Covers(child.name) && slices.Equal(g.cmd, child.cmd) && coverArgs(g.args, g.rest, child.args, child.rest) &&
+			coverPositionals(g.pos, g.posRest, child.pos, child.posRest)
 	case Network:
 		return g.coverHost(child) && (g.port == 0 || g.port == child.port)
 	case FS:

@@ -19,6 +19,11 @@ type Target struct {
 	Port  int    // network
 	Args  []Arg  // tool: in canonical order
 	segs  []string
+
+	// A typed command's call (CommandTarget): its command path and its
+	// positionals in order; both empty for a JSON tool.
+	Command     []string
+	Positionals []string
 }
 
 // ToolTarget is a call of tool with rendered arguments (from Render, or
@@ -108,9 +113,9 @@ func (t Target) String() string {
 	switch t.Class {
 	case Tool, Approve:
 		b.WriteString(leadingDash(wordString(escapeWord(t.Name, ""))))
-		for _, a := range t.Args {
+		if r := CommandRendering(t.Command, t.Args, t.Positionals); r != "" {
 			b.WriteByte(' ')
-			b.WriteString(a.String())
+			b.WriteString(r)
 		}
 	case Network:
 		if strings.Contains(t.Name, ":") {
