@@ -1,0 +1,89 @@
+package mcpimport
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxStderrLine caps one line of the upstream's stderr in the operator's log.
+const maxStderrLine = 4 << 10
+
+// startCommand starts the stdio command through Options.Start and returns
+// it, a channel that receives its Wait result once (and is refilled by
+// whoever reads it, so that several can learn of the exit), and the
+// transport over its pipes.
+func (u *Upstream) startCommand() (*exec.Cmd, chan error, mcp.Transport, error) {
+	argv := u.opts.Command
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append([]string{}, u.opts.Env...)
+	if cmd.Env == nil {
+		cmd.Env = []string{} // nil would inherit maiden's environment
+	}
+	cmd.Dir = u.opts.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("MCP upstream %q: %w", u.opts.Name, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("MCP upstream %q: %w", u.opts.Name, err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("MCP upstream %q: %w", u.opts.Name, err)
+	}
+	start := u.opts.Start
+	if start == nil {
+		start = (*exec.Cmd).Start
+	}
+	if err := start(cmd); err != nil {
+		return nil, nil, nil, fmt.Errorf("MCP upstream %q: starting %s: %w", u.opts.Name, argv[0], err)
+	}
+	if cmd.Process == nil {
+		return nil, nil, nil, fmt.Errorf("MCP upstream %q: Options.Start returned without starting the command", u.opts.Name)
+	}
+	if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, nil, nil, errors.New("mcpimport: Options.Start cleared SysProcAttr.Setpgid (the upstream must have its own process group)")
+	}
+	pid := cmd.Process.Pid
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		u.relayStderr(stderr, pid)
+	}()
+	exited := make(chan error, 1)
+	go func() {
+		// Wait closes the pipes only after the process exited and stderr
+		// was drained, so read it all first.
+		<-stderrDone
+		exited <- cmd.Wait()
+	}()
+	return cmd, exited, &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil
+}
+
+// relayStderr logs the upstream's stderr line by line (each line capped).
+// stderr is the operator's: it never reaches an agent.
+func (u *Upstream) relayStderr(r io.Reader, pid int) {
+	br := bufio.NewReaderSize(r, maxStderrLine)
+	for {
+		line, isPrefix, err := br.ReadLine()
+		if len(line) > 0 {
+			u.log.Debug("MCP upstream stderr", "pid", pid, "line", string(line))
+		}
+		for isPrefix && err == nil { // the rest of an over-long line
+			_, isPrefix, err = br.ReadLine()
+		}
+		if err != nil {
+			return
+		}
+	}
+}

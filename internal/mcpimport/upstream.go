@@ -1,0 +1,771 @@
+// Package mcpimport makes maiden an MCP client of upstream MCP servers (issue
+// 13, "MCP imports"): it starts a stdio server (a command) or connects to a
+// streamable HTTP one (a URL, with a credential attached to every request),
+// lists its tools, calls them, relays the upstream's log messages and progress
+// notifications to the caller, follows notifications/tools/list_changed, and
+// restarts an upstream that dies, with capped exponential backoff.
+//
+// It knows nothing of maiden's policy: the host decides which agent may call
+// what (cards, middleware, audit, limits) and exposes each tool as NAME.TOOL;
+// ExposedNames gives the TOOL part. See docs/mcp-imports.md.
+package mcpimport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure one upstream. Exactly one of Command and URL is set.
+type Options struct {
+	// Name is the upstream's name (the NAME of [mcp.NAME]); it appears in
+	// errors and log lines.
+	Name string
+
+	// Command is the stdio server's argv; Command[0] is run as it is (no
+	// shell, no PATH search beyond exec.Command's). Env is its complete
+	// environment: nothing of maiden's own environment is inherited. Dir is
+	// its working directory ("" = maiden's).
+	Command []string
+	Env     []string
+	Dir     string
+	// Start starts the command (default: (*exec.Cmd).Start). The host puts
+	// the wrapped-CLI confinement here. The command arrives with its pipes
+	// set and SysProcAttr.Setpgid true (the upstream gets its own process
+	// group, which Close and a restart kill whole); Start may add to
+	// SysProcAttr but must keep Setpgid and must not touch Stdin, Stdout,
+	// Stderr.
+	Start func(*exec.Cmd) error
+
+	// URL is a streamable HTTP endpoint: https, or http to a loopback
+	// address only (a credential never crosses a network in the clear).
+	URL string
+	// Credential returns the value of CredentialHeader for each HTTP request
+	// to the URL's origin (and to no other origin; redirects are not
+	// followed). The value is never logged nor put in an error.
+	Credential func(ctx context.Context) (string, error)
+	// CredentialHeader is the header Credential fills (default
+	// "Authorization"; a bearer token's value is then "Bearer ...").
+	CredentialHeader string
+	// HTTPClient's Transport, if set, carries the requests (for tests and
+	// proxies); its CheckRedirect is replaced.
+	HTTPClient *http.Client
+
+	// Logger receives the operator's view: starts, exits, restarts, the
+	// upstream's stderr lines and log messages no single call owns. Nil
+	// discards.
+	Logger *slog.Logger
+
+	// Backoff between restarts: Initial doubles after each failed start or
+	// short-lived session up to Max; a session that lived StableAfter resets
+	// it. Defaults 250ms, 30s, 30s.
+	BackoffInitial, BackoffMax, StableAfter time.Duration
+	// ConnectTimeout bounds starting, initialising and listing (default 30s).
+	ConnectTimeout time.Duration
+}
+
+// Tool is one tool as the upstream lists it.
+type Tool struct {
+	Name         string          // the upstream's own name (not sanitised)
+	Title        string          // optional
+	Description  string          // optional
+	InputSchema  json.RawMessage // a JSON Schema object; "{"type":"object"}" when the upstream gave none
+	OutputSchema json.RawMessage // nil when the upstream declares none
+	Annotations  *Annotations    // nil when the upstream gave none
+	// Available is false while the upstream is down: the list is the last
+	// one it gave, kept so that the host can still describe the tools and
+	// answer calls with "unavailable".
+	Available bool
+}
+
+// Annotations are the upstream's behaviour hints (untrusted: they are the
+// upstream's claims about itself).
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  bool   `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Result is a call's outcome as the upstream gave it.
+type Result struct {
+	// Text is the text of the upstream's text content blocks, joined by
+	// newlines; other blocks (images, audio, resources) are in Content only.
+	Text string
+	// Content is the upstream's content array, as JSON.
+	Content json.RawMessage
+	// Structured is the upstream's structuredContent (nil if none).
+	Structured json.RawMessage
+	// IsError: the tool itself reported failure (a result, not a protocol
+	// error: Text says why, in the upstream's words).
+	IsError bool
+}
+
+// Progress is one progress notification of a call.
+type Progress struct {
+	Progress float64
+	Total    float64 // 0: unknown
+	Message  string
+}
+
+// ErrUnavailable is what errors.Is finds in a call refused or broken because
+// the upstream is down or restarting (an *UnavailableError).
+var ErrUnavailable = errors.New("mcp upstream unavailable")
+
+// UnavailableError is a call's failure while the upstream is down. The host
+// maps it to an "unavailable" failure; its message is meant for the agent
+// (it names the upstream and the next attempt, not the upstream's stderr).
+type UnavailableError struct {
+	Upstream string
+	// Cause: why it is down (exit status, connection error).
+	Cause error
+	// NextAttempt: when the next start is due (zero if one is under way).
+	NextAttempt time.Time
+}
+
+func (e *UnavailableError) Error() string {
+	msg := fmt.Sprintf("MCP upstream %q is unavailable", e.Upstream)
+	if e.Cause != nil {
+		msg += ": " + e.Cause.Error()
+	}
+	if !e.NextAttempt.IsZero() {
+		if d := time.Until(e.NextAttempt); d > 0 {
+			return msg + fmt.Sprintf("; maiden restarts it (next attempt in %s)", d.Round(time.Millisecond))
+		}
+	}
+	return msg + "; maiden is restarting it"
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+func (e *UnavailableError) Unwrap() error { return e.Cause }
+
+// ErrClosed is returned by calls after Close.
+var ErrClosed = errors.New("mcp upstream closed")
+
+type call struct {
+	onLog      func(api.LogEntry)
+	onProgress func(Progress)
+}
+
+// Upstream is one upstream server, kept running. Its methods are safe for
+// concurrent use.
+type Upstream struct {
+	opts   Options
+	log    *slog.Logger
+	client *mcp.Client
+	http   *http.Client // URL upstreams
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the supervisor has stopped
+
+	mu        sync.Mutex
+	started   bool
+	sess      *mcp.ClientSession // nil while down
+	proc      *exec.Cmd          // the running command (stdio)
+	tools     []Tool
+	downCause error
+	nextTry   time.Time
+	onChange  []func()
+	calls     map[string]*call // by progress token
+	seq       uint64
+	relist    chan struct{} // the current session's re-list signal
+}
+
+// New checks the options and returns an Upstream that is not started yet.
+func New(o Options) (*Upstream, error) {
+	if o.Name == "" {
+		return nil, errors.New("mcpimport: Options.Name is empty")
+	}
+	if (len(o.Command) == 0) == (o.URL == "") {
+		return nil, fmt.Errorf("MCP upstream %q: set exactly one of a command and a URL", o.Name)
+	}
+	u := &Upstream{opts: o, log: o.Logger, calls: map[string]*call{}, done: make(chan struct{})}
+	if u.log == nil {
+		u.log = slog.New(slog.DiscardHandler)
+	}
+	u.log = u.log.With("upstream", o.Name)
+	if o.URL != "" {
+		if o.Credential != nil && len(o.Env) > 0 {
+			return nil, fmt.Errorf("MCP upstream %q: Env is for a command, not a URL", o.Name)
+		}
+		hc, err := newHTTPClient(o)
+		if err != nil {
+			return nil, err
+		}
+		u.http = hc
+	} else if o.Credential != nil {
+		return nil, fmt.Errorf("MCP upstream %q: a credential is for a URL; a command gets its secrets through Env", o.Name)
+	}
+	if u.opts.BackoffInitial <= 0 {
+		u.opts.BackoffInitial = 250 * time.Millisecond
+	}
+	if u.opts.BackoffMax <= 0 {
+		u.opts.BackoffMax = 30 * time.Second
+	}
+	if u.opts.BackoffMax < u.opts.BackoffInitial {
+		u.opts.BackoffMax = u.opts.BackoffInitial
+	}
+	if u.opts.StableAfter <= 0 {
+		u.opts.StableAfter = 30 * time.Second
+	}
+	if u.opts.ConnectTimeout <= 0 {
+		u.opts.ConnectTimeout = 30 * time.Second
+	}
+	u.client = mcp.NewClient(&mcp.Implementation{Name: "maiden", Version: "mcpimport"}, &mcp.ClientOptions{
+		// No roots, sampling or elicitation: maiden offers the upstream
+		// nothing but answers to its calls.
+		Capabilities:                &mcp.ClientCapabilities{},
+		ToolListChangedHandler:      u.onToolListChanged,
+		LoggingMessageHandler:       u.onLogMessage,
+		ProgressNotificationHandler: u.onProgressNote,
+	})
+	u.downCause = errors.New("not started")
+	return u, nil
+}
+
+// OnChange registers f, called (from its own goroutine, never while a lock
+// is held) after the tool list changed: an upstream list_changed (after the
+// re-list), a (re)start that listed tools, and the upstream going down (the
+// tools then report Available false).
+func (u *Upstream) OnChange(f func()) {
+	u.mu.Lock()
+	u.onChange = append(u.onChange, f)
+	u.mu.Unlock()
+}
+
+// Start connects (starting the command) and lists the tools, within
+// ctx and Options.ConnectTimeout. Whatever the first attempt's outcome, a
+// supervisor keeps the upstream up from then on until Close: a failed first
+// attempt is returned (so that the host can report it) and retried with
+// backoff. Start may be called once.
+func (u *Upstream) Start(ctx context.Context) error {
+	u.mu.Lock()
+	if u.started {
+		u.mu.Unlock()
+		return fmt.Errorf("MCP upstream %q: already started", u.opts.Name)
+	}
+	u.started = true
+	u.ctx, u.cancel = context.WithCancel(context.Background())
+	u.mu.Unlock()
+	first := make(chan error, 1)
+	go u.supervise(first)
+	select {
+	case err := <-first:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("MCP upstream %q: start: %w", u.opts.Name, ctx.Err())
+	}
+}
+
+// Tools returns the last tool list (copies of the entries; schemas shared,
+// not to be modified).
+func (u *Upstream) Tools() []Tool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	avail := u.sess != nil
+	out := make([]Tool, len(u.tools))
+	for i, t := range u.tools {
+		t.Available = avail
+		out[i] = t
+	}
+	return out
+}
+
+// PID is the process ID of the running stdio command (0 when down or for a
+// URL upstream).
+func (u *Upstream) PID() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess == nil || u.proc == nil || u.proc.Process == nil {
+		return 0
+	}
+	return u.proc.Process.Pid
+}
+
+// Available reports whether the upstream is up.
+func (u *Upstream) Available() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.sess != nil
+}
+
+// Call calls the upstream tool named tool (the upstream's own name) with
+// args (a JSON object; nil means {}). onLog receives the upstream's log
+// messages while this is the only call in flight on this upstream (MCP gives
+// a log message no request of its own; when calls overlap, messages go to
+// Options.Logger so that one agent never sees another's); onProgress
+// receives the call's own progress notifications (matched by progress
+// token). Either may be nil; both are called from the connection's goroutine
+// and must not block.
+//
+// The error is: an *UnavailableError (errors.Is ErrUnavailable) when the
+// upstream is down or dies during the call; ctx's error when ctx ended it
+// (the upstream is sent notifications/cancelled); ErrClosed after Close; or
+// a protocol error from the upstream (an unknown tool, invalid arguments as
+// the upstream's SDK reports them), wrapped with the upstream's name. A tool
+// that ran and failed is not an error: Result.IsError.
+func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage, onLog func(api.LogEntry), onProgress func(Progress)) (Result, error) {
+	u.mu.Lock()
+	if !u.started || u.ctx.Err() != nil {
+		u.mu.Unlock()
+		if !u.started {
+			return Result{}, fmt.Errorf("MCP upstream %q: not started", u.opts.Name)
+		}
+		return Result{}, ErrClosed
+	}
+	sess := u.sess
+	if sess == nil {
+		err := &UnavailableError{Upstream: u.opts.Name, Cause: u.downCause, NextAttempt: u.nextTry}
+		u.mu.Unlock()
+		return Result{}, err
+	}
+	u.seq++
+	token := "maiden-" + strconv.FormatUint(u.seq, 10)
+	u.calls[token] = &call{onLog: onLog, onProgress: onProgress}
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		delete(u.calls, token)
+		u.mu.Unlock()
+	}()
+
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if onProgress != nil {
+		params.SetProgressToken(token)
+	}
+	res, err := sess.CallTool(ctx, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, fmt.Errorf("MCP upstream %q, tool %q: %w", u.opts.Name, tool, ctx.Err())
+		}
+		u.mu.Lock()
+		same := u.sess == sess
+		closed := u.ctx.Err() != nil
+		cause := u.downCause
+		next := u.nextTry
+		u.mu.Unlock()
+		if closed {
+			return Result{}, ErrClosed
+		}
+		if !same || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
+			if same {
+				cause = errors.New("the connection closed during the call")
+			}
+			return Result{}, &UnavailableError{Upstream: u.opts.Name, Cause: cause, NextAttempt: next}
+		}
+		return Result{}, fmt.Errorf("MCP upstream %q, tool %q: %w", u.opts.Name, tool, err)
+	}
+	return convertResult(res)
+}
+
+func convertResult(res *mcp.CallToolResult) (Result, error) {
+	out := Result{IsError: res.IsError}
+	content := res.Content
+	if content == nil {
+		content = []mcp.Content{}
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return Result{}, fmt.Errorf("MCP result content: %w", err)
+	}
+	out.Content = b
+	var text []byte
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			if len(text) > 0 {
+				text = append(text, '\n')
+			}
+			text = append(text, t.Text...)
+		}
+	}
+	out.Text = string(text)
+	if res.StructuredContent != nil {
+		s, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return Result{}, fmt.Errorf("MCP result structuredContent: %w", err)
+		}
+		out.Structured = s
+	}
+	return out, nil
+}
+
+// Close stops the supervisor, ends the session and the command (stdin
+// closed, then the process group killed after a grace period). Calls in
+// flight fail; later calls return ErrClosed.
+func (u *Upstream) Close() error {
+	u.mu.Lock()
+	if !u.started {
+		u.started = true
+		u.ctx, u.cancel = context.WithCancel(context.Background())
+		u.cancel()
+		close(u.done)
+		u.mu.Unlock()
+		return nil
+	}
+	u.cancel()
+	u.mu.Unlock()
+	<-u.done
+	return nil
+}
+
+// supervise keeps the upstream up until Close.
+func (u *Upstream) supervise(first chan<- error) {
+	defer close(u.done)
+	delay := u.opts.BackoffInitial
+	for {
+		began := time.Now()
+		sess, proc, exited, err := u.connect()
+		if first != nil {
+			first <- err
+			first = nil
+		}
+		if err != nil {
+			if u.ctx.Err() != nil {
+				return
+			}
+			u.log.Warn("MCP upstream failed to start", "error", err, "retry_in", delay)
+			u.setDown(err, delay)
+			if !u.sleep(delay) {
+				return
+			}
+			delay = min(2*delay, u.opts.BackoffMax)
+			continue
+		}
+		// Up: wait for the session or the process to end, or for Close.
+		ended := make(chan error, 1)
+		go func() { ended <- sess.Wait() }()
+		var cause error
+		select {
+		case <-u.ctx.Done():
+			u.teardown(sess, proc, exited)
+			u.setDown(ErrClosed, 0)
+			return
+		case werr := <-exited:
+			exited <- werr // teardown reads it again
+			cause = exitCause(werr)
+		case werr := <-ended:
+			cause = errors.New("the connection closed")
+			if werr != nil && !errors.Is(werr, mcp.ErrConnectionClosed) {
+				cause = fmt.Errorf("the connection closed: %w", werr)
+			}
+		}
+		u.teardown(sess, proc, exited)
+		if u.ctx.Err() != nil {
+			u.setDown(ErrClosed, 0)
+			return
+		}
+		if time.Since(began) >= u.opts.StableAfter {
+			delay = u.opts.BackoffInitial
+		}
+		u.log.Warn("MCP upstream went down; restarting", "cause", cause, "retry_in", delay)
+		u.setDown(cause, delay)
+		if !u.sleep(delay) {
+			return
+		}
+		delay = min(2*delay, u.opts.BackoffMax)
+	}
+}
+
+func exitCause(err error) error {
+	if err == nil {
+		return errors.New("it exited (status 0)")
+	}
+	return fmt.Errorf("it exited (%v)", err)
+}
+
+func (u *Upstream) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-u.ctx.Done():
+		return false
+	}
+}
+
+func (u *Upstream) setDown(cause error, retryIn time.Duration) {
+	u.mu.Lock()
+	wasUp := u.sess != nil
+	u.sess = nil
+	u.proc = nil
+	u.downCause = cause
+	if retryIn > 0 {
+		u.nextTry = time.Now().Add(retryIn)
+	} else {
+		u.nextTry = time.Time{}
+	}
+	if u.relist != nil {
+		close(u.relist)
+		u.relist = nil
+	}
+	fs := append([]func(){}, u.onChange...)
+	u.mu.Unlock()
+	if wasUp {
+		notify(fs)
+	}
+}
+
+func notify(fs []func()) {
+	for _, f := range fs {
+		go f()
+	}
+}
+
+// connect starts the command (or dials the URL), initialises the session and
+// lists the tools. exited receives the command's Wait result (nil channel for
+// a URL).
+func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) {
+	ctx, cancel := context.WithTimeout(u.ctx, u.opts.ConnectTimeout)
+	defer cancel()
+	var (
+		transport mcp.Transport
+		proc      *exec.Cmd
+		exited    chan error
+	)
+	if u.opts.URL != "" {
+		transport = &mcp.StreamableClientTransport{Endpoint: u.opts.URL, HTTPClient: u.http, MaxRetries: -1}
+	} else {
+		var err error
+		proc, exited, transport, err = u.startCommand()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	sess, err := u.client.Connect(ctx, transport, nil)
+	if err != nil {
+		if proc != nil {
+			killGroup(proc, exited, 0)
+		}
+		return nil, nil, nil, fmt.Errorf("MCP upstream %q: initialize: %w", u.opts.Name, err)
+	}
+	if caps := sess.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
+		// Ask for everything; the host filters. An upstream that refuses
+		// still works (it logs at its own level).
+		_ = sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
+	}
+	tools, err := listTools(ctx, sess)
+	if err != nil {
+		_ = sess.Close()
+		if proc != nil {
+			killGroup(proc, exited, 0)
+		}
+		return nil, nil, nil, fmt.Errorf("MCP upstream %q: tools/list: %w", u.opts.Name, err)
+	}
+	relist := make(chan struct{}, 1)
+	u.mu.Lock()
+	u.sess = sess
+	u.proc = proc
+	u.tools = tools
+	u.downCause = nil
+	u.nextTry = time.Time{}
+	u.relist = relist
+	fs := append([]func(){}, u.onChange...)
+	u.mu.Unlock()
+	go u.relister(sess, relist)
+	if proc != nil {
+		u.log.Info("MCP upstream started", "pid", proc.Process.Pid, "tools", len(tools))
+	} else {
+		u.log.Info("MCP upstream connected", "tools", len(tools))
+	}
+	notify(fs)
+	return sess, proc, exited, nil
+}
+
+// teardown ends a session and its command.
+func (u *Upstream) teardown(sess *mcp.ClientSession, proc *exec.Cmd, exited chan error) {
+	closed := make(chan struct{})
+	go func() { _ = sess.Close(); close(closed) }()
+	if proc != nil {
+		killGroup(proc, exited, 2*time.Second)
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		u.log.Warn("MCP upstream session did not close in 5s; abandoned")
+	}
+}
+
+// killGroup waits up to grace for the command to exit (the caller closes its
+// stdin), then kills its process group and waits for it.
+func killGroup(proc *exec.Cmd, exited chan error, grace time.Duration) {
+	if grace > 0 { // stdin is closed by the session's Close
+		select {
+		case err := <-exited:
+			exited <- err
+			return
+		case <-time.After(grace):
+		}
+	}
+	if proc.Process != nil {
+		_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
+	}
+	err := <-exited
+	exited <- err
+}
+
+func listTools(ctx context.Context, sess *mcp.ClientSession) ([]Tool, error) {
+	var out []Tool
+	params := &mcp.ListToolsParams{}
+	for page := 0; ; page++ {
+		if page >= 100 {
+			return nil, errors.New("more than 100 pages of tools")
+		}
+		res, err := sess.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range res.Tools {
+			tool, err := convertTool(t)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, tool)
+		}
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+func convertTool(t *mcp.Tool) (Tool, error) {
+	out := Tool{Name: t.Name, Title: t.Title, Description: t.Description, Available: true}
+	var err error
+	if t.InputSchema == nil {
+		out.InputSchema = json.RawMessage(`{"type":"object"}`)
+	} else if out.InputSchema, err = json.Marshal(t.InputSchema); err != nil {
+		return Tool{}, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+	}
+	if t.OutputSchema != nil {
+		if out.OutputSchema, err = json.Marshal(t.OutputSchema); err != nil {
+			return Tool{}, fmt.Errorf("tool %q: output schema: %w", t.Name, err)
+		}
+	}
+	if a := t.Annotations; a != nil {
+		out.Annotations = &Annotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	}
+	return out, nil
+}
+
+// relister re-lists the tools on each list_changed signal of one session
+// (coalesced) until the session ends.
+func (u *Upstream) relister(sess *mcp.ClientSession, signal chan struct{}) {
+	for range signal {
+		ctx, cancel := context.WithTimeout(u.ctx, u.opts.ConnectTimeout)
+		tools, err := listTools(ctx, sess)
+		cancel()
+		if err != nil {
+			u.log.Warn("MCP upstream: re-listing tools after list_changed failed; keeping the previous list", "error", err)
+			continue
+		}
+		u.mu.Lock()
+		if u.sess != sess {
+			u.mu.Unlock()
+			return
+		}
+		u.tools = tools
+		fs := append([]func(){}, u.onChange...)
+		u.mu.Unlock()
+		u.log.Info("MCP upstream's tools changed", "tools", len(tools))
+		notify(fs)
+	}
+}
+
+func (u *Upstream) onToolListChanged(_ context.Context, req *mcp.ToolListChangedRequest) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.relist == nil || (req != nil && req.Session != u.sess) {
+		return
+	}
+	select {
+	case u.relist <- struct{}{}:
+	default: // a re-list is already due
+	}
+}
+
+// maxLogMessage caps one relayed log message.
+const maxLogMessage = 16 << 10
+
+func (u *Upstream) onLogMessage(_ context.Context, req *mcp.LoggingMessageRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	p := req.Params
+	var msg string
+	if s, ok := p.Data.(string); ok {
+		msg = s
+	} else if b, err := json.Marshal(p.Data); err == nil {
+		msg = string(b)
+	}
+	if p.Logger != "" {
+		msg = p.Logger + ": " + msg
+	}
+	if len(msg) > maxLogMessage {
+		msg = msg[:maxLogMessage] + " [truncated by maiden]"
+	}
+	entry := api.LogEntry{Level: mapLevel(p.Level), Source: api.SourceLog, Message: msg}
+	u.mu.Lock()
+	var sole *call
+	if len(u.calls) == 1 && req.Session == u.sess {
+		for _, c := range u.calls {
+			sole = c
+		}
+	}
+	u.mu.Unlock()
+	if sole != nil && sole.onLog != nil {
+		sole.onLog(entry)
+		return
+	}
+	u.log.Info("MCP upstream log message", "level", string(p.Level), "message", msg)
+}
+
+func mapLevel(l mcp.LoggingLevel) api.Level {
+	switch l {
+	case "debug":
+		return api.LevelDebug
+	case "info", "notice":
+		return api.LevelInfo
+	case "warning":
+		return api.LevelWarn
+	default: // error, critical, alert, emergency, and anything unknown
+		return api.LevelError
+	}
+}
+
+func (u *Upstream) onProgressNote(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	tok, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	u.mu.Lock()
+	c := u.calls[tok]
+	u.mu.Unlock()
+	if c == nil || c.onProgress == nil {
+		return
+	}
+	c.onProgress(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+}
