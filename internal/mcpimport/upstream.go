@@ -158,6 +158,7 @@ func (e *UnavailableError) Unwrap() error { return e.Cause }
 var ErrClosed = errors.New("mcp upstream closed")
 
 type call struct {
+	gen        uint64 // the session it was made on
 	onLog      func(api.LogEntry)
 	onProgress func(Progress)
 }
@@ -185,6 +186,7 @@ type Upstream struct {
 	calls     map[string]*call // by progress token
 	seq       uint64
 	relist    chan struct{} // the current session's re-list signal
+	gen       uint64        // the current (or next) session's number
 }
 
 // New checks the options and returns an Upstream that is not started yet.
@@ -230,10 +232,10 @@ func New(o Options) (*Upstream, error) {
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "maiden", Version: "mcpimport"}, &mcp.ClientOptions{
 		// No roots, sampling or elicitation: maiden offers the upstream
 		// nothing but answers to its calls.
-		Capabilities:                &mcp.ClientCapabilities{},
-		ToolListChangedHandler:      u.onToolListChanged,
-		LoggingMessageHandler:       u.onLogMessage,
-		ProgressNotificationHandler: u.onProgressNote,
+		Capabilities:           &mcp.ClientCapabilities{},
+		ToolListChangedHandler: u.onToolListChanged,
+		// Progress and log notifications are taken where they are read
+		// (tap.go), not through the SDK's handlers.
 	})
 	u.downCause = errors.New("not started")
 	return u, nil
@@ -337,7 +339,7 @@ func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage, 
 	}
 	u.seq++
 	token := "maiden-" + strconv.FormatUint(u.seq, 10)
-	u.calls[token] = &call{onLog: onLog, onProgress: onProgress}
+	u.calls[token] = &call{gen: u.gen, onLog: onLog, onProgress: onProgress}
 	u.mu.Unlock()
 	defer func() {
 		u.mu.Lock()
@@ -467,6 +469,16 @@ func (u *Upstream) supervise(first chan<- error) {
 			if werr != nil && !errors.Is(werr, mcp.ErrConnectionClosed) {
 				cause = fmt.Errorf("the connection closed: %w", werr)
 			}
+			if exited != nil {
+				// A command that died closed its stdout first: give its
+				// exit status a moment to arrive, as it says more.
+				select {
+				case werr := <-exited:
+					exited <- werr
+					cause = exitCause(werr)
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
 		}
 		u.teardown(sess, proc, exited)
 		if u.ctx.Err() != nil {
@@ -537,19 +549,26 @@ func notify(fs []func()) {
 func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) {
 	ctx, cancel := context.WithTimeout(u.ctx, u.opts.ConnectTimeout)
 	defer cancel()
+	u.mu.Lock()
+	u.gen++
+	gen := u.gen
+	u.mu.Unlock()
 	var (
 		transport mcp.Transport
 		proc      *exec.Cmd
 		exited    chan error
 	)
 	if u.opts.URL != "" {
-		transport = &mcp.StreamableClientTransport{Endpoint: u.opts.URL, HTTPClient: u.http, MaxRetries: -1}
+		hc := *u.http
+		hc.Transport = &sseTapTransport{base: u.http.Transport, u: u, gen: gen}
+		transport = &mcp.StreamableClientTransport{Endpoint: u.opts.URL, HTTPClient: &hc, MaxRetries: -1}
 	} else {
 		var err error
 		proc, exited, transport, err = u.startCommand()
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		transport = &tapTransport{inner: transport, u: u, gen: gen}
 	}
 	sess, err := u.client.Connect(ctx, transport, nil)
 	if err != nil {
@@ -707,39 +726,6 @@ func (u *Upstream) onToolListChanged(_ context.Context, req *mcp.ToolListChanged
 // maxLogMessage caps one relayed log message.
 const maxLogMessage = 16 << 10
 
-func (u *Upstream) onLogMessage(_ context.Context, req *mcp.LoggingMessageRequest) {
-	if req == nil || req.Params == nil {
-		return
-	}
-	p := req.Params
-	var msg string
-	if s, ok := p.Data.(string); ok {
-		msg = s
-	} else if b, err := json.Marshal(p.Data); err == nil {
-		msg = string(b)
-	}
-	if p.Logger != "" {
-		msg = p.Logger + ": " + msg
-	}
-	if len(msg) > maxLogMessage {
-		msg = msg[:maxLogMessage] + " [truncated by maiden]"
-	}
-	entry := api.LogEntry{Level: mapLevel(p.Level), Source: api.SourceLog, Message: msg}
-	u.mu.Lock()
-	var sole *call
-	if len(u.calls) == 1 && req.Session == u.sess {
-		for _, c := range u.calls {
-			sole = c
-		}
-	}
-	u.mu.Unlock()
-	if sole != nil && sole.onLog != nil {
-		sole.onLog(entry)
-		return
-	}
-	u.log.Info("MCP upstream log message", "level", string(p.Level), "message", msg)
-}
-
 func mapLevel(l mcp.LoggingLevel) api.Level {
 	switch l {
 	case "debug":
@@ -751,21 +737,4 @@ func mapLevel(l mcp.LoggingLevel) api.Level {
 	default: // error, critical, alert, emergency, and anything unknown
 		return api.LevelError
 	}
-}
-
-func (u *Upstream) onProgressNote(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil {
-		return
-	}
-	tok, ok := req.Params.ProgressToken.(string)
-	if !ok {
-		return
-	}
-	u.mu.Lock()
-	c := u.calls[tok]
-	u.mu.Unlock()
-	if c == nil || c.onProgress == nil {
-		return
-	}
-	c.onProgress(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
 }

@@ -1,0 +1,211 @@
+package mcpimport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK hands notifications to their handlers on a goroutine of their own
+// while it delivers a response to the waiting call directly, so a progress or
+// log notification the upstream sent before its response could reach a
+// handler after Call returned. maiden instead taps the messages where they
+// are read, in the order the upstream sent them: on a stdio connection as
+// each message is decoded, on streamable HTTP as the SSE stream's bytes pass
+// to the SDK. A call's notifications are therefore delivered before Call
+// returns.
+
+const (
+	methodProgress = "notifications/progress"
+	methodLog      = "notifications/message"
+)
+
+// tapTransport wraps a stdio transport's connection.
+type tapTransport struct {
+	inner mcp.Transport
+	u     *Upstream
+	gen   uint64
+}
+
+func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &tapConn{Connection: c, u: t.u, gen: t.gen}, nil
+}
+
+type tapConn struct {
+	mcp.Connection
+	u   *Upstream
+	gen uint64
+}
+
+func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
+		if req.Method == methodProgress || req.Method == methodLog {
+			c.u.dispatch(c.gen, req.Method, req.Params)
+			// Consumed here; the SDK has no handler for these.
+		}
+	}
+	return msg, err
+}
+
+// sseTapTransport wraps the HTTP transport of one session: server-sent
+// event streams are read through an sseTap.
+type sseTapTransport struct {
+	base http.RoundTripper
+	u    *Upstream
+	gen  uint64
+}
+
+func (t *sseTapTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		resp.Body = &sseTap{rc: resp.Body, u: t.u, gen: t.gen}
+	}
+	return resp, nil
+}
+
+// maxTapEvent bounds an event the tap decodes; a larger one passes through
+// undecoded (it is not a notification maiden relays, or is not one worth
+// relaying whole).
+const maxTapEvent = 1 << 20
+
+// sseTap parses the SSE stream as the SDK reads it and dispatches each
+// complete event's progress or log notification before returning the bytes
+// that completed it.
+type sseTap struct {
+	rc       io.ReadCloser
+	u        *Upstream
+	gen      uint64
+	line     []byte // the current line, without its end
+	data     []byte // the current event's data lines, joined by \n
+	overflow bool
+}
+
+func (s *sseTap) Read(p []byte) (int, error) {
+	n, err := s.rc.Read(p)
+	for _, b := range p[:n] {
+		s.feed(b)
+	}
+	return n, err
+}
+
+func (s *sseTap) Close() error { return s.rc.Close() }
+
+func (s *sseTap) feed(b byte) {
+	if b != '\n' {
+		if len(s.line) < maxTapEvent {
+			s.line = append(s.line, b)
+		} else {
+			s.overflow = true
+		}
+		return
+	}
+	line := bytes.TrimSuffix(s.line, []byte{'\r'})
+	s.line = s.line[:0]
+	if len(line) == 0 { // end of event
+		if !s.overflow && len(s.data) > 0 {
+			s.event(s.data)
+		}
+		s.data = s.data[:0]
+		s.overflow = false
+		return
+	}
+	if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+		v = bytes.TrimPrefix(v, []byte{' '})
+		if len(s.data)+len(v)+1 > maxTapEvent {
+			s.overflow = true
+			return
+		}
+		if len(s.data) > 0 {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, v...)
+	}
+}
+
+func (s *sseTap) event(data []byte) {
+	// Cheap test before decoding: only notifications maiden relays.
+	if !bytes.Contains(data, []byte(methodProgress)) && !bytes.Contains(data, []byte(methodLog)) {
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.ID != nil {
+		return
+	}
+	if m.Method == methodProgress || m.Method == methodLog {
+		s.u.dispatch(s.gen, m.Method, m.Params)
+	}
+}
+
+// dispatch relays one progress or log notification of the session gen.
+func (u *Upstream) dispatch(gen uint64, method string, params json.RawMessage) {
+	switch method {
+	case methodProgress:
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(params, &p) != nil {
+			return
+		}
+		tok, ok := p.ProgressToken.(string)
+		if !ok {
+			return
+		}
+		u.mu.Lock()
+		c := u.calls[tok]
+		u.mu.Unlock()
+		if c == nil || c.gen != gen || c.onProgress == nil {
+			return
+		}
+		c.onProgress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+	case methodLog:
+		var p mcp.LoggingMessageParams
+		if json.Unmarshal(params, &p) != nil {
+			return
+		}
+		var msg string
+		if s, ok := p.Data.(string); ok {
+			msg = s
+		} else if b, err := json.Marshal(p.Data); err == nil {
+			msg = string(b)
+		}
+		if p.Logger != "" {
+			msg = p.Logger + ": " + msg
+		}
+		if len(msg) > maxLogMessage {
+			msg = msg[:maxLogMessage] + " [truncated by maiden]"
+		}
+		entry := api.LogEntry{Level: mapLevel(p.Level), Source: api.SourceLog, Message: msg}
+		u.mu.Lock()
+		var sole *call
+		if len(u.calls) == 1 {
+			for _, c := range u.calls {
+				if c.gen == gen {
+					sole = c
+				}
+			}
+		}
+		u.mu.Unlock()
+		if sole != nil && sole.onLog != nil {
+			sole.onLog(entry)
+			return
+		}
+		u.log.Info("MCP upstream log message", "level", string(p.Level), "message", msg)
+	}
+}
