@@ -29,30 +29,30 @@ func (u *Upstream) startCommand() (*exec.Cmd, chan error, mcp.Transport, error) 
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("MCP upstream %q: %w", u.opts.Name, err)
+		return nil, nil, nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("MCP upstream %q: %w", u.opts.Name, err)
+		return nil, nil, nil, err
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("MCP upstream %q: %w", u.opts.Name, err)
+		return nil, nil, nil, err
 	}
 	start := u.opts.Start
 	if start == nil {
 		start = (*exec.Cmd).Start
 	}
 	if err := start(cmd); err != nil {
-		return nil, nil, nil, fmt.Errorf("MCP upstream %q: starting %s: %w", u.opts.Name, argv[0], err)
+		return nil, nil, nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	if cmd.Process == nil {
-		return nil, nil, nil, fmt.Errorf("MCP upstream %q: Options.Start returned without starting the command", u.opts.Name)
+		return nil, nil, nil, errors.New("Options.Start returned without starting the command")
 	}
 	if cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, nil, nil, errors.New("mcpimport: Options.Start cleared SysProcAttr.Setpgid (the upstream must have its own process group)")
+		return nil, nil, nil, errors.New("Options.Start cleared SysProcAttr.Setpgid (the upstream must have its own process group)")
 	}
 	pid := cmd.Process.Pid
 	stderrDone := make(chan struct{})

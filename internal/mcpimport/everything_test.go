@@ -361,3 +361,80 @@ func TestCloseKillsUpstream(t *testing.T) {
 		t.Errorf("call after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestCommandEnvAndStartHook: the command gets exactly Options.Env (none of
+// maiden's own environment, which here holds a secret), and is started
+// through Options.Start with its own process group.
+func TestCommandEnvAndStartHook(t *testing.T) {
+	t.Setenv("MAIDEN_TEST_HOST_SECRET", "host-secret-value")
+	var hooked int
+	var pgid bool
+	u := startEverything(t, mcpimport.Options{
+		Env: []string{"UPSTREAM_ONLY=yes"},
+		Start: func(c *exec.Cmd) error {
+			hooked++
+			pgid = c.SysProcAttr != nil && c.SysProcAttr.Setpgid
+			return c.Start()
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := u.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hooked != 1 || !pgid {
+		t.Errorf("Start hook called %d times, Setpgid %v", hooked, pgid)
+	}
+	if pg, err := syscall.Getpgid(u.PID()); err != nil || pg != u.PID() {
+		t.Errorf("upstream's process group %d (%v), want its own (%d)", pg, err, u.PID())
+	}
+	res, err := u.Call(ctx, "get-env", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Text, "UPSTREAM_ONLY") {
+		t.Errorf("get-env %q: the upstream's own variable is missing", res.Text)
+	}
+	if strings.Contains(res.Text, "MAIDEN_TEST_HOST_SECRET") || strings.Contains(res.Text, "host-secret-value") {
+		t.Errorf("the upstream inherited maiden's environment: %s", res.Text)
+	}
+}
+
+func TestStartHookFailures(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	refuse := errors.New("confinement canary failed: landlock not in force")
+	u := startEverything(t, mcpimport.Options{BackoffInitial: time.Hour, Start: func(*exec.Cmd) error { return refuse }})
+	if err := u.Start(ctx); !errors.Is(err, refuse) {
+		t.Errorf("Start with a refusing hook: %v", err)
+	}
+	if _, err := u.Call(ctx, "echo", json.RawMessage(`{"message":"x"}`), nil, nil); !errors.Is(err, mcpimport.ErrUnavailable) || !strings.Contains(err.Error(), "landlock") {
+		t.Errorf("call: %v", err)
+	}
+	// A hook that takes the upstream out of its own process group (so that
+	// a kill would miss its children) is refused and the process killed.
+	var pid int
+	u2 := startEverything(t, mcpimport.Options{BackoffInitial: time.Hour, Start: func(c *exec.Cmd) error {
+		c.SysProcAttr.Setpgid = false
+		err := c.Start()
+		if c.Process != nil {
+			pid = c.Process.Pid
+		}
+		return err
+	}})
+	if err := u2.Start(ctx); err == nil || !strings.Contains(err.Error(), "Setpgid") {
+		t.Errorf("Start with a hook that cleared Setpgid: %v", err)
+	}
+	if pid == 0 || syscall.Kill(pid, 0) == nil {
+		t.Errorf("process %d still exists", pid)
+	}
+	// A command that does not exist.
+	u3, err := mcpimport.New(mcpimport.Options{Name: "missing", Command: []string{"/nonexistent/mcp-server"}, BackoffInitial: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u3.Close()
+	if err := u3.Start(ctx); err == nil || !strings.Contains(err.Error(), "/nonexistent/mcp-server") {
+		t.Errorf("missing command: %v", err)
+	}
+}

@@ -89,13 +89,19 @@ func (e *NameError) Error() string {
 func ExposedNames(upstream []string, rename map[string]string) (map[string]string, []error) {
 	byExposed := map[string][]string{}
 	var errs []*NameError
-	seen := map[string]bool{}
+	count := map[string]int{}
 	for _, u := range upstream {
-		if seen[u] {
-			errs = append(errs, &NameError{Upstream: u, Reason: "the upstream lists it twice"})
+		count[u]++
+	}
+	for _, u := range upstream {
+		switch n := count[u]; {
+		case n == 0: // already reported
+			continue
+		case n > 1:
+			errs = append(errs, &NameError{Upstream: u, Reason: fmt.Sprintf("the upstream lists it %d times", n)})
+			count[u] = 0
 			continue
 		}
-		seen[u] = true
 		name, ok := rename[u]
 		if ok {
 			if !ValidName(name) {

@@ -269,7 +269,10 @@ func (u *Upstream) Start(ctx context.Context) error {
 	go u.supervise(first)
 	select {
 	case err := <-first:
-		return err
+		if err != nil {
+			return fmt.Errorf("MCP upstream %q: %w", u.opts.Name, err)
+		}
+		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("MCP upstream %q: start: %w", u.opts.Name, ctx.Err())
 	}
@@ -436,6 +439,14 @@ func (u *Upstream) supervise(first chan<- error) {
 	for {
 		began := time.Now()
 		sess, proc, exited, err := u.connect()
+		if err != nil {
+			if u.ctx.Err() != nil {
+				u.setDown(ErrClosed, 0)
+			} else {
+				u.log.Warn("MCP upstream failed to start", "error", err, "retry_in", delay)
+				u.setDown(err, delay)
+			}
+		}
 		if first != nil {
 			first <- err
 			first = nil
@@ -444,8 +455,6 @@ func (u *Upstream) supervise(first chan<- error) {
 			if u.ctx.Err() != nil {
 				return
 			}
-			u.log.Warn("MCP upstream failed to start", "error", err, "retry_in", delay)
-			u.setDown(err, delay)
 			if !u.sleep(delay) {
 				return
 			}
@@ -575,7 +584,7 @@ func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) 
 		if proc != nil {
 			killGroup(proc, exited, 0)
 		}
-		return nil, nil, nil, fmt.Errorf("MCP upstream %q: initialize: %w", u.opts.Name, err)
+		return nil, nil, nil, fmt.Errorf("initialize: %w", err)
 	}
 	if caps := sess.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
 		// Ask for everything; the host filters. An upstream that refuses
@@ -588,7 +597,7 @@ func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) 
 		if proc != nil {
 			killGroup(proc, exited, 0)
 		}
-		return nil, nil, nil, fmt.Errorf("MCP upstream %q: tools/list: %w", u.opts.Name, err)
+		return nil, nil, nil, fmt.Errorf("tools/list: %w", err)
 	}
 	relist := make(chan struct{}, 1)
 	u.mu.Lock()
