@@ -1,0 +1,322 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RuleProxyCredential is the rule of a CONNECT refused because its
+// Proxy-Authorization named no live session or the wrong token.
+const RuleProxyCredential = "proxy-credential"
+
+// ConnectProxy is an HTTPS CONNECT proxy on 127.0.0.1 through which a
+// wrapped CLI (operator-chosen native code, confined so that the proxy's
+// port is the only TCP port it may connect to) reaches the network. Each
+// CONNECT is decided by the same checks as http-fetch, in the same order:
+// the target is normalised, the policy's host allowlist and ports apply,
+// then the session's Authorizer (the caller's network cards), then one DNS
+// lookup whose answers are classified (loopback and private ranges refused
+// unless the policy's AllowCIDRs open them) and exactly those addresses are
+// dialled. Each CONNECT is one audit event (message "http-fetch", method
+// CONNECT, no path), allowed or refused. The bytes of an allowed tunnel are
+// opaque to the proxy (TLS end to end between the CLI and the server).
+//
+// Identity is per call: [ConnectProxy.Open] makes a session with a random
+// user name and token; the CLI gets them in HTTPS_PROXY and sends them as
+// Proxy-Authorization on every CONNECT, and the proxy decides that CONNECT
+// under the session's Policy and Authorizer. Concurrent calls with
+// different policies share one proxy; a CONNECT without a live session's
+// credential is refused (407) before anything else is looked at.
+type ConnectProxy struct {
+	gate *Gate
+	ln   net.Listener
+	srv  *http.Server
+	port int
+
+	mu       sync.Mutex
+	sessions map[string]*ProxySession
+	closed   bool
+}
+
+// ProxySession is one call's identity at the proxy. Close it when the call
+// ends: its credential stops working and its open tunnels are closed.
+type ProxySession struct {
+	proxy     *ConnectProxy
+	user      string
+	token     string
+	policy    *Policy
+	authorize Authorizer
+	caller    string
+
+	mu      sync.Mutex
+	tunnels map[net.Conn]struct{}
+	closed  bool
+}
+
+// NewConnectProxy listens on 127.0.0.1 (an ephemeral port) and serves
+// CONNECT requests through g until Close.
+func NewConnectProxy(g *Gate) (*ConnectProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: listen on 127.0.0.1: %w", err)
+	}
+	p := &ConnectProxy{gate: g, ln: ln, sessions: map[string]*ProxySession{}}
+	p.port = ln.Addr().(*net.TCPAddr).Port
+	p.srv = &http.Server{
+		Handler:           http.HandlerFunc(p.serve),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+// Port is the proxy's TCP port on 127.0.0.1: the one port a confined CLI
+// may connect to.
+func (p *ConnectProxy) Port() int { return p.port }
+
+// Close stops the proxy and closes every session and tunnel.
+func (p *ConnectProxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	ss := make([]*ProxySession, 0, len(p.sessions))
+	for _, s := range p.sessions {
+		ss = append(ss, s)
+	}
+	p.mu.Unlock()
+	for _, s := range ss {
+		s.Close()
+	}
+	return p.srv.Close()
+}
+
+// Open makes a session for one call: CONNECTs carrying its credential are
+// decided under policy (nil: no network) and authorize (nil: the policy
+// alone); caller names the calling agent in audit events.
+func (p *ConnectProxy) Open(policy *Policy, authorize Authorizer, caller string) (*ProxySession, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("egress proxy: session credential: %w", err)
+	}
+	if policy == nil {
+		policy = noNetwork
+	}
+	s := &ProxySession{
+		proxy: p, user: "c" + hex.EncodeToString(b[:8]), token: hex.EncodeToString(b[8:]),
+		policy: policy, authorize: authorize, caller: caller, tunnels: map[net.Conn]struct{}{},
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errors.New("egress proxy: closed")
+	}
+	p.sessions[s.user] = s
+	return s, nil
+}
+
+// URL is the value for the CLI's HTTPS_PROXY (and https_proxy):
+// http://USER:TOKEN@127.0.0.1:PORT. It holds the session's token: pass it
+// to the CLI's environment only, never to a log.
+func (s *ProxySession) URL() string {
+	return "http://" + s.user + ":" + s.token + "@127.0.0.1:" + strconv.Itoa(s.proxy.port)
+}
+
+// Close ends the session: its credential is refused from now on and its
+// open tunnels are closed.
+func (s *ProxySession) Close() {
+	s.proxy.mu.Lock()
+	if s.proxy.sessions[s.user] == s {
+		delete(s.proxy.sessions, s.user)
+	}
+	s.proxy.mu.Unlock()
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.tunnels {
+		c.Close()
+	}
+	s.mu.Unlock()
+}
+
+func (s *ProxySession) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.tunnels[c] = struct{}{}
+	return true
+}
+
+func (s *ProxySession) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.tunnels, c)
+	s.mu.Unlock()
+}
+
+// session returns the live session r's Proxy-Authorization names, if its
+// token matches (compared in constant time).
+func (p *ConnectProxy) session(r *http.Request) *ProxySession {
+	user, token, ok := proxyBasicAuth(r.Header.Get("Proxy-Authorization"))
+	if !ok {
+		return nil
+	}
+	p.mu.Lock()
+	s := p.sessions[user]
+	p.mu.Unlock()
+	if s == nil || subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) != 1 {
+		return nil
+	}
+	return s
+}
+
+func proxyBasicAuth(h string) (user, token string, ok bool) {
+	const prefix = "Basic "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(raw), ":")
+}
+
+func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ev := event{method: http.MethodConnect, host: rawHost("https://" + r.Host)}
+	s := p.session(r)
+	if s == nil {
+		// No policy is known, so nothing of the request is checked or
+		// looked up; the event names no tool.
+		d := deny(RuleProxyCredential, "the proxy credential is missing, unknown or expired")
+		ev.refuse(d)
+		ev.duration = time.Since(start)
+		p.gate.record(r.Context(), &ev)
+		w.Header().Set("Proxy-Authenticate", `Basic realm="maiden"`)
+		http.Error(w, d.Reason, http.StatusProxyAuthRequired)
+		return
+	}
+	ev.tool, ev.caller = s.policy.tool, s.caller
+	if r.Method != http.MethodConnect {
+		d := deny(RuleMethod, "the proxy takes only CONNECT (HTTPS through a tunnel), not %s", quote(r.Method))
+		ev.method = truncate(r.Method, maxMethodLength)
+		p.refuse(w, r, &ev, d, start)
+		return
+	}
+	// The authority as the target of an https URL: the same normalisation
+	// (host syntax, IDNA, IP literal forms, port) as http-fetch.
+	t, d := normalizeURL("https://" + r.Host + "/")
+	if d.Allow && (r.Host == "" || strings.ContainsAny(r.Host, "/?#@")) {
+		d = deny(RuleURL, "CONNECT target %s is not host:port", quote(r.Host))
+	}
+	if d.Allow {
+		ev.setTarget(t)
+		ev.path = ""
+		d = s.policy.checkTarget(t)
+	}
+	if d.Allow && s.authorize != nil {
+		d = authorize(s.authorize, t, "")
+	}
+	if !d.Allow {
+		p.refuse(w, r, &ev, d, start)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), dialTimeout)
+	conn, _, err := (&dialer{p: s.policy, resolver: p.gate.resolver}).dial(ctx, net.JoinHostPort(t.host, strconv.Itoa(int(t.port))), false)
+	cancel()
+	if err != nil {
+		var de *deniedError
+		if errors.As(err, &de) {
+			p.refuse(w, r, &ev, de.d, start)
+			return
+		}
+		var re *resolveError
+		ev.rule = RuleFailed
+		if errors.As(err, &re) {
+			ev.rule = RuleResolve
+		}
+		ev.decision, ev.reason = "allow", err.Error()
+		ev.duration = time.Since(start)
+		p.gate.record(r.Context(), &ev)
+		http.Error(w, "connect to "+t.hostPort()+" failed", http.StatusBadGateway)
+		return
+	}
+	ev.addr = conn.RemoteAddr().String()
+	ev.rule = RuleAllowed
+	ev.duration = time.Since(start)
+	p.gate.record(r.Context(), &ev)
+
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		conn.Close()
+		http.Error(w, "the proxy cannot tunnel over this connection", http.StatusInternalServerError)
+		return
+	}
+	client, buf, err := hj.Hijack()
+	if err != nil {
+		conn.Close()
+		return
+	}
+	if !s.track(client) || !s.track(conn) {
+		client.Close()
+		conn.Close()
+		return
+	}
+	defer s.untrack(client)
+	defer s.untrack(conn)
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		client.Close()
+		conn.Close()
+		return
+	}
+	tunnel(client, buf.Reader, conn)
+}
+
+func (p *ConnectProxy) refuse(w http.ResponseWriter, r *http.Request, ev *event, d Decision, start time.Time) {
+	ev.refuse(d)
+	ev.duration = time.Since(start)
+	p.gate.record(r.Context(), ev)
+	// The reason is the gate's words about the CLI's own request (nothing
+	// from a server): the CLI's error says what was refused and why.
+	http.Error(w, d.Reason, http.StatusForbidden)
+}
+
+// tunnel copies bytes both ways until either side ends, then closes both.
+// in holds what the client sent after the CONNECT head (a TLS ClientHello
+// may already be buffered).
+func tunnel(client net.Conn, in *bufio.Reader, server net.Conn) {
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(server, in)
+		if tc, ok := server.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(client, server)
+		if tc, ok := client.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+	client.Close()
+	server.Close()
+}
