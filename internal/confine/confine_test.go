@@ -1,0 +1,395 @@
+//go:build linux
+
+package confine_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/confine"
+)
+
+// The confined programs of these tests are this test binary itself, in a
+// mode chosen by an environment variable: real native code doing the
+// hostile thing, under the same trampoline a wrapped CLI gets.
+const modeEnv = "CONFINE_TEST_MODE"
+
+func TestMain(m *testing.M) {
+	confine.Main()
+	if mode := os.Getenv(modeEnv); mode != "" {
+		os.Exit(hostile(mode, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// hostile runs in the confined child. It prints "ok" if the attempt
+// succeeded and "refused: ERR" if not, and exits 0 either way (so a test
+// can tell a refusal from a crash).
+func hostile(mode string, args []string) int {
+	report := func(err error) int {
+		if err != nil {
+			fmt.Printf("refused: %v", err)
+		} else {
+			fmt.Print("ok")
+		}
+		return 0
+	}
+	switch mode {
+	case "read":
+		_, err := os.ReadFile(args[0])
+		return report(err)
+	case "list":
+		_, err := os.ReadDir(args[0])
+		return report(err)
+	case "write":
+		return report(os.WriteFile(args[0], []byte("written"), 0o644))
+	case "connect":
+		c, err := net.DialTimeout("tcp", args[0], 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return report(err)
+	case "udp":
+		c, err := net.Dial("udp", args[0])
+		if err == nil {
+			_, err = c.Write([]byte("x"))
+			c.Close()
+		}
+		return report(err)
+	case "env":
+		fmt.Print(strings.Join(os.Environ(), "\n"))
+		return 0
+	case "spew":
+		n, _ := strconv.Atoi(args[0])
+		buf := make([]byte, n)
+		for i := range buf {
+			buf[i] = 'a'
+		}
+		os.Stdout.Write(buf)
+		os.Stderr.Write(buf)
+		return 0
+	case "fork-sleeper":
+		// A child in the same process group that would outlive us.
+		self, _ := os.Executable()
+		cmd := exec.Command(self)
+		cmd.Env = []string{modeEnv + "=sleep"}
+		if err := cmd.Start(); err != nil {
+			fmt.Printf("refused: %v", err)
+			return 0
+		}
+		fmt.Printf("%d\n", cmd.Process.Pid)
+		os.Stdout.Sync()
+		time.Sleep(time.Minute)
+		return 0
+	case "fork-sleeper-exit":
+		self, _ := os.Executable()
+		cmd := exec.Command(self)
+		cmd.Env = []string{modeEnv + "=sleep"}
+		if err := cmd.Start(); err != nil {
+			fmt.Printf("refused: %v", err)
+			return 0
+		}
+		fmt.Printf("%d\n", cmd.Process.Pid)
+		return 0
+	case "sleep":
+		time.Sleep(time.Minute)
+		return 0
+	case "exit":
+		n, _ := strconv.Atoi(args[0])
+		return n
+	}
+	fmt.Fprintln(os.Stderr, "unknown mode", mode)
+	return 2
+}
+
+func self(t testing.TB) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func run(t *testing.T, s confine.Spec) confine.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := confine.Run(ctx, s)
+	if err != nil {
+		t.Fatalf("Run: %v (stderr %q)", err, res.Stderr)
+	}
+	if res.Unconfined || res.Landlock < -1 {
+		t.Fatalf("the run was not confined: %+v", res)
+	}
+	return res
+}
+
+func mode(t *testing.T, m string, s confine.Spec, args ...string) string {
+	t.Helper()
+	s.Path = self(t)
+	s.Args = args
+	s.Env = append(s.Env, modeEnv+"="+m)
+	res := run(t, s)
+	if res.ExitCode != 0 {
+		t.Fatalf("mode %s exited %d: %s", m, res.ExitCode, res.Stderr)
+	}
+	return string(res.Stdout)
+}
+
+func mustRefuse(t *testing.T, what, out string) {
+	t.Helper()
+	if !strings.HasPrefix(out, "refused: ") {
+		t.Fatalf("%s: %q, want a refusal", what, out)
+	}
+}
+
+func mustAllow(t *testing.T, what, out string) {
+	t.Helper()
+	if out != "ok" {
+		t.Fatalf("%s: %q, want ok", what, out)
+	}
+}
+
+// Files outside the declared paths cannot be read, even ones every user
+// may read; the declared ones can (the control).
+func TestCannotReadOutsideItsPaths(t *testing.T) {
+	dir := t.TempDir()
+	allowed, secret := filepath.Join(dir, "allowed"), filepath.Join(dir, "secret")
+	os.Mkdir(allowed, 0o755)
+	os.WriteFile(filepath.Join(allowed, "f"), []byte("x"), 0o644)
+	os.WriteFile(secret, []byte("s3cret"), 0o644)
+	s := confine.Spec{ReadOnly: []string{allowed}}
+	mustAllow(t, "declared file", mode(t, "read", s, filepath.Join(allowed, "f")))
+	mustRefuse(t, "sibling of a declared path", mode(t, "read", s, secret))
+	mustRefuse(t, "/etc/passwd", mode(t, "read", s, "/etc/passwd"))
+	mustRefuse(t, "/proc/1/environ", mode(t, "read", s, "/proc/self/environ"))
+	mustRefuse(t, "listing /", mode(t, "list", s, "/"))
+	mustRefuse(t, "through .. from a declared path", mode(t, "read", s, filepath.Join(allowed, "..", "secret")))
+	// A symbolic link inside a declared path that points outside it.
+	link := filepath.Join(allowed, "link")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	mustRefuse(t, "a link to outside", mode(t, "read", s, link))
+}
+
+func TestCannotWriteToReadOnlyPath(t *testing.T) {
+	dir := t.TempDir()
+	ro, rw := filepath.Join(dir, "ro"), filepath.Join(dir, "rw")
+	os.Mkdir(ro, 0o755)
+	os.Mkdir(rw, 0o755)
+	existing := filepath.Join(ro, "existing")
+	os.WriteFile(existing, []byte("original"), 0o644)
+	s := confine.Spec{ReadOnly: []string{ro}, Writable: []string{rw}}
+	mustAllow(t, "writable path", mode(t, "write", s, filepath.Join(rw, "new")))
+	mustRefuse(t, "new file in a read-only path", mode(t, "write", s, filepath.Join(ro, "new")))
+	mustRefuse(t, "existing file in a read-only path", mode(t, "write", s, existing))
+	mustRefuse(t, "the temp dir", mode(t, "write", s, filepath.Join(dir, "new")))
+	if b, _ := os.ReadFile(existing); string(b) != "original" {
+		t.Fatalf("read-only file now holds %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
+		t.Fatal("a file was created in the read-only path")
+	}
+}
+
+// listener is a loopback listener counting accepted connections.
+func listener(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), &n
+}
+
+func port(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+func TestCannotConnectButToTheProxyPort(t *testing.T) {
+	proxy, proxyHits := listener(t)
+	other, otherHits := listener(t)
+	s := confine.Spec{ProxyPort: port(proxy)}
+	mustAllow(t, "the proxy port", mode(t, "connect", s, proxy))
+	mustRefuse(t, "another loopback port", mode(t, "connect", s, other))
+	mustRefuse(t, "IPv6 loopback, another port", mode(t, "connect", s, "[::1]:"+strconv.Itoa(port(other))))
+	mustRefuse(t, "UDP", mode(t, "udp", s, other))
+	// No proxy port: not even the proxy.
+	mustRefuse(t, "no network: the proxy port", mode(t, "connect", confine.Spec{}, proxy))
+	mustRefuse(t, "no network: UDP", mode(t, "udp", confine.Spec{}, other))
+	if n := otherHits.Load(); n != 0 {
+		t.Fatalf("the other listener accepted %d connections", n)
+	}
+	if n := proxyHits.Load(); n != 1 {
+		t.Fatalf("the proxy listener accepted %d connections, want 1", n)
+	}
+}
+
+// The environment is exactly Spec.Env: nothing of the caller's leaks,
+// and not the trampoline's marker.
+func TestEnvironmentIsScrubbed(t *testing.T) {
+	t.Setenv("CONFINE_TEST_SECRET", "leak")
+	out := mode(t, "env", confine.Spec{Env: append(confine.AllowEnv("CONFINE_TEST_SECRET_NOT_SET", "HOME"), "A=1")})
+	lines := strings.Split(out, "\n")
+	want := []string{}
+	if h, ok := os.LookupEnv("HOME"); ok {
+		want = append(want, "HOME="+h)
+	}
+	want = append(want, "A=1", modeEnv+"=env")
+	if strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Fatalf("environment %q, want %q", lines, want)
+	}
+}
+
+func TestOutputIsCapped(t *testing.T) {
+	res := run(t, confine.Spec{Path: self(t), Args: []string{"100000"}, Env: []string{modeEnv + "=spew"}, MaxOutput: 1000})
+	if len(res.Stdout) != 1000 || res.StdoutDropped != 99000 || len(res.Stderr) != 1000 || res.StderrDropped != 99000 {
+		t.Fatalf("stdout %d (+%d dropped), stderr %d (+%d dropped)", len(res.Stdout), res.StdoutDropped, len(res.Stderr), res.StderrDropped)
+	}
+	res = run(t, confine.Spec{Path: self(t), Args: []string{"1000"}, Env: []string{modeEnv + "=spew"}, MaxOutput: 1000})
+	if len(res.Stdout) != 1000 || res.StdoutDropped != 0 {
+		t.Fatalf("exactly the cap: stdout %d (+%d dropped)", len(res.Stdout), res.StdoutDropped)
+	}
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// A zombie is dead; its parent (init here) has not reaped it yet.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// At the deadline the whole process group dies: the program and the
+// sleeper it started.
+func TestKilledWithChildrenAtDeadline(t *testing.T) {
+	start := time.Now()
+	res := run(t, confine.Spec{Path: self(t), Env: []string{modeEnv + "=fork-sleeper"}, Timeout: 2 * time.Second})
+	if !res.TimedOut || res.Signal != "SIGKILL" {
+		t.Fatalf("result %+v, want timed out by SIGKILL", res)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Run returned after %v", d)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+	if err != nil {
+		t.Fatalf("the program did not start its sleeper: %q %q", res.Stdout, res.Stderr)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(pid) {
+		syscallKill(pid)
+		t.Fatalf("the sleeper %d outlived the deadline", pid)
+	}
+}
+
+// A program that exits leaving a child behind: the child is killed when
+// the program ends, and Run does not wait for it.
+func TestLeftoverChildrenKilled(t *testing.T) {
+	start := time.Now()
+	res := run(t, confine.Spec{Path: self(t), Env: []string{modeEnv + "=fork-sleeper-exit"}, Timeout: 30 * time.Second})
+	if res.TimedOut || res.ExitCode != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if d := time.Since(start); d > 900*time.Millisecond {
+		t.Fatalf("Run returned after %v: it waited for the leftover child", d)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+	if err != nil {
+		t.Fatalf("the program did not start its sleeper: %q %q", res.Stdout, res.Stderr)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(pid) {
+		syscallKill(pid)
+		t.Fatalf("the sleeper %d outlived the program", pid)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	res := run(t, confine.Spec{Path: self(t), Args: []string{"7"}, Env: []string{modeEnv + "=exit"}})
+	if res.ExitCode != 7 || res.TimedOut {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestBadSpecs(t *testing.T) {
+	for _, s := range []confine.Spec{
+		{Path: "true"},
+		{Path: "/nonexistent/program"},
+		{Path: "/bin/true", ReadOnly: []string{"relative"}},
+		{Path: "/bin/true", Writable: []string{"/nonexistent"}},
+	} {
+		if _, err := confine.Run(context.Background(), s); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
+	}
+}
+
+// An executable outside the system paths runs: its own file is readable
+// and executable without being declared.
+func TestExecutableOutsideSystemPaths(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "prog")
+	b, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(exe, b, 0o755)
+	res, err := confine.Run(context.Background(), confine.Spec{Path: exe})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("a copy of /bin/true: %+v %v", res, err)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	st, err := confine.Probe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Landlock < 4 || len(st.Checks) < 10 {
+		t.Fatalf("status %+v", st)
+	}
+	for _, c := range st.Checks {
+		if !c.OK {
+			t.Errorf("check %s: %+v", c.Name, c)
+		}
+		if c.Forbidden && !strings.Contains(c.Detail, "permission denied") && !strings.Contains(c.Detail, "operation not permitted") {
+			t.Errorf("check %s was refused for another reason: %q", c.Name, c.Detail)
+		}
+	}
+}
+
+func syscallKill(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }
