@@ -464,3 +464,28 @@ func TestGitEndToEnd(t *testing.T) {
 		t.Fatal("--upload-pack ran")
 	}
 }
+
+func TestShortOnlyArgv(t *testing.T) {
+	s, err := Load([]byte(`{"maiden_command":1,"name":"x","options":[
+		{"name":"dir","short":"C","short_only":true},{"name":"level","short":"l","short_only":true,"kind":"count"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string][]string{
+		`{"dir":"/tmp"}`:          {"-C/tmp"},
+		`{"dir":"-rf"}`:           {"-C-rf"}, // attached: never read as an option
+		`{"dir":""}`:              {"-C", ""},
+		`{"level":2,"dir":"a b"}`: {"-Ca b", "-l", "-l"},
+	} {
+		inv, err := s.ParseJSON([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inv.Argv(StyleSeparate); !slices.Equal(got, want) {
+			t.Errorf("%s: Argv %q, want %q", in, got, want)
+		}
+	}
+	if _, err := Load([]byte(`{"maiden_command":1,"name":"x","options":[{"name":"c","short":"c","short_only":true,"kind":"optional","implicit":"x"}]}`)); err == nil {
+		t.Fatal("short_only optional accepted")
+	}
+}

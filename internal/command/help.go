@@ -97,15 +97,19 @@ func (s *Spec) Help(path ...string) string {
 			fmt.Fprintf(&b, "  %-24s %s%s\n", spell, o.Summary, notes)
 		}
 	}
+	if c.Stdin != nil || c.Stdout != nil || c.Stderr != nil {
+		b.WriteString("\nAttachments:\n")
+	}
 	for _, st := range []struct {
 		name string
 		s    *Stream
 	}{{"stdin", c.Stdin}, {"stdout", c.Stdout}, {"stderr", c.Stderr}} {
 		if st.s != nil {
-			if st.name == "stdin" {
-				b.WriteString("\n")
+			req := ""
+			if st.s.Required {
+				req = " (required)"
 			}
-			fmt.Fprintf(&b, "%s: %s %s\n", st.name, st.s.MediaType, st.s.Summary)
+			fmt.Fprintf(&b, "  %-24s %s%s\n", st.name+" "+st.s.MediaType, st.s.Summary, req)
 		}
 	}
 	if len(c.Errors) > 0 {

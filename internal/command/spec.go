@@ -592,6 +592,9 @@ func loadOption(o *obj) (*Option, error) {
 	default:
 		return nil, o.errAt("kind", "must be value, optional, list, map, bool or count; got "+strconv.Quote(k))
 	}
+	if opt.ShortOnly && opt.Kind == KindOptional {
+		return nil, o.errAt("short_only", "an optional option's value cannot be told from the next word after -"+opt.Short+" alone")
+	}
 	flag := opt.Kind == KindBool || opt.Kind == KindCount
 	if opt.Type, err = loadType(o, !flag); err != nil {
 		return nil, err

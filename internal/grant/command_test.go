@@ -143,3 +143,64 @@ func TestCommandRendering(t *testing.T) {
 		t.Fatalf("a JSON tool's command rendering %q differs from Rendering", got)
 	}
 }
+
+// FuzzCoversCommand: attenuation stays sound with command words and
+// positionals: whenever parent covers child, every call child allows,
+// parent allows.
+func FuzzCoversCommand(f *testing.F) {
+	f.Add([]byte("\x01\x02ab*\x00a\x03\x01b"))
+	f.Add([]byte("\x00\x05*a*\x00\x00\x04"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := &byteReader{b: b}
+		gen := func() string {
+			s := "tool:invoke git"
+			if r.next()%4 != 0 {
+				s += " log"
+			}
+			if r.next()%3 == 0 {
+				s += " --x=" + genValue(r, true)
+			}
+			if r.next()%2 == 0 {
+				s += " --..."
+			}
+			s += " --"
+			for range r.next() % 3 {
+				s += " " + positionalWord(genValue(r, true))
+			}
+			if r.next()%2 == 0 {
+				s += " ..."
+			}
+			return s
+		}
+		ps, cs := gen(), gen()
+		p, err1 := Parse(ps)
+		c, err2 := Parse(cs)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("generated grants do not parse: %q %v, %q %v", ps, err1, cs, err2)
+		}
+		if !p.Covers(c) {
+			return
+		}
+		for range 8 {
+			var cmd []string
+			if r.next()%4 != 0 {
+				cmd = []string{"log"}
+			}
+			var args []Arg
+			if r.next()%2 == 0 {
+				args = append(args, Arg{Name: "x", Value: genValue(r, false)})
+			}
+			if r.next()%3 == 0 {
+				args = append(args, Arg{Name: "y", Form: FormTrue})
+			}
+			var pos []string
+			for range r.next() % 4 {
+				pos = append(pos, genValue(r, false))
+			}
+			tg := CommandTarget("git", cmd, args, pos)
+			if c.Allows(tg) && !p.Allows(tg) {
+				t.Fatalf("%q covers %q, yet %q is allowed by the child only", ps, cs, tg.String())
+			}
+		}
+	})
+}
