@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the tests exercise MCP logging, deprecated upstream (SEP-2577) but still served
+
 package mcpimport_test
 
 import (

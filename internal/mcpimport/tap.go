@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP logging is deprecated upstream (SEP-2577) but still how upstream servers send logs, which maiden relays
+
 package mcpimport
 
 import (

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP logging is deprecated upstream (SEP-2577) but still how upstream servers send logs, which maiden relays
+
 // Package mcpimport makes maiden an MCP client of upstream MCP servers (issue
 // 13, "MCP imports"): it starts a stdio server (a command) or connects to a
 // streamable HTTP one (a URL, with a credential attached to every request),
