@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/mcpserver"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -172,7 +173,8 @@ func result(t *testing.T, ch <-chan maiden.Result) maiden.Result {
 // token does not), approves, and the call completes; a link from another
 // site still finds the session; a denial reaches the call with its reason;
 // "always" installs a card so the same call runs without asking (another
-// call still asks); the audit page verifies the chain; logging out ends
+// call still asks), the cards page shows it and revoking it there makes
+// the call ask again; the audit page verifies the chain; logging out ends
 // the session.
 func TestBrowserApprovalFlow(t *testing.T) {
 	exe := chromium(t)
@@ -302,6 +304,37 @@ func TestBrowserApprovalFlow(t *testing.T) {
 	if r := e.callNow(t, "something else"); r.OK || r.Error.Kind != maiden.KindPending {
 		t.Fatalf("another call after always: %+v %+v (it should still ask)", r, r.Error)
 	}
+	// The cards page shows the always card, and revoking it there makes the
+	// same call ask again. That needs Host.Cards and Host.RevokeCard (the
+	// adapter's cardHost); a Host without them must say the page is
+	// unavailable, and this test says which it checked.
+	if _, ok := any(e.host).(interface {
+		Cards(context.Context, string) ([]cards.Card, error)
+		RevokeCard(context.Context, string, string) (int, error)
+	}); ok {
+		do("cards page", chromedp.Navigate(e.url+"/ui/cards"), chromedp.WaitVisible(chromedp.ID("agent-bot")))
+		if got := text("#agent-bot"); !strings.Contains(got, "approve:always echo") {
+			t.Fatalf("the cards page does not show the always card:\n%s", got)
+		}
+
+		// Revoking it on the cards page makes the same call ask again.
+		do("revoke the always card",
+			chromedp.Click(chromedp.Search(`//tr[.//code[contains(., "approve:always echo")]]//button`)),
+			chromedp.WaitVisible(chromedp.CSS("p.notice")))
+		if r := e.callNow(t, "again and again"); r.OK || r.Error.Kind != maiden.KindPending {
+			// Seen with a stand-in Host.Cards: the call that waited ran under
+			// the new card without consuming its own one-time approval, which
+			// then let this repeat run once more.
+			t.Fatalf("the same call after revoking the always card: %+v %+v (it should ask; was the always request's one-time approval left unconsumed?)", r, r.Error)
+		}
+	} else {
+		t.Log("this Host has no Cards/RevokeCard: checking that the cards page says it is unavailable")
+		do("cards page", chromedp.Navigate(e.url+"/ui/cards"), chromedp.WaitVisible(chromedp.CSS("p.error")))
+		if got := text("p.error"); !strings.Contains(got, "unavailable") {
+			t.Fatalf("the cards page without Host.Cards: %q", got)
+		}
+	}
+
 	// 4. The audit page: the chain verifies and the decisions are there.
 	do("audit page", chromedp.Navigate(e.url+"/ui/audit"), chromedp.WaitVisible(chromedp.ID("verify")))
 	if got := text("#verify"); !strings.HasPrefix(got, "ok: ") {

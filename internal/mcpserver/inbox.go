@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/inbox"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -135,11 +136,58 @@ func (b hostInbox) Agents(context.Context) ([]string, error) {
 	return out, nil
 }
 
-// errNoCards: the Host does not yet give an operator an agent's cards, nor
-// revoke one for them (Host.Cards and Host.RevokeCard, issue 12); the cards
-// page says it is unavailable and the log says why.
-var errNoCards = errors.New("the cards page needs Host.Cards and Host.RevokeCard, which this build of maiden does not have yet")
+// cardHost is what the cards page needs of the Host: an agent's cards
+// (revoked ones included) and revoking one as an operator. The Host of
+// this build may not have these yet (issue 12 asks for them); the page then
+// answers that the cards are unavailable, and the log says why. A Host with
+// them, with exactly these signatures, serves the page without a change here.
+type cardHost interface {
+	Cards(ctx context.Context, agent string) ([]cards.Card, error)
+	RevokeCard(ctx context.Context, id, by string) (revoked int, err error)
+}
 
-func (b hostInbox) Cards(context.Context, string) ([]inbox.Card, error) { return nil, errNoCards }
+// errNoCards: the Host has no cardHost methods.
+var errNoCards = errors.New("the cards page needs Host.Cards and Host.RevokeCard, which this build of maiden does not have")
 
-func (b hostInbox) RevokeCard(context.Context, string, string) (int, error) { return 0, errNoCards }
+func (b hostInbox) Cards(ctx context.Context, agent string) ([]inbox.Card, error) {
+	ch, ok := any(b.h).(cardHost)
+	if !ok {
+		return nil, errNoCards
+	}
+	list, err := ch.Cards(ctx, agent)
+	if err != nil {
+		return nil, inboxErr(err)
+	}
+	out := make([]inbox.Card, len(list))
+	for i, c := range list {
+		out[i] = inbox.Card{
+			ID: c.ID, Agent: c.Holder, Allows: grantTexts(c.LowerPos), Except: grantTexts(c.LowerNeg),
+			Ceiling: grantTexts(c.UpperPos), Forbids: grantTexts(c.UpperNeg), Parents: c.Parents, System: c.System,
+			Manager: c.Manager, Created: c.Created, Expires: c.Expires, Revoked: c.Revoked,
+		}
+	}
+	return out, nil
+}
+
+func grantTexts(gs []cards.Grant) []string {
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = g.String()
+	}
+	return out
+}
+
+func (b hostInbox) RevokeCard(ctx context.Context, id, by string) (int, error) {
+	ch, ok := any(b.h).(cardHost)
+	if !ok {
+		return 0, errNoCards
+	}
+	n, err := ch.RevokeCard(ctx, id, by)
+	switch {
+	case errors.Is(err, store.ErrUnknownCard):
+		return 0, fmt.Errorf("%w: %v", inbox.ErrNotFound, err)
+	case errors.Is(err, cards.ErrCardRevoked):
+		return 0, fmt.Errorf("%w: %v", inbox.ErrConflict, err)
+	}
+	return n, inboxErr(err)
+}
