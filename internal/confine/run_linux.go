@@ -3,13 +3,14 @@ package confine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -47,21 +48,34 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
 		defer cancel()
 	}
-	data, err := json.Marshal(ws)
-	if err != nil {
-		return Result{}, fmt.Errorf("confine: %w", err)
+	var ruleset *os.File
+	if ws.Landlock > 0 {
+		fd, err := buildRuleset(ws, ws.Landlock)
+		if err != nil {
+			return Result{}, fmt.Errorf("confine: %s: %w", s.Path, err)
+		}
+		ruleset = os.NewFile(uintptr(fd), "landlock-ruleset")
+		defer ruleset.Close()
 	}
-	specR, specW, err := os.Pipe()
+	config, err := configBytes(ws)
 	if err != nil {
-		return Result{}, fmt.Errorf("confine: spec pipe: %w", err)
+		return Result{}, err
 	}
-	defer specW.Close()
+	configR, configW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("confine: config pipe: %w", err)
+	}
+	defer configW.Close()
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		specR.Close()
+		configR.Close()
 		return Result{}, fmt.Errorf("confine: status pipe: %w", err)
 	}
 	defer statusR.Close()
+	marker := envMarker + "=N"
+	if ruleset != nil {
+		marker = envMarker + "=L"
+	}
 
 	max := s.MaxOutput
 	if max <= 0 {
@@ -70,12 +84,12 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	stdout, stderr := &capped{max: max}, &capped{max: max}
 	cmd := &exec.Cmd{
 		Path:       exe,
-		Args:       []string{"maiden-confine"},
-		Env:        []string{envMarker + "=1"},
+		Args:       append([]string{"maiden-confine"}, ws.Argv...),
+		Env:        append(slices.Clip(ws.Env), marker),
 		Dir:        s.Dir,
 		Stdout:     stdout,
 		Stderr:     stderr,
-		ExtraFiles: []*os.File{specR, statusW},
+		ExtraFiles: []*os.File{ruleset, configR, statusW},
 		// A new process group, killed whole at the deadline; SIGKILL if
 		// this process dies first (it survives the target's execve).
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
@@ -85,8 +99,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		cmd.Stdin = bytes.NewReader(s.Stdin)
 	}
 	err = cmd.Start()
-	specR.Close()
+	configR.Close()
 	statusW.Close()
+	if ruleset != nil {
+		ruleset.Close()
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("confine: starting the trampoline %s: %w", exe, err)
 	}
@@ -102,11 +119,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	})
 	defer stop()
 
-	_, werr := specW.Write(data)
-	specW.Close()
+	_, werr := configW.Write(config)
+	configW.Close()
 	msg, _ := io.ReadAll(io.LimitReader(statusR, 4096))
 	if werr != nil && len(msg) == 0 {
-		msg = []byte("sending the spec: " + werr.Error())
+		msg = []byte("sending the config: " + werr.Error())
 	}
 
 	// Wait for the process without reaping it (its PID, and so the process
@@ -145,6 +162,27 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return res, fmt.Errorf("confine: %s: %w", s.Path, waitErr)
 	}
 	return res, nil
+}
+
+// configBytes is what the trampoline reads on fd 4: the rlimits (core,
+// data, nproc, fsize, nofile), the number of seccomp instructions and the
+// instructions, in the machine's byte order.
+func configBytes(ws *wireSpec) ([]byte, error) {
+	filter, err := seccompFilter(ws.ProxyPort != 0)
+	if err != nil {
+		return nil, fmt.Errorf("confine: %w", err)
+	}
+	l := ws.Limits
+	var b []byte
+	for _, v := range []uint64{0, l.Memory, l.Processes, l.FileSize, l.Files, uint64(len(filter))} {
+		b = binary.NativeEndian.AppendUint64(b, v)
+	}
+	for _, f := range filter {
+		b = binary.NativeEndian.AppendUint16(b, f.Code)
+		b = append(b, f.Jt, f.Jf)
+		b = binary.NativeEndian.AppendUint32(b, f.K)
+	}
+	return b, nil
 }
 
 // prepare checks s and decides the confinement this kernel gives it.
