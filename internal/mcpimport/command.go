@@ -67,7 +67,7 @@ func (u *Upstream) startCommand() (*exec.Cmd, chan error, mcp.Transport, error) 
 		<-stderrDone
 		exited <- cmd.Wait()
 	}()
-	return cmd, exited, &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil
+	return cmd, exited, &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: u.opts.MaxMessageBytes}, nil
 }
 
 // relayStderr logs the upstream's stderr line by line (each line capped).

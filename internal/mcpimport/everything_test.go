@@ -438,3 +438,24 @@ func TestStartHookFailures(t *testing.T) {
 		t.Errorf("missing command: %v", err)
 	}
 }
+
+// TestMessageCap: an upstream message over MaxMessageBytes fails the call as
+// unavailable and the upstream is restarted, instead of maiden buffering it.
+func TestMessageCap(t *testing.T) {
+	u := startEverything(t, mcpimport.Options{MaxMessageBytes: 64 << 10, BackoffInitial: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := u.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pid := u.PID()
+	big, _ := json.Marshal(map[string]string{"message": strings.Repeat("x", 100<<10)})
+	_, err := u.Call(ctx, "echo", big, nil, nil)
+	if !errors.Is(err, mcpimport.ErrUnavailable) {
+		t.Fatalf("a 100 KiB answer under a 64 KiB cap: %v, want unavailable", err)
+	}
+	waitFor(t, 30*time.Second, "never restarted", func() bool { return u.Available() && u.PID() != pid })
+	if res, err := u.Call(ctx, "echo", json.RawMessage(`{"message":"small"}`), nil, nil); err != nil || res.Text != "Echo: small" {
+		t.Fatalf("after the restart: %+v, %v", res, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -45,7 +46,10 @@ type httpUpstream struct {
 	release chan struct{}
 }
 
-func newHTTPUpstream(t testing.TB) *httpUpstream {
+func newHTTPUpstream(t testing.TB) *httpUpstream { return newHTTPUpstreamAt(t, "") }
+
+// newHTTPUpstreamAt listens at addr ("" = any loopback port).
+func newHTTPUpstreamAt(t testing.TB, addr string) *httpUpstream {
 	t.Helper()
 	h := &httpUpstream{release: make(chan struct{})}
 	h.srv = mcp.NewServer(&mcp.Implementation{Name: "go-sdk-upstream", Version: "1"}, nil)
@@ -81,7 +85,7 @@ func newHTTPUpstream(t testing.TB) *httpUpstream {
 			return nil, echoOut{}, errors.New("the tool says no")
 		})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.srv }, nil)
-	h.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		h.mu.Lock()
 		h.seenAuth = append(h.seenAuth, auth)
@@ -93,6 +97,15 @@ func newHTTPUpstream(t testing.TB) *httpUpstream {
 		}
 		handler.ServeHTTP(w, r)
 	}))
+	if addr != "" {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.ts.Listener.Close()
+		h.ts.Listener = l
+	}
+	h.ts.Start()
 	t.Cleanup(func() {
 		h.ts.CloseClientConnections()
 		h.ts.Close()
@@ -411,4 +424,42 @@ func TestHTTPCallCancelled(t *testing.T) {
 	if res, err := u.Call(ctx, "echo", json.RawMessage(`{"message":"still"}`), nil, nil); err != nil || string(res.Structured) != `{"echo":"still"}` {
 		t.Errorf("after a cancelled call: %+v, %v", res, err)
 	}
+}
+
+// TestHTTPUpstreamGoneAndBack: an HTTP upstream that goes away is marked
+// unavailable (calls say so) and is reconnected once it answers again at the
+// same address.
+func TestHTTPUpstreamGoneAndBack(t *testing.T) {
+	h := newHTTPUpstream(t)
+	addr := h.ts.Listener.Addr().String()
+	u, err := mcpimport.New(mcpimport.Options{Name: "remote", URL: h.url(), Credential: tokenCredential(testToken), Logger: testLogger(t),
+		BackoffInitial: 100 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := u.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.ts.CloseClientConnections()
+	h.ts.Close()
+	// The next call finds out, if the dropped event stream did not already.
+	_, err = u.Call(ctx, "echo", json.RawMessage(`{"message":"x"}`), nil, nil)
+	if !errors.Is(err, mcpimport.ErrUnavailable) {
+		t.Fatalf("call to a gone upstream: %v, want unavailable", err)
+	}
+	waitFor(t, 5*time.Second, "never marked down", func() bool { return !u.Available() })
+	if tools := u.Tools(); len(tools) != 4 || tools[0].Available {
+		t.Errorf("tools while down: %+v", tools)
+	}
+	// The same server again, at the same address.
+	h2 := newHTTPUpstreamAt(t, addr)
+	waitFor(t, 10*time.Second, "never reconnected", func() bool { return u.Available() })
+	res, err := u.Call(ctx, "echo", json.RawMessage(`{"message":"back"}`), nil, nil)
+	if err != nil || string(res.Structured) != `{"echo":"back"}` {
+		t.Fatalf("after reconnect: %+v, %v", res, err)
+	}
+	_ = h2
 }

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/api"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -76,6 +76,10 @@ type Options struct {
 	BackoffInitial, BackoffMax, StableAfter time.Duration
 	// ConnectTimeout bounds starting, initialising and listing (default 30s).
 	ConnectTimeout time.Duration
+	// MaxMessageBytes caps one message from the upstream (a stdio line, an
+	// SSE event); default 4 MiB. A larger one ends the session (the
+	// upstream is restarted) and fails the call in flight as unavailable.
+	MaxMessageBytes int
 }
 
 // Tool is one tool as the upstream lists it.
@@ -156,6 +160,13 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 
 func (e *UnavailableError) Unwrap() error { return e.Cause }
 
+// JSON-RPC codes the SDK uses for its own transport failures (a request the
+// transport could not deliver, a closing client): not the upstream's answer.
+const (
+	codeRejected      = -32005
+	codeClientClosing = -32003
+)
+
 // ErrClosed is returned by calls after Close.
 var ErrClosed = errors.New("mcp upstream closed")
 
@@ -230,6 +241,9 @@ func New(o Options) (*Upstream, error) {
 	}
 	if u.opts.ConnectTimeout <= 0 {
 		u.opts.ConnectTimeout = 30 * time.Second
+	}
+	if u.opts.MaxMessageBytes <= 0 {
+		u.opts.MaxMessageBytes = 4 << 20
 	}
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "maiden", Version: "mcpimport"}, &mcp.ClientOptions{
 		// No roots, sampling or elicitation: maiden offers the upstream
@@ -373,13 +387,19 @@ func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage, 
 		if closed {
 			return Result{}, ErrClosed
 		}
-		if !same || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
-			if same {
-				cause = errors.New("the connection closed during the call")
-			}
-			return Result{}, &UnavailableError{Upstream: u.opts.Name, Cause: cause, NextAttempt: next}
+		var rpcErr *jsonrpc.Error
+		if same && errors.As(err, &rpcErr) && rpcErr.Code != codeRejected && rpcErr.Code != codeClientClosing {
+			// The upstream answered with an error (an unknown tool,
+			// arguments its SDK refused): the upstream is fine.
+			return Result{}, fmt.Errorf("MCP upstream %q, tool %q: %w", u.opts.Name, tool, err)
 		}
-		return Result{}, fmt.Errorf("MCP upstream %q, tool %q: %w", u.opts.Name, tool, err)
+		// Anything else is the connection failing (closed, a message over
+		// the cap, a broken stream): the session is ended, and restarted.
+		if same {
+			cause = fmt.Errorf("the connection failed during the call: %w", err)
+			go func() { _ = sess.Close() }()
+		}
+		return Result{}, &UnavailableError{Upstream: u.opts.Name, Cause: cause, NextAttempt: next}
 	}
 	return convertResult(res)
 }
@@ -572,7 +592,8 @@ func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) 
 	if u.opts.URL != "" {
 		hc := *u.http
 		hc.Transport = &sseTapTransport{base: u.http.Transport, u: u, gen: gen}
-		transport = &mcp.StreamableClientTransport{Endpoint: u.opts.URL, HTTPClient: &hc, MaxRetries: -1}
+		transport = &mcp.StreamableClientTransport{Endpoint: u.opts.URL, HTTPClient: &hc, MaxRetries: -1,
+			MaxEventSize: u.opts.MaxMessageBytes}
 	} else {
 		var err error
 		proc, exited, transport, err = u.startCommand()
