@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -63,6 +64,7 @@ type given struct {
 	cmd    *Command
 	vals   map[*Option][]string
 	at     map[*Option]int // argv index of the option's first occurrence (-1 JSON)
+	atWord map[*Option]string
 	pos    []string
 	posAt  []int
 	stdin  *string
@@ -116,7 +118,7 @@ func (g *given) add(opt *Option, v string, idx int, arg string) error {
 			return g.fail(opt, "counted more than 1000 times", idx, arg)
 		}
 		if _, seen := g.at[opt]; !seen {
-			g.at[opt] = idx
+			g.at[opt], g.atWord[opt] = idx, arg
 		}
 		if total == 0 {
 			delete(g.vals, opt) // a count of 0 is the flag absent
@@ -126,7 +128,7 @@ func (g *given) add(opt *Option, v string, idx int, arg string) error {
 		return nil
 	}
 	if _, seen := g.at[opt]; !seen {
-		g.at[opt] = idx
+		g.at[opt], g.atWord[opt] = idx, arg
 	}
 	g.vals[opt] = append(cur, v)
 	return nil
@@ -137,7 +139,7 @@ func (g *given) add(opt *Option, v string, idx int, arg string) error {
 // flags), "--" and positionals. No word is ever expanded. Errors are
 // *ArgError values naming the word's index.
 func (s *Spec) ParseArgv(argv []string) (*Invocation, error) {
-	g := &given{cmd: s.Root, vals: map[*Option][]string{}, at: map[*Option]int{}}
+	g := &given{cmd: s.Root, vals: map[*Option][]string{}, at: map[*Option]int{}, atWord: map[*Option]string{}}
 	end := false
 	for i, a := range argv {
 		if !utf8.ValidString(a) || strings.IndexByte(a, 0) >= 0 {
@@ -254,7 +256,7 @@ func (s *Spec) ParseJSON(b []byte) (*Invocation, error) {
 	if err := d.Decode(&m); err != nil {
 		return nil, &ArgError{Index: -1, Why: err.Error()}
 	}
-	g := &given{cmd: s.Root, vals: map[*Option][]string{}, at: map[*Option]int{}, isJSON: true}
+	g := &given{cmd: s.Root, vals: map[*Option][]string{}, at: map[*Option]int{}, atWord: map[*Option]string{}, isJSON: true}
 	prop := func(k string) string { return "property " + strconv.Quote(k) }
 	if c, ok := m["command"]; ok {
 		cs, isStr := c.(string)
@@ -409,9 +411,16 @@ func (s *Spec) finish(g *given) (*Invocation, error) {
 		return nil, &ArgError{Index: -1, Name: "command", Why: fmt.Sprintf("%s needs a command: %s", quoteCmd(s, c), subNames(c))}
 	}
 	visible := c.visible()
-	for opt, vals := range g.vals {
+	order := make([]*Option, 0, len(g.vals))
+	for opt := range g.vals {
+		order = append(order, opt)
+	}
+	// The first wrong argument is reported, whatever the map's order.
+	slices.SortFunc(order, func(a, b *Option) int { return cmp.Or(cmp.Compare(g.at[a], g.at[b]), strings.Compare(a.Name, b.Name)) })
+	for _, opt := range order {
+		vals := g.vals[opt]
 		if !slices.Contains(visible, opt) {
-			return nil, g.fail(opt, fmt.Sprintf("belongs to %s, not %s (only global options are inherited)", quoteCmd(s, opt.owner), quoteCmd(s, c)), g.at[opt], "")
+			return nil, g.fail(opt, fmt.Sprintf("belongs to %s, not %s (only global options are inherited)", quoteCmd(s, opt.owner), quoteCmd(s, c)), g.at[opt], g.atWord[opt])
 		}
 		for _, v := range vals {
 			if opt.Kind == KindBool || opt.Kind == KindCount {
@@ -422,10 +431,10 @@ func (s *Spec) finish(g *given) (*Invocation, error) {
 				_, val, _ = strings.Cut(v, "=")
 			}
 			if why := checkValue(val, opt.Type, opt.Enum, opt.Min, opt.Max); why != "" {
-				return nil, g.fail(opt, why, g.at[opt], "")
+				return nil, g.fail(opt, why, g.at[opt], g.atWord[opt])
 			}
 			if strings.IndexByte(v, 0) >= 0 {
-				return nil, g.fail(opt, "a NUL byte cannot be passed as an argument", g.at[opt], "")
+				return nil, g.fail(opt, "a NUL byte cannot be passed as an argument", g.at[opt], g.atWord[opt])
 			}
 		}
 	}

@@ -489,3 +489,18 @@ func TestShortOnlyArgv(t *testing.T) {
 		t.Fatal("short_only optional accepted")
 	}
 }
+
+// An option refused after parsing (its value, its command) is named by
+// its word and index.
+func TestLateErrorsNameTheWord(t *testing.T) {
+	s := loadGit(t)
+	_, err := s.ParseArgv([]string{"log", "--oneline", "--color=sometimes"})
+	var ae *ArgError
+	if !errors.As(err, &ae) || ae.Index != 2 || ae.Arg != "--color=sometimes" || !strings.Contains(err.Error(), `argument 2 ("--color=sometimes")`) {
+		t.Fatalf("got %v", err)
+	}
+	_, err = s.ParseArgv([]string{"log", "-n", "99999"})
+	if !errors.As(err, &ae) || ae.Index != 1 || ae.Arg != "-n" || !strings.Contains(ae.Why, "above the maximum 10000") {
+		t.Fatalf("got %v", err)
+	}
+}
