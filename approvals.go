@@ -253,3 +253,34 @@ func (h *Host) Decide(ctx context.Context, id string, d Decision) (ApprovalReque
 	}
 	return r, err
 }
+
+// Cards lists agent's cards ("" for every agent), revoked ones included,
+// for the operators' inbox page.
+func (h *Host) Cards(ctx context.Context, agent string) ([]cards.Card, error) {
+	cfg := h.cfg.Load()
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	list, err := st.Cards(ctx, agent)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrState, err)
+	}
+	return list, nil
+}
+
+// RevokeCard revokes card id and its descendants as the operator (by
+// names who, for the log); it returns how many cards it revoked. The next
+// call of every agent sees it.
+func (h *Host) RevokeCard(ctx context.Context, id, by string) (int, error) {
+	cfg := h.cfg.Load()
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	n, err := st.Revoke(ctx, store.Operator(), id)
+	if err == nil {
+		h.log.Info("card revoked", "card", id, "by", by, "revoked", n)
+	}
+	return n, err
+}

@@ -40,11 +40,20 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 			return true, err
 		}
 	}
+	digest := inputDigest(inv.call.Input)
 	if d := w.Decide(grant.AlwaysTarget(inv.tool.Name, inv.rendered)); d.Allow {
 		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass", Detail: "approved always by card " + d.Card})
+		// A one-time approval of this same call (the request the
+		// always-card was minted from) is used up by this run too:
+		// otherwise it would outlive the card and run the call once more
+		// after the card is revoked.
+		if a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest); err != nil {
+			return true, fmt.Errorf("%w: %v", ErrState, err)
+		} else if found && a.State == store.ApprovalApproved && a.Expires.After(now) {
+			h.approved(inv, m, a)
+		}
 		return false, nil
 	}
-	digest := inputDigest(inv.call.Input)
 	rev := walletRevision(w)
 	if a, found, err := st.RecentDenial(ctx, inv.agent, inv.tool.Name, digest, now); err != nil {
 		return true, fmt.Errorf("%w: %v", ErrState, err)

@@ -410,6 +410,27 @@ func TestApprovalFlow(t *testing.T) {
 	if !strings.HasPrefix(req.AlwaysGrant, "approve:always echo ") {
 		t.Errorf("always grant %q", req.AlwaysGrant)
 	}
+	// Revoking the always-card: the call asks again (the one-time approval
+	// the card was minted from was used up by the waiting call's run).
+	list, err := h.Cards(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := 0
+	for _, c := range list {
+		if len(c.LowerPos) == 1 && strings.HasPrefix(c.LowerPos[0].Grant.String(), "approve:always") && c.Revoked.IsZero() {
+			n, err := h.RevokeCard(ctx, c.ID, "operator:test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			revoked += n
+		}
+	}
+	if revoked != 1 {
+		t.Fatalf("revoked %d always-cards, want 1 (cards %+v)", revoked, list)
+	}
+	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 30"}`, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindPending, "")
 	if n, _, err := h.VerifyAudit(ctx); err != nil {
 		t.Errorf("VerifyAudit = %d, %v", n, err)
 	}
