@@ -101,6 +101,17 @@ func hostile(mode string, args []string) int {
 		}
 		fmt.Printf("%d\n", cmd.Process.Pid)
 		return 0
+	case "alloc":
+		n, _ := strconv.Atoi(args[0])
+		b := make([]byte, n<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Print("ok")
+		return 0
+	case "bigfile":
+		n, _ := strconv.Atoi(args[1])
+		return report(os.WriteFile(args[0], make([]byte, n), 0o644))
 	case "sleep":
 		time.Sleep(time.Minute)
 		return 0
@@ -321,7 +332,7 @@ func TestLeftoverChildrenKilled(t *testing.T) {
 	if res.TimedOut || res.ExitCode != 0 {
 		t.Fatalf("result %+v", res)
 	}
-	if d := time.Since(start); d > 900*time.Millisecond {
+	if d := time.Since(start); d > 15*time.Second { // the sleeper sleeps a minute
 		t.Fatalf("Run returned after %v: it waited for the leftover child", d)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
@@ -335,6 +346,35 @@ func TestLeftoverChildrenKilled(t *testing.T) {
 	if alive(pid) {
 		syscallKill(pid)
 		t.Fatalf("the sleeper %d outlived the program", pid)
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	lim := confine.Limits{Memory: 256 << 20}
+	res := run(t, confine.Spec{Path: self(t), Args: []string{"64"}, Env: []string{modeEnv + "=alloc"}, Limits: lim})
+	if res.ExitCode != 0 || string(res.Stdout) != "ok" {
+		t.Fatalf("64 MiB under a 256 MiB limit: %+v", res)
+	}
+	res = run(t, confine.Spec{Path: self(t), Args: []string{"512"}, Env: []string{modeEnv + "=alloc"}, Limits: lim})
+	if res.ExitCode == 0 || string(res.Stdout) == "ok" {
+		t.Fatalf("512 MiB under a 256 MiB limit: exit %d, %q", res.ExitCode, res.Stdout)
+	}
+}
+
+func TestFileSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	s := confine.Spec{Path: self(t), Env: []string{modeEnv + "=bigfile"}, Writable: []string{dir}, Limits: confine.Limits{FileSize: 1 << 20}}
+	s.Args = []string{filepath.Join(dir, "small"), strconv.Itoa(1 << 20)}
+	if res := run(t, s); res.ExitCode != 0 || string(res.Stdout) != "ok" {
+		t.Fatalf("a file at the limit: %+v", res)
+	}
+	s.Args = []string{filepath.Join(dir, "big"), strconv.Itoa(4 << 20)}
+	res := run(t, s)
+	if res.ExitCode == 0 && string(res.Stdout) == "ok" {
+		t.Fatalf("a file over the limit was written: %+v", res)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "big")); err == nil && fi.Size() > 1<<20 {
+		t.Fatalf("the file has %d bytes", fi.Size())
 	}
 }
 

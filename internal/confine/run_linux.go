@@ -3,16 +3,14 @@ package confine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
+	"strconv"
+	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -39,150 +37,138 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	exe, err := self()
-	if err != nil {
-		return Result{}, err
-	}
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
 		defer cancel()
 	}
-	var ruleset *os.File
+	filter, err := seccompFilter(ws.ProxyPort != 0)
+	if err != nil {
+		return Result{}, fmt.Errorf("confine: %w", err)
+	}
+	ruleset := -1
 	if ws.Landlock > 0 {
-		fd, err := buildRuleset(ws, ws.Landlock)
-		if err != nil {
+		if ruleset, err = buildRuleset(ws, ws.Landlock); err != nil {
 			return Result{}, fmt.Errorf("confine: %s: %w", s.Path, err)
 		}
-		ruleset = os.NewFile(uintptr(fd), "landlock-ruleset")
-		defer ruleset.Close()
+		defer unix.Close(ruleset)
 	}
-	config, err := configBytes(ws)
+	var closers []*os.File
+	defer func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err != nil {
+			return nil, nil, fmt.Errorf("confine: pipe: %w", err)
+		}
+		closers = append(closers, r, w)
+		return r, w, nil
+	}
+	stdinR, stdinW, err := pipe()
 	if err != nil {
 		return Result{}, err
 	}
-	configR, configW, err := os.Pipe()
+	stdoutR, stdoutW, err := pipe()
 	if err != nil {
-		return Result{}, fmt.Errorf("confine: config pipe: %w", err)
+		return Result{}, err
 	}
-	defer configW.Close()
-	statusR, statusW, err := os.Pipe()
+	stderrR, stderrW, err := pipe()
 	if err != nil {
-		configR.Close()
-		return Result{}, fmt.Errorf("confine: status pipe: %w", err)
+		return Result{}, err
 	}
-	defer statusR.Close()
-	marker := envMarker + "=N"
-	if ruleset != nil {
-		marker = envMarker + "=L"
+	statusR, statusW, err := pipe()
+	if err != nil {
+		return Result{}, err
 	}
+	pid, err := spawn(ws, s.Dir, ruleset, filter, [4]*os.File{stdinR, stdoutW, stderrW, statusW})
+	if err != nil {
+		return Result{}, fmt.Errorf("confine: %s: %w", s.Path, err)
+	}
+	// The child's ends, and the ruleset, are its own now.
+	for _, f := range []*os.File{stdinR, stdoutW, stderrW, statusW} {
+		f.Close()
+	}
+	killGroup := func() { _ = unix.Kill(-pid, unix.SIGKILL) }
+	var timedOut atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		timedOut.Store(true)
+		killGroup()
+	})
+	defer stop()
+	// vfork returned: the program is executing, or the child failed and
+	// said why.
+	msg, _ := io.ReadAll(io.LimitReader(statusR, 256))
 
 	max := s.MaxOutput
 	if max <= 0 {
 		max = DefaultMaxOutput
 	}
 	stdout, stderr := &capped{max: max}, &capped{max: max}
-	cmd := &exec.Cmd{
-		Path:       exe,
-		Args:       append([]string{"maiden-confine"}, ws.Argv...),
-		Env:        append(slices.Clip(ws.Env), marker),
-		Dir:        s.Dir,
-		Stdout:     stdout,
-		Stderr:     stderr,
-		ExtraFiles: []*os.File{ruleset, configR, statusW},
-		// A new process group, killed whole at the deadline; SIGKILL if
-		// this process dies first (it survives the target's execve).
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-		WaitDelay:   time.Second,
-	}
-	if s.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(s.Stdin)
-	}
-	err = cmd.Start()
-	configR.Close()
-	statusW.Close()
-	if ruleset != nil {
-		ruleset.Close()
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("confine: starting the trampoline %s: %w", exe, err)
-	}
-	pid := cmd.Process.Pid
-	killGroup := func() { _ = unix.Kill(-pid, unix.SIGKILL) }
-	var timedOut bool
-	var mu sync.Mutex
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		timedOut = true
-		mu.Unlock()
-		killGroup()
-	})
-	defer stop()
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); _, _ = io.Copy(stdout, stdoutR) }()
+	go func() { defer copies.Done(); _, _ = io.Copy(stderr, stderrR) }()
+	go func() {
+		if len(s.Stdin) > 0 {
+			_, _ = stdinW.Write(s.Stdin)
+		}
+		stdinW.Close()
+	}()
 
-	_, werr := configW.Write(config)
-	configW.Close()
-	msg, _ := io.ReadAll(io.LimitReader(statusR, 4096))
-	if werr != nil && len(msg) == 0 {
-		msg = []byte("sending the config: " + werr.Error())
-	}
-
-	// Wait for the process without reaping it (its PID, and so the process
+	// Wait for the program without reaping it (its PID, and so its process
 	// group's ID, stays taken), kill whatever is left of its group, then
 	// reap it and collect the output.
 	var info unix.Siginfo
 	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
+		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != unix.EINTR {
 			break
 		}
 	}
 	killGroup()
-	waitErr := cmd.Wait()
+	var ws4 unix.WaitStatus
+	for {
+		if _, err := unix.Wait4(pid, &ws4, 0, nil); err != unix.EINTR {
+			break
+		}
+	}
 	stop()
+	// Every process of the group is dead, so the pipes close; a process
+	// that left the group (it cannot: seccomp) would be cut off here.
+	done := make(chan struct{})
+	go func() { copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		stdoutR.Close()
+		stderrR.Close()
+		<-done
+	}
 	res := Result{
 		Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
 		StdoutDropped: stdout.dropped, StderrDropped: stderr.dropped,
 		Unconfined: unconfined, Landlock: ws.Landlock, Duration: time.Since(start),
+		TimedOut: timedOut.Load(),
 	}
-	mu.Lock()
-	res.TimedOut = timedOut
-	mu.Unlock()
-	st, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	switch {
-	case st.Signaled():
-		res.ExitCode, res.Signal = -1, unix.SignalName(st.Signal())
-	default:
-		res.ExitCode = cmd.ProcessState.ExitCode()
+	if ws4.Signaled() {
+		res.ExitCode, res.Signal = -1, unix.SignalName(ws4.Signal())
+	} else {
+		res.ExitCode = ws4.ExitStatus()
 	}
-	if len(msg) > 0 && !res.TimedOut {
-		return res, fmt.Errorf("confine: %s: %s", s.Path, msg)
-	}
-	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		return res, fmt.Errorf("confine: %s: %w", s.Path, waitErr)
+	if len(msg) > 0 {
+		return res, fmt.Errorf("confine: %s: %s", s.Path, childError(string(msg)))
 	}
 	return res, nil
 }
 
-// configBytes is what the trampoline reads on fd 4: the rlimits (core,
-// data, nproc, fsize, nofile), the number of seccomp instructions and the
-// instructions, in the machine's byte order.
-func configBytes(ws *wireSpec) ([]byte, error) {
-	filter, err := seccompFilter(ws.ProxyPort != 0)
-	if err != nil {
-		return nil, fmt.Errorf("confine: %w", err)
+// childError renders the child's "step: errno".
+func childError(msg string) string {
+	step, num, ok := strings.Cut(msg, ": ")
+	if n, err := strconv.Atoi(num); ok && err == nil {
+		return step + ": " + unix.Errno(n).Error()
 	}
-	l := ws.Limits
-	var b []byte
-	for _, v := range []uint64{0, l.Memory, l.Processes, l.FileSize, l.Files, uint64(len(filter))} {
-		b = binary.NativeEndian.AppendUint64(b, v)
-	}
-	for _, f := range filter {
-		b = binary.NativeEndian.AppendUint16(b, f.Code)
-		b = append(b, f.Jt, f.Jf)
-		b = binary.NativeEndian.AppendUint32(b, f.K)
-	}
-	return b, nil
+	return msg
 }
 
 // prepare checks s and decides the confinement this kernel gives it.

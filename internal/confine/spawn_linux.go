@@ -1,0 +1,86 @@
+package confine
+
+/*
+#cgo CFLAGS: -O2 -Wall
+#include <stdlib.h>
+#include "spawn_linux.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawn starts ws.Path confined (spawn_linux.c) with fds as its stdin,
+// stdout, stderr and the status pipe, and returns its PID. Everything
+// handed to C is in C memory, freed when the child has executed or failed
+// (vfork returns only then).
+func spawn(ws *wireSpec, dir string, ruleset int, filter []unix.SockFilter, fds [4]*os.File) (int, error) {
+	for _, s := range append(append([]string{ws.Path, dir}, ws.Argv...), ws.Env...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return 0, fmt.Errorf("a NUL byte in the path, an argument or the environment")
+		}
+	}
+	var frees []unsafe.Pointer
+	defer func() {
+		for _, p := range frees {
+			C.free(p)
+		}
+	}()
+	cstr := func(s string) *C.char {
+		p := C.CString(s)
+		frees = append(frees, unsafe.Pointer(p))
+		return p
+	}
+	cvec := func(ss []string) **C.char {
+		n := len(ss) + 1
+		v := (*[1 << 28]*C.char)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))[:n:n]
+		frees = append(frees, unsafe.Pointer(&v[0]))
+		for i, s := range ss {
+			v[i] = cstr(s)
+		}
+		v[len(ss)] = nil
+		return &v[0]
+	}
+	a := (*C.struct_maiden_spawn)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_maiden_spawn{}))))
+	frees = append(frees, unsafe.Pointer(a))
+	a.path = cstr(ws.Path)
+	a.argv = cvec(ws.Argv)
+	a.envp = cvec(ws.Env)
+	if dir != "" {
+		a.dir = cstr(dir)
+	}
+	a.stdin_fd = C.int(fds[0].Fd())
+	a.stdout_fd = C.int(fds[1].Fd())
+	a.stderr_fd = C.int(fds[2].Fd())
+	a.status_fd = C.int(fds[3].Fd())
+	a.ruleset_fd = C.int(ruleset)
+	l := ws.Limits
+	for i, v := range []uint64{0, l.Memory, l.Processes, l.FileSize, l.Files} {
+		a.limits[i] = C.uint64_t(v)
+	}
+	size := C.size_t(len(filter)) * C.size_t(unsafe.Sizeof(unix.SockFilter{}))
+	f := C.malloc(size)
+	frees = append(frees, f)
+	copy(unsafe.Slice((*unix.SockFilter)(f), len(filter)), filter)
+	a.filter = f
+	a.filter_len = C.uint(len(filter))
+	// The fds must stay open until the child has them: Fd() keeps them
+	// alive only as long as the *os.File is reachable.
+	syscall.ForkLock.RLock()
+	pid := C.maiden_spawn(a)
+	syscall.ForkLock.RUnlock()
+	for _, f := range fds {
+		_ = f.Fd()
+	}
+	if pid < 0 {
+		return 0, fmt.Errorf("vfork: %v", unix.Errno(-pid))
+	}
+	return int(pid), nil
+}
