@@ -580,9 +580,17 @@ func notify(fs []func()) {
 func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) {
 	ctx, cancel := context.WithTimeout(u.ctx, u.opts.ConnectTimeout)
 	defer cancel()
+	// The re-list signal exists before the session does, so that a
+	// list_changed arriving between initialisation and the first list is
+	// not lost (the relister then lists once more).
+	relist := make(chan struct{}, 1)
 	u.mu.Lock()
 	u.gen++
 	gen := u.gen
+	if u.relist != nil {
+		close(u.relist)
+	}
+	u.relist = relist
 	u.mu.Unlock()
 	var (
 		transport mcp.Transport
@@ -622,14 +630,12 @@ func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) 
 		}
 		return nil, nil, nil, fmt.Errorf("tools/list: %w", err)
 	}
-	relist := make(chan struct{}, 1)
 	u.mu.Lock()
 	u.sess = sess
 	u.proc = proc
 	u.tools = tools
 	u.downCause = nil
 	u.nextTry = time.Time{}
-	u.relist = relist
 	fs := append([]func(){}, u.onChange...)
 	u.mu.Unlock()
 	go u.relister(sess, relist)
@@ -743,10 +749,12 @@ func (u *Upstream) relister(sess *mcp.ClientSession, signal chan struct{}) {
 	}
 }
 
-func (u *Upstream) onToolListChanged(_ context.Context, req *mcp.ToolListChangedRequest) {
+func (u *Upstream) onToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.relist == nil || (req != nil && req.Session != u.sess) {
+	// Only the current connection's session is live (an old one was
+	// closed before the next was started), so the signal is for it.
+	if u.relist == nil {
 		return
 	}
 	select {
