@@ -187,6 +187,7 @@ type Upstream struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the supervisor has stopped
+	bg     sync.WaitGroup // the relisters, which Close waits for
 
 	mu        sync.Mutex
 	started   bool
@@ -451,6 +452,7 @@ func (u *Upstream) Close() error {
 	u.cancel()
 	u.mu.Unlock()
 	<-u.done
+	u.bg.Wait()
 	return nil
 }
 
@@ -638,7 +640,11 @@ func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) 
 	u.nextTry = time.Time{}
 	fs := append([]func(){}, u.onChange...)
 	u.mu.Unlock()
-	go u.relister(sess, relist)
+	u.bg.Add(1)
+	go func() {
+		defer u.bg.Done()
+		u.relister(sess, relist)
+	}()
 	if proc != nil {
 		u.log.Info("MCP upstream started", "pid", proc.Process.Pid, "tools", len(tools))
 	} else {
@@ -733,6 +739,9 @@ func (u *Upstream) relister(sess *mcp.ClientSession, signal chan struct{}) {
 		tools, err := listTools(ctx, sess)
 		cancel()
 		if err != nil {
+			if u.ctx.Err() != nil {
+				return
+			}
 			u.log.Warn("MCP upstream: re-listing tools after list_changed failed; keeping the previous list", "error", err)
 			continue
 		}
