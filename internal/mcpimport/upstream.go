@@ -186,7 +186,7 @@ type Upstream struct {
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the supervisor has stopped
+	done   chan struct{}  // closed when the supervisor has stopped
 	bg     sync.WaitGroup // the relisters, which Close waits for
 
 	mu        sync.Mutex
