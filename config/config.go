@@ -133,7 +133,9 @@ type Tool struct {
 	// MiddlewareMode how they merge with the universal ones ("" = append).
 	Middleware     []Middleware
 	MiddlewareMode string
-	Line           int // line of the tool's table header (or first key), for later messages
+	// CLI is set for a wrapped CLI ([clis.NAME]): Path is then the program.
+	CLI  *CLI
+	Line int // line of the tool's table header (or first key), for later messages
 }
 
 // Annotations are an operator's overrides of the hints maiden derives from a

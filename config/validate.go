@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 
-	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators"}
+	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators", "clis"}
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
@@ -72,7 +73,7 @@ func (c *checker) errorf(line int, key string, format string, args ...any) {
 
 func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	var tools []Tool
-	var agentsNode, secretsNode *tnode
+	var agentsNode, secretsNode, clisNode *tnode
 	for _, name := range root.order {
 		n := root.keys[name]
 		switch name {
@@ -96,12 +97,24 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 			c.middlewareComponents(n)
 		case "operators":
 			c.operatorsTable(n)
+		case "clis":
+			clisNode = n
 		default:
 			c.unknownKey(n, []string{name}, rootKeys)
 		}
 	}
 	if _, ok := root.keys["version"]; !ok && c.complete {
 		c.errorf(0, "version", "required key is missing; add \"version = %d\" at the top", Version)
+	}
+	if clisNode != nil {
+		// Wrapped CLIs are tools to agents: one namespace, one binding.
+		for _, t := range c.clis(clisNode) {
+			if slices.ContainsFunc(tools, func(o Tool) bool { return o.Name == t.Name }) {
+				c.errorf(t.Line, formatKey([]string{"clis", t.Name}), "%s is also a [tools] name: a wrapped CLI and a tool need different names", quoteShort(t.Name))
+				continue
+			}
+			tools = append(tools, t)
+		}
 	}
 	var agents []Agent
 	if agentsNode != nil {
@@ -171,7 +184,14 @@ func (c *checker) tools(n *tnode) []Tool {
 }
 
 func (c *checker) tool(name string, n *tnode) (Tool, bool) {
-	path := []string{"tools", name}
+	return c.toolIn("tools", name, n, toolKeys, nil)
+}
+
+// toolIn reads a tool-like table under section ("tools", "clis"): the keys
+// every kind of tool shares, and through extra (which reports whether it
+// took the key) the section's own; known lists them for messages.
+func (c *checker) toolIn(section, name string, n *tnode, known []string, extra func(t *Tool, k string, v *tnode, kpath []string) bool) (Tool, bool) {
+	path := []string{section, name}
 	key := formatKey(path)
 	before := len(c.errs)
 	if !toolNameRE.MatchString(name) {
@@ -231,7 +251,9 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 		case "middleware_mode":
 			t.MiddlewareMode = c.middlewareMode(v, kkey)
 		default:
-			c.unknownKey(v, kpath, toolKeys)
+			if extra == nil || !extra(&t, k, v, kpath) {
+				c.unknownKey(v, kpath, known)
+			}
 		}
 	}
 	if _, ok := n.keys["path"]; !ok && c.complete {

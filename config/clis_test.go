@@ -1,0 +1,66 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCLIs reads a [clis.NAME] table with the worked example's git
+// description from a file, and refuses what makes a wrapped CLI unsafe or
+// unusable: a relative or group-writable program, a broken description, a
+// name shared with a tool.
+func TestCLIs(t *testing.T) {
+	dir := t.TempDir()
+	desc, err := os.ReadFile("../examples/git/git.command.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "git.json"), desc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writable := filepath.Join(dir, "tool")
+	if err := os.WriteFile(writable, []byte("#!/bin/sh\n"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(writable, 0o777)
+	load := func(body string) (*Config, error) {
+		p := filepath.Join(dir, "agent.toml")
+		if err := os.WriteFile(p, []byte("version = 1\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Load(p)
+	}
+	cfg, err := load(`[clis.git]
+path = "/usr/bin/git"
+command_file = "git.json"
+dir = "."
+env = ["HOME", "GIT_PAGER=cat"]
+read_paths = ["."]
+timeout_ms = 2000
+[agents.a]
+tools = ["git"]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, ok := cfg.Tool("git")
+	if !ok || g.CLI == nil || g.CLI.Command == nil || g.Path != "/usr/bin/git" || g.CLI.Dir != dir || len(g.CLI.ReadPaths) != 1 || strings.Join(g.CLI.Env, ",") != "HOME,GIT_PAGER=cat" {
+		t.Fatalf("git: %+v %+v", g, g.CLI)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"[clis.x]\npath = \"git\"\ncommand_file = \"git.json\"\n", "clis.x.path: file not found"},
+		{"[clis.x]\npath = \"" + writable + "\"\ncommand_file = \"git.json\"\n", "writable by its group or others"},
+		{"[clis.x]\npath = \"/usr/bin/git\"\n", "missing key command_file"},
+		{"[clis.x]\npath = \"/usr/bin/git\"\ncommand = '{\"maiden_command\": 1, \"name\": 5}'\n", "clis.x.command: command description"},
+		{"[clis.x]\npath = \"/usr/bin/git\"\ncommand_file = \"git.json\"\nenv = [\"BAD NAME\"]\n", "is not NAME or NAME=value"},
+		{"[tools.git]\npath = \"git.json\"\n[clis.git]\npath = \"/usr/bin/git\"\ncommand_file = \"git.json\"\n", "also a [tools] name"},
+		{"[clis.x]\npath = \"/usr/bin/git\"\ncommand_file = \"git.json\"\nshell = true\n", "clis.x.shell: unknown key"},
+	} {
+		_, err := load(tc.body)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}
