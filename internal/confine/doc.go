@@ -3,18 +3,21 @@
 // environment, Landlock over the filesystem (declared read-only and
 // writable paths, plus the few system paths a dynamically linked program
 // needs to start) and over TCP (connect only to one loopback proxy port, or
-// nothing), a seccomp filter on socket creation, rlimits, no_new_privs, a
-// process group killed at the deadline, and capped output.
+// nothing), a seccomp filter on socket creation, io_uring and leaving the
+// process group, rlimits, no_new_privs, a process group killed at the
+// deadline, and capped output.
 //
-// Go cannot run code between fork and exec, so Run starts the current
-// binary again as a trampoline: [Main], called first thing by the program,
-// recognises the trampoline's marker, reads the spec from an inherited pipe,
-// confines its own (locked) thread and execve's the target from it. A
-// program using Run must call Main at the top of main (and tests in
-// TestMain).
+// Go has no hook between fork and exec, so the start is C (spawn_linux.c):
+// vfork, then only system calls in the child (the same discipline as Go's
+// own os/exec) that apply what the parent prepared (the Landlock ruleset,
+// the seccomp program, the limits) before execve. No second copy of the
+// calling program is started, so a confined start costs about what a bare
+// os/exec does.
 //
 // [Probe] proves at start that the confinement is in force: a confined child
-// tries a forbidden read, write, connect and UDP socket, and the allowed
-// counterparts of each, and Probe names everything that was not enforced.
-// See docs/confinement.md.
+// tries a forbidden read, write, connect, UDP and unix socket and leaving
+// the process group, and the allowed counterparts of the first three, and
+// Probe names everything that was not enforced. The probe's child is the
+// calling program itself, so a program that calls Probe must call [Main]
+// first thing in main (tests: in TestMain). See docs/confinement.md.
 package confine

@@ -73,9 +73,12 @@ func spawn(ws *wireSpec, dir string, ruleset int, filter []unix.SockFilter, fds 
 	a.filter_len = C.uint(len(filter))
 	// The fds must stay open until the child has them: Fd() keeps them
 	// alive only as long as the *os.File is reachable.
-	syscall.ForkLock.RLock()
+	// As os/exec does: no descriptor is half-made (without close-on-exec)
+	// while the child is created. The child also marks every descriptor
+	// above 2 close-on-exec itself.
+	syscall.ForkLock.Lock()
 	pid := C.maiden_spawn(a)
-	syscall.ForkLock.RUnlock()
+	syscall.ForkLock.Unlock()
 	for _, f := range fds {
 		_ = f.Fd()
 	}
