@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 )
 
 // StartPaths are the system paths a run may read to start (Linux only).
@@ -38,4 +39,15 @@ func Probe(ctx context.Context) (Status, error) {
 // Run refuses: confinement is implemented on Linux only.
 func Run(ctx context.Context, s Spec) (Result, error) {
 	return Result{}, fmt.Errorf("confine: %w: %w", ErrNotEnforced, errNotLinux)
+}
+
+// Started says how StartCmd confined a process.
+type Started struct {
+	Landlock   int
+	Unconfined bool
+}
+
+// StartCmd refuses: confinement is implemented on Linux only.
+func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
+	return Started{}, fmt.Errorf("confine: %w: %w", ErrNotEnforced, errNotLinux)
 }
