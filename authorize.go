@@ -32,16 +32,18 @@ func (h *Host) authorize(next handler) handler {
 		if inv.cfg.Implicit() {
 			return next(ctx, inv)
 		}
-		args, err := grant.Render([]byte(inv.call.Input))
-		if err != nil {
-			return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
+		if inv.cmd == nil {
+			args, err := grant.Render([]byte(inv.call.Input))
+			if err != nil {
+				return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
+			}
+			inv.rendered = args
 		}
-		inv.rendered = args
 		w, err := h.wallet(ctx, inv.cfg, inv.agent, time.Now())
 		if err != nil {
 			return err
 		}
-		d := w.Decide(grant.ToolTarget(inv.tool.Name, args))
+		d := w.Decide(inv.target())
 		if !d.Allow {
 			return inv.fail(KindDenied, d.Reason)
 		}

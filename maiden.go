@@ -29,6 +29,7 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/wasmtime"
@@ -126,7 +127,10 @@ const (
 // started as one; otherwise it returns at once. A program that embeds
 // maiden with Isolation Workers and no WorkerCommand calls it first thing
 // in main (and in TestMain for tests).
-func WorkerMain() { worker.Main() }
+func WorkerMain() {
+	confine.Main() // the confinement probe's child (wrapped CLIs)
+	worker.Main()
+}
 
 // WasmtimeVersion is the wasmtime release maiden runs tools with.
 const WasmtimeVersion = wasmtime.Version
@@ -163,6 +167,9 @@ type Host struct {
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).
 	waiters waiters
+	// probe is the proof that wrapped CLIs' confinement is in force
+	// (clis.go).
+	probe probe
 	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
 	// baseline only; nothing else sets it.
 	noAudit bool

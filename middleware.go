@@ -53,7 +53,7 @@ func (h *Host) middleware(next handler) handler {
 			inv.chainDone = true
 			return next(ctx, inv)
 		}
-		if inv.rendered == nil {
+		if inv.rendered == nil && inv.cmd == nil {
 			args, err := grant.Render([]byte(inv.call.Input))
 			if err != nil {
 				return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
@@ -287,12 +287,15 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 	if err != nil {
 		return reject(KindDenied, "a middleware rewrote the input into something that is not JSON")
 	}
-	args, err := grant.Render([]byte(input))
+	args, cmd, err := inv.reparse(input)
 	if err != nil {
 		return reject(KindDenied, "the rewritten input cannot be rendered: "+err.Error())
 	}
+	prevArgs, prevCmd := inv.rendered, inv.cmd
+	inv.rendered, inv.cmd = args, cmd
 	if inv.wallet != nil {
-		if d := inv.wallet.Decide(grant.ToolTarget(inv.tool.Name, args)); !d.Allow {
+		if d := inv.wallet.Decide(inv.target()); !d.Allow {
+			inv.rendered, inv.cmd = prevArgs, prevCmd
 			return reject(KindDenied, "the rewritten call is not allowed: "+d.Reason)
 		}
 	}
@@ -304,7 +307,10 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 			return reject(KindDenied, "the rewritten input does not match the tool's schema: "+err.Error())
 		}
 	}
-	inv.call.Input, inv.input, inv.rendered, inv.renderedText = input, doc, args, ""
+	inv.call.Input, inv.input, inv.renderedText = input, doc, ""
+	if cmd != nil {
+		inv.renderedText = cmd.String()
+	}
 	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "rewrite", Detail: grant.Rendering(args)})
 	return false, nil
 }

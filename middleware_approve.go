@@ -9,7 +9,6 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
-	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -41,7 +40,7 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 		}
 	}
 	digest := inputDigest(inv.call.Input)
-	if d := w.Decide(grant.AlwaysTarget(inv.tool.Name, inv.rendered)); d.Allow {
+	if d := w.Decide(inv.alwaysTarget()); d.Allow {
 		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass", Detail: "approved always by card " + d.Card})
 		// A one-time approval of this same call (the request the
 		// always-card was minted from) is used up by this run too:
@@ -213,7 +212,7 @@ func (h *Host) afterWait(ctx context.Context, inv *invocation, m config.Middlewa
 		return true, err
 	}
 	if inv.wallet != nil {
-		d := w.Decide(grant.ToolTarget(inv.tool.Name, inv.rendered))
+		d := w.Decide(inv.target())
 		if !d.Allow {
 			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "cards changed while it waited: " + d.Reason})
 			return true, inv.fail(KindDenied, d.Reason)

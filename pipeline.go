@@ -12,6 +12,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -47,6 +48,9 @@ type invocation struct {
 	schema       *inputSchema
 	output       *inputSchema // the tool's output schema; nil if it declares none
 
+	// cmd is a wrapped CLI's parsed call (parseCommand); nil for a
+	// WebAssembly tool.
+	cmd *command.Invocation
 	// decidedBy is the card that allowed the call (authorize).
 	decidedBy string
 	// The middleware chain (middleware.go): whether its layers decided
@@ -120,6 +124,7 @@ func (h *Host) pipeline() handler {
 		h.resolvePolicy,
 		h.auditCall,
 		h.checkInput,
+		h.parseCommand,
 		h.authorize,
 		h.loadAndValidate,
 		h.middleware,
@@ -209,6 +214,9 @@ func (h *Host) maxInputBytes(cfg *config.Config) int64 {
 // starts, it loads the new one and checks again.
 func (h *Host) loadAndValidate(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
+		if inv.tool.CLI != nil {
+			return next(ctx, inv) // parseCommand validated the call against its description
+		}
 		lim := limitsOf(inv.tool)
 		for attempt := 0; ; attempt++ {
 			t, err := h.runner.Open(ctx, inv.tool.Path, lim)
@@ -293,6 +301,9 @@ func (h *Host) checkOutput(next handler) handler {
 // secrets this tool may use never leave the host: not in its logs, its
 // output or its error messages.
 func (h *Host) run(ctx context.Context, inv *invocation) error {
+	if inv.tool.CLI != nil {
+		return h.runCLI(ctx, inv)
+	}
 	var refusals refusalLog
 	out, err := inv.opened.Execute(ctx, sandbox.Call{
 		Limits: limitsOf(inv.tool),

@@ -216,6 +216,9 @@ func (h *Host) outputSchemaErr(li sandbox.LoadInfo) error {
 
 // load loads and describes one tool under its own limits and ctx.
 func (h *Host) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo, error) {
+	if t.CLI != nil {
+		return cliInfo(t), nil
+	}
 	opened, err := h.runner.Open(ctx, t.Path, limitsOf(t))
 	if err != nil {
 		return sandbox.LoadInfo{}, err

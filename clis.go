@@ -1,0 +1,217 @@
+package maiden
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// This file is wrapped CLIs ([clis.NAME], issue 13): an existing program
+// described as a command tree (internal/command) goes through the same
+// stages as a WebAssembly tool — exposure, cards (argument-level grants
+// on the command's canonical rendering), middleware, approvals, the audit
+// trail — and runs confined (internal/confine: Landlock, rlimits, its own
+// process group killed at the deadline, capped output), with argv built
+// only from the validated call's rendering: what was authorized is exactly
+// what runs, and there is never a shell.
+
+// parseCommand reads a wrapped CLI's call with its command description:
+// the input (MCP arguments shaped by the description's JSON Schema) must
+// name a described command and fit it, or the call is kind input with the
+// offending argument named. Its rendering is what cards, conditions and
+// approvals see.
+func (h *Host) parseCommand(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		cli := inv.tool.CLI
+		if cli == nil {
+			return next(ctx, inv)
+		}
+		cmd, err := cli.Command.ParseJSON([]byte(inv.call.Input))
+		if err != nil {
+			return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
+		}
+		inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
+		return next(ctx, inv)
+	}
+}
+
+// target is what the agent's cards must allow for this call.
+func (inv *invocation) target() grant.Target {
+	if inv.cmd != nil {
+		return inv.cmd.Target(inv.tool.Name)
+	}
+	return grant.ToolTarget(inv.tool.Name, inv.rendered)
+}
+
+// alwaysTarget is the standing approval that lets this call skip an
+// approve layer.
+func (inv *invocation) alwaysTarget() grant.Target {
+	if inv.cmd != nil {
+		return grant.AlwaysCommandTarget(inv.tool.Name, inv.cmd.Path(), inv.cmd.Render(), inv.cmd.Positionals())
+	}
+	return grant.AlwaysTarget(inv.tool.Name, inv.rendered)
+}
+
+// reparse reads a middleware's rewritten input as the call's own.
+func (inv *invocation) reparse(input string) (args []grant.Arg, cmd *command.Invocation, err error) {
+	if cli := inv.tool.CLI; cli != nil {
+		cmd, err = cli.Command.ParseJSON([]byte(input))
+		if err != nil {
+			return nil, nil, err
+		}
+		return cmd.Render(), cmd, nil
+	}
+	args, err = grant.Render([]byte(input))
+	return args, nil, err
+}
+
+// cliInfo is a wrapped CLI's description and input schema as tools/list
+// shows them, from its command description.
+func cliInfo(t config.Tool) sandbox.LoadInfo {
+	spec := t.CLI.Command
+	schema := spec.JSONSchema()
+	sum := sha256.Sum256([]byte("cli\x00" + t.Path + "\x00" + schema))
+	desc := spec.Root.Summary
+	if spec.Root.Description != "" {
+		desc = strings.TrimSpace(desc + "\n\n" + spec.Root.Description)
+	}
+	if desc == "" {
+		desc = "Runs " + t.Path + " (a wrapped CLI)."
+	}
+	return sandbox.LoadInfo{Info: sandbox.Info{Description: desc, Schema: schema, World: sandbox.WorldTool}, Digest: "cli:" + hex.EncodeToString(sum[:])}
+}
+
+// probe is the Host's proof that confinement is in force, run once, at the
+// first wrapped CLI's call (or by Check): a confined child tries a
+// forbidden read, write and connect. It fails closed.
+type probe struct {
+	once   sync.Once
+	status confine.Status
+	err    error
+}
+
+func (h *Host) confinement(ctx context.Context) (confine.Status, error) {
+	h.probe.once.Do(func() { h.probe.status, h.probe.err = confine.Probe(context.WithoutCancel(ctx)) })
+	return h.probe.status, h.probe.err
+}
+
+// runCLI runs a wrapped CLI's validated call.
+func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
+	t, cli := inv.tool, inv.tool.CLI
+	if _, err := h.confinement(ctx); err != nil && !cli.Unconfined {
+		return inv.fail(KindDenied, fmt.Sprintf("%s: wrapped CLIs are refused because confinement is not in force here (%v); set unconfined = true in [clis.%s] to run it anyway", t.Name, err, t.Name))
+	}
+	env, err := h.cliEnv(t)
+	if err != nil {
+		return inv.fail(KindDenied, err.Error())
+	}
+	dir := cli.Dir
+	if dir == "" {
+		dir = inv.cfg.Dir()
+	}
+	var stdin []byte
+	if s, ok := inv.cmd.Stdin(); ok {
+		stdin = []byte(s)
+	}
+	res, err := confine.Run(ctx, confine.Spec{
+		Path: t.Path, Args: inv.cmd.Argv(command.StyleEquals), Dir: dir, Env: env, Stdin: stdin,
+		ReadOnly: cli.ReadPaths, Writable: cli.WritePaths, Timeout: t.Timeout, MaxOutput: cli.MaxOutputBytes,
+		Limits: confine.Limits{Memory: t.MemoryBytes}, Unconfined: cli.Unconfined,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, confine.ErrNotEnforced) {
+			return inv.fail(KindDenied, fmt.Sprintf("%s: %v", t.Name, err))
+		}
+		return inv.fail(KindTool, fmt.Sprintf("%s: could not run %s: %v", t.Name, t.Path, err))
+	}
+	redact := h.gate.Redactor(inv.policy)
+	stdout, stderr := redact(string(res.Stdout)), redact(string(res.Stderr))
+	var logs []LogEntry
+	for _, line := range strings.Split(strings.TrimRight(stderr, "\n"), "\n") {
+		if line != "" {
+			logs = append(logs, LogEntry{Level: api.LevelInfo, Source: api.SourceStderr, Message: line})
+		}
+	}
+	if res.StdoutDropped > 0 || res.StderrDropped > 0 {
+		logs = append(logs, LogEntry{Level: api.LevelWarn, Source: api.SourceHost, Message: fmt.Sprintf("output over max_output_bytes (%d): %d bytes of stdout and %d of stderr dropped", cli.MaxOutputBytes, res.StdoutDropped, res.StderrDropped)})
+	}
+	if res.Unconfined {
+		logs = append(logs, LogEntry{Level: api.LevelWarn, Source: api.SourceHost, Message: "unconfined: this ran without Landlock (unconfined = true in agent.toml)"})
+	}
+	if logs == nil {
+		logs = []LogEntry{}
+	}
+	inv.res.Logs = logs
+	switch {
+	case res.TimedOut:
+		return inv.fail(KindDeadline, fmt.Sprintf("%s ran past its %v timeout and was killed with its process group", t.Name, t.Timeout))
+	case res.Signal != "":
+		return inv.fail(KindTrap, fmt.Sprintf("%s was killed by %s", t.Name, res.Signal))
+	case res.ExitCode != 0:
+		msg := fmt.Sprintf("%s exited with status %d", t.Name, res.ExitCode)
+		if e, ok := inv.cmd.Command().ErrorFor(res.ExitCode); ok {
+			msg += " (" + e.Name + ")"
+		}
+		if tail := lastLine(stderr); tail != "" {
+			msg += ": " + tail
+		}
+		return inv.fail(KindTool, msg)
+	}
+	inv.res.OK, inv.res.Output = true, stdout
+	return nil
+}
+
+// cliEnv builds a wrapped CLI's environment: its allowlist (maiden's own
+// values of the names it lists, or the values it sets) and its secrets by
+// name (MAIDEN_SECRET_<NAME> or Options.LookupSecret); nothing else.
+func (h *Host) cliEnv(t config.Tool) ([]string, error) {
+	var env []string
+	for _, e := range t.CLI.Env {
+		if strings.Contains(e, "=") {
+			env = append(env, e)
+		} else if v, ok := os.LookupEnv(e); ok {
+			env = append(env, e+"="+v)
+		}
+	}
+	for _, name := range t.Secrets {
+		v, ok := h.lookupSecret(name)
+		if !ok {
+			return nil, fmt.Errorf("%s: secret %s has no value: set MAIDEN_SECRET_%s", t.Name, name, name)
+		}
+		env = append(env, name+"="+v)
+	}
+	return env, nil
+}
+
+func (h *Host) lookupSecret(name string) (string, bool) {
+	if h.opts.LookupSecret != nil {
+		return h.opts.LookupSecret(name)
+	}
+	return os.LookupEnv("MAIDEN_SECRET_" + name)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 512 {
+		s = s[:512] + "..."
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+package maiden_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// gitRepo makes a scratch repository with two commits.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "HOME="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	for i, msg := range []string{"first commit", "second commit"} {
+		if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte(strings.Repeat("x", i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run("add", "f.txt")
+		run("commit", "-q", "-m", msg)
+	}
+	return dir
+}
+
+// TestWrappedGit is the worked example (examples/git) through the Host:
+// a card allowing `git log --max-count=*` only; git run confined with argv
+// built from the validated call. Allowed, denied by the card (status, log
+// without a count), not expressible (push: not described), and injection
+// attempts through arguments refused before anything runs.
+func TestWrappedGit(t *testing.T) {
+	repo := gitRepo(t)
+	root := testkit.RepoRoot(t)
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.git]
+path = "/usr/bin/git"
+command_file = "`+filepath.Join(root, "examples/git/git.command.json")+`"
+dir = "`+repo+`"
+read_paths = ["`+repo+`"]
+env = ["GIT_PAGER=cat", "HOME=`+repo+`", "GIT_CONFIG_NOSYSTEM=1"]
+timeout_ms = 10000
+[agents.dev]
+tools = ["git"]
+grants = ["tool:invoke git log --max-count=*"]
+[agents.wide]
+tools = ["git"]
+grants = ["tool:invoke git log --max-count=* -- ..."]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	call := func(in string) maiden.Result {
+		t.Helper()
+		res, err := h.Call(ctx, maiden.Call{Agent: "dev", Tool: "git", Input: in})
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		return res
+	}
+	res := call(`{"command":"log","max-count":1}`)
+	if !res.OK || !strings.Contains(res.Output, "second commit") || strings.Contains(res.Output, "first commit") {
+		t.Fatalf("git log -n1: %+v %+v", res, res.Error)
+	}
+	wantKind(t, call(`{"command":"log","max-count":1,"oneline":true}`), maiden.KindDenied, "")
+	wantKind(t, call(`{"command":"status"}`), maiden.KindDenied, "tool:invoke git status")
+	wantKind(t, call(`{"command":"log"}`), maiden.KindDenied, "")
+	wantKind(t, call(`{"command":"push"}`), maiden.KindInput, "push")
+	wantKind(t, call(`{"command":"log","max-count":1,"upload-pack":"touch /tmp/owned"}`), maiden.KindInput, "upload-pack")
+	wantKind(t, call(`{"command":"log","max-count":1,"c":"core.sshCommand=touch /tmp/owned"}`), maiden.KindInput, "")
+	// Paths are positionals: this card allows none.
+	owned := filepath.Join(t.TempDir(), "owned")
+	wantKind(t, call(`{"command":"log","max-count":1,"paths":["f.txt"]}`), maiden.KindDenied, "")
+	// A wider card allows paths; one that looks like an option reaches git
+	// after "--", as a path, and writes nothing.
+	res, err := h.Call(ctx, maiden.Call{Agent: "wide", Tool: "git", Input: `{"command":"log","max-count":1,"paths":["--output=` + owned + `"]}`})
+	if err != nil || !res.OK {
+		t.Fatalf("dash positional: %+v %v", res.Error, err)
+	}
+	if _, err := os.Stat(owned); err == nil {
+		t.Fatal("a positional reached git as an option (--output wrote a file)")
+	}
+	infos, err := h.ToolsFor(ctx, "dev")
+	if err != nil || len(infos) != 1 || !strings.Contains(infos[0].InputSchema, `"command"`) {
+		t.Fatalf("tools/list: %+v %v", infos, err)
+	}
+}
+
+// TestWrappedCLIConfined: a wrapped cat reads a file under its read_paths
+// and is refused one outside them by Landlock, through the Host (the
+// probe passed, so the run was confined).
+func TestWrappedCLIConfined(t *testing.T) {
+	inside, outside := t.TempDir(), t.TempDir()
+	for _, d := range []string{inside, outside} {
+		if err := os.WriteFile(filepath.Join(d, "secret.txt"), []byte("contents of "+filepath.Base(d)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.cat]
+path = "/bin/cat"
+command = '{"maiden_command": 1, "name": "cat", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+read_paths = ["`+inside+`"]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	res, err := h.Call(ctx, maiden.Call{Tool: "cat", Input: `{"files":["` + filepath.Join(inside, "secret.txt") + `"]}`})
+	if err != nil || !res.OK || !strings.Contains(res.Output, "contents of") {
+		t.Fatalf("inside: %+v %+v %v", res, res.Error, err)
+	}
+	res, err = h.Call(ctx, maiden.Call{Tool: "cat", Input: `{"files":["` + filepath.Join(outside, "secret.txt") + `"]}`})
+	if err != nil || res.OK || strings.Contains(res.Output, "contents of") {
+		t.Fatalf("outside read_paths: %+v %+v %v", res, res.Error, err)
+	}
+	if res.Error.Kind != maiden.KindTool || !strings.Contains(res.Error.Message, "Permission denied") {
+		t.Errorf("outside: %+v", res.Error)
+	}
+}
