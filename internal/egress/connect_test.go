@@ -381,3 +381,58 @@ func TestConnectProxySessionsAreSeparate(t *testing.T) {
 func slogJSON(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// Closing a session (the call ended) closes its open tunnels and refuses
+// its credential from then on.
+func TestConnectProxySessionCloseEndsTunnels(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	lport := ln.Addr().(*net.TCPAddr).Port
+	e := newProxyEnv(t, testkit.Loopback("echo.example.com"))
+	s, err := e.proxy.Open(policy(t, egress.Rules{
+		Hosts: []string{"echo.example.com"}, Ports: []uint16{uint16(lport)},
+		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	}), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := basic(s)
+	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(e.proxy.Port()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	target := "echo.example.com:" + strconv.Itoa(lport)
+	io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nProxy-Authorization: "+auth+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	io.WriteString(c, "ping\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("through the tunnel: %q %v", line, err)
+	}
+	s.Close()
+	if _, err := br.ReadString('\n'); err == nil {
+		t.Fatal("the tunnel is still open after the session closed")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the tunnel is still open after the session closed (read timed out)")
+	}
+	if status, _ := rawConnect(t, e.proxy.Port(), target, auth); status != 407 {
+		t.Fatalf("a closed session's credential: %d", status)
+	}
+}
