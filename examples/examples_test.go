@@ -147,13 +147,13 @@ func exampleConfig(t testing.TB) string {
 	}
 	var wg sync.WaitGroup
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() && toolProject(e.Name()) {
 			wg.Go(func() { buildExample(e.Name()) })
 		}
 	}
 	wg.Wait()
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || !toolProject(e.Name()) {
 			continue
 		}
 		if r := buildExample(e.Name()); r.err != nil {
@@ -169,6 +169,73 @@ func exampleConfig(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// toolProject reports whether dir holds a tool's source (examples/git is a
+// wrapped CLI's description, not a tool).
+func toolProject(dir string) bool {
+	for _, f := range []string{"go.mod", "index.js", "tool.wat"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	return len(m) > 0
+}
+
+// TestGitExample runs the worked example of a wrapped CLI
+// (examples/git/agent.toml) through the maiden command: git log with a
+// count runs (confined), status is denied by the card, push is not
+// expressible.
+func TestGitExample(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The example's files, as they are, two levels down in a scratch
+	// repository (their dir and read_paths are "../..").
+	repo := t.TempDir()
+	gitIn := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitIn("init", "-q")
+	ex := filepath.Join(repo, "examples", "git")
+	if err := os.MkdirAll(ex, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"agent.toml", "git.command.json"} {
+		b, err := os.ReadFile(filepath.Join("git", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ex, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn("add", ".")
+	gitIn("commit", "-q", "-m", "the example")
+	cfg := filepath.Join(ex, "agent.toml")
+	if r := maidenCmd(ctx, "check", "-config", cfg, "-state", filepath.Join(t.TempDir(), "state.db")); r.code != 0 {
+		t.Fatalf("maiden check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	state := filepath.Join(t.TempDir(), "state.db")
+	for _, tc := range []struct {
+		in   string
+		code int
+		want string
+	}{
+		{`{"command":"log","max-count":1}`, 0, "commit "},
+		{`{"command":"status"}`, 6, "no card"},
+		{`{"command":"push"}`, 2, "push"},
+	} {
+		r := maidenCmd(ctx, "call", "-config", cfg, "-state", state, "-agent", "reader", "git", tc.in)
+		if r.code != tc.code || !strings.Contains(r.stdout+r.stderr, tc.want) {
+			t.Errorf("git %s: exit %d, want %d containing %q\n%s%s", tc.in, r.code, tc.code, tc.want, r.stdout, r.stderr)
+		}
+	}
 }
 
 // cacheDir is a compiled-component cache shared by this run's maiden
