@@ -40,12 +40,19 @@ func expose(cfg *config.Config, agent, tool string) (exposure, error) {
 			return exposure{}, fmt.Errorf("%w %q: %s declares no [agents], so every call runs as %q", ErrUnknownAgent, agent, cfg.File(), DefaultAgent)
 		}
 		t, ok := cfg.Tool(tool)
-		if !ok {
+		if !ok || t.MCP != nil {
+			if it, _, isImport := importTool(cfg, tool); isImport {
+				return exposure{agent: DefaultAgent, tool: it}, nil
+			}
 			return exposure{}, fmt.Errorf("%w %q in %s (%s)", ErrUnknownTool, tool, cfg.File(), toolNames(cfg))
 		}
 		return exposure{agent: DefaultAgent, tool: t}, nil
 	}
-	b, agentOK, bound := cfg.AgentBinding(agent, tool)
+	bindName := tool
+	if imp, _, ok := config.ImportOf(tool); ok {
+		bindName = imp // an import is bound by its [mcp.NAME]
+	}
+	b, agentOK, bound := cfg.AgentBinding(agent, bindName)
 	if !agentOK {
 		if agent == "" {
 			return exposure{}, fmt.Errorf("%w: a call needs an agent, since %s declares agents (%s)", ErrUnknownAgent, cfg.File(), agentNames(cfg))
@@ -53,6 +60,11 @@ func expose(cfg *config.Config, agent, tool string) (exposure, error) {
 		return exposure{}, fmt.Errorf("%w %q in %s (%s)", ErrUnknownAgent, agent, cfg.File(), agentNames(cfg))
 	}
 	t, defined := cfg.Tool(tool)
+	if bindName != tool {
+		t, _, defined = importTool(cfg, tool)
+	} else if t.MCP != nil {
+		defined = false // the import itself is not a tool; NAME.TOOL are
+	}
 	if !bound || !defined {
 		// A bound built-in is served by maiden itself, not by this path.
 		a, _ := cfg.Agent(agent)
@@ -131,8 +143,12 @@ func (h *Host) ToolsFor(ctx context.Context, agent string) ([]ToolInfo, error) {
 	}
 	var out []ToolInfo
 	for _, info := range all {
-		b, ok := a.Binding(info.Name)
-		t, defined := cfg.Tool(info.Name)
+		name := info.Name
+		if imp, _, isImport := config.ImportOf(name); isImport {
+			name = imp
+		}
+		b, ok := a.Binding(name)
+		t, defined := cfg.Tool(name)
 		if !ok || !defined {
 			continue
 		}

@@ -170,6 +170,8 @@ type Host struct {
 	// probe is the proof that wrapped CLIs' confinement is in force
 	// (clis.go).
 	probe probe
+	// imports are the imported MCP servers (imports.go).
+	imports upstreams
 	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
 	// baseline only; nothing else sets it.
 	noAudit bool
@@ -218,6 +220,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 // more than once.
 func (h *Host) Close(ctx context.Context) error {
 	h.closed.Store(true)
+	h.closeImports()
 	err := h.runner.Shutdown(ctx)
 	return errors.Join(err, h.closeState())
 }
@@ -312,7 +315,8 @@ const (
 	KindInvalid  = api.KindInvalid
 	KindConfig   = api.KindConfig
 	KindInput    = api.KindInput
-	KindPending  = api.KindPending
+	KindPending     = api.KindPending
+	KindUnavailable = api.KindUnavailable
 )
 
 // MarshalJSON adds duration_ms, the envelope field the CLI documents.

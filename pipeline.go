@@ -51,6 +51,8 @@ type invocation struct {
 	// cmd is a wrapped CLI's parsed call (parseCommand); nil for a
 	// WebAssembly tool.
 	cmd *command.Invocation
+	// upstreamTool is an imported tool's name on its MCP server.
+	upstreamTool string
 	// decidedBy is the card that allowed the call (authorize).
 	decidedBy string
 	// The middleware chain (middleware.go): whether its layers decided
@@ -217,6 +219,24 @@ func (h *Host) loadAndValidate(next handler) handler {
 		if inv.tool.CLI != nil {
 			return next(ctx, inv) // parseCommand validated the call against its description
 		}
+		if inv.tool.MCP != nil {
+			li, err := h.loadImported(ctx, inv)
+			if err != nil {
+				return err
+			}
+			schema := h.schemas.get(li.Digest, li.Schema)
+			if schema.err != nil {
+				return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())
+			}
+			if err := schema.validateWithin(ctx, inv.tool.Timeout, inv.input); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return inv.fail(KindInput, err.Error())
+			}
+			inv.schema = schema
+			return next(ctx, inv)
+		}
 		lim := limitsOf(inv.tool)
 		for attempt := 0; ; attempt++ {
 			t, err := h.runner.Open(ctx, inv.tool.Path, lim)
@@ -303,6 +323,9 @@ func (h *Host) checkOutput(next handler) handler {
 func (h *Host) run(ctx context.Context, inv *invocation) error {
 	if inv.tool.CLI != nil {
 		return h.runCLI(ctx, inv)
+	}
+	if inv.tool.MCP != nil {
+		return h.runImported(ctx, inv)
 	}
 	var refusals refusalLog
 	out, err := inv.opened.Execute(ctx, sandbox.Call{

@@ -178,6 +178,14 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 	cfg := h.cfg.Load()
 	var out []ToolInfo
 	for _, t := range cfg.Tools() {
+		if t.MCP != nil {
+			infos, _, err := h.importedTools(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, infos...)
+			continue
+		}
 		info := ToolInfo{Name: t.Name, Title: t.Title, Policy: policyOf(t).withDestinations(cfg), Hints: hintsOf(t)}
 		li, err := h.load(ctx, t)
 		switch {
@@ -305,6 +313,18 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 	}
 	var out []LoadReport
 	for _, t := range h.cfg.Load().Tools() {
+		if t.MCP != nil {
+			rep := LoadReport{Tool: "mcp." + t.Name}
+			infos, _, err := h.importedTools(ctx, t)
+			switch {
+			case err != nil:
+				rep.Err = err
+			case len(infos) == 0:
+				rep.Err = fmt.Errorf("the MCP server %q is not up or offers no tools", t.Name)
+			}
+			out = append(out, rep)
+			continue
+		}
 		li, err := h.load(ctx, t)
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()

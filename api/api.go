@@ -46,6 +46,9 @@ const (
 	// error's Approval is the request's ID. Repeating the same call (same
 	// tool and input) after the approval runs it, once.
 	KindPending ErrorKind = "pending"
+	// KindUnavailable: the tool's server is down (an imported MCP server
+	// that died and is being restarted); nothing ran. Retry later.
+	KindUnavailable ErrorKind = "unavailable"
 )
 
 // Level is the severity of a tool's log line, as in the WIT enum.

@@ -134,7 +134,10 @@ type Tool struct {
 	Middleware     []Middleware
 	MiddlewareMode string
 	// CLI is set for a wrapped CLI ([clis.NAME]): Path is then the program.
-	CLI  *CLI
+	CLI *CLI
+	// MCP is set for an imported MCP server ([mcp.NAME]): its tools are
+	// NAME.TOOL, and Path is "".
+	MCP  *MCPImport
 	Line int // line of the tool's table header (or first key), for later messages
 }
 

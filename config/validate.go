@@ -25,7 +25,7 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 
-	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators", "clis"}
+	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators", "clis", "mcp"}
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
@@ -73,7 +73,7 @@ func (c *checker) errorf(line int, key string, format string, args ...any) {
 
 func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	var tools []Tool
-	var agentsNode, secretsNode, clisNode *tnode
+	var agentsNode, secretsNode, clisNode, mcpNode *tnode
 	for _, name := range root.order {
 		n := root.keys[name]
 		switch name {
@@ -99,6 +99,8 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 			c.operatorsTable(n)
 		case "clis":
 			clisNode = n
+		case "mcp":
+			mcpNode = n
 		default:
 			c.unknownKey(n, []string{name}, rootKeys)
 		}
@@ -111,6 +113,15 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 		for _, t := range c.clis(clisNode) {
 			if slices.ContainsFunc(tools, func(o Tool) bool { return o.Name == t.Name }) {
 				c.errorf(t.Line, formatKey([]string{"clis", t.Name}), "%s is also a [tools] name: a wrapped CLI and a tool need different names", quoteShort(t.Name))
+				continue
+			}
+			tools = append(tools, t)
+		}
+	}
+	if mcpNode != nil {
+		for _, t := range c.mcpImports(mcpNode) {
+			if slices.ContainsFunc(tools, func(o Tool) bool { return o.Name == t.Name }) {
+				c.errorf(t.Line, formatKey([]string{"mcp", t.Name}), "%s is also a tool's or a wrapped CLI's name: an import needs its own", quoteShort(t.Name))
 				continue
 			}
 			tools = append(tools, t)

@@ -1,0 +1,237 @@
+package maiden
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/mcpimport"
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// This file is MCP imports ([mcp.NAME], issue 13): maiden as a client of
+// someone else's MCP server (internal/mcpimport), whose tools it serves as
+// NAME.TOOL. An agent binds the import by NAME; each call goes through the
+// same stages as a tool (exposure, the cards on tool:invoke NAME.TOOL and
+// its arguments, the upstream's input schema checked by maiden, middleware,
+// approvals, the audit trail) and is then sent upstream. An upstream that
+// dies is restarted with backoff; its tools answer kind unavailable
+// meanwhile.
+
+// importTool is the exposure of an imported tool: the import's table with
+// the tool's full name, and the upstream's own name of the tool.
+func importTool(cfg *config.Config, name string) (config.Tool, string, bool) {
+	imp, _, ok := config.ImportOf(name)
+	if !ok {
+		return config.Tool{}, "", false
+	}
+	t, ok := cfg.Tool(imp)
+	if !ok || t.MCP == nil {
+		return config.Tool{}, "", false
+	}
+	t.Name = name
+	return t, "", true
+}
+
+// upstreams are the Host's imported servers, started on first need and
+// kept while the configuration's [mcp.NAME] table is unchanged.
+type upstreams struct {
+	mu      sync.Mutex
+	byName  map[string]*upstream
+	closed  bool
+	changed func() // set by front ends: an upstream's tool list changed
+}
+
+type upstream struct {
+	imp *config.MCPImport
+	up  *mcpimport.Upstream
+}
+
+// upstream returns the running upstream of import t (by its [mcp.NAME]).
+func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, error) {
+	u := &h.imports
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if cur, ok := u.byName[name]; ok && reflect.DeepEqual(cur.imp, imp) {
+		u.mu.Unlock()
+		return cur.up, nil
+	} else if ok {
+		cur.up.Close() // its table changed: a new one
+		delete(u.byName, name)
+	}
+	opts := mcpimport.Options{Name: name, Command: imp.Command, Dir: imp.Dir, URL: imp.URL, Logger: h.log}
+	for _, e := range imp.Env {
+		if strings.Contains(e, "=") {
+			opts.Env = append(opts.Env, e)
+		} else if v, ok := os.LookupEnv(e); ok {
+			opts.Env = append(opts.Env, e+"="+v)
+		}
+	}
+	if imp.Credential != "" {
+		secret := imp.Credential
+		opts.Credential = func(context.Context) (string, error) {
+			v, ok := h.lookupSecret(secret)
+			if !ok {
+				return "", fmt.Errorf("secret %s has no value: set MAIDEN_SECRET_%s", secret, secret)
+			}
+			return "Bearer " + v, nil
+		}
+	}
+	up, err := mcpimport.New(opts)
+	if err != nil {
+		u.mu.Unlock()
+		return nil, err
+	}
+	if u.byName == nil {
+		u.byName = map[string]*upstream{}
+	}
+	u.byName[name] = &upstream{imp: imp, up: up}
+	up.OnChange(func() {
+		u.mu.Lock()
+		f := u.changed
+		u.mu.Unlock()
+		if f != nil {
+			f()
+		}
+	})
+	u.mu.Unlock()
+	if err := up.Start(context.WithoutCancel(ctx)); err != nil {
+		h.log.Warn("MCP upstream not up yet; retrying in the background", "upstream", name, "err", err)
+	}
+	return up, nil
+}
+
+// OnToolsChanged registers f, called when an imported server's tool list
+// changes (front ends tell their clients: notifications/tools/list_changed).
+func (h *Host) OnToolsChanged(f func()) {
+	h.imports.mu.Lock()
+	h.imports.changed = f
+	h.imports.mu.Unlock()
+}
+
+// closeImports stops every upstream.
+func (h *Host) closeImports() {
+	u := &h.imports
+	u.mu.Lock()
+	u.closed = true
+	list := u.byName
+	u.byName = nil
+	u.mu.Unlock()
+	for _, up := range list {
+		up.up.Close()
+	}
+}
+
+// importedTools lists import t's tools as NAME.TOOL, with their upstream
+// names.
+func (h *Host) importedTools(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]mcpimport.Tool, error) {
+	up, err := h.upstream(ctx, t.Name, t.MCP)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools := up.Tools()
+	names := make([]string, len(tools))
+	byUp := map[string]mcpimport.Tool{}
+	for i, x := range tools {
+		names[i] = x.Name
+		byUp[x.Name] = x
+	}
+	exposed, problems := mcpimport.ExposedNames(names, nil)
+	for _, p := range problems {
+		h.log.Warn("MCP upstream tool not exposed", "upstream", t.Name, "err", p)
+	}
+	var out []ToolInfo
+	byExposed := map[string]mcpimport.Tool{}
+	keys := make([]string, 0, len(exposed))
+	for k := range exposed {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, e := range keys {
+		x := byUp[exposed[e]]
+		full := t.Name + "." + e
+		byExposed[full] = x
+		info := ToolInfo{Name: full, Title: x.Title, Description: x.Description, InputSchema: string(x.InputSchema),
+			OutputSchema: string(x.OutputSchema), Digest: schemaDigest(full, x.InputSchema), Policy: policyOf(t), Hints: hintsOf(t)}
+		if !x.Available {
+			info.Error = &ToolError{Kind: KindUnavailable, Message: fmt.Sprintf("the MCP server %q is down; maiden restarts it", t.Name)}
+		}
+		out = append(out, info)
+	}
+	return out, byExposed, nil
+}
+
+func schemaDigest(name string, schema []byte) string {
+	sum := sha256.Sum256(append([]byte("mcp\x00"+name+"\x00"), schema...))
+	return "mcp:" + hex.EncodeToString(sum[:])
+}
+
+// runImported sends a call to its upstream.
+func (h *Host) runImported(ctx context.Context, inv *invocation) error {
+	imp, _, _ := config.ImportOf(inv.tool.Name)
+	up, err := h.upstream(ctx, imp, inv.tool.MCP)
+	if err != nil {
+		return err
+	}
+	var logs []LogEntry
+	var mu sync.Mutex
+	res, err := up.Call(ctx, inv.upstreamTool, []byte(inv.call.Input), func(e LogEntry) {
+		if inv.call.OnLog != nil {
+			inv.call.OnLog(e)
+		}
+		mu.Lock()
+		logs = append(logs, e)
+		mu.Unlock()
+	}, nil)
+	mu.Lock()
+	inv.res.Logs = append([]LogEntry{}, logs...)
+	mu.Unlock()
+	redact := h.gate.Redactor(inv.policy)
+	switch {
+	case errors.Is(err, mcpimport.ErrUnavailable):
+		return inv.fail(KindUnavailable, err.Error())
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return inv.fail(KindTool, err.Error())
+	case res.IsError:
+		return inv.fail(KindTool, redact(res.Text))
+	}
+	out := res.Text
+	if len(res.Structured) > 0 {
+		out = string(res.Structured)
+	}
+	inv.res.OK, inv.res.Output = true, redact(out)
+	return nil
+}
+
+// loadImported finds an imported tool's upstream name and input schema,
+// for the schema check.
+func (h *Host) loadImported(ctx context.Context, inv *invocation) (sandbox.LoadInfo, error) {
+	imp, _, _ := config.ImportOf(inv.tool.Name)
+	t, ok := inv.cfg.Tool(imp)
+	if !ok {
+		return sandbox.LoadInfo{}, fmt.Errorf("%w %q", ErrUnknownTool, inv.tool.Name)
+	}
+	_, byExposed, err := h.importedTools(ctx, t)
+	if err != nil {
+		return sandbox.LoadInfo{}, err
+	}
+	x, ok := byExposed[inv.tool.Name]
+	if !ok {
+		return sandbox.LoadInfo{}, fmt.Errorf("%w %q: the MCP server %q does not offer it (now)", ErrUnknownTool, inv.tool.Name, imp)
+	}
+	inv.upstreamTool = x.Name
+	return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Description: x.Description, Schema: string(x.InputSchema)}, Digest: schemaDigest(inv.tool.Name, x.InputSchema)}, nil
+}

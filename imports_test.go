@@ -1,0 +1,111 @@
+package maiden_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/maiden-run/maiden"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type addIn struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+type addOut struct {
+	Sum int `json:"sum"`
+}
+
+// TestImportedMCPTools: an upstream MCP server (the Go SDK over streamable
+// HTTP on loopback, behind a bearer token the host attaches from a secret)
+// re-exposed as calc.TOOL: listed for the agent that binds the import,
+// each call through its cards (argument-level), the upstream's schema
+// (checked by maiden before anything is sent), middleware and the audit
+// trail; a call the card denies never reaches the upstream.
+func TestImportedMCPTools(t *testing.T) {
+	var calls atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "adds two integers"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+			calls.Add(1)
+			return nil, addOut{Sum: in.A + in.B}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sub", Description: "subtracts"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+			calls.Add(1)
+			return nil, addOut{Sum: in.A - in.B}, nil
+		})
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var badAuth atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			badAuth.Add(1)
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close) // after the Host's cleanup (LIFO), which closes its upstream connection
+
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[mcp.calc]
+url = "`+hs.URL+`"
+credential = "CALC_TOKEN"
+[[middleware]]
+use = "validate"
+check = 'tool != "calc.add" || args.a < 1000'
+message = "a is too big"
+[agents.a]
+tools = ["calc"]
+grants = ["tool:invoke calc.add --a=* --b=2"]
+[agents.b]
+tools = ["echo"]
+grants = ["tool:invoke echo --..."]
+`, maiden.Options{LookupSecret: func(name string) (string, bool) { return "s3cret", name == "CALC_TOKEN" }}, "echo")
+	ctx := context.Background()
+	infos, err := h.ToolsFor(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, i := range infos {
+		names = append(names, i.Name)
+	}
+	if strings.Join(names, ",") != "calc.add,calc.sub" {
+		t.Fatalf("agent a sees %v", names)
+	}
+	if infos, _ := h.ToolsFor(ctx, "b"); len(infos) != 1 || infos[0].Name != "echo" {
+		t.Fatalf("agent b sees %+v", infos)
+	}
+	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":40,"b":2}`})
+	if !res.OK || !strings.Contains(res.Output, `"sum":42`) {
+		t.Fatalf("calc.add: %+v %+v", res, res.Error)
+	}
+	before := calls.Load()
+	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":40,"b":3}`}), maiden.KindDenied, "no card")
+	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.sub", Input: `{"a":40,"b":2}`}), maiden.KindDenied, "no card")
+	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":"x","b":2}`}), maiden.KindInput, "")
+	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":5000,"b":2}`}), maiden.KindInput, "a is too big")
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("refused calls reached the upstream %d times", n)
+	}
+	if _, err := h.Call(ctx, maiden.Call{Agent: "b", Tool: "calc.add", Input: `{"a":1,"b":2}`}); err == nil {
+		t.Error("an agent that does not bind the import called its tool")
+	}
+	if _, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "calc", Input: `{}`}); err == nil {
+		t.Error("the import itself was callable as a tool")
+	}
+	if badAuth.Load() != 0 {
+		t.Errorf("%d requests reached the upstream without the credential", badAuth.Load())
+	}
+	if adm := trail(t, h, "call-admitted"); len(adm) != 1 || adm[0].Tool != "calc.add" {
+		t.Errorf("audit: %+v", adm)
+	}
+}
