@@ -307,14 +307,14 @@ type ErrorKind = api.ErrorKind
 
 // Error kinds: see package api for what each means.
 const (
-	KindTool     = api.KindTool
-	KindDeadline = api.KindDeadline
-	KindMemory   = api.KindMemory
-	KindTrap     = api.KindTrap
-	KindDenied   = api.KindDenied
-	KindInvalid  = api.KindInvalid
-	KindConfig   = api.KindConfig
-	KindInput    = api.KindInput
+	KindTool        = api.KindTool
+	KindDeadline    = api.KindDeadline
+	KindMemory      = api.KindMemory
+	KindTrap        = api.KindTrap
+	KindDenied      = api.KindDenied
+	KindInvalid     = api.KindInvalid
+	KindConfig      = api.KindConfig
+	KindInput       = api.KindInput
 	KindPending     = api.KindPending
 	KindUnavailable = api.KindUnavailable
 )
