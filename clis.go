@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
@@ -107,6 +109,32 @@ func (h *Host) confinement(ctx context.Context) (confine.Status, error) {
 	return h.probe.status, h.probe.err
 }
 
+// connectProxy is the Host's CONNECT proxy, started on first need.
+func (h *Host) connectProxy() (*egress.ConnectProxy, error) {
+	h.proxyMu.Lock()
+	defer h.proxyMu.Unlock()
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	if h.proxy == nil {
+		p, err := egress.NewConnectProxy(h.gate)
+		if err != nil {
+			return nil, err
+		}
+		h.proxy = p
+	}
+	return h.proxy, nil
+}
+
+func (h *Host) closeProxy() {
+	h.proxyMu.Lock()
+	defer h.proxyMu.Unlock()
+	if h.proxy != nil {
+		h.proxy.Close()
+		h.proxy = nil
+	}
+}
+
 // runCLI runs a wrapped CLI's validated call.
 func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 	t, cli := inv.tool, inv.tool.CLI
@@ -121,13 +149,40 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 	if dir == "" {
 		dir = inv.cfg.Dir()
 	}
+	readOnly, proxyPort := cli.ReadPaths, 0
+	if len(t.HTTPAllow) > 0 {
+		// Its only road out: maiden's CONNECT proxy on loopback, which
+		// applies the same allowlist, address rules and network cards as
+		// http-fetch and audits each tunnel; Landlock lets it connect to
+		// that port only.
+		proxy, err := h.connectProxy()
+		if err != nil {
+			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
+		}
+		sess, err := proxy.Open(inv.policy, walletAuthorizer(inv.wallet), inv.agent)
+		if err != nil {
+			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
+		}
+		defer sess.Close()
+		env = append(env, "HTTPS_PROXY="+sess.URL(), "https_proxy="+sess.URL())
+		proxyPort = proxy.Port()
+		for _, p := range []string{"/etc/ssl/certs", "/usr/share/ca-certificates", "/etc/ssl/openssl.cnf"} {
+			if _, err := os.Stat(p); err == nil {
+				readOnly = append(slices.Clone(readOnly), p) // the system's CA bundle, to verify the servers
+			}
+		}
+	}
 	var stdin []byte
 	if s, ok := inv.cmd.Stdin(); ok {
 		stdin = []byte(s)
 	}
+	style := command.StyleEquals
+	if cli.SeparateValues {
+		style = command.StyleSeparate
+	}
 	res, err := confine.Run(ctx, confine.Spec{
-		Path: t.Path, Args: inv.cmd.Argv(command.StyleEquals), Dir: dir, Env: env, Stdin: stdin,
-		ReadOnly: cli.ReadPaths, Writable: cli.WritePaths, Timeout: t.Timeout, MaxOutput: cli.MaxOutputBytes,
+		Path: t.Path, Args: inv.cmd.Argv(style), Dir: dir, Env: env, Stdin: stdin,
+		ReadOnly: readOnly, Writable: cli.WritePaths, ProxyPort: proxyPort, Timeout: t.Timeout, MaxOutput: cli.MaxOutputBytes,
 		Limits: confine.Limits{Memory: t.MemoryBytes}, Unconfined: cli.Unconfined,
 	})
 	if err != nil {

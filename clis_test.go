@@ -2,6 +2,9 @@ package maiden_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,5 +129,50 @@ read_paths = ["`+inside+`"]
 	}
 	if res.Error.Kind != maiden.KindTool || !strings.Contains(res.Error.Message, "Permission denied") {
 		t.Errorf("outside: %+v", res.Error)
+	}
+}
+
+// TestWrappedCLIThroughTheProxy: a wrapped curl whose [clis] table allows
+// one host reaches it only through maiden's CONNECT proxy (Landlock lets it
+// connect to the proxy's port only): the allowed host answers, a host off
+// the list is refused by the proxy, and going around the proxy is refused
+// by Landlock.
+func TestWrappedCLIThroughTheProxy(t *testing.T) {
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "hello through the tunnel")
+	}), "api.example.com", "evil.example.com")
+	u, _ := url.Parse(srv.URL)
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.curl]
+path = "/usr/bin/curl"
+option_style = "separate"
+command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "show-error", "kind": "bool"}, {"name": "noproxy"}], "positionals": [{"name": "url"}]}'
+read_paths = ["`+filepath.Dir(ca)+`"]
+http_allow = ["api.example.com"]
+http_ports = [`+u.Port()+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+timeout_ms = 10000
+`, maiden.Options{Resolver: testkit.Loopback("api.example.com", "evil.example.com")}, "echo")
+	ctx := context.Background()
+	get := func(extra, target string) maiden.Result {
+		t.Helper()
+		in := `{"cacert":"` + ca + `","silent":true,"show-error":true` + extra + `,"url":"` + target + `"}`
+		res, err := h.Call(ctx, maiden.Call{Tool: "curl", Input: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := get("", "https://api.example.com:"+u.Port()+"/")
+	if !res.OK || res.Output != "hello through the tunnel" {
+		t.Fatalf("allowed host: %+v %+v %+v", res, res.Error, res.Logs)
+	}
+	if res := get("", "https://evil.example.com:"+u.Port()+"/"); res.OK {
+		t.Fatalf("a host off the list answered: %+v", res)
+	}
+	if res := get(`,"noproxy":"*"`, "https://127.0.0.1:"+u.Port()+"/"); res.OK {
+		t.Fatalf("going around the proxy worked: %+v", res)
 	}
 }

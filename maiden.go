@@ -172,6 +172,10 @@ type Host struct {
 	probe probe
 	// imports are the imported MCP servers (imports.go).
 	imports upstreams
+	// proxy is the CONNECT proxy wrapped CLIs reach the network through
+	// (clis.go), started on first need.
+	proxy   *egress.ConnectProxy
+	proxyMu sync.Mutex
 	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
 	// baseline only; nothing else sets it.
 	noAudit bool
@@ -221,6 +225,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 func (h *Host) Close(ctx context.Context) error {
 	h.closed.Store(true)
 	h.closeImports()
+	h.closeProxy()
 	err := h.runner.Shutdown(ctx)
 	return errors.Join(err, h.closeState())
 }

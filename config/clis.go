@@ -31,12 +31,16 @@ type CLI struct {
 	// Unconfined runs it without Landlock on a kernel that has none
 	// (every result then says so); refused otherwise.
 	Unconfined bool
+	// SeparateValues writes options as "--name value" instead of
+	// "--name=value" (option_style = "separate"), for programs such as
+	// curl that do not read the = form.
+	SeparateValues bool
 }
 
 // DefaultCLIOutputBytes caps a wrapped CLI's stdout and stderr each.
 const DefaultCLIOutputBytes = 1 << 20
 
-var cliKeys = append(slices.Clone(toolKeys), "command", "command_file", "dir", "env", "read_paths", "write_paths", "max_output_bytes", "unconfined")
+var cliKeys = append(slices.Clone(toolKeys), "command", "command_file", "dir", "env", "read_paths", "write_paths", "max_output_bytes", "unconfined", "option_style")
 
 // clis reads [clis.NAME] tables: tools whose path is a program.
 func (c *checker) clis(n *tnode) []Tool {
@@ -117,6 +121,16 @@ func (c *checker) cli(name string, n *tnode) (Tool, bool) {
 			}
 		case "unconfined":
 			cli.Unconfined = c.boolKey(v, kkey)
+		case "option_style":
+			if s, line, ok := c.str(v, kkey); ok {
+				switch s {
+				case "equals":
+				case "separate":
+					cli.SeparateValues = true
+				default:
+					c.errorf(line, kkey, "must be \"equals\" (--name=value, the default) or \"separate\" (--name value), got %s", quoteShort(s))
+				}
+			}
 		default:
 			return false
 		}

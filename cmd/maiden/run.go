@@ -26,6 +26,7 @@ const (
 	exitTrap     = 5 // trap, or not a loadable maiden tool
 	exitDenied   = 6
 	exitPending  = 7 // a human must approve the call first
+	exitUnavail  = 8 // the tool's server (an imported MCP server) is down
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -387,6 +388,8 @@ func exitCode(k maiden.ErrorKind) int {
 		return exitDenied
 	case maiden.KindPending:
 		return exitPending
+	case maiden.KindUnavailable:
+		return exitUnavail
 	default:
 		return exitUsage
 	}

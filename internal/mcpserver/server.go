@@ -155,6 +155,13 @@ func New(h *maiden.Host, opts *Options) *Server {
 	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{},
 		states: newStateKey()}
 	s.agents[o.Agent] = s.newAgentServer(o.Agent)
+	// An imported MCP server's tool list changed: list again, which tells
+	// the clients (notifications/tools/list_changed) when it differs.
+	h.OnToolsChanged(func() {
+		if _, err := s.Sync(context.Background()); err != nil {
+			s.log.Warn("re-listing tools after an imported server's change", "err", err)
+		}
+	})
 	return s
 }
 
