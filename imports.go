@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
@@ -86,6 +88,22 @@ func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport)
 				return "", fmt.Errorf("secret %s has no value: set MAIDEN_SECRET_%s", secret, secret)
 			}
 			return "Bearer " + v, nil
+		}
+	}
+	if len(imp.Command) > 0 {
+		// A stdio server is someone else's program: it runs under the
+		// confinement of wrapped CLIs (Landlock to its paths, no network,
+		// rlimits, its own process group), proven by the probe first.
+		spec := confine.Spec{ReadOnly: imp.ReadPaths, Writable: imp.WritePaths, Unconfined: imp.Unconfined}
+		if imp.Dir != "" {
+			spec.ReadOnly = append(slices.Clone(spec.ReadOnly), imp.Dir)
+		}
+		opts.Start = func(cmd *exec.Cmd) error {
+			if _, err := h.confinement(ctx); err != nil && !imp.Unconfined {
+				return fmt.Errorf("confinement is not in force here (%v); set unconfined = true in [mcp.%s] to run it anyway", err, name)
+			}
+			_, err := confine.StartCmd(cmd, spec)
+			return err
 		}
 	}
 	up, err := mcpimport.New(opts)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,5 +110,42 @@ grants = ["tool:invoke echo --..."]
 	}
 	if adm := trail(t, h, "call-admitted"); len(adm) != 1 || adm[0].Tool != "calc.add" {
 		t.Errorf("audit: %+v", adm)
+	}
+}
+
+// TestImportedStdioServerConfined: a stdio MCP server (built from
+// testdata/mcpstdio) imported with command = [...] runs under the wrapped
+// CLIs' confinement: its tools answer, and it cannot read a file outside
+// the import's read_paths.
+func TestImportedStdioServerConfined(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mcpstdio")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/mcpstdio")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	inside, outside := t.TempDir(), t.TempDir()
+	for _, d := range []string{inside, outside} {
+		if err := os.WriteFile(filepath.Join(d, "f.txt"), []byte("in "+d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[mcp.local]
+command = ["`+bin+`"]
+read_paths = ["`+inside+`"]
+`, maiden.Options{}, "echo")
+	res := mustCall(t, h, maiden.Call{Tool: "local.add", Input: `{"a":1,"b":2}`})
+	if !res.OK || !strings.Contains(res.Output, `"sum":3`) {
+		t.Fatalf("local.add: %+v %+v", res, res.Error)
+	}
+	res = mustCall(t, h, maiden.Call{Tool: "local.read", Input: `{"path":"` + filepath.Join(inside, "f.txt") + `"}`})
+	if !res.OK || !strings.Contains(res.Output, "in "+inside) {
+		t.Fatalf("read inside: %+v %+v", res, res.Error)
+	}
+	res = mustCall(t, h, maiden.Call{Tool: "local.read", Input: `{"path":"` + filepath.Join(outside, "f.txt") + `"}`})
+	if res.OK || !strings.Contains(res.Error.Message, "permission denied") {
+		t.Fatalf("read outside read_paths: %+v %+v", res, res.Error)
 	}
 }

@@ -25,9 +25,15 @@ type MCPImport struct {
 	// the secret the host sends as "Authorization: Bearer <value>".
 	URL        string
 	Credential string
+	// ReadPaths and WritePaths are what a stdio server may read, and read
+	// and write, under Landlock (its program and the system's libraries
+	// are readable anyway); Unconfined runs it without Landlock on a
+	// kernel that has none.
+	ReadPaths, WritePaths []string
+	Unconfined            bool
 }
 
-var mcpKeys = []string{"command", "env", "dir", "url", "credential", "timeout_ms", "title", "middleware", "middleware_mode"}
+var mcpKeys = []string{"command", "env", "dir", "url", "credential", "read_paths", "write_paths", "unconfined", "timeout_ms", "title", "middleware", "middleware_mode"}
 
 // mcpImports reads [mcp.NAME] tables.
 func (c *checker) mcpImports(n *tnode) []Tool {
@@ -103,6 +109,21 @@ func (c *checker) mcpImports(n *tnode) []Tool {
 				} else {
 					c.intKey(kv, kkey, MinTimeout.Milliseconds(), MaxTimeout.Milliseconds())
 				}
+			case "read_paths", "write_paths":
+				c.strElems(kv, kkey, func(_ int, ekey string, e *tvalue) {
+					p := c.absPath(e.text)
+					if _, err := c.files.stat(p); err != nil {
+						c.errorf(e.line, ekey, "cannot access %s: %s", quoteShort(e.text), pathErrText(err))
+						return
+					}
+					if k == "read_paths" {
+						t.MCP.ReadPaths = append(t.MCP.ReadPaths, p)
+					} else {
+						t.MCP.WritePaths = append(t.MCP.WritePaths, p)
+					}
+				})
+			case "unconfined":
+				t.MCP.Unconfined = c.boolKey(kv, kkey)
 			case "title":
 				t.Title = c.title(kv, kkey)
 			case "middleware":
