@@ -55,3 +55,21 @@ reason = "echo needs a human"
 		t.Fatalf("repeated after the approved run: exit %d, want %d (an approval runs one call)", r.code, exitPending)
 	}
 }
+
+// TestHelpWrappedCLI: maiden help TOOL [COMMAND...] prints a wrapped CLI's
+// commands from its description (the worked example's git).
+func TestHelpWrappedCLI(t *testing.T) {
+	root := testkit.RepoRoot(t)
+	cfg := filepath.Join(root, "examples", "git", "agent.toml")
+	r := cli(t, "", "help", "-config", cfg, "git", "log")
+	if r.code != exitOK || !strings.Contains(r.stdout, "Usage: git log") || !strings.Contains(r.stdout, "--max-count") {
+		t.Fatalf("help git log: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, "", "help", "-config", cfg, "git")
+	if r.code != exitOK || !strings.Contains(r.stdout, "status (st)") || strings.Contains(r.stdout, "\n  push") {
+		t.Fatalf("help git: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli(t, "", "help", "-config", cfg, "nosuchtool"); r.code != exitUsage {
+		t.Fatalf("help of an unknown name: exit %d", r.code)
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"syscall"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
 )
 
 func main() {
@@ -175,7 +176,7 @@ func init() {
 			complete:     choices("bash", "zsh", "fish")},
 		{name: "version", summary: "print maiden's version, its commit, wasmtime's and Go's",
 			run: cmdVersion},
-		{name: "help", args: "[COMMAND]", summary: "print this, or a command's flags",
+		{name: "help", args: "[COMMAND | TOOL [SUBCOMMAND...]]", summary: "print this, a command's flags, or a wrapped CLI's commands",
 			run: cmdHelp, complete: func(i int, _ map[string]string) completion {
 				if i > 0 {
 					return completion{}
@@ -303,6 +304,11 @@ func cmdVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io
 // cmdHelp prints the usage, or a command's -h (on stdout: asked for).
 func cmdHelp(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := bareFlags("help", stderr)
+	def := os.Getenv("MAIDEN_CONFIG")
+	if def == "" {
+		def = "agent.toml"
+	}
+	cfgPath := fs.String("config", def, "the agent configuration `FILE` (for maiden help TOOL [COMMAND...])")
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)
 	}
@@ -312,6 +318,16 @@ func cmdHelp(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	name := strings.Join(fs.Args(), " ")
 	c := lookupCommand(name)
+	if c == nil && lookupCommand(fs.Arg(0)) == nil {
+		// maiden help TOOL [COMMAND...]: a wrapped CLI's commands, from
+		// its description in agent.toml.
+		if cfg, err := config.Load(*cfgPath); err == nil {
+			if t, ok := cfg.Tool(fs.Arg(0)); ok && t.CLI != nil {
+				fmt.Fprint(stdout, t.CLI.Command.Help(fs.Args()[1:]...))
+				return exitOK
+			}
+		}
+	}
 	if c == nil || c.hidden {
 		fmt.Fprintf(stderr, "maiden help: unknown command %q (there is: %s)\n", name, strings.Join(visibleCommandNames(), ", "))
 		return exitUsage
