@@ -40,13 +40,37 @@ func (h *Host) parseCommand(next handler) handler {
 		if cli == nil {
 			return next(ctx, inv)
 		}
-		cmd, err := cli.Command.ParseJSON([]byte(inv.call.Input))
+		cmd, err := cliSpec(cli).ParseJSON([]byte(inv.call.Input))
 		if err != nil {
 			return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
 		}
 		inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
 		return next(ctx, inv)
 	}
+}
+
+// cliSpec is the CLI's description with its options' environment
+// fallbacks read from the CLI's own environment (agent.toml's env), so
+// that a value taken from the environment is part of the rendering the
+// cards decide on; those variables are then not passed (cliEnv), the
+// value reaching the program only as the argument that was authorized.
+func cliSpec(cli *config.CLI) *command.Spec {
+	if len(cli.Command.EnvNames()) == 0 {
+		return cli.Command
+	}
+	return cli.Command.WithEnv(func(name string) (string, bool) {
+		for _, e := range cli.Env {
+			k, v, set := strings.Cut(e, "=")
+			if k != name {
+				continue
+			}
+			if set {
+				return v, true
+			}
+			return os.LookupEnv(name)
+		}
+		return "", false
+	})
 }
 
 // target is what the agent's cards must allow for this call.
@@ -69,7 +93,7 @@ func (inv *invocation) alwaysTarget() grant.Target {
 // reparse reads a middleware's rewritten input as the call's own.
 func (inv *invocation) reparse(input string) (args []grant.Arg, cmd *command.Invocation, err error) {
 	if cli := inv.tool.CLI; cli != nil {
-		cmd, err = cli.Command.ParseJSON([]byte(input))
+		cmd, err = cliSpec(cli).ParseJSON([]byte(input))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -236,7 +260,11 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 // name (MAIDEN_SECRET_<NAME> or Options.LookupSecret); nothing else.
 func (h *Host) cliEnv(t config.Tool) ([]string, error) {
 	var env []string
+	fallbacks := t.CLI.Command.EnvNames()
 	for _, e := range t.CLI.Env {
+		if name, _, _ := strings.Cut(e, "="); slices.Contains(fallbacks, name) {
+			continue // rendered into argv, where the cards saw it
+		}
 		if strings.Contains(e, "=") {
 			env = append(env, e)
 		} else if v, ok := os.LookupEnv(e); ok {

@@ -337,6 +337,17 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 		}
 		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: policyWarnings(t, h.gate.HasSecret)})
 	}
+	for _, t := range h.cfg.Load().Tools() {
+		if t.CLI != nil || (t.MCP != nil && len(t.MCP.Command) > 0) {
+			// Wrapped CLIs and stdio imports run confined: prove it now.
+			rep := LoadReport{Tool: "confinement"}
+			if _, err := h.confinement(ctx); err != nil {
+				rep.Err = err
+			}
+			out = append(out, rep)
+			break
+		}
+	}
 	for _, c := range h.cfg.Load().MiddlewareComponents() {
 		opened, err := h.runner.Open(ctx, c.Path, sandbox.Limits{Timeout: c.Timeout, Memory: c.MemoryBytes})
 		if err != nil && ctx.Err() != nil {
