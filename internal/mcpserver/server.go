@@ -157,11 +157,13 @@ func New(h *maiden.Host, opts *Options) *Server {
 	s.agents[o.Agent] = s.newAgentServer(o.Agent)
 	// An imported MCP server's tool list changed: list again, which tells
 	// the clients (notifications/tools/list_changed) when it differs.
-	h.OnToolsChanged(func() {
-		if _, err := s.Sync(context.Background()); err != nil {
-			s.log.Warn("re-listing tools after an imported server's change", "err", err)
-		}
-	})
+	if h != nil {
+		h.OnToolsChanged(func() {
+			if _, err := s.Sync(context.Background()); err != nil {
+				s.log.Warn("re-listing tools after an imported server's change", "err", err)
+			}
+		})
+	}
 	return s
 }
 
