@@ -41,7 +41,7 @@ func expose(cfg *config.Config, agent, tool string) (exposure, error) {
 		}
 		t, ok := cfg.Tool(tool)
 		if !ok || t.MCP != nil {
-			if it, _, isImport := importTool(cfg, tool); isImport {
+			if it, isImport := importTool(cfg, tool); isImport {
 				return exposure{agent: DefaultAgent, tool: it}, nil
 			}
 			return exposure{}, fmt.Errorf("%w %q in %s (%s)", ErrUnknownTool, tool, cfg.File(), toolNames(cfg))
@@ -61,7 +61,7 @@ func expose(cfg *config.Config, agent, tool string) (exposure, error) {
 	}
 	t, defined := cfg.Tool(tool)
 	if bindName != tool {
-		t, _, defined = importTool(cfg, tool)
+		t, defined = importTool(cfg, tool)
 	} else if t.MCP != nil {
 		defined = false // the import itself is not a tool; NAME.TOOL are
 	}

@@ -29,18 +29,18 @@ import (
 // meanwhile.
 
 // importTool is the exposure of an imported tool: the import's table with
-// the tool's full name, and the upstream's own name of the tool.
-func importTool(cfg *config.Config, name string) (config.Tool, string, bool) {
+// the tool's full name (loadImported finds its upstream name).
+func importTool(cfg *config.Config, name string) (config.Tool, bool) {
 	imp, _, ok := config.ImportOf(name)
 	if !ok {
-		return config.Tool{}, "", false
+		return config.Tool{}, false
 	}
 	t, ok := cfg.Tool(imp)
 	if !ok || t.MCP == nil {
-		return config.Tool{}, "", false
+		return config.Tool{}, false
 	}
 	t.Name = name
-	return t, "", true
+	return t, true
 }
 
 // upstreams are the Host's imported servers, started on first need and
