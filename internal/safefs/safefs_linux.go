@@ -1,0 +1,456 @@
+//go:build linux
+
+package safefs
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxPath is the longest path accepted (the boundary's limit, BOUNDARIES.md validation 5).
+const MaxPath = 4096
+
+// Root is one directory the caller may touch, with everything beneath it. Write allows Write (and implies read).
+type Root struct {
+	Path  string
+	Write bool
+}
+
+// Kind classifies an Error.
+type Kind string
+
+// The kinds of Error.
+const (
+	KindInvalidPath Kind = "invalid_path"   // not absolute or not normalised (BOUNDARIES.md validation 4)
+	KindPathTooLong Kind = "path_too_long"  // over MaxPath bytes (BOUNDARIES.md validation 5)
+	KindOutside     Kind = "outside"        // under no root
+	KindReadOnly    Kind = "read_only"      // under a root, but none that allows writing
+	KindNotFound    Kind = "not_found"      // no such file or directory
+	KindTooLarge    Kind = "too_large"      // over the caller's byte limit
+	KindIsDir       Kind = "is_directory"   // a directory where a file was needed
+	KindNotDir      Kind = "not_directory"  // a file where a directory was needed
+	KindNotRegular  Kind = "not_regular"    // a device, FIFO or socket
+	KindEscape      Kind = "symlink_escape" // resolution (a symlink or "..") would leave the root
+	KindSymlink     Kind = "symlink"        // a symlink that is not followed here: the last component of a write, a
+	// /proc magic link, a loop, or any symlink under the openat fallback
+	KindIO Kind = "io" // anything else the kernel said
+)
+
+// Error is every error this package returns. Path is the caller's path; Root the root it was resolved under, if any.
+type Error struct {
+	Op   string // read, write, list
+	Path string
+	Root string
+	Kind Kind
+	Err  error // the underlying errno or detail, may be nil
+}
+
+func (e *Error) Error() string {
+	msg := "safefs: " + e.Op + " " + e.Path + ": " + string(e.Kind)
+	switch e.Kind {
+	case KindOutside:
+		msg += " (under no allowed root)"
+	case KindReadOnly:
+		msg += " (allowed roots covering it are read-only)"
+	case KindEscape:
+		msg += " (resolves outside root " + e.Root + ")"
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNotFound) and the like work: a sentinel matches any Error of its Kind.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Op == "" && t.Path == "" && t.Kind == e.Kind
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrInvalidPath = &Error{Kind: KindInvalidPath}
+	ErrPathTooLong = &Error{Kind: KindPathTooLong}
+	ErrOutside     = &Error{Kind: KindOutside}
+	ErrReadOnly    = &Error{Kind: KindReadOnly}
+	ErrNotFound    = &Error{Kind: KindNotFound}
+	ErrTooLarge    = &Error{Kind: KindTooLarge}
+	ErrIsDir       = &Error{Kind: KindIsDir}
+	ErrNotDir      = &Error{Kind: KindNotDir}
+	ErrNotRegular  = &Error{Kind: KindNotRegular}
+	ErrEscape      = &Error{Kind: KindEscape}
+	ErrSymlink     = &Error{Kind: KindSymlink}
+)
+
+// Content is what Read returns: the file as text when it is valid UTF-8 without NUL bytes, else base64.
+type Content struct {
+	Data   string // the text, or the base64 (standard encoding) of the bytes
+	Base64 bool
+	Size   int64 // bytes read
+}
+
+// EntryType is the type of a listed entry.
+type EntryType string
+
+// Entry types.
+const (
+	TypeFile    EntryType = "file"
+	TypeDir     EntryType = "dir"
+	TypeSymlink EntryType = "symlink"
+	TypeOther   EntryType = "other"
+)
+
+// Entry is one directory entry. Size is the entry's own size (a symlink's is its target's length; never followed).
+type Entry struct {
+	Name string
+	Type EntryType
+	Size int64
+}
+
+// Listing is what List returns: entries sorted by name; Truncated when the directory held more than maxEntries (the
+// entries kept are then the first maxEntries the kernel returned, sorted).
+type Listing struct {
+	Entries   []Entry
+	Truncated bool
+}
+
+// Read returns the regular file at path, beneath one of roots, if it is at most maxBytes long.
+func Read(roots []Root, path string, maxBytes int64) (Content, error) {
+	root, rel, err := pick("read", roots, path, false)
+	if err != nil {
+		return Content{}, err
+	}
+	fd, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return Content{}, fail("read", path, root, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return Content{}, fail("read", path, root, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		return Content{}, &Error{Op: "read", Path: path, Root: root, Kind: KindIsDir}
+	default:
+		return Content{}, &Error{Op: "read", Path: path, Root: root, Kind: KindNotRegular}
+	}
+	if st.Size > maxBytes {
+		return Content{}, &Error{Op: "read", Path: path, Root: root, Kind: KindTooLarge,
+			Err: errors.New("file is " + itoa(st.Size) + " bytes, limit " + itoa(maxBytes))}
+	}
+	// The file may grow after fstat: read at most maxBytes+1 and refuse if the extra byte arrived.
+	buf := make([]byte, 0, st.Size+1)
+	b, err := readUpTo(f, buf, maxBytes+1)
+	if err != nil {
+		return Content{}, fail("read", path, root, err)
+	}
+	if int64(len(b)) > maxBytes {
+		return Content{}, &Error{Op: "read", Path: path, Root: root, Kind: KindTooLarge,
+			Err: errors.New("file grew past the limit of " + itoa(maxBytes) + " bytes while being read")}
+	}
+	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		return Content{Data: string(b), Size: int64(len(b))}, nil
+	}
+	return Content{Data: base64.StdEncoding.EncodeToString(b), Base64: true, Size: int64(len(b))}, nil
+}
+
+// Write creates or truncates the regular file at path, beneath one of roots that allows writing, and writes content
+// (at most maxBytes, refused before anything is touched). The last component is never followed if it is a symlink;
+// the parent directories must exist. The replacement is not atomic: a reader may see a short file meanwhile.
+func Write(roots []Root, path string, content []byte, maxBytes int64) error {
+	if int64(len(content)) > maxBytes {
+		return &Error{Op: "write", Path: path, Kind: KindTooLarge,
+			Err: errors.New("content is " + itoa(int64(len(content))) + " bytes, limit " + itoa(maxBytes))}
+	}
+	root, rel, err := pick("write", roots, path, true)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return &Error{Op: "write", Path: path, Root: root, Kind: KindIsDir}
+	}
+	// O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging; fstat below refuses it anyway.
+	fd, err := openBeneath(root, rel, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
+	if err != nil {
+		return fail("write", path, root, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail("write", path, root, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return &Error{Op: "write", Path: path, Root: root, Kind: KindNotRegular}
+	}
+	// Truncate only once the descriptor is known to be a regular file beneath the root.
+	if err := unix.Ftruncate(fd, 0); err != nil {
+		return fail("write", path, root, err)
+	}
+	if _, err := f.Write(content); err != nil {
+		return fail("write", path, root, err)
+	}
+	if err := f.Close(); err != nil {
+		return fail("write", path, root, err)
+	}
+	return nil
+}
+
+// List returns the entries of the directory at path, beneath one of roots, at most maxEntries of them.
+func List(roots []Root, path string, maxEntries int) (Listing, error) {
+	root, rel, err := pick("list", roots, path, false)
+	if err != nil {
+		return Listing{}, err
+	}
+	fd, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return Listing{}, fail("list", path, root, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if maxEntries < 0 {
+		maxEntries = 0
+	}
+	var names []string
+	if maxEntries > 0 {
+		names, err = f.Readdirnames(maxEntries + 1)
+		if err != nil && err != io.EOF {
+			return Listing{}, fail("list", path, root, err)
+		}
+	} else {
+		names, _ = f.Readdirnames(1)
+	}
+	out := Listing{}
+	if len(names) > maxEntries {
+		out.Truncated = true
+		names = names[:maxEntries]
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		// fstatat relative to the open directory, never following: the entry itself, not a path looked up again.
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed meanwhile
+			}
+			return Listing{}, fail("list", path, root, err)
+		}
+		e := Entry{Name: name, Size: st.Size, Type: TypeOther}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			e.Type = TypeFile
+		case unix.S_IFDIR:
+			e.Type = TypeDir
+		case unix.S_IFLNK:
+			e.Type = TypeSymlink
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	return out, nil
+}
+
+// pick validates path and chooses the longest root that covers it and allows the operation; rel is path relative
+// to that root ("." for the root itself).
+func pick(op string, roots []Root, path string, write bool) (string, string, error) {
+	if len(path) > MaxPath {
+		return "", "", &Error{Op: op, Path: path[:64] + "...", Kind: KindPathTooLong,
+			Err: errors.New("path is " + itoa(int64(len(path))) + " bytes, limit 4096")}
+	}
+	if path == "" || !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.IndexByte(path, 0) >= 0 {
+		return "", "", &Error{Op: op, Path: path, Kind: KindInvalidPath,
+			Err: errors.New("want an absolute, normalised path (no \"..\", \".\", \"//\" or trailing \"/\")")}
+	}
+	best, covered := "", false
+	for _, r := range roots {
+		rp := filepath.Clean(r.Path)
+		if !filepath.IsAbs(rp) || !within(rp, path) {
+			continue
+		}
+		covered = true
+		if (!write || r.Write) && len(rp) > len(best) {
+			best = rp
+		}
+	}
+	if best == "" {
+		if covered {
+			return "", "", &Error{Op: op, Path: path, Kind: KindReadOnly}
+		}
+		return "", "", &Error{Op: op, Path: path, Kind: KindOutside}
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(path, best), "/")
+	if rel == "" {
+		rel = "."
+	}
+	return best, rel, nil
+}
+
+func within(root, path string) bool {
+	return root == "/" || path == root || strings.HasPrefix(path, root+"/")
+}
+
+// fail turns an errno from the open or I/O into an Error.
+func fail(op, path, root string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	k := KindIO
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		k = KindNotFound
+	case errors.Is(err, unix.EXDEV):
+		k = KindEscape
+	case errors.Is(err, unix.ELOOP):
+		k = KindSymlink
+	case errors.Is(err, unix.EISDIR):
+		k = KindIsDir
+	case errors.Is(err, unix.ENOTDIR):
+		k = KindNotDir
+	case errors.Is(err, unix.ENXIO):
+		k = KindNotRegular
+	}
+	return &Error{Op: op, Path: path, Root: root, Kind: k, Err: err}
+}
+
+// Method names the resolution this process uses: "openat2" (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) or "openat"
+// (the no-symlinks walk, when the kernel lacks openat2).
+func Method() string {
+	if haveOpenat2() && !forceWalk {
+		return "openat2"
+	}
+	return "openat"
+}
+
+// forceWalk makes the tests run the fallback on kernels that have openat2.
+var forceWalk = false
+
+var (
+	probeOnce sync.Once
+	probeOK   bool
+)
+
+func haveOpenat2() bool {
+	probeOnce.Do(func() {
+		fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS})
+		if err == nil {
+			unix.Close(fd)
+		}
+		probeOK = !errors.Is(err, unix.ENOSYS)
+	})
+	return probeOK
+}
+
+// openBeneath opens rel beneath the directory root with flags (O_CLOEXEC always added) and returns the descriptor.
+func openBeneath(root, rel string, flags int, mode uint32) (int, error) {
+	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(rootfd)
+	if Method() == "openat2" {
+		how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode),
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+		for range 64 {
+			fd, err := unix.Openat2(rootfd, rel, how)
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue // a concurrent rename: the kernel asks to retry
+			}
+			return fd, err
+		}
+		return -1, unix.EAGAIN
+	}
+	return walk(rootfd, rel, flags, mode)
+}
+
+// walk opens rel component by component from dirfd without following any symlink and without "..".
+func walk(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	var comps []string
+	for _, c := range strings.Split(rel, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			return -1, unix.EXDEV
+		default:
+			comps = append(comps, c)
+		}
+	}
+	if len(comps) == 0 {
+		return unix.Openat(dirfd, ".", flags|unix.O_CLOEXEC, mode)
+	}
+	cur := dirfd
+	defer func() {
+		if cur != dirfd {
+			unix.Close(cur)
+		}
+	}()
+	for _, c := range comps[:len(comps)-1] {
+		// O_PATH|O_NOFOLLOW opens a symlink itself; fstat of that descriptor says what was there at open time.
+		next, err := unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			unix.Close(next)
+			switch {
+			case err != nil:
+				return -1, err
+			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+				return -1, unix.ELOOP
+			default:
+				return -1, unix.ENOTDIR
+			}
+		}
+		if cur != dirfd {
+			unix.Close(cur)
+		}
+		cur = next
+	}
+	last := comps[len(comps)-1]
+	fd, err := unix.Openat(cur, last, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil && (errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)) && isSymlinkAt(cur, last) {
+		return -1, unix.ELOOP
+	}
+	return fd, err
+}
+
+func isSymlinkAt(dirfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+func readUpTo(r io.Reader, buf []byte, limit int64) ([]byte, error) {
+	lr := io.LimitReader(r, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,425 @@
+//go:build linux
+
+package safefs
+
+import (
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const outsideSecret = "OUTSIDE-SECRET"
+
+// fixture: tmp/root (the allowed root) and tmp/outside (never to be read or written through the root).
+type fixture struct{ root, outside string }
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	tmp := t.TempDir()
+	f := fixture{root: filepath.Join(tmp, "root"), outside: filepath.Join(tmp, "outside")}
+	for _, d := range []string{f.root, f.outside, filepath.Join(f.root, "sub")} {
+		must(t, os.Mkdir(d, 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(f.outside, "secret.txt"), []byte(outsideSecret), 0o644))
+	must(t, os.WriteFile(filepath.Join(f.root, "in.txt"), []byte("hello"), 0o644))
+	return f
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eachMethod runs fn under openat2 (when the kernel has it) and under the openat walk.
+func eachMethod(t *testing.T, fn func(t *testing.T, method string)) {
+	t.Helper()
+	for _, walkOnly := range []bool{false, true} {
+		if !walkOnly && !haveOpenat2() {
+			t.Log("kernel has no openat2: only the openat walk is tested")
+			continue
+		}
+		name := "openat2"
+		if walkOnly {
+			name = "openat"
+		}
+		t.Run(name, func(t *testing.T) {
+			forceWalk = walkOnly
+			defer func() { forceWalk = false }()
+			if got := Method(); got != name {
+				t.Fatalf("Method() = %q, want %q", got, name)
+			}
+			fn(t, name)
+		})
+	}
+}
+
+func wantKind(t *testing.T, err error, kinds ...Kind) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T), want a *safefs.Error of kind %v", err, err, kinds)
+	}
+	for _, k := range kinds {
+		if e.Kind == k {
+			return
+		}
+	}
+	t.Fatalf("error %v has kind %q, want one of %v", err, e.Kind, kinds)
+}
+
+func TestMethodReported(t *testing.T) {
+	t.Logf("this kernel: %s", Method())
+	if m := Method(); m != "openat2" && m != "openat" {
+		t.Fatalf("Method() = %q", m)
+	}
+}
+
+// BOUNDARIES.md B3 (a relative path or one with ".." is invalid_path) and B4 (a 4097-character path is
+// path_too_long), applied to fs_read/fs_write/fs_list paths; ".." inside a relative path at the kernel layer is an escape.
+func TestDotDotAndInvalidPaths(t *testing.T) {
+	eachMethod(t, func(t *testing.T, _ string) {
+		f := newFixture(t)
+		roots := []Root{{Path: f.root, Write: true}}
+		for _, p := range []string{
+			f.root + "/../outside/secret.txt", f.root + "/sub/../../outside/secret.txt", "root/in.txt",
+			f.root + "/./in.txt", f.root + "//in.txt", f.root + "/sub/", "",
+		} {
+			_, err := Read(roots, p, 1<<20)
+			wantKind(t, err, KindInvalidPath)
+			wantKind(t, Write(roots, p, []byte("x"), 1<<20), KindInvalidPath)
+			_, err = List(roots, p, 10)
+			wantKind(t, err, KindInvalidPath)
+		}
+		long := "/" + strings.Repeat("a", MaxPath)
+		_, err := Read([]Root{{Path: "/"}}, long, 10)
+		wantKind(t, err, KindPathTooLong)
+		// The kernel layer refuses ".." that climbs out even when handed one directly.
+		for _, rel := range []string{"../outside/secret.txt", "sub/../../outside/secret.txt"} {
+			fd, err := openBeneath(f.root, rel, unix.O_RDONLY, 0)
+			if err == nil {
+				unix.Close(fd)
+				t.Fatalf("openBeneath(%q) opened a file outside the root", rel)
+			}
+			if !errors.Is(err, unix.EXDEV) {
+				t.Fatalf("openBeneath(%q): %v, want EXDEV", rel, err)
+			}
+		}
+	})
+}
+
+func TestOutsideAndReadOnly(t *testing.T) {
+	f := newFixture(t)
+	roots := []Root{{Path: f.root}}
+	_, err := Read(roots, filepath.Join(f.outside, "secret.txt"), 100)
+	wantKind(t, err, KindOutside)
+	if !errors.Is(err, ErrOutside) || !strings.Contains(err.Error(), filepath.Join(f.outside, "secret.txt")) {
+		t.Fatalf("error %q should match ErrOutside and name the path", err)
+	}
+	// A sibling whose name extends the root's is not beneath it.
+	_, err = Read(roots, f.root+"x/a", 100)
+	wantKind(t, err, KindOutside)
+	wantKind(t, Write(roots, filepath.Join(f.root, "new.txt"), []byte("x"), 100), KindReadOnly)
+	if _, err := os.Stat(filepath.Join(f.root, "new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a refused write created the file")
+	}
+	// A nested writable root inside a read-only one: writes go only beneath the nested root.
+	roots = append(roots, Root{Path: filepath.Join(f.root, "sub"), Write: true})
+	must(t, Write(roots, filepath.Join(f.root, "sub", "w.txt"), []byte("ok"), 100))
+	wantKind(t, Write(roots, filepath.Join(f.root, "w.txt"), []byte("x"), 100), KindReadOnly)
+	c, err := Read(roots, filepath.Join(f.root, "sub", "w.txt"), 100)
+	must(t, err)
+	if c.Data != "ok" || c.Base64 {
+		t.Fatalf("read back %+v", c)
+	}
+}
+
+func TestAbsoluteSymlinks(t *testing.T) {
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		roots := []Root{{Path: f.root, Write: true}}
+		must(t, os.Symlink(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.root, "abs")))
+		must(t, os.Symlink(f.outside, filepath.Join(f.root, "absdir")))
+		// Even an absolute link that points inside the root is refused: RESOLVE_BENEATH refuses absolute links.
+		must(t, os.Symlink(filepath.Join(f.root, "in.txt"), filepath.Join(f.root, "absin")))
+		for _, p := range []string{"abs", "absdir/secret.txt", "absin"} {
+			c, err := Read(roots, filepath.Join(f.root, p), 1<<20)
+			if strings.Contains(c.Data, outsideSecret) {
+				t.Fatalf("read the outside file through %s", p)
+			}
+			wantKind(t, err, KindEscape, KindSymlink)
+		}
+		_, err := List(roots, filepath.Join(f.root, "absdir"), 10)
+		wantKind(t, err, KindEscape, KindSymlink, KindNotDir)
+		err = Write(roots, filepath.Join(f.root, "absdir", "planted.txt"), []byte("x"), 100)
+		wantKind(t, err, KindEscape, KindSymlink, KindNotDir)
+		if _, err := os.Stat(filepath.Join(f.outside, "planted.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("a write through an absolute directory symlink created a file outside the root")
+		}
+	})
+}
+
+func TestRelativeSymlinks(t *testing.T) {
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		roots := []Root{{Path: f.root, Write: true}}
+		must(t, os.Symlink("../outside/secret.txt", filepath.Join(f.root, "rel")))
+		must(t, os.Symlink("../../outside", filepath.Join(f.root, "sub", "deep")))
+		must(t, os.Symlink("../in.txt", filepath.Join(f.root, "sub", "ok"))) // stays inside
+		for _, p := range []string{"rel", "sub/deep/secret.txt"} {
+			c, err := Read(roots, filepath.Join(f.root, p), 1<<20)
+			if strings.Contains(c.Data, outsideSecret) {
+				t.Fatalf("read the outside file through %s", p)
+			}
+			wantKind(t, err, KindEscape, KindSymlink)
+		}
+		c, err := Read(roots, filepath.Join(f.root, "sub", "ok"), 100)
+		if method == "openat2" {
+			must(t, err)
+			if c.Data != "hello" {
+				t.Fatalf("inside symlink read %q", c.Data)
+			}
+		} else {
+			wantKind(t, err, KindSymlink) // the walk follows no symlink at all
+		}
+		// Writes never follow a symlink at the last component, even one that points inside.
+		must(t, os.Symlink("../outside/created.txt", filepath.Join(f.root, "wout")))
+		wantKind(t, Write(roots, filepath.Join(f.root, "wout"), []byte("x"), 100), KindSymlink)
+		wantKind(t, Write(roots, filepath.Join(f.root, "sub", "ok"), []byte("x"), 100), KindSymlink)
+		if _, err := os.Stat(filepath.Join(f.outside, "created.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("a write through a symlink created a file outside the root")
+		}
+		if b, _ := os.ReadFile(filepath.Join(f.root, "in.txt")); string(b) != "hello" {
+			t.Fatalf("a write through an inside symlink changed its target: %q", b)
+		}
+		wantKind(t, Write(roots, filepath.Join(f.root, "sub", "deep", "x.txt"), []byte("x"), 100), KindEscape, KindSymlink)
+		if _, err := os.Stat(filepath.Join(f.outside, "x.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("a write through a relative directory symlink created a file outside the root")
+		}
+	})
+}
+
+// /proc magic links (root, cwd, fd/N) jump anywhere; with /proc/self as a root they must still be refused.
+func TestProcMagicLinks(t *testing.T) {
+	eachMethod(t, func(t *testing.T, _ string) {
+		f := newFixture(t)
+		secret := filepath.Join(f.outside, "secret.txt")
+		held, err := os.Open(secret)
+		must(t, err)
+		defer held.Close()
+		// Control: through the ordinary file API these paths do reach the secret, so refusing them means something.
+		if b, err := os.ReadFile("/proc/self/root" + secret); err != nil || string(b) != outsideSecret {
+			t.Fatalf("control read through /proc/self/root: %q, %v", b, err)
+		}
+		roots := []Root{{Path: "/proc/self"}}
+		for _, p := range []string{
+			"/proc/self/root" + secret,
+			"/proc/self/fd/" + strconv.Itoa(int(held.Fd())),
+			"/proc/self/cwd/safefs_test.go",
+		} {
+			c, err := Read(roots, p, 1<<20)
+			if strings.Contains(c.Data, outsideSecret) {
+				t.Fatalf("read the secret through %s", p)
+			}
+			wantKind(t, err, KindSymlink, KindEscape)
+		}
+	})
+}
+
+func TestLimitsAndTypes(t *testing.T) {
+	eachMethod(t, func(t *testing.T, _ string) {
+		f := newFixture(t)
+		roots := []Root{{Path: f.root, Write: true}}
+		p := filepath.Join(f.root, "ten.txt")
+		must(t, Write(roots, p, []byte("0123456789"), 10))
+		_, err := Read(roots, p, 9)
+		wantKind(t, err, KindTooLarge)
+		c, err := Read(roots, p, 10)
+		must(t, err)
+		if c.Data != "0123456789" || c.Size != 10 {
+			t.Fatalf("read %+v", c)
+		}
+		wantKind(t, Write(roots, filepath.Join(f.root, "big.txt"), make([]byte, 11), 10), KindTooLarge)
+		if _, err := os.Stat(filepath.Join(f.root, "big.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("an oversized write created the file")
+		}
+		// Truncation: a shorter write replaces the whole file.
+		must(t, Write(roots, p, []byte("ab"), 10))
+		if b, _ := os.ReadFile(p); string(b) != "ab" {
+			t.Fatalf("after rewrite: %q", b)
+		}
+		bin := []byte{0, 1, 2, 0xff, 'a'}
+		must(t, Write(roots, filepath.Join(f.root, "bin"), bin, 10))
+		c, err = Read(roots, filepath.Join(f.root, "bin"), 10)
+		must(t, err)
+		if got, _ := base64.StdEncoding.DecodeString(c.Data); !c.Base64 || string(got) != string(bin) {
+			t.Fatalf("binary read %+v", c)
+		}
+		_, err = Read(roots, filepath.Join(f.root, "sub"), 10)
+		wantKind(t, err, KindIsDir)
+		wantKind(t, Write(roots, filepath.Join(f.root, "sub"), []byte("x"), 10), KindIsDir)
+		wantKind(t, Write(roots, f.root, []byte("x"), 10), KindIsDir)
+		_, err = Read(roots, filepath.Join(f.root, "missing"), 10)
+		wantKind(t, err, KindNotFound)
+		if !errors.Is(err, ErrNotFound) {
+			t.Fatal("errors.Is(ErrNotFound) false")
+		}
+		wantKind(t, Write(roots, filepath.Join(f.root, "nodir", "x"), []byte("x"), 10), KindNotFound)
+		// A FIFO neither blocks a read or a write nor is treated as a file.
+		fifo := filepath.Join(f.root, "fifo")
+		must(t, unix.Mkfifo(fifo, 0o644))
+		_, err = Read(roots, fifo, 10)
+		wantKind(t, err, KindNotRegular)
+		wantKind(t, Write(roots, fifo, []byte("x"), 10), KindNotRegular)
+		_, err = List(roots, filepath.Join(f.root, "in.txt"), 10)
+		wantKind(t, err, KindNotDir)
+	})
+}
+
+func TestList(t *testing.T) {
+	eachMethod(t, func(t *testing.T, _ string) {
+		f := newFixture(t)
+		roots := []Root{{Path: f.root}}
+		must(t, os.Symlink("../outside", filepath.Join(f.root, "lnk")))
+		l, err := List(roots, f.root, 10)
+		must(t, err)
+		want := []Entry{{"in.txt", TypeFile, 5}, {"lnk", TypeSymlink, int64(len("../outside"))}, {"sub", TypeDir, 0}}
+		if len(l.Entries) != len(want) || l.Truncated {
+			t.Fatalf("listing %+v", l)
+		}
+		for i, e := range want {
+			got := l.Entries[i]
+			if got.Name != e.Name || got.Type != e.Type || (e.Type != TypeDir && got.Size != e.Size) {
+				t.Fatalf("entry %d = %+v, want %+v", i, got, e)
+			}
+		}
+		l, err = List(roots, f.root, 2)
+		must(t, err)
+		if !l.Truncated || len(l.Entries) != 2 {
+			t.Fatalf("capped listing %+v", l)
+		}
+		l, err = List(roots, f.root, 3)
+		must(t, err)
+		if l.Truncated || len(l.Entries) != 3 {
+			t.Fatalf("listing at exactly the cap %+v", l)
+		}
+		_, err = List(roots, filepath.Join(f.root, "lnk"), 10)
+		wantKind(t, err, KindEscape, KindSymlink)
+	})
+}
+
+// The race: a real directory inside the root and a symlink to the outside directory are exchanged atomically
+// (renameat2 RENAME_EXCHANGE) as fast as possible while other goroutines read and write through that name. Nothing
+// outside may ever be read or created. Bounded to raceFor per method; both outcomes must occur, so the swap really
+// raced the opens.
+func TestSymlinkSwapRace(t *testing.T) {
+	const raceFor = 700 * time.Millisecond
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		roots := []Root{{Path: f.root, Write: true}}
+		d := filepath.Join(f.root, "d")
+		must(t, os.Mkdir(d, 0o755))
+		must(t, os.WriteFile(filepath.Join(d, "secret.txt"), []byte("inside"), 0o644))
+		x := filepath.Join(f.root, "x")
+		must(t, os.Symlink(f.outside, x))
+
+		var stop atomic.Bool
+		var swaps, inside, refused, writes atomic.Int64
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, x, unix.RENAME_EXCHANGE); err != nil {
+					t.Errorf("RENAME_EXCHANGE: %v", err)
+					return
+				}
+				swaps.Add(1)
+			}
+		}()
+		var bad atomic.Value
+		for g := 0; g < 2; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; !stop.Load(); i++ {
+					c, err := Read(roots, filepath.Join(d, "secret.txt"), 100)
+					switch {
+					case err == nil && c.Data == "inside":
+						inside.Add(1)
+					case err == nil:
+						bad.Store("read " + strconv.Quote(c.Data) + " through the swapped name")
+					default:
+						var e *Error
+						if !errors.As(err, &e) || (e.Kind != KindEscape && e.Kind != KindSymlink && e.Kind != KindNotFound) {
+							bad.Store("unexpected error: " + err.Error())
+						}
+						refused.Add(1)
+					}
+					if i%4 == 0 {
+						if Write(roots, filepath.Join(d, "w.txt"), []byte("w"), 10) == nil {
+							writes.Add(1)
+						}
+					}
+				}
+			}()
+		}
+		time.Sleep(raceFor)
+		stop.Store(true)
+		wg.Wait()
+		if b := bad.Load(); b != nil {
+			t.Fatal(b)
+		}
+		if _, err := os.Stat(filepath.Join(f.outside, "w.txt")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("a racing write created a file in the outside directory")
+		}
+		t.Logf("%s: %d swaps, %d inside reads, %d refused, %d writes", method, swaps.Load(), inside.Load(), refused.Load(), writes.Load())
+		if swaps.Load() == 0 || inside.Load() == 0 || refused.Load() == 0 {
+			t.Fatal("the race did not exercise both outcomes; the test proves nothing")
+		}
+	})
+}
+
+func BenchmarkReadSmall(b *testing.B) {
+	dir := b.TempDir()
+	p := filepath.Join(dir, "small.txt")
+	if err := os.WriteFile(p, []byte(strings.Repeat("maiden ", 150)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	roots := []Root{{Path: dir}}
+	b.Run("os.ReadFile", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.ReadFile(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("safefs.Read/"+Method(), func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Read(roots, p, 1<<20); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if Method() == "openat2" {
+		b.Run("safefs.Read/openat", func(b *testing.B) {
+			forceWalk = true
+			defer func() { forceWalk = false }()
+			for b.Loop() {
+				if _, err := Read(roots, p, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
