@@ -61,6 +61,7 @@ path = %q
 [mcp.calc]
 url = "`+hs.URL+`"
 credential = "CALC_TOKEN"
+middleware = [{ use = "validate", check = 'tool != "calc.add" || args.a != 13', message = "13 is unlucky" }]
 [[middleware]]
 use = "validate"
 check = 'tool != "calc.add" || args.a < 1000'
@@ -96,6 +97,7 @@ grants = ["tool:invoke echo --..."]
 	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.sub", Input: `{"a":40,"b":2}`}), maiden.KindDenied, "no card")
 	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":"x","b":2}`}), maiden.KindInput, "")
 	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":5000,"b":2}`}), maiden.KindInput, "a is too big")
+	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":13,"b":2}`}), maiden.KindInput, "13 is unlucky")
 	if n := calls.Load() - before; n != 0 {
 		t.Errorf("refused calls reached the upstream %d times", n)
 	}

@@ -48,7 +48,11 @@ func (h *Host) middleware(next handler) handler {
 			// decided already, and the approval is consumed.
 			return next(ctx, inv)
 		}
-		chain := inv.cfg.Chain(inv.agent, inv.tool.Name)
+		name := inv.tool.Name
+		if imp, _, ok := config.ImportOf(name); ok && inv.tool.MCP != nil {
+			name = imp // an imported tool has its [mcp.NAME]'s and binding's layers
+		}
+		chain := inv.cfg.Chain(inv.agent, name)
 		if len(chain) == 0 {
 			inv.chainDone = true
 			return next(ctx, inv)
