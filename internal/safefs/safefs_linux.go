@@ -21,11 +21,24 @@ import (
 // MaxPath is the longest path accepted (the boundary's limit, BOUNDARIES.md validation 5).
 const MaxPath = 4096
 
-// Root is one directory the caller may touch, with everything beneath it. Write allows Write (and implies read).
+// Root is one directory and everything beneath it, with what may be done there. Read and Write roots grant (their
+// union: write covers read); NoWrite and Deny roots take away, whatever the grants say, and are checked both on the
+// caller's path and on the path the kernel actually resolved (so a symlink into them does not get around them).
 type Root struct {
-	Path  string
-	Write bool
+	Path   string
+	Access Access
 }
+
+// Access is what a Root allows or forbids beneath its path.
+type Access int
+
+// The accesses of a Root.
+const (
+	AccessRead    Access = iota // read and list
+	AccessWrite                 // read, list, create and overwrite files
+	AccessNoWrite               // protected (e.g. a workspace's .git): nothing beneath is writable
+	AccessDeny                  // explicit deny: nothing beneath is read, listed or written
+)
 
 // Kind classifies an Error.
 type Kind string
@@ -36,6 +49,8 @@ const (
 	KindPathTooLong Kind = "path_too_long"  // over MaxPath bytes (BOUNDARIES.md validation 5)
 	KindOutside     Kind = "outside"        // under no root
 	KindReadOnly    Kind = "read_only"      // under a root, but none that allows writing
+	KindDenied      Kind = "denied"         // beneath a Deny root (the path given, or where it resolved)
+	KindProtected   Kind = "protected"      // a write beneath a NoWrite root (the path given, or where it resolved)
 	KindNotFound    Kind = "not_found"      // no such file or directory
 	KindTooLarge    Kind = "too_large"      // over the caller's byte limit
 	KindIsDir       Kind = "is_directory"   // a directory where a file was needed
@@ -63,6 +78,10 @@ func (e *Error) Error() string {
 		msg += " (under no allowed root)"
 	case KindReadOnly:
 		msg += " (allowed roots covering it are read-only)"
+	case KindDenied:
+		msg += " (beneath an explicit deny)"
+	case KindProtected:
+		msg += " (beneath a protected path that is never writable)"
 	case KindEscape:
 		msg += " (resolves outside root " + e.Root + ")"
 	}
@@ -86,6 +105,8 @@ var (
 	ErrPathTooLong = &Error{Kind: KindPathTooLong}
 	ErrOutside     = &Error{Kind: KindOutside}
 	ErrReadOnly    = &Error{Kind: KindReadOnly}
+	ErrDenied      = &Error{Kind: KindDenied}
+	ErrProtected   = &Error{Kind: KindProtected}
 	ErrNotFound    = &Error{Kind: KindNotFound}
 	ErrTooLarge    = &Error{Kind: KindTooLarge}
 	ErrIsDir       = &Error{Kind: KindIsDir}
@@ -129,7 +150,7 @@ type Listing struct {
 
 // Read returns the regular file at path, beneath one of roots, if it is at most maxBytes long.
 func Read(roots []Root, path string, maxBytes int64) (Content, error) {
-	root, rel, err := pick("read", roots, path, false)
+	root, rel, restr, err := pick("read", roots, path, false)
 	if err != nil {
 		return Content{}, err
 	}
@@ -139,6 +160,9 @@ func Read(roots []Root, path string, maxBytes int64) (Content, error) {
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if err := checkResolved("read", path, root, fd, "", restr, false); err != nil {
+		return Content{}, err
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return Content{}, fail("read", path, root, err)
@@ -178,15 +202,26 @@ func Write(roots []Root, path string, content []byte, maxBytes int64) error {
 		return &Error{Op: "write", Path: path, Kind: KindTooLarge,
 			Err: errors.New("content is " + itoa(int64(len(content))) + " bytes, limit " + itoa(maxBytes))}
 	}
-	root, rel, err := pick("write", roots, path, true)
+	root, rel, restr, err := pick("write", roots, path, true)
 	if err != nil {
 		return err
 	}
 	if rel == "." {
 		return &Error{Op: "write", Path: path, Root: root, Kind: KindIsDir}
 	}
+	// The parent first, checked against Deny and NoWrite roots where it really is, so that nothing is created there;
+	// then the last component, beneath that parent, never followed.
+	dir, base := filepath.Dir(rel), filepath.Base(rel)
+	pfd, err := openBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return fail("write", path, root, err)
+	}
+	defer unix.Close(pfd)
+	if err := checkResolved("write", path, root, pfd, base, restr, true); err != nil {
+		return err
+	}
 	// O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging; fstat below refuses it anyway.
-	fd, err := openBeneath(root, rel, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
+	fd, err := openBeneathFD(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
 	if err != nil {
 		return fail("write", path, root, err)
 	}
@@ -214,7 +249,7 @@ func Write(roots []Root, path string, content []byte, maxBytes int64) error {
 
 // List returns the entries of the directory at path, beneath one of roots, at most maxEntries of them.
 func List(roots []Root, path string, maxEntries int) (Listing, error) {
-	root, rel, err := pick("list", roots, path, false)
+	root, rel, restr, err := pick("list", roots, path, false)
 	if err != nil {
 		return Listing{}, err
 	}
@@ -224,6 +259,9 @@ func List(roots []Root, path string, maxEntries int) (Listing, error) {
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if err := checkResolved("list", path, root, fd, "", restr, false); err != nil {
+		return Listing{}, err
+	}
 	if maxEntries < 0 {
 		maxEntries = 0
 	}
@@ -265,39 +303,95 @@ func List(roots []Root, path string, maxEntries int) (Listing, error) {
 	return out, nil
 }
 
-// pick validates path and chooses the longest root that covers it and allows the operation; rel is path relative
-// to that root ("." for the root itself).
-func pick(op string, roots []Root, path string, write bool) (string, string, error) {
+// pick validates path and chooses the longest Read or Write root that covers it and allows the operation; rel is
+// path relative to that root ("." for the root itself). It refuses a path lexically beneath a Deny root (or, for a
+// write, a NoWrite root), and returns the Deny and NoWrite roots that checkResolved must test after the open.
+func pick(op string, roots []Root, path string, write bool) (string, string, []Root, error) {
 	if len(path) > MaxPath {
-		return "", "", &Error{Op: op, Path: path[:64] + "...", Kind: KindPathTooLong,
+		return "", "", nil, &Error{Op: op, Path: path[:64] + "...", Kind: KindPathTooLong,
 			Err: errors.New("path is " + itoa(int64(len(path))) + " bytes, limit 4096")}
 	}
 	if path == "" || !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.IndexByte(path, 0) >= 0 {
-		return "", "", &Error{Op: op, Path: path, Kind: KindInvalidPath,
+		return "", "", nil, &Error{Op: op, Path: path, Kind: KindInvalidPath,
 			Err: errors.New("want an absolute, normalised path (no \"..\", \".\", \"//\" or trailing \"/\")")}
 	}
 	best, covered := "", false
+	var restr []Root
 	for _, r := range roots {
 		rp := filepath.Clean(r.Path)
-		if !filepath.IsAbs(rp) || !within(rp, path) {
+		if !filepath.IsAbs(rp) {
+			continue
+		}
+		switch r.Access {
+		case AccessDeny, AccessNoWrite:
+			if r.Access == AccessNoWrite && !write {
+				continue
+			}
+			if within(rp, path) {
+				k := KindDenied
+				if r.Access == AccessNoWrite {
+					k = KindProtected
+				}
+				return "", "", nil, &Error{Op: op, Path: path, Root: rp, Kind: k}
+			}
+			restr = append(restr, Root{Path: rp, Access: r.Access})
+			continue
+		case AccessRead, AccessWrite:
+		default:
+			continue
+		}
+		if !within(rp, path) {
 			continue
 		}
 		covered = true
-		if (!write || r.Write) && len(rp) > len(best) {
+		if (!write || r.Access == AccessWrite) && len(rp) > len(best) {
 			best = rp
 		}
 	}
 	if best == "" {
 		if covered {
-			return "", "", &Error{Op: op, Path: path, Kind: KindReadOnly}
+			return "", "", nil, &Error{Op: op, Path: path, Kind: KindReadOnly}
 		}
-		return "", "", &Error{Op: op, Path: path, Kind: KindOutside}
+		return "", "", nil, &Error{Op: op, Path: path, Kind: KindOutside}
 	}
 	rel := strings.TrimPrefix(strings.TrimPrefix(path, best), "/")
 	if rel == "" {
 		rel = "."
 	}
-	return best, rel, nil
+	return best, rel, restr, nil
+}
+
+// checkResolved refuses an opened descriptor (plus name, for a write's parent) that the kernel resolved beneath one
+// of the Deny or NoWrite roots in restr: the caller's path did not say so, but a symlink led there. The resolved
+// path comes from /proc/self/fd; when it cannot be read the answer is a refusal.
+func checkResolved(op, path, root string, fd int, name string, restr []Root, write bool) error {
+	if len(restr) == 0 {
+		return nil
+	}
+	real, err := os.Readlink("/proc/self/fd/" + itoa(int64(fd)))
+	if err != nil || !filepath.IsAbs(real) {
+		return &Error{Op: op, Path: path, Root: root, Kind: KindIO,
+			Err: errors.New("cannot tell where the path resolved (is /proc mounted?), so deny entries cannot be checked")}
+	}
+	if name != "" {
+		real = filepath.Join(real, name)
+	}
+	for _, r := range restr {
+		rp := r.Path
+		if ev, err := filepath.EvalSymlinks(rp); err == nil {
+			rp = ev
+		}
+		if !within(rp, real) && !within(r.Path, real) {
+			continue
+		}
+		if r.Access == AccessDeny {
+			return &Error{Op: op, Path: path, Root: r.Path, Kind: KindDenied, Err: errors.New("resolves to " + real)}
+		}
+		if write {
+			return &Error{Op: op, Path: path, Root: r.Path, Kind: KindProtected, Err: errors.New("resolves to " + real)}
+		}
+	}
+	return nil
 }
 
 func within(root, path string) bool {
@@ -364,6 +458,11 @@ func openBeneath(root, rel string, flags int, mode uint32) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(rootfd)
+	return openBeneathFD(rootfd, rel, flags, mode)
+}
+
+// openBeneathFD opens rel beneath the directory descriptor rootfd.
+func openBeneathFD(rootfd int, rel string, flags int, mode uint32) (int, error) {
 	if Method() == "openat2" {
 		how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode),
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}

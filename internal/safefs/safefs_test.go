@@ -90,7 +90,7 @@ func TestMethodReported(t *testing.T) {
 func TestDotDotAndInvalidPaths(t *testing.T) {
 	eachMethod(t, func(t *testing.T, _ string) {
 		f := newFixture(t)
-		roots := []Root{{Path: f.root, Write: true}}
+		roots := []Root{{Path: f.root, Access: AccessWrite}}
 		for _, p := range []string{
 			f.root + "/../outside/secret.txt", f.root + "/sub/../../outside/secret.txt", "root/in.txt",
 			f.root + "/./in.txt", f.root + "//in.txt", f.root + "/sub/", "",
@@ -134,7 +134,7 @@ func TestOutsideAndReadOnly(t *testing.T) {
 		t.Fatal("a refused write created the file")
 	}
 	// A nested writable root inside a read-only one: writes go only beneath the nested root.
-	roots = append(roots, Root{Path: filepath.Join(f.root, "sub"), Write: true})
+	roots = append(roots, Root{Path: filepath.Join(f.root, "sub"), Access: AccessWrite})
 	must(t, Write(roots, filepath.Join(f.root, "sub", "w.txt"), []byte("ok"), 100))
 	wantKind(t, Write(roots, filepath.Join(f.root, "w.txt"), []byte("x"), 100), KindReadOnly)
 	c, err := Read(roots, filepath.Join(f.root, "sub", "w.txt"), 100)
@@ -147,7 +147,7 @@ func TestOutsideAndReadOnly(t *testing.T) {
 func TestAbsoluteSymlinks(t *testing.T) {
 	eachMethod(t, func(t *testing.T, method string) {
 		f := newFixture(t)
-		roots := []Root{{Path: f.root, Write: true}}
+		roots := []Root{{Path: f.root, Access: AccessWrite}}
 		must(t, os.Symlink(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.root, "abs")))
 		must(t, os.Symlink(f.outside, filepath.Join(f.root, "absdir")))
 		// Even an absolute link that points inside the root is refused: RESOLVE_BENEATH refuses absolute links.
@@ -172,7 +172,7 @@ func TestAbsoluteSymlinks(t *testing.T) {
 func TestRelativeSymlinks(t *testing.T) {
 	eachMethod(t, func(t *testing.T, method string) {
 		f := newFixture(t)
-		roots := []Root{{Path: f.root, Write: true}}
+		roots := []Root{{Path: f.root, Access: AccessWrite}}
 		must(t, os.Symlink("../outside/secret.txt", filepath.Join(f.root, "rel")))
 		must(t, os.Symlink("../../outside", filepath.Join(f.root, "sub", "deep")))
 		must(t, os.Symlink("../in.txt", filepath.Join(f.root, "sub", "ok"))) // stays inside
@@ -239,7 +239,7 @@ func TestProcMagicLinks(t *testing.T) {
 func TestLimitsAndTypes(t *testing.T) {
 	eachMethod(t, func(t *testing.T, _ string) {
 		f := newFixture(t)
-		roots := []Root{{Path: f.root, Write: true}}
+		roots := []Root{{Path: f.root, Access: AccessWrite}}
 		p := filepath.Join(f.root, "ten.txt")
 		must(t, Write(roots, p, []byte("0123456789"), 10))
 		_, err := Read(roots, p, 9)
@@ -326,7 +326,7 @@ func TestSymlinkSwapRace(t *testing.T) {
 	const raceFor = 700 * time.Millisecond
 	eachMethod(t, func(t *testing.T, method string) {
 		f := newFixture(t)
-		roots := []Root{{Path: f.root, Write: true}}
+		roots := []Root{{Path: f.root, Access: AccessWrite}}
 		d := filepath.Join(f.root, "d")
 		must(t, os.Mkdir(d, 0o755))
 		must(t, os.WriteFile(filepath.Join(d, "secret.txt"), []byte("inside"), 0o644))
@@ -422,4 +422,66 @@ func BenchmarkReadSmall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Explicit deny and protected names (the boundary's deny entries and protected names, BOUNDARIES.md Assessment 1 /
+// B8-B10 applied to the built-in tools' paths): refused on the path given and on where a symlink inside the root
+// leads.
+func TestDenyAndProtected(t *testing.T) {
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		secrets, git := filepath.Join(f.root, "secrets"), filepath.Join(f.root, ".git")
+		must(t, os.Mkdir(secrets, 0o755))
+		must(t, os.Mkdir(git, 0o755))
+		must(t, os.WriteFile(filepath.Join(secrets, "key"), []byte("KEY-MATERIAL"), 0o644))
+		must(t, os.WriteFile(filepath.Join(git, "config"), []byte("cfg"), 0o644))
+		must(t, os.Symlink("secrets", filepath.Join(f.root, "s")))
+		must(t, os.Symlink("secrets/key", filepath.Join(f.root, "k")))
+		must(t, os.Symlink(".git", filepath.Join(f.root, "g")))
+		roots := []Root{
+			{Path: f.root, Access: AccessWrite},
+			{Path: secrets, Access: AccessDeny},
+			{Path: git, Access: AccessNoWrite},
+		}
+		viaLink := []Kind{KindDenied}
+		protLink := []Kind{KindProtected}
+		if method == "openat" {
+			viaLink = append(viaLink, KindSymlink) // the walk refuses the symlink before it gets there
+			protLink = append(protLink, KindSymlink)
+		}
+		_, err := Read(roots, filepath.Join(secrets, "key"), 100)
+		wantKind(t, err, KindDenied)
+		_, err = List(roots, secrets, 10)
+		wantKind(t, err, KindDenied)
+		for _, p := range []string{"s/key", "k"} {
+			c, err := Read(roots, filepath.Join(f.root, p), 100)
+			if strings.Contains(c.Data, "KEY-MATERIAL") {
+				t.Fatalf("read a denied file through %s", p)
+			}
+			wantKind(t, err, viaLink...)
+		}
+		_, err = List(roots, filepath.Join(f.root, "s"), 10)
+		wantKind(t, err, viaLink...)
+		wantKind(t, Write(roots, filepath.Join(f.root, "s", "new"), []byte("x"), 10), viaLink...)
+		if _, err := os.Stat(filepath.Join(secrets, "new")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("a write through a symlink created a file in a denied directory")
+		}
+		// Protected: readable, never writable, also through a symlink.
+		c, err := Read(roots, filepath.Join(git, "config"), 100)
+		must(t, err)
+		if c.Data != "cfg" {
+			t.Fatalf("protected read %q", c.Data)
+		}
+		wantKind(t, Write(roots, filepath.Join(git, "config"), []byte("x"), 10), KindProtected)
+		wantKind(t, Write(roots, filepath.Join(f.root, "g", "config"), []byte("x"), 10), protLink...)
+		wantKind(t, Write(roots, filepath.Join(f.root, "g", "hooks-new"), []byte("x"), 10), protLink...)
+		if b, _ := os.ReadFile(filepath.Join(git, "config")); string(b) != "cfg" {
+			t.Fatalf("protected file changed: %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(git, "hooks-new")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatal("a write through a symlink created a file under a protected directory")
+		}
+		// Elsewhere in the root, writes still work.
+		must(t, Write(roots, filepath.Join(f.root, "ok.txt"), []byte("fine"), 10))
+	})
 }
