@@ -215,7 +215,15 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	mu.Lock()
 	inv.res.Logs = append([]LogEntry{}, logs...)
 	mu.Unlock()
-	redact := h.gate.Redactor(inv.policy)
+	gate := h.gate.Redactor(inv.policy)
+	redact := gate
+	if name := inv.tool.MCP.Credential; name != "" {
+		// The upstream holds the credential maiden sends it: whatever it
+		// echoes back of it is redacted like a tool's secrets.
+		if v, ok := h.lookupSecret(name); ok && len(v) >= 4 {
+			redact = func(s string) string { return gate(strings.ReplaceAll(s, v, "[REDACTED:"+name+"]")) }
+		}
+	}
 	switch {
 	case errors.Is(err, mcpimport.ErrUnavailable):
 		return inv.fail(KindUnavailable, err.Error())

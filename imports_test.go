@@ -24,6 +24,10 @@ type addOut struct {
 	Sum int `json:"sum"`
 }
 
+type leakOut struct {
+	Got string `json:"got"`
+}
+
 // TestImportedMCPTools: an upstream MCP server (the Go SDK over streamable
 // HTTP on loopback, behind a bearer token the host attaches from a secret)
 // re-exposed as calc.TOOL: listed for the agent that binds the import,
@@ -37,6 +41,10 @@ func TestImportedMCPTools(t *testing.T) {
 		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
 			calls.Add(1)
 			return nil, addOut{Sum: in.A + in.B}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "leak", Description: "echoes the credential it was sent"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, leakOut, error) {
+			return nil, leakOut{Got: "I got " + strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")}, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sub", Description: "subtracts"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
@@ -68,7 +76,7 @@ check = 'tool != "calc.add" || args.a < 1000'
 message = "a is too big"
 [agents.a]
 tools = ["calc"]
-grants = ["tool:invoke calc.add --a=* --b=2"]
+grants = ["tool:invoke calc.add --a=* --b=2", "tool:invoke calc.leak --..."]
 [agents.b]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]
@@ -82,7 +90,7 @@ grants = ["tool:invoke echo --..."]
 	for _, i := range infos {
 		names = append(names, i.Name)
 	}
-	if strings.Join(names, ",") != "calc.add,calc.sub" {
+	if strings.Join(names, ",") != "calc.add,calc.leak,calc.sub" {
 		t.Fatalf("agent a sees %v", names)
 	}
 	if infos, _ := h.ToolsFor(ctx, "b"); len(infos) != 1 || infos[0].Name != "echo" {
@@ -91,6 +99,9 @@ grants = ["tool:invoke echo --..."]
 	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":40,"b":2}`})
 	if !res.OK || !strings.Contains(res.Output, `"sum":42`) {
 		t.Fatalf("calc.add: %+v %+v", res, res.Error)
+	}
+	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.leak", Input: `{"a":1,"b":1}`}); strings.Contains(res.Output, "s3cret") || !strings.Contains(res.Output, "[REDACTED:CALC_TOKEN]") {
+		t.Errorf("the upstream's echo of the credential: %+v", res)
 	}
 	before := calls.Load()
 	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":40,"b":3}`}), maiden.KindDenied, "no card")
@@ -110,7 +121,7 @@ grants = ["tool:invoke echo --..."]
 	if badAuth.Load() != 0 {
 		t.Errorf("%d requests reached the upstream without the credential", badAuth.Load())
 	}
-	if adm := trail(t, h, "call-admitted"); len(adm) != 1 || adm[0].Tool != "calc.add" {
+	if adm := trail(t, h, "call-admitted"); len(adm) != 2 || adm[0].Tool != "calc.add" {
 		t.Errorf("audit: %+v", adm)
 	}
 }
