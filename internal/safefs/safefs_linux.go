@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -196,8 +197,21 @@ func Read(roots []Root, path string, maxBytes int64) (Content, error) {
 
 // Write creates or truncates the regular file at path, beneath one of roots that allows writing, and writes content
 // (at most maxBytes, refused before anything is touched). The last component is never followed if it is a symlink;
-// the parent directories must exist. The replacement is not atomic: a reader may see a short file meanwhile.
+// the parent directories must exist. The replacement is not atomic: a reader may see a short file meanwhile, and a
+// file with several hard links is changed under all its names (see WriteAtomic).
 func Write(roots []Root, path string, content []byte, maxBytes int64) error {
+	return write(roots, path, content, maxBytes, false)
+}
+
+// WriteAtomic is Write by whole replacement: the content goes to a new file in the same directory, which is then
+// renamed over path (renameat(2) on the parent's descriptor). Readers see the old file or the new one; a symlink at
+// path is replaced, not followed; hard links to the old file keep the old content. The new file has the old file's
+// permission bits when it was a regular file, else 0644 (less the umask).
+func WriteAtomic(roots []Root, path string, content []byte, maxBytes int64) error {
+	return write(roots, path, content, maxBytes, true)
+}
+
+func write(roots []Root, path string, content []byte, maxBytes int64, whole bool) error {
 	if int64(len(content)) > maxBytes {
 		return &Error{Op: "write", Path: path, Kind: KindTooLarge,
 			Err: errors.New("content is " + itoa(int64(len(content))) + " bytes, limit " + itoa(maxBytes))}
@@ -219,6 +233,9 @@ func Write(roots []Root, path string, content []byte, maxBytes int64) error {
 	defer unix.Close(pfd)
 	if err := checkResolved("write", path, root, pfd, base, restr, true); err != nil {
 		return err
+	}
+	if whole {
+		return replace(pfd, base, path, root, content)
 	}
 	// O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging; fstat below refuses it anyway.
 	fd, err := openBeneathFD(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0o644)
@@ -242,6 +259,57 @@ func Write(roots []Root, path string, content []byte, maxBytes int64) error {
 		return fail("write", path, root, err)
 	}
 	if err := f.Close(); err != nil {
+		return fail("write", path, root, err)
+	}
+	return nil
+}
+
+var tmpSeq atomic.Uint64
+
+// replace writes content to a fresh file in the directory pfd and renames it over base.
+func replace(pfd int, base, path, root string, content []byte) error {
+	mode := uint32(0o644)
+	var old unix.Stat_t
+	switch err := unix.Fstatat(pfd, base, &old, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && old.Mode&unix.S_IFMT == unix.S_IFDIR:
+		return &Error{Op: "write", Path: path, Root: root, Kind: KindIsDir}
+	case err == nil && old.Mode&unix.S_IFMT == unix.S_IFREG:
+		mode = old.Mode & 0o777
+	case err == nil && old.Mode&unix.S_IFMT != unix.S_IFLNK:
+		return &Error{Op: "write", Path: path, Root: root, Kind: KindNotRegular}
+	case err != nil && !errors.Is(err, unix.ENOENT):
+		return fail("write", path, root, err)
+	}
+	var tmp string
+	var fd int
+	for {
+		tmp = ".safefs-" + itoa(int64(os.Getpid())) + "-" + itoa(int64(tmpSeq.Add(1))) + ".tmp"
+		var err error
+		fd, err = openBeneathFD(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW, mode)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return fail("write", path, root, err)
+		}
+		break
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	err := unix.Fchmod(fd, mode) // the umask applied at creation must not change a replaced file's bits
+	if err == nil {
+		_, err = f.Write(content)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(pfd, tmp, pfd, base)
+	}
+	if err != nil {
+		unix.Unlinkat(pfd, tmp, 0)
 		return fail("write", path, root, err)
 	}
 	return nil

@@ -371,6 +371,11 @@ func TestSymlinkSwapRace(t *testing.T) {
 							writes.Add(1)
 						}
 					}
+					if i%4 == 2 {
+						if WriteAtomic(roots, filepath.Join(d, "a.txt"), []byte("a"), 10) == nil {
+							writes.Add(1)
+						}
+					}
 				}
 			}()
 		}
@@ -380,8 +385,10 @@ func TestSymlinkSwapRace(t *testing.T) {
 		if b := bad.Load(); b != nil {
 			t.Fatal(b)
 		}
-		if _, err := os.Stat(filepath.Join(f.outside, "w.txt")); !errors.Is(err, os.ErrNotExist) {
-			t.Fatal("a racing write created a file in the outside directory")
+		for _, e := range mustReadDir(t, f.outside) {
+			if e != "secret.txt" {
+				t.Fatalf("a racing write created %s in the outside directory", e)
+			}
 		}
 		t.Logf("%s: %d swaps, %d inside reads, %d refused, %d writes", method, swaps.Load(), inside.Load(), refused.Load(), writes.Load())
 		if swaps.Load() == 0 || inside.Load() == 0 || refused.Load() == 0 {
@@ -483,5 +490,68 @@ func TestDenyAndProtected(t *testing.T) {
 		}
 		// Elsewhere in the root, writes still work.
 		must(t, Write(roots, filepath.Join(f.root, "ok.txt"), []byte("fine"), 10))
+	})
+}
+
+func mustReadDir(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	must(t, err)
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestWriteAtomic(t *testing.T) {
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		roots := []Root{{Path: f.root, Access: AccessWrite}, {Path: filepath.Join(f.root, "deny"), Access: AccessDeny}}
+		must(t, os.Mkdir(filepath.Join(f.root, "deny"), 0o755))
+		p := filepath.Join(f.root, "a.txt")
+		must(t, WriteAtomic(roots, p, []byte("one"), 10))
+		must(t, os.Chmod(p, 0o600))
+		must(t, WriteAtomic(roots, p, []byte("two"), 10))
+		if b, _ := os.ReadFile(p); string(b) != "two" {
+			t.Fatalf("after replace: %q", b)
+		}
+		if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+			t.Fatalf("replaced file's mode %v, want 0600 kept", st.Mode().Perm())
+		}
+		// A symlink at the path is replaced, never followed.
+		must(t, os.Symlink("../outside/secret.txt", filepath.Join(f.root, "l")))
+		must(t, WriteAtomic(roots, filepath.Join(f.root, "l"), []byte("mine"), 10))
+		if st, _ := os.Lstat(filepath.Join(f.root, "l")); !st.Mode().IsRegular() {
+			t.Fatal("the symlink was not replaced by a file")
+		}
+		// A hard link to a file outside the root: the outside file keeps its content.
+		must(t, os.Link(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.root, "h")))
+		must(t, WriteAtomic(roots, filepath.Join(f.root, "h"), []byte("new"), 10))
+		if b, _ := os.ReadFile(filepath.Join(f.outside, "secret.txt")); string(b) != outsideSecret {
+			t.Fatalf("the outside file changed through a hard link: %q", b)
+		}
+		wantKind(t, WriteAtomic(roots, filepath.Join(f.root, "sub"), []byte("x"), 10), KindIsDir)
+		wantKind(t, WriteAtomic(roots, filepath.Join(f.root, "big"), make([]byte, 11), 10), KindTooLarge)
+		must(t, os.Symlink("deny", filepath.Join(f.root, "dl")))
+		err := WriteAtomic(roots, filepath.Join(f.root, "dl", "x"), []byte("x"), 10)
+		if method == "openat2" {
+			wantKind(t, err, KindDenied)
+		} else {
+			wantKind(t, err, KindSymlink)
+		}
+		must(t, os.Symlink("../outside", filepath.Join(f.root, "ol")))
+		wantKind(t, WriteAtomic(roots, filepath.Join(f.root, "ol", "x"), []byte("x"), 10), KindEscape, KindSymlink)
+		if got := mustReadDir(t, f.outside); len(got) != 1 {
+			t.Fatalf("outside directory now holds %v", got)
+		}
+		if got := mustReadDir(t, filepath.Join(f.root, "deny")); len(got) != 0 {
+			t.Fatalf("denied directory now holds %v", got)
+		}
+		for _, n := range mustReadDir(t, f.root) {
+			if strings.HasPrefix(n, ".safefs-") {
+				t.Fatalf("temporary file %s left behind", n)
+			}
+		}
 	})
 }
