@@ -509,12 +509,19 @@ var (
 
 func haveOpenat2() bool {
 	probeOnce.Do(func() {
-		fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+		// A real use, not just "is the syscall there": a seccomp filter may answer EPERM rather than ENOSYS, and then
+		// the walk is the only thing that works.
+		rootfd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		defer unix.Close(rootfd)
+		fd, err := unix.Openat2(rootfd, ".", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS})
 		if err == nil {
 			unix.Close(fd)
 		}
-		probeOK = !errors.Is(err, unix.ENOSYS)
+		probeOK = err == nil
 	})
 	return probeOK
 }
