@@ -555,3 +555,67 @@ func TestWriteAtomic(t *testing.T) {
 		}
 	})
 }
+
+// The swap race again, with the symlink pointing at a denied directory inside the root: openat2 follows it (it stays
+// beneath the root), so only the check on where the descriptor really is stands between the reader and the key.
+func TestDenySwapRace(t *testing.T) {
+	const raceFor = 500 * time.Millisecond
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		secrets := filepath.Join(f.root, "secrets")
+		must(t, os.Mkdir(secrets, 0o755))
+		must(t, os.WriteFile(filepath.Join(secrets, "key"), []byte("KEY-MATERIAL"), 0o644))
+		d := filepath.Join(f.root, "d")
+		must(t, os.Mkdir(d, 0o755))
+		must(t, os.WriteFile(filepath.Join(d, "key"), []byte("public"), 0o644))
+		x := filepath.Join(f.root, "x")
+		must(t, os.Symlink("secrets", x))
+		roots := []Root{{Path: f.root, Access: AccessWrite}, {Path: secrets, Access: AccessDeny}}
+
+		var stop atomic.Bool
+		var swaps, allowed, refused atomic.Int64
+		var bad atomic.Value
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, x, unix.RENAME_EXCHANGE); err != nil {
+					bad.Store("RENAME_EXCHANGE: " + err.Error())
+					return
+				}
+				swaps.Add(1)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				c, err := Read(roots, filepath.Join(d, "key"), 100)
+				if err == nil && c.Data != "public" {
+					bad.Store("read " + strconv.Quote(c.Data) + " through the swapped name")
+				}
+				if err == nil {
+					allowed.Add(1)
+				} else {
+					refused.Add(1)
+				}
+				if i%4 == 0 {
+					_ = WriteAtomic(roots, filepath.Join(d, "planted"), []byte("p"), 10)
+				}
+			}
+		}()
+		time.Sleep(raceFor)
+		stop.Store(true)
+		wg.Wait()
+		if b := bad.Load(); b != nil {
+			t.Fatal(b)
+		}
+		if got := mustReadDir(t, secrets); len(got) != 1 {
+			t.Fatalf("a racing write reached the denied directory: %v", got)
+		}
+		t.Logf("%s: %d swaps, %d allowed reads, %d refused", method, swaps.Load(), allowed.Load(), refused.Load())
+		if swaps.Load() == 0 || allowed.Load() == 0 || refused.Load() == 0 {
+			t.Fatal("the race did not exercise both outcomes; the test proves nothing")
+		}
+	})
+}
