@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits of BOUNDARIES.md.
@@ -189,7 +190,7 @@ type Need struct {
 
 // Check says whether b allows need. When it does not, required is the minimal expansion that would make it pass,
 // or nil when no expansion can: the path is denied, the write is under a protected name, a subtree need contains a
-// deny root, the path or access is malformed, or the boundary is not managed (bypass allows everything; external
+// deny root, the path or access is malformed, the path is not UTF-8 (an expansion travels as JSON), or the boundary is not managed (bypass allows everything; external
 // is someone else's and maiden cannot widen it). A subtree write need is allowed while protected names inside it
 // still hold: whoever hands the directory over must refuse writes under them.
 func Check(b Boundary, need Need) (ok bool, required *Expansion) {
@@ -211,7 +212,8 @@ func Check(b Boundary, need Need) (ok bool, required *Expansion) {
 		m = Exact
 	}
 	e := Entry{Path: need.Path, Access: need.Access, Match: m}
-	if (e.Access != Read && e.Access != Write) || (m != Exact && m != Subtree) || pathReason(e.Path) != "" {
+	// A need's path may be any bytes a file name can hold; only an expansion has to travel as JSON.
+	if (e.Access != Read && e.Access != Write) || (m != Exact && m != Subtree) || pathReason(strings.ToValidUTF8(e.Path, "x")) != "" {
 		return false, nil
 	}
 	if conflicts(b, e) {
@@ -219,6 +221,9 @@ func Check(b Boundary, need Need) (ok bool, required *Expansion) {
 	}
 	if profileCovers(b, e) {
 		return true, nil
+	}
+	if !utf8.ValidString(e.Path) {
+		return false, nil // no expansion can name it
 	}
 	return false, &Expansion{Entries: []Entry{e}}
 }
@@ -298,7 +303,9 @@ func within(p, root string) bool {
 
 // pathReason is "" for an absolute, normalised path, else what is wrong with it (the validation reason).
 func pathReason(p string) string {
-	if p == "" || p[0] != '/' || strings.IndexByte(p, 0) >= 0 || path.Clean(p) != p {
+	// Not UTF-8: JSON cannot carry it unchanged (a decoder replaces the bytes), so the path stored would not be
+	// the path checked.
+	if p == "" || p[0] != '/' || strings.IndexByte(p, 0) >= 0 || !utf8.ValidString(p) || path.Clean(p) != p {
 		return ReasonInvalidPath
 	}
 	if len(p) > MaxPathLen {

@@ -129,3 +129,40 @@ func FuzzAssess(f *testing.F) {
 		}
 	})
 }
+
+// Check and Assess agree: a need Check refuses with an expansion passes once that expansion is applied, and a need
+// refused without one (denied, protected, malformed) is never allowed, by any kind of filesystem.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{"/o/locked/k", "/ws/.git/config", "/srv/x", "/", "/o", "rel", "/a/../b"} {
+		f.Add(s, "/o/locked", ".git", uint8(0))
+		f.Add(s, "/o/locked", ".git", uint8(7))
+	}
+	f.Fuzz(func(t *testing.T, p string, deny string, protected string, bits uint8) {
+		b := Boundary{Kind: Managed, Revision: 1, Filesystem: []FSKind{Restricted, WorkspaceWrite, Unrestricted}[bits%3],
+			Deny: []string{deny}, Protected: []string{protected}, Entries: []Entry{{Path: "/o", Access: Read, Match: Subtree}}}
+		if b.Filesystem == WorkspaceWrite {
+			b.Workspace = "/ws"
+		}
+		if b.Validate() != nil {
+			return
+		}
+		need := Need{Path: p, Access: []Access{Read, Write}[bits>>2&1], Match: []Match{Exact, Subtree}[bits>>3&1], Network: bits&16 != 0}
+		ok, req := Check(b, need)
+		if need.Network {
+			if ok || req == nil || !req.Network {
+				t.Fatalf("network need with network off: %v %+v", ok, req)
+			}
+			return
+		}
+		if ok && (under(p, deny) || (need.Access == Write && slices.Contains(strings.Split(p, "/"), protected))) {
+			t.Fatalf("Check allowed %+v against deny %q, protected %q", need, deny, protected)
+		}
+		if ok || req == nil {
+			return
+		}
+		a := Assess(b, *req)
+		if a.Reason != ReasonApplied || !Allows(a.Boundary, need) {
+			t.Fatalf("required %+v for %+v: %s/%s, then allowed %v", *req, need, a.Status, a.Reason, Allows(a.Boundary, need))
+		}
+	})
+}
