@@ -230,6 +230,7 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 		logs = append(logs, LogEntry{Level: api.LevelWarn, Source: api.SourceHost, Message: fmt.Sprintf("output over max_output_bytes (%d): %d bytes of stdout and %d of stderr dropped", cli.MaxOutputBytes, res.StdoutDropped, res.StderrDropped)})
 	}
 	if res.Unconfined {
+		inv.res.Unconfined = true
 		logs = append(logs, LogEntry{Level: api.LevelWarn, Source: api.SourceHost, Message: "unconfined: this ran without Landlock (unconfined = true in agent.toml)"})
 	}
 	if logs == nil {

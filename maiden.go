@@ -284,6 +284,9 @@ type Result struct {
 	Logs []LogEntry `json:"logs"`
 	// Duration is the call's wall time.
 	Duration time.Duration `json:"-"`
+	// Unconfined is set when a wrapped CLI ran without Landlock (its
+	// [clis.NAME] says unconfined = true on a kernel that has none).
+	Unconfined bool `json:"unconfined,omitempty"`
 }
 
 // LogEntry is one line of a tool's log.

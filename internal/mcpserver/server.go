@@ -522,16 +522,28 @@ const CodeOverloaded = -32001
 // error kind, for clients that want it without parsing the text.
 const MetaErrorKind = "maiden/error-kind"
 
+// MetaUnconfined is the _meta key set (true) on every result of a wrapped
+// CLI that ran without Landlock (unconfined = true in agent.toml).
+const MetaUnconfined = "maiden/unconfined"
+
 // toolResult renders a Result for the agent. Output that is a JSON object is
 // also returned as structured content.
 func toolResult(res maiden.Result) *mcp.CallToolResult {
+	var out *mcp.CallToolResult
 	if !res.OK {
-		return errorResult(res.Error.Kind, res.Error.Message)
+		out = errorResult(res.Error.Kind, res.Error.Message)
+	} else {
+		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}
+		var obj map[string]any
+		if json.Unmarshal([]byte(res.Output), &obj) == nil && obj != nil {
+			out.StructuredContent = obj
+		}
 	}
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}
-	var obj map[string]any
-	if json.Unmarshal([]byte(res.Output), &obj) == nil && obj != nil {
-		out.StructuredContent = obj
+	if res.Unconfined {
+		if out.Meta == nil {
+			out.Meta = mcp.Meta{}
+		}
+		out.Meta[MetaUnconfined] = true
 	}
 	return out
 }

@@ -113,3 +113,20 @@ grants = ["tool:invoke git log --max-count=*"]
 		}
 	}
 }
+
+// TestUnconfinedInMeta: a result of a wrapped CLI that ran without
+// Landlock says so in its _meta, failed or not (the issue: "in every
+// result's metadata"); a confined one does not.
+func TestUnconfinedInMeta(t *testing.T) {
+	for _, res := range []maiden.Result{
+		{OK: true, Output: "x", Unconfined: true},
+		{Error: &maiden.ToolError{Kind: maiden.KindTool, Message: "exit 1"}, Unconfined: true},
+	} {
+		if got := toolResult(res).Meta[MetaUnconfined]; got != true {
+			t.Errorf("%+v: _meta %v", res, toolResult(res).Meta)
+		}
+	}
+	if m := toolResult(maiden.Result{OK: true, Output: "x"}).Meta; m[MetaUnconfined] != nil {
+		t.Errorf("a confined result carries %v", m)
+	}
+}
