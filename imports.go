@@ -202,9 +202,20 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	if err != nil {
 		return err
 	}
+	gate := h.gate.Redactor(inv.policy)
+	redact := gate
+	if name := inv.tool.MCP.Credential; name != "" {
+		// The upstream holds the credential maiden sends it: whatever it
+		// echoes back of it (output, logs, errors) is redacted like a
+		// tool's secrets.
+		if v, ok := h.lookupSecret(name); ok && len(v) >= 4 {
+			redact = func(s string) string { return gate(strings.ReplaceAll(s, v, "[REDACTED:"+name+"]")) }
+		}
+	}
 	var logs []LogEntry
 	var mu sync.Mutex
 	res, err := up.Call(ctx, inv.upstreamTool, []byte(inv.call.Input), func(e LogEntry) {
+		e.Message = redact(e.Message)
 		if inv.call.OnLog != nil {
 			inv.call.OnLog(e)
 		}
@@ -215,22 +226,13 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	mu.Lock()
 	inv.res.Logs = append([]LogEntry{}, logs...)
 	mu.Unlock()
-	gate := h.gate.Redactor(inv.policy)
-	redact := gate
-	if name := inv.tool.MCP.Credential; name != "" {
-		// The upstream holds the credential maiden sends it: whatever it
-		// echoes back of it is redacted like a tool's secrets.
-		if v, ok := h.lookupSecret(name); ok && len(v) >= 4 {
-			redact = func(s string) string { return gate(strings.ReplaceAll(s, v, "[REDACTED:"+name+"]")) }
-		}
-	}
 	switch {
 	case errors.Is(err, mcpimport.ErrUnavailable):
-		return inv.fail(KindUnavailable, err.Error())
+		return inv.fail(KindUnavailable, redact(err.Error()))
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
-		return inv.fail(KindTool, err.Error())
+		return inv.fail(KindTool, redact(err.Error()))
 	case res.IsError:
 		return inv.fail(KindTool, redact(res.Text))
 	}

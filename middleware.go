@@ -64,13 +64,13 @@ func (h *Host) middleware(next handler) handler {
 			}
 			inv.rendered = args
 		}
-		inv.wrapLogs(chain)
 		for _, m := range chain {
 			done, err := h.before(ctx, inv, m)
 			if err != nil || done {
 				return err
 			}
 		}
+		inv.wrapLogs()
 		inv.chainDone = true
 		if err := next(ctx, inv); err != nil {
 			return err
@@ -209,7 +209,8 @@ func (h *Host) before(ctx context.Context, inv *invocation, m config.Middleware)
 		}
 		return pass(fmt.Sprintf("cost %d", cost))
 	case config.UseRedact:
-		return pass("") // acts on the output and the logs (wrapLogs, after)
+		inv.liveRedact = append(inv.liveRedact, m) // its condition held: the live logs too
+		return pass("")                            // acts on the output and the logs (wrapLogs, after)
 	case config.UseApprove:
 		return h.approve(ctx, inv, m)
 	}
@@ -254,15 +255,10 @@ func (h *Host) after(ctx context.Context, inv *invocation, m config.Middleware) 
 }
 
 // wrapLogs makes the call's live log callback see lines as the chain's
-// redact layers leave them (outermost last, as after does for the
-// result's copy).
-func (inv *invocation) wrapLogs(chain []config.Middleware) {
-	var reds []config.Middleware
-	for _, m := range chain {
-		if m.Use == config.UseRedact && m.When == nil {
-			reds = append(reds, m)
-		}
-	}
+// redact layers that apply to the call leave them (outermost last, as
+// after does for the result's copy).
+func (inv *invocation) wrapLogs() {
+	reds := inv.liveRedact
 	if len(reds) == 0 || inv.call.OnLog == nil {
 		return
 	}
@@ -298,10 +294,12 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 	prevArgs, prevCmd := inv.rendered, inv.cmd
 	inv.rendered, inv.cmd = args, cmd
 	if inv.wallet != nil {
-		if d := inv.wallet.Decide(inv.target()); !d.Allow {
+		d := inv.wallet.Decide(inv.target())
+		if !d.Allow {
 			inv.rendered, inv.cmd = prevArgs, prevCmd
 			return reject(KindDenied, "the rewritten call is not allowed: "+d.Reason)
 		}
+		inv.decidedBy = d.Card
 	}
 	if inv.schema != nil {
 		if err := inv.schema.validateWithin(ctx, inv.tool.Timeout, doc); err != nil {

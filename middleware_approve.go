@@ -40,13 +40,17 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 		}
 	}
 	digest := inputDigest(inv.call.Input)
-	if d := w.Decide(inv.alwaysTarget()); d.Allow {
+	// Whatever lets this call through here (an always-card or a human's
+	// approval) covers this exact input: a later layer that rewrites it
+	// voids it (runApproved checks).
+	inv.approvedDigests = append(inv.approvedDigests, digest)
+	if d := w.Decide(inv.alwaysTarget()); d.Allow && m.AllowAlways {
 		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass", Detail: "approved always by card " + d.Card})
 		// A one-time approval of this same call (the request the
 		// always-card was minted from) is used up by this run too:
 		// otherwise it would outlive the card and run the call once more
 		// after the card is revoked.
-		if a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest); err != nil {
+		if a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule); err != nil {
 			return true, fmt.Errorf("%w: %v", ErrState, err)
 		} else if found && a.State == store.ApprovalApproved && a.Expires.After(now) {
 			h.approved(inv, m, a)
@@ -59,7 +63,7 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 	} else if found {
 		return h.denied(inv, m, a, "this same call was denied")
 	}
-	a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest)
+	a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule)
 	if err != nil {
 		return true, fmt.Errorf("%w: %v", ErrState, err)
 	}
@@ -236,7 +240,19 @@ func (h *Host) afterWait(ctx context.Context, inv *invocation, m config.Middlewa
 // interrupted when the store is next opened and never re-run by itself.
 func (h *Host) runApproved(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if inv.approval == "" || inv.started {
+		if inv.started {
+			return next(ctx, inv)
+		}
+		final := inputDigest(inv.call.Input)
+		for _, d := range inv.approvedDigests {
+			if d != final {
+				// A layer after the approve layer rewrote the input: what
+				// was approved is not what would run.
+				inv.trail = append(inv.trail, verdict{Rule: "approve", Use: config.UseApprove, Verdict: "reject", Detail: "input rewritten after approval"})
+				return inv.fail(KindDenied, "refused by policy: the call was changed after it was approved, so the approval does not cover it (a middleware after the approve rule rewrote it; the operator should put the rewriting layer first)")
+			}
+		}
+		if inv.approval == "" {
 			return next(ctx, inv)
 		}
 		st, err := h.state(ctx, inv.cfg)
@@ -254,15 +270,32 @@ func (h *Host) runApproved(next handler) handler {
 				return fmt.Errorf("%w: starting the approved call: %v", ErrState, err)
 			}
 		}
-		inv.started = true
-		defer func() {
-			for _, id := range ids {
-				if err := st.MarkDone(context.WithoutCancel(ctx), id); err != nil {
-					h.log.Warn("could not mark an approved call done", "approval", id, "err", err)
-				}
+		inv.started, inv.startedIDs = true, ids
+		return next(ctx, inv) // marked done by markDone once the run is over
+	}
+}
+
+// markDone records that the approved calls started by runApproved
+// finished, once the run is really over (outside the stale-version retry).
+// A call refused after its approval was consumed (its audit record could
+// not be written) stays started: the next process marks it interrupted,
+// and it is never re-run by itself.
+func (h *Host) markDone(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		err := next(ctx, inv)
+		if !inv.started || !inv.ran {
+			return err
+		}
+		st, serr := h.state(ctx, inv.cfg)
+		if serr != nil {
+			return err
+		}
+		for _, id := range inv.startedIDs {
+			if merr := st.MarkDone(context.WithoutCancel(ctx), id); merr != nil {
+				h.log.Warn("could not mark an approved call done", "approval", id, "err", merr)
 			}
-		}()
-		return next(ctx, inv)
+		}
+		return err
 	}
 }
 

@@ -628,3 +628,102 @@ grants = ["tool:invoke fetcher --...", "network:connect *"]
 		t.Fatalf("with a writable trail: %+v %v, %d requests", res, err, hits.Load())
 	}
 }
+
+// TestApprovalRulesStayApart: each approve layer needs its own approval,
+// and an always-card (minted from one rule's request) never passes a rule
+// with allow_always = false.
+func TestApprovalRulesStayApart(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "approve"
+reason = "any echo"
+[[middleware]]
+use = "approve"
+allow_always = false
+reason = "never auto"
+[agents.a]
+tools = ["echo"]
+grants = ["tool:invoke echo --..."]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	call := func() maiden.Result {
+		return mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"x"}`, ApprovalWait: -1})
+	}
+	res := call()
+	wantKind(t, res, maiden.KindPending, "any echo")
+	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true, Always: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The first rule is satisfied (its card); the second asks for itself.
+	res = call()
+	wantKind(t, res, maiden.KindPending, "never auto")
+	second := res.Error.Approval
+	if _, err := h.Decide(ctx, second, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(); !res.OK {
+		t.Fatalf("both rules approved: %+v", res.Error)
+	}
+	// The always-card never satisfies the never-always rule: it asks again.
+	wantKind(t, call(), maiden.KindPending, "never auto")
+}
+
+// TestRewriteAfterApprovalRefused: a layer after the approve layer that
+// rewrites the input voids the approval (the human saw paris, Paris would
+// run): the call is refused, and the tool does not run.
+func TestRewriteAfterApprovalRefused(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[middleware.city]
+path = "`+testkit.Middleware(t, "city")+`"
+[[middleware]]
+use = "approve"
+[[middleware]]
+use = "city"
+[agents.wide]
+tools = ["echo"]
+grants = ["tool:invoke echo --..."]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	in := `{"message":"x","city":"paris"}`
+	res := mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: in, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindPending, "")
+	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	res = mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: in, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindDenied, "changed after it was approved")
+	if n := len(trail(t, h, "call-admitted")); n != 0 {
+		t.Errorf("the rewritten call ran (%d admitted records)", n)
+	}
+}
+
+// TestConditionalRedactLiveLogs: a redact layer with a condition redacts
+// the live log lines too, not only the result's copy.
+func TestConditionalRedactLiveLogs(t *testing.T) {
+	for _, when := range []string{"", "when = 'tool == \"logger\"'\n"} {
+		h := newHostWith(t, `version = 1
+[tools.logger]
+path = %q
+[[middleware]]
+use = "redact"
+`+when+`patterns = [{ name = "ticket", expr = "info line" }]
+`, maiden.Options{}, "logger")
+		var mu sync.Mutex
+		var live []string
+		res := mustCall(t, h, maiden.Call{Tool: "logger", Input: `{}`, OnLog: func(e maiden.LogEntry) {
+			mu.Lock()
+			live = append(live, e.Message)
+			mu.Unlock()
+		}})
+		mu.Lock()
+		joined := strings.Join(live, "|")
+		mu.Unlock()
+		if len(live) == 0 || strings.Contains(joined, "info line") || !strings.Contains(joined, "[REDACTED:ticket]") {
+			t.Errorf("when=%q: live lines %q (result %+v)", when, live, res.Logs)
+		}
+	}
+}

@@ -62,8 +62,16 @@ type invocation struct {
 	trail          []verdict
 	approval       string
 	extraApprovals []string
-	started        bool // the approval was consumed (runApproved)
-	reasked        int  // times the approval was asked again because the cards changed during a wait
+	started        bool     // the approval was consumed (runApproved)
+	startedIDs     []string // the approvals it consumed
+	ran            bool     // the run stage was reached (markDone)
+	// approvedDigests are the input digests approve layers let through
+	// (by a human or an always-card): the input that runs must be that.
+	approvedDigests []string
+	// liveRedact are the redact layers that apply to this call, for its
+	// live log lines (wrapLogs).
+	liveRedact []config.Middleware
+	reasked    int // times the approval was asked again because the cards changed during a wait
 	// admitted: the call-admitted record is written (admitRecord) and the
 	// tool may run; trailAtAdmit is how many verdicts it holds.
 	admitted     bool
@@ -125,6 +133,7 @@ func (h *Host) pipeline() handler {
 		h.admit,
 		h.resolvePolicy,
 		h.auditCall,
+		h.markDone,
 		h.checkInput,
 		h.parseCommand,
 		h.authorize,
@@ -321,6 +330,7 @@ func (h *Host) checkOutput(next handler) handler {
 // secrets this tool may use never leave the host: not in its logs, its
 // output or its error messages.
 func (h *Host) run(ctx context.Context, inv *invocation) error {
+	inv.ran = true
 	if inv.tool.CLI != nil {
 		return h.runCLI(ctx, inv)
 	}

@@ -221,12 +221,13 @@ func (s *SQLite) FindApproved(ctx context.Context, agent, tool, digest string, n
 	return as[0], true, nil
 }
 
-// LatestApproval returns the most recent request for agent's call of tool
-// with input digest, in any state (found false if there is none): a
-// repeated call finds the request it is already waiting for, or learns
-// that its approved run was interrupted.
-func (s *SQLite) LatestApproval(ctx context.Context, agent, tool, digest string) (a Approval, found bool, err error) {
-	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? ORDER BY created_at DESC, id DESC LIMIT 1`, agent, tool, digest)
+// LatestApproval returns the most recent request that rule (a middleware
+// layer) made for agent's call of tool with input digest, in any state
+// (found false if there is none): a repeated call finds the request it is
+// already waiting for, or learns that its approved run was interrupted.
+// Each approve layer needs its own approval.
+func (s *SQLite) LatestApproval(ctx context.Context, agent, tool, digest, rule string) (a Approval, found bool, err error) {
+	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? AND middleware = ? ORDER BY created_at DESC, id DESC LIMIT 1`, agent, tool, digest, rule)
 	if err != nil || len(as) == 0 {
 		return Approval{}, false, err
 	}

@@ -176,7 +176,7 @@ type Store interface {
 	FindApproved(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
 	// LatestApproval finds the most recent request for the same call, in
 	// any state.
-	LatestApproval(ctx context.Context, agent, tool, digest string) (Approval, bool, error)
+	LatestApproval(ctx context.Context, agent, tool, digest, rule string) (Approval, bool, error)
 	// RecentDenial finds an unexpired denial of the same call.
 	RecentDenial(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
 	// ConsumeAndStart consumes an approval exactly once and marks its call
