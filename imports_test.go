@@ -2,6 +2,7 @@ package maiden_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -44,7 +45,12 @@ func TestImportedMCPTools(t *testing.T) {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "leak", Description: "echoes the credential it was sent"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, leakOut, error) {
-			return nil, leakOut{Got: "I got " + strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")}, nil
+			got := strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "the header was " + got})
+			if in.A < 0 {
+				return nil, leakOut{}, fmt.Errorf("refusing, my token is %s", got)
+			}
+			return nil, leakOut{Got: "I got " + got}, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sub", Description: "subtracts"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
@@ -100,8 +106,16 @@ grants = ["tool:invoke echo --..."]
 	if !res.OK || !strings.Contains(res.Output, `"sum":42`) {
 		t.Fatalf("calc.add: %+v %+v", res, res.Error)
 	}
-	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.leak", Input: `{"a":1,"b":1}`}); strings.Contains(res.Output, "s3cret") || !strings.Contains(res.Output, "[REDACTED:CALC_TOKEN]") {
-		t.Errorf("the upstream's echo of the credential: %+v", res)
+	var live []string
+	res0 := mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.leak", Input: `{"a":1,"b":1}`, OnLog: func(e maiden.LogEntry) { live = append(live, e.Message) }})
+	if strings.Contains(res0.Output, "s3cret") || !strings.Contains(res0.Output, "[REDACTED:CALC_TOKEN]") {
+		t.Errorf("the upstream's echo of the credential: %+v", res0)
+	}
+	if l := fmt.Sprint(live, res0.Logs); strings.Contains(l, "s3cret") || !strings.Contains(l, "[REDACTED:CALC_TOKEN]") {
+		t.Errorf("the upstream's log of the credential: live %q, result %+v", live, res0.Logs)
+	}
+	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.leak", Input: `{"a":-1,"b":1}`}); res.OK || strings.Contains(res.Error.Message, "s3cret") {
+		t.Errorf("the upstream's error with the credential: %+v", res.Error)
 	}
 	before := calls.Load()
 	wantKind(t, mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":40,"b":3}`}), maiden.KindDenied, "no card")
@@ -121,7 +135,7 @@ grants = ["tool:invoke echo --..."]
 	if badAuth.Load() != 0 {
 		t.Errorf("%d requests reached the upstream without the credential", badAuth.Load())
 	}
-	if adm := trail(t, h, "call-admitted"); len(adm) != 2 || adm[0].Tool != "calc.add" {
+	if adm := trail(t, h, "call-admitted"); len(adm) != 3 || adm[0].Tool != "calc.add" {
 		t.Errorf("audit: %+v", adm)
 	}
 }
