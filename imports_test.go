@@ -46,6 +46,7 @@ func TestImportedMCPTools(t *testing.T) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "leak", Description: "echoes the credential it was sent"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, leakOut, error) {
 			got := strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
+			//lint:ignore SA1019 MCP logging is deprecated upstream (SEP-2577) but still how servers send logs, which maiden relays
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "the header was " + got})
 			if in.A < 0 {
 				return nil, leakOut{}, fmt.Errorf("refusing, my token is %s", got)
