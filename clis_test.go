@@ -176,3 +176,45 @@ timeout_ms = 10000
 		t.Fatalf("going around the proxy worked: %+v", res)
 	}
 }
+
+// TestWrappedCLIAlwaysApproval: an approve rule on a wrapped CLI; the
+// always-card minted for `git log --max-count=1` lets that call run again
+// without asking, and not `git log --max-count=2`.
+func TestWrappedCLIAlwaysApproval(t *testing.T) {
+	repo := gitRepo(t)
+	root := testkit.RepoRoot(t)
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.git]
+path = "/usr/bin/git"
+command_file = "`+filepath.Join(root, "examples/git/git.command.json")+`"
+dir = "`+repo+`"
+read_paths = ["`+repo+`"]
+env = ["GIT_PAGER=cat", "HOME=`+repo+`", "GIT_CONFIG_NOSYSTEM=1"]
+[[middleware]]
+use = "approve"
+[agents.dev]
+tools = ["git"]
+grants = ["tool:invoke git log --max-count=*"]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	call := func(in string) maiden.Result {
+		return mustCall(t, h, maiden.Call{Agent: "dev", Tool: "git", Input: in, ApprovalWait: -1})
+	}
+	res := call(`{"command":"log","max-count":1}`)
+	wantKind(t, res, maiden.KindPending, "")
+	r, err := h.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true, Always: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rendered != "log --max-count=1" || r.AlwaysGrant != "approve:always git log --max-count=1" {
+		t.Errorf("request shows %q, always grant %q", r.Rendered, r.AlwaysGrant)
+	}
+	for range 2 {
+		if res := call(`{"command":"log","max-count":1}`); !res.OK {
+			t.Fatalf("under the always-card: %+v", res.Error)
+		}
+	}
+	wantKind(t, call(`{"command":"log","max-count":2}`), maiden.KindPending, "")
+}
