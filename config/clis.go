@@ -183,7 +183,4 @@ func (c *checker) absPath(p string) string {
 	return filepath.Clean(p)
 }
 
-// IsCLI reports whether t is a wrapped CLI.
-func (t Tool) IsCLI() bool { return t.CLI != nil }
-
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
