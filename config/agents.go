@@ -2,11 +2,13 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/hostpattern"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -20,7 +22,8 @@ const DefaultAgent = "default"
 // BuiltinTools are the tools maiden itself provides, which an agent binds
 // by name like any other tool (they are not [tools] entries). Each is listed
 // for an agent only if it is bound and the agent's cards allow it.
-var BuiltinTools = []string{"cards_derive", "cards_list", "cards_revoke", "cards_transfer"}
+var BuiltinTools = []string{"cards_derive", "cards_list", "cards_revoke", "cards_transfer",
+	"fs_list", "fs_read", "fs_write", "request_sandbox_boundary", "session_open", "web_fetch"}
 
 // DefaultStateFile is the store's file name, next to agent.toml, when
 // [state] path is not set.
@@ -33,6 +36,9 @@ type Agent struct {
 	Name     string
 	Bindings []Binding     // sorted by tool name, one per tool
 	Grants   []SystemGrant // in file order
+	// Boundary is the initial ExecutionBoundary of each of the agent's
+	// sessions: [agents.NAME.boundary], else DefaultBoundary().
+	Boundary boundary.Boundary
 	Line     int
 }
 
@@ -49,7 +55,15 @@ type Binding struct {
 	// merge with the tool's chain ("" = append).
 	Middleware     []Middleware
 	MiddlewareMode string
-	Line           int
+	// The web_fetch built-in's secret material, by secret name (resolved
+	// by the host, used only inside web_fetch, never returned): Credential
+	// is sent as the request's Authorization, SecretHeaders maps a header
+	// name to the secret sent as its value, ProxySecret is described with
+	// web_fetch (docs/builtins.md).
+	Credential    string
+	SecretHeaders map[string]string
+	ProxySecret   string
+	Line          int
 }
 
 // SystemGrant is one entry of an agent's grants list: a card the operator's
@@ -66,8 +80,12 @@ func (a Agent) clone() Agent {
 		a.Bindings[i].Middleware = slices.Clone(a.Bindings[i].Middleware)
 		a.Bindings[i].HTTPAllow = slices.Clone(a.Bindings[i].HTTPAllow)
 		a.Bindings[i].Secrets = slices.Clone(a.Bindings[i].Secrets)
+		a.Bindings[i].SecretHeaders = maps.Clone(a.Bindings[i].SecretHeaders)
 	}
 	a.Grants = slices.Clone(a.Grants)
+	a.Boundary.Entries = slices.Clone(a.Boundary.Entries)
+	a.Boundary.Deny = slices.Clone(a.Boundary.Deny)
+	a.Boundary.Protected = slices.Clone(a.Boundary.Protected)
 	return a
 }
 
@@ -135,7 +153,7 @@ func (c *Config) StatePath() string {
 }
 
 var (
-	agentKeys   = []string{"tools", "grants"}
+	agentKeys   = []string{"tools", "grants", "boundary"}
 	bindingKeys = []string{"http_allow", "secrets", "timeout_ms", "memory_mb", "middleware", "middleware_mode"}
 	stateKeys   = []string{"path"}
 )
@@ -176,7 +194,7 @@ func (c *checker) agent(name string, n *tnode, tools map[string]*Tool) (Agent, b
 		c.errorf(n.line, key, "must be a table, got %s", describe(n))
 		return Agent{}, false
 	}
-	a := Agent{Name: name, Line: n.line}
+	a := Agent{Name: name, Line: n.line, Boundary: DefaultBoundary()}
 	for _, k := range n.order {
 		v := n.keys[k]
 		kpath := append(path[:2:2], k)
@@ -185,6 +203,10 @@ func (c *checker) agent(name string, n *tnode, tools map[string]*Tool) (Agent, b
 			a.Bindings = c.bindings(v, kpath, tools)
 		case "grants":
 			a.Grants = c.grants(v, formatKey(kpath))
+		case "boundary":
+			if b, ok := c.agentBoundary(v, kpath); ok {
+				a.Boundary = b
+			}
 		default:
 			c.unknownKey(v, kpath, agentKeys)
 		}
@@ -230,6 +252,10 @@ func (c *checker) bindings(n *tnode, path []string, tools map[string]*Tool) []Bi
 			}
 			b, ok := add(name, v.line, tkey)
 			if !ok {
+				continue
+			}
+			if b.Builtin && name == "web_fetch" {
+				c.webFetchBinding(b, v, tpath)
 				continue
 			}
 			if b.Builtin && len(v.order) > 0 {

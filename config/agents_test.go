@@ -51,11 +51,11 @@ path = "state/maiden.db"
 		t.Errorf("state path %q", got)
 	}
 	want := []Agent{
-		{Name: "coder", Line: 15, Bindings: []Binding{
+		{Name: "coder", Line: 15, Boundary: DefaultBoundary(), Bindings: []Binding{
 			{Tool: "echo", Line: 15},
 			{Tool: "weather", Line: 16, HTTPAllow: []string{"api.example.com", "a.cdn.example.com"}, Secrets: []string{"WEATHER_TOKEN"}, Timeout: time.Second, MemoryBytes: 16 << 20},
 		}},
-		{Name: "research", Line: 11, Bindings: []Binding{
+		{Name: "research", Line: 11, Boundary: DefaultBoundary(), Bindings: []Binding{
 			{Tool: "cards_list", Builtin: true, Line: 12},
 			{Tool: "echo", Line: 12},
 			{Tool: "weather", Line: 12},
