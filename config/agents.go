@@ -2,7 +2,9 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -143,19 +145,66 @@ func (c *Config) AgentBinding(agent, tool string) (b Binding, agentOK, bound boo
 // call runs as DefaultAgent with every tool bound and everything allowed.
 func (c *Config) Implicit() bool { return len(c.agents) == 0 }
 
-// StatePath is the absolute path of the state store's SQLite file: [state]
-// path, or DefaultStateFile next to agent.toml.
+// StatePath is where the state store lives: [state] url (a postgres:// or
+// postgresql:// URL, without a password), else the absolute path of its
+// SQLite file, [state] path or DefaultStateFile next to agent.toml.
+// internal/store's Open takes either.
 func (c *Config) StatePath() string {
+	if c.stateURL != "" {
+		return c.stateURL
+	}
 	if c.statePath != "" {
 		return c.statePath
 	}
 	return filepath.Join(c.dir, DefaultStateFile)
 }
 
+// StateURL is [state] url, or "" when the store is a SQLite file.
+func (c *Config) StateURL() string { return c.stateURL }
+
+// IsStateURL reports whether a state location (a -state flag's value, or
+// StatePath) names a PostgreSQL database rather than a file.
+func IsStateURL(loc string) bool {
+	l := strings.ToLower(loc)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// CheckStateURL checks a PostgreSQL state URL: the postgres or postgresql
+// scheme, parseable, no password (in the user part or as a password query
+// parameter): the password comes from PGPASSWORD or ~/.pgpass, which the
+// driver reads, so that agent.toml and command lines never carry it. The
+// error never repeats the password.
+func CheckStateURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's error quotes the input, which may hold a password.
+		return fmt.Errorf("not a valid URL (postgres://USER@HOST:PORT/DATABASE)")
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return fmt.Errorf("scheme %q: want postgres:// or postgresql://", u.Scheme)
+	}
+	if u.Opaque != "" {
+		return fmt.Errorf("not a valid URL (postgres://USER@HOST:PORT/DATABASE)")
+	}
+	if _, has := u.User.Password(); has {
+		return fmt.Errorf("the URL carries a password: remove it and set PGPASSWORD or a ~/.pgpass entry instead (a password never belongs in agent.toml or on a command line)")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return fmt.Errorf("the URL's query is malformed")
+	}
+	for k := range q {
+		if strings.EqualFold(k, "password") {
+			return fmt.Errorf("the URL carries a password parameter: remove it and set PGPASSWORD or a ~/.pgpass entry instead")
+		}
+	}
+	return nil
+}
+
 var (
 	agentKeys   = []string{"tools", "grants", "boundary"}
 	bindingKeys = []string{"http_allow", "secrets", "timeout_ms", "memory_mb", "middleware", "middleware_mode"}
-	stateKeys   = []string{"path"}
+	stateKeys   = []string{"path", "url"}
 )
 
 // agents checks the [agents] table against the tools already read.
@@ -355,26 +404,45 @@ func (c *checker) grants(n *tnode, key string) []SystemGrant {
 	return out
 }
 
-// state reads the [state] table.
+// state reads the [state] table: path (a SQLite file) or url (PostgreSQL),
+// not both.
 func (c *checker) state(n *tnode) {
 	if n.kind != tableNode {
 		c.errorf(n.line, "state", "must be a table, got %s", describe(n))
 		return
 	}
+	var pathLine, urlLine int
 	for _, k := range n.order {
 		v := n.keys[k]
 		kpath := []string{"state", k}
 		switch k {
 		case "path":
-			if s, _, ok := c.str(v, formatKey(kpath)); ok {
+			if s, line, ok := c.str(v, formatKey(kpath)); ok {
+				if IsStateURL(s) {
+					c.errorf(line, formatKey(kpath), "is a file; a PostgreSQL database goes in state.url")
+					continue
+				}
 				if !filepath.IsAbs(s) {
 					s = filepath.Join(c.dir, s)
 				}
 				c.statePath = filepath.Clean(s)
+				pathLine = line
+			}
+		case "url":
+			if s, line, ok := c.str(v, formatKey(kpath)); ok {
+				if err := CheckStateURL(s); err != nil {
+					c.errorf(line, formatKey(kpath), "%v", err)
+					continue
+				}
+				c.stateURL = s
+				urlLine = line
 			}
 		default:
 			c.unknownKey(v, kpath, stateKeys)
 		}
+	}
+	if pathLine != 0 && urlLine != 0 {
+		c.errorf(max(pathLine, urlLine), "state", "path (line %d) and url (line %d) are mutually exclusive: the store is a SQLite file or a PostgreSQL database", pathLine, urlLine)
 	}
 }
 

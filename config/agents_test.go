@@ -178,3 +178,65 @@ func TestAgentErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestStateURL: [state] url selects PostgreSQL; a password in it, a URL of
+// another scheme, or url together with path is refused with its line, and
+// the message never repeats the password.
+func TestStateURL(t *testing.T) {
+	for _, u := range []string{
+		"postgres://maiden@db.internal:5432/maiden?sslmode=verify-full",
+		"postgresql://maiden@127.0.0.1/state",
+		"postgres:///maiden?host=/run/postgresql",
+	} {
+		cfg, err := parse("agent.toml", []byte(agentsTools+"\n[state]\nurl = \""+u+"\"\n"), "/cfg", fakeFiles(t))
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		if cfg.StatePath() != u || cfg.StateURL() != u || !IsStateURL(cfg.StatePath()) {
+			t.Errorf("%s: StatePath %q, StateURL %q", u, cfg.StatePath(), cfg.StateURL())
+		}
+	}
+	cfg, err := parse("agent.toml", []byte(agentsTools+"\n[state]\npath = \"s.db\"\n"), "/cfg", fakeFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateURL() != "" || IsStateURL(cfg.StatePath()) {
+		t.Errorf("a file store reads as a URL: %q", cfg.StatePath())
+	}
+
+	const secret = "hunter2-s3cret"
+	for _, tt := range []struct{ name, src, want string }{
+		{"password in the user part", "[state]\nurl = \"postgres://maiden:" + secret + "@db/maiden\"\n",
+			`agent.toml:12: state.url: the URL carries a password: remove it and set PGPASSWORD or a ~/.pgpass entry instead`},
+		{"empty password", "[state]\nurl = \"postgres://maiden:@db/maiden\"\n",
+			`agent.toml:12: state.url: the URL carries a password`},
+		{"password parameter", "[state]\nurl = \"postgres://maiden@db/maiden?sslmode=require&PassWord=" + secret + "\"\n",
+			`agent.toml:12: state.url: the URL carries a password parameter`},
+		{"other scheme", "[state]\nurl = \"mysql://maiden@db/maiden\"\n",
+			`agent.toml:12: state.url: scheme "mysql": want postgres:// or postgresql://`},
+		{"not a URL", "[state]\nurl = \"postgres://maiden:" + secret + "@db:port/x\"\n",
+			`agent.toml:12: state.url: not a valid URL`},
+		{"key/value string", "[state]\nurl = \"host=db password=" + secret + "\"\n",
+			`agent.toml:12: state.url: scheme "": want postgres:// or postgresql://`},
+		{"both", "[state]\npath = \"s.db\"\nurl = \"postgres://maiden@db/maiden\"\n",
+			`agent.toml:13: state: path (line 12) and url (line 13) are mutually exclusive`},
+		{"URL as a path", "[state]\npath = \"postgres://maiden@db/maiden\"\n",
+			`agent.toml:12: state.path: is a file; a PostgreSQL database goes in state.url`},
+		{"unknown key", "[state]\ndsn = \"x\"\n",
+			`agent.toml:12: state.dsn: unknown key; valid keys here: path, url`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse("agent.toml", []byte(agentsTools+"\n"+tt.src), "/cfg", fakeFiles(t))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			errs := err.(Errors)
+			if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), tt.want) {
+				t.Fatalf("got %v\nwant one error starting %s", err, tt.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("the error repeats the password: %v", err)
+			}
+		})
+	}
+}

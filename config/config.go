@@ -72,6 +72,7 @@ type Config struct {
 	// agents are sorted by name; empty means the implicit DefaultAgent.
 	agents    []Agent
 	statePath string // absolute; "" for the default
+	stateURL  string // [state] url; "" for a SQLite file
 	// secretDests are the [secrets.NAME] tables, sorted by name.
 	secretDests []SecretDestination
 	universal   []Middleware          // [[middleware]], in order
@@ -234,6 +235,6 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 		return nil, errs
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath, secretDests: c.secretDests,
+	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath, stateURL: c.stateURL, secretDests: c.secretDests,
 		universal: c.universal, components: c.components, operators: c.operators}, nil
 }

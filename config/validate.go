@@ -56,6 +56,7 @@ type checker struct {
 	parseErrs   int  // errors from parsing, counted separately so both parts get reported
 	maxInput    int64
 	statePath   string
+	stateURL    string
 	secretDests []SecretDestination
 	universal   []Middleware
 	components  []MiddlewareComponent
