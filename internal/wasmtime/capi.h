@@ -81,6 +81,10 @@ typedef uint8_t wasmtime_component_valtype_kind_t;
 typedef uint8_t wasmtime_component_item_kind_t;
 // What an epoch-deadline callback asks for after it returns.
 typedef uint8_t wasmtime_update_deadline_kind_t;
+// Bitmasks of WASMTIME_WASI_DIR_PERMS_* and WASMTIME_WASI_FILE_PERMS_*: what
+// a preopened directory, and the files beneath it, allow.
+typedef size_t wasi_dir_perms;
+typedef size_t wasi_file_perms;
 
 // A linear memory of a custom memory creator: the callback reports where the
 // memory is, how many bytes are in use and how far it can grow in place.
@@ -100,6 +104,11 @@ typedef wasmtime_error_t *(*wasmtime_memory_grow_callback_t)(void *env,
 
 // wasmtime_update_deadline_kind_t: carry on running guest code.
 enum { WASMTIME_UPDATE_DEADLINE_CONTINUE = 0 };
+
+// wasi_dir_perms: list a directory's entries; create, rename and remove them.
+enum { WASMTIME_WASI_DIR_PERMS_READ = 1, WASMTIME_WASI_DIR_PERMS_WRITE = 2 };
+// wasi_file_perms: the most any file beneath a preopened directory allows.
+enum { WASMTIME_WASI_FILE_PERMS_READ = 1, WASMTIME_WASI_FILE_PERMS_WRITE = 2 };
 
 // wasmtime_component_valkind_t: which member of a value's union is set.
 enum {
@@ -417,6 +426,12 @@ void wasmtime_store_epoch_deadline_callback(
 
 // WASI contexts. A new configuration grants nothing.
 wasi_config_t *wasi_config_new(void);
+void wasi_config_delete(wasi_config_t *config);
+// Opens host_path at once (following symlinks, as any ambient open does) and
+// shows it to the guest as guest_path; false if it cannot be opened.
+bool wasi_config_preopen_dir(wasi_config_t *config, const char *host_path,
+                             const char *guest_path, wasi_dir_perms dir_perms,
+                             wasi_file_perms file_perms);
 void wasi_config_set_stdout_custom(
     wasi_config_t *config,
     ptrdiff_t (*callback)(void *data, const unsigned char *buf, size_t len),

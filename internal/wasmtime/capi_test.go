@@ -206,7 +206,9 @@ func checkCAPI(t *testing.T, compiler, ours, inc string) (problems []string, sta
 	sort.Strings(cnames)
 	for _, n := range cnames {
 		stats.constants++
-		fmt.Fprintf(&src, "#ifndef %[1]s\n#error \"%[1]s is not defined by the real headers\"\n#endif\n", n)
+		// No #ifndef guard: some constants are enumerators, not macros (the
+		// WASI permission flags); a name the real headers lack is an
+		// undeclared identifier, which fails the assertion naming it.
 		fmt.Fprintf(&src, "_Static_assert((%[1]s) == %[2]d, \"%[1]s is %[2]d in capi.h\");\n", n, consts[n])
 	}
 	if _, err := compile("constants", src.String(), "-I"+inc, "-fmax-errors=0"); err != nil {

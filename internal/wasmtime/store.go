@@ -1,6 +1,7 @@
 package wasmtime
 
 /*
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/cgo"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -37,8 +39,8 @@ func (r StopReason) String() string {
 }
 
 // StoreOptions configures a store. Every store is created with an empty
-// WASI context: no arguments, no environment, no preopened directories, no
-// network, empty stdin.
+// WASI context: no arguments, no environment, no network, empty stdin, and
+// no preopened directories but those in Preopens.
 type StoreOptions struct {
 	// MemoryLimit is the ceiling, in bytes, on all linear memories of the
 	// store together. Required.
@@ -57,6 +59,26 @@ type StoreOptions struct {
 	Output func(fd int, p []byte)
 	// Data is anything the embedder wants host functions to reach.
 	Data any
+	// Preopens are the directories the guest's WASI filesystem sees (none
+	// by default). Each HostPath is opened when the store is created, by
+	// wasmtime, with an ordinary open that follows symlinks: the caller
+	// checks the path (or passes /proc/self/fd/N of a directory it opened
+	// itself). Beneath it, wasmtime resolves every guest path itself
+	// (cap-std): `..`, absolute paths and symlinks never leave the
+	// directory.
+	Preopens []Preopen
+}
+
+// Preopen is one directory given to a store's WASI context.
+type Preopen struct {
+	// HostPath is the directory on the host.
+	HostPath string
+	// GuestPath is the name the guest opens it by (an absolute path, say).
+	GuestPath string
+	// Write allows creating, writing, renaming and removing files and
+	// directories beneath it; without it the directory and every file in
+	// it are read-only.
+	Write bool
 }
 
 // Store holds the instances of one unit of isolation. It is used by one
@@ -130,6 +152,11 @@ func NewStore(e *Engine, opts *StoreOptions) (*Store, error) {
 	// with an empty one, it gets no capabilities.
 	wasi := C.wasi_config_new()
 	C.maiden_wasi_capture_output(wasi, s.state)
+	if err := preopen(wasi, opts.Preopens); err != nil {
+		C.wasi_config_delete(wasi)
+		s.free()
+		return nil, err
+	}
 	if err := takeError(C.wasmtime_context_set_wasi(s.ctx, wasi)); err != nil {
 		s.free()
 		return nil, fmt.Errorf("set WASI context: %w", err)
@@ -142,6 +169,33 @@ func NewStore(e *Engine, opts *StoreOptions) (*Store, error) {
 	}
 	e.storeOpened()
 	return s, nil
+}
+
+// preopen adds each directory to a WASI configuration.
+func preopen(wasi *C.wasi_config_t, dirs []Preopen) error {
+	for _, d := range dirs {
+		if d.HostPath == "" || d.GuestPath == "" {
+			return fmt.Errorf("wasmtime: preopen %q as %q: both paths are required", d.HostPath, d.GuestPath)
+		}
+		if strings.IndexByte(d.HostPath, 0) >= 0 || strings.IndexByte(d.GuestPath, 0) >= 0 {
+			// C would see the path cut at the NUL: another directory.
+			return fmt.Errorf("wasmtime: preopen %q as %q: a path contains a NUL byte", d.HostPath, d.GuestPath)
+		}
+		perms := C.wasi_dir_perms(C.WASMTIME_WASI_DIR_PERMS_READ)
+		files := C.wasi_file_perms(C.WASMTIME_WASI_FILE_PERMS_READ)
+		if d.Write {
+			perms |= C.WASMTIME_WASI_DIR_PERMS_WRITE
+			files |= C.WASMTIME_WASI_FILE_PERMS_WRITE
+		}
+		host, guest := C.CString(d.HostPath), C.CString(d.GuestPath)
+		ok := C.wasi_config_preopen_dir(wasi, host, guest, perms, files)
+		C.free(unsafe.Pointer(host))
+		C.free(unsafe.Pointer(guest))
+		if !ok {
+			return fmt.Errorf("wasmtime: cannot preopen directory %s (as %s): it does not exist, is not a directory or cannot be opened", d.HostPath, d.GuestPath)
+		}
+	}
+	return nil
 }
 
 // Data returns StoreOptions.Data.
