@@ -3,9 +3,9 @@
 // interface, with one implementation in a single SQLite file (SQLite, via
 // Open); and, from migration 2, the hash-chained audit trail, rate-limit
 // buckets and quota windows, and durable approvals; from migration 4, the
-// audit journal's ingestion positions. Sessions come later; a
-// PostgreSQL implementation (pgx) for several instances runs the same
-// migrations.
+// audit journal's ingestion positions; from migration 5, sessions and
+// their boundary requests. A PostgreSQL implementation (pgx) for several
+// instances runs the same migrations.
 //
 //	s, err := store.Open(ctx, "state.db", nil)
 //	c, err := s.Grant(ctx, "research", spec)      // operator
@@ -204,6 +204,36 @@
 // change counter that Generation reads: an audit record committed per
 // call would invalidate a pinned wallet on every call, which is one more
 // reason the call path's records go through the journal (above).
+//
+// Sessions (sessions.go, migration 5; issue 14, ../shared/BOUNDARIES.md):
+// a session belongs to one agent for its whole life (OpenSession is
+// idempotent on the ID; another agent's open is ErrNotAllowed) and runs
+// inside an ExecutionBoundary (internal/boundary). Every revision of the
+// boundary is a row of session_revisions (its canonical JSON, its number,
+// when and why: "initial", "approved request ID (bnd_...) by BY", "reset by
+// BY"); sessions.revision points at the current one. A boundary request
+// has a global handle ("bnd_" + random, what maiden approve and deny
+// take) and the client's ID, unique per session: boundary.Create with the
+// stored prior makes the same ID the same request whatever else is sent.
+// SettleBoundaryRequest reads the request and the session's current
+// boundary, runs boundary.Settle, and writes the settled request, the new
+// revision (when applied) and the audit record in one transaction; a
+// request that is not pending is ErrApprovalState and nothing changes
+// (tested with goroutines on two handles: exactly one of them settles).
+// The store denies on its own with a reason: expired (the request's
+// expiry, default 24 h, seen by Settle, RequestBoundary or
+// ExpireBoundaryRequests), session_ended (EndSession), and the caller's
+// reason, host_restarted on start, for the pending requests of processes
+// that are gone (DenyPendingBoundaryRequests; the request's runner judged
+// as MarkInterruptedOnStartup judges a started call, so a second maiden
+// starting beside a live one leaves its requests alone). Every
+// transition appends its record (session-opened, boundary-requested,
+// boundary-settled, session-reset, session-ended) in its transaction,
+// with boundaries, expansions and reasons, never secret material; and
+// every one goes through write, so Generation and the counters table
+// change, while a no-op (an idempotent open, a second decision, a refused
+// request) commits nothing. TouchSession writes the last use at most once
+// a minute.
 //
 // Why modernc.org/sqlite (v1.62.0): of the SQLite drivers the module proxy
 // serves, it is a database/sql driver (the seam a pgx-backed store shares)

@@ -300,6 +300,7 @@ CREATE TABLE audit_journal (
 	updated_at BIGINT NOT NULL
 );
 `,
+	5: sessionsMigration, // sessions, their boundary revisions, boundary requests (sessions.go)
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
 )
 
@@ -78,9 +79,9 @@ type TokenInfo struct {
 // nothing was written. Implementations are safe for concurrent use, and
 // several processes may share one store.
 //
-// The audit trail (audit.go), rate limits and quotas (limits.go) and
-// durable approvals (approvals.go) are further methods; sessions come
-// later.
+// The audit trail (audit.go), rate limits and quotas (limits.go),
+// durable approvals (approvals.go) and sessions with their boundary
+// requests (sessions.go) are further methods.
 type Store interface {
 	// Close releases the store. Calls after Close fail.
 	Close() error
@@ -205,4 +206,50 @@ type Store interface {
 	OperatorTokens(ctx context.Context, name string) ([]OperatorTokenInfo, error)
 	// RevokeOperatorToken revokes an operator token by its ID.
 	RevokeOperatorToken(ctx context.Context, id string) error
+
+	// OpenSession opens session id ("" makes a new ID) for agent with
+	// boundary initial as its first revision; idempotent on id (created
+	// false, the stored session back). A session of another agent is
+	// ErrNotAllowed, an ended one ErrSessionEnded. Audited.
+	OpenSession(ctx context.Context, id, agent string, initial boundary.Boundary) (s Session, created bool, err error)
+	// Session returns one session with its current boundary; unknown:
+	// ErrUnknownSession.
+	Session(ctx context.Context, id string) (Session, error)
+	// Sessions lists agent's sessions ("" for all), ended ones included.
+	Sessions(ctx context.Context, agent string) ([]Session, error)
+	// Revisions lists every revision of a session's boundary, oldest
+	// first.
+	Revisions(ctx context.Context, id string) ([]SessionRevision, error)
+	// TouchSession records a session's use (to within a minute); an ended
+	// session is ErrSessionEnded.
+	TouchSession(ctx context.Context, id string) error
+	// ResetSession makes b the session's next revision, by an operator
+	// (audited).
+	ResetSession(ctx context.Context, id string, b boundary.Boundary, by string) (Session, error)
+	// EndSession ends a session and denies its pending requests
+	// (session_ended), audited; ending an ended session is not an error.
+	EndSession(ctx context.Context, id string) error
+	// RequestBoundary stores a pending request to widen session's
+	// boundary, idempotent on the client's ID within the session; a
+	// refused expansion, ID or justification is the
+	// *boundary.ValidationError itself, nothing stored. Audited.
+	RequestBoundary(ctx context.Context, session, clientID string, expansion []byte, justification string, expires time.Time) (r BoundaryRequest, created bool, err error)
+	// BoundaryRequest returns one request by its handle ("bnd_...");
+	// unknown: ErrUnknownBoundaryRequest.
+	BoundaryRequest(ctx context.Context, handle string) (BoundaryRequest, error)
+	// BoundaryRequestsOf lists a session's requests, oldest first.
+	BoundaryRequestsOf(ctx context.Context, session string) ([]BoundaryRequest, error)
+	// PendingBoundaryRequests lists the requests of every session waiting
+	// for a decision at now.
+	PendingBoundaryRequests(ctx context.Context, now time.Time) ([]BoundaryRequest, error)
+	// SettleBoundaryRequest decides a pending request once, in one
+	// transaction with the session's new revision when it applies
+	// (audited); not pending: ErrApprovalState, nothing changed.
+	SettleBoundaryRequest(ctx context.Context, handle string, d boundary.Decision, by string) (BoundaryRequest, Session, error)
+	// DenyPendingBoundaryRequests denies with reason (host_restarted) the
+	// pending requests of processes that are gone.
+	DenyPendingBoundaryRequests(ctx context.Context, reason string) (int, error)
+	// ExpireBoundaryRequests denies with reason expired the pending
+	// requests whose time is up.
+	ExpireBoundaryRequests(ctx context.Context, now time.Time) (int, error)
 }
