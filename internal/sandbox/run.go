@@ -26,6 +26,16 @@ type Call struct {
 	// OnLog, if set, sees each log line as it is written (for live
 	// notifications). It runs on the guest's thread: it must not block.
 	OnLog func(LogEntry)
+	// Preopens are the directories the tool's WASI filesystem sees, opened
+	// when the call starts (see Preopen); none, the default, means no
+	// filesystem at all. A directory that cannot be given (missing, not a
+	// directory, reached through a symlink, a bad path) fails the call
+	// before anything runs, with a *PreopenError.
+	Preopens []Preopen
+	// Opened, if set, replaces Preopens with directories the caller has
+	// already opened (a worker receives them from its parent); the caller
+	// closes them.
+	Opened []OpenedPreopen
 }
 
 // Failure says why a call did not succeed.
@@ -131,12 +141,18 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 	}
 	var watched *wasmtime.Store
 	defer func() { s.leave(watched) }()
+	dirs, release, err := preopensOf(c)
+	if err != nil {
+		return runResult{hostErr: err}
+	}
 	store, err := wasmtime.NewStore(s.engine, &wasmtime.StoreOptions{
 		MemoryLimit: c.Limits.Memory,
 		Deadline:    deadline,
 		Output:      cs.logs.write,
 		Data:        cs,
+		Preopens:    dirs,
 	})
+	release() // wasmtime holds its own descriptors now
 	if err != nil {
 		if errors.Is(err, wasmtime.ErrClosed) {
 			return runResult{hostErr: ErrClosed}

@@ -45,6 +45,10 @@ type child struct {
 	sb   *sandbox.Sandbox
 	wmu  sync.Mutex
 
+	// preopens are the directories this worker was started with (a
+	// one-call worker: see preopen.go); every call gets them.
+	preopens []sandbox.OpenedPreopen
+
 	mu    sync.Mutex
 	comps map[string]*sandbox.Compiled
 	run   *childRun // the call in progress, if any
@@ -67,12 +71,17 @@ func serve(conn *os.File) int {
 		fmt.Fprintln(os.Stderr, "maiden worker: confinement failed:", msg)
 		return 3
 	}
+	preopens, err := childPreopens()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "maiden worker:", err)
+		return 2
+	}
 	sb, err := sandbox.New(&sandbox.Options{CacheDir: "off"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "maiden worker:", err)
 		return 2
 	}
-	c := &child{conn: conn, spin: newSpinReader(conn), sb: sb, comps: map[string]*sandbox.Compiled{}}
+	c := &child{conn: conn, spin: newSpinReader(conn), sb: sb, comps: map[string]*sandbox.Compiled{}, preopens: preopens}
 	if err := c.send(hello{Version: protocolVersion, Fingerprint: sb.Engine().Fingerprint(), Confinement: confinementNote()}.encode()); err != nil {
 		return 0
 	}
@@ -223,6 +232,7 @@ func (c *child) execute(ctx context.Context, r *childRun, comp *sandbox.Compiled
 			return c.fetch(ctx, r, req)
 		},
 	}
+	call.Opened = c.preopens
 	out, err := c.sb.Run(ctx, comp, m.Export, call)
 	// The truncation marker is not a notified line: pass it on.
 	if n := len(out.Logs); n > 0 && out.Logs[n-1].Source == sandbox.SourceHost {

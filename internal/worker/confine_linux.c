@@ -12,6 +12,14 @@
 //     right handled and none granted (the worker opens no file), TCP bind
 //     and connect denied (ABI 4+), abstract unix sockets and signals to
 //     processes outside the domain denied (ABI 6+);
+//   - except in a worker started for one call with WASI preopened
+//     directories (MAIDEN_WORKER_PREOPENS, one 'r' or 'w' per directory,
+//     each an O_PATH descriptor the parent opened, from fd 4): Landlock
+//     grants reading beneath each, and writing beneath the 'w' ones
+//     (files and directories: no symlinks, devices, fifos or sockets), a
+//     file written is capped at 1 GiB (RLIMIT_FSIZE), and seccomp lets
+//     openat through, since Landlock now decides what opens. Such a worker
+//     refuses to start without Landlock;
 //   - a seccomp filter denying, with EPERM, every system call that makes a
 //     new socket or process, runs a program, inspects other processes,
 //     changes namespaces or mounts, or raises a resource limit.
@@ -52,10 +60,63 @@ struct ll_ruleset_attr {
 	uint64_t scoped;
 };
 
+#ifndef __NR_landlock_add_rule
+#define __NR_landlock_add_rule 445
+#endif
+#define LL_RULE_PATH_BENEATH 1
+
+struct ll_path_beneath_attr {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
+
+// The preopened directories of a one-call worker: their access ('r' or
+// 'w'), from fd PREOPEN_FD0 on. The parent checks the count; so does this.
+#define PREOPEN_FD0 4
+#define MAX_PREOPENS 32
+static const char *preopens = "";
+
+// Landlock filesystem rights (linux/landlock.h).
+#define LL_FS_WRITE_FILE (1ULL << 1)
+#define LL_FS_READ_FILE (1ULL << 2)
+#define LL_FS_READ_DIR (1ULL << 3)
+#define LL_FS_REMOVE_DIR (1ULL << 4)
+#define LL_FS_REMOVE_FILE (1ULL << 5)
+#define LL_FS_MAKE_DIR (1ULL << 7)
+#define LL_FS_MAKE_REG (1ULL << 8)
+#define LL_FS_REFER (1ULL << 13)    // ABI 2
+#define LL_FS_TRUNCATE (1ULL << 14) // ABI 3
+
+static int add_preopen_rules(int ruleset, long abi) {
+	for (size_t i = 0; preopens[i] != 0; i++) {
+		struct ll_path_beneath_attr rule = {.parent_fd = PREOPEN_FD0 + (int)i};
+		rule.allowed_access = LL_FS_READ_FILE | LL_FS_READ_DIR;
+		if (preopens[i] == 'w') {
+			rule.allowed_access |= LL_FS_WRITE_FILE | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | LL_FS_MAKE_DIR | LL_FS_MAKE_REG;
+			if (abi >= 2) {
+				rule.allowed_access |= LL_FS_REFER;
+			}
+			if (abi >= 3) {
+				rule.allowed_access |= LL_FS_TRUNCATE;
+			}
+		}
+		if (syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) != 0) {
+			snprintf(confine_error, sizeof confine_error, "landlock_add_rule for preopened directory %zu (fd %d): errno %d", i, rule.parent_fd, errno);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static void landlock(void) {
 	long abi = syscall(__NR_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
 	if (abi < 1) {
 		snprintf(confine_note, sizeof confine_note, "landlock unavailable (errno %d)", errno);
+		if (preopens[0] != 0) {
+			// Without Landlock nothing would keep the tool's worker from
+			// opening any file once openat is allowed.
+			snprintf(confine_error, sizeof confine_error, "preopened directories need Landlock, which this kernel does not offer (errno %d)", errno);
+		}
 		return;
 	}
 	struct ll_ruleset_attr attr = {0};
@@ -73,6 +134,10 @@ static void landlock(void) {
 	int fd = syscall(__NR_landlock_create_ruleset, &attr, size, 0);
 	if (fd < 0) {
 		snprintf(confine_error, sizeof confine_error, "landlock_create_ruleset (ABI %ld): errno %d", abi, errno);
+		return;
+	}
+	if (add_preopen_rules(fd, abi) != 0) {
+		close(fd);
 		return;
 	}
 	if (syscall(__NR_landlock_restrict_self, fd, 0) != 0) {
@@ -142,6 +207,9 @@ static void seccomp_filter(void) {
 	I(BPF_RET | BPF_K, deny);
 #endif
 	for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+		if (preopens[0] != 0 && (denied[i] == __NR_openat || denied[i] == __NR_openat2)) {
+			continue; // Landlock holds the files of a worker with preopens
+		}
 		J(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)denied[i], 0, 1);
 		I(BPF_RET | BPF_K, deny);
 	}
@@ -208,8 +276,17 @@ __attribute__((constructor)) static void maiden_confine(void) {
 	if (w == NULL || w[0] == 0) {
 		return;
 	}
+	const char *p = getenv("MAIDEN_WORKER_PREOPENS");
+	if (p != NULL) {
+		size_t n = strlen(p);
+		if (n > MAX_PREOPENS || strspn(p, "rw") != n) {
+			snprintf(confine_error, sizeof confine_error, "MAIDEN_WORKER_PREOPENS: want at most %d of r and w", MAX_PREOPENS);
+			return;
+		}
+		preopens = p;
+	}
 	set_limit(RLIMIT_CORE, 0);
-	set_limit(RLIMIT_FSIZE, 0);
+	set_limit(RLIMIT_FSIZE, strchr(preopens, 'w') != NULL ? (rlim_t)1 << 30 : 0);
 	set_limit(RLIMIT_NOFILE, 256);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
 		snprintf(confine_error, sizeof confine_error, "no_new_privs: errno %d", errno);

@@ -12,7 +12,10 @@
 //
 // Compilation runs in a fresh worker per component with a CPU-time limit;
 // its crash is kind invalid. Compiled code reaches call workers over the
-// socket from the parent, so workers open no file at all.
+// socket from the parent, so workers open no file at all; the exception is
+// a call given WASI preopened directories, which runs in a worker started
+// for it alone whose Landlock domain holds exactly those directories
+// (preopen.go).
 //
 //	p, _ := worker.New(&worker.Options{Command: []string{"/usr/bin/maiden"}})
 //	t, _ := p.Open(ctx, "/abs/echo.wasm", lim)
@@ -349,6 +352,12 @@ func (p *Pool) noteConfinement(w *proc) {
 
 // spawnTracked starts a worker that Shutdown kills if it happens meanwhile.
 func (p *Pool) spawnTracked(ctx context.Context) (*proc, error) {
+	return p.spawnTrackedWith(ctx, nil, nil)
+}
+
+// spawnTrackedWith is spawnTracked for a worker that inherits files (from
+// fd 4) and has env added to its environment.
+func (p *Pool) spawnTrackedWith(ctx context.Context, files []*os.File, env []string) (*proc, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.mu.Lock()
@@ -363,7 +372,7 @@ func (p *Pool) spawnTracked(ctx context.Context) (*proc, error) {
 		delete(p.spawning, &cancel)
 		p.mu.Unlock()
 	}()
-	w, err := spawn(ctx, p.opts.Command, p.opts.StartTimeout)
+	w, err := spawnWith(ctx, p.opts.Command, p.opts.StartTimeout, files, env)
 	if err != nil && ctx.Err() != nil && p.isClosing() {
 		return nil, ErrClosed
 	}

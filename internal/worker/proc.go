@@ -67,6 +67,13 @@ const (
 // empty but for the worker marker: no secrets, no proxies, nothing of the
 // parent's.
 func spawn(ctx context.Context, argv []string, timeout time.Duration) (*proc, error) {
+	return spawnWith(ctx, argv, timeout, nil, nil)
+}
+
+// spawnWith is spawn for a worker that inherits files (from fd 4 on) and
+// has env added to its environment (a one-call worker's preopened
+// directories).
+func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files []*os.File, env []string) (*proc, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("worker socket: %w", err)
@@ -82,8 +89,8 @@ func spawn(ctx context.Context, argv []string, timeout time.Duration) (*proc, er
 	childEnd := os.NewFile(uintptr(fds[1]), "maiden-ipc")
 
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = []string{envWorker + "=" + strconv.Itoa(protocolVersion)}
-	cmd.ExtraFiles = []*os.File{childEnd} // fd 3
+	cmd.Env = append([]string{envWorker + "=" + strconv.Itoa(protocolVersion)}, env...)
+	cmd.ExtraFiles = append([]*os.File{childEnd}, files...) // fd 3, then files
 	cmd.Dir = "/"
 	tail := &tailBuffer{max: 8 << 10}
 	cmd.Stderr = tail

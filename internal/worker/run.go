@@ -23,6 +23,9 @@ func (p *Pool) run(ctx context.Context, art, export string, c sandbox.Call) (san
 	if err := ctx.Err(); err != nil {
 		return sandbox.Outcome{}, err
 	}
+	if len(c.Preopens) > 0 || len(c.Opened) > 0 {
+		return p.runPreopened(ctx, art, export, c)
+	}
 	w, err := p.acquire(ctx)
 	if err != nil {
 		return sandbox.Outcome{Duration: time.Since(start)}, err

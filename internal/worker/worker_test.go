@@ -24,6 +24,8 @@ func TestMain(m *testing.M) {
 		switch os.Args[1] {
 		case "confine-probe":
 			os.Exit(confineProbe())
+		case "preopen-probe":
+			os.Exit(preopenProbe())
 		default:
 			os.Exit(hostileWorker(os.Args[1]))
 		}
