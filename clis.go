@@ -99,6 +99,12 @@ func (inv *invocation) reparse(input string) (args []grant.Arg, cmd *command.Inv
 		}
 		return cmd.Render(), cmd, nil
 	}
+	if cmd, ok, err := inv.reparseToolCommand(input); ok {
+		if err != nil {
+			return nil, nil, err
+		}
+		return cmd.Render(), cmd, nil
+	}
 	args, err = grant.Render([]byte(input))
 	return args, nil, err
 }

@@ -48,9 +48,15 @@ type invocation struct {
 	schema       *inputSchema
 	output       *inputSchema // the tool's output schema; nil if it declares none
 
-	// cmd is a wrapped CLI's parsed call (parseCommand); nil for a
-	// WebAssembly tool.
+	// cmd is a wrapped CLI's parsed call (parseCommand), or a command-tree
+	// WebAssembly tool's (parseToolCommand); nil for a JSON-input tool.
 	cmd *command.Invocation
+	// toolCmd is the command description of a command-tree WebAssembly
+	// tool the call was parsed with (wasmcommand.go); openErr is why
+	// parseToolCommand could not open the tool, which loadAndValidate
+	// reports (opened holds the version it did open).
+	toolCmd *toolCommand
+	openErr error
 	// upstreamTool is an imported tool's name on its MCP server.
 	upstreamTool string
 	// decidedBy is the card that allowed the call (authorize).
@@ -136,6 +142,7 @@ func (h *Host) pipeline() handler {
 		h.markDone,
 		h.checkInput,
 		h.parseCommand,
+		h.parseToolCommand,
 		h.authorize,
 		h.loadAndValidate,
 		h.middleware,
@@ -248,7 +255,10 @@ func (h *Host) loadAndValidate(next handler) handler {
 		}
 		lim := limitsOf(inv.tool)
 		for attempt := 0; ; attempt++ {
-			t, err := h.runner.Open(ctx, inv.tool.Path, lim)
+			t, err := inv.opened, inv.openErr // opened by parseToolCommand
+			if attempt > 0 || (t == nil && err == nil) {
+				t, err = h.runner.Open(ctx, inv.tool.Path, lim)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -267,11 +277,17 @@ func (h *Host) loadAndValidate(next handler) handler {
 			if err := toolWorld(t); err != nil {
 				return inv.fail(KindInvalid, err.Error())
 			}
-			schema := h.schemas.get(t.Digest, t.Schema)
+			schema := h.schemas.getTool(t.Digest, t.Schema)
 			if schema.err != nil {
 				return inv.fail(KindInvalid, schema.err.Error())
 			}
-			err = schema.validateWithin(ctx, lim.Timeout, inv.input)
+			if !inv.sameToolCommand(t, schema) {
+				return inv.toolChanged()
+			}
+			err = nil
+			if inv.toolCmd == nil { // a command tree's call was validated by parseToolCommand
+				err = schema.validateWithin(ctx, lim.Timeout, inv.input)
+			}
 			switch {
 			case err == nil:
 			case ctx.Err() != nil:
@@ -340,7 +356,7 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 	var refusals refusalLog
 	out, err := inv.opened.Execute(ctx, sandbox.Call{
 		Limits: limitsOf(inv.tool),
-		Input:  inv.call.Input,
+		Input:  inv.toolInput(),
 		OnLog:  inv.call.OnLog,
 		Fetch:  refusals.watch(h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet)))),
 		Redact: h.gate.Redactor(inv.policy),

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/maiden-run/maiden/internal/command"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -115,6 +116,9 @@ const matchChunk = 1 << 10
 type inputSchema struct {
 	err  error  // the schema text is not a usable JSON Schema
 	text string // the schema, to compile more copies
+	// cmd is the command description a WebAssembly tool's schema()
+	// returned (wasmcommand.go); text is then its JSON Schema projection.
+	cmd *command.Spec
 
 	// The most schemas one value may meet (refs inlined, over-counted: every
 	// subschema) and the largest pattern, to tell a validation that is
@@ -183,6 +187,16 @@ type schemaCache struct {
 const maxCachedSchemas = 1024
 
 func (c *schemaCache) get(digest, text string) *inputSchema {
+	return c.getWith(digest, text, compileSchema)
+}
+
+// getTool is get for a WebAssembly tool's schema(), which may also be a
+// command description (compileToolSchema).
+func (c *schemaCache) getTool(digest, text string) *inputSchema {
+	return c.getWith(digest, text, compileToolSchema)
+}
+
+func (c *schemaCache) getWith(digest, text string, compile func(string) *inputSchema) *inputSchema {
 	c.mu.Lock()
 	s, ok := c.m[digest]
 	c.mu.Unlock()
@@ -192,7 +206,7 @@ func (c *schemaCache) get(digest, text string) *inputSchema {
 	// Outside the lock: a schema at the limits takes ~0.2 s to check and
 	// compile, and calls to other tools should not wait for it. Two calls
 	// may compile the same schema at once; the first stored wins.
-	s = compileSchema(text)
+	s = compile(text)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.m[digest]; ok {

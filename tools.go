@@ -24,7 +24,9 @@ type ToolInfo struct {
 	// title); "" if not set.
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description"`
-	// InputSchema is the JSON Schema text the tool's schema() returned.
+	// InputSchema is the JSON Schema text the tool's schema() returned
+	// (for a tool whose schema() is a command description: that
+	// description's JSON Schema projection).
 	InputSchema string `json:"input_schema"`
 	// OutputSchema is the JSON Schema of the tool's output, if it declares
 	// one (maiden:tool@0.2.0's output-schema()); "" otherwise.
@@ -191,7 +193,11 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 		switch {
 		case err == nil:
 			info.Description, info.InputSchema, info.OutputSchema, info.Digest = li.Description, li.Schema, li.OutputSchema, li.Digest
-			if s := h.schemas.get(li.Digest, li.Schema); s.err != nil {
+			s := h.schemas.getTool(li.Digest, li.Schema)
+			if s.cmd != nil {
+				info.InputSchema = s.text // a command description's JSON Schema projection (wasmcommand.go)
+			}
+			if s.err != nil {
 				info.Error = &ToolError{Kind: KindInvalid, Message: s.err.Error()}
 			} else if err := h.outputSchemaErr(li); err != nil {
 				info.Error = &ToolError{Kind: KindInvalid, Message: err.Error()}
@@ -330,7 +336,7 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 			return nil, ctx.Err()
 		}
 		if err == nil {
-			err = h.schemas.get(li.Digest, li.Schema).err
+			err = h.schemas.getTool(li.Digest, li.Schema).err
 		}
 		if err == nil {
 			err = h.outputSchemaErr(li)

@@ -33,7 +33,6 @@ import (
 	"syscall"
 
 	"github.com/maiden-run/maiden"
-	"github.com/maiden-run/maiden/config"
 )
 
 func main() {
@@ -319,13 +318,10 @@ func cmdHelp(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	name := strings.Join(fs.Args(), " ")
 	c := lookupCommand(name)
 	if c == nil && lookupCommand(fs.Arg(0)) == nil {
-		// maiden help TOOL [COMMAND...]: a wrapped CLI's commands, from
-		// its description in agent.toml.
-		if cfg, err := config.Load(*cfgPath); err == nil {
-			if t, ok := cfg.Tool(fs.Arg(0)); ok && t.CLI != nil {
-				fmt.Fprint(stdout, t.CLI.Command.Help(fs.Args()[1:]...))
-				return exitOK
-			}
+		// maiden help TOOL [COMMAND...]: the commands of a wrapped CLI or
+		// of a command-tree WebAssembly tool (helptool.go).
+		if code, ok := toolHelp(ctx, *cfgPath, fs.Args(), stdout, stderr); ok {
+			return code
 		}
 	}
 	if c == nil || c.hidden {

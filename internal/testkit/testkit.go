@@ -37,6 +37,8 @@ const modulePath = "github.com/maiden-run/maiden"
 //	"js/NAME"  testdata/tools/js/NAME.js (componentize-js)
 //	"go/NAME"  testdata/tools/go/NAME/main.go, a standard Go tool using
 //	           sdk/go (built the way maiden build does)
+//	"examples/NAME"
+//	           the Go example examples/NAME, built the same way
 //	"middleware/NAME"
 //	           testdata/middleware/NAME.wat (built against NAME.wit plus
 //	           maiden's packages, world middleware, if that file exists, else
@@ -246,6 +248,8 @@ func resolve(root, name string) (*source, error) {
 		candidates = []*source{{kind: "js", path: filepath.Join(tools, "js", js+".js")}}
 	} else if g, ok := strings.CutPrefix(name, "go/"); ok {
 		return goSource(root, filepath.Join(tools, "go", g))
+	} else if ex, ok := strings.CutPrefix(name, "examples/"); ok {
+		return goSource(root, filepath.Join(root, "examples", ex))
 	} else {
 		candidates = []*source{
 			{kind: "wat", path: filepath.Join(tools, name+".wat")},

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+)
+
+// toolHelp answers `maiden help TOOL [COMMAND...]` for a tool of agent.toml
+// that describes itself as a command tree: a wrapped CLI (from its
+// description in agent.toml) or a WebAssembly tool whose schema() is a
+// command description (the tool is loaded to ask it). ok is false when
+// args[0] is not such a tool's name, or agent.toml cannot be read: the
+// caller then treats it as a maiden command.
+func toolHelp(ctx context.Context, cfgPath string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return 0, false
+	}
+	t, found := cfg.Tool(args[0])
+	if !found || t.MCP != nil {
+		return 0, false
+	}
+	if t.CLI != nil {
+		fmt.Fprint(stdout, t.CLI.Command.Help(args[1:]...))
+		return exitOK, true
+	}
+	h, err := maiden.New(cfg, &maiden.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden help:", err)
+		return exitUsage, true
+	}
+	defer h.Close(context.Background())
+	text, err := h.CommandHelp(ctx, args[0], args[1:]...)
+	switch {
+	case errors.Is(err, maiden.ErrNoCommands):
+		fmt.Fprintf(stderr, "maiden help: %s takes a JSON object, not commands; maiden tools shows its input schema\n", args[0])
+		return exitUsage, true
+	case err != nil:
+		fmt.Fprintln(stderr, "maiden help:", err)
+		return exitTrap, true // not a loadable tool (exit 5, as maiden call)
+	}
+	fmt.Fprint(stdout, text)
+	return exitOK, true
+}

@@ -1,0 +1,279 @@
+package maiden
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/worker"
+)
+
+// This file is WebAssembly tools that describe themselves as a command
+// tree (issue 13): their schema() returns a command description
+// (internal/command, docs/command-model.md: an object with the key
+// "maiden_command") instead of a JSON Schema. The host then serves the
+// description's JSON Schema projection in tools/list, parses and
+// validates each call with the description (errors name the argument,
+// kind input), authorizes it on the command's canonical rendering — the
+// grammar wrapped CLIs use, so `tool:invoke notes list` allows that
+// command and no other — and gives the tool the validated call, built
+// from the invocation (never the raw input):
+//
+//	{"command": ["show"], "options": {"id": 3}, "positionals": ["x"], "stdin": "..."}
+//
+// command is the path of canonical names ([] for a tool without
+// subcommands); options are the options the call has, defaults included,
+// by name (a value or optional option a string or an integer as declared,
+// a list an array, a map an object of strings, a bool flag true, a count
+// an integer); positionals are in order (strings, or integers as
+// declared); stdin is present only when the command declares it and the
+// call gives it.
+//
+// Authorization needs the description, and the description is the tool's:
+// the tool is opened (the runner's caches answer by digest) before the
+// cards are asked. A JSON-input tool goes on exactly as before: what it
+// could not load is reported after authorization, by loadAndValidate,
+// which runs the version opened here. A description that does not load
+// makes the schema unusable: the tool is kind invalid in Check, Tools and
+// every call, and never runs.
+
+// toolCommand is the command description a call of a WebAssembly tool was
+// parsed with, and the version (digest) it came from.
+type toolCommand struct {
+	spec   *command.Spec
+	digest string
+}
+
+// isCommandDescription tells whether schema() text is a command
+// description rather than a JSON Schema: a JSON object with the key
+// "maiden_command" at its top level (as Load decodes keys, escapes
+// included).
+func isCommandDescription(text string) bool {
+	d := json.NewDecoder(strings.NewReader(text))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return false
+		}
+		if k == "maiden_command" {
+			return true
+		}
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// compileToolSchema is compileSchema for a WebAssembly tool's schema(): a
+// command description is loaded, and its JSON Schema projection compiled
+// (under the same limits as any schema) and served in its place.
+func compileToolSchema(text string) *inputSchema {
+	if !isCommandDescription(text) {
+		return compileSchema(text)
+	}
+	if len(text) > maxSchemaBytes {
+		return &inputSchema{err: fmt.Errorf("schema() returned %d bytes; the limit is %d", len(text), maxSchemaBytes)}
+	}
+	spec, err := command.Load([]byte(text))
+	if err != nil {
+		return &inputSchema{err: fmt.Errorf("schema() returned an unusable %v", err)}
+	}
+	s := compileSchema(spec.JSONSchema())
+	if s.err != nil {
+		return &inputSchema{err: fmt.Errorf("the JSON Schema of schema()'s command description: %v", s.err)}
+	}
+	s.cmd = spec
+	return s
+}
+
+// parseToolCommand opens a WebAssembly tool and, if its schema() is a
+// command description, parses the call with it: a call that does not fit
+// is kind input, naming the argument; one that fits is rendered as the
+// command (inv.cmd), which is what the cards, conditions and approvals
+// see. The opened version is the one loadAndValidate runs.
+func (h *Host) parseToolCommand(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if inv.tool.CLI != nil || inv.tool.MCP != nil {
+			return next(ctx, inv)
+		}
+		t, err := h.runner.Open(ctx, inv.tool.Path, limitsOf(inv.tool))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			inv.openErr = err // loadAndValidate reports it, after authorization as always
+			return next(ctx, inv)
+		}
+		inv.opened = t
+		if toolWorld(t) != nil {
+			return next(ctx, inv)
+		}
+		s := h.schemas.getTool(t.Digest, t.Schema)
+		if s.cmd == nil {
+			return next(ctx, inv) // a JSON-input tool (or an unusable schema: refused by loadAndValidate)
+		}
+		cmd, err := s.cmd.ParseJSON([]byte(inv.call.Input))
+		if err != nil {
+			return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
+		}
+		inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
+		inv.toolCmd = &toolCommand{spec: s.cmd, digest: t.Digest}
+		return next(ctx, inv)
+	}
+}
+
+// sameToolCommand checks, at load, that the version about to run is the
+// one the call was parsed and authorized with. A version replaced since
+// (the stale-version retry) is accepted only if it reads the call as the
+// same command rendering; otherwise nothing runs and the caller is told to
+// call again (kind unavailable). A JSON-input tool on both sides is not
+// concerned.
+func (inv *invocation) sameToolCommand(t *sandbox.Tool, s *inputSchema) bool {
+	switch {
+	case inv.toolCmd == nil && s.cmd == nil:
+		return true
+	case inv.toolCmd != nil && inv.toolCmd.digest == t.Digest:
+		return true
+	case inv.toolCmd != nil && s.cmd != nil:
+		cmd, err := s.cmd.ParseJSON([]byte(inv.call.Input))
+		if err != nil || cmd.String() != inv.cmd.String() {
+			return false
+		}
+		inv.cmd, inv.toolCmd = cmd, &toolCommand{spec: s.cmd, digest: t.Digest}
+		return true
+	}
+	return false
+}
+
+// toolChanged is the refusal of a call whose tool changed between its
+// authorization and its run.
+func (inv *invocation) toolChanged() error {
+	return inv.fail(KindUnavailable, fmt.Sprintf("%s: a new version of the tool's file appeared while the call was being authorized, and it reads the call differently; nothing ran: call it again", inv.tool.Name))
+}
+
+// toolInput is what the tool's execute receives: the input as sent for a
+// JSON-input tool, the validated command call for a command tree.
+func (inv *invocation) toolInput() string {
+	if inv.toolCmd == nil {
+		return inv.call.Input
+	}
+	return string(commandCall(inv.cmd))
+}
+
+// commandCall is the JSON a command-tree tool's execute receives for a
+// validated invocation (see the top of this file). It is built from the
+// invocation's JSON projection, which is derived from its canonical
+// rendering: what was authorized is what the tool gets.
+func commandCall(cmd *command.Invocation) []byte {
+	var proj map[string]json.RawMessage
+	if err := json.Unmarshal(cmd.JSON(), &proj); err != nil {
+		panic("maiden: a command invocation's JSON projection does not decode: " + err.Error()) // JSON() marshals a map
+	}
+	call := struct {
+		Command     []string                   `json:"command"`
+		Options     map[string]json.RawMessage `json:"options"`
+		Positionals []json.RawMessage          `json:"positionals"`
+		Stdin       json.RawMessage            `json:"stdin,omitempty"`
+	}{Command: cmd.Path(), Options: map[string]json.RawMessage{}, Positionals: []json.RawMessage{}, Stdin: proj["stdin"]}
+	if call.Command == nil {
+		call.Command = []string{}
+	}
+	delete(proj, "command")
+	delete(proj, "stdin")
+	for _, p := range cmd.Command().Positionals {
+		v, ok := proj[p.Name]
+		if !ok {
+			continue
+		}
+		delete(proj, p.Name)
+		if !p.Variadic {
+			call.Positionals = append(call.Positionals, v)
+			continue
+		}
+		var vs []json.RawMessage
+		if err := json.Unmarshal(v, &vs); err != nil {
+			panic("maiden: a variadic positional's projection is not an array: " + err.Error())
+		}
+		call.Positionals = append(call.Positionals, vs...)
+	}
+	for k, v := range proj {
+		call.Options[k] = v
+	}
+	b, err := json.Marshal(call)
+	if err != nil {
+		panic("maiden: encoding a command call: " + err.Error())
+	}
+	return b
+}
+
+// reparseToolCommand reads a middleware's rewritten input with the command
+// description the call was parsed with; ok is false for a tool that is not
+// a command tree.
+func (inv *invocation) reparseToolCommand(input string) (cmd *command.Invocation, ok bool, err error) {
+	if inv.toolCmd == nil {
+		return nil, false, nil
+	}
+	cmd, err = inv.toolCmd.spec.ParseJSON([]byte(input))
+	return cmd, true, err
+}
+
+// ErrNoCommands is returned by CommandHelp for a tool that takes JSON
+// input rather than commands.
+var ErrNoCommands = errors.New("maiden: the tool has no command tree")
+
+// CommandHelp is the help text of a command of a tool that describes
+// itself as a command tree — a wrapped CLI ([clis.NAME]) or a WebAssembly
+// tool whose schema() is a command description — at path (command names
+// or aliases; none: the tool itself). It is what `maiden help TOOL
+// [COMMAND...]` prints. A tool whose command description is unusable is
+// an error naming the problem; a tool that takes JSON input is
+// ErrNoCommands; an unknown tool ErrUnknownTool.
+func (h *Host) CommandHelp(ctx context.Context, tool string, path ...string) (string, error) {
+	if h.closed.Load() {
+		return "", ErrClosed
+	}
+	t, ok := h.cfg.Load().Tool(tool)
+	if !ok || t.MCP != nil {
+		return "", fmt.Errorf("%w %q", ErrUnknownTool, tool)
+	}
+	spec, err := h.commandSpec(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	return spec.Help(path...), nil
+}
+
+// commandSpec is t's command description.
+func (h *Host) commandSpec(ctx context.Context, t config.Tool) (*command.Spec, error) {
+	if t.CLI != nil {
+		return t.CLI.Command, nil
+	}
+	li, err := h.load(ctx, t)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	s := h.schemas.getTool(li.Digest, li.Schema)
+	switch {
+	case s.cmd != nil:
+		return s.cmd, nil
+	case isCommandDescription(li.Schema):
+		return nil, fmt.Errorf("%s: %w", t.Name, s.err)
+	}
+	return nil, fmt.Errorf("%w: %s takes JSON input (its schema: maiden tools)", ErrNoCommands, t.Name)
+}
