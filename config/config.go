@@ -138,7 +138,10 @@ type Tool struct {
 	CLI *CLI
 	// MCP is set for an imported MCP server ([mcp.NAME]): its tools are
 	// NAME.TOOL, and Path is "".
-	MCP  *MCPImport
+	MCP *MCPImport
+	// FS is a WebAssembly tool's filesystem policy (fs = "read" or
+	// "write"; FSNone, no filesystem, when absent): see FSRead and FSWrite.
+	FS   string
 	Line int // line of the tool's table header (or first key), for later messages
 }
 

@@ -262,6 +262,13 @@ func (c *checker) toolIn(section, name string, n *tnode, known []string, extra f
 			t.Middleware = c.middlewareKey(v, kpath[:len(kpath)-1])
 		case "middleware_mode":
 			t.MiddlewareMode = c.middlewareMode(v, kkey)
+		case "fs":
+			if section != "tools" {
+				// A wrapped CLI's files are its read_paths and write_paths.
+				c.unknownKey(v, kpath, known)
+				break
+			}
+			t.FS = c.fsAccess(v, kkey)
 		default:
 			if extra == nil || !extra(&t, k, v, kpath) {
 				c.unknownKey(v, kpath, known)
