@@ -44,33 +44,89 @@ func importTool(cfg *config.Config, name string) (config.Tool, bool) {
 }
 
 // upstreams are the Host's imported servers, started on first need and
-// kept while the configuration's [mcp.NAME] table is unchanged.
+// kept while the configuration's [mcp.NAME] table is unchanged. A reload
+// that removes or changes the table retires the upstream: no new call
+// reaches it, and it is closed (its process stopped) as soon as the calls
+// running on it have returned, each within its deadline.
 type upstreams struct {
 	mu      sync.Mutex
 	byName  map[string]*upstream
 	closed  bool
 	changed func() // set by front ends: an upstream's tool list changed
+	// retired are the upstreams retired and not yet closed; retiring
+	// counts their closers, which closeImports waits for; stop ends their
+	// wait for calls in flight.
+	retired  map[*upstream]bool
+	retiring sync.WaitGroup
+	stop     chan struct{}
 }
 
 type upstream struct {
 	imp *config.MCPImport
 	up  *mcpimport.Upstream
+	// inflight counts the calls running on it (runImported); once retired,
+	// drained is closed when it reaches 0.
+	inflight int
+	retired  bool
+	drained  chan struct{}
 }
 
-// upstream returns the running upstream of import t (by its [mcp.NAME]).
+// errRetired: the import a call (or a listing) was made for is no longer
+// the configuration's: a reload removed or changed its [mcp.NAME] table.
+var errRetired = errors.New("removed or changed by a configuration reload")
+
+// upstream returns the running upstream of import name, started if need be.
+// imp must be the table of the configuration in force (errRetired
+// otherwise), so that a call that began before a reload never starts a
+// server the reload removed.
 func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, error) {
+	e, err := h.upstreamEntry(ctx, name, imp, false)
+	if err != nil {
+		return nil, err
+	}
+	return e.up, nil
+}
+
+// acquireUpstream is upstream for a call: the upstream is not closed by a
+// reload before release is called.
+func (h *Host) acquireUpstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, func(), error) {
+	e, err := h.upstreamEntry(ctx, name, imp, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	u := &h.imports
+	return e.up, func() {
+		u.mu.Lock()
+		e.inflight--
+		if e.retired && e.inflight == 0 {
+			close(e.drained)
+		}
+		u.mu.Unlock()
+	}, nil
+}
+
+func (h *Host) upstreamEntry(ctx context.Context, name string, imp *config.MCPImport, acquire bool) (*upstream, error) {
 	u := &h.imports
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if cur, ok := u.byName[name]; ok && reflect.DeepEqual(cur.imp, imp) {
+	// SetConfig stores the configuration before it retires (under u.mu):
+	// reading it under u.mu, this sees either the new one, or the old one
+	// and an entry the retirement will find.
+	if t, ok := h.cfg.Load().Tool(name); !ok || t.MCP == nil || !reflect.DeepEqual(t.MCP, imp) {
 		u.mu.Unlock()
-		return cur.up, nil
+		return nil, fmt.Errorf("the MCP server %q: %w", name, errRetired)
+	}
+	if cur, ok := u.byName[name]; ok && reflect.DeepEqual(cur.imp, imp) {
+		if acquire {
+			cur.inflight++
+		}
+		u.mu.Unlock()
+		return cur, nil
 	} else if ok {
-		cur.up.Close() // its table changed: a new one
-		delete(u.byName, name)
+		u.retireLocked(name, cur) // its table changed: a new one
 	}
 	opts := mcpimport.Options{Name: name, Command: imp.Command, Dir: imp.Dir, URL: imp.URL, Logger: h.log}
 	for _, e := range imp.Env {
@@ -114,7 +170,11 @@ func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport)
 	if u.byName == nil {
 		u.byName = map[string]*upstream{}
 	}
-	u.byName[name] = &upstream{imp: imp, up: up}
+	e := &upstream{imp: imp, up: up}
+	if acquire {
+		e.inflight++
+	}
+	u.byName[name] = e
 	up.OnChange(func() {
 		u.mu.Lock()
 		f := u.changed
@@ -127,7 +187,50 @@ func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport)
 	if err := up.Start(context.WithoutCancel(ctx)); err != nil {
 		h.log.Warn("MCP upstream not up yet; retrying in the background", "upstream", name, "err", err)
 	}
-	return up, nil
+	return e, nil
+}
+
+// retireImports retires the upstreams whose [mcp.NAME] table cfg no longer
+// has as it was (SetConfig, after storing cfg).
+func (h *Host) retireImports(cfg *config.Config) {
+	u := &h.imports
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for name, e := range u.byName {
+		if t, ok := cfg.Tool(name); ok && t.MCP != nil && reflect.DeepEqual(t.MCP, e.imp) {
+			continue
+		}
+		u.retireLocked(name, e)
+	}
+}
+
+// retireLocked takes e out of service and closes it once the calls running
+// on it have returned (or closeImports stops the wait). u.mu is held.
+func (u *upstreams) retireLocked(name string, e *upstream) {
+	delete(u.byName, name)
+	e.retired = true
+	e.drained = make(chan struct{})
+	if e.inflight == 0 {
+		close(e.drained)
+	}
+	if u.retired == nil {
+		u.retired = map[*upstream]bool{}
+		u.stop = make(chan struct{})
+	}
+	u.retired[e] = true
+	stop := u.stop
+	u.retiring.Add(1)
+	go func() {
+		defer u.retiring.Done()
+		select {
+		case <-e.drained:
+		case <-stop:
+		}
+		e.up.Close()
+		u.mu.Lock()
+		delete(u.retired, e)
+		u.mu.Unlock()
+	}()
 }
 
 // OnToolsChanged registers f, called when an imported server's tool list
@@ -138,22 +241,41 @@ func (h *Host) OnToolsChanged(f func()) {
 	h.imports.mu.Unlock()
 }
 
-// closeImports stops every upstream.
+// closeImports stops every upstream, retired ones included (calls still
+// running on them fail as unavailable).
 func (h *Host) closeImports() {
 	u := &h.imports
 	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		u.retiring.Wait()
+		return
+	}
 	u.closed = true
 	list := u.byName
 	u.byName = nil
+	if u.stop != nil {
+		close(u.stop)
+	}
 	u.mu.Unlock()
 	for _, up := range list {
 		up.up.Close()
 	}
+	u.retiring.Wait()
 }
 
 // importedTools lists import t's tools as NAME.TOOL, with their upstream
-// names.
+// names; none when a reload has just removed or changed the import (the
+// listing was made on the configuration before it).
 func (h *Host) importedTools(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]mcpimport.Tool, error) {
+	infos, byExposed, err := h.importedToolsOf(ctx, t)
+	if errors.Is(err, errRetired) {
+		return nil, nil, nil
+	}
+	return infos, byExposed, err
+}
+
+func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]mcpimport.Tool, error) {
 	up, err := h.upstream(ctx, t.Name, t.MCP)
 	if err != nil {
 		return nil, nil, err
@@ -195,13 +317,24 @@ func schemaDigest(name string, schema []byte) string {
 	return "mcp:" + hex.EncodeToString(sum[:])
 }
 
-// runImported sends a call to its upstream.
+// runImported sends a call to its upstream, under the import's timeout_ms.
 func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
-	up, err := h.upstream(ctx, imp, inv.tool.MCP)
-	if err != nil {
+	retired := func() error {
+		return inv.fail(KindUnavailable, fmt.Sprintf("the MCP server %q was %v while the call was on its way; call again", imp, errRetired))
+	}
+	if inv.upstreamTool == "" { // loadImported found the import retired
+		return retired()
+	}
+	up, release, err := h.acquireUpstream(ctx, imp, inv.tool.MCP)
+	if errors.Is(err, errRetired) {
+		return retired()
+	} else if err != nil {
 		return err
 	}
+	defer release()
+	callCtx, cancel := context.WithTimeout(ctx, inv.tool.Timeout)
+	defer cancel()
 	gate := h.gate.Redactor(inv.policy)
 	redact := gate
 	if name := inv.tool.MCP.Credential; name != "" {
@@ -214,7 +347,14 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	}
 	var logs []LogEntry
 	var mu sync.Mutex
-	res, err := up.Call(ctx, inv.upstreamTool, []byte(inv.call.Input), func(e LogEntry) {
+	var onProgress func(mcpimport.Progress)
+	relay := inv.progressRelay(redact)
+	if relay != nil {
+		onProgress = func(p mcpimport.Progress) {
+			relay.report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	res, err := up.Call(callCtx, inv.upstreamTool, []byte(inv.call.Input), func(e LogEntry) {
 		e.Message = redact(e.Message)
 		if inv.call.OnLog != nil {
 			inv.call.OnLog(e)
@@ -222,7 +362,8 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 		mu.Lock()
 		logs = append(logs, e)
 		mu.Unlock()
-	}, nil)
+	}, onProgress)
+	relay.finish()
 	mu.Lock()
 	inv.res.Logs = append([]LogEntry{}, logs...)
 	mu.Unlock()
@@ -231,6 +372,10 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 		return inv.fail(KindUnavailable, redact(err.Error()))
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
+	case err != nil && callCtx.Err() != nil:
+		return inv.fail(KindDeadline, fmt.Sprintf("%s ran past its %v timeout; maiden cancelled it on the MCP server %q", inv.tool.Name, inv.tool.Timeout, imp))
+	case errors.Is(err, mcpimport.ErrClosed):
+		return inv.fail(KindUnavailable, fmt.Sprintf("the MCP server %q was stopped during the call (maiden is closing)", imp))
 	case err != nil:
 		return inv.fail(KindTool, redact(err.Error()))
 	case res.IsError:
@@ -252,8 +397,13 @@ func (h *Host) loadImported(ctx context.Context, inv *invocation) (sandbox.LoadI
 	if !ok {
 		return sandbox.LoadInfo{}, fmt.Errorf("%w %q", ErrUnknownTool, inv.tool.Name)
 	}
-	_, byExposed, err := h.importedTools(ctx, t)
-	if err != nil {
+	_, byExposed, err := h.importedToolsOf(ctx, t)
+	if errors.Is(err, errRetired) {
+		// A reload removed or changed the import since the call began:
+		// nothing is sent anywhere. The run stage answers unavailable
+		// (inv.upstreamTool stays "").
+		return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Schema: "{}"}, Digest: "mcp:retired"}, nil
+	} else if err != nil {
 		return sandbox.LoadInfo{}, err
 	}
 	x, ok := byExposed[inv.tool.Name]

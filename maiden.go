@@ -238,10 +238,13 @@ func (h *Host) Active() int { return h.adm.active() }
 func (h *Host) Config() *config.Config { return h.cfg.Load() }
 
 // SetConfig replaces the configuration. Calls already running keep the
-// policy they started with; the next call sees the new one.
+// policy they started with; the next call sees the new one. An imported MCP
+// server whose [mcp.NAME] table is gone or changed is stopped as soon as
+// the calls running on it have returned.
 func (h *Host) SetConfig(cfg *config.Config) {
 	if cfg != nil {
 		h.cfg.Store(cfg)
+		h.retireImports(cfg)
 	}
 }
 
@@ -259,6 +262,12 @@ type Call struct {
 	// the tool's thread; it must not block. Lines are redacted as the
 	// call's redact middleware says before OnLog sees them.
 	OnLog func(LogEntry)
+	// OnProgress, if set, sees the tool's own progress reports (an
+	// imported MCP server's notifications/progress for this call), each
+	// value above the last, at most one per ProgressInterval (the newest
+	// wins), the message redacted like the logs and capped; all before
+	// Call returns. It must not block. See Progress.
+	OnProgress func(Progress)
 	// Session names the caller's session ("" for none); middleware
 	// conditions and approvals see it.
 	Session string

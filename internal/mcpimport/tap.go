@@ -175,7 +175,11 @@ func (u *Upstream) dispatch(gen uint64, method string, params json.RawMessage) {
 		if c == nil || c.gen != gen || c.onProgress == nil {
 			return
 		}
-		c.onProgress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		msg := p.Message
+		if len(msg) > maxLogMessage {
+			msg = msg[:maxLogMessage] + " [truncated by maiden]"
+		}
+		c.onProgress(Progress{Progress: p.Progress, Total: p.Total, Message: msg})
 	case methodLog:
 		var p mcp.LoggingMessageParams
 		if json.Unmarshal(params, &p) != nil {

@@ -120,7 +120,10 @@ type Result struct {
 	IsError bool
 }
 
-// Progress is one progress notification of a call.
+// Progress is one progress notification of a call, as the upstream sent it
+// (its message capped at 16 KiB): the values are the upstream's claims, not
+// checked here (the host drops those that do not increase and coalesces a
+// flood).
 type Progress struct {
 	Progress float64
 	Total    float64 // 0: unknown

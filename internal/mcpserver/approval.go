@@ -209,7 +209,8 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	w.stopWait = stopWait
-	stopProgress := s.startProgress(ctx, req, c.Tool, w)
+	stopProgress, onProgress := s.startProgress(ctx, req, c.Tool, w)
+	c.OnProgress = onProgress
 	res, err := s.host.Call(waitCtx, c)
 	stopProgress()
 	w.end()

@@ -573,15 +573,23 @@ func (s *Server) longestCall() time.Duration {
 	return d + 5*time.Second
 }
 
-// startProgress reports progress every interval while a call runs, if the
-// client gave a progress token. The progress value is the seconds elapsed;
-// the total is unknown. While the call waits for a human's approval (w),
-// the message says so.
-func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, tool string, w *approvalWatch) (stop func()) {
+// startProgress tells the client how the call goes, if it gave a progress
+// token. Until the tool reports progress of its own, a ticker does, every
+// interval: the value is the seconds elapsed, the total unknown, and while
+// the call waits for a human's approval (w) the message says so. Once the
+// tool reports (report, which never blocks: the host hands it the tool's
+// reports, already coalesced, checked and redacted), its reports are sent
+// instead, with the client's token; the ticker sends no more. Values on the
+// token always increase, as MCP requires: when the ticker has already sent
+// some, the tool's are shifted by the last value sent (progress and total
+// alike), and any value not above the last one sent is dropped. stop sends
+// the report still pending, so that every notification precedes the result.
+func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, tool string, w *approvalWatch) (stop func(), report func(maiden.Progress)) {
 	token := req.Params.GetProgressToken()
 	if token == nil || req.Session == nil {
-		return func() {}
+		return func() {}, nil
 	}
+	pr := &progressSender{wake: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -590,25 +598,33 @@ func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, to
 		t := time.NewTicker(s.opts.ProgressEvery)
 		defer t.Stop()
 		start := time.Now()
+		send := func(p *mcp.ProgressNotificationParams) {
+			p.ProgressToken = token
+			if err := req.Session.NotifyProgress(ctx, p); err != nil {
+				s.log.Debug("progress notification failed", "tool", tool, "error", err)
+			}
+		}
 		for {
 			select {
 			case <-done:
+				if p := pr.next(); p != nil {
+					send(p)
+				}
 				return
 			case <-ctx.Done():
 				return
+			case <-pr.wake:
+				if p := pr.next(); p != nil {
+					send(p)
+				}
 			case <-t.C:
 				elapsed := time.Since(start)
 				msg := w.waiting()
 				if msg == "" {
 					msg = fmt.Sprintf("%s running for %s", tool, elapsed.Round(100*time.Millisecond))
 				}
-				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-					ProgressToken: token,
-					Progress:      elapsed.Seconds(),
-					Message:       msg,
-				})
-				if err != nil {
-					s.log.Debug("progress notification failed", "tool", tool, "error", err)
+				if p := pr.tick(elapsed.Seconds(), msg); p != nil {
+					send(p)
 				}
 			}
 		}
@@ -616,7 +632,74 @@ func (s *Server) startProgress(ctx context.Context, req *mcp.CallToolRequest, to
 	return func() {
 		close(done)
 		wg.Wait()
+	}, pr.report
+}
+
+// progressSender is what one call's progress notifications have said: the
+// last value sent on the client's token, and the tool's report waiting to
+// be sent.
+type progressSender struct {
+	wake chan struct{}
+
+	mu      sync.Mutex
+	sent    bool
+	last    float64
+	own     bool    // the tool has reported: the ticker is silent
+	base    float64 // added to the tool's values (the ticker's last value)
+	pending *maiden.Progress
+}
+
+// report takes the tool's newest report (never blocks).
+func (p *progressSender) report(r maiden.Progress) {
+	p.mu.Lock()
+	if !p.own {
+		p.own = true
+		if p.sent {
+			p.base = p.last
+		}
 	}
+	p.pending = &r
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next is the pending report of the tool as it is to be sent, or nil.
+func (p *progressSender) next() *mcp.ProgressNotificationParams {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.pending
+	p.pending = nil
+	if r == nil {
+		return nil
+	}
+	out := &mcp.ProgressNotificationParams{Progress: p.base + r.Progress, Message: r.Message}
+	if r.Total > 0 {
+		out.Total = p.base + r.Total
+	}
+	return p.sendable(out)
+}
+
+// tick is the ticker's notification, or nil once the tool reports.
+func (p *progressSender) tick(elapsed float64, msg string) *mcp.ProgressNotificationParams {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.own {
+		return nil
+	}
+	return p.sendable(&mcp.ProgressNotificationParams{Progress: elapsed, Message: msg})
+}
+
+// sendable records n as sent, or drops it (nil) if its value does not
+// increase; p.mu is held.
+func (p *progressSender) sendable(n *mcp.ProgressNotificationParams) *mcp.ProgressNotificationParams {
+	if p.sent && n.Progress <= p.last {
+		return nil
+	}
+	p.sent, p.last = true, n.Progress
+	return n
 }
 
 // minLevel drops records below a level, whatever the wrapped handler allows.

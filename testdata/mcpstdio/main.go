@@ -1,7 +1,9 @@
 // Command mcpstdio is a small MCP server over stdio for maiden's tests of
 // MCP imports ([mcp.NAME] command = [...]): "add" adds two integers, "read"
 // returns a file's contents (to show the confinement of stdio servers:
-// a file outside the import's read_paths cannot be read). Build it with
+// a file outside the import's read_paths cannot be read), "pid" its process
+// ID and "sleep" answers after ms milliseconds (to show a reload stopping a
+// removed import's process, after the call in flight). Build it with
 // `go build ./testdata/mcpstdio` (the tests do).
 package main
 
@@ -9,6 +11,7 @@ import (
 	"context"
 	"log"
 	"os"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,6 +33,18 @@ type readOut struct {
 	Text string `json:"text"`
 }
 
+type pidOut struct {
+	PID int `json:"pid"`
+}
+
+type sleepIn struct {
+	MS int `json:"ms"`
+}
+
+type sleepOut struct {
+	Slept int `json:"slept"`
+}
+
 func main() {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpstdio", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "adds two integers"},
@@ -43,6 +58,19 @@ func main() {
 				return nil, readOut{}, err
 			}
 			return nil, readOut{Text: string(b)}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "pid", Description: "returns the server's process ID"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, pidOut, error) {
+			return nil, pidOut{PID: os.Getpid()}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sleep", Description: "answers after ms milliseconds"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, sleepOut, error) {
+			select {
+			case <-time.After(time.Duration(in.MS) * time.Millisecond):
+				return nil, sleepOut{Slept: in.MS}, nil
+			case <-ctx.Done():
+				return nil, sleepOut{}, ctx.Err()
+			}
 		})
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
