@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"strings"
 
@@ -282,9 +283,9 @@ func within(p, root string) bool {
 }
 
 // roots maps b to the safefs roots for one call on p (which boundary.Check has allowed):
-//   - every subtree entry (the filesystem kind's implied ones too) is a root with its access;
-//   - an exact entry naming p is a root at p's parent with the entry's access (safefs opens a root as a directory;
-//     safefs is asked about p only, so the parent is reached only through p: see docs/builtins.md);
+//   - every subtree entry covering p (the filesystem kind's implied ones too) is a root with its access, and so is
+//     an exact entry naming p; but an entry naming p itself when p is not a directory is a root at p's parent
+//     (safefs opens roots as directories, and is asked about p only: see docs/builtins.md);
 //   - every deny path is a Deny root, checked where the path really resolved;
 //   - for a write, each protected name under each write root and under p's parent is a NoWrite root.
 //
@@ -302,14 +303,16 @@ func roots(b boundary.Boundary, p string, write bool) []safefs.Root {
 			acc = safefs.AccessWrite
 		}
 		r := e.Path
-		if e.Match != boundary.Subtree {
-			if e.Path != p {
-				continue
-			}
-			r = path.Dir(p)
-		}
-		if !within(p, r) {
+		switch {
+		case e.Match != boundary.Subtree && e.Path != p:
 			continue
+		case !within(p, r):
+			continue
+		case e.Path == p && !isDir(p):
+			// A file named by its entry: safefs roots are directories, so the root is its parent, and the
+			// file is opened beneath it. (If the answer changes before the open, the open fails or resolves
+			// beneath the parent: either way beneath a directory the entry's path names.)
+			r = path.Dir(p)
 		}
 		out = append(out, safefs.Root{Path: r, Access: acc})
 		if acc == safefs.AccessWrite {
@@ -327,6 +330,12 @@ func roots(b boundary.Boundary, p string, write bool) []safefs.Root {
 		}
 	}
 	return out
+}
+
+// isDir: p is a directory now (following symlinks, as safefs opens a root).
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // implied is what the boundary's filesystem kind grants before its entries (BOUNDARIES.md; docs/boundaries.md).
