@@ -82,7 +82,7 @@ func scanApproval(row scanner) (Approval, error) {
 	return a, nil
 }
 
-func (s *SQLite) loadApproval(ctx context.Context, q querier, id string) (Approval, error) {
+func (s *DB) loadApproval(ctx context.Context, q querier, id string) (Approval, error) {
 	a, err := scanApproval(q.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = ?`, id))
 	if isNoRows(err) {
 		return a, fmt.Errorf("%w %q", ErrUnknownApproval, id)
@@ -90,7 +90,7 @@ func (s *SQLite) loadApproval(ctx context.Context, q querier, id string) (Approv
 	return a, err
 }
 
-func (s *SQLite) queryApprovals(ctx context.Context, where string, args ...any) ([]Approval, error) {
+func (s *DB) queryApprovals(ctx context.Context, where string, args ...any) ([]Approval, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals `+where, args...)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (s *SQLite) queryApprovals(ctx context.Context, where string, args ...any) 
 // CreateApproval persists a pending request before anything runs and
 // returns it with its ID, Created and State set. Expires must be later
 // than now.
-func (s *SQLite) CreateApproval(ctx context.Context, a Approval) (Approval, error) {
+func (s *DB) CreateApproval(ctx context.Context, a Approval) (Approval, error) {
 	for what, v := range map[string]string{"agent name": a.Agent, "tool name": a.Tool, "input digest": a.Digest, "middleware": a.Middleware} {
 		if err := checkName(what, v); err != nil {
 			return Approval{}, fmt.Errorf("create approval: %w", err)
@@ -138,13 +138,13 @@ func (s *SQLite) CreateApproval(ctx context.Context, a Approval) (Approval, erro
 }
 
 // Approval returns one request.
-func (s *SQLite) Approval(ctx context.Context, id string) (Approval, error) {
+func (s *DB) Approval(ctx context.Context, id string) (Approval, error) {
 	return s.loadApproval(ctx, s.db, id)
 }
 
 // PendingApprovals lists the requests still waiting for a decision at now,
 // oldest first.
-func (s *SQLite) PendingApprovals(ctx context.Context, now time.Time) ([]Approval, error) {
+func (s *DB) PendingApprovals(ctx context.Context, now time.Time) ([]Approval, error) {
 	out, err := s.queryApprovals(ctx, `WHERE state = ? AND expires_at > ? ORDER BY created_at, id`, ApprovalPending, now.UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("pending approvals: %w", err)
@@ -157,7 +157,7 @@ func (s *SQLite) PendingApprovals(ctx context.Context, now time.Time) ([]Approva
 // transaction. An unknown ID is ErrUnknownApproval; a request already
 // decided, or expired, is ErrApprovalState (an expired one is marked
 // expired).
-func (s *SQLite) Decide(ctx context.Context, id string, approve bool, by, reason string) (Approval, error) {
+func (s *DB) Decide(ctx context.Context, id string, approve bool, by, reason string) (Approval, error) {
 	if err := checkName("decided by", by); err != nil {
 		return Approval{}, fmt.Errorf("decide %s: %w", id, err)
 	}
@@ -212,7 +212,7 @@ func (s *SQLite) Decide(ctx context.Context, id string, approve bool, by, reason
 // FindApproved returns the approved, not yet consumed and unexpired
 // request for agent's call of tool with input digest, if there is one
 // (found false otherwise).
-func (s *SQLite) FindApproved(ctx context.Context, agent, tool, digest string, now time.Time) (a Approval, found bool, err error) {
+func (s *DB) FindApproved(ctx context.Context, agent, tool, digest string, now time.Time) (a Approval, found bool, err error) {
 	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? AND state = ? AND expires_at > ? ORDER BY created_at, id LIMIT 1`,
 		agent, tool, digest, ApprovalApproved, now.UnixNano())
 	if err != nil || len(as) == 0 {
@@ -226,7 +226,7 @@ func (s *SQLite) FindApproved(ctx context.Context, agent, tool, digest string, n
 // (found false if there is none): a repeated call finds the request it is
 // already waiting for, or learns that its approved run was interrupted.
 // Each approve layer needs its own approval.
-func (s *SQLite) LatestApproval(ctx context.Context, agent, tool, digest, rule string) (a Approval, found bool, err error) {
+func (s *DB) LatestApproval(ctx context.Context, agent, tool, digest, rule string) (a Approval, found bool, err error) {
 	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? AND middleware = ? ORDER BY created_at DESC, id DESC LIMIT 1`, agent, tool, digest, rule)
 	if err != nil || len(as) == 0 {
 		return Approval{}, false, err
@@ -237,7 +237,7 @@ func (s *SQLite) LatestApproval(ctx context.Context, agent, tool, digest, rule s
 // RecentDenial returns a denial of agent's call of tool with input digest
 // whose request has not expired: a denial is remembered until then, so
 // asking again does not ask the human again.
-func (s *SQLite) RecentDenial(ctx context.Context, agent, tool, digest string, now time.Time) (a Approval, found bool, err error) {
+func (s *DB) RecentDenial(ctx context.Context, agent, tool, digest string, now time.Time) (a Approval, found bool, err error) {
 	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? AND state = ? AND expires_at > ? ORDER BY decided_at DESC, id LIMIT 1`,
 		agent, tool, digest, ApprovalDenied, now.UnixNano())
 	if err != nil || len(as) == 0 {
@@ -259,7 +259,7 @@ func runnerID() string {
 // callers (in any process) exactly one succeeds; the others get
 // ErrApprovalState. An unknown ID is ErrUnknownApproval; an expired
 // approval is ErrApprovalState.
-func (s *SQLite) ConsumeAndStart(ctx context.Context, id string) (Approval, error) {
+func (s *DB) ConsumeAndStart(ctx context.Context, id string) (Approval, error) {
 	var out Approval
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
 		now := s.now().UnixNano()
@@ -291,7 +291,7 @@ func (s *SQLite) ConsumeAndStart(ctx context.Context, id string) (Approval, erro
 }
 
 // MarkDone records that started call id finished (whatever its result).
-func (s *SQLite) MarkDone(ctx context.Context, id string) error {
+func (s *DB) MarkDone(ctx context.Context, id string) error {
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, done_at = ? WHERE id = ? AND state = ?`,
 			ApprovalDone, s.now().UnixNano(), id, ApprovalStarted)
@@ -320,7 +320,7 @@ func (s *SQLite) MarkDone(ctx context.Context, id string) error {
 // another host (that host's maiden marks it when it restarts) and one
 // whose PID was reused by an unrelated process since (marked by a later
 // startup once that PID is free).
-func (s *SQLite) MarkInterruptedOnStartup(ctx context.Context) (int, error) {
+func (s *DB) MarkInterruptedOnStartup(ctx context.Context) (int, error) {
 	host, _ := os.Hostname()
 	n := 0
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
@@ -363,7 +363,7 @@ func (s *SQLite) MarkInterruptedOnStartup(ctx context.Context) (int, error) {
 
 // Expire marks expired the pending and approved-but-unconsumed requests
 // whose time is up at now (expiry is a denial), and returns how many.
-func (s *SQLite) Expire(ctx context.Context, now time.Time) (int, error) {
+func (s *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ? WHERE state IN (?, ?) AND expires_at <= ?`,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,7 @@ import (
 	"time"
 )
 
-func newApproval(t *testing.T, s *SQLite, digest string, ttl time.Duration) Approval {
+func newApproval(t *testing.T, s *DB, digest string, ttl time.Duration) Approval {
 	t.Helper()
 	a, err := s.CreateApproval(context.Background(), Approval{
 		Agent: "a", Session: "s1", Tool: "pay", Rendered: "pay --amount=250", Digest: digest,
@@ -26,7 +25,7 @@ func newApproval(t *testing.T, s *SQLite, digest string, ttl time.Duration) Appr
 	return a
 }
 
-func wantState(t *testing.T, s *SQLite, id, state string) {
+func wantState(t *testing.T, s *DB, id, state string) {
 	t.Helper()
 	a, err := s.Approval(context.Background(), id)
 	if err != nil || a.State != state {
@@ -37,10 +36,12 @@ func wantState(t *testing.T, s *SQLite, id, state string) {
 // TestApprovalLifecycle: create, list, decide (audited), find, consume
 // once, done; the errors for unknown and already decided IDs; denial
 // memory; expiry.
-func TestApprovalLifecycle(t *testing.T) {
+func TestApprovalLifecycle(t *testing.T) { eachBackend(t, testApprovalLifecycle) }
+
+func testApprovalLifecycle(t *testing.T, be backend) {
 	ctx := context.Background()
 	c := newClock()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), c)
+	s := open(t, be.target(t), c)
 	a := newApproval(t, s, "d1", time.Hour)
 	c.add(time.Second)
 	b := newApproval(t, s, "d2", time.Hour)
@@ -151,11 +152,13 @@ func childCmd(path, mode, arg string) *exec.Cmd {
 	return cmd
 }
 
-// TestConsumeExactlyOnce: eight goroutines on two *SQLite and four child
+// TestConsumeExactlyOnce: eight goroutines on two *DB and four child
 // processes race to consume one approval; exactly one wins, in each of
 // several rounds.
-func TestConsumeExactlyOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestConsumeExactlyOnce(t *testing.T) { eachBackend(t, testConsumeExactlyOnce) }
+
+func testConsumeExactlyOnce(t *testing.T, be backend) {
+	path := be.target(t)
 	s := open(t, path, nil)
 	s2 := open(t, path, nil)
 	for round := range 3 {
@@ -236,9 +239,11 @@ func holdChild(t *testing.T, path, mode, id, line string) {
 // exactly once. Another child starts the call and is killed while it
 // "runs": on restart it is interrupted, never consumable again. A call
 // started by a live process is left alone.
-func TestApprovalKill9(t *testing.T) {
+func TestApprovalKill9(t *testing.T) { eachBackend(t, testApprovalKill9) }
+
+func testApprovalKill9(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	a := newApproval(t, s, "k1", time.Hour)
 	b := newApproval(t, s, "k2", time.Hour)
@@ -305,10 +310,7 @@ func TestApprovalKill9(t *testing.T) {
 		t.Fatalf("consume of an interrupted call: %v", err)
 	}
 	wantState(t, s, a.ID, ApprovalDone)
-	var check string
-	if err := s.db.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
-		t.Fatalf("integrity_check = %q, %v", check, err)
-	}
+	integrityCheck(t, s)
 	if _, _, err := s.VerifyAudit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func checkAuditRecord(r AuditRecord) error {
 
 // appendAudit appends r inside tx, which holds the write lock, so that the
 // head read here is the head the insert extends.
-func (s *SQLite) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (AuditRecord, error) {
+func (s *DB) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (AuditRecord, error) {
 	r, err := s.normalAudit(r)
 	if err != nil {
 		return r, err
@@ -112,7 +112,7 @@ func (s *SQLite) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (Au
 // normalAudit checks r and puts it in its stored form: a time (now if
 // zero) at nanosecond precision in UTC, a compact JSON body ("null" if
 // none).
-func (s *SQLite) normalAudit(r AuditRecord) (AuditRecord, error) {
+func (s *DB) normalAudit(r AuditRecord) (AuditRecord, error) {
 	if err := checkAuditRecord(r); err != nil {
 		return r, err
 	}
@@ -136,7 +136,7 @@ func (s *SQLite) normalAudit(r AuditRecord) (AuditRecord, error) {
 
 // auditHeadTx reads the chain's head inside tx (0 and the genesis hash
 // when the chain is empty).
-func (s *SQLite) auditHeadTx(ctx context.Context, tx *sql.Tx) (seq int64, prev string, err error) {
+func (s *DB) auditHeadTx(ctx context.Context, tx *sql.Tx) (seq int64, prev string, err error) {
 	err = tx.StmtContext(ctx, s.auditHead).QueryRowContext(ctx).Scan(&seq, &prev)
 	if isNoRows(err) {
 		return 0, genesis, nil
@@ -148,7 +148,7 @@ func (s *SQLite) auditHeadTx(ctx context.Context, tx *sql.Tx) (seq int64, prev s
 }
 
 // insertAudit appends normalised record r after the record (seq, prev).
-func (s *SQLite) insertAudit(ctx context.Context, tx *sql.Tx, r AuditRecord, seq int64, prev string) (AuditRecord, error) {
+func (s *DB) insertAudit(ctx context.Context, tx *sql.Tx, r AuditRecord, seq int64, prev string) (AuditRecord, error) {
 	r.Seq, r.Prev = seq+1, prev
 	r.Hash = auditHash(r)
 	if _, err := tx.StmtContext(ctx, s.auditInsert).ExecContext(ctx,
@@ -182,7 +182,7 @@ func auditBody(v any) json.RawMessage {
 // AppendAudit appends one record in its own transaction and returns it
 // with its sequence number and hashes. When it returns nil the record is
 // committed (synchronous=FULL: on disk).
-func (s *SQLite) AppendAudit(ctx context.Context, r AuditRecord) (AuditRecord, error) {
+func (s *DB) AppendAudit(ctx context.Context, r AuditRecord) (AuditRecord, error) {
 	var out AuditRecord
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -211,7 +211,7 @@ func scanAudit(row scanner) (AuditRecord, error) {
 
 // AuditTail returns up to limit records with a sequence number above
 // after, in order (limit <= 0: all of them).
-func (s *SQLite) AuditTail(ctx context.Context, after int64, limit int) ([]AuditRecord, error) {
+func (s *DB) AuditTail(ctx context.Context, after int64, limit int) ([]AuditRecord, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -306,7 +306,7 @@ func verifyChain(recs []AuditRecord) (head string, problem *AuditProblem) {
 // checks the whole chain in one read and returns the number of
 // records and the head hash. A broken chain is an error wrapping
 // ErrAuditBroken, an *AuditProblem naming the first bad record and why.
-func (s *SQLite) VerifyAudit(ctx context.Context) (n int64, head string, err error) {
+func (s *DB) VerifyAudit(ctx context.Context) (n int64, head string, err error) {
 	if err := s.journal.Flush(ctx); err != nil {
 		return 0, "", err
 	}
@@ -331,7 +331,7 @@ type auditExportHead struct {
 // followed by {"head": HASH, "records": N}, all from one read, after
 // flushing this store's audit journal. VerifyExport
 // checks such a file elsewhere.
-func (s *SQLite) ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error) {
+func (s *DB) ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error) {
 	if err := s.journal.Flush(ctx); err != nil {
 		return 0, "", err
 	}
@@ -444,7 +444,7 @@ type groupedRecord struct {
 // the queue to the first waiter, so that no caller commits for others
 // more than once. A waiter does not give up on ctx: its record may be in
 // the transaction in flight.
-func (s *SQLite) AppendAuditGroup(ctx context.Context, r AuditRecord) (AuditRecord, error) {
+func (s *DB) AppendAuditGroup(ctx context.Context, r AuditRecord) (AuditRecord, error) {
 	if err := checkAuditRecord(r); err != nil {
 		return AuditRecord{}, fmt.Errorf("audit %s: %w", r.Kind, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +15,10 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/pgtest"
 )
 
-func appendN(t *testing.T, s *SQLite, n int, tool string) {
+func appendN(t *testing.T, s *DB, n int, tool string) {
 	t.Helper()
 	for i := range n {
 		if _, err := s.AppendAudit(context.Background(), AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: tool,
@@ -28,7 +28,7 @@ func appendN(t *testing.T, s *SQLite, n int, tool string) {
 	}
 }
 
-func verifyOK(t *testing.T, s *SQLite, want int64) string {
+func verifyOK(t *testing.T, s *DB, want int64) string {
 	t.Helper()
 	n, head, err := s.VerifyAudit(context.Background())
 	if err != nil || n != want {
@@ -39,9 +39,11 @@ func verifyOK(t *testing.T, s *SQLite, want int64) string {
 
 // TestAuditCardAndTokenChanges: every card and token change appends its
 // record in its own transaction; a refused operation appends none.
-func TestAuditCardAndTokenChanges(t *testing.T) {
+func TestAuditCardAndTokenChanges(t *testing.T) { eachBackend(t, testAuditCardAndTokenChanges) }
+
+func testAuditCardAndTokenChanges(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	mustAgents(t, s, "a", "b")
 	_, tok, err := s.MintToken(ctx, "a")
 	if err != nil {
@@ -109,9 +111,11 @@ func TestAuditCardAndTokenChanges(t *testing.T) {
 // TestAuditExport: an export verifies on its own; a cut, an edit, or a
 // rewritten history (every hash recomputed, which no local check can
 // see) fail, the last against a head noted earlier.
-func TestAuditExport(t *testing.T) {
+func TestAuditExport(t *testing.T) { eachBackend(t, testAuditExport) }
+
+func testAuditExport(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	appendN(t, s, 4, "t")
 	// A body with spaces and characters JSON encoders like to escape
 	// exports as it was hashed.
@@ -168,39 +172,35 @@ func TestAuditExport(t *testing.T) {
 	}
 }
 
-// TestAuditTamperWithSQLiteCLI edits the store file with the sqlite3
-// command-line shell, as someone with the file would, and checks that
-// VerifyAudit names the first bad record and what was done to it.
-func TestAuditTamperWithSQLiteCLI(t *testing.T) {
-	cli, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; .ci/run installs it)")
-	}
-	for _, tc := range []struct {
-		name, sql, reason string
-		seq               int64
-	}{
-		{"edit a field", `UPDATE audit SET tool = 'evil' WHERE seq = 3`, "edited", 3},
-		{"edit the body", `UPDATE audit SET body = '{"i":99}' WHERE seq = 5`, "edited", 5},
-		{"delete a record", `DELETE FROM audit WHERE seq = 3`, "deleted", 3},
-		{"delete and renumber", `DELETE FROM audit WHERE seq = 3; UPDATE audit SET seq = seq - 1 WHERE seq > 3`, "edited", 3},
-		{"insert a forged record", `UPDATE audit SET seq = seq + 100 WHERE seq >= 4; UPDATE audit SET seq = seq - 99 WHERE seq >= 104;
+// tamperCases are edits of the audit table, as someone with write access
+// to the store would make them, and what VerifyAudit must say.
+var tamperCases = []struct {
+	name, sql, reason string
+	seq               int64
+}{
+	{"edit a field", `UPDATE audit SET tool = 'evil' WHERE seq = 3`, "edited", 3},
+	{"edit the body", `UPDATE audit SET body = '{"i":99}' WHERE seq = 5`, "edited", 5},
+	{"delete a record", `DELETE FROM audit WHERE seq = 3`, "deleted", 3},
+	{"delete and renumber", `DELETE FROM audit WHERE seq = 3; UPDATE audit SET seq = seq - 1 WHERE seq > 3`, "edited", 3},
+	{"insert a forged record", `UPDATE audit SET seq = seq + 100 WHERE seq >= 4; UPDATE audit SET seq = seq - 99 WHERE seq >= 104;
 			INSERT INTO audit (seq, at, kind, actor, agent, tool, body, prev, hash)
 			SELECT 4, at, 'call-admitted', 'operator', 'a', 'forged', body, hash, hash FROM audit WHERE seq = 3`, "inserted", 4},
-		{"swap two records", `UPDATE audit SET seq = -1 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = -1`, "reordered", 3},
-	} {
+	{"swap two records", `UPDATE audit SET seq = -1 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = -1`, "reordered", 3},
+}
+
+// tamper runs every tamper case on a fresh store of backend be, edited
+// by edit (a command-line client on the store) while it is closed.
+func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string)) {
+	for _, tc := range tamperCases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "state.db")
+			path := be.target(t)
 			s := open(t, path, nil)
 			appendN(t, s, 6, "t")
 			verifyOK(t, s, 6)
 			s.Close()
-			out, err := exec.Command(cli, path, tc.sql).CombinedOutput()
-			if err != nil {
-				t.Fatalf("sqlite3: %v: %s", err, out)
-			}
+			edit(t, path, tc.sql)
 			s = open(t, path, nil)
-			_, _, err = s.VerifyAudit(context.Background())
+			_, _, err := s.VerifyAudit(context.Background())
 			var p *AuditProblem
 			if !errors.As(err, &p) || !errors.Is(err, ErrAuditBroken) {
 				t.Fatalf("VerifyAudit after %q: %v; want a problem", tc.sql, err)
@@ -213,12 +213,38 @@ func TestAuditTamperWithSQLiteCLI(t *testing.T) {
 	}
 }
 
+// TestAuditTamperWithSQLiteCLI edits the store file with the sqlite3
+// command-line shell, as someone with the file would, and checks that
+// VerifyAudit names the first bad record and what was done to it.
+func TestAuditTamperWithSQLiteCLI(t *testing.T) {
+	cli, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; .ci/run installs it)")
+	}
+	tamper(t, backends[0], func(t *testing.T, path, sql string) {
+		out, err := exec.Command(cli, path, sql).CombinedOutput()
+		if err != nil {
+			t.Fatalf("sqlite3: %v: %s", err, out)
+		}
+	})
+}
+
+// TestAuditTamperWithPsql makes the same edits to a PostgreSQL store
+// through psql, as a role that may write the tables would.
+func TestAuditTamperWithPsql(t *testing.T) {
+	tamper(t, backends[1], func(t *testing.T, url, sql string) {
+		pgtest.Exec(t, url, sql)
+	})
+}
+
 // TestAuditMultiProcess: three child processes and two goroutines append
 // at once; the result is one chain holding every record, each writer's
 // in its order.
-func TestAuditMultiProcess(t *testing.T) {
+func TestAuditMultiProcess(t *testing.T) { eachBackend(t, testAuditMultiProcess) }
+
+func testAuditMultiProcess(t *testing.T, be backend) {
 	const per = 60
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	var cmds []*exec.Cmd
 	for i := range 3 {
@@ -268,8 +294,10 @@ func TestAuditMultiProcess(t *testing.T) {
 
 // TestAuditKill9: a child appending in a loop is killed; the chain still
 // verifies (no half-written record).
-func TestAuditKill9(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestAuditKill9(t *testing.T) { eachBackend(t, testAuditKill9) }
+
+func testAuditKill9(t *testing.T, be backend) {
+	path := be.target(t)
 	s := open(t, path, nil)
 	s.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -291,8 +319,10 @@ func TestAuditKill9(t *testing.T) {
 
 // TestAuditRejectsBadInput: a record without a kind or with a body that
 // is not JSON is refused, and nothing is appended.
-func TestAuditRejectsBadInput(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+func TestAuditRejectsBadInput(t *testing.T) { eachBackend(t, testAuditRejectsBadInput) }
+
+func testAuditRejectsBadInput(t *testing.T, be backend) {
+	s := open(t, be.target(t), nil)
 	for _, r := range []AuditRecord{{}, {Kind: "x", Body: json.RawMessage("{")}} {
 		if _, err := s.AppendAudit(context.Background(), r); !errors.Is(err, ErrBadInput) {
 			t.Fatalf("AppendAudit(%+v) = %v", r, err)
@@ -305,9 +335,11 @@ func TestAuditRejectsBadInput(t *testing.T) {
 // TestAuditGroupCommit: concurrent AppendAuditGroup callers each get
 // their own committed record (distinct sequence numbers, as read back),
 // and the chain holds exactly them.
-func TestAuditGroupCommit(t *testing.T) {
+func TestAuditGroupCommit(t *testing.T) { eachBackend(t, testAuditGroupCommit) }
+
+func testAuditGroupCommit(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	const workers, per = 8, 40
 	var mu sync.Mutex
 	seqs := map[int64]string{}

@@ -26,7 +26,7 @@
 //     handler does not cover that upgrade). synchronous=FULL: a grant that
 //     returned is on disk (Options.Synchronous may choose NORMAL: safe
 //     against a process crash, not against power loss). Tested with two
-//     *SQLite on one file plus a child process, and with kill -9 of a
+//     *DB on one file plus a child process, and with kill -9 of a
 //     child in a burst of grants.
 //   - Migrations are numbered steps run on Open, each in its own
 //     transaction with its row in schema_migrations; a file at a version this
@@ -180,7 +180,7 @@
 // decided or expired ErrApprovalState). ConsumeAndStart is one
 // conditional UPDATE (approved and unexpired → started, with the runner
 // "HOST/PID/NONCE"): exactly one of any number of concurrent consumers
-// wins (tested across goroutines, two *SQLite and four processes).
+// wins (tested across goroutines, two *DB and four processes).
 // MarkDone: started → done. MarkInterruptedOnStartup: started → interrupted
 // for runners of this host whose PID is gone (so a second maiden starting
 // beside a live one does not interrupt its calls; a reused PID or another

@@ -31,7 +31,7 @@ import (
 const auditRowsChunk = 64
 
 // insertAuditRows inserts records already chained (Seq, Prev, Hash set).
-func (s *SQLite) insertAuditRows(ctx context.Context, tx *sql.Tx, rows []AuditRecord) error {
+func (s *DB) insertAuditRows(ctx context.Context, tx *sql.Tx, rows []AuditRecord) error {
 	args := make([]any, 0, 9*auditRowsChunk)
 	for len(rows) > 0 {
 		stmt, k := s.auditInsertN, auditRowsChunk
@@ -89,7 +89,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // the journal's file is created on the first Append, and its ingester
 // runs from then until the store is closed.
 type Journal struct {
-	s          *SQLite
+	s          *DB
 	dir        string
 	prefix     string // this runner's file names start with it
 	sync       bool
@@ -148,10 +148,10 @@ type journalFile struct {
 	bytes    int64
 }
 
-func newJournal(s *SQLite, opts *Options) *Journal {
+func newJournal(s *DB, dir string, opts *Options) *Journal {
 	host, pid, nonce := splitRunner(s.runner)
 	j := &Journal{
-		s: s, dir: s.path + ".audit", prefix: escapeHost(host) + "_" + pid + "_" + nonce + "_",
+		s: s, dir: dir, prefix: escapeHost(host) + "_" + pid + "_" + nonce + "_",
 		sync: opts.JournalSync, interval: opts.JournalInterval, batch: defaultJournalBatch,
 		backlogMax: opts.JournalBacklog, rotate: opts.journalRotate, noMap: opts.journalNoMap, log: opts.Logger,
 		wake: make(chan struct{}, 1), flushNow: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
@@ -174,9 +174,11 @@ func newJournal(s *SQLite, opts *Options) *Journal {
 }
 
 // Journal is the store's audit journal (see Journal.Append).
-func (s *SQLite) Journal() *Journal { return s.journal }
+func (s *DB) Journal() *Journal { return s.journal }
 
-// Dir is the directory of the journal files: the store's path + ".audit".
+// Dir is the directory of the journal files: a SQLite store's path +
+// ".audit"; for PostgreSQL, Options.JournalDir or its default (see
+// Options.JournalDir).
 func (j *Journal) Dir() string { return j.dir }
 
 // encodePool holds buffers for the part of a line encoded outside the
@@ -750,7 +752,7 @@ type journalNote struct {
 // written, if not -1, is how many lines the writer wrote: fewer in the
 // file is reported as lines missing at its end. limit, if not -1, is how
 // far this process's own writer has committed whole lines.
-func (s *SQLite) ingestBatch(ctx context.Context, rd *os.File, dir, name string, limit int64, sealed bool, written int64, batch int) (ingestResult, error) {
+func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, limit int64, sealed bool, written int64, batch int) (ingestResult, error) {
 	var res ingestResult
 	var notes []journalNote
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
@@ -928,7 +930,7 @@ func readJournal(rd *os.File, off, limit int64) (data []byte, end int64, err err
 // in that order (and the removal made durable first), so that a crash in
 // between leaves a row without a file, never a file without its row,
 // which would be ingested again.
-func (s *SQLite) removeJournal(ctx context.Context, dir, name string) error {
+func (s *DB) removeJournal(ctx context.Context, dir, name string) error {
 	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove ingested audit journal: %w", err)
 	}
@@ -948,7 +950,7 @@ func (s *SQLite) removeJournal(ctx context.Context, dir, name string) error {
 // removed, released by the kernel when the process dies, whatever PID
 // namespace it ran in); where file locks are not available, a writer is
 // gone if it ran on this host and its PID no longer exists (runnerGone).
-func (s *SQLite) sweepJournals(ctx context.Context) error {
+func (s *DB) sweepJournals(ctx context.Context) error {
 	dir := s.journal.dir
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -1037,7 +1039,7 @@ func removeAbandoned(path string) {
 
 // sweepFile ingests and removes journal file name if its writer is gone
 // (swept false: alive, or swept by another process meanwhile).
-func (s *SQLite) sweepFile(ctx context.Context, dir, name, host, runner string) (swept bool, err error) {
+func (s *DB) sweepFile(ctx context.Context, dir, name, host, runner string) (swept bool, err error) {
 	rd, err := os.Open(filepath.Join(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil // another process swept it
@@ -1062,7 +1064,7 @@ func (s *SQLite) sweepFile(ctx context.Context, dir, name, host, runner string) 
 
 // ingestFile ingests a sealed journal file (open as rd) to its end and
 // removes it.
-func (s *SQLite) ingestFile(ctx context.Context, rd *os.File, dir, name string) error {
+func (s *DB) ingestFile(ctx context.Context, rd *os.File, dir, name string) error {
 	for {
 		res, err := s.ingestBatch(ctx, rd, dir, name, -1, true, -1, defaultJournalBatch)
 		if err != nil {

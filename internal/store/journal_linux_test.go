@@ -72,8 +72,10 @@ func runFsizeChild() int {
 // returns the error and takes the partial line back, so that the records
 // the child appends once the limit is lifted are whole; opening the store
 // ingests exactly the acknowledged records, none damaged or torn.
-func TestJournalFileSizeLimit(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestJournalFileSizeLimit(t *testing.T) { eachBackend(t, testJournalFileSizeLimit) }
+
+func testJournalFileSizeLimit(t *testing.T, be backend) {
+	path := be.target(t)
 	s, err := Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func TestJournalFileSizeLimit(t *testing.T) {
 		t.Fatalf("damaged: %v; stats %+v", damaged, st)
 	}
 	t.Logf("acknowledged 0..%d with one refusal: %s", acked, refusal)
-	if files := journalFiles(t, path+".audit"); len(files) != 0 {
+	if files := journalFiles(t, journalDirOf(t, path)); len(files) != 0 {
 		t.Fatalf("left: %v", files)
 	}
 }
@@ -120,8 +122,10 @@ func TestJournalFileSizeLimit(t *testing.T) {
 // whose file lock is held (as by a writer in another PID namespace under
 // the same host name, to which the PID means nothing) is not swept; once
 // the lock is released, it is.
-func TestJournalLockMeansAlive(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestJournalLockMeansAlive(t *testing.T) { eachBackend(t, testJournalLockMeansAlive) }
+
+func testJournalLockMeansAlive(t *testing.T, be backend) {
+	path := be.target(t)
 	s, err := Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -152,9 +156,11 @@ func TestJournalLockMeansAlive(t *testing.T) {
 // TestJournalAbandonedNewFile: a journal file its writer died making
 // (still under its temporary name, so never written) is removed by the
 // next sweep; one whose maker still holds its lock is left alone.
-func TestJournalAbandonedNewFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
-	dir := path + ".audit"
+func TestJournalAbandonedNewFile(t *testing.T) { eachBackend(t, testJournalAbandonedNewFile) }
+
+func testJournalAbandonedNewFile(t *testing.T, be backend) {
+	path := be.target(t)
+	dir := journalDirOf(t, path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}

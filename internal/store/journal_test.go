@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func openOpts(t *testing.T, path string, opts *Options) *SQLite {
+func openOpts(t *testing.T, path string, opts *Options) *DB {
 	t.Helper()
 	s, err := Open(context.Background(), path, opts)
 	if err != nil {
@@ -38,7 +38,7 @@ func journalRec(tool string, i int) AuditRecord {
 // chainByTool reads the whole chain (verifying it) and returns, per tool,
 // the body numbers of its call records in chain order, and the records of
 // kind AuditJournalDamaged.
-func chainByTool(t *testing.T, s *SQLite) (map[string][]int, []AuditRecord) {
+func chainByTool(t *testing.T, s *DB) (map[string][]int, []AuditRecord) {
 	t.Helper()
 	ctx := context.Background()
 	n, _, err := s.VerifyAudit(ctx)
@@ -111,7 +111,7 @@ func journalChild(path, mode, tool string, count int) *exec.Cmd {
 func heldJournal(t *testing.T, path, tool string, n int) string {
 	t.Helper()
 	before := map[string]bool{}
-	for _, f := range journalFiles(t, path+".audit") {
+	for _, f := range journalFiles(t, journalDirOf(t, path)) {
 		before[f] = true
 	}
 	cmd := journalChild(path, "journal-hold", tool, n)
@@ -135,7 +135,7 @@ func heldJournal(t *testing.T, path, tool string, n int) string {
 	cmd.Process.Kill() // SIGKILL
 	cmd.Wait()
 	var mine []string
-	for _, f := range journalFiles(t, path+".audit") {
+	for _, f := range journalFiles(t, journalDirOf(t, path)) {
 		if !before[f] {
 			mine = append(mine, f)
 		}
@@ -143,16 +143,18 @@ func heldJournal(t *testing.T, path, tool string, n int) string {
 	if len(mine) != 1 {
 		t.Fatalf("the child left journal files %v, want one", mine)
 	}
-	return filepath.Join(path+".audit", mine[0])
+	return filepath.Join(journalDirOf(t, path), mine[0])
 }
 
 // TestJournalAppendFlush: four goroutines here and two child processes
 // append at once; after Flush (and the children's Close) the chain holds
 // every record exactly once, each writer's in its order, and verifies;
 // the children's files are gone.
-func TestJournalAppendFlush(t *testing.T) {
+func TestJournalAppendFlush(t *testing.T) { eachBackend(t, testJournalAppendFlush) }
+
+func testJournalAppendFlush(t *testing.T, be backend) {
 	const per, kids, gs = 300, 2, 4
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := openOpts(t, path, nil)
 	var cmds []*exec.Cmd
 	for k := range kids {
@@ -214,8 +216,10 @@ func TestJournalAppendFlush(t *testing.T) {
 // may be cut short); then a child is killed after appending with its
 // ingester held off. Each time, opening the store ingests every record
 // the child acknowledged, exactly once, and nothing it did not write.
-func TestJournalKill9(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestJournalKill9(t *testing.T) { eachBackend(t, testJournalKill9) }
+
+func testJournalKill9(t *testing.T, be backend) {
+	path := be.target(t)
 	s, err := Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +267,7 @@ func TestJournalKill9(t *testing.T) {
 		st := s.Journal().Stats()
 		t.Logf("round %d: killed after record %d was acknowledged; the chain holds 0..%d; swept %d files, torn lines %d",
 			round, acked, len(is)-1, st.Swept, st.Torn)
-		if files := journalFiles(t, path+".audit"); len(files) != 0 {
+		if files := journalFiles(t, journalDirOf(t, path)); len(files) != 0 {
 			t.Fatalf("round %d: journal files left after the sweep: %v", round, files)
 		}
 		s.Close()
@@ -281,8 +285,10 @@ func TestJournalKill9(t *testing.T) {
 // TestJournalTornLine: a dead writer's file ending in a partial line (a
 // write cut short by SIGKILL): the complete lines are ingested, the
 // partial one dropped and counted, the file removed.
-func TestJournalTornLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestJournalTornLine(t *testing.T) { eachBackend(t, testJournalTornLine) }
+
+func testJournalTornLine(t *testing.T, be backend) {
+	path := be.target(t)
 	s, err := Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -329,8 +335,10 @@ func TestJournalTornLine(t *testing.T) {
 // in from another journal before ingestion are refused: each appears in
 // the chain as an AuditJournalDamaged record naming the file and line,
 // the rest is ingested, and the chain verifies.
-func TestJournalDamagedLines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestJournalDamagedLines(t *testing.T) { eachBackend(t, testJournalDamagedLines) }
+
+func testJournalDamagedLines(t *testing.T, be backend) {
+	path := be.target(t)
 	s, err := Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -393,9 +401,11 @@ func TestJournalDamagedLines(t *testing.T) {
 
 // TestJournalEditedOwnFile: a line of a live store's own journal edited
 // before its ingester reached it is refused the same way.
-func TestJournalEditedOwnFile(t *testing.T) {
+func TestJournalEditedOwnFile(t *testing.T) { eachBackend(t, testJournalEditedOwnFile) }
+
+func testJournalEditedOwnFile(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Hour})
+	s := openOpts(t, be.target(t), &Options{JournalInterval: time.Hour})
 	j := s.Journal()
 	for i := range 5 {
 		if err := j.Append(journalRec("t", i)); err != nil {
@@ -433,9 +443,11 @@ func TestJournalEditedOwnFile(t *testing.T) {
 // waits there; each sweeps it (they take turns on its batches, and one
 // removes it while the others hold it open), and the chain holds each of
 // its records exactly once.
-func TestJournalConcurrentSweepers(t *testing.T) {
+func TestJournalConcurrentSweepers(t *testing.T) { eachBackend(t, testJournalConcurrentSweepers) }
+
+func testJournalConcurrentSweepers(t *testing.T, be backend) {
 	const n = 12000
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s, err := Open(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -483,11 +495,13 @@ func TestJournalConcurrentSweepers(t *testing.T) {
 // TestJournalRotation: small files rotate; each sealed file is removed
 // once ingested, and the records keep their order across files; with and
 // without fsync, mapped and written with write(2).
-func TestJournalRotation(t *testing.T) {
+func TestJournalRotation(t *testing.T) { eachBackend(t, testJournalRotation) }
+
+func testJournalRotation(t *testing.T, be backend) {
 	ctx := context.Background()
 	for _, c := range []struct{ fsync, noMap bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 		t.Run(fmt.Sprintf("sync=%v,write=%v", c.fsync, c.noMap), func(t *testing.T) {
-			s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalSync: c.fsync, journalRotate: 2048, journalNoMap: c.noMap})
+			s := openOpts(t, be.target(t), &Options{JournalSync: c.fsync, journalRotate: 2048, journalNoMap: c.noMap})
 			var wg sync.WaitGroup
 			for g := range 3 {
 				wg.Go(func() {
@@ -521,17 +535,19 @@ func TestJournalRotation(t *testing.T) {
 // stores for the same record (strings with quotes, backslashes, control
 // characters and non-ASCII; a body with spaces and '<'; the time to the
 // nanosecond).
-func TestJournalRoundTrip(t *testing.T) {
+func TestJournalRoundTrip(t *testing.T) { eachBackend(t, testJournalRoundTrip) }
+
+func testJournalRoundTrip(t *testing.T, be backend) {
 	ctx := context.Background()
 	at := time.Unix(1_700_000_000, 123_456_789)
 	rec := AuditRecord{At: at, Kind: "fetch", Actor: "operator:\"ann\"\\", Agent: "a\tb\x01ü", Tool: "wé<a>\u2028",
 		Body: json.RawMessage(`{ "url": "https://x/?a=1&b=<2>", "s": "\u00e9\n", "n": [1, 2] }`)}
-	direct := openOpts(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	direct := openOpts(t, be.target(t), nil)
 	want, err := direct.AppendAudit(ctx, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := openOpts(t, be.target(t), nil)
 	if err := s.Journal().Append(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -550,9 +566,11 @@ func TestJournalRoundTrip(t *testing.T) {
 // TestJournalRefuses: bad records, a journal directory that cannot be
 // made, and a backlog beyond its bound are refused with an error, and
 // nothing is acknowledged.
-func TestJournalRefuses(t *testing.T) {
+func TestJournalRefuses(t *testing.T) { eachBackend(t, testJournalRefuses) }
+
+func testJournalRefuses(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := openOpts(t, be.target(t), nil)
 	for _, r := range []AuditRecord{{}, {Kind: "x", Body: json.RawMessage("{")}, {Kind: "x", Agent: "a\xff"}} {
 		if err := s.Journal().Append(r); !errors.Is(err, ErrBadInput) {
 			t.Fatalf("Append(%+v) = %v", r, err)
@@ -560,13 +578,13 @@ func TestJournalRefuses(t *testing.T) {
 	}
 	// The journal's directory is taken by a file (as root, which this
 	// test may run as, a read-only directory would not stop a write).
-	path := filepath.Join(t.TempDir(), "state.db")
-	if err := os.WriteFile(path+".audit", nil, 0o600); err != nil {
+	path := be.target(t)
+	if err := os.WriteFile(journalDirOf(t, path), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s2 := openOpts(t, path, nil)
 	err := s2.Journal().Append(journalRec("t", 0))
-	if err == nil || !strings.Contains(err.Error(), path+".audit") {
+	if err == nil || !strings.Contains(err.Error(), journalDirOf(t, path)) {
 		t.Fatalf("Append with no journal directory = %v; want an error naming it", err)
 	}
 	if st := s2.Journal().Stats(); st.Appended != 0 {
@@ -574,7 +592,7 @@ func TestJournalRefuses(t *testing.T) {
 	}
 	// Backlog: the ingester held off, appends beyond 4 KiB are refused
 	// until a Flush moves the records into the chain.
-	s3 := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Hour, JournalBacklog: 4096})
+	s3 := openOpts(t, be.target(t), &Options{JournalInterval: time.Hour, JournalBacklog: 4096})
 	n := 0
 	for ; n < 1000; n++ {
 		if err := s3.Journal().Append(journalRec("t", n)); err != nil {
@@ -600,9 +618,11 @@ func TestJournalRefuses(t *testing.T) {
 // TestJournalGeneration: an Append does not change Generation (the call
 // path keeps its pinned wallets); the ingestion commit does, once per
 // batch.
-func TestJournalGeneration(t *testing.T) {
+func TestJournalGeneration(t *testing.T) { eachBackend(t, testJournalGeneration) }
+
+func testJournalGeneration(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Hour})
+	s := openOpts(t, be.target(t), &Options{JournalInterval: time.Hour})
 	g0, _ := s.Generation(ctx)
 	for i := range 100 {
 		if err := s.Journal().Append(journalRec("t", i)); err != nil {
@@ -624,10 +644,12 @@ func TestJournalGeneration(t *testing.T) {
 // store is closed under them. Every Append either returns nil, and its
 // record is in the chain once the store is opened again, or
 // ErrJournalClosed, and it is not; nothing is left in the journal.
-func TestJournalCloseWhileAppending(t *testing.T) {
+func TestJournalCloseWhileAppending(t *testing.T) { eachBackend(t, testJournalCloseWhileAppending) }
+
+func testJournalCloseWhileAppending(t *testing.T, be backend) {
 	for _, fsync := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sync=%v", fsync), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "state.db")
+			path := be.target(t)
 			s, err := Open(context.Background(), path, &Options{JournalSync: fsync, JournalInterval: time.Millisecond, journalRotate: 16 << 10})
 			if err != nil {
 				t.Fatal(err)
@@ -662,7 +684,7 @@ func TestJournalCloseWhileAppending(t *testing.T) {
 				t.Fatal(err)
 			}
 			wg.Wait()
-			if files := journalFiles(t, path+".audit"); len(files) != 0 {
+			if files := journalFiles(t, journalDirOf(t, path)); len(files) != 0 {
 				t.Fatalf("left after Close: %v", files)
 			}
 			s = openOpts(t, path, nil)
@@ -683,14 +705,21 @@ func TestJournalCloseWhileAppending(t *testing.T) {
 // error, Append refuses once the backlog is full (naming the cause), and
 // once the lock is released everything acknowledged reaches the chain,
 // once.
-func TestJournalStoreLocked(t *testing.T) {
+func TestJournalStoreLocked(t *testing.T) { eachBackend(t, testJournalStoreLocked) }
+
+func testJournalStoreLocked(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := openOpts(t, path, &Options{BusyTimeout: 50 * time.Millisecond, JournalInterval: time.Millisecond, JournalBacklog: 8 << 10})
 	other := openOpts(t, path, nil)
 	tx, err := other.db.BeginTx(ctx, nil) // IMMEDIATE: the write lock
 	if err != nil {
 		t.Fatal(err)
+	}
+	if be.pg {
+		if _, err := tx.Exec(other.pg.lock); err != nil {
+			t.Fatal(err)
+		}
 	}
 	n := 0
 	var refusal error

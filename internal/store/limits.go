@@ -34,7 +34,7 @@ type Rate struct {
 // stays within Capacity tokens of now. A cost above Capacity is never
 // allowed (wait is then the zero time). The arithmetic is
 // internal/limits' (Take, Spend); this file persists its state.
-func (s *SQLite) Take(ctx context.Context, key BucketKey, rate Rate, cost int64, now time.Time) (allowed bool, wait time.Time, err error) {
+func (s *DB) Take(ctx context.Context, key BucketKey, rate Rate, cost int64, now time.Time) (allowed bool, wait time.Time, err error) {
 	if rate.Capacity <= 0 || rate.Refill <= 0 || rate.Interval <= 0 || cost < 0 {
 		return false, time.Time{}, fmt.Errorf("rate limit %q: %w: capacity, refill and interval must be positive and cost not negative (%+v, cost %d)", key.Rule, ErrBadInput, rate, cost)
 	}
@@ -84,7 +84,7 @@ func (k QuotaKey) String() string { return k.Agent + "\x1f" + k.Rule }
 // fixed, Window long, aligned on the Unix epoch, and hold limit units. It
 // returns allowed, or when the window is spent, the time the next window
 // starts. One transaction, as Take.
-func (s *SQLite) Spend(ctx context.Context, key QuotaKey, limit int64, window time.Duration, cost int64, now time.Time) (allowed bool, reset time.Time, err error) {
+func (s *DB) Spend(ctx context.Context, key QuotaKey, limit int64, window time.Duration, cost int64, now time.Time) (allowed bool, reset time.Time, err error) {
 	if limit <= 0 || window <= 0 || cost < 0 {
 		return false, time.Time{}, fmt.Errorf("quota %q: %w: limit and window must be positive and cost not negative", key.Rule, ErrBadInput)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,9 +16,11 @@ import (
 // TestTakeBucket: a bucket of 3 refilling 1 per minute allows 3 at once,
 // then refuses with the time the next token arrives, refills at that
 // time, survives a restart, and keeps keys apart.
-func TestTakeBucket(t *testing.T) {
+func TestTakeBucket(t *testing.T) { eachBackend(t, testTakeBucket) }
+
+func testTakeBucket(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	k := BucketKey{"a", "weather", "r1"}
 	rate := Rate{Capacity: 3, Refill: 1, Interval: time.Minute}
@@ -78,9 +79,11 @@ func TestTakeBucket(t *testing.T) {
 // TestTakeAcrossProcesses: four child processes and four goroutines take
 // from one bucket of capacity 25 (no refill in the test's time); exactly
 // 25 takes are allowed in all: no lost update, no double spend.
-func TestTakeAcrossProcesses(t *testing.T) {
+func TestTakeAcrossProcesses(t *testing.T) { eachBackend(t, testTakeAcrossProcesses) }
+
+func testTakeAcrossProcesses(t *testing.T, be backend) {
 	const capacity, per = 25, 20
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	var cmds []*exec.Cmd
 	var outs []*strings.Builder
@@ -130,9 +133,11 @@ func TestTakeAcrossProcesses(t *testing.T) {
 }
 
 // TestSpendQuota: a window of 10 units per hour.
-func TestSpendQuota(t *testing.T) {
+func TestSpendQuota(t *testing.T) { eachBackend(t, testSpendQuota) }
+
+func testSpendQuota(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	k := QuotaKey{"a", "q"}
 	t0 := time.Unix(1_700_000_000, 0).UTC().Truncate(time.Hour)

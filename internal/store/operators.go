@@ -46,7 +46,7 @@ type OperatorTokenInfo struct {
 // declared). The token is returned once; only a hash of its secret is
 // kept. The mint is audited (token-change, principal operator) in the same
 // transaction.
-func (s *SQLite) MintOperatorToken(ctx context.Context, name string) (string, OperatorTokenInfo, error) {
+func (s *DB) MintOperatorToken(ctx context.Context, name string) (string, OperatorTokenInfo, error) {
 	if err := checkName("operator name", name); err != nil {
 		return "", OperatorTokenInfo{}, fmt.Errorf("mint token for operator %q: %w", name, err)
 	}
@@ -77,7 +77,7 @@ func (s *SQLite) MintOperatorToken(ctx context.Context, name string) (string, Op
 // AuthenticateOperator returns the operator an operator token belongs to,
 // or ErrBadToken (malformed, unknown, wrong, revoked, or an agent's
 // token). The secret is compared in constant time.
-func (s *SQLite) AuthenticateOperator(ctx context.Context, token string) (string, error) {
+func (s *DB) AuthenticateOperator(ctx context.Context, token string) (string, error) {
 	rest, ok := strings.CutPrefix(token, operatorTokenPrefix)
 	id, secret, ok2 := strings.Cut(rest, "_")
 	if !ok || !ok2 || len(id) != 16 || secret == "" {
@@ -102,7 +102,7 @@ func (s *SQLite) AuthenticateOperator(ctx context.Context, token string) (string
 
 // Operators lists the operators the store holds (those a token was ever
 // minted for), by name.
-func (s *SQLite) Operators(ctx context.Context) ([]OperatorInfo, error) {
+func (s *DB) Operators(ctx context.Context) ([]OperatorInfo, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, created_at FROM operators ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list operators: %w", err)
@@ -123,7 +123,7 @@ func (s *SQLite) Operators(ctx context.Context) ([]OperatorInfo, error) {
 
 // OperatorTokens lists the tokens of operator name ("" for every
 // operator), revoked ones included, oldest first.
-func (s *SQLite) OperatorTokens(ctx context.Context, name string) ([]OperatorTokenInfo, error) {
+func (s *DB) OperatorTokens(ctx context.Context, name string) ([]OperatorTokenInfo, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, operator, created_at, revoked_at FROM operator_tokens WHERE operator = ? OR ? = '' ORDER BY created_at, id`, name, name)
 	if err != nil {
 		return nil, fmt.Errorf("list operator tokens: %w", err)
@@ -150,7 +150,7 @@ func (s *SQLite) OperatorTokens(ctx context.Context, name string) ([]OperatorTok
 // same transaction); an ID that is not an operator token's (an agent
 // token's included) is ErrUnknownToken; revoking a revoked token is not
 // an error and audits nothing.
-func (s *SQLite) RevokeOperatorToken(ctx context.Context, id string) error {
+func (s *DB) RevokeOperatorToken(ctx context.Context, id string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var revoked sql.NullInt64
 		var name string

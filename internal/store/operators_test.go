@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,9 +13,11 @@ import (
 // no way of presenting it as (or turning it into) an agent token works,
 // nor the reverse: the prefix differs and the rows are in another table.
 // Mints and revocations are audited; only hashes are stored.
-func TestOperatorTokens(t *testing.T) {
+func TestOperatorTokens(t *testing.T) { eachBackend(t, testOperatorTokens) }
+
+func testOperatorTokens(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	mustAgents(t, s, "alice", "research")
 
@@ -74,9 +74,7 @@ func TestOperatorTokens(t *testing.T) {
 	}
 
 	// Only hashes are stored.
-	s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-	for _, f := range []string{path, path + "-wal"} {
-		b, _ := os.ReadFile(f)
+	for f, b := range stored(t, s) {
 		if bytes.Contains(b, []byte(secret)) {
 			t.Fatalf("%s holds the operator token's secret", f)
 		}

@@ -32,7 +32,7 @@ func checkName(what, name string) error {
 // --- agents ----------------------------------------------------------------
 
 // EnsureAgent adds agent name if missing.
-func (s *SQLite) EnsureAgent(ctx context.Context, name string) error {
+func (s *DB) EnsureAgent(ctx context.Context, name string) error {
 	if err := checkName("agent name", name); err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (s *SQLite) EnsureAgent(ctx context.Context, name string) error {
 }
 
 // Agents lists the agents.
-func (s *SQLite) Agents(ctx context.Context) ([]Agent, error) {
+func (s *DB) Agents(ctx context.Context) ([]Agent, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, created_at FROM agents ORDER BY name`)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func secretHash(secret string) string {
 }
 
 // MintToken makes a token for agent.
-func (s *SQLite) MintToken(ctx context.Context, agent string) (string, TokenInfo, error) {
+func (s *DB) MintToken(ctx context.Context, agent string) (string, TokenInfo, error) {
 	id := randomHex(8)
 	b := make([]byte, 32)
 	rand.Read(b)
@@ -116,7 +116,7 @@ func (s *SQLite) MintToken(ctx context.Context, agent string) (string, TokenInfo
 }
 
 // Authenticate checks a token.
-func (s *SQLite) Authenticate(ctx context.Context, token string) (string, error) {
+func (s *DB) Authenticate(ctx context.Context, token string) (string, error) {
 	rest, ok := strings.CutPrefix(token, tokenPrefix)
 	id, secret, ok2 := strings.Cut(rest, "_")
 	if !ok || !ok2 || len(id) != 16 || secret == "" {
@@ -140,7 +140,7 @@ func (s *SQLite) Authenticate(ctx context.Context, token string) (string, error)
 }
 
 // Tokens lists tokens.
-func (s *SQLite) Tokens(ctx context.Context, agent string) ([]TokenInfo, error) {
+func (s *DB) Tokens(ctx context.Context, agent string) ([]TokenInfo, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, agent, created_at, revoked_at FROM tokens WHERE agent = ? OR ? = '' ORDER BY created_at, id`, agent, agent)
 	if err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (s *SQLite) Tokens(ctx context.Context, agent string) ([]TokenInfo, error) 
 }
 
 // RevokeToken revokes a token; revoking a revoked token is not an error.
-func (s *SQLite) RevokeToken(ctx context.Context, id string) error {
+func (s *DB) RevokeToken(ctx context.Context, id string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var revoked sql.NullInt64
 		var agent string
@@ -192,7 +192,7 @@ const cardFrom = ` FROM cards c LEFT JOIN revocations r ON r.card_id = c.id `
 
 type scanner interface{ Scan(...any) error }
 
-func (s *SQLite) scanCard(row scanner) (cards.Card, error) {
+func (s *DB) scanCard(row scanner) (cards.Card, error) {
 	var c cards.Card
 	var spec, parents string
 	var system int
@@ -229,7 +229,7 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func (s *SQLite) loadCard(ctx context.Context, q querier, id string) (cards.Card, error) {
+func (s *DB) loadCard(ctx context.Context, q querier, id string) (cards.Card, error) {
 	c, err := s.scanCard(q.QueryRowContext(ctx, `SELECT `+cardColumns+cardFrom+`WHERE c.id = ?`, id))
 	if isNoRows(err) {
 		return c, fmt.Errorf("%w %q", ErrUnknownCard, id)
@@ -237,7 +237,7 @@ func (s *SQLite) loadCard(ctx context.Context, q querier, id string) (cards.Card
 	return c, err
 }
 
-func (s *SQLite) queryCards(ctx context.Context, q querier, where string, args ...any) ([]cards.Card, error) {
+func (s *DB) queryCards(ctx context.Context, q querier, where string, args ...any) ([]cards.Card, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+cardColumns+cardFrom+where+` ORDER BY c.seq`, args...)
 	if err != nil {
 		return nil, err
@@ -255,19 +255,19 @@ func (s *SQLite) queryCards(ctx context.Context, q querier, where string, args .
 }
 
 // Card returns one card.
-func (s *SQLite) Card(ctx context.Context, id string) (cards.Card, error) {
+func (s *DB) Card(ctx context.Context, id string) (cards.Card, error) {
 	return s.loadCard(ctx, s.db, id)
 }
 
 // Cards lists cards.
-func (s *SQLite) Cards(ctx context.Context, agent string) ([]cards.Card, error) {
+func (s *DB) Cards(ctx context.Context, agent string) ([]cards.Card, error) {
 	return s.queryCards(ctx, s.db, `WHERE c.holder = ? OR ? = ''`, agent, agent)
 }
 
 // Wallet pins agent's live cards. It is one SELECT, which SQLite (and
 // PostgreSQL) answer from one snapshot: a revocation is either wholly in
 // the wallet or not at all.
-func (s *SQLite) Wallet(ctx context.Context, agent string, at time.Time) (*cards.Wallet, error) {
+func (s *DB) Wallet(ctx context.Context, agent string, at time.Time) (*cards.Wallet, error) {
 	cs, err := s.queryCards(ctx, s.db, `WHERE c.holder = ? AND r.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > ?)`, agent, at.UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("wallet of agent %q: %w", agent, err)
@@ -276,7 +276,7 @@ func (s *SQLite) Wallet(ctx context.Context, agent string, at time.Time) (*cards
 }
 
 // insertCard writes a new card and its lineage.
-func (s *SQLite) insertCard(ctx context.Context, tx *sql.Tx, c cards.Card) error {
+func (s *DB) insertCard(ctx context.Context, tx *sql.Tx, c cards.Card) error {
 	spec := c.Spec
 	spec.Expires = time.Time{} // the column is the one place it lives
 	specJSON, err := json.Marshal(spec)
@@ -312,14 +312,14 @@ func (s *SQLite) insertCard(ctx context.Context, tx *sql.Tx, c cards.Card) error
 	return nil
 }
 
-func (s *SQLite) newCard(holder, manager string, parents []string, spec cards.Spec) cards.Card {
+func (s *DB) newCard(holder, manager string, parents []string, spec cards.Spec) cards.Card {
 	return cards.Card{
 		ID: "card_" + randomHex(12), Holder: holder, Parents: parents, Spec: spec,
 		Manager: manager, Created: s.now().UTC(),
 	}
 }
 
-func (s *SQLite) checkSpec(spec cards.Spec) error {
+func (s *DB) checkSpec(spec cards.Spec) error {
 	if !spec.Expires.IsZero() && !spec.Expires.After(s.now()) {
 		return fmt.Errorf("%w: the card would expire at %s, which is not in the future", cards.ErrCardExpired, spec.Expires.UTC().Format(time.RFC3339))
 	}
@@ -334,7 +334,7 @@ func (s *SQLite) checkSpec(spec cards.Spec) error {
 }
 
 // Grant installs a root card by the operator.
-func (s *SQLite) Grant(ctx context.Context, agent string, spec cards.Spec) (cards.Card, error) {
+func (s *DB) Grant(ctx context.Context, agent string, spec cards.Spec) (cards.Card, error) {
 	if err := s.checkSpec(spec); err != nil {
 		return cards.Card{}, fmt.Errorf("grant to agent %q: %w", agent, err)
 	}
@@ -358,7 +358,7 @@ func (s *SQLite) Grant(ctx context.Context, agent string, spec cards.Spec) (card
 }
 
 // SyncSystemCards reconciles agent's system cards with specs.
-func (s *SQLite) SyncSystemCards(ctx context.Context, agent string, specs []cards.Spec) (added, revoked int, err error) {
+func (s *DB) SyncSystemCards(ctx context.Context, agent string, specs []cards.Spec) (added, revoked int, err error) {
 	want := map[string]cards.Spec{}
 	for i, spec := range specs {
 		if !spec.Expires.IsZero() {
@@ -433,7 +433,7 @@ func (a Actor) check() error {
 // authorize checks, inside tx, that actor may do verb on card c: the
 // operator always; an agent only with a live card of its own allowing
 // card:verb on c's ID.
-func (s *SQLite) authorize(ctx context.Context, tx *sql.Tx, actor Actor, verb string, c cards.Card) error {
+func (s *DB) authorize(ctx context.Context, tx *sql.Tx, actor Actor, verb string, c cards.Card) error {
 	if actor.operator {
 		return nil
 	}
@@ -453,7 +453,7 @@ func (s *SQLite) authorize(ctx context.Context, tx *sql.Tx, actor Actor, verb st
 }
 
 // Derive makes a child card.
-func (s *SQLite) Derive(ctx context.Context, actor Actor, parentID, to string, spec cards.Spec) (cards.Card, error) {
+func (s *DB) Derive(ctx context.Context, actor Actor, parentID, to string, spec cards.Spec) (cards.Card, error) {
 	if err := actor.check(); err != nil {
 		return cards.Card{}, err
 	}
@@ -498,7 +498,7 @@ func (s *SQLite) Derive(ctx context.Context, actor Actor, parentID, to string, s
 }
 
 // Transfer moves a card to another wallet.
-func (s *SQLite) Transfer(ctx context.Context, actor Actor, id, to string) error {
+func (s *DB) Transfer(ctx context.Context, actor Actor, id, to string) error {
 	if err := actor.check(); err != nil {
 		return err
 	}
@@ -538,7 +538,7 @@ func (s *SQLite) Transfer(ctx context.Context, actor Actor, id, to string) error
 }
 
 // Revoke revokes a card and its descendants.
-func (s *SQLite) Revoke(ctx context.Context, actor Actor, id string) (int, error) {
+func (s *DB) Revoke(ctx context.Context, actor Actor, id string) (int, error) {
 	if err := actor.check(); err != nil {
 		return 0, err
 	}
@@ -578,7 +578,7 @@ func (s *SQLite) Revoke(ctx context.Context, actor Actor, id string) (int, error
 
 // auditCard appends a card-change record inside the card operation's
 // transaction: the change and its record commit together or not at all.
-func (s *SQLite) auditCard(ctx context.Context, tx *sql.Tx, actor Actor, op, id, agent string, extra map[string]any) error {
+func (s *DB) auditCard(ctx context.Context, tx *sql.Tx, actor Actor, op, id, agent string, extra map[string]any) error {
 	body := map[string]any{"op": op, "card": id}
 	for k, v := range extra {
 		body[k] = v
@@ -589,7 +589,7 @@ func (s *SQLite) auditCard(ctx context.Context, tx *sql.Tx, actor Actor, op, id,
 
 // holdsLineage checks that agent holds c or one of its ancestors (a parent
 // agent takes back what it handed a sub-agent).
-func (s *SQLite) holdsLineage(ctx context.Context, tx *sql.Tx, agent string, c cards.Card) error {
+func (s *DB) holdsLineage(ctx context.Context, tx *sql.Tx, agent string, c cards.Card) error {
 	seen := map[string]bool{}
 	queue := []cards.Card{c}
 	for len(queue) > 0 {
@@ -615,7 +615,7 @@ func (s *SQLite) holdsLineage(ctx context.Context, tx *sql.Tx, agent string, c c
 
 // revokeCascade revokes root and its descendants inside tx and returns how
 // many were newly revoked (descendants revoked earlier are not counted).
-func (s *SQLite) revokeCascade(ctx context.Context, tx *sql.Tx, root string, actor Actor, cause string) (int, error) {
+func (s *DB) revokeCascade(ctx context.Context, tx *sql.Tx, root string, actor Actor, cause string) (int, error) {
 	ids, err := cards.Cascade(root, func(level []string) ([]string, error) {
 		var kids []string
 		for len(level) > 0 {

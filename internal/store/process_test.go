@@ -31,7 +31,7 @@ var labelRE = regexp.MustCompile(`--n=(\d+) --w=(\S+)$`)
 
 // labels reads back the (n, writer) labels of agent burst's cards in the
 // order they were made.
-func labels(t *testing.T, s *SQLite) map[string][]int {
+func labels(t *testing.T, s *DB) map[string][]int {
 	t.Helper()
 	cs, err := s.Cards(context.Background(), "burst")
 	if err != nil {
@@ -62,8 +62,10 @@ func child(t *testing.T, path, writer string, from, count int) *exec.Cmd {
 // is killed with SIGKILL mid-burst, three times over. Each time the store
 // opens cleanly (integrity_check ok) and holds a prefix of the grants: no
 // gap, and at least every grant the child reported committed.
-func TestKill9DuringGrants(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestKill9DuringGrants(t *testing.T) { eachBackend(t, testKill9DuringGrants) }
+
+func testKill9DuringGrants(t *testing.T, be backend) {
+	path := be.target(t)
 	s := open(t, path, nil)
 	mustAgents(t, s, "burst")
 	s.Close()
@@ -97,10 +99,7 @@ func TestKill9DuringGrants(t *testing.T) {
 		}
 
 		s := open(t, path, nil)
-		var check string
-		if err := s.db.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
-			t.Fatalf("round %d: integrity_check = %q, %v", round, check, err)
-		}
+		integrityCheck(t, s)
 		got := labels(t, s)["kid"]
 		for i, n := range got {
 			if n != i {
@@ -116,13 +115,15 @@ func TestKill9DuringGrants(t *testing.T) {
 	}
 }
 
-// TestConcurrentWriters: two *SQLite on one file in this process and a
+// TestConcurrentWriters: two *DB on one file in this process and a
 // third in a child process grant cards at the same time; every grant
 // arrives, each writer's in its order, and nothing fails with "database
 // is locked".
-func TestConcurrentWriters(t *testing.T) {
+func TestConcurrentWriters(t *testing.T) { eachBackend(t, testConcurrentWriters) }
+
+func testConcurrentWriters(t *testing.T, be backend) {
 	const n = 40
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	a := open(t, path, nil)
 	b := open(t, path, nil)
 	mustAgents(t, a, "burst")
@@ -133,7 +134,7 @@ func TestConcurrentWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*n)
 	for _, w := range []struct {
-		s    *SQLite
+		s    *DB
 		name string
 	}{{a, "a"}, {b, "b"}} {
 		wg.Go(func() {
@@ -168,9 +169,11 @@ func TestConcurrentWriters(t *testing.T) {
 // TestHammer: many goroutines grant, derive, revoke and read wallets on
 // one store at once (run with -race); afterwards every revoked card's
 // descendants are revoked too.
-func TestHammer(t *testing.T) {
+func TestHammer(t *testing.T) { eachBackend(t, testHammer) }
+
+func testHammer(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	mustAgents(t, s, "burst", "sub")
 	root, err := s.Grant(ctx, "burst", labelled(0, "root"))
 	if err != nil {
@@ -246,8 +249,10 @@ func mustGrant(t *testing.T, s string) grant.Grant {
 
 // TestConcurrentOpen: four processes open one new file at the same moment;
 // each succeeds, and the migration ran once.
-func TestConcurrentOpen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+func TestConcurrentOpen(t *testing.T) { eachBackend(t, testConcurrentOpen) }
+
+func testConcurrentOpen(t *testing.T, be backend) {
+	path := be.target(t)
 	var cmds []*exec.Cmd
 	for range 4 {
 		cmd := child(t, path, "", 0, 0)
@@ -279,21 +284,23 @@ func TestConcurrentOpen(t *testing.T) {
 }
 
 // TestGenerationSeesEveryWriter: the generation a store reads (from the
-// WAL index in shared memory) changes when another *SQLite on the file or
+// WAL index in shared memory) changes when another *DB on the file or
 // another process commits, stays put while nobody writes, and never stays
 // the same across a change of the wallet it guards, while a child process
 // grants as fast as it can.
-func TestGenerationSeesEveryWriter(t *testing.T) {
+func TestGenerationSeesEveryWriter(t *testing.T) { eachBackend(t, testGenerationSeesEveryWriter) }
+
+func testGenerationSeesEveryWriter(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	a := open(t, path, nil)
 	b := open(t, path, nil)
-	if a.shm == nil {
+	if a.shm == nil && !be.pg {
 		t.Fatal("the WAL index could not be mapped: Generation falls back to a query on every call")
 	}
 	mustAgents(t, a, "burst")
 	g0, _ := a.Generation(ctx)
-	if g0 >= 0 {
+	if g0 >= 0 && !be.pg {
 		t.Fatalf("generation %#x does not come from the WAL index", g0)
 	}
 	if g, _ := a.Generation(ctx); g != g0 {

@@ -249,7 +249,7 @@ func setRevision(ctx context.Context, tx *sql.Tx, id string, cur, next int64) er
 // one ("ses_" + 32 hex digits); a caller-given id (an MCP session ID) must
 // be 1 to 128 visible ASCII characters. Opening is idempotent: a live
 // session of the same agent comes back as it is (created false; initial is
-// ignored: the stored boundary is the session's, and nothing is written).
+// ignored: the stored boundary is the session's; one read, no write lock).
 // A session of another agent is ErrNotAllowed (a session ID never moves
 // between agents); an ended session is ErrSessionEnded. The opening is
 // audited (session-opened, with the boundary) in its transaction.
@@ -265,6 +265,11 @@ func (s *SQLite) OpenSession(ctx context.Context, id, agent string, initial boun
 	raw, err := initial.Canonical()
 	if err != nil {
 		return Session{}, false, fmt.Errorf("open session %s of agent %q: %w: initial %v", id, agent, ErrBadInput, err)
+	}
+	// A session that exists is answered by a read, without the write lock
+	// (a call of a known session opens it again); only a new one writes.
+	if cur, err := loadSession(ctx, s.db, id); err == nil && cur.Agent == agent && cur.Live() {
+		return cur, false, nil
 	}
 	var out Session
 	created := false

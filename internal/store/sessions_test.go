@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -721,4 +722,57 @@ func TestSessionAudit(t *testing.T) {
 	if n, _, err := s.VerifyAudit(ctx); err != nil || n != int64(len(want)) {
 		t.Fatalf("VerifyAudit = %d, %v", n, err)
 	}
+}
+
+// BenchmarkOpenSession: opening a session that exists (what a call of a
+// known session does) against Session, the plain read it needs at least,
+// and against the same read under the write lock; TouchSession within its
+// minute.
+func BenchmarkOpenSession(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "state.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.OpenSession(ctx, "a", "coder", workBoundary()); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("open-existing", func(b *testing.B) {
+		for b.Loop() {
+			if _, created, err := s.OpenSession(ctx, "a", "coder", workBoundary()); err != nil || created {
+				b.Fatal(created, err)
+			}
+		}
+	})
+	b.Run("session-read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Session(ctx, "a"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// What an idempotent open cost when it ran in a write transaction
+	// (BEGIN IMMEDIATE, the read, a rollback): the baseline of
+	// open-existing.
+	b.Run("read-under-write-lock", func(b *testing.B) {
+		for b.Loop() {
+			err := s.write(ctx, func(tx *sql.Tx) error {
+				if _, err := loadSession(ctx, tx, "a"); err != nil {
+					return err
+				}
+				return errUnchanged
+			})
+			if !errors.Is(err, errUnchanged) {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("touch", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.TouchSession(ctx, "a"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

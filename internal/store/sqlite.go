@@ -16,7 +16,7 @@ import (
 // Options configure a store. nil means the defaults.
 type Options struct {
 	// BusyTimeout is how long a writer waits for another one (in this or
-	// another process) before failing; zero means 10 s.
+	// another process or instance) before failing; zero means 10 s.
 	BusyTimeout time.Duration
 	// Now is the clock; nil means time.Now (tests move it).
 	Now func() time.Time
@@ -48,19 +48,37 @@ type Options struct {
 	// refused or torn, ingestion failures); nil discards it.
 	Logger *slog.Logger
 
+	// JournalDir (PostgreSQL only) is the directory of this process's
+	// audit journal files. It must be local and survive a restart of
+	// this process (what a process killed before ingesting leaves there
+	// is ingested by the next one to open the store with the same
+	// directory). Empty means $XDG_STATE_HOME (or ~/.local/state)
+	// /maiden/audit-journal/HOST_PORT_DATABASE_HASH, one directory per
+	// database for every process of the machine. A SQLite store's journal
+	// is always beside its file (PATH.audit).
+	JournalDir string
+	// MaxConns (PostgreSQL only) bounds the pool's connections to the
+	// database; zero means 16. (The change feed holds one more.)
+	MaxConns int
+
 	journalRotate int64 // journal file size that starts a new one (tests); zero means 8 MiB
 	journalNoMap  bool  // write the journal with write(2) even where it can be mapped (tests)
 }
 
-// SQLite is the store in one SQLite file (see the package documentation).
-type SQLite struct {
+// DB is the store: in one SQLite file, or in a PostgreSQL database shared
+// by several maiden instances (see the package documentation). Both run
+// the same code and the same SQL; what differs is in Open, write and
+// writeKeep (how the write lock is taken), migrate (how concurrent
+// migrations are kept apart) and Generation.
+type DB struct {
 	db    *sql.DB
-	path  string
+	path  string // the file, or the PostgreSQL URL (which never holds a password)
 	now   func() time.Time
 	specs specCache
 	gen   *sql.Stmt // the generation read, prepared once: it is on every call's path
-	pin   *sql.Conn // held open so that the WAL index (shm) stays valid
-	shm   *shmWatch // nil when the WAL index cannot be mapped: Generation asks the database
+	pin   *sql.Conn // SQLite: held open so that the WAL index (shm) stays valid
+	shm   *shmWatch // nil when the WAL index cannot be mapped (or PostgreSQL): Generation asks the database
+	pg    *pgState  // PostgreSQL only (postgres.go); nil for SQLite
 	// runner names this process in the approved calls it starts (see
 	// MarkInterruptedOnStartup).
 	runner string
@@ -71,15 +89,33 @@ type SQLite struct {
 	journal                *Journal  // the audit journal (journal.go)
 }
 
-var _ Store = (*SQLite)(nil)
+// SQLite is DB's former name, kept for code written against it.
+type SQLite = DB
 
-// Open opens (creating if needed) the store at path and brings its schema
-// up to date. A schema newer than this binary is ErrSchemaTooNew; the file
-// is then left as it is.
-func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
+var _ Store = (*DB)(nil)
+
+// IsPostgres reports whether target names a PostgreSQL database
+// (postgres:// or postgresql://) rather than a SQLite file.
+func IsPostgres(target string) bool {
+	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+}
+
+// Open opens the store at target and brings its schema up to date: a
+// SQLite file path (created if needed), or a PostgreSQL URL
+// (postgres://... or postgresql://..., see openPostgres; the password
+// never in the URL). A schema newer than this binary is ErrSchemaTooNew;
+// the store is then left as it is.
+func Open(ctx context.Context, target string, opts *Options) (*DB, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
+	if IsPostgres(target) {
+		return openPostgres(ctx, target, opts)
+	}
+	return openSQLite(ctx, target, opts)
+}
+
+func openSQLite(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if path == "" || strings.ContainsAny(path, "?#\x00") {
 		return nil, fmt.Errorf("open state store %q: %w: the path must be non-empty and hold no '?', '#' or NUL", path, ErrBadInput)
 	}
@@ -112,23 +148,12 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	s := &SQLite{db: db, path: path, now: now, runner: runnerID()}
+	s := newDB(db, path, opts)
 	if err := s.migrateRetrying(ctx, busy); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
-	if s.gen, err = db.PrepareContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`); err == nil {
-		if s.auditHead, err = db.PrepareContext(ctx, auditHeadSQL); err == nil {
-			if s.auditInsert, err = db.PrepareContext(ctx, auditInsertSQL); err == nil {
-				s.auditInsertN, err = db.PrepareContext(ctx, auditInsertRowsSQL(auditRowsChunk))
-			}
-		}
-	}
-	if err != nil {
+	if err := s.prepare(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
@@ -145,23 +170,50 @@ func Open(ctx context.Context, path string, opts *Options) (*SQLite, error) {
 	if w, err := openShm(path); err == nil {
 		s.shm = w
 	}
-	// The journals of processes that died are ingested before anything
-	// reads the chain.
-	s.journal = newJournal(s, opts)
-	if err := s.sweepJournals(ctx); err != nil {
+	if err := s.startJournal(ctx, path+".audit", opts); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
 	return s, nil
 }
 
+func newDB(db *sql.DB, path string, opts *Options) *DB {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &DB{db: db, path: path, now: now, runner: runnerID()}
+}
+
+// prepare prepares the statements on every call's path once.
+func (s *DB) prepare(ctx context.Context) (err error) {
+	if s.gen, err = s.db.PrepareContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`); err == nil {
+		if s.auditHead, err = s.db.PrepareContext(ctx, auditHeadSQL); err == nil {
+			if s.auditInsert, err = s.db.PrepareContext(ctx, auditInsertSQL); err == nil {
+				s.auditInsertN, err = s.db.PrepareContext(ctx, auditInsertRowsSQL(auditRowsChunk))
+			}
+		}
+	}
+	return err
+}
+
+// startJournal makes the audit journal in dir and ingests completely the
+// journals of processes that died, before anything reads the chain.
+func (s *DB) startJournal(ctx context.Context, dir string, opts *Options) error {
+	s.journal = newJournal(s, dir, opts)
+	return s.sweepJournals(ctx)
+}
+
 // Close closes the database, after ingesting what the audit journal holds
 // (what it cannot ingest stays in the journal's files, for the next Open
 // after this process is gone).
-func (s *SQLite) Close() error {
+func (s *DB) Close() error {
 	var jerr error
 	if s.journal != nil {
 		jerr = s.journal.close()
+	}
+	if s.pg != nil {
+		s.pg.close()
 	}
 	s.shm.close()
 	if s.pin != nil {
@@ -175,8 +227,8 @@ func (s *SQLite) Close() error {
 	return errors.Join(jerr, s.db.Close())
 }
 
-// Path is the store's file.
-func (s *SQLite) Path() string { return s.path }
+// Path is the store's file, or its PostgreSQL URL.
+func (s *DB) Path() string { return s.path }
 
 // migrations are the schema, one step per version, in portable SQL (the
 // PostgreSQL store of a later issue runs the same text): TEXT, BIGINT and
@@ -314,10 +366,10 @@ func SchemaVersion() int { return len(migrations) - 1 }
 // is being set up by another process (switching it to WAL, recovering its
 // index): then a statement fails at once with SQLITE_BUSY, which here only
 // means "another maiden is creating or migrating this file, wait".
-func (s *SQLite) migrateRetrying(ctx context.Context, patience time.Duration) error {
+func (s *DB) migrateRetrying(ctx context.Context, patience time.Duration) error {
 	deadline := time.Now().Add(patience)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		err := s.migrate(ctx)
+		err := s.migrate(ctx, s.db)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
@@ -336,20 +388,27 @@ func isBusy(err error) bool {
 	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
-func (s *SQLite) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+// migrator is what migrate runs on: the pool (SQLite), or the one
+// connection that holds the migration lock (PostgreSQL).
+type migrator interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+func (s *DB) migrate(ctx context.Context, m migrator) error {
+	if _, err := m.ExecContext(ctx, s.ddl(`CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`)); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	for {
-		done, err := s.migrateOne(ctx)
+		done, err := s.migrateOne(ctx, m)
 		if err != nil || done {
 			return err
 		}
 	}
 }
 
-func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *DB) migrateOne(ctx context.Context, m migrator) (done bool, err error) {
+	tx, err := m.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
 	}
@@ -361,7 +420,7 @@ func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
 	cur := int(v.Int64)
 	switch {
 	case cur > SchemaVersion():
-		return false, fmt.Errorf("%w: the file is at version %d, this maiden knows up to %d (upgrade maiden, or use another -state file)",
+		return false, fmt.Errorf("%w: the store is at version %d, this maiden knows up to %d (upgrade maiden, or use another -state store)",
 			ErrSchemaTooNew, cur, SchemaVersion())
 	case cur == SchemaVersion():
 		return true, nil
@@ -371,7 +430,7 @@ func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
 		if strings.TrimSpace(stmt) == "" {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		if _, err := tx.ExecContext(ctx, s.ddl(stmt)); err != nil {
 			return false, fmt.Errorf("migration %d: %w", next, err)
 		}
 	}
@@ -381,45 +440,74 @@ func (s *SQLite) migrateOne(ctx context.Context) (done bool, err error) {
 	return false, tx.Commit()
 }
 
+// ddl is a migration statement in the store's dialect: as written for
+// SQLite; for PostgreSQL, with pgDDL's type mapping.
+func (s *DB) ddl(stmt string) string {
+	if s.pg != nil {
+		return pgDDL(stmt)
+	}
+	return stmt
+}
+
 // write runs fn in one write transaction and advances the generation
 // counter with it; fn's error rolls everything back.
-func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'generation'`); err != nil {
-		return err
-	}
-	return tx.Commit()
+func (s *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeTx(ctx, true, fn)
 }
 
 // writeKeep runs fn in one write transaction without advancing the
 // generation counter: for writes that change no card, token or agent
 // (audit records, limits, approvals), so that they do not invalidate a
-// pinned wallet on the fallback path.
-func (s *SQLite) writeKeep(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// pinned wallet on the fallback path. (SQLite's own change counter, which
+// Generation reads, changes with them anyway; on PostgreSQL, where the
+// counter is all there is, every commit advances it: see writeTx.)
+func (s *DB) writeKeep(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeTx(ctx, false, fn)
+}
+
+// writeTx is write and writeKeep. Every write transaction holds the one
+// write lock from its start: SQLite's (BEGIN IMMEDIATE, from the DSN),
+// or on PostgreSQL a transaction-scoped advisory lock taken first thing
+// (pgWriteLock), so that writers of every instance run one at a time
+// exactly as SQLite's do, and everything built on that (a read then a
+// write, MAX+1, the audit head) holds unchanged.
+func (s *DB) writeTx(ctx context.Context, bump bool, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if s.pg != nil {
+		if _, err := tx.ExecContext(ctx, s.pg.lock); err != nil {
+			return s.pg.lockError(err)
+		}
+	}
 	if err := fn(tx); err != nil {
 		return err
+	}
+	switch {
+	case s.pg != nil:
+		// Every commit advances the counter and notifies the other
+		// instances' waiters (delivered on commit only).
+		if _, err := tx.ExecContext(ctx, pgBumpSQL); err != nil {
+			return err
+		}
+	case bump:
+		if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'generation'`); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }
 
 // Generation returns a value that changes with every committed change by
-// any process. It reads SQLite's own change counter in the WAL index
-// (shared memory, a few nanoseconds: see shmWatch), tagged with bit 40 so
-// that it can never equal a value of the counters table, which is read
-// instead when the WAL index cannot be read.
-func (s *SQLite) Generation(ctx context.Context) (int64, error) {
+// any process. On SQLite it reads SQLite's own change counter in the WAL
+// index (shared memory, a few nanoseconds: see shmWatch), tagged with bit
+// 63 so that it can never equal a value of the counters table, which is
+// read instead when the WAL index cannot be read. On PostgreSQL it is the
+// counters table, which every write transaction of every instance
+// advances: one indexed read per call.
+func (s *DB) Generation(ctx context.Context) (int64, error) {
 	if s.shm != nil {
 		for range 3 { // a writer may be between the header's two copies
 			if v, ok := s.shm.version(); ok {
@@ -431,7 +519,10 @@ func (s *SQLite) Generation(ctx context.Context) (int64, error) {
 	}
 	var g int64
 	err := s.gen.QueryRowContext(ctx).Scan(&g)
-	return g, err
+	if err != nil {
+		return 0, fmt.Errorf("read the store's generation: %w", err)
+	}
+	return g, nil
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -29,6 +29,15 @@ var (
 	ErrNotAllowed = errors.New("not allowed")
 	// ErrSchemaTooNew: the store file was migrated by a newer maiden.
 	ErrSchemaTooNew = errors.New("state store schema is newer than this maiden")
+	// ErrUnavailable: the store cannot be reached (a PostgreSQL server
+	// down, restarting or unreachable); the message names where. Calls
+	// needing the store are refused meanwhile and work again once it is
+	// back.
+	ErrUnavailable = errors.New("state store unavailable")
+	// ErrPrivilege: the PostgreSQL role lacks a privilege the store needs;
+	// the message names it (CREATE on the schema, or which privilege on
+	// which table).
+	ErrPrivilege = errors.New("state store privilege missing")
 	// ErrBadInput: an argument is malformed (an empty or overlong name, an
 	// expiry in the past, ...).
 	ErrBadInput = errors.New("bad input")

@@ -17,13 +17,25 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("MAIDEN_STORE_TEST_CHILD"); mode != "" {
 		os.Exit(runChild(mode))
 	}
-	os.Exit(m.Run())
+	// A PostgreSQL store's journal defaults to a directory under
+	// $XDG_STATE_HOME: a temporary one for the tests (and their child
+	// processes, which inherit it).
+	state, err := os.MkdirTemp("", "maiden-store-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
+	code := pgtest.Run(m)
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // clock is a settable clock for expiry tests.
@@ -41,7 +53,7 @@ func (c *clock) add(d time.Duration) {
 
 func newClock() *clock { return &clock{t: time.Now().UTC().Truncate(time.Second)} }
 
-func open(t *testing.T, path string, c *clock) *SQLite {
+func open(t *testing.T, path string, c *clock) *DB {
 	t.Helper()
 	opts := &Options{}
 	if c != nil {
@@ -79,7 +91,7 @@ func spec(t testing.TB, grants ...string) cards.Spec {
 
 // dump is every row of every table, to show that a failed operation wrote
 // nothing.
-func dump(t *testing.T, s *SQLite) string {
+func dump(t *testing.T, s *DB) string {
 	t.Helper()
 	var b strings.Builder
 	for _, table := range []string{"agents", "tokens", "cards", "card_parents", "revocations", "counters", "schema_migrations", "audit", "rate_buckets", "quota_windows", "approvals"} {
@@ -104,7 +116,7 @@ func dump(t *testing.T, s *SQLite) string {
 	return b.String()
 }
 
-func mustAgents(t *testing.T, s *SQLite, names ...string) {
+func mustAgents(t *testing.T, s *DB, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		if err := s.EnsureAgent(context.Background(), n); err != nil {
@@ -113,17 +125,21 @@ func mustAgents(t *testing.T, s *SQLite, names ...string) {
 	}
 }
 
-func TestMigrations(t *testing.T) {
+func TestMigrations(t *testing.T) { eachBackend(t, testMigrations) }
+
+func testMigrations(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	var v int
 	if err := s.db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v != SchemaVersion() {
 		t.Fatalf("version %d, %v; want %d", v, err, SchemaVersion())
 	}
-	var mode string
-	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
-		t.Fatalf("journal_mode %q, %v; want wal", mode, err)
+	if !be.pg {
+		var mode string
+		if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+			t.Fatalf("journal_mode %q, %v; want wal", mode, err)
+		}
 	}
 	mustAgents(t, s, "a")
 	s.Close()
@@ -142,11 +158,69 @@ func TestMigrations(t *testing.T) {
 	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "version 99") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open of a newer schema: %v", err)
 	}
+	if be.pg {
+		if got := pgtest.Exec(t, path, `SELECT MAX(version) FROM schema_migrations`); strings.TrimSpace(got) != "99" {
+			t.Fatalf("the newer database was changed: version %q", got)
+		}
+		return
+	}
 	db, _ := sql.Open("sqlite", path)
 	defer db.Close()
 	if err := db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v != 99 {
 		t.Fatalf("the newer file was changed: version %d, %v", v, err)
 	}
+}
+
+// stored is everything the store holds, as bytes to search for what must
+// not be there: SQLite's file and WAL (checkpointed first), or every row
+// of every table of the PostgreSQL database.
+func stored(t *testing.T, s *DB) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	if s.pg == nil {
+		s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+		for _, f := range []string{s.path, s.path + "-wal"} {
+			b, _ := os.ReadFile(f)
+			out[f] = b
+		}
+		return out
+	}
+	rows, err := s.db.Query(`SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		tables = append(tables, n)
+	}
+	rows.Close()
+	if len(tables) < 10 {
+		t.Fatalf("only tables %v", tables)
+	}
+	for _, table := range tables {
+		var b bytes.Buffer
+		rows, err := s.db.Query("SELECT * FROM " + table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%v\n", vals)
+		}
+		rows.Close()
+		out["table "+table] = b.Bytes()
+	}
+	return out
 }
 
 func TestOpenBadPath(t *testing.T) {
@@ -158,9 +232,11 @@ func TestOpenBadPath(t *testing.T) {
 	}
 }
 
-func TestTokens(t *testing.T) {
+func TestTokens(t *testing.T) { eachBackend(t, testTokens) }
+
+func testTokens(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	mustAgents(t, s, "research", "coder")
 	tok, info, err := s.MintToken(ctx, "research")
@@ -195,12 +271,15 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("token for an unknown agent: %v", err)
 	}
 	// Only a hash is stored: the secret is nowhere in the files.
-	s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-	for _, f := range []string{path, path + "-wal"} {
-		b, _ := os.ReadFile(f)
+	sawID := false
+	for f, b := range stored(t, s) {
+		sawID = sawID || bytes.Contains(b, []byte(info.ID))
 		if bytes.Contains(b, []byte(secret)) {
 			t.Fatalf("%s holds the token's secret", f)
 		}
+	}
+	if !sawID {
+		t.Fatalf("the token's ID is not in what the store holds either: the search proves nothing")
 	}
 	// Revocation stops it at once.
 	if err := s.RevokeToken(ctx, info.ID); err != nil {
@@ -221,10 +300,12 @@ func TestTokens(t *testing.T) {
 // TestCardErrorsWriteNothing: every refused card operation is a clear error
 // and leaves the store exactly as it was (CARDS.md A5, A6, A7, A9 through
 // the store).
-func TestCardErrorsWriteNothing(t *testing.T) {
+func TestCardErrorsWriteNothing(t *testing.T) { eachBackend(t, testCardErrorsWriteNothing) }
+
+func testCardErrorsWriteNothing(t *testing.T, be backend) {
 	ctx := context.Background()
 	clk := newClock()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), clk)
+	s := open(t, be.target(t), clk)
 	mustAgents(t, s, "parent", "sub")
 	p, err := s.Grant(ctx, "parent", spec(t, "fs:read /data/**", "-fs:read /data/s/**", "card:* *"))
 	if err != nil {
@@ -355,9 +436,11 @@ func TestCardErrorsWriteNothing(t *testing.T) {
 
 // TestAgentCardOperations: a parent agent hands a sub-agent a narrower
 // card and takes it back; what it may not do, it cannot.
-func TestAgentCardOperations(t *testing.T) {
+func TestAgentCardOperations(t *testing.T) { eachBackend(t, testAgentCardOperations) }
+
+func testAgentCardOperations(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	mustAgents(t, s, "lead", "sub", "other")
 	root, err := s.Grant(ctx, "lead", spec(t, "tool:invoke search --...", "card:derive *", "card:revoke *"))
 	if err != nil {
@@ -444,9 +527,11 @@ func TestAgentCardOperations(t *testing.T) {
 
 // TestRevokeA8 is CARDS.md A8 in the store: a chain A→B→C, revoke A: 3
 // revoked; revoke A again: card-revoked.
-func TestRevokeA8(t *testing.T) {
+func TestRevokeA8(t *testing.T) { eachBackend(t, testRevokeA8) }
+
+func testRevokeA8(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	mustAgents(t, s, "x")
 	a, err := s.Grant(ctx, "x", spec(t, "tool:invoke t --..."))
 	if err != nil {
@@ -471,9 +556,11 @@ func TestRevokeA8(t *testing.T) {
 	}
 }
 
-func TestSystemCards(t *testing.T) {
+func TestSystemCards(t *testing.T) { eachBackend(t, testSystemCards) }
+
+func testSystemCards(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	mustAgents(t, s, "a", "b")
 	specs := []cards.Spec{spec(t, "tool:invoke echo --...", "card:* *"), spec(t, "network:connect api.example.com")}
 	if added, revoked, err := s.SyncSystemCards(ctx, "a", specs); err != nil || added != 2 || revoked != 0 {
@@ -513,10 +600,12 @@ func TestSystemCards(t *testing.T) {
 	}
 }
 
-func TestExpiry(t *testing.T) {
+func TestExpiry(t *testing.T) { eachBackend(t, testExpiry) }
+
+func testExpiry(t *testing.T, be backend) {
 	ctx := context.Background()
 	clk := newClock()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), clk)
+	s := open(t, be.target(t), clk)
 	mustAgents(t, s, "a")
 	sp := spec(t, "tool:invoke t")
 	sp.Expires = clk.now().Add(time.Hour)
@@ -542,9 +631,11 @@ func TestExpiry(t *testing.T) {
 
 // TestGenerationAdvances: every committed change moves the counter, a
 // refused one does not.
-func TestGenerationAdvances(t *testing.T) {
+func TestGenerationAdvances(t *testing.T) { eachBackend(t, testGenerationAdvances) }
+
+func testGenerationAdvances(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	g0, _ := s.Generation(ctx)
 	mustAgents(t, s, "a")
 	g1, _ := s.Generation(ctx)
@@ -559,9 +650,11 @@ func TestGenerationAdvances(t *testing.T) {
 // real store, revokes a few random subtrees (so that some descendants are
 // revoked already), then a random card, and checks the count and the set
 // against the tree.
-func TestRevokeCascadeRandomTrees(t *testing.T) {
+func TestRevokeCascadeRandomTrees(t *testing.T) { eachBackend(t, testRevokeCascadeRandomTrees) }
+
+func testRevokeCascadeRandomTrees(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	mustAgents(t, s, "x")
 	rng := rand.New(rand.NewPCG(7, 11))
 	for round := range 8 {

@@ -1,0 +1,702 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// The PostgreSQL store (see doc.go, "PostgreSQL"): the same DB, the same
+// SQL and the same code paths as SQLite, through pgx's database/sql driver
+// wrapped so that every query's '?' placeholders become $n (rebind), with
+// the write lock, the migration lock, the generation counter and the
+// change feed done the PostgreSQL way.
+
+// Advisory lock keys ("maide" + a number) and the notification channel.
+const (
+	pgLockWrite   int64 = 0x6d61696465_01
+	pgLockMigrate int64 = 0x6d61696465_02
+	pgChannel           = "maiden_store"
+)
+
+// pgWriteLockSQL is the first statement of every write transaction: the
+// one write lock of all instances on the database, held until the
+// transaction ends (commit, rollback, or the connection's death), waited
+// for up to busy (Options.BusyTimeout, as SQLite's busy timeout; the
+// select list runs left to right, so the timeout is set first).
+func pgWriteLockSQL(busy time.Duration) string {
+	return fmt.Sprintf(`SELECT set_config('lock_timeout', '%dms', true), pg_advisory_xact_lock(%d)`, busy.Milliseconds(), pgLockWrite)
+}
+
+var (
+	// pgBumpSQL is the last statement of every write transaction: the
+	// generation counter advanced, and the other instances' waiters
+	// notified (NOTIFY is delivered on commit only, and not at all on
+	// rollback).
+	pgBumpSQL = `WITH g AS (UPDATE counters SET value = value + 1 WHERE name = 'generation' RETURNING value)
+SELECT pg_notify('` + pgChannel + `', value::text) FROM g`
+)
+
+// pgState is what a PostgreSQL store holds beyond DB's fields.
+type pgState struct {
+	cfg   *pgx.ConnConfig
+	where string // host:port, for messages (never the password)
+	feed  *changeFeed
+	lock  string        // pgWriteLockSQL
+	busy  time.Duration // its timeout
+}
+
+// lockError says what a failure to take the write lock means.
+func (p *pgState) lockError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		return fmt.Errorf("take the write lock: the store is locked: another writer held it for more than %s: %w", p.busy, err)
+	}
+	return fmt.Errorf("take the write lock: %w", err)
+}
+
+func (p *pgState) close() {
+	if p.feed != nil {
+		p.feed.close()
+	}
+}
+
+// checkPostgresURL refuses a URL that carries a password, in its user
+// information or as a parameter: the password comes from PGPASSWORD or
+// ~/.pgpass (which pgx reads), so that it is never in agent.toml, on a
+// command line or in a message. Its errors never repeat the URL.
+func checkPostgresURL(target string) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("%w: the PostgreSQL URL does not parse (not repeated here: it may hold a secret)", ErrBadInput)
+	}
+	if _, has := u.User.Password(); has {
+		return fmt.Errorf("%w: the PostgreSQL URL %s holds a password: remove it and set PGPASSWORD (or a ~/.pgpass entry) instead", ErrBadInput, u.Redacted())
+	}
+	for k := range u.Query() {
+		if strings.EqualFold(k, "password") {
+			return fmt.Errorf("%w: the PostgreSQL URL holds a password parameter: remove it and set PGPASSWORD (or a ~/.pgpass entry) instead", ErrBadInput)
+		}
+	}
+	return nil
+}
+
+// openPostgres opens the store in the PostgreSQL database target names.
+func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error) {
+	if err := checkPostgresURL(target); err != nil {
+		return nil, fmt.Errorf("open state store: %w", err)
+	}
+	cfg, err := pgx.ParseConfig(target)
+	if err != nil {
+		return nil, fmt.Errorf("open state store %s: %w: %v", target, ErrBadInput, err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	where := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	db := sql.OpenDB(&pgConnector{inner: stdlib.GetConnector(*cfg), where: where})
+	maxConns := opts.MaxConns
+	if maxConns <= 0 {
+		maxConns = 16
+	}
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	s := newDB(db, target, opts)
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	s.pg = &pgState{cfg: cfg, where: where, lock: pgWriteLockSQL(busy), busy: busy}
+	fail := func(err error) (*DB, error) {
+		s.Close()
+		return nil, fmt.Errorf("open state store %s: %w", target, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		return fail(err)
+	}
+	if err := s.migratePostgres(ctx); err != nil {
+		return fail(err)
+	}
+	if err := s.checkPrivileges(ctx); err != nil {
+		return fail(err)
+	}
+	if err := s.prepare(ctx); err != nil {
+		return fail(err)
+	}
+	s.pg.feed = newChangeFeed(cfg, opts.Logger)
+	dir := opts.JournalDir
+	if dir == "" {
+		if dir, err = defaultJournalDir(cfg); err != nil {
+			return fail(err)
+		}
+	}
+	if err := s.startJournal(ctx, dir, opts); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// migratePostgres runs the migrations holding a session-level advisory
+// lock on one connection: an instance that finds another migrating waits
+// for it, then finds the schema up to date and runs nothing.
+func (s *DB) migratePostgres(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, pgLockMigrate); err != nil {
+		return fmt.Errorf("take the migration lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(?)`, pgLockMigrate)
+	// CREATE TABLE IF NOT EXISTS needs CREATE on the schema even when the
+	// table is there: a role that may only use the tables must not need it.
+	var exists bool
+	if err := conn.QueryRowContext(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return err
+	}
+	m := migrator(conn)
+	if exists {
+		m = skipCreate{conn}
+	}
+	if err := s.migrate(ctx, m); err != nil {
+		return s.privilegeHint(ctx, err)
+	}
+	return nil
+}
+
+// skipCreate is a migrator whose schema_migrations is known to exist.
+type skipCreate struct{ *sql.Conn }
+
+func (c skipCreate) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if strings.HasPrefix(query, "CREATE TABLE IF NOT EXISTS schema_migrations") {
+		return driver.RowsAffected(0), nil
+	}
+	return c.Conn.ExecContext(ctx, query, args...)
+}
+
+// privilegeHint says which privilege is missing when PostgreSQL refused
+// a migration for want of one (SQLSTATE 42501).
+func (s *DB) privilegeHint(ctx context.Context, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		return err
+	}
+	var user, schema sql.NullString
+	s.db.QueryRowContext(ctx, `SELECT current_user, current_schema()`).Scan(&user, &schema)
+	return fmt.Errorf("%w: role %q may not create maiden's tables in schema %q: it needs CREATE on the schema (GRANT CREATE ON SCHEMA %s TO %s), or the schema must be migrated once by a role that has it: %w",
+		ErrPrivilege, user.String, schema.String, schema.String, user.String, err)
+}
+
+// pgTablePrivileges are the privileges the store uses on each of its
+// tables (the audit trail is only ever read and appended to, so an
+// operator may deny UPDATE and DELETE on it).
+var pgTablePrivileges = map[string][]string{
+	"agents":            {"SELECT", "INSERT"},
+	"tokens":            {"SELECT", "INSERT", "UPDATE"},
+	"cards":             {"SELECT", "INSERT", "UPDATE"},
+	"card_parents":      {"SELECT", "INSERT"},
+	"revocations":       {"SELECT", "INSERT"},
+	"counters":          {"SELECT", "UPDATE"},
+	"schema_migrations": {"SELECT"},
+	"audit":             {"SELECT", "INSERT"},
+	"rate_buckets":      {"SELECT", "INSERT", "UPDATE"},
+	"quota_windows":     {"SELECT", "INSERT", "UPDATE"},
+	"approvals":         {"SELECT", "INSERT", "UPDATE"},
+	"operators":         {"SELECT", "INSERT"},
+	"operator_tokens":   {"SELECT", "INSERT", "UPDATE"},
+	"audit_journal":     {"SELECT", "INSERT", "UPDATE", "DELETE"},
+}
+
+// checkPrivileges names the first privilege the connecting role lacks on
+// the store's tables (ErrPrivilege), so that Open fails with what to
+// grant instead of a call failing later.
+func (s *DB) checkPrivileges(ctx context.Context) error {
+	var tables, privs []string
+	for t, ps := range pgTablePrivileges {
+		for _, p := range ps {
+			tables, privs = append(tables, t), append(privs, p)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT current_user, x.t, x.p FROM unnest(?::text[], ?::text[]) AS x(t, p)
+WHERE to_regclass(x.t) IS NOT NULL AND NOT has_table_privilege(to_regclass(x.t), x.p) ORDER BY x.t, x.p`, tables, privs)
+	if err != nil {
+		return fmt.Errorf("check privileges: %w", err)
+	}
+	defer rows.Close()
+	var missing []string
+	var user string
+	for rows.Next() {
+		var t, p string
+		if err := rows.Scan(&user, &t, &p); err != nil {
+			return fmt.Errorf("check privileges: %w", err)
+		}
+		missing = append(missing, p+" on table "+t)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check privileges: %w", err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: role %q lacks %s", ErrPrivilege, user, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// defaultJournalDir is where a PostgreSQL store's audit journal lives when
+// Options.JournalDir is not set: $XDG_STATE_HOME (or ~/.local/state)
+// /maiden/audit-journal/HOST_PORT_DATABASE_HASH, HASH from host, port and
+// database (never the user or a password), so that every process of this
+// machine on one database shares one directory (and sweeps what a dead
+// one left) and two databases never share one.
+func defaultJournalDir(cfg *pgx.ConnConfig) (string, error) {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			return "", fmt.Errorf("audit journal: no home directory for its default place (%v): set the journal directory (Options.JournalDir)", err)
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%s", cfg.Host, cfg.Port, cfg.Database)
+	sum := sha256.Sum256([]byte(key))
+	clean := func(s string) string {
+		return strings.Trim(regexp.MustCompile(`[^A-Za-z0-9.-]+`).ReplaceAllString(s, "-"), "-")
+	}
+	name := fmt.Sprintf("%s_%d_%s_%s", clean(cfg.Host), cfg.Port, clean(cfg.Database), hex.EncodeToString(sum[:6]))
+	return filepath.Join(base, "maiden", "audit-journal", name), nil
+}
+
+// --- the driver wrapper -------------------------------------------------
+
+// pgConnector makes pgx's database/sql connections, wrapped in pgConn.
+type pgConnector struct {
+	inner driver.Connector
+	where string
+}
+
+func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.inner.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot reach PostgreSQL at %s: %w", ErrUnavailable, c.where, err)
+	}
+	return &pgConn{Conn: conn.(*stdlib.Conn), where: c.where}, nil
+}
+
+func (c *pgConnector) Driver() driver.Driver { return c.inner.Driver() }
+
+// pgConn is pgx's connection with every query rebound ('?' → $n) and the
+// errors that mean the server went away marked ErrUnavailable.
+type pgConn struct {
+	*stdlib.Conn
+	where string
+}
+
+func (c *pgConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *pgConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.Conn.PrepareContext(ctx, rebind(query))
+	if err != nil {
+		return nil, c.check(err)
+	}
+	return &pgStmt{Stmt: st.(*stdlib.Stmt), c: c}, nil
+}
+
+// pgStmt is a prepared statement whose errors are checked as pgConn's.
+type pgStmt struct {
+	*stdlib.Stmt
+	c *pgConn
+}
+
+func (s *pgStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	r, err := s.Stmt.ExecContext(ctx, args)
+	return r, s.c.check(err)
+}
+
+func (s *pgStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := s.Stmt.QueryContext(ctx, args)
+	return r, s.c.check(err)
+}
+
+func (c *pgConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	r, err := c.Conn.ExecContext(ctx, rebind(query), args)
+	return r, c.check(err)
+}
+
+func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := c.Conn.QueryContext(ctx, rebind(query), args)
+	return r, c.check(err)
+}
+
+func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.BeginTx(ctx, opts)
+	return tx, c.check(err)
+}
+
+// check marks ErrUnavailable the errors that mean the server or the
+// connection is gone (the database restarted, stopped, or unreachable),
+// naming where; it keeps driver.ErrBadConn reachable with errors.Is, so
+// that database/sql still retries on a fresh connection.
+func (c *pgConn) check(err error) error {
+	if err == nil || !connectionLost(err) {
+		return err
+	}
+	return fmt.Errorf("%w: PostgreSQL at %s: %w", ErrUnavailable, c.where, err)
+}
+
+func connectionLost(err error) bool {
+	if errors.Is(err, ErrUnavailable) {
+		return false // marked already
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08: connection exception; 57P01-57P03: the server shuts
+		// down or is starting.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ne net.Error
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.As(err, &ne) || strings.Contains(err.Error(), "conn closed")
+}
+
+// --- the dialect ----------------------------------------------------------
+
+// sqlSegment is a piece of SQL text: code, or something whose content is
+// not SQL (a string literal, a quoted identifier, a comment), which no
+// rewriting may touch.
+type sqlSegment struct {
+	text string
+	code bool
+}
+
+// splitSQL cuts q into code and non-code segments as PostgreSQL reads it:
+// '...' strings (” inside is a quote; E'...' also takes backslash
+// escapes), "..." identifiers, $tag$...$tag$ strings, -- comments to the
+// end of the line and /* */ comments (which nest). Something left open
+// runs to the end of q.
+func splitSQL(q string) []sqlSegment {
+	var out []sqlSegment
+	start := 0
+	emit := func(end int, code bool) {
+		if end > start {
+			out = append(out, sqlSegment{q[start:end], code})
+		}
+		start = end
+	}
+	for i := 0; i < len(q); {
+		c := q[i]
+		var end int
+		switch {
+		case c == '\'':
+			escapes := i > 0 && (q[i-1] == 'E' || q[i-1] == 'e') && (i < 2 || !identChar(q[i-2]))
+			end = endQuoted(q, i, '\'', escapes)
+		case c == '"':
+			end = endQuoted(q, i, '"', false)
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			end = strings.IndexByte(q[i:], '\n')
+			if end < 0 {
+				end = len(q)
+			} else {
+				end += i + 1
+			}
+		case c == '/' && i+1 < len(q) && q[i+1] == '*':
+			end = endComment(q, i)
+		case c == '$' && (i == 0 || !identChar(q[i-1])):
+			tag, ok := dollarTag(q[i:])
+			if !ok {
+				i++
+				continue
+			}
+			if k := strings.Index(q[i+len(tag):], tag); k >= 0 {
+				end = i + len(tag) + k + len(tag)
+			} else {
+				end = len(q)
+			}
+		default:
+			i++
+			continue
+		}
+		emit(i, true)
+		emit(end, false)
+		i = end
+	}
+	emit(len(q), true)
+	return out
+}
+
+func identChar(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// endQuoted is the end of the quoted text starting at q[i] == quote (a
+// doubled quote continues it; with escapes, so does a backslash's
+// next byte).
+func endQuoted(q string, i int, quote byte, escapes bool) int {
+	for j := i + 1; j < len(q); j++ {
+		switch {
+		case escapes && q[j] == '\\':
+			j++
+		case q[j] == quote:
+			if j+1 < len(q) && q[j+1] == quote {
+				j++
+				continue
+			}
+			return j + 1
+		}
+	}
+	return len(q)
+}
+
+// endComment is the end of the /* comment at q[i], nesting as PostgreSQL
+// does.
+func endComment(q string, i int) int {
+	depth := 0
+	for j := i; j+1 < len(q); j++ {
+		switch {
+		case q[j] == '/' && q[j+1] == '*':
+			depth++
+			j++
+		case q[j] == '*' && q[j+1] == '/':
+			depth--
+			j++
+			if depth == 0 {
+				return j + 1
+			}
+		}
+	}
+	return len(q)
+}
+
+// dollarTag returns the opening tag ($$ or $name$) s starts with, if it
+// is one (a $1 parameter is not).
+func dollarTag(s string) (string, bool) {
+	for j := 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '$':
+			return s[:j+1], true
+		case c >= '0' && c <= '9':
+			if j == 1 {
+				return "", false
+			}
+		case !identChar(c):
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// rebind rewrites the '?' placeholders of query as PostgreSQL's $1, $2,
+// ... in order; a '?' inside a string literal, a quoted identifier or a
+// comment is left alone. (PostgreSQL's own ? operators, of jsonb, are
+// therefore not usable in the store's SQL; nothing uses them.)
+func rebind(query string) string {
+	if strings.IndexByte(query, '?') < 0 {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for _, seg := range splitSQL(query) {
+		if !seg.code {
+			b.WriteString(seg.text)
+			continue
+		}
+		t := seg.text
+		for {
+			k := strings.IndexByte(t, '?')
+			if k < 0 {
+				b.WriteString(t)
+				break
+			}
+			n++
+			b.WriteString(t[:k])
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			t = t[k+1:]
+		}
+	}
+	return b.String()
+}
+
+// pgTypeWords maps the column types of the portable migrations to
+// PostgreSQL's: TEXT compares and sorts bytewise (COLLATE "C"), as in
+// SQLite, whatever the database's collation; BLOB is BYTEA; REAL is
+// SQLite's 8-byte float. Types are written in capitals in the migrations
+// (names in lower case), which is how they are told apart.
+var pgTypeWords = regexp.MustCompile(`\b(TEXT|BLOB|REAL)\b`)
+
+// pgDDL is a migration statement for PostgreSQL.
+func pgDDL(stmt string) string {
+	var b strings.Builder
+	for _, seg := range splitSQL(stmt) {
+		if !seg.code {
+			b.WriteString(seg.text)
+			continue
+		}
+		b.WriteString(pgTypeWords.ReplaceAllStringFunc(seg.text, func(w string) string {
+			switch w {
+			case "TEXT":
+				return `TEXT COLLATE "C"`
+			case "BLOB":
+				return "BYTEA"
+			default:
+				return "DOUBLE PRECISION"
+			}
+		}))
+	}
+	return b.String()
+}
+
+// --- the change feed ------------------------------------------------------
+
+// changeFeed listens on its own connection for the notification every
+// write transaction sends on commit (pgBumpSQL), and wakes WaitChange's
+// waiters. When the connection drops it reconnects with a growing pause;
+// meanwhile (and as a safety net always) waiters poll.
+type changeFeed struct {
+	mu     sync.Mutex
+	ch     chan struct{} // closed and replaced on every notification
+	up     atomic.Bool   // listening now
+	hold   atomic.Bool   // tests: do not reconnect while set
+	cancel context.CancelFunc
+	done   chan struct{}
+	log    *slog.Logger
+}
+
+func newChangeFeed(cfg *pgx.ConnConfig, logger *slog.Logger) *changeFeed {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &changeFeed{ch: make(chan struct{}), cancel: cancel, done: make(chan struct{}), log: logger}
+	go f.run(ctx, cfg)
+	return f
+}
+
+func (f *changeFeed) wake() {
+	f.mu.Lock()
+	close(f.ch)
+	f.ch = make(chan struct{})
+	f.mu.Unlock()
+}
+
+func (f *changeFeed) changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ch
+}
+
+func (f *changeFeed) close() {
+	f.cancel()
+	<-f.done
+}
+
+func (f *changeFeed) run(ctx context.Context, cfg *pgx.ConnConfig) {
+	defer close(f.done)
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		if f.hold.Load() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+pgChannel); err == nil {
+				f.up.Store(true)
+				backoff = 50 * time.Millisecond
+				f.wake() // whatever was committed while no one listened
+				for err == nil {
+					_, err = conn.WaitForNotification(ctx)
+					if err == nil {
+						f.wake()
+					}
+				}
+				f.up.Store(false)
+			}
+			conn.Close(context.Background())
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if f.log != nil {
+			f.log.Warn("state store: change notifications lost; polling until they are back", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// Polling intervals of WaitChange: while the change feed listens (a
+// safety net against a connection that died silently), without it, and
+// on SQLite (Generation is a read of shared memory there).
+const (
+	pollFeedUp   = time.Second
+	pollFeedDown = 100 * time.Millisecond
+	pollSQLite   = 50 * time.Millisecond
+)
+
+// WaitChange returns once Generation differs from gen, with its new
+// value: a change committed by any process or instance. On PostgreSQL a
+// notification sent on commit wakes it at once, with a poll every
+// second as a safety net, every 100 ms while the notification connection
+// is down; on SQLite it polls the WAL index every 50 ms. It returns ctx's
+// error when ctx ends first, and the store's error when Generation
+// cannot be read (the store is unavailable: the caller decides whether
+// to wait on).
+func (s *DB) WaitChange(ctx context.Context, gen int64) (int64, error) {
+	for {
+		var ch <-chan struct{}
+		poll := pollSQLite
+		if s.pg != nil && s.pg.feed != nil {
+			ch = s.pg.feed.changed() // before the read: a change after it wakes us
+			poll = pollFeedDown
+			if s.pg.feed.up.Load() {
+				poll = pollFeedUp
+			}
+		}
+		g, err := s.Generation(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if g != gen {
+			return g, nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
