@@ -227,6 +227,9 @@ var pgTablePrivileges = map[string][]string{
 	"operators":         {"SELECT", "INSERT"},
 	"operator_tokens":   {"SELECT", "INSERT", "UPDATE"},
 	"audit_journal":     {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"sessions":          {"SELECT", "INSERT", "UPDATE"},
+	"session_revisions": {"SELECT", "INSERT"},
+	"boundary_requests": {"SELECT", "INSERT", "UPDATE"},
 }
 
 // checkPrivileges names the first privilege the connecting role lacks on

@@ -92,9 +92,11 @@ func counters(t *testing.T, s *SQLite) (gen, audit int64) {
 // opening it again is idempotent (the stored boundary wins, nothing is
 // written); another agent is refused; IDs are checked; a generated ID is
 // ses_ and 32 hex digits.
-func TestOpenSession(t *testing.T) {
+func TestOpenSession(t *testing.T) { eachBackend(t, testOpenSession) }
+
+func testOpenSession(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s := open(t, path, nil)
 	a := openSession(t, s, "mcp-3f2a", "coder")
 	if a.Agent != "coder" || a.Boundary.Revision != 0 || !reflect.DeepEqual(a.Boundary, workBoundary().Normalize()) || !a.Live() || a.Created.IsZero() {
@@ -162,9 +164,11 @@ func TestOpenSession(t *testing.T) {
 // revision, stored with why; a second session of the same agent keeps its
 // own boundary; a later approval is assessed against the current
 // revision, not the one the request was made against.
-func TestApproveAppliesRevision(t *testing.T) {
+func TestApproveAppliesRevision(t *testing.T) { eachBackend(t, testApproveAppliesRevision) }
+
+func testApproveAppliesRevision(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	a := openSession(t, s, "a", "coder")
 	b := openSession(t, s, "b", "coder")
 	r1 := request(t, s, "a", "req-1", expansion("/srv/out", "write", "subtree"))
@@ -224,9 +228,11 @@ func TestApproveAppliesRevision(t *testing.T) {
 // same request, even with another body (BOUNDARIES.md, Request); in
 // another session it is another request; refusals are the
 // *boundary.ValidationError itself and store nothing (B1-B5).
-func TestRequestIdempotent(t *testing.T) {
+func TestRequestIdempotent(t *testing.T) { eachBackend(t, testRequestIdempotent) }
+
+func testRequestIdempotent(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	openSession(t, s, "a", "coder")
 	openSession(t, s, "b", "coder")
 	first := request(t, s, "a", "req-1", expansion("/srv/out", "write", "subtree"))
@@ -301,9 +307,11 @@ func TestRequestIdempotent(t *testing.T) {
 
 // TestConcurrentSameRequest: goroutines on two handles of one file send
 // the same client ID at once: one request is made, every caller gets it.
-func TestConcurrentSameRequest(t *testing.T) {
+func TestConcurrentSameRequest(t *testing.T) { eachBackend(t, testConcurrentSameRequest) }
+
+func testConcurrentSameRequest(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s1, s2 := open(t, path, nil), open(t, path, nil)
 	openSession(t, s1, "a", "coder")
 	var made atomic.Int64
@@ -336,9 +344,11 @@ func TestConcurrentSameRequest(t *testing.T) {
 
 // TestSettleOnce (B14): a settled request is settled for good: a second
 // decision is ErrApprovalState and changes nothing; only operators decide.
-func TestSettleOnce(t *testing.T) {
+func TestSettleOnce(t *testing.T) { eachBackend(t, testSettleOnce) }
+
+func testSettleOnce(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	openSession(t, s, "a", "coder")
 	r := request(t, s, "a", "req-1", expansion("/srv/out", "write", "subtree"))
 	for _, by := range []string{"agent:coder", AgentActor("x").String(), "", "bad\nname"} {
@@ -382,9 +392,11 @@ func TestSettleOnce(t *testing.T) {
 // (B10), and a change of the boundary's kind (B15), leave the boundary as
 // it was; an expansion already covered is approved without a revision
 // (B12).
-func TestDenyAndConflict(t *testing.T) {
+func TestDenyAndConflict(t *testing.T) { eachBackend(t, testDenyAndConflict) }
+
+func testDenyAndConflict(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	a := openSession(t, s, "a", "coder")
 	for _, c := range []struct {
 		id     string
@@ -452,9 +464,11 @@ func deadRunner(t *testing.T) string {
 // TestHostRestarted (B16): on start, the pending requests of processes
 // that are gone are denied with host_restarted; settled ones, and those of
 // a live process (this one) or another host, are left as they are.
-func TestHostRestarted(t *testing.T) {
+func TestHostRestarted(t *testing.T) { eachBackend(t, testHostRestarted) }
+
+func testHostRestarted(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	live := open(t, path, nil)
 	gone := open(t, path, nil)
 	gone.runner = deadRunner(t) // the handle of a process that died
@@ -498,10 +512,12 @@ func TestHostRestarted(t *testing.T) {
 // TestEndSessionAndExpiry: ending a session denies its pending requests
 // and refuses what follows; a request nobody decided in time is denied
 // with reason expired, by whichever path sees it first.
-func TestEndSessionAndExpiry(t *testing.T) {
+func TestEndSessionAndExpiry(t *testing.T) { eachBackend(t, testEndSessionAndExpiry) }
+
+func testEndSessionAndExpiry(t *testing.T, be backend) {
 	ctx := context.Background()
 	c := newClock()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), c)
+	s := open(t, be.target(t), c)
 	openSession(t, s, "a", "coder")
 	openSession(t, s, "b", "coder")
 	short, _, err := s.RequestBoundary(ctx, "b", "short", expansion("/srv/1", "read", "exact"), "j", c.now().Add(time.Minute))
@@ -601,9 +617,11 @@ func TestEndSessionAndExpiry(t *testing.T) {
 // TestSettleRace: goroutines on two handles of one file, half approving
 // and half denying, settle the same request: exactly one wins, the others
 // get ErrApprovalState, and the session holds at most one new revision.
-func TestSettleRace(t *testing.T) {
+func TestSettleRace(t *testing.T) { eachBackend(t, testSettleRace) }
+
+func testSettleRace(t *testing.T, be backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
+	path := be.target(t)
 	s1, s2 := open(t, path, nil), open(t, path, nil)
 	openSession(t, s1, "a", "coder")
 	for round := range 4 {
@@ -653,9 +671,11 @@ func TestSettleRace(t *testing.T) {
 // TestSessionAudit: every transition is in the audit trail, in its order,
 // by whom, and the chain verifies; each commit changes Generation and the
 // counters table.
-func TestSessionAudit(t *testing.T) {
+func TestSessionAudit(t *testing.T) { eachBackend(t, testSessionAudit) }
+
+func testSessionAudit(t *testing.T, be backend) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	s := open(t, be.target(t), nil)
 	gens := map[int64]bool{}
 	step := func(what string) {
 		t.Helper()
