@@ -64,7 +64,18 @@ func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (
 		}
 		path = c.statePath(cfg)
 	}
-	if _, err := os.Stat(path); err != nil {
+	if config.IsStateURL(path) {
+		// A database without maiden's schema holds no trail: opening it
+		// would create an empty one.
+		if st := inspectState(ctx, path); !st.Reachable || st.SchemaState == "empty" {
+			if st.Reachable {
+				fmt.Fprintf(stderr, "maiden %s: no state store in %s: nothing was recorded there (-state names another)\n", name, st.Store)
+			} else {
+				fmt.Fprintf(stderr, "maiden %s: %s\n", name, strings.Join(st.Problems, "; "))
+			}
+			return nil, exitState
+		}
+	} else if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(stderr, "maiden %s: no state store at %s: nothing was recorded there (-state names another file)\n", name, path)
 		} else {

@@ -302,11 +302,15 @@ func stdioEntryFor(spec clientSpec, flags *flag.FlagSet, c *common, agent string
 		case "isolation":
 			args = append(args, "-isolation", f.Value.String())
 		case "state":
-			abs, err := filepath.Abs(f.Value.String())
-			if err != nil {
-				passErr = err
+			v := f.Value.String()
+			if !config.IsStateURL(v) {
+				abs, err := filepath.Abs(v)
+				if err != nil {
+					passErr = err
+				}
+				v = abs
 			}
-			args = append(args, "-state", abs)
+			args = append(args, "-state", v)
 		case "v":
 			if f.Value.String() == "true" {
 				args = append(args, "-v")

@@ -11,6 +11,7 @@
 //	maiden deny   ID [-reason TEXT]
 //	maiden audit  verify|tail|export ...
 //	maiden operators token|ls|revoke-token ...
+//	maiden state  check|migrate [-state FILE|URL] [-json]
 //	maiden new    go|js|middleware-go|middleware-js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //	maiden client config claude|cursor|vscode [-write]
@@ -146,6 +147,15 @@ func init() {
 		{name: "audit export", args: "",
 			summary: "write the audit trail as JSON lines with the chain head, to verify elsewhere",
 			help:    auditExportHelp, run: cmdAuditExport, interspersed: true},
+		{name: "state", args: "check|migrate ...",
+			summary: "the state store itself (a SQLite file or a PostgreSQL database): check it, migrate it",
+			subs:    []string{"check", "migrate"}},
+		{name: "state check", args: "[-state FILE|URL] [-json]",
+			summary: "check that this maiden can use the state store: reachable, schema version, privileges",
+			help:    stateCheckHelp, run: cmdStateCheck, interspersed: true},
+		{name: "state migrate", args: "[-state FILE|URL] [-json]",
+			summary: "bring the state store's schema up to this maiden's version (prints OLD → NEW)",
+			help:    stateMigrateHelp, run: cmdStateMigrate, interspersed: true},
 		{name: "operators", args: "token|ls|revoke-token ...",
 			summary: "the operators of agent.toml (who decide approvals): mint, list and revoke their tokens",
 			subs:    []string{"token", "ls", "revoke-token"}},

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/maiden-run/maiden"
@@ -38,7 +39,55 @@ type common struct {
 	cache     string
 	verbose   bool
 	isolation isolationFlag
-	state     string // -state: the state store's file ("" = the configuration's)
+	state     string   // -state: the state store's file or URL ("" = the configuration's)
+	refused   []string // -state values refused (not printed back: they may hold a password)
+}
+
+// stateFlag is -state: a file, or a PostgreSQL URL, which is checked as
+// agent.toml's [state] url is (no password in it).
+type stateFlag struct{ c *common }
+
+func (f stateFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	return f.c.state
+}
+
+func (f stateFlag) Set(s string) error {
+	if s == "" {
+		return errors.New("must not be empty")
+	}
+	if config.IsStateURL(s) {
+		if err := config.CheckStateURL(s); err != nil {
+			f.c.refused = append(f.c.refused, s)
+			return err
+		}
+	}
+	f.c.state = s
+	return nil
+}
+
+// scrubWriter is a flag set's output: it replaces the -state values that
+// were refused (they may hold a password) before they reach the terminal.
+type scrubWriter struct {
+	w io.Writer
+	c *common
+}
+
+func (s *scrubWriter) Write(p []byte) (int, error) {
+	if len(s.c.refused) == 0 {
+		return s.w.Write(p)
+	}
+	text := string(p)
+	for _, v := range s.c.refused {
+		text = strings.ReplaceAll(text, strconv.Quote(v), "(the URL given, not repeated)")
+		text = strings.ReplaceAll(text, v, "(the URL given, not repeated)")
+	}
+	if _, err := io.WriteString(s.w, text); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // parseFailed is the exit code of a command whose flags did not parse:
@@ -93,7 +142,10 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
 	fs.StringVar(&c.cache, "cache", "", "compiled-component cache `DIR` (\"off\" disables it; default: the user cache directory)")
 	fs.BoolVar(&c.verbose, "v", false, "log maiden's diagnostics to stderr")
 	fs.Var(&c.isolation, "isolation", "`MODE`: where tool code runs; \"workers\" (supervised, confined processes; the default) or \"process\" (in this process: faster, the weaker wall)")
-	fs.StringVar(&c.state, "state", "", "the state store `FILE` (agents, tokens, cards; default: agent.toml's [state] path, or "+config.DefaultStateFile+" next to it)")
+	// The flag package quotes a refused value in its message: a -state URL
+	// refused for carrying a password must not be printed back.
+	fs.SetOutput(&scrubWriter{w: stderr, c: c})
+	fs.Var(stateFlag{c}, "state", "the state store (agents, tokens, cards, approvals, the audit trail): a SQLite `FILE`, or a postgres:// URL without a password (PGPASSWORD or ~/.pgpass supply it); default: agent.toml's [state] url or path, or "+config.DefaultStateFile+" next to it")
 	return fs, c
 }
 
@@ -177,7 +229,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// statePath is the state store's file: -state, or the configuration's.
+// statePath is the state store's file or URL: -state, or the configuration's.
 func (c *common) statePath(cfg *config.Config) string {
 	if c.state != "" {
 		return c.state

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/pgtest"
 )
 
 // TestMain lets this test binary serve as maiden's worker process: the CLI
@@ -12,5 +13,7 @@ import (
 // binary does (main calls maiden.WorkerMain first).
 func TestMain(m *testing.M) {
 	maiden.WorkerMain()
-	os.Exit(m.Run())
+	// pgtest.Run stops the throwaway PostgreSQL cluster the state tests
+	// start (if one did) after the tests.
+	os.Exit(pgtest.Run(m))
 }
