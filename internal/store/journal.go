@@ -991,6 +991,15 @@ func (s *DB) sweepJournals(ctx context.Context) error {
 			s.journal.log.Info("audit journal of a gone process ingested", "file", filepath.Join(dir, f.name))
 		}
 	}
+	if s.pg != nil {
+		// On PostgreSQL the table also holds the positions of other
+		// instances' files, in directories this process cannot see (other
+		// machines, other JournalDirs): a row without a file here is not
+		// stale, and forgetting it would make its file be ingested again
+		// from the start. Stale rows (an ingester died between removing a
+		// file and its row) are left: one small row each.
+		return nil
+	}
 	// Rows of files removed by an ingester that died before forgetting
 	// them (a row is made by ingesting an existing file, and a file is
 	// removed only when finished: a row without its file is stale).

@@ -439,6 +439,38 @@ func TestPostgresAuditTwoInstances(t *testing.T) {
 	}
 }
 
+// TestPostgresSweepKeepsOthersPositions: an instance's sweep (at Open,
+// and every 30 s) does not forget the ingestion position of another
+// instance's live journal file, which it cannot see: that file's records
+// are in the chain once, not again from its start.
+func TestPostgresSweepKeepsOthersPositions(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	a := openOpts(t, dbURL, &Options{JournalDir: t.TempDir()})
+	for k := range 10 {
+		if err := a.Journal().Append(journalRec("a", k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Journal().Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := openOpts(t, dbURL, &Options{JournalDir: t.TempDir()}) // its Open sweeps
+	if err := b.sweepJournals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for k := 10; k < 20; k++ {
+		if err := a.Journal().Append(journalRec("a", k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Journal().Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := chainByTool(t, b)
+	wantSeq(t, "a", got["a"], 20)
+}
+
 // TestPostgresRestart: the database restarts under two instances. While
 // it is down, calls fail with ErrUnavailable naming the server; journal
 // appends are still acknowledged (they wait in the file); once it is
