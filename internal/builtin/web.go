@@ -156,7 +156,13 @@ func WebFetch(ctx context.Context, b boundary.Boundary, in []byte, f Fetcher, m 
 		return nil, err
 	}
 	red := materialRedactor(m)
-	target := shorten(red(x.URL))
+	// Errors name the URL without its query or fragment: they can hold a caller's own keys, and errors reach
+	// audit records (the gate's audit leaves the query out too).
+	target := x.URL
+	if i := strings.IndexAny(target, "?#"); i >= 0 {
+		target = target[:i]
+	}
+	target = shorten(red(target))
 	if x.Body != nil && len(*x.Body) > MaxFetchRequestBody {
 		return nil, &Error{Tool: ToolWebFetch, Target: target, Reason: ReasonInvalidInput,
 			Message: fmt.Sprintf("body is %d bytes, over the %d-byte cap", len(*x.Body), MaxFetchRequestBody)}

@@ -409,10 +409,10 @@ func TestWebFetchResponses(t *testing.T) {
 	// Over the gate's cap: refused whole.
 	_, err = webCall(t, e, netOn, Material{}, map[string]any{"url": e.url("/big?n=" + strconv.Itoa(egress.DefaultMaxResponseBytes+2))})
 	wantError(t, err, ReasonFetchTooLarge)
-	// A host off the allowlist: refused by the gate, never resolved.
+	// A host off the allowlist: refused by the gate, never resolved; the error names the URL without its query.
 	before := e.lookups.Load()
-	_, err = webCall(t, e, netOn, Material{}, map[string]any{"url": "https://evil.example.net/"})
-	if fe := wantError(t, err, ReasonFetchDenied); fe.Rule != egress.RuleAllowlist {
+	_, err = webCall(t, e, netOn, Material{}, map[string]any{"url": "https://evil.example.net/p?key=caller-key#frag"})
+	if fe := wantError(t, err, ReasonFetchDenied); fe.Rule != egress.RuleAllowlist || fe.Target != "https://evil.example.net/p" {
 		t.Fatalf("%+v", fe)
 	}
 	if e.lookups.Load() != before {
