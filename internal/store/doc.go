@@ -1,13 +1,13 @@
 // Package store is maiden's durable state: agents, bearer-token hashes,
 // permission cards with their lineage, and revocations, behind the Store
-// interface, with one implementation in a single SQLite file (SQLite, via
-// Open); and, from migration 2, the hash-chained audit trail, rate-limit
-// buckets and quota windows, and durable approvals; from migration 4, the
-// audit journal's ingestion positions; from migration 5, sessions and
-// their boundary requests. A PostgreSQL implementation (pgx) for several
-// instances runs the same migrations.
+// interface, in a single SQLite file or in a PostgreSQL database that
+// several maiden instances share (DB, via Open: a path or a postgres://
+// URL; the same SQL and code for both); and, from migration 2, the
+// hash-chained audit trail, rate-limit buckets and quota windows, and
+// durable approvals; from migration 4, the audit journal's ingestion
+// positions; from migration 5, sessions and their boundary requests.
 //
-//	s, err := store.Open(ctx, "state.db", nil)
+//	s, err := store.Open(ctx, "state.db", nil) // or "postgres://maiden@db.internal/maiden"
 //	c, err := s.Grant(ctx, "research", spec)      // operator
 //	n, err := s.Revoke(ctx, store.Operator(), c.ID) // the card and its descendants
 //	w, err := s.Wallet(ctx, "research", time.Now()) // pinned for one call
@@ -34,9 +34,9 @@
 //   - Portable SQL: TEXT, BIGINT and INTEGER columns, times as Unix
 //     nanoseconds, '?' placeholders (a PostgreSQL store rebinds them to $n),
 //     ON CONFLICT DO NOTHING, NOT EXISTS, no AUTOINCREMENT and no SQLite
-//     function in a query. What is SQLite's own (the DSN pragmas, the card
-//     sequence taken as MAX+1 under the write lock) lives in sqlite.go and
-//     ops.go's insertCard, behind the interface.
+//     function in a query; types in capitals (TEXT, BIGINT, INTEGER, BLOB,
+//     REAL), names in lower case. What is SQLite's own (the DSN pragmas)
+//     lives in sqlite.go, what is PostgreSQL's in postgres.go (below).
 //   - Tokens are "mdn_<id>_<secret>": the ID finds the row, and only
 //     SHA-256 of the 256-bit random secret is stored, compared with
 //     crypto/subtle (a slow password hash adds nothing to a random secret).
@@ -50,6 +50,73 @@
 //     WAL index in shared memory (~20 ns, against ~10 µs for a query; see
 //     shm_unix.go for why its file is opened once and never closed), with
 //     the counters table as the fallback (and the PostgreSQL answer).
+//     WaitChange(ctx, gen) returns once it moved (a waiter's change feed:
+//     polling the WAL index every 50 ms on SQLite; below for PostgreSQL).
+//
+// PostgreSQL (postgres.go, issue 15): Open with a postgres:// or
+// postgresql:// URL. Several instances on one database behave as one.
+//   - The password is never in the URL: one there (user part or a
+//     password parameter) is refused without being repeated; pgx reads
+//     PGPASSWORD or ~/.pgpass. Errors name host:port, never the password:
+//     ErrUnavailable (unreachable, restarting, stopped: the pool's
+//     connections are wrapped so that a lost server says so wherever it
+//     shows), ErrSchemaTooNew, ErrPrivilege (CREATE on the schema for a
+//     migration; otherwise each table privilege the role lacks, checked on
+//     Open; the audit table needs only SELECT and INSERT, so an operator
+//     may deny UPDATE and DELETE on it).
+//   - One SQL text: pgx's database/sql driver (pgx/v5/stdlib) is wrapped
+//     (pgConnector, pgConn) so that every query, prepared or not, has its
+//     '?' placeholders rewritten to $1, $2, ... outside string literals,
+//     quoted identifiers, dollar-quoted strings and comments (rebind;
+//     table-tested, fuzzed, and checked against the server's own lexer
+//     with literals full of '?'); migrations get TEXT COLLATE "C" (bytewise
+//     order and equality, as SQLite's, whatever the database's
+//     collation), BYTEA for BLOB, DOUBLE PRECISION for REAL (pgDDL). So
+//     the sessions code of migration 5 runs unchanged on both.
+//   - Writers: every write transaction takes one transaction-scoped
+//     advisory lock first (pg_advisory_xact_lock, waited for up to
+//     Options.BusyTimeout as lock_timeout), the equivalent of SQLite's
+//     BEGIN IMMEDIATE: writers of all instances run one at a time, so
+//     what holds on SQLite holds unchanged (a read then an upsert for
+//     rate limits and quotas: no lost update; ConsumeAndStart's
+//     conditional UPDATE: one winner; the audit head read then seq+1: one
+//     chain; MAX+1 for card seq). Tested across two stores, goroutines and
+//     child processes on one database (every store test, plus
+//     TestPostgres*). Its cost: BenchmarkAuditAppend/postgres and
+//     BenchmarkTake/postgres against the SQLite rows of the same run.
+//   - Migrations run holding a session advisory lock on one connection:
+//     an instance that finds another migrating waits, then finds nothing
+//     to do (TestPostgresConcurrentMigrations: six goroutines and two
+//     processes opening one new database).
+//   - Generation is the counters table, which every write transaction
+//     (writeKeep's too: there is no other change counter) advances in
+//     its last statement, with pg_notify('maiden_store') in the same
+//     statement: one indexed read per call, and a revocation on one
+//     instance changes every instance's next Generation. WaitChange waits
+//     on a LISTEN connection of its own (a notification is delivered on
+//     commit only), polls every second as a safety net, and every 100 ms
+//     while that connection is down (it reconnects with a pause growing
+//     to 2 s): another instance's approval or revocation is seen within
+//     milliseconds, and within 1 s without notifications
+//     (TestPostgresFeedFallback).
+//   - The audit journal is local: Options.JournalDir, by default
+//     $XDG_STATE_HOME (or ~/.local/state)/maiden/audit-journal/
+//     HOST_PORT_DATABASE_HASH, shared by this machine's processes on one
+//     database (a dead one's files are swept by the next Open there). It
+//     must survive the instance's restart (a persistent volume in a
+//     container): a journal lost with its machine loses the acknowledged
+//     records not yet ingested (at most about one JournalInterval's worth,
+//     or what piled up while the database was down). Ingestion takes the
+//     write lock, so all instances' records form the one chain. A sweep
+//     keeps the positions of files it cannot see (other instances').
+//   - A restart of the database: calls fail with ErrUnavailable meanwhile
+//     (the root refuses them: nothing runs unaudited), journal appends are
+//     still acknowledged up to JournalBacklog, and everything works again
+//     once it is back, nothing lost or ingested twice
+//     (TestPostgresRestart).
+//   - Not portable: strings holding NUL bytes (PostgreSQL's text refuses
+//     them; a write that carries one fails, and what it records is
+//     refused rather than stored).
 //
 // The audit trail (audit.go, X3):
 //   - Table audit: seq, at, kind, actor, agent, tool, body (JSON), prev,
@@ -170,8 +237,9 @@
 // upsert (INSERT ... ON CONFLICT DO UPDATE) in one IMMEDIATE transaction:
 // no lost update across processes (tested: four processes and four
 // goroutines on one bucket allow exactly its capacity), and a restart
-// resets nothing. A clock that goes back gives nothing back. A PostgreSQL
-// store needs SELECT ... FOR UPDATE (or the upsert alone) for the same.
+// resets nothing. A clock that goes back gives nothing back. On
+// PostgreSQL the same transaction holds the advisory write lock, which
+// gives the same guarantee.
 //
 // Approvals (approvals.go, A16): a request is persisted pending (agent,
 // session, tool, rendered arguments, input digest, the middleware and its
