@@ -646,3 +646,23 @@ func TestWaitChangeSQLite(t *testing.T) {
 		t.Fatalf("WaitChange with nothing changing: %v", err)
 	}
 }
+
+// TestNULStrings: PostgreSQL's text refuses NUL bytes, SQLite stores them.
+// A write carrying one fails on PostgreSQL, cleanly (an error, nothing
+// written), and the store goes on working; a rendered call with NUL is
+// refused rather than stored.
+func TestNULStrings(t *testing.T) { eachBackend(t, testNULStrings) }
+
+func testNULStrings(t *testing.T, be backend) {
+	ctx := context.Background()
+	s := open(t, be.target(t), nil)
+	_, err := s.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Rendered: "t --a=\x00", Expires: time.Now().Add(time.Hour)})
+	if be.pg != (err != nil) {
+		t.Fatalf("CreateApproval with a NUL: %v", err)
+	}
+	t.Log(err)
+	if p, err := s.PendingApprovals(ctx, time.Now()); err != nil || len(p) != map[bool]int{true: 0, false: 1}[be.pg] {
+		t.Fatalf("pending after it: %v, %v", p, err)
+	}
+	mustAgents(t, s, "x")
+}

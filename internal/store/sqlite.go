@@ -24,7 +24,8 @@ type Options struct {
 	// that returned is on disk), or "NORMAL" (in WAL mode a commit
 	// survives the process's crash, kill -9 included, but the last
 	// commits may be lost on power loss or an OS crash; commits are then
-	// several times cheaper: see BenchmarkAuditAppend).
+	// several times cheaper: see BenchmarkAuditAppend). A PostgreSQL
+	// store ignores it: the server's synchronous_commit decides.
 	Synchronous string
 
 	// JournalSync makes the audit journal's Append return only after an
@@ -231,7 +232,7 @@ func (s *DB) Close() error {
 func (s *DB) Path() string { return s.path }
 
 // migrations are the schema, one step per version, in portable SQL (the
-// PostgreSQL store of a later issue runs the same text): TEXT, BIGINT and
+// PostgreSQL store runs the same text, through pgDDL): TEXT, BIGINT and
 // INTEGER columns only, times as Unix nanoseconds, no AUTOINCREMENT, no
 // SQLite functions. Never edit a released step; add one.
 var migrations = []string{
