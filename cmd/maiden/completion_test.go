@@ -95,7 +95,7 @@ func TestCompleteArgs(t *testing.T) {
 		{"a DIR flag", []string{"tools", "-cache", ""}, completeDirs, nil},
 		{"a bool flag takes no value", []string{"tools", "-json", ""}, completeWords, nil},
 		{"bool after =", []string{"new", "go", "x", "-add="}, completeWords, []string{"-add=true", "-add=false"}},
-		{"languages", []string{"new", ""}, completeWords, []string{"go", "js", "middleware-go", "middleware-js"}},
+		{"languages", []string{"new", ""}, completeWords, []string{"go", "js", "js-command", "middleware-go", "middleware-js"}},
 		{"new's DIR", []string{"new", "go", ""}, completeDirs, nil},
 		{"flags after positionals (interspersed)", []string{"new", "go", "x", "-ad"}, completeWords, []string{"-add"}},
 		{"no flags after a positional (call)", []string{"call", "echo", "-"}, completeWords, nil},

@@ -7,14 +7,12 @@
 //	maiden agents token|ls|revoke-token ...
 //	maiden cards  grant|derive|revoke|ls|show ...
 //	maiden pending [ID] [-json]
-//	maiden sessions ls [-agent NAME] [-json]
-//	maiden sessions show ID [-json]
 //	maiden approve ID [-always]
 //	maiden deny   ID [-reason TEXT]
 //	maiden audit  verify|tail|export ...
 //	maiden operators token|ls|revoke-token ...
 //	maiden state  check|migrate [-state FILE|URL] [-json]
-//	maiden new    go|js|middleware-go|middleware-js DIR [-add] [-config agent.toml]
+//	maiden new    go|js|js-command|middleware-go|middleware-js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //	maiden client config claude|cursor|vscode [-write]
 //	maiden completion bash|zsh|fish
@@ -85,7 +83,7 @@ func init() {
 			summary:  `run TOOL on INPUT (JSON; "-" reads stdin; default {})`,
 			run:      cmdCall,
 			complete: completeCall},
-		{name: "new", args: "go|js|middleware-go|middleware-js DIR [-add | -add=false] [-config agent.toml]",
+		{name: "new", args: "go|js|js-command|middleware-go|middleware-js DIR [-add | -add=false] [-config agent.toml]",
 			summary:      "create a tool (or middleware) project from a template (and add a tool to agent.toml)",
 			help:         newHelp,
 			run:          cmdNew,
@@ -137,15 +135,6 @@ func init() {
 		{name: "deny", args: "ID [-reason TEXT]",
 			summary: "deny a waiting call; the agent is shown the reason",
 			help:    denyHelp, run: cmdDeny, interspersed: true},
-		{name: "sessions", args: "ls|show ...",
-			summary: "the sessions in the state store and their sandbox boundaries",
-			subs:    []string{"ls", "show"}},
-		{name: "sessions ls", args: "[-agent NAME] [-json]",
-			summary: "list the sessions: agent, boundary revision, network, filesystem entries",
-			help:    sessionsLsHelp, run: cmdSessionsLs, interspersed: true},
-		{name: "sessions show", args: "ID [-json]",
-			summary: "print one session: its boundary, every revision and every boundary request",
-			help:    sessionsShowHelp, run: cmdSessionsShow, interspersed: true},
 		{name: "audit", args: "verify|tail|export ...",
 			summary: "the hash-chained audit trail of the state store",
 			subs:    []string{"verify", "tail", "export"}},

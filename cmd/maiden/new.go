@@ -20,7 +20,7 @@ import (
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
-const newUsage = "usage: maiden new go|js|middleware-go|middleware-js DIR [-add | -add=false] [-config agent.toml]   (the tool or middleware is named after DIR's last element)"
+const newUsage = "usage: maiden new go|js|js-command|middleware-go|middleware-js DIR [-add | -add=false] [-config agent.toml]   (the tool or middleware is named after DIR's last element)"
 
 const newHelp = `
 Creates DIR with the tool's source, a README, a .gitignore and the WIT
@@ -37,6 +37,10 @@ agent.toml:
 agent.toml is never rewritten otherwise: a table of that name already
 there, or a file that does not parse, is left alone (and with -add or
 -config, refused before anything is created).
+
+js-command creates a JavaScript tool that takes commands, like a CLI: its
+schema() is a command tree (docs/command-model.md), so agents' cards can
+allow one command and not another, and maiden help TOOL COMMAND works.
 
 middleware-go and middleware-js create an operator middleware instead (a
 component that passes, rejects or rewrites tool calls; see the project's
@@ -69,7 +73,7 @@ func completeNew(i int, _ map[string]string) completion {
 	if i == 1 {
 		return completion{kind: completeDirs}
 	}
-	return choices(string(toolbuild.LangGo), string(toolbuild.LangJS), string(toolbuild.TemplateMiddlewareGo), string(toolbuild.TemplateMiddlewareJS))(i, nil)
+	return choices(string(toolbuild.LangGo), string(toolbuild.LangJS), string(toolbuild.TemplateCommandJS), string(toolbuild.TemplateMiddlewareGo), string(toolbuild.TemplateMiddlewareJS))(i, nil)
 }
 
 // cmdNew creates a tool project from a template, adds it to agent.toml
@@ -93,7 +97,7 @@ func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if toolbuild.IsMiddlewareTemplate(lang) {
 		return newMiddleware(lang, pos[1], add, stdout, stderr)
 	}
-	if lang != toolbuild.LangGo && lang != toolbuild.LangJS {
+	if lang != toolbuild.LangGo && lang != toolbuild.LangJS && lang != toolbuild.TemplateCommandJS {
 		fmt.Fprintf(stderr, "maiden new: unknown language %q\n%s\n", pos[0], newUsage)
 		return exitUsage
 	}
@@ -105,7 +109,7 @@ func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	never := add.set && !add.yes
 	explicit := !never && (add.yes || flagGiven(fs, "config"))
 	memory := 64
-	if lang == toolbuild.LangJS {
+	if toolbuild.TemplateLang(lang) == toolbuild.LangJS {
 		memory = 128 // the JS engine's heap
 	}
 	// The tool's name is DIR's base name (NewProject checks it).
@@ -129,7 +133,7 @@ func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return exitTrap
 	}
-	fmt.Fprintf(stdout, "created %s, a %s tool named %s:\n", dir, langNames[lang], p.Name)
+	fmt.Fprintf(stdout, "created %s, a %s tool named %s:\n", dir, langNames[p.Lang], p.Name)
 	sdkFiles := 0
 	for _, f := range files {
 		if strings.HasPrefix(f, "sdk/") {
@@ -143,6 +147,9 @@ func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 
 	example := `{"message":"hi","shout":true}`
+	if lang == toolbuild.TemplateCommandJS {
+		example = `{"command":"count","unit":"chars","text":"hello"}`
+	}
 	next := func() {
 		fmt.Fprintf(stdout, "\nnext:\n  maiden build %s\n  maiden call -config %s %s '%s'\n", dir, cfg, p.Name, example)
 	}

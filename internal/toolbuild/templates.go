@@ -44,6 +44,15 @@ type templateData struct {
 // Templates lists the languages NewProject supports.
 var Templates = []Lang{LangGo, LangJS}
 
+// TemplateCommandJS is the JavaScript template of a tool that takes
+// commands: its schema() is a command tree (a command description,
+// docs/command-model.md) and its execute gets the validated call.
+const TemplateCommandJS Lang = "js-command"
+
+// ToolTemplates lists the tool templates NewProject supports: Templates
+// and TemplateCommandJS.
+var ToolTemplates = []Lang{LangGo, LangJS, TemplateCommandJS}
+
 // Middleware templates: NewProject takes them where it takes a language.
 // The project is a Go or JS project whose source is a middleware
 // (maiden:middleware@0.1.0) instead of a tool; maiden build tells them
@@ -67,14 +76,18 @@ func templateLang(t Lang) Lang {
 	switch t {
 	case TemplateMiddlewareGo:
 		return LangGo
-	case TemplateMiddlewareJS:
+	case TemplateMiddlewareJS, TemplateCommandJS:
 		return LangJS
 	}
 	return t
 }
 
+// TemplateLang is the language of a NewProject template's project.
+func TemplateLang(t Lang) Lang { return templateLang(t) }
+
 // NewProject creates a tool project for lang in dir (created if missing;
-// lang may also be a middleware template, TemplateMiddlewareGo or
+// lang may also be TemplateCommandJS, a JS tool that takes commands, or a
+// middleware template, TemplateMiddlewareGo or
 // TemplateMiddlewareJS, which make a middleware project with
 // wit/maiden-middleware.wit;
 // refused with ErrProjectExists if it has any file). The tool is named after
@@ -125,7 +138,7 @@ func templateFiles(lang Lang, data templateData) ([]projectFile, error) {
 	root := "templates/" + string(lang)
 	if _, err := fs.Stat(templatesFS, root); err != nil {
 		var names []string
-		for _, l := range append(append([]Lang(nil), Templates...), MiddlewareTemplates...) {
+		for _, l := range append(append([]Lang(nil), ToolTemplates...), MiddlewareTemplates...) {
 			names = append(names, string(l))
 		}
 		return nil, fmt.Errorf("no template for %q (have: %s)", lang, strings.Join(names, ", "))
