@@ -3,12 +3,16 @@
 // returns a file's contents (to show the confinement of stdio servers:
 // a file outside the import's read_paths cannot be read), "pid" its process
 // ID and "sleep" answers after ms milliseconds (to show a reload stopping a
-// removed import's process, after the call in flight). Build it with
+// removed import's process, after the call in flight); "progress" sends
+// notifications/progress for its call: steps reports "step i" (i of steps)
+// every_ms apart, then, if flood > 0, flood more as fast as it can (one in
+// fifty going backwards). Build it with
 // `go build ./testdata/mcpstdio` (the tests do).
 package main
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"os"
 	"time"
@@ -45,6 +49,12 @@ type sleepOut struct {
 	Slept int `json:"slept"`
 }
 
+type progressIn struct {
+	Steps   int `json:"steps,omitempty"`
+	EveryMS int `json:"every_ms,omitempty"`
+	Flood   int `json:"flood,omitempty"`
+}
+
 func main() {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpstdio", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "adds two integers"},
@@ -71,6 +81,27 @@ func main() {
 			case <-ctx.Done():
 				return nil, sleepOut{}, ctx.Err()
 			}
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "progress", Description: "reports its progress"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in progressIn) (*mcp.CallToolResult, sleepOut, error) {
+			tok := req.Params.GetProgressToken()
+			notify := func(p, total float64, msg string) {
+				if tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p, Total: total, Message: msg})
+				}
+			}
+			total := float64(in.Steps + in.Flood)
+			for i := 1; i <= in.Steps; i++ {
+				notify(float64(i), total, fmt.Sprintf("step %d", i))
+				time.Sleep(time.Duration(in.EveryMS) * time.Millisecond)
+			}
+			for i := 1; i <= in.Flood; i++ {
+				notify(float64(in.Steps+i), total, fmt.Sprintf("flood %d", i))
+				if i%50 == 0 {
+					notify(float64(in.Steps+i-25), total, "backwards")
+				}
+			}
+			return nil, sleepOut{}, nil
 		})
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
