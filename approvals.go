@@ -2,12 +2,15 @@ package maiden
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
@@ -63,7 +66,47 @@ type ApprovalRequest struct {
 	// default (the approved call exactly, as a card grant).
 	AllowAlways bool   `json:"allow_always"`
 	AlwaysGrant string `json:"always_grant"`
+	// Kind is "call" (a tool call an approve rule holds) or "boundary" (a
+	// session asks to widen its sandbox boundary: request_sandbox_boundary).
+	// A boundary request's ID is its handle, Session the session it would
+	// widen, Rendered its expansion as JSON (also in Expansion), Reason
+	// the agent's justification, and Revision the boundary revision it
+	// was made against (then, once approved, the one it produced).
+	Kind      string          `json:"kind"`
+	Expansion json.RawMessage `json:"expansion,omitempty"`
+	Revision  int64           `json:"revision,omitempty"`
 }
+
+// Kinds of request in ApprovalRequest.Kind.
+const (
+	RequestCall     = "call"
+	RequestBoundary = "boundary"
+)
+
+// boundaryApprovalView is a boundary request as the humans who decide see
+// it, beside the calls waiting for approval.
+func boundaryApprovalView(r store.BoundaryRequest) ApprovalRequest {
+	x, _ := json.Marshal(r.Request.Expansion)
+	state := string(r.Request.Status)
+	reason := ""
+	if r.Request.Status != boundary.Pending {
+		reason = r.Request.Reason
+	}
+	rev := r.Request.BaseRevision
+	if r.Request.Status == boundary.Approved {
+		rev = r.Request.Revision
+	}
+	return ApprovalRequest{
+		ID: r.Handle, Kind: RequestBoundary, Agent: r.Agent, Session: r.Session, Tool: "request_sandbox_boundary",
+		Rendered: string(x), Expansion: x, Revision: rev, Rule: "request " + r.Request.ID, Reason: r.Request.Justification,
+		Hosts: []string{}, Secrets: []string{}, Created: r.Created, Expires: r.Expires, State: state,
+		DecidedBy: r.DecidedBy, Decided: r.Decided, DecisionReason: reason,
+	}
+}
+
+// isBoundaryHandle tells a boundary request's handle from an approval's ID.
+// (The store makes handles "bnd_" + hex; approvals' IDs never start so.)
+func isBoundaryHandle(id string) bool { return strings.HasPrefix(id, "bnd_") }
 
 // Decision is a human's answer to an approval request.
 type Decision struct {
@@ -89,7 +132,7 @@ func approvalRequest(a store.Approval, cfg *config.Config) ApprovalRequest {
 		ID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool, Rendered: a.Rendered, Digest: a.Digest,
 		Rule: a.Middleware, Reason: a.Reason, Created: a.Created, Expires: a.Expires, State: a.State,
 		DecidedBy: a.DecidedBy, Decided: a.Decided, DecisionReason: a.DecisionReason,
-		Hosts: []string{}, Secrets: []string{},
+		Hosts: []string{}, Secrets: []string{}, Kind: RequestCall,
 	}
 	if exp, err := expose(cfg, a.Agent, a.Tool); err == nil {
 		r.Hosts = append(r.Hosts, exp.tool.HTTPAllow...)
@@ -123,11 +166,29 @@ func PendingApprovals(ctx context.Context, st store.Store, cfg *config.Config, n
 	for i, a := range list {
 		out[i] = approvalRequest(a, cfg)
 	}
+	reqs, err := st.PendingBoundaryRequests(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reqs {
+		out = append(out, boundaryApprovalView(r))
+	}
+	slices.SortStableFunc(out, func(a, b ApprovalRequest) int { return a.Created.Compare(b.Created) })
 	return out, nil
 }
 
 // LookupApproval returns one request of st, in any state.
 func LookupApproval(ctx context.Context, st store.Store, cfg *config.Config, id string) (ApprovalRequest, error) {
+	if isBoundaryHandle(id) {
+		r, err := st.BoundaryRequest(ctx, id)
+		if errors.Is(err, store.ErrUnknownBoundaryRequest) {
+			return ApprovalRequest{}, fmt.Errorf("%w %q", ErrUnknownApproval, id)
+		}
+		if err != nil {
+			return ApprovalRequest{}, err
+		}
+		return boundaryApprovalView(r), nil
+	}
 	a, err := st.Approval(ctx, id)
 	if errors.Is(err, store.ErrUnknownApproval) {
 		return ApprovalRequest{}, fmt.Errorf("%w %q", ErrUnknownApproval, id)
@@ -148,6 +209,9 @@ func DecideApproval(ctx context.Context, st store.Store, cfg *config.Config, id 
 	cur, err := LookupApproval(ctx, st, cfg, id)
 	if err != nil {
 		return ApprovalRequest{}, err
+	}
+	if cur.Kind == RequestBoundary {
+		return decideBoundary(ctx, st, cur, d)
 	}
 	if cur.State != store.ApprovalPending {
 		return cur, fmt.Errorf("%w: request %s is %s", ErrApprovalDecided, id, cur.State)
@@ -187,6 +251,36 @@ func DecideApproval(ctx context.Context, st store.Store, cfg *config.Config, id 
 		}
 	}
 	return out, nil
+}
+
+// decideBoundary settles a boundary request: an approval applies the
+// expansion as the session's next revision (or ends in conflict), a denial
+// keeps the human's reason for the waiting call.
+func decideBoundary(ctx context.Context, st store.Store, cur ApprovalRequest, d Decision) (ApprovalRequest, error) {
+	if d.Always {
+		return cur, fmt.Errorf("%w: a boundary request widens one session once; there is no always for it", ErrAlwaysRefused)
+	}
+	if cur.State != string(boundary.Pending) {
+		return cur, fmt.Errorf("%w: boundary request %s is %s", ErrApprovalDecided, cur.ID, cur.State)
+	}
+	by := d.By
+	if by == "" {
+		by = "operator"
+	}
+	dec := boundary.Allow()
+	if !d.Approve {
+		dec = boundary.Deny(d.Reason)
+	}
+	r, _, err := st.SettleBoundaryRequest(ctx, cur.ID, dec, by)
+	switch {
+	case errors.Is(err, store.ErrUnknownBoundaryRequest):
+		return cur, fmt.Errorf("%w %q", ErrUnknownApproval, cur.ID)
+	case errors.Is(err, store.ErrApprovalState):
+		return cur, fmt.Errorf("%w: %v", ErrApprovalDecided, err)
+	case err != nil:
+		return cur, err
+	}
+	return boundaryApprovalView(r), nil
 }
 
 // checkAlwaysGrant parses an always-card's grant and checks that it is an

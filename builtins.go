@@ -31,6 +31,14 @@ type builtin struct {
 	destructive bool
 	idempotent  bool
 	run         func(h *Host, ctx context.Context, cfg *config.Config, st store.Store, w *cards.Wallet, input []byte) (any, *ToolError, error)
+
+	// A session built-in (sessionbuiltins.go: fs_*, web_fetch,
+	// request_sandbox_boundary, session_open) is authorized like a tool,
+	// by a tool:invoke NAME card matching its rendered arguments, runs in
+	// the call's session, and is listed for an agent whenever bound. It
+	// has runInv instead of verb and run.
+	session bool
+	runInv  func(h *Host, ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error)
 }
 
 var builtins = map[string]builtin{
@@ -106,7 +114,7 @@ func (h *Host) BuiltinsFor(ctx context.Context, agent string) ([]ToolInfo, error
 	var out []ToolInfo
 	for _, name := range names {
 		bi, ok := builtins[name]
-		if !ok || !mayUse(w, bi.verb) {
+		if !ok || (!bi.session && !mayUse(w, bi.verb)) {
 			continue
 		}
 		out = append(out, ToolInfo{
@@ -164,6 +172,7 @@ func (h *Host) builtinPipeline() handler {
 		h.resolveBuiltin,
 		h.auditCall,
 		h.checkInput,
+		h.authorizeBuiltin,
 		h.middleware,
 		h.admitRecord,
 	}
@@ -191,7 +200,7 @@ func (h *Host) resolveBuiltin(next handler) handler {
 		if err != nil {
 			return err
 		}
-		if !mayUse(w, bi.verb) {
+		if !bi.session && !mayUse(w, bi.verb) {
 			return fmt.Errorf("%w %q for agent %q (no card of it allows card:%s)", ErrUnknownTool, call.Tool, call.Agent, bi.verb)
 		}
 		if len(bytes.TrimSpace([]byte(inv.call.Input))) == 0 {
@@ -206,13 +215,43 @@ func (h *Host) resolveBuiltin(next handler) handler {
 	}
 }
 
+// authorizeBuiltin decides a session built-in's call like a tool's: a
+// tool:invoke card of the agent must match its rendered arguments. The
+// wallet stays pinned on the call, so a middleware rewrite is decided
+// again (rewrite). Card built-ins were decided by their card:VERB grant
+// (resolveBuiltin) and by the store's rules in the operation itself.
+func (h *Host) authorizeBuiltin(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if !inv.builtin.session {
+			return next(ctx, inv)
+		}
+		args, err := grant.Render([]byte(inv.call.Input))
+		if err != nil {
+			return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
+		}
+		inv.rendered = args
+		d := inv.builtinWallet.Decide(inv.target())
+		if !d.Allow {
+			return inv.fail(KindDenied, d.Reason)
+		}
+		inv.wallet, inv.decidedBy = inv.builtinWallet, d.Card
+		return next(ctx, inv)
+	}
+}
+
 // runBuiltin performs the built-in's operation.
 func (h *Host) runBuiltin(ctx context.Context, inv *invocation) error {
 	st, err := h.state(ctx, inv.cfg)
 	if err != nil {
 		return err
 	}
-	out, terr, err := inv.builtin.run(h, ctx, inv.cfg, st, inv.builtinWallet, []byte(inv.call.Input))
+	var out any
+	var terr *ToolError
+	if inv.builtin.session {
+		out, terr, err = inv.builtin.runInv(h, ctx, inv, st)
+	} else {
+		out, terr, err = inv.builtin.run(h, ctx, inv.cfg, st, inv.builtinWallet, []byte(inv.call.Input))
+	}
 	inv.res.Logs = []LogEntry{}
 	switch {
 	case err != nil:

@@ -167,6 +167,8 @@ type Host struct {
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).
 	waiters waiters
+	// material is the web_fetch secret material of each session (sessions.go).
+	material materials
 	// probe is the proof that wrapped CLIs' confinement is in force
 	// (clis.go).
 	probe probe
@@ -308,6 +310,11 @@ type ToolError struct {
 	// Approval is the approval request's ID when a human was asked: set
 	// for kind pending, and for a denial by a human.
 	Approval string `json:"approval,omitempty"`
+	// Structured is a JSON object the caller can act on, set by failures
+	// that have one: a session boundary's structured error (code
+	// SANDBOX_COMMAND_EXECUTION_FAILED, reason, requiredExpansion; see
+	// sessions.go). The MCP front end returns it as structuredContent.
+	Structured json.RawMessage `json:"structured,omitempty"`
 }
 
 func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
@@ -365,6 +372,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: c.Tool}, ErrClosed
+	}
+	if _, ok := builtins[c.Tool]; ok {
+		if _, defined := h.cfg.Load().Tool(c.Tool); !defined {
+			return h.CallBuiltin(ctx, c) // a [tools] entry of the same name shadows the built-in
+		}
 	}
 	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit}
 	inv.res.Tool = c.Tool

@@ -16,6 +16,7 @@ import (
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/worker"
 )
 
@@ -92,6 +93,8 @@ type invocation struct {
 	builtinWallet *cards.Wallet
 
 	noAudit bool // Host.noAudit
+	// sess is the call's session once looked up (sessions.go).
+	sess *store.Session
 }
 
 // renderText is the call's arguments as rendered, computed once.
@@ -144,6 +147,7 @@ func (h *Host) pipeline() handler {
 		h.parseCommand,
 		h.parseToolCommand,
 		h.authorize,
+		h.sessionGate,
 		h.loadAndValidate,
 		h.middleware,
 		h.runApproved,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -65,7 +66,12 @@ type Binding struct {
 	Credential    string
 	SecretHeaders map[string]string
 	ProxySecret   string
-	Line          int
+	// The web_fetch binding's other network keys, as a tool's
+	// (http_ports, http_allow_cidrs, http_ca_files).
+	HTTPPorts      []uint16
+	HTTPAllowCIDRs []netip.Prefix
+	HTTPCAFiles    []string
+	Line           int
 }
 
 // SystemGrant is one entry of an agent's grants list: a card the operator's
@@ -83,6 +89,9 @@ func (a Agent) clone() Agent {
 		a.Bindings[i].HTTPAllow = slices.Clone(a.Bindings[i].HTTPAllow)
 		a.Bindings[i].Secrets = slices.Clone(a.Bindings[i].Secrets)
 		a.Bindings[i].SecretHeaders = maps.Clone(a.Bindings[i].SecretHeaders)
+		a.Bindings[i].HTTPPorts = slices.Clone(a.Bindings[i].HTTPPorts)
+		a.Bindings[i].HTTPAllowCIDRs = slices.Clone(a.Bindings[i].HTTPAllowCIDRs)
+		a.Bindings[i].HTTPCAFiles = slices.Clone(a.Bindings[i].HTTPCAFiles)
 	}
 	a.Grants = slices.Clone(a.Grants)
 	a.Boundary.Entries = slices.Clone(a.Boundary.Entries)

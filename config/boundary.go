@@ -177,7 +177,7 @@ func (c *checker) boundaryPath(v *tvalue, key string) (string, bool) {
 }
 
 // webFetchKeys are the keys of a web_fetch binding table.
-var webFetchKeys = []string{"http_allow", "credential", "secret_headers", "proxy_secret", "middleware", "middleware_mode"}
+var webFetchKeys = []string{"http_allow", "http_ports", "http_allow_cidrs", "http_ca_files", "credential", "secret_headers", "proxy_secret", "middleware", "middleware_mode"}
 
 // webFetchBinding reads [agents.A.tools.web_fetch]: the built-in has no
 // policy of its own, so the binding is its whole policy: the hosts it may
@@ -194,6 +194,12 @@ func (c *checker) webFetchBinding(b *Binding, n *tnode, path []string) {
 			if b.HTTPAllow == nil {
 				b.HTTPAllow = []string{}
 			}
+		case "http_ports":
+			b.HTTPPorts = c.ports(v, kkey)
+		case "http_allow_cidrs":
+			b.HTTPAllowCIDRs = c.cidrs(v, kkey)
+		case "http_ca_files":
+			b.HTTPCAFiles = c.caFiles(v, kkey)
 		case "credential":
 			b.Credential = c.secretName(v, kkey)
 		case "proxy_secret":

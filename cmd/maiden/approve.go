@@ -24,6 +24,9 @@ its agent makes it again or, if it is still waiting, at once. With -always the a
 also gets a card (approve:always TOOL ARGS, the approved call exactly, or -grant's edited
 text) so the same call does not ask again; "maiden cards ls" lists it and "maiden cards
 revoke ID" ends it. A rule declared allow_always = false refuses -always.
+A sandbox boundary request (ID bnd_...) is approved by applying its expansion to its
+session's boundary as a new revision (or it ends in conflict with an explicit deny or a
+protected name: see "maiden pending ID"); it has no -always.
 
 Exit codes: 0 approved; 2 bad command line, or an ID that is unknown or not pending any more
 (already approved, denied, expired; the message says which); 6 -always refused (the rule
@@ -32,7 +35,8 @@ failed (or the request was approved but the always-card could not be installed).
 
 const denyHelp = `Denies approval request ID (from "maiden pending"): the waiting call returns kind denied
 with -reason, and the same call by the same agent is refused until the request's expiry
-without asking again.
+without asking again. A sandbox boundary request (ID bnd_...) denied: the session's waiting
+request_sandbox_boundary call fails with the structured error, status denied and -reason.
 
 Exit codes: 0 denied; 2 bad command line, or an ID that is unknown or not pending any more
 (the message says which); 1 the state store failed.`

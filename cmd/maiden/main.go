@@ -7,6 +7,8 @@
 //	maiden agents token|ls|revoke-token ...
 //	maiden cards  grant|derive|revoke|ls|show ...
 //	maiden pending [ID] [-json]
+//	maiden sessions ls [-agent NAME] [-json]
+//	maiden sessions show ID [-json]
 //	maiden approve ID [-always]
 //	maiden deny   ID [-reason TEXT]
 //	maiden audit  verify|tail|export ...
@@ -135,6 +137,15 @@ func init() {
 		{name: "deny", args: "ID [-reason TEXT]",
 			summary: "deny a waiting call; the agent is shown the reason",
 			help:    denyHelp, run: cmdDeny, interspersed: true},
+		{name: "sessions", args: "ls|show ...",
+			summary: "the sessions in the state store and their sandbox boundaries",
+			subs:    []string{"ls", "show"}},
+		{name: "sessions ls", args: "[-agent NAME] [-json]",
+			summary: "list the sessions: agent, boundary revision, network, filesystem entries",
+			help:    sessionsLsHelp, run: cmdSessionsLs, interspersed: true},
+		{name: "sessions show", args: "ID [-json]",
+			summary: "print one session: its boundary, every revision and every boundary request",
+			help:    sessionsShowHelp, run: cmdSessionsShow, interspersed: true},
 		{name: "audit", args: "verify|tail|export ...",
 			summary: "the hash-chained audit trail of the state store",
 			subs:    []string{"verify", "tail", "export"}},

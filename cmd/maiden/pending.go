@@ -24,6 +24,9 @@ const pendingHelp = `Lists the approval requests waiting for a human's decision,
 agent, tool, the arguments as rendered (what "maiden approve ID" lets run), the reason the
 rule that asked gave, and how long until the request expires (expiry is a denial).
 Control characters and bidirectional overrides in what agents supplied are shown escaped.
+Sessions' requests to widen their sandbox boundary (request_sandbox_boundary) are listed
+beside them: tool request_sandbox_boundary, the expansion as JSON for arguments, and the
+agent's justification for reason; their IDs start with bnd_.
 
 With -json: an array (empty when nothing waits) of objects with exactly the keys
 "id", "agent", "tool", "rendered", "reason", "created" and "expires" (RFC 3339 times).
@@ -118,6 +121,9 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 	if r.DecisionReason != "" {
 		state += ": " + terminalSafe(r.DecisionReason)
 	}
+	if r.Kind == maiden.RequestBoundary {
+		return showBoundaryRequest(r, state, stdout)
+	}
 	list := func(l []string) string {
 		if len(l) == 0 {
 			return "none"
@@ -147,6 +153,27 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 	} {
 		fmt.Fprintf(stdout, "%-10s %s\n", l[0], l[1])
 	}
+	return exitOK
+}
+
+// showBoundaryRequest prints a session's request to widen its sandbox
+// boundary (request_sandbox_boundary).
+func showBoundaryRequest(r maiden.ApprovalRequest, state string, stdout io.Writer) int {
+	now := time.Now()
+	for _, l := range [][2]string{
+		{"request", terminalSafe(r.ID) + " (a sandbox boundary request; " + terminalSafe(r.Rule) + ")"},
+		{"state", state},
+		{"agent", terminalSafe(r.Agent)},
+		{"session", terminalSafe(r.Session)},
+		{"expansion", terminalSafe(r.Rendered)},
+		{"revision", strconv.FormatInt(r.Revision, 10)},
+		{"why", orDash(terminalSafe(r.Reason))},
+		{"created", r.Created.Local().Format(time.DateTime)},
+		{"expires", r.Expires.Local().Format(time.DateTime) + " (" + expiresIn(r.Expires, now) + ")"},
+	} {
+		fmt.Fprintf(stdout, "%-10s %s\n", l[0], l[1])
+	}
+	fmt.Fprintln(stdout, "\napproving widens this session's boundary only (a new revision); maiden deny ID -reason TEXT tells the agent why not")
 	return exitOK
 }
 

@@ -201,11 +201,13 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 		}
 	} else {
 		c.ApprovalWait = s.opts.ApprovalWait
-		if req.Session != nil {
-			c.Session = req.Session.ID()
-		}
 		w.elicit = urlElicit
 	}
+	sess, bad := s.callSession(ctx, req, c.Agent, modern)
+	if bad != nil {
+		return bad, nil
+	}
+	c.Session = sess
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	w.stopWait = stopWait

@@ -53,6 +53,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden"
@@ -110,6 +111,10 @@ type Server struct {
 	sessCalls sessionCalls // running tools/call handlers, by HTTP session
 
 	states *stateKey // signs the request state of input-required results
+
+	// stdioSession is the maiden session of a stdio client: the process.
+	stdioSession string
+	stdio        atomic.Bool // RunStdio is serving
 }
 
 // agentServer is the SDK server of one agent and what its clients were
@@ -153,7 +158,7 @@ func New(h *maiden.Host, opts *Options) *Server {
 	}
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
 	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{},
-		states: newStateKey()}
+		states: newStateKey(), stdioSession: maiden.NewSessionID()}
 	s.agents[o.Agent] = s.newAgentServer(o.Agent)
 	// An imported MCP server's tool list changed: list again, which tells
 	// the clients (notifications/tools/list_changed) when it differs.
@@ -281,6 +286,11 @@ func (s *Server) bindSession(ss *mcp.ServerSession, agent string) {
 		s.bindMu.Lock()
 		delete(s.sessions, id)
 		s.bindMu.Unlock()
+		// The maiden session of the MCP session ends with it: its
+		// boundary stops applying and its secret material is dropped.
+		if err := s.host.EndSession(context.Background(), id); err != nil && !errors.Is(err, maiden.ErrUnknownSession) {
+			s.log.Warn("could not end the session", "session", id, "err", err)
+		}
 	}()
 }
 
@@ -444,6 +454,12 @@ func (s *Server) apply(as *agentServer, infos []maiden.ToolInfo, group func(stri
 func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	// Not mcp.Server.Run: it logs an error when ctx ends, and a client
 	// leaving or a SIGINT is how a stdio server is meant to stop.
+	s.stdio.Store(true)
+	defer func() {
+		if err := s.host.EndSession(context.WithoutCancel(ctx), s.stdioSession); err != nil && !errors.Is(err, maiden.ErrUnknownSession) {
+			s.log.Warn("could not end the session", "session", s.stdioSession, "err", err)
+		}
+	}()
 	ss, err := s.serverFor(ctx, s.opts.Agent).mcp.Connect(ctx, &stdioTransport{r: r, w: w, maxLine: s.maxMessage, drainFor: s.longestCall, log: s.log}, nil)
 	if err != nil {
 		return err
@@ -490,11 +506,13 @@ func (s *Server) builtinHandler(agent, name string) mcp.ToolHandler {
 			return errorResult(maiden.KindInput, fmt.Sprintf(
 				"the arguments are %d bytes, more than the %d that max_input_bytes allows", n, limit)), nil
 		}
-		res, err := s.host.CallBuiltin(ctx, maiden.Call{Agent: agent, Tool: name, Input: string(req.Params.Arguments)})
-		if err != nil {
-			return nil, s.protocolError(name, err)
+		input := string(req.Params.Arguments)
+		if len(req.Params.Arguments) == 0 || input == "null" {
+			input = "{}"
 		}
-		return toolResult(res), nil
+		// Through runCall like a tool's call: its session, and a wait for
+		// a human (request_sandbox_boundary) with progress and the inbox.
+		return s.runCall(ctx, req, maiden.Call{Agent: agent, Tool: name, Input: input})
 	}
 }
 
@@ -532,6 +550,11 @@ func toolResult(res maiden.Result) *mcp.CallToolResult {
 	var out *mcp.CallToolResult
 	if !res.OK {
 		out = errorResult(res.Error.Kind, res.Error.Message)
+		var obj map[string]any
+		if len(res.Error.Structured) > 0 && json.Unmarshal(res.Error.Structured, &obj) == nil && obj != nil {
+			// The structured error (a session boundary's) for the model.
+			out.StructuredContent = obj
+		}
 	} else {
 		out = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}}
 		var obj map[string]any

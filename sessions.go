@@ -1,0 +1,293 @@
+package maiden
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// This file is maiden's sessions (issue 14, K1–K3): every call runs in a
+// session of its agent, kept in the store, whose ExecutionBoundary
+// (internal/boundary) says which paths the session's calls may read or
+// write and whether they may use the network. A call that needs more fails
+// before running with the structured error (code
+// SANDBOX_COMMAND_EXECUTION_FAILED, reason sandbox_boundary_required and
+// the requiredExpansion); the model asks for exactly that with the
+// request_sandbox_boundary built-in, which waits for a human like an
+// approval; an approval is a new revision of that session's boundary only.
+//
+// Session IDs: the MCP front end passes the stdio process's session, the
+// 2025-era HTTP Mcp-Session-Id, or (2026 era) the ID a client got from
+// session_open and names in its request's _meta; embedders pass one on
+// Call. A call without one runs in the agent's default session
+// (DefaultSession). A session belongs to the agent that opened it: another
+// agent naming its ID is refused.
+
+// ErrUnknownSession: no session of that ID in the store.
+var ErrUnknownSession = errors.New("unknown session")
+
+// DefaultSession is the ID of agent's default session: the one its calls
+// run in when they name none.
+func DefaultSession(agent string) string { return "default-" + agent }
+
+// NewSessionID makes a fresh session ID for OpenSession.
+func NewSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("ses_%x", b)
+}
+
+// initialBoundary is the boundary a new session of agent starts with.
+func initialBoundary(cfg *config.Config, agent string) boundary.Boundary {
+	if a, ok := cfg.Agent(agent); ok {
+		return a.Boundary
+	}
+	return config.DefaultBoundary()
+}
+
+// sessionID is the session a call runs in.
+func (inv *invocation) sessionID() string {
+	if inv.call.Session != "" {
+		return inv.call.Session
+	}
+	return DefaultSession(inv.agent)
+}
+
+// session opens (first use) or finds the call's session and returns it
+// with its current boundary. A session of another agent is a denial.
+func (h *Host) session(ctx context.Context, inv *invocation) (store.Session, *ToolError, error) {
+	if inv.sess != nil {
+		return *inv.sess, nil, nil
+	}
+	st, err := h.state(ctx, inv.cfg)
+	if err != nil {
+		return store.Session{}, nil, err
+	}
+	s, _, err := st.OpenSession(ctx, inv.sessionID(), inv.agent, initialBoundary(inv.cfg, inv.agent))
+	switch {
+	case errors.Is(err, store.ErrNotAllowed):
+		return store.Session{}, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("session %q belongs to another agent", inv.sessionID())}, nil
+	case errors.Is(err, store.ErrBadInput), errors.Is(err, store.ErrSessionEnded):
+		return store.Session{}, &ToolError{Kind: KindInput, Message: fmt.Sprintf("session %q: %v", inv.sessionID(), err)}, nil
+	case err != nil:
+		return store.Session{}, nil, fmt.Errorf("%w: opening session %q: %v", ErrState, inv.sessionID(), err)
+	}
+	inv.sess = &s
+	return s, nil, nil
+}
+
+// boundaryError is a ToolError carrying the structured error: the message
+// for people, the JSON for the model (MCP structuredContent).
+func boundaryError(e *boundary.CommandError) *ToolError {
+	raw, _ := json.Marshal(e)
+	msg := e.Message
+	if msg == "" {
+		msg = e.Reason
+	}
+	if e.RequiredExpansion != nil {
+		x, _ := json.Marshal(e.RequiredExpansion)
+		msg += fmt.Sprintf(" (%s: ask for it with request_sandbox_boundary, expansion %s)", e.Reason, x)
+	} else if !strings.Contains(msg, e.Reason) {
+		msg += " (" + e.Reason + ")"
+	}
+	return &ToolError{Kind: KindDenied, Message: msg, Structured: raw}
+}
+
+// checkNetwork refuses, before it runs, a call of a tool that may use the
+// network when its session's boundary has network disabled, even for hosts
+// the tool's policy allows.
+func (h *Host) checkNetwork(ctx context.Context, inv *invocation) (bool, error) {
+	s, terr, err := h.session(ctx, inv)
+	if err != nil || terr != nil {
+		if terr != nil {
+			inv.res.Error = terr
+		}
+		return false, err
+	}
+	if ok, x := boundary.Check(s.Boundary, boundary.Need{Network: true}); !ok {
+		if x == nil {
+			inv.res.Error = boundaryError(boundary.Refused(boundary.DomainCommand, boundary.StageValidation, "network_not_allowed",
+				fmt.Sprintf("%s may use the network, and session %s's boundary cannot allow it", inv.tool.Name, s.ID)))
+			return false, nil
+		}
+		inv.res.Error = boundaryError(boundary.Required(boundary.DomainCommand, boundary.StageValidation, *x,
+			fmt.Sprintf("%s may use the network (http allowlist %s), and session %s's boundary has network disabled", inv.tool.Name, strings.Join(inv.tool.HTTPAllow, ", "), s.ID)))
+		return false, nil
+	}
+	return true, nil
+}
+
+// usesNetwork reports whether t's policy lets it reach the network.
+func usesNetwork(t config.Tool) bool {
+	return len(t.HTTPAllow) > 0 || len(t.HTTPAllowCIDRs) > 0
+}
+
+// sessionGate is the pipeline stage that holds a call to its session's
+// boundary before it runs: network first (a tool whose policy reaches the
+// network needs a boundary with network enabled).
+func (h *Host) sessionGate(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if usesNetwork(inv.tool) {
+			ok, err := h.checkNetwork(ctx, inv)
+			if err != nil || !ok {
+				return err
+			}
+		}
+		return next(ctx, inv)
+	}
+}
+
+// SessionInfo is a session as operators see it (maiden sessions).
+type SessionInfo struct {
+	ID        string                  `json:"id"`
+	Agent     string                  `json:"agent"`
+	Created   time.Time               `json:"created"`
+	Ended     time.Time               `json:"ended,omitzero"`
+	Boundary  boundary.Boundary       `json:"boundary"`
+	Revisions []store.SessionRevision `json:"revisions,omitempty"`
+	Requests  []store.BoundaryRequest `json:"requests,omitempty"`
+}
+
+// ListSessions lists the sessions of agent ("" for all) in st.
+func ListSessions(ctx context.Context, st store.Store, agent string) ([]SessionInfo, error) {
+	list, err := st.Sessions(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SessionInfo, len(list))
+	for i, s := range list {
+		out[i] = SessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, Ended: s.Ended, Boundary: s.Boundary}
+	}
+	return out, nil
+}
+
+// LookupSession returns one session of st with its revisions and requests.
+func LookupSession(ctx context.Context, st store.Store, id string) (SessionInfo, error) {
+	s, err := st.Session(ctx, id)
+	if errors.Is(err, store.ErrUnknownSession) {
+		return SessionInfo{}, fmt.Errorf("%w %q", ErrUnknownSession, id)
+	}
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	revs, err := st.Revisions(ctx, id)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	reqs, err := st.BoundaryRequestsOf(ctx, id)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	return SessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, Ended: s.Ended, Boundary: s.Boundary, Revisions: revs, Requests: reqs}, nil
+}
+
+// OpenSession opens a new session of agent, starting at the boundary
+// agent.toml gives it, and returns its ID (the session_open built-in; an
+// embedder's own sessions).
+func (h *Host) OpenSession(ctx context.Context, agent string) (string, error) {
+	cfg := h.cfg.Load()
+	if !cfg.Implicit() {
+		if _, ok := cfg.Agent(agent); !ok {
+			return "", fmt.Errorf("%w %q in %s (%s)", ErrUnknownAgent, agent, cfg.File(), agentNames(cfg))
+		}
+	} else if agent == "" {
+		agent = DefaultAgent
+	}
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	id := NewSessionID()
+	if _, _, err := st.OpenSession(ctx, id, agent, initialBoundary(cfg, agent)); err != nil {
+		return "", fmt.Errorf("%w: opening a session: %v", ErrState, err)
+	}
+	return id, nil
+}
+
+// EndSession ends session id: its boundary stops applying (a later call
+// naming it is refused), the secret material it held is dropped, and the
+// calls waiting on its boundary requests are woken.
+func (h *Host) EndSession(ctx context.Context, id string) error {
+	h.material.drop(id)
+	h.stateHolder.mu.Lock()
+	st := h.stateHolder.st
+	h.stateHolder.mu.Unlock()
+	if st == nil {
+		return nil // no call of this Host has opened the store: no session to end
+	}
+	err := st.EndSession(ctx, id)
+	if errors.Is(err, store.ErrUnknownSession) {
+		return fmt.Errorf("%w %q", ErrUnknownSession, id)
+	}
+	return err
+}
+
+// ResetSession replaces session id's boundary by b as the operator (by
+// names who): a new revision, audited. A boundary without network, or no
+// longer managed, is a downgrade: the session's secret material is dropped
+// at once.
+func (h *Host) ResetSession(ctx context.Context, id string, b boundary.Boundary, by string) (SessionInfo, error) {
+	st, err := h.state(ctx, h.cfg.Load())
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	s, err := st.ResetSession(ctx, id, b, by)
+	if errors.Is(err, store.ErrUnknownSession) {
+		return SessionInfo{}, fmt.Errorf("%w %q", ErrUnknownSession, id)
+	}
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	if !s.Boundary.Network || s.Boundary.Kind != boundary.Managed {
+		h.material.drop(id)
+	}
+	return SessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, Ended: s.Ended, Boundary: s.Boundary}, nil
+}
+
+// Session returns one session with its revisions and boundary requests.
+func (h *Host) Session(ctx context.Context, id string) (SessionInfo, error) {
+	st, err := h.state(ctx, h.cfg.Load())
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	return LookupSession(ctx, st, id)
+}
+
+// Sessions lists agent's sessions ("" for all).
+func (h *Host) Sessions(ctx context.Context, agent string) ([]SessionInfo, error) {
+	st, err := h.state(ctx, h.cfg.Load())
+	if err != nil {
+		return nil, err
+	}
+	return ListSessions(ctx, st, agent)
+}
+
+// materials holds the secret material resolved for each session's
+// web_fetch calls (never stored, never returned): dropped when the session
+// ends and when its boundary is downgraded (network disabled, or no longer
+// managed).
+type materials struct {
+	mu sync.Mutex
+	m  map[string]sessionMaterial
+}
+
+type sessionMaterial struct {
+	revision int64             // the boundary revision it was last used under
+	names    []string          // the secret names resolved
+	values   map[string]string // secret name -> value
+}
+
+func (ms *materials) drop(session string) {
+	ms.mu.Lock()
+	delete(ms.m, session)
+	ms.mu.Unlock()
+}

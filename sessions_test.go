@@ -1,0 +1,257 @@
+package maiden_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/boundary"
+)
+
+// sessionHost is a Host whose agent coder has the session built-ins and
+// the boundary of issue 14's interface, over a real directory: work (read
+// subtree), work/secrets (explicit deny), .git protected.
+func sessionHost(t *testing.T, grants string) (*maiden.Host, string) {
+	t.Helper()
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	for _, d := range []string{work, filepath.Join(work, "secrets"), filepath.Join(dir, "other")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range map[string]string{"work/a.txt": "alpha", "work/secrets/key": "hunter2", "other/b.txt": "beta"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grants == "" {
+		grants = `"tool:invoke fs_read --...", "tool:invoke fs_write --...", "tool:invoke fs_list --...", "tool:invoke request_sandbox_boundary --...", "tool:invoke session_open --..."`
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[agents.coder]
+tools = ["fs_read", "fs_write", "fs_list", "request_sandbox_boundary", "session_open", "echo"]
+grants = [`+grants+`]
+[agents.coder.boundary]
+network = false
+fs      = [{ path = "`+work+`", access = "read", match = "subtree" }]
+deny    = ["`+filepath.Join(work, "secrets")+`"]
+protected = [".git"]
+`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "echo")
+	return h, dir
+}
+
+// structured decodes a failure's structured error.
+func structured(t *testing.T, res maiden.Result) map[string]any {
+	t.Helper()
+	if res.OK || res.Error == nil {
+		t.Fatalf("call succeeded: %+v", res)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(res.Error.Structured, &m); err != nil {
+		t.Fatalf("no structured error on %+v: %v", res.Error, err)
+	}
+	return m
+}
+
+func sessCall(t *testing.T, h *maiden.Host, session, tool string, input any) maiden.Result {
+	t.Helper()
+	raw, _ := json.Marshal(input)
+	res, err := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: tool, Input: string(raw), Session: session})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return res
+}
+
+// TestSessionBoundaryFlow is issue 14's flow through the Host: a read
+// outside the boundary fails with sandbox_boundary_required and the exact
+// requiredExpansion; the session asks for it; a human approves; the retried
+// read succeeds in that session only; a denial carries the human's reason;
+// an explicit deny is never offered an expansion. (BOUNDARIES.md B13, B8.)
+func TestSessionBoundaryFlow(t *testing.T) {
+	h, dir := sessionHost(t, "")
+	inside := filepath.Join(dir, "work", "a.txt")
+	outside := filepath.Join(dir, "other", "b.txt")
+
+	res := sessCall(t, h, "s1", "fs_read", map[string]any{"path": inside})
+	if !res.OK || !strings.Contains(res.Output, "alpha") {
+		t.Fatalf("read inside: %+v", res)
+	}
+	res = sessCall(t, h, "s1", "fs_read", map[string]any{"path": outside})
+	e := structured(t, res)
+	if e["code"] != boundary.ErrorCode || e["reason"] != boundary.ReasonBoundaryRequired {
+		t.Fatalf("outside: %v", e)
+	}
+	want := map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": outside, "access": "read", "scope": "exact"}}}}
+	if fmt.Sprint(e["requiredExpansion"]) != fmt.Sprint(want) {
+		t.Fatalf("requiredExpansion %v, want %v", e["requiredExpansion"], want)
+	}
+	if res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "request_sandbox_boundary") {
+		t.Errorf("message %+v", res.Error)
+	}
+
+	// Explicit deny: refused, and no expansion is offered.
+	res = sessCall(t, h, "s1", "fs_read", map[string]any{"path": filepath.Join(dir, "work", "secrets", "key")})
+	if e := structured(t, res); e["requiredExpansion"] != nil || strings.Contains(res.Error.Message, "hunter2") {
+		t.Errorf("deny: %v %+v", e, res.Error)
+	}
+
+	// Ask for exactly the required expansion; approve it through the Host.
+	out := requestAndDecide(t, h, "s1", map[string]any{"id": "r1", "expansion": e0(want), "justification": "the task reads b.txt"},
+		maiden.Decision{Approve: true, By: "test"})
+	if !out.OK || !strings.Contains(out.Output, `"status":"approved"`) || !strings.Contains(out.Output, `"revision":1`) {
+		t.Fatalf("request: %+v", out)
+	}
+	res = sessCall(t, h, "s1", "fs_read", map[string]any{"path": outside})
+	if !res.OK || !strings.Contains(res.Output, "beta") {
+		t.Fatalf("retried read: %+v", res)
+	}
+	// Another session of the same agent keeps the old boundary.
+	res = sessCall(t, h, "s2", "fs_read", map[string]any{"path": outside})
+	if e := structured(t, res); e["reason"] != boundary.ReasonBoundaryRequired {
+		t.Errorf("second session: %v", e)
+	}
+	// The same request ID again is the same request: answered at once.
+	again := sessCall(t, h, "s1", "request_sandbox_boundary", map[string]any{"id": "r1", "expansion": map[string]any{"network": map[string]any{"enabled": true}}, "justification": "x"})
+	if !again.OK || !strings.Contains(again.Output, `"status":"approved"`) {
+		t.Errorf("idempotent id: %+v", again)
+	}
+
+	// A denial makes the waiting call fail with the structured error.
+	denied := requestAndDecide(t, h, "s2", map[string]any{"id": "r2", "expansion": map[string]any{"network": map[string]any{"enabled": true}}, "justification": "fetch docs"},
+		maiden.Decision{Approve: false, By: "test", Reason: "not today"})
+	d := structured(t, denied)
+	if d["status"] != "denied" || d["code"] != boundary.ErrorCode || d["requestId"] != "r2" {
+		t.Errorf("denied: %v", d)
+	}
+
+	// A validation failure carries the exact reason of BOUNDARIES.md (B1).
+	bad := sessCall(t, h, "s1", "request_sandbox_boundary", map[string]any{"expansion": map[string]any{}, "justification": "x"})
+	if b := structured(t, bad); b["reason"] != "empty_expansion" || b["status"] != "invalid" {
+		t.Errorf("empty expansion: %v", b)
+	}
+
+	// The session shows both revisions and both requests.
+	info, err := h.Session(context.Background(), "s1")
+	if err != nil || info.Boundary.Revision != 1 || len(info.Revisions) != 2 || len(info.Requests) != 1 {
+		t.Errorf("session s1: %+v, %v", info, err)
+	}
+}
+
+func e0(m map[string]any) map[string]any { return m }
+
+// requestAndDecide calls request_sandbox_boundary, decides the request as
+// d once it waits, and returns the call's result.
+func requestAndDecide(t *testing.T, h *maiden.Host, session string, input map[string]any, d maiden.Decision) maiden.Result {
+	t.Helper()
+	raw, _ := json.Marshal(input)
+	var (
+		req  maiden.ApprovalRequest
+		once sync.Once
+		got  = make(chan struct{})
+	)
+	type out struct {
+		res maiden.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Input: string(raw), Session: session,
+			ApprovalWait: 20 * time.Second, OnApproval: func(r maiden.ApprovalRequest) { req = r; once.Do(func() { close(got) }) }})
+		done <- out{res, err}
+	}()
+	select {
+	case <-got:
+	case o := <-done:
+		t.Fatalf("request ended without waiting: %+v %v", o.res, o.err)
+	}
+	if req.Kind != maiden.RequestBoundary || req.Session != session || !strings.HasPrefix(req.ID, "bnd_") {
+		t.Errorf("the request as humans see it: %+v", req)
+	}
+	pending, err := h.Pending(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range pending {
+		found = found || p.ID == req.ID
+	}
+	if !found {
+		t.Errorf("request %s not in Pending: %+v", req.ID, pending)
+	}
+	if _, err := h.Decide(context.Background(), req.ID, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Decide(context.Background(), req.ID, d); !errors.Is(err, maiden.ErrApprovalDecided) {
+		t.Errorf("second decision (settle once, B14): %v", err)
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.res
+}
+
+// TestSessionBuiltinsNeedCards: a session built-in is not a bypass: a card
+// must allow tool:invoke NAME with its arguments.
+func TestSessionBuiltinsNeedCards(t *testing.T) {
+	h, dir := sessionHost(t, `"tool:invoke fs_read --path=`+"/nowhere/*"+`"`)
+	res := sessCall(t, h, "s1", "fs_read", map[string]any{"path": filepath.Join(dir, "work", "a.txt")})
+	if res.OK || res.Error.Kind != maiden.KindDenied || strings.Contains(res.Output, "alpha") {
+		t.Errorf("fs_read without a matching card: %+v", res)
+	}
+}
+
+// TestSessionOfAnotherAgent: a session ID belongs to the agent that opened
+// it; another agent naming it is refused, and an ended session takes no
+// more calls.
+func TestSessionOfAnotherAgent(t *testing.T) {
+	dir := t.TempDir()
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[agents.a]
+tools = ["fs_list"]
+grants = ["tool:invoke fs_list --..."]
+[agents.a.boundary]
+fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
+[agents.b]
+tools = ["fs_list"]
+grants = ["tool:invoke fs_list --..."]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	id, err := h.OpenSession(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := `{"path":"` + dir + `"}`
+	res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "fs_list", Input: in, Session: id})
+	if err != nil || !res.OK {
+		t.Fatalf("a in its session: %+v %v", res, err)
+	}
+	res, err = h.Call(ctx, maiden.Call{Agent: "b", Tool: "fs_list", Input: in, Session: id})
+	if err != nil || res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "another agent") {
+		t.Errorf("b naming a's session: %+v %v", res, err)
+	}
+	if err := h.EndSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := h.Session(ctx, id); info.Ended.IsZero() {
+		t.Error("EndSession did not end it")
+	}
+	res, err = h.Call(ctx, maiden.Call{Agent: "a", Tool: "fs_list", Input: in, Session: id})
+	if err != nil || res.OK {
+		t.Errorf("a call in an ended session: %+v %v", res, err)
+	}
+}
