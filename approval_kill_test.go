@@ -45,7 +45,12 @@ func TestApprovalChildHelper(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: "fetcher", Input: os.Getenv("MAIDEN_TEST_APPROVAL_INPUT"), ApprovalWait: wait,
+	tool := os.Getenv("MAIDEN_TEST_APPROVAL_TOOL")
+	if tool == "" {
+		tool = "fetcher"
+	}
+	res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: tool, Input: os.Getenv("MAIDEN_TEST_APPROVAL_INPUT"), ApprovalWait: wait,
+		Session:    os.Getenv("MAIDEN_TEST_APPROVAL_SESSION"),
 		OnApproval: func(r maiden.ApprovalRequest) { fmt.Println("asked", r.ID) }})
 	if err != nil {
 		fmt.Println("error", err)
@@ -63,10 +68,10 @@ type child struct {
 	lines chan string
 }
 
-func startChild(t *testing.T, cfgPath, input string, poll, wait time.Duration) *child {
+func startChild(t *testing.T, cfgPath, input string, poll, wait time.Duration, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestApprovalChildHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "MAIDEN_TEST_APPROVAL_CHILD="+cfgPath, "MAIDEN_TEST_APPROVAL_INPUT="+input,
+	cmd.Env = append(append(os.Environ(), env...), "MAIDEN_TEST_APPROVAL_CHILD="+cfgPath, "MAIDEN_TEST_APPROVAL_INPUT="+input,
 		"MAIDEN_TEST_APPROVAL_POLL="+poll.String(), "MAIDEN_TEST_APPROVAL_WAIT="+wait.String(), "MAIDEN_TEST_CACHE="+testkit.CompileCache(t))
 	out, err := cmd.StdoutPipe()
 	if err != nil {

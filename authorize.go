@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
@@ -110,6 +111,14 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 			h.log.Warn("could not mark interrupted calls", "err", err)
 		} else if n > 0 {
 			h.log.Warn("approved calls were interrupted by a restart; they will not be re-run by themselves", "count", n)
+		}
+		// Boundary requests whose waiting process is gone are denied
+		// with host_restarted (BOUNDARIES.md B16): their call cannot
+		// be answered any more; the session asks again if it must.
+		if n, err := st.DenyPendingBoundaryRequests(ctx, boundary.ReasonHostRestarted); err != nil {
+			h.log.Warn("could not deny the boundary requests of a restarted host", "err", err)
+		} else if n > 0 {
+			h.log.Warn("boundary requests of a process now gone were denied (host_restarted)", "count", n)
 		}
 	}
 	if err := syncAgents(ctx, s.st, cfg); err != nil {

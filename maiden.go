@@ -169,6 +169,8 @@ type Host struct {
 	waiters waiters
 	// material is the web_fetch secret material of each session (sessions.go).
 	material materials
+	// sessCache holds the sessions calls ran in (sessions.go).
+	sessCache sessionCache
 	// probe is the proof that wrapped CLIs' confinement is in force
 	// (clis.go).
 	probe probe

@@ -164,8 +164,9 @@ func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Stor
 			return cur, nil, nil
 		}
 		if !time.Now().Before(cur.Expires) {
-			settled, _, err := st.SettleBoundaryRequest(ctx, r.Handle, boundary.Deny("expired"), "maiden")
-			if err == nil {
+			// Settling an expired request records the expiry's denial
+			// and returns it (with ErrApprovalState): use it either way.
+			if settled, _, err := st.SettleBoundaryRequest(ctx, r.Handle, boundary.Deny(store.BoundaryReasonExpired), "maiden"); err == nil || settled.Handle != "" {
 				cur = settled
 			}
 			if cur.Request.Status != boundary.Pending {

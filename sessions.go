@@ -72,7 +72,22 @@ func (h *Host) session(ctx context.Context, inv *invocation) (store.Session, *To
 	if err != nil {
 		return store.Session{}, nil, err
 	}
-	s, _, err := st.OpenSession(ctx, inv.sessionID(), inv.agent, initialBoundary(inv.cfg, inv.agent))
+	// A session read while the store's generation is unchanged is still
+	// the session (every change to it, in any process, moves the
+	// generation), as for wallets.
+	gen, err := st.Generation(ctx)
+	if err != nil {
+		return store.Session{}, nil, fmt.Errorf("%w: %v", ErrState, err)
+	}
+	key := inv.sessionID()
+	h.sessCache.mu.Lock()
+	c, ok := h.sessCache.m[key]
+	h.sessCache.mu.Unlock()
+	if ok && c.gen == gen && c.s.Agent == inv.agent && c.s.Live() {
+		inv.sess = &c.s
+		return c.s, nil, nil
+	}
+	s, _, err := st.OpenSession(ctx, key, inv.agent, initialBoundary(inv.cfg, inv.agent))
 	switch {
 	case errors.Is(err, store.ErrNotAllowed):
 		return store.Session{}, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("session %q belongs to another agent", inv.sessionID())}, nil
@@ -82,8 +97,28 @@ func (h *Host) session(ctx context.Context, inv *invocation) (store.Session, *To
 		return store.Session{}, nil, fmt.Errorf("%w: opening session %q: %v", ErrState, inv.sessionID(), err)
 	}
 	inv.sess = &s
+	h.sessCache.mu.Lock()
+	if h.sessCache.m == nil || len(h.sessCache.m) >= maxCachedSessions {
+		h.sessCache.m = map[string]cachedSession{} // many sessions over months: start over
+	}
+	h.sessCache.m[key] = cachedSession{gen: gen, s: s}
+	h.sessCache.mu.Unlock()
 	return s, nil, nil
 }
+
+// sessionCache keeps the sessions calls ran in, each with the store
+// generation it was read at.
+type sessionCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSession
+}
+
+type cachedSession struct {
+	gen int64
+	s   store.Session
+}
+
+const maxCachedSessions = 4096
 
 // boundaryError is a ToolError carrying the structured error: the message
 // for people, the JSON for the model (MCP structuredContent).
@@ -115,11 +150,11 @@ func (h *Host) checkNetwork(ctx context.Context, inv *invocation) (bool, error) 
 	}
 	if ok, x := boundary.Check(s.Boundary, boundary.Need{Network: true}); !ok {
 		if x == nil {
-			inv.res.Error = boundaryError(boundary.Refused(boundary.DomainCommand, boundary.StageValidation, "network_not_allowed",
+			inv.res.Error = boundaryError(boundary.Refused(boundary.DomainNetwork, boundary.StageValidation, "network_not_allowed",
 				fmt.Sprintf("%s may use the network, and session %s's boundary cannot allow it", inv.tool.Name, s.ID)))
 			return false, nil
 		}
-		inv.res.Error = boundaryError(boundary.Required(boundary.DomainCommand, boundary.StageValidation, *x,
+		inv.res.Error = boundaryError(boundary.Required(boundary.DomainNetwork, boundary.StageValidation, *x,
 			fmt.Sprintf("%s may use the network (http allowlist %s), and session %s's boundary has network disabled", inv.tool.Name, strings.Join(inv.tool.HTTPAllow, ", "), s.ID)))
 		return false, nil
 	}

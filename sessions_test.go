@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // sessionHost is a Host whose agent coder has the session built-ins and
@@ -155,6 +157,11 @@ func e0(m map[string]any) map[string]any { return m }
 // d once it waits, and returns the call's result.
 func requestAndDecide(t *testing.T, h *maiden.Host, session string, input map[string]any, d maiden.Decision) maiden.Result {
 	t.Helper()
+	return requestAndDecideAs(t, h, "coder", session, input, d)
+}
+
+func requestAndDecideAs(t *testing.T, h *maiden.Host, agent, session string, input map[string]any, d maiden.Decision) maiden.Result {
+	t.Helper()
 	raw, _ := json.Marshal(input)
 	var (
 		req  maiden.ApprovalRequest
@@ -167,7 +174,7 @@ func requestAndDecide(t *testing.T, h *maiden.Host, session string, input map[st
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Input: string(raw), Session: session,
+		res, err := h.Call(context.Background(), maiden.Call{Agent: agent, Tool: "request_sandbox_boundary", Input: string(raw), Session: session,
 			ApprovalWait: 20 * time.Second, OnApproval: func(r maiden.ApprovalRequest) { req = r; once.Do(func() { close(got) }) }})
 		done <- out{res, err}
 	}()
@@ -253,5 +260,54 @@ grants = ["tool:invoke fs_list --..."]
 	res, err = h.Call(ctx, maiden.Call{Agent: "a", Tool: "fs_list", Input: in, Session: id})
 	if err != nil || res.OK {
 		t.Errorf("a call in an ended session: %+v %v", res, err)
+	}
+}
+
+// TestBoundaryRequestHostRestarted: BOUNDARIES.md B16 with real processes.
+// A process waits on a boundary request; another Host opening the same
+// store meanwhile leaves it pending (the process is alive: several
+// processes share a store); once the waiting process is killed (-9), the
+// next Host to open the store denies it with host_restarted.
+func TestBoundaryRequestHostRestarted(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "agent.toml")
+	writeConfigAt(t, cfgPath, `version = 1
+[tools.echo]
+path = %q
+[agents.a]
+tools = ["request_sandbox_boundary"]
+grants = ["tool:invoke request_sandbox_boundary --..."]
+`, "echo")
+	c := startChild(t, cfgPath, `{"id":"r1","expansion":{"network":{"enabled":true}},"justification":"docs"}`, 50*time.Millisecond, time.Minute,
+		"MAIDEN_TEST_APPROVAL_TOOL=request_sandbox_boundary", "MAIDEN_TEST_APPROVAL_SESSION=s1")
+	handle := c.next(t, "asked")
+	if !strings.HasPrefix(handle, "bnd_") {
+		t.Fatalf("asked %q", handle)
+	}
+	open := func() *maiden.Host {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close(context.Background()) })
+		return h
+	}
+	other := open()
+	r, err := other.Approval(context.Background(), handle)
+	if err != nil || r.State != "pending" {
+		t.Fatalf("with the waiting process alive, another Host sees %+v, %v; want pending", r, err)
+	}
+	c.kill(t)
+	restarted := open()
+	r, err = restarted.Approval(context.Background(), handle)
+	if err != nil || r.State != "denied" || r.DecisionReason != boundary.ReasonHostRestarted {
+		t.Fatalf("after the kill, a new Host sees %+v, %v; want denied, host_restarted", r, err)
+	}
+	if p, _ := restarted.Pending(context.Background()); len(p) != 0 {
+		t.Errorf("still pending: %+v", p)
 	}
 }

@@ -134,7 +134,8 @@ func (ms *materials) resolve(s store.Session, b config.Binding, lookup func(stri
 				v, found = lookup(name)
 			}
 			if !found || v == "" {
-				return hostfs.Material{}, &ToolError{Kind: KindConfig, Message: fmt.Sprintf("web_fetch: the secret %s that this agent's web_fetch binding names is not configured on the host (credential_not_configured)", name)}
+				return hostfs.Material{}, boundaryError(boundary.Refused(boundary.DomainNetwork, hostfs.ToolWebFetch, "credential_not_configured",
+					fmt.Sprintf("web_fetch: the secret %s that this agent's web_fetch binding names is not configured on the host", name)))
 			}
 			cur.values[name] = v
 		}

@@ -16,6 +16,7 @@ const (
 	DomainCommand           = "command"
 	DomainBackgroundCommand = "background_command"
 	DomainFilesystem        = "filesystem"
+	DomainNetwork           = "network" // maiden: a need for the network (web_fetch, http-fetch, a CLI's egress)
 )
 
 // Stages of a CommandError (others may be added; each matches ^[a-z0-9_]+$).
@@ -60,8 +61,8 @@ func (e *CommandError) Validate() error {
 	switch {
 	case e.Code != ErrorCode:
 		return fmt.Errorf("boundary: command error code %q: want %s", e.Code, ErrorCode)
-	case e.Domain != DomainCommand && e.Domain != DomainBackgroundCommand && e.Domain != DomainFilesystem:
-		return fmt.Errorf("boundary: command error domain %q: want command, background_command or filesystem", e.Domain)
+	case e.Domain != DomainCommand && e.Domain != DomainBackgroundCommand && e.Domain != DomainFilesystem && e.Domain != DomainNetwork:
+		return fmt.Errorf("boundary: command error domain %q: want command, background_command, filesystem or network", e.Domain)
 	case !reasonPattern.MatchString(e.Stage):
 		return fmt.Errorf("boundary: command error stage %q: want ^[a-z0-9_]+$", e.Stage)
 	case !reasonPattern.MatchString(e.Reason):

@@ -1,0 +1,133 @@
+package maiden_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// TestNetworkOffAndWebFetch: with network disabled in the session's
+// boundary, a WebAssembly tool whose policy allows the host and web_fetch
+// are both refused before any connection (the server counts none), with
+// the structured error asking for network; once a human approves the
+// expansion, both reach the server, web_fetch with the binding's secret
+// material attached by the host and redacted from what comes back; the
+// material is dropped when the session's boundary is downgraded and when
+// the session ends.
+func TestNetworkOffAndWebFetch(t *testing.T) {
+	var hits atomic.Int64
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintf(w, "auth=%s key=%s", r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"))
+	}), "api.example.com")
+	u, _ := url.Parse(srv.URL)
+	port := u.Port()
+	h := newHostWith(t, `version = 1
+[tools.fetcher]
+path = %q
+http_allow = ["api.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+
+[agents.a]
+grants = ["tool:invoke fetcher --...", "tool:invoke web_fetch --...", "tool:invoke request_sandbox_boundary --...",
+  "network:connect api.example.com", "secret:use API_TOKEN", "secret:use KEY_ONE"]
+[agents.a.boundary]
+network = false
+[agents.a.tools.fetcher]
+[agents.a.tools.request_sandbox_boundary]
+[agents.a.tools.web_fetch]
+http_allow = ["api.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+credential = "API_TOKEN"
+secret_headers = { "X-Api-Key" = "KEY_ONE" }
+`, maiden.Options{
+		Resolver:     testkit.Loopback("api.example.com"),
+		ApprovalPoll: 20 * time.Millisecond,
+		LookupSecret: func(name string) (string, bool) {
+			return map[string]string{"API_TOKEN": "tok-s3cr3t-value", "KEY_ONE": "key-s3cr3t-value"}[name], true
+		},
+	}, "js/fetcher")
+	ctx := context.Background()
+	target := "https://api.example.com:" + port + "/"
+	call := func(session, tool string, input any) maiden.Result {
+		raw, _ := json.Marshal(input)
+		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: tool, Input: string(raw), Session: session})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res
+	}
+	for _, tool := range []string{"fetcher", "web_fetch"} {
+		res := call("s1", tool, map[string]any{"url": target})
+		e := structured(t, res)
+		if e["reason"] != boundary.ReasonBoundaryRequired || e["domain"] != boundary.DomainNetwork || fmt.Sprint(e["requiredExpansion"]) != "map[network:map[enabled:true]]" {
+			t.Errorf("%s with network off: %v", tool, e)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the server was reached %d times with network off", n)
+	}
+
+	out := requestAndDecideAs(t, h, "a", "s1", map[string]any{"id": "net", "expansion": map[string]any{"network": map[string]any{"enabled": true}}, "justification": "read the API docs"},
+		maiden.Decision{Approve: true, By: "test"})
+	if !out.OK {
+		t.Fatalf("network request: %+v", out.Error)
+	}
+	res := call("s1", "fetcher", map[string]any{"url": target})
+	if !res.OK || hits.Load() != 1 {
+		t.Fatalf("fetcher with network on: %+v (hits %d)", res, hits.Load())
+	}
+	res = call("s1", "web_fetch", map[string]any{"url": target})
+	if !res.OK || hits.Load() != 2 {
+		t.Fatalf("web_fetch with network on: %+v (hits %d)", res, hits.Load())
+	}
+	if strings.Contains(res.Output, "s3cr3t") || !strings.Contains(res.Output, "[REDACTED:API_TOKEN]") || !strings.Contains(res.Output, "[REDACTED:KEY_ONE]") {
+		t.Errorf("web_fetch output: %s", res.Output)
+	}
+	for _, rec := range trail(t, h, "") {
+		if b, _ := json.Marshal(rec); strings.Contains(string(b), "s3cr3t") {
+			t.Errorf("the audit trail holds the material: %s", b)
+		}
+	}
+	// Another session of the agent still has network off.
+	if e := structured(t, call("s2", "web_fetch", map[string]any{"url": target})); e["reason"] != boundary.ReasonBoundaryRequired {
+		t.Errorf("second session: %v", e)
+	}
+
+	// Downgrade: the operator resets s1 to no network: material dropped at once.
+	if !h.HeldMaterial("s1") {
+		t.Fatal("s1 holds no material after a web_fetch")
+	}
+	if _, err := h.ResetSession(ctx, "s1", boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if h.HeldMaterial("s1") {
+		t.Error("material kept after the boundary was downgraded")
+	}
+	// End: a session that fetched, then ended, holds none.
+	requestAndDecideAs(t, h, "a", "s3", map[string]any{"id": "n3", "expansion": map[string]any{"network": map[string]any{"enabled": true}}, "justification": "x"},
+		maiden.Decision{Approve: true, By: "test"})
+	if res := call("s3", "web_fetch", map[string]any{"url": target}); !res.OK || !h.HeldMaterial("s3") {
+		t.Fatalf("s3: %+v", res)
+	}
+	if err := h.EndSession(ctx, "s3"); err != nil {
+		t.Fatal(err)
+	}
+	if h.HeldMaterial("s3") {
+		t.Error("material kept after the session ended")
+	}
+}
