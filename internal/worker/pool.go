@@ -127,6 +127,11 @@ type Pool struct {
 	mem      *memArtifacts
 	diskOnce sync.Once
 	disk     *compcache.Cache // nil: no disk cache
+
+	// Idle workers started for a set of preopened directories, kept for
+	// the next call with the very same directories (preopen.go).
+	preMu   sync.Mutex
+	preIdle []*preopenWorker
 }
 
 // New creates a pool. Workers start on first use.
@@ -432,6 +437,7 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	for _, w := range idle {
 		w.kill(killedShutdown)
 	}
+	p.dropIdlePreopenWorkers()
 	started := make(chan struct{})
 	go func() { p.starting.Wait(); close(started) }()
 	for _, ch := range []chan struct{}{wait, started} {

@@ -12,10 +12,11 @@ import (
 )
 
 // BenchmarkPreopenWorker: a call with preopened directories runs in a
-// worker started for it (its Landlock domain holds the directories); one
-// without runs in a pooled worker. dirs=0 is the baseline.
+// worker started for those directories (its Landlock domain holds them),
+// reused while they stay the same; one without runs in a pooled worker.
+// dirs=0 is the baseline; new-dir-each-call starts a worker every time.
 func BenchmarkPreopenWorker(b *testing.B) {
-	p := newPool(b, &Options{Size: 1})
+	p := newPool(b, &Options{Size: 1, CacheDir: testkit.CompileCache(b)})
 	tool := testkit.Component(b, "go/fsprobe")
 	lim := sandbox.Limits{Timeout: 30e9, Memory: 128 << 20}
 	tl, err := p.Open(context.Background(), tool, lim)
@@ -41,4 +42,16 @@ func BenchmarkPreopenWorker(b *testing.B) {
 			}
 		})
 	}
+	b.Run("new-dir-each-call", func(b *testing.B) {
+		for b.Loop() {
+			d, err := os.MkdirTemp(base, "new")
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := tl.Execute(context.Background(), sandbox.Call{Limits: lim, Input: `{"op":"none"}`, Preopens: []sandbox.Preopen{{HostPath: d, GuestPath: d}}})
+			if err != nil || out.Failure == nil || out.Failure.Kind != sandbox.KindTool {
+				b.Fatalf("%+v, %v", out, err)
+			}
+		}
+	})
 }

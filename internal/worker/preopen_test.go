@@ -9,9 +9,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/sandbox/preopentest"
+	"github.com/maiden-run/maiden/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +21,7 @@ import (
 // processes: each such call gets a worker of its own whose Landlock domain
 // holds exactly the call's directories.
 func TestPreopensInWorker(t *testing.T) {
-	p := newPool(t, &Options{Size: 2})
+	p := newPool(t, &Options{Size: 2, CacheDir: testkit.CompileCache(t)})
 	preopentest.Run(t, func(ctx context.Context, tool string, dirs []sandbox.Preopen, input string) (sandbox.Outcome, error) {
 		tl, err := p.Open(ctx, tool, preopentest.Limits)
 		if err != nil {
@@ -165,4 +167,82 @@ func runProbe(t *testing.T, files []*os.File, env []string, outside string) stri
 	}
 	t.Logf("probe:\n%s", out)
 	return string(out)
+}
+
+// TestPreopenWorkerReuse: a worker started for a set of directories serves
+// the next call with the very same directories, and no other: not other
+// paths, not other access, not the same path once the directory there was
+// replaced (a worker's Landlock domain is the directories it was started
+// with, not their names).
+func TestPreopenWorkerReuse(t *testing.T) {
+	p := newPool(t, &Options{Size: 1, CacheDir: testkit.CompileCache(t)})
+	tool := testkit.Component(t, "go/fsprobe")
+	tl, err := p.Open(context.Background(), tool, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "name"), []byte(filepath.Base(d)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := sandbox.Limits{Timeout: 30 * time.Second, Memory: 128 << 20}
+	read := func(dirs []sandbox.Preopen, path string) (string, int) {
+		t.Helper()
+		out, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{"op":"read","path":"` + path + `"}`, Preopens: dirs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.preMu.Lock()
+		defer p.preMu.Unlock()
+		if len(p.preIdle) == 0 {
+			t.Fatal("no idle one-call worker after a call")
+		}
+		pid := p.preIdle[len(p.preIdle)-1].w.pid
+		if out.Failure != nil {
+			return "error: " + out.Failure.Message, pid
+		}
+		return out.Output, pid
+	}
+	onlyA := []sandbox.Preopen{{HostPath: a, GuestPath: a}}
+	out1, pid1 := read(onlyA, a+"/name")
+	out2, pid2 := read(onlyA, a+"/name")
+	if out1 != `"a"` || out2 != `"a"` || pid1 != pid2 {
+		t.Errorf("same directories: %s (worker %d), then %s (worker %d); want one worker for both", out1, pid1, out2, pid2)
+	}
+	if _, pid := read([]sandbox.Preopen{{HostPath: a, GuestPath: a, Write: true}}, a+"/name"); pid == pid1 {
+		t.Error("a worker with read-only access served a call with write access")
+	}
+	if out, pid := read([]sandbox.Preopen{{HostPath: b, GuestPath: b}}, a+"/name"); pid == pid1 || !strings.HasPrefix(out, "error") {
+		t.Errorf("another directory: %s from worker %d (the first was %d)", out, pid, pid1)
+	}
+	// Replace a with another directory under the same name: the worker
+	// started for the old one must not serve it.
+	if err := os.Rename(a, filepath.Join(base, "old-a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(a, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a, "name"), []byte("new a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, pid := read(onlyA, a+"/name")
+	if pid == pid1 || out != `"new a"` {
+		t.Errorf("after the directory was replaced: %s from worker %d (the old one was %d)", out, pid, pid1)
+	}
+	p.preMu.Lock()
+	n := len(p.preIdle)
+	p.preMu.Unlock()
+	if n > maxIdlePreopenWorkers {
+		t.Errorf("%d idle one-call workers, over %d", n, maxIdlePreopenWorkers)
+	}
 }
