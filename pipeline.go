@@ -95,6 +95,8 @@ type invocation struct {
 	noAudit bool // Host.noAudit
 	// sess is the call's session once looked up (sessions.go).
 	sess *store.Session
+	// preopens are the directories a tool with fs gets (sessionGate).
+	preopens []sandbox.Preopen
 }
 
 // renderText is the call's arguments as rendered, computed once.
@@ -361,6 +363,9 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 	out, err := inv.opened.Execute(ctx, sandbox.Call{
 		Limits: limitsOf(inv.tool),
 		Input:  inv.toolInput(),
+		// The session boundary's directories as WASI preopens, for a tool
+		// whose policy has fs (sessionGate); none otherwise.
+		Preopens: inv.preopens,
 		OnLog:  inv.call.OnLog,
 		Fetch:  refusals.watch(h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet)))),
 		Redact: h.gate.Redactor(inv.policy),

@@ -12,6 +12,9 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -177,8 +180,44 @@ func (h *Host) sessionGate(next handler) handler {
 				return err
 			}
 		}
+		if inv.tool.FS != config.FSNone && inv.tool.CLI == nil && inv.tool.MCP == nil {
+			s, terr, err := h.session(ctx, inv)
+			if err != nil || terr != nil {
+				if terr != nil {
+					inv.res.Error = terr
+				}
+				return err
+			}
+			inv.preopens = cardPreopens(preopensFor(inv.tool, s.Boundary), inv.wallet)
+		}
 		return next(ctx, inv)
 	}
+}
+
+// cardPreopens keeps the directories the agent's cards allow: fs:read DIR
+// for each (a grant matching the directory's own path, such as
+// fs:read /srv/** or fs:read /srv/work), and fs:write DIR for it to stay
+// writable. A nil wallet (the implicit agent, which holds every card)
+// keeps them all. The effective capability is the tool's policy ∩ the
+// binding ∩ the cards ∩ the session's boundary ∩ the component's imports.
+func cardPreopens(dirs []sandbox.Preopen, w *cards.Wallet) []sandbox.Preopen {
+	if w == nil {
+		return dirs
+	}
+	var out []sandbox.Preopen
+	for _, d := range dirs {
+		t, err := grant.FSTarget("read", d.HostPath)
+		if err != nil || !w.Decide(t).Allow {
+			continue
+		}
+		if d.Write {
+			if t, err := grant.FSTarget("write", d.HostPath); err != nil || !w.Decide(t).Allow {
+				d.Write = false
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // SessionInfo is a session as operators see it (maiden sessions).

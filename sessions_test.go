@@ -311,3 +311,68 @@ grants = ["tool:invoke request_sandbox_boundary --..."]
 		t.Errorf("still pending: %+v", p)
 	}
 }
+
+// TestPreopensFollowTheSession: a WebAssembly tool with fs = "write" gets
+// the session boundary's subtree entries as WASI preopens, intersected
+// with the agent's fs cards: it reads and writes inside an entry its cards
+// allow, sees nothing of an entry they do not, writes nowhere read-only;
+// a directory the boundary gains by an approved request is preopened in
+// that session only.
+func TestPreopensFollowTheSession(t *testing.T) {
+	dir := t.TempDir()
+	work, more, nocard := filepath.Join(dir, "work"), filepath.Join(dir, "more"), filepath.Join(dir, "nocard")
+	for _, d := range []string{work, more, nocard} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f.txt"), []byte("in "+filepath.Base(d)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHostWith(t, `version = 1
+[tools.fsprobe]
+path = %q
+fs = "write"
+timeout_ms = 20000
+[agents.coder]
+tools = ["fsprobe", "request_sandbox_boundary"]
+grants = ["tool:invoke fsprobe --...", "tool:invoke request_sandbox_boundary --...",
+  "fs:read `+work+`", "fs:write `+work+`", "fs:read `+more+`"]
+[agents.coder.boundary]
+fs = [{ path = "`+work+`", access = "write", match = "subtree" },
+      { path = "`+nocard+`", access = "read", match = "subtree" }]
+`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "go/fsprobe")
+	probe := func(session string, in map[string]any) maiden.Result {
+		return sessCall(t, h, session, "fsprobe", in)
+	}
+	if res := probe("s1", map[string]any{"op": "read", "path": filepath.Join(work, "f.txt")}); !res.OK || !strings.Contains(res.Output, "in work") {
+		t.Fatalf("read in work: %+v", res)
+	}
+	if res := probe("s1", map[string]any{"op": "write", "path": filepath.Join(work, "new.txt"), "content": "x"}); !res.OK {
+		t.Fatalf("write in work: %+v", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "new.txt")); err != nil || string(b) != "x" {
+		t.Fatalf("the write did not reach the host: %q %v", b, err)
+	}
+	if res := probe("s1", map[string]any{"op": "read", "path": filepath.Join(nocard, "f.txt")}); res.OK {
+		t.Errorf("read in a boundary entry no card allows: %+v", res)
+	}
+	if res := probe("s1", map[string]any{"op": "read", "path": filepath.Join(more, "f.txt")}); res.OK {
+		t.Errorf("read outside the boundary: %+v", res)
+	}
+	out := requestAndDecideAs(t, h, "coder", "s1", map[string]any{"id": "more", "expansion": map[string]any{"filesystem": map[string]any{"entries": []any{
+		map[string]any{"path": more, "access": "write", "scope": "subtree"}}}}, "justification": "more files"}, maiden.Decision{Approve: true, By: "test"})
+	if !out.OK {
+		t.Fatalf("request: %+v", out.Error)
+	}
+	if res := probe("s1", map[string]any{"op": "read", "path": filepath.Join(more, "f.txt")}); !res.OK || !strings.Contains(res.Output, "in more") {
+		t.Errorf("read in the new entry: %+v", res)
+	}
+	// The boundary allows writing there, the cards only reading.
+	if res := probe("s1", map[string]any{"op": "write", "path": filepath.Join(more, "w.txt"), "content": "x"}); res.OK {
+		t.Errorf("write where only fs:read is carded: %+v", res)
+	}
+	if res := probe("s2", map[string]any{"op": "read", "path": filepath.Join(more, "f.txt")}); res.OK {
+		t.Errorf("another session reads the new entry: %+v", res)
+	}
+}
