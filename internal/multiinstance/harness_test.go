@@ -384,7 +384,7 @@ func newDriver(t *testing.T) *driver {
 		for sc.Scan() {
 			var m struct {
 				Op, C, ID, Message string
-				result // its Error is also a connect's error
+				result             // its Error is also a connect's error
 			}
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				continue
