@@ -127,7 +127,7 @@ type counter struct {
 	port  string
 }
 
-func newCounter(t *testing.T) *counter {
+func newCounter(t testing.TB) *counter {
 	c := &counter{hits: map[string]int{}, held: make(chan struct{}), relse: make(chan struct{})}
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
@@ -176,7 +176,7 @@ type env struct {
 // rateLimit is the limited tool's calls per minute.
 const rateLimit = 5
 
-func newEnv(t *testing.T, db string) *env {
+func newEnv(t testing.TB, db string) *env {
 	t.Helper()
 	e := &env{bin: maidenBin(t), db: db, cache: testkit.CompileCache(t), ctr: newCounter(t)}
 	e.cfg = filepath.Join(t.TempDir(), "agent.toml")
@@ -210,14 +210,22 @@ tools = ["echo", "limited", "fetcher", "counted"]
 grants = ["tool:invoke limited --...", "tool:invoke fetcher --...", "tool:invoke counted --...", "network:connect *"]
 
 [state]
-url = %[5]q
-`, testkit.Component(t, "echo"), testkit.Component(t, "js/fetcher"), e.ctr.port, e.ctr.ca, db, rateLimit)
+%[7]s = %[5]q
+`, testkit.Component(t, "echo"), testkit.Component(t, "js/fetcher"), e.ctr.port, e.ctr.ca, db, rateLimit, stateKey(db))
 	if err := os.WriteFile(e.cfg, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.maiden(t, "check", "-cache", e.cache) // compiles once for every instance
 	e.token = strings.TrimSpace(e.maiden(t, "agents", "token", "alice"))
 	return e
+}
+
+// stateKey is the [state] key for a store location.
+func stateKey(loc string) string {
+	if strings.HasPrefix(loc, "postgres://") {
+		return "url"
+	}
+	return "path"
 }
 
 // maiden runs the CLI on the env's configuration (and so its store); a
@@ -349,7 +357,7 @@ func (r result) String() string {
 	return fmt.Sprintf("isError=%v %s", r.IsError, r.Text)
 }
 
-func newDriver(t *testing.T) *driver {
+func newDriver(t testing.TB) *driver {
 	t.Helper()
 	dir := nodeDir(t)
 	cmd := exec.Command("node", "driver.mjs")

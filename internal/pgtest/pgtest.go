@@ -21,8 +21,8 @@
 // Authentication is trust, for the superuser "postgres", on loopback and on
 // the socket (whose directory only the cluster's user and root can enter): a
 // throwaway cluster for tests, not a server to keep. Settings favour speed
-// (fsync off, no synchronous commit); a clean stop or Restart still loses
-// nothing.
+// (fsync off, no synchronous commit; MAIDEN_PGTEST_DURABLE=1 turns both on,
+// see Durable); a clean stop or Restart still loses nothing.
 //
 // When the binaries are missing, URL skips the test with a message saying
 // what to install, except with MAIDEN_CI set (.ci/run sets it and installs
@@ -215,6 +215,12 @@ func Start(t testing.TB) {
 	}
 }
 
+// Durable reports whether the cluster commits to disk as a production
+// server does (MAIDEN_PGTEST_DURABLE=1: fsync and synchronous_commit on,
+// for benchmarks against SQLite's synchronous=FULL); by default it does not
+// (fsync off, faster tests; a clean stop still loses nothing).
+func Durable() bool { return os.Getenv("MAIDEN_PGTEST_DURABLE") == "1" }
+
 // BinDir returns the directory of PostgreSQL's server binaries (initdb,
 // postgres, psql) or "" when none is installed: MAIDEN_PGTEST_BINDIR, else the
 // newest /usr/lib/postgresql/*/bin (Debian), else the directory of an initdb
@@ -335,11 +341,15 @@ func newCluster(bin string) (*cluster, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("initdb in %s (as uid %d): %v\n%s", c.data, c.uid, err, tail(out, 2000)))
 	}
+	durability := "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+	if Durable() {
+		durability = "fsync = on\nsynchronous_commit = on\nfull_page_writes = on\n"
+	}
 	conf := "\n# pgtest: a throwaway cluster for tests\n" +
 		"listen_addresses = '127.0.0.1'\n" +
 		"unix_socket_directories = '" + c.sockDir + "'\n" +
 		"unix_socket_permissions = 0700\n" +
-		"fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n" +
+		durability +
 		"max_connections = 300\nshared_buffers = 64MB\n" +
 		"log_min_messages = warning\nlog_line_prefix = '%m [%p] '\n"
 	if err := appendFile(filepath.Join(c.data, "postgresql.conf"), conf); err != nil {

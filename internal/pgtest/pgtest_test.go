@@ -81,6 +81,13 @@ func TestUnprivilegedLoopback(t *testing.T) {
 	if got := Exec(t, u, "SHOW listen_addresses"); got != "127.0.0.1" {
 		t.Fatalf("listen_addresses = %q", got)
 	}
+	want := "off"
+	if Durable() {
+		want = "on"
+	}
+	if got := Exec(t, u, "SHOW fsync"); got != want {
+		t.Fatalf("fsync = %q, want %q (MAIDEN_PGTEST_DURABLE=%q)", got, want, os.Getenv("MAIDEN_PGTEST_DURABLE"))
+	}
 	if got := Exec(t, u, "SELECT current_user"); got != Superuser {
 		t.Fatalf("current_user = %q", got)
 	}

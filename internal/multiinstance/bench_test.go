@@ -1,0 +1,216 @@
+package multiinstance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/pgtest"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// The benchmarks use the Go MCP SDK as the client (the load generator must
+// cost less than the servers it measures); the behaviour tests use the
+// TypeScript one.
+
+type bearer struct{ tok string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func connectGo(tb testing.TB, in *instance, token string) *mcp.ClientSession {
+	tb.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "maiden-multi-bench", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: in.url, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}, nil)
+	if err != nil {
+		tb.Fatalf("connect to %s: %v", in.name, err)
+	}
+	tb.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func echo(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+}
+
+// benchClients is how many sessions call at once, spread over the
+// instances round robin: the same offered load for every configuration.
+const benchClients = 12
+
+// BenchmarkCallsPerSecond: calls of the tiny tool (echo, with an audited
+// agent and its card) per second through 1, 2 and 3 `maiden serve -http`
+// instances on one PostgreSQL database, and through one instance on a
+// SQLite file (the baseline), in one run, with benchClients sessions
+// calling at once. With MAIDEN_PGTEST_DURABLE=1 PostgreSQL commits to disk
+// as SQLite's synchronous=FULL does; otherwise it runs with fsync off.
+//
+//	MAIDEN_PGTEST_DURABLE=1 go test -run '^$' -bench CallsPerSecond -benchtime 3000x ./internal/multiinstance
+func BenchmarkCallsPerSecond(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		postgres  bool
+		instances int
+	}{{"sqlite-1", false, 1}, {"postgres-1", true, 1}, {"postgres-2", true, 2}, {"postgres-3", true, 3}} {
+		b.Run(tc.name, func(b *testing.B) {
+			db := filepath.Join(b.TempDir(), "state.db")
+			if tc.postgres {
+				db = pgtest.URL(b)
+			}
+			e := newEnv(b, db)
+			e.maiden(b, "cards", "grant", "-agent", "alice", "tool:invoke echo --...")
+			var ins []*instance
+			for i := range tc.instances {
+				ins = append(ins, e.serve(b, fmt.Sprint("I", i)))
+			}
+			var sessions []*mcp.ClientSession
+			for i := range benchClients {
+				sessions = append(sessions, connectGo(b, ins[i%len(ins)], e.token))
+			}
+			ctx := context.Background()
+			for _, cs := range sessions { // warm: each instance's store, wallet and tool
+				if r, err := echo(ctx, cs); err != nil || r.IsError {
+					b.Fatalf("warm-up call: %v %+v", err, r)
+				}
+			}
+			var next atomic.Int64
+			var failed atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for _, cs := range sessions {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						if r, err := echo(ctx, cs); err != nil || r.IsError {
+							failed.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			b.StopTimer()
+			if n := failed.Load(); n > 0 {
+				b.Fatalf("%d of %d calls failed", n, b.N)
+			}
+			b.ReportMetric(float64(b.N)/el.Seconds(), "calls/s")
+			for _, in := range ins {
+				in.stop(b)
+			}
+		})
+	}
+}
+
+// BenchmarkRevocationPropagation: how long after a card's revocation is
+// committed (by another process on the same database: this benchmark's own
+// store) the other instances refuse the agent's calls. Two instances are
+// called in a loop, one session each; per revocation, the latency is from
+// Revoke's return to the first denied result on each instance. Reports p50
+// and p99 over every (revocation, instance) pair.
+//
+//	go test -run '^$' -bench RevocationPropagation -benchtime 50x ./internal/multiinstance
+func BenchmarkRevocationPropagation(b *testing.B) {
+	db := pgtest.URL(b)
+	e := newEnv(b, db)
+	ctx := context.Background()
+	st, err := store.Open(ctx, db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	g, err := grant.Parse("tool:invoke echo --...")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ins := []*instance{e.serve(b, "B"), e.serve(b, "C")}
+	type poller struct {
+		cs      *mcp.ClientSession
+		allowed atomic.Bool
+		denied  chan time.Time // each first denial after an allowed streak
+	}
+	var ps []*poller
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, in := range ins {
+		p := &poller{cs: connectGo(b, in, e.token), denied: make(chan time.Time, 1)}
+		ps = append(ps, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := echo(ctx, p.cs)
+				if err != nil {
+					continue
+				}
+				text := ""
+				if len(r.Content) > 0 {
+					if tc, ok := r.Content[0].(*mcp.TextContent); ok {
+						text = tc.Text
+					}
+				}
+				switch {
+				case !r.IsError:
+					p.allowed.Store(true)
+				case strings.HasPrefix(text, "denied:") && p.allowed.Swap(false):
+					p.denied <- time.Now()
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	var lat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		card, err := st.Grant(ctx, "alice", cards.Spec{LowerPos: cards.Any(g)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for _, p := range ps { // both instances allow again
+			for !p.allowed.Load() {
+				if time.Now().After(deadline) {
+					b.Fatal("the new card was not seen within 30 s")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if _, err := st.Revoke(ctx, store.Operator(), card.ID); err != nil {
+			b.Fatal(err)
+		}
+		committed := time.Now()
+		for _, p := range ps {
+			select {
+			case at := <-p.denied:
+				lat = append(lat, max(0, at.Sub(committed)))
+			case <-time.After(30 * time.Second):
+				b.Fatal("a revocation was not seen within 30 s")
+			}
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(float64(lat[len(lat)-1])/1e6, "max-ms")
+}
