@@ -210,9 +210,24 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 	if cli.SeparateValues {
 		style = command.StyleSeparate
 	}
+	writable := cli.WritePaths
+	if a, ok := inv.cfg.Agent(inv.agent); ok && a.BoundaryLine > 0 && len(writable) > 0 {
+		// An agent with a declared boundary: its sessions' boundary
+		// narrows what the CLI may write.
+		s, terr, err := h.session(ctx, inv)
+		if err != nil || terr != nil {
+			if terr != nil {
+				inv.res.Error = terr
+			}
+			return err
+		}
+		var lost []string
+		writable, lost = narrowWritable(writable, s.Boundary)
+		readOnly = append(slices.Clone(readOnly), lost...)
+	}
 	res, err := confine.Run(ctx, confine.Spec{
 		Path: t.Path, Args: inv.cmd.Argv(style), Dir: dir, Env: env, Stdin: stdin,
-		ReadOnly: readOnly, Writable: cli.WritePaths, ProxyPort: proxyPort, Timeout: t.Timeout, MaxOutput: cli.MaxOutputBytes,
+		ReadOnly: readOnly, Writable: writable, ProxyPort: proxyPort, Timeout: t.Timeout, MaxOutput: cli.MaxOutputBytes,
 		Limits: confine.Limits{Memory: t.MemoryBytes}, Unconfined: cli.Unconfined,
 	})
 	if err != nil {

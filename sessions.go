@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -364,4 +365,41 @@ func (ms *materials) drop(session string) {
 	ms.mu.Lock()
 	delete(ms.m, session)
 	ms.mu.Unlock()
+}
+
+// narrowWritable narrows a wrapped CLI's writable paths (its [clis.NAME]
+// write_paths) to what the session's boundary lets it write: a path the
+// boundary allows writing as a whole subtree stays; otherwise only the
+// boundary's write entries inside it stay writable (Landlock grants
+// subtrees, so an entry is kept only when it is a subtree entry, not
+// inside a deny root and not containing one, and without a protected name
+// on its path), and the path itself becomes read-only (returned in lost,
+// for the caller's read-only list). The CLI's read paths are its runtime
+// (binaries, libraries, configuration) and stay as the operator declared
+// them.
+func narrowWritable(paths []string, b boundary.Boundary) (writable, lost []string) {
+	for _, p := range paths {
+		if boundary.Allows(b, boundary.Need{Path: p, Access: boundary.Write, Match: boundary.Subtree}) && !underProtected(p, b.Protected) {
+			writable = append(writable, p)
+			continue
+		}
+		lost = append(lost, p)
+		for _, e := range b.Entries {
+			if e.Access == boundary.Write && e.Match == boundary.Subtree && pathWithin(e.Path, p) && e.Path != p &&
+				boundary.Allows(b, boundary.Need{Path: e.Path, Access: boundary.Write, Match: boundary.Subtree}) && !underProtected(e.Path, b.Protected) {
+				writable = append(writable, e.Path)
+			}
+		}
+	}
+	return writable, lost
+}
+
+// underProtected reports whether a path component of p is a protected name.
+func underProtected(p string, protected []string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if slices.Contains(protected, c) {
+			return true
+		}
+	}
+	return false
 }

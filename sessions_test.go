@@ -376,3 +376,60 @@ fs = [{ path = "`+work+`", access = "write", match = "subtree" },
 		t.Errorf("another session reads the new entry: %+v", res)
 	}
 }
+
+// TestWrappedCLIWritesNarrowedToTheSession: a wrapped CLI's write_paths
+// are narrowed by Landlock to what its session's boundary lets it write
+// (for an agent with a declared boundary): touch succeeds in the
+// boundary's write entry, is refused elsewhere under the same write_paths
+// and in an explicit deny root, and a directory gained by an approved
+// request becomes writable in that session only.
+func TestWrappedCLIWritesNarrowedToTheSession(t *testing.T) {
+	root := t.TempDir()
+	ok, other, later, denied := filepath.Join(root, "ok"), filepath.Join(root, "other"), filepath.Join(root, "later"), filepath.Join(root, "locked")
+	for _, d := range []string{ok, other, later, denied} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.touch]
+path = "/usr/bin/touch"
+command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+write_paths = ["`+root+`"]
+[agents.coder]
+tools = ["touch", "request_sandbox_boundary"]
+grants = ["tool:invoke touch --... -- ...", "tool:invoke request_sandbox_boundary --..."]
+[agents.coder.boundary]
+fs = [{ path = "`+ok+`", access = "write", match = "subtree" }]
+deny = ["`+denied+`"]
+`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "echo")
+	touch := func(session, path string) maiden.Result {
+		res := sessCall(t, h, session, "touch", map[string]any{"files": []string{path}})
+		_, err := os.Stat(path)
+		if res.OK != (err == nil) {
+			t.Fatalf("touch %s: result %+v but stat says %v", path, res, err)
+		}
+		return res
+	}
+	if res := touch("s1", filepath.Join(ok, "a")); !res.OK {
+		t.Fatalf("in the boundary's write entry: %+v", res.Error)
+	}
+	for _, p := range []string{filepath.Join(other, "b"), filepath.Join(root, "c"), filepath.Join(denied, "d"), filepath.Join(later, "e")} {
+		if res := touch("s1", p); res.OK {
+			t.Errorf("touch %s outside the boundary succeeded", p)
+		}
+	}
+	out := requestAndDecideAs(t, h, "coder", "s1", map[string]any{"id": "later", "expansion": map[string]any{"filesystem": map[string]any{"entries": []any{
+		map[string]any{"path": later, "access": "write", "scope": "subtree"}}}}, "justification": "write there"}, maiden.Decision{Approve: true, By: "test"})
+	if !out.OK {
+		t.Fatalf("request: %+v", out.Error)
+	}
+	if res := touch("s1", filepath.Join(later, "f")); !res.OK {
+		t.Errorf("in the approved entry: %+v", res.Error)
+	}
+	if res := touch("s2", filepath.Join(later, "g")); res.OK {
+		t.Error("another session writes in s1's approved entry")
+	}
+}

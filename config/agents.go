@@ -42,7 +42,11 @@ type Agent struct {
 	// Boundary is the initial ExecutionBoundary of each of the agent's
 	// sessions: [agents.NAME.boundary], else DefaultBoundary().
 	Boundary boundary.Boundary
-	Line     int
+	// BoundaryLine is the line of [agents.NAME.boundary]; 0 when the agent
+	// has none (its sessions then start at DefaultBoundary, and wrapped
+	// CLIs keep their declared write_paths).
+	BoundaryLine int
+	Line         int
 }
 
 // Binding exposes one tool to one agent. A zero field keeps the tool's own
@@ -263,7 +267,7 @@ func (c *checker) agent(name string, n *tnode, tools map[string]*Tool) (Agent, b
 			a.Grants = c.grants(v, formatKey(kpath))
 		case "boundary":
 			if b, ok := c.agentBoundary(v, kpath); ok {
-				a.Boundary = b
+				a.Boundary, a.BoundaryLine = b, v.line
 			}
 		default:
 			c.unknownKey(v, kpath, agentKeys)
