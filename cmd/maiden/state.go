@@ -31,10 +31,11 @@ const stateCheckHelp = `Checks that this maiden can use the state store (-state,
 path), without changing it: the database answers (a PostgreSQL server: its address, version,
 user and schema; a SQLite file: that it exists), its schema version against this binary's, and
 the privileges maiden needs (PostgreSQL: USAGE on the schema, CREATE on it when a migration is
-due, SELECT, INSERT, UPDATE and DELETE on maiden's tables, USAGE on its sequences; SQLite: write
-access to the file and its directory). Every problem is printed, one per line.
+due, and on each of maiden's tables what the store uses there: SELECT and INSERT on the audit
+trail, which may refuse UPDATE and DELETE; SQLite: write access to the file and its directory). Every problem is printed, one per line.
 With -json: {"store", "backend", "reachable", "server", "user", "schema", "schema_version",
-"binary_schema_version", "schema_state" (empty, behind, current or newer), "missing_privileges",
+"binary_schema_version", "schema_state" (empty, behind, current, newer, or unknown when the
+version may not be read), "missing_privileges",
 "problems", "ok"}.
 
 Exit codes: 0 usable (a schema behind this binary is usable: the first maiden to open the
@@ -59,7 +60,7 @@ type stateStatus struct {
 	Schema              string   `json:"schema,omitempty"`
 	SchemaVersion       int      `json:"schema_version"`
 	BinarySchemaVersion int      `json:"binary_schema_version"`
-	SchemaState         string   `json:"schema_state,omitempty"` // empty, behind, current, newer
+	SchemaState         string   `json:"schema_state,omitempty"` // empty, behind, current, newer, unknown
 	MissingPrivileges   []string `json:"missing_privileges"`
 	Problems            []string `json:"problems"`
 	OK                  bool     `json:"ok"`
@@ -140,6 +141,8 @@ func printStateStatus(w io.Writer, st *stateStatus) {
 		fmt.Fprintf(w, "schema: version %d, this maiden's %d: current\n", st.SchemaVersion, st.BinarySchemaVersion)
 	case "newer":
 		fmt.Fprintf(w, "schema: version %d, this maiden's %d: newer than this maiden\n", st.SchemaVersion, st.BinarySchemaVersion)
+	case "unknown":
+		fmt.Fprintf(w, "schema: version unknown (it may not be read), this maiden's %d\n", st.BinarySchemaVersion)
 	}
 	if len(st.MissingPrivileges) == 0 {
 		fmt.Fprintln(w, "privileges: ok")
@@ -231,6 +234,32 @@ func (st *stateStatus) version(v int) {
 	}
 }
 
+// stateTablePrivileges are the privileges the PostgreSQL store uses on each
+// of its tables: the same list as internal/store's pgTablePrivileges, which
+// Open checks (TestStatePrivilegesMatchTheStore holds the two together by
+// opening the store with exactly these, and with each one withheld). The
+// audit trail is only read and appended to: UPDATE and DELETE on it may be
+// denied.
+var stateTablePrivileges = map[string][]string{
+	"agents":            {"SELECT", "INSERT"},
+	"tokens":            {"SELECT", "INSERT", "UPDATE"},
+	"cards":             {"SELECT", "INSERT", "UPDATE"},
+	"card_parents":      {"SELECT", "INSERT"},
+	"revocations":       {"SELECT", "INSERT"},
+	"counters":          {"SELECT", "UPDATE"},
+	"schema_migrations": {"SELECT"},
+	"audit":             {"SELECT", "INSERT"},
+	"rate_buckets":      {"SELECT", "INSERT", "UPDATE"},
+	"quota_windows":     {"SELECT", "INSERT", "UPDATE"},
+	"approvals":         {"SELECT", "INSERT", "UPDATE"},
+	"operators":         {"SELECT", "INSERT"},
+	"operator_tokens":   {"SELECT", "INSERT", "UPDATE"},
+	"audit_journal":     {"SELECT", "INSERT", "UPDATE", "DELETE"},
+	"sessions":          {"SELECT", "INSERT", "UPDATE"},
+	"session_revisions": {"SELECT", "INSERT"},
+	"boundary_requests": {"SELECT", "INSERT", "UPDATE"},
+}
+
 // stateConnectTimeout bounds reaching the database.
 const stateConnectTimeout = 10 * time.Second
 
@@ -284,63 +313,58 @@ func inspectPostgres(ctx context.Context, loc string, st *stateStatus) {
 	if owner.Valid {
 		var v sql.NullInt64
 		if err := conn.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil {
-			st.problem("%s: reading the schema version: %v", addr, pgErrText(err))
-			if pgCode(err) == "42501" {
-				st.MissingPrivileges = append(st.MissingPrivileges, "SELECT on table "+st.Schema+".schema_migrations")
+			if pgCode(err) != "42501" {
+				st.problem("%s: reading the schema version: %v", addr, pgErrText(err))
+				return
 			}
+			// Not allowed to read it: the version is unknown, and the
+			// table loop below names the privilege with the others.
+			st.SchemaState = "unknown"
+		} else {
+			st.version(int(v.Int64))
 		}
-		st.version(int(v.Int64))
 	} else {
 		st.version(0)
 	}
-	if !create && st.SchemaVersion < st.BinarySchemaVersion {
+	if !create && st.SchemaState != "unknown" && st.SchemaVersion < st.BinarySchemaVersion {
 		st.MissingPrivileges = append(st.MissingPrivileges, fmt.Sprintf("CREATE on schema %s (to migrate from version %d to %d)", st.Schema, st.SchemaVersion, st.BinarySchemaVersion))
 	}
 	if owner.Valid {
-		// maiden's tables and sequences: those owned by the role that
-		// created schema_migrations (the migrating role), in this schema.
-		rows, err := conn.QueryContext(ctx, `SELECT c.relname, c.relkind::text,
-				has_table_privilege(c.oid, 'SELECT'), has_table_privilege(c.oid, 'INSERT'),
-				has_table_privilege(c.oid, 'UPDATE'), has_table_privilege(c.oid, 'DELETE'),
-				CASE WHEN c.relkind = 'S' THEN has_sequence_privilege(c.oid, 'USAGE') ELSE true END
-			FROM pg_class c
-			WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'S')
-				AND pg_get_userbyid(c.relowner) = $1
-			ORDER BY c.relname`, owner.String)
+		// The privileges the store uses on each of its tables that exist.
+		var tables, privs []string
+		for t, ps := range stateTablePrivileges {
+			for _, p := range ps {
+				tables, privs = append(tables, t), append(privs, p)
+			}
+		}
+		rows, err := conn.QueryContext(ctx, `SELECT x.t, x.p FROM unnest($1::text[], $2::text[]) AS x(t, p)
+			WHERE to_regclass(quote_ident(current_schema()) || '.' || quote_ident(x.t)) IS NOT NULL
+				AND NOT has_table_privilege(to_regclass(quote_ident(current_schema()) || '.' || quote_ident(x.t)), x.p)
+			ORDER BY x.t, array_position(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE'], x.p)`, tables, privs)
 		if err != nil {
 			st.problem("%s: reading privileges: %v", addr, err)
 			return
 		}
 		defer rows.Close()
+		missing := map[string][]string{}
+		var order []string
 		for rows.Next() {
-			var name, kind string
-			var sel, ins, upd, del, seqUsage bool
-			if err := rows.Scan(&name, &kind, &sel, &ins, &upd, &del, &seqUsage); err != nil {
+			var t, p string
+			if err := rows.Scan(&t, &p); err != nil {
 				st.problem("%s: reading privileges: %v", addr, err)
 				return
 			}
-			if kind == "S" {
-				if !seqUsage {
-					st.MissingPrivileges = append(st.MissingPrivileges, "USAGE on sequence "+st.Schema+"."+name)
-				}
-				continue
+			if missing[t] == nil {
+				order = append(order, t)
 			}
-			var miss []string
-			for _, p := range []struct {
-				ok   bool
-				name string
-			}{{sel, "SELECT"}, {ins, "INSERT"}, {upd, "UPDATE"}, {del, "DELETE"}} {
-				if !p.ok {
-					miss = append(miss, p.name)
-				}
-			}
-			if len(miss) > 0 {
-				st.MissingPrivileges = append(st.MissingPrivileges, strings.Join(miss, ", ")+" on table "+st.Schema+"."+name)
-			}
+			missing[t] = append(missing[t], p)
 		}
 		if err := rows.Err(); err != nil {
 			st.problem("%s: reading privileges: %v", addr, err)
 			return
+		}
+		for _, t := range order {
+			st.MissingPrivileges = append(st.MissingPrivileges, strings.Join(missing[t], ", ")+" on table "+st.Schema+"."+t)
 		}
 	}
 	for _, m := range st.MissingPrivileges {

@@ -25,7 +25,13 @@ import (
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Run(m)
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
 
 var (
 	binOnce sync.Once
