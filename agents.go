@@ -83,6 +83,9 @@ func narrow(t config.Tool, b config.Binding) config.Tool {
 	if b.Secrets != nil {
 		t.Secrets = slices.Clone(b.Secrets)
 	}
+	if b.Reveal != nil {
+		t.Reveal = slices.Clone(b.Reveal)
+	}
 	if b.Timeout > 0 {
 		t.Timeout = min(t.Timeout, b.Timeout)
 	}

@@ -93,6 +93,11 @@ type invocation struct {
 	builtinWallet *cards.Wallet
 
 	noAudit bool // Host.noAudit
+
+	// secrets are the call's secret handles (secrets.go); nil if its
+	// input had no {"$secret": ...}.
+	secrets *callSecrets
+
 	// sess is the call's session once looked up (sessions.go).
 	sess *store.Session
 	// preopens are the directories a tool with fs gets (sessionGate).
@@ -146,6 +151,7 @@ func (h *Host) pipeline() handler {
 		h.auditCall,
 		h.markDone,
 		h.checkInput,
+		h.secretHandles,
 		h.parseCommand,
 		h.parseToolCommand,
 		h.authorize,
@@ -155,6 +161,7 @@ func (h *Host) pipeline() handler {
 		h.runApproved,
 		h.admitRecord,
 		h.checkOutput,
+		h.secretRunInput,
 	}
 	next := h.run
 	for i := len(stages) - 1; i >= 0; i-- {
@@ -367,8 +374,9 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 		// whose policy has fs (sessionGate); none otherwise.
 		Preopens: inv.preopens,
 		OnLog:  inv.call.OnLog,
-		Fetch:  refusals.watch(h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet)))),
-		Redact: h.gate.Redactor(inv.policy),
+		Fetch:  refusals.watch(h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet))))),
+		Redact: inv.secrets.redactor(h.gate.Redactor(inv.policy)),
+		Reveal: h.revealFunc(ctx, inv),
 	})
 	inv.res.Logs = out.Logs
 	if err != nil {

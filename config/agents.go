@@ -56,6 +56,7 @@ type Binding struct {
 	Builtin     bool          // one of BuiltinTools
 	HTTPAllow   []string      // nil: the tool's; else a subset of it (normalised patterns)
 	Secrets     []string      // nil: the tool's; else a subset of it
+	Reveal      []string      // nil: the tool's reveal; else a subset of it
 	Timeout     time.Duration // 0: the tool's; else at most the tool's
 	MemoryBytes uint64        // 0: the tool's; else at most the tool's
 	// Middleware is the binding's own layers and MiddlewareMode how they
@@ -92,6 +93,7 @@ func (a Agent) clone() Agent {
 		a.Bindings[i].Middleware = slices.Clone(a.Bindings[i].Middleware)
 		a.Bindings[i].HTTPAllow = slices.Clone(a.Bindings[i].HTTPAllow)
 		a.Bindings[i].Secrets = slices.Clone(a.Bindings[i].Secrets)
+		a.Bindings[i].Reveal = slices.Clone(a.Bindings[i].Reveal)
 		a.Bindings[i].SecretHeaders = maps.Clone(a.Bindings[i].SecretHeaders)
 		a.Bindings[i].HTTPPorts = slices.Clone(a.Bindings[i].HTTPPorts)
 		a.Bindings[i].HTTPAllowCIDRs = slices.Clone(a.Bindings[i].HTTPAllowCIDRs)
@@ -113,6 +115,7 @@ func (a Agent) Binding(tool string) (Binding, bool) {
 	b := a.Bindings[i]
 	b.HTTPAllow = slices.Clone(b.HTTPAllow)
 	b.Secrets = slices.Clone(b.Secrets)
+	b.Reveal = slices.Clone(b.Reveal)
 	return b, true
 }
 
@@ -151,6 +154,7 @@ func (c *Config) AgentBinding(agent, tool string) (b Binding, agentOK, bound boo
 	b = bs[j]
 	b.HTTPAllow = slices.Clone(b.HTTPAllow)
 	b.Secrets = slices.Clone(b.Secrets)
+	b.Reveal = slices.Clone(b.Reveal)
 	return b, true, true
 }
 
@@ -216,7 +220,7 @@ func CheckStateURL(raw string) error {
 
 var (
 	agentKeys   = []string{"tools", "grants", "boundary"}
-	bindingKeys = []string{"http_allow", "secrets", "timeout_ms", "memory_mb", "middleware", "middleware_mode"}
+	bindingKeys = []string{"http_allow", "secrets", "timeout_ms", "memory_mb", "middleware", "middleware_mode", "reveal"}
 	stateKeys   = []string{"path", "url"}
 )
 
@@ -369,6 +373,8 @@ func (c *checker) narrow(b *Binding, n *tnode, path []string, t *Tool) {
 					b.Secrets = append(b.Secrets, e.text)
 				}
 			})
+		case "reveal":
+			b.Reveal = c.revealList(v, kkey, t.Reveal, fmt.Sprintf("the tool's own reveal (tools.%s.reveal: %s): a binding can only narrow", t.Name, listOrNone(t.Reveal)))
 		case "timeout_ms":
 			if ms, ok := c.intKey(v, kkey, MinTimeout.Milliseconds(), t.Timeout.Milliseconds()); ok {
 				b.Timeout = time.Duration(ms) * time.Millisecond

@@ -124,6 +124,7 @@ type Tool struct {
 	MemoryBytes          uint64         // memory_mb << 20
 	HTTPAllow            []string       // normalised host patterns (see NormalizeHostPattern); empty means no network
 	Secrets              []string       // secret names the tool may ask the host to attach
+	Reveal               []string       // secrets (within Secrets) whose value reveal (maiden:tool@0.3.0) may return, given a handle and a secret:reveal card
 	HTTPPorts            []uint16       // allowed destination ports besides HTTPSPort
 	HTTPAllowCIDRs       []netip.Prefix // masked; special-purpose ranges the operator opened explicitly
 	HTTPCAFiles          []string       // absolute paths of extra CA bundles
@@ -159,6 +160,7 @@ type Annotations struct {
 func (t Tool) clone() Tool {
 	t.HTTPAllow = slices.Clone(t.HTTPAllow)
 	t.Secrets = slices.Clone(t.Secrets)
+	t.Reveal = slices.Clone(t.Reveal)
 	t.HTTPPorts = slices.Clone(t.HTTPPorts)
 	t.HTTPAllowCIDRs = slices.Clone(t.HTTPAllowCIDRs)
 	t.HTTPCAFiles = slices.Clone(t.HTTPCAFiles)

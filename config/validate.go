@@ -195,8 +195,43 @@ func (c *checker) tools(n *tnode) []Tool {
 	return tools
 }
 
+// wasmToolKeys are the keys of [tools.NAME]: toolKeys and reveal, which
+// only a WebAssembly tool (maiden:tool@0.3.0's reveal) can use.
+var wasmToolKeys = append(slices.Clone(toolKeys), "reveal")
+
 func (c *checker) tool(name string, n *tnode) (Tool, bool) {
-	return c.toolIn("tools", name, n, toolKeys, nil)
+	var reveal *tnode
+	var revealPath []string
+	t, ok := c.toolIn("tools", name, n, wasmToolKeys, func(_ *Tool, k string, v *tnode, kpath []string) bool {
+		if k != "reveal" {
+			return false
+		}
+		reveal, revealPath = v, slices.Clone(kpath)
+		return true
+	})
+	if reveal != nil {
+		// Checked after the loop: secrets may come after reveal.
+		before := len(c.errs)
+		t.Reveal = c.revealList(reveal, formatKey(revealPath), t.Secrets, fmt.Sprintf("the tool's secrets (tools.%s.secrets: %s): a tool may reveal only a secret it may use", name, listOrNone(t.Secrets)))
+		ok = ok && len(c.errs) == before
+	}
+	return t, ok
+}
+
+// revealList reads a reveal list: secret names, each in within (the
+// message says what within is when one is not).
+func (c *checker) revealList(n *tnode, key string, within []string, notWithin string) []string {
+	out := []string{}
+	c.strElems(n, key, func(_ int, ekey string, e *tvalue) {
+		if !slices.Contains(within, e.text) {
+			c.errorf(e.line, ekey, "secret %s is not in %s", quoteShort(e.text), notWithin)
+			return
+		}
+		if !slices.Contains(out, e.text) {
+			out = append(out, e.text)
+		}
+	})
+	return out
 }
 
 // toolIn reads a tool-like table under section ("tools", "clis"): the keys

@@ -1,6 +1,7 @@
 // Package wit holds maiden's tool contract, the WIT package maiden:tool, in
-// every version the host links: 0.2.0 (current) and 0.1.0; and the contract
-// of operator middleware components, maiden:middleware@0.1.0.
+// every version the host links: 0.3.0 (0.2.0 plus reveal), 0.2.0 (current:
+// what a tool that does not reveal is built against) and 0.1.0; and the
+// contract of operator middleware components, maiden:middleware@0.1.0.
 //
 // The .wit files beside this one are public API: tools are built against them
 // and the host links exactly the interfaces they describe. The Go package
@@ -27,19 +28,30 @@ type Contract struct {
 	StringBodies bool
 	// OutputSchema tells whether world tool exports output-schema.
 	OutputSchema bool
+	// Reveal tells whether the host interface has reveal (0.3.0 and later).
+	Reveal bool
 }
 
 var (
+	//go:embed maiden-tool-0.3.0.wit
+	text030 string
 	//go:embed maiden-tool.wit
 	text020 string
 	//go:embed maiden-tool-0.1.0.wit
 	text010 string
 )
 
-// V020 and V010 are the versions of the contract. V020 moved bodies to
+// V030, V020 and V010 are the versions of the contract. V020 moved bodies to
 // strings because a string crosses wasmtime's component value API as one
-// buffer, while a list<u8> costs a 32-byte value per byte.
+// buffer, while a list<u8> costs a 32-byte value per byte. V030 adds reveal
+// (a secret handle's value, for a tool that cannot pass the handle as
+// http-fetch's credential); a tool that does not call it is built against
+// V020, so it runs on hosts that predate V030 too.
 var (
+	V030 = Contract{
+		Version: "0.3.0", Package: "maiden:tool@0.3.0", HostInterface: "maiden:tool/host@0.3.0",
+		Text: text030, StringBodies: true, OutputSchema: true, Reveal: true,
+	}
 	V020 = Contract{
 		Version: "0.2.0", Package: "maiden:tool@0.2.0", HostInterface: "maiden:tool/host@0.2.0",
 		Text: text020, StringBodies: true, OutputSchema: true,
@@ -51,7 +63,7 @@ var (
 )
 
 // Contracts lists every version the host links, newest first.
-var Contracts = []Contract{V020, V010}
+var Contracts = []Contract{V030, V020, V010}
 
 // Tool is the text of the current contract, maiden-tool.wit.
 var Tool = text020
@@ -65,6 +77,10 @@ const World = "tool"
 // HostInterface is the current host interface as it appears in a
 // component's imports.
 const HostInterface = "maiden:tool/host@0.2.0"
+
+// RevealImport is the host function 0.3.0 added: a component that imports
+// it was built against 0.3.0.
+const RevealImport = "reveal"
 
 // OutputSchemaExport is the export 0.2.0 added; a component with it was built
 // against 0.2.0 or later.

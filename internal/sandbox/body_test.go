@@ -123,7 +123,8 @@ func TestContractVersions(t *testing.T) {
 		{"0.1.0", []string{wit.V010.HostInterface}, base, ""},
 		{"0.2.0", []string{wit.V020.HostInterface}, append(base, str("output-schema")), ""},
 		{"both host versions", []string{wit.V010.HostInterface, wit.V020.HostInterface}, base, ""},
-		{"unknown host version", []string{"maiden:tool/host@0.3.0"}, base, `imports "maiden:tool/host@0.3.0"`},
+		{"0.3.0", []string{wit.V030.HostInterface}, append(base, str("output-schema")), ""},
+		{"unknown host version", []string{"maiden:tool/host@0.4.0"}, base, `imports "maiden:tool/host@0.4.0"`},
 		{"output-schema mistyped", nil, append(base, wasmtime.Item{Name: "output-schema", Kind: wasmtime.ItemFunc, Type: "func(x: string) -> string", Params: []string{"string"}, Result: "string"}),
 			`export "output-schema" has type func(x: string) -> string, want output-schema: func() -> string`},
 	} {

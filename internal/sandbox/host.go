@@ -68,24 +68,41 @@ func NoNetwork(context.Context, FetchRequest) (*FetchResponse, *FetchError) {
 	return nil, &FetchError{Kind: FetchDenied, Message: "this call has no network access"}
 }
 
+// RevealFunc serves reveal (maiden:tool@0.3.0) for one call: the value of
+// the secret the handle stands for, or a refusal for the tool (a message
+// that names what was missing, never a value). ctx carries the call's
+// deadline. The policy (which handles, which secrets, which agent) is the
+// caller's; the sandbox only carries the question and the answer.
+type RevealFunc func(ctx context.Context, handle string) (value string, refusal error)
+
+// NoReveal is the RevealFunc of a call that has none: every handle is
+// refused.
+func NoReveal(context.Context, string) (string, error) {
+	return "", errors.New("this call has no secret handles to reveal")
+}
+
 // MaxRequestBody bounds the body a tool may pass to http-fetch, like the
 // response cap: a larger body is a fetch error (failed), never sent.
 const MaxRequestBody = 2 << 20
 
 // defineHost links every version of the host interface (wit.Contracts), so
-// that tools built against 0.1.0 keep working next to 0.2.0 tools (the
-// versions differ only in how http-fetch carries bodies), and the
-// middleware host interface, which has only log.
+// that tools built against 0.1.0 keep working next to 0.2.0 and 0.3.0 tools
+// (0.1.0 and 0.2.0 differ in how http-fetch carries bodies; 0.3.0 adds
+// reveal), and the middleware host interface, which has only log.
 func defineHost(l *wasmtime.Linker) error {
 	for _, c := range wit.Contracts {
 		fetch := hostFetchBytes
 		if c.StringBodies {
 			fetch = hostFetchString
 		}
-		if err := l.DefineInstance(c.HostInterface, map[string]wasmtime.HostFunc{
+		funcs := map[string]wasmtime.HostFunc{
 			"log":        hostLog,
 			"http-fetch": fetch,
-		}); err != nil {
+		}
+		if c.Reveal {
+			funcs[wit.RevealImport] = hostReveal
+		}
+		if err := l.DefineInstance(c.HostInterface, funcs); err != nil {
 			return err
 		}
 	}
@@ -101,6 +118,29 @@ func hostLog(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
 	}
 	stateOf(c).logs.add(Level(p[0].Case), SourceLog, p[1].Str)
 	return nil, nil
+}
+
+// hostReveal is maiden:tool/host@0.3.0's reveal: the call's RevealFunc
+// decides; a refusal is err(message) for the tool, never a trap.
+func hostReveal(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
+	if len(p) != 1 || p[0].Kind != wasmtime.KindString {
+		return nil, errors.New("reveal: unexpected arguments")
+	}
+	cs := stateOf(c)
+	reveal := cs.reveal
+	if reveal == nil {
+		reveal = NoReveal
+	}
+	v, refusal := reveal(cs.ctx, p[0].Str)
+	if err := cs.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("reveal: %w", context.Cause(cs.ctx))
+	}
+	if refusal != nil {
+		msg := wasmtime.String(refusal.Error())
+		return []wasmtime.Val{wasmtime.Err(&msg)}, nil
+	}
+	val := wasmtime.String(v)
+	return []wasmtime.Val{wasmtime.Ok(&val)}, nil
 }
 
 // hostFetchBytes is maiden:tool/host@0.1.0's http-fetch: bodies are

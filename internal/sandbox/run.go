@@ -19,6 +19,9 @@ type Call struct {
 	Input string
 	// Fetch serves the tool's http-fetch. nil refuses every request.
 	Fetch FetchFunc
+	// Reveal serves a maiden:tool@0.3.0 tool's reveal. nil refuses every
+	// handle.
+	Reveal RevealFunc
 	// Redact rewrites every log line, the output and error messages before
 	// they leave the sandbox (secret values a server echoed back, say). nil
 	// leaves them as they are.
@@ -119,9 +122,10 @@ type runResult struct {
 
 // callState is what host functions reach through the store.
 type callState struct {
-	ctx   context.Context // carries the call's deadline
-	fetch FetchFunc
-	logs  *logBuffer
+	ctx    context.Context // carries the call's deadline
+	fetch  FetchFunc
+	reveal RevealFunc
+	logs   *logBuffer
 }
 
 // run calls one export in a fresh store and instance.
@@ -130,9 +134,10 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 	callCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	cs := &callState{
-		ctx:   callCtx,
-		fetch: c.Fetch,
-		logs:  newLogBuffer(s.opts.MaxLogBytes, c.Redact, c.OnLog),
+		ctx:    callCtx,
+		fetch:  c.Fetch,
+		reveal: c.Reveal,
+		logs:   newLogBuffer(s.opts.MaxLogBytes, c.Redact, c.OnLog),
 	}
 	// Counted before the store exists: creating it uses the engine, which
 	// Shutdown must not free meanwhile.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,21 +94,31 @@ func watIsMiddleware(wat []byte) bool {
 }
 
 // contractForText picks the contract a WAT or JS source was written against:
-// 0.2.0 when it names maiden:tool/host@0.2.0 or the output-schema export
-// (0.2.0's additions), 0.1.0 otherwise. A source that uses neither builds
-// the same either way for WAT; for JS see ComponentFromJS. This keeps every
-// tool written before 0.2.0 building unchanged, without a flag.
+// 0.3.0 when it names maiden:tool/host@0.3.0 (which has reveal); 0.2.0 when
+// it names maiden:tool/host@0.2.0 or the output-schema export (0.2.0's
+// additions), 0.1.0 otherwise. A source that uses neither builds the same
+// either way for WAT; for JS see ComponentFromJS. This keeps every tool
+// written before 0.2.0 building unchanged, without a flag.
 func contractForText(src []byte) wit.Contract {
+	if bytes.Contains(src, []byte(wit.V030.HostInterface)) {
+		return wit.V030
+	}
 	if bytes.Contains(src, []byte(wit.V020.HostInterface)) || bytes.Contains(src, []byte(`"`+wit.OutputSchemaExport+`"`)) {
 		return wit.V020
 	}
 	return wit.V010
 }
 
-// contractForCore picks the contract of a compiled core module by its
-// exports: the Go SDK of 0.2.0 and later exports output-schema.
+// contractForCore picks the contract of a compiled core module: 0.3.0 if
+// it imports from maiden:tool/host@0.3.0 (the Go SDK built with
+// RevealTag), else by its exports: the Go SDK of 0.2.0 and later exports
+// output-schema.
 func contractForCore(core []byte) wit.Contract {
-	exports, _ := wasmExports(core) // a malformed module fails in the embedding step, with its message
+	mods, _ := wasmImportModules(core) // a malformed module fails in the embedding step, with its message
+	if slices.Contains(mods, wit.V030.HostInterface) {
+		return wit.V030
+	}
+	exports, _ := wasmExports(core)
 	for _, e := range exports {
 		if e == wit.OutputSchemaExport {
 			return wit.V020
@@ -161,6 +172,8 @@ func coreIsMiddleware(core []byte) bool {
 // `import { log, httpFetch } from "maiden:tool/host@0.2.0"` (the version
 // suffix is required). It is built against maiden:tool@0.2.0 (a missing
 // outputSchema export means "none"), unless it imports
+// maiden:tool/host@0.3.0 (for reveal: `import { reveal } from
+// "maiden:tool/host@0.3.0"`), which builds it against 0.3.0, or
 // maiden:tool/host@0.1.0, which keeps it on 0.1.0 (bodies as Uint8Array).
 // The module must be self-contained (bundle it first):
 // any other import fails the build. The engine's fetch() support is disabled, so the
@@ -175,7 +188,10 @@ func coreIsMiddleware(core []byte) bool {
 // JSON-encoded), and may import `log` from "maiden:middleware/host@0.1.0".
 func (t *Toolchain) ComponentFromJS(ctx context.Context, jsSource []byte) ([]byte, error) {
 	c := wit.V020
-	if bytes.Contains(jsSource, []byte(wit.V010.HostInterface)) {
+	switch {
+	case bytes.Contains(jsSource, []byte(wit.V030.HostInterface)):
+		c = wit.V030 // reveal
+	case bytes.Contains(jsSource, []byte(wit.V010.HostInterface)):
 		c = wit.V010
 	}
 	return t.run(ctx, "component from JS", request{Kind: "js", World: wit.World, OutputSchema: c.OutputSchema,

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +58,14 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 	}
 	if middleware {
 		tags = []string{MiddlewareTag}
-		plain = []string{"-tags", strings.Join(append(goflagsTags(os.Getenv("GOFLAGS")), MiddlewareTag), ",")}
+	} else if reveals, err := goCallsSDK(p.Dir, "Reveal"); err != nil {
+		return nil, fmt.Errorf("toolbuild: %w", err)
+	} else if reveals {
+		// A tool that reveals needs the host's reveal: maiden:tool@0.3.0.
+		tags = []string{RevealTag}
+	}
+	if tags != nil {
+		plain = []string{"-tags", strings.Join(append(goflagsTags(os.Getenv("GOFLAGS")), tags...), ",")}
 	}
 	mode := preinitSetting()
 	extra := plain
@@ -235,10 +243,20 @@ func checkGoExports(module []byte) error {
 // build sets it for a package that calls maiden.Middleware.
 const MiddlewareTag = "maiden_middleware"
 
+// RevealTag is the build tag that makes the Go SDK import
+// maiden:tool/host@0.3.0, which has reveal. maiden build sets it for a
+// package that calls maiden.Reveal; other tools stay on 0.2.0.
+const RevealTag = "maiden_tool_0_3"
+
 // goCallsMiddleware tells whether the Go package in dir (its files for
 // wasip1/wasm, tests excluded) calls the SDK's Middleware function, under
 // whatever name the file imports the SDK.
-func goCallsMiddleware(dir string) (bool, error) {
+func goCallsMiddleware(dir string) (bool, error) { return goCallsSDK(dir, "Middleware") }
+
+// goCallsSDK tells whether the Go package in dir (its files for
+// wasip1/wasm, tests excluded) calls the SDK's function fn, under whatever
+// name the file imports the SDK.
+func goCallsSDK(dir, fn string) (bool, error) {
 	bctx := build.Default
 	bctx.GOOS, bctx.GOARCH = "wasip1", "wasm"
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -280,9 +298,9 @@ func goCallsMiddleware(dir string) (bool, error) {
 			switch f := call.Fun.(type) {
 			case *ast.SelectorExpr:
 				x, ok := f.X.(*ast.Ident)
-				found = ok && x.Name == local && f.Sel.Name == "Middleware"
+				found = ok && x.Name == local && f.Sel.Name == fn
 			case *ast.Ident:
-				found = local == "." && f.Name == "Middleware"
+				found = local == "." && f.Name == fn
 			}
 			return !found
 		})
@@ -326,6 +344,75 @@ func wasmExports(b []byte) ([]string, error) {
 			return nil, r.err
 		}
 		return names, nil
+	}
+	return nil, nil
+}
+
+// wasmImportModules lists the module names a core wasm module imports
+// from, each once.
+func wasmImportModules(b []byte) ([]string, error) {
+	if len(b) < 8 || string(b[:4]) != "\x00asm" {
+		return nil, errors.New("not a WebAssembly module")
+	}
+	r := wasmReader{b: b, i: 8}
+	for r.i < len(r.b) {
+		id := r.byte()
+		size := r.u32()
+		end := r.i + int(size)
+		if r.err != nil || end > len(r.b) || end < r.i {
+			return nil, errors.New("truncated section")
+		}
+		if id != 2 { // import section
+			r.i = end
+			continue
+		}
+		name := func() string {
+			l := r.u32()
+			if r.err != nil || r.i+int(l) > end || r.i+int(l) < r.i {
+				r.err = errors.New("malformed import section")
+				return ""
+			}
+			s := string(r.b[r.i : r.i+int(l)])
+			r.i += int(l)
+			return s
+		}
+		limits := func() {
+			flags := r.byte()
+			r.u32()
+			if flags&1 != 0 {
+				r.u32()
+			}
+		}
+		n := r.u32()
+		var mods []string
+		for range n {
+			mod := name()
+			name()
+			switch r.byte() {
+			case 0: // function: type index
+				r.u32()
+			case 1: // table: reference type, limits
+				r.byte()
+				limits()
+			case 2: // memory
+				limits()
+			case 3: // global: value type, mutability
+				r.byte()
+				r.byte()
+			case 4: // tag: attribute, type index
+				r.byte()
+				r.u32()
+			default:
+				r.err = errors.New("malformed import section: unknown import kind")
+			}
+			if r.err != nil {
+				return nil, r.err
+			}
+			if !slices.Contains(mods, mod) {
+				mods = append(mods, mod)
+			}
+		}
+		return mods, nil
 	}
 	return nil, nil
 }

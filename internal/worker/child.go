@@ -58,6 +58,7 @@ type childRun struct {
 	id      uint64
 	cancel  context.CancelFunc
 	replies chan fetchReplyMsg
+	reveals chan revealReplyMsg
 }
 
 func serve(conn *os.File) int {
@@ -185,6 +186,20 @@ func (c *child) loop() error {
 				default: // nobody asked: ignore
 				}
 			}
+		case msgRevealReply:
+			m, err := decodeRevealReply(p)
+			if err != nil {
+				return err
+			}
+			c.mu.Lock()
+			r := c.run
+			c.mu.Unlock()
+			if r != nil && r.id == m.ID {
+				select {
+				case r.reveals <- m:
+				default: // nobody asked: ignore
+				}
+			}
 		default:
 			return fmt.Errorf("unknown message type %d", typ)
 		}
@@ -201,7 +216,7 @@ func (c *child) start(m runMsg) error {
 	}
 	comp := c.comps[m.Digest]
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &childRun{id: m.ID, cancel: cancel, replies: make(chan fetchReplyMsg, 1)}
+	r := &childRun{id: m.ID, cancel: cancel, replies: make(chan fetchReplyMsg, 1), reveals: make(chan revealReplyMsg, 1)}
 	c.run = r
 	go func() {
 		defer cancel()
@@ -230,6 +245,9 @@ func (c *child) execute(ctx context.Context, r *childRun, comp *sandbox.Compiled
 		},
 		Fetch: func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
 			return c.fetch(ctx, r, req)
+		},
+		Reveal: func(ctx context.Context, handle string) (string, error) {
+			return c.reveal(ctx, r, handle)
 		},
 	}
 	call.Opened = c.preopens
@@ -275,5 +293,27 @@ func (c *child) fetch(ctx context.Context, r *childRun, req sandbox.FetchRequest
 		return resp, nil
 	case <-ctx.Done():
 		return nil, &sandbox.FetchError{Kind: sandbox.FetchTimeout}
+	}
+}
+
+// reveal asks the parent, which alone holds the secrets and decides, for
+// the value a handle stands for, and waits within the call's deadline. A
+// string longer than any handle is refused here: the parent would take the
+// frame for a protocol violation.
+func (c *child) reveal(ctx context.Context, r *childRun, handle string) (string, error) {
+	if len(handle) > maxHandleBytes {
+		return "", fmt.Errorf("not a secret handle of this call (%d bytes; handles are much shorter)", len(handle))
+	}
+	if err := c.send(revealMsg{ID: r.id, Handle: handle}.encode()); err != nil {
+		return "", errors.New("worker lost its parent")
+	}
+	select {
+	case rep := <-r.reveals:
+		if !rep.OK {
+			return "", errors.New(rep.Refusal)
+		}
+		return rep.Value, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +55,15 @@ func hostileWorker(mode string) int {
 				write(doneMsg{ID: m.ID, FailKind: "tool", FailMessage: "flooded"}.encode())
 			case "hostile-silent":
 				// Never answers: the deadline kill must end the call.
+			case "hostile-reveal-twice":
+				// A tool is one thread: a second reveal before the first
+				// answer cannot come from a sandbox.
+				write(revealMsg{ID: m.ID, Handle: "a"}.encode())
+				write(revealMsg{ID: m.ID, Handle: "b"}.encode())
+			case "hostile-reveal-wrong-id":
+				write(revealMsg{ID: m.ID + 1, Handle: "a"}.encode())
+			case "hostile-reveal-huge":
+				write(revealMsg{ID: m.ID, Handle: strings.Repeat("h", 1<<20)}.encode())
 			}
 		}
 	}

@@ -404,6 +404,8 @@ func workerFrameLimit(typ byte) int {
 		return 2*sandbox.DefaultMaxOutputBytes + 64<<10
 	case msgFetch:
 		return 64 << 20 // a request body (capped by the gate) and headers
+	case msgReveal:
+		return maxHandleBytes + 64
 	case msgCompiled:
 		return maxFrame
 	}

@@ -18,7 +18,7 @@ import (
 //
 // protocolVersion changes with any change to a message's fields; a worker
 // announces it in its hello and the parent refuses a mismatch.
-const protocolVersion = 2
+const protocolVersion = 3
 
 // maxFrame bounds one frame. The largest payloads are a compiled component
 // (parent → worker, once per worker and version), a wasm file to compile
@@ -27,12 +27,13 @@ const maxFrame = 512 << 20
 
 // Message types. Parent → worker below 64, worker → parent from 64.
 const (
-	msgLoad       byte = 1 // digest, compiled code
-	msgRun        byte = 2 // run one export
-	msgFetchReply byte = 3 // the answer to a worker's fetch
-	msgCancel     byte = 4 // interrupt the running call
-	msgCompile    byte = 5 // compile a component binary
-	msgDrop       byte = 6 // forget compiled code
+	msgLoad        byte = 1 // digest, compiled code
+	msgRun         byte = 2 // run one export
+	msgFetchReply  byte = 3 // the answer to a worker's fetch
+	msgCancel      byte = 4 // interrupt the running call
+	msgCompile     byte = 5 // compile a component binary
+	msgDrop        byte = 6 // forget compiled code
+	msgRevealReply byte = 7 // the answer to a worker's reveal
 
 	msgHello    byte = 64 // protocol version, engine fingerprint
 	msgLog      byte = 65 // one log line of the running call
@@ -40,6 +41,7 @@ const (
 	msgDone     byte = 67 // the running call ended
 	msgCompiled byte = 68 // the compile result
 	msgLoaded   byte = 69 // the load result
+	msgReveal   byte = 70 // the running call's reveal (maiden:tool@0.3.0)
 )
 
 var (
@@ -454,6 +456,49 @@ func decodeFetchReply(p []byte) (m fetchReplyMsg, err error) {
 	d := &dec{b: p}
 	m.ID, m.Status, m.Headers, m.Body = d.u64(), d.u32(), d.headers(), d.bytes()
 	m.ErrKind, m.ErrMessage = d.str(), d.str()
+	return m, d.finish()
+}
+
+// revealMsg is a tool's reveal: the handle it asks about, as it gave it.
+type revealMsg struct {
+	ID     uint64
+	Handle string
+}
+
+func (m revealMsg) encode() []byte {
+	e := newEnc(msgReveal)
+	e.u64(m.ID)
+	e.str(m.Handle)
+	return e.frame()
+}
+
+func decodeReveal(p []byte) (m revealMsg, err error) {
+	d := &dec{b: p}
+	m.ID, m.Handle = d.u64(), d.str()
+	return m, d.finish()
+}
+
+// revealReplyMsg is the parent's decision on a reveal: the value when OK,
+// else the refusal's message for the tool.
+type revealReplyMsg struct {
+	ID      uint64
+	OK      bool
+	Value   string
+	Refusal string
+}
+
+func (m revealReplyMsg) encode() []byte {
+	e := newEnc(msgRevealReply)
+	e.u64(m.ID)
+	e.bool(m.OK)
+	e.str(m.Value)
+	e.str(m.Refusal)
+	return e.frame()
+}
+
+func decodeRevealReply(p []byte) (m revealReplyMsg, err error) {
+	d := &dec{b: p}
+	m.ID, m.OK, m.Value, m.Refusal = d.u64(), d.bool(), d.str(), d.str()
 	return m, d.finish()
 }
 

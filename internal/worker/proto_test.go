@@ -27,6 +27,9 @@ func TestRoundTrip(t *testing.T) {
 			func(p []byte) (any, error) { return decodeDone(p) }, doneMsg{ID: 2, Output: "o", FailKind: "tool", FailMessage: "m", MemoryPeak: 3, Interrupted: true, HostErr: "h"}},
 		{"log", logMsg{ID: 3, Level: "info", Source: "log", Message: "hi"}.encode(), func(p []byte) (any, error) { return decodeLog(p) }, logMsg{ID: 3, Level: "info", Source: "log", Message: "hi"}},
 		{"compiled", compiledMsg{ID: 4, Code: []byte{1}, Err: "e"}.encode(), func(p []byte) (any, error) { return decodeCompiled(p) }, compiledMsg{ID: 4, Code: []byte{1}, Err: "e"}},
+		{"reveal", revealMsg{ID: 5, Handle: "maiden-secret-handle:ab"}.encode(), func(p []byte) (any, error) { return decodeReveal(p) }, revealMsg{ID: 5, Handle: "maiden-secret-handle:ab"}},
+		{"reveal reply", revealReplyMsg{ID: 6, OK: true, Value: "v", Refusal: "r"}.encode(), func(p []byte) (any, error) { return decodeRevealReply(p) },
+			revealReplyMsg{ID: 6, OK: true, Value: "v", Refusal: "r"}},
 	}
 	for _, f := range frames {
 		t.Run(f.name, func(t *testing.T) {
@@ -63,6 +66,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(fetchMsg{ID: 1, Headers: []header{{"a", "b"}}, Body: []byte("b")}.encode())
 	f.Add(fetchReplyMsg{ID: 1, Status: 200}.encode())
 	f.Add(logMsg{ID: 1, Message: "m"}.encode())
+	f.Add(revealMsg{ID: 1, Handle: "h"}.encode())
+	f.Add(revealReplyMsg{ID: 1, OK: true, Value: "v"}.encode())
 	f.Add([]byte{0, 0, 0, 5, 66, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -87,6 +92,8 @@ func FuzzDecode(f *testing.F) {
 			_, _ = decodeFetch(p)
 			_, _ = decodeFetchReply(p)
 			_, _ = decodeDone(p)
+			_, _ = decodeReveal(p)
+			_, _ = decodeRevealReply(p)
 			_ = typ
 		}
 	})

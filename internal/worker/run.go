@@ -114,6 +114,8 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	defer kill.Stop()
 	fetches := make(chan fetchReplyMsg, 1)
 	fetching := false
+	reveals := make(chan revealReplyMsg, 1)
+	revealing := false
 	cancelled := false
 	done := ctx.Done()
 	for {
@@ -133,6 +135,15 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				}
 				fetching = true
 				go func() { fetches <- p.fetch(callCtx, c.Fetch, m) }()
+			case msgReveal:
+				// The decision is the parent's: the worker only carries
+				// the tool's question and the answer.
+				m, err := decodeReveal(f.p)
+				if err != nil || m.ID != id || revealing || fetching || len(m.Handle) > maxHandleBytes {
+					return p.violation(w, c, start, "bad or concurrent reveal")
+				}
+				revealing = true
+				go func() { reveals <- revealDecision(callCtx, c.Reveal, m) }()
 			case msgDone:
 				m, err := decodeDone(f.p)
 				if err != nil || m.ID != id || (m.Interrupted && !cancelled) || (m.FailKind != "" && !validKind(m.FailKind)) {
@@ -144,6 +155,9 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 					// A fetch may still be running in the parent: the worker
 					// stays healthy, the reply goes nowhere.
 					go func() { <-fetches }()
+				}
+				if revealing {
+					go func() { <-reveals }()
 				}
 				out.MemoryPeak = m.MemoryPeak
 				switch {
@@ -174,6 +188,12 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 			}
 		case rep := <-fetches:
 			fetching = false
+			rep.ID = id
+			if err := w.send(rep.encode()); err != nil {
+				continue // the worker died; its death arrives on w.dead
+			}
+		case rep := <-reveals:
+			revealing = false
 			rep.ID = id
 			if err := w.send(rep.encode()); err != nil {
 				continue // the worker died; its death arrives on w.dead
@@ -236,6 +256,24 @@ func (p *Pool) fetch(ctx context.Context, fetch sandbox.FetchFunc, m fetchMsg) f
 		rep.Headers = append(rep.Headers, header{Name: h.Name, Value: h.Value})
 	}
 	return rep
+}
+
+// maxHandleBytes bounds the handle a worker may ask reveal about: handles
+// are short (the root issues them), so a longer string is refused in the
+// worker and a longer frame is a protocol violation.
+const maxHandleBytes = 1 << 10
+
+// revealDecision answers one reveal of a worker with the call's RevealFunc
+// (in the parent, which alone holds secrets and decides).
+func revealDecision(ctx context.Context, reveal sandbox.RevealFunc, m revealMsg) revealReplyMsg {
+	if reveal == nil {
+		reveal = sandbox.NoReveal
+	}
+	v, refusal := reveal(ctx, m.Handle)
+	if refusal != nil {
+		return revealReplyMsg{Refusal: refusal.Error()}
+	}
+	return revealReplyMsg{OK: true, Value: v}
 }
 
 // violation ends a worker that broke the protocol; the call is a trap.

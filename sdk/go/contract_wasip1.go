@@ -1,4 +1,4 @@
-//go:build wasip1 && !maiden_tool_0_1 && !maiden_middleware
+//go:build wasip1 && !maiden_tool_0_1 && !maiden_tool_0_3 && !maiden_middleware
 
 //lint:file-ignore U1000 staticcheck does not see //go:wasmexport functions as used
 

@@ -62,7 +62,19 @@
 // Response.Body are plain bytes), and the component exports its output
 // schema (see [OutputSchemer]; [Func] derives one from a struct Out). Build
 // with -tags maiden_tool_0_1 (GOFLAGS=-tags=maiden_tool_0_1) to target
-// 0.1.0 instead, for a host that predates 0.2.0.
+// 0.1.0 instead, for a host that predates 0.2.0. A tool that calls [Reveal]
+// targets maiden:tool@0.3.0 (0.2.0 plus the host's reveal): maiden build
+// sets -tags maiden_tool_0_3 when package main calls it.
+//
+// # Secret handles
+//
+// An agent may write {"$secret": "NAME"} in place of a string of the
+// tool's input; the tool receives an opaque handle instead (see
+// [IsHandle]), valid only during that call. Pass it as Request.Credential
+// and the host attaches the secret without the tool ever holding it. Only
+// a tool that needs the value itself calls [Reveal], which the operator
+// must allow (agent.toml reveal, a secret:reveal card) and which is
+// audited.
 //
 // # Errors and panics
 //

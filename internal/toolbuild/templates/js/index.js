@@ -4,7 +4,10 @@
 //
 // Host functions: log(level, message) with level "debug" | "info" | "warn" |
 // "error", and httpFetch(request), the only road to the network. The import
-// needs the version suffix.
+// needs the version suffix. A secret handle in the input (what an agent's
+// {"$secret": "NAME"} becomes) is passed on as httpFetch's credential; to
+// reveal its value instead, import everything from "maiden:tool/host@0.3.0",
+// which adds reveal(handle) (see README.md).
 import { log } from "maiden:tool/host@0.2.0";
 
 export function describe() {
