@@ -72,6 +72,11 @@ func TestCommandToolCall(t *testing.T) {
 				`{"command":"remote"}`:                     "remote",
 				`{"command":"add"}`:                        "text",
 				`{"text":"x"}`:                             "text",
+				// The command cannot be smuggled past the parser.
+				`{"command":"list","command":"add","text":"x"}`: "duplicate",
+				`{"command":"list","limit":1,"limit":2}`:        "duplicate",
+				`{"command":"list\u0000"}`:                      "command",
+				`{"command":"remote  show","name":"x"}`:         "command",
 			} {
 				wantKind(t, call(in), maiden.KindInput, name)
 			}
@@ -288,7 +293,7 @@ grants = ["tool:invoke textkit count --unit=* -- *"]
 		`{"command":"repeat","times":3,"text":"ab","separator":"-"}`: `{"text":"ab-ab-ab"}`,
 		`{"command":"case","to":"title","text":"hello big world"}`:   `{"text":"Hello Big World"}`,
 		`{"command":"base64 encode","url":true,"text":"??>"}`:        `{"text":"Pz8-"}`,
-		`{"command":"base64 decode","text":"aGk="}`:                  `{"text":"hi"}`,
+		`{"command":"base64 decode","text":"aGk+"}`:                  `{"text":"hi>"}`,
 		`{"command":"count","unit":"lines","text":"-a\nb"}`:          `{"count":2,"unit":"lines"}`,
 	} {
 		res, err := h2.Call(ctx, maiden.Call{Tool: "textkit", Input: in})
@@ -302,5 +307,42 @@ grants = ["tool:invoke textkit count --unit=* -- *"]
 	help, err := h.CommandHelp(ctx, "textkit", "repeat")
 	if err != nil || !strings.Contains(help, "--times") || !strings.Contains(help, "--separator") {
 		t.Fatalf("help: %q %v", help, err)
+	}
+}
+
+// BenchmarkCommandToolCall is a declared agent's in-process call (one card
+// each) of the tiny WAT tools: "json" is echo.wat with a JSON Schema,
+// "command" is cmdecho.wat, whose schema() is a command description, so
+// the call is parsed as a command, rendered for the card, and rebuilt as
+// the call the tool receives. Compare their ns/op in one run (-count 6).
+func BenchmarkCommandToolCall(b *testing.B) {
+	for _, c := range []struct{ name, tool, input string }{
+		{"json", "echo", `{"message":"hi"}`},
+		{"command", "cmdecho", `{"command":"list","limit":3}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h := newHostWith(b, `version = 1
+[tools.echo]
+path = %q
+[tools.cmdecho]
+path = %q
+[agents.bench]
+tools = ["echo", "cmdecho"]
+grants = ["tool:invoke echo --message=*", "tool:invoke cmdecho list --limit=*"]
+`, maiden.Options{}, "echo", "cmdecho")
+			ctx := context.Background()
+			call := maiden.Call{Agent: "bench", Tool: c.tool, Input: c.input}
+			for range 50 { // compile, open the store, warm the caches
+				if res, err := h.Call(ctx, call); err != nil || !res.OK {
+					b.Fatal(res.Error, err)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if res, err := h.Call(ctx, call); err != nil || !res.OK {
+					b.Fatal(res.Error, err)
+				}
+			}
+		})
 	}
 }

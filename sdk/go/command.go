@@ -53,7 +53,8 @@ type Command struct {
 	Stdin    *Stream   `json:"stdin,omitempty"`
 	Commands []Command `json:"commands,omitempty"`
 	// Run handles a call of this command. Its result is the call's
-	// output: a string or []byte as is, anything else encoded as JSON. A
+	// output: a string or []byte as is, anything else encoded as JSON
+	// (without HTML escapes). A
 	// non-nil error is the call's tool error, which the agent sees.
 	Run func(ctx context.Context, call *Invocation) (any, error) `json:"-"`
 }
@@ -320,5 +321,11 @@ func (t *commandTool) Execute(ctx context.Context, input []byte) ([]byte, error)
 	case nil:
 		return nil, errors.New("command " + strconv.Quote(strings.Join(in.Command, " ")) + " returned no result")
 	}
-	return json.Marshal(out)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<" stays "<": the output is for agents, not HTML
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -126,7 +126,7 @@ func TestCommandsOutput(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		want string
-	}{{"plain text", "plain text"}, {[]byte("bytes"), "bytes"}, {[]int{1, 2}, "[1,2]"}} {
+	}{{"plain text", "plain text"}, {[]byte("bytes"), "bytes"}, {[]int{1, 2}, "[1,2]"}, {map[string]string{"t": "<a&b>"}, `{"t":"<a&b>"}`}} {
 		tool := maiden.Commands(maiden.Command{Name: "one", Run: func(context.Context, *maiden.Invocation) (any, error) { return c.v, nil }})
 		if _, err := command.Load([]byte(tool.Schema())); err != nil {
 			t.Fatal(err)
