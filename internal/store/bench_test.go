@@ -253,9 +253,11 @@ func BenchmarkTake(b *testing.B) {
 
 // BenchmarkPgWriteLock: what the one advisory write lock costs on
 // PostgreSQL. The same write transaction (an upsert of one of 64 rows, so
-// that writers rarely touch the same row) with the lock, and with the lock
-// statement replaced by a SELECT 1 (the same round trips, no lock: unsafe,
-// a baseline only), serially and with 8 concurrent writers.
+// that writers rarely touch the same row) with its first statement (the
+// lock and the generation counter, whose one row is a serialisation point
+// of its own), and with a SELECT 1 in its place (the same round trips, no
+// lock and no counter: unsafe, a baseline only), serially and with 8
+// concurrent writers.
 func BenchmarkPgWriteLock(b *testing.B) {
 	ctx := context.Background()
 	s, err := Open(ctx, backends[1].target(b), nil)

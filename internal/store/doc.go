@@ -90,9 +90,11 @@
 //     processes opening one new database).
 //   - Generation is the counters table, which every write transaction
 //     (writeKeep's too: there is no other change counter) advances in
-//     its last statement, with pg_notify('maiden_store') in the same
-//     statement: one indexed read per call, and a revocation on one
-//     instance changes every instance's next Generation. WaitChange waits
+//     its first statement, the one that takes the lock, with
+//     pg_notify('maiden_store') (both take effect on commit only: one
+//     round trip for the three): one indexed read per call, and a
+//     revocation on one instance changes every instance's next
+//     Generation. WaitChange waits
 //     on a LISTEN connection of its own (a notification is delivered on
 //     commit only), polls every second as a safety net, and every 100 ms
 //     while that connection is down (it reconnects with a pause growing

@@ -39,23 +39,27 @@ const (
 	pgChannel           = "maiden_store"
 )
 
-// pgWriteLockSQL is the first statement of every write transaction: the
-// one write lock of all instances on the database, held until the
-// transaction ends (commit, rollback, or the connection's death), waited
-// for up to busy (Options.BusyTimeout, as SQLite's busy timeout; the
-// select list runs left to right, so the timeout is set first).
+// pgWriteLockSQL is the first statement of every write transaction, one
+// round trip that
+//   - takes the one write lock of all instances on the database, held
+//     until the transaction ends (commit, rollback, or the connection's
+//     death), waiting for it up to busy (Options.BusyTimeout, as SQLite's
+//     busy timeout; the select list of l runs left to right, so the
+//     timeout is set first);
+//   - then advances the generation counter and notifies the other
+//     instances' waiters: NOTIFY is delivered on commit only (not at all
+//     on rollback), and the counter's new value is seen only once the
+//     transaction commits, so doing both first is the same as doing them
+//     last. The UPDATE's condition reads l, so the lock is taken before
+//     the row is updated (in READ COMMITTED an UPDATE that waited updates
+//     the latest committed row); every later statement of the transaction
+//     takes its snapshot after the lock, so it sees every earlier writer's
+//     commit.
 func pgWriteLockSQL(busy time.Duration) string {
-	return fmt.Sprintf(`SELECT set_config('lock_timeout', '%dms', true), pg_advisory_xact_lock(%d)`, busy.Milliseconds(), pgLockWrite)
+	return fmt.Sprintf(`WITH l AS (SELECT set_config('lock_timeout', '%dms', true), pg_advisory_xact_lock(%d)),
+g AS (UPDATE counters SET value = value + 1 WHERE name = 'generation' AND EXISTS (SELECT 1 FROM l) RETURNING value)
+SELECT pg_notify('%s', value::text) FROM g`, busy.Milliseconds(), pgLockWrite, pgChannel)
 }
-
-var (
-	// pgBumpSQL is the last statement of every write transaction: the
-	// generation counter advanced, and the other instances' waiters
-	// notified (NOTIFY is delivered on commit only, and not at all on
-	// rollback).
-	pgBumpSQL = `WITH g AS (UPDATE counters SET value = value + 1 WHERE name = 'generation' RETURNING value)
-SELECT pg_notify('` + pgChannel + `', value::text) FROM g`
-)
 
 // pgState is what a PostgreSQL store holds beyond DB's fields.
 type pgState struct {
@@ -576,7 +580,7 @@ func pgDDL(stmt string) string {
 // --- the change feed ------------------------------------------------------
 
 // changeFeed listens on its own connection for the notification every
-// write transaction sends on commit (pgBumpSQL), and wakes WaitChange's
+// write transaction sends on commit (pgWriteLockSQL), and wakes WaitChange's
 // waiters. When the connection drops it reconnects with a growing pause;
 // meanwhile (and as a safety net always) waiters poll.
 type changeFeed struct {

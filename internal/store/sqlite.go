@@ -469,7 +469,7 @@ func (s *DB) writeKeep(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // writeTx is write and writeKeep. Every write transaction holds the one
 // write lock from its start: SQLite's (BEGIN IMMEDIATE, from the DSN),
 // or on PostgreSQL a transaction-scoped advisory lock taken first thing
-// (pgWriteLock), so that writers of every instance run one at a time
+// (pgWriteLockSQL, which also advances the generation), so that writers of every instance run one at a time
 // exactly as SQLite's do, and everything built on that (a read then a
 // write, MAX+1, the audit head) holds unchanged.
 func (s *DB) writeTx(ctx context.Context, bump bool, fn func(tx *sql.Tx) error) error {
@@ -486,14 +486,9 @@ func (s *DB) writeTx(ctx context.Context, bump bool, fn func(tx *sql.Tx) error) 
 	if err := fn(tx); err != nil {
 		return err
 	}
-	switch {
-	case s.pg != nil:
-		// Every commit advances the counter and notifies the other
-		// instances' waiters (delivered on commit only).
-		if _, err := tx.ExecContext(ctx, pgBumpSQL); err != nil {
-			return err
-		}
-	case bump:
+	// On PostgreSQL the lock statement advanced the counter and sent the
+	// notification (both take effect on commit only).
+	if bump && s.pg == nil {
 		if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'generation'`); err != nil {
 			return err
 		}
