@@ -380,13 +380,6 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 	})
 	inv.res.Logs = out.Logs
 	if err != nil {
-		var pe *sandbox.PreopenError
-		if errors.As(err, &pe) {
-			// A directory of the session's boundary is missing or not
-			// a plain directory (a symlink on its path): the call is
-			// refused before anything ran, naming it.
-			return inv.fail(KindDenied, "a directory of the session's boundary cannot be given to the tool: "+pe.Error())
-		}
 		return err
 	}
 	if out.Failure != nil {
