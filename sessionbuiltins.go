@@ -2,7 +2,7 @@ package maiden
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +29,7 @@ func init() {
 			"The call waits for the decision; the same id is the same request (repeat it to keep waiting). " +
 			"The result's status is approved, denied or conflict, with a reason.",
 		input: `{"type":"object","properties":{` +
-			`"id":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"your ID for this request; the same ID in the same session is the same request"},` +
+			`"id":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"your ID for this request; the same ID in the same session is the same request (without one, the same expansion and justification are); a new ID asks anew"},` +
 			`"expansion":{"type":"object","description":"what to add: {\"filesystem\":{\"entries\":[{\"path\":\"/abs\",\"access\":\"read|write\",\"scope\":\"exact|subtree\"}]},\"network\":{\"enabled\":true}}",` +
 			`"properties":{"filesystem":{"type":"object","properties":{"entries":{"type":"array","items":{"type":"object","properties":{"path":{"type":"string"},"access":{"enum":["read","write"]},"scope":{"enum":["exact","subtree"]}},"required":["path","access","scope"]}}}},` +
 			`"network":{"type":"object","properties":{"enabled":{"const":true}}}}},` +
@@ -77,9 +77,12 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 		return nil, terr, nil
 	}
 	if in.ID == "" {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		in.ID = fmt.Sprintf("req_%x", b)
+		// No id: the same expansion and justification are the same
+		// request in this session (a repeated call, a 2026-era client's
+		// retry after the inbox page, find it again instead of asking
+		// twice); a new id asks anew.
+		sum := sha256.Sum256([]byte(string(in.Expansion) + "\x00" + in.Justification))
+		in.ID = fmt.Sprintf("auto_%x", sum[:16])
 	}
 	s, terr, err := h.session(ctx, inv)
 	if err != nil || terr != nil {

@@ -138,6 +138,20 @@ func TestSessionBoundaryFlow(t *testing.T) {
 		t.Errorf("denied: %v", d)
 	}
 
+	// Without an id, the same expansion and justification are the same
+	// request: a repeated call (or a client's retry) does not ask twice.
+	noID := func() *maiden.ToolError {
+		res, err := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Session: "s3", ApprovalWait: -1,
+			Input: `{"expansion":{"network":{"enabled":true}},"justification":"same words"}`})
+		if err != nil || res.OK || res.Error.Kind != maiden.KindPending || !strings.HasPrefix(res.Error.Approval, "bnd_") {
+			t.Fatalf("request without id: %+v %v", res, err)
+		}
+		return res.Error
+	}
+	if a, b := noID(), noID(); a.Approval != b.Approval {
+		t.Errorf("the same request without id asked twice: %s, %s", a.Approval, b.Approval)
+	}
+
 	// A validation failure carries the exact reason of BOUNDARIES.md (B1).
 	bad := sessCall(t, h, "s1", "request_sandbox_boundary", map[string]any{"expansion": map[string]any{}, "justification": "x"})
 	if b := structured(t, bad); b["reason"] != "empty_expansion" || b["status"] != "invalid" {
@@ -374,6 +388,18 @@ fs = [{ path = "`+work+`", access = "write", match = "subtree" },
 	}
 	if res := probe("s2", map[string]any{"op": "read", "path": filepath.Join(more, "f.txt")}); res.OK {
 		t.Errorf("another session reads the new entry: %+v", res)
+	}
+	// A boundary directory replaced by a symlink is refused before the
+	// tool runs, naming it (never followed).
+	if err := os.RemoveAll(more); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(nocard, more); err != nil {
+		t.Fatal(err)
+	}
+	res := probe("s1", map[string]any{"op": "read", "path": filepath.Join(more, "f.txt")})
+	if res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "cannot be given to the tool") || strings.Contains(res.Output, "in nocard") {
+		t.Errorf("a boundary directory swapped for a symlink: %+v %+v", res, res.Error)
 	}
 }
 
