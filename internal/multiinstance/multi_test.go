@@ -288,7 +288,9 @@ func pathOf(s string) string {
 // asks again; approved, it runs once more, on C.
 func TestKilledWhileHoldingAnApproval(t *testing.T) {
 	e := newEnv(t, pgtest.URL(t))
+	e.ctr.mu.Lock()
 	e.ctr.hold = "/slow"
+	e.ctr.mu.Unlock()
 	a, b, c := e.serve(t, "A"), e.serve(t, "B"), e.serve(t, "C")
 	d := newDriver(t)
 	d.connect(t, "B", b, e.token)
