@@ -373,13 +373,20 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 		// The session boundary's directories as WASI preopens, for a tool
 		// whose policy has fs (sessionGate); none otherwise.
 		Preopens: inv.preopens,
-		OnLog:  inv.call.OnLog,
-		Fetch:  refusals.watch(h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet))))),
-		Redact: inv.secrets.redactor(h.gate.Redactor(inv.policy)),
-		Reveal: h.revealFunc(ctx, inv),
+		OnLog:    inv.call.OnLog,
+		Fetch:    refusals.watch(h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet))))),
+		Redact:   inv.secrets.redactor(h.gate.Redactor(inv.policy)),
+		Reveal:   h.revealFunc(ctx, inv),
 	})
 	inv.res.Logs = out.Logs
 	if err != nil {
+		var pe *sandbox.PreopenError
+		if errors.As(err, &pe) {
+			// A directory of the session's boundary is missing or not
+			// a plain directory (a symlink on its path): the call is
+			// refused before anything ran, naming it.
+			return inv.fail(KindDenied, "a directory of the session's boundary cannot be given to the tool: "+pe.Error())
+		}
 		return err
 	}
 	if out.Failure != nil {

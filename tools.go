@@ -123,7 +123,8 @@ type Hints struct {
 
 func hintsOf(t config.Tool) Hints {
 	network := len(t.HTTPAllow) > 0
-	h := Hints{ReadOnly: !network, Destructive: network, Idempotent: !network, OpenWorld: network}
+	writes := t.FS == config.FSWrite // the session's directories, writable where the boundary allows
+	h := Hints{ReadOnly: !network && !writes, Destructive: network || writes, Idempotent: !network && !writes, OpenWorld: network}
 	for _, o := range []struct {
 		set *bool
 		dst *bool

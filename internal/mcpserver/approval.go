@@ -240,7 +240,7 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 			}
 			return s.pendingResult(c, res.Error.Approval, inbox, msg), nil
 		case api.KindDenied:
-			out := errorResult(res.Error.Kind, res.Error.Message)
+			out := toolResult(res) // with a boundary's structured error, if any
 			if res.Error.Approval != "" {
 				out.Meta[MetaApproval] = res.Error.Approval
 			}
