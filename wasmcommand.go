@@ -162,12 +162,26 @@ func (inv *invocation) toolChanged() error {
 }
 
 // toolInput is what the tool's execute receives: the input as sent for a
-// JSON-input tool, the validated command call for a command tree.
+// JSON-input tool, the validated command call for a command tree, where
+// each secret marker (secrets.go: what the cards saw for {"$secret": ...})
+// becomes the call's handle, as secretRunInput does for a JSON input.
 func (inv *invocation) toolInput() string {
 	if inv.toolCmd == nil {
 		return inv.call.Input
 	}
-	return string(commandCall(inv.cmd))
+	call := string(commandCall(inv.cmd))
+	if inv.secrets == nil {
+		return call
+	}
+	doc, err := parseInput(call)
+	if err != nil {
+		return call // cannot happen (commandCall writes JSON); the markers then stay: no handle, no secret
+	}
+	text, err := marshalInput(inv.secrets.withHandles(doc))
+	if err != nil {
+		return call
+	}
+	return text
 }
 
 // commandCall is the JSON a command-tree tool's execute receives for a

@@ -346,3 +346,35 @@ grants = ["tool:invoke echo --message=*", "tool:invoke cmdecho list --limit=*"]
 		})
 	}
 }
+
+// TestCommandToolSecretHandle: {"$secret": NAME} as a command's argument is
+// the marker $secret:NAME in the rendering the cards decide on, and the
+// call's handle (never the value) in the call the tool receives.
+func TestCommandToolSecretHandle(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.cmdecho]
+path = %q
+secrets = ["API_TOKEN"]
+[agents.a]
+tools = ["cmdecho"]
+grants = ["tool:invoke cmdecho add --times=* -- $secret:API_TOKEN"]
+`, maiden.Options{LookupSecret: func(string) (string, bool) { return "s3cr3t-value", true }}, "cmdecho")
+	ctx := context.Background()
+	res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "cmdecho", Input: `{"command":"add","text":{"$secret":"API_TOKEN"}}`})
+	if err != nil || !res.OK {
+		t.Fatalf("%+v %v", res.Error, err)
+	}
+	var got struct{ Positionals []string }
+	if err := json.Unmarshal([]byte(res.Output), &got); err != nil || len(got.Positionals) != 1 || !strings.HasPrefix(got.Positionals[0], maiden.SecretHandlePrefix) {
+		t.Fatalf("the tool received %s, want a secret handle as the positional", res.Output)
+	}
+	if strings.Contains(res.Output, "s3cr3t-value") || strings.Contains(res.Output, maiden.SecretMarkerPrefix) {
+		t.Fatalf("the tool received %s", res.Output)
+	}
+	// The card names the marker: another text is another call.
+	res, err = h.Call(ctx, maiden.Call{Agent: "a", Tool: "cmdecho", Input: `{"command":"add","text":"API_TOKEN"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, res, maiden.KindDenied, "")
+}
