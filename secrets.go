@@ -120,7 +120,7 @@ func (cs *callSecrets) redactor(base func(string) string) func(string) string {
 // that held a reference is explained as such.
 func (h *Host) secretHandles(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if inv.tool.CLI != nil || inv.tool.MCP != nil || inv.builtin != nil {
+		if inv.tool.CLI != nil || inv.tool.MCP != nil || inv.builtin != nil || !mayReferSecret(inv.call.Input) {
 			return next(ctx, inv)
 		}
 		cs, doc, err := issueHandles(inv.input, inv.tool.Secrets)
@@ -139,6 +139,13 @@ func (h *Host) secretHandles(next handler) handler {
 		cs.explainSchemaProblem(inv)
 		return err
 	}
+}
+
+// mayReferSecret tells whether an input's text can hold the key "$secret":
+// literally, or spelt with a \u escape (JSON lets any character be one).
+// Most inputs hold neither, and skip the walk.
+func mayReferSecret(input string) bool {
+	return strings.Contains(input, secretRefKey) || strings.Contains(input, `\u`)
 }
 
 // secretRunInput is the stage right before the run: the tool gets its

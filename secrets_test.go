@@ -401,3 +401,21 @@ func TestSecretHandleInOlderTools(t *testing.T) {
 		t.Errorf("0.2.0 echo of a reference: %+v, %v", res, err)
 	}
 }
+
+// TestSecretHandleEscapedKey: "$secret" spelt with JSON escapes is the same
+// key (the quick check that skips inputs without references must not
+// skip it), and a marker typed as text without a reference stays text.
+func TestSecretHandleEscapedKey(t *testing.T) {
+	w := newSecretsWorld(t)
+	h := w.host(t, maiden.InProcess)
+	for _, in := range []string{`{"token": {"\u0024secret": "TOKEN"}}`, `{"token": {"\u0024\u0073ecret": "\u0054OKEN"}}`} {
+		res, err := h.Call(context.Background(), maiden.Call{Agent: "user", Tool: "secretuser", Input: in})
+		if err != nil || !res.OK || !strings.Contains(res.Output, `"received":"`+maiden.SecretHandlePrefix) {
+			t.Errorf("%s: got %+v, %v; want a handle", in, res, err)
+		}
+	}
+	res, err := h.Call(context.Background(), maiden.Call{Agent: "user", Tool: "secretuser", Input: `{"token": "$secret:TOKEN"}`})
+	if err != nil || !res.OK || !strings.Contains(res.Output, `"received":"$secret:TOKEN"`) {
+		t.Errorf("a marker as text: got %+v, %v; want the text itself", res, err)
+	}
+}

@@ -278,6 +278,7 @@ var watFixtures = map[string]world{
 	"fetcher":     {Imports: []string{hostImport}, Exports: toolExports},
 	"bodyfetcher": {Imports: []string{hostImport020}, Exports: toolExports020},
 	"outschema":   {Exports: toolExports020},
+	"revealer":    {Imports: []string{"maiden:tool/host@0.3.0"}, Exports: toolExports020},
 	"badimport":   {Imports: []string{"evil:net/socket@0.1.0", hostImport}, Exports: toolExports},
 	"noexecute":   {Exports: []string{"describe: func() -> string", "schema: func() -> string"}},
 	"wrongsig": {Exports: []string{
