@@ -419,3 +419,27 @@ func TestSecretHandleEscapedKey(t *testing.T) {
 		t.Errorf("a marker as text: got %+v, %v; want the text itself", res, err)
 	}
 }
+
+// TestRevealImplicitAgent: a configuration without [agents] runs as the
+// implicit agent, which holds every card: agent.toml's reveal alone
+// decides.
+func TestRevealImplicitAgent(t *testing.T) {
+	for _, tt := range []struct {
+		reveal string
+		want   string
+	}{
+		{`reveal = ["SIGNING_KEY"]`, `"revealed":"[REDACTED:SIGNING_KEY]"`},
+		{``, `revealing SIGNING_KEY is not allowed for tool secretuser`},
+	} {
+		h := newHostWith(t, `version = 1
+[tools.secretuser]
+path = %q
+secrets = ["SIGNING_KEY"]
+`+tt.reveal+`
+`, maiden.Options{LookupSecret: func(string) (string, bool) { return signingValue, true }}, "go/secretuser")
+		res, err := h.Call(context.Background(), maiden.Call{Tool: "secretuser", Input: `{"token": {"$secret": "SIGNING_KEY"}, "mode": "reveal"}`})
+		if err != nil || !res.OK || !strings.Contains(res.Output, tt.want) || strings.Contains(res.Output, signingValue) {
+			t.Errorf("%q: got %+v, %v; want %s", tt.reveal, res, err, tt.want)
+		}
+	}
+}
