@@ -120,8 +120,10 @@ func BenchmarkCallsPerSecond(b *testing.B) {
 // committed (by another process on the same database: this benchmark's own
 // store) the other instances refuse the agent's calls. Two instances are
 // called in a loop, one session each; per revocation, the latency is from
-// Revoke's return to the first denied result on each instance. Reports p50
-// and p99 over every (revocation, instance) pair.
+// Revoke's return to the first denied result on each instance (so it
+// includes the rest of a call already running then). Reports p50, p99 and
+// the maximum over every (revocation, instance) pair, and stale-calls: calls
+// that began after the commit and were still allowed (an error unless 0).
 //
 //	go test -run '^$' -bench RevocationPropagation -benchtime 50x ./internal/multiinstance
 func BenchmarkRevocationPropagation(b *testing.B) {
@@ -144,6 +146,10 @@ func BenchmarkRevocationPropagation(b *testing.B) {
 		denied  chan time.Time // each first denial after an allowed streak
 	}
 	var ps []*poller
+	// committed is when the current round's revocation was committed (Unix
+	// ns; 0 while its card is live); stale counts the calls that started
+	// after it and were still allowed (the "next call" promise says none).
+	var committed, stale atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, in := range ins {
@@ -158,9 +164,13 @@ func BenchmarkRevocationPropagation(b *testing.B) {
 					return
 				default:
 				}
+				began := time.Now().UnixNano()
 				r, err := echo(ctx, p.cs)
 				if err != nil {
 					continue
+				}
+				if c := committed.Load(); !r.IsError && c != 0 && began > c {
+					stale.Add(1)
 				}
 				text := ""
 				if len(r.Content) > 0 {
@@ -181,6 +191,7 @@ func BenchmarkRevocationPropagation(b *testing.B) {
 	var lat []time.Duration
 	b.ResetTimer()
 	for range b.N {
+		committed.Store(0)
 		card, err := st.Grant(ctx, "alice", cards.Spec{LowerPos: cards.Any(g)})
 		if err != nil {
 			b.Fatal(err)
@@ -197,11 +208,12 @@ func BenchmarkRevocationPropagation(b *testing.B) {
 		if _, err := st.Revoke(ctx, store.Operator(), card.ID); err != nil {
 			b.Fatal(err)
 		}
-		committed := time.Now()
+		done := time.Now()
+		committed.Store(done.UnixNano())
 		for _, p := range ps {
 			select {
 			case at := <-p.denied:
-				lat = append(lat, max(0, at.Sub(committed)))
+				lat = append(lat, max(0, at.Sub(done)))
 			case <-time.After(30 * time.Second):
 				b.Fatal("a revocation was not seen within 30 s")
 			}
@@ -213,4 +225,8 @@ func BenchmarkRevocationPropagation(b *testing.B) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(float64(lat[len(lat)-1])/1e6, "max-ms")
+	b.ReportMetric(float64(stale.Load()), "stale-calls")
+	if n := stale.Load(); n > 0 {
+		b.Errorf("%d calls that started after a revocation was committed were allowed", n)
+	}
 }

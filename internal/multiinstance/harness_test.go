@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -177,6 +178,7 @@ type env struct {
 	bin, cfg, db, cache string
 	ctr                 *counter
 	token               string // agent alice's bearer token
+	opToken             string // operator ops's token (the inbox's sign-in)
 }
 
 // rateLimit is the limited tool's calls per minute.
@@ -215,6 +217,8 @@ http_ca_files = [%[4]q]
 tools = ["echo", "limited", "fetcher", "counted"]
 grants = ["tool:invoke limited --...", "tool:invoke fetcher --...", "tool:invoke counted --...", "network:connect *"]
 
+[operators.ops]
+
 [state]
 %[7]s = %[5]q
 `, testkit.Component(t, "echo"), testkit.Component(t, "js/fetcher"), e.ctr.port, e.ctr.ca, db, rateLimit, stateKey(db))
@@ -223,6 +227,7 @@ grants = ["tool:invoke limited --...", "tool:invoke fetcher --...", "tool:invoke
 	}
 	e.maiden(t, "check", "-cache", e.cache) // compiles once for every instance
 	e.token = strings.TrimSpace(e.maiden(t, "agents", "token", "alice"))
+	e.opToken = strings.TrimSpace(e.maiden(t, "operators", "token", "ops"))
 	return e
 }
 
@@ -530,3 +535,50 @@ func (e *env) auditExport(t testing.TB) []auditRecord {
 
 // psql runs SQL on the env's database.
 func (e *env) psql(t testing.TB, sql string) string { return pgtest.Exec(t, e.db, sql) }
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// inboxApprove signs in to the instance's approval inbox (/ui) as operator
+// ops and approves request id there, as a human at a browser would (the
+// login form's and the page's CSRF tokens, the server's own Origin).
+func (e *env) inboxApprove(t testing.TB, in *instance, id string) {
+	t.Helper()
+	base := strings.TrimSuffix(in.url, "/mcp")
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path string, form url.Values) (int, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, _ := http.NewRequest(method, base+path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", base)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("inbox %s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	_, page := do("GET", "/ui/login", nil)
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("%s's inbox: no login form:\n%s", in.name, page)
+	}
+	if code, body := do("POST", "/ui/login", url.Values{"csrf": {m[1]}, "token": {e.opToken}}); code != http.StatusSeeOther {
+		t.Fatalf("%s's inbox: login %d\n%s", in.name, code, body)
+	}
+	code, page := do("GET", "/ui/approvals/"+id, nil)
+	m = csrfRE.FindStringSubmatch(page)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("%s's inbox: request %s: %d\n%s", in.name, id, code, page)
+	}
+	if code, body := do("POST", "/ui/approvals/"+id, url.Values{"csrf": {m[1]}, "action": {"approve"}}); code != http.StatusSeeOther {
+		t.Fatalf("%s's inbox: approving %s: %d\n%s", in.name, id, code, body)
+	}
+}

@@ -19,6 +19,8 @@ import (
 //   - a call waiting for approval on B, approved with `maiden approve` on the
 //     same database, runs exactly once on B (counted by a loopback HTTPS
 //     server the tool fetches); the same call repeated on C asks again;
+//   - a call waiting on C, approved by an operator signed in to A's inbox
+//     page, runs exactly once on C;
 //   - a rate limit of 5 per minute holds across all three under 30
 //     concurrent calls: exactly 5 run;
 //   - `maiden audit verify` passes after the mixed run, and fails after one
@@ -81,6 +83,18 @@ func TestThreeInstancesOneState(t *testing.T) {
 		}
 	})
 
+	t.Run("approved in A's inbox, runs once on C", func(t *testing.T) {
+		call := d.start(t, "C", "fetcher", e.ctr.url("/inbox-once"))
+		id, _ := call.approvalID(t)
+		e.inboxApprove(t, ins[0], id)
+		if r := call.wait(t); !r.ok() || !strings.Contains(r.Text, "hit 1") {
+			t.Fatalf("the call on C approved in A's inbox: %s", r)
+		}
+		if n := e.ctr.count("/inbox-once"); n != 1 {
+			t.Fatalf("the approved call ran %d times, want exactly 1", n)
+		}
+	})
+
 	t.Run("one rate limit across three instances", func(t *testing.T) {
 		const perInstance = 10
 		var calls []*call
@@ -121,9 +135,9 @@ func TestThreeInstancesOneState(t *testing.T) {
 				admitted[r.Tool]++
 			}
 		}
-		// 3 echo calls before the revocation, 1 approved fetcher call, 5
+		// 3 echo calls before the revocation, 2 approved fetcher calls, 5
 		// limited calls: each admitted once, on whichever instance ran it.
-		if admitted["echo"] != 3 || admitted["fetcher"] != 1 || admitted["limited"] != rateLimit {
+		if admitted["echo"] != 3 || admitted["fetcher"] != 2 || admitted["limited"] != rateLimit {
 			t.Errorf("call-admitted records per tool: %v", admitted)
 		}
 		victim := recs[len(recs)/2].Seq
