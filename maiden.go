@@ -49,10 +49,11 @@ type Options struct {
 	// MaxCacheBytes bounds the compiled code held in memory, least recently
 	// used first out; 0 means 1 GiB.
 	MaxCacheBytes int64
-	// StatePath is the state store's SQLite file (agents, tokens, cards);
-	// "" means the configuration's ([state] path, or maiden-state.db next
-	// to agent.toml). It is opened only for a configuration that declares
-	// [agents].
+	// StatePath is the state store (agents, tokens, cards, approvals, the
+	// audit trail): a SQLite file, or a postgres:// URL without a password
+	// (PGPASSWORD or ~/.pgpass supply it); "" means the configuration's
+	// ([state] url or path, or maiden-state.db next to agent.toml). It is
+	// opened the first time something needs it.
 	StatePath string
 	// MaxConcurrent is how many calls run at once across all callers; 0
 	// means 4 per CPU (at least 4). Calls beyond it wait their turn. In

@@ -321,3 +321,26 @@ func TestStatePrivilegesMatchTheStore(t *testing.T) {
 		}
 	}
 }
+
+// -state with a URL reaches the same database from any command that takes
+// it: a token minted through one command is listed by another.
+func TestStateFlagURLOnOperatorCommands(t *testing.T) {
+	db := pgtest.URL(t)
+	cfg := filepath.Join(t.TempDir(), "agent.toml")
+	if err := os.WriteFile(cfg, []byte("version = 1\n[agents.alice]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "agents", "token", "alice", "-config", cfg, "-state", db, "-json")
+	var tok struct{ Agent, Token string }
+	if err := json.Unmarshal([]byte(r.stdout), &tok); r.code != exitOK || err != nil || tok.Token == "" {
+		t.Fatalf("agents token: code %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	id := strings.SplitN(strings.TrimPrefix(tok.Token, "mdn_"), "_", 2)[0]
+	r = cli(t, "", "agents", "ls", "-config", cfg, "-state", db)
+	if r.code != exitOK || !strings.Contains(r.stdout, id) {
+		t.Fatalf("agents ls through -state URL does not list token %s: code %d\n%s%s", id, r.code, r.stdout, r.stderr)
+	}
+	if got := pgtest.Exec(t, db, "SELECT count(*) FROM tokens"); got != "1" {
+		t.Fatalf("tokens in the database: %s", got)
+	}
+}
