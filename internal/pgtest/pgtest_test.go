@@ -256,3 +256,27 @@ func procAlive(pid int) bool {
 	}
 	return true
 }
+
+// Parallel tests each get their own database at once (CREATE DATABASE
+// from the same template, concurrently).
+func TestParallelURLs(t *testing.T) {
+	seen := make(chan string, 16)
+	t.Run("group", func(t *testing.T) {
+		for i := range 16 {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				u := URL(t)
+				Exec(t, u, "CREATE TABLE mine (v int)")
+				seen <- u
+			})
+		}
+	})
+	close(seen)
+	names := map[string]bool{}
+	for u := range seen {
+		names[u] = true
+	}
+	if len(names) != 16 {
+		t.Fatalf("%d distinct databases for 16 parallel tests", len(names))
+	}
+}
