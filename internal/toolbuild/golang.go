@@ -69,8 +69,20 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 	}
 	mode := preinitSetting()
 	extra := plain
+	// snapshot: the build carries the pre-initialisation overlays, and the
+	// module is snapshotted after it.
+	snapshot := false
 	if mode != preinitOff {
-		if extra, err = preinitBuildArgs(ctx, gobin, p.Dir, work, tags); err != nil {
+		pre, err := preinitBuildArgs(ctx, gobin, p.Dir, work, tags)
+		var no *errNoSnapshot
+		switch {
+		case err == nil:
+			extra, snapshot = pre, true
+		case errors.As(err, &no) && mode != preinitRequire:
+			say(t.progress, "warning: not pre-initialising the tool, so each call runs Go's start-up (~1-2 ms): %s", no.reason)
+		case errors.As(err, &no):
+			return nil, &BuildError{Op: "pre-initialising the Go tool", Msg: no.reason + " (" + PreinitEnv + "=require)"}
+		default:
 			return nil, fmt.Errorf("toolbuild: preparing the pre-initialised build: %w", err)
 		}
 	}
@@ -81,14 +93,14 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 	say(t.progress, "go build (%s, GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) of a %s in %s", version, what, p.Dir)
 	start := time.Now()
 	out, err := goBuild(ctx, gobin, p.Dir, core, extra)
-	if err != nil && extra != nil && ctx.Err() == nil && strings.Contains(out, "maiden_preinit.go") {
-		// This Go release's runtime differs from what the reseeding file
-		// expects: build as before.
+	if err != nil && snapshot && ctx.Err() == nil && (strings.Contains(out, "maiden_preinit.go") || strings.Contains(out, preinitSyscallFile)) {
+		// This Go release's runtime or syscall package differs from what
+		// the overlay files expect: build as before.
 		if mode == preinitRequire {
 			return nil, &BuildError{Op: "go build", Msg: "pre-initialisation is not possible with " + version + ": " + goBuildMessage(out, err, displayDir(p.Dir))}
 		}
-		say(t.progress, "warning: not pre-initialising the tool: %s's runtime does not take maiden's reseeding file; building an ordinary module", version)
-		extra = nil
+		say(t.progress, "warning: not pre-initialising the tool: %s's runtime or syscall package does not take maiden's overlay files; building an ordinary module", version)
+		snapshot = false
 		out, err = goBuild(ctx, gobin, p.Dir, core, plain)
 	}
 	if err != nil {
@@ -105,7 +117,7 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 		return nil, &BuildError{Op: "go build", Msg: err.Error()}
 	}
 	say(t.progress, "compiled %.1f MB core module in %v", float64(len(b))/1e6, time.Since(start).Round(10*time.Millisecond))
-	if extra != nil && mode != preinitOff {
+	if snapshot {
 		start = time.Now()
 		snap, err := t.snapshotGo(ctx, b, work)
 		if err == nil {

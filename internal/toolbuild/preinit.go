@@ -35,6 +35,10 @@ import (
 //     pointed at it, and the component's start function runs it, so every
 //     instance reseeds before its first call. crypto/rand asks WASI on
 //     every read and needs nothing.
+//   - Go's syscall package lists the WASI preopened directories in an init
+//     function, which ran at build time with none. A second overlay file
+//     (preinit_fs.go) runs that listing again in maiden_restore, so each
+//     instance sees its own call's directories.
 //   - A value a tool computed from the clock or randomness while it
 //     initialised would be the same in every call. The snapshot run counts
 //     the module's wall-clock and random_get calls and math/rand's draws
@@ -84,7 +88,8 @@ func maidenReseed() {
 
 // preinitRecipe is hashed into Fingerprint: it changes whenever what a Go
 // build produces changes for reasons outside the toolchain pins.
-var preinitRecipe = fmt.Sprintf("go-preinit 2: wizer _initialize, instrument clock/random, restore export, coalesce gap %d\n%s", dataGap, preinitRuntimeFile)
+var preinitRecipe = fmt.Sprintf("go-preinit 3: wizer _initialize, instrument clock/random, restore export, coalesce gap %d, syscall preopen rescan %v\n%s",
+	dataGap, syscallPreopenInitTokens, preinitRuntimeFile)
 
 // snapshotTimeout bounds the snapshot run: an init that never returns (a
 // hostile or broken tool) must not hang maiden build. The tool is then built
@@ -121,11 +126,16 @@ func preinitSetting() preinitMode {
 	return preinitAuto
 }
 
-// preinitBuildArgs writes the runtime overlay into work and returns the go
-// build arguments that add it and the SDK's restore export, with tags (and
-// GOFLAGS' tags) set as well.
+// preinitBuildArgs writes the runtime and syscall overlays into work and
+// returns the go build arguments that add them and the SDK's restore export,
+// with tags (and GOFLAGS' tags) set as well. An *errNoSnapshot says why this
+// GOROOT cannot be pre-initialised (preinit_fs.go).
 func preinitBuildArgs(ctx context.Context, gobin, dir, work string, tags []string) ([]string, error) {
 	goroot, err := goEnv(ctx, gobin, dir, "GOROOT")
+	if err != nil {
+		return nil, err
+	}
+	fsFile, err := syscallPreopenOverlay(goroot)
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +143,15 @@ func preinitBuildArgs(ctx context.Context, gobin, dir, work string, tags []strin
 	if err := os.WriteFile(file, []byte(preinitRuntimeFile), 0o644); err != nil {
 		return nil, err
 	}
+	fsPath := filepath.Join(work, preinitSyscallFile)
+	if err := os.WriteFile(fsPath, []byte(fsFile), 0o644); err != nil {
+		return nil, err
+	}
 	overlay, err := json.Marshal(map[string]map[string]string{
-		"Replace": {filepath.Join(goroot, "src", "runtime", "maiden_preinit.go"): file},
+		"Replace": {
+			filepath.Join(goroot, "src", "runtime", "maiden_preinit.go"): file,
+			filepath.Join(goroot, "src", "syscall", preinitSyscallFile):  fsPath,
+		},
 	})
 	if err != nil {
 		return nil, err
