@@ -23,6 +23,8 @@ import (
 //     page, runs exactly once on C;
 //   - a rate limit of 5 per minute holds across all three under 30
 //     concurrent calls: exactly 5 run;
+//   - a bearer token revoked with the CLI is refused by every instance at
+//     its next request;
 //   - `maiden audit verify` passes after the mixed run, and fails after one
 //     record is edited with psql.
 func TestThreeInstancesOneState(t *testing.T) {
@@ -117,6 +119,17 @@ func TestThreeInstancesOneState(t *testing.T) {
 		}
 		if ok != rateLimit || limited != len(calls)-rateLimit {
 			t.Fatalf("%d of %d concurrent calls ran, %d were refused by the rate limit; want exactly %d to run", ok, len(calls), limited, rateLimit)
+		}
+	})
+
+	t.Run("token revoked on one, refused on all", func(t *testing.T) {
+		id := strings.SplitN(strings.TrimPrefix(e.token, "mdn_"), "_", 2)[0]
+		e.maiden(t, "agents", "revoke-token", id)
+		for _, c := range []string{"C", "A", "B"} {
+			r := d.call(t, c, "limited", map[string]any{"message": "after the token"})
+			if r.ok() || !strings.Contains(r.Error, "is not a valid agent token (unknown, or revoked") {
+				t.Errorf("a call on %s with the revoked token: %s (want the request refused)", c, r)
+			}
 		}
 	})
 
