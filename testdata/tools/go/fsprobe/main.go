@@ -35,10 +35,10 @@ type input struct {
 }
 
 // loaded reads the clock while the tool initialises, which keeps maiden
-// build from pre-initialising it (see internal/toolbuild/preinit.go): Go's
-// syscall package lists the WASI preopened directories in an init function,
-// so a snapshot taken at build time, when there are none, would leave the
-// tool without any directory in every call.
+// build from pre-initialising it (see internal/toolbuild/preinit.go): the
+// suite runs against an ordinary build with this tool, whose init lists the
+// call's preopened directories itself, and against a pre-initialised one
+// with go/fsprobesnap, whose restore lists them again.
 var loaded = time.Now()
 
 func main() { _ = loaded }
