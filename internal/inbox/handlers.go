@@ -278,8 +278,29 @@ func (in *inbox) decide(w http.ResponseWriter, r *http.Request, op operator) {
 		return
 	}
 	in.log.Info("inbox: approval decided", "id", id, "operator", op.name, "approve", d.Approve, "always", d.Always)
+	if a.Kind == KindBoundary {
+		done = boundaryNotice(a)
+	}
 	in.sessions.setFlash(op.sid, done)
 	http.Redirect(w, r, ApprovalPath(a.ID), http.StatusSeeOther)
+}
+
+// boundaryNotice says what deciding boundary request a did: an approval
+// may also end in conflict (the boundary cannot take it), which the
+// operator must see.
+func boundaryNotice(a Approval) string {
+	switch a.State {
+	case "approved":
+		if a.DecisionReason == "already_applied" {
+			return "Approved: session " + a.Session + "'s boundary already allowed all of it (revision " + itoa(a.Revision) + "); nothing changed."
+		}
+		return "Approved: session " + a.Session + "'s boundary is now revision " + itoa(a.Revision) + ", for this session only."
+	case "conflict":
+		return "Not applied: session " + a.Session + "'s boundary cannot take this request (" + a.DecisionReason + "); the agent is told so."
+	case "denied":
+		return "Denied; the agent is told the reason."
+	}
+	return "Decided: " + a.State + "."
 }
 
 // auditStatus is the chain's verify status as the audit page shows it.

@@ -110,6 +110,32 @@ type Approval struct {
 	// the grant that installs by default (editable on the page).
 	AllowAlways bool
 	AlwaysGrant string
+	// Kind is "call" (or ""): a tool call an approve rule holds; or
+	// "boundary": a session asks to widen its sandbox boundary
+	// (request_sandbox_boundary). A boundary request's ID is its handle
+	// (bnd_...), Session the session it would widen, Reason the agent's
+	// justification (its own words: shown as text, never trusted),
+	// RequestID the agent's ID for it, Entries and Network what it asks
+	// for, and Revision the boundary revision it was made against (once
+	// approved, the one it produced). State is pending, approved, denied
+	// or conflict (an approval the boundary could not take: an explicit
+	// deny, a protected name), with DecisionReason saying why. There is no
+	// "always" for it, and no input digest.
+	Kind      string
+	RequestID string
+	Entries   []BoundaryEntry
+	Network   bool
+	Revision  int64
+}
+
+// KindBoundary is Approval.Kind of a sandbox boundary request.
+const KindBoundary = "boundary"
+
+// BoundaryEntry is one filesystem entry a boundary request asks for.
+type BoundaryEntry struct {
+	Path   string
+	Access string // read or write
+	Scope  string // exact or subtree
 }
 
 // Decision is an operator's answer (maiden's Decision).

@@ -2,8 +2,10 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/internal/cards"
@@ -69,12 +71,33 @@ func (b hostInbox) Decide(ctx context.Context, id string, d inbox.Decision) (inb
 }
 
 func inboxApproval(a maiden.ApprovalRequest) inbox.Approval {
-	return inbox.Approval{
+	out := inbox.Approval{
 		ID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool, Rendered: a.Rendered, Digest: a.Digest,
 		Rule: a.Rule, Reason: a.Reason, Hosts: a.Hosts, Secrets: a.Secrets, Created: a.Created, Expires: a.Expires,
 		State: a.State, DecidedBy: a.DecidedBy, Decided: a.Decided, DecisionReason: a.DecisionReason,
-		AllowAlways: a.AllowAlways, AlwaysGrant: a.AlwaysGrant,
+		AllowAlways: a.AllowAlways, AlwaysGrant: a.AlwaysGrant, Kind: a.Kind,
 	}
+	if a.Kind == maiden.RequestBoundary {
+		out.Kind, out.Revision, out.AllowAlways, out.AlwaysGrant = inbox.KindBoundary, a.Revision, false, ""
+		out.RequestID = strings.TrimPrefix(a.Rule, "request ")
+		var x struct {
+			Filesystem struct {
+				Entries []struct{ Path, Access, Scope string } `json:"entries"`
+			} `json:"filesystem"`
+			Network struct {
+				Enabled bool `json:"enabled"`
+			} `json:"network"`
+		}
+		// The expansion was validated when the request was stored; one
+		// that does not decode shows as its JSON (Rendered) only.
+		if json.Unmarshal(a.Expansion, &x) == nil {
+			for _, e := range x.Filesystem.Entries {
+				out.Entries = append(out.Entries, inbox.BoundaryEntry{Path: e.Path, Access: e.Access, Scope: e.Scope})
+			}
+			out.Network = x.Network.Enabled
+		}
+	}
+	return out
 }
 
 // RecentAudit finds the newest sequence number in O(log n) indexed reads

@@ -428,8 +428,9 @@ func (s *Server) apply(as *agentServer, infos []maiden.ToolInfo, group func(stri
 		}
 		if info.OutputSchema != "" {
 			// The host holds every successful output to it (kind tool
-			// otherwise), so structuredContent always matches it.
-			tool.OutputSchema = json.RawMessage(info.OutputSchema)
+			// otherwise), so structuredContent always matches it; the
+			// served schema also admits a failure's structured error.
+			tool.OutputSchema = json.RawMessage(servedOutputSchema(info.OutputSchema))
 		}
 		as.mcp.AddTool(tool, handler(as.agent, info.Name))
 		as.served[info.Name] = now
@@ -495,7 +496,7 @@ func (s *Server) handler(agent, name string) mcp.ToolHandler {
 		logs := startLogForwarder(ctx, req.Session, name, s.log)
 		res, err := s.runCall(ctx, req, maiden.Call{Agent: agent, Tool: name, Input: input, OnLog: logs.send})
 		logs.finish()
-		return res, err
+		return s.fitOutputSchema(agent, name, res), err
 	}
 }
 
@@ -512,8 +513,59 @@ func (s *Server) builtinHandler(agent, name string) mcp.ToolHandler {
 		}
 		// Through runCall like a tool's call: its session, and a wait for
 		// a human (request_sandbox_boundary) with progress and the inbox.
-		return s.runCall(ctx, req, maiden.Call{Agent: agent, Tool: name, Input: input})
+		res, err := s.runCall(ctx, req, maiden.Call{Agent: agent, Tool: name, Input: input})
+		return s.fitOutputSchema(agent, name, res), err
 	}
+}
+
+// structuredErrorSchema is what a failed call's structuredContent holds:
+// a session boundary's structured error (code SANDBOX_COMMAND_EXECUTION_FAILED,
+// reason, requiredExpansion, ...) or a built-in's own (tool, target, reason).
+const structuredErrorSchema = `{"type":"object","required":["reason"],` +
+	`"description":"A failed call (isError): maiden's structured error.",` +
+	`"properties":{"code":{"type":"string"},"reason":{"type":"string"},"message":{"type":"string"},"requiredExpansion":{"type":"object"}}}`
+
+// servedOutputSchema is the outputSchema tools/list shows for a tool that
+// declares schema: the declared schema or the structured error. Clients
+// hold every structuredContent to the outputSchema, an error result's too
+// (the TypeScript SDK throws on a mismatch, so the model would never see
+// the requiredExpansion of a sandbox_boundary_required error). A schema
+// with $-keywords ($ref, $defs, $id, $schema...) is served as declared,
+// since nesting it would change what its references point to; such a
+// tool's failures go without structuredContent (fitOutputSchema).
+func servedOutputSchema(schema string) string {
+	if !admitsErrors(schema) {
+		return schema
+	}
+	return `{"type":"object","anyOf":[` + schema + `,` + structuredErrorSchema + `]}`
+}
+
+// admitsErrors reports whether the schema served for a tool that declares
+// schema admits the structured error.
+func admitsErrors(schema string) bool {
+	return schema != "" && !strings.Contains(schema, `"$`) && json.Valid([]byte(schema))
+}
+
+// fitOutputSchema drops the structured error of a failed result when the
+// tool's served outputSchema does not admit it (the text still says it
+// all), so that no client is shown structuredContent that breaks the schema.
+func (s *Server) fitOutputSchema(agent, tool string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || !res.IsError || res.StructuredContent == nil {
+		return res
+	}
+	s.mu.Lock()
+	as := s.agents[agent]
+	s.mu.Unlock()
+	if as == nil {
+		return res
+	}
+	as.mu.Lock()
+	schema := as.served[tool].outputSchema
+	as.mu.Unlock()
+	if schema != "" && !admitsErrors(schema) {
+		res.StructuredContent = nil
+	}
+	return res
 }
 
 // protocolError turns a call that could not be made into a JSON-RPC error.
