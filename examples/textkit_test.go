@@ -13,6 +13,7 @@ import (
 // name (exit 2, kind input), and maiden help for the tool and a command.
 func TestTextkit(t *testing.T) {
 	built(t, "textkit")
+	cfg := exampleConfig(t) // builds every example first: call's deadline is for the call
 	for in, want := range map[string]string{
 		`{"command":"count","unit":"words","text":"a b c"}`:    `{"count":3,"unit":"words"}`,
 		`{"command":"count","text":"héllo"}`:                   `{"count":5,"unit":"chars"}`,
@@ -35,7 +36,6 @@ func TestTextkit(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := exampleConfig(t)
 	if r := maidenCmd(ctx, "help", "-config", cfg, "textkit", "base64", "decode"); r.code != 0 || !strings.Contains(r.stdout, "textkit base64 decode") || !strings.Contains(r.stdout, "--url") {
 		t.Errorf("help textkit base64 decode: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
