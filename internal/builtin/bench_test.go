@@ -31,7 +31,7 @@ func BenchmarkRead(b *testing.B) {
 		}
 	})
 	b.Run("safefs.Read", func(b *testing.B) {
-		rs := roots(bd, p, false)
+		rs := roots(bd, p)
 		for b.Loop() {
 			if _, err := safefs.Read(rs, p, MaxReadBytes); err != nil {
 				b.Fatal(err)

@@ -114,7 +114,7 @@ func FSRead(ctx context.Context, b boundary.Boundary, in []byte) (out any, err e
 	if err := ctx.Err(); err != nil {
 		return nil, errorf(ToolFSRead, p, ReasonIO, "%v", err)
 	}
-	c, err := safefs.Read(roots(b, p, false), p, MaxReadBytes)
+	c, err := safefs.Read(roots(b, p), p, MaxReadBytes)
 	if err != nil {
 		return nil, fsError(ToolFSRead, p, err)
 	}
@@ -163,7 +163,7 @@ func FSWrite(ctx context.Context, b boundary.Boundary, in []byte) (out any, err 
 	if err := ctx.Err(); err != nil {
 		return nil, errorf(ToolFSWrite, p, ReasonIO, "%v", err)
 	}
-	rs := roots(b, p, true)
+	rs := roots(b, p)
 	if x.Create != nil && !*x.Create {
 		// Existence only (a convenience, not a security check): a zero-byte read limit answers without reading.
 		_, err := safefs.Read(rs, p, 0)
@@ -174,7 +174,7 @@ func FSWrite(ctx context.Context, b boundary.Boundary, in []byte) (out any, err 
 			return nil, fsError(ToolFSWrite, p, err)
 		}
 	}
-	if err := safefs.WriteAtomic(rs, p, data, MaxWriteBytes); err != nil {
+	if err := safefs.WriteAtomic(rs, p, data, MaxWriteBytes, protect(b)); err != nil {
 		return nil, fsError(ToolFSWrite, p, err)
 	}
 	return &FSWriteOutput{Path: p, Bytes: int64(len(data))}, nil
@@ -196,7 +196,7 @@ func FSList(ctx context.Context, b boundary.Boundary, in []byte) (out any, err e
 	if err := ctx.Err(); err != nil {
 		return nil, errorf(ToolFSList, p, ReasonIO, "%v", err)
 	}
-	l, err := safefs.List(roots(b, p, false), p, MaxListEntries)
+	l, err := safefs.List(roots(b, p), p, MaxListEntries)
 	if err != nil {
 		return nil, fsError(ToolFSList, p, err)
 	}
@@ -283,58 +283,55 @@ func within(p, root string) bool {
 }
 
 // roots maps b to the safefs roots for one call on p (which boundary.Check has allowed):
-//   - every subtree entry covering p (the filesystem kind's implied ones too) is a root with its access, and so is
-//     an exact entry naming p; but an entry naming p itself when p is not a directory is a root at p's parent
-//     (safefs opens roots as directories, and is asked about p only: see docs/builtins.md);
-//   - every deny path is a Deny root, checked where the path really resolved;
-//   - for a write, each protected name under each write root and under p's parent is a NoWrite root.
+//   - every subtree entry covering p (the filesystem kind's implied ones too) is a root with its access;
+//   - an entry naming p itself is an Exact root when it is an exact entry, or when p is not a directory now: safefs
+//     grants that path only and never follows it if it is a symlink (the entry names the link, not its target);
+//   - every deny path is a Deny root, checked where the path really resolved.
 //
-// A bypass boundary is the whole filesystem, writable.
-func roots(b boundary.Boundary, p string, write bool) []safefs.Root {
+// safefs opens every root without following symlinks, so an entry whose path holds a symlink is refused rather than
+// granting the target. For a write, the protected names go to safefs as ProtectNames (see protect). A bypass boundary
+// is the whole filesystem, writable.
+func roots(b boundary.Boundary, p string) []safefs.Root {
 	if b.Kind == boundary.Bypass {
 		return []safefs.Root{{Path: "/", Access: safefs.AccessWrite}}
 	}
 	entries := append(implied(b), b.Entries...)
 	var out []safefs.Root
-	var writeRoots []string
 	for _, e := range entries {
 		acc := safefs.AccessRead
 		if e.Access == boundary.Write {
 			acc = safefs.AccessWrite
 		}
-		r := e.Path
 		switch {
 		case e.Match != boundary.Subtree && e.Path != p:
 			continue
-		case !within(p, r):
+		case !within(p, e.Path):
 			continue
-		case e.Path == p && !isDir(p):
-			// A file named by its entry: safefs roots are directories, so the root is its parent, and the
-			// file is opened beneath it. (If the answer changes before the open, the open fails or resolves
-			// beneath the parent: either way beneath a directory the entry's path names.)
-			r = path.Dir(p)
 		}
-		out = append(out, safefs.Root{Path: r, Access: acc})
-		if acc == safefs.AccessWrite {
-			writeRoots = append(writeRoots, r)
-		}
+		// An exact entry, or a subtree entry naming a file (or nothing yet, or a symlink): safefs opens it beneath
+		// its parent without following it. (If the answer changes before the open, the open is still beneath the
+		// parent and of p itself only.)
+		exact := e.Path == p && (e.Match != boundary.Subtree || !isDir(p))
+		out = append(out, safefs.Root{Path: e.Path, Access: acc, Exact: exact})
 	}
 	for _, d := range b.Deny {
 		out = append(out, safefs.Root{Path: d, Access: safefs.AccessDeny})
 	}
-	if write {
-		for _, n := range b.Protected {
-			for _, r := range append(writeRoots, path.Dir(p)) {
-				out = append(out, safefs.Root{Path: path.Join(r, n), Access: safefs.AccessNoWrite})
-			}
-		}
-	}
 	return out
 }
 
-// isDir: p is a directory now (following symlinks, as safefs opens a root).
+// protect is the safefs option refusing a write whose path, as given or as resolved beneath its root, has a
+// component named one of b's protected names (a symlink ws/g -> sub/.git reaches a protected directory too).
+func protect(b boundary.Boundary) safefs.Option {
+	if b.Kind == boundary.Bypass {
+		return safefs.ProtectNames()
+	}
+	return safefs.ProtectNames(b.Protected...)
+}
+
+// isDir: p is a directory now, not a symlink to one (safefs opens roots without following symlinks).
 func isDir(p string) bool {
-	fi, err := os.Stat(p)
+	fi, err := os.Lstat(p)
 	return err == nil && fi.IsDir()
 }
 
@@ -387,7 +384,11 @@ func fsError(tool, p string, err error) error {
 	case safefs.KindEscape:
 		return errorf(tool, p, ReasonSymlinkEscape, "a symlink or \"..\" on the way would leave the allowed directory %s", shorten(se.Root))
 	case safefs.KindSymlink:
-		return errorf(tool, p, ReasonSymlink, "a symlink that is not followed here (the file itself, when writing; a /proc magic link; a loop; or any symlink when the kernel lacks openat2)")
+		if strings.Contains(causeOf(se), "has a symlink in its path") {
+			// An entry of the boundary (the operator's path, not the filesystem beyond it) holds a symlink.
+			return errorf(tool, p, ReasonSymlink, "%s", strings.TrimPrefix(causeOf(se), "safefs: "))
+		}
+		return errorf(tool, p, ReasonSymlink, "a symlink that is not followed here (the file itself, when writing; a path an entry names exactly; a /proc magic link; a loop; or any symlink when the kernel lacks openat2)")
 	case safefs.KindInvalidPath:
 		return errorf(tool, p, ReasonInvalidPath, "%s", causeOf(se))
 	case safefs.KindPathTooLong:

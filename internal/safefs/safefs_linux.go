@@ -25,9 +25,28 @@ const MaxPath = 4096
 // Root is one directory and everything beneath it, with what may be done there. Read and Write roots grant (their
 // union: write covers read); NoWrite and Deny roots take away, whatever the grants say, and are checked both on the
 // caller's path and on the path the kernel actually resolved (so a symlink into them does not get around them).
+//
+// Every root path is opened without following any symlink on the way (openat2 RESOLVE_NO_SYMLINKS, or the O_NOFOLLOW
+// walk): a root whose path holds a symlink is refused (KindSymlink), rather than granting whatever the link points to.
 type Root struct {
 	Path   string
 	Access Access
+	// Exact (Read and Write roots only): the root grants Path itself and nothing beneath it, and Path may be a file.
+	// Its last component is opened beneath its parent and never followed when it is a symlink (KindSymlink): an entry
+	// naming /d/link grants the link's own path, not a sibling or directory it points to.
+	Exact bool
+}
+
+// Option changes one call.
+type Option func(*options)
+
+type options struct{ protected []string }
+
+// ProtectNames makes a write refuse (KindProtected) a path with a component, beneath the root it was resolved under,
+// named one of names (".git"): both as given and on the path the kernel actually resolved, so a symlink elsewhere
+// (ws/g -> sub/.git) does not reach a protected directory at any depth. Reads and lists ignore it.
+func ProtectNames(names ...string) Option {
+	return func(o *options) { o.protected = append(o.protected, names...) }
 }
 
 // Access is what a Root allows or forbids beneath its path.
@@ -151,17 +170,18 @@ type Listing struct {
 
 // Read returns the regular file at path, beneath one of roots, if it is at most maxBytes long.
 func Read(roots []Root, path string, maxBytes int64) (Content, error) {
-	root, rel, restr, err := pick("read", roots, path, false)
+	t, err := pick("read", roots, path, false, nil)
 	if err != nil {
 		return Content{}, err
 	}
-	fd, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	root := t.root
+	fd, err := openBeneath(t, t.rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return Content{}, fail("read", path, root, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	if err := checkResolved("read", path, root, fd, "", restr, false); err != nil {
+	if err := checkResolved("read", path, t, fd, "", false, nil); err != nil {
 		return Content{}, err
 	}
 	var st unix.Stat_t
@@ -199,39 +219,44 @@ func Read(roots []Root, path string, maxBytes int64) (Content, error) {
 // (at most maxBytes, refused before anything is touched). The last component is never followed if it is a symlink;
 // the parent directories must exist. The replacement is not atomic: a reader may see a short file meanwhile, and a
 // file with several hard links is changed under all its names (see WriteAtomic).
-func Write(roots []Root, path string, content []byte, maxBytes int64) error {
-	return write(roots, path, content, maxBytes, false)
+func Write(roots []Root, path string, content []byte, maxBytes int64, opts ...Option) error {
+	return write(roots, path, content, maxBytes, false, opts)
 }
 
 // WriteAtomic is Write by whole replacement: the content goes to a new file in the same directory, which is then
 // renamed over path (renameat(2) on the parent's descriptor). Readers see the old file or the new one; a symlink at
 // path is replaced, not followed; hard links to the old file keep the old content. The new file has the old file's
 // permission bits when it was a regular file, else 0644 (less the umask).
-func WriteAtomic(roots []Root, path string, content []byte, maxBytes int64) error {
-	return write(roots, path, content, maxBytes, true)
+func WriteAtomic(roots []Root, path string, content []byte, maxBytes int64, opts ...Option) error {
+	return write(roots, path, content, maxBytes, true, opts)
 }
 
-func write(roots []Root, path string, content []byte, maxBytes int64, whole bool) error {
+func write(roots []Root, path string, content []byte, maxBytes int64, whole bool, opts []Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if int64(len(content)) > maxBytes {
 		return &Error{Op: "write", Path: path, Kind: KindTooLarge,
 			Err: errors.New("content is " + itoa(int64(len(content))) + " bytes, limit " + itoa(maxBytes))}
 	}
-	root, rel, restr, err := pick("write", roots, path, true)
+	t, err := pick("write", roots, path, true, o.protected)
 	if err != nil {
 		return err
 	}
+	root, rel := t.root, t.rel
 	if rel == "." {
 		return &Error{Op: "write", Path: path, Root: root, Kind: KindIsDir}
 	}
 	// The parent first, checked against Deny and NoWrite roots where it really is, so that nothing is created there;
 	// then the last component, beneath that parent, never followed.
 	dir, base := filepath.Dir(rel), filepath.Base(rel)
-	pfd, err := openBeneath(root, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	pfd, err := openBeneath(t, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return fail("write", path, root, err)
 	}
 	defer unix.Close(pfd)
-	if err := checkResolved("write", path, root, pfd, base, restr, true); err != nil {
+	if err := checkResolved("write", path, t, pfd, base, true, o.protected); err != nil {
 		return err
 	}
 	if whole {
@@ -317,17 +342,18 @@ func replace(pfd int, base, path, root string, content []byte) error {
 
 // List returns the entries of the directory at path, beneath one of roots, at most maxEntries of them.
 func List(roots []Root, path string, maxEntries int) (Listing, error) {
-	root, rel, restr, err := pick("list", roots, path, false)
+	t, err := pick("list", roots, path, false, nil)
 	if err != nil {
 		return Listing{}, err
 	}
-	fd, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	root := t.root
+	fd, err := openBeneath(t, t.rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return Listing{}, fail("list", path, root, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	if err := checkResolved("list", path, root, fd, "", restr, false); err != nil {
+	if err := checkResolved("list", path, t, fd, "", false, nil); err != nil {
 		return Listing{}, err
 	}
 	if maxEntries < 0 {
@@ -371,19 +397,30 @@ func List(roots []Root, path string, maxEntries int) (Listing, error) {
 	return out, nil
 }
 
-// pick validates path and chooses the longest Read or Write root that covers it and allows the operation; rel is
-// path relative to that root ("." for the root itself). It refuses a path lexically beneath a Deny root (or, for a
-// write, a NoWrite root), and returns the Deny and NoWrite roots that checkResolved must test after the open.
-func pick(op string, roots []Root, path string, write bool) (string, string, []Root, error) {
+// target is where pick sent a call: the root chosen, the directory the kernel resolves from (the root itself, or
+// an Exact root's parent) and the path relative to it; restr are the Deny and NoWrite roots to test after the open.
+type target struct {
+	root  string // the chosen root's path (for errors)
+	dir   string // the directory opened, without following symlinks
+	rel   string // path relative to dir ("." for dir itself)
+	exact bool   // rel is an Exact root's last component: never followed
+	restr []Root
+}
+
+// pick validates path and chooses the longest Read or Write root that covers it and allows the operation (an Exact
+// root covers its own path only, and wins a tie). It refuses a path lexically beneath a Deny root (or, for a write, a
+// NoWrite root, or with a component beneath the root named one of protected), and returns the Deny and NoWrite
+// roots that checkResolved must test after the open.
+func pick(op string, roots []Root, path string, write bool, protected []string) (target, error) {
 	if len(path) > MaxPath {
-		return "", "", nil, &Error{Op: op, Path: path[:64] + "...", Kind: KindPathTooLong,
+		return target{}, &Error{Op: op, Path: path[:64] + "...", Kind: KindPathTooLong,
 			Err: errors.New("path is " + itoa(int64(len(path))) + " bytes, limit 4096")}
 	}
 	if path == "" || !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.IndexByte(path, 0) >= 0 {
-		return "", "", nil, &Error{Op: op, Path: path, Kind: KindInvalidPath,
+		return target{}, &Error{Op: op, Path: path, Kind: KindInvalidPath,
 			Err: errors.New("want an absolute, normalised path (no \"..\", \".\", \"//\" or trailing \"/\")")}
 	}
-	best, covered := "", false
+	best, bestExact, covered := "", false, false
 	var restr []Root
 	for _, r := range roots {
 		rp := filepath.Clean(r.Path)
@@ -400,7 +437,7 @@ func pick(op string, roots []Root, path string, write bool) (string, string, []R
 				if r.Access == AccessNoWrite {
 					k = KindProtected
 				}
-				return "", "", nil, &Error{Op: op, Path: path, Root: rp, Kind: k}
+				return target{}, &Error{Op: op, Path: path, Root: rp, Kind: k}
 			}
 			restr = append(restr, Root{Path: rp, Access: r.Access})
 			continue
@@ -408,43 +445,75 @@ func pick(op string, roots []Root, path string, write bool) (string, string, []R
 		default:
 			continue
 		}
-		if !within(rp, path) {
+		exact := r.Exact && rp != "/"
+		if exact && rp != path || !within(rp, path) {
 			continue
 		}
 		covered = true
-		if (!write || r.Access == AccessWrite) && len(rp) > len(best) {
-			best = rp
+		if write && r.Access != AccessWrite {
+			continue
+		}
+		if len(rp) > len(best) || len(rp) == len(best) && exact && !bestExact {
+			best, bestExact = rp, exact
 		}
 	}
 	if best == "" {
 		if covered {
-			return "", "", nil, &Error{Op: op, Path: path, Kind: KindReadOnly}
+			return target{}, &Error{Op: op, Path: path, Kind: KindReadOnly}
 		}
-		return "", "", nil, &Error{Op: op, Path: path, Kind: KindOutside}
+		return target{}, &Error{Op: op, Path: path, Kind: KindOutside}
 	}
-	rel := strings.TrimPrefix(strings.TrimPrefix(path, best), "/")
-	if rel == "" {
-		rel = "."
+	t := target{root: best, dir: best, exact: bestExact, restr: restr}
+	if bestExact {
+		t.dir, t.rel = filepath.Dir(best), filepath.Base(best)
+	} else {
+		t.rel = strings.TrimPrefix(strings.TrimPrefix(path, best), "/")
+		if t.rel == "" {
+			t.rel = "."
+		}
 	}
-	return best, rel, restr, nil
+	if write {
+		if n := protectedIn(t.rel, protected); n != "" {
+			return target{}, &Error{Op: op, Path: path, Root: best, Kind: KindProtected,
+				Err: errors.New("a component is named " + n + ", which is never writable")}
+		}
+	}
+	return t, nil
+}
+
+// protectedIn returns the first component of rel named one of names, or "".
+func protectedIn(rel string, names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	for _, c := range strings.Split(rel, "/") {
+		for _, n := range names {
+			if c == n {
+				return n
+			}
+		}
+	}
+	return ""
 }
 
 // checkResolved refuses an opened descriptor (plus name, for a write's parent) that the kernel resolved beneath one
-// of the Deny or NoWrite roots in restr: the caller's path did not say so, but a symlink led there. The resolved
-// path comes from /proc/self/fd; when it cannot be read the answer is a refusal.
-func checkResolved(op, path, root string, fd int, name string, restr []Root, write bool) error {
-	if len(restr) == 0 {
+// of the Deny or NoWrite roots in t.restr, or (a write with protected names) whose resolved path beneath the root has
+// a component with a protected name: the caller's path did not say so, but a symlink led there. The resolved path
+// comes from /proc/self/fd; when it cannot be read the answer is a refusal.
+func checkResolved(op, path string, t target, fd int, name string, write bool, protected []string) error {
+	if len(t.restr) == 0 && (!write || len(protected) == 0) {
 		return nil
 	}
+	root := t.root
 	real, err := os.Readlink("/proc/self/fd/" + itoa(int64(fd)))
 	if err != nil || !filepath.IsAbs(real) {
 		return &Error{Op: op, Path: path, Root: root, Kind: KindIO,
-			Err: errors.New("cannot tell where the path resolved (is /proc mounted?), so deny entries cannot be checked")}
+			Err: errors.New("cannot tell where the path resolved (is /proc mounted?), so deny entries and protected names cannot be checked")}
 	}
 	if name != "" {
 		real = filepath.Join(real, name)
 	}
-	for _, r := range restr {
+	for _, r := range t.restr {
 		rp := r.Path
 		if ev, err := filepath.EvalSymlinks(rp); err == nil {
 			rp = ev
@@ -459,6 +528,18 @@ func checkResolved(op, path, root string, fd int, name string, restr []Root, wri
 			return &Error{Op: op, Path: path, Root: r.Path, Kind: KindProtected, Err: errors.New("resolves to " + real)}
 		}
 	}
+	if write && len(protected) > 0 {
+		// The components beneath the directory resolved from (opened without symlinks, so its real path is t.dir
+		// unless it was moved meanwhile: then every component counts).
+		rel := real
+		if within(t.dir, real) {
+			rel = strings.TrimPrefix(strings.TrimPrefix(real, t.dir), "/")
+		}
+		if n := protectedIn(rel, protected); n != "" {
+			return &Error{Op: op, Path: path, Root: root, Kind: KindProtected,
+				Err: errors.New("resolves to " + real + ", under the protected name " + n)}
+		}
+	}
 	return nil
 }
 
@@ -470,6 +551,9 @@ func within(root, path string) bool {
 func fail(op, path, root string, err error) error {
 	var e *Error
 	if errors.As(err, &e) {
+		if e.Op == "" {
+			e.Op, e.Path = op, path
+		}
 		return err
 	}
 	k := KindIO
@@ -493,14 +577,22 @@ func fail(op, path, root string, err error) error {
 // Method names the resolution this process uses: "openat2" (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) or "openat"
 // (the no-symlinks walk, when the kernel lacks openat2).
 func Method() string {
-	if haveOpenat2() && !forceWalk {
+	if haveOpenat2() && !forceWalk.Load() {
 		return "openat2"
 	}
 	return "openat"
 }
 
 // forceWalk makes the tests run the fallback on kernels that have openat2.
-var forceWalk = false
+var forceWalk atomic.Bool
+
+// ForceWalkForTesting makes this process use the openat walk (walk true) or the usual choice (false), for tests of
+// callers that must hold under both methods; it returns a function restoring the previous setting. Not for use
+// outside tests: the walk is stricter (it follows no symlink at all) and slower.
+func ForceWalkForTesting(walk bool) (restore func()) {
+	old := forceWalk.Swap(walk)
+	return func() { forceWalk.Store(old) }
+}
 
 var (
 	probeOnce sync.Once
@@ -526,21 +618,57 @@ func haveOpenat2() bool {
 	return probeOK
 }
 
-// openBeneath opens rel beneath the directory root with flags (O_CLOEXEC always added) and returns the descriptor.
-func openBeneath(root, rel string, flags int, mode uint32) (int, error) {
-	rootfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// openBeneath opens rel beneath t.dir with flags (O_CLOEXEC always added) and returns the descriptor. t.dir is
+// opened without following any symlink; an Exact target's rel (its last component) is not followed either.
+func openBeneath(t target, rel string, flags int, mode uint32) (int, error) {
+	rootfd, err := openRoot(t.dir)
 	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return -1, &Error{Kind: KindSymlink, Root: t.root, Err: errors.New("the allowed root " + t.dir +
+				" has a symlink in its path, and roots are opened without following symlinks (name its real path)")}
+		}
 		return -1, err
 	}
 	defer unix.Close(rootfd)
+	if t.exact && rel != "." {
+		return openBeneathRes(rootfd, rel, flags, mode, unix.RESOLVE_NO_SYMLINKS)
+	}
 	return openBeneathFD(rootfd, rel, flags, mode)
+}
+
+// openRoot opens the directory dir (absolute) as O_PATH without following a symlink anywhere on the way.
+func openRoot(dir string) (int, error) {
+	const flags = unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC
+	if Method() == "openat2" {
+		how := &unix.OpenHow{Flags: flags, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		// No O_NOFOLLOW: with O_PATH it would open a final symlink itself (ENOTDIR); RESOLVE_NO_SYMLINKS says ELOOP.
+		for range 64 {
+			fd, err := unix.Openat2(unix.AT_FDCWD, dir, how)
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return fd, err
+		}
+		return -1, unix.EAGAIN
+	}
+	slash, err := unix.Open("/", flags, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(slash)
+	return walk(slash, strings.TrimPrefix(dir, "/"), flags, 0)
 }
 
 // openBeneathFD opens rel beneath the directory descriptor rootfd.
 func openBeneathFD(rootfd int, rel string, flags int, mode uint32) (int, error) {
+	return openBeneathRes(rootfd, rel, flags, mode, 0)
+}
+
+// openBeneathRes is openBeneathFD with more RESOLVE_ flags for openat2 (the walk follows no symlink anyway).
+func openBeneathRes(rootfd int, rel string, flags int, mode uint32, resolve uint64) (int, error) {
 	if Method() == "openat2" {
 		how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode),
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | resolve}
 		for range 64 {
 			fd, err := unix.Openat2(rootfd, rel, how)
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {

@@ -24,7 +24,9 @@ type fixture struct{ root, outside string }
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	tmp := t.TempDir()
+	// Roots are opened without following symlinks: the fixture's own path must have none (TMPDIR may be a link).
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
 	f := fixture{root: filepath.Join(tmp, "root"), outside: filepath.Join(tmp, "outside")}
 	for _, d := range []string{f.root, f.outside, filepath.Join(f.root, "sub")} {
 		must(t, os.Mkdir(d, 0o755))
@@ -54,8 +56,7 @@ func eachMethod(t *testing.T, fn func(t *testing.T, method string)) {
 			name = "openat"
 		}
 		t.Run(name, func(t *testing.T) {
-			forceWalk = walkOnly
-			defer func() { forceWalk = false }()
+			defer ForceWalkForTesting(walkOnly)()
 			if got := Method(); got != name {
 				t.Fatalf("Method() = %q, want %q", got, name)
 			}
@@ -106,7 +107,7 @@ func TestDotDotAndInvalidPaths(t *testing.T) {
 		wantKind(t, err, KindPathTooLong)
 		// The kernel layer refuses ".." that climbs out even when handed one directly.
 		for _, rel := range []string{"../outside/secret.txt", "sub/../../outside/secret.txt"} {
-			fd, err := openBeneath(f.root, rel, unix.O_RDONLY, 0)
+			fd, err := openBeneath(target{root: f.root, dir: f.root}, rel, unix.O_RDONLY, 0)
 			if err == nil {
 				unix.Close(fd)
 				t.Fatalf("openBeneath(%q) opened a file outside the root", rel)
@@ -221,11 +222,15 @@ func TestProcMagicLinks(t *testing.T) {
 		if b, err := os.ReadFile("/proc/self/root" + secret); err != nil || string(b) != outsideSecret {
 			t.Fatalf("control read through /proc/self/root: %q, %v", b, err)
 		}
-		roots := []Root{{Path: "/proc/self"}}
+		// /proc/self is itself a symlink, so as a root it is refused outright; /proc/PID is the same directory.
+		_, err = Read([]Root{{Path: "/proc/self"}}, "/proc/self/root"+secret, 1<<20)
+		wantKind(t, err, KindSymlink)
+		self := "/proc/" + strconv.Itoa(os.Getpid())
+		roots := []Root{{Path: self}}
 		for _, p := range []string{
-			"/proc/self/root" + secret,
-			"/proc/self/fd/" + strconv.Itoa(int(held.Fd())),
-			"/proc/self/cwd/safefs_test.go",
+			self + "/root" + secret,
+			self + "/fd/" + strconv.Itoa(int(held.Fd())),
+			self + "/cwd/safefs_test.go",
 		} {
 			c, err := Read(roots, p, 1<<20)
 			if strings.Contains(c.Data, outsideSecret) {
@@ -420,8 +425,7 @@ func BenchmarkReadSmall(b *testing.B) {
 	})
 	if Method() == "openat2" {
 		b.Run("safefs.Read/openat", func(b *testing.B) {
-			forceWalk = true
-			defer func() { forceWalk = false }()
+			defer ForceWalkForTesting(true)()
 			for b.Loop() {
 				if _, err := Read(roots, p, 1<<20); err != nil {
 					b.Fatal(err)
@@ -617,5 +621,152 @@ func TestDenySwapRace(t *testing.T) {
 		if swaps.Load() == 0 || allowed.Load() == 0 || refused.Load() == 0 {
 			t.Fatal("the race did not exercise both outcomes; the test proves nothing")
 		}
+	})
+}
+
+// A root path with a symlink anywhere in it is refused (KindSymlink, the root named), not followed to its target:
+// roots are opened with RESOLVE_NO_SYMLINKS (or the O_NOFOLLOW walk from /).
+func TestRootWithSymlinkRefused(t *testing.T) {
+	eachMethod(t, func(t *testing.T, _ string) {
+		f := newFixture(t)
+		tmp := filepath.Dir(f.root)
+		must(t, os.Symlink(f.outside, filepath.Join(tmp, "lroot"))) // the root itself is a link
+		must(t, os.Symlink(tmp, filepath.Join(f.root, "up")))       // a link earlier in the root's path
+		for _, root := range []string{filepath.Join(tmp, "lroot"), filepath.Join(f.root, "up", "outside")} {
+			roots := []Root{{Path: root, Access: AccessWrite}}
+			c, err := Read(roots, filepath.Join(root, "secret.txt"), 100)
+			if strings.Contains(c.Data, outsideSecret) {
+				t.Fatalf("read the outside through root %s", root)
+			}
+			wantKind(t, err, KindSymlink)
+			if !strings.Contains(err.Error(), "has a symlink in its path") {
+				t.Fatalf("error does not say why: %v", err)
+			}
+			_, err = List(roots, root, 10)
+			wantKind(t, err, KindSymlink)
+			wantKind(t, WriteAtomic(roots, filepath.Join(root, "planted"), []byte("x"), 10), KindSymlink)
+			// An Exact root whose parent path holds the link: refused the same way.
+			_, err = Read([]Root{{Path: filepath.Join(root, "secret.txt"), Exact: true}}, filepath.Join(root, "secret.txt"), 100)
+			wantKind(t, err, KindSymlink)
+		}
+		if names := mustReadDir(t, f.outside); len(names) != 1 {
+			t.Fatalf("outside holds %v, want only secret.txt", names)
+		}
+		// Control: the same root by its real path works.
+		c, err := Read([]Root{{Path: f.outside}}, filepath.Join(f.outside, "secret.txt"), 100)
+		must(t, err)
+		if c.Data != outsideSecret {
+			t.Fatalf("control read %q", c.Data)
+		}
+	})
+}
+
+// An Exact root grants its own path only and never follows it when it is a symlink, to a sibling (which openat2
+// would otherwise follow, since it stays beneath the parent) or to a directory outside.
+func TestExactRoot(t *testing.T) {
+	eachMethod(t, func(t *testing.T, _ string) {
+		f := newFixture(t)
+		d := filepath.Join(f.root, "d")
+		must(t, os.Mkdir(d, 0o755))
+		must(t, os.WriteFile(filepath.Join(d, "f"), []byte("granted"), 0o644))
+		must(t, os.WriteFile(filepath.Join(d, "sibling"), []byte("SIBLING"), 0o644))
+		must(t, os.Symlink("sibling", filepath.Join(d, "link")))
+		must(t, os.Symlink(f.outside, filepath.Join(d, "dl")))
+		exact := func(p string, a Access) []Root { return []Root{{Path: p, Access: a, Exact: true}} }
+		c, err := Read(exact(filepath.Join(d, "f"), AccessRead), filepath.Join(d, "f"), 100)
+		must(t, err)
+		if c.Data != "granted" {
+			t.Fatalf("exact read %q", c.Data)
+		}
+		l, err := List(exact(d, AccessRead), d, 10)
+		must(t, err)
+		if len(l.Entries) != 4 {
+			t.Fatalf("exact list of a directory: %+v", l.Entries)
+		}
+		// Only the path itself: not a sibling, not beneath.
+		_, err = Read(exact(filepath.Join(d, "f"), AccessRead), filepath.Join(d, "sibling"), 100)
+		wantKind(t, err, KindOutside)
+		_, err = Read(exact(d, AccessRead), filepath.Join(d, "f"), 100)
+		wantKind(t, err, KindOutside)
+		// The named symlinks are not followed.
+		c, err = Read(exact(filepath.Join(d, "link"), AccessRead), filepath.Join(d, "link"), 100)
+		if strings.Contains(c.Data, "SIBLING") {
+			t.Fatal("read the sibling through an exact root naming a symlink")
+		}
+		wantKind(t, err, KindSymlink)
+		l, err = List(exact(filepath.Join(d, "dl"), AccessRead), filepath.Join(d, "dl"), 10)
+		if len(l.Entries) != 0 {
+			t.Fatalf("listed the outside through an exact root naming a symlink: %+v", l.Entries)
+		}
+		wantKind(t, err, KindSymlink)
+		// A write replaces the link itself (never follows it); an exact root on a missing file creates it.
+		must(t, WriteAtomic(exact(filepath.Join(d, "link"), AccessWrite), filepath.Join(d, "link"), []byte("new"), 10))
+		if b, _ := os.ReadFile(filepath.Join(d, "sibling")); string(b) != "SIBLING" {
+			t.Fatalf("sibling changed: %q", b)
+		}
+		must(t, Write(exact(filepath.Join(d, "made"), AccessWrite), filepath.Join(d, "made"), []byte("m"), 10))
+		wantKind(t, Write(exact(filepath.Join(d, "made"), AccessRead), filepath.Join(d, "made"), []byte("m"), 10), KindReadOnly)
+		// A longer subtree root covering nothing more changes nothing; an equal-length one loses to Exact.
+		both := []Root{{Path: d, Access: AccessRead}, {Path: filepath.Join(d, "link"), Access: AccessRead, Exact: true}}
+		must(t, os.Remove(filepath.Join(d, "link")))
+		must(t, os.Symlink("sibling", filepath.Join(d, "link")))
+		_, err = Read(both, filepath.Join(d, "link"), 100)
+		wantKind(t, err, KindSymlink)
+	})
+}
+
+// ProtectNames: a write is refused when any component beneath the root is protected, as given or where a symlink
+// led (ws/g -> sub/.git, at any depth); reads ignore it; nothing is created or changed there.
+func TestProtectNames(t *testing.T) {
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		git := filepath.Join(f.root, "sub", "deep", ".git")
+		must(t, os.MkdirAll(filepath.Join(git, "hooks"), 0o755))
+		must(t, os.WriteFile(filepath.Join(git, "config"), []byte("cfg"), 0o644))
+		must(t, os.Symlink("sub/deep/.git", filepath.Join(f.root, "g")))
+		must(t, os.Symlink("sub/deep/.git/hooks", filepath.Join(f.root, "h")))
+		roots := []Root{{Path: f.root, Access: AccessWrite}}
+		prot := ProtectNames(".git")
+		viaLink := []Kind{KindProtected}
+		if method == "openat" {
+			viaLink = append(viaLink, KindSymlink) // the walk refuses the symlink before it gets there
+		}
+		wantKind(t, Write(roots, filepath.Join(git, "config"), []byte("x"), 10, prot), KindProtected)
+		wantKind(t, WriteAtomic(roots, filepath.Join(git, "config"), []byte("x"), 10, prot), KindProtected)
+		for _, p := range []string{"g/config", "g/new", "h/pre-commit"} {
+			wantKind(t, Write(roots, filepath.Join(f.root, p), []byte("x"), 10, prot), viaLink...)
+			err := WriteAtomic(roots, filepath.Join(f.root, p), []byte("x"), 10, prot)
+			wantKind(t, err, viaLink...)
+			if method == "openat2" && !strings.Contains(err.Error(), "under the protected name .git") {
+				t.Fatalf("error does not name the protected name: %v", err)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(git, "config")); string(b) != "cfg" {
+			t.Fatalf("protected file changed: %q", b)
+		}
+		if names := mustReadDir(t, git); len(names) != 2 {
+			t.Fatalf("something was created under .git: %v", names)
+		}
+		if names := mustReadDir(t, filepath.Join(git, "hooks")); len(names) != 0 {
+			t.Fatalf("something was created under .git/hooks: %v", names)
+		}
+		// Control: without the option the symlink does reach .git under openat2 (what the option exists for).
+		if method == "openat2" {
+			must(t, Write(roots, filepath.Join(f.root, "g", "control"), []byte("x"), 10))
+			if _, err := os.Stat(filepath.Join(git, "control")); err != nil {
+				t.Fatalf("control write through g did not land in .git: %v", err)
+			}
+		}
+		// Reads are not affected; a name merely containing .git is not protected; a root beneath .git is judged
+		// beneath itself only.
+		c, err := Read(roots, filepath.Join(f.root, "g", "config"), 100)
+		if method == "openat2" {
+			must(t, err)
+			if c.Data != "cfg" {
+				t.Fatalf("read %q", c.Data)
+			}
+		}
+		must(t, Write(roots, filepath.Join(f.root, "x.git"), []byte("x"), 10, prot))
+		must(t, Write([]Root{{Path: filepath.Join(git, "hooks"), Access: AccessWrite}}, filepath.Join(git, "hooks", "ok"), []byte("x"), 10, prot))
 	})
 }
