@@ -331,7 +331,8 @@ grants = ["tool:invoke request_sandbox_boundary --..."]
 // with the agent's fs cards: it reads and writes inside an entry its cards
 // allow, sees nothing of an entry they do not, writes nowhere read-only;
 // a directory the boundary gains by an approved request is preopened in
-// that session only.
+// that session only. The tool is built the default way, pre-initialised
+// (go/fsprobesnap): its init ran at build time, with no directory.
 func TestPreopensFollowTheSession(t *testing.T) {
 	dir := t.TempDir()
 	work, more, nocard := filepath.Join(dir, "work"), filepath.Join(dir, "more"), filepath.Join(dir, "nocard")
@@ -355,9 +356,13 @@ grants = ["tool:invoke fsprobe --...", "tool:invoke request_sandbox_boundary --.
 [agents.coder.boundary]
 fs = [{ path = "`+work+`", access = "write", match = "subtree" },
       { path = "`+nocard+`", access = "read", match = "subtree" }]
-`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "go/fsprobe")
+`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "go/fsprobesnap")
 	probe := func(session string, in map[string]any) maiden.Result {
 		return sessCall(t, h, session, "fsprobe", in)
+	}
+	// Pre-initialised (init saw no directory), and the call sees its own.
+	if res := probe("s1", map[string]any{"op": "wd", "path": ""}); !res.OK || res.Output != `"init= call=`+work+`"` {
+		t.Fatalf("wd: %+v, want init= call=%s", res, work)
 	}
 	if res := probe("s1", map[string]any{"op": "read", "path": filepath.Join(work, "f.txt")}); !res.OK || !strings.Contains(res.Output, "in work") {
 		t.Fatalf("read in work: %+v", res)
