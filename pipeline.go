@@ -158,6 +158,7 @@ func (h *Host) pipeline() handler {
 		h.sessionGate,
 		h.loadAndValidate,
 		h.middleware,
+		h.sessionRecheck,
 		h.runApproved,
 		h.admitRecord,
 		h.checkOutput,

@@ -195,31 +195,109 @@ func (h *Host) sessionGate(next handler) handler {
 	}
 }
 
-// cardPreopens keeps the directories the agent's cards allow: fs:read DIR
-// for each (a grant matching the directory's own path, such as
-// fs:read /srv/** or fs:read /srv/work), and fs:write DIR for it to stay
-// writable. A nil wallet (the implicit agent, which holds every card)
-// keeps them all. The effective capability is the tool's policy ∩ the
-// binding ∩ the cards ∩ the session's boundary ∩ the component's imports.
+// sessionRecheck holds the call to its session's boundary again after the
+// middleware chain, which may have waited minutes for a human: a boundary
+// reset (network off, entries gone) or a session ended meanwhile counts
+// for this call, not only for the next one. The early gate (sessionGate)
+// stays, so the structured error comes before a human is asked.
+func (h *Host) sessionRecheck(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if inv.sess == nil {
+			return next(ctx, inv) // the call needs nothing of its session
+		}
+		// Read it again: a cache hit while the store's generation is
+		// unchanged, the store's answer after a change.
+		inv.sess = nil
+		return h.sessionGate(next)(ctx, inv)
+	}
+}
+
+// cardPreopens keeps the directories whose whole subtree the agent's
+// cards allow: fs:read DIR/** for each (a grant covering it, such as
+// fs:read /srv/** or fs:read /srv/work/**), and fs:write DIR/** for it to
+// stay writable. A directory is handed over whole, so a grant of the
+// directory alone (fs:read /srv/work) or one level (fs:read /srv/*) is not
+// enough, and any exception or prohibition that may reach inside it (a
+// lower-negative grant of the allowing card, an upper-negative grant of any
+// card) or a ceiling that does not cover the subtree drops it. A nil
+// wallet (the implicit agent, which holds every card) keeps them all. The
+// effective capability is the tool's policy ∩ the binding ∩ the cards ∩ the
+// session's boundary ∩ the component's imports.
 func cardPreopens(dirs []sandbox.Preopen, w *cards.Wallet) []sandbox.Preopen {
 	if w == nil {
 		return dirs
 	}
 	var out []sandbox.Preopen
 	for _, d := range dirs {
-		t, err := grant.FSTarget("read", d.HostPath)
-		if err != nil || !w.Decide(t).Allow {
+		if !subtreeAllowed(w, "read", d.HostPath) {
 			continue
 		}
-		if d.Write {
-			if t, err := grant.FSTarget("write", d.HostPath); err != nil || !w.Decide(t).Allow {
-				d.Write = false
-			}
+		if d.Write && !subtreeAllowed(w, "write", d.HostPath) {
+			d.Write = false
 		}
 		out = append(out, d)
 	}
 	return out
 }
+
+// subtreeAllowed reports whether w allows fs:verb on everything beneath
+// dir, conservatively: a negative grant or a ceiling that might touch the
+// subtree counts against it.
+func subtreeAllowed(w *cards.Wallet, verb, dir string) bool {
+	want, err := grant.Parse("fs:" + verb + " " + strings.TrimSuffix(dir, "/") + "/**")
+	if err != nil {
+		return false // a path the grant language cannot name: no card can cover it
+	}
+	mine := func(g cards.Grant) bool {
+		return g.Recipient == "" || g.Recipient == "*" || g.Recipient == w.Agent()
+	}
+	applies := func(g grant.Grant) bool {
+		return g.Class == grant.FS && (g.Verb == "" || g.Verb == verb)
+	}
+	touches := func(g grant.Grant) bool {
+		return applies(g) && (g.Covers(want) || want.Covers(g) || prefixRelated(fsLiteralPrefix(g), dir))
+	}
+	allowed := false
+	for _, c := range w.Cards() {
+		for _, n := range c.Spec.UpperNeg {
+			if mine(n) && touches(n.Grant) {
+				return false
+			}
+		}
+		if len(c.Spec.UpperPos) > 0 && !slices.ContainsFunc(c.Spec.UpperPos, func(u cards.Grant) bool {
+			return mine(u) && (u.Grant.Class != grant.FS || applies(u.Grant)) && u.Grant.Covers(want)
+		}) {
+			return false
+		}
+		if allowed {
+			continue
+		}
+		if slices.ContainsFunc(c.Spec.LowerPos, func(g cards.Grant) bool { return mine(g) && applies(g.Grant) && g.Grant.Covers(want) }) &&
+			!slices.ContainsFunc(c.Spec.LowerNeg, func(n cards.Grant) bool { return mine(n) && touches(n.Grant) }) {
+			allowed = true
+		}
+	}
+	return allowed
+}
+
+// fsLiteralPrefix is the path of an fs grant up to its first wildcard
+// segment ("/srv/work/secret" for /srv/work/secret/**, "/" for /*/x).
+func fsLiteralPrefix(g grant.Grant) string {
+	f := strings.Fields(g.String())
+	p := f[len(f)-1]
+	var lit []string
+	for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		if strings.Contains(seg, "*") {
+			break
+		}
+		lit = append(lit, seg)
+	}
+	return "/" + strings.Join(lit, "/")
+}
+
+// prefixRelated reports whether one of two clean absolute paths is within
+// the other.
+func prefixRelated(a, b string) bool { return pathWithin(a, b) || pathWithin(b, a) }
 
 // SessionInfo is a session as operators see it (maiden sessions).
 type SessionInfo struct {
@@ -292,14 +370,18 @@ func (h *Host) OpenSession(ctx context.Context, agent string) (string, error) {
 // naming it is refused), the secret material it held is dropped, and the
 // calls waiting on its boundary requests are woken.
 func (h *Host) EndSession(ctx context.Context, id string) error {
-	h.material.drop(id)
 	h.stateHolder.mu.Lock()
 	st := h.stateHolder.st
 	h.stateHolder.mu.Unlock()
 	if st == nil {
+		h.material.drop(id)
 		return nil // no call of this Host has opened the store: no session to end
 	}
 	err := st.EndSession(ctx, id)
+	// Dropped once the session is ended in the store, so that a web_fetch
+	// racing with the end cannot resolve it again afterwards (its next
+	// call finds the session ended).
+	h.material.drop(id)
 	if errors.Is(err, store.ErrUnknownSession) {
 		return fmt.Errorf("%w %q", ErrUnknownSession, id)
 	}
@@ -374,10 +456,18 @@ func (ms *materials) drop(session string) {
 // subtrees, so an entry is kept only when it is a subtree entry, not
 // inside a deny root and not containing one, and without a protected name
 // on its path), and the path itself becomes read-only (returned in lost,
-// for the caller's read-only list). The CLI's read paths are its runtime
+// for the caller's read-only list). A boundary with protected names makes
+// every write path read-only (Landlock cannot carve them out). The CLI's read paths are its runtime
 // (binaries, libraries, configuration) and stay as the operator declared
 // them.
 func narrowWritable(paths []string, b boundary.Boundary) (writable, lost []string) {
+	if len(b.Protected) > 0 {
+		// Landlock cannot refuse writes under a protected name inside a
+		// writable directory (a .git anywhere beneath it): with protected
+		// names, nothing is writable for a CLI, as for preopens; writes
+		// go through fs_write, which checks each path.
+		return nil, slices.Clone(paths)
+	}
 	for _, p := range paths {
 		if boundary.Allows(b, boundary.Need{Path: p, Access: boundary.Write, Match: boundary.Subtree}) && !underProtected(p, b.Protected) {
 			writable = append(writable, p)

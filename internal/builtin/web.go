@@ -183,7 +183,18 @@ func WebFetch(ctx context.Context, b boundary.Boundary, in []byte, f Fetcher, m 
 		req.Headers = append(req.Headers, egress.Header{Name: n, Value: x.Headers[n]})
 	}
 	for _, h := range m.Headers {
+		if h.Secret == "" {
+			// The gate checks a secret header by its secret's name
+			// (destinations, secret:use); an unnamed one cannot be.
+			return nil, &Error{Tool: ToolWebFetch, Target: target, Reason: ReasonInvalidInput,
+				Message: fmt.Sprintf("secret header %s names no secret, so its destinations cannot be checked; nothing was sent", shorten(h.Name))}
+		}
 		req.Headers = append(req.Headers, egress.Header{Name: h.Name, Value: h.Value})
+		// The gate checks each like a credential: declared, its
+		// destinations, the caller's secret:use card.
+		if !slices.Contains(req.HeaderSecrets, h.Secret) {
+			req.HeaderSecrets = append(req.HeaderSecrets, h.Secret)
+		}
 	}
 	if x.Body != nil {
 		req.Body = []byte(*x.Body)

@@ -443,7 +443,10 @@ func TestWebFetchInvalidInput(t *testing.T) {
 // secret header (against the contract) still returns no value in the output or the error.
 func TestWebFetchRedactsWhatTheGateDoesNotKnow(t *testing.T) {
 	e := newWebEnv(t, "CONN_TOKEN")
-	m := Material{Headers: []SecretHeader{{Name: "X-Api-Key", Value: headerSecret}}}
+	// Named as a secret the policy declares (the gate checks it by name),
+	// whose value the gate resolves to something else: only WebFetch
+	// knows this value.
+	m := Material{Headers: []SecretHeader{{Name: "X-Api-Key", Secret: "CONN_TOKEN", Value: headerSecret}}}
 	out, err := webCall(t, e, netOn, m, map[string]any{"url": e.url("/echo")})
 	if err != nil {
 		t.Fatal(err)
@@ -457,12 +460,12 @@ func TestWebFetchRedactsWhatTheGateDoesNotKnow(t *testing.T) {
 			t.Fatalf("output holds %q: %s", leak, all)
 		}
 	}
-	if !strings.Contains(out.Body, "[REDACTED:header:X-Api-Key]") {
+	if !strings.Contains(out.Body, "[REDACTED:CONN_TOKEN]") {
 		t.Fatalf("body = %s", out.Body)
 	}
 	_, err = webCall(t, e, netOn, m, map[string]any{"url": e.url("/bad-encoding")})
 	fe := wantError(t, err, ReasonFetchFailed)
-	if strings.Contains(err.Error(), headerSecret) || !strings.Contains(fe.Message, "[REDACTED:header:X-Api-Key]") {
+	if strings.Contains(err.Error(), headerSecret) || !strings.Contains(fe.Message, "[REDACTED:CONN_TOKEN]") {
 		t.Fatalf("error = %v", err)
 	}
 	// (The gate's own audit event of that exchange quotes the value here: that is why the Fetcher contract asks

@@ -207,6 +207,14 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	if d.Allow && req.HasCredential {
 		d = p.mayAttach(req.Credential, t, method)
 	}
+	for _, name := range req.HeaderSecrets {
+		if d.Allow {
+			d = p.mayAttach(name, t, method)
+		}
+		if d.Allow && req.Authorize != nil {
+			d = authorize(req.Authorize, t, name)
+		}
+	}
 	if d.Allow && req.Authorize != nil {
 		// The caller's authority after the policy's: it can only narrow
 		// what the policy allowed, and its denial names what the caller

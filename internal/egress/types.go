@@ -20,6 +20,13 @@ type Request struct {
 	// Credential is the name of a secret the tool asks the host to attach.
 	Credential    string
 	HasCredential bool
+	// HeaderSecrets names secrets whose values the caller itself put in
+	// Headers (a host-side built-in such as web_fetch attaching a
+	// session's secret headers; never a tool, which has no values). Each
+	// passes the same checks as Credential before anything is sent:
+	// declared in the policy's Secrets, its [secrets.NAME] destinations,
+	// and the caller's Authorize with that name.
+	HeaderSecrets []string
 	// Authorize, if not nil, is the caller's own authority over this
 	// request (the root package fills it from the calling agent's permission
 	// cards; the gate knows nothing of cards). It is asked once the policy
