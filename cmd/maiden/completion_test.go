@@ -72,7 +72,7 @@ func TestCompleteArgs(t *testing.T) {
 		kind  completeKind
 		want  []string
 	}{
-		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "pending", "approve", "deny", "audit", "operators", "client", "completion", "version", "help"}},
+		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "pending", "approve", "deny", "sessions", "audit", "state", "operators", "client", "completion", "version", "help"}},
 		{"audit subcommands", []string{"audit", ""}, completeWords, []string{"verify", "tail", "export"}},
 		{"operators subcommands", []string{"operators", ""}, completeWords, []string{"token", "ls", "revoke-token"}},
 		{"audit tail flags", []string{"audit", "tail", "-"}, completeWords, []string{"-cache", "-config", "-f", "-isolation", "-json", "-n", "-state", "-v"}},
@@ -106,7 +106,7 @@ func TestCompleteArgs(t *testing.T) {
 		{"after --", []string{"completion", "--", "-"}, completeWords, nil},
 		{"shells", []string{"completion", ""}, completeWords, []string{"bash", "zsh", "fish"}},
 		{"build's source", []string{"build", "-watch", ""}, completeFiles, nil},
-		{"help topics", []string{"help", "se"}, completeWords, []string{"serve"}},
+		{"help topics", []string{"help", "se"}, completeWords, []string{"serve", "sessions"}},
 		{"unknown flag value skipped", []string{"serve", "-nope", ""}, completeWords, nil},
 	}
 	for _, tt := range tests {
@@ -252,7 +252,7 @@ comp "maiden check -config=` + dir + `/ot"
 	out := shellRun(t, env, bash, "--norc", "--noprofile", "-c", script)
 	for _, want := range []string{
 		"complete -F _maiden maiden\n",
-		"maiden se => serve\n",
+		"maiden se => serve sessions\n",
 		"maiden client  => config\n",
 		"maiden client config cu => cursor\n",
 		"maiden serve -iso => -isolation\n",
@@ -294,6 +294,7 @@ done`)
 	want := `COMPDEF _maiden maiden
 == maiden se
 serve:serve the tools over MCP (stdio, or streamable HTTP at ADDR/mcp)
+sessions:the sessions in the state store and their sandbox boundaries
 == maiden serve -isolation 
 workers
 process
@@ -331,6 +332,7 @@ for line in "maiden se" "maiden serve -isolation " "maiden serve -isolation=w" "
   echo "== $line"; complete -C "$line"
 end`)
 	want := "== maiden se\nserve\tserve the tools over MCP (stdio, or streamable HTTP at ADDR/mcp)\n" +
+		"sessions\tthe sessions in the state store and their sandbox boundaries\n" +
 		"== maiden serve -isolation \nprocess\nworkers\n" +
 		"== maiden serve -isolation=w\n-isolation=workers\n" +
 		"== maiden client config v\nvscode\tVS Code\n" +
