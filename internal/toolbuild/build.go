@@ -100,13 +100,30 @@ func watIsMiddleware(wat []byte) bool {
 // either way for WAT; for JS see ComponentFromJS. This keeps every tool
 // written before 0.2.0 building unchanged, without a flag.
 func contractForText(src []byte) wit.Contract {
-	if bytes.Contains(src, []byte(wit.V030.HostInterface)) {
+	if mentions(src, wit.V030.HostInterface) {
 		return wit.V030
 	}
-	if bytes.Contains(src, []byte(wit.V020.HostInterface)) || bytes.Contains(src, []byte(`"`+wit.OutputSchemaExport+`"`)) {
+	if mentions(src, wit.V020.HostInterface) || mentions(src, `"`+wit.OutputSchemaExport+`"`) {
 		return wit.V020
 	}
 	return wit.V010
+}
+
+// mentions reports whether s appears in the code of src, not in a comment:
+// a line whose text starts as a comment (//, /*, *, or WAT's ;;) is
+// skipped, so that a template's comment naming another contract (the
+// JS template mentions maiden:tool/host@0.3.0 for reveal) does not pick it.
+func mentions(src []byte, s string) bool {
+	for line := range bytes.Lines(src) {
+		t := bytes.TrimSpace(line)
+		if bytes.HasPrefix(t, []byte("//")) || bytes.HasPrefix(t, []byte("/*")) || bytes.HasPrefix(t, []byte("*")) || bytes.HasPrefix(t, []byte(";;")) {
+			continue
+		}
+		if bytes.Contains(t, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // contractForCore picks the contract of a compiled core module: 0.3.0 if
@@ -189,9 +206,9 @@ func coreIsMiddleware(core []byte) bool {
 func (t *Toolchain) ComponentFromJS(ctx context.Context, jsSource []byte) ([]byte, error) {
 	c := wit.V020
 	switch {
-	case bytes.Contains(jsSource, []byte(wit.V030.HostInterface)):
+	case mentions(jsSource, wit.V030.HostInterface):
 		c = wit.V030 // reveal
-	case bytes.Contains(jsSource, []byte(wit.V010.HostInterface)):
+	case mentions(jsSource, wit.V010.HostInterface):
 		c = wit.V010
 	}
 	return t.run(ctx, "component from JS", request{Kind: "js", World: wit.World, OutputSchema: c.OutputSchema,
