@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/maiden-run/maiden/config"
@@ -193,17 +195,22 @@ func commandCall(cmd *command.Invocation) []byte {
 	if err := json.Unmarshal(cmd.JSON(), &proj); err != nil {
 		panic("maiden: a command invocation's JSON projection does not decode: " + err.Error()) // JSON() marshals a map
 	}
-	call := struct {
-		Command     []string                   `json:"command"`
-		Options     map[string]json.RawMessage `json:"options"`
-		Positionals []json.RawMessage          `json:"positionals"`
-		Stdin       json.RawMessage            `json:"stdin,omitempty"`
-	}{Command: cmd.Path(), Options: map[string]json.RawMessage{}, Positionals: []json.RawMessage{}, Stdin: proj["stdin"]}
-	if call.Command == nil {
-		call.Command = []string{}
+	// Written directly: the values are json.Marshal's compact output
+	// already; names and command words are quoted by appendJSONString
+	// (callaudit.go).
+	b := make([]byte, 0, 64+len(proj)*32)
+	b = append(b, `{"command":[`...)
+	for i, w := range cmd.Path() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, w)
 	}
+	b = append(b, `],"options":{`...)
+	stdin := proj["stdin"]
 	delete(proj, "command")
 	delete(proj, "stdin")
+	var pos []json.RawMessage
 	for _, p := range cmd.Command().Positionals {
 		v, ok := proj[p.Name]
 		if !ok {
@@ -211,23 +218,34 @@ func commandCall(cmd *command.Invocation) []byte {
 		}
 		delete(proj, p.Name)
 		if !p.Variadic {
-			call.Positionals = append(call.Positionals, v)
+			pos = append(pos, v)
 			continue
 		}
 		var vs []json.RawMessage
 		if err := json.Unmarshal(v, &vs); err != nil {
 			panic("maiden: a variadic positional's projection is not an array: " + err.Error())
 		}
-		call.Positionals = append(call.Positionals, vs...)
+		pos = append(pos, vs...)
 	}
-	for k, v := range proj {
-		call.Options[k] = v
+	for i, k := range slices.Sorted(maps.Keys(proj)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendJSONString(b, k), ':')
+		b = append(b, proj[k]...)
 	}
-	b, err := json.Marshal(call)
-	if err != nil {
-		panic("maiden: encoding a command call: " + err.Error())
+	b = append(b, `},"positionals":[`...)
+	for i, v := range pos {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
 	}
-	return b
+	b = append(b, ']')
+	if stdin != nil {
+		b = append(append(b, `,"stdin":`...), stdin...)
+	}
+	return append(b, '}')
 }
 
 // reparseToolCommand reads a middleware's rewritten input with the command
