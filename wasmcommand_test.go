@@ -378,3 +378,36 @@ grants = ["tool:invoke cmdecho add --times=* -- $secret:API_TOKEN"]
 	}
 	wantKind(t, res, maiden.KindDenied, "")
 }
+
+// TestCommandToolRewriteIsReauthorized: a middleware component's rewrite
+// of a command-tree call (testdata/middleware/city: "paris" → "Paris") is
+// parsed with the description again, decided by the cards on its new
+// rendering, and is what the tool receives; a card that allowed the
+// original call but not the rewritten one refuses it.
+func TestCommandToolRewriteIsReauthorized(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.cmdecho]
+path = %q
+[middleware.city]
+path = "`+testkit.Middleware(t, "city")+`"
+[[middleware]]
+use = "city"
+[agents.capital]
+tools = ["cmdecho"]
+grants = ["tool:invoke cmdecho list --city=Paris", "tool:invoke cmdecho list --city=paris"]
+[agents.lower]
+tools = ["cmdecho"]
+grants = ["tool:invoke cmdecho list --city=paris"]
+`, maiden.Options{}, "cmdecho")
+	ctx := context.Background()
+	in := `{"command":"list","city":"paris"}`
+	res, err := h.Call(ctx, maiden.Call{Agent: "capital", Tool: "cmdecho", Input: in})
+	if err != nil || !res.OK || res.Output != `{"command":["list"],"options":{"city":"Paris"},"positionals":[]}` {
+		t.Fatalf("rewritten call: %+v %+v %v", res, res.Error, err)
+	}
+	res, err = h.Call(ctx, maiden.Call{Agent: "lower", Tool: "cmdecho", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, res, maiden.KindDenied, "tool:invoke cmdecho list --city=Paris")
+}

@@ -1,11 +1,11 @@
-;; cmdecho: a command-tree tool: schema() is a command description (add, list, remote show), execute returns its input unchanged, so a test sees exactly what the host passes.
+;; cmdecho: a command-tree tool: schema() is a command description (add, list [--limit=N] [--city=C], remote show), execute returns its input unchanged, so a test sees exactly what the host passes.
 ;; Host should: serve the description's JSON Schema projection, validate and authorize calls as commands, pass the validated call.
 ;; The ABI is echo.wat's (see there); only describe, schema and execute differ.
 (module
   (memory (export "memory") 1)
   (global $heap (mut i32) (i32.const 8192))
   (data (i32.const 16) "Echoes the command call it receives. A fixture for maiden's own tests.")
-  (data (i32.const 256) "{\"maiden_command\":1,\"name\":\"cmdecho\",\"summary\":\"Echoes the call it receives.\",\"options\":[{\"name\":\"verbose\",\"short\":\"v\",\"kind\":\"count\",\"global\":true}],\"commands\":[{\"name\":\"add\",\"aliases\":[\"a\"],\"end_of_options\":\"--\",\"options\":[{\"name\":\"tag\",\"kind\":\"list\"},{\"name\":\"times\",\"type\":\"integer\",\"minimum\":1,\"maximum\":9,\"default\":1},{\"name\":\"no-color\",\"kind\":\"bool\"},{\"name\":\"label\",\"kind\":\"map\"}],\"positionals\":[{\"name\":\"text\",\"required\":true},{\"name\":\"more\",\"variadic\":true}],\"stdin\":{\"media_type\":\"text/plain\"}},{\"name\":\"list\",\"summary\":\"Lists.\",\"options\":[{\"name\":\"limit\",\"type\":\"integer\"}]},{\"name\":\"remote\",\"commands\":[{\"name\":\"show\",\"end_of_options\":\"--\",\"positionals\":[{\"name\":\"name\",\"required\":true}]}]}]}")
+  (data (i32.const 256) "{\"maiden_command\":1,\"name\":\"cmdecho\",\"summary\":\"Echoes the call it receives.\",\"options\":[{\"name\":\"verbose\",\"short\":\"v\",\"kind\":\"count\",\"global\":true}],\"commands\":[{\"name\":\"add\",\"aliases\":[\"a\"],\"end_of_options\":\"--\",\"options\":[{\"name\":\"tag\",\"kind\":\"list\"},{\"name\":\"times\",\"type\":\"integer\",\"minimum\":1,\"maximum\":9,\"default\":1},{\"name\":\"no-color\",\"kind\":\"bool\"},{\"name\":\"label\",\"kind\":\"map\"}],\"positionals\":[{\"name\":\"text\",\"required\":true},{\"name\":\"more\",\"variadic\":true}],\"stdin\":{\"media_type\":\"text/plain\"}},{\"name\":\"list\",\"summary\":\"Lists.\",\"options\":[{\"name\":\"limit\",\"type\":\"integer\"},{\"name\":\"city\"}]},{\"name\":\"remote\",\"commands\":[{\"name\":\"show\",\"end_of_options\":\"--\",\"positionals\":[{\"name\":\"name\",\"required\":true}]}]}]}")
   (func (export "cabi_realloc")
     (param $old i32) (param $old_size i32) (param $align i32) (param $new_size i32)
     (result i32)
@@ -43,7 +43,7 @@
   (func (export "describe") (result i32)
     (call $ret_string (i32.const 16) (i32.const 70)))
   (func (export "schema") (result i32)
-    (call $ret_string (i32.const 256) (i32.const 705)))
+    (call $ret_string (i32.const 256) (i32.const 721)))
   (func (export "execute") (param $in i32) (param $len i32) (result i32)
     (call $ret_result (i32.const 0) (local.get $in) (local.get $len)))
 )
