@@ -537,7 +537,7 @@ func TestCommandError(t *testing.T) {
 
 	for _, bad := range []*CommandError{
 		{Code: "OTHER", Domain: DomainCommand, Stage: "launch", Reason: "x"},
-		{Code: ErrorCode, Domain: "network", Stage: "launch", Reason: "x"},
+		{Code: ErrorCode, Domain: "web", Stage: "launch", Reason: "x"},
 		{Code: ErrorCode, Domain: DomainCommand, Stage: "Launch", Reason: "x"},
 		{Code: ErrorCode, Domain: DomainCommand, Stage: "launch", Reason: "has space"},
 		{Code: ErrorCode, Domain: DomainCommand, Stage: "launch", Reason: ReasonBoundaryRequired},
@@ -547,5 +547,9 @@ func TestCommandError(t *testing.T) {
 		if bad.Validate() == nil {
 			t.Errorf("Validate accepted %+v", bad)
 		}
+	}
+	// maiden's own domain for a need of the network (web_fetch, http-fetch, a CLI's egress).
+	if err := (&CommandError{Code: ErrorCode, Domain: DomainNetwork, Stage: "web_fetch", Reason: ReasonBoundaryRequired, RequiredExpansion: &Expansion{Network: true}}).Validate(); err != nil {
+		t.Errorf("a network need: %v", err)
 	}
 }
