@@ -580,7 +580,11 @@ func (s *Server) protocolError(tool string, err error) error {
 		return err
 	default:
 		s.log.Error("call failed in the host", "tool", tool, "error", err)
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "maiden: " + err.Error()}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "maiden: ") {
+			msg = "maiden: " + msg // the host's own errors (ErrState) already say so
+		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
 }
 
