@@ -281,6 +281,12 @@ var watFixtures = map[string]world{
 	"revealer":    {Imports: []string{"maiden:tool/host@0.3.0"}, Exports: toolExports020},
 	"badimport":   {Imports: []string{"evil:net/socket@0.1.0", hostImport}, Exports: toolExports},
 	"noexecute":   {Exports: []string{"describe: func() -> string", "schema: func() -> string"}},
+	// fsescape hands raw paths to WASI's filesystem (the preopen escape tests).
+	"fsescape": {Imports: []string{
+		"wasi:cli/stderr@0.2.12", "wasi:cli/stdin@0.2.12", "wasi:cli/stdout@0.2.12",
+		"wasi:filesystem/preopens@0.2.12", "wasi:filesystem/types@0.2.12",
+		"wasi:io/error@0.2.12", "wasi:io/streams@0.2.12",
+	}, Exports: toolExports},
 	"wrongsig": {Exports: []string{
 		"describe: func() -> string",
 		"execute: func(input: u32) -> string",
