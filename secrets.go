@@ -378,7 +378,7 @@ type revealRecord struct {
 func (h *Host) revealFunc(ctx context.Context, inv *invocation) sandbox.RevealFunc {
 	cs := inv.secrets
 	return func(_ context.Context, handle string) (string, error) {
-		rec := revealRecord{Session: inv.call.Session, Outcome: "denied"}
+		rec := revealRecord{Session: inv.sessionID(), Outcome: "denied"} // the default session by its ID
 		deny := func(reason string) (string, error) {
 			rec.Reason = reason
 			h.recordReveal(ctx, inv, &rec)

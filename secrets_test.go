@@ -355,8 +355,8 @@ func TestReveal(t *testing.T) {
 			recs := auditOf(t, h, maiden.AuditSecretReveal)
 			want := []struct{ agent, session, secret, outcome string }{
 				{"nocard", "s-nocard", "SIGNING_KEY", "denied"},
-				{"narrow", "", "SIGNING_KEY", "denied"},
-				{"user", "", "TOKEN", "denied"},
+				{"narrow", "default-narrow", "SIGNING_KEY", "denied"}, // no Call.Session: the agent's default session, by its ID
+				{"user", "default-user", "TOKEN", "denied"},
 				{"user", "s-user", "SIGNING_KEY", "allowed"},
 			}
 			if len(recs) != len(want) {
