@@ -63,6 +63,18 @@ await call({});
 {
   const { r, got, took } = await call({ flood: 3000 });
   check("a flooding up.progress succeeds", !r.isError, JSON.stringify(r));
+  // The SDK handles a response at once but a notification a microtask later
+  // (Protocol._onnotification), so the final report, which maiden writes
+  // before the response, can reach the SDK's progress handler after the
+  // response removed the call's token: it then reports "unknown token"
+  // with the notification. That late final report still counts as this
+  // call's (and is the only unknown-token error allowed).
+  await new Promise((res) => setTimeout(res, 50));
+  const late = errors.findIndex((e) => e.includes("unknown token") && e.includes('"progress":3000') && e.includes('"total":3000'));
+  if (late >= 0) {
+    errors.splice(late, 1);
+    got.push({ progress: 3000, total: 3000, message: "flood 3000 (handled after the response)", at: took });
+  }
   const last = got[got.length - 1];
   check("the flood ends at the upstream's last value", last && last.progress === 3000 && last.total === 3000, JSON.stringify(last));
   check("the flood is increasing", increasing(got), show(got));
