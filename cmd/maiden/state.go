@@ -234,31 +234,12 @@ func (st *stateStatus) version(v int) {
 	}
 }
 
-// stateTablePrivileges are the privileges the PostgreSQL store uses on each
-// of its tables: the same list as internal/store's pgTablePrivileges, which
-// Open checks (TestStatePrivilegesMatchTheStore holds the two together by
-// opening the store with exactly these, and with each one withheld). The
+// stateTablePrivileges are the privileges the PostgreSQL store uses on
+// each of its tables, the list its Open checks (TestStatePrivilegesMatchTheStore
+// opens the store with exactly these, and with each one withheld). The
 // audit trail is only read and appended to: UPDATE and DELETE on it may be
 // denied.
-var stateTablePrivileges = map[string][]string{
-	"agents":            {"SELECT", "INSERT"},
-	"tokens":            {"SELECT", "INSERT", "UPDATE"},
-	"cards":             {"SELECT", "INSERT", "UPDATE"},
-	"card_parents":      {"SELECT", "INSERT"},
-	"revocations":       {"SELECT", "INSERT"},
-	"counters":          {"SELECT", "UPDATE"},
-	"schema_migrations": {"SELECT"},
-	"audit":             {"SELECT", "INSERT"},
-	"rate_buckets":      {"SELECT", "INSERT", "UPDATE"},
-	"quota_windows":     {"SELECT", "INSERT", "UPDATE"},
-	"approvals":         {"SELECT", "INSERT", "UPDATE"},
-	"operators":         {"SELECT", "INSERT"},
-	"operator_tokens":   {"SELECT", "INSERT", "UPDATE"},
-	"audit_journal":     {"SELECT", "INSERT", "UPDATE", "DELETE"},
-	"sessions":          {"SELECT", "INSERT", "UPDATE"},
-	"session_revisions": {"SELECT", "INSERT"},
-	"boundary_requests": {"SELECT", "INSERT", "UPDATE"},
-}
+var stateTablePrivileges = store.TablePrivileges()
 
 // stateConnectTimeout bounds reaching the database.
 const stateConnectTimeout = 10 * time.Second

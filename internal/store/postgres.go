@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -234,6 +235,16 @@ var pgTablePrivileges = map[string][]string{
 	"sessions":          {"SELECT", "INSERT", "UPDATE"},
 	"session_revisions": {"SELECT", "INSERT"},
 	"boundary_requests": {"SELECT", "INSERT", "UPDATE"},
+}
+
+// TablePrivileges returns (a copy of) the privileges the PostgreSQL store
+// uses on each of its tables, for `maiden state check`.
+func TablePrivileges() map[string][]string {
+	out := make(map[string][]string, len(pgTablePrivileges))
+	for t, ps := range pgTablePrivileges {
+		out[t] = slices.Clone(ps)
+	}
+	return out
 }
 
 // checkPrivileges names the first privilege the connecting role lacks on
