@@ -221,7 +221,7 @@ func (h *Host) checkInput(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		limit := h.maxInputBytes(inv.cfg)
 		if n := int64(len(inv.call.Input)); n > limit {
-			return inv.fail(KindInput, fmt.Sprintf("input is %d bytes, over the %d-byte limit (max_input_bytes in agent.toml)", n, limit))
+			return inv.fail(KindInput, InputTooLarge(n, limit))
 		}
 		doc, err := parseInput(inv.call.Input)
 		if err != nil {
@@ -230,6 +230,19 @@ func (h *Host) checkInput(next handler) handler {
 		inv.input = doc
 		return next(ctx, inv)
 	}
+}
+
+// MaxInputBytes is the largest call input this host accepts now:
+// Options.MaxInputBytes if set, else max_input_bytes of the configuration in
+// force. Call refuses a larger input before parsing it; a front end that
+// reads messages (MCP over stdio or HTTP) bounds them by it plus its own
+// envelope, so the one limit applies however the call arrives.
+func (h *Host) MaxInputBytes() int64 { return h.maxInputBytes(h.cfg.Load()) }
+
+// InputTooLarge is the one message for an input of n bytes over limit, in
+// every front end.
+func InputTooLarge(n, limit int64) string {
+	return fmt.Sprintf("the input is %d bytes, more than the %d-byte limit (max_input_bytes in agent.toml, or Options.MaxInputBytes); send less, or raise the limit", n, limit)
 }
 
 // maxInputBytes is Options.MaxInputBytes, else the configuration's.

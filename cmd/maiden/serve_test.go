@@ -45,7 +45,7 @@ func TestServeStdioSurvivesBadInput(t *testing.T) {
 	for _, want := range []string{
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700`,
 		`{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"invalid request: message of 204898 bytes refused`,
-		`"text":"input: the arguments are 2014 bytes, more than the 1024 that max_input_bytes allows`,
+		`"text":"input: the input is 2014 bytes, more than the 1024-byte limit (max_input_bytes in agent.toml`,
 		`{"jsonrpc":"2.0","id":4,"result":{}}`,
 	} {
 		if !strings.Contains(r.stdout, want) {

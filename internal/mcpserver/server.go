@@ -483,12 +483,9 @@ func (s *Server) RunStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser
 // handler runs one tools/call of the named tool for agent.
 func (s *Server) handler(agent, name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if n, limit := int64(len(req.Params.Arguments)), s.host.Config().MaxInputBytes(); n > limit {
-			// Refused before anything parses it: a 20 MB array of small
-			// numbers took 860 MB to parse.
-			return errorResult(maiden.KindInput, fmt.Sprintf(
-				"the arguments are %d bytes, more than the %d that max_input_bytes allows; send less, or raise max_input_bytes in agent.toml", n, limit)), nil
-		}
+		// The size is checked once, by Host.Call, before anything parses
+		// the arguments (a 20 MB array of small numbers took 860 MB to
+		// parse); the transport has bounded the whole message already.
 		input := string(req.Params.Arguments)
 		if len(req.Params.Arguments) == 0 || string(req.Params.Arguments) == "null" {
 			input = "{}"
@@ -503,10 +500,6 @@ func (s *Server) handler(agent, name string) mcp.ToolHandler {
 // builtinHandler runs one tools/call of a built-in tool for agent.
 func (s *Server) builtinHandler(agent, name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if n, limit := int64(len(req.Params.Arguments)), s.host.Config().MaxInputBytes(); n > limit {
-			return errorResult(maiden.KindInput, fmt.Sprintf(
-				"the arguments are %d bytes, more than the %d that max_input_bytes allows", n, limit)), nil
-		}
 		input := string(req.Params.Arguments)
 		if len(req.Params.Arguments) == 0 || input == "null" {
 			input = "{}"
@@ -636,10 +629,11 @@ func errorResult(kind maiden.ErrorKind, msg string) *mcp.CallToolResult {
 	}
 }
 
-// maxMessage is the largest JSON-RPC message a transport accepts: the input
-// cap of the configuration in force plus the envelope around it.
+// maxMessage is the largest JSON-RPC message a transport accepts: the host's
+// input limit (Options.MaxInputBytes, else the configuration's) plus the
+// envelope around it.
 func (s *Server) maxMessage() int64 {
-	return s.host.Config().MaxInputBytes() + EnvelopeAllowance
+	return s.host.MaxInputBytes() + EnvelopeAllowance
 }
 
 // longestCall is how long the slowest configured call may take, plus a
