@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/regfile"
 )
 
 const (
@@ -227,5 +227,5 @@ const maxCAFileBytes = 4 << 20
 func readCAFile(name string) ([]byte, error) {
 	// The same reader as agent.toml's: regular files only (no FIFO, no
 	// device, no /proc file that claims a size of 0), size capped.
-	return config.ReadFile(name, maxCAFileBytes)
+	return regfile.Read(name, maxCAFileBytes)
 }

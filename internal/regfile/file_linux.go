@@ -1,4 +1,4 @@
-package config
+package regfile
 
 import (
 	"os"
