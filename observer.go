@@ -5,7 +5,7 @@ import "time"
 // Observer watches calls on their way through the pipeline: how many wait
 // for a turn and how many run, how each call ended and how long it took,
 // and every http-fetch decision. It is the seam for metrics (maiden serve's
-// Prometheus metrics, internal/metrics, are one Observer) and for anything
+// Prometheus metrics, metrics, are one Observer) and for anything
 // else that only needs to watch; a policy that decides (approval, quotas)
 // is a pipeline stage, not an Observer.
 //

@@ -11,9 +11,9 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/mcpserver"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/wasmtime"
+	"github.com/maiden-run/maiden/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/atomicfile"
-	"github.com/maiden-run/maiden/internal/mcpserver"
+	"github.com/maiden-run/maiden/mcpserver"
 )
 
 // `maiden client config CLIENT` writes the MCP server entry that makes a

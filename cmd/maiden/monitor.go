@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/maiden-run/maiden/internal/metrics"
+	"github.com/maiden-run/maiden/metrics"
 )
 
 // serveMetrics is the Observer behind /metrics for serve -http at addr;

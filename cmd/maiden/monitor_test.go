@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maiden-run/maiden/internal/metrics"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/metrics"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/mcpserver"
+	"github.com/maiden-run/maiden/mcpserver"
 )
 
 // stringList is a repeatable flag.

@@ -18,9 +18,9 @@ import (
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
-	"github.com/maiden-run/maiden/internal/mcpserver"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/mcpserver"
 )
 
 // browserTOML: agent bot may call echo, and every echo call asks a human

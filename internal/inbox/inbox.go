@@ -4,7 +4,7 @@
 // cards of each agent (revoke).
 //
 // It knows nothing of maiden's host: everything it shows and does goes
-// through a Backend (internal/mcpserver adapts *maiden.Host to it), so the
+// through a Backend (mcpserver adapts *maiden.Host to it), so the
 // page is tested with a fake and in a real browser against the real stack.
 //
 // Only operators get in: the login form takes an operator token (maiden

@@ -63,7 +63,7 @@ func maidenBin(t testing.TB) string {
 }
 
 // nodeDir installs the official TypeScript SDK at the version pinned by
-// internal/mcpserver/testdata/node-client's lockfile (the same client the
+// mcpserver/testdata/node-client's lockfile (the same client the
 // other MCP tests use) next to testdata/driver.mjs, once per lockfile and
 // driver, in the user cache, and returns that directory.
 func nodeDir(t testing.TB) string {
@@ -75,7 +75,7 @@ func nodeDir(t testing.TB) string {
 		t.Skip("node is not installed; the multi-instance tests drive maiden with the TypeScript MCP client")
 	}
 	root := testkit.RepoRoot(t)
-	src := filepath.Join(root, "internal", "mcpserver", "testdata", "node-client")
+	src := filepath.Join(root, "mcpserver", "testdata", "node-client")
 	files := map[string][]byte{}
 	h := sha256.New()
 	for _, f := range []string{"package.json", "package-lock.json", ".npmrc"} {

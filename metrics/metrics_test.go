@@ -17,8 +17,8 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/metrics"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"

@@ -63,7 +63,7 @@ func nodeClientDir(t *testing.T) string {
 // once per lockfile version, and returns that directory.
 func npmDir(t *testing.T, name string, extra ...string) string {
 	t.Helper()
-	src := filepath.Join(testkit.RepoRoot(t), "internal", "mcpserver", "testdata", name)
+	src := filepath.Join(testkit.RepoRoot(t), "mcpserver", "testdata", name)
 	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/metrics"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/metrics"
 )
 
 // BenchmarkObserverCost measures what the Prometheus observer adds to the
@@ -22,7 +22,7 @@ import (
 // and the ratio of the two hosts without: the noise floor the first ratio
 // is to be read against.
 //
-//	go test ./internal/metrics -run '^$' -bench ObserverCost -count 5
+//	go test ./metrics -run '^$' -bench ObserverCost -count 5
 func BenchmarkObserverCost(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "agent.toml")
 	toml := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n", testkit.Component(b, "echo"))

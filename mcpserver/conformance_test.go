@@ -179,7 +179,7 @@ func (s conformanceSuite) command(ctx context.Context, dir string, args ...strin
 // returns the pinned Node and the suite's CLI.
 func installConformance(t *testing.T) conformanceSuite {
 	t.Helper()
-	src := filepath.Join(testkit.RepoRoot(t), "internal", "mcpserver", "testdata", "conformance")
+	src := filepath.Join(testkit.RepoRoot(t), "mcpserver", "testdata", "conformance")
 	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func installConformance(t *testing.T) conformanceSuite {
 func conformanceAgent(t *testing.T, bin string) string {
 	t.Helper()
 	root := testkit.RepoRoot(t)
-	src := filepath.Join(root, "internal", "mcpserver", "testdata", "conformance")
+	src := filepath.Join(root, "mcpserver", "testdata", "conformance")
 	entries, err := os.ReadDir(filepath.Join(src, "tools"))
 	if err != nil {
 		t.Fatal(err)
