@@ -117,6 +117,7 @@ type Pool struct {
 	finished chan struct{}
 
 	starting    sync.WaitGroup // prestarts in flight
+	reaped      sync.WaitGroup // worker processes started and not yet reaped
 	inflight    atomic.Int64   // calls sent to workers and not yet answered
 	fpOnce      sync.Once
 	confOnce    sync.Once
@@ -378,6 +379,12 @@ func (p *Pool) spawnTrackedWith(ctx context.Context, files []*os.File, env []str
 		p.mu.Unlock()
 	}()
 	w, err := spawnWith(ctx, p.opts.Command, p.opts.StartTimeout, files, env)
+	if w != nil {
+		// Shutdown waits for this: a killed worker left unreaped stays a
+		// zombie until init adopts it (~1.5 s after maiden exits).
+		p.reaped.Add(1)
+		go func() { <-w.exited; p.reaped.Done() }()
+	}
 	if err != nil && ctx.Err() != nil && p.isClosing() {
 		return nil, ErrClosed
 	}
@@ -449,6 +456,20 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("worker pool shutdown: %w", ctx.Err())
 		}
+	}
+	// Every worker killed above is reaped before Shutdown returns, so a
+	// stopping maiden leaves no zombie behind it. Bounded: a worker that a
+	// bug left unkilled must not hold the host's Close forever.
+	reaped := make(chan struct{})
+	go func() { p.reaped.Wait(); close(reaped) }()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-reaped:
+	case <-ctx.Done():
+		return fmt.Errorf("worker pool shutdown: %w", ctx.Err())
+	case <-t.C:
+		p.log.Warn("worker pool shutdown: workers not reaped within 5s")
 	}
 	return nil
 }
