@@ -72,6 +72,11 @@ const inboxHeader = "Maiden-Inbox-Base"
 // dismissed) the elicitation that opens the inbox page.
 var errDeclined = errors.New("the client declined the approval elicitation")
 
+// errDraining ends an approval wait because the server is stopping (Drain):
+// the call answers pending with its request ID, and the request stays for
+// an operator; the client repeats the call after the restart.
+var errDraining = errors.New("the server is stopping")
+
 // inboxBaseFor is the base URL of the inbox for an HTTP request: the
 // configured public URL, else the request's own scheme and Host when that
 // host is loopback (a human on this machine can open it), else none.
@@ -211,6 +216,7 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	w.stopWait = stopWait
+	defer s.waits.add(w)()
 	stopProgress, onProgress := s.startProgress(ctx, req, c.Tool, w)
 	c.OnProgress = onProgress
 	res, err := s.host.Call(waitCtx, c)
@@ -226,6 +232,12 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 					"the call waits for a human's approval (request %s: %s); the approval page was declined on the client, which decides nothing: an operator does", r.ID, r.Reason)), nil
 			}
 		}
+		if ctx.Err() == nil && errors.Is(context.Cause(waitCtx), errDraining) {
+			if r, ok := w.request(); ok {
+				return s.pendingResult(c, r.ID, inbox, fmt.Sprintf(
+					"the call waits for a human's approval (request %s: %s); the server is stopping, and the request stays: repeat the call once it is back", r.ID, r.Reason)), nil
+			}
+		}
 		return nil, s.protocolError(c.Tool, err)
 	}
 	if !res.OK && res.Error != nil {
@@ -235,8 +247,11 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 				return s.inputRequired(c, res.Error, inbox), nil
 			}
 			msg := res.Error.Message
-			if errors.Is(context.Cause(waitCtx), errDeclined) {
+			switch cause := context.Cause(waitCtx); {
+			case errors.Is(cause, errDeclined):
 				msg = "the approval page was declined on the client, which decides nothing: an operator does. " + msg
+			case errors.Is(cause, errDraining):
+				msg = "the server is stopping; the request stays for an operator: repeat the call once it is back. " + msg
 			}
 			return s.pendingResult(c, res.Error.Approval, inbox, msg), nil
 		case api.KindDenied:
@@ -336,6 +351,12 @@ func (w *approvalWatch) begin(r maiden.ApprovalRequest) {
 	defer w.mu.Unlock()
 	first := !w.begun
 	w.req, w.begun, w.decided = r, true, false
+	if w.s.draining.Load() {
+		// The server is stopping: the request is stored; answer pending
+		// now rather than wait for a human the server will not be there for.
+		w.stopWait(errDraining)
+		return
+	}
 	if !first {
 		return
 	}
@@ -467,5 +488,81 @@ func (w *approvalWatch) end() {
 	w.mu.Unlock()
 	if pending && w.ctx.Err() == nil {
 		w.check()
+	}
+}
+
+// waitSet is the server's tools/call handlers in flight, each with its
+// approval watch, so a stopping server can end every wait for a human with
+// the pending result (Drain) instead of dropping the connection under it.
+type waitSet struct {
+	mu    sync.Mutex
+	calls map[*approvalWatch]struct{}
+	idle  chan struct{} // closed when calls becomes empty; nil while none is awaited
+}
+
+// add records a call in flight; the returned func removes it.
+func (ws *waitSet) add(w *approvalWatch) func() {
+	ws.mu.Lock()
+	if ws.calls == nil {
+		ws.calls = map[*approvalWatch]struct{}{}
+	}
+	ws.calls[w] = struct{}{}
+	ws.mu.Unlock()
+	return func() {
+		ws.mu.Lock()
+		delete(ws.calls, w)
+		if len(ws.calls) == 0 && ws.idle != nil {
+			close(ws.idle)
+			ws.idle = nil
+		}
+		ws.mu.Unlock()
+	}
+}
+
+// Drain is for a stopping server: every call that waits for a human
+// (an approval or a boundary request still pending) is answered now with its
+// pending result, request ID included, and the request stays in the store
+// for an operator; calls already running are left to finish. Drain returns
+// when no tools/call is in flight any more, or when ctx ends, with how many
+// calls are still in flight. Call it after the listener stopped accepting
+// and before closing connections, so the answers reach the clients.
+func (s *Server) Drain(ctx context.Context) int {
+	s.draining.Store(true)
+	s.waits.mu.Lock()
+	watches := make([]*approvalWatch, 0, len(s.waits.calls))
+	for w := range s.waits.calls {
+		watches = append(watches, w)
+	}
+	s.waits.mu.Unlock()
+	for _, w := range watches {
+		r, begun := w.request()
+		if !begun {
+			continue
+		}
+		// As for a declined elicitation: only a request still pending is
+		// given up; one a human approved meanwhile is running, and finishes.
+		if a, err := s.host.Approval(context.WithoutCancel(ctx), r.ID); err == nil && a.State == "pending" {
+			w.stopWait(errDraining)
+		}
+	}
+	for {
+		s.waits.mu.Lock()
+		n := len(s.waits.calls)
+		if n == 0 {
+			s.waits.mu.Unlock()
+			return 0
+		}
+		if s.waits.idle == nil {
+			s.waits.idle = make(chan struct{})
+		}
+		idle := s.waits.idle
+		s.waits.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			s.waits.mu.Lock()
+			defer s.waits.mu.Unlock()
+			return len(s.waits.calls)
+		}
 	}
 }

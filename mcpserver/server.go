@@ -112,6 +112,9 @@ type Server struct {
 
 	states *stateKey // signs the request state of input-required results
 
+	waits    waitSet     // calls in flight and how to end their waits for a human (Drain)
+	draining atomic.Bool // Drain ran: a wait that begins now ends at once as pending
+
 	// stdioSession is the maiden session of a stdio client: the process.
 	stdioSession string
 	stdio        atomic.Bool // RunStdio is serving

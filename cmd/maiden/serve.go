@@ -209,6 +209,9 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr 
 	// wait for the calls instead, then close everything.
 	shut := make(chan error, 1)
 	go func() { shut <- hs.Shutdown(sctx) }()
+	// Calls waiting for a human answer pending now, with their request IDs
+	// (the requests stay for an operator); running calls finish.
+	srv.Drain(sctx)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for h.Active() > 0 && sctx.Err() == nil {
