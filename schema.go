@@ -196,6 +196,14 @@ func (c *schemaCache) getTool(digest, text string) *inputSchema {
 	return c.getWith(digest, text, compileToolSchema)
 }
 
+// peek is the schema compiled for digest, if there is one.
+func (c *schemaCache) peek(digest string) (*inputSchema, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.m[digest]
+	return s, ok
+}
+
 func (c *schemaCache) getWith(digest, text string, compile func(string) *inputSchema) *inputSchema {
 	c.mu.Lock()
 	s, ok := c.m[digest]

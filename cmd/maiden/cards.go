@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
@@ -27,7 +28,11 @@ GRANTs are the card's lower-positive grants: what it allows.
             wallet (every call must then be under one of them, whatever other cards allow);
             the card allows nothing by itself.
   -deny     the GRANTs are upper-negative grants: a prohibition over the whole wallet that no
-            other card overrides; the card allows nothing by itself.
+            other card overrides; the card allows nothing by itself. A prohibition matches
+            arguments as an allowance does: 'tool:invoke greet --...' forbids every call of
+            greet, 'tool:invoke greet' only one without arguments. A tool GRANT that no call
+            the tool's input schema accepts can match is refused (it would forbid nothing),
+            one that a call escapes by adding an argument is granted with a warning.
 -expires makes the card stop counting after that long (default: never).
 Prints the card's ID (-json: {"id": ID}).
 
@@ -160,6 +165,11 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	defer s.close()
 	if err := s.declared(*agent); err != nil {
 		return failed(stderr, "cards grant", err)
+	}
+	if *deny {
+		if code := checkDenials(ctx, c, *agent, pos, gs, stderr); code != exitOK {
+			return code
+		}
 	}
 	card, err := s.st.Grant(ctx, *agent, spec)
 	if err != nil {
@@ -402,6 +412,87 @@ func cmdCardsShow(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		fmt.Fprintf(stdout, "%-8s %s\n", l[0], l[1])
 	}
 	return exitOK
+}
+
+// checkDenials checks the tool grants of a -deny card against the agent's
+// tools before it is installed. A prohibiting grant matches a call argument
+// by argument exactly as an allowing one does (docs/cards.md, "Prohibiting
+// a tool"): 'tool:invoke greet' forbids only a call of greet without
+// arguments, and 'tool:invoke greet --...' every call of greet. A grant that
+// no call the tool's input schema accepts can match forbids nothing, which
+// is never what the operator meant: it is refused, naming the --... form. A
+// grant that a call escapes by adding an argument is installed with a
+// warning that names the argument and the --... form.
+func checkDenials(ctx context.Context, c *common, agent string, texts []string, gs []grant.Grant, stderr io.Writer) int {
+	var h *maiden.Host
+	defer func() {
+		if h != nil {
+			h.Close(context.Background())
+		}
+	}()
+	for i, g := range gs {
+		if g.Class != grant.Tool {
+			continue
+		}
+		// A prohibition is a safety measure: when the tools cannot be
+		// read, it is installed unchecked rather than refused.
+		var err error
+		if h == nil {
+			if h, err = c.host(stderr); err != nil {
+				h = nil
+				fmt.Fprintf(stderr, "maiden cards grant: warning: GRANT %d %q not checked against the tools of agent %q: %v\n", i+1, texts[i], agent, err)
+				continue
+			}
+		}
+		reach, err := h.GrantReach(ctx, agent, g)
+		if err != nil {
+			fmt.Fprintf(stderr, "maiden cards grant: warning: GRANT %d %q not checked against the tools of agent %q: %v\n", i+1, texts[i], agent, err)
+			continue
+		}
+		wide := g.WithRest().String()
+		fix := fmt.Sprintf("maiden cards grant -agent %s -deny %s", shellQuote(agent), shellQuote(wide))
+		never, escapes, commands := 0, []string(nil), []string(nil)
+		for _, r := range reach {
+			if r.Never != "" {
+				never++
+			}
+			if r.Escapes != "" {
+				escapes = append(escapes, fmt.Sprintf("a call of %s that also passes %s", r.Tool, r.Escapes))
+			}
+			if r.Command {
+				commands = append(commands, r.Tool)
+			}
+		}
+		switch {
+		case len(reach) > 0 && never == len(reach):
+			fmt.Fprintf(stderr, "maiden cards grant: GRANT %d %q would forbid nothing: no call of %s can match it: %s.\n", i+1, texts[i], reach[0].Tool, reach[0].Never)
+			for _, r := range reach[1:] {
+				fmt.Fprintf(stderr, "  nor of %s: %s\n", r.Tool, r.Never)
+			}
+			fmt.Fprintf(stderr, "A prohibition matches a call's arguments exactly as an allowing grant does; to forbid every call whatever its arguments:\n  %s\n", fix)
+			return exitUsage
+		case len(escapes) > 0:
+			fmt.Fprintf(stderr, "maiden cards grant: warning: GRANT %d %q forbids only calls whose arguments it all names: %s is not forbidden; to forbid those too:\n  %s\n",
+				i+1, texts[i], strings.Join(escapes, " or "), fix)
+		case len(reach) == 0:
+			fmt.Fprintf(stderr, "maiden cards grant: warning: GRANT %d %q names no tool bound to agent %q\n", i+1, texts[i], agent)
+		}
+		if len(commands) > 0 {
+			fmt.Fprintf(stderr, "maiden cards grant: warning: GRANT %d %q: %s %s a typed command: the grant forbids only calls of exactly the command words it names, other options only with --..., other positionals only with -- ... (docs/command-model.md)\n",
+				i+1, texts[i], strings.Join(commands, ", "), map[bool]string{true: "is", false: "are"}[len(commands) == 1])
+		}
+	}
+	return exitOK
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 var _ flag.Value = (*expiryFlag)(nil)

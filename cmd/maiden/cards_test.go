@@ -228,14 +228,15 @@ func TestCardsGrantCallDeriveRevoke(t *testing.T) {
 func TestCardsDenyAndCeiling(t *testing.T) {
 	cfg, cache := agentsConfig(t), t.TempDir()
 	op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "tool:invoke echo --...")
-	deny := jsonID(t, op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "-deny", "-json", "tool:invoke echo --message=secret*").stdout)
+	deny := jsonID(t, op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "-deny", "-json", "tool:invoke echo --message=secret* --...",
+		"-cache", cache, "-isolation", "process").stdout)
 	for input, want := range map[string]int{`{"message":"hi"}`: exitOK, `{"message":"secret plans"}`: exitDenied} {
 		if r := callAs(t, cfg, cache, "research", input); r.code != want {
 			t.Errorf("-deny: %s: exit %d, want %d (%s)", input, r.code, want, r.stderr)
 		}
 	}
 	// The deny card alone allows nothing.
-	op(t, exitOK, cfg, "cards", "grant", "-agent", "helper", "-deny", "tool:invoke echo --...")
+	op(t, exitOK, cfg, "cards", "grant", "-agent", "helper", "-deny", "tool:invoke echo --...", "-cache", cache, "-isolation", "process")
 	if r := callAs(t, cfg, cache, "helper", `{"message":"hi"}`); r.code != exitDenied {
 		t.Errorf("a -deny card allowed a call: exit %d", r.code)
 	}
@@ -251,6 +252,68 @@ func TestCardsDenyAndCeiling(t *testing.T) {
 	_ = json.Unmarshal([]byte(op(t, exitOK, cfg, "cards", "ls", "-agent", "research", "-json").stdout), &shown)
 	if len(shown) != 3 || shown[2]["upper_positive"] == nil || shown[2]["lower_positive"] != nil || shown[1]["upper_negative"] == nil {
 		t.Errorf("the cards as stored: %v", shown)
+	}
+}
+
+// TestCardsDenyEveryCall is issue 22's deny card that did not deny. A
+// prohibition matches a call's arguments exactly as an allowing grant does
+// (CARDS.md A4 with A10): -deny 'tool:invoke echo' would forbid only a call
+// of echo without arguments, which echo's schema refuses (it requires
+// message), so the CLI refuses it, nothing is written, and the message
+// names the --... form; that form forbids every call of echo, and the
+// refusal names the deny card to revoke.
+func TestCardsDenyEveryCall(t *testing.T) {
+	cfg, cache := agentsConfig(t), t.TempDir()
+	db := filepath.Join(filepath.Dir(cfg), "maiden-state.db")
+	hello := `{"message":"hello"}`
+	op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "tool:invoke echo --message=hello")
+	if r := callAs(t, cfg, cache, "research", hello); r.code != exitOK {
+		t.Fatalf("the allow card: exit %d, stderr %q", r.code, r.stderr)
+	}
+	before := storeCards(t, db)
+
+	// A prohibition that can match no call echo's schema accepts.
+	r := op(t, exitUsage, cfg, "cards", "grant", "-agent", "research", "-deny", "tool:invoke echo", "-cache", cache, "-isolation", "process")
+	for _, want := range []string{
+		`GRANT 1 "tool:invoke echo" would forbid nothing`,
+		`its input schema requires the argument "message"`,
+		"maiden cards grant -agent research -deny 'tool:invoke echo --...'",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("-deny 'tool:invoke echo': stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if n := storeCards(t, db); n != before {
+		t.Errorf("a refused -deny wrote a card: %d cards, had %d", n, before)
+	}
+	if r := callAs(t, cfg, cache, "research", hello); r.code != exitOK {
+		t.Fatalf("after the refused -deny: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	// One that a call escapes by adding an argument: installed, with a
+	// warning that names the --... form.
+	r = op(t, exitOK, cfg, "cards", "grant", "-agent", "helper", "-deny", "tool:invoke echo --message=hello", "-cache", cache, "-isolation", "process")
+	for _, want := range []string{
+		`warning: GRANT 1 "tool:invoke echo --message=hello" forbids only calls whose arguments it all names`,
+		"a call of echo that also passes any argument its input schema does not list is not forbidden",
+		"maiden cards grant -agent helper -deny 'tool:invoke echo --message=hello --...'",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("-deny 'tool:invoke echo --message=hello': stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+
+	// The form the refusal named: every call of echo is forbidden, and
+	// the refusal names the deny card.
+	r = op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "-deny", "-json", "tool:invoke echo --...", "-cache", cache, "-isolation", "process")
+	deny := jsonID(t, r.stdout)
+	if r.stderr != "" {
+		t.Errorf("-deny 'tool:invoke echo --...' warned: %q", r.stderr)
+	}
+	r = callAs(t, cfg, cache, "research", hello)
+	want := fmt.Sprintf(`card %s of agent "research" forbids tool:invoke echo --message=hello (its upper-negative grant "tool:invoke echo --..."; only revoking that card lifts it: maiden cards revoke %s)`, deny, deny)
+	if r.code != exitDenied || !strings.Contains(r.stderr, want) {
+		t.Fatalf("with the deny card: exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, exitDenied, want)
 	}
 }
 

@@ -90,6 +90,32 @@ func TestDecideScenarios(t *testing.T) {
 				{ID: "c1", Spec: Spec{LowerPos: gs(t, "tool:invoke x")}},
 				{ID: "c2", Spec: Spec{UpperPos: gs(t, "tool:invoke y", "tool:invoke x*")}},
 			}, x, true, "card c1: lower-positive"},
+		// A prohibiting grant matches a call's arguments as an allowing
+		// one does (A4 with A10's exact argument matching): without --...
+		// it forbids only calls whose arguments it all names.
+		{"A4+A10 upper-negative greet --... forbids greet --message=hello",
+			[]Card{
+				{ID: "allow", Spec: Spec{LowerPos: gs(t, "tool:invoke greet --message=hello")}},
+				{ID: "deny", Spec: Spec{UpperNeg: gs(t, "tool:invoke greet --...")}},
+			}, toolT(t, "greet", `{"message":"hello"}`), false, "card deny: upper-negative tool:invoke greet --..."},
+		{"A4+A10 upper-negative greet (no arguments) forbids only an argument-less call",
+			[]Card{
+				{ID: "allow", Spec: Spec{LowerPos: gs(t, "tool:invoke greet --message=hello")}},
+				{ID: "deny", Spec: Spec{UpperNeg: gs(t, "tool:invoke greet")}},
+			}, toolT(t, "greet", `{"message":"hello"}`), true, "card allow: lower-positive"},
+		{"A4+A10 upper-negative greet --message=hello is escaped by another argument",
+			[]Card{
+				{ID: "allow", Spec: Spec{LowerPos: gs(t, "tool:invoke greet --message=hello --...")}},
+				{ID: "deny", Spec: Spec{UpperNeg: gs(t, "tool:invoke greet --message=hello")}},
+			}, toolT(t, "greet", `{"loud":true,"message":"hello"}`), true, "card allow: lower-positive"},
+		{"A4+A10 upper-negative greet --message=hello --... is not",
+			[]Card{
+				{ID: "allow", Spec: Spec{LowerPos: gs(t, "tool:invoke greet --message=hello --...")}},
+				{ID: "deny", Spec: Spec{UpperNeg: gs(t, "tool:invoke greet --message=hello --...")}},
+			}, toolT(t, "greet", `{"loud":true,"message":"hello"}`), false, "card deny: upper-negative"},
+		{"A2+A10 lower-negative greet --... excepts every call of greet in its card",
+			[]Card{{ID: "c1", Spec: Spec{LowerPos: gs(t, "tool:invoke greet --..."), LowerNeg: gs(t, "tool:invoke greet --...")}}},
+			toolT(t, "greet", `{"message":"hello"}`), false, "card c1: lower-negative tool:invoke greet --..."},
 		{"A10 tool:invoke search --pattern=cart allows --pattern=cart",
 			[]Card{{ID: "c1", Spec: Spec{LowerPos: gs(t, "tool:invoke search --pattern=cart")}}},
 			toolT(t, "search", `{"pattern":"cart"}`), true, "card c1"},
@@ -237,6 +263,21 @@ func TestUpperDenialNamesCard(t *testing.T) {
 	d := w.Decide(toolT(t, "x", `{}`))
 	if d.Allow || !strings.Contains(d.Reason, "card cap") || !strings.Contains(d.Reason, "maiden cards revoke cap") {
 		t.Fatalf("reason %q", d.Reason)
+	}
+}
+
+// TestDenyCardNamesCard: bob holds an allow card for greet --message=hello
+// and a deny card for every call of greet (CARDS.md A4); the refusal names
+// the deny card, its grant and how to lift it.
+func TestDenyCardNamesCard(t *testing.T) {
+	w := NewWallet("bob", t0, []Card{
+		{ID: "allow1", Spec: Spec{LowerPos: gs(t, "tool:invoke greet --message=hello")}},
+		{ID: "deny1", Spec: Spec{UpperNeg: gs(t, "tool:invoke greet --...")}},
+	})
+	d := w.Decide(toolT(t, "greet", `{"message":"hello"}`))
+	want := `card deny1 of agent "bob" forbids tool:invoke greet --message=hello (its upper-negative grant "tool:invoke greet --..."; only revoking that card lifts it: maiden cards revoke deny1)`
+	if d.Allow || d.Card != "deny1" || d.Bound != "upper-negative" || d.Reason != want {
+		t.Fatalf("Decide = %+v\nwant the reason %q", d, want)
 	}
 }
 

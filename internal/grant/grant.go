@@ -373,3 +373,33 @@ func (g Grant) LiteralName() (string, bool) {
 	}
 	return "", false
 }
+
+// ToolArgs returns the names of the arguments a tool grant names, in
+// canonical order (a name named twice listed twice), and whether the grant
+// ends with "--..." (any further arguments). A grant without "--..." matches
+// only calls whose arguments are all named, the prohibiting grants of a
+// card as much as the allowing ones (CARDS.md: one "covers" for all four
+// lists).
+func (g Grant) ToolArgs() (names []string, rest bool) {
+	for _, a := range g.args {
+		names = append(names, a.name)
+	}
+	return names, g.rest
+}
+
+// NamesTool reports whether the tool-name pattern of tool grant g matches
+// tool (whatever the arguments).
+func (g Grant) NamesTool(tool string) bool {
+	return (g.Class == Tool || g.Class == Approve) && g.name.Match(tool)
+}
+
+// IsCommand reports whether tool grant g names command words or
+// positionals (a typed command's call, command.go).
+func (g Grant) IsCommand() bool { return len(g.cmd) > 0 || len(g.pos) > 0 || g.posRest }
+
+// WithRest returns g with a final "--..." (any further arguments): the
+// form that forbids, or allows, every call g names whatever else it passes.
+func (g Grant) WithRest() Grant {
+	g.rest = true
+	return g
+}

@@ -210,6 +210,12 @@ func TestAllowsTool(t *testing.T) {
 		{"glob middle", "tool:invoke s --p=a*b*c", "s", `{"p":"axxbyyc"}`, true},
 		{"glob middle order", "tool:invoke s --p=a*b*c", "s", `{"p":"acb"}`, false},
 		{"glob overlap", "tool:invoke s --p=ab*ba", "s", `{"p":"aba"}`, false},
+		// A middle piece is consumed where it matched: the second b of
+		// a*b*b*c needs a b of its own.
+		{"glob middle pieces each consume", "tool:invoke s --p=a*b*b*c", "s", `{"p":"abc"}`, false},
+		{"glob middle pieces each consume: two", "tool:invoke s --p=a*b*b*c", "s", `{"p":"abbc"}`, true},
+		{"glob middle pieces each consume: apart", "tool:invoke s --p=a*b*b*c", "s", `{"p":"axbxbxc"}`, true},
+		{"glob middle piece not in the suffix", "tool:invoke s --p=a*bc*c", "s", `{"p":"abc"}`, false},
 		{"glob numbers", "tool:invoke s --limit=*", "s", `{"limit":10}`, true},
 		{"other tool", "tool:invoke weather --city=Paris", "weatherx", `{"city":"Paris"}`, false},
 		{"tool glob", "tool:invoke * --...", "anything", `{"a":1}`, true},
