@@ -34,9 +34,15 @@ type ToolReach struct {
 	Escapes string
 }
 
-// GrantReach reports, for tool grant g, what it reaches of each tool bound
-// to agent whose name it matches (none: the agent has no such tool now).
-func (h *Host) GrantReach(ctx context.Context, agent string, g grant.Grant) ([]ToolReach, error) {
+// GrantReach reports, for the tool grant text (`tool:invoke greet
+// --message=hi`), what it reaches of each tool bound to agent whose name it
+// matches (none: the agent has no such tool now). A text that is not a grant
+// is an error naming the column.
+func (h *Host) GrantReach(ctx context.Context, agent string, text string) ([]ToolReach, error) {
+	g, err := grant.Parse(text)
+	if err != nil {
+		return nil, err
+	}
 	infos, err := h.ToolsFor(ctx, agent)
 	if err != nil {
 		return nil, err

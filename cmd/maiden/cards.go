@@ -444,7 +444,7 @@ func checkDenials(ctx context.Context, c *common, agent string, texts []string, 
 				continue
 			}
 		}
-		reach, err := h.GrantReach(ctx, agent, g)
+		reach, err := h.GrantReach(ctx, agent, g.String())
 		if err != nil {
 			fmt.Fprintf(stderr, "maiden cards grant: warning: GRANT %d %q not checked against the tools of agent %q: %v\n", i+1, texts[i], agent, err)
 			continue
