@@ -70,6 +70,17 @@ func hostile(mode string, args []string) int {
 	case "env":
 		fmt.Print(strings.Join(os.Environ(), "\n"))
 		return 0
+	case "net":
+		if len(args) == 0 {
+			return 2
+		}
+		out, ok := hostileNet(args[0], args[1:])
+		if !ok {
+			fmt.Fprintln(os.Stderr, "unknown net verb", args[0])
+			return 2
+		}
+		fmt.Print(out)
+		return 0
 	case "spew":
 		n, _ := strconv.Atoi(args[0])
 		buf := make([]byte, n)
@@ -130,6 +141,12 @@ func hostile(mode string, args []string) int {
 			case "env":
 				fmt.Println(strings.Join(os.Environ(), " "))
 				continue
+			default:
+				if out, ok := hostileNet(verb, strings.Fields(arg)); ok {
+					fmt.Println(out)
+					continue
+				}
+				err = fmt.Errorf("unknown verb %q", verb)
 			}
 			if err != nil {
 				fmt.Printf("refused: %v\n", err)

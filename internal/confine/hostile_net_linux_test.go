@@ -1,0 +1,307 @@
+//go:build linux
+
+package confine_test
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/maiden-run/maiden/internal/confine"
+)
+
+// The attacks of issue 22 (findings 1-3), as a hostile CLI makes them: raw
+// system calls, no library in between. Each reports "ok ..." when the
+// attempt worked and "refused: ERRNO-NAME" (unix.ErrnoName) when a call
+// failed, so a test asserts the errno the seccomp filter returns (EPERM or
+// EACCES), not just "it failed".
+
+func errnoReport(err error) string {
+	if e, ok := err.(unix.Errno); ok {
+		return "refused: " + unix.ErrnoName(e)
+	}
+	return "refused: " + err.Error()
+}
+
+// sockaddr parses "ip:port" into a Sockaddr, its raw form and the family.
+func sockaddr(addr string) (unix.Sockaddr, []byte, int, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	p := ap.Port()
+	if ap.Addr().Is4() {
+		raw := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: ap.Addr().As4()}
+		raw.Port = p<<8 | p>>8
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&raw)), unsafe.Sizeof(raw))
+		return &unix.SockaddrInet4{Port: int(p), Addr: ap.Addr().As4()}, b, unix.AF_INET, nil
+	}
+	raw := unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: ap.Addr().As16()}
+	raw.Port = p<<8 | p>>8
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&raw)), unsafe.Sizeof(raw))
+	return &unix.SockaddrInet6{Port: int(p), Addr: ap.Addr().As16()}, b, unix.AF_INET6, nil
+}
+
+// fastOpen connects to addr with TCP Fast Open's implicit connect (no
+// connect(2)): via sendto, sendmsg or sendmmsg carrying MSG_FASTOPEN, then
+// reads the server's reply.
+func fastOpen(how, addr string) string {
+	sa, raw, family, err := sockaddr(addr)
+	if err != nil {
+		return "bad address: " + err.Error()
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return errnoReport(err)
+	}
+	defer unix.Close(fd)
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 10})
+	msg := []byte("hello")
+	switch how {
+	case "sendto":
+		err = unix.Sendto(fd, msg, unix.MSG_FASTOPEN, sa)
+	case "sendmsg":
+		_, err = unix.SendmsgN(fd, msg, nil, sa, unix.MSG_FASTOPEN)
+	case "sendmmsg":
+		iov := unix.Iovec{Base: &msg[0]}
+		iov.SetLen(len(msg))
+		var m struct {
+			hdr unix.Msghdr
+			len uint32
+			_   [4]byte
+		}
+		m.hdr.Name = &raw[0]
+		m.hdr.Namelen = uint32(len(raw))
+		m.hdr.Iov = &iov
+		m.hdr.SetIovlen(1)
+		_, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), 1, unix.MSG_FASTOPEN, 0, 0)
+		if e != 0 {
+			err = e
+		}
+	default:
+		return "unknown way " + how
+	}
+	if err != nil {
+		return errnoReport(err)
+	}
+	buf := make([]byte, 64)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return "ok, sent, but no reply: " + errnoReport(err)
+	}
+	return "ok, reply " + string(buf[:n])
+}
+
+// listenUnbound calls listen(2) on a socket that was never bound (the
+// kernel binds it to an ephemeral port on every address).
+func listenUnbound(family int) string {
+	fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return errnoReport(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Listen(fd, 1); err != nil {
+		return errnoReport(err)
+	}
+	sa, _ := unix.Getsockname(fd)
+	return fmt.Sprintf("ok, listening on %v", sa)
+}
+
+// ioUring tries io_uring's three calls. The ring fd -1 makes enter and
+// register fail with EBADF in the kernel: only a filter answers EPERM.
+func ioUring() string {
+	var params [120]byte // struct io_uring_params
+	var out []string
+	fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params)), 0)
+	if e == 0 {
+		unix.Close(int(fd))
+		out = append(out, "setup ok")
+	} else {
+		out = append(out, "setup "+unix.ErrnoName(e))
+	}
+	_, _, e = unix.Syscall6(unix.SYS_IO_URING_ENTER, ^uintptr(0), 0, 0, 0, 0, 0)
+	out = append(out, "enter "+unix.ErrnoName(e))
+	_, _, e = unix.Syscall6(unix.SYS_IO_URING_REGISTER, ^uintptr(0), 0, 0, 0, 0, 0)
+	out = append(out, "register "+unix.ErrnoName(e))
+	return strings.Join(out, ", ")
+}
+
+// dgramSend opens a socket of type typ (SOCK_DGRAM, SOCK_RAW) and sends one
+// datagram to addr.
+func dgramSend(typ, proto int, addr string) string {
+	sa, _, family, err := sockaddr(addr)
+	if err != nil {
+		return "bad address: " + err.Error()
+	}
+	fd, err := unix.Socket(family, typ, proto)
+	if err != nil {
+		return errnoReport(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Sendto(fd, []byte("x"), 0, sa); err != nil {
+		return errnoReport(err)
+	}
+	return "ok, sent"
+}
+
+// hostileNet runs the attacks above in the confined child (modes of
+// hostile, and verbs of the serve mode).
+func hostileNet(verb string, args []string) (string, bool) {
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	switch verb {
+	case "fastopen":
+		return fastOpen(arg(0), arg(1)), true
+	case "listen":
+		if arg(0) == "6" {
+			return listenUnbound(unix.AF_INET6), true
+		}
+		return listenUnbound(unix.AF_INET), true
+	case "iouring":
+		return ioUring(), true
+	case "udpsend":
+		return dgramSend(unix.SOCK_DGRAM, 0, arg(0)), true
+	case "rawsend":
+		return dgramSend(unix.SOCK_RAW, unix.IPPROTO_RAW, arg(0)), true
+	}
+	return "", false
+}
+
+// replier is a loopback TCP server (network "tcp4" or "tcp6") that answers
+// "pong" to whoever connects, counting connections.
+func replier(t *testing.T, network, addr string) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Skipf("no %s loopback here: %v", network, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Write([]byte("pong"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), &n
+}
+
+// netMode runs a hostileNet verb in a confined child started by Run.
+func netMode(t *testing.T, s confine.Spec, args ...string) string {
+	t.Helper()
+	return mode(t, "net", s, args...)
+}
+
+// Finding 1: a network-enabled CLI cannot reach a port other than the
+// proxy's with TCP Fast Open (the implicit connect of a send carrying
+// MSG_FASTOPEN, which Landlock's connect rule does not see), over IPv4 or
+// IPv6, by any of the three send calls: seccomp answers EPERM, and the
+// server never sees a connection.
+func TestNoFastOpenAroundTheProxy(t *testing.T) {
+	proxy, _ := listener(t)
+	s := confine.Spec{ProxyPort: port(proxy)}
+	for _, network := range []struct{ name, addr string }{{"tcp4", "127.0.0.1:0"}, {"tcp6", "[::1]:0"}} {
+		t.Run(network.name, func(t *testing.T) {
+			target, hits := replier(t, network.name, network.addr)
+			for _, how := range []string{"sendto", "sendmsg", "sendmmsg"} {
+				if got := netMode(t, s, "fastopen", how, target); got != "refused: EPERM" {
+					t.Errorf("%s MSG_FASTOPEN to %s: %q, want refused: EPERM", how, target, got)
+				}
+			}
+			if n := hits.Load(); n != 0 {
+				t.Errorf("the server was reached %d times", n)
+			}
+		})
+	}
+	// The proxy's own port is no exception: the proxy is reached by
+	// connect(2), which Landlock checks.
+	if got := netMode(t, s, "fastopen", "sendto", proxy); got != "refused: EPERM" {
+		t.Errorf("MSG_FASTOPEN to the proxy port: %q, want refused: EPERM", got)
+	}
+}
+
+// Finding 2: listen(2) on an unbound socket binds it implicitly (bind(2),
+// which Landlock refuses, is never called): refused with EPERM, IPv4 and
+// IPv6.
+func TestCannotListen(t *testing.T) {
+	proxy, _ := listener(t)
+	s := confine.Spec{ProxyPort: port(proxy)}
+	for _, family := range []string{"4", "6"} {
+		if got := netMode(t, s, "listen", family); got != "refused: EPERM" {
+			t.Errorf("listen on an unbound IPv%s socket: %q, want refused: EPERM", family, got)
+		}
+	}
+}
+
+// Finding 3: io_uring (which can create sockets, connect and bind without
+// the system calls the filter and Landlock see) is refused: setup, enter
+// and register all answer EPERM, with and without network.
+func TestNoIOUring(t *testing.T) {
+	proxy, _ := listener(t)
+	const want = "setup EPERM, enter EPERM, register EPERM"
+	for _, s := range []confine.Spec{{}, {ProxyPort: port(proxy)}} {
+		if got := netMode(t, s, "iouring"); got != want {
+			t.Errorf("proxy port %d: io_uring %q, want %q", s.ProxyPort, got, want)
+		}
+	}
+}
+
+// UDP and raw sends (the canary tries them too): the socket is refused
+// with EACCES, with and without network.
+func TestNoDatagramSends(t *testing.T) {
+	proxy, _ := listener(t)
+	target, _ := replier(t, "tcp4", "127.0.0.1:0")
+	for _, s := range []confine.Spec{{}, {ProxyPort: port(proxy)}} {
+		for _, verb := range []string{"udpsend", "rawsend"} {
+			if got := netMode(t, s, verb, target); got != "refused: EACCES" {
+				t.Errorf("proxy port %d: %s: %q, want refused: EACCES", s.ProxyPort, verb, got)
+			}
+		}
+	}
+}
+
+// The same holes for a long-running process started by StartCmd (a stdio
+// MCP import) given a proxy port.
+func TestStartCmdNoFastOpenListenIOUring(t *testing.T) {
+	proxy, _ := listener(t)
+	target, hits := replier(t, "tcp4", "127.0.0.1:0")
+	target6, hits6 := replier(t, "tcp6", "[::1]:0")
+	_, in, out := startCmd(t, "serve", confine.Spec{ProxyPort: port(proxy)})
+	for _, c := range []struct{ req, want string }{
+		{"fastopen sendto " + target, "refused: EPERM"},
+		{"fastopen sendmsg " + target6, "refused: EPERM"},
+		{"fastopen sendmmsg " + target, "refused: EPERM"},
+		{"listen 4", "refused: EPERM"},
+		{"iouring", "setup EPERM, enter EPERM, register EPERM"},
+		{"udpsend " + target, "refused: EACCES"},
+	} {
+		if _, err := in.Write([]byte(c.req + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(line); got != c.want {
+			t.Errorf("%s: %q, want %q", c.req, got, c.want)
+		}
+	}
+	if n := hits.Load() + hits6.Load(); n != 0 {
+		t.Errorf("the servers were reached %d times", n)
+	}
+}
