@@ -127,7 +127,8 @@ func cliInfo(t config.Tool) sandbox.LoadInfo {
 
 // probe is the Host's proof that confinement is in force, run once, at the
 // first wrapped CLI's call (or by Check): a confined child tries a
-// forbidden read, write and connect. It fails closed.
+// forbidden read, write, connect, Fast Open send, listen, io_uring... (see
+// confine.Probe). It fails closed.
 type probe struct {
 	once   sync.Once
 	status confine.Status

@@ -463,7 +463,7 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Landlock < 4 || len(st.Checks) < 10 {
+	if st.Landlock < 4 || len(st.Checks) < 19 {
 		t.Fatalf("status %+v", st)
 	}
 	for _, c := range st.Checks {
