@@ -466,9 +466,19 @@ func TestProbe(t *testing.T) {
 	if st.Landlock < 4 || len(st.Checks) < 19 {
 		t.Fatalf("status %+v", st)
 	}
+	if os.Geteuid() == 0 && !st.NetNS {
+		t.Errorf("as root, runs with network get no network namespace: %s", st.NetNSError)
+	}
 	for _, c := range st.Checks {
 		if !c.OK {
 			t.Errorf("check %s: %+v", c.Name, c)
+		}
+		if c.Name == "connect-elsewhere" {
+			// Nothing is there in the run's network namespace.
+			if !st.NetNS || !strings.Contains(c.Detail, "connection refused") {
+				t.Errorf("check %s: %+v (network namespace %v)", c.Name, c, st.NetNS)
+			}
+			continue
 		}
 		if c.Forbidden && !strings.Contains(c.Detail, "permission denied") && !strings.Contains(c.Detail, "operation not permitted") {
 			t.Errorf("check %s was refused for another reason: %q", c.Name, c.Detail)

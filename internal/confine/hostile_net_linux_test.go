@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -132,6 +134,29 @@ func ioUring() string {
 	return strings.Join(out, ", ")
 }
 
+// connectTo connects to addr with connect(2) and reads the reply.
+func connectTo(addr string) string {
+	sa, _, family, err := sockaddr(addr)
+	if err != nil {
+		return "bad address: " + err.Error()
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return errnoReport(err)
+	}
+	defer unix.Close(fd)
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 10})
+	if err := unix.Connect(fd, sa); err != nil {
+		return errnoReport(err)
+	}
+	buf := make([]byte, 64)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return "ok, connected, no reply: " + errnoReport(err)
+	}
+	return "ok, reply " + string(buf[:n])
+}
+
 // dgramSend opens a socket of type typ (SOCK_DGRAM, SOCK_RAW) and sends one
 // datagram to addr.
 func dgramSend(typ, proto int, addr string) string {
@@ -169,6 +194,8 @@ func hostileNet(verb string, args []string) (string, bool) {
 		return listenUnbound(unix.AF_INET), true
 	case "iouring":
 		return ioUring(), true
+	case "connect":
+		return connectTo(arg(0)), true
 	case "udpsend":
 		return dgramSend(unix.SOCK_DGRAM, 0, arg(0)), true
 	case "rawsend":
@@ -303,5 +330,47 @@ func TestStartCmdNoFastOpenListenIOUring(t *testing.T) {
 	}
 	if n := hits.Load() + hits6.Load(); n != 0 {
 		t.Errorf("the servers were reached %d times", n)
+	}
+}
+
+// The structural fix of issue 22: a network-enabled run is in a network
+// namespace of its own where only the proxy exists. Landlock's rule is per
+// port, so outside such a namespace the proxy's port number on another
+// loopback address (127.0.0.2, ::1) is reachable; inside it there is
+// nothing there (ECONNREFUSED), while 127.0.0.1 at that port reaches the
+// proxy (through maiden's relay).
+func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a network namespace needs CAP_SYS_ADMIN; this test runs as root (CI)")
+	}
+	proxy, proxyHits := replier(t, "tcp4", "127.0.0.1:0")
+	p := port(proxy)
+	other, otherHits := replier(t, "tcp4", "127.0.0.2:"+strconv.Itoa(p))
+	s := confine.Spec{ProxyPort: p, Path: self(t), Args: []string{"connect", other}, Env: []string{modeEnv + "=net"}}
+	res := run(t, s)
+	if !res.NetNS {
+		t.Errorf("a run with a proxy port as root had no network namespace: %+v", res)
+	}
+	if got := string(res.Stdout); got != "refused: ECONNREFUSED" {
+		t.Errorf("the proxy's port on 127.0.0.2: %q, want refused: ECONNREFUSED", got)
+	}
+	if l6, err := net.Listen("tcp6", "[::1]:"+strconv.Itoa(p)); err == nil {
+		l6.Close()
+		_, hits6 := replier(t, "tcp6", "[::1]:"+strconv.Itoa(p))
+		if got := netMode(t, confine.Spec{ProxyPort: p}, "connect", "[::1]:"+strconv.Itoa(p)); got != "refused: ECONNREFUSED" {
+			t.Errorf("the proxy's port on ::1: %q, want refused: ECONNREFUSED", got)
+		}
+		if n := hits6.Load(); n != 0 {
+			t.Errorf("the ::1 listener was reached %d times", n)
+		}
+	}
+	if got := netMode(t, confine.Spec{ProxyPort: p}, "connect", proxy); got != "ok, reply pong" {
+		t.Errorf("the proxy through the relay: %q, want ok, reply pong", got)
+	}
+	if n := otherHits.Load(); n != 0 {
+		t.Errorf("the listener on 127.0.0.2 was reached %d times", n)
+	}
+	if n := proxyHits.Load(); n != 1 {
+		t.Errorf("the proxy was reached %d times, want 1", n)
 	}
 }

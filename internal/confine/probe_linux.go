@@ -27,6 +27,11 @@ const probeMarker = "MAIDEN_CONFINE_PROBE"
 type Status struct {
 	// Landlock is the kernel's Landlock ABI (0: none).
 	Landlock int
+	// NetNS says network-enabled runs get a network namespace of their own
+	// (the probe's child ran in one); unset where this process cannot
+	// create one, and NetNSError says why.
+	NetNS      bool
+	NetNSError string
 	// Checks are the probe's attempts, forbidden and allowed, in order.
 	Checks []Check
 }
@@ -53,26 +58,28 @@ var probeChecks = []struct {
 	forbidden bool
 	errno     unix.Errno
 	what      string
+	netns     bool // tried only where runs get a network namespace
 }{
-	{"read-outside", true, 0, "reading a file outside the declared paths"},
-	{"write-readonly", true, 0, "writing in a read-only path"},
-	{"connect-other", true, 0, "a TCP connect to a loopback port that is not the proxy's"},
-	{"fastopen-v4", true, unix.EPERM, "a TCP Fast Open send (sendto MSG_FASTOPEN) to a loopback port that is not the proxy's"},
-	{"fastopen-v6", true, unix.EPERM, "a TCP Fast Open send (sendto MSG_FASTOPEN) over IPv6 loopback"},
-	{"fastopen-sendmsg", true, unix.EPERM, "a TCP Fast Open send by sendmsg"},
-	{"fastopen-sendmmsg", true, unix.EPERM, "a TCP Fast Open send by sendmmsg"},
-	{"listen", true, unix.EPERM, "listen on an unbound TCP socket (an implicit bind)"},
-	{"udp-socket", true, 0, "opening a UDP socket"},
-	{"udp-send", true, unix.EACCES, "sending a UDP datagram"},
-	{"raw-send", true, unix.EACCES, "sending on a raw IP socket"},
-	{"unix-socket", true, 0, "opening a unix socket"},
-	{"io_uring", true, unix.EPERM, "io_uring (setup, enter, register)"},
-	{"setsid", true, 0, "a child leaving the process group (setsid, setpgid)"},
-	{"read-declared", false, 0, "reading a file in a read-only path"},
-	{"write-declared", false, 0, "writing in a writable path"},
-	{"connect-proxy", false, 0, "a TCP connect to the proxy port"},
-	{"no-new-privs", false, 0, "no_new_privs set"},
-	{"rlimits", false, 0, "rlimits set (no core dumps, the file size cap)"},
+	{"read-outside", true, 0, "reading a file outside the declared paths", false},
+	{"write-readonly", true, 0, "writing in a read-only path", false},
+	{"connect-other", true, 0, "a TCP connect to a loopback port that is not the proxy's", false},
+	{"connect-elsewhere", true, 0, "a TCP connect to the proxy's port on another loopback address (127.0.0.2), which Landlock allows and the network namespace must not have", true},
+	{"fastopen-v4", true, unix.EPERM, "a TCP Fast Open send (sendto MSG_FASTOPEN) to a loopback port that is not the proxy's", false},
+	{"fastopen-v6", true, unix.EPERM, "a TCP Fast Open send (sendto MSG_FASTOPEN) over IPv6 loopback", false},
+	{"fastopen-sendmsg", true, unix.EPERM, "a TCP Fast Open send by sendmsg", false},
+	{"fastopen-sendmmsg", true, unix.EPERM, "a TCP Fast Open send by sendmmsg", false},
+	{"listen", true, unix.EPERM, "listen on an unbound TCP socket (an implicit bind)", false},
+	{"udp-socket", true, 0, "opening a UDP socket", false},
+	{"udp-send", true, unix.EACCES, "sending a UDP datagram", false},
+	{"raw-send", true, unix.EACCES, "sending on a raw IP socket", false},
+	{"unix-socket", true, 0, "opening a unix socket", false},
+	{"io_uring", true, unix.EPERM, "io_uring (setup, enter, register)", false},
+	{"setsid", true, 0, "a child leaving the process group (setsid, setpgid)", false},
+	{"read-declared", false, 0, "reading a file in a read-only path", false},
+	{"write-declared", false, 0, "writing in a writable path", false},
+	{"connect-proxy", false, 0, "a TCP connect to the proxy port", false},
+	{"no-new-privs", false, 0, "no_new_privs set", false},
+	{"rlimits", false, 0, "rlimits set (no core dumps, the file size cap)", false},
 }
 
 // Probe proves that confinement is in force on this machine: it starts a
@@ -80,7 +87,9 @@ var probeChecks = []struct {
 // write, connect (to a loopback listener Probe opens, not the proxy port),
 // TCP Fast Open sends to that listener over IPv4 and IPv6 (sendto, sendmsg,
 // sendmmsg), listen on an unbound socket, UDP and raw sends, a unix socket,
-// io_uring and setsid, and the allowed counterparts. It fails closed: any
+// io_uring and setsid, and the allowed counterparts; where runs get a
+// network namespace, a connect to the proxy's port on 127.0.0.2 (which
+// Landlock allows) must find nothing. It fails closed: any
 // attempt that went otherwise (a forbidden one that succeeded, or one the
 // seccomp filter must refuse that failed with another errno), or a kernel
 // without Landlock (or without its network rules, ABI 4), is an error
@@ -153,9 +162,29 @@ func Probe(ctx context.Context) (Status, error) {
 		}()
 	}
 	proxyPort := proxy.Addr().(*net.TCPAddr).Port
+	// The proxy's port on another loopback address: Landlock's rule (per
+	// port) lets a connect through; only a network namespace stops it.
+	elsewhere := net.JoinHostPort("127.0.0.2", strconv.Itoa(proxyPort))
+	if l, err := net.Listen("tcp4", elsewhere); err == nil {
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	if ok, why := netnsAvailable(); ok {
+		st.NetNS = true
+	} else {
+		st.NetNSError = why.Error()
+	}
 	res, err := Run(ctx, Spec{
 		Path:      exe,
-		Args:      []string{secret, ro, rw, other.Addr().String(), proxy.Addr().String(), other6},
+		Args:      []string{secret, ro, rw, other.Addr().String(), proxy.Addr().String(), other6, elsewhere},
 		Env:       []string{probeMarker + "=1"},
 		ReadOnly:  []string{ro},
 		Writable:  []string{rw},
@@ -171,7 +200,13 @@ func Probe(ctx context.Context) (Status, error) {
 		return st, fmt.Errorf("confine: probe: the confined child (exit %d) did not report: %q", res.ExitCode, truncateBytes(res.Stderr, 512))
 	}
 	var missing []string
+	if res.NetNS != st.NetNS {
+		missing = append(missing, fmt.Sprintf("the probe's child ran with a network namespace %v, want %v", res.NetNS, st.NetNS))
+	}
 	for _, c := range probeChecks {
+		if c.netns && !st.NetNS {
+			continue
+		}
 		detail, ran := got[c.name]
 		ok := ran && (detail != "") == c.forbidden
 		if ok && c.errno != 0 {
@@ -209,11 +244,11 @@ func truncateBytes(b []byte, n int) string {
 func probeChild() {
 	a := os.Args[1:]
 	out := map[string]string{}
-	if len(a) != 6 {
-		fmt.Fprintln(os.Stderr, "probe: want 6 arguments")
+	if len(a) != 7 {
+		fmt.Fprintln(os.Stderr, "probe: want 7 arguments")
 		os.Exit(2)
 	}
-	secret, ro, rw, other, proxy, other6 := a[0], a[1], a[2], a[3], a[4], a[5]
+	secret, ro, rw, other, proxy, other6, elsewhere := a[0], a[1], a[2], a[3], a[4], a[5], a[6]
 	e := func(err error) string {
 		if err == nil {
 			return ""
@@ -232,6 +267,7 @@ func probeChild() {
 	}
 	out["connect-other"] = e(dial(other))
 	out["connect-proxy"] = e(dial(proxy))
+	out["connect-elsewhere"] = e(dial(elsewhere))
 	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0); err == nil {
 		unix.Close(fd)
 		out["udp-socket"] = ""

@@ -59,6 +59,7 @@ const (
 	ruleFastOpen = "fastopen"
 	ruleListen   = "listen"
 	ruleIOUring  = "io_uring"
+	ruleNetNS    = "netns" // not a seccomp rule: runs without their network namespace
 )
 
 // omitRule, when not empty, names a rule seccompFilter leaves out. Tests
