@@ -3,10 +3,12 @@
 package confine_test
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -194,7 +196,7 @@ func hostileNet(verb string, args []string) (string, bool) {
 		return listenUnbound(unix.AF_INET), true
 	case "iouring":
 		return ioUring(), true
-	case "connect":
+	case "tcpconnect":
 		return connectTo(arg(0)), true
 	case "udpsend":
 		return dgramSend(unix.SOCK_DGRAM, 0, arg(0)), true
@@ -346,7 +348,7 @@ func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 	proxy, proxyHits := replier(t, "tcp4", "127.0.0.1:0")
 	p := port(proxy)
 	other, otherHits := replier(t, "tcp4", "127.0.0.2:"+strconv.Itoa(p))
-	s := confine.Spec{ProxyPort: p, Path: self(t), Args: []string{"connect", other}, Env: []string{modeEnv + "=net"}}
+	s := confine.Spec{ProxyPort: p, Path: self(t), Args: []string{"tcpconnect", other}, Env: []string{modeEnv + "=net"}}
 	res := run(t, s)
 	if !res.NetNS {
 		t.Errorf("a run with a proxy port as root had no network namespace: %+v", res)
@@ -357,14 +359,14 @@ func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 	if l6, err := net.Listen("tcp6", "[::1]:"+strconv.Itoa(p)); err == nil {
 		l6.Close()
 		_, hits6 := replier(t, "tcp6", "[::1]:"+strconv.Itoa(p))
-		if got := netMode(t, confine.Spec{ProxyPort: p}, "connect", "[::1]:"+strconv.Itoa(p)); got != "refused: ECONNREFUSED" {
+		if got := netMode(t, confine.Spec{ProxyPort: p}, "tcpconnect", "[::1]:"+strconv.Itoa(p)); got != "refused: ECONNREFUSED" {
 			t.Errorf("the proxy's port on ::1: %q, want refused: ECONNREFUSED", got)
 		}
 		if n := hits6.Load(); n != 0 {
 			t.Errorf("the ::1 listener was reached %d times", n)
 		}
 	}
-	if got := netMode(t, confine.Spec{ProxyPort: p}, "connect", proxy); got != "ok, reply pong" {
+	if got := netMode(t, confine.Spec{ProxyPort: p}, "tcpconnect", proxy); got != "ok, reply pong" {
 		t.Errorf("the proxy through the relay: %q, want ok, reply pong", got)
 	}
 	if n := otherHits.Load(); n != 0 {
@@ -372,5 +374,58 @@ func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 	}
 	if n := proxyHits.Load(); n != 1 {
 		t.Errorf("the proxy was reached %d times, want 1", n)
+	}
+}
+
+// The same for a long-running process (StartCmd, a stdio MCP import with a
+// proxy port): only the proxy in its network namespace, for as long as it
+// runs.
+func TestStartCmdOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a network namespace needs CAP_SYS_ADMIN; this test runs as root (CI)")
+	}
+	proxy, proxyHits := replier(t, "tcp4", "127.0.0.1:0")
+	p := port(proxy)
+	other, otherHits := replier(t, "tcp4", "127.0.0.2:"+strconv.Itoa(p))
+	cmd := exec.Command(self(t))
+	cmd.Env = []string{modeEnv + "=serve"}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := confine.StartCmd(cmd, confine.Spec{ProxyPort: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if !st.NetNS {
+		t.Errorf("started as root with a proxy port, but no network namespace: %+v", st)
+	}
+	out := bufio.NewReader(outPipe)
+	for _, c := range []struct{ req, want string }{
+		{"tcpconnect " + other, "refused: ECONNREFUSED"},
+		{"tcpconnect " + proxy, "ok, reply pong"},
+		{"tcpconnect " + proxy, "ok, reply pong"},
+	} {
+		if _, err := in.Write([]byte(c.req + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(line); got != c.want {
+			t.Errorf("%s: %q, want %q", c.req, got, c.want)
+		}
+	}
+	if n := otherHits.Load(); n != 0 {
+		t.Errorf("the listener on 127.0.0.2 was reached %d times", n)
+	}
+	if n := proxyHits.Load(); n != 2 {
+		t.Errorf("the proxy was reached %d times, want 2", n)
 	}
 }
