@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -159,6 +160,31 @@ func connectTo(addr string) string {
 	return "ok, reply " + string(buf[:n])
 }
 
+// fastOpenConnect uses TCP_FASTOPEN_CONNECT: connect(2) returns at once
+// and the connection is made with the first write. Landlock still sees the
+// connect(2), so it is refused there.
+func fastOpenConnect(addr string) string {
+	sa, _, family, err := sockaddr(addr)
+	if err != nil {
+		return "bad address: " + err.Error()
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return errnoReport(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_FASTOPEN_CONNECT, 1); err != nil {
+		return "setsockopt " + errnoReport(err)
+	}
+	if err := unix.Connect(fd, sa); err != nil {
+		return errnoReport(err)
+	}
+	if _, err := unix.Write(fd, []byte("hello")); err != nil {
+		return "connect ok, write " + errnoReport(err)
+	}
+	return "ok, sent"
+}
+
 // dgramSend opens a socket of type typ (SOCK_DGRAM, SOCK_RAW) and sends one
 // datagram to addr.
 func dgramSend(typ, proto int, addr string) string {
@@ -198,6 +224,8 @@ func hostileNet(verb string, args []string) (string, bool) {
 		return ioUring(), true
 	case "tcpconnect":
 		return connectTo(arg(0)), true
+	case "fastopen-connect":
+		return fastOpenConnect(arg(0)), true
 	case "udpsend":
 		return dgramSend(unix.SOCK_DGRAM, 0, arg(0)), true
 	case "rawsend":
@@ -256,6 +284,11 @@ func TestNoFastOpenAroundTheProxy(t *testing.T) {
 				t.Errorf("the server was reached %d times", n)
 			}
 		})
+	}
+	// TCP_FASTOPEN_CONNECT defers the connection to the first write, but
+	// connect(2) is still called, and Landlock refuses it.
+	if got := netMode(t, s, "fastopen-connect", proxy[:strings.LastIndexByte(proxy, ':')]+":1"); got != "refused: EACCES" {
+		t.Errorf("TCP_FASTOPEN_CONNECT then connect to another port: %q, want refused: EACCES", got)
 	}
 	// The proxy's own port is no exception: the proxy is reached by
 	// connect(2), which Landlock checks.
@@ -428,4 +461,69 @@ func TestStartCmdOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 	if n := proxyHits.Load(); n != 2 {
 		t.Errorf("the proxy was reached %d times, want 2", n)
 	}
+}
+
+// The network namespace and its relay are released with the run (Run) or
+// when the process exits (StartCmd): no namespace or socket descriptor is
+// left behind. (Pipes are not counted: io.Copy between TCP connections
+// splices through pipes Go keeps in a pool.)
+func TestNetworkNamespaceIsReleased(t *testing.T) {
+	proxy, _ := replier(t, "tcp4", "127.0.0.1:0")
+	s := confine.Spec{ProxyPort: port(proxy)}
+	before := openFDs(t)
+	for range 5 {
+		if got := netMode(t, s, "tcpconnect", proxy); got != "ok, reply pong" {
+			t.Fatalf("through the relay: %q", got)
+		}
+	}
+	// The replier and the relay's goroutines close their ends as they
+	// notice the other side went: wait for the count, within a bound.
+	settle(t, before)
+	if after := openFDs(t); after > before {
+		t.Fatalf("%d descriptors open after 5 runs, %d before", after, before)
+	}
+	cmd := exec.Command(self(t))
+	cmd.Env = []string{modeEnv + "=serve"}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := confine.StartCmd(cmd, s); err != nil {
+		t.Fatal(err)
+	}
+	in.Close() // the serve mode exits at the end of its input
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// The relay is closed by a goroutine woken by the process's exit.
+	settle(t, before)
+	if after := openFDs(t); after > before {
+		t.Fatalf("%d descriptors open after a StartCmd process exited, %d before", after, before)
+	}
+}
+
+// settle waits (up to 10 s) for the number of open socket and namespace
+// descriptors to be at most n.
+func settle(t *testing.T, n int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for openFDs(t) > n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		if strings.HasPrefix(l, "socket:") || strings.HasPrefix(l, "net:") {
+			n++
+		}
+	}
+	return n
 }
