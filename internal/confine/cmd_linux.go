@@ -88,6 +88,16 @@ func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
 		ruleset = os.NewFile(uintptr(fd), "landlock-ruleset")
 		defer ruleset.Close()
 	}
+	netns, err := runNetns(ws)
+	if err != nil {
+		return Started{}, fmt.Errorf("confine: %s: %w", s.Path, err)
+	}
+	started := false
+	defer func() {
+		if !started && netns != nil {
+			netns.Close()
+		}
+	}()
 	var config []byte
 	l := ws.Limits
 	for _, v := range []uint64{0, l.Memory, l.Processes, l.FileSize, l.Files, uint64(len(filter))} {
@@ -109,16 +119,6 @@ func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
 		return Started{}, fmt.Errorf("confine: status pipe: %w", err)
 	}
 	defer statusR.Close()
-	netns, err := runNetns(ws)
-	if err != nil {
-		return Started{}, fmt.Errorf("confine: %s: %w", s.Path, err)
-	}
-	started := false
-	defer func() {
-		if !started && netns != nil {
-			netns.Close()
-		}
-	}()
 	marker := envMarker + "=N"
 	if ruleset != nil {
 		marker = envMarker + "=L"
