@@ -16,8 +16,9 @@ import (
 
 // envMarker in the environment makes the trampoline (tramp_linux.c) act:
 // "L" = apply the Landlock ruleset on fd 3, "N" = none; a second letter
-// "S" = join the network namespace on fd 6 first. The config is on fd 4 and
-// the status pipe on fd 5.
+// "S" = join the network namespace on fd 6 first, "U" = join the user
+// namespace on fd 7 and then that network namespace. The config is on fd 4
+// and the status pipe on fd 5.
 const envMarker = "MAIDEN_CONFINE_TRAMPOLINE"
 
 // Started says how StartCmd confined a process.
@@ -123,10 +124,13 @@ func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
 	if ruleset != nil {
 		marker = envMarker + "=L"
 	}
-	var nsFile *os.File
+	var nsFile, userFile *os.File
 	if netns != nil {
 		marker += "S"
-		nsFile = netns.file
+		nsFile, userFile = netns.file, netns.user
+		if userFile != nil {
+			marker = marker[:len(marker)-1] + "U"
+		}
 	}
 	cmd.Path = exe
 	cmd.Args = append([]string{"maiden-confine", ws.Path}, ws.Argv...)
@@ -134,6 +138,9 @@ func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
 		return len(e) >= len(envMarker)+1 && e[:len(envMarker)+1] == envMarker+"="
 	}), marker)
 	cmd.ExtraFiles = []*os.File{ruleset, configR, statusW, nsFile}
+	if userFile != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, userFile)
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

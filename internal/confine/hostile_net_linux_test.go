@@ -9,9 +9,11 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -224,6 +226,14 @@ func hostileNet(verb string, args []string) (string, bool) {
 		return ioUring(), true
 	case "tcpconnect":
 		return connectTo(arg(0)), true
+	case "caps":
+		// The effective capabilities (capget, version 3).
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			return errnoReport(err), true
+		}
+		return fmt.Sprintf("%x", uint64(data[1].Effective)<<32|uint64(data[0].Effective)), true
 	case "fastopen-connect":
 		return fastOpenConnect(arg(0)), true
 	case "udpsend":
@@ -375,8 +385,8 @@ func TestStartCmdNoFastOpenListenIOUring(t *testing.T) {
 // nothing there (ECONNREFUSED), while 127.0.0.1 at that port reaches the
 // proxy (through maiden's relay).
 func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a network namespace needs CAP_SYS_ADMIN; this test runs as root (CI)")
+	if !wantNetNS() {
+		t.Skip("not root: TestNetworkNamespaceWithoutRoot runs this as nobody from a root run (CI)")
 	}
 	proxy, proxyHits := replier(t, "tcp4", "127.0.0.1:0")
 	p := port(proxy)
@@ -384,7 +394,7 @@ func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 	s := confine.Spec{ProxyPort: p, Path: self(t), Args: []string{"tcpconnect", other}, Env: []string{modeEnv + "=net"}}
 	res := run(t, s)
 	if !res.NetNS {
-		t.Errorf("a run with a proxy port as root had no network namespace: %+v", res)
+		t.Errorf("a run with a proxy port had no network namespace: %+v", res)
 	}
 	if got := string(res.Stdout); got != "refused: ECONNREFUSED" {
 		t.Errorf("the proxy's port on 127.0.0.2: %q, want refused: ECONNREFUSED", got)
@@ -397,6 +407,13 @@ func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 		}
 		if n := hits6.Load(); n != 0 {
 			t.Errorf("the ::1 listener was reached %d times", n)
+		}
+	}
+	if os.Geteuid() != 0 {
+		// In the user namespace that carries it, the program is the same
+		// user and has no capability (execve dropped them).
+		if got := netMode(t, confine.Spec{ProxyPort: p}, "caps"); got != "0" {
+			t.Errorf("effective capabilities in the user namespace: %q, want 0", got)
 		}
 	}
 	if got := netMode(t, confine.Spec{ProxyPort: p}, "tcpconnect", proxy); got != "ok, reply pong" {
@@ -414,8 +431,8 @@ func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 // proxy port): only the proxy in its network namespace, for as long as it
 // runs.
 func TestStartCmdOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a network namespace needs CAP_SYS_ADMIN; this test runs as root (CI)")
+	if !wantNetNS() {
+		t.Skip("not root: TestNetworkNamespaceWithoutRoot runs this as nobody from a root run (CI)")
 	}
 	proxy, proxyHits := replier(t, "tcp4", "127.0.0.1:0")
 	p := port(proxy)
@@ -436,7 +453,7 @@ func TestStartCmdOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	if !st.NetNS {
-		t.Errorf("started as root with a proxy port, but no network namespace: %+v", st)
+		t.Errorf("started with a proxy port, but no network namespace: %+v", st)
 	}
 	out := bufio.NewReader(outPipe)
 	for _, c := range []struct{ req, want string }{
@@ -526,4 +543,54 @@ func openFDs(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// requireNetNS, set by TestNetworkNamespaceWithoutRoot for the copy of this
+// test binary it runs as nobody, makes the network namespace tests run
+// there (a user namespace carries it) instead of skipping.
+const requireNetNS = "CONFINE_TEST_REQUIRE_NETNS"
+
+func wantNetNS() bool { return os.Geteuid() == 0 || os.Getenv(requireNetNS) != "" }
+
+// Without root, the network namespace comes in a user namespace that maps
+// only maiden's own user (netns_helper_linux.c): this runs the namespace
+// tests, the probe and Fast Open's as nobody, from a copy of this test
+// binary nobody may execute.
+func TestNetworkNamespaceWithoutRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("runs the tests as nobody from a root run")
+	}
+	if os.Getenv(requireNetNS) != "" {
+		return
+	}
+	dir, err := os.MkdirTemp("", "confine-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b, err := os.ReadFile(self(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "confine.test")
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []string{"TestOnlyTheProxyInTheNetworkNamespace", "TestStartCmdOnlyTheProxyInTheNetworkNamespace", "TestProbe", "TestNoFastOpenAroundTheProxy", "TestNetworkNamespaceIsReleased"}
+	cmd := exec.Command(exe, "-test.run=^("+strings.Join(tests, "|")+")$", "-test.count=1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{requireNetNS + "=1", "HOME=" + dir, "TMPDIR=/tmp", "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	for _, name := range tests {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Errorf("as nobody, %s did not pass:\n%s", name, out)
+		}
+	}
 }

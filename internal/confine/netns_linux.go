@@ -6,9 +6,11 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,27 +27,45 @@ import (
 // joins it (setns) in the vfork child, or in the trampoline, before
 // Landlock and seccomp.
 //
-// Creating a network namespace needs CAP_SYS_ADMIN (maiden running as
-// root, or with that capability). Where the kernel refuses, the run goes
-// ahead with Landlock's port rule and the seccomp filter alone, and
-// Result.NetNS / Started.NetNS / Status.NetNS say so. Whether it is
-// possible is decided once per process; once it was, a failure to create
-// one is an error (the run does not silently go without).
+// maiden as root (CAP_SYS_ADMIN) creates the namespace on a thread of its
+// own. Otherwise a helper (this program again: netns_helper_linux.c, a C
+// constructor) creates a user namespace that maps only maiden's own user
+// and group, with the network namespace, and hands back the listener and
+// both namespaces; the program then joins the user namespace first (as
+// the same user, so it gains nothing outside it, and execve drops the
+// capabilities it had inside). Where neither is possible (user namespaces
+// disabled), the run goes ahead with Landlock's port rule and the seccomp
+// filter alone, and Result.NetNS / Started.NetNS / Status.NetNS say so.
+// How is decided once per process; once it was possible, a failure to
+// create one is an error (the run does not silently go without).
 
-// netnsAvailable says whether this process can create network namespaces
-// (it tries once), and why not.
-var netnsAvailable = sync.OnceValues(func() (bool, error) {
-	ns, err := newProxyNetns(0)
-	if err != nil {
-		return false, err
+// netnsMaker is how this process makes namespaces (nil: it cannot), and
+// why not.
+var netnsMaker = sync.OnceValues(func() (func(int) (*proxyNetns, error), error) {
+	var errs []error
+	for _, mk := range []func(int) (*proxyNetns, error){newProxyNetns, newHelperNetns} {
+		ns, err := mk(0)
+		if err == nil {
+			ns.Close()
+			return mk, nil
+		}
+		errs = append(errs, err)
 	}
-	ns.Close()
-	return true, nil
+	return nil, errors.Join(errs...)
 })
+
+// netnsAvailable says whether runs with network get a namespace, and why
+// not.
+func netnsAvailable() (bool, error) {
+	mk, err := netnsMaker()
+	return mk != nil, err
+}
 
 // proxyNetns is one network namespace with the proxy's relay in it.
 type proxyNetns struct {
 	file *os.File // the namespace (an nsfs descriptor, close-on-exec)
+	// user is the user namespace to join first (the helper's), or nil.
+	user *os.File
 	ln   net.Listener
 	dst  string // the proxy, in maiden's namespace
 
@@ -203,7 +223,78 @@ func (p *proxyNetns) Close() error {
 	for c := range conns {
 		c.Close()
 	}
-	return errors.Join(p.ln.Close(), p.file.Close())
+	err := errors.Join(p.ln.Close(), p.file.Close())
+	if p.user != nil {
+		err = errors.Join(err, p.user.Close())
+	}
+	return err
+}
+
+// userFd is the user namespace's descriptor, or -1.
+func (p *proxyNetns) userFd() int {
+	if p.user == nil {
+		return -1
+	}
+	return int(p.user.Fd())
+}
+
+// helperMarker makes netns_helper_linux.c act, with the port as its value.
+const helperMarker = "MAIDEN_CONFINE_NETNS"
+
+// newHelperNetns has the helper create a user and a network namespace with
+// the relay's listener on 127.0.0.1:port in it.
+func newHelperNetns(port int) (*proxyNetns, error) {
+	exe, err := self()
+	if err != nil {
+		return nil, err
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("network namespace helper: %w", err)
+	}
+	defer unix.Close(pair[0])
+	theirs := os.NewFile(uintptr(pair[1]), "netns-helper")
+	cmd := exec.Command(exe)
+	cmd.Env = []string{helperMarker + "=" + strconv.Itoa(port)}
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	runErr := cmd.Run()
+	theirs.Close()
+	// The helper has exited: its message (descriptors, or why not) is
+	// waiting, or there is none.
+	buf, oob := make([]byte, 256), make([]byte, unix.CmsgSpace(3*4))
+	n, oobn, _, _, err := unix.Recvmsg(pair[0], buf, oob, unix.MSG_DONTWAIT)
+	var fds []int
+	if err == nil && oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil && len(msgs) == 1 {
+			fds, _ = unix.ParseUnixRights(&msgs[0])
+		}
+	}
+	if len(fds) != 3 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		why := string(buf[:max(n, 0)])
+		if why == "" {
+			why = fmt.Sprint(runErr, err)
+		}
+		return nil, fmt.Errorf("network namespace helper: %s", why)
+	}
+	lf := os.NewFile(uintptr(fds[0]), "proxy-relay")
+	ln, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		unix.Close(fds[1])
+		unix.Close(fds[2])
+		return nil, fmt.Errorf("network namespace: relay listener: %w", err)
+	}
+	p := &proxyNetns{
+		file: os.NewFile(uintptr(fds[1]), "netns"), user: os.NewFile(uintptr(fds[2]), "userns"), ln: ln,
+		dst:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		conns: map[net.Conn]struct{}{},
+	}
+	go p.serve()
+	return p, nil
 }
 
 // runNetns makes the namespace of a run that asks for network, or none:
@@ -213,8 +304,9 @@ func runNetns(ws *wireSpec) (*proxyNetns, error) {
 	if ws.ProxyPort == 0 || omitRule == ruleNetNS {
 		return nil, nil
 	}
-	if ok, _ := netnsAvailable(); !ok {
+	mk, _ := netnsMaker()
+	if mk == nil {
 		return nil, nil
 	}
-	return newProxyNetns(ws.ProxyPort)
+	return mk(ws.ProxyPort)
 }

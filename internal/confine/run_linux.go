@@ -57,11 +57,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("confine: %s: %w", s.Path, err)
 	}
-	nsfd := -1
+	nsfd, userfd := -1, -1
 	if netns != nil {
 		// After the program: its relayed connections end with it.
 		defer netns.Close()
-		nsfd = netns.fd()
+		nsfd, userfd = netns.fd(), netns.userFd()
 	}
 	var closers []*os.File
 	defer func() {
@@ -92,7 +92,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	pid, err := spawn(ws, s.Dir, ruleset, nsfd, filter, [4]*os.File{stdinR, stdoutW, stderrW, statusW})
+	pid, err := spawn(ws, s.Dir, ruleset, nsfd, userfd, filter, [4]*os.File{stdinR, stdoutW, stderrW, statusW})
 	if err != nil {
 		return Result{}, fmt.Errorf("confine: %s: %w", s.Path, err)
 	}
