@@ -111,8 +111,9 @@ type Result struct {
 	Landlock int
 	// NetNS is set when the run (one with a ProxyPort) had a network
 	// namespace of its own where only the proxy exists; unset where this
-	// process cannot create one (it needs CAP_SYS_ADMIN): then Landlock's
-	// port rule and seccomp alone confine its network.
+	// process cannot create one (not root, and no unprivileged user
+	// namespaces): then Landlock's port rule and seccomp alone confine its
+	// network.
 	NetNS    bool
 	Duration time.Duration
 }

@@ -6,9 +6,9 @@
 // nothing), a seccomp filter on socket creation, TCP Fast Open sends and
 // listen (whose implicit connect and bind Landlock does not see), io_uring
 // and leaving the process group, rlimits, no_new_privs, a process group
-// killed at the deadline, and capped output. A run with network gets, where
-// this process may create one (CAP_SYS_ADMIN), a network namespace of its
-// own in which only the proxy exists (netns_linux.go).
+// killed at the deadline, and capped output. A run with network gets a
+// network namespace of its own in which only the proxy exists (as root
+// directly, otherwise inside a user namespace: netns_linux.go).
 //
 // Go has no hook between fork and exec, so the start is C (spawn_linux.c):
 // vfork, then only system calls in the child (the same discipline as Go's
