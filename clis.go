@@ -127,7 +127,8 @@ func cliInfo(t config.Tool) sandbox.LoadInfo {
 
 // probe is the Host's proof that confinement is in force, run once, at the
 // first wrapped CLI's call (or by Check): a confined child tries a
-// forbidden read, write and connect. It fails closed.
+// forbidden read, write, connect, Fast Open send, listen, io_uring... (see
+// confine.Probe). It fails closed.
 type probe struct {
 	once   sync.Once
 	status confine.Status
@@ -184,7 +185,9 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 		// Its only road out: maiden's CONNECT proxy on loopback, which
 		// applies the same allowlist, address rules and network cards as
 		// http-fetch and audits each tunnel; Landlock lets it connect to
-		// that port only.
+		// that port only, seccomp refuses the connects and binds Landlock
+		// does not see (Fast Open, listen), and where maiden may create
+		// one, a network namespace holds nothing but that proxy.
 		proxy, err := h.connectProxy()
 		if err != nil {
 			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)

@@ -15,8 +15,10 @@ import (
 )
 
 // envMarker in the environment makes the trampoline (tramp_linux.c) act:
-// "L" = apply the Landlock ruleset on fd 3, "N" = none. The config is on
-// fd 4 and the status pipe on fd 5.
+// "L" = apply the Landlock ruleset on fd 3, "N" = none; a second letter
+// "S" = join the network namespace on fd 6 first, "U" = join the user
+// namespace on fd 7 and then that network namespace. The config is on fd 4
+// and the status pipe on fd 5.
 const envMarker = "MAIDEN_CONFINE_TRAMPOLINE"
 
 // Started says how StartCmd confined a process.
@@ -26,6 +28,10 @@ type Started struct {
 	// Unconfined is set when Landlock was not applied (Spec.Unconfined on a
 	// kernel without it).
 	Unconfined bool
+	// NetNS is set when the process (one with a ProxyPort) runs in a
+	// network namespace of its own where only the proxy exists (see
+	// Result.NetNS); maiden relays to the proxy until the process exits.
+	NetNS bool
 }
 
 // StartCmd starts cmd confined as s says, for a process that outlives one
@@ -83,6 +89,16 @@ func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
 		ruleset = os.NewFile(uintptr(fd), "landlock-ruleset")
 		defer ruleset.Close()
 	}
+	netns, err := runNetns(ws)
+	if err != nil {
+		return Started{}, fmt.Errorf("confine: %s: %w", s.Path, err)
+	}
+	started := false
+	defer func() {
+		if !started && netns != nil {
+			netns.Close()
+		}
+	}()
 	var config []byte
 	l := ws.Limits
 	for _, v := range []uint64{0, l.Memory, l.Processes, l.FileSize, l.Files, uint64(len(filter))} {
@@ -108,12 +124,23 @@ func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
 	if ruleset != nil {
 		marker = envMarker + "=L"
 	}
+	var nsFile, userFile *os.File
+	if netns != nil {
+		marker += "S"
+		nsFile, userFile = netns.file, netns.user
+		if userFile != nil {
+			marker = marker[:len(marker)-1] + "U"
+		}
+	}
 	cmd.Path = exe
 	cmd.Args = append([]string{"maiden-confine", ws.Path}, ws.Argv...)
 	cmd.Env = append(slices.DeleteFunc(slices.Clone(ws.Env), func(e string) bool {
 		return len(e) >= len(envMarker)+1 && e[:len(envMarker)+1] == envMarker+"="
 	}), marker)
-	cmd.ExtraFiles = []*os.File{ruleset, configR, statusW}
+	cmd.ExtraFiles = []*os.File{ruleset, configR, statusW, nsFile}
+	if userFile != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, userFile)
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -137,5 +164,27 @@ func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
 		_ = cmd.Wait()
 		return Started{}, fmt.Errorf("confine: %s: %s", ws.Path, msg)
 	}
-	return Started{Landlock: ws.Landlock, Unconfined: unconfined}, nil
+	if netns != nil {
+		// The relay lives as long as the process: a pidfd says when it
+		// exits (the caller reaps it with cmd.Wait, so the PID is still
+		// this process's here).
+		pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+		if err != nil {
+			_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+			_ = cmd.Wait()
+			return Started{}, fmt.Errorf("confine: %s: pidfd_open: %w", ws.Path, err)
+		}
+		go func() {
+			defer unix.Close(pidfd)
+			defer netns.Close()
+			fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+			for {
+				if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+					return
+				}
+			}
+		}()
+	}
+	started = true
+	return Started{Landlock: ws.Landlock, Unconfined: unconfined, NetNS: netns != nil}, nil
 }

@@ -109,6 +109,12 @@ type Result struct {
 	Unconfined bool
 	// Landlock is the Landlock ABI the run was confined with (0: none).
 	Landlock int
+	// NetNS is set when the run (one with a ProxyPort) had a network
+	// namespace of its own where only the proxy exists; unset where this
+	// process cannot create one (not root, and no unprivileged user
+	// namespaces): then Landlock's port rule and seccomp alone confine its
+	// network.
+	NetNS    bool
 	Duration time.Duration
 }
 

@@ -70,6 +70,17 @@ func hostile(mode string, args []string) int {
 	case "env":
 		fmt.Print(strings.Join(os.Environ(), "\n"))
 		return 0
+	case "net":
+		if len(args) == 0 {
+			return 2
+		}
+		out, ok := hostileNet(args[0], args[1:])
+		if !ok {
+			fmt.Fprintln(os.Stderr, "unknown net verb", args[0])
+			return 2
+		}
+		fmt.Print(out)
+		return 0
 	case "spew":
 		n, _ := strconv.Atoi(args[0])
 		buf := make([]byte, n)
@@ -130,6 +141,12 @@ func hostile(mode string, args []string) int {
 			case "env":
 				fmt.Println(strings.Join(os.Environ(), " "))
 				continue
+			default:
+				if out, ok := hostileNet(verb, strings.Fields(arg)); ok {
+					fmt.Println(out)
+					continue
+				}
+				err = fmt.Errorf("unknown verb %q", verb)
 			}
 			if err != nil {
 				fmt.Printf("refused: %v\n", err)
@@ -446,12 +463,22 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Landlock < 4 || len(st.Checks) < 10 {
+	if st.Landlock < 4 || len(st.Checks) < 19 {
 		t.Fatalf("status %+v", st)
+	}
+	if wantNetNS() && !st.NetNS {
+		t.Errorf("runs with network get no network namespace: %s", st.NetNSError)
 	}
 	for _, c := range st.Checks {
 		if !c.OK {
 			t.Errorf("check %s: %+v", c.Name, c)
+		}
+		if c.Name == "connect-elsewhere" {
+			// Nothing is there in the run's network namespace.
+			if !st.NetNS || !strings.Contains(c.Detail, "connection refused") {
+				t.Errorf("check %s: %+v (network namespace %v)", c.Name, c, st.NetNS)
+			}
+			continue
 		}
 		if c.Forbidden && !strings.Contains(c.Detail, "permission denied") && !strings.Contains(c.Detail, "operation not permitted") {
 			t.Errorf("check %s was refused for another reason: %q", c.Name, c.Detail)

@@ -3,9 +3,12 @@
 // environment, Landlock over the filesystem (declared read-only and
 // writable paths, plus the few system paths a dynamically linked program
 // needs to start) and over TCP (connect only to one loopback proxy port, or
-// nothing), a seccomp filter on socket creation, io_uring and leaving the
-// process group, rlimits, no_new_privs, a process group killed at the
-// deadline, and capped output.
+// nothing), a seccomp filter on socket creation, TCP Fast Open sends and
+// listen (whose implicit connect and bind Landlock does not see), io_uring
+// and leaving the process group, rlimits, no_new_privs, a process group
+// killed at the deadline, and capped output. A run with network gets a
+// network namespace of its own in which only the proxy exists (as root
+// directly, otherwise inside a user namespace: netns_linux.go).
 //
 // Go has no hook between fork and exec, so the start is C (spawn_linux.c):
 // vfork, then only system calls in the child (the same discipline as Go's
@@ -15,9 +18,10 @@
 // os/exec does.
 //
 // [Probe] proves at start that the confinement is in force: a confined child
-// tries a forbidden read, write, connect, UDP and unix socket and leaving
-// the process group, and the allowed counterparts of the first three, and
-// Probe names everything that was not enforced. The probe's child is the
+// tries a forbidden read, write, connect, Fast Open send, listen, UDP and
+// raw send, unix socket, io_uring and leaving the process group, and the
+// allowed counterparts of the first three, and Probe names everything that
+// was not enforced. The probe's child is the
 // calling program itself, so a program that calls Probe must call [Main]
 // first thing in main (tests: in TestMain). See docs/confinement.md.
 package confine

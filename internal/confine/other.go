@@ -17,8 +17,10 @@ func Main() {}
 
 // Status is what Probe found.
 type Status struct {
-	Landlock int
-	Checks   []Check
+	Landlock   int
+	NetNS      bool
+	NetNSError string
+	Checks     []Check
 }
 
 // Check is one attempt of the probe's confined child.
@@ -45,6 +47,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 type Started struct {
 	Landlock   int
 	Unconfined bool
+	NetNS      bool
 }
 
 // StartCmd refuses: confinement is implemented on Linux only.

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,6 +27,11 @@ const probeMarker = "MAIDEN_CONFINE_PROBE"
 type Status struct {
 	// Landlock is the kernel's Landlock ABI (0: none).
 	Landlock int
+	// NetNS says network-enabled runs get a network namespace of their own
+	// (the probe's child ran in one); unset where this process cannot
+	// create one, and NetNSError says why.
+	NetNS      bool
+	NetNSError string
 	// Checks are the probe's attempts, forbidden and allowed, in order.
 	Checks []Check
 }
@@ -40,32 +48,52 @@ type Check struct {
 	Detail string
 }
 
-// probeChecks name the child's attempts: forbidden ones first.
+// probeChecks name the child's attempts: forbidden ones first. A forbidden
+// attempt with an errno must fail with exactly that errno, the seccomp
+// filter's answer: any other failure (a connection refused, a bad
+// descriptor) means the call reached the kernel, so the filter is not in
+// force, and the probe fails closed.
 var probeChecks = []struct {
 	name      string
 	forbidden bool
+	errno     unix.Errno
 	what      string
+	netns     bool // tried only where runs get a network namespace
 }{
-	{"read-outside", true, "reading a file outside the declared paths"},
-	{"write-readonly", true, "writing in a read-only path"},
-	{"connect-other", true, "a TCP connect to a loopback port that is not the proxy's"},
-	{"udp-socket", true, "opening a UDP socket"},
-	{"unix-socket", true, "opening a unix socket"},
-	{"setsid", true, "a child leaving the process group (setsid, setpgid)"},
-	{"read-declared", false, "reading a file in a read-only path"},
-	{"write-declared", false, "writing in a writable path"},
-	{"connect-proxy", false, "a TCP connect to the proxy port"},
-	{"no-new-privs", false, "no_new_privs set"},
-	{"rlimits", false, "rlimits set (no core dumps, the file size cap)"},
+	{"read-outside", true, 0, "reading a file outside the declared paths", false},
+	{"write-readonly", true, 0, "writing in a read-only path", false},
+	{"connect-other", true, 0, "a TCP connect to a loopback port that is not the proxy's", false},
+	{"connect-elsewhere", true, 0, "a TCP connect to the proxy's port on another loopback address (127.0.0.2), which Landlock allows and the network namespace must not have", true},
+	{"fastopen-v4", true, unix.EPERM, "a TCP Fast Open send (sendto MSG_FASTOPEN) to a loopback port that is not the proxy's", false},
+	{"fastopen-v6", true, unix.EPERM, "a TCP Fast Open send (sendto MSG_FASTOPEN) over IPv6 loopback", false},
+	{"fastopen-sendmsg", true, unix.EPERM, "a TCP Fast Open send by sendmsg", false},
+	{"fastopen-sendmmsg", true, unix.EPERM, "a TCP Fast Open send by sendmmsg", false},
+	{"listen", true, unix.EPERM, "listen on an unbound TCP socket (an implicit bind)", false},
+	{"udp-socket", true, 0, "opening a UDP socket", false},
+	{"udp-send", true, unix.EACCES, "sending a UDP datagram", false},
+	{"raw-send", true, unix.EACCES, "sending on a raw IP socket", false},
+	{"unix-socket", true, 0, "opening a unix socket", false},
+	{"io_uring", true, unix.EPERM, "io_uring (setup, enter, register)", false},
+	{"setsid", true, 0, "a child leaving the process group (setsid, setpgid)", false},
+	{"read-declared", false, 0, "reading a file in a read-only path", false},
+	{"write-declared", false, 0, "writing in a writable path", false},
+	{"connect-proxy", false, 0, "a TCP connect to the proxy port", false},
+	{"no-new-privs", false, 0, "no_new_privs set", false},
+	{"rlimits", false, 0, "rlimits set (no core dumps, the file size cap)", false},
 }
 
 // Probe proves that confinement is in force on this machine: it starts a
 // confined child (this program, through Main) that tries a forbidden read,
 // write, connect (to a loopback listener Probe opens, not the proxy port),
-// UDP and unix socket and setsid, and the allowed counterparts. It fails
-// closed: any attempt that went otherwise, or a kernel without Landlock (or
-// without its network rules, ABI 4), is an error naming what is not
-// enforced.
+// TCP Fast Open sends to that listener over IPv4 and IPv6 (sendto, sendmsg,
+// sendmmsg), listen on an unbound socket, UDP and raw sends, a unix socket,
+// io_uring and setsid, and the allowed counterparts; where runs get a
+// network namespace, a connect to the proxy's port on 127.0.0.2 (which
+// Landlock allows) must find nothing. It fails closed: any
+// attempt that went otherwise (a forbidden one that succeeded, or one the
+// seccomp filter must refuse that failed with another errno), or a kernel
+// without Landlock (or without its network rules, ABI 4), is an error
+// naming what is not enforced.
 func Probe(ctx context.Context) (Status, error) {
 	abi, why := landlockABI()
 	st := Status{Landlock: abi}
@@ -117,10 +145,46 @@ func Probe(ctx context.Context) (Status, error) {
 			}
 		}()
 	}
+	// The IPv6 target of Fast Open: a listener on ::1 where there is one,
+	// else the same port there (the filter answers before any routing).
+	other6 := net.JoinHostPort("::1", strconv.Itoa(other.Addr().(*net.TCPAddr).Port))
+	if l6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		defer l6.Close()
+		other6 = l6.Addr().String()
+		go func() {
+			for {
+				c, err := l6.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
 	proxyPort := proxy.Addr().(*net.TCPAddr).Port
+	// The proxy's port on another loopback address: Landlock's rule (per
+	// port) lets a connect through; only a network namespace stops it.
+	elsewhere := net.JoinHostPort("127.0.0.2", strconv.Itoa(proxyPort))
+	if l, err := net.Listen("tcp4", elsewhere); err == nil {
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	if ok, why := netnsAvailable(); ok {
+		st.NetNS = true
+	} else {
+		st.NetNSError = why.Error()
+	}
 	res, err := Run(ctx, Spec{
 		Path:      exe,
-		Args:      []string{secret, ro, rw, other.Addr().String(), proxy.Addr().String()},
+		Args:      []string{secret, ro, rw, other.Addr().String(), proxy.Addr().String(), other6, elsewhere},
 		Env:       []string{probeMarker + "=1"},
 		ReadOnly:  []string{ro},
 		Writable:  []string{rw},
@@ -136,15 +200,26 @@ func Probe(ctx context.Context) (Status, error) {
 		return st, fmt.Errorf("confine: probe: the confined child (exit %d) did not report: %q", res.ExitCode, truncateBytes(res.Stderr, 512))
 	}
 	var missing []string
+	if res.NetNS != st.NetNS {
+		missing = append(missing, fmt.Sprintf("the probe's child ran with a network namespace %v, want %v", res.NetNS, st.NetNS))
+	}
 	for _, c := range probeChecks {
+		if c.netns && !st.NetNS {
+			continue
+		}
 		detail, ran := got[c.name]
 		ok := ran && (detail != "") == c.forbidden
+		if ok && c.errno != 0 {
+			ok = detail == c.errno.Error()
+		}
 		st.Checks = append(st.Checks, Check{Name: c.name, Forbidden: c.forbidden, OK: ok, Detail: detail})
 		switch {
 		case !ran:
 			missing = append(missing, c.what+": not tried")
-		case !ok && c.forbidden:
+		case !ok && c.forbidden && detail == "":
 			missing = append(missing, c.what+" succeeded")
+		case !ok && c.forbidden:
+			missing = append(missing, c.what+" failed with "+detail+", not with the seccomp filter's "+c.errno.Error())
 		case !ok:
 			missing = append(missing, c.what+" failed ("+detail+"), so the probe proves nothing")
 		}
@@ -169,11 +244,11 @@ func truncateBytes(b []byte, n int) string {
 func probeChild() {
 	a := os.Args[1:]
 	out := map[string]string{}
-	if len(a) != 5 {
-		fmt.Fprintln(os.Stderr, "probe: want 5 arguments")
+	if len(a) != 7 {
+		fmt.Fprintln(os.Stderr, "probe: want 7 arguments")
 		os.Exit(2)
 	}
-	secret, ro, rw, other, proxy := a[0], a[1], a[2], a[3], a[4]
+	secret, ro, rw, other, proxy, other6, elsewhere := a[0], a[1], a[2], a[3], a[4], a[5], a[6]
 	e := func(err error) string {
 		if err == nil {
 			return ""
@@ -192,6 +267,7 @@ func probeChild() {
 	}
 	out["connect-other"] = e(dial(other))
 	out["connect-proxy"] = e(dial(proxy))
+	out["connect-elsewhere"] = e(dial(elsewhere))
 	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0); err == nil {
 		unix.Close(fd)
 		out["udp-socket"] = ""
@@ -204,6 +280,14 @@ func probeChild() {
 	} else {
 		out["unix-socket"] = err.Error()
 	}
+	out["fastopen-v4"] = e(probeFastOpen("sendto", other))
+	out["fastopen-v6"] = e(probeFastOpen("sendto", other6))
+	out["fastopen-sendmsg"] = e(probeFastOpen("sendmsg", other))
+	out["fastopen-sendmmsg"] = e(probeFastOpen("sendmmsg", other))
+	out["listen"] = e(probeListen())
+	out["udp-send"] = e(probeSend(unix.SOCK_DGRAM, 0, other))
+	out["raw-send"] = e(probeSend(unix.SOCK_RAW, unix.IPPROTO_RAW, other))
+	out["io_uring"] = e(probeIOUring())
 	out["setsid"] = e(leaveGroup())
 	_, err = os.ReadFile(filepath.Join(ro, "f"))
 	out["read-declared"] = e(err)
@@ -256,4 +340,107 @@ func probeLeaveGroup() {
 		fmt.Printf("setsid: %v; setpgid: %v", err1, err2)
 	}
 	os.Exit(0)
+}
+
+// probeSockaddr parses "ip:port" into its family, Sockaddr and raw bytes.
+func probeSockaddr(addr string) (int, unix.Sockaddr, []byte, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	p := ap.Port()
+	if ap.Addr().Is4() {
+		raw := unix.RawSockaddrInet4{Family: unix.AF_INET, Port: p<<8 | p>>8, Addr: ap.Addr().As4()}
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&raw)), unsafe.Sizeof(raw))
+		return unix.AF_INET, &unix.SockaddrInet4{Port: int(p), Addr: ap.Addr().As4()}, slices.Clone(b), nil
+	}
+	raw := unix.RawSockaddrInet6{Family: unix.AF_INET6, Port: p<<8 | p>>8, Addr: ap.Addr().As16()}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&raw)), unsafe.Sizeof(raw))
+	return unix.AF_INET6, &unix.SockaddrInet6{Port: int(p), Addr: ap.Addr().As16()}, slices.Clone(b), nil
+}
+
+// probeFastOpen sends to addr with MSG_FASTOPEN (TCP Fast Open: connect
+// inside the send, which Landlock's connect rule does not see) by sendto,
+// sendmsg or sendmmsg. nil means it was sent.
+func probeFastOpen(how, addr string) error {
+	family, sa, raw, err := probeSockaddr(addr)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	msg := []byte("probe")
+	switch how {
+	case "sendto":
+		return unix.Sendto(fd, msg, unix.MSG_FASTOPEN, sa)
+	case "sendmsg":
+		_, err := unix.SendmsgN(fd, msg, nil, sa, unix.MSG_FASTOPEN)
+		return err
+	default:
+		iov := unix.Iovec{Base: &msg[0]}
+		iov.SetLen(len(msg))
+		var m struct {
+			hdr unix.Msghdr
+			len uint32
+			_   [4]byte
+		}
+		m.hdr.Name = &raw[0]
+		m.hdr.Namelen = uint32(len(raw))
+		m.hdr.Iov = &iov
+		m.hdr.SetIovlen(1)
+		if _, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&m)), 1, unix.MSG_FASTOPEN, 0, 0); e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+// probeListen calls listen on a TCP socket that was never bound: the
+// kernel would bind it to an ephemeral port on every address.
+func probeListen() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Listen(fd, 1)
+}
+
+// probeSend opens a socket of type typ and sends one datagram to addr.
+func probeSend(typ, proto int, addr string) error {
+	family, sa, _, err := probeSockaddr(addr)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Sendto(fd, []byte("probe"), 0, sa)
+}
+
+// probeIOUring tries io_uring's three calls; the filter answers EPERM to
+// each. (On ring fd -1 the kernel itself would answer EBADF, and
+// io_uring_setup would succeed.)
+func probeIOUring() error {
+	var params [120]byte // struct io_uring_params
+	fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params)), 0)
+	if e == 0 {
+		unix.Close(int(fd))
+		return nil
+	}
+	if e != unix.EPERM {
+		return fmt.Errorf("io_uring_setup: %w", e)
+	}
+	if _, _, e = unix.Syscall6(unix.SYS_IO_URING_ENTER, ^uintptr(0), 0, 0, 0, 0, 0); e != unix.EPERM {
+		return fmt.Errorf("io_uring_enter: %w", e)
+	}
+	if _, _, e = unix.Syscall6(unix.SYS_IO_URING_REGISTER, ^uintptr(0), 0, 0, 0, 0, 0); e != unix.EPERM {
+		return fmt.Errorf("io_uring_register: %w", e)
+	}
+	return unix.EPERM
 }

@@ -21,9 +21,9 @@ import (
 )
 
 // The whole chain with a real CLI: curl from the distribution, confined,
-// reaches an allowed host only through the egress proxy; a host off the
-// list is refused by the proxy, and going around the proxy is refused by
-// Landlock.
+// reaches an allowed host only through the egress proxy (as root, from its
+// own network namespace, through maiden's relay); a host off the list is
+// refused by the proxy, and going around the proxy is refused by Landlock.
 func TestConfinedCurlThroughTheProxy(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
@@ -71,6 +71,9 @@ func TestConfinedCurlThroughTheProxy(t *testing.T) {
 		t.Logf("curl %v: %v, exit %d", extra, res.Duration, res.ExitCode)
 		if res.Landlock < 4 || res.Unconfined {
 			t.Fatalf("not confined: %+v", res)
+		}
+		if os.Geteuid() == 0 && !res.NetNS {
+			t.Fatalf("as root, curl ran without its network namespace: %+v", res)
 		}
 		return res
 	}

@@ -53,6 +53,16 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		}
 		defer unix.Close(ruleset)
 	}
+	netns, err := runNetns(ws)
+	if err != nil {
+		return Result{}, fmt.Errorf("confine: %s: %w", s.Path, err)
+	}
+	nsfd, userfd := -1, -1
+	if netns != nil {
+		// After the program: its relayed connections end with it.
+		defer netns.Close()
+		nsfd, userfd = netns.fd(), netns.userFd()
+	}
 	var closers []*os.File
 	defer func() {
 		for _, f := range closers {
@@ -82,7 +92,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	pid, err := spawn(ws, s.Dir, ruleset, filter, [4]*os.File{stdinR, stdoutW, stderrW, statusW})
+	pid, err := spawn(ws, s.Dir, ruleset, nsfd, userfd, filter, [4]*os.File{stdinR, stdoutW, stderrW, statusW})
 	if err != nil {
 		return Result{}, fmt.Errorf("confine: %s: %w", s.Path, err)
 	}
@@ -148,7 +158,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	res := Result{
 		Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes(),
 		StdoutDropped: stdout.dropped, StderrDropped: stderr.dropped,
-		Unconfined: unconfined, Landlock: ws.Landlock, Duration: time.Since(start),
+		Unconfined: unconfined, Landlock: ws.Landlock, NetNS: netns != nil, Duration: time.Since(start),
 		TimedOut: timedOut.Load(),
 	}
 	if ws4.Signaled() {

@@ -15,10 +15,22 @@ import (
 //     are refused either way: connecting to a named socket (a Docker or
 //     D-Bus socket, say) is not a filesystem access Landlock checks before
 //     ABI 9's RESOLVE_UNIX.
-//   - io_uring_setup (io_uring can create sockets without the socket
-//     system call), setsid and setpgid (leaving the process group that is
-//     killed at the deadline): refused (EPERM).
+//   - sendto, sendmsg and sendmmsg carrying MSG_FASTOPEN (in the call's
+//     flags argument; a msghdr's msg_flags are not read on send): refused
+//     (EPERM). TCP Fast Open connects implicitly, inside the send, and
+//     Landlock's connect rule (a hook on connect(2)) never sees it: with
+//     it a CLI reached any port on any address.
+//   - listen: refused (EPERM). listen(2) on an unbound socket binds it
+//     implicitly to an ephemeral port on every address, and Landlock's
+//     bind rule (a hook on bind(2)) never sees that either. A wrapped CLI
+//     accepts nothing.
+//   - io_uring_setup, io_uring_enter, io_uring_register (io_uring can
+//     create sockets, connect and bind without the system calls above),
+//     setsid and setpgid (leaving the process group that is killed at the
+//     deadline): refused (EPERM).
 // A call from another architecture (x32 on x86_64, say) kills the process.
+// The probe (probe_linux.go) tries each of these and fails closed unless the
+// filter's own errno comes back.
 
 type insn struct {
 	code   uint16
@@ -30,6 +42,7 @@ const (
 	ldW   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 	jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 	jge   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	jset  = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 	andK  = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	retK  = unix.BPF_RET | unix.BPF_K
 	label = 0xffff // pseudo-instruction marking a label (k unused)
@@ -39,6 +52,19 @@ const (
 )
 
 func offArg(i int) uint32 { return 16 + 8*uint32(i) }
+
+// Rules of the filter that a test may leave out (omitRule) to plant the hole
+// it closes and see the probe and the hostile tests catch it.
+const (
+	ruleFastOpen = "fastopen"
+	ruleListen   = "listen"
+	ruleIOUring  = "io_uring"
+	ruleNetNS    = "netns" // not a seccomp rule: runs without their network namespace
+)
+
+// omitRule, when not empty, names a rule seccompFilter leaves out. Tests
+// only: nothing else sets it.
+var omitRule string
 
 // seccompFilter assembles the filter; network says whether TCP sockets are
 // allowed.
@@ -61,12 +87,42 @@ func seccompFilter(network bool) ([]unix.SockFilter, error) {
 	if runtime.GOARCH == "amd64" {
 		p = append(p, insn{code: jge, k: 0x40000000, jt: "kill"})
 	}
-	for _, nr := range []uintptr{unix.SYS_IO_URING_SETUP, unix.SYS_SETSID, unix.SYS_SETPGID} {
+	eperm := []uintptr{unix.SYS_SETSID, unix.SYS_SETPGID}
+	if omitRule != ruleIOUring {
+		eperm = append(eperm, unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER)
+	}
+	if omitRule != ruleListen {
+		eperm = append(eperm, unix.SYS_LISTEN)
+	}
+	for _, nr := range eperm {
 		p = append(p, insn{code: jeq, k: uint32(nr), jt: "eperm"})
 	}
-	p = append(p, insn{code: jeq, k: unix.SYS_SOCKET, jf: "allow"})
+	if omitRule != ruleFastOpen {
+		// The flags are an int: the low 32 bits of the argument.
+		p = append(p,
+			insn{code: jeq, k: unix.SYS_SENDTO, jt: "flags3"},
+			insn{code: jeq, k: unix.SYS_SENDMMSG, jt: "flags3"},
+			insn{code: jeq, k: unix.SYS_SENDMSG, jt: "flags2"},
+		)
+	}
+	socket := "eacces"
+	if network {
+		socket = "inet-socket"
+	}
+	p = append(p, insn{code: jeq, k: unix.SYS_SOCKET, jt: socket, jf: "allow"})
+	if omitRule != ruleFastOpen {
+		p = append(p,
+			insn{code: label, jt: "flags3"},
+			insn{code: ldW, k: offArg(3)},
+			insn{code: jset, k: unix.MSG_FASTOPEN, jt: "eperm", jf: "allow"},
+			insn{code: label, jt: "flags2"},
+			insn{code: ldW, k: offArg(2)},
+			insn{code: jset, k: unix.MSG_FASTOPEN, jt: "eperm", jf: "allow"},
+		)
+	}
 	if network {
 		p = append(p,
+			insn{code: label, jt: "inet-socket"},
 			insn{code: ldW, k: offArg(0)},
 			insn{code: jeq, k: unix.AF_INET, jt: "inet"},
 			insn{code: jeq, k: unix.AF_INET6, jt: "inet", jf: "eacces"},

@@ -5,7 +5,8 @@
 // that needs judgement: the Landlock ruleset (an fd), the seccomp program,
 // the limits; the child only applies them, in this order:
 //   signal handlers reset and fds moved out of the way; a new process group;
-//   the parent-death signal; the working directory; stdin, stdout, stderr;
+//   the parent-death signal; the user namespace and the network namespace
+//   (setns, for a run with network: netns_linux.go); the working directory; stdin, stdout, stderr;
 //   every other descriptor close-on-exec; rlimits (soft = hard);
 //   no_new_privs; landlock_restrict_self; the seccomp filter; the signal
 //   mask cleared; execve.
@@ -28,6 +29,12 @@
 
 #ifndef __NR_landlock_restrict_self
 #define __NR_landlock_restrict_self 446
+#endif
+#ifndef CLONE_NEWNET
+#define CLONE_NEWNET 0x40000000
+#endif
+#ifndef CLONE_NEWUSER
+#define CLONE_NEWUSER 0x10000000
 #endif
 #ifndef __NR_close_range
 #define __NR_close_range 436
@@ -81,7 +88,10 @@ static void child(const struct maiden_spawn *a, const sigset_t *empty) {
 	int out = fcntl(a->stdout_fd, F_DUPFD_CLOEXEC, 10);
 	int err = fcntl(a->stderr_fd, F_DUPFD_CLOEXEC, 10);
 	int ruleset = a->ruleset_fd >= 0 ? fcntl(a->ruleset_fd, F_DUPFD_CLOEXEC, 10) : -1;
-	if (in < 0 || out < 0 || err < 0 || (a->ruleset_fd >= 0 && ruleset < 0)) {
+	int netns = a->netns_fd >= 0 ? fcntl(a->netns_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	int userns = a->userns_fd >= 0 ? fcntl(a->userns_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (in < 0 || out < 0 || err < 0 || (a->ruleset_fd >= 0 && ruleset < 0) || (a->netns_fd >= 0 && netns < 0) ||
+	    (a->userns_fd >= 0 && userns < 0)) {
 		child_fail(status, "descriptors");
 	}
 	if (setpgid(0, 0) != 0) {
@@ -89,6 +99,14 @@ static void child(const struct maiden_spawn *a, const sigset_t *empty) {
 	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
 		child_fail(status, "pdeathsig");
+	}
+	// The same user, in a user namespace that maps only it: what it may do
+	// outside is unchanged, and execve drops the capabilities it has inside.
+	if (userns >= 0 && syscall(__NR_setns, userns, CLONE_NEWUSER) != 0) {
+		child_fail(status, "setns user");
+	}
+	if (netns >= 0 && syscall(__NR_setns, netns, CLONE_NEWNET) != 0) {
+		child_fail(status, "setns");
 	}
 	if (a->dir != NULL && chdir(a->dir) != 0) {
 		child_fail(status, "chdir");

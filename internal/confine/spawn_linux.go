@@ -18,10 +18,12 @@ import (
 )
 
 // spawn starts ws.Path confined (spawn_linux.c) with fds as its stdin,
-// stdout, stderr and the status pipe, and returns its PID. Everything
+// stdout, stderr and the status pipe, in the network namespace netns (-1:
+// this one; joined after the user namespace userns, if not -1), and returns
+// its PID. Everything
 // handed to C is in C memory, freed when the child has executed or failed
 // (vfork returns only then).
-func spawn(ws *wireSpec, dir string, ruleset int, filter []unix.SockFilter, fds [4]*os.File) (int, error) {
+func spawn(ws *wireSpec, dir string, ruleset, netns, userns int, filter []unix.SockFilter, fds [4]*os.File) (int, error) {
 	for _, s := range append(append([]string{ws.Path, dir}, ws.Argv...), ws.Env...) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return 0, fmt.Errorf("a NUL byte in the path, an argument or the environment")
@@ -61,6 +63,8 @@ func spawn(ws *wireSpec, dir string, ruleset int, filter []unix.SockFilter, fds 
 	a.stderr_fd = C.int(fds[2].Fd())
 	a.status_fd = C.int(fds[3].Fd())
 	a.ruleset_fd = C.int(ruleset)
+	a.netns_fd = C.int(netns)
+	a.userns_fd = C.int(userns)
 	l := ws.Limits
 	for i, v := range []uint64{0, l.Memory, l.Processes, l.FileSize, l.Files} {
 		a.limits[i] = C.uint64_t(v)

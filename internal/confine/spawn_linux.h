@@ -10,6 +10,8 @@ struct maiden_spawn {
 	const char *dir; // NULL: the current one
 	int stdin_fd, stdout_fd, stderr_fd;
 	int ruleset_fd; // -1: no Landlock
+	int netns_fd;   // -1: stay in this network namespace
+	int userns_fd;  // -1: stay in this user namespace (else joined before netns_fd)
 	int status_fd;  // close-on-exec write end
 	uint64_t limits[MAIDEN_NLIMITS]; // core, data, nproc, fsize, nofile
 	const void *filter;              // struct sock_filter[filter_len]

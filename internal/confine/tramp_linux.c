@@ -6,6 +6,9 @@
 //   - reads the limits and the seccomp program from fd 4 (a pipe, closed
 //     after reading);
 //   - marks fd 5 (the status pipe) close-on-exec;
+//   - joins the network namespace on fd 6 (setns), when the marker's second
+//     letter is "S" (a process with network: netns_linux.go), or first the
+//     user namespace on fd 7 and then that one, when it is "U"; closes them;
 //   - sets the rlimits (soft = hard);
 //   - no_new_privs;
 //   - landlock_restrict_self with the ruleset on fd 3 (built by the
@@ -37,6 +40,14 @@
 #define RULESET_FD 3
 #define CONFIG_FD 4
 #define STATUS_FD 5
+#define NETNS_FD 6
+#define USERNS_FD 7
+#ifndef CLONE_NEWNET
+#define CLONE_NEWNET 0x40000000
+#endif
+#ifndef CLONE_NEWUSER
+#define CLONE_NEWUSER 0x10000000
+#endif
 #define NLIMITS 5
 #define MAX_INSNS 256
 
@@ -89,6 +100,18 @@ __attribute__((constructor)) static void maiden_confine_trampoline(int argc, cha
 		fail("trampoline: reading the config", EIO);
 	}
 	close(CONFIG_FD);
+	if (m[0] != '\0' && m[1] == 'U') {
+		if (syscall(__NR_setns, USERNS_FD, CLONE_NEWUSER) != 0) {
+			fail("setns user", errno);
+		}
+		close(USERNS_FD);
+	}
+	if (m[0] != '\0' && (m[1] == 'S' || m[1] == 'U')) {
+		if (syscall(__NR_setns, NETNS_FD, CLONE_NEWNET) != 0) {
+			fail("setns", errno);
+		}
+		close(NETNS_FD);
+	}
 	for (int i = 0; i < NLIMITS; i++) {
 		struct rlimit rl = {limits[i], limits[i]};
 		if (setrlimit(resources[i], &rl) != 0) {

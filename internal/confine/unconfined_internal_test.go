@@ -63,3 +63,33 @@ func TestOldLandlockRefusesNetwork(t *testing.T) {
 		t.Fatalf("ABI 3 unconfined with a port: %+v %v", res, err)
 	}
 }
+
+// The canary fails closed on each hole of issue 22: with one rule of the
+// seccomp filter left out, Probe returns ErrNotEnforced naming the attempt
+// that got through.
+func TestProbeCatchesEachMissingRule(t *testing.T) {
+	for _, c := range []struct{ rule, want string }{
+		// In a network namespace the send finds nothing (connection
+		// refused), elsewhere it connects: either way the probe says so.
+		{ruleFastOpen, "a TCP Fast Open send (sendto MSG_FASTOPEN) to a loopback port that is not the proxy's "},
+		{ruleListen, "listen on an unbound TCP socket (an implicit bind) succeeded"},
+		{ruleIOUring, "io_uring (setup, enter, register) succeeded"},
+		{ruleNetNS, "a TCP connect to the proxy's port on another loopback address (127.0.0.2), which Landlock allows and the network namespace must not have succeeded"},
+	} {
+		if c.rule == ruleNetNS {
+			if ok, why := netnsAvailable(); !ok {
+				t.Logf("no network namespace here: %v", why)
+				continue
+			}
+		}
+		t.Run(c.rule, func(t *testing.T) {
+			omitRule = c.rule
+			t.Cleanup(func() { omitRule = "" })
+			_, err := Probe(context.Background())
+			if !errors.Is(err, ErrNotEnforced) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Probe without the %s rule: %v, want ErrNotEnforced naming %q", c.rule, err, c.want)
+			}
+			t.Log(err)
+		})
+	}
+}
