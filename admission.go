@@ -1,24 +1,44 @@
 package maiden
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"runtime"
 	"sync"
 )
 
-// admission bounds how many calls run at once and how many may wait. A
-// waiting call holds no sandbox resources; one beyond the queue is refused at
-// once, so overload shows up as a clear error rather than as latency that
-// grows without bound.
+// admission bounds how many calls run at once and how many may wait, and
+// shares the turns fairly between tools. A waiting call holds no sandbox
+// resources; one beyond the queue is refused at once, so overload shows up
+// as a clear error rather than as latency that grows without bound.
+//
+// Fairness (issue 22, finding 5: eight calls of a tool that killed its
+// worker every call took all the turns, and a harmless tool's p50 went from
+// 15 ms to 1.44 s): no tool runs more than perTool of the turns at once
+// (three quarters of them, from four turns up), so a tool that arrives
+// finds a free turn while another floods; and a freed turn goes to the
+// waiting call whose tool runs the fewest calls, the oldest first among
+// equals, so no tool starves behind another's queue.
 type admission struct {
-	slots chan struct{}
-
-	mu      sync.Mutex
-	waiting int
+	turns   int // calls that may run at once
+	perTool int // calls of one tool that may run at once
 	max     int // waiters allowed
 
+	mu      sync.Mutex
+	waiting int // calls in the queue, or granted and not yet counted as running
+	running int
+	byTool  map[string]int // running calls by tool
+	queue   *list.List     // of *admitWaiter, oldest first
+
 	obs Observer // nil: no events
+}
+
+// admitWaiter is a call waiting for a turn; ready is closed once granted.
+type admitWaiter struct {
+	tool    string
+	ready   chan struct{}
+	granted bool
 }
 
 func newAdmission(concurrent, queued int) *admission {
@@ -31,46 +51,121 @@ func newAdmission(concurrent, queued int) *admission {
 	case queued < 0:
 		queued = 0
 	}
-	return &admission{slots: make(chan struct{}, concurrent), max: queued}
+	perTool := concurrent
+	if concurrent >= 4 {
+		perTool = concurrent - concurrent/4
+	}
+	return &admission{turns: concurrent, perTool: perTool, max: queued, byTool: map[string]int{}, queue: list.New()}
 }
 
-// enter waits for a turn. The returned release must be called when the call
-// is done.
-func (a *admission) enter(ctx context.Context) (release func(), err error) {
-	select {
-	case a.slots <- struct{}{}:
-		a.observe(0, +1)
-		return a.release, nil
-	default:
-	}
+// enter waits for a turn for a call of tool. The returned release must be
+// called when the call is done.
+func (a *admission) enter(ctx context.Context, tool string) (release func(), err error) {
 	a.mu.Lock()
-	if a.waiting >= a.max {
+	if a.queue.Len() == 0 && a.fitsLocked(tool) {
+		a.grantLocked(tool)
 		a.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d calls running and %d waiting; retry later", ErrOverloaded, cap(a.slots), a.max)
+		a.observe(0, +1)
+		return a.releaser(tool), nil
 	}
+	if a.waiting >= a.max {
+		err := fmt.Errorf("%w: %d calls running and %d waiting; retry later", ErrOverloaded, a.running, a.waiting)
+		if a.max == 0 && a.running < a.turns {
+			err = fmt.Errorf("%w: tool %q already runs %d calls, its share of the %d turns, and no call may wait; retry later", ErrOverloaded, tool, a.perTool, a.turns)
+		}
+		a.mu.Unlock()
+		return nil, err
+	}
+	w := &admitWaiter{tool: tool, ready: make(chan struct{})}
+	e := a.queue.PushBack(w)
 	a.waiting++
+	// Turns may be free that the calls ahead cannot take (their tools are
+	// at their share): this call may take one at once.
+	a.dispatchLocked()
 	a.mu.Unlock()
 	a.observe(+1, 0)
-	defer func() {
-		a.mu.Lock()
-		a.waiting--
-		a.mu.Unlock()
-	}()
 	select {
-	case a.slots <- struct{}{}:
+	case <-w.ready:
 		a.observe(-1, +1)
-		return a.release, nil
+		a.doneWaiting()
+		return a.releaser(tool), nil
 	case <-ctx.Done():
+		a.mu.Lock()
+		if w.granted {
+			// Granted as ctx ended: take the turn, then give it back.
+			a.mu.Unlock()
+			a.observe(-1, +1)
+			a.doneWaiting()
+			a.releaser(tool)()
+			return nil, ctx.Err()
+		}
+		a.queue.Remove(e)
+		a.mu.Unlock()
 		a.observe(-1, 0)
+		a.doneWaiting()
 		return nil, ctx.Err()
 	}
 }
 
-// release gives a turn back. The event comes first, so that an observer's
-// running count never exceeds the number of turns.
-func (a *admission) release() {
-	a.observe(0, -1)
-	<-a.slots
+// doneWaiting counts a waiter out of the queue's capacity, after its event:
+// an observer's queued count never exceeds the limit.
+func (a *admission) doneWaiting() {
+	a.mu.Lock()
+	a.waiting--
+	a.mu.Unlock()
+}
+
+// fitsLocked reports whether a call of tool may take a turn now.
+func (a *admission) fitsLocked(tool string) bool {
+	return a.running < a.turns && a.byTool[tool] < a.perTool
+}
+
+func (a *admission) grantLocked(tool string) {
+	a.running++
+	a.byTool[tool]++
+}
+
+// releaser gives a call's turn back once; the event comes first, so that
+// an observer's running count never exceeds the number of turns.
+func (a *admission) releaser(tool string) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			a.observe(0, -1)
+			a.mu.Lock()
+			a.running--
+			if a.byTool[tool]--; a.byTool[tool] == 0 {
+				delete(a.byTool, tool)
+			}
+			a.dispatchLocked()
+			a.mu.Unlock()
+		})
+	}
+}
+
+// dispatchLocked hands free turns to waiters: each time to the waiting call
+// whose tool runs the fewest calls (the oldest among equals) and still fits
+// its share.
+func (a *admission) dispatchLocked() {
+	for a.running < a.turns {
+		var best *list.Element
+		for e := a.queue.Front(); e != nil; e = e.Next() {
+			w := e.Value.(*admitWaiter)
+			if !a.fitsLocked(w.tool) {
+				continue
+			}
+			if best == nil || a.byTool[w.tool] < a.byTool[best.Value.(*admitWaiter).tool] {
+				best = e
+			}
+		}
+		if best == nil {
+			return
+		}
+		w := a.queue.Remove(best).(*admitWaiter)
+		a.grantLocked(w.tool)
+		w.granted = true
+		close(w.ready)
+	}
 }
 
 // observe reports a change in the waiting and running counts.
@@ -84,5 +179,5 @@ func (a *admission) observe(queued, running int) {
 func (a *admission) active() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.slots) + a.waiting
+	return a.running + a.waiting
 }

@@ -152,6 +152,7 @@ type Host struct {
 	// outSchemas holds compiled output schemas, by digest like schemas.
 	outSchemas schemaCache
 	adm        *admission
+	crashes    crashes // tools in their crash cool-down (backoff.go)
 	closed     atomic.Bool
 	opts       Options
 	// handle is the call pipeline, assembled once in New; builtinHandle
@@ -200,7 +201,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o}
-	runner, err := newRunner(o, cap(h.adm.slots))
+	runner, err := newRunner(o, h.adm.turns)
 	if err != nil {
 		return nil, fmt.Errorf("maiden.New: %w", err)
 	}

@@ -126,7 +126,7 @@ func (inv *invocation) resume(ctx context.Context, h *Host) error {
 	if inv.release != nil {
 		return nil
 	}
-	release, err := h.adm.enter(ctx)
+	release, err := h.adm.enter(ctx, inv.call.Tool)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ type handler func(ctx context.Context, inv *invocation) error
 type stage func(next handler) handler
 
 // pipeline assembles the call path: admission → exposure and policy →
-// (the audit of how it ended) → input → authority (cards) → load and
+// (the audit of how it ended) → crash cool-down → input → authority (cards) → load and
 // validate → middleware chain (around the rest) → consume an approval →
 // the call-admitted audit record → output check (around the run) → run.
 func (h *Host) pipeline() handler {
@@ -150,6 +150,7 @@ func (h *Host) pipeline() handler {
 		h.resolvePolicy,
 		h.auditCall,
 		h.markDone,
+		h.coolDown,
 		h.checkInput,
 		h.secretHandles,
 		h.parseCommand,
@@ -181,7 +182,7 @@ func (inv *invocation) fail(kind ErrorKind, msg string) error {
 // refuses with ErrOverloaded.
 func (h *Host) admit(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		release, err := h.adm.enter(ctx)
+		release, err := h.adm.enter(ctx, inv.call.Tool)
 		if err != nil {
 			return err
 		}
@@ -393,6 +394,9 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 		Reveal:   h.revealFunc(ctx, inv),
 	})
 	inv.res.Logs = out.Logs
+	if err == nil {
+		h.crashes.record(inv.tool.Name, out.WorkerLost)
+	}
 	if err != nil {
 		var pe *sandbox.PreopenError
 		if errors.As(err, &pe) {

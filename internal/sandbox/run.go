@@ -60,6 +60,10 @@ type Outcome struct {
 	Duration time.Duration
 	// MemoryPeak is the most linear memory the call held at once, in bytes.
 	MemoryPeak uint64
+	// WorkerLost is set by a runner of worker processes when the call cost
+	// its worker (it died, or was killed for the deadline, memory or the
+	// protocol): the host backs off a tool that does this again and again.
+	WorkerLost bool
 }
 
 // Execute runs the tool's execute function on c.Input in a fresh instance.

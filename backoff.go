@@ -1,0 +1,94 @@
+package maiden
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Crash back-off (issue 22, finding 5): a tool whose calls cost their
+// worker process CrashLimit times in a row has its calls refused at once,
+// as kind unavailable, for CrashCoolDown; the first call after the cool-down
+// runs again (one death more starts another cool-down, twice as long, up to
+// maxCoolDown). Replacing a worker takes a fork, an exec and the loading of
+// compiled code: a tool that kills its worker on every call would otherwise
+// spend every admission turn on that, and starve the other tools.
+const (
+	CrashLimit    = 3
+	CrashCoolDown = 10 * time.Second
+	maxCoolDown   = 5 * time.Minute
+)
+
+// crashes counts each tool's consecutive lost workers.
+type crashes struct {
+	mu    sync.Mutex
+	tools map[string]*crashRecord
+	now   func() time.Time // time.Now; tests set a clock
+}
+
+type crashRecord struct {
+	inARow   int
+	coolDown time.Duration // the last one given
+	until    time.Time     // calls are refused before this
+}
+
+// record notes how a call of tool ended: lost its worker or not.
+func (c *crashes) record(tool string, lost bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.tools[tool]
+	if !lost {
+		if r != nil {
+			delete(c.tools, tool)
+		}
+		return
+	}
+	if c.tools == nil {
+		c.tools = map[string]*crashRecord{}
+	}
+	if r == nil {
+		r = &crashRecord{}
+		c.tools[tool] = r
+	}
+	r.inARow++
+	if r.inARow >= CrashLimit {
+		r.coolDown = min(max(CrashCoolDown, 2*r.coolDown), maxCoolDown)
+		r.until = c.clock().Add(r.coolDown)
+		r.inARow = CrashLimit - 1 // after the cool-down, one more death is enough
+	}
+}
+
+// refusal is the message refusing a call of tool now, or "".
+func (c *crashes) refusal(tool string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.tools[tool]
+	if r == nil {
+		return ""
+	}
+	now := c.clock()
+	if !now.Before(r.until) {
+		return ""
+	}
+	return fmt.Sprintf("tool %q lost its worker process on %d calls in a row (it crashed, or was killed for its memory, deadline or a protocol violation); its calls are refused for %v, until %s (%v from now), so it cannot starve other tools. Nothing ran; the operator's log names each death",
+		tool, CrashLimit, r.coolDown, r.until.UTC().Format(time.RFC3339), r.until.Sub(now).Round(time.Second))
+}
+
+func (c *crashes) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// coolDown refuses, before anything is loaded or run, a call of a tool in
+// its crash cool-down.
+func (h *Host) coolDown(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if msg := h.crashes.refusal(inv.tool.Name); msg != "" {
+			return inv.fail(KindUnavailable, msg)
+		}
+		return next(ctx, inv)
+	}
+}

@@ -1,0 +1,130 @@
+package maiden
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCrashCoolDown: CrashLimit lost workers in a row start a cool-down in
+// which calls are refused (the message names the tool, the count and the
+// end); a call that keeps its worker resets the count; after a cool-down
+// one more death starts another, twice as long.
+func TestCrashCoolDown(t *testing.T) {
+	now := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	c := &crashes{now: func() time.Time { return now }}
+	for range CrashLimit - 1 {
+		c.record("bomb", true)
+	}
+	c.record("bomb", false) // a call that kept its worker: the count starts over
+	for i := range CrashLimit {
+		if msg := c.refusal("bomb"); msg != "" {
+			t.Fatalf("refused after %d deaths in a row (limit %d): %s", i, CrashLimit, msg)
+		}
+		c.record("bomb", true)
+	}
+	msg := c.refusal("bomb")
+	for _, want := range []string{`tool "bomb"`, "3 calls in a row", "refused for 10s", "until 2026-12-02T01:00:10Z"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("refusal %q lacks %q", msg, want)
+		}
+	}
+	if other := c.refusal("echo"); other != "" {
+		t.Errorf("another tool is refused: %s", other)
+	}
+	now = now.Add(CrashCoolDown)
+	if msg := c.refusal("bomb"); msg != "" {
+		t.Fatalf("still refused after the cool-down: %s", msg)
+	}
+	c.record("bomb", true) // one more death after a cool-down
+	if msg := c.refusal("bomb"); !strings.Contains(msg, "refused for 20s") {
+		t.Errorf("after a cool-down one death should start a doubled one, got %q", msg)
+	}
+}
+
+// TestAdmissionShare: a tool that floods the turns gets at most its share
+// (three quarters from four turns up), so another tool's call finds a turn
+// at once; a freed turn goes to the waiting tool that runs the fewest calls,
+// whatever the order they queued in.
+func TestAdmissionShare(t *testing.T) {
+	a := newAdmission(8, 100)
+	if a.perTool != 6 {
+		t.Fatalf("perTool = %d, want 6 of 8", a.perTool)
+	}
+	ctx := context.Background()
+	var bombs []func()
+	for range 6 {
+		r, err := a.enter(ctx, "bomb")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bombs = append(bombs, r)
+	}
+	// The seventh bomb waits though two turns are free.
+	got := make(chan func(), 8)
+	go func() {
+		r, err := a.enter(ctx, "bomb")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got <- r
+	}()
+	waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.queue.Len() == 1 })
+	// echo finds a free turn at once, though a bomb queued before it.
+	echo, err := a.enter(ctx, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second echo too: eight turns, six bombs, two echoes.
+	echo2, err := a.enter(ctx, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Now every turn is taken: a third echo queues behind the bomb.
+	go func() {
+		r, err := a.enter(ctx, "echo")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got <- r
+	}()
+	waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.queue.Len() == 2 })
+	// A freed echo turn: the bomb waiting is at its share, so the echo
+	// that queued after it takes the turn.
+	echo2()
+	r := <-got
+	a.mu.Lock()
+	if a.byTool["echo"] != 2 || a.byTool["bomb"] != 6 || a.queue.Len() != 1 {
+		t.Errorf("after an echo turn was freed: running %v, %d waiting; want echo 2, bomb 6, the bomb waiting", a.byTool, a.queue.Len())
+	}
+	a.mu.Unlock()
+	// A freed bomb turn goes to the waiting bomb.
+	bombs[0]()
+	r2 := <-got
+	a.mu.Lock()
+	if a.byTool["bomb"] != 6 || a.queue.Len() != 0 {
+		t.Errorf("after a bomb turn was freed: running %v, %d waiting", a.byTool, a.queue.Len())
+	}
+	a.mu.Unlock()
+	for _, f := range append(bombs[1:], echo, r, r2) {
+		f()
+	}
+	if n := a.active(); n != 0 {
+		t.Errorf("%d calls active after every turn was given back", n)
+	}
+}
+
+// waitFor polls cond (an observable state of another goroutine) for up to
+// 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
