@@ -302,6 +302,31 @@ func TestLoginCSRF(t *testing.T) {
 	}
 }
 
+// TestLoginCSRFWithoutCookie: a login form posted with no login cookie
+// and no csrf field (what a page of another origin, or a script without the
+// cookie, can send) is refused as a CSRF failure, even with a valid
+// operator token: an empty field must never equal an empty cookie.
+func TestLoginCSRFWithoutCookie(t *testing.T) {
+	for name, form := range map[string]url.Values{
+		"no csrf field":    {"token": {operatorToken}},
+		"empty csrf field": {"token": {operatorToken}, "csrf": {""}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, c := newInbox(t, newFake(), nil) // never GETs the form: no login cookie
+			resp, body := c.do("POST", "/ui/login", form, nil)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "The login form&#39;s CSRF token is missing or wrong") {
+				t.Fatalf("cookie-less login post: %d, want 403 refusing the CSRF token\n%s", resp.StatusCode, body)
+			}
+			if findCookie(resp, sessionCookie) != nil {
+				t.Fatal("a cookie-less login post opened a session")
+			}
+			if resp, _ := c.do("GET", "/ui", nil, nil); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("pending page after the refused login: %d, want a redirect to the login", resp.StatusCode)
+			}
+		})
+	}
+}
+
 func TestUnauthenticated(t *testing.T) {
 	f := newFake()
 	_, c := newInbox(t, f, nil)
