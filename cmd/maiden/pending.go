@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/safetext"
 )
 
@@ -32,7 +33,8 @@ With -json: an array (empty when nothing waits) of objects with exactly the keys
 "id", "agent", "tool", "rendered", "reason", "created" and "expires" (RFC 3339 times).
 
 "maiden pending ID" shows one request in any state, with everything there is to decide on:
-its state (and who decided, why), agent, session, tool, arguments, the input's SHA-256, the
+its state (and who decided, why), agent, session, tool, arguments, the SHA-256 of their
+rendering (the inbox page shows the same), the input's SHA-256, the
 hosts the call may reach and the credential names it may spend (the tool's policy as the
 agent's binding narrows it), the rule that asked and why, its expiry, and whether it may be
 approved always. With -json: the whole request as the inbox page sees it.
@@ -142,6 +144,7 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 		{"session", orDash(terminalSafe(r.Session))},
 		{"tool", terminalSafe(r.Tool)},
 		{"arguments", orDash(terminalSafe(r.Rendered))},
+		{"rendering", "sha256:" + grant.RenderingDigest(r.Rendered) + " (the inbox page shows the same)"},
 		{"input", "sha256:" + terminalSafe(r.Digest)},
 		{"hosts", list(r.Hosts)},
 		{"secrets", list(r.Secrets)},

@@ -1,9 +1,19 @@
 package grant
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
+
+// RenderingDigest is the SHA-256 of a rendering's exact bytes, in hex: what
+// the inbox page and maiden pending ID both print, so a human can tell that
+// both show the same call.
+func RenderingDigest(rendered string) string {
+	sum := sha256.Sum256([]byte(rendered))
+	return hex.EncodeToString(sum[:])
+}
 
 // Call is a canonical rendering read back (ParseRendering): the command
 // words, the arguments in canonical order and the positionals, exactly

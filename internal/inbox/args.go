@@ -1,8 +1,6 @@
 package inbox
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -102,7 +100,4 @@ func argRows(rendered string) []argRow {
 
 // renderingDigest is the SHA-256 of the exact rendering, in hex: what the
 // page's arguments were read from (maiden pending ID prints the same).
-func renderingDigest(rendered string) string {
-	sum := sha256.Sum256([]byte(rendered))
-	return hex.EncodeToString(sum[:])
-}
+func renderingDigest(rendered string) string { return grant.RenderingDigest(rendered) }
