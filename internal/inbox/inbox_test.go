@@ -506,6 +506,42 @@ func TestEscaping(t *testing.T) {
 	}
 }
 
+var hiddenGrant = regexp.MustCompile(`<input type="hidden" name="grant" value="[^"]*">`)
+
+// TestAgentTextEscapedOnEveryPage: control, bidi and zero-width
+// characters an agent put in a call reach no page raw: not the always
+// grant (a text input would show an override reversed and drop line
+// breaks, so such a grant is shown escaped and sent unchanged in a hidden
+// field), nor the audit trail's records, nor the cards' grants.
+func TestAgentTextEscapedOnEveryPage(t *testing.T) {
+	f := newFake()
+	a := f.approvals["ap1"]
+	a.Rendered = `"--to=x\u202e` + "\n" + `y"`
+	a.AlwaysGrant = "approve:always weather \"--to=x\u202e\ny\""
+	f.approvals["ap1"] = a
+	f.audit[0].Body = `{"to":"x` + "\u202e\u200b" + `"}`
+	f.audit[0].Actor = "agent:b\u202eot"
+	f.cards["bot"][0].Allows = []string{"tool:invoke pay --to=\u202emallory"}
+	_, c := newInbox(t, f, nil)
+	c.login(operatorToken)
+	for _, p := range []string{"/ui", "/ui/approvals/ap1", "/ui/audit", "/ui/cards"} {
+		_, body := c.do("GET", p, nil, nil)
+		body = hiddenGrant.ReplaceAllString(body, "") // not shown: sent back as it is
+		if i := strings.IndexAny(body, "\u202e\u200b"); i >= 0 {
+			t.Errorf("%s holds a raw bidi or zero-width character: %q", p, body[max(i-60, 0):min(i+20, len(body))])
+		}
+	}
+	_, body := c.do("GET", "/ui/approvals/ap1", nil, nil)
+	if !strings.Contains(body, `<input type="hidden" name="grant" value="approve:always weather &#34;--to=x`+"\u202e\ny"+`&#34;">`) ||
+		!strings.Contains(body, `<code class="always-grant">approve:always weather &#34;--to=x\u202e\ny&#34;</code>`) || strings.Contains(body, `type="text" name="grant"`) {
+		t.Errorf("the always grant with control characters is not shown escaped and sent unchanged:\n%s", body)
+	}
+	_, body = c.do("GET", "/ui/cards", nil, nil)
+	if !strings.Contains(body, `tool:invoke pay --to=\u202emallory`) {
+		t.Errorf("the cards page does not show the grant escaped:\n%s", body)
+	}
+}
+
 func TestSecurityHeaders(t *testing.T) {
 	_, c := newInbox(t, newFake(), nil)
 	paths := []string{"/ui/login", "/ui/static/style.css", "/ui/nope", "/ui"}
