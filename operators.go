@@ -46,3 +46,38 @@ func (h *Host) AuthenticateOperator(ctx context.Context, token string) (name str
 	}
 	return name, nil
 }
+
+// ErrBadMetricsToken is returned by AuthenticateMetrics for a token that is
+// neither a live operator token nor a live metrics token of an operator
+// agent.toml declares: an agent's token included, always.
+var ErrBadMetricsToken = errors.New("not an operator's or a metrics token")
+
+// AuthenticateMetrics returns the operator a bearer token presented at
+// /metrics belongs to: an operator's own token, or a scraper's metrics
+// token (maiden operators token -role metrics NAME), whose operator
+// agent.toml declares. An agent's token never reads /metrics: the metrics
+// name every tool of every agent. A store that cannot answer is ErrState.
+func (h *Host) AuthenticateMetrics(ctx context.Context, token string) (name string, err error) {
+	cfg := h.cfg.Load()
+	if len(cfg.Operators()) == 0 {
+		return "", fmt.Errorf("%w: %s declares no [operators], so there are no operator or metrics tokens", ErrBadMetricsToken, cfg.File())
+	}
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	name, role, err := st.AuthenticateOperatorRole(ctx, token)
+	switch {
+	case errors.Is(err, store.ErrBadToken):
+		return "", ErrBadMetricsToken
+	case err != nil:
+		return "", fmt.Errorf("%w: %v", ErrState, err)
+	}
+	if role != store.RoleOperator && role != store.RoleMetrics {
+		return "", ErrBadMetricsToken
+	}
+	if _, ok := cfg.Operator(name); !ok {
+		return "", ErrBadMetricsToken
+	}
+	return name, nil
+}

@@ -317,7 +317,7 @@ func TestHTTPExtraHandlers(t *testing.T) {
 	srv := e.httpServer(HTTPOptions{
 		AuthToken:      "s3cret-token",
 		AllowedOrigins: []string{"https://app.example"},
-		Handlers: map[string]http.Handler{"/healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		Handlers: map[string]http.Handler{"/extra": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			hits++
 			io.WriteString(w, "ok\n")
 		})},
@@ -333,7 +333,7 @@ func TestHTTPExtraHandlers(t *testing.T) {
 		{"token, allowed origin", map[string]string{"Authorization": "Bearer s3cret-token", "Origin": "https://app.example"}, http.StatusOK},
 		{"token", map[string]string{"Authorization": "Bearer s3cret-token"}, http.StatusOK},
 	} {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/healthz", nil)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/extra", nil)
 		for k, v := range tc.hdr {
 			req.Header.Set(k, v)
 		}

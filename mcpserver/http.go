@@ -46,12 +46,29 @@ type HTTPOptions struct {
 	// Without it every initialize held its session forever (20,000 of them
 	// held 350 MB), and each tool-list change was sent to every one.
 	SessionIdle time.Duration
-	// Handlers, if set, are further paths (e.g. "/healthz", "/metrics")
-	// served by the same handler behind the same Origin and token checks as
-	// Path. A key is a net/http ServeMux pattern; Path itself may not be
-	// one of them.
+	// Handlers, if set, are further paths served by the same handler
+	// behind the same Origin and token checks as Path (an agent's token
+	// with [agents]). A key is a net/http ServeMux pattern; Path,
+	// HealthPath and MetricsPath may not be one of them.
 	Handlers map[string]http.Handler
+	// Health, if set, is served at HealthPath to anyone (a liveness probe
+	// carries no credentials), behind the Origin check only. It should
+	// say nothing but that the server is up.
+	Health http.Handler
+	// Metrics, if set, is served at MetricsPath to an operator: a bearer
+	// token of an operator or a scraper's metrics token (maiden operators
+	// token [-role metrics] NAME), never an agent's, since the metrics
+	// name every agent's tools. Without [agents] the static AuthToken is
+	// accepted too (the one implicit agent's metrics are its own), and
+	// with neither AuthToken nor a token the path is open, as /mcp is.
+	Metrics http.Handler
 }
+
+// The paths of HTTPOptions.Health and HTTPOptions.Metrics.
+const (
+	HealthPath  = "/healthz"
+	MetricsPath = "/metrics"
+)
 
 // DefaultSessionIdle is how long an idle HTTP session lives by default. A
 // client that wants a session kept longer without calls can ping.
@@ -147,9 +164,15 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	ui := s.originCheck(o)(inbox.New(hostInbox{s.host}, &inbox.Options{Logger: s.log}))
 	mux.Handle(inbox.Path, ui)
 	mux.Handle(inbox.Path+"/", ui)
+	if o.Health != nil {
+		mux.Handle(HealthPath, s.originCheck(o)(o.Health))
+	}
+	if o.Metrics != nil {
+		mux.Handle(MetricsPath, s.metricsGuard(o)(o.Metrics))
+	}
 	for pattern, h := range o.Handlers {
-		if pattern == Path {
-			panic("mcpserver: HTTPOptions.Handlers may not replace " + Path)
+		if pattern == Path || pattern == HealthPath || pattern == MetricsPath {
+			panic("mcpserver: HTTPOptions.Handlers may not replace " + pattern)
 		}
 		mux.Handle(pattern, guard(h))
 	}
@@ -263,6 +286,55 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 				}
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, agent)))
+		})
+	}
+}
+
+// metricsGuard wraps /metrics in the Origin check and the authentication
+// of an operator: an operator's token or a metrics token (checked with the
+// state store at every request, so a revocation holds at once). An agent's
+// token is refused with 403, like any other that is not an operator's;
+// without [agents] the static AuthToken counts too, and a server with no
+// AuthToken and no [agents] leaves the path open (it serves loopback only).
+func (s *Server) metricsGuard(o HTTPOptions) func(http.Handler) http.Handler {
+	allowed := allowedOrigins(o)
+	var tokenSum [32]byte
+	if o.AuthToken != "" {
+		tokenSum = sha256.Sum256([]byte(o.AuthToken))
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s.foreignOrigin(allowed, w, r) {
+				return
+			}
+			got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if s.host.Config().Implicit() {
+				if o.AuthToken == "" {
+					next.ServeHTTP(w, r)
+					return
+				}
+				gotSum := sha256.Sum256([]byte(got))
+				if bearer && subtle.ConstantTimeCompare(gotSum[:], tokenSum[:]) == 1 {
+					next.ServeHTTP(w, r)
+					return
+				}
+			}
+			if !bearer || got == "" {
+				http.Error(w, "maiden: "+MetricsPath+" takes an operator's bearer token or a metrics token (maiden operators token -role metrics NAME) in the header \"Authorization: Bearer <token>\"; an agent's token is not accepted", http.StatusForbidden)
+				return
+			}
+			_, err := s.host.AuthenticateMetrics(r.Context(), got)
+			switch {
+			case errors.Is(err, maiden.ErrBadMetricsToken):
+				s.log.Warn("refused a metrics request whose token is not an operator's or a metrics token", "remote", r.RemoteAddr)
+				http.Error(w, "maiden: "+MetricsPath+" refused the bearer token: it is not a live operator or metrics token (an agent's token never is: mint a scraper's with maiden operators token -role metrics NAME)", http.StatusForbidden)
+				return
+			case err != nil:
+				s.log.Error("could not authenticate a metrics request", "error", err)
+				http.Error(w, "maiden: cannot check the bearer token now: the state store is unavailable (the server's log says why); try again later", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }

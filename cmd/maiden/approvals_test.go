@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -482,7 +484,7 @@ func TestPendingShowOne(t *testing.T) {
 	b := request(t, state, "research", `--message="wire money"`, "middleware[2]")
 	text := op(t, exitOK, cfg, "pending", a.ID).stdout
 	for _, want := range []string{"request    " + a.ID + "\n", "state      pending\n", "agent      research\n", "session    s1\n", "tool       echo\n",
-		"arguments  --message=hi\n", "input      sha256:" + a.Digest + "\n", "hosts      api.example.com\n", "secrets    API_TOKEN\n",
+		"arguments  --message=hi\n", "rendering  sha256:" + renderingSum("--message=hi") + " (the inbox page shows the same)\n", "input      sha256:" + a.Digest + "\n", "hosts      api.example.com\n", "secrets    API_TOKEN\n",
 		"asked by   middleware[1]\n", "reason     " + a.Reason + "\n", `always     may be approved always, installing "approve:always echo --message=hi"`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("pending ID lacks %q:\n%s", want, text)
@@ -510,6 +512,13 @@ func TestPendingShowOne(t *testing.T) {
 		t.Errorf("pending of an unknown ID: %q", r.stderr)
 	}
 	op(t, exitUsage, cfg, "pending", a.ID, b.ID)
+}
+
+// renderingSum is the SHA-256 of a rendering's bytes, computed here rather
+// than by the code under test.
+func renderingSum(r string) string {
+	sum := sha256.Sum256([]byte(r))
+	return hex.EncodeToString(sum[:])
 }
 
 // TestApproveExpired: a request past its expiry is not listed, and

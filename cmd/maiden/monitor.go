@@ -16,12 +16,10 @@ func serveMetrics(addr string) *metrics.Metrics {
 	return metrics.New()
 }
 
-// monitorHandlers are the paths serve -http answers beside /mcp, behind
-// the same Origin and token checks: /healthz (200 while serving, 503 once
-// ctx ends and the server shuts down) and /metrics (Prometheus text).
-func monitorHandlers(ctx context.Context, mx *metrics.Metrics) map[string]http.Handler {
-	return map[string]http.Handler{
-		"/healthz": metrics.Health(ctx),
-		"/metrics": mx.Handler(),
-	}
+// monitorHandlers are the paths serve -http answers beside /mcp: /healthz
+// (200 "ok" while serving, 503 once ctx ends and the server shuts down; no
+// credentials) and /metrics (Prometheus text; an operator's or a metrics
+// token, never an agent's: mcpserver.HTTPOptions.Metrics).
+func monitorHandlers(ctx context.Context, mx *metrics.Metrics) (health, mtx http.Handler) {
+	return metrics.Health(ctx), mx.Handler()
 }

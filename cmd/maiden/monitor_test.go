@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -46,9 +48,9 @@ func httpGet(t *testing.T, method, u, body string, headers ...string) (int, stri
 // TestServeMonitoring runs `maiden serve -http` with a token, makes real MCP
 // calls of real tools in workers (a success, a tool's failure, an allowed
 // http-fetch to a TLS server on loopback and a refused one), then scrapes
-// /metrics over HTTP and parses the text format. /healthz and /metrics sit
-// behind the same checks as /mcp: no token or a wrong one, or a foreign
-// Origin, is refused as /mcp refuses it.
+// /metrics over HTTP and parses the text format. Without [agents], /metrics
+// sits behind the same checks as /mcp: no token or a wrong one, or a
+// foreign Origin, is refused as /mcp refuses it; /healthz takes no token.
 func TestServeMonitoring(t *testing.T) {
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "hello from loopback")
@@ -73,15 +75,24 @@ timeout_ms = 20000
 	}
 	const token = "monitoring-test-token-5f1c"
 	t.Setenv("MAIDEN_TEST_MONITOR_TOKEN", token)
-	base := startHTTP(t, "-config", cfg, "-watch=false", "-auth-token-env", "MAIDEN_TEST_MONITOR_TOKEN", "-allow-origin", "https://app.example")
+	base := startHTTP(t, "-config", cfg, "-cache", testkit.CompileCache(t), "-watch=false", "-auth-token-env", "MAIDEN_TEST_MONITOR_TOKEN", "-allow-origin", "https://app.example")
 	auth := "Authorization: Bearer " + token
 
-	// The checks /mcp applies apply to /healthz and /metrics alike.
+	// The checks /mcp applies apply to /metrics.
 	mcpCode, _, _ := httpGet(t, http.MethodPost, base+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Content-Type: application/json")
 	if mcpCode != http.StatusForbidden {
 		t.Fatalf("/mcp without the token: %d, want 403", mcpCode)
 	}
-	for _, path := range []string{"/healthz", "/metrics"} {
+	// /healthz answers a probe without credentials, and says only "ok".
+	for name, headers := range map[string][]string{"no token": nil, "token": {auth}, "wrong token": {"Authorization: Bearer nope"}} {
+		if code, _, body := httpGet(t, http.MethodGet, base+"/healthz", "", headers...); code != http.StatusOK || body != "ok\n" {
+			t.Errorf("GET /healthz, %s: %d %q, want 200 \"ok\\n\"", name, code, body)
+		}
+	}
+	if code, _, _ := httpGet(t, http.MethodGet, base+"/healthz", "", "Origin: https://evil.example"); code != http.StatusForbidden {
+		t.Errorf("GET /healthz from a foreign origin: %d, want 403", code)
+	}
+	for _, path := range []string{"/metrics"} {
 		for _, c := range []struct {
 			name    string
 			headers []string
@@ -227,4 +238,88 @@ func sortedLabels(m *dto.Metric) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestServeMetricsNeedsOperator: with [agents], /metrics takes an
+// operator's token or a scraper's metrics token (maiden operators token
+// -role metrics) and refuses an agent's with 403 saying so, since the
+// metrics name every agent's tools; a revoked metrics token is refused at
+// once; the metrics token calls no tool (/mcp) and signs in to no inbox;
+// /healthz answers "ok" with no credentials.
+func TestServeMetricsNeedsOperator(t *testing.T) {
+	cfg, _ := approvalsConfig(t)
+	agentTok := strings.TrimSpace(op(t, exitOK, cfg, "agents", "token", "research").stdout)
+	var minted struct{ Operator, Token, Role string }
+	if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "operators", "token", "alice", "-role", "metrics", "-json").stdout), &minted); err != nil ||
+		minted.Role != "metrics" || !strings.HasPrefix(minted.Token, "mdo_") {
+		t.Fatalf("operators token -role metrics -json: %+v %v", minted, err)
+	}
+	scraper := minted.Token
+	operator := strings.TrimSpace(op(t, exitOK, cfg, "operators", "token", "alice").stdout)
+	op(t, exitUsage, cfg, "operators", "token", "alice", "-role", "admin")
+	base := startHTTP(t, "-config", cfg, "-watch=false")
+
+	if code, _, body := httpGet(t, http.MethodGet, base+"/healthz", ""); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /healthz without credentials: %d %q, want 200 \"ok\\n\"", code, body)
+	}
+	for _, c := range []struct {
+		name    string
+		headers []string
+		want    int
+		says    string
+	}{
+		{"no token", nil, http.StatusForbidden, "takes an operator's bearer token or a metrics token"},
+		{"an agent's token", []string{"Authorization: Bearer " + agentTok}, http.StatusForbidden, "not a live operator or metrics token (an agent's token never is"},
+		{"the metrics token", []string{"Authorization: Bearer " + scraper}, http.StatusOK, "go_goroutines"},
+		{"an operator's token", []string{"Authorization: Bearer " + operator}, http.StatusOK, "go_goroutines"},
+		{"the metrics token from a foreign origin", []string{"Authorization: Bearer " + scraper, "Origin: https://evil.example"}, http.StatusForbidden, "not allowed"},
+	} {
+		code, _, body := httpGet(t, http.MethodGet, base+"/metrics", "", c.headers...)
+		if code != c.want || !strings.Contains(body, c.says) {
+			t.Errorf("GET /metrics with %s: %d %.300q, want %d saying %q", c.name, code, body, c.want, c.says)
+		}
+		if code != http.StatusOK && strings.Contains(body, "maiden_") {
+			t.Errorf("GET /metrics with %s: refused, but the body has metrics: %.200s", c.name, body)
+		}
+	}
+	// The metrics token is not an agent's: /mcp refuses it.
+	if code, _, _ := httpGet(t, http.MethodPost, base+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		"Content-Type: application/json", "Authorization: Bearer "+scraper); code != http.StatusForbidden {
+		t.Errorf("/mcp with the metrics token: %d, want 403", code)
+	}
+	// Nor an operator's: it signs in to no inbox.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := browser.Get(base + "/ui/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF field on the login page:\n%s", page)
+	}
+	resp, err = browser.PostForm(base+"/ui/login", url.Values{"csrf": {string(m[1])}, "token": {scraper}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(page), "not an operator token") {
+		t.Errorf("inbox login with the metrics token: %d, want 403 \"not an operator token\"\n%s", resp.StatusCode, page)
+	}
+	// Revoked: refused at the next scrape.
+	var ls []struct{ Tokens []struct{ ID, Role string } }
+	if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "operators", "ls", "-json").stdout), &ls); err != nil || len(ls) != 1 {
+		t.Fatalf("operators ls -json: %v", err)
+	}
+	for _, tok := range ls[0].Tokens {
+		if tok.Role == "metrics" {
+			op(t, exitOK, cfg, "operators", "revoke-token", tok.ID)
+		}
+	}
+	if code, _, _ := httpGet(t, http.MethodGet, base+"/metrics", "", "Authorization: Bearer "+scraper); code != http.StatusForbidden {
+		t.Errorf("GET /metrics with the revoked metrics token: %d, want 403", code)
+	}
 }

@@ -27,8 +27,12 @@ var errUnknownOperator = errors.New("unknown operator")
 const operatorsTokenHelp = `Mints a bearer token for operator NAME (an [operators.NAME] table of agent.toml) and
 prints it once: only a hash is stored. The operator signs in to the inbox page (/ui of
 maiden serve -http) with it, to decide approval requests and revoke cards. It is not an agent
-token: it calls no tool, and no agent token signs in as an operator. With -json:
-{"operator": NAME, "token": TOKEN}. "maiden operators ls" lists tokens by ID;
+token: it calls no tool, and no agent token signs in as an operator. An operator's token
+also reads /metrics.
+
+With -role metrics: a scraper's token (Prometheus's), which reads /metrics and nothing else:
+it signs in to no inbox and decides nothing. /metrics never takes an agent's token, since
+its metrics name every agent's tools. With -json: {"operator": NAME, "token": TOKEN, "role": ROLE}. "maiden operators ls" lists tokens by ID;
 "maiden operators revoke-token ID" ends one at once.
 
 Exit codes: 0 done; 2 bad command line or an operator agent.toml does not declare;
@@ -48,13 +52,18 @@ Exit codes: 0 done; 2 bad command line or no operator token of that ID; 1 the st
 
 func cmdOperatorsToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("operators token", stderr)
-	asJSON := fs.Bool("json", false, `print {"operator": NAME, "token": TOKEN}`)
+	asJSON := fs.Bool("json", false, `print {"operator": NAME, "token": TOKEN, "role": ROLE}`)
+	role := fs.String("role", store.RoleOperator, "operator (the inbox and /metrics) or metrics (a scraper's token: /metrics only)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: maiden operators token NAME [-json]")
+		fmt.Fprintln(stderr, "usage: maiden operators token NAME [-role operator|metrics] [-json]")
+		return exitUsage
+	}
+	if *role != store.RoleOperator && *role != store.RoleMetrics {
+		fmt.Fprintf(stderr, "maiden operators token: -role %q: want operator or metrics\n", *role)
 		return exitUsage
 	}
 	s, code := c.openStateFor(ctx, stderr, true)
@@ -66,7 +75,7 @@ func cmdOperatorsToken(ctx context.Context, args []string, _ io.Reader, stdout, 
 	if _, ok := s.cfg.Operator(name); !ok {
 		return failed(stderr, "operators token", fmt.Errorf("%w %q: not an [operators.NAME] of %s (%s)", errUnknownOperator, name, s.file, operatorNames(s.cfg)))
 	}
-	token, info, err := s.st.MintOperatorToken(ctx, name)
+	token, info, err := s.st.MintOperatorTokenRole(ctx, name, *role)
 	if err != nil {
 		return failed(stderr, "operators token", err)
 	}
@@ -74,11 +83,16 @@ func cmdOperatorsToken(ctx context.Context, args []string, _ io.Reader, stdout, 
 		printJSON(stdout, struct {
 			Operator string `json:"operator"`
 			Token    string `json:"token"`
-		}{name, token})
+			Role     string `json:"role"`
+		}{name, token, *role})
 	} else {
 		fmt.Fprintln(stdout, token)
 	}
-	fmt.Fprintf(stderr, "operator token %s for %q: shown once, only its hash is stored (revoke: maiden operators revoke-token %s)\n", info.ID, name, info.ID)
+	kind := "operator token"
+	if *role == store.RoleMetrics {
+		kind = "metrics token (/metrics only)"
+	}
+	fmt.Fprintf(stderr, "%s %s for %q: shown once, only its hash is stored (revoke: maiden operators revoke-token %s)\n", kind, info.ID, name, info.ID)
 	return exitOK
 }
 
@@ -103,7 +117,7 @@ type operatorEntry struct {
 
 func cmdOperatorsLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("operators ls", stderr)
-	asJSON := fs.Bool("json", false, "print JSON: [{name, declared, tokens: [{id, operator, created, revoked}]}]")
+	asJSON := fs.Bool("json", false, "print JSON: [{name, declared, tokens: [{id, operator, role, created, revoked}]}]")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
@@ -161,7 +175,7 @@ func cmdOperatorsLs(ctx context.Context, args []string, _ io.Reader, stdout, std
 			if !t.Revoked.IsZero() {
 				state = "revoked " + t.Revoked.Local().Format(time.DateTime)
 			}
-			fmt.Fprintf(stdout, "  token %s  created %s  %s\n", t.ID, t.Created.Local().Format(time.DateTime), state)
+			fmt.Fprintf(stdout, "  token %s  %-8s  created %s  %s\n", t.ID, t.Role, t.Created.Local().Format(time.DateTime), state)
 		}
 	}
 	return exitOK

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/safetext"
 )
 
 // This file is `maiden pending`: the calls that wait for a human. What it
@@ -32,7 +33,8 @@ With -json: an array (empty when nothing waits) of objects with exactly the keys
 "id", "agent", "tool", "rendered", "reason", "created" and "expires" (RFC 3339 times).
 
 "maiden pending ID" shows one request in any state, with everything there is to decide on:
-its state (and who decided, why), agent, session, tool, arguments, the input's SHA-256, the
+its state (and who decided, why), agent, session, tool, arguments, the SHA-256 of their
+rendering (the inbox page shows the same), the input's SHA-256, the
 hosts the call may reach and the credential names it may spend (the tool's policy as the
 agent's binding narrows it), the rule that asked and why, its expiry, and whether it may be
 approved always. With -json: the whole request as the inbox page sees it.
@@ -142,6 +144,7 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 		{"session", orDash(terminalSafe(r.Session))},
 		{"tool", terminalSafe(r.Tool)},
 		{"arguments", orDash(terminalSafe(r.Rendered))},
+		{"rendering", "sha256:" + grant.RenderingDigest(r.Rendered) + " (the inbox page shows the same)"},
 		{"input", "sha256:" + terminalSafe(r.Digest)},
 		{"hosts", list(r.Hosts)},
 		{"secrets", list(r.Secrets)},
@@ -198,42 +201,7 @@ func expiresIn(t, now time.Time) string {
 }
 
 // terminalSafe escapes what must not reach a terminal raw from text an
-// agent supplied: C0 and C1 control characters (escape sequences, carriage
-// returns that overwrite a line, tabs that break the table), DEL, invalid
-// UTF-8, and the Unicode controls that reorder or hide text (bidirectional
-// embeddings, overrides and isolates, zero-width marks and joiners, the
-// BOM), each as a Go-style escape (\x1b, \u202e). A backslash stays as it
-// is: the text is for reading, not for parsing back.
-func terminalSafe(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unsafeRune(r):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
-		return true
-	case r >= 0x200b && r <= 0x200f, // zero-width space, non-joiner, joiner; LRM, RLM
-		r >= 0x202a && r <= 0x202e, // embeddings and overrides
-		r >= 0x2066 && r <= 0x2069, // isolates
-		r == 0x061c, r == 0xfeff, r == 0x2028, r == 0x2029:
-		return true
-	}
-	return false
-}
+// agent supplied (control characters, escape sequences, bidirectional and
+// zero-width controls, invalid UTF-8): safetext.Escape, the escaping the
+// inbox page shares, so both show the same characters for the same call.
+func terminalSafe(s string) string { return safetext.Escape(s) }

@@ -117,7 +117,8 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
-	o := mcpserver.HTTPOptions{AllowedOrigins: origins, AuthToken: token, SessionIdle: *idle, Handlers: monitorHandlers(ctx, mx)}
+	o := mcpserver.HTTPOptions{AllowedOrigins: origins, AuthToken: token, SessionIdle: *idle}
+	o.Health, o.Metrics = monitorHandlers(ctx, mx)
 	if *idle <= 0 {
 		o.SessionIdle = -1 // HTTPOptions' "never"; its 0 is the default
 	}

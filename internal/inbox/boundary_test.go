@@ -104,7 +104,7 @@ func TestBoundaryRequestShown(t *testing.T) {
 		`<td class="access">read</td><td class="scope">exact</td><td><code class="path">/srv/other/b.txt</code>`,
 		`<td class="access">write</td><td class="scope">subtree</td><td><code class="path">/srv/out</code>`,
 		`yes: enable network access`,
-		`<span class="justification">I need &lt;script&gt;alert(1)&lt;/script&gt; &#34;b.txt&#34;</span>`,
+		`<span class="justification"><code class="v">I need &lt;script&gt;alert(1)&lt;/script&gt; &#34;b.txt&#34;</code></span>`,
 		`<code>ses_42</code>`, `<code>r1</code>`, `<dd class="revision">3`,
 		`class="approve">Approve for this session</button>`, `<form method="post" action="/ui/approvals/bnd_1" class="deny">`,
 	} {

@@ -238,7 +238,7 @@ func TestBrowserApprovalFlow(t *testing.T) {
 	do("log in with the operator's token",
 		chromedp.SendKeys(chromedp.ID("token"), e.operator), chromedp.Click(chromedp.ID("login")),
 		chromedp.WaitVisible(chromedp.ID("req-"+id)))
-	if got := text("#req-" + id + " pre.args"); !strings.Contains(got, hostile) {
+	if got := text("#req-" + id + " table.args td.arg-value"); !strings.Contains(got, hostile) {
 		t.Fatalf("the request's arguments should show the markup as text, got %q", got)
 	}
 	if got := text("#req-" + id + " dd.rule"); !strings.Contains(got, "every echo needs a human") {

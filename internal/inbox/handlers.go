@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/maiden-run/maiden/internal/safetext"
 )
 
 //go:embed templates/*.html static/*
@@ -503,6 +505,11 @@ func parsePages() map[string]*template.Template {
 		},
 		"live": func(c Card) bool { return live(c, time.Now()) },
 		"req":  func(p *page, a Approval) reqView { return reqView{P: p, A: a} },
+		// Agent text: escaped as the CLI escapes it (args.go).
+		"safe":            safetext.Escape,
+		"show":            show,
+		"argRows":         argRows,
+		"renderingDigest": renderingDigest,
 	}
 	out := map[string]*template.Template{}
 	for _, name := range pageNames {

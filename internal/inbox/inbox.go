@@ -3,6 +3,10 @@
 // allow, deny), the recent audit trail with its verify status, and the
 // cards of each agent (revoke).
 //
+// What an agent wrote (a call's arguments, a boundary request's
+// justification, audit records, grants) is shown escaped as the CLI shows
+// it (internal/safetext), a call's arguments one row each (args.go).
+//
 // It knows nothing of maiden's host: everything it shows and does goes
 // through a Backend (mcpserver adapts *maiden.Host to it), so the
 // page is tested with a fake and in a real browser against the real stack.

@@ -302,6 +302,31 @@ func TestLoginCSRF(t *testing.T) {
 	}
 }
 
+// TestLoginCSRFWithoutCookie: a login form posted with no login cookie
+// and no csrf field (what a page of another origin, or a script without the
+// cookie, can send) is refused as a CSRF failure, even with a valid
+// operator token: an empty field must never equal an empty cookie.
+func TestLoginCSRFWithoutCookie(t *testing.T) {
+	for name, form := range map[string]url.Values{
+		"no csrf field":    {"token": {operatorToken}},
+		"empty csrf field": {"token": {operatorToken}, "csrf": {""}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, c := newInbox(t, newFake(), nil) // never GETs the form: no login cookie
+			resp, body := c.do("POST", "/ui/login", form, nil)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "The login form&#39;s CSRF token is missing or wrong") {
+				t.Fatalf("cookie-less login post: %d, want 403 refusing the CSRF token\n%s", resp.StatusCode, body)
+			}
+			if findCookie(resp, sessionCookie) != nil {
+				t.Fatal("a cookie-less login post opened a session")
+			}
+			if resp, _ := c.do("GET", "/ui", nil, nil); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("pending page after the refused login: %d, want a redirect to the login", resp.StatusCode)
+			}
+		})
+	}
+}
+
 func TestUnauthenticated(t *testing.T) {
 	f := newFake()
 	_, c := newInbox(t, f, nil)
@@ -478,6 +503,42 @@ func TestEscaping(t *testing.T) {
 		if p != "/ui/audit" && !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 			t.Errorf("%s does not show the argument escaped:\n%s", p, body)
 		}
+	}
+}
+
+var hiddenGrant = regexp.MustCompile(`<input type="hidden" name="grant" value="[^"]*">`)
+
+// TestAgentTextEscapedOnEveryPage: control, bidi and zero-width
+// characters an agent put in a call reach no page raw: not the always
+// grant (a text input would show an override reversed and drop line
+// breaks, so such a grant is shown escaped and sent unchanged in a hidden
+// field), nor the audit trail's records, nor the cards' grants.
+func TestAgentTextEscapedOnEveryPage(t *testing.T) {
+	f := newFake()
+	a := f.approvals["ap1"]
+	a.Rendered = `"--to=x\u202e` + "\n" + `y"`
+	a.AlwaysGrant = "approve:always weather \"--to=x\u202e\ny\""
+	f.approvals["ap1"] = a
+	f.audit[0].Body = `{"to":"x` + "\u202e\u200b" + `"}`
+	f.audit[0].Actor = "agent:b\u202eot"
+	f.cards["bot"][0].Allows = []string{"tool:invoke pay --to=\u202emallory"}
+	_, c := newInbox(t, f, nil)
+	c.login(operatorToken)
+	for _, p := range []string{"/ui", "/ui/approvals/ap1", "/ui/audit", "/ui/cards"} {
+		_, body := c.do("GET", p, nil, nil)
+		body = hiddenGrant.ReplaceAllString(body, "") // not shown: sent back as it is
+		if i := strings.IndexAny(body, "\u202e\u200b"); i >= 0 {
+			t.Errorf("%s holds a raw bidi or zero-width character: %q", p, body[max(i-60, 0):min(i+20, len(body))])
+		}
+	}
+	_, body := c.do("GET", "/ui/approvals/ap1", nil, nil)
+	if !strings.Contains(body, `<input type="hidden" name="grant" value="approve:always weather &#34;--to=x`+"\u202e\ny"+`&#34;">`) ||
+		!strings.Contains(body, `<code class="always-grant">approve:always weather &#34;--to=x\u202e\ny&#34;</code>`) || strings.Contains(body, `type="text" name="grant"`) {
+		t.Errorf("the always grant with control characters is not shown escaped and sent unchanged:\n%s", body)
+	}
+	_, body = c.do("GET", "/ui/cards", nil, nil)
+	if !strings.Contains(body, `tool:invoke pay --to=\u202emallory`) {
+		t.Errorf("the cards page does not show the grant escaped:\n%s", body)
 	}
 }
 

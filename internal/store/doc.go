@@ -267,7 +267,9 @@
 // reads only tokens, AuthenticateOperator only operator_tokens), so an
 // agent token can never authenticate as an operator, nor the reverse, even
 // relabelled (tested). Mints and revocations append token-change records
-// with principal "operator".
+// with principal "operator". From migration 6 a token has a role:
+// "operator" (signs in to the inbox, reads /metrics) or "metrics" (reads
+// /metrics only: a scraper's, AuthenticateOperator refuses it).
 //
 // Writes of these three parts do not advance the counters table's
 // generation (writeKeep), but every commit changes SQLite's WAL-index

@@ -31,11 +31,21 @@ type OperatorInfo struct {
 	Created time.Time `json:"created"`
 }
 
+// The roles of an operator token.
+const (
+	// RoleOperator: a human's token, for the inbox (and /metrics).
+	RoleOperator = "operator"
+	// RoleMetrics: a scraper's token, for /metrics only; it signs in to
+	// no inbox and decides nothing.
+	RoleMetrics = "metrics"
+)
+
 // OperatorTokenInfo describes an operator's bearer token without its
 // secret.
 type OperatorTokenInfo struct {
 	ID       string    `json:"id"`
 	Operator string    `json:"operator"`
+	Role     string    `json:"role"` // RoleOperator or RoleMetrics`
 	Created  time.Time `json:"created"`
 	Revoked  time.Time `json:"revoked,omitzero"`
 }
@@ -47,6 +57,15 @@ type OperatorTokenInfo struct {
 // kept. The mint is audited (token-change, principal operator) in the same
 // transaction.
 func (s *DB) MintOperatorToken(ctx context.Context, name string) (string, OperatorTokenInfo, error) {
+	return s.MintOperatorTokenRole(ctx, name, RoleOperator)
+}
+
+// MintOperatorTokenRole is MintOperatorToken with a role: RoleOperator, or
+// RoleMetrics for a scraper's token that reads /metrics and nothing else.
+func (s *DB) MintOperatorTokenRole(ctx context.Context, name, role string) (string, OperatorTokenInfo, error) {
+	if role != RoleOperator && role != RoleMetrics {
+		return "", OperatorTokenInfo{}, fmt.Errorf("mint token for operator %q: role %q is neither %q nor %q", name, role, RoleOperator, RoleMetrics)
+	}
 	if err := checkName("operator name", name); err != nil {
 		return "", OperatorTokenInfo{}, fmt.Errorf("mint token for operator %q: %w", name, err)
 	}
@@ -54,18 +73,18 @@ func (s *DB) MintOperatorToken(ctx context.Context, name string) (string, Operat
 	b := make([]byte, 32)
 	rand.Read(b)
 	secret := base64.RawURLEncoding.EncodeToString(b)
-	info := OperatorTokenInfo{ID: id, Operator: name, Created: s.now().UTC()}
+	info := OperatorTokenInfo{ID: id, Operator: name, Role: role, Created: s.now().UTC()}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO operators (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
 			name, info.Created.UnixNano()); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO operator_tokens (id, operator, hash, created_at) VALUES (?, ?, ?, ?)`,
-			id, name, secretHash(secret), info.Created.UnixNano()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO operator_tokens (id, operator, hash, created_at, role) VALUES (?, ?, ?, ?, ?)`,
+			id, name, secretHash(secret), info.Created.UnixNano(), role); err != nil {
 			return err
 		}
 		_, err := s.appendAudit(ctx, tx, AuditRecord{Kind: AuditTokenChange, Actor: "operator",
-			Body: auditBody(map[string]string{"op": "mint", "principal": "operator", "operator": name, "token": id})})
+			Body: auditBody(map[string]string{"op": "mint", "principal": "operator", "operator": name, "token": id, "role": role})})
 		return err
 	})
 	if err != nil {
@@ -75,29 +94,45 @@ func (s *DB) MintOperatorToken(ctx context.Context, name string) (string, Operat
 }
 
 // AuthenticateOperator returns the operator an operator token belongs to,
-// or ErrBadToken (malformed, unknown, wrong, revoked, or an agent's
-// token). The secret is compared in constant time.
+// or ErrBadToken (malformed, unknown, wrong, revoked, a metrics token, or
+// an agent's token). The secret is compared in constant time.
 func (s *DB) AuthenticateOperator(ctx context.Context, token string) (string, error) {
-	rest, ok := strings.CutPrefix(token, operatorTokenPrefix)
-	id, secret, ok2 := strings.Cut(rest, "_")
-	if !ok || !ok2 || len(id) != 16 || secret == "" {
-		return "", ErrBadToken
-	}
-	var name, hash string
-	var revoked sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT operator, hash, revoked_at FROM operator_tokens WHERE id = ?`, id).Scan(&name, &hash, &revoked)
-	if isNoRows(err) {
-		// Spend the same work as a known ID before saying no.
-		subtle.ConstantTimeCompare([]byte(secretHash(secret)), []byte(secretHash("")))
-		return "", ErrBadToken
-	}
+	name, role, err := s.AuthenticateOperatorRole(ctx, token)
 	if err != nil {
-		return "", fmt.Errorf("authenticate operator: %w", err)
+		return "", err
 	}
-	if subtle.ConstantTimeCompare([]byte(secretHash(secret)), []byte(hash)) != 1 || revoked.Valid {
+	if role != RoleOperator {
 		return "", ErrBadToken
 	}
 	return name, nil
+}
+
+// AuthenticateOperatorRole returns the operator an operator token belongs
+// to and the token's role (RoleOperator or RoleMetrics), or ErrBadToken
+// (malformed, unknown, wrong, revoked, or an agent's token). The caller
+// decides what the role allows: /metrics takes either, the inbox only
+// RoleOperator (AuthenticateOperator).
+func (s *DB) AuthenticateOperatorRole(ctx context.Context, token string) (name, role string, err error) {
+	rest, ok := strings.CutPrefix(token, operatorTokenPrefix)
+	id, secret, ok2 := strings.Cut(rest, "_")
+	if !ok || !ok2 || len(id) != 16 || secret == "" {
+		return "", "", ErrBadToken
+	}
+	var hash string
+	var revoked sql.NullInt64
+	err = s.db.QueryRowContext(ctx, `SELECT operator, hash, revoked_at, role FROM operator_tokens WHERE id = ?`, id).Scan(&name, &hash, &revoked, &role)
+	if isNoRows(err) {
+		// Spend the same work as a known ID before saying no.
+		subtle.ConstantTimeCompare([]byte(secretHash(secret)), []byte(secretHash("")))
+		return "", "", ErrBadToken
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("authenticate operator: %w", err)
+	}
+	if subtle.ConstantTimeCompare([]byte(secretHash(secret)), []byte(hash)) != 1 || revoked.Valid {
+		return "", "", ErrBadToken
+	}
+	return name, role, nil
 }
 
 // Operators lists the operators the store holds (those a token was ever
@@ -124,7 +159,7 @@ func (s *DB) Operators(ctx context.Context) ([]OperatorInfo, error) {
 // OperatorTokens lists the tokens of operator name ("" for every
 // operator), revoked ones included, oldest first.
 func (s *DB) OperatorTokens(ctx context.Context, name string) ([]OperatorTokenInfo, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, operator, created_at, revoked_at FROM operator_tokens WHERE operator = ? OR ? = '' ORDER BY created_at, id`, name, name)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, operator, created_at, revoked_at, role FROM operator_tokens WHERE operator = ? OR ? = '' ORDER BY created_at, id`, name, name)
 	if err != nil {
 		return nil, fmt.Errorf("list operator tokens: %w", err)
 	}
@@ -134,7 +169,7 @@ func (s *DB) OperatorTokens(ctx context.Context, name string) ([]OperatorTokenIn
 		var t OperatorTokenInfo
 		var created int64
 		var revoked sql.NullInt64
-		if err := rows.Scan(&t.ID, &t.Operator, &created, &revoked); err != nil {
+		if err := rows.Scan(&t.ID, &t.Operator, &created, &revoked, &t.Role); err != nil {
 			return nil, fmt.Errorf("list operator tokens: %w", err)
 		}
 		t.Created = time.Unix(0, created).UTC()

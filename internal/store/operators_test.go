@@ -146,3 +146,50 @@ func testOperatorTokens(t *testing.T, be backend) {
 	}
 	verifyOK(t, s, int64(len(recs)))
 }
+
+// TestMetricsTokens: a metrics token (a scraper's) authenticates with its
+// role for /metrics, never as an operator (no inbox, no decisions) nor as
+// an agent; an operator's token keeps the operator role; revoking a
+// metrics token ends it.
+func TestMetricsTokens(t *testing.T) { eachBackend(t, testMetricsTokens) }
+
+func testMetricsTokens(t *testing.T, be backend) {
+	ctx := context.Background()
+	s := open(t, be.target(t), nil)
+	m, info, err := s.MintOperatorTokenRole(ctx, "prom", RoleMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Role != RoleMetrics {
+		t.Fatalf("minted %+v, want role %q", info, RoleMetrics)
+	}
+	if name, role, err := s.AuthenticateOperatorRole(ctx, m); err != nil || name != "prom" || role != RoleMetrics {
+		t.Fatalf("AuthenticateOperatorRole(metrics token) = %q, %q, %v", name, role, err)
+	}
+	if name, err := s.AuthenticateOperator(ctx, m); !errors.Is(err, ErrBadToken) || name != "" {
+		t.Fatalf("a metrics token authenticated as operator %q (%v): it must not sign in to the inbox", name, err)
+	}
+	if a, err := s.Authenticate(ctx, m); !errors.Is(err, ErrBadToken) || a != "" {
+		t.Fatalf("a metrics token authenticated as agent %q (%v)", a, err)
+	}
+	op, _, err := s.MintOperatorToken(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, role, err := s.AuthenticateOperatorRole(ctx, op); err != nil || name != "alice" || role != RoleOperator {
+		t.Fatalf("AuthenticateOperatorRole(operator token) = %q, %q, %v", name, role, err)
+	}
+	if _, _, err := s.MintOperatorTokenRole(ctx, "alice", "admin"); err == nil {
+		t.Fatal("minted a token of an unknown role")
+	}
+	list, err := s.OperatorTokens(ctx, "")
+	if err != nil || len(list) != 2 || list[0].Role != RoleMetrics || list[1].Role != RoleOperator {
+		t.Fatalf("OperatorTokens = %+v, %v: want the metrics token, then the operator's", list, err)
+	}
+	if err := s.RevokeOperatorToken(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AuthenticateOperatorRole(ctx, m); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("a revoked metrics token: %v", err)
+	}
+}

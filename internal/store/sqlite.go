@@ -354,6 +354,9 @@ CREATE TABLE audit_journal (
 );
 `,
 	5: sessionsMigration, // sessions, their boundary revisions, boundary requests (sessions.go)
+	// 6: an operator token's role (operators.go): "operator" (the inbox, and
+	// /metrics) or "metrics" (/metrics only: a scraper's).
+	6: `ALTER TABLE operator_tokens ADD COLUMN role TEXT NOT NULL DEFAULT 'operator'`,
 }
 
 // SchemaVersion is the schema version this binary writes.

@@ -206,9 +206,15 @@ type Store interface {
 	// (operators.go): Authenticate never accepts one, nor
 	// AuthenticateOperator an agent's.
 	MintOperatorToken(ctx context.Context, name string) (token string, info OperatorTokenInfo, err error)
-	// AuthenticateOperator returns the operator a token belongs to, or
-	// ErrBadToken.
+	// MintOperatorTokenRole is MintOperatorToken with a role: RoleOperator,
+	// or RoleMetrics (a scraper's token: /metrics only).
+	MintOperatorTokenRole(ctx context.Context, name, role string) (token string, info OperatorTokenInfo, err error)
+	// AuthenticateOperator returns the operator a token of role
+	// RoleOperator belongs to, or ErrBadToken (a metrics token included).
 	AuthenticateOperator(ctx context.Context, token string) (name string, err error)
+	// AuthenticateOperatorRole returns the operator and the role of an
+	// operator or metrics token, or ErrBadToken.
+	AuthenticateOperatorRole(ctx context.Context, token string) (name, role string, err error)
 	// Operators lists the operators the store holds.
 	Operators(ctx context.Context) ([]OperatorInfo, error)
 	// OperatorTokens lists operator name's tokens ("" for all).
