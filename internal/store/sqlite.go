@@ -354,6 +354,14 @@ CREATE TABLE audit_journal (
 );
 `,
 	5: sessionsMigration, // sessions, their boundary revisions, boundary requests (sessions.go)
+	// 6: what an approval is bound to besides the call (approvals.go): the
+	// tool's code identity and the effective policy the human was shown.
+	// Requests made before this step have both empty, which matches no
+	// tool: such an approval never releases a call (it asks again).
+	6: `
+ALTER TABLE approvals ADD COLUMN tool_digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN policy TEXT NOT NULL DEFAULT ''
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.
