@@ -304,3 +304,44 @@ func TestApprovalAsksAgainWhenComponentReplaced(t *testing.T) {
 		t.Errorf("old request is %s", r.State)
 	}
 }
+
+// TestBuiltinApprovalConsumedOnce: a built-in held by an approve rule runs
+// once per approval, like a tool: the approval is consumed with its start,
+// and the same call repeated asks again.
+func TestBuiltinApprovalConsumedOnce(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "approve"
+when = 'tool == "cards_list"'
+[agents.a]
+tools = ["cards_list"]
+grants = ["card:inspect *"]
+`, maiden.Options{}, "echo")
+	ctx := context.Background()
+	call := func() maiden.Result {
+		res, err := h.CallBuiltin(ctx, maiden.Call{Agent: "a", Tool: "cards_list", Input: `{}`, ApprovalWait: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := call()
+	wantKind(t, res, maiden.KindPending, "")
+	id := res.Error.Approval
+	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(); !res.OK {
+		t.Fatalf("approved built-in: %+v", res.Error)
+	}
+	if r := approvalOf(t, h, id); r.State != "done" {
+		t.Errorf("the approval is %s after its run, want done", r.State)
+	}
+	res = call()
+	wantKind(t, res, maiden.KindPending, "")
+	if res.Error.Approval == id {
+		t.Fatalf("the repeated built-in call waits on the used approval %s", id)
+	}
+}
