@@ -18,8 +18,9 @@ import (
 // tool, rendered arguments, a digest of the exact input, the rule and its
 // reason, the agent's card revision, when it expires); the call then waits
 // for a decision (Call.ApprovalWait), releasing its admission turn while
-// it waits. An approval is bound to the input digest, the agent and the
-// card revision: if any changed, it asks again. A denial is remembered for
+// it waits. An approval is bound to the input digest, the agent, the
+// card revision and the tool's binding (its code identity and effective
+// policy, approvalbinding.go): if any changed, it asks again. A denial is remembered for
 // the same call until the request expires. A wait that ends undecided is a
 // result of kind pending with the request's ID; the same call repeated
 // after the approval runs, and the approval is consumed exactly once, in
