@@ -345,3 +345,66 @@ grants = ["card:inspect *"]
 		t.Fatalf("the repeated built-in call waits on the used approval %s", id)
 	}
 }
+
+// TestWrappedCLIApprovalBoundToCommand: a wrapped CLI's approval holds for
+// its program and command configuration and its policy: after a reload
+// that changes its environment (code identity) the same call is pending
+// under a new request; after one that widens its paths (policy), again.
+func TestWrappedCLIApprovalBoundToCommand(t *testing.T) {
+	repo := gitRepo(t)
+	root := testkit.RepoRoot(t)
+	conf := func(env, extra string) string {
+		return `version = 1
+[tools.echo]
+path = %q
+[clis.git]
+path = "/usr/bin/git"
+command_file = "` + filepath.Join(root, "examples/git/git.command.json") + `"
+dir = "` + repo + `"
+read_paths = ["` + repo + `"]
+env = ["GIT_PAGER=cat", "HOME=` + repo + `", "GIT_CONFIG_NOSYSTEM=1"` + env + `]
+` + extra + `
+[[middleware]]
+use = "approve"
+[agents.dev]
+tools = ["git"]
+grants = ["tool:invoke git log --max-count=*"]
+`
+	}
+	h := newHostWith(t, conf("", ""), maiden.Options{}, "echo")
+	ctx := context.Background()
+	call := func() maiden.Result {
+		return mustCall(t, h, maiden.Call{Agent: "dev", Tool: "git", Input: `{"command":"log","max-count":1}`, ApprovalWait: -1})
+	}
+	res := call()
+	wantKind(t, res, maiden.KindPending, "")
+	first := res.Error.Approval
+	if r := approvalOf(t, h, first); !strings.HasPrefix(r.ToolDigest, "cli:") || r.Policy == nil || strings.Join(r.Policy.ReadPaths, ",") != repo {
+		t.Fatalf("the request shows %+v (policy %+v)", r, r.Policy)
+	}
+	if _, err := h.Decide(ctx, first, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	h.SetConfig(writeConfig(t, conf(`, "GIT_EXEC_PATH=`+repo+`"`, ""), "echo"))
+	res = call()
+	wantKind(t, res, maiden.KindPending, "the tool's code changed")
+	second := res.Error.Approval
+	if second == first || approvalOf(t, h, first).State != "approved" {
+		t.Fatalf("after the environment changed: request %s (first %s, now %s)", second, first, approvalOf(t, h, first).State)
+	}
+	if _, err := h.Decide(ctx, second, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	h.SetConfig(writeConfig(t, conf(`, "GIT_EXEC_PATH=`+repo+`"`, `write_paths = ["`+repo+`"]`), "echo"))
+	res = call()
+	wantKind(t, res, maiden.KindPending, "the tool's policy changed")
+	third := res.Error.Approval
+	if third == second || approvalOf(t, h, second).State != "approved" {
+		t.Fatalf("after the paths widened: request %s (second %s, now %s)", third, second, approvalOf(t, h, second).State)
+	}
+	if r := approvalOf(t, h, third); strings.Join(r.Policy.WritePaths, ",") != repo {
+		t.Fatalf("the third request shows write paths %v", r.Policy.WritePaths)
+	}
+}
