@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // bindingFixture is a loopback HTTPS server that counts requests and
@@ -406,5 +408,87 @@ grants = ["tool:invoke git log --max-count=*"]
 	}
 	if r := approvalOf(t, h, third); strings.Join(r.Policy.WritePaths, ",") != repo {
 		t.Fatalf("the third request shows write paths %v", r.Policy.WritePaths)
+	}
+}
+
+type addC struct {
+	A int `json:"a"`
+	B int `json:"b"`
+	C int `json:"c,omitempty"`
+}
+
+// TestImportedToolApprovalBoundToUpstream: an imported tool's approval
+// holds for its upstream and the input schema the upstream reported: after
+// a reload points [mcp.calc] at another server whose add takes another
+// schema, the same call is pending under a new request and nothing reaches
+// the new server.
+func TestImportedToolApprovalBoundToUpstream(t *testing.T) {
+	serve := func(calls *atomic.Int32, wider bool) string {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)
+		if wider {
+			mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "adds"},
+				func(ctx context.Context, req *mcp.CallToolRequest, in addC) (*mcp.CallToolResult, addOut, error) {
+					calls.Add(1)
+					return nil, addOut{Sum: in.A + in.B + in.C}, nil
+				})
+		} else {
+			mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "adds"},
+				func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+					calls.Add(1)
+					return nil, addOut{Sum: in.A + in.B}, nil
+				})
+		}
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	var callsA, callsB atomic.Int32
+	urlA, urlB := serve(&callsA, false), serve(&callsB, true)
+	conf := func(u string) string {
+		return `version = 1
+[tools.echo]
+path = %q
+[mcp.calc]
+url = "` + u + `"
+[[middleware]]
+use = "approve"
+[agents.a]
+tools = ["calc"]
+grants = ["tool:invoke calc.add --..."]
+`
+	}
+	h := newHostWith(t, conf(urlA), maiden.Options{}, "echo")
+	ctx := context.Background()
+	call := func() maiden.Result {
+		return mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":1,"b":2}`, ApprovalWait: -1})
+	}
+	res := call()
+	wantKind(t, res, maiden.KindPending, "")
+	first := res.Error.Approval
+	r := approvalOf(t, h, first)
+	if !strings.HasPrefix(r.ToolDigest, "mcp:") || r.Policy == nil || r.Policy.Upstream != urlA {
+		t.Fatalf("the request shows %+v (policy %+v)", r, r.Policy)
+	}
+	if _, err := h.Decide(ctx, first, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.SetConfig(writeConfig(t, conf(urlB), "echo"))
+	res = call()
+	wantKind(t, res, maiden.KindPending, "")
+	second := res.Error.Approval
+	if second == first || callsB.Load() != 0 || callsA.Load() != 0 {
+		t.Fatalf("after the upstream changed: request %s (first %s), calls A %d B %d", second, first, callsA.Load(), callsB.Load())
+	}
+	if r2 := approvalOf(t, h, second); r2.State != "pending" || r2.ToolDigest == r.ToolDigest || r2.Policy.Upstream != urlB {
+		t.Fatalf("the new request %+v (policy %+v)", r2, r2.Policy)
+	}
+	if approvalOf(t, h, first).State != "approved" {
+		t.Fatalf("the first approval is %s", approvalOf(t, h, first).State)
+	}
+	if _, err := h.Decide(ctx, second, maiden.Decision{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(); !res.OK || callsB.Load() != 1 {
+		t.Fatalf("approved for the new upstream: %+v, calls B %d", res.Error, callsB.Load())
 	}
 }
