@@ -50,11 +50,21 @@ type ApprovalRequest struct {
 	Reason   string `json:"reason"`   // and why
 	// Hosts and Secrets are what the call may reach and the credential
 	// names it may spend, from the tool's policy as the agent's binding
-	// narrows it (empty: none, or the tool is gone from agent.toml).
-	Hosts   []string  `json:"hosts"`
-	Secrets []string  `json:"secrets"`
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires"`
+	// narrows it, as it was when the call asked (empty: none).
+	Hosts   []string `json:"hosts"`
+	Secrets []string `json:"secrets"`
+	// ToolDigest is the code identity of the tool the call would run
+	// ("sha256:<hex>" of a WebAssembly component, "cli:<hex>" of a wrapped
+	// CLI's program and command configuration, "mcp:<hex>" of an imported
+	// tool's upstream and schema) and Policy its whole effective policy
+	// (network, hosts, ports, secrets and where they may go, limits,
+	// paths): the approval holds only for that tool under that policy.
+	// Both are empty (Policy nil) for a request made before maiden
+	// recorded them, which releases no call.
+	ToolDigest string          `json:"tool_digest"`
+	Policy     *ApprovalPolicy `json:"policy,omitempty"`
+	Created    time.Time       `json:"created"`
+	Expires    time.Time       `json:"expires"`
 	// State is pending, approved, denied, expired, started, done or
 	// interrupted.
 	State          string    `json:"state"`
@@ -75,6 +85,8 @@ type ApprovalRequest struct {
 	Kind      string          `json:"kind"`
 	Expansion json.RawMessage `json:"expansion,omitempty"`
 	Revision  int64           `json:"revision,omitempty"`
+
+	binding store.Binding // as stored: an always-card carries it (boundKey)
 }
 
 // Kinds of request in ApprovalRequest.Kind.
@@ -132,11 +144,16 @@ func approvalRequest(a store.Approval, cfg *config.Config) ApprovalRequest {
 		ID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool, Rendered: a.Rendered, Digest: a.Digest,
 		Rule: a.Middleware, Reason: a.Reason, Created: a.Created, Expires: a.Expires, State: a.State,
 		DecidedBy: a.DecidedBy, Decided: a.Decided, DecisionReason: a.DecisionReason,
-		Hosts: []string{}, Secrets: []string{}, Kind: RequestCall,
+		Hosts: []string{}, Secrets: []string{}, Kind: RequestCall, ToolDigest: a.ToolDigest, binding: a.Binding,
 	}
-	if exp, err := expose(cfg, a.Agent, a.Tool); err == nil {
-		r.Hosts = append(r.Hosts, exp.tool.HTTPAllow...)
-		r.Secrets = append(r.Secrets, exp.tool.Secrets...)
+	// The human sees the policy the call asked under, as stored with the
+	// request (which is what an approval is bound to), not agent.toml as it
+	// is now.
+	var p ApprovalPolicy
+	if a.Policy != "" && json.Unmarshal([]byte(a.Policy), &p) == nil {
+		r.Policy = &p
+		r.Hosts = append(r.Hosts, p.Hosts...)
+		r.Secrets = append(r.Secrets, p.Secrets...)
 	}
 	if rule, ok := cfg.MiddlewareRule(a.Middleware); ok {
 		r.AllowAlways = rule.AllowAlways
@@ -229,7 +246,9 @@ func DecideApproval(ctx context.Context, st store.Store, cfg *config.Config, id 
 		if err != nil {
 			return cur, err
 		}
-		spec = cards.Spec{LowerPos: cards.Any(g)}
+		// The card holds for the tool and policy the human was shown, as
+		// the approval does (alwaysWallet).
+		spec = cards.Spec{LowerPos: cards.Any(g), Bound: boundKey(cur.binding)}
 	}
 	by := d.By
 	if by == "" {

@@ -165,15 +165,18 @@ func (h *Host) CallBuiltin(ctx context.Context, call Call) (Result, error) {
 
 // builtinPipeline assembles a built-in's call path: admission → the
 // built-in as the agent sees it → (audit) → input → middleware chain →
-// the call-admitted record → the operation.
+// consume an approval (once, with its start, as for a tool) → the
+// call-admitted record → the operation.
 func (h *Host) builtinPipeline() handler {
 	stages := []stage{
 		h.admit,
 		h.resolveBuiltin,
 		h.auditCall,
+		h.markDone,
 		h.checkInput,
 		h.authorizeBuiltin,
 		h.middleware,
+		h.runApproved,
 		h.admitRecord,
 	}
 	next := h.runBuiltin
@@ -241,6 +244,7 @@ func (h *Host) authorizeBuiltin(next handler) handler {
 
 // runBuiltin performs the built-in's operation.
 func (h *Host) runBuiltin(ctx context.Context, inv *invocation) error {
+	inv.ran = true
 	st, err := h.state(ctx, inv.cfg)
 	if err != nil {
 		return err

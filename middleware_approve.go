@@ -2,6 +2,7 @@ package maiden
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -17,8 +18,9 @@ import (
 // tool, rendered arguments, a digest of the exact input, the rule and its
 // reason, the agent's card revision, when it expires); the call then waits
 // for a decision (Call.ApprovalWait), releasing its admission turn while
-// it waits. An approval is bound to the input digest, the agent and the
-// card revision: if any changed, it asks again. A denial is remembered for
+// it waits. An approval is bound to the input digest, the agent, the
+// card revision and the tool's binding (its code identity and effective
+// policy, approvalbinding.go): if any changed, it asks again. A denial is remembered for
 // the same call until the request expires. A wait that ends undecided is a
 // result of kind pending with the request's ID; the same call repeated
 // after the approval runs, and the approval is consumed exactly once, in
@@ -40,22 +42,31 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 		}
 	}
 	digest := inputDigest(inv.call.Input)
+	// What the human is asked about besides the input: the tool's code and
+	// its effective policy as this call would run them.
+	bind := approvalBinding(inv)
 	// Whatever lets this call through here (an always-card or a human's
-	// approval) covers this exact input: a later layer that rewrites it
-	// voids it (runApproved checks).
+	// approval) covers this exact input and this tool: a later layer that
+	// rewrites the input, or a different version of the tool by the time
+	// it runs, voids it (runApproved checks).
 	inv.approvedDigests = append(inv.approvedDigests, digest)
-	if d := w.Decide(inv.alwaysTarget()); d.Allow && m.AllowAlways {
-		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass", Detail: "approved always by card " + d.Card})
-		// A one-time approval of this same call (the request the
-		// always-card was minted from) is used up by this run too:
-		// otherwise it would outlive the card and run the call once more
-		// after the card is revoked.
-		if a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule); err != nil {
-			return true, fmt.Errorf("%w: %v", ErrState, err)
-		} else if found && a.State == store.ApprovalApproved && a.Expires.After(now) {
-			h.approved(inv, m, a)
+	inv.approvedBinding = &bind
+	if m.AllowAlways {
+		// An always-card minted from an approval counts only for the tool
+		// and policy that approval showed (alwaysWallet).
+		if d := alwaysWallet(w, boundKey(bind)).Decide(inv.alwaysTarget()); d.Allow {
+			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass", Detail: "approved always by card " + d.Card})
+			// A one-time approval of this same call (the request the
+			// always-card was minted from) is used up by this run too:
+			// otherwise it would outlive the card and run the call once
+			// more after the card is revoked.
+			if a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule); err != nil {
+				return true, fmt.Errorf("%w: %v", ErrState, err)
+			} else if found && a.State == store.ApprovalApproved && a.Expires.After(now) && a.Binding == bind {
+				h.approved(inv, m, a)
+			}
+			return false, nil
 		}
-		return false, nil
 	}
 	rev := walletRevision(w)
 	if a, found, err := st.RecentDenial(ctx, inv.agent, inv.tool.Name, digest, now); err != nil {
@@ -68,10 +79,20 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 		return true, fmt.Errorf("%w: %v", ErrState, err)
 	}
 	note := ""
+	live := found && (a.State == store.ApprovalApproved || a.State == store.ApprovalPending) && a.Expires.After(now)
+	changed := ""
+	if found {
+		changed = bindingChange(a.Binding, bind)
+	}
 	switch {
-	case found && a.State == store.ApprovalApproved && a.Expires.After(now) && a.CardGeneration == rev:
+	case live && changed != "":
+		// Approved (or asked) for another tool or policy than this call
+		// would run under: it releases nothing; the human is asked about
+		// what the tool is now.
+		note = fmt.Sprintf("request %s was made for the tool as it was then, and %s, so it asks again", a.ID, changed)
+	case live && a.State == store.ApprovalApproved && a.CardGeneration == rev:
 		return h.approved(inv, m, a)
-	case found && a.State == store.ApprovalPending && a.Expires.After(now) && a.CardGeneration == rev:
+	case live && a.State == store.ApprovalPending && a.CardGeneration == rev:
 		return h.await(ctx, inv, m, st, a, "")
 	case found && a.State == store.ApprovalInterrupted:
 		note = fmt.Sprintf("the approved run of this same call (request %s) was interrupted when maiden stopped while it ran; it is never re-run by itself, so a human must approve it again", a.ID)
@@ -84,12 +105,13 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 	}
 	a, err = st.CreateApproval(ctx, store.Approval{
 		Agent: inv.agent, Session: inv.call.Session, Tool: inv.tool.Name, Rendered: inv.renderText(),
-		Digest: digest, Middleware: m.Rule, Reason: reason, CardGeneration: rev, Expires: now.Add(m.Expires),
+		Digest: digest, Middleware: m.Rule, Reason: reason, CardGeneration: rev, Binding: bind, Expires: now.Add(m.Expires),
 	})
 	if err != nil {
 		return true, fmt.Errorf("%w: storing the approval request: %v", ErrState, err)
 	}
-	h.auditEvent(ctx, inv, store.AuditApproval, map[string]any{"event": "requested", "approval": a.ID, "rule": m.Rule, "reason": reason, "rendered": a.Rendered, "expires": a.Expires})
+	h.auditEvent(ctx, inv, store.AuditApproval, map[string]any{"event": "requested", "approval": a.ID, "rule": m.Rule, "reason": reason, "rendered": a.Rendered, "expires": a.Expires,
+		"tool_digest": bind.ToolDigest, "policy": json.RawMessage(bind.Policy)})
 	return h.await(ctx, inv, m, st, a, note)
 }
 
@@ -240,6 +262,15 @@ func (h *Host) afterWait(ctx context.Context, inv *invocation, m config.Middlewa
 // interrupted when the store is next opened and never re-run by itself.
 func (h *Host) runApproved(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
+		if b := inv.approvedBinding; b != nil {
+			// The tool that runs must be the one approved: the same code
+			// (a stale version reopened by loadAndValidate's retry may be
+			// another) under the same policy.
+			if now := approvalBinding(inv); now != *b {
+				inv.trail = append(inv.trail, verdict{Rule: "approve", Use: config.UseApprove, Verdict: "reject", Detail: "tool changed after approval: " + bindingChange(*b, now)})
+				return inv.fail(KindDenied, "refused by policy: the tool changed after the call was approved ("+bindingChange(*b, now)+"), so the approval does not cover it; repeat the call to ask again")
+			}
+		}
 		if inv.started {
 			return next(ctx, inv)
 		}
@@ -261,7 +292,7 @@ func (h *Host) runApproved(next handler) handler {
 		}
 		ids := append([]string{inv.approval}, inv.extraApprovals...)
 		for _, id := range ids {
-			if _, err := st.ConsumeAndStart(ctx, id); err != nil {
+			if _, err := st.ConsumeAndStart(ctx, id, *inv.approvedBinding); err != nil {
 				if errors.Is(err, store.ErrApprovalState) {
 					inv.res.Error = &ToolError{Kind: KindPending, Approval: id,
 						Message: fmt.Sprintf("the approval %s was used by another identical call or expired (%v); repeat the call to ask again", id, err)}

@@ -75,6 +75,12 @@ type invocation struct {
 	// approvedDigests are the input digests approve layers let through
 	// (by a human or an always-card): the input that runs must be that.
 	approvedDigests []string
+	// approvedBinding is the tool code and policy the approve layers let
+	// through (approvalBinding): the tool that runs must still be that.
+	approvedBinding *store.Binding
+	// toolDigest is an imported tool's upstream schema digest, as
+	// loadAndValidate loaded it (toolIdentity).
+	toolDigest string
 	// liveRedact are the redact layers that apply to this call, for its
 	// live log lines (wrapLogs).
 	liveRedact []config.Middleware
@@ -268,6 +274,7 @@ func (h *Host) loadAndValidate(next handler) handler {
 			if err != nil {
 				return err
 			}
+			inv.toolDigest = li.Digest
 			schema := h.schemas.get(li.Digest, li.Schema)
 			if schema.err != nil {
 				return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())

@@ -75,7 +75,10 @@ func inboxApproval(a maiden.ApprovalRequest) inbox.Approval {
 		ID: a.ID, Agent: a.Agent, Session: a.Session, Tool: a.Tool, Rendered: a.Rendered, Digest: a.Digest,
 		Rule: a.Rule, Reason: a.Reason, Hosts: a.Hosts, Secrets: a.Secrets, Created: a.Created, Expires: a.Expires,
 		State: a.State, DecidedBy: a.DecidedBy, Decided: a.Decided, DecisionReason: a.DecisionReason,
-		AllowAlways: a.AllowAlways, AlwaysGrant: a.AlwaysGrant, Kind: a.Kind,
+		AllowAlways: a.AllowAlways, AlwaysGrant: a.AlwaysGrant, Kind: a.Kind, ToolDigest: a.ToolDigest,
+	}
+	if p := a.Policy; p != nil {
+		out.Limits = fmt.Sprintf("timeout %d ms, memory %d MB", p.TimeoutMS, p.MemoryMB)
 	}
 	if a.Kind == maiden.RequestBoundary {
 		out.Kind, out.Revision, out.AllowAlways, out.AlwaysGrant = inbox.KindBoundary, a.Revision, false, ""

@@ -57,6 +57,13 @@ allow_always = false
 // the approve middleware does before anything runs, and returns its ID.
 func request(t *testing.T, state, agent, rendered, rule string) store.Approval {
 	t.Helper()
+	return requestBound(t, state, agent, rendered, rule, store.Binding{})
+}
+
+// requestBound is request with the tool's code identity and the policy
+// the human is shown, as the approve middleware records them.
+func requestBound(t *testing.T, state, agent, rendered, rule string, b store.Binding) store.Approval {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, state, nil)
 	if err != nil {
@@ -67,7 +74,7 @@ func request(t *testing.T, state, agent, rendered, rule string) store.Approval {
 		t.Fatal(err)
 	}
 	a, err := st.CreateApproval(ctx, store.Approval{Agent: agent, Session: "s1", Tool: "echo", Rendered: rendered,
-		Digest: strings.Repeat("ab", 32), Middleware: rule, Reason: "asks a human: " + rule, Expires: time.Now().Add(time.Hour)})
+		Digest: strings.Repeat("ab", 32), Middleware: rule, Reason: "asks a human: " + rule, Binding: b, Expires: time.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,17 +487,22 @@ func TestPendingShowOne(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(withPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := request(t, state, "research", "--message=hi", "middleware[1]")
+	// The policy shown is the one stored with the request (what the
+	// approval is bound to), not agent.toml's as it is now.
+	bound := store.Binding{ToolDigest: "sha256:" + strings.Repeat("ef", 32),
+		Policy: `{"network":true,"hosts":["api.example.com"],"secrets":["API_TOKEN"],"timeout_ms":10000,"memory_mb":64}`}
+	a := requestBound(t, state, "research", "--message=hi", "middleware[1]", bound)
 	b := request(t, state, "research", `--message="wire money"`, "middleware[2]")
 	text := op(t, exitOK, cfg, "pending", a.ID).stdout
 	for _, want := range []string{"request    " + a.ID + "\n", "state      pending\n", "agent      research\n", "session    s1\n", "tool       echo\n",
 		"arguments  --message=hi\n", "rendering  sha256:" + renderingSum("--message=hi") + " (the inbox page shows the same)\n", "input      sha256:" + a.Digest + "\n", "hosts      api.example.com\n", "secrets    API_TOKEN\n",
-		"asked by   middleware[1]\n", "reason     " + a.Reason + "\n", `always     may be approved always, installing "approve:always echo --message=hi"`} {
+		"code       " + bound.ToolDigest + "\n", "limits     timeout 10000 ms, memory 64 MB\n", "asked by   middleware[1]\n", "reason     " + a.Reason + "\n", `always     may be approved always, installing "approve:always echo --message=hi"`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("pending ID lacks %q:\n%s", want, text)
 		}
 	}
-	if text := op(t, exitOK, cfg, "pending", b.ID).stdout; !strings.Contains(text, "may not be approved always (allow_always = false)") {
+	if text := op(t, exitOK, cfg, "pending", b.ID).stdout; !strings.Contains(text, "may not be approved always (allow_always = false)") ||
+		!strings.Contains(text, "hosts      none\n") || !strings.Contains(text, "code       not recorded: an approval of it runs nothing\n") {
 		t.Errorf("pending ID of a rule without always:\n%s", text)
 	}
 	op(t, exitOK, cfg, "deny", a.ID, "-reason", "no")

@@ -136,6 +136,16 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 	if !r.AllowAlways {
 		always = "may not be approved always (allow_always = false)"
 	}
+	// What the approval is bound to besides the call: the tool's code and
+	// its policy as the call asked (a request made before maiden recorded
+	// them releases nothing).
+	code, limits := "not recorded: an approval of it runs nothing", "-"
+	if r.ToolDigest != "" {
+		code = terminalSafe(r.ToolDigest)
+	}
+	if p := r.Policy; p != nil {
+		limits = fmt.Sprintf("timeout %d ms, memory %d MB", p.TimeoutMS, p.MemoryMB)
+	}
 	now := time.Now()
 	for _, l := range [][2]string{
 		{"request", terminalSafe(r.ID)},
@@ -148,6 +158,8 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 		{"input", "sha256:" + terminalSafe(r.Digest)},
 		{"hosts", list(r.Hosts)},
 		{"secrets", list(r.Secrets)},
+		{"code", code},
+		{"limits", limits},
 		{"asked by", terminalSafe(r.Rule)},
 		{"reason", orDash(terminalSafe(r.Reason))},
 		{"created", r.Created.Local().Format(time.DateTime)},

@@ -81,6 +81,12 @@ type Spec struct {
 	UpperNeg []Grant `json:"upper_negative,omitempty"`
 	// Expires is when the card stops counting; zero means never.
 	Expires time.Time `json:"expires,omitzero"`
+	// Bound, when set, ties the card to what a human was shown when it was
+	// given: maiden sets it on an approve:always card minted from an
+	// approval (the tool's code identity and policy), and its approve layer
+	// counts the card only for calls of that same tool and policy. The
+	// card model does not interpret it; a derived card keeps it.
+	Bound string `json:"bound,omitempty"`
 }
 
 // Empty reports whether s has no grant at all.
@@ -143,6 +149,8 @@ func CheckDerive(parent Card, child Spec, now time.Time) error {
 			child.Expires.UTC().Format(time.RFC3339), parent.ID, parent.Expires.UTC().Format(time.RFC3339))
 	case child.Empty():
 		return fmt.Errorf("%w: the child of card %s has no grant", ErrEmptyCard, parent.ID)
+	case parent.Bound != "" && child.Bound != parent.Bound:
+		return fmt.Errorf("%w: parent card %s is bound to %q, the child must keep that binding", ErrLowerBoundTooBroad, parent.ID, parent.Bound)
 	}
 	for _, c := range child.LowerPos {
 		if !coveredBy(parent.LowerPos, c) {
@@ -223,6 +231,7 @@ func Child(parent Card, grants []grant.Grant, expires time.Time) Spec {
 		UpperPos: append([]Grant(nil), parent.UpperPos...),
 		UpperNeg: append([]Grant(nil), parent.UpperNeg...),
 		Expires:  expires,
+		Bound:    parent.Bound,
 	}
 	if s.Expires.IsZero() {
 		s.Expires = parent.Expires

@@ -324,6 +324,15 @@ func TestCheckDerive(t *testing.T) {
 		{"empty child", parent, Spec{}, ErrEmptyCard},
 		{"child recipient narrower accepted", Card{ID: "P", Spec: Spec{LowerPos: gs(t, "tool:invoke x")}},
 			Spec{LowerPos: []Grant{{Grant: gs(t, "tool:invoke x")[0].Grant, Recipient: "sub"}}}, nil},
+		{"a bound approve:always card's child without the binding is lower-bound-too-broad",
+			Card{ID: "P", Spec: Spec{LowerPos: gs(t, "approve:always pay --to=bob"), Bound: "tool=sha256:01 policy=sha256:02"}},
+			Spec{LowerPos: gs(t, "approve:always pay --to=bob")}, ErrLowerBoundTooBroad},
+		{"a bound card's child with another binding is lower-bound-too-broad",
+			Card{ID: "P", Spec: Spec{LowerPos: gs(t, "approve:always pay --to=bob"), Bound: "tool=sha256:01 policy=sha256:02"}},
+			Spec{LowerPos: gs(t, "approve:always pay --to=bob"), Bound: "tool=sha256:03 policy=sha256:02"}, ErrLowerBoundTooBroad},
+		{"a bound card's child keeping the binding accepted",
+			Card{ID: "P", Spec: Spec{LowerPos: gs(t, "approve:always pay --to=bob"), Bound: "tool=sha256:01 policy=sha256:02"}},
+			Spec{LowerPos: gs(t, "approve:always pay --to=bob"), Bound: "tool=sha256:01 policy=sha256:02"}, nil},
 		{"child recipient broader is lower-bound-too-broad",
 			Card{ID: "P", Spec: Spec{LowerPos: []Grant{{Grant: gs(t, "tool:invoke x")[0].Grant, Recipient: "sub"}}}},
 			Spec{LowerPos: gs(t, "tool:invoke x")}, ErrLowerBoundTooBroad},
@@ -351,6 +360,10 @@ func TestChildInherits(t *testing.T) {
 	}
 	if !child.Expires.Equal(parent.Expires) {
 		t.Fatalf("child expires %v, want the parent's %v", child.Expires, parent.Expires)
+	}
+	bound := Card{ID: "B", Spec: Spec{LowerPos: gs(t, "approve:always pay --..."), Bound: "tool=sha256:01 policy=sha256:02"}}
+	if c := Child(bound, []grant.Grant{gs(t, "approve:always pay --to=bob")[0].Grant}, time.Time{}); c.Bound != bound.Bound || CheckDerive(bound, c, t0) != nil {
+		t.Fatalf("a bound card's child is bound to %q, want %q", c.Bound, bound.Bound)
 	}
 	if err := CheckDerive(parent, Child(parent, nil, t0.Add(2*time.Hour)), t0); !errors.Is(err, ErrCardExpired) {
 		t.Fatalf("a later explicit expiry must be refused, not clamped: %v", err)

@@ -102,8 +102,13 @@ type Approval struct {
 	Reason   string // and why
 	Hosts    []string
 	Secrets  []string
-	Created  time.Time
-	Expires  time.Time
+	// ToolDigest is the code identity of the tool the call would run and
+	// Limits its limits as the human is asked about them: the approval
+	// holds only for that tool under that policy ("" if not recorded).
+	ToolDigest string
+	Limits     string
+	Created    time.Time
+	Expires    time.Time
 	// State is pending, approved, denied, expired, started, done or
 	// interrupted.
 	State          string

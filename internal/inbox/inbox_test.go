@@ -46,7 +46,7 @@ func newFake() *fakeBackend {
 			"ap1": {ID: "ap1", Agent: "bot", Session: "s-1", Tool: "weather", Rendered: "--city=Oslo", Digest: strings.Repeat("ab", 32),
 				Rule: "middleware[1] approve", Reason: "city is not Paris", Hosts: []string{"api.example.com"}, Secrets: []string{"WEATHER_KEY"},
 				Created: now.Add(-time.Minute), Expires: now.Add(24 * time.Hour), State: "pending", AllowAlways: true,
-				AlwaysGrant: "approve:always weather --city=Oslo"},
+				AlwaysGrant: "approve:always weather --city=Oslo", ToolDigest: "sha256:" + strings.Repeat("cd", 32), Limits: "timeout 10000 ms, memory 64 MB"},
 		},
 		audit:   []AuditRecord{{Seq: 3, Kind: "call", Actor: "agent:bot", Agent: "bot", Tool: "weather", Body: `{"n":3}`}, {Seq: 2, Kind: "approval"}, {Seq: 1, Kind: "card-change"}},
 		verifyN: 3,
@@ -248,6 +248,10 @@ func TestLoginSetsStrictSessionCookie(t *testing.T) {
 	resp, body = c.do("GET", "/ui", nil, nil)
 	if resp.StatusCode != 200 || !strings.Contains(body, "alice") || !strings.Contains(body, "--city=Oslo") {
 		t.Fatalf("pending page after login: %d\n%s", resp.StatusCode, body)
+	}
+	// The human sees the code and limits the approval is bound to.
+	if !strings.Contains(body, `title="sha256:`+strings.Repeat("cd", 32)+`"`) || !strings.Contains(body, "timeout 10000 ms, memory 64 MB") {
+		t.Errorf("pending page lacks the tool's code identity or limits:\n%s", body)
 	}
 }
 

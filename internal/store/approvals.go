@@ -47,7 +47,11 @@ type Approval struct {
 	Reason     string `json:"reason"`     // and why
 	// CardGeneration is the card revision in force when it was asked: the
 	// caller asks again if it changed.
-	CardGeneration int64     `json:"card_generation"`
+	CardGeneration int64 `json:"card_generation"`
+	// Binding is what the human approved besides the call itself: the
+	// tool's code identity and its effective policy. ConsumeAndStart
+	// releases the call only under the same binding.
+	Binding
 	Created        time.Time `json:"created"`
 	Expires        time.Time `json:"expires"`
 	State          string    `json:"state"`
@@ -59,15 +63,31 @@ type Approval struct {
 	Done           time.Time `json:"done,omitzero"`
 }
 
+// Binding is what an approval holds for besides the agent, the tool's name,
+// the input and the cards: the tool as it was when the human was asked. A
+// change to either (a new component, a wrapped CLI's command, an imported
+// tool's upstream schema; hosts, secrets, limits) makes the approval
+// release nothing.
+type Binding struct {
+	// ToolDigest is the tool's code identity: "sha256:<hex>" of a
+	// WebAssembly component's file, "cli:<hex>" of a wrapped CLI's
+	// program and command configuration, "mcp:<hex>" of an imported
+	// tool's upstream and its input schema, "builtin:NAME" of a built-in.
+	ToolDigest string `json:"tool_digest"`
+	// Policy is the effective policy shown to the human (canonical JSON:
+	// network, hosts, ports, secrets and where they may go, limits, paths).
+	Policy string `json:"policy"`
+}
+
 const approvalColumns = `id, agent, session, tool, rendered, digest, middleware, reason, card_generation, created_at, expires_at,
-	state, decided_by, decided_at, decision_reason, runner, started_at, done_at`
+	state, decided_by, decided_at, decision_reason, runner, started_at, done_at, tool_digest, policy`
 
 func scanApproval(row scanner) (Approval, error) {
 	var a Approval
 	var created, expires int64
 	var decided, started, done sql.NullInt64
 	err := row.Scan(&a.ID, &a.Agent, &a.Session, &a.Tool, &a.Rendered, &a.Digest, &a.Middleware, &a.Reason, &a.CardGeneration,
-		&created, &expires, &a.State, &a.DecidedBy, &decided, &a.DecisionReason, &a.Runner, &started, &done)
+		&created, &expires, &a.State, &a.DecidedBy, &decided, &a.DecisionReason, &a.Runner, &started, &done, &a.ToolDigest, &a.Policy)
 	if err != nil {
 		return a, err
 	}
@@ -126,9 +146,9 @@ func (s *DB) CreateApproval(ctx context.Context, a Approval) (Approval, error) {
 	a.State = ApprovalPending
 	a.DecidedBy, a.Decided, a.DecisionReason, a.Runner, a.Started, a.Done = "", time.Time{}, "", "", time.Time{}, time.Time{}
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL, ?, ?)`,
 			a.ID, a.Agent, a.Session, a.Tool, a.Rendered, a.Digest, a.Middleware, a.Reason, a.CardGeneration,
-			a.Created.UnixNano(), a.Expires.UnixNano(), a.State)
+			a.Created.UnixNano(), a.Expires.UnixNano(), a.State, a.ToolDigest, a.Policy)
 		return err
 	})
 	if err != nil {
@@ -193,7 +213,8 @@ func (s *DB) Decide(ctx context.Context, id string, approve bool, by, reason str
 			return err
 		}
 		if _, err := s.appendAudit(ctx, tx, AuditRecord{Kind: kind, Actor: by, Agent: a.Agent, Tool: a.Tool,
-			Body: auditBody(map[string]any{"approval": id, "digest": a.Digest, "rendered": a.Rendered, "reason": reason, "asked_by": a.Middleware})}); err != nil {
+			Body: auditBody(map[string]any{"approval": id, "digest": a.Digest, "rendered": a.Rendered, "reason": reason, "asked_by": a.Middleware,
+				"tool_digest": a.ToolDigest, "policy": a.Policy})}); err != nil {
 			return err
 		}
 		a.State, a.DecidedBy, a.Decided, a.DecisionReason = state, by, time.Unix(0, now.UnixNano()).UTC(), reason
@@ -255,16 +276,18 @@ func runnerID() string {
 }
 
 // ConsumeAndStart consumes approved request id and marks its call started
-// by this process, in one transaction: of any number of concurrent
-// callers (in any process) exactly one succeeds; the others get
-// ErrApprovalState. An unknown ID is ErrUnknownApproval; an expired
-// approval is ErrApprovalState.
-func (s *DB) ConsumeAndStart(ctx context.Context, id string) (Approval, error) {
+// by this process, in one transaction, if the call is to run under the
+// binding b the human approved (the same tool code and policy): of any
+// number of concurrent callers (in any process) exactly one succeeds; the
+// others get ErrApprovalState. An unknown ID is ErrUnknownApproval; an
+// expired approval, or one approved under another binding (it stays
+// approved, for the tool it was approved for), is ErrApprovalState.
+func (s *DB) ConsumeAndStart(ctx context.Context, id string, b Binding) (Approval, error) {
 	var out Approval
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
 		now := s.now().UnixNano()
-		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, runner = ?, started_at = ? WHERE id = ? AND state = ? AND expires_at > ?`,
-			ApprovalStarted, s.runner, now, id, ApprovalApproved, now)
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, runner = ?, started_at = ? WHERE id = ? AND state = ? AND expires_at > ? AND tool_digest = ? AND policy = ?`,
+			ApprovalStarted, s.runner, now, id, ApprovalApproved, now, b.ToolDigest, b.Policy)
 		if err != nil {
 			return err
 		}
@@ -276,8 +299,14 @@ func (s *DB) ConsumeAndStart(ctx context.Context, id string) (Approval, error) {
 			if err != nil {
 				return err
 			}
-			if a.State == ApprovalApproved {
+			if a.State == ApprovalApproved && a.Expires.UnixNano() <= now {
 				return fmt.Errorf("%w: it expired at %s", ErrApprovalState, a.Expires.Format(time.RFC3339))
+			}
+			if a.State == ApprovalApproved && a.ToolDigest != b.ToolDigest {
+				return fmt.Errorf("%w: it was approved for another version of the tool (%s, not %s)", ErrApprovalState, orNone(a.ToolDigest), orNone(b.ToolDigest))
+			}
+			if a.State == ApprovalApproved {
+				return fmt.Errorf("%w: it was approved under another policy of the tool", ErrApprovalState)
 			}
 			return fmt.Errorf("%w: it is %s, not approved", ErrApprovalState, a.State)
 		}
@@ -288,6 +317,13 @@ func (s *DB) ConsumeAndStart(ctx context.Context, id string) (Approval, error) {
 		return Approval{}, fmt.Errorf("start approved call %s: %w", id, err)
 	}
 	return out, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none recorded"
+	}
+	return s
 }
 
 // MarkDone records that started call id finished (whatever its result).

@@ -52,7 +52,7 @@ func testApprovalLifecycle(t *testing.T, be backend) {
 	if _, found, _ := s.FindApproved(ctx, "a", "pay", "d1", c.now()); found {
 		t.Fatal("a pending request was found approved")
 	}
-	if _, err := s.ConsumeAndStart(ctx, a.ID); !errors.Is(err, ErrApprovalState) {
+	if _, err := s.ConsumeAndStart(ctx, a.ID, Binding{}); !errors.Is(err, ErrApprovalState) {
 		t.Fatalf("consume of a pending request: %v", err)
 	}
 	if _, err := s.Decide(ctx, "apr_nope", true, "operator:ann", ""); !errors.Is(err, ErrUnknownApproval) || !strings.Contains(err.Error(), "apr_nope") {
@@ -88,10 +88,10 @@ func testApprovalLifecycle(t *testing.T, be backend) {
 	if err != nil || !found || got.ID != a.ID {
 		t.Fatalf("FindApproved = %+v, %v, %v", got, found, err)
 	}
-	if _, err := s.ConsumeAndStart(ctx, a.ID); err != nil {
+	if _, err := s.ConsumeAndStart(ctx, a.ID, Binding{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ConsumeAndStart(ctx, a.ID); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "started") {
+	if _, err := s.ConsumeAndStart(ctx, a.ID, Binding{}); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "started") {
 		t.Fatalf("second consume: %v", err)
 	}
 	if _, found, _ := s.FindApproved(ctx, "a", "pay", "d1", c.now()); found {
@@ -125,7 +125,7 @@ func testApprovalLifecycle(t *testing.T, be backend) {
 		t.Fatalf("decide expired: %v", err)
 	}
 	wantState(t, s, e3.ID, ApprovalExpired)
-	if _, err := s.ConsumeAndStart(ctx, e2.ID); !errors.Is(err, ErrApprovalState) {
+	if _, err := s.ConsumeAndStart(ctx, e2.ID, Binding{}); !errors.Is(err, ErrApprovalState) {
 		t.Fatalf("consume of an expired approval: %v", err)
 	}
 	if n, err := s.Expire(ctx, c.now()); err != nil || n != 2 {
@@ -185,7 +185,7 @@ func testConsumeExactlyOnce(t *testing.T, be backend) {
 				st = s2
 			}
 			wg.Go(func() {
-				_, err := st.ConsumeAndStart(context.Background(), a.ID)
+				_, err := st.ConsumeAndStart(context.Background(), a.ID, Binding{})
 				switch {
 				case err == nil:
 					wins.Add(1)
@@ -259,10 +259,10 @@ func testApprovalKill9(t *testing.T, be backend) {
 	if err != nil || !found || got.ID != a.ID {
 		t.Fatalf("after restart the approval is gone: %+v, %v, %v", got, found, err)
 	}
-	if _, err := s.ConsumeAndStart(ctx, a.ID); err != nil {
+	if _, err := s.ConsumeAndStart(ctx, a.ID, Binding{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ConsumeAndStart(ctx, a.ID); !errors.Is(err, ErrApprovalState) {
+	if _, err := s.ConsumeAndStart(ctx, a.ID, Binding{}); !errors.Is(err, ErrApprovalState) {
 		t.Fatalf("consumed twice: %v", err)
 	}
 	// This process's own started call is not interrupted by a restart of
@@ -306,7 +306,7 @@ func testApprovalKill9(t *testing.T, be backend) {
 	if _, found, _ := s.FindApproved(ctx, "a", "pay", "k2", time.Now()); found {
 		t.Fatal("an interrupted call is found approved")
 	}
-	if _, err := s.ConsumeAndStart(ctx, b.ID); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "interrupted") {
+	if _, err := s.ConsumeAndStart(ctx, b.ID, Binding{}); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("consume of an interrupted call: %v", err)
 	}
 	wantState(t, s, a.ID, ApprovalDone)

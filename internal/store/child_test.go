@@ -107,7 +107,7 @@ func runChild2(mode string) int {
 		}
 		fmt.Println(n)
 	case "consume":
-		if _, err := s.ConsumeAndStart(ctx, arg); err != nil {
+		if _, err := s.ConsumeAndStart(ctx, arg, Binding{}); err != nil {
 			if !errors.Is(err, ErrApprovalState) {
 				return fail(err)
 			}
@@ -122,7 +122,7 @@ func runChild2(mode string) int {
 		fmt.Println("approved")
 		time.Sleep(time.Hour)
 	case "start-hold":
-		if _, err := s.ConsumeAndStart(ctx, arg); err != nil {
+		if _, err := s.ConsumeAndStart(ctx, arg, Binding{}); err != nil {
 			return fail(err)
 		}
 		fmt.Println("started")

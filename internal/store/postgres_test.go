@@ -332,7 +332,7 @@ func TestPostgresTwoInstances(t *testing.T) {
 			s = b
 		}
 		wg.Go(func() {
-			_, err := s.ConsumeAndStart(ctx, ap.ID)
+			_, err := s.ConsumeAndStart(ctx, ap.ID, Binding{})
 			switch {
 			case err == nil:
 				wins.Add(1)

@@ -357,6 +357,14 @@ CREATE TABLE audit_journal (
 	// 6: an operator token's role (operators.go): "operator" (the inbox, and
 	// /metrics) or "metrics" (/metrics only: a scraper's).
 	6: `ALTER TABLE operator_tokens ADD COLUMN role TEXT NOT NULL DEFAULT 'operator'`,
+	// 7: what an approval is bound to besides the call (approvals.go): the
+	// tool's code identity and the effective policy the human was shown.
+	// Requests made before this step have both empty, which matches no
+	// tool: such an approval never releases a call (it asks again).
+	7: `
+ALTER TABLE approvals ADD COLUMN tool_digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN policy TEXT NOT NULL DEFAULT ''
+`,
 }
 
 // SchemaVersion is the schema version this binary writes.

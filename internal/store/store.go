@@ -190,8 +190,9 @@ type Store interface {
 	// RecentDenial finds an unexpired denial of the same call.
 	RecentDenial(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
 	// ConsumeAndStart consumes an approval exactly once and marks its call
-	// started, in one transaction.
-	ConsumeAndStart(ctx context.Context, id string) (Approval, error)
+	// started, in one transaction, if the call runs under the binding (tool
+	// code and policy) the human approved.
+	ConsumeAndStart(ctx context.Context, id string, b Binding) (Approval, error)
 	// MarkDone records that a started call finished.
 	MarkDone(ctx context.Context, id string) error
 	// MarkInterruptedOnStartup marks interrupted the calls started by a

@@ -1,0 +1,209 @@
+package maiden
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/maiden-run/maiden/config"
+	hostfs "github.com/maiden-run/maiden/internal/builtin"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// An approval is bound to more than the call's input, agent and cards: to
+// the tool as it was when the human was asked. A human who approved a
+// tool with no network did not approve the component that replaced it
+// (a reload, SetConfig, a restart, a rebuilt file) with http_allow and a
+// secret, even for the same name and input. So every request records the
+// tool's code identity and the effective policy shown to the human
+// (store.Binding); the approve layer asks again when either changed, the
+// store releases an approval only under its own binding
+// (ConsumeAndStart), and an approve:always card minted from a request
+// carries the same binding (cards.Spec.Bound) and counts only for it.
+
+// ApprovalPolicy is the effective policy of a call as the human deciding
+// it is shown it: what the tool may reach, spend and use. It is the tool's
+// policy as the agent's binding narrows it, read from the configuration
+// the call runs under.
+type ApprovalPolicy struct {
+	// Network is whether the tool may reach any host at all.
+	Network bool     `json:"network"`
+	Hosts   []string `json:"hosts"`
+	// Ports are the destination ports allowed besides 443; CIDRs the
+	// special-purpose address ranges opened; CAFiles extra trust anchors.
+	Ports            []uint16 `json:"http_ports"`
+	CIDRs            []string `json:"http_allow_cidrs"`
+	CAFiles          []string `json:"http_ca_files"`
+	MaxResponseBytes int64    `json:"http_max_response_bytes"`
+	// Secrets are the credential names it may spend, SecretDestinations
+	// where each may be sent, Reveal those whose value it may read back.
+	Secrets            []string                     `json:"secrets"`
+	SecretDestinations map[string]SecretDestination `json:"secret_destinations,omitempty"`
+	Reveal             []string                     `json:"reveal"`
+	// Limits.
+	TimeoutMS int64  `json:"timeout_ms"`
+	MemoryMB  uint64 `json:"memory_mb"`
+	// FS is a WebAssembly tool's filesystem policy ("", read, write).
+	FS string `json:"fs,omitempty"`
+	// A wrapped CLI's or a stdio MCP server's Landlock paths, whether it
+	// runs unconfined, and the names of the environment it gets.
+	ReadPaths      []string `json:"read_paths,omitempty"`
+	WritePaths     []string `json:"write_paths,omitempty"`
+	Unconfined     bool     `json:"unconfined,omitempty"`
+	Env            []string `json:"env,omitempty"`
+	MaxOutputBytes int64    `json:"max_output_bytes,omitempty"`
+	// An imported tool's upstream (its URL, or its command line) and the
+	// credential maiden sends it.
+	Upstream   string `json:"upstream,omitempty"`
+	Credential string `json:"credential,omitempty"`
+}
+
+// approvalPolicy is the effective policy of inv's tool.
+func approvalPolicy(inv *invocation) ApprovalPolicy {
+	t := inv.tool
+	if inv.builtin != nil {
+		// A built-in's policy is its binding's (web_fetch's hosts and
+		// secret material); the others reach nothing.
+		b, _, _ := inv.cfg.AgentBinding(inv.agent, t.Name)
+		t = config.Tool{Name: t.Name, Timeout: t.Timeout}
+		if t.Name == hostfs.ToolWebFetch {
+			t.HTTPAllow, t.HTTPPorts, t.HTTPAllowCIDRs, t.HTTPCAFiles = b.HTTPAllow, b.HTTPPorts, b.HTTPAllowCIDRs, b.HTTPCAFiles
+			t.Secrets = materialNames(b)
+			if b.ProxySecret != "" {
+				t.Secrets = append(t.Secrets, b.ProxySecret)
+			}
+		}
+	}
+	p := policyOf(t).withDestinations(inv.cfg)
+	out := ApprovalPolicy{
+		Network: len(p.HTTPAllow) > 0, Hosts: p.HTTPAllow, Ports: p.HTTPPorts, CIDRs: p.HTTPAllowCIDRs, CAFiles: p.HTTPCAFiles,
+		MaxResponseBytes: p.HTTPMaxResponseBytes, Secrets: p.Secrets, SecretDestinations: p.SecretDestinations,
+		Reveal: orEmpty(t.Reveal), TimeoutMS: p.TimeoutMS, MemoryMB: p.MemoryMB, FS: t.FS,
+	}
+	if c := t.CLI; c != nil {
+		out.ReadPaths, out.WritePaths, out.Unconfined, out.MaxOutputBytes = c.ReadPaths, c.WritePaths, c.Unconfined, c.MaxOutputBytes
+		out.Env = envNames(c.Env)
+	}
+	if m := t.MCP; m != nil {
+		out.ReadPaths, out.WritePaths, out.Unconfined, out.Env = m.ReadPaths, m.WritePaths, m.Unconfined, envNames(m.Env)
+		out.Upstream, out.Credential = m.URL, m.Credential
+		if out.Upstream == "" {
+			out.Upstream = strings.Join(m.Command, " ")
+		}
+		if m.Credential != "" && !strings.Contains(","+strings.Join(out.Secrets, ",")+",", ","+m.Credential+",") {
+			out.Secrets = append(out.Secrets, m.Credential)
+		}
+	}
+	return out
+}
+
+// envNames are the names of env entries ("NAME" or "NAME=value"): the
+// human sees which variables a program gets, not their values.
+func envNames(env []string) []string {
+	var out []string
+	for _, e := range env {
+		name, _, _ := strings.Cut(e, "=")
+		out = append(out, name)
+	}
+	return out
+}
+
+// toolIdentity is the code identity of inv's tool as it will run: the
+// SHA-256 of the WebAssembly component it opened; for a wrapped CLI, of
+// its program path and command configuration (the command description,
+// working directory, environment, option style); for an imported tool, of
+// its upstream (command, environment, directory, URL) and the digest of
+// the input schema the upstream reports for it; a built-in's name.
+func toolIdentity(inv *invocation) string {
+	t := inv.tool
+	switch {
+	case inv.builtin != nil:
+		return "builtin:" + t.Name
+	case t.CLI != nil:
+		spec, err := json.Marshal(t.CLI.Command)
+		if err != nil {
+			spec = []byte(t.CLI.Command.JSONSchema())
+		}
+		return "cli:" + digestOf(struct {
+			Path     string
+			Command  json.RawMessage
+			Dir      string
+			Env      []string
+			Separate bool
+		}{t.Path, spec, t.CLI.Dir, t.CLI.Env, t.CLI.SeparateValues})
+	case t.MCP != nil:
+		return "mcp:" + digestOf(struct {
+			Command []string
+			Env     []string
+			Dir     string
+			URL     string
+			Schema  string
+		}{t.MCP.Command, t.MCP.Env, t.MCP.Dir, t.MCP.URL, inv.toolDigest})
+	case inv.opened != nil:
+		return "sha256:" + inv.opened.Digest
+	}
+	return ""
+}
+
+func digestOf(v any) string {
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// approvalBinding is what a request for inv records and what an approval
+// must match to release it.
+func approvalBinding(inv *invocation) store.Binding {
+	p, _ := json.Marshal(approvalPolicy(inv))
+	return store.Binding{ToolDigest: toolIdentity(inv), Policy: string(p)}
+}
+
+// boundKey is the binding as an always-card carries it (cards.Spec.Bound):
+// the tool's identity and a digest of the policy.
+func boundKey(b store.Binding) string {
+	sum := sha256.Sum256([]byte(b.Policy))
+	tool := b.ToolDigest
+	if tool == "" {
+		tool = "none"
+	}
+	return "tool=" + tool + " policy=sha256:" + hex.EncodeToString(sum[:])
+}
+
+// bindingChange says what differs between binding was (a request's) and
+// now (the call's), "" if nothing.
+func bindingChange(was, now store.Binding) string {
+	switch {
+	case was.ToolDigest != now.ToolDigest:
+		return "the tool's code changed (" + orNoneRecorded(was.ToolDigest) + ", now " + now.ToolDigest + ")"
+	case was.Policy != now.Policy:
+		return "the tool's policy changed (hosts, secrets, limits or paths; now " + now.Policy + ")"
+	}
+	return ""
+}
+
+func orNoneRecorded(s string) string {
+	if s == "" {
+		return "none recorded"
+	}
+	return s
+}
+
+// alwaysWallet is w without the approve:always cards bound to another
+// version or policy of the tool than bound: such a card was given for what
+// a human saw then, and does not approve what the tool is now. Cards that
+// carry no binding (an operator's own grants) stay.
+func alwaysWallet(w *cards.Wallet, bound string) *cards.Wallet {
+	all := w.Cards()
+	keep := all[:0:0]
+	for _, c := range all {
+		if c.Bound == "" || c.Bound == bound {
+			keep = append(keep, c)
+		}
+	}
+	if len(keep) == len(all) {
+		return w
+	}
+	return cards.NewWallet(w.Agent(), w.At(), keep)
+}
