@@ -25,7 +25,7 @@ import (
 // "everything", pinned in package.json and package-lock.json) at the locked
 // versions, without install scripts, into the user cache once per lockfile,
 // and returns the server's entry point. It needs npm and the npm registry;
-// .ci/run provides both, so it fails rather than skips.
+// make test provides node and npm (scripts/deps), so it fails rather than skips.
 func everythingDir(t testing.TB) string {
 	t.Helper()
 	src := filepath.Join("testdata", "everything")
@@ -72,7 +72,7 @@ func nodePath(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatalf("node (needed to run the npm MCP server; .ci/run installs it): %v", err)
+		t.Fatalf("node (needed to run the npm MCP server; make test installs it, see scripts/deps): %v", err)
 	}
 	return p
 }

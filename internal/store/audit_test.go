@@ -219,7 +219,7 @@ func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string
 func TestAuditTamperWithSQLiteCLI(t *testing.T) {
 	cli, err := exec.LookPath("sqlite3")
 	if err != nil {
-		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; .ci/run installs it)")
+		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; make test installs it, see scripts/deps)")
 	}
 	tamper(t, backends[0], func(t *testing.T, path, sql string) {
 		out, err := exec.Command(cli, path, sql).CombinedOutput()
