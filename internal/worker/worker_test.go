@@ -196,9 +196,17 @@ func TestWorkerKilledMidCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kill the worker once the call is on it, however long that takes (not
+	// a fixed number of tries: on a loaded machine a worker can take
+	// seconds to start).
+	returned := make(chan struct{})
 	go func() {
-		for range 200 {
-			time.Sleep(20 * time.Millisecond)
+		for {
+			select {
+			case <-returned:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
 			p.mu.Lock()
 			for w := range p.busy {
 				_ = syscall.Kill(w.pid, syscall.SIGSEGV)
@@ -211,6 +219,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 		}
 	}()
 	out, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{"ms":15000}`})
+	close(returned)
 	if err != nil {
 		t.Fatal(err)
 	}
