@@ -285,12 +285,24 @@ func TestEverythingRestart(t *testing.T) {
 	before := len(u.Tools())
 
 	// A call in flight when the process dies fails as unavailable.
+	// It is in flight once the upstream reports its first step (a second
+	// in): a fixed wait could kill the process before the call reached it,
+	// and the call then run on the restarted one.
 	inflight := make(chan error, 1)
+	running := make(chan struct{})
+	var once sync.Once
 	go func() {
-		_, err := u.Call(ctx, "trigger-long-running-operation", json.RawMessage(`{"duration":30,"steps":30}`), nil, nil)
+		_, err := u.Call(ctx, "trigger-long-running-operation", json.RawMessage(`{"duration":30,"steps":30}`), nil,
+			func(mcpimport.Progress) { once.Do(func() { close(running) }) })
 		inflight <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-running:
+	case err := <-inflight:
+		t.Fatalf("the long-running call ended before its first progress report: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no progress from the long-running call in 30s")
+	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
