@@ -365,7 +365,22 @@ func TestShutdownInterruptsCalls(t *testing.T) {
 			errs <- err
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Shut down once the three calls are on their workers (not after a
+	// fixed 500 ms, by which a loaded machine may not have started them,
+	// and the test would check only calls refused at the door).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p.mu.Lock()
+		n := len(p.busy)
+		p.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 calls on a worker after a minute", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.Shutdown(ctx); err != nil {
