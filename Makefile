@@ -29,7 +29,7 @@ lint: vet
 # The programs the tests run (zsh, fish, sqlite3, curl, chromium,
 # PostgreSQL...): installed with apt-get when missing and root, else named.
 deps:
-	scripts/deps
+	GO=$(GO) scripts/deps
 
 # Results must come from this run, not the test cache (scripts/test uses
 # -count=1); bench/compare's smoke test keeps the comparison from rotting.
