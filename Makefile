@@ -1,13 +1,14 @@
 # maiden's build. Two targets matter to a newcomer:
 #   make demo   build maiden and the example tools, then call one
-#   make test   everything CI runs (.ci/run calls this)
+#   make test   everything CI runs (.ci/run calls this), after installing
+#               what the tests need (scripts/deps)
 SHELL        := /bin/bash
 .SHELLFLAGS  := -o pipefail -c
 GO      ?= go
 GOFLAGS ?=
 export GOFLAGS
 
-.PHONY: all build demo test vet lint bench dist clean
+.PHONY: all build demo deps test vet lint bench dist clean
 
 all: build
 
@@ -25,9 +26,14 @@ lint: vet
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	cd bench/compare && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+# The programs the tests run (zsh, fish, sqlite3, curl, chromium,
+# PostgreSQL...): installed with apt-get when missing and root, else named.
+deps:
+	GO=$(GO) scripts/deps
+
 # Results must come from this run, not the test cache (scripts/test uses
 # -count=1); bench/compare's smoke test keeps the comparison from rotting.
-test: lint
+test: deps lint
 	GO=$(GO) scripts/test
 
 bench:

@@ -432,12 +432,22 @@ timeout_ms = 5000
 		err error
 	}
 	done := make(chan outcome, 1)
+	// The upstream reports progress as the call reaches it: past admission
+	// and the schema check, whatever the machine's load.
+	onUpstream := make(chan struct{})
+	var once sync.Once
 	go func() {
-		res, err := h.Call(context.Background(), maiden.Call{Tool: "local.sleep", Input: `{"ms":1500}`})
+		res, err := h.Call(context.Background(), maiden.Call{Tool: "local.sleep", Input: `{"ms":1500}`,
+			OnProgress: func(maiden.Progress) { once.Do(func() { close(onUpstream) }) }})
 		done <- outcome{res, err}
 	}()
-	waitUntil(t, 5*time.Second, func() bool { return h.Active() == 1 }, "the sleep call to start")
-	time.Sleep(300 * time.Millisecond) // past admission and the schema check: on the upstream
+	select {
+	case <-onUpstream:
+	case o := <-done:
+		t.Fatalf("the sleep call returned before the upstream reported it: %v %+v %+v", o.err, o.res, o.res.Error)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sleep call did not reach the upstream in 30s")
+	}
 	reload("version = 1\n[tools.echo]\npath = %q\n")
 	time.Sleep(200 * time.Millisecond)
 	if !alive(pid3) {

@@ -291,12 +291,17 @@ func TestInspectorShowsLogs(t *testing.T) {
 				cancel()
 				tail.Wait()
 			}()
-			time.Sleep(2 * time.Second) // the tail subscribes
-			run(conn, "tools/call", "logger")
+			// The tail subscribes in its own process, which says nothing
+			// when it has: call the tool until its lines show (a call made
+			// before the subscription logs to nobody), not once after a
+			// fixed wait.
 			want := []string{"[info] logger: info line", "[warning] logger: warn line", "[error] logger: error line"}
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(90 * time.Second)
 			for time.Now().Before(deadline) && !containsAll(out.String(), want) {
-				time.Sleep(100 * time.Millisecond)
+				run(conn, "tools/call", "logger")
+				for again := time.Now().Add(5 * time.Second); time.Now().Before(again) && !containsAll(out.String(), want); {
+					time.Sleep(100 * time.Millisecond)
+				}
 			}
 			if !containsAll(out.String(), want) {
 				t.Errorf("mcpdo logging/tail did not show the tool's logs: %q", out.String())

@@ -20,7 +20,7 @@ import (
 )
 
 // browserPath is headless Chromium's path. Without one the test is
-// skipped, except in CI (.ci/run installs Debian's chromium and sets
+// skipped, except in CI (make test installs Debian's chromium, .ci/run sets
 // MAIDEN_CI), where a missing browser is a failure. (The same rule as
 // internal/inbox's browser test.)
 func browserPath(t *testing.T) string {
@@ -30,7 +30,7 @@ func browserPath(t *testing.T) string {
 		}
 	}
 	if os.Getenv("MAIDEN_CI") != "" || os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed: .ci/run installs it (apt-get install chromium)")
+		t.Fatal("chromium is not installed: make test installs it (scripts/deps; apt-get install chromium)")
 	}
 	t.Skip("chromium is not installed (apt-get install chromium); the browser test runs in CI")
 	return ""

@@ -47,7 +47,7 @@ func appendRecords(t *testing.T, st *store.SQLite, from, to int) {
 func TestAuditVerifyTampered(t *testing.T) {
 	sqlite, err := exec.LookPath("sqlite3")
 	if err != nil {
-		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; .ci/run installs it)")
+		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; make test installs it, see scripts/deps)")
 	}
 	path := auditStore(t, 6)
 	r := cli(t, "", "audit", "verify", "-state", path)

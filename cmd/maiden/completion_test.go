@@ -41,13 +41,13 @@ func maidenOnPath(t *testing.T) []string {
 	return append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "MAIDEN_TEST_AS_CLI=1")
 }
 
-// needShell finds a shell; .ci/run installs bash, zsh and fish, so a missing
+// needShell finds a shell; make test installs zsh and fish (scripts/deps), so a missing
 // one is a failure, not a skip.
 func needShell(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("%s not in PATH: these tests run the completion script in the real shell (apt-get install %s; .ci/run does)", name, name)
+		t.Fatalf("%s not in PATH: these tests run the completion script in the real shell (apt-get install %s; make test does, see scripts/deps)", name, name)
 	}
 	return p
 }

@@ -405,7 +405,7 @@ func TestJSONSchema(t *testing.T) {
 func TestGitEndToEnd(t *testing.T) {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
-		t.Fatal("git is needed (.ci/run installs it)")
+		t.Fatal("git is needed (make test installs it, see scripts/deps)")
 	}
 	dir := t.TempDir()
 	env := append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)

@@ -223,7 +223,7 @@ func TestConnectProxyWithCurl(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		if os.Getenv("MAIDEN_CI") != "" {
-			t.Fatal("curl is not installed (.ci/run installs it)")
+			t.Fatal("curl is not installed (make test installs it, see scripts/deps)")
 		}
 		t.Skip("curl is not installed")
 	}

@@ -43,7 +43,7 @@ grants = ["tool:invoke echo --..."]
 `
 
 // chromium is the browser's path. Without one the test is skipped, except
-// in CI (.ci/run installs Debian's chromium and sets MAIDEN_CI), where a
+// in CI (make test installs Debian's chromium, .ci/run sets MAIDEN_CI), where a
 // missing browser is a failure, not a silent skip.
 func chromium(t *testing.T) string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -52,7 +52,7 @@ func chromium(t *testing.T) string {
 		}
 	}
 	if os.Getenv("MAIDEN_CI") != "" || os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed: .ci/run installs it (apt-get install chromium)")
+		t.Fatal("chromium is not installed: make test installs it (scripts/deps; apt-get install chromium)")
 	}
 	t.Skip("chromium is not installed (apt-get install chromium); the browser test runs in CI")
 	return ""

@@ -25,7 +25,7 @@ import (
 // "everything", pinned in package.json and package-lock.json) at the locked
 // versions, without install scripts, into the user cache once per lockfile,
 // and returns the server's entry point. It needs npm and the npm registry;
-// .ci/run provides both, so it fails rather than skips.
+// make test provides node and npm (scripts/deps), so it fails rather than skips.
 func everythingDir(t testing.TB) string {
 	t.Helper()
 	src := filepath.Join("testdata", "everything")
@@ -72,7 +72,7 @@ func nodePath(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatalf("node (needed to run the npm MCP server; .ci/run installs it): %v", err)
+		t.Fatalf("node (needed to run the npm MCP server; make test installs it, see scripts/deps): %v", err)
 	}
 	return p
 }
@@ -285,12 +285,24 @@ func TestEverythingRestart(t *testing.T) {
 	before := len(u.Tools())
 
 	// A call in flight when the process dies fails as unavailable.
+	// It is in flight once the upstream reports its first step (a second
+	// in): a fixed wait could kill the process before the call reached it,
+	// and the call then run on the restarted one.
 	inflight := make(chan error, 1)
+	running := make(chan struct{})
+	var once sync.Once
 	go func() {
-		_, err := u.Call(ctx, "trigger-long-running-operation", json.RawMessage(`{"duration":30,"steps":30}`), nil, nil)
+		_, err := u.Call(ctx, "trigger-long-running-operation", json.RawMessage(`{"duration":30,"steps":30}`), nil,
+			func(mcpimport.Progress) { once.Do(func() { close(running) }) })
 		inflight <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-running:
+	case err := <-inflight:
+		t.Fatalf("the long-running call ended before its first progress report: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no progress from the long-running call in 30s")
+	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

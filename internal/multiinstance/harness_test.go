@@ -70,7 +70,7 @@ func nodeDir(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		if os.Getenv("MAIDEN_CI") != "" {
-			t.Fatal("node is not installed: .ci/run installs it")
+			t.Fatal("node is not installed: make test installs it (scripts/deps)")
 		}
 		t.Skip("node is not installed; the multi-instance tests drive maiden with the TypeScript MCP client")
 	}

@@ -25,7 +25,7 @@
 // see Durable); a clean stop or Restart still loses nothing.
 //
 // When the binaries are missing, URL skips the test with a message saying
-// what to install, except with MAIDEN_CI set (.ci/run sets it and installs
+// what to install, except with MAIDEN_CI set (.ci/run sets it; make test installs
 // the package), where it fails the test.
 package pgtest
 
@@ -267,7 +267,7 @@ func get(t testing.TB) *cluster {
 	bin := BinDir()
 	if bin == "" || !isExec(filepath.Join(bin, "psql")) {
 		if os.Getenv("MAIDEN_CI") != "" {
-			t.Fatal("pgtest: PostgreSQL's binaries (initdb, postgres, psql) are not installed: .ci/run installs them (apt-get install postgresql)")
+			t.Fatal("pgtest: PostgreSQL's binaries (initdb, postgres, psql) are not installed: make test installs them (scripts/deps; apt-get install postgresql)")
 		}
 		t.Skip("pgtest: PostgreSQL is not installed (apt-get install postgresql, or set MAIDEN_PGTEST_BINDIR); the PostgreSQL tests run in CI")
 	}

@@ -64,7 +64,8 @@ func runChild(mode string) int {
 // runChild2 runs the children of the audit, limit and approval tests, on
 // the store named by MAIDEN_STORE_TEST_PATH:
 //   - audit: append MAIDEN_STORE_TEST_COUNT records of tool
-//     MAIDEN_STORE_TEST_WRITER, numbered in their body;
+//     MAIDEN_STORE_TEST_WRITER, numbered in their body, printing each
+//     one's number once it is committed;
 //   - take: take one token MAIDEN_STORE_TEST_COUNT times from bucket
 //     (a, t, r) of capacity MAIDEN_STORE_TEST_FROM at a fixed time, and
 //     print how many were allowed;
@@ -92,6 +93,7 @@ func runChild2(mode string) int {
 				Body: auditBody(map[string]int{"i": i})}); err != nil {
 				return fail(err)
 			}
+			fmt.Println(i)
 		}
 	case "take":
 		now := time.Unix(1_000_000, 0)

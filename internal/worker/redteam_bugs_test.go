@@ -159,22 +159,33 @@ func TestRedTeamBugCompileOutlivesShutdown(t *testing.T) {
 	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
 	opened := make(chan error, 1)
 	go func() { _, err := p.Open(context.Background(), path, lim); opened <- err }()
-	time.Sleep(time.Second)
+	// Shut down once the compile worker is running (the pool tracks it),
+	// however long it takes to start.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p.mu.Lock()
+		n := len(p.others)
+		p.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no compile worker started in a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
-	kids := childPIDs(t)
-	defer func() {
-		for _, pid := range kids {
-			unix.Kill(pid, unix.SIGKILL)
-		}
-	}()
 	select {
 	case err := <-opened:
 		t.Logf("open: %v", err)
-	default:
-		t.Errorf("Shutdown returned; Open still waits for the compile worker; live children: %v", kids)
+	case <-time.After(30 * time.Second):
+		kids := childPIDs(t)
+		for _, pid := range kids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		t.Errorf("Shutdown returned; Open still waits for the compile worker 30s later; live children: %v", kids)
 	}
 }
 

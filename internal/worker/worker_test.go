@@ -196,9 +196,17 @@ func TestWorkerKilledMidCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kill the worker once the call is on it, however long that takes (not
+	// a fixed number of tries: on a loaded machine a worker can take
+	// seconds to start).
+	returned := make(chan struct{})
 	go func() {
-		for range 200 {
-			time.Sleep(20 * time.Millisecond)
+		for {
+			select {
+			case <-returned:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
 			p.mu.Lock()
 			for w := range p.busy {
 				_ = syscall.Kill(w.pid, syscall.SIGSEGV)
@@ -211,6 +219,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 		}
 	}()
 	out, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{"ms":15000}`})
+	close(returned)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +365,22 @@ func TestShutdownInterruptsCalls(t *testing.T) {
 			errs <- err
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Shut down once the three calls are on their workers (not after a
+	// fixed 500 ms, by which a loaded machine may not have started them,
+	// and the test would check only calls refused at the door).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p.mu.Lock()
+		n := len(p.busy)
+		p.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 calls on a worker after a minute", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.Shutdown(ctx); err != nil {

@@ -3,7 +3,8 @@
 // returns a file's contents (to show the confinement of stdio servers:
 // a file outside the import's read_paths cannot be read), "pid" its process
 // ID and "sleep" answers after ms milliseconds (to show a reload stopping a
-// removed import's process, after the call in flight); "progress" sends
+// removed import's process, after the call in flight; it reports progress
+// "sleeping" as it starts, when the call asks for progress); "progress" sends
 // notifications/progress for its call: steps reports "step i" (i of steps)
 // every_ms apart, then, if flood > 0, flood more as fast as it can (one in
 // fifty going backwards). Build it with
@@ -75,6 +76,11 @@ func main() {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sleep", Description: "answers after ms milliseconds"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, sleepOut, error) {
+			// One report as it starts, when asked for progress, so that a
+			// caller can tell the call has reached this process.
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "sleeping"})
+			}
 			select {
 			case <-time.After(time.Duration(in.MS) * time.Millisecond):
 				return nil, sleepOut{Slept: in.MS}, nil
