@@ -32,10 +32,10 @@ func (p *Pool) run(ctx context.Context, art, export string, c sandbox.Call) (san
 	}
 	var healthy bool
 	out, err := p.runOn(ctx, w, art, export, c, start, &healthy)
-	p.release(w, healthy)
 	// A worker lost to the call itself, not to the caller giving up or to
-	// Shutdown.
+	// Shutdown (read before release, which kills an unhealthy worker).
 	out.WorkerLost = !healthy && err == nil && ctx.Err() == nil && w.killReason() != killedShutdown
+	p.release(w, healthy)
 	return out, err
 }
 
