@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -111,4 +112,110 @@ func swapCase(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// mimeWrap breaks s into lines of width characters, each ended by eol,
+// as openssl base64 (64), Python's base64.encodebytes and MIME (76) do.
+func mimeWrap(s string, width int, eol string) string {
+	var b strings.Builder
+	for len(s) > width {
+		b.WriteString(s[:width] + eol)
+		s = s[width:]
+	}
+	b.WriteString(s + eol)
+	return b.String()
+}
+
+// TestRedactMIMEBase64Echo: a server that echoes the secret inside MIME
+// base64 (line breaks every 64 or 76 characters, LF or CRLF, raw or as the
+// \n escapes of a JSON string), std or URL alphabet, at every offset of
+// the line, so every alignment of the secret's bytes and every place a
+// break can fall inside its encoding. The tool must get no 8-character run
+// of the secret's base64 (6 bytes of it) at any alignment, with the line
+// breaks taken out.
+func TestRedactMIMEBase64Echo(t *testing.T) {
+	type shape struct {
+		name  string
+		enc   *base64.Encoding
+		width int
+		eol   string
+	}
+	var shapes []shape
+	for _, enc := range []struct {
+		name string
+		e    *base64.Encoding
+	}{{"std", base64.StdEncoding}, {"url", base64.URLEncoding}} {
+		for _, width := range []int{76, 64} {
+			for _, eol := range []string{"\n", "\r\n", `\n`, `\r\n`} {
+				shapes = append(shapes, shape{fmt.Sprintf("%s/%d/%q", enc.name, width, eol), enc.e, width, eol})
+			}
+		}
+	}
+	for _, sh := range shapes {
+		t.Run(sh.name, func(t *testing.T) {
+			// One blob per prefix length: the secret's encoding starts at
+			// every character offset of a line (and so at every byte
+			// alignment), and each blob crosses at least one break.
+			n := sh.width * 3 / 4
+			resp := echoFetch(t, caseSecret, nil, func(r *http.Request) string {
+				var b strings.Builder
+				for p := range n + 3 {
+					blob := strings.Repeat("\x01", p) + caseSecret + "\x02tail"
+					b.WriteString("-----\n" + mimeWrap(sh.enc.EncodeToString([]byte(blob)), sh.width, sh.eol))
+				}
+				return b.String()
+			})
+			got := visible(resp)
+			joined := strings.NewReplacer("\r\n", "", "\n", "", `\r\n`, "", `\n`, "").Replace(got)
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+				for shift := range 3 {
+					e := enc.EncodeToString([]byte(strings.Repeat("\x00", shift) + caseSecret))
+					// Characters 3.. are all the secret's bits whatever
+					// the alignment; the last 4 may hold padding.
+					core := e[3 : len(e)-4]
+					for i := 0; i+8 <= len(core); i++ {
+						if strings.Contains(joined, core[i:i+8]) {
+							t.Fatalf("%q of the secret's base64 (shift %d) reached the tool:\n%s", core[i:i+8], shift, got)
+						}
+					}
+				}
+			}
+			if c := strings.Count(string(resp.Body), "[REDACTED:API_TOKEN]"); c != n+3 {
+				t.Errorf("%d markers for %d blobs", c, n+3)
+			}
+		})
+	}
+}
+
+// TestRedactCaseAndBreaksLeaveTextAlone: case-insensitive matching and
+// the base64 line-break decoding find the secret, never anything else:
+// prose, other base64 blocks and their line breaks come through byte for
+// byte. Non-ASCII letters changed in case are found too.
+func TestRedactCaseAndBreaksLeaveTextAlone(t *testing.T) {
+	r := newRedactor([]secretValue{{"T", caseSecret}, {"U", "pässwörd-Ünïcode-42"}})
+	other := mimeWrap(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("not the secret, ", 20))), 76, "\r\n")
+	for _, in := range []string{
+		"Dear tool,\nthe weather is fine.\r\nTOK_9FQZ is not the whole secret.\n",
+		other,
+		mimeWrap(base64.URLEncoding.EncodeToString([]byte(strings.Repeat("x", 200))), 64, "\n"),
+		`{"pem":"` + strings.ReplaceAll(other, "\r\n", `\r\n`) + `"}`,
+	} {
+		if got := r.String(in); got != in {
+			t.Errorf("changed text with no secret in it:\n%q\n%q", in, got)
+		}
+	}
+	for _, in := range []string{strings.ToUpper("pässwörd-Ünïcode-42"), strings.ToLower("pässwörd-Ünïcode-42")} {
+		if got := r.String("x " + in + " y"); got != "x [REDACTED:U] y" {
+			t.Errorf("%q: got %q", in, got)
+		}
+	}
+	// The marker replaces the secret's encoding and the break inside it,
+	// and leaves the rest of the lines around it.
+	blob := mimeWrap(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("a", 40)+caseSecret+strings.Repeat("z", 60))), 76, "\n")
+	got := r.String(blob)
+	lines := strings.Split(blob, "\n")
+	if !strings.HasPrefix(got, lines[0][:52]) || !strings.HasSuffix(got, "\n"+lines[len(lines)-2]+"\n") ||
+		strings.Count(got, "[REDACTED:T]") != 1 || strings.Count(got, "\n") != strings.Count(blob, "\n")-1 {
+		t.Errorf("MIME blob redacted as\n%s\nfrom\n%s", got, blob)
+	}
 }
