@@ -55,6 +55,21 @@ func visible(resp *Response) string {
 	return b.String()
 }
 
+// checkContentLength: the Content-Length the tool sees is the length of
+// the body it gets, never the server's (which counts the secret's bytes).
+func checkContentLength(t *testing.T, resp *Response) {
+	t.Helper()
+	var cl []string
+	for _, h := range resp.Headers {
+		if strings.EqualFold(h.Name, "Content-Length") {
+			cl = append(cl, h.Value)
+		}
+	}
+	if len(cl) != 1 || cl[0] != strconv.Itoa(len(resp.Body)) {
+		t.Errorf("Content-Length %q for a body of %d bytes", cl, len(resp.Body))
+	}
+}
+
 // TestRedactCaseChangedEcho: a server that echoes the secret upper- or
 // lower-cased (in the body, a header value, inside its
 // other encodings) must not hand the tool any case of it.
@@ -100,6 +115,7 @@ func TestRedactCaseChangedEcho(t *testing.T) {
 			t.Errorf("%s = %q", h, v)
 		}
 	}
+	checkContentLength(t, resp)
 }
 
 func swapCase(s string) string {
@@ -182,6 +198,82 @@ func TestRedactMIMEBase64Echo(t *testing.T) {
 			}
 			if c := strings.Count(string(resp.Body), "[REDACTED:API_TOKEN]"); c != n+3 {
 				t.Errorf("%d markers for %d blobs", c, n+3)
+			}
+			checkContentLength(t, resp)
+		})
+	}
+}
+
+// TestRedactedBodyLength: the server's Content-Length counts the secret's
+// bytes ("got " + a 94-byte secret is 98), so handing it to the tool with
+// the body "got [REDACTED:API_TOKEN]" tells it the secret's length. The
+// tool sees the length of the body it gets; the headers that describe the
+// server's bytes (a range's complete length, an ETag, digests) go when
+// redaction changed them; a HEAD's (of a body nobody read) go whatever it
+// held; a body with nothing to hide keeps its headers as sent.
+func TestRedactedBodyLength(t *testing.T) {
+	secret := strings.Repeat("k9", 47) // 94 bytes
+	described := func(h http.Header) {
+		h.Set("ETag", `W/"62-Xq1rTgGGxbcdHe0zfjmRfw"`)
+		h.Set("Content-MD5", "Q2hlY2sgSW50ZWdyaXR5IQ==")
+		h.Set("Digest", "sha-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=")
+		h.Set("Content-Range", "bytes 0-97/98")
+		h.Set("X-Other", "kept")
+	}
+	for _, tc := range []struct {
+		name, method, body string
+		redacted           bool // the headers describing the server's bytes go
+	}{
+		{"echo", http.MethodGet, "got " + secret, true},
+		{"echo, upper-cased", http.MethodPost, "got " + strings.ToUpper(secret), true},
+		{"nothing to hide", http.MethodGet, "got nothing of the sort", false},
+		{"HEAD of an echo", http.MethodHead, "got " + secret, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.secrets["API_TOKEN"] = secret
+			s := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+				described(w.Header())
+				w.Header().Set("Content-Length", strconv.Itoa(len(tc.body)))
+				io.WriteString(w, tc.body) // a HEAD's body is dropped by the server
+			}, false)
+			e.res.set("api.example.com", "127.0.0.1")
+			p := mustPolicy(t, toolFor(t, s.port))
+			req := withCred(get(urlFor(s, "api.example.com", "/echo")), "API_TOKEN")
+			req.Method = tc.method
+			resp, ferr := e.gate.Fetch(ctxTimeout(t, 10*time.Second), p, req)
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			if strings.Contains(strings.ToLower(visible(resp)), secret[:8]) {
+				t.Fatalf("the secret reached the tool: %s", visible(resp))
+			}
+			cl := header(resp.Headers, "Content-Length")
+			switch {
+			case tc.method == http.MethodHead:
+				if cl != "" {
+					t.Errorf("HEAD: Content-Length %q reached the tool (the echo's length)", cl)
+				}
+			case tc.redacted:
+				if string(resp.Body) != "got [REDACTED:API_TOKEN]" {
+					t.Fatalf("body %q", resp.Body)
+				}
+				checkContentLength(t, resp)
+			default:
+				if cl != strconv.Itoa(len(tc.body)) {
+					t.Errorf("Content-Length %q for an unredacted body of %d bytes", cl, len(tc.body))
+				}
+			}
+			for _, h := range []string{"ETag", "Content-MD5", "Digest", "Content-Range"} {
+				if got := header(resp.Headers, h); (got == "") != tc.redacted {
+					t.Errorf("%s = %q (body redacted: %v)", h, got, tc.redacted)
+				}
+			}
+			if header(resp.Headers, "X-Other") != "kept" {
+				t.Error("an unrelated header was dropped")
+			}
+			if v := visible(resp); tc.redacted && (strings.Contains(v, "98") || strings.Contains(v, "62-")) {
+				t.Errorf("the unredacted length is visible:\n%s", v)
 			}
 		})
 	}
