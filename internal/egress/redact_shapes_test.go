@@ -311,3 +311,21 @@ func TestRedactCaseAndBreaksLeaveTextAlone(t *testing.T) {
 		t.Errorf("MIME blob redacted as\n%s\nfrom\n%s", got, blob)
 	}
 }
+
+// TestRedactSecretInCanonicalisedHeaderName: a server that names a header
+// after the secret ("X-Echo-<secret>") has the name canonicalised by the
+// client's header parser (X-Echo-Tok-...): the secret arrives with its
+// case changed even though the server never changed it.
+func TestRedactSecretInCanonicalisedHeaderName(t *testing.T) {
+	const secret = "tok-9fqzr2xw7lmnp4kvyb8hs3jd"
+	resp := echoFetch(t, secret, func(h http.Header) {
+		h["x-echo-"+secret] = []string{"in the name"} // sent as written
+	}, func(*http.Request) string { return "ok" })
+	got := visible(resp)
+	if strings.Contains(strings.ToLower(got), secret[4:]) {
+		t.Errorf("the secret reached the tool in a header name:\n%s", got)
+	}
+	if !strings.Contains(got, "[REDACTED:API_TOKEN]: in the name") {
+		t.Errorf("header not redacted:\n%s", got)
+	}
+}
