@@ -167,9 +167,9 @@ func caseVariants(s string) []string {
 		c := s[i]
 		var next []string
 		for _, o := range out {
-			next = append(next, o+string(c))
+			next = append(next, o+s[i:i+1])
 			if u := upper(c); u != c {
-				next = append(next, o+string(u))
+				next = append(next, o+string(rune(u)))
 			}
 		}
 		out = next

@@ -296,6 +296,12 @@ func TestRedactCaseAndBreaksLeaveTextAlone(t *testing.T) {
 			t.Errorf("changed text with no secret in it:\n%q\n%q", in, got)
 		}
 	}
+	// Tiny secrets (under four bytes) are matched raw only, in any ASCII
+	// case, and a non-ASCII byte of one is kept as it is.
+	tiny := newRedactor([]secretValue{{"A", "q7"}, {"B", "é\xff"}})
+	if got := tiny.String("Q7 q7 é\xff É\xff"); got != "[REDACTED:A] [REDACTED:A] [REDACTED:B] É\xff" {
+		t.Errorf("tiny secrets: %q", got)
+	}
 	for _, in := range []string{strings.ToUpper("pässwörd-Ünïcode-42"), strings.ToLower("pässwörd-Ünïcode-42")} {
 		if got := r.String("x " + in + " y"); got != "x [REDACTED:U] y" {
 			t.Errorf("%q: got %q", in, got)
