@@ -155,6 +155,7 @@ func TestRedactMIMEBase64Echo(t *testing.T) {
 		enc   *base64.Encoding
 		width int
 		eol   string
+		slash string // how '/' is written (PHP's json_encode: \/)
 	}
 	var shapes []shape
 	for _, enc := range []struct {
@@ -163,29 +164,38 @@ func TestRedactMIMEBase64Echo(t *testing.T) {
 	}{{"std", base64.StdEncoding}, {"url", base64.URLEncoding}} {
 		for _, width := range []int{76, 64} {
 			for _, eol := range []string{"\n", "\r\n", `\n`, `\r\n`} {
-				shapes = append(shapes, shape{fmt.Sprintf("%s/%d/%q", enc.name, width, eol), enc.e, width, eol})
+				shapes = append(shapes, shape{fmt.Sprintf("%s/%d/%q", enc.name, width, eol), enc.e, width, eol, "/"})
+			}
+			if enc.name == "std" {
+				shapes = append(shapes, shape{fmt.Sprintf("%s/%d/JSON, slash escaped", enc.name, width), enc.e, width, `\n`, `\/`})
 			}
 		}
 	}
 	for _, sh := range shapes {
 		t.Run(sh.name, func(t *testing.T) {
+			secret := caseSecret
+			if sh.slash != "/" {
+				// '?' encodes to '/' at one alignment, so a '/' (written
+				// \/) is right before many of the breaks.
+				secret = strings.Repeat("sk-?~??>?/??", 4)
+			}
 			// One blob per prefix length: the secret's encoding starts at
 			// every character offset of a line (and so at every byte
 			// alignment), and each blob crosses at least one break.
 			n := sh.width * 3 / 4
-			resp := echoFetch(t, caseSecret, nil, func(r *http.Request) string {
+			resp := echoFetch(t, secret, nil, func(r *http.Request) string {
 				var b strings.Builder
 				for p := range n + 3 {
-					blob := strings.Repeat("\x01", p) + caseSecret + "\x02tail"
-					b.WriteString("-----\n" + mimeWrap(sh.enc.EncodeToString([]byte(blob)), sh.width, sh.eol))
+					blob := strings.Repeat("\x01", p) + secret + "\x02tail"
+					b.WriteString("-----\n" + strings.ReplaceAll(mimeWrap(sh.enc.EncodeToString([]byte(blob)), sh.width, sh.eol), "/", sh.slash))
 				}
 				return b.String()
 			})
 			got := visible(resp)
-			joined := strings.NewReplacer("\r\n", "", "\n", "", `\r\n`, "", `\n`, "").Replace(got)
+			joined := strings.NewReplacer("\r\n", "", "\n", "", `\r\n`, "", `\n`, "", `\/`, "/").Replace(got)
 			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 				for shift := range 3 {
-					e := enc.EncodeToString([]byte(strings.Repeat("\x00", shift) + caseSecret))
+					e := enc.EncodeToString([]byte(strings.Repeat("\x00", shift) + secret))
 					// Characters 3.. are all the secret's bits whatever
 					// the alignment; the last 4 may hold padding.
 					core := e[3 : len(e)-4]

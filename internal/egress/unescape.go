@@ -47,9 +47,10 @@ func mayHaveEscapes(b []byte) bool {
 const minB64Run = 16
 
 // b64Char says whether c is in the standard or URL base64 alphabet
-// (padding excluded: it ends the encoding).
+// (padding excluded: it ends the encoding), or a backslash: a JSON
+// encoder may write '/' as \/ (PHP's json_encode does).
 var b64Char = func() (s byteSet) {
-	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_") {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_\\") {
 		s.add(c)
 	}
 	return s
