@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -114,6 +115,39 @@ func BenchmarkRedact2MiBEscaped(b *testing.B) {
 			buf.WriteString(escapes[rng.IntN(len(escapes))])
 		}
 		buf.WriteString(escSecret)
+	}
+	benchRedact(b, buf.Bytes()[:2<<20])
+}
+
+// BenchmarkRedact2MiBLines is 2 MiB of log-like text, a line break every
+// 60 to 100 bytes and nothing to redact: the line-break check runs at
+// every break. BenchmarkRedact2MiBMIME is 2 MiB of MIME base64 (76
+// characters and CRLF a line) with nothing to redact: the worst case for
+// it, every break is inside base64 and searched again.
+func BenchmarkRedact2MiBLines(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const alphabet = `abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,:{}"[]`
+	var buf bytes.Buffer
+	for buf.Len() < 2<<20 {
+		for range 60 + rng.IntN(40) {
+			buf.WriteByte(alphabet[rng.IntN(len(alphabet))])
+		}
+		buf.WriteByte('\n')
+	}
+	benchRedact(b, buf.Bytes()[:2<<20])
+}
+
+func BenchmarkRedact2MiBMIME(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	raw := make([]byte, 3<<19)
+	for i := range raw {
+		raw[i] = byte(rng.Uint32())
+	}
+	enc := base64.StdEncoding.EncodeToString(raw)
+	var buf bytes.Buffer
+	for len(enc) > 76 {
+		buf.WriteString(enc[:76] + "\r\n")
+		enc = enc[76:]
 	}
 	benchRedact(b, buf.Bytes()[:2<<20])
 }

@@ -109,9 +109,17 @@
 //     used.
 //   - Redaction: the values of the tool's secrets, and their common
 //     encodings (base64 std and URL, padded and raw, at each of the three
-//     byte alignments; hex lower and upper; percent-escaped; JSON-escaped),
-//     are replaced by "[REDACTED:NAME]" in response headers and body before
-//     the tool sees them. Text holding '&' or '\' is also searched with one
+//     byte alignments; hex; percent-escaped, the reserved bytes or every
+//     byte; JSON-escaped), are replaced by "[REDACTED:NAME]" in response
+//     headers and body before the tool sees them. Matching ignores ASCII
+//     case, so a server that echoes a value upper- or lower-cased (or its
+//     hex or escapes in either case) is caught; a value with non-ASCII
+//     letters is also searched in its Unicode upper and lower case. A line
+//     break inside base64 text (LF or CRLF, raw or as the \n and \r\n of a
+//     JSON string, after at least 16 base64 characters and before one: MIME
+//     base64 as openssl base64 or Python's base64.encodebytes write it,
+//     every 64 or 76 characters) is searched as if it were not there, and
+//     a match replaces the break with the rest. Text holding '&' or '\' is also searched with one
 //     level of HTML character references ("&#47;", "&#x2F;", "&sol;",
 //     "&#43;", "&amp;") and backslash escapes ("\u002f", "\u002B", any
 //     character as \uXXXX with surrogate pairs, "\x3c", "\/", "\"")
@@ -122,6 +130,18 @@
 //     found. [Gate.Redactor] does the same for the tool's logs, output and
 //     errors. Overlapping matches are merged, so no fragment of a match
 //     survives.
+//   - Lengths: the headers the tool gets describe the body it gets. A
+//     server's Content-Length counts the secret's bytes (98 for "got " and
+//     a 94-byte secret, which the tool sees as "got [REDACTED:NAME]"), so
+//     Content-Length is replaced by the length of the redacted body. When
+//     redaction changed the body, the headers computed from the server's
+//     bytes are dropped: Content-Range (its complete length), ETag (some
+//     servers write the length into it, W/"62-..."), Content-MD5, Digest,
+//     Content-Digest and Repr-Digest (a digest lets the tool test guesses
+//     of the secret). A response without a body (HEAD, 204, 304) describes
+//     one the gate never saw, which may hold a secret, so it loses all of
+//     these and its Content-Length. The audit event's byte count is the
+//     server's.
 //   - Server text: every string that came from the server passes the
 //     redactor before it reaches the tool, a fetch error or the audit event:
 //     header names and values, the body, and any message that can quote the
@@ -176,7 +196,9 @@
 // Encoded forms shorter than four characters are not redacted (they would
 // match ordinary text), so a secret of only a few bytes is reliably
 // redacted only in raw form. Response trailers are not passed to the
-// tool.
+// tool. Redaction sees one response at a time: a tool that asks an echoing
+// server for byte ranges (Range) can get a secret in pieces shorter than
+// any form it matches.
 //
 // # Connections
 //

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var fuzzURLSeeds = []string{
@@ -186,11 +187,24 @@ func FuzzRedact(f *testing.F) {
 		if strings.Contains(out, secret) && !strings.Contains("[REDACTED:S]", secret) {
 			t.Fatalf("secret survives in %q", out)
 		}
-		for _, enc := range []string{
+		// Upper- and lower-cased, and MIME base64 (lines of 76, CRLF)
+		// of text long enough for the secret to cross a line break.
+		mime := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("\x01", 50) + text))
+		for i := 76; i < len(mime); i += 78 {
+			mime = mime[:i] + "\r\n" + mime[i:]
+		}
+		forms := []string{
 			base64.StdEncoding.EncodeToString([]byte(text)),
 			base64.RawURLEncoding.EncodeToString([]byte(text)),
 			hex.EncodeToString([]byte(text)),
-		} {
+			mime,
+		}
+		if utf8.ValidString(secret) {
+			// (Case-mapping invalid UTF-8, or a rune the prefix starts
+			// and the secret ends, changes bytes of the secret itself.)
+			forms = append(forms, strings.ToUpper(text), strings.ToLower(text))
+		}
+		for _, enc := range forms {
 			if r.String(enc) == enc {
 				t.Fatalf("encoded text %q not redacted", enc)
 			}

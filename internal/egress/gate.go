@@ -14,6 +14,7 @@ import (
 	"net/http/httptrace"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -302,6 +303,8 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		ev.rule, ev.reason = RuleContentEncoding, fmt.Sprintf("response body uses content-encoding %s, which maiden did not ask for and cannot inspect", quote(red.String(ce)))
 		return nil, &FetchError{Kind: FetchFailed, Message: ev.reason}
 	}
+	visible := red.Bytes(body)
+	describeVisibleBody(resp.Header, hreq.Method, resp.StatusCode, body, visible)
 	headers, bad := responseHeaders(resp.Header, red)
 	if bad != "" {
 		ev.rule, ev.reason = RuleHeaderEncoding, bad
@@ -311,8 +314,41 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	return &Response{
 		Status:  resp.StatusCode,
 		Headers: headers,
-		Body:    red.Bytes(body),
+		Body:    visible,
 	}, nil
+}
+
+// bodyDescriptions are response headers computed from the bytes the server
+// sent: once redaction has changed the body they describe bytes the tool
+// never gets, and they give away the length of what was hidden (a range's
+// complete length, Express's ETag W/"<length in hex>-…") or a digest to
+// test guesses of it against.
+var bodyDescriptions = []string{"Content-Range", "ETag", "Content-MD5", "Digest", "Content-Digest", "Repr-Digest"}
+
+// describeVisibleBody makes h describe the body the tool gets, visible
+// (body redacted), rather than the one the server sent: a server's
+// Content-Length counts a secret's bytes, so "got [REDACTED:TOK]" with
+// Content-Length 98 would tell the tool the secret's length.
+// Content-Length becomes len(visible), and bodyDescriptions go if
+// redaction changed the body. Where the exchange has no body (HEAD, 204,
+// 304) they all describe a body the gate never saw, which may hold a
+// secret (a HEAD of an echo endpoint), and all go.
+func describeVisibleBody(h http.Header, method string, status int, body, visible []byte) {
+	if method == http.MethodHead || status == http.StatusNoContent || status == http.StatusNotModified {
+		h.Del("Content-Length")
+		for _, k := range bodyDescriptions {
+			h.Del(k)
+		}
+		return
+	}
+	if _, ok := h["Content-Length"]; ok {
+		h.Set("Content-Length", strconv.Itoa(len(visible)))
+	}
+	if len(body) > 0 && (len(visible) != len(body) || &visible[0] != &body[0]) {
+		for _, k := range bodyDescriptions {
+			h.Del(k)
+		}
+	}
 }
 
 // authorize asks a request's Authorizer about t. Its reason gets the

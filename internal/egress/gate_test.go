@@ -767,6 +767,8 @@ func TestRedactEcho(t *testing.T) {
 		"HEX":        strings.ToUpper(hex.EncodeToString([]byte(testSecret))),
 		"query":      url.QueryEscape(testSecret),
 		"path":       url.PathEscape(testSecret),
+		"pct-all":    escapeEveryByte(testSecret, "%%%02X"),
+		"pct-all-lc": escapeEveryByte(testSecret, "%%%02x"),
 		"json":       jsonString(testSecret, true),
 		"json-plain": jsonString(testSecret, false),
 		"other":      "another-secret-of-this-tool",

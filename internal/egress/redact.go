@@ -23,6 +23,7 @@ type secretValue struct {
 }
 
 // pattern is one byte string to hide and the marker that replaces it.
+// text is ASCII-lower-cased: matching ignores ASCII case (see matchAt).
 type pattern struct {
 	text   []byte
 	marker string
@@ -37,12 +38,19 @@ type pattern struct {
 // candidate patterns compared. That is about one load and a bit test per
 // byte however many patterns there are, instead of one full scan of the
 // text per pattern.
+//
+// Matching ignores ASCII case, because servers echo a value upper- or
+// lower-cased (a header normaliser, an error page shouting it). The
+// per-byte loop is unchanged: the two-byte filter holds every case of a
+// pattern's first two bytes, and only a hit folds the text (the four-byte
+// key, then the comparison). Non-ASCII case changes are patterns of their
+// own (strings.ToUpper and ToLower of the value).
 type redactor struct {
 	pats   []pattern
 	maxLen int              // longest of pats
-	bytes  byteSet          // every byte of every pattern
-	short  []pattern        // under 4 bytes: tiny raw secrets, scanned separately
-	byKey  map[uint32][]int // first four bytes → indices into pats, longest first
+	bytes  byteSet          // every byte of every pattern, in both ASCII cases
+	short  []pattern        // under 4 bytes: tiny raw secrets in each ASCII case, scanned separately
+	byKey  map[uint32][]int // first four bytes (lower-cased) → indices into pats, longest first
 	filter *[1 << 16 / 64]uint64
 }
 
@@ -54,15 +62,28 @@ func newRedactor(secrets []secretValue) *redactor {
 			continue
 		}
 		marker := "[REDACTED:" + s.name + "]"
-		for _, f := range encodings(s.value) {
-			if seen[f] || f != s.value && len(f) < minEncodedLen {
+		forms := encodings(s.value)
+		raw := []string{s.value}
+		// Case changes outside ASCII change the bytes (é, É): their own
+		// patterns, encoded too (a server may change the case first).
+		for _, v := range []string{strings.ToUpper(s.value), strings.ToLower(s.value)} {
+			if foldString(v) != foldString(s.value) {
+				forms = append(forms, encodings(v)...)
+				raw = append(raw, v)
+			}
+		}
+		for _, f := range forms {
+			key := foldString(f)
+			if seen[key] || !slices.Contains(raw, f) && len(f) < minEncodedLen {
 				continue
 			}
-			seen[f] = true
+			seen[key] = true
 			if len(f) < 4 {
-				r.short = append(r.short, pattern{[]byte(f), marker})
+				for _, c := range caseVariants(key) {
+					r.short = append(r.short, pattern{[]byte(c), marker})
+				}
 			} else {
-				r.pats = append(r.pats, pattern{[]byte(f), marker})
+				r.pats = append(r.pats, pattern{[]byte(key), marker})
 			}
 		}
 	}
@@ -72,16 +93,88 @@ func newRedactor(secrets []secretValue) *redactor {
 	for _, p := range append(r.pats[:len(r.pats):len(r.pats)], r.short...) {
 		for _, c := range p.text {
 			r.bytes.add(c)
+			r.bytes.add(upper(c))
 		}
 	}
 	for i, p := range r.pats {
 		r.maxLen = max(r.maxLen, len(p.text))
 		k := binary.LittleEndian.Uint32(p.text)
 		r.byKey[k] = append(r.byKey[k], i)
-		h := uint16(k)
-		r.filter[h/64] |= 1 << (h % 64)
+		for _, a := range []byte{p.text[0], upper(p.text[0])} {
+			for _, b := range []byte{p.text[1], upper(p.text[1])} {
+				h := uint16(a) | uint16(b)<<8
+				r.filter[h/64] |= 1 << (h % 64)
+			}
+		}
 	}
 	return r
+}
+
+// lowerTable maps ASCII upper-case letters to lower case, every other byte
+// to itself.
+var lowerTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] += 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+func upper(c byte) byte {
+	if c >= 'a' && c <= 'z' {
+		return c - ('a' - 'A')
+	}
+	return c
+}
+
+// foldString lower-cases the ASCII letters of s.
+func foldString(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		b[i] = lowerTable[c]
+	}
+	return string(b)
+}
+
+// fold4 is the lower-cased first four bytes of b, as a key of byKey.
+func fold4(b []byte) uint32 {
+	_ = b[3]
+	return uint32(lowerTable[b[0]]) | uint32(lowerTable[b[1]])<<8 | uint32(lowerTable[b[2]])<<16 | uint32(lowerTable[b[3]])<<24
+}
+
+// hasPrefixFold says whether b starts with the lower-cased p, ignoring
+// ASCII case.
+func hasPrefixFold(b, p []byte) bool {
+	if len(b) < len(p) {
+		return false
+	}
+	b = b[:len(p)]
+	for i, c := range p {
+		if lowerTable[b[i]] != c {
+			return false
+		}
+	}
+	return true
+}
+
+// caseVariants lists every ASCII case of the lower-cased s (s is under
+// four bytes, so at most eight).
+func caseVariants(s string) []string {
+	out := []string{""}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		var next []string
+		for _, o := range out {
+			next = append(next, o+s[i:i+1])
+			if u := upper(c); u != c {
+				next = append(next, o+string(rune(u)))
+			}
+		}
+		out = next
+	}
+	return out
 }
 
 func (r *redactor) empty() bool { return r == nil || len(r.pats) == 0 && len(r.short) == 0 }
@@ -108,11 +201,8 @@ func encodings(v string) []string {
 			}
 		}
 	}
-	h := hex.EncodeToString(b)
-	out = append(out, h, strings.ToUpper(h))
-	for _, p := range []string{url.QueryEscape(v), url.PathEscape(v), percentAll(b)} {
-		out = append(out, p, lowerEscapes(p))
-	}
+	// Hex and %XX escapes in either case: matching ignores ASCII case.
+	out = append(out, hex.EncodeToString(b), url.QueryEscape(v), url.PathEscape(v), percentAll(b))
 	var buf bytes.Buffer
 	for _, html := range []bool{true, false} {
 		buf.Reset()
@@ -138,26 +228,6 @@ func percentAll(b []byte) string {
 	return s.String()
 }
 
-// lowerEscapes rewrites %XX escapes with lowercase hex digits.
-func lowerEscapes(s string) string {
-	b := []byte(s)
-	for i := 0; i+2 < len(b); i++ {
-		if b[i] == '%' {
-			b[i+1] = toLowerHex(b[i+1])
-			b[i+2] = toLowerHex(b[i+2])
-			i += 2
-		}
-	}
-	return string(b)
-}
-
-func toLowerHex(c byte) byte {
-	if c >= 'A' && c <= 'F' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
 // span is a matched range [start, end) and the marker replacing it.
 type span struct {
 	start, end int
@@ -177,8 +247,8 @@ func addSpan(spans []span, s span) []span {
 
 // matchAt adds the patterns that start at b[i:].
 func (r *redactor) matchAt(spans []span, b []byte, i int) []span {
-	for _, pi := range r.byKey[binary.LittleEndian.Uint32(b[i:])] {
-		if p := r.pats[pi]; bytes.HasPrefix(b[i:], p.text) {
+	for _, pi := range r.byKey[fold4(b[i:])] {
+		if p := r.pats[pi]; hasPrefixFold(b[i:], p.text) {
 			spans = addSpan(spans, span{i, i + len(p.text), p.marker})
 		}
 	}

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"encoding/base64"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -21,6 +22,11 @@ func TestRedactor(t *testing.T) {
 		{"hex upper", strings.ToUpper("0x" + hexOf(secret)), "0X[REDACTED:TOKEN]"},
 		{"percent-escaped", "q=s3cr3t-Token%2FValue%2B%3D%3D&", "q=[REDACTED:TOKEN]&"},
 		{"percent-escaped, lowercase hex", "q=s3cr3t-Token%2fValue%2b%3d%3d&", "q=[REDACTED:TOKEN]&"},
+		// Every byte escaped, letters and digits too, the way some
+		// clients encode form values: neither QueryEscape nor PathEscape
+		// writes this.
+		{"percent-escaped, every byte", "q=" + escapeEveryByte(secret, "%%%02X") + "&", "q=[REDACTED:TOKEN]&"},
+		{"percent-escaped, every byte, lowercase hex", "q=" + escapeEveryByte(secret, "%%%02x") + "&", "q=[REDACTED:TOKEN]&"},
 		{"JSON with escaped slash", `{"t":"s3cr3t-Token\/Value+=="}`, `{"t":"[REDACTED:TOKEN]"}`},
 		// "ab" is too short for its base64 fragments ("YW") to mean anything.
 		{"tiny secret, no short fragments", "abc xYWz", "[REDACTED:TINY]c xYWz"},
@@ -61,6 +67,15 @@ func TestRedactOverlapRun(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
 		t.Errorf("redacting 2 MiB allocated %d MiB", alloc>>20)
 	}
+}
+
+// escapeEveryByte formats each byte of s with format ("%%%02X").
+func escapeEveryByte(s, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, format, s[i])
+	}
+	return b.String()
 }
 
 func hexOf(s string) string {

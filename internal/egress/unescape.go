@@ -16,6 +16,14 @@ import (
 // level of these escapes in a shadow copy of the text, looks for the
 // secrets (and their other encodings) there too, and maps every match back
 // to the bytes it came from.
+//
+// Line breaks inside base64 are decoded the same way, to nothing: MIME
+// base64 (openssl base64, Python's base64.encodebytes, PEM) breaks its
+// lines every 64 or 76 characters with LF or CRLF, and a JSON string
+// holding it has them as \n or \r\n. A break counts when at least
+// minB64Run base64 characters (either alphabet) come before it and one
+// follows, so the breaks of ordinary text are left alone and a secret's
+// base64 form that crosses a break is found like one that does not.
 
 // escMark records that decoded bytes [dpos, dpos+dlen) came from the
 // escape at [opos, opos+olen) of the original text. Between marks the two
@@ -27,9 +35,51 @@ type escMark struct {
 }
 
 // mayHaveEscapes is the cheap test that keeps the decoder off ordinary
-// text: both bytes are found with the vectorised IndexByte.
+// text: each of the bytes is found with the vectorised IndexByte. Most
+// text has a line break, so most bodies reach unescape, which looks at
+// each break (see b64Break) and decodes nothing when none is in base64.
 func mayHaveEscapes(b []byte) bool {
-	return bytes.IndexByte(b, '&') >= 0 || bytes.IndexByte(b, '\\') >= 0
+	return bytes.IndexByte(b, '&') >= 0 || bytes.IndexByte(b, '\\') >= 0 || bytes.IndexByte(b, '\n') >= 0
+}
+
+// minB64Run is how many base64 characters must come right before a line
+// break for it to be taken as a break inside base64. MIME lines are 64 or
+// 76 characters; 16 leaves room for a prefix on the first line ("data: ")
+// while sparing the breaks of prose.
+const minB64Run = 16
+
+// b64Char says whether c is in the standard or URL base64 alphabet
+// (padding excluded: it ends the encoding), or a backslash: a JSON
+// encoder may write '/' as \/ (PHP's json_encode does).
+var b64Char = func() (s byteSet) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_\\") {
+		s.add(c)
+	}
+	return s
+}()
+
+// b64Break returns the length of a line break at b[i:] that sits inside
+// base64 text (LF, CRLF, or their JSON escapes \n and \r\n, after at
+// least minB64Run base64 characters and before one), or 0. i is where
+// the break starts (at the CR of a CRLF).
+func b64Break(b []byte, i int) int {
+	n := 0
+	switch {
+	case b[i] == '\n':
+		n = 1
+	case b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n':
+		n = 2
+	case bytes.HasPrefix(b[i:], []byte(`\n`)):
+		n = 2
+	case bytes.HasPrefix(b[i:], []byte(`\r\n`)):
+		n = 4
+	default:
+		return 0
+	}
+	if i < minB64Run || i+n >= len(b) || !b64Char.has(b[i+n]) || !b64Char.hasAll(b[i-minB64Run:i]) {
+		return 0
+	}
+	return n
 }
 
 // byteSet is a set of byte values.
@@ -83,23 +133,44 @@ func unescape(b []byte, in *byteSet, sh *shadow) ([]byte, []escMark) {
 	var marks []escMark
 	started := false
 	pos := 0 // b[:pos] has been copied or decoded into dec
-	amp, bs := nextByte(b, 0, '&'), nextByte(b, 0, '\\')
-	for amp >= 0 || bs >= 0 {
+	amp, bs, nl := nextByte(b, 0, '&'), nextByte(b, 0, '\\'), nextByte(b, 0, '\n')
+	for amp >= 0 || bs >= 0 || nl >= 0 {
 		i := amp
 		if i < 0 || bs >= 0 && bs < i {
 			i = bs
 		}
+		if i < 0 || nl >= 0 && nl < i {
+			i = nl
+		}
 		var r rune
 		var n int
-		if b[i] == '&' {
+		brk := false // a line break inside base64: decodes to nothing
+		switch b[i] {
+		case '&':
 			r, n = charRef(b[i:])
-		} else {
-			r, n = backslash(b[i:])
+		case '\\':
+			if n = b64Break(b, i); n > 0 {
+				brk = true
+			} else {
+				r, n = backslash(b[i:])
+			}
+		default: // '\n', at the end of a CRLF when a CR precedes it
+			if i > 0 && b[i-1] == '\r' && i-1 >= pos {
+				if n = b64Break(b, i-1); n > 0 {
+					i--
+				}
+			}
+			if n == 0 {
+				n = b64Break(b, i)
+			}
+			brk = n > 0
 		}
 		next := i + 1
 		var enc [utf8.UTFMax]byte
 		var d []byte
-		if n > 0 {
+		if brk {
+			d = enc[:0]
+		} else if n > 0 {
 			if r < 0 { // a raw byte (\xHH with HH >= 0x80)
 				enc[0] = byte(-r)
 				d = enc[:1]
@@ -113,10 +184,10 @@ func unescape(b []byte, in *byteSet, sh *shadow) ([]byte, []escMark) {
 		if n > 0 {
 			if !started {
 				// Sized once: decoding only shrinks text, and there is at
-				// most one mark per '&' or '\'.
+				// most one mark per '&', '\' or LF.
 				started = true
 				dec = grow(sh.text, len(b))
-				marks = growMarks(sh.marks, bytes.Count(b[i:], []byte{'&'})+bytes.Count(b[i:], []byte{'\\'}))
+				marks = growMarks(sh.marks, bytes.Count(b[i:], []byte{'&'})+bytes.Count(b[i:], []byte{'\\'})+bytes.Count(b[i:], []byte{'\n'}))
 			}
 			dec = append(dec, b[pos:i]...)
 			m := escMark{dpos: int32(len(dec)), opos: int32(i), olen: int32(n), dlen: int32(len(d))}
@@ -130,6 +201,9 @@ func unescape(b []byte, in *byteSet, sh *shadow) ([]byte, []escMark) {
 		}
 		if bs >= 0 && bs < next {
 			bs = nextByte(b, next, '\\')
+		}
+		if nl >= 0 && nl < next {
+			nl = nextByte(b, next, '\n')
 		}
 	}
 	if !started {

@@ -178,15 +178,28 @@ func testAuditExport(t *testing.T, be backend) {
 var tamperCases = []struct {
 	name, sql, reason string
 	seq               int64
+	// build, if set, makes the edit from the intact records (for an
+	// edit that recomputes a hash); detail is what the problem must say.
+	build  func(recs []AuditRecord) string
+	detail string
 }{
-	{"edit a field", `UPDATE audit SET tool = 'evil' WHERE seq = 3`, "edited", 3},
-	{"edit the body", `UPDATE audit SET body = '{"i":99}' WHERE seq = 5`, "edited", 5},
-	{"delete a record", `DELETE FROM audit WHERE seq = 3`, "deleted", 3},
-	{"delete and renumber", `DELETE FROM audit WHERE seq = 3; UPDATE audit SET seq = seq - 1 WHERE seq > 3`, "edited", 3},
+	{"edit a field", `UPDATE audit SET tool = 'evil' WHERE seq = 3`, "edited", 3, nil, ""},
+	{"edit the body", `UPDATE audit SET body = '{"i":99}' WHERE seq = 5`, "edited", 5, nil, ""},
+	{"delete a record", `DELETE FROM audit WHERE seq = 3`, "deleted", 3, nil, ""},
+	{"delete and renumber", `DELETE FROM audit WHERE seq = 3; UPDATE audit SET seq = seq - 1 WHERE seq > 3`, "edited", 3, nil, ""},
 	{"insert a forged record", `UPDATE audit SET seq = seq + 100 WHERE seq >= 4; UPDATE audit SET seq = seq - 99 WHERE seq >= 104;
 			INSERT INTO audit (seq, at, kind, actor, agent, tool, body, prev, hash)
-			SELECT 4, at, 'call-admitted', 'operator', 'a', 'forged', body, hash, hash FROM audit WHERE seq = 3`, "inserted", 4},
-	{"swap two records", `UPDATE audit SET seq = -1 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = -1`, "reordered", 3},
+			SELECT 4, at, 'call-admitted', 'operator', 'a', 'forged', body, hash, hash FROM audit WHERE seq = 3`, "inserted", 4, nil, ""},
+	{"swap two records", `UPDATE audit SET seq = -1 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = -1`, "reordered", 3, nil, ""},
+	// Record 3 edited and its own hash recomputed, so it verifies on its
+	// own: only the link from record 4 (its prev, the old hash) shows the
+	// edit. A verifier that checked each record's hash but not the prev
+	// links would pass this chain.
+	{"edit a record and recompute its hash", "", "edited", 4, func(recs []AuditRecord) string {
+		r := recs[2]
+		r.Tool = "evil"
+		return fmt.Sprintf(`UPDATE audit SET tool = 'evil', hash = '%s' WHERE seq = 3`, auditHash(r))
+	}, "its prev hash is not the hash of the record before it"},
 }
 
 // tamper runs every tamper case on a fresh store of backend be, edited
@@ -198,16 +211,27 @@ func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string
 			s := open(t, path, nil)
 			appendN(t, s, 6, "t")
 			verifyOK(t, s, 6)
+			sql := tc.sql
+			if tc.build != nil {
+				recs, err := s.AuditTail(context.Background(), 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sql = tc.build(recs)
+			}
 			s.Close()
-			edit(t, path, tc.sql)
+			edit(t, path, sql)
 			s = open(t, path, nil)
 			_, _, err := s.VerifyAudit(context.Background())
 			var p *AuditProblem
 			if !errors.As(err, &p) || !errors.Is(err, ErrAuditBroken) {
-				t.Fatalf("VerifyAudit after %q: %v; want a problem", tc.sql, err)
+				t.Fatalf("VerifyAudit after %q: %v; want a problem", sql, err)
 			}
 			if p.Reason != tc.reason || p.Seq != tc.seq {
 				t.Fatalf("VerifyAudit: %v; want record %d %s", err, tc.seq, tc.reason)
+			}
+			if !strings.Contains(p.Detail, tc.detail) {
+				t.Fatalf("VerifyAudit: %v; want it to say %q", err, tc.detail)
 			}
 			t.Logf("%s: %v", tc.name, err)
 		})
