@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -162,69 +161,44 @@ func (h *Host) pending(inv *invocation, m config.Middleware, a store.Approval, n
 	return true, nil
 }
 
-// await waits for a decision on request a.
+// await waits for a decision on request a (waitForHuman) and goes on by
+// what the human decided.
 func (h *Host) await(ctx context.Context, inv *invocation, m config.Middleware, st store.Store, a store.Approval, note string) (bool, error) {
-	wait := inv.call.ApprovalWait
-	if wait == 0 {
-		wait = h.opts.ApprovalWait
-	}
-	if wait == 0 {
-		wait = DefaultApprovalWait
-	}
-	if inv.call.OnApproval != nil {
-		inv.call.OnApproval(approvalRequest(a, inv.cfg))
-	}
-	if wait < 0 {
+	cur := a
+	expired := false
+	decided := h.waitForHuman(ctx, inv, a.ID, approvalRequest(a, inv.cfg), func(ctx context.Context) (bool, error) {
+		got, err := st.Approval(ctx, a.ID)
+		if err != nil {
+			return false, err
+		}
+		cur = got
+		if cur.State != store.ApprovalPending {
+			return true, nil
+		}
+		if now := time.Now(); !now.Before(cur.Expires) {
+			expired = true
+			if _, err := st.Expire(ctx, now); err == nil {
+				cur.State = store.ApprovalExpired
+			}
+			return true, nil
+		}
+		return false, nil
+	})
+	if !decided {
 		return h.pending(inv, m, a, note)
 	}
-	poll := h.opts.ApprovalPoll
-	if poll <= 0 {
-		poll = 250 * time.Millisecond
-	}
-	wake := h.waiters.add(a.ID)
-	defer h.waiters.remove(a.ID, wake)
-	inv.suspend()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return h.pending(inv, m, a, note)
-		case <-timer.C:
-			return h.pending(inv, m, a, note)
-		case <-wake:
-		case <-ticker.C:
+	switch {
+	case cur.State == store.ApprovalApproved:
+		if err := inv.resume(ctx, h); err != nil {
+			return true, err
 		}
-		cur, err := st.Approval(ctx, a.ID)
-		if err != nil {
-			if ctx.Err() != nil {
-				return h.pending(inv, m, a, note)
-			}
-			continue // the store may be back at the next poll; the wait's end bounds it
-		}
-		now := time.Now()
-		switch cur.State {
-		case store.ApprovalApproved:
-			if err := inv.resume(ctx, h); err != nil {
-				return true, err
-			}
-			return h.afterWait(ctx, inv, m, cur)
-		case store.ApprovalDenied:
-			return h.denied(inv, m, cur, "this call was denied")
-		case store.ApprovalExpired:
-			return h.denied(inv, m, cur, "")
-		case store.ApprovalPending:
-			if !now.Before(cur.Expires) {
-				if _, err := st.Expire(ctx, now); err == nil {
-					cur.State = store.ApprovalExpired
-				}
-				return h.denied(inv, m, cur, "")
-			}
-		default: // consumed by an identical call meanwhile
-			return h.pending(inv, m, cur, fmt.Sprintf("request %s was used by another identical call", cur.ID))
-		}
+		return h.afterWait(ctx, inv, m, cur)
+	case cur.State == store.ApprovalDenied:
+		return h.denied(inv, m, cur, "this call was denied")
+	case cur.State == store.ApprovalExpired || expired:
+		return h.denied(inv, m, cur, "")
+	default: // consumed by an identical call meanwhile
+		return h.pending(inv, m, cur, fmt.Sprintf("request %s was used by another identical call", cur.ID))
 	}
 }
 
@@ -327,49 +301,5 @@ func (h *Host) markDone(next handler) handler {
 			}
 		}
 		return err
-	}
-}
-
-// waiters are the calls of one Host waiting for a decision: Decide wakes
-// them at once instead of at their next poll.
-type waiters struct {
-	mu sync.Mutex
-	m  map[string][]chan struct{}
-}
-
-func (w *waiters) add(id string) chan struct{} {
-	ch := make(chan struct{}, 1)
-	w.mu.Lock()
-	if w.m == nil {
-		w.m = map[string][]chan struct{}{}
-	}
-	w.m[id] = append(w.m[id], ch)
-	w.mu.Unlock()
-	return ch
-}
-
-func (w *waiters) remove(id string, ch chan struct{}) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	list := w.m[id]
-	for i, c := range list {
-		if c == ch {
-			w.m[id] = append(list[:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(w.m[id]) == 0 {
-		delete(w.m, id)
-	}
-}
-
-func (w *waiters) wake(id string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, ch := range w.m[id] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
 	}
 }

@@ -116,55 +116,15 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 // then the result is kind pending with the request's handle, and
 // repeating the call with the same id waits for the same request again.
 func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Store, r store.BoundaryRequest) (store.BoundaryRequest, *ToolError, error) {
-	wait := inv.call.ApprovalWait
-	if wait == 0 {
-		wait = h.opts.ApprovalWait
-	}
-	if wait == 0 {
-		wait = DefaultApprovalWait
-	}
-	if inv.call.OnApproval != nil {
-		inv.call.OnApproval(boundaryApprovalView(r))
-	}
-	pending := func() (store.BoundaryRequest, *ToolError, error) {
-		return r, &ToolError{Kind: KindPending, Approval: r.Handle,
-			Message: fmt.Sprintf("boundary request %s (id %s) is waiting for a human's decision (maiden approve %s, or the inbox); repeat the call with the same id to wait again", r.Handle, r.Request.ID, r.Handle)}, nil
-	}
-	if wait < 0 {
-		return pending()
-	}
-	poll := h.opts.ApprovalPoll
-	if poll <= 0 {
-		poll = 250 * time.Millisecond
-	}
-	wake := h.waiters.add(r.Handle)
-	defer h.waiters.remove(r.Handle, wake)
-	inv.suspend()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return pending()
-		case <-timer.C:
-			return pending()
-		case <-wake:
-		case <-ticker.C:
-		}
-		cur, err := st.BoundaryRequest(ctx, r.Handle)
+	cur := r
+	decided := h.waitForHuman(ctx, inv, r.Handle, boundaryApprovalView(r), func(ctx context.Context) (bool, error) {
+		got, err := st.BoundaryRequest(ctx, r.Handle)
 		if err != nil {
-			if ctx.Err() != nil {
-				return pending()
-			}
-			continue // the store may answer at the next poll; the wait's end bounds it
+			return false, err
 		}
+		cur = got
 		if cur.Request.Status != boundary.Pending {
-			if err := inv.resume(ctx, h); err != nil {
-				return cur, nil, err
-			}
-			return cur, nil, nil
+			return true, nil
 		}
 		if !time.Now().Before(cur.Expires) {
 			// Settling an expired request records the expiry's denial
@@ -172,11 +132,15 @@ func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Stor
 			if settled, _, err := st.SettleBoundaryRequest(ctx, r.Handle, boundary.Deny(store.BoundaryReasonExpired), "maiden"); err == nil || settled.Handle != "" {
 				cur = settled
 			}
-			if cur.Request.Status != boundary.Pending {
-				return cur, nil, inv.resume(ctx, h)
-			}
+			return cur.Request.Status != boundary.Pending, nil
 		}
+		return false, nil
+	})
+	if !decided {
+		return r, &ToolError{Kind: KindPending, Approval: r.Handle,
+			Message: fmt.Sprintf("boundary request %s (id %s) is waiting for a human's decision (maiden approve %s, or the inbox); repeat the call with the same id to wait again", r.Handle, r.Request.ID, r.Handle)}, nil
 	}
+	return cur, nil, inv.resume(ctx, h)
 }
 
 // settledOutcome is request_sandbox_boundary's answer for a settled
