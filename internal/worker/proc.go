@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,14 +238,14 @@ func (p *proc) setDataLimit(n uint64) error {
 		return err
 	}
 	var old unix.Rlimit
-	if err := unix.Prlimit(p.pid, unix.RLIMIT_DATA, nil, &old); err != nil {
+	if err := prlimit(p.pid, unix.RLIMIT_DATA, nil, &old); err != nil {
 		return err
 	}
 	lim := unix.Rlimit{Cur: n, Max: old.Max}
 	if n > old.Max {
 		lim.Cur = old.Max
 	}
-	if err := unix.Prlimit(p.pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
+	if err := prlimit(p.pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
 		return err
 	}
 	p.limit = n
@@ -256,7 +257,72 @@ func (p *proc) setCPULimit(sec uint64) error {
 	if err := p.alive(); err != nil {
 		return err
 	}
-	return unix.Prlimit(p.pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: sec, Max: sec + 1}, nil)
+	return prlimit(p.pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: sec, Max: sec + 1}, nil)
+}
+
+// prlimit is unix.Prlimit on a worker. A worker of a maiden running as
+// root runs under a uid of its own (confine_linux.c), and the kernel lets
+// another process change its limits only with CAP_SYS_RESOURCE or with
+// real, effective and saved ids all equal to the caller's real ids. Some
+// containers give root no CAP_SYS_RESOURCE: then this thread takes the
+// worker's ids as its real ids for the one call (raw setresuid and
+// setresgid change only the calling thread; its effective ids stay 0, so it
+// keeps its capabilities and can change back), locked to the goroutine so
+// nothing else runs on it meanwhile (and Go starts new threads from a
+// clean template thread, not from a locked one).
+func prlimit(pid, resource int, newLimit, old *unix.Rlimit) error {
+	err := unix.Prlimit(pid, resource, newLimit, old)
+	if !errors.Is(err, unix.EPERM) || os.Geteuid() != 0 {
+		return err
+	}
+	uid, gid, ierr := procIDs(pid)
+	if ierr != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	ruid, _, _ := unix.Getresuid()
+	rgid, _, _ := unix.Getresgid()
+	keep := ^uintptr(0) // -1: unchanged
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(gid), keep, keep); e != 0 {
+		runtime.UnlockOSThread()
+		return err
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), keep, keep); e == 0 {
+		err = unix.Prlimit(pid, resource, newLimit, old)
+	}
+	_, _, e1 := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(ruid), keep, keep)
+	_, _, e2 := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(rgid), keep, keep)
+	if e1 == 0 && e2 == 0 {
+		runtime.UnlockOSThread()
+	}
+	// Otherwise the thread stays locked and ends with this goroutine's
+	// caller: a thread with a worker's ids is never reused.
+	return err
+}
+
+// procIDs reads a process's real uid and gid from /proc.
+func procIDs(pid int) (uid, gid int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	uid, gid = -1, -1
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				uid, _ = strconv.Atoi(string(f[0]))
+			}
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("Gid:")); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				gid, _ = strconv.Atoi(string(f[0]))
+			}
+		}
+	}
+	if uid <= 0 || gid <= 0 {
+		return 0, 0, fmt.Errorf("process %d: no worker uid and gid in /proc status", pid)
+	}
+	return uid, gid, nil
 }
 
 // vmData reads a process's VmData (what RLIMIT_DATA counts) in bytes.
