@@ -311,9 +311,13 @@ const workerUIDBase = 0x6d000000
 // also refuse it. Started by root, the worker runs as a uid of its own with
 // a thread limit and its parent-death signal.
 func TestWorkerIsConfined(t *testing.T) {
+	// The worker's uid must reach the target: t.TempDir and its parent
+	// are private to the test's user.
 	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
 	}
 	target := filepath.Join(dir, "target")
 	if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
