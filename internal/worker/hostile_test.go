@@ -54,6 +54,22 @@ func hostileWorker(mode string) int {
 					write(logMsg{ID: m.ID, Level: "info", Source: "log", Message: string(line)}.encode())
 				}
 				write(doneMsg{ID: m.ID, FailKind: "tool", FailMessage: "flooded"}.encode())
+			case "hostile-pagetables":
+				// Page tables RLIMIT_DATA does not see: a read-only
+				// mapping read once per 2 MiB costs a 4 KiB page-table
+				// page each, 512 MiB for 256 GiB, and no data at all.
+				const size = 256 << 30
+				b, err := unix.Mmap(-1, 0, size, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+				if err != nil {
+					write(doneMsg{ID: m.ID, FailKind: "tool", FailMessage: "mmap: " + err.Error()}.encode())
+					continue
+				}
+				_ = unix.Madvise(b, unix.MADV_NOHUGEPAGE)
+				sum := 0
+				for i := 0; i < size; i += 2 << 20 {
+					sum += int(b[i])
+				}
+				write(doneMsg{ID: m.ID, Output: fmt.Sprintf(`"survived %d"`, sum)}.encode())
 			case "hostile-silent":
 				// Never answers: the deadline kill must end the call.
 			case "hostile-reveal-twice":

@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +40,9 @@ type proc struct {
 
 	fingerprint string
 	confinement string // the worker's own account of its confinement
+
+	memcg    string      // the worker's own memory cgroup ("" without one; memcg.go)
+	memcgOOM atomic.Bool // the kernel killed it for its cgroup's limit
 
 	// Bookkeeping of the holder (no lock: one holder at a time).
 	loaded   []string // digests of loaded code, least recently used first
@@ -108,8 +113,16 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	}
 	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
 		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, spin: newSpinReader(parentEnd)}
+	p.memcg = joinMemcg(p.pid)
 	go p.read()
-	go func() { _ = cmd.Wait(); close(p.exited) }()
+	go func() {
+		_ = cmd.Wait()
+		if p.memcg != "" {
+			p.memcgOOM.Store(memcgOOMKilled(p.memcg))
+			leaveMemcg(p.memcg)
+		}
+		close(p.exited)
+	}()
 
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -217,6 +230,9 @@ func (p *proc) diagnosis() string {
 // outOfMemory tells whether the worker died allocating: Rust's allocation
 // failure message, Go's, or an mmap refused by the memory limit.
 func (p *proc) outOfMemory() bool {
+	if p.memcgOOM.Load() {
+		return true
+	}
 	s := p.stderr.String()
 	for _, m := range []string{"memory allocation of", "out of memory", "cannot allocate memory", "Cannot allocate memory", "pthread_create failed"} {
 		if bytes.Contains([]byte(s), []byte(m)) {
@@ -232,6 +248,11 @@ func (p *proc) outOfMemory() bool {
 // privileges; the worker's seccomp filter keeps it from raising its own.
 func (p *proc) setDataLimit(n uint64) error {
 	if n == p.limit {
+		// The data limit holds; the cgroup's follows what the worker
+		// holds now. A worker that died meanwhile is reported by the call.
+		if err := p.setMemcgLimit(n); err != nil && p.alive() == nil {
+			return err
+		}
 		return nil
 	}
 	if err := p.alive(); err != nil {
@@ -249,7 +270,20 @@ func (p *proc) setDataLimit(n uint64) error {
 		return err
 	}
 	p.limit = n
-	return nil
+	return p.setMemcgLimit(n)
+}
+
+// setMemcgLimit gives the worker's memory cgroup the same headroom as its
+// data limit n above its resting size (what it holds now, charged).
+func (p *proc) setMemcgLimit(n uint64) error {
+	if p.memcg == "" {
+		return nil
+	}
+	headroom := uint64(math.MaxUint64)
+	if n != math.MaxUint64 && n >= p.base {
+		headroom = n - p.base
+	}
+	return setMemcgLimit(p.memcg, headroom)
 }
 
 // setCPULimit bounds the worker's CPU seconds (compilation).

@@ -418,6 +418,25 @@ func TestWorkerThreadsBounded(t *testing.T) {
 	t.Logf("threads started before the limit: %d (reported every 50)", last)
 }
 
+// TestWorkerPageTablesBounded: a worker that grows page tables (512 MiB
+// of them for a read-only mapping RLIMIT_DATA never counts) is stopped by
+// its memory cgroup, and the call fails as out of memory.
+func TestWorkerPageTablesBounded(t *testing.T) {
+	if _, err := memcgRoot(); err != nil {
+		t.Skipf("no memory cgroup for workers here: %v", err)
+	}
+	p := newPool(t, &Options{Command: []string{mustExe(t), "hostile-pagetables"}, Size: 1, StartTimeout: 10 * time.Second})
+	_ = p.mem.Put("fake", []byte("not code"))
+	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: sandbox.Limits{Timeout: 30 * time.Second, Memory: 16 << 20}, Input: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Failure == nil || out.Failure.Kind != sandbox.KindMemory {
+		t.Fatalf("a worker grew 512 MiB of page tables: %+v", out)
+	}
+	t.Logf("%s", out.Failure.Message)
+}
+
 // TestWorkerEnvironmentIsEmpty: secrets in the parent's environment never
 // reach a worker.
 func TestWorkerEnvironmentIsEmpty(t *testing.T) {
