@@ -7,6 +7,9 @@
 // It runs only in a process whose environment has MAIDEN_WORKER set. What
 // it does, in order:
 //   - rlimits: no core dumps, no file writes, few descriptors;
+//   - started by root (and without preopens, below): a uid and gid of its
+//     own, WORKER_UID_BASE + pid, with RLIMIT_NPROC bounding its threads,
+//     and the parent-death signal set again (a uid change clears it);
 //   - no_new_privs;
 //   - Landlock, best effort for the kernel's ABI: every filesystem access
 //     right handled and none granted (the worker opens no file), TCP bind
@@ -17,12 +20,13 @@
 //     each an O_PATH descriptor the parent opened, from fd 4): Landlock
 //     grants reading beneath each, and writing beneath the 'w' ones
 //     (files and directories: no symlinks, devices, fifos or sockets), a
-//     file written is capped at 1 GiB (RLIMIT_FSIZE), and seccomp lets
-//     openat through, since Landlock now decides what opens. Such a worker
-//     refuses to start without Landlock;
-//   - a seccomp filter denying, with EPERM, every system call that makes a
-//     new socket or process, runs a program, inspects other processes,
-//     changes namespaces or mounts, or raises a resource limit.
+//     file written is capped at 1 GiB (RLIMIT_FSIZE), seccomp lets openat
+//     and the *at calls through, since Landlock now decides what opens,
+//     and the worker keeps maiden's uid to read and write as maiden would.
+//     Such a worker refuses to start without Landlock;
+//   - a seccomp allowlist: the calls the Go runtime, glibc and wasmtime
+//     make once confined, some only with safe arguments; EPERM for the
+//     calls an escaped worker would reach for, ENOSYS for any other.
 // The result is recorded for Go to read (maiden_confine_error): a worker that
 // could not be confined refuses to run guest code.
 #define _GNU_SOURCE
