@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -108,64 +109,112 @@ func memcgMount() (string, error) {
 	return "", errors.New("no cgroup v1 memory controller mounted")
 }
 
+// memcg is a worker's memory cgroup: its directory, and its usage and
+// limit files held open.
+type memcg struct {
+	dir   string
+	usage *os.File
+	limit *os.File
+	set   uint64 // the limit last written (0: none)
+}
+
+// memcgTolerance is how far above the wanted limit the one in force may be
+// and still stand: a worker's usage at rest moves by a few pages between
+// calls, and an unchanged limit costs one read instead of a read and a
+// write (the write is the dear part: ~45 µs here).
+const memcgTolerance = 4 << 20
+
 // joinMemcg puts a just-started worker in a memory cgroup of its own, with
-// no limit yet; "" if there is none to be had.
-func joinMemcg(pid int) string {
+// no limit yet; nil if there is none to be had.
+func joinMemcg(pid int) *memcg {
 	root, err := memcgRoot()
 	if err != nil {
-		return ""
+		return nil
 	}
 	dir := filepath.Join(root, "w"+strconv.Itoa(pid))
-	// The last worker to leave removes maiden's directory (leaveMemcg),
-	// so it may be gone; one retry covers a removal between the two.
+	// The last worker to leave removes maiden's directory (leave), so it
+	// may be gone; one retry covers a removal between the two.
 	for i := 0; ; i++ {
 		if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return ""
+			return nil
 		}
 		err := os.Mkdir(dir, 0o700)
 		if err == nil {
 			break
 		}
 		if i == 1 || !errors.Is(err, os.ErrNotExist) {
-			return ""
+			return nil
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		_ = os.Remove(dir)
-		return ""
+	m, err := openMemcg(dir)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 	}
-	return dir
+	if err != nil {
+		m.leave()
+		return nil
+	}
+	return m
 }
 
-// leaveMemcg removes an exited worker's cgroup, and maiden's directory
-// if it was the last.
-func leaveMemcg(dir string) {
-	_ = os.Remove(dir)
-	_ = os.Remove(filepath.Dir(dir)) // fails while other workers are there
+func openMemcg(dir string) (*memcg, error) {
+	m := &memcg{dir: dir}
+	var err error
+	if m.usage, err = os.Open(filepath.Join(dir, "memory.usage_in_bytes")); err != nil {
+		return m, err
+	}
+	m.limit, err = os.OpenFile(filepath.Join(dir, "memory.limit_in_bytes"), os.O_WRONLY, 0)
+	return m, err
 }
 
-// setMemcgLimit bounds the worker's charged memory to what it holds now
-// plus headroom (math.MaxUint64: no limit, while the parent loads code).
-func setMemcgLimit(dir string, headroom uint64) error {
+// leave removes an exited worker's cgroup, and maiden's directory if it
+// was the last.
+func (m *memcg) leave() {
+	if m.usage != nil {
+		m.usage.Close()
+	}
+	if m.limit != nil {
+		m.limit.Close()
+	}
+	_ = os.Remove(m.dir)
+	_ = os.Remove(filepath.Dir(m.dir)) // fails while other workers are there
+}
+
+// setLimit bounds the worker's charged memory to what it holds now plus
+// headroom and memcgSlack (math.MaxUint64: no limit, while the parent
+// loads code).
+func (m *memcg) setLimit(headroom uint64) error {
 	v := "-1"
+	want := uint64(math.MaxUint64)
 	if headroom != math.MaxUint64 {
-		b, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+		var buf [32]byte
+		n, err := m.usage.ReadAt(buf[:], 0)
+		if n == 0 {
+			return fmt.Errorf("read %s: %w", m.usage.Name(), err)
+		}
+		used, err := strconv.ParseUint(string(bytes.TrimSpace(buf[:n])), 10, 64)
 		if err != nil {
 			return err
 		}
-		used, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
-		if err != nil {
-			return err
+		want = used + headroom + memcgSlack
+		if m.set != 0 && m.set != math.MaxUint64 && m.set >= want && m.set-want <= memcgTolerance {
+			return nil
 		}
-		v = strconv.FormatUint(used+headroom+memcgSlack, 10)
+		v = strconv.FormatUint(want, 10)
+	} else if m.set == want {
+		return nil
 	}
-	return os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(v), 0)
+	if _, err := m.limit.WriteAt([]byte(v), 0); err != nil {
+		return err
+	}
+	m.set = want
+	return nil
 }
 
-// memcgOOMKilled tells whether the kernel killed a task of the cgroup for
+// oomKilled tells whether the kernel killed a task of the cgroup for
 // exceeding its limit.
-func memcgOOMKilled(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "memory.oom_control"))
+func (m *memcg) oomKilled() bool {
+	b, err := os.ReadFile(filepath.Join(m.dir, "memory.oom_control"))
 	if err != nil {
 		return false
 	}

@@ -41,7 +41,7 @@ type proc struct {
 	fingerprint string
 	confinement string // the worker's own account of its confinement
 
-	memcg    string      // the worker's own memory cgroup ("" without one; memcg.go)
+	memcg    *memcg      // the worker's own memory cgroup (nil without one; memcg.go)
 	memcgOOM atomic.Bool // the kernel killed it for its cgroup's limit
 
 	// Bookkeeping of the holder (no lock: one holder at a time).
@@ -117,9 +117,9 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	go p.read()
 	go func() {
 		_ = cmd.Wait()
-		if p.memcg != "" {
-			p.memcgOOM.Store(memcgOOMKilled(p.memcg))
-			leaveMemcg(p.memcg)
+		if p.memcg != nil {
+			p.memcgOOM.Store(p.memcg.oomKilled())
+			p.memcg.leave()
 		}
 		close(p.exited)
 	}()
@@ -276,14 +276,14 @@ func (p *proc) setDataLimit(n uint64) error {
 // setMemcgLimit gives the worker's memory cgroup the same headroom as its
 // data limit n above its resting size (what it holds now, charged).
 func (p *proc) setMemcgLimit(n uint64) error {
-	if p.memcg == "" {
+	if p.memcg == nil {
 		return nil
 	}
 	headroom := uint64(math.MaxUint64)
 	if n != math.MaxUint64 && n >= p.base {
 		headroom = n - p.base
 	}
-	return setMemcgLimit(p.memcg, headroom)
+	return p.memcg.setLimit(headroom)
 }
 
 // setCPULimit bounds the worker's CPU seconds (compilation).
