@@ -493,9 +493,10 @@ static void set_limit(int resource, rlim_t v) {
 // so it is set again, and a parent that died meanwhile ends the worker.
 #define WORKER_UID_BASE 0x6d000000u
 
-// Threads (tasks of the worker's uid; RLIMIT_NPROC): the Go runtime, the
-// epoch ticker and cranelift's compiler threads (one per CPU) need far
-// fewer; thousands would be kernel stacks nothing accounts.
+// Threads (tasks of the worker's uid; RLIMIT_NPROC): the Go runtime and
+// wasmtime use about ten in a call worker (measured), and cranelift's
+// parallel compiler one more per CPU; thousands would be kernel stacks no
+// rlimit counts. The limit is WORKER_THREADS plus the number of CPUs.
 #define WORKER_THREADS 128
 
 static void drop_uid(pid_t parent) {
@@ -503,7 +504,8 @@ static void drop_uid(pid_t parent) {
 	// Only under a uid of its own: RLIMIT_NPROC counts all tasks of the
 	// real uid, so under maiden's (not root) it would count the user's
 	// every process, and root is exempt from it.
-	set_limit(RLIMIT_NPROC, WORKER_THREADS);
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	set_limit(RLIMIT_NPROC, WORKER_THREADS + (rlim_t)(cpus > 0 ? cpus : 0));
 	if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, uid, uid, uid) != 0 ||
 		syscall(SYS_setresuid, uid, uid, uid) != 0) {
 		snprintf(confine_error, sizeof confine_error, "dropping to uid %u: errno %d", uid, errno);
