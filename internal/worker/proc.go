@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +40,9 @@ type proc struct {
 
 	fingerprint string
 	confinement string // the worker's own account of its confinement
+
+	memcg    *memcg      // the worker's own memory cgroup (nil without one; memcg.go)
+	memcgOOM atomic.Bool // the kernel killed it for its cgroup's limit
 
 	// Bookkeeping of the holder (no lock: one holder at a time).
 	loaded   []string // digests of loaded code, least recently used first
@@ -107,8 +113,16 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	}
 	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
 		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, spin: newSpinReader(parentEnd)}
+	p.memcg = joinMemcg(p.pid)
 	go p.read()
-	go func() { _ = cmd.Wait(); close(p.exited) }()
+	go func() {
+		_ = cmd.Wait()
+		if p.memcg != nil {
+			p.memcgOOM.Store(p.memcg.oomKilled())
+			p.memcg.leave()
+		}
+		close(p.exited)
+	}()
 
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -216,6 +230,9 @@ func (p *proc) diagnosis() string {
 // outOfMemory tells whether the worker died allocating: Rust's allocation
 // failure message, Go's, or an mmap refused by the memory limit.
 func (p *proc) outOfMemory() bool {
+	if p.memcgOOM.Load() {
+		return true
+	}
 	s := p.stderr.String()
 	for _, m := range []string{"memory allocation of", "out of memory", "cannot allocate memory", "Cannot allocate memory", "pthread_create failed"} {
 		if bytes.Contains([]byte(s), []byte(m)) {
@@ -231,24 +248,42 @@ func (p *proc) outOfMemory() bool {
 // privileges; the worker's seccomp filter keeps it from raising its own.
 func (p *proc) setDataLimit(n uint64) error {
 	if n == p.limit {
+		// The data limit holds; the cgroup's follows what the worker
+		// holds now. A worker that died meanwhile is reported by the call.
+		if err := p.setMemcgLimit(n); err != nil && p.alive() == nil {
+			return err
+		}
 		return nil
 	}
 	if err := p.alive(); err != nil {
 		return err
 	}
 	var old unix.Rlimit
-	if err := unix.Prlimit(p.pid, unix.RLIMIT_DATA, nil, &old); err != nil {
+	if err := prlimit(p.pid, unix.RLIMIT_DATA, nil, &old); err != nil {
 		return err
 	}
 	lim := unix.Rlimit{Cur: n, Max: old.Max}
 	if n > old.Max {
 		lim.Cur = old.Max
 	}
-	if err := unix.Prlimit(p.pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
+	if err := prlimit(p.pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
 		return err
 	}
 	p.limit = n
-	return nil
+	return p.setMemcgLimit(n)
+}
+
+// setMemcgLimit gives the worker's memory cgroup the same headroom as its
+// data limit n above its resting size (what it holds now, charged).
+func (p *proc) setMemcgLimit(n uint64) error {
+	if p.memcg == nil {
+		return nil
+	}
+	headroom := uint64(math.MaxUint64)
+	if n != math.MaxUint64 && n >= p.base {
+		headroom = n - p.base
+	}
+	return p.memcg.setLimit(headroom)
 }
 
 // setCPULimit bounds the worker's CPU seconds (compilation).
@@ -256,7 +291,72 @@ func (p *proc) setCPULimit(sec uint64) error {
 	if err := p.alive(); err != nil {
 		return err
 	}
-	return unix.Prlimit(p.pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: sec, Max: sec + 1}, nil)
+	return prlimit(p.pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: sec, Max: sec + 1}, nil)
+}
+
+// prlimit is unix.Prlimit on a worker. A worker of a maiden running as
+// root runs under a uid of its own (confine_linux.c), and the kernel lets
+// another process change its limits only with CAP_SYS_RESOURCE or with
+// real, effective and saved ids all equal to the caller's real ids. Some
+// containers give root no CAP_SYS_RESOURCE: then this thread takes the
+// worker's ids as its real ids for the one call (raw setresuid and
+// setresgid change only the calling thread; its effective ids stay 0, so it
+// keeps its capabilities and can change back), locked to the goroutine so
+// nothing else runs on it meanwhile (and Go starts new threads from a
+// clean template thread, not from a locked one).
+func prlimit(pid, resource int, newLimit, old *unix.Rlimit) error {
+	err := unix.Prlimit(pid, resource, newLimit, old)
+	if !errors.Is(err, unix.EPERM) || os.Geteuid() != 0 {
+		return err
+	}
+	uid, gid, ierr := procIDs(pid)
+	if ierr != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	ruid, _, _ := unix.Getresuid()
+	rgid, _, _ := unix.Getresgid()
+	keep := ^uintptr(0) // -1: unchanged
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(gid), keep, keep); e != 0 {
+		runtime.UnlockOSThread()
+		return err
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), keep, keep); e == 0 {
+		err = unix.Prlimit(pid, resource, newLimit, old)
+	}
+	_, _, e1 := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(ruid), keep, keep)
+	_, _, e2 := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(rgid), keep, keep)
+	if e1 == 0 && e2 == 0 {
+		runtime.UnlockOSThread()
+	}
+	// Otherwise the thread stays locked and ends with this goroutine's
+	// caller: a thread with a worker's ids is never reused.
+	return err
+}
+
+// procIDs reads a process's real uid and gid from /proc.
+func procIDs(pid int) (uid, gid int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	uid, gid = -1, -1
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("Uid:")); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				uid, _ = strconv.Atoi(string(f[0]))
+			}
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("Gid:")); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				gid, _ = strconv.Atoi(string(f[0]))
+			}
+		}
+	}
+	if uid <= 0 || gid <= 0 {
+		return 0, 0, fmt.Errorf("process %d: no worker uid and gid in /proc status", pid)
+	}
+	return uid, gid, nil
 }
 
 // vmData reads a process's VmData (what RLIMIT_DATA counts) in bytes.

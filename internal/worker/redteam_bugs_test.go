@@ -121,7 +121,7 @@ func TestRedTeamBugProbe(t *testing.T) {
 	}
 	data, _ := vmData(cmd.Process.Pid)
 	lim := unix.Rlimit{Cur: data + 16<<20, Max: unix.RLIM_INFINITY}
-	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
+	if err := prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("RLIMIT_DATA set to VmData %d MiB + 16 MiB", data>>20)

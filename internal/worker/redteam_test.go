@@ -283,10 +283,10 @@ func TestRedTeamConfinedProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	var old unix.Rlimit
-	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, nil, &old); err != nil {
+	if err := prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, nil, &old); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: data + 16<<20, Max: old.Max}, nil); err != nil {
+	if err := prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: data + 16<<20, Max: old.Max}, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = io.WriteString(stdin, "go\n")

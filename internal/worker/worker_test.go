@@ -1,11 +1,15 @@
 package worker
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain lets this test binary be its own worker: the pool re-executes it
@@ -24,6 +29,8 @@ func TestMain(m *testing.M) {
 		switch os.Args[1] {
 		case "confine-probe":
 			os.Exit(confineProbe())
+		case "confine-threads":
+			os.Exit(threadsProbe())
 		case "preopen-probe":
 			os.Exit(preopenProbe())
 		default:
@@ -289,31 +296,160 @@ func firstKey(p *Pool) string {
 	return ""
 }
 
-// TestWorkerIsConfined runs the probe in a real worker process: no file,
-// no socket, no program, no raising its own memory limit.
-func TestWorkerIsConfined(t *testing.T) {
-	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "confine-probe")
-	cmd.Env = []string{envWorker + "=1", "MAIDEN_SECRET_X=leak"}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("probe: %v\n%s", err, out)
+// confineWant is the errno each probe must get in a confined worker: EPERM
+// from the filter for everything a worker must not do, ENOSYS for clone3
+// (so libc falls back to clone) and for calls in no list, 0 for the
+// positive controls. An errno from elsewhere (EACCES from Landlock or file
+// permissions, EINVAL or EBADF from the kernel) means the filter let the
+// call through.
+func confineWant(name string) unix.Errno {
+	switch name {
+	case "getpid", "kill self 0", "tgkill self 0", "prctl PR_SET_NAME", "fcntl F_GETFD", "mmap private":
+		return 0
+	case "clone3", "getxattr (unlisted)", "mlock (unlisted)":
+		return unix.ENOSYS
 	}
-	t.Logf("probe:\n%s", out)
-	// Without Landlock in the kernel (the parent then warns), files are
-	// open to the worker; everything seccomp denies must still be denied.
-	noLandlock := strings.Contains(string(out), "landlock unavailable")
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.HasPrefix(line, "ALLOWED") && !(noLandlock && strings.HasPrefix(line, "ALLOWED open")) {
-			t.Errorf("worker could: %s", line)
+	return unix.EPERM
+}
+
+// WorkerUIDBase mirrors WORKER_UID_BASE in confine_linux.c.
+const workerUIDBase = 0x6d000000
+
+// TestWorkerIsConfined runs every call of confineProbes in a real worker
+// process and checks the errno of each, so a call dropped from the
+// seccomp filter is caught even where Landlock or file permissions would
+// also refuse it. Started by root, the worker runs as a uid of its own with
+// a thread limit and its parent-death signal.
+func TestWorkerIsConfined(t *testing.T) {
+	// The worker's uid must reach the target: t.TempDir and its parent
+	// are private to the test's user.
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if !strings.Contains(string(out), "DENIED exec") || !strings.Contains(string(out), "DENIED socket") {
-		t.Errorf("probe output incomplete:\n%s", out)
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if !noLandlock && !strings.Contains(string(out), "DENIED open") {
-		t.Errorf("Landlock is there but files were not denied:\n%s", out)
+	cmd := exec.Command(mustExe(t), "confine-probe", target)
+	cmd.Env = []string{envWorker + "=1", "MAIDEN_SECRET_X=leak"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	r := bufio.NewReader(stdout)
+	var lines []string
+	next := func() string {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("probe: %v after %q; stderr: %s", err, lines, stderr.String())
+		}
+		lines = append(lines, strings.TrimSpace(line))
+		return strings.TrimSpace(line)
+	}
+	note := next()
+	if !strings.HasPrefix(note, "NOTE ") {
+		t.Fatalf("probe: %s", note)
+	}
+	var pid, uid, gid int
+	if _, err := fmt.Sscanf(next(), "IDS %d %d %d", &pid, &uid, &gid); err != nil {
+		t.Fatalf("probe: %q", lines)
+	}
+	// Changing uid clears the parent-death signal: the worker must have
+	// set it again, or it would outlive maiden.
+	if line := next(); line != "PDEATHSIG 9" {
+		t.Errorf("worker's parent-death signal: %q, want SIGKILL (9)", line)
+	}
+	if os.Geteuid() == 0 {
+		if want := workerUIDBase + pid; uid != want || gid != want {
+			t.Errorf("worker started by root runs as uid %d gid %d, want %d", uid, gid, want)
+		}
+		var rl unix.Rlimit
+		if err := prlimit(pid, unix.RLIMIT_NPROC, nil, &rl); err != nil || rl.Cur < uint64(128+runtime.NumCPU()) || rl.Cur > 128+4096 {
+			t.Errorf("worker's RLIMIT_NPROC = %+v (%v), want 128 + CPUs", rl, err)
+		}
+	}
+	// Hand the target to the worker's uid, so the kernel's own checks
+	// would let chmod, chown, utimes and xattrs through: only the filter
+	// stands in the way.
+	if err := os.Chown(target, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(stdin, "go\n")
+	seen := map[string]bool{}
+	for len(seen) < len(confineProbes) {
+		line := next()
+		var errno int
+		var name string
+		if _, err := fmt.Sscanf(line, "CALL %d", &errno); err != nil {
+			t.Fatalf("unexpected probe line %q", line)
+		}
+		name = strings.SplitN(line, " ", 3)[2]
+		seen[name] = true
+		if got, want := unix.Errno(errno), confineWant(name); got != want {
+			t.Errorf("%s: errno %d (%v), want %d (%v)", name, int(got), got, int(want), want)
+		}
+	}
+	t.Logf("probe (%s): %d calls", note, len(seen))
+	if fi, err := os.Stat(target); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("target after the probe: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestWorkerThreadsBounded: a worker cannot make thousands of threads
+// (kernel stacks no memory limit counts). RLIMIT_NPROC counts the tasks of
+// a uid, so the bound holds for workers under their own uid: when maiden
+// runs as root.
+func TestWorkerThreadsBounded(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("workers get a uid of their own, and with it a thread limit, only from root")
+	}
+	cmd := exec.Command(mustExe(t), "confine-threads")
+	cmd.Env = []string{envWorker + "=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "THREADS all") {
+		t.Fatalf("a worker made 3000 threads (%v):\n%.2000s", err, out)
+	}
+	if !strings.Contains(string(out), "failed to create new OS thread") && !strings.Contains(string(out), "pthread_create failed: Resource temporarily unavailable") {
+		t.Fatalf("the worker did not die for want of threads (%v):\n%.2000s", err, out)
+	}
+	last := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		_, _ = fmt.Sscanf(l, "THREADS %d", &last)
+	}
+	t.Logf("threads started before the limit: %d (reported every 50)", last)
+}
+
+// TestWorkerPageTablesBounded: a worker that grows page tables (512 MiB
+// of them for a read-only mapping RLIMIT_DATA never counts) is stopped by
+// its memory cgroup, and the call fails as out of memory.
+func TestWorkerPageTablesBounded(t *testing.T) {
+	if _, err := memcgRoot(); err != nil {
+		t.Skipf("no memory cgroup for workers here: %v", err)
+	}
+	if raceExtra > 0 {
+		// The race detector's shadow memory adds 1 GiB to every call's
+		// headroom: exceeding it would take 1.2 GiB of page tables.
+		t.Skip("the race detector's extra headroom is larger than the probe")
+	}
+	p := newPool(t, &Options{Command: []string{mustExe(t), "hostile-pagetables"}, Size: 1, StartTimeout: 10 * time.Second})
+	_ = p.mem.Put("fake", []byte("not code"))
+	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: sandbox.Limits{Timeout: 30 * time.Second, Memory: 16 << 20}, Input: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Failure == nil || out.Failure.Kind != sandbox.KindMemory {
+		t.Fatalf("a worker grew 512 MiB of page tables: %+v", out)
+	}
+	t.Logf("%s", out.Failure.Message)
 }
 
 // TestWorkerEnvironmentIsEmpty: secrets in the parent's environment never
