@@ -402,7 +402,7 @@ func (s *Server) apply(as *agentServer, infos []maiden.ToolInfo, group func(stri
 	defer as.mu.Unlock()
 	keep := map[string]bool{}
 	for _, info := range infos {
-		if info.Error != nil || !group(info.Name) {
+		if !group(info.Name) || info.Error != nil && !servedDespite(info) {
 			continue
 		}
 		keep[info.Name] = true
@@ -537,6 +537,16 @@ func servedOutputSchema(schema string) string {
 // schema admits the structured error.
 func admitsErrors(schema string) bool {
 	return schema != "" && !strings.Contains(schema, `"$`) && json.Valid([]byte(schema))
+}
+
+// servedDespite: a tool with an Error that is still listed, so that its
+// calls reach the host and get the host's reason rather than "unknown
+// tool": an imported tool whose upstream is restarting (kind unavailable),
+// or whose upstream changed it since an operator accepted it (kind denied,
+// listed with the accepted definition). An imported tool never accepted
+// comes without a definition and is not listed.
+func servedDespite(info maiden.ToolInfo) bool {
+	return info.InputSchema != "" && (info.Error.Kind == maiden.KindUnavailable || info.Error.Kind == maiden.KindDenied)
 }
 
 // fitOutputSchema drops the structured error of a failed result when the

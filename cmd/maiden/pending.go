@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/textsafe"
 )
 
 // This file is `maiden pending`: the calls that wait for a human. What it
@@ -198,42 +198,7 @@ func expiresIn(t, now time.Time) string {
 }
 
 // terminalSafe escapes what must not reach a terminal raw from text an
-// agent supplied: C0 and C1 control characters (escape sequences, carriage
-// returns that overwrite a line, tabs that break the table), DEL, invalid
-// UTF-8, and the Unicode controls that reorder or hide text (bidirectional
-// embeddings, overrides and isolates, zero-width marks and joiners, the
-// BOM), each as a Go-style escape (\x1b, \u202e). A backslash stays as it
-// is: the text is for reading, not for parsing back.
-func terminalSafe(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unsafeRune(r):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
-		return true
-	case r >= 0x200b && r <= 0x200f, // zero-width space, non-joiner, joiner; LRM, RLM
-		r >= 0x202a && r <= 0x202e, // embeddings and overrides
-		r >= 0x2066 && r <= 0x2069, // isolates
-		r == 0x061c, r == 0xfeff, r == 0x2028, r == 0x2029:
-		return true
-	}
-	return false
-}
+// agent or an upstream MCP server supplied (textsafe.Terminal): control
+// characters, invalid UTF-8 and the Unicode controls that reorder or hide
+// text, each as a Go-style escape (\x1b, \u202e).
+func terminalSafe(s string) string { return textsafe.Terminal(s) }
