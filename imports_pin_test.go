@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,10 @@ command = ["`+bin+`"]
 	}
 	deadline := time.After(30 * time.Second)
 	for {
-		if pay := toolInfo(t, h, "shop.pay"); pay.Error != nil {
+		// The upstream's list as re-listed (not the pin's verdict).
+		if reviews, err := h.ReviewImport(ctx, "shop"); err == nil && slices.ContainsFunc(reviews, func(r maiden.ImportReview) bool {
+			return r.Tool == "shop.pay" && r.Offered.InputSchema == `{"type":"object"}`
+		}) {
 			break
 		}
 		select {
