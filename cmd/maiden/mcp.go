@@ -180,12 +180,12 @@ func writeDiff(w io.Writer, old, new []string) {
 			fmt.Fprintf(w, "      %s\n", terminalSafe(old[i]))
 			i++
 			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			fmt.Fprintf(w, "    + %s\n", terminalSafe(new[j]))
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 			fmt.Fprintf(w, "    - %s\n", terminalSafe(old[i]))
 			i++
+		default:
+			fmt.Fprintf(w, "    + %s\n", terminalSafe(new[j]))
+			j++
 		}
 	}
 }
