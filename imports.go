@@ -333,7 +333,7 @@ func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []Tool
 		if x.served.Digest != "" {
 			// accepted (as it is now, or before the change refused)
 			info.Title, info.Description = textsafe.Text(x.served.Title), textsafe.Text(x.served.Description)
-			info.InputSchema = string(x.served.InputSchema)
+			info.InputSchema = textsafe.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
 			info.Digest = schemaDigest(x.full, x.served.InputSchema)
 		}
 		if !x.Available && x.refusal == nil {

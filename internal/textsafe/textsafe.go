@@ -60,3 +60,23 @@ func Unsafe(r rune) bool {
 	}
 	return false
 }
+
+// JSON rewrites the unsafe characters of a JSON text that are not ASCII
+// (bidirectional and zero-width controls, C1 controls) as JSON \u escapes:
+// the same JSON value, which no longer reorders or hides anything where it
+// is shown. Control characters below 0x80 cannot appear raw in a valid
+// JSON string (outside one they are whitespace) and are left alone.
+func JSON(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x80 && Unsafe(r) }) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 0x80 && Unsafe(r) || r == utf8.RuneError {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -20,3 +20,11 @@ func TestEscape(t *testing.T) {
 		}
 	}
 }
+
+func TestJSON(t *testing.T) {
+	in := "{\"d\":\"pay \u202eevil\u200b\",\n\"x\":\"\u00e9\"}"
+	want := "{\"d\":\"pay \\u202eevil\\u200b\",\n\"x\":\"\u00e9\"}"
+	if got := JSON(in); got != want {
+		t.Errorf("JSON(%q) = %q, want %q", in, got, want)
+	}
+}
