@@ -329,12 +329,15 @@ func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []Tool
 	for _, x := range exposedTools(t.Name, u.Tools(), h.log) {
 		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.full, x.Tool)
 		byExposed[x.full] = x
-		info := ToolInfo{Name: x.full, OutputSchema: string(x.OutputSchema), Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
+		info := ToolInfo{Name: x.full, Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
 		if x.served.Digest != "" {
 			// accepted (as it is now, or before the change refused)
 			info.Title, info.Description = textsafe.Text(x.served.Title), textsafe.Text(x.served.Description)
 			info.InputSchema = textsafe.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
 			info.Digest = schemaDigest(x.full, x.served.InputSchema)
+			if len(x.OutputSchema) > 0 {
+				info.OutputSchema = textsafe.JSON(string(x.OutputSchema))
+			}
 		}
 		if !x.Available && x.refusal == nil {
 			info.Error = &ToolError{Kind: KindUnavailable, Message: fmt.Sprintf("the MCP server %q is down; maiden restarts it", t.Name)}

@@ -195,7 +195,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	bad := 0
 	for _, r := range reports {
-		t, _ := h.Config().Tool(r.Tool)
+		t, _ := h.Config().Tool(strings.TrimPrefix(r.Tool, "mcp.")) // an import's report is "mcp.NAME"
 		if r.Err != nil {
 			bad++
 			fmt.Fprintf(stderr, "%s:%d: tools.%s: %s\n", c.config, t.Line, r.Tool, terminalSafe(r.Err.Error()))
