@@ -130,3 +130,30 @@ func toolInfo(t *testing.T, h *maiden.Host, name string) maiden.ToolInfo {
 	t.Fatalf("no %s in %+v", name, infos)
 	return maiden.ToolInfo{}
 }
+
+// TestImportDownFromStartIsUnavailable: an imported server that has never
+// come up (testdata/mcpstdio failing to start while its MCPSTDIO_DOWN file
+// exists) has listed no tools; a call of one of them is kind unavailable,
+// naming the server and why, not an unknown tool.
+func TestImportDownFromStartIsUnavailable(t *testing.T) {
+	bin := buildMCPStdio(t)
+	flags := t.TempDir()
+	down := filepath.Join(flags, "down")
+	if err := os.WriteFile(down, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[mcp.shop]
+accept_new_tools = true
+command = ["`+bin+`"]
+env = ["MCPSTDIO_DOWN=`+down+`"]
+read_paths = ["`+flags+`"]
+`, maiden.Options{}, "echo")
+	res, err := h.Call(context.Background(), maiden.Call{Tool: "shop.pid", Input: `{}`})
+	if err != nil {
+		t.Fatalf("a call while the server has never come up: %v (want kind unavailable)", err)
+	}
+	wantKind(t, res, maiden.KindUnavailable, `MCP upstream "shop" is unavailable`)
+}
