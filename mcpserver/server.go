@@ -336,7 +336,11 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 			problems = append(problems, Problem{Tool: info.Name, Err: info.Error})
 			if msg := string(info.Error.Kind) + ": " + info.Error.Message; s.reported[info.Name] != msg {
 				s.reported[info.Name] = msg
-				s.log.Warn("tool not served", "tool", info.Name, "kind", info.Error.Kind, "error", info.Error.Message)
+				what := "tool not served"
+				if servedDespite(info) {
+					what = "tool listed, its calls refused"
+				}
+				s.log.Warn(what, "tool", info.Name, "kind", info.Error.Kind, "error", info.Error.Message)
 			}
 			continue
 		}
