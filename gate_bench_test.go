@@ -83,6 +83,7 @@ func BenchmarkHostPathImported(b *testing.B) {
 [tools.echo]
 path = %q
 [mcp.calc]
+accept_new_tools = true
 url = "`+hs.URL+`"
 credential = "CALC_TOKEN"
 `, maiden.Options{LookupSecret: func(name string) (string, bool) { return "s3cret", name == "CALC_TOKEN" }}, "echo")

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"reflect"
@@ -17,6 +18,7 @@ import (
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/textsafe"
 )
 
 // This file is MCP imports ([mcp.NAME], issue 13): maiden as a client of
@@ -264,23 +266,19 @@ func (h *Host) closeImports() {
 	u.retiring.Wait()
 }
 
-// importedTools lists import t's tools as NAME.TOOL, with their upstream
-// names; none when a reload has just removed or changed the import (the
-// listing was made on the configuration before it).
-func (h *Host) importedTools(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]mcpimport.Tool, error) {
-	infos, byExposed, err := h.importedToolsOf(ctx, t)
-	if errors.Is(err, errRetired) {
-		return nil, nil, nil
-	}
-	return infos, byExposed, err
+// importedTool is an imported tool as the host serves it: the upstream's
+// tool, the definition served (the accepted pin), and why a call of it is
+// refused (nil when it may run).
+type importedTool struct {
+	mcpimport.Tool
+	full    string
+	served  mcpimport.Pin
+	refusal *ToolError
 }
 
-func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]mcpimport.Tool, error) {
-	up, err := h.upstream(ctx, t.Name, t.MCP)
-	if err != nil {
-		return nil, nil, err
-	}
-	tools := up.Tools()
+// exposedTools names the upstream's tools NAME.TOOL (collisions refused and
+// logged), sorted by name.
+func exposedTools(imp string, tools []mcpimport.Tool, log *slog.Logger) []importedTool {
 	names := make([]string, len(tools))
 	byUp := map[string]mcpimport.Tool{}
 	for i, x := range tools {
@@ -289,27 +287,64 @@ func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) ([]ToolInfo, 
 	}
 	exposed, problems := mcpimport.ExposedNames(names, nil)
 	for _, p := range problems {
-		h.log.Warn("MCP upstream tool not exposed", "upstream", t.Name, "err", p)
+		log.Warn("MCP upstream tool not exposed", "upstream", imp, "err", p)
 	}
-	var out []ToolInfo
-	byExposed := map[string]mcpimport.Tool{}
 	keys := make([]string, 0, len(exposed))
 	for k := range exposed {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	out := make([]importedTool, 0, len(keys))
 	for _, e := range keys {
-		x := byUp[exposed[e]]
-		full := t.Name + "." + e
-		byExposed[full] = x
-		info := ToolInfo{Name: full, Title: x.Title, Description: x.Description, InputSchema: string(x.InputSchema),
-			OutputSchema: string(x.OutputSchema), Digest: schemaDigest(full, x.InputSchema), Policy: policyOf(t), Hints: hintsOf(t)}
-		if !x.Available {
+		out = append(out, importedTool{Tool: byUp[exposed[e]], full: imp + "." + e})
+	}
+	return out
+}
+
+// importedTools lists import t's tools as NAME.TOOL, with their upstream
+// names; none when a reload has just removed or changed the import (the
+// listing was made on the configuration before it).
+func (h *Host) importedTools(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]importedTool, error) {
+	infos, byExposed, _, err := h.importedToolsOf(ctx, t)
+	if errors.Is(err, errRetired) {
+		return nil, nil, nil
+	}
+	return infos, byExposed, err
+}
+
+// importedToolsOf lists import t's tools. Each is served as an operator
+// accepted it (pins.go): a tool whose definition changed since is listed
+// with its accepted definition and an Error (kind denied) saying what
+// changed; one never accepted is listed with an Error and no definition
+// (front ends do not serve it). The title and description are escaped
+// (textsafe.Text): no escape sequence or bidirectional control of an
+// upstream's reaches an agent or a terminal through them. up reports
+// whether the upstream is up.
+func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []ToolInfo, byExposed map[string]importedTool, up bool, err error) {
+	u, err := h.upstream(ctx, t.Name, t.MCP)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	byExposed = map[string]importedTool{}
+	for _, x := range exposedTools(t.Name, u.Tools(), h.log) {
+		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.full, x.Tool)
+		byExposed[x.full] = x
+		info := ToolInfo{Name: x.full, Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
+		if x.served.Digest != "" {
+			// accepted (as it is now, or before the change refused)
+			info.Title, info.Description = textsafe.Text(x.served.Title), textsafe.Text(x.served.Description)
+			info.InputSchema = textsafe.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
+			info.Digest = schemaDigest(x.full, x.served.InputSchema)
+			if len(x.OutputSchema) > 0 {
+				info.OutputSchema = textsafe.JSON(string(x.OutputSchema))
+			}
+		}
+		if !x.Available && x.refusal == nil {
 			info.Error = &ToolError{Kind: KindUnavailable, Message: fmt.Sprintf("the MCP server %q is down; maiden restarts it", t.Name)}
 		}
-		out = append(out, info)
+		infos = append(infos, info)
 	}
-	return out, byExposed, nil
+	return infos, byExposed, u.Available(), nil
 }
 
 func schemaDigest(name string, schema []byte) string {
@@ -390,26 +425,46 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 }
 
 // loadImported finds an imported tool's upstream name and input schema,
-// for the schema check.
-func (h *Host) loadImported(ctx context.Context, inv *invocation) (sandbox.LoadInfo, error) {
+// for the schema check. A tool refused by its pin, or unknown while its
+// upstream is down (not listed yet), is refused with a ToolError.
+func (h *Host) loadImported(ctx context.Context, inv *invocation) (sandbox.LoadInfo, *ToolError, error) {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
 	t, ok := inv.cfg.Tool(imp)
 	if !ok {
-		return sandbox.LoadInfo{}, fmt.Errorf("%w %q", ErrUnknownTool, inv.tool.Name)
+		return sandbox.LoadInfo{}, nil, fmt.Errorf("%w %q", ErrUnknownTool, inv.tool.Name)
 	}
-	_, byExposed, err := h.importedToolsOf(ctx, t)
+	_, byExposed, up, err := h.importedToolsOf(ctx, t)
 	if errors.Is(err, errRetired) {
 		// A reload removed or changed the import since the call began:
 		// nothing is sent anywhere. The run stage answers unavailable
 		// (inv.upstreamTool stays "").
-		return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Schema: "{}"}, Digest: "mcp:retired"}, nil
+		return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Schema: "{}"}, Digest: "mcp:retired"}, nil, nil
 	} else if err != nil {
-		return sandbox.LoadInfo{}, err
+		return sandbox.LoadInfo{}, nil, err
 	}
 	x, ok := byExposed[inv.tool.Name]
-	if !ok {
-		return sandbox.LoadInfo{}, fmt.Errorf("%w %q: the MCP server %q does not offer it (now)", ErrUnknownTool, inv.tool.Name, imp)
+	switch {
+	case !ok && !up:
+		// Down (restarting, or never up since maiden started): whether it
+		// still offers the tool is not known yet.
+		return sandbox.LoadInfo{}, &ToolError{Kind: KindUnavailable, Message: h.upstreamDown(imp, inv.tool.MCP)}, nil
+	case !ok:
+		return sandbox.LoadInfo{}, nil, fmt.Errorf("%w %q: the MCP server %q does not offer it (now)", ErrUnknownTool, inv.tool.Name, imp)
+	case x.refusal != nil:
+		return sandbox.LoadInfo{}, x.refusal, nil
 	}
 	inv.upstreamTool = x.Name
-	return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Description: x.Description, Schema: string(x.InputSchema)}, Digest: schemaDigest(inv.tool.Name, x.InputSchema)}, nil
+	return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Description: x.Description, Schema: string(x.InputSchema)}, Digest: schemaDigest(inv.tool.Name, x.InputSchema)}, nil, nil
+}
+
+// upstreamDown says why import imp cannot be called now, in the words of
+// its upstream (the cause and the next attempt).
+func (h *Host) upstreamDown(imp string, mcp *config.MCPImport) string {
+	msg := fmt.Sprintf("the MCP server %q is not up; maiden restarts it", imp)
+	if u, err := h.upstream(context.Background(), imp, mcp); err == nil {
+		if err := u.Down(); err != nil {
+			msg = err.Error()
+		}
+	}
+	return msg
 }

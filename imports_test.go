@@ -80,6 +80,7 @@ func TestImportedMCPTools(t *testing.T) {
 [tools.echo]
 path = %q
 [mcp.calc]
+accept_new_tools = true
 url = "`+hs.URL+`"
 credential = "CALC_TOKEN"
 middleware = [{ use = "validate", check = 'tool != "calc.add" || args.a != 13', message = "13 is unlucky" }]
@@ -163,6 +164,7 @@ func TestImportedStdioServerConfined(t *testing.T) {
 [tools.echo]
 path = %q
 [mcp.local]
+accept_new_tools = true
 command = ["`+bin+`"]
 read_paths = ["`+inside+`"]
 `, maiden.Options{}, "echo")
@@ -271,6 +273,7 @@ func TestImportedProgress(t *testing.T) {
 [tools.echo]
 path = %q
 [mcp.prog]
+accept_new_tools = true
 url = "`+url+`"
 credential = "PROG_TOKEN"
 middleware = [{ use = "redact", patterns = [{ name = "ticket", expr = "TCK-[0-9]+" }] }]
@@ -323,6 +326,7 @@ func TestImportedProgressFlood(t *testing.T) {
 [tools.echo]
 path = %q
 [mcp.prog]
+accept_new_tools = true
 url = "`+url+`"
 credential = "PROG_TOKEN"
 timeout_ms = 60000
@@ -392,6 +396,7 @@ func TestImportRemovedByReload(t *testing.T) {
 [tools.echo]
 path = %q
 [mcp.local]
+accept_new_tools = true
 command = ["` + bin + `"]
 timeout_ms = 5000
 `

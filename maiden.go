@@ -98,6 +98,11 @@ type Options struct {
 	// another process decided; 0 means 250 ms. A decision through this
 	// Host (Decide) wakes it at once.
 	ApprovalPoll time.Duration
+	// MCPPinsPath is the file that holds the imported MCP tools an operator
+	// accepted (see pins.go and docs/mcp-imports.md); "" means
+	// maiden-pins.json next to agent.toml (kept in memory only when the
+	// configuration has no directory).
+	MCPPinsPath string
 }
 
 // DefaultApprovalWait is how long a call waits for a human by default.
@@ -178,6 +183,8 @@ type Host struct {
 	probe probe
 	// imports are the imported MCP servers (imports.go).
 	imports upstreams
+	// pins are the accepted definitions of imported tools (pins.go).
+	pins pinStore
 	// proxy is the CONNECT proxy wrapped CLIs reach the network through
 	// (clis.go), started on first need.
 	proxy   *egress.ConnectProxy

@@ -270,11 +270,14 @@ func (h *Host) loadAndValidate(next handler) handler {
 			return next(ctx, inv) // parseCommand validated the call against its description
 		}
 		if inv.tool.MCP != nil {
-			li, err := h.loadImported(ctx, inv)
+			li, refusal, err := h.loadImported(ctx, inv)
 			if err != nil {
 				return err
 			}
 			inv.toolDigest = li.Digest
+			if refusal != nil {
+				return inv.fail(refusal.Kind, refusal.Message)
+			}
 			schema := h.schemas.get(li.Digest, li.Schema)
 			if schema.err != nil {
 				return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())

@@ -329,6 +329,13 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 			case len(infos) == 0:
 				rep.Err = fmt.Errorf("the MCP server %q is not up or offers no tools", t.Name)
 			}
+			for _, info := range infos {
+				// A tool refused by its pin (never accepted, or changed
+				// since): the import works, that tool will not.
+				if info.Error != nil && info.Error.Kind == KindDenied {
+					rep.Warnings = append(rep.Warnings, info.Error.Message)
+				}
+			}
 			out = append(out, rep)
 			continue
 		}

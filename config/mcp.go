@@ -31,9 +31,14 @@ type MCPImport struct {
 	// kernel that has none.
 	ReadPaths, WritePaths []string
 	Unconfined            bool
+	// AcceptNewTools pins a tool the upstream offers that no operator has
+	// accepted yet on first sight (trust on first use), instead of refusing
+	// it until `maiden mcp accept NAME`. A change to an accepted tool is
+	// refused either way.
+	AcceptNewTools bool
 }
 
-var mcpKeys = []string{"command", "env", "dir", "url", "credential", "read_paths", "write_paths", "unconfined", "timeout_ms", "title", "middleware", "middleware_mode"}
+var mcpKeys = []string{"command", "env", "dir", "url", "credential", "read_paths", "write_paths", "unconfined", "accept_new_tools", "timeout_ms", "title", "middleware", "middleware_mode"}
 
 // mcpImports reads [mcp.NAME] tables.
 func (c *checker) mcpImports(n *tnode) []Tool {
@@ -124,6 +129,8 @@ func (c *checker) mcpImports(n *tnode) []Tool {
 				})
 			case "unconfined":
 				t.MCP.Unconfined = c.boolKey(kv, kkey)
+			case "accept_new_tools":
+				t.MCP.AcceptNewTools = c.boolKey(kv, kkey)
 			case "title":
 				t.Title = c.title(kv, kkey)
 			case "middleware":

@@ -31,7 +31,7 @@ func TestNodeClientProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString("\n[mcp.up]\ncommand = [\"" + upstream + "\"]\ntimeout_ms = 30000\n"); err != nil {
+	if _, err := f.WriteString("\n[mcp.up]\naccept_new_tools = true\ncommand = [\"" + upstream + "\"]\ntimeout_ms = 30000\n"); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

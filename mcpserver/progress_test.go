@@ -58,7 +58,7 @@ func progressEnv(t *testing.T) *env {
 	t.Cleanup(hs.Close) // after the host's cleanup (LIFO)
 
 	path := filepath.Join(t.TempDir(), "agent.toml")
-	body := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n[mcp.up]\nurl = %q\n", testkit.Component(t, "echo"), hs.URL)
+	body := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n[mcp.up]\naccept_new_tools = true\nurl = %q\n", testkit.Component(t, "echo"), hs.URL)
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

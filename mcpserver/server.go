@@ -339,7 +339,11 @@ func (s *Server) Sync(ctx context.Context) ([]Problem, error) {
 			problems = append(problems, Problem{Tool: info.Name, Err: info.Error})
 			if msg := string(info.Error.Kind) + ": " + info.Error.Message; s.reported[info.Name] != msg {
 				s.reported[info.Name] = msg
-				s.log.Warn("tool not served", "tool", info.Name, "kind", info.Error.Kind, "error", info.Error.Message)
+				what := "tool not served"
+				if servedDespite(info) {
+					what = "tool listed, its calls refused"
+				}
+				s.log.Warn(what, "tool", info.Name, "kind", info.Error.Kind, "error", info.Error.Message)
 			}
 			continue
 		}
@@ -405,7 +409,7 @@ func (s *Server) apply(as *agentServer, infos []maiden.ToolInfo, group func(stri
 	defer as.mu.Unlock()
 	keep := map[string]bool{}
 	for _, info := range infos {
-		if info.Error != nil || !group(info.Name) {
+		if !group(info.Name) || info.Error != nil && !servedDespite(info) {
 			continue
 		}
 		keep[info.Name] = true
@@ -540,6 +544,16 @@ func servedOutputSchema(schema string) string {
 // schema admits the structured error.
 func admitsErrors(schema string) bool {
 	return schema != "" && !strings.Contains(schema, `"$`) && json.Valid([]byte(schema))
+}
+
+// servedDespite: a tool with an Error that is still listed, so that its
+// calls reach the host and get the host's reason rather than "unknown
+// tool": an imported tool whose upstream is restarting (kind unavailable),
+// or whose upstream changed it since an operator accepted it (kind denied,
+// listed with the accepted definition). An imported tool never accepted
+// comes without a definition and is not listed.
+func servedDespite(info maiden.ToolInfo) bool {
+	return info.InputSchema != "" && (info.Error.Kind == maiden.KindUnavailable || info.Error.Kind == maiden.KindDenied)
 }
 
 // fitOutputSchema drops the structured error of a failed result when the

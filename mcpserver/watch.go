@@ -125,6 +125,11 @@ func (s *Server) snapshot(path string, extra []string) fileState {
 	for _, p := range extra {
 		stamp(p)
 	}
+	// The pins of imported tools: an operator's maiden mcp accept (another
+	// process) reaches the clients' tool lists with the next Sync.
+	if p := s.host.MCPPinsPath(); p != "" {
+		stamp(p)
+	}
 	return st
 }
 

@@ -14,6 +14,7 @@
 //	maiden audit  verify|tail|export ...
 //	maiden operators token|ls|revoke-token ...
 //	maiden state  check|migrate [-state FILE|URL] [-json]
+//	maiden mcp    accept NAME [TOOL...] [-dry-run] [-json]
 //	maiden new    go|js|js-command|middleware-go|middleware-js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //	maiden client config claude|cursor|vscode [-write]
@@ -179,6 +180,12 @@ func init() {
 		{name: "operators revoke-token", args: "ID [-json]",
 			summary: "revoke an operator token by its ID: it stops signing in at once",
 			help:    operatorsRevokeHelp, run: cmdOperatorsRevokeToken, interspersed: true},
+		{name: "mcp", args: "accept ...",
+			summary: "imported MCP servers ([mcp.NAME]): review and accept their tools",
+			subs:    []string{"accept"}},
+		{name: "mcp accept", args: "NAME [TOOL...] [-config agent.toml] [-dry-run] [-json]",
+			summary: "show the tools of [mcp.NAME] that are new or changed since accepted (old vs new) and accept them",
+			help:    mcpAcceptHelp, run: cmdMCPAccept, interspersed: true},
 		{name: "client", args: "config claude|cursor|vscode ...",
 			summary: "configure an MCP client to start maiden",
 			subs:    []string{"config"}},

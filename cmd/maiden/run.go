@@ -195,10 +195,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	bad := 0
 	for _, r := range reports {
-		t, _ := h.Config().Tool(r.Tool)
+		t, _ := h.Config().Tool(strings.TrimPrefix(r.Tool, "mcp.")) // an import's report is "mcp.NAME"
 		if r.Err != nil {
 			bad++
-			fmt.Fprintf(stderr, "%s:%d: tools.%s: %v\n", c.config, t.Line, r.Tool, r.Err)
+			fmt.Fprintf(stderr, "%s:%d: tools.%s: %s\n", c.config, t.Line, r.Tool, terminalSafe(r.Err.Error()))
 			continue
 		}
 		how := "compiled in " + r.Compile.Round(1e6).String()
@@ -208,7 +208,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "ok   %-20s %s (%s)\n", r.Tool, t.Path, how)
 		// What will certainly fail at call time, though the file loads.
 		for _, w := range r.Warnings {
-			fmt.Fprintf(stderr, "%s:%d: warning: %s\n", c.config, t.Line, w)
+			fmt.Fprintf(stderr, "%s:%d: warning: %s\n", c.config, t.Line, terminalSafe(w))
 		}
 	}
 	if bad > 0 {
@@ -273,19 +273,26 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
+		// An imported tool's title, description and schemas are an
+		// upstream's text: shown escaped, as everything below.
 		if t.Title != "" {
-			fmt.Fprintf(stdout, "%s (%s)\n", t.Name, t.Title)
+			fmt.Fprintf(stdout, "%s (%s)\n", terminalSafe(t.Name), terminalSafe(t.Title))
 		} else {
-			fmt.Fprintf(stdout, "%s\n", t.Name)
+			fmt.Fprintf(stdout, "%s\n", terminalSafe(t.Name))
 		}
 		if t.Error != nil {
-			fmt.Fprintf(stdout, "  error:   %s: %s\n", t.Error.Kind, t.Error.Message)
-		} else {
-			fmt.Fprintf(stdout, "  %s\n", strings.ReplaceAll(strings.TrimSpace(t.Description), "\n", "\n  "))
-			fmt.Fprintf(stdout, "  input:   %s\n", compactJSON(t.InputSchema))
+			fmt.Fprintf(stdout, "  error:   %s: %s\n", t.Error.Kind, terminalSafe(t.Error.Message))
+		}
+		if t.Error == nil || t.Error.Kind == maiden.KindDenied && t.InputSchema != "" { // a changed import: as accepted
+			lines := strings.Split(strings.TrimSpace(t.Description), "\n")
+			for i, l := range lines {
+				lines[i] = terminalSafe(l)
+			}
+			fmt.Fprintf(stdout, "  %s\n", strings.Join(lines, "\n  "))
+			fmt.Fprintf(stdout, "  input:   %s\n", terminalSafe(compactJSON(t.InputSchema)))
 		}
 		if t.OutputSchema != "" {
-			fmt.Fprintf(stdout, "  output:  %s\n", compactJSON(t.OutputSchema))
+			fmt.Fprintf(stdout, "  output:  %s\n", terminalSafe(compactJSON(t.OutputSchema)))
 		}
 		p := t.Policy
 		fmt.Fprintf(stdout, "  policy:  timeout %dms, memory %d MiB, network %s, secrets %s\n",

@@ -323,6 +323,17 @@ func (u *Upstream) PID() int {
 	return u.proc.Process.Pid
 }
 
+// Down returns the *UnavailableError a call would get now (why the
+// upstream is down and when it is tried next), or nil while it is up.
+func (u *Upstream) Down() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess != nil {
+		return nil
+	}
+	return &UnavailableError{Upstream: u.opts.Name, Cause: u.downCause, NextAttempt: u.nextTry}
+}
+
 // Available reports whether the upstream is up.
 func (u *Upstream) Available() bool {
 	u.mu.Lock()
