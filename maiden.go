@@ -116,10 +116,25 @@ const (
 	// wall. Epochs interrupt guest code and the memory ceiling holds for
 	// linear memory, but a tool blocked in a WASI call (a sleep, a poll)
 	// can overrun its deadline, work the tool drives in host code
-	// (instantiation, lifting host-call arguments, compilation) is bounded
-	// only by load-time limits, and a crash of the engine or the code
-	// generator takes the process down. It is the default for embedders,
-	// whose program may not be able to run workers.
+	// (instantiation, compilation) is bounded only by load-time limits,
+	// and a crash of the engine or the code generator takes the process
+	// down. It is the default for embedders, whose program may not be able
+	// to run workers.
+	//
+	// Host-call arguments are the sharpest edge. wasmtime lifts a host
+	// call's arguments whole, before any maiden code runs, and its C API
+	// has no way to bound that beforehand. In process maiden then refuses
+	// (the call traps) any arguments it would take more than 64 MiB to
+	// copy, and gives what was lifted back to the operating system when the
+	// call ends; what it cannot bound is the lift itself. Measured with
+	// memory_mb = 64: 3.7 M http-fetch headers cost this process a
+	// transient 1.2 GB (3 s); a maiden:tool@0.1.0 list<u8> body costs
+	// about 73 bytes per byte, 4.3 GB for the 59 MB such a tool can pass
+	// (7–13 s); and header strings that alias the same guest memory are
+	// lifted once per header, so the cost is not bounded by the tool's
+	// memory at all (128 KiB of guest memory: +259 MB). A tool that is not
+	// trusted not to do that belongs in Workers, where the lift meets the
+	// worker's memory limit and only that call fails.
 	InProcess Isolation = iota
 	// Workers runs guest code in supervised worker processes that hold no
 	// secrets and no network, confined by rlimits, no_new_privs, Landlock

@@ -150,6 +150,16 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 	}
 	var watched *wasmtime.Store
 	defer func() { s.leave(watched) }()
+	// A host call whose arguments wasmtime lifted at a cost far beyond any
+	// legitimate request (millions of list elements) leaves that memory in
+	// the C allocator's arenas: give it back once the store is closed
+	// (deferred earlier, so this runs later).
+	var lifted bool
+	defer func() {
+		if lifted {
+			wasmtime.TrimHeap()
+		}
+	}()
 	dirs, release, err := preopensOf(c)
 	if err != nil {
 		return runResult{hostErr: err}
@@ -193,6 +203,7 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 			v, err = f.Call(params...)
 		}
 	}
+	lifted = store.Lifted()
 	res.MemoryPeak = store.MemoryPeak()
 	res.Logs = cs.logs.finish()
 	redact := func(m string) string {

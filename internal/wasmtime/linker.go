@@ -255,6 +255,15 @@ func maidenHostCall(handle C.uintptr_t, cctx *C.wasmtime_context_t, args *C.wasm
 	st := (*C.maiden_store_state)(C.wasmtime_context_get_data(cctx))
 	store = cgo.Handle(C.maiden_store_handle(st)).Value().(*Store)
 	fn := cgo.Handle(handle).Value().(HostFunc)
+	cost := argumentCost(args, nargs, MaxArgumentBytes+1)
+	if cost > TrimArgumentBytes {
+		store.lifted = true
+	}
+	if cost > MaxArgumentBytes {
+		err := fmt.Errorf("%w: a host call's arguments would take more than %d MiB of host memory to copy; refused (wasmtime has already lifted them at about 32 bytes per list element)", ErrValue, MaxArgumentBytes>>20)
+		store.hostErr = err
+		return newCError(err.Error())
+	}
 	params, err := valsFromC(args, nargs, 0)
 	if err != nil {
 		store.hostErr = err

@@ -96,7 +96,10 @@ type Store struct {
 	closed  bool
 	busy    bool
 	hostErr error
-	final   struct { // the state's last readings, kept at Close
+	// lifted is set by a host call whose arguments wasmtime lifted at a
+	// cost past TrimArgumentBytes (see Lifted).
+	lifted bool
+	final  struct { // the state's last readings, kept at Close
 		stop   StopReason
 		denied bool
 		peak   uint64
@@ -299,6 +302,11 @@ func (s *Store) enter() error {
 	s.hostErr = nil
 	return nil
 }
+
+// Lifted tells whether a host call of this store received arguments whose
+// lifting cost the host more than TrimArgumentBytes: the caller should call
+// TrimHeap once the store is closed.
+func (s *Store) Lifted() bool { return s.lifted }
 
 func (s *Store) leave() {
 	s.mu.Lock()

@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// procStatusBytes reads one "Vm…:"/"Rss…:" line of /proc/self/status.
+func procStatusBytes(t *testing.T, key string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte(key+":")); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				if kb, err := strconv.ParseUint(string(f[0]), 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	t.Skipf("no %s in /proc/self/status", key)
+	return 0
+}
+
+// TestHostCallArgumentsInProcess is issue 22's finding 13: in process, a
+// tool makes wasmtime lift huge http-fetch arguments before any maiden
+// code runs (nothing in the C API bounds that beforehand). What in-process
+// isolation promises about it, measured here as the growth of this test
+// process's peak RSS (VmHWM, reset before each call):
+//
+//   - arguments whose copy would cost maiden more than
+//     wasmtime.MaxArgumentBytes (64 MiB) are refused before maiden copies
+//     them (kind trap): the peak is wasmtime's lift alone — 3.7 M headers
+//     cost 1.2 GB instead of 3.9 GB, in 3 s instead of 16 s;
+//   - what was lifted is given back when the call ends (VmRSS returns to
+//     within 128 MiB of where it was; before, 3.6 GB stayed);
+//   - a 0.1.0 list<u8> body costs about 73 bytes per byte and is not
+//     refused (it is copied as bytes): 4.3 GB for the 59 MB that
+//     memory_mb = 64 allows — the bound is 80 × the memory ceiling.
+//
+// aliasargs shows why the peak cannot be bounded by the guest's memory
+// alone: 4096 header tuples pointing at the same 16 KiB (128 KiB of guest
+// memory) are lifted as 128 MiB of strings, twice (Rust, then C).
+func TestHostCallArgumentsInProcess(t *testing.T) {
+	sb := newSandbox(t, nil)
+	cases := []struct {
+		name, tool, input string
+		lim               Limits
+		heavy             bool   // takes gigabytes: not with -short
+		refused           bool   // kind trap naming the bound
+		maxPeak           uint64 // VmHWM growth allowed
+	}{
+		{"aliased headers", "aliasargs", `{}`, Limits{Timeout: 5 * time.Second, Memory: 16 << 20}, false, true, 512 << 20},
+		{"3.7M headers", "bigargs", `{"headers":true}`, Limits{Timeout: 20 * time.Second, Memory: 64 << 20}, true, true, 2 << 30},
+		{"59MB list<u8> body", "bigargs", `{"body":true}`, Limits{Timeout: 20 * time.Second, Memory: 64 << 20}, true, false, 80 * (64 << 20)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.heavy && testing.Short() {
+				t.Skip("takes gigabytes of host memory")
+			}
+			path := testkit.Component(t, tc.tool)
+			if _, err := sb.Load(t.Context(), path, tc.lim); err != nil {
+				t.Fatal(err)
+			}
+			// Reset VmHWM to the current RSS (Linux's clear_refs 5).
+			if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+				t.Skipf("cannot reset VmHWM: %v", err)
+			}
+			rss0 := procStatusBytes(t, "VmRSS")
+			start := time.Now()
+			out := execute(t, sb, path, tc.input, tc.lim)
+			took := time.Since(start)
+			peak := procStatusBytes(t, "VmHWM") - rss0
+			rss1 := procStatusBytes(t, "VmRSS")
+			t.Logf("%s: %v; %v; peak +%d MiB; RSS %d -> %d MiB", tc.name, out.Failure, took.Round(time.Millisecond), peak>>20, rss0>>20, rss1>>20)
+			if tc.refused {
+				if out.Failure == nil || out.Failure.Kind != KindTrap || !strings.Contains(out.Failure.Message, "more than 64 MiB of host memory") {
+					t.Errorf("outcome %+v, want kind trap naming the 64 MiB bound", out)
+				}
+			} else if out.Failure != nil {
+				t.Errorf("outcome %+v, want the tool to survive its refused request", out)
+			}
+			if took > tc.lim.Timeout {
+				t.Errorf("took %v, past the %v timeout", took, tc.lim.Timeout)
+			}
+			if peak > tc.maxPeak {
+				t.Errorf("host peak grew by %d MiB, the bound is %d MiB", peak>>20, tc.maxPeak>>20)
+			}
+			if rss1 > rss0+128<<20 {
+				t.Errorf("RSS %d MiB after the call, %d MiB before: the lifted arguments were not given back", rss1>>20, rss0>>20)
+			}
+		})
+	}
+}
