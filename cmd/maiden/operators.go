@@ -53,7 +53,7 @@ Exit codes: 0 done; 2 bad command line or no operator token of that ID; 1 the st
 func cmdOperatorsToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("operators token", stderr)
 	asJSON := fs.Bool("json", false, `print {"operator": NAME, "token": TOKEN, "role": ROLE}`)
-	role := fs.String("role", store.RoleOperator, "operator (the inbox and /metrics) or metrics (a scraper's token: /metrics only)")
+	role := fs.String("role", store.RoleOperator, "`ROLE`: operator (the inbox and /metrics) or metrics (a scraper's token: /metrics only)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
