@@ -346,20 +346,20 @@ func stops(x uint64) uint64 {
 	return (((q - lsb) &^ q) | ((b - lsb) &^ b) | ((x - lsb*0x20) &^ x)) & msb
 }
 
-// str parses the string whose opening quote is at p.i. A string with no
-// escape that is valid UTF-8 is a substring of the input.
-func (p *parser) str() (string, error) {
-	s := p.s
-	start := p.i + 1
-	i := start
-	var seen uint64 // the OR of the bytes passed, to tell whether any was non-ASCII
+// plain returns the end of the run of plain bytes at s[i:] (the index of
+// the first quote, backslash or control character, or len(s)) and whether
+// any byte of the run is non-ASCII (then it may be invalid UTF-8).
+func plain(s string, i int) (int, bool) {
+	var seen uint64 // the OR of the words passed: its top bits say non-ASCII
 	for i+8 <= len(s) {
 		x := load64(s, i)
-		seen |= x
 		if m := stops(x); m != 0 {
-			i += bits.TrailingZeros64(m) >> 3
-			goto stop
+			n := bits.TrailingZeros64(m) >> 3
+			// Only the bytes before the stop count.
+			seen |= x & (1<<(8*n) - 1)
+			return i + n, seen&msb != 0
 		}
+		seen |= x
 		i += 8
 	}
 	for ; i < len(s); i++ {
@@ -369,111 +369,120 @@ func (p *parser) str() (string, error) {
 		}
 		seen |= uint64(c)
 	}
-stop:
-	if i >= len(s) {
-		p.i = i
-		return "", p.fail("unexpected end of JSON input")
-	}
-	if s[i] == '"' {
-		v := s[start:i]
-		if seen&msb == 0 || utf8.ValidString(v) {
+	return i, seen&msb != 0
+}
+
+// str parses the string whose opening quote is at p.i. A string with no
+// escape that is valid UTF-8 is a substring of the input.
+func (p *parser) str() (string, error) {
+	s := p.s
+	start := p.i + 1
+	i, nonASCII := plain(s, start)
+	if i < len(s) && s[i] == '"' {
+		if v := s[start:i]; !nonASCII || utf8.ValidString(v) {
 			p.i = i + 1
 			return v, nil
 		}
-	} else if s[i] < 0x20 {
-		p.i = i
-		return "", p.failChar("in string literal")
 	}
-	return p.strSlow(start)
+	return p.strSlow(start, i, nonASCII)
 }
 
-// strSlow parses the string starting at start (after the quote) that has
-// an escape or invalid UTF-8, unescaping as encoding/json does.
-func (p *parser) strSlow(start int) (string, error) {
+// strSlow goes on with the string starting at start (after the quote)
+// whose first run of plain bytes ends at i, at an escape, a control
+// character, the end of the input, or a quote after invalid UTF-8: it
+// unescapes and replaces invalid UTF-8 as encoding/json does.
+func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 	s := p.s
 	buf := p.buf[:0]
-	i := start
+	run := s[start:i]
 	for {
+		if nonASCII && !utf8.ValidString(run) {
+			buf = appendValid(buf, run)
+		} else {
+			buf = append(buf, run...)
+		}
 		if i >= len(s) {
 			p.i = i
 			return "", p.fail("unexpected end of JSON input")
 		}
-		c := s[i]
-		switch {
+		switch c := s[i]; {
 		case c == '"':
 			p.i = i + 1
 			p.buf = buf
 			return string(buf), nil
-		case c == '\\':
-			if i+1 >= len(s) {
-				p.i = i + 1
-				return "", p.fail("unexpected end of JSON input")
-			}
-			switch e := s[i+1]; e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-				i += 2
-			case 'b':
-				buf = append(buf, '\b')
-				i += 2
-			case 'f':
-				buf = append(buf, '\f')
-				i += 2
-			case 'n':
-				buf = append(buf, '\n')
-				i += 2
-			case 'r':
-				buf = append(buf, '\r')
-				i += 2
-			case 't':
-				buf = append(buf, '\t')
-				i += 2
-			case 'u':
-				r, n := hex4(s, i+2)
-				if n < 4 {
-					p.i = i + 2 + n
-					return "", p.failChar("in \\u hexadecimal character escape")
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					// A pair only with a \u escape right after it;
-					// else, like a lone low half, U+FFFD.
-					d := utf8.RuneError
-					if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						if r2, n := hex4(s, i+2); n == 4 {
-							if d2 := utf16.DecodeRune(r, r2); d2 != utf8.RuneError {
-								d = d2
-								i += 6
-							}
-						}
-					}
-					r = d
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
-				p.i = i + 1
-				return "", p.failChar("in string escape code")
-			}
 		case c < 0x20:
 			p.i = i
 			return "", p.failChar("in string literal")
-		case c < utf8.RuneSelf:
-			j := i + 1
-			for j < len(s) && s[j] >= 0x20 && s[j] < utf8.RuneSelf && s[j] != '"' && s[j] != '\\' {
-				j++
-			}
-			buf = append(buf, s[i:j]...)
-			i = j
-		default:
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				buf = append(buf, "\uFFFD"...)
-			} else {
-				buf = append(buf, s[i:i+n]...)
-			}
-			i += n
 		}
+		// A backslash.
+		if i+1 >= len(s) {
+			p.i = i + 1
+			return "", p.fail("unexpected end of JSON input")
+		}
+		switch e := s[i+1]; e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+			i += 2
+		case 'b':
+			buf = append(buf, '\b')
+			i += 2
+		case 'f':
+			buf = append(buf, '\f')
+			i += 2
+		case 'n':
+			buf = append(buf, '\n')
+			i += 2
+		case 'r':
+			buf = append(buf, '\r')
+			i += 2
+		case 't':
+			buf = append(buf, '\t')
+			i += 2
+		case 'u':
+			r, n := hex4(s, i+2)
+			if n < 4 {
+				p.i = i + 2 + n
+				return "", p.failChar("in \\u hexadecimal character escape")
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				// A pair only with a \u escape right after it; else,
+				// like a lone low half, U+FFFD.
+				d := utf8.RuneError
+				if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if r2, n := hex4(s, i+2); n == 4 {
+						if d2 := utf16.DecodeRune(r, r2); d2 != utf8.RuneError {
+							d = d2
+							i += 6
+						}
+					}
+				}
+				r = d
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			p.i = i + 1
+			return "", p.failChar("in string escape code")
+		}
+		start = i
+		i, nonASCII = plain(s, start)
+		run = s[start:i]
 	}
+}
+
+// appendValid appends run to buf with each byte that is not part of a
+// valid UTF-8 sequence replaced by U+FFFD, as encoding/json does.
+func appendValid(buf []byte, run string) []byte {
+	for len(run) > 0 {
+		r, n := utf8.DecodeRuneInString(run)
+		if r == utf8.RuneError && n == 1 {
+			buf = append(buf, "\uFFFD"...)
+		} else {
+			buf = append(buf, run[:n]...)
+		}
+		run = run[n:]
+	}
+	return buf
 }
 
 // hex4 reads up to four hex digits at s[i:]: the value and how many were
