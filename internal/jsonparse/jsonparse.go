@@ -45,14 +45,14 @@ func Parse(s string) (any, error) {
 	p.s, p.i, p.depth = s, 0, 0
 	v, err := p.top()
 	p.s = ""
-	if err != nil {
-		clear(p.vals)
-		clear(p.members)
-		p.vals, p.members = p.vals[:0], p.members[:0]
-	}
 	// Scratch space stays in the pool only while small, and holds no value
-	// of this document (array and object ends clear what they used).
-	if cap(p.vals) <= maxPooled && cap(p.members) <= maxPooled && cap(p.buf) <= maxPooled*16 {
+	// of this document.
+	if err != nil {
+		p.used = max(p.used, len(p.vals))
+	}
+	clear(p.vals[:p.used])
+	p.vals, p.used = p.vals[:0], 0
+	if cap(p.vals) <= maxPooled && cap(p.buf) <= maxPooled*16 {
 		pool.Put(p)
 	}
 	if err != nil {
@@ -65,22 +65,18 @@ const maxPooled = 1 << 12
 
 var pool = sync.Pool{New: func() any { return new(parser) }}
 
-type member struct {
-	key string
-	val any
-}
-
-// parser is one parse's state. Arrays' elements and objects' members are
-// gathered on the shared stacks vals and members (a nested value's entries
-// above its parent's) and copied out at the closing bracket, when their
-// number is known.
+// parser is one parse's state. Arrays' elements are gathered on the
+// stack vals (a nested array's above its parent's) and copied out at the
+// closing bracket, when their number is known. Objects' members go straight
+// into their map (gathering them to make the map at its final size was
+// slower for small objects: the copy, and write barriers while the GC runs).
 type parser struct {
-	s       string
-	i       int
-	depth   int
-	vals    []any
-	members []member
-	buf     []byte // an escaped string's unescaped bytes
+	s     string
+	i     int
+	depth int
+	vals  []any
+	used  int    // the length vals reached: what to clear at the end
+	buf   []byte // an escaped string's unescaped bytes
 }
 
 func (p *parser) fail(msg string) error {
@@ -261,7 +257,7 @@ func (p *parser) array() (any, error) {
 	}
 	out := make([]any, len(p.vals)-mark)
 	copy(out, p.vals[mark:])
-	clear(p.vals[mark:])
+	p.used = max(p.used, len(p.vals))
 	p.vals = p.vals[:mark]
 	p.depth--
 	return out, nil
@@ -278,7 +274,7 @@ func (p *parser) object() (any, error) {
 		p.depth--
 		return map[string]any{}, nil
 	}
-	mark := len(p.members)
+	m := make(map[string]any)
 	for {
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
 			return nil, p.failChar("looking for beginning of object key string")
@@ -297,7 +293,7 @@ func (p *parser) object() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.members = append(p.members, member{key, v})
+		m[key] = v
 		p.skipSpace()
 		if p.i >= len(p.s) {
 			return nil, p.fail("unexpected end of JSON input")
@@ -314,13 +310,6 @@ func (p *parser) object() (any, error) {
 		p.i--
 		return nil, p.failChar("after object key:value pair")
 	}
-	ms := p.members[mark:]
-	m := make(map[string]any, len(ms))
-	for _, kv := range ms {
-		m[kv.key] = kv.val
-	}
-	clear(ms)
-	p.members = p.members[:mark]
 	p.depth--
 	return m, nil
 }
