@@ -170,3 +170,16 @@ func FuzzParseMatchesEncodingJSON(f *testing.F) {
 		check(t, s)
 	})
 }
+
+// TestLongStringIsNotCopied: a string with no escape is a substring of the
+// input; parsing it allocates only the interface value holding it.
+func TestLongStringIsNotCopied(t *testing.T) {
+	for _, s := range []string{
+		`"` + strings.Repeat("plain ascii ", 1000) + `"`,
+		`"` + strings.Repeat("grüße € 😀 ", 1000) + `"`,
+	} {
+		if n := testing.AllocsPerRun(100, func() { jsonparse.Parse(s) }); n > 1 {
+			t.Errorf("%d allocations parsing a %d-byte string", int(n), len(s))
+		}
+	}
+}
