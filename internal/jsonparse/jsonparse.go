@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf16"
@@ -218,7 +219,37 @@ func (p *parser) number() (any, error) {
 		}
 	}
 	p.i = i
+	if n := i - start; n <= 3 && s[start] != '-' && s[i-1] != '.' {
+		// An integer below 1000 (no leading zeros in JSON: its text is
+		// its value's), already boxed.
+		if v := smallInt(s[start:i]); v >= 0 {
+			return smallInts[v], nil
+		}
+	}
 	return json.Number(s[start:i]), nil
+}
+
+// smallInts holds json.Number("0") to json.Number("999") as interface
+// values, made once: small integers are common (ids, counts, limits), and
+// boxing each parsed one would be an allocation.
+var smallInts = func() (t [1000]any) {
+	for v := range t {
+		t[v] = json.Number(strconv.Itoa(v))
+	}
+	return t
+}()
+
+// smallInt is the value of n, 1 to 3 digits, or -1 if n is not all digits.
+func smallInt(n string) int {
+	v := 0
+	for k := 0; k < len(n); k++ {
+		c := n[k]
+		if !isDigit(c) {
+			return -1
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v
 }
 
 func (p *parser) array() (any, error) {
