@@ -3,8 +3,9 @@
 // json.Number, bool, nil), accepting exactly the documents it accepts, only
 // faster: strings are scanned eight bytes at a time and, when they hold no
 // escape and are valid UTF-8, are substrings of the input (so they keep the
-// input alive while any of them is); numbers are always substrings; arrays
-// and maps are made once at their final size.
+// input alive while any of them is); numbers are always substrings, and
+// integers 0 to 999 shared boxed values; arrays are made once at their
+// final size.
 //
 // It is pure: it imports only the standard library.
 package jsonparse
