@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/jsonparse"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -860,8 +861,12 @@ func (r *stopReader) ReadRune() (rune, int, error) {
 // parseInput parses a call's input once, for both the JSON check and the
 // schema check (parsing was most of a call with a 10 KB input). Numbers stay
 // json.Number, as the schema validator expects; trailing data is an error.
+// jsonparse yields what jsonschema.UnmarshalJSON (encoding/json) did, from
+// the same documents, ~30 times faster on a long string and 2-2.5 times on
+// many small objects (BenchmarkInputStages); its strings share the input's
+// bytes, which live as long as the call.
 func parseInput(input string) (any, error) {
-	return jsonschema.UnmarshalJSON(strings.NewReader(input))
+	return jsonparse.Parse(input)
 }
 
 // validate checks a parsed input against the schema, with no deadline; see

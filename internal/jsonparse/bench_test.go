@@ -1,0 +1,52 @@
+package jsonparse_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/maiden-run/maiden/internal/jsonparse"
+)
+
+// shapes are the inputs of BenchmarkParse, each about n bytes: one long
+// string, many small objects (as the root's BenchmarkInputSize), and prose
+// with escapes and non-ASCII text (the slow path of strings).
+func shapes(n int) []struct{ name, input string } {
+	str := fmt.Sprintf(`{"message":%q}`, strings.Repeat("a", max(1, n-14)))
+	const item = `{"id":123,"ok":true,"tag":"abc"}`
+	items := max(1, (n-40)/(len(item)+1))
+	obj := `{"message":"m","data":[` + strings.TrimSuffix(strings.Repeat(item+",", items), ",") + `]}`
+	const line = `"Grüße, \"world\"\n\tnaïve café — 10 €\u00e9",`
+	lines := max(1, (n-4)/len(line))
+	text := `[` + strings.TrimSuffix(strings.Repeat(line, lines), ",") + `]`
+	return []struct{ name, input string }{{"string", str}, {"objects", obj}, {"text", text}}
+}
+
+// BenchmarkParse compares Parse with encoding/json's Decoder (UseNumber,
+// then a check for trailing data: what maiden used before) on the same
+// inputs in the same run; MB/s is the input's size over the parse's time.
+//
+//	go test -run '^$' -bench Parse ./internal/jsonparse/
+func BenchmarkParse(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"1KiB", 1 << 10}, {"64KiB", 64 << 10}, {"1MiB", 1 << 20}} {
+		for _, shape := range shapes(size.n) {
+			for _, impl := range []struct {
+				name  string
+				parse func(string) (any, error)
+			}{{"jsonparse", jsonparse.Parse}, {"encoding_json", reference}} {
+				b.Run(size.name+"/"+shape.name+"/"+impl.name, func(b *testing.B) {
+					b.SetBytes(int64(len(shape.input)))
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := impl.parse(shape.input); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
