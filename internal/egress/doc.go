@@ -196,8 +196,9 @@
 // Encoded forms shorter than four characters are not redacted (they would
 // match ordinary text), so a secret of only a few bytes is reliably
 // redacted only in raw form. Response trailers are not passed to the
-// tool. Redaction sees one response at a time: a tool that asks an echoing
-// server for byte ranges (Range) can get a secret in pieces shorter than
+// tool. Redaction sees one response at a time, so a request that carries
+// a secret may not ask for byte ranges (Range, If-Range: rule
+// range-with-secret), which could return the secret in pieces shorter than
 // any form it matches.
 //
 // # Connections

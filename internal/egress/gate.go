@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"os"
 	"slices"
 	"strconv"
@@ -165,6 +166,21 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *F
 	return resp, ferr
 }
 
+// noRangeWithSecret refuses a request that carries a secret and asks for
+// part of a resource (Range, If-Range): redaction sees one response at a
+// time, so a tool could ask an echoing server for the secret a few bytes at
+// a time, each piece shorter than any form the redactor matches.
+func noRangeWithSecret(h http.Header) Decision {
+	for k := range h {
+		// '_' is '-' to CGI-style servers, as in checkHeaders.
+		switch textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(k, "_", "-")) {
+		case "Range", "If-Range":
+			return deny(RuleRangeWithSecret, "header %s may not be sent with a secret: the response is redacted one piece at a time, so byte ranges could return the secret in pieces too short to recognise; fetch the whole resource", quote(k))
+		}
+	}
+	return allowed
+}
+
 // message is the one choke point for the text of a fetch error. A denial
 // is the gate's words about the tool's request, sent before anything
 // reached the network: no server text, nothing to redact (and redacting
@@ -204,6 +220,9 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	var header http.Header
 	if d.Allow {
 		header, d = checkHeaders(req.Headers)
+	}
+	if d.Allow && (req.HasCredential || len(req.HeaderSecrets) > 0) {
+		d = noRangeWithSecret(header)
 	}
 	if d.Allow && req.HasCredential {
 		d = p.mayAttach(req.Credential, t, method)

@@ -22,6 +22,10 @@ const (
 	RuleCredentialUndeclared = "credential-undeclared"
 	RuleCredentialMissing    = "credential-missing"
 	RuleCredentialInvalid    = "credential-invalid"
+	// RuleRangeWithSecret: a byte-range request that carries a secret.
+	// Redaction sees one response at a time, so ranges could hand an
+	// echoed secret back in pieces too short for any form it matches.
+	RuleRangeWithSecret = "range-with-secret"
 	// A credential asked for a destination (host, method or path) its
 	// secret is not bound to (Rules.SecretDestinations).
 	RuleCredentialDestination = "credential-destination"
