@@ -253,6 +253,12 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 	if res.StdoutDropped > 0 || res.StderrDropped > 0 {
 		logs = append(logs, LogEntry{Level: api.LevelWarn, Source: api.SourceHost, Message: fmt.Sprintf("output over max_output_bytes (%d): %d bytes of stdout and %d of stderr dropped", cli.MaxOutputBytes, res.StdoutDropped, res.StderrDropped)})
 	}
+	if proxyPort != 0 && !res.NetNS && !res.Unconfined {
+		// Landlock's per-port rule and the seccomp filter still hold, but
+		// the proxy's port on another address of this host is reachable.
+		logs = append(logs, LogEntry{Level: api.LevelWarn, Source: api.SourceHost, Message: "no network namespace for this run (the kernel refused one): only Landlock's proxy-port rule and seccomp confine its network"})
+		h.log.Warn("a wrapped CLI with network ran without its own network namespace", "tool", t.Name)
+	}
 	if res.Unconfined {
 		inv.res.Unconfined = true
 		logs = append(logs, LogEntry{Level: api.LevelWarn, Source: api.SourceHost, Message: "unconfined: this ran without Landlock (unconfined = true in agent.toml)"})
