@@ -450,6 +450,7 @@ func TestImportedToolApprovalBoundToUpstream(t *testing.T) {
 path = %q
 [mcp.calc]
 url = "` + u + `"
+accept_new_tools = true
 [[middleware]]
 use = "approve"
 [agents.a]
