@@ -111,7 +111,10 @@ func TestBrowserShowsSpoofedArgumentsEscaped(t *testing.T) {
 	}
 	do("log in", chromedp.Navigate(srv.URL+"/ui/login"), chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), operatorToken), chromedp.Click(chromedp.ID("login")),
-		chromedp.WaitVisible(chromedp.CSS("h1")))
+		// The logged-in layout's logout button, not any h1: the login page
+		// has one too, and navigating while the login's POST is still in
+		// flight aborts it (net::ERR_ABORTED).
+		chromedp.WaitVisible(chromedp.ID("logout")))
 
 	check := func(id string, want []string) {
 		t.Helper()
