@@ -117,6 +117,44 @@ func TestAdmissionShare(t *testing.T) {
 	}
 }
 
+// TestAdmissionFewestFirst: of two waiting calls that both fit their
+// tools' shares, a freed turn goes to the one whose tool runs fewer calls,
+// though the other queued first.
+func TestAdmissionFewestFirst(t *testing.T) {
+	a := newAdmission(8, 100)
+	ctx := context.Background()
+	var heavy []func()
+	for range 5 {
+		r, err := a.enter(ctx, "heavy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		heavy = append(heavy, r)
+	}
+	for range 3 {
+		if _, err := a.enter(ctx, "light"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan string, 2)
+	wait := func(tool string, queued int) {
+		go func() {
+			if _, err := a.enter(ctx, tool); err != nil {
+				t.Error(err)
+				return
+			}
+			got <- tool
+		}()
+		waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.queue.Len() == queued })
+	}
+	wait("heavy", 1) // queued first; heavy runs 5 of its 6
+	wait("light", 2) // queued second; light runs 3
+	heavy[0]()       // heavy now runs 4, light 3: light is served
+	if first := <-got; first != "light" {
+		t.Errorf("the freed turn went to %s; want light, the tool running fewer calls", first)
+	}
+}
+
 // waitFor polls cond (an observable state of another goroutine) for up to
 // 10 s.
 func waitFor(t *testing.T, cond func() bool) {
