@@ -17,8 +17,8 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/mcpimport"
+	"github.com/maiden-run/maiden/internal/safetext"
 	"github.com/maiden-run/maiden/internal/sandbox"
-	"github.com/maiden-run/maiden/internal/textsafe"
 )
 
 // This file is MCP imports ([mcp.NAME], issue 13): maiden as a client of
@@ -317,7 +317,7 @@ func (h *Host) importedTools(ctx context.Context, t config.Tool) ([]ToolInfo, ma
 // with its accepted definition and an Error (kind denied) saying what
 // changed; one never accepted is listed with an Error and no definition
 // (front ends do not serve it). The title and description are escaped
-// (textsafe.Text): no escape sequence or bidirectional control of an
+// (safetext.Text): no escape sequence or bidirectional control of an
 // upstream's reaches an agent or a terminal through them. up reports
 // whether the upstream is up.
 func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []ToolInfo, byExposed map[string]importedTool, up bool, err error) {
@@ -332,11 +332,11 @@ func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []Tool
 		info := ToolInfo{Name: x.full, Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
 		if x.served.Digest != "" {
 			// accepted (as it is now, or before the change refused)
-			info.Title, info.Description = textsafe.Text(x.served.Title), textsafe.Text(x.served.Description)
-			info.InputSchema = textsafe.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
+			info.Title, info.Description = safetext.Text(x.served.Title), safetext.Text(x.served.Description)
+			info.InputSchema = safetext.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
 			info.Digest = schemaDigest(x.full, x.served.InputSchema)
 			if len(x.OutputSchema) > 0 {
-				info.OutputSchema = textsafe.JSON(string(x.OutputSchema))
+				info.OutputSchema = safetext.JSON(string(x.OutputSchema))
 			}
 		}
 		if !x.Available && x.refusal == nil {

@@ -1,7 +1,8 @@
-// Package safetext makes text an agent supplied safe to show a human: the
-// one escaping the CLI (maiden pending, approve, sessions, audit) and the
-// inbox page (/ui) share, so that both show the same characters for the
-// same call.
+// Package safetext makes untrusted text safe to show a human or an agent:
+// the one escaping the CLI (maiden pending, approve, sessions, audit, tools)
+// and the inbox page (/ui) share, so that both show the same characters for
+// the same call, and the forms an imported MCP server's text needs (Text
+// keeps a description's lines; JSON keeps a schema the same JSON value).
 //
 // What an agent sends can try to make a human read something other than
 // what runs: a line break that pushes the real argument off the screen, a
@@ -13,6 +14,7 @@
 package safetext
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -82,4 +84,44 @@ func Unsafe(r rune) bool {
 		return true
 	}
 	return unicode.Is(unicode.Cf, r)
+}
+
+// Text is Escape keeping newlines and tabs: for a multi-line text (an
+// upstream tool's description) shown to a reader, or served to an agent.
+func Text(s string) string {
+	keep := func(r rune) bool { return r == '\n' || r == '\t' }
+	if !strings.ContainsFunc(s, func(r rune) bool { return Unsafe(r) && !keep(r) }) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if r, n := utf8.DecodeRuneInString(s[i:]); keep(r) {
+			b.WriteRune(r)
+			i += n
+			continue
+		}
+		i += AppendRune(&b, s[i:])
+	}
+	return b.String()
+}
+
+// JSON rewrites the unsafe characters of a JSON text that are not ASCII
+// (bidirectional and zero-width controls, C1 controls) and invalid UTF-8 as
+// JSON \u escapes: the same JSON value, which no longer reorders or hides
+// anything where it is shown. Control characters below 0x80 cannot appear
+// raw in a valid JSON string (outside one they are whitespace) and are left
+// alone.
+func JSON(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x80 && Unsafe(r) }) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 0x80 && Unsafe(r) || r == utf8.RuneError {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

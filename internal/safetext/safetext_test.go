@@ -33,3 +33,31 @@ func TestEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestText: Text escapes as Escape does but keeps line breaks and tabs (an
+// upstream's multi-line description); a carriage return is still escaped.
+func TestText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"a\x1b[31mred\x1b[0m", `a\x1b[31mred\x1b[0m`},
+		{"pay \u202eevil", `pay \u202eevil`},
+		{"zero\u200bwidth\u2060", `zero\u200bwidth\u2060`},
+		{"line\nnext\ttab\r", "line\nnext\ttab\\r"},
+		{"c1 \u009b", `c1 \u009b`},
+		{"bad \xff", `bad \xff`},
+	} {
+		if got := Text(c.in); got != c.want {
+			t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestJSON: bidi and zero-width controls in a JSON text become \u escapes
+// (the same JSON value); other non-ASCII text is left alone.
+func TestJSON(t *testing.T) {
+	in := "{\"d\":\"pay \u202eevil\u200b\",\n\"x\":\"\u00e9\"}"
+	want := "{\"d\":\"pay \\u202eevil\\u200b\",\n\"x\":\"\u00e9\"}"
+	if got := JSON(in); got != want {
+		t.Errorf("JSON(%q) = %q, want %q", in, got, want)
+	}
+}
