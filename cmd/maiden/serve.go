@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maiden-run/maiden"
@@ -182,12 +183,15 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr 
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
 	}
+	answering := newAnswering()
 	hs := &http.Server{
-		Handler:           srv.HTTPHandler(o),
+		Handler:           answering.wrap(srv.HTTPHandler(o)),
 		ReadHeaderTimeout: httpTimeouts.readHeader,
 		ReadTimeout:       httpTimeouts.read,
 		IdleTimeout:       httpTimeouts.idle,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext:       answering.connContext,
+		ConnState:         answering.connState,
 	}
 	fmt.Fprintf(stderr, "maiden serve: MCP over streamable HTTP at http://%s%s\n", ln.Addr(), mcpserver.Path)
 	errc := make(chan error, 1)
@@ -213,13 +217,10 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr 
 	// Calls waiting for a human answer pending now, with their request IDs
 	// (the requests stay for an operator); running calls finish.
 	srv.Drain(sctx)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for h.Active() > 0 && sctx.Err() == nil {
-		<-tick.C
-	}
-	// Give the last responses a moment to be written before closing.
-	time.Sleep(50 * time.Millisecond)
+	// Every call arrives in a request (POST); its connection goes idle
+	// once the response is written whole, so closing after that cuts no
+	// answer short.
+	answering.wait(sctx)
 	hs.Close()
 	cancel()
 	// Closing is how Shutdown is meant to end here (the streams), so its
@@ -229,4 +230,83 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr 
 	}
 	logger.Info("stopped", "calls still running", h.Active())
 	return exitOK
+}
+
+// answering counts the requests being answered other than the clients'
+// notification streams (GET, which never end by themselves): a request
+// counts from its handler's start until its connection is idle or closed
+// again, that is until the response has been written whole, which
+// http.Server reports through ConnState after the handler returns.
+type answering struct {
+	mu    sync.Mutex
+	n     int
+	zero  chan struct{} // closed when n reaches 0; nil while nobody waits
+	conns map[net.Conn]*answeringConn
+}
+
+type answeringConn struct{ busy bool }
+
+type answeringKey struct{}
+
+func newAnswering() *answering { return &answering{conns: map[net.Conn]*answeringConn{}} }
+
+func (a *answering) connContext(ctx context.Context, c net.Conn) context.Context {
+	ac := &answeringConn{}
+	a.mu.Lock()
+	a.conns[c] = ac
+	a.mu.Unlock()
+	return context.WithValue(ctx, answeringKey{}, ac)
+}
+
+func (a *answering) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ac, ok := r.Context().Value(answeringKey{}).(*answeringConn); ok && r.Method != http.MethodGet {
+			a.mu.Lock()
+			if !ac.busy {
+				ac.busy = true
+				a.n++
+			}
+			a.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *answering) connState(c net.Conn, st http.ConnState) {
+	if st != http.StateIdle && st != http.StateClosed && st != http.StateHijacked {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ac := a.conns[c]
+	if st != http.StateIdle {
+		delete(a.conns, c)
+	}
+	if ac == nil || !ac.busy {
+		return
+	}
+	ac.busy = false
+	a.n--
+	if a.n == 0 && a.zero != nil {
+		close(a.zero)
+		a.zero = nil
+	}
+}
+
+// wait returns once no request is being answered, or when ctx ends.
+func (a *answering) wait(ctx context.Context) {
+	a.mu.Lock()
+	if a.n == 0 {
+		a.mu.Unlock()
+		return
+	}
+	if a.zero == nil {
+		a.zero = make(chan struct{})
+	}
+	z := a.zero
+	a.mu.Unlock()
+	select {
+	case <-z:
+	case <-ctx.Done():
+	}
 }
