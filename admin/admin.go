@@ -97,9 +97,9 @@ func Refused(err error) bool {
 
 // Options configure opening a store; nil means the defaults.
 type Options struct {
-	// State is the store to open: a SQLite file or a postgres:// URL.
+	// State is the store Open opens: a SQLite file or a postgres:// URL.
 	// "" means the configuration's ([state] of agent.toml, else
-	// maiden-state.db beside it).
+	// maiden-state.db beside it). OpenStore takes its location itself.
 	State string
 	// Logger receives what the store reports on its own (an audit
 	// journal's torn or damaged lines); nil discards it.
@@ -107,8 +107,9 @@ type Options struct {
 }
 
 // State is an open state store and the configuration whose agents it
-// holds. Its methods are safe for concurrent use; several processes may
-// share one store.
+// holds. Its methods are safe for concurrent use, but Sync, which changes
+// the configuration, must not run beside them; several processes may share
+// one store.
 type State struct {
 	st    store.Store
 	cfg   *config.Config // nil for a store opened without one (OpenStore)

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -69,7 +68,8 @@ func (s *State) Tokens(ctx context.Context, agent string) ([]TokenInfo, error) {
 func (s *State) RevokeToken(ctx context.Context, id string) error { return s.st.RevokeToken(ctx, id) }
 
 // CardSpec is what an operator grants: grant texts ("class:verb resource")
-// for each list, and an expiry (zero: never). Allow is what the card
+// for each list, and an expiry (zero: never); a malformed text is
+// ErrBadGrant, its message giving the column and what was expected. Allow is what the card
 // allows; Ceiling, when not empty, bounds the agent's whole wallet (the
 // card then allows nothing by itself); Forbid is a prohibition over the
 // whole wallet that no other card overrides.
@@ -78,23 +78,6 @@ type CardSpec struct {
 	Ceiling []string
 	Forbid  []string
 	Expires time.Time
-}
-
-// ParseGrant checks a grant's text; a malformed one is ErrBadGrant with
-// the column (GrantColumn) and what was expected there.
-func ParseGrant(text string) error {
-	_, err := grant.Parse(text)
-	return err
-}
-
-// GrantColumn is the byte offset in the grant's text where a ParseGrant
-// error was found, if err is one.
-func GrantColumn(err error) (int, bool) {
-	var pe *grant.ParseError
-	if !errors.As(err, &pe) {
-		return 0, false
-	}
-	return pe.Pos, true
 }
 
 func parseGrants(texts []string) ([]cards.Grant, error) {
