@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
 	"github.com/maiden-run/maiden/internal/cards"
@@ -22,43 +23,6 @@ import (
 // store releases an approval only under its own binding
 // (ConsumeAndStart), and an approve:always card minted from a request
 // carries the same binding (cards.Spec.Bound) and counts only for it.
-
-// ApprovalPolicy is the effective policy of a call as the human deciding
-// it is shown it: what the tool may reach, spend and use. It is the tool's
-// policy as the agent's binding narrows it, read from the configuration
-// the call runs under.
-type ApprovalPolicy struct {
-	// Network is whether the tool may reach any host at all.
-	Network bool     `json:"network"`
-	Hosts   []string `json:"hosts"`
-	// Ports are the destination ports allowed besides 443; CIDRs the
-	// special-purpose address ranges opened; CAFiles extra trust anchors.
-	Ports            []uint16 `json:"http_ports"`
-	CIDRs            []string `json:"http_allow_cidrs"`
-	CAFiles          []string `json:"http_ca_files"`
-	MaxResponseBytes int64    `json:"http_max_response_bytes"`
-	// Secrets are the credential names it may spend, SecretDestinations
-	// where each may be sent, Reveal those whose value it may read back.
-	Secrets            []string                     `json:"secrets"`
-	SecretDestinations map[string]SecretDestination `json:"secret_destinations,omitempty"`
-	Reveal             []string                     `json:"reveal"`
-	// Limits.
-	TimeoutMS int64  `json:"timeout_ms"`
-	MemoryMB  uint64 `json:"memory_mb"`
-	// FS is a WebAssembly tool's filesystem policy ("", read, write).
-	FS string `json:"fs,omitempty"`
-	// A wrapped CLI's or a stdio MCP server's Landlock paths, whether it
-	// runs unconfined, and the names of the environment it gets.
-	ReadPaths      []string `json:"read_paths,omitempty"`
-	WritePaths     []string `json:"write_paths,omitempty"`
-	Unconfined     bool     `json:"unconfined,omitempty"`
-	Env            []string `json:"env,omitempty"`
-	MaxOutputBytes int64    `json:"max_output_bytes,omitempty"`
-	// An imported tool's upstream (its URL, or its command line) and the
-	// credential maiden sends it.
-	Upstream   string `json:"upstream,omitempty"`
-	Credential string `json:"credential,omitempty"`
-}
 
 // approvalPolicy is the effective policy of inv's tool.
 func approvalPolicy(inv *invocation) ApprovalPolicy {
@@ -79,8 +43,16 @@ func approvalPolicy(inv *invocation) ApprovalPolicy {
 	p := policyOf(t).withDestinations(inv.cfg)
 	out := ApprovalPolicy{
 		Network: len(p.HTTPAllow) > 0, Hosts: p.HTTPAllow, Ports: p.HTTPPorts, CIDRs: p.HTTPAllowCIDRs, CAFiles: p.HTTPCAFiles,
-		MaxResponseBytes: p.HTTPMaxResponseBytes, Secrets: p.Secrets, SecretDestinations: p.SecretDestinations,
+		MaxResponseBytes: p.HTTPMaxResponseBytes, Secrets: p.Secrets,
 		Reveal: orEmpty(t.Reveal), TimeoutMS: p.TimeoutMS, MemoryMB: p.MemoryMB, FS: t.FS,
+	}
+	if p.SecretDestinations != nil {
+		// The same JSON as the tool's policy shows (an approval is bound
+		// to its digest).
+		out.SecretDestinations = make(map[string]api.ApprovalSecretDestination, len(p.SecretDestinations))
+		for name, d := range p.SecretDestinations {
+			out.SecretDestinations[name] = api.ApprovalSecretDestination(d)
+		}
 	}
 	if c := t.CLI; c != nil {
 		out.ReadPaths, out.WritePaths, out.Unconfined, out.MaxOutputBytes = c.ReadPaths, c.WritePaths, c.Unconfined, c.MaxOutputBytes
@@ -162,14 +134,7 @@ func approvalBinding(inv *invocation) store.Binding {
 
 // boundKey is the binding as an always-card carries it (cards.Spec.Bound):
 // the tool's identity and a digest of the policy.
-func boundKey(b store.Binding) string {
-	sum := sha256.Sum256([]byte(b.Policy))
-	tool := b.ToolDigest
-	if tool == "" {
-		tool = "none"
-	}
-	return "tool=" + tool + " policy=sha256:" + hex.EncodeToString(sum[:])
-}
+func boundKey(b store.Binding) string { return b.Key() }
 
 // bindingChange says what differs between binding was (a request's) and
 // now (the call's), "" if nothing.

@@ -130,27 +130,10 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 }
 
 // syncAgents makes the store hold cfg's agents and, for each, exactly the
-// system cards its grants declare (one card per grant, so the operator can
-// revoke one without the others).
+// system cards its grants declare: package admin's Sync, which maiden's
+// command line runs before an operator's command, so both write the same.
 func syncAgents(ctx context.Context, st store.Store, cfg *config.Config) error {
-	if cfg.Implicit() {
-		// The implicit agent has no cards to sync, but approvals and
-		// always-cards name it.
-		return st.EnsureAgent(ctx, config.DefaultAgent)
-	}
-	for _, a := range cfg.Agents() {
-		if err := st.EnsureAgent(ctx, a.Name); err != nil {
-			return err
-		}
-		specs := make([]cards.Spec, len(a.Grants))
-		for i, g := range a.Grants {
-			specs[i] = cards.Spec{LowerPos: cards.Any(g.Grant)}
-		}
-		if _, _, err := st.SyncSystemCards(ctx, a.Name, specs); err != nil {
-			return fmt.Errorf("system cards of agent %q: %w", a.Name, err)
-		}
-	}
-	return nil
+	return adminOver(st, cfg).Sync(ctx, cfg)
 }
 
 // wallet is agent's wallet at time at. It is re-read whenever the store

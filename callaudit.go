@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -273,8 +274,8 @@ func (h *Host) auditFetch(ctx context.Context, inv *invocation, fetch sandbox.Fe
 	}
 }
 
-// AuditRecord is one record of the audit trail.
-type AuditRecord = store.AuditRecord
+// AuditRecord is one record of the audit trail (api.AuditRecord).
+type AuditRecord = api.AuditRecord
 
 // AuditTail returns up to limit records after sequence number after
 // (limit <= 0: all), oldest first.
@@ -287,7 +288,7 @@ func (h *Host) AuditTail(ctx context.Context, after int64, limit int) ([]AuditRe
 	if err := flushAudit(ctx, st); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrState, err)
 	}
-	recs, err := st.AuditTail(ctx, after, limit)
+	recs, err := adminOver(st, cfg).AuditTail(ctx, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrState, err)
 	}
@@ -306,5 +307,5 @@ func (h *Host) VerifyAudit(ctx context.Context) (n int64, head string, err error
 	if err := flushAudit(ctx, st); err != nil {
 		return 0, "", fmt.Errorf("%w: %v", ErrState, err)
 	}
-	return st.VerifyAudit(ctx)
+	return adminOver(st, cfg).VerifyAudit(ctx)
 }

@@ -418,7 +418,7 @@ func TestApprovalFlow(t *testing.T) {
 	}
 	revoked := 0
 	for _, c := range list {
-		if len(c.LowerPos) == 1 && strings.HasPrefix(c.LowerPos[0].Grant.String(), "approve:always") && c.Revoked.IsZero() {
+		if len(c.LowerPos) == 1 && strings.HasPrefix(c.LowerPos[0].Grant, "approve:always") && c.Revoked.IsZero() {
 			n, err := h.RevokeCard(ctx, c.ID, "operator:test")
 			if err != nil {
 				t.Fatal(err)

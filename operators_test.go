@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -42,19 +42,16 @@ func TestAuthenticateOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close(ctx)
-	st, err := store.Open(ctx, state, nil)
+	st, err := admin.Open(ctx, cfg, &admin.Options{State: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := SyncState(ctx, st, cfg); err != nil {
-		t.Fatal(err)
-	}
-	alice, aliceInfo, err := st.MintOperatorToken(ctx, "alice")
+	alice, aliceInfo, err := st.MintOperatorToken(ctx, "alice", admin.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bob, _, err := st.MintOperatorToken(ctx, "bob")
+	bob, _, err := st.MintOperatorToken(ctx, "bob", admin.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
@@ -36,8 +37,8 @@ import (
 // (DefaultSession). A session belongs to the agent that opened it: another
 // agent naming its ID is refused.
 
-// ErrUnknownSession: no session of that ID in the store.
-var ErrUnknownSession = errors.New("unknown session")
+// ErrUnknownSession: no session of that ID in the store (package admin's).
+var ErrUnknownSession = admin.ErrUnknownSession
 
 // DefaultSession is the ID of agent's default session: the one its calls
 // run in when they name none.
@@ -299,49 +300,8 @@ func fsLiteralPrefix(g grant.Grant) string {
 // the other.
 func prefixRelated(a, b string) bool { return pathWithin(a, b) || pathWithin(b, a) }
 
-// SessionInfo is a session as operators see it (maiden sessions).
-type SessionInfo struct {
-	ID        string                  `json:"id"`
-	Agent     string                  `json:"agent"`
-	Created   time.Time               `json:"created"`
-	Ended     time.Time               `json:"ended,omitzero"`
-	Boundary  boundary.Boundary       `json:"boundary"`
-	Revisions []store.SessionRevision `json:"revisions,omitempty"`
-	Requests  []store.BoundaryRequest `json:"requests,omitempty"`
-}
-
-// ListSessions lists the sessions of agent ("" for all) in st.
-func ListSessions(ctx context.Context, st store.Store, agent string) ([]SessionInfo, error) {
-	list, err := st.Sessions(ctx, agent)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]SessionInfo, len(list))
-	for i, s := range list {
-		out[i] = SessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, Ended: s.Ended, Boundary: s.Boundary}
-	}
-	return out, nil
-}
-
-// LookupSession returns one session of st with its revisions and requests.
-func LookupSession(ctx context.Context, st store.Store, id string) (SessionInfo, error) {
-	s, err := st.Session(ctx, id)
-	if errors.Is(err, store.ErrUnknownSession) {
-		return SessionInfo{}, fmt.Errorf("%w %q", ErrUnknownSession, id)
-	}
-	if err != nil {
-		return SessionInfo{}, err
-	}
-	revs, err := st.Revisions(ctx, id)
-	if err != nil {
-		return SessionInfo{}, err
-	}
-	reqs, err := st.BoundaryRequestsOf(ctx, id)
-	if err != nil {
-		return SessionInfo{}, err
-	}
-	return SessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, Ended: s.Ended, Boundary: s.Boundary, Revisions: revs, Requests: reqs}, nil
-}
+// SessionInfo is a session as operators see it (api.SessionInfo).
+type SessionInfo = api.SessionInfo
 
 // OpenSession opens a new session of agent, starting at the boundary
 // agent.toml gives it, and returns its ID (the session_open built-in; an
@@ -392,40 +352,37 @@ func (h *Host) EndSession(ctx context.Context, id string) error {
 // names who): a new revision, audited. A boundary without network, or no
 // longer managed, is a downgrade: the session's secret material is dropped
 // at once.
-func (h *Host) ResetSession(ctx context.Context, id string, b boundary.Boundary, by string) (SessionInfo, error) {
-	st, err := h.state(ctx, h.cfg.Load())
+func (h *Host) ResetSession(ctx context.Context, id string, b api.Boundary, by string) (SessionInfo, error) {
+	s, err := h.admin(ctx, h.cfg.Load())
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	s, err := st.ResetSession(ctx, id, b, by)
-	if errors.Is(err, store.ErrUnknownSession) {
-		return SessionInfo{}, fmt.Errorf("%w %q", ErrUnknownSession, id)
-	}
+	si, err := s.ResetSession(ctx, id, b, by)
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	if !s.Boundary.Network || s.Boundary.Kind != boundary.Managed {
+	if !si.Boundary.Network || si.Boundary.Kind != api.BoundaryManaged {
 		h.material.drop(id)
 	}
-	return SessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, Ended: s.Ended, Boundary: s.Boundary}, nil
+	return si, nil
 }
 
 // Session returns one session with its revisions and boundary requests.
 func (h *Host) Session(ctx context.Context, id string) (SessionInfo, error) {
-	st, err := h.state(ctx, h.cfg.Load())
+	s, err := h.admin(ctx, h.cfg.Load())
 	if err != nil {
 		return SessionInfo{}, err
 	}
-	return LookupSession(ctx, st, id)
+	return s.Session(ctx, id)
 }
 
 // Sessions lists agent's sessions ("" for all).
 func (h *Host) Sessions(ctx context.Context, agent string) ([]SessionInfo, error) {
-	st, err := h.state(ctx, h.cfg.Load())
+	s, err := h.admin(ctx, h.cfg.Load())
 	if err != nil {
 		return nil, err
 	}
-	return ListSessions(ctx, st, agent)
+	return s.Sessions(ctx, agent)
 }
 
 // materials holds the secret material resolved for each session's

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -507,7 +508,7 @@ network = true
 				OnApproval: func(r maiden.ApprovalRequest) {
 					go func() {
 						if mode == "reset" {
-							if _, err := h.ResetSession(ctx, "s1", boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted}, "test"); err != nil {
+							if _, err := h.ResetSession(ctx, "s1", api.Boundary{Kind: api.BoundaryManaged, Filesystem: api.FSRestricted}, "test"); err != nil {
 								t.Error(err)
 							}
 						} else if err := h.EndSession(ctx, "s1"); err != nil {

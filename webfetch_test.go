@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -113,7 +114,7 @@ secret_headers = { "X-Api-Key" = "KEY_ONE" }
 	if !h.HeldMaterial("s1") {
 		t.Fatal("s1 holds no material after a web_fetch")
 	}
-	if _, err := h.ResetSession(ctx, "s1", boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted}, "test"); err != nil {
+	if _, err := h.ResetSession(ctx, "s1", api.Boundary{Kind: api.BoundaryManaged, Filesystem: api.FSRestricted}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if h.HeldMaterial("s1") {

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/maiden-run/maiden"
-	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/inbox"
-	"github.com/maiden-run/maiden/internal/store"
 )
 
 // hostInbox is the inbox page's Backend over a Host: the inbox knows
@@ -148,7 +148,7 @@ func (b hostInbox) RecentAudit(ctx context.Context, limit int) ([]inbox.AuditRec
 
 func (b hostInbox) VerifyAudit(ctx context.Context) (int64, error) {
 	n, _, err := b.h.VerifyAudit(ctx)
-	if errors.Is(err, store.ErrAuditBroken) {
+	if errors.Is(err, admin.ErrAuditBroken) {
 		return n, fmt.Errorf("%w: %v", inbox.ErrAuditBroken, err)
 	}
 	return n, err
@@ -168,7 +168,7 @@ func (b hostInbox) Agents(context.Context) ([]string, error) {
 // answers that the cards are unavailable, and the log says why. A Host with
 // them, with exactly these signatures, serves the page without a change here.
 type cardHost interface {
-	Cards(ctx context.Context, agent string) ([]cards.Card, error)
+	Cards(ctx context.Context, agent string) ([]api.Card, error)
 	RevokeCard(ctx context.Context, id, by string) (revoked int, err error)
 }
 
@@ -195,7 +195,7 @@ func (b hostInbox) Cards(ctx context.Context, agent string) ([]inbox.Card, error
 	return out, nil
 }
 
-func grantTexts(gs []cards.Grant) []string {
+func grantTexts(gs []api.CardGrant) []string {
 	out := make([]string, len(gs))
 	for i, g := range gs {
 		out[i] = g.String()
@@ -210,9 +210,9 @@ func (b hostInbox) RevokeCard(ctx context.Context, id, by string) (int, error) {
 	}
 	n, err := ch.RevokeCard(ctx, id, by)
 	switch {
-	case errors.Is(err, store.ErrUnknownCard):
+	case errors.Is(err, admin.ErrUnknownCard):
 		return 0, fmt.Errorf("%w: %v", inbox.ErrNotFound, err)
-	case errors.Is(err, cards.ErrCardRevoked):
+	case errors.Is(err, admin.ErrCardRevoked):
 		return 0, fmt.Errorf("%w: %v", inbox.ErrConflict, err)
 	}
 	return n, inboxErr(err)

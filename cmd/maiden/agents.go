@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/cards"
-	"github.com/maiden-run/maiden/internal/grant"
-	"github.com/maiden-run/maiden/internal/store"
 )
 
 // This file is the operator's side of agents: tokens, and the state store
@@ -52,7 +50,7 @@ type operatorState struct {
 	cfg  *config.Config
 	file string // agent.toml, as named on the command line
 	path string // the store's file
-	st   store.Store
+	st   *admin.State
 }
 
 // openState loads agent.toml, refuses one without [agents], opens the store
@@ -76,12 +74,12 @@ func (c *common) openStateFor(ctx context.Context, stderr io.Writer, implicitOK 
 		return nil, exitUsage
 	}
 	path := c.statePath(cfg)
-	st, err := store.Open(ctx, path, nil)
+	st, err := admin.OpenStore(ctx, path, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "maiden: state store %s: %v\n", path, err)
 		return nil, exitState
 	}
-	if err := maiden.SyncState(ctx, st, cfg); err != nil {
+	if err := st.Sync(ctx, cfg); err != nil {
 		st.Close()
 		fmt.Fprintf(stderr, "maiden: state store %s: writing the agents of %s: %v\n", path, c.config, err)
 		return nil, stateCode(err)
@@ -100,21 +98,20 @@ func (s *operatorState) declared(agent string) error {
 	for _, a := range s.cfg.Agents() {
 		names = append(names, a.Name)
 	}
-	return fmt.Errorf("%w %q: not declared in %s (its agents: %s)", store.ErrUnknownAgent, agent, s.file, strings.Join(names, ", "))
+	return fmt.Errorf("%w %q: not declared in %s (its agents: %s)", admin.ErrUnknownAgent, agent, s.file, strings.Join(names, ", "))
 }
 
 // stateCode maps an error of a store operation to an exit code.
 func stateCode(err error) int {
 	switch {
-	case errors.Is(err, grant.ErrSyntax),
-		errors.Is(err, store.ErrUnknownAgent), errors.Is(err, store.ErrUnknownCard),
-		errors.Is(err, store.ErrUnknownToken), errors.Is(err, store.ErrBadInput),
+	case errors.Is(err, admin.ErrBadGrant),
+		errors.Is(err, admin.ErrUnknownAgent), errors.Is(err, admin.ErrUnknownCard),
+		errors.Is(err, admin.ErrUnknownToken), errors.Is(err, admin.ErrBadInput),
 		errors.Is(err, errUnknownOperator):
 		return exitUsage
-	case errors.Is(err, cards.ErrLowerBoundTooBroad), errors.Is(err, cards.ErrUpperBoundTooBroad),
-		errors.Is(err, cards.ErrCardExpired), errors.Is(err, cards.ErrCardRevoked),
-		errors.Is(err, cards.ErrInstallRecipientMismatch), errors.Is(err, cards.ErrSystemCard),
-		errors.Is(err, cards.ErrEmptyCard), errors.Is(err, store.ErrNotAllowed):
+	case admin.Refused(err):
+		// the card rules (lower-bound-too-broad, card-revoked, ...) or an
+		// agent without the card that allows the operation
 		return exitDenied
 	}
 	return exitState
@@ -174,7 +171,7 @@ type agentEntry struct {
 	Name     string            `json:"name"`
 	Declared bool              `json:"declared"` // in agent.toml (else only in the store)
 	Created  time.Time         `json:"created,omitzero"`
-	Tokens   []store.TokenInfo `json:"tokens"`
+	Tokens   []admin.TokenInfo `json:"tokens"`
 }
 
 func cmdAgentsLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -204,7 +201,7 @@ func cmdAgentsLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	var list []agentEntry
 	for _, a := range stored {
 		_, decl := s.cfg.Agent(a.Name)
-		list = append(list, agentEntry{Name: a.Name, Declared: decl, Created: a.Created, Tokens: []store.TokenInfo{}})
+		list = append(list, agentEntry{Name: a.Name, Declared: decl, Created: a.Created, Tokens: []admin.TokenInfo{}})
 	}
 	slices.SortFunc(list, func(a, b agentEntry) int { return strings.Compare(a.Name, b.Name) })
 	for _, t := range tokens {
@@ -262,9 +259,9 @@ func cmdAgentsRevokeToken(ctx context.Context, args []string, _ io.Reader, stdou
 	if err != nil {
 		return failed(stderr, "agents revoke-token", err)
 	}
-	i := slices.IndexFunc(tokens, func(t store.TokenInfo) bool { return t.ID == id })
+	i := slices.IndexFunc(tokens, func(t admin.TokenInfo) bool { return t.ID == id })
 	if i < 0 {
-		return failed(stderr, "agents revoke-token", fmt.Errorf("%w %q in %s (\"maiden agents ls\" lists them)", store.ErrUnknownToken, id, s.path))
+		return failed(stderr, "agents revoke-token", fmt.Errorf("%w %q in %s (\"maiden agents ls\" lists them)", admin.ErrUnknownToken, id, s.path))
 	}
 	if err := s.st.RevokeToken(ctx, id); err != nil {
 		return failed(stderr, "agents revoke-token", err)

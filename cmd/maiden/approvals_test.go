@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/statetest"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -54,37 +56,26 @@ allow_always = false
 }
 
 // request persists a pending approval request in the store at state, as
-// the approve middleware does before anything runs, and returns its ID.
-func request(t *testing.T, state, agent, rendered, rule string) store.Approval {
+// the approve middleware does before anything runs, and returns it.
+func request(t *testing.T, state, agent, rendered, rule string) api.ApprovalRequest {
 	t.Helper()
-	return requestBound(t, state, agent, rendered, rule, store.Binding{})
+	return requestBound(t, state, agent, rendered, rule, "", "")
 }
 
 // requestBound is request with the tool's code identity and the policy
 // the human is shown, as the approve middleware records them.
-func requestBound(t *testing.T, state, agent, rendered, rule string, b store.Binding) store.Approval {
+func requestBound(t *testing.T, state, agent, rendered, rule, toolDigest, policy string) api.ApprovalRequest {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, state, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.EnsureAgent(ctx, agent); err != nil {
-		t.Fatal(err)
-	}
-	a, err := st.CreateApproval(ctx, store.Approval{Agent: agent, Session: "s1", Tool: "echo", Rendered: rendered,
-		Digest: strings.Repeat("ab", 32), Middleware: rule, Reason: "asks a human: " + rule, Binding: b, Expires: time.Now().Add(time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return statetest.Approval(t, state, statetest.Request{Agent: agent, Session: "s1", Tool: "echo", Rendered: rendered,
+		Digest: strings.Repeat("ab", 32), Rule: rule, Reason: "asks a human: " + rule, ToolDigest: toolDigest, Policy: policy,
+		ExpiresIn: time.Hour})
 }
 
-// approvalIn reads request id back from the store at state.
-func approvalIn(t *testing.T, state, id string) store.Approval {
+// approvalIn reads request id back from the store at state, as operators
+// see it.
+func approvalIn(t *testing.T, state, id string) api.ApprovalRequest {
 	t.Helper()
-	st, err := store.Open(context.Background(), state, nil)
+	st, err := admin.OpenStore(context.Background(), state, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +110,7 @@ func TestPendingJSONShape(t *testing.T) {
 		t.Fatalf("pending -json: %d entries, want 2:\n%s", len(got), out)
 	}
 	keys := []string{"agent", "created", "expires", "id", "reason", "rendered", "tool"}
-	for i, want := range []store.Approval{a, b} {
+	for i, want := range []api.ApprovalRequest{a, b} {
 		var have []string
 		for k := range got[i] {
 			have = append(have, k)
@@ -146,7 +137,7 @@ func TestPendingJSONShape(t *testing.T) {
 	if len(lines) < 3 || strings.Join(strings.Fields(lines[0]), " ") != "ID AGENT TOOL RENDERED REASON EXPIRES IN" {
 		t.Fatalf("pending table:\n%s", text)
 	}
-	for i, want := range []store.Approval{a, b} {
+	for i, want := range []api.ApprovalRequest{a, b} {
 		f := lines[1+i]
 		if !strings.HasPrefix(f, want.ID+"  ") || !strings.Contains(f, want.Agent) || !strings.Contains(f, want.Rendered) ||
 			!strings.Contains(f, want.Reason) || !strings.Contains(f, "1h0m0s") && !strings.Contains(f, "59m0s") {
@@ -211,7 +202,7 @@ func TestApproveDeny(t *testing.T) {
 		t.Errorf("approve: %q", r.stdout)
 	}
 	user := "cli:" + osUser()
-	if got := approvalIn(t, state, a.ID); got.State != store.ApprovalApproved || got.DecidedBy != user {
+	if got := approvalIn(t, state, a.ID); got.State != "approved" || got.DecidedBy != user {
 		t.Fatalf("after approve: %+v", got)
 	}
 	for _, again := range [][]string{{"approve", a.ID}, {"deny", a.ID}, {"approve", a.ID, "-always"}} {
@@ -226,7 +217,7 @@ func TestApproveDeny(t *testing.T) {
 		t.Errorf("deny: %q", r.stdout)
 	}
 	got := approvalIn(t, state, b.ID)
-	if got.State != store.ApprovalDenied || got.DecisionReason != "not on a Sunday" || got.DecidedBy != user {
+	if got.State != "denied" || got.DecisionReason != "not on a Sunday" || got.DecidedBy != user {
 		t.Fatalf("after deny: %+v", got)
 	}
 	if r := op(t, exitUsage, cfg, "approve", b.ID); !strings.Contains(r.stderr, b.ID) || !strings.Contains(r.stderr, "is denied") {
@@ -234,9 +225,9 @@ func TestApproveDeny(t *testing.T) {
 	}
 
 	// Both decisions are in the audit trail, by the OS user, and it verifies.
-	var recs []store.AuditRecord
+	var recs []api.AuditRecord
 	for _, l := range strings.Split(strings.TrimSpace(op(t, exitOK, cfg, "audit", "tail", "-json").stdout), "\n") {
-		var rec store.AuditRecord
+		var rec api.AuditRecord
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			t.Fatalf("audit tail -json line %q: %v", l, err)
 		}
@@ -244,7 +235,7 @@ func TestApproveDeny(t *testing.T) {
 	}
 	var decisions []string
 	for _, rec := range recs {
-		if rec.Kind == store.AuditApproval || rec.Kind == store.AuditDenial {
+		if rec.Kind == admin.AuditApproval || rec.Kind == admin.AuditDenial {
 			decisions = append(decisions, rec.Kind+" "+rec.Actor+" "+rec.Agent)
 		}
 	}
@@ -292,7 +283,7 @@ func TestApproveAlways(t *testing.T) {
 	if !strings.Contains(r.stderr, "middleware[2]") || !strings.Contains(r.stderr, "nothing decided") {
 		t.Errorf("-always on a rule that forbids it: %q", r.stderr)
 	}
-	if got := approvalIn(t, state, b.ID); got.State != store.ApprovalPending {
+	if got := approvalIn(t, state, b.ID); got.State != "pending" {
 		t.Errorf("the refused request is %s", got.State)
 	}
 	if gs := alwaysCards("coder"); len(gs) != 0 {
@@ -309,7 +300,7 @@ func TestApproveAlways(t *testing.T) {
 			t.Errorf("-grant %q: %q", bad, r.stderr)
 		}
 	}
-	if got := approvalIn(t, state, c.ID); got.State != store.ApprovalPending {
+	if got := approvalIn(t, state, c.ID); got.State != "pending" {
 		t.Fatalf("refused -grant decided the request: %s", got.State)
 	}
 	op(t, exitOK, cfg, "approve", c.ID, "-always", "-grant", "approve:always echo --message=*")
@@ -407,7 +398,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 	if r := result(done); r.code != exitOK || r.stdout != hi+"\n" {
 		t.Fatalf("the approved call: %+v", r)
 	}
-	if got := approvalIn(t, filepath.Join(filepath.Dir(cfg), "maiden-state.db"), id); got.State != store.ApprovalDone {
+	if got := approvalIn(t, filepath.Join(filepath.Dir(cfg), "maiden-state.db"), id); got.State != "done" {
 		t.Errorf("the approved request is %s after its call, want done", got.State)
 	}
 
@@ -458,7 +449,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 	user := "cli:" + osUser()
 	var decisions []string
 	for _, l := range strings.Split(strings.TrimSpace(op(t, exitOK, cfg, "audit", "tail", "-n", "1000", "-json").stdout), "\n") {
-		var rec store.AuditRecord
+		var rec api.AuditRecord
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			t.Fatal(err)
 		}
@@ -489,9 +480,9 @@ func TestPendingShowOne(t *testing.T) {
 	}
 	// The policy shown is the one stored with the request (what the
 	// approval is bound to), not agent.toml's as it is now.
-	bound := store.Binding{ToolDigest: "sha256:" + strings.Repeat("ef", 32),
-		Policy: `{"network":true,"hosts":["api.example.com"],"secrets":["API_TOKEN"],"timeout_ms":10000,"memory_mb":64}`}
-	a := requestBound(t, state, "research", "--message=hi", "middleware[1]", bound)
+	bound := struct{ ToolDigest, Policy string }{"sha256:" + strings.Repeat("ef", 32),
+		`{"network":true,"hosts":["api.example.com"],"secrets":["API_TOKEN"],"timeout_ms":10000,"memory_mb":64}`}
+	a := requestBound(t, state, "research", "--message=hi", "middleware[1]", bound.ToolDigest, bound.Policy)
 	b := request(t, state, "research", `--message="wire money"`, "middleware[2]")
 	text := op(t, exitOK, cfg, "pending", a.ID).stdout
 	for _, want := range []string{"request    " + a.ID + "\n", "state      pending\n", "agent      research\n", "session    s1\n", "tool       echo\n",
@@ -537,16 +528,8 @@ func renderingSum(r string) string {
 // approving it exits 2 saying it expired (expiry is a denial).
 func TestApproveExpired(t *testing.T) {
 	cfg, state := approvalsConfig(t)
-	st, err := store.Open(context.Background(), state, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := st.CreateApproval(context.Background(), store.Approval{Agent: "research", Tool: "echo", Rendered: "--message=hi",
-		Digest: strings.Repeat("cd", 32), Middleware: "middleware[1]", Reason: "r", Expires: time.Now().Add(300 * time.Millisecond)})
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := statetest.Approval(t, state, statetest.Request{Agent: "research", Tool: "echo", Rendered: "--message=hi",
+		Digest: strings.Repeat("cd", 32), Rule: "middleware[1]", Reason: "r", ExpiresIn: 300 * time.Millisecond})
 	time.Sleep(400 * time.Millisecond)
 	if out := op(t, exitOK, cfg, "pending", "-json").stdout; out != "[]\n" {
 		t.Errorf("an expired request is listed: %s", out)
@@ -555,7 +538,7 @@ func TestApproveExpired(t *testing.T) {
 	if !strings.Contains(r.stderr, a.ID) || !strings.Contains(r.stderr, "expired") {
 		t.Errorf("approve of an expired request: %q", r.stderr)
 	}
-	if got := approvalIn(t, state, a.ID); got.State != store.ApprovalExpired {
+	if got := approvalIn(t, state, a.ID); got.State != "expired" {
 		t.Errorf("the expired request is %s", got.State)
 	}
 	if r := op(t, exitUsage, cfg, "deny", a.ID); !strings.Contains(r.stderr, "is expired") {

@@ -9,7 +9,8 @@ import (
 	"os/user"
 	"strconv"
 
-	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 )
 
 // This file is `maiden approve` and `maiden deny`: a human's decision on an
@@ -57,7 +58,7 @@ func cmdApprove(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "maiden approve: -grant edits the card -always installs; give -always too")
 		return exitUsage
 	}
-	return decide(ctx, c, "approve", pos[0], maiden.Decision{Approve: true, Always: *always, Grant: *grantText}, stdout, stderr)
+	return decide(ctx, c, "approve", pos[0], admin.Decision{Approve: true, Always: *always, Grant: *grantText}, stdout, stderr)
 }
 
 func cmdDeny(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -71,30 +72,30 @@ func cmdDeny(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "usage: maiden deny ID [-reason TEXT]")
 		return exitUsage
 	}
-	return decide(ctx, c, "deny", pos[0], maiden.Decision{Reason: *reason}, stdout, stderr)
+	return decide(ctx, c, "deny", pos[0], admin.Decision{Reason: *reason}, stdout, stderr)
 }
 
 // decide records d on request id and says what was decided.
-func decide(ctx context.Context, c *common, name, id string, d maiden.Decision, stdout, stderr io.Writer) int {
+func decide(ctx context.Context, c *common, name, id string, d admin.Decision, stdout, stderr io.Writer) int {
 	s, code := c.openStateFor(ctx, stderr, true)
 	if s == nil {
 		return code
 	}
 	defer s.close()
 	d.By = "cli:" + osUser()
-	r, err := maiden.DecideApproval(ctx, s.st, s.cfg, id, d)
+	r, err := s.st.Decide(ctx, id, d)
 	switch {
-	case errors.Is(err, maiden.ErrUnknownApproval):
+	case errors.Is(err, admin.ErrUnknownApproval):
 		fmt.Fprintf(stderr, "maiden %s: no approval request %s in %s (\"maiden pending\" lists the waiting ones)\n", name, terminalSafe(strconv.Quote(id)), s.path)
 		return exitUsage
-	case errors.Is(err, maiden.ErrApprovalDecided) && r.State != "pending":
+	case errors.Is(err, admin.ErrApprovalDecided) && r.State != "pending":
 		fmt.Fprintf(stderr, "maiden %s: approval request %s is %s%s, not pending: nothing changed\n", name, terminalSafe(id), r.State, decidedBy(r))
 		return exitUsage
-	case errors.Is(err, maiden.ErrApprovalDecided):
+	case errors.Is(err, admin.ErrApprovalDecided):
 		// It expired, or another process decided it, since it was read.
 		fmt.Fprintf(stderr, "maiden %s: approval request %s: %s: nothing changed\n", name, terminalSafe(id), terminalSafe(err.Error()))
 		return exitUsage
-	case errors.Is(err, maiden.ErrAlwaysRefused):
+	case errors.Is(err, admin.ErrAlwaysRefused):
 		fmt.Fprintf(stderr, "maiden %s: %s: nothing decided\n", name, terminalSafe(err.Error()))
 		return exitDenied
 	case err != nil && r.State == "approved":
@@ -129,7 +130,7 @@ func decide(ctx context.Context, c *common, name, id string, d maiden.Decision, 
 }
 
 // decidedBy says who decided r, when that is known.
-func decidedBy(r maiden.ApprovalRequest) string {
+func decidedBy(r api.ApprovalRequest) string {
 	if r.DecidedBy == "" {
 		return ""
 	}

@@ -11,12 +11,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/store"
 )
 
 // This file is `maiden audit`: the hash-chained audit trail of the state
-// store (internal/store/audit.go), read from the command line. Opening the
+// store (admin, over internal/store/audit.go), read from the command line. Opening the
 // store ingests the audit journals of maiden processes that died (their
 // acknowledged records); a running maiden serve's journal reaches the
 // chain within its ingestion interval (20 ms by default).
@@ -54,7 +55,7 @@ var auditTailPage = 1000 // a variable for tests
 // openAudit opens the state store for an audit command: -state, or the
 // store agent.toml names (which then must load). A store file that does not
 // exist is an error, not an empty trail: a deleted store must not verify.
-func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (*store.SQLite, int) {
+func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (*admin.State, int) {
 	path := c.state
 	if path == "" {
 		cfg, err := config.Load(c.config)
@@ -67,7 +68,7 @@ func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (
 	if config.IsStateURL(path) {
 		// A database without maiden's schema holds no trail: opening it
 		// would create an empty one.
-		if st := inspectState(ctx, path); !st.Reachable || st.SchemaState == "empty" {
+		if st := admin.Inspect(ctx, path); !st.Reachable || st.SchemaState == "empty" {
 			if st.Reachable {
 				fmt.Fprintf(stderr, "maiden %s: no state store in %s: nothing was recorded there (-state names another)\n", name, st.Store)
 			} else {
@@ -83,7 +84,7 @@ func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (
 		}
 		return nil, exitState
 	}
-	st, err := store.Open(ctx, path, nil)
+	st, err := admin.OpenStore(ctx, path, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "maiden %s: state store %s: %v\n", name, path, err)
 		return nil, exitState
@@ -108,7 +109,7 @@ func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, std
 	defer st.Close()
 	n, head, err := st.VerifyAudit(ctx)
 	if err != nil {
-		// An *AuditProblem names the first bad record and why.
+		// The error names the first bad record and why.
 		fmt.Fprintf(stderr, "maiden audit verify: %s: %v\n", st.Path(), err)
 		return exitState
 	}
@@ -138,12 +139,12 @@ func cmdAuditTail(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		return code
 	}
 	defer st.Close()
-	last, err := lastAuditSeq(ctx, st)
+	last, err := st.LastAuditSeq(ctx)
 	if err != nil {
 		return auditFailed(stderr, "audit tail", err)
 	}
 	after := max(last-int64(*n), 0)
-	emit := func(recs []store.AuditRecord) {
+	emit := func(recs []api.AuditRecord) {
 		for _, r := range recs {
 			if *asJSON {
 				b, _ := jsonLine(r)
@@ -217,46 +218,8 @@ func auditFailed(stderr io.Writer, name string, err error) int {
 	return exitState
 }
 
-// lastAuditSeq is the highest sequence number in the trail (0 if empty),
-// found with O(log n) one-record reads: "some record comes after k" is
-// monotone in k whatever gaps the trail has.
-func lastAuditSeq(ctx context.Context, st store.Store) (int64, error) {
-	exists := func(k int64) (bool, error) {
-		recs, err := st.AuditTail(ctx, k, 1)
-		return len(recs) > 0, err
-	}
-	lo, hi := int64(0), int64(1024) // some record comes after lo; hi is to be checked
-	for {
-		ok, err := exists(hi)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			break
-		}
-		lo, hi = hi, hi*2
-	}
-	if ok, err := exists(0); err != nil || !ok {
-		return 0, err
-	}
-	// Invariant: a record comes after lo, none after hi.
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, err := exists(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return hi, nil
-}
-
 // jsonLine is r as one JSON line, its body as stored (not re-escaped).
-func jsonLine(r store.AuditRecord) ([]byte, error) {
+func jsonLine(r api.AuditRecord) ([]byte, error) {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -267,7 +230,7 @@ func jsonLine(r store.AuditRecord) ([]byte, error) {
 // auditLine is r for a human: seq, local time, kind, actor, agent, tool and
 // the body cut to a line, with whatever a caller supplied escaped for the
 // terminal.
-func auditLine(r store.AuditRecord) string {
+func auditLine(r api.AuditRecord) string {
 	body := string(r.Body)
 	const maxBody = 160
 	if len(body) > maxBody {

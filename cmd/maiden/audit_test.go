@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/statetest"
 )
 
 // auditStore makes a state store at a new path holding n audit records
@@ -21,23 +23,25 @@ import (
 func auditStore(t *testing.T, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.db")
-	st, err := store.Open(context.Background(), path, nil)
+	st, err := admin.OpenStore(context.Background(), path, nil) // the store, even with no record
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	appendRecords(t, st, 1, n)
+	st.Close()
+	appendRecords(t, path, 1, n)
 	return path
 }
 
-func appendRecords(t *testing.T, st *store.SQLite, from, to int) {
+// appendRecords appends call-admitted records from..to to the trail of the
+// store at path, as calls do.
+func appendRecords(t *testing.T, path string, from, to int) {
 	t.Helper()
+	var recs []api.AuditRecord
 	for i := from; i <= to; i++ {
-		if _, err := st.AppendAudit(context.Background(), store.AuditRecord{Kind: store.AuditCallAdmitted, Actor: "agent:a", Agent: "a",
-			Tool: "t" + strconv.Itoa(i), Body: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}); err != nil {
-			t.Fatal(err)
-		}
+		recs = append(recs, api.AuditRecord{Kind: admin.AuditCallAdmitted, Actor: "agent:a", Agent: "a",
+			Tool: "t" + strconv.Itoa(i), Body: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)})
 	}
+	statetest.AppendAudit(t, path, recs...)
 }
 
 // TestAuditVerifyTampered edits a store file with the sqlite3 command-line
@@ -124,7 +128,7 @@ func TestAuditTailAndExport(t *testing.T) {
 		t.Fatalf("audit tail -n 3 -json: %+v", r)
 	}
 	for i, l := range lines {
-		var rec store.AuditRecord
+		var rec api.AuditRecord
 		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Seq != int64(23+i) || rec.Tool != "t"+strconv.Itoa(23+i) || len(rec.Hash) != 64 || len(rec.Prev) != 64 {
 			t.Errorf("json line %d: %q (%v)", i, l, err)
 		}
@@ -145,13 +149,13 @@ func TestAuditTailAndExport(t *testing.T) {
 	if e.code != exitOK || e.stderr != "exported 25 records, head "+head+"\n" {
 		t.Fatalf("export: exit %d, stderr %q (verify said %q)", e.code, e.stderr, v.stdout)
 	}
-	n, h, err := store.VerifyExport(strings.NewReader(e.stdout), head)
+	n, h, err := admin.VerifyExport(strings.NewReader(e.stdout), head)
 	if err != nil || n != 25 || h != head {
 		t.Fatalf("VerifyExport of audit export: %d %s %v", n, h, err)
 	}
 	// A record edited in the export no longer verifies.
 	forged := strings.Replace(e.stdout, `"tool":"t7"`, `"tool":"t8"`, 1)
-	if _, _, err := store.VerifyExport(strings.NewReader(forged), head); err == nil {
+	if _, _, err := admin.VerifyExport(strings.NewReader(forged), head); err == nil {
 		t.Fatal("an edited export verified")
 	}
 }
@@ -188,15 +192,15 @@ func TestAuditTailFollow(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"audit", "tail", "-f", "-json", "-state", path}, strings.NewReader(""), &out, &errb)
 	}()
-	waitFor := func(n int) []store.AuditRecord {
+	waitFor := func(n int) []api.AuditRecord {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			s := out.String()
 			if strings.Count(s, "\n") >= n || time.Now().After(deadline) {
-				var recs []store.AuditRecord
+				var recs []api.AuditRecord
 				for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
-					var r store.AuditRecord
+					var r api.AuditRecord
 					if l != "" && json.Unmarshal([]byte(l), &r) == nil {
 						recs = append(recs, r)
 					}
@@ -209,12 +213,7 @@ func TestAuditTailFollow(t *testing.T) {
 	if recs := waitFor(2); len(recs) != 2 || recs[1].Seq != 2 {
 		t.Fatalf("tail -f's first lines: %+v (stderr %q)", recs, errb.String())
 	}
-	st, err := store.Open(context.Background(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	appendRecords(t, st, 3, 9)
+	appendRecords(t, path, 3, 9)
 	recs := waitFor(9)
 	var seqs []int64
 	for _, r := range recs {
@@ -235,59 +234,5 @@ func TestAuditTailFollow(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("tail -f did not return after its context ended")
-	}
-}
-
-// seqStore is a store whose audit trail holds records with the given
-// sequence numbers (gaps allowed), for lastAuditSeq.
-type seqStore struct {
-	store.Store
-	seqs  []int64
-	reads int
-}
-
-func (s *seqStore) AuditTail(_ context.Context, after int64, limit int) ([]store.AuditRecord, error) {
-	s.reads++
-	var out []store.AuditRecord
-	for _, q := range s.seqs {
-		if q > after && (limit <= 0 || len(out) < limit) {
-			out = append(out, store.AuditRecord{Seq: q})
-		}
-	}
-	return out, nil
-}
-
-// TestLastAuditSeq: the head's sequence number is found with O(log n)
-// reads, whatever the size and the gaps.
-func TestLastAuditSeq(t *testing.T) {
-	seqs := func(n int64, skip ...int64) []int64 {
-		var out []int64
-		for i := int64(1); i <= n; i++ {
-			gap := false
-			for _, s := range skip {
-				gap = gap || s == i
-			}
-			if !gap {
-				out = append(out, i)
-			}
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		seqs []int64
-		want int64
-	}{
-		{nil, 0}, {seqs(1), 1}, {seqs(5), 5}, {seqs(1023), 1023}, {seqs(1024), 1024}, {seqs(1025), 1025},
-		{seqs(5000), 5000}, {seqs(70000), 70000}, {seqs(300, 300), 299}, {seqs(2000, 1500, 1999), 2000},
-		{[]int64{7}, 7}, {[]int64{4096}, 4096},
-	} {
-		s := &seqStore{seqs: tc.seqs}
-		got, err := lastAuditSeq(context.Background(), s)
-		if err != nil || got != tc.want {
-			t.Errorf("%d records: lastAuditSeq = %d, %v; want %d", len(tc.seqs), got, err, tc.want)
-		}
-		if s.reads > 40 {
-			t.Errorf("%d records: %d reads", len(tc.seqs), s.reads)
-		}
 	}
 }

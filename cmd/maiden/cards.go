@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
-	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/grant"
-	"github.com/maiden-run/maiden/internal/store"
 )
 
 // This file is the operator's side of permission cards (docs/cards.md): grant,
@@ -149,14 +149,14 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	if !ok {
 		return exitUsage
 	}
-	spec := cards.Spec{Expires: exp.at(time.Now())}
+	spec := admin.CardSpec{Expires: exp.at(time.Now())}
 	switch {
 	case *ceiling:
-		spec.UpperPos = cards.Any(gs...)
+		spec.Ceiling = pos
 	case *deny:
-		spec.UpperNeg = cards.Any(gs...)
+		spec.Forbid = pos
 	default:
-		spec.LowerPos = cards.Any(gs...)
+		spec.Allow = pos
 	}
 	s, code := c.openState(ctx, stderr)
 	if s == nil {
@@ -193,8 +193,7 @@ func cmdCardsDerive(ctx context.Context, args []string, _ io.Reader, stdout, std
 		fmt.Fprintln(stderr, "usage: maiden cards derive ID -to NAME [-expires 1h] [-json] GRANT...")
 		return exitUsage
 	}
-	gs, ok := parseGrants(stderr, "cards derive", pos[1:])
-	if !ok {
+	if _, ok := parseGrants(stderr, "cards derive", pos[1:]); !ok {
 		return exitUsage
 	}
 	s, code := c.openState(ctx, stderr)
@@ -205,17 +204,11 @@ func cmdCardsDerive(ctx context.Context, args []string, _ io.Reader, stdout, std
 	if err := s.declared(*to); err != nil {
 		return failed(stderr, "cards derive", err)
 	}
-	parent, err := s.st.Card(ctx, pos[0])
+	card, err := s.st.Derive(ctx, pos[0], *to, pos[1:], exp.at(time.Now()))
 	if err != nil {
 		return failed(stderr, "cards derive", err)
 	}
-	// Derive checks the parent again inside its transaction: a revocation
-	// in between is refused there.
-	card, err := s.st.Derive(ctx, store.Operator(), parent.ID, *to, cards.Child(parent, gs, exp.at(time.Now())))
-	if err != nil {
-		return failed(stderr, "cards derive", err)
-	}
-	printID(stdout, *asJSON, card.ID, fmt.Sprintf("card %s derived from %s for agent %q%s", card.ID, parent.ID, *to, expiresText(card)))
+	printID(stdout, *asJSON, card.ID, fmt.Sprintf("card %s derived from %s for agent %q%s", card.ID, pos[0], *to, expiresText(card)))
 	return exitOK
 }
 
@@ -235,7 +228,7 @@ func cmdCardsRevoke(ctx context.Context, args []string, _ io.Reader, stdout, std
 		return code
 	}
 	defer s.close()
-	n, err := s.st.Revoke(ctx, store.Operator(), pos[0])
+	n, err := s.st.Revoke(ctx, pos[0])
 	if err != nil {
 		return failed(stderr, "cards revoke", err)
 	}
@@ -256,11 +249,11 @@ func cmdCardsRevoke(ctx context.Context, args []string, _ io.Reader, stdout, std
 
 // cardView is a card as ls and show print it.
 type cardView struct {
-	cards.Card
+	api.Card
 	State string `json:"state"` // live, revoked or expired
 }
 
-func view(c cards.Card, now time.Time) cardView {
+func view(c api.Card, now time.Time) cardView {
 	state := "live"
 	switch {
 	case !c.Revoked.IsZero():
@@ -271,7 +264,7 @@ func view(c cards.Card, now time.Time) cardView {
 	return cardView{c, state}
 }
 
-func expiresText(c cards.Card) string {
+func expiresText(c api.Card) string {
 	if c.Expires.IsZero() {
 		return ""
 	}
@@ -279,11 +272,11 @@ func expiresText(c cards.Card) string {
 }
 
 // grantLists names a card's non-empty grant lists.
-func grantLists(c cards.Card) [][2]string {
+func grantLists(c api.Card) [][2]string {
 	var out [][2]string
 	for _, l := range []struct {
 		name string
-		gs   []cards.Grant
+		gs   []api.CardGrant
 	}{{"allows", c.LowerPos}, {"except", c.LowerNeg}, {"ceiling", c.UpperPos}, {"forbids", c.UpperNeg}} {
 		if len(l.gs) == 0 {
 			continue

@@ -13,7 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/internal/statetest"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -82,7 +83,7 @@ func callAs(t *testing.T, cfg, cache, agent, input string, extra ...string) cliR
 // directly from the store.
 func storeCards(t *testing.T, path string) int {
 	t.Helper()
-	st, err := store.Open(context.Background(), path, nil)
+	st, err := admin.OpenStore(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,13 +408,8 @@ func TestAgentsTokens(t *testing.T) {
 		t.Errorf("token text: stdout %q, stderr %q", text.stdout, text.stderr)
 	}
 
-	st, err := store.Open(context.Background(), db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	for tok, agent := range map[string]string{minted.Token: "research", second: "coder"} {
-		if got, err := st.Authenticate(context.Background(), tok); err != nil || got != agent {
+		if got, err := statetest.Authenticate(t, db, tok); err != nil || got != agent {
 			t.Fatalf("Authenticate(minted token) = %q, %v; want %q", got, err, agent)
 		}
 	}
@@ -421,7 +417,7 @@ func TestAgentsTokens(t *testing.T) {
 	var ls []struct {
 		Name     string
 		Declared bool
-		Tokens   []store.TokenInfo
+		Tokens   []admin.TokenInfo
 	}
 	out := op(t, exitOK, cfg, "agents", "ls", "-json").stdout
 	if err := json.Unmarshal([]byte(out), &ls); err != nil {
@@ -445,10 +441,10 @@ func TestAgentsTokens(t *testing.T) {
 	if r := op(t, exitOK, cfg, "agents", "revoke-token", id); r.stdout != fmt.Sprintf("revoked token %s of agent \"research\"\n", id) {
 		t.Errorf("revoke-token text: %q", r.stdout)
 	}
-	if _, err := st.Authenticate(context.Background(), minted.Token); !errors.Is(err, store.ErrBadToken) {
+	if _, err := statetest.Authenticate(t, db, minted.Token); !errors.Is(err, statetest.ErrBadToken) {
 		t.Fatalf("a revoked token still authenticates: %v", err)
 	}
-	if got, err := st.Authenticate(context.Background(), second); err != nil || got != "coder" {
+	if got, err := statetest.Authenticate(t, db, second); err != nil || got != "coder" {
 		t.Fatalf("revoking one token ended another: %q, %v", got, err)
 	}
 	if !strings.Contains(op(t, exitOK, cfg, "agents", "ls").stdout, "token "+id) || !strings.Contains(op(t, exitOK, cfg, "agents", "ls").stdout, "revoked ") {

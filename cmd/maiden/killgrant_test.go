@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/admin"
 )
 
 // TestGrantBurstHelper is not a test: run by TestKillDuringGrants as a
@@ -76,7 +76,7 @@ func TestKillDuringGrants(t *testing.T) {
 			t.Fatalf("round %d: the helper was not killed: %v", round, cmd.ProcessState)
 		}
 
-		st, err := store.Open(context.Background(), db, nil)
+		st, err := admin.OpenStore(context.Background(), db, nil)
 		if err != nil {
 			t.Fatalf("round %d: the store does not open after kill -9: %v", round, err)
 		}
@@ -91,7 +91,7 @@ func TestKillDuringGrants(t *testing.T) {
 		}
 		for i, c := range got {
 			want := fmt.Sprintf("tool:invoke echo --message=m%d", i)
-			if len(c.LowerPos) != 1 || c.LowerPos[0].Grant.String() != want {
+			if len(c.LowerPos) != 1 || c.LowerPos[0].Grant != want {
 				t.Fatalf("round %d: card %d of the burst is %v, want %s (not a prefix)", round, i, c.LowerPos, want)
 			}
 			if i < len(printed) && c.ID != printed[i] {

@@ -10,15 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/store"
 	"github.com/pelletier/go-toml/v2"
 )
 
 // This file is `maiden operators`: the bearer tokens of the humans who
 // decide approval requests on the inbox page (/ui of maiden serve -http).
 // It mirrors `maiden agents`; operator tokens are another principal kind
-// (internal/store/operators.go): no agent token ever authenticates as an
+// (admin/operators.go): no agent token ever authenticates as an
 // operator, nor an operator token as an agent.
 
 // errUnknownOperator: the name is not an [operators.NAME] of agent.toml.
@@ -53,7 +53,7 @@ Exit codes: 0 done; 2 bad command line or no operator token of that ID; 1 the st
 func cmdOperatorsToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("operators token", stderr)
 	asJSON := fs.Bool("json", false, `print {"operator": NAME, "token": TOKEN, "role": ROLE}`)
-	role := fs.String("role", store.RoleOperator, "`ROLE`: operator (the inbox and /metrics) or metrics (a scraper's token: /metrics only)")
+	role := fs.String("role", admin.RoleOperator, "`ROLE`: operator (the inbox and /metrics) or metrics (a scraper's token: /metrics only)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
@@ -62,7 +62,7 @@ func cmdOperatorsToken(ctx context.Context, args []string, _ io.Reader, stdout, 
 		fmt.Fprintln(stderr, "usage: maiden operators token NAME [-role operator|metrics] [-json]")
 		return exitUsage
 	}
-	if *role != store.RoleOperator && *role != store.RoleMetrics {
+	if *role != admin.RoleOperator && *role != admin.RoleMetrics {
 		fmt.Fprintf(stderr, "maiden operators token: -role %q: want operator or metrics\n", *role)
 		return exitUsage
 	}
@@ -75,7 +75,7 @@ func cmdOperatorsToken(ctx context.Context, args []string, _ io.Reader, stdout, 
 	if _, ok := s.cfg.Operator(name); !ok {
 		return failed(stderr, "operators token", fmt.Errorf("%w %q: not an [operators.NAME] of %s (%s)", errUnknownOperator, name, s.file, operatorNames(s.cfg)))
 	}
-	token, info, err := s.st.MintOperatorTokenRole(ctx, name, *role)
+	token, info, err := s.st.MintOperatorToken(ctx, name, *role)
 	if err != nil {
 		return failed(stderr, "operators token", err)
 	}
@@ -89,7 +89,7 @@ func cmdOperatorsToken(ctx context.Context, args []string, _ io.Reader, stdout, 
 		fmt.Fprintln(stdout, token)
 	}
 	kind := "operator token"
-	if *role == store.RoleMetrics {
+	if *role == admin.RoleMetrics {
 		kind = "metrics token (/metrics only)"
 	}
 	fmt.Fprintf(stderr, "%s %s for %q: shown once, only its hash is stored (revoke: maiden operators revoke-token %s)\n", kind, info.ID, name, info.ID)
@@ -112,7 +112,7 @@ func operatorNames(cfg *config.Config) string {
 type operatorEntry struct {
 	Name     string                    `json:"name"`
 	Declared bool                      `json:"declared"` // in agent.toml (else only in the store)
-	Tokens   []store.OperatorTokenInfo `json:"tokens"`
+	Tokens   []admin.OperatorTokenInfo `json:"tokens"`
 }
 
 func cmdOperatorsLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -141,11 +141,11 @@ func cmdOperatorsLs(ctx context.Context, args []string, _ io.Reader, stdout, std
 	}
 	list := []operatorEntry{}
 	for _, o := range s.cfg.Operators() {
-		list = append(list, operatorEntry{Name: o.Name, Declared: true, Tokens: []store.OperatorTokenInfo{}})
+		list = append(list, operatorEntry{Name: o.Name, Declared: true, Tokens: []admin.OperatorTokenInfo{}})
 	}
 	for _, o := range stored {
 		if _, ok := s.cfg.Operator(o.Name); !ok {
-			list = append(list, operatorEntry{Name: o.Name, Tokens: []store.OperatorTokenInfo{}})
+			list = append(list, operatorEntry{Name: o.Name, Tokens: []admin.OperatorTokenInfo{}})
 		}
 	}
 	slices.SortFunc(list, func(a, b operatorEntry) int { return strings.Compare(a.Name, b.Name) })
@@ -202,9 +202,9 @@ func cmdOperatorsRevokeToken(ctx context.Context, args []string, _ io.Reader, st
 	if err != nil {
 		return failed(stderr, "operators revoke-token", err)
 	}
-	i := slices.IndexFunc(tokens, func(t store.OperatorTokenInfo) bool { return t.ID == id })
+	i := slices.IndexFunc(tokens, func(t admin.OperatorTokenInfo) bool { return t.ID == id })
 	if i < 0 {
-		return failed(stderr, "operators revoke-token", fmt.Errorf("%w %q: no operator token has that ID in %s (\"maiden operators ls\" lists them; an agent's token is revoked with \"maiden agents revoke-token\")", store.ErrUnknownToken, id, s.path))
+		return failed(stderr, "operators revoke-token", fmt.Errorf("%w %q: no operator token has that ID in %s (\"maiden operators ls\" lists them; an agent's token is revoked with \"maiden agents revoke-token\")", admin.ErrUnknownToken, id, s.path))
 	}
 	if err := s.st.RevokeOperatorToken(ctx, id); err != nil {
 		return failed(stderr, "operators revoke-token", err)

@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -74,7 +75,7 @@ func TestOperatorsTokens(t *testing.T) {
 	var list []struct {
 		Name     string
 		Declared bool
-		Tokens   []store.OperatorTokenInfo
+		Tokens   []admin.OperatorTokenInfo
 	}
 	if err := json.Unmarshal([]byte(ls), &list); err != nil || len(list) != 1 || list[0].Name != "alice" || !list[0].Declared || len(list[0].Tokens) != 2 {
 		t.Fatalf("operators ls -json: %s (%v)", ls, err)
@@ -120,11 +121,11 @@ func TestOperatorsTokens(t *testing.T) {
 	// Audited: three mints (two operator, one agent), two revocations.
 	var ops []string
 	for _, l := range strings.Split(strings.TrimSpace(op(t, exitOK, cfg, "audit", "tail", "-json").stdout), "\n") {
-		var rec store.AuditRecord
+		var rec api.AuditRecord
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			t.Fatal(err)
 		}
-		if rec.Kind != store.AuditTokenChange {
+		if rec.Kind != admin.AuditTokenChange {
 			continue
 		}
 		var body map[string]string

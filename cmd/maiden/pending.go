@@ -10,7 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/safetext"
 )
@@ -74,7 +75,7 @@ func cmdPending(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return showApproval(ctx, s, pos[0], *asJSON, stdout, stderr)
 	}
 	now := time.Now()
-	list, err := maiden.PendingApprovals(ctx, s.st, s.cfg, now)
+	list, err := s.st.Pending(ctx, now)
 	if err != nil {
 		return failed(stderr, "pending", err)
 	}
@@ -104,8 +105,8 @@ func cmdPending(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 // showApproval prints one request, in any state, with everything a human
 // needs to decide it.
 func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool, stdout, stderr io.Writer) int {
-	r, err := maiden.LookupApproval(ctx, s.st, s.cfg, id)
-	if errors.Is(err, maiden.ErrUnknownApproval) {
+	r, err := s.st.Approval(ctx, id)
+	if errors.Is(err, admin.ErrUnknownApproval) {
 		fmt.Fprintf(stderr, "maiden pending: no approval request %s in %s\n", terminalSafe(strconv.Quote(id)), s.path)
 		return exitUsage
 	}
@@ -123,7 +124,7 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 	if r.DecisionReason != "" {
 		state += ": " + terminalSafe(r.DecisionReason)
 	}
-	if r.Kind == maiden.RequestBoundary {
+	if r.Kind == api.RequestBoundary {
 		return showBoundaryRequest(r, state, stdout)
 	}
 	list := func(l []string) string {
@@ -173,7 +174,7 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 
 // showBoundaryRequest prints a session's request to widen its sandbox
 // boundary (request_sandbox_boundary).
-func showBoundaryRequest(r maiden.ApprovalRequest, state string, stdout io.Writer) int {
+func showBoundaryRequest(r api.ApprovalRequest, state string, stdout io.Writer) int {
 	now := time.Now()
 	for _, l := range [][2]string{
 		{"request", terminalSafe(r.ID) + " (a sandbox boundary request; " + terminalSafe(r.Rule) + ")"},

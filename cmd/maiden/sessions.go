@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maiden-run/maiden"
-	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 )
 
 // This file is `maiden sessions ls|show`: the sessions the state store
@@ -53,13 +53,13 @@ func cmdSessionsLs(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		return code
 	}
 	defer s.close()
-	list, err := maiden.ListSessions(ctx, s.st, *agent)
+	list, err := s.st.Sessions(ctx, *agent)
 	if err != nil {
 		return failed(stderr, "sessions ls", err)
 	}
 	if *asJSON {
 		if list == nil {
-			list = []maiden.SessionInfo{}
+			list = []api.SessionInfo{}
 		}
 		printJSON(stdout, list)
 		return exitOK
@@ -98,8 +98,8 @@ func cmdSessionsShow(ctx context.Context, args []string, _ io.Reader, stdout, st
 		return code
 	}
 	defer s.close()
-	si, err := maiden.LookupSession(ctx, s.st, pos[0])
-	if errors.Is(err, maiden.ErrUnknownSession) {
+	si, err := s.st.Session(ctx, pos[0])
+	if errors.Is(err, admin.ErrUnknownSession) {
 		fmt.Fprintf(stderr, "maiden sessions show: no session %s in %s\n", terminalSafe(strconv.Quote(pos[0])), s.path)
 		return exitUsage
 	}
@@ -139,9 +139,8 @@ func cmdSessionsShow(ctx context.Context, args []string, _ io.Reader, stdout, st
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  HANDLE\tID\tSTATUS\tREASON\tEXPANSION\tJUSTIFICATION")
 		for _, r := range si.Requests {
-			x, _ := r.Request.Expansion.MarshalJSON()
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", terminalSafe(r.Handle), terminalSafe(r.Request.ID), r.Request.Status,
-				orDash(terminalSafe(r.Request.Reason)), terminalSafe(string(x)), terminalSafe(r.Request.Justification))
+				orDash(terminalSafe(r.Request.Reason)), terminalSafe(string(r.Request.Expansion)), terminalSafe(r.Request.Justification))
 		}
 		tw.Flush()
 	}
@@ -156,7 +155,7 @@ func onOff(b bool) string {
 }
 
 // entriesText is a boundary's filesystem entries in one line.
-func entriesText(b boundary.Boundary) string {
+func entriesText(b api.Boundary) string {
 	if len(b.Entries) == 0 {
 		return "-"
 	}

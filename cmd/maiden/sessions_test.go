@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/maiden-run/maiden/internal/boundary"
-	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/statetest"
 )
 
 // boundaryRequest stores a session of agent coder at its initial boundary
@@ -16,24 +15,8 @@ import (
 // returns the request's handle.
 func boundaryRequest(t *testing.T, state, session, id, expansion string) string {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, state, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.EnsureAgent(ctx, "coder"); err != nil {
-		t.Fatal(err)
-	}
-	b := boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted, Entries: []boundary.Entry{}, Deny: []string{"/srv/locked"}, Protected: []string{".git"}}
-	if _, _, err := st.OpenSession(ctx, session, "coder", b); err != nil {
-		t.Fatal(err)
-	}
-	r, _, err := st.RequestBoundary(ctx, session, id, []byte(expansion), "the task needs \x1b[2Jit", time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Handle
+	b := api.Boundary{Kind: api.BoundaryManaged, Filesystem: api.FSRestricted, Entries: []api.BoundaryEntry{}, Deny: []string{"/srv/locked"}, Protected: []string{".git"}}
+	return statetest.BoundaryRequest(t, state, "coder", session, b, id, expansion, "the task needs \x1b[2Jit", time.Now().Add(time.Hour))
 }
 
 // TestSessionsAndBoundaryRequests: boundary requests are listed by maiden

@@ -12,17 +12,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/internal/pgtest"
-	"github.com/maiden-run/maiden/internal/store"
 )
 
 // These tests run maiden state check and migrate against a real PostgreSQL
 // server (internal/pgtest's throwaway cluster) and a real SQLite file.
 
-func stateCheckJSON(t *testing.T, args ...string) (stateStatus, cliResult) {
+func stateCheckJSON(t *testing.T, args ...string) (admin.StoreStatus, cliResult) {
 	t.Helper()
 	r := cli(t, "", append([]string{"state", "check", "-json"}, args...)...)
-	var st stateStatus
+	var st admin.StoreStatus
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatalf("state check -json: %v\nstdout: %s\nstderr: %s", err, r.stdout, r.stderr)
 	}
@@ -41,7 +41,7 @@ func withUser(t *testing.T, dbURL, user string) string {
 
 func TestStateMigrateAndCheckPostgres(t *testing.T) {
 	db := pgtest.URL(t)
-	want := store.SchemaVersion()
+	want := admin.SchemaVersion()
 
 	st, r := stateCheckJSON(t, "-state", db)
 	if r.code != exitOK || !st.OK || !st.Reachable || st.Backend != "postgres" || st.SchemaState != "empty" || st.SchemaVersion != 0 || st.BinarySchemaVersion != want {
@@ -129,14 +129,14 @@ func TestStateSchemaNewer(t *testing.T) {
 	if r := cli(t, "", "state", "migrate", "-state", db); r.code != exitOK {
 		t.Fatalf("migrate: %d %s", r.code, r.stderr)
 	}
-	newer := store.SchemaVersion() + 3
+	newer := admin.SchemaVersion() + 3
 	pgtest.Exec(t, db, fmt.Sprintf("INSERT INTO schema_migrations (version, applied_at) VALUES (%d, 0)", newer))
 	st, r := stateCheckJSON(t, "-state", db)
 	if r.code != exitState || st.OK || st.SchemaState != "newer" || st.SchemaVersion != newer {
 		t.Fatalf("check: code %d %+v", r.code, st)
 	}
 	r = cli(t, "", "state", "check", "-state", db)
-	want := fmt.Sprintf("the schema (version %d) is newer than this maiden's (%d): upgrade maiden", newer, store.SchemaVersion())
+	want := fmt.Sprintf("the schema (version %d) is newer than this maiden's (%d): upgrade maiden", newer, admin.SchemaVersion())
 	if r.code != exitState || !strings.Contains(r.stderr, want) {
 		t.Fatalf("check text: code %d\n%s", r.code, r.stderr)
 	}
@@ -160,7 +160,7 @@ func TestStatePrivileges(t *testing.T) {
 	// An empty database: the role cannot create maiden's tables.
 	st, r := stateCheckJSON(t, "-state", limited)
 	if r.code != exitState || st.OK || len(st.MissingPrivileges) != 1 ||
-		!strings.HasPrefix(st.MissingPrivileges[0], fmt.Sprintf("CREATE on schema public (to migrate from version 0 to %d)", store.SchemaVersion())) {
+		!strings.HasPrefix(st.MissingPrivileges[0], fmt.Sprintf("CREATE on schema public (to migrate from version 0 to %d)", admin.SchemaVersion())) {
 		t.Fatalf("empty database, limited role: code %d %+v", r.code, st)
 	}
 	r = cli(t, "", "state", "migrate", "-state", limited)
@@ -227,7 +227,7 @@ func TestStateURLWithPasswordRefused(t *testing.T) {
 func TestStateSQLite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.db")
-	want := store.SchemaVersion()
+	want := admin.SchemaVersion()
 	st, r := stateCheckJSON(t, "-state", path)
 	if r.code != exitOK || st.Backend != "sqlite" || st.SchemaState != "empty" {
 		t.Fatalf("absent file: code %d %+v", r.code, st)
@@ -282,7 +282,7 @@ func TestStatePrivilegesMatchTheStore(t *testing.T) {
 	role := fmt.Sprintf("exact_%d", os.Getpid())
 	pgtest.Exec(t, db, fmt.Sprintf("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%s') THEN CREATE ROLE %s LOGIN; END IF; END$$", role, role))
 	var grants []string
-	for table, privs := range stateTablePrivileges {
+	for table, privs := range admin.TablePrivileges() {
 		for _, p := range privs {
 			grants = append(grants, fmt.Sprintf("GRANT %s ON %s TO %s", p, table, role))
 		}
@@ -295,7 +295,7 @@ func TestStatePrivilegesMatchTheStore(t *testing.T) {
 	limited := withUser(t, db, role)
 	ctx := t.Context()
 	open := func() error {
-		s, err := store.Open(ctx, limited, nil)
+		s, err := admin.OpenStore(ctx, limited, nil)
 		if err == nil {
 			s.Close()
 		}
@@ -307,10 +307,10 @@ func TestStatePrivilegesMatchTheStore(t *testing.T) {
 	if st, r := stateCheckJSON(t, "-state", limited); r.code != exitOK || !st.OK {
 		t.Fatalf("check with exactly the privileges: code %d %+v", r.code, st)
 	}
-	for table, privs := range stateTablePrivileges {
+	for table, privs := range admin.TablePrivileges() {
 		for _, p := range privs {
 			pgtest.Exec(t, db, fmt.Sprintf("REVOKE %s ON %s FROM %s", p, table, role))
-			if err := open(); !errors.Is(err, store.ErrPrivilege) {
+			if err := open(); !errors.Is(err, admin.ErrPrivilege) {
 				t.Errorf("%s on %s withheld: the store's Open = %v, want ErrPrivilege (state check needs it, the store does not)", p, table, err)
 			}
 			st, _ := stateCheckJSON(t, "-state", limited)

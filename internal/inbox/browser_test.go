@@ -16,9 +16,9 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/cards"
-	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/maiden-run/maiden/mcpserver"
 )
@@ -90,15 +90,12 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	t.Cleanup(srv.Close)
 
 	ctx := context.Background()
-	st, err := store.Open(ctx, state, nil)
+	st, err := admin.Open(ctx, cfg, &admin.Options{State: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := maiden.SyncState(ctx, st, cfg); err != nil {
-		t.Fatal(err)
-	}
-	op, _, err := st.MintOperatorToken(ctx, "alice")
+	op, _, err := st.MintOperatorToken(ctx, "alice", admin.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +306,7 @@ func TestBrowserApprovalFlow(t *testing.T) {
 	// adapter's cardHost); a Host without them must say the page is
 	// unavailable, and this test says which it checked.
 	if _, ok := any(e.host).(interface {
-		Cards(context.Context, string) ([]cards.Card, error)
+		Cards(context.Context, string) ([]api.Card, error)
 		RevokeCard(context.Context, string, string) (int, error)
 	}); ok {
 		do("cards page", chromedp.Navigate(e.url+"/ui/cards"), chromedp.WaitVisible(chromedp.ID("agent-bot")))

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -77,6 +79,19 @@ type Binding struct {
 	// Policy is the effective policy shown to the human (canonical JSON:
 	// network, hosts, ports, secrets and where they may go, limits, paths).
 	Policy string `json:"policy"`
+}
+
+// Key is the binding as an always-card minted from the request carries it
+// (cards.Spec.Bound): the tool's identity and a digest of the policy. The
+// approve layer counts such a card only for calls whose binding has the
+// same key.
+func (b Binding) Key() string {
+	sum := sha256.Sum256([]byte(b.Policy))
+	tool := b.ToolDigest
+	if tool == "" {
+		tool = "none"
+	}
+	return "tool=" + tool + " policy=sha256:" + hex.EncodeToString(sum[:])
 }
 
 const approvalColumns = `id, agent, session, tool, rendered, digest, middleware, reason, card_generation, created_at, expires_at,

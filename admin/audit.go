@@ -1,0 +1,101 @@
+package admin
+
+import (
+	"context"
+	"io"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/adminlink"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// This file is the hash-chained audit trail: read, verified, exported.
+
+// Kinds of audit record (AuditRecord.Kind).
+const (
+	AuditCallAdmitted     = store.AuditCallAdmitted     // a call let through, before its tool runs
+	AuditCallRefused      = store.AuditCallRefused      // a call refused (cards, middleware, a boundary)
+	AuditMiddlewareResult = store.AuditMiddlewareResult // a middleware's verdict
+	AuditApproval         = store.AuditApproval         // a human approved a request
+	AuditDenial           = store.AuditDenial           // a human denied one
+	AuditFetch            = store.AuditFetch            // an http-fetch decision
+	AuditCardChange       = store.AuditCardChange       // a card granted, derived, transferred or revoked
+	AuditTokenChange      = store.AuditTokenChange      // a token minted or revoked
+)
+
+// AuditTail returns up to limit records after sequence number after
+// (limit <= 0: all), oldest first. Records a running maiden appends reach
+// the chain within its journal's ingestion interval.
+func (s *State) AuditTail(ctx context.Context, after int64, limit int) ([]api.AuditRecord, error) {
+	recs, err := s.st.AuditTail(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return adminlink.Audits(recs), nil
+}
+
+// VerifyAudit checks the whole chain: every record's hash, and that each
+// links to the one before it. It returns the number of records and the
+// head hash, or an error wrapping ErrAuditBroken that names the first bad
+// record and what was done to it (edited, deleted, inserted, reordered).
+// The chain has no key: compare the head with one noted earlier.
+func (s *State) VerifyAudit(ctx context.Context) (n int64, head string, err error) {
+	return s.st.VerifyAudit(ctx)
+}
+
+// ExportAudit writes the whole trail to w as JSON lines, one record per
+// line, then a head line {"head": HASH, "records": N}; VerifyExport checks
+// such a file without a store.
+func (s *State) ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error) {
+	return s.st.ExportAudit(ctx, w)
+}
+
+// VerifyExport checks an ExportAudit file without a store: the chain,
+// then that the final head line matches the last record (a truncated
+// export fails). If wantHead is not "", a record of the export must have
+// it as its hash: the export extends a head noted earlier.
+func VerifyExport(r io.Reader, wantHead string) (n int64, head string, err error) {
+	return store.VerifyExport(r, wantHead)
+}
+
+// LastAuditSeq is the highest sequence number in the trail (0 if empty),
+// found with O(log n) one-record reads: "some record comes after k" is
+// monotone in k whatever gaps the trail has.
+func (s *State) LastAuditSeq(ctx context.Context) (int64, error) {
+	return lastAuditSeq(ctx, s.st)
+}
+
+func lastAuditSeq(ctx context.Context, st store.Store) (int64, error) {
+	exists := func(k int64) (bool, error) {
+		recs, err := st.AuditTail(ctx, k, 1)
+		return len(recs) > 0, err
+	}
+	lo, hi := int64(0), int64(1024) // some record comes after lo; hi is to be checked
+	for {
+		ok, err := exists(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	if ok, err := exists(0); err != nil || !ok {
+		return 0, err
+	}
+	// Invariant: a record comes after lo, none after hi.
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := exists(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
+}

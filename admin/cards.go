@@ -1,0 +1,175 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/adminlink"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+)
+
+// This file is agents, their tokens and their permission cards
+// (docs/cards.md).
+
+// Agent is an identity calls are made as, as the store holds it (an agent
+// removed from agent.toml stays, with its cards and tokens, but no call
+// can run as it).
+type Agent struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+// TokenInfo describes an agent's bearer token without its secret.
+type TokenInfo struct {
+	ID      string    `json:"id"`
+	Agent   string    `json:"agent"`
+	Created time.Time `json:"created"`
+	Revoked time.Time `json:"revoked,omitzero"`
+}
+
+// Agents lists the agents the store holds, by name.
+func (s *State) Agents(ctx context.Context) ([]Agent, error) {
+	list, err := s.st.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Agent, len(list))
+	for i, a := range list {
+		out[i] = Agent{Name: a.Name, Created: a.Created}
+	}
+	return out, nil
+}
+
+// MintToken makes a bearer token for agent: returned once, only a hash of
+// its secret is kept. The caller checks that agent.toml declares agent.
+func (s *State) MintToken(ctx context.Context, agent string) (token string, info TokenInfo, err error) {
+	token, t, err := s.st.MintToken(ctx, agent)
+	return token, TokenInfo(t), err
+}
+
+// Tokens lists agent's tokens ("" for every agent's).
+func (s *State) Tokens(ctx context.Context, agent string) ([]TokenInfo, error) {
+	list, err := s.st.Tokens(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TokenInfo, len(list))
+	for i, t := range list {
+		out[i] = TokenInfo(t)
+	}
+	return out, nil
+}
+
+// RevokeToken revokes an agent's token by its ID: every process sharing
+// the store refuses its next request.
+func (s *State) RevokeToken(ctx context.Context, id string) error { return s.st.RevokeToken(ctx, id) }
+
+// CardSpec is what an operator grants: grant texts ("class:verb resource")
+// for each list, and an expiry (zero: never); a malformed text is
+// ErrBadGrant, its message giving the column and what was expected. Allow is what the card
+// allows; Ceiling, when not empty, bounds the agent's whole wallet (the
+// card then allows nothing by itself); Forbid is a prohibition over the
+// whole wallet that no other card overrides.
+type CardSpec struct {
+	Allow   []string
+	Ceiling []string
+	Forbid  []string
+	Expires time.Time
+}
+
+func parseGrants(texts []string) ([]cards.Grant, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	gs := make([]grant.Grant, len(texts))
+	for i, t := range texts {
+		g, err := grant.Parse(t)
+		if err != nil {
+			return nil, fmt.Errorf("GRANT %d: %w", i+1, err)
+		}
+		gs[i] = g
+	}
+	return cards.Any(gs...), nil
+}
+
+// Grant installs a new card in agent's wallet, as the operator.
+func (s *State) Grant(ctx context.Context, agent string, spec CardSpec) (api.Card, error) {
+	var cs cards.Spec
+	var err error
+	if cs.LowerPos, err = parseGrants(spec.Allow); err != nil {
+		return api.Card{}, err
+	}
+	if cs.UpperPos, err = parseGrants(spec.Ceiling); err != nil {
+		return api.Card{}, err
+	}
+	if cs.UpperNeg, err = parseGrants(spec.Forbid); err != nil {
+		return api.Card{}, err
+	}
+	cs.Expires = spec.Expires
+	c, err := s.st.Grant(ctx, agent, cs)
+	if err != nil {
+		return api.Card{}, err
+	}
+	return adminlink.Card(c), nil
+}
+
+// Derive makes a child of card parentID in agent to's wallet, allowing
+// grants: attenuation only (docs/cards.md, Derivation). The child keeps
+// the parent's exceptions, prohibitions and ceiling and expires with it,
+// or at expires if that is earlier (zero: with the parent). Revoking the
+// parent revokes the child.
+func (s *State) Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time) (api.Card, error) {
+	gs, err := parseGrants(grants)
+	if err != nil {
+		return api.Card{}, err
+	}
+	parent, err := s.st.Card(ctx, parentID)
+	if err != nil {
+		return api.Card{}, err
+	}
+	plain := make([]grant.Grant, len(gs))
+	for i, g := range gs {
+		plain[i] = g.Grant
+	}
+	// Derive checks the parent again inside its transaction: a revocation
+	// in between is refused there.
+	c, err := s.st.Derive(ctx, s.actor, parent.ID, to, cards.Child(parent, plain, expires))
+	if err != nil {
+		return api.Card{}, err
+	}
+	return adminlink.Card(c), nil
+}
+
+// Revoke revokes card id and every card derived from it, transitively, in
+// one transaction, and returns how many cards that was. The next call of
+// every agent, in every process sharing the store, sees it.
+func (s *State) Revoke(ctx context.Context, id string) (int, error) {
+	return s.st.Revoke(ctx, s.actor, id)
+}
+
+// Transfer moves card id to agent to's wallet (system cards stay put).
+func (s *State) Transfer(ctx context.Context, id, to string) error {
+	return s.st.Transfer(ctx, s.actor, id, to)
+}
+
+// Card returns one card, revoked or not.
+func (s *State) Card(ctx context.Context, id string) (api.Card, error) {
+	c, err := s.st.Card(ctx, id)
+	if err != nil {
+		return api.Card{}, err
+	}
+	return adminlink.Card(c), nil
+}
+
+// Cards lists agent's cards ("" for every agent's), revoked and expired
+// ones included, in the order they were made.
+func (s *State) Cards(ctx context.Context, agent string) ([]api.Card, error) {
+	list, err := s.st.Cards(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	return adminlink.Cards(list), nil
+}
