@@ -93,7 +93,7 @@ func BenchmarkInputStages(b *testing.B) {
 			b.Run("validate/"+size.name+"/"+shape.name, func(b *testing.B) {
 				b.SetBytes(int64(len(shape.input)))
 				for b.Loop() {
-					if err := schema.validate(v); err != nil {
+					if err := schema.validateWithin(context.Background(), 0, v); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,4 +1,4 @@
-package maiden
+package jsonschema
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/maiden-run/maiden/internal/jsonparse"
+	lib "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // objectSchema wraps properties into a tool input schema.
@@ -144,7 +145,7 @@ func TestSchemaLimitsAcceptRealSchemas(t *testing.T) {
 }
 
 // mustCompile compiles a schema the test expects to load.
-func mustCompile(t testing.TB, schema string) *inputSchema {
+func mustCompile(t testing.TB, schema string) *Schema {
 	t.Helper()
 	s := compileSchema(schema)
 	if s.err != nil {
@@ -155,7 +156,7 @@ func mustCompile(t testing.TB, schema string) *inputSchema {
 
 func mustParse(t testing.TB, input string) any {
 	t.Helper()
-	v, err := parseInput(input)
+	v, err := jsonparse.Parse(input)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +566,7 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 		`{"a":{"x":1,"y":[2,{"z":null}]}}`, `{"a":{"y":[2,{"z":null}],"x":1.00}}`, `{"a":"a@b.c"}`, `{"a":"not an email"}`,
 	}
 	for i, sch := range schemas {
-		lib := jsonschema.NewCompiler()
+		lib := lib.NewCompiler()
 		if err := lib.AddResource("lib.json", mustParse(t, sch)); err != nil {
 			t.Fatal(err)
 		}
@@ -596,20 +597,20 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 // -race, get one compiled schema per digest, and a slow schema does not
 // hold up the others.
 func TestSchemaCacheConcurrent(t *testing.T) {
-	var c schemaCache
+	var c Cache[*Schema]
 	slow := wide(1000) // takes a while to compile
 	fast := objectSchema(`"a":{"type":"string"}`)
 	var wg sync.WaitGroup
-	got := make([]*inputSchema, 4)
+	got := make([]*Schema, 4)
 	for i := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i] = c.get("slow", slow)
+			got[i] = c.Get("slow", slow, Compile)
 		}()
 	}
 	start := time.Now()
-	if s := c.get("fast", fast); s.err != nil {
+	if s := c.Get("fast", fast, Compile); s.err != nil {
 		t.Fatal(s.err)
 	}
 	fastDone := time.Since(start)
