@@ -52,17 +52,27 @@ func checkDocument(v any, at string, depth int, seen *int) error {
 
 // checkNumber refuses a number too long or too large to compare cheaply.
 func checkNumber(n json.Number, at string) error {
-	s := string(n)
+	if p := numberProblem(string(n)); p != "" {
+		return fmt.Errorf("at %s: %s", where(at), p)
+	}
+	return nil
+}
+
+// numberProblem says why checkNumber refuses s, or "".
+func numberProblem(s string) string {
 	if len(s) > maxNumberChars {
-		return fmt.Errorf("at %s: a number of %d characters; the limit is %d", where(at), len(s), maxNumberChars)
+		return fmt.Sprintf("a number of %d characters; the limit is %d", len(s), maxNumberChars)
+	}
+	if len(s) <= 4 {
+		return "" // an exponent of at most two digits
 	}
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
 		if err != nil || e > maxNumberExponent || e < -maxNumberExponent {
-			return fmt.Errorf("at %s: number %s has an exponent beyond ±%d", where(at), excerpt(s), maxNumberExponent)
+			return fmt.Sprintf("number %s has an exponent beyond ±%d", excerpt(s), maxNumberExponent)
 		}
 	}
-	return nil
+	return ""
 }
 
 // inputSize measures an input for the choice of goroutine.
@@ -73,35 +83,76 @@ type inputSize struct {
 
 // checkInput applies the number limits and maxInputDepth to an input, and
 // measures it.
-func checkInput(v any, at string, depth int, size *inputSize) error {
-	size.nodes++
+func checkInput(v any, size *inputSize) error {
+	w := inputWalk{size: size}
+	return w.check(v, 1)
+}
+
+// inputWalk is checkInput's walk. It keeps the path to the value it is at
+// as tokens and writes the location only for a problem: building it for
+// every value was most of the walk's time and garbage on an input of many
+// small objects.
+type inputWalk struct {
+	size *inputSize
+	path []token
+}
+
+// token is one step of a path: an object's key, or an array's index (key
+// unused) when index >= 0.
+type token struct {
+	key   string
+	index int
+}
+
+func (w *inputWalk) check(v any, depth int) error {
+	w.size.nodes++
 	switch v := v.(type) {
 	case map[string]any:
 		if depth > maxInputDepth {
-			return fmt.Errorf("at %s: nested more than %d deep", where(at), maxInputDepth)
+			return w.fail(fmt.Sprintf("nested more than %d deep", maxInputDepth))
 		}
 		for k, e := range v {
-			size.nodes++
-			size.bytes += len(k)
-			if err := checkInput(e, at+"/"+escapePointer(k), depth+1, size); err != nil {
+			w.size.nodes++
+			w.size.bytes += len(k)
+			w.path = append(w.path, token{key: k, index: -1})
+			if err := w.check(e, depth+1); err != nil {
 				return err
 			}
+			w.path = w.path[:len(w.path)-1]
 		}
 	case []any:
 		if depth > maxInputDepth {
-			return fmt.Errorf("at %s: nested more than %d deep", where(at), maxInputDepth)
+			return w.fail(fmt.Sprintf("nested more than %d deep", maxInputDepth))
 		}
 		for i, e := range v {
-			if err := checkInput(e, at+"/"+strconv.Itoa(i), depth+1, size); err != nil {
+			w.path = append(w.path, token{index: i})
+			if err := w.check(e, depth+1); err != nil {
 				return err
 			}
+			w.path = w.path[:len(w.path)-1]
 		}
 	case string:
-		size.bytes += len(v)
+		w.size.bytes += len(v)
 	case json.Number:
-		return checkNumber(v, at)
+		if p := numberProblem(string(v)); p != "" {
+			return w.fail(p)
+		}
 	}
 	return nil
+}
+
+// fail is problem p at the walk's place, in checkDocument's words.
+func (w *inputWalk) fail(p string) error {
+	var b strings.Builder
+	for _, t := range w.path {
+		b.WriteByte('/')
+		if t.index >= 0 {
+			b.WriteString(strconv.Itoa(t.index))
+		} else {
+			b.WriteString(escapePointer(t.key))
+		}
+	}
+	return fmt.Errorf("at %s: %s", where(b.String()), p)
 }
 
 // checkCompiled counts the compiled schemas, their enums and the expansion

@@ -44,7 +44,7 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 		return s.err
 	}
 	var size inputSize
-	if err := checkInput(v, "", 1, &size); err != nil {
+	if err := checkInput(v, &size); err != nil {
 		return fmt.Errorf("input does not match the tool's schema:\n  %v", err)
 	}
 	if err := ctx.Err(); err != nil {
