@@ -123,6 +123,10 @@ type Schema struct {
 	// surely short (run on the caller's goroutine) from one that may not be.
 	expansion, maxInsts int
 
+	// fast checks inputs of a plain schema for a yes without the library
+	// (fast.go); nil for any other schema.
+	fast *fastSchema
+
 	mu   sync.Mutex
 	idle []*compiledSchema
 }
@@ -215,7 +219,7 @@ func compileSchema(text string) *Schema {
 	if err != nil {
 		return &Schema{err: err}
 	}
-	return &Schema{text: text, idle: []*compiledSchema{c}, expansion: c.expansion, maxInsts: budget.maxInsts}
+	return &Schema{text: text, idle: []*compiledSchema{c}, expansion: c.expansion, maxInsts: budget.maxInsts, fast: buildFast(doc, true)}
 }
 
 const (

@@ -56,6 +56,9 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 	// problems.
 	worst := size.nodes*s.expansion + size.bytes*s.maxInsts/64
 	if worst <= maxInlineWork {
+		if s.fast != nil && s.fast.fastFits(v, &neverStop) {
+			return nil
+		}
 		c, err := s.take(&neverStop)
 		if err != nil {
 			return err
@@ -65,6 +68,9 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 	}
 	stop := new(atomic.Bool) // this validation's; its copy may serve another later
 	run := func() error {
+		if s.fast != nil && s.fast.fastFits(v, stop) {
+			return nil
+		}
 		c, err := s.take(stop) // may compile a copy: on the goroutine too
 		if err != nil {
 			return err
