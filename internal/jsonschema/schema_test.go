@@ -622,3 +622,20 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 	}
 	t.Logf("fast schema ready after %v while the slow one compiled", fastDone)
 }
+
+// TestCheckInputLocates: a problem the walk before validation finds is
+// located by its path, keys escaped as in a JSON Pointer, indexes in
+// order from the top.
+func TestCheckInputLocates(t *testing.T) {
+	s := mustCompile(t, `{"type":"object"}`)
+	for _, tc := range []struct{ input, want string }{
+		{`{"a/b":{"c~d":[0,1,1e99999]}}`, "at /a~1b/c~0d/2: number 1e99999 has an exponent beyond ±1000"},
+		{`{"x":[` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `]}`, "at " + truncate("/x"+strings.Repeat("/0", 63), 120) + ": nested more than 64 deep"},
+		{`{"n":` + strings.Repeat("1", 1001) + `}`, "at /n: a number of 1001 characters; the limit is 1000"},
+	} {
+		err := s.validate(mustParse(t, tc.input))
+		if err == nil || err.Error() != "input does not match the tool's schema:\n  "+tc.want {
+			t.Errorf("%.60s: got %v, want %q", tc.input, err, tc.want)
+		}
+	}
+}
