@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -59,6 +62,7 @@ func BenchmarkInputSize(b *testing.B) {
 					b.Run(size.name+"/"+shape.name, func(b *testing.B) {
 						c := Call{Tool: "echo", Input: shape.input}
 						b.SetBytes(int64(len(shape.input)))
+						defer reportCPU(b, len(shape.input))()
 						for b.Loop() {
 							res, err := h.Call(context.Background(), c)
 							if err != nil || !res.OK {
@@ -72,14 +76,32 @@ func BenchmarkInputSize(b *testing.B) {
 	}
 }
 
-// BenchmarkInputStages is where an input's time goes before the tool runs:
-// parsing it (once per call) and checking it against the schema.
+// BenchmarkInputStages is where a call's time goes, stage by stage, for
+// the inputs of BenchmarkInputSize: parsing it (once per call), checking it
+// against echo's schema, and the run alone (the input into the
+// component and the output back, through internal/sandbox with no
+// pipeline around it). What BenchmarkInputSize/process takes beyond their
+// sum is the rest of the pipeline and the garbage collector. docs/input-speed.md
+// holds a breakdown. Run:
+//
+//	go test -run '^$' -bench 'InputStages' -count 5 .
 func BenchmarkInputStages(b *testing.B) {
 	schema := compileSchema(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)
+	sb, err := sandbox.New(&sandbox.Options{CacheDir: testkit.CompileCache(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	lim := sandbox.Limits{Timeout: time.Minute, Memory: 256 << 20}
+	tool, err := sb.Open(context.Background(), testkit.Component(b, "echo"), lim)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, size := range inputSizes {
 		for _, shape := range inputShapes(size.n) {
 			b.Run("parse/"+size.name+"/"+shape.name, func(b *testing.B) {
 				b.SetBytes(int64(len(shape.input)))
+				defer reportCPU(b, len(shape.input))()
 				for b.Loop() {
 					if _, err := parseInput(shape.input); err != nil {
 						b.Fatal(err)
@@ -92,12 +114,54 @@ func BenchmarkInputStages(b *testing.B) {
 			}
 			b.Run("validate/"+size.name+"/"+shape.name, func(b *testing.B) {
 				b.SetBytes(int64(len(shape.input)))
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // as a call's
+				defer cancel()
+				defer reportCPU(b, len(shape.input))()
 				for b.Loop() {
-					if err := schema.validate(v); err != nil {
+					if err := schema.validateWithin(ctx, 0, v); err != nil {
 						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("run/"+size.name+"/"+shape.name, func(b *testing.B) {
+				b.SetBytes(int64(len(shape.input)))
+				defer reportCPU(b, len(shape.input))()
+				for b.Loop() {
+					out, err := tool.Execute(context.Background(), sandbox.Call{Limits: lim, Input: shape.input})
+					if err != nil || out.Failure != nil || len(out.Output) != len(shape.input) {
+						b.Fatalf("%v %+v", err, out.Failure)
 					}
 				}
 			})
 		}
 	}
+}
+
+// reportCPU reports the process's CPU time (user and system, every thread:
+// the garbage collector's and the kernel's page faults included) per
+// operation as cpu-ns/op, and the input's size over it as cpu-MB/s. On a
+// machine shared with other work the wall time (ns/op, MB/s) includes
+// waiting for a core; the CPU time does not. Call it after SetBytes, and
+// the function it returns when the loop is done; n is the input's size.
+func reportCPU(b *testing.B, n int) func() {
+	start := cpuTime()
+	return func() {
+		if b.N == 0 {
+			return
+		}
+		per := float64(cpuTime()-start) / float64(b.N)
+		b.ReportMetric(per, "cpu-ns/op")
+		if per > 0 {
+			b.ReportMetric(float64(n)/per*1e3, "cpu-MB/s")
+		}
+	}
+}
+
+// cpuTime is the process's user and system time so far, in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -248,7 +248,11 @@ func (h *Host) runApproved(next handler) handler {
 		if inv.started {
 			return next(ctx, inv)
 		}
-		final := inputDigest(inv.call.Input)
+		// Hashed only when a layer approved it: a 1 MiB input costs ~0.7 ms.
+		var final string
+		if len(inv.approvedDigests) > 0 {
+			final = inputDigest(inv.call.Input)
+		}
 		for _, d := range inv.approvedDigests {
 			if d != final {
 				// A layer after the approve layer rewrote the input: what

@@ -355,6 +355,7 @@ typedef wasmtime_error_t *(*wasmtime_component_func_callback_t)(
 void wasm_byte_vec_new(wasm_byte_vec_t *out, size_t size,
                        const wasm_byte_t *data);
 void wasm_byte_vec_new_empty(wasm_byte_vec_t *out);
+void wasm_byte_vec_new_uninitialized(wasm_byte_vec_t *out, size_t size);
 void wasm_byte_vec_delete(wasm_byte_vec_t *vec);
 
 // Engine configuration and engines.

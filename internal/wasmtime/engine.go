@@ -91,8 +91,13 @@ type Engine struct {
 	closed atomic.Bool
 }
 
+// tuneMalloc sets glibc's malloc up for calls' large copies, once per
+// process (shim.c, maiden_tune_malloc).
+var tuneMalloc = sync.OnceFunc(func() { C.maiden_tune_malloc() })
+
 // NewEngine creates an engine. cfg may be nil for defaults.
 func NewEngine(cfg *Config) (*Engine, error) {
+	tuneMalloc()
 	var c Config
 	if cfg != nil {
 		c = *cfg

@@ -1,5 +1,6 @@
 #include "shim.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
@@ -521,3 +522,22 @@ int maiden_val_list_to_bytes(const wasmtime_component_vallist_t *list,
   return 1;
 }
 
+
+// maiden_tune_malloc keeps glibc's malloc from returning a call's buffers
+// to the kernel: a component call copies its input and output through
+// wasmtime's C API (the argument's vector, the Rust string lowered and
+// lifted), a few buffers of the input's size each. glibc's dynamic rule
+// serves such a buffer from the heap once one was freed, but trims the
+// heap's top when more than twice that is free, which the end of every
+// call of 1 MiB is: the next call faulted ~750 fresh pages in (half of a
+// 1 MiB call's run, BenchmarkInputStages/run). These are the ceilings of
+// that same rule (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit, and twice it): up
+// to 64 MiB free is kept per arena. An operator's own settings win.
+void maiden_tune_malloc(void) {
+#ifdef __GLIBC__
+	if (getenv("MALLOC_MMAP_THRESHOLD_") || getenv("MALLOC_TRIM_THRESHOLD_") || getenv("GLIBC_TUNABLES"))
+		return;
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+}

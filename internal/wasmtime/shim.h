@@ -23,6 +23,7 @@ enum {
 typedef struct maiden_store_state maiden_store_state;
 
 maiden_store_state *maiden_store_state_new(uintptr_t handle, uint64_t memory_limit);
+void maiden_tune_malloc(void);
 void maiden_store_state_free(maiden_store_state *st);
 void maiden_store_interrupt(maiden_store_state *st);
 void maiden_store_set_deadline(maiden_store_state *st, int64_t deadline_ns);

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 )
 
 // The wire protocol between the parent and a worker: a stream of frames over
@@ -145,6 +146,17 @@ func (d *dec) bytes() []byte {
 
 func (d *dec) str() string { return string(d.bytes()) }
 
+// shared is str without the copy, for a call's input and output (a copy
+// of 1 MiB and its garbage, each way): the string shares the frame, which
+// nothing writes to again (see bytes).
+func (d *dec) shared() string {
+	b := d.bytes()
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
 func (d *dec) finish() error {
 	if d.err == nil && len(d.b) != 0 {
 		d.err = errTrailing
@@ -237,7 +249,7 @@ func (m runMsg) encode() []byte {
 
 func decodeRun(p []byte) (m runMsg, err error) {
 	d := &dec{b: p}
-	m.ID, m.Digest, m.Export, m.Input = d.u64(), d.str(), d.str(), d.str()
+	m.ID, m.Digest, m.Export, m.Input = d.u64(), d.str(), d.str(), d.shared()
 	m.TimeoutNS, m.Memory = d.u64(), d.u64()
 	return m, d.finish()
 }
@@ -529,7 +541,7 @@ func (m doneMsg) encode() []byte {
 
 func decodeDone(p []byte) (m doneMsg, err error) {
 	d := &dec{b: p}
-	m.ID, m.Output, m.FailKind, m.FailMessage = d.u64(), d.str(), d.str(), d.str()
+	m.ID, m.Output, m.FailKind, m.FailMessage = d.u64(), d.shared(), d.str(), d.str()
 	m.MemoryPeak, m.Interrupted, m.HostErr = d.u64(), d.bool(), d.str()
 	return m, d.finish()
 }

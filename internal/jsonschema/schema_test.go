@@ -1,4 +1,4 @@
-package maiden
+package jsonschema
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/maiden-run/maiden/internal/jsonparse"
+	lib "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // objectSchema wraps properties into a tool input schema.
@@ -144,7 +145,7 @@ func TestSchemaLimitsAcceptRealSchemas(t *testing.T) {
 }
 
 // mustCompile compiles a schema the test expects to load.
-func mustCompile(t testing.TB, schema string) *inputSchema {
+func mustCompile(t testing.TB, schema string) *Schema {
 	t.Helper()
 	s := compileSchema(schema)
 	if s.err != nil {
@@ -155,7 +156,7 @@ func mustCompile(t testing.TB, schema string) *inputSchema {
 
 func mustParse(t testing.TB, input string) any {
 	t.Helper()
-	v, err := parseInput(input)
+	v, err := jsonparse.Parse(input)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +566,7 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 		`{"a":{"x":1,"y":[2,{"z":null}]}}`, `{"a":{"y":[2,{"z":null}],"x":1.00}}`, `{"a":"a@b.c"}`, `{"a":"not an email"}`,
 	}
 	for i, sch := range schemas {
-		lib := jsonschema.NewCompiler()
+		lib := lib.NewCompiler()
 		if err := lib.AddResource("lib.json", mustParse(t, sch)); err != nil {
 			t.Fatal(err)
 		}
@@ -596,20 +597,20 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 // -race, get one compiled schema per digest, and a slow schema does not
 // hold up the others.
 func TestSchemaCacheConcurrent(t *testing.T) {
-	var c schemaCache
+	var c Cache[*Schema]
 	slow := wide(1000) // takes a while to compile
 	fast := objectSchema(`"a":{"type":"string"}`)
 	var wg sync.WaitGroup
-	got := make([]*inputSchema, 4)
+	got := make([]*Schema, 4)
 	for i := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i] = c.get("slow", slow)
+			got[i] = c.Get("slow", slow, Compile)
 		}()
 	}
 	start := time.Now()
-	if s := c.get("fast", fast); s.err != nil {
+	if s := c.Get("fast", fast, Compile); s.err != nil {
 		t.Fatal(s.err)
 	}
 	fastDone := time.Since(start)
@@ -620,4 +621,21 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 		}
 	}
 	t.Logf("fast schema ready after %v while the slow one compiled", fastDone)
+}
+
+// TestCheckInputLocates: a problem the walk before validation finds is
+// located by its path, keys escaped as in a JSON Pointer, indexes in
+// order from the top.
+func TestCheckInputLocates(t *testing.T) {
+	s := mustCompile(t, `{"type":"object"}`)
+	for _, tc := range []struct{ input, want string }{
+		{`{"a/b":{"c~d":[0,1,1e99999]}}`, "at /a~1b/c~0d/2: number 1e99999 has an exponent beyond ±1000"},
+		{`{"x":[` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `]}`, "at " + truncate("/x"+strings.Repeat("/0", 63), 120) + ": nested more than 64 deep"},
+		{`{"n":` + strings.Repeat("1", 1001) + `}`, "at /n: a number of 1001 characters; the limit is 1000"},
+	} {
+		err := s.validate(mustParse(t, tc.input))
+		if err == nil || err.Error() != "input does not match the tool's schema:\n  "+tc.want {
+			t.Errorf("%.60s: got %v, want %q", tc.input, err, tc.want)
+		}
+	}
 }

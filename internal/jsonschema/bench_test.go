@@ -1,4 +1,4 @@
-package maiden
+package jsonschema
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // how long an abandoned validation may run on after its call's context
 // ends. Run:
 //
-//	go test -bench Validate -run '^$' .
+//	go test -bench Validate -run '^$' ./internal/jsonschema/
 func BenchmarkValidate(b *testing.B) {
 	const mib = 1 << 20
 	// fill repeats item, comma-separated, up to about n bytes.
