@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	hostfs "github.com/maiden-run/maiden/internal/builtin"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -117,10 +119,8 @@ func (h *Host) BuiltinsFor(ctx context.Context, agent string) ([]ToolInfo, error
 		if !ok || (!bi.session && !mayUse(w, bi.verb)) {
 			continue
 		}
-		out = append(out, ToolInfo{
-			Name: name, Description: bi.description, InputSchema: bi.input, OutputSchema: bi.output,
-			Hints: Hints{ReadOnly: bi.readOnly, Destructive: bi.destructive, Idempotent: bi.idempotent},
-		})
+		info, _ := (&builtinBackend{name: name, op: bi}).describe(ctx, cfg, config.Tool{})
+		out = append(out, info...)
 	}
 	return out, nil
 }
@@ -143,118 +143,127 @@ func mayUse(w *cards.Wallet, verb string) bool {
 // ...); malformed input (a grant that does not parse: where and what was
 // expected) is kind input. A store that cannot answer is ErrState.
 //
-// A built-in call goes through the same stages as a tool's where they
-// apply: admission, the middleware chain (universal layers and the
-// agent's binding's), the audit trail and the Observer.
+// A built-in's call is a call like any tool's (Call): the same pipeline,
+// its backend (builtinBackend) deciding what differs. CallBuiltin only
+// refuses a name that is not a built-in here (a [tools] entry of the same
+// name shadows it).
 func (h *Host) CallBuiltin(ctx context.Context, call Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: call.Tool}, ErrClosed
 	}
-	inv := &invocation{call: call, start: time.Now()}
-	inv.res.Tool = call.Tool
-	err := h.builtinHandle(ctx, inv)
-	inv.res.Duration = time.Since(inv.start)
+	if _, ok := h.kindsOf(h.cfg.Load()).of(call.Tool).(*builtinBackend); !ok {
+		return Result{}, fmt.Errorf("%w %q for agent %q", ErrUnknownTool, call.Tool, call.Agent)
+	}
+	return h.Call(ctx, call)
+}
+
+// builtinBackend is one built-in's backend: an operation maiden performs
+// itself (no tool file, no [tools] entry: the agent's binding is its whole
+// policy).
+type builtinBackend struct {
+	h    *Host
+	name string
+	op   builtin
+}
+
+// resolve finds the built-in for the call's agent: one it does not see
+// (not bound, or no card allows its verb) is ErrUnknownTool.
+func (b *builtinBackend) resolve(ctx context.Context, cfg *config.Config, inv *invocation) error {
+	call := inv.call
+	bnd, agentOK, bound := cfg.AgentBinding(call.Agent, call.Tool)
+	if cfg.Implicit() || !agentOK || !bound || !bnd.Builtin {
+		// An agent agent.toml does not declare (removed, misspelt, "")
+		// has no built-ins, whatever cards the store still holds for it.
+		return fmt.Errorf("%w %q for agent %q", ErrUnknownTool, call.Tool, call.Agent)
+	}
+	w, err := b.h.wallet(ctx, cfg, call.Agent, inv.start)
 	if err != nil {
-		inv.res = Result{}
+		return err
 	}
-	if h.opts.Observer != nil {
-		h.callDone(inv, err)
+	if !b.op.session && !mayUse(w, b.op.verb) {
+		return fmt.Errorf("%w %q for agent %q (no card of it allows card:%s)", ErrUnknownTool, call.Tool, call.Agent, b.op.verb)
 	}
-	return inv.res, err
+	if len(bytes.TrimSpace([]byte(inv.call.Input))) == 0 {
+		inv.call.Input = "{}"
+	}
+	// No tool:invoke card decides a card built-in (its card:VERB grants
+	// do, in the store), so a middleware rewrite is not re-authorized
+	// here; the operation checks the rewritten input itself.
+	inv.cfg, inv.agent, inv.tool, inv.bindName = cfg, call.Agent, config.Tool{Name: call.Tool, Timeout: config.DefaultTimeout}, call.Tool
+	inv.builtinWallet = w
+	return nil
 }
 
-// builtinPipeline assembles a built-in's call path: admission → the
-// built-in as the agent sees it → (audit) → input → middleware chain →
-// consume an approval (once, with its start, as for a tool) → the
-// call-admitted record → the operation.
-func (h *Host) builtinPipeline() handler {
-	stages := []stage{
-		h.admit,
-		h.resolveBuiltin,
-		h.auditCall,
-		h.markDone,
-		h.checkInput,
-		h.authorizeBuiltin,
-		h.middleware,
-		h.runApproved,
-		h.admitRecord,
-	}
-	next := h.runBuiltin
-	for i := len(stages) - 1; i >= 0; i-- {
-		next = stages[i](next)
-	}
-	return next
+// carded: a session built-in is decided like a tool, by a tool:invoke
+// card matching its rendered arguments (authorize); a card built-in by its
+// card:VERB grant (resolve) and the store's rules in the operation.
+func (b *builtinBackend) carded() bool { return b.op.session }
+
+func (b *builtinBackend) secretHandles() bool                      { return false }
+func (b *builtinBackend) preopens() bool                           { return false }
+func (b *builtinBackend) confined(config.Tool) bool                { return false }
+func (b *builtinBackend) typedCommands(ToolInfo) bool              { return false }
+func (b *builtinBackend) parse(context.Context, *invocation) error { return nil }
+
+// open: nothing to load; the operation reads its input strictly itself
+// (decodeInput).
+func (b *builtinBackend) open(ctx context.Context, inv *invocation, next handler) error {
+	return next(ctx, inv)
 }
 
-// resolveBuiltin finds the built-in for the call's agent: one it does not
-// see (not bound, or no card allows its verb) is ErrUnknownTool.
-func (h *Host) resolveBuiltin(next handler) handler {
-	return func(ctx context.Context, inv *invocation) error {
-		cfg := h.cfg.Load()
-		call := inv.call
-		bi, isBuiltin := builtins[call.Tool]
-		b, agentOK, bound := cfg.AgentBinding(call.Agent, call.Tool)
-		if cfg.Implicit() || !isBuiltin || !agentOK || !bound || !b.Builtin {
-			// An agent agent.toml does not declare (removed, misspelt, "")
-			// has no built-ins, whatever cards the store still holds for it.
-			return fmt.Errorf("%w %q for agent %q", ErrUnknownTool, call.Tool, call.Agent)
-		}
-		w, err := h.wallet(ctx, cfg, call.Agent, inv.start)
-		if err != nil {
-			return err
-		}
-		if !bi.session && !mayUse(w, bi.verb) {
-			return fmt.Errorf("%w %q for agent %q (no card of it allows card:%s)", ErrUnknownTool, call.Tool, call.Agent, bi.verb)
-		}
-		if len(bytes.TrimSpace([]byte(inv.call.Input))) == 0 {
-			inv.call.Input = "{}"
-		}
-		// No tool:invoke card decides a built-in (its card:VERB grants
-		// do, in the store), so a middleware rewrite is not re-authorized
-		// here; the operation checks the rewritten input itself.
-		inv.cfg, inv.agent, inv.tool, inv.builtin = cfg, call.Agent, config.Tool{Name: call.Tool, Timeout: config.DefaultTimeout}, &bi
-		inv.builtinWallet = w
-		return next(ctx, inv)
-	}
+func (b *builtinBackend) reparse(_ *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
+	args, err := grant.Render([]byte(input))
+	return args, nil, err
 }
 
-// authorizeBuiltin decides a session built-in's call like a tool's: a
-// tool:invoke card of the agent must match its rendered arguments. The
-// wallet stays pinned on the call, so a middleware rewrite is decided
-// again (rewrite). Card built-ins were decided by their card:VERB grant
-// (resolveBuiltin) and by the store's rules in the operation itself.
-func (h *Host) authorizeBuiltin(next handler) handler {
-	return func(ctx context.Context, inv *invocation) error {
-		if !inv.builtin.session {
-			return next(ctx, inv)
+func (b *builtinBackend) identity(*invocation) string { return "builtin:" + b.name }
+
+// approvalPolicy is its binding's (web_fetch's hosts and secret
+// material); the others reach nothing.
+func (b *builtinBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
+	bnd, _, _ := inv.cfg.AgentBinding(inv.agent, b.name)
+	t := config.Tool{Name: b.name, Timeout: inv.tool.Timeout}
+	if b.name == hostfs.ToolWebFetch {
+		t.HTTPAllow, t.HTTPPorts, t.HTTPAllowCIDRs, t.HTTPCAFiles = bnd.HTTPAllow, bnd.HTTPPorts, bnd.HTTPAllowCIDRs, bnd.HTTPCAFiles
+		t.Secrets = materialNames(bnd)
+		if bnd.ProxySecret != "" {
+			t.Secrets = append(t.Secrets, bnd.ProxySecret)
 		}
-		args, err := grant.Render([]byte(inv.call.Input))
-		if err != nil {
-			return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
-		}
-		inv.rendered = args
-		d := inv.builtinWallet.Decide(inv.target())
-		if !d.Allow {
-			return inv.fail(KindDenied, d.Reason)
-		}
-		inv.wallet, inv.decidedBy = inv.builtinWallet, d.Card
-		return next(ctx, inv)
 	}
+	return basePolicy(inv.cfg, t)
 }
 
-// runBuiltin performs the built-in's operation.
-func (h *Host) runBuiltin(ctx context.Context, inv *invocation) error {
-	inv.ran = true
+// describe is the built-in as tools/list shows it (BuiltinsFor lists the
+// ones an agent sees).
+func (b *builtinBackend) describe(context.Context, *config.Config, config.Tool) ([]ToolInfo, error) {
+	bi := b.op
+	return []ToolInfo{{
+		Name: b.name, Description: bi.description, InputSchema: bi.input, OutputSchema: bi.output,
+		Hints: Hints{ReadOnly: bi.readOnly, Destructive: bi.destructive, Idempotent: bi.idempotent},
+	}}, nil
+}
+
+func (b *builtinBackend) check(context.Context, config.Tool) (LoadReport, error) {
+	return LoadReport{Tool: b.name}, nil
+}
+
+func (b *builtinBackend) commandSpec(context.Context, config.Tool) (*command.Spec, error) {
+	return nil, fmt.Errorf("%w %q", ErrUnknownTool, b.name)
+}
+
+// run performs the built-in's operation.
+func (b *builtinBackend) run(ctx context.Context, inv *invocation) error {
+	h := b.h
 	st, err := h.state(ctx, inv.cfg)
 	if err != nil {
 		return err
 	}
 	var out any
 	var terr *ToolError
-	if inv.builtin.session {
-		out, terr, err = inv.builtin.runInv(h, ctx, inv, st)
+	if b.op.session {
+		out, terr, err = b.op.runInv(h, ctx, inv, st)
 	} else {
-		out, terr, err = inv.builtin.run(h, ctx, inv.cfg, st, inv.builtinWallet, []byte(inv.call.Input))
+		out, terr, err = b.op.run(h, ctx, inv.cfg, st, inv.builtinWallet, []byte(inv.call.Input))
 	}
 	inv.res.Logs = []LogEntry{}
 	switch {

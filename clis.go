@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -29,24 +30,83 @@ import (
 // only from the validated call's rendering: what was authorized is exactly
 // what runs, and there is never a shell.
 
-// parseCommand reads a wrapped CLI's call with its command description:
-// the input (MCP arguments shaped by the description's JSON Schema) must
-// name a described command and fit it, or the call is kind input with the
+// cliBackend is the wrapped CLIs' backend.
+type cliBackend struct{ h *Host }
+
+func (b *cliBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
+	return b.h.resolveTool(cfg, inv, inv.call.Tool)
+}
+
+func (b *cliBackend) carded() bool                { return true }
+func (b *cliBackend) secretHandles() bool         { return false } // its secrets are environment variables (cliEnv)
+func (b *cliBackend) preopens() bool              { return false } // its paths are Landlock's (runCLI)
+func (b *cliBackend) confined(config.Tool) bool   { return true }
+func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
+
+// parse reads a wrapped CLI's call with its command description: the
+// input (MCP arguments shaped by the description's JSON Schema) must name
+// a described command and fit it, or the call is kind input with the
 // offending argument named. Its rendering is what cards, conditions and
 // approvals see.
-func (h *Host) parseCommand(next handler) handler {
-	return func(ctx context.Context, inv *invocation) error {
-		cli := inv.tool.CLI
-		if cli == nil {
-			return next(ctx, inv)
-		}
-		cmd, err := cliSpec(cli).ParseJSON([]byte(inv.call.Input))
-		if err != nil {
-			return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
-		}
-		inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
-		return next(ctx, inv)
+func (b *cliBackend) parse(_ context.Context, inv *invocation) error {
+	cmd, err := cliSpec(inv.tool.CLI).ParseJSON([]byte(inv.call.Input))
+	if err != nil {
+		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
 	}
+	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
+	return nil
+}
+
+// open has nothing to load: parse validated the call against the
+// description.
+func (b *cliBackend) open(ctx context.Context, inv *invocation, next handler) error {
+	return next(ctx, inv)
+}
+
+func (b *cliBackend) run(ctx context.Context, inv *invocation) error { return b.h.runCLI(ctx, inv) }
+
+func (b *cliBackend) reparse(inv *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
+	cmd, err := cliSpec(inv.tool.CLI).ParseJSON([]byte(input))
+	if err != nil {
+		return nil, nil, err
+	}
+	return cmd.Render(), cmd, nil
+}
+
+// identity is the SHA-256 of its program path and command configuration
+// (the command description, working directory, environment, option style).
+func (b *cliBackend) identity(inv *invocation) string {
+	t := inv.tool
+	spec, err := json.Marshal(t.CLI.Command)
+	if err != nil {
+		spec = []byte(t.CLI.Command.JSONSchema())
+	}
+	return "cli:" + digestOf(struct {
+		Path     string
+		Command  json.RawMessage
+		Dir      string
+		Env      []string
+		Separate bool
+	}{t.Path, spec, t.CLI.Dir, t.CLI.Env, t.CLI.SeparateValues})
+}
+
+func (b *cliBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
+	out, c := basePolicy(inv.cfg, inv.tool), inv.tool.CLI
+	out.ReadPaths, out.WritePaths, out.Unconfined, out.MaxOutputBytes = c.ReadPaths, c.WritePaths, c.Unconfined, c.MaxOutputBytes
+	out.Env = envNames(c.Env)
+	return out
+}
+
+func (b *cliBackend) describe(ctx context.Context, cfg *config.Config, t config.Tool) ([]ToolInfo, error) {
+	return b.h.describeLoaded(ctx, cfg, t, cliInfo(t), nil)
+}
+
+func (b *cliBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
+	return b.h.checkLoaded(ctx, t, cliInfo(t), nil)
+}
+
+func (b *cliBackend) commandSpec(_ context.Context, t config.Tool) (*command.Spec, error) {
+	return t.CLI.Command, nil
 }
 
 // cliSpec is the CLI's description with its options' environment
@@ -92,21 +152,7 @@ func (inv *invocation) alwaysTarget() grant.Target {
 
 // reparse reads a middleware's rewritten input as the call's own.
 func (inv *invocation) reparse(input string) (args []grant.Arg, cmd *command.Invocation, err error) {
-	if cli := inv.tool.CLI; cli != nil {
-		cmd, err = cliSpec(cli).ParseJSON([]byte(input))
-		if err != nil {
-			return nil, nil, err
-		}
-		return cmd.Render(), cmd, nil
-	}
-	if cmd, ok, err := inv.reparseToolCommand(input); ok {
-		if err != nil {
-			return nil, nil, err
-		}
-		return cmd.Render(), cmd, nil
-	}
-	args, err = grant.Render([]byte(input))
-	return args, nil, err
+	return inv.backend.reparse(inv, input)
 }
 
 // cliInfo is a wrapped CLI's description and input schema as tools/list

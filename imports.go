@@ -15,7 +15,9 @@ import (
 	"sync"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/textsafe"
@@ -29,6 +31,118 @@ import (
 // approvals, the audit trail) and is then sent upstream. An upstream that
 // dies is restarted with backoff; its tools answer kind unavailable
 // meanwhile.
+
+// importBackend is the backend of the tools of imported MCP servers.
+type importBackend struct{ h *Host }
+
+// resolve exposes NAME.TOOL as the agent binds NAME, whose middleware it
+// gets.
+func (b *importBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
+	bind := inv.call.Tool
+	if imp, _, ok := config.ImportOf(bind); ok {
+		bind = imp
+	}
+	return b.h.resolveTool(cfg, inv, bind)
+}
+
+func (b *importBackend) carded() bool                             { return true }
+func (b *importBackend) secretHandles() bool                      { return false } // the upstream gets the input as sent
+func (b *importBackend) preopens() bool                           { return false }
+func (b *importBackend) confined(t config.Tool) bool              { return len(t.MCP.Command) > 0 }
+func (b *importBackend) typedCommands(ToolInfo) bool              { return false }
+func (b *importBackend) parse(context.Context, *invocation) error { return nil }
+
+// open finds the tool on its upstream and checks the input against the
+// upstream's schema, under the import's timeout.
+func (b *importBackend) open(ctx context.Context, inv *invocation, next handler) error {
+	h := b.h
+	li, refusal, err := h.loadImported(ctx, inv)
+	if err != nil {
+		return err
+	}
+	inv.toolDigest = li.Digest
+	if refusal != nil {
+		return inv.fail(refusal.Kind, refusal.Message)
+	}
+	schema := h.schemas.get(li.Digest, li.Schema)
+	if schema.err != nil {
+		return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())
+	}
+	if err := schema.validateWithin(ctx, inv.tool.Timeout, inv.input); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return inv.fail(KindInput, err.Error())
+	}
+	inv.schema = schema
+	return next(ctx, inv)
+}
+
+func (b *importBackend) run(ctx context.Context, inv *invocation) error {
+	return b.h.runImported(ctx, inv)
+}
+
+func (b *importBackend) reparse(_ *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
+	args, err := grant.Render([]byte(input))
+	return args, nil, err
+}
+
+// identity is the SHA-256 of its upstream (command, environment,
+// directory, URL) and of the input schema the upstream reports for it.
+func (b *importBackend) identity(inv *invocation) string {
+	m := inv.tool.MCP
+	return "mcp:" + digestOf(struct {
+		Command []string
+		Env     []string
+		Dir     string
+		URL     string
+		Schema  string
+	}{m.Command, m.Env, m.Dir, m.URL, inv.toolDigest})
+}
+
+func (b *importBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
+	out, m := basePolicy(inv.cfg, inv.tool), inv.tool.MCP
+	out.ReadPaths, out.WritePaths, out.Unconfined, out.Env = m.ReadPaths, m.WritePaths, m.Unconfined, envNames(m.Env)
+	out.Upstream, out.Credential = m.URL, m.Credential
+	if out.Upstream == "" {
+		out.Upstream = strings.Join(m.Command, " ")
+	}
+	if m.Credential != "" && !strings.Contains(","+strings.Join(out.Secrets, ",")+",", ","+m.Credential+",") {
+		out.Secrets = append(out.Secrets, m.Credential)
+	}
+	return out
+}
+
+func (b *importBackend) describe(ctx context.Context, _ *config.Config, t config.Tool) ([]ToolInfo, error) {
+	infos, _, err := b.h.importedTools(ctx, t)
+	return infos, err
+}
+
+// check starts the upstream and reports a tool refused by its pin (never
+// accepted, or changed since) as a warning: the import works, that tool
+// will not.
+func (b *importBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
+	rep := LoadReport{Tool: "mcp." + t.Name}
+	infos, _, err := b.h.importedTools(ctx, t)
+	switch {
+	case err != nil:
+		rep.Err = err
+	case len(infos) == 0:
+		rep.Err = fmt.Errorf("the MCP server %q is not up or offers no tools", t.Name)
+	}
+	for _, info := range infos {
+		if info.Error != nil && info.Error.Kind == KindDenied {
+			rep.Warnings = append(rep.Warnings, info.Error.Message)
+		}
+	}
+	return rep, nil
+}
+
+// commandSpec: an import (or its tool) has no command description that
+// CommandHelp shows.
+func (b *importBackend) commandSpec(_ context.Context, t config.Tool) (*command.Spec, error) {
+	return nil, fmt.Errorf("%w %q", ErrUnknownTool, t.Name)
+}
 
 // importTool is the exposure of an imported tool: the import's table with
 // the tool's full name (loadImported finds its upstream name).

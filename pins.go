@@ -208,8 +208,9 @@ func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, e
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
-	t, ok := h.cfg.Load().Tool(name)
-	if !ok || t.MCP == nil {
+	cfg := h.cfg.Load()
+	t, ok := cfg.Tool(name)
+	if _, isImport := h.kindsOf(cfg).imports[name]; !ok || !isImport {
 		return nil, fmt.Errorf("%s has no [mcp.%s]", h.cfg.Load().File(), name)
 	}
 	up, err := h.upstream(ctx, name, t.MCP)

@@ -9,10 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/sandbox"
-	"github.com/maiden-run/maiden/internal/worker"
 )
 
 // This file is WebAssembly tools that describe themselves as a command
@@ -96,42 +94,6 @@ func compileToolSchema(text string) *inputSchema {
 	}
 	s.cmd = spec
 	return s
-}
-
-// parseToolCommand opens a WebAssembly tool and, if its schema() is a
-// command description, parses the call with it: a call that does not fit
-// is kind input, naming the argument; one that fits is rendered as the
-// command (inv.cmd), which is what the cards, conditions and approvals
-// see. The opened version is the one loadAndValidate runs.
-func (h *Host) parseToolCommand(next handler) handler {
-	return func(ctx context.Context, inv *invocation) error {
-		if inv.tool.CLI != nil || inv.tool.MCP != nil {
-			return next(ctx, inv)
-		}
-		t, err := h.runner.Open(ctx, inv.tool.Path, limitsOf(inv.tool))
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			inv.openErr = err // loadAndValidate reports it, after authorization as always
-			return next(ctx, inv)
-		}
-		inv.opened = t
-		if toolWorld(t) != nil {
-			return next(ctx, inv)
-		}
-		s := h.schemas.getTool(t.Digest, t.Schema)
-		if s.cmd == nil {
-			return next(ctx, inv) // a JSON-input tool (or an unusable schema: refused by loadAndValidate)
-		}
-		cmd, err := s.cmd.ParseJSON([]byte(inv.call.Input))
-		if err != nil {
-			return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
-		}
-		inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
-		inv.toolCmd = &toolCommand{spec: s.cmd, digest: t.Digest}
-		return next(ctx, inv)
-	}
 }
 
 // sameToolCommand checks, at load, that the version about to run is the
@@ -248,17 +210,6 @@ func commandCall(cmd *command.Invocation) []byte {
 	return append(b, '}')
 }
 
-// reparseToolCommand reads a middleware's rewritten input with the command
-// description the call was parsed with; ok is false for a tool that is not
-// a command tree.
-func (inv *invocation) reparseToolCommand(input string) (cmd *command.Invocation, ok bool, err error) {
-	if inv.toolCmd == nil {
-		return nil, false, nil
-	}
-	cmd, err = inv.toolCmd.spec.ParseJSON([]byte(input))
-	return cmd, true, err
-}
-
 // ErrNoCommands is returned by CommandHelp for a tool that takes JSON
 // input rather than commands.
 var ErrNoCommands = errors.New("maiden: the tool has no command tree")
@@ -274,38 +225,14 @@ func (h *Host) CommandHelp(ctx context.Context, tool string, path ...string) (st
 	if h.closed.Load() {
 		return "", ErrClosed
 	}
-	t, ok := h.cfg.Load().Tool(tool)
-	if !ok || t.MCP != nil {
+	cfg := h.cfg.Load()
+	t, ok := cfg.Tool(tool)
+	if !ok {
 		return "", fmt.Errorf("%w %q", ErrUnknownTool, tool)
 	}
-	spec, err := h.commandSpec(ctx, t)
+	spec, err := h.kindsOf(cfg).of(tool).commandSpec(ctx, t)
 	if err != nil {
 		return "", err
 	}
 	return spec.Help(path...), nil
-}
-
-// commandSpec is t's command description.
-func (h *Host) commandSpec(ctx context.Context, t config.Tool) (*command.Spec, error) {
-	if t.CLI != nil {
-		return t.CLI.Command, nil
-	}
-	li, err := h.load(ctx, t)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
-			return nil, ErrClosed
-		}
-		return nil, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	s := h.schemas.getTool(li.Digest, li.Schema)
-	switch {
-	case s.cmd != nil:
-		return s.cmd, nil
-	case isCommandDescription(li.Schema):
-		return nil, fmt.Errorf("%s: %w", t.Name, s.err)
-	}
-	return nil, fmt.Errorf("%w: %s takes JSON input (its schema: maiden tools)", ErrNoCommands, t.Name)
 }
