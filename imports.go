@@ -7,17 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/command"
-	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/mcphub"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/textsafe"
@@ -159,233 +156,82 @@ func importTool(cfg *config.Config, name string) (config.Tool, bool) {
 	return t, true
 }
 
-// upstreams are the Host's imported servers, started on first need and
-// kept while the configuration's [mcp.NAME] table is unchanged. A reload
-// that removes or changes the table retires the upstream: no new call
-// reaches it, and it is closed (its process stopped) as soon as the calls
-// running on it have returned, each within its deadline.
+// upstreams are the Host's imported servers (internal/mcphub), made on
+// first need.
 type upstreams struct {
-	mu      sync.Mutex
-	byName  map[string]*upstream
-	closed  bool
-	changed func() // set by front ends: an upstream's tool list changed
-	// retired are the upstreams retired and not yet closed; retiring
-	// counts their closers, which closeImports waits for; stop ends their
-	// wait for calls in flight.
-	retired  map[*upstream]bool
-	retiring sync.WaitGroup
-	stop     chan struct{}
-}
-
-type upstream struct {
-	imp *config.MCPImport
-	up  *mcpimport.Upstream
-	// inflight counts the calls running on it (runImported); once retired,
-	// drained is closed when it reaches 0.
-	inflight int
-	retired  bool
-	drained  chan struct{}
+	once sync.Once
+	hub  *mcphub.Hub
 }
 
 // errRetired: the import a call (or a listing) was made for is no longer
 // the configuration's: a reload removed or changed its [mcp.NAME] table.
-var errRetired = errors.New("removed or changed by a configuration reload")
+var errRetired = mcphub.ErrRetired
 
-// upstream returns the running upstream of import name, started if need be.
-// imp must be the table of the configuration in force (errRetired
-// otherwise), so that a call that began before a reload never starts a
-// server the reload removed.
+// hub is the Host's upstreams. An import is current while the
+// configuration in force has the same [mcp.NAME] table.
+func (h *Host) hub() *mcphub.Hub {
+	u := &h.imports
+	u.once.Do(func() {
+		u.hub = mcphub.New(mcphub.Options{
+			Current: func(name string, imp *config.MCPImport) bool {
+				return sameImport(h.cfg.Load(), name, imp)
+			},
+			Secret: h.lookupSecret,
+			Confinement: func(ctx context.Context) error {
+				_, err := h.confinement(ctx)
+				return err
+			},
+			Logger: h.log,
+		})
+	})
+	return u.hub
+}
+
+// sameImport reports whether cfg's [mcp.NAME] table is imp.
+func sameImport(cfg *config.Config, name string, imp *config.MCPImport) bool {
+	t, ok := cfg.Tool(name)
+	return ok && t.MCP != nil && reflect.DeepEqual(t.MCP, imp)
+}
+
+// upstream returns the running upstream of import name, started if need be
+// (mcphub.Hub.Get).
 func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, error) {
-	e, err := h.upstreamEntry(ctx, name, imp, false)
-	if err != nil {
-		return nil, err
+	up, err := h.hub().Get(ctx, name, imp)
+	if errors.Is(err, mcphub.ErrClosed) {
+		return nil, ErrClosed
 	}
-	return e.up, nil
+	return up, err
 }
 
 // acquireUpstream is upstream for a call: the upstream is not closed by a
 // reload before release is called.
 func (h *Host) acquireUpstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, func(), error) {
-	e, err := h.upstreamEntry(ctx, name, imp, true)
-	if err != nil {
-		return nil, nil, err
+	up, release, err := h.hub().Acquire(ctx, name, imp)
+	if errors.Is(err, mcphub.ErrClosed) {
+		return nil, nil, ErrClosed
 	}
-	u := &h.imports
-	return e.up, func() {
-		u.mu.Lock()
-		e.inflight--
-		if e.retired && e.inflight == 0 {
-			close(e.drained)
-		}
-		u.mu.Unlock()
-	}, nil
-}
-
-func (h *Host) upstreamEntry(ctx context.Context, name string, imp *config.MCPImport, acquire bool) (*upstream, error) {
-	u := &h.imports
-	u.mu.Lock()
-	if u.closed {
-		u.mu.Unlock()
-		return nil, ErrClosed
-	}
-	// SetConfig stores the configuration before it retires (under u.mu):
-	// reading it under u.mu, this sees either the new one, or the old one
-	// and an entry the retirement will find.
-	if t, ok := h.cfg.Load().Tool(name); !ok || t.MCP == nil || !reflect.DeepEqual(t.MCP, imp) {
-		u.mu.Unlock()
-		return nil, fmt.Errorf("the MCP server %q: %w", name, errRetired)
-	}
-	if cur, ok := u.byName[name]; ok && reflect.DeepEqual(cur.imp, imp) {
-		if acquire {
-			cur.inflight++
-		}
-		u.mu.Unlock()
-		return cur, nil
-	} else if ok {
-		u.retireLocked(name, cur) // its table changed: a new one
-	}
-	opts := mcpimport.Options{Name: name, Command: imp.Command, Dir: imp.Dir, URL: imp.URL, Logger: h.log}
-	for _, e := range imp.Env {
-		if strings.Contains(e, "=") {
-			opts.Env = append(opts.Env, e)
-		} else if v, ok := os.LookupEnv(e); ok {
-			opts.Env = append(opts.Env, e+"="+v)
-		}
-	}
-	if imp.Credential != "" {
-		secret := imp.Credential
-		opts.Credential = func(context.Context) (string, error) {
-			v, ok := h.lookupSecret(secret)
-			if !ok {
-				return "", fmt.Errorf("secret %s has no value: set MAIDEN_SECRET_%s", secret, secret)
-			}
-			return "Bearer " + v, nil
-		}
-	}
-	if len(imp.Command) > 0 {
-		// A stdio server is someone else's program: it runs under the
-		// confinement of wrapped CLIs (Landlock to its paths, no network,
-		// rlimits, its own process group), proven by the probe first.
-		spec := confine.Spec{ReadOnly: imp.ReadPaths, Writable: imp.WritePaths, Unconfined: imp.Unconfined}
-		if imp.Dir != "" {
-			spec.ReadOnly = append(slices.Clone(spec.ReadOnly), imp.Dir)
-		}
-		opts.Start = func(cmd *exec.Cmd) error {
-			if _, err := h.confinement(ctx); err != nil && !imp.Unconfined {
-				return fmt.Errorf("confinement is not in force here (%v); set unconfined = true in [mcp.%s] to run it anyway", err, name)
-			}
-			_, err := confine.StartCmd(cmd, spec)
-			return err
-		}
-	}
-	up, err := mcpimport.New(opts)
-	if err != nil {
-		u.mu.Unlock()
-		return nil, err
-	}
-	if u.byName == nil {
-		u.byName = map[string]*upstream{}
-	}
-	e := &upstream{imp: imp, up: up}
-	if acquire {
-		e.inflight++
-	}
-	u.byName[name] = e
-	up.OnChange(func() {
-		u.mu.Lock()
-		f := u.changed
-		u.mu.Unlock()
-		if f != nil {
-			f()
-		}
-	})
-	u.mu.Unlock()
-	if err := up.Start(context.WithoutCancel(ctx)); err != nil {
-		h.log.Warn("MCP upstream not up yet; retrying in the background", "upstream", name, "err", err)
-	}
-	return e, nil
+	return up, release, err
 }
 
 // retireImports retires the upstreams whose [mcp.NAME] table cfg no longer
 // has as it was (SetConfig, after storing cfg).
 func (h *Host) retireImports(cfg *config.Config) {
-	u := &h.imports
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for name, e := range u.byName {
-		if t, ok := cfg.Tool(name); ok && t.MCP != nil && reflect.DeepEqual(t.MCP, e.imp) {
-			continue
-		}
-		u.retireLocked(name, e)
-	}
-}
-
-// retireLocked takes e out of service and closes it once the calls running
-// on it have returned (or closeImports stops the wait). u.mu is held.
-func (u *upstreams) retireLocked(name string, e *upstream) {
-	delete(u.byName, name)
-	e.retired = true
-	e.drained = make(chan struct{})
-	if e.inflight == 0 {
-		close(e.drained)
-	}
-	if u.retired == nil {
-		u.retired = map[*upstream]bool{}
-		u.stop = make(chan struct{})
-	}
-	u.retired[e] = true
-	stop := u.stop
-	u.retiring.Add(1)
-	go func() {
-		defer u.retiring.Done()
-		select {
-		case <-e.drained:
-		case <-stop:
-		}
-		e.up.Close()
-		u.mu.Lock()
-		delete(u.retired, e)
-		u.mu.Unlock()
-	}()
+	h.hub().Retire(func(name string, imp *config.MCPImport) bool { return sameImport(cfg, name, imp) })
 }
 
 // OnToolsChanged registers f, called when an imported server's tool list
 // changes (front ends tell their clients: notifications/tools/list_changed).
-func (h *Host) OnToolsChanged(f func()) {
-	h.imports.mu.Lock()
-	h.imports.changed = f
-	h.imports.mu.Unlock()
-}
+func (h *Host) OnToolsChanged(f func()) { h.hub().OnChange(f) }
 
 // closeImports stops every upstream, retired ones included (calls still
 // running on them fail as unavailable).
-func (h *Host) closeImports() {
-	u := &h.imports
-	u.mu.Lock()
-	if u.closed {
-		u.mu.Unlock()
-		u.retiring.Wait()
-		return
-	}
-	u.closed = true
-	list := u.byName
-	u.byName = nil
-	if u.stop != nil {
-		close(u.stop)
-	}
-	u.mu.Unlock()
-	for _, up := range list {
-		up.up.Close()
-	}
-	u.retiring.Wait()
-}
+func (h *Host) closeImports() { h.hub().Close() }
 
 // importedTool is an imported tool as the host serves it: the upstream's
 // tool, the definition served (the accepted pin), and why a call of it is
 // refused (nil when it may run).
 type importedTool struct {
-	mcpimport.Tool
-	full    string
+	mcphub.ExposedTool
 	served  mcpimport.Pin
 	refusal *ToolError
 }
@@ -393,24 +239,10 @@ type importedTool struct {
 // exposedTools names the upstream's tools NAME.TOOL (collisions refused and
 // logged), sorted by name.
 func exposedTools(imp string, tools []mcpimport.Tool, log *slog.Logger) []importedTool {
-	names := make([]string, len(tools))
-	byUp := map[string]mcpimport.Tool{}
-	for i, x := range tools {
-		names[i] = x.Name
-		byUp[x.Name] = x
-	}
-	exposed, problems := mcpimport.ExposedNames(names, nil)
-	for _, p := range problems {
-		log.Warn("MCP upstream tool not exposed", "upstream", imp, "err", p)
-	}
-	keys := make([]string, 0, len(exposed))
-	for k := range exposed {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([]importedTool, 0, len(keys))
-	for _, e := range keys {
-		out = append(out, importedTool{Tool: byUp[exposed[e]], full: imp + "." + e})
+	exposed := mcphub.Exposed(imp, tools, log)
+	out := make([]importedTool, len(exposed))
+	for i, x := range exposed {
+		out[i] = importedTool{ExposedTool: x}
 	}
 	return out
 }
@@ -441,14 +273,14 @@ func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []Tool
 	}
 	byExposed = map[string]importedTool{}
 	for _, x := range exposedTools(t.Name, u.Tools(), h.log) {
-		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.full, x.Tool)
-		byExposed[x.full] = x
-		info := ToolInfo{Name: x.full, Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
+		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.Full, x.Tool)
+		byExposed[x.Full] = x
+		info := ToolInfo{Name: x.Full, Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
 		if x.served.Digest != "" {
 			// accepted (as it is now, or before the change refused)
 			info.Title, info.Description = textsafe.Text(x.served.Title), textsafe.Text(x.served.Description)
 			info.InputSchema = textsafe.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
-			info.Digest = schemaDigest(x.full, x.served.InputSchema)
+			info.Digest = schemaDigest(x.Full, x.served.InputSchema)
 			if len(x.OutputSchema) > 0 {
 				info.OutputSchema = textsafe.JSON(string(x.OutputSchema))
 			}
