@@ -203,16 +203,6 @@ func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport)
 	return up, err
 }
 
-// acquireUpstream is upstream for a call: the upstream is not closed by a
-// reload before release is called.
-func (h *Host) acquireUpstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, func(), error) {
-	up, release, err := h.hub().Acquire(ctx, name, imp)
-	if errors.Is(err, mcphub.ErrClosed) {
-		return nil, nil, ErrClosed
-	}
-	return up, release, err
-}
-
 // retireImports retires the upstreams whose [mcp.NAME] table cfg no longer
 // has as it was (SetConfig, after storing cfg).
 func (h *Host) retireImports(cfg *config.Config) {
@@ -298,24 +288,13 @@ func schemaDigest(name string, schema []byte) string {
 	return "mcp:" + hex.EncodeToString(sum[:])
 }
 
-// runImported sends a call to its upstream, under the import's timeout_ms.
+// runImported sends a call to its upstream, under the import's timeout_ms
+// (mcphub.Hub.Call).
 func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
-	retired := func() error {
-		return inv.fail(KindUnavailable, fmt.Sprintf("the MCP server %q was %v while the call was on its way; call again", imp, errRetired))
-	}
 	if inv.upstreamTool == "" { // loadImported found the import retired
-		return retired()
+		return inv.fail(KindUnavailable, mcphub.RetiredMessage(imp))
 	}
-	up, release, err := h.acquireUpstream(ctx, imp, inv.tool.MCP)
-	if errors.Is(err, errRetired) {
-		return retired()
-	} else if err != nil {
-		return err
-	}
-	defer release()
-	callCtx, cancel := context.WithTimeout(ctx, inv.tool.Timeout)
-	defer cancel()
 	gate := h.gate.Redactor(inv.policy)
 	redact := gate
 	if name := inv.tool.MCP.Credential; name != "" {
@@ -326,8 +305,6 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 			redact = func(s string) string { return gate(strings.ReplaceAll(s, v, "[REDACTED:"+name+"]")) }
 		}
 	}
-	var logs []LogEntry
-	var mu sync.Mutex
 	var onProgress func(mcpimport.Progress)
 	relay := inv.progressRelay(redact)
 	if relay != nil {
@@ -335,38 +312,23 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 			relay.report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
-	res, err := up.Call(callCtx, inv.upstreamTool, []byte(inv.call.Input), func(e LogEntry) {
-		e.Message = redact(e.Message)
-		if inv.call.OnLog != nil {
-			inv.call.OnLog(e)
-		}
-		mu.Lock()
-		logs = append(logs, e)
-		mu.Unlock()
-	}, onProgress)
+	out, err := h.hub().Call(ctx, mcphub.Call{
+		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
+		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
+	})
 	relay.finish()
-	mu.Lock()
-	inv.res.Logs = append([]LogEntry{}, logs...)
-	mu.Unlock()
+	if out.Logs != nil {
+		inv.res.Logs = out.Logs
+	}
 	switch {
-	case errors.Is(err, mcpimport.ErrUnavailable):
-		return inv.fail(KindUnavailable, redact(err.Error()))
-	case err != nil && ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil && callCtx.Err() != nil:
-		return inv.fail(KindDeadline, fmt.Sprintf("%s ran past its %v timeout; maiden cancelled it on the MCP server %q", inv.tool.Name, inv.tool.Timeout, imp))
-	case errors.Is(err, mcpimport.ErrClosed):
-		return inv.fail(KindUnavailable, fmt.Sprintf("the MCP server %q was stopped during the call (maiden is closing)", imp))
+	case errors.Is(err, mcphub.ErrClosed):
+		return ErrClosed
 	case err != nil:
-		return inv.fail(KindTool, redact(err.Error()))
-	case res.IsError:
-		return inv.fail(KindTool, redact(res.Text))
+		return err
+	case out.Failure != nil:
+		return inv.fail(out.Failure.Kind, out.Failure.Message)
 	}
-	out := res.Text
-	if len(res.Structured) > 0 {
-		out = string(res.Structured)
-	}
-	inv.res.OK, inv.res.Output = true, redact(out)
+	inv.res.OK, inv.res.Output = true, out.Output
 	return nil
 }
 

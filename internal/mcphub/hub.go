@@ -25,7 +25,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/mcpimport"
@@ -310,4 +312,94 @@ func Exposed(imp string, tools []mcpimport.Tool, log *slog.Logger) []ExposedTool
 		out = append(out, ExposedTool{Tool: byUp[exposed[e]], Full: imp + "." + e})
 	}
 	return out
+}
+
+// Call is one call of an imported tool, everything decided (exposure,
+// cards, the upstream's schema, middleware).
+type Call struct {
+	Import  string            // [mcp.NAME]
+	Table   *config.MCPImport // its table in the configuration the call began under
+	Exposed string            // NAME.TOOL, as the caller named it
+	Tool    string            // the tool's name on its server
+	Input   []byte
+	Timeout time.Duration // the import's timeout_ms: the call's deadline
+	// Redact is applied to everything the upstream sends back (output,
+	// logs, errors, progress messages are the caller's to redact).
+	Redact     func(string) string
+	OnLog      func(api.LogEntry) // each log line as it arrives, redacted; may be nil
+	OnProgress func(mcpimport.Progress)
+}
+
+// Failure is a call that failed, as the caller sees it.
+type Failure struct {
+	Kind    api.ErrorKind
+	Message string
+}
+
+// Outcome is how a call ended: Output when Failure is nil. Logs is non-nil
+// once the call reached its upstream.
+type Outcome struct {
+	Output  string
+	Logs    []api.LogEntry
+	Failure *Failure
+}
+
+// RetiredMessage is the failure of a call whose import a reload removed
+// or changed while the call was on its way.
+func RetiredMessage(imp string) string {
+	return fmt.Sprintf("the MCP server %q was %v while the call was on its way; call again", imp, ErrRetired)
+}
+
+// Call sends c to its upstream under c.Timeout (past it, the upstream is
+// sent notifications/cancelled and the call is kind deadline). The error
+// is ctx's, ErrClosed, or an upstream that could not be made.
+func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
+	up, release, err := u.Acquire(ctx, c.Import, c.Table)
+	if errors.Is(err, ErrRetired) {
+		return Outcome{Failure: &Failure{api.KindUnavailable, RetiredMessage(c.Import)}}, nil
+	} else if err != nil {
+		return Outcome{}, err
+	}
+	defer release()
+	callCtx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	redact := c.Redact
+	var logs []api.LogEntry
+	var mu sync.Mutex
+	res, err := up.Call(callCtx, c.Tool, c.Input, func(e api.LogEntry) {
+		e.Message = redact(e.Message)
+		if c.OnLog != nil {
+			c.OnLog(e)
+		}
+		mu.Lock()
+		logs = append(logs, e)
+		mu.Unlock()
+	}, c.OnProgress)
+	mu.Lock()
+	out := Outcome{Logs: append([]api.LogEntry{}, logs...)}
+	mu.Unlock()
+	fail := func(kind api.ErrorKind, msg string) (Outcome, error) {
+		out.Failure = &Failure{kind, msg}
+		return out, nil
+	}
+	switch {
+	case errors.Is(err, mcpimport.ErrUnavailable):
+		return fail(api.KindUnavailable, redact(err.Error()))
+	case err != nil && ctx.Err() != nil:
+		return out, ctx.Err()
+	case err != nil && callCtx.Err() != nil:
+		return fail(api.KindDeadline, fmt.Sprintf("%s ran past its %v timeout; maiden cancelled it on the MCP server %q", c.Exposed, c.Timeout, c.Import))
+	case errors.Is(err, mcpimport.ErrClosed):
+		return fail(api.KindUnavailable, fmt.Sprintf("the MCP server %q was stopped during the call (maiden is closing)", c.Import))
+	case err != nil:
+		return fail(api.KindTool, redact(err.Error()))
+	case res.IsError:
+		return fail(api.KindTool, redact(res.Text))
+	}
+	text := res.Text
+	if len(res.Structured) > 0 {
+		text = string(res.Structured)
+	}
+	out.Output = redact(text)
+	return out, nil
 }
