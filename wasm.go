@@ -225,7 +225,7 @@ func (b *wasmBackend) commandSpec(ctx context.Context, t config.Tool) (*command.
 	switch {
 	case s.cmd != nil:
 		return s.cmd, nil
-	case isCommandDescription(li.Schema):
+	case command.IsDescription(li.Schema):
 		return nil, fmt.Errorf("%s: %w", t.Name, s.err)
 	}
 	return nil, fmt.Errorf("%w: %s takes JSON input (its schema: maiden tools)", ErrNoCommands, t.Name)

@@ -2,12 +2,8 @@ package maiden
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -49,36 +45,11 @@ type toolCommand struct {
 	digest string
 }
 
-// isCommandDescription tells whether schema() text is a command
-// description rather than a JSON Schema: a JSON object with the key
-// "maiden_command" at its top level (as Load decodes keys, escapes
-// included).
-func isCommandDescription(text string) bool {
-	d := json.NewDecoder(strings.NewReader(text))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			return false
-		}
-		if k == "maiden_command" {
-			return true
-		}
-		var skip json.RawMessage
-		if err := d.Decode(&skip); err != nil {
-			return false
-		}
-	}
-	return false
-}
-
 // compileToolSchema is compileSchema for a WebAssembly tool's schema(): a
 // command description is loaded, and its JSON Schema projection compiled
 // (under the same limits as any schema) and served in its place.
 func compileToolSchema(text string) *inputSchema {
-	if !isCommandDescription(text) {
+	if !command.IsDescription(text) {
 		return compileSchema(text)
 	}
 	if len(text) > maxSchemaBytes {
@@ -133,81 +104,19 @@ func (inv *invocation) toolInput() string {
 	if inv.toolCmd == nil {
 		return inv.call.Input
 	}
-	call := string(commandCall(inv.cmd))
+	call := string(inv.cmd.ToolCall())
 	if inv.secrets == nil {
 		return call
 	}
 	doc, err := parseInput(call)
 	if err != nil {
-		return call // cannot happen (commandCall writes JSON); the markers then stay: no handle, no secret
+		return call // cannot happen (ToolCall writes JSON); the markers then stay: no handle, no secret
 	}
 	text, err := marshalInput(inv.secrets.withHandles(doc))
 	if err != nil {
 		return call
 	}
 	return text
-}
-
-// commandCall is the JSON a command-tree tool's execute receives for a
-// validated invocation (see the top of this file). It is built from the
-// invocation's JSON projection, which is derived from its canonical
-// rendering: what was authorized is what the tool gets.
-func commandCall(cmd *command.Invocation) []byte {
-	var proj map[string]json.RawMessage
-	if err := json.Unmarshal(cmd.JSON(), &proj); err != nil {
-		panic("maiden: a command invocation's JSON projection does not decode: " + err.Error()) // JSON() marshals a map
-	}
-	// Written directly: the values are json.Marshal's compact output
-	// already; names and command words are quoted by appendJSONString
-	// (callaudit.go).
-	b := make([]byte, 0, 64+len(proj)*32)
-	b = append(b, `{"command":[`...)
-	for i, w := range cmd.Path() {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, w)
-	}
-	b = append(b, `],"options":{`...)
-	stdin := proj["stdin"]
-	delete(proj, "command")
-	delete(proj, "stdin")
-	var pos []json.RawMessage
-	for _, p := range cmd.Command().Positionals {
-		v, ok := proj[p.Name]
-		if !ok {
-			continue
-		}
-		delete(proj, p.Name)
-		if !p.Variadic {
-			pos = append(pos, v)
-			continue
-		}
-		var vs []json.RawMessage
-		if err := json.Unmarshal(v, &vs); err != nil {
-			panic("maiden: a variadic positional's projection is not an array: " + err.Error())
-		}
-		pos = append(pos, vs...)
-	}
-	for i, k := range slices.Sorted(maps.Keys(proj)) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(appendJSONString(b, k), ':')
-		b = append(b, proj[k]...)
-	}
-	b = append(b, `},"positionals":[`...)
-	for i, v := range pos {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, v...)
-	}
-	b = append(b, ']')
-	if stdin != nil {
-		b = append(append(b, `,"stdin":`...), stdin...)
-	}
-	return append(b, '}')
 }
 
 // ErrNoCommands is returned by CommandHelp for a tool that takes JSON
