@@ -133,5 +133,10 @@ func (k *kinds) of(name string) backend {
 	return k.unknown
 }
 
+// reparse reads a middleware's rewritten input as the call's own.
+func (inv *invocation) reparse(input string) (args []grant.Arg, cmd *command.Invocation, err error) {
+	return inv.backend.reparse(inv, input)
+}
+
 // kindsHolder is the Host's kinds for the configuration in force.
 type kindsHolder = atomic.Pointer[kinds]

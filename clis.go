@@ -122,11 +122,6 @@ func (inv *invocation) alwaysTarget() grant.Target {
 	return grant.AlwaysTarget(inv.tool.Name, inv.rendered)
 }
 
-// reparse reads a middleware's rewritten input as the call's own.
-func (inv *invocation) reparse(input string) (args []grant.Arg, cmd *command.Invocation, err error) {
-	return inv.backend.reparse(inv, input)
-}
-
 // cliInfo is a wrapped CLI's description and input schema as tools/list
 // shows them, from its command description.
 func cliInfo(t config.Tool) sandbox.LoadInfo {
