@@ -25,7 +25,8 @@ import (
 // audit, quotas) is a new stage here, not an edit of Host.Call. A stage
 // ends a call early by setting the invocation's result (a tool-level
 // failure the caller sees) or by returning an error (the call could not be
-// made).
+// made). Every kind of tool, built-ins included, passes the same stages;
+// what differs by kind is asked of the tool's backend (backend.go).
 
 // invocation is one call on its way through the stages.
 type invocation struct {
