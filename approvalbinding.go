@@ -8,7 +8,6 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
-	hostfs "github.com/maiden-run/maiden/internal/builtin"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -24,23 +23,15 @@ import (
 // (ConsumeAndStart), and an approve:always card minted from a request
 // carries the same binding (cards.Spec.Bound) and counts only for it.
 
-// approvalPolicy is the effective policy of inv's tool.
-func approvalPolicy(inv *invocation) ApprovalPolicy {
-	t := inv.tool
-	if inv.builtin != nil {
-		// A built-in's policy is its binding's (web_fetch's hosts and
-		// secret material); the others reach nothing.
-		b, _, _ := inv.cfg.AgentBinding(inv.agent, t.Name)
-		t = config.Tool{Name: t.Name, Timeout: t.Timeout}
-		if t.Name == hostfs.ToolWebFetch {
-			t.HTTPAllow, t.HTTPPorts, t.HTTPAllowCIDRs, t.HTTPCAFiles = b.HTTPAllow, b.HTTPPorts, b.HTTPAllowCIDRs, b.HTTPCAFiles
-			t.Secrets = materialNames(b)
-			if b.ProxySecret != "" {
-				t.Secrets = append(t.Secrets, b.ProxySecret)
-			}
-		}
-	}
-	p := policyOf(t).withDestinations(inv.cfg)
+// approvalPolicy is the effective policy of inv's tool, as its backend
+// sees it (a wrapped CLI's paths, an import's upstream, a built-in's
+// binding: backend.approvalPolicy).
+func approvalPolicy(inv *invocation) ApprovalPolicy { return inv.backend.approvalPolicy(inv) }
+
+// basePolicy is the part of an approval's policy every kind has: t's
+// network, secrets and their destinations, limits, reveal and fs.
+func basePolicy(cfg *config.Config, t config.Tool) ApprovalPolicy {
+	p := policyOf(t).withDestinations(cfg)
 	out := ApprovalPolicy{
 		Network: len(p.HTTPAllow) > 0, Hosts: p.HTTPAllow, Ports: p.HTTPPorts, CIDRs: p.HTTPAllowCIDRs, CAFiles: p.HTTPCAFiles,
 		MaxResponseBytes: p.HTTPMaxResponseBytes, Secrets: p.Secrets,
@@ -52,20 +43,6 @@ func approvalPolicy(inv *invocation) ApprovalPolicy {
 		out.SecretDestinations = make(map[string]api.ApprovalSecretDestination, len(p.SecretDestinations))
 		for name, d := range p.SecretDestinations {
 			out.SecretDestinations[name] = api.ApprovalSecretDestination(d)
-		}
-	}
-	if c := t.CLI; c != nil {
-		out.ReadPaths, out.WritePaths, out.Unconfined, out.MaxOutputBytes = c.ReadPaths, c.WritePaths, c.Unconfined, c.MaxOutputBytes
-		out.Env = envNames(c.Env)
-	}
-	if m := t.MCP; m != nil {
-		out.ReadPaths, out.WritePaths, out.Unconfined, out.Env = m.ReadPaths, m.WritePaths, m.Unconfined, envNames(m.Env)
-		out.Upstream, out.Credential = m.URL, m.Credential
-		if out.Upstream == "" {
-			out.Upstream = strings.Join(m.Command, " ")
-		}
-		if m.Credential != "" && !strings.Contains(","+strings.Join(out.Secrets, ",")+",", ","+m.Credential+",") {
-			out.Secrets = append(out.Secrets, m.Credential)
 		}
 	}
 	return out
@@ -88,36 +65,7 @@ func envNames(env []string) []string {
 // working directory, environment, option style); for an imported tool, of
 // its upstream (command, environment, directory, URL) and the digest of
 // the input schema the upstream reports for it; a built-in's name.
-func toolIdentity(inv *invocation) string {
-	t := inv.tool
-	switch {
-	case inv.builtin != nil:
-		return "builtin:" + t.Name
-	case t.CLI != nil:
-		spec, err := json.Marshal(t.CLI.Command)
-		if err != nil {
-			spec = []byte(t.CLI.Command.JSONSchema())
-		}
-		return "cli:" + digestOf(struct {
-			Path     string
-			Command  json.RawMessage
-			Dir      string
-			Env      []string
-			Separate bool
-		}{t.Path, spec, t.CLI.Dir, t.CLI.Env, t.CLI.SeparateValues})
-	case t.MCP != nil:
-		return "mcp:" + digestOf(struct {
-			Command []string
-			Env     []string
-			Dir     string
-			URL     string
-			Schema  string
-		}{t.MCP.Command, t.MCP.Env, t.MCP.Dir, t.MCP.URL, inv.toolDigest})
-	case inv.opened != nil:
-		return "sha256:" + inv.opened.Digest
-	}
-	return ""
-}
+func toolIdentity(inv *invocation) string { return inv.backend.identity(inv) }
 
 func digestOf(v any) string {
 	b, _ := json.Marshal(v)

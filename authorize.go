@@ -30,7 +30,7 @@ var ErrState = errors.New("maiden: state store unavailable")
 // everything, so it is not asked.
 func (h *Host) authorize(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if inv.cfg.Implicit() {
+		if inv.cfg.Implicit() || !inv.backend.carded() {
 			return next(ctx, inv)
 		}
 		if inv.cmd == nil {

@@ -47,18 +47,14 @@ func (h *Host) GrantReach(ctx context.Context, agent string, text string) ([]Too
 	if err != nil {
 		return nil, err
 	}
-	cfg := h.cfg.Load()
+	k := h.kindsOf(h.cfg.Load())
 	var out []ToolReach
 	for _, info := range infos {
 		if !g.NamesTool(info.Name) {
 			continue
 		}
 		r := ToolReach{Tool: info.Name}
-		t, _ := cfg.Tool(info.Name)
-		r.Command = t.CLI != nil
-		if s, ok := h.schemas.peek(info.Digest); ok && s.cmd != nil {
-			r.Command = true
-		}
+		r.Command = k.of(info.Name).typedCommands(info)
 		// A typed command's calls are its command words, options and
 		// positionals, not its schema's properties: the schema does not
 		// tell which calls a grant matches.

@@ -7,15 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/mcphub"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/safetext"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -29,6 +28,118 @@ import (
 // approvals, the audit trail) and is then sent upstream. An upstream that
 // dies is restarted with backoff; its tools answer kind unavailable
 // meanwhile.
+
+// importBackend is the backend of the tools of imported MCP servers.
+type importBackend struct{ h *Host }
+
+// resolve exposes NAME.TOOL as the agent binds NAME, whose middleware it
+// gets.
+func (b *importBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
+	bind := inv.call.Tool
+	if imp, _, ok := config.ImportOf(bind); ok {
+		bind = imp
+	}
+	return b.h.resolveTool(cfg, inv, bind)
+}
+
+func (b *importBackend) carded() bool                             { return true }
+func (b *importBackend) secretHandles() bool                      { return false } // the upstream gets the input as sent
+func (b *importBackend) preopens() bool                           { return false }
+func (b *importBackend) confined(t config.Tool) bool              { return len(t.MCP.Command) > 0 }
+func (b *importBackend) typedCommands(ToolInfo) bool              { return false }
+func (b *importBackend) parse(context.Context, *invocation) error { return nil }
+
+// open finds the tool on its upstream and checks the input against the
+// upstream's schema, under the import's timeout.
+func (b *importBackend) open(ctx context.Context, inv *invocation, next handler) error {
+	h := b.h
+	li, refusal, err := h.loadImported(ctx, inv)
+	if err != nil {
+		return err
+	}
+	inv.toolDigest = li.Digest
+	if refusal != nil {
+		return inv.fail(refusal.Kind, refusal.Message)
+	}
+	schema := h.schemas.get(li.Digest, li.Schema)
+	if schema.err != nil {
+		return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())
+	}
+	if err := schema.validateWithin(ctx, inv.tool.Timeout, inv.input); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return inv.fail(KindInput, err.Error())
+	}
+	inv.schema = schema
+	return next(ctx, inv)
+}
+
+func (b *importBackend) run(ctx context.Context, inv *invocation) error {
+	return b.h.runImported(ctx, inv)
+}
+
+func (b *importBackend) reparse(_ *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
+	args, err := grant.Render([]byte(input))
+	return args, nil, err
+}
+
+// identity is the SHA-256 of its upstream (command, environment,
+// directory, URL) and of the input schema the upstream reports for it.
+func (b *importBackend) identity(inv *invocation) string {
+	m := inv.tool.MCP
+	return "mcp:" + digestOf(struct {
+		Command []string
+		Env     []string
+		Dir     string
+		URL     string
+		Schema  string
+	}{m.Command, m.Env, m.Dir, m.URL, inv.toolDigest})
+}
+
+func (b *importBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
+	out, m := basePolicy(inv.cfg, inv.tool), inv.tool.MCP
+	out.ReadPaths, out.WritePaths, out.Unconfined, out.Env = m.ReadPaths, m.WritePaths, m.Unconfined, envNames(m.Env)
+	out.Upstream, out.Credential = m.URL, m.Credential
+	if out.Upstream == "" {
+		out.Upstream = strings.Join(m.Command, " ")
+	}
+	if m.Credential != "" && !strings.Contains(","+strings.Join(out.Secrets, ",")+",", ","+m.Credential+",") {
+		out.Secrets = append(out.Secrets, m.Credential)
+	}
+	return out
+}
+
+func (b *importBackend) describe(ctx context.Context, _ *config.Config, t config.Tool) ([]ToolInfo, error) {
+	infos, _, err := b.h.importedTools(ctx, t)
+	return infos, err
+}
+
+// check starts the upstream and reports a tool refused by its pin (never
+// accepted, or changed since) as a warning: the import works, that tool
+// will not.
+func (b *importBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
+	rep := LoadReport{Tool: "mcp." + t.Name}
+	infos, _, err := b.h.importedTools(ctx, t)
+	switch {
+	case err != nil:
+		rep.Err = err
+	case len(infos) == 0:
+		rep.Err = fmt.Errorf("the MCP server %q is not up or offers no tools", t.Name)
+	}
+	for _, info := range infos {
+		if info.Error != nil && info.Error.Kind == KindDenied {
+			rep.Warnings = append(rep.Warnings, info.Error.Message)
+		}
+	}
+	return rep, nil
+}
+
+// commandSpec: an import (or its tool) has no command description that
+// CommandHelp shows.
+func (b *importBackend) commandSpec(_ context.Context, t config.Tool) (*command.Spec, error) {
+	return nil, fmt.Errorf("%w %q", ErrUnknownTool, t.Name)
+}
 
 // importTool is the exposure of an imported tool: the import's table with
 // the tool's full name (loadImported finds its upstream name).
@@ -45,233 +156,72 @@ func importTool(cfg *config.Config, name string) (config.Tool, bool) {
 	return t, true
 }
 
-// upstreams are the Host's imported servers, started on first need and
-// kept while the configuration's [mcp.NAME] table is unchanged. A reload
-// that removes or changes the table retires the upstream: no new call
-// reaches it, and it is closed (its process stopped) as soon as the calls
-// running on it have returned, each within its deadline.
+// upstreams are the Host's imported servers (internal/mcphub), made on
+// first need.
 type upstreams struct {
-	mu      sync.Mutex
-	byName  map[string]*upstream
-	closed  bool
-	changed func() // set by front ends: an upstream's tool list changed
-	// retired are the upstreams retired and not yet closed; retiring
-	// counts their closers, which closeImports waits for; stop ends their
-	// wait for calls in flight.
-	retired  map[*upstream]bool
-	retiring sync.WaitGroup
-	stop     chan struct{}
-}
-
-type upstream struct {
-	imp *config.MCPImport
-	up  *mcpimport.Upstream
-	// inflight counts the calls running on it (runImported); once retired,
-	// drained is closed when it reaches 0.
-	inflight int
-	retired  bool
-	drained  chan struct{}
+	once sync.Once
+	hub  *mcphub.Hub
 }
 
 // errRetired: the import a call (or a listing) was made for is no longer
 // the configuration's: a reload removed or changed its [mcp.NAME] table.
-var errRetired = errors.New("removed or changed by a configuration reload")
+var errRetired = mcphub.ErrRetired
 
-// upstream returns the running upstream of import name, started if need be.
-// imp must be the table of the configuration in force (errRetired
-// otherwise), so that a call that began before a reload never starts a
-// server the reload removed.
+// hub is the Host's upstreams. An import is current while the
+// configuration in force has the same [mcp.NAME] table.
+func (h *Host) hub() *mcphub.Hub {
+	u := &h.imports
+	u.once.Do(func() {
+		u.hub = mcphub.New(mcphub.Options{
+			Current: func(name string, imp *config.MCPImport) bool {
+				return sameImport(h.cfg.Load(), name, imp)
+			},
+			Secret: h.lookupSecret,
+			Confinement: func(ctx context.Context) error {
+				_, err := h.confinement(ctx)
+				return err
+			},
+			Logger: h.log,
+		})
+	})
+	return u.hub
+}
+
+// sameImport reports whether cfg's [mcp.NAME] table is imp.
+func sameImport(cfg *config.Config, name string, imp *config.MCPImport) bool {
+	t, ok := cfg.Tool(name)
+	return ok && t.MCP != nil && reflect.DeepEqual(t.MCP, imp)
+}
+
+// upstream returns the running upstream of import name, started if need be
+// (mcphub.Hub.Get).
 func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, error) {
-	e, err := h.upstreamEntry(ctx, name, imp, false)
-	if err != nil {
-		return nil, err
-	}
-	return e.up, nil
-}
-
-// acquireUpstream is upstream for a call: the upstream is not closed by a
-// reload before release is called.
-func (h *Host) acquireUpstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, func(), error) {
-	e, err := h.upstreamEntry(ctx, name, imp, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	u := &h.imports
-	return e.up, func() {
-		u.mu.Lock()
-		e.inflight--
-		if e.retired && e.inflight == 0 {
-			close(e.drained)
-		}
-		u.mu.Unlock()
-	}, nil
-}
-
-func (h *Host) upstreamEntry(ctx context.Context, name string, imp *config.MCPImport, acquire bool) (*upstream, error) {
-	u := &h.imports
-	u.mu.Lock()
-	if u.closed {
-		u.mu.Unlock()
+	up, err := h.hub().Get(ctx, name, imp)
+	if errors.Is(err, mcphub.ErrClosed) {
 		return nil, ErrClosed
 	}
-	// SetConfig stores the configuration before it retires (under u.mu):
-	// reading it under u.mu, this sees either the new one, or the old one
-	// and an entry the retirement will find.
-	if t, ok := h.cfg.Load().Tool(name); !ok || t.MCP == nil || !reflect.DeepEqual(t.MCP, imp) {
-		u.mu.Unlock()
-		return nil, fmt.Errorf("the MCP server %q: %w", name, errRetired)
-	}
-	if cur, ok := u.byName[name]; ok && reflect.DeepEqual(cur.imp, imp) {
-		if acquire {
-			cur.inflight++
-		}
-		u.mu.Unlock()
-		return cur, nil
-	} else if ok {
-		u.retireLocked(name, cur) // its table changed: a new one
-	}
-	opts := mcpimport.Options{Name: name, Command: imp.Command, Dir: imp.Dir, URL: imp.URL, Logger: h.log}
-	for _, e := range imp.Env {
-		if strings.Contains(e, "=") {
-			opts.Env = append(opts.Env, e)
-		} else if v, ok := os.LookupEnv(e); ok {
-			opts.Env = append(opts.Env, e+"="+v)
-		}
-	}
-	if imp.Credential != "" {
-		secret := imp.Credential
-		opts.Credential = func(context.Context) (string, error) {
-			v, ok := h.lookupSecret(secret)
-			if !ok {
-				return "", fmt.Errorf("secret %s has no value: set MAIDEN_SECRET_%s", secret, secret)
-			}
-			return "Bearer " + v, nil
-		}
-	}
-	if len(imp.Command) > 0 {
-		// A stdio server is someone else's program: it runs under the
-		// confinement of wrapped CLIs (Landlock to its paths, no network,
-		// rlimits, its own process group), proven by the probe first.
-		spec := confine.Spec{ReadOnly: imp.ReadPaths, Writable: imp.WritePaths, Unconfined: imp.Unconfined}
-		if imp.Dir != "" {
-			spec.ReadOnly = append(slices.Clone(spec.ReadOnly), imp.Dir)
-		}
-		opts.Start = func(cmd *exec.Cmd) error {
-			if _, err := h.confinement(ctx); err != nil && !imp.Unconfined {
-				return fmt.Errorf("confinement is not in force here (%v); set unconfined = true in [mcp.%s] to run it anyway", err, name)
-			}
-			_, err := confine.StartCmd(cmd, spec)
-			return err
-		}
-	}
-	up, err := mcpimport.New(opts)
-	if err != nil {
-		u.mu.Unlock()
-		return nil, err
-	}
-	if u.byName == nil {
-		u.byName = map[string]*upstream{}
-	}
-	e := &upstream{imp: imp, up: up}
-	if acquire {
-		e.inflight++
-	}
-	u.byName[name] = e
-	up.OnChange(func() {
-		u.mu.Lock()
-		f := u.changed
-		u.mu.Unlock()
-		if f != nil {
-			f()
-		}
-	})
-	u.mu.Unlock()
-	if err := up.Start(context.WithoutCancel(ctx)); err != nil {
-		h.log.Warn("MCP upstream not up yet; retrying in the background", "upstream", name, "err", err)
-	}
-	return e, nil
+	return up, err
 }
 
 // retireImports retires the upstreams whose [mcp.NAME] table cfg no longer
 // has as it was (SetConfig, after storing cfg).
 func (h *Host) retireImports(cfg *config.Config) {
-	u := &h.imports
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for name, e := range u.byName {
-		if t, ok := cfg.Tool(name); ok && t.MCP != nil && reflect.DeepEqual(t.MCP, e.imp) {
-			continue
-		}
-		u.retireLocked(name, e)
-	}
-}
-
-// retireLocked takes e out of service and closes it once the calls running
-// on it have returned (or closeImports stops the wait). u.mu is held.
-func (u *upstreams) retireLocked(name string, e *upstream) {
-	delete(u.byName, name)
-	e.retired = true
-	e.drained = make(chan struct{})
-	if e.inflight == 0 {
-		close(e.drained)
-	}
-	if u.retired == nil {
-		u.retired = map[*upstream]bool{}
-		u.stop = make(chan struct{})
-	}
-	u.retired[e] = true
-	stop := u.stop
-	u.retiring.Add(1)
-	go func() {
-		defer u.retiring.Done()
-		select {
-		case <-e.drained:
-		case <-stop:
-		}
-		e.up.Close()
-		u.mu.Lock()
-		delete(u.retired, e)
-		u.mu.Unlock()
-	}()
+	h.hub().Retire(func(name string, imp *config.MCPImport) bool { return sameImport(cfg, name, imp) })
 }
 
 // OnToolsChanged registers f, called when an imported server's tool list
 // changes (front ends tell their clients: notifications/tools/list_changed).
-func (h *Host) OnToolsChanged(f func()) {
-	h.imports.mu.Lock()
-	h.imports.changed = f
-	h.imports.mu.Unlock()
-}
+func (h *Host) OnToolsChanged(f func()) { h.hub().OnChange(f) }
 
 // closeImports stops every upstream, retired ones included (calls still
 // running on them fail as unavailable).
-func (h *Host) closeImports() {
-	u := &h.imports
-	u.mu.Lock()
-	if u.closed {
-		u.mu.Unlock()
-		u.retiring.Wait()
-		return
-	}
-	u.closed = true
-	list := u.byName
-	u.byName = nil
-	if u.stop != nil {
-		close(u.stop)
-	}
-	u.mu.Unlock()
-	for _, up := range list {
-		up.up.Close()
-	}
-	u.retiring.Wait()
-}
+func (h *Host) closeImports() { h.hub().Close() }
 
 // importedTool is an imported tool as the host serves it: the upstream's
 // tool, the definition served (the accepted pin), and why a call of it is
 // refused (nil when it may run).
 type importedTool struct {
-	mcpimport.Tool
-	full    string
+	mcphub.ExposedTool
 	served  mcpimport.Pin
 	refusal *ToolError
 }
@@ -279,24 +229,10 @@ type importedTool struct {
 // exposedTools names the upstream's tools NAME.TOOL (collisions refused and
 // logged), sorted by name.
 func exposedTools(imp string, tools []mcpimport.Tool, log *slog.Logger) []importedTool {
-	names := make([]string, len(tools))
-	byUp := map[string]mcpimport.Tool{}
-	for i, x := range tools {
-		names[i] = x.Name
-		byUp[x.Name] = x
-	}
-	exposed, problems := mcpimport.ExposedNames(names, nil)
-	for _, p := range problems {
-		log.Warn("MCP upstream tool not exposed", "upstream", imp, "err", p)
-	}
-	keys := make([]string, 0, len(exposed))
-	for k := range exposed {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([]importedTool, 0, len(keys))
-	for _, e := range keys {
-		out = append(out, importedTool{Tool: byUp[exposed[e]], full: imp + "." + e})
+	exposed := mcphub.Exposed(imp, tools, log)
+	out := make([]importedTool, len(exposed))
+	for i, x := range exposed {
+		out[i] = importedTool{ExposedTool: x}
 	}
 	return out
 }
@@ -327,14 +263,14 @@ func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []Tool
 	}
 	byExposed = map[string]importedTool{}
 	for _, x := range exposedTools(t.Name, u.Tools(), h.log) {
-		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.full, x.Tool)
-		byExposed[x.full] = x
-		info := ToolInfo{Name: x.full, Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
+		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.Full, x.Tool)
+		byExposed[x.Full] = x
+		info := ToolInfo{Name: x.Full, Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
 		if x.served.Digest != "" {
 			// accepted (as it is now, or before the change refused)
 			info.Title, info.Description = safetext.Text(x.served.Title), safetext.Text(x.served.Description)
 			info.InputSchema = safetext.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
-			info.Digest = schemaDigest(x.full, x.served.InputSchema)
+			info.Digest = schemaDigest(x.Full, x.served.InputSchema)
 			if len(x.OutputSchema) > 0 {
 				info.OutputSchema = safetext.JSON(string(x.OutputSchema))
 			}
@@ -352,24 +288,13 @@ func schemaDigest(name string, schema []byte) string {
 	return "mcp:" + hex.EncodeToString(sum[:])
 }
 
-// runImported sends a call to its upstream, under the import's timeout_ms.
+// runImported sends a call to its upstream, under the import's timeout_ms
+// (mcphub.Hub.Call).
 func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
-	retired := func() error {
-		return inv.fail(KindUnavailable, fmt.Sprintf("the MCP server %q was %v while the call was on its way; call again", imp, errRetired))
-	}
 	if inv.upstreamTool == "" { // loadImported found the import retired
-		return retired()
+		return inv.fail(KindUnavailable, mcphub.RetiredMessage(imp))
 	}
-	up, release, err := h.acquireUpstream(ctx, imp, inv.tool.MCP)
-	if errors.Is(err, errRetired) {
-		return retired()
-	} else if err != nil {
-		return err
-	}
-	defer release()
-	callCtx, cancel := context.WithTimeout(ctx, inv.tool.Timeout)
-	defer cancel()
 	gate := h.gate.Redactor(inv.policy)
 	redact := gate
 	if name := inv.tool.MCP.Credential; name != "" {
@@ -380,8 +305,6 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 			redact = func(s string) string { return gate(strings.ReplaceAll(s, v, "[REDACTED:"+name+"]")) }
 		}
 	}
-	var logs []LogEntry
-	var mu sync.Mutex
 	var onProgress func(mcpimport.Progress)
 	relay := inv.progressRelay(redact)
 	if relay != nil {
@@ -389,38 +312,23 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 			relay.report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
-	res, err := up.Call(callCtx, inv.upstreamTool, []byte(inv.call.Input), func(e LogEntry) {
-		e.Message = redact(e.Message)
-		if inv.call.OnLog != nil {
-			inv.call.OnLog(e)
-		}
-		mu.Lock()
-		logs = append(logs, e)
-		mu.Unlock()
-	}, onProgress)
+	out, err := h.hub().Call(ctx, mcphub.Call{
+		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
+		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
+	})
 	relay.finish()
-	mu.Lock()
-	inv.res.Logs = append([]LogEntry{}, logs...)
-	mu.Unlock()
+	if out.Logs != nil {
+		inv.res.Logs = out.Logs
+	}
 	switch {
-	case errors.Is(err, mcpimport.ErrUnavailable):
-		return inv.fail(KindUnavailable, redact(err.Error()))
-	case err != nil && ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil && callCtx.Err() != nil:
-		return inv.fail(KindDeadline, fmt.Sprintf("%s ran past its %v timeout; maiden cancelled it on the MCP server %q", inv.tool.Name, inv.tool.Timeout, imp))
-	case errors.Is(err, mcpimport.ErrClosed):
-		return inv.fail(KindUnavailable, fmt.Sprintf("the MCP server %q was stopped during the call (maiden is closing)", imp))
+	case errors.Is(err, mcphub.ErrClosed):
+		return ErrClosed
 	case err != nil:
-		return inv.fail(KindTool, redact(err.Error()))
-	case res.IsError:
-		return inv.fail(KindTool, redact(res.Text))
+		return err
+	case out.Failure != nil:
+		return inv.fail(out.Failure.Kind, out.Failure.Message)
 	}
-	out := res.Text
-	if len(res.Structured) > 0 {
-		out = string(res.Structured)
-	}
-	inv.res.OK, inv.res.Output = true, redact(out)
+	inv.res.OK, inv.res.Output = true, out.Output
 	return nil
 }
 

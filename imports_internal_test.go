@@ -42,9 +42,7 @@ func TestRetiredImportNotRestarted(t *testing.T) {
 	if _, err := h.upstream(context.Background(), "local", old.MCP); !errors.Is(err, errRetired) {
 		t.Errorf("the removed import's old table: %v, want errRetired", err)
 	}
-	h.imports.mu.Lock()
-	n := len(h.imports.byName)
-	h.imports.mu.Unlock()
+	n := h.hub().Running()
 	if n != 0 {
 		t.Errorf("%d upstreams after the removed import was asked for", n)
 	}

@@ -175,10 +175,11 @@ type Host struct {
 	crashes    crashes // tools in their crash cool-down (backoff.go)
 	closed     atomic.Bool
 	opts       Options
-	// handle is the call pipeline, assembled once in New; builtinHandle
-	// the built-ins' (builtins.go).
-	handle        handler
-	builtinHandle handler
+	// handle is the call pipeline, assembled once in New, for every kind
+	// of tool; kinds is each name's backend under the configuration in
+	// force (backend.go).
+	handle handler
+	kinds  kindsHolder
 
 	// http-fetch: the gate, and each tool's compiled egress policy for the
 	// configuration in force.
@@ -239,8 +240,8 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	}
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
 	h.cfg.Store(cfg)
+	h.setKinds(cfg)
 	h.handle = h.pipeline()
-	h.builtinHandle = h.builtinPipeline()
 	return h, nil
 }
 
@@ -272,6 +273,7 @@ func (h *Host) Config() *config.Config { return h.cfg.Load() }
 func (h *Host) SetConfig(cfg *config.Config) {
 	if cfg != nil {
 		h.cfg.Store(cfg)
+		h.setKinds(cfg)
 		h.retireImports(cfg)
 	}
 }
@@ -398,11 +400,6 @@ func (r Result) MarshalJSON() ([]byte, error) {
 func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: c.Tool}, ErrClosed
-	}
-	if _, ok := builtins[c.Tool]; ok {
-		if _, defined := h.cfg.Load().Tool(c.Tool); !defined {
-			return h.CallBuiltin(ctx, c) // a [tools] entry of the same name shadows the built-in
-		}
 	}
 	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit}
 	inv.res.Tool = c.Tool

@@ -48,11 +48,8 @@ func (h *Host) middleware(next handler) handler {
 			// decided already, and the approval is consumed.
 			return next(ctx, inv)
 		}
-		name := inv.tool.Name
-		if imp, _, ok := config.ImportOf(name); ok && inv.tool.MCP != nil {
-			name = imp // an imported tool has its [mcp.NAME]'s and binding's layers
-		}
-		chain := inv.cfg.Chain(inv.agent, name)
+		// An imported tool has its [mcp.NAME]'s and binding's layers.
+		chain := inv.cfg.Chain(inv.agent, inv.bindName)
 		if len(chain) == 0 {
 			inv.chainDone = true
 			return next(ctx, inv)

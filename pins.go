@@ -208,8 +208,9 @@ func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, e
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
-	t, ok := h.cfg.Load().Tool(name)
-	if !ok || t.MCP == nil {
+	cfg := h.cfg.Load()
+	t, ok := cfg.Tool(name)
+	if _, isImport := h.kindsOf(cfg).imports[name]; !ok || !isImport {
 		return nil, fmt.Errorf("%s has no [mcp.%s]", h.cfg.Load().File(), name)
 	}
 	up, err := h.upstream(ctx, name, t.MCP)
@@ -223,8 +224,8 @@ func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, e
 	out := make([]ImportReview, 0, len(tools))
 	for _, x := range tools {
 		now := mcpimport.PinOf(x.Tool)
-		r := ImportReview{Tool: x.full, State: "new", Offered: definitionOf(now), pin: now}
-		old, ok, err := h.pin(x.full)
+		r := ImportReview{Tool: x.Full, State: "new", Offered: definitionOf(now), pin: now}
+		old, ok, err := h.pin(x.Full)
 		if err != nil {
 			ok = false // an unreadable pin file: everything is reviewed as new
 		}
@@ -255,9 +256,7 @@ func (h *Host) AcceptImport(reviews []ImportReview) error {
 	if err := h.savePins(pins); err != nil {
 		return err
 	}
-	h.imports.mu.Lock()
-	f := h.imports.changed
-	h.imports.mu.Unlock()
+	f := h.hub().Changed()
 	if f != nil {
 		go f()
 	}

@@ -2,7 +2,6 @@ package maiden
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,7 +25,8 @@ import (
 // audit, quotas) is a new stage here, not an edit of Host.Call. A stage
 // ends a call early by setting the invocation's result (a tool-level
 // failure the caller sees) or by returning an error (the call could not be
-// made).
+// made). Every kind of tool, built-ins included, passes the same stages;
+// what differs by kind is asked of the tool's backend (backend.go).
 
 // invocation is one call on its way through the stages.
 type invocation struct {
@@ -35,6 +35,8 @@ type invocation struct {
 	res   Result
 
 	// Set by the stages, in order.
+	backend  backend // the tool's kind (resolvePolicy)
+	bindName string  // the name the agent binds: the tool's, an import's NAME
 	cfg      *config.Config
 	agent    string      // resolved: DefaultAgent when the configuration declares none
 	tool     config.Tool // as the agent's binding narrows it
@@ -49,13 +51,13 @@ type invocation struct {
 	schema       *inputSchema
 	output       *inputSchema // the tool's output schema; nil if it declares none
 
-	// cmd is a wrapped CLI's parsed call (parseCommand), or a command-tree
-	// WebAssembly tool's (parseToolCommand); nil for a JSON-input tool.
+	// cmd is a wrapped CLI's or a command-tree WebAssembly tool's parsed
+	// call (parse); nil for a JSON-input tool.
 	cmd *command.Invocation
 	// toolCmd is the command description of a command-tree WebAssembly
 	// tool the call was parsed with (wasmcommand.go); openErr is why
-	// parseToolCommand could not open the tool, which loadAndValidate
-	// reports (opened holds the version it did open).
+	// parse could not open the tool, which loadAndValidate reports
+	// (opened holds the version it did open).
 	toolCmd *toolCommand
 	openErr error
 	// upstreamTool is an imported tool's name on its MCP server.
@@ -93,9 +95,8 @@ type invocation struct {
 	// (waiting for a human: suspend, resume).
 	release func()
 
-	// A built-in's call (builtins.go): the operation and the wallet its
-	// visibility was decided on.
-	builtin       *builtin
+	// builtinWallet is the wallet a built-in's visibility was decided on
+	// (builtins.go), which its card operation acts with.
 	builtinWallet *cards.Wallet
 
 	noAudit bool // Host.noAudit
@@ -159,8 +160,7 @@ func (h *Host) pipeline() handler {
 		h.coolDown,
 		h.checkInput,
 		h.secretHandles,
-		h.parseCommand,
-		h.parseToolCommand,
+		h.parse,
 		h.authorize,
 		h.sessionGate,
 		h.loadAndValidate,
@@ -203,21 +203,46 @@ func (h *Host) admit(next handler) handler {
 }
 
 // resolvePolicy reads the policy once from the configuration in force, so
-// an edit to agent.toml never changes a call halfway: the call's agent, the
-// tool as that agent's binding exposes it (an unbound tool does not exist),
-// and its egress policy.
+// an edit to agent.toml never changes a call halfway: the tool's backend
+// (its kind, decided once per configuration: backend.go), then the call's
+// agent and the tool as that agent's binding exposes it (an unbound tool
+// does not exist).
 func (h *Host) resolvePolicy(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		cfg := h.cfg.Load()
-		exp, err := expose(cfg, inv.call.Agent, inv.call.Tool)
-		if err != nil {
+		inv.backend = h.kindsOf(cfg).of(inv.call.Tool)
+		if err := inv.backend.resolve(ctx, cfg, inv); err != nil || inv.res.Error != nil {
 			return err
 		}
-		pol, err := h.policySet(cfg).egressPolicy(exp)
-		if err != nil {
-			return inv.fail(KindConfig, err.Error())
+		return next(ctx, inv)
+	}
+}
+
+// resolveTool is exposure for a configured tool (any kind but a
+// built-in): the tool as the call's agent's binding narrows it, and its
+// egress policy; bindName is the name the agent binds (an import's NAME
+// for its NAME.TOOL), whose middleware the call gets.
+func (h *Host) resolveTool(cfg *config.Config, inv *invocation, bindName string) error {
+	exp, err := expose(cfg, inv.call.Agent, inv.call.Tool)
+	if err != nil {
+		return err
+	}
+	pol, err := h.policySet(cfg).egressPolicy(exp)
+	if err != nil {
+		return inv.fail(KindConfig, err.Error())
+	}
+	inv.cfg, inv.agent, inv.tool, inv.policy, inv.bindName = cfg, exp.agent, exp.tool, pol, bindName
+	return nil
+}
+
+// parse is the tool's backend reading the input before the cards decide:
+// a command tool's parsed command and its rendering (clis.go,
+// wasmcommand.go); nothing for JSON input, which authorize renders.
+func (h *Host) parse(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if err := inv.backend.parse(ctx, inv); err != nil || inv.res.Error != nil {
+			return err
 		}
-		inv.cfg, inv.agent, inv.tool, inv.policy = cfg, exp.agent, exp.tool, pol
 		return next(ctx, inv)
 	}
 }
@@ -260,96 +285,13 @@ func (h *Host) maxInputBytes(cfg *config.Config) int64 {
 	return cfg.MaxInputBytes()
 }
 
-// loadAndValidate loads one version of the tool, checks the input against
-// that version's schema (under the call's deadline and ctx), and runs that
-// same version. If the version is replaced on disk at the very moment it
-// starts, it loads the new one and checks again.
+// loadAndValidate is the tool's backend loading the version that will run
+// and checking the input against it (wasm.go: under the call's deadline,
+// with the stale-version retry; imports.go: the upstream's schema); the
+// rest of the pipeline runs inside it.
 func (h *Host) loadAndValidate(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if inv.tool.CLI != nil {
-			return next(ctx, inv) // parseCommand validated the call against its description
-		}
-		if inv.tool.MCP != nil {
-			li, refusal, err := h.loadImported(ctx, inv)
-			if err != nil {
-				return err
-			}
-			inv.toolDigest = li.Digest
-			if refusal != nil {
-				return inv.fail(refusal.Kind, refusal.Message)
-			}
-			schema := h.schemas.get(li.Digest, li.Schema)
-			if schema.err != nil {
-				return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())
-			}
-			if err := schema.validateWithin(ctx, inv.tool.Timeout, inv.input); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return inv.fail(KindInput, err.Error())
-			}
-			inv.schema = schema
-			return next(ctx, inv)
-		}
-		lim := limitsOf(inv.tool)
-		for attempt := 0; ; attempt++ {
-			t, err := inv.opened, inv.openErr // opened by parseToolCommand
-			if attempt > 0 || (t == nil && err == nil) {
-				t, err = h.runner.Open(ctx, inv.tool.Path, lim)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
-					return ErrClosed
-				}
-				if !errors.Is(err, sandbox.ErrInvalidTool) {
-					// Not the tool's fault (a worker that cannot start):
-					// the call could not be made.
-					return err
-				}
-				kind, msg := loadFailure(err)
-				return inv.fail(kind, msg)
-			}
-			if err := toolWorld(t); err != nil {
-				return inv.fail(KindInvalid, err.Error())
-			}
-			schema := h.schemas.getTool(t.Digest, t.Schema)
-			if schema.err != nil {
-				return inv.fail(KindInvalid, schema.err.Error())
-			}
-			if !inv.sameToolCommand(t, schema) {
-				return inv.toolChanged()
-			}
-			err = nil
-			if inv.toolCmd == nil { // a command tree's call was validated by parseToolCommand
-				err = schema.validateWithin(ctx, lim.Timeout, inv.input)
-			}
-			switch {
-			case err == nil:
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case errors.Is(err, context.DeadlineExceeded):
-				return inv.fail(KindDeadline, fmt.Sprintf("checking the input against the tool's schema took longer than its %v timeout", lim.Timeout))
-			default:
-				return inv.fail(KindInput, err.Error())
-			}
-			inv.opened, inv.schema, inv.output = t, schema, nil
-			if t.OutputSchema != "" {
-				out := h.outSchemas.get(t.Digest, t.OutputSchema)
-				if out.err != nil {
-					return inv.fail(KindInvalid, "output-schema(): "+out.err.Error())
-				}
-				inv.output = out
-			}
-			err = next(ctx, inv)
-			if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
-				inv.res.Logs, inv.res.Error = nil, nil
-				continue
-			}
-			return err
-		}
+		return inv.backend.open(ctx, inv, next)
 	}
 }
 
@@ -380,54 +322,11 @@ func (h *Host) checkOutput(next handler) handler {
 	}
 }
 
-// run executes the opened version in its runner. The values of the
-// secrets this tool may use never leave the host: not in its logs, its
-// output or its error messages.
+// run is the end of the pipeline: the tool's backend runs the call
+// (wasm.go, clis.go, imports.go, builtins.go).
 func (h *Host) run(ctx context.Context, inv *invocation) error {
 	inv.ran = true
-	if inv.tool.CLI != nil {
-		return h.runCLI(ctx, inv)
-	}
-	if inv.tool.MCP != nil {
-		return h.runImported(ctx, inv)
-	}
-	var refusals refusalLog
-	out, err := inv.opened.Execute(ctx, sandbox.Call{
-		Limits: limitsOf(inv.tool),
-		Input:  inv.toolInput(),
-		// The session boundary's directories as WASI preopens, for a tool
-		// whose policy has fs (sessionGate); none otherwise.
-		Preopens: inv.preopens,
-		OnLog:    inv.call.OnLog,
-		Fetch:    refusals.watch(h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet))))),
-		Redact:   inv.secrets.redactor(h.gate.Redactor(inv.policy)),
-		Reveal:   h.revealFunc(ctx, inv),
-	})
-	inv.res.Logs = out.Logs
-	if err == nil {
-		h.crashes.record(inv.tool.Name, out.WorkerLost)
-	}
-	if err != nil {
-		var pe *sandbox.PreopenError
-		if errors.As(err, &pe) {
-			// A directory of the session's boundary is missing or not
-			// a plain directory (a symlink on its path): the call is
-			// refused before anything ran, naming it.
-			return inv.fail(KindDenied, "a directory of the session's boundary cannot be given to the tool: "+pe.Error())
-		}
-		return err
-	}
-	if out.Failure != nil {
-		if first := refusals.first(); first != "" && (out.Failure.Kind == KindTool || out.Failure.Kind == KindTrap) {
-			// The tool gave up after the host refused its request: the
-			// cause is the policy (a missing credential, a host or port
-			// not allowed), and the refusal names the key that changes it.
-			return inv.fail(KindDenied, fmt.Sprintf("http-fetch was refused: %s (the tool then reported: %s)", first, out.Failure.Message))
-		}
-		return inv.fail(out.Failure.Kind, out.Failure.Message)
-	}
-	inv.res.OK, inv.res.Output = true, out.Output
-	return nil
+	return inv.backend.run(ctx, inv)
 }
 
 // newRunner makes the runner Options ask for: the in-process sandbox, or a

@@ -12,7 +12,8 @@ import (
 
 // preopensFor is the WASI preopened directories a WebAssembly tool gets in a
 // session: its policy (config.Tool.FS) intersected with the session's
-// boundary. Guest paths are the host paths. See preopensExplained for the
+// boundary. Only a kind whose backend takes preopens (WebAssembly) is
+// given any (sessionGate). Guest paths are the host paths. See preopensExplained for the
 // rule and for why an entry is left out or made read-only.
 func preopensFor(t config.Tool, b boundary.Boundary) []sandbox.Preopen {
 	dirs, _ := preopensExplained(t, b)
@@ -40,7 +41,7 @@ func preopensFor(t config.Tool, b boundary.Boundary) []sandbox.Preopen {
 //   - an entry that adds nothing to another one (inside it, with no more
 //     access) is left out; at most sandbox.MaxPreopens, by path order.
 func preopensExplained(t config.Tool, b boundary.Boundary) ([]sandbox.Preopen, []string) {
-	if t.FS == config.FSNone || t.MCP != nil || t.CLI != nil {
+	if t.FS == config.FSNone {
 		return nil, nil
 	}
 	var notes []string

@@ -44,7 +44,6 @@ func TestPreopensFor(t *testing.T) {
 		{"no fs key: nothing", config.Tool{Name: "t"}, work, nil, nil},
 		{"fs read: every entry read-only", reader, work, []sandbox.Preopen{ro("/srv/docs"), ro("/srv/work")}, nil},
 		{"fs write: write only where the entry allows it", writer, work, []sandbox.Preopen{ro("/srv/docs"), rw("/srv/work")}, nil},
-		{"a wrapped CLI never", config.Tool{Name: "t", FS: config.FSWrite, CLI: &config.CLI{}}, work, nil, nil},
 		{"exact entries are files, not preopened", writer,
 			managed(boundary.Entry{Path: "/srv/a.txt", Access: boundary.Write, Match: boundary.Exact}, sub("/srv/work", boundary.Write)),
 			[]sandbox.Preopen{rw("/srv/work")}, []string{"/srv/a.txt: an exact entry is not preopened"}},
@@ -96,5 +95,25 @@ func TestPreopensFor(t *testing.T) {
 				t.Errorf("invalid preopens: %v", err)
 			}
 		})
+	}
+}
+
+// TestOnlyWebAssemblyGetsPreopens: a wrapped CLI never gets WASI preopens
+// (its paths are Landlock's), nor does an imported tool or a built-in:
+// sessionGate gives them only to a kind whose backend takes them.
+func TestOnlyWebAssemblyGetsPreopens(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		b    backend
+		want bool
+	}{
+		{"WebAssembly", &wasmBackend{}, true},
+		{"a wrapped CLI never", &cliBackend{}, false},
+		{"an imported tool never", &importBackend{}, false},
+		{"a built-in never", &builtinBackend{}, false},
+	} {
+		if got := c.b.preopens(); got != c.want {
+			t.Errorf("%s: preopens() = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

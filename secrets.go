@@ -120,7 +120,7 @@ func (cs *callSecrets) redactor(base func(string) string) func(string) string {
 // that held a reference is explained as such.
 func (h *Host) secretHandles(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if inv.tool.CLI != nil || inv.tool.MCP != nil || inv.builtin != nil || !mayReferSecret(inv.call.Input) {
+		if !inv.backend.secretHandles() || !mayReferSecret(inv.call.Input) {
 			return next(ctx, inv)
 		}
 		cs, doc, err := issueHandles(inv.input, inv.tool.Secrets)
@@ -155,7 +155,7 @@ func mayReferSecret(input string) bool {
 func (h *Host) secretRunInput(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		cs := inv.secrets
-		if cs == nil || inv.tool.CLI != nil || inv.tool.MCP != nil || inv.builtin != nil {
+		if cs == nil { // none issued (secretHandles), or a kind that takes none
 			return next(ctx, inv)
 		}
 		text, err := marshalInput(cs.withHandles(inv.input))

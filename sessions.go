@@ -182,7 +182,7 @@ func (h *Host) sessionGate(next handler) handler {
 				return err
 			}
 		}
-		if inv.tool.FS != config.FSNone && inv.tool.CLI == nil && inv.tool.MCP == nil {
+		if inv.tool.FS != config.FSNone && inv.backend.preopens() {
 			s, terr, err := h.session(ctx, inv)
 			if err != nil || terr != nil {
 				if terr != nil {

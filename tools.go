@@ -179,43 +179,60 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 		return nil, ErrClosed
 	}
 	cfg := h.cfg.Load()
+	k := h.kindsOf(cfg)
 	var out []ToolInfo
 	for _, t := range cfg.Tools() {
-		if t.MCP != nil {
-			infos, _, err := h.importedTools(ctx, t)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, infos...)
-			continue
-		}
-		info := ToolInfo{Name: t.Name, Title: t.Title, Policy: policyOf(t).withDestinations(cfg), Hints: hintsOf(t)}
-		li, err := h.load(ctx, t)
-		switch {
-		case err == nil:
-			info.Description, info.InputSchema, info.OutputSchema, info.Digest = li.Description, li.Schema, li.OutputSchema, li.Digest
-			s := h.schemas.getTool(li.Digest, li.Schema)
-			if s.cmd != nil {
-				info.InputSchema = s.text // a command description's JSON Schema projection (wasmcommand.go)
-			}
-			if s.err != nil {
-				info.Error = &ToolError{Kind: KindInvalid, Message: s.err.Error()}
-			} else if err := h.outputSchemaErr(li); err != nil {
-				info.Error = &ToolError{Kind: KindInvalid, Message: err.Error()}
-			}
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.Is(err, sandbox.ErrClosed), errors.Is(err, worker.ErrClosed):
-			return nil, ErrClosed
-		case errors.Is(err, sandbox.ErrInvalidTool):
-			kind, msg := loadFailure(err)
-			info.Error = &ToolError{Kind: kind, Message: msg}
-		default:
+		infos, err := k.of(t.Name).describe(ctx, cfg, t)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, info)
+		out = append(out, infos...)
 	}
 	return out, nil
+}
+
+// describeLoaded is the ToolInfo of a tool of one component (a WebAssembly
+// tool; a wrapped CLI, from its description) as loaded: li, or why it
+// could not be (err).
+func (h *Host) describeLoaded(ctx context.Context, cfg *config.Config, t config.Tool, li sandbox.LoadInfo, err error) ([]ToolInfo, error) {
+	info := ToolInfo{Name: t.Name, Title: t.Title, Policy: policyOf(t).withDestinations(cfg), Hints: hintsOf(t)}
+	switch {
+	case err == nil:
+		info.Description, info.InputSchema, info.OutputSchema, info.Digest = li.Description, li.Schema, li.OutputSchema, li.Digest
+		s := h.schemas.getTool(li.Digest, li.Schema)
+		if s.cmd != nil {
+			info.InputSchema = s.text // a command description's JSON Schema projection (wasmcommand.go)
+		}
+		if s.err != nil {
+			info.Error = &ToolError{Kind: KindInvalid, Message: s.err.Error()}
+		} else if err := h.outputSchemaErr(li); err != nil {
+			info.Error = &ToolError{Kind: KindInvalid, Message: err.Error()}
+		}
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, sandbox.ErrClosed), errors.Is(err, worker.ErrClosed):
+		return nil, ErrClosed
+	case errors.Is(err, sandbox.ErrInvalidTool):
+		kind, msg := loadFailure(err)
+		info.Error = &ToolError{Kind: kind, Message: msg}
+	default:
+		return nil, err
+	}
+	return []ToolInfo{info}, nil
+}
+
+// checkLoaded is Check's report of a tool of one component as loaded.
+func (h *Host) checkLoaded(ctx context.Context, t config.Tool, li sandbox.LoadInfo, err error) (LoadReport, error) {
+	if err != nil && ctx.Err() != nil {
+		return LoadReport{}, ctx.Err()
+	}
+	if err == nil {
+		err = h.schemas.getTool(li.Digest, li.Schema).err
+	}
+	if err == nil {
+		err = h.outputSchemaErr(li)
+	}
+	return LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: policyWarnings(t, h.gate.HasSecret)}, nil
 }
 
 // outputSchemaErr says why a tool's declared output schema is unusable.
@@ -227,21 +244,6 @@ func (h *Host) outputSchemaErr(li sandbox.LoadInfo) error {
 		return fmt.Errorf("output-schema(): %w", err)
 	}
 	return nil
-}
-
-// load loads and describes one tool under its own limits and ctx.
-func (h *Host) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo, error) {
-	if t.CLI != nil {
-		return cliInfo(t), nil
-	}
-	opened, err := h.runner.Open(ctx, t.Path, limitsOf(t))
-	if err != nil {
-		return sandbox.LoadInfo{}, err
-	}
-	if err := toolWorld(opened); err != nil {
-		return sandbox.LoadInfo{}, err
-	}
-	return opened.LoadInfo, nil
 }
 
 // toolWorld refuses a component of another world (middleware) where a
@@ -318,41 +320,18 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
+	cfg := h.cfg.Load()
+	k := h.kindsOf(cfg)
 	var out []LoadReport
-	for _, t := range h.cfg.Load().Tools() {
-		if t.MCP != nil {
-			rep := LoadReport{Tool: "mcp." + t.Name}
-			infos, _, err := h.importedTools(ctx, t)
-			switch {
-			case err != nil:
-				rep.Err = err
-			case len(infos) == 0:
-				rep.Err = fmt.Errorf("the MCP server %q is not up or offers no tools", t.Name)
-			}
-			for _, info := range infos {
-				// A tool refused by its pin (never accepted, or changed
-				// since): the import works, that tool will not.
-				if info.Error != nil && info.Error.Kind == KindDenied {
-					rep.Warnings = append(rep.Warnings, info.Error.Message)
-				}
-			}
-			out = append(out, rep)
-			continue
+	for _, t := range cfg.Tools() {
+		rep, err := k.of(t.Name).check(ctx, t)
+		if err != nil {
+			return nil, err
 		}
-		li, err := h.load(ctx, t)
-		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err == nil {
-			err = h.schemas.getTool(li.Digest, li.Schema).err
-		}
-		if err == nil {
-			err = h.outputSchemaErr(li)
-		}
-		out = append(out, LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: policyWarnings(t, h.gate.HasSecret)})
+		out = append(out, rep)
 	}
-	for _, t := range h.cfg.Load().Tools() {
-		if t.CLI != nil || (t.MCP != nil && len(t.MCP.Command) > 0) {
+	for _, t := range cfg.Tools() {
+		if k.of(t.Name).confined(t) {
 			// Wrapped CLIs and stdio imports run confined: prove it now.
 			rep := LoadReport{Tool: "confinement"}
 			if _, err := h.confinement(ctx); err != nil {
@@ -362,7 +341,7 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 			break
 		}
 	}
-	for _, c := range h.cfg.Load().MiddlewareComponents() {
+	for _, c := range cfg.MiddlewareComponents() {
 		opened, err := h.runner.Open(ctx, c.Path, sandbox.Limits{Timeout: c.Timeout, Memory: c.MemoryBytes})
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()

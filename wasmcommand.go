@@ -2,17 +2,11 @@ package maiden
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/sandbox"
-	"github.com/maiden-run/maiden/internal/worker"
 )
 
 // This file is WebAssembly tools that describe themselves as a command
@@ -51,36 +45,11 @@ type toolCommand struct {
 	digest string
 }
 
-// isCommandDescription tells whether schema() text is a command
-// description rather than a JSON Schema: a JSON object with the key
-// "maiden_command" at its top level (as Load decodes keys, escapes
-// included).
-func isCommandDescription(text string) bool {
-	d := json.NewDecoder(strings.NewReader(text))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
-			return false
-		}
-		if k == "maiden_command" {
-			return true
-		}
-		var skip json.RawMessage
-		if err := d.Decode(&skip); err != nil {
-			return false
-		}
-	}
-	return false
-}
-
 // compileToolSchema is compileSchema for a WebAssembly tool's schema(): a
 // command description is loaded, and its JSON Schema projection compiled
 // (under the same limits as any schema) and served in its place.
 func compileToolSchema(text string) *inputSchema {
-	if !isCommandDescription(text) {
+	if !command.IsDescription(text) {
 		return compileSchema(text)
 	}
 	if len(text) > maxSchemaBytes {
@@ -96,42 +65,6 @@ func compileToolSchema(text string) *inputSchema {
 	}
 	s.cmd = spec
 	return s
-}
-
-// parseToolCommand opens a WebAssembly tool and, if its schema() is a
-// command description, parses the call with it: a call that does not fit
-// is kind input, naming the argument; one that fits is rendered as the
-// command (inv.cmd), which is what the cards, conditions and approvals
-// see. The opened version is the one loadAndValidate runs.
-func (h *Host) parseToolCommand(next handler) handler {
-	return func(ctx context.Context, inv *invocation) error {
-		if inv.tool.CLI != nil || inv.tool.MCP != nil {
-			return next(ctx, inv)
-		}
-		t, err := h.runner.Open(ctx, inv.tool.Path, limitsOf(inv.tool))
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			inv.openErr = err // loadAndValidate reports it, after authorization as always
-			return next(ctx, inv)
-		}
-		inv.opened = t
-		if toolWorld(t) != nil {
-			return next(ctx, inv)
-		}
-		s := h.schemas.getTool(t.Digest, t.Schema)
-		if s.cmd == nil {
-			return next(ctx, inv) // a JSON-input tool (or an unusable schema: refused by loadAndValidate)
-		}
-		cmd, err := s.cmd.ParseJSON([]byte(inv.call.Input))
-		if err != nil {
-			return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
-		}
-		inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
-		inv.toolCmd = &toolCommand{spec: s.cmd, digest: t.Digest}
-		return next(ctx, inv)
-	}
 }
 
 // sameToolCommand checks, at load, that the version about to run is the
@@ -171,92 +104,19 @@ func (inv *invocation) toolInput() string {
 	if inv.toolCmd == nil {
 		return inv.call.Input
 	}
-	call := string(commandCall(inv.cmd))
+	call := string(inv.cmd.ToolCall())
 	if inv.secrets == nil {
 		return call
 	}
 	doc, err := parseInput(call)
 	if err != nil {
-		return call // cannot happen (commandCall writes JSON); the markers then stay: no handle, no secret
+		return call // cannot happen (ToolCall writes JSON); the markers then stay: no handle, no secret
 	}
 	text, err := marshalInput(inv.secrets.withHandles(doc))
 	if err != nil {
 		return call
 	}
 	return text
-}
-
-// commandCall is the JSON a command-tree tool's execute receives for a
-// validated invocation (see the top of this file). It is built from the
-// invocation's JSON projection, which is derived from its canonical
-// rendering: what was authorized is what the tool gets.
-func commandCall(cmd *command.Invocation) []byte {
-	var proj map[string]json.RawMessage
-	if err := json.Unmarshal(cmd.JSON(), &proj); err != nil {
-		panic("maiden: a command invocation's JSON projection does not decode: " + err.Error()) // JSON() marshals a map
-	}
-	// Written directly: the values are json.Marshal's compact output
-	// already; names and command words are quoted by appendJSONString
-	// (callaudit.go).
-	b := make([]byte, 0, 64+len(proj)*32)
-	b = append(b, `{"command":[`...)
-	for i, w := range cmd.Path() {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, w)
-	}
-	b = append(b, `],"options":{`...)
-	stdin := proj["stdin"]
-	delete(proj, "command")
-	delete(proj, "stdin")
-	var pos []json.RawMessage
-	for _, p := range cmd.Command().Positionals {
-		v, ok := proj[p.Name]
-		if !ok {
-			continue
-		}
-		delete(proj, p.Name)
-		if !p.Variadic {
-			pos = append(pos, v)
-			continue
-		}
-		var vs []json.RawMessage
-		if err := json.Unmarshal(v, &vs); err != nil {
-			panic("maiden: a variadic positional's projection is not an array: " + err.Error())
-		}
-		pos = append(pos, vs...)
-	}
-	for i, k := range slices.Sorted(maps.Keys(proj)) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(appendJSONString(b, k), ':')
-		b = append(b, proj[k]...)
-	}
-	b = append(b, `},"positionals":[`...)
-	for i, v := range pos {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, v...)
-	}
-	b = append(b, ']')
-	if stdin != nil {
-		b = append(append(b, `,"stdin":`...), stdin...)
-	}
-	return append(b, '}')
-}
-
-// reparseToolCommand reads a middleware's rewritten input with the command
-// description the call was parsed with; ok is false for a tool that is not
-// a command tree.
-func (inv *invocation) reparseToolCommand(input string) (cmd *command.Invocation, ok bool, err error) {
-	if inv.toolCmd == nil {
-		return nil, false, nil
-	}
-	cmd, err = inv.toolCmd.spec.ParseJSON([]byte(input))
-	return cmd, true, err
 }
 
 // ErrNoCommands is returned by CommandHelp for a tool that takes JSON
@@ -274,38 +134,14 @@ func (h *Host) CommandHelp(ctx context.Context, tool string, path ...string) (st
 	if h.closed.Load() {
 		return "", ErrClosed
 	}
-	t, ok := h.cfg.Load().Tool(tool)
-	if !ok || t.MCP != nil {
+	cfg := h.cfg.Load()
+	t, ok := cfg.Tool(tool)
+	if !ok {
 		return "", fmt.Errorf("%w %q", ErrUnknownTool, tool)
 	}
-	spec, err := h.commandSpec(ctx, t)
+	spec, err := h.kindsOf(cfg).of(tool).commandSpec(ctx, t)
 	if err != nil {
 		return "", err
 	}
 	return spec.Help(path...), nil
-}
-
-// commandSpec is t's command description.
-func (h *Host) commandSpec(ctx context.Context, t config.Tool) (*command.Spec, error) {
-	if t.CLI != nil {
-		return t.CLI.Command, nil
-	}
-	li, err := h.load(ctx, t)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
-			return nil, ErrClosed
-		}
-		return nil, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	s := h.schemas.getTool(li.Digest, li.Schema)
-	switch {
-	case s.cmd != nil:
-		return s.cmd, nil
-	case isCommandDescription(li.Schema):
-		return nil, fmt.Errorf("%s: %w", t.Name, s.err)
-	}
-	return nil, fmt.Errorf("%w: %s takes JSON input (its schema: maiden tools)", ErrNoCommands, t.Name)
 }

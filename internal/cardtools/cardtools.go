@@ -1,0 +1,269 @@
+// Package cardtools is the card built-ins (cards_list, cards_derive,
+// cards_transfer, cards_revoke): operations an agent performs on its own
+// wallet over MCP, so a parent agent can hand a sub-agent a narrower card
+// and take it back. The store acts as the agent (store.AgentActor), so its
+// attenuation and authority rules hold exactly as for the CLI's operator,
+// minus the operator's privileges.
+//
+// The root's built-in backend (builtins.go) decides who sees a tool
+// (MayUse), runs it through the call pipeline, and calls Run with the
+// agent's wallet:
+//
+//	out, refusal, err := cardtools.Tools["cards_list"].Run(ctx, cardtools.Env{Store: st, Wallet: w, Recipient: declared}, []byte(`{}`))
+//
+// A refusal is the caller's (a card rule, malformed input); an error is
+// the store's.
+package cardtools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// Tool is one card built-in: the card:VERB grant it needs on a card the
+// agent holds, what tools/list shows of it, and its operation.
+type Tool struct {
+	Verb        string
+	Description string
+	Input       string // JSON Schema
+	Output      string // JSON Schema
+	ReadOnly    bool
+	Destructive bool
+	Idempotent  bool
+	// Run performs the operation on input (read strictly: unknown fields
+	// are refused). The output is marshalled to JSON by the caller.
+	Run func(ctx context.Context, env Env, input []byte) (any, *Refusal, error)
+}
+
+// Env is what an operation acts with.
+type Env struct {
+	Store store.Store
+	// Wallet is the calling agent's (the agent the store acts as).
+	Wallet *cards.Wallet
+	// Recipient checks that to is an agent of the configuration: nil, or
+	// the refusal (kind input) naming the agents there are.
+	Recipient func(to string) *Refusal
+}
+
+// Refusal is an operation refused for the caller's reason: kind denied (a
+// card rule, a card out of reach) or input (malformed input, an unknown
+// name).
+type Refusal struct {
+	Kind    api.ErrorKind
+	Message string
+}
+
+// Tools are the card built-ins by name.
+var Tools = map[string]Tool{
+	"cards_list": {
+		Verb:        "inspect",
+		Description: "List the permission cards in your own wallet (revoked ones included) that a card:inspect grant lets you see: each card's ID, grants, expiry and lineage.",
+		Input:       `{"type":"object","properties":{},"additionalProperties":false}`,
+		Output:      `{"type":"object","properties":{"cards":{"type":"array","items":{"type":"object"}}},"required":["cards"]}`,
+		ReadOnly:    true, Idempotent: true,
+		Run: list,
+	},
+	"cards_derive": {
+		Verb: "derive",
+		Description: "Derive a narrower card from a card you hold and put it in another agent's wallet (attenuation only: every grant must be under the parent card's, and the parent's exceptions, ceiling and expiry are kept). " +
+			"Grants are strings like \"tool:invoke weather --city=Paris\".",
+		Input: `{"type":"object","properties":{` +
+			`"card":{"type":"string","description":"the ID of the parent card, which you hold"},` +
+			`"to":{"type":"string","description":"the agent that receives the new card"},` +
+			`"grants":{"type":"array","items":{"type":"string"},"minItems":1,"description":"what the new card allows, each as class:verb resource, e.g. tool:invoke weather --city=Paris"},` +
+			`"expires_in":{"type":"string","description":"how long the new card lasts, a duration such as 30m or 1h (default: as long as the parent)"}},` +
+			`"required":["card","to","grants"],"additionalProperties":false}`,
+		Output: `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`,
+		Run:    derive,
+	},
+	"cards_transfer": {
+		Verb:        "transfer",
+		Description: "Move a card you hold to another agent's wallet (system cards stay put).",
+		Input: `{"type":"object","properties":{` +
+			`"card":{"type":"string","description":"the ID of the card, which you hold"},` +
+			`"to":{"type":"string","description":"the agent that receives it"}},"required":["card","to"],"additionalProperties":false}`,
+		Output:      `{"type":"object","properties":{"card":{"type":"string"},"to":{"type":"string"}},"required":["card","to"]}`,
+		Destructive: true,
+		Run:         transfer,
+	},
+	"cards_revoke": {
+		Verb:        "revoke",
+		Description: "Revoke a card you hold or derived (directly or not), and with it every card derived from it; returns how many cards were revoked.",
+		Input: `{"type":"object","properties":{` +
+			`"card":{"type":"string","description":"the ID of the card to revoke"}},"required":["card"],"additionalProperties":false}`,
+		Output:      `{"type":"object","properties":{"revoked":{"type":"integer"}},"required":["revoked"]}`,
+		Destructive: true, Idempotent: true,
+		Run: revoke,
+	},
+}
+
+// MayUse reports whether the wallet allows card:verb on some card it holds:
+// whether the agent sees the tool of that verb.
+func MayUse(w *cards.Wallet, verb string) bool {
+	for _, c := range w.Cards() {
+		if w.Decide(grant.CardTarget(verb, c.ID)).Allow {
+			return true
+		}
+	}
+	return false
+}
+
+// DecodeInput reads a built-in's input strictly: unknown fields are an
+// error, as its schema says.
+func DecodeInput(tool string, input []byte, v any) *Refusal {
+	d := json.NewDecoder(bytes.NewReader(input))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return &Refusal{Kind: api.KindInput, Message: fmt.Sprintf("%s: the input does not fit its schema: %v", tool, err)}
+	}
+	return nil
+}
+
+// storeRefusal sorts a store error: a refusal by the card rules or an
+// unknown name is the caller's, anything else is the store's.
+func storeRefusal(op string, err error) (*Refusal, error) {
+	for _, e := range []error{store.ErrNotAllowed, cards.ErrLowerBoundTooBroad, cards.ErrUpperBoundTooBroad, cards.ErrCardExpired,
+		cards.ErrCardRevoked, cards.ErrInstallRecipientMismatch, cards.ErrSystemCard, cards.ErrEmptyCard} {
+		if errors.Is(err, e) {
+			return &Refusal{Kind: api.KindDenied, Message: op + ": " + err.Error()}, nil
+		}
+	}
+	for _, e := range []error{store.ErrUnknownCard, store.ErrUnknownAgent, store.ErrBadInput} {
+		if errors.Is(err, e) {
+			return &Refusal{Kind: api.KindInput, Message: op + ": " + err.Error()}, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %v", op, err)
+}
+
+// heldCard returns card id if agent holds it; a card held by another agent
+// is answered exactly like one that does not exist.
+func heldCard(ctx context.Context, st store.Store, agent, id string) (cards.Card, *Refusal, error) {
+	c, err := st.Card(ctx, id)
+	if errors.Is(err, store.ErrUnknownCard) || (err == nil && c.Holder != agent) {
+		return cards.Card{}, &Refusal{Kind: api.KindDenied, Message: fmt.Sprintf("%s: agent %q holds no card %q", store.ErrNotAllowed, agent, id)}, nil
+	}
+	if err != nil {
+		return cards.Card{}, nil, err
+	}
+	return c, nil, nil
+}
+
+func list(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
+	var in struct{}
+	if r := DecodeInput("cards_list", input, &in); r != nil {
+		return nil, r, nil
+	}
+	w := env.Wallet
+	all, err := env.Store.Cards(ctx, w.Agent())
+	if err != nil {
+		return nil, nil, err
+	}
+	out := []cards.Card{}
+	for _, c := range all {
+		if w.Decide(grant.CardTarget("inspect", c.ID)).Allow {
+			out = append(out, c)
+		}
+	}
+	return map[string]any{"cards": out}, nil, nil
+}
+
+func derive(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
+	var in struct {
+		Card      string   `json:"card"`
+		To        string   `json:"to"`
+		Grants    []string `json:"grants"`
+		ExpiresIn string   `json:"expires_in"`
+	}
+	if r := DecodeInput("cards_derive", input, &in); r != nil {
+		return nil, r, nil
+	}
+	if len(in.Grants) == 0 {
+		return nil, &Refusal{Kind: api.KindInput, Message: "cards_derive: grants is empty; name at least one grant, e.g. \"tool:invoke weather --city=Paris\""}, nil
+	}
+	gs := make([]grant.Grant, len(in.Grants))
+	for i, s := range in.Grants {
+		g, err := grant.Parse(s)
+		if err != nil {
+			return nil, &Refusal{Kind: api.KindInput, Message: fmt.Sprintf("cards_derive: grants[%d]: %v", i, err)}, nil
+		}
+		gs[i] = g
+	}
+	var expires time.Time
+	if in.ExpiresIn != "" {
+		d, err := time.ParseDuration(in.ExpiresIn)
+		if err != nil || d <= 0 {
+			return nil, &Refusal{Kind: api.KindInput, Message: fmt.Sprintf("cards_derive: expires_in %q: want a positive duration such as 30m or 1h", in.ExpiresIn)}, nil
+		}
+		expires = time.Now().Add(d)
+	}
+	if r := env.Recipient(in.To); r != nil {
+		return nil, r, nil
+	}
+	agent := env.Wallet.Agent()
+	parent, r, err := heldCard(ctx, env.Store, agent, in.Card)
+	if r != nil || err != nil {
+		return nil, r, err
+	}
+	c, err := env.Store.Derive(ctx, store.AgentActor(agent), parent.ID, in.To, cards.Child(parent, gs, expires))
+	if err != nil {
+		r, err := storeRefusal(fmt.Sprintf("deriving from card %s for agent %q", parent.ID, in.To), err)
+		return nil, r, err
+	}
+	return map[string]any{"id": c.ID}, nil, nil
+}
+
+func transfer(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
+	var in struct {
+		Card string `json:"card"`
+		To   string `json:"to"`
+	}
+	if r := DecodeInput("cards_transfer", input, &in); r != nil {
+		return nil, r, nil
+	}
+	if r := env.Recipient(in.To); r != nil {
+		return nil, r, nil
+	}
+	agent := env.Wallet.Agent()
+	if _, r, err := heldCard(ctx, env.Store, agent, in.Card); r != nil || err != nil {
+		return nil, r, err
+	}
+	if err := env.Store.Transfer(ctx, store.AgentActor(agent), in.Card, in.To); err != nil {
+		r, err := storeRefusal(fmt.Sprintf("transferring card %s to agent %q", in.Card, in.To), err)
+		return nil, r, err
+	}
+	return map[string]any{"card": in.Card, "to": in.To}, nil, nil
+}
+
+func revoke(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
+	var in struct {
+		Card string `json:"card"`
+	}
+	if r := DecodeInput("cards_revoke", input, &in); r != nil {
+		return nil, r, nil
+	}
+	if strings.TrimSpace(in.Card) == "" {
+		return nil, &Refusal{Kind: api.KindInput, Message: "cards_revoke: card is empty; name the ID of the card to revoke"}, nil
+	}
+	agent := env.Wallet.Agent()
+	n, err := env.Store.Revoke(ctx, store.AgentActor(agent), in.Card)
+	if errors.Is(err, store.ErrUnknownCard) {
+		// Worded as for a card outside the agent's reach.
+		return nil, &Refusal{Kind: api.KindDenied, Message: fmt.Sprintf("revoking card %s: %s: agent %q holds neither it nor any card it was derived from", in.Card, store.ErrNotAllowed, agent)}, nil
+	}
+	if err != nil {
+		r, err := storeRefusal(fmt.Sprintf("revoking card %s", in.Card), err)
+		return nil, r, err
+	}
+	return map[string]any{"revoked": n}, nil, nil
+}
