@@ -59,6 +59,17 @@ func (c *crashes) record(tool string, lost bool) {
 	}
 }
 
+// troubled reports whether tool's last call lost its worker (or a cool-down
+// ended with no kept worker since): its calls then run at the lowest CPU
+// priority (sandbox.Call.LowPriority), so that the deaths and the work
+// before them cost other tools' calls as little as the machine allows.
+// The first call that keeps its worker ends it.
+func (c *crashes) troubled(tool string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools[tool] != nil
+}
+
 // refusal is the message refusing a call of tool now, or "".
 func (c *crashes) refusal(tool string) string {
 	c.mu.Lock()

@@ -155,6 +155,55 @@ func TestAdmissionFewestFirst(t *testing.T) {
 	}
 }
 
+// TestAdmissionTroubledToolOneAtATime: a tool whose last call lost its
+// worker runs one call at a time (its second call waits though seven turns
+// are free, and another tool's call does not), until a call keeps its
+// worker; through the Host the verdict is the crash record's.
+func TestAdmissionTroubledToolOneAtATime(t *testing.T) {
+	var c crashes
+	a := newAdmission(8, 100)
+	a.troubled = c.troubled
+	ctx := context.Background()
+	c.record("bomb", true) // one lost worker
+	first, err := a.enter(ctx, "bomb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := a.enter(ctx, "bomb")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got <- r
+	}()
+	waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.queue.Len() == 1 })
+	echo, err := a.enter(ctx, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	if a.byTool["bomb"] != 1 || a.queue.Len() != 1 {
+		t.Errorf("a troubled tool: running %v, %d waiting; want one bomb running, one waiting", a.byTool, a.queue.Len())
+	}
+	a.mu.Unlock()
+	c.record("bomb", false) // the running call kept its worker: no longer troubled
+	first()
+	second := <-got
+	// Its share is back: more bombs run at once.
+	third, err := a.enter(ctx, "bomb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []func(){second, third, echo} {
+		f()
+	}
+	if n := a.active(); n != 0 {
+		t.Errorf("%d calls active after every turn was given back", n)
+	}
+}
+
 // waitFor polls cond (an observable state of another goroutine) for up to
 // 10 s.
 func waitFor(t *testing.T, cond func() bool) {
