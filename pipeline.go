@@ -156,7 +156,6 @@ func (h *Host) pipeline() handler {
 		h.resolvePolicy,
 		h.auditCall,
 		h.markDone,
-		h.coolDown,
 		h.checkInput,
 		h.secretHandles,
 		h.parseCommand,
@@ -164,6 +163,7 @@ func (h *Host) pipeline() handler {
 		h.authorize,
 		h.sessionGate,
 		h.loadAndValidate,
+		h.coolDown,
 		h.middleware,
 		h.sessionRecheck,
 		h.runApproved,
@@ -407,7 +407,7 @@ func (h *Host) run(ctx context.Context, inv *invocation) error {
 	})
 	inv.res.Logs = out.Logs
 	if err == nil {
-		h.crashes.record(inv.tool.Name, out.WorkerLost)
+		h.crashes.record(inv.tool.Name, inv.opened.Digest, out.WorkerLost)
 	}
 	if err != nil {
 		var pe *sandbox.PreopenError
