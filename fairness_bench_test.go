@@ -22,14 +22,16 @@ import (
 // troubled: the bomb already lost one worker (a call before the storm), so
 // the storm meets a tool in trouble: one call at a time, its workers at
 // SCHED_IDLE, started at SCHED_IDLE, and none of echo's warm workers taken.
-// The p99 ratio went from 3.3-17x (03c0274: fair admission and the back-off
-// only) to 0.04-1.4x in the same session (2-core VM shared with other
-// builds; the alone p99 itself ranged 1.2-85 ms).
+// Measured in one session on a 2-core VM shared with other builds (the alone
+// p99 itself ranged 0.8-185 ms), 03c0274 (fair admission and the back-off
+// only) and this, alternating: the p99 ratio was 0.08-41x before (14 of 15
+// runs above 3x), 0.01-6.5x after (17 of 18 runs at most 3x; the one above,
+// a 11 ms storm p99, came with the heaviest load of the session).
 //
 // first-burst: the storm is the bomb's first calls. Nothing marks the tool
 // before its first worker dies, so up to its share (six of eight turns) of
 // argument bombs run at once at normal priority: this is what is left, a
-// burst of about one bomb call's length (10-20x echo's p99 here).
+// burst of about one bomb call's length (1-110x echo's p99, 9 runs).
 func BenchmarkEchoUnderCrashStorm(b *testing.B) {
 	b.Run("troubled", func(b *testing.B) { echoUnderCrashStorm(b, true) })
 	b.Run("first-burst", func(b *testing.B) { echoUnderCrashStorm(b, false) })
