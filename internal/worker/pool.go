@@ -124,6 +124,12 @@ type Pool struct {
 	confOnce    sync.Once
 	fingerprint string
 
+	// cannotRestore: putting a worker back to normal priority failed once
+	// (no CAP_SYS_NICE, RLIMIT_NICE too low), so replacements start at
+	// normal priority: one at SCHED_IDLE would be replaced again by the
+	// next call of another tool, and so on (priority.go).
+	cannotRestore atomic.Bool
+
 	reg      registry
 	infos    sandbox.InfoCache
 	mem      *memArtifacts
@@ -308,7 +314,7 @@ func (p *Pool) release(w *proc, healthy bool) {
 			// Replace it now, so the next call does not pay for the start.
 			p.count++
 			p.starting.Add(1)
-			go p.prestart(w.loaded, w.idlePriority)
+			go p.prestart(w.loaded, w.idlePriority && !p.cannotRestore.Load())
 		}
 	} else if w.gone() || len(w.frames) > 0 {
 		// Dead, or it sent something after its answer: not to be trusted

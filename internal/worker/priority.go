@@ -19,6 +19,11 @@ import (
 // the call is sent, and puts the worker back to SCHED_OTHER, nice 0, before
 // it serves anyone else; a worker that cannot be put back is replaced.
 //
+// A call of another tool that must wait for a worker (all Size of them
+// busy or starting) may wait for a replacement starting at SCHED_IDLE:
+// under load from other calls that start is slow. The one-call-at-a-time
+// share of a tool in trouble (admission.go) keeps that to one such start.
+//
 // Scheduling policy is per thread on Linux, so every thread is set; a
 // thread created later inherits its creator's policy. A thread the worker
 // starts while the list is being walked may be missed; the walk repeats
@@ -44,7 +49,7 @@ func (p *proc) setIdlePriority(on bool) error {
 				continue
 			}
 			fresh = true
-			if err := unix.SchedSetAttr(tid, &attr, 0); err != nil && err != unix.ESRCH {
+			if err := schedSetAttr(tid, &attr, 0); err != nil && err != unix.ESRCH {
 				return fmt.Errorf("worker %d thread %d: sched_setattr: %w", p.pid, tid, err)
 			}
 			done[tid] = true
@@ -77,6 +82,10 @@ func threads(pid int) ([]int, error) {
 	return tids, nil
 }
 
+// schedSetAttr is unix.SchedSetAttr; a test stands in a kernel that
+// refuses to put a worker back (an unprivileged parent).
+var schedSetAttr = unix.SchedSetAttr
+
 // schedOther is Linux's SCHED_OTHER (SCHED_NORMAL), which x/sys/unix does
 // not name.
 const schedOther = 0
@@ -100,6 +109,7 @@ func (p *Pool) acquirePriority(ctx context.Context, art string, low bool) (*proc
 			return w, nil
 		}
 		p.log.Debug("cannot restore a worker's priority; replacing it", "error", perr)
+		p.cannotRestore.Store(true)
 		p.release(w, false)
 	}
 }

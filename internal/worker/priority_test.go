@@ -135,3 +135,56 @@ func TestLowPriorityCallTakesNoWarmWorker(t *testing.T) {
 	}
 	p.release(got, true)
 }
+
+// TestWorkerThatCannotBeRestoredIsReplaced: where the parent may lower a
+// worker's priority but not raise it again (no CAP_SYS_NICE), the next call
+// of another tool does not run on the lowered worker: it is replaced, the
+// call runs at normal priority, and replacements from then on start at
+// normal priority (else each would be replaced again, a spawn per call).
+func TestWorkerThatCannotBeRestoredIsReplaced(t *testing.T) {
+	real := schedSetAttr
+	schedSetAttr = func(pid int, attr *unix.SchedAttr, flags uint) error {
+		if attr.Policy == schedOther {
+			return unix.EPERM
+		}
+		return real(pid, attr, flags)
+	}
+	t.Cleanup(func() { schedSetAttr = real })
+	p := newPool(t, &Options{Size: 1})
+	ctx := context.Background()
+	low, err := p.acquireFor(ctx, "bomb-digest", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !low.idlePriority {
+		t.Fatal("the low-priority call's worker was not lowered")
+	}
+	low.loaded = []string{"bomb-digest"}
+	p.release(low, true)
+
+	w, err := p.acquirePriority(ctx, "echo-digest", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w == low || w.idlePriority || !allPolicy(t, w, schedOther) {
+		t.Errorf("the normal call got worker %d (the lowered one: %v), policies %v; want another at SCHED_OTHER", w.pid, w == low, policies(t, w))
+	}
+	if !p.cannotRestore.Load() {
+		t.Error("the failed restore was not remembered")
+	}
+	// A worker lost at SCHED_IDLE now: its replacement starts normal.
+	w.idlePriority = true
+	p.release(w, false)
+	p.starting.Wait()
+	p.mu.Lock()
+	idle := append([]*proc(nil), p.idle...)
+	p.mu.Unlock()
+	if len(idle) != 1 || idle[0].idlePriority || !allPolicy(t, idle[0], schedOther) {
+		t.Errorf("the replacement: %d idle, policies %v; want one at SCHED_OTHER", len(idle), func() any {
+			if len(idle) == 1 {
+				return policies(t, idle[0])
+			}
+			return nil
+		}())
+	}
+}
