@@ -20,10 +20,18 @@ import (
 // finds a free turn while another floods; and a freed turn goes to the
 // waiting call whose tool runs the fewest calls, the oldest first among
 // equals, so no tool starves behind another's queue.
+//
+// A tool in trouble (its last call lost its worker process: backoff.go)
+// runs one call at a time until a call keeps its worker: each of its calls
+// costs a worker's death and a replacement's start, CPU that a share of
+// six turns would take from every other tool at once (the crash storm's
+// echo p99 went 5-12x its p99 alone with the share alone).
 type admission struct {
 	turns   int // calls that may run at once
 	perTool int // calls of one tool that may run at once
 	max     int // waiters allowed
+	// troubled, if set, names the tools whose calls run one at a time.
+	troubled func(tool string) bool
 
 	mu      sync.Mutex
 	waiting int // calls in the queue, or granted and not yet counted as running
@@ -71,7 +79,7 @@ func (a *admission) enter(ctx context.Context, tool string) (release func(), err
 	if a.waiting >= a.max {
 		err := fmt.Errorf("%w: %d calls running and %d waiting; retry later", ErrOverloaded, a.running, a.waiting)
 		if a.max == 0 && a.running < a.turns {
-			err = fmt.Errorf("%w: tool %q already runs %d calls, its share of the %d turns, and no call may wait; retry later", ErrOverloaded, tool, a.perTool, a.turns)
+			err = fmt.Errorf("%w: tool %q already runs %d calls, its share of the %d turns, and no call may wait; retry later", ErrOverloaded, tool, a.shareLocked(tool), a.turns)
 		}
 		a.mu.Unlock()
 		return nil, err
@@ -117,7 +125,15 @@ func (a *admission) doneWaiting() {
 
 // fitsLocked reports whether a call of tool may take a turn now.
 func (a *admission) fitsLocked(tool string) bool {
-	return a.running < a.turns && a.byTool[tool] < a.perTool
+	return a.running < a.turns && a.byTool[tool] < a.shareLocked(tool)
+}
+
+// shareLocked is how many calls of tool may run at once now.
+func (a *admission) shareLocked(tool string) int {
+	if a.troubled != nil && a.troubled(tool) {
+		return 1
+	}
+	return a.perTool
 }
 
 func (a *admission) grantLocked(tool string) {

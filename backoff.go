@@ -14,6 +14,13 @@ import (
 // maxCoolDown). Replacing a worker takes a fork, an exec and the loading of
 // compiled code: a tool that kills its worker on every call would otherwise
 // spend every admission turn on that, and starve the other tools.
+//
+// The record is of one version of the tool (its component's digest): a
+// tool whose component is swapped (rebuilt, or agent.toml pointing at
+// another file) starts with a clean record, so the fix of a crashing tool
+// runs at once rather than wait out its predecessor's cool-down. Admission,
+// which runs before the version is known, treats the tool by name as in
+// trouble until a call of it keeps its worker.
 const (
 	CrashLimit    = 3
 	CrashCoolDown = 10 * time.Second
@@ -28,16 +35,23 @@ type crashes struct {
 }
 
 type crashRecord struct {
+	digest   string // the version whose calls lost workers
 	inARow   int
 	coolDown time.Duration // the last one given
 	until    time.Time     // calls are refused before this
 }
 
-// record notes how a call of tool ended: lost its worker or not.
-func (c *crashes) record(tool string, lost bool) {
+// record notes how a call of version digest of tool ended: lost its worker
+// or not.
+func (c *crashes) record(tool, digest string, lost bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.tools[tool]
+	if r != nil && r.digest != digest {
+		// Another version: its record is not this one's.
+		delete(c.tools, tool)
+		r = nil
+	}
 	if !lost {
 		if r != nil {
 			delete(c.tools, tool)
@@ -48,7 +62,7 @@ func (c *crashes) record(tool string, lost bool) {
 		c.tools = map[string]*crashRecord{}
 	}
 	if r == nil {
-		r = &crashRecord{}
+		r = &crashRecord{digest: digest}
 		c.tools[tool] = r
 	}
 	r.inARow++
@@ -59,12 +73,26 @@ func (c *crashes) record(tool string, lost bool) {
 	}
 }
 
-// refusal is the message refusing a call of tool now, or "".
-func (c *crashes) refusal(tool string) string {
+// troubled reports whether tool's last call lost its worker (or a cool-down
+// ended with no kept worker since): admission runs its calls one at a
+// time, and its calls run at the lowest CPU priority
+// (sandbox.Call.LowPriority), so that the deaths and the work before them
+// cost other tools' calls as little as the machine allows. The first call
+// that keeps its worker ends it. Whatever the version: admission does not
+// know it yet.
+func (c *crashes) troubled(tool string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools[tool] != nil
+}
+
+// refusal is the message refusing a call of version digest of tool now, or
+// "".
+func (c *crashes) refusal(tool, digest string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.tools[tool]
-	if r == nil {
+	if r == nil || r.digest != digest {
 		return ""
 	}
 	now := c.clock()
@@ -82,12 +110,17 @@ func (c *crashes) clock() time.Time {
 	return time.Now()
 }
 
-// coolDown refuses, before anything is loaded or run, a call of a tool in
-// its crash cool-down.
+// coolDown refuses, before anything runs (no middleware, no human asked),
+// a call of a tool version in its crash cool-down. It follows
+// loadAndValidate, which opened the version in force (from the compile
+// cache, for the version that crashed); tools that run in no worker (wrapped
+// CLIs, MCP imports) have no record.
 func (h *Host) coolDown(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if msg := h.crashes.refusal(inv.tool.Name); msg != "" {
-			return inv.fail(KindUnavailable, msg)
+		if inv.opened != nil {
+			if msg := h.crashes.refusal(inv.tool.Name, inv.opened.Digest); msg != "" {
+				return inv.fail(KindUnavailable, msg)
+			}
 		}
 		return next(ctx, inv)
 	}

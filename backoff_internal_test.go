@@ -15,31 +15,69 @@ func TestCrashCoolDown(t *testing.T) {
 	now := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
 	c := &crashes{now: func() time.Time { return now }}
 	for range CrashLimit - 1 {
-		c.record("bomb", true)
+		c.record("bomb", "v1", true)
 	}
-	c.record("bomb", false) // a call that kept its worker: the count starts over
+	c.record("bomb", "v1", false) // a call that kept its worker: the count starts over
 	for i := range CrashLimit {
-		if msg := c.refusal("bomb"); msg != "" {
+		if msg := c.refusal("bomb", "v1"); msg != "" {
 			t.Fatalf("refused after %d deaths in a row (limit %d): %s", i, CrashLimit, msg)
 		}
-		c.record("bomb", true)
+		c.record("bomb", "v1", true)
 	}
-	msg := c.refusal("bomb")
+	msg := c.refusal("bomb", "v1")
 	for _, want := range []string{`tool "bomb"`, "3 calls in a row", "refused for 10s", "until 2026-12-02T01:00:10Z"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("refusal %q lacks %q", msg, want)
 		}
 	}
-	if other := c.refusal("echo"); other != "" {
+	if other := c.refusal("echo", "v1"); other != "" {
 		t.Errorf("another tool is refused: %s", other)
 	}
 	now = now.Add(CrashCoolDown)
-	if msg := c.refusal("bomb"); msg != "" {
+	if msg := c.refusal("bomb", "v1"); msg != "" {
 		t.Fatalf("still refused after the cool-down: %s", msg)
 	}
-	c.record("bomb", true) // one more death after a cool-down
-	if msg := c.refusal("bomb"); !strings.Contains(msg, "refused for 20s") {
+	c.record("bomb", "v1", true) // one more death after a cool-down
+	if msg := c.refusal("bomb", "v1"); !strings.Contains(msg, "refused for 20s") {
 		t.Errorf("after a cool-down one death should start a doubled one, got %q", msg)
+	}
+}
+
+// TestCrashCoolDownPerVersion: the cool-down is of the version whose calls
+// lost their workers. Another component under the same tool name (rebuilt,
+// or agent.toml pointing elsewhere) is not refused, and its record starts
+// clean: one death of it does not start a cool-down.
+func TestCrashCoolDownPerVersion(t *testing.T) {
+	now := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	c := &crashes{now: func() time.Time { return now }}
+	for range CrashLimit {
+		c.record("bomb", "v1", true)
+	}
+	if c.refusal("bomb", "v1") == "" {
+		t.Fatal("v1 not refused after its cool-down started")
+	}
+	if msg := c.refusal("bomb", "v2"); msg != "" {
+		t.Fatalf("the swapped component inherits the old one's cool-down: %s", msg)
+	}
+	c.record("bomb", "v2", true)
+	if msg := c.refusal("bomb", "v2"); msg != "" {
+		t.Fatalf("one death of the new version started a cool-down (the old one's count carried over): %s", msg)
+	}
+	if !c.troubled("bomb") {
+		t.Error("the new version lost its worker but is not in trouble")
+	}
+	// The new version's own deaths count, from one, to its own cool-down
+	// (a first one: 10 s, not the old version's doubled 20 s).
+	for range CrashLimit - 1 {
+		c.record("bomb", "v2", true)
+	}
+	if msg := c.refusal("bomb", "v2"); !strings.Contains(msg, "refused for 10s") {
+		t.Fatalf("after %d deaths of the new version: %q, want its own first cool-down", CrashLimit, msg)
+	}
+	now = now.Add(CrashCoolDown)
+	c.record("bomb", "v2", false)
+	if c.troubled("bomb") {
+		t.Error("still in trouble after a call kept its worker")
 	}
 }
 
@@ -152,6 +190,55 @@ func TestAdmissionFewestFirst(t *testing.T) {
 	heavy[0]()       // heavy now runs 4, light 3: light is served
 	if first := <-got; first != "light" {
 		t.Errorf("the freed turn went to %s; want light, the tool running fewer calls", first)
+	}
+}
+
+// TestAdmissionTroubledToolOneAtATime: a tool whose last call lost its
+// worker runs one call at a time (its second call waits though seven turns
+// are free, and another tool's call does not), until a call keeps its
+// worker; through the Host the verdict is the crash record's.
+func TestAdmissionTroubledToolOneAtATime(t *testing.T) {
+	var c crashes
+	a := newAdmission(8, 100)
+	a.troubled = c.troubled
+	ctx := context.Background()
+	c.record("bomb", "v1", true) // one lost worker
+	first, err := a.enter(ctx, "bomb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := a.enter(ctx, "bomb")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got <- r
+	}()
+	waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.queue.Len() == 1 })
+	echo, err := a.enter(ctx, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	if a.byTool["bomb"] != 1 || a.queue.Len() != 1 {
+		t.Errorf("a troubled tool: running %v, %d waiting; want one bomb running, one waiting", a.byTool, a.queue.Len())
+	}
+	a.mu.Unlock()
+	c.record("bomb", "v1", false) // the running call kept its worker: no longer troubled
+	first()
+	second := <-got
+	// Its share is back: more bombs run at once.
+	third, err := a.enter(ctx, "bomb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []func(){second, third, echo} {
+		f()
+	}
+	if n := a.active(); n != 0 {
+		t.Errorf("%d calls active after every turn was given back", n)
 	}
 }
 

@@ -36,6 +36,9 @@ func ExampleHost_Call() {
 	if err != nil {
 		log.Fatal(err) // a config.Errors listing every problem, with lines
 	}
+	// The default isolation: the tool runs in a worker process, this
+	// program re-executed (main, here TestMain, called maiden.WorkerMain
+	// first). New fails with ErrNoWorkerMain if it did not.
 	h, err := maiden.New(cfg, &maiden.Options{CacheDir: "off"})
 	if err != nil {
 		log.Fatal(err)
@@ -54,4 +57,32 @@ func ExampleHost_Call() {
 	}
 	fmt.Println(res.Output)
 	// Output: {"message":"hi"}
+}
+
+// An embedder's main calls WorkerMain before anything else: when maiden
+// starts this program as a worker process, WorkerMain serves the calls and
+// exits; otherwise it returns at once and main goes on. Tools you trust may
+// instead run in this process, by saying so.
+func ExampleWorkerMain() {
+	maiden.WorkerMain() // first thing in main
+
+	cfg, err := config.Load(exampleConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, iso := range []maiden.Isolation{maiden.Workers, maiden.InProcess} {
+		h, err := maiden.New(cfg, &maiden.Options{CacheDir: "off", Isolation: iso})
+		if err != nil {
+			log.Fatal(err)
+		}
+		res, err := h.Call(context.Background(), maiden.Call{Tool: "echo", Input: `{"message":"hi"}`})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Output)
+		h.Close(context.Background())
+	}
+	// Output:
+	// {"message":"hi"}
+	// {"message":"hi"}
 }

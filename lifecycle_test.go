@@ -15,9 +15,12 @@ import (
 )
 
 // TestMain lets this test binary serve as a worker process for the hosts
-// below that use Isolation Workers (it re-executes itself).
+// that use worker isolation, the default (it re-executes itself); not when
+// TestDefaultIsolationWithoutWorkerMain runs it as a program that forgot to.
 func TestMain(m *testing.M) {
-	maiden.WorkerMain()
+	if os.Getenv(envNoWorkerMain) == "" {
+		maiden.WorkerMain()
+	}
 	os.Exit(m.Run())
 }
 

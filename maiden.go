@@ -7,6 +7,10 @@
 // are front ends over it. Every call goes through Host.Call, the one place
 // where a call is admitted, run and accounted.
 //
+// Tools run in worker processes by default: this program re-executed, so
+// main calls WorkerMain first (see Isolation).
+//
+//	maiden.WorkerMain() // first thing in main
 //	cfg, err := config.Load("agent.toml")
 //	if err != nil { ... }
 //	h, err := maiden.New(cfg, nil)
@@ -79,13 +83,15 @@ type Options struct {
 	// decision, rule, status, bytes, duration; never a secret value); nil
 	// means Logger.
 	Audit *slog.Logger
-	// Isolation chooses where guest code runs: InProcess (the zero value)
-	// or Workers. See Isolation.
+	// Isolation chooses where guest code runs: Workers (the zero value),
+	// supervised worker processes, or InProcess, for tools you trust. See
+	// Isolation.
 	Isolation Isolation
 	// WorkerCommand is the argv that starts a worker process, for
 	// Isolation Workers. nil means this program itself (os.Executable),
-	// which must then call WorkerMain first thing in main. The maiden
-	// command's path works too: []string{"/usr/local/bin/maiden"}.
+	// which must then call WorkerMain first thing in main: New fails with
+	// ErrNoWorkerMain otherwise. The maiden command's path works too:
+	// []string{"/usr/local/bin/maiden"}.
 	WorkerCommand []string
 	// Observer, if set, watches every call: admission, how it ended, its
 	// http-fetch decisions (see Observer). nil costs nothing.
@@ -108,18 +114,33 @@ type Options struct {
 // DefaultApprovalWait is how long a call waits for a human by default.
 const DefaultApprovalWait = 5 * time.Minute
 
-// Isolation is where guest code runs.
+// Isolation is where guest code runs. The zero value is Workers: the wall
+// maiden promises (a tool's deadline, its memory, its crash cost only its
+// own call) holds only there, so it is what an embedder gets without
+// asking. InProcess is an explicit choice, for tools trusted not to attack
+// the host.
 type Isolation int
 
 const (
+	// Workers (the zero value) runs guest code in supervised worker
+	// processes that hold no secrets and no network, confined by rlimits,
+	// no_new_privs, Landlock and seccomp. The parent kills a worker past
+	// its deadline or over its memory, and a crash costs only the call that
+	// caused it. A worker is this program re-executed, so it must call
+	// WorkerMain first thing in main (and in TestMain), or Options name a
+	// WorkerCommand; New fails with ErrNoWorkerMain when neither is true,
+	// rather than start a program that is not a worker.
+	Workers Isolation = iota
 	// InProcess runs guest code in this process: fastest, and the weaker
-	// wall. Epochs interrupt guest code and the memory ceiling holds for
-	// linear memory, but a tool blocked in a WASI call (a sleep, a poll)
-	// can overrun its deadline, work the tool drives in host code
-	// (instantiation, compilation) is bounded only by load-time limits,
-	// and a crash of the engine or the code generator takes the process
-	// down. It is the default for embedders, whose program may not be able
-	// to run workers.
+	// wall, for tools you trust. What it still promises: every call gets a
+	// fresh instance with an empty WASI context and the gated http-fetch as
+	// its only road out (no tool reaches another's memory, the network, a
+	// secret or a file it was not given); epochs interrupt guest code that
+	// computes, and linear memory is held to memory_mb. What it does not:
+	// a tool blocked in a WASI call (a sleep, a poll) can overrun its
+	// deadline, work the tool drives in host code (instantiation,
+	// compilation) is bounded only by load-time limits, and a crash of the
+	// engine or the code generator takes the process down.
 	//
 	// Host-call arguments are the sharpest edge. wasmtime lifts a host
 	// call's arguments whole, before any maiden code runs, and its C API
@@ -135,22 +156,24 @@ const (
 	// memory at all (128 KiB of guest memory: +259 MB). A tool that is not
 	// trusted not to do that belongs in Workers, where the lift meets the
 	// worker's memory limit and only that call fails.
-	InProcess Isolation = iota
-	// Workers runs guest code in supervised worker processes that hold no
-	// secrets and no network, confined by rlimits, no_new_privs, Landlock
-	// and seccomp. The parent kills a worker past its deadline or over its
-	// memory, and a crash costs only the call that caused it. maiden serve,
-	// call and check use it.
-	Workers
+	InProcess
 )
+
+// workerMainRan records that WorkerMain was called (and returned: this
+// process is not a worker itself), so that New knows this program can be
+// re-executed as one.
+var workerMainRan atomic.Bool
 
 // WorkerMain serves as a worker process and exits if this process was
 // started as one; otherwise it returns at once. A program that embeds
-// maiden with Isolation Workers and no WorkerCommand calls it first thing
-// in main (and in TestMain for tests).
+// maiden with the default Isolation (Workers) and no WorkerCommand calls it
+// first thing in main (and in TestMain for tests); so does one whose
+// configuration has wrapped CLIs or stdio MCP imports (their confinement
+// probe's child is this program again).
 func WorkerMain() {
 	confine.Main() // the confinement probe's child (wrapped CLIs)
 	worker.Main()
+	workerMainRan.Store(true)
 }
 
 // WasmtimeVersion is the wasmtime release maiden runs tools with.
@@ -223,6 +246,12 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Isolation == Workers && len(o.WorkerCommand) == 0 && !workerMainRan.Load() {
+		// os.Executable would name a program that does not serve as a
+		// worker: each call would start it (an embedder's own main, with
+		// its side effects) and fail. Say so now, with both fixes.
+		return nil, fmt.Errorf("maiden.New: %w", ErrNoWorkerMain)
+	}
 	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o}
 	runner, err := newRunner(o, h.adm.turns)
 	if err != nil {
@@ -230,6 +259,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	}
 	h.runner = runner
 	h.adm.obs = o.Observer
+	h.adm.troubled = h.crashes.troubled
 	audit := o.Audit
 	if audit == nil {
 		audit = o.Logger

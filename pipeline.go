@@ -148,22 +148,23 @@ type handler func(ctx context.Context, inv *invocation) error
 type stage func(next handler) handler
 
 // pipeline assembles the call path: admission → exposure and policy →
-// (the audit of how it ended) → crash cool-down → input → authority (cards) → load and
-// validate → middleware chain (around the rest) → consume an approval →
-// the call-admitted audit record → output check (around the run) → run.
+// (the audit of how it ended) → input → authority (cards) → load and
+// validate → the version's crash cool-down → middleware chain (around the
+// rest) → consume an approval → the call-admitted audit record → output
+// check (around the run) → run.
 func (h *Host) pipeline() handler {
 	stages := []stage{
 		h.admit,
 		h.resolvePolicy,
 		h.auditCall,
 		h.markDone,
-		h.coolDown,
 		h.checkInput,
 		h.secretHandles,
 		h.parse,
 		h.authorize,
 		h.sessionGate,
 		h.loadAndValidate,
+		h.coolDown,
 		h.middleware,
 		h.sessionRecheck,
 		h.runApproved,

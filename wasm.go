@@ -142,10 +142,12 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 		Fetch:    refusals.watch(h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet))))),
 		Redact:   inv.secrets.redactor(h.gate.Redactor(inv.policy)),
 		Reveal:   h.revealFunc(ctx, inv),
+		// A tool losing its workers computes only on CPU nobody else wants.
+		LowPriority: h.crashes.troubled(inv.tool.Name),
 	})
 	inv.res.Logs = out.Logs
 	if err == nil {
-		h.crashes.record(inv.tool.Name, out.WorkerLost)
+		h.crashes.record(inv.tool.Name, inv.opened.Digest, out.WorkerLost)
 	}
 	if err != nil {
 		var pe *sandbox.PreopenError

@@ -179,12 +179,14 @@ func elicitAction(m mcp.InputResponseMap) string {
 // runCall runs one tools/call through the host, carrying it through a
 // human's approval when a middleware rule asks for one.
 func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden.Call) (*mcp.CallToolResult, error) {
-	if req.Session != nil && req.Session.ID() != "" {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		defer s.sessCalls.add(req.Session.ID(), cancel)()
+	session := ""
+	if req.Session != nil {
+		session = req.Session.ID()
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	handler, remove := s.calls.add(session, cancel)
+	defer remove()
 	inbox := s.inboxBase(req)
 	modern := isDate(req.ProtocolVersion()) && req.ProtocolVersion() >= ModernProtocol
 	urlElicit := inbox != "" && supportsURLElicitation(req.ClientCapabilities())
@@ -216,7 +218,7 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	w.stopWait = stopWait
-	defer s.waits.add(w)()
+	s.calls.setWatch(handler, w)
 	stopProgress, onProgress := s.startProgress(ctx, req, c.Tool, w)
 	c.OnProgress = onProgress
 	res, err := s.host.Call(waitCtx, c)
@@ -491,34 +493,6 @@ func (w *approvalWatch) end() {
 	}
 }
 
-// waitSet is the server's tools/call handlers in flight, each with its
-// approval watch, so a stopping server can end every wait for a human with
-// the pending result (Drain) instead of dropping the connection under it.
-type waitSet struct {
-	mu    sync.Mutex
-	calls map[*approvalWatch]struct{}
-	idle  chan struct{} // closed when calls becomes empty; nil while none is awaited
-}
-
-// add records a call in flight; the returned func removes it.
-func (ws *waitSet) add(w *approvalWatch) func() {
-	ws.mu.Lock()
-	if ws.calls == nil {
-		ws.calls = map[*approvalWatch]struct{}{}
-	}
-	ws.calls[w] = struct{}{}
-	ws.mu.Unlock()
-	return func() {
-		ws.mu.Lock()
-		delete(ws.calls, w)
-		if len(ws.calls) == 0 && ws.idle != nil {
-			close(ws.idle)
-			ws.idle = nil
-		}
-		ws.mu.Unlock()
-	}
-}
-
 // Drain is for a stopping server: every call that waits for a human
 // (an approval or a boundary request still pending) is answered now with its
 // pending result, request ID included, and the request stays in the store
@@ -528,13 +502,7 @@ func (ws *waitSet) add(w *approvalWatch) func() {
 // and before closing connections, so the answers reach the clients.
 func (s *Server) Drain(ctx context.Context) int {
 	s.draining.Store(true)
-	s.waits.mu.Lock()
-	watches := make([]*approvalWatch, 0, len(s.waits.calls))
-	for w := range s.waits.calls {
-		watches = append(watches, w)
-	}
-	s.waits.mu.Unlock()
-	for _, w := range watches {
+	for _, w := range s.calls.watches() {
 		r, begun := w.request()
 		if !begun {
 			continue
@@ -545,24 +513,5 @@ func (s *Server) Drain(ctx context.Context) int {
 			w.stopWait(errDraining)
 		}
 	}
-	for {
-		s.waits.mu.Lock()
-		n := len(s.waits.calls)
-		if n == 0 {
-			s.waits.mu.Unlock()
-			return 0
-		}
-		if s.waits.idle == nil {
-			s.waits.idle = make(chan struct{})
-		}
-		idle := s.waits.idle
-		s.waits.mu.Unlock()
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			s.waits.mu.Lock()
-			defer s.waits.mu.Unlock()
-			return len(s.waits.calls)
-		}
-	}
+	return s.calls.waitIdle(ctx)
 }

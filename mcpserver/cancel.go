@@ -268,45 +268,114 @@ func splitEvent(p []byte) (prefix, data, suffix []byte) {
 	return p[:start], p[start : start+end], p[start+end:]
 }
 
-// sessionCalls are the tools/call handlers running in each HTTP session,
-// so that a client ending its session (DELETE) cancels them. The SDK's
-// session close waits for the session's handlers without cancelling them:
-// a call waiting for a human's approval waited on for a client that had
-// left (and its DELETE with it), and, if approved meanwhile, ran for
-// nobody.
-type sessionCalls struct {
-	mu sync.Mutex
-	m  map[string]map[*context.CancelFunc]struct{}
+// callHandlers are the server's tools/call handlers running now, for the
+// two things that must reach all of them or a group of them:
+//
+//   - a client ending its HTTP session (DELETE) cancels that session's
+//     handlers. The SDK's session close waits for the session's handlers
+//     without cancelling them: a call waiting for a human's approval waited
+//     on for a client that had left (and its DELETE with it), and, if
+//     approved meanwhile, ran for nobody;
+//   - a stopping server (Drain) ends every wait for a human with the pending
+//     result instead of dropping the connection under it, then waits for
+//     every handler to return.
+type callHandlers struct {
+	mu        sync.Mutex
+	all       map[*callHandler]struct{}
+	bySession map[string]map[*callHandler]struct{}
+	idle      chan struct{} // closed when all becomes empty; nil while nobody waits for that
 }
 
-// add registers a running call of session; remove forgets it.
-func (c *sessionCalls) add(session string, cancel context.CancelFunc) (remove func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]map[*context.CancelFunc]struct{}{}
+// callHandler is one tools/call handler in flight.
+type callHandler struct {
+	session string             // its HTTP session; "" for none (stdio, stateless)
+	cancel  context.CancelFunc // ends the handler's context
+	watch   *approvalWatch     // its wait for a human, once one may begin; nil before
+}
+
+// add registers a handler of session that cancel ends; remove forgets it.
+func (hs *callHandlers) add(session string, cancel context.CancelFunc) (h *callHandler, remove func()) {
+	h = &callHandler{session: session, cancel: cancel}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.all == nil {
+		hs.all = map[*callHandler]struct{}{}
+		hs.bySession = map[string]map[*callHandler]struct{}{}
 	}
-	if c.m[session] == nil {
-		c.m[session] = map[*context.CancelFunc]struct{}{}
+	hs.all[h] = struct{}{}
+	if session != "" {
+		if hs.bySession[session] == nil {
+			hs.bySession[session] = map[*callHandler]struct{}{}
+		}
+		hs.bySession[session][h] = struct{}{}
 	}
-	k := &cancel
-	c.m[session][k] = struct{}{}
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		delete(c.m[session], k)
-		if len(c.m[session]) == 0 {
-			delete(c.m, session)
+	return h, func() {
+		hs.mu.Lock()
+		defer hs.mu.Unlock()
+		delete(hs.all, h)
+		if session != "" {
+			delete(hs.bySession[session], h)
+			if len(hs.bySession[session]) == 0 {
+				delete(hs.bySession, session)
+			}
+		}
+		if len(hs.all) == 0 && hs.idle != nil {
+			close(hs.idle)
+			hs.idle = nil
 		}
 	}
 }
 
-// cancel cancels every running call of session and reports how many.
-func (c *sessionCalls) cancel(session string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k := range c.m[session] {
-		(*k)()
+// setWatch records h's approval watch, for Drain.
+func (hs *callHandlers) setWatch(h *callHandler, w *approvalWatch) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	h.watch = w
+}
+
+// cancelSession cancels every handler of session and reports how many.
+func (hs *callHandlers) cancelSession(session string) int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	for h := range hs.bySession[session] {
+		h.cancel()
 	}
-	return len(c.m[session])
+	return len(hs.bySession[session])
+}
+
+// watches are the approval watches of the handlers in flight.
+func (hs *callHandlers) watches() []*approvalWatch {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	ws := make([]*approvalWatch, 0, len(hs.all))
+	for h := range hs.all {
+		if h.watch != nil {
+			ws = append(ws, h.watch)
+		}
+	}
+	return ws
+}
+
+// waitIdle waits until no handler is in flight (0), or for ctx (how many
+// still are).
+func (hs *callHandlers) waitIdle(ctx context.Context) int {
+	for {
+		hs.mu.Lock()
+		if len(hs.all) == 0 {
+			hs.mu.Unlock()
+			return 0
+		}
+		if hs.idle == nil {
+			hs.idle = make(chan struct{})
+		}
+		idle := hs.idle
+		hs.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			hs.mu.Lock()
+			defer hs.mu.Unlock()
+			return len(hs.all)
+		}
+	}
 }

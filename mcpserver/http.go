@@ -130,7 +130,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			} else if s.sessionOwned(w, r) {
 				if r.Method == http.MethodDelete {
 					// The client ends its session: its calls end with it.
-					s.sessCalls.cancel(r.Header.Get("Mcp-Session-Id"))
+					s.calls.cancelSession(r.Header.Get("Mcp-Session-Id"))
 				}
 				sessions.ServeHTTP(w, r)
 			}

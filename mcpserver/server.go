@@ -108,11 +108,10 @@ type Server struct {
 	sessions map[string]string // HTTP session ID -> the agent that opened it
 
 	httpCalls inflight     // requests in flight over HTTP, by session
-	sessCalls sessionCalls // running tools/call handlers, by HTTP session
+	calls     callHandlers // running tools/call handlers: by HTTP session (DELETE), all (Drain)
 
 	states *stateKey // signs the request state of input-required results
 
-	waits    waitSet     // calls in flight and how to end their waits for a human (Drain)
 	draining atomic.Bool // Drain ran: a wait that begins now ends at once as pending
 
 	// stdioSession is the maiden session of a stdio client: the process.

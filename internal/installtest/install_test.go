@@ -158,6 +158,7 @@ import (
 )
 
 func main() {
+	maiden.WorkerMain() // tools run in this program re-executed (the default isolation)
 	cfg, err := config.Load(os.Args[1])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

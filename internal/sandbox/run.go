@@ -39,6 +39,12 @@ type Call struct {
 	// already opened (a worker receives them from its parent); the caller
 	// closes them.
 	Opened []OpenedPreopen
+	// LowPriority asks that the guest's code take the CPU only when nothing
+	// else wants it: the caller's verdict on a tool in trouble (its recent
+	// calls lost their worker processes), so that a crash storm cannot
+	// slow other tools' calls. Worker isolation applies it (SCHED_IDLE for
+	// the worker during the call); in process it is ignored.
+	LowPriority bool
 }
 
 // Failure says why a call did not succeed.

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,6 +124,12 @@ type Pool struct {
 	confOnce    sync.Once
 	fingerprint string
 
+	// cannotRestore: putting a worker back to normal priority failed once
+	// (no CAP_SYS_NICE, RLIMIT_NICE too low), so replacements start at
+	// normal priority: one at SCHED_IDLE would be replaced again by the
+	// next call of another tool, and so on (priority.go).
+	cannotRestore atomic.Bool
+
 	reg      registry
 	infos    sandbox.InfoCache
 	mem      *memArtifacts
@@ -189,15 +196,30 @@ var _ sandbox.Runner = (*Pool)(nil)
 // acquire takes an idle worker, starts one if fewer than Size exist, or
 // waits for one.
 func (p *Pool) acquire(ctx context.Context) (*proc, error) {
+	return p.acquireFor(ctx, "", false)
+}
+
+// acquireFor is acquire for a call of compiled code art: an idle worker
+// that holds art comes first (the most recently used), so that a call does
+// not take the worker another tool's code is warm in. A low-priority call
+// (a tool in trouble, priority.go) takes no worker warm with other code
+// while it may start one of its own, and starts it at SCHED_IDLE: the
+// start-up of the workers a crash storm burns through then costs other
+// tools' calls little CPU and none of their warm workers.
+func (p *Pool) acquireFor(ctx context.Context, art string, low bool) (*proc, error) {
 	for {
 		p.mu.Lock()
 		if p.closing {
 			p.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if n := len(p.idle); n > 0 {
-			w := p.idle[n-1]
-			p.idle = p.idle[:n-1]
+		i := p.idleHoldingLocked(art)
+		if i < 0 && len(p.idle) > 0 && !(low && p.count < p.opts.Size) {
+			i = len(p.idle) - 1
+		}
+		if i >= 0 {
+			w := p.idle[i]
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
 			if w.gone() {
 				// It died idle (killed from outside, or it misbehaved
 				// between calls): not this call's fault; take another.
@@ -214,7 +236,7 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 			p.count++
 			p.starting.Add(1)
 			p.mu.Unlock()
-			w, err := p.spawnTracked(ctx)
+			w, err := p.spawnTrackedWith(ctx, nil, nil, low)
 			p.starting.Done()
 			p.mu.Lock()
 			if err != nil {
@@ -255,6 +277,20 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 	}
 }
 
+// idleHoldingLocked is the index of the most recently idle worker that
+// holds compiled code art, or -1.
+func (p *Pool) idleHoldingLocked(art string) int {
+	if art == "" {
+		return -1
+	}
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		if slices.Contains(p.idle[i].loaded, art) {
+			return i
+		}
+	}
+	return -1
+}
+
 func (p *Pool) wakeLocked() {
 	if el := p.waiters.Front(); el != nil {
 		p.waiters.Remove(el)
@@ -278,7 +314,7 @@ func (p *Pool) release(w *proc, healthy bool) {
 			// Replace it now, so the next call does not pay for the start.
 			p.count++
 			p.starting.Add(1)
-			go p.prestart(w.loaded)
+			go p.prestart(w.loaded, w.idlePriority && !p.cannotRestore.Load())
 		}
 	} else if w.gone() || len(w.frames) > 0 {
 		// Dead, or it sent something after its answer: not to be trusted
@@ -296,9 +332,12 @@ func (p *Pool) release(w *proc, healthy bool) {
 // held most recently, and warms it with a describe() call: a fresh worker's
 // first instantiation faults its code in (tens of milliseconds for a Go or
 // JS tool), which would otherwise land on the next call and its deadline.
-func (p *Pool) prestart(loaded []string) {
+//
+// The replacement of a worker that died at SCHED_IDLE (a tool in trouble)
+// starts and warms at SCHED_IDLE too, until a call takes it (run).
+func (p *Pool) prestart(loaded []string, idle bool) {
 	defer p.starting.Done()
-	w, err := p.spawnTracked(context.Background())
+	w, err := p.spawnTrackedWith(context.Background(), nil, nil, idle)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		// Shutdown kills a warming worker like a busy one.
@@ -358,12 +397,13 @@ func (p *Pool) noteConfinement(w *proc) {
 
 // spawnTracked starts a worker that Shutdown kills if it happens meanwhile.
 func (p *Pool) spawnTracked(ctx context.Context) (*proc, error) {
-	return p.spawnTrackedWith(ctx, nil, nil)
+	return p.spawnTrackedWith(ctx, nil, nil, false)
 }
 
 // spawnTrackedWith is spawnTracked for a worker that inherits files (from
-// fd 4) and has env added to its environment.
-func (p *Pool) spawnTrackedWith(ctx context.Context, files []*os.File, env []string) (*proc, error) {
+// fd 4) and has env added to its environment, started at SCHED_IDLE if
+// idle.
+func (p *Pool) spawnTrackedWith(ctx context.Context, files []*os.File, env []string, idle bool) (*proc, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p.mu.Lock()
@@ -378,7 +418,7 @@ func (p *Pool) spawnTrackedWith(ctx context.Context, files []*os.File, env []str
 		delete(p.spawning, &cancel)
 		p.mu.Unlock()
 	}()
-	w, err := spawnWith(ctx, p.opts.Command, p.opts.StartTimeout, files, env)
+	w, err := spawnWith(ctx, p.opts.Command, p.opts.StartTimeout, files, env, idle)
 	if w != nil {
 		// Shutdown waits for this: a killed worker left unreaped stays a
 		// zombie until init adopts it (~1.5 s after maiden exits).

@@ -123,7 +123,7 @@ func (p *Pool) runPreopened(ctx context.Context, art, export string, c sandbox.C
 	pw := p.takePreopenWorker(key, ids)
 	if pw == nil {
 		files, env := preopenSpawn(dirs)
-		w, err := p.spawnTrackedWith(ctx, files, env)
+		w, err := p.spawnTrackedWith(ctx, files, env, false)
 		if err != nil {
 			return sandbox.Outcome{Duration: time.Since(start)}, fmt.Errorf("start a worker for a call with preopened directories: %w", err)
 		}

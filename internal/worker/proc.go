@@ -45,12 +45,14 @@ type proc struct {
 	memcgOOM atomic.Bool // the kernel killed it for its cgroup's limit
 
 	// Bookkeeping of the holder (no lock: one holder at a time).
-	loaded   []string // digests of loaded code, least recently used first
-	base     uint64   // VmData after the last load, bytes
-	limit    uint64   // the RLIMIT_DATA soft limit in force (0: none set)
-	calls    int
-	killed   killReason
-	killedMu sync.Mutex
+	loaded []string // digests of loaded code, least recently used first
+	base   uint64   // VmData after the last load, bytes
+	limit  uint64   // the RLIMIT_DATA soft limit in force (0: none set)
+	calls  int
+	// idlePriority: the worker's threads are at SCHED_IDLE (priority.go).
+	idlePriority bool
+	killed       killReason
+	killedMu     sync.Mutex
 }
 
 type frame struct {
@@ -73,13 +75,13 @@ const (
 // empty but for the worker marker: no secrets, no proxies, nothing of the
 // parent's.
 func spawn(ctx context.Context, argv []string, timeout time.Duration) (*proc, error) {
-	return spawnWith(ctx, argv, timeout, nil, nil)
+	return spawnWith(ctx, argv, timeout, nil, nil, false)
 }
 
 // spawnWith is spawn for a worker that inherits files (from fd 4 on) and
 // has env added to its environment (a one-call worker's preopened
-// directories).
-func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files []*os.File, env []string) (*proc, error) {
+// directories), at SCHED_IDLE from its start if idle (priority.go).
+func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files []*os.File, env []string, idle bool) (*proc, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("worker socket: %w", err)
@@ -114,6 +116,11 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
 		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, spin: newSpinReader(parentEnd)}
 	p.memcg = joinMemcg(p.pid)
+	if idle {
+		// Before the worker's runtime starts its threads, which inherit
+		// the policy; failing that, it starts at normal priority.
+		_ = p.setIdlePriority(true)
+	}
 	go p.read()
 	go func() {
 		_ = cmd.Wait()

@@ -26,7 +26,7 @@ func (p *Pool) run(ctx context.Context, art, export string, c sandbox.Call) (san
 	if len(c.Preopens) > 0 || len(c.Opened) > 0 {
 		return p.runPreopened(ctx, art, export, c)
 	}
-	w, err := p.acquire(ctx)
+	w, err := p.acquirePriority(ctx, art, c.LowPriority)
 	if err != nil {
 		return sandbox.Outcome{Duration: time.Since(start)}, err
 	}
