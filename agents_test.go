@@ -23,7 +23,7 @@ import (
 // the default agent, as before agents existed (CARDS.md A12 needs a
 // declared agent; this is the compatibility half).
 func TestImplicitAgent(t *testing.T) {
-	h := newHostWith(t, "version = 1\n[tools.echo]\npath = %q\n", maiden.Options{}, "echo")
+	h := newHostWith(t, "version = 1\n[tools.echo]\npath = %q\n", maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	for _, agent := range []string{"", maiden.DefaultAgent} {
 		res, err := h.Call(ctx, maiden.Call{Agent: agent, Tool: "echo", Input: `{"message":"hi"}`})
@@ -82,6 +82,7 @@ secrets = []
 [agents.narrow.tools.loop]
 timeout_ms = 100
 `, maiden.Options{
+		Isolation:    maiden.InProcess,
 		Resolver:     testkit.Loopback("api.example.com", "other.example.com"),
 		LookupSecret: func(string) (string, bool) { return "tok-value", true },
 	}, "echo", "js/fetcher", "loop")
@@ -196,7 +197,7 @@ grants = ["tool:invoke echo --message=* --..."]
 
 [agents.nocard]
 tools = ["echo"]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	for _, tt := range []struct {
 		scenario, agent, input string
 		allowed                bool
@@ -245,7 +246,7 @@ path = %q
 tools = ["echo"]
 `
 	cfg := writeConfig(t, body, "echo")
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ tools = ["echo"]
 	}
 
 	// An unusable store refuses the call.
-	bad, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), StatePath: t.TempDir()})
+	bad, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t), StatePath: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ tools = ["echo"]
 `
 	lead := "[agents.lead]\ntools = [\"cards_list\"]\ngrants = [\"card:inspect *\", \"tool:invoke echo --...\"]\n"
 	cfg := writeConfig(t, body+lead, "echo")
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +373,7 @@ tools = ["echo"]
 // host keeps each agent's wallet cached while the store is unchanged.
 func TestExpiredCardLeavesTheCache(t *testing.T) {
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n[agents.a]\ntools = [\"echo\"]\n", "echo")
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

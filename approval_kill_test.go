@@ -40,7 +40,7 @@ func TestApprovalChildHelper(t *testing.T) {
 	}
 	poll, _ := time.ParseDuration(os.Getenv("MAIDEN_TEST_APPROVAL_POLL"))
 	wait, _ := time.ParseDuration(os.Getenv("MAIDEN_TEST_APPROVAL_WAIT"))
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: os.Getenv("MAIDEN_TEST_CACHE"), Resolver: testkit.Loopback("api.example.com"), ApprovalPoll: poll})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: os.Getenv("MAIDEN_TEST_CACHE"), Resolver: testkit.Loopback("api.example.com"), ApprovalPoll: poll})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -217,7 +217,7 @@ grants = ["tool:invoke fetcher --...", "network:connect *"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)}) // the operator's side
+	op, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)}) // the operator's side
 	if err != nil {
 		t.Fatal(err)
 	}

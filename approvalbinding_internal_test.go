@@ -67,7 +67,7 @@ grants = ["tool:invoke t --..."]
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(t)})
+	h, err := New(cfg, &Options{Isolation: InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,8 @@ func (f *bindingFixture) credentialed(t *testing.T, noSecret bool) string {
 func (f *bindingFixture) host(t *testing.T, cfg *config.Config) *maiden.Host {
 	t.Helper()
 	h, err := maiden.New(cfg, &maiden.Options{
-		CacheDir: testkit.CompileCache(t), Resolver: testkit.Loopback("api.example.com"), ApprovalPoll: 20 * time.Millisecond,
+		Isolation: maiden.InProcess,
+		CacheDir:  testkit.CompileCache(t), Resolver: testkit.Loopback("api.example.com"), ApprovalPoll: 20 * time.Millisecond,
 		LookupSecret: func(name string) (string, bool) { return f.secret, name == "TOKEN" },
 	})
 	if err != nil {
@@ -320,7 +321,7 @@ when = 'tool == "cards_list"'
 [agents.a]
 tools = ["cards_list"]
 grants = ["card:inspect *"]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	call := func() maiden.Result {
 		res, err := h.CallBuiltin(ctx, maiden.Call{Agent: "a", Tool: "cards_list", Input: `{}`, ApprovalWait: -1})
@@ -373,7 +374,7 @@ tools = ["git"]
 grants = ["tool:invoke git log --max-count=*"]
 `
 	}
-	h := newHostWith(t, conf("", ""), maiden.Options{}, "echo")
+	h := newHostWith(t, conf("", ""), maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	call := func() maiden.Result {
 		return mustCall(t, h, maiden.Call{Agent: "dev", Tool: "git", Input: `{"command":"log","max-count":1}`, ApprovalWait: -1})
@@ -458,7 +459,7 @@ tools = ["calc"]
 grants = ["tool:invoke calc.add --..."]
 `
 	}
-	h := newHostWith(t, conf(urlA), maiden.Options{}, "echo")
+	h := newHostWith(t, conf(urlA), maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	call := func() maiden.Result {
 		return mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.add", Input: `{"a":1,"b":2}`, ApprovalWait: -1})

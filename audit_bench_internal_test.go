@@ -29,7 +29,7 @@ func BenchmarkAuditedCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(b)})
+			h, err := New(cfg, &Options{Isolation: InProcess, CacheDir: testkit.CompileCache(b)})
 			if err != nil {
 				b.Fatal(err)
 			}

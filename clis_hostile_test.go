@@ -53,7 +53,7 @@ path = "`+exe+`"
 command = '{"maiden_command": 1, "name": "hostile", "positionals": [{"name": "args", "variadic": true}]}'
 http_allow = ["api.example.com"]
 timeout_ms = 20000
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	for _, c := range []struct{ args, want string }{
 		{`["fastopen", "` + v4 + `"]`, "refused: EPERM"},
 		{`["fastopen", "` + v6 + `"]`, "refused: EPERM"},

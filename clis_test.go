@@ -62,7 +62,7 @@ grants = ["tool:invoke git log --max-count=*"]
 [agents.wide]
 tools = ["git"]
 grants = ["tool:invoke git log --max-count=* -- ..."]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	call := func(in string) maiden.Result {
 		t.Helper()
@@ -117,7 +117,7 @@ path = %q
 path = "/bin/cat"
 command = '{"maiden_command": 1, "name": "cat", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
 read_paths = ["`+inside+`"]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	res, err := h.Call(ctx, maiden.Call{Tool: "cat", Input: `{"files":["` + filepath.Join(inside, "secret.txt") + `"]}`})
 	if err != nil || !res.OK || !strings.Contains(res.Output, "contents of") {
@@ -154,7 +154,7 @@ http_allow = ["api.example.com"]
 http_ports = [`+u.Port()+`]
 http_allow_cidrs = ["127.0.0.0/8"]
 timeout_ms = 10000
-`, maiden.Options{Resolver: testkit.Loopback("api.example.com", "evil.example.com")}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com", "evil.example.com")}, "echo")
 	ctx := context.Background()
 	get := func(extra, target string) maiden.Result {
 		t.Helper()
@@ -197,7 +197,7 @@ use = "approve"
 [agents.dev]
 tools = ["git"]
 grants = ["tool:invoke git log --max-count=*"]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	call := func(in string) maiden.Result {
 		return mustCall(t, h, maiden.Call{Agent: "dev", Tool: "git", Input: in, ApprovalWait: -1})

@@ -82,8 +82,9 @@ timeout_ms = 10000
 	}
 	audit := &testkit.SyncBuffer{}
 	h, err := maiden.New(cfg, &maiden.Options{
-		CacheDir: testkit.CompileCache(t),
-		Resolver: testkit.Loopback("api.example.com"),
+		Isolation: maiden.InProcess,
+		CacheDir:  testkit.CompileCache(t),
+		Resolver:  testkit.Loopback("api.example.com"),
 		LookupSecret: func(name string) (string, bool) {
 			// OTHER exists on the host too; the tool never declared it.
 			return secret, name == "API_TOKEN" || name == "OTHER"

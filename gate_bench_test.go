@@ -37,7 +37,7 @@ path = %q
 [clis.true]
 path = "/bin/true"
 command = '{"maiden_command": 1, "name": "true"}'
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	if res, err := h.Call(ctx, maiden.Call{Tool: "true", Input: `{}`}); err != nil || !res.OK {
 		b.Fatalf("warm-up: %+v %v", res, err)
@@ -86,7 +86,7 @@ path = %q
 accept_new_tools = true
 url = "`+hs.URL+`"
 credential = "CALC_TOKEN"
-`, maiden.Options{LookupSecret: func(name string) (string, bool) { return "s3cret", name == "CALC_TOKEN" }}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return "s3cret", name == "CALC_TOKEN" }}, "echo")
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
 	direct, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL,

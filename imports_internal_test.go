@@ -29,7 +29,7 @@ func TestRetiredImportNotRestarted(t *testing.T) {
 		return cfg
 	}
 	cfg := load("version = 1\n[mcp.local]\ncommand = [\"/bin/true\"]\n")
-	h, err := New(cfg, &Options{CacheDir: "off"})
+	h, err := New(cfg, &Options{Isolation: InProcess, CacheDir: "off"})
 	if err != nil {
 		t.Fatal(err)
 	}

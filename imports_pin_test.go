@@ -150,7 +150,7 @@ accept_new_tools = true
 command = ["`+bin+`"]
 env = ["MCPSTDIO_DOWN=`+down+`"]
 read_paths = ["`+flags+`"]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "shop.pid", Input: `{}`})
 	if err != nil {
 		t.Fatalf("a call while the server has never come up: %v (want kind unavailable)", err)

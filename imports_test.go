@@ -94,7 +94,7 @@ grants = ["tool:invoke calc.add --a=* --b=2", "tool:invoke calc.leak --..."]
 [agents.b]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]
-`, maiden.Options{LookupSecret: func(name string) (string, bool) { return "s3cret", name == "CALC_TOKEN" }}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return "s3cret", name == "CALC_TOKEN" }}, "echo")
 	ctx := context.Background()
 	infos, err := h.ToolsFor(ctx, "a")
 	if err != nil {
@@ -167,7 +167,7 @@ path = %q
 accept_new_tools = true
 command = ["`+bin+`"]
 read_paths = ["`+inside+`"]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	res := mustCall(t, h, maiden.Call{Tool: "local.add", Input: `{"a":1,"b":2}`})
 	if !res.OK || !strings.Contains(res.Output, `"sum":3`) {
 		t.Fatalf("local.add: %+v %+v", res, res.Error)
@@ -277,7 +277,7 @@ accept_new_tools = true
 url = "`+url+`"
 credential = "PROG_TOKEN"
 middleware = [{ use = "redact", patterns = [{ name = "ticket", expr = "TCK-[0-9]+" }] }]
-`, maiden.Options{LookupSecret: func(name string) (string, bool) { return "s3cret-progress", name == "PROG_TOKEN" }}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return "s3cret-progress", name == "PROG_TOKEN" }}, "echo")
 	var sink progressSink
 	res := mustCall(t, h, maiden.Call{Tool: "prog.steps", Input: `{}`, OnProgress: sink.add})
 	got, _ := sink.list() // no waiting: every report precedes the return
@@ -330,7 +330,7 @@ accept_new_tools = true
 url = "`+url+`"
 credential = "PROG_TOKEN"
 timeout_ms = 60000
-`, maiden.Options{LookupSecret: func(name string) (string, bool) { return "s3cret-progress", name == "PROG_TOKEN" }}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return "s3cret-progress", name == "PROG_TOKEN" }}, "echo")
 	var sink progressSink
 	start := time.Now()
 	res := mustCall(t, h, maiden.Call{Tool: "prog.flood", Input: `{}`, OnProgress: sink.add})

@@ -22,7 +22,7 @@ func TestJSEngineFeatures(t *testing.T) {
 		"String.prototype.normalize",
 		"WebAssembly",
 	}
-	h := newHostWith(t, "version = 1\n[tools.probe]\npath = %q\nmemory_mb = 128\n", maiden.Options{}, "js/probe")
+	h := newHostWith(t, "version = 1\n[tools.probe]\npath = %q\nmemory_mb = 128\n", maiden.Options{Isolation: maiden.InProcess}, "js/probe")
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "probe", Input: "{}"})
 	if err != nil || !res.OK {
 		t.Fatalf("%+v %v", res, err)

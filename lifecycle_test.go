@@ -246,7 +246,7 @@ func TestInputOverCapRefusedBeforeParsing(t *testing.T) {
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
-`, maiden.Options{MaxInputBytes: 1024}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, MaxInputBytes: 1024}, "echo")
 	big := `{"message":"` + strings.Repeat("a", 2000) + `"}`
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "echo", Input: big})
 	if err != nil {

@@ -38,7 +38,7 @@ func writeConfig(t testing.TB, body string, tools ...string) *config.Config {
 
 func newHost(t testing.TB, cfg *config.Config) *maiden.Host {
 	t.Helper()
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestStartupLoopIsADeadline(t *testing.T) {
 // is refused at once instead of waiting without bound.
 func TestOverload(t *testing.T) {
 	cfg := writeConfig(t, "version = 1\n[tools.loop]\npath = %q\ntimeout_ms = 1500\n", "loop")
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: t.TempDir(), MaxConcurrent: 1, MaxQueued: -1})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: t.TempDir(), MaxConcurrent: 1, MaxQueued: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ http_ports = [8443]
 path = %[1]q
 http_allow = ["api.example.com"]
 secrets = ["HAS_VALUE"]
-`, maiden.Options{LookupSecret: func(name string) (string, bool) {
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) {
 		switch name {
 		case "HAS_VALUE":
 			return "v", true
@@ -383,7 +383,7 @@ secrets = ["BOUND", "FREE"]
 hosts = ["api.example.com"]
 methods = ["GET"]
 path_prefixes = ["/v1/"]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	infos, err := h.Tools(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ message = "U1 says no"
 grants = ["tool:invoke echo --..."]
 [agents.a.tools.echo]
 middleware = [{ use = "validate", check = 'args.message != "b1"', message = "B1 says no" }]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"hi"}`})
 	if !res.OK {
 		t.Fatalf("%+v", res.Error)
@@ -133,7 +133,7 @@ path = %q
 [[middleware]]
 use = "approve"
 when = 'args.amount > 100'
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"no amount"}`})
 	wantKind(t, res, maiden.KindDenied, "could not be evaluated")
 	if n := len(trail(t, h, "call-admitted")); n != 0 {
@@ -184,7 +184,7 @@ grants = ["tool:invoke echo --message=* --city=paris"]
 [agents.wide]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	res := mustCall(t, h, maiden.Call{Agent: "narrow", Tool: "echo", Input: `{"message":"x","city":"paris"}`})
 	wantKind(t, res, maiden.KindDenied, "the rewritten call is not allowed")
 	res = mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: `{"message":"x","city":"paris"}`})
@@ -223,7 +223,7 @@ per = "1m"
 	dir := t.TempDir()
 	cfg := writeConfigAt(t, filepath.Join(dir, "agent.toml"), body, "echo", "echo")
 	newHost := func() *maiden.Host {
-		h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+		h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ use = "quota"
 limit = 5
 window = "1h"
 cost = 'size(args.message)'
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	if res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"abc"}`}); !res.OK {
 		t.Fatalf("%+v", res.Error)
 	}
@@ -277,7 +277,7 @@ path = %q
 [[middleware]]
 use = "redact"
 patterns = [{ name = "ticket", expr = "TCK-[0-9]+" }]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	key := "AKIA" + "IOSFODNN7EXAMPLE"
 	res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"key ` + key + ` ticket TCK-1234"}`})
 	if !res.OK {
@@ -301,7 +301,7 @@ reason = "payments need a human"
 [agents.a]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]
-`+extra, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "echo")
+`+extra, maiden.Options{Isolation: maiden.InProcess, ApprovalPoll: 20 * time.Millisecond}, "echo")
 }
 
 // callAndDecide starts a call that waits for approval, decides it as d
@@ -448,7 +448,7 @@ allow_always = false
 [agents.a]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"x"}`, ApprovalWait: -1})
 	wantKind(t, res, maiden.KindPending, "")
@@ -480,7 +480,7 @@ grants = ["card:inspect *"]
 [agents.b]
 tools = ["cards_list"]
 grants = ["card:inspect *"]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	res, err := h.CallBuiltin(ctx, maiden.Call{Agent: "a", Tool: "cards_list", Input: `{}`})
 	if err != nil || !res.OK {
@@ -513,7 +513,7 @@ path = "`+echo+`"
 [[middleware]]
 use = "notmw"
 when = 'args.message == "wrapped"'
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	res := mustCall(t, h, maiden.Call{Tool: "mw", Input: `{}`})
 	wantKind(t, res, maiden.KindInvalid, "not a tool")
 	res = mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"wrapped"}`})
@@ -602,7 +602,7 @@ grants = ["tool:invoke fetcher --...", "network:connect *"]
 	if err := os.WriteFile(cfg.StatePath()+".audit", []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), Resolver: testkit.Loopback("api.example.com")})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t), Resolver: testkit.Loopback("api.example.com")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,7 +619,7 @@ grants = ["tool:invoke fetcher --...", "network:connect *"]
 	if err := os.Remove(cfg.StatePath() + ".audit"); err != nil {
 		t.Fatal(err)
 	}
-	h2, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), Resolver: testkit.Loopback("api.example.com")})
+	h2, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t), Resolver: testkit.Loopback("api.example.com")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +646,7 @@ reason = "never auto"
 [agents.a]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	call := func() maiden.Result {
 		return mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"x"}`, ApprovalWait: -1})
@@ -686,7 +686,7 @@ use = "city"
 [agents.wide]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	in := `{"message":"x","city":"paris"}`
 	res := mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: in, ApprovalWait: -1})
@@ -711,7 +711,7 @@ path = %q
 [[middleware]]
 use = "redact"
 `+when+`patterns = [{ name = "ticket", expr = "info line" }]
-`, maiden.Options{}, "logger")
+`, maiden.Options{Isolation: maiden.InProcess}, "logger")
 		var mu sync.Mutex
 		var live []string
 		res := mustCall(t, h, maiden.Call{Tool: "logger", Input: `{}`, OnLog: func(e maiden.LogEntry) {

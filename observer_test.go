@@ -61,7 +61,7 @@ func abs(n int) int { return max(n, -n) }
 func TestObserverHammer(t *testing.T) {
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n[tools.toolerr]\npath = %q\n", "echo", "toolerr")
 	rec := &recorder{maxRunning: 2, maxQueued: 3}
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: t.TempDir(), MaxConcurrent: 2, MaxQueued: 3, Observer: rec})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: t.TempDir(), MaxConcurrent: 2, MaxQueued: 3, Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestObserverHammer(t *testing.T) {
 func TestObserverAddsNoAllocations(t *testing.T) {
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo")
 	allocs := func(obs maiden.Observer) float64 {
-		h, err := maiden.New(cfg, &maiden.Options{CacheDir: t.TempDir(), Observer: obs})
+		h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: t.TempDir(), Observer: obs})
 		if err != nil {
 			t.Fatal(err)
 		}

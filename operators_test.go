@@ -37,7 +37,7 @@ func TestAuthenticateOperator(t *testing.T) {
 	}
 	cfg := write("\n[operators.alice]\n\n[operators.bob]\n")
 	state := filepath.Join(dir, "state.db")
-	h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(t), StatePath: state})
+	h, err := New(cfg, &Options{Isolation: InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
 	if err != nil {
 		t.Fatal(err)
 	}

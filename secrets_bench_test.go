@@ -16,7 +16,7 @@ func BenchmarkSecretHandleCall(b *testing.B) {
 [tools.echo]
 path = %q
 secrets = ["TOKEN"]
-`, maiden.Options{LookupSecret: func(string) (string, bool) { return "v", true }}, "go/echo")
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(string) (string, bool) { return "v", true }}, "go/echo")
 	for _, bc := range []struct{ name, input string }{
 		{"plain", `{"message": "maiden-secret-handle:0123456789abcdef0123456789abcdef"}`},
 		{"reference", `{"message": {"$secret": "TOKEN"}}`},

@@ -436,7 +436,7 @@ func TestRevealImplicitAgent(t *testing.T) {
 path = %q
 secrets = ["SIGNING_KEY"]
 `+tt.reveal+`
-`, maiden.Options{LookupSecret: func(string) (string, bool) { return signingValue, true }}, "go/secretuser")
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(string) (string, bool) { return signingValue, true }}, "go/secretuser")
 		res, err := h.Call(context.Background(), maiden.Call{Tool: "secretuser", Input: `{"token": {"$secret": "SIGNING_KEY"}, "mode": "reveal"}`})
 		if err != nil || !res.OK || !strings.Contains(res.Output, tt.want) || strings.Contains(res.Output, signingValue) {
 			t.Errorf("%q: got %+v, %v; want %s", tt.reveal, res, err, tt.want)

@@ -53,7 +53,7 @@ network = false
 fs      = [{ path = "`+work+`", access = "read", match = "subtree" }]
 deny    = ["`+filepath.Join(work, "secrets")+`"]
 protected = [".git"]
-`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, ApprovalPoll: 20 * time.Millisecond}, "echo")
 	return h, dir
 }
 
@@ -254,7 +254,7 @@ fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
 [agents.b]
 tools = ["fs_list"]
 grants = ["tool:invoke fs_list --..."]
-`, maiden.Options{}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	id, err := h.OpenSession(ctx, "a")
 	if err != nil {
@@ -307,7 +307,7 @@ grants = ["tool:invoke request_sandbox_boundary --..."]
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+		h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,7 +360,7 @@ grants = ["tool:invoke fsprobe --...", "tool:invoke request_sandbox_boundary --.
 [agents.coder.boundary]
 fs = [{ path = "`+work+`", access = "write", match = "subtree" },
       { path = "`+nocard+`", access = "read", match = "subtree" }]
-`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "go/fsprobesnap")
+`, maiden.Options{Isolation: maiden.InProcess, ApprovalPoll: 20 * time.Millisecond}, "go/fsprobesnap")
 	probe := func(session string, in map[string]any) maiden.Result {
 		return sessCall(t, h, session, "fsprobe", in)
 	}
@@ -439,7 +439,7 @@ grants = ["tool:invoke touch --... -- ...", "tool:invoke request_sandbox_boundar
 [agents.coder.boundary]
 fs = [{ path = "`+ok+`", access = "write", match = "subtree" }]
 deny = ["`+denied+`"]
-`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, ApprovalPoll: 20 * time.Millisecond}, "echo")
 	touch := func(session, path string) maiden.Result {
 		res := sessCall(t, h, session, "touch", map[string]any{"files": []string{path}})
 		_, err := os.Stat(path)
@@ -501,7 +501,7 @@ grants = ["tool:invoke fetcher --...", "network:connect api.example.com"]
 [agents.a.boundary]
 network = true
 [agents.a.tools.fetcher]
-`, maiden.Options{Resolver: testkit.Loopback("api.example.com"), ApprovalPoll: 20 * time.Millisecond}, "js/fetcher")
+`, maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com"), ApprovalPoll: 20 * time.Millisecond}, "js/fetcher")
 			ctx := context.Background()
 			target := "https://api.example.com:" + port + "/"
 			res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "fetcher", Session: "s1", Input: `{"url":"` + target + `"}`, ApprovalWait: 20 * time.Second,
@@ -556,7 +556,7 @@ grants = ["tool:invoke touch --... -- ...", "tool:invoke fs_write --..."]
 [agents.coder.boundary]
 fs = [{ path = "`+ws+`", access = "write", match = "subtree" }]
 protected = [".git"]
-`, maiden.Options{ApprovalPoll: 20 * time.Millisecond}, "echo")
+`, maiden.Options{Isolation: maiden.InProcess, ApprovalPoll: 20 * time.Millisecond}, "echo")
 	hook := filepath.Join(ws, ".git", "hooks", "pre-commit")
 	res := sessCall(t, h, "s1", "fs_write", map[string]any{"path": hook, "content": "x"})
 	if res.OK {

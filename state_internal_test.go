@@ -32,7 +32,7 @@ func TestStragglerDoesNotResync(t *testing.T) {
 		return cfg
 	}
 	old := load(`grants = ["tool:invoke echo --..."]` + "\n")
-	h, err := New(old, &Options{CacheDir: "off"})
+	h, err := New(old, &Options{Isolation: InProcess, CacheDir: "off"})
 	if err != nil {
 		t.Fatal(err)
 	}

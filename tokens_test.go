@@ -33,7 +33,7 @@ func TestAuthenticate(t *testing.T) {
 	}
 	both := write("\n[agents.alice]\ntools = [\"echo\"]\n\n[agents.bob]\ntools = [\"echo\"]\n")
 	state := filepath.Join(dir, "state.db")
-	h, err := New(both, &Options{CacheDir: testkit.CompileCache(t), StatePath: state})
+	h, err := New(both, &Options{Isolation: InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
 	if err != nil {
 		t.Fatal(err)
 	}

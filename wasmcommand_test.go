@@ -103,7 +103,7 @@ grants = ["tool:invoke cmdecho list", "tool:invoke cmdecho list --limit=1*"]
 [agents.adder]
 tools = ["cmdecho"]
 grants = ["tool:invoke cmdecho add --times=* -- hi"]
-`, maiden.Options{}, "cmdecho")
+`, maiden.Options{Isolation: maiden.InProcess}, "cmdecho")
 	ctx := context.Background()
 	call := func(agent, in string) maiden.Result {
 		t.Helper()
@@ -151,7 +151,7 @@ path = %q
 [agents.all]
 tools = ["badcommand"]
 grants = ["tool:invoke badcommand --...", "tool:invoke badcommand x --..."]
-`, maiden.Options{}, "badcommand")
+`, maiden.Options{Isolation: maiden.InProcess}, "badcommand")
 	ctx := context.Background()
 	reps, err := h.Check(ctx)
 	if err != nil || len(reps) != 1 || reps[0].Err == nil {
@@ -183,7 +183,7 @@ grants = ["tool:invoke badcommand --...", "tool:invoke badcommand x --..."]
 // TestCommandHelp: the help of a command-tree tool, of its commands, and
 // the errors for a JSON tool and an unknown one.
 func TestCommandHelp(t *testing.T) {
-	h := newHostWith(t, "version = 1\n[tools.cmdecho]\npath = %q\n[tools.echo]\npath = %q\n", maiden.Options{}, "cmdecho", "echo")
+	h := newHostWith(t, "version = 1\n[tools.cmdecho]\npath = %q\n[tools.echo]\npath = %q\n", maiden.Options{Isolation: maiden.InProcess}, "cmdecho", "echo")
 	ctx := context.Background()
 	top, err := h.CommandHelp(ctx, "cmdecho")
 	if err != nil || !strings.Contains(top, "add") || !strings.Contains(top, "remote") {
@@ -222,7 +222,7 @@ func TestToolBecomesCommandTree(t *testing.T) {
 		}
 	}
 	put("echo")
-	h := newHostWith(t, "version = 1\n[tools.t]\npath = \""+path+"\"\n[agents.a]\ntools = [\"t\"]\ngrants = [\"tool:invoke t --message=*\", \"tool:invoke t list\"]\n", maiden.Options{})
+	h := newHostWith(t, "version = 1\n[tools.t]\npath = \""+path+"\"\n[agents.a]\ntools = [\"t\"]\ngrants = [\"tool:invoke t --message=*\", \"tool:invoke t list\"]\n", maiden.Options{Isolation: maiden.InProcess})
 	ctx := context.Background()
 	call := func(in string) maiden.Result {
 		t.Helper()
@@ -256,7 +256,7 @@ path = %q
 [agents.counter]
 tools = ["textkit"]
 grants = ["tool:invoke textkit count --unit=* -- *"]
-`, maiden.Options{}, "examples/textkit")
+`, maiden.Options{Isolation: maiden.InProcess}, "examples/textkit")
 	ctx := context.Background()
 	infos, err := h.Tools(ctx)
 	if err != nil || len(infos) != 1 || infos[0].Error != nil {
@@ -288,7 +288,7 @@ grants = ["tool:invoke textkit count --unit=* -- *"]
 
 	// The implicit agent of a configuration without [agents] may call
 	// every command.
-	h2 := newHostWith(t, "version = 1\n[tools.textkit]\npath = %q\n", maiden.Options{}, "examples/textkit")
+	h2 := newHostWith(t, "version = 1\n[tools.textkit]\npath = %q\n", maiden.Options{Isolation: maiden.InProcess}, "examples/textkit")
 	for in, want := range map[string]string{
 		`{"command":"repeat","times":3,"text":"ab","separator":"-"}`: `{"text":"ab-ab-ab"}`,
 		`{"command":"case","to":"title","text":"hello big world"}`:   `{"text":"Hello Big World"}`,
@@ -329,7 +329,7 @@ path = %q
 [agents.bench]
 tools = ["echo", "cmdecho"]
 grants = ["tool:invoke echo --message=*", "tool:invoke cmdecho list --limit=*"]
-`, maiden.Options{}, "echo", "cmdecho")
+`, maiden.Options{Isolation: maiden.InProcess}, "echo", "cmdecho")
 			ctx := context.Background()
 			call := maiden.Call{Agent: "bench", Tool: c.tool, Input: c.input}
 			for range 50 { // compile, open the store, warm the caches
@@ -358,7 +358,7 @@ secrets = ["API_TOKEN"]
 [agents.a]
 tools = ["cmdecho"]
 grants = ["tool:invoke cmdecho add --times=* -- $secret:API_TOKEN"]
-`, maiden.Options{LookupSecret: func(string) (string, bool) { return "s3cr3t-value", true }}, "cmdecho")
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(string) (string, bool) { return "s3cr3t-value", true }}, "cmdecho")
 	ctx := context.Background()
 	res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "cmdecho", Input: `{"command":"add","text":{"$secret":"API_TOKEN"}}`})
 	if err != nil || !res.OK {
@@ -398,7 +398,7 @@ grants = ["tool:invoke cmdecho list --city=Paris", "tool:invoke cmdecho list --c
 [agents.lower]
 tools = ["cmdecho"]
 grants = ["tool:invoke cmdecho list --city=paris"]
-`, maiden.Options{}, "cmdecho")
+`, maiden.Options{Isolation: maiden.InProcess}, "cmdecho")
 	ctx := context.Background()
 	in := `{"command":"list","city":"paris"}`
 	res, err := h.Call(ctx, maiden.Call{Agent: "capital", Tool: "cmdecho", Input: in})

@@ -57,6 +57,7 @@ http_ca_files = ["`+ca+`"]
 credential = "API_TOKEN"
 secret_headers = { "X-Api-Key" = "KEY_ONE" }
 `, maiden.Options{
+		Isolation:    maiden.InProcess,
 		Resolver:     testkit.Loopback("api.example.com"),
 		ApprovalPoll: 20 * time.Millisecond,
 		LookupSecret: func(name string) (string, bool) {
@@ -179,7 +180,8 @@ http_allow_cidrs = ["127.0.0.0/8"]
 http_ca_files = ["`+ca+`"]
 secret_headers = { "X-Api-Key" = "KEY_ONE" }
 `, maiden.Options{
-		Resolver: testkit.Loopback("api.example.com", "evil.example.com"),
+		Isolation: maiden.InProcess,
+		Resolver:  testkit.Loopback("api.example.com", "evil.example.com"),
 		LookupSecret: func(name string) (string, bool) {
 			return map[string]string{"KEY_ONE": "key-s3cr3t-value"}[name], true
 		},

@@ -84,7 +84,7 @@ func authHost(b *testing.B, n int) (*maiden.Host, string) {
 		}
 		st.Close()
 	}
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(b)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

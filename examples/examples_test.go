@@ -348,8 +348,9 @@ http_ports = [%d]
 	}
 	t.Setenv("MAIDEN_SECRET_WEATHER_TOKEN", token)
 	h, err := maiden.New(cfg, &maiden.Options{
-		CacheDir: "off",
-		Resolver: testkit.Loopback("api.weather.example"),
+		Isolation: maiden.InProcess,
+		CacheDir:  "off",
+		Resolver:  testkit.Loopback("api.weather.example"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -426,7 +427,7 @@ func benchHost(b *testing.B, cacheDir string) (*maiden.Host, map[string]string) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := maiden.New(c, &maiden.Options{CacheDir: cacheDir})
+	h, err := maiden.New(c, &maiden.Options{Isolation: maiden.InProcess, CacheDir: cacheDir})
 	if err != nil {
 		b.Fatal(err)
 	}

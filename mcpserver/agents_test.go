@@ -57,7 +57,7 @@ func newAgentsEnv(t *testing.T, agents string) *agentsEnv {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state.db")
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), StatePath: state})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
 	if err != nil {
 		t.Fatal(err)
 	}

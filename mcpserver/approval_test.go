@@ -80,7 +80,7 @@ func newApprovalEnv(t *testing.T, o Options) *approvalEnv {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state.db")
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), StatePath: state, Resolver: testkit.Loopback("counter.example"),
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state, Resolver: testkit.Loopback("counter.example"),
 		Observer: callObserver{&e.ended}})
 	if err != nil {
 		t.Fatal(err)

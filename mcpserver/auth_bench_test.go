@@ -41,7 +41,7 @@ func BenchmarkHTTPAuth(b *testing.B) {
 				b.Fatal(err)
 			}
 			state := filepath.Join(dir, "state.db")
-			h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(b), StatePath: state})
+			h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(b), StatePath: state})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		b.Fatal(err)
 	}
 	state := filepath.Join(dir, "state.db")
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(b), StatePath: state})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(b), StatePath: state})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	cache := b.TempDir()
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: cache})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: cache})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // tool (it was dropped as a cancellation of a request no longer in flight,
 // and the tool ran on to its deadline).
 func TestHTTPClientCancelStopsTool(t *testing.T) {
-	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{MaxConcurrent: 2})
+	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 2})
 	srv := e.httpServer(HTTPOptions{})
 	cs, err := e.httpClient(srv.URL, nil)
 	if err != nil {

@@ -111,7 +111,7 @@ func TestHTTPBothEras(t *testing.T) {
 // TestHTTPModernCancellation: in the modern era a client cancels by closing
 // the response; the running tool is interrupted and its slot freed.
 func TestHTTPModernCancellation(t *testing.T) {
-	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{MaxConcurrent: 1, MaxQueued: -1})
+	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 1, MaxQueued: -1})
 	var logs testkit.SyncBuffer
 	e.server = New(e.host, &Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if _, err := e.server.Sync(context.Background()); err != nil {

@@ -160,7 +160,7 @@ func countSessions(s *Server) int {
 // notifications/cancelled gets no response (the SDK wrote an error with
 // code 0 on the request's stream).
 func TestHTTPCancelledGetsNoResponse(t *testing.T) {
-	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{MaxConcurrent: 2})
+	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 2})
 	srv := e.httpServer(HTTPOptions{})
 	session := rawSession(t, srv.URL)
 	type result struct {

@@ -17,7 +17,7 @@ import (
 // read only agent.toml's max_input_bytes.
 func TestEmbedderInputLimitOverMCP(t *testing.T) {
 	const limit = 200 << 10
-	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, &maiden.Options{MaxInputBytes: limit})
+	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, &maiden.Options{Isolation: maiden.InProcess, MaxInputBytes: limit})
 	e.setMaxInput(1024) // agent.toml says 1 KiB; the embedder's option wins
 	if got := e.host.MaxInputBytes(); got != limit {
 		t.Fatalf("Host.MaxInputBytes() = %d, want the embedder's %d", got, limit)

@@ -66,7 +66,7 @@ func progressEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestImportRestartingAnswersUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func newEnv(t *testing.T, tools []toolLine, hostOpts *maiden.Options) *env {
 		t.Fatal(err)
 	}
 	if hostOpts == nil {
-		hostOpts = &maiden.Options{}
+		hostOpts = &maiden.Options{Isolation: maiden.InProcess}
 	}
 	hostOpts.CacheDir = testkit.CompileCache(t)
 	h, err := maiden.New(cfg, hostOpts)
@@ -253,7 +253,7 @@ func TestLogsAndProgress(t *testing.T) {
 // proves the slot is free again.
 func TestCancellationStopsTool(t *testing.T) {
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}, {"echo", "echo", ""}},
-		&maiden.Options{MaxConcurrent: 1, MaxQueued: -1})
+		&maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 1, MaxQueued: -1})
 	cs := e.client(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -380,7 +380,7 @@ func TestHostileToolDoesNotHurtOthers(t *testing.T) {
 }
 
 func TestOverloadIsAProtocolError(t *testing.T) {
-	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 1000"}}, &maiden.Options{MaxConcurrent: 1, MaxQueued: -1})
+	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 1000"}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 1, MaxQueued: -1})
 	cs := e.client(nil)
 	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "loop", Arguments: map[string]any{}})
 	waitFor(t, time.Second, func() bool { return e.host.Active() == 1 })

@@ -25,7 +25,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(b)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

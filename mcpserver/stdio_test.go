@@ -288,7 +288,7 @@ func TestReadLineBounded(t *testing.T) {
 // response at all (MCP spec), where the SDK sent an error with code 0, which
 // is not a JSON-RPC code.
 func TestStdioCancelledGetsNoResponse(t *testing.T) {
-	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}, {"echo", "echo", ""}}, &maiden.Options{MaxConcurrent: 2})
+	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}, {"echo", "echo", ""}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 2})
 	c := e.rawStdio()
 	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"loop","arguments":{}}}`)

@@ -55,7 +55,7 @@ grants = ["tool:invoke git log --max-count=*"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t)})
+	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func BenchmarkObserverCost(b *testing.B) {
 	}
 	cache := testkit.CompileCache(b)
 	host := func(obs maiden.Observer) *maiden.Host {
-		h, err := maiden.New(cfg, &maiden.Options{CacheDir: cache, Observer: obs})
+		h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: cache, Observer: obs})
 		if err != nil {
 			b.Fatal(err)
 		}

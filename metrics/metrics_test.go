@@ -176,7 +176,7 @@ func fetchInput(u string) string {
 // decision and rule, times every call, and carries the Go and process
 // collectors.
 func TestMetricsAfterRealCalls(t *testing.T) {
-	w := newFetchWorld(t, maiden.Options{})
+	w := newFetchWorld(t, maiden.Options{Isolation: maiden.InProcess})
 	calls := []struct{ tool, input string }{
 		{"echo", `{"message":"hi"}`},
 		{"echo", `{"message":"again"}`},
@@ -270,7 +270,7 @@ func TestMetricsAfterRealCalls(t *testing.T) {
 // call whose caller gives up leaves the queue as canceled; the histogram
 // holds the blocked call's real duration; and both gauges return to zero.
 func TestMetricsAdmissionGauges(t *testing.T) {
-	w := newFetchWorld(t, maiden.Options{MaxConcurrent: 1, MaxQueued: 1})
+	w := newFetchWorld(t, maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 1, MaxQueued: 1})
 	gauges := func() (active, queued float64) {
 		fams := scrape(t, w.scrape)
 		return value(fams, metrics.CallsActive), value(fams, metrics.CallsQueued)

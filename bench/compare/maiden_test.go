@@ -26,7 +26,7 @@ func host(tb testing.TB, w *workload, lang string) *maiden.Host {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		h, err := maiden.New(cfg, &maiden.Options{CacheDir: componentsDir(tb)})
+		h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: componentsDir(tb)})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func maidenHTTP(tb testing.TB, w *workload, g int, lang string) *run {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		h, err := maiden.New(cfg, &maiden.Options{CacheDir: componentsDir(tb)})
+		h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: componentsDir(tb)})
 		if err != nil {
 			tb.Fatal(err)
 		}

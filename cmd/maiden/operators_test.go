@@ -50,7 +50,7 @@ func TestOperatorsTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := maiden.New(c, &maiden.Options{CacheDir: testkit.CompileCache(t), StatePath: state})
+	h, err := maiden.New(c, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
 	if err != nil {
 		t.Fatal(err)
 	}
