@@ -45,7 +45,7 @@ url = "http://127.0.0.1:1/mcp"
 [agents.a]
 tools = ["echo", "git", "calc", "cards_revoke", "fs_read"]
 `, echo, echo, filepath.Join(root, "examples/git/git.command.json")))
-	h, err := New(cfg, nil)
+	h, err := New(cfg, &Options{Isolation: InProcess})
 	if err != nil {
 		t.Fatal(err)
 	}
