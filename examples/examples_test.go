@@ -33,7 +33,7 @@ import (
 
 var (
 	work      string // removed after the run
-	maidenBin string // the maiden command, built from ../cmd/maiden
+	maidenBin string // the maiden command, built from ../cmd/maiden (shared: do not modify)
 )
 
 // TestMain builds the maiden command once: the examples are built and
@@ -45,10 +45,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	maidenBin = filepath.Join(work, "maiden")
-	cmd := exec.Command("go", "build", "-o", maidenBin, "../cmd/maiden")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the maiden command (needs Go with cgo and a C compiler): %v\n%s", err, out)
+	// Shared with the other test binaries of the run (testkit.Binary).
+	maidenBin, err = testkit.BuildBinary("./cmd/maiden")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the maiden command: %v\n", err)
 		os.RemoveAll(work)
 		os.Exit(1)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -20,12 +19,7 @@ import (
 func TestNodeClientProgress(t *testing.T) {
 	bin := buildMaiden(t)
 	dir := npmDir(t, "node-client", "client.mjs", "progress.mjs")
-	upstream := filepath.Join(t.TempDir(), "mcpstdio")
-	build := exec.Command("go", "build", "-o", upstream, "./testdata/mcpstdio")
-	build.Dir = testkit.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./testdata/mcpstdio: %v\n%s", err, out)
-	}
+	upstream := testkit.Binary(t, "./testdata/mcpstdio")
 	cfg := nodeAgentTOML(t)
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

@@ -6,14 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,34 +19,11 @@ import (
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
-var (
-	maidenOnce sync.Once
-	maidenBin  string
-	maidenErr  error
-)
-
-// buildMaiden builds the maiden binary the way a user would, once per test
-// process.
+// buildMaiden builds the maiden binary the way a user would, once per run
+// (shared with the other test binaries: testkit.Binary).
 func buildMaiden(t testing.TB) string {
 	t.Helper()
-	root := testkit.RepoRoot(t)
-	maidenOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "maiden-bin-")
-		if err != nil {
-			maidenErr = err
-			return
-		}
-		maidenBin = filepath.Join(dir, "maiden")
-		cmd := exec.Command("go", "build", "-o", maidenBin, "./cmd/maiden")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			maidenErr = fmt.Errorf("go build ./cmd/maiden: %v\n%s", err, out)
-		}
-	})
-	if maidenErr != nil {
-		t.Fatal(maidenErr)
-	}
-	return maidenBin
+	return testkit.Binary(t, "./cmd/maiden")
 }
 
 // nodeClientDir installs the pinned @modelcontextprotocol/sdk (npm ci from
