@@ -155,6 +155,22 @@ func CompileCache(t testing.TB) string {
 	return dir
 }
 
+// CacheDir returns the directory name under the testkit cache (created,
+// 0700), for a test that keeps files between runs; the test owns what is in
+// it. Tests of different checkouts share it.
+func CacheDir(t testing.TB, name string) string {
+	t.Helper()
+	base, err := cacheDir()
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	dir := filepath.Join(base, sanitize(name))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	return dir
+}
+
 // CopyToTemp copies a file (typically a component from Component) into
 // t.TempDir(), for tests that rewrite or replace it, e.g. hot reload.
 func CopyToTemp(t testing.TB, src string) string {
