@@ -188,6 +188,7 @@ func toolProject(dir string) bool {
 // count runs (confined), status is denied by the card, push is not
 // expressible.
 func TestGitExample(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// The example's files, as they are, two levels down in a scratch
@@ -256,6 +257,7 @@ func call(t *testing.T, tool, input string) cmdResult {
 // TestExampleConfig checks examples/agent.toml with every example built:
 // the file is valid and every tool loads.
 func TestExampleConfig(t *testing.T) {
+	t.Parallel()
 	r := maidenCmd(context.Background(), "check", "-config", exampleConfig(t), "-cache", cacheDir())
 	if r.code != 0 {
 		t.Fatalf("maiden check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -264,6 +266,7 @@ func TestExampleConfig(t *testing.T) {
 }
 
 func TestEcho(t *testing.T) {
+	t.Parallel()
 	built(t, "echo")
 	for _, in := range []string{`{"message":"hi"}`, `{"message":"héllo ✓","extra":[1,2,3]}`} {
 		r := call(t, "echo", in)
@@ -274,6 +277,7 @@ func TestEcho(t *testing.T) {
 }
 
 func TestJQLite(t *testing.T) {
+	t.Parallel()
 	built(t, "jq-lite")
 	data := `{"a":{"b":[{"c":42},{"c":"x"}]},"odd key":[true]}`
 	for _, tt := range []struct {
@@ -322,7 +326,11 @@ func weatherServer(t *testing.T, token string) (*httptest.Server, string) {
 }
 
 // TestWeather calls the weather example through maiden.Host against a real
-// TLS server on loopback, with the credential from the environment.
+// TLS server on loopback, with the credential from the environment. It sets
+// the environment, so it is the package's one test that does not run in
+// parallel: the others (each on its own files, sharing only the once-built
+// examples and the compiled-code cache, both safe for concurrent use) start
+// after it.
 func TestWeather(t *testing.T) {
 	wasm := built(t, "weather")
 	dir := t.TempDir()
