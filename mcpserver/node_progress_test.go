@@ -17,6 +17,7 @@ import (
 // reports on the token it chose, and a flood of them coalesced
 // (testdata/node-client/progress.mjs).
 func TestNodeClientProgress(t *testing.T) {
+	t.Parallel()
 	bin := buildMaiden(t)
 	dir := npmDir(t, "node-client", "client.mjs", "progress.mjs")
 	upstream := testkit.Binary(t, "./testdata/mcpstdio")
