@@ -33,6 +33,7 @@ import (
 
 var (
 	work      string // removed after the run
+	compiled  string // testkit.CompileCacheDir
 	maidenBin string // the maiden command, built from ../cmd/maiden (shared: do not modify)
 )
 
@@ -47,8 +48,11 @@ func TestMain(m *testing.M) {
 	}
 	// Shared with the other test binaries of the run (testkit.Binary).
 	maidenBin, err = testkit.BuildBinary("./cmd/maiden")
+	if err == nil {
+		compiled, err = testkit.CompileCacheDir()
+	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the maiden command: %v\n", err)
+		fmt.Fprintf(os.Stderr, "examples: %v\n", err)
 		os.RemoveAll(work)
 		os.Exit(1)
 	}
@@ -110,7 +114,9 @@ func buildExample(name string) buildResult {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		r := maidenCmd(ctx, "build", "-cache", "off", "-o", out, name)
+		// The shared compiled-code cache: the build compiles the component
+		// to describe it, and the calls below then find that compilation.
+		r := maidenCmd(ctx, "build", "-cache", cacheDir(), "-o", out, name)
 		if r.code != 0 {
 			return buildResult{err: fmt.Errorf("maiden build %s: exit %d (needs Go >= 1.24 and Node.js >= 20 with npm)", name, r.code), trace: r.stderr}
 		}
@@ -239,13 +245,11 @@ func TestGitExample(t *testing.T) {
 	}
 }
 
-// cacheDir is a compiled-component cache shared by this run's maiden
-// commands, so that each example is compiled once (a JS tool takes 10-30 s).
-func cacheDir() string {
-	d := filepath.Join(work, "cache")
-	os.MkdirAll(d, 0o700)
-	return d
-}
+// cacheDir is the compiled-component cache the maiden commands share (the
+// testkit one, keyed by content and engine and safe for concurrent writers),
+// so that each example is compiled once, not once per command and run (a JS
+// tool takes 10-30 s of CPU).
+func cacheDir() string { return compiled }
 
 func call(t *testing.T, tool, input string) cmdResult {
 	t.Helper()
