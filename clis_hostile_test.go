@@ -5,12 +5,11 @@ package maiden_test
 import (
 	"context"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // TestWrappedCLIHostileNetwork is issue 22 (findings 1-3) through the Host:
@@ -20,10 +19,7 @@ import (
 // Each is refused with the seccomp filter's EPERM, and the target servers
 // see no connection.
 func TestWrappedCLIHostileNetwork(t *testing.T) {
-	exe := filepath.Join(t.TempDir(), "hostilecli")
-	if out, err := exec.Command("go", "build", "-o", exe, "./testdata/hostilecli").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := testkit.Binary(t, "./testdata/hostilecli")
 	var hits atomic.Int64
 	serve := func(network, addr string) string {
 		ln, err := net.Listen(network, addr)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -362,12 +362,7 @@ timeout_ms = 60000
 // buildMCPStdio builds testdata/mcpstdio.
 func buildMCPStdio(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mcpstdio")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/mcpstdio")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testkit.Binary(t, "./testdata/mcpstdio")
 }
 
 // alive reports whether process pid exists (a reaped process does not).

@@ -24,6 +24,7 @@ import (
 // another directory recompiles every package (its cache keys hold the
 // directory) for no more coverage.
 func TestDemo(t *testing.T) {
+	t.Parallel() // its own copy of the repository; the shared caches take concurrent writers
 	// Two JS tools through componentize-js and three Go tools: a minute or
 	// two, many more on a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

@@ -33,7 +33,8 @@ import (
 
 var (
 	work      string // removed after the run
-	maidenBin string // the maiden command, built from ../cmd/maiden
+	compiled  string // testkit.CompileCacheDir
+	maidenBin string // the maiden command, built from ../cmd/maiden (shared: do not modify)
 )
 
 // TestMain builds the maiden command once: the examples are built and
@@ -45,10 +46,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	maidenBin = filepath.Join(work, "maiden")
-	cmd := exec.Command("go", "build", "-o", maidenBin, "../cmd/maiden")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the maiden command (needs Go with cgo and a C compiler): %v\n%s", err, out)
+	// Shared with the other test binaries of the run (testkit.Binary).
+	maidenBin, err = testkit.BuildBinary("./cmd/maiden")
+	if err == nil {
+		compiled, err = testkit.CompileCacheDir()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "examples: %v\n", err)
 		os.RemoveAll(work)
 		os.Exit(1)
 	}
@@ -110,7 +114,9 @@ func buildExample(name string) buildResult {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		r := maidenCmd(ctx, "build", "-cache", "off", "-o", out, name)
+		// The shared compiled-code cache: the build compiles the component
+		// to describe it, and the calls below then find that compilation.
+		r := maidenCmd(ctx, "build", "-cache", cacheDir(), "-o", out, name)
 		if r.code != 0 {
 			return buildResult{err: fmt.Errorf("maiden build %s: exit %d (needs Go >= 1.24 and Node.js >= 20 with npm)", name, r.code), trace: r.stderr}
 		}
@@ -188,6 +194,7 @@ func toolProject(dir string) bool {
 // count runs (confined), status is denied by the card, push is not
 // expressible.
 func TestGitExample(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// The example's files, as they are, two levels down in a scratch
@@ -238,13 +245,11 @@ func TestGitExample(t *testing.T) {
 	}
 }
 
-// cacheDir is a compiled-component cache shared by this run's maiden
-// commands, so that each example is compiled once (a JS tool takes 10-30 s).
-func cacheDir() string {
-	d := filepath.Join(work, "cache")
-	os.MkdirAll(d, 0o700)
-	return d
-}
+// cacheDir is the compiled-component cache the maiden commands share (the
+// testkit one, keyed by content and engine and safe for concurrent writers),
+// so that each example is compiled once, not once per command and run (a JS
+// tool takes 10-30 s of CPU).
+func cacheDir() string { return compiled }
 
 func call(t *testing.T, tool, input string) cmdResult {
 	t.Helper()
@@ -256,6 +261,7 @@ func call(t *testing.T, tool, input string) cmdResult {
 // TestExampleConfig checks examples/agent.toml with every example built:
 // the file is valid and every tool loads.
 func TestExampleConfig(t *testing.T) {
+	t.Parallel()
 	r := maidenCmd(context.Background(), "check", "-config", exampleConfig(t), "-cache", cacheDir())
 	if r.code != 0 {
 		t.Fatalf("maiden check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -264,6 +270,7 @@ func TestExampleConfig(t *testing.T) {
 }
 
 func TestEcho(t *testing.T) {
+	t.Parallel()
 	built(t, "echo")
 	for _, in := range []string{`{"message":"hi"}`, `{"message":"héllo ✓","extra":[1,2,3]}`} {
 		r := call(t, "echo", in)
@@ -274,6 +281,7 @@ func TestEcho(t *testing.T) {
 }
 
 func TestJQLite(t *testing.T) {
+	t.Parallel()
 	built(t, "jq-lite")
 	data := `{"a":{"b":[{"c":42},{"c":"x"}]},"odd key":[true]}`
 	for _, tt := range []struct {
@@ -322,7 +330,11 @@ func weatherServer(t *testing.T, token string) (*httptest.Server, string) {
 }
 
 // TestWeather calls the weather example through maiden.Host against a real
-// TLS server on loopback, with the credential from the environment.
+// TLS server on loopback, with the credential from the environment. It sets
+// the environment, so it is the package's one test that does not run in
+// parallel: the others (each on its own files, sharing only the once-built
+// examples and the compiled-code cache, both safe for concurrent use) start
+// after it.
 func TestWeather(t *testing.T) {
 	wasm := built(t, "weather")
 	dir := t.TempDir()

@@ -12,6 +12,7 @@ import (
 // and defaults, a value out of range and an undeclared option refused by
 // name (exit 2, kind input), and maiden help for the tool and a command.
 func TestTextkit(t *testing.T) {
+	t.Parallel()
 	built(t, "textkit")
 	cfg := exampleConfig(t) // builds every example first: call's deadline is for the call
 	for in, want := range map[string]string{

@@ -48,6 +48,7 @@ import (
 // runs. `npm ci` installs both once per lockfile, with no download from
 // anywhere else.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	bin := buildMaiden(t)
 	suite := installConformance(t)
 	cfg := conformanceAgent(t, bin)

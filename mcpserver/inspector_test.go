@@ -143,8 +143,9 @@ func inspectorSetup(t *testing.T) (bin, dir, cfg string) {
 // (2026-07-28, stateless) eras; neither transport logs a warning when the
 // client leaves (stdio EOF) or the server is stopped (SIGTERM).
 func TestInspectorBothEras(t *testing.T) {
+	t.Parallel()
 	bin, dir, cfg := inspectorSetup(t)
-	cache := t.TempDir()
+	cache := testkit.CompileCache(t) // shared: each component compiles once per run
 	env := inspectorEnv(t)
 	srv := startInspected(t, bin, env, "-config", cfg, "-cache", cache)
 	targets := map[string][]string{
@@ -192,10 +193,11 @@ func TestInspectorBothEras(t *testing.T) {
 // header, on the command line or in a configuration file's "headers"
 // field, it works in both eras.
 func TestInspectorStaticToken(t *testing.T) {
+	t.Parallel()
 	bin, dir, cfg := inspectorSetup(t)
 	const token = "tok-4f9a1c0e7b2d"
 	env := inspectorEnv(t)
-	srv := startInspected(t, bin, append(env, "MAIDEN_TEST_TOKEN="+token), "-config", cfg, "-cache", t.TempDir(), "-auth-token-env", "MAIDEN_TEST_TOKEN")
+	srv := startInspected(t, bin, append(env, "MAIDEN_TEST_TOKEN="+token), "-config", cfg, "-cache", testkit.CompileCache(t), "-auth-token-env", "MAIDEN_TEST_TOKEN")
 
 	for _, era := range []string{"legacy", "modern"} {
 		t.Run("no token/"+era, func(t *testing.T) {
@@ -249,11 +251,12 @@ func TestInspectorStaticToken(t *testing.T) {
 // keeps one connection, `logging/tail` follows its log notifications while
 // `tools/call` runs the logger tool, over HTTP in both eras.
 func TestInspectorShowsLogs(t *testing.T) {
+	t.Parallel()
 	bin, dir, cfg := inspectorSetup(t)
 	env := inspectorEnv(t)
 	daemonDir := t.TempDir()
 	env = append(env, "MCP_INSPECTOR_DAEMON_DIR="+daemonDir, "MCP_INSPECTOR_DAEMON_TOKEN=maiden-test-"+strings.Repeat("x", 32))
-	srv := startInspected(t, bin, env, "-config", cfg, "-cache", t.TempDir())
+	srv := startInspected(t, bin, env, "-config", cfg, "-cache", testkit.CompileCache(t))
 	mcpdo := func(ctx context.Context, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "mcpdo"), args...)
 		cmd.Env = env

@@ -29,6 +29,7 @@ import (
 // per approved call. Over HTTP with and without elicitation support, and
 // over stdio (no inbox URL there: progress only).
 func TestNodeClientApprovals(t *testing.T) {
+	t.Parallel()
 	bin := buildMaiden(t)
 	dir := npmDir(t, "node-client", "client.mjs", "approvals.mjs")
 	var hits atomic.Int64
@@ -62,7 +63,7 @@ grants = ["tool:invoke fetcher --...", "tool:invoke echo --...", "network:connec
 	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cache := t.TempDir()
+	cache := testkit.CompileCache(t) // shared: each component compiles once per run
 	run := func(t *testing.T, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(bin, args...)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // browserPath is headless Chromium's path. Without one the test is
@@ -50,6 +52,7 @@ func browserPath(t *testing.T) string {
 // sandbox_boundary_required; its request denied in the inbox, and another
 // with maiden deny -reason, fail with status denied and the reason.
 func TestNodeClientBoundaryInbox(t *testing.T) {
+	t.Parallel()
 	exe := browserPath(t)
 	bin := buildMaiden(t)
 	dir := npmDir(t, "node-client", "boundary.mjs")
@@ -96,7 +99,7 @@ fs = [{ path = %q, access = "read", match = "subtree" }]
 	}
 	agentToken := strings.TrimSpace(run(t, "agents", "token", "-config", cfg, "coder"))
 	operatorToken := strings.TrimSpace(run(t, "operators", "token", "-config", cfg, "alice"))
-	srv := startInspected(t, bin, os.Environ(), "-config", cfg, "-cache", t.TempDir())
+	srv := startInspected(t, bin, os.Environ(), "-config", cfg, "-cache", testkit.CompileCache(t))
 	base := strings.TrimSuffix(srv.url, "/mcp")
 
 	// The browser.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -18,14 +17,10 @@ import (
 // reports on the token it chose, and a flood of them coalesced
 // (testdata/node-client/progress.mjs).
 func TestNodeClientProgress(t *testing.T) {
+	t.Parallel()
 	bin := buildMaiden(t)
 	dir := npmDir(t, "node-client", "client.mjs", "progress.mjs")
-	upstream := filepath.Join(t.TempDir(), "mcpstdio")
-	build := exec.Command("go", "build", "-o", upstream, "./testdata/mcpstdio")
-	build.Dir = testkit.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./testdata/mcpstdio: %v\n%s", err, out)
-	}
+	upstream := testkit.Binary(t, "./testdata/mcpstdio")
 	cfg := nodeAgentTOML(t)
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

@@ -2,53 +2,30 @@ package mcpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/atomicfile"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
-var (
-	maidenOnce sync.Once
-	maidenBin  string
-	maidenErr  error
-)
-
-// buildMaiden builds the maiden binary the way a user would, once per test
-// process.
+// buildMaiden builds the maiden binary the way a user would, once per run
+// (shared with the other test binaries: testkit.Binary).
 func buildMaiden(t testing.TB) string {
 	t.Helper()
-	root := testkit.RepoRoot(t)
-	maidenOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "maiden-bin-")
-		if err != nil {
-			maidenErr = err
-			return
-		}
-		maidenBin = filepath.Join(dir, "maiden")
-		cmd := exec.Command("go", "build", "-o", maidenBin, "./cmd/maiden")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			maidenErr = fmt.Errorf("go build ./cmd/maiden: %v\n%s", err, out)
-		}
-	})
-	if maidenErr != nil {
-		t.Fatal(maidenErr)
-	}
-	return maidenBin
+	return testkit.Binary(t, "./cmd/maiden")
 }
 
 // nodeClientDir installs the pinned @modelcontextprotocol/sdk (npm ci from
@@ -60,7 +37,10 @@ func nodeClientDir(t *testing.T) string {
 
 // npmDir installs testdata/NAME (package.json, package-lock.json, .npmrc and
 // extra files) at the locked versions, without install scripts, into the user cache,
-// once per lockfile version, and returns that directory.
+// once per lockfile version, and returns that directory. Tests running in
+// parallel (and test binaries of other checkouts) share the directory: a lock
+// serialises the install, and a file is replaced whole (never truncated under
+// a node process reading it) and only when its content differs.
 func npmDir(t *testing.T, name string, extra ...string) string {
 	t.Helper()
 	src := filepath.Join(testkit.RepoRoot(t), "mcpserver", "testdata", name)
@@ -74,15 +54,25 @@ func npmDir(t *testing.T, name string, extra ...string) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(base, "maiden", "testkit", name+"-"+hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	unlock, err := atomicfile.Lock(ctx, dir+".lock", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
 	for _, f := range append([]string{"package.json", "package-lock.json", ".npmrc"}, extra...) {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
+		if old, err := os.ReadFile(filepath.Join(dir, f)); err == nil && bytes.Equal(old, b) {
+			continue
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,8 +80,6 @@ func npmDir(t *testing.T, name string, extra ...string) string {
 	if _, err := os.Stat(marker); err == nil {
 		return dir
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	// npm install with the lockfile in place installs the locked versions,
 	// as npm ci does; npm ci itself refuses the Inspector's lockfile, which
 	// names an optional dependency of vite (the web client's) that the
@@ -134,10 +122,11 @@ func runNodeClient(t *testing.T, dir string, args ...string) {
 // over stdio and over streamable HTTP, then stops the HTTP server with
 // SIGTERM and expects a clean exit.
 func TestNodeClient(t *testing.T) {
+	t.Parallel()
 	bin := buildMaiden(t)
 	dir := nodeClientDir(t)
 	cfg := nodeAgentTOML(t)
-	cache := t.TempDir()
+	cache := testkit.CompileCache(t) // shared: each component compiles once per run
 	// Warm the compile cache so the clients' calls do not wait on it.
 	if out, err := exec.Command(bin, "check", "-config", cfg, "-cache", cache).CombinedOutput(); err != nil {
 		t.Fatalf("maiden check: %v\n%s", err, out)
@@ -198,6 +187,7 @@ func TestNodeClient(t *testing.T) {
 // OAuth discovery without the token, and works with the "Authorization"
 // header.
 func TestNodeClientStaticToken(t *testing.T) {
+	t.Parallel()
 	bin := buildMaiden(t)
 	dir := nodeClientDir(t)
 	srv := startInspected(t, bin, append(os.Environ(), "MAIDEN_NODE_TOKEN=node-tok-93b1"), "-config", nodeAgentTOML(t), "-auth-token-env", "MAIDEN_NODE_TOKEN")
@@ -222,6 +212,7 @@ func TestServeRefusesOpenBindWithoutToken(t *testing.T) {
 // runs, hold from the next request of an open session; maiden serve -agent
 // over stdio.
 func TestNodeClientAgents(t *testing.T) {
+	t.Parallel()
 	bin := buildMaiden(t)
 	dir := npmDir(t, "node-client", "client.mjs", "agents.mjs")
 	cfg := nodeAgentTOML(t)
@@ -231,7 +222,7 @@ func TestNodeClientAgents(t *testing.T) {
 	}
 	f.WriteString(agentsTOML)
 	f.Close()
-	cache := t.TempDir()
+	cache := testkit.CompileCache(t) // shared: each component compiles once per run
 	maiden := func(args ...string) (stdout, stderr string) {
 		t.Helper()
 		cmd := exec.Command(bin, args...)

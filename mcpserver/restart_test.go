@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,13 +24,7 @@ import (
 // kind unavailable naming the server, not the JSON-RPC error "unknown
 // tool" (-32602); once it is back, the call runs.
 func TestImportRestartingAnswersUnavailable(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "mcpstdio")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/mcpstdio")
-	build.Dir = testkit.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./testdata/mcpstdio: %v\n%s", err, out)
-	}
+	bin := testkit.Binary(t, "./testdata/mcpstdio")
 	flags := t.TempDir()
 	down := filepath.Join(flags, "down")
 	path := filepath.Join(t.TempDir(), "agent.toml")

@@ -2,10 +2,11 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // TestMCPAcceptAndEscapes (issue 22, finding 12) drives the CLI against
@@ -22,10 +23,7 @@ import (
 //     description escaped: no ESC or U+202E reaches the terminal.
 func TestMCPAcceptAndEscapes(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "mcpstdio")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../testdata/mcpstdio").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testkit.Binary(t, "./testdata/mcpstdio")
 	cfg := filepath.Join(dir, "agent.toml")
 	write := func(env string) {
 		body := "version = 1\n[mcp.shop]\ncommand = [\"" + bin + "\"]\nenv = [\"MCPSTDIO_PAY=" + env + "\"]\n"

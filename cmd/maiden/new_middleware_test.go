@@ -18,6 +18,7 @@ func TestNewMiddlewareBuildCall(t *testing.T) {
 	t.Setenv("GOFLAGS", "-mod=mod")
 	for _, tmpl := range []string{"middleware-go", "middleware-js"} {
 		t.Run(tmpl, func(t *testing.T) {
+			t.Parallel() // each in its own directory: a Go build and a JS one overlap
 			work := t.TempDir()
 			dir := filepath.Join(work, "guard")
 			r := cli(t, "", "new", tmpl, dir)

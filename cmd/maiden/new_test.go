@@ -23,6 +23,7 @@ func TestNewBuildCall(t *testing.T) {
 	t.Setenv("GOFLAGS", "-mod=mod")
 	for _, lang := range []string{"go", "js"} {
 		t.Run(lang, func(t *testing.T) {
+			t.Parallel() // each in its own directory: a Go build and a JS one overlap
 			work := t.TempDir()
 			dir := filepath.Join(work, "my-"+lang+"-tool")
 			name := filepath.Base(dir)

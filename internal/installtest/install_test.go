@@ -10,6 +10,16 @@
 // fresh, empty module cache and no network. It first fills the machine's
 // cache with what those builds read (fillDownloadCache), so it passes
 // whatever that cache held before.
+//
+// The empty module cache is emptied at the same path every run (in the
+// testkit cache, shared by checkouts), not at a new temporary path: Go's
+// build cache keys a compiled package by its directory as well as by its
+// files, so a new path recompiled every dependency (two thirds of the test's
+// time) although the build cache was always the machine's own. The sources
+// are still unpacked from the proxy into an empty directory, and every file
+// the compiler, cgo and the linker read is hashed into the build cache's keys
+// (the headers maiden's cgo includes live beside its Go files), so a file
+// missing from the module zip still fails the build.
 package installtest
 
 import (
@@ -27,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/atomicfile"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -59,12 +70,12 @@ func TestInstallFromModuleProxy(t *testing.T) {
 
 	origCache := goEnv(t, "GOMODCACHE")
 	fillDownloadCache(ctx, t, root)
-	modcache := filepath.Join(work, "modcache")
+	modcache := emptyModCache(ctx, t, root)
 	env := append(os.Environ(),
 		"GOPROXY=file://"+filepath.ToSlash(proxy)+",file://"+filepath.ToSlash(filepath.Join(origCache, "cache", "download")),
 		"GOSUMDB=off", "GONOSUMDB=", "GOPRIVATE=", "GONOPROXY=", "GOTOOLCHAIN=local",
 		"GOMODCACHE="+modcache,
-		// -modcacherw so that t.TempDir can remove the module cache.
+		// -modcacherw so that the module cache can be removed.
 		"GOFLAGS=-mod=mod -modcacherw",
 		"GOWORK=off",
 	)
@@ -284,6 +295,31 @@ func fillDownloadCache(ctx context.Context, t *testing.T, root string) {
 		}
 		t.Logf("go %s (%.1fs)", strings.Join(args, " "), time.Since(start).Seconds())
 	}
+}
+
+// emptyModCache returns the test's module cache, empty: it removes what an
+// earlier run left, and removes it again after the test. A lock keeps two
+// runs of the test (from two checkouts, say) from sharing it at once.
+func emptyModCache(ctx context.Context, t *testing.T, root string) string {
+	t.Helper()
+	dir := testkit.CacheDir(t, "installtest")
+	unlock, err := atomicfile.Lock(ctx, filepath.Join(dir, "lock"), func() { t.Logf("waiting for another run of this test in %s", root) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	modcache := filepath.Join(dir, "modcache")
+	t.Cleanup(func() {
+		if err := os.RemoveAll(modcache); err != nil {
+			t.Errorf("removing the test's module cache: %v", err)
+		}
+		unlock()
+	})
+	// -modcacherw (GOFLAGS below) leaves every file writable, so RemoveAll
+	// empties what an earlier run that died left behind.
+	if err := os.RemoveAll(modcache); err != nil {
+		t.Fatalf("emptying the test's module cache: %v", err)
+	}
+	return modcache
 }
 
 func goEnv(t *testing.T, key string) string {

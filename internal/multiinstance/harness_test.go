@@ -27,39 +27,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := pgtest.Run(m)
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
+	os.Exit(pgtest.Run(m))
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// maidenBin builds ./cmd/maiden once per test binary, as a user would.
+// maidenBin builds ./cmd/maiden as a user would, once per run (shared with
+// the other test binaries: testkit.Binary).
 func maidenBin(t testing.TB) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "maiden-multi-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "maiden")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/maiden")
-		cmd.Dir = testkit.RepoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/maiden: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return testkit.Binary(t, "./cmd/maiden")
 }
 
 // nodeDir installs the official TypeScript SDK at the version pinned by

@@ -144,11 +144,37 @@ func build(root, name string, logf func(string, ...any)) (string, error) {
 // the disk cache itself use a directory of their own.
 func CompileCache(t testing.TB) string {
 	t.Helper()
+	dir, err := CompileCacheDir()
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	return dir
+}
+
+// CompileCacheDir is CompileCache for code without a testing.TB, such as
+// TestMain.
+func CompileCacheDir() (string, error) {
+	base, err := cacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(base, "compiled")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// CacheDir returns the directory name under the testkit cache (created,
+// 0700), for a test that keeps files between runs; the test owns what is in
+// it. Tests of different checkouts share it.
+func CacheDir(t testing.TB, name string) string {
+	t.Helper()
 	base, err := cacheDir()
 	if err != nil {
 		t.Fatalf("testkit: %v", err)
 	}
-	dir := filepath.Join(base, "compiled")
+	dir := filepath.Join(base, sanitize(name))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatalf("testkit: %v", err)
 	}

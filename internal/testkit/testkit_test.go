@@ -117,3 +117,39 @@ func TestUnknownToolFails(t *testing.T) {
 		t.Error("resolve accepted a name escaping testdata/tools")
 	}
 }
+
+// TestBinaryBuildsOnceAndStaysUpToDate: the first call builds, a later one
+// (another test binary of the run, here a fresh process state) finds the
+// output up to date and leaves it as it is.
+func TestBinaryBuildsOnceAndStaysUpToDate(t *testing.T) {
+	t.Setenv("MAIDEN_TESTKIT_DIR", t.TempDir())
+	first, err := buildBinary("./testdata/mcpstdio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(first) != "mcpstdio" {
+		t.Errorf("Binary = %s, want a file named mcpstdio", first)
+	}
+	st, err := os.Stat(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode()&0o111 == 0 {
+		t.Errorf("%s is not executable (%v)", first, st.Mode())
+	}
+	again, err := buildBinary("./testdata/mcpstdio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Errorf("second build wrote %s, want %s", again, first)
+	}
+	// go build -o touches an up-to-date output but keeps the file; a link
+	// writes a new one.
+	if st2, err := os.Stat(again); err != nil || !os.SameFile(st, st2) {
+		t.Errorf("an up-to-date binary was linked again (%v)", err)
+	}
+	if _, err := buildBinary("../elsewhere"); err == nil {
+		t.Error("a package outside the repository was accepted")
+	}
+}

@@ -32,9 +32,10 @@ func TestMiddlewareTemplatesBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sb.Close()
+	t.Cleanup(func() { sb.Close() }) // after the parallel subtests, unlike a defer
 	for _, tmpl := range MiddlewareTemplates {
 		t.Run(string(tmpl), func(t *testing.T) {
+			t.Parallel() // each in its own directory; the sandbox takes concurrent calls
 			dir := filepath.Join(t.TempDir(), "guard")
 			p, files, err := NewProject(dir, tmpl)
 			if err != nil {

@@ -1,0 +1,102 @@
+package testkit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/atomicfile"
+)
+
+// Binary returns the path of a program built from this module with
+// `go build` (no -race, as a user builds it), for tests that run it as a
+// separate process: "./cmd/maiden" (the maiden command),
+// "./testdata/mcpstdio", "./testdata/hostilecli". pkg is relative to the
+// repository's root.
+//
+// Every test binary of a run shares one copy: it is built into the testkit
+// cache under a directory named for the checkout, under a cross-process
+// lock, and go build itself decides whether it is stale. go build -o leaves
+// an output whose build ID matches every input (the sources, the
+// dependencies, the flags, the toolchain) untouched, so only the first
+// test binary of a run links it; the others, and later runs with unchanged
+// sources, cost one up-to-date check (about a second). The file is shared:
+// do not modify it (see CopyToTemp).
+func Binary(t testing.TB, pkg string) string {
+	t.Helper()
+	path, err := BuildBinary(pkg)
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	return path
+}
+
+// BuildBinary is Binary for code without a testing.TB, such as TestMain.
+func BuildBinary(pkg string) (string, error) {
+	binMu.Lock()
+	b := binBuilds[pkg]
+	if b == nil {
+		b = &binBuild{}
+		binBuilds[pkg] = b
+	}
+	binMu.Unlock()
+	b.once.Do(func() { b.path, b.err = buildBinary(pkg) })
+	return b.path, b.err
+}
+
+type binBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var (
+	binMu     sync.Mutex
+	binBuilds = map[string]*binBuild{} // by package, once per test process
+)
+
+func buildBinary(pkg string) (string, error) {
+	root, err := findRepoRoot()
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(pkg, "./") || strings.Contains(pkg, "..") {
+		return "", fmt.Errorf("bad package %q: want a path under the repository's root, such as ./cmd/maiden", pkg)
+	}
+	base, err := cacheDir()
+	if err != nil {
+		return "", err
+	}
+	// One directory per checkout: two worktrees testing at once never
+	// replace each other's binaries.
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(base, "bin", hex.EncodeToString(sum[:8]))
+	// The file keeps the package's own name (maiden, not cmd_maiden): a
+	// program may print it.
+	dir = filepath.Join(dir, sanitize(strings.TrimPrefix(pkg, "./")))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	unlock, err := atomicfile.Lock(ctx, out+".lock", nil)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s (needs Go with cgo and a C compiler): %v\n%s", pkg, err, b)
+	}
+	return out, nil
+}
