@@ -1,12 +1,16 @@
 package maiden
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/maiden-run/maiden/api"
+)
 
 // Errors returned by Host. Tool failures are not among them: those are
 // Results with OK false (see ErrorKind).
 var (
 	// ErrClosed is returned by calls on a closed Host.
-	ErrClosed = errors.New("maiden: host closed")
+	ErrClosed = api.ErrClosed
 	// ErrNoConfig is returned by New without a configuration.
 	ErrNoConfig = errors.New("no configuration")
 	// ErrUnknownTool is returned for a tool name agent.toml does not define.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -197,7 +198,7 @@ func sameImport(cfg *config.Config, name string, imp *config.MCPImport) bool {
 // (mcphub.Hub.Get).
 func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, error) {
 	up, err := h.hub().Get(ctx, name, imp)
-	if errors.Is(err, mcphub.ErrClosed) {
+	if errors.Is(err, api.ErrClosed) {
 		return nil, ErrClosed
 	}
 	return up, err
@@ -321,7 +322,7 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 		inv.res.Logs = out.Logs
 	}
 	switch {
-	case errors.Is(err, mcphub.ErrClosed):
+	case errors.Is(err, api.ErrClosed):
 		return ErrClosed
 	case err != nil:
 		return err

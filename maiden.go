@@ -435,7 +435,7 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	inv.res.Tool = c.Tool
 	err := h.handle(ctx, inv)
 	inv.res.Duration = time.Since(inv.start)
-	if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
+	if errors.Is(err, api.ErrClosed) {
 		err = ErrClosed
 	}
 	if h.opts.Observer != nil {

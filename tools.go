@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"net/netip"
 	"strings"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/netguard"
 	"github.com/maiden-run/maiden/internal/sandbox"
-	"github.com/maiden-run/maiden/internal/worker"
 )
 
 // ToolInfo describes one configured tool: what it says about itself and the
@@ -210,7 +210,7 @@ func (h *Host) describeLoaded(ctx context.Context, cfg *config.Config, t config.
 		}
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case errors.Is(err, sandbox.ErrClosed), errors.Is(err, worker.ErrClosed):
+	case errors.Is(err, api.ErrClosed), errors.Is(err, api.ErrClosed):
 		return nil, ErrClosed
 	case errors.Is(err, sandbox.ErrInvalidTool):
 		kind, msg := loadFailure(err)

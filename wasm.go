@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
-	"github.com/maiden-run/maiden/internal/worker"
 )
 
 // wasmBackend is the WebAssembly tools' backend: a component of the
@@ -75,7 +75,7 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
+			if errors.Is(err, api.ErrClosed) {
 				return ErrClosed
 			}
 			if !errors.Is(err, sandbox.ErrInvalidTool) {
@@ -218,7 +218,7 @@ func (b *wasmBackend) commandSpec(ctx context.Context, t config.Tool) (*command.
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, sandbox.ErrClosed) || errors.Is(err, worker.ErrClosed) {
+		if errors.Is(err, api.ErrClosed) {
 			return nil, ErrClosed
 		}
 		return nil, fmt.Errorf("%s: %w", t.Name, err)

@@ -1,5 +1,5 @@
 // Package api holds the types every layer of maiden shares: the error kinds
-// a call can end with and the lines of a tool's log. It imports nothing, so
+// a call can end with and the lines of a tool's log. It imports only the standard library, so
 // the root package, the sandbox, the worker processes and the front ends all
 // speak of failures with one vocabulary.
 //
@@ -7,6 +7,13 @@
 //	case api.KindDeadline: // retry with a smaller input, or give up
 //	}
 package api
+
+import "errors"
+
+// ErrClosed is the one error for work asked of something closed: the Host
+// after Close (maiden.ErrClosed is this value), and under it the sandbox,
+// the worker pool, the imported MCP servers' hub and an upstream.
+var ErrClosed = errors.New("maiden: closed")
 
 // ErrorKind classifies a failed call. Every front end (CLI, MCP) reports
 // these same kinds; the README maps them to exit codes.

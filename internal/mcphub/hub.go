@@ -38,8 +38,6 @@ var (
 	// longer the configuration's: a reload removed or changed its
 	// [mcp.NAME] table.
 	ErrRetired = errors.New("removed or changed by a configuration reload")
-	// ErrClosed: the hub is closed (its host is closing).
-	ErrClosed = errors.New("mcphub: closed")
 )
 
 // Options are a Hub's dependencies on its host.
@@ -123,7 +121,7 @@ func (u *Hub) entry(ctx context.Context, name string, imp *config.MCPImport, acq
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
-		return nil, ErrClosed
+		return nil, api.ErrClosed
 	}
 	if !u.o.Current(name, imp) {
 		u.mu.Unlock()
@@ -352,7 +350,7 @@ func RetiredMessage(imp string) string {
 
 // Call sends c to its upstream under c.Timeout (past it, the upstream is
 // sent notifications/cancelled and the call is kind deadline). The error
-// is ctx's, ErrClosed, or an upstream that could not be made.
+// is ctx's, api.ErrClosed, or an upstream that could not be made.
 func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 	up, release, err := u.Acquire(ctx, c.Import, c.Table)
 	if errors.Is(err, ErrRetired) {
@@ -389,7 +387,7 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 		return out, ctx.Err()
 	case err != nil && callCtx.Err() != nil:
 		return fail(api.KindDeadline, fmt.Sprintf("%s ran past its %v timeout; maiden cancelled it on the MCP server %q", c.Exposed, c.Timeout, c.Import))
-	case errors.Is(err, mcpimport.ErrClosed):
+	case errors.Is(err, api.ErrClosed):
 		return fail(api.KindUnavailable, fmt.Sprintf("the MCP server %q was stopped during the call (maiden is closing)", c.Import))
 	case err != nil:
 		return fail(api.KindTool, redact(err.Error()))

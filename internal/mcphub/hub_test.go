@@ -62,8 +62,8 @@ func TestHubLifecycle(t *testing.T) {
 	}
 	hub.Close()
 	current.Store(true)
-	if _, err := hub.Get(ctx, "calc", imp); !errors.Is(err, ErrClosed) {
-		t.Errorf("Get after Close: %v, want ErrClosed", err)
+	if _, err := hub.Get(ctx, "calc", imp); !errors.Is(err, api.ErrClosed) {
+		t.Errorf("Get after Close: %v, want api.ErrClosed", err)
 	}
 	hub.Close() // twice is fine
 }

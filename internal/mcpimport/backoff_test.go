@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/maiden-run/maiden/api"
 	"os/exec"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 	if len(starts) != n {
 		t.Errorf("started again after Close")
 	}
-	if _, err := u.Call(ctx, "x", json.RawMessage(`{}`), nil, nil); !errors.Is(err, mcpimport.ErrClosed) {
+	if _, err := u.Call(ctx, "x", json.RawMessage(`{}`), nil, nil); !errors.Is(err, api.ErrClosed) {
 		t.Errorf("call after Close: %v", err)
 	}
 }

@@ -369,8 +369,8 @@ func TestCloseKillsUpstream(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("process %d still exists after Close", pid)
 	}
-	if _, err := u.Call(ctx, "echo", json.RawMessage(`{"message":"x"}`), nil, nil); !errors.Is(err, mcpimport.ErrClosed) {
-		t.Errorf("call after Close: %v, want ErrClosed", err)
+	if _, err := u.Call(ctx, "echo", json.RawMessage(`{"message":"x"}`), nil, nil); !errors.Is(err, api.ErrClosed) {
+		t.Errorf("call after Close: %v, want api.ErrClosed", err)
 	}
 }
 

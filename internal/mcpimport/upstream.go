@@ -170,9 +170,6 @@ const (
 	codeClientClosing = -32003
 )
 
-// ErrClosed is returned by calls after Close.
-var ErrClosed = errors.New("mcp upstream closed")
-
 type call struct {
 	gen        uint64 // the session it was made on
 	onLog      func(api.LogEntry)
@@ -352,7 +349,7 @@ func (u *Upstream) Available() bool {
 //
 // The error is: an *UnavailableError (errors.Is ErrUnavailable) when the
 // upstream is down or dies during the call; ctx's error when ctx ended it
-// (the upstream is sent notifications/cancelled); ErrClosed after Close; or
+// (the upstream is sent notifications/cancelled); api.ErrClosed after Close; or
 // a protocol error from the upstream (an unknown tool, invalid arguments as
 // the upstream's SDK reports them), wrapped with the upstream's name. A tool
 // that ran and failed is not an error: Result.IsError.
@@ -363,7 +360,7 @@ func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage, 
 		if !u.started {
 			return Result{}, fmt.Errorf("MCP upstream %q: not started", u.opts.Name)
 		}
-		return Result{}, ErrClosed
+		return Result{}, api.ErrClosed
 	}
 	sess := u.sess
 	if sess == nil {
@@ -400,7 +397,7 @@ func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage, 
 		next := u.nextTry
 		u.mu.Unlock()
 		if closed {
-			return Result{}, ErrClosed
+			return Result{}, api.ErrClosed
 		}
 		var rpcErr *jsonrpc.Error
 		if same && errors.As(err, &rpcErr) && rpcErr.Code != codeRejected && rpcErr.Code != codeClientClosing {
@@ -452,7 +449,7 @@ func convertResult(res *mcp.CallToolResult) (Result, error) {
 
 // Close stops the supervisor, ends the session and the command (stdin
 // closed, then the process group killed after a grace period). Calls in
-// flight fail; later calls return ErrClosed.
+// flight fail; later calls return api.ErrClosed.
 func (u *Upstream) Close() error {
 	u.mu.Lock()
 	if !u.started {
@@ -479,7 +476,7 @@ func (u *Upstream) supervise(first chan<- error) {
 		sess, proc, exited, err := u.connect()
 		if err != nil {
 			if u.ctx.Err() != nil {
-				u.setDown(ErrClosed, 0)
+				u.setDown(api.ErrClosed, 0)
 			} else {
 				u.log.Warn("MCP upstream failed to start", "error", err, "retry_in", delay)
 				u.setDown(err, delay)
@@ -506,7 +503,7 @@ func (u *Upstream) supervise(first chan<- error) {
 		select {
 		case <-u.ctx.Done():
 			u.teardown(sess, proc, exited)
-			u.setDown(ErrClosed, 0)
+			u.setDown(api.ErrClosed, 0)
 			return
 		case werr := <-exited:
 			exited <- werr // teardown reads it again
@@ -529,7 +526,7 @@ func (u *Upstream) supervise(first chan<- error) {
 		}
 		u.teardown(sess, proc, exited)
 		if u.ctx.Err() != nil {
-			u.setDown(ErrClosed, 0)
+			u.setDown(api.ErrClosed, 0)
 			return
 		}
 		if time.Since(began) >= u.opts.StableAfter {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/wasmtime"
@@ -99,7 +100,7 @@ func (s *Sandbox) Run(ctx context.Context, comp *Compiled, export string, c Call
 	}
 	if out.hostErr != nil {
 		if errors.Is(out.hostErr, ErrStale) {
-			return out.Outcome, ErrClosed
+			return out.Outcome, api.ErrClosed
 		}
 		return out.Outcome, out.hostErr
 	}

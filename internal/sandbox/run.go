@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/wasmtime"
@@ -179,8 +180,8 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 	})
 	release() // wasmtime holds its own descriptors now
 	if err != nil {
-		if errors.Is(err, wasmtime.ErrClosed) {
-			return runResult{hostErr: ErrClosed}
+		if errors.Is(err, wasmtime.ErrUseAfterClose) {
+			return runResult{hostErr: api.ErrClosed}
 		}
 		return runResult{hostErr: fmt.Errorf("create store: %w", err)}
 	}
@@ -193,7 +194,7 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 
 	var res runResult
 	inst, err := s.linker.Instantiate(store, comp)
-	if errors.Is(err, wasmtime.ErrClosed) {
+	if errors.Is(err, wasmtime.ErrUseAfterClose) {
 		// The cache freed this version between lookup and instantiation.
 		return runResult{hostErr: ErrStale}
 	}

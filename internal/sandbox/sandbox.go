@@ -34,8 +34,6 @@ var (
 	// component, a component that fails to compile, imports outside the
 	// contract, missing or mistyped exports, or describe/schema failing.
 	ErrInvalidTool = errors.New("not a loadable maiden tool")
-	// ErrClosed is returned after Close.
-	ErrClosed = errors.New("sandbox closed")
 )
 
 // Kind classifies a call that did not succeed (api.ErrorKind: the error
@@ -206,7 +204,7 @@ func (s *Sandbox) enter() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return ErrClosed
+		return api.ErrClosed
 	}
 	s.inflight++
 	return nil

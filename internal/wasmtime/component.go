@@ -29,7 +29,7 @@ type Component struct {
 // large component takes seconds; callers cache the result.
 func (e *Engine) NewComponent(wasm []byte) (*Component, error) {
 	if e.closed.Load() {
-		return nil, ErrClosed
+		return nil, ErrUseAfterClose
 	}
 	var ptr *C.wasmtime_component_t
 	var buf *C.uint8_t
@@ -49,7 +49,7 @@ func (e *Engine) NewComponent(wasm []byte) (*Component, error) {
 // process. Verify where they came from first.
 func (e *Engine) DeserializeComponent(b []byte) (*Component, error) {
 	if e.closed.Load() {
-		return nil, ErrClosed
+		return nil, ErrUseAfterClose
 	}
 	if len(b) == 0 {
 		return nil, errors.New("wasmtime: empty serialized component")
@@ -69,7 +69,7 @@ func (e *Engine) DeserializeComponent(b []byte) (*Component, error) {
 // directory nobody else can write to.
 func (e *Engine) DeserializeComponentFile(path string) (*Component, error) {
 	if e.closed.Load() {
-		return nil, ErrClosed
+		return nil, ErrUseAfterClose
 	}
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
@@ -86,7 +86,7 @@ func (c *Component) Serialize() ([]byte, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {
-		return nil, ErrClosed
+		return nil, ErrUseAfterClose
 	}
 	var vec C.wasm_byte_vec_t
 	if err := takeError(C.wasmtime_component_serialize(c.ptr, &vec)); err != nil {
@@ -168,7 +168,7 @@ func (c *Component) items(imports bool) ([]Item, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {
-		return nil, ErrClosed
+		return nil, ErrUseAfterClose
 	}
 	ty := C.wasmtime_component_type(c.ptr)
 	defer C.wasmtime_component_type_delete(ty)

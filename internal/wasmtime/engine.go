@@ -44,9 +44,9 @@ const Version = "39.0.1"
 
 // Errors returned by this package.
 var (
-	// ErrClosed is returned when an engine, component, linker or store is used
+	// ErrUseAfterClose is returned when an engine, component, linker or store is used
 	// after Close.
-	ErrClosed = errors.New("wasmtime: use after close")
+	ErrUseAfterClose = errors.New("wasmtime: use after close")
 	// ErrMemoryLimit is returned when a store is created without a memory
 	// limit; every store in maiden has a ceiling.
 	ErrMemoryLimit = errors.New("wasmtime: store needs a memory limit")

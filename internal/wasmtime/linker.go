@@ -44,7 +44,7 @@ type Linker struct {
 // NewLinker creates an empty linker.
 func NewLinker(e *Engine) (*Linker, error) {
 	if e.closed.Load() {
-		return nil, ErrClosed
+		return nil, ErrUseAfterClose
 	}
 	return &Linker{engine: e, ptr: C.wasmtime_component_linker_new(e.ptr)}, nil
 }
@@ -56,7 +56,7 @@ func (l *Linker) AddWASIP2() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return ErrUseAfterClose
 	}
 	if err := takeError(C.wasmtime_component_linker_add_wasip2(l.ptr)); err != nil {
 		return fmt.Errorf("add WASI: %w", err)
@@ -70,7 +70,7 @@ func (l *Linker) DefineInstance(name string, funcs map[string]HostFunc) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return ErrUseAfterClose
 	}
 	root := C.wasmtime_component_linker_root(l.ptr)
 	// The root and nested instance hold exclusive access to the linker until
@@ -110,7 +110,7 @@ func (l *Linker) Instantiate(s *Store, c *Component) (*Instance, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if l.closed || c.closed {
-		return nil, ErrClosed
+		return nil, ErrUseAfterClose
 	}
 	if err := s.enter(); err != nil {
 		return nil, err

@@ -114,7 +114,7 @@ var ErrBusy = errors.New("wasmtime: store is already running a call")
 // context.
 func NewStore(e *Engine, opts *StoreOptions) (*Store, error) {
 	if e.closed.Load() {
-		return nil, ErrClosed
+		return nil, ErrUseAfterClose
 	}
 	if opts == nil || opts.MemoryLimit == 0 {
 		return nil, ErrMemoryLimit
@@ -293,7 +293,7 @@ func (s *Store) enter() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return ErrUseAfterClose
 	}
 	if s.busy {
 		return ErrBusy

@@ -289,7 +289,7 @@ func TestUseAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := f.linker.Instantiate(s, c); !errors.Is(err, ErrClosed) {
+	if _, err := f.linker.Instantiate(s, c); !errors.Is(err, ErrUseAfterClose) {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := NewStore(f.engine, nil); !errors.Is(err, ErrMemoryLimit) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"syscall"
 	"time"
 
@@ -155,7 +156,7 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 	closing := p.closing
 	p.mu.Unlock()
 	if closing {
-		return nil, ErrClosed
+		return nil, api.ErrClosed
 	}
 	w, err := p.spawnTracked(ctx)
 	if err != nil {
@@ -209,7 +210,7 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 func (p *Pool) compileDeath(ctx context.Context, w *proc, path string) error {
 	switch w.killReason() {
 	case killedShutdown:
-		return ErrClosed
+		return api.ErrClosed
 	case killedCancel:
 		if err := ctx.Err(); err != nil {
 			return err

@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"log/slog"
 	"os"
 	"slices"
@@ -97,10 +98,7 @@ var warmLimits = sandbox.Limits{Timeout: 5 * time.Second, Memory: 256 << 20}
 const maxLoadedPerWorker = 8
 
 // Errors.
-var (
-	// ErrClosed is returned after Shutdown.
-	ErrClosed = errors.New("worker pool closed")
-)
+var ()
 
 // Pool runs calls in worker processes. It is safe for concurrent use.
 type Pool struct {
@@ -211,7 +209,7 @@ func (p *Pool) acquireFor(ctx context.Context, art string, low bool) (*proc, err
 		p.mu.Lock()
 		if p.closing {
 			p.mu.Unlock()
-			return nil, ErrClosed
+			return nil, api.ErrClosed
 		}
 		i := p.idleHoldingLocked(art)
 		if i < 0 && len(p.idle) > 0 && !(low && p.count < p.opts.Size) {
@@ -251,7 +249,7 @@ func (p *Pool) acquireFor(ctx context.Context, art string, low bool) (*proc, err
 				p.count--
 				p.mu.Unlock()
 				w.kill(killedShutdown)
-				return nil, ErrClosed
+				return nil, api.ErrClosed
 			}
 			p.busy[w] = struct{}{}
 			p.mu.Unlock()
@@ -409,7 +407,7 @@ func (p *Pool) spawnTrackedWith(ctx context.Context, files []*os.File, env []str
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
-		return nil, ErrClosed
+		return nil, api.ErrClosed
 	}
 	p.spawning[&cancel] = cancel
 	p.mu.Unlock()
@@ -426,7 +424,7 @@ func (p *Pool) spawnTrackedWith(ctx context.Context, files []*os.File, env []str
 		go func() { <-w.exited; p.reaped.Done() }()
 	}
 	if err != nil && ctx.Err() != nil && p.isClosing() {
-		return nil, ErrClosed
+		return nil, api.ErrClosed
 	}
 	return w, err
 }

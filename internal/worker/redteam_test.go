@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"io"
 	"os"
 	"os/exec"
@@ -163,7 +164,7 @@ func TestRedTeamMissingWorkerBinary(t *testing.T) {
 }
 
 // TestRedTeamShutdownTwiceAndAfter: Shutdown is idempotent and calls after
-// it are ErrClosed, with no worker left.
+// it are api.ErrClosed, with no worker left.
 func TestRedTeamShutdownTwiceAndAfter(t *testing.T) {
 	p := fakePool(t, "redteam-ok", 2)
 	if _, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"}); err != nil {
@@ -174,8 +175,8 @@ func TestRedTeamShutdownTwiceAndAfter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"}); !errors.Is(err, ErrClosed) {
-		t.Fatalf("err = %v, want ErrClosed", err)
+	if _, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"}); !errors.Is(err, api.ErrClosed) {
+		t.Fatalf("err = %v, want api.ErrClosed", err)
 	}
 	if n := p.Workers(); n != 0 {
 		t.Errorf("%d workers", n)

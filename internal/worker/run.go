@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"io"
 	"math"
 	"os"
@@ -206,7 +207,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 			case cancelled || (reason == killedCancel && ctx.Err() != nil):
 				return finish(), context.Cause(ctx)
 			case reason == killedShutdown:
-				return finish(), sandbox.ErrClosed
+				return finish(), api.ErrClosed
 			case reason == killedDeadline:
 				// The write guard: the worker stopped reading.
 				return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
@@ -388,11 +389,11 @@ func validLog(m logMsg) bool {
 	return false
 }
 
-// deadErr is the error for a worker found dead outside a call: ErrClosed
+// deadErr is the error for a worker found dead outside a call: api.ErrClosed
 // if Shutdown killed it.
 func deadErr(w *proc, doing string) error {
 	if w.killReason() == killedShutdown {
-		return sandbox.ErrClosed
+		return api.ErrClosed
 	}
 	return fmt.Errorf("worker died%s: %s", doing, w.diagnosis())
 }

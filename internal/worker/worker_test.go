@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/maiden-run/maiden/api"
 	"io"
 	"os"
 	"os/exec"
@@ -525,15 +526,15 @@ func TestShutdownInterruptsCalls(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if !errors.Is(err, sandbox.ErrClosed) && !errors.Is(err, ErrClosed) {
+		if !errors.Is(err, api.ErrClosed) && !errors.Is(err, api.ErrClosed) {
 			t.Errorf("call after shutdown: %v", err)
 		}
 	}
 	if n := p.Workers(); n != 0 {
 		t.Errorf("%d workers alive after shutdown", n)
 	}
-	if _, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{"ms":1}`}); !errors.Is(err, ErrClosed) {
-		t.Errorf("call after shutdown: %v, want ErrClosed", err)
+	if _, err := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{"ms":1}`}); !errors.Is(err, api.ErrClosed) {
+		t.Errorf("call after shutdown: %v, want api.ErrClosed", err)
 	}
 }
 
