@@ -26,6 +26,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,8 +43,13 @@ import (
 )
 
 const (
-	modulePath  = "github.com/maiden-run/maiden"
-	testVersion = "v0.99.0-installtest"
+	modulePath = "github.com/maiden-run/maiden"
+	// versionBase is the version the checkout is published as, followed by
+	// a digest of its files (writeProxy): the go command indexes a module
+	// in the module cache once per directory, path@version, and takes it
+	// as immutable, so the same version with other files (the next commit)
+	// at the same path would be built from the stale index.
+	versionBase = "v0.99.0-installtest"
 )
 
 func TestInstallFromModuleProxy(t *testing.T) {
@@ -66,7 +72,7 @@ func TestInstallFromModuleProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := filepath.Join(work, "proxy")
-	writeProxy(t, root, proxy, goMod)
+	testVersion := writeProxy(t, root, proxy, goMod)
 
 	origCache := goEnv(t, "GOMODCACHE")
 	fillDownloadCache(ctx, t, root)
@@ -195,9 +201,22 @@ func main() {
 `
 
 // writeProxy lays out a file:// module proxy holding the checkout as
-// modulePath@testVersion.
-func writeProxy(t *testing.T, root, proxy string, goMod []byte) {
+// modulePath at versionBase plus a digest of the files, and returns that
+// version.
+func writeProxy(t *testing.T, root, proxy string, goMod []byte) (testVersion string) {
 	t.Helper()
+	files := publishedFiles(t, root)
+	h := sha256.New()
+	for _, rel := range files {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s %d\n", rel, len(b))
+		h.Write(b)
+	}
+	h.Write(goMod)
+	testVersion = fmt.Sprintf("%s.h%x", versionBase, h.Sum(nil)[:8])
 	dir := filepath.Join(proxy, filepath.FromSlash(modulePath), "@v")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -206,7 +225,6 @@ func writeProxy(t *testing.T, root, proxy string, goMod []byte) {
 	write(t, filepath.Join(dir, testVersion+".info"), fmt.Sprintf(`{"Version":%q,"Time":"2026-01-01T00:00:00Z"}`, testVersion))
 	write(t, filepath.Join(dir, testVersion+".mod"), string(goMod))
 
-	files := publishedFiles(t, root)
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	prefix := modulePath + "@" + testVersion + "/"
@@ -228,7 +246,8 @@ func writeProxy(t *testing.T, root, proxy string, goMod []byte) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, testVersion+".zip"), buf.String())
-	t.Logf("module zip: %d files, %d KiB", len(files), buf.Len()>>10)
+	t.Logf("module zip %s: %d files, %d KiB", testVersion, len(files), buf.Len()>>10)
+	return testVersion
 }
 
 // publishedFiles lists what a release of the module would contain: the
