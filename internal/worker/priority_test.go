@@ -64,23 +64,38 @@ func TestLowPriorityCallRunsAtSchedIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan sandbox.Outcome, 1)
-	go func() {
-		out, _ := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{}`, LowPriority: true})
-		done <- out
-	}()
+	// At SCHED_IDLE on a machine busy with other work the loop's worker may
+	// get no CPU to notice its deadline within the grace period, and is
+	// then killed (that is the point of the priority): the reuse below is
+	// checked on the first attempt whose worker was kept.
 	var w *proc
-	waitUntil(t, "the loop's call running", func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for b := range p.busy {
-			w = b
+	for attempt := 1; ; attempt++ {
+		done := make(chan sandbox.Outcome, 1)
+		go func() {
+			out, _ := tl.Execute(context.Background(), sandbox.Call{Limits: l, Input: `{}`, LowPriority: true})
+			done <- out
+		}()
+		w = nil
+		waitUntil(t, "the loop's call running", func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for b := range p.busy {
+				w = b
+			}
+			return w != nil
+		})
+		waitUntil(t, "every thread of the low-priority call's worker at SCHED_IDLE", func() bool { return allPolicy(t, w, unix.SCHED_IDLE) })
+		out := <-done
+		if out.Failure == nil || out.Failure.Kind != sandbox.KindDeadline {
+			t.Fatalf("the loop: %+v, want kind deadline", out)
 		}
-		return w != nil
-	})
-	waitUntil(t, "every thread of the low-priority call's worker at SCHED_IDLE", func() bool { return allPolicy(t, w, unix.SCHED_IDLE) })
-	if out := <-done; out.Failure == nil || out.Failure.Kind != sandbox.KindDeadline {
-		t.Fatalf("the loop: %+v, want kind deadline (the worker kept)", out)
+		if !out.WorkerLost {
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("the loop's worker was lost at its deadline in %d attempts: the reuse at normal priority could not be checked", attempt)
+		}
+		t.Logf("attempt %d: the loop's worker was lost at its deadline (a loaded machine); again", attempt)
 	}
 
 	out := call(t, p, echo, `{"message":"hi"}`, lim)
