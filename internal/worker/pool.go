@@ -201,9 +201,13 @@ func (p *Pool) acquire(ctx context.Context) (*proc, error) {
 // that holds art comes first (the most recently used), so that a call does
 // not take the worker another tool's code is warm in. A low-priority call
 // (a tool in trouble, priority.go) takes no worker warm with other code
-// while it may start one of its own, and starts it at SCHED_IDLE: the
-// start-up of the workers a crash storm burns through then costs other
-// tools' calls little CPU and none of their warm workers.
+// while it may start one of its own, so a crash storm burns none of other
+// tools' warm workers. That start runs at normal priority (the call's
+// guest code then runs at SCHED_IDLE: acquirePriority): started at
+// SCHED_IDLE on a machine busy with other work, a worker could miss its
+// start-up deadline and fail the call with "did not start" instead of
+// running it slowly; a tool in trouble runs one call at a time
+// (admission.go), so this is one start at a time.
 func (p *Pool) acquireFor(ctx context.Context, art string, low bool) (*proc, error) {
 	for {
 		p.mu.Lock()
@@ -234,7 +238,7 @@ func (p *Pool) acquireFor(ctx context.Context, art string, low bool) (*proc, err
 			p.count++
 			p.starting.Add(1)
 			p.mu.Unlock()
-			w, err := p.spawnTrackedWith(ctx, nil, nil, low)
+			w, err := p.spawnTrackedWith(ctx, nil, nil, false)
 			p.starting.Done()
 			p.mu.Lock()
 			if err != nil {

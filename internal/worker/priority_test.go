@@ -127,7 +127,7 @@ func TestLowPriorityCallTakesNoWarmWorker(t *testing.T) {
 	warm.loaded = []string{"echo-digest"} // as if it had run echo
 	p.release(warm, true)
 
-	low, err := p.acquireFor(ctx, "bomb-digest", true)
+	low, err := p.acquirePriority(ctx, "bomb-digest", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLowPriorityCallTakesNoWarmWorker(t *testing.T) {
 		t.Fatal("the low-priority call took the worker warm with echo's code, though it could start one")
 	}
 	if !allPolicy(t, low, unix.SCHED_IDLE) {
-		t.Errorf("the worker started for a low-priority call has thread policies %v, want all SCHED_IDLE (%d)", policies(t, low), unix.SCHED_IDLE)
+		t.Errorf("the worker started for a low-priority call, once it runs the call, has thread policies %v, want all SCHED_IDLE (%d)", policies(t, low), unix.SCHED_IDLE)
 	}
 	p.release(low, true)
 
@@ -167,7 +167,7 @@ func TestWorkerThatCannotBeRestoredIsReplaced(t *testing.T) {
 	t.Cleanup(func() { schedSetAttr = real })
 	p := newPool(t, &Options{Size: 1})
 	ctx := context.Background()
-	low, err := p.acquireFor(ctx, "bomb-digest", true)
+	low, err := p.acquirePriority(ctx, "bomb-digest", true)
 	if err != nil {
 		t.Fatal(err)
 	}
