@@ -27,6 +27,9 @@ path = %q
 memory_mb = 64
 timeout_ms = 20000
 `, "echo", "bigargs")
+	// The back-off, not the priority: on a busy machine a bomb at the
+	// lowest priority ends at its deadline, not its memory limit.
+	maiden.NormalPriorityInTrouble(t)
 	h, err := maiden.New(cfg, &maiden.Options{CacheDir: t.TempDir(), Isolation: maiden.Workers})
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +82,9 @@ func TestCrashCoolDownEndsWithTheComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The back-off, not the priority: on a busy machine a bomb at the
+	// lowest priority ends at its deadline, not its memory limit.
+	maiden.NormalPriorityInTrouble(t)
 	h, err := maiden.New(cfg, &maiden.Options{CacheDir: t.TempDir(), Isolation: maiden.Workers})
 	if err != nil {
 		t.Fatal(err)

@@ -8,3 +8,11 @@ func (h *Host) HeldMaterial(id string) bool {
 	_, ok := h.material.m[id]
 	return ok
 }
+
+// NormalPriorityInTrouble runs a tool in trouble's calls at normal CPU
+// priority until the test ends (see lowPriorityInTrouble). Not for parallel
+// tests.
+func NormalPriorityInTrouble(t interface{ Cleanup(func()) }) {
+	lowPriorityInTrouble = false
+	t.Cleanup(func() { lowPriorityInTrouble = true })
+}

@@ -143,7 +143,7 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 		Redact:   inv.secrets.redactor(h.gate.Redactor(inv.policy)),
 		Reveal:   h.revealFunc(ctx, inv),
 		// A tool losing its workers computes only on CPU nobody else wants.
-		LowPriority: h.crashes.troubled(inv.tool.Name),
+		LowPriority: lowPriorityInTrouble && h.crashes.troubled(inv.tool.Name),
 	})
 	inv.res.Logs = out.Logs
 	if err == nil {
