@@ -526,7 +526,7 @@ func TestShutdownInterruptsCalls(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if !errors.Is(err, api.ErrClosed) && !errors.Is(err, api.ErrClosed) {
+		if !errors.Is(err, api.ErrClosed) {
 			t.Errorf("call after shutdown: %v", err)
 		}
 	}
