@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,26 +14,6 @@ import (
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
-
-// procStatus reads one "Vm…:" line of /proc/self/status, in bytes.
-func procStatus(t *testing.T, key string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
-	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte(key+":")); ok {
-			if f := bytes.Fields(v); len(f) > 0 {
-				if kb, err := strconv.ParseUint(string(f[0]), 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	t.Skipf("no %s in /proc/self/status", key)
-	return 0
-}
 
 // TestDefaultIsolationBoundsHostCallArguments is issue 22's finding 13
 // through the API an embedder uses without asking for anything: New with
@@ -94,11 +73,11 @@ timeout_ms = 5000
 			if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 				t.Skipf("cannot reset VmHWM: %v", err)
 			}
-			rss0 := procStatus(t, "VmRSS")
+			rss0 := testkit.ProcStatus(t, "VmRSS")
 			start := time.Now()
 			res, err := h.Call(ctx, maiden.Call{Tool: tc.tool, Input: tc.input})
 			took := time.Since(start)
-			peak := procStatus(t, "VmHWM") - rss0
+			peak := testkit.ProcStatus(t, "VmHWM") - rss0
 			t.Logf("%s %s: %+v in %v; this process's peak +%d MiB over %d MiB", tc.tool, tc.input, res.Error, took.Round(time.Millisecond), peak>>20, rss0>>20)
 			if err != nil || res.Error == nil || !slices.Contains(tc.kinds, res.Error.Kind) {
 				t.Errorf("%v %+v; want kind %v (in a worker: stopped at its memory limit, or refused there)", err, res.Error, tc.kinds)

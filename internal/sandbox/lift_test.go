@@ -1,35 +1,13 @@
 package sandbox
 
 import (
-	"bytes"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/testkit"
 )
-
-// procStatusBytes reads one "Vm…:"/"Rss…:" line of /proc/self/status.
-func procStatusBytes(t *testing.T, key string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
-	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte(key+":")); ok {
-			if f := bytes.Fields(v); len(f) > 0 {
-				if kb, err := strconv.ParseUint(string(f[0]), 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	t.Skipf("no %s in /proc/self/status", key)
-	return 0
-}
 
 // TestHostCallArgumentsInProcess is issue 22's finding 13: in process, a
 // tool makes wasmtime lift huge http-fetch arguments before any maiden
@@ -76,12 +54,12 @@ func TestHostCallArgumentsInProcess(t *testing.T) {
 			if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 				t.Skipf("cannot reset VmHWM: %v", err)
 			}
-			rss0 := procStatusBytes(t, "VmRSS")
+			rss0 := testkit.ProcStatus(t, "VmRSS")
 			start := time.Now()
 			out := execute(t, sb, path, tc.input, tc.lim)
 			took := time.Since(start)
-			peak := procStatusBytes(t, "VmHWM") - rss0
-			rss1 := procStatusBytes(t, "VmRSS")
+			peak := testkit.ProcStatus(t, "VmHWM") - rss0
+			rss1 := testkit.ProcStatus(t, "VmRSS")
 			t.Logf("%s: %v; %v; peak +%d MiB; RSS %d -> %d MiB", tc.name, out.Failure, took.Round(time.Millisecond), peak>>20, rss0>>20, rss1>>20)
 			if tc.refused {
 				if out.Failure == nil || out.Failure.Kind != KindTrap || !strings.Contains(out.Failure.Message, "more than 64 MiB of host memory") {
