@@ -2,6 +2,7 @@ package grant
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -43,6 +44,107 @@ func Render(input []byte) ([]Arg, error) {
 		args = appendArg(args, m.key, m.val, true)
 	}
 	return args, nil
+}
+
+// RenderValue is Render of an input already decoded: v is what a JSON
+// decoder with UseNumber made of it (map[string]any, []any, string,
+// json.Number, bool, nil). Its value cannot show a duplicate key, invalid
+// UTF-8 or a lone surrogate escape, which Render refuses, so the decoder
+// must have refused them (jsonparse.ParseStrict does); for a v so decoded
+// from an input, RenderValue(v) and Render(input) give the same arguments,
+// or both an error. It is how a call decoded once is rendered without
+// reading its text again.
+func RenderValue(v any) ([]Arg, error) {
+	if _, isObject := v.(map[string]any); !isObject {
+		return nil, fmt.Errorf("%w: expected a JSON object, found %s", ErrRender, kindOf(v))
+	}
+	top, err := fromValue(v, 0)
+	if err != nil {
+		return nil, err
+	}
+	var args []Arg
+	for _, m := range top.obj {
+		if m.key == "" {
+			return nil, fmt.Errorf("%w: a property with an empty name has no argument form", ErrRender)
+		}
+		args = appendArg(args, m.key, m.val, true)
+	}
+	return args, nil
+}
+
+// fromValue is the jsonValue of a decoded value, checked as Render checks
+// the text: the same depth bound (a value deeper than maxDepth, whatever
+// its kind), and each number read by the same number().
+func fromValue(v any, depth int) (jsonValue, error) {
+	if depth > maxDepth {
+		return jsonValue{}, fmt.Errorf("%w: nested deeper than %d", ErrRender, maxDepth)
+	}
+	switch v := v.(type) {
+	case nil:
+		return jsonValue{kind: jNull}, nil
+	case bool:
+		if v {
+			return jsonValue{kind: jTrue}, nil
+		}
+		return jsonValue{kind: jFalse}, nil
+	case string:
+		if !utf8.ValidString(v) {
+			return jsonValue{}, fmt.Errorf("%w: invalid UTF-8 in %q", ErrRender, v)
+		}
+		return jsonValue{kind: jString, str: v}, nil
+	case json.Number:
+		p := &jsonParser{s: []byte(v)}
+		if len(v) == 0 || !(v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+			return jsonValue{}, fmt.Errorf("%w: %q is not a JSON number", ErrRender, string(v))
+		}
+		n, err := p.number()
+		if err == nil && p.i != len(p.s) {
+			err = fmt.Errorf("%w: %q is not a JSON number", ErrRender, string(v))
+		}
+		return n, err
+	case []any:
+		out := jsonValue{kind: jArray, arr: make([]jsonValue, 0, len(v))}
+		for _, e := range v {
+			ev, err := fromValue(e, depth+1)
+			if err != nil {
+				return jsonValue{}, err
+			}
+			out.arr = append(out.arr, ev)
+		}
+		return out, nil
+	case map[string]any:
+		out := jsonValue{kind: jObject, obj: make([]member, 0, len(v))}
+		for k, e := range v {
+			if !utf8.ValidString(k) {
+				return jsonValue{}, fmt.Errorf("%w: invalid UTF-8 in the property name %q", ErrRender, k)
+			}
+			ev, err := fromValue(e, depth+1)
+			if err != nil {
+				return jsonValue{}, err
+			}
+			out.obj = append(out.obj, member{key: k, val: ev})
+		}
+		slices.SortFunc(out.obj, func(a, b member) int { return strings.Compare(a.key, b.key) })
+		return out, nil
+	}
+	return jsonValue{}, fmt.Errorf("%w: %T is not a decoded JSON value", ErrRender, v)
+}
+
+// kindOf names a decoded value's JSON type, for an error.
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 func appendArg(args []Arg, name string, v jsonValue, top bool) []Arg {
