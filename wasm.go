@@ -50,7 +50,7 @@ func (b *wasmBackend) parse(ctx context.Context, inv *invocation) error {
 	if s.cmd == nil {
 		return nil // a JSON-input tool (or an unusable schema: refused by open)
 	}
-	cmd, err := s.cmd.ParseJSON([]byte(inv.call.Input))
+	cmd, err := s.cmd.ParseValue(inv.input)
 	if err != nil {
 		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
 	}
@@ -174,15 +174,15 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 
 // reparse reads a rewritten input with the command description the call
 // was parsed with, or renders it as JSON input.
-func (b *wasmBackend) reparse(inv *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
+func (b *wasmBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
 	if inv.toolCmd != nil {
-		cmd, err := inv.toolCmd.spec.ParseJSON([]byte(input))
+		cmd, err := inv.toolCmd.spec.ParseValue(doc)
 		if err != nil {
 			return nil, nil, err
 		}
 		return cmd.Render(), cmd, nil
 	}
-	args, err := grant.Render([]byte(input))
+	args, err := grant.RenderValue(doc)
 	return args, nil, err
 }
 
