@@ -45,11 +45,9 @@ func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
 // offending argument named. Its rendering is what cards, conditions and
 // approvals see.
 func (b *cliBackend) parse(_ context.Context, inv *invocation) error {
-	cmd, err := clitool.Spec(inv.tool.CLI).ParseValue(inv.input)
-	if err != nil {
+	if err := inv.parseCommand(clitool.Spec(inv.tool.CLI)); err != nil {
 		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
 	}
-	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
 	return nil
 }
 

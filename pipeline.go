@@ -147,6 +147,18 @@ func (inv *invocation) render() error {
 	return nil
 }
 
+// parseCommand reads a command tool's call, from the decoded input, with
+// its command description: the command call is then its rendering, and
+// (clitool.Run) a wrapped CLI's argv.
+func (inv *invocation) parseCommand(spec *command.Spec) error {
+	cmd, err := spec.ParseValue(inv.input)
+	if err != nil {
+		return err
+	}
+	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
+	return nil
+}
+
 // inputDigest is the SHA-256 (hex) of an input's text, kept with the text
 // it is of.
 type inputDigest struct{ text, sum string }

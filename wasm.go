@@ -50,11 +50,9 @@ func (b *wasmBackend) parse(ctx context.Context, inv *invocation) error {
 	if s.cmd == nil {
 		return nil // a JSON-input tool (or an unusable schema: refused by open)
 	}
-	cmd, err := s.cmd.ParseValue(inv.input)
-	if err != nil {
+	if err := inv.parseCommand(s.cmd); err != nil {
 		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
 	}
-	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
 	inv.toolCmd = &toolCommand{spec: s.cmd, digest: t.Digest}
 	return nil
 }
