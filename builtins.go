@@ -169,7 +169,7 @@ func (b *builtinBackend) open(ctx context.Context, inv *invocation, next handler
 }
 
 func (b *builtinBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
-	args, err := grant.RenderValue(doc)
+	args, err := grant.RenderJSONInput(doc)
 	return args, nil, err
 }
 

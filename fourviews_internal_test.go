@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,7 +35,8 @@ const fourViewsSpec = `{"maiden_command":1,"name":"t","options":[{"name":"quiet"
 // text the tool receives (numbers as json.Number, for RenderValue): the
 // strict one the pipeline uses, encoding/json (the last duplicate wins, as
 // JSON.parse), one keeping the first duplicate (hand-written scanners,
-// some libraries).
+// some libraries), and a binary64 one (JSON.parse's numbers, Go's
+// float64).
 var readers = []struct {
 	name string
 	read func(string) (any, error)
@@ -51,6 +53,13 @@ var readers = []struct {
 		d := json.NewDecoder(strings.NewReader(s))
 		d.UseNumber()
 		return firstWins(d)
+	}},
+	{"binary64 numbers", func(s string) (any, error) {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			return nil, err
+		}
+		return binary64(v), nil
 	}},
 }
 
@@ -93,6 +102,24 @@ func firstWins(d *json.Decoder) (any, error) {
 	return tok, nil
 }
 
+// binary64 writes each float64 back as the shortest text that reads as it
+// (as JavaScript prints a number).
+func binary64(v any) any {
+	switch v := v.(type) {
+	case float64:
+		return json.Number(strconv.FormatFloat(v, 'g', -1, 64))
+	case []any:
+		for i := range v {
+			v[i] = binary64(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = binary64(v[k])
+		}
+	}
+	return v
+}
+
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
@@ -111,9 +138,11 @@ func fourViews(t *testing.T, schema *inputSchema, spec *command.Spec, input stri
 	}
 	inv := &invocation{call: Call{Input: input}, input: doc}
 	rerr := inv.render() // authorize, or the middleware
-	// The text path (what authorize did before the one parse) agrees.
+	// The text path (what authorize did before the one parse) agrees, but
+	// for numbers a binary64 reader rounds, which it rendered exactly and
+	// a JSON tool's reader may not read so (grant.RenderJSONInput).
 	textArgs, terr := grant.Render([]byte(input))
-	if (rerr == nil) != (terr == nil) {
+	if (rerr == nil) != (terr == nil) && (terr != nil || !strings.Contains(rerr.Error(), "binary64 reader")) {
 		t.Fatalf("%q: the value's rendering fails with %v, the text's with %v", input, rerr, terr)
 	}
 	if rerr == nil {

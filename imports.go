@@ -81,7 +81,7 @@ func (b *importBackend) run(ctx context.Context, inv *invocation) error {
 }
 
 func (b *importBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
-	args, err := grant.RenderValue(doc)
+	args, err := grant.RenderJSONInput(doc)
 	return args, nil, err
 }
 

@@ -40,3 +40,30 @@ func TestAmbiguousInputIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundedNumberIsNotAuthorized: a card pinned to a number a binary64
+// reader rounds does not let the call through as that number: a
+// JavaScript tool (JSON.parse) would run on 9007199254740992, which no
+// card allows. Before, the rendering kept the exact number and the card
+// allowed the call.
+func TestRoundedNumberIsNotAuthorized(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[agents.pinned]
+tools = ["echo"]
+grants = ["tool:invoke echo --message=hi --n=9007199254740993", "tool:invoke echo --message=hi --n=0.1"]
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+	ctx := context.Background()
+	res, err := h.Call(ctx, maiden.Call{Agent: "pinned", Tool: "echo", Input: `{"message":"hi","n":0.1}`})
+	if err != nil || !res.OK {
+		t.Fatalf("a number binary64 holds: %v %+v", err, res.Error)
+	}
+	res, err = h.Call(ctx, maiden.Call{Agent: "pinned", Tool: "echo", Input: `{"message":"hi","n":9007199254740993}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Error == nil || res.Error.Kind != maiden.KindInput || !strings.Contains(res.Error.Message, "it reads 9007199254740992") || !strings.Contains(res.Error.Message, "(at /n)") {
+		t.Fatalf("got %+v (output %q), want kind input naming the rounding and where", res.Error, res.Output)
+	}
+}

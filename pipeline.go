@@ -139,7 +139,7 @@ func (inv *invocation) render() error {
 	if inv.rendered != nil || inv.cmd != nil {
 		return nil
 	}
-	args, err := grant.RenderValue(inv.input)
+	args, err := grant.RenderJSONInput(inv.input)
 	if err != nil {
 		return err
 	}

@@ -180,7 +180,7 @@ func (b *wasmBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.I
 		}
 		return cmd.Render(), cmd, nil
 	}
-	args, err := grant.RenderValue(doc)
+	args, err := grant.RenderJSONInput(doc)
 	return args, nil, err
 }
 

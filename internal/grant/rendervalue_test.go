@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,6 +30,92 @@ func renderBoth(t *testing.T, in string) {
 	}
 	if err == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: RenderValue %q, Render %q", in, Rendering(got), Rendering(want))
+	}
+	if err != nil {
+		return
+	}
+	// For a tool reading JSON: what RenderJSONInput renders is the same,
+	// and a binary64 reader (JSON.parse; encoding/json into float64) reads
+	// it back to the same rendering; what it refuses, such a reader reads
+	// as another number.
+	forTool, err := RenderJSONInput(v)
+	var f any
+	ferr := json.Unmarshal([]byte(in), &f)
+	var again []Arg
+	if ferr == nil {
+		again, ferr = RenderValue(shortest(f))
+	}
+	readAlike := ferr == nil && Rendering(again) == Rendering(want)
+	switch {
+	case err == nil && (!reflect.DeepEqual(forTool, want) || !readAlike):
+		t.Fatalf("%q: rendered for a JSON tool as %q; a binary64 reader reads %q (%v)", in, Rendering(forTool), Rendering(again), ferr)
+	case err != nil && readAlike:
+		t.Fatalf("%q: refused for a JSON tool (%v), but a binary64 reader reads it as rendered, %q", in, err, Rendering(want))
+	case err != nil && (!errors.Is(err, ErrRender) || !strings.Contains(err.Error(), "binary64")):
+		t.Fatalf("%q: refused for a JSON tool for another reason than its numbers: %v", in, err)
+	}
+}
+
+// shortest writes each float64 of v as the shortest text that reads as it.
+func shortest(v any) any {
+	switch v := v.(type) {
+	case float64:
+		return json.Number(strconv.FormatFloat(v, 'g', -1, 64))
+	case []any:
+		for i := range v {
+			v[i] = shortest(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = shortest(v[k])
+		}
+	}
+	return v
+}
+
+// TestRenderJSONInput: a number a binary64 reader (JSON.parse, a Go
+// float64) reads as another is refused for a tool reading JSON, naming
+// what it reads instead; numbers binary64 holds render as RenderValue
+// renders them.
+func TestRenderJSONInput(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"n":9007199254740992}`, `--n=9007199254740992`},
+		{`{"n":0.1}`, `--n=0.1`}, // the binary64 number nearest 0.1 prints as 0.1
+		{`{"n":-0}`, `--n=0`},
+		{`{"n":5e-324}`, `--n=5e-324`},
+		{`{"n":1.7976931348623157e308}`, `--n=1.7976931348623157e+308`},
+		{`{"n":12345678901234568000000}`, `--n=1.2345678901234568e+22`},
+		{`{"n":123456789012345}`, `--n=123456789012345`},
+		{`{"n":9007199254740993}`, "it reads 9007199254740992"},
+		{`{"n":12345678901234567890123}`, "it reads 1.2345678901234568e+22"},
+		{`{"n":1.00000000000000000001}`, "it reads 1 "},
+		{`{"o":{"k":[9007199254740993]}}`, "it reads 9007199254740992"},
+		{`{"n":1e400}`, "it reads Infinity"},
+		{`{"n":-1e400}`, "it reads -Infinity"},
+		{`{"n":1e-400}`, "it reads 0 "},
+	} {
+		renderBoth(t, tc.in)
+		v, err := jsonparse.ParseStrict(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, err := RenderJSONInput(v)
+		if strings.HasPrefix(tc.want, "--") {
+			if err != nil || Rendering(args) != tc.want {
+				t.Errorf("RenderJSONInput(%s) = %q, %v; want %s", tc.in, Rendering(args), err, tc.want)
+			}
+		} else if !errors.Is(err, ErrRender) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("RenderJSONInput(%s) = %q, %v; want ErrRender with %q", tc.in, Rendering(args), err, tc.want)
+		}
+	}
+}
+
+// TestRenderValueSaysWhere: a value's refusal names the place in it.
+func TestRenderValueSaysWhere(t *testing.T) {
+	v := map[string]any{"o": map[string]any{"a/b": []any{json.Number("1"), json.Number("9007199254740993")}}}
+	_, err := RenderJSONInput(v)
+	if !errors.Is(err, ErrRender) || !strings.Contains(err.Error(), "it reads 9007199254740992") || !strings.HasSuffix(err.Error(), "(at /o/a~1b/1)") {
+		t.Fatalf("RenderValue: %v", err)
 	}
 }
 
