@@ -108,6 +108,10 @@ func fromValue(v any, depth int, binary64 bool) (jsonValue, error) {
 		}
 		return jsonValue{kind: jString, str: v}, nil
 	case json.Number:
+		if plainInt(string(v)) {
+			// Its own canonical form, and one binary64 holds.
+			return jsonValue{kind: jNumber, str: string(v)}, nil
+		}
 		p := &jsonParser{s: []byte(v)}
 
 		if len(v) == 0 || !(v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
@@ -178,6 +182,25 @@ func under(err error, key string) error {
 		return ve
 	}
 	return &valueError{at: []string{key}, err: err}
+}
+
+// plainInt tells whether n is an integer of 1 to 15 digits with no
+// leading zero, optionally negative, and not -0: what most numbers in a
+// call are, and written as exactNumber would write them.
+func plainInt(n string) bool {
+	d := n
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || d[0] == '0' && (len(d) > 1 || len(n) > 1) {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // kindOf names a decoded value's JSON type, for an error.

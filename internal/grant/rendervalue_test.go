@@ -167,3 +167,20 @@ func FuzzRenderValue(f *testing.F) {
 		renderBoth(t, in)
 	})
 }
+
+// TestPlainInt: the fast path for integers writes what exactNumber writes.
+func TestPlainInt(t *testing.T) {
+	for _, n := range []string{"0", "-0", "1", "-1", "10", "100", "-120", "007", "-07", "123456789012345", "1234567890123456", "1.0", "1e2", "-", "1-"} {
+		p := &jsonParser{s: []byte(n)}
+		v, err := p.exactNumber()
+		exact := err == nil && p.i == len(n)
+		if plainInt(n) && (!exact || v.str != n) {
+			t.Errorf("plainInt(%q), but exactNumber writes %q (%v)", n, v.str, err)
+		}
+	}
+	for _, n := range []string{"0", "1", "-1", "100", "123456789012345", "-999999999999999"} {
+		if !plainInt(n) {
+			t.Errorf("plainInt(%q) = false", n)
+		}
+	}
+}
