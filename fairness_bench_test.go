@@ -33,11 +33,12 @@ import (
 // turns) of argument bombs ran at once at normal priority (1-110x echo's
 // p99, 9 runs). Now a tool not yet proven (no call of it has ended keeping
 // its worker) runs one call at a time (Host.oneAtATime): one bomb at normal
-// priority, then the tool is in trouble. 59d9656 and this, alternating, 6
-// rounds of -count 3 at load 8-17: first-burst p99 ratio 0.79-35x before
-// (6 of 18 runs at most 3x; storm p99 4.9-51 ms), 0.06-6.8x after (13 of 18
-// at most 3x; storm p99 1.8-10.4 ms); troubled unchanged (0.007-8.0x
-// before, 0.10-3.25x after, the same code).
+// priority, then the tool is in trouble. 59d9656 and this, alternating, 10
+// rounds of -count 3 at load 8-26: first-burst p99 ratio 0.79-49x before
+// (median 7.6; 6 of 30 runs at most 3x; storm p99 4.9-226 ms), 0.06-6.8x
+// after (median 2.6; 20 of 30 at most 3x; storm p99 1.8-10.3 ms). troubled,
+// the same code on both: 0.01-8.0x before (27 of 30 at most 3x), 0.01-13x
+// after (28 of 30), noise at that load.
 func BenchmarkEchoUnderCrashStorm(b *testing.B) {
 	b.Run("troubled", func(b *testing.B) { echoUnderCrashStorm(b, true) })
 	b.Run("first-burst", func(b *testing.B) { echoUnderCrashStorm(b, false) })
