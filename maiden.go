@@ -259,7 +259,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	}
 	h.runner = runner
 	h.adm.obs = o.Observer
-	h.adm.troubled = h.crashes.troubled
+	h.adm.troubled = h.oneAtATime
 	audit := o.Audit
 	if audit == nil {
 		audit = o.Logger

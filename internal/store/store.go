@@ -38,6 +38,11 @@ var (
 	// the message names it (CREATE on the schema, or which privilege on
 	// which table).
 	ErrPrivilege = errors.New("state store privilege missing")
+	// ErrLocked: opening the store needed its write lock (to create or
+	// migrate its schema) and another process or connection held it for
+	// longer than Options.BusyTimeout; the message says how long Open
+	// waited. Opening again once the other writer is done succeeds.
+	ErrLocked = errors.New("state store is locked by another writer")
 	// ErrBadInput: an argument is malformed (an empty or overlong name, an
 	// expiry in the past, ...).
 	ErrBadInput = errors.New("bad input")
