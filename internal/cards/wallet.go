@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
@@ -34,6 +35,21 @@ type nameKey struct {
 type entry struct {
 	card *Card
 	g    *Grant
+	text *grantText // g's text, rendered once per wallet when first recorded
+}
+
+// grantText is a grant's canonical text, rendered on first use: an audited
+// call records the grant that allowed it, and a wallet is pinned once per
+// store change, not once per call.
+type grantText struct{ p atomic.Pointer[string] }
+
+func (t *grantText) get(g *grant.Grant) string {
+	if s := t.p.Load(); s != nil {
+		return *s
+	}
+	s := g.String()
+	t.p.Store(&s)
+	return s
 }
 
 // NewWallet pins cards (an agent's cards as the store returned them) at
@@ -51,15 +67,22 @@ func NewWallet(agent string, at time.Time, cards []Card) *Wallet {
 		c.UpperNeg = forAgent(c.UpperNeg, agent)
 		w.cards = append(w.cards, c)
 	}
+	n := 0
+	for i := range w.cards {
+		n += len(w.cards[i].LowerPos)
+	}
+	texts := make([]grantText, n)
 	for i := range w.cards {
 		c := &w.cards[i]
 		for j := range c.LowerPos {
 			g := &c.LowerPos[j]
+			e := entry{c, g, &texts[0]}
+			texts = texts[1:]
 			if name, ok := g.Grant.LiteralName(); ok {
 				k := nameKey{g.Grant.Class, name}
-				w.named[k] = append(w.named[k], entry{c, g})
+				w.named[k] = append(w.named[k], e)
 			} else {
-				w.other = append(w.other, entry{c, g})
+				w.other = append(w.other, e)
 			}
 		}
 		if len(c.UpperPos) > 0 || len(c.UpperNeg) > 0 {
@@ -146,6 +169,18 @@ type Decision struct {
 	// made one). It costs an allowed decision nothing: the caller's own
 	// target, copied.
 	Asked grant.Target
+
+	text *grantText // Grant's text, kept by the wallet (GrantText)
+}
+
+// GrantText is Grant in the grant language ("" for the zero grant). The
+// text of an allowing grant is rendered once per pinned wallet, so
+// recording it costs a call nothing after the first.
+func (d Decision) GrantText() string {
+	if d.text != nil {
+		return d.text.get(&d.Grant)
+	}
+	return d.Grant.String()
 }
 
 // Rule names what decided, as "card ID: bound GRANT", "no card", or the
@@ -157,7 +192,7 @@ func (d Decision) Rule() string {
 	if d.Card == "" {
 		return "no card"
 	}
-	if g := d.Grant.String(); g != "" {
+	if g := d.GrantText(); g != "" {
 		return "card " + d.Card + ": " + d.Bound + " " + g
 	}
 	return "card " + d.Card + ": " + d.Bound
@@ -166,7 +201,7 @@ func (d Decision) Rule() string {
 // API is d as the shared vocabulary carries it (api.Decision): every
 // field rendered as text, the target in the grant language.
 func (d Decision) API() api.Decision {
-	a := api.Decision{Allow: d.Allow, Reason: d.Reason, Rule: d.Rule(), Card: d.Card, Bound: d.Bound, Grant: d.Grant.String(), Target: d.Target, Fix: d.Fix}
+	a := api.Decision{Allow: d.Allow, Reason: d.Reason, Rule: d.Rule(), Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Target: d.Target, Fix: d.Fix}
 	if a.Target == "" && d.Asked.Class != "" {
 		a.Target = d.Asked.String()
 	}
@@ -210,7 +245,7 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 				}
 				continue
 			}
-			return Decision{Allow: true, Card: e.card.ID, Bound: api.DecisionLowerPositive, Grant: e.g.Grant, Asked: t}
+			return Decision{Allow: true, Card: e.card.ID, Bound: api.DecisionLowerPositive, Grant: e.g.Grant, Asked: t, text: e.text}
 		}
 	}
 	ts := t.String()

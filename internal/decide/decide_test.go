@@ -237,6 +237,15 @@ func TestDecideAllowedAllocatesNothing(t *testing.T) {
 			t.Errorf("%s: an allowed decision allocates %v times, want at most %v", tc.name, n, tc.max)
 		}
 	}
+	// What the trail records of an allowed call (its grant's text) is
+	// rendered once per pinned wallet, not once per call.
+	d := decide.Decide(b, decide.Use("API_KEY"))
+	if g := d.GrantText(); g != "secret:use API_KEY" {
+		t.Fatalf("GrantText = %q", g)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = decide.Decide(b, decide.Use("API_KEY")).GrantText() }); n != 0 {
+		t.Errorf("the text of an allowing grant allocates %v times per decision after the first", n)
+	}
 }
 
 // BenchmarkDecide is one allowed tool decision through the one function,
