@@ -62,8 +62,9 @@ type invocation struct {
 	openErr error
 	// upstreamTool is an imported tool's name on its MCP server.
 	upstreamTool string
-	// decidedBy is the card that allowed the call (authorize).
-	decidedBy string
+	// decision is the cards' answer about the call (authorize; a rewrite
+	// or a long approval wait decides again): what its audit records say.
+	decision cards.Decision
 	// The middleware chain (middleware.go): whether its layers decided
 	// already (a stale tool version retried does not ask again), their
 	// verdicts in order, and the approval(s) the call runs under.

@@ -301,7 +301,7 @@ func policyWarnings(t config.Tool, secret func(string) bool) []string {
 			// Always loopback (RFC 6761), over either family.
 			addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
 		}
-		var refused []netguard.Decision
+		var refused []netguard.Result
 		for _, a := range addrs {
 			if d := netguard.Check(a, t.HTTPAllowCIDRs); !d.Allow {
 				refused = append(refused, d)

@@ -12,7 +12,7 @@
 //	tok, info, err := s.MintToken(ctx, "research")
 //	card, err := s.Grant(ctx, "research", admin.CardSpec{Allow: []string{"tool:invoke weather --city=Par*"}})
 //	pending, err := s.Pending(ctx, time.Now())
-//	r, err := s.Decide(ctx, pending[0].ID, admin.Decision{Approve: true, By: "cli:ann"})
+//	r, err := s.Decide(ctx, pending[0].ID, admin.Answer{Approve: true, By: "cli:ann"})
 //
 // The name: "operators" already names a principal kind in maiden (the
 // humans of [operators.NAME] who sign in to the inbox with mdo_ tokens),

@@ -266,7 +266,7 @@ type Store interface {
 	// SettleBoundaryRequest decides a pending request once, in one
 	// transaction with the session's new revision when it applies
 	// (audited); not pending: ErrApprovalState, nothing changed.
-	SettleBoundaryRequest(ctx context.Context, handle string, d boundary.Decision, by string) (BoundaryRequest, Session, error)
+	SettleBoundaryRequest(ctx context.Context, handle string, d boundary.Answer, by string) (BoundaryRequest, Session, error)
 	// DenyPendingBoundaryRequests denies with reason (host_restarted) the
 	// pending requests of processes that are gone.
 	DenyPendingBoundaryRequests(ctx context.Context, reason string) (int, error)
