@@ -361,27 +361,8 @@ type Result struct {
 // LogEntry is one line of a tool's log.
 type LogEntry = api.LogEntry
 
-// ToolError describes a failed call.
-type ToolError struct {
-	Kind    ErrorKind `json:"kind"`
-	Message string    `json:"message"`
-	// Approval is the approval request's ID when a human was asked: set
-	// for kind pending, and for a denial by a human.
-	Approval string `json:"approval,omitempty"`
-	// Structured is a JSON object the caller can act on, set by failures
-	// that have one: a session boundary's structured error (code
-	// SANDBOX_COMMAND_EXECUTION_FAILED, reason, requiredExpansion; see
-	// sessions.go). The MCP front end returns it as structuredContent.
-	Structured json.RawMessage `json:"structured,omitempty"`
-}
-
-func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
-
-// Is lets errors.Is see a deadline as context.DeadlineExceeded, so callers
-// that handle context errors handle a tool's deadline the same way.
-func (e *ToolError) Is(target error) bool {
-	return e.Kind == KindDeadline && target == context.DeadlineExceeded
-}
+// ToolError describes a failed call (api.ToolError).
+type ToolError = api.ToolError
 
 // ErrorKind classifies failures (api.ErrorKind). Every front end (CLI, MCP)
 // reports these same kinds.
