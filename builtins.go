@@ -14,6 +14,7 @@ import (
 	"github.com/maiden-run/maiden/internal/cardtools"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -184,7 +185,7 @@ func (b *builtinBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
 	t := config.Tool{Name: b.name, Timeout: inv.tool.Timeout}
 	if b.name == hostfs.ToolWebFetch {
 		t.HTTPAllow, t.HTTPPorts, t.HTTPAllowCIDRs, t.HTTPCAFiles = bnd.HTTPAllow, bnd.HTTPPorts, bnd.HTTPAllowCIDRs, bnd.HTTPCAFiles
-		t.Secrets = materialNames(bnd)
+		t.Secrets = session.MaterialNames(bnd)
 		if bnd.ProxySecret != "" {
 			t.Secrets = append(t.Secrets, bnd.ProxySecret)
 		}

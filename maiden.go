@@ -36,6 +36,7 @@ import (
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 	"github.com/maiden-run/maiden/internal/worker"
 )
@@ -213,10 +214,11 @@ type Host struct {
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).
 	waiters waiters
-	// material is the web_fetch secret material of each session (sessions.go).
-	material materials
-	// sessCache holds the sessions calls ran in (sessions.go).
-	sessCache sessionCache
+	// material is the web_fetch secret material of each session.
+	material session.Materials
+	// sessions is the session stages' work: which session a call runs
+	// in (cached), its boundary held.
+	sessions session.Gate
 	// probe is the proof that wrapped CLIs' confinement is in force
 	// (clis.go).
 	probe probe
@@ -269,6 +271,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		resolver = o.Resolver
 	}
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
+	h.sessions.State, h.sessions.ErrState = h.state, ErrState
 	h.cfg.Store(cfg)
 	h.setKinds(cfg)
 	h.handle = h.pipeline()

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/boundary"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
+	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -52,8 +52,8 @@ func (h *Host) builtinSessionOpen(ctx context.Context, inv *invocation, st store
 	if terr := decodeInput("session_open", []byte(inv.call.Input), &in); terr != nil {
 		return nil, terr, nil
 	}
-	id := NewSessionID()
-	if _, _, err := st.OpenSession(ctx, id, inv.agent, initialBoundary(inv.cfg, inv.agent)); err != nil {
+	id := session.NewID()
+	if _, _, err := st.OpenSession(ctx, id, inv.agent, session.Initial(inv.cfg, inv.agent)); err != nil {
 		return nil, nil, fmt.Errorf("%w: opening a session: %v", ErrState, err)
 	}
 	return map[string]any{"session": id}, nil, nil
@@ -62,10 +62,6 @@ func (h *Host) builtinSessionOpen(ctx context.Context, inv *invocation, st store
 // DefaultBoundaryRequestExpiry is how long a boundary request waits for a
 // decision before it counts as denied.
 const DefaultBoundaryRequestExpiry = store.DefaultBoundaryRequestExpiry
-
-// boundaryStage is the stage named in request_sandbox_boundary's
-// structured errors.
-const boundaryStage = "request_sandbox_boundary"
 
 func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
 	var in struct {
@@ -92,7 +88,7 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 	var ve *boundary.ValidationError
 	switch {
 	case errors.As(err, &ve):
-		return nil, boundaryOutcome("invalid", ve.Reason, in.ID, "", fmt.Sprintf("the request is not valid: %s", ve.Error())), nil
+		return nil, session.Outcome("invalid", ve.Reason, in.ID, "", fmt.Sprintf("the request is not valid: %s", ve.Error())), nil
 	case errors.Is(err, store.ErrNotAllowed):
 		return nil, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("session %q belongs to another agent", s.ID)}, nil
 	case err != nil:
@@ -107,7 +103,7 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 			return nil, terr, err
 		}
 	}
-	return settledOutcome(r)
+	return session.Settled(r)
 }
 
 // awaitBoundary waits for a human to settle request r, giving the call's
@@ -143,46 +139,6 @@ func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Stor
 	return cur, nil, inv.resume(ctx, h)
 }
 
-// settledOutcome is request_sandbox_boundary's answer for a settled
-// request: a result for an approval, the structured error otherwise.
-func settledOutcome(r store.BoundaryRequest) (any, *ToolError, error) {
-	q := r.Request
-	switch q.Status {
-	case boundary.Approved:
-		return map[string]any{"status": string(q.Status), "reason": q.Reason, "requestId": q.ID, "handle": r.Handle, "revision": q.Revision}, nil, nil
-	case boundary.Pending:
-		return nil, &ToolError{Kind: KindPending, Approval: r.Handle, Message: fmt.Sprintf("boundary request %s is still waiting for a decision", r.Handle)}, nil
-	}
-	msg := fmt.Sprintf("boundary request %s was %s (%s)", q.ID, q.Status, q.Reason)
-	return nil, boundaryOutcome(string(q.Status), q.Reason, q.ID, r.Handle, msg), nil
-}
-
-// boundaryOutcome is a request that did not widen the boundary, as the
-// structured error of BOUNDARIES.md plus its status.
-func boundaryOutcome(status, reason, id, handle, message string) *ToolError {
-	e := boundary.Refused(boundary.DomainCommand, boundaryStage, reason, message)
-	if e.Validate() != nil { // an operator's free-text reason: kept in the message
-		e = boundary.Refused(boundary.DomainCommand, boundaryStage, boundary.ReasonDenied, message)
-	}
-	if boundaryIDOK(id) {
-		e.RequestID = id
-	}
-	raw, _ := json.Marshal(e)
-	var obj map[string]any
-	_ = json.Unmarshal(raw, &obj)
-	obj["status"] = status
-	if handle != "" {
-		obj["handle"] = handle
-	}
-	raw, _ = json.Marshal(obj)
-	return &ToolError{Kind: KindDenied, Message: message, Structured: raw}
-}
-
-// boundaryIDOK reports whether id is a valid request ID of BOUNDARIES.md.
-func boundaryIDOK(id string) bool { return requestIDPattern.MatchString(id) }
-
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
 func init() {
 	fsTool := func(name, description string, in, out string, readOnly bool, op func(context.Context, boundary.Boundary, []byte) (any, error)) builtin {
 		return builtin{
@@ -195,7 +151,7 @@ func init() {
 				}
 				res, err := op(ctx, s.Boundary, []byte(inv.call.Input))
 				if err != nil {
-					return nil, builtinFailure(err), nil
+					return nil, session.Failure(err), nil
 				}
 				return res, nil, nil
 			},
@@ -210,30 +166,4 @@ func init() {
 	builtins[hostfs.ToolFSList] = fsTool(hostfs.ToolFSList,
 		"List a directory inside this session's sandbox boundary: each entry's name, type (file, dir, symlink, other) and size.",
 		hostfs.FSListInputSchema, hostfs.FSListOutputSchema, true, hostfs.FSList)
-}
-
-// builtinFailure is a session built-in's failure as the caller sees it:
-// the boundary's structured error, or the built-in's own (its reason and
-// target), kind input for what the caller got wrong and tool otherwise.
-func builtinFailure(err error) *ToolError {
-	var ce *boundary.CommandError
-	if errors.As(err, &ce) {
-		return boundaryError(ce)
-	}
-	var be *hostfs.Error
-	if errors.As(err, &be) {
-		raw, _ := json.Marshal(be)
-		kind := KindTool
-		switch be.Reason {
-		case hostfs.ReasonInvalidInput, hostfs.ReasonInvalidPath, hostfs.ReasonPathTooLong, hostfs.ReasonNotFound,
-			hostfs.ReasonIsDirectory, hostfs.ReasonNotDirectory, hostfs.ReasonNotRegular, hostfs.ReasonTooLarge:
-			kind = KindInput
-		case hostfs.ReasonSymlinkEscape, hostfs.ReasonSymlink, hostfs.ReasonFetchDenied:
-			kind = KindDenied
-		case hostfs.ReasonFetchTimeout:
-			kind = KindDeadline
-		}
-		return &ToolError{Kind: kind, Message: be.Error(), Structured: raw}
-	}
-	return &ToolError{Kind: KindTool, Message: err.Error()}
 }

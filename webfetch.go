@@ -2,14 +2,10 @@ package maiden
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
-	"slices"
 
-	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/boundary"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -33,59 +29,17 @@ func init() {
 	}
 }
 
-// webFetchRules are the egress rules of agent's web_fetch binding b: its
-// hosts, ports, ranges and CA files, and the secret names of its material
-// with their [secrets.NAME] destinations.
-func webFetchRules(cfg *config.Config, b config.Binding) egress.Rules {
-	r := egress.Rules{Hosts: b.HTTPAllow, Ports: b.HTTPPorts, AllowCIDRs: b.HTTPAllowCIDRs, CAFiles: b.HTTPCAFiles}
-	for _, name := range materialNames(b) {
-		r.Secrets = append(r.Secrets, name)
-		if d, ok := cfg.SecretDestination(name); ok {
-			r.SecretDestinations = append(r.SecretDestinations, egress.SecretDestination{
-				Secret: d.Name, Hosts: d.Hosts, Methods: d.Methods, PathPrefixes: d.PathPrefixes,
-				Source: fmt.Sprintf("[secrets.%s] (%s:%d)", d.Name, filepath.Base(cfg.File()), d.Line),
-			})
-		}
-	}
-	return r
-}
-
-// materialNames are the secret names b's material names, each once.
-func materialNames(b config.Binding) []string {
-	var names []string
-	add := func(n string) {
-		if n != "" && !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	add(b.Credential)
-	for _, h := range slices.Sorted(mapsKeys(b.SecretHeaders)) {
-		add(b.SecretHeaders[h])
-	}
-	return names
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 func (h *Host) builtinWebFetch(ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
-	s, terr, err := h.session(ctx, inv)
+	sess, terr, err := h.session(ctx, inv)
 	if err != nil || terr != nil {
 		return nil, terr, err
 	}
 	b, _, _ := inv.cfg.AgentBinding(inv.agent, hostfs.ToolWebFetch)
-	m, terr := h.material.resolve(s, b, h.opts.LookupSecret)
+	m, terr := h.material.Resolve(sess, b, h.opts.LookupSecret)
 	if terr != nil {
 		return nil, terr, nil
 	}
-	pol, err := egress.NewPolicy(hostfs.ToolWebFetch, webFetchRules(inv.cfg, b))
+	pol, err := egress.NewPolicy(hostfs.ToolWebFetch, session.WebFetchRules(inv.cfg, b))
 	if err != nil {
 		return nil, &ToolError{Kind: KindConfig, Message: "web_fetch's policy: " + err.Error()}, nil
 	}
@@ -102,59 +56,9 @@ func (h *Host) builtinWebFetch(ctx context.Context, inv *invocation, _ store.Sto
 		}
 		return resp, ferr
 	}
-	out, err := hostfs.WebFetch(ctx, s.Boundary, []byte(inv.call.Input), fetch, m)
+	out, err := hostfs.WebFetch(ctx, sess.Boundary, []byte(inv.call.Input), fetch, m)
 	if err != nil {
-		return nil, builtinFailure(err), nil
+		return nil, session.Failure(err), nil
 	}
 	return out, nil, nil
 }
-
-// resolve returns session s's material for binding b, resolving it on the
-// session's first web_fetch and keeping it while the session's boundary
-// keeps the network at the same or a later revision. A boundary without
-// network (downgraded) drops it: web_fetch then fails before any of it is
-// needed. A secret the binding names and the host cannot resolve is
-// credential_not_configured (BOUNDARIES.md), before anything is sent.
-func (ms *materials) resolve(s store.Session, b config.Binding, lookup func(string) (string, bool)) (hostfs.Material, *ToolError) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	if ms.m == nil {
-		ms.m = map[string]sessionMaterial{}
-	}
-	if !s.Boundary.Network || s.Boundary.Kind != boundary.Managed && s.Boundary.Kind != boundary.Bypass {
-		delete(ms.m, s.ID)
-		return hostfs.Material{}, nil
-	}
-	cur, ok := ms.m[s.ID]
-	if !ok || !sameNames(cur.names, materialNames(b)) {
-		cur = sessionMaterial{names: materialNames(b), values: map[string]string{}}
-		for _, name := range cur.names {
-			v, found := "", false
-			if lookup != nil {
-				v, found = lookup(name)
-			}
-			if !found || v == "" {
-				return hostfs.Material{}, boundaryError(boundary.Refused(boundary.DomainNetwork, hostfs.ToolWebFetch, "credential_not_configured",
-					fmt.Sprintf("web_fetch: the secret %s that this agent's web_fetch binding names is not configured on the host", name)))
-			}
-			cur.values[name] = v
-		}
-		ms.m[s.ID] = cur
-	}
-	cur.revision = s.Boundary.Revision
-	ms.m[s.ID] = cur
-	var m hostfs.Material
-	if b.Credential != "" {
-		m.Connection = &hostfs.Credential{Name: b.Credential, Value: cur.values[b.Credential]}
-	}
-	for _, hdr := range slices.Sorted(mapsKeys(b.SecretHeaders)) {
-		name := b.SecretHeaders[hdr]
-		m.Headers = append(m.Headers, hostfs.SecretHeader{Name: hdr, Secret: name, Value: cur.values[name]})
-	}
-	if b.ProxySecret != "" {
-		m.Proxy = &hostfs.ProxySecret{} // refused by web_fetch (proxy_not_supported) before anything is resolved or sent
-	}
-	return m, nil
-}
-
-func sameNames(a, b []string) bool { return slices.Equal(a, b) }
