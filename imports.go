@@ -310,14 +310,14 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	relay := inv.progressRelay(redact)
 	if relay != nil {
 		onProgress = func(p mcpimport.Progress) {
-			relay.report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			relay.Report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
 	out, err := h.hub().Call(ctx, mcphub.Call{
 		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
 		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
 	})
-	relay.finish()
+	relay.Finish()
 	if out.Logs != nil {
 		inv.res.Logs = out.Logs
 	}

@@ -109,3 +109,15 @@ func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
 func (e *ToolError) Is(target error) bool {
 	return e.Kind == KindDeadline && target == context.DeadlineExceeded
 }
+
+// Progress is one report of a running tool's progress.
+type Progress struct {
+	// Progress increases with each report a caller sees (MCP requires it);
+	// its unit is the tool's.
+	Progress float64 `json:"progress"`
+	// Total is what Progress reaches when the work is done; 0 if unknown.
+	Total float64 `json:"total,omitempty"`
+	// Message is the tool's words, redacted like its logs and capped at
+	// maiden.MaxProgressMessage bytes.
+	Message string `json:"message,omitempty"`
+}
