@@ -35,6 +35,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/wasmtime"
@@ -225,7 +226,7 @@ type Host struct {
 	// imports are the imported MCP servers (imports.go).
 	imports upstreams
 	// pins are the accepted definitions of imported tools (pins.go).
-	pins pinStore
+	pins mcpimport.PinFile
 	// proxy is the CONNECT proxy wrapped CLIs reach the network through
 	// (clis.go), started on first need.
 	proxy   *egress.ConnectProxy
