@@ -117,3 +117,27 @@ type LoadReport struct {
 	// always refuse.
 	Warnings []string
 }
+
+// ToolReach is what a tool grant reaches of one tool, as the tool's input
+// schema tells. A grant matches a call argument by argument (docs/cards.md),
+// prohibiting grants as much as allowing ones, so a grant can name a tool
+// and still match none of its calls: -deny 'tool:invoke greet' forbids only
+// a call of greet without arguments, which greet's schema may refuse. The
+// operator's CLI checks a prohibition with it before installing it.
+type ToolReach struct {
+	// Tool is the tool's name.
+	Tool string
+	// Command is set for a typed command (a wrapped CLI, or a WebAssembly
+	// tool whose schema() is a command description): a grant matches its
+	// command words exactly, its options, and its positionals after "--".
+	Command bool
+	// Never says why no call of Tool that its input schema accepts matches
+	// the grant; "" when some may, or when the schema does not tell (a tool
+	// that cannot be loaded, a typed command).
+	Never string
+	// Escapes describes an argument the schema accepts that the grant
+	// neither names nor allows with "--..." ("--force", or "any argument
+	// its input schema does not list"): a call that adds it is not
+	// matched. "" when there is none or the grant ends with "--...".
+	Escapes string
+}
