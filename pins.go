@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/mcpimport"
@@ -134,38 +133,10 @@ func (h *Host) AcceptImport(reviews []ImportReview) error {
 }
 
 // pinCheck decides whether imported tool x (exposed as full) may be served
-// as the upstream offers it now. It returns the definition to serve (the
-// accepted one; zero when none was) and, when the tool must be refused,
-// why. imp's accept_new_tools pins a new tool here.
+// as the upstream offers it now (mcpimport.PinFile.Decide against the pin
+// file in force).
 func (h *Host) pinCheck(imp string, mcp *config.MCPImport, full string, x mcpimport.Tool) (mcpimport.Pin, *ToolError) {
-	now := mcpimport.PinOf(x)
-	old, ok, err := h.pin(full)
-	switch {
-	case err != nil:
-		return mcpimport.Pin{}, &ToolError{Kind: KindDenied, Message: err.Error()}
-	case !ok && mcp.AcceptNewTools:
-		if err := h.savePins(map[string]mcpimport.Pin{full: now}); err != nil {
-			return mcpimport.Pin{}, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("%s: accept_new_tools could not pin it: %v", full, err)}
-		}
-		h.log.Info("MCP tool pinned on first sight (accept_new_tools)", "tool", full, "digest", now.Digest)
-		return now, nil
-	case !ok:
-		return mcpimport.Pin{}, &ToolError{Kind: KindDenied, Message: fmt.Sprintf(
-			"the MCP server %q offers tool %s, which no operator has accepted; an operator must run maiden mcp accept %s to review and accept it", imp, full, imp)}
-	}
-	if ch := old.Changes(now); ch != nil {
-		return old.Pin, &ToolError{Kind: KindDenied, Message: fmt.Sprintf(
-			"the upstream changed tool %s's %s since it was accepted; an operator must run maiden mcp accept %s to review and accept the change",
-			full, joinAnd(ch), imp)}
-	}
-	return old.Pin, nil
-}
-
-func joinAnd(l []string) string {
-	if len(l) < 2 {
-		return strings.Join(l, "")
-	}
-	return strings.Join(l[:len(l)-1], ", ") + " and " + l[len(l)-1]
+	return h.pins.Decide(h.pinsPath(), imp, mcp.AcceptNewTools, full, x, h.log)
 }
 
 // MCPPinsPath is the file the accepted definitions of imported tools are

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/regfile"
 )
 
@@ -148,4 +151,41 @@ func (s *PinFile) Save(path string, pins map[string]Pin) error {
 		s.stamp = stampOf(fi)
 	}
 	return nil
+}
+
+// Decide decides whether imported tool x of import imp, exposed as full
+// (NAME.TOOL), may be served as the upstream offers it now, against the pin
+// file at path. It returns the definition to serve (the accepted one; zero
+// when none was) and, when the tool must be refused, why (kind denied,
+// naming the change and the command that accepts it). acceptNew (the
+// import's accept_new_tools) pins a new tool here.
+func (s *PinFile) Decide(path, imp string, acceptNew bool, full string, x Tool, log *slog.Logger) (Pin, *api.ToolError) {
+	now := PinOf(x)
+	old, ok, err := s.Get(path, full)
+	switch {
+	case err != nil:
+		return Pin{}, &api.ToolError{Kind: api.KindDenied, Message: err.Error()}
+	case !ok && acceptNew:
+		if err := s.Save(path, map[string]Pin{full: now}); err != nil {
+			return Pin{}, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf("%s: accept_new_tools could not pin it: %v", full, err)}
+		}
+		log.Info("MCP tool pinned on first sight (accept_new_tools)", "tool", full, "digest", now.Digest)
+		return now, nil
+	case !ok:
+		return Pin{}, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf(
+			"the MCP server %q offers tool %s, which no operator has accepted; an operator must run maiden mcp accept %s to review and accept it", imp, full, imp)}
+	}
+	if ch := old.Changes(now); ch != nil {
+		return old.Pin, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf(
+			"the upstream changed tool %s's %s since it was accepted; an operator must run maiden mcp accept %s to review and accept the change",
+			full, joinAnd(ch), imp)}
+	}
+	return old.Pin, nil
+}
+
+func joinAnd(l []string) string {
+	if len(l) < 2 {
+		return strings.Join(l, "")
+	}
+	return strings.Join(l[:len(l)-1], ", ") + " and " + l[len(l)-1]
 }
