@@ -108,7 +108,7 @@ type invocation struct {
 
 	// sess is the call's session once looked up (sessions.go).
 	sess *store.Session
-	// preopens are the directories a tool with fs gets (sessionGate).
+	// preopens are the directories a tool with fs gets (sessions.hold).
 	preopens []sandbox.Preopen
 }
 
@@ -154,6 +154,7 @@ type stage func(next handler) handler
 // concern (the file or package named); the list is the one place that
 // orders them.
 func (h *Host) pipeline() handler {
+	sessions := sessionStages{gate: &h.sessions}
 	stages := []stage{
 		h.admit,           // call.Tool → an admission turn, release (admission.go)
 		h.resolvePolicy,   // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
@@ -163,11 +164,11 @@ func (h *Host) pipeline() handler {
 		h.secretHandles,   // input → {"$secret": NAME} handles checked against the cards (secrets.go)
 		h.parse,           // a command tool's input → cmd and its rendering (backend.parse)
 		h.authorize,       // input or cmd → rendered, wallet, decidedBy; refused by the cards (authorize.go)
-		h.sessionGate,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
+		sessions.hold,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
 		h.loadAndValidate, // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
 		h.coolDown,        // opened's digest → refused during its crash cool-down (backoff.go)
 		h.middleware,      // bindName's chain → trail, approvals, a rewritten input re-decided (middleware.go, middleware_approve.go)
-		h.sessionRecheck,  // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
+		sessions.recheck,  // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
 		h.runApproved,     // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
 		h.admitRecord,     // → the call-admitted record, admitted; refused if it cannot be written (callaudit.go)
 		h.checkOutput,     // res.Output → held to a declared output schema

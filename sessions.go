@@ -46,13 +46,17 @@ func (h *Host) session(ctx context.Context, inv *invocation) (store.Session, *To
 	return s, terr, err
 }
 
-// sessionGate is the stage session.Gate.Hold: reads inv.tool, its
-// backend's preopens(), inv.wallet and the call's session; writes inv.sess
-// and inv.preopens, or refuses (the boundary's structured error).
-func (h *Host) sessionGate(next handler) handler {
+// sessionStages are the session stages as the pipeline runs them: a value
+// holding what they need (the Host's session.Gate), not the Host.
+type sessionStages struct{ gate *session.Gate }
+
+// hold is the stage session.Gate.Hold: reads inv.tool, its backend's
+// preopens(), inv.wallet and the call's session; writes inv.sess and
+// inv.preopens, or refuses (the boundary's structured error).
+func (s sessionStages) hold(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		c := inv.sessionCall()
-		dirs, terr, err := h.sessions.Hold(ctx, c)
+		dirs, terr, err := s.gate.Hold(ctx, c)
 		inv.sess, inv.preopens = c.Sess, dirs
 		if terr != nil {
 			inv.res.Error = terr
@@ -64,13 +68,13 @@ func (h *Host) sessionGate(next handler) handler {
 	}
 }
 
-// sessionRecheck is the stage session.Gate.Recheck, after the middleware
-// chain: reads and writes what sessionGate does, again, for a call that
-// used its session.
-func (h *Host) sessionRecheck(next handler) handler {
+// recheck is the stage session.Gate.Recheck, after the middleware chain:
+// reads and writes what hold does, again, for a call that used its
+// session.
+func (s sessionStages) recheck(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		c := inv.sessionCall()
-		dirs, terr, again, err := h.sessions.Recheck(ctx, c)
+		dirs, terr, again, err := s.gate.Recheck(ctx, c)
 		if !again {
 			return next(ctx, inv) // the call needs nothing of its session
 		}

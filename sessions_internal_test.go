@@ -4,7 +4,7 @@ import "testing"
 
 // TestOnlyWebAssemblyGetsPreopens: a wrapped CLI never gets WASI preopens
 // (its paths are Landlock's), nor does an imported tool or a built-in:
-// sessionGate (session.Gate.Hold) gives them only to a kind whose backend takes them.
+// the session stage (sessions.hold: session.Gate.Hold) gives them only to a kind whose backend takes them.
 func TestOnlyWebAssemblyGetsPreopens(t *testing.T) {
 	for _, c := range []struct {
 		name string

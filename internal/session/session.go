@@ -102,7 +102,7 @@ func (c *Call) SessionID() string {
 	return DefaultID(c.Agent)
 }
 
-// Hold is the sessionGate stage: the call held to its session's boundary
+// Hold is the first session stage: the call held to its session's boundary
 // before it runs. It reads c's tool policy, kind and wallet and the
 // session (setting c.Sess when it looks it up); it returns the directories
 // a tool with fs gets (the tool's fs ∩ the boundary ∩ the wallet's fs
@@ -128,7 +128,7 @@ func (g *Gate) Hold(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolE
 	return CardPreopens(PreopensFor(c.Tool, s.Boundary), c.Wallet), nil, nil
 }
 
-// Recheck is the sessionRecheck stage: the call held to its session's
+// Recheck is the second session stage: the call held to its session's
 // boundary again after the middleware chain, which may have waited minutes
 // for a human, so that a boundary reset (network off, entries gone) or a
 // session ended meanwhile counts for this call, not only for the next one.
