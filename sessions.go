@@ -28,8 +28,8 @@ func DefaultSession(agent string) string { return session.DefaultID(agent) }
 func NewSessionID() string { return session.NewID() }
 
 // sessionCall is what the session stages read of the call.
-func (inv *invocation) sessionCall() *session.Call {
-	return &session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Tool: inv.tool,
+func (inv *invocation) sessionCall() session.Call {
+	return session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Tool: &inv.tool,
 		Preopens: inv.backend.preopens(), Wallet: inv.wallet, Sess: inv.sess}
 }
 
@@ -41,7 +41,7 @@ func (inv *invocation) sessionID() string {
 // session is the call's session (session.Gate.Session), looked up once.
 func (h *Host) session(ctx context.Context, inv *invocation) (store.Session, *ToolError, error) {
 	c := inv.sessionCall()
-	s, terr, err := h.sessions.Session(ctx, c)
+	s, terr, err := h.sessions.Session(ctx, &c)
 	inv.sess = c.Sess
 	return s, terr, err
 }
@@ -56,7 +56,7 @@ type sessionStages struct{ gate *session.Gate }
 func (s sessionStages) hold(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		c := inv.sessionCall()
-		dirs, terr, err := s.gate.Hold(ctx, c)
+		dirs, terr, err := s.gate.Hold(ctx, &c)
 		inv.sess, inv.preopens = c.Sess, dirs
 		if terr != nil {
 			inv.res.Error = terr
@@ -73,11 +73,11 @@ func (s sessionStages) hold(next handler) handler {
 // session.
 func (s sessionStages) recheck(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		c := inv.sessionCall()
-		dirs, terr, again, err := s.gate.Recheck(ctx, c)
-		if !again {
-			return next(ctx, inv) // the call needs nothing of its session
+		if inv.sess == nil {
+			return next(ctx, inv) // the call needs nothing of its session (Recheck checks nothing)
 		}
+		c := inv.sessionCall()
+		dirs, terr, err := s.gate.Recheck(ctx, &c)
 		inv.sess, inv.preopens = c.Sess, dirs
 		if terr != nil {
 			inv.res.Error = terr

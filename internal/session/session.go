@@ -16,7 +16,7 @@
 // pipeline calls it with what each stage needs, given explicitly:
 //
 //	g := &session.Gate{State: h.state, ErrState: maiden.ErrState}
-//	dirs, refusal, err := g.Hold(ctx, &session.Call{Cfg: cfg, Agent: "a", Tool: t, Preopens: true, Wallet: w})
+//	dirs, refusal, err := g.Hold(ctx, &session.Call{Cfg: cfg, Agent: "a", Tool: &t, Preopens: true, Wallet: w})
 //
 // Session IDs: the MCP front end passes the stdio process's session, the
 // 2025-era HTTP Mcp-Session-Id, or (2026 era) the ID a client got from
@@ -81,8 +81,9 @@ type Call struct {
 	Agent string
 	// ID is the session the caller named; "" is the agent's default.
 	ID string
-	// Tool is the tool as the agent's binding narrows it.
-	Tool config.Tool
+	// Tool is the tool as the agent's binding narrows it (the caller's,
+	// not copied).
+	Tool *config.Tool
 	// Preopens: the tool's kind takes the session's directories as WASI
 	// preopens (WebAssembly).
 	Preopens bool
@@ -109,12 +110,12 @@ func (c *Call) SessionID() string {
 // cards), or the refusal: network first (a tool whose policy reaches the
 // network needs a boundary with network enabled).
 func (g *Gate) Hold(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolError, error) {
-	if UsesNetwork(c.Tool) {
+	if UsesNetwork(*c.Tool) {
 		s, terr, err := g.Session(ctx, c)
 		if err != nil || terr != nil {
 			return nil, terr, err
 		}
-		if terr := NetworkRefusal(s, c.Tool); terr != nil {
+		if terr := NetworkRefusal(s, *c.Tool); terr != nil {
 			return nil, terr, nil
 		}
 	}
@@ -125,7 +126,7 @@ func (g *Gate) Hold(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolE
 	if err != nil || terr != nil {
 		return nil, terr, err
 	}
-	return CardPreopens(PreopensFor(c.Tool, s.Boundary), c.Wallet), nil, nil
+	return CardPreopens(PreopensFor(*c.Tool, s.Boundary), c.Wallet), nil, nil
 }
 
 // Recheck is the second session stage: the call held to its session's
@@ -133,16 +134,15 @@ func (g *Gate) Hold(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolE
 // for a human, so that a boundary reset (network off, entries gone) or a
 // session ended meanwhile counts for this call, not only for the next one.
 // A call that needed nothing of its session (c.Sess nil) needs nothing
-// now; otherwise it is Hold on the session read again (a cache hit while
-// the store's generation is unchanged). again is false when nothing was
-// checked.
-func (g *Gate) Recheck(ctx context.Context, c *Call) (dirs []sandbox.Preopen, terr *api.ToolError, again bool, err error) {
+// now (nil, nil, nil; the caller may skip the call); otherwise it is Hold
+// on the session read again (a cache hit while the store's generation is
+// unchanged).
+func (g *Gate) Recheck(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolError, error) {
 	if c.Sess == nil {
-		return nil, nil, false, nil
+		return nil, nil, nil
 	}
 	c.Sess = nil
-	dirs, terr, err = g.Hold(ctx, c)
-	return dirs, terr, true, err
+	return g.Hold(ctx, c)
 }
 
 // Session opens (first use) or finds the call's session and returns it
