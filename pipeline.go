@@ -163,7 +163,7 @@ func (h *Host) pipeline() handler {
 		h.checkInput,      // call.Input → refused over MaxInputBytes, else input (parsed once)
 		h.secretHandles,   // input → {"$secret": NAME} handles checked against the cards (secrets.go)
 		h.parse,           // a command tool's input → cmd and its rendering (backend.parse)
-		h.authorize,       // input or cmd → rendered, wallet, decidedBy; refused by the cards (authorize.go)
+		h.authorize,       // input or cmd → rendered, wallet, decision; refused by the cards (authorize.go, internal/decide)
 		sessions.hold,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
 		h.loadAndValidate, // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
 		h.coolDown,        // opened's digest → refused during its crash cool-down (backoff.go)
