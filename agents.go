@@ -9,6 +9,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/toolinfo"
 )
 
 // This file is exposure: which agent is calling, which tools exist for it,
@@ -156,7 +157,7 @@ func (h *Host) ToolsFor(ctx context.Context, agent string) ([]ToolInfo, error) {
 			continue
 		}
 		t = narrow(t, b)
-		info.Policy, info.Hints = policyOf(t).withDestinations(cfg), hintsOf(t)
+		info.Policy, info.Hints = toolinfo.WithDestinations(toolinfo.PolicyOf(t), cfg), toolinfo.HintsOf(t)
 		out = append(out, info)
 	}
 	return out, nil

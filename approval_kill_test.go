@@ -228,7 +228,7 @@ grants = ["tool:invoke fetcher --...", "network:connect *"]
 	// 1. Killed between the approval and the start.
 	a := startChild(t, cfgPath, input("/fast"), time.Hour, time.Minute)
 	id := a.next(t, "asked")
-	if _, err := op.Decide(ctx, id, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+	if _, err := op.Decide(ctx, id, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 	a.kill(t)
@@ -250,7 +250,7 @@ grants = ["tool:invoke fetcher --...", "network:connect *"]
 	// 2. Killed while the tool runs.
 	d := startChild(t, cfgPath, input("/slow"), 20*time.Millisecond, time.Minute)
 	id = d.next(t, "asked")
-	if _, err := op.Decide(ctx, id, maiden.Decision{Approve: true}); err != nil {
+	if _, err := op.Decide(ctx, id, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -273,7 +273,7 @@ grants = ["tool:invoke fetcher --...", "network:connect *"]
 	if n := count("/slow"); n != 1 {
 		t.Fatalf("after the kill the tool ran %d times, want 1 (not re-run by itself)", n)
 	}
-	if _, err := op.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true}); err != nil {
+	if _, err := op.Decide(ctx, res.Error.Approval, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	res = startChild(t, cfgPath, input("/slow"), 20*time.Millisecond, -1).result(t)

@@ -10,6 +10,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/internal/toolinfo"
 )
 
 // An approval is bound to more than the call's input, agent and cards: to
@@ -31,11 +32,11 @@ func approvalPolicy(inv *invocation) ApprovalPolicy { return inv.backend.approva
 // basePolicy is the part of an approval's policy every kind has: t's
 // network, secrets and their destinations, limits, reveal and fs.
 func basePolicy(cfg *config.Config, t config.Tool) ApprovalPolicy {
-	p := policyOf(t).withDestinations(cfg)
+	p := toolinfo.WithDestinations(toolinfo.PolicyOf(t), cfg)
 	out := ApprovalPolicy{
 		Network: len(p.HTTPAllow) > 0, Hosts: p.HTTPAllow, Ports: p.HTTPPorts, CIDRs: p.HTTPAllowCIDRs, CAFiles: p.HTTPCAFiles,
 		MaxResponseBytes: p.HTTPMaxResponseBytes, Secrets: p.Secrets,
-		Reveal: orEmpty(t.Reveal), TimeoutMS: p.TimeoutMS, MemoryMB: p.MemoryMB, FS: t.FS,
+		Reveal: toolinfo.OrEmpty(t.Reveal), TimeoutMS: p.TimeoutMS, MemoryMB: p.MemoryMB, FS: t.FS,
 	}
 	if p.SecretDestinations != nil {
 		// The same JSON as the tool's policy shows (an approval is bound

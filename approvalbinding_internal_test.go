@@ -81,7 +81,7 @@ grants = ["tool:invoke t --..."]
 		t.Fatalf("first call: %+v %v", res, err)
 	}
 	id := res.Error.Approval
-	if _, err := h.Decide(ctx, id, Decision{Approve: true, By: "operator:test"}); err != nil {
+	if _, err := h.Decide(ctx, id, Answer{Approve: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 	r.swap.Store(true)

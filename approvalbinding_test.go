@@ -134,7 +134,7 @@ func TestApprovalDoesNotOutliveToolChange(t *testing.T) {
 	if before.Policy == nil || before.Policy.Network || len(before.Hosts) != 0 || len(before.Secrets) != 0 || !strings.HasPrefix(before.ToolDigest, "sha256:") {
 		t.Fatalf("the first request shows %+v (policy %+v)", before, before.Policy)
 	}
-	if _, err := h.Decide(ctx, old, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+	if _, err := h.Decide(ctx, old, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -168,7 +168,7 @@ func TestApprovalDoesNotOutliveToolChange(t *testing.T) {
 	}
 
 	// The human approves what the tool is now: it runs, once.
-	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+	if _, err := h.Decide(ctx, id, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "t", Input: f.input(), ApprovalWait: -1})
@@ -192,7 +192,7 @@ func TestApprovalAsksAgainWhenPolicyChanges(t *testing.T) {
 	if r := approvalOf(t, h, old); len(r.Secrets) != 0 || len(r.Hosts) != 1 {
 		t.Fatalf("first request %+v", r)
 	}
-	if _, err := h.Decide(ctx, old, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+	if _, err := h.Decide(ctx, old, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 	h.Close(ctx)
@@ -223,7 +223,7 @@ func TestAlwaysCardBoundToTool(t *testing.T) {
 	h := f.host(t, f.config(t, f.noNetwork(t)))
 	ctx := context.Background()
 	first, _ := f.callPending(t, h)
-	if _, err := h.Decide(ctx, first, maiden.Decision{Approve: true, Always: true, By: "operator:test"}); err != nil {
+	if _, err := h.Decide(ctx, first, maiden.Answer{Approve: true, Always: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -257,7 +257,7 @@ func TestApprovalOfInputAKeepsBPending(t *testing.T) {
 	if idA == idB {
 		t.Fatalf("A and B share request %s", idA)
 	}
-	if _, err := h.Decide(ctx, idA, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+	if _, err := h.Decide(ctx, idA, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 	res := call("pay B")
@@ -285,7 +285,7 @@ func TestApprovalAsksAgainWhenComponentReplaced(t *testing.T) {
 	h := f.host(t, f.config(t, fmt.Sprintf("path = %q\n", path)))
 	ctx := context.Background()
 	old, _ := f.callPending(t, h)
-	if _, err := h.Decide(ctx, old, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+	if _, err := h.Decide(ctx, old, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := os.ReadFile(testkit.Component(t, "toolerr"))
@@ -333,7 +333,7 @@ grants = ["card:inspect *"]
 	res := call()
 	wantKind(t, res, maiden.KindPending, "")
 	id := res.Error.Approval
-	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+	if _, err := h.Decide(ctx, id, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call(); !res.OK {
@@ -385,7 +385,7 @@ grants = ["tool:invoke git log --max-count=*"]
 	if r := approvalOf(t, h, first); !strings.HasPrefix(r.ToolDigest, "cli:") || r.Policy == nil || strings.Join(r.Policy.ReadPaths, ",") != repo {
 		t.Fatalf("the request shows %+v (policy %+v)", r, r.Policy)
 	}
-	if _, err := h.Decide(ctx, first, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, first, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -396,7 +396,7 @@ grants = ["tool:invoke git log --max-count=*"]
 	if second == first || approvalOf(t, h, first).State != "approved" {
 		t.Fatalf("after the environment changed: request %s (first %s, now %s)", second, first, approvalOf(t, h, first).State)
 	}
-	if _, err := h.Decide(ctx, second, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, second, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -471,7 +471,7 @@ grants = ["tool:invoke calc.add --..."]
 	if !strings.HasPrefix(r.ToolDigest, "mcp:") || r.Policy == nil || r.Policy.Upstream != urlA {
 		t.Fatalf("the request shows %+v (policy %+v)", r, r.Policy)
 	}
-	if _, err := h.Decide(ctx, first, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, first, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	h.SetConfig(writeConfig(t, conf(urlB), "echo"))
@@ -487,7 +487,7 @@ grants = ["tool:invoke calc.add --..."]
 	if approvalOf(t, h, first).State != "approved" {
 		t.Fatalf("the first approval is %s", approvalOf(t, h, first).State)
 	}
-	if _, err := h.Decide(ctx, second, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, second, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call(); !res.OK || callsB.Load() != 1 {

@@ -43,8 +43,8 @@ type ApprovalRequest = api.ApprovalRequest
 // it is shown it (api.ApprovalPolicy).
 type ApprovalPolicy = api.ApprovalPolicy
 
-// Decision is a human's answer to an approval request (admin.Decision).
-type Decision = admin.Decision
+// Answer is a human's answer to an approval request (admin.Answer).
+type Answer = admin.Answer
 
 // Kinds of request in ApprovalRequest.Kind.
 const (
@@ -104,7 +104,7 @@ func (h *Host) Approval(ctx context.Context, id string) (ApprovalRequest, error)
 // Decide records an operator's decision (admin.State.Decide) and wakes the
 // calls of this process that wait for it at once; calls waiting in other
 // processes see it at their next poll.
-func (h *Host) Decide(ctx context.Context, id string, d Decision) (ApprovalRequest, error) {
+func (h *Host) Decide(ctx context.Context, id string, d Answer) (ApprovalRequest, error) {
 	s, err := h.admin(ctx, h.cfg.Load())
 	if err != nil {
 		return ApprovalRequest{}, err

@@ -10,6 +10,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -39,13 +40,14 @@ func (h *Host) authorize(next handler) handler {
 		if err != nil {
 			return err
 		}
-		d := w.Decide(inv.target())
+		d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(inv.target()))
+		inv.decision = d // what the audit records, allowed or not
 		if !d.Allow {
 			return inv.fail(KindDenied, d.Reason)
 		}
 		// The same pinned wallet decides the call's http-fetches (run):
 		// a card revoked while the call runs counts from the next call.
-		inv.wallet, inv.decidedBy = w, d.Card
+		inv.wallet = w
 		return next(ctx, inv)
 	}
 }

@@ -67,7 +67,7 @@ type backend interface {
 
 	// The host's resources a kind may receive: secret handles in its
 	// input (secrets.go), the session's directories as WASI preopens
-	// (sessionGate).
+	// (the session stage, sessions.hold).
 	secretHandles() bool
 	preopens() bool
 }

@@ -27,11 +27,17 @@ const (
 	maxCoolDown   = 5 * time.Minute
 )
 
-// crashes counts each tool's consecutive lost workers.
+// crashes counts each tool's consecutive lost workers, and knows which
+// tools have had a call that kept its worker.
 type crashes struct {
 	mu    sync.Mutex
 	tools map[string]*crashRecord
-	now   func() time.Time // time.Now; tests set a clock
+	// kept names the tools of which a call ended and kept its worker (or
+	// ran in process): proven not to kill it every time. A configured
+	// tool's name, set by record, so it grows with the configurations'
+	// tools, never with what callers send.
+	kept map[string]bool
+	now  func() time.Time // time.Now; tests set a clock
 }
 
 type crashRecord struct {
@@ -55,6 +61,12 @@ func (c *crashes) record(tool, digest string, lost bool) {
 	if !lost {
 		if r != nil {
 			delete(c.tools, tool)
+		}
+		if !c.kept[tool] {
+			if c.kept == nil {
+				c.kept = map[string]bool{}
+			}
+			c.kept[tool] = true
 		}
 		return
 	}
@@ -84,6 +96,39 @@ func (c *crashes) troubled(tool string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.tools[tool] != nil
+}
+
+// proven reports whether a call of tool has ended keeping its worker
+// since this host started.
+func (c *crashes) proven(tool string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kept[tool]
+}
+
+// oneAtATime names the tools whose calls admission runs one at a time: a
+// tool in trouble (above), and a WebAssembly tool not yet proven, none of
+// whose calls has yet ended with its worker kept. Without the second, a
+// tool's first burst of calls ran up to its share at once (six of eight
+// turns), at normal priority, before its first worker died and marked it:
+// six host-call argument bombs at once took the harmless echo tool's p99
+// to 1-110x its p99 alone (BenchmarkEchoUnderCrashStorm/first-burst).
+// The price: the first calls of a new tool (of each tool after a
+// restart) wait for the first one to end, once; a call refused before it
+// ran (a card, a schema) proves nothing. Wrapped CLIs, MCP imports and
+// built-ins run in no worker of the pool and keep their share.
+func (h *Host) oneAtATime(tool string) bool {
+	if h.crashes.troubled(tool) {
+		return true
+	}
+	k := h.kinds.Load()
+	if k == nil {
+		return false
+	}
+	if _, wasm := k.byName[tool].(*wasmBackend); !wasm {
+		return false // another kind, or a name no tool has (refused at once)
+	}
+	return !h.crashes.proven(tool)
 }
 
 // refusal is the message refusing a call of version digest of tool now, or

@@ -2,9 +2,15 @@ package maiden
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // TestCrashCoolDown: CrashLimit lost workers in a row start a cool-down in
@@ -251,5 +257,95 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestUnprovenToolOneAtATime: a WebAssembly tool none of whose calls has
+// yet ended keeping its worker runs one call at a time (its first burst
+// cannot be six argument bombs at once, before any worker died and marked
+// it); another tool's call does not wait; once a call of it ended (kept
+// its worker), its share is back. A call that lost its worker proves
+// nothing. Wrapped CLIs, built-ins and names no tool has keep their share.
+func TestUnprovenToolOneAtATime(t *testing.T) {
+	root := testkit.RepoRoot(t)
+	path := filepath.Join(t.TempDir(), "agent.toml")
+	body := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n[tools.other]\npath = %q\n[clis.git]\npath = \"/usr/bin/git\"\ncommand_file = %q\n",
+		testkit.Component(t, "echo"), testkit.Component(t, "echo"), filepath.Join(root, "examples/git/git.command.json"))
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(cfg, &Options{Isolation: InProcess, CacheDir: t.TempDir(), MaxConcurrent: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(t.Context())
+	for name, want := range map[string]bool{"echo": true, "other": true, "git": false, "fs_read": false, "nosuch": false} {
+		if got := h.oneAtATime(name); got != want {
+			t.Errorf("oneAtATime(%q) before any call = %v, want %v", name, got, want)
+		}
+	}
+	h.crashes.record("other", "v1", true) // lost its worker: not proven
+	if !h.oneAtATime("other") {
+		t.Error("a tool whose only call lost its worker counts as proven")
+	}
+
+	ctx := context.Background()
+	first, err := h.adm.enter(ctx, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := h.adm.enter(ctx, "echo")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got <- r
+	}()
+	waitFor(t, func() bool { h.adm.mu.Lock(); defer h.adm.mu.Unlock(); return h.adm.queue.Len() == 1 })
+	git, err := h.adm.enter(ctx, "git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	git2, err := h.adm.enter(ctx, "git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.adm.mu.Lock()
+	if h.adm.byTool["echo"] != 1 || h.adm.byTool["git"] != 2 || h.adm.queue.Len() != 1 {
+		t.Errorf("unproven echo: running %v, %d waiting; want one echo running and one waiting, two git running", h.adm.byTool, h.adm.queue.Len())
+	}
+	h.adm.mu.Unlock()
+	first()
+	second := <-got
+	for _, f := range []func(){second, git, git2} {
+		f()
+	}
+
+	// One call of echo ends (keeping its worker): echo's share is back.
+	if res, err := h.Call(ctx, Call{Tool: "echo", Input: `{"message":"hi"}`}); err != nil || !res.OK {
+		t.Fatalf("echo: %v %+v", err, res.Error)
+	}
+	if h.oneAtATime("echo") {
+		t.Fatal("echo still runs one call at a time after a call of it ended")
+	}
+	var releases []func()
+	for range 3 {
+		r, err := h.adm.enter(ctx, "echo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, r)
+	}
+	for _, r := range releases {
+		r()
+	}
+	if n := h.adm.active(); n != 0 {
+		t.Errorf("%d calls active after every turn was given back", n)
 	}
 }

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/adminlink"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
 	"github.com/maiden-run/maiden/internal/cardtools"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -31,7 +34,7 @@ type builtin struct {
 	destructive bool
 	idempotent  bool
 	// card is a card built-in's operation (internal/cardtools).
-	card func(ctx context.Context, env cardtools.Env, input []byte) (any, *cardtools.Refusal, error)
+	card func(ctx context.Context, c cardtools.Cards, input []byte) (any, *cardtools.Refusal, error)
 
 	// A session built-in (sessionbuiltins.go: fs_*, web_fetch,
 	// request_sandbox_boundary, session_open) is authorized like a tool,
@@ -182,7 +185,7 @@ func (b *builtinBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
 	t := config.Tool{Name: b.name, Timeout: inv.tool.Timeout}
 	if b.name == hostfs.ToolWebFetch {
 		t.HTTPAllow, t.HTTPPorts, t.HTTPAllowCIDRs, t.HTTPCAFiles = bnd.HTTPAllow, bnd.HTTPPorts, bnd.HTTPAllowCIDRs, bnd.HTTPCAFiles
-		t.Secrets = materialNames(bnd)
+		t.Secrets = session.MaterialNames(bnd)
 		if bnd.ProxySecret != "" {
 			t.Secrets = append(t.Secrets, bnd.ProxySecret)
 		}
@@ -220,9 +223,11 @@ func (b *builtinBackend) run(ctx context.Context, inv *invocation) error {
 	if b.op.session {
 		out, terr, err = b.op.runInv(h, ctx, inv, st)
 	} else {
-		env := cardtools.Env{Store: st, Wallet: inv.builtinWallet, Recipient: recipientIn(inv.cfg)}
+		// The card rules are admin's, acting as the agent on the wallet
+		// its visibility was decided on (the same code as maiden cards).
+		as := adminlink.As(st, inv.cfg, inv.builtinWallet).(*admin.State)
 		var r *cardtools.Refusal
-		if out, r, err = b.op.card(ctx, env, []byte(inv.call.Input)); err != nil {
+		if out, r, err = b.op.card(ctx, as, []byte(inv.call.Input)); err != nil {
 			err = fmt.Errorf("%w: %v", ErrState, err)
 		} else if r != nil {
 			terr = &ToolError{Kind: r.Kind, Message: r.Message}
@@ -251,14 +256,4 @@ func decodeInput(tool string, input []byte, v any) *ToolError {
 		return &ToolError{Kind: r.Kind, Message: r.Message}
 	}
 	return nil
-}
-
-// recipientIn checks that a card's recipient is an agent of cfg.
-func recipientIn(cfg *config.Config) func(string) *cardtools.Refusal {
-	return func(to string) *cardtools.Refusal {
-		if _, ok := cfg.Agent(to); !ok {
-			return &cardtools.Refusal{Kind: KindInput, Message: fmt.Sprintf("no agent %q in %s (%s)", to, cfg.File(), agentNames(cfg))}
-		}
-		return nil
-	}
 }

@@ -28,15 +28,23 @@ func (inv *invocation) audited() bool { return inv.cfg != nil && inv.cfg.UsesSta
 
 // callRecord is the body of a call's audit records.
 type callRecord struct {
-	Session    string    `json:"session,omitempty"`
-	Rendered   string    `json:"rendered"`
-	Card       string    `json:"card,omitempty"`
-	Middleware []verdict `json:"middleware,omitempty"`
-	Approval   string    `json:"approval,omitempty"`
-	Kind       ErrorKind `json:"kind,omitempty"`
-	Message    string    `json:"message,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	DurationMS int64     `json:"duration_ms,omitempty"`
+	Session  string `json:"session,omitempty"`
+	Rendered string `json:"rendered"`
+	Card     string `json:"card,omitempty"`
+	// Decision is the cards' answer about the call as Decide returned it
+	// (authorize, or the last re-decision of a rewrite or a long approval
+	// wait): the deciding card, bound and grant; on a denial also the
+	// reason, rule, target and fix. An allowed call's record leaves out
+	// its target and rule, which are its tool and rendering and its card,
+	// bound and grant. Absent when the cards were not asked (the implicit
+	// agent, a card built-in, a call refused before authorization).
+	Decision   *api.Decision `json:"decision,omitempty"`
+	Middleware []verdict     `json:"middleware,omitempty"`
+	Approval   string        `json:"approval,omitempty"`
+	Kind       ErrorKind     `json:"kind,omitempty"`
+	Message    string        `json:"message,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	DurationMS int64         `json:"duration_ms,omitempty"`
 }
 
 // appendJSON encodes r as JSON onto b: by hand on the path every call
@@ -63,6 +71,18 @@ func (r *callRecord) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `"rendered":`...)
 	b = appendJSONString(b, r.Rendered)
 	field("card", r.Card)
+	if d := r.Decision; d != nil {
+		b = append(b, `,"decision":{"allow":`...)
+		b = strconv.AppendBool(b, d.Allow)
+		field("reason", d.Reason)
+		field("rule", d.Rule)
+		field("card", d.Card)
+		field("bound", d.Bound)
+		field("grant", d.Grant)
+		field("target", d.Target)
+		field("fix", d.Fix)
+		b = append(b, '}')
+	}
 	if len(r.Middleware) > 0 {
 		v, err := json.Marshal(r.Middleware)
 		if err != nil {
@@ -136,7 +156,7 @@ func (h *Host) auditCall(next handler) handler {
 		if !inv.audited() || inv.agent == "" || (inv.admitted && err == nil && inv.res.OK) {
 			return err
 		}
-		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Middleware: inv.trail}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail}
 		if inv.res.Error != nil {
 			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval
 		} else if err != nil {
@@ -168,13 +188,28 @@ func (h *Host) admitRecord(next handler) handler {
 			inv.admitted = true
 			return next(ctx, inv)
 		}
-		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decidedBy, Middleware: inv.trail, Approval: inv.approval}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval}
 		if err := h.appendCallRecord(ctx, inv, store.AuditCallAdmitted, &rec); err != nil {
 			return fmt.Errorf("%w: the audit record of the call could not be written, so the call was refused: %v", ErrState, err)
 		}
 		inv.admitted, inv.trailAtAdmit = true, len(inv.trail)
 		return next(ctx, inv)
 	}
+}
+
+// recordedDecision is the call's decision as its record carries it (nil
+// when the cards were not asked): as Decide returned it, less the target
+// and rule of an allowed call, which the record holds already (callRecord).
+func (inv *invocation) recordedDecision() *api.Decision {
+	d := &inv.decision
+	if !d.Allow && d.Reason == "" {
+		return nil // not decided: a denial always says why
+	}
+	if d.Allow {
+		return &api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix}
+	}
+	a := d.API()
+	return &a
 }
 
 // auditEvent appends a record about the call that is not a decision

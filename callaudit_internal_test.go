@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/maiden-run/maiden/api"
 )
 
 // TestCallRecordJSON: the hand-written encoding of a call's record decodes
@@ -17,6 +19,9 @@ func TestCallRecordJSON(t *testing.T) {
 			{Rendered: s},
 			{Session: s, Rendered: s, Card: s, Approval: s, Kind: KindDenied, Message: s, Error: s, DurationMS: 42},
 			{Rendered: s, Middleware: []verdict{{Rule: "middleware[1]", Use: "validate", Verdict: "pass", Detail: s}}},
+			{Rendered: s, Card: s, Decision: &api.Decision{Allow: true, Card: s, Bound: s, Grant: s}},
+			{Rendered: s, Decision: &api.Decision{Reason: s, Rule: s, Card: s, Bound: s, Grant: s, Target: s, Fix: s}, Kind: KindDenied, Message: s},
+			{Rendered: s, Decision: &api.Decision{}},
 		}
 		for _, rec := range recs {
 			b, err := rec.appendJSON(nil)

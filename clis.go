@@ -15,6 +15,7 @@ import (
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/session"
 )
 
 // This file is wrapped CLIs ([clis.NAME], issue 13): an existing program
@@ -220,7 +221,7 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 			return err
 		}
 		var lost []string
-		writable, lost = narrowWritable(writable, s.Boundary)
+		writable, lost = session.NarrowWritable(writable, s.Boundary)
 		readOnly = append(slices.Clone(readOnly), lost...)
 	}
 	out, err := clitool.Run(ctx, clitool.Call{

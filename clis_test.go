@@ -204,7 +204,7 @@ grants = ["tool:invoke git log --max-count=*"]
 	}
 	res := call(`{"command":"log","max-count":1}`)
 	wantKind(t, res, maiden.KindPending, "")
-	r, err := h.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true, Always: true})
+	r, err := h.Decide(ctx, res.Error.Approval, maiden.Answer{Approve: true, Always: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/egress"
-	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
@@ -84,18 +84,13 @@ func walletAuthorizer(w *cards.Wallet) egress.Authorizer {
 	if w == nil {
 		return nil
 	}
+	b := decide.Basis{Wallet: w}
 	return func(host string, port int, credential string) error {
-		t, err := grant.NetworkTarget(host, port)
-		if err != nil {
-			// The gate hands over only hosts it checked; refuse rather
-			// than guess if the two ever disagree.
-			return &egress.Refusal{Rule: RuleNetworkCard, Reason: "the destination cannot be checked against the agent's cards: " + err.Error()}
-		}
-		if d := w.Decide(t); !d.Allow {
+		if d := decide.Decide(b, decide.Connect(host, port)); !d.Allow {
 			return &egress.Refusal{Rule: RuleNetworkCard, Reason: d.Reason}
 		}
 		if credential != "" {
-			if d := w.Decide(grant.SecretTarget("use", credential)); !d.Allow {
+			if d := decide.Decide(b, decide.Use(credential)); !d.Allow {
 				return &egress.Refusal{Rule: RuleSecretCard, Reason: d.Reason}
 			}
 		}

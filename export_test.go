@@ -3,10 +3,7 @@ package maiden
 // HeldMaterial reports whether session id holds resolved web_fetch secret
 // material (for the tests of its stripping).
 func (h *Host) HeldMaterial(id string) bool {
-	h.material.mu.Lock()
-	defer h.material.mu.Unlock()
-	_, ok := h.material.m[id]
-	return ok
+	return h.material.Held(id)
 }
 
 // NormalPriorityInTrouble runs a tool in trouble's calls at normal CPU

@@ -28,10 +28,17 @@ import (
 // runs above 3x), 0.01-6.5x after (17 of 18 runs at most 3x; the one above,
 // a 11 ms storm p99, came with the heaviest load of the session).
 //
-// first-burst: the storm is the bomb's first calls. Nothing marks the tool
-// before its first worker dies, so up to its share (six of eight turns) of
-// argument bombs run at once at normal priority: this is what is left, a
-// burst of about one bomb call's length (1-110x echo's p99, 9 runs).
+// first-burst: the storm is the bomb's first calls. Before, nothing marked
+// the tool before its first worker died, so up to its share (six of eight
+// turns) of argument bombs ran at once at normal priority (1-110x echo's
+// p99, 9 runs). Now a tool not yet proven (no call of it has ended keeping
+// its worker) runs one call at a time (Host.oneAtATime): one bomb at normal
+// priority, then the tool is in trouble. 59d9656 and this, alternating, 10
+// rounds of -count 3 at load 8-26: first-burst p99 ratio 0.79-49x before
+// (median 7.6; 6 of 30 runs at most 3x; storm p99 4.9-226 ms), 0.06-6.8x
+// after (median 2.6; 20 of 30 at most 3x; storm p99 1.8-10.3 ms). troubled,
+// the same code on both: 0.01-8.0x before (27 of 30 at most 3x), 0.01-13x
+// after (28 of 30), noise at that load.
 func BenchmarkEchoUnderCrashStorm(b *testing.B) {
 	b.Run("troubled", func(b *testing.B) { echoUnderCrashStorm(b, true) })
 	b.Run("first-burst", func(b *testing.B) { echoUnderCrashStorm(b, false) })

@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/maiden-run/maiden/api"
 	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -19,6 +19,7 @@ import (
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/safetext"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/toolinfo"
 )
 
 // This file is MCP imports ([mcp.NAME], issue 13): maiden as a client of
@@ -266,7 +267,7 @@ func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []Tool
 	for _, x := range exposedTools(t.Name, u.Tools(), h.log) {
 		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.Full, x.Tool)
 		byExposed[x.Full] = x
-		info := ToolInfo{Name: x.Full, Policy: policyOf(t), Hints: hintsOf(t), Error: x.refusal}
+		info := ToolInfo{Name: x.Full, Policy: toolinfo.PolicyOf(t), Hints: toolinfo.HintsOf(t), Error: x.refusal}
 		if x.served.Digest != "" {
 			// accepted (as it is now, or before the change refused)
 			info.Title, info.Description = safetext.Text(x.served.Title), safetext.Text(x.served.Description)
@@ -310,14 +311,14 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	relay := inv.progressRelay(redact)
 	if relay != nil {
 		onProgress = func(p mcpimport.Progress) {
-			relay.report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			relay.Report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
 	out, err := h.hub().Call(ctx, mcphub.Call{
 		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
 		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
 	})
-	relay.finish()
+	relay.Finish()
 	if out.Logs != nil {
 		inv.res.Logs = out.Logs
 	}

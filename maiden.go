@@ -35,7 +35,9 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 	"github.com/maiden-run/maiden/internal/worker"
 )
@@ -213,17 +215,18 @@ type Host struct {
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).
 	waiters waiters
-	// material is the web_fetch secret material of each session (sessions.go).
-	material materials
-	// sessCache holds the sessions calls ran in (sessions.go).
-	sessCache sessionCache
+	// material is the web_fetch secret material of each session.
+	material session.Materials
+	// sessions is the session stages' work: which session a call runs
+	// in (cached), its boundary held.
+	sessions session.Gate
 	// probe is the proof that wrapped CLIs' confinement is in force
 	// (clis.go).
 	probe probe
 	// imports are the imported MCP servers (imports.go).
 	imports upstreams
 	// pins are the accepted definitions of imported tools (pins.go).
-	pins pinStore
+	pins mcpimport.PinFile
 	// proxy is the CONNECT proxy wrapped CLIs reach the network through
 	// (clis.go), started on first need.
 	proxy   *egress.ConnectProxy
@@ -259,7 +262,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	}
 	h.runner = runner
 	h.adm.obs = o.Observer
-	h.adm.troubled = h.crashes.troubled
+	h.adm.troubled = h.oneAtATime
 	audit := o.Audit
 	if audit == nil {
 		audit = o.Logger
@@ -269,6 +272,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		resolver = o.Resolver
 	}
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
+	h.sessions.State, h.sessions.ErrState = h.state, ErrState
 	h.cfg.Store(cfg)
 	h.setKinds(cfg)
 	h.handle = h.pipeline()
@@ -361,27 +365,8 @@ type Result struct {
 // LogEntry is one line of a tool's log.
 type LogEntry = api.LogEntry
 
-// ToolError describes a failed call.
-type ToolError struct {
-	Kind    ErrorKind `json:"kind"`
-	Message string    `json:"message"`
-	// Approval is the approval request's ID when a human was asked: set
-	// for kind pending, and for a denial by a human.
-	Approval string `json:"approval,omitempty"`
-	// Structured is a JSON object the caller can act on, set by failures
-	// that have one: a session boundary's structured error (code
-	// SANDBOX_COMMAND_EXECUTION_FAILED, reason, requiredExpansion; see
-	// sessions.go). The MCP front end returns it as structuredContent.
-	Structured json.RawMessage `json:"structured,omitempty"`
-}
-
-func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
-
-// Is lets errors.Is see a deadline as context.DeadlineExceeded, so callers
-// that handle context errors handle a tool's deadline the same way.
-func (e *ToolError) Is(target error) bool {
-	return e.Kind == KindDeadline && target == context.DeadlineExceeded
-}
+// ToolError describes a failed call (api.ToolError).
+type ToolError = api.ToolError
 
 // ErrorKind classifies failures (api.ErrorKind). Every front end (CLI, MCP)
 // reports these same kinds.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/condition"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/limits"
 	"github.com/maiden-run/maiden/internal/mwproto"
@@ -288,12 +289,12 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 	prevArgs, prevCmd := inv.rendered, inv.cmd
 	inv.rendered, inv.cmd = args, cmd
 	if inv.wallet != nil {
-		d := inv.wallet.Decide(inv.target())
+		d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
 		if !d.Allow {
 			inv.rendered, inv.cmd = prevArgs, prevCmd
 			return reject(KindDenied, "the rewritten call is not allowed: "+d.Reason)
 		}
-		inv.decidedBy = d.Card
+		inv.decision = d
 	}
 	if inv.schema != nil {
 		if err := inv.schema.validateWithin(ctx, inv.tool.Timeout, doc); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -53,7 +54,7 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 	if m.AllowAlways {
 		// An always-card minted from an approval counts only for the tool
 		// and policy that approval showed (alwaysWallet).
-		if d := alwaysWallet(w, boundKey(bind)).Decide(inv.alwaysTarget()); d.Allow {
+		if d := decide.Decide(decide.Basis{Wallet: alwaysWallet(w, boundKey(bind))}, decide.AlwaysApprove(inv.alwaysTarget())); d.Allow {
 			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass", Detail: "approved always by card " + d.Card})
 			// A one-time approval of this same call (the request the
 			// always-card was minted from) is used up by this run too:
@@ -212,12 +213,13 @@ func (h *Host) afterWait(ctx context.Context, inv *invocation, m config.Middlewa
 		return true, err
 	}
 	if inv.wallet != nil {
-		d := w.Decide(inv.target())
+		d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(inv.target()))
+		inv.decision = d
 		if !d.Allow {
 			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "cards changed while it waited: " + d.Reason})
 			return true, inv.fail(KindDenied, d.Reason)
 		}
-		inv.wallet, inv.decidedBy = w, d.Card
+		inv.wallet = w
 	}
 	if walletRevision(w) == a.CardGeneration {
 		return h.approved(inv, m, a)

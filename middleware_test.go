@@ -306,7 +306,7 @@ grants = ["tool:invoke echo --..."]
 
 // callAndDecide starts a call that waits for approval, decides it as d
 // once the request is stored, and returns the call's result.
-func callAndDecide(t *testing.T, h *maiden.Host, input string, d maiden.Decision) (maiden.Result, maiden.ApprovalRequest) {
+func callAndDecide(t *testing.T, h *maiden.Host, input string, d maiden.Answer) (maiden.Result, maiden.ApprovalRequest) {
 	t.Helper()
 	var (
 		req  maiden.ApprovalRequest
@@ -348,7 +348,7 @@ func TestApprovalFlow(t *testing.T) {
 		t.Fatalf("a call the rule does not match: %+v", res.Error)
 	}
 
-	res, req := callAndDecide(t, h, `{"message":"pay 10"}`, maiden.Decision{Approve: true, By: "operator:test"})
+	res, req := callAndDecide(t, h, `{"message":"pay 10"}`, maiden.Answer{Approve: true, By: "operator:test"})
 	if !res.OK {
 		t.Fatalf("approved call: %+v", res.Error)
 	}
@@ -356,7 +356,7 @@ func TestApprovalFlow(t *testing.T) {
 		t.Errorf("request %+v", req)
 	}
 	// Approved once: the same call asks again.
-	res, _ = callAndDecide(t, h, `{"message":"pay 10"}`, maiden.Decision{Approve: false, Reason: "not today", By: "operator:test"})
+	res, _ = callAndDecide(t, h, `{"message":"pay 10"}`, maiden.Answer{Approve: false, Reason: "not today", By: "operator:test"})
 	wantKind(t, res, maiden.KindDenied, "not today")
 	// The denial is remembered: no new request, denied at once.
 	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 10"}`, ApprovalWait: -1,
@@ -377,13 +377,13 @@ func TestApprovalFlow(t *testing.T) {
 	if res.Error == nil || res.Error.Approval != id {
 		t.Fatalf("repeat while pending: %+v", res.Error)
 	}
-	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, id, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true}); !errors.Is(err, maiden.ErrApprovalDecided) {
+	if _, err := h.Decide(ctx, id, maiden.Answer{Approve: true}); !errors.Is(err, maiden.ErrApprovalDecided) {
 		t.Errorf("deciding twice: %v", err)
 	}
-	if _, err := h.Decide(ctx, "apr_nope", maiden.Decision{Approve: true}); !errors.Is(err, maiden.ErrUnknownApproval) {
+	if _, err := h.Decide(ctx, "apr_nope", maiden.Answer{Approve: true}); !errors.Is(err, maiden.ErrUnknownApproval) {
 		t.Errorf("unknown ID: %v", err)
 	}
 	before := len(trail(t, h, "call-admitted"))
@@ -397,7 +397,7 @@ func TestApprovalFlow(t *testing.T) {
 	}
 
 	// Always: a card, and the same call no longer asks.
-	res, req = callAndDecide(t, h, `{"message":"pay 30"}`, maiden.Decision{Approve: true, Always: true})
+	res, req = callAndDecide(t, h, `{"message":"pay 30"}`, maiden.Answer{Approve: true, Always: true})
 	if !res.OK {
 		t.Fatal(res.Error)
 	}
@@ -453,13 +453,13 @@ grants = ["tool:invoke echo --..."]
 	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"x"}`, ApprovalWait: -1})
 	wantKind(t, res, maiden.KindPending, "")
 	id := res.Error.Approval
-	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true, Always: true}); !errors.Is(err, maiden.ErrAlwaysRefused) {
+	if _, err := h.Decide(ctx, id, maiden.Answer{Approve: true, Always: true}); !errors.Is(err, maiden.ErrAlwaysRefused) {
 		t.Fatalf("always on a never-always rule: %v", err)
 	}
 	if r, err := h.Approval(ctx, id); err != nil || r.State != "pending" {
 		t.Fatalf("after a refused always: %+v %v", r, err)
 	}
-	if _, err := h.Decide(ctx, id, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, id, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -552,10 +552,10 @@ func TestApprovalAsksAgainWhenCardsChange(t *testing.T) {
 	first := <-asked
 	// Another decision's always-card lands in the agent's wallet meanwhile.
 	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay other"}`, ApprovalWait: -1})
-	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true, Always: true}); err != nil {
+	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Answer{Approve: true, Always: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Decide(ctx, first, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, first, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	var second string
@@ -571,7 +571,7 @@ func TestApprovalAsksAgainWhenCardsChange(t *testing.T) {
 	if err != nil || !strings.Contains(r.Reason, "cards changed") {
 		t.Fatalf("second request %+v %v", r, err)
 	}
-	if _, err := h.Decide(ctx, second, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, second, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	if o := <-done; o.err != nil || !o.res.OK {
@@ -653,14 +653,14 @@ grants = ["tool:invoke echo --..."]
 	}
 	res := call()
 	wantKind(t, res, maiden.KindPending, "any echo")
-	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true, Always: true}); err != nil {
+	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Answer{Approve: true, Always: true}); err != nil {
 		t.Fatal(err)
 	}
 	// The first rule is satisfied (its card); the second asks for itself.
 	res = call()
 	wantKind(t, res, maiden.KindPending, "never auto")
 	second := res.Error.Approval
-	if _, err := h.Decide(ctx, second, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, second, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	if res := call(); !res.OK {
@@ -691,7 +691,7 @@ grants = ["tool:invoke echo --..."]
 	in := `{"message":"x","city":"paris"}`
 	res := mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: in, ApprovalWait: -1})
 	wantKind(t, res, maiden.KindPending, "")
-	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Decision{Approve: true}); err != nil {
+	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Answer{Approve: true}); err != nil {
 		t.Fatal(err)
 	}
 	res = mustCall(t, h, maiden.Call{Agent: "wide", Tool: "echo", Input: in, ApprovalWait: -1})

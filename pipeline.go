@@ -76,8 +76,9 @@ type invocation struct {
 	openErr error
 	// upstreamTool is an imported tool's name on its MCP server.
 	upstreamTool string
-	// decidedBy is the card that allowed the call (authorize).
-	decidedBy string
+	// decision is the cards' answer about the call (authorize; a rewrite
+	// or a long approval wait decides again): what its audit records say.
+	decision cards.Decision
 	// The middleware chain (middleware.go): whether its layers decided
 	// already (a stale tool version retried does not ask again), their
 	// verdicts in order, and the approval(s) the call runs under.
@@ -121,7 +122,7 @@ type invocation struct {
 
 	// sess is the call's session once looked up (sessions.go).
 	sess *store.Session
-	// preopens are the directories a tool with fs gets (sessionGate).
+	// preopens are the directories a tool with fs gets (sessions.hold).
 	preopens []sandbox.Preopen
 }
 
@@ -203,32 +204,33 @@ type handler func(ctx context.Context, inv *invocation) error
 // stage wraps the rest of the pipeline.
 type stage func(next handler) handler
 
-// pipeline assembles the call path: admission → exposure and policy →
-// (the audit of how it ended) → input → authority (cards) → load and
-// validate → the version's crash cool-down → middleware chain (around the
-// rest) → consume an approval → the call-admitted audit record → output
-// check (around the run) → run.
+// pipeline assembles the call path, one stage a line, in order; each says
+// what it reads → writes of the invocation (ARCHITECTURE.md, "The call path
+// is a pipeline", has the same list). A stage's work lives with its
+// concern (the file or package named); the list is the one place that
+// orders them.
 func (h *Host) pipeline() handler {
+	sessions := sessionStages{gate: &h.sessions}
 	stages := []stage{
-		h.admit,
-		h.resolvePolicy,
-		h.auditCall,
-		h.markDone,
-		h.checkInput,
-		h.secretHandles,
-		h.parse,
-		h.authorize,
-		h.sessionGate,
-		h.loadAndValidate,
-		h.coolDown,
-		h.middleware,
-		h.sessionRecheck,
-		h.runApproved,
-		h.admitRecord,
-		h.checkOutput,
-		h.secretRunInput,
+		h.admit,           // call.Tool → an admission turn, release (admission.go)
+		h.resolvePolicy,   // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
+		h.auditCall,       // how the call ended → the call-refused / call-failed record (callaudit.go)
+		h.markDone,        // the approvals the run consumed → marked done after it (middleware_approve.go)
+		h.checkInput,      // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
+		h.secretHandles,   // input → {"$secret": NAME} handles checked against the cards (secrets.go)
+		h.parse,           // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
+		h.authorize,       // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
+		sessions.hold,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
+		h.loadAndValidate, // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
+		h.coolDown,        // opened's digest → refused during its crash cool-down (backoff.go)
+		h.middleware,      // bindName's chain → trail, approvals, a rewritten input re-decided (middleware.go, middleware_approve.go)
+		sessions.recheck,  // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
+		h.runApproved,     // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
+		h.admitRecord,     // → the call-admitted record, admitted; refused if it cannot be written (callaudit.go)
+		h.checkOutput,     // res.Output → held to a declared output schema
+		h.secretRunInput,  // input → the tool's input with secret handles resolved (secrets.go)
 	}
-	next := h.run
+	next := h.run // backend.run → res
 	for i := len(stages) - 1; i >= 0; i-- {
 		next = stages[i](next)
 	}

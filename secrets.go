@@ -17,8 +17,9 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/egress"
-	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -365,6 +366,9 @@ type revealRecord struct {
 	Secret  string `json:"secret,omitempty"`
 	Outcome string `json:"outcome"` // "allowed" or "denied"
 	Reason  string `json:"reason,omitempty"`
+	// Decision is the reveal's decision as Decide returned it (absent
+	// when the handle was not this call's, which is asked first).
+	Decision *api.Decision `json:"decision,omitempty"`
 }
 
 // revealFunc decides a tool's reveal (maiden:tool@0.3.0; the component can
@@ -389,18 +393,15 @@ func (h *Host) revealFunc(ctx context.Context, inv *invocation) sandbox.RevealFu
 			return deny("not a secret handle of this call (a handle is valid only during the call whose input carried it)")
 		}
 		rec.Secret = name
-		if !slices.Contains(inv.tool.Reveal, name) || !slices.Contains(inv.tool.Secrets, name) {
-			return deny(fmt.Sprintf("revealing %s is not allowed for tool %s: it is not in reveal (tools.%s.reveal in agent.toml, as the agent's binding narrows it)", name, inv.tool.Name, inv.tool.Name))
-		}
-		switch {
-		case inv.wallet != nil:
-			if d := inv.wallet.Decide(grant.SecretTarget("reveal", name)); !d.Allow {
-				return deny(d.Reason)
-			}
-		case inv.cfg == nil || !inv.cfg.Implicit():
-			// A declared agent's call always has its pinned wallet;
-			// refuse rather than guess if it ever does not.
-			return deny("the agent's cards are not known to this call")
+		// The binding (reveal, within the tool's secrets), then the
+		// agent's pinned wallet (the implicit agent holds every card).
+		b := decide.Basis{Wallet: inv.wallet, Implicit: inv.cfg != nil && inv.cfg.Implicit(),
+			Binding: decide.Binding{Tool: inv.tool.Name, Secrets: inv.tool.Secrets, Reveal: inv.tool.Reveal}}
+		d := decide.Decide(b, decide.Reveal(name))
+		a := d.API()
+		rec.Decision = &a
+		if !d.Allow {
+			return deny(d.Reason)
 		}
 		value, ok := h.lookupSecret(name)
 		if !ok || value == "" {

@@ -353,11 +353,11 @@ func TestReveal(t *testing.T) {
 			}
 
 			recs := auditOf(t, h, maiden.AuditSecretReveal)
-			want := []struct{ agent, session, secret, outcome string }{
-				{"nocard", "s-nocard", "SIGNING_KEY", "denied"},
-				{"narrow", "default-narrow", "SIGNING_KEY", "denied"}, // no Call.Session: the agent's default session, by its ID
-				{"user", "default-user", "TOKEN", "denied"},
-				{"user", "s-user", "SIGNING_KEY", "allowed"},
+			want := []struct{ agent, session, secret, outcome, rule string }{
+				{"nocard", "s-nocard", "SIGNING_KEY", "denied", "no card"},
+				{"narrow", "default-narrow", "SIGNING_KEY", "denied", "tools.secretuser.reveal"}, // no Call.Session: the agent's default session, by its ID
+				{"user", "default-user", "TOKEN", "denied", "tools.secretuser.reveal"},
+				{"user", "s-user", "SIGNING_KEY", "allowed", "card "},
 			}
 			if len(recs) != len(want) {
 				t.Fatalf("reveal audit records %v, want %d", recs, len(want))
@@ -367,6 +367,13 @@ func TestReveal(t *testing.T) {
 				session, _ := r["session"].(string)
 				if r["agent"] != wnt.agent || r["tool"] != "secretuser" || session != wnt.session || r["secret"] != wnt.secret || r["outcome"] != wnt.outcome {
 					t.Errorf("reveal record %d: %v, want %+v", i, r, wnt)
+				}
+				// The decision as decide returned it: who decided, and
+				// the target asked.
+				d, _ := r["decision"].(map[string]any)
+				rule, _ := d["rule"].(string)
+				if d["allow"] != (wnt.outcome == "allowed") || !strings.HasPrefix(rule, wnt.rule) || d["target"] != "secret:reveal "+wnt.secret {
+					t.Errorf("reveal record %d: decision %v, want allow %v by %q… of secret:reveal %s", i, d, wnt.outcome == "allowed", wnt.rule, wnt.secret)
 				}
 			}
 		})

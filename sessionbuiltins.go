@@ -2,48 +2,55 @@ package maiden
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/boundary"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
+	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
-// This file is the session built-ins (config.BuiltinTools): tools that run
-// inside maiden in the call's session, yet pass through the same binding,
-// cards (tool:invoke NAME with their rendered arguments), middleware and
-// audit as any tool. request_sandbox_boundary asks a human to widen the
-// session's boundary and waits for the answer like an approval;
-// session_open gives a 2026-era client a session ID to name in _meta.
+// This file wires the session built-ins (internal/session.Tools: fs_read,
+// fs_write, fs_list, web_fetch, request_sandbox_boundary, session_open)
+// into the built-in backend: each runs in the call's session, yet passes
+// through the same binding, cards (tool:invoke NAME with their rendered
+// arguments), middleware and audit as any tool. request_sandbox_boundary
+// asks a human to widen the session's boundary and waits for the answer
+// like an approval; session_open gives a 2026-era client a session ID to
+// name in _meta.
 
 func init() {
-	builtins["request_sandbox_boundary"] = builtin{
-		session: true,
-		description: "Ask a human to widen this session's sandbox boundary: filesystem entries (path, access read or write, scope exact or subtree) and/or network. " +
-			"Use the requiredExpansion of a sandbox_boundary_required error as the expansion, and say why in justification. " +
-			"The call waits for the decision; the same id is the same request (repeat it to keep waiting). " +
-			"The result's status is approved, denied or conflict, with a reason.",
-		input: `{"type":"object","properties":{` +
-			`"id":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"your ID for this request; the same ID in the same session is the same request (without one, the same expansion and justification are); a new ID asks anew"},` +
-			`"expansion":{"type":"object","description":"what to add: {\"filesystem\":{\"entries\":[{\"path\":\"/abs\",\"access\":\"read|write\",\"scope\":\"exact|subtree\"}]},\"network\":{\"enabled\":true}}",` +
-			`"properties":{"filesystem":{"type":"object","properties":{"entries":{"type":"array","items":{"type":"object","properties":{"path":{"type":"string"},"access":{"enum":["read","write"]},"scope":{"enum":["exact","subtree"]}},"required":["path","access","scope"]}}}},` +
-			`"network":{"type":"object","properties":{"enabled":{"const":true}}}}},` +
-			`"justification":{"type":"string","description":"why the task needs it, for the human who decides (1 to 2000 characters)"}},` +
-			`"required":["expansion","justification"],"additionalProperties":false}`,
-		output: `{"type":"object","properties":{"status":{"type":"string"},"reason":{"type":"string"},"requestId":{"type":"string"},"handle":{"type":"string"},"revision":{"type":"integer"}},"required":["status","reason","requestId"]}`,
-		runInv: (*Host).builtinRequestBoundary,
+	runs := map[string]func(h *Host, ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error){
+		"request_sandbox_boundary": (*Host).builtinRequestBoundary,
+		"session_open":             (*Host).builtinSessionOpen,
+		hostfs.ToolFSRead:          fsTool(hostfs.FSRead),
+		hostfs.ToolFSWrite:         fsTool(hostfs.FSWrite),
+		hostfs.ToolFSList:          fsTool(hostfs.FSList),
+		hostfs.ToolWebFetch:        (*Host).builtinWebFetch,
 	}
-	builtins["session_open"] = builtin{
-		session:     true,
-		description: "Open a new maiden session for this agent and return its ID. Name it in a request's _meta as \"maiden/session\" to run the call in that session (its own sandbox boundary); calls that name none run in the agent's default session.",
-		input:       `{"type":"object","properties":{},"additionalProperties":false}`,
-		output:      `{"type":"object","properties":{"session":{"type":"string"}},"required":["session"]}`,
-		runInv:      (*Host).builtinSessionOpen,
+	for name, t := range session.Tools {
+		if runs[name] == nil {
+			panic("maiden: session built-in " + name + " has no run")
+		}
+		builtins[name] = builtin{session: true, description: t.Description, input: t.Input, output: t.Output,
+			readOnly: t.ReadOnly, destructive: t.Destructive, idempotent: t.Idempotent, runInv: runs[name]}
+	}
+}
+
+// fsTool runs a file built-in of internal/builtin on the session's boundary.
+func fsTool(op func(context.Context, boundary.Boundary, []byte) (any, error)) func(h *Host, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
+	return func(h *Host, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
+		s, terr, err := h.session(ctx, inv)
+		if err != nil || terr != nil {
+			return nil, terr, err
+		}
+		res, err := op(ctx, s.Boundary, []byte(inv.call.Input))
+		if err != nil {
+			return nil, session.Failure(err), nil
+		}
+		return res, nil, nil
 	}
 }
 
@@ -52,8 +59,8 @@ func (h *Host) builtinSessionOpen(ctx context.Context, inv *invocation, st store
 	if terr := decodeInput("session_open", []byte(inv.call.Input), &in); terr != nil {
 		return nil, terr, nil
 	}
-	id := NewSessionID()
-	if _, _, err := st.OpenSession(ctx, id, inv.agent, initialBoundary(inv.cfg, inv.agent)); err != nil {
+	id := session.NewID()
+	if _, _, err := st.OpenSession(ctx, id, inv.agent, session.Initial(inv.cfg, inv.agent)); err != nil {
 		return nil, nil, fmt.Errorf("%w: opening a session: %v", ErrState, err)
 	}
 	return map[string]any{"session": id}, nil, nil
@@ -61,11 +68,7 @@ func (h *Host) builtinSessionOpen(ctx context.Context, inv *invocation, st store
 
 // DefaultBoundaryRequestExpiry is how long a boundary request waits for a
 // decision before it counts as denied.
-const DefaultBoundaryRequestExpiry = store.DefaultBoundaryRequestExpiry
-
-// boundaryStage is the stage named in request_sandbox_boundary's
-// structured errors.
-const boundaryStage = "request_sandbox_boundary"
+const DefaultBoundaryRequestExpiry = session.DefaultRequestExpiry
 
 func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
 	var in struct {
@@ -76,30 +79,13 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 	if terr := decodeInput("request_sandbox_boundary", []byte(inv.call.Input), &in); terr != nil {
 		return nil, terr, nil
 	}
-	if in.ID == "" {
-		// No id: the same expansion and justification are the same
-		// request in this session (a repeated call, a 2026-era client's
-		// retry after the inbox page, find it again instead of asking
-		// twice); a new id asks anew.
-		sum := sha256.Sum256([]byte(string(in.Expansion) + "\x00" + in.Justification))
-		in.ID = fmt.Sprintf("auto_%x", sum[:16])
-	}
 	s, terr, err := h.session(ctx, inv)
 	if err != nil || terr != nil {
 		return nil, terr, err
 	}
-	r, created, err := st.RequestBoundary(ctx, s.ID, in.ID, in.Expansion, in.Justification, time.Now().Add(DefaultBoundaryRequestExpiry))
-	var ve *boundary.ValidationError
-	switch {
-	case errors.As(err, &ve):
-		return nil, boundaryOutcome("invalid", ve.Reason, in.ID, "", fmt.Sprintf("the request is not valid: %s", ve.Error())), nil
-	case errors.Is(err, store.ErrNotAllowed):
-		return nil, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("session %q belongs to another agent", s.ID)}, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("%w: storing the boundary request: %v", ErrState, err)
-	}
-	if created {
-		h.log.Info("boundary request", "handle", r.Handle, "agent", inv.agent, "session", s.ID, "request", r.Request.ID)
+	r, terr, err := session.Request(ctx, st, s, in.ID, in.Expansion, in.Justification, h.log, ErrState)
+	if err != nil || terr != nil {
+		return nil, terr, err
 	}
 	if r.Request.Status == boundary.Pending {
 		r, terr, err = h.awaitBoundary(ctx, inv, st, r)
@@ -107,7 +93,7 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 			return nil, terr, err
 		}
 	}
-	return settledOutcome(r)
+	return session.Settled(r)
 }
 
 // awaitBoundary waits for a human to settle request r, giving the call's
@@ -141,99 +127,4 @@ func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Stor
 			Message: fmt.Sprintf("boundary request %s (id %s) is waiting for a human's decision (maiden approve %s, or the inbox); repeat the call with the same id to wait again", r.Handle, r.Request.ID, r.Handle)}, nil
 	}
 	return cur, nil, inv.resume(ctx, h)
-}
-
-// settledOutcome is request_sandbox_boundary's answer for a settled
-// request: a result for an approval, the structured error otherwise.
-func settledOutcome(r store.BoundaryRequest) (any, *ToolError, error) {
-	q := r.Request
-	switch q.Status {
-	case boundary.Approved:
-		return map[string]any{"status": string(q.Status), "reason": q.Reason, "requestId": q.ID, "handle": r.Handle, "revision": q.Revision}, nil, nil
-	case boundary.Pending:
-		return nil, &ToolError{Kind: KindPending, Approval: r.Handle, Message: fmt.Sprintf("boundary request %s is still waiting for a decision", r.Handle)}, nil
-	}
-	msg := fmt.Sprintf("boundary request %s was %s (%s)", q.ID, q.Status, q.Reason)
-	return nil, boundaryOutcome(string(q.Status), q.Reason, q.ID, r.Handle, msg), nil
-}
-
-// boundaryOutcome is a request that did not widen the boundary, as the
-// structured error of BOUNDARIES.md plus its status.
-func boundaryOutcome(status, reason, id, handle, message string) *ToolError {
-	e := boundary.Refused(boundary.DomainCommand, boundaryStage, reason, message)
-	if e.Validate() != nil { // an operator's free-text reason: kept in the message
-		e = boundary.Refused(boundary.DomainCommand, boundaryStage, boundary.ReasonDenied, message)
-	}
-	if boundaryIDOK(id) {
-		e.RequestID = id
-	}
-	raw, _ := json.Marshal(e)
-	var obj map[string]any
-	_ = json.Unmarshal(raw, &obj)
-	obj["status"] = status
-	if handle != "" {
-		obj["handle"] = handle
-	}
-	raw, _ = json.Marshal(obj)
-	return &ToolError{Kind: KindDenied, Message: message, Structured: raw}
-}
-
-// boundaryIDOK reports whether id is a valid request ID of BOUNDARIES.md.
-func boundaryIDOK(id string) bool { return requestIDPattern.MatchString(id) }
-
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
-func init() {
-	fsTool := func(name, description string, in, out string, readOnly bool, op func(context.Context, boundary.Boundary, []byte) (any, error)) builtin {
-		return builtin{
-			session: true, description: description, input: in, output: out,
-			readOnly: readOnly, idempotent: true, destructive: !readOnly,
-			runInv: func(h *Host, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
-				s, terr, err := h.session(ctx, inv)
-				if err != nil || terr != nil {
-					return nil, terr, err
-				}
-				res, err := op(ctx, s.Boundary, []byte(inv.call.Input))
-				if err != nil {
-					return nil, builtinFailure(err), nil
-				}
-				return res, nil, nil
-			},
-		}
-	}
-	builtins[hostfs.ToolFSRead] = fsTool(hostfs.ToolFSRead,
-		"Read a file inside this session's sandbox boundary: its text, or base64 with encoding \"base64\" (binary files). A path outside the boundary fails with sandbox_boundary_required and the requiredExpansion to ask for with request_sandbox_boundary.",
-		hostfs.FSReadInputSchema, hostfs.FSReadOutputSchema, true, hostfs.FSRead)
-	builtins[hostfs.ToolFSWrite] = fsTool(hostfs.ToolFSWrite,
-		"Write (create or replace, atomically) a file inside this session's sandbox boundary; content is text, or base64 with encoding \"base64\". A path outside the boundary, or read-only in it, fails with sandbox_boundary_required and the requiredExpansion.",
-		hostfs.FSWriteInputSchema, hostfs.FSWriteOutputSchema, false, hostfs.FSWrite)
-	builtins[hostfs.ToolFSList] = fsTool(hostfs.ToolFSList,
-		"List a directory inside this session's sandbox boundary: each entry's name, type (file, dir, symlink, other) and size.",
-		hostfs.FSListInputSchema, hostfs.FSListOutputSchema, true, hostfs.FSList)
-}
-
-// builtinFailure is a session built-in's failure as the caller sees it:
-// the boundary's structured error, or the built-in's own (its reason and
-// target), kind input for what the caller got wrong and tool otherwise.
-func builtinFailure(err error) *ToolError {
-	var ce *boundary.CommandError
-	if errors.As(err, &ce) {
-		return boundaryError(ce)
-	}
-	var be *hostfs.Error
-	if errors.As(err, &be) {
-		raw, _ := json.Marshal(be)
-		kind := KindTool
-		switch be.Reason {
-		case hostfs.ReasonInvalidInput, hostfs.ReasonInvalidPath, hostfs.ReasonPathTooLong, hostfs.ReasonNotFound,
-			hostfs.ReasonIsDirectory, hostfs.ReasonNotDirectory, hostfs.ReasonNotRegular, hostfs.ReasonTooLarge:
-			kind = KindInput
-		case hostfs.ReasonSymlinkEscape, hostfs.ReasonSymlink, hostfs.ReasonFetchDenied:
-			kind = KindDenied
-		case hostfs.ReasonFetchTimeout:
-			kind = KindDeadline
-		}
-		return &ToolError{Kind: kind, Message: be.Error(), Structured: raw}
-	}
-	return &ToolError{Kind: KindTool, Message: err.Error()}
 }

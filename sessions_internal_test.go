@@ -1,118 +1,23 @@
 package maiden
 
-import (
-	"fmt"
-	"testing"
-	"time"
+import "testing"
 
-	"github.com/maiden-run/maiden/internal/boundary"
-	"github.com/maiden-run/maiden/internal/cards"
-	"github.com/maiden-run/maiden/internal/grant"
-	"github.com/maiden-run/maiden/internal/sandbox"
-)
-
-// TestNarrowWritable: a wrapped CLI's write_paths against the session's
-// boundary: kept whole when the boundary allows writing the subtree,
-// otherwise only the boundary's write subtree entries inside stay
-// writable; an entry containing a deny root is never writable (Landlock
-// cannot carve it out).
-func TestNarrowWritable(t *testing.T) {
-	b := boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted, Deny: []string{"/w/mixed/locked"},
-		Entries: []boundary.Entry{
-			{Path: "/w/ok", Access: boundary.Write, Match: boundary.Subtree},
-			{Path: "/w/ro", Access: boundary.Read, Match: boundary.Subtree},
-			{Path: "/w/mixed", Access: boundary.Write, Match: boundary.Subtree},
-			{Path: "/w/repo/.git", Access: boundary.Write, Match: boundary.Subtree},
-			{Path: "/w/file", Access: boundary.Write, Match: boundary.Exact},
-		}}
-	for _, tc := range []struct {
-		paths          []string
-		writable, lost string
+// TestOnlyWebAssemblyGetsPreopens: a wrapped CLI never gets WASI preopens
+// (its paths are Landlock's), nor does an imported tool or a built-in:
+// the session stage (sessions.hold: session.Gate.Hold) gives them only to a kind whose backend takes them.
+func TestOnlyWebAssemblyGetsPreopens(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		b    backend
+		want bool
 	}{
-		{[]string{"/w/ok"}, "[/w/ok]", "[]"},
-		{[]string{"/w/ok/sub"}, "[/w/ok/sub]", "[]"},
-		{[]string{"/w"}, "[/w/ok /w/repo/.git]", "[/w]"},
-		{[]string{"/w/ro"}, "[]", "[/w/ro]"},
-		{[]string{"/w/mixed"}, "[]", "[/w/mixed]"},
-		{[]string{"/w/repo"}, "[/w/repo/.git]", "[/w/repo]"}, // no protected names here: see TestNarrowWritableProtected
-		{[]string{"/elsewhere"}, "[]", "[/elsewhere]"},
+		{"WebAssembly", &wasmBackend{}, true},
+		{"a wrapped CLI never", &cliBackend{}, false},
+		{"an imported tool never", &importBackend{}, false},
+		{"a built-in never", &builtinBackend{}, false},
 	} {
-		w, l := narrowWritable(tc.paths, b)
-		if fmt.Sprint(nilEmpty(w)) != tc.writable || fmt.Sprint(nilEmpty(l)) != tc.lost {
-			t.Errorf("%v: writable %v lost %v; want %s %s", tc.paths, w, l, tc.writable, tc.lost)
+		if got := c.b.preopens(); got != c.want {
+			t.Errorf("%s: preopens() = %v, want %v", c.name, got, c.want)
 		}
-	}
-}
-
-func nilEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// TestCardPreopens (a security review found the first version decided on
-// the directory's own path only): a directory is preopened only when the
-// cards allow its whole subtree, and any exception, prohibition or ceiling
-// that may reach inside drops it.
-func TestCardPreopens(t *testing.T) {
-	card := func(id string, lowerPos, lowerNeg, upperPos, upperNeg []string) cards.Card {
-		parse := func(ss []string) []cards.Grant {
-			var gs []grant.Grant
-			for _, s := range ss {
-				g, err := grant.Parse(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				gs = append(gs, g)
-			}
-			return cards.Any(gs...)
-		}
-		return cards.Card{ID: id, Holder: "a", Spec: cards.Spec{LowerPos: parse(lowerPos), LowerNeg: parse(lowerNeg), UpperPos: parse(upperPos), UpperNeg: parse(upperNeg)}}
-	}
-	dirs := []sandbox.Preopen{{HostPath: "/srv/work", GuestPath: "/srv/work", Write: true}, {HostPath: "/data/x", GuestPath: "/data/x"}}
-	for _, tc := range []struct {
-		name  string
-		cards []cards.Card
-		want  string
-	}{
-		{"a subtree grant", []cards.Card{card("c", []string{"fs:read /srv/**", "fs:write /srv/work/**", "fs:read /data/x/**"}, nil, nil, nil)}, "[/srv/work:w /data/x:r]"},
-		{"read only where write is not carded", []cards.Card{card("c", []string{"fs:read /srv/**", "fs:read /data/**"}, nil, nil, nil)}, "[/srv/work:r /data/x:r]"},
-		{"the directory alone is not its subtree", []cards.Card{card("c", []string{"fs:read /srv/work", "fs:read /data/x"}, nil, nil, nil)}, "[]"},
-		{"one level is not the subtree", []cards.Card{card("c", []string{"fs:read /data/*", "fs:read /srv/*"}, nil, nil, nil)}, "[]"},
-		{"an exception inside drops it", []cards.Card{card("c", []string{"fs:read /srv/**", "fs:read /data/**"}, []string{"fs:read /srv/work/secret/**"}, nil, nil)}, "[/data/x:r]"},
-		{"a prohibition inside drops it", []cards.Card{card("c", []string{"fs:read /srv/**", "fs:read /data/**"}, nil, nil, nil), card("d", []string{"tool:invoke x --..."}, nil, nil, []string{"fs /data/x/y"})}, "[/srv/work:r]"},
-		{"a write prohibition keeps it read-only", []cards.Card{card("c", []string{"fs /srv/**"}, nil, nil, nil), card("d", []string{"tool:invoke x --..."}, nil, nil, []string{"fs:write /srv/work/.git/**"})}, "[/srv/work:r]"},
-		{"a ceiling that does not cover it", []cards.Card{card("c", []string{"fs:read /srv/**", "fs:read /data/**"}, nil, nil, nil), card("d", []string{"tool:invoke x --..."}, nil, []string{"fs:read /data/**", "tool:invoke x --..."}, nil)}, "[/data/x:r]"},
-		{"a prohibition elsewhere changes nothing", []cards.Card{card("c", []string{"fs:read /srv/**", "fs:read /data/**"}, []string{"fs:read /etc/**"}, nil, nil)}, "[/srv/work:r /data/x:r]"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := cardPreopens(dirs, cards.NewWallet("a", time.Now(), tc.cards))
-			var parts []string
-			for _, d := range got {
-				a := "r"
-				if d.Write {
-					a = "w"
-				}
-				parts = append(parts, d.HostPath+":"+a)
-			}
-			if s := fmt.Sprint(nilEmpty(parts)); s != tc.want {
-				t.Errorf("got %s, want %s", s, tc.want)
-			}
-		})
-	}
-	if got := cardPreopens(dirs, nil); len(got) != 2 || !got[0].Write {
-		t.Errorf("the implicit agent (no wallet): %v", got)
-	}
-}
-
-// TestNarrowWritableProtected (found by a security review): with protected
-// names, a wrapped CLI's write paths are all read-only, since Landlock
-// cannot refuse writes under a .git inside a writable directory.
-func TestNarrowWritableProtected(t *testing.T) {
-	b := boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted, Protected: []string{".git"},
-		Entries: []boundary.Entry{{Path: "/w/ok", Access: boundary.Write, Match: boundary.Subtree}}}
-	if w, lost := narrowWritable([]string{"/w/ok", "/w"}, b); len(w) != 0 || len(lost) != 2 {
-		t.Errorf("writable %v, lost %v; want none writable", w, lost)
 	}
 }

@@ -115,7 +115,7 @@ func TestSessionBoundaryFlow(t *testing.T) {
 
 	// Ask for exactly the required expansion; approve it through the Host.
 	out := requestAndDecide(t, h, "s1", map[string]any{"id": "r1", "expansion": e0(want), "justification": "the task reads b.txt"},
-		maiden.Decision{Approve: true, By: "test"})
+		maiden.Answer{Approve: true, By: "test"})
 	if !out.OK || !strings.Contains(out.Output, `"status":"approved"`) || !strings.Contains(out.Output, `"revision":1`) {
 		t.Fatalf("request: %+v", out)
 	}
@@ -136,7 +136,7 @@ func TestSessionBoundaryFlow(t *testing.T) {
 
 	// A denial makes the waiting call fail with the structured error.
 	denied := requestAndDecide(t, h, "s2", map[string]any{"id": "r2", "expansion": map[string]any{"network": map[string]any{"enabled": true}}, "justification": "fetch docs"},
-		maiden.Decision{Approve: false, By: "test", Reason: "not today"})
+		maiden.Answer{Approve: false, By: "test", Reason: "not today"})
 	d := structured(t, denied)
 	if d["status"] != "denied" || d["code"] != boundary.ErrorCode || d["requestId"] != "r2" {
 		t.Errorf("denied: %v", d)
@@ -173,12 +173,12 @@ func e0(m map[string]any) map[string]any { return m }
 
 // requestAndDecide calls request_sandbox_boundary, decides the request as
 // d once it waits, and returns the call's result.
-func requestAndDecide(t *testing.T, h *maiden.Host, session string, input map[string]any, d maiden.Decision) maiden.Result {
+func requestAndDecide(t *testing.T, h *maiden.Host, session string, input map[string]any, d maiden.Answer) maiden.Result {
 	t.Helper()
 	return requestAndDecideAs(t, h, "coder", session, input, d)
 }
 
-func requestAndDecideAs(t *testing.T, h *maiden.Host, agent, session string, input map[string]any, d maiden.Decision) maiden.Result {
+func requestAndDecideAs(t *testing.T, h *maiden.Host, agent, session string, input map[string]any, d maiden.Answer) maiden.Result {
 	t.Helper()
 	raw, _ := json.Marshal(input)
 	var (
@@ -384,7 +384,7 @@ fs = [{ path = "`+work+`", access = "write", match = "subtree" },
 		t.Errorf("read outside the boundary: %+v", res)
 	}
 	out := requestAndDecideAs(t, h, "coder", "s1", map[string]any{"id": "more", "expansion": map[string]any{"filesystem": map[string]any{"entries": []any{
-		map[string]any{"path": more, "access": "write", "scope": "subtree"}}}}, "justification": "more files"}, maiden.Decision{Approve: true, By: "test"})
+		map[string]any{"path": more, "access": "write", "scope": "subtree"}}}}, "justification": "more files"}, maiden.Answer{Approve: true, By: "test"})
 	if !out.OK {
 		t.Fatalf("request: %+v", out.Error)
 	}
@@ -457,7 +457,7 @@ deny = ["`+denied+`"]
 		}
 	}
 	out := requestAndDecideAs(t, h, "coder", "s1", map[string]any{"id": "later", "expansion": map[string]any{"filesystem": map[string]any{"entries": []any{
-		map[string]any{"path": later, "access": "write", "scope": "subtree"}}}}, "justification": "write there"}, maiden.Decision{Approve: true, By: "test"})
+		map[string]any{"path": later, "access": "write", "scope": "subtree"}}}}, "justification": "write there"}, maiden.Answer{Approve: true, By: "test"})
 	if !out.OK {
 		t.Fatalf("request: %+v", out.Error)
 	}
@@ -514,7 +514,7 @@ network = true
 						} else if err := h.EndSession(ctx, "s1"); err != nil {
 							t.Error(err)
 						}
-						if _, err := h.Decide(ctx, r.ID, maiden.Decision{Approve: true, By: "operator:test"}); err != nil {
+						if _, err := h.Decide(ctx, r.ID, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
 							t.Error(err)
 						}
 					}()

@@ -134,7 +134,7 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 		Limits: limitsOf(inv.tool),
 		Input:  inv.toolInput(),
 		// The session boundary's directories as WASI preopens, for a tool
-		// whose policy has fs (sessionGate); none otherwise.
+		// whose policy has fs (sessions.hold); none otherwise.
 		Preopens: inv.preopens,
 		OnLog:    inv.call.OnLog,
 		Fetch:    refusals.watch(h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, walletAuthorizer(inv.wallet))))),

@@ -86,7 +86,7 @@ secret_headers = { "X-Api-Key" = "KEY_ONE" }
 	}
 
 	out := requestAndDecideAs(t, h, "a", "s1", map[string]any{"id": "net", "expansion": map[string]any{"network": map[string]any{"enabled": true}}, "justification": "read the API docs"},
-		maiden.Decision{Approve: true, By: "test"})
+		maiden.Answer{Approve: true, By: "test"})
 	if !out.OK {
 		t.Fatalf("network request: %+v", out.Error)
 	}
@@ -123,7 +123,7 @@ secret_headers = { "X-Api-Key" = "KEY_ONE" }
 	}
 	// End: a session that fetched, then ended, holds none.
 	requestAndDecideAs(t, h, "a", "s3", map[string]any{"id": "n3", "expansion": map[string]any{"network": map[string]any{"enabled": true}}, "justification": "x"},
-		maiden.Decision{Approve: true, By: "test"})
+		maiden.Answer{Approve: true, By: "test"})
 	if res := call("s3", "web_fetch", map[string]any{"url": target}); !res.OK || !h.HeldMaterial("s3") {
 		t.Fatalf("s3: %+v", res)
 	}

@@ -12,7 +12,7 @@
 //	tok, info, err := s.MintToken(ctx, "research")
 //	card, err := s.Grant(ctx, "research", admin.CardSpec{Allow: []string{"tool:invoke weather --city=Par*"}})
 //	pending, err := s.Pending(ctx, time.Now())
-//	r, err := s.Decide(ctx, pending[0].ID, admin.Decision{Approve: true, By: "cli:ann"})
+//	r, err := s.Decide(ctx, pending[0].ID, admin.Answer{Approve: true, By: "cli:ann"})
 //
 // The name: "operators" already names a principal kind in maiden (the
 // humans of [operators.NAME] who sign in to the inbox with mdo_ tokens),
@@ -116,11 +116,20 @@ type State struct {
 	path  string         // the file or URL opened; "" over a Host's store
 	owned bool           // Close closes st
 	actor store.Actor    // the operator, or the agent of As
+	agent string         // the agent of As; "" for the operator
+	// wallet is the agent's wallet as a call pinned it (adminlink.As),
+	// which Cards decides on; nil: read from the store when needed.
+	wallet *cards.Wallet
 }
 
 func init() {
 	adminlink.Over = func(st store.Store, cfg *config.Config) any {
 		return &State{st: st, cfg: cfg, actor: store.Operator()}
+	}
+	adminlink.As = func(st store.Store, cfg *config.Config, w *cards.Wallet) any {
+		s := (&State{st: st, cfg: cfg}).As(w.Agent())
+		s.wallet = w
+		return s
 	}
 }
 
@@ -204,12 +213,18 @@ func (s *State) Sync(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// As is s acting as agent through the agent's own wallet: derive, transfer
-// and revoke need a card allowing card:derive, card:transfer or
-// card:revoke on the card acted on (the cards_* built-ins).
+// As is s acting as agent through the agent's own wallet, as the cards_*
+// built-ins do: Cards lists only the agent's own cards that a card:inspect
+// grant lets it see; Card, Derive and Transfer act only on a card the agent
+// holds (one it does not is answered exactly like one that does not exist,
+// ErrNotAllowed); Derive, Transfer and Revoke need a card allowing
+// card:derive, card:transfer or card:revoke on the card acted on; a card
+// goes only to an agent the configuration declares (ErrUnknownAgent).
 func (s *State) As(agent string) *State {
 	c := *s
 	c.owned = false
 	c.actor = store.AgentActor(agent)
+	c.agent = agent
+	c.wallet = nil
 	return &c
 }

@@ -36,8 +36,8 @@ var (
 	ErrAlwaysRefused = errors.New("always-allow refused")
 )
 
-// Decision is a human's answer to an approval request.
-type Decision struct {
+// Answer is a human's answer to an approval request.
+type Answer struct {
 	Approve bool
 	// Always (approving only) also installs a card in the agent's wallet
 	// that pre-approves calls matching Grant, so they do not ask again.
@@ -114,7 +114,7 @@ func (s *State) lookup(ctx context.Context, id string) (api.ApprovalRequest, sto
 // ErrAlwaysRefused (and nothing is decided). A call waiting for it in
 // another process sees the decision at its next poll of the store (a
 // Host's own Decide also wakes its waiting calls at once).
-func (s *State) Decide(ctx context.Context, id string, d Decision) (api.ApprovalRequest, error) {
+func (s *State) Decide(ctx context.Context, id string, d Answer) (api.ApprovalRequest, error) {
 	cur, binding, err := s.lookup(ctx, id)
 	if err != nil {
 		return api.ApprovalRequest{}, err
@@ -167,7 +167,7 @@ func (s *State) Decide(ctx context.Context, id string, d Decision) (api.Approval
 // decideBoundary settles a boundary request: an approval applies the
 // expansion as the session's next revision (or ends in conflict), a denial
 // keeps the human's reason for the waiting call.
-func (s *State) decideBoundary(ctx context.Context, cur api.ApprovalRequest, d Decision) (api.ApprovalRequest, error) {
+func (s *State) decideBoundary(ctx context.Context, cur api.ApprovalRequest, d Answer) (api.ApprovalRequest, error) {
 	if d.Always {
 		return cur, fmt.Errorf("%w: a boundary request widens one session once; there is no always for it", ErrAlwaysRefused)
 	}

@@ -2,7 +2,10 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
@@ -126,7 +129,10 @@ func (s *State) Derive(ctx context.Context, parentID, to string, grants []string
 	if err != nil {
 		return api.Card{}, err
 	}
-	parent, err := s.st.Card(ctx, parentID)
+	if err := s.recipient(to); err != nil {
+		return api.Card{}, err
+	}
+	parent, err := s.held(ctx, parentID)
 	if err != nil {
 		return api.Card{}, err
 	}
@@ -147,17 +153,28 @@ func (s *State) Derive(ctx context.Context, parentID, to string, grants []string
 // one transaction, and returns how many cards that was. The next call of
 // every agent, in every process sharing the store, sees it.
 func (s *State) Revoke(ctx context.Context, id string) (int, error) {
-	return s.st.Revoke(ctx, s.actor, id)
+	n, err := s.st.Revoke(ctx, s.actor, id)
+	if s.agent != "" && errors.Is(err, ErrUnknownCard) {
+		// Worded as for a card outside the agent's reach.
+		return 0, fmt.Errorf("%w: agent %q holds neither it nor any card it was derived from", ErrNotAllowed, s.agent)
+	}
+	return n, err
 }
 
 // Transfer moves card id to agent to's wallet (system cards stay put).
 func (s *State) Transfer(ctx context.Context, id, to string) error {
+	if err := s.recipient(to); err != nil {
+		return err
+	}
+	if _, err := s.held(ctx, id); err != nil {
+		return err
+	}
 	return s.st.Transfer(ctx, s.actor, id, to)
 }
 
 // Card returns one card, revoked or not.
 func (s *State) Card(ctx context.Context, id string) (api.Card, error) {
-	c, err := s.st.Card(ctx, id)
+	c, err := s.held(ctx, id)
 	if err != nil {
 		return api.Card{}, err
 	}
@@ -165,11 +182,53 @@ func (s *State) Card(ctx context.Context, id string) (api.Card, error) {
 }
 
 // Cards lists agent's cards ("" for every agent's), revoked and expired
-// ones included, in the order they were made.
+// ones included, in the order they were made. Acting as an agent (As), it
+// lists that agent's own cards that a card:inspect grant lets it see.
 func (s *State) Cards(ctx context.Context, agent string) ([]api.Card, error) {
+	if s.agent != "" {
+		if agent != "" && agent != s.agent {
+			return nil, fmt.Errorf("%w: agent %q sees only its own cards", ErrNotAllowed, s.agent)
+		}
+		agent = s.agent
+	}
 	list, err := s.st.Cards(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
+	if s.agent != "" {
+		w := s.wallet
+		if w == nil {
+			if w, err = s.st.Wallet(ctx, s.agent, time.Now()); err != nil {
+				return nil, err
+			}
+		}
+		list = slices.DeleteFunc(list, func(c cards.Card) bool { return !w.Decide(grant.CardTarget("inspect", c.ID)).Allow })
+	}
 	return adminlink.Cards(list), nil
+}
+
+// held is card id; acting as an agent, only one the agent holds: a card
+// held by another agent is answered exactly like one that does not exist.
+func (s *State) held(ctx context.Context, id string) (cards.Card, error) {
+	c, err := s.st.Card(ctx, id)
+	if s.agent != "" && (errors.Is(err, ErrUnknownCard) || err == nil && c.Holder != s.agent) {
+		return cards.Card{}, fmt.Errorf("%w: agent %q holds no card %q", ErrNotAllowed, s.agent, id)
+	}
+	return c, err
+}
+
+// recipient checks, acting as an agent, that to is an agent of the
+// configuration: an agent hands cards only to agents that can call.
+func (s *State) recipient(to string) error {
+	if s.agent == "" || s.cfg == nil {
+		return nil
+	}
+	if _, ok := s.cfg.Agent(to); ok {
+		return nil
+	}
+	var names []string
+	for _, a := range s.cfg.Agents() {
+		names = append(names, a.Name)
+	}
+	return fmt.Errorf("%w: no agent %q in %s (agents: %s)", ErrUnknownAgent, to, s.cfg.File(), strings.Join(names, ", "))
 }

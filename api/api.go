@@ -8,7 +8,11 @@
 //	}
 package api
 
-import "errors"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
 
 // ErrClosed is the one error for work asked of something closed: the Host
 // after Close (maiden.ErrClosed is this value), and under it the sandbox,
@@ -82,4 +86,38 @@ type LogEntry struct {
 	Level   Level  `json:"level"`
 	Source  string `json:"source"`
 	Message string `json:"message"`
+}
+
+// ToolError describes a failed call.
+type ToolError struct {
+	Kind    ErrorKind `json:"kind"`
+	Message string    `json:"message"`
+	// Approval is the approval request's ID when a human was asked: set
+	// for kind pending, and for a denial by a human.
+	Approval string `json:"approval,omitempty"`
+	// Structured is a JSON object the caller can act on, set by failures
+	// that have one: a session boundary's structured error (code
+	// SANDBOX_COMMAND_EXECUTION_FAILED, reason, requiredExpansion; see
+	// docs/boundaries.md). The MCP front end returns it as structuredContent.
+	Structured json.RawMessage `json:"structured,omitempty"`
+}
+
+func (e *ToolError) Error() string { return string(e.Kind) + ": " + e.Message }
+
+// Is lets errors.Is see a deadline as context.DeadlineExceeded, so callers
+// that handle context errors handle a tool's deadline the same way.
+func (e *ToolError) Is(target error) bool {
+	return e.Kind == KindDeadline && target == context.DeadlineExceeded
+}
+
+// Progress is one report of a running tool's progress.
+type Progress struct {
+	// Progress increases with each report a caller sees (MCP requires it);
+	// its unit is the tool's.
+	Progress float64 `json:"progress"`
+	// Total is what Progress reaches when the work is done; 0 if unknown.
+	Total float64 `json:"total,omitempty"`
+	// Message is the tool's words, redacted like its logs and capped at
+	// maiden.MaxProgressMessage bytes.
+	Message string `json:"message,omitempty"`
 }

@@ -160,7 +160,7 @@ func (e *approvalEnv) pendingOne() maiden.ApprovalRequest {
 
 func (e *approvalEnv) decide(id string, approve bool, reason string) {
 	e.t.Helper()
-	if _, err := e.host.Decide(context.Background(), id, maiden.Decision{Approve: approve, By: "operator:test", Reason: reason}); err != nil {
+	if _, err := e.host.Decide(context.Background(), id, maiden.Answer{Approve: approve, By: "operator:test", Reason: reason}); err != nil {
 		e.t.Fatalf("deciding %s: %v", id, err)
 	}
 }

@@ -62,8 +62,8 @@ func (b hostInbox) Approval(ctx context.Context, id string) (inbox.Approval, err
 	return inboxApproval(a), nil
 }
 
-func (b hostInbox) Decide(ctx context.Context, id string, d inbox.Decision) (inbox.Approval, error) {
-	a, err := b.h.Decide(ctx, id, maiden.Decision{Approve: d.Approve, Always: d.Always, Grant: d.Grant, By: d.By, Reason: d.Reason})
+func (b hostInbox) Decide(ctx context.Context, id string, d inbox.Answer) (inbox.Approval, error) {
+	a, err := b.h.Decide(ctx, id, maiden.Answer{Approve: d.Approve, Always: d.Always, Grant: d.Grant, By: d.By, Reason: d.Reason})
 	if err != nil {
 		return inbox.Approval{}, inboxErr(err)
 	}

@@ -58,7 +58,7 @@ func cmdApprove(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "maiden approve: -grant edits the card -always installs; give -always too")
 		return exitUsage
 	}
-	return decide(ctx, c, "approve", pos[0], admin.Decision{Approve: true, Always: *always, Grant: *grantText}, stdout, stderr)
+	return decide(ctx, c, "approve", pos[0], admin.Answer{Approve: true, Always: *always, Grant: *grantText}, stdout, stderr)
 }
 
 func cmdDeny(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -72,11 +72,11 @@ func cmdDeny(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "usage: maiden deny ID [-reason TEXT]")
 		return exitUsage
 	}
-	return decide(ctx, c, "deny", pos[0], admin.Decision{Reason: *reason}, stdout, stderr)
+	return decide(ctx, c, "deny", pos[0], admin.Answer{Reason: *reason}, stdout, stderr)
 }
 
 // decide records d on request id and says what was decided.
-func decide(ctx context.Context, c *common, name, id string, d admin.Decision, stdout, stderr io.Writer) int {
+func decide(ctx context.Context, c *common, name, id string, d admin.Answer, stdout, stderr io.Writer) int {
 	s, code := c.openStateFor(ctx, stderr, true)
 	if s == nil {
 		return code

@@ -1,14 +1,15 @@
 // Package adminlink is what the root package and the public admin package
 // share below their public surfaces: the api views of the state store's
 // records (approvals, boundary requests, cards, sessions, audit records),
-// and the one link by which the root gets an *admin.State over the store
-// its Host already holds (so that the operators' work an inbox page or a
+// and the links by which the root gets an *admin.State over the store its
+// Host already holds (Over; As, acting as an agent for its card built-ins) (so that the operators' work an inbox page or a
 // built-in does runs the same code as `maiden approve`, on the same store
 // connection and audit journal). admin's exported functions name no
 // internal type, so an embedder can call every one of them; the root,
-// which must not open a second store for the same work, goes through Over.
+// which must not open a second store for the same work, goes through Over and As.
 //
-//	s := adminlink.Over(st, cfg).(*admin.State) // package admin sets Over in its init
+//	s := adminlink.Over(st, cfg).(*admin.State)   // package admin sets Over and As in its init
+//	a := adminlink.As(st, cfg, wallet).(*admin.State) // acting as the wallet's agent
 package adminlink
 
 import (
@@ -28,6 +29,12 @@ import (
 // sets it when it is initialised: a package that imports admin (the root
 // does) can call it.
 var Over func(st store.Store, cfg *config.Config) any
+
+// As returns an *admin.State over st acting as w's agent (admin.State.As),
+// deciding what the agent may see on w, the wallet its call was authorized
+// on: the cards_* built-ins' card operations. Package admin sets it with
+// Over.
+var As func(st store.Store, cfg *config.Config, w *cards.Wallet) any
 
 // Approval is the human view of stored request a under cfg: what the
 // human is shown, with the policy the call asked under as stored with the

@@ -394,7 +394,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal("the new revision does not allow what was asked, or the old one was changed")
 		}
 		t.Run("B14 settled, settle again: unchanged", func(t *testing.T) {
-			for _, d := range []Decision{Allow(), Deny("no")} {
+			for _, d := range []Answer{Allow(), Deny("no")} {
 				s2, n2, changed := Settle(s, *next, d)
 				if changed || n2 != nil || !reflect.DeepEqual(s2, s) {
 					t.Fatalf("second Settle(%+v): %+v next=%v changed=%v", d, s2, n2, changed)

@@ -125,22 +125,22 @@ func Create(prior *Request, id string, current Boundary, expansion []byte, justi
 	return Request{ID: id, Status: Pending, BaseRevision: current.Revision, BaseKind: current.Kind, Expansion: x, Justification: j}, true, nil
 }
 
-// Decision is a human's (or the host's) answer to a request.
-type Decision struct {
+// Answer is a human's (or the host's) answer to a request.
+type Answer struct {
 	Allow  bool
 	Reason string // for a denial: the operator's text, turn_stopped, host_restarted; trimmed, at most 2000 characters
 }
 
 // Allow approves; Deny refuses with a reason.
-func Allow() Decision             { return Decision{Allow: true} }
-func Deny(reason string) Decision { return Decision{Reason: reason} }
+func Allow() Answer             { return Answer{Allow: true} }
+func Deny(reason string) Answer { return Answer{Reason: reason} }
 
 // Settle decides a request once (BOUNDARIES.md, Lifecycle). A request that is not pending comes back unchanged with
 // changed false and no boundary. A denial gives denied with the reason. An approval is assessed against the current
 // boundary: conflict (explicit_deny, payload_too_large, or boundary_kind_changed when the boundary's kind is not the
 // one the request was made against), approved with already_applied, or approved with the new boundary returned
 // (next != nil), which the caller stores with the request in one transaction.
-func Settle(r Request, current Boundary, d Decision) (settled Request, next *Boundary, changed bool) {
+func Settle(r Request, current Boundary, d Answer) (settled Request, next *Boundary, changed bool) {
 	if r.Status != Pending {
 		return r, nil, false
 	}

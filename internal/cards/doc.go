@@ -4,7 +4,9 @@
 // pinned at one instant; derivation as attenuation only; the revocation
 // cascade; the install rule. It is pure: the store (internal/store) keeps
 // cards durable and calls CheckDerive, CheckInstall and Cascade inside its
-// transactions, and the call path pins a Wallet and calls Decide.
+// transactions, and the call path pins a Wallet and asks internal/decide,
+// whose one function every question of authority goes through and which
+// calls Decide here.
 //
 //	w := cards.NewWallet("research", time.Now(), cardsFromTheStore)
 //	d := w.Decide(grant.ToolTarget("weather", args))

@@ -5,8 +5,10 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/grant"
 )
 
@@ -33,6 +35,21 @@ type nameKey struct {
 type entry struct {
 	card *Card
 	g    *Grant
+	text *grantText // g's text, rendered once per wallet when first recorded
+}
+
+// grantText is a grant's canonical text, rendered on first use: an audited
+// call records the grant that allowed it, and a wallet is pinned once per
+// store change, not once per call.
+type grantText struct{ p atomic.Pointer[string] }
+
+func (t *grantText) get(g *grant.Grant) string {
+	if s := t.p.Load(); s != nil {
+		return *s
+	}
+	s := g.String()
+	t.p.Store(&s)
+	return s
 }
 
 // NewWallet pins cards (an agent's cards as the store returned them) at
@@ -50,15 +67,22 @@ func NewWallet(agent string, at time.Time, cards []Card) *Wallet {
 		c.UpperNeg = forAgent(c.UpperNeg, agent)
 		w.cards = append(w.cards, c)
 	}
+	n := 0
+	for i := range w.cards {
+		n += len(w.cards[i].LowerPos)
+	}
+	texts := make([]grantText, n)
 	for i := range w.cards {
 		c := &w.cards[i]
 		for j := range c.LowerPos {
 			g := &c.LowerPos[j]
+			e := entry{c, g, &texts[0]}
+			texts = texts[1:]
 			if name, ok := g.Grant.LiteralName(); ok {
 				k := nameKey{g.Grant.Class, name}
-				w.named[k] = append(w.named[k], entry{c, g})
+				w.named[k] = append(w.named[k], e)
 			} else {
-				w.other = append(w.other, entry{c, g})
+				w.other = append(w.other, e)
 			}
 		}
 		if len(c.UpperPos) > 0 || len(c.UpperNeg) > 0 {
@@ -109,7 +133,9 @@ func (w *Wallet) Cards() []Card { return append([]Card(nil), w.cards...) }
 
 // Decision is the outcome of a decision: allowed or not, the rule (card,
 // list and grant) that decided, and on a denial a reason an operator can
-// act on. An allowed Decision is built without allocating.
+// act on and the command that would change it. An allowed Decision is
+// built without allocating; API renders it as the shared api.Decision
+// (text only) when it is shown or recorded.
 type Decision struct {
 	Allow bool
 	// Card is the ID of the card that decided ("" when no card did: no
@@ -125,19 +151,61 @@ type Decision struct {
 	// Reason is the whole denial in words an operator can paste from
 	// ("" when allowed).
 	Reason string
-	// Target is the canonical form of what was asked (set on a denial).
+	// Target is the canonical form of what was asked (set on a denial;
+	// API renders it from Asked otherwise).
 	Target string
+	// Fix is the command that would change a denial: a grant of the
+	// exact target ("maiden cards grant -agent NAME GRANT"), or the
+	// revocation of the card whose wallet-wide bound refused. "" when
+	// allowed, and when nothing an operator runs would change it.
+	Fix string
+	// Policy names what decided when it was not a card: the agent.toml
+	// rule of the tool's binding that refused, "implicit agent" for the
+	// agent of a configuration without [agents] (which holds every card),
+	// or why the question could not be asked of the cards. "" when the
+	// cards decided.
+	Policy string
+	// Asked is what was asked, as a target (zero when it could not be
+	// made one). It costs an allowed decision nothing: the caller's own
+	// target, copied.
+	Asked grant.Target
+
+	text *grantText // Grant's text, kept by the wallet (GrantText)
 }
 
-// Rule names what decided, as "card ID: bound GRANT", or "no card".
+// GrantText is Grant in the grant language ("" for the zero grant). The
+// text of an allowing grant is rendered once per pinned wallet, so
+// recording it costs a call nothing after the first.
+func (d Decision) GrantText() string {
+	if d.text != nil {
+		return d.text.get(&d.Grant)
+	}
+	return d.Grant.String()
+}
+
+// Rule names what decided, as "card ID: bound GRANT", "no card", or the
+// policy that decided instead of the cards.
 func (d Decision) Rule() string {
+	if d.Policy != "" {
+		return d.Policy
+	}
 	if d.Card == "" {
 		return "no card"
 	}
-	if g := d.Grant.String(); g != "" {
+	if g := d.GrantText(); g != "" {
 		return "card " + d.Card + ": " + d.Bound + " " + g
 	}
 	return "card " + d.Card + ": " + d.Bound
+}
+
+// API is d as the shared vocabulary carries it (api.Decision): every
+// field rendered as text, the target in the grant language.
+func (d Decision) API() api.Decision {
+	a := api.Decision{Allow: d.Allow, Reason: d.Reason, Rule: d.Rule(), Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Target: d.Target, Fix: d.Fix}
+	if a.Target == "" && d.Asked.Class != "" {
+		a.Target = d.Asked.String()
+	}
+	return a
 }
 
 // Decide says whether the wallet allows target (CARDS.md "Decision"):
@@ -152,13 +220,13 @@ func (d Decision) Rule() string {
 func (w *Wallet) Decide(t grant.Target) Decision {
 	for _, c := range w.upper {
 		if g, ok := first(c.UpperNeg, &t); ok {
-			return w.deny(t, c.ID, "upper-negative", g.Grant,
+			return w.deny(t, c.ID, api.DecisionUpperNegative, g.Grant, revoke(c.ID),
 				fmt.Sprintf("card %s of agent %q forbids %s (its upper-negative grant %q; only revoking that card lifts it: maiden cards revoke %s)",
 					c.ID, w.agent, short(t), g.Grant.String(), c.ID))
 		}
 		if len(c.UpperPos) > 0 {
 			if _, ok := first(c.UpperPos, &t); !ok {
-				return w.deny(t, c.ID, "upper-positive", grant.Grant{},
+				return w.deny(t, c.ID, api.DecisionUpperPositive, grant.Grant{}, revoke(c.ID),
 					fmt.Sprintf("card %s of agent %q caps its wallet at %s, which does not cover %s (only revoking that card lifts it: maiden cards revoke %s)",
 						c.ID, w.agent, list(c.UpperPos), short(t), c.ID))
 			}
@@ -177,24 +245,26 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 				}
 				continue
 			}
-			return Decision{Allow: true, Card: e.card.ID, Bound: "lower-positive", Grant: e.g.Grant}
+			return Decision{Allow: true, Card: e.card.ID, Bound: api.DecisionLowerPositive, Grant: e.g.Grant, Asked: t, text: e.text}
 		}
 	}
 	ts := t.String()
 	what := ts
-	hint := fmt.Sprintf("grant it: maiden cards grant -agent %s %s", shellQuote(w.agent), shellQuote(ts))
+	fix := fmt.Sprintf("maiden cards grant -agent %s %s", shellQuote(w.agent), shellQuote(ts))
+	hint := "grant it: " + fix
 	if len(ts) > maxQuoted {
 		// A call with a huge input would make a huge message; name the
 		// tool and say how to write the grant instead.
 		what = short(t)
-		hint = fmt.Sprintf("the exact grant is %d bytes long; grant a pattern with maiden cards grant -agent %s", len(ts), shellQuote(w.agent))
+		fix = fmt.Sprintf("maiden cards grant -agent %s", shellQuote(w.agent))
+		hint = fmt.Sprintf("the exact grant is %d bytes long; grant a pattern with %s", len(ts), fix)
 	}
 	if excepted != nil {
-		return w.deny(t, excepted.ID, "lower-negative", exceptedBy.Grant,
+		return w.deny(t, excepted.ID, api.DecisionLowerNegative, exceptedBy.Grant, fix,
 			fmt.Sprintf("no card of agent %q allows %s: card %s excepts it (its lower-negative grant %q) (%s)",
 				w.agent, what, excepted.ID, exceptedBy.Grant.String(), hint))
 	}
-	return w.deny(t, "", "", grant.Grant{}, fmt.Sprintf("no card of agent %q allows %s (%s)", w.agent, what, hint))
+	return w.deny(t, "", "", grant.Grant{}, fix, fmt.Sprintf("no card of agent %q allows %s (%s)", w.agent, what, hint))
 }
 
 // maxQuoted bounds the target a denial quotes in full.
@@ -209,9 +279,12 @@ func short(t grant.Target) string {
 	return fmt.Sprintf("%s:%s %s with these %d arguments", t.Class, t.Verb, t.Name, len(t.Args))
 }
 
-func (w *Wallet) deny(t grant.Target, card, bound string, g grant.Grant, reason string) Decision {
-	return Decision{Card: card, Bound: bound, Grant: g, Reason: reason, Target: t.String()}
+func (w *Wallet) deny(t grant.Target, card, bound string, g grant.Grant, fix, reason string) Decision {
+	return Decision{Card: card, Bound: bound, Grant: g, Reason: reason, Target: t.String(), Fix: fix, Asked: t}
 }
+
+// revoke is the command that lifts card id's wallet-wide bound.
+func revoke(id string) string { return "maiden cards revoke " + id }
 
 // first returns the first grant of gs that allows t.
 func first(gs []Grant, t *grant.Target) (Grant, bool) {

@@ -1,15 +1,19 @@
 // Package cardtools is the card built-ins (cards_list, cards_derive,
-// cards_transfer, cards_revoke): operations an agent performs on its own
-// wallet over MCP, so a parent agent can hand a sub-agent a narrower card
-// and take it back. The store acts as the agent (store.AgentActor), so its
-// attenuation and authority rules hold exactly as for the CLI's operator,
-// minus the operator's privileges.
+// cards_transfer, cards_revoke) as tools: what tools/list shows of them
+// (schemas, hints), who sees one (MayUse: a card:VERB grant on a card the
+// agent holds), their input read strictly, and a refusal sorted into the
+// kind the caller sees. The card rules themselves (attenuation, which cards
+// an agent may see and act on, to whom it may hand one) are the operators'
+// package's, admin, acting as the agent (admin.State.As): the CLI, the
+// inbox and the built-ins run the same code on the same store. This
+// package cannot import admin (nothing under internal/ does), so an
+// operation is given it as Cards, which *admin.State satisfies.
 //
 // The root's built-in backend (builtins.go) decides who sees a tool
-// (MayUse), runs it through the call pipeline, and calls Run with the
-// agent's wallet:
+// (MayUse), runs it through the call pipeline, and calls Run with admin
+// acting as the calling agent:
 //
-//	out, refusal, err := cardtools.Tools["cards_list"].Run(ctx, cardtools.Env{Store: st, Wallet: w, Recipient: declared}, []byte(`{}`))
+//	out, refusal, err := cardtools.Tools["cards_list"].Run(ctx, adminlink.As(st, cfg, w).(*admin.State), []byte(`{}`))
 //
 // A refusal is the caller's (a card rule, malformed input); an error is
 // the store's.
@@ -42,17 +46,17 @@ type Tool struct {
 	Idempotent  bool
 	// Run performs the operation on input (read strictly: unknown fields
 	// are refused). The output is marshalled to JSON by the caller.
-	Run func(ctx context.Context, env Env, input []byte) (any, *Refusal, error)
+	Run func(ctx context.Context, c Cards, input []byte) (any, *Refusal, error)
 }
 
-// Env is what an operation acts with.
-type Env struct {
-	Store store.Store
-	// Wallet is the calling agent's (the agent the store acts as).
-	Wallet *cards.Wallet
-	// Recipient checks that to is an agent of the configuration: nil, or
-	// the refusal (kind input) naming the agents there are.
-	Recipient func(to string) *Refusal
+// Cards is what an operation acts with: the operators' card operations
+// acting as the calling agent (an *admin.State from admin.State.As), which
+// hold the card rules.
+type Cards interface {
+	Cards(ctx context.Context, agent string) ([]api.Card, error)
+	Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time) (api.Card, error)
+	Transfer(ctx context.Context, id, to string) error
+	Revoke(ctx context.Context, id string) (int, error)
 }
 
 // Refusal is an operation refused for the caller's reason: kind denied (a
@@ -129,16 +133,18 @@ func DecodeInput(tool string, input []byte, v any) *Refusal {
 	return nil
 }
 
-// storeRefusal sorts a store error: a refusal by the card rules or an
-// unknown name is the caller's, anything else is the store's.
-func storeRefusal(op string, err error) (*Refusal, error) {
+// refusal sorts an error of a card operation: a refusal by the card rules
+// or an unknown name is the caller's, anything else is the store's.
+// (admin's errors are these values: admin.ErrNotAllowed is
+// store.ErrNotAllowed, and so on.)
+func refusal(op string, err error) (*Refusal, error) {
 	for _, e := range []error{store.ErrNotAllowed, cards.ErrLowerBoundTooBroad, cards.ErrUpperBoundTooBroad, cards.ErrCardExpired,
 		cards.ErrCardRevoked, cards.ErrInstallRecipientMismatch, cards.ErrSystemCard, cards.ErrEmptyCard} {
 		if errors.Is(err, e) {
 			return &Refusal{Kind: api.KindDenied, Message: op + ": " + err.Error()}, nil
 		}
 	}
-	for _, e := range []error{store.ErrUnknownCard, store.ErrUnknownAgent, store.ErrBadInput} {
+	for _, e := range []error{store.ErrUnknownCard, store.ErrUnknownAgent, store.ErrBadInput, grant.ErrSyntax} {
 		if errors.Is(err, e) {
 			return &Refusal{Kind: api.KindInput, Message: op + ": " + err.Error()}, nil
 		}
@@ -146,39 +152,20 @@ func storeRefusal(op string, err error) (*Refusal, error) {
 	return nil, fmt.Errorf("%s: %v", op, err)
 }
 
-// heldCard returns card id if agent holds it; a card held by another agent
-// is answered exactly like one that does not exist.
-func heldCard(ctx context.Context, st store.Store, agent, id string) (cards.Card, *Refusal, error) {
-	c, err := st.Card(ctx, id)
-	if errors.Is(err, store.ErrUnknownCard) || (err == nil && c.Holder != agent) {
-		return cards.Card{}, &Refusal{Kind: api.KindDenied, Message: fmt.Sprintf("%s: agent %q holds no card %q", store.ErrNotAllowed, agent, id)}, nil
-	}
-	if err != nil {
-		return cards.Card{}, nil, err
-	}
-	return c, nil, nil
-}
-
-func list(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
+func list(ctx context.Context, c Cards, input []byte) (any, *Refusal, error) {
 	var in struct{}
 	if r := DecodeInput("cards_list", input, &in); r != nil {
 		return nil, r, nil
 	}
-	w := env.Wallet
-	all, err := env.Store.Cards(ctx, w.Agent())
+	out, err := c.Cards(ctx, "")
 	if err != nil {
-		return nil, nil, err
-	}
-	out := []cards.Card{}
-	for _, c := range all {
-		if w.Decide(grant.CardTarget("inspect", c.ID)).Allow {
-			out = append(out, c)
-		}
+		r, err := refusal("listing cards", err)
+		return nil, r, err
 	}
 	return map[string]any{"cards": out}, nil, nil
 }
 
-func derive(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
+func derive(ctx context.Context, c Cards, input []byte) (any, *Refusal, error) {
 	var in struct {
 		Card      string   `json:"card"`
 		To        string   `json:"to"`
@@ -191,13 +178,12 @@ func derive(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
 	if len(in.Grants) == 0 {
 		return nil, &Refusal{Kind: api.KindInput, Message: "cards_derive: grants is empty; name at least one grant, e.g. \"tool:invoke weather --city=Paris\""}, nil
 	}
-	gs := make([]grant.Grant, len(in.Grants))
+	// The grammar is checked here for the input's own words (which
+	// grants[i]); admin parses them again, as it does the CLI's.
 	for i, s := range in.Grants {
-		g, err := grant.Parse(s)
-		if err != nil {
+		if _, err := grant.Parse(s); err != nil {
 			return nil, &Refusal{Kind: api.KindInput, Message: fmt.Sprintf("cards_derive: grants[%d]: %v", i, err)}, nil
 		}
-		gs[i] = g
 	}
 	var expires time.Time
 	if in.ExpiresIn != "" {
@@ -207,23 +193,15 @@ func derive(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
 		}
 		expires = time.Now().Add(d)
 	}
-	if r := env.Recipient(in.To); r != nil {
-		return nil, r, nil
-	}
-	agent := env.Wallet.Agent()
-	parent, r, err := heldCard(ctx, env.Store, agent, in.Card)
-	if r != nil || err != nil {
-		return nil, r, err
-	}
-	c, err := env.Store.Derive(ctx, store.AgentActor(agent), parent.ID, in.To, cards.Child(parent, gs, expires))
+	card, err := c.Derive(ctx, in.Card, in.To, in.Grants, expires)
 	if err != nil {
-		r, err := storeRefusal(fmt.Sprintf("deriving from card %s for agent %q", parent.ID, in.To), err)
+		r, err := refusal(fmt.Sprintf("deriving from card %s for agent %q", in.Card, in.To), err)
 		return nil, r, err
 	}
-	return map[string]any{"id": c.ID}, nil, nil
+	return map[string]any{"id": card.ID}, nil, nil
 }
 
-func transfer(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
+func transfer(ctx context.Context, c Cards, input []byte) (any, *Refusal, error) {
 	var in struct {
 		Card string `json:"card"`
 		To   string `json:"to"`
@@ -231,21 +209,14 @@ func transfer(ctx context.Context, env Env, input []byte) (any, *Refusal, error)
 	if r := DecodeInput("cards_transfer", input, &in); r != nil {
 		return nil, r, nil
 	}
-	if r := env.Recipient(in.To); r != nil {
-		return nil, r, nil
-	}
-	agent := env.Wallet.Agent()
-	if _, r, err := heldCard(ctx, env.Store, agent, in.Card); r != nil || err != nil {
-		return nil, r, err
-	}
-	if err := env.Store.Transfer(ctx, store.AgentActor(agent), in.Card, in.To); err != nil {
-		r, err := storeRefusal(fmt.Sprintf("transferring card %s to agent %q", in.Card, in.To), err)
+	if err := c.Transfer(ctx, in.Card, in.To); err != nil {
+		r, err := refusal(fmt.Sprintf("transferring card %s to agent %q", in.Card, in.To), err)
 		return nil, r, err
 	}
 	return map[string]any{"card": in.Card, "to": in.To}, nil, nil
 }
 
-func revoke(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
+func revoke(ctx context.Context, c Cards, input []byte) (any, *Refusal, error) {
 	var in struct {
 		Card string `json:"card"`
 	}
@@ -255,14 +226,9 @@ func revoke(ctx context.Context, env Env, input []byte) (any, *Refusal, error) {
 	if strings.TrimSpace(in.Card) == "" {
 		return nil, &Refusal{Kind: api.KindInput, Message: "cards_revoke: card is empty; name the ID of the card to revoke"}, nil
 	}
-	agent := env.Wallet.Agent()
-	n, err := env.Store.Revoke(ctx, store.AgentActor(agent), in.Card)
-	if errors.Is(err, store.ErrUnknownCard) {
-		// Worded as for a card outside the agent's reach.
-		return nil, &Refusal{Kind: api.KindDenied, Message: fmt.Sprintf("revoking card %s: %s: agent %q holds neither it nor any card it was derived from", in.Card, store.ErrNotAllowed, agent)}, nil
-	}
+	n, err := c.Revoke(ctx, in.Card)
 	if err != nil {
-		r, err := storeRefusal(fmt.Sprintf("revoking card %s", in.Card), err)
+		r, err := refusal(fmt.Sprintf("revoking card %s", in.Card), err)
 		return nil, r, err
 	}
 	return map[string]any{"revoked": n}, nil, nil

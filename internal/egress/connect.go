@@ -287,7 +287,7 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	tunnel(client, buf.Reader, conn)
 }
 
-func (p *ConnectProxy) refuse(w http.ResponseWriter, r *http.Request, ev *event, d Decision, start time.Time) {
+func (p *ConnectProxy) refuse(w http.ResponseWriter, r *http.Request, ev *event, d Ruling, start time.Time) {
 	ev.refuse(d)
 	ev.duration = time.Since(start)
 	p.gate.record(r.Context(), ev)

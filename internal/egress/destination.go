@@ -93,7 +93,7 @@ func PathPrefixProblem(p string) string {
 
 // checkDestination applies the bindings of secret to a request for t with
 // method. It runs before the credential is resolved and attached.
-func (p *Policy) checkDestination(secret string, t target, method string) Decision {
+func (p *Policy) checkDestination(secret string, t target, method string) Ruling {
 	for i := range p.dests {
 		d := &p.dests[i]
 		if d.Secret != secret {

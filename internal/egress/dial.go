@@ -146,7 +146,7 @@ func (d *dialer) dial(ctx context.Context, addr string, plain bool) (net.Conn, s
 			if c.Rule == netguard.RuleMetadata {
 				fix = "; a cloud metadata address can only be allowed by its own exact entry in the tool's http_allow_cidrs"
 			}
-			return nil, "", &deniedError{Decision{Rule: c.Rule, Reason: c.Describe(host) + fix}}
+			return nil, "", &deniedError{Ruling{Rule: c.Rule, Reason: c.Describe(host) + fix}}
 		}
 		if plain && netguard.Classify(a).Rule != netguard.RuleLoopback {
 			return nil, "", &deniedError{deny(RuleHTTPSRequired, "plain http is only allowed to loopback, and address %s of %s is not loopback", a, host)}

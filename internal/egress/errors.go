@@ -11,9 +11,9 @@ var (
 	ErrDenied = errors.New("denied by egress policy")
 )
 
-// deniedError carries a Decision through net/http's error wrapping, from
+// deniedError carries a Ruling through net/http's error wrapping, from
 // the dialer (where addresses are checked) back to Fetch.
-type deniedError struct{ d Decision }
+type deniedError struct{ d Ruling }
 
 func (e *deniedError) Error() string { return e.d.Reason }
 func (e *deniedError) Unwrap() error { return ErrDenied }

@@ -124,7 +124,7 @@ func FuzzHeaders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method, name, value string) {
 		m, dm := checkMethod(method)
 		h, dh := checkHeaders([]Header{{Name: name, Value: value}})
-		for _, d := range []Decision{dm, dh} {
+		for _, d := range []Ruling{dm, dh} {
 			if !d.Allow && !strings.HasSuffix(d.Reason, "(rule: "+d.Rule+")") {
 				t.Fatalf("denial without its rule: %+v", d)
 			}

@@ -170,7 +170,7 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *F
 // part of a resource (Range, If-Range): redaction sees one response at a
 // time, so a tool could ask an echoing server for the secret a few bytes at
 // a time, each piece shorter than any form the redactor matches.
-func noRangeWithSecret(h http.Header) Decision {
+func noRangeWithSecret(h http.Header) Ruling {
 	for k := range h {
 		// '_' is '-' to CGI-style servers, as in checkHeaders.
 		switch textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(k, "_", "-")) {
@@ -372,7 +372,7 @@ func describeVisibleBody(h http.Header, method string, status int, body, visible
 
 // authorize asks a request's Authorizer about t. Its reason gets the
 // rule appended, like the gate's own denials.
-func authorize(a Authorizer, t target, credential string) Decision {
+func authorize(a Authorizer, t target, credential string) Ruling {
 	err := a(t.host, int(t.port), credential)
 	if err == nil {
 		return allowed
@@ -388,7 +388,7 @@ func authorize(a Authorizer, t target, credential string) Decision {
 // the credential name: declared, and within its destinations. Both come
 // before its value is read from the snapshot, so the answer for an
 // undeclared name is the same whether or not the host holds a value for it.
-func (p *Policy) mayAttach(name string, t target, method string) Decision {
+func (p *Policy) mayAttach(name string, t target, method string) Ruling {
 	if !p.declares(name) {
 		return deny(RuleCredentialUndeclared, "credential %s is not in this tool's secrets", quote(name))
 	}
@@ -397,7 +397,7 @@ func (p *Policy) mayAttach(name string, t target, method string) Decision {
 
 // credential resolves a credential name the policy let the request carry
 // (mayAttach) from the request's snapshot of secret values.
-func credential(vals []secretValue, name string) (string, Decision) {
+func credential(vals []secretValue, name string) (string, Ruling) {
 	i := slices.IndexFunc(vals, func(s secretValue) bool { return s.name == name })
 	if i < 0 || vals[i].value == "" {
 		return "", deny(RuleCredentialMissing, "credential %s is declared but has no value on the host (set %s%s)", quote(name), SecretEnvPrefix, name)
@@ -527,7 +527,7 @@ func (e *event) setTarget(t target) {
 	}
 }
 
-func (e *event) refuse(d Decision) *FetchError {
+func (e *event) refuse(d Ruling) *FetchError {
 	e.decision, e.rule, e.reason = "deny", d.Rule, d.Reason
 	return &FetchError{Kind: FetchDenied, Message: d.Reason}
 }

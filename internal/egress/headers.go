@@ -40,7 +40,7 @@ const (
 )
 
 // checkMethod returns the method to send ("" means GET).
-func checkMethod(m string) (string, Decision) {
+func checkMethod(m string) (string, Ruling) {
 	if m == "" {
 		return http.MethodGet, allowed
 	}
@@ -55,7 +55,7 @@ func checkMethod(m string) (string, Decision) {
 
 // checkHeaders validates a tool's headers and returns them ready to send.
 // Every header is checked before anything is sent; the first problem wins.
-func checkHeaders(hs []Header) (http.Header, Decision) {
+func checkHeaders(hs []Header) (http.Header, Ruling) {
 	if len(hs) > maxHeaders {
 		return nil, deny(RuleHeaderInvalid, "%d headers given, the maximum is %d", len(hs), maxHeaders)
 	}

@@ -43,20 +43,20 @@ const (
 	RuleFailed          = "failed"
 )
 
-// Decision is the outcome of one policy check. Reason is one sentence an
+// Ruling is the outcome of one policy check. Reason is one sentence an
 // operator (and the tool) can act on; a denial's Reason ends with
 // "(rule: <Rule>)".
-type Decision struct {
+type Ruling struct {
 	Allow  bool
 	Rule   string
 	Reason string
 }
 
-var allowed = Decision{Allow: true, Rule: RuleAllowed}
+var allowed = Ruling{Allow: true, Rule: RuleAllowed}
 
 // deny builds a denial whose reason names its rule.
-func deny(rule, format string, args ...any) Decision {
-	return Decision{Rule: rule, Reason: fmt.Sprintf(format, args...) + " (rule: " + rule + ")"}
+func deny(rule, format string, args ...any) Ruling {
+	return Ruling{Rule: rule, Reason: fmt.Sprintf(format, args...) + " (rule: " + rule + ")"}
 }
 
 // quote quotes tool-supplied text for a message: escaped to ASCII, so

@@ -62,7 +62,7 @@ func (t target) String() string {
 
 // normalizeURL parses a tool's URL and returns its canonical parts, or a
 // denial naming what is wrong. It knows nothing of any policy.
-func normalizeURL(raw string) (target, Decision) {
+func normalizeURL(raw string) (target, Ruling) {
 	if len(raw) > maxURLLen {
 		return target{}, deny(RuleURL, "URL is %d bytes long, the maximum is %d", len(raw), maxURLLen)
 	}
@@ -120,7 +120,7 @@ func normalizeURL(raw string) (target, Decision) {
 	if !strings.HasPrefix(rawPath, "/") {
 		return target{}, deny(RuleURL, "path of URL %s does not start with '/'", quote(raw))
 	}
-	var d Decision
+	var d Ruling
 	if t.path, d = escapeRaw(rawPath, "path", pathByteOK); !d.Allow {
 		return target{}, d
 	}
@@ -130,7 +130,7 @@ func normalizeURL(raw string) (target, Decision) {
 	return t, allowed
 }
 
-func (t *target) setHost(u *url.URL) Decision {
+func (t *target) setHost(u *url.URL) Ruling {
 	name := u.Hostname()
 	for i := 0; i < len(name); i++ {
 		// Before anything lowercases it: strings.ToLower maps some
@@ -161,7 +161,7 @@ func (t *target) setHost(u *url.URL) Decision {
 	return allowed
 }
 
-func (t *target) setPort(u *url.URL) Decision {
+func (t *target) setPort(u *url.URL) Ruling {
 	p := u.Port()
 	if p == "" {
 		if strings.HasSuffix(u.Host, ":") {
@@ -193,7 +193,7 @@ func urlErrText(err error) string {
 // query (space, controls, non-ASCII, and the delimiters RFC 3986 excludes),
 // keeps existing escapes as they are, and refuses a '%' that does not start
 // an escape, whose meaning would be a guess.
-func escapeRaw(s, what string, ok func(byte) bool) (string, Decision) {
+func escapeRaw(s, what string, ok func(byte) bool) (string, Ruling) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -236,7 +236,7 @@ func queryByteOK(c byte) bool { return c == '?' || pathByteOK(c) }
 
 // checkTarget applies the tool's policy to a normalised URL: allowlist,
 // scheme, port. Nothing here touches the network.
-func (p *Policy) checkTarget(t target) Decision {
+func (p *Policy) checkTarget(t target) Ruling {
 	if !p.allowsHost(t.host) {
 		switch {
 		case len(p.allow) == 0:

@@ -19,7 +19,7 @@ type boundaryBackend struct {
 	conflict string // an approval ends in conflict with this reason
 }
 
-func (b *boundaryBackend) Decide(ctx context.Context, id string, d Decision) (Approval, error) {
+func (b *boundaryBackend) Decide(ctx context.Context, id string, d Answer) (Approval, error) {
 	b.mu.Lock()
 	a, ok := b.approvals[id]
 	b.mu.Unlock()

@@ -260,7 +260,7 @@ func (in *inbox) approval(w http.ResponseWriter, r *http.Request, op operator) {
 // always or deny) and shows the request as decided.
 func (in *inbox) decide(w http.ResponseWriter, r *http.Request, op operator) {
 	id := r.PathValue("id")
-	d := Decision{By: "operator:" + op.name}
+	d := Answer{By: "operator:" + op.name}
 	var done string
 	switch r.PostForm.Get("action") {
 	case "approve":

@@ -73,7 +73,7 @@ type Backend interface {
 	// Approval returns one request, in any state (ErrNotFound).
 	Approval(ctx context.Context, id string) (Approval, error)
 	// Decide records a decision; it returns the request as decided.
-	Decide(ctx context.Context, id string, d Decision) (Approval, error)
+	Decide(ctx context.Context, id string, d Answer) (Approval, error)
 	// RecentAudit returns up to limit of the newest audit records, newest
 	// first.
 	RecentAudit(ctx context.Context, limit int) ([]AuditRecord, error)
@@ -147,8 +147,8 @@ type BoundaryEntry struct {
 	Scope  string // exact or subtree
 }
 
-// Decision is an operator's answer (maiden's Decision).
-type Decision struct {
+// Answer is an operator's answer (maiden's Answer).
+type Answer struct {
 	Approve bool
 	Always  bool
 	Grant   string // the edited always-grant; "" = the request's AlwaysGrant

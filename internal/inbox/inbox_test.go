@@ -28,7 +28,7 @@ type fakeBackend struct {
 	mu        sync.Mutex
 	operators map[string]string // token → operator
 	approvals map[string]Approval
-	decided   []Decision
+	decided   []Answer
 	decideErr error
 	audit     []AuditRecord
 	verifyN   int64
@@ -95,7 +95,7 @@ func (f *fakeBackend) Approval(_ context.Context, id string) (Approval, error) {
 	return a, nil
 }
 
-func (f *fakeBackend) Decide(_ context.Context, id string, d Decision) (Approval, error) {
+func (f *fakeBackend) Decide(_ context.Context, id string, d Answer) (Approval, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.decided = append(f.decided, d)
@@ -138,10 +138,10 @@ func (f *fakeBackend) RevokeCard(_ context.Context, id, by string) (int, error) 
 	return 2, nil
 }
 
-func (f *fakeBackend) decisions() []Decision {
+func (f *fakeBackend) decisions() []Answer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]Decision(nil), f.decided...)
+	return append([]Answer(nil), f.decided...)
 }
 
 // client is a browser stand-in: a cookie jar, no redirects followed, and
@@ -408,11 +408,11 @@ func TestCSRFAndCrossSitePosts(t *testing.T) {
 func TestDecisions(t *testing.T) {
 	cases := []struct {
 		form url.Values
-		want Decision
+		want Answer
 	}{
-		{url.Values{"action": {"approve"}}, Decision{Approve: true, By: "operator:alice"}},
-		{url.Values{"action": {"always"}, "grant": {" approve:always weather --city=* "}}, Decision{Approve: true, Always: true, Grant: "approve:always weather --city=*", By: "operator:alice"}},
-		{url.Values{"action": {"deny"}, "reason": {"not on a Sunday"}}, Decision{By: "operator:alice", Reason: "not on a Sunday"}},
+		{url.Values{"action": {"approve"}}, Answer{Approve: true, By: "operator:alice"}},
+		{url.Values{"action": {"always"}, "grant": {" approve:always weather --city=* "}}, Answer{Approve: true, Always: true, Grant: "approve:always weather --city=*", By: "operator:alice"}},
+		{url.Values{"action": {"deny"}, "reason": {"not on a Sunday"}}, Answer{By: "operator:alice", Reason: "not on a Sunday"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.form.Get("action"), func(t *testing.T) {

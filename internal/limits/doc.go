@@ -45,7 +45,7 @@
 //
 // # Refusal text
 //
-// Decision.Message gives what the agent sees, e.g. "rate limit: 10 per
+// Outcome.Message gives what the agent sees, e.g. "rate limit: 10 per
 // minute for agent ops on tool weather; try again in 4.2 s". The wait is
 // rounded up to a tenth of a second, so retrying after it succeeds.
 package limits

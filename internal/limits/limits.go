@@ -20,8 +20,8 @@ type Bucket struct {
 // arrival time in Unix nanoseconds. The zero value is a full bucket.
 type BucketState struct{ TAT int64 }
 
-// Decision is the outcome of one take or spend.
-type Decision struct {
+// Outcome is the outcome of one take or spend.
+type Outcome struct {
 	Allowed   bool
 	Remaining int64         // tokens or units left after this call (when allowed) or now (when refused)
 	Wait      time.Duration // when refused: how long until the same call would be allowed; 0 if never
@@ -55,12 +55,12 @@ func (b Bucket) Check() error {
 
 // Take takes cost tokens at now from a bucket in state st, and returns the
 // decision and the state to persist (st itself when refused).
-func Take(b Bucket, st BucketState, cost int64, now time.Time) (Decision, BucketState, error) {
+func Take(b Bucket, st BucketState, cost int64, now time.Time) (Outcome, BucketState, error) {
 	if err := b.Check(); err != nil {
-		return Decision{}, st, err
+		return Outcome{}, st, err
 	}
 	if cost < 0 {
-		return Decision{}, st, fmt.Errorf("%w: a negative cost (%d)", ErrConfig, cost)
+		return Outcome{}, st, fmt.Errorf("%w: a negative cost (%d)", ErrConfig, cost)
 	}
 	t := now.UnixNano()
 	tat := max(st.TAT, t)
@@ -68,14 +68,14 @@ func Take(b Bucket, st BucketState, cost int64, now time.Time) (Decision, Bucket
 	burst, _ := mulDiv(b.Capacity, int64(b.Interval), b.Refill)
 	owed := tat - t
 	if cost > b.Capacity {
-		return Decision{Remaining: b.remaining(burst - owed), Never: true}, st, nil
+		return Outcome{Remaining: b.remaining(burst - owed), Never: true}, st, nil
 	}
 	step, _ := mulDiv(cost, int64(b.Interval), b.Refill)
 	if owed+step > burst {
-		return Decision{Remaining: b.remaining(burst - owed), Wait: time.Duration(owed + step - burst)}, st, nil
+		return Outcome{Remaining: b.remaining(burst - owed), Wait: time.Duration(owed + step - burst)}, st, nil
 	}
 	next := tat + step
-	return Decision{Allowed: true, Remaining: b.remaining(burst - owed - step)}, BucketState{TAT: next}, nil
+	return Outcome{Allowed: true, Remaining: b.remaining(burst - owed - step)}, BucketState{TAT: next}, nil
 }
 
 // remaining is the whole tokens a span of free time holds.
@@ -110,12 +110,12 @@ func (w Window) Check() error {
 
 // Spend spends cost units at now from a window in state st, and returns
 // the decision and the state to persist.
-func Spend(w Window, st WindowState, cost int64, now time.Time) (Decision, WindowState, error) {
+func Spend(w Window, st WindowState, cost int64, now time.Time) (Outcome, WindowState, error) {
 	if err := w.Check(); err != nil {
-		return Decision{}, st, err
+		return Outcome{}, st, err
 	}
 	if cost < 0 {
-		return Decision{}, st, fmt.Errorf("%w: a negative cost (%d)", ErrConfig, cost)
+		return Outcome{}, st, fmt.Errorf("%w: a negative cost (%d)", ErrConfig, cost)
 	}
 	t := now.UnixNano()
 	start := t - mod(t, int64(w.Length))
@@ -125,15 +125,15 @@ func Spend(w Window, st WindowState, cost int64, now time.Time) (Decision, Windo
 	} // else the same window, or the clock went back: keep counting
 	left := max(w.Limit-cur.Used, 0)
 	if cost > w.Limit {
-		return Decision{Remaining: left, Never: true}, st, nil
+		return Outcome{Remaining: left, Never: true}, st, nil
 	}
 	if cost > left {
 		end := cur.Start + int64(w.Length)
 		wait := time.Duration(max(end-t, 1))
-		return Decision{Remaining: left, Wait: wait}, st, nil
+		return Outcome{Remaining: left, Wait: wait}, st, nil
 	}
 	cur.Used += cost
-	return Decision{Allowed: true, Remaining: left - cost}, cur, nil
+	return Outcome{Allowed: true, Remaining: left - cost}, cur, nil
 }
 
 func mod(a, m int64) int64 {
@@ -177,7 +177,7 @@ func per(d time.Duration) string {
 // kind ("rate limit", "quota") described as what, e.g. "rate limit: 10
 // per minute for agent ops on tool weather; try again in 4.2 s". It is ""
 // for an allowed decision.
-func (d Decision) Message(kind, what, agent, tool string) string {
+func (d Outcome) Message(kind, what, agent, tool string) string {
 	if d.Allowed {
 		return ""
 	}

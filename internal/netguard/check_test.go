@@ -40,7 +40,7 @@ type decisionView struct {
 	Reason string
 }
 
-func dview(d netguard.Decision) decisionView {
+func dview(d netguard.Result) decisionView {
 	return decisionView{Allow: d.Allow, Rule: d.Rule, Reason: d.Reason}
 }
 
@@ -113,10 +113,10 @@ func TestCheckAdversarial(t *testing.T) {
 				t.Errorf("Check(%s, nil) mismatch (-want +got):\n%s", tc.addr, diff)
 			}
 			if got.Addr != tc.addr {
-				t.Errorf("Decision.Addr = %v, want %v", got.Addr, tc.addr)
+				t.Errorf("Result.Addr = %v, want %v", got.Addr, tc.addr)
 			}
 			if c := netguard.Classify(tc.addr); c.Rule != got.Rule || view(c) != view(got.Verdict) {
-				t.Errorf("Classify = %+v, Decision.Verdict = %+v; want the same verdict", view(c), view(got.Verdict))
+				t.Errorf("Classify = %+v, Result.Verdict = %+v; want the same verdict", view(c), view(got.Verdict))
 			}
 		})
 	}
@@ -228,8 +228,8 @@ func TestDescribe(t *testing.T) {
 	if got := netguard.Check(netip.Addr{}, nil).Describe("x.example"); got != "address (invalid) of x.example is not a valid IP address (rule: invalid)" {
 		t.Errorf("Describe for invalid address = %q", got)
 	}
-	if got := (netguard.Decision{}).Describe("x.example"); got != "" {
-		t.Errorf("zero Decision.Describe = %q, want empty", got)
+	if got := (netguard.Result{}).Describe("x.example"); got != "" {
+		t.Errorf("zero Result.Describe = %q, want empty", got)
 	}
 }
 

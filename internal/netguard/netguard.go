@@ -29,8 +29,8 @@ type Verdict struct {
 	Outer netip.Addr
 }
 
-// Decision is the outcome of Check.
-type Decision struct {
+// Result is the outcome of Check.
+type Result struct {
 	Allow bool
 	// Rule is the verdict's rule, or "operator-allowed" when a special
 	// address was let through by an allowance.
@@ -196,7 +196,7 @@ func Classify(a netip.Addr) Verdict {
 // inside one of the operator's allowed prefixes; see the package
 // documentation for how allowances apply to embedded IPv4 addresses and to
 // metadata addresses.
-func Check(addr netip.Addr, allowed []netip.Prefix) Decision {
+func Check(addr netip.Addr, allowed []netip.Prefix) Result {
 	r := routeOf(addr)
 	var (
 		by      [2]netip.Prefix
@@ -279,8 +279,8 @@ func subject(a netip.Addr) string {
 	return a.String()
 }
 
-func decide(addr netip.Addr, allow bool, rule string, v Verdict, pred string) Decision {
-	return Decision{
+func decide(addr netip.Addr, allow bool, rule string, v Verdict, pred string) Result {
+	return Result{
 		Allow:   allow,
 		Rule:    rule,
 		Reason:  "address " + subject(addr) + " " + pred,
@@ -293,7 +293,7 @@ func decide(addr netip.Addr, allow bool, rule string, v Verdict, pred string) De
 // e.g. "address 10.0.0.5 of api.example.com is private (rule: private-range)".
 // An empty host, or a host that is the address literal itself, leaves Reason
 // unchanged.
-func (d Decision) Describe(host string) string {
+func (d Result) Describe(host string) string {
 	subj := subject(d.Addr)
 	lead := "address " + subj + " "
 	rest, ok := strings.CutPrefix(d.Reason, lead)

@@ -7,7 +7,7 @@ import "net/netip"
 const (
 	RuleGlobal          = "global"           // ordinary global unicast
 	RuleInvalid         = "invalid"          // the zero netip.Addr
-	RuleOperatorAllowed = "operator-allowed" // Decision only: special but allowed
+	RuleOperatorAllowed = "operator-allowed" // Result only: special but allowed
 
 	RuleMetadata = "metadata" // cloud metadata / credential endpoints
 

@@ -30,7 +30,13 @@
 //     child in a burst of grants.
 //   - Migrations are numbered steps run on Open, each in its own
 //     transaction with its row in schema_migrations; a file at a version this
-//     binary does not know is ErrSchemaTooNew and is left untouched.
+//     binary does not know is ErrSchemaTooNew and is left untouched. Open
+//     reads the version first without the write lock, so that opening a
+//     store another process is writing does not wait for that writer;
+//     every statement of the open retries on SQLITE_BUSY (the busy handler
+//     does not cover a connection's first PRAGMA journal_mode=WAL on a file
+//     being created) up to the busy timeout, then fails with ErrLocked
+//     (TestOpenWhileAnotherWrites, TestOpenMigrationWaitsForLock).
 //   - Portable SQL: TEXT, BIGINT and INTEGER columns, times as Unix
 //     nanoseconds, '?' placeholders (a PostgreSQL store rebinds them to $n),
 //     ON CONFLICT DO NOTHING, NOT EXISTS, no AUTOINCREMENT and no SQLite
@@ -201,8 +207,10 @@
 //     without a file, never a file without its row. A position row is
 //     missing either before a file's first batch or after its removal; the
 //     file's existence, checked under the write lock, tells them apart.
-//   - Open ingests completely the journals of processes that are gone,
-//     and a busy ingester looks again every 30 s. A writer holds an
+//   - Open ingests completely the journals of processes that are gone
+//     (unless another process holds the write lock beyond the busy
+//     timeout: then the ingester sweeps at its first run, and the next
+//     Open), and a busy ingester looks again every 30 s. A writer holds an
 //     exclusive flock on its file (taken on a descriptor of its own
 //     before the file gets its name, so no sweeper ever sees it unlocked,
 //     and kept until the file is removed); the kernel drops it when the

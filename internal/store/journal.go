@@ -130,6 +130,7 @@ type Journal struct {
 	errSeq    int64         // failed ingestion attempts so far
 
 	torn, damaged, swept atomic.Int64
+	sweepSoon            atomic.Bool // Open could not sweep (the store was busy): the ingester sweeps at its first run
 }
 
 // journalFile is one of this journal's files. name, lines, size and sealed
@@ -579,6 +580,9 @@ func (j *Journal) run() {
 	defer close(j.done)
 	var backoff time.Duration
 	lastSweep := time.Now()
+	if j.sweepSoon.Load() { // Open's sweep found the store busy
+		lastSweep = time.Time{}
+	}
 	for {
 		wait := backoff
 		if backoff == 0 {

@@ -693,7 +693,7 @@ func (s *SQLite) hostSettleTx(ctx context.Context, tx *sql.Tx, r BoundaryRequest
 // comes back with its session as stored. A pending request past its expiry
 // is denied with reason expired (committed) and is ErrApprovalState too. An
 // unknown handle is ErrUnknownBoundaryRequest.
-func (s *SQLite) SettleBoundaryRequest(ctx context.Context, handle string, d boundary.Decision, by string) (BoundaryRequest, Session, error) {
+func (s *SQLite) SettleBoundaryRequest(ctx context.Context, handle string, d boundary.Answer, by string) (BoundaryRequest, Session, error) {
 	if err := checkName("settled by", by); err != nil {
 		return BoundaryRequest{}, Session{}, fmt.Errorf("settle boundary request %s: %w", handle, err)
 	}

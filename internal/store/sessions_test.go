@@ -53,7 +53,7 @@ func request(t *testing.T, s *SQLite, session, id string, x []byte) BoundaryRequ
 	return r
 }
 
-func settle(t *testing.T, s *SQLite, handle string, d boundary.Decision) (BoundaryRequest, Session) {
+func settle(t *testing.T, s *SQLite, handle string, d boundary.Answer) (BoundaryRequest, Session) {
 	t.Helper()
 	r, ss, err := s.SettleBoundaryRequest(context.Background(), handle, d, "operator:ann")
 	if err != nil {
@@ -361,7 +361,7 @@ func testSettleOnce(t *testing.T, be backend) {
 	}
 	first, ss := settle(t, s, r.Handle, boundary.Allow())
 	g0, n0 := counters(t, s)
-	for _, d := range []boundary.Decision{boundary.Deny("changed my mind"), boundary.Allow()} {
+	for _, d := range []boundary.Answer{boundary.Deny("changed my mind"), boundary.Allow()} {
 		again, ss2, err := s.SettleBoundaryRequest(ctx, r.Handle, d, "operator:bob")
 		if !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "approved") || !strings.Contains(err.Error(), r.Handle) {
 			t.Fatalf("settle again: %v", err)
@@ -401,7 +401,7 @@ func testDenyAndConflict(t *testing.T, be backend) {
 	for _, c := range []struct {
 		id     string
 		x      []byte
-		d      boundary.Decision
+		d      boundary.Answer
 		status boundary.Status
 		reason string
 		rev    int64

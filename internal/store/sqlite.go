@@ -62,8 +62,9 @@ type Options struct {
 	// database; zero means 16. (The change feed holds one more.)
 	MaxConns int
 
-	journalRotate int64 // journal file size that starts a new one (tests); zero means 8 MiB
-	journalNoMap  bool  // write the journal with write(2) even where it can be mapped (tests)
+	journalRotate int64  // journal file size that starts a new one (tests); zero means 8 MiB
+	journalNoMap  bool   // write the journal with write(2) even where it can be mapped (tests)
+	openBusy      func() // called when Open first finds a SQLite file busy (tests)
 }
 
 // DB is the store: in one SQLite file, or in a PostgreSQL database shared
@@ -150,20 +151,31 @@ func openSQLite(ctx context.Context, path string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
 	s := newDB(db, path, opts)
-	if err := s.migrateRetrying(ctx, busy); err != nil {
+	// Every statement of the open retries while the file is busy, up to
+	// busy: SQLite's busy handler does not cover all of them (see
+	// busyRetrier), and a store being created or migrated by another
+	// process is no reason to fail.
+	retry := busyRetrier{patience: busy, onBusy: opts.openBusy}
+	if err := retry.do(ctx, func() error { return s.migrateSQLite(ctx) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
-	if err := s.prepare(ctx); err != nil {
+	if err := retry.do(ctx, func() error { return s.prepare(ctx) }); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
 	// One connection stays open (and has read through the WAL) for the
 	// store's life, so the WAL index exists and is not rebuilt under us.
-	if s.pin, err = db.Conn(ctx); err == nil {
+	err = retry.do(ctx, func() error {
+		var err error
+		if s.pin == nil {
+			if s.pin, err = db.Conn(ctx); err != nil {
+				return err
+			}
+		}
 		var g int64
-		err = s.pin.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`).Scan(&g)
-	}
+		return s.pin.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`).Scan(&g)
+	})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
@@ -202,7 +214,18 @@ func (s *DB) prepare(ctx context.Context) (err error) {
 // journals of processes that died, before anything reads the chain.
 func (s *DB) startJournal(ctx context.Context, dir string, opts *Options) error {
 	s.journal = newJournal(s, dir, opts)
-	return s.sweepJournals(ctx)
+	err := s.sweepJournals(ctx)
+	if err != nil && isBusy(err) {
+		// Another process held the write lock for longer than the busy
+		// timeout (it may be ingesting a large journal of its own). What
+		// was not ingested stays in its file, ingested in whole batches
+		// or not at all: the ingester sweeps again at its first run, the
+		// next Open too. No reason to refuse the store.
+		s.journal.sweepSoon.Store(true)
+		s.journal.log.Warn("audit journal: the store is busy; journals of gone processes left for later", "dir", dir, "err", err)
+		return nil
+	}
+	return err
 }
 
 // Close closes the database, after ingesting what the audit journal holds
@@ -370,20 +393,37 @@ ALTER TABLE approvals ADD COLUMN policy TEXT NOT NULL DEFAULT ''
 // SchemaVersion is the schema version this binary writes.
 func SchemaVersion() int { return len(migrations) - 1 }
 
-// migrate applies the missing steps, each in its own transaction with its
-// version row, so that several processes opening one new file at once
-// serialise on the write lock and each step runs once.
-// migrateRetrying runs migrate, retrying for up to patience while the file
-// is busy. SQLite does not always call the busy handler while a new file
-// is being set up by another process (switching it to WAL, recovering its
-// index): then a statement fails at once with SQLITE_BUSY, which here only
-// means "another maiden is creating or migrating this file, wait".
-func (s *DB) migrateRetrying(ctx context.Context, patience time.Duration) error {
-	deadline := time.Now().Add(patience)
+// busyRetrier runs the statements of an open again while the SQLite file
+// is busy, for up to patience in all. SQLite does not always call the
+// busy handler: a connection's first PRAGMA journal_mode=WAL on a file not
+// yet in WAL mode (being created by another process) upgrades a read to a
+// write, and a file whose WAL index another process is setting up can
+// answer SQLITE_BUSY at once; either way a statement fails at once with
+// SQLITE_BUSY, which here only means "another maiden is creating,
+// migrating or writing this file: wait".
+type busyRetrier struct {
+	patience time.Duration
+	onBusy   func() // called once, at the first busy answer (tests)
+	start    time.Time
+}
+
+func (r *busyRetrier) do(ctx context.Context, f func() error) error {
+	if r.start.IsZero() {
+		r.start = time.Now()
+	}
+	deadline := r.start.Add(r.patience)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		err := s.migrate(ctx, s.db)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+		err := f()
+		if err == nil || !isBusy(err) {
 			return err
+		}
+		if r.onBusy != nil {
+			r.onBusy()
+			r.onBusy = nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: gave up after waiting %s for another process's write (Options.BusyTimeout): %w",
+				ErrLocked, r.patience, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -400,6 +440,40 @@ func isBusy(err error) bool {
 	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
+// migrateSQLite brings a SQLite file's schema up to date. A file already
+// at this binary's version needs no write: the version is read first,
+// without the write lock, so that opening a store another process is
+// writing (a large journal being ingested, a burst of grants) does not
+// wait for it. Only a file to create or migrate takes the write lock.
+func (s *DB) migrateSQLite(ctx context.Context) error {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if n == 1 {
+		var v sql.NullInt64
+		if err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		switch cur := int(v.Int64); {
+		case cur > SchemaVersion():
+			return schemaTooNew(cur)
+		case cur == SchemaVersion():
+			return nil
+		}
+	}
+	return s.migrate(ctx, s.db)
+}
+
+func schemaTooNew(cur int) error {
+	return fmt.Errorf("%w: the store is at version %d, this maiden knows up to %d (upgrade maiden, or use another -state store)",
+		ErrSchemaTooNew, cur, SchemaVersion())
+}
+
+// migrate applies the missing steps, each in its own transaction with its
+// version row, so that several processes opening one new file at once
+// serialise on the write lock and each step runs once.
 // migrator is what migrate runs on: the pool (SQLite), or the one
 // connection that holds the migration lock (PostgreSQL).
 type migrator interface {
@@ -432,8 +506,7 @@ func (s *DB) migrateOne(ctx context.Context, m migrator) (done bool, err error) 
 	cur := int(v.Int64)
 	switch {
 	case cur > SchemaVersion():
-		return false, fmt.Errorf("%w: the store is at version %d, this maiden knows up to %d (upgrade maiden, or use another -state store)",
-			ErrSchemaTooNew, cur, SchemaVersion())
+		return false, schemaTooNew(cur)
 	case cur == SchemaVersion():
 		return true, nil
 	}

@@ -38,6 +38,11 @@ var (
 	// the message names it (CREATE on the schema, or which privilege on
 	// which table).
 	ErrPrivilege = errors.New("state store privilege missing")
+	// ErrLocked: opening the store needed its write lock (to create or
+	// migrate its schema) and another process or connection held it for
+	// longer than Options.BusyTimeout; the message says how long Open
+	// waited. Opening again once the other writer is done succeeds.
+	ErrLocked = errors.New("state store is locked by another writer")
 	// ErrBadInput: an argument is malformed (an empty or overlong name, an
 	// expiry in the past, ...).
 	ErrBadInput = errors.New("bad input")
@@ -261,7 +266,7 @@ type Store interface {
 	// SettleBoundaryRequest decides a pending request once, in one
 	// transaction with the session's new revision when it applies
 	// (audited); not pending: ErrApprovalState, nothing changed.
-	SettleBoundaryRequest(ctx context.Context, handle string, d boundary.Decision, by string) (BoundaryRequest, Session, error)
+	SettleBoundaryRequest(ctx context.Context, handle string, d boundary.Answer, by string) (BoundaryRequest, Session, error)
 	// DenyPendingBoundaryRequests denies with reason (host_restarted) the
 	// pending requests of processes that are gone.
 	DenyPendingBoundaryRequests(ctx context.Context, reason string) (int, error)

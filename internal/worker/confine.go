@@ -4,6 +4,7 @@ package worker
 #include <stdlib.h>
 const char *maiden_confine_error(void);
 const char *maiden_confine_note(void);
+const char *maiden_confine_ids(void);
 */
 import "C"
 
@@ -13,5 +14,11 @@ import "C"
 func confinementError() string { return C.GoString(C.maiden_confine_error()) }
 
 // confinementNote says how the worker is confined (the Landlock ABI, or
-// why Landlock is unavailable).
-func confinementNote() string { return C.GoString(C.maiden_confine_note()) }
+// why Landlock is unavailable; started by root, its ids and capabilities).
+func confinementNote() string {
+	note := C.GoString(C.maiden_confine_note())
+	if ids := C.GoString(C.maiden_confine_ids()); ids != "" {
+		note += "; " + ids
+	}
+	return note
+}

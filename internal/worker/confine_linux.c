@@ -7,9 +7,11 @@
 // It runs only in a process whose environment has MAIDEN_WORKER set. What
 // it does, in order:
 //   - rlimits: no core dumps, no file writes, few descriptors;
-//   - started by root (and without preopens, below): a uid and gid of its
-//     own, WORKER_UID_BASE + pid, with RLIMIT_NPROC bounding its threads,
-//     and the parent-death signal set again (a uid change clears it);
+//   - started by root: a uid and gid of its own, WORKER_UID_BASE + pid,
+//     with RLIMIT_NPROC bounding its threads, no capability (every set
+//     empty, securebits locked), and the parent-death signal set again (a
+//     uid change clears it); a worker with preopens keeps maiden's
+//     filesystem ids (drop_ids);
 //   - no_new_privs;
 //   - Landlock, best effort for the kernel's ABI: every filesystem access
 //     right handled and none granted (the worker opens no file), TCP bind
@@ -22,7 +24,8 @@
 //     (files and directories: no symlinks, devices, fifos or sockets), a
 //     file written is capped at 1 GiB (RLIMIT_FSIZE), seccomp lets openat
 //     and the *at calls through, since Landlock now decides what opens,
-//     and the worker keeps maiden's uid to read and write as maiden would.
+//     and the worker accesses files with maiden's filesystem ids (and no
+//     capability: drop_ids).
 //     Such a worker refuses to start without Landlock;
 //   - a seccomp allowlist: the calls the Go runtime, glibc and wasmtime
 //     make once confined, some only with safe arguments; EPERM for the
@@ -51,9 +54,11 @@
 
 static char confine_error[256];
 static char confine_note[256];
+static char confine_ids[128];
 
 const char *maiden_confine_error(void) { return confine_error; }
 const char *maiden_confine_note(void) { return confine_note; }
+const char *maiden_confine_ids(void) { return confine_ids; }
 
 #ifndef __NR_landlock_create_ruleset
 #define __NR_landlock_create_ruleset 444
@@ -483,14 +488,31 @@ static void set_limit(int resource, rlim_t v) {
 	}
 }
 
-// Workers of a maiden running as root run as a uid of their own,
+// Workers of a maiden running as root run as a uid and gid of their own,
 // WORKER_UID_BASE + their pid: no file and no process on the machine is
 // theirs (signals, ptrace, /proc, chmod by ownership all fail by the
 // kernel's own checks, under Landlock and seccomp), no two live workers
-// share one, and RLIMIT_NPROC, which counts a user's tasks, counts this
-// worker's threads alone. The base is far above the uids distributions and
-// container runtimes hand out. Changing uid clears the parent-death signal,
-// so it is set again, and a parent that died meanwhile ends the worker.
+// share one, and RLIMIT_NPROC, which counts the tasks of a real uid, counts
+// this worker's threads alone (root, uid 0, is exempt from it whatever its
+// capabilities: the kernel's fork checks the user, not a capability). The
+// base is far above the uids distributions and container runtimes hand out.
+// Changing uid clears the parent-death signal, so it is set again, and a
+// parent that died meanwhile ends the worker.
+//
+// A worker with preopened directories reads and writes the operator's
+// files in them: files it creates must be maiden's, and maiden's files
+// there must be its to read and write. Its real, effective and saved ids
+// are its own as above (so its processes are nobody's, and RLIMIT_NPROC
+// bounds its threads), but its filesystem ids (fsuid, fsgid: the ids the
+// kernel checks file access with and gives new files) are maiden's. It
+// then holds no capability at all (permitted, effective, inheritable,
+// ambient and bounding sets empty), and its securebits are locked so that
+// the uid 0 of its filesystem ids grants none back (no setuid fixup, no
+// root privilege on exec, no ambient raise, no keep-caps): it accesses
+// files as a root process without capabilities would, by their modes for
+// owner root and group root (another user's private file is closed to it,
+// as is writing where only that user may), and never chowns, chmods or
+// sets times or attributes (seccomp). docs/confinement.md.
 #define WORKER_UID_BASE 0x6d000000u
 
 // Threads (tasks of the worker's uid; RLIMIT_NPROC): the Go runtime and
@@ -499,29 +521,123 @@ static void set_limit(int resource, rlim_t v) {
 // rlimit counts. The limit is WORKER_THREADS plus the number of CPUs.
 #define WORKER_THREADS 128
 
-static void drop_uid(pid_t parent) {
-	uid_t uid = WORKER_UID_BASE + (uid_t)getpid();
+// linux/capability.h and linux/securebits.h, without their headers.
+struct cap_header {
+	uint32_t version;
+	int pid;
+};
+struct cap_data {
+	uint32_t effective, permitted, inheritable;
+};
+#define CAP_VERSION_3 0x20080522
+#define CAP_SETGID_BIT 6
+#define CAP_SETUID_BIT 7
+#define CAP_SETPCAP_BIT 8
+#define SECBITS_LOCKED_DOWN 0xefu // NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE and the locks of all three and of KEEP_CAPS (off)
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+static int set_caps(uint32_t bits) {
+	struct cap_header h = {.version = CAP_VERSION_3, .pid = 0};
+	struct cap_data d[2] = {{bits, bits, 0}, {0, 0, 0}};
+	return (int)syscall(SYS_capset, &h, d);
+}
+
+#define FAIL(...)                                                              \
+	do {                                                                       \
+		snprintf(confine_error, sizeof confine_error, __VA_ARGS__);            \
+		return;                                                                \
+	} while (0)
+
+static void drop_ids(pid_t parent, int keep_fs_ids) {
+	const uid_t uid = WORKER_UID_BASE + (uid_t)getpid();
+	const uid_t fsuid = keep_fs_ids ? geteuid() : uid;
+	const gid_t fsgid = keep_fs_ids ? getegid() : uid;
 	// Only under a uid of its own: RLIMIT_NPROC counts all tasks of the
 	// real uid, so under maiden's (not root) it would count the user's
 	// every process, and root is exempt from it.
 	long cpus = sysconf(_SC_NPROCESSORS_CONF);
 	set_limit(RLIMIT_NPROC, WORKER_THREADS + (rlim_t)(cpus > 0 ? cpus : 0));
-	if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, uid, uid, uid) != 0 ||
-		syscall(SYS_setresuid, uid, uid, uid) != 0) {
-		snprintf(confine_error, sizeof confine_error, "dropping to uid %u: errno %d", uid, errno);
-		return;
+	// Emptying the bounding set and locking the securebits take
+	// CAP_SETPCAP, which some containers do not give root: there they are
+	// left as they are (the worker still holds no capability, cannot exec
+	// and cannot change its ids: seccomp and no_new_privs), and the note
+	// says so.
+	struct cap_header h = {.version = CAP_VERSION_3, .pid = 0};
+	struct cap_data d[2];
+	if (syscall(SYS_capget, &h, d) != 0) {
+		FAIL("capget: errno %d", errno);
 	}
-	if (getuid() != uid || geteuid() != uid) {
-		snprintf(confine_error, sizeof confine_error, "uid %u did not hold", uid);
-		return;
+	const int setpcap = (d[0].permitted >> CAP_SETPCAP_BIT) & 1;
+	// Keep the permitted set across the uid change, long enough to set
+	// the filesystem ids, the bounding set and the securebits; then none.
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) {
+		FAIL("PR_SET_KEEPCAPS: errno %d", errno);
+	}
+	// A preopen worker keeps maiden's supplementary groups (file access
+	// by group, as maiden's); any other has none.
+	if (!keep_fs_ids && syscall(SYS_setgroups, 0, NULL) != 0) {
+		FAIL("setgroups: errno %d", errno);
+	}
+	if (syscall(SYS_setresgid, uid, uid, uid) != 0) {
+		FAIL("setresgid %u: errno %d", uid, errno);
+	}
+	syscall(SYS_setfsgid, fsgid);
+	if (syscall(SYS_setresuid, uid, uid, uid) != 0) {
+		FAIL("setresuid %u: errno %d", uid, errno);
+	}
+	// The uid change emptied the effective set: take back the two needed
+	// to finish.
+	if (set_caps(1u << CAP_SETUID_BIT | (uint32_t)setpcap << CAP_SETPCAP_BIT) != 0) {
+		FAIL("capset (finishing the uid change): errno %d", errno);
+	}
+	syscall(SYS_setfsuid, fsuid);
+	for (int c = 0; setpcap && c < 64; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL) {
+			FAIL("PR_CAPBSET_DROP %d: errno %d", c, errno);
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+		FAIL("PR_CAP_AMBIENT_CLEAR_ALL: errno %d", errno);
+	}
+	if (setpcap && prctl(PR_SET_SECUREBITS, SECBITS_LOCKED_DOWN, 0, 0, 0) != 0) {
+		FAIL("PR_SET_SECUREBITS: errno %d", errno);
+	}
+	if (set_caps(0) != 0) {
+		FAIL("capset (none): errno %d", errno);
+	}
+	// Check what holds, not what was asked: setfsuid and setfsgid report
+	// no failure, and a kernel may lack a step.
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	if (getresuid(&ru, &eu, &su) != 0 || ru != uid || eu != uid || su != uid ||
+		getresgid(&rg, &eg, &sg) != 0 || rg != uid || eg != uid || sg != uid) {
+		FAIL("uid and gid %u did not hold", uid);
+	}
+	if ((uid_t)syscall(SYS_setfsuid, -1) != fsuid || (gid_t)syscall(SYS_setfsgid, -1) != fsgid) {
+		FAIL("filesystem ids %u:%u did not hold", fsuid, fsgid);
+	}
+	if (syscall(SYS_capget, &h, d) != 0 || (d[0].effective | d[0].permitted | d[0].inheritable | d[1].effective | d[1].permitted | d[1].inheritable) != 0) {
+		FAIL("capabilities remain after dropping them");
+	}
+	for (int c = 0; setpcap && c < 64; c++) {
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) > 0) {
+			FAIL("capability %d remains in the bounding set", c);
+		}
+	}
+	if (setpcap && (unsigned)prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) != SECBITS_LOCKED_DOWN) {
+		FAIL("securebits did not hold");
 	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
-		snprintf(confine_error, sizeof confine_error, "PR_SET_PDEATHSIG: errno %d", errno);
-		return;
+		FAIL("PR_SET_PDEATHSIG: errno %d", errno);
 	}
 	if (getppid() != parent) {
 		_exit(4); // maiden died before the signal was set again
 	}
+	snprintf(confine_ids, sizeof confine_ids, "uid and gid %u, filesystem ids %u:%u, no capabilities%s", uid, fsuid, fsgid,
+		setpcap ? "" : " (bounding set and securebits left: no CAP_SETPCAP)");
 }
 
 __attribute__((constructor)) static void maiden_confine(void) {
@@ -542,13 +658,13 @@ __attribute__((constructor)) static void maiden_confine(void) {
 	set_limit(RLIMIT_CORE, 0);
 	set_limit(RLIMIT_FSIZE, strchr(preopens, 'w') != NULL ? (rlim_t)1 << 30 : 0);
 	set_limit(RLIMIT_NOFILE, 256);
-	// A worker with preopened directories reads and writes the operator's
-	// files as maiden would (files it creates are maiden's, directories
-	// of other users stay writable to root), so it keeps maiden's uid;
-	// Landlock holds it to its directories and seccomp refuses the calls
-	// on metadata that Landlock does not cover.
-	if (confine_error[0] == 0 && geteuid() == 0 && preopens[0] == 0) {
-		drop_uid(parent);
+	// Started by root: ids of its own and no capability (drop_ids); a
+	// worker with preopened directories keeps maiden's filesystem ids, to
+	// read and write maiden's files there. Landlock holds it to its
+	// directories and seccomp refuses the calls on metadata that Landlock
+	// does not cover.
+	if (confine_error[0] == 0 && geteuid() == 0) {
+		drop_ids(parent, preopens[0] != 0);
 	}
 	if (confine_error[0] != 0) {
 		return;

@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 			os.Exit(threadsProbe())
 		case "preopen-probe":
 			os.Exit(preopenProbe())
+		case "preopen-ids-probe":
+			os.Exit(preopenIDsProbe())
 		default:
 			os.Exit(hostileWorker(os.Args[1]))
 		}
@@ -375,6 +377,19 @@ func TestWorkerIsConfined(t *testing.T) {
 		var rl unix.Rlimit
 		if err := prlimit(pid, unix.RLIMIT_NPROC, nil, &rl); err != nil || rl.Cur < uint64(128+runtime.NumCPU()) || rl.Cur > 128+4096 {
 			t.Errorf("worker's RLIMIT_NPROC = %+v (%v), want 128 + CPUs", rl, err)
+		}
+		// No capability in any set, the bounding set included.
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+			if key == "CapBnd" && !haveSetpcap(t) {
+				continue
+			}
+			if got := statusField(string(status), key); got != "0000000000000000" {
+				t.Errorf("worker's %s: %q, want none", key, got)
+			}
 		}
 	}
 	// Hand the target to the worker's uid, so the kernel's own checks

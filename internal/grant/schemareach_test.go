@@ -1,4 +1,4 @@
-package maiden
+package grant_test
 
 import (
 	"strings"
@@ -37,7 +37,7 @@ func TestSchemaReach(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			never, escapes := schemaReach(g, tc.schema)
+			never, escapes := grant.SchemaReach(g, tc.schema)
 			if tc.never == "" && never != "" || tc.never != "" && !strings.Contains(never, tc.never) {
 				t.Errorf("never = %q, want %q", never, tc.never)
 			}

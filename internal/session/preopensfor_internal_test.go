@@ -1,4 +1,4 @@
-package maiden
+package session
 
 import (
 	"fmt"
@@ -75,12 +75,12 @@ func TestPreopensFor(t *testing.T) {
 		{"at most MaxPreopens", reader, many, manyWant, []string{"/d/32: left out, over the 32 directories", "/d/33", "/d/34"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, notes := preopensExplained(c.tool, c.b)
+			got, notes := PreopensExplained(c.tool, c.b)
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("preopens (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(got, preopensFor(c.tool, c.b)); diff != "" {
-				t.Errorf("preopensFor differs from preopensExplained:\n%s", diff)
+			if diff := cmp.Diff(got, PreopensFor(c.tool, c.b)); diff != "" {
+				t.Errorf("PreopensFor differs from PreopensExplained:\n%s", diff)
 			}
 			if len(notes) != len(c.notes) {
 				t.Fatalf("notes %q, want %d", notes, len(c.notes))
@@ -95,25 +95,5 @@ func TestPreopensFor(t *testing.T) {
 				t.Errorf("invalid preopens: %v", err)
 			}
 		})
-	}
-}
-
-// TestOnlyWebAssemblyGetsPreopens: a wrapped CLI never gets WASI preopens
-// (its paths are Landlock's), nor does an imported tool or a built-in:
-// sessionGate gives them only to a kind whose backend takes them.
-func TestOnlyWebAssemblyGetsPreopens(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		b    backend
-		want bool
-	}{
-		{"WebAssembly", &wasmBackend{}, true},
-		{"a wrapped CLI never", &cliBackend{}, false},
-		{"an imported tool never", &importBackend{}, false},
-		{"a built-in never", &builtinBackend{}, false},
-	} {
-		if got := c.b.preopens(); got != c.want {
-			t.Errorf("%s: preopens() = %v, want %v", c.name, got, c.want)
-		}
 	}
 }

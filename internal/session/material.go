@@ -1,0 +1,138 @@
+package session
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/boundary"
+	hostfs "github.com/maiden-run/maiden/internal/builtin"
+	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// Materials holds the secret material resolved for each session's
+// web_fetch calls (never stored, never returned): dropped when the session
+// ends and when its boundary is downgraded (network disabled, or no longer
+// managed).
+type Materials struct {
+	mu sync.Mutex
+	m  map[string]sessionMaterial
+}
+
+type sessionMaterial struct {
+	revision int64             // the boundary revision it was last used under
+	names    []string          // the secret names resolved
+	values   map[string]string // secret name -> value
+}
+
+// Held reports whether session id holds resolved material (for the tests
+// of its stripping).
+func (ms *Materials) Held(id string) bool {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	_, ok := ms.m[id]
+	return ok
+}
+
+// Drop forgets session's material.
+func (ms *Materials) Drop(session string) {
+	ms.mu.Lock()
+	delete(ms.m, session)
+	ms.mu.Unlock()
+}
+
+// WebFetchRules are the egress rules of agent's web_fetch binding b: its
+// hosts, ports, ranges and CA files, and the secret names of its material
+// with their [secrets.NAME] destinations.
+func WebFetchRules(cfg *config.Config, b config.Binding) egress.Rules {
+	r := egress.Rules{Hosts: b.HTTPAllow, Ports: b.HTTPPorts, AllowCIDRs: b.HTTPAllowCIDRs, CAFiles: b.HTTPCAFiles}
+	for _, name := range MaterialNames(b) {
+		r.Secrets = append(r.Secrets, name)
+		if d, ok := cfg.SecretDestination(name); ok {
+			r.SecretDestinations = append(r.SecretDestinations, egress.SecretDestination{
+				Secret: d.Name, Hosts: d.Hosts, Methods: d.Methods, PathPrefixes: d.PathPrefixes,
+				Source: fmt.Sprintf("[secrets.%s] (%s:%d)", d.Name, filepath.Base(cfg.File()), d.Line),
+			})
+		}
+	}
+	return r
+}
+
+// MaterialNames are the secret names b's material names, each once.
+func MaterialNames(b config.Binding) []string {
+	var names []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	add(b.Credential)
+	for _, h := range slices.Sorted(mapsKeys(b.SecretHeaders)) {
+		add(b.SecretHeaders[h])
+	}
+	return names
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// Resolve returns session s's material for binding b, resolving it on the
+// session's first web_fetch and keeping it while the session's boundary
+// keeps the network at the same or a later revision. A boundary without
+// network (downgraded) drops it: web_fetch then fails before any of it is
+// needed. A secret the binding names and the host cannot resolve is
+// credential_not_configured (BOUNDARIES.md), before anything is sent.
+func (ms *Materials) Resolve(s store.Session, b config.Binding, lookup func(string) (string, bool)) (hostfs.Material, *api.ToolError) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.m == nil {
+		ms.m = map[string]sessionMaterial{}
+	}
+	if !s.Boundary.Network || s.Boundary.Kind != boundary.Managed && s.Boundary.Kind != boundary.Bypass {
+		delete(ms.m, s.ID)
+		return hostfs.Material{}, nil
+	}
+	cur, ok := ms.m[s.ID]
+	if !ok || !sameNames(cur.names, MaterialNames(b)) {
+		cur = sessionMaterial{names: MaterialNames(b), values: map[string]string{}}
+		for _, name := range cur.names {
+			v, found := "", false
+			if lookup != nil {
+				v, found = lookup(name)
+			}
+			if !found || v == "" {
+				return hostfs.Material{}, BoundaryError(boundary.Refused(boundary.DomainNetwork, hostfs.ToolWebFetch, "credential_not_configured",
+					fmt.Sprintf("web_fetch: the secret %s that this agent's web_fetch binding names is not configured on the host", name)))
+			}
+			cur.values[name] = v
+		}
+		ms.m[s.ID] = cur
+	}
+	cur.revision = s.Boundary.Revision
+	ms.m[s.ID] = cur
+	var m hostfs.Material
+	if b.Credential != "" {
+		m.Connection = &hostfs.Credential{Name: b.Credential, Value: cur.values[b.Credential]}
+	}
+	for _, hdr := range slices.Sorted(mapsKeys(b.SecretHeaders)) {
+		name := b.SecretHeaders[hdr]
+		m.Headers = append(m.Headers, hostfs.SecretHeader{Name: hdr, Secret: name, Value: cur.values[name]})
+	}
+	if b.ProxySecret != "" {
+		m.Proxy = &hostfs.ProxySecret{} // refused by web_fetch (proxy_not_supported) before anything is resolved or sent
+	}
+	return m, nil
+}
+
+func sameNames(a, b []string) bool { return slices.Equal(a, b) }

@@ -1,0 +1,262 @@
+package session
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// PreopensFor is the WASI preopened directories a WebAssembly tool gets in a
+// session: its policy (config.Tool.FS) intersected with the session's
+// boundary. Only a kind whose backend takes preopens (WebAssembly) is
+// given any (Gate.Hold). Guest paths are the host paths. See PreopensExplained for the
+// rule and for why an entry is left out or made read-only.
+func PreopensFor(t config.Tool, b boundary.Boundary) []sandbox.Preopen {
+	dirs, _ := PreopensExplained(t, b)
+	return dirs
+}
+
+// PreopensExplained is PreopensFor with a note for every boundary entry it
+// leaves out or narrows (for the call's log). The rule:
+//
+//   - a tool without fs gets nothing; nor does any tool in an external
+//     boundary (someone else's: maiden cannot check it);
+//   - only directories: subtree entries, and a workspace-write boundary's
+//     workspace. An exact entry names one file or directory and cannot be
+//     preopened (a preopen is a whole directory); what a filesystem kind
+//     implies beyond them ("/" readable, or everything) is never preopened:
+//     a tool gets named directories, never the root;
+//   - an entry inside a deny root, or one that contains a deny root, is left
+//     out whole: WASI cannot carve a directory out of a preopened one;
+//   - an entry is writable only if the entry grants write and the tool's fs
+//     is "write", and the boundary has no protected names: a writable
+//     preopen could create or write under a directory of a protected name
+//     anywhere inside it, which WASI cannot refuse. With protected names,
+//     every preopen is read-only (writes then go through fs_write, which
+//     checks each path);
+//   - an entry that adds nothing to another one (inside it, with no more
+//     access) is left out; at most sandbox.MaxPreopens, by path order.
+func PreopensExplained(t config.Tool, b boundary.Boundary) ([]sandbox.Preopen, []string) {
+	if t.FS == config.FSNone {
+		return nil, nil
+	}
+	var notes []string
+	if b.Kind != boundary.Managed && b.Kind != boundary.Bypass {
+		return nil, []string{fmt.Sprintf("the session's boundary is %s: no directory is given to the tool", b.Kind)}
+	}
+	entries := slices.Clone(b.Entries)
+	if b.Filesystem == boundary.WorkspaceWrite && b.Workspace != "" {
+		entries = append(entries, boundary.Entry{Path: b.Workspace, Access: boundary.Write, Match: boundary.Subtree})
+	}
+	type dir struct {
+		path  string
+		write bool
+	}
+	var dirs []dir
+	for _, e := range entries {
+		if e.Match != boundary.Subtree {
+			notes = append(notes, fmt.Sprintf("%s: an exact entry is not preopened (a preopen is a whole directory; the built-in fs tools reach it)", e.Path))
+			continue
+		}
+		if d, ok := denyConflict(e.Path, b.Deny); ok {
+			where := "contains it"
+			if pathWithin(d, e.Path) {
+				where = "is inside it, and a preopened directory cannot exclude part of itself"
+			}
+			notes = append(notes, fmt.Sprintf("%s: left out, because deny root %s %s", e.Path, d, where))
+			continue
+		}
+		write := e.Access == boundary.Write && t.FS == config.FSWrite
+		if write && len(b.Protected) > 0 {
+			write = false
+			notes = append(notes, fmt.Sprintf("%s: read-only, because the boundary protects %s and a writable preopen could write under such a name", e.Path, strings.Join(b.Protected, ", ")))
+		}
+		dirs = append(dirs, dir{e.Path, write})
+	}
+	// Strongest access per path, then drop what another directory already
+	// gives.
+	slices.SortFunc(dirs, func(a, b dir) int { return strings.Compare(a.path, b.path) })
+	var merged []dir
+	for _, d := range dirs {
+		if n := len(merged); n > 0 && merged[n-1].path == d.path {
+			merged[n-1].write = merged[n-1].write || d.write
+			continue
+		}
+		merged = append(merged, d)
+	}
+	var out []sandbox.Preopen
+	for _, d := range merged {
+		redundant := false
+		for _, o := range merged {
+			if o.path != d.path && pathWithin(d.path, o.path) && (o.write || !d.write) {
+				redundant = true
+				break
+			}
+		}
+		if redundant {
+			continue
+		}
+		if len(out) == sandbox.MaxPreopens {
+			notes = append(notes, fmt.Sprintf("%s: left out, over the %d directories a call may be given", d.path, sandbox.MaxPreopens))
+			continue
+		}
+		out = append(out, sandbox.Preopen{HostPath: d.path, GuestPath: d.path, Write: d.write})
+	}
+	return out, notes
+}
+
+// denyConflict finds a deny root inside p or p inside a deny root.
+func denyConflict(p string, deny []string) (string, bool) {
+	for _, d := range deny {
+		if pathWithin(p, d) || pathWithin(d, p) {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// pathWithin: p is root or inside it (both absolute and clean).
+func pathWithin(p, root string) bool {
+	if root == "/" || p == root {
+		return true
+	}
+	return strings.HasPrefix(p, root) && p[len(root)] == '/'
+}
+
+// CardPreopens keeps the directories whose whole subtree the agent's
+// cards allow: fs:read DIR/** for each (a grant covering it, such as
+// fs:read /srv/** or fs:read /srv/work/**), and fs:write DIR/** for it to
+// stay writable. A directory is handed over whole, so a grant of the
+// directory alone (fs:read /srv/work) or one level (fs:read /srv/*) is not
+// enough, and any exception or prohibition that may reach inside it (a
+// lower-negative grant of the allowing card, an upper-negative grant of any
+// card) or a ceiling that does not cover the subtree drops it. A nil
+// wallet (the implicit agent, which holds every card) keeps them all. The
+// effective capability is the tool's policy ∩ the binding ∩ the cards ∩ the
+// session's boundary ∩ the component's imports.
+func CardPreopens(dirs []sandbox.Preopen, w *cards.Wallet) []sandbox.Preopen {
+	if w == nil {
+		return dirs
+	}
+	var out []sandbox.Preopen
+	for _, d := range dirs {
+		if !subtreeAllowed(w, "read", d.HostPath) {
+			continue
+		}
+		if d.Write && !subtreeAllowed(w, "write", d.HostPath) {
+			d.Write = false
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// subtreeAllowed reports whether w allows fs:verb on everything beneath
+// dir, conservatively: a negative grant or a ceiling that might touch the
+// subtree counts against it.
+func subtreeAllowed(w *cards.Wallet, verb, dir string) bool {
+	want, err := grant.Parse("fs:" + verb + " " + strings.TrimSuffix(dir, "/") + "/**")
+	if err != nil {
+		return false // a path the grant language cannot name: no card can cover it
+	}
+	mine := func(g cards.Grant) bool {
+		return g.Recipient == "" || g.Recipient == "*" || g.Recipient == w.Agent()
+	}
+	applies := func(g grant.Grant) bool {
+		return g.Class == grant.FS && (g.Verb == "" || g.Verb == verb)
+	}
+	touches := func(g grant.Grant) bool {
+		return applies(g) && (g.Covers(want) || want.Covers(g) || prefixRelated(fsLiteralPrefix(g), dir))
+	}
+	allowed := false
+	for _, c := range w.Cards() {
+		for _, n := range c.Spec.UpperNeg {
+			if mine(n) && touches(n.Grant) {
+				return false
+			}
+		}
+		if len(c.Spec.UpperPos) > 0 && !slices.ContainsFunc(c.Spec.UpperPos, func(u cards.Grant) bool {
+			return mine(u) && (u.Grant.Class != grant.FS || applies(u.Grant)) && u.Grant.Covers(want)
+		}) {
+			return false
+		}
+		if allowed {
+			continue
+		}
+		if slices.ContainsFunc(c.Spec.LowerPos, func(g cards.Grant) bool { return mine(g) && applies(g.Grant) && g.Grant.Covers(want) }) &&
+			!slices.ContainsFunc(c.Spec.LowerNeg, func(n cards.Grant) bool { return mine(n) && touches(n.Grant) }) {
+			allowed = true
+		}
+	}
+	return allowed
+}
+
+// fsLiteralPrefix is the path of an fs grant up to its first wildcard
+// segment ("/srv/work/secret" for /srv/work/secret/**, "/" for /*/x).
+func fsLiteralPrefix(g grant.Grant) string {
+	f := strings.Fields(g.String())
+	p := f[len(f)-1]
+	var lit []string
+	for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		if strings.Contains(seg, "*") {
+			break
+		}
+		lit = append(lit, seg)
+	}
+	return "/" + strings.Join(lit, "/")
+}
+
+// prefixRelated reports whether one of two clean absolute paths is within
+// the other.
+func prefixRelated(a, b string) bool { return pathWithin(a, b) || pathWithin(b, a) }
+
+// NarrowWritable narrows a wrapped CLI's writable paths (its [clis.NAME]
+// write_paths) to what the session's boundary lets it write: a path the
+// boundary allows writing as a whole subtree stays; otherwise only the
+// boundary's write entries inside it stay writable (Landlock grants
+// subtrees, so an entry is kept only when it is a subtree entry, not
+// inside a deny root and not containing one, and without a protected name
+// on its path), and the path itself becomes read-only (returned in lost,
+// for the caller's read-only list). A boundary with protected names makes
+// every write path read-only (Landlock cannot carve them out). The CLI's read paths are its runtime
+// (binaries, libraries, configuration) and stay as the operator declared
+// them.
+func NarrowWritable(paths []string, b boundary.Boundary) (writable, lost []string) {
+	if len(b.Protected) > 0 {
+		// Landlock cannot refuse writes under a protected name inside a
+		// writable directory (a .git anywhere beneath it): with protected
+		// names, nothing is writable for a CLI, as for preopens; writes
+		// go through fs_write, which checks each path.
+		return nil, slices.Clone(paths)
+	}
+	for _, p := range paths {
+		if boundary.Allows(b, boundary.Need{Path: p, Access: boundary.Write, Match: boundary.Subtree}) && !underProtected(p, b.Protected) {
+			writable = append(writable, p)
+			continue
+		}
+		lost = append(lost, p)
+		for _, e := range b.Entries {
+			if e.Access == boundary.Write && e.Match == boundary.Subtree && pathWithin(e.Path, p) && e.Path != p &&
+				boundary.Allows(b, boundary.Need{Path: e.Path, Access: boundary.Write, Match: boundary.Subtree}) && !underProtected(e.Path, b.Protected) {
+				writable = append(writable, e.Path)
+			}
+		}
+	}
+	return writable, lost
+}
+
+// underProtected reports whether a path component of p is a protected name.
+func underProtected(p string, protected []string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if slices.Contains(protected, c) {
+			return true
+		}
+	}
+	return false
+}
