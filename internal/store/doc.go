@@ -207,6 +207,19 @@
 //     without a file, never a file without its row. A position row is
 //     missing either before a file's first batch or after its removal; the
 //     file's existence, checked under the write lock, tells them apart.
+//   - Size: a line holds at most 16 MiB (maxJournalLine). A batch reads
+//     1 MiB at first; a line that starts there and is longer, or that the
+//     read ends inside, is the next batch's first, read whole up to that
+//     bound, so a sealed file with records of any admissible size is
+//     ingested to its end (TestJournalLargeRecords, 1-12 MiB, own and
+//     swept files). A record that would not fit is refused by Append with
+//     ErrBadInput ("the record is N bytes, more than M") and nothing is
+//     written: nothing enters the journal that its ingester cannot take,
+//     and the root refuses the call with ErrState, as for any record it
+//     cannot write. Refused rather than cut: a record with its rendering
+//     cut (kept only as a digest and a length) would admit a call whose
+//     input the trail no longer shows; the default max_input_bytes (1 MiB)
+//     keeps a call's records far below the bound.
 //   - Open ingests completely the journals of processes that are gone
 //     (unless another process holds the write lock beyond the busy
 //     timeout: then the ingester sweeps at its first run, and the next

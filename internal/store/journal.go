@@ -852,7 +852,13 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 			data = nil
 			next++
 		}
-		res.more = overlong || bytes.IndexByte(data, '\n') >= 0
+		// A read that held whole lines stops at journalWindow, maybe inside
+		// a longer line: that line is left for the next batch (whose read
+		// starts with it and grows to its end), not taken for the file's
+		// end. Only after progress, so that a file that shrank under the
+		// read cannot make the caller loop.
+		cut := pos > off && pos+int64(len(data)) < size
+		res.more = overlong || cut || bytes.IndexByte(data, '\n') >= 0
 		if sealed && !res.more && pos+int64(len(data)) >= size {
 			// The end of a file no one writes any more.
 			if len(data) > 0 {
