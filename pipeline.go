@@ -15,6 +15,7 @@ import (
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/secret"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/worker"
 )
@@ -102,9 +103,9 @@ type invocation struct {
 
 	noAudit bool // Host.noAudit
 
-	// secrets are the call's secret handles (secrets.go); nil if its
+	// secrets are the call's secret handles (internal/secret); nil if its
 	// input had no {"$secret": ...}.
-	secrets *callSecrets
+	secrets *secret.Handles
 
 	// sess is the call's session once looked up (sessions.go).
 	sess *store.Session
@@ -155,13 +156,14 @@ type stage func(next handler) handler
 // orders them.
 func (h *Host) pipeline() handler {
 	sessions := sessionStages{gate: &h.sessions}
+	var secrets secretStages
 	stages := []stage{
 		h.admit,           // call.Tool → an admission turn, release (admission.go)
 		h.resolvePolicy,   // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
 		h.auditCall,       // how the call ended → the call-refused / call-failed record (callaudit.go)
 		h.markDone,        // the approvals the run consumed → marked done after it (middleware_approve.go)
 		h.checkInput,      // call.Input → refused over MaxInputBytes, else input (parsed once)
-		h.secretHandles,   // input → {"$secret": NAME} handles checked against the cards (secrets.go)
+		secrets.handles,   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
 		h.parse,           // a command tool's input → cmd and its rendering (backend.parse)
 		h.authorize,       // input or cmd → rendered, wallet, decision; refused by the cards (authorize.go, internal/decide)
 		sessions.hold,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
@@ -172,7 +174,7 @@ func (h *Host) pipeline() handler {
 		h.runApproved,     // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
 		h.admitRecord,     // → the call-admitted record, admitted; refused if it cannot be written (callaudit.go)
 		h.checkOutput,     // res.Output → held to a declared output schema
-		h.secretRunInput,  // input → the tool's input with secret handles resolved (secrets.go)
+		secrets.runInput,  // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
 	}
 	next := h.run // backend.run → res
 	for i := len(stages) - 1; i >= 0; i-- {
