@@ -33,6 +33,7 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/mcpimport"
@@ -220,6 +221,8 @@ type Host struct {
 	// sessions is the session stages' work: which session a call runs
 	// in (cached), its boundary held.
 	sessions session.Gate
+	// trail writes the calls' audit records (internal/callaudit).
+	trail callaudit.Trail
 	// probe is the proof that wrapped CLIs' confinement is in force
 	// (clis.go).
 	probe probe
@@ -273,6 +276,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	}
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
 	h.sessions.State, h.sessions.ErrState = h.state, ErrState
+	h.trail = callaudit.Trail{State: h.state, Log: h.log}
 	h.cfg.Store(cfg)
 	h.setKinds(cfg)
 	h.handle = h.pipeline()

@@ -89,7 +89,7 @@ type invocation struct {
 	// live log lines (wrapLogs).
 	liveRedact []config.Middleware
 	reasked    int // times the approval was asked again because the cards changed during a wait
-	// admitted: the call-admitted record is written (admitRecord) and the
+	// admitted: the call-admitted record is written (audit.admit) and the
 	// tool may run; trailAtAdmit is how many verdicts it holds.
 	admitted     bool
 	trailAtAdmit int
@@ -157,10 +157,11 @@ type stage func(next handler) handler
 func (h *Host) pipeline() handler {
 	sessions := sessionStages{gate: &h.sessions}
 	var secrets secretStages
+	audit := auditStages{trail: &h.trail}
 	stages := []stage{
 		h.admit,           // call.Tool → an admission turn, release (admission.go)
 		h.resolvePolicy,   // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
-		h.auditCall,       // how the call ended → the call-refused / call-failed record (callaudit.go)
+		audit.call,        // how the call ended → the call-refused / call-failed record (internal/callaudit)
 		h.markDone,        // the approvals the run consumed → marked done after it (middleware_approve.go)
 		h.checkInput,      // call.Input → refused over MaxInputBytes, else input (parsed once)
 		secrets.handles,   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
@@ -172,7 +173,7 @@ func (h *Host) pipeline() handler {
 		h.middleware,      // bindName's chain → trail, approvals, a rewritten input re-decided (middleware.go, middleware_approve.go)
 		sessions.recheck,  // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
 		h.runApproved,     // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
-		h.admitRecord,     // → the call-admitted record, admitted; refused if it cannot be written (callaudit.go)
+		audit.admit,       // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
 		h.checkOutput,     // res.Output → held to a declared output schema
 		secrets.runInput,  // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
 	}
