@@ -34,6 +34,7 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/mcpimport"
@@ -209,9 +210,8 @@ type Host struct {
 
 	// http-fetch: the gate, and each tool's compiled egress policy for the
 	// configuration in force.
-	gate   *egress.Gate
-	pols   atomic.Pointer[policies]
-	polsMu sync.Mutex
+	gate *egress.Gate
+	pols callegress.Policies
 
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).

@@ -233,7 +233,7 @@ func (h *Host) resolveTool(cfg *config.Config, inv *invocation, bindName string)
 	if err != nil {
 		return err
 	}
-	pol, err := h.policySet(cfg).egressPolicy(exp)
+	pol, err := exp.policy(h.pols.Of(cfg))
 	if err != nil {
 		return inv.fail(KindConfig, err.Error())
 	}
