@@ -37,6 +37,7 @@ import (
 	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/humanwait"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
@@ -215,7 +216,7 @@ type Host struct {
 
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).
-	waiters waiters
+	waiters humanwait.Waiters
 	// material is the web_fetch secret material of each session.
 	material session.Materials
 	// sessions is the session stages' work: which session a call runs
