@@ -11,7 +11,6 @@ import (
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/decide"
-	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -34,12 +33,8 @@ func (h *Host) authorize(next handler) handler {
 		if inv.cfg.Implicit() || !inv.backend.carded() {
 			return next(ctx, inv)
 		}
-		if inv.cmd == nil {
-			args, err := grant.Render([]byte(inv.call.Input))
-			if err != nil {
-				return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
-			}
-			inv.rendered = args
+		if err := inv.render(); err != nil {
+			return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
 		}
 		w, err := h.wallet(ctx, inv.cfg, inv.agent, time.Now())
 		if err != nil {

@@ -40,9 +40,9 @@ type backend interface {
 	open(ctx context.Context, inv *invocation, next handler) error
 	// run executes the call: inv.res gets the output or the failure.
 	run(ctx context.Context, inv *invocation) error
-	// reparse reads a middleware's rewritten input as the call's own
-	// (rendering, and the command for a command tool).
-	reparse(inv *invocation, input string) ([]grant.Arg, *command.Invocation, error)
+	// reparse reads a middleware's rewritten input, decoded, as the
+	// call's own (rendering, and the command for a command tool).
+	reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error)
 	// identity is the tool's code identity as it will run, and
 	// approvalPolicy its effective policy: what an approval is bound to
 	// (approvalbinding.go).
@@ -134,8 +134,8 @@ func (k *kinds) of(name string) backend {
 }
 
 // reparse reads a middleware's rewritten input as the call's own.
-func (inv *invocation) reparse(input string) (args []grant.Arg, cmd *command.Invocation, err error) {
-	return inv.backend.reparse(inv, input)
+func (inv *invocation) reparse(doc any) (args []grant.Arg, cmd *command.Invocation, err error) {
+	return inv.backend.reparse(inv, doc)
 }
 
 // kindsHolder is the Host's kinds for the configuration in force.

@@ -171,8 +171,8 @@ func (b *builtinBackend) open(ctx context.Context, inv *invocation, next handler
 	return next(ctx, inv)
 }
 
-func (b *builtinBackend) reparse(_ *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
-	args, err := grant.Render([]byte(input))
+func (b *builtinBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
+	args, err := grant.RenderJSONInput(doc)
 	return args, nil, err
 }
 

@@ -46,11 +46,9 @@ func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
 // offending argument named. Its rendering is what cards, conditions and
 // approvals see.
 func (b *cliBackend) parse(_ context.Context, inv *invocation) error {
-	cmd, err := clitool.Spec(inv.tool.CLI).ParseJSON([]byte(inv.call.Input))
-	if err != nil {
+	if err := inv.parseCommand(clitool.Spec(inv.tool.CLI)); err != nil {
 		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
 	}
-	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
 	return nil
 }
 
@@ -62,8 +60,8 @@ func (b *cliBackend) open(ctx context.Context, inv *invocation, next handler) er
 
 func (b *cliBackend) run(ctx context.Context, inv *invocation) error { return b.h.runCLI(ctx, inv) }
 
-func (b *cliBackend) reparse(inv *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
-	cmd, err := clitool.Spec(inv.tool.CLI).ParseJSON([]byte(input))
+func (b *cliBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
+	cmd, err := clitool.Spec(inv.tool.CLI).ParseValue(doc)
 	if err != nil {
 		return nil, nil, err
 	}

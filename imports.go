@@ -81,8 +81,8 @@ func (b *importBackend) run(ctx context.Context, inv *invocation) error {
 	return b.h.runImported(ctx, inv)
 }
 
-func (b *importBackend) reparse(_ *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
-	args, err := grant.Render([]byte(input))
+func (b *importBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
+	args, err := grant.RenderJSONInput(doc)
 	return args, nil, err
 }
 

@@ -2,8 +2,6 @@ package maiden
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,12 +53,8 @@ func (h *Host) middleware(next handler) handler {
 			inv.chainDone = true
 			return next(ctx, inv)
 		}
-		if inv.rendered == nil && inv.cmd == nil {
-			args, err := grant.Render([]byte(inv.call.Input))
-			if err != nil {
-				return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
-			}
-			inv.rendered = args
+		if err := inv.render(); err != nil {
+			return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
 		}
 		for _, m := range chain {
 			done, err := h.before(ctx, inv, m)
@@ -283,9 +277,12 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 	}
 	doc, err := parseInput(input)
 	if err != nil {
+		if _, lax := parseOutput(input); lax == nil {
+			return reject(KindDenied, "a middleware rewrote the input into JSON that readers read differently: "+err.Error())
+		}
 		return reject(KindDenied, "a middleware rewrote the input into something that is not JSON")
 	}
-	args, cmd, err := inv.reparse(input)
+	args, cmd, err := inv.reparse(doc)
 	if err != nil {
 		return reject(KindDenied, "the rewritten input cannot be rendered: "+err.Error())
 	}
@@ -313,13 +310,6 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 	}
 	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "rewrite", Detail: grant.Rendering(args)})
 	return false, nil
-}
-
-// inputDigest is the SHA-256 (hex) of the exact input an approval is bound
-// to.
-func inputDigest(input string) string {
-	sum := sha256.Sum256([]byte(input))
-	return hex.EncodeToString(sum[:])
 }
 
 // componentEvent is the event a middleware component's handle() sees.

@@ -41,7 +41,7 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 			return true, err
 		}
 	}
-	digest := inputDigest(inv.call.Input)
+	digest := inv.digest()
 	// What the human is asked about besides the input: the tool's code and
 	// its effective policy as this call would run them.
 	bind := approvalBinding(inv)
@@ -253,7 +253,7 @@ func (h *Host) runApproved(next handler) handler {
 		// Hashed only when a layer approved it: a 1 MiB input costs ~0.7 ms.
 		var final string
 		if len(inv.approvedDigests) > 0 {
-			final = inputDigest(inv.call.Input)
+			final = inv.digest()
 		}
 		for _, d := range inv.approvedDigests {
 			if d != final {

@@ -2,6 +2,8 @@ package maiden
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,11 +44,23 @@ type invocation struct {
 	agent    string      // resolved: DefaultAgent when the configuration declares none
 	tool     config.Tool // as the agent's binding narrows it
 	policy   *egress.Policy
-	input    any         // the parsed input
-	rendered []grant.Arg // the input's canonical arguments, once authorized (nil for the implicit agent)
+	// The call's input is decoded once (checkInput: strictly, so that
+	// every JSON reader reads its text as this one value), and every view
+	// of it derives from that value: input is the value; call.Input its
+	// text, which the tool receives (or, with secret handles, the value
+	// encoded again: secretRunInput); rendered its canonical arguments,
+	// what cards, conditions, approvals and the audit see (render, or a
+	// command tool's parse: nil until then, and for the implicit agent
+	// with no middleware); renderedText their text (renderText); digest
+	// the SHA-256 of the text, what an approval is bound to (digest). A
+	// middleware's rewrite is decoded once in turn and re-derives them all
+	// (rewrite).
+	input    any
+	rendered []grant.Arg
 	// renderedText caches grant.Rendering(rendered); "" until asked
 	// (renderText), reset when a layer rewrites the input.
 	renderedText string
+	digested     inputDigest
 	wallet       *cards.Wallet // the wallet the call was authorized on, pinned for its http-fetches (nil for the implicit agent)
 	opened       *sandbox.Tool
 	schema       *inputSchema
@@ -121,6 +135,48 @@ func (inv *invocation) renderText() string {
 	return inv.renderedText
 }
 
+// render derives the call's canonical arguments from its decoded input,
+// once: a command tool's parse has them already.
+func (inv *invocation) render() error {
+	if inv.rendered != nil || inv.cmd != nil {
+		return nil
+	}
+	args, err := grant.RenderJSONInput(inv.input)
+	if err != nil {
+		return err
+	}
+	inv.rendered = args
+	return nil
+}
+
+// parseCommand reads a command tool's call, from the decoded input, with
+// its command description: the command call is then its rendering, and
+// (clitool.Run) a wrapped CLI's argv.
+func (inv *invocation) parseCommand(spec *command.Spec) error {
+	cmd, err := spec.ParseValue(inv.input)
+	if err != nil {
+		return err
+	}
+	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
+	return nil
+}
+
+// inputDigest is the SHA-256 (hex) of an input's text, kept with the text
+// it is of.
+type inputDigest struct{ text, sum string }
+
+// digest is the SHA-256 (hex) of the exact input the tool will receive
+// (the text, with secret markers where secretRunInput puts handles): what
+// an approval is bound to. It is computed once per text (a 1 MiB input
+// costs ~0.7 ms), again only if a layer rewrote the input.
+func (inv *invocation) digest() string {
+	if d := &inv.digested; d.sum == "" || d.text != inv.call.Input {
+		sum := sha256.Sum256([]byte(inv.call.Input))
+		*d = inputDigest{text: inv.call.Input, sum: hex.EncodeToString(sum[:])}
+	}
+	return inv.digested.sum
+}
+
 // suspend gives the call's admission turn back while it waits for a human,
 // so waiting calls do not hold the slots running calls need.
 func (inv *invocation) suspend() {
@@ -163,10 +219,10 @@ func (h *Host) pipeline() handler {
 		h.resolvePolicy,   // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
 		audit.call,        // how the call ended → the call-refused / call-failed record (internal/callaudit)
 		h.markDone,        // the approvals the run consumed → marked done after it (middleware_approve.go)
-		h.checkInput,      // call.Input → refused over MaxInputBytes, else input (parsed once)
+		h.checkInput,      // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
 		secrets.handles,   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
-		h.parse,           // a command tool's input → cmd and its rendering (backend.parse)
-		h.authorize,       // input or cmd → rendered, wallet, decision; refused by the cards (authorize.go, internal/decide)
+		h.parse,           // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
+		h.authorize,       // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
 		sessions.hold,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
 		h.loadAndValidate, // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
 		h.coolDown,        // opened's digest → refused during its crash cool-down (backoff.go)
@@ -254,7 +310,10 @@ func (h *Host) parse(next handler) handler {
 }
 
 // checkInput refuses input over the size cap before parsing it, then
-// parses it once.
+// decodes it once, into the value every later stage reads. Input JSON
+// readers would read differently (a duplicate key, invalid UTF-8, a lone
+// surrogate escape) is refused here, for every tool and agent: the schema
+// check, the cards and the tool must all read one value.
 func (h *Host) checkInput(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		limit := h.maxInputBytes(inv.cfg)
@@ -263,7 +322,7 @@ func (h *Host) checkInput(next handler) handler {
 		}
 		doc, err := parseInput(inv.call.Input)
 		if err != nil {
-			return inv.fail(KindInput, jsonProblem(inv.call.Input))
+			return inv.fail(KindInput, inputProblem(inv.call.Input, err))
 		}
 		inv.input = doc
 		return next(ctx, inv)
@@ -312,7 +371,7 @@ func (h *Host) checkOutput(next handler) handler {
 			return err
 		}
 		var msg string
-		doc, err := parseInput(inv.res.Output)
+		doc, err := parseOutput(inv.res.Output)
 		if err != nil {
 			msg = "output is not JSON, but the tool declares an output schema"
 		} else if err = inv.output.validateWithin(ctx, inv.tool.Timeout, doc); err != nil {

@@ -56,11 +56,26 @@ func (c *schemaCache) getTool(digest, text string) *inputSchema {
 // peek is the schema compiled for digest, if there is one.
 func (c *schemaCache) peek(digest string) (*inputSchema, bool) { return c.c.Peek(digest) }
 
-// parseInput parses a call's input once, for every stage that reads it and
-// the schema check. Numbers stay json.Number, as the validator expects;
-// trailing data is an error. Its strings share the input's bytes, which
-// live as long as the call.
-func parseInput(input string) (any, error) { return jsonparse.Parse(input) }
+// parseInput decodes a call's input once, for every stage that reads it
+// and the schema check. Numbers stay json.Number, as the validator
+// expects; trailing data is an error; so is what JSON readers read
+// differently (jsonparse.ParseStrict: a duplicate key, invalid UTF-8, a
+// lone surrogate escape). Its strings share the input's bytes, which live
+// as long as the call.
+func parseInput(input string) (any, error) { return jsonparse.ParseStrict(input) }
+
+// parseOutput parses a tool's output for its output schema: as JSON
+// readers do (the last of duplicate keys, U+FFFD for invalid UTF-8).
+func parseOutput(output string) (any, error) { return jsonparse.Parse(output) }
+
+// inputProblem is the message for input parseInput refused with err.
+func inputProblem(input string, err error) string {
+	if _, lax := jsonparse.Parse(input); lax == nil {
+		// JSON, but ambiguous: say what and where.
+		return "input is JSON that readers read differently: " + err.Error() + "; the schema check, the cards and the tool could each see another value, so it is refused"
+	}
+	return jsonProblem(input)
+}
 
 // The checker's limit on schemas.
 const maxSchemaBytes = jsonschema.MaxSchemaBytes

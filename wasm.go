@@ -50,11 +50,9 @@ func (b *wasmBackend) parse(ctx context.Context, inv *invocation) error {
 	if s.cmd == nil {
 		return nil // a JSON-input tool (or an unusable schema: refused by open)
 	}
-	cmd, err := s.cmd.ParseJSON([]byte(inv.call.Input))
-	if err != nil {
+	if err := inv.parseCommand(s.cmd); err != nil {
 		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
 	}
-	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
 	inv.toolCmd = &toolCommand{spec: s.cmd, digest: t.Digest}
 	return nil
 }
@@ -174,15 +172,15 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 
 // reparse reads a rewritten input with the command description the call
 // was parsed with, or renders it as JSON input.
-func (b *wasmBackend) reparse(inv *invocation, input string) ([]grant.Arg, *command.Invocation, error) {
+func (b *wasmBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
 	if inv.toolCmd != nil {
-		cmd, err := inv.toolCmd.spec.ParseJSON([]byte(input))
+		cmd, err := inv.toolCmd.spec.ParseValue(doc)
 		if err != nil {
 			return nil, nil, err
 		}
 		return cmd.Render(), cmd, nil
 	}
-	args, err := grant.Render([]byte(input))
+	args, err := grant.RenderJSONInput(doc)
 	return args, nil, err
 }
 

@@ -81,7 +81,7 @@ func (inv *invocation) sameToolCommand(t *sandbox.Tool, s *inputSchema) bool {
 	case inv.toolCmd != nil && inv.toolCmd.digest == t.Digest:
 		return true
 	case inv.toolCmd != nil && s.cmd != nil:
-		cmd, err := s.cmd.ParseJSON([]byte(inv.call.Input))
+		cmd, err := s.cmd.ParseValue(inv.input)
 		if err != nil || cmd.String() != inv.cmd.String() {
 			return false
 		}

@@ -39,11 +39,15 @@ func TestSameToolCommand(t *testing.T) {
 	jsonTool := load(`{"type":"object"}`)
 
 	authorized := func(s *inputSchema, digest, input string) *invocation {
-		inv := &invocation{call: Call{Input: input}}
+		doc, err := parseInput(input) // as checkInput decodes it
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv := &invocation{call: Call{Input: input}, input: doc}
 		if s.cmd == nil {
 			return inv
 		}
-		cmd, err := s.cmd.ParseJSON([]byte(input))
+		cmd, err := s.cmd.ParseValue(doc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -256,6 +256,25 @@ func (s *Spec) ParseJSON(b []byte) (*Invocation, error) {
 	if err := d.Decode(&m); err != nil {
 		return nil, &ArgError{Index: -1, Why: err.Error()}
 	}
+	return s.parseObject(m)
+}
+
+// ParseValue is ParseJSON of a call already decoded, strictly (no
+// duplicate key, invalid UTF-8 or lone surrogate escape: what
+// jsonparse.ParseStrict accepts), into the values of encoding/json with
+// UseNumber: the same Invocation ParseJSON makes of the text, or an error
+// where it refuses it (grant.RenderValue checks what grant.Render checks).
+// It is how a call decoded once is read as a command without reading its
+// text again.
+func (s *Spec) ParseValue(v any) (*Invocation, error) {
+	if _, err := grant.RenderValue(v); err != nil {
+		return nil, &ArgError{Index: -1, Why: err.Error()}
+	}
+	return s.parseObject(v.(map[string]any)) // RenderValue refuses all else
+}
+
+// parseObject reads a call's JSON object, checked by grant's rendering.
+func (s *Spec) parseObject(m map[string]any) (*Invocation, error) {
 	g := &given{cmd: s.Root, vals: map[*Option][]string{}, at: map[*Option]int{}, atWord: map[*Option]string{}, isJSON: true}
 	prop := func(k string) string { return "property " + strconv.Quote(k) }
 	if c, ok := m["command"]; ok {

@@ -46,7 +46,11 @@
 //   - a string: `--name=value`, the value verbatim (no quoting, no escapes);
 //   - a number: `--name=N`, N the canonical number (the exact value, written
 //     as JavaScript writes numbers but never rounded: 1.0 → 1, 1e2 → 100,
-//     1e21 → 1e+21, 0.0000001 → 1e-7, -0 → 0);
+//     1e21 → 1e+21, 0.0000001 → 1e-7, -0 → 0). A number a binary64 reader
+//     (JavaScript's JSON.parse, a Go float64) reads as another number
+//     (9007199254740993, 1e400) is refused: rounding it would let a card
+//     pinned to one number allow another, and rendering it exactly would
+//     let such a tool run on a number no card allowed;
 //   - true / false: `--name` / `--no-name`; a boolean property whose own
 //     name starts with "no-" renders `--no-x=true` instead, so that
 //     `--no-x` always means x=false;
@@ -60,7 +64,9 @@
 // `--n=5`): the tool's input schema fixes the type, and the call is checked
 // against it. An input a tool's decoder could read differently from its
 // rendering is refused (ErrRender): duplicate keys at any depth, invalid
-// UTF-8, lone surrogate escapes, an empty property name.
+// UTF-8, lone surrogate escapes, an empty property name, a number binary64
+// rounds. RenderValue renders an input already decoded (strictly: see
+// jsonparse.ParseStrict) exactly as Render renders its text.
 //
 // # Matching (Grant.Allows)
 //

@@ -2,7 +2,9 @@ package grant
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +45,179 @@ func Render(input []byte) ([]Arg, error) {
 		args = appendArg(args, m.key, m.val, true)
 	}
 	return args, nil
+}
+
+// RenderValue is Render of an input already decoded: v is what a JSON
+// decoder with UseNumber made of it (map[string]any, []any, string,
+// json.Number, bool, nil). Its value cannot show a duplicate key, invalid
+// UTF-8 or a lone surrogate escape, which Render refuses, so the decoder
+// must have refused them (jsonparse.ParseStrict does); for a v so decoded
+// from an input, RenderValue(v) and Render(input) give the same arguments,
+// or both an error. It is how a call decoded once is rendered without
+// reading its text again.
+func RenderValue(v any) ([]Arg, error) { return renderValue(v, false) }
+
+// RenderJSONInput is RenderValue for a tool that receives the input as
+// JSON, which its own reader decodes: a number a binary64 reader
+// (JavaScript's JSON.parse, a Go float64) reads as another number is
+// refused, naming it and where. Rendered exactly, a card pinned to
+// 9007199254740993 would let such a tool run on 9007199254740992 (and
+// 1e400 on Infinity); rounded, a card pinned to one would allow the
+// other. What it renders, a binary64 reader reads back to the same
+// rendering. (A wrapped CLI's argv is text, which no reader rounds: its
+// command parse renders numbers with RenderValue.)
+func RenderJSONInput(v any) ([]Arg, error) { return renderValue(v, true) }
+
+func renderValue(v any, binary64 bool) ([]Arg, error) {
+	if _, isObject := v.(map[string]any); !isObject {
+		return nil, fmt.Errorf("%w: expected a JSON object, found %s", ErrRender, kindOf(v))
+	}
+	top, err := fromValue(v, 0, binary64)
+	if err != nil {
+		return nil, err
+	}
+	var args []Arg
+	for _, m := range top.obj {
+		if m.key == "" {
+			return nil, fmt.Errorf("%w: a property with an empty name has no argument form", ErrRender)
+		}
+		args = appendArg(args, m.key, m.val, true)
+	}
+	return args, nil
+}
+
+// fromValue is the jsonValue of a decoded value, checked as Render checks
+// the text: the same depth bound (a value deeper than maxDepth, whatever
+// its kind), and each number read as number() does (and, for binary64,
+// checked: RenderJSONInput).
+func fromValue(v any, depth int, binary64 bool) (jsonValue, error) {
+	if depth > maxDepth {
+		return jsonValue{}, fmt.Errorf("%w: nested deeper than %d", ErrRender, maxDepth)
+	}
+	switch v := v.(type) {
+	case nil:
+		return jsonValue{kind: jNull}, nil
+	case bool:
+		if v {
+			return jsonValue{kind: jTrue}, nil
+		}
+		return jsonValue{kind: jFalse}, nil
+	case string:
+		if !utf8.ValidString(v) {
+			return jsonValue{}, fmt.Errorf("%w: invalid UTF-8 in %q", ErrRender, v)
+		}
+		return jsonValue{kind: jString, str: v}, nil
+	case json.Number:
+		if plainInt(string(v)) {
+			// Its own canonical form, and one binary64 holds.
+			return jsonValue{kind: jNumber, str: string(v)}, nil
+		}
+		p := &jsonParser{s: []byte(v)}
+
+		if len(v) == 0 || !(v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+			return jsonValue{}, fmt.Errorf("%w: %q is not a JSON number", ErrRender, string(v))
+		}
+		n, err := p.exactNumber()
+		if err == nil && p.i != len(p.s) {
+			err = fmt.Errorf("%w: %q is not a JSON number", ErrRender, string(v))
+		}
+		if err != nil {
+			return jsonValue{}, err
+		}
+		if binary64 {
+			if read, same := asBinary64(n.str); !same {
+				return jsonValue{}, fmt.Errorf("%w: %s", ErrRender, notBinary64(n.str, read))
+			}
+		}
+		return n, nil
+	case []any:
+		out := jsonValue{kind: jArray, arr: make([]jsonValue, 0, len(v))}
+		for i, e := range v {
+			ev, err := fromValue(e, depth+1, binary64)
+			if err != nil {
+				return jsonValue{}, under(err, strconv.Itoa(i))
+			}
+			out.arr = append(out.arr, ev)
+		}
+		return out, nil
+	case map[string]any:
+		out := jsonValue{kind: jObject, obj: make([]member, 0, len(v))}
+		for k, e := range v {
+			if !utf8.ValidString(k) {
+				return jsonValue{}, fmt.Errorf("%w: invalid UTF-8 in the property name %q", ErrRender, k)
+			}
+			ev, err := fromValue(e, depth+1, binary64)
+			if err != nil {
+				return jsonValue{}, under(err, k)
+			}
+			out.obj = append(out.obj, member{key: k, val: ev})
+		}
+		slices.SortFunc(out.obj, func(a, b member) int { return strings.Compare(a.key, b.key) })
+		return out, nil
+	}
+	return jsonValue{}, fmt.Errorf("%w: %T is not a decoded JSON value", ErrRender, v)
+}
+
+// valueError is an error of RenderValue and where in the value it is.
+type valueError struct {
+	at  []string // the path, innermost first
+	err error
+}
+
+func (e *valueError) Error() string {
+	var b strings.Builder
+	for i := len(e.at) - 1; i >= 0; i-- {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(e.at[i]))
+	}
+	return e.err.Error() + " (at " + b.String() + ")"
+}
+
+func (e *valueError) Unwrap() error { return e.err }
+
+// under places err at key within its container.
+func under(err error, key string) error {
+	if ve, ok := err.(*valueError); ok {
+		ve.at = append(ve.at, key)
+		return ve
+	}
+	return &valueError{at: []string{key}, err: err}
+}
+
+// plainInt tells whether n is an integer of 1 to 15 digits with no
+// leading zero, optionally negative, and not -0: what most numbers in a
+// call are, and written as exactNumber would write them.
+func plainInt(n string) bool {
+	d := n
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || d[0] == '0' && (len(d) > 1 || len(n) > 1) {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// kindOf names a decoded value's JSON type, for an error.
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 func appendArg(args []Arg, name string, v jsonValue, top bool) []Arg {
@@ -329,7 +504,51 @@ func (p *jsonParser) hex4() (rune, error) {
 // decimal value, written as ECMAScript writes numbers (no exponent from
 // 1e-6 up to 1e21, else d.ddde±n) but without rounding to a float64, so
 // that two numbers render alike exactly when they are the same number.
-func (p *jsonParser) number() (jsonValue, error) {
+func (p *jsonParser) number() (jsonValue, error) { return p.exactNumber() }
+
+// asBinary64 is what a binary64 reader makes of the canonical number n,
+// written back canonically (as JavaScript prints it, exactly as
+// exactNumber writes it), and whether that is n. A number of at most 15
+// significant digits well within the range always is (DBL_DIG): no
+// conversion then.
+func asBinary64(n string) (string, bool) {
+	mant, exp := n, 0
+	if m, e, found := strings.Cut(n, "e"); found {
+		mant = m
+		exp, _ = strconv.Atoi(e)
+	}
+	digits := 0
+	for i := 0; i < len(mant); i++ {
+		if mant[i] >= '0' && mant[i] <= '9' {
+			digits++
+		}
+	}
+	if digits <= 15 && exp > -290 && exp < 290 {
+		return n, true
+	}
+	f, _ := strconv.ParseFloat(n, 64) // ±Inf past the range, a rounded value within it
+	if math.IsInf(f, 0) {
+		if f < 0 {
+			return "-Infinity", false
+		}
+		return "Infinity", false
+	}
+	q := &jsonParser{s: []byte(strconv.FormatFloat(f, 'e', -1, 64))}
+	v, err := q.exactNumber()
+	if err != nil {
+		return string(q.s), false // cannot happen: FormatFloat writes a JSON number
+	}
+	return v.str, v.str == n
+}
+
+// notBinary64 says why the number n is refused: a binary64 reader reads it
+// as read.
+func notBinary64(n, read string) string {
+	return "the number " + n + " is not one a binary64 reader (JavaScript's JSON.parse, a float64) reads as itself: it reads " + read + " (send it as a string, or one a binary64 number holds exactly)"
+}
+
+// exactNumber is number without the binary64 check.
+func (p *jsonParser) exactNumber() (jsonValue, error) {
 	start := p.i
 	neg := false
 	if p.s[p.i] == '-' {

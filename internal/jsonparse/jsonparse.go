@@ -42,9 +42,21 @@ func (e *SyntaxError) Error() string {
 // keys: the last of duplicates wins; invalid UTF-8 and lone surrogates in
 // strings become U+FFFD, as encoding/json replaces them). Anything after the
 // value but whitespace is an error.
-func Parse(s string) (any, error) {
+func Parse(s string) (any, error) { return parse(s, false) }
+
+// ParseStrict is Parse refusing, as a *SyntaxError at the offending byte,
+// what JSON parsers read differently: a duplicate key in an object (the
+// last wins here and in encoding/json and JSON.parse, the first in some
+// others, and some refuse it), invalid UTF-8 in a string and a \u escape
+// of a lone UTF-16 surrogate (replaced by U+FFFD here, refused or kept as
+// they are by others). What it accepts, every conforming parser reads as
+// the one value it returns (numbers aside: it keeps their text, which a
+// binary64 reader may round).
+func ParseStrict(s string) (any, error) { return parse(s, true) }
+
+func parse(s string, strict bool) (any, error) {
 	p := pool.Get().(*parser)
-	p.s, p.i, p.depth = s, 0, 0
+	p.s, p.i, p.depth, p.strict = s, 0, 0, strict
 	v, err := p.top()
 	p.s = ""
 	// Scratch space stays in the pool only while small, and holds no value
@@ -79,6 +91,9 @@ type parser struct {
 	vals  []any
 	used  int    // the length vals reached: what to clear at the end
 	buf   []byte // an escaped string's unescaped bytes
+	// strict: refuse duplicate keys, invalid UTF-8 and lone surrogates
+	// (ParseStrict).
+	strict bool
 }
 
 func (p *parser) fail(msg string) error {
@@ -311,6 +326,7 @@ func (p *parser) object() (any, error) {
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
 			return nil, p.failChar("looking for beginning of object key string")
 		}
+		at := p.i
 		key, err := p.str()
 		if err != nil {
 			return nil, err
@@ -325,7 +341,12 @@ func (p *parser) object() (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		n := len(m)
 		m[key] = v
+		if len(m) == n && p.strict {
+			p.i = at
+			return nil, p.fail("duplicate key " + strconv.Quote(key))
+		}
 		p.skipSpace()
 		if p.i >= len(p.s) {
 			return nil, p.fail("unexpected end of JSON input")
@@ -418,6 +439,10 @@ func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 	run := s[start:i]
 	for {
 		if nonASCII && !utf8.ValidString(run) {
+			if p.strict {
+				p.i = start + invalidAt(run)
+				return "", p.fail("invalid UTF-8 in string")
+			}
 			buf = appendValid(buf, run)
 		} else {
 			buf = append(buf, run...)
@@ -467,6 +492,7 @@ func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 			}
 			i += 6
 			if utf16.IsSurrogate(r) {
+				at := i - 6
 				// A pair only with a \u escape right after it; else,
 				// like a lone low half, U+FFFD.
 				d := utf8.RuneError
@@ -477,6 +503,10 @@ func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 							i += 6
 						}
 					}
+				}
+				if d == utf8.RuneError && p.strict {
+					p.i = at
+					return "", p.fail("lone UTF-16 surrogate " + s[at:at+6] + " in string")
 				}
 				r = d
 			}
@@ -489,6 +519,19 @@ func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 		i, nonASCII = plain(s, start)
 		run = s[start:i]
 	}
+}
+
+// invalidAt is the offset in run of its first byte that is not part of a
+// valid UTF-8 sequence.
+func invalidAt(run string) int {
+	for k := 0; k < len(run); {
+		r, n := utf8.DecodeRuneInString(run[k:])
+		if r == utf8.RuneError && n == 1 {
+			return k
+		}
+		k += n
+	}
+	return len(run)
 }
 
 // appendValid appends run to buf with each byte that is not part of a

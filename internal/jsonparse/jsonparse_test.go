@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/internal/jsonparse"
 )
@@ -182,4 +185,90 @@ func TestLongStringIsNotCopied(t *testing.T) {
 			t.Errorf("%d allocations parsing a %d-byte string", int(n), len(s))
 		}
 	}
+}
+
+// checkStrict fails t unless ParseStrict agrees with Parse on s, refusing
+// only what readers differ on: what it accepts, Parse accepts as the same
+// value; what only Parse accepts is a duplicate key, invalid UTF-8 or a
+// lone surrogate escape, found where the error says.
+func checkStrict(t *testing.T, s string) {
+	t.Helper()
+	got, err := jsonparse.ParseStrict(s)
+	lax, lerr := jsonparse.Parse(s)
+	switch {
+	case err == nil && lerr != nil:
+		t.Fatalf("ParseStrict(%q) accepts what Parse refuses: %v", s, lerr)
+	case err == nil:
+		if !reflect.DeepEqual(got, lax) {
+			t.Fatalf("ParseStrict(%q) = %#v, Parse's %#v", s, got, lax)
+		}
+		return
+	case lerr != nil:
+		return
+	}
+	var se *jsonparse.SyntaxError
+	if !errors.As(err, &se) || se.Offset < 0 || se.Offset >= len(s) {
+		t.Fatalf("ParseStrict(%q): error %v has no offset within the input", s, err)
+	}
+	at := s[se.Offset:]
+	switch msg := err.Error(); {
+	case strings.HasPrefix(msg, "duplicate key "):
+		if at[0] != '"' {
+			t.Fatalf("ParseStrict(%q): %v does not point at a key", s, err)
+		}
+	case strings.HasPrefix(msg, "invalid UTF-8 in string"):
+		if r, n := utf8.DecodeRuneInString(at); r != utf8.RuneError || n != 1 {
+			t.Fatalf("ParseStrict(%q): %v does not point at invalid UTF-8", s, err)
+		}
+	case strings.HasPrefix(msg, "lone UTF-16 surrogate "):
+		r, perr := strconv.ParseUint(at[2:min(6, len(at))], 16, 32)
+		if !strings.HasPrefix(at, `\u`) || perr != nil || !utf16.IsSurrogate(rune(r)) {
+			t.Fatalf("ParseStrict(%q): %v does not point at a surrogate escape", s, err)
+		}
+	default:
+		t.Fatalf("ParseStrict(%q) refuses what Parse accepts: %v", s, err)
+	}
+}
+
+// TestStrict: each thing readers differ on is refused, naming it and
+// where; the rest is read as Parse reads it.
+func TestStrict(t *testing.T) {
+	for _, s := range edgeCases {
+		checkStrict(t, s)
+	}
+	for _, c := range []struct {
+		in, msg string
+		off     int
+	}{
+		{`{"a":1,"a":2}`, `duplicate key "a"`, 7},
+		{`{"a":1,"b":{"c":[],"c":{}}}`, `duplicate key "c"`, 19},
+		{`{"\u0061":1,"a":2}`, `duplicate key "a"`, 12},
+		{`[{"k":1},{"k":2,"k":3}]`, `duplicate key "k"`, 16},
+		{"{\"a\":\"ok\xff\"}", "invalid UTF-8 in string", 8},
+		{"[\"\\n\xc3\"]", "invalid UTF-8 in string", 4},
+		{`{"a":"\ud800"}`, `lone UTF-16 surrogate \ud800 in string`, 6},
+		{`["x\udc00\ud800"]`, `lone UTF-16 surrogate \udc00 in string`, 3},
+		{`"\uD83D\u0041"`, `lone UTF-16 surrogate \uD83D in string`, 1},
+	} {
+		_, err := jsonparse.ParseStrict(c.in)
+		var se *jsonparse.SyntaxError
+		if !errors.As(err, &se) || se.Offset != c.off || !strings.HasPrefix(err.Error(), c.msg) {
+			t.Errorf("ParseStrict(%q): %v, want %q at offset %d", c.in, err, c.msg, c.off)
+		}
+	}
+	for _, ok := range []string{`{"a":1,"A":2}`, `{"a":{"a":{"a":1}}}`, `[{"k":1},{"k":2}]`, `"\ud83d\ude00"`, `"\uFFFD"`, "\"\xef\xbf\xbd\""} {
+		if _, err := jsonparse.ParseStrict(ok); err != nil {
+			t.Errorf("ParseStrict(%q): %v", ok, err)
+		}
+	}
+}
+
+func FuzzParseStrict(f *testing.F) {
+	for _, s := range edgeCases {
+		f.Add(s)
+	}
+	f.Add("{\"k\":\"v\",\"k\":\"w\",\"\xe9\":\"\xed\xbf\xbf\"}")
+	f.Fuzz(func(t *testing.T, s string) {
+		checkStrict(t, s)
+	})
 }
