@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/toolinfo"
 )
@@ -102,27 +103,11 @@ func narrowsEgress(b *config.Binding) bool {
 	return b != nil && (b.HTTPAllow != nil || b.Secrets != nil)
 }
 
-// egressPolicy returns the compiled egress policy for an exposure: the
-// tool's own, or one compiled once per configuration for a binding that
-// narrows it.
-func (p *policies) egressPolicy(e exposure) (*egress.Policy, error) {
-	if !narrowsEgress(e.binding) {
-		return p.byTool[e.tool.Name], p.errs[e.tool.Name]
-	}
-	key := e.agent + "\x00" + e.tool.Name
-	if v, ok := p.narrowed.Load(key); ok {
-		c := v.(compiledPolicy)
-		return c.pol, c.err
-	}
-	pol, err := egress.NewPolicy(e.tool.Name, toolRules(p.cfg, e.tool))
-	v, _ := p.narrowed.LoadOrStore(key, compiledPolicy{pol, err})
-	c := v.(compiledPolicy)
-	return c.pol, c.err
-}
-
-type compiledPolicy struct {
-	pol *egress.Policy
-	err error
+// policy returns the compiled egress policy for an exposure: the tool's
+// own, or one compiled once per configuration for a binding that narrows
+// it.
+func (e exposure) policy(set *callegress.Set) (*egress.Policy, error) {
+	return set.Policy(e.agent, e.tool, narrowsEgress(e.binding))
 }
 
 // ToolsFor is Tools as agent sees them: only the tools bound to it, each

@@ -111,7 +111,7 @@ func (h *Host) Decide(ctx context.Context, id string, d Answer) (ApprovalRequest
 	}
 	r, err := s.Decide(ctx, id, d)
 	if err == nil {
-		h.waiters.wake(id)
+		h.waiters.Wake(id)
 	}
 	return r, err
 }

@@ -225,7 +225,7 @@ func (b *builtinBackend) run(ctx context.Context, inv *invocation) error {
 	} else {
 		// The card rules are admin's, acting as the agent on the wallet
 		// its visibility was decided on (the same code as maiden cards).
-		as := adminlink.As(st, inv.cfg, inv.builtinWallet).(*admin.State)
+		as := adminlink.As(st, inv.cfg, inv.builtinWallet).(*admin.AgentState)
 		var r *cardtools.Refusal
 		if out, r, err = b.op.card(ctx, as, []byte(inv.call.Input)); err != nil {
 			err = fmt.Errorf("%w: %v", ErrState, err)

@@ -33,8 +33,11 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/humanwait"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
@@ -208,18 +211,19 @@ type Host struct {
 
 	// http-fetch: the gate, and each tool's compiled egress policy for the
 	// configuration in force.
-	gate   *egress.Gate
-	pols   atomic.Pointer[policies]
-	polsMu sync.Mutex
+	gate *egress.Gate
+	pols callegress.Policies
 
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).
-	waiters waiters
+	waiters humanwait.Waiters
 	// material is the web_fetch secret material of each session.
 	material session.Materials
 	// sessions is the session stages' work: which session a call runs
 	// in (cached), its boundary held.
 	sessions session.Gate
+	// trail writes the calls' audit records (internal/callaudit).
+	trail callaudit.Trail
 	// probe is the proof that wrapped CLIs' confinement is in force
 	// (clis.go).
 	probe probe
@@ -273,6 +277,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	}
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
 	h.sessions.State, h.sessions.ErrState = h.state, ErrState
+	h.trail = callaudit.Trail{State: h.state, Log: h.log}
 	h.cfg.Store(cfg)
 	h.setKinds(cfg)
 	h.handle = h.pipeline()

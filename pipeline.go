@@ -17,6 +17,7 @@ import (
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/secret"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/worker"
 )
@@ -102,7 +103,7 @@ type invocation struct {
 	// live log lines (wrapLogs).
 	liveRedact []config.Middleware
 	reasked    int // times the approval was asked again because the cards changed during a wait
-	// admitted: the call-admitted record is written (admitRecord) and the
+	// admitted: the call-admitted record is written (audit.admit) and the
 	// tool may run; trailAtAdmit is how many verdicts it holds.
 	admitted     bool
 	trailAtAdmit int
@@ -116,9 +117,9 @@ type invocation struct {
 
 	noAudit bool // Host.noAudit
 
-	// secrets are the call's secret handles (secrets.go); nil if its
+	// secrets are the call's secret handles (internal/secret); nil if its
 	// input had no {"$secret": ...}.
-	secrets *callSecrets
+	secrets *secret.Handles
 
 	// sess is the call's session once looked up (sessions.go).
 	sess *store.Session
@@ -211,13 +212,15 @@ type stage func(next handler) handler
 // orders them.
 func (h *Host) pipeline() handler {
 	sessions := sessionStages{gate: &h.sessions}
+	var secrets secretStages
+	audit := auditStages{trail: &h.trail}
 	stages := []stage{
 		h.admit,           // call.Tool → an admission turn, release (admission.go)
 		h.resolvePolicy,   // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
-		h.auditCall,       // how the call ended → the call-refused / call-failed record (callaudit.go)
+		audit.call,        // how the call ended → the call-refused / call-failed record (internal/callaudit)
 		h.markDone,        // the approvals the run consumed → marked done after it (middleware_approve.go)
 		h.checkInput,      // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
-		h.secretHandles,   // input → {"$secret": NAME} handles checked against the cards (secrets.go)
+		secrets.handles,   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
 		h.parse,           // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
 		h.authorize,       // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
 		sessions.hold,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
@@ -226,9 +229,9 @@ func (h *Host) pipeline() handler {
 		h.middleware,      // bindName's chain → trail, approvals, a rewritten input re-decided (middleware.go, middleware_approve.go)
 		sessions.recheck,  // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
 		h.runApproved,     // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
-		h.admitRecord,     // → the call-admitted record, admitted; refused if it cannot be written (callaudit.go)
+		audit.admit,       // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
 		h.checkOutput,     // res.Output → held to a declared output schema
-		h.secretRunInput,  // input → the tool's input with secret handles resolved (secrets.go)
+		secrets.runInput,  // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
 	}
 	next := h.run // backend.run → res
 	for i := len(stages) - 1; i >= 0; i-- {
@@ -286,7 +289,7 @@ func (h *Host) resolveTool(cfg *config.Config, inv *invocation, bindName string)
 	if err != nil {
 		return err
 	}
-	pol, err := h.policySet(cfg).egressPolicy(exp)
+	pol, err := exp.policy(h.pols.Of(cfg))
 	if err != nil {
 		return inv.fail(KindConfig, err.Error())
 	}

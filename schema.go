@@ -77,14 +77,5 @@ func inputProblem(input string, err error) string {
 	return jsonProblem(input)
 }
 
-// The checker's limits and words that the secret references share.
-const (
-	maxSchemaBytes = jsonschema.MaxSchemaBytes
-	maxInputDepth  = jsonschema.MaxInputDepth
-)
-
-func escapePointer(t string) string { return jsonschema.EscapePointer(t) }
-func where(at string) string        { return jsonschema.Where(at) }
-func truncate(s string, n int) string {
-	return jsonschema.Truncate(s, n)
-}
+// The checker's limit on schemas.
+const maxSchemaBytes = jsonschema.MaxSchemaBytes

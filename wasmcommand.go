@@ -7,6 +7,7 @@ import (
 
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/secret"
 )
 
 // This file is WebAssembly tools that describe themselves as a command
@@ -98,8 +99,8 @@ func (inv *invocation) toolChanged() error {
 
 // toolInput is what the tool's execute receives: the input as sent for a
 // JSON-input tool, the validated command call for a command tree, where
-// each secret marker (secrets.go: what the cards saw for {"$secret": ...})
-// becomes the call's handle, as secretRunInput does for a JSON input.
+// each secret marker (internal/secret: what the cards saw for {"$secret": ...})
+// becomes the call's handle, as the secrets.runInput stage does for a JSON input.
 func (inv *invocation) toolInput() string {
 	if inv.toolCmd == nil {
 		return inv.call.Input
@@ -112,7 +113,7 @@ func (inv *invocation) toolInput() string {
 	if err != nil {
 		return call // cannot happen (ToolCall writes JSON); the markers then stay: no handle, no secret
 	}
-	text, err := marshalInput(inv.secrets.withHandles(doc))
+	text, err := secret.Marshal(inv.secrets.WithHandles(doc))
 	if err != nil {
 		return call
 	}

@@ -115,21 +115,16 @@ type State struct {
 	cfg   *config.Config // nil for a store opened without one (OpenStore)
 	path  string         // the file or URL opened; "" over a Host's store
 	owned bool           // Close closes st
-	actor store.Actor    // the operator, or the agent of As
-	agent string         // the agent of As; "" for the operator
-	// wallet is the agent's wallet as a call pinned it (adminlink.As),
-	// which Cards decides on; nil: read from the store when needed.
-	wallet *cards.Wallet
 }
 
 func init() {
 	adminlink.Over = func(st store.Store, cfg *config.Config) any {
-		return &State{st: st, cfg: cfg, actor: store.Operator()}
+		return &State{st: st, cfg: cfg}
 	}
 	adminlink.As = func(st store.Store, cfg *config.Config, w *cards.Wallet) any {
-		s := (&State{st: st, cfg: cfg}).As(w.Agent())
-		s.wallet = w
-		return s
+		a := (&State{st: st, cfg: cfg}).As(w.Agent())
+		a.c.wallet = w
+		return a
 	}
 }
 
@@ -169,7 +164,7 @@ func OpenStore(ctx context.Context, location string, opts *Options) (*State, err
 	if err != nil {
 		return nil, err
 	}
-	return &State{st: st, path: st.Path(), owned: true, actor: store.Operator()}, nil
+	return &State{st: st, path: st.Path(), owned: true}, nil
 }
 
 // Close closes the store (not one the State was given by a Host).
@@ -211,20 +206,4 @@ func (s *State) Sync(ctx context.Context, cfg *config.Config) error {
 	}
 	s.cfg = cfg
 	return nil
-}
-
-// As is s acting as agent through the agent's own wallet, as the cards_*
-// built-ins do: Cards lists only the agent's own cards that a card:inspect
-// grant lets it see; Card, Derive and Transfer act only on a card the agent
-// holds (one it does not is answered exactly like one that does not exist,
-// ErrNotAllowed); Derive, Transfer and Revoke need a card allowing
-// card:derive, card:transfer or card:revoke on the card acted on; a card
-// goes only to an agent the configuration declares (ErrUnknownAgent).
-func (s *State) As(agent string) *State {
-	c := *s
-	c.owned = false
-	c.actor = store.AgentActor(agent)
-	c.agent = agent
-	c.wallet = nil
-	return &c
 }

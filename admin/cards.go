@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/adminlink"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/store"
 )
 
 // This file is agents, their tokens and their permission cards
@@ -119,20 +121,66 @@ func (s *State) Grant(ctx context.Context, agent string, spec CardSpec) (api.Car
 	return adminlink.Card(c), nil
 }
 
+// The card operations an operator and an agent share (Derive, Revoke,
+// Transfer, Card, Cards) run on a cardActor: the operator's (State) with
+// no agent, reaching every card; an agent's (AgentState) reaching only
+// what its cards allow.
+type cardActor struct {
+	st    store.Store
+	cfg   *config.Config // nil for a store opened without one
+	actor store.Actor
+	agent string // "" for the operator
+	// wallet is the agent's wallet as a call pinned it (adminlink.As),
+	// which cards decides on; nil: read from the store when needed.
+	wallet *cards.Wallet
+}
+
+// operator is s's card operations, with the operator's authority.
+func (s *State) operator() cardActor {
+	return cardActor{st: s.st, cfg: s.cfg, actor: store.Operator()}
+}
+
 // Derive makes a child of card parentID in agent to's wallet, allowing
 // grants: attenuation only (docs/cards.md, Derivation). The child keeps
 // the parent's exceptions, prohibitions and ceiling and expires with it,
 // or at expires if that is earlier (zero: with the parent). Revoking the
 // parent revokes the child.
 func (s *State) Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time) (api.Card, error) {
+	return s.operator().derive(ctx, parentID, to, grants, expires)
+}
+
+// Revoke revokes card id and every card derived from it, transitively, in
+// one transaction, and returns how many cards that was. The next call of
+// every agent, in every process sharing the store, sees it.
+func (s *State) Revoke(ctx context.Context, id string) (int, error) {
+	return s.operator().revoke(ctx, id)
+}
+
+// Transfer moves card id to agent to's wallet (system cards stay put).
+func (s *State) Transfer(ctx context.Context, id, to string) error {
+	return s.operator().transfer(ctx, id, to)
+}
+
+// Card returns one card, revoked or not.
+func (s *State) Card(ctx context.Context, id string) (api.Card, error) {
+	return s.operator().card(ctx, id)
+}
+
+// Cards lists agent's cards ("" for every agent's), revoked and expired
+// ones included, in the order they were made.
+func (s *State) Cards(ctx context.Context, agent string) ([]api.Card, error) {
+	return s.operator().cards(ctx, agent)
+}
+
+func (a cardActor) derive(ctx context.Context, parentID, to string, grants []string, expires time.Time) (api.Card, error) {
 	gs, err := parseGrants(grants)
 	if err != nil {
 		return api.Card{}, err
 	}
-	if err := s.recipient(to); err != nil {
+	if err := a.recipient(to); err != nil {
 		return api.Card{}, err
 	}
-	parent, err := s.held(ctx, parentID)
+	parent, err := a.held(ctx, parentID)
 	if err != nil {
 		return api.Card{}, err
 	}
@@ -142,63 +190,55 @@ func (s *State) Derive(ctx context.Context, parentID, to string, grants []string
 	}
 	// Derive checks the parent again inside its transaction: a revocation
 	// in between is refused there.
-	c, err := s.st.Derive(ctx, s.actor, parent.ID, to, cards.Child(parent, plain, expires))
+	c, err := a.st.Derive(ctx, a.actor, parent.ID, to, cards.Child(parent, plain, expires))
 	if err != nil {
 		return api.Card{}, err
 	}
 	return adminlink.Card(c), nil
 }
 
-// Revoke revokes card id and every card derived from it, transitively, in
-// one transaction, and returns how many cards that was. The next call of
-// every agent, in every process sharing the store, sees it.
-func (s *State) Revoke(ctx context.Context, id string) (int, error) {
-	n, err := s.st.Revoke(ctx, s.actor, id)
-	if s.agent != "" && errors.Is(err, ErrUnknownCard) {
+func (a cardActor) revoke(ctx context.Context, id string) (int, error) {
+	n, err := a.st.Revoke(ctx, a.actor, id)
+	if a.agent != "" && errors.Is(err, ErrUnknownCard) {
 		// Worded as for a card outside the agent's reach.
-		return 0, fmt.Errorf("%w: agent %q holds neither it nor any card it was derived from", ErrNotAllowed, s.agent)
+		return 0, fmt.Errorf("%w: agent %q holds neither it nor any card it was derived from", ErrNotAllowed, a.agent)
 	}
 	return n, err
 }
 
-// Transfer moves card id to agent to's wallet (system cards stay put).
-func (s *State) Transfer(ctx context.Context, id, to string) error {
-	if err := s.recipient(to); err != nil {
+func (a cardActor) transfer(ctx context.Context, id, to string) error {
+	if err := a.recipient(to); err != nil {
 		return err
 	}
-	if _, err := s.held(ctx, id); err != nil {
+	if _, err := a.held(ctx, id); err != nil {
 		return err
 	}
-	return s.st.Transfer(ctx, s.actor, id, to)
+	return a.st.Transfer(ctx, a.actor, id, to)
 }
 
-// Card returns one card, revoked or not.
-func (s *State) Card(ctx context.Context, id string) (api.Card, error) {
-	c, err := s.held(ctx, id)
+func (a cardActor) card(ctx context.Context, id string) (api.Card, error) {
+	c, err := a.held(ctx, id)
 	if err != nil {
 		return api.Card{}, err
 	}
 	return adminlink.Card(c), nil
 }
 
-// Cards lists agent's cards ("" for every agent's), revoked and expired
-// ones included, in the order they were made. Acting as an agent (As), it
-// lists that agent's own cards that a card:inspect grant lets it see.
-func (s *State) Cards(ctx context.Context, agent string) ([]api.Card, error) {
-	if s.agent != "" {
-		if agent != "" && agent != s.agent {
-			return nil, fmt.Errorf("%w: agent %q sees only its own cards", ErrNotAllowed, s.agent)
+func (a cardActor) cards(ctx context.Context, agent string) ([]api.Card, error) {
+	if a.agent != "" {
+		if agent != "" && agent != a.agent {
+			return nil, fmt.Errorf("%w: agent %q sees only its own cards", ErrNotAllowed, a.agent)
 		}
-		agent = s.agent
+		agent = a.agent
 	}
-	list, err := s.st.Cards(ctx, agent)
+	list, err := a.st.Cards(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
-	if s.agent != "" {
-		w := s.wallet
+	if a.agent != "" {
+		w := a.wallet
 		if w == nil {
-			if w, err = s.st.Wallet(ctx, s.agent, time.Now()); err != nil {
+			if w, err = a.st.Wallet(ctx, a.agent, time.Now()); err != nil {
 				return nil, err
 			}
 		}
@@ -209,26 +249,26 @@ func (s *State) Cards(ctx context.Context, agent string) ([]api.Card, error) {
 
 // held is card id; acting as an agent, only one the agent holds: a card
 // held by another agent is answered exactly like one that does not exist.
-func (s *State) held(ctx context.Context, id string) (cards.Card, error) {
-	c, err := s.st.Card(ctx, id)
-	if s.agent != "" && (errors.Is(err, ErrUnknownCard) || err == nil && c.Holder != s.agent) {
-		return cards.Card{}, fmt.Errorf("%w: agent %q holds no card %q", ErrNotAllowed, s.agent, id)
+func (a cardActor) held(ctx context.Context, id string) (cards.Card, error) {
+	c, err := a.st.Card(ctx, id)
+	if a.agent != "" && (errors.Is(err, ErrUnknownCard) || err == nil && c.Holder != a.agent) {
+		return cards.Card{}, fmt.Errorf("%w: agent %q holds no card %q", ErrNotAllowed, a.agent, id)
 	}
 	return c, err
 }
 
 // recipient checks, acting as an agent, that to is an agent of the
 // configuration: an agent hands cards only to agents that can call.
-func (s *State) recipient(to string) error {
-	if s.agent == "" || s.cfg == nil {
+func (a cardActor) recipient(to string) error {
+	if a.agent == "" || a.cfg == nil {
 		return nil
 	}
-	if _, ok := s.cfg.Agent(to); ok {
+	if _, ok := a.cfg.Agent(to); ok {
 		return nil
 	}
 	var names []string
-	for _, a := range s.cfg.Agents() {
-		names = append(names, a.Name)
+	for _, x := range a.cfg.Agents() {
+		names = append(names, x.Name)
 	}
-	return fmt.Errorf("%w: no agent %q in %s (agents: %s)", ErrUnknownAgent, to, s.cfg.File(), strings.Join(names, ", "))
+	return fmt.Errorf("%w: no agent %q in %s (agents: %s)", ErrUnknownAgent, to, a.cfg.File(), strings.Join(names, ", "))
 }

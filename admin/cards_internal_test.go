@@ -64,7 +64,7 @@ func TestCardBuiltinsAsAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := adminlink.As(st, cfg, w).(*State)
+	as := adminlink.As(st, cfg, w).(*AgentState)
 	run := func(tool, input string) (any, *cardtools.Refusal) {
 		t.Helper()
 		out, r, err := cardtools.Tools[tool].Run(ctx, as, []byte(input))

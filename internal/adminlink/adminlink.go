@@ -9,7 +9,7 @@
 // which must not open a second store for the same work, goes through Over and As.
 //
 //	s := adminlink.Over(st, cfg).(*admin.State)   // package admin sets Over and As in its init
-//	a := adminlink.As(st, cfg, wallet).(*admin.State) // acting as the wallet's agent
+//	a := adminlink.As(st, cfg, wallet).(*admin.AgentState) // acting as the wallet's agent: its card operations only
 package adminlink
 
 import (
@@ -30,7 +30,7 @@ import (
 // does) can call it.
 var Over func(st store.Store, cfg *config.Config) any
 
-// As returns an *admin.State over st acting as w's agent (admin.State.As),
+// As returns an *admin.AgentState over st acting as w's agent (admin.State.As),
 // deciding what the agent may see on w, the wallet its call was authorized
 // on: the cards_* built-ins' card operations. Package admin sets it with
 // Over.

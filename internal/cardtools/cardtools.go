@@ -7,13 +7,13 @@
 // package's, admin, acting as the agent (admin.State.As): the CLI, the
 // inbox and the built-ins run the same code on the same store. This
 // package cannot import admin (nothing under internal/ does), so an
-// operation is given it as Cards, which *admin.State satisfies.
+// operation is given it as Cards, which *admin.AgentState satisfies.
 //
 // The root's built-in backend (builtins.go) decides who sees a tool
 // (MayUse), runs it through the call pipeline, and calls Run with admin
 // acting as the calling agent:
 //
-//	out, refusal, err := cardtools.Tools["cards_list"].Run(ctx, adminlink.As(st, cfg, w).(*admin.State), []byte(`{}`))
+//	out, refusal, err := cardtools.Tools["cards_list"].Run(ctx, adminlink.As(st, cfg, w).(*admin.AgentState), []byte(`{}`))
 //
 // A refusal is the caller's (a card rule, malformed input); an error is
 // the store's.
@@ -50,7 +50,7 @@ type Tool struct {
 }
 
 // Cards is what an operation acts with: the operators' card operations
-// acting as the calling agent (an *admin.State from admin.State.As), which
+// acting as the calling agent (an *admin.AgentState from admin.State.As), which
 // hold the card rules.
 type Cards interface {
 	Cards(ctx context.Context, agent string) ([]api.Card, error)

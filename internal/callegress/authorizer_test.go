@@ -1,4 +1,4 @@
-package maiden
+package callegress
 
 import (
 	"errors"
@@ -11,11 +11,11 @@ import (
 	"github.com/maiden-run/maiden/internal/grant"
 )
 
-// TestWalletAuthorizer: the hook the gate asks at fetch time decides
+// TestAuthorizer: the hook the gate asks at fetch time decides
 // network:connect on the exact host and port it is given (IP literals
 // too, IPv6 as the gate spells it) and secret:use on the credential, and
 // a denial names its rule and the grant to paste.
-func TestWalletAuthorizer(t *testing.T) {
+func TestAuthorizer(t *testing.T) {
 	var specs []cards.Card
 	for i, s := range []string{
 		"network:connect *.example.com:443",
@@ -29,7 +29,7 @@ func TestWalletAuthorizer(t *testing.T) {
 		}
 		specs = append(specs, cards.Card{ID: "c" + string(rune('0'+i)), Holder: "a", Spec: cards.Spec{LowerPos: cards.Any(g)}})
 	}
-	authz := walletAuthorizer(cards.NewWallet("a", time.Now(), specs))
+	authz := Authorizer(cards.NewWallet("a", time.Now(), specs))
 	for _, tc := range []struct {
 		host, cred string
 		port       int
@@ -57,7 +57,7 @@ func TestWalletAuthorizer(t *testing.T) {
 			t.Errorf("%s:%d %q: %v; want rule %s naming %s", tc.host, tc.port, tc.cred, err, tc.rule, tc.paste)
 		}
 	}
-	if walletAuthorizer(nil) != nil {
+	if Authorizer(nil) != nil {
 		t.Error("the implicit agent (no wallet) got a hook")
 	}
 }
@@ -75,7 +75,7 @@ func BenchmarkWalletAuthorizer(b *testing.B) {
 		g, _ := grant.Parse(s)
 		cs = append(cs, cards.Card{ID: "y", Holder: "a", Spec: cards.Spec{LowerPos: cards.Any(g)}})
 	}
-	authz := walletAuthorizer(cards.NewWallet("a", time.Now(), cs))
+	authz := Authorizer(cards.NewWallet("a", time.Now(), cs))
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := authz("api.example.com", 443, "API_TOKEN"); err != nil {

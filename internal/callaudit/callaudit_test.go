@@ -1,4 +1,4 @@
-package maiden
+package callaudit
 
 import (
 	"encoding/json"
@@ -10,6 +10,16 @@ import (
 	"github.com/maiden-run/maiden/api"
 )
 
+// verdict is a middleware layer's verdict as the root records it.
+type verdict struct {
+	Rule    string `json:"rule"`
+	Use     string `json:"use"`
+	Verdict string `json:"verdict"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+type callRecord = Record[verdict]
+
 // TestCallRecordJSON: the hand-written encoding of a call's record decodes
 // to the same record as encoding/json's, for hostile strings too (quotes,
 // backslashes, control characters, invalid UTF-8, U+2028).
@@ -17,14 +27,14 @@ func TestCallRecordJSON(t *testing.T) {
 	for _, s := range []string{"", "plain", `--city="Paris" --x=\n`, "tab\there\nnl\r\x00\x1f\x7f", "bad \xff\xfe utf8", "sep \u2028\u2029 end", "emoji 🙂 and ü"} {
 		recs := []callRecord{
 			{Rendered: s},
-			{Session: s, Rendered: s, Card: s, Approval: s, Kind: KindDenied, Message: s, Error: s, DurationMS: 42},
+			{Session: s, Rendered: s, Card: s, Approval: s, Kind: api.KindDenied, Message: s, Error: s, DurationMS: 42},
 			{Rendered: s, Middleware: []verdict{{Rule: "middleware[1]", Use: "validate", Verdict: "pass", Detail: s}}},
 			{Rendered: s, Card: s, Decision: &api.Decision{Allow: true, Card: s, Bound: s, Grant: s}},
-			{Rendered: s, Decision: &api.Decision{Reason: s, Rule: s, Card: s, Bound: s, Grant: s, Target: s, Fix: s}, Kind: KindDenied, Message: s},
+			{Rendered: s, Decision: &api.Decision{Reason: s, Rule: s, Card: s, Bound: s, Grant: s, Target: s, Fix: s}, Kind: api.KindDenied, Message: s},
 			{Rendered: s, Decision: &api.Decision{}},
 		}
 		for _, rec := range recs {
-			b, err := rec.appendJSON(nil)
+			b, err := rec.AppendJSON(nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,263 @@
+// Package callaudit is the audit trail of calls (X3): the records a call
+// writes to the state store's hash-chained trail and how they get there.
+// A call admitted (with the cards' decision and the middleware verdicts
+// that let it through) is recorded before its tool runs, and if the record
+// cannot be written the call is refused, never run unaudited; a call
+// refused, each http-fetch decision and a failure after admission are
+// recorded too. The root's stages decide when (callaudit.go there); this
+// package encodes the records (Record, by hand on the path every call
+// takes) and writes them (Trail: the store getter and the logger given,
+// no Host), through the store's audit journal when it has one.
+//
+//	t := &callaudit.Trail{State: getStore, Log: logger}
+//	err := t.AppendRecord(ctx, callaudit.Call{Cfg: cfg, Agent: a, Tool: name}, store.AuditCallAdmitted, &rec)
+package callaudit
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// KindCallFailed is the audit kind of a call that failed after its
+// call-admitted record (a deadline, a trap, a refused fetch, an output a
+// layer withheld).
+const KindCallFailed = "call-failed"
+
+// Record is the body of a call's audit records; V is a middleware layer's
+// verdict as the trail records it (encoded by encoding/json).
+type Record[V any] struct {
+	Session  string `json:"session,omitempty"`
+	Rendered string `json:"rendered"`
+	Card     string `json:"card,omitempty"`
+	// Decision is the cards' answer about the call as Decide returned it
+	// (authorize, or the last re-decision of a rewrite or a long approval
+	// wait): the deciding card, bound and grant; on a denial also the
+	// reason, rule, target and fix. An allowed call's record leaves out
+	// its target and rule, which are its tool and rendering and its card,
+	// bound and grant. Absent when the cards were not asked (the implicit
+	// agent, a card built-in, a call refused before authorization).
+	Decision   *api.Decision `json:"decision,omitempty"`
+	Middleware []V           `json:"middleware,omitempty"`
+	Approval   string        `json:"approval,omitempty"`
+	Kind       api.ErrorKind `json:"kind,omitempty"`
+	Message    string        `json:"message,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	DurationMS int64         `json:"duration_ms,omitempty"`
+}
+
+// AppendJSON encodes r as JSON onto b: by hand on the path every call
+// takes (json.Marshal of this struct costs about a microsecond, a
+// twentieth of the tiny call), by encoding/json for the verdicts.
+func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
+	field := func(name, v string) {
+		if v == "" {
+			return
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		b = appendJSONString(b, v)
+	}
+	field("session", r.Session)
+	if len(b) > 1 {
+		b = append(b, ',')
+	}
+	b = append(b, `"rendered":`...)
+	b = appendJSONString(b, r.Rendered)
+	field("card", r.Card)
+	if d := r.Decision; d != nil {
+		b = append(b, `,"decision":{"allow":`...)
+		b = strconv.AppendBool(b, d.Allow)
+		field("reason", d.Reason)
+		field("rule", d.Rule)
+		field("card", d.Card)
+		field("bound", d.Bound)
+		field("grant", d.Grant)
+		field("target", d.Target)
+		field("fix", d.Fix)
+		b = append(b, '}')
+	}
+	if len(r.Middleware) > 0 {
+		v, err := json.Marshal(r.Middleware)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"middleware":`...)
+		b = append(b, v...)
+	}
+	field("approval", r.Approval)
+	field("kind", string(r.Kind))
+	field("message", r.Message)
+	field("error", r.Error)
+	if r.DurationMS != 0 {
+		b = append(b, `,"duration_ms":`...)
+		b = strconv.AppendInt(b, r.DurationMS, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (as
+// encoding/json does, without its HTML escaping).
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				switch c {
+				case '\n':
+					b = append(b, '\\', 'n')
+				case '\r':
+					b = append(b, '\\', 'r')
+				case '\t':
+					b = append(b, '\\', 't')
+				default:
+					b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+				}
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// Trail writes a call's records: State is the store of a configuration
+// (the Host's, opened and synced on first need), Log where a record that
+// could not be written is reported.
+type Trail struct {
+	State func(ctx context.Context, cfg *config.Config) (store.Store, error)
+	Log   *slog.Logger
+}
+
+// Call is whose record it is: the configuration the call runs under, its
+// agent and tool.
+type Call struct {
+	Cfg   *config.Config
+	Agent string
+	Tool  string
+}
+
+// Event appends a record about the call that is not a decision (an
+// approval requested, a fetch): a failure is logged, not fatal.
+func (t *Trail) Event(ctx context.Context, c Call, kind string, body any) {
+	if err := t.Append(context.WithoutCancel(ctx), c, kind, body); err != nil {
+		t.Log.Error("audit record not written", "kind", kind, "agent", c.Agent, "tool", c.Tool, "err", err)
+	}
+}
+
+// Append writes one record of the call, body encoded by encoding/json.
+func (t *Trail) Append(ctx context.Context, c Call, kind string, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return t.appendRaw(ctx, c, kind, b)
+}
+
+// AppendRecord writes a call's own record.
+func AppendRecord[V any](ctx context.Context, t *Trail, c Call, kind string, rec *Record[V]) error {
+	var buf [256]byte
+	b, err := rec.AppendJSON(buf[:0])
+	if err != nil {
+		return err
+	}
+	return t.appendRaw(ctx, c, kind, b)
+}
+
+func (t *Trail) appendRaw(ctx context.Context, c Call, kind string, body []byte) error {
+	st, err := t.State(ctx, c.Cfg)
+	if err != nil {
+		return err
+	}
+	rec := store.AuditRecord{At: time.Now(), Kind: kind, Actor: "agent:" + c.Agent, Agent: c.Agent, Tool: c.Tool, Body: body}
+	return sink(st).append(ctx, rec)
+}
+
+// writer is how records reach the trail: the store's audit journal (an
+// append that survives kill -9 once it returns, ingested into the chain in
+// batches: internal/store journal.go), or a transaction per record for a
+// store without one.
+type writer interface {
+	append(ctx context.Context, r store.AuditRecord) error
+}
+
+type journalAudit struct{ j *store.Journal }
+
+func (a journalAudit) append(_ context.Context, r store.AuditRecord) error { return a.j.Append(r) }
+
+type storeAudit struct{ st store.Store }
+
+func (s storeAudit) append(ctx context.Context, r store.AuditRecord) error {
+	_, err := s.st.AppendAudit(ctx, r)
+	return err
+}
+
+func sink(st store.Store) writer {
+	if j, ok := st.(interface{ Journal() *store.Journal }); ok && j.Journal() != nil {
+		return journalAudit{j.Journal()}
+	}
+	return storeAudit{st}
+}
+
+// Flush waits until every record this process appended is in the chain.
+func Flush(ctx context.Context, st store.Store) error {
+	if j, ok := st.(interface{ Journal() *store.Journal }); ok && j.Journal() != nil {
+		return j.Journal().Flush(ctx)
+	}
+	return nil
+}
+
+// Fetch wraps a call's http-fetch so that each request's decision is a
+// record of the trail (method, host, path without the query, the
+// credential's name, allowed or the rule that refused, the status; never a
+// secret value, never the body), written by record.
+func Fetch(fetch sandbox.FetchFunc, record func(body map[string]any)) sandbox.FetchFunc {
+	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		resp, ferr := fetch(ctx, req)
+		body := map[string]any{"method": req.Method, "credential": req.Credential}
+		if u, err := url.Parse(req.URL); err == nil {
+			body["host"], body["path"] = u.Host, u.Path
+		}
+		switch {
+		case ferr != nil:
+			body["allowed"] = ferr.Kind != sandbox.FetchDenied
+			body["error"] = string(ferr.Kind)
+		default:
+			body["allowed"], body["status"] = true, resp.Status
+		}
+		record(body)
+		return resp, ferr
+	}
+}

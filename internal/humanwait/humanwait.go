@@ -1,0 +1,103 @@
+// Package humanwait is the one wait for a human's decision, shared by the
+// approve middleware (an approval request) and request_sandbox_boundary (a
+// boundary request). A waiting call registers under its request's ID with
+// the Host's Waiters, so that a decision made through the same Host wakes
+// it at once (Wake); one made elsewhere (the CLI, another instance) is
+// seen at the next poll. The package knows nothing of the store: the
+// caller's check reads the request's state at every wake.
+//
+//	done := waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+package humanwait
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Waiters are the calls of one Host waiting for a decision, by request
+// ID. The zero value is ready.
+type Waiters struct {
+	mu sync.Mutex
+	m  map[string][]chan struct{}
+}
+
+// Wait waits for the request id to be settled: it registers the wait (so
+// Wake reaches it), calls suspend (the call gives its admission turn back:
+// a waiting call holds no slot a running call needs), then asks check at
+// every wake, by Wake or every poll, until the wait (below zero: none at
+// all) or ctx ends. check reports done when the request is settled; an
+// error is the store failing, retried at the next poll (the wait's end
+// bounds it). Wait returns true when check said done, false when the wait
+// ended first. The admission turn is not taken again here.
+func (w *Waiters) Wait(ctx context.Context, id string, wait, poll time.Duration, suspend func(), check func(context.Context) (done bool, err error)) bool {
+	if wait < 0 {
+		return false
+	}
+	wake := w.add(id)
+	defer w.remove(id, wake)
+	suspend()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		case <-wake:
+		case <-ticker.C:
+		}
+		done, err := check(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			continue
+		}
+		if done {
+			return true
+		}
+	}
+}
+
+func (w *Waiters) add(id string) chan struct{} {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = map[string][]chan struct{}{}
+	}
+	w.m[id] = append(w.m[id], ch)
+	w.mu.Unlock()
+	return ch
+}
+
+func (w *Waiters) remove(id string, ch chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	list := w.m[id]
+	for i, c := range list {
+		if c == ch {
+			w.m[id] = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(w.m[id]) == 0 {
+		delete(w.m, id)
+	}
+}
+
+// Wake wakes every call waiting for request id: each checks its request
+// now rather than at its next poll.
+func (w *Waiters) Wake(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ch := range w.m[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
