@@ -77,7 +77,11 @@ timeout_ms = 5000
 			start := time.Now()
 			res, err := h.Call(ctx, maiden.Call{Tool: tc.tool, Input: tc.input})
 			took := time.Since(start)
-			peak := testkit.ProcStatus(t, "VmHWM") - rss0
+			// Signed: the kernel's RSS counters are per-CPU and read
+			// approximately, so a high-water mark read after a call that
+			// grew nothing can be a few pages below rss0 (an unsigned
+			// difference wrapped to 16 EiB and failed the bound): no growth.
+			peak := max(0, int64(testkit.ProcStatus(t, "VmHWM"))-int64(rss0))
 			t.Logf("%s %s: %+v in %v; this process's peak +%d MiB over %d MiB", tc.tool, tc.input, res.Error, took.Round(time.Millisecond), peak>>20, rss0>>20)
 			if err != nil || res.Error == nil || !slices.Contains(tc.kinds, res.Error.Kind) {
 				t.Errorf("%v %+v; want kind %v (in a worker: stopped at its memory limit, or refused there)", err, res.Error, tc.kinds)

@@ -20,8 +20,18 @@ func runChild(mode string) int {
 	switch mode {
 	case "open":
 		// Open (migrating a new file) and add an agent, as a maiden
-		// process starting beside others does.
-		s, err := Open(ctx, os.Getenv("MAIDEN_STORE_TEST_PATH"), nil)
+		// process starting beside others does. MAIDEN_STORE_TEST_BUSY,
+		// if set, is the busy timeout (a Go duration).
+		var opts *Options
+		if b := os.Getenv("MAIDEN_STORE_TEST_BUSY"); b != "" {
+			d, err := time.ParseDuration(b)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			opts = &Options{BusyTimeout: d}
+		}
+		s, err := Open(ctx, os.Getenv("MAIDEN_STORE_TEST_PATH"), opts)
 		if err == nil {
 			err = s.EnsureAgent(ctx, "burst")
 			s.Close()
