@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // valueDetectors are the built-ins whose value is scanned by hand, each
@@ -50,7 +51,7 @@ var valuePieces = []string{
 	"=", ":", " = ", "\t:", " ", "\n", "\r", "\f", "\v", `"`, `'`, `\`, `\"`, `\'`, `\\`, "\\\n",
 	"&", ",", ";", "<", ">", "{", "}", "[", "]", "a", "Z", "0", "/", "+", "-", "_", ".",
 	"é", "日本", "\xff", "\xe2\x82", "\x00",
-	"null", "[REDACTED:x]",
+	"null", "[REDACTED:x]", "abcd", "hunter22",
 }
 
 // genValueText is a random text of the pieces, now and then with a long
@@ -81,6 +82,13 @@ func TestValueScanMatchesExpression(t *testing.T) {
 		`password="` + strings.Repeat(`\"`, 513) + `"`, "password=\"ab\\\nc\"", `password="abc\`, `password="abc`,
 		`password='x"y'`, `password="x'y"`, `secret : 'it''s'`, "PASSWORD\t=\t\"hunter22\"", `password"="abcd"`,
 		"password==abcd", "password= \n abcd", "pa\u017f\u017fword=abcd", "api_\u212aey=abcd", `password=""""`,
+	}
+	// Every ASCII character and a multi-byte one inside a bare, a double-
+	// and a single-quoted value, and escaped in the quoted ones.
+	for c := range utf8.RuneSelf + 1 {
+		ch := string(rune(c))
+		edges = append(edges, "password=ab"+ch+"cdef", "password="+ch+"abcd", `password="ab`+ch+`cd"`, `password='ab`+ch+`cd'`,
+			`password="ab\`+ch+`cd"`, `password='ab\`+ch+`cd'`)
 	}
 	for _, w := range edges {
 		checkValueScan(t, dets, oracles, w)
