@@ -253,9 +253,10 @@ func cacheDir() string { return compiled }
 
 func call(t *testing.T, tool, input string) cmdResult {
 	t.Helper()
+	cfg := exampleConfig(t) // builds every example first: the deadline is the call's
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return maidenCmd(ctx, "call", "-config", exampleConfig(t), "-cache", cacheDir(), tool, input)
+	return maidenCmd(ctx, "call", "-config", cfg, "-cache", cacheDir(), tool, input)
 }
 
 // TestExampleConfig checks examples/agent.toml with every example built:
