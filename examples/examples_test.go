@@ -33,7 +33,7 @@ import (
 
 var (
 	work      string // removed after the run
-	compiled  string // testkit.CompileCacheDir
+	compiled  string // maiden's default compiled-code cache (cacheDir)
 	maidenBin string // the maiden command, built from ../cmd/maiden (shared: do not modify)
 )
 
@@ -49,7 +49,10 @@ func TestMain(m *testing.M) {
 	// Shared with the other test binaries of the run (testkit.Binary).
 	maidenBin, err = testkit.BuildBinary("./cmd/maiden")
 	if err == nil {
-		compiled, err = testkit.CompileCacheDir()
+		// maiden's default (os.UserCacheDir()/maiden/components), which
+		// scripts/demo's commands use: see cacheDir.
+		compiled, err = os.UserCacheDir()
+		compiled = filepath.Join(compiled, "maiden", "components")
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "examples: %v\n", err)
@@ -257,10 +260,11 @@ func TestGitExample(t *testing.T) {
 	}
 }
 
-// cacheDir is the compiled-component cache the maiden commands share (the
-// testkit one, keyed by content and engine and safe for concurrent writers),
-// so that each example is compiled once, not once per command and run (a JS
-// tool takes 10-30 s of CPU).
+// cacheDir is the compiled-component cache the maiden commands share (keyed
+// by content and engine, safe for concurrent writers), so that each example
+// is compiled once, not once per command and run (a JS tool takes 10-30 s of
+// CPU): maiden's default one, where scripts/demo's maiden build and calls
+// (runDemo) compile the tools the tests then call.
 func cacheDir() string { return compiled }
 
 func call(t *testing.T, tool, input string) cmdResult {
