@@ -39,8 +39,8 @@ func TestDemo(t *testing.T) {
 		"== maiden build -o examples/textkit/textkit.wasm examples/textkit/\n",
 		// the calls' results
 		`{"greeting":"Hello, newcomer!"}`,
-		`{"message":"hi"}`,
-		"\"path\":\"a[1].b\"}'\n42\n", // jq-lite's answer after its heading
+		"echo '{\"message\":\"hi\"}'\n{\"message\":\"hi\"}\n", // echo's answer after its heading, which holds the input too
+		"\"path\":\"a[1].b\"}'\n42\n",                         // jq-lite's answer after its heading
 		// the invalid input's exit code, printed by the script
 		"(exit 2)\n",
 		"Next: bin/maiden serve -config examples/agent.toml",
