@@ -33,7 +33,7 @@ import (
 
 var (
 	work      string // removed after the run
-	compiled  string // testkit.CompileCacheDir
+	compiled  string // maiden's default compiled-code cache (cacheDir)
 	maidenBin string // the maiden command, built from ../cmd/maiden (shared: do not modify)
 )
 
@@ -49,7 +49,10 @@ func TestMain(m *testing.M) {
 	// Shared with the other test binaries of the run (testkit.Binary).
 	maidenBin, err = testkit.BuildBinary("./cmd/maiden")
 	if err == nil {
-		compiled, err = testkit.CompileCacheDir()
+		// maiden's default (os.UserCacheDir()/maiden/components), which
+		// scripts/demo's commands use: see cacheDir.
+		compiled, err = os.UserCacheDir()
+		compiled = filepath.Join(compiled, "maiden", "components")
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "examples: %v\n", err)
@@ -83,7 +86,9 @@ func maidenCmd(ctx context.Context, args ...string) cmdResult {
 }
 
 // built is an example's component, built once per run into work/NAME/ by
-// `maiden build -o` (never the file beside the sources, which may be stale).
+// `maiden build -o` (never the file beside the sources, which may be stale):
+// the one scripts/demo built in its clean copy of the repository (runDemo),
+// else, for an example the demo does not build or if it failed, built here.
 type buildResult struct {
 	path  string
 	took  time.Duration // toolbuild's own time, from "wrote ... in D"
@@ -111,6 +116,16 @@ func buildExample(name string) buildResult {
 		out := filepath.Join(work, name, name+".wasm")
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return buildResult{err: err}
+		}
+		if path, took, ok := demoBuilt(name); ok {
+			res := buildResult{path: out, took: took, trace: "built by scripts/demo"}
+			if err := os.Link(path, out); err != nil {
+				return buildResult{err: err}
+			}
+			if fi, err := os.Stat(out); err == nil {
+				res.size = fi.Size()
+			}
+			return res
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
@@ -245,17 +260,19 @@ func TestGitExample(t *testing.T) {
 	}
 }
 
-// cacheDir is the compiled-component cache the maiden commands share (the
-// testkit one, keyed by content and engine and safe for concurrent writers),
-// so that each example is compiled once, not once per command and run (a JS
-// tool takes 10-30 s of CPU).
+// cacheDir is the compiled-component cache the maiden commands share (keyed
+// by content and engine, safe for concurrent writers), so that each example
+// is compiled once, not once per command and run (a JS tool takes 10-30 s of
+// CPU): maiden's default one, where scripts/demo's maiden build and calls
+// (runDemo) compile the tools the tests then call.
 func cacheDir() string { return compiled }
 
 func call(t *testing.T, tool, input string) cmdResult {
 	t.Helper()
+	cfg := exampleConfig(t) // builds every example first: the deadline is the call's
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return maidenCmd(ctx, "call", "-config", exampleConfig(t), "-cache", cacheDir(), tool, input)
+	return maidenCmd(ctx, "call", "-config", cfg, "-cache", cacheDir(), tool, input)
 }
 
 // TestExampleConfig checks examples/agent.toml with every example built:

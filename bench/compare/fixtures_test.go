@@ -247,31 +247,15 @@ func goComponent(tb testing.TB, dir, preinit string) string {
 	return out
 }
 
-var (
-	maidenOnce sync.Once
-	maidenBin  string
-	maidenErr  error
-)
-
 // maidenBinary is the maiden CLI for the stdio rows: $COMPARE_MAIDEN_BIN
-// (./run builds it once), or built into this process's work dir.
+// (./run builds it once), or the one testkit builds for every test binary
+// of the run (shared: run it, do not modify it).
 func maidenBinary(tb testing.TB) string {
 	tb.Helper()
 	if p := os.Getenv("COMPARE_MAIDEN_BIN"); p != "" {
 		return p
 	}
-	maidenOnce.Do(func() {
-		maidenBin = filepath.Join(workDir(tb), "maiden")
-		cmd := exec.Command("go", "build", "-o", maidenBin, "./cmd/maiden")
-		cmd.Dir = testkit.RepoRoot(tb)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			maidenErr = fmt.Errorf("go build ./cmd/maiden: %v\n%s", err, out)
-		}
-	})
-	if maidenErr != nil {
-		tb.Fatal(maidenErr)
-	}
-	return maidenBin
+	return testkit.Binary(tb, "./cmd/maiden")
 }
 
 // reportRSS reports the peak resident set size, in MiB, of the process

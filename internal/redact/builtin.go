@@ -1,6 +1,9 @@
 package redact
 
-import "regexp"
+import (
+	"regexp"
+	"unicode/utf8"
+)
 
 // builtin are the credential detectors of Builtins. Every expression is
 // RE2 (linear time). Hints are literal substrings without which the
@@ -15,8 +18,19 @@ var builtin = []detector{
 	det("google-api-key", `\bAIza[0-9A-Za-z_\-]{35}`, "AIza"),
 	det("jwt", `\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{16,}`, "eyJ"),
 	det("private-key", `-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----|[\s\S]*$)`, "PRIVATE KEY"),
-	detStarts([]string{"pass", "pwd", "secret", "client", "api", "access", "auth", "private"}, notValue, "password", `(?i)(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|private[_-]?key)["']?\s*[:=]\s*(?:"(?P<secret>(?:[^"\\]|\\.){3,512})"|'(?P<secret>(?:[^'\\]|\\.){3,512})'|(?P<secret>[^\s"'&,;<>{}\[\]\\]{4,512}))`),
+	detValue([]string{"pass", "pwd", "secret", "client", "api", "access", "auth", "private"}, notValue, "password", passwordKey, passwordValue, scanPasswordValue),
 }
+
+// The password detector is a keyword and a separator (passwordKey), then
+// the value (passwordValue): a quoted string or a bare word of at most 512
+// characters. The expression is the definition; scanPasswordValue matches
+// the value part by hand (see detValue).
+const (
+	passwordKey   = `(?i)(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|private[_-]?key)["']?\s*[:=]\s*`
+	passwordValue = `(?:"(?P<secret>(?:[^"\\]|\\.){3,512})"|'(?P<secret>(?:[^'\\]|\\.){3,512})'|(?P<secret>[^\s"'&,;<>{}\[\]\\]{4,512}))`
+	// maxValueRunes is passwordValue's bound, in characters (runes).
+	maxValueRunes = 512
+)
 
 // notValue skips what is a JSON or YAML literal, not a secret
 // (`"password": null`).
@@ -42,6 +56,88 @@ func detStarts(starts []string, skip func(string) bool, name, expr string) detec
 
 // startWindow bounds an anchored match of a detStarts detector.
 const startWindow = 1200
+
+// detValue is a detStarts detector for key + value whose value part is
+// matched by scan instead of by the expression: Go's regexp runs a counted
+// repetition such as {4,512} as an NFA over 512 copies of the class, which
+// cost about 50 µs per keyword (1 ms under -race), and text that repeats
+// its keyword (password=password=...) has one every few bytes. key runs
+// anchored as before; scan must match exactly what value matches at the
+// same place, with the secret group's bounds (a test compares the two on
+// generated and fuzzed text).
+func detValue(starts []string, skip func(string) bool, name, key, value string, scan func(string) (int, int, bool)) detector {
+	d := det(name, key+value)
+	d.skip = skip
+	d.starts = starts
+	d.key = regexp.MustCompile(`^(?:` + key + `)`)
+	d.scan = scan
+	return d
+}
+
+// scanPasswordValue matches passwordValue at the start of v and returns
+// the secret group's bounds. It counts characters as Go's regexp does: a
+// valid UTF-8 sequence is one, each byte of an invalid one is one.
+func scanPasswordValue(v string) (int, int, bool) {
+	if v == "" {
+		return 0, 0, false
+	}
+	switch q := v[0]; q {
+	case '"', '\'':
+		// q((?:[^q\\]|\\.){3,512})q, where . is anything but a newline.
+		i, n := 1, 0
+		for ; n < maxValueRunes; n++ {
+			if i >= len(v) {
+				return 0, 0, false
+			}
+			c, w := utf8.DecodeRuneInString(v[i:])
+			if c == rune(q) {
+				break
+			}
+			if c == '\\' {
+				if i+1 >= len(v) {
+					return 0, 0, false
+				}
+				c2, w2 := utf8.DecodeRuneInString(v[i+1:])
+				if c2 == '\n' {
+					return 0, 0, false
+				}
+				w = 1 + w2
+			}
+			i += w
+		}
+		if n < 3 || i >= len(v) || v[i] != q {
+			return 0, 0, false
+		}
+		return 1, i, true
+	default:
+		// [^\s"'&,;<>{}\[\]\\]{4,512}, greedy.
+		i, n := 0, 0
+		for ; n < maxValueRunes && i < len(v); n++ {
+			if c := v[i]; c < utf8.RuneSelf {
+				if notBare[c] {
+					break
+				}
+				i++
+				continue
+			}
+			_, w := utf8.DecodeRuneInString(v[i:])
+			i += w
+		}
+		if n < 4 {
+			return 0, 0, false
+		}
+		return 0, i, true
+	}
+}
+
+// notBare is what ends a bare password value: \s (Go's: \t \n \f \r
+// space) and the characters passwordValue's bare class excludes.
+var notBare = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range []byte("\t\n\f\r \"'&,;<>{}[]\\") {
+		t[c] = true
+	}
+	return t
+}()
 
 func det(name, expr string, hints ...string) detector {
 	re := regexp.MustCompile(expr)

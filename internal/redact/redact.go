@@ -53,6 +53,39 @@ type detector struct {
 	// starts (lower case) and anchored: see detStarts.
 	starts   []string
 	anchored *regexp.Regexp
+	// key and scan replace anchored: see detValue.
+	key  *regexp.Regexp
+	scan func(string) (int, int, bool)
+}
+
+// secret returns the bounds of what a match m of d.re replaces: the first
+// group named "secret" that matched, else the whole match.
+func (d *detector) secret(m []int) (int, int) {
+	for _, g := range d.groups {
+		if m[2*g] >= 0 {
+			return m[2*g], m[2*g+1]
+		}
+	}
+	return m[0], m[1]
+}
+
+// matchStart is a detStarts detector's match at the start of w (a window
+// of the text): the bounds of what it replaces, as secret returns them.
+func (d *detector) matchStart(w string) (int, int, bool) {
+	if d.scan == nil {
+		m := d.anchored.FindStringSubmatchIndex(w)
+		if m == nil {
+			return 0, 0, false
+		}
+		s, e := d.secret(m)
+		return s, e, true
+	}
+	k := d.key.FindStringIndex(w)
+	if k == nil {
+		return 0, 0, false
+	}
+	s, e, ok := d.scan(w[k[1]:])
+	return k[1] + s, k[1] + e, ok
 }
 
 // Redactor applies built-in detectors and operator patterns. It is
@@ -170,14 +203,7 @@ func (r *Redactor) redact(text string, depth int) (string, int) {
 func (r *Redactor) find(text string, depth int) []span {
 	var spans []span
 	var lower string
-	add := func(d *detector, m []int, off int) {
-		s, e := m[0], m[1]
-		for _, g := range d.groups {
-			if m[2*g] >= 0 {
-				s, e = m[2*g], m[2*g+1]
-				break
-			}
-		}
+	add := func(d *detector, s, e, off int) {
 		if s < 0 || s == e || strings.HasPrefix(text[off+s:off+e], "[REDACTED:") || d.skip != nil && d.skip(text[off+s:off+e]) {
 			return
 		}
@@ -196,8 +222,8 @@ func (r *Redactor) find(text string, depth int) []span {
 						break
 					}
 					at += j
-					if m := d.anchored.FindStringSubmatchIndex(text[at:min(len(text), at+startWindow)]); m != nil {
-						add(d, m, at)
+					if s, e, ok := d.matchStart(text[at:min(len(text), at+startWindow)]); ok {
+						add(d, s, e, at)
 					}
 					at++
 				}
@@ -208,7 +234,8 @@ func (r *Redactor) find(text string, depth int) []span {
 			continue
 		}
 		for _, m := range d.re.FindAllStringSubmatchIndex(text, -1) {
-			add(d, m, 0)
+			s, e := d.secret(m)
+			add(d, s, e, 0)
 		}
 	}
 	if depth < maxDepth && strings.IndexByte(text, '\\') >= 0 {

@@ -93,7 +93,11 @@ func buildBinary(pkg string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	// -trimpath, as scripts/test builds the test binaries: the compiled
+	// packages' cache keys then omit the checkout's directory, so another
+	// checkout of the same sources (a fresh clone, a worktree) links from
+	// Go's build cache instead of compiling every package again.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s (needs Go with cgo and a C compiler): %v\n%s", pkg, err, b)
