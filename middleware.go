@@ -21,12 +21,38 @@ import (
 // A rewritten input is checked again as if the agent had sent it: against
 // the tool's schema and against the agent's cards. A condition that fails
 // to evaluate denies.
+//
+// What each layer decides is internal/chain's; this file keeps the
+// traversal, the invocation's side of each step (its trail, its result,
+// its live logs) and the check of a rewritten input.
 
 // verdict is one layer's decision, for the audit trail.
 type verdict = chain.Verdict
 
-// middleware runs the call's chain around the rest of the pipeline.
-func (h *Host) middleware(next handler) handler {
+// middlewareStage is the middleware stage: the layers' decisions
+// (internal/chain) with the store and the component runner given, and the
+// two that stay with the pipeline, the approve layers (the wait for a
+// human: middleware_approve.go) and the check of a rewritten input.
+type middlewareStage struct {
+	layers     chain.Layers
+	components chain.Components
+	approve    func(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error)
+	rewrite    func(ctx context.Context, inv *invocation, m config.Middleware, input string) (done bool, err error)
+}
+
+// middlewareStageOf wires the stage to the Host's store, runner and log.
+func (h *Host) middlewareStageOf() middlewareStage {
+	state := func(ctx context.Context, cfg *config.Config) (chain.Limits, error) { return h.state(ctx, cfg) }
+	return middlewareStage{
+		layers:     chain.Layers{State: state, ErrState: ErrState},
+		components: chain.Components{Runner: h.runner, Log: h.log},
+		approve:    h.approve,
+		rewrite:    h.rewrite,
+	}
+}
+
+// chain runs the call's chain around the rest of the pipeline.
+func (s middlewareStage) chain(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		if inv.chainDone {
 			// The tool's file changed as it started (sandbox.ErrStale) and
@@ -35,16 +61,16 @@ func (h *Host) middleware(next handler) handler {
 			return next(ctx, inv)
 		}
 		// An imported tool has its [mcp.NAME]'s and binding's layers.
-		chain := inv.cfg.Chain(inv.agent, inv.bindName)
-		if len(chain) == 0 {
+		layers := inv.cfg.Chain(inv.agent, inv.bindName)
+		if len(layers) == 0 {
 			inv.chainDone = true
 			return next(ctx, inv)
 		}
 		if err := inv.render(); err != nil {
 			return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
 		}
-		for _, m := range chain {
-			done, err := h.before(ctx, inv, m)
+		for _, m := range layers {
+			done, err := s.before(ctx, inv, m)
 			if err != nil || done {
 				return err
 			}
@@ -57,11 +83,11 @@ func (h *Host) middleware(next handler) handler {
 		// After the run, innermost first. A failed call's logs and
 		// message still pass the redact layers; only a success's output
 		// goes to the others.
-		for i := len(chain) - 1; i >= 0; i-- {
-			if !inv.res.OK && chain[i].Use != config.UseRedact {
+		for i := len(layers) - 1; i >= 0; i-- {
+			if !inv.res.OK && layers[i].Use != config.UseRedact {
 				continue
 			}
-			if done, err := h.after(ctx, inv, chain[i]); err != nil || done {
+			if done, err := s.after(ctx, inv, layers[i]); err != nil || done {
 				return err
 			}
 		}
@@ -72,7 +98,7 @@ func (h *Host) middleware(next handler) handler {
 // chainCall is what the layers read of the call as it stands.
 func (inv *invocation) chainCall() chain.Call {
 	return chain.Call{Tool: inv.tool.Name, Agent: inv.agent, Session: inv.call.Session,
-		Input: inv.input, InputText: inv.call.Input, Rendered: inv.renderText()}
+		Input: inv.input, InputText: inv.call.Input, Rendered: inv.renderText(), Config: inv.cfg}
 }
 
 // step records a layer's step in the call's trail and ends the call with
@@ -88,36 +114,27 @@ func (inv *invocation) step(s chain.Step) (done bool, err error) {
 }
 
 // applies evaluates a layer's when condition; an evaluation error denies.
-func (h *Host) applies(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
-	ok, s := chain.Applies(ctx, m, inv.chainCall())
-	_, err := inv.step(s)
+func applies(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	ok, step := chain.Applies(ctx, m, inv.chainCall())
+	_, err := inv.step(step)
 	return ok, err
 }
 
-// layers decides the call's validate, ratelimit and quota layers with the
-// store of its configuration.
-func (h *Host) layers(inv *invocation) chain.Layers {
-	return chain.Layers{State: func(ctx context.Context) (chain.Limits, error) { return h.state(ctx, inv.cfg) }, ErrState: ErrState}
-}
-
-// components runs the chain's middleware components.
-func (h *Host) components() chain.Components { return chain.Components{Runner: h.runner, Log: h.log} }
-
 // before runs one layer before the tool. done means the call ended (its
 // result is set).
-func (h *Host) before(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error) {
-	ok, err := h.applies(ctx, inv, m)
+func (s middlewareStage) before(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error) {
+	ok, err := applies(ctx, inv, m)
 	if err != nil || inv.res.Error != nil {
 		return true, err
 	}
 	if !ok {
 		return false, nil
 	}
-	if s, handled, err := h.layers(inv).Before(ctx, m, inv.chainCall()); handled || err != nil {
+	if step, handled, err := s.layers.Before(ctx, m, inv.chainCall()); handled || err != nil {
 		if err != nil {
 			return true, err
 		}
-		return inv.step(s)
+		return inv.step(step)
 	}
 	switch m.Use {
 	case config.UseRedact:
@@ -125,19 +142,19 @@ func (h *Host) before(ctx context.Context, inv *invocation, m config.Middleware)
 		// acts on the output and the logs (wrapLogs, after)
 		return inv.step(chain.Step{Verdict: verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass"}})
 	case config.UseApprove:
-		return h.approve(ctx, inv, m)
+		return s.approve(ctx, inv, m)
 	}
 	if m.Component != nil {
-		return h.componentBefore(ctx, inv, m)
+		return s.componentBefore(ctx, inv, m)
 	}
 	return inv.step(chain.Unknown(m))
 }
 
 // after runs one layer on a successful call's output.
-func (h *Host) after(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error) {
+func (s middlewareStage) after(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error) {
 	switch {
 	case m.Use == config.UseRedact:
-		if ok, err := h.applies(ctx, inv, m); err != nil || !ok {
+		if ok, err := applies(ctx, inv, m); err != nil || !ok {
 			if ok || inv.trail[len(inv.trail)-1].Verdict == "reject" {
 				inv.res.OK, inv.res.Output, inv.res.Logs = false, "", nil
 				return true, err
@@ -147,14 +164,14 @@ func (h *Host) after(ctx context.Context, inv *invocation, m config.Middleware) 
 		inv.trail = append(inv.trail, chain.Redact(m, &inv.res.Output, inv.res.Error, inv.res.Logs).Verdict)
 		return false, nil
 	case m.Component != nil:
-		if ok, err := h.applies(ctx, inv, m); err != nil || !ok {
+		if ok, err := applies(ctx, inv, m); err != nil || !ok {
 			if ok || inv.trail[len(inv.trail)-1].Verdict == "reject" {
 				inv.res.OK, inv.res.Output = false, ""
 				return true, err
 			}
 			return false, err
 		}
-		return h.componentAfter(ctx, inv, m)
+		return s.componentAfter(ctx, inv, m)
 	}
 	return false, nil
 }
@@ -217,28 +234,28 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 
 // componentBefore asks a middleware component about the call; a rewrite
 // it returns is checked as if the agent had sent it (rewrite).
-func (h *Host) componentBefore(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
-	s, input, err := h.components().Before(ctx, m, inv.chainCall())
+func (s middlewareStage) componentBefore(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	step, input, err := s.components.Before(ctx, m, inv.chainCall())
 	if err != nil {
 		return true, err
 	}
 	if input != nil {
-		return h.rewrite(ctx, inv, m, *input)
+		return s.rewrite(ctx, inv, m, *input)
 	}
-	return inv.step(s)
+	return inv.step(step)
 }
 
 // componentAfter asks a middleware component about a successful call's
 // output; a refusal withholds the result.
-func (h *Host) componentAfter(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
-	s, out, err := h.components().After(ctx, m, inv.chainCall(), inv.res.Output)
+func (s middlewareStage) componentAfter(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	step, out, err := s.components.After(ctx, m, inv.chainCall(), inv.res.Output)
 	if err != nil {
 		return true, err
 	}
-	if s.Refused != nil {
+	if step.Refused != nil {
 		inv.res.OK, inv.res.Output = false, ""
 	} else {
 		inv.res.Output = out
 	}
-	return inv.step(s)
+	return inv.step(step)
 }

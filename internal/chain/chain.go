@@ -14,7 +14,9 @@
 // (Components):
 //
 //	l := chain.Layers{State: state, ErrState: maiden.ErrState}
-//	step, handled, err := l.Before(ctx, m, call)
+//	if ok, step := chain.Applies(ctx, m, call); ok {
+//		step, handled, err = l.Before(ctx, m, call)
+//	}
 package chain
 
 import (
@@ -64,6 +66,9 @@ type Call struct {
 	InputText string
 	// Rendered is the call's canonical arguments as text.
 	Rendered string
+	// Config is the configuration in force for the call, whose store
+	// holds its buckets and quota windows.
+	Config *config.Config
 }
 
 // Vars are the condition variables of the call.
@@ -124,9 +129,9 @@ type Limits interface {
 
 // Layers decides the validate, ratelimit and quota layers.
 type Layers struct {
-	// State is the store of the configuration in force; its error is
-	// returned as it is.
-	State func(ctx context.Context) (Limits, error)
+	// State is the store of a configuration; its error is returned as
+	// it is.
+	State func(ctx context.Context, cfg *config.Config) (Limits, error)
 	// ErrState wraps the store's own failures (maiden.ErrState).
 	ErrState error
 	// Now is the clock; nil means time.Now.
@@ -155,7 +160,7 @@ func (l Layers) Before(ctx context.Context, m config.Middleware, c Call) (step S
 		}
 		return pass(m, ""), true, nil
 	case config.UseRateLimit:
-		st, err := l.State(ctx)
+		st, err := l.State(ctx, c.Config)
 		if err != nil {
 			return Step{}, true, err
 		}
@@ -182,7 +187,7 @@ func (l Layers) Before(ctx context.Context, m config.Middleware, c Call) (step S
 			}
 			cost = n
 		}
-		st, err := l.State(ctx)
+		st, err := l.State(ctx, c.Config)
 		if err != nil {
 			return Step{}, true, err
 		}

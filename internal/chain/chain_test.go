@@ -87,7 +87,7 @@ func (l *limitsStore) Spend(_ context.Context, _ store.QuotaKey, _ int64, _ time
 var errState = errors.New("state unavailable")
 
 func layers(l *limitsStore) Layers {
-	return Layers{State: func(context.Context) (Limits, error) { return l, nil }, ErrState: errState}
+	return Layers{State: func(context.Context, *config.Config) (Limits, error) { return l, nil }, ErrState: errState}
 }
 
 func TestValidate(t *testing.T) {

@@ -58,9 +58,9 @@ func (cs Components) run(ctx context.Context, m config.Middleware, event string,
 }
 
 // Before asks a component about the call before the tool runs: pass,
-// reject, or a rewritten input (rewrite non-nil, no verdict yet; a refusal
-// for a failure that needs no trail entry has none), which
-// the caller checks as if the agent had sent it. An error is the
+// reject, or a rewritten input (rewrite non-nil, and no verdict yet),
+// which the caller checks as if the agent had sent it. An input that is
+// not a JSON object is refused with no verdict. An error is the
 // context's, when it ended.
 func (cs Components) Before(ctx context.Context, m config.Middleware, c Call) (step Step, rewrite *string, err error) {
 	ev, err := event(mwproto.Before, c, "")
