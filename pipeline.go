@@ -214,6 +214,7 @@ func (h *Host) pipeline() handler {
 	sessions := sessionStages{gate: &h.sessions}
 	var secrets secretStages
 	audit := auditStages{trail: &h.trail}
+	middleware := h.middlewareStageOf()
 	stages := []stage{
 		h.admit,           // call.Tool → an admission turn, release (admission.go)
 		h.resolvePolicy,   // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
@@ -226,7 +227,7 @@ func (h *Host) pipeline() handler {
 		sessions.hold,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
 		h.loadAndValidate, // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
 		h.coolDown,        // opened's digest → refused during its crash cool-down (backoff.go)
-		h.middleware,      // bindName's chain → trail, approvals, a rewritten input re-decided (middleware.go, middleware_approve.go)
+		middleware.chain,  // bindName's chain → trail, approvals, a rewritten input re-decided (internal/chain; the traversal, approve and the rewrite's check: middleware.go, middleware_approve.go)
 		sessions.recheck,  // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
 		h.runApproved,     // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
 		audit.admit,       // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
