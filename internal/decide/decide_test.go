@@ -78,6 +78,26 @@ func TestDecide(t *testing.T) {
 			decide.Access("exec", "/bin/sh"),
 			api.Decision{Reason: `the path cannot be checked against the agent's cards: verb "exec" is not read or write`, Rule: decide.PolicyTarget}},
 
+		// --- card operations ---
+		{"card:revoke on a card allows revoking it",
+			decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card:revoke k2")}))},
+			decide.Operate("revoke", "k2"),
+			api.Decision{Allow: true, Rule: "card k1: lower-positive card:revoke k2", Card: "k1", Bound: "lower-positive", Grant: "card:revoke k2", Target: "card:revoke k2"}},
+		{"card:revoke is not card:derive",
+			decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card:revoke k2")}))},
+			decide.Operate("derive", "k2"),
+			api.Decision{Reason: `no card of agent "research" allows card:derive k2 (grant it: maiden cards grant -agent research 'card:derive k2')`,
+				Rule: "no card", Target: "card:derive k2", Fix: "maiden cards grant -agent research 'card:derive k2'"}},
+		{"A4 card: an upper-negative spans the wallet",
+			decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card:inspect *")}), card("k3", cards.Spec{UpperNeg: gs(t, "card:inspect k2")}))},
+			decide.Operate("inspect", "k2"),
+			api.Decision{Reason: `card k3 of agent "research" forbids card:inspect k2 (its upper-negative grant "card:inspect k2"; only revoking that card lifts it: maiden cards revoke k3)`,
+				Rule: "card k3: upper-negative card:inspect k2", Card: "k3", Bound: "upper-negative", Grant: "card:inspect k2", Target: "card:inspect k2", Fix: "maiden cards revoke k3"}},
+		{"a verb that is not a card verb is refused",
+			decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card *")}))},
+			decide.Operate("delete", "k2"),
+			api.Decision{Reason: `the card operation cannot be checked against the agent's cards: verb "delete" is not a card verb`, Rule: decide.PolicyTarget}},
+
 		// --- tool invocations ---
 		{"A10 tool:invoke search --pattern=cart allows --pattern=cart",
 			decide.Basis{Wallet: wallet(card("c1", cards.Spec{LowerPos: gs(t, "tool:invoke search --pattern=cart")}))},
@@ -271,4 +291,15 @@ func BenchmarkDecide(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestOperateVerbs: every card verb of the grant language is a card
+// question, so Operate refuses only what no grant could allow.
+func TestOperateVerbs(t *testing.T) {
+	b := decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card *")}))}
+	for _, v := range grant.Verbs(grant.Card) {
+		if d := decide.Decide(b, decide.Operate(v, "k2")).API(); !d.Allow || d.Target != "card:"+v+" k2" {
+			t.Errorf("card:%s: %+v", v, d)
+		}
+	}
 }
