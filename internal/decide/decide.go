@@ -37,6 +37,7 @@ package decide
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -63,10 +64,13 @@ const (
 	// CardOp: card:VERB of a card the agent holds (derive, revoke,
 	// transfer, inspect, install), an agent acting on its own wallet.
 	CardOp
+	// Subtree: fs:read or fs:write of everything beneath a directory
+	// (fs:VERB DIR/**), as a session preopen hands it over whole.
+	Subtree
 )
 
 // Question is what is asked. Build it with Invoke, AlwaysApprove,
-// Connect, Use, Reveal, Access or Operate.
+// Connect, Use, Reveal, Access, AccessTree or Operate.
 type Question struct {
 	Kind Kind
 	// Target is the call (Tool, Always): grant.ToolTarget or
@@ -80,6 +84,7 @@ type Question struct {
 	Secret string
 	// Verb ("read" or "write") and Path, absolute and clean (FS).
 	// Verb (a card verb) and Card, a card's ID (CardOp).
+	// Verb ("read" or "write") and Path, a directory (Subtree).
 	Verb, Path string
 	Card       string
 }
@@ -102,6 +107,11 @@ func Reveal(name string) Question { return Question{Kind: SecretReveal, Secret: 
 
 // Access asks whether the agent may read or write (verb) path.
 func Access(verb, path string) Question { return Question{Kind: FS, Verb: verb, Path: path} }
+
+// AccessTree asks whether the agent may read or write (verb) everything
+// beneath the directory dir, with no exception or prohibition that may
+// reach inside it: the question of a directory handed over whole.
+func AccessTree(verb, dir string) Question { return Question{Kind: Subtree, Verb: verb, Path: dir} }
 
 // Operate asks whether the agent may do verb (derive, revoke, transfer,
 // inspect, install) on the card id.
@@ -179,6 +189,17 @@ func Decide(b Basis, q Question) cards.Decision {
 			return refuse(grant.Target{}, PolicyTarget, "the path cannot be checked against the agent's cards: "+err.Error())
 		}
 		t = ft
+	case Subtree:
+		if q.Verb != "read" && q.Verb != "write" {
+			return refuse(grant.Target{}, PolicyTarget, fmt.Sprintf("the directory cannot be checked against the agent's cards: verb %q is not read or write", q.Verb))
+		}
+		switch {
+		case b.Wallet != nil:
+			return subtree(b.Wallet, q.Verb, q.Path)
+		case b.Implicit:
+			return cards.Decision{Allow: true, Policy: PolicyImplicit, Target: "fs:" + q.Verb + " " + strings.TrimSuffix(q.Path, "/") + "/**"}
+		}
+		return refuse(grant.Target{}, PolicyNoWallet, "the agent's cards are not known to this call")
 	case CardOp:
 		switch q.Verb {
 		case "derive", "revoke", "transfer", "inspect", "install":
@@ -226,6 +247,8 @@ func (k Kind) String() string {
 		return "fs"
 	case CardOp:
 		return "card"
+	case Subtree:
+		return "fs subtree"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }

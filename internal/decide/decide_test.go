@@ -303,3 +303,72 @@ func TestOperateVerbs(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessTree: a directory handed over whole needs its whole subtree,
+// with no exception or prohibition that may reach inside it; the denial
+// names the card that refused.
+func TestAccessTree(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		basis decide.Basis
+		q     decide.Question
+		want  api.Decision
+	}{
+		{"fs:read /srv/** hands over /srv/work",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/**")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Allow: true, Rule: "card f1: lower-positive fs:read /srv/**", Card: "f1", Bound: "lower-positive", Grant: "fs:read /srv/**", Target: "fs:read /srv/work/**"}},
+		{"the directory alone is not its subtree",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/work", "fs:read /srv/work/*")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Reason: `no card of agent "research" allows all of fs:read /srv/work/**, without an exception that may reach inside it, so the directory is not handed over whole`,
+				Rule: "no card", Target: "fs:read /srv/work/**"}},
+		{"read is not write",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/**")}))},
+			decide.AccessTree("write", "/srv/work"),
+			api.Decision{Reason: `no card of agent "research" allows all of fs:write /srv/work/**, without an exception that may reach inside it, so the directory is not handed over whole`,
+				Rule: "no card", Target: "fs:write /srv/work/**"}},
+		{"an exception inside the subtree of the allowing card refuses it",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/**"), LowerNeg: gs(t, "fs:read /srv/work/secret")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Reason: `no card of agent "research" allows all of fs:read /srv/work/**, without an exception that may reach inside it, so the directory is not handed over whole`,
+				Rule: "no card", Target: "fs:read /srv/work/**"}},
+		{"another card allows it without the exception",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/**"), LowerNeg: gs(t, "fs:read /srv/work/secret")}), card("f2", cards.Spec{LowerPos: gs(t, "fs /srv/work/**")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Allow: true, Rule: "card f2: lower-positive fs:* /srv/work/**", Card: "f2", Bound: "lower-positive", Grant: "fs:* /srv/work/**", Target: "fs:read /srv/work/**"}},
+		{"A4 an upper-negative that may reach inside refuses it",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /**")}), card("f3", cards.Spec{UpperNeg: gs(t, "fs:read /srv/work/*/key")}))},
+			decide.AccessTree("read", "/srv"),
+			api.Decision{Reason: `card f3 of agent "research" may forbid part of fs:read /srv/** (its upper-negative grant "fs:read /srv/work/*/key"), so the directory is not handed over whole`,
+				Rule: "card f3: upper-negative fs:read /srv/work/*/key", Card: "f3", Bound: "upper-negative", Grant: "fs:read /srv/work/*/key", Target: "fs:read /srv/**"}},
+		{"a negative grant whose wildcard may reach inside counts against it",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /**")}), card("f3", cards.Spec{UpperNeg: gs(t, "fs:read /srv/*/key")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Reason: `card f3 of agent "research" may forbid part of fs:read /srv/work/** (its upper-negative grant "fs:read /srv/*/key"), so the directory is not handed over whole`,
+				Rule: "card f3: upper-negative fs:read /srv/*/key", Card: "f3", Bound: "upper-negative", Grant: "fs:read /srv/*/key", Target: "fs:read /srv/work/**"}},
+		{"A4 a ceiling that does not cover the subtree refuses it",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /**")}), card("f3", cards.Spec{UpperPos: gs(t, "fs:read /srv/work/**")}))},
+			decide.AccessTree("read", "/srv"),
+			api.Decision{Reason: `card f3 of agent "research" caps its wallet below fs:read /srv/**, so the directory is not handed over whole`,
+				Rule: "card f3: upper-positive", Card: "f3", Bound: "upper-positive", Target: "fs:read /srv/**"}},
+		{"the implicit agent holds every card",
+			decide.Basis{Implicit: true},
+			decide.AccessTree("write", "/srv/"),
+			api.Decision{Allow: true, Rule: decide.PolicyImplicit, Target: "fs:write /srv/**"}},
+		{"a declared agent without its wallet is refused",
+			decide.Basis{},
+			decide.AccessTree("read", "/srv"),
+			api.Decision{Reason: "the agent's cards are not known to this call", Rule: decide.PolicyNoWallet}},
+		{"a verb that is neither read nor write is refused",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs /**")}))},
+			decide.AccessTree("exec", "/srv"),
+			api.Decision{Reason: `the directory cannot be checked against the agent's cards: verb "exec" is not read or write`, Rule: decide.PolicyTarget}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, decide.Decide(tc.basis, tc.q).API()); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
