@@ -7,6 +7,7 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -111,12 +112,13 @@ func (h *Host) appendAudit(ctx context.Context, inv *invocation, kind string, bo
 }
 
 // auditFetch wraps a call's http-fetch so that each request's decision is
-// a record of the trail (callaudit.Fetch).
+// a record of the trail, with the decisions of the agent's cards about it
+// (callaudit.Fetch, callegress.Decisions).
 func (h *Host) auditFetch(ctx context.Context, inv *invocation, fetch sandbox.FetchFunc) sandbox.FetchFunc {
 	if !inv.audited() {
 		return fetch
 	}
-	return callaudit.Fetch(fetch, func(body map[string]any) { h.auditEvent(ctx, inv, store.AuditFetch, body) })
+	return callaudit.Fetch(fetch, callegress.Decisions, func(body map[string]any) { h.auditEvent(ctx, inv, store.AuditFetch, body) })
 }
 
 // AuditRecord is one record of the audit trail (api.AuditRecord).

@@ -39,7 +39,8 @@ const (
 // implicit agent.
 func walletAuthorizer(w *cards.Wallet) egress.Authorizer { return callegress.Authorizer(w) }
 
-// fetchFunc adapts the gate to the sandbox's http-fetch (callegress.Fetch).
-func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool, agent string, authz egress.Authorizer) sandbox.FetchFunc {
-	return callegress.Fetch(g, p, obs, tool, agent, authz)
+// fetchFunc adapts the gate to the sandbox's http-fetch, the agent's
+// pinned wallet w asked on each request (callegress.Fetch).
+func fetchFunc(g *egress.Gate, p *egress.Policy, obs Observer, tool, agent string, w *cards.Wallet) sandbox.FetchFunc {
+	return callegress.Fetch(g, p, obs, tool, agent, w)
 }

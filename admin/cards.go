@@ -12,6 +12,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/adminlink"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -242,7 +243,9 @@ func (a cardActor) cards(ctx context.Context, agent string) ([]api.Card, error) 
 				return nil, err
 			}
 		}
-		list = slices.DeleteFunc(list, func(c cards.Card) bool { return !w.Decide(grant.CardTarget("inspect", c.ID)).Allow })
+		list = slices.DeleteFunc(list, func(c cards.Card) bool {
+			return !decide.Decide(decide.Basis{Wallet: w}, decide.Operate("inspect", c.ID)).Allow
+		})
 	}
 	return adminlink.Cards(list), nil
 }

@@ -242,11 +242,23 @@ func Flush(ctx context.Context, st store.Store) error {
 // Fetch wraps a call's http-fetch so that each request's decision is a
 // record of the trail (method, host, path without the query, the
 // credential's name, allowed or the rule that refused, the status; never a
-// secret value, never the body), written by record.
-func Fetch(fetch sandbox.FetchFunc, record func(body map[string]any)) sandbox.FetchFunc {
+// secret value, never the body), written by record. decisions, if not
+// nil, gives each request a context in which the calling agent's cards
+// note what they decided about it (callegress.Decisions): the record
+// carries them as "decisions", as Decide returned them.
+func Fetch(fetch sandbox.FetchFunc, decisions func(context.Context) (context.Context, func() []api.Decision), record func(body map[string]any)) sandbox.FetchFunc {
 	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		var decided func() []api.Decision
+		if decisions != nil {
+			ctx, decided = decisions(ctx)
+		}
 		resp, ferr := fetch(ctx, req)
 		body := map[string]any{"method": req.Method, "credential": req.Credential}
+		if decided != nil {
+			if ds := decided(); len(ds) > 0 {
+				body["decisions"] = ds
+			}
+		}
 		if u, err := url.Parse(req.URL); err == nil {
 			body["host"], body["path"] = u.Host, u.Path
 		}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -79,13 +80,26 @@ func Authorizer(w *cards.Wallet) egress.Authorizer {
 	if w == nil {
 		return nil
 	}
-	b := decide.Basis{Wallet: w}
+	return authorizer(decide.Basis{Wallet: w}, nil)
+}
+
+// authorizer is Authorizer over b, handing each decision as Decide
+// returned it to note (if not nil) before the gate sees only its reason.
+func authorizer(b decide.Basis, note func(cards.Decision)) egress.Authorizer {
 	return func(host string, port int, credential string) error {
-		if d := decide.Decide(b, decide.Connect(host, port)); !d.Allow {
+		d := decide.Decide(b, decide.Connect(host, port))
+		if note != nil {
+			note(d)
+		}
+		if !d.Allow {
 			return &egress.Refusal{Rule: RuleNetworkCard, Reason: d.Reason}
 		}
 		if credential != "" {
-			if d := decide.Decide(b, decide.Use(credential)); !d.Allow {
+			d := decide.Decide(b, decide.Use(credential))
+			if note != nil {
+				note(d)
+			}
+			if !d.Allow {
 				return &egress.Refusal{Rule: RuleSecretCard, Reason: d.Reason}
 			}
 		}
@@ -93,14 +107,55 @@ func Authorizer(w *cards.Wallet) egress.Authorizer {
 	}
 }
 
+// decisionsKey is the context key of a request's Decisions list.
+type decisionsKey struct{}
+
+// decisionList is the decisions the wallet made about one request, in the
+// order it made them. A request is decided on its own goroutine, but the
+// lock keeps the list safe whatever the gate does.
+type decisionList struct {
+	mu   sync.Mutex
+	list []api.Decision
+}
+
+// Decisions returns ctx carrying an empty list of decisions and a function
+// that returns it: an http-fetch made under that context by Fetch appends
+// each decision the calling agent's wallet makes about it (network:connect
+// HOST:PORT, then secret:use NAME of each credential), as Decide returned
+// it (the card, bound, grant and target; on a denial the reason, rule and
+// fix too). The tool still sees only the refusal's kind and message. One
+// list per request, so concurrent fetches of a call never share one.
+func Decisions(ctx context.Context) (context.Context, func() []api.Decision) {
+	l := &decisionList{}
+	return context.WithValue(ctx, decisionsKey{}, l), func() []api.Decision {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return slices.Clone(l.list)
+	}
+}
+
+func (l *decisionList) note(d cards.Decision) {
+	a := d.API()
+	l.mu.Lock()
+	l.list = append(l.list, a)
+	l.mu.Unlock()
+}
+
 // Fetch adapts the gate to the sandbox's http-fetch for tool, whose policy
-// is p, and reports each decision to obs (if not nil). authz, if not nil,
-// is the calling agent's authority (Authorizer), asked on every request;
-// agent names the caller in audit events. The values are copied field by
+// is p, and reports each decision to obs (if not nil). w, if not nil, is
+// the calling agent's pinned wallet, asked on every request (Authorizer),
+// its decisions noted in the request's Decisions list when its context
+// carries one; nil (the implicit agent) asks nothing. agent names the
+// caller in audit events. The values are copied field by
 // field: the two sets of types are separate on purpose, so either side can
 // change without the other.
-func Fetch(g *egress.Gate, p *egress.Policy, obs api.Observer, tool, agent string, authz egress.Authorizer) sandbox.FetchFunc {
+func Fetch(g *egress.Gate, p *egress.Policy, obs api.Observer, tool, agent string, w *cards.Wallet) sandbox.FetchFunc {
+	authz := Authorizer(w)
 	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		authz := authz
+		if l, ok := ctx.Value(decisionsKey{}).(*decisionList); ok && w != nil {
+			authz = authorizer(decide.Basis{Wallet: w}, l.note)
+		}
 		resp, ferr := g.Fetch(ctx, p, egress.Request{
 			Method:        req.Method,
 			URL:           req.URL,

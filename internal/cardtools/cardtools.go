@@ -30,6 +30,7 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -115,7 +116,7 @@ var Tools = map[string]Tool{
 // whether the agent sees the tool of that verb.
 func MayUse(w *cards.Wallet, verb string) bool {
 	for _, c := range w.Cards() {
-		if w.Decide(grant.CardTarget(verb, c.ID)).Allow {
+		if decide.Decide(decide.Basis{Wallet: w}, decide.Operate(verb, c.ID)).Allow {
 			return true
 		}
 	}

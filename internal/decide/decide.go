@@ -1,7 +1,8 @@
 // Package decide is maiden's one authorization decision: every question
 // of authority a call asks — may this agent invoke this tool with these
 // arguments (or skip an approve layer), connect to this host and port,
-// use or reveal this secret, read or write this path — is answered by
+// use or reveal this secret, read or write this path, derive, transfer,
+// revoke or inspect this card — is answered by
 // Decide, from the question and the basis it is decided on (the agent's
 // pinned wallet, the tool's binding), and nothing else. It runs without a
 // Host, a store or a network, so the same function answers a live call
@@ -36,6 +37,7 @@ package decide
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -59,10 +61,16 @@ const (
 	SecretReveal
 	// FS: fs:read or fs:write of a path.
 	FS
+	// CardOp: card:VERB of a card the agent holds (derive, revoke,
+	// transfer, inspect, install), an agent acting on its own wallet.
+	CardOp
+	// Subtree: fs:read or fs:write of everything beneath a directory
+	// (fs:VERB DIR/**), as a session preopen hands it over whole.
+	Subtree
 )
 
 // Question is what is asked. Build it with Invoke, AlwaysApprove,
-// Connect, Use, Reveal or Access.
+// Connect, Use, Reveal, Access, AccessTree or Operate.
 type Question struct {
 	Kind Kind
 	// Target is the call (Tool, Always): grant.ToolTarget or
@@ -75,7 +83,10 @@ type Question struct {
 	// Secret is a secret's name (SecretUse, SecretReveal).
 	Secret string
 	// Verb ("read" or "write") and Path, absolute and clean (FS).
+	// Verb (a card verb) and Card, a card's ID (CardOp).
+	// Verb ("read" or "write") and Path, a directory (Subtree).
 	Verb, Path string
+	Card       string
 }
 
 // Invoke asks whether the call t may run.
@@ -96,6 +107,15 @@ func Reveal(name string) Question { return Question{Kind: SecretReveal, Secret: 
 
 // Access asks whether the agent may read or write (verb) path.
 func Access(verb, path string) Question { return Question{Kind: FS, Verb: verb, Path: path} }
+
+// AccessTree asks whether the agent may read or write (verb) everything
+// beneath the directory dir, with no exception or prohibition that may
+// reach inside it: the question of a directory handed over whole.
+func AccessTree(verb, dir string) Question { return Question{Kind: Subtree, Verb: verb, Path: dir} }
+
+// Operate asks whether the agent may do verb (derive, revoke, transfer,
+// inspect, install) on the card id.
+func Operate(verb, id string) Question { return Question{Kind: CardOp, Verb: verb, Card: id} }
 
 // Basis is what a question is decided on besides itself.
 type Basis struct {
@@ -169,6 +189,24 @@ func Decide(b Basis, q Question) cards.Decision {
 			return refuse(grant.Target{}, PolicyTarget, "the path cannot be checked against the agent's cards: "+err.Error())
 		}
 		t = ft
+	case Subtree:
+		if q.Verb != "read" && q.Verb != "write" {
+			return refuse(grant.Target{}, PolicyTarget, fmt.Sprintf("the directory cannot be checked against the agent's cards: verb %q is not read or write", q.Verb))
+		}
+		switch {
+		case b.Wallet != nil:
+			return subtree(b.Wallet, q.Verb, q.Path)
+		case b.Implicit:
+			return cards.Decision{Allow: true, Policy: PolicyImplicit, Target: "fs:" + q.Verb + " " + strings.TrimSuffix(q.Path, "/") + "/**"}
+		}
+		return refuse(grant.Target{}, PolicyNoWallet, "the agent's cards are not known to this call")
+	case CardOp:
+		switch q.Verb {
+		case "derive", "revoke", "transfer", "inspect", "install":
+		default:
+			return refuse(grant.Target{}, PolicyTarget, fmt.Sprintf("the card operation cannot be checked against the agent's cards: verb %q is not a card verb", q.Verb))
+		}
+		t = grant.CardTarget(q.Verb, q.Card)
 	default:
 		return refuse(grant.Target{}, PolicyTarget, fmt.Sprintf("unknown question (kind %d)", q.Kind))
 	}
@@ -207,6 +245,10 @@ func (k Kind) String() string {
 		return "secret:reveal"
 	case FS:
 		return "fs"
+	case CardOp:
+		return "card"
+	case Subtree:
+		return "fs subtree"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }

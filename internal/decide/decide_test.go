@@ -78,6 +78,26 @@ func TestDecide(t *testing.T) {
 			decide.Access("exec", "/bin/sh"),
 			api.Decision{Reason: `the path cannot be checked against the agent's cards: verb "exec" is not read or write`, Rule: decide.PolicyTarget}},
 
+		// --- card operations ---
+		{"card:revoke on a card allows revoking it",
+			decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card:revoke k2")}))},
+			decide.Operate("revoke", "k2"),
+			api.Decision{Allow: true, Rule: "card k1: lower-positive card:revoke k2", Card: "k1", Bound: "lower-positive", Grant: "card:revoke k2", Target: "card:revoke k2"}},
+		{"card:revoke is not card:derive",
+			decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card:revoke k2")}))},
+			decide.Operate("derive", "k2"),
+			api.Decision{Reason: `no card of agent "research" allows card:derive k2 (grant it: maiden cards grant -agent research 'card:derive k2')`,
+				Rule: "no card", Target: "card:derive k2", Fix: "maiden cards grant -agent research 'card:derive k2'"}},
+		{"A4 card: an upper-negative spans the wallet",
+			decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card:inspect *")}), card("k3", cards.Spec{UpperNeg: gs(t, "card:inspect k2")}))},
+			decide.Operate("inspect", "k2"),
+			api.Decision{Reason: `card k3 of agent "research" forbids card:inspect k2 (its upper-negative grant "card:inspect k2"; only revoking that card lifts it: maiden cards revoke k3)`,
+				Rule: "card k3: upper-negative card:inspect k2", Card: "k3", Bound: "upper-negative", Grant: "card:inspect k2", Target: "card:inspect k2", Fix: "maiden cards revoke k3"}},
+		{"a verb that is not a card verb is refused",
+			decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card *")}))},
+			decide.Operate("delete", "k2"),
+			api.Decision{Reason: `the card operation cannot be checked against the agent's cards: verb "delete" is not a card verb`, Rule: decide.PolicyTarget}},
+
 		// --- tool invocations ---
 		{"A10 tool:invoke search --pattern=cart allows --pattern=cart",
 			decide.Basis{Wallet: wallet(card("c1", cards.Spec{LowerPos: gs(t, "tool:invoke search --pattern=cart")}))},
@@ -271,4 +291,84 @@ func BenchmarkDecide(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestOperateVerbs: every card verb of the grant language is a card
+// question, so Operate refuses only what no grant could allow.
+func TestOperateVerbs(t *testing.T) {
+	b := decide.Basis{Wallet: wallet(card("k1", cards.Spec{LowerPos: gs(t, "card *")}))}
+	for _, v := range grant.Verbs(grant.Card) {
+		if d := decide.Decide(b, decide.Operate(v, "k2")).API(); !d.Allow || d.Target != "card:"+v+" k2" {
+			t.Errorf("card:%s: %+v", v, d)
+		}
+	}
+}
+
+// TestAccessTree: a directory handed over whole needs its whole subtree,
+// with no exception or prohibition that may reach inside it; the denial
+// names the card that refused.
+func TestAccessTree(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		basis decide.Basis
+		q     decide.Question
+		want  api.Decision
+	}{
+		{"fs:read /srv/** hands over /srv/work",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/**")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Allow: true, Rule: "card f1: lower-positive fs:read /srv/**", Card: "f1", Bound: "lower-positive", Grant: "fs:read /srv/**", Target: "fs:read /srv/work/**"}},
+		{"the directory alone is not its subtree",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/work", "fs:read /srv/work/*")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Reason: `no card of agent "research" allows all of fs:read /srv/work/**, without an exception that may reach inside it, so the directory is not handed over whole`,
+				Rule: "no card", Target: "fs:read /srv/work/**"}},
+		{"read is not write",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/**")}))},
+			decide.AccessTree("write", "/srv/work"),
+			api.Decision{Reason: `no card of agent "research" allows all of fs:write /srv/work/**, without an exception that may reach inside it, so the directory is not handed over whole`,
+				Rule: "no card", Target: "fs:write /srv/work/**"}},
+		{"an exception inside the subtree of the allowing card refuses it",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/**"), LowerNeg: gs(t, "fs:read /srv/work/secret")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Reason: `no card of agent "research" allows all of fs:read /srv/work/**, without an exception that may reach inside it, so the directory is not handed over whole`,
+				Rule: "no card", Target: "fs:read /srv/work/**"}},
+		{"another card allows it without the exception",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /srv/**"), LowerNeg: gs(t, "fs:read /srv/work/secret")}), card("f2", cards.Spec{LowerPos: gs(t, "fs /srv/work/**")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Allow: true, Rule: "card f2: lower-positive fs:* /srv/work/**", Card: "f2", Bound: "lower-positive", Grant: "fs:* /srv/work/**", Target: "fs:read /srv/work/**"}},
+		{"A4 an upper-negative that may reach inside refuses it",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /**")}), card("f3", cards.Spec{UpperNeg: gs(t, "fs:read /srv/work/*/key")}))},
+			decide.AccessTree("read", "/srv"),
+			api.Decision{Reason: `card f3 of agent "research" may forbid part of fs:read /srv/** (its upper-negative grant "fs:read /srv/work/*/key"), so the directory is not handed over whole`,
+				Rule: "card f3: upper-negative fs:read /srv/work/*/key", Card: "f3", Bound: "upper-negative", Grant: "fs:read /srv/work/*/key", Target: "fs:read /srv/**"}},
+		{"a negative grant whose wildcard may reach inside counts against it",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /**")}), card("f3", cards.Spec{UpperNeg: gs(t, "fs:read /srv/*/key")}))},
+			decide.AccessTree("read", "/srv/work"),
+			api.Decision{Reason: `card f3 of agent "research" may forbid part of fs:read /srv/work/** (its upper-negative grant "fs:read /srv/*/key"), so the directory is not handed over whole`,
+				Rule: "card f3: upper-negative fs:read /srv/*/key", Card: "f3", Bound: "upper-negative", Grant: "fs:read /srv/*/key", Target: "fs:read /srv/work/**"}},
+		{"A4 a ceiling that does not cover the subtree refuses it",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /**")}), card("f3", cards.Spec{UpperPos: gs(t, "fs:read /srv/work/**")}))},
+			decide.AccessTree("read", "/srv"),
+			api.Decision{Reason: `card f3 of agent "research" caps its wallet below fs:read /srv/**, so the directory is not handed over whole`,
+				Rule: "card f3: upper-positive", Card: "f3", Bound: "upper-positive", Target: "fs:read /srv/**"}},
+		{"the implicit agent holds every card",
+			decide.Basis{Implicit: true},
+			decide.AccessTree("write", "/srv/"),
+			api.Decision{Allow: true, Rule: decide.PolicyImplicit, Target: "fs:write /srv/**"}},
+		{"a declared agent without its wallet is refused",
+			decide.Basis{},
+			decide.AccessTree("read", "/srv"),
+			api.Decision{Reason: "the agent's cards are not known to this call", Rule: decide.PolicyNoWallet}},
+		{"a verb that is neither read nor write is refused",
+			decide.Basis{Wallet: wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs /**")}))},
+			decide.AccessTree("exec", "/srv"),
+			api.Decision{Reason: `the directory cannot be checked against the agent's cards: verb "exec" is not read or write`, Rule: decide.PolicyTarget}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, decide.Decide(tc.basis, tc.q).API()); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
-	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
@@ -158,63 +158,11 @@ func CardPreopens(dirs []sandbox.Preopen, w *cards.Wallet) []sandbox.Preopen {
 }
 
 // subtreeAllowed reports whether w allows fs:verb on everything beneath
-// dir, conservatively: a negative grant or a ceiling that might touch the
-// subtree counts against it.
+// dir, conservatively (decide.AccessTree): a negative grant or a ceiling
+// that might touch the subtree counts against it.
 func subtreeAllowed(w *cards.Wallet, verb, dir string) bool {
-	want, err := grant.Parse("fs:" + verb + " " + strings.TrimSuffix(dir, "/") + "/**")
-	if err != nil {
-		return false // a path the grant language cannot name: no card can cover it
-	}
-	mine := func(g cards.Grant) bool {
-		return g.Recipient == "" || g.Recipient == "*" || g.Recipient == w.Agent()
-	}
-	applies := func(g grant.Grant) bool {
-		return g.Class == grant.FS && (g.Verb == "" || g.Verb == verb)
-	}
-	touches := func(g grant.Grant) bool {
-		return applies(g) && (g.Covers(want) || want.Covers(g) || prefixRelated(fsLiteralPrefix(g), dir))
-	}
-	allowed := false
-	for _, c := range w.Cards() {
-		for _, n := range c.Spec.UpperNeg {
-			if mine(n) && touches(n.Grant) {
-				return false
-			}
-		}
-		if len(c.Spec.UpperPos) > 0 && !slices.ContainsFunc(c.Spec.UpperPos, func(u cards.Grant) bool {
-			return mine(u) && (u.Grant.Class != grant.FS || applies(u.Grant)) && u.Grant.Covers(want)
-		}) {
-			return false
-		}
-		if allowed {
-			continue
-		}
-		if slices.ContainsFunc(c.Spec.LowerPos, func(g cards.Grant) bool { return mine(g) && applies(g.Grant) && g.Grant.Covers(want) }) &&
-			!slices.ContainsFunc(c.Spec.LowerNeg, func(n cards.Grant) bool { return mine(n) && touches(n.Grant) }) {
-			allowed = true
-		}
-	}
-	return allowed
+	return decide.Decide(decide.Basis{Wallet: w}, decide.AccessTree(verb, dir)).Allow
 }
-
-// fsLiteralPrefix is the path of an fs grant up to its first wildcard
-// segment ("/srv/work/secret" for /srv/work/secret/**, "/" for /*/x).
-func fsLiteralPrefix(g grant.Grant) string {
-	f := strings.Fields(g.String())
-	p := f[len(f)-1]
-	var lit []string
-	for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		if strings.Contains(seg, "*") {
-			break
-		}
-		lit = append(lit, seg)
-	}
-	return "/" + strings.Join(lit, "/")
-}
-
-// prefixRelated reports whether one of two clean absolute paths is within
-// the other.
-func prefixRelated(a, b string) bool { return pathWithin(a, b) || pathWithin(b, a) }
 
 // NarrowWritable narrows a wrapped CLI's writable paths (its [clis.NAME]
 // write_paths) to what the session's boundary lets it write: a path the

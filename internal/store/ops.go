@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/cards"
-	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/decide"
 )
 
 // maxName bounds agent names and IDs read from callers.
@@ -445,7 +445,7 @@ func (s *DB) authorize(ctx context.Context, tx *sql.Tx, actor Actor, verb string
 	if err != nil {
 		return err
 	}
-	d := cards.NewWallet(actor.agent, now, cs).Decide(grant.CardTarget(verb, c.ID))
+	d := decide.Decide(decide.Basis{Wallet: cards.NewWallet(actor.agent, now, cs)}, decide.Operate(verb, c.ID))
 	if !d.Allow {
 		return fmt.Errorf("%w: %s", ErrNotAllowed, d.Reason)
 	}
