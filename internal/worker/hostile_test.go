@@ -243,6 +243,18 @@ var confineProbes = []probeCall{
 	{"execve /bin/true", func(string, int) error { return unix.Exec("/bin/true", []string{"true"}, nil) }},
 }
 
+// The parent-death signal is a thread's (a new thread starts without
+// one): the constructor sets it on the main thread, so the probe reads it
+// there. Locking the OS thread in an init function keeps the main
+// goroutine, and so TestMain and confineProbe, on the main thread; without
+// it the read came from whichever thread the goroutine ran on and said 0
+// now and then (TestWorkerIsConfined in a full run).
+func init() {
+	if IsChild() && len(os.Args) > 1 && os.Args[1] == "confine-probe" {
+		runtime.LockOSThread()
+	}
+}
+
 // confineProbe makes every call in confineProbes and prints one line per
 // call: "CALL <errno number> <name>" (0: it succeeded). It waits for a line
 // on stdin first, so the test can hand it the target file (its first
