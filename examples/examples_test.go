@@ -159,12 +159,23 @@ func built(t testing.TB, name string) string {
 
 // exampleConfig is examples/agent.toml copied next to the built components,
 // so that its relative paths (echo/echo.wasm, ...) find them. Loading it
-// checks that every tool's file exists, so it builds them all.
+// checks that every tool's file exists, so it builds them all. The copy is
+// written once per run: tests run in parallel, and a second WriteFile
+// truncating the file while another test's maiden read it made that load
+// fail (maiden help then said "unknown command": TestTextkit in a full run).
 func exampleConfig(t testing.TB) string {
 	t.Helper()
-	entries, err := os.ReadDir(".")
+	p, err := writeExampleConfig()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return p
+}
+
+var writeExampleConfig = sync.OnceValues(func() (string, error) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		return "", err
 	}
 	var wg sync.WaitGroup
 	for _, e := range entries {
@@ -178,19 +189,19 @@ func exampleConfig(t testing.TB) string {
 			continue
 		}
 		if r := buildExample(e.Name()); r.err != nil {
-			t.Fatalf("%v\n%s", r.err, r.trace)
+			return "", fmt.Errorf("%v\n%s", r.err, r.trace)
 		}
 	}
 	b, err := os.ReadFile("agent.toml")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	p := filepath.Join(work, "agent.toml")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return p
-}
+	return p, nil
+})
 
 // toolProject reports whether dir holds a tool's source (examples/git is a
 // wrapped CLI's description, not a tool).

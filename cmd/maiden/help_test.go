@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -83,6 +85,25 @@ func TestUsageListsEveryCommand(t *testing.T) {
 	}
 	if v := cli(t, "", "--version"); v.code != exitOK || !strings.HasPrefix(v.stdout, "maiden ") {
 		t.Errorf("--version: %+v", v)
+	}
+}
+
+// TestHelpToolWithBrokenConfig: maiden help NAME with an agent.toml that
+// does not load names the file's error, not "unknown command" (which hid
+// why maiden help textkit failed while a test rewrote the file).
+func TestHelpToolWithBrokenConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "agent.toml")
+	if err := os.WriteFile(cfg, []byte("version = 1\n[tools.x]\npath = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "help", "-config", cfg, "x")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `"x" is not a maiden command, and the tools of `+cfg+" could not be read") || !strings.Contains(r.stderr, "tools.x.path") {
+		t.Errorf("help x with a broken agent.toml: %+v", r)
+	}
+	// No agent.toml at all: an unknown command of maiden's, as before.
+	r = cli(t, "", "help", "-config", filepath.Join(t.TempDir(), "none.toml"), "x")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `unknown command "x"`) {
+		t.Errorf("help x without agent.toml: %+v", r)
 	}
 }
 

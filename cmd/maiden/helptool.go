@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
@@ -15,12 +16,19 @@ import (
 // that describes itself as a command tree: a wrapped CLI (from its
 // description in agent.toml) or a WebAssembly tool whose schema() is a
 // command description (the tool is loaded to ask it). ok is false when
-// args[0] is not such a tool's name, or agent.toml cannot be read: the
-// caller then treats it as a maiden command.
+// args[0] is not such a tool's name, or there is no agent.toml: the caller
+// then treats it as a maiden command. An agent.toml that does not load is
+// reported with its errors.
 func toolHelp(ctx context.Context, cfgPath string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
-		return 0, false
+		if _, serr := os.Stat(cfgPath); serr != nil {
+			return 0, false // no agent.toml: args[0] was meant as a maiden command
+		}
+		// An agent.toml that does not load: say why, rather than call
+		// the tool's name an unknown command of maiden's.
+		fmt.Fprintf(stderr, "maiden help: %q is not a maiden command, and the tools of %s could not be read:\n%v\n", args[0], cfgPath, err)
+		return exitUsage, true
 	}
 	t, found := cfg.Tool(args[0])
 	if !found || t.MCP != nil {
