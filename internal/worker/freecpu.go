@@ -15,7 +15,7 @@ import (
 // for an answer on the CPU the worker needs delays the answer by a whole
 // scheduler slice, and a process that spins is, to the kernel's fair
 // scheduler, a CPU hog whose wake-ups no longer preempt anyone. Measured
-// on the 2-CPU VM (docs/workers.md, "Where a worker call's time goes"):
+// on the 2-CPU VM (bench/README.md, "Worker calls: where the time goes"):
 // with 20 runnable threads from other work, spinning took a tiny call's
 // p50 in a worker from ~160 µs to ~550 µs. So both ends spin only while the
 // kernel says a CPU is free: the count of runnable tasks in /proc/loadavg

@@ -10,7 +10,7 @@ import (
 
 // TestSpinOnlyWithAFreeCPU: the two ends of a call spin only when the
 // kernel's runnable count leaves a CPU for the spinner beside the worker;
-// a busy machine (the slow mode of docs/workers.md) gets no spinning, and
+// a busy machine (the slow mode in bench/README.md, "Worker calls: where the time goes") gets no spinning, and
 // neither does a machine whose count cannot be read.
 func TestSpinOnlyWithAFreeCPU(t *testing.T) {
 	if runtime.NumCPU() < 2 {
