@@ -225,8 +225,11 @@ func (c *child) start(m runMsg) error {
 		c.run = nil
 		c.mu.Unlock()
 		_ = c.send(done.encode())
-		// A busy server's next call comes soon: stay awake for it.
-		c.spin.spinFor(workerSpinWait)
+		// A busy server's next call comes soon: stay awake for it, if
+		// the parent saw a CPU free for that (freecpu.go).
+		if spin := min(time.Duration(nsDuration(m.SpinNS)), workerSpinWait); spin > 0 {
+			c.spin.spinFor(spin)
+		}
 	}()
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 //
 // protocolVersion changes with any change to a message's fields; a worker
 // announces it in its hello and the parent refuses a mismatch.
-const protocolVersion = 3
+const protocolVersion = 4
 
 // maxFrame bounds one frame. The largest payloads are a compiled component
 // (parent → worker, once per worker and version), a wasm file to compile
@@ -234,6 +234,9 @@ type runMsg struct {
 	Input     string
 	TimeoutNS uint64
 	Memory    uint64
+	// SpinNS is how long the worker waits awake for the next call after
+	// answering this one (0: it sleeps at once; see freecpu.go).
+	SpinNS uint64
 }
 
 func (m runMsg) encode() []byte {
@@ -244,13 +247,14 @@ func (m runMsg) encode() []byte {
 	e.str(m.Input)
 	e.u64(m.TimeoutNS)
 	e.u64(m.Memory)
+	e.u64(m.SpinNS)
 	return e.frame()
 }
 
 func decodeRun(p []byte) (m runMsg, err error) {
 	d := &dec{b: p}
 	m.ID, m.Digest, m.Export, m.Input = d.u64(), d.str(), d.str(), d.shared()
-	m.TimeoutNS, m.Memory = d.u64(), d.u64()
+	m.TimeoutNS, m.Memory, m.SpinNS = d.u64(), d.u64(), d.u64()
 	return m, d.finish()
 }
 

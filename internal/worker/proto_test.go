@@ -16,8 +16,8 @@ func TestRoundTrip(t *testing.T) {
 		want any
 	}{
 		{"hello", hello{Version: 1, Fingerprint: "fp"}.encode(), func(p []byte) (any, error) { return decodeHello(p) }, hello{Version: 1, Fingerprint: "fp"}},
-		{"run", runMsg{ID: 7, Digest: "d", Export: "execute", Input: `{"a":1}`, TimeoutNS: 5, Memory: 9}.encode(), func(p []byte) (any, error) { return decodeRun(p) },
-			runMsg{ID: 7, Digest: "d", Export: "execute", Input: `{"a":1}`, TimeoutNS: 5, Memory: 9}},
+		{"run", runMsg{ID: 7, Digest: "d", Export: "execute", Input: `{"a":1}`, TimeoutNS: 5, Memory: 9, SpinNS: 11}.encode(), func(p []byte) (any, error) { return decodeRun(p) },
+			runMsg{ID: 7, Digest: "d", Export: "execute", Input: `{"a":1}`, TimeoutNS: 5, Memory: 9, SpinNS: 11}},
 		{"fetch", fetchMsg{ID: 1, Method: "POST", URL: "https://x/", Headers: []header{{"a", "b"}}, Body: []byte{0, 255}, HasCredential: true, Credential: "T"}.encode(),
 			func(p []byte) (any, error) { return decodeFetch(p) },
 			fetchMsg{ID: 1, Method: "POST", URL: "https://x/", Headers: []header{{"a", "b"}}, Body: []byte{0, 255}, HasCredential: true, Credential: "T"}},

@@ -61,8 +61,10 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	// of its own beside the workers': a spinner that takes a worker's CPU
 	// slows the call it waits for.
 	callStart := time.Now()
-	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) {
+	var workerSpin time.Duration
+	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) && spinPolicy(&cpus) {
 		w.spin.spinFor(w.spinBudget())
+		workerSpin = workerSpinWait
 	}
 	defer func() {
 		w.spin.stop()
@@ -87,7 +89,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	})
 	defer stopOnCancel()
 	if err := w.send(runMsg{ID: id, Digest: art, Export: export, Input: c.Input,
-		TimeoutNS: uint64(time.Until(deadline)), Memory: c.Limits.Memory}.encode()); err != nil {
+		TimeoutNS: uint64(time.Until(deadline)), Memory: c.Limits.Memory, SpinNS: uint64(workerSpin)}.encode()); err != nil {
 		if w.killReason() == killedDeadline {
 			return sandbox.Outcome{Failure: &sandbox.Failure{Kind: sandbox.KindDeadline, Message: fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout)},
 				Duration: time.Since(start)}, nil

@@ -26,6 +26,9 @@ import (
 // with MAIDEN_WORKER set, and Main serves instead of running the tests. A
 // first argument selects a hostile or probing worker for the tests below.
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(envPong); mode != "" {
+		os.Exit(pongMain(mode))
+	}
 	if IsChild() && len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "confine-probe":

@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Spinning (spinReader) wins a call's round trip only when the spinner
+// has a CPU to itself beside the process it waits for: the parent spinning
+// for an answer on the CPU the worker needs delays the answer by a whole
+// scheduler slice, and a process that spins is, to the kernel's fair
+// scheduler, a CPU hog whose wake-ups no longer preempt anyone. Measured
+// on the 2-CPU VM (bench/README.md, "Worker calls: where the time goes"):
+// with 20 runnable threads from other work, spinning took a tiny call's
+// p50 in a worker from ~160 µs to ~550 µs. So both ends spin only while the
+// kernel says a CPU is free: the count of runnable tasks in /proc/loadavg
+// (an instant count, not the averages), read at most once per
+// freeCPUSample and shared by all calls.
+
+// freeCPUSample is how long one reading of the runnable count stands.
+const freeCPUSample = 500 * time.Microsecond
+
+type freeCPUs struct {
+	once sync.Once
+	f    *os.File // /proc/loadavg, nil when unreadable
+
+	mu   sync.Mutex
+	at   atomic.Int64 // UnixNano of the last reading
+	free atomic.Bool  // the last reading's answer
+}
+
+var cpus freeCPUs
+
+// spinnable tells whether a spinner has a CPU to itself now: fewer
+// runnable tasks than CPUs, counting the caller and the worker it waits
+// for (which will be running once the call is sent). Without
+// /proc/loadavg, never.
+func (c *freeCPUs) spinnable() bool {
+	c.once.Do(func() {
+		if f, err := os.Open("/proc/loadavg"); err == nil {
+			c.f = f
+		}
+	})
+	if c.f == nil {
+		return false
+	}
+	now := time.Now().UnixNano()
+	if now-c.at.Load() < int64(freeCPUSample) {
+		return c.free.Load()
+	}
+	if !c.mu.TryLock() {
+		return c.free.Load() // another caller is reading it
+	}
+	defer c.mu.Unlock()
+	var buf [128]byte
+	n, _ := c.f.ReadAt(buf[:], 0)
+	running, ok := runnableCount(buf[:n])
+	// running counts this thread; the worker makes one more (or is
+	// already counted, spinning after its last answer: then the next
+	// reading decides).
+	c.free.Store(ok && running+1 <= runtime.NumCPU())
+	c.at.Store(now)
+	return c.free.Load()
+}
+
+// runnableCount parses the runnable count of /proc/loadavg:
+// "0.50 0.40 0.30 3/255 1624" → 3.
+func runnableCount(b []byte) (int, bool) {
+	f := bytes.Fields(b)
+	if len(f) < 4 {
+		return 0, false
+	}
+	r, _, ok := bytes.Cut(f[3], []byte("/"))
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(r))
+	return n, err == nil && n >= 0
+}
+
+// spinPolicy decides whether a call's two ends spin; a variable so the
+// round-trip benchmark can compare with spinning always (the behaviour
+// before freecpu.go) in the same run.
+var spinPolicy = (*freeCPUs).spinnable

@@ -1,0 +1,298 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/testkit"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkRoundTrip measures what a tiny call costs in a worker against
+// the same call in process, and the floor under both on this machine, in
+// one run (the machine's load changes from minute to minute, so only
+// numbers from the same run compare):
+//
+//   - inprocess: sandbox.Execute of the WAT echo tool.
+//   - worker: the same call through a Pool (one worker per goroutine).
+//   - worker-alwaysspin, worker-allprocs: the same with one of this
+//     issue's changes undone (freecpu.go; workerRuntimeEnv).
+//   - floor-blocking: two bare Go processes ping-ponging 64 bytes over a
+//     socketpair with blocking reads on locked threads: the cost of two
+//     cross-process wake-ups, the least any socket-based worker can pay.
+//   - floor-netpoll: the same with both ends non-blocking under Go's
+//     network poller (how a worker's socket was read before).
+//
+// Each row reports p50-ns and p99-ns per call and mean-ns (the mean latency
+// of one call; ns/op at g2 is wall time per call, the inverse of calls/s):
+//
+//	go test ./internal/worker -run '^$' -bench '^BenchmarkRoundTrip$' -count 5
+func BenchmarkRoundTrip(b *testing.B) {
+	echo := testkit.Component(b, "echo")
+	const in = `{"message":"hello"}`
+	rows := []struct {
+		name  string
+		setup func(b *testing.B) (op func() error, done func())
+		// own: each goroutine needs a setup of its own (a pong process
+		// answers one caller at a time).
+		own bool
+	}{
+		{"inprocess", func(b *testing.B) (func() error, func()) {
+			sb, err := sandbox.New(&sandbox.Options{CacheDir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func() error {
+				out, err := sb.Execute(context.Background(), sandbox.Call{Path: echo, Limits: lim, Input: in})
+				return checkEcho(out, err)
+			}, func() { sb.Close() }
+		}, false},
+		{"worker", func(b *testing.B) (func() error, func()) { return workerRow(b, echo, in) }, false},
+		// The parent and the worker spinning for every call whatever the
+		// load (as before freecpu.go): the comparison for the row above.
+		{"worker-alwaysspin", func(b *testing.B) (func() error, func()) {
+			op, done := workerRow(b, echo, in)
+			spinPolicy = func(*freeCPUs) bool { return true }
+			return op, func() { spinPolicy = (*freeCPUs).spinnable; done() }
+		}, false},
+		// Workers with as many Ps as CPUs (the Go default, as before
+		// workerRuntimeEnv): the comparison for the worker row.
+		{"worker-allprocs", func(b *testing.B) (func() error, func()) {
+			saved := workerRuntimeEnv
+			workerRuntimeEnv = nil
+			defer func() { workerRuntimeEnv = saved }()
+			return workerRow(b, echo, in)
+		}, false},
+		{"floor-blocking", pongSetup("blocking"), true},
+		{"floor-netpoll", pongSetup("netpoll"), true},
+	}
+	for _, r := range rows {
+		b.Run(r.name, func(b *testing.B) {
+			for _, g := range []int{1, 2} {
+				b.Run(fmt.Sprintf("g%d", g), func(b *testing.B) {
+					measureCalls(b, g, r.own, r.setup)
+				})
+			}
+		})
+	}
+}
+
+func checkEcho(out sandbox.Outcome, err error) error {
+	if err != nil {
+		return err
+	}
+	if out.Failure != nil || !strings.Contains(out.Output, "hello") {
+		return fmt.Errorf("echo: %+v", out)
+	}
+	return nil
+}
+
+// measureCalls shares b.N calls between g goroutines; setup runs once (a
+// pool, a sandbox) and its op is called from all of them, or once per
+// goroutine if own.
+func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func() error, func())) {
+	ops := make([]func() error, g)
+	op, done := setup(b)
+	defer done()
+	ops[0] = op
+	for i := 1; i < g; i++ {
+		if !own {
+			ops[i] = op
+			continue
+		}
+		o, d := setup(b)
+		defer d()
+		ops[i] = o
+	}
+	// Warm up outside the timed region: a worker's first call faults its
+	// code in.
+	for _, o := range ops {
+		if err := o(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	durs := make([][]time.Duration, g)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i := range g {
+		wg.Go(func() {
+			d := make([]time.Duration, 0, b.N/g+1)
+			for next.Add(1) <= int64(b.N) && failed.Load() == nil {
+				t0 := time.Now()
+				if err := ops[i](); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				d = append(d, time.Since(t0))
+			}
+			durs[i] = d
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	b.StopTimer()
+	if p := failed.Load(); p != nil {
+		b.Fatal(*p)
+	}
+	d := slices.Concat(durs...)
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	pct := func(p int) time.Duration { return d[max((p*len(d)+99)/100, 1)-1] }
+	b.ReportMetric(float64(pct(50)), "p50-ns")
+	b.ReportMetric(float64(pct(99)), "p99-ns")
+	b.ReportMetric(float64(sum)/float64(len(d)), "mean-ns")
+	b.ReportMetric(float64(len(d))/wall.Seconds(), "calls/s")
+}
+
+// envPong makes this test binary a bare ping-pong process (the floor rows):
+// no confinement, no sandbox, only the socket on fd 3.
+const envPong = "MAIDEN_BENCH_PONG"
+
+// pongMain answers every 64-byte message on fd 3 with the same bytes,
+// reading either with blocking syscalls on a locked thread or through Go's
+// poller; it is called from TestMain.
+func pongMain(mode string) int {
+	var buf [64]byte
+	if mode == "blocking" {
+		runtime.LockOSThread()
+		for {
+			if _, err := readFull(3, buf[:]); err != nil {
+				return 0
+			}
+			if _, err := unix.Write(3, buf[:]); err != nil {
+				return 0
+			}
+		}
+	}
+	_ = syscall.SetNonblock(3, true)
+	f := os.NewFile(3, "pong")
+	for {
+		if _, err := readFullFile(f, buf[:]); err != nil {
+			return 0
+		}
+		if _, err := f.Write(buf[:]); err != nil {
+			return 0
+		}
+	}
+}
+
+func readFull(fd int, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := unix.Read(fd, p[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if k == 0 {
+			return n, os.ErrClosed
+		}
+		n += k
+	}
+	return n, nil
+}
+
+func readFullFile(f *os.File, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := f.Read(p[n:])
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// pongSetup starts one pong process and returns a round trip with it, in
+// the same mode on the parent's side.
+func pongSetup(mode string) func(b *testing.B) (func() error, func()) {
+	return func(b *testing.B) (func() error, func()) {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		child := os.NewFile(uintptr(fds[1]), "pong")
+		cmd := exec.Command(mustExe(b))
+		cmd.Env = []string{envPong + "=" + mode}
+		cmd.ExtraFiles = []*os.File{child}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		child.Close()
+		var buf [64]byte
+		var op func() error
+		var closeFn func()
+		if mode == "blocking" {
+			fd := fds[0]
+			op = func() error {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				if _, err := unix.Write(fd, buf[:]); err != nil {
+					return err
+				}
+				_, err := readFull(fd, buf[:])
+				return err
+			}
+			closeFn = func() { unix.Close(fd) }
+		} else {
+			_ = unix.SetNonblock(fds[0], true)
+			f := os.NewFile(uintptr(fds[0]), "ping")
+			op = func() error {
+				if _, err := f.Write(buf[:]); err != nil {
+					return err
+				}
+				_, err := readFullFile(f, buf[:])
+				return err
+			}
+			closeFn = func() { f.Close() }
+		}
+		return op, func() {
+			closeFn()
+			_ = cmd.Wait()
+		}
+	}
+}
+
+// workerRow opens the echo tool in a pool of two workers.
+func workerRow(b *testing.B, echo, in string) (func() error, func()) {
+	p, err := New(&Options{Size: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tl, err := p.Open(context.Background(), echo, lim)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() error {
+			out, err := tl.Execute(context.Background(), sandbox.Call{Limits: lim, Input: in})
+			return checkEcho(out, err)
+		}, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = p.Shutdown(ctx)
+		}
+}
