@@ -25,11 +25,16 @@ import (
 // without its authorization.
 var ErrState = errors.New("maiden: state store unavailable")
 
-// authorize renders the call's input canonically and decides on the
-// agent's wallet, pinned when the call reaches this stage. The implicit
-// agent of a configuration without [agents] holds a card that allows
-// everything, so it is not asked.
-func (h *Host) authorize(next handler) handler {
+// authorizeStage renders the call's input canonically and decides on the
+// agent's wallet (wallet: read from the state store, cached by its
+// generation), pinned when the call reaches this stage. The implicit agent
+// of a configuration without [agents] holds a card that allows everything,
+// so it is not asked.
+type authorizeStage struct {
+	wallet func(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error)
+}
+
+func (s authorizeStage) decide(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		if inv.cfg.Implicit() || !inv.backend.carded() {
 			return next(ctx, inv)
@@ -37,7 +42,7 @@ func (h *Host) authorize(next handler) handler {
 		if err := inv.render(); err != nil {
 			return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
 		}
-		w, err := h.wallet(ctx, inv.cfg, inv.agent, time.Now())
+		w, err := s.wallet(ctx, inv.cfg, inv.agent, time.Now())
 		if err != nil {
 			return err
 		}

@@ -155,15 +155,17 @@ func (c *crashes) clock() time.Time {
 	return time.Now()
 }
 
-// coolDown refuses, before anything runs (no middleware, no human asked),
+// coolDownStage refuses, before anything runs (no middleware, no human asked),
 // a call of a tool version in its crash cool-down. It follows
 // loadAndValidate, which opened the version in force (from the compile
 // cache, for the version that crashed); tools that run in no worker (wrapped
 // CLIs, MCP imports) have no record.
-func (h *Host) coolDown(next handler) handler {
+type coolDownStage struct{ crashes *crashes }
+
+func (s coolDownStage) refuse(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		if inv.opened != nil {
-			if msg := h.crashes.refusal(inv.tool.Name, inv.opened.Digest); msg != "" {
+			if msg := s.crashes.refusal(inv.tool.Name, inv.opened.Digest); msg != "" {
 				return inv.fail(KindUnavailable, msg)
 			}
 		}

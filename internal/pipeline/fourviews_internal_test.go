@@ -19,7 +19,7 @@ import (
 // is bound to, the input the tool receives and, for a command tool, the
 // argv a wrapped CLI runs. FuzzFourViews holds them together: for any
 // input the schema accepts, all four derive from the one decoded value
-// and agree. The pieces it calls are the pipeline's own (checkInput's
+// and agree. The pieces it calls are the pipeline's own (input.check's
 // parseInput, render, digest, toolInput, a command tool's parse).
 
 // fourViewsSpec is a command description with every kind of option, for
@@ -129,7 +129,7 @@ func sha256Hex(s string) string {
 // is a call of fourViewsSpec, for a wrapped CLI and a command-tree tool.
 func fourViews(t *testing.T, schema *inputSchema, spec *command.Spec, input string) {
 	t.Helper()
-	doc, err := parseInput(input) // checkInput
+	doc, err := parseInput(input) // input.check
 	if err != nil {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -231,12 +232,19 @@ func (h *Host) afterWait(ctx context.Context, inv *invocation, m config.Middlewa
 	return h.approve(ctx, inv, m) // finds a's revision stale and asks again
 }
 
+// approvalStages are the two stages around the run of an approved call,
+// holding what they need: the state store's getter and the log.
+type approvalStages struct {
+	state func(ctx context.Context, cfg *config.Config) (store.Store, error)
+	log   *slog.Logger
+}
+
 // runApproved consumes the call's approval (if a human approved it) and
 // marks it started, in one transaction, right before the tool runs; and
 // marks it done after. kill -9 before the consumption loses nothing (the
 // approval stays, the repeated call uses it); after it, the call is marked
 // interrupted when the store is next opened and never re-run by itself.
-func (h *Host) runApproved(next handler) handler {
+func (s approvalStages) runApproved(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		if b := inv.approvedBinding; b != nil {
 			// The tool that runs must be the one approved: the same code
@@ -266,7 +274,7 @@ func (h *Host) runApproved(next handler) handler {
 		if inv.approval == "" {
 			return next(ctx, inv)
 		}
-		st, err := h.state(ctx, inv.cfg)
+		st, err := s.state(ctx, inv.cfg)
 		if err != nil {
 			return err
 		}
@@ -291,19 +299,19 @@ func (h *Host) runApproved(next handler) handler {
 // A call refused after its approval was consumed (its audit record could
 // not be written) stays started: the next process marks it interrupted,
 // and it is never re-run by itself.
-func (h *Host) markDone(next handler) handler {
+func (s approvalStages) markDone(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		err := next(ctx, inv)
 		if !inv.started || !inv.ran {
 			return err
 		}
-		st, serr := h.state(ctx, inv.cfg)
+		st, serr := s.state(ctx, inv.cfg)
 		if serr != nil {
 			return err
 		}
 		for _, id := range inv.startedIDs {
 			if merr := st.MarkDone(context.WithoutCancel(ctx), id); merr != nil {
-				h.log.Warn("could not mark an approved call done", "approval", id, "err", merr)
+				s.log.Warn("could not mark an approved call done", "approval", id, "err", merr)
 			}
 		}
 		return err

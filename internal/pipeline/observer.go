@@ -23,7 +23,7 @@ func (h *Host) callDone(inv *invocation, err error) {
 	if inv.res.Error != nil {
 		ev.Kind = inv.res.Error.Kind
 	}
-	// resolvePolicy set inv.cfg if the name is a tool's; a call that
+	// policy.resolve set inv.cfg if the name is a tool's; a call that
 	// ended before it (overloaded, cancelled while waiting) is looked up.
 	if inv.cfg != nil {
 		ev.Tool = inv.call.Tool

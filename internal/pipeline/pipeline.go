@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -38,13 +39,13 @@ type invocation struct {
 	res   Result
 
 	// Set by the stages, in order.
-	backend  backend // the tool's kind (resolvePolicy)
+	backend  backend // the tool's kind (policy.resolve)
 	bindName string  // the name the agent binds: the tool's, an import's NAME
 	cfg      *config.Config
 	agent    string      // resolved: DefaultAgent when the configuration declares none
 	tool     config.Tool // as the agent's binding narrows it
 	policy   *egress.Policy
-	// The call's input is decoded once (checkInput: strictly, so that
+	// The call's input is decoded once (input.check: strictly, so that
 	// every JSON reader reads its text as this one value), and every view
 	// of it derives from that value: input is the value; call.Input its
 	// text, which the tool receives (or, with secret handles, the value
@@ -210,31 +211,41 @@ type stage func(next handler) handler
 // is a pipeline", has the same list). A stage's work lives with its
 // concern (the file or package named); the list is the one place that
 // orders them.
+//
+// Each stage is a value holding what it needs of the Host, named here (a
+// field, a function), never the Host itself: a reader sees every stage's
+// dependencies in this one function. A stage with none is a function.
 func (h *Host) pipeline() handler {
-	sessions := sessionStages{gate: &h.sessions}
-	var secrets secretStages
+	admit := admitStage{adm: h.adm}
+	policy := policyStage{cfg: &h.cfg, kinds: h.kindsOf}
 	audit := auditStages{trail: &h.trail}
+	approvals := approvalStages{state: h.state, log: h.log}
+	input := inputStage{limit: h.maxInputBytes}
+	var secrets secretStages
+	authorize := authorizeStage{wallet: h.wallet}
+	sessions := sessionStages{gate: &h.sessions}
+	coolDown := coolDownStage{crashes: &h.crashes}
 	middleware := h.middlewareStageOf()
 	stages := []stage{
-		h.admit,           // call.Tool → an admission turn, release (admission.go)
-		h.resolvePolicy,   // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
-		audit.call,        // how the call ended → the call-refused / call-failed record (internal/callaudit)
-		h.markDone,        // the approvals the run consumed → marked done after it (middleware_approve.go)
-		h.checkInput,      // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
-		secrets.handles,   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
-		h.parse,           // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
-		h.authorize,       // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
-		sessions.hold,     // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
-		h.loadAndValidate, // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
-		h.coolDown,        // opened's digest → refused during its crash cool-down (backoff.go)
-		middleware.chain,  // bindName's chain → trail, approvals, a rewritten input re-decided (internal/chain; the traversal, approve and the rewrite's check: middleware.go, middleware_approve.go)
-		sessions.recheck,  // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
-		h.runApproved,     // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
-		audit.admit,       // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
-		h.checkOutput,     // res.Output → held to a declared output schema
-		secrets.runInput,  // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
+		admit.enter,           // call.Tool → an admission turn, release (admission.go)
+		policy.resolve,        // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
+		audit.call,            // how the call ended → the call-refused / call-failed record (internal/callaudit)
+		approvals.markDone,    // the approvals the run consumed → marked done after it (middleware_approve.go)
+		input.check,           // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
+		secrets.handles,       // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
+		parse,                 // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
+		authorize.decide,      // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
+		sessions.hold,         // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
+		loadAndValidate,       // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
+		coolDown.refuse,       // opened's digest → refused during its crash cool-down (backoff.go)
+		middleware.chain,      // bindName's chain → trail, approvals, a rewritten input re-decided (internal/chain; the traversal, approve and the rewrite's check: middleware.go, middleware_approve.go)
+		sessions.recheck,      // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
+		approvals.runApproved, // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
+		audit.admit,           // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
+		checkOutput,           // res.Output → held to a declared output schema
+		secrets.runInput,      // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
 	}
-	next := h.run // backend.run → res
+	next := handler(run) // backend.run → res
 	for i := len(stages) - 1; i >= 0; i-- {
 		next = stages[i](next)
 	}
@@ -247,11 +258,13 @@ func (inv *invocation) fail(kind ErrorKind, msg string) error {
 	return nil
 }
 
-// admit takes a turn among MaxConcurrent, or waits (up to MaxQueued), or
-// refuses with ErrOverloaded.
-func (h *Host) admit(next handler) handler {
+// admitStage takes a turn among MaxConcurrent, or waits (up to
+// MaxQueued), or refuses with ErrOverloaded.
+type admitStage struct{ adm *admission }
+
+func (s admitStage) enter(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		release, err := h.adm.enter(ctx, inv.call.Tool)
+		release, err := s.adm.enter(ctx, inv.call.Tool)
 		if err != nil {
 			return err
 		}
@@ -265,15 +278,20 @@ func (h *Host) admit(next handler) handler {
 	}
 }
 
-// resolvePolicy reads the policy once from the configuration in force, so
-// an edit to agent.toml never changes a call halfway: the tool's backend
-// (its kind, decided once per configuration: backend.go), then the call's
-// agent and the tool as that agent's binding exposes it (an unbound tool
-// does not exist).
-func (h *Host) resolvePolicy(next handler) handler {
+// policyStage reads the policy once from the configuration in force (cfg),
+// so an edit to agent.toml never changes a call halfway: the tool's
+// backend (its kind, decided once per configuration: kinds, backend.go),
+// then the call's agent and the tool as that agent's binding exposes it
+// (an unbound tool does not exist).
+type policyStage struct {
+	cfg   *atomic.Pointer[config.Config]
+	kinds func(*config.Config) *kinds
+}
+
+func (s policyStage) resolve(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		cfg := h.cfg.Load()
-		inv.backend = h.kindsOf(cfg).of(inv.call.Tool)
+		cfg := s.cfg.Load()
+		inv.backend = s.kinds(cfg).of(inv.call.Tool)
 		if err := inv.backend.resolve(ctx, cfg, inv); err != nil || inv.res.Error != nil {
 			return err
 		}
@@ -301,7 +319,7 @@ func (h *Host) resolveTool(cfg *config.Config, inv *invocation, bindName string)
 // parse is the tool's backend reading the input before the cards decide:
 // a command tool's parsed command and its rendering (clis.go,
 // wasmcommand.go); nothing for JSON input, which authorize renders.
-func (h *Host) parse(next handler) handler {
+func parse(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		if err := inv.backend.parse(ctx, inv); err != nil || inv.res.Error != nil {
 			return err
@@ -310,14 +328,17 @@ func (h *Host) parse(next handler) handler {
 	}
 }
 
-// checkInput refuses input over the size cap before parsing it, then
-// decodes it once, into the value every later stage reads. Input JSON
-// readers would read differently (a duplicate key, invalid UTF-8, a lone
-// surrogate escape) is refused here, for every tool and agent: the schema
-// check, the cards and the tool must all read one value.
-func (h *Host) checkInput(next handler) handler {
+// inputStage refuses input over the size cap (limit: Options.MaxInputBytes,
+// else the configuration's) before parsing it, then decodes it once, into
+// the value every later stage reads. Input JSON readers would read
+// differently (a duplicate key, invalid UTF-8, a lone surrogate escape) is
+// refused here, for every tool and agent: the schema check, the cards and
+// the tool must all read one value.
+type inputStage struct{ limit func(*config.Config) int64 }
+
+func (s inputStage) check(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		limit := h.maxInputBytes(inv.cfg)
+		limit := s.limit(inv.cfg)
 		if n := int64(len(inv.call.Input)); n > limit {
 			return inv.fail(KindInput, InputTooLarge(n, limit))
 		}
@@ -355,7 +376,7 @@ func (h *Host) maxInputBytes(cfg *config.Config) int64 {
 // and checking the input against it (wasm.go: under the call's deadline,
 // with the stale-version retry; imports.go: the upstream's schema); the
 // rest of the pipeline runs inside it.
-func (h *Host) loadAndValidate(next handler) handler {
+func loadAndValidate(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		return inv.backend.open(ctx, inv, next)
 	}
@@ -366,7 +387,7 @@ func (h *Host) loadAndValidate(next handler) handler {
 // tool's failure (kind tool, the problems listed), never passed on as if
 // it were what the tool promised. Front ends (MCP's structuredContent)
 // can then trust a successful output.
-func (h *Host) checkOutput(next handler) handler {
+func checkOutput(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		if err := next(ctx, inv); err != nil || inv.output == nil || !inv.res.OK {
 			return err
@@ -390,7 +411,7 @@ func (h *Host) checkOutput(next handler) handler {
 
 // run is the end of the pipeline: the tool's backend runs the call
 // (wasm.go, clis.go, imports.go, builtins.go).
-func (h *Host) run(ctx context.Context, inv *invocation) error {
+func run(ctx context.Context, inv *invocation) error {
 	inv.ran = true
 	return inv.backend.run(ctx, inv)
 }

@@ -39,7 +39,7 @@ func TestSameToolCommand(t *testing.T) {
 	jsonTool := load(`{"type":"object"}`)
 
 	authorized := func(s *inputSchema, digest, input string) *invocation {
-		doc, err := parseInput(input) // as checkInput decodes it
+		doc, err := parseInput(input) // as input.check decodes it
 		if err != nil {
 			t.Fatal(err)
 		}
