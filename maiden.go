@@ -99,7 +99,7 @@ type Options struct {
 	// Host (Decide) wakes it at once.
 	ApprovalPoll time.Duration
 	// MCPPinsPath is the file that holds the imported MCP tools an operator
-	// accepted (see pins.go and docs/mcp-imports.md); "" means
+	// accepted (see docs/mcp-imports.md); "" means
 	// maiden-pins.json next to agent.toml (kept in memory only when the
 	// configuration has no directory).
 	MCPPinsPath string
@@ -281,7 +281,7 @@ const (
 // waits for a human: then the end of ctx ends the wait, and the Result is
 // kind pending with the request's ID, which a repeated call picks up.
 //
-// The call passes through the pipeline New assembled (see pipeline.go):
-// admission, policy, input, load and validation, run. No tool code runs
-// before the input is validated.
+// The call passes through the pipeline New assembled (ARCHITECTURE.md,
+// "The call path is a pipeline"): admission, policy, input, load and
+// validation, run. No tool code runs before the input is validated.
 func (h *Host) Call(ctx context.Context, c Call) (Result, error) { return h.p.Call(ctx, c) }

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// Call is one request to run a tool.
+// Call is one request to run a tool (maiden.Call, Host.Call's argument).
 type Call struct {
 	// Agent is who is calling: an [agents.NAME] of agent.toml. With no
-	// [agents] declared it must be "" or DefaultAgent; with agents declared
-	// it is required. A tool not bound to the agent is ErrUnknownTool.
+	// [agents] declared it must be "" or maiden.DefaultAgent; with agents declared
+	// it is required. A tool not bound to the agent is maiden.ErrUnknownTool.
 	Agent string
 	// Tool is the tool's name in agent.toml.
 	Tool string
@@ -29,7 +29,7 @@ type Call struct {
 	// conditions and approvals see it.
 	Session string
 	// ApprovalWait is how long the call waits for a human when a rule asks
-	// for approval: 0 means Options.ApprovalWait; < 0 means not at all
+	// for approval: 0 means maiden.Options.ApprovalWait; < 0 means not at all
 	// (the result is kind pending at once, with the request's ID).
 	ApprovalWait time.Duration
 	// OnApproval, if set, is called once when the call starts waiting for
