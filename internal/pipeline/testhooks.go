@@ -11,3 +11,7 @@ func (h *Host) HeldMaterial(id string) bool { return h.material.Held(id) }
 // CPU priority (true by default; see lowPriorityInTrouble). Tests only, and
 // not parallel ones.
 func SetLowPriorityInTrouble(on bool) { lowPriorityInTrouble = on }
+
+// Options is what New was given (with its defaults filled in), for the
+// root's test that every maiden.Options field reaches this package.
+func (h *Host) Options() Options { return h.opts }
