@@ -1,15 +1,15 @@
 package maiden
 
+import "github.com/maiden-run/maiden/internal/pipeline"
+
 // HeldMaterial reports whether session id holds resolved web_fetch secret
 // material (for the tests of its stripping).
-func (h *Host) HeldMaterial(id string) bool {
-	return h.material.Held(id)
-}
+func (h *Host) HeldMaterial(id string) bool { return h.p.HeldMaterial(id) }
 
 // NormalPriorityInTrouble runs a tool in trouble's calls at normal CPU
-// priority until the test ends (see lowPriorityInTrouble). Not for parallel
-// tests.
+// priority until the test ends (see pipeline's lowPriorityInTrouble). Not
+// for parallel tests.
 func NormalPriorityInTrouble(t interface{ Cleanup(func()) }) {
-	lowPriorityInTrouble = false
-	t.Cleanup(func() { lowPriorityInTrouble = true })
+	pipeline.SetLowPriorityInTrouble(false)
+	t.Cleanup(func() { pipeline.SetLowPriorityInTrouble(true) })
 }

@@ -71,7 +71,9 @@ func rel(path string) string {
 // the root itself uses); admin imports not the root, even indirectly; the
 // policy cores import neither config, the store nor the root, even
 // indirectly; the CLI imports no store (its operators' commands go through
-// admin). Each violation is named as "package -> import".
+// admin); only the root imports internal/pipeline, the call path behind
+// Host.
+// Each violation is named as "package -> import".
 func TestImportRules(t *testing.T) {
 	seen := map[string]bool{}
 	report := func(from, to, rule string) {
@@ -91,6 +93,16 @@ func TestImportRules(t *testing.T) {
 				}
 				if imp == module+"/admin" {
 					report(p.ImportPath, imp, "nothing under internal/ imports admin, the operators' public API")
+				}
+			}
+		}
+		// The call path (internal/pipeline) is the root's body: the root
+		// is its only importer, so no other package (a front end, admin,
+		// another internal package) reaches around the embedding API.
+		if name != "(root)" && name != "internal/pipeline" {
+			for _, imp := range p.Imports {
+				if imp == module+"/internal/pipeline" {
+					report(p.ImportPath, imp, "only the root imports internal/pipeline, the call path behind Host")
 				}
 			}
 		}

@@ -21,26 +21,15 @@ package maiden
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/callaudit"
-	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/confine"
-	"github.com/maiden-run/maiden/internal/egress"
-	"github.com/maiden-run/maiden/internal/humanwait"
-	"github.com/maiden-run/maiden/internal/mcpimport"
-	"github.com/maiden-run/maiden/internal/sandbox"
-	"github.com/maiden-run/maiden/internal/session"
+	"github.com/maiden-run/maiden/internal/pipeline"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 	"github.com/maiden-run/maiden/internal/worker"
 )
@@ -110,7 +99,7 @@ type Options struct {
 	// Host (Decide) wakes it at once.
 	ApprovalPoll time.Duration
 	// MCPPinsPath is the file that holds the imported MCP tools an operator
-	// accepted (see pins.go and docs/mcp-imports.md); "" means
+	// accepted (see docs/mcp-imports.md); "" means
 	// maiden-pins.json next to agent.toml (kept in memory only when the
 	// configuration has no directory).
 	MCPPinsPath string
@@ -190,54 +179,10 @@ const (
 )
 
 // Host runs the tools of one configuration. It is safe for concurrent use.
+// It is the embedding API over internal/pipeline, whose Host holds the call
+// path (the stages, the backends, the state); every method delegates.
 type Host struct {
-	stateHolder // the state store: agents, tokens, cards (authorize.go)
-
-	cfg     atomic.Pointer[config.Config]
-	runner  sandbox.Runner
-	log     *slog.Logger
-	schemas schemaCache
-	// outSchemas holds compiled output schemas, by digest like schemas.
-	outSchemas schemaCache
-	adm        *admission
-	crashes    crashes // tools in their crash cool-down (backoff.go)
-	closed     atomic.Bool
-	opts       Options
-	// handle is the call pipeline, assembled once in New, for every kind
-	// of tool; kinds is each name's backend under the configuration in
-	// force (backend.go).
-	handle handler
-	kinds  kindsHolder
-
-	// http-fetch: the gate, and each tool's compiled egress policy for the
-	// configuration in force.
-	gate *egress.Gate
-	pols callegress.Policies
-
-	// waiters are the calls of this Host waiting for a human's decision,
-	// by approval request ID (Decide wakes them).
-	waiters humanwait.Waiters
-	// material is the web_fetch secret material of each session.
-	material session.Materials
-	// sessions is the session stages' work: which session a call runs
-	// in (cached), its boundary held.
-	sessions session.Gate
-	// trail writes the calls' audit records (internal/callaudit).
-	trail callaudit.Trail
-	// probe is the proof that wrapped CLIs' confinement is in force
-	// (clis.go).
-	probe probe
-	// imports are the imported MCP servers (imports.go).
-	imports upstreams
-	// pins are the accepted definitions of imported tools (pins.go).
-	pins mcpimport.PinFile
-	// proxy is the CONNECT proxy wrapped CLIs reach the network through
-	// (clis.go), started on first need.
-	proxy   *egress.ConnectProxy
-	proxyMu sync.Mutex
-	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
-	// baseline only; nothing else sets it.
-	noAudit bool
+	p *pipeline.Host
 }
 
 // New creates a host for cfg. Tools are compiled lazily, on first use (or by
@@ -250,38 +195,30 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
 	if o.Isolation == Workers && len(o.WorkerCommand) == 0 && !workerMainRan.Load() {
 		// os.Executable would name a program that does not serve as a
 		// worker: each call would start it (an embedder's own main, with
 		// its side effects) and fail. Say so now, with both fixes.
 		return nil, fmt.Errorf("maiden.New: %w", ErrNoWorkerMain)
 	}
-	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o}
-	runner, err := newRunner(o, h.adm.turns)
-	if err != nil {
-		return nil, fmt.Errorf("maiden.New: %w", err)
+	if o.Isolation != Workers && o.Isolation != InProcess {
+		return nil, fmt.Errorf("maiden.New: unknown isolation %d", o.Isolation)
 	}
-	h.runner = runner
-	h.adm.obs = o.Observer
-	h.adm.troubled = h.oneAtATime
-	audit := o.Audit
-	if audit == nil {
-		audit = o.Logger
-	}
-	var resolver egress.Resolver
+	var resolver pipeline.Resolver
 	if o.Resolver != nil {
 		resolver = o.Resolver
 	}
-	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
-	h.sessions.State, h.sessions.ErrState = h.state, ErrState
-	h.trail = callaudit.Trail{State: h.state, Log: h.log}
-	h.cfg.Store(cfg)
-	h.setKinds(cfg)
-	h.handle = h.pipeline()
-	return h, nil
+	p, err := pipeline.New(cfg, &pipeline.Options{
+		Logger: o.Logger, CacheDir: o.CacheDir, MaxCacheBytes: o.MaxCacheBytes, StatePath: o.StatePath,
+		MaxConcurrent: o.MaxConcurrent, MaxQueued: o.MaxQueued, MaxInputBytes: o.MaxInputBytes,
+		Resolver: resolver, LookupSecret: o.LookupSecret, Audit: o.Audit,
+		InProcess: o.Isolation == InProcess, WorkerCommand: o.WorkerCommand,
+		Observer: o.Observer, ApprovalWait: o.ApprovalWait, ApprovalPoll: o.ApprovalPoll, MCPPinsPath: o.MCPPinsPath,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Host{p: p}, nil
 }
 
 // Close stops admitting calls, interrupts every running call (each ends as
@@ -290,82 +227,27 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 // If ctx ends first, Close returns its error and frees nothing that a
 // running call could still touch. Close is safe to call while calls run and
 // more than once.
-func (h *Host) Close(ctx context.Context) error {
-	h.closed.Store(true)
-	h.closeImports()
-	h.closeProxy()
-	err := h.runner.Shutdown(ctx)
-	return errors.Join(err, h.closeState())
-}
+func (h *Host) Close(ctx context.Context) error { return h.p.Close(ctx) }
 
 // Active is how many calls are running or waiting for a turn, for graceful
 // shutdown.
-func (h *Host) Active() int { return h.adm.active() }
+func (h *Host) Active() int { return h.p.Active() }
 
 // Config returns the configuration in force.
-func (h *Host) Config() *config.Config { return h.cfg.Load() }
+func (h *Host) Config() *config.Config { return h.p.Config() }
 
 // SetConfig replaces the configuration. Calls already running keep the
 // policy they started with; the next call sees the new one. An imported MCP
 // server whose [mcp.NAME] table is gone or changed is stopped as soon as
 // the calls running on it have returned.
-func (h *Host) SetConfig(cfg *config.Config) {
-	if cfg != nil {
-		h.cfg.Store(cfg)
-		h.setKinds(cfg)
-		h.retireImports(cfg)
-	}
-}
+func (h *Host) SetConfig(cfg *config.Config) { h.p.SetConfig(cfg) }
 
-// Call is one request to run a tool.
-type Call struct {
-	// Agent is who is calling: an [agents.NAME] of agent.toml. With no
-	// [agents] declared it must be "" or DefaultAgent; with agents declared
-	// it is required. A tool not bound to the agent is ErrUnknownTool.
-	Agent string
-	// Tool is the tool's name in agent.toml.
-	Tool string
-	// Input is the JSON text passed to the tool's execute function.
-	Input string
-	// OnLog, if set, sees each of the tool's log lines as it is written, on
-	// the tool's thread; it must not block. Lines are redacted as the
-	// call's redact middleware says before OnLog sees them.
-	OnLog func(LogEntry)
-	// OnProgress, if set, sees the tool's own progress reports (an
-	// imported MCP server's notifications/progress for this call), each
-	// value above the last, at most one per ProgressInterval (the newest
-	// wins), the message redacted like the logs and capped; all before
-	// Call returns. It must not block. See Progress.
-	OnProgress func(Progress)
-	// Session names the caller's session ("" for none); middleware
-	// conditions and approvals see it.
-	Session string
-	// ApprovalWait is how long the call waits for a human when a rule asks
-	// for approval: 0 means Options.ApprovalWait; < 0 means not at all
-	// (the result is kind pending at once, with the request's ID).
-	ApprovalWait time.Duration
-	// OnApproval, if set, is called once when the call starts waiting for
-	// a human, after the request is stored (front ends show the request
-	// or point the user at the inbox page). It must not block.
-	OnApproval func(ApprovalRequest)
-}
+// Call is one request to run a tool (see api.Call for its fields).
+type Call = api.Call
 
-// Result is the outcome of a call the tool ran (or tried to run).
-type Result struct {
-	Tool string `json:"tool"`
-	OK   bool   `json:"ok"`
-	// Output is the tool's output; set when OK.
-	Output string `json:"output,omitempty"`
-	// Error says why the call failed; set when not OK.
-	Error *ToolError `json:"error,omitempty"`
-	// Logs are the tool's log lines, in order, within the per-call limit.
-	Logs []LogEntry `json:"logs"`
-	// Duration is the call's wall time.
-	Duration time.Duration `json:"-"`
-	// Unconfined is set when a wrapped CLI ran without Landlock (its
-	// [clis.NAME] says unconfined = true on a kernel that has none).
-	Unconfined bool `json:"unconfined,omitempty"`
-}
+// Result is the outcome of a call the tool ran or tried to run (see
+// api.Result).
+type Result = api.Result
 
 // LogEntry is one line of a tool's log.
 type LogEntry = api.LogEntry
@@ -391,21 +273,6 @@ const (
 	KindUnavailable = api.KindUnavailable
 )
 
-// MarshalJSON adds duration_ms, the envelope field the CLI documents.
-func (r Result) MarshalJSON() ([]byte, error) {
-	type plain Result
-	logs := r.Logs
-	if logs == nil {
-		logs = []LogEntry{}
-	}
-	p := plain(r)
-	p.Logs = logs
-	return json.Marshal(struct {
-		plain
-		DurationMS float64 `json:"duration_ms"`
-	}{p, float64(r.Duration.Microseconds()) / 1000})
-}
-
 // Call runs a tool. A failure of the tool — its own error, a deadline, the
 // memory ceiling, a trap, a file that is not a valid tool — or input that does
 // not fit the tool's schema is a Result with OK false. The error is non-nil
@@ -414,66 +281,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // waits for a human: then the end of ctx ends the wait, and the Result is
 // kind pending with the request's ID, which a repeated call picks up.
 //
-// The call passes through the pipeline New assembled (see pipeline.go):
-// admission, policy, input, load and validation, run. No tool code runs
-// before the input is validated.
-func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
-	if h.closed.Load() {
-		return Result{Tool: c.Tool}, ErrClosed
-	}
-	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit}
-	inv.res.Tool = c.Tool
-	err := h.handle(ctx, inv)
-	inv.res.Duration = time.Since(inv.start)
-	if errors.Is(err, api.ErrClosed) {
-		err = ErrClosed
-	}
-	if h.opts.Observer != nil {
-		h.callDone(inv, err)
-	}
-	return inv.res, err
-}
-
-// loadFailure classifies a tool that could not be loaded. A describe() or
-// schema() that failed keeps its own kind (a start-up loop is a deadline);
-// anything else about the file is invalid.
-func loadFailure(err error) (ErrorKind, string) {
-	var f *sandbox.Failure
-	if errors.As(err, &f) {
-		return ErrorKind(f.Kind), err.Error()
-	}
-	return KindInvalid, err.Error()
-}
-
-func limitsOf(t config.Tool) sandbox.Limits {
-	return sandbox.Limits{Timeout: t.Timeout, Memory: t.MemoryBytes}
-}
-
-func toolNames(cfg *config.Config) string {
-	var names []string
-	for _, t := range cfg.Tools() {
-		names = append(names, t.Name)
-	}
-	if len(names) == 0 {
-		return "it defines no tools"
-	}
-	sort.Strings(names)
-	return "tools: " + strings.Join(names, ", ")
-}
-
-// jsonProblem explains why input is not JSON, with the byte offset.
-func jsonProblem(input string) string {
-	if strings.TrimSpace(input) == "" {
-		return "input is empty; pass a JSON object such as {}"
-	}
-	var v any
-	err := json.Unmarshal([]byte(input), &v)
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("input is not valid JSON at byte %d: %v", se.Offset, se)
-	}
-	if err != nil {
-		return "input is not valid JSON: " + err.Error()
-	}
-	return "input is not valid JSON"
-}
+// The call passes through the pipeline New assembled (ARCHITECTURE.md,
+// "The call path is a pipeline"): admission, policy, input, load and
+// validation, run. No tool code runs before the input is validated.
+func (h *Host) Call(ctx context.Context, c Call) (Result, error) { return h.p.Call(ctx, c) }

@@ -1,0 +1,53 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// BenchmarkAuditedCall is the cost of the audit trail on the tiny WAT
+// tool's in-process call by a declared agent (one card): "off" skips the
+// audit records (a switch only this benchmark has), "on" writes them as
+// every call does. The issue's bound: on/off ≤ 1.15. Run the two rows
+// alternately in one run (-count 6) and compare their ns/op.
+func BenchmarkAuditedCall(b *testing.B) {
+	for _, mode := range []string{"off", "on"} {
+		b.Run(mode, func(b *testing.B) {
+			dir := b.TempDir()
+			body := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n[agents.bench]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --message=*\"]\n", testkit.Component(b, "echo"))
+			path := filepath.Join(dir, "agent.toml")
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h, err := New(cfg, &Options{InProcess: true, CacheDir: testkit.CompileCache(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close(context.Background())
+			h.noAudit = mode == "off"
+			ctx := context.Background()
+			call := Call{Agent: "bench", Tool: "echo", Input: `{"message":"hi"}`}
+			for range 50 { // compile, open the store, warm the caches
+				if res, err := h.Call(ctx, call); err != nil || !res.OK {
+					b.Fatal(res.Error, err)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if res, err := h.Call(ctx, call); err != nil || !res.OK {
+					b.Fatal(res.Error, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// The audit trail of calls (X3; the records and their writing are
+// internal/callaudit's). A configuration that uses no state (no [agents],
+// no middleware, no operators) has no trail, as before.
+
+// audited reports whether calls under the invocation's configuration are
+// audited: whenever the configuration uses the state store.
+func (inv *invocation) audited() bool { return inv.cfg != nil && inv.cfg.UsesState() && !inv.noAudit }
+
+// callRecord is the body of a call's audit records.
+type callRecord = callaudit.Record[verdict]
+
+// auditCall is whose records the call writes.
+func (inv *invocation) auditCall() callaudit.Call {
+	return callaudit.Call{Cfg: inv.cfg, Agent: inv.agent, Tool: inv.tool.Name}
+}
+
+// auditStages are the two stages of the call's audit records, holding
+// what they need (the Host's trail: its store getter and logger), not the
+// Host.
+type auditStages struct{ trail *callaudit.Trail }
+
+// call records a call refused before it ran (call-refused: the verdicts
+// so far and the refusal) and one that failed after it was admitted
+// (call-failed: the after-phase verdicts and the failure). A call that
+// succeeded has its call-admitted record only: one record per call on the
+// common path.
+func (a auditStages) call(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		err := next(ctx, inv)
+		if !inv.audited() || inv.agent == "" || (inv.admitted && err == nil && inv.res.OK) {
+			return err
+		}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail}
+		if inv.res.Error != nil {
+			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval
+		} else if err != nil {
+			rec.Error = err.Error()
+		}
+		kind := store.AuditCallRefused
+		if inv.admitted {
+			kind = AuditCallFailed
+			rec.Middleware = inv.trail[inv.trailAtAdmit:] // the rest are in its call-admitted record
+			rec.DurationMS = time.Since(inv.start).Milliseconds()
+		}
+		if aerr := callaudit.AppendRecord(context.WithoutCancel(ctx), a.trail, inv.auditCall(), kind, &rec); aerr != nil {
+			a.trail.Log.Error("audit record not written", "kind", kind, "agent", inv.agent, "tool", inv.tool.Name, "err", aerr)
+		}
+		return err
+	}
+}
+
+// AuditCallFailed is the audit kind of a call that failed after its
+// call-admitted record (a deadline, a trap, a refused fetch, an output a
+// layer withheld).
+const AuditCallFailed = callaudit.KindCallFailed
+
+// admit writes the call-admitted record right before the tool runs; if it
+// cannot be written, the call is refused.
+func (a auditStages) admit(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if !inv.audited() || inv.admitted {
+			inv.admitted = true
+			return next(ctx, inv)
+		}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval}
+		if err := callaudit.AppendRecord(ctx, a.trail, inv.auditCall(), store.AuditCallAdmitted, &rec); err != nil {
+			return fmt.Errorf("%w: the audit record of the call could not be written, so the call was refused: %v", ErrState, err)
+		}
+		inv.admitted, inv.trailAtAdmit = true, len(inv.trail)
+		return next(ctx, inv)
+	}
+}
+
+// recordedDecision is the call's decision as its record carries it (nil
+// when the cards were not asked): as Decide returned it, less the target
+// and rule of an allowed call, which the record holds already (callRecord).
+func (inv *invocation) recordedDecision() *api.Decision {
+	d := &inv.decision
+	if !d.Allow && d.Reason == "" {
+		return nil // not decided: a denial always says why
+	}
+	if d.Allow {
+		return &api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix}
+	}
+	a := d.API()
+	return &a
+}
+
+// auditEvent appends a record about the call that is not a decision
+// (an approval requested): a failure is logged, not fatal.
+func (h *Host) auditEvent(ctx context.Context, inv *invocation, kind string, body any) {
+	h.trail.Event(ctx, inv.auditCall(), kind, body)
+}
+
+// appendAudit writes one record of the call to the trail.
+func (h *Host) appendAudit(ctx context.Context, inv *invocation, kind string, body any) error {
+	return h.trail.Append(ctx, inv.auditCall(), kind, body)
+}
+
+// auditFetch wraps a call's http-fetch so that each request's decision is
+// a record of the trail, with the decisions of the agent's cards about it
+// (callaudit.Fetch, callegress.Decisions).
+func (h *Host) auditFetch(ctx context.Context, inv *invocation, fetch sandbox.FetchFunc) sandbox.FetchFunc {
+	if !inv.audited() {
+		return fetch
+	}
+	return callaudit.Fetch(fetch, callegress.Decisions, func(body map[string]any) { h.auditEvent(ctx, inv, store.AuditFetch, body) })
+}
+
+// AuditRecord is one record of the audit trail (api.AuditRecord).
+type AuditRecord = api.AuditRecord

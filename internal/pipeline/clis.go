@@ -1,0 +1,253 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/clitool"
+	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/session"
+)
+
+// This file is wrapped CLIs ([clis.NAME], issue 13): an existing program
+// described as a command tree (internal/command) goes through the same
+// stages as a WebAssembly tool — exposure, cards (argument-level grants
+// on the command's canonical rendering), middleware, approvals, the audit
+// trail — and runs confined (internal/confine: Landlock, rlimits, its own
+// process group killed at the deadline, capped output), with argv built
+// only from the validated call's rendering: what was authorized is exactly
+// what runs, and there is never a shell.
+
+// cliBackend is the wrapped CLIs' backend.
+type cliBackend struct{ h *Host }
+
+func (b *cliBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
+	return b.h.resolveTool(cfg, inv, inv.call.Tool)
+}
+
+func (b *cliBackend) carded() bool                { return true }
+func (b *cliBackend) secretHandles() bool         { return false } // its secrets are environment variables (clitool.Env)
+func (b *cliBackend) preopens() bool              { return false } // its paths are Landlock's (runCLI)
+func (b *cliBackend) confined(config.Tool) bool   { return true }
+func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
+
+// parse reads a wrapped CLI's call with its command description: the
+// input (MCP arguments shaped by the description's JSON Schema) must name
+// a described command and fit it, or the call is kind input with the
+// offending argument named. Its rendering is what cards, conditions and
+// approvals see.
+func (b *cliBackend) parse(_ context.Context, inv *invocation) error {
+	if err := inv.parseCommand(clitool.Spec(inv.tool.CLI)); err != nil {
+		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
+	}
+	return nil
+}
+
+// open has nothing to load: parse validated the call against the
+// description.
+func (b *cliBackend) open(ctx context.Context, inv *invocation, next handler) error {
+	return next(ctx, inv)
+}
+
+func (b *cliBackend) run(ctx context.Context, inv *invocation) error { return b.h.runCLI(ctx, inv) }
+
+func (b *cliBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
+	cmd, err := clitool.Spec(inv.tool.CLI).ParseValue(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cmd.Render(), cmd, nil
+}
+
+// identity is the SHA-256 of its program path and command configuration
+// (the command description, working directory, environment, option style).
+func (b *cliBackend) identity(inv *invocation) string {
+	t := inv.tool
+	spec, err := json.Marshal(t.CLI.Command)
+	if err != nil {
+		spec = []byte(t.CLI.Command.JSONSchema())
+	}
+	return "cli:" + digestOf(struct {
+		Path     string
+		Command  json.RawMessage
+		Dir      string
+		Env      []string
+		Separate bool
+	}{t.Path, spec, t.CLI.Dir, t.CLI.Env, t.CLI.SeparateValues})
+}
+
+func (b *cliBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
+	out, c := basePolicy(inv.cfg, inv.tool), inv.tool.CLI
+	out.ReadPaths, out.WritePaths, out.Unconfined, out.MaxOutputBytes = c.ReadPaths, c.WritePaths, c.Unconfined, c.MaxOutputBytes
+	out.Env = envNames(c.Env)
+	return out
+}
+
+func (b *cliBackend) describe(ctx context.Context, cfg *config.Config, t config.Tool) ([]ToolInfo, error) {
+	return b.h.describeLoaded(ctx, cfg, t, cliInfo(t), nil)
+}
+
+func (b *cliBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
+	return b.h.checkLoaded(ctx, t, cliInfo(t), nil)
+}
+
+func (b *cliBackend) commandSpec(_ context.Context, t config.Tool) (*command.Spec, error) {
+	return t.CLI.Command, nil
+}
+
+// target is what the agent's cards must allow for this call.
+func (inv *invocation) target() grant.Target {
+	if inv.cmd != nil {
+		return inv.cmd.Target(inv.tool.Name)
+	}
+	return grant.ToolTarget(inv.tool.Name, inv.rendered)
+}
+
+// alwaysTarget is the standing approval that lets this call skip an
+// approve layer.
+func (inv *invocation) alwaysTarget() grant.Target {
+	if inv.cmd != nil {
+		return grant.AlwaysCommandTarget(inv.tool.Name, inv.cmd.Path(), inv.cmd.Render(), inv.cmd.Positionals())
+	}
+	return grant.AlwaysTarget(inv.tool.Name, inv.rendered)
+}
+
+// cliInfo is a wrapped CLI's description and input schema as tools/list
+// shows them, from its command description.
+func cliInfo(t config.Tool) sandbox.LoadInfo {
+	desc, schema, digest := clitool.Describe(t)
+	return sandbox.LoadInfo{Info: sandbox.Info{Description: desc, Schema: schema, World: sandbox.WorldTool}, Digest: digest}
+}
+
+// probe is the Host's proof that confinement is in force, run once, at the
+// first wrapped CLI's call (or by Check): a confined child tries a
+// forbidden read, write, connect, Fast Open send, listen, io_uring... (see
+// confine.Probe). It fails closed.
+type probe struct {
+	once   sync.Once
+	status confine.Status
+	err    error
+}
+
+func (h *Host) confinement(ctx context.Context) (confine.Status, error) {
+	h.probe.once.Do(func() { h.probe.status, h.probe.err = confine.Probe(context.WithoutCancel(ctx)) })
+	return h.probe.status, h.probe.err
+}
+
+// connectProxy is the Host's CONNECT proxy, started on first need.
+func (h *Host) connectProxy() (*egress.ConnectProxy, error) {
+	h.proxyMu.Lock()
+	defer h.proxyMu.Unlock()
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	if h.proxy == nil {
+		p, err := egress.NewConnectProxy(h.gate)
+		if err != nil {
+			return nil, err
+		}
+		h.proxy = p
+	}
+	return h.proxy, nil
+}
+
+func (h *Host) closeProxy() {
+	h.proxyMu.Lock()
+	defer h.proxyMu.Unlock()
+	if h.proxy != nil {
+		h.proxy.Close()
+		h.proxy = nil
+	}
+}
+
+// runCLI runs a wrapped CLI's validated call (internal/clitool) once the
+// host has decided its environment, paths and network.
+func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
+	t, cli := inv.tool, inv.tool.CLI
+	if _, err := h.confinement(ctx); err != nil && !cli.Unconfined {
+		return inv.fail(KindDenied, fmt.Sprintf("%s: wrapped CLIs are refused because confinement is not in force here (%v); set unconfined = true in [clis.%s] to run it anyway", t.Name, err, t.Name))
+	}
+	env, err := clitool.Env(t, h.lookupSecret)
+	if err != nil {
+		return inv.fail(KindDenied, err.Error())
+	}
+	dir := cli.Dir
+	if dir == "" {
+		dir = inv.cfg.Dir()
+	}
+	readOnly, proxyPort := cli.ReadPaths, 0
+	if len(t.HTTPAllow) > 0 {
+		// Its only road out: maiden's CONNECT proxy on loopback, which
+		// applies the same allowlist, address rules and network cards as
+		// http-fetch and audits each tunnel; Landlock lets it connect to
+		// that port only, seccomp refuses the connects and binds Landlock
+		// does not see (Fast Open, listen), and where maiden may create
+		// one, a network namespace holds nothing but that proxy.
+		proxy, err := h.connectProxy()
+		if err != nil {
+			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
+		}
+		sess, err := proxy.Open(inv.policy, walletAuthorizer(inv.wallet), inv.agent)
+		if err != nil {
+			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
+		}
+		defer sess.Close()
+		env = append(env, "HTTPS_PROXY="+sess.URL(), "https_proxy="+sess.URL())
+		proxyPort = proxy.Port()
+		for _, p := range []string{"/etc/ssl/certs", "/usr/share/ca-certificates", "/etc/ssl/openssl.cnf"} {
+			if _, err := os.Stat(p); err == nil {
+				readOnly = append(slices.Clone(readOnly), p) // the system's CA bundle, to verify the servers
+			}
+		}
+	}
+	writable := cli.WritePaths
+	if a, ok := inv.cfg.Agent(inv.agent); ok && a.BoundaryLine > 0 && len(writable) > 0 {
+		// An agent with a declared boundary: its sessions' boundary
+		// narrows what the CLI may write.
+		s, terr, err := h.session(ctx, inv)
+		if err != nil || terr != nil {
+			if terr != nil {
+				inv.res.Error = terr
+			}
+			return err
+		}
+		var lost []string
+		writable, lost = session.NarrowWritable(writable, s.Boundary)
+		readOnly = append(slices.Clone(readOnly), lost...)
+	}
+	out, err := clitool.Run(ctx, clitool.Call{
+		Tool: t, Cmd: inv.cmd, Dir: dir, Env: env, ReadOnly: readOnly, Writable: writable, ProxyPort: proxyPort,
+		Redact: h.gate.Redactor(inv.policy),
+	})
+	if err != nil {
+		return err
+	}
+	if out.NoNetNS {
+		h.log.Warn("a wrapped CLI with network ran without its own network namespace", "tool", t.Name)
+	}
+	if out.Unconfined {
+		inv.res.Unconfined = true
+	}
+	inv.res.Logs = out.Logs
+	if out.Failure != nil {
+		return inv.fail(out.Failure.Kind, out.Failure.Message)
+	}
+	inv.res.OK, inv.res.Output = true, out.Output
+	return nil
+}
+
+func (h *Host) lookupSecret(name string) (string, bool) {
+	if h.opts.LookupSecret != nil {
+		return h.opts.LookupSecret(name)
+	}
+	return os.LookupEnv("MAIDEN_SECRET_" + name)
+}

@@ -1,0 +1,334 @@
+// Package pipeline is the call path of a maiden Host: one invocation passed
+// through stages assembled in one list (pipeline.go), one backend per kind
+// of tool (backend.go: WebAssembly, command-tree WebAssembly, wrapped CLI,
+// MCP import, built-in), and the state, sessions, approvals and audit the
+// stages consult. The root package maiden is the embedding API over it: it
+// converts its Options, and every exported method of its Host delegates to
+// this package's Host. Nothing here imports the root.
+//
+//	h, err := pipeline.New(cfg, &pipeline.Options{InProcess: true})
+//	if err != nil { ... }
+//	defer h.Close(ctx)
+//	res, err := h.Call(ctx, api.Call{Tool: "echo", Input: `{"message":"hi"}`})
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
+	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/humanwait"
+	"github.com/maiden-run/maiden/internal/mcpimport"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/session"
+)
+
+// Options configure a Host. nil means all defaults; every zero value is a
+// default.
+type Options struct {
+	// Logger receives maiden's own diagnostics (compile times, cache
+	// problems). nil discards them. Tool output and tool logs never go here.
+	Logger *slog.Logger
+	// CacheDir holds compiled components between runs. "" means the user
+	// cache directory (os.UserCacheDir()/maiden/components); "off" disables
+	// the disk cache.
+	CacheDir string
+	// MaxCacheBytes bounds the compiled code held in memory, least recently
+	// used first out; 0 means 1 GiB.
+	MaxCacheBytes int64
+	// StatePath is the state store (agents, tokens, cards, approvals, the
+	// audit trail): a SQLite file, or a postgres:// URL without a password
+	// (PGPASSWORD or ~/.pgpass supply it); "" means the configuration's
+	// ([state] url or path, or maiden-state.db next to agent.toml). It is
+	// opened the first time something needs it.
+	StatePath string
+	// MaxConcurrent is how many calls run at once across all callers; 0
+	// means 4 per CPU (at least 4). Calls beyond it wait their turn. In
+	// worker isolation it is also the number of call workers.
+	MaxConcurrent int
+	// MaxQueued is how many calls may wait for a turn; 0 means 1024, a
+	// negative value means none may wait. A call beyond it fails at once
+	// with ErrOverloaded instead of piling up.
+	MaxQueued int
+	// MaxInputBytes caps a call's input; a larger one is refused before it
+	// is parsed, as kind input. 0 means the configuration's
+	// max_input_bytes (default 1 MiB).
+	MaxInputBytes int64
+	// Resolver looks up the hosts tools fetch from; nil means the system
+	// resolver (net.DefaultResolver).
+	Resolver Resolver
+	// LookupSecret returns the value of a secret a tool names; nil means
+	// the environment variable MAIDEN_SECRET_<NAME>. It is asked on every
+	// request, so a rotated value applies at once.
+	LookupSecret func(name string) (string, bool)
+	// Audit receives one structured event per http-fetch request, allowed
+	// or refused (tool, method, host, path without query, credential name,
+	// decision, rule, status, bytes, duration; never a secret value); nil
+	// means Logger.
+	Audit *slog.Logger
+	// InProcess runs guest code in this process (maiden.InProcess); false
+	// means supervised worker processes started by WorkerCommand (nil:
+	// this program, os.Executable).
+	InProcess     bool
+	WorkerCommand []string
+	// Observer, if set, watches every call: admission, how it ended, its
+	// http-fetch decisions (see Observer). nil costs nothing.
+	Observer Observer
+	// ApprovalWait is how long a call waits for a human's decision when an
+	// approve rule asks, unless the Call says otherwise; 0 means
+	// DefaultApprovalWait. A call whose wait ends returns kind pending.
+	ApprovalWait time.Duration
+	// ApprovalPoll is how often a waiting call asks the store whether
+	// another process decided; 0 means 250 ms. A decision through this
+	// Host (Decide) wakes it at once.
+	ApprovalPoll time.Duration
+	// MCPPinsPath is the file that holds the imported MCP tools an operator
+	// accepted (see pins.go and docs/mcp-imports.md); "" means
+	// maiden-pins.json next to agent.toml (kept in memory only when the
+	// configuration has no directory).
+	MCPPinsPath string
+}
+
+// DefaultApprovalWait is how long a call waits for a human by default.
+const DefaultApprovalWait = 5 * time.Minute
+
+// Default admission limits.
+const (
+	DefaultMaxQueued = 1024
+)
+
+// Host runs the tools of one configuration. It is safe for concurrent use.
+type Host struct {
+	stateHolder // the state store: agents, tokens, cards (authorize.go)
+
+	cfg     atomic.Pointer[config.Config]
+	runner  sandbox.Runner
+	log     *slog.Logger
+	schemas schemaCache
+	// outSchemas holds compiled output schemas, by digest like schemas.
+	outSchemas schemaCache
+	adm        *admission
+	crashes    crashes // tools in their crash cool-down (backoff.go)
+	closed     atomic.Bool
+	opts       Options
+	// handle is the call pipeline, assembled once in New, for every kind
+	// of tool; kinds is each name's backend under the configuration in
+	// force (backend.go).
+	handle handler
+	kinds  kindsHolder
+
+	// http-fetch: the gate, and each tool's compiled egress policy for the
+	// configuration in force.
+	gate *egress.Gate
+	pols callegress.Policies
+
+	// waiters are the calls of this Host waiting for a human's decision,
+	// by approval request ID (Decide wakes them).
+	waiters humanwait.Waiters
+	// material is the web_fetch secret material of each session.
+	material session.Materials
+	// sessions is the session stages' work: which session a call runs
+	// in (cached), its boundary held.
+	sessions session.Gate
+	// trail writes the calls' audit records (internal/callaudit).
+	trail callaudit.Trail
+	// probe is the proof that wrapped CLIs' confinement is in force
+	// (clis.go).
+	probe probe
+	// imports are the imported MCP servers (imports.go).
+	imports upstreams
+	// pins are the accepted definitions of imported tools (pins.go).
+	pins mcpimport.PinFile
+	// proxy is the CONNECT proxy wrapped CLIs reach the network through
+	// (clis.go), started on first need.
+	proxy   *egress.ConnectProxy
+	proxyMu sync.Mutex
+	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
+	// baseline only; nothing else sets it.
+	noAudit bool
+}
+
+// New creates a host for cfg. Tools are compiled lazily, on first use (or by
+// Check and Tools); New itself runs no guest code.
+func New(cfg *config.Config, opts *Options) (*Host, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("maiden.New: %w", ErrNoConfig)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o}
+	runner, err := newRunner(o, h.adm.turns)
+	if err != nil {
+		return nil, fmt.Errorf("maiden.New: %w", err)
+	}
+	h.runner = runner
+	h.adm.obs = o.Observer
+	h.adm.troubled = h.oneAtATime
+	audit := o.Audit
+	if audit == nil {
+		audit = o.Logger
+	}
+	var resolver egress.Resolver
+	if o.Resolver != nil {
+		resolver = o.Resolver
+	}
+	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
+	h.sessions.State, h.sessions.ErrState = h.state, ErrState
+	h.trail = callaudit.Trail{State: h.state, Log: h.log}
+	h.cfg.Store(cfg)
+	h.setKinds(cfg)
+	h.handle = h.pipeline()
+	return h, nil
+}
+
+// Close stops admitting calls, interrupts every running call (each ends as
+// interrupted, or its caller's context error), waits for them to return or
+// for ctx, then frees the engine, the workers and every compiled component.
+// If ctx ends first, Close returns its error and frees nothing that a
+// running call could still touch. Close is safe to call while calls run and
+// more than once.
+func (h *Host) Close(ctx context.Context) error {
+	h.closed.Store(true)
+	h.closeImports()
+	h.closeProxy()
+	err := h.runner.Shutdown(ctx)
+	return errors.Join(err, h.closeState())
+}
+
+// Active is how many calls are running or waiting for a turn, for graceful
+// shutdown.
+func (h *Host) Active() int { return h.adm.active() }
+
+// Config returns the configuration in force.
+func (h *Host) Config() *config.Config { return h.cfg.Load() }
+
+// SetConfig replaces the configuration. Calls already running keep the
+// policy they started with; the next call sees the new one. An imported MCP
+// server whose [mcp.NAME] table is gone or changed is stopped as soon as
+// the calls running on it have returned.
+func (h *Host) SetConfig(cfg *config.Config) {
+	if cfg != nil {
+		h.cfg.Store(cfg)
+		h.setKinds(cfg)
+		h.retireImports(cfg)
+	}
+}
+
+// Call is one request to run a tool (api.Call).
+type Call = api.Call
+
+// Result is the outcome of a call (api.Result).
+type Result = api.Result
+
+// LogEntry is one line of a tool's log.
+type LogEntry = api.LogEntry
+
+// ToolError describes a failed call (api.ToolError).
+type ToolError = api.ToolError
+
+// ErrorKind classifies failures (api.ErrorKind). Every front end (CLI, MCP)
+// reports these same kinds.
+type ErrorKind = api.ErrorKind
+
+// Error kinds: see package api for what each means.
+const (
+	KindTool        = api.KindTool
+	KindDeadline    = api.KindDeadline
+	KindMemory      = api.KindMemory
+	KindTrap        = api.KindTrap
+	KindDenied      = api.KindDenied
+	KindInvalid     = api.KindInvalid
+	KindConfig      = api.KindConfig
+	KindInput       = api.KindInput
+	KindPending     = api.KindPending
+	KindUnavailable = api.KindUnavailable
+)
+
+// Call runs a tool. A failure of the tool — its own error, a deadline, the
+// memory ceiling, a trap, a file that is not a valid tool — or input that does
+// not fit the tool's schema is a Result with OK false. The error is non-nil
+// only when the call could not be made (ErrClosed, ErrUnknownTool,
+// ErrOverloaded, ErrState) or ctx ended it (ctx's error) — except while it
+// waits for a human: then the end of ctx ends the wait, and the Result is
+// kind pending with the request's ID, which a repeated call picks up.
+//
+// The call passes through the pipeline New assembled (see pipeline.go):
+// admission, policy, input, load and validation, run. No tool code runs
+// before the input is validated.
+func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
+	if h.closed.Load() {
+		return Result{Tool: c.Tool}, ErrClosed
+	}
+	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit}
+	inv.res.Tool = c.Tool
+	err := h.handle(ctx, inv)
+	inv.res.Duration = time.Since(inv.start)
+	if errors.Is(err, api.ErrClosed) {
+		err = ErrClosed
+	}
+	if h.opts.Observer != nil {
+		h.callDone(inv, err)
+	}
+	return inv.res, err
+}
+
+// loadFailure classifies a tool that could not be loaded. A describe() or
+// schema() that failed keeps its own kind (a start-up loop is a deadline);
+// anything else about the file is invalid.
+func loadFailure(err error) (ErrorKind, string) {
+	var f *sandbox.Failure
+	if errors.As(err, &f) {
+		return ErrorKind(f.Kind), err.Error()
+	}
+	return KindInvalid, err.Error()
+}
+
+func limitsOf(t config.Tool) sandbox.Limits {
+	return sandbox.Limits{Timeout: t.Timeout, Memory: t.MemoryBytes}
+}
+
+func toolNames(cfg *config.Config) string {
+	var names []string
+	for _, t := range cfg.Tools() {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		return "it defines no tools"
+	}
+	sort.Strings(names)
+	return "tools: " + strings.Join(names, ", ")
+}
+
+// jsonProblem explains why input is not JSON, with the byte offset.
+func jsonProblem(input string) string {
+	if strings.TrimSpace(input) == "" {
+		return "input is empty; pass a JSON object such as {}"
+	}
+	var v any
+	err := json.Unmarshal([]byte(input), &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("input is not valid JSON at byte %d: %v", se.Offset, se)
+	}
+	if err != nil {
+		return "input is not valid JSON: " + err.Error()
+	}
+	return "input is not valid JSON"
+}

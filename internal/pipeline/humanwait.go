@@ -1,0 +1,38 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+)
+
+// waitForHuman is the one wait for a human's decision (internal/humanwait),
+// shared by the approve middleware (an approval request,
+// middleware_approve.go) and request_sandbox_boundary (a boundary request,
+// sessionbuiltins.go). It tells the caller what it waits for
+// (Call.OnApproval, with view), then waits on the Host's waiters, asking
+// check at every wake: a decision through this Host (Decide wakes the
+// waiter at once, by id), a poll (Options.ApprovalPoll; another process
+// may have decided), until the wait ends (Call.ApprovalWait, else
+// Options.ApprovalWait, else DefaultApprovalWait; below zero, no wait at
+// all) or ctx does. It returns true when check said done, false when the
+// wait ended first: the caller answers kind pending with the request's ID,
+// and the request stays for a human. The admission turn is given back
+// while it waits and not taken again here: each caller does, for the
+// outcomes that go on to run.
+func (h *Host) waitForHuman(ctx context.Context, inv *invocation, id string, view ApprovalRequest, check func(context.Context) (done bool, err error)) bool {
+	wait := inv.call.ApprovalWait
+	if wait == 0 {
+		wait = h.opts.ApprovalWait
+	}
+	if wait == 0 {
+		wait = DefaultApprovalWait
+	}
+	if inv.call.OnApproval != nil {
+		inv.call.OnApproval(view)
+	}
+	poll := h.opts.ApprovalPoll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	return h.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+}

@@ -1,0 +1,380 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/mcphub"
+	"github.com/maiden-run/maiden/internal/mcpimport"
+	"github.com/maiden-run/maiden/internal/safetext"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/toolinfo"
+)
+
+// This file is MCP imports ([mcp.NAME], issue 13): maiden as a client of
+// someone else's MCP server (internal/mcpimport), whose tools it serves as
+// NAME.TOOL. An agent binds the import by NAME; each call goes through the
+// same stages as a tool (exposure, the cards on tool:invoke NAME.TOOL and
+// its arguments, the upstream's input schema checked by maiden, middleware,
+// approvals, the audit trail) and is then sent upstream. An upstream that
+// dies is restarted with backoff; its tools answer kind unavailable
+// meanwhile.
+
+// importBackend is the backend of the tools of imported MCP servers.
+type importBackend struct{ h *Host }
+
+// resolve exposes NAME.TOOL as the agent binds NAME, whose middleware it
+// gets.
+func (b *importBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
+	bind := inv.call.Tool
+	if imp, _, ok := config.ImportOf(bind); ok {
+		bind = imp
+	}
+	return b.h.resolveTool(cfg, inv, bind)
+}
+
+func (b *importBackend) carded() bool                             { return true }
+func (b *importBackend) secretHandles() bool                      { return false } // the upstream gets the input as sent
+func (b *importBackend) preopens() bool                           { return false }
+func (b *importBackend) confined(t config.Tool) bool              { return len(t.MCP.Command) > 0 }
+func (b *importBackend) typedCommands(ToolInfo) bool              { return false }
+func (b *importBackend) parse(context.Context, *invocation) error { return nil }
+
+// open finds the tool on its upstream and checks the input against the
+// upstream's schema, under the import's timeout.
+func (b *importBackend) open(ctx context.Context, inv *invocation, next handler) error {
+	h := b.h
+	li, refusal, err := h.loadImported(ctx, inv)
+	if err != nil {
+		return err
+	}
+	inv.toolDigest = li.Digest
+	if refusal != nil {
+		return inv.fail(refusal.Kind, refusal.Message)
+	}
+	schema := h.schemas.get(li.Digest, li.Schema)
+	if schema.err != nil {
+		return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())
+	}
+	if err := schema.validateWithin(ctx, inv.tool.Timeout, inv.input); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return inv.fail(KindInput, err.Error())
+	}
+	inv.schema = schema
+	return next(ctx, inv)
+}
+
+func (b *importBackend) run(ctx context.Context, inv *invocation) error {
+	return b.h.runImported(ctx, inv)
+}
+
+func (b *importBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
+	args, err := grant.RenderJSONInput(doc)
+	return args, nil, err
+}
+
+// identity is the SHA-256 of its upstream (command, environment,
+// directory, URL) and of the input schema the upstream reports for it.
+func (b *importBackend) identity(inv *invocation) string {
+	m := inv.tool.MCP
+	return "mcp:" + digestOf(struct {
+		Command []string
+		Env     []string
+		Dir     string
+		URL     string
+		Schema  string
+	}{m.Command, m.Env, m.Dir, m.URL, inv.toolDigest})
+}
+
+func (b *importBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
+	out, m := basePolicy(inv.cfg, inv.tool), inv.tool.MCP
+	out.ReadPaths, out.WritePaths, out.Unconfined, out.Env = m.ReadPaths, m.WritePaths, m.Unconfined, envNames(m.Env)
+	out.Upstream, out.Credential = m.URL, m.Credential
+	if out.Upstream == "" {
+		out.Upstream = strings.Join(m.Command, " ")
+	}
+	if m.Credential != "" && !strings.Contains(","+strings.Join(out.Secrets, ",")+",", ","+m.Credential+",") {
+		out.Secrets = append(out.Secrets, m.Credential)
+	}
+	return out
+}
+
+func (b *importBackend) describe(ctx context.Context, _ *config.Config, t config.Tool) ([]ToolInfo, error) {
+	infos, _, err := b.h.importedTools(ctx, t)
+	return infos, err
+}
+
+// check starts the upstream and reports a tool refused by its pin (never
+// accepted, or changed since) as a warning: the import works, that tool
+// will not.
+func (b *importBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
+	rep := LoadReport{Tool: "mcp." + t.Name}
+	infos, _, err := b.h.importedTools(ctx, t)
+	switch {
+	case err != nil:
+		rep.Err = err
+	case len(infos) == 0:
+		rep.Err = fmt.Errorf("the MCP server %q is not up or offers no tools", t.Name)
+	}
+	for _, info := range infos {
+		if info.Error != nil && info.Error.Kind == KindDenied {
+			rep.Warnings = append(rep.Warnings, info.Error.Message)
+		}
+	}
+	return rep, nil
+}
+
+// commandSpec: an import (or its tool) has no command description that
+// CommandHelp shows.
+func (b *importBackend) commandSpec(_ context.Context, t config.Tool) (*command.Spec, error) {
+	return nil, fmt.Errorf("%w %q", ErrUnknownTool, t.Name)
+}
+
+// importTool is the exposure of an imported tool: the import's table with
+// the tool's full name (loadImported finds its upstream name).
+func importTool(cfg *config.Config, name string) (config.Tool, bool) {
+	imp, _, ok := config.ImportOf(name)
+	if !ok {
+		return config.Tool{}, false
+	}
+	t, ok := cfg.Tool(imp)
+	if !ok || t.MCP == nil {
+		return config.Tool{}, false
+	}
+	t.Name = name
+	return t, true
+}
+
+// upstreams are the Host's imported servers (internal/mcphub), made on
+// first need.
+type upstreams struct {
+	once sync.Once
+	hub  *mcphub.Hub
+}
+
+// errRetired: the import a call (or a listing) was made for is no longer
+// the configuration's: a reload removed or changed its [mcp.NAME] table.
+var errRetired = mcphub.ErrRetired
+
+// hub is the Host's upstreams. An import is current while the
+// configuration in force has the same [mcp.NAME] table.
+func (h *Host) hub() *mcphub.Hub {
+	u := &h.imports
+	u.once.Do(func() {
+		u.hub = mcphub.New(mcphub.Options{
+			Current: func(name string, imp *config.MCPImport) bool {
+				return sameImport(h.cfg.Load(), name, imp)
+			},
+			Secret: h.lookupSecret,
+			Confinement: func(ctx context.Context) error {
+				_, err := h.confinement(ctx)
+				return err
+			},
+			Logger: h.log,
+		})
+	})
+	return u.hub
+}
+
+// sameImport reports whether cfg's [mcp.NAME] table is imp.
+func sameImport(cfg *config.Config, name string, imp *config.MCPImport) bool {
+	t, ok := cfg.Tool(name)
+	return ok && t.MCP != nil && reflect.DeepEqual(t.MCP, imp)
+}
+
+// upstream returns the running upstream of import name, started if need be
+// (mcphub.Hub.Get).
+func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, error) {
+	up, err := h.hub().Get(ctx, name, imp)
+	if errors.Is(err, api.ErrClosed) {
+		return nil, ErrClosed
+	}
+	return up, err
+}
+
+// retireImports retires the upstreams whose [mcp.NAME] table cfg no longer
+// has as it was (SetConfig, after storing cfg).
+func (h *Host) retireImports(cfg *config.Config) {
+	h.hub().Retire(func(name string, imp *config.MCPImport) bool { return sameImport(cfg, name, imp) })
+}
+
+// OnToolsChanged registers f, called when an imported server's tool list
+// changes (front ends tell their clients: notifications/tools/list_changed).
+func (h *Host) OnToolsChanged(f func()) { h.hub().OnChange(f) }
+
+// closeImports stops every upstream, retired ones included (calls still
+// running on them fail as unavailable).
+func (h *Host) closeImports() { h.hub().Close() }
+
+// importedTool is an imported tool as the host serves it: the upstream's
+// tool, the definition served (the accepted pin), and why a call of it is
+// refused (nil when it may run).
+type importedTool struct {
+	mcphub.ExposedTool
+	served  mcpimport.Pin
+	refusal *ToolError
+}
+
+// exposedTools names the upstream's tools NAME.TOOL (collisions refused and
+// logged), sorted by name.
+func exposedTools(imp string, tools []mcpimport.Tool, log *slog.Logger) []importedTool {
+	exposed := mcphub.Exposed(imp, tools, log)
+	out := make([]importedTool, len(exposed))
+	for i, x := range exposed {
+		out[i] = importedTool{ExposedTool: x}
+	}
+	return out
+}
+
+// importedTools lists import t's tools as NAME.TOOL, with their upstream
+// names; none when a reload has just removed or changed the import (the
+// listing was made on the configuration before it).
+func (h *Host) importedTools(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]importedTool, error) {
+	infos, byExposed, _, err := h.importedToolsOf(ctx, t)
+	if errors.Is(err, errRetired) {
+		return nil, nil, nil
+	}
+	return infos, byExposed, err
+}
+
+// importedToolsOf lists import t's tools. Each is served as an operator
+// accepted it (pins.go): a tool whose definition changed since is listed
+// with its accepted definition and an Error (kind denied) saying what
+// changed; one never accepted is listed with an Error and no definition
+// (front ends do not serve it). The title and description are escaped
+// (safetext.Text): no escape sequence or bidirectional control of an
+// upstream's reaches an agent or a terminal through them. up reports
+// whether the upstream is up.
+func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []ToolInfo, byExposed map[string]importedTool, up bool, err error) {
+	u, err := h.upstream(ctx, t.Name, t.MCP)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	byExposed = map[string]importedTool{}
+	for _, x := range exposedTools(t.Name, u.Tools(), h.log) {
+		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.Full, x.Tool)
+		byExposed[x.Full] = x
+		info := ToolInfo{Name: x.Full, Policy: toolinfo.PolicyOf(t), Hints: toolinfo.HintsOf(t), Error: x.refusal}
+		if x.served.Digest != "" {
+			// accepted (as it is now, or before the change refused)
+			info.Title, info.Description = safetext.Text(x.served.Title), safetext.Text(x.served.Description)
+			info.InputSchema = safetext.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
+			info.Digest = schemaDigest(x.Full, x.served.InputSchema)
+			if len(x.OutputSchema) > 0 {
+				info.OutputSchema = safetext.JSON(string(x.OutputSchema))
+			}
+		}
+		if !x.Available && x.refusal == nil {
+			info.Error = &ToolError{Kind: KindUnavailable, Message: fmt.Sprintf("the MCP server %q is down; maiden restarts it", t.Name)}
+		}
+		infos = append(infos, info)
+	}
+	return infos, byExposed, u.Available(), nil
+}
+
+func schemaDigest(name string, schema []byte) string {
+	sum := sha256.Sum256(append([]byte("mcp\x00"+name+"\x00"), schema...))
+	return "mcp:" + hex.EncodeToString(sum[:])
+}
+
+// runImported sends a call to its upstream, under the import's timeout_ms
+// (mcphub.Hub.Call).
+func (h *Host) runImported(ctx context.Context, inv *invocation) error {
+	imp, _, _ := config.ImportOf(inv.tool.Name)
+	if inv.upstreamTool == "" { // loadImported found the import retired
+		return inv.fail(KindUnavailable, mcphub.RetiredMessage(imp))
+	}
+	gate := h.gate.Redactor(inv.policy)
+	redact := gate
+	if name := inv.tool.MCP.Credential; name != "" {
+		// The upstream holds the credential maiden sends it: whatever it
+		// echoes back of it (output, logs, errors) is redacted like a
+		// tool's secrets.
+		if v, ok := h.lookupSecret(name); ok && len(v) >= 4 {
+			redact = func(s string) string { return gate(strings.ReplaceAll(s, v, "[REDACTED:"+name+"]")) }
+		}
+	}
+	var onProgress func(mcpimport.Progress)
+	relay := inv.progressRelay(redact)
+	if relay != nil {
+		onProgress = func(p mcpimport.Progress) {
+			relay.Report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	out, err := h.hub().Call(ctx, mcphub.Call{
+		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
+		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
+	})
+	relay.Finish()
+	if out.Logs != nil {
+		inv.res.Logs = out.Logs
+	}
+	switch {
+	case errors.Is(err, api.ErrClosed):
+		return ErrClosed
+	case err != nil:
+		return err
+	case out.Failure != nil:
+		return inv.fail(out.Failure.Kind, out.Failure.Message)
+	}
+	inv.res.OK, inv.res.Output = true, out.Output
+	return nil
+}
+
+// loadImported finds an imported tool's upstream name and input schema,
+// for the schema check. A tool refused by its pin, or unknown while its
+// upstream is down (not listed yet), is refused with a ToolError.
+func (h *Host) loadImported(ctx context.Context, inv *invocation) (sandbox.LoadInfo, *ToolError, error) {
+	imp, _, _ := config.ImportOf(inv.tool.Name)
+	t, ok := inv.cfg.Tool(imp)
+	if !ok {
+		return sandbox.LoadInfo{}, nil, fmt.Errorf("%w %q", ErrUnknownTool, inv.tool.Name)
+	}
+	_, byExposed, up, err := h.importedToolsOf(ctx, t)
+	if errors.Is(err, errRetired) {
+		// A reload removed or changed the import since the call began:
+		// nothing is sent anywhere. The run stage answers unavailable
+		// (inv.upstreamTool stays "").
+		return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Schema: "{}"}, Digest: "mcp:retired"}, nil, nil
+	} else if err != nil {
+		return sandbox.LoadInfo{}, nil, err
+	}
+	x, ok := byExposed[inv.tool.Name]
+	switch {
+	case !ok && !up:
+		// Down (restarting, or never up since maiden started): whether it
+		// still offers the tool is not known yet.
+		return sandbox.LoadInfo{}, &ToolError{Kind: KindUnavailable, Message: h.upstreamDown(imp, inv.tool.MCP)}, nil
+	case !ok:
+		return sandbox.LoadInfo{}, nil, fmt.Errorf("%w %q: the MCP server %q does not offer it (now)", ErrUnknownTool, inv.tool.Name, imp)
+	case x.refusal != nil:
+		return sandbox.LoadInfo{}, x.refusal, nil
+	}
+	inv.upstreamTool = x.Name
+	return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Description: x.Description, Schema: string(x.InputSchema)}, Digest: schemaDigest(inv.tool.Name, x.InputSchema)}, nil, nil
+}
+
+// upstreamDown says why import imp cannot be called now, in the words of
+// its upstream (the cause and the next attempt).
+func (h *Host) upstreamDown(imp string, mcp *config.MCPImport) string {
+	msg := fmt.Sprintf("the MCP server %q is not up; maiden restarts it", imp)
+	if u, err := h.upstream(context.Background(), imp, mcp); err == nil {
+		if err := u.Down(); err != nil {
+			msg = err.Error()
+		}
+	}
+	return msg
+}

@@ -1,0 +1,53 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/maiden-run/maiden/config"
+)
+
+// TestRetiredImportNotRestarted: a call that began on the configuration
+// before a reload removed its [mcp.NAME] import (it holds the old table)
+// does not start the server again: the reload would have nothing left to
+// stop, and the process would run until Close.
+func TestRetiredImportNotRestarted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent.toml")
+	load := func(body string) *config.Config {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cfg := load("version = 1\n[mcp.local]\ncommand = [\"/bin/true\"]\n")
+	h, err := New(cfg, &Options{InProcess: true, CacheDir: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	old, ok := cfg.Tool("local")
+	if !ok || old.MCP == nil {
+		t.Fatalf("no [mcp.local] in %+v", cfg.Tools())
+	}
+	h.SetConfig(load("version = 1\n"))
+	if _, err := h.upstream(context.Background(), "local", old.MCP); !errors.Is(err, errRetired) {
+		t.Errorf("the removed import's old table: %v, want errRetired", err)
+	}
+	n := h.hub().Running()
+	if n != 0 {
+		t.Errorf("%d upstreams after the removed import was asked for", n)
+	}
+	infos, _, err := h.importedTools(context.Background(), old)
+	if err != nil || len(infos) != 0 {
+		t.Errorf("listing the removed import on the old configuration: %v %+v, want nothing", err, infos)
+	}
+}

@@ -1,0 +1,261 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/chain"
+	"github.com/maiden-run/maiden/internal/decide"
+	"github.com/maiden-run/maiden/internal/grant"
+)
+
+// This file is the middleware chain (agent.toml [[middleware]], a tool's
+// and a binding's middleware lists; config.Chain merges them). The runtime
+// owns the traversal: every layer of the chain sees the call, outermost
+// first, before the tool runs, and the output, innermost first, after it.
+// A layer returns a verdict (pass, reject, rewrite); it has no handle on
+// the next layer, so it cannot skip one, reorder them or act after it
+// returned (CARDS.md A13–A15). Agents never see the chain: nothing of it
+// is in tools/list, and a result carries only a rejection's message.
+//
+// A rewritten input is checked again as if the agent had sent it: against
+// the tool's schema and against the agent's cards. A condition that fails
+// to evaluate denies.
+//
+// What each layer decides is internal/chain's; this file keeps the
+// traversal, the invocation's side of each step (its trail, its result,
+// its live logs) and the check of a rewritten input.
+
+// verdict is one layer's decision, for the audit trail.
+type verdict = chain.Verdict
+
+// middlewareStage is the middleware stage: the layers' decisions
+// (internal/chain) with the store and the component runner given, and the
+// two that stay with the pipeline, the approve layers (the wait for a
+// human: middleware_approve.go) and the check of a rewritten input.
+type middlewareStage struct {
+	layers     chain.Layers
+	components chain.Components
+	approve    func(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error)
+	rewrite    func(ctx context.Context, inv *invocation, m config.Middleware, input string) (done bool, err error)
+}
+
+// middlewareStageOf wires the stage to the Host's store, runner and log.
+func (h *Host) middlewareStageOf() middlewareStage {
+	state := func(ctx context.Context, cfg *config.Config) (chain.Limits, error) { return h.state(ctx, cfg) }
+	return middlewareStage{
+		layers:     chain.Layers{State: state, ErrState: ErrState},
+		components: chain.Components{Runner: h.runner, Log: h.log},
+		approve:    h.approve,
+		rewrite:    h.rewrite,
+	}
+}
+
+// chain runs the call's chain around the rest of the pipeline.
+func (s middlewareStage) chain(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if inv.chainDone {
+			// The tool's file changed as it started (sandbox.ErrStale) and
+			// loadAndValidate runs the rest again: the layers have
+			// decided already, and the approval is consumed.
+			return next(ctx, inv)
+		}
+		// An imported tool has its [mcp.NAME]'s and binding's layers.
+		layers := inv.cfg.Chain(inv.agent, inv.bindName)
+		if len(layers) == 0 {
+			inv.chainDone = true
+			return next(ctx, inv)
+		}
+		if err := inv.render(); err != nil {
+			return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
+		}
+		for _, m := range layers {
+			done, err := s.before(ctx, inv, m)
+			if err != nil || done {
+				return err
+			}
+		}
+		inv.wrapLogs()
+		inv.chainDone = true
+		if err := next(ctx, inv); err != nil {
+			return err
+		}
+		// After the run, innermost first. A failed call's logs and
+		// message still pass the redact layers; only a success's output
+		// goes to the others.
+		for i := len(layers) - 1; i >= 0; i-- {
+			if !inv.res.OK && layers[i].Use != config.UseRedact {
+				continue
+			}
+			if done, err := s.after(ctx, inv, layers[i]); err != nil || done {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// chainCall is what the layers read of the call as it stands.
+func (inv *invocation) chainCall() chain.Call {
+	return chain.Call{Tool: inv.tool.Name, Agent: inv.agent, Session: inv.call.Session,
+		Input: inv.input, InputText: inv.call.Input, Rendered: inv.renderText(), Config: inv.cfg}
+}
+
+// step records a layer's step in the call's trail and ends the call with
+// its refusal, if any (done).
+func (inv *invocation) step(s chain.Step) (done bool, err error) {
+	if s.Verdict.Verdict != "" {
+		inv.trail = append(inv.trail, s.Verdict)
+	}
+	if s.Refused != nil {
+		return true, inv.fail(s.Refused.Kind, s.Refused.Message)
+	}
+	return false, nil
+}
+
+// applies evaluates a layer's when condition; an evaluation error denies.
+func applies(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	ok, step := chain.Applies(ctx, m, inv.chainCall())
+	_, err := inv.step(step)
+	return ok, err
+}
+
+// before runs one layer before the tool. done means the call ended (its
+// result is set).
+func (s middlewareStage) before(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error) {
+	ok, err := applies(ctx, inv, m)
+	if err != nil || inv.res.Error != nil {
+		return true, err
+	}
+	if !ok {
+		return false, nil
+	}
+	if step, handled, err := s.layers.Before(ctx, m, inv.chainCall()); handled || err != nil {
+		if err != nil {
+			return true, err
+		}
+		return inv.step(step)
+	}
+	switch m.Use {
+	case config.UseRedact:
+		inv.liveRedact = append(inv.liveRedact, m) // its condition held: the live logs too
+		// acts on the output and the logs (wrapLogs, after)
+		return inv.step(chain.Step{Verdict: verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass"}})
+	case config.UseApprove:
+		return s.approve(ctx, inv, m)
+	}
+	if m.Component != nil {
+		return s.componentBefore(ctx, inv, m)
+	}
+	return inv.step(chain.Unknown(m))
+}
+
+// after runs one layer on a successful call's output.
+func (s middlewareStage) after(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error) {
+	switch {
+	case m.Use == config.UseRedact:
+		if ok, err := applies(ctx, inv, m); err != nil || !ok {
+			if ok || inv.trail[len(inv.trail)-1].Verdict == "reject" {
+				inv.res.OK, inv.res.Output, inv.res.Logs = false, "", nil
+				return true, err
+			}
+			return false, err
+		}
+		inv.trail = append(inv.trail, chain.Redact(m, &inv.res.Output, inv.res.Error, inv.res.Logs).Verdict)
+		return false, nil
+	case m.Component != nil:
+		if ok, err := applies(ctx, inv, m); err != nil || !ok {
+			if ok || inv.trail[len(inv.trail)-1].Verdict == "reject" {
+				inv.res.OK, inv.res.Output = false, ""
+				return true, err
+			}
+			return false, err
+		}
+		return s.componentAfter(ctx, inv, m)
+	}
+	return false, nil
+}
+
+// wrapLogs makes the call's live log callback see lines as the chain's
+// redact layers that apply to the call leave them (outermost last, as
+// after does for the result's copy).
+func (inv *invocation) wrapLogs() {
+	inv.call.OnLog = chain.LiveLogs(inv.liveRedact, inv.call.OnLog)
+}
+
+// rewrite replaces the call's input with a layer's rewrite, then checks it
+// as if the agent had sent it: parsed, rendered, authorized against the
+// agent's cards (a rewrite cannot broaden authority) and validated against
+// the tool's schema.
+func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware, input string) (done bool, err error) {
+	reject := func(kind ErrorKind, msg string) (bool, error) {
+		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "rewrite refused: " + msg})
+		return true, inv.fail(kind, "refused by policy: "+msg)
+	}
+	if int64(len(input)) > h.maxInputBytes(inv.cfg) {
+		return reject(KindDenied, "a middleware rewrote the input past the size limit")
+	}
+	doc, err := parseInput(input)
+	if err != nil {
+		if _, lax := parseOutput(input); lax == nil {
+			return reject(KindDenied, "a middleware rewrote the input into JSON that readers read differently: "+err.Error())
+		}
+		return reject(KindDenied, "a middleware rewrote the input into something that is not JSON")
+	}
+	args, cmd, err := inv.reparse(doc)
+	if err != nil {
+		return reject(KindDenied, "the rewritten input cannot be rendered: "+err.Error())
+	}
+	prevArgs, prevCmd := inv.rendered, inv.cmd
+	inv.rendered, inv.cmd = args, cmd
+	if inv.wallet != nil {
+		d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
+		if !d.Allow {
+			inv.rendered, inv.cmd = prevArgs, prevCmd
+			return reject(KindDenied, "the rewritten call is not allowed: "+d.Reason)
+		}
+		inv.decision = d
+	}
+	if inv.schema != nil {
+		if err := inv.schema.validateWithin(ctx, inv.tool.Timeout, doc); err != nil {
+			if ctx.Err() != nil {
+				return true, ctx.Err()
+			}
+			return reject(KindDenied, "the rewritten input does not match the tool's schema: "+err.Error())
+		}
+	}
+	inv.call.Input, inv.input, inv.renderedText = input, doc, ""
+	if cmd != nil {
+		inv.renderedText = cmd.String()
+	}
+	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "rewrite", Detail: grant.Rendering(args)})
+	return false, nil
+}
+
+// componentBefore asks a middleware component about the call; a rewrite
+// it returns is checked as if the agent had sent it (rewrite).
+func (s middlewareStage) componentBefore(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	step, input, err := s.components.Before(ctx, m, inv.chainCall())
+	if err != nil {
+		return true, err
+	}
+	if input != nil {
+		return s.rewrite(ctx, inv, m, *input)
+	}
+	return inv.step(step)
+}
+
+// componentAfter asks a middleware component about a successful call's
+// output; a refusal withholds the result.
+func (s middlewareStage) componentAfter(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	step, out, err := s.components.After(ctx, m, inv.chainCall(), inv.res.Output)
+	if err != nil {
+		return true, err
+	}
+	if step.Refused != nil {
+		inv.res.OK, inv.res.Output = false, ""
+	} else {
+		inv.res.Output = out
+	}
+	return inv.step(step)
+}

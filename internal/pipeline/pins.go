@@ -1,0 +1,145 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/mcpimport"
+)
+
+// This file is the pinning of imported MCP tools (issue 22): an upstream
+// can change a tool whenever it likes (notifications/tools/list_changed, a
+// restart), so maiden serves an imported tool only as an operator accepted
+// it. The pin of a tool is the digest of its title, description and input
+// schema in canonical form (mcpimport.PinOf); the accepted definitions are
+// kept in maiden-pins.json next to agent.toml (Options.MCPPinsPath), written
+// by `maiden mcp accept NAME` (Host.AcceptImport). A tool whose definition
+// differs from its pin is refused (kind denied, naming what changed) and
+// agents keep seeing the accepted definition; a tool never accepted is
+// refused and not served, unless its import says accept_new_tools = true
+// (then it is pinned on first sight).
+
+// PinsFileName is the pin file's name next to agent.toml.
+const PinsFileName = "maiden-pins.json"
+
+func (h *Host) pinsPath() string {
+	if h.opts.MCPPinsPath != "" {
+		return h.opts.MCPPinsPath
+	}
+	if d := h.cfg.Load().Dir(); d != "" {
+		return filepath.Join(d, PinsFileName)
+	}
+	return ""
+}
+
+// pin returns the accepted pin of tool full (NAME.TOOL).
+func (h *Host) pin(full string) (mcpimport.AcceptedPin, bool, error) {
+	return h.pins.Get(h.pinsPath(), full)
+}
+
+// savePins adds pins (by NAME.TOOL) to the pin file.
+func (h *Host) savePins(pins map[string]mcpimport.Pin) error {
+	return h.pins.Save(h.pinsPath(), pins)
+}
+
+// ImportedDefinition is what an imported tool shows agents: the upstream's
+// title, description and input schema (as the upstream gave them: escape
+// them before showing them on a terminal), and their pin digest.
+type ImportedDefinition struct {
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description"`
+	InputSchema string `json:"input_schema"`
+	Digest      string `json:"digest"`
+}
+
+// ImportReview is one tool of an import as an operator reviews it before
+// accepting: State is "new" (never accepted), "changed" (Changes says what
+// differs from Accepted) or "accepted" (Offered is what was accepted).
+type ImportReview struct {
+	Tool     string              `json:"tool"` // NAME.TOOL
+	State    string              `json:"state"`
+	Changes  []string            `json:"changes,omitempty"`
+	Accepted *ImportedDefinition `json:"accepted,omitempty"`
+	Offered  ImportedDefinition  `json:"offered"`
+	// Pin is the definition as offered, what AcceptImport pins.
+	Pin mcpimport.Pin `json:"-"`
+}
+
+func definitionOf(p mcpimport.Pin) ImportedDefinition {
+	return ImportedDefinition{Title: p.Title, Description: p.Description, InputSchema: string(p.InputSchema), Digest: p.Digest}
+}
+
+// ReviewImport starts import name (an [mcp.NAME] of agent.toml) if need be
+// and returns each of its tools as the upstream offers it now, against what
+// was accepted. An upstream that is not up is an error.
+func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, error) {
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	cfg := h.cfg.Load()
+	t, ok := cfg.Tool(name)
+	if _, isImport := h.kindsOf(cfg).imports[name]; !ok || !isImport {
+		return nil, fmt.Errorf("%s has no [mcp.%s]", h.cfg.Load().File(), name)
+	}
+	up, err := h.upstream(ctx, name, t.MCP)
+	if err != nil {
+		return nil, err
+	}
+	if !up.Available() {
+		return nil, fmt.Errorf("the MCP server %q is not up (see the log); nothing to review", name)
+	}
+	tools := exposedTools(name, up.Tools(), h.log)
+	out := make([]ImportReview, 0, len(tools))
+	for _, x := range tools {
+		now := mcpimport.PinOf(x.Tool)
+		r := ImportReview{Tool: x.Full, State: "new", Offered: definitionOf(now), Pin: now}
+		old, ok, err := h.pin(x.Full)
+		if err != nil {
+			ok = false // an unreadable pin file: everything is reviewed as new
+		}
+		if ok {
+			def := definitionOf(old.Pin)
+			r.Accepted = &def
+			r.State = "accepted"
+			if ch := old.Changes(now); ch != nil {
+				r.State, r.Changes = "changed", ch
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// AcceptImport pins the definitions of reviews (from ReviewImport): what
+// the operator was shown is what is accepted, even if the upstream has
+// changed since.
+func (h *Host) AcceptImport(reviews []ImportReview) error {
+	pins := map[string]mcpimport.Pin{}
+	for _, r := range reviews {
+		if r.Pin.Digest == "" {
+			return fmt.Errorf("%s: not a review from ReviewImport", r.Tool)
+		}
+		pins[r.Tool] = r.Pin
+	}
+	if err := h.savePins(pins); err != nil {
+		return err
+	}
+	f := h.hub().Changed()
+	if f != nil {
+		go f()
+	}
+	return nil
+}
+
+// pinCheck decides whether imported tool x (exposed as full) may be served
+// as the upstream offers it now (mcpimport.PinFile.Decide against the pin
+// file in force).
+func (h *Host) pinCheck(imp string, mcp *config.MCPImport, full string, x mcpimport.Tool) (mcpimport.Pin, *ToolError) {
+	return h.pins.Decide(h.pinsPath(), imp, mcp.AcceptNewTools, full, x, h.log)
+}
+
+// MCPPinsPath is the file the accepted definitions of imported tools are
+// kept in ("" when they are kept in memory only).
+func (h *Host) MCPPinsPath() string { return h.pinsPath() }

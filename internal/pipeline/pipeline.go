@@ -1,0 +1,462 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/secret"
+	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/internal/worker"
+)
+
+// The call path is a pipeline: one invocation value passes through stages,
+// each a func(handler) handler that does its part and calls the next. New
+// assembles them once, in order; a new policy (authorization, approval,
+// audit, quotas) is a new stage here, not an edit of Host.Call. A stage
+// ends a call early by setting the invocation's result (a tool-level
+// failure the caller sees) or by returning an error (the call could not be
+// made). Every kind of tool, built-ins included, passes the same stages;
+// what differs by kind is asked of the tool's backend (backend.go).
+
+// invocation is one call on its way through the stages.
+type invocation struct {
+	call  Call
+	start time.Time
+	res   Result
+
+	// Set by the stages, in order.
+	backend  backend // the tool's kind (policy.resolve)
+	bindName string  // the name the agent binds: the tool's, an import's NAME
+	cfg      *config.Config
+	agent    string      // resolved: DefaultAgent when the configuration declares none
+	tool     config.Tool // as the agent's binding narrows it
+	policy   *egress.Policy
+	// The call's input is decoded once (input.check: strictly, so that
+	// every JSON reader reads its text as this one value), and every view
+	// of it derives from that value: input is the value; call.Input its
+	// text, which the tool receives (or, with secret handles, the value
+	// encoded again: secretRunInput); rendered its canonical arguments,
+	// what cards, conditions, approvals and the audit see (render, or a
+	// command tool's parse: nil until then, and for the implicit agent
+	// with no middleware); renderedText their text (renderText); digest
+	// the SHA-256 of the text, what an approval is bound to (digest). A
+	// middleware's rewrite is decoded once in turn and re-derives them all
+	// (rewrite).
+	input    any
+	rendered []grant.Arg
+	// renderedText caches grant.Rendering(rendered); "" until asked
+	// (renderText), reset when a layer rewrites the input.
+	renderedText string
+	digested     inputDigest
+	wallet       *cards.Wallet // the wallet the call was authorized on, pinned for its http-fetches (nil for the implicit agent)
+	opened       *sandbox.Tool
+	schema       *inputSchema
+	output       *inputSchema // the tool's output schema; nil if it declares none
+
+	// cmd is a wrapped CLI's or a command-tree WebAssembly tool's parsed
+	// call (parse); nil for a JSON-input tool.
+	cmd *command.Invocation
+	// toolCmd is the command description of a command-tree WebAssembly
+	// tool the call was parsed with (wasmcommand.go); openErr is why
+	// parse could not open the tool, which loadAndValidate reports
+	// (opened holds the version it did open).
+	toolCmd *toolCommand
+	openErr error
+	// upstreamTool is an imported tool's name on its MCP server.
+	upstreamTool string
+	// decision is the cards' answer about the call (authorize; a rewrite
+	// or a long approval wait decides again): what its audit records say.
+	decision cards.Decision
+	// The middleware chain (middleware.go): whether its layers decided
+	// already (a stale tool version retried does not ask again), their
+	// verdicts in order, and the approval(s) the call runs under.
+	chainDone      bool
+	trail          []verdict
+	approval       string
+	extraApprovals []string
+	started        bool     // the approval was consumed (runApproved)
+	startedIDs     []string // the approvals it consumed
+	ran            bool     // the run stage was reached (markDone)
+	// approvedDigests are the input digests approve layers let through
+	// (by a human or an always-card): the input that runs must be that.
+	approvedDigests []string
+	// approvedBinding is the tool code and policy the approve layers let
+	// through (approvalBinding): the tool that runs must still be that.
+	approvedBinding *store.Binding
+	// toolDigest is an imported tool's upstream schema digest, as
+	// loadAndValidate loaded it (toolIdentity).
+	toolDigest string
+	// liveRedact are the redact layers that apply to this call, for its
+	// live log lines (wrapLogs).
+	liveRedact []config.Middleware
+	reasked    int // times the approval was asked again because the cards changed during a wait
+	// admitted: the call-admitted record is written (audit.admit) and the
+	// tool may run; trailAtAdmit is how many verdicts it holds.
+	admitted     bool
+	trailAtAdmit int
+	// release gives the call's admission turn back; nil while it has none
+	// (waiting for a human: suspend, resume).
+	release func()
+
+	// builtinWallet is the wallet a built-in's visibility was decided on
+	// (builtins.go), which its card operation acts with.
+	builtinWallet *cards.Wallet
+
+	noAudit bool // Host.noAudit
+
+	// secrets are the call's secret handles (internal/secret); nil if its
+	// input had no {"$secret": ...}.
+	secrets *secret.Handles
+
+	// sess is the call's session once looked up (sessions.go).
+	sess *store.Session
+	// preopens are the directories a tool with fs gets (sessions.hold).
+	preopens []sandbox.Preopen
+}
+
+// renderText is the call's arguments as rendered, computed once.
+func (inv *invocation) renderText() string {
+	if inv.renderedText == "" && len(inv.rendered) > 0 {
+		inv.renderedText = grant.Rendering(inv.rendered)
+	}
+	return inv.renderedText
+}
+
+// render derives the call's canonical arguments from its decoded input,
+// once: a command tool's parse has them already.
+func (inv *invocation) render() error {
+	if inv.rendered != nil || inv.cmd != nil {
+		return nil
+	}
+	args, err := grant.RenderJSONInput(inv.input)
+	if err != nil {
+		return err
+	}
+	inv.rendered = args
+	return nil
+}
+
+// parseCommand reads a command tool's call, from the decoded input, with
+// its command description: the command call is then its rendering, and
+// (clitool.Run) a wrapped CLI's argv.
+func (inv *invocation) parseCommand(spec *command.Spec) error {
+	cmd, err := spec.ParseValue(inv.input)
+	if err != nil {
+		return err
+	}
+	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
+	return nil
+}
+
+// inputDigest is the SHA-256 (hex) of an input's text, kept with the text
+// it is of.
+type inputDigest struct{ text, sum string }
+
+// digest is the SHA-256 (hex) of the exact input the tool will receive
+// (the text, with secret markers where secretRunInput puts handles): what
+// an approval is bound to. It is computed once per text (a 1 MiB input
+// costs ~0.7 ms), again only if a layer rewrote the input.
+func (inv *invocation) digest() string {
+	if d := &inv.digested; d.sum == "" || d.text != inv.call.Input {
+		sum := sha256.Sum256([]byte(inv.call.Input))
+		*d = inputDigest{text: inv.call.Input, sum: hex.EncodeToString(sum[:])}
+	}
+	return inv.digested.sum
+}
+
+// suspend gives the call's admission turn back while it waits for a human,
+// so waiting calls do not hold the slots running calls need.
+func (inv *invocation) suspend() {
+	if inv.release != nil {
+		inv.release()
+		inv.release = nil
+	}
+}
+
+// resume takes a turn again after suspend.
+func (inv *invocation) resume(ctx context.Context, h *Host) error {
+	if inv.release != nil {
+		return nil
+	}
+	release, err := h.adm.enter(ctx, inv.call.Tool)
+	if err != nil {
+		return err
+	}
+	inv.release = release
+	return nil
+}
+
+// handler runs (the rest of) a call.
+type handler func(ctx context.Context, inv *invocation) error
+
+// stage wraps the rest of the pipeline.
+type stage func(next handler) handler
+
+// pipeline assembles the call path, one stage a line, in order; each says
+// what it reads → writes of the invocation (ARCHITECTURE.md, "The call path
+// is a pipeline", has the same list). A stage's work lives with its
+// concern (the file or package named); the list is the one place that
+// orders them.
+//
+// Each stage is a value holding what it needs of the Host, named here (a
+// field, a function), never the Host itself: a reader sees every stage's
+// dependencies in this one function. A stage with none is a function.
+func (h *Host) pipeline() handler {
+	admit := admitStage{adm: h.adm}
+	policy := policyStage{cfg: &h.cfg, kinds: h.kindsOf}
+	audit := auditStages{trail: &h.trail}
+	approvals := approvalStages{state: h.state, log: h.log}
+	input := inputStage{limit: h.maxInputBytes}
+	var secrets secretStages
+	authorize := authorizeStage{wallet: h.wallet}
+	sessions := sessionStages{gate: &h.sessions}
+	coolDown := coolDownStage{crashes: &h.crashes}
+	middleware := h.middlewareStageOf()
+	stages := []stage{
+		admit.enter,           // call.Tool → an admission turn, release (admission.go)
+		policy.resolve,        // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
+		audit.call,            // how the call ended → the call-refused / call-failed record (internal/callaudit)
+		approvals.markDone,    // the approvals the run consumed → marked done after it (middleware_approve.go)
+		input.check,           // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
+		secrets.handles,       // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
+		parse,                 // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
+		authorize.decide,      // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
+		sessions.hold,         // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
+		loadAndValidate,       // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
+		coolDown.refuse,       // opened's digest → refused during its crash cool-down (backoff.go)
+		middleware.chain,      // bindName's chain → trail, approvals, a rewritten input re-decided (internal/chain; the traversal, approve and the rewrite's check: middleware.go, middleware_approve.go)
+		sessions.recheck,      // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
+		approvals.runApproved, // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
+		audit.admit,           // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
+		checkOutput,           // res.Output → held to a declared output schema
+		secrets.runInput,      // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
+	}
+	next := handler(run) // backend.run → res
+	for i := len(stages) - 1; i >= 0; i-- {
+		next = stages[i](next)
+	}
+	return next
+}
+
+// fail ends an invocation with a tool-level failure the caller sees.
+func (inv *invocation) fail(kind ErrorKind, msg string) error {
+	inv.res.Error = &ToolError{Kind: kind, Message: msg}
+	return nil
+}
+
+// admitStage takes a turn among MaxConcurrent, or waits (up to
+// MaxQueued), or refuses with ErrOverloaded.
+type admitStage struct{ adm *admission }
+
+func (s admitStage) enter(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		release, err := s.adm.enter(ctx, inv.call.Tool)
+		if err != nil {
+			return err
+		}
+		inv.release = release
+		defer func() {
+			if inv.release != nil {
+				inv.release()
+			}
+		}()
+		return next(ctx, inv)
+	}
+}
+
+// policyStage reads the policy once from the configuration in force (cfg),
+// so an edit to agent.toml never changes a call halfway: the tool's
+// backend (its kind, decided once per configuration: kinds, backend.go),
+// then the call's agent and the tool as that agent's binding exposes it
+// (an unbound tool does not exist).
+type policyStage struct {
+	cfg   *atomic.Pointer[config.Config]
+	kinds func(*config.Config) *kinds
+}
+
+func (s policyStage) resolve(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		cfg := s.cfg.Load()
+		inv.backend = s.kinds(cfg).of(inv.call.Tool)
+		if err := inv.backend.resolve(ctx, cfg, inv); err != nil || inv.res.Error != nil {
+			return err
+		}
+		return next(ctx, inv)
+	}
+}
+
+// resolveTool is exposure for a configured tool (any kind but a
+// built-in): the tool as the call's agent's binding narrows it, and its
+// egress policy; bindName is the name the agent binds (an import's NAME
+// for its NAME.TOOL), whose middleware the call gets.
+func (h *Host) resolveTool(cfg *config.Config, inv *invocation, bindName string) error {
+	exp, err := expose(cfg, inv.call.Agent, inv.call.Tool)
+	if err != nil {
+		return err
+	}
+	pol, err := exp.policy(h.pols.Of(cfg))
+	if err != nil {
+		return inv.fail(KindConfig, err.Error())
+	}
+	inv.cfg, inv.agent, inv.tool, inv.policy, inv.bindName = cfg, exp.agent, exp.tool, pol, bindName
+	return nil
+}
+
+// parse is the tool's backend reading the input before the cards decide:
+// a command tool's parsed command and its rendering (clis.go,
+// wasmcommand.go); nothing for JSON input, which authorize renders.
+func parse(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if err := inv.backend.parse(ctx, inv); err != nil || inv.res.Error != nil {
+			return err
+		}
+		return next(ctx, inv)
+	}
+}
+
+// inputStage refuses input over the size cap (limit: Options.MaxInputBytes,
+// else the configuration's) before parsing it, then decodes it once, into
+// the value every later stage reads. Input JSON readers would read
+// differently (a duplicate key, invalid UTF-8, a lone surrogate escape) is
+// refused here, for every tool and agent: the schema check, the cards and
+// the tool must all read one value.
+type inputStage struct{ limit func(*config.Config) int64 }
+
+func (s inputStage) check(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		limit := s.limit(inv.cfg)
+		if n := int64(len(inv.call.Input)); n > limit {
+			return inv.fail(KindInput, InputTooLarge(n, limit))
+		}
+		doc, err := parseInput(inv.call.Input)
+		if err != nil {
+			return inv.fail(KindInput, inputProblem(inv.call.Input, err))
+		}
+		inv.input = doc
+		return next(ctx, inv)
+	}
+}
+
+// MaxInputBytes is the largest call input this host accepts now:
+// Options.MaxInputBytes if set, else max_input_bytes of the configuration in
+// force. Call refuses a larger input before parsing it; a front end that
+// reads messages (MCP over stdio or HTTP) bounds them by it plus its own
+// envelope, so the one limit applies however the call arrives.
+func (h *Host) MaxInputBytes() int64 { return h.maxInputBytes(h.cfg.Load()) }
+
+// InputTooLarge is the one message for an input of n bytes over limit, in
+// every front end.
+func InputTooLarge(n, limit int64) string {
+	return fmt.Sprintf("the input is %d bytes, more than the %d-byte limit (max_input_bytes in agent.toml, or Options.MaxInputBytes); send less, or raise the limit", n, limit)
+}
+
+// maxInputBytes is Options.MaxInputBytes, else the configuration's.
+func (h *Host) maxInputBytes(cfg *config.Config) int64 {
+	if h.opts.MaxInputBytes > 0 {
+		return h.opts.MaxInputBytes
+	}
+	return cfg.MaxInputBytes()
+}
+
+// loadAndValidate is the tool's backend loading the version that will run
+// and checking the input against it (wasm.go: under the call's deadline,
+// with the stale-version retry; imports.go: the upstream's schema); the
+// rest of the pipeline runs inside it.
+func loadAndValidate(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		return inv.backend.open(ctx, inv, next)
+	}
+}
+
+// checkOutput holds a tool that declares an output schema (maiden:tool@0.2.0
+// output-schema()) to it: output that is not JSON or does not match is the
+// tool's failure (kind tool, the problems listed), never passed on as if
+// it were what the tool promised. Front ends (MCP's structuredContent)
+// can then trust a successful output.
+func checkOutput(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if err := next(ctx, inv); err != nil || inv.output == nil || !inv.res.OK {
+			return err
+		}
+		var msg string
+		doc, err := parseOutput(inv.res.Output)
+		if err != nil {
+			msg = "output is not JSON, but the tool declares an output schema"
+		} else if err = inv.output.validateWithin(ctx, inv.tool.Timeout, doc); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			msg = strings.Replace(err.Error(), "input does not match the tool's schema", "output does not match the tool's output schema", 1)
+		} else {
+			return nil
+		}
+		inv.res.OK, inv.res.Output = false, ""
+		return inv.fail(KindTool, msg)
+	}
+}
+
+// run is the end of the pipeline: the tool's backend runs the call
+// (wasm.go, clis.go, imports.go, builtins.go).
+func run(ctx context.Context, inv *invocation) error {
+	inv.ran = true
+	return inv.backend.run(ctx, inv)
+}
+
+// newRunner makes the runner Options ask for: the in-process sandbox, or a
+// pool of worker processes (size workers).
+func newRunner(o Options, size int) (sandbox.Runner, error) {
+	if o.InProcess {
+		return sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger, MaxCacheBytes: o.MaxCacheBytes})
+	}
+	dir := o.CacheDir
+	switch dir {
+	case "off":
+		dir = ""
+	case "":
+		if d, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(d, "maiden", "components")
+		}
+	}
+	return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger, CacheDir: dir, MaxCacheBytes: o.MaxCacheBytes})
+}
+
+// refusalLog remembers the first http-fetch a policy refused during a call,
+// so that a tool failing because of it is reported as kind denied.
+type refusalLog struct {
+	mu  sync.Mutex
+	msg string
+}
+
+func (r *refusalLog) watch(fetch sandbox.FetchFunc) sandbox.FetchFunc {
+	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		resp, ferr := fetch(ctx, req)
+		if ferr != nil && ferr.Kind == sandbox.FetchDenied {
+			r.mu.Lock()
+			if r.msg == "" {
+				r.msg = ferr.Message
+			}
+			r.mu.Unlock()
+		}
+		return resp, ferr
+	}
+}
+
+func (r *refusalLog) first() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.msg
+}

@@ -1,0 +1,130 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/boundary"
+	hostfs "github.com/maiden-run/maiden/internal/builtin"
+	"github.com/maiden-run/maiden/internal/session"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// This file wires the session built-ins (internal/session.Tools: fs_read,
+// fs_write, fs_list, web_fetch, request_sandbox_boundary, session_open)
+// into the built-in backend: each runs in the call's session, yet passes
+// through the same binding, cards (tool:invoke NAME with their rendered
+// arguments), middleware and audit as any tool. request_sandbox_boundary
+// asks a human to widen the session's boundary and waits for the answer
+// like an approval; session_open gives a 2026-era client a session ID to
+// name in _meta.
+
+func init() {
+	runs := map[string]func(h *Host, ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error){
+		"request_sandbox_boundary": (*Host).builtinRequestBoundary,
+		"session_open":             (*Host).builtinSessionOpen,
+		hostfs.ToolFSRead:          fsTool(hostfs.FSRead),
+		hostfs.ToolFSWrite:         fsTool(hostfs.FSWrite),
+		hostfs.ToolFSList:          fsTool(hostfs.FSList),
+		hostfs.ToolWebFetch:        (*Host).builtinWebFetch,
+	}
+	for name, t := range session.Tools {
+		if runs[name] == nil {
+			panic("maiden: session built-in " + name + " has no run")
+		}
+		builtins[name] = builtin{session: true, description: t.Description, input: t.Input, output: t.Output,
+			readOnly: t.ReadOnly, destructive: t.Destructive, idempotent: t.Idempotent, runInv: runs[name]}
+	}
+}
+
+// fsTool runs a file built-in of internal/builtin on the session's boundary.
+func fsTool(op func(context.Context, boundary.Boundary, []byte) (any, error)) func(h *Host, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
+	return func(h *Host, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
+		s, terr, err := h.session(ctx, inv)
+		if err != nil || terr != nil {
+			return nil, terr, err
+		}
+		res, err := op(ctx, s.Boundary, []byte(inv.call.Input))
+		if err != nil {
+			return nil, session.Failure(err), nil
+		}
+		return res, nil, nil
+	}
+}
+
+func (h *Host) builtinSessionOpen(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
+	var in struct{}
+	if terr := decodeInput("session_open", []byte(inv.call.Input), &in); terr != nil {
+		return nil, terr, nil
+	}
+	id := session.NewID()
+	if _, _, err := st.OpenSession(ctx, id, inv.agent, session.Initial(inv.cfg, inv.agent)); err != nil {
+		return nil, nil, fmt.Errorf("%w: opening a session: %v", ErrState, err)
+	}
+	return map[string]any{"session": id}, nil, nil
+}
+
+// DefaultBoundaryRequestExpiry is how long a boundary request waits for a
+// decision before it counts as denied.
+const DefaultBoundaryRequestExpiry = session.DefaultRequestExpiry
+
+func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
+	var in struct {
+		ID            string          `json:"id"`
+		Expansion     json.RawMessage `json:"expansion"`
+		Justification string          `json:"justification"`
+	}
+	if terr := decodeInput("request_sandbox_boundary", []byte(inv.call.Input), &in); terr != nil {
+		return nil, terr, nil
+	}
+	s, terr, err := h.session(ctx, inv)
+	if err != nil || terr != nil {
+		return nil, terr, err
+	}
+	r, terr, err := session.Request(ctx, st, s, in.ID, in.Expansion, in.Justification, h.log, ErrState)
+	if err != nil || terr != nil {
+		return nil, terr, err
+	}
+	if r.Request.Status == boundary.Pending {
+		r, terr, err = h.awaitBoundary(ctx, inv, st, r)
+		if err != nil || terr != nil {
+			return nil, terr, err
+		}
+	}
+	return session.Settled(r)
+}
+
+// awaitBoundary waits for a human to settle request r, giving the call's
+// admission turn back meanwhile (like an approval's wait). The wait ends
+// at the decision, at Options.ApprovalWait, or when the caller gives up:
+// then the result is kind pending with the request's handle, and
+// repeating the call with the same id waits for the same request again.
+func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Store, r store.BoundaryRequest) (store.BoundaryRequest, *ToolError, error) {
+	cur := r
+	decided := h.waitForHuman(ctx, inv, r.Handle, boundaryApprovalView(r), func(ctx context.Context) (bool, error) {
+		got, err := st.BoundaryRequest(ctx, r.Handle)
+		if err != nil {
+			return false, err
+		}
+		cur = got
+		if cur.Request.Status != boundary.Pending {
+			return true, nil
+		}
+		if !time.Now().Before(cur.Expires) {
+			// Settling an expired request records the expiry's denial
+			// and returns it (with ErrApprovalState): use it either way.
+			if settled, _, err := st.SettleBoundaryRequest(ctx, r.Handle, boundary.Deny(store.BoundaryReasonExpired), "maiden"); err == nil || settled.Handle != "" {
+				cur = settled
+			}
+			return cur.Request.Status != boundary.Pending, nil
+		}
+		return false, nil
+	})
+	if !decided {
+		return r, &ToolError{Kind: KindPending, Approval: r.Handle,
+			Message: fmt.Sprintf("boundary request %s (id %s) is waiting for a human's decision (maiden approve %s, or the inbox); repeat the call with the same id to wait again", r.Handle, r.Request.ID, r.Handle)}, nil
+	}
+	return cur, nil, inv.resume(ctx, h)
+}

@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/session"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// This file is the Host's side of sessions (internal/session owns the
+// rest: which session a call runs in, its boundary held before the run
+// and after a human's wait, preopens, a wrapped CLI's writable paths, the
+// web_fetch secret material): the session stages' adapters and the
+// operators' and embedders' session methods.
+
+// DefaultSession is the ID of agent's default session: the one its calls
+// run in when they name none.
+func DefaultSession(agent string) string { return session.DefaultID(agent) }
+
+// NewSessionID makes a fresh session ID for OpenSession.
+func NewSessionID() string { return session.NewID() }
+
+// sessionCall is what the session stages read of the call.
+func (inv *invocation) sessionCall() session.Call {
+	return session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Tool: &inv.tool,
+		Preopens: inv.backend.preopens(), Wallet: inv.wallet, Sess: inv.sess}
+}
+
+// sessionID is the session a call runs in.
+func (inv *invocation) sessionID() string {
+	return (&session.Call{Agent: inv.agent, ID: inv.call.Session}).SessionID()
+}
+
+// session is the call's session (session.Gate.Session), looked up once.
+func (h *Host) session(ctx context.Context, inv *invocation) (store.Session, *ToolError, error) {
+	c := inv.sessionCall()
+	s, terr, err := h.sessions.Session(ctx, &c)
+	inv.sess = c.Sess
+	return s, terr, err
+}
+
+// sessionStages are the session stages as the pipeline runs them: a value
+// holding what they need (the Host's session.Gate), not the Host.
+type sessionStages struct{ gate *session.Gate }
+
+// hold is the stage session.Gate.Hold: reads inv.tool, its backend's
+// preopens(), inv.wallet and the call's session; writes inv.sess and
+// inv.preopens, or refuses (the boundary's structured error).
+func (s sessionStages) hold(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		c := inv.sessionCall()
+		dirs, terr, err := s.gate.Hold(ctx, &c)
+		inv.sess, inv.preopens = c.Sess, dirs
+		if terr != nil {
+			inv.res.Error = terr
+		}
+		if err != nil || terr != nil {
+			return err
+		}
+		return next(ctx, inv)
+	}
+}
+
+// recheck is the stage session.Gate.Recheck, after the middleware chain:
+// reads and writes what hold does, again, for a call that used its
+// session.
+func (s sessionStages) recheck(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if inv.sess == nil {
+			return next(ctx, inv) // the call needs nothing of its session (Recheck checks nothing)
+		}
+		c := inv.sessionCall()
+		dirs, terr, err := s.gate.Recheck(ctx, &c)
+		inv.sess, inv.preopens = c.Sess, dirs
+		if terr != nil {
+			inv.res.Error = terr
+		}
+		if err != nil || terr != nil {
+			return err
+		}
+		return next(ctx, inv)
+	}
+}
+
+// SessionInfo is a session as operators see it (api.SessionInfo).
+type SessionInfo = api.SessionInfo
+
+// OpenSession opens a new session of agent, starting at the boundary
+// agent.toml gives it, and returns its ID (the session_open built-in; an
+// embedder's own sessions).
+func (h *Host) OpenSession(ctx context.Context, agent string) (string, error) {
+	cfg := h.cfg.Load()
+	if !cfg.Implicit() {
+		if _, ok := cfg.Agent(agent); !ok {
+			return "", fmt.Errorf("%w %q in %s (%s)", ErrUnknownAgent, agent, cfg.File(), agentNames(cfg))
+		}
+	} else if agent == "" {
+		agent = DefaultAgent
+	}
+	st, err := h.state(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	id := NewSessionID()
+	if _, _, err := st.OpenSession(ctx, id, agent, session.Initial(cfg, agent)); err != nil {
+		return "", fmt.Errorf("%w: opening a session: %v", ErrState, err)
+	}
+	return id, nil
+}
+
+// EndSession ends session id: its boundary stops applying (a later call
+// naming it is refused), the secret material it held is dropped, and the
+// calls waiting on its boundary requests are woken.
+func (h *Host) EndSession(ctx context.Context, id string) error {
+	h.stateHolder.mu.Lock()
+	st := h.stateHolder.st
+	h.stateHolder.mu.Unlock()
+	if st == nil {
+		h.material.Drop(id)
+		return nil // no call of this Host has opened the store: no session to end
+	}
+	err := st.EndSession(ctx, id)
+	// Dropped once the session is ended in the store, so that a web_fetch
+	// racing with the end cannot resolve it again afterwards (its next
+	// call finds the session ended).
+	h.material.Drop(id)
+	return err // store.ErrUnknownSession for an unknown ID: the root says it as admin's
+}
+
+// DropMaterial drops the web_fetch secret material session id holds (the
+// root's ResetSession, for a downgraded boundary).
+func (h *Host) DropMaterial(id string) { h.material.Drop(id) }

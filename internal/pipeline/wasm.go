@@ -1,0 +1,251 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/maiden-run/maiden/api"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/sandbox"
+)
+
+// wasmBackend is the WebAssembly tools' backend: a component of the
+// maiden:tool world, run by the Host's runner (in process or in a worker).
+// Its schema() decides how its calls are read: a JSON Schema (the input as
+// sent, validated against it) or a command description (parsed with it
+// before the cards: wasmcommand.go).
+type wasmBackend struct{ h *Host }
+
+func (b *wasmBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
+	return b.h.resolveTool(cfg, inv, inv.call.Tool)
+}
+
+func (b *wasmBackend) carded() bool        { return true }
+func (b *wasmBackend) secretHandles() bool { return true }
+func (b *wasmBackend) preopens() bool      { return true }
+
+// parse opens the tool and, if its schema() is a command description,
+// parses the call with it: a call that does not fit is kind input, naming
+// the argument; one that fits is rendered as the command (inv.cmd), which
+// is what the cards, conditions and approvals see. The opened version is
+// the one open runs.
+func (b *wasmBackend) parse(ctx context.Context, inv *invocation) error {
+	h := b.h
+	t, err := h.runner.Open(ctx, inv.tool.Path, limitsOf(inv.tool))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		inv.openErr = err // open reports it, after authorization as always
+		return nil
+	}
+	inv.opened = t
+	if toolWorld(t) != nil {
+		return nil
+	}
+	s := h.schemas.getTool(t.Digest, t.Schema)
+	if s.cmd == nil {
+		return nil // a JSON-input tool (or an unusable schema: refused by open)
+	}
+	if err := inv.parseCommand(s.cmd); err != nil {
+		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
+	}
+	inv.toolCmd = &toolCommand{spec: s.cmd, digest: t.Digest}
+	return nil
+}
+
+// open loads one version of the tool, checks the input against that
+// version's schema (under the call's deadline and ctx), and runs that
+// same version. If the version is replaced on disk at the very moment it
+// starts, it loads the new one and checks again.
+func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) error {
+	h := b.h
+	lim := limitsOf(inv.tool)
+	for attempt := 0; ; attempt++ {
+		t, err := inv.opened, inv.openErr // opened by parse
+		if attempt > 0 || (t == nil && err == nil) {
+			t, err = h.runner.Open(ctx, inv.tool.Path, lim)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, api.ErrClosed) {
+				return ErrClosed
+			}
+			if !errors.Is(err, sandbox.ErrInvalidTool) {
+				// Not the tool's fault (a worker that cannot start):
+				// the call could not be made.
+				return err
+			}
+			kind, msg := loadFailure(err)
+			return inv.fail(kind, msg)
+		}
+		if err := toolWorld(t); err != nil {
+			return inv.fail(KindInvalid, err.Error())
+		}
+		schema := h.schemas.getTool(t.Digest, t.Schema)
+		if schema.err != nil {
+			return inv.fail(KindInvalid, schema.err.Error())
+		}
+		if !inv.sameToolCommand(t, schema) {
+			return inv.toolChanged()
+		}
+		err = nil
+		if inv.toolCmd == nil { // a command tree's call was validated by parse
+			err = schema.validateWithin(ctx, lim.Timeout, inv.input)
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			return inv.fail(KindDeadline, fmt.Sprintf("checking the input against the tool's schema took longer than its %v timeout", lim.Timeout))
+		default:
+			return inv.fail(KindInput, err.Error())
+		}
+		inv.opened, inv.schema, inv.output = t, schema, nil
+		if t.OutputSchema != "" {
+			out := h.outSchemas.get(t.Digest, t.OutputSchema)
+			if out.err != nil {
+				return inv.fail(KindInvalid, "output-schema(): "+out.err.Error())
+			}
+			inv.output = out
+		}
+		err = next(ctx, inv)
+		if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
+			inv.res.Logs, inv.res.Error = nil, nil
+			continue
+		}
+		return err
+	}
+}
+
+// run executes the opened version in its runner. The values of the
+// secrets this tool may use never leave the host: not in its logs, its
+// output or its error messages.
+func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
+	h := b.h
+	var refusals refusalLog
+	out, err := inv.opened.Execute(ctx, sandbox.Call{
+		Limits: limitsOf(inv.tool),
+		Input:  inv.toolInput(),
+		// The session boundary's directories as WASI preopens, for a tool
+		// whose policy has fs (sessions.hold); none otherwise.
+		Preopens: inv.preopens,
+		OnLog:    inv.call.OnLog,
+		Fetch:    refusals.watch(h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, inv.wallet)))),
+		Redact:   inv.secrets.Redactor(h.gate.Redactor(inv.policy)),
+		Reveal:   h.revealFunc(ctx, inv),
+		// A tool losing its workers computes only on CPU nobody else wants.
+		LowPriority: lowPriorityInTrouble && h.crashes.troubled(inv.tool.Name),
+	})
+	inv.res.Logs = out.Logs
+	if err == nil {
+		h.crashes.record(inv.tool.Name, inv.opened.Digest, out.WorkerLost)
+	}
+	if err != nil {
+		var pe *sandbox.PreopenError
+		if errors.As(err, &pe) {
+			// A directory of the session's boundary is missing or not
+			// a plain directory (a symlink on its path): the call is
+			// refused before anything ran, naming it.
+			return inv.fail(KindDenied, "a directory of the session's boundary cannot be given to the tool: "+pe.Error())
+		}
+		return err
+	}
+	if out.Failure != nil {
+		if first := refusals.first(); first != "" && (out.Failure.Kind == KindTool || out.Failure.Kind == KindTrap) {
+			// The tool gave up after the host refused its request: the
+			// cause is the policy (a missing credential, a host or port
+			// not allowed), and the refusal names the key that changes it.
+			return inv.fail(KindDenied, fmt.Sprintf("http-fetch was refused: %s (the tool then reported: %s)", first, out.Failure.Message))
+		}
+		return inv.fail(out.Failure.Kind, out.Failure.Message)
+	}
+	inv.res.OK, inv.res.Output = true, out.Output
+	return nil
+}
+
+// reparse reads a rewritten input with the command description the call
+// was parsed with, or renders it as JSON input.
+func (b *wasmBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
+	if inv.toolCmd != nil {
+		cmd, err := inv.toolCmd.spec.ParseValue(doc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cmd.Render(), cmd, nil
+	}
+	args, err := grant.RenderJSONInput(doc)
+	return args, nil, err
+}
+
+// identity is the SHA-256 of the component the call opened.
+func (b *wasmBackend) identity(inv *invocation) string {
+	if inv.opened != nil {
+		return "sha256:" + inv.opened.Digest
+	}
+	return ""
+}
+
+func (b *wasmBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
+	return basePolicy(inv.cfg, inv.tool)
+}
+
+func (b *wasmBackend) describe(ctx context.Context, cfg *config.Config, t config.Tool) ([]ToolInfo, error) {
+	li, err := b.load(ctx, t)
+	return b.h.describeLoaded(ctx, cfg, t, li, err)
+}
+
+func (b *wasmBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
+	li, err := b.load(ctx, t)
+	return b.h.checkLoaded(ctx, t, li, err)
+}
+
+func (b *wasmBackend) confined(config.Tool) bool { return false }
+
+// commandSpec is the command description the tool's schema() returns.
+func (b *wasmBackend) commandSpec(ctx context.Context, t config.Tool) (*command.Spec, error) {
+	h := b.h
+	li, err := b.load(ctx, t)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, api.ErrClosed) {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	s := h.schemas.getTool(li.Digest, li.Schema)
+	switch {
+	case s.cmd != nil:
+		return s.cmd, nil
+	case command.IsDescription(li.Schema):
+		return nil, fmt.Errorf("%s: %w", t.Name, s.err)
+	}
+	return nil, fmt.Errorf("%w: %s takes JSON input (its schema: maiden tools)", ErrNoCommands, t.Name)
+}
+
+// typedCommands: the version listed described a command tree.
+func (b *wasmBackend) typedCommands(info ToolInfo) bool {
+	s, ok := b.h.schemas.peek(info.Digest)
+	return ok && s.cmd != nil
+}
+
+// load loads and describes the tool under its own limits and ctx.
+func (b *wasmBackend) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo, error) {
+	opened, err := b.h.runner.Open(ctx, t.Path, limitsOf(t))
+	if err != nil {
+		return sandbox.LoadInfo{}, err
+	}
+	if err := toolWorld(opened); err != nil {
+		return sandbox.LoadInfo{}, err
+	}
+	return opened.LoadInfo, nil
+}

@@ -1,0 +1,80 @@
+package maiden
+
+import (
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/config"
+)
+
+type nopObserver struct{}
+
+func (nopObserver) Admission(AdmissionEvent) {}
+func (nopObserver) CallDone(CallEvent)       {}
+func (nopObserver) Fetch(FetchEvent)         {}
+
+// TestEveryOptionReachesThePipeline: New copies each field of Options into
+// internal/pipeline's Options by hand, so a field added to one and not
+// passed on would be silently ignored (an embedder's MaxInputBytes, say).
+// Every field is set here to a value that is not its zero (a new field
+// fails the test until it is), and each must arrive as given, Isolation as
+// InProcess.
+func TestEveryOptionReachesThePipeline(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(path, []byte("version = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, audit := slog.New(slog.DiscardHandler), slog.New(slog.DiscardHandler)
+	lookup := func(string) (string, bool) { return "", false }
+	o := Options{
+		Logger: logger, CacheDir: "off", MaxCacheBytes: 1 << 20, StatePath: filepath.Join(dir, "state.db"),
+		MaxConcurrent: 3, MaxQueued: 5, MaxInputBytes: 7, Resolver: net.DefaultResolver, LookupSecret: lookup,
+		Audit: audit, Isolation: InProcess, WorkerCommand: []string{"/nonexistent/maiden"}, Observer: nopObserver{},
+		ApprovalWait: time.Minute, ApprovalPoll: time.Second, MCPPinsPath: filepath.Join(dir, "pins.json"),
+	}
+	h, err := New(cfg, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(t.Context())
+	got := reflect.ValueOf(h.p.Options())
+	want := reflect.ValueOf(o)
+	for i := range want.NumField() {
+		f := want.Type().Field(i)
+		w := want.Field(i)
+		if w.IsZero() && f.Name != "Isolation" { // InProcess is not the zero value; Workers is
+			t.Errorf("Options.%s is not set by this test: give it a value that is not its zero", f.Name)
+			continue
+		}
+		if f.Name == "Isolation" {
+			if !got.FieldByName("InProcess").Bool() {
+				t.Errorf("Isolation InProcess did not reach the pipeline as InProcess")
+			}
+			continue
+		}
+		g := got.FieldByName(f.Name)
+		if !g.IsValid() {
+			t.Errorf("Options.%s has no field of that name in the pipeline's Options", f.Name)
+			continue
+		}
+		if w.Kind() == reflect.Func {
+			if g.IsNil() || g.Pointer() != w.Pointer() {
+				t.Errorf("Options.%s did not reach the pipeline", f.Name)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(g.Interface(), w.Interface()) {
+			t.Errorf("Options.%s reached the pipeline as %v, want %v", f.Name, g.Interface(), w.Interface())
+		}
+	}
+}
