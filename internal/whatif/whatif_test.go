@@ -341,7 +341,6 @@ func TestBadChange(t *testing.T) {
 		{"revoked card", api.WhatIfChange{Revoke: []string{"c_old"}}, whatif.ErrRevoked, "-revoke c_old: the card was revoked at"},
 		{"unknown agent", api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "nobody", Grant: "tool:invoke x"}}}, whatif.ErrUnknownAgent, "-agent nobody: no agent of that name"},
 		{"bad grant", api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "research", Grant: "tool:fly x"}}}, whatif.ErrBadGrant, `-grant "tool:fly x" for agent research`},
-		
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := whatif.New(whatif.State{Now: now, Agents: []string{"research", "ops"}, Cards: world(t)}, tc.change)
