@@ -22,7 +22,7 @@ var policyCores = []string{
 	"internal/grant", "internal/cards", "internal/boundary", "internal/condition", "internal/limits",
 	"internal/egress", "internal/netguard", "internal/redact", "internal/hostpattern", "internal/command",
 	"internal/mwproto", "internal/regfile", "internal/jsonparse", "internal/jsonschema",
-	"internal/decide", "internal/progress", "internal/secret",
+	"internal/decide", "internal/progress", "internal/secret", "internal/whatif",
 }
 
 // knownDebt lists imports the rules forbid that are still there, each with

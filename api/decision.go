@@ -37,6 +37,11 @@ type Decision struct {
 	// "maiden cards grant -agent NAME GRANT" for a target no card allows,
 	// "maiden cards revoke ID" for a wallet-wide bound ("" when allowed).
 	Fix string `json:"fix,omitempty"`
+	// Wallet is the revision of the agent's pinned wallet that decided
+	// (16 hex digits, a hash of its live cards' IDs; "" when no wallet
+	// did): a replay of the decision (maiden audit whatif) is exact only
+	// on a wallet of the same revision, and says so.
+	Wallet string `json:"wallet,omitempty"`
 }
 
 // The lists of a card a Decision.Bound names (docs/cards.md).

@@ -11,7 +11,7 @@
 //	maiden sessions show ID [-json]
 //	maiden approve ID [-always]
 //	maiden deny   ID [-reason TEXT]
-//	maiden audit  verify|tail|export ...
+//	maiden audit  verify|tail|export|whatif ...
 //	maiden operators token|ls|revoke-token ...
 //	maiden state  check|migrate [-state FILE|URL] [-json]
 //	maiden mcp    accept NAME [TOOL...] [-dry-run] [-json]
@@ -147,9 +147,9 @@ func init() {
 		{name: "sessions show", args: "ID [-json]",
 			summary: "print one session: its boundary, every revision and every boundary request",
 			help:    sessionsShowHelp, run: cmdSessionsShow, interspersed: true},
-		{name: "audit", args: "verify|tail|export ...",
+		{name: "audit", args: "verify|tail|export|whatif ...",
 			summary: "the hash-chained audit trail of the state store",
-			subs:    []string{"verify", "tail", "export"}},
+			subs:    []string{"verify", "tail", "export", "whatif"}},
 		{name: "audit verify", args: "",
 			summary: `check the audit chain: "ok: N records", or the first bad record (edited, deleted, inserted, reordered)`,
 			help:    auditVerifyHelp, run: cmdAuditVerify, interspersed: true},
@@ -159,6 +159,9 @@ func init() {
 		{name: "audit export", args: "",
 			summary: "write the audit trail as JSON lines with the chain head, to verify elsewhere",
 			help:    auditExportHelp, run: cmdAuditExport, interspersed: true},
+		{name: "audit whatif", args: "[-revoke ID]... [-agent NAME -grant GRANT]... [-since DURATION] [-json]",
+			summary: "replay the trail's recorded decisions on a proposed change of the cards: which would flip (exit 1 if any)",
+			help:    auditWhatIfHelp, run: cmdAuditWhatIf, interspersed: true},
 		{name: "state", args: "check|migrate ...",
 			summary: "the state store itself (a SQLite file or a PostgreSQL database): check it, migrate it",
 			subs:    []string{"check", "migrate"}},
@@ -273,6 +276,7 @@ agents and cards: 2 also for a malformed GRANT or an unknown agent, card or toke
 6 a change the card rules refuse, 1 the state store failed.
 approve and deny: 2 also for an unknown approval ID or one no longer pending;
 6 -always refused. audit verify: 1 when the chain is broken.
+audit whatif (as diff): 0 nothing flips, 1 a decision flips, 2 an error.
 `)
 	return b.String()
 }

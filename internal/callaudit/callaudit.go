@@ -89,6 +89,7 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 		field("grant", d.Grant)
 		field("target", d.Target)
 		field("fix", d.Fix)
+		field("wallet", d.Wallet)
 		b = append(b, '}')
 	}
 	if len(r.Middleware) > 0 {

@@ -25,6 +25,11 @@ type Wallet struct {
 	// that can match, not at the whole wallet), the others in card order.
 	named map[nameKey][]entry
 	other []entry
+	// rev is Revision, and revText it as every decision of the wallet
+	// carries it (Decision.Wallet): computed once when the wallet is
+	// pinned, so recording it costs a call nothing.
+	rev     int64
+	revText string
 }
 
 type nameKey struct {
@@ -89,6 +94,8 @@ func NewWallet(agent string, at time.Time, cards []Card) *Wallet {
 			w.upper = append(w.upper, c)
 		}
 	}
+	w.rev = revision(w.cards)
+	w.revText = FormatRevision(w.rev)
 	return w
 }
 
@@ -169,6 +176,9 @@ type Decision struct {
 	// made one). It costs an allowed decision nothing: the caller's own
 	// target, copied.
 	Asked grant.Target
+	// Wallet is the revision of the wallet that decided (Wallet.RevisionText; "" when no wallet did): what a replay of the
+	// decision compares with the wallet it replays on (internal/whatif).
+	Wallet string
 
 	text *grantText // Grant's text, kept by the wallet (GrantText)
 }
@@ -201,7 +211,7 @@ func (d Decision) Rule() string {
 // API is d as the shared vocabulary carries it (api.Decision): every
 // field rendered as text, the target in the grant language.
 func (d Decision) API() api.Decision {
-	a := api.Decision{Allow: d.Allow, Reason: d.Reason, Rule: d.Rule(), Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Target: d.Target, Fix: d.Fix}
+	a := api.Decision{Allow: d.Allow, Reason: d.Reason, Rule: d.Rule(), Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Target: d.Target, Fix: d.Fix, Wallet: d.Wallet}
 	if a.Target == "" && d.Asked.Class != "" {
 		a.Target = d.Asked.String()
 	}
@@ -245,7 +255,7 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 				}
 				continue
 			}
-			return Decision{Allow: true, Card: e.card.ID, Bound: api.DecisionLowerPositive, Grant: e.g.Grant, Asked: t, text: e.text}
+			return Decision{Allow: true, Card: e.card.ID, Bound: api.DecisionLowerPositive, Grant: e.g.Grant, Asked: t, Wallet: w.revText, text: e.text}
 		}
 	}
 	ts := t.String()
@@ -280,7 +290,7 @@ func short(t grant.Target) string {
 }
 
 func (w *Wallet) deny(t grant.Target, card, bound string, g grant.Grant, fix, reason string) Decision {
-	return Decision{Card: card, Bound: bound, Grant: g, Reason: reason, Target: t.String(), Fix: fix, Asked: t}
+	return Decision{Card: card, Bound: bound, Grant: g, Reason: reason, Target: t.String(), Fix: fix, Asked: t, Wallet: w.revText}
 }
 
 // revoke is the command that lifts card id's wallet-wide bound.
@@ -308,10 +318,19 @@ func shellQuote(s string) string {
 
 // Revision identifies the wallet's live cards (their IDs, hashed): it
 // changes when a card is added, revoked or expires. An approval made under
-// one revision asks again under another.
-func (w *Wallet) Revision() int64 {
-	ids := make([]string, len(w.cards))
-	for i, c := range w.cards {
+// one revision asks again under another, and a recorded decision replayed
+// on a wallet of another revision may differ for that reason alone.
+func (w *Wallet) Revision() int64 { return w.rev }
+
+// RevisionText is Revision as decisions carry it (FormatRevision).
+func (w *Wallet) RevisionText() string { return w.revText }
+
+// FormatRevision is a revision as decisions carry it: 16 hex digits.
+func FormatRevision(rev int64) string { return fmt.Sprintf("%016x", uint64(rev)) }
+
+func revision(cs []Card) int64 {
+	ids := make([]string, len(cs))
+	for i, c := range cs {
 		ids[i] = c.ID
 	}
 	slices.Sort(ids)

@@ -24,7 +24,7 @@ func subtree(w *cards.Wallet, verb, dir string) cards.Decision {
 	}
 	target := want.String()
 	deny := func(c, bound string, g grant.Grant, reason string) cards.Decision {
-		return cards.Decision{Card: c, Bound: bound, Grant: g, Reason: reason, Target: target}
+		return cards.Decision{Card: c, Bound: bound, Grant: g, Reason: reason, Target: target, Wallet: w.RevisionText()}
 	}
 	mine := func(g cards.Grant) bool {
 		return g.Recipient == "" || g.Recipient == "*" || g.Recipient == w.Agent()
@@ -58,7 +58,7 @@ func subtree(w *cards.Wallet, verb, dir string) cards.Decision {
 		}
 	}
 	if allowed.Allow {
-		allowed.Target = target
+		allowed.Target, allowed.Wallet = target, w.RevisionText()
 		return allowed
 	}
 	return deny("", "", grant.Grant{},

@@ -94,7 +94,7 @@ func (inv *invocation) recordedDecision() *api.Decision {
 		return nil // not decided: a denial always says why
 	}
 	if d.Allow {
-		return &api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix}
+		return &api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet}
 	}
 	a := d.API()
 	return &a

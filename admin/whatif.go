@@ -1,0 +1,121 @@
+package admin
+
+import (
+	"context"
+	"time"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/adminlink"
+	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/internal/whatif"
+)
+
+// This file is the what-if replay (maiden audit whatif): the store read
+// here, the replay itself in internal/whatif, which is pure.
+
+// Errors of a change WhatIf cannot replay (the message names the card,
+// agent or grant), for errors.Is.
+var (
+	ErrWhatIfUnknownCard  = whatif.ErrUnknownCard
+	ErrWhatIfRevoked      = whatif.ErrRevoked
+	ErrWhatIfUnknownAgent = whatif.ErrUnknownAgent
+	ErrWhatIfBadGrant     = whatif.ErrBadGrant
+)
+
+// DefaultWhatIfWindow is how far back WhatIf replays when no window is
+// given: a week of calls, the same window an approval's summary of what
+// a new card would newly allow looks at.
+const DefaultWhatIfWindow = 7 * 24 * time.Hour
+
+// whatIfPage is how many records WhatIf reads at once.
+const whatIfPage = 2000
+
+// whatIfSlack is how far before the window's start the first record is
+// looked for: records reach the chain through journals in batches, so the
+// trail's order of times is only nearly monotone; the window itself is
+// applied to each record exactly.
+const whatIfSlack = time.Minute
+
+// WhatIf replays the recorded decisions of the audit trail made since
+// since (the agents' cards deciding a call, an http-fetch, a reveal) on
+// the cards as they are now and on the same cards with change, and
+// reports the decisions whose outcome the change flips, grouped by agent
+// and tool. Nothing is written. A change naming a card the store does not
+// hold, a revoked card, an unknown agent or a bad grant is an error
+// wrapping ErrWhatIf*.
+func (s *State) WhatIf(ctx context.Context, change api.WhatIfChange, since time.Time) (api.WhatIfReport, error) {
+	now := time.Now()
+	agents, err := s.st.Agents(ctx)
+	if err != nil {
+		return api.WhatIfReport{}, err
+	}
+	all, err := s.st.Cards(ctx, "")
+	if err != nil {
+		return api.WhatIfReport{}, err
+	}
+	names := make([]string, len(agents))
+	for i, a := range agents {
+		names[i] = a.Name
+	}
+	r, err := whatif.New(whatif.State{Now: now, Agents: names, Cards: all}, change)
+	if err != nil {
+		return api.WhatIfReport{}, err
+	}
+	after, err := firstAuditAt(ctx, s.st, since.Add(-whatIfSlack))
+	if err != nil {
+		return api.WhatIfReport{}, err
+	}
+	for {
+		recs, err := s.st.AuditTail(ctx, after, whatIfPage)
+		if err != nil {
+			return api.WhatIfReport{}, err
+		}
+		for _, rec := range recs {
+			after = rec.Seq
+			if rec.At.Before(since) || rec.At.After(now) {
+				continue
+			}
+			r.Add(adminlink.Audit(rec))
+		}
+		if len(recs) < whatIfPage {
+			break
+		}
+	}
+	rep := r.Report()
+	rep.Since, rep.Until = since, now
+	return rep, nil
+}
+
+// firstAuditAt is the sequence number after which the trail's first
+// record at or after t comes (0: from the start), found with O(log n)
+// one-record reads, the records' times taken as ordered.
+func firstAuditAt(ctx context.Context, st store.Store, t time.Time) (int64, error) {
+	last, err := lastAuditSeq(ctx, st)
+	if err != nil || last == 0 {
+		return 0, err
+	}
+	// at reports whether the record after k is at or after t (true past
+	// the end, where no record is before t).
+	at := func(k int64) (bool, error) {
+		recs, err := st.AuditTail(ctx, k, 1)
+		if err != nil || len(recs) == 0 {
+			return true, err
+		}
+		return !recs[0].At.Before(t), nil
+	}
+	// Invariant: at(hi) holds; the answer is the least such k in [lo, hi].
+	lo, hi := int64(0), last
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		ok, err := at(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, nil
+}

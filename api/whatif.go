@@ -1,0 +1,91 @@
+package api
+
+import "time"
+
+// WhatIfReport is what a what-if replay found (maiden audit whatif): the
+// recorded decisions of the audit trail in a window, each decided again on
+// today's cards and on today's cards with a proposed change, and the ones
+// whose outcome the change flips, grouped by agent and tool. Its JSON is
+// what `maiden audit whatif -json` prints.
+type WhatIfReport struct {
+	// Since and Until bound the window of records replayed.
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// Change is the proposed change, as given.
+	Change WhatIfChange `json:"change"`
+	// Replayed counts the recorded decisions of the agents' cards that
+	// were decided again (a call's tool:invoke, an http-fetch's
+	// network:connect and secret:use as one, a reveal's secret:reveal).
+	Replayed int `json:"replayed"`
+	// Verified counts those recorded on a wallet of today's revision,
+	// whose replay on today's cards reproduced the recorded decision
+	// exactly (the same outcome, card, bound and grant).
+	Verified int `json:"verified"`
+	// Inexact lists replays on a wallet of the recorded revision that did
+	// not reproduce the recorded decision: the replay cannot be trusted
+	// (never expected; the command exits 2 when there is any).
+	Inexact []WhatIfExample `json:"inexact,omitempty"`
+	// Stale counts decisions recorded on another revision of the agent's
+	// wallet (cards granted, revoked or expired since), and ChangedSince
+	// those of them whose outcome on today's cards already differs from
+	// the recorded one, before any change: not flips of the change.
+	Stale        int `json:"stale"`
+	ChangedSince int `json:"changed_since"`
+	// Unversioned counts decisions recorded before decisions named their
+	// wallet's revision: replayed, but not checked against the record.
+	Unversioned int `json:"unversioned"`
+	// Skipped counts records of calls whose cards were not asked (the
+	// implicit agent, a card built-in, a refusal before authorization, a
+	// reveal the binding refused) or that no replay can read.
+	Skipped int `json:"skipped"`
+	// Flips is the number of decisions whose outcome the change flips;
+	// Groups has them by agent and tool.
+	Flips  int           `json:"flips"`
+	Groups []WhatIfGroup `json:"groups"`
+}
+
+// WhatIfChange is a proposed change of the cards: cards revoked (each with
+// every card derived from it, as a revocation does) and grants added, each
+// to its agent as one new card per agent.
+type WhatIfChange struct {
+	Revoke []string      `json:"revoke,omitempty"`
+	Grants []WhatIfGrant `json:"grants,omitempty"`
+}
+
+// WhatIfGrant is a grant given to an agent.
+type WhatIfGrant struct {
+	Agent string `json:"agent"`
+	Grant string `json:"grant"`
+}
+
+// WhatIfGroup is the flips of one agent's calls of one tool.
+type WhatIfGroup struct {
+	Agent string `json:"agent"`
+	Tool  string `json:"tool"`
+	// AllowedToDenied and DeniedToAllowed count the flips each way.
+	AllowedToDenied int `json:"allowed_to_denied"`
+	DeniedToAllowed int `json:"denied_to_allowed"`
+	// Examples are the first flips of each way (at most three each), in
+	// the trail's order.
+	Examples []WhatIfExample `json:"examples"`
+}
+
+// WhatIfExample is one replayed decision.
+type WhatIfExample struct {
+	// Seq and At are the record's.
+	Seq int64     `json:"seq"`
+	At  time.Time `json:"at"`
+	// Agent and Tool are the record's; Record its kind (call-admitted,
+	// call-refused, fetch, secret-reveal).
+	Agent  string `json:"agent"`
+	Tool   string `json:"tool"`
+	Record string `json:"record"`
+	// Target is what was asked, in the grant language
+	// ("tool:invoke pay --to=alice", "network:connect api.example.com:443").
+	Target string `json:"target"`
+	// Recorded is the decision as the record holds it, Before the replay
+	// on today's cards, After the replay with the change.
+	Recorded Decision `json:"recorded"`
+	Before   Decision `json:"before"`
+	After    Decision `json:"after"`
+}

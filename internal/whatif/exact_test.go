@@ -1,0 +1,415 @@
+package whatif_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/decide"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/whatif"
+)
+
+// The generated trails here are decision-faithful rather than made by a
+// Host: every recorded decision is decide.Decide's on the wallet pinned
+// from the same cards, written in its record's shape (trail in
+// whatif_test.go). That is what lets 10,000 and 100,000 varied records be
+// made in milliseconds; cmd/maiden's TestAuditWhatIfRealTrail replays a
+// trail a real Host wrote, through the real encoders, fetches and reveals
+// included.
+
+var agents = []string{"a0", "a1", "a2", "a3"}
+
+// grantPool is what random cards are made of: globs, a trailing --...,
+// command words and positionals, hosts, secrets.
+var grantPool = []string{
+	"tool:invoke t0 --...", "tool:invoke t0 --to=a*", "tool:invoke t0 --to=alice --n=1",
+	"tool:invoke t1 --q=*", "tool:invoke t1 --q=cat*", "tool:invoke t1 --q=* --n=*",
+	"tool:invoke t2", "tool:invoke t2 --...", "tool:invoke t3 --flag --...",
+	"tool:invoke git log --...", "tool:invoke git log --max-count=5 -- README.md", "tool:invoke git status",
+	"tool:invoke git --...",
+	"network:connect api.example.com:443", "network:connect *.example.com", "network:connect *:443", "network:connect 10.0.0.1",
+	"secret:use K0", "secret:use *", "secret:use K1",
+	"secret:reveal K0", "secret:reveal *",
+}
+
+// randomCards are agents' cards: lower-positive grants with occasional
+// exceptions, prohibitions and ceilings, grants for one recipient, expired
+// and revoked cards, and cards derived into other agents' wallets.
+func randomCards(t testing.TB, rng *rand.Rand, n int) []cards.Card {
+	pick := func(k int) []cards.Grant {
+		var out []cards.Grant
+		for range k {
+			g := gs(t, grantPool[rng.IntN(len(grantPool))])[0]
+			if rng.IntN(10) == 0 {
+				g.Recipient = agents[rng.IntN(len(agents))]
+			}
+			out = append(out, g)
+		}
+		return out
+	}
+	var cs []cards.Card
+	for i := range n {
+		c := cards.Card{ID: fmt.Sprintf("c%03d", i), Holder: agents[rng.IntN(len(agents))], Manager: "operator", Created: now.Add(-time.Hour)}
+		c.LowerPos = pick(1 + rng.IntN(3))
+		switch rng.IntN(14) {
+		case 0:
+			c.LowerNeg = pick(1)
+		case 1:
+			c.LowerPos, c.UpperNeg = nil, pick(1)
+		case 2:
+			if rng.IntN(3) == 0 { // a ceiling: everything but t2 and t3
+				c.UpperPos = gs(t, "tool:invoke t0 --...", "tool:invoke t1 --...", "tool:invoke git --...", "network:connect *", "secret:use *", "secret:reveal *")
+			}
+		case 3:
+			c.Expires = now.Add(-time.Minute)
+		case 4:
+			c.Revoked = now.Add(-time.Minute)
+		case 5:
+			c.Expires = now.Add(time.Hour)
+		}
+		if i > 0 && rng.IntN(6) == 0 {
+			c.Parents = []string{cs[rng.IntN(len(cs))].ID}
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+var (
+	values = []string{"alice", "anna", "bob", "cat", "cats", "dog", "1", "5", "x y", "--", "*", "é"}
+	argsOf = []string{"to", "q", "n", "flag"}
+	hosts  = []string{"api.example.com", "www.example.com", "example.org", "10.0.0.1", "::1"}
+	ports  = []int{443, 80, 8443}
+	secs   = []string{"K0", "K1", "K2"}
+)
+
+func randomRendering(rng *rand.Rand) (tool, rendered string) {
+	var args []grant.Arg
+	for _, name := range argsOf {
+		switch rng.IntN(3) {
+		case 0:
+			args = append(args, grant.Arg{Name: name, Form: grant.FormValue, Value: values[rng.IntN(len(values))]})
+		case 1:
+			if name == "flag" {
+				args = append(args, grant.Arg{Name: name, Form: grant.FormTrue})
+			}
+		}
+	}
+	grant.SortArgs(args)
+	if rng.IntN(4) == 0 {
+		cmd := [][]string{{"log"}, {"status"}, {"remote", "add"}}[rng.IntN(3)]
+		var pos []string
+		if rng.IntN(2) == 0 {
+			pos = []string{"README.md", "a b"}[:1+rng.IntN(2)]
+		}
+		return "git", grant.CommandRendering(cmd, args, pos)
+	}
+	return fmt.Sprintf("t%d", rng.IntN(4)), grant.Rendering(args)
+}
+
+// randomTrail records n varied decisions on cs: 70% calls, 20% fetches
+// (with a credential or not), 10% reveals (some refused by the binding).
+func randomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, n int) *trail {
+	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
+	for range n {
+		agent := agents[rng.IntN(len(agents))]
+		switch k := rng.IntN(10); {
+		case k < 7:
+			tool, r := randomRendering(rng)
+			tr.call(agent, tool, r)
+		case k < 9:
+			cred := ""
+			if rng.IntN(2) == 0 {
+				cred = secs[rng.IntN(len(secs))]
+			}
+			tr.fetch(agent, "fetcher", hosts[rng.IntN(len(hosts))], ports[rng.IntN(len(ports))], cred)
+		default:
+			tr.reveal(agent, "vault", secs[rng.IntN(len(secs))], rng.IntN(4) != 0)
+		}
+	}
+	return tr
+}
+
+// TestReplayIsExact: a replay of the unchanged state reproduces every one
+// of 10,000 varied recorded decisions exactly (outcome, card, bound,
+// grant, target) and flips nothing; and for changes (a card revoked, with
+// its descendants; grants added), the flips it reports are exactly the
+// decisions whose outcome differs when the same trail is recorded again on
+// the changed cards.
+func TestReplayIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 1))
+	cs := randomCards(t, rng, 40)
+	const n = 10_000
+	tr := randomTrail(t, rng, cs, n)
+	r, err := whatif.New(whatif.State{Now: now, Agents: agents, Cards: cs}, api.WhatIfChange{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, rec := range tr.recs {
+		r.Add(rec)
+		kinds[rec.Kind]++
+	}
+	rep := r.Report()
+	skipped := rep.Skipped
+	if rep.Flips != 0 || len(rep.Inexact) != 0 || rep.Verified != rep.Replayed || rep.Replayed+rep.Skipped != n || rep.Stale != 0 {
+		t.Fatalf("unchanged replay: flips %d, inexact %d (first %+v), verified %d of %d replayed, %d skipped: want 0 flips, all %d exact",
+			rep.Flips, len(rep.Inexact), first(rep.Inexact), rep.Verified, rep.Replayed, rep.Skipped, n)
+	}
+	// Only the reveals the binding refused are not the cards'.
+	if skipped == 0 || skipped > kinds[whatif.KindReveal] {
+		t.Errorf("skipped %d of %d reveals", skipped, kinds[whatif.KindReveal])
+	}
+	allowed, denied := 0, 0
+	for _, rec := range tr.recs {
+		if rec.Kind == whatif.KindCallAdmitted {
+			allowed++
+		} else if rec.Kind == whatif.KindCallRefused {
+			denied++
+		}
+	}
+	if allowed < n/20 || denied < n/20 {
+		t.Errorf("the trail is not varied: %d calls admitted, %d refused", allowed, denied)
+	}
+
+	for i, change := range []api.WhatIfChange{
+		{Revoke: []string{liveCard(t, cs, 3)}},
+		{Revoke: []string{liveCard(t, cs, 11), liveCard(t, cs, 17)}},
+		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1 --..."}, {Agent: "a1", Grant: "network:connect *"}}},
+		{Revoke: []string{liveCard(t, cs, 0)}, Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "secret:reveal *"}, {Agent: "a0", Grant: "tool:invoke git --..."}}},
+	} {
+		t.Run(fmt.Sprint("change ", i), func(t *testing.T) {
+			changed := applyChange(t, cs, change)
+			// The same decisions recorded again on the changed cards.
+			again := &trail{t: t, cards: changed, at: tr.at}
+			want := map[int64]bool{}
+			for _, rec := range tr.recs {
+				before, after := outcomeOf(t, tr, rec), outcomeOf(t, again, rec)
+				if before != nil && *before != *after {
+					want[rec.Seq] = true
+				}
+			}
+			r, err := whatif.New(whatif.State{Now: now, Agents: agents, Cards: cs}, change)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[int64]bool{}
+			for _, rec := range tr.recs {
+				r.Add(rec)
+			}
+			rep := r.Report()
+			for _, g := range rep.Groups {
+				if g.AllowedToDenied+g.DeniedToAllowed == 0 {
+					t.Errorf("empty group %+v", g)
+				}
+			}
+			// Every flip is counted; examples are the first of each
+			// group, so compare the count and that each example is one.
+			for _, g := range rep.Groups {
+				for _, ex := range g.Examples {
+					got[ex.Seq] = true
+					if !want[ex.Seq] {
+						t.Errorf("example #%d (%s) flips, but recorded again on the changed cards it does not", ex.Seq, ex.Target)
+					}
+				}
+			}
+			if rep.Flips != len(want) || rep.Flips == 0 {
+				t.Errorf("flips %d, want %d (and some)", rep.Flips, len(want))
+			}
+		})
+	}
+}
+
+func first(xs []api.WhatIfExample) any {
+	if len(xs) == 0 {
+		return nil
+	}
+	return xs[0]
+}
+
+// liveCard is the first card from i on that is neither revoked nor
+// expired (the change revokes it).
+func liveCard(t testing.TB, cs []cards.Card, i int) string {
+	for ; i < len(cs); i++ {
+		if cs[i].Live(now) {
+			return cs[i].ID
+		}
+	}
+	t.Fatal("no live card")
+	return ""
+}
+
+// applyChange is the change done the slow way: the revoked cards and
+// every descendant marked revoked, each agent's grants one new card.
+func applyChange(t testing.TB, cs []cards.Card, ch api.WhatIfChange) []cards.Card {
+	out := append([]cards.Card(nil), cs...)
+	gone := map[string]bool{}
+	for _, id := range ch.Revoke {
+		gone[id] = true
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, c := range out {
+			for _, p := range c.Parents {
+				if gone[p] && !gone[c.ID] {
+					gone[c.ID], changed = true, true
+				}
+			}
+		}
+	}
+	for i := range out {
+		if gone[out[i].ID] {
+			out[i].Revoked = now.Add(-time.Second)
+		}
+	}
+	byAgent := map[string]*cards.Card{}
+	for _, g := range ch.Grants {
+		c := byAgent[g.Agent]
+		if c == nil {
+			c = &cards.Card{ID: "new-" + g.Agent, Holder: g.Agent, Created: now}
+			byAgent[g.Agent] = c
+		}
+		c.LowerPos = append(c.LowerPos, gs(t, g.Grant)...)
+	}
+	for _, a := range agents {
+		if c := byAgent[a]; c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// outcomeOf decides rec's question again on tr's cards, the way the call
+// path asked it (nil for a record whose cards were not asked).
+func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord) *bool {
+	n := len(tr.recs)
+	var ok bool
+	switch rec.Kind {
+	case whatif.KindCallAdmitted, whatif.KindCallRefused:
+		var b struct{ Rendered string }
+		mustJSON(t, rec.Body, &b)
+		ok = tr.call(rec.Agent, rec.Tool, b.Rendered)
+	case whatif.KindFetch:
+		var b struct {
+			Credential string
+			Decisions  []api.Decision
+		}
+		mustJSON(t, rec.Body, &b)
+		var host string
+		var port int
+		if _, err := fmt.Sscanf(b.Decisions[0].Target, "network:connect %s", &host); err != nil {
+			t.Fatal(err)
+		}
+		hp := host
+		if i := lastColon(hp); i >= 0 {
+			host = hp[:i]
+			fmt.Sscanf(hp[i+1:], "%d", &port)
+		}
+		host = trimBrackets(host)
+		ok = tr.fetch(rec.Agent, rec.Tool, host, port, b.Credential)
+	case whatif.KindReveal:
+		var b struct {
+			Secret   string
+			Decision api.Decision
+		}
+		mustJSON(t, rec.Body, &b)
+		if b.Decision.Rule == "tools.vault.reveal" {
+			return nil
+		}
+		ok = tr.reveal(rec.Agent, rec.Tool, b.Secret, true)
+	}
+	tr.recs = tr.recs[:n]
+	return &ok
+}
+
+func lastColon(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == ':' {
+			return i
+		}
+	}
+	return -1
+}
+
+func trimBrackets(s string) string {
+	if len(s) > 1 && s[0] == '[' && s[len(s)-1] == ']' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// BenchmarkReplay100k replays 100,000 recorded decisions (70% calls, 20%
+// fetches, 10% reveals, on 40 cards of 4 agents) on a change that touches
+// two agents' wallets: whatif.New, Add of each record (its JSON read back,
+// the rendering parsed, decided today and with the change), Report.
+// BenchmarkDecide100k is the baseline in the same run: only the 100,000
+// decisions of the unchanged wallets, on questions built beforehand.
+func BenchmarkReplay100k(b *testing.B) {
+	rng := rand.New(rand.NewPCG(24, 2))
+	cs := randomCards(b, rng, 40)
+	tr := randomTrail(b, rng, cs, 100_000)
+	change := api.WhatIfChange{Revoke: []string{liveCard(b, cs, 3)}, Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1 --..."}}}
+	cpu := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := whatif.New(whatif.State{Now: now, Agents: agents, Cards: cs}, change)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, rec := range tr.recs {
+			r.Add(rec)
+		}
+		if r.Report().Replayed == 0 {
+			b.Fatal("nothing replayed")
+		}
+	}
+	reportCPU(b, cpu)
+}
+
+// cpuTime is the process's CPU time so far (user and system): on a shared
+// machine whose load is far above its cores, the CPU a replay takes says
+// more than the wall time it waited for it.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per operation since start (cpu-ns/op;
+// the garbage collector's own threads included).
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+func BenchmarkDecide100k(b *testing.B) {
+	rng := rand.New(rand.NewPCG(24, 2))
+	cs := randomCards(b, rng, 40)
+	tr := &trail{t: b, cards: cs, at: now}
+	ws := map[string]*cards.Wallet{}
+	for _, a := range agents {
+		ws[a] = tr.wallet(a)
+	}
+	type q struct {
+		w *cards.Wallet
+		q decide.Question
+	}
+	qs := make([]q, 100_000)
+	for i := range qs {
+		tool, r := randomRendering(rng)
+		c, _ := grant.ParseRendering(r)
+		qs[i] = q{ws[agents[rng.IntN(len(agents))]], decide.Invoke(grant.CommandTarget(tool, c.Command, c.Args, c.Positionals))}
+	}
+	cpu := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, x := range qs {
+			decide.Decide(decide.Basis{Wallet: x.w}, x.q)
+		}
+	}
+	reportCPU(b, cpu)
+}

@@ -1,0 +1,359 @@
+package whatif_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/decide"
+	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/whatif"
+)
+
+var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func gs(t testing.TB, ss ...string) []cards.Grant {
+	t.Helper()
+	var out []cards.Grant
+	for _, s := range ss {
+		g, err := grant.Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", s, err)
+		}
+		out = append(out, cards.Grant{Grant: g})
+	}
+	return out
+}
+
+// trail records decisions as the call path does: each decided by
+// decide.Decide on the agent's wallet pinned from the store's cards, and
+// written in the shape of its record (internal/callaudit's Record and
+// Fetch, internal/secret's RevealRecord; the real-Host test in cmd/maiden
+// checks the shapes against records a Host wrote).
+type trail struct {
+	t       testing.TB
+	cards   []cards.Card
+	recs    []api.AuditRecord
+	at      time.Time
+	wallets map[string]*cards.Wallet // pinned on first need: the cards do not change
+}
+
+func (tr *trail) wallet(agent string) *cards.Wallet {
+	if w := tr.wallets[agent]; w != nil {
+		return w
+	}
+	if tr.wallets == nil {
+		tr.wallets = map[string]*cards.Wallet{}
+	}
+	tr.wallets[agent] = tr.pin(agent)
+	return tr.wallets[agent]
+}
+
+func (tr *trail) pin(agent string) *cards.Wallet {
+	var held []cards.Card
+	for _, c := range tr.cards {
+		if c.Holder == agent {
+			held = append(held, c)
+		}
+	}
+	return cards.NewWallet(agent, tr.at, held)
+}
+
+func (tr *trail) add(kind, agent, tool string, body any) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	tr.recs = append(tr.recs, api.AuditRecord{Seq: int64(len(tr.recs) + 1), At: tr.at, Kind: kind, Actor: "agent:" + agent, Agent: agent, Tool: tool, Body: b})
+}
+
+// recorded is a call's decision as its record keeps it (the root's
+// recordedDecision): an allowed one without its rule and target.
+func recorded(d cards.Decision) api.Decision {
+	if d.Allow {
+		return api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet}
+	}
+	return d.API()
+}
+
+// call records a call of tool with the canonical rendering rendered.
+func (tr *trail) call(agent, tool, rendered string) bool {
+	c, err := grant.ParseRendering(rendered)
+	if err != nil {
+		tr.t.Fatalf("rendering %q: %v", rendered, err)
+	}
+	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent)}, decide.Invoke(grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)))
+	kind := whatif.KindCallAdmitted
+	if !d.Allow {
+		kind = whatif.KindCallRefused
+	}
+	rd := recorded(d)
+	tr.add(kind, agent, tool, map[string]any{"rendered": rendered, "decision": &rd})
+	return d.Allow
+}
+
+// fetch records an http-fetch of host:port with credential cred ("" for
+// none), decided as callegress's authorizer does.
+func (tr *trail) fetch(agent, tool, host string, port int, cred string) bool {
+	b := decide.Basis{Wallet: tr.wallet(agent)}
+	d := decide.Decide(b, decide.Connect(host, port))
+	ds := []api.Decision{d.API()}
+	if d.Allow && cred != "" {
+		d = decide.Decide(b, decide.Use(cred))
+		ds = append(ds, d.API())
+	}
+	tr.add(whatif.KindFetch, agent, tool, map[string]any{"method": "GET", "credential": cred, "decisions": ds,
+		"host": fmt.Sprintf("%s:%d", host, port), "path": "/", "allowed": d.Allow})
+	return d.Allow
+}
+
+// reveal records a reveal of secret by tool, whose binding reveals it
+// when inBinding.
+func (tr *trail) reveal(agent, tool, secret string, inBinding bool) bool {
+	bd := decide.Binding{Tool: tool, Secrets: []string{secret}}
+	if inBinding {
+		bd.Reveal = []string{secret}
+	}
+	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent), Binding: bd}, decide.Reveal(secret))
+	a := d.API()
+	outcome := "denied"
+	if d.Allow {
+		outcome = "allowed"
+	}
+	tr.add(whatif.KindReveal, agent, tool, map[string]any{"secret": secret, "outcome": outcome, "reason": d.Reason, "decision": &a})
+	return d.Allow
+}
+
+func (tr *trail) replay(t *testing.T, change api.WhatIfChange) api.WhatIfReport {
+	t.Helper()
+	r, err := whatif.New(whatif.State{Now: now, Agents: []string{"research", "ops", "idle"}, Cards: tr.cards}, change)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	for _, rec := range tr.recs {
+		r.Add(rec)
+	}
+	return r.Report()
+}
+
+func card(t testing.TB, id, holder string, s cards.Spec, parents ...string) cards.Card {
+	return cards.Card{ID: id, Holder: holder, Spec: s, Parents: parents, Manager: "operator", Created: now.Add(-time.Hour)}
+}
+
+// world is a store's cards: research pays alice (c_pay), searches (c_search,
+// which excepts --q=secret), fetches api.example.com with TOKEN (c_net) and
+// reveals API_KEY (c_reveal); c_ban forbids tool:invoke rm for everyone
+// holding it; ops holds c_ops_pay, derived from c_pay (revoking c_pay
+// takes it too), and c_ops_all.
+func world(t testing.TB) []cards.Card {
+	return []cards.Card{
+		card(t, "c_pay", "research", cards.Spec{LowerPos: gs(t, "tool:invoke pay --to=alice")}),
+		card(t, "c_search", "research", cards.Spec{LowerPos: gs(t, "tool:invoke search --..."), LowerNeg: gs(t, "tool:invoke search --q=secret")}),
+		card(t, "c_net", "research", cards.Spec{LowerPos: gs(t, "network:connect api.example.com:443", "secret:use TOKEN")}),
+		card(t, "c_reveal", "research", cards.Spec{LowerPos: gs(t, "secret:reveal API_KEY")}),
+		card(t, "c_rm", "research", cards.Spec{LowerPos: gs(t, "tool:invoke rm --...")}),
+		card(t, "c_ban", "research", cards.Spec{UpperNeg: gs(t, "tool:invoke rm --path=/etc/**")}),
+		card(t, "c_ops_pay", "ops", cards.Spec{LowerPos: gs(t, "tool:invoke pay --to=alice")}, "c_pay"),
+		card(t, "c_ops_all", "ops", cards.Spec{LowerPos: gs(t, "tool:invoke report --...")}),
+		{ID: "c_old", Holder: "research", Spec: cards.Spec{LowerPos: gs(t, "tool:invoke old")}, Created: now.Add(-2 * time.Hour), Revoked: now.Add(-time.Hour)},
+	}
+}
+
+// calls records a trail of research's and ops's calls on today's cards.
+func calls(t testing.TB, cs []cards.Card) *trail {
+	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
+	tr.call("research", "pay", "--to=alice")
+	tr.call("research", "pay", "--to=alice")
+	tr.call("research", "pay", "--to=bob")
+	tr.call("research", "search", "--q=cats")
+	tr.call("research", "search", "--q=secret")
+	tr.call("research", "rm", "--path=/tmp/x")
+	tr.call("research", "rm", "--path=/etc/passwd")
+	tr.call("ops", "pay", "--to=alice")
+	tr.call("ops", "report", "--week=48")
+	tr.fetch("research", "fetcher", "api.example.com", 443, "TOKEN")
+	tr.fetch("research", "fetcher", "api.example.com", 443, "")
+	tr.fetch("research", "fetcher", "other.example.com", 443, "")
+	tr.fetch("research", "fetcher", "other.example.com", 443, "OTHER")
+	tr.reveal("research", "vault", "API_KEY", true)
+	tr.reveal("research", "vault", "API_KEY", false) // the binding refuses: not the cards'
+	return tr
+}
+
+type flip struct {
+	agent, tool string
+	a2d, d2a    int
+	targets     []string
+}
+
+func flips(rep api.WhatIfReport) []flip {
+	var out []flip
+	for _, g := range rep.Groups {
+		f := flip{agent: g.Agent, tool: g.Tool, a2d: g.AllowedToDenied, d2a: g.DeniedToAllowed}
+		for _, ex := range g.Examples {
+			f.targets = append(f.targets, ex.Target)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestFlips: each change flips exactly the recorded decisions it should,
+// each way, grouped by agent and tool, naming the question it flips.
+func TestFlips(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change api.WhatIfChange
+		want   []flip
+	}{
+		{"no change flips nothing", api.WhatIfChange{}, nil},
+		{"revoking a card flips the calls it allowed, and its descendants' in other wallets",
+			api.WhatIfChange{Revoke: []string{"c_pay"}},
+			[]flip{
+				{"ops", "pay", 1, 0, []string{"tool:invoke pay --to=alice"}},
+				{"research", "pay", 2, 0, []string{"tool:invoke pay --to=alice", "tool:invoke pay --to=alice"}},
+			}},
+		{"revoking a derived card leaves its parent's calls alone",
+			api.WhatIfChange{Revoke: []string{"c_ops_pay"}},
+			[]flip{{"ops", "pay", 1, 0, []string{"tool:invoke pay --to=alice"}}}},
+		{"adding a grant flips the calls it would have allowed",
+			api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "research", Grant: "tool:invoke pay --to=*"}}},
+			[]flip{{"research", "pay", 0, 1, []string{"tool:invoke pay --to=bob"}}}},
+		{"a grant does not lift another card's exception or a wallet-wide prohibition",
+			api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "research", Grant: "tool:invoke search --..."}, {Agent: "research", Grant: "tool:invoke rm --..."}}},
+			[]flip{{"research", "search", 0, 1, []string{"tool:invoke search --q=secret"}}}},
+		{"revoking a prohibition flips what it forbade",
+			api.WhatIfChange{Revoke: []string{"c_ban"}},
+			[]flip{{"research", "rm", 0, 1, []string{"tool:invoke rm --path=/etc/passwd"}}}},
+		{"a grant to one agent flips none of another's calls",
+			api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "idle", Grant: "tool:invoke pay --..."}}},
+			nil},
+		{"revoking network and secret cards flips the fetches they allowed",
+			api.WhatIfChange{Revoke: []string{"c_net"}},
+			[]flip{{"research", "fetcher", 2, 0, []string{"network:connect api.example.com:443", "network:connect api.example.com:443"}}}},
+		{"a destination granted flips a fetch, not one whose credential is still refused",
+			api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "research", Grant: "network:connect other.example.com"}}},
+			[]flip{{"research", "fetcher", 0, 1, []string{"network:connect other.example.com:443"}}}},
+		{"destination and credential granted flip both fetches",
+			api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "research", Grant: "network:connect other.example.com"}, {Agent: "research", Grant: "secret:use OTHER"}}},
+			[]flip{{"research", "fetcher", 0, 2, []string{"network:connect other.example.com:443", "network:connect other.example.com:443"}}}},
+		{"revoking the reveal card flips the reveal the binding let through",
+			api.WhatIfChange{Revoke: []string{"c_reveal"}},
+			[]flip{{"research", "vault", 1, 0, []string{"secret:reveal API_KEY"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := calls(t, world(t))
+			rep := tr.replay(t, tc.change)
+			if diff := cmp.Diff(tc.want, flips(rep), cmp.AllowUnexported(flip{})); diff != "" {
+				t.Errorf("flips (-want +got):\n%s", diff)
+			}
+			n := 0
+			for _, f := range tc.want {
+				n += f.a2d + f.d2a
+			}
+			if rep.Flips != n {
+				t.Errorf("Flips = %d, want %d", rep.Flips, n)
+			}
+			// 15 records: the reveal the binding refused is not the cards'.
+			if rep.Replayed != 14 || rep.Verified != 14 || rep.Skipped != 1 || len(rep.Inexact) != 0 || rep.Stale != 0 {
+				t.Errorf("replayed %d, verified %d, skipped %d, inexact %d, stale %d: want 14, 14, 1, 0, 0",
+					rep.Replayed, rep.Verified, rep.Skipped, len(rep.Inexact), rep.Stale)
+			}
+		})
+	}
+}
+
+// TestFlipExamples: an example shows the decision before and after the
+// change, the deciding card of each, and the record it replays.
+func TestFlipExamples(t *testing.T) {
+	rep := calls(t, world(t)).replay(t, api.WhatIfChange{Revoke: []string{"c_pay"}})
+	ex := rep.Groups[1].Examples[0]
+	if ex.Agent != "research" || ex.Tool != "pay" || ex.Record != whatif.KindCallAdmitted || ex.Seq != 1 {
+		t.Errorf("example %+v: want research's first pay call, call-admitted, seq 1", ex)
+	}
+	if !ex.Before.Allow || ex.Before.Card != "c_pay" || ex.After.Allow || ex.After.Rule != "no card" || !strings.Contains(ex.After.Fix, "maiden cards grant -agent research") {
+		t.Errorf("example before %+v after %+v: want allowed by c_pay, then denied by no card with a fix", ex.Before, ex.After)
+	}
+	if !ex.Recorded.Allow || ex.Recorded.Card != "c_pay" {
+		t.Errorf("example recorded %+v: want the record's decision", ex.Recorded)
+	}
+}
+
+// TestExamplesBounded: a group counts every flip and keeps three examples
+// of each way.
+func TestExamplesBounded(t *testing.T) {
+	tr := &trail{t: t, cards: world(t), at: now}
+	for i := range 10 {
+		tr.call("research", "pay", "--to=alice")
+		tr.call("research", "pay", fmt.Sprintf("--to=bob%d", i))
+	}
+	rep := tr.replay(t, api.WhatIfChange{Revoke: []string{"c_pay"}, Grants: []api.WhatIfGrant{{Agent: "research", Grant: "tool:invoke pay --to=bob*"}}})
+	if len(rep.Groups) != 1 {
+		t.Fatalf("groups %+v", rep.Groups)
+	}
+	g := rep.Groups[0]
+	if g.AllowedToDenied != 10 || g.DeniedToAllowed != 10 || len(g.Examples) != 6 || rep.Flips != 20 {
+		t.Errorf("group %d/%d with %d examples, %d flips: want 10/10 with 6, 20", g.AllowedToDenied, g.DeniedToAllowed, len(g.Examples), rep.Flips)
+	}
+}
+
+// TestInexactAndStale: a record made on today's wallet whose recorded
+// decision the replay does not reproduce is listed as inexact (here a
+// record altered to name another card); one made on another revision of
+// the wallet is stale, and counted as changed since when today's cards
+// already decide it otherwise, which is no flip of the change.
+func TestInexactAndStale(t *testing.T) {
+	cs := world(t)
+	old := &trail{t: t, cards: cs[:1], at: now.Add(-time.Hour)} // only c_pay then
+	old.call("research", "pay", "--to=alice")
+	old.call("research", "search", "--q=cats") // refused then, allowed now
+	tr := calls(t, cs)
+	tr.recs = append(old.recs, tr.recs...)
+	var body map[string]any
+	json.Unmarshal(tr.recs[2].Body, &body)
+	body["decision"].(map[string]any)["card"] = "c_search"
+	tr.recs[2].Body, _ = json.Marshal(body)
+	rep := tr.replay(t, api.WhatIfChange{})
+	if rep.Stale != 2 || rep.ChangedSince != 1 || rep.Flips != 0 {
+		t.Errorf("stale %d, changed since %d, flips %d: want 2, 1, 0", rep.Stale, rep.ChangedSince, rep.Flips)
+	}
+	if len(rep.Inexact) != 1 || rep.Inexact[0].Recorded.Card != "c_search" || rep.Inexact[0].Before.Card != "c_pay" {
+		t.Errorf("inexact %+v: want the altered record", rep.Inexact)
+	}
+}
+
+// TestBadChange: a change that names an unknown or revoked card, an
+// unknown agent, or a bad grant is refused with the error that says so.
+func TestBadChange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change api.WhatIfChange
+		err    error
+		msg    string
+	}{
+		{"unknown card", api.WhatIfChange{Revoke: []string{"c_nope"}}, whatif.ErrUnknownCard, "-revoke c_nope: the store holds no card of that ID"},
+		{"revoked card", api.WhatIfChange{Revoke: []string{"c_old"}}, whatif.ErrRevoked, "-revoke c_old: the card was revoked at"},
+		{"unknown agent", api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "nobody", Grant: "tool:invoke x"}}}, whatif.ErrUnknownAgent, "-agent nobody: no agent of that name"},
+		{"bad grant", api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "research", Grant: "tool:fly x"}}}, whatif.ErrBadGrant, `-grant "tool:fly x" for agent research`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := whatif.New(whatif.State{Now: now, Agents: []string{"research", "ops"}, Cards: world(t)}, tc.change)
+			if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("New: %v, want %v containing %q", err, tc.err, tc.msg)
+			}
+		})
+	}
+}
+
+func mustJSON(t testing.TB, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
