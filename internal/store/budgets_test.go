@@ -206,4 +206,3 @@ func testBudgetsOnlyShrink(t *testing.T, be backend) {
 		t.Fatalf("grant with an unknown budget key: %v", err)
 	}
 }
-
