@@ -198,7 +198,7 @@ func (s *State) Sync(ctx context.Context, cfg *config.Config) error {
 		}
 		specs := make([]cards.Spec, len(a.Grants))
 		for i, g := range a.Grants {
-			specs[i] = cards.Spec{LowerPos: cards.Any(g.Grant)}
+			specs[i] = cards.Spec{LowerPos: cards.Any(g.Grant), Budget: g.Budget}
 		}
 		if _, _, err := s.st.SyncSystemCards(ctx, a.Name, specs); err != nil {
 			return fmt.Errorf("system cards of agent %q: %w", a.Name, err)

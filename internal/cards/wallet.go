@@ -128,6 +128,16 @@ func (w *Wallet) Agent() string { return w.agent }
 // At is the instant the wallet was pinned at.
 func (w *Wallet) At() time.Time { return w.at }
 
+// Card returns the live card id of the wallet.
+func (w *Wallet) Card(id string) (Card, bool) {
+	for _, c := range w.cards {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Card{}, false
+}
+
 // Cards returns the live cards of the wallet (a copy of the slice).
 func (w *Wallet) Cards() []Card { return append([]Card(nil), w.cards...) }
 
