@@ -465,7 +465,11 @@ func (c *checker) budgetedGrant(t *tnode, key string) (text, budget string, ok b
 		case "budget":
 			budget, _, _ = c.str(v, key+".budget")
 		default:
-			c.unknownKey(v, []string{key, k}, []string{"grant", "budget"})
+			if s := suggest(k, []string{"grant", "budget"}); s != "" {
+				c.errorf(v.line, key+"."+formatKey([]string{k}), "unknown key (did you mean %q?)", s)
+			} else {
+				c.errorf(v.line, key+"."+formatKey([]string{k}), "unknown key; valid keys here: grant, budget")
+			}
 			return "", "", false
 		}
 	}
