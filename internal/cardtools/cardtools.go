@@ -141,12 +141,12 @@ func DecodeInput(tool string, input []byte, v any) *Refusal {
 // store.ErrNotAllowed, and so on.)
 func refusal(op string, err error) (*Refusal, error) {
 	for _, e := range []error{store.ErrNotAllowed, cards.ErrLowerBoundTooBroad, cards.ErrUpperBoundTooBroad, cards.ErrCardExpired,
-		cards.ErrCardRevoked, cards.ErrInstallRecipientMismatch, cards.ErrSystemCard, cards.ErrEmptyCard} {
+		cards.ErrCardRevoked, cards.ErrInstallRecipientMismatch, cards.ErrSystemCard, cards.ErrEmptyCard, cards.ErrBudgetTooBroad} {
 		if errors.Is(err, e) {
 			return &Refusal{Kind: api.KindDenied, Message: op + ": " + err.Error()}, nil
 		}
 	}
-	for _, e := range []error{store.ErrUnknownCard, store.ErrUnknownAgent, store.ErrBadInput, grant.ErrSyntax} {
+	for _, e := range []error{store.ErrUnknownCard, store.ErrUnknownAgent, store.ErrBadInput, grant.ErrSyntax, cards.ErrBadBudget} {
 		if errors.Is(err, e) {
 			return &Refusal{Kind: api.KindInput, Message: op + ": " + err.Error()}, nil
 		}
