@@ -53,11 +53,7 @@ type Spender interface {
 // Applies reports whether card (the one that allowed a call, in w) has a
 // budget: only then must the call be reserved.
 func Applies(w *cards.Wallet, card string) bool {
-	if w == nil || card == "" {
-		return false
-	}
-	c, ok := w.Card(card)
-	return ok && len(c.Budget) > 0
+	return w != nil && card != "" && w.Budgeted(card)
 }
 
 // Meter is one reserved call: what it spent up front, when it started and

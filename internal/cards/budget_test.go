@@ -145,3 +145,22 @@ func TestCheckBudget(t *testing.T) {
 		t.Fatalf("an unlimited parent: %v", err)
 	}
 }
+
+// TestWalletBudgeted: the wallet knows which of its live cards have a
+// budget; a revoked one is not in it.
+func TestWalletBudgeted(t *testing.T) {
+	cs := []Card{
+		{ID: "free", Spec: Spec{LowerPos: gs(t, "tool:invoke x --...")}},
+		{ID: "metered", Spec: Spec{LowerPos: gs(t, "tool:invoke x --..."), Budget: Budget{"calls": 1}}},
+		{ID: "gone", Spec: Spec{LowerPos: gs(t, "tool:invoke x --..."), Budget: Budget{"calls": 1}}, Revoked: t0},
+	}
+	w := NewWallet("a", t0, cs)
+	for id, want := range map[string]bool{"free": false, "metered": true, "gone": false, "nope": false} {
+		if got := w.Budgeted(id); got != want {
+			t.Errorf("Budgeted(%s) = %v, want %v", id, got, want)
+		}
+	}
+	if NewWallet("a", t0, cs[:1]).Budgeted("free") {
+		t.Error("a wallet without budgets reports one")
+	}
+}
