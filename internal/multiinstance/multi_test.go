@@ -30,6 +30,7 @@ import (
 //     its next request;
 //   - `maiden audit verify` passes after the mixed run, and fails after one
 //     record is edited with psql.
+//
 // budgetCalls is the calls budget of the card the budget subtest grants.
 const budgetCalls = 5
 
