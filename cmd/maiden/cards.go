@@ -141,7 +141,7 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	fs.Var(&exp, "expires", "the card stops counting after `DURATION` (e.g. 24h; default: never)")
 	deny := fs.Bool("deny", false, "the GRANTs are a wallet-wide prohibition (upper-negative)")
 	ceiling := fs.Bool("ceiling", false, "the GRANTs are a wallet-wide ceiling (upper-positive)")
-	budget := fs.String("budget", "", "the card's budgets: `calls=N,wall_ms=N,bytes_out=N,cost=N` (any subset)")
+	budget := fs.String("budget", "", "the card's `BUDGETS`: calls=N,wall_ms=N,bytes_out=N,cost=N (any subset)")
 	asJSON := fs.Bool("json", false, `print {"id": ID}`)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -194,7 +194,7 @@ func cmdCardsDerive(ctx context.Context, args []string, _ io.Reader, stdout, std
 	to := fs.String("to", "", "the agent `NAME` whose wallet gets the child (required)")
 	var exp expiryFlag
 	fs.Var(&exp, "expires", "the child stops counting after `DURATION` (default: with its parent)")
-	budget := fs.String("budget", "", "the child's budgets: `calls=N,wall_ms=N,bytes_out=N,cost=N` (at most what the parent has left)")
+	budget := fs.String("budget", "", "the child's `BUDGETS`: calls=N,wall_ms=N,bytes_out=N,cost=N (at most what the parent has left)")
 	asJSON := fs.Bool("json", false, `print {"id": ID}`)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
