@@ -79,6 +79,12 @@ var (
 	ErrInstallRecipientMismatch = cards.ErrInstallRecipientMismatch
 	ErrSystemCard               = cards.ErrSystemCard
 	ErrEmptyCard                = cards.ErrEmptyCard
+	// ErrBudgetTooBroad: a derived card's budget is more than its parent
+	// (or an ancestor) has left, or drops one of their budgets.
+	ErrBudgetTooBroad = cards.ErrBudgetTooBroad
+	// ErrBadBudget: a budget's text is malformed (not KEY=N,... with keys
+	// calls, wall_ms, bytes_out, cost).
+	ErrBadBudget = cards.ErrBadBudget
 )
 
 // Refused reports whether err is a refusal by the card rules (a
@@ -87,7 +93,7 @@ var (
 // well formed and nothing was written.
 func Refused(err error) bool {
 	for _, e := range []error{ErrLowerBoundTooBroad, ErrUpperBoundTooBroad, ErrCardExpired, ErrCardRevoked,
-		ErrInstallRecipientMismatch, ErrSystemCard, ErrEmptyCard, ErrNotAllowed} {
+		ErrInstallRecipientMismatch, ErrSystemCard, ErrEmptyCard, ErrNotAllowed, ErrBudgetTooBroad} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -198,7 +204,7 @@ func (s *State) Sync(ctx context.Context, cfg *config.Config) error {
 		}
 		specs := make([]cards.Spec, len(a.Grants))
 		for i, g := range a.Grants {
-			specs[i] = cards.Spec{LowerPos: cards.Any(g.Grant)}
+			specs[i] = cards.Spec{LowerPos: cards.Any(g.Grant), Budget: g.Budget}
 		}
 		if _, _, err := s.st.SyncSystemCards(ctx, a.Name, specs); err != nil {
 			return fmt.Errorf("system cards of agent %q: %w", a.Name, err)

@@ -46,9 +46,10 @@ func (a *AgentState) Card(ctx context.Context, id string) (api.Card, error) {
 }
 
 // Derive makes a child of card parentID, which the agent holds and may
-// derive from, in agent to's wallet (State.Derive's rules besides).
-func (a *AgentState) Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time) (api.Card, error) {
-	return a.c.derive(ctx, parentID, to, grants, expires)
+// derive from, in agent to's wallet (State.Derive's rules besides,
+// budgets included).
+func (a *AgentState) Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time, budget string) (api.Card, error) {
+	return a.c.derive(ctx, parentID, to, grants, expires, budget)
 }
 
 // Transfer moves card id, which the agent holds and may transfer, to

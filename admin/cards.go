@@ -84,6 +84,19 @@ type CardSpec struct {
 	Ceiling []string
 	Forbid  []string
 	Expires time.Time
+	// Budget is the card's budgets, "calls=N,wall_ms=N,bytes_out=N,cost=N"
+	// (any subset; "" for none): how much the card and every card derived
+	// from it may be used (docs/cards.md, "Budgets"). Malformed:
+	// ErrBadBudget.
+	Budget string
+}
+
+// parseBudget reads a budget text ("" is none).
+func parseBudget(text string) (cards.Budget, error) {
+	if text == "" {
+		return nil, nil
+	}
+	return cards.ParseBudget(text)
 }
 
 func parseGrants(texts []string) ([]cards.Grant, error) {
@@ -115,6 +128,9 @@ func (s *State) Grant(ctx context.Context, agent string, spec CardSpec) (api.Car
 		return api.Card{}, err
 	}
 	cs.Expires = spec.Expires
+	if cs.Budget, err = parseBudget(spec.Budget); err != nil {
+		return api.Card{}, err
+	}
 	c, err := s.st.Grant(ctx, agent, cs)
 	if err != nil {
 		return api.Card{}, err
@@ -145,9 +161,12 @@ func (s *State) operator() cardActor {
 // grants: attenuation only (docs/cards.md, Derivation). The child keeps
 // the parent's exceptions, prohibitions and ceiling and expires with it,
 // or at expires if that is earlier (zero: with the parent). Revoking the
-// parent revokes the child.
-func (s *State) Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time) (api.Card, error) {
-	return s.operator().derive(ctx, parentID, to, grants, expires)
+// parent revokes the child. budget ("calls=N,..." or "" for none) is the
+// child's budgets: at most what the parent and each ancestor have left
+// (ErrBudgetTooBroad); a budget of theirs the child does not name is
+// given what they have left.
+func (s *State) Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time, budget string) (api.Card, error) {
+	return s.operator().derive(ctx, parentID, to, grants, expires, budget)
 }
 
 // Revoke revokes card id and every card derived from it, transitively, in
@@ -173,8 +192,12 @@ func (s *State) Cards(ctx context.Context, agent string) ([]api.Card, error) {
 	return s.operator().cards(ctx, agent)
 }
 
-func (a cardActor) derive(ctx context.Context, parentID, to string, grants []string, expires time.Time) (api.Card, error) {
+func (a cardActor) derive(ctx context.Context, parentID, to string, grants []string, expires time.Time, budget string) (api.Card, error) {
 	gs, err := parseGrants(grants)
+	if err != nil {
+		return api.Card{}, err
+	}
+	b, err := parseBudget(budget)
 	if err != nil {
 		return api.Card{}, err
 	}
@@ -191,7 +214,9 @@ func (a cardActor) derive(ctx context.Context, parentID, to string, grants []str
 	}
 	// Derive checks the parent again inside its transaction: a revocation
 	// in between is refused there.
-	c, err := a.st.Derive(ctx, a.actor, parent.ID, to, cards.Child(parent, plain, expires))
+	spec := cards.Child(parent, plain, expires)
+	spec.Budget = b
+	c, err := a.st.Derive(ctx, a.actor, parent.ID, to, spec)
 	if err != nil {
 		return api.Card{}, err
 	}

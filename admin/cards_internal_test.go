@@ -58,6 +58,12 @@ func TestCardBuiltinsAsAgent(t *testing.T) {
 	grantTo("parent", "card:derive *")
 	grantTo("parent", "card:revoke *")
 	weather := grantTo("parent", "tool:invoke weather --...")
+	g, _ := grant.Parse("tool:invoke metered --...")
+	meteredCard, err := st.Grant(ctx, "parent", cards.Spec{LowerPos: cards.Any(g), Budget: cards.Budget{"calls": 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metered := meteredCard.ID
 	inspect := grantTo("parent", "card:inspect "+weather)
 	childs := grantTo("child", "tool:invoke other --...")
 	w, err := st.Wallet(ctx, "parent", time.Now())
@@ -84,6 +90,21 @@ func TestCardBuiltinsAsAgent(t *testing.T) {
 	}
 	if _, r := run("cards_derive", `{"card":"`+weather+`","to":"child","grants":["tool:invok weather"]}`); r == nil || r.Kind != api.KindInput || !strings.Contains(r.Message, "grants[0]") {
 		t.Errorf("a malformed grant: %+v, want kind input naming grants[0]", r)
+	}
+	// Budgets: a wider one than the parent has is denied
+	// (budget-too-broad), a malformed one is the input's fault, one within
+	// it is the child's.
+	if _, r := run("cards_derive", `{"card":"`+metered+`","to":"child","grants":["tool:invoke metered --..."],"budget":"calls=6"}`); r == nil || r.Kind != api.KindDenied ||
+		!strings.Contains(r.Message, "budget-too-broad: the child's calls=6 is more than card "+metered+" has left (5 of 5)") {
+		t.Errorf("derive a wider budget: %+v, want denied budget-too-broad", r)
+	}
+	if _, r := run("cards_derive", `{"card":"`+metered+`","to":"child","grants":["tool:invoke metered --..."],"budget":"calls=x"}`); r == nil || r.Kind != api.KindInput || !strings.Contains(r.Message, "cards_derive: budget: bad budget") {
+		t.Errorf("derive a malformed budget: %+v, want kind input", r)
+	}
+	if out, r := run("cards_derive", `{"card":"`+metered+`","to":"child","grants":["tool:invoke metered --..."],"budget":"calls=2"}`); r != nil {
+		t.Errorf("derive calls=2 of 5: %+v", r)
+	} else if c, err := st.Card(ctx, out.(map[string]any)["id"].(string)); err != nil || c.Budget["calls"] != 2 {
+		t.Errorf("the derived card's budget: %v, %v", c.Budget, err)
 	}
 	// Another agent's card and a card that does not exist are answered
 	// alike.

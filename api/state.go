@@ -145,15 +145,29 @@ type Card struct {
 	Expires  time.Time   `json:"expires,omitzero"` // zero: never
 	// Bound ties an approve:always card to the tool and policy a human was
 	// shown when approving.
-	Bound   string    `json:"bound,omitempty"`
-	System  bool      `json:"system,omitempty"` // from the operator's configuration
-	Manager string    `json:"manager"`          // "operator", "system" or the deriving agent
-	Created time.Time `json:"created"`
-	Revoked time.Time `json:"revoked,omitzero"` // zero while it counts
+	Bound string `json:"bound,omitempty"`
+	// Budgets are the card's budgets (docs/cards.md, "Budgets"), in the
+	// order calls, wall_ms, bytes_out, cost: each with what the card has
+	// spent (its own calls and its descendants') and what is left.
+	Budgets []CardBudget `json:"budgets,omitempty"`
+	System  bool         `json:"system,omitempty"` // from the operator's configuration
+	Manager string       `json:"manager"`          // "operator", "system" or the deriving agent
+	Created time.Time    `json:"created"`
+	Revoked time.Time    `json:"revoked,omitzero"` // zero while it counts
 }
 
 // ExpiredAt reports whether c has expired at time t.
 func (c Card) ExpiredAt(t time.Time) bool { return !c.Expires.IsZero() && !t.Before(c.Expires) }
+
+// CardBudget is one budget of a card: its key (calls, wall_ms, bytes_out or
+// cost), its limit, what the card has spent and what is left (never below
+// 0: wall time and bytes are charged after a call and may go over).
+type CardBudget struct {
+	Key   string `json:"key"`
+	Limit int64  `json:"limit"`
+	Spent int64  `json:"spent"`
+	Left  int64  `json:"left"`
+}
 
 // CardGrant is one grant of a card ("class:verb resource", in its
 // canonical form) and its recipient: the agent that may use it ("" or "*"

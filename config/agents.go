@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/hostpattern"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -84,7 +85,10 @@ type Binding struct {
 type SystemGrant struct {
 	Text  string      // as written
 	Grant grant.Grant // parsed
-	Line  int
+	// Budget is the card's budgets by key (calls, wall_ms, bytes_out,
+	// cost), from the entry's budget; nil when it has none.
+	Budget map[string]int64
+	Line   int
 }
 
 func (a Agent) clone() Agent {
@@ -404,23 +408,76 @@ func patternWithin(p string, allowed []string) bool {
 	return false
 }
 
-// grants reads an agent's system grants.
+// grants reads an agent's system grants: each a grant text, or an inline
+// table { grant = "GRANT", budget = "calls=N,wall_ms=N,bytes_out=N,cost=N" }
+// for a card with budgets (docs/cards.md, "Budgets").
 func (c *checker) grants(n *tnode, key string) []SystemGrant {
 	var out []SystemGrant
-	c.strElems(n, key, func(_ int, ekey string, v *tvalue) {
-		g, err := grant.Parse(v.text)
+	elems, ok := c.list(n, key, "grants (strings, or tables with grant and budget)")
+	if !ok {
+		return nil
+	}
+	for i, v := range elems {
+		ekey := fmt.Sprintf("%s[%d]", key, i)
+		text, budgetText, line, ok := v.text, "", v.line, true
+		switch v.kind {
+		case unstable.String:
+		case unstable.InlineTable:
+			text, budgetText, ok = c.budgetedGrant(v.table, ekey)
+		default:
+			c.errorf(v.line, ekey, "must be a grant string or a table { grant = \"...\", budget = \"calls=N,...\" }, got %s", describeValue(v))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		g, err := grant.Parse(text)
 		if err != nil {
 			var pe *grant.ParseError
 			if errors.As(err, &pe) {
-				c.errorf(v.line, ekey, "at column %d of %s: expected %s, found %s", pe.Pos+1, quoteShort(v.text), pe.Expected, pe.Found)
+				c.errorf(line, ekey, "at column %d of %s: expected %s, found %s", pe.Pos+1, quoteShort(text), pe.Expected, pe.Found)
 			} else {
-				c.errorf(v.line, ekey, "%v", err)
+				c.errorf(line, ekey, "%v", err)
 			}
-			return
+			continue
 		}
-		out = append(out, SystemGrant{Text: v.text, Grant: g, Line: v.line})
-	})
+		sg := SystemGrant{Text: text, Grant: g, Line: line}
+		if budgetText != "" {
+			b, err := cards.ParseBudget(budgetText)
+			if err != nil {
+				c.errorf(line, ekey+".budget", "%v", err)
+				continue
+			}
+			sg.Budget = b
+		}
+		out = append(out, sg)
+	}
 	return out
+}
+
+// budgetedGrant reads { grant = "...", budget = "..." }.
+func (c *checker) budgetedGrant(t *tnode, key string) (text, budget string, ok bool) {
+	for _, k := range t.order {
+		v := t.keys[k]
+		switch k {
+		case "grant":
+			text, _, _ = c.str(v, key+".grant")
+		case "budget":
+			budget, _, _ = c.str(v, key+".budget")
+		default:
+			if s := suggest(k, []string{"grant", "budget"}); s != "" {
+				c.errorf(v.line, key+"."+formatKey([]string{k}), "unknown key (did you mean %q?)", s)
+			} else {
+				c.errorf(v.line, key+"."+formatKey([]string{k}), "unknown key; valid keys here: grant, budget")
+			}
+			return "", "", false
+		}
+	}
+	if text == "" {
+		c.errorf(t.line, key+".grant", "required key is missing")
+		return "", "", false
+	}
+	return text, budget, true
 }
 
 // state reads the [state] table: path (a SQLite file) or url (PostgreSQL),

@@ -28,7 +28,7 @@ func TestAgentsAndBindings(t *testing.T) {
 	src := agentsTools + `
 [agents.research]
 tools = ["echo", "weather", "cards_list"]
-grants = ["tool:invoke weather --city=Par*", "network:connect api.example.com"]
+grants = ["tool:invoke weather --city=Par*", { grant = "network:connect api.example.com", budget = "calls=10,bytes_out=4096" }]
 
 [agents.coder.tools.echo]
 [agents.coder.tools.weather]
@@ -61,7 +61,7 @@ path = "state/maiden.db"
 			{Tool: "weather", Line: 12},
 		}, Grants: []SystemGrant{
 			{Text: "tool:invoke weather --city=Par*", Line: 13},
-			{Text: "network:connect api.example.com", Line: 13},
+			{Text: "network:connect api.example.com", Line: 13, Budget: map[string]int64{"calls": 10, "bytes_out": 4096}},
 		}},
 	}
 	if diff := cmp.Diff(want, cfg.Agents(), cmpopts.IgnoreTypes(grant.Grant{})); diff != "" {
@@ -146,6 +146,15 @@ func TestAgentErrors(t *testing.T) {
 		}},
 		{"malformed grant", "[agents.a]\ngrants = [\"tool:invoke echo\", \"tool:fly echo\"]\n", []string{
 			`agent.toml:12: agents.a.grants[1]: at column 6 of "tool:fly echo": expected`,
+		}},
+		{"malformed budget", "[agents.a]\ngrants = [{ grant = \"tool:invoke echo\", budget = \"calls=-1\" }, { grant = \"tool:invoke echo\", budgets = \"calls=1\" }, { budget = \"calls=1\" }, 5]\n", []string{
+			`agent.toml:12: agents.a.grants[0].budget: bad budget: calls=-1: expected a whole number from 0 to`,
+			`agent.toml:12: agents.a.grants[1].budgets: unknown key (did you mean "budget"?)`,
+			`agent.toml:12: agents.a.grants[2].grant: required key is missing`,
+			`agent.toml:12: agents.a.grants[3]: must be a grant string or a table`,
+		}},
+		{"bad tool cost", "[tools.costly]\npath = \"e.wasm\"\ncost = 0\n", []string{
+			"agent.toml:13: tools.costly.cost: must be an integer in 1..1000000000, got 0",
 		}},
 		{"bad agent name", "[agents.Research]\ntools = [\"echo\"]\n", []string{
 			`agent.toml:11: agents.Research: invalid agent name "Research"`,

@@ -142,8 +142,20 @@ type Tool struct {
 	MCP *MCPImport
 	// FS is a WebAssembly tool's filesystem policy (fs = "read" or
 	// "write"; FSNone, no filesystem, when absent): see FSRead and FSWrite.
-	FS   string
+	FS string
+	// Cost is what one call spends of a card's cost budget (the cost key,
+	// 1..MaxCost); 0 when not declared, which CallCost reads as 1.
+	Cost int64
 	Line int // line of the tool's table header (or first key), for later messages
+}
+
+// CallCost is what one call of t spends of a card's cost budget
+// (docs/cards.md, "Budgets"): its cost key, 1 when it declares none.
+func (t Tool) CallCost() int64 {
+	if t.Cost > 0 {
+		return t.Cost
+	}
+	return 1
 }
 
 // Annotations are an operator's overrides of the hints maiden derives from a

@@ -29,10 +29,14 @@ var (
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
-		"title", "annotations", "middleware", "middleware_mode",
+		"title", "annotations", "middleware", "middleware_mode", "cost",
 	}
 	annotationKeys = []string{"read_only", "destructive", "idempotent", "open_world"}
 )
+
+// MaxCost bounds a tool's cost per call (the cost key), the units a
+// call spends of a card's cost budget.
+const MaxCost = 1_000_000_000
 
 // MaxTitleLen bounds a tool's title (characters), which clients show in
 // menus.
@@ -297,6 +301,10 @@ func (c *checker) toolIn(section, name string, n *tnode, known []string, extra f
 			t.Middleware = c.middlewareKey(v, kpath[:len(kpath)-1])
 		case "middleware_mode":
 			t.MiddlewareMode = c.middlewareMode(v, kkey)
+		case "cost":
+			if n, ok := c.intKey(v, kkey, 1, MaxCost); ok {
+				t.Cost = n
+			}
 		case "fs":
 			if section != "tools" {
 				// A wrapped CLI's files are its read_paths and write_paths.

@@ -104,7 +104,7 @@ func (s *operatorState) declared(agent string) error {
 // stateCode maps an error of a store operation to an exit code.
 func stateCode(err error) int {
 	switch {
-	case errors.Is(err, admin.ErrBadGrant),
+	case errors.Is(err, admin.ErrBadGrant), errors.Is(err, admin.ErrBadBudget),
 		errors.Is(err, admin.ErrUnknownAgent), errors.Is(err, admin.ErrUnknownCard),
 		errors.Is(err, admin.ErrUnknownToken), errors.Is(err, admin.ErrBadInput),
 		errors.Is(err, errUnknownOperator):

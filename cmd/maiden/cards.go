@@ -34,6 +34,10 @@ GRANTs are the card's lower-positive grants: what it allows.
             the tool's input schema accepts can match is refused (it would forbid nothing),
             one that a call escapes by adding an argument is granted with a warning.
 -expires makes the card stop counting after that long (default: never).
+-budget limits how much the card (and every card derived from it) may be used:
+calls=N,wall_ms=N,bytes_out=N,cost=N, any subset (calls allowed, milliseconds they ran,
+bytes they sent through http-fetch, cost units: each call costs its tool's cost key in
+agent.toml, 1 by default). A call that would go over is denied (budget-exhausted).
 Prints the card's ID (-json: {"id": ID}).
 
 ` + grantSyntaxHelp + "\n\n" + stateExitHelp
@@ -43,7 +47,10 @@ Derivation). The child allows the GRANTs, each of which must be under one of the
 lower-positive grants (else lower-bound-too-broad); it keeps the parent's negative grants and
 its ceiling (upper-bound-too-broad otherwise) and expires with the parent, or earlier with
 -expires (card-expired if the parent has expired or the child would outlive it). Revoking the
-parent revokes the child. Prints the child's ID (-json: {"id": ID}).
+parent revokes the child. -budget calls=N,wall_ms=N,bytes_out=N,cost=N gives the child budgets:
+each at most what the parent and every ancestor have left (budget-too-broad otherwise); one of
+theirs the child does not name is given what they have left. Spending on the child spends its
+ancestors too. Prints the child's ID (-json: {"id": ID}).
 
 ` + grantSyntaxHelp + "\n\n" + stateExitHelp
 
@@ -61,9 +68,11 @@ included, in the order they were made: ID, holder, state, expiry, parents and gr
 ` + stateExitHelp
 
 const cardsShowHelp = `Prints card ID: holder, state (live, revoked or expired), whether it is a system card
-(from agent.toml), who made it, its parents, expiry and its four grant lists.
+(from agent.toml), who made it, its parents, expiry, its four grant lists and each budget's
+limit, spent (by the card and the cards derived from it) and left.
 -json: {"id", "agent", "parents", "lower_positive", "lower_negative", "upper_positive",
-"upper_negative", "expires", "system", "manager", "created", "revoked", "state"}.
+"upper_negative", "expires", "budgets": [{"key", "limit", "spent", "left"}], "system",
+"manager", "created", "revoked", "state"}.
 
 ` + stateExitHelp
 
@@ -132,6 +141,7 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	fs.Var(&exp, "expires", "the card stops counting after `DURATION` (e.g. 24h; default: never)")
 	deny := fs.Bool("deny", false, "the GRANTs are a wallet-wide prohibition (upper-negative)")
 	ceiling := fs.Bool("ceiling", false, "the GRANTs are a wallet-wide ceiling (upper-positive)")
+	budget := fs.String("budget", "", "the card's `BUDGETS`: calls=N,wall_ms=N,bytes_out=N,cost=N (any subset)")
 	asJSON := fs.Bool("json", false, `print {"id": ID}`)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -139,7 +149,7 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	}
 	switch {
 	case *agent == "" || len(pos) == 0:
-		fmt.Fprintln(stderr, "usage: maiden cards grant -agent NAME [-expires 24h] [-deny | -ceiling] [-json] GRANT...")
+		fmt.Fprintln(stderr, "usage: maiden cards grant -agent NAME [-budget calls=N,wall_ms=N,bytes_out=N,cost=N] [-expires 24h] [-deny | -ceiling] [-json] GRANT...")
 		return exitUsage
 	case *deny && *ceiling:
 		fmt.Fprintln(stderr, "maiden cards grant: -deny and -ceiling exclude each other (grant them as two cards)")
@@ -149,7 +159,7 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	if !ok {
 		return exitUsage
 	}
-	spec := admin.CardSpec{Expires: exp.at(time.Now())}
+	spec := admin.CardSpec{Expires: exp.at(time.Now()), Budget: *budget}
 	switch {
 	case *ceiling:
 		spec.Ceiling = pos
@@ -175,7 +185,7 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	if err != nil {
 		return failed(stderr, "cards grant", err)
 	}
-	printID(stdout, *asJSON, card.ID, fmt.Sprintf("card %s granted to agent %q%s", card.ID, *agent, expiresText(card)))
+	printID(stdout, *asJSON, card.ID, fmt.Sprintf("card %s granted to agent %q%s%s", card.ID, *agent, expiresText(card), budgetText(card)))
 	return exitOK
 }
 
@@ -184,13 +194,14 @@ func cmdCardsDerive(ctx context.Context, args []string, _ io.Reader, stdout, std
 	to := fs.String("to", "", "the agent `NAME` whose wallet gets the child (required)")
 	var exp expiryFlag
 	fs.Var(&exp, "expires", "the child stops counting after `DURATION` (default: with its parent)")
+	budget := fs.String("budget", "", "the child's `BUDGETS`: calls=N,wall_ms=N,bytes_out=N,cost=N (at most what the parent has left)")
 	asJSON := fs.Bool("json", false, `print {"id": ID}`)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if *to == "" || len(pos) < 2 {
-		fmt.Fprintln(stderr, "usage: maiden cards derive ID -to NAME [-expires 1h] [-json] GRANT...")
+		fmt.Fprintln(stderr, "usage: maiden cards derive ID -to NAME [-budget calls=N,wall_ms=N,bytes_out=N,cost=N] [-expires 1h] [-json] GRANT...")
 		return exitUsage
 	}
 	if _, ok := parseGrants(stderr, "cards derive", pos[1:]); !ok {
@@ -204,11 +215,11 @@ func cmdCardsDerive(ctx context.Context, args []string, _ io.Reader, stdout, std
 	if err := s.declared(*to); err != nil {
 		return failed(stderr, "cards derive", err)
 	}
-	card, err := s.st.Derive(ctx, pos[0], *to, pos[1:], exp.at(time.Now()))
+	card, err := s.st.Derive(ctx, pos[0], *to, pos[1:], exp.at(time.Now()), *budget)
 	if err != nil {
 		return failed(stderr, "cards derive", err)
 	}
-	printID(stdout, *asJSON, card.ID, fmt.Sprintf("card %s derived from %s for agent %q%s", card.ID, pos[0], *to, expiresText(card)))
+	printID(stdout, *asJSON, card.ID, fmt.Sprintf("card %s derived from %s for agent %q%s%s", card.ID, pos[0], *to, expiresText(card), budgetText(card)))
 	return exitOK
 }
 
@@ -269,6 +280,28 @@ func expiresText(c api.Card) string {
 		return ""
 	}
 	return ", expires " + c.Expires.Local().Format(time.DateTime)
+}
+
+// budgetText is ", budget calls=N,..." for a card with budgets.
+func budgetText(c api.Card) string {
+	if len(c.Budgets) == 0 {
+		return ""
+	}
+	parts := make([]string, len(c.Budgets))
+	for i, b := range c.Budgets {
+		parts[i] = fmt.Sprintf("%s=%d", b.Key, b.Limit)
+	}
+	return ", budget " + strings.Join(parts, ",")
+}
+
+// budgetLines are a card's budgets as show prints them: the key, what is
+// left of the limit and what was spent.
+func budgetLines(c api.Card) []string {
+	out := make([]string, len(c.Budgets))
+	for i, b := range c.Budgets {
+		out[i] = fmt.Sprintf("%-9s %d left of %d (%d spent)", b.Key, b.Left, b.Limit, b.Spent)
+	}
+	return out
 }
 
 // grantLists names a card's non-empty grant lists.
@@ -354,6 +387,9 @@ func cmdCardsLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		for _, l := range grantLists(v.Card) {
 			fmt.Fprintf(stdout, "    %-8s %s\n", l[0]+":", l[1])
 		}
+		for _, l := range budgetLines(v.Card) {
+			fmt.Fprintf(stdout, "    %-8s %s\n", "budget:", l)
+		}
 	}
 	return exitOK
 }
@@ -403,6 +439,13 @@ func cmdCardsShow(ctx context.Context, args []string, _ io.Reader, stdout, stder
 	}
 	for _, l := range grantLists(v.Card) {
 		fmt.Fprintf(stdout, "%-8s %s\n", l[0], l[1])
+	}
+	for i, l := range budgetLines(v.Card) {
+		label := ""
+		if i == 0 {
+			label = "budget"
+		}
+		fmt.Fprintf(stdout, "%-8s %s\n", label, l)
 	}
 	return exitOK
 }

@@ -101,7 +101,20 @@ func Card(c cards.Card) api.Card {
 		ID: c.ID, Holder: c.Holder, Parents: c.Parents,
 		LowerPos: grants(c.LowerPos), LowerNeg: grants(c.LowerNeg), UpperPos: grants(c.UpperPos), UpperNeg: grants(c.UpperNeg),
 		Expires: c.Expires, Bound: c.Bound, System: c.System, Manager: c.Manager, Created: c.Created, Revoked: c.Revoked,
+		Budgets: budgets(c),
 	}
+}
+
+// budgets is c's budgets with what it spent, in cards.BudgetKeys order.
+func budgets(c cards.Card) []api.CardBudget {
+	var out []api.CardBudget
+	left := cards.Left(c.Budget, c.Spent)
+	for _, k := range cards.BudgetKeys {
+		if limit, ok := c.Budget[k]; ok {
+			out = append(out, api.CardBudget{Key: k, Limit: limit, Spent: c.Spent[k], Left: left[k]})
+		}
+	}
+	return out
 }
 
 // Cards is Card of each (never nil).

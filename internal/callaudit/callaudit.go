@@ -49,6 +49,9 @@ type Record[V any] struct {
 	Decision   *api.Decision `json:"decision,omitempty"`
 	Middleware []V           `json:"middleware,omitempty"`
 	Approval   string        `json:"approval,omitempty"`
+	// Budget names the budgets the call spent (internal/budget's
+	// Meter.Record): the card, what it reserved, what its chain had left.
+	Budget     string        `json:"budget,omitempty"`
 	Kind       api.ErrorKind `json:"kind,omitempty"`
 	Message    string        `json:"message,omitempty"`
 	Error      string        `json:"error,omitempty"`
@@ -101,6 +104,7 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, v...)
 	}
 	field("approval", r.Approval)
+	field("budget", r.Budget)
 	field("kind", string(r.Kind))
 	field("message", r.Message)
 	field("error", r.Error)

@@ -87,6 +87,10 @@ type Spec struct {
 	// counts the card only for calls of that same tool and policy. The
 	// card model does not interpret it; a derived card keeps it.
 	Bound string `json:"bound,omitempty"`
+	// Budget, when not empty, limits how much the card (and every card
+	// derived from it) may be used (budget.go); the store keeps what it
+	// has spent.
+	Budget Budget `json:"budget,omitempty"`
 }
 
 // Empty reports whether s has no grant at all.
@@ -104,6 +108,10 @@ type Card struct {
 	Manager string    `json:"manager"`          // "operator", "system" or the deriving agent
 	Created time.Time `json:"created"`
 	Revoked time.Time `json:"revoked,omitzero"` // zero while it counts
+	// Spent is what the card has spent of its budget, as the store read
+	// it with the card (Store.Card, Cards; a pinned wallet's cards leave
+	// it nil: spending is not part of a decision).
+	Spent Budget `json:"spent,omitempty"`
 }
 
 // ExpiredAt reports whether c has expired at time t.

@@ -30,6 +30,9 @@ type Wallet struct {
 	// pinned, so recording it costs a call nothing.
 	rev     int64
 	revText string
+	// budgeted are the IDs of the live cards with a budget (nil when
+	// none has one): the call path asks it of every allowed call.
+	budgeted map[string]bool
 }
 
 type nameKey struct {
@@ -93,6 +96,12 @@ func NewWallet(agent string, at time.Time, cards []Card) *Wallet {
 		if len(c.UpperPos) > 0 || len(c.UpperNeg) > 0 {
 			w.upper = append(w.upper, c)
 		}
+		if len(c.Budget) > 0 {
+			if w.budgeted == nil {
+				w.budgeted = map[string]bool{}
+			}
+			w.budgeted[c.ID] = true
+		}
 	}
 	w.rev = revision(w.cards)
 	w.revText = FormatRevision(w.rev)
@@ -134,6 +143,11 @@ func (w *Wallet) Agent() string { return w.agent }
 
 // At is the instant the wallet was pinned at.
 func (w *Wallet) At() time.Time { return w.at }
+
+// Budgeted reports whether the wallet's live card id has a budget
+// (docs/cards.md, "Budgets"): a call it allows must then be reserved.
+// One map lookup, nothing when no card of the wallet has a budget.
+func (w *Wallet) Budgeted(id string) bool { return w.budgeted[id] }
 
 // Cards returns the live cards of the wallet (a copy of the slice).
 func (w *Wallet) Cards() []Card { return append([]Card(nil), w.cards...) }

@@ -55,7 +55,7 @@ type Tool struct {
 // hold the card rules.
 type Cards interface {
 	Cards(ctx context.Context, agent string) ([]api.Card, error)
-	Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time) (api.Card, error)
+	Derive(ctx context.Context, parentID, to string, grants []string, expires time.Time, budget string) (api.Card, error)
 	Transfer(ctx context.Context, id, to string) error
 	Revoke(ctx context.Context, id string) (int, error)
 }
@@ -86,7 +86,8 @@ var Tools = map[string]Tool{
 			`"card":{"type":"string","description":"the ID of the parent card, which you hold"},` +
 			`"to":{"type":"string","description":"the agent that receives the new card"},` +
 			`"grants":{"type":"array","items":{"type":"string"},"minItems":1,"description":"what the new card allows, each as class:verb resource, e.g. tool:invoke weather --city=Paris"},` +
-			`"expires_in":{"type":"string","description":"how long the new card lasts, a duration such as 30m or 1h (default: as long as the parent)"}},` +
+			`"expires_in":{"type":"string","description":"how long the new card lasts, a duration such as 30m or 1h (default: as long as the parent)"},` +
+			`"budget":{"type":"string","description":"how much the new card may be used, e.g. calls=10,wall_ms=60000 (keys calls, wall_ms, bytes_out, cost; at most what the parent has left; default: what the parent has left)"}},` +
 			`"required":["card","to","grants"],"additionalProperties":false}`,
 		Output: `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`,
 		Run:    derive,
@@ -140,12 +141,12 @@ func DecodeInput(tool string, input []byte, v any) *Refusal {
 // store.ErrNotAllowed, and so on.)
 func refusal(op string, err error) (*Refusal, error) {
 	for _, e := range []error{store.ErrNotAllowed, cards.ErrLowerBoundTooBroad, cards.ErrUpperBoundTooBroad, cards.ErrCardExpired,
-		cards.ErrCardRevoked, cards.ErrInstallRecipientMismatch, cards.ErrSystemCard, cards.ErrEmptyCard} {
+		cards.ErrCardRevoked, cards.ErrInstallRecipientMismatch, cards.ErrSystemCard, cards.ErrEmptyCard, cards.ErrBudgetTooBroad} {
 		if errors.Is(err, e) {
 			return &Refusal{Kind: api.KindDenied, Message: op + ": " + err.Error()}, nil
 		}
 	}
-	for _, e := range []error{store.ErrUnknownCard, store.ErrUnknownAgent, store.ErrBadInput, grant.ErrSyntax} {
+	for _, e := range []error{store.ErrUnknownCard, store.ErrUnknownAgent, store.ErrBadInput, grant.ErrSyntax, cards.ErrBadBudget} {
 		if errors.Is(err, e) {
 			return &Refusal{Kind: api.KindInput, Message: op + ": " + err.Error()}, nil
 		}
@@ -172,6 +173,7 @@ func derive(ctx context.Context, c Cards, input []byte) (any, *Refusal, error) {
 		To        string   `json:"to"`
 		Grants    []string `json:"grants"`
 		ExpiresIn string   `json:"expires_in"`
+		Budget    string   `json:"budget"`
 	}
 	if r := DecodeInput("cards_derive", input, &in); r != nil {
 		return nil, r, nil
@@ -194,7 +196,12 @@ func derive(ctx context.Context, c Cards, input []byte) (any, *Refusal, error) {
 		}
 		expires = time.Now().Add(d)
 	}
-	card, err := c.Derive(ctx, in.Card, in.To, in.Grants, expires)
+	if in.Budget != "" {
+		if _, err := cards.ParseBudget(in.Budget); err != nil {
+			return nil, &Refusal{Kind: api.KindInput, Message: "cards_derive: budget: " + err.Error()}, nil
+		}
+	}
+	card, err := c.Derive(ctx, in.Card, in.To, in.Grants, expires, in.Budget)
 	if err != nil {
 		r, err := refusal(fmt.Sprintf("deriving from card %s for agent %q", in.Card, in.To), err)
 		return nil, r, err

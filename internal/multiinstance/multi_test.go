@@ -23,10 +23,17 @@ import (
 //     page, runs exactly once on C;
 //   - a rate limit of 5 per minute holds across all three under 30
 //     concurrent calls: exactly 5 run;
+//   - a card budget of 5 calls (cards grant -budget) holds across all three
+//     under 30 concurrent calls: exactly 5 run, the others are denied
+//     naming the card and the budget, and cards show says 5 spent, 0 left;
 //   - a bearer token revoked with the CLI is refused by every instance at
 //     its next request;
 //   - `maiden audit verify` passes after the mixed run, and fails after one
 //     record is edited with psql.
+//
+// budgetCalls is the calls budget of the card the budget subtest grants.
+const budgetCalls = 5
+
 func TestThreeInstancesOneState(t *testing.T) {
 	e := newEnv(t, pgtest.URL(t))
 	var card struct{ ID string }
@@ -122,6 +129,37 @@ func TestThreeInstancesOneState(t *testing.T) {
 		}
 	})
 
+	t.Run("one card budget across three instances", func(t *testing.T) {
+		var c struct{ ID string }
+		if err := json.Unmarshal([]byte(e.maiden(t, "cards", "grant", "-agent", "alice", "-budget", fmt.Sprintf("calls=%d", budgetCalls), "tool:invoke echo --...", "-json")), &c); err != nil || c.ID == "" {
+			t.Fatalf("cards grant -budget: %v", err)
+		}
+		var calls []*call
+		for range 10 {
+			for _, n := range names {
+				calls = append(calls, d.start(t, n, "echo", map[string]any{"message": "budgeted"}))
+			}
+		}
+		ok, exhausted := 0, 0
+		for _, cl := range calls {
+			r := cl.wait(t)
+			switch {
+			case r.ok():
+				ok++
+			case r.IsError && strings.Contains(r.Text, "budget-exhausted: card "+c.ID+" has 0 of its calls budget of 5 left"):
+				exhausted++
+			default:
+				t.Errorf("a budgeted call: %s", r)
+			}
+		}
+		if ok != budgetCalls || exhausted != len(calls)-budgetCalls {
+			t.Fatalf("%d of %d concurrent calls ran, %d were denied by the budget; want exactly %d to run", ok, len(calls), exhausted, budgetCalls)
+		}
+		if out := e.maiden(t, "cards", "show", c.ID); !strings.Contains(out, "calls     0 left of 5 (5 spent)") {
+			t.Fatalf("cards show after the run:\n%s", out)
+		}
+	})
+
 	t.Run("token revoked on one, refused on all", func(t *testing.T) {
 		id := strings.SplitN(strings.TrimPrefix(e.token, "mdn_"), "_", 2)[0]
 		e.maiden(t, "agents", "revoke-token", id)
@@ -148,9 +186,10 @@ func TestThreeInstancesOneState(t *testing.T) {
 				admitted[r.Tool]++
 			}
 		}
-		// 3 echo calls before the revocation, 2 approved fetcher calls, 5
-		// limited calls: each admitted once, on whichever instance ran it.
-		if admitted["echo"] != 3 || admitted["fetcher"] != 2 || admitted["limited"] != rateLimit {
+		// 3 echo calls before the revocation and 5 on the budget, 2
+		// approved fetcher calls, 5 limited calls: each admitted once, on
+		// whichever instance ran it.
+		if admitted["echo"] != 3+budgetCalls || admitted["fetcher"] != 2 || admitted["limited"] != rateLimit {
 			t.Errorf("call-admitted records per tool: %v", admitted)
 		}
 		victim := recs[len(recs)/2].Seq

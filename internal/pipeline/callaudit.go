@@ -44,7 +44,7 @@ func (a auditStages) call(next handler) handler {
 		if !inv.audited() || inv.agent == "" || (inv.admitted && err == nil && inv.res.OK) {
 			return err
 		}
-		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail, Budget: inv.budget.Record()}
 		if inv.res.Error != nil {
 			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval
 		} else if err != nil {
@@ -76,7 +76,7 @@ func (a auditStages) admit(next handler) handler {
 			inv.admitted = true
 			return next(ctx, inv)
 		}
-		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval, Budget: inv.budget.Record()}
 		if err := callaudit.AppendRecord(ctx, a.trail, inv.auditCall(), store.AuditCallAdmitted, &rec); err != nil {
 			return fmt.Errorf("%w: the audit record of the call could not be written, so the call was refused: %v", ErrState, err)
 		}

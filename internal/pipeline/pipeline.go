@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/budget"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
@@ -117,6 +118,10 @@ type invocation struct {
 	builtinWallet *cards.Wallet
 
 	noAudit bool // Host.noAudit
+
+	// budget meters the call on its card's budgets (budgetStage); nil
+	// when none applies.
+	budget *budget.Meter
 
 	// secrets are the call's secret handles (internal/secret); nil if its
 	// input had no {"$secret": ...}.
@@ -225,6 +230,7 @@ func (h *Host) pipeline() handler {
 	authorize := authorizeStage{wallet: h.wallet}
 	sessions := sessionStages{gate: &h.sessions}
 	coolDown := coolDownStage{crashes: &h.crashes}
+	budgets := budgetStage{state: h.state, log: h.log}
 	middleware := h.middlewareStageOf()
 	stages := []stage{
 		admit.enter,           // call.Tool → an admission turn, release (admission.go)
@@ -241,6 +247,7 @@ func (h *Host) pipeline() handler {
 		middleware.chain,      // bindName's chain → trail, approvals, a rewritten input re-decided (internal/chain; the traversal, approve and the rewrite's check: middleware.go, middleware_approve.go)
 		sessions.recheck,      // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
 		approvals.runApproved, // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
+		budgets.spend,         // decision's card → budget: a call and its cost reserved on its budgets, wall time and bytes charged at the end; refused when exhausted (budgets.go, internal/budget)
 		audit.admit,           // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
 		checkOutput,           // res.Output → held to a declared output schema
 		secrets.runInput,      // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)

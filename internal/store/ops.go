@@ -256,12 +256,22 @@ func (s *DB) queryCards(ctx context.Context, q querier, where string, args ...an
 
 // Card returns one card.
 func (s *DB) Card(ctx context.Context, id string) (cards.Card, error) {
-	return s.loadCard(ctx, s.db, id)
+	c, err := s.loadCard(ctx, s.db, id)
+	if err != nil {
+		return c, err
+	}
+	one := []cards.Card{c}
+	err = s.withSpent(ctx, one)
+	return one[0], err
 }
 
 // Cards lists cards.
 func (s *DB) Cards(ctx context.Context, agent string) ([]cards.Card, error) {
-	return s.queryCards(ctx, s.db, `WHERE c.holder = ? OR ? = ''`, agent, agent)
+	cs, err := s.queryCards(ctx, s.db, `WHERE c.holder = ? OR ? = ''`, agent, agent)
+	if err != nil {
+		return nil, err
+	}
+	return cs, s.withSpent(ctx, cs)
 }
 
 // Wallet pins agent's live cards. It is one SELECT, which SQLite (and
@@ -329,6 +339,9 @@ func (s *DB) checkSpec(spec cards.Spec) error {
 				return fmt.Errorf("%w: a card holds an empty grant", ErrBadInput)
 			}
 		}
+	}
+	if err := spec.Budget.Check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
 	return nil
 }
@@ -473,6 +486,18 @@ func (s *DB) Derive(ctx context.Context, actor Actor, parentID, to string, spec 
 			return err
 		}
 		if err := cards.CheckDerive(parent, spec, s.now()); err != nil {
+			return err
+		}
+		// Budgets only shrink: a key the parent's chain limits and the
+		// child does not name is given what the chain has left; one named
+		// must be at most that (budget-too-broad), read in this
+		// transaction, so a spend in between is counted.
+		chain, err := s.chain(ctx, tx, parentID)
+		if err != nil {
+			return err
+		}
+		spec.Budget = cards.FillBudget(spec.Budget, chain)
+		if err := cards.CheckBudget(spec.Budget, chain); err != nil {
 			return err
 		}
 		if err := s.checkSpec(spec); err != nil {

@@ -228,6 +228,7 @@ var pgTablePrivileges = map[string][]string{
 	"audit":             {"SELECT", "INSERT"},
 	"rate_buckets":      {"SELECT", "INSERT", "UPDATE"},
 	"quota_windows":     {"SELECT", "INSERT", "UPDATE"},
+	"card_spend":        {"SELECT", "INSERT", "UPDATE"},
 	"approvals":         {"SELECT", "INSERT", "UPDATE"},
 	"operators":         {"SELECT", "INSERT"},
 	"operator_tokens":   {"SELECT", "INSERT", "UPDATE"},

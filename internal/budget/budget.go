@@ -1,0 +1,140 @@
+// Package budget is the call path's side of budgets on cards (docs/cards.md,
+// "Budgets"): after the one decision (internal/decide, which stays pure)
+// allowed a call by a card with a budget, Reserve spends one call and the
+// tool's cost on that card and its ancestors in the store (or refuses the
+// call, naming the card, the budget and what is left); the Meter then
+// counts the bytes the call sends through http-fetch, and End charges them
+// and the call's wall time however the call ended (a result, a crash, a
+// deadline, a kill).
+//
+//	m, denial, err := budget.Reserve(ctx, st, wallet, decision.Card, tool.Cost)
+//	if denial != "" {
+//		return denied(denial) // budget-exhausted: card card_1 has 0 of its calls budget of 5 left, this call needs 1
+//	}
+//	defer m.End(context.WithoutCancel(ctx), logger)
+//	run(m.Fetch(fetch))
+//
+// Design notes:
+//   - A call whose card has no budget costs nothing here: the store is not
+//     asked. A card derived from a budgeted card always has a budget of its
+//     own (the store fills in what the parent's chain limits), so whether a
+//     call is metered is read off the pinned wallet.
+//   - Wall time runs from the reservation to End: the reservation is made
+//     after any human approval, so waiting for a human is not the tool's
+//     time; everything after it (the run, its http-fetches and other host
+//     calls) is.
+//   - A call is admitted while some wall time and bytes are left; what it
+//     then uses is charged in full, so a card may end over its budget and
+//     refuses the next call. A maiden process killed mid-call never charges
+//     that call's wall time and bytes (its call and cost were spent when it
+//     started).
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// Spender is what budgets need of the state store.
+type Spender interface {
+	ReserveBudget(ctx context.Context, id string, cost int64) (store.BudgetSpend, error)
+	ChargeBudget(ctx context.Context, sp store.BudgetSpend, wallMS, bytesOut int64) error
+}
+
+// Applies reports whether card (the one that allowed a call, in w) has a
+// budget: only then must the call be reserved.
+func Applies(w *cards.Wallet, card string) bool {
+	return w != nil && card != "" && w.Budgeted(card)
+}
+
+// Meter is one reserved call: what it spent up front, when it started and
+// the bytes it has sent. A nil *Meter meters nothing.
+type Meter struct {
+	st    Spender
+	spend store.BudgetSpend
+	start time.Time
+	bytes atomic.Int64
+	ended atomic.Bool
+	now   func() time.Time
+}
+
+// Reserve starts a call allowed by card, costing cost units, on the store's
+// budgets. It returns a nil Meter when no budget applies, the denial's
+// text when one is exhausted, and an error when the store could not say.
+func Reserve(ctx context.Context, st Spender, w *cards.Wallet, card string, cost int64) (m *Meter, denial string, err error) {
+	if !Applies(w, card) {
+		return nil, "", nil
+	}
+	sp, err := st.ReserveBudget(ctx, card, cost)
+	var ex *cards.Exhausted
+	switch {
+	case errors.As(err, &ex):
+		return nil, fmt.Sprintf("%s (agent %q; the budget is the card's or an ancestor's: maiden cards show %s)", ex.Error(), w.Agent(), ex.Card), nil
+	case err != nil:
+		return nil, "", err
+	case sp.Zero():
+		return nil, "", nil
+	}
+	return &Meter{st: st, spend: sp, start: time.Now(), now: time.Now}, "", nil
+}
+
+// Record is what the call's audit record says of its budget: the card,
+// the cards charged, what it spent up front and what was left after.
+func (m *Meter) Record() string {
+	if m == nil {
+		return ""
+	}
+	s := fmt.Sprintf("card %s spent %s, %s left", m.spend.Card, m.spend.Spent, m.spend.Left)
+	if len(m.spend.Cards) > 1 {
+		s += " (with its ancestors " + strings.Join(m.spend.Cards[1:], ", ") + ")"
+	}
+	return s + "; wall_ms and bytes_out charged when it ends"
+}
+
+// Fetch wraps a call's http-fetch so that the bytes of every request the
+// host sends (method, URL, headers, body) count against bytes_out; a
+// request the policy refused sent nothing.
+func (m *Meter) Fetch(f sandbox.FetchFunc) sandbox.FetchFunc {
+	if m == nil {
+		return f
+	}
+	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		resp, ferr := f(ctx, req)
+		if ferr == nil || ferr.Kind != sandbox.FetchDenied {
+			m.bytes.Add(RequestBytes(req))
+		}
+		return resp, ferr
+	}
+}
+
+// RequestBytes is what a request sends, as bytes_out counts it.
+func RequestBytes(req sandbox.FetchRequest) int64 {
+	n := len(req.Method) + len(req.URL) + len(req.Body)
+	for _, h := range req.Headers {
+		n += len(h.Name) + len(h.Value)
+	}
+	return int64(n)
+}
+
+// End charges the call's wall time and bytes, once; a failure is logged
+// (the call has run: its result stands).
+func (m *Meter) End(ctx context.Context, log *slog.Logger) {
+	if m == nil || m.ended.Swap(true) {
+		return
+	}
+	// Rounded up: a call always takes some time, and a budget of
+	// milliseconds must not be spent by calls shorter than one for free.
+	ms := int64((m.now().Sub(m.start) + time.Millisecond - 1) / time.Millisecond)
+	if err := m.st.ChargeBudget(ctx, m.spend, max(ms, 1), m.bytes.Load()); err != nil && log != nil {
+		log.Error("budget not charged", "card", m.spend.Card, "wall_ms", ms, "bytes_out", m.bytes.Load(), "err", err)
+	}
+}

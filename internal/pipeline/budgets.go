@@ -1,0 +1,44 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/budget"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// budgetStage is budgets on cards (internal/budget): a call allowed by a
+// card with a budget spends one call and its tool's cost on that card and
+// its ancestors before it runs, or is denied naming the card, the budget
+// and what is left; its wall time and http-fetch bytes are charged when
+// it ends, however it ends. It runs after the approvals, so a human's
+// wait is not the tool's time.
+type budgetStage struct {
+	state func(ctx context.Context, cfg *config.Config) (store.Store, error)
+	log   *slog.Logger
+}
+
+func (b budgetStage) spend(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if !inv.decision.Allow || !budget.Applies(inv.wallet, inv.decision.Card) {
+			return next(ctx, inv)
+		}
+		st, err := b.state(ctx, inv.cfg)
+		if err != nil {
+			return err
+		}
+		m, denial, err := budget.Reserve(ctx, st, inv.wallet, inv.decision.Card, inv.tool.CallCost())
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrState, err)
+		}
+		if denial != "" {
+			return inv.fail(KindDenied, denial)
+		}
+		inv.budget = m
+		defer m.End(context.WithoutCancel(ctx), b.log)
+		return next(ctx, inv)
+	}
+}

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/maiden-run/maiden/internal/cards"
+)
+
+// Budgets on cards (docs/cards.md, "Budgets"). A card's budget is part of
+// its spec, immutable like its grants; what it has spent is a row per card
+// and key of card_spend, changed only here. Spending a card spends every
+// ancestor with a budget too (the chain), in one write transaction under
+// the store's one write lock (SQLite's, or on PostgreSQL the advisory lock
+// every instance takes: writeTx), so that concurrent calls in any process
+// never both spend what only one may: the check and the increments are one
+// transaction, as Take's are.
+
+// budgetMigration is migration 8: what each card has spent of each budget.
+const budgetMigration = `
+CREATE TABLE card_spend (
+	card_id TEXT NOT NULL REFERENCES cards(id),
+	budget  TEXT NOT NULL,
+	spent   BIGINT NOT NULL,
+	PRIMARY KEY (card_id, budget)
+)`
+
+// BudgetSpend is what a call reserved of the budgets of the card that
+// allowed it and its ancestors (ReserveBudget); ChargeBudget adds the
+// call's wall time and bytes at its end. The zero BudgetSpend is a call
+// no budget limits.
+type BudgetSpend struct {
+	// Card is the card that allowed the call.
+	Card string `json:"card"`
+	// Cards are the cards charged: Card and its ancestors that have a
+	// budget.
+	Cards []string `json:"cards"`
+	// Spent is what the call spent up front (calls=1, its cost).
+	Spent cards.Budget `json:"spent"`
+	// Left is what Card's chain had left after it (ChainLeft).
+	Left cards.Budget `json:"left"`
+}
+
+// Zero reports whether no budget limits the call.
+func (b BudgetSpend) Zero() bool { return len(b.Cards) == 0 }
+
+// chain is card id and its ancestors, each with what it has spent, read
+// inside q's transaction: id first, then breadth first (a card derived
+// from several parents has each once).
+func (s *DB) chain(ctx context.Context, q querier, id string) ([]cards.Metered, error) {
+	var out []cards.Metered
+	seen := map[string]bool{id: true}
+	for next := []string{id}; len(next) > 0; {
+		cur := next[0]
+		next = next[1:]
+		c, err := s.loadCard(ctx, q, cur)
+		if err != nil {
+			return nil, err
+		}
+		m := cards.Metered{ID: c.ID, Budget: c.Budget}
+		if len(c.Budget) > 0 {
+			if m.Spent, err = s.spentOf(ctx, q, c.ID); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, m)
+		for _, p := range c.Parents {
+			if !seen[p] {
+				seen[p] = true
+				next = append(next, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// spentOf is what card id has spent, by key (nil when nothing).
+func (s *DB) spentOf(ctx context.Context, q querier, id string) (cards.Budget, error) {
+	rows, err := q.QueryContext(ctx, `SELECT budget, spent FROM card_spend WHERE card_id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out cards.Budget
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = cards.Budget{}
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+// withSpent fills what cs with a budget have spent (Card, Cards).
+func (s *DB) withSpent(ctx context.Context, cs []cards.Card) error {
+	for i := range cs {
+		if len(cs[i].Budget) == 0 {
+			continue
+		}
+		sp, err := s.spentOf(ctx, s.db, cs[i].ID)
+		if err != nil {
+			return fmt.Errorf("card %s: what it spent: %w", cs[i].ID, err)
+		}
+		cs[i].Spent = sp
+	}
+	return nil
+}
+
+// spend adds more to what each of ids has spent.
+func (s *DB) spend(ctx context.Context, tx *sql.Tx, ids []string, more cards.Budget) error {
+	for _, id := range ids {
+		for _, k := range cards.BudgetKeys {
+			v, ok := more[k]
+			if !ok || v == 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO card_spend (card_id, budget, spent) VALUES (?, ?, ?)
+				ON CONFLICT (card_id, budget) DO UPDATE SET spent = card_spend.spent + excluded.spent`, id, k, min(v, cards.MaxBudget)); err != nil {
+				return fmt.Errorf("spend %s of card %s: %w", k, id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ReserveBudget starts a call allowed by card id that costs cost units:
+// if id and every ancestor have enough of each budget left (cards.Admit),
+// it spends one call and cost on each of them that has a budget, and
+// returns what it spent. When one is short the error is a
+// *cards.Exhausted naming the card, the budget and what is left (test
+// with errors.Is(err, cards.ErrBudgetExhausted)), and nothing is spent.
+func (s *DB) ReserveBudget(ctx context.Context, id string, cost int64) (BudgetSpend, error) {
+	if cost < 0 || cost > cards.MaxBudget {
+		return BudgetSpend{}, fmt.Errorf("budget of card %s: %w: cost %d", id, ErrBadInput, cost)
+	}
+	var out BudgetSpend
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		out = BudgetSpend{}
+		chain, err := s.chain(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for _, m := range chain {
+			if len(m.Budget) > 0 {
+				ids = append(ids, m.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		spent, err := cards.Admit(chain, cost)
+		if err != nil {
+			return err
+		}
+		if err := s.spend(ctx, tx, ids, spent); err != nil {
+			return err
+		}
+		for i := range chain {
+			if len(chain[i].Budget) > 0 {
+				chain[i].Spent = cards.Add(chain[i].Spent, spent)
+			}
+		}
+		out = BudgetSpend{Card: id, Cards: ids, Spent: spent, Left: cards.ChainLeft(chain)}
+		return nil
+	})
+	if err != nil {
+		var ex *cards.Exhausted
+		if errors.As(err, &ex) {
+			return BudgetSpend{}, ex
+		}
+		return BudgetSpend{}, fmt.Errorf("budget of card %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// ChargeBudget adds a call's wall time (ms) and the bytes it sent to
+// every card sp reserved on, whatever is left: the call ran, so what it
+// used is spent, and a card that went over allows no further call.
+func (s *DB) ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut int64) error {
+	if sp.Zero() || wallMS <= 0 && bytesOut <= 0 {
+		return nil
+	}
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		return s.spend(ctx, tx, sp.Cards, cards.Budget{cards.BudgetWallMS: wallMS, cards.BudgetBytesOut: bytesOut})
+	})
+	if err != nil {
+		return fmt.Errorf("charge the budget of card %s: %w", sp.Card, err)
+	}
+	return nil
+}
