@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,8 @@ const modulePath = "github.com/maiden-run/maiden"
 //	           sdk/go (built the way maiden build does)
 //	"examples/NAME"
 //	           the Go example examples/NAME, built the same way
+//	"sdk/NAME" sdk/go/testdata/NAME, a Go tool of the SDK's own tests,
+//	           built the same way
 //	"middleware/NAME"
 //	           testdata/middleware/NAME.wat (built against NAME.wit plus
 //	           maiden's packages, world middleware, if that file exists, else
@@ -276,6 +279,8 @@ func resolve(root, name string) (*source, error) {
 		return goSource(root, filepath.Join(tools, "go", g))
 	} else if ex, ok := strings.CutPrefix(name, "examples/"); ok {
 		return goSource(root, filepath.Join(root, "examples", ex))
+	} else if sdk, ok := strings.CutPrefix(name, "sdk/"); ok {
+		return goSource(root, filepath.Join(root, "sdk", "go", "testdata", sdk))
 	} else {
 		candidates = []*source{
 			{kind: "wat", path: filepath.Join(tools, name+".wat")},
@@ -343,6 +348,15 @@ func (s *source) key() string {
 		// Only sources that have a world of their own hash it, so the keys
 		// (hence the cached builds) of every other source stay as they were.
 		fmt.Fprintf(h, "world %s\n", s.world)
+	}
+	if s.kind == "go" {
+		// A Go tool's bytes also depend on the Go that compiles it (go test
+		// runs the go command that built this test binary, hence
+		// runtime.Version), on the tags GOFLAGS carries and on whether
+		// it is pre-initialised: a cached build made under other values
+		// would be stale.
+		fmt.Fprintf(h, "go %s\nGOFLAGS %q\n%s %q\n", runtime.Version(), os.Getenv("GOFLAGS"),
+			toolbuild.PreinitEnv, os.Getenv(toolbuild.PreinitEnv))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
