@@ -313,11 +313,20 @@ func resolve(root, name string) (*source, error) {
 	return nil, fmt.Errorf("no test tool %q (looked for %s)", name, strings.Join(tried, ", "))
 }
 
-// goSource is a Go tool directory; its key covers its own sources and the
-// SDK's, since the built bytes depend on both.
+// goSource is a Go tool directory; its key covers its own sources, the
+// SDK's and the Go code of the build itself (toolbuild and the packages it
+// imports that shape the output: wasmsnap's snapshot passes, wit's
+// contracts), since the built bytes depend on all of them.
 func goSource(root, dir string) (*source, error) {
 	var data []byte
-	for _, d := range []string{dir, filepath.Join(root, "sdk", "go")} {
+	builder := map[string]bool{}
+	dirs := []string{dir, filepath.Join(root, "sdk", "go")}
+	for _, d := range []string{"internal/toolbuild", "internal/wasmsnap", "wit"} {
+		d = filepath.Join(root, filepath.FromSlash(d))
+		builder[d] = true
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
 		files, err := filepath.Glob(filepath.Join(d, "*.go"))
 		if err != nil {
 			return nil, err
@@ -326,6 +335,9 @@ func goSource(root, dir string) (*source, error) {
 			return nil, fmt.Errorf("no test tool %q (no .go files in %s)", filepath.Base(dir), dir)
 		}
 		for _, f := range files {
+			if builder[d] && strings.HasSuffix(f, "_test.go") {
+				continue // the build's own tests do not shape what it builds
+			}
 			b, err := os.ReadFile(f)
 			if err != nil {
 				return nil, err

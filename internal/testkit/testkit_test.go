@@ -200,7 +200,13 @@ func TestGoKeyCoversWhatDecidesTheBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The SDK's sources follow the tool's: change the last byte.
+		for _, f := range []string{"sdk/go/tool.go", "internal/toolbuild/golang.go", "internal/wasmsnap/instrument.go"} {
+			if !bytes.Contains(src.data, []byte(string(filepath.Separator)+filepath.FromSlash(f)+"\x00")) {
+				t.Errorf("the key does not cover %s", f)
+			}
+		}
+		// The SDK's and the build's sources follow the tool's: change the
+		// last byte.
 		src.data = append(src.data[:len(src.data)-1:len(src.data)-1], src.data[len(src.data)-1]^1)
 		if src.key() == base {
 			t.Errorf("changed sources have the same key")
