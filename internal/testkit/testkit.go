@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,8 @@ const modulePath = "github.com/maiden-run/maiden"
 //	           sdk/go (built the way maiden build does)
 //	"examples/NAME"
 //	           the Go example examples/NAME, built the same way
+//	"sdk/NAME" sdk/go/testdata/NAME, a Go tool of the SDK's own tests,
+//	           built the same way
 //	"middleware/NAME"
 //	           testdata/middleware/NAME.wat (built against NAME.wit plus
 //	           maiden's packages, world middleware, if that file exists, else
@@ -276,6 +279,8 @@ func resolve(root, name string) (*source, error) {
 		return goSource(root, filepath.Join(tools, "go", g))
 	} else if ex, ok := strings.CutPrefix(name, "examples/"); ok {
 		return goSource(root, filepath.Join(root, "examples", ex))
+	} else if sdk, ok := strings.CutPrefix(name, "sdk/"); ok {
+		return goSource(root, filepath.Join(root, "sdk", "go", "testdata", sdk))
 	} else {
 		candidates = []*source{
 			{kind: "wat", path: filepath.Join(tools, name+".wat")},
@@ -308,11 +313,20 @@ func resolve(root, name string) (*source, error) {
 	return nil, fmt.Errorf("no test tool %q (looked for %s)", name, strings.Join(tried, ", "))
 }
 
-// goSource is a Go tool directory; its key covers its own sources and the
-// SDK's, since the built bytes depend on both.
+// goSource is a Go tool directory; its key covers its own sources, the
+// SDK's and the Go code of the build itself (toolbuild and the packages it
+// imports that shape the output: wasmsnap's snapshot passes, wit's
+// contracts), since the built bytes depend on all of them.
 func goSource(root, dir string) (*source, error) {
 	var data []byte
-	for _, d := range []string{dir, filepath.Join(root, "sdk", "go")} {
+	builder := map[string]bool{}
+	dirs := []string{dir, filepath.Join(root, "sdk", "go")}
+	for _, d := range []string{"internal/toolbuild", "internal/wasmsnap", "wit"} {
+		d = filepath.Join(root, filepath.FromSlash(d))
+		builder[d] = true
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
 		files, err := filepath.Glob(filepath.Join(d, "*.go"))
 		if err != nil {
 			return nil, err
@@ -321,6 +335,9 @@ func goSource(root, dir string) (*source, error) {
 			return nil, fmt.Errorf("no test tool %q (no .go files in %s)", filepath.Base(dir), dir)
 		}
 		for _, f := range files {
+			if builder[d] && strings.HasSuffix(f, "_test.go") {
+				continue // the build's own tests do not shape what it builds
+			}
 			b, err := os.ReadFile(f)
 			if err != nil {
 				return nil, err
@@ -343,6 +360,15 @@ func (s *source) key() string {
 		// Only sources that have a world of their own hash it, so the keys
 		// (hence the cached builds) of every other source stay as they were.
 		fmt.Fprintf(h, "world %s\n", s.world)
+	}
+	if s.kind == "go" {
+		// A Go tool's bytes also depend on the Go that compiles it (go test
+		// runs the go command that built this test binary, hence
+		// runtime.Version), on the tags GOFLAGS carries and on whether
+		// it is pre-initialised: a cached build made under other values
+		// would be stale.
+		fmt.Fprintf(h, "go %s\nGOFLAGS %q\n%s %q\n", runtime.Version(), os.Getenv("GOFLAGS"),
+			toolbuild.PreinitEnv, os.Getenv(toolbuild.PreinitEnv))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -153,3 +153,63 @@ func TestBinaryBuildsOnceAndStaysUpToDate(t *testing.T) {
 		t.Error("a package outside the repository was accepted")
 	}
 }
+
+// TestGoKeyCoversWhatDecidesTheBytes: a cached Go tool is served only to a
+// build that would have made the same bytes. Its key changes with the
+// tool's sources, the SDK's, GOFLAGS (build tags) and MAIDEN_GO_PREINIT,
+// and "sdk/NAME" names the SDK's own test tools.
+func TestGoKeyCoversWhatDecidesTheBytes(t *testing.T) {
+	root := RepoRoot(t)
+	key := func(name string) string {
+		t.Helper()
+		src, err := resolve(root, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.kind != "go" {
+			t.Fatalf("%s resolved to kind %q, want go", name, src.kind)
+		}
+		return src.key()
+	}
+	t.Setenv("GOFLAGS", "")
+	t.Setenv("MAIDEN_GO_PREINIT", "")
+	base := key("sdk/sdktool")
+	if src, _ := resolve(root, "sdk/sdktool"); src.path != filepath.Join(root, "sdk", "go", "testdata", "sdktool") {
+		t.Errorf("sdk/sdktool resolved to %s", src.path)
+	}
+	if k := key("sdk/sdktool"); k != base {
+		t.Fatalf("the key is not stable: %s then %s", base, k)
+	}
+	if k := key("sdk/noregister"); k == base {
+		t.Errorf("two tools' sources share a key")
+	}
+	t.Run("GOFLAGS", func(t *testing.T) {
+		t.Setenv("GOFLAGS", "-tags=maiden_tool_0_1")
+		if key("sdk/sdktool") == base {
+			t.Errorf("a build with other tags in GOFLAGS has the same key")
+		}
+	})
+	t.Run("MAIDEN_GO_PREINIT", func(t *testing.T) {
+		t.Setenv("MAIDEN_GO_PREINIT", "off")
+		if key("sdk/sdktool") == base {
+			t.Errorf("a build without pre-initialisation has the same key")
+		}
+	})
+	t.Run("sources", func(t *testing.T) {
+		src, err := resolve(root, "sdk/sdktool")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"sdk/go/tool.go", "internal/toolbuild/golang.go", "internal/wasmsnap/instrument.go"} {
+			if !bytes.Contains(src.data, []byte(string(filepath.Separator)+filepath.FromSlash(f)+"\x00")) {
+				t.Errorf("the key does not cover %s", f)
+			}
+		}
+		// The SDK's and the build's sources follow the tool's: change the
+		// last byte.
+		src.data = append(src.data[:len(src.data)-1:len(src.data)-1], src.data[len(src.data)-1]^1)
+		if src.key() == base {
+			t.Errorf("changed sources have the same key")
+		}
+	})
+}

@@ -1,16 +1,13 @@
 package wasmscan_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/maiden-run/maiden/internal/testkit"
-	"github.com/maiden-run/maiden/internal/toolbuild"
 	"github.com/maiden-run/maiden/internal/wasmscan"
 )
 
@@ -33,25 +30,15 @@ func TestRealToolsPassLimits(t *testing.T) {
 	for _, name := range tools {
 		paths[name] = testkit.Component(t, name)
 	}
-	// The Go examples, built as `maiden build` builds them.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	tc, err := toolbuild.EnsureToolchain(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The Go examples, built as `maiden build` builds them (toolbuild's
+	// Build, as testkit builds "examples/NAME"): from testkit's cache,
+	// keyed by the example's and the SDK's sources, the toolchain and Go's
+	// version, so a run builds them only when one of those changed instead
+	// of twice more per run.
 	for _, ex := range []string{"echo", "weather"} {
-		p, err := toolbuild.DetectProject(filepath.Join(root, "examples", ex))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(t.TempDir(), ex+".wasm")
-		if err := tc.Build(ctx, p, out); err != nil {
-			t.Fatalf("building examples/%s: %v", ex, err)
-		}
 		name := "go/" + ex
 		tools = append(tools, name)
-		paths[name] = out
+		paths[name] = testkit.Component(t, "examples/"+ex)
 	}
 
 	t.Logf("%-16s %9s %5s %6s %7s %8s %7s %5s %9s %9s %6s %6s %9s", "tool", "bytes", "inst", "funcs", "globals", "tab.elem", "elems", "mems", "mem init", "data", "canon", "defs", "host est")

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
@@ -175,16 +175,6 @@ func buildContract(t testing.TB, contract string) string {
 	if p, ok := contractBuilds[contract]; ok {
 		return p
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	tc, err := toolbuild.EnsureToolchain(ctx, &toolbuild.Options{Progress: logWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := toolbuild.DetectProject(filepath.Join("testdata", "sdktool"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	prev, had := os.LookupEnv("GOFLAGS")
 	os.Setenv("GOFLAGS", strings.TrimSpace(prev+" -tags=maiden_tool_0_1"))
 	defer func() {
@@ -194,10 +184,9 @@ func buildContract(t testing.TB, contract string) string {
 			os.Unsetenv("GOFLAGS")
 		}
 	}()
-	out := filepath.Join(workDir, "sdktool-"+contract+".wasm")
-	if err := tc.Build(ctx, p, out); err != nil {
-		t.Fatalf("building sdktool for %s: %v", contract, err)
-	}
+	// testkit's cache keys a Go tool by GOFLAGS too: this build and the
+	// untagged one are cached apart.
+	out := testkit.Component(t, "sdk/sdktool")
 	contractBuilds[contract] = out
 	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
@@ -24,63 +25,29 @@ import (
 // preview1 reactor adapter), and run it in the real sandbox. They need Go
 // and Node.js >= 20 with npm; a missing toolchain fails them.
 
-var builds sync.Map // testdata dir -> func() (string, error)
-
-// buildTool builds testdata/NAME with toolbuild.Build into workDir, once.
+// buildTool returns testdata/NAME built as toolbuild.Build builds it, from
+// testkit's cache of built tools ("sdk/NAME"), keyed by everything that
+// decides its bytes (its sources and the SDK's, the build's code, Go,
+// GOFLAGS), so it is built once per change instead of once per run
+// (several Go builds' worth of CPU in make test), and never served stale.
 func buildTool(t testing.TB, name string) string {
 	t.Helper()
-	f, _ := builds.LoadOrStore(name, sync.OnceValues(func() (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		tc, err := toolbuild.EnsureToolchain(ctx, &toolbuild.Options{Progress: logWriter{t}})
-		if err != nil {
-			return "", err
-		}
-		p, err := toolbuild.DetectProject(filepath.Join("testdata", name))
-		if err != nil {
-			return "", err
-		}
-		if p.Lang != toolbuild.LangGo {
-			return "", fmt.Errorf("testdata/%s detected as %s, want go", name, p.Lang)
-		}
-		out := filepath.Join(workDir, name+".wasm")
-		start := time.Now()
-		if err := tc.Build(ctx, p, out); err != nil {
-			return "", err
-		}
-		t.Logf("built %s in %v", name, time.Since(start).Round(time.Millisecond))
-		return out, nil
-	}))
-	path, err := f.(func() (string, error))()
+	p, err := toolbuild.DetectProject(filepath.Join("testdata", name))
 	if err != nil {
-		t.Fatalf("building testdata/%s (needs Go >= 1.24 and Node.js >= 20 with npm): %v", name, err)
+		t.Fatal(err)
 	}
-	return path
+	if p.Lang != toolbuild.LangGo {
+		t.Fatalf("testdata/%s detected as %s, want go", name, p.Lang)
+	}
+	return testkit.Component(t, "sdk/"+name)
 }
 
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", bytes.TrimRight(p, "\n"))
-	return len(p), nil
-}
-
-// workDir holds the built tool for all tests (t.TempDir would be removed
-// when the test that built it ends).
-var workDir string
-
+// TestMain closes the sandbox the tests share.
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "maiden-sdk-test-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	workDir = d
 	code := m.Run()
 	if sb, err := sharedSandbox(); err == nil {
 		sb.Close()
 	}
-	os.RemoveAll(d)
 	os.Exit(code)
 }
 
