@@ -79,6 +79,11 @@ type Outcome struct {
 // call (it is then ctx's error) or the sandbox itself failed.
 func (s *Sandbox) Execute(ctx context.Context, c Call) (Outcome, error) {
 	start := time.Now()
+	// As in Open: the load uses the engine, which Shutdown waits for.
+	if err := s.enter(); err != nil {
+		return Outcome{}, err
+	}
+	defer s.leave(nil)
 	l, err := s.cache.get(ctx, c.Path)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -312,6 +312,12 @@ var _ Runner = (*Sandbox)(nil)
 // run once per version of the file, under lim and ctx; a failure that the
 // deadline or ctx caused is not remembered, so the next Open tries again.
 func (s *Sandbox) Open(ctx context.Context, path string, lim Limits) (*Tool, error) {
+	// Loading compiles or deserializes with the engine, which Shutdown must
+	// not free meanwhile: counted as a call in flight.
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave(nil)
 	l, err := s.cache.get(ctx, path)
 	if err != nil {
 		return nil, err
