@@ -70,18 +70,6 @@ const (
 	killedShutdown
 )
 
-// workerRuntimeEnv tunes the worker's Go runtime. A worker runs one call
-// at a time, so a second P only gives the scheduler an idle P to wake an M
-// for (wakep) each time a goroutine is readied: the reader handing a call to
-// its goroutine, a timer. On this paravirtualised VM a thread wake-up is
-// the dear part of a call (bench/README.md, "Worker calls: where the time
-// goes"); with one P, goroutines readied during a call run on the same
-// thread, and one that must run while the guest is in a long cgo call (a
-// cancel, the epoch ticker) gets the P when sysmon retakes it from the cgo
-// call (~20 µs to 10 ms; the parent's kill at deadline + grace does not
-// depend on it). A variable for the round-trip benchmark's comparison row.
-var workerRuntimeEnv = []string{"GOMAXPROCS=1"}
-
 // spawn starts a worker: argv is the program and its arguments (the maiden
 // binary, or a program whose main calls worker.Main). The environment is
 // empty but for the worker marker: no secrets, no proxies, nothing of the
@@ -109,7 +97,7 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	childEnd := os.NewFile(uintptr(fds[1]), "maiden-ipc")
 
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(append([]string{envWorker + "=" + strconv.Itoa(protocolVersion)}, workerRuntimeEnv...), env...)
+	cmd.Env = append([]string{envWorker + "=" + strconv.Itoa(protocolVersion)}, env...)
 	cmd.ExtraFiles = append([]*os.File{childEnd}, files...) // fd 3, then files
 	cmd.Dir = "/"
 	tail := &tailBuffer{max: 8 << 10}

@@ -26,8 +26,6 @@ import (
 //
 //   - inprocess: sandbox.Execute of the WAT echo tool.
 //   - worker: the same call through a Pool (one worker per goroutine).
-//   - worker-alwaysspin, worker-allprocs: the same with one of this
-//     issue's changes undone (freecpu.go; workerRuntimeEnv).
 //   - floor-blocking: two bare Go processes ping-ponging 64 bytes over a
 //     socketpair with blocking reads on locked threads: the cost of two
 //     cross-process wake-ups, the least any socket-based worker can pay.
@@ -65,14 +63,6 @@ func BenchmarkRoundTrip(b *testing.B) {
 			op, done := workerRow(b, echo, in)
 			spinPolicy = func(*freeCPUs) bool { return true }
 			return op, func() { spinPolicy = (*freeCPUs).spinnable; done() }
-		}, false},
-		// Workers with as many Ps as CPUs (the Go default, as before
-		// workerRuntimeEnv): the comparison for the worker row.
-		{"worker-allprocs", func(b *testing.B) (func() error, func()) {
-			saved := workerRuntimeEnv
-			workerRuntimeEnv = nil
-			defer func() { workerRuntimeEnv = saved }()
-			return workerRow(b, echo, in)
 		}, false},
 		{"floor-blocking", pongSetup("blocking"), true},
 		{"floor-netpoll", pongSetup("netpoll"), true},
