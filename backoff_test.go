@@ -25,7 +25,7 @@ path = %q
 [tools.bomb]
 path = %q
 memory_mb = 64
-timeout_ms = 20000
+timeout_ms = 120000
 `, "echo", "bigargs")
 	// The back-off, not the priority: on a busy machine a bomb at the
 	// lowest priority ends at its deadline, not its memory limit.
@@ -75,7 +75,7 @@ func TestCrashCoolDownEndsWithTheComponent(t *testing.T) {
 	}
 	copyFile(testkit.Component(t, "bigargs"))
 	path := filepath.Join(dir, "agent.toml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf("version = 1\n[tools.t]\npath = %q\nmemory_mb = 64\ntimeout_ms = 20000\n", tool)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("version = 1\n[tools.t]\npath = %q\nmemory_mb = 64\ntimeout_ms = 120000\n", tool)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(path)
