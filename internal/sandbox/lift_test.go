@@ -38,7 +38,7 @@ func TestHostCallArgumentsInProcess(t *testing.T) {
 		refused           bool   // kind trap naming the bound
 		maxPeak           uint64 // VmHWM growth allowed
 	}{
-		{"aliased headers", "aliasargs", `{}`, Limits{Timeout: 5 * time.Second, Memory: 16 << 20}, false, true, 512 << 20},
+		{"aliased headers", "aliasargs", `{}`, Limits{Timeout: time.Minute, Memory: 16 << 20}, false, true, 512 << 20},
 		{"3.7M headers", "bigargs", `{"headers":true}`, Limits{Timeout: 2 * time.Minute, Memory: 64 << 20}, true, true, 2 << 30},
 		// The body's lift cannot be interrupted and its time is not
 		// promised (below): 7-20 s alone, 97 s in a loaded full run, where a
