@@ -1,10 +1,12 @@
 package config
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/maiden-run/maiden/internal/credential"
+	"github.com/maiden-run/maiden/internal/hostpattern"
 )
 
 // credentialKind reads the kind of a [secrets.NAME] table and the kind's
@@ -36,6 +38,17 @@ func (c *checker) credentialKind(v *tnode, path []string, d *SecretDestination) 
 		}
 		if k == "session_token" {
 			d.SessionToken = c.boolKey(kv, key(k))
+			continue
+		}
+		if k == "scopes" {
+			d.Scopes = []string{}
+			c.strElems(kv, key(k), func(_ int, ekey string, ev *tvalue) {
+				if ev.text == "" || strings.ContainsAny(ev.text, " \"\\") || !credential.HeaderValue(ev.text) {
+					c.errorf(ev.line, ekey, "invalid scope %s: one word, without spaces or quotes", quoteShort(ev.text))
+					return
+				}
+				d.Scopes = append(d.Scopes, ev.text)
+			})
 			continue
 		}
 		if k == "template" && kv.kind == valueNode && kv.val.text == "" {
@@ -103,6 +116,21 @@ func (c *checker) credentialSetting(k, s string, line int, key string, d *Secret
 		default:
 			d.Service = s
 		}
+	case "token_url":
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Fragment != "" {
+			return "must be an https URL without user info or fragment, e.g. \"https://auth.example.com/oauth/token\""
+		}
+		h, why := hostpattern.Normalize(u.Hostname())
+		if why != "" || !slices.ContainsFunc(d.Hosts, func(p string) bool { return hostpattern.Match(p, h) }) {
+			return "host " + quoteShort(u.Hostname()) + " is not in this secret's hosts: the token endpoint must itself be a destination the secret may be sent to"
+		}
+		d.TokenURL = s
+	case "client_id":
+		if !credential.HeaderValue(s) {
+			return "holds a control character"
+		}
+		d.ClientID = s
 	case "cert_file":
 		p, ok := c.regularFile(line, key, s)
 		if ok && c.checkCerts(line, key, s, p) {

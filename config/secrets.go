@@ -31,23 +31,27 @@ type SecretDestination struct {
 	// "mtls". The fields below are the kind's settings; each is only
 	// accepted with its kind.
 	Kind            string
-	Header          string // header: the header's name
-	Template        string // header: e.g. "token {value}"; "" is the value alone
-	Username        string // basic
-	Algorithm       string // hmac: sha256 or sha512
-	SignatureHeader string // hmac: default X-Signature
-	TimestampHeader string // hmac: default X-Timestamp
-	AccessKeyID     string // sigv4
-	Region          string // sigv4
-	Service         string // sigv4
-	SessionToken    bool   // sigv4: send the secret NAME_SESSION_TOKEN as X-Amz-Security-Token
-	CertFile        string // mtls: PEM client certificate (absolute path); the value is its private key
+	Header          string   // header: the header's name
+	Template        string   // header: e.g. "token {value}"; "" is the value alone
+	Username        string   // basic
+	Algorithm       string   // hmac: sha256 or sha512
+	SignatureHeader string   // hmac: default X-Signature
+	TimestampHeader string   // hmac: default X-Timestamp
+	AccessKeyID     string   // sigv4
+	Region          string   // sigv4
+	Service         string   // sigv4
+	SessionToken    bool     // sigv4: send the secret NAME_SESSION_TOKEN as X-Amz-Security-Token
+	CertFile        string   // mtls: PEM client certificate (absolute path); the value is its private key
+	TokenURL        string   // oauth2: the token endpoint, on a host of Hosts
+	ClientID        string   // oauth2
+	Scopes          []string // oauth2: scopes asked for; nil asks for none
 }
 
 func (d SecretDestination) clone() SecretDestination {
 	d.Hosts = slices.Clone(d.Hosts)
 	d.Methods = slices.Clone(d.Methods)
 	d.PathPrefixes = slices.Clone(d.PathPrefixes)
+	d.Scopes = slices.Clone(d.Scopes)
 	return d
 }
 
@@ -73,7 +77,8 @@ func (c *Config) SecretDestination(name string) (SecretDestination, bool) {
 
 var (
 	secretDestKeys = []string{"hosts", "methods", "path_prefixes", "kind", "header", "template", "username", "algorithm",
-		"signature_header", "timestamp_header", "access_key_id", "region", "service", "session_token", "cert_file"}
+		"signature_header", "timestamp_header", "access_key_id", "region", "service", "session_token", "cert_file",
+		"token_url", "client_id", "scopes"}
 	// kindKeys are the keys each kind takes besides the binding's own.
 	kindKeys = map[string][]string{
 		"bearer": nil,
@@ -82,6 +87,7 @@ var (
 		"hmac":   {"algorithm", "signature_header", "timestamp_header"},
 		"sigv4":  {"access_key_id", "region", "service", "session_token"},
 		"mtls":   {"cert_file"},
+		"oauth2": {"token_url", "client_id", "scopes"},
 	}
 	// kindRequired are the keys a kind cannot do without.
 	kindRequired = map[string][]string{

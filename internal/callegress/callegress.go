@@ -66,7 +66,7 @@ func spec(d config.SecretDestination) credential.Spec {
 		Kind: credential.Kind(d.Kind), Header: d.Header, Template: d.Template, Username: d.Username,
 		Algorithm: d.Algorithm, SignatureHeader: d.SignatureHeader, TimestampHeader: d.TimestampHeader,
 		AccessKeyID: d.AccessKeyID, Region: d.Region, Service: d.Service, SessionToken: d.SessionToken,
-		CertFile: d.CertFile,
+		CertFile: d.CertFile, TokenURL: d.TokenURL, ClientID: d.ClientID, Scopes: d.Scopes,
 	}
 }
 

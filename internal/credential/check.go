@@ -74,6 +74,13 @@ func (s Spec) Check() error {
 		if strings.ContainsAny(s.AccessKeyID, "/, ") || !HeaderValue(s.AccessKeyID) {
 			return fmt.Errorf("access_key_id %q has a character it may not hold", s.AccessKeyID)
 		}
+	case OAuth2:
+		if s.TokenURL == "" || s.ClientID == "" {
+			return fmt.Errorf("token_url and client_id are required")
+		}
+		if !strings.HasPrefix(s.TokenURL, "https://") {
+			return fmt.Errorf("token_url must be an https URL")
+		}
 	default:
 		return fmt.Errorf("unknown kind %q", s.Kind)
 	}

@@ -33,10 +33,11 @@ const (
 	HMAC   Kind = "hmac"   // a signature of the canonical string (see hmac.go)
 	SigV4  Kind = "sigv4"  // AWS Signature Version 4 (see sigv4.go)
 	MTLS   Kind = "mtls"   // a client certificate; value is its PEM private key
+	OAuth2 Kind = "oauth2" // an access token the host obtains with the client credentials grant
 )
 
 // Kinds lists every kind, in the order the documentation gives them.
-var Kinds = []Kind{Bearer, Header, Basic, HMAC, SigV4, MTLS}
+var Kinds = []Kind{Bearer, Header, Basic, HMAC, SigV4, MTLS, OAuth2}
 
 // Placeholder is where a header template puts the secret's value.
 const Placeholder = "{value}"
@@ -72,6 +73,14 @@ type Spec struct {
 	// MTLS: the PEM file of the client certificate (chain); the value is
 	// the certificate's PEM private key.
 	CertFile string
+
+	// OAuth2: the token endpoint (an https URL whose host the secret's
+	// destinations allow), the client ID and the scopes asked for; the
+	// value is the client secret. The gate obtains, caches and refreshes
+	// the access token and attaches it as a bearer token.
+	TokenURL string
+	ClientID string
+	Scopes   []string
 }
 
 // SessionTokenPart is the suffix of the secret that holds a SigV4 session

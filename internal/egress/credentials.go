@@ -1,13 +1,13 @@
 package egress
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/maiden-run/maiden/internal/credential"
 )
@@ -94,7 +94,9 @@ func (p *Policy) headerKindOnly(name string) Ruling {
 // request's snapshot vals, and returns the values it derived that must
 // be redacted too. It runs after every check, right before the request is
 // sent; a kind mtls credential instead selects the transport (tr).
-func (p *Policy) attach(g *Gate, hreq *http.Request, body []byte, name string, vals []secretValue, t target) (derived []secretValue, tr *http.Transport, d Ruling) {
+// stale is an OAuth2 access token the API refused, never to be used again.
+func (p *Policy) attach(ctx context.Context, g *Gate, hreq *http.Request, req Request, vals []secretValue, t target, stale string) (derived []secretValue, tr *http.Transport, d Ruling) {
+	name, body := req.Credential, req.Body
 	spec := p.spec(name)
 	value, d := resolveCredential(vals, name)
 	if !d.Allow {
@@ -111,6 +113,14 @@ func (p *Policy) attach(g *Gate, hreq *http.Request, body []byte, name string, v
 		}
 		return nil, tr, allowed
 	}
+	if spec.Kind == credential.OAuth2 {
+		tok, d := g.oauthToken(ctx, p, name, spec, value, req.Authorize, stale)
+		if !d.Allow {
+			return nil, nil, d
+		}
+		hreq.Header.Set("Authorization", "Bearer "+tok)
+		return []secretValue{{name, tok}}, nil, allowed
+	}
 	v := credential.Values{Value: value}
 	for _, part := range spec.Parts(name) {
 		pv, ok := lookupValue(vals, part)
@@ -119,7 +129,7 @@ func (p *Policy) attach(g *Gate, hreq *http.Request, body []byte, name string, v
 		}
 		v.SessionToken = pv
 	}
-	out, err := spec.Apply(hreq, body, v, time.Now())
+	out, err := spec.Apply(hreq, body, v, g.now())
 	if err != nil {
 		return nil, nil, invalid
 	}

@@ -17,8 +17,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/maiden-run/maiden/internal/credential"
 )
 
 // SecretEnvPrefix is prepended to a secret's name to find its value in the
@@ -40,6 +43,9 @@ type Options struct {
 	// Audit receives one event per request, allowed or refused; nil
 	// discards them.
 	Audit *slog.Logger
+	// Now is the clock of credentials: signatures' timestamps, access
+	// tokens' expiry. nil means time.Now.
+	Now func() time.Time
 }
 
 // Gate serves http-fetch for any number of tools. It is safe for concurrent
@@ -48,6 +54,8 @@ type Gate struct {
 	resolver Resolver
 	lookup   func(string) (string, bool)
 	audit    *slog.Logger
+	clock    func() time.Time
+	tokens   sync.Map // tokenKey → *tokenCache (kind oauth2)
 }
 
 // New returns a Gate.
@@ -56,7 +64,7 @@ func New(opts *Options) *Gate {
 	if opts != nil {
 		o = *opts
 	}
-	g := &Gate{resolver: o.Resolver, lookup: o.LookupSecret, audit: o.Audit}
+	g := &Gate{resolver: o.Resolver, lookup: o.LookupSecret, audit: o.Audit, clock: o.Now}
 	if g.resolver == nil {
 		g.resolver = net.DefaultResolver
 	}
@@ -294,7 +302,7 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	// the checked parts, and the body.
 	tr := p.transport(g)
 	if req.HasCredential {
-		derived, mtls, d := p.attach(g, hreq, req.Body, req.Credential, vals, t)
+		derived, mtls, d := p.attach(ctx, g, hreq, req, vals, t, "")
 		if !d.Allow {
 			return nil, ev.refuse(d)
 		}
@@ -310,6 +318,24 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	// RoundTrip, not http.Client: a redirect is a second request, and the
 	// transport has no code that could make one.
 	resp, err := tr.RoundTrip(hreq)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && req.HasCredential && p.spec(req.Credential).Kind == credential.OAuth2 {
+		// The API refused the access token (revoked, expired early): one
+		// new token, one retry, never more.
+		resp.Body.Close()
+		used := strings.TrimPrefix(hreq.Header.Get("Authorization"), "Bearer ")
+		retry := hreq.Clone(ctx)
+		if len(req.Body) > 0 {
+			retry.Body, _ = hreq.GetBody()
+		}
+		derived, _, d := p.attach(ctx, g, retry, req, vals, t, used)
+		if !d.Allow {
+			return nil, ev.refuse(d)
+		}
+		red = newRedactor(append(slices.Clip(vals), append(derived, secretValue{req.Credential, used})...))
+		*redp = red
+		hreq = retry
+		resp, err = tr.RoundTrip(hreq)
+	}
 	if err != nil {
 		return nil, ev.fail(ctx, err, red)
 	}
