@@ -129,6 +129,8 @@ func TestCredentialKinds(t *testing.T) {
 		{"sigv4", "kind = \"sigv4\"\naccess_key_id = \"AKIDEXAMPLE\"\nregion = \"us-east-1\"\nservice = \"s3\"\nsession_token = true\n",
 			SecretDestination{Kind: "sigv4", AccessKeyID: "AKIDEXAMPLE", Region: "us-east-1", Service: "s3", SessionToken: true}},
 		{"mtls", "kind = \"mtls\"\ncert_file = \"client.pem\"\n", SecretDestination{Kind: "mtls", CertFile: "/cfg/client.pem"}},
+		{"oauth2", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/oauth/token\"\nclient_id = \"svc\"\nscopes = [\"read\", \"write\"]\n",
+			SecretDestination{Kind: "oauth2", TokenURL: "https://api.example.com/oauth/token", ClientID: "svc", Scopes: []string{"read", "write"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := agentsTools + "\n[secrets.WEATHER_TOKEN]\nhosts = [\"api.example.com\"]\n" + tt.src
@@ -154,7 +156,7 @@ func TestCredentialKindErrors(t *testing.T) {
 		want      []string
 	}{
 		{"unknown kind", "kind = \"jwt\"\n", []string{
-			`agent.toml:13: secrets.WEATHER_TOKEN.kind: unknown kind "jwt": one of "bearer", "header", "basic", "hmac", "sigv4", "mtls"`}},
+			`agent.toml:13: secrets.WEATHER_TOKEN.kind: unknown kind "jwt": one of "bearer", "header", "basic", "hmac", "sigv4", "mtls", "oauth2"`}},
 		{"setting of another kind", "kind = \"basic\"\nusername = \"a\"\nregion = \"us-east-1\"\n", []string{
 			`agent.toml:15: secrets.WEATHER_TOKEN.region: is a setting of kind "sigv4", and this secret is kind "basic"`}},
 		{"setting without kind", "header = \"X-Key\"\n", []string{
@@ -170,6 +172,12 @@ func TestCredentialKindErrors(t *testing.T) {
 			`agent.toml:15: secrets.WEATHER_TOKEN.template: must hold {value} exactly once`}},
 		{"basic colon", "kind = \"basic\"\nusername = \"a:b\"\n", []string{
 			`agent.toml:14: secrets.WEATHER_TOKEN.username: may not hold ':'`}},
+		{"oauth2 endpoint outside hosts", "kind = \"oauth2\"\ntoken_url = \"https://auth.other.example/token\"\nclient_id = \"svc\"\n", []string{
+			`agent.toml:14: secrets.WEATHER_TOKEN.token_url: host "auth.other.example" is not in this secret's hosts`}},
+		{"oauth2 plain http", "kind = \"oauth2\"\ntoken_url = \"http://api.example.com/token\"\nclient_id = \"svc\"\n", []string{
+			`agent.toml:14: secrets.WEATHER_TOKEN.token_url: must be an https URL`}},
+		{"oauth2 bad scope", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/token\"\nclient_id = \"svc\"\nscopes = [\"a b\"]\n", []string{
+			`agent.toml:16: secrets.WEATHER_TOKEN.scopes[0]: invalid scope "a b"`}},
 		{"session token not bool", "kind = \"sigv4\"\naccess_key_id = \"A\"\nregion = \"r\"\nservice = \"s\"\nsession_token = \"yes\"\n", []string{
 			`agent.toml:17: secrets.WEATHER_TOKEN.session_token: must be true or false`}},
 	} {

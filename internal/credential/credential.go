@@ -6,8 +6,8 @@
 // never sends anything, never reads the environment, and returns every
 // value it derived (a signature, a signing key, an encoded header) so the
 // gate can redact those too. mTLS (a client certificate on the
-// connection) is the gate's: it is a property of the connection, not of
-// the request.
+// connection) and OAuth 2.0 (an access token obtained over the network)
+// are the gate's: Spec only describes them.
 //
 //	spec := credential.Spec{Kind: credential.HMAC, Algorithm: "sha256"}
 //	derived, err := spec.Apply(req, body, credential.Values{Value: key}, time.Now())
