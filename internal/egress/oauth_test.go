@@ -49,8 +49,8 @@ func startAuthServer(t *testing.T) *authServer {
 	}
 	as := &authServer{port: netip.MustParseAddrPort(l.Addr().String()).Port(), issued: map[string]bool{}, revoked: map[string]bool{}}
 	issuer := "https://a.example.com:" + strconv.Itoa(int(as.port))
-	prov, err := op.NewOpenIDProvider(issuer, &op.Config{CryptoKey: sha256.Sum256([]byte("maiden test"))},
-		storage.NewStorage(storage.NewUserStore(issuer)), op.WithAllowInsecure())
+	prov, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("maiden test"))},
+		storage.NewStorage(storage.NewUserStore(issuer)), op.StaticIssuer(issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatal(err)
 	}
