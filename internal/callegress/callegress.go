@@ -54,14 +54,15 @@ func Rules(cfg *config.Config, t config.Tool) egress.Rules {
 			Methods:      d.Methods,
 			PathPrefixes: d.PathPrefixes,
 			Source:       fmt.Sprintf("[secrets.%s] (%s:%d)", d.Name, filepath.Base(cfg.File()), d.Line),
-			Credential:   spec(d),
+			Credential:   Spec(d),
 		})
 	}
 	return r
 }
 
-// spec is how d's secret is attached, as the gate takes it.
-func spec(d config.SecretDestination) credential.Spec {
+// Spec is how d's secret is attached (its kind and settings), as the
+// gate takes it with the binding.
+func Spec(d config.SecretDestination) credential.Spec {
 	return credential.Spec{
 		Kind: credential.Kind(d.Kind), Header: d.Header, Template: d.Template, Username: d.Username,
 		Algorithm: d.Algorithm, SignatureHeader: d.SignatureHeader, TimestampHeader: d.TimestampHeader,
