@@ -105,3 +105,55 @@ algorithm = "sha256"
 		t.Errorf("audit log: want the name, never the key or signature:\n%s", log)
 	}
 }
+
+// TestWebFetchSigningKeyNotAHeader: web_fetch's secret_headers name a
+// secret of kind hmac; the host refuses to send the signing key as a
+// header value (rule credential-kind) and the server sees nothing.
+func TestWebFetchSigningKeyNotAHeader(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+	}), "api.example.com")
+	u, _ := url.Parse(srv.URL)
+	h := newHostWith(t, `version = 1
+[tools.fetcher]
+path = %q
+http_allow = ["api.example.com"]
+secrets = ["KEY_ONE"]
+
+[secrets.KEY_ONE]
+hosts = ["api.example.com"]
+kind = "hmac"
+algorithm = "sha256"
+
+[agents.b]
+grants = ["tool:invoke web_fetch --...", "network:connect api.example.com", "secret:use KEY_ONE"]
+[agents.b.boundary]
+network = true
+[agents.b.tools.web_fetch]
+http_allow = ["api.example.com"]
+http_ports = [`+u.Port()+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+secret_headers = { "X-Api-Key" = "KEY_ONE" }
+`, maiden.Options{
+		Isolation:    maiden.InProcess,
+		Resolver:     testkit.Loopback("api.example.com"),
+		LookupSecret: func(name string) (string, bool) { return "hmac-signing-key", name == "KEY_ONE" },
+	}, "js/fetcher")
+	res, err := h.Call(context.Background(), maiden.Call{Agent: "b", Tool: "web_fetch", Input: `{"url":"https://api.example.com:` + u.Port() + `/x"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Error == nil || !strings.Contains(res.Error.Message, "credential-kind") || strings.Contains(res.Error.Message, "hmac-signing-key") {
+		t.Fatalf("got %+v", res.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 0 {
+		t.Errorf("the server got the key as a header: %v", seen)
+	}
+}
