@@ -118,4 +118,3 @@ func Sign(ctx context.Context, r Ref, s *Signer, opts *PullOptions) error {
 	}
 	return nil
 }
-
