@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -132,4 +133,29 @@ func osComponent(r oci.Ref, keyFile string) (oci.Component, error) {
 		return oci.Component{}, err
 	}
 	return st.Load(r, key)
+}
+
+// Sources is the oci:// sources of the tools of the agent.toml at path,
+// read without the store: what `maiden pull` fetches. Every other problem
+// of the file is reported as Load reports it.
+func Sources(path string) ([]OCISource, error) {
+	data, err := ReadFile(path, MaxFileBytes)
+	if err != nil {
+		return nil, Errors{{File: path, Msg: "cannot read: " + pathErrText(err)}}
+	}
+	files := osFiles
+	files.component = func(r oci.Ref, _ string) (oci.Component, error) {
+		return oci.Component{Ref: r, Digest: r.Digest}, nil // not looked up
+	}
+	cfg, err := parse(path, data, filepath.Dir(path), files)
+	if err != nil {
+		return nil, err
+	}
+	var out []OCISource
+	for _, t := range cfg.tools {
+		if t.OCI != nil {
+			out = append(out, *t.OCI)
+		}
+	}
+	return out, nil
 }
