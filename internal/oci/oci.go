@@ -91,6 +91,14 @@ const (
 	maxSignatureBytes = 64 << 10
 )
 
+// PinError is an unpinned reference where a pinned one is needed; it
+// matches ErrNotPinned. Ref is the reference, for a caller that can
+// resolve it (maiden check prints the digest to pin).
+type PinError struct{ Ref Ref }
+
+func (e *PinError) Error() string        { return fmt.Sprintf("%s: %v", e.Ref, ErrNotPinned) }
+func (e *PinError) Is(target error) bool { return target == ErrNotPinned }
+
 // Ref is a parsed oci:// reference.
 type Ref struct {
 	Registry   string // host[:port]
