@@ -527,3 +527,35 @@ func TestPlainHTTPOnlyToLoopback(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestConcurrentPullsAgree: instances sharing a store pull the same
+// digest at once; every pull succeeds and all return the same verified
+// component (atomic writes of identical bytes).
+func TestConcurrentPullsAgree(t *testing.T) {
+	host, _ := testRegistry(t)
+	pinned := push(t, "oci://"+host+"/concurrent/echo:v1", echo(t))
+	pinned.Tag = ""
+	dir := t.TempDir()
+	const n = 4
+	got := make([]Component, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := OpenStore(dir)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			got[i], errs[i] = Pull(context.Background(), pinned, st, nil)
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || got[i] != got[0] || got[i].Digest != pinned.Digest {
+			t.Fatalf("pull %d = %+v, %v; pull 0 = %+v", i, got[i], errs[i], got[0])
+		}
+	}
+}
