@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/maiden-run/maiden/internal/oci"
 )
 
 // Version is the only agent.toml format version this package understands.
@@ -146,6 +148,9 @@ type Tool struct {
 	// Cost is what one call spends of a card's cost budget (the cost key,
 	// 1..MaxCost); 0 when not declared, which CallCost reads as 1.
 	Cost int64
+	// OCI is set when path is an oci:// reference: Path is then the
+	// verified component in the local store (see OCISource).
+	OCI  *OCISource
 	Line int // line of the tool's table header (or first key), for later messages
 }
 
@@ -178,6 +183,10 @@ func (t Tool) clone() Tool {
 	t.HTTPCAFiles = slices.Clone(t.HTTPCAFiles)
 	t.Annotations = t.Annotations.clone()
 	t.Middleware = slices.Clone(t.Middleware)
+	if t.OCI != nil {
+		o := *t.OCI
+		t.OCI = &o
+	}
 	return t
 }
 
@@ -219,6 +228,10 @@ func Parse(file string, data []byte, dir string) (*Config, error) {
 type fileSystem struct {
 	stat     func(name string) (fs.FileMode, error)
 	readFile func(name string) ([]byte, error)
+	// component loads a pinned oci:// component from the local store,
+	// verified (with keyFile's key when set); nil refuses every oci://
+	// path.
+	component func(r oci.Ref, keyFile string) (oci.Component, error)
 }
 
 var osFiles = fileSystem{
@@ -229,7 +242,8 @@ var osFiles = fileSystem{
 		}
 		return fi.Mode(), nil
 	},
-	readFile: func(name string) ([]byte, error) { return ReadFile(name, MaxFileBytes) },
+	readFile:  func(name string) ([]byte, error) { return ReadFile(name, MaxFileBytes) },
+	component: osComponent,
 }
 
 func parse(file string, data []byte, dir string, files fileSystem) (*Config, error) {

@@ -18,7 +18,14 @@ type Error struct {
 	Line int    // 1-based; 0 if the problem has no single place (e.g. a missing key)
 	Key  string // dotted key path such as "tools.weather.memory_mb"; "" for syntax errors
 	Msg  string
+	// Err is the cause when a caller can act on it (an unpinned oci://
+	// reference wraps *oci.PinError, so maiden check can resolve it); nil
+	// otherwise.
+	Err error
 }
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error formats the problem as "file:line: key: message", the shape editors
 // and CI annotators recognise. ":line" is omitted when Line is 0 and "key: "

@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/maiden-run/maiden/internal/oci"
 )
 
 var (
@@ -25,7 +27,7 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 
-	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators", "clis", "mcp"}
+	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators", "clis", "mcp", "require_signatures"}
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
@@ -79,6 +81,7 @@ func (c *checker) errorf(line int, key string, format string, args ...any) {
 func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	var tools []Tool
 	var agentsNode, secretsNode, clisNode, mcpNode *tnode
+	requireSigs := false
 	for _, name := range root.order {
 		n := root.keys[name]
 		switch name {
@@ -106,12 +109,17 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 			clisNode = n
 		case "mcp":
 			mcpNode = n
+		case "require_signatures":
+			requireSigs = c.boolKey(n, name)
 		default:
 			c.unknownKey(n, []string{name}, rootKeys)
 		}
 	}
 	if _, ok := root.keys["version"]; !ok && c.complete {
 		c.errorf(0, "version", "required key is missing; add \"version = %d\" at the top", Version)
+	}
+	if requireSigs {
+		c.requireSignatures(tools)
 	}
 	if clisNode != nil {
 		// Wrapped CLIs are tools to agents: one namespace, one binding.
@@ -201,18 +209,44 @@ func (c *checker) tools(n *tnode) []Tool {
 
 // wasmToolKeys are the keys of [tools.NAME]: toolKeys and reveal, which
 // only a WebAssembly tool (maiden:tool@0.3.0's reveal) can use.
-var wasmToolKeys = append(slices.Clone(toolKeys), "reveal")
+var wasmToolKeys = append(slices.Clone(toolKeys), "reveal", "verify")
 
 func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 	var reveal *tnode
 	var revealPath []string
+	var verify *tnode
+	var verifyPath []string
 	t, ok := c.toolIn("tools", name, n, wasmToolKeys, func(_ *Tool, k string, v *tnode, kpath []string) bool {
-		if k != "reveal" {
+		switch k {
+		case "reveal":
+			reveal, revealPath = v, slices.Clone(kpath)
+		case "verify":
+			verify, verifyPath = v, slices.Clone(kpath)
+		default:
 			return false
 		}
-		reveal, revealPath = v, slices.Clone(kpath)
 		return true
 	})
+	if verify != nil {
+		before := len(c.errs)
+		keyFile := c.verifyKey(verify, verifyPath)
+		switch {
+		case len(c.errs) > before:
+			ok = false
+		case t.OCI == nil && c.ociWritten(n):
+			// path was an oci:// reference refused already.
+		case t.OCI == nil:
+			c.errorf(verify.line, formatKey(verifyPath), "verify checks the signature of an oci:// component; path is a local file")
+			ok = false
+		default:
+			t.OCI.Key = keyFile
+		}
+	}
+	if ok && t.OCI != nil {
+		before := len(c.errs)
+		c.resolveOCI(&t, n.keys["path"].val.line)
+		ok = len(c.errs) == before
+	}
 	if reveal != nil {
 		// Checked after the loop: secrets may come after reveal.
 		before := len(c.errs)
@@ -266,7 +300,9 @@ func (c *checker) toolIn(section, name string, n *tnode, known []string, extra f
 		kkey := formatKey(kpath)
 		switch k {
 		case "path":
-			if s, line, ok := c.str(v, kkey); ok {
+			if s, line, ok := c.str(v, kkey); ok && section == "tools" && strings.HasPrefix(s, oci.Scheme) {
+				c.ociPath(line, kkey, s, &t)
+			} else if ok {
 				if p, ok := c.regularFile(line, kkey, s); ok {
 					t.Path = p
 				}

@@ -72,7 +72,7 @@ func TestCompleteArgs(t *testing.T) {
 		kind  completeKind
 		want  []string
 	}{
-		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "pending", "approve", "deny", "sessions", "audit", "state", "operators", "mcp", "client", "completion", "version", "help"}},
+		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "pending", "approve", "deny", "sessions", "audit", "state", "operators", "mcp", "add", "pull", "publish", "client", "completion", "version", "help"}},
 		{"audit subcommands", []string{"audit", ""}, completeWords, []string{"verify", "tail", "export", "whatif"}},
 		{"operators subcommands", []string{"operators", ""}, completeWords, []string{"token", "ls", "revoke-token"}},
 		{"audit tail flags", []string{"audit", "tail", "-"}, completeWords, []string{"-cache", "-config", "-f", "-isolation", "-json", "-n", "-state", "-v"}},

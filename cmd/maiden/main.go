@@ -17,6 +17,9 @@
 //	maiden mcp    accept NAME [TOOL...] [-dry-run] [-json]
 //	maiden new    go|js|js-command|middleware-go|middleware-js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
+//	maiden add    [-config agent.toml] [-key cosign.pub] oci://REGISTRY/REPO:TAG [NAME]
+//	maiden pull   [-config agent.toml]
+//	maiden publish [-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG
 //	maiden client config claude|cursor|vscode [-write]
 //	maiden completion bash|zsh|fish
 //
@@ -189,6 +192,15 @@ func init() {
 		{name: "mcp accept", args: "NAME [TOOL...] [-config agent.toml] [-dry-run] [-json]",
 			summary: "show the tools of [mcp.NAME] that are new or changed since accepted (old vs new) and accept them",
 			help:    mcpAcceptHelp, run: cmdMCPAccept, interspersed: true},
+		{name: "add", args: "[-config agent.toml] [-key cosign.pub] oci://REGISTRY/REPO:TAG [NAME]",
+			summary: "pin a component from an OCI registry: resolve, verify, pull, and add [tools.NAME] to agent.toml",
+			help:    addHelp, run: cmdAdd, interspersed: true},
+		{name: "pull", args: "[-config agent.toml]",
+			summary: "fetch every pinned oci:// tool of agent.toml into the local store (then it loads offline)",
+			run:     noStdin(cmdPull)},
+		{name: "publish", args: "[-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG",
+			summary: "push a component to an OCI registry (and sign it, cosign-compatible); prints the pinned path",
+			run:     cmdPublish, interspersed: true},
 		{name: "client", args: "config claude|cursor|vscode ...",
 			summary: "configure an MCP client to start maiden",
 			subs:    []string{"config"}},

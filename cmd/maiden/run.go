@@ -185,6 +185,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	h, err := c.host(stderr)
 	if err != nil {
 		printConfigErrors(stderr, err)
+		hintPins(ctx, stderr, err)
 		return exitUsage
 	}
 	defer h.Close(context.Background())

@@ -39,6 +39,12 @@ type Record[V any] struct {
 	Session  string `json:"session,omitempty"`
 	Rendered string `json:"rendered"`
 	Card     string `json:"card,omitempty"`
+	// Component is the manifest digest of an oci:// tool's component (the
+	// provenance chain: signature, digest, this record); Signer the ID of
+	// the key whose signature over that digest verified when the
+	// configuration loaded. Both absent for a local file.
+	Component string `json:"component,omitempty"`
+	Signer    string `json:"signer,omitempty"`
 	// Decision is the cards' answer about the call as Decide returned it
 	// (authorize, or the last re-decision of a rewrite or a long approval
 	// wait): the deciding card, bound and grant; on a denial also the
@@ -82,6 +88,8 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `"rendered":`...)
 	b = appendJSONString(b, r.Rendered)
 	field("card", r.Card)
+	field("component", r.Component)
+	field("signer", r.Signer)
 	if d := r.Decision; d != nil {
 		b = append(b, `,"decision":{"allow":`...)
 		b = strconv.AppendBool(b, d.Allow)

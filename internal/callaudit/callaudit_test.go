@@ -27,6 +27,7 @@ func TestCallRecordJSON(t *testing.T) {
 	for _, s := range []string{"", "plain", `--city="Paris" --x=\n`, "tab\there\nnl\r\x00\x1f\x7f", "bad \xff\xfe utf8", "sep \u2028\u2029 end", "emoji 🙂 and ü"} {
 		recs := []callRecord{
 			{Rendered: s},
+			{Rendered: s, Component: s, Signer: s},
 			{Session: s, Rendered: s, Card: s, Approval: s, Kind: api.KindDenied, Message: s, Error: s, DurationMS: 42},
 			{Rendered: s, Middleware: []verdict{{Rule: "middleware[1]", Use: "validate", Verdict: "pass", Detail: s}}},
 			{Rendered: s, Card: s, Decision: &api.Decision{Allow: true, Card: s, Bound: s, Grant: s}},

@@ -45,6 +45,7 @@ func (a auditStages) call(next handler) handler {
 			return err
 		}
 		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail, Budget: inv.budget.Record()}
+		rec.Component, rec.Signer = inv.provenance()
 		if inv.res.Error != nil {
 			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval
 		} else if err != nil {
@@ -77,12 +78,22 @@ func (a auditStages) admit(next handler) handler {
 			return next(ctx, inv)
 		}
 		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval, Budget: inv.budget.Record()}
+		rec.Component, rec.Signer = inv.provenance()
 		if err := callaudit.AppendRecord(ctx, a.trail, inv.auditCall(), store.AuditCallAdmitted, &rec); err != nil {
 			return fmt.Errorf("%w: the audit record of the call could not be written, so the call was refused: %v", ErrState, err)
 		}
 		inv.admitted, inv.trailAtAdmit = true, len(inv.trail)
 		return next(ctx, inv)
 	}
+}
+
+// provenance is the component digest and signer of an oci:// tool, for
+// its records ("" for a local file or another kind of tool).
+func (inv *invocation) provenance() (component, signer string) {
+	if o := inv.tool.OCI; o != nil {
+		return o.Digest, o.Signer
+	}
+	return "", ""
 }
 
 // recordedDecision is the call's decision as its record carries it (nil

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/oci"
+)
+
+// The oci:// commands (docs/oci.md): add pins a registry's component into
+// agent.toml, pull fetches every pinned one into the local store, publish
+// pushes (and signs) one. Registry credentials come from docker's
+// config.json and credential helpers; nothing here writes them anywhere.
+
+const addHelp = `maiden add resolves TAG at the registry, pulls the component (checking
+its cosign signature with -key), and appends to agent.toml:
+
+  [tools.NAME]
+  path = "oci://REGISTRY/REPO:TAG@sha256:..."
+  verify = { key = "cosign.pub" }      (with -key)
+
+NAME defaults to the repository's last element. The component is stored
+under $MAIDEN_OCI_STORE (default: the user cache directory's maiden/oci),
+where every later load verifies it offline.`
+
+// cmdAdd is maiden add [-config agent.toml] [-key cosign.pub] oci://REGISTRY/REPO:TAG [NAME].
+func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("add", stderr)
+	keyFile := fs.String("key", "", "a cosign public key `FILE` the component must be signed with (written as verify.key)")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(rest) < 1 || len(rest) > 2 {
+		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub] oci://REGISTRY/REPO:TAG [NAME]")
+		return exitUsage
+	}
+	r, err := oci.ParseRef(rest[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden add:", err)
+		return exitUsage
+	}
+	name := path.Base(r.Repository)
+	if len(rest) == 2 {
+		name = rest[1]
+	}
+	var key *oci.Key
+	if *keyFile != "" {
+		if key, err = loadKey(*keyFile); err != nil {
+			fmt.Fprintln(stderr, "maiden add:", err)
+			return exitUsage
+		}
+	}
+	pinned, err := oci.Resolve(ctx, r, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
+		return exitUsage
+	}
+	st, err := oci.OpenStore(oci.DefaultStoreDir())
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden add:", err)
+		return exitUsage
+	}
+	comp, err := oci.Pull(ctx, pinned, st, &oci.PullOptions{Key: key})
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
+		return exitUsage
+	}
+	table := fmt.Sprintf("[tools.%s]\npath = %q\n", name, pinned.String())
+	if *keyFile != "" {
+		table += fmt.Sprintf("verify = { key = %q }\n", keyPathFor(c.config, *keyFile))
+	}
+	if _, err := appendToolTable(c.config, name, table); err != nil {
+		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
+		return exitUsage
+	}
+	signed := "unsigned"
+	if comp.Signer != "" {
+		signed = "signed by key " + comp.Signer
+	}
+	fmt.Fprintf(stdout, "added [tools.%s] to %s: %s (%s)\n", name, c.config, pinned, signed)
+	if _, err := config.Load(c.config); err != nil {
+		// The table is written; say what else stops the file loading.
+		printConfigErrors(stderr, err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+// keyPathFor is the key file as agent.toml at cfg should name it:
+// relative to the file's directory when it is beneath it.
+func keyPathFor(cfg, key string) string {
+	abs, err := filepath.Abs(key)
+	if err != nil {
+		return key
+	}
+	dir, err := filepath.Abs(filepath.Dir(cfg))
+	if err != nil {
+		return abs
+	}
+	if rel, err := filepath.Rel(dir, abs); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return abs
+}
+
+func loadKey(file string) (*oci.Key, error) {
+	b, err := config.ReadFile(file, config.MaxFileBytes)
+	if err != nil {
+		return nil, err
+	}
+	k, err := oci.ParseKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return k, nil
+}
+
+// cmdPull is maiden pull [-config agent.toml]: fetch every pinned oci://
+// tool of the file into the store (verified; signed ones checked), so the
+// file loads offline from then on.
+func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, c := newFlags("pull", stderr)
+	if err := fs.Parse(args); err != nil {
+		return parseFailed(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "maiden pull: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	srcs, err := config.Sources(c.config)
+	if err != nil {
+		printConfigErrors(stderr, err)
+		hintPins(ctx, stderr, err)
+		return exitUsage
+	}
+	st, err := oci.OpenStore(oci.DefaultStoreDir())
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden pull:", err)
+		return exitUsage
+	}
+	bad := 0
+	for _, s := range srcs {
+		r, err := oci.ParseRef(s.Ref)
+		if err != nil {
+			continue // config refused it already
+		}
+		var key *oci.Key
+		if s.Key != "" {
+			if key, err = loadKey(s.Key); err != nil {
+				fmt.Fprintln(stderr, "maiden pull:", err)
+				bad++
+				continue
+			}
+		}
+		if _, err := st.Load(r, key); err == nil {
+			fmt.Fprintf(stdout, "have %s\n", r)
+			continue
+		}
+		if _, err := oci.Pull(ctx, r, st, &oci.PullOptions{Key: key}); err != nil {
+			fmt.Fprintln(stderr, "maiden pull:", terminalSafe(err.Error()))
+			bad++
+			continue
+		}
+		fmt.Fprintf(stdout, "pulled %s\n", r)
+	}
+	if bad > 0 {
+		return exitUsage
+	}
+	return exitOK
+}
+
+// hintPins prints, for each oci:// path of a refused file that names a
+// tag only, the digest the tag names now, to pin.
+func hintPins(ctx context.Context, stderr io.Writer, err error) {
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		return
+	}
+	for _, e := range errs {
+		var pe *oci.PinError
+		if !errors.As(e, &pe) {
+			continue
+		}
+		pinned, rerr := oci.Resolve(ctx, pe.Ref, nil)
+		if rerr != nil {
+			fmt.Fprintf(stderr, "%s:%d: %s: cannot resolve the tag to pin it: %s\n", e.File, e.Line, e.Key, terminalSafe(rerr.Error()))
+			continue
+		}
+		fmt.Fprintf(stderr, "%s:%d: %s: to pin what the tag names now: path = %q\n", e.File, e.Line, e.Key, pinned.String())
+	}
+}
+
+// cmdPublish is maiden publish [-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG.
+func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := bareFlags("publish", stderr)
+	signKey := fs.String("sign-key", "", "a cosign private key `FILE` to sign with (password: $COSIGN_PASSWORD)")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(rest) != 2 {
+		fmt.Fprintln(stderr, "usage: maiden publish [-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG")
+		return exitUsage
+	}
+	r, err := oci.ParseRef(rest[1])
+	if err != nil || r.Pinned() {
+		fmt.Fprintln(stderr, "maiden publish: want oci://REGISTRY/REPO:TAG, got", rest[1])
+		return exitUsage
+	}
+	var signer *oci.Signer
+	if *signKey != "" {
+		b, err := config.ReadFile(*signKey, config.MaxFileBytes)
+		if err == nil {
+			signer, err = oci.ParseSigner(b, func() ([]byte, error) { return []byte(os.Getenv("COSIGN_PASSWORD")), nil })
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "maiden publish: sign key:", err)
+			return exitUsage
+		}
+	}
+	wasm, err := config.ReadFile(rest[0], oci.MaxLayerBytes)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden publish:", err)
+		return exitUsage
+	}
+	pinned, err := oci.Push(ctx, r, wasm, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden publish:", terminalSafe(err.Error()))
+		return exitUsage
+	}
+	if signer != nil {
+		if err := oci.Sign(ctx, pinned, signer, nil); err != nil {
+			fmt.Fprintln(stderr, "maiden publish:", terminalSafe(err.Error()))
+			return exitUsage
+		}
+	}
+	fmt.Fprintf(stdout, "path = %q\n", pinned.String())
+	return exitOK
+}

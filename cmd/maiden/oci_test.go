@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
+	"github.com/maiden-run/maiden/internal/oci"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// TestOCIAddPullCall is the user's path end to end against a real
+// registry on loopback: publish (signed), check refusing the tag alone
+// and printing the digest, add, call; then with the registry gone, call
+// again from the store; on a fresh store, pull refuses (registry down)
+// naming it.
+func TestOCIAddPullCall(t *testing.T) {
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.toml")
+	cache := t.TempDir()
+	// A cosign-compatible key pair (PKCS#8 private key, PEM public key).
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	privPEM, _ := cryptoutils.MarshalPrivateKeyToPEM(priv)
+	pubPEM, _ := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
+	writeFile(t, filepath.Join(dir, "cosign.key"), string(privPEM))
+	writeFile(t, filepath.Join(dir, "cosign.pub"), string(pubPEM))
+
+	ref := "oci://" + host + "/tools/echo:v1"
+	r := cli(t, "", "publish", "-sign-key", filepath.Join(dir, "cosign.key"), testkit.Component(t, "echo"), ref)
+	if r.code != exitOK {
+		t.Fatalf("publish: exit %d: %s", r.code, r.stderr)
+	}
+	pinned := regexp.MustCompile(`path = "(oci://[^"]+@sha256:[0-9a-f]{64})"`).FindStringSubmatch(r.stdout)
+	if pinned == nil {
+		t.Fatalf("publish printed %q; want the pinned path", r.stdout)
+	}
+
+	// A tag alone: refused, with the digest to pin printed.
+	writeFile(t, cfg, "version = 1\n[tools.echo]\npath = \""+ref+"\"\n")
+	r = cli(t, "", "check", "-config", cfg, "-cache", cache)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "names a tag, which can move") || !strings.Contains(r.stderr, `to pin what the tag names now: path = "`+ref+"@"+strings.SplitN(pinned[1], "@", 2)[1]+`"`) {
+		t.Fatalf("check of a tag alone: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+
+	// add pins it (signed) into a file that keeps its comments.
+	writeFile(t, cfg, "# my agent\nversion = 1\n")
+	r = cli(t, "", "add", "-config", cfg, "-key", filepath.Join(dir, "cosign.pub"), ref, "echo")
+	if r.code != exitOK || !strings.Contains(r.stdout, "signed by key sha256:") {
+		t.Fatalf("add: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(cfg)
+	if want := "# my agent\nversion = 1\n\n[tools.echo]\npath = \"" + ref + "@" + strings.SplitN(pinned[1], "@", 2)[1] + "\"\nverify = { key = \"cosign.pub\" }\n"; string(b) != want {
+		t.Fatalf("agent.toml after add:\n%s\nwant:\n%s", b, want)
+	}
+	call := func() cliResult {
+		return cli(t, "", "call", "-config", cfg, "-cache", cache, "echo", `{"message":"hi"}`)
+	}
+	if r := call(); r.code != exitOK || r.stdout != "{\"message\":\"hi\"}\n" {
+		t.Fatalf("call: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+
+	srv.Close()
+	if r := call(); r.code != exitOK {
+		t.Fatalf("call with the registry down: exit %d, stderr %s", r.code, r.stderr)
+	}
+	r = cli(t, "", "pull", "-config", cfg)
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "have ") {
+		t.Fatalf("pull with everything stored: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	// Another machine (a fresh store): the file does not load until
+	// pulled, and pulling needs the registry.
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "fresh"))
+	if r := call(); r.code != exitUsage || !strings.Contains(r.stderr, "is not in the local component store: run maiden pull") {
+		t.Fatalf("call on a fresh store: exit %d, stderr %s", r.code, r.stderr)
+	}
+	r = cli(t, "", "pull", "-config", cfg)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "registry "+host+": ") {
+		t.Fatalf("pull with the registry down: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
+// TestOCIRefusesTamperedStore: a component changed in the store after
+// add does not load, and nothing runs.
+func TestOCIRefusesTamperedStore(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	t.Setenv(oci.StoreEnv, store)
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	echo, err := os.ReadFile(testkit.Component(t, "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := oci.Push(context.Background(), oci.Ref{Registry: host, Repository: "tools/echo", Tag: "v1"}, echo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "agent.toml")
+	writeFile(t, cfg, "version = 1\n")
+	if r := cli(t, "", "add", "-config", cfg, pinned.String(), "echo"); r.code != exitOK {
+		t.Fatalf("add: exit %d: %s", r.code, r.stderr)
+	}
+	layers, _ := filepath.Glob(filepath.Join(store, "blobs", "sha256", "*"))
+	for _, l := range layers {
+		b, _ := os.ReadFile(l)
+		if len(b) == len(echo) {
+			b[len(b)-1] ^= 1
+			writeFile(t, l, string(b))
+		}
+	}
+	r := cli(t, "", "call", "-config", cfg, "-cache", t.TempDir(), "echo", `{"message":"hi"}`)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "stored component: content does not match its digest") || r.stdout != "" {
+		t.Fatalf("call of a tampered component: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,161 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/maiden-run/maiden/internal/oci"
+)
+
+// OCISource is where a tool's component came from when its path is an
+// oci:// reference (docs/oci.md). Path is then the component's file in the
+// local content-addressed store, verified when the configuration was
+// loaded: the manifest hashed to Digest, the layer to the manifest's
+// digest for it, and with Key the stored cosign signature verified.
+type OCISource struct {
+	Ref    string // as written: oci://REGISTRY/REPO[:TAG]@sha256:HEX
+	Digest string // the pinned manifest digest
+	Key    string // absolute path of verify.key; "" when no signature is checked
+	Signer string // the verifying key's ID ("sha256:" of its DER encoding); "" without Key
+}
+
+// ociPath is path = "oci://...": parsed now, resolved against the store in
+// resolveOCI once the table's verify key is known.
+func (c *checker) ociPath(line int, key, written string, t *Tool) {
+	r, err := oci.ParseRef(written)
+	if err != nil {
+		c.errorf(line, key, "%v", err)
+		return
+	}
+	if !r.Pinned() {
+		c.errs = append(c.errs, &Error{File: c.file, Line: line, Key: key, Err: &oci.PinError{Ref: r},
+			Msg: fmt.Sprintf("%s names a tag, which can move: pin its digest (maiden check prints it; maiden add %s NAME writes it)", quoteShort(written), r)})
+		return
+	}
+	t.OCI = &OCISource{Ref: written, Digest: r.Digest}
+}
+
+// verifyKey reads verify = { key = "cosign.pub" }.
+func (c *checker) verifyKey(n *tnode, kpath []string) string {
+	key := formatKey(kpath)
+	if n.kind != tableNode {
+		c.errorf(n.line, key, `must be a table such as { key = "cosign.pub" }, got %s`, describe(n))
+		return ""
+	}
+	var file string
+	for _, k := range n.order {
+		v := n.keys[k]
+		kkey := key + "." + k
+		switch k {
+		case "key":
+			if s, line, ok := c.str(v, kkey); ok {
+				if p, ok := c.regularFile(line, kkey, s); ok {
+					file = p
+				}
+			}
+		default:
+			c.unknownKey(v, append(slices.Clone(kpath), k), []string{"key"})
+		}
+	}
+	if _, ok := n.keys["key"]; !ok {
+		c.errorf(n.line, key+".key", "required key is missing: the cosign public key file the component must be signed with")
+	}
+	return file
+}
+
+// ociWritten reports whether table n's path is written as an oci://
+// reference (valid or not).
+func (c *checker) ociWritten(n *tnode) bool {
+	p, ok := n.keys["path"]
+	return ok && p.kind == valueNode && strings.HasPrefix(p.val.text, oci.Scheme)
+}
+
+// resolveOCI finds a pinned tool's component in the local store.
+func (c *checker) resolveOCI(t *Tool, line int) {
+	key := "tools." + t.Name + ".path"
+	r, err := oci.ParseRef(t.OCI.Ref)
+	if err != nil {
+		return // reported by ociPath
+	}
+	if c.files.component == nil {
+		c.errorf(line, key, "oci:// components are not available here")
+		return
+	}
+	comp, err := c.files.component(r, t.OCI.Key)
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, oci.ErrNotInStore) {
+			msg = fmt.Sprintf("%q is not in the local component store: run maiden pull (it fetches every pinned tool of this file)", t.OCI.Ref)
+		}
+		c.errorf(line, key, "%s", msg)
+		return
+	}
+	t.Path = comp.Path
+	t.OCI.Signer = comp.Signer
+}
+
+// requireSignatures refuses, with require_signatures = true, every
+// [tools.NAME] whose component no key verifies: a local file or an
+// unsigned oci:// reference.
+func (c *checker) requireSignatures(tools []Tool) {
+	for _, t := range tools {
+		if t.CLI != nil || t.MCP != nil {
+			continue
+		}
+		if t.OCI == nil || t.OCI.Key == "" {
+			what := "a local file"
+			if t.OCI != nil {
+				what = "an oci:// reference without verify"
+			}
+			c.errorf(t.Line, "tools."+t.Name+".verify", "require_signatures = true, and the tool's path is %s: give it an oci:// path and verify = { key = \"cosign.pub\" }", what)
+		}
+	}
+}
+
+// osComponent loads a pinned component from the user's store
+// (oci.DefaultStoreDir), checking its signature with keyFile if set.
+func osComponent(r oci.Ref, keyFile string) (oci.Component, error) {
+	var key *oci.Key
+	if keyFile != "" {
+		b, err := ReadFile(keyFile, MaxFileBytes)
+		if err != nil {
+			return oci.Component{}, fmt.Errorf("verify key: %s", pathErrText(err))
+		}
+		if key, err = oci.ParseKey(b); err != nil {
+			return oci.Component{}, fmt.Errorf("verify key %s: %v", keyFile, err)
+		}
+	}
+	st, err := oci.OpenStore(oci.DefaultStoreDir())
+	if err != nil {
+		return oci.Component{}, err
+	}
+	return st.Load(r, key)
+}
+
+// Sources is the oci:// sources of the tools of the agent.toml at path,
+// read without the store: what `maiden pull` fetches. Every other problem
+// of the file is reported as Load reports it.
+func Sources(path string) ([]OCISource, error) {
+	data, err := ReadFile(path, MaxFileBytes)
+	if err != nil {
+		return nil, Errors{{File: path, Msg: "cannot read: " + pathErrText(err)}}
+	}
+	files := osFiles
+	files.component = func(r oci.Ref, _ string) (oci.Component, error) {
+		return oci.Component{Ref: r, Digest: r.Digest}, nil // not looked up
+	}
+	cfg, err := parse(path, data, filepath.Dir(path), files)
+	if err != nil {
+		return nil, err
+	}
+	var out []OCISource
+	for _, t := range cfg.tools {
+		if t.OCI != nil {
+			out = append(out, *t.OCI)
+		}
+	}
+	return out, nil
+}

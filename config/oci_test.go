@@ -1,0 +1,114 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/maiden-run/maiden/internal/oci"
+)
+
+const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// ociFiles is fakeFiles with a store: it answers for testDigest with a
+// component signed by any key, and with err for every other digest.
+func ociFiles(t *testing.T, err error) fileSystem {
+	fs := fakeFiles(t)
+	fs.component = func(r oci.Ref, keyFile string) (oci.Component, error) {
+		if r.Digest != testDigest {
+			return oci.Component{}, fmt.Errorf("load %s: %w", r, err)
+		}
+		c := oci.Component{Ref: r, Path: "/store/blobs/sha256/layer", Digest: r.Digest}
+		if keyFile != "" {
+			c.Signer = "sha256:key-of-" + keyFile
+		}
+		return c, nil
+	}
+	return fs
+}
+
+func TestOCIPath(t *testing.T) {
+	other := "sha256:" + strings.Repeat("f", 64)
+	for _, tt := range []struct {
+		name    string
+		toml    string
+		storeIs error
+		want    *OCISource
+		wantErr string
+	}{
+		{name: "pinned", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"`,
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest}},
+		{name: "pinned with its tag and a key", toml: `path = "oci://ghcr.io/acme/echo:v1@` + testDigest + `"` + "\nverify = { key = \"cosign.pub\" }",
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo:v1@" + testDigest, Digest: testDigest, Key: "/base/cosign.pub", Signer: "sha256:key-of-/base/cosign.pub"}},
+		{name: "tag alone", toml: `path = "oci://ghcr.io/acme/echo:v1"`,
+			wantErr: `agent.toml:3: tools.w.path: "oci://ghcr.io/acme/echo:v1" names a tag, which can move: pin its digest (maiden check prints it; maiden add oci://ghcr.io/acme/echo:v1 NAME writes it)`},
+		{name: "malformed", toml: `path = "oci://ghcr.io/acme/echo@sha256:12"`,
+			wantErr: `agent.toml:3: tools.w.path: malformed oci:// reference: digest "sha256:12": want sha256: and 64 lowercase hex digits`},
+		{name: "not pulled", toml: `path = "oci://ghcr.io/acme/echo@` + other + `"`, storeIs: oci.ErrNotInStore,
+			wantErr: `agent.toml:3: tools.w.path: "oci://ghcr.io/acme/echo@` + other + `" is not in the local component store: run maiden pull (it fetches every pinned tool of this file)`},
+		{name: "store refuses", toml: `path = "oci://ghcr.io/acme/echo@` + other + `"`, storeIs: oci.ErrBadSignature,
+			wantErr: `agent.toml:3: tools.w.path: load oci://ghcr.io/acme/echo@` + other + `: signature invalid`},
+		{name: "verify on a local file", toml: `path = "w.wasm"` + "\nverify = { key = \"cosign.pub\" }",
+			wantErr: `agent.toml:4: tools.w.verify: verify checks the signature of an oci:// component; path is a local file`},
+		{name: "verify without key", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { keys = \"cosign.pub\" }",
+			wantErr: "agent.toml:4: tools.w.verify.keys: unknown key; valid keys here: key\nagent.toml:4: tools.w.verify.key: required key is missing: the cosign public key file the component must be signed with"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "version = 1\n[tools.w]\n" + tt.toml + "\n"
+			cfg, err := parse("agent.toml", []byte(src), "/base", ociFiles(t, tt.storeIs))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("parse error:\n%v\nwant:\n%s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, _ := cfg.Tool("w")
+			if diff := cmp.Diff(tt.want, w.OCI); diff != "" || w.Path != "/store/blobs/sha256/layer" {
+				t.Fatalf("OCI mismatch (-want +got):\n%s\npath %q", diff, w.Path)
+			}
+		})
+	}
+}
+
+// TestOCIPinErrorCarriesTheReference: maiden check finds the unpinned
+// reference in the error to resolve it.
+func TestOCIPinErrorCarriesTheReference(t *testing.T) {
+	_, err := parse("agent.toml", []byte("version = 1\n[tools.w]\npath = \"oci://ghcr.io/acme/echo:v2\"\n"), "/base", ociFiles(t, nil))
+	var pe *oci.PinError
+	if !errors.As(err, &pe) || pe.Ref.Tag != "v2" || pe.Ref.Repository != "acme/echo" || !errors.Is(err, oci.ErrNotPinned) {
+		t.Fatalf("error %v: want an *oci.PinError for acme/echo:v2", err)
+	}
+}
+
+func TestRequireSignatures(t *testing.T) {
+	pinned := `path = "oci://ghcr.io/acme/echo@` + testDigest + `"`
+	for _, tt := range []struct {
+		name, tool, wantErr string
+	}{
+		{"signed", pinned + "\nverify = { key = \"cosign.pub\" }", ""},
+		{"oci without verify", pinned,
+			`agent.toml:3: tools.w.verify: require_signatures = true, and the tool's path is an oci:// reference without verify: give it an oci:// path and verify = { key = "cosign.pub" }`},
+		{"local file", `path = "w.wasm"`,
+			`agent.toml:3: tools.w.verify: require_signatures = true, and the tool's path is a local file: give it an oci:// path and verify = { key = "cosign.pub" }`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "version = 1\nrequire_signatures = true\n[tools.w]\n" + tt.tool + "\n"
+			_, err := parse("agent.toml", []byte(src), "/base", ociFiles(t, nil))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.wantErr {
+				t.Fatalf("parse error:\n%v\nwant:\n%s", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,311 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// PullOptions configure Resolve and Pull. nil means defaults.
+type PullOptions struct {
+	// Key is the public key a signature must verify with (see LoadKey);
+	// nil means no signature is fetched or required.
+	Key *Key
+	// Keychain supplies registry credentials; nil means
+	// go-containerregistry's default (docker config.json and credential
+	// helpers, anonymous otherwise).
+	Keychain authn.Keychain
+	// Transport is the HTTP transport under the size caps and the
+	// plain-HTTP rule; nil means http.DefaultTransport.
+	Transport http.RoundTripper
+}
+
+func (o *PullOptions) remote(ctx context.Context) []remote.Option {
+	var opts PullOptions
+	if o != nil {
+		opts = *o
+	}
+	kc := opts.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	base := opts.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(kc),
+		remote.WithTransport(capTransport{base}),
+		// One attempt: a registry that is down is reported at once, naming
+		// it, rather than after a backoff.
+		remote.WithRetryBackoff(remote.Backoff{Steps: 1}),
+	}
+}
+
+// parsed is r in go-containerregistry's form. name.Insecure only permits
+// plain HTTP; capTransport refuses it for anything but loopback.
+func (r Ref) parsed() (name.Reference, error) {
+	var opts []name.Option
+	if r.Loopback() {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.ParseReference(r.name(false), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadRef, err)
+	}
+	return ref, nil
+}
+
+// Resolve returns r pinned to the digest the registry serves for its tag
+// now (a pinned r keeps its tag and gets the tag's current digest). Only
+// the manifest's descriptor is fetched.
+func Resolve(ctx context.Context, r Ref, opts *PullOptions) (Ref, error) {
+	if r.Tag == "" {
+		return r, nil
+	}
+	r.Digest = ""
+	ref, err := r.parsed()
+	if err != nil {
+		return Ref{}, err
+	}
+	desc, err := remote.Head(ref, opts.remote(ctx)...)
+	if err != nil {
+		return Ref{}, fmt.Errorf("resolve %s at registry %s: %w", r, r.Registry, err)
+	}
+	if desc.Size > MaxManifestBytes {
+		return Ref{}, fmt.Errorf("resolve %s: manifest of %d bytes: %w (%d bytes)", r, desc.Size, ErrTooLarge, MaxManifestBytes)
+	}
+	pinned := r
+	pinned.Digest = desc.Digest.String()
+	return pinned, nil
+}
+
+// Pull fetches the pinned component r into st: the manifest (verified
+// against r's digest), the component layer (verified against the
+// manifest), and with opts.Key the signature (verified against the key
+// and r's digest). Nothing is stored unless everything verified; the
+// result is what Store.Load returns for it.
+func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, error) {
+	if !r.Pinned() {
+		return Component{}, fmt.Errorf("pull %s: %w", r, ErrNotPinned)
+	}
+	ref, err := r.parsed()
+	if err != nil {
+		return Component{}, err
+	}
+	if r.Tag != "" {
+		now, err := Resolve(ctx, r, opts)
+		if err != nil {
+			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+		}
+		if !digestEqual(now.Digest, r.Digest) {
+			return Component{}, fmt.Errorf("pull %s: %w: tag %s now names %s; review it and pin it with maiden add %s", r, ErrTagMoved, r.Tag, now.Digest, Ref{Registry: r.Registry, Repository: r.Repository, Tag: r.Tag})
+		}
+	}
+	ro := opts.remote(ctx)
+	desc, err := remote.Get(ref, ro...)
+	if err != nil {
+		return Component{}, fmt.Errorf("pull %s from registry %s: %w", r, r.Registry, classify(err))
+	}
+	manifest := desc.Manifest
+	if err := checkDigest(manifest, r.Digest); err != nil {
+		return Component{}, fmt.Errorf("pull %s: manifest: %w", r, err)
+	}
+	layer, err := componentLayer(manifest)
+	if err != nil {
+		return Component{}, fmt.Errorf("pull %s: %w", r, err)
+	}
+	var key *Key
+	if opts != nil {
+		key = opts.Key
+	}
+	var sig *signature
+	if key != nil {
+		// Verified before the layer is downloaded: an unsigned or foreign
+		// component costs a few small requests.
+		cands, err := fetchSignatures(ref, r, ro)
+		if err != nil {
+			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+		}
+		good, err := key.verify(cands, r.Digest)
+		if err != nil {
+			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+		}
+		sig = &good
+	}
+	body, err := fetchBlob(ref, layer.Digest.String(), layer.Size, ro)
+	if err != nil {
+		return Component{}, fmt.Errorf("pull %s: component layer: %w", r, err)
+	}
+	if err := checkComponent(body); err != nil {
+		return Component{}, fmt.Errorf("pull %s: %w", r, err)
+	}
+	if err := st.put(manifest, body, sig, key, r.Digest); err != nil {
+		return Component{}, fmt.Errorf("pull %s: %w", r, err)
+	}
+	return st.Load(r, key)
+}
+
+// fetchBlob downloads one blob of the declared size (at most
+// MaxLayerBytes) and checks its digest.
+func fetchBlob(repo name.Reference, digest string, size int64, ro []remote.Option) ([]byte, error) {
+	if size < 0 || size > MaxLayerBytes {
+		return nil, fmt.Errorf("declares %d bytes: %w (%d bytes)", size, ErrTooLarge, int64(MaxLayerBytes))
+	}
+	l, err := remote.Layer(repo.Context().Digest(digest), ro...)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, size+1))
+	if err != nil {
+		return nil, classify(err)
+	}
+	if int64(len(b)) != size {
+		return nil, fmt.Errorf("%w: %d bytes served, the manifest says %d", ErrDigestMismatch, len(b), size)
+	}
+	if err := checkDigest(b, digest); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// componentLayer checks that a manifest is one WebAssembly component (an
+// OCI image manifest with one application/wasm layer) and returns that
+// layer.
+func componentLayer(raw []byte) (v1.Descriptor, error) {
+	m, err := v1.ParseManifest(bytes.NewReader(raw))
+	if err != nil {
+		return v1.Descriptor{}, fmt.Errorf("%w: manifest does not parse: %v", ErrNotComponent, err)
+	}
+	switch m.MediaType {
+	case types.OCIManifestSchema1, "":
+	case types.OCIImageIndex, types.DockerManifestList:
+		return v1.Descriptor{}, fmt.Errorf("%w: %s is an index of several manifests, not one component", ErrNotComponent, m.MediaType)
+	default:
+		return v1.Descriptor{}, fmt.Errorf("%w: manifest media type %s", ErrNotComponent, m.MediaType)
+	}
+	if m.Config.MediaType != ConfigMediaType {
+		return v1.Descriptor{}, fmt.Errorf("%w: config media type %q, want %s", ErrNotComponent, m.Config.MediaType, ConfigMediaType)
+	}
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != LayerMediaType {
+		got := make([]string, len(m.Layers))
+		for i, l := range m.Layers {
+			got[i] = string(l.MediaType)
+		}
+		return v1.Descriptor{}, fmt.Errorf("%w: layers [%s], want one %s", ErrNotComponent, strings.Join(got, ", "), LayerMediaType)
+	}
+	return m.Layers[0], nil
+}
+
+// componentMagic starts every WebAssembly component binary: \0asm, then
+// the component-model layer's version (0x0d) and layer (1).
+var componentMagic = []byte{0x00, 'a', 's', 'm', 0x0d, 0x00, 0x01, 0x00}
+
+func checkComponent(b []byte) error {
+	if !bytes.HasPrefix(b, componentMagic) {
+		return fmt.Errorf("%w: the layer is not a WebAssembly component binary", ErrNotComponent)
+	}
+	return nil
+}
+
+// checkDigest compares b's SHA-256 with want ("sha256:HEX").
+func checkDigest(b []byte, want string) error {
+	sum := sha256.Sum256(b)
+	got := "sha256:" + hex.EncodeToString(sum[:])
+	if !digestEqual(got, want) {
+		return fmt.Errorf("%w: got %s, want %s", ErrDigestMismatch, got, want)
+	}
+	return nil
+}
+
+// capTransport enforces the size caps on what a registry sends and the
+// plain-HTTP rule on every request go-containerregistry makes (the
+// registry, its token service, a blob redirect).
+type capTransport struct{ base http.RoundTripper }
+
+func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" && !(Ref{Registry: req.URL.Host}).Loopback() {
+		return nil, fmt.Errorf("plain %s to %s refused: only a loopback registry may be reached without TLS", req.URL.Scheme, req.URL.Host)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet {
+		return resp, err
+	}
+	limit := int64(MaxManifestBytes) // manifests, tokens, errors
+	if strings.Contains(req.URL.Path, "/blobs/") || !strings.Contains(req.URL.Path, "/v2/") {
+		// A blob, or a blob's redirect to storage elsewhere.
+		limit = MaxLayerBytes
+	}
+	if resp.ContentLength > limit {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s declares %d bytes: %w (%d bytes)", req.URL.Path, resp.ContentLength, ErrTooLarge, limit)
+	}
+	resp.Body = &capBody{rc: resp.Body, left: limit}
+	return resp, nil
+}
+
+// capBody fails a read past its limit (a registry that declared no size,
+// or a smaller one than it sends).
+type capBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *capBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("response body: %w", ErrTooLarge)
+		}
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, fmt.Errorf("response body: %w", ErrTooLarge)
+	}
+	return n, err
+}
+
+func (b *capBody) Close() error { return b.rc.Close() }
+
+// classify gives go-containerregistry's own digest checks (which run
+// before ours and return unexported error types) the sentinel our callers
+// test for: the registry served bytes other than those the digest names.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrDigestMismatch) {
+		return err
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "does not match requested digest") || strings.Contains(msg, "error verifying") {
+		return fmt.Errorf("%w: %v", ErrDigestMismatch, err)
+	}
+	return err
+}
+
+// isNotFound reports a registry's 404 (no such manifest).
+func isNotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
+}

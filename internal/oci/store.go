@@ -1,0 +1,169 @@
+package oci
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/maiden-run/maiden/internal/atomicfile"
+	"github.com/maiden-run/maiden/internal/regfile"
+)
+
+// Store is the local content-addressed store of pulled components:
+//
+//	DIR/blobs/sha256/HEX              manifests and component layers, by digest
+//	DIR/signatures/HEX-KEYHEX.json    the signature by key KEYHEX that verified
+//	                                  manifest HEX when it was pulled
+//
+// Every Load hashes what it returns against the digest that names it. The
+// component file's path is handed to the runtime, which reads it again
+// after Load: the time-of-check/time-of-use gap is closed by the directory
+// being this user's own (OpenStore refuses one that others can write), the
+// same assumption as the compiled-component cache's.
+type Store struct{ dir string }
+
+// Component is a verified component in the store.
+type Component struct {
+	Ref    Ref    // pinned
+	Path   string // the component's .wasm bytes (DIR/blobs/sha256/LAYERHEX)
+	Digest string // the manifest digest: what agent.toml pins and the audit trail names
+	Layer  string // the component layer's digest
+	Signer string // the verifying key's ID ("sha256:..."); "" when no key was asked for
+}
+
+// OpenStore creates dir (mode 0700) if needed and refuses it if it is a
+// link or writable by group or others.
+func OpenStore(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrStore, dir, err)
+	}
+	for _, d := range []string{abs, filepath.Join(abs, "blobs", "sha256"), filepath.Join(abs, "signatures")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrStore, err)
+		}
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrStore, err)
+		}
+		if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
+			return nil, fmt.Errorf("%w: %s is %s; want a directory only its owner can write (chmod 700)", ErrStore, d, fi.Mode())
+		}
+	}
+	return &Store{dir: abs}, nil
+}
+
+// Dir is the store's absolute directory.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) blob(digest string) string {
+	return filepath.Join(s.dir, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:"))
+}
+
+func (s *Store) sigFile(digest string, k *Key) string {
+	return filepath.Join(s.dir, "signatures", strings.TrimPrefix(digest, "sha256:")+"-"+strings.TrimPrefix(k.ID, "sha256:")+".json")
+}
+
+// Load returns the pinned component r from the store, verified: the
+// manifest hashes to r's digest and describes one component layer, the
+// layer hashes to the manifest's digest for it, and with key the stored
+// signature verifies with key over r's digest. It never uses the network.
+func (s *Store) Load(r Ref, key *Key) (Component, error) {
+	if !r.Pinned() {
+		return Component{}, fmt.Errorf("load %s: %w", r, ErrNotPinned)
+	}
+	manifest, err := regfile.Read(s.blob(r.Digest), MaxManifestBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Component{}, fmt.Errorf("load %s: %w (%s): run maiden pull", r, ErrNotInStore, s.dir)
+	}
+	if err != nil {
+		return Component{}, fmt.Errorf("load %s: %w: %v", r, ErrStore, err)
+	}
+	if err := checkDigest(manifest, r.Digest); err != nil {
+		return Component{}, fmt.Errorf("load %s: stored manifest: %w", r, err)
+	}
+	layer, err := componentLayer(manifest)
+	if err != nil {
+		return Component{}, fmt.Errorf("load %s: %w", r, err)
+	}
+	path := s.blob(layer.Digest.String())
+	if err := hashFile(path, layer.Digest.String(), layer.Size); err != nil {
+		return Component{}, fmt.Errorf("load %s: stored component: %w", r, err)
+	}
+	c := Component{Ref: r, Path: path, Digest: r.Digest, Layer: layer.Digest.String()}
+	if key != nil {
+		b, err := regfile.Read(s.sigFile(r.Digest, key), maxSignatureBytes*2)
+		if errors.Is(err, fs.ErrNotExist) {
+			return Component{}, fmt.Errorf("load %s: %w by key %s in the store: run maiden pull", r, ErrUnsigned, key.ID)
+		}
+		if err != nil {
+			return Component{}, fmt.Errorf("load %s: %w: %v", r, ErrStore, err)
+		}
+		var sig signature
+		if err := json.Unmarshal(b, &sig); err != nil {
+			return Component{}, fmt.Errorf("load %s: %w: stored signature does not parse", r, ErrBadSignature)
+		}
+		if _, err := key.verify([]signature{sig}, r.Digest); err != nil {
+			return Component{}, fmt.Errorf("load %s: %w", r, err)
+		}
+		c.Signer = key.ID
+	}
+	return c, nil
+}
+
+// hashFile checks that path holds exactly size bytes hashing to digest.
+func hashFile(path, digest string, size int64) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: run maiden pull", ErrNotInStore)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file", ErrStore, path)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, size+1))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if n != size || !digestEqual(got, digest) {
+		return fmt.Errorf("%w: %d bytes hashing to %s, want %d bytes hashing to %s", ErrDigestMismatch, n, got, size, digest)
+	}
+	return nil
+}
+
+// put writes a verified manifest, its layer and (with a key) the
+// signature that verified it. The layer goes first and the manifest
+// last, so a reader that finds the manifest finds the layer; each write
+// is atomic, so two processes pulling one digest at once write the same
+// bytes and agree.
+func (s *Store) put(manifest, layer []byte, sig *signature, key *Key, digest string) error {
+	sum := sha256.Sum256(layer)
+	if err := atomicfile.Write(s.blob("sha256:"+hex.EncodeToString(sum[:])), layer, 0o600); err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	if sig != nil {
+		b, err := json.Marshal(sig)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(s.sigFile(digest, key), b, 0o600); err != nil {
+			return fmt.Errorf("%w: %v", ErrStore, err)
+		}
+	}
+	if err := atomicfile.Write(s.blob(digest), manifest, 0o600); err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return nil
+}
