@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/internal/toolbuild"
+	"github.com/maiden-run/maiden/wit"
 )
 
 // TestNewMiddlewareBuildCall is the operator's path for each middleware
@@ -46,6 +50,7 @@ func TestNewMiddlewareBuildCall(t *testing.T) {
 			if r.code != exitOK || !strings.Contains(r.stdout, "guard: Refuses Atlantis") {
 				t.Fatalf("build: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
+			checkMiddlewareWorld(t, filepath.Join(dir, "guard.wasm"))
 			i := strings.Index(r.stderr, "[middleware.guard]")
 			if i < 0 {
 				t.Fatalf("build did not print the middleware's table:\n%s", r.stderr)
@@ -85,6 +90,49 @@ func TestNewMiddlewareBuildCall(t *testing.T) {
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// checkMiddlewareWorld: a middleware built from a template exports the
+// middleware contract (describe, handle) and imports the middleware's log
+// and WASI only, never the tool's host, wasi:http or sockets.
+func checkMiddlewareWorld(t *testing.T, path string) {
+	t.Helper()
+	comp, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := toolbuild.EnsureToolchain(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	witText, err := tc.WIT(t.Context(), comp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imports, exports []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*(import|export) (.+);\s*$`).FindAllStringSubmatch(witText, -1) {
+		if m[1] == "import" {
+			imports = append(imports, m[2])
+		} else {
+			exports = append(exports, m[2])
+		}
+	}
+	slices.Sort(exports)
+	if want := []string{"describe: func() -> string", "handle: func(event: string) -> result<string, string>"}; !slices.Equal(exports, want) {
+		t.Errorf("exports %q, want %q", exports, want)
+	}
+	hasLog := false
+	for _, imp := range imports {
+		switch {
+		case imp == wit.Middleware.HostInterface:
+			hasLog = true
+		case strings.HasPrefix(imp, "maiden:tool/"), strings.HasPrefix(imp, "wasi:http/"), strings.HasPrefix(imp, "wasi:sockets/"), !strings.HasPrefix(imp, "wasi:"):
+			t.Errorf("a middleware imports %s", imp)
+		}
+	}
+	if !hasLog {
+		t.Errorf("imports %v: want %s (the template logs)", imports, wit.Middleware.HostInterface)
+	}
+}
 
 // TestNewMiddlewareRefusesAdd: a middleware's place in the chain is the
 // operator's choice, so -add is refused before anything is created.

@@ -1,20 +1,11 @@
 package toolbuild
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/maiden-run/maiden/internal/mwproto"
-	"github.com/maiden-run/maiden/internal/sandbox"
-	"github.com/maiden-run/maiden/wit"
 )
 
 var middlewareExports = []string{
@@ -22,20 +13,15 @@ var middlewareExports = []string{
 	"handle: func(event: string) -> result<string, string>",
 }
 
-// TestMiddlewareTemplatesBuild creates each middleware template with
-// NewProject, builds it as maiden build does, checks the component's world
-// and runs it: it must reject Atlantis, rewrite a lower-case city, pass
-// others, and rewrite an output that mentions a password.
-func TestMiddlewareTemplatesBuild(t *testing.T) {
-	tc := toolchain(t)
-	sb, err := sandbox.New(&sandbox.Options{CacheDir: "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sb.Close() }) // after the parallel subtests, unlike a defer
+// TestMiddlewareTemplatesProject creates each middleware template with
+// NewProject: the middleware contract and not the tool's, a README that
+// shows the verdicts and the agent.toml table. Building and running each
+// template (its world, its verdicts through the real call path) is
+// cmd/maiden's TestNewMiddlewareBuildCall, as an operator does it: the
+// same builds here cost make test two more componentize-js runs.
+func TestMiddlewareTemplatesProject(t *testing.T) {
 	for _, tmpl := range MiddlewareTemplates {
 		t.Run(string(tmpl), func(t *testing.T) {
-			t.Parallel() // each in its own directory; the sandbox takes concurrent calls
 			dir := filepath.Join(t.TempDir(), "guard")
 			p, files, err := NewProject(dir, tmpl)
 			if err != nil {
@@ -53,72 +39,6 @@ func TestMiddlewareTemplatesBuild(t *testing.T) {
 			for _, want := range []string{`{"verdict": "reject", "message": "text the agent sees"}`, `"phase": "before"`, "[middleware.guard]", `use = "guard"`} {
 				if !strings.Contains(string(readme), want) {
 					t.Errorf("README lacks %q", want)
-				}
-			}
-			out := p.DefaultOutput()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			if err := tc.Build(ctx, p, out); err != nil {
-				t.Fatal(err)
-			}
-			comp, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			witText, err := tc.WIT(ctx, comp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := parseWorld(witText)
-			if diff := cmp.Diff(middlewareExports, w.Exports); diff != "" {
-				t.Errorf("exports (-want +got):\n%s", diff)
-			}
-			hasLog := false
-			for _, imp := range w.Imports {
-				switch {
-				case imp == wit.Middleware.HostInterface:
-					hasLog = true
-				case strings.HasPrefix(imp, "maiden:tool/"), strings.HasPrefix(imp, "wasi:http/"), strings.HasPrefix(imp, "wasi:sockets/"), !strings.HasPrefix(imp, "wasi:"):
-					t.Errorf("a middleware imports %s", imp)
-				}
-			}
-			if !hasLog {
-				t.Errorf("imports %v: want %s (the template logs)", w.Imports, wit.Middleware.HostInterface)
-			}
-
-			lim := sandbox.Limits{Timeout: 5 * time.Second, Memory: 128 << 20}
-			tool, err := sb.Open(ctx, out, lim)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tool.World != sandbox.WorldMiddleware || !strings.Contains(tool.Description, "Refuses Atlantis") {
-				t.Fatalf("info %+v", tool.Info)
-			}
-			for _, c := range []struct {
-				phase         mwproto.Phase
-				input, output string
-				want          string // verdict kind, then its message, input or output
-			}{
-				{mwproto.Before, `{"city":"Atlantis"}`, "", "reject Atlantis is not on any map"},
-				{mwproto.Before, `{"city":"paris","days":3}`, "", `rewrite {"city":"Paris","days":3}`},
-				{mwproto.Before, `{"city":"Oslo"}`, "", "pass "},
-				{mwproto.After, `{"city":"Oslo"}`, "sunny", "pass "},
-				{mwproto.After, `{"city":"Oslo"}`, "the Password is 1234", "rewrite [withheld by weather's middleware: the output mentioned a password]"},
-			} {
-				ev, err := mwproto.Event{Phase: c.phase, Tool: "weather", Agent: "alice", Input: json.RawMessage(c.input), Output: c.output}.JSON()
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := tool.Execute(ctx, sandbox.Call{Limits: lim, Input: ev})
-				if err != nil || res.Failure != nil {
-					t.Fatalf("%s %s: %+v, %v", c.phase, c.input, res.Failure, err)
-				}
-				v, err := mwproto.ParseVerdict(c.phase, res.Output)
-				if err != nil {
-					t.Fatalf("%s %s: %v", c.phase, c.input, err)
-				}
-				if got := string(v.Kind) + " " + v.Message + string(v.Input) + v.Output; got != c.want {
-					t.Errorf("%s %s %q: verdict %q, want %q", c.phase, c.input, c.output, got, c.want)
 				}
 			}
 		})
