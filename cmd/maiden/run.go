@@ -198,7 +198,13 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		t, _ := h.Config().Tool(strings.TrimPrefix(r.Tool, "mcp.")) // an import's report is "mcp.NAME"
 		if r.Err != nil {
 			bad++
-			fmt.Fprintf(stderr, "%s:%d: tools.%s: %s\n", c.config, t.Line, r.Tool, terminalSafe(r.Err.Error()))
+			// A message's later lines (an MCP server's stderr) are
+			// escaped one by one, so that they stay lines.
+			lines := strings.Split(r.Err.Error(), "\n")
+			for i := range lines {
+				lines[i] = terminalSafe(lines[i])
+			}
+			fmt.Fprintf(stderr, "%s:%d: %s: %s\n", c.config, t.Line, tableKey(r.Tool, t), strings.Join(lines, "\n"))
 			continue
 		}
 		how := "compiled in " + r.Compile.Round(1e6).String()
@@ -227,6 +233,21 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "%s: agents %s; state store %s\n", c.config, strings.Join(names, ", "), c.statePath(cfg))
 	}
 	return exitOK
+}
+
+// tableKey is the agent.toml key of the table of the tool a report named
+// report is about (t; zero when the report is maiden's own, such as the
+// confinement's): tools.NAME, clis.NAME or mcp.NAME.
+func tableKey(report string, t config.Tool) string {
+	switch {
+	case t.Name == "":
+		return report
+	case t.MCP != nil:
+		return "mcp." + t.Name
+	case t.CLI != nil:
+		return "clis." + t.Name
+	}
+	return "tools." + t.Name
 }
 
 // statePath is the state store's file or URL: -state, or the configuration's.
