@@ -193,11 +193,19 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "maiden check:", err)
 		return exitUsage
 	}
-	bad := 0
+	// Reports are of tools, and of maiden's own checks (the confinement
+	// wrapped CLIs need), which are not counted as tools.
+	bad, badTools, tools := 0, 0, 0
 	for _, r := range reports {
 		t, _ := h.Config().Tool(strings.TrimPrefix(r.Tool, "mcp.")) // an import's report is "mcp.NAME"
+		if t.Name != "" {
+			tools++
+		}
 		if r.Err != nil {
 			bad++
+			if t.Name != "" {
+				badTools++
+			}
 			// A message's later lines (an MCP server's stderr) are
 			// escaped one by one, so that they stay lines.
 			lines := strings.Split(r.Err.Error(), "\n")
@@ -218,10 +226,21 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if bad > 0 {
-		fmt.Fprintf(stderr, "%d of %d tools cannot be loaded\n", bad, len(reports))
+		if badTools > 0 {
+			fmt.Fprintf(stderr, "%d of %d tools cannot be loaded\n", badTools, tools)
+		} else {
+			fmt.Fprintln(stderr, "the wrapped CLIs cannot run here (above)")
+		}
 		return exitTrap
 	}
-	fmt.Fprintf(stdout, "%s: %d tools ok\n", c.config, len(reports))
+	switch tools {
+	case 0:
+		fmt.Fprintf(stdout, "%s: no tools to load (the agents' built-ins need none)\n", c.config)
+	case 1:
+		fmt.Fprintf(stdout, "%s: 1 tool ok\n", c.config)
+	default:
+		fmt.Fprintf(stdout, "%s: %d tools ok\n", c.config, tools)
+	}
 	cfg := h.Config()
 	if cfg.Implicit() {
 		fmt.Fprintf(stdout, "%s: no [agents]: every call runs as the implicit agent %q, allowed everything\n", c.config, maiden.DefaultAgent)
