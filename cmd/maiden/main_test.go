@@ -264,3 +264,22 @@ func TestBuildWAT(t *testing.T) {
 		t.Fatalf("empty dir: %+v", r)
 	}
 }
+
+// TestCallInputNotAnObject (issue 27, rough edge 7): an agent's call whose
+// input is JSON but not an object is told so, not that it "cannot be
+// rendered for authorization".
+func TestCallInputNotAnObject(t *testing.T) {
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n[agents.a]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --...\"]\n")
+	f.Close()
+	for in, kind := range map[string]string{`[1,2]`: "an array", `"x"`: "a string", `null`: "null"} {
+		r := cli(t, "", "call", "-config", cfg, "-agent", "a", "echo", in)
+		if want := "maiden: echo failed (input): input must be a JSON object, got " + kind + "\n"; r.code != exitUsage || r.stderr != want {
+			t.Errorf("input %s: %d %q, want %q", in, r.code, r.stderr, want)
+		}
+	}
+}
