@@ -104,6 +104,16 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
 	}
+	// The state store is opened now rather than at the first call that
+	// needs it: a shared PostgreSQL store gets its schema before any call
+	// (maiden state check sees it), and one that cannot be opened is said
+	// at once.
+	if h.Config().UsesState() || c.state != "" || h.Config().StateURL() != "" {
+		if err := h.OpenState(ctx); err != nil {
+			fmt.Fprintln(stderr, "maiden serve:", err)
+			return exitState
+		}
+	}
 	if *watch {
 		// The watch logs one line per reload itself.
 		srv.Watch(ctx, c.config, mcpserver.WatchOptions{})
