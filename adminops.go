@@ -31,6 +31,17 @@ func (h *Host) admin(ctx context.Context) (*admin.State, error) {
 	return adminlink.Over(st, cfg).(*admin.State), nil
 }
 
+// OpenState opens the state store now, as the first call that needs it
+// would: its schema is created (or migrated) and the configuration's agents
+// and system cards are written to it. maiden serve calls it as it starts,
+// so that a store shared by several instances (PostgreSQL) has its schema
+// before any call, and a store that cannot be opened is reported at once.
+// The error is ErrState with the cause.
+func (h *Host) OpenState(ctx context.Context) error {
+	_, err := h.admin(ctx)
+	return err
+}
+
 // Pending lists the approval requests waiting for a decision.
 func (h *Host) Pending(ctx context.Context) ([]ApprovalRequest, error) {
 	s, err := h.admin(ctx)

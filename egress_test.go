@@ -149,6 +149,11 @@ timeout_ms = 10000
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("got %q, want it to contain %q", got, tc.want)
 			}
+			// The refusal, said once (issue 27, rough edge 6): the tool
+			// only passed it on.
+			if tc.kind == denied && (!strings.HasPrefix(got, "http-fetch was refused: ") || strings.Count(got, tc.want) != 1 || strings.Contains(got, "the tool then reported")) {
+				t.Errorf("the refusal is not said once: %q", got)
+			}
 		})
 	}
 	events := strings.Count(audit.String(), "\n")

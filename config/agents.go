@@ -294,6 +294,9 @@ func (c *checker) bindings(n *tnode, path []string, tools map[string]*Tool) []Bi
 	add := func(name string, line int, ekey string) (*Binding, bool) {
 		_, isTool := tools[name]
 		builtin := slices.Contains(BuiltinTools, name)
+		if !isTool && !builtin && c.declared[name] {
+			return nil, false // its table's own errors say what is wrong
+		}
 		if !isTool && !builtin {
 			c.errorf(line, ekey, "unknown tool %s: not in [tools] and not a built-in (%s)", quoteShort(name), strings.Join(BuiltinTools, ", "))
 			return nil, false

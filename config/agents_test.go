@@ -109,7 +109,9 @@ func TestNoAgentsIsImplicit(t *testing.T) {
 }
 
 // TestAgentErrors: a binding can only narrow, names only known tools, and a
-// malformed grant is refused with its column; each with its line.
+// malformed grant is refused with its column; each with its line. A binding
+// of a tool whose own table is broken is not a second error (issue 27,
+// rough edge 3).
 func TestAgentErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name, src string
@@ -117,6 +119,12 @@ func TestAgentErrors(t *testing.T) {
 	}{
 		{"unknown tool", "[agents.a]\ntools = [\"echo\", \"nope\"]\n", []string{
 			`agent.toml:12: agents.a.tools[1]: unknown tool "nope": not in [tools] and not a built-in`,
+		}},
+		{"tool whose table is broken (only its own error)", "[tools.greet]\npath = \"e.wasm\"\ntimeout_ms = 0\n[agents.a]\ntools = [\"greet\"]\n[agents.b.tools.greet]\n", []string{
+			"agent.toml:13: tools.greet.timeout_ms: must be an integer in 1..600000, got 0",
+		}},
+		{"import whose table is broken (only its own error)", "[mcp.up]\ncommand = [\"node\"]\n[agents.a]\ntools = [\"up\"]\n", []string{
+			`agent.toml:12: mcp.up.command[0]: the program must be an absolute path`,
 		}},
 		{"listed twice", "[agents.a]\ntools = [\"echo\", \"echo\"]\n", []string{
 			`agent.toml:12: agents.a.tools[1]: tool "echo" is listed twice`,

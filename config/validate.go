@@ -68,6 +68,10 @@ type checker struct {
 	components  []MiddlewareComponent
 	pendingUses []pendingUse
 	operators   []Operator
+	// declared: every name with a [tools], [clis] or [mcp] table, valid or
+	// not, so that an agent binding a tool whose table has an error is not
+	// reported again as binding an unknown tool.
+	declared map[string]bool
 }
 
 func (c *checker) errorf(line int, key string, format string, args ...any) {
@@ -138,6 +142,14 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 				continue
 			}
 			tools = append(tools, t)
+		}
+	}
+	c.declared = map[string]bool{}
+	for _, k := range []string{"tools", "clis", "mcp"} {
+		if n := root.keys[k]; n != nil && n.kind == tableNode {
+			for _, name := range n.order {
+				c.declared[name] = true
+			}
 		}
 	}
 	var agents []Agent

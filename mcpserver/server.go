@@ -801,6 +801,21 @@ func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
 }
 
+// Handle turns the SDK's warning that a notification found no stream to
+// send on ("calling notifications/tools/list_changed: rejected by
+// transport": a client between requests, with no notification stream
+// open) into a debug record: nothing is wrong, and a reload would otherwise
+// log one per connected session.
+func (h minLevel) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "calling notifications/") && strings.Contains(r.Message, ": rejected by transport") {
+		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
 func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 	return minLevel{h.Handler.WithAttrs(as), h.min}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -52,6 +54,7 @@ func (s *Server) watch(ctx context.Context, path string, o WatchOptions, last fi
 	// (say a tool added before its .wasm was built): when one appears,
 	// the file is loaded again, without waiting for agent.toml to be saved.
 	var extra []string
+	wasBad := false // the last reload found errors
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
 	for {
@@ -69,11 +72,28 @@ func (s *Server) watch(ctx context.Context, path string, o WatchOptions, last fi
 			continue
 		}
 		changedAt = time.Time{}
+		before := s.host.Config()
 		problems, err := s.reload(ctx, path)
 		extra = nil
-		if errors.As(err, new(config.Errors)) {
+		bad := errors.As(err, new(config.Errors))
+		if bad {
 			extra = namedPaths(path)
 		}
+		// One line per reload: what is wrong, or what changed (and that
+		// the errors of the last reload are fixed).
+		switch {
+		case bad:
+			s.log.Error("reload: agent.toml has errors; keeping the configuration in force", "file", path, "errors", err.Error())
+		case err != nil:
+			s.log.Error("reload failed", "file", path, "error", err)
+		default:
+			changes := ConfigChanges(before, s.host.Config())
+			if wasBad {
+				changes = "the errors are fixed; " + changes
+			}
+			s.log.Info("reloaded", "file", path, "changes", changes)
+		}
+		wasBad = bad
 		// The new configuration may name other files.
 		last = s.snapshot(path, extra)
 		if o.OnReload != nil {
@@ -88,9 +108,7 @@ func (s *Server) reload(ctx context.Context, path string) ([]Problem, error) {
 	if err != nil && !errors.As(err, &errs) {
 		return nil, err
 	}
-	if err != nil {
-		s.log.Error("agent.toml has errors; keeping the configuration in force", "file", path, "errors", err.Error())
-	} else {
+	if err == nil {
 		s.host.SetConfig(cfg)
 	}
 	problems, serr := s.Sync(ctx)
@@ -174,4 +192,63 @@ func (a fileState) equal(b fileState) bool {
 		}
 	}
 	return true
+}
+
+// ConfigChanges says in a line what differs between two configurations:
+// the tools (of every kind) and agents added, removed or changed, and
+// whether anything else did ("no change" when nothing did).
+func ConfigChanges(old, cur *config.Config) string {
+	var parts []string
+	diff := func(what string, before, after map[string]any) {
+		var added, removed, changed []string
+		for name, a := range after {
+			b, ok := before[name]
+			switch {
+			case !ok:
+				added = append(added, name)
+			case !reflect.DeepEqual(a, b):
+				changed = append(changed, name)
+			}
+		}
+		for name := range before {
+			if _, ok := after[name]; !ok {
+				removed = append(removed, name)
+			}
+		}
+		for _, l := range []struct {
+			verb  string
+			names []string
+		}{{"added", added}, {"removed", removed}, {"changed", changed}} {
+			if len(l.names) > 0 {
+				sort.Strings(l.names)
+				parts = append(parts, what+" "+l.verb+": "+strings.Join(l.names, ", "))
+			}
+		}
+	}
+	tools := func(c *config.Config) map[string]any {
+		m := map[string]any{}
+		for _, t := range c.Tools() {
+			t.Line = 0 // moved, not changed
+			m[t.Name] = t
+		}
+		return m
+	}
+	agents := func(c *config.Config) map[string]any {
+		m := map[string]any{}
+		for _, a := range c.Agents() {
+			a.Line, a.BoundaryLine = 0, 0
+			m[a.Name] = a
+		}
+		return m
+	}
+	diff("tools", tools(old), tools(cur))
+	diff("agents", agents(old), agents(cur))
+	if len(parts) == 0 {
+		if reflect.DeepEqual(old.Middleware(), cur.Middleware()) && reflect.DeepEqual(old.Operators(), cur.Operators()) &&
+			old.StatePath() == cur.StatePath() && old.MaxInputBytes() == cur.MaxInputBytes() {
+			return "no change to tools, agents, middleware or operators"
+		}
+		return "settings other than tools and agents changed"
+	}
+	return strings.Join(parts, "; ")
 }

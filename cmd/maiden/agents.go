@@ -261,6 +261,14 @@ func cmdAgentsRevokeToken(ctx context.Context, args []string, _ io.Reader, stdou
 	}
 	i := slices.IndexFunc(tokens, func(t admin.TokenInfo) bool { return t.ID == id })
 	if i < 0 {
+		// An operator's token has an ID too, in the same listing style:
+		// point to the command that revokes it.
+		if ops, err := s.st.OperatorTokens(ctx, ""); err == nil {
+			if j := slices.IndexFunc(ops, func(t admin.OperatorTokenInfo) bool { return t.ID == id }); j >= 0 {
+				fmt.Fprintf(stderr, "maiden agents revoke-token: %q is a token of operator %q, not of an agent: revoke it with maiden operators revoke-token %s\n", id, ops[j].Operator, id)
+				return exitUsage
+			}
+		}
 		return failed(stderr, "agents revoke-token", fmt.Errorf("%w %q in %s (\"maiden agents ls\" lists them)", admin.ErrUnknownToken, id, s.path))
 	}
 	if err := s.st.RevokeToken(ctx, id); err != nil {

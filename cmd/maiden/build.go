@@ -87,9 +87,36 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code == exitOK && builtWorld(*out) == sandbox.WorldMiddleware {
 		fmt.Fprintf(stderr, "declare it in agent.toml and put it in a chain:\n\n%s", middlewareTable(p.Name, *out, middlewareMemoryMB(p.Lang)))
 	} else if code == exitOK {
-		fmt.Fprintf(stderr, "add it to agent.toml:\n\n[tools.%s]\npath = %q\n", p.Name, *out)
+		suggestTable(stderr, c.config, p.Name, *out)
 	}
 	return code
+}
+
+// suggestTable tells what to do with the tool built at out: nothing if
+// agent.toml (cfg) already has a tool at that path (how to call it), else
+// the table to add, its path relative to agent.toml.
+func suggestTable(w io.Writer, cfg, name, out string) {
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		absOut = out
+	}
+	if loaded, err := config.Load(cfg); err == nil {
+		for _, t := range loaded.Tools() {
+			if t.Path != "" && filepath.Clean(t.Path) == absOut {
+				callCfg := ""
+				if cfg != "agent.toml" {
+					callCfg = "-config " + cfg + " "
+				}
+				fmt.Fprintf(w, "%s's [tools.%s] runs it: maiden call %s%s '{...}'\n", cfg, t.Name, callCfg, t.Name)
+				return
+			}
+		}
+	}
+	where := cfg
+	if _, err := os.Stat(cfg); err != nil {
+		where = cfg + " (which does not exist yet: start it with the line version = 1)"
+	}
+	fmt.Fprintf(w, "add it to %s (path relative to its directory):\n\n[tools.%s]\npath = %q\n", where, name, wasmPathFrom(cfg, absOut))
 }
 
 type builder struct {

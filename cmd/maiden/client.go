@@ -125,7 +125,11 @@ The entry runs "maiden serve -config /abs/agent.toml" with this binary's
 absolute path (and -cache, -isolation, -v if given). With -url the entry
 connects to a running "maiden serve -http" instead, and -auth-token-env NAME
 adds the bearer token by reference (never its value): Cursor reads it from
-$NAME, VS Code prompts for it once. Claude Desktop takes stdio entries only.`
+$NAME, VS Code prompts for it once. When agent.toml (-config) declares
+[agents], -agent NAME is required with -url too: the entry sends that
+agent's token (maiden agents token NAME mints it), which Cursor reads from
+$MAIDEN_TOKEN_NAME (or -auth-token-env's). Claude Desktop takes stdio
+entries only.`
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -136,7 +140,7 @@ func cmdClientConfig(_ context.Context, args []string, _ io.Reader, stdout, stde
 	name := fs.String("name", "maiden", "the server's `NAME` in the client")
 	rawURL := fs.String("url", "", "connect to a running maiden serve -http at `URL` (e.g. http://127.0.0.1:8700/mcp) instead of starting maiden")
 	tokenEnv := fs.String("auth-token-env", "", "with -url: send Authorization: Bearer with the token in the environment variable `NAME` (referenced, never written)")
-	agent := fs.String("agent", "", "without -url: the agent `NAME` the client's maiden serves as (required when agent.toml declares [agents])")
+	agent := fs.String("agent", "", "the agent `NAME` the client is (required when agent.toml declares [agents]): without -url, the one its maiden serves as; with -url, the one whose token it sends")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
@@ -162,10 +166,19 @@ func cmdClientConfig(_ context.Context, args []string, _ io.Reader, stdout, stde
 	var entry any
 	var input *vscodeInput
 	if *rawURL != "" {
-		for _, f := range []string{"config", "cache", "isolation", "v", "agent", "state"} {
+		for _, f := range []string{"cache", "isolation", "v", "state"} {
 			if flagGiven(fs, f) {
 				return fail("-%s configures the maiden the client starts; with -url the client connects to a running server, so give -%s to that maiden serve", f, f)
 			}
+		}
+		// With [agents], the server answers only an agent's own token: the
+		// entry must send one, and -agent says whose.
+		agentName, err := httpAgent(c, fs, *agent)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if agentName != "" && *tokenEnv == "" {
+			*tokenEnv = agentTokenEnv(agentName)
 		}
 		if spec.noHTTP != "" {
 			return fail("%s", spec.noHTTP)
@@ -182,13 +195,20 @@ func cmdClientConfig(_ context.Context, args []string, _ io.Reader, stdout, stde
 			if !envNameRE.MatchString(*tokenEnv) {
 				return fail("-auth-token-env %q: not an environment variable name (letters, digits and _, not starting with a digit)", *tokenEnv)
 			}
+			source := fmt.Sprintf("the value of $%s where maiden serve runs", *tokenEnv)
+			if agentName != "" {
+				source = fmt.Sprintf("agent %s's token: maiden agents token %s prints one", agentName, agentName)
+			}
 			switch spec.name {
 			case "vscode":
 				input = &vscodeInput{Type: "promptString", ID: *name + "-token", Password: true,
-					Description: fmt.Sprintf("Bearer token of %s (the value of $%s where maiden serve runs)", u.Redacted(), *tokenEnv)}
+					Description: fmt.Sprintf("Bearer token of %s (%s)", u.Redacted(), source)}
 				e.Headers = map[string]string{"Authorization": "Bearer ${input:" + input.ID + "}"}
 			default:
 				e.Headers = map[string]string{"Authorization": "Bearer ${env:" + *tokenEnv + "}"}
+				if agentName != "" {
+					fmt.Fprintf(stderr, "maiden client config: %s sends $%s from its own environment: set it to the token maiden agents token %s prints\n", spec.title, *tokenEnv, agentName)
+				}
 			}
 			if u.Scheme == "http" && !mcpserver.IsLoopback(u.Host) {
 				fmt.Fprintf(stderr, "maiden client config: warning: %s is plain http to another machine: the token would cross the network unencrypted; put TLS in front of maiden serve\n", u.Redacted())
@@ -258,6 +278,56 @@ type vscodeInput struct {
 	ID          string `json:"id"`
 	Description string `json:"description"`
 	Password    bool   `json:"password"`
+}
+
+// httpAgent is the agent an HTTP entry is for: with -config given, or
+// agent.toml found where the flag's default says, and [agents] declared,
+// -agent is required and must be declared; without [agents], -agent is
+// refused (the server then takes no agent token). Without a readable
+// agent.toml, -agent is taken as given.
+func httpAgent(c *common, flags *flag.FlagSet, agent string) (string, error) {
+	loaded, err := config.Load(c.config)
+	if err != nil {
+		if flagGiven(flags, "config") {
+			var errs config.Errors
+			if errors.As(err, &errs) {
+				return "", fmt.Errorf("%s has problems (maiden check -config %s lists them)", c.config, c.config)
+			}
+			return "", err
+		}
+		return agent, nil
+	}
+	switch {
+	case loaded.Implicit() && agent != "":
+		return "", fmt.Errorf("-agent %q: %s declares no [agents] (the server takes no agent tokens)", agent, c.config)
+	case loaded.Implicit():
+		return "", nil
+	case agent == "":
+		var names []string
+		for _, a := range loaded.Agents() {
+			names = append(names, a.Name)
+		}
+		return "", fmt.Errorf("%s declares agents (%s): the server answers only an agent's token; name the agent this client is with -agent NAME (maiden agents token NAME mints its token)", c.config, strings.Join(names, ", "))
+	}
+	if _, ok := loaded.Agent(agent); !ok {
+		return "", fmt.Errorf("-agent %q: not declared in %s", agent, c.config)
+	}
+	return agent, nil
+}
+
+// agentTokenEnv is the environment variable an HTTP entry for agent reads
+// its token from, unless -auth-token-env names another: MAIDEN_TOKEN_ and
+// the agent's name in capitals, other characters as _.
+func agentTokenEnv(agent string) string {
+	return "MAIDEN_TOKEN_" + strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, agent)
 }
 
 // stdioEntryFor is the entry that starts this maiden binary on agent.toml,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,7 +87,7 @@ func TestClientConfigPrint(t *testing.T) {
 
 // TestClientConfigAgent: with agents declared, the stdio entry must name
 // one (maiden serve needs it) and carries -agent and -state; an undeclared
-// agent, or -agent with -url, is refused.
+// agent, or -agent with -url where no agents are declared, is refused.
 func TestClientConfigAgent(t *testing.T) {
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
@@ -101,8 +102,9 @@ func TestClientConfigAgent(t *testing.T) {
 	if r := cli(t, "", "client", "config", "claude", "-config", cfg, "-agent", "ghost"); r.code != exitUsage || !strings.Contains(r.stderr, `"ghost": not declared`) {
 		t.Errorf("undeclared agent: %+v", r)
 	}
-	if r := cli(t, "", "client", "config", "cursor", "-url", "http://127.0.0.1:8700/mcp", "-agent", "research"); r.code != exitUsage {
-		t.Errorf("-agent with -url: %+v", r)
+	if r := cli(t, "", "client", "config", "cursor", "-url", "http://127.0.0.1:8700/mcp", "-config", agentTOML(t, nil), "-agent", "research"); r.code != exitUsage ||
+		!strings.Contains(r.stderr, `-agent "research": `) || !strings.Contains(r.stderr, "declares no [agents] (the server takes no agent tokens)") {
+		t.Errorf("-agent with -url, no [agents]: %+v", r)
 	}
 	state := filepath.Join(t.TempDir(), "s.db")
 	r := cli(t, "", "client", "config", "claude", "-config", cfg, "-agent", "research", "-state", state)
@@ -185,7 +187,7 @@ func TestClientConfigRefuses(t *testing.T) {
 		{"url with credentials", []string{"cursor", "-url", "http://u:p@127.0.0.1/mcp"}, "want an http:// or https:// URL"},
 		{"bad env name", []string{"cursor", "-url", "http://127.0.0.1/mcp", "-auth-token-env", "1-X"}, `-auth-token-env "1-X": not an environment variable name`},
 		{"token without url", []string{"cursor", "-config", cfg, "-auth-token-env", "X"}, "-auth-token-env goes with -url"},
-		{"config with url", []string{"cursor", "-url", "http://127.0.0.1/mcp", "-config", cfg}, "-config configures the maiden the client starts"},
+		{"state with url", []string{"cursor", "-url", "http://127.0.0.1/mcp", "-state", "s.db"}, "-state configures the maiden the client starts"},
 		{"file without write", []string{"cursor", "-config", cfg, "-file", "x.json"}, "add -write"},
 		{"empty name", []string{"cursor", "-config", cfg, "-name", " "}, "-name"},
 		{"bad flag", []string{"cursor", "-frob"}, "flag provided but not defined: -frob"},
@@ -462,5 +464,67 @@ func TestClientConfigKeepsTheInstalledPath(t *testing.T) {
 	}
 	if got := decodeDoc(t, string(out)).MCPServers["maiden"]["command"]; got != link {
 		t.Errorf("command %v, want the link %s", got, link)
+	}
+}
+
+// TestClientConfigHTTPAgent (issue 27, rough edge 2): with [agents]
+// declared, an HTTP entry must name its agent and sends that agent's token
+// (without -agent it is refused, as the server would answer 403); the
+// entry's header, with the token maiden agents token prints where the
+// client substitutes it, is accepted by a running maiden serve -http, and
+// the token's source is named right (maiden agents token NAME, not a
+// server's variable).
+func TestClientConfigHTTPAgent(t *testing.T) {
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n[agents.research]\ntools = [\"echo\"]\n")
+	f.Close()
+	base := startHTTP(t, "-config", cfg)
+	r := cli(t, "", "client", "config", "cursor", "-url", base+"/mcp", "-config", cfg)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "declares agents (research): the server answers only an agent's token; name the agent this client is with -agent NAME") {
+		t.Errorf("an HTTP entry with no agent: %+v", r)
+	}
+	r = cli(t, "", "client", "config", "cursor", "-url", base+"/mcp", "-config", cfg, "-agent", "research")
+	e := decodeDoc(t, r.stdout).MCPServers["maiden"]
+	if diff := cmp.Diff(map[string]any{"url": base + "/mcp", "headers": map[string]any{"Authorization": "Bearer ${env:MAIDEN_TOKEN_RESEARCH}"}}, e); r.code != exitOK || diff != "" {
+		t.Fatalf("cursor entry for research: %d %s (-want +got):\n%s", r.code, r.stderr, diff)
+	}
+	if want := "maiden client config: Cursor sends $MAIDEN_TOKEN_RESEARCH from its own environment: set it to the token maiden agents token research prints\n"; !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("cursor note: %q, want %q", r.stderr, want)
+	}
+	r = cli(t, "", "client", "config", "vscode", "-url", base+"/mcp", "-config", cfg, "-agent", "research")
+	d := decodeDoc(t, r.stdout)
+	if r.code != exitOK || len(d.Inputs) != 1 || d.Inputs[0]["description"] != "Bearer token of "+base+"/mcp (agent research's token: maiden agents token research prints one)" ||
+		d.Servers["maiden"]["headers"].(map[string]any)["Authorization"] != "Bearer ${input:maiden-token}" {
+		t.Errorf("vscode entry for research: %+v", r)
+	}
+
+	tok := cli(t, "", "agents", "token", "-config", cfg, "research")
+	if tok.code != exitOK {
+		t.Fatalf("agents token: %+v", tok)
+	}
+	header := strings.ReplaceAll(e["headers"].(map[string]any)["Authorization"].(string), "${env:MAIDEN_TOKEN_RESEARCH}", strings.TrimSpace(tok.stdout))
+	post := func(auth string) int {
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(header); code != http.StatusOK {
+		t.Errorf("the entry's header with research's token: HTTP %d", code)
+	}
+	if code := post(""); code == http.StatusOK {
+		t.Error("the server answered a request without a token: the test proves nothing")
 	}
 }

@@ -129,6 +129,26 @@ func TestCallLogsGoToStderr(t *testing.T) {
 	}
 }
 
+// TestCheckCountsTools (issue 27, rough edge 7): maiden check counts
+// tools, not its own check of the confinement a wrapped CLI needs, and says
+// what a configuration of built-ins only has to load.
+func TestCheckCountsTools(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ name, body, want string }{
+		{"one wrapped CLI", "version = 1\n[clis.true]\npath = \"/bin/true\"\ncommand = '{\"maiden_command\": 1, \"name\": \"true\"}'\n", ": 1 tool ok\n"},
+		{"built-ins only", "version = 1\n[agents.a]\ntools = [\"cards_list\"]\n", ": no tools to load (the agents' built-ins need none)\n"},
+	} {
+		cfg := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".toml")
+		if err := os.WriteFile(cfg, []byte(tt.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := cli(t, "", "check", "-config", cfg, "-cache", "off")
+		if r.code != exitOK || !strings.Contains(r.stdout, "\n"+cfg+tt.want) && !strings.HasPrefix(r.stdout, cfg+tt.want) {
+			t.Errorf("%s: %+v", tt.name, r)
+		}
+	}
+}
+
 func TestCheck(t *testing.T) {
 	good := agentTOML(t, map[string]string{"echo": "", "logger": ""})
 	r := cli(t, "", "check", "-config", good, "-cache", "off")
@@ -242,5 +262,24 @@ func TestBuildWAT(t *testing.T) {
 	}
 	if r := cli(t, "", "build", t.TempDir()); r.code != exitUsage || !strings.Contains(r.stderr, "index.js") {
 		t.Fatalf("empty dir: %+v", r)
+	}
+}
+
+// TestCallInputNotAnObject (issue 27, rough edge 7): an agent's call whose
+// input is JSON but not an object is told so, not that it "cannot be
+// rendered for authorization".
+func TestCallInputNotAnObject(t *testing.T) {
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n[agents.a]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --...\"]\n")
+	f.Close()
+	for in, kind := range map[string]string{`[1,2]`: "an array", `"x"`: "a string", `null`: "null"} {
+		r := cli(t, "", "call", "-config", cfg, "-agent", "a", "echo", in)
+		if want := "maiden: echo failed (input): input must be a JSON object, got " + kind + "\n"; r.code != exitUsage || r.stderr != want {
+			t.Errorf("input %s: %d %q, want %q", in, r.code, r.stderr, want)
+		}
 	}
 }

@@ -85,3 +85,45 @@ func TestMCPAcceptAndEscapes(t *testing.T) {
 		t.Errorf("maiden tools after the change was accepted:\n%s", r.stdout)
 	}
 }
+
+// TestCheckImportThatDoesNotStart (issue 27, rough edge 1): maiden check on
+// a stdio MCP server that exits as it starts names the import's own key
+// (mcp.NAME) and line, and shows the last lines the server wrote on stderr
+// (where it says why); the system's openssl.cnf is readable by a confined
+// server (Node exits without it), and nothing else of /etc/ssl is.
+func TestCheckImportThatDoesNotStart(t *testing.T) {
+	dir := t.TempDir()
+	bin := testkit.Binary(t, "./testdata/mcpstdio")
+	secret := filepath.Join(t.TempDir(), "secret.cnf") // outside read_paths
+	if err := os.WriteFile(secret, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "agent.toml")
+	check := func(need string) cliResult {
+		t.Helper()
+		body := "version = 1\n\n[mcp.up]\ncommand = [\"" + bin + "\"]\nenv = [\"MCPSTDIO_NEED=" + need + "\"]\naccept_new_tools = true\n"
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return cli(t, "", "check", "-config", cfg)
+	}
+	r := check(secret)
+	lines := strings.Split(r.stderr, "\n")
+	if r.code != exitTrap || len(lines) < 3 ||
+		!strings.HasPrefix(lines[0], cfg+`:3: mcp.up: the MCP server "up" did not start: `) ||
+		!strings.HasSuffix(lines[0], "; the last lines it wrote on stderr:") ||
+		lines[1] != "    mcpstdio: configuration error:" ||
+		lines[2] != "    open "+secret+": permission denied" {
+		t.Fatalf("check of a server that cannot start: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat("/etc/ssl/openssl.cnf"); err == nil {
+		if r := check("/etc/ssl/openssl.cnf"); r.code != exitOK {
+			t.Errorf("a server reading openssl.cnf as it starts: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	if _, err := os.Stat("/etc/ssl/certs"); err == nil {
+		if r := check("/etc/ssl/certs"); r.code != exitTrap || !strings.Contains(r.stderr, "    open /etc/ssl/certs: permission denied") {
+			t.Errorf("/etc/ssl beyond openssl.cnf was readable: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+	}
+}

@@ -150,12 +150,19 @@ func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if lang == toolbuild.TemplateCommandJS {
 		example = `{"command":"count","unit":"chars","text":"hello"}`
 	}
+	// The call line that works once the tool is in agent.toml: -config
+	// only when it is not the default one.
+	callLine := fmt.Sprintf("maiden call %s '%s'", p.Name, example)
+	if cfg != "agent.toml" {
+		callLine = fmt.Sprintf("maiden call -config %s %s '%s'", cfg, p.Name, example)
+	}
 	next := func() {
-		fmt.Fprintf(stdout, "\nnext:\n  maiden build %s\n  maiden call -config %s %s '%s'\n", dir, cfg, p.Name, example)
+		fmt.Fprintf(stdout, "\nnext:\n  maiden build %s\n  %s\n", dir, callLine)
 	}
 	paste := func(why string) int {
-		next()
+		fmt.Fprintf(stdout, "\nnext:\n  maiden build %s\n", dir)
 		fmt.Fprintf(stdout, "\n%s\n(path is relative to %s's directory)\n\n%s", why, cfg, table)
+		fmt.Fprintf(stdout, "\nthen:\n  %s\n", callLine)
 		return exitOK
 	}
 
@@ -164,7 +171,7 @@ func cmdNew(_ context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return paste("add it to agent.toml:")
 	case explicit:
 	case !st.exists:
-		return paste(fmt.Sprintf("add it to agent.toml (there is no %s here; -add creates it):", cfg))
+		return paste(fmt.Sprintf("add it to agent.toml (there is no %s here: save this as %s, with the line version = 1 above it):", cfg, cfg))
 	case st.problem != "":
 		fmt.Fprintf(stderr, "maiden new: not offering to add the tool to %s: %s\n", cfg, st.problem)
 		return paste("add it to agent.toml:")

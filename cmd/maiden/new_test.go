@@ -397,3 +397,35 @@ func TestNewAddCreatesAgentTOML(t *testing.T) {
 		t.Errorf("target not updated:\n%s", b)
 	}
 }
+
+// TestNewAndBuildSuggestWhatWorks (issue 27, rough edge 5): maiden new
+// without an agent.toml suggests the call only after the table it needs,
+// without a -config naming a file that does not exist; maiden build names
+// the tool agent.toml already has at that path instead of asking to add it
+// again, and otherwise gives the path relative to agent.toml.
+func TestNewAndBuildSuggestWhatWorks(t *testing.T) {
+	work := t.TempDir()
+	t.Chdir(work)
+	r := cli(t, "", "new", "go", "greet")
+	if r.code != exitOK || strings.Contains(r.stdout, "-config agent.toml") ||
+		!strings.HasSuffix(r.stdout, "\nthen:\n  maiden call greet '{\"message\":\"hi\",\"shout\":true}'\n") ||
+		!strings.Contains(r.stdout, "add it to agent.toml (there is no agent.toml here: save this as agent.toml, with the line version = 1 above it):") {
+		t.Fatalf("new without agent.toml: %+v", r)
+	}
+	var b strings.Builder
+	suggestTable(&b, "agent.toml", "greet", "greet/greet.wasm")
+	if want := "add it to agent.toml (which does not exist yet: start it with the line version = 1) (path relative to its directory):\n\n[tools.greet]\npath = \"greet/greet.wasm\"\n"; b.String() != want {
+		t.Errorf("build without agent.toml:\n%s\nwant\n%s", b.String(), want)
+	}
+	if err := os.WriteFile("greet/greet.wasm", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("agent.toml", []byte("version = 1\n[tools.greet]\npath = \"greet/greet.wasm\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	suggestTable(&b, "agent.toml", "greet", filepath.Join(work, "greet", "greet.wasm"))
+	if want := "agent.toml's [tools.greet] runs it: maiden call greet '{...}'\n"; b.String() != want {
+		t.Errorf("build of a tool agent.toml has: %q, want %q", b.String(), want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -96,7 +97,9 @@ func TestOperatorsTokens(t *testing.T) {
 	if r := op(t, exitUsage, cfg, "operators", "revoke-token", agentID); !strings.Contains(r.stderr, "no operator token has that ID") {
 		t.Errorf("operators revoke-token of an agent token's ID: %q", r.stderr)
 	}
-	op(t, exitUsage, cfg, "agents", "revoke-token", first)
+	if r := op(t, exitUsage, cfg, "agents", "revoke-token", first); r.stderr != fmt.Sprintf("maiden agents revoke-token: %q is a token of operator \"alice\", not of an agent: revoke it with maiden operators revoke-token %s\n", first, first) {
+		t.Errorf("agents revoke-token of an operator token's ID (issue 27, rough edge 7): %q", r.stderr)
+	}
 	if n, err := h.AuthenticateOperator(ctx, minted.Token); err != nil || n != "alice" {
 		t.Fatalf("after the refused revocations: %q %v", n, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -98,7 +99,13 @@ func cmdPending(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			orDash(terminalSafe(r.Rendered)), orDash(terminalSafe(r.Reason)), expiresIn(r.Expires, now))
 	}
 	tw.Flush()
-	fmt.Fprintln(stdout, "\ndecide with: maiden approve ID [-always]   or   maiden deny ID [-reason TEXT]")
+	// -always installs a card for a tool call; a boundary request has none
+	// to install (maiden approve -always refuses it).
+	approve := "maiden approve ID [-always]"
+	if slices.ContainsFunc(list, func(r api.ApprovalRequest) bool { return r.Kind == api.RequestBoundary }) {
+		approve = "maiden approve ID (-always: tool calls only, not boundary requests)"
+	}
+	fmt.Fprintf(stdout, "\ndecide with: %s   or   maiden deny ID [-reason TEXT]\n", approve)
 	return exitOK
 }
 

@@ -194,12 +194,26 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "maiden check:", err)
 		return exitUsage
 	}
-	bad := 0
+	// Reports are of tools, and of maiden's own checks (the confinement
+	// wrapped CLIs need), which are not counted as tools.
+	bad, badTools, tools := 0, 0, 0
 	for _, r := range reports {
 		t, _ := h.Config().Tool(strings.TrimPrefix(r.Tool, "mcp.")) // an import's report is "mcp.NAME"
+		if t.Name != "" {
+			tools++
+		}
 		if r.Err != nil {
 			bad++
-			fmt.Fprintf(stderr, "%s:%d: tools.%s: %s\n", c.config, t.Line, r.Tool, terminalSafe(r.Err.Error()))
+			if t.Name != "" {
+				badTools++
+			}
+			// A message's later lines (an MCP server's stderr) are
+			// escaped one by one, so that they stay lines.
+			lines := strings.Split(r.Err.Error(), "\n")
+			for i := range lines {
+				lines[i] = terminalSafe(lines[i])
+			}
+			fmt.Fprintf(stderr, "%s:%d: %s: %s\n", c.config, t.Line, tableKey(r.Tool, t), strings.Join(lines, "\n"))
 			continue
 		}
 		how := "compiled in " + r.Compile.Round(1e6).String()
@@ -213,10 +227,21 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if bad > 0 {
-		fmt.Fprintf(stderr, "%d of %d tools cannot be loaded\n", bad, len(reports))
+		if badTools > 0 {
+			fmt.Fprintf(stderr, "%d of %d tools cannot be loaded\n", badTools, tools)
+		} else {
+			fmt.Fprintln(stderr, "the wrapped CLIs cannot run here (above)")
+		}
 		return exitTrap
 	}
-	fmt.Fprintf(stdout, "%s: %d tools ok\n", c.config, len(reports))
+	switch tools {
+	case 0:
+		fmt.Fprintf(stdout, "%s: no tools to load (the agents' built-ins need none)\n", c.config)
+	case 1:
+		fmt.Fprintf(stdout, "%s: 1 tool ok\n", c.config)
+	default:
+		fmt.Fprintf(stdout, "%s: %d tools ok\n", c.config, tools)
+	}
 	cfg := h.Config()
 	if cfg.Implicit() {
 		fmt.Fprintf(stdout, "%s: no [agents]: every call runs as the implicit agent %q, allowed everything\n", c.config, maiden.DefaultAgent)
@@ -228,6 +253,21 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "%s: agents %s; state store %s\n", c.config, strings.Join(names, ", "), c.statePath(cfg))
 	}
 	return exitOK
+}
+
+// tableKey is the agent.toml key of the table of the tool a report named
+// report is about (t; zero when the report is maiden's own, such as the
+// confinement's): tools.NAME, clis.NAME or mcp.NAME.
+func tableKey(report string, t config.Tool) string {
+	switch {
+	case t.Name == "":
+		return report
+	case t.MCP != nil:
+		return "mcp." + t.Name
+	case t.CLI != nil:
+		return "clis." + t.Name
+	}
+	return "tools." + t.Name
 }
 
 // statePath is the state store's file or URL: -state, or the configuration's.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/inbox"
 	"github.com/maiden-run/maiden/mcpserver"
 )
 
@@ -103,12 +104,19 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
 	}
+	// The state store is opened now rather than at the first call that
+	// needs it: a shared PostgreSQL store gets its schema before any call
+	// (maiden state check sees it), and one that cannot be opened is said
+	// at once.
+	if h.Config().UsesState() || c.state != "" || h.Config().StateURL() != "" {
+		if err := h.OpenState(ctx); err != nil {
+			fmt.Fprintln(stderr, "maiden serve:", err)
+			return exitState
+		}
+	}
 	if *watch {
-		srv.Watch(ctx, c.config, mcpserver.WatchOptions{OnReload: func(err error, _ []mcpserver.Problem) {
-			if err != nil {
-				logger.Error("reload", "error", err)
-			}
-		}})
+		// The watch logs one line per reload itself.
+		srv.Watch(ctx, c.config, mcpserver.WatchOptions{})
 	}
 
 	if *addr == "" {
@@ -193,7 +201,9 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, h *maiden.Host, addr 
 		ConnContext:       answering.connContext,
 		ConnState:         answering.connState,
 	}
-	fmt.Fprintf(stderr, "maiden serve: MCP over streamable HTTP at http://%s%s\n", ln.Addr(), mcpserver.Path)
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stderr, "maiden serve: MCP over streamable HTTP at %s%s; operators' inbox %s%s; health %s%s; metrics %s%s\n",
+		base, mcpserver.Path, base, inbox.Path, base, mcpserver.HealthPath, base, mcpserver.MetricsPath)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

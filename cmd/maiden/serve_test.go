@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -309,5 +310,84 @@ func TestVersion(t *testing.T) {
 	r := cli(t, "", "version")
 	if r.code != exitOK || !strings.HasPrefix(r.stdout, "maiden ") || !strings.Contains(r.stdout, "wasmtime "+maiden.WasmtimeVersion) {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// TestServeReloadLog (issue 27, rough edge 4): maiden serve -http names
+// every endpoint as it starts, and logs one line per reload of agent.toml:
+// what changed, or what is wrong (once), then that the errors are fixed.
+// A session with no notification stream open (a client between requests)
+// is no reason for a warning when the tool list changes.
+func TestServeReloadLog(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.toml")
+	echo := "version = 1\n[tools.echo]\npath = \"" + testkit.Component(t, "echo") + "\"\n"
+	logger := "\n[tools.logger]\npath = \"" + testkit.Component(t, "logger") + "\"\n"
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(cfg+".tmp", []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(cfg+".tmp", cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(echo)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr testkit.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-config", cfg, "-http", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &stderr)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	lines := func() []string { return strings.Split(strings.TrimSpace(stderr.String()), "\n") }
+	waitLines := func(n int) []string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for len(lines()) < n || strings.TrimSpace(stderr.String()) == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("fewer than %d lines in 30s:\n%s", n, stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return lines()
+	}
+	start := regexp.MustCompile(`^maiden serve: MCP over streamable HTTP at (http://127\.0\.0\.1:\d+)/mcp; operators' inbox (\S+)/ui; health (\S+)/healthz; metrics (\S+)/metrics$`)
+	m := start.FindStringSubmatch(waitLines(1)[0])
+	if m == nil || m[2] != m[1] || m[3] != m[1] || m[4] != m[1] {
+		t.Fatalf("start-up line: %q", lines()[0])
+	}
+	// A session that opened no notification stream.
+	req, _ := http.NewRequest("POST", m[1]+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	req, _ = http.NewRequest("POST", m[1]+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	if resp, err := http.DefaultClient.Do(req); err != nil || sid == "" {
+		t.Fatalf("initialized: %v (session %q)", err, sid)
+	} else {
+		resp.Body.Close()
+	}
+
+	write(echo + logger)
+	if l := waitLines(2); len(l) != 2 || !strings.Contains(l[1], `level=INFO msg=reloaded file=`+cfg+` changes="tools added: logger"`) {
+		t.Fatalf("the reload adding a tool:\n%s", stderr.String())
+	}
+	write(echo + "broken = [\n")
+	if l := waitLines(3); len(l) != 3 || !strings.Contains(l[2], `level=ERROR msg="reload: agent.toml has errors; keeping the configuration in force" file=`+cfg+` errors="`+cfg+`:4: syntax error`) {
+		t.Fatalf("the broken edit:\n%s", stderr.String())
+	}
+	write(echo)
+	if l := waitLines(4); len(l) != 4 || !strings.Contains(l[3], `level=INFO msg=reloaded file=`+cfg+` changes="the errors are fixed; tools removed: logger"`) {
+		t.Fatalf("the fix:\n%s", stderr.String())
 	}
 }

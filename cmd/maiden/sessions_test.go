@@ -41,6 +41,11 @@ func TestSessionsAndBoundaryRequests(t *testing.T) {
 	if !strings.Contains(text, h1) || !strings.Contains(text, "/srv/data") || strings.Contains(text, "\x1b") {
 		t.Errorf("pending:\n%s", text)
 	}
+	// -always is not offered for a boundary request, which it cannot
+	// settle (issue 27, rough edge 7).
+	if !strings.HasSuffix(text, "\ndecide with: maiden approve ID (-always: tool calls only, not boundary requests)   or   maiden deny ID [-reason TEXT]\n") {
+		t.Errorf("pending offers -always for boundary requests:\n%s", text)
+	}
 	show := op(t, exitOK, cfg, "pending", h1).stdout
 	if !strings.Contains(show, "sandbox boundary request") || !strings.Contains(show, "s1") || !strings.Contains(show, `\x1b[2J`) {
 		t.Errorf("pending ID:\n%s", show)

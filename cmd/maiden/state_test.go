@@ -344,3 +344,24 @@ func TestStateFlagURLOnOperatorCommands(t *testing.T) {
 		t.Fatalf("tokens in the database: %s", got)
 	}
 }
+
+// TestServeCreatesPostgresSchema (issue 27, rough edge 10): maiden serve
+// on a PostgreSQL store creates its schema as it starts, not at the first
+// call: maiden state check sees it current before any call.
+func TestServeCreatesPostgresSchema(t *testing.T) {
+	db := pgtest.URL(t)
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n[agents.a]\ntools = [\"echo\"]\n")
+	f.Close()
+	if st, r := stateCheckJSON(t, "-state", db); st.SchemaState != "empty" {
+		t.Fatalf("before serve: %+v %s", st, r.stderr)
+	}
+	startHTTP(t, "-config", cfg, "-state", db)
+	if st, r := stateCheckJSON(t, "-state", db); r.code != exitOK || st.SchemaState != "current" || st.SchemaVersion != admin.SchemaVersion() {
+		t.Fatalf("after serve started, before any call: code %d %+v\n%s", r.code, st, r.stderr)
+	}
+}

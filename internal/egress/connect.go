@@ -65,6 +65,16 @@ type ProxySession struct {
 	mu      sync.Mutex
 	tunnels map[net.Conn]struct{}
 	closed  bool
+	refused string // the first CONNECT the gate refused: its reason, rule included
+}
+
+// Refusal is the reason (naming its rule) of the first CONNECT of this
+// session the gate refused, or "" if none was: what a CLI that then failed
+// was stopped by.
+func (s *ProxySession) Refusal() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // NewConnectProxy listens on 127.0.0.1 (an ephemeral port) and serves
@@ -215,7 +225,7 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodConnect {
 		d := deny(RuleMethod, "the proxy takes only CONNECT (HTTPS through a tunnel), not %s", quote(r.Method))
 		ev.method = truncate(r.Method, maxMethodLength)
-		p.refuse(w, r, &ev, d, start)
+		s.refuse(w, r, &ev, d, start)
 		return
 	}
 	// The authority as the target of an https URL: the same normalisation
@@ -233,7 +243,7 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 		d = authorize(s.authorize, t, "")
 	}
 	if !d.Allow {
-		p.refuse(w, r, &ev, d, start)
+		s.refuse(w, r, &ev, d, start)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), dialTimeout)
@@ -242,7 +252,7 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var de *deniedError
 		if errors.As(err, &de) {
-			p.refuse(w, r, &ev, de.d, start)
+			s.refuse(w, r, &ev, de.d, start)
 			return
 		}
 		var re *resolveError
@@ -287,10 +297,15 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	tunnel(client, buf.Reader, conn)
 }
 
-func (p *ConnectProxy) refuse(w http.ResponseWriter, r *http.Request, ev *event, d Ruling, start time.Time) {
+func (s *ProxySession) refuse(w http.ResponseWriter, r *http.Request, ev *event, d Ruling, start time.Time) {
 	ev.refuse(d)
 	ev.duration = time.Since(start)
-	p.gate.record(r.Context(), ev)
+	s.proxy.gate.record(r.Context(), ev)
+	s.mu.Lock()
+	if s.refused == "" {
+		s.refused = d.Reason
+	}
+	s.mu.Unlock()
 	// The reason is the gate's words about the CLI's own request (nothing
 	// from a server): the CLI's error says what was refused and why.
 	http.Error(w, d.Reason, http.StatusForbidden)

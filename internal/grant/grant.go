@@ -15,6 +15,9 @@ var (
 	// ErrRender is wrapped by every error of Render: the input cannot be
 	// rendered as arguments, so no grant can allow it.
 	ErrRender = errors.New("cannot render the input as arguments")
+	// ErrNotObject: the input is not a JSON object (an array, a string...),
+	// which no tool's arguments are. errors.Is finds ErrRender too.
+	ErrNotObject = errors.New("input must be a JSON object")
 	// ErrTarget is returned for a target that is not well formed (a
 	// relative or unclean path, a port out of range, ...).
 	ErrTarget = errors.New("malformed target")

@@ -70,7 +70,7 @@ func RenderJSONInput(v any) ([]Arg, error) { return renderValue(v, true) }
 
 func renderValue(v any, binary64 bool) ([]Arg, error) {
 	if _, isObject := v.(map[string]any); !isObject {
-		return nil, fmt.Errorf("%w: expected a JSON object, found %s", ErrRender, kindOf(v))
+		return nil, notObjectError(kindOf(v))
 	}
 	top, err := fromValue(v, 0, binary64)
 	if err != nil {
@@ -204,6 +204,14 @@ func plainInt(n string) bool {
 }
 
 // kindOf names a decoded value's JSON type, for an error.
+// notObjectError is ErrNotObject (and ErrRender) for an input of the kind
+// it names.
+type notObjectError string
+
+func (e notObjectError) Error() string { return ErrNotObject.Error() + ", got " + string(e) }
+
+func (e notObjectError) Is(target error) bool { return target == ErrNotObject || target == ErrRender }
+
 func kindOf(v any) string {
 	switch v.(type) {
 	case nil:

@@ -11,6 +11,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -749,4 +750,37 @@ func TestSessionsHammer(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestREADMENamesEveryFormField (issue 27, rough edge 8): every form field
+// the inbox's handlers read is named in README's "Scripting a decision
+// through the inbox", so that an operator can script a decision.
+func TestREADMENamesEveryFormField(t *testing.T) {
+	src, err := os.ReadFile("handlers.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "**Scripting a decision through the inbox**")
+	if !ok {
+		t.Fatal("README has no section on scripting a decision through the inbox")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	fields := regexp.MustCompile(`PostForm\.Get\("([a-z_]+)"\)`).FindAllStringSubmatch(string(src), -1)
+	if len(fields) < 5 {
+		t.Fatalf("found only %d form fields in handlers.go: the pattern is stale", len(fields))
+	}
+	for _, f := range fields {
+		if !strings.Contains(section, "`"+f[1]+"`") {
+			t.Errorf("form field %q is not documented in README's scripting section", f[1])
+		}
+	}
+	for _, c := range []string{sessionCookie, loginCookie} {
+		if !strings.Contains(section, "`"+c+"`") {
+			t.Errorf("cookie %q is not documented in README's scripting section", c)
+		}
+	}
 }

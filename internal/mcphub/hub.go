@@ -162,6 +162,12 @@ func (u *Hub) entry(ctx context.Context, name string, imp *config.MCPImport, acq
 		if imp.Dir != "" {
 			spec.ReadOnly = append(slices.Clone(spec.ReadOnly), imp.Dir)
 		}
+		if _, err := os.Stat(OpenSSLConfig); err == nil {
+			// Node (and any program linked with OpenSSL 3) reads it as it
+			// starts and exits if it cannot; the file only, not /etc/ssl
+			// (whose private/ holds keys).
+			spec.ReadOnly = append(slices.Clone(spec.ReadOnly), OpenSSLConfig)
+		}
 		opts.Start = func(cmd *exec.Cmd) error {
 			if u.o.Confinement != nil {
 				if err := u.o.Confinement(ctx); err != nil && !imp.Unconfined {
@@ -196,6 +202,10 @@ func (u *Hub) entry(ctx context.Context, name string, imp *config.MCPImport, acq
 	}
 	return e, nil
 }
+
+// OpenSSLConfig is the system's OpenSSL configuration file, which a stdio
+// server may read besides its read_paths.
+const OpenSSLConfig = "/etc/ssl/openssl.cnf"
 
 // Retire retires the upstreams whose table keep no longer accepts (a
 // reload, after the host stored its new configuration).

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -196,11 +197,13 @@ type Upstream struct {
 	tools     []Tool
 	downCause error
 	nextTry   time.Time
-	onChange  []func()
-	calls     map[string]*call // by progress token
-	seq       uint64
-	relist    chan struct{} // the current session's re-list signal
-	gen       uint64        // the current (or next) session's number
+	// stderrTail: the last lines of the stdio command's stderr (command.go)
+	stderrTail []string
+	onChange   []func()
+	calls      map[string]*call // by progress token
+	seq        uint64
+	relist     chan struct{} // the current session's re-list signal
+	gen        uint64        // the current (or next) session's number
 }
 
 // New checks the options and returns an Upstream that is not started yet.
@@ -478,7 +481,7 @@ func (u *Upstream) supervise(first chan<- error) {
 			if u.ctx.Err() != nil {
 				u.setDown(api.ErrClosed, 0)
 			} else {
-				u.log.Warn("MCP upstream failed to start", "error", err, "retry_in", delay)
+				u.log.Warn("MCP upstream failed to start", "error", err, "retry_in", delay, "stderr", strings.Join(u.StderrTail(), "\n"))
 				u.setDown(err, delay)
 			}
 		}

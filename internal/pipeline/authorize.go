@@ -12,6 +12,7 @@ import (
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/decide"
+	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -40,6 +41,9 @@ func (s authorizeStage) decide(next handler) handler {
 			return next(ctx, inv)
 		}
 		if err := inv.render(); err != nil {
+			if errors.Is(err, grant.ErrNotObject) {
+				return inv.fail(KindInput, err.Error()) // what is wrong, not where it was noticed
+			}
 			return inv.fail(KindInput, "input cannot be rendered for authorization: "+err.Error())
 		}
 		w, err := s.wallet(ctx, inv.cfg, inv.agent, time.Now())

@@ -185,6 +185,7 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 		dir = inv.cfg.Dir()
 	}
 	readOnly, proxyPort := cli.ReadPaths, 0
+	refusal := func() string { return "" } // the proxy's first refused CONNECT
 	if len(t.HTTPAllow) > 0 {
 		// Its only road out: maiden's CONNECT proxy on loopback, which
 		// applies the same allowlist, address rules and network cards as
@@ -203,6 +204,7 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 		defer sess.Close()
 		env = append(env, "HTTPS_PROXY="+sess.URL(), "https_proxy="+sess.URL())
 		proxyPort = proxy.Port()
+		refusal = sess.Refusal
 		for _, p := range []string{"/etc/ssl/certs", "/usr/share/ca-certificates", "/etc/ssl/openssl.cnf"} {
 			if _, err := os.Stat(p); err == nil {
 				readOnly = append(slices.Clone(readOnly), p) // the system's CA bundle, to verify the servers
@@ -239,6 +241,12 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 	}
 	inv.res.Logs = out.Logs
 	if out.Failure != nil {
+		if first := refusal(); first != "" && out.Failure.Kind == KindTool {
+			// The CLI gave up after the proxy refused its CONNECT (curl:
+			// "CONNECT tunnel failed, response 403"): the cause is the
+			// policy, said with its rule, as for a refused http-fetch.
+			return inv.fail(KindDenied, fmt.Sprintf("its CONNECT was refused: %s (the CLI then failed: %s)", first, out.Failure.Message))
+		}
 		return inv.fail(out.Failure.Kind, out.Failure.Message)
 	}
 	inv.res.OK, inv.res.Output = true, out.Output

@@ -127,7 +127,7 @@ func (b *importBackend) check(ctx context.Context, t config.Tool) (LoadReport, e
 	case err != nil:
 		rep.Err = err
 	case len(infos) == 0:
-		rep.Err = fmt.Errorf("the MCP server %q is not up or offers no tools", t.Name)
+		rep.Err = b.h.whyNoTools(ctx, t)
 	}
 	for _, info := range infos {
 		if info.Error != nil && info.Error.Kind == KindDenied {
@@ -135,6 +135,36 @@ func (b *importBackend) check(ctx context.Context, t config.Tool) (LoadReport, e
 		}
 	}
 	return rep, nil
+}
+
+// whyNoTools says why import t lists no tools: the server did not start
+// (the cause, and the last lines it wrote on stderr, where a program says
+// why it could not start: an unreadable file under confinement, a missing
+// module), or it is up and offers none. One line per stderr line, after
+// the first.
+func (h *Host) whyNoTools(ctx context.Context, t config.Tool) error {
+	u, err := h.upstream(ctx, t.Name, t.MCP)
+	if err != nil {
+		return err
+	}
+	down := u.Down()
+	if down == nil {
+		return fmt.Errorf("the MCP server %q is up but offers no tools", t.Name)
+	}
+	msg := fmt.Sprintf("the MCP server %q did not start", t.Name)
+	var ue *mcpimport.UnavailableError
+	if errors.As(down, &ue) && ue.Cause != nil {
+		msg += ": " + ue.Cause.Error()
+	}
+	if tail := u.StderrTail(); len(tail) > 0 {
+		msg += "; the last lines it wrote on stderr:"
+		for _, l := range tail {
+			msg += "\n    " + l
+		}
+	} else if len(t.MCP.Command) > 0 {
+		msg += " (it wrote nothing on stderr)"
+	}
+	return errors.New(msg)
 }
 
 // commandSpec: an import (or its tool) has no command description that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/maiden-run/maiden/api"
 
@@ -163,6 +164,11 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 			// The tool gave up after the host refused its request: the
 			// cause is the policy (a missing credential, a host or port
 			// not allowed), and the refusal names the key that changes it.
+			// A tool that passes the refusal on (fetch: fetch denied:
+			// REFUSAL) would only repeat it: say it once.
+			if strings.Contains(out.Failure.Message, first) {
+				return inv.fail(KindDenied, "http-fetch was refused: "+first)
+			}
 			return inv.fail(KindDenied, fmt.Sprintf("http-fetch was refused: %s (the tool then reported: %s)", first, out.Failure.Message))
 		}
 		return inv.fail(out.Failure.Kind, out.Failure.Message)

@@ -535,7 +535,9 @@ func requestByHandle(ctx context.Context, q querier, handle string) (BoundaryReq
 // managed) is its *boundary.ValidationError, returned unwrapped, and
 // nothing is stored. A new request gets a global handle ("bnd_" + 20 hex
 // digits), is pending, and is audited (boundary-requested) in its
-// transaction. An unknown session is ErrUnknownSession, an ended one
+// transaction; one that can only conflict (boundary.Assess: explicit_deny,
+// payload_too_large) is settled conflict by the host in the same
+// transaction (boundary-settled), never pending. An unknown session is ErrUnknownSession, an ended one
 // ErrSessionEnded.
 func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, expansion []byte, justification string, expires time.Time) (BoundaryRequest, bool, error) {
 	now := unixTime(s.now().UnixNano())
@@ -593,6 +595,18 @@ func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, 
 			Body: auditBody(map[string]any{"session": session, "request": b.Handle, "id": r.ID, "base_revision": r.BaseRevision,
 				"expansion": json.RawMessage(x), "justification": r.Justification, "expires": b.Expires.Format(time.RFC3339)})}); err != nil {
 			return err
+		}
+		if boundary.Assess(ss.Boundary, r.Expansion).Status == boundary.Conflict {
+			// No approval could apply it (an entry under an explicit deny
+			// root, a write under a protected name: neither ever changes,
+			// and a boundary only grows): it is answered at once, with the
+			// conflict an approval would get, and never put in front of a
+			// human.
+			settled, _, _ := boundary.Settle(r, ss.Boundary, boundary.Allow())
+			b.Request, b.Decided, b.DecidedBy = settled, now, byHost
+			if err := s.storeSettled(ctx, tx, ss.Boundary, b, nil, byHost, now); err != nil {
+				return err
+			}
 		}
 		out, created = b, true
 		return nil

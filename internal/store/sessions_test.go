@@ -414,6 +414,23 @@ func testDenyAndConflict(t *testing.T, be backend) {
 		{"B12", expansion("/srv/work/src/main.go", "read", "exact"), boundary.Allow(), boundary.Approved, boundary.ReasonAlreadyApplied, 0},
 	} {
 		r := request(t, s, "a", c.id, c.x)
+		if c.status == boundary.Conflict {
+			// Issue 27, rough edge 9: a request that can only conflict is
+			// answered at once, never pending before a human.
+			if r.Request.Status != boundary.Conflict || r.Request.Reason != c.reason || r.DecidedBy != byHost {
+				t.Fatalf("%s: created %+v by %q; want conflict %s by the host at once", c.id, r.Request, r.DecidedBy, c.reason)
+			}
+			if pend, err := s.PendingBoundaryRequests(ctx, time.Now()); err != nil || len(pend) != 0 {
+				t.Fatalf("%s: pending %+v, %v; want none", c.id, pend, err)
+			}
+			if _, _, err := s.SettleBoundaryRequest(ctx, r.Handle, c.d, "operator:ann"); !errors.Is(err, ErrApprovalState) {
+				t.Fatalf("%s: a human could still decide it: %v", c.id, err)
+			}
+			if cur, _ := s.BoundaryRequest(ctx, r.Handle); cur.Request.Status != boundary.Conflict {
+				t.Fatalf("%s: stored %+v", c.id, cur.Request)
+			}
+			continue
+		}
 		got, ss := settle(t, s, r.Handle, c.d)
 		if got.Request.Status != c.status || got.Request.Reason != c.reason || got.Request.Revision != c.rev {
 			t.Fatalf("%s: %+v; want %s %s revision %d", c.id, got.Request, c.status, c.reason, c.rev)

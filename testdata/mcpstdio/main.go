@@ -12,7 +12,9 @@
 // one that takes anything, with a hostile description (an escape sequence,
 // U+202E and injected instructions); MCPSTDIO_PAY=wide starts with it
 // widened. While the file MCPSTDIO_DOWN names exists, it exits at once
-// (an upstream that keeps failing to restart). Build it with
+// (an upstream that keeps failing to restart). MCPSTDIO_NEED names a file it
+// reads first; if it cannot, it writes why on stderr and exits 1 (a server
+// that does not start under confinement). Build it with
 // `go build ./testdata/mcpstdio` (the tests do).
 package main
 
@@ -89,6 +91,15 @@ func main() {
 	if f := os.Getenv("MCPSTDIO_DOWN"); f != "" {
 		if _, err := os.Stat(f); err == nil {
 			os.Exit(3)
+		}
+	}
+	if f := os.Getenv("MCPSTDIO_NEED"); f != "" {
+		// a program that reads a file as it starts and exits if it
+		// cannot, saying why on stderr (as Node does with openssl.cnf)
+		if _, err := os.ReadFile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "mcpstdio: configuration error:")
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
 		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpstdio", Version: "1"}, nil)
