@@ -38,6 +38,12 @@ type WhatIfReport struct {
 	// implicit agent, a card built-in, a refusal before authorization, a
 	// reveal the binding refused) or that no replay can read.
 	Skipped int `json:"skipped"`
+	// Asked counts the approval requests replayed as the approve:always
+	// question their approve layer asked (no card pre-approved the call,
+	// so a human was asked): a grant of approve:always may flip them to
+	// allowed. They are not in Replayed: nothing recorded a decision of
+	// the cards to verify them against.
+	Asked int `json:"asked"`
 	// Flips is the number of decisions whose outcome the change flips;
 	// Groups has them by agent and tool.
 	Flips  int           `json:"flips"`
@@ -56,6 +62,11 @@ type WhatIfChange struct {
 type WhatIfGrant struct {
 	Agent string `json:"agent"`
 	Grant string `json:"grant"`
+	// Bound, when set, binds the new card to a tool's code and policy, as
+	// the always-card an approval mints is (its approve layer counts it
+	// only for calls of that same tool and policy); grants of one agent
+	// with different Bound go to different cards.
+	Bound string `json:"bound,omitempty"`
 }
 
 // WhatIfGroup is the flips of one agent's calls of one tool.
@@ -76,7 +87,7 @@ type WhatIfExample struct {
 	Seq int64     `json:"seq"`
 	At  time.Time `json:"at"`
 	// Agent and Tool are the record's; Record its kind (call-admitted,
-	// call-refused, fetch, secret-reveal).
+	// call-refused, fetch, secret-reveal, approval).
 	Agent  string `json:"agent"`
 	Tool   string `json:"tool"`
 	Record string `json:"record"`

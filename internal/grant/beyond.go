@@ -14,16 +14,18 @@ import (
 const maxToday = 3
 
 // Beyond says in words what g allows beyond held, the grants it would join
-// (each allowing by itself). When one of held covers g, g allows nothing
+// (each allowing by itself), and partial, grants that allow only some of
+// what they say (a card's own exceptions carve into them): said beside g,
+// never taken to cover it. When one of held covers g, g allows nothing
 // new: redundant is true and words names the grant that covers it.
-func Beyond(g Grant, held []Grant) (words string, redundant bool) {
+func Beyond(g Grant, held, partial []Grant) (words string, redundant bool) {
 	for _, h := range held {
 		if h.Covers(g) {
 			return "nothing new: " + g.String() + " is covered by " + h.String(), true
 		}
 	}
 	var related []Grant
-	for _, h := range held {
+	for _, h := range append(held[:len(held):len(held)], partial...) {
 		if g.related(h) {
 			related = append(related, h)
 		}
@@ -102,7 +104,9 @@ func (g Grant) toolBeyond(related []Grant) string {
 		var todays []string
 		covered := false
 		for _, h := range related {
+			named := false
 			for _, q := range h.args {
+				named = named || q.name == p.name
 				if q.name != p.name {
 					continue
 				}
@@ -110,6 +114,9 @@ func (g Grant) toolBeyond(related []Grant) string {
 					covered = true
 				}
 				todays = appendNew(todays, q.String())
+			}
+			if h.rest && !named {
+				covered = true // any value, under its "--..."
 			}
 		}
 		if covered {

@@ -63,10 +63,19 @@ func TestBeyond(t *testing.T) {
 			for _, h := range tc.held {
 				held = append(held, mustParse(t, h))
 			}
-			got, red := Beyond(mustParse(t, tc.g), held)
+			got, red := Beyond(mustParse(t, tc.g), held, nil)
 			if got != tc.want || red != tc.redundant {
 				t.Errorf("Beyond(%q, %q)\n got %q (redundant %v)\nwant %q (redundant %v)", tc.g, tc.held, got, red, tc.want, tc.redundant)
 			}
 		})
+	}
+}
+
+// TestBeyondPartial: a grant that allows only part of what it says is
+// named beside the new one but never taken to cover it.
+func TestBeyondPartial(t *testing.T) {
+	got, red := Beyond(mustParse(t, "tool:invoke search --q=secret"), nil, []Grant{mustParse(t, "tool:invoke search --...")})
+	if want := "tool:invoke search --q=secret (today only tool:invoke search --...)"; got != want || red {
+		t.Errorf("got %q (redundant %v), want %q (not redundant)", got, red, want)
 	}
 }
