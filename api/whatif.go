@@ -100,3 +100,31 @@ type WhatIfExample struct {
 	Before   Decision `json:"before"`
 	After    Decision `json:"after"`
 }
+
+// NewlyPossible is what a grant, or a session's boundary expansion, would
+// newly allow, shown before a human gives it (maiden cards grant, maiden
+// pending ID and the inbox page on an approval that may mint an
+// always-card or widen a boundary).
+type NewlyPossible struct {
+	// Since and Until bound the window of recorded calls looked at.
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// Beyond says in words, one line per grant (or boundary entry), what
+	// it allows beyond what the agent's wallet (or the session's
+	// boundary) allows today: "tool:invoke pay with any --to= (today only
+	// --to=alice)", "write under /srv/app/** (today read only)", or
+	// "nothing new: ..." for a grant today covers.
+	Beyond []string `json:"beyond"`
+	// Redundant: nothing is new (every line says "nothing new").
+	Redundant bool `json:"redundant"`
+	// Calls counts the recorded decisions of the window that were refused
+	// or asked a human and that the grant would have allowed (a call's
+	// tool:invoke, an http-fetch, a reveal, an approval request; for a
+	// boundary, the session's calls its boundary refused); Examples are
+	// the first of them (at most MaxNewlyExamples), oldest first.
+	Calls    int             `json:"calls"`
+	Examples []WhatIfExample `json:"examples"`
+}
+
+// MaxNewlyExamples bounds NewlyPossible.Examples.
+const MaxNewlyExamples = 10
