@@ -126,5 +126,9 @@ type NewlyPossible struct {
 	Examples []WhatIfExample `json:"examples"`
 }
 
+// RuleAsked is the Rule of the recorded decision of an approval request
+// in a WhatIfExample: no card pre-approved the call, so a human was asked.
+const RuleAsked = "asked"
+
 // MaxNewlyExamples bounds NewlyPossible.Examples.
 const MaxNewlyExamples = 10

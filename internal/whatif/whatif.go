@@ -528,7 +528,7 @@ func (r *Replay) addApproval(rec api.AuditRecord) {
 	if before.Allow == after.Allow {
 		return
 	}
-	asked := api.Decision{Rule: "asked", Reason: "a human was asked (approval request " + b.Approval + ", rule " + b.Rule + ")", Target: t.String()}
+	asked := api.Decision{Rule: api.RuleAsked, Reason: "a human was asked (approval request " + b.Approval + ", rule " + b.Rule + ")", Target: t.String()}
 	r.flip(rec, []api.Decision{asked}, before, after)
 }
 
