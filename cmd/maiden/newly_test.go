@@ -89,8 +89,8 @@ func TestPendingShowsNewlyPossible(t *testing.T) {
 		return api.AuditRecord{At: time.Now().Add(-time.Hour), Kind: "approval", Actor: "agent:research", Agent: "research", Tool: "echo", Body: body}
 	}
 	statetest.AppendAudit(t, state,
-		asked("--message=hi", "sha256:aaaa"),   // the same call, asked before: the card would have let it through
-		asked("--message=hi", "sha256:bbbb"),   // another version of the tool: the card is not for it
+		asked("--message=hi", "sha256:aaaa"),    // the same call, asked before: the card would have let it through
+		asked("--message=hi", "sha256:bbbb"),    // another version of the tool: the card is not for it
 		asked("--message=other", "sha256:aaaa")) // another call
 	text := op(t, exitOK, cfg, "pending", a.ID).stdout
 	for _, want := range []string{
