@@ -117,7 +117,7 @@ func init() {
 		{name: "cards", args: "grant|derive|revoke|ls|show ...",
 			summary: "permission cards: what each agent may call (see docs/cards.md)",
 			subs:    []string{"grant", "derive", "revoke", "ls", "show"}},
-		{name: "cards grant", args: "-agent NAME [-expires 24h] [-deny | -ceiling] [-json] GRANT...",
+		{name: "cards grant", args: "-agent NAME [-budget calls=N,wall_ms=N,bytes_out=N,cost=N] [-dry-run] [-expires 24h] [-deny | -ceiling] [-json] GRANT...",
 			summary: "install a card in an agent's wallet: allow (default), cap (-ceiling) or forbid (-deny) the GRANTs",
 			help:    cardsGrantHelp, run: cmdCardsGrant, interspersed: true},
 		{name: "cards derive", args: "ID -to NAME [-expires 1h] [-json] GRANT...",
