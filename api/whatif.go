@@ -44,6 +44,11 @@ type WhatIfReport struct {
 	// allowed. They are not in Replayed: nothing recorded a decision of
 	// the cards to verify them against.
 	Asked int `json:"asked"`
+	// Standing counts the standing approvals replayed: an always-card
+	// that let an admitted call skip an approve layer (its verdict names
+	// the card), asked again on the card's binding; revoking the card
+	// flips them to asking a human. Not in Replayed either.
+	Standing int `json:"standing"`
 	// Flips is the number of decisions whose outcome the change flips;
 	// Groups has them by agent and tool.
 	Flips  int           `json:"flips"`
@@ -129,6 +134,11 @@ type NewlyPossible struct {
 // RuleAsked is the Rule of the recorded decision of an approval request
 // in a WhatIfExample: no card pre-approved the call, so a human was asked.
 const RuleAsked = "asked"
+
+// RuleApprovedAlways is the Rule of the recorded decision of a standing
+// approval in a WhatIfExample: an always-card (Card) let the call skip a
+// human.
+const RuleApprovedAlways = "approved always"
 
 // MaxNewlyExamples bounds NewlyPossible.Examples.
 const MaxNewlyExamples = 10

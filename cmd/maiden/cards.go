@@ -47,7 +47,7 @@ each GRANT in words against what the agent's wallet allows today ("tool:invoke p
 refused or asked a human and that the card would have allowed (maiden audit whatif's replay).
 -dry-run prints that and installs nothing (exit 0); with -json it prints the summary as JSON:
 {"since", "until", "beyond", "redundant", "calls", "examples"}. A -deny or -ceiling card
-allows nothing new (maiden audit whatif shows what it would refuse).
+allows nothing new: nothing is printed for it (-dry-run says so).
 
 ` + grantSyntaxHelp + "\n\n" + stateExitHelp
 
@@ -207,7 +207,9 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		printJSON(stdout, np)
 		return exitOK
 	case *deny || *ceiling:
-		fmt.Fprintln(summary, "a prohibition or a ceiling allows nothing new (maiden audit whatif shows what it would refuse)")
+		if *dryRun {
+			fmt.Fprintln(summary, "a prohibition or a ceiling allows nothing new")
+		}
 	default:
 		printNewly(summary, np, fmt.Sprintf("agent %q's wallet", *agent))
 	}

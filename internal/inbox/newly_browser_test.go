@@ -8,6 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 )
 
 // TestBrowserNewlyPossible drives an "always" approval's page in headless
@@ -100,5 +102,46 @@ func TestBrowserNewlyPossible(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Fatalf("alice's page after the card lacks %q:\n%s", want, got)
 		}
+	}
+
+	// A call the card lets skip the human is recorded as such, and the
+	// replay reads it back: revoking the card would make it ask again.
+	if r := e.callNow(t, "carol"); !r.OK {
+		t.Fatalf("a call the always-card covers: %+v %+v", r, r.Error)
+	}
+	if _, err := e.host.AuditTail(context.Background(), 0, 1); err != nil { // the Host's journaled records into the trail
+		t.Fatal(err)
+	}
+	st, err := admin.OpenStore(context.Background(), e.state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cs, err := st.Cards(context.Background(), "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var always string
+	for _, c := range cs {
+		if len(c.LowerPos) == 1 && c.LowerPos[0].String() == "approve:always echo --message=*" {
+			always = c.ID
+		}
+	}
+	rep, err := st.WhatIf(context.Background(), api.WhatIfChange{Revoke: []string{always}}, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flipped []string
+	for _, g := range rep.Groups {
+		for _, ex := range g.Examples {
+			flipped = append(flipped, ex.Target+" "+ex.Recorded.Rule)
+		}
+	}
+	// (The asked calls of alice and bob flip too: today's card would let
+	// them through, without it they ask.)
+	want := []string{"approve:always echo --message=alice " + api.RuleAsked, "approve:always echo --message=bob " + api.RuleAsked,
+		"approve:always echo --message=carol " + api.RuleApprovedAlways}
+	if rep.Standing != 1 || strings.Join(flipped, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("revoking the always-card %q: standing %d, flips %q; want %q (carol's call, approved always, would ask again)", always, rep.Standing, flipped, want)
 	}
 }

@@ -150,3 +150,58 @@ func TestBeyondWallet(t *testing.T) {
 		})
 	}
 }
+
+// TestStandingApprovalsReplay: a call an always-card let skip an approve
+// layer (its record's verdict names the card) replays as the
+// approve:always question on the card's binding: revoking the card flips
+// it to asking a human; a change elsewhere flips nothing; a verdict naming
+// a card the store does not hold is passed over.
+func TestStandingApprovalsReplay(t *testing.T) {
+	cs := []cards.Card{
+		card(t, "c_pay", "research", cards.Spec{LowerPos: gs(t, "tool:invoke pay --...")}),
+		card(t, "c_always", "research", cards.Spec{LowerPos: gs(t, "approve:always pay --to=*"), Bound: "tool=x policy=sha256:y"}),
+		card(t, "c_other", "research", cards.Spec{LowerPos: gs(t, "approve:always wire --...")}),
+	}
+	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
+	admitted := func(rendered, detail string) {
+		d := recorded(cards.NewWallet("research", now, cs).Decide(grant.ToolTarget("pay", nil)))
+		tr.add(whatif.KindCallAdmitted, "research", "pay", map[string]any{"rendered": rendered, "decision": &d,
+			"middleware": []map[string]string{{"rule": "middleware[1]", "use": "approve", "verdict": "pass", "detail": detail}}})
+	}
+	admitted("--to=bob", "approved always by card c_always")
+	admitted("--to=carol", "approved always by card c_gone") // a card the store does not hold
+	for _, tc := range []struct {
+		name   string
+		change api.WhatIfChange
+		want   []flip
+	}{
+		{"no change", api.WhatIfChange{}, nil},
+		{"revoking the always-card", api.WhatIfChange{Revoke: []string{"c_always"}},
+			[]flip{{"research", "pay", 1, 0, []string{"approve:always pay --to=bob"}}}},
+		{"revoking another always-card", api.WhatIfChange{Revoke: []string{"c_other"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := whatif.New(whatif.State{Now: now, Agents: []string{"research"}, Cards: cs}, tc.change)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range tr.recs {
+				r.Add(rec)
+			}
+			rep := r.Report()
+			if diff := cmp.Diff(tc.want, flips(rep), cmp.AllowUnexported(flip{})); diff != "" {
+				t.Errorf("flips (-want +got):\n%s", diff)
+			}
+			if rep.Standing != 1 || rep.Replayed != 2 {
+				t.Errorf("standing %d, replayed %d: want 1, 2", rep.Standing, rep.Replayed)
+			}
+			for _, g := range rep.Groups {
+				for _, ex := range g.Examples {
+					if ex.Recorded.Rule != api.RuleApprovedAlways || ex.Recorded.Card != "c_always" || ex.After.Allow {
+						t.Errorf("example %+v: want the standing approval of c_always, refused after", ex)
+					}
+				}
+			}
+		})
+	}
+}

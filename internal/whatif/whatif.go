@@ -36,11 +36,13 @@
 //     so a grant of approve:always shows the asked calls it would have
 //     let through. Nothing recorded a decision to check it against, so it
 //     is counted apart (Asked), not verified.
-//   - Not replayed (not recorded as decisions today): a standing approval
-//     that let a call skip an approve layer (its record names the card
-//     in a middleware verdict only), the decision before a middleware
-//     rewrite (the record holds the last one), the fs subtree decisions
-//     of a session's preopens.
+//   - A standing approval (an always-card let an admitted call skip an
+//     approve layer: its record names the card in the layer's verdict) is
+//     replayed the same way, on the card's own binding, so revoking the
+//     card shows the calls that would have asked a human (Standing).
+//   - Not replayed (not recorded as decisions today): the decision before
+//     a middleware rewrite (the record holds the last one), the fs
+//     subtree decisions of a session's preopens.
 package whatif
 
 import (
@@ -121,6 +123,7 @@ type Replay struct {
 	// agent's, before or after the change, less the always-cards bound
 	// to another version or policy of the tool.
 	bound       map[boundKey]*cards.Wallet
+	bindingOf   map[string]string // each card's Bound, by ID
 	allowAlways func(string) bool
 	rep         api.WhatIfReport
 	groups      map[[2]string]*api.WhatIfGroup
@@ -132,12 +135,13 @@ type Replay struct {
 func New(st State, change api.WhatIfChange) (*Replay, error) {
 	r := &Replay{now: st.Now, change: change, held: map[string][]cards.Card{}, added: map[string][]cards.Card{},
 		gone: map[string]bool{}, before: map[string]*cards.Wallet{}, after: map[string]*cards.Wallet{},
-		bound: map[boundKey]*cards.Wallet{}, allowAlways: st.AllowAlways, groups: map[[2]string]*api.WhatIfGroup{}}
+		bound: map[boundKey]*cards.Wallet{}, bindingOf: map[string]string{}, allowAlways: st.AllowAlways, groups: map[[2]string]*api.WhatIfGroup{}}
 	byID := map[string]*cards.Card{}
 	children := map[string][]string{}
 	for i := range st.Cards {
 		c := &st.Cards[i]
 		byID[c.ID] = c
+		r.bindingOf[c.ID] = c.Bound
 		r.held[c.Holder] = append(r.held[c.Holder], *c)
 		for _, p := range c.Parents {
 			children[p] = append(children[p], c.ID)
@@ -244,6 +248,9 @@ func (r *Replay) Add(rec api.AuditRecord) {
 		return
 	default:
 		return
+	}
+	if rec.Kind == KindCallAdmitted {
+		r.addStanding(rec)
 	}
 	if !read(rec, &u) {
 		r.rep.Skipped++
@@ -515,12 +522,7 @@ func (r *Replay) addApproval(rec api.AuditRecord) {
 	if aw == nil {
 		return // the change does not touch this agent's wallet
 	}
-	var t grant.Target
-	if len(c.Command) > 0 || len(c.Positionals) > 0 {
-		t = grant.AlwaysCommandTarget(rec.Tool, c.Command, c.Args, c.Positionals)
-	} else {
-		t = grant.AlwaysTarget(rec.Tool, c.Args)
-	}
+	t := alwaysTarget(rec.Tool, c)
 	bound := BindingKey(b.ToolDigest, string(b.Policy))
 	q := decide.AlwaysApprove(t)
 	before := decide.Decide(decide.Basis{Wallet: r.boundWallet(r.wallet(rec.Agent), boundKey{rec.Agent, bound, false})}, q)
@@ -530,6 +532,67 @@ func (r *Replay) addApproval(rec api.AuditRecord) {
 	}
 	asked := api.Decision{Rule: api.RuleAsked, Reason: "a human was asked (approval request " + b.Approval + ", rule " + b.Rule + ")", Target: t.String()}
 	r.flip(rec, []api.Decision{asked}, before, after)
+}
+
+// admittedBody is what a call-admitted record says of its approve layers.
+type admittedBody struct {
+	Rendered   string `json:"rendered"`
+	Middleware []struct {
+		Use     string `json:"use"`
+		Verdict string `json:"verdict"`
+		Detail  string `json:"detail"`
+	} `json:"middleware"`
+}
+
+// standingPrefix starts the detail of an approve layer's verdict when an
+// always-card let the call skip the human (internal/pipeline's
+// middleware_approve.go writes it; the test of a real Host's records keeps
+// the two equal).
+const standingPrefix = "approved always by card "
+
+// addStanding replays the standing approvals of an admitted call: each
+// approve layer an always-card let it skip is asked again, as the approve
+// layer asked it (the card's own binding is the call's: the layer counts
+// a bound card only for calls of its binding), so revoking the card shows
+// the calls that would have asked a human.
+func (r *Replay) addStanding(rec api.AuditRecord) {
+	var b admittedBody
+	if json.Unmarshal(rec.Body, &b) != nil {
+		return
+	}
+	for _, v := range b.Middleware {
+		id, ok := strings.CutPrefix(v.Detail, standingPrefix)
+		if v.Use != "approve" || v.Verdict != "pass" || !ok {
+			continue
+		}
+		bound, known := r.bindingOf[id]
+		c, err := grant.ParseRendering(b.Rendered)
+		if !known || err != nil || rec.Tool == "" {
+			r.rep.Skipped++
+			continue
+		}
+		r.rep.Standing++
+		aw := r.after[rec.Agent]
+		if aw == nil {
+			continue
+		}
+		t := alwaysTarget(rec.Tool, c)
+		q := decide.AlwaysApprove(t)
+		before := decide.Decide(decide.Basis{Wallet: r.boundWallet(r.wallet(rec.Agent), boundKey{rec.Agent, bound, false})}, q)
+		after := decide.Decide(decide.Basis{Wallet: r.boundWallet(aw, boundKey{rec.Agent, bound, true})}, q)
+		if before.Allow != after.Allow {
+			r.flip(rec, []api.Decision{{Allow: true, Rule: api.RuleApprovedAlways, Card: id, Target: t.String()}}, before, after)
+		}
+	}
+}
+
+// alwaysTarget is the approve:always question of a call of tool with
+// rendering c, as the approve layer asks it.
+func alwaysTarget(tool string, c grant.Call) grant.Target {
+	if len(c.Command) > 0 || len(c.Positionals) > 0 {
+		return grant.AlwaysCommandTarget(tool, c.Command, c.Args, c.Positionals)
+	}
+	return grant.AlwaysTarget(tool, c.Args)
 }
 
 // BindingKey is the binding an approval request was made under, as the
