@@ -46,6 +46,7 @@
 package whatif
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -550,12 +551,18 @@ type admittedBody struct {
 // the two equal).
 const standingPrefix = "approved always by card "
 
+var standingDetail = []byte(standingPrefix)
+
 // addStanding replays the standing approvals of an admitted call: each
 // approve layer an always-card let it skip is asked again, as the approve
 // layer asked it (the card's own binding is the call's: the layer counts
 // a bound card only for calls of its binding), so revoking the card shows
 // the calls that would have asked a human.
 func (r *Replay) addStanding(rec api.AuditRecord) {
+	// Most calls passed no always-card: read the body only when one did.
+	if !bytes.Contains(rec.Body, standingDetail) {
+		return
+	}
 	var b admittedBody
 	if json.Unmarshal(rec.Body, &b) != nil {
 		return
