@@ -1,7 +1,11 @@
 // Package inbox is the operators' web page, served under /ui by maiden
 // serve -http: the approval requests waiting for a human (approve, always
 // allow, deny), the recent audit trail with its verify status, and the
-// cards of each agent (revoke).
+// cards of each agent (revoke). A request's own page also says what
+// approving it would newly allow (a Backend that is a NewlyBackend): an
+// always-card's grant, or a boundary expansion, against what the agent's
+// cards or the session's boundary allow today, and the recorded calls it
+// would have let through; an edited always-grant can be previewed.
 //
 // What an agent wrote (a call's arguments, a boundary request's
 // justification, audit records, grants) is shown escaped as the CLI shows
