@@ -193,3 +193,18 @@ func (h *Host) flushedAdmin(ctx context.Context) (*admin.State, error) {
 	}
 	return adminlink.Over(st, cfg).(*admin.State), nil
 }
+
+// ApprovalNewlyPossible says what approving request id would newly allow
+// (admin.State.ApprovalNewlyPossible): for a call that may be approved
+// always, its always-card (grant, "" for the request's own) against the
+// agent's wallet; for a boundary request, its expansion against the
+// session's boundary; and the recorded calls since since, refused or
+// asked, it would have let through. The inbox page shows it beside the
+// request.
+func (h *Host) ApprovalNewlyPossible(ctx context.Context, id, grant string, since time.Time) (api.NewlyPossible, error) {
+	s, err := h.flushedAdmin(ctx)
+	if err != nil {
+		return api.NewlyPossible{}, err
+	}
+	return s.ApprovalNewlyPossible(ctx, id, grant, since)
+}

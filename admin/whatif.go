@@ -45,45 +45,58 @@ const whatIfSlack = time.Minute
 // wrapping ErrWhatIf*.
 func (s *State) WhatIf(ctx context.Context, change api.WhatIfChange, since time.Time) (api.WhatIfReport, error) {
 	now := time.Now()
-	agents, err := s.st.Agents(ctx)
+	st, err := s.whatIfState(ctx, now)
 	if err != nil {
 		return api.WhatIfReport{}, err
 	}
-	all, err := s.st.Cards(ctx, "")
+	r, err := whatif.New(st, change)
 	if err != nil {
 		return api.WhatIfReport{}, err
 	}
-	names := make([]string, len(agents))
-	for i, a := range agents {
-		names[i] = a.Name
-	}
-	r, err := whatif.New(whatif.State{Now: now, Agents: names, Cards: all}, change)
-	if err != nil {
+	if err := s.replay(ctx, since, now, func(rec store.AuditRecord) bool { return true }, r.Add); err != nil {
 		return api.WhatIfReport{}, err
-	}
-	after, err := firstAuditAt(ctx, s.st, since.Add(-whatIfSlack))
-	if err != nil {
-		return api.WhatIfReport{}, err
-	}
-	for {
-		recs, err := s.st.AuditTail(ctx, after, whatIfPage)
-		if err != nil {
-			return api.WhatIfReport{}, err
-		}
-		for _, rec := range recs {
-			after = rec.Seq
-			if rec.At.Before(since) || rec.At.After(now) {
-				continue
-			}
-			r.Add(adminlink.Audit(rec))
-		}
-		if len(recs) < whatIfPage {
-			break
-		}
 	}
 	rep := r.Report()
 	rep.Since, rep.Until = since, now
 	return rep, nil
+}
+
+// replay hands add the trail's records from since to now that keep
+// selects, in the trail's order.
+func (s *State) replay(ctx context.Context, since, now time.Time, keep func(store.AuditRecord) bool, add func(api.AuditRecord)) error {
+	after, err := firstAuditAt(ctx, s.st, since.Add(-whatIfSlack))
+	if err != nil {
+		return err
+	}
+	for {
+		recs, err := s.st.AuditTail(ctx, after, whatIfPage)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			after = rec.Seq
+			if rec.At.Before(since) || rec.At.After(now) || !keep(rec) {
+				continue
+			}
+			add(adminlink.Audit(rec))
+		}
+		if len(recs) < whatIfPage {
+			return nil
+		}
+	}
+}
+
+// allowAlways says whether an approve rule of the configuration may be
+// approved always (nil, every rule, for a store opened without one).
+func (s *State) allowAlways() func(string) bool {
+	if s.cfg == nil {
+		return nil
+	}
+	cfg := s.cfg
+	return func(rule string) bool {
+		m, ok := cfg.MiddlewareRule(rule)
+		return ok && m.AllowAlways
+	}
 }
 
 // firstAuditAt is the sequence number after which the trail's first

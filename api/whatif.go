@@ -38,6 +38,17 @@ type WhatIfReport struct {
 	// implicit agent, a card built-in, a refusal before authorization, a
 	// reveal the binding refused) or that no replay can read.
 	Skipped int `json:"skipped"`
+	// Asked counts the approval requests replayed as the approve:always
+	// question their approve layer asked (no card pre-approved the call,
+	// so a human was asked): a grant of approve:always may flip them to
+	// allowed. They are not in Replayed: nothing recorded a decision of
+	// the cards to verify them against.
+	Asked int `json:"asked"`
+	// Standing counts the standing approvals replayed: an always-card
+	// that let an admitted call skip an approve layer (its verdict names
+	// the card), asked again on the card's binding; revoking the card
+	// flips them to asking a human. Not in Replayed either.
+	Standing int `json:"standing"`
 	// Flips is the number of decisions whose outcome the change flips;
 	// Groups has them by agent and tool.
 	Flips  int           `json:"flips"`
@@ -56,6 +67,11 @@ type WhatIfChange struct {
 type WhatIfGrant struct {
 	Agent string `json:"agent"`
 	Grant string `json:"grant"`
+	// Bound, when set, binds the new card to a tool's code and policy, as
+	// the always-card an approval mints is (its approve layer counts it
+	// only for calls of that same tool and policy); grants of one agent
+	// with different Bound go to different cards.
+	Bound string `json:"bound,omitempty"`
 }
 
 // WhatIfGroup is the flips of one agent's calls of one tool.
@@ -76,7 +92,7 @@ type WhatIfExample struct {
 	Seq int64     `json:"seq"`
 	At  time.Time `json:"at"`
 	// Agent and Tool are the record's; Record its kind (call-admitted,
-	// call-refused, fetch, secret-reveal).
+	// call-refused, fetch, secret-reveal, approval).
 	Agent  string `json:"agent"`
 	Tool   string `json:"tool"`
 	Record string `json:"record"`
@@ -89,3 +105,40 @@ type WhatIfExample struct {
 	Before   Decision `json:"before"`
 	After    Decision `json:"after"`
 }
+
+// NewlyPossible is what a grant, or a session's boundary expansion, would
+// newly allow, shown before a human gives it (maiden cards grant, maiden
+// pending ID and the inbox page on an approval that may mint an
+// always-card or widen a boundary).
+type NewlyPossible struct {
+	// Since and Until bound the window of recorded calls looked at.
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// Beyond says in words, one line per grant (or boundary entry), what
+	// it allows beyond what the agent's wallet (or the session's
+	// boundary) allows today: "tool:invoke pay with any --to= (today only
+	// --to=alice)", "write under /srv/app/** (today read only)", or
+	// "nothing new: ..." for a grant today covers.
+	Beyond []string `json:"beyond"`
+	// Redundant: nothing is new (every line says "nothing new").
+	Redundant bool `json:"redundant"`
+	// Calls counts the recorded decisions of the window that were refused
+	// or asked a human and that the grant would have allowed (a call's
+	// tool:invoke, an http-fetch, a reveal, an approval request; for a
+	// boundary, the session's calls its boundary refused); Examples are
+	// the first of them (at most MaxNewlyExamples), oldest first.
+	Calls    int             `json:"calls"`
+	Examples []WhatIfExample `json:"examples"`
+}
+
+// RuleAsked is the Rule of the recorded decision of an approval request
+// in a WhatIfExample: no card pre-approved the call, so a human was asked.
+const RuleAsked = "asked"
+
+// RuleApprovedAlways is the Rule of the recorded decision of a standing
+// approval in a WhatIfExample: an always-card (Card) let the call skip a
+// human.
+const RuleApprovedAlways = "approved always"
+
+// MaxNewlyExamples bounds NewlyPossible.Examples.
+const MaxNewlyExamples = 10

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/admin"
@@ -216,4 +217,20 @@ func (b hostInbox) RevokeCard(ctx context.Context, id, by string) (int, error) {
 		return 0, fmt.Errorf("%w: %v", inbox.ErrConflict, err)
 	}
 	return n, inboxErr(err)
+}
+
+var _ inbox.NewlyBackend = hostInbox{}
+
+// Newly is Host.ApprovalNewlyPossible over the last week of calls
+// (admin.DefaultWhatIfWindow), in the inbox's types.
+func (b hostInbox) Newly(ctx context.Context, id, grant string) (inbox.Newly, error) {
+	np, err := b.h.ApprovalNewlyPossible(ctx, id, grant, time.Now().Add(-admin.DefaultWhatIfWindow))
+	if err != nil {
+		return inbox.Newly{}, inboxErr(err)
+	}
+	out := inbox.Newly{Window: admin.DefaultWhatIfWindow, Beyond: np.Beyond, Redundant: np.Redundant, Calls: np.Calls}
+	for _, ex := range np.Examples {
+		out.Examples = append(out.Examples, inbox.NewlyCall{Seq: ex.Seq, At: ex.At, Target: ex.Target, Asked: ex.Recorded.Rule == api.RuleAsked})
+	}
+	return out, nil
 }

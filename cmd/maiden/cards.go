@@ -40,6 +40,15 @@ bytes they sent through http-fetch, cost units: each call costs its tool's cost 
 agent.toml, 1 by default). A call that would go over is denied (budget-exhausted).
 Prints the card's ID (-json: {"id": ID}).
 
+Before it installs the card it prints what the card would newly allow (to stderr with -json):
+each GRANT in words against what the agent's wallet allows today ("tool:invoke pay with any
+--to= (today only --to=alice)"; "nothing new: ..." for a grant the wallet covers already, and
+"redundant" when every GRANT is), and the agent's recorded calls of the last 7 days that were
+refused or asked a human and that the card would have allowed (maiden audit whatif's replay).
+-dry-run prints that and installs nothing (exit 0); with -json it prints the summary as JSON:
+{"since", "until", "beyond", "redundant", "calls", "examples"}. A -deny or -ceiling card
+allows nothing new: nothing is printed for it (-dry-run says so).
+
 ` + grantSyntaxHelp + "\n\n" + stateExitHelp
 
 const cardsDeriveHelp = `Derives a card from card ID into agent NAME's wallet: attenuation only (docs/cards.md,
@@ -142,14 +151,15 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	deny := fs.Bool("deny", false, "the GRANTs are a wallet-wide prohibition (upper-negative)")
 	ceiling := fs.Bool("ceiling", false, "the GRANTs are a wallet-wide ceiling (upper-positive)")
 	budget := fs.String("budget", "", "the card's `BUDGETS`: calls=N,wall_ms=N,bytes_out=N,cost=N (any subset)")
-	asJSON := fs.Bool("json", false, `print {"id": ID}`)
+	dryRun := fs.Bool("dry-run", false, "print what the card would newly allow and install nothing")
+	asJSON := fs.Bool("json", false, `print {"id": ID} (with -dry-run: the summary as JSON)`)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	switch {
 	case *agent == "" || len(pos) == 0:
-		fmt.Fprintln(stderr, "usage: maiden cards grant -agent NAME [-budget calls=N,wall_ms=N,bytes_out=N,cost=N] [-expires 24h] [-deny | -ceiling] [-json] GRANT...")
+		fmt.Fprintln(stderr, "usage: maiden cards grant -agent NAME [-budget calls=N,wall_ms=N,bytes_out=N,cost=N] [-dry-run] [-expires 24h] [-deny | -ceiling] [-json] GRANT...")
 		return exitUsage
 	case *deny && *ceiling:
 		fmt.Fprintln(stderr, "maiden cards grant: -deny and -ceiling exclude each other (grant them as two cards)")
@@ -180,6 +190,32 @@ func cmdCardsGrant(ctx context.Context, args []string, _ io.Reader, stdout, stde
 		if code := checkDenials(ctx, c, *agent, pos, gs, stderr); code != exitOK {
 			return code
 		}
+	}
+	// What the card would newly allow, before it is installed.
+	var np api.NewlyPossible
+	if !*deny && !*ceiling {
+		if np, err = s.st.NewlyPossible(ctx, *agent, pos, "", time.Now().Add(-admin.DefaultWhatIfWindow)); err != nil {
+			return failed(stderr, "cards grant", err)
+		}
+	}
+	summary := stdout
+	if *asJSON {
+		summary = stderr // stdout is {"id": ID}, which scripts read
+	}
+	switch {
+	case *dryRun && *asJSON:
+		printJSON(stdout, np)
+		return exitOK
+	case *deny || *ceiling:
+		if *dryRun {
+			fmt.Fprintln(summary, "a prohibition or a ceiling allows nothing new")
+		}
+	default:
+		printNewly(summary, np, fmt.Sprintf("agent %q's wallet", *agent))
+	}
+	if *dryRun {
+		fmt.Fprintln(summary, "dry run: no card was installed")
+		return exitOK
 	}
 	card, err := s.st.Grant(ctx, *agent, spec)
 	if err != nil {

@@ -39,7 +39,12 @@ its state (and who decided, why), agent, session, tool, arguments, the SHA-256 o
 rendering (the inbox page shows the same), the input's SHA-256, the
 hosts the call may reach and the credential names it may spend (the tool's policy as the
 agent's binding narrows it), the rule that asked and why, its expiry, and whether it may be
-approved always. With -json: the whole request as the inbox page sees it.
+approved always. A pending request that may be approved always, or a boundary request, is
+followed by what approving it would newly allow: the always-card's grant (or the expansion) in
+words against what the agent's wallet (or the session's boundary) allows today, and the
+recorded calls of the last 7 days that were refused or asked a human and that it would have
+let through (the inbox page shows the same). With -json: the whole request as the inbox page
+sees it.
 
 Exit codes: 0 done (also when nothing waits); 2 bad command line or agent.toml; 1 the state
 store failed.`
@@ -132,7 +137,9 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 		state += ": " + terminalSafe(r.DecisionReason)
 	}
 	if r.Kind == api.RequestBoundary {
-		return showBoundaryRequest(r, state, stdout)
+		showBoundaryRequest(r, state, stdout)
+		showNewly(ctx, s, r, stdout)
+		return exitOK
 	}
 	list := func(l []string) string {
 		if len(l) == 0 {
@@ -176,12 +183,36 @@ func showApproval(ctx context.Context, s *operatorState, id string, asJSON bool,
 	} {
 		fmt.Fprintf(stdout, "%-10s %s\n", l[0], l[1])
 	}
+	if r.AllowAlways {
+		showNewly(ctx, s, r, stdout)
+	}
 	return exitOK
+}
+
+// showNewly prints, for a pending request, what approving it would newly
+// allow: its always-card's grant against the agent's wallet, or a boundary
+// request's expansion against the session's boundary, and the recorded
+// calls of the last 7 days it would have let through.
+func showNewly(ctx context.Context, s *operatorState, r api.ApprovalRequest, stdout io.Writer) {
+	if r.State != "pending" {
+		return
+	}
+	np, err := s.st.ApprovalNewlyPossible(ctx, r.ID, "", time.Now().Add(-admin.DefaultWhatIfWindow))
+	fmt.Fprintln(stdout)
+	if err != nil {
+		fmt.Fprintf(stdout, "what approving would newly allow could not be worked out: %s\n", terminalSafe(err.Error()))
+		return
+	}
+	against := fmt.Sprintf("agent %s's wallet (approving always installs %s)", terminalSafe(strconv.Quote(r.Agent)), terminalSafe(strconv.Quote(r.AlwaysGrant)))
+	if r.Kind == api.RequestBoundary {
+		against = "session " + terminalSafe(r.Session) + "'s boundary"
+	}
+	printNewly(stdout, np, against)
 }
 
 // showBoundaryRequest prints a session's request to widen its sandbox
 // boundary (request_sandbox_boundary).
-func showBoundaryRequest(r api.ApprovalRequest, state string, stdout io.Writer) int {
+func showBoundaryRequest(r api.ApprovalRequest, state string, stdout io.Writer) {
 	now := time.Now()
 	for _, l := range [][2]string{
 		{"request", terminalSafe(r.ID) + " (a sandbox boundary request; " + terminalSafe(r.Rule) + ")"},
@@ -197,7 +228,53 @@ func showBoundaryRequest(r api.ApprovalRequest, state string, stdout io.Writer) 
 		fmt.Fprintf(stdout, "%-10s %s\n", l[0], l[1])
 	}
 	fmt.Fprintln(stdout, "\napproving widens this session's boundary only (a new revision); maiden deny ID -reason TEXT tells the agent why not")
-	return exitOK
+}
+
+// printNewly prints what a grant or a boundary expansion would newly
+// allow (admin's NewlyPossible): each grant in words against today's
+// wallet or boundary (against), then the recorded calls of the window it
+// would have let through, everything agents supplied escaped.
+func printNewly(w io.Writer, np api.NewlyPossible, against string) {
+	if np.Redundant {
+		fmt.Fprintf(w, "redundant: %s allows all of it already\n", against)
+	} else {
+		fmt.Fprintf(w, "what would newly be possible, beyond what %s allows today:\n", against)
+	}
+	for _, l := range np.Beyond {
+		fmt.Fprintf(w, "  %s\n", terminalSafe(l))
+	}
+	window := windowWords(np.Until.Sub(np.Since))
+	switch np.Calls {
+	case 0:
+		fmt.Fprintf(w, "of the calls recorded in the last %s, none refused or asked would have been allowed\n", window)
+		return
+	case 1:
+		fmt.Fprintf(w, "of the calls recorded in the last %s, 1 refused or asked would have been allowed:\n", window)
+	default:
+		fmt.Fprintf(w, "of the calls recorded in the last %s, %d refused or asked would have been allowed:\n", window, np.Calls)
+	}
+	for _, ex := range np.Examples {
+		was := "refused"
+		if ex.Recorded.Rule == api.RuleAsked {
+			was = "asked a human"
+		}
+		fmt.Fprintf(w, "  #%d %s  %s  %s (%s)\n", ex.Seq, ex.At.Local().Format(time.DateTime), terminalSafe(ex.Agent), terminalSafe(ex.Target), was)
+	}
+	if n := np.Calls - len(np.Examples); n > 0 {
+		fmt.Fprintf(w, "  and %d more (maiden audit whatif lists them by tool)\n", n)
+	}
+}
+
+// windowWords is a window as "7 days", "36h0m0s".
+func windowWords(d time.Duration) string {
+	day := 24 * time.Hour
+	if d >= day && d%day < time.Minute {
+		if n := int(d / day); n != 1 {
+			return strconv.Itoa(n) + " days"
+		}
+		return "day"
+	}
+	return d.Round(time.Second).String()
 }
 
 func orDash(s string) string {

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,18 +29,25 @@ const (
 )
 
 const auditWhatIfHelp = `Replays the recorded decisions of the audit trail (the agents' cards deciding a call's
-tool:invoke, an http-fetch's network:connect and secret:use, a reveal's secret:reveal) on
+tool:invoke, an http-fetch's network:connect and secret:use, a reveal's secret:reveal, and an
+approve layer's approve:always: an approval request, where a human was asked, counted as
+asked, and a standing approval, where an always-card let a call skip the human, counted as
+standing; both on the tool's binding, as the approve layer counts always-cards) on
 the cards as they are now and on the same cards with a proposed change, and prints the
 decisions whose outcome the change flips (allowed -> denied, denied -> allowed), grouped by
 agent and tool with counts and examples. Nothing is written.
 
 The change: -revoke ID (repeatable; a card with every card derived from it, as a revocation
 does), and -agent NAME -grant GRANT (each -grant goes to the -agent before it, as one new card
-per agent). With no change it checks that the replay reproduces the trail.
+per agent). -agent NAME -grants FILE replaces the agent's cards with the grants of FILE (one
+a line; blank lines and lines starting with # are passed over): every live card of the agent
+is revoked (with the cards derived from it, in any wallet, as revoking them would) and the
+file's grants become one new card. With no change it checks that the replay reproduces the
+trail.
 
 -since DURATION is the window (default 168h, a week; "7d" and other whole days are read too).
 -json prints the whole report as one JSON object: since, until, change, replayed, verified,
-inexact, stale, changed_since, unversioned, skipped, flips and groups (agent, tool,
+inexact, stale, changed_since, unversioned, skipped, asked, standing, flips and groups (agent, tool,
 allowed_to_denied, denied_to_allowed, examples with seq, at, agent, tool, record, target and
 the recorded, before and after decisions).
 
@@ -57,6 +66,7 @@ type whatIfChange struct {
 	change   api.WhatIfChange
 	agent    string
 	grantFor map[string]int // grants given per agent
+	replace  []string       // agents whose cards -grants replaces
 	err      error          // the first problem, reported after parsing
 }
 
@@ -97,6 +107,52 @@ func (f grantFlag) Set(g string) error {
 	return nil
 }
 
+// grantsFlag is -grants FILE: the -agent before it gets the file's grants
+// as its only card (its live cards are revoked once the store is open).
+type grantsFlag struct{ c *whatIfChange }
+
+func (f grantsFlag) String() string { return "" }
+func (f grantsFlag) Set(file string) error {
+	if f.c.agent == "" {
+		return errors.New("a -grants needs an -agent NAME before it")
+	}
+	if slices.Contains(f.c.replace, f.c.agent) {
+		return fmt.Errorf("agent %s's cards are replaced once (one -grants FILE)", f.c.agent)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f.c.change.Grants = append(f.c.change.Grants, api.WhatIfGrant{Agent: f.c.agent, Grant: line})
+	}
+	f.c.replace = append(f.c.replace, f.c.agent)
+	f.c.grantFor[f.c.agent]++
+	return nil
+}
+
+// replaceCards adds the live cards of the agents -grants replaces to the
+// cards the change revokes.
+func (ch *whatIfChange) replaceCards(ctx context.Context, st *admin.State) error {
+	now := time.Now()
+	for _, agent := range ch.replace {
+		cs, err := st.Cards(ctx, agent)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if c.Revoked.IsZero() && !c.ExpiredAt(now) && !slices.Contains(ch.change.Revoke, c.ID) {
+				ch.change.Revoke = append(ch.change.Revoke, c.ID)
+			}
+		}
+	}
+	return nil
+}
+
 // windowFlag is -since: a Go duration, or whole days ("7d").
 type windowFlag struct{ d time.Duration }
 
@@ -124,6 +180,7 @@ func cmdAuditWhatIf(ctx context.Context, args []string, _ io.Reader, stdout, std
 	fs.Var(revokeFlag{ch}, "revoke", "revoke the card `ID` (and every card derived from it); repeatable")
 	fs.Var(agentFlag{ch}, "agent", "the agent `NAME` the -grant flags after it give to")
 	fs.Var(grantFlag{ch}, "grant", "give the -agent before it a card allowing `GRANT`; repeatable")
+	fs.Var(grantsFlag{ch}, "grants", "replace the cards of the -agent before it with one card of the grants in `FILE` (one a line)")
 	window := &windowFlag{d: admin.DefaultWhatIfWindow}
 	fs.Var(window, "since", "replay the records of the last `DURATION` (default 168h; 7d reads as 168h)")
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON object")
@@ -142,7 +199,7 @@ func cmdAuditWhatIf(ctx context.Context, args []string, _ io.Reader, stdout, std
 		ch.err = fmt.Errorf("-agent %s is followed by no -grant", ch.agent)
 	}
 	if ch.err != nil {
-		fmt.Fprintf(stderr, "maiden audit whatif: %v (write -agent NAME -grant GRANT)\n", ch.err)
+		fmt.Fprintf(stderr, "maiden audit whatif: %v (write -agent NAME -grant GRANT or -agent NAME -grants FILE)\n", ch.err)
 		return exitWhatIfError
 	}
 	st, _ := c.openAudit(ctx, "audit whatif", stderr)
@@ -150,6 +207,10 @@ func cmdAuditWhatIf(ctx context.Context, args []string, _ io.Reader, stdout, std
 		return exitWhatIfError
 	}
 	defer st.Close()
+	if err := ch.replaceCards(ctx, st); err != nil {
+		fmt.Fprintf(stderr, "maiden audit whatif: %v\n", err)
+		return exitWhatIfError
+	}
 	rep, err := st.WhatIf(ctx, ch.change, time.Now().Add(-window.d))
 	if err != nil {
 		fmt.Fprintf(stderr, "maiden audit whatif: %v\n", err)

@@ -249,6 +249,29 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 			}
 		}
 	})
+	t.Run("replace an agent's cards with a file", func(t *testing.T) {
+		// Every grant research holds but cmdecho's, and not its
+		// prohibition: cmdecho's calls flip to denied, the prohibited
+		// hello-secret echoes to allowed, nothing else.
+		file := filepath.Join(t.TempDir(), "research.grants")
+		if err := os.WriteFile(file, []byte("# research, replaced\ntool:invoke echo --message=hello*\n\nnetwork:connect api.example.com\nsecret:use TOKEN\n"+
+			"secret:reveal SIGNING_KEY\ntool:invoke secretuser --...\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, r := whatIfJSON(t, cfg, "-agent", "research", "-grants", file)
+		echo, cmd := group(rep, "research", "echo"), group(rep, "research", "cmdecho")
+		if r.code != exitWhatIfFlips || len(rep.Groups) != 2 || cmd.AllowedToDenied == 0 || cmd.DeniedToAllowed != 0 || echo.DeniedToAllowed == 0 || echo.AllowedToDenied != 0 {
+			t.Fatalf("exit %d, groups %+v; want cmdecho allowed -> denied and echo denied -> allowed only", r.code, rep.Groups)
+		}
+		for _, ex := range echo.Examples {
+			if !strings.Contains(ex.Target, "hello-secret") {
+				t.Errorf("an echo that was never prohibited flips: %+v", ex)
+			}
+		}
+		if len(rep.Change.Revoke) != 7 || len(rep.Change.Grants) != 5 {
+			t.Errorf("the change revokes %v and grants %v: want research's 7 live cards and the file's 5 grants", rep.Change.Revoke, rep.Change.Grants)
+		}
+	})
 	t.Run("fetches and reveals", func(t *testing.T) {
 		rep, r := whatIfJSON(t, cfg, "-revoke", rt.cards["secret:reveal SIGNING_KEY"], "-agent", "research", "-grant", "network:connect other.example.com")
 		g := group(rep, "research", "secretuser")
@@ -282,7 +305,9 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 			{"agent without grant", []string{"-agent", "research"}, "-agent research is followed by no -grant"},
 			{"agent without grant, then another", []string{"-agent", "ops", "-agent", "research", "-grant", "tool:invoke echo"}, "-agent ops is followed by no -grant"},
 			{"bad window", []string{"-since", "yesterday"}, "a positive duration such as 24h, 90m or 7d"},
-			{"unknown flag", []string{"-grants", "x"}, "flag provided but not defined: -grants"},
+			{"unknown flag", []string{"-grantz", "x"}, "flag provided but not defined: -grantz"},
+			{"grants without agent", []string{"-grants", "x"}, "a -grants needs an -agent NAME before it"},
+			{"grants of no file", []string{"-agent", "research", "-grants", filepath.Join(t.TempDir(), "none")}, "no such file"},
 			{"argument", []string{"c_1"}, `unexpected argument "c_1"`},
 			{"no store", []string{"-state", filepath.Join(t.TempDir(), "none.db")}, "no state store at"},
 		} {
@@ -305,7 +330,7 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		if want := "change,changed_since,flips,groups,replayed,since,skipped,stale,until,unversioned,verified"; strings.Join(keys, ",") != want {
+		if want := "asked,change,changed_since,flips,groups,replayed,since,skipped,stale,standing,until,unversioned,verified"; strings.Join(keys, ",") != want {
 			t.Errorf("keys %v, want %s", keys, want)
 		}
 		var groups []map[string]json.RawMessage

@@ -66,6 +66,7 @@ type browserEnv struct {
 	url      string
 	operator string
 	agent    string
+	state    string // the state store's file
 }
 
 func newBrowserEnv(t *testing.T) *browserEnv {
@@ -103,7 +104,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &browserEnv{host: h, url: srv.URL, operator: op, agent: ag}
+	return &browserEnv{host: h, url: srv.URL, operator: op, agent: ag, state: state}
 }
 
 // call starts bot's echo call in the background; it waits for a human.

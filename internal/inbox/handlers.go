@@ -253,7 +253,45 @@ func (in *inbox) approval(w http.ResponseWriter, r *http.Request, op operator) {
 	}
 	p := in.page(op, "pending", "Approval "+a.ID)
 	p.Approval = a
+	p.Newly = in.newly(r, a)
 	in.render(w, http.StatusOK, "approval", p)
+}
+
+// newlyView is what the page shows of what approving a request would
+// newly allow: the backend's answer for the grant shown (the request's
+// own, or the one the operator asked to preview with ?grant=), or why
+// there is none.
+type newlyView struct {
+	Newly
+	Grant string // the always-grant previewed ("" for a boundary request)
+	Error string // why it could not be worked out (shown instead)
+}
+
+// newly asks the backend, if it can say, what approving pending request a
+// would newly allow.
+func (in *inbox) newly(r *http.Request, a Approval) *newlyView {
+	nb, ok := in.b.(NewlyBackend)
+	if !ok || a.State != "pending" || (a.Kind != KindBoundary && !a.AllowAlways) {
+		return nil
+	}
+	v := &newlyView{}
+	if a.Kind != KindBoundary {
+		v.Grant = strings.TrimSpace(r.URL.Query().Get("grant"))
+		if v.Grant == "" {
+			v.Grant = a.AlwaysGrant
+		}
+	}
+	n, err := nb.Newly(r.Context(), a.ID, v.Grant)
+	switch {
+	case errors.Is(err, ErrRefused):
+		v.Error = err.Error()
+	case err != nil:
+		in.log.Error("inbox: what approving "+a.ID+" would newly allow", "error", err)
+		v.Error = "it could not be worked out now (the server's log says why)"
+	default:
+		v.Newly = n
+	}
+	return v
 }
 
 // decide records the operator's decision (the form's action: approve,
@@ -460,6 +498,9 @@ type page struct {
 	Status   auditStatus
 	Agents   []agentCards
 	All      bool
+	// Newly is what approving the page's request would newly allow (its
+	// own page only).
+	Newly *newlyView
 }
 
 func (in *inbox) page(op operator, nav, title string) *page {
@@ -496,7 +537,8 @@ func parsePages() map[string]*template.Template {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"rel": relative,
+		"rel":    relative,
+		"window": windowWords,
 		"short": func(s string) string {
 			if len(s) > 12 {
 				return s[:12] + "…"
@@ -547,3 +589,15 @@ func relative(t time.Time) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// windowWords is a window as "7 days" or "36h0m0s".
+func windowWords(d time.Duration) string {
+	day := 24 * time.Hour
+	switch {
+	case d == day:
+		return "day"
+	case d > day && d%day == 0:
+		return itoa(int64(d/day)) + " days"
+	}
+	return d.String()
+}

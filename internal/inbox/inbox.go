@@ -1,7 +1,11 @@
 // Package inbox is the operators' web page, served under /ui by maiden
 // serve -http: the approval requests waiting for a human (approve, always
 // allow, deny), the recent audit trail with its verify status, and the
-// cards of each agent (revoke).
+// cards of each agent (revoke). A request's own page also says what
+// approving it would newly allow (a Backend that is a NewlyBackend): an
+// always-card's grant, or a boundary expansion, against what the agent's
+// cards or the session's boundary allow today, and the recorded calls it
+// would have let through; an edited always-grant can be previewed.
 //
 // What an agent wrote (a call's arguments, a boundary request's
 // justification, audit records, grants) is shown escaped as the CLI shows
@@ -135,6 +139,41 @@ type Approval struct {
 	Entries   []BoundaryEntry
 	Network   bool
 	Revision  int64
+}
+
+// NewlyBackend is a Backend that can also say what approving a request
+// would newly allow; the approval's own page then shows it above the
+// decision (a Backend without it shows the page without it).
+type NewlyBackend interface {
+	// Newly says what approving request id would newly allow: for a call
+	// that may be approved always, the always-card of grant ("" for the
+	// request's own AlwaysGrant) against the agent's wallet; for a
+	// boundary request, its expansion against the session's boundary. A
+	// grant the request cannot be approved always with is ErrRefused.
+	Newly(ctx context.Context, id, grant string) (Newly, error)
+}
+
+// Newly is what approving a request would newly allow (maiden's
+// NewlyPossible).
+type Newly struct {
+	// Window is how far back the recorded calls were looked at.
+	Window time.Duration
+	// Beyond says in words what each grant (or boundary entry) allows
+	// beyond today; Redundant: nothing is new.
+	Beyond    []string
+	Redundant bool
+	// Calls counts the recorded calls of the window, refused or asked,
+	// that it would have let through; Examples are the first of them.
+	Calls    int
+	Examples []NewlyCall
+}
+
+// NewlyCall is one recorded call a grant would have let through.
+type NewlyCall struct {
+	Seq    int64
+	At     time.Time
+	Target string // what was asked, in the grant language
+	Asked  bool   // a human was asked (else it was refused)
 }
 
 // KindBoundary is Approval.Kind of a sandbox boundary request.

@@ -29,14 +29,27 @@
 //     binding refused never asked the cards (the change cannot flip it);
 //     one it let through had the secret in the binding's secrets and
 //     reveal, which is all Decide reads of it.
-//   - Not replayed (not recorded as decisions today): approve:always
-//     (a standing approval that skipped an approve layer), the decision
-//     before a middleware rewrite (the record holds the last one), the
-//     fs subtree decisions of a session's preopens.
+//   - An approval request (an approve layer that found no always-card
+//     and asked a human) is replayed as the approve:always question it
+//     asked, on the agent's cards less the always-cards bound to another
+//     version or policy of the tool (as the approve layer counts them),
+//     so a grant of approve:always shows the asked calls it would have
+//     let through. Nothing recorded a decision to check it against, so it
+//     is counted apart (Asked), not verified.
+//   - A standing approval (an always-card let an admitted call skip an
+//     approve layer: its record names the card in the layer's verdict) is
+//     replayed the same way, on the card's own binding, so revoking the
+//     card shows the calls that would have asked a human (Standing).
+//   - Not replayed (not recorded as decisions today): the decision before
+//     a middleware rewrite (the record holds the last one), the fs
+//     subtree decisions of a session's preopens.
 package whatif
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +72,7 @@ const (
 	KindCallRefused  = "call-refused"
 	KindFetch        = "fetch"
 	KindReveal       = "secret-reveal"
+	KindApproval     = "approval"
 )
 
 // Errors of a change that cannot be replayed; the error wrapping one names
@@ -83,6 +97,11 @@ type State struct {
 	// Cards are every card of the store, revoked ones included, in the
 	// order they were made (store.Cards("")).
 	Cards []cards.Card
+	// AllowAlways says whether the approve rule of that name may be
+	// approved always (allow_always in agent.toml); an approval request
+	// of a rule that may not is passed over (Skipped): no card can let
+	// its calls skip the human. Nil means every rule may.
+	AllowAlways func(rule string) bool
 }
 
 // examplesPerWay bounds the examples a group keeps of each way of flipping.
@@ -95,28 +114,35 @@ type Replay struct {
 	now    time.Time
 	change api.WhatIfChange
 	held   map[string][]cards.Card // today's cards by holder, in the order made
-	added  map[string]cards.Card   // the change's new card of each agent
+	added  map[string][]cards.Card // the change's new cards of each agent
 	gone   map[string]bool         // cards the change revokes, descendants included
 	before map[string]*cards.Wallet
 	// after is the wallet with the change of each agent it touches;
 	// another agent's decisions cannot flip and are not decided twice.
-	after  map[string]*cards.Wallet
-	rep    api.WhatIfReport
-	groups map[[2]string]*api.WhatIfGroup
+	after map[string]*cards.Wallet
+	// bound are the wallets an approval request is replayed on: the
+	// agent's, before or after the change, less the always-cards bound
+	// to another version or policy of the tool.
+	bound       map[boundKey]*cards.Wallet
+	bindingOf   map[string]string // each card's Bound, by ID
+	allowAlways func(string) bool
+	rep         api.WhatIfReport
+	groups      map[[2]string]*api.WhatIfGroup
 }
 
 // New checks change against st (every card to revoke exists and is not
 // revoked yet, every grant parses and names a known agent and can be
 // installed in its wallet) and returns a Replay of it.
 func New(st State, change api.WhatIfChange) (*Replay, error) {
-	r := &Replay{now: st.Now, change: change, held: map[string][]cards.Card{}, added: map[string]cards.Card{},
+	r := &Replay{now: st.Now, change: change, held: map[string][]cards.Card{}, added: map[string][]cards.Card{},
 		gone: map[string]bool{}, before: map[string]*cards.Wallet{}, after: map[string]*cards.Wallet{},
-		groups: map[[2]string]*api.WhatIfGroup{}}
+		bound: map[boundKey]*cards.Wallet{}, bindingOf: map[string]string{}, allowAlways: st.AllowAlways, groups: map[[2]string]*api.WhatIfGroup{}}
 	byID := map[string]*cards.Card{}
 	children := map[string][]string{}
 	for i := range st.Cards {
 		c := &st.Cards[i]
 		byID[c.ID] = c
+		r.bindingOf[c.ID] = c.Bound
 		r.held[c.Holder] = append(r.held[c.Holder], *c)
 		for _, p := range c.Parents {
 			children[p] = append(children[p], c.ID)
@@ -148,8 +174,9 @@ func New(st State, change api.WhatIfChange) (*Replay, error) {
 	for _, a := range st.Agents {
 		known[a] = true
 	}
-	specs := map[string]*cards.Spec{}
-	var order []string
+	// One new card per agent and binding.
+	specs := map[[2]string]*cards.Spec{}
+	var order [][2]string
 	for _, g := range change.Grants {
 		if !known[g.Agent] {
 			return nil, fmt.Errorf("%w: -agent %s: no agent of that name (maiden agents ls lists them)", ErrUnknownAgent, g.Agent)
@@ -158,20 +185,22 @@ func New(st State, change api.WhatIfChange) (*Replay, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: -grant %q for agent %s: %v", ErrBadGrant, g.Grant, g.Agent, err)
 		}
-		s := specs[g.Agent]
+		k := [2]string{g.Agent, g.Bound}
+		s := specs[k]
 		if s == nil {
-			s = &cards.Spec{}
-			specs[g.Agent] = s
-			order = append(order, g.Agent)
+			s = &cards.Spec{Bound: g.Bound}
+			specs[k] = s
+			order = append(order, k)
 		}
 		s.LowerPos = append(s.LowerPos, cards.Grant{Grant: parsed})
 	}
-	for _, a := range order {
-		if err := cards.CheckInstall(*specs[a], a); err != nil {
+	for _, k := range order {
+		a := k[0]
+		if err := cards.CheckInstall(*specs[k], a); err != nil {
 			return nil, fmt.Errorf("%w: the grants for agent %s: %v", ErrBadGrant, a, err)
 		}
 		// Made now, after every card of the store, as a grant would be.
-		r.added[a] = cards.Card{ID: "(what-if card of " + a + ")", Holder: a, Spec: *specs[a], Manager: "operator", Created: st.Now}
+		r.added[a] = append(r.added[a], cards.Card{ID: "(what-if card of " + a + ")", Holder: a, Spec: *specs[k], Manager: "operator", Created: st.Now})
 		touched[a] = true
 	}
 	for a := range touched {
@@ -181,9 +210,7 @@ func New(st State, change api.WhatIfChange) (*Replay, error) {
 				cs = append(cs, c)
 			}
 		}
-		if c, ok := r.added[a]; ok {
-			cs = append(cs, c)
-		}
+		cs = append(cs, r.added[a]...)
 		r.after[a] = cards.NewWallet(a, st.Now, cs)
 	}
 	r.rep.Change = change
@@ -217,8 +244,14 @@ func (r *Replay) Add(rec api.AuditRecord) {
 	var u unit
 	switch rec.Kind {
 	case KindCallAdmitted, KindCallRefused, KindFetch, KindReveal:
+	case KindApproval:
+		r.addApproval(rec)
+		return
 	default:
 		return
+	}
+	if rec.Kind == KindCallAdmitted {
+		r.addStanding(rec)
 	}
 	if !read(rec, &u) {
 		r.rep.Skipped++
@@ -246,10 +279,14 @@ func (r *Replay) Add(rec api.AuditRecord) {
 		return // the change does not touch this agent's wallet
 	}
 	after, an := decideUnit(aw, &u)
-	b, a := before[bn-1], after[an-1]
-	if b.Allow == a.Allow {
-		return
+	if before[bn-1].Allow != after[an-1].Allow {
+		r.flip(rec, u.recorded, before[bn-1], after[an-1])
 	}
+}
+
+// flip counts and keeps a flip of rec's decision: b today, a with the
+// change.
+func (r *Replay) flip(rec api.AuditRecord, recorded []api.Decision, b, a cards.Decision) {
 	r.rep.Flips++
 	key := [2]string{rec.Agent, rec.Tool}
 	g := r.groups[key]
@@ -263,7 +300,7 @@ func (r *Replay) Add(rec api.AuditRecord) {
 	}
 	*n++
 	if *n <= examplesPerWay {
-		g.Examples = append(g.Examples, example(rec, u.recorded, b, a))
+		g.Examples = append(g.Examples, example(rec, recorded, b, a))
 	}
 }
 
@@ -427,4 +464,151 @@ func connectTarget(s string) (string, int, bool) {
 	}
 	port, err := strconv.Atoi(p)
 	return host, port, err == nil
+}
+
+// boundKey names a wallet an approval request is replayed on.
+type boundKey struct {
+	agent, bound string
+	after        bool
+}
+
+// boundWallet is w less the approve:always cards bound to another
+// version or policy of the tool than bound (the approve layer's
+// alwaysWallet: cards with no binding stay), made once per agent, binding
+// and side of the change.
+func (r *Replay) boundWallet(w *cards.Wallet, k boundKey) *cards.Wallet {
+	if bw := r.bound[k]; bw != nil {
+		return bw
+	}
+	all := w.Cards()
+	keep := all[:0:0]
+	for _, c := range all {
+		if c.Bound == "" || c.Bound == k.bound {
+			keep = append(keep, c)
+		}
+	}
+	bw := w
+	if len(keep) != len(all) {
+		bw = cards.NewWallet(w.Agent(), w.At(), keep)
+	}
+	r.bound[k] = bw
+	return bw
+}
+
+// approvalBody is the body of an approval request's record, as the
+// approve layer writes it (internal/pipeline's middleware_approve.go).
+type approvalBody struct {
+	Event      string          `json:"event"`
+	Approval   string          `json:"approval"`
+	Rule       string          `json:"rule"`
+	Rendered   string          `json:"rendered"`
+	ToolDigest string          `json:"tool_digest"`
+	Policy     json.RawMessage `json:"policy"`
+}
+
+// addApproval replays an approval request's record as the approve:always
+// question its approve layer asked and a human answered.
+func (r *Replay) addApproval(rec api.AuditRecord) {
+	var b approvalBody
+	if json.Unmarshal(rec.Body, &b) != nil || b.Event != "requested" {
+		return // a human's decision, not a request
+	}
+	c, err := grant.ParseRendering(b.Rendered)
+	if err != nil || rec.Tool == "" || r.allowAlways != nil && !r.allowAlways(b.Rule) {
+		r.rep.Skipped++
+		return
+	}
+	r.rep.Asked++
+	aw := r.after[rec.Agent]
+	if aw == nil {
+		return // the change does not touch this agent's wallet
+	}
+	t := alwaysTarget(rec.Tool, c)
+	bound := BindingKey(b.ToolDigest, string(b.Policy))
+	q := decide.AlwaysApprove(t)
+	before := decide.Decide(decide.Basis{Wallet: r.boundWallet(r.wallet(rec.Agent), boundKey{rec.Agent, bound, false})}, q)
+	after := decide.Decide(decide.Basis{Wallet: r.boundWallet(aw, boundKey{rec.Agent, bound, true})}, q)
+	if before.Allow == after.Allow {
+		return
+	}
+	asked := api.Decision{Rule: api.RuleAsked, Reason: "a human was asked (approval request " + b.Approval + ", rule " + b.Rule + ")", Target: t.String()}
+	r.flip(rec, []api.Decision{asked}, before, after)
+}
+
+// admittedBody is what a call-admitted record says of its approve layers.
+type admittedBody struct {
+	Rendered   string `json:"rendered"`
+	Middleware []struct {
+		Use     string `json:"use"`
+		Verdict string `json:"verdict"`
+		Detail  string `json:"detail"`
+	} `json:"middleware"`
+}
+
+// standingPrefix starts the detail of an approve layer's verdict when an
+// always-card let the call skip the human (internal/pipeline's
+// middleware_approve.go writes it; the test of a real Host's records keeps
+// the two equal).
+const standingPrefix = "approved always by card "
+
+var standingDetail = []byte(standingPrefix)
+
+// addStanding replays the standing approvals of an admitted call: each
+// approve layer an always-card let it skip is asked again, as the approve
+// layer asked it (the card's own binding is the call's: the layer counts
+// a bound card only for calls of its binding), so revoking the card shows
+// the calls that would have asked a human.
+func (r *Replay) addStanding(rec api.AuditRecord) {
+	// Most calls passed no always-card: read the body only when one did.
+	if !bytes.Contains(rec.Body, standingDetail) {
+		return
+	}
+	var b admittedBody
+	if json.Unmarshal(rec.Body, &b) != nil {
+		return
+	}
+	for _, v := range b.Middleware {
+		id, ok := strings.CutPrefix(v.Detail, standingPrefix)
+		if v.Use != "approve" || v.Verdict != "pass" || !ok {
+			continue
+		}
+		bound, known := r.bindingOf[id]
+		c, err := grant.ParseRendering(b.Rendered)
+		if !known || err != nil || rec.Tool == "" {
+			r.rep.Skipped++
+			continue
+		}
+		r.rep.Standing++
+		aw := r.after[rec.Agent]
+		if aw == nil {
+			continue
+		}
+		t := alwaysTarget(rec.Tool, c)
+		q := decide.AlwaysApprove(t)
+		before := decide.Decide(decide.Basis{Wallet: r.boundWallet(r.wallet(rec.Agent), boundKey{rec.Agent, bound, false})}, q)
+		after := decide.Decide(decide.Basis{Wallet: r.boundWallet(aw, boundKey{rec.Agent, bound, true})}, q)
+		if before.Allow != after.Allow {
+			r.flip(rec, []api.Decision{{Allow: true, Rule: api.RuleApprovedAlways, Card: id, Target: t.String()}}, before, after)
+		}
+	}
+}
+
+// alwaysTarget is the approve:always question of a call of tool with
+// rendering c, as the approve layer asks it.
+func alwaysTarget(tool string, c grant.Call) grant.Target {
+	if len(c.Command) > 0 || len(c.Positionals) > 0 {
+		return grant.AlwaysCommandTarget(tool, c.Command, c.Args, c.Positionals)
+	}
+	return grant.AlwaysTarget(tool, c.Args)
+}
+
+// BindingKey is the binding an approval request was made under, as the
+// always-card minted from it is bound (store.Binding.Key: the tool's code
+// identity and a digest of its policy; admin's test keeps the two equal).
+func BindingKey(toolDigest, policy string) string {
+	sum := sha256.Sum256([]byte(policy))
+	if toolDigest == "" {
+		toolDigest = "none"
+	}
+	return "tool=" + toolDigest + " policy=sha256:" + hex.EncodeToString(sum[:])
 }
