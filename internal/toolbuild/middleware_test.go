@@ -8,11 +8,6 @@ import (
 	"testing"
 )
 
-var middlewareExports = []string{
-	"describe: func() -> string",
-	"handle: func(event: string) -> result<string, string>",
-}
-
 // TestMiddlewareTemplatesProject creates each middleware template with
 // NewProject: the middleware contract and not the tool's, a README that
 // shows the verdicts and the agent.toml table. Building and running each
