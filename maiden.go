@@ -30,8 +30,10 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/pipeline"
+	"github.com/maiden-run/maiden/internal/trace"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 	"github.com/maiden-run/maiden/internal/worker"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a Host. nil means all defaults; every zero value is a
@@ -103,6 +105,16 @@ type Options struct {
 	// maiden-pins.json next to agent.toml (kept in memory only when the
 	// configuration has no directory).
 	MCPPinsPath string
+	// TracerProvider, if set, gets an OpenTelemetry span for every call
+	// (maiden.call, with children for admission, the decision, each
+	// middleware layer, a human's wait, the run and each http-fetch;
+	// docs/observability.md). nil is tracing off, at no measurable cost.
+	// A call's Call.TraceParent makes its spans part of the caller's trace.
+	TracerProvider oteltrace.TracerProvider
+	// TracePropagateTo lists host patterns (as http_allow writes them)
+	// whose http-fetch requests carry the call's traceparent; empty means
+	// none, since it identifies the caller to the destination.
+	TracePropagateTo []string
 }
 
 // DefaultApprovalWait is how long a call waits for a human by default.
@@ -208,12 +220,17 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Resolver != nil {
 		resolver = o.Resolver
 	}
+	tracer, err := trace.New(o.TracerProvider, &trace.Options{PropagateTo: o.TracePropagateTo})
+	if err != nil {
+		return nil, fmt.Errorf("maiden.New: %w", err)
+	}
 	p, err := pipeline.New(cfg, &pipeline.Options{
 		Logger: o.Logger, CacheDir: o.CacheDir, MaxCacheBytes: o.MaxCacheBytes, StatePath: o.StatePath,
 		MaxConcurrent: o.MaxConcurrent, MaxQueued: o.MaxQueued, MaxInputBytes: o.MaxInputBytes,
 		Resolver: resolver, LookupSecret: o.LookupSecret, Audit: o.Audit,
 		InProcess: o.Isolation == InProcess, WorkerCommand: o.WorkerCommand,
 		Observer: o.Observer, ApprovalWait: o.ApprovalWait, ApprovalPoll: o.ApprovalPoll, MCPPinsPath: o.MCPPinsPath,
+		Tracer: tracer,
 	})
 	if err != nil {
 		return nil, err

@@ -33,6 +33,7 @@ import (
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
+	"github.com/maiden-run/maiden/internal/trace"
 )
 
 // Options configure a Host. nil means all defaults; every zero value is a
@@ -99,6 +100,9 @@ type Options struct {
 	// maiden-pins.json next to agent.toml (kept in memory only when the
 	// configuration has no directory).
 	MCPPinsPath string
+	// Tracer makes the calls' OpenTelemetry spans (internal/trace); nil
+	// is tracing off, which costs a nil check per span site.
+	Tracer *trace.Tracer
 }
 
 // DefaultApprovalWait is how long a call waits for a human by default.
@@ -155,6 +159,8 @@ type Host struct {
 	// (clis.go), started on first need.
 	proxy   *egress.ConnectProxy
 	proxyMu sync.Mutex
+	// tracer makes the calls' spans; nil is tracing off (tracing.go).
+	tracer *trace.Tracer
 	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
 	// baseline only; nothing else sets it.
 	noAudit bool
@@ -173,7 +179,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o}
+	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o, tracer: o.Tracer}
 	runner, err := newRunner(o, h.adm.turns)
 	if err != nil {
 		return nil, fmt.Errorf("maiden.New: %w", err)
@@ -276,10 +282,16 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: c.Tool}, ErrClosed
 	}
-	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit}
+	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit, tr: h.tracer}
 	inv.res.Tool = c.Tool
+	if h.tracer != nil {
+		ctx = h.startCall(ctx, inv)
+	}
 	err := h.handle(ctx, inv)
 	inv.res.Duration = time.Since(inv.start)
+	if inv.span != nil {
+		endCall(inv, err)
+	}
 	if errors.Is(err, api.ErrClosed) {
 		err = ErrClosed
 	}
