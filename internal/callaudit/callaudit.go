@@ -31,13 +31,13 @@ import (
 // KindCallFailed is the audit kind of a call that failed after its
 // call-admitted record (a deadline, a trap, a refused fetch, an output a
 // layer withheld).
-const KindCallFailed = "call-failed"
+const KindCallFailed = store.AuditCallFailed
 
 // KindCallSucceeded is the audit kind of a call that returned its tool's
 // output after its call-admitted record: the outcome (duration, the tool's
 // kind, the output's size), so that every admitted call has exactly one
 // outcome record (call-succeeded or call-failed) beside its admission.
-const KindCallSucceeded = "call-succeeded"
+const KindCallSucceeded = store.AuditCallSucceeded
 
 // Record is the body of a call's audit records; V is a middleware layer's
 // verdict as the trail records it (encoded by encoding/json).
