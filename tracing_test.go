@@ -12,6 +12,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -38,7 +39,19 @@ type traceWorld struct {
 }
 
 func newTraceWorld(t *testing.T, traced bool) *traceWorld {
-	w := &traceWorld{got: map[string][]string{}}
+	if !traced {
+		return newTraceWorldWith(t, nil, nil)
+	}
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return newTraceWorldWith(t, tp, spans)
+}
+
+// newTraceWorldWith is the world with the Host's spans made by tp (nil:
+// tracing off); spans is where tp records them, if in memory.
+func newTraceWorldWith(t *testing.T, tp oteltrace.TracerProvider, spans *tracetest.InMemoryExporter) *traceWorld {
+	w := &traceWorld{got: map[string][]string{}, spans: spans}
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
 		w.got[r.Host] = append(w.got[r.Host], r.Header.Get("Traceparent"))
@@ -53,10 +66,7 @@ func newTraceWorld(t *testing.T, traced bool) *traceWorld {
 		LookupSecret:     func(name string) (string, bool) { return tokenValue, name == "TOKEN" },
 		TracePropagateTo: []string{"api.example.com"},
 	}
-	if traced {
-		w.spans = tracetest.NewInMemoryExporter()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(w.spans))
-		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	if tp != nil {
 		opts.TracerProvider = tp
 	}
 	net := fmt.Sprintf(`"network:connect api.example.com:%[1]s", "network:connect other.example.com:%[1]s"`, w.port)
