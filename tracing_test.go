@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -219,4 +220,45 @@ func attrs(s tracetest.SpanStub) map[string]string {
 		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
+}
+
+// TestHumanWaitSpan: a call that waits for a human's approval has a
+// maiden.human_wait span naming the request and that it was decided,
+// inside the call's trace.
+func TestHumanWaitSpan(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "approve"
+reason = "a human decides"
+[agents.a]
+tools = ["echo"]
+grants = ["tool:invoke echo --..."]
+`, maiden.Options{Isolation: maiden.InProcess, ApprovalPoll: 20 * time.Millisecond, TracerProvider: tp}, "echo")
+	ctx := context.Background()
+	var id string
+	res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"hi"}`, TraceParent: clientParent, ApprovalWait: 20 * time.Second,
+		OnApproval: func(r maiden.ApprovalRequest) {
+			id = r.ID
+			go h.Decide(ctx, r.ID, maiden.Answer{Approve: true})
+		}})
+	if err != nil || !res.OK {
+		t.Fatalf("call: %+v %v", res, err)
+	}
+	var wait []tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		if s.Name == "maiden.human_wait" {
+			wait = append(wait, s)
+		}
+	}
+	if len(wait) != 1 {
+		t.Fatalf("%d human_wait spans, want 1", len(wait))
+	}
+	if a := attrs(wait[0]); a["maiden.request.id"] != id || a["maiden.human_wait.decided"] != "true" || wait[0].SpanContext.TraceID().String() != clientTraceID {
+		t.Errorf("human_wait span %v in trace %s (request %s)", a, wait[0].SpanContext.TraceID(), id)
+	}
 }
