@@ -37,12 +37,17 @@ deps:
 # is spent waiting (for child processes, servers, deadlines), and lint's two
 # minutes of CPU fill it. Its output follows the tests' summary; either
 # failing fails make test.
+#
+# A run that failed ends with the digest of what failed
+# (scripts/testsummary's MAIDEN_TEST_FAILURES), after lint's output.
 test: deps
-	@log=$$(mktemp); \
+	@log=$$(mktemp); failed=$$(mktemp); \
 	$(MAKE) --no-print-directory lint >"$$log" 2>&1 & lint=$$!; \
-	GO=$(GO) scripts/test; status=$$?; \
+	MAIDEN_TEST_FAILURES=$$failed GO=$(GO) scripts/test; status=$$?; \
 	if wait $$lint; then echo "== make lint: ok"; else status=1; echo "== make lint: FAILED"; fi; \
-	cat "$$log"; rm -f "$$log"; exit $$status
+	cat "$$log"; \
+	if [ -s "$$failed" ]; then echo "== $$(head -n 1 "$$failed")"; tail -n +2 "$$failed"; fi; \
+	rm -f "$$log" "$$failed"; exit $$status
 
 bench:
 	./bench/run

@@ -23,12 +23,12 @@ path = %q
 cost = 2
 [tools.loop]
 path = %q
-timeout_ms = 50
+timeout_ms = 1500
 [agents.a]
 tools = ["echo", "loop"]
 grants = [
 	{ grant = "tool:invoke echo --...", budget = "calls=3,cost=5" },
-	{ grant = "tool:invoke loop --...", budget = "wall_ms=20" },
+	{ grant = "tool:invoke loop --...", budget = "wall_ms=100" },
 ]
 `, maiden.Options{}, "echo", "loop")
 	ctx := context.Background()
@@ -53,13 +53,15 @@ grants = [
 	}
 	echoCard := exhausted.FindStringSubmatch(res.Error.Message)[1]
 
-	// The loop runs into its 50 ms deadline: charged at least that, over
-	// its 20 ms budget; the next call is denied before it runs.
+	// The loop runs into its 1.5 s deadline: charged at least that, over
+	// its 100 ms budget; the next call is denied before it runs. (The
+	// deadline is long enough for the tool's schema() at load, which runs
+	// under the same timeout: 50 ms was missed on a loaded machine.)
 	if res := call("loop"); res.OK || res.Error.Kind != maiden.KindDeadline {
 		t.Fatalf("loop: %+v", res)
 	}
 	res = call("loop")
-	if res.OK || res.Error.Kind != maiden.KindDenied || !regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its wall_ms budget of 20 left`).MatchString(res.Error.Message) {
+	if res.OK || res.Error.Kind != maiden.KindDenied || !regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its wall_ms budget of 100 left`).MatchString(res.Error.Message) {
 		t.Fatalf("loop after its wall time is spent: %+v", res)
 	}
 

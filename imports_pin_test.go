@@ -61,6 +61,14 @@ command = ["`+bin+`"]
 				todo = append(todo, r)
 			}
 		}
+		if len(todo) > 0 {
+			// A review edited after it was shown is not pinned.
+			edited := slices.Clone(todo)
+			edited[0].Offered.Description += " (and anything else)"
+			if err := h.AcceptImport(edited); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
+				t.Errorf("a review edited after ReviewImport: AcceptImport said %v, want the digest mismatch", err)
+			}
+		}
 		if err := h.AcceptImport(todo); err != nil {
 			t.Fatal(err)
 		}

@@ -2,11 +2,9 @@ package maiden
 
 import (
 	"context"
-	"net/netip"
 
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/pipeline"
 )
 
@@ -133,13 +131,9 @@ const (
 	RequestBoundary = api.RequestBoundary
 )
 
-// Resolver looks up host names for http-fetch. *net.Resolver satisfies it.
-// Tests and embedders that run their own DNS supply one in Options; maiden
-// resolves each allowed name once per connection and dials only the
-// addresses it checked.
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
+// Resolver looks up host names for http-fetch (api.Resolver).
+// *net.Resolver satisfies it.
+type Resolver = api.Resolver
 
 // Observer watches calls on their way through the pipeline: admission, how
 // each call ended, every http-fetch decision (api.Observer, which says what
@@ -330,54 +324,24 @@ func (h *Host) CommandHelp(ctx context.Context, tool string, path ...string) (st
 	return h.p.CommandHelp(ctx, tool, path...)
 }
 
-// ImportedDefinition is what an imported tool shows agents: the upstream's
-// title, description and input schema (as the upstream gave them: escape
-// them before showing them on a terminal), and their pin digest.
-type ImportedDefinition struct {
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description"`
-	InputSchema string `json:"input_schema"`
-	Digest      string `json:"digest"`
-}
+// ImportedDefinition is what an imported tool shows agents
+// (api.ImportedDefinition).
+type ImportedDefinition = api.ImportedDefinition
 
 // ImportReview is one tool of an import as an operator reviews it before
-// accepting: State is "new" (never accepted), "changed" (Changes says what
-// differs from Accepted) or "accepted" (Offered is what was accepted).
-type ImportReview struct {
-	Tool     string              `json:"tool"` // NAME.TOOL
-	State    string              `json:"state"`
-	Changes  []string            `json:"changes,omitempty"`
-	Accepted *ImportedDefinition `json:"accepted,omitempty"`
-	Offered  ImportedDefinition  `json:"offered"`
-	pin      mcpimport.Pin
-}
+// accepting (api.ImportReview).
+type ImportReview = api.ImportReview
 
 // ReviewImport starts import name (an [mcp.NAME] of agent.toml) if need be
 // and returns each of its tools as the upstream offers it now, against what
 // was accepted. An upstream that is not up is an error.
 func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, error) {
-	rs, err := h.p.ReviewImport(ctx, name)
-	if rs == nil {
-		return nil, err
-	}
-	out := make([]ImportReview, len(rs))
-	for i, r := range rs {
-		out[i] = ImportReview{Tool: r.Tool, State: r.State, Changes: r.Changes, Offered: ImportedDefinition(r.Offered), pin: r.Pin}
-		if r.Accepted != nil {
-			def := ImportedDefinition(*r.Accepted)
-			out[i].Accepted = &def
-		}
-	}
-	return out, err
+	return h.p.ReviewImport(ctx, name)
 }
 
 // AcceptImport pins the definitions of reviews (from ReviewImport): what
 // the operator was shown is what is accepted, even if the upstream has
 // changed since.
 func (h *Host) AcceptImport(reviews []ImportReview) error {
-	rs := make([]pipeline.ImportReview, len(reviews))
-	for i, r := range reviews {
-		rs[i] = pipeline.ImportReview{Tool: r.Tool, Pin: r.pin}
-	}
-	return h.p.AcceptImport(rs)
+	return h.p.AcceptImport(reviews)
 }

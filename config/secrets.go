@@ -18,18 +18,40 @@ import (
 //	hosts = ["api.weather.example"]   # required: normalised host patterns
 //	methods = ["GET"]                 # optional: exact HTTP methods
 //	path_prefixes = ["/v1/"]          # optional: "/v1/" covers /v1/...; "/v1" covers /v1 and /v1/..., not /v10
+//	kind = "bearer"                   # optional: how the host attaches it (see docs/credentials.md)
 type SecretDestination struct {
 	Name         string
 	Hosts        []string // normalised host patterns, at least one
 	Methods      []string // nil: any method
 	PathPrefixes []string // nil: any path
 	Line         int
+
+	// Kind is how the host attaches the secret: "bearer" (the default,
+	// also when the key is absent), "header", "basic", "hmac", "sigv4" or
+	// "mtls". The fields below are the kind's settings; each is only
+	// accepted with its kind.
+	Kind            string
+	Header          string   // header: the header's name
+	Template        string   // header: e.g. "token {value}"; "" is the value alone
+	Username        string   // basic
+	Algorithm       string   // hmac: sha256 or sha512
+	SignatureHeader string   // hmac: default X-Signature
+	TimestampHeader string   // hmac: default X-Timestamp
+	AccessKeyID     string   // sigv4
+	Region          string   // sigv4
+	Service         string   // sigv4
+	SessionToken    bool     // sigv4: send the secret NAME_SESSION_TOKEN as X-Amz-Security-Token
+	CertFile        string   // mtls: PEM client certificate (absolute path); the value is its private key
+	TokenURL        string   // oauth2: the token endpoint, on a host of Hosts
+	ClientID        string   // oauth2
+	Scopes          []string // oauth2: scopes asked for; nil asks for none
 }
 
 func (d SecretDestination) clone() SecretDestination {
 	d.Hosts = slices.Clone(d.Hosts)
 	d.Methods = slices.Clone(d.Methods)
 	d.PathPrefixes = slices.Clone(d.PathPrefixes)
+	d.Scopes = slices.Clone(d.Scopes)
 	return d
 }
 
@@ -54,7 +76,27 @@ func (c *Config) SecretDestination(name string) (SecretDestination, bool) {
 }
 
 var (
-	secretDestKeys = []string{"hosts", "methods", "path_prefixes"}
+	secretDestKeys = []string{"hosts", "methods", "path_prefixes", "kind", "header", "template", "username", "algorithm",
+		"signature_header", "timestamp_header", "access_key_id", "region", "service", "session_token", "cert_file",
+		"token_url", "client_id", "scopes"}
+	// kindKeys are the keys each kind takes besides the binding's own.
+	kindKeys = map[string][]string{
+		"bearer": nil,
+		"header": {"header", "template"},
+		"basic":  {"username"},
+		"hmac":   {"algorithm", "signature_header", "timestamp_header"},
+		"sigv4":  {"access_key_id", "region", "service", "session_token"},
+		"mtls":   {"cert_file"},
+		"oauth2": {"token_url", "client_id", "scopes"},
+	}
+	// kindRequired are the keys a kind cannot do without.
+	kindRequired = map[string][]string{
+		"header": {"header"},
+		"basic":  {"username"},
+		"hmac":   {"algorithm"},
+		"sigv4":  {"access_key_id", "region", "service"},
+		"mtls":   {"cert_file"},
+	}
 	// An HTTP method as servers spell the standard ones: upper case.
 	methodRE = regexp.MustCompile(`^[A-Z][A-Z0-9_-]{0,31}$`)
 )
@@ -109,9 +151,12 @@ func (c *checker) secretDestinations(n *tnode, tools []Tool) []SecretDestination
 			case "path_prefixes":
 				d.PathPrefixes = c.pathPrefixes(kv, kkey)
 			default:
-				c.unknownKey(kv, kpath, secretDestKeys)
+				if !slices.Contains(secretDestKeys, k) {
+					c.unknownKey(kv, kpath, secretDestKeys)
+				}
 			}
 		}
+		c.credentialKind(v, path, &d)
 		if _, ok := v.keys["hosts"]; !ok {
 			c.errorf(v.line, formatKey(append(path[:2:2], "hosts")), "required key is missing: the hosts this secret may be sent to, e.g. hosts = [\"api.example.com\"]")
 		}

@@ -25,8 +25,8 @@ hosts = ["other.example.com"]
 		t.Fatal(err)
 	}
 	want := []SecretDestination{
-		{Name: "OTHER", Hosts: []string{"other.example.com"}, Line: 16},
-		{Name: "WEATHER_TOKEN", Hosts: []string{"api.example.com", "*.cdn.example.com"}, Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/v1/", "/status"}, Line: 11},
+		{Name: "OTHER", Hosts: []string{"other.example.com"}, Line: 16, Kind: "bearer"},
+		{Name: "WEATHER_TOKEN", Hosts: []string{"api.example.com", "*.cdn.example.com"}, Methods: []string{"GET", "HEAD"}, PathPrefixes: []string{"/v1/", "/status"}, Line: 11, Kind: "bearer"},
 	}
 	if diff := cmp.Diff(want, cfg.SecretDestinations()); diff != "" {
 		t.Errorf("destinations (-want +got):\n%s", diff)
@@ -99,6 +99,91 @@ func TestSecretDestinationErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parse("agent.toml", []byte(agentsTools+"\n"+tt.src), "/cfg", fakeFiles(t))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			errs := err.(Errors)
+			if len(errs) != len(tt.want) {
+				t.Fatalf("%d errors, want %d:\n%v", len(errs), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(errs[i].Error(), w) {
+					t.Errorf("error %d:\n got %s\nwant %s...", i, errs[i].Error(), w)
+				}
+			}
+		})
+	}
+}
+
+// TestCredentialKinds reads each kind's settings from [secrets.NAME].
+func TestCredentialKinds(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		want      SecretDestination
+	}{
+		{"header", "kind = \"header\"\nheader = \"X-Api-Key\"\ntemplate = \"token {value}\"\n",
+			SecretDestination{Kind: "header", Header: "X-Api-Key", Template: "token {value}"}},
+		{"basic", "kind = \"basic\"\nusername = \"alice\"\n", SecretDestination{Kind: "basic", Username: "alice"}},
+		{"hmac", "kind = \"hmac\"\nalgorithm = \"sha512\"\nsignature_header = \"X-Sig\"\ntimestamp_header = \"X-Ts\"\n",
+			SecretDestination{Kind: "hmac", Algorithm: "sha512", SignatureHeader: "X-Sig", TimestampHeader: "X-Ts"}},
+		{"sigv4", "kind = \"sigv4\"\naccess_key_id = \"AKIDEXAMPLE\"\nregion = \"us-east-1\"\nservice = \"s3\"\nsession_token = true\n",
+			SecretDestination{Kind: "sigv4", AccessKeyID: "AKIDEXAMPLE", Region: "us-east-1", Service: "s3", SessionToken: true}},
+		{"mtls", "kind = \"mtls\"\ncert_file = \"client.pem\"\n", SecretDestination{Kind: "mtls", CertFile: "/cfg/client.pem"}},
+		{"oauth2", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/oauth/token\"\nclient_id = \"svc\"\nscopes = [\"read\", \"write\"]\n",
+			SecretDestination{Kind: "oauth2", TokenURL: "https://api.example.com/oauth/token", ClientID: "svc", Scopes: []string{"read", "write"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := agentsTools + "\n[secrets.WEATHER_TOKEN]\nhosts = [\"api.example.com\"]\n" + tt.src
+			cfg, err := parse("agent.toml", []byte(src), "/cfg", fakeFiles(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := cfg.SecretDestination("WEATHER_TOKEN")
+			tt.want.Name, tt.want.Hosts, tt.want.Line = "WEATHER_TOKEN", []string{"api.example.com"}, 11
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCredentialKindErrors: an unknown kind, a setting of another kind, a
+// missing required setting and a bad value are each reported with the
+// file, line and key.
+func TestCredentialKindErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown kind", "kind = \"jwt\"\n", []string{
+			`agent.toml:13: secrets.WEATHER_TOKEN.kind: unknown kind "jwt": one of "bearer", "header", "basic", "hmac", "sigv4", "mtls", "oauth2"`}},
+		{"setting of another kind", "kind = \"basic\"\nusername = \"a\"\nregion = \"us-east-1\"\n", []string{
+			`agent.toml:15: secrets.WEATHER_TOKEN.region: is a setting of kind "sigv4", and this secret is kind "basic"`}},
+		{"setting without kind", "header = \"X-Key\"\n", []string{
+			`agent.toml:13: secrets.WEATHER_TOKEN.header: is a setting of kind "header", and this secret is kind "bearer"`}},
+		{"sigv4 missing", "kind = \"sigv4\"\nregion = \"us-east-1\"\n", []string{
+			`agent.toml:13: secrets.WEATHER_TOKEN.access_key_id: required key is missing for kind "sigv4"`,
+			`agent.toml:13: secrets.WEATHER_TOKEN.service: required key is missing for kind "sigv4"`}},
+		{"hmac algorithm", "kind = \"hmac\"\nalgorithm = \"md5\"\n", []string{
+			`agent.toml:14: secrets.WEATHER_TOKEN.algorithm: must be one of sha256, sha512, got "md5"`}},
+		{"header refused", "kind = \"header\"\nheader = \"Host\"\n", []string{
+			`agent.toml:14: secrets.WEATHER_TOKEN.header: header name "Host" is a header maiden sets or refuses itself`}},
+		{"template without value", "kind = \"header\"\nheader = \"X-Key\"\ntemplate = \"token\"\n", []string{
+			`agent.toml:15: secrets.WEATHER_TOKEN.template: must hold {value} exactly once`}},
+		{"basic colon", "kind = \"basic\"\nusername = \"a:b\"\n", []string{
+			`agent.toml:14: secrets.WEATHER_TOKEN.username: may not hold ':'`}},
+		{"oauth2 endpoint outside hosts", "kind = \"oauth2\"\ntoken_url = \"https://auth.other.example/token\"\nclient_id = \"svc\"\n", []string{
+			`agent.toml:14: secrets.WEATHER_TOKEN.token_url: host "auth.other.example" is not in this secret's hosts`}},
+		{"oauth2 plain http", "kind = \"oauth2\"\ntoken_url = \"http://api.example.com/token\"\nclient_id = \"svc\"\n", []string{
+			`agent.toml:14: secrets.WEATHER_TOKEN.token_url: must be an https URL`}},
+		{"oauth2 bad scope", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/token\"\nclient_id = \"svc\"\nscopes = [\"a b\"]\n", []string{
+			`agent.toml:16: secrets.WEATHER_TOKEN.scopes[0]: invalid scope "a b"`}},
+		{"session token not bool", "kind = \"sigv4\"\naccess_key_id = \"A\"\nregion = \"r\"\nservice = \"s\"\nsession_token = \"yes\"\n", []string{
+			`agent.toml:17: secrets.WEATHER_TOKEN.session_token: must be true or false`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := agentsTools + "\n[secrets.WEATHER_TOKEN]\nhosts = [\"api.example.com\"]\n" + tt.src
+			_, err := parse("agent.toml", []byte(src), "/cfg", fakeFiles(t))
 			if err == nil {
 				t.Fatal("accepted")
 			}

@@ -427,7 +427,15 @@ func TestAgentsTokens(t *testing.T) {
 		t.Fatalf("agents ls -json: %s", out)
 	}
 	id := ls[2].Tokens[0].ID
-	secretOf := func(tok string) string { return tok[strings.LastIndex(tok, "_")+1:] }
+	// mdn_ID_SECRET, where SECRET is base64url and may itself hold "_":
+	// the secret is all after the second "_", not after the last.
+	secretOf := func(tok string) string {
+		parts := strings.SplitN(tok, "_", 3)
+		if len(parts) != 3 || len(parts[2]) < 40 {
+			t.Fatalf("token %q is not mdn_ID_SECRET", tok)
+		}
+		return parts[2]
+	}
 	lsText := op(t, exitOK, cfg, "agents", "ls").stdout
 	for _, o := range []string{out, lsText} {
 		if strings.Contains(o, secretOf(minted.Token)) || strings.Contains(o, secretOf(second)) {

@@ -25,6 +25,7 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/credential"
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -53,9 +54,21 @@ func Rules(cfg *config.Config, t config.Tool) egress.Rules {
 			Methods:      d.Methods,
 			PathPrefixes: d.PathPrefixes,
 			Source:       fmt.Sprintf("[secrets.%s] (%s:%d)", d.Name, filepath.Base(cfg.File()), d.Line),
+			Credential:   Spec(d),
 		})
 	}
 	return r
+}
+
+// Spec is how d's secret is attached (its kind and settings), as the
+// gate takes it with the binding.
+func Spec(d config.SecretDestination) credential.Spec {
+	return credential.Spec{
+		Kind: credential.Kind(d.Kind), Header: d.Header, Template: d.Template, Username: d.Username,
+		Algorithm: d.Algorithm, SignatureHeader: d.SignatureHeader, TimestampHeader: d.TimestampHeader,
+		AccessKeyID: d.AccessKeyID, Region: d.Region, Service: d.Service, SessionToken: d.SessionToken,
+		CertFile: d.CertFile, TokenURL: d.TokenURL, ClientID: d.ClientID, Scopes: d.Scopes,
+	}
 }
 
 // Rules of the card checks at http-fetch time, as audit events and the

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/maiden-run/maiden/internal/credential"
 )
 
 // SecretDestination binds a secret to the requests it may be attached to:
@@ -31,6 +33,10 @@ type SecretDestination struct {
 	// Source names where the binding was declared, for refusals (e.g.
 	// "[secrets.WEATHER_TOKEN] at agent.toml:12"): the key to edit.
 	Source string
+	// Credential is how the secret is attached (its kind and the kind's
+	// settings); the zero value is a bearer token. When two bindings of
+	// one secret meet (Rules.Intersect), the first non-bearer one decides.
+	Credential credential.Spec
 }
 
 func (d SecretDestination) clone() SecretDestination {
@@ -63,6 +69,9 @@ func (d SecretDestination) check() error {
 		if why := PathPrefixProblem(p); why != "" {
 			return fmt.Errorf("secret %s: path prefix %s: %s", quote(d.Secret), quote(p), why)
 		}
+	}
+	if err := d.Credential.Check(); err != nil {
+		return fmt.Errorf("secret %s: %v", quote(d.Secret), err)
 	}
 	return nil
 }

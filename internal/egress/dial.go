@@ -58,6 +58,9 @@ func newTransport(d *dialer, p *Policy) *http.Transport {
 type dialer struct {
 	p        *Policy
 	resolver Resolver
+	// cert is the client certificate of a kind "mtls" secret: only the
+	// transport of that secret's requests has one (Policy.mtlsTransport).
+	cert *tls.Certificate
 }
 
 func (d *dialer) dialPlain(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -90,7 +93,7 @@ func (d *dialer) dialTLS(ctx context.Context, network, addr string) (net.Conn, e
 	if err != nil {
 		return nil, err
 	}
-	tc := tls.Client(conn, &tls.Config{
+	cfg := &tls.Config{
 		// The checked host, as normalised: the certificate must be for the
 		// name the policy allowed. For an IP literal Go sends no SNI and
 		// verifies the certificate's IP addresses.
@@ -98,7 +101,12 @@ func (d *dialer) dialTLS(ctx context.Context, network, addr string) (net.Conn, e
 		RootCAs:    d.p.roots,
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"http/1.1"},
-	})
+	}
+	if d.cert != nil {
+		cert := d.cert
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
+	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		conn.Close()
 		return nil, err

@@ -17,8 +17,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/maiden-run/maiden/internal/credential"
 )
 
 // SecretEnvPrefix is prepended to a secret's name to find its value in the
@@ -40,6 +43,9 @@ type Options struct {
 	// Audit receives one event per request, allowed or refused; nil
 	// discards them.
 	Audit *slog.Logger
+	// Now is the clock of credentials: signatures' timestamps, access
+	// tokens' expiry. nil means time.Now.
+	Now func() time.Time
 }
 
 // Gate serves http-fetch for any number of tools. It is safe for concurrent
@@ -48,6 +54,8 @@ type Gate struct {
 	resolver Resolver
 	lookup   func(string) (string, bool)
 	audit    *slog.Logger
+	clock    func() time.Time
+	tokens   sync.Map // tokenKey → *tokenCache (kind oauth2)
 }
 
 // New returns a Gate.
@@ -56,7 +64,7 @@ func New(opts *Options) *Gate {
 	if opts != nil {
 		o = *opts
 	}
-	g := &Gate{resolver: o.Resolver, lookup: o.LookupSecret, audit: o.Audit}
+	g := &Gate{resolver: o.Resolver, lookup: o.LookupSecret, audit: o.Audit, clock: o.Now}
 	if g.resolver == nil {
 		g.resolver = net.DefaultResolver
 	}
@@ -95,8 +103,9 @@ func (g *Gate) Redactor(p *Policy) func(string) string {
 // the redactor it applies, so a value that changes mid-request cannot slip
 // past redaction.
 func (g *Gate) secretValues(p *Policy) []secretValue {
-	vals := make([]secretValue, 0, len(p.secrets))
-	for _, name := range p.secrets {
+	names := p.secretNames()
+	vals := make([]secretValue, 0, len(names))
+	for _, name := range names {
 		if v, ok := g.lookup(name); ok {
 			vals = append(vals, secretValue{name, v})
 		}
@@ -155,7 +164,7 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *F
 	// audit event see.
 	vals := g.secretValues(p)
 	red := p.redactorFor(vals)
-	resp, ferr := g.fetch(ctx, p, req, vals, red, &ev)
+	resp, ferr := g.fetch(ctx, p, req, vals, &red, &ev)
 	if ferr != nil {
 		ferr.Message = message(red, ferr)
 		ferr.Rule = ev.rule
@@ -202,7 +211,11 @@ func clean(red *redactor, s string) string {
 	return strings.ToValidUTF8(red.String(s), "\uFFFD")
 }
 
-func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretValue, red *redactor, ev *event) (*Response, *FetchError) {
+// red is the request's redactor; fetch replaces it with one that also
+// hides what attaching the credential derived (a signature), so the
+// caller's copy redacts the error and the audit event with it too.
+func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretValue, redp **redactor, ev *event) (*Response, *FetchError) {
+	red := *redp
 	// Policy first: every check below is pure or reads the secret store;
 	// nothing touches the network until all of them pass.
 	t, d := normalizeURL(req.URL)
@@ -231,6 +244,9 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		if d.Allow {
 			d = p.mayAttach(name, t, method)
 		}
+		if d.Allow {
+			d = p.headerKindOnly(name)
+		}
 		if d.Allow && req.Authorize != nil {
 			d = authorize(req.Authorize, t, name)
 		}
@@ -245,15 +261,13 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		}
 		d = authorize(req.Authorize, t, cred)
 	}
-	var secret string
 	if d.Allow && req.HasCredential {
-		secret, d = credential(vals, req.Credential)
+		// Resolved before anything below, so a missing value is refused
+		// the same way whatever the kind.
+		_, d = resolveCredential(vals, req.Credential)
 	}
 	if !d.Allow {
 		return nil, ev.refuse(d)
-	}
-	if secret != "" {
-		header.Set("Authorization", "Bearer "+secret)
 	}
 
 	if _, ok := ctx.Deadline(); !ok {
@@ -283,9 +297,45 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 	}
 	hreq = hreq.WithContext(ctx)
 
+	// The credential last, on the request exactly as it will be sent: a
+	// signature covers the method, URL, Host and headers built above from
+	// the checked parts, and the body.
+	tr := p.transport(g)
+	if req.HasCredential {
+		derived, mtls, d := p.attach(ctx, g, hreq, req, vals, t, "")
+		if !d.Allow {
+			return nil, ev.refuse(d)
+		}
+		if mtls != nil {
+			tr = mtls
+		}
+		if len(derived) > 0 {
+			red = newRedactor(append(slices.Clip(vals), derived...))
+			*redp = red
+		}
+	}
+
 	// RoundTrip, not http.Client: a redirect is a second request, and the
 	// transport has no code that could make one.
-	resp, err := p.transport(g).RoundTrip(hreq)
+	resp, err := tr.RoundTrip(hreq)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && req.HasCredential && p.spec(req.Credential).Kind == credential.OAuth2 {
+		// The API refused the access token (revoked, expired early): one
+		// new token, one retry, never more.
+		resp.Body.Close()
+		used := strings.TrimPrefix(hreq.Header.Get("Authorization"), "Bearer ")
+		retry := hreq.Clone(ctx)
+		if len(req.Body) > 0 {
+			retry.Body, _ = hreq.GetBody()
+		}
+		derived, _, d := p.attach(ctx, g, retry, req, vals, t, used)
+		if !d.Allow {
+			return nil, ev.refuse(d)
+		}
+		red = newRedactor(append(slices.Clip(vals), append(derived, secretValue{req.Credential, used})...))
+		*redp = red
+		hreq = retry
+		resp, err = tr.RoundTrip(hreq)
+	}
 	if err != nil {
 		return nil, ev.fail(ctx, err, red)
 	}
@@ -395,19 +445,15 @@ func (p *Policy) mayAttach(name string, t target, method string) Ruling {
 	return p.checkDestination(name, t, method)
 }
 
-// credential resolves a credential name the policy let the request carry
-// (mayAttach) from the request's snapshot of secret values.
-func credential(vals []secretValue, name string) (string, Ruling) {
+// resolveCredential resolves a credential name the policy let the request carry
+// (mayAttach) from the request's snapshot of secret values. Whether the
+// value can be attached is its kind's question (attach).
+func resolveCredential(vals []secretValue, name string) (string, Ruling) {
 	i := slices.IndexFunc(vals, func(s secretValue) bool { return s.name == name })
 	if i < 0 || vals[i].value == "" {
 		return "", deny(RuleCredentialMissing, "credential %s is declared but has no value on the host (set %s%s)", quote(name), SecretEnvPrefix, name)
 	}
-	v := vals[i].value
-	if i, _ := badValueByte(v); i >= 0 {
-		// Say that, never where or what.
-		return "", deny(RuleCredentialInvalid, "the value of credential %s is not a valid HTTP header value", quote(name))
-	}
-	return v, allowed
+	return vals[i].value, allowed
 }
 
 // readCapped reads at most max+1 bytes, so the caller can tell "exactly

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/maiden-run/maiden/internal/credential"
 	"github.com/maiden-run/maiden/internal/regfile"
 )
 
@@ -143,6 +144,10 @@ type Policy struct {
 
 	pools    sync.Map // *Gate → *http.Transport
 	redactor atomic.Pointer[cachedRedactor]
+
+	specs map[string]credential.Spec // secret → how it is attached (absent: bearer)
+	certs map[string][]byte          // kind mtls: secret → its cert_file's PEM
+	mtls  sync.Map                   // mtlsKey → *http.Transport
 }
 
 // NewPolicy compiles the policy of tool (a name, for audit events and
@@ -164,6 +169,9 @@ func NewPolicy(tool string, r Rules) (*Policy, error) {
 			return nil, fmt.Errorf("%w: tool %s: %v", ErrInvalidPolicy, tool, err)
 		}
 		p.dests = append(p.dests, d.clone())
+		if err := p.addSpec(d); err != nil {
+			return nil, fmt.Errorf("%w: tool %s: %v", ErrInvalidPolicy, tool, err)
+		}
 	}
 	for _, pat := range p.allow {
 		// matchHost compares strings; an entry that is not canonical would
@@ -197,10 +205,12 @@ func (p *Policy) Tool() string { return p.tool }
 // CloseIdleConnections closes the idle connections of every pool the policy
 // holds, e.g. when a configuration is replaced.
 func (p *Policy) CloseIdleConnections() {
-	p.pools.Range(func(_, v any) bool {
-		v.(*http.Transport).CloseIdleConnections()
-		return true
-	})
+	for _, m := range []*sync.Map{&p.pools, &p.mtls} {
+		m.Range(func(_, v any) bool {
+			v.(*http.Transport).CloseIdleConnections()
+			return true
+		})
+	}
 }
 
 func (p *Policy) declares(secret string) bool {

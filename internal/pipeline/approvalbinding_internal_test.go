@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -68,7 +69,7 @@ grants = ["tool:invoke t --..."]
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(cfg, &Options{InProcess: true, CacheDir: testkit.CompileCache(t)})
+	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -29,7 +30,7 @@ func BenchmarkAuditedCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h, err := New(cfg, &Options{InProcess: true, CacheDir: testkit.CompileCache(b)})
+			h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(b)})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -45,7 +46,7 @@ url = "http://127.0.0.1:1/mcp"
 [agents.a]
 tools = ["echo", "git", "calc", "cards_revoke", "fs_read"]
 `, echo, echo, filepath.Join(root, "examples/git/git.command.json")))
-	h, err := New(cfg, &Options{InProcess: true})
+	h, err := New(cfg, &Options{Isolation: api.InProcess})
 	if err != nil {
 		t.Fatal(err)
 	}

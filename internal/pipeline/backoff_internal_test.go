@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -278,7 +279,7 @@ func TestUnprovenToolOneAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(cfg, &Options{InProcess: true, CacheDir: t.TempDir(), MaxConcurrent: 8})
+	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: t.TempDir(), MaxConcurrent: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ tools = ["echo"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(cfg, &Options{InProcess: true, CacheDir: testkit.CompileCache(t), StatePath: filepath.Join(dir, "state.db")})
+	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: filepath.Join(dir, "state.db")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package pipeline
 
 import (
-	"context"
-	"net/netip"
-
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/egress"
@@ -15,13 +13,8 @@ import (
 // calling agent's cards in front of each request, the gate adapted to the
 // sandbox's http-fetch.
 
-// Resolver looks up host names for http-fetch. *net.Resolver satisfies it.
-// Tests and embedders that run their own DNS supply one in Options; maiden
-// resolves each allowed name once per connection and dials only the
-// addresses it checked.
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
+// Resolver looks up host names for http-fetch (api.Resolver).
+type Resolver = api.Resolver
 
 // Rules of the card checks at http-fetch time, as audit events and the
 // Observer name them.

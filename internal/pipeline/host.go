@@ -36,77 +36,12 @@ import (
 	"github.com/maiden-run/maiden/internal/trace"
 )
 
-// Options configure a Host. nil means all defaults; every zero value is a
-// default.
-type Options struct {
-	// Logger receives maiden's own diagnostics (compile times, cache
-	// problems). nil discards them. Tool output and tool logs never go here.
-	Logger *slog.Logger
-	// CacheDir holds compiled components between runs. "" means the user
-	// cache directory (os.UserCacheDir()/maiden/components); "off" disables
-	// the disk cache.
-	CacheDir string
-	// MaxCacheBytes bounds the compiled code held in memory, least recently
-	// used first out; 0 means 1 GiB.
-	MaxCacheBytes int64
-	// StatePath is the state store (agents, tokens, cards, approvals, the
-	// audit trail): a SQLite file, or a postgres:// URL without a password
-	// (PGPASSWORD or ~/.pgpass supply it); "" means the configuration's
-	// ([state] url or path, or maiden-state.db next to agent.toml). It is
-	// opened the first time something needs it.
-	StatePath string
-	// MaxConcurrent is how many calls run at once across all callers; 0
-	// means 4 per CPU (at least 4). Calls beyond it wait their turn. In
-	// worker isolation it is also the number of call workers.
-	MaxConcurrent int
-	// MaxQueued is how many calls may wait for a turn; 0 means 1024, a
-	// negative value means none may wait. A call beyond it fails at once
-	// with ErrOverloaded instead of piling up.
-	MaxQueued int
-	// MaxInputBytes caps a call's input; a larger one is refused before it
-	// is parsed, as kind input. 0 means the configuration's
-	// max_input_bytes (default 1 MiB).
-	MaxInputBytes int64
-	// Resolver looks up the hosts tools fetch from; nil means the system
-	// resolver (net.DefaultResolver).
-	Resolver Resolver
-	// LookupSecret returns the value of a secret a tool names; nil means
-	// the environment variable MAIDEN_SECRET_<NAME>. It is asked on every
-	// request, so a rotated value applies at once.
-	LookupSecret func(name string) (string, bool)
-	// Audit receives one structured event per http-fetch request, allowed
-	// or refused (tool, method, host, path without query, credential name,
-	// decision, rule, status, bytes, duration; never a secret value); nil
-	// means Logger.
-	Audit *slog.Logger
-	// InProcess runs guest code in this process (maiden.InProcess); false
-	// means supervised worker processes started by WorkerCommand (nil:
-	// this program, os.Executable).
-	InProcess     bool
-	WorkerCommand []string
-	// Observer, if set, watches every call: admission, how it ended, its
-	// http-fetch decisions (see Observer). nil costs nothing.
-	Observer Observer
-	// ApprovalWait is how long a call waits for a human's decision when an
-	// approve rule asks, unless the Call says otherwise; 0 means
-	// DefaultApprovalWait. A call whose wait ends returns kind pending.
-	ApprovalWait time.Duration
-	// ApprovalPoll is how often a waiting call asks the store whether
-	// another process decided; 0 means 250 ms. A decision through this
-	// Host (Decide) wakes it at once.
-	ApprovalPoll time.Duration
-	// MCPPinsPath is the file that holds the imported MCP tools an operator
-	// accepted (see pins.go and docs/mcp-imports.md); "" means
-	// maiden-pins.json next to agent.toml (kept in memory only when the
-	// configuration has no directory).
-	MCPPinsPath string
-	// Tracer makes the calls' OpenTelemetry spans (internal/trace); nil
-	// is tracing off, which costs a nil check per span site.
-	Tracer *trace.Tracer
-}
+// Options configure a Host: api.Options, which the root package names
+// maiden.Options (its doc comments are the embedder's documentation).
+type Options = api.Options
 
 // DefaultApprovalWait is how long a call waits for a human by default.
-const DefaultApprovalWait = 5 * time.Minute
+const DefaultApprovalWait = api.DefaultApprovalWait
 
 // Default admission limits.
 const (
@@ -159,11 +94,11 @@ type Host struct {
 	// (clis.go), started on first need.
 	proxy   *egress.ConnectProxy
 	proxyMu sync.Mutex
-	// tracer makes the calls' spans; nil is tracing off (tracing.go).
-	tracer *trace.Tracer
 	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
 	// baseline only; nothing else sets it.
 	noAudit bool
+	// tracer makes the calls' spans; nil is tracing off (tracing.go).
+	tracer *trace.Tracer
 }
 
 // New creates a host for cfg. Tools are compiled lazily, on first use (or by
@@ -179,7 +114,11 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o, tracer: o.Tracer}
+	tracer, err := tracerOf(o)
+	if err != nil {
+		return nil, fmt.Errorf("maiden.New: %w", err)
+	}
+	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o, tracer: tracer}
 	runner, err := newRunner(o, h.adm.turns)
 	if err != nil {
 		return nil, fmt.Errorf("maiden.New: %w", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 )
 
@@ -29,7 +30,7 @@ func TestRetiredImportNotRestarted(t *testing.T) {
 		return cfg
 	}
 	cfg := load("version = 1\n[mcp.local]\ncommand = [\"/bin/true\"]\n")
-	h, err := New(cfg, &Options{InProcess: true, CacheDir: "off"})
+	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: "off"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -36,7 +37,7 @@ grants = ["tool:invoke echo --message=* --..."]
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(b), InProcess: true})
+	h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(b), Isolation: api.InProcess})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -40,8 +41,8 @@ var inputSizes = []struct {
 func BenchmarkInputSize(b *testing.B) {
 	for _, iso := range []struct {
 		name      string
-		inProcess bool
-	}{{"process", true}, {"workers", false}} {
+		isolation api.Isolation
+	}{{"process", api.InProcess}, {"workers", api.Workers}} {
 		b.Run(iso.name, func(b *testing.B) {
 			path := b.TempDir() + "/agent.toml"
 			src := fmt.Sprintf("version = 1\nmax_input_bytes = %d\n[tools.echo]\npath = %q\n", 4<<20, testkit.Component(b, "echo"))
@@ -52,7 +53,7 @@ func BenchmarkInputSize(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(b), InProcess: iso.inProcess})
+			h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(b), Isolation: iso.isolation})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -37,7 +38,7 @@ func TestAuthenticateOperator(t *testing.T) {
 	}
 	cfg := write("\n[operators.alice]\n\n[operators.bob]\n")
 	state := filepath.Join(dir, "state.db")
-	h, err := New(cfg, &Options{InProcess: true, CacheDir: testkit.CompileCache(t), StatePath: state})
+	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
 	if err != nil {
 		t.Fatal(err)
 	}

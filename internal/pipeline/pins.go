@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 )
@@ -44,28 +46,12 @@ func (h *Host) savePins(pins map[string]mcpimport.Pin) error {
 	return h.pins.Save(h.pinsPath(), pins)
 }
 
-// ImportedDefinition is what an imported tool shows agents: the upstream's
-// title, description and input schema (as the upstream gave them: escape
-// them before showing them on a terminal), and their pin digest.
-type ImportedDefinition struct {
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description"`
-	InputSchema string `json:"input_schema"`
-	Digest      string `json:"digest"`
-}
-
-// ImportReview is one tool of an import as an operator reviews it before
-// accepting: State is "new" (never accepted), "changed" (Changes says what
-// differs from Accepted) or "accepted" (Offered is what was accepted).
-type ImportReview struct {
-	Tool     string              `json:"tool"` // NAME.TOOL
-	State    string              `json:"state"`
-	Changes  []string            `json:"changes,omitempty"`
-	Accepted *ImportedDefinition `json:"accepted,omitempty"`
-	Offered  ImportedDefinition  `json:"offered"`
-	// Pin is the definition as offered, what AcceptImport pins.
-	Pin mcpimport.Pin `json:"-"`
-}
+// ImportedDefinition and ImportReview are api's (the root names them
+// maiden.ImportedDefinition and maiden.ImportReview).
+type (
+	ImportedDefinition = api.ImportedDefinition
+	ImportReview       = api.ImportReview
+)
 
 func definitionOf(p mcpimport.Pin) ImportedDefinition {
 	return ImportedDefinition{Title: p.Title, Description: p.Description, InputSchema: string(p.InputSchema), Digest: p.Digest}
@@ -94,7 +80,7 @@ func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, e
 	out := make([]ImportReview, 0, len(tools))
 	for _, x := range tools {
 		now := mcpimport.PinOf(x.Tool)
-		r := ImportReview{Tool: x.Full, State: "new", Offered: definitionOf(now), Pin: now}
+		r := ImportReview{Tool: x.Full, State: "new", Offered: definitionOf(now), UpstreamName: now.Name}
 		old, ok, err := h.pin(x.Full)
 		if err != nil {
 			ok = false // an unreadable pin file: everything is reviewed as new
@@ -114,14 +100,24 @@ func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, e
 
 // AcceptImport pins the definitions of reviews (from ReviewImport): what
 // the operator was shown is what is accepted, even if the upstream has
-// changed since.
+// changed since. The pin is built again from the review's Offered and
+// must come to its Digest: a definition edited after the review (by the
+// embedder's code, or a review that did not come from ReviewImport) is
+// refused, not pinned.
 func (h *Host) AcceptImport(reviews []ImportReview) error {
 	pins := map[string]mcpimport.Pin{}
 	for _, r := range reviews {
-		if r.Pin.Digest == "" {
+		if r.UpstreamName == "" || r.Offered.Digest == "" {
 			return fmt.Errorf("%s: not a review from ReviewImport", r.Tool)
 		}
-		pins[r.Tool] = r.Pin
+		pin := mcpimport.PinOf(mcpimport.Tool{
+			Name: r.UpstreamName, Title: r.Offered.Title, Description: r.Offered.Description,
+			InputSchema: json.RawMessage(r.Offered.InputSchema),
+		})
+		if pin.Digest != r.Offered.Digest {
+			return fmt.Errorf("%s: the offered definition does not match its digest %s (changed after the review?); review it again", r.Tool, r.Offered.Digest)
+		}
+		pins[r.Tool] = pin
 	}
 	if err := h.savePins(pins); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/budget"
 	"github.com/maiden-run/maiden/internal/cards"
@@ -448,7 +449,7 @@ func run(ctx context.Context, inv *invocation) error {
 // newRunner makes the runner Options ask for: the in-process sandbox, or a
 // pool of worker processes (size workers).
 func newRunner(o Options, size int) (sandbox.Runner, error) {
-	if o.InProcess {
+	if o.Isolation == api.InProcess {
 		return sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger, MaxCacheBytes: o.MaxCacheBytes})
 	}
 	dir := o.CacheDir

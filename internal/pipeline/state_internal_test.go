@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 )
 
@@ -32,7 +33,7 @@ func TestStragglerDoesNotResync(t *testing.T) {
 		return cfg
 	}
 	old := load(`grants = ["tool:invoke echo --..."]` + "\n")
-	h, err := New(old, &Options{InProcess: true, CacheDir: "off"})
+	h, err := New(old, &Options{Isolation: api.InProcess, CacheDir: "off"})
 	if err != nil {
 		t.Fatal(err)
 	}

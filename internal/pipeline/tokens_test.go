@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -33,7 +34,7 @@ func TestAuthenticate(t *testing.T) {
 	}
 	both := write("\n[agents.alice]\ntools = [\"echo\"]\n\n[agents.bob]\ntools = [\"echo\"]\n")
 	state := filepath.Join(dir, "state.db")
-	h, err := New(both, &Options{InProcess: true, CacheDir: testkit.CompileCache(t), StatePath: state})
+	h, err := New(both, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // A call's OpenTelemetry spans (internal/trace makes them; docs/observability.md
-// lists them). With tracing off (Options.Tracer nil) none of this runs:
+// lists them). With tracing off (Options.TracerProvider nil) none of this runs:
 // pipeline() wraps nothing, and each other site is behind a nil check.
 //
 // The call's span (maiden.call) is a child of the client's span when the
@@ -26,6 +27,20 @@ import (
 // http-fetch. Spans carry names: the tool, agent, kind, verdicts, the
 // host, method, status and size of a fetch; never an input, an output, a
 // header, a path or a secret.
+
+// tracerOf is the tracer Options ask for: nil (off) without a
+// TracerProvider; an error if TracerProvider is not an OpenTelemetry one
+// or a propagation host pattern is not a host pattern.
+func tracerOf(o Options) (*trace.Tracer, error) {
+	if o.TracerProvider == nil {
+		return nil, nil
+	}
+	tp, ok := o.TracerProvider.(oteltrace.TracerProvider)
+	if !ok {
+		return nil, fmt.Errorf("Options.TracerProvider is a %T, not a go.opentelemetry.io/otel/trace.TracerProvider", o.TracerProvider)
+	}
+	return trace.New(tp, &trace.Options{PropagateTo: o.TracePropagateTo})
+}
 
 // startCall starts the call's span under the client's trace context.
 func (h *Host) startCall(ctx context.Context, inv *invocation) context.Context {

@@ -10,14 +10,14 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
-	"github.com/maiden-run/maiden/internal/trace"
 )
 
 // BenchmarkCallTracing is the cost of a call's spans on the tiny WAT
 // tool's in-process call by a declared agent (audited): "off" has no
-// tracer (Options.Tracer nil, the default), "on" records every span with
+// tracer (Options.TracerProvider nil, the default), "on" records every span with
 // the SDK into an exporter that drops them (the cost of making the spans,
 // not of sending them). Whether "off" costs anything is measured against
 // main with BenchmarkAuditedCall, which both have (docs/observability.md).
@@ -34,13 +34,11 @@ func BenchmarkCallTracing(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			o := &Options{InProcess: true, CacheDir: testkit.CompileCache(b)}
+			o := &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(b)}
 			if mode == "on" {
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
 				defer tp.Shutdown(context.Background())
-				if o.Tracer, err = trace.New(tp, nil); err != nil {
-					b.Fatal(err)
-				}
+				o.TracerProvider = tp
 			}
 			h, err := New(cfg, o)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -55,7 +56,8 @@ func WebFetchRules(cfg *config.Config, b config.Binding) egress.Rules {
 		if d, ok := cfg.SecretDestination(name); ok {
 			r.SecretDestinations = append(r.SecretDestinations, egress.SecretDestination{
 				Secret: d.Name, Hosts: d.Hosts, Methods: d.Methods, PathPrefixes: d.PathPrefixes,
-				Source: fmt.Sprintf("[secrets.%s] (%s:%d)", d.Name, filepath.Base(cfg.File()), d.Line),
+				Source:     fmt.Sprintf("[secrets.%s] (%s:%d)", d.Name, filepath.Base(cfg.File()), d.Line),
+				Credential: callegress.Spec(d), // so a signing kind is signed, never sent as a header value
 			})
 		}
 	}

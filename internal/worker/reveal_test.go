@@ -71,10 +71,13 @@ func TestHostileReveal(t *testing.T) {
 			if _, err := good.Open(context.Background(), echo, lim); err != nil {
 				t.Fatal(err)
 			}
-			bad := newPool(t, &Options{Command: []string{exe, mode}, StartTimeout: 2 * time.Second})
+			// What is checked is the trap, not a time: the start timeout
+			// and the deadline are past what a loaded machine needs (2 s
+			// was missed there: "worker did not start within 2s").
+			bad := newPool(t, &Options{Command: []string{exe, mode}, StartTimeout: 30 * time.Second})
 			bad.mem = good.mem
 			bad.setFingerprint(good.fingerprint)
-			l := sandbox.Limits{Timeout: 2 * time.Second, Memory: 16 << 20}
+			l := sandbox.Limits{Timeout: 30 * time.Second, Memory: 16 << 20}
 			asked := make(chan string, 4)
 			reveal := func(_ context.Context, h string) (string, error) {
 				asked <- h

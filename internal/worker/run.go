@@ -393,9 +393,16 @@ func validLog(m logMsg) bool {
 
 // deadErr is the error for a worker found dead outside a call: api.ErrClosed
 // if Shutdown killed it.
+// A worker the parent killed says why: "died: still running" (a process
+// not yet reaped) told an operator nothing.
 func deadErr(w *proc, doing string) error {
-	if w.killReason() == killedShutdown {
+	switch w.killReason() {
+	case killedShutdown:
 		return api.ErrClosed
+	case killedDeadline:
+		return fmt.Errorf("worker stopped%s: it did not take the compiled code within %v (a machine this loaded may need fewer calls at once)", doing, loadTimeout)
+	case killedProtocol:
+		return fmt.Errorf("worker stopped%s: it broke the worker protocol", doing)
 	}
 	return fmt.Errorf("worker died%s: %s", doing, w.diagnosis())
 }

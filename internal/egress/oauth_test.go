@@ -1,0 +1,265 @@
+package egress
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/maiden-run/maiden/internal/credential"
+)
+
+// authServer is a real OAuth 2.0 authorization server on loopback: the
+// zitadel/oidc OpenID Provider with its example storage, which knows the
+// client "sid1" (secret "verysecret") for the client credentials grant and
+// issues tokens valid for five minutes. It answers as a.example.com. The
+// wrapper only counts token requests and notes the tokens issued, so the
+// API server below can accept exactly those.
+type authServer struct {
+	port     uint16
+	srv      *httptest.Server
+	requests atomic.Int64
+	mu       sync.Mutex
+	issued   map[string]bool
+	revoked  map[string]bool
+	lastBody string
+}
+
+func startAuthServer(t *testing.T) *authServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := &authServer{port: netip.MustParseAddrPort(l.Addr().String()).Port(), issued: map[string]bool{}, revoked: map[string]bool{}}
+	issuer := "https://a.example.com:" + strconv.Itoa(int(as.port))
+	prov, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("maiden test"))},
+		storage.NewStorage(storage.NewUserStore(issuer)), op.StaticIssuer(issuer), op.WithAllowInsecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	as.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/oauth/token" {
+			prov.ServeHTTP(w, r)
+			return
+		}
+		as.requests.Add(1)
+		rec := httptest.NewRecorder()
+		prov.ServeHTTP(rec, r)
+		var tr struct {
+			AccessToken string `json:"access_token"`
+		}
+		json.Unmarshal(rec.Body.Bytes(), &tr)
+		as.mu.Lock()
+		as.lastBody = rec.Body.String()
+		if tr.AccessToken != "" {
+			as.issued[tr.AccessToken] = true
+		}
+		as.mu.Unlock()
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	as.srv.Listener.Close()
+	as.srv.Listener = l
+	as.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	as.srv.TLS = &tls.Config{Certificates: []tls.Certificate{getPKI(t).leaf}}
+	as.srv.StartTLS()
+	t.Cleanup(as.srv.Close)
+	return as
+}
+
+// valid reports whether tok is one the server issued and was not revoked.
+func (as *authServer) valid(tok string) bool {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return as.issued[tok] && !as.revoked[tok]
+}
+
+func (as *authServer) revokeAll() {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	for tok := range as.issued {
+		as.revoked[tok] = true
+	}
+}
+
+// oauthWorld is the authorization server, an API at api.example.com that
+// accepts its tokens (401 otherwise) and echoes the Authorization header,
+// and a gate with a clock the test moves.
+type oauthWorld struct {
+	as    *authServer
+	api   *server
+	e     *env
+	p     *Policy
+	clock atomic.Int64 // offset from now, in ns
+	apiOK atomic.Int64
+}
+
+func newOAuthWorld(t *testing.T, secret string) *oauthWorld {
+	w := &oauthWorld{as: startAuthServer(t)}
+	w.api = startServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !w.as.valid(tok) {
+			rw.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.apiOK.Add(1)
+		fmt.Fprintf(rw, "ok Authorization: %s", r.Header.Get("Authorization"))
+	}, false)
+	w.e = newEnv(t)
+	w.e.gate = New(&Options{Resolver: w.e.res, Audit: w.e.audit.logger(),
+		LookupSecret: func(n string) (string, bool) { v, ok := w.e.secrets[n]; return v, ok },
+		Now:          func() time.Time { return time.Now().Add(time.Duration(w.clock.Load())) }})
+	w.e.res.set("api.example.com", "127.0.0.1")
+	w.e.res.set("a.example.com", "127.0.0.1")
+	w.e.secrets["API_TOKEN"] = secret
+	r := toolFor(t, w.api.port, w.as.port)
+	r.Hosts = append(r.Hosts, "a.example.com")
+	spec := credential.Spec{Kind: credential.OAuth2, TokenURL: "https://a.example.com:" + strconv.Itoa(int(w.as.port)) + "/oauth/token", ClientID: "sid1"}
+	r.SecretDestinations = []SecretDestination{{Secret: "API_TOKEN", Hosts: []string{"api.example.com", "a.example.com"}, Source: "[secrets.API_TOKEN]", Credential: spec}}
+	w.p = mustPolicy(t, r)
+	return w
+}
+
+func (w *oauthWorld) fetch(t *testing.T) (*Response, *FetchError) {
+	return w.e.gate.Fetch(ctxTimeout(t, 20*time.Second), w.p, withCred(get(urlFor(w.api, "api.example.com", "/v1/x")), "API_TOKEN"))
+}
+
+// TestOAuth2ClientCredentials against zitadel/oidc's provider: the host
+// obtains one token for 50 concurrent first calls, reuses it, refreshes
+// it ahead of its expiry, takes exactly one new token when the API answers
+// 401 to 50 concurrent calls, and never lets the tool see it.
+func TestOAuth2ClientCredentials(t *testing.T) {
+	w := newOAuthWorld(t, "verysecret")
+	concurrent := func(n int) {
+		var wg sync.WaitGroup
+		errs := make(chan string, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, ferr := w.fetch(t)
+				switch {
+				case ferr != nil:
+					errs <- ferr.Error()
+				case resp.Status != 200:
+					errs <- "status " + strconv.Itoa(resp.Status)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+	}
+	concurrent(50)
+	if n := w.as.requests.Load(); n != 1 {
+		t.Fatalf("50 concurrent first calls made %d token requests, want 1", n)
+	}
+	resp, ferr := w.fetch(t)
+	if ferr != nil || w.as.requests.Load() != 1 {
+		t.Fatalf("a later call: %v, %d token requests", ferr, w.as.requests.Load())
+	}
+	if !bytes.Contains(resp.Body, []byte("Authorization: Bearer [REDACTED:API_TOKEN]")) {
+		t.Errorf("the tool saw the access token: %s", resp.Body)
+	}
+	// The API revokes the token: 50 concurrent calls get 401, and exactly
+	// one new token serves all their retries.
+	w.as.revokeAll()
+	concurrent(50)
+	if n := w.as.requests.Load(); n != 2 {
+		t.Fatalf("50 calls refused with 401 made %d token requests in all, want 2", n)
+	}
+	// Ahead of expiry (5 min, refreshed 30 s early): a new token before sending.
+	w.clock.Store(int64(4*time.Minute + 45*time.Second))
+	if _, ferr := w.fetch(t); ferr != nil || w.as.requests.Load() != 3 {
+		t.Fatalf("near expiry: %v, %d token requests, want 3", ferr, w.as.requests.Load())
+	}
+	if w.e.gate.TokenRequests("API_TOKEN") != 3 {
+		t.Errorf("gate counted %d token requests", w.e.gate.TokenRequests("API_TOKEN"))
+	}
+	w.as.mu.Lock()
+	defer w.as.mu.Unlock()
+	for tok := range w.as.issued {
+		if bytes.Contains(resp.Body, []byte(tok)) {
+			t.Error("the tool saw an access token")
+		}
+		if strings.Contains(w.e.audit.raw(), tok) || strings.Contains(w.e.audit.raw(), "verysecret") {
+			t.Error("the audit log holds a token or the client secret")
+		}
+	}
+}
+
+// TestOAuth2Refusals: a wrong client secret, a token endpoint that is down
+// and one outside the secret's destinations are denied with the rule
+// oauth2-token and a reason, never the endpoint's body; the API is never
+// called.
+func TestOAuth2Refusals(t *testing.T) {
+	t.Run("wrong client secret", func(t *testing.T) {
+		w := newOAuthWorld(t, "wrong-secret")
+		_, ferr := w.fetch(t)
+		if ferr == nil || ferr.Kind != FetchDenied || ferr.Rule != RuleOAuth2Token || !strings.Contains(ferr.Message, "gave no access token: status ") {
+			t.Fatalf("got %v", ferr)
+		}
+		w.as.mu.Lock()
+		body := w.as.lastBody
+		w.as.mu.Unlock()
+		var e struct {
+			Desc string `json:"error_description"`
+		}
+		json.Unmarshal([]byte(body), &e)
+		t.Logf("endpoint body %q; refusal %q", body, ferr.Message)
+		if body == "" || strings.Contains(ferr.Message, body) || e.Desc != "" && strings.Contains(ferr.Message, e.Desc) || strings.Contains(ferr.Message, "{") {
+			t.Errorf("the refusal quotes the endpoint's body: %s", ferr.Message)
+		}
+		if w.apiOK.Load() != 0 || w.api.reqs.Load() != 0 {
+			t.Error("the API was called without a token")
+		}
+	})
+	t.Run("endpoint down", func(t *testing.T) {
+		w := newOAuthWorld(t, "verysecret")
+		w.as.srv.Close()
+		_, ferr := w.fetch(t)
+		if ferr == nil || ferr.Rule != RuleOAuth2Token || !strings.Contains(ferr.Message, "could not be reached") {
+			t.Fatalf("got %v", ferr)
+		}
+		if w.api.reqs.Load() != 0 {
+			t.Error("the API was called")
+		}
+	})
+	t.Run("endpoint outside destinations", func(t *testing.T) {
+		w := newOAuthWorld(t, "verysecret")
+		r := toolFor(t, w.api.port, w.as.port)
+		r.Hosts = append(r.Hosts, "a.example.com")
+		spec := credential.Spec{Kind: credential.OAuth2, TokenURL: "https://a.example.com:" + strconv.Itoa(int(w.as.port)) + "/oauth/token", ClientID: "sid1"}
+		r.SecretDestinations = []SecretDestination{{Secret: "API_TOKEN", Hosts: []string{"api.example.com"}, Source: "[secrets.API_TOKEN]", Credential: spec}}
+		w.p = mustPolicy(t, r)
+		_, ferr := w.fetch(t)
+		if ferr == nil || ferr.Rule != RuleOAuth2Token || !strings.Contains(ferr.Message, "rule: credential-destination") {
+			t.Fatalf("got %v", ferr)
+		}
+		if w.as.requests.Load() != 0 {
+			t.Error("the token endpoint was called")
+		}
+	})
+}
