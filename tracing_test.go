@@ -262,3 +262,13 @@ grants = ["tool:invoke echo --..."]
 		t.Errorf("human_wait span %v in trace %s (request %s)", a, wait[0].SpanContext.TraceID(), id)
 	}
 }
+
+// TestTracerProviderMustBeOpenTelemetrys: Options.TracerProvider is typed
+// any (api imports only the standard library); anything but an
+// OpenTelemetry TracerProvider is refused by New, never ignored.
+func TestTracerProviderMustBeOpenTelemetrys(t *testing.T) {
+	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo")
+	if _, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, TracerProvider: "otel"}); err == nil || !strings.Contains(err.Error(), "TracerProvider is a string") {
+		t.Errorf("a string as TracerProvider: %v", err)
+	}
+}
