@@ -21,6 +21,8 @@ const (
 	AuditFetch            = store.AuditFetch            // an http-fetch decision
 	AuditCardChange       = store.AuditCardChange       // a card granted, derived, transferred or revoked
 	AuditTokenChange      = store.AuditTokenChange      // a token minted or revoked
+	AuditCallFailed       = store.AuditCallFailed       // a call that failed after call-admitted
+	AuditCallSucceeded    = store.AuditCallSucceeded    // a call's outcome when its tool returned output
 )
 
 // AuditTail returns up to limit records after sequence number after

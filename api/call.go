@@ -36,6 +36,13 @@ type Call struct {
 	// a human, after the request is stored (front ends show the request
 	// or point the user at the inbox page). It must not block.
 	OnApproval func(ApprovalRequest)
+	// TraceParent and TraceState are the caller's W3C trace context (the
+	// traceparent and tracestate of an MCP request's _meta or HTTP
+	// headers): the call's spans join that trace, and its audit records
+	// name the trace ID, whether or not spans are exported. "" starts a
+	// new trace when tracing is on.
+	TraceParent string
+	TraceState  string
 }
 
 // Result is the outcome of a call the tool ran (or tried to run).

@@ -77,6 +77,19 @@ type Options struct {
 	// maiden-pins.json next to agent.toml (kept in memory only when the
 	// configuration has no directory).
 	MCPPinsPath string
+	// TracerProvider, if set, is a go.opentelemetry.io/otel/trace
+	// TracerProvider (typed any so that api imports only the standard
+	// library; New refuses anything else): every call gets an
+	// OpenTelemetry span (maiden.call, with children for admission, the
+	// decision, each middleware layer, a human's wait, the run and each
+	// http-fetch; docs/observability.md). nil is tracing off, at no
+	// measurable cost. A call's Call.TraceParent makes its spans part of
+	// the caller's trace.
+	TracerProvider any
+	// TracePropagateTo lists host patterns (as http_allow writes them)
+	// whose http-fetch requests carry the call's traceparent; empty means
+	// none, since it identifies the caller to the destination.
+	TracePropagateTo []string
 }
 
 // DefaultApprovalWait is how long a call waits for a human by default.

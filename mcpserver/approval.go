@@ -215,6 +215,7 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 		return bad, nil
 	}
 	c.Session = sess
+	c.TraceParent, c.TraceState = callTrace(req)
 	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	w.stopWait = stopWait

@@ -40,9 +40,21 @@ as they are appended (by any process) until interrupted.
 
 Exit codes: 0 done; 1 the store is missing or failed; 2 bad command line or agent.toml.`
 
-const auditExportHelp = `Writes the whole audit trail to stdout as JSON lines, one record per line, then a head line
-{"head": HASH, "records": N}, so that the file can be verified elsewhere (the records carry
-exactly the bytes that were hashed).
+const auditExportHelp = `Writes the audit trail to stdout, a page of records at a time (up to the last record there was
+when it started), for a SIEM or an archive.
+
+-format jsonl (the default): one record per line, exactly as stored and hashed, then a head line
+{"head": HASH, "records": N, "from": F, "last": L, "prev": P}. A whole export (no -from) can be
+checked elsewhere against the chain and a head noted earlier.
+
+-format ocsf: one OCSF ` + admin.OCSFVersion + ` event per line: API Activity (class 6003) for calls, their
+outcomes, http-fetches, approvals and sessions; User Access Management (class 3005) for card
+and token changes. Each event keeps the record's kind, body, prev and hash under "unmapped"
+(maiden_kind, maiden_body, maiden_prev, maiden_hash) and its number as metadata.sequence; the
+head goes to stderr.
+
+-from N starts at record N, to resume: pass the last exported record's number + 1, and check
+that the first record's prev is the head you noted (every record carries its prev and hash).
 
 Exit codes: 0 done; 1 the store is missing or failed; 2 bad command line or agent.toml.`
 
@@ -192,6 +204,8 @@ func cmdAuditTail(ctx context.Context, args []string, _ io.Reader, stdout, stder
 
 func cmdAuditExport(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("audit export", stderr)
+	format := fs.String("format", admin.ExportJSONL, "jsonl (records as stored, then the head line) or ocsf (OCSF "+admin.OCSFVersion+" events)")
+	from := fs.Int64("from", 0, "the first record's number (resume after the last one exported)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
@@ -200,16 +214,24 @@ func cmdAuditExport(ctx context.Context, args []string, _ io.Reader, stdout, std
 		fmt.Fprintf(stderr, "maiden audit export: unexpected argument %q\n", pos[0])
 		return exitUsage
 	}
+	if *format != admin.ExportJSONL && *format != admin.ExportOCSF {
+		fmt.Fprintf(stderr, "maiden audit export: -format %q: must be jsonl or ocsf\n", *format)
+		return exitUsage
+	}
+	if *from < 0 {
+		fmt.Fprintf(stderr, "maiden audit export: -from %d: must be 0 or more\n", *from)
+		return exitUsage
+	}
 	st, code := c.openAudit(ctx, "audit export", stderr)
 	if st == nil {
 		return code
 	}
 	defer st.Close()
-	n, head, err := st.ExportAudit(ctx, stdout)
+	h, err := st.ExportAuditStream(ctx, stdout, admin.ExportOptions{Format: *format, From: *from})
 	if err != nil {
 		return auditFailed(stderr, "audit export", err)
 	}
-	fmt.Fprintf(stderr, "exported %d records, head %s\n", n, head)
+	fmt.Fprintf(stderr, "exported %d records (%d..%d), head %s\n", h.Records, h.From, h.Last, h.Head)
 	return exitOK
 }
 

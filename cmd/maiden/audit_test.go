@@ -146,7 +146,7 @@ func TestAuditTailAndExport(t *testing.T) {
 	v := cli(t, "", "audit", "verify", "-state", path)
 	head := strings.TrimSpace(strings.TrimPrefix(v.stdout, "ok: 25 records\nhead: "))
 	e := cli(t, "", "audit", "export", "-state", path)
-	if e.code != exitOK || e.stderr != "exported 25 records, head "+head+"\n" {
+	if e.code != exitOK || e.stderr != "exported 25 records (1..25), head "+head+"\n" {
 		t.Fatalf("export: exit %d, stderr %q (verify said %q)", e.code, e.stderr, v.stdout)
 	}
 	n, h, err := admin.VerifyExport(strings.NewReader(e.stdout), head)
@@ -157,6 +157,24 @@ func TestAuditTailAndExport(t *testing.T) {
 	forged := strings.Replace(e.stdout, `"tool":"t7"`, `"tool":"t8"`, 1)
 	if _, _, err := admin.VerifyExport(strings.NewReader(forged), head); err == nil {
 		t.Fatal("an edited export verified")
+	}
+
+	// Resumed from record 20: records 20..25, the same head; as OCSF, one
+	// event per record and the head on stderr.
+	r20 := cli(t, "", "audit", "export", "-state", path, "-from", "20")
+	if l := strings.Split(strings.TrimSpace(r20.stdout), "\n"); r20.code != exitOK || len(l) != 7 || !strings.HasPrefix(l[0], `{"seq":20,`) ||
+		r20.stderr != "exported 6 records (20..25), head "+head+"\n" {
+		t.Errorf("export -from 20: %+v", r20)
+	}
+	o := cli(t, "", "audit", "export", "-state", path, "-format", "ocsf", "-from", "24")
+	if l := strings.Split(strings.TrimSpace(o.stdout), "\n"); o.code != exitOK || len(l) != 2 || !strings.Contains(l[0], `"class_uid":6003`) ||
+		!strings.Contains(l[1], `"maiden_hash":"`+head+`"`) || !strings.Contains(l[0], `"version":"`+admin.OCSFVersion+`"`) {
+		t.Errorf("export -format ocsf -from 24: %+v", o)
+	}
+	for _, bad := range [][]string{{"-format", "cef"}, {"-from", "-1"}} {
+		if r := cli(t, "", append([]string{"audit", "export", "-state", path}, bad...)...); r.code != exitUsage {
+			t.Errorf("export %v: %+v", bad, r)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/inbox"
+	"github.com/maiden-run/maiden/internal/trace/otlp"
 	"github.com/maiden-run/maiden/mcpserver"
 )
 
@@ -87,7 +88,22 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitUsage
 	}
 	mx := serveMetrics(*addr)
-	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, StatePath: statePath, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer()})
+	// Traces: exported over OTLP when the OTEL_EXPORTER_OTLP_* variables
+	// ask for it (internal/trace/otlp), else off.
+	tp, stopTraces, err := otlp.FromEnv(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden serve:", err)
+		return exitUsage
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTraces(sctx); err != nil {
+			logger.Warn("traces not all exported", "error", err)
+		}
+	}()
+	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, StatePath: statePath, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer(),
+		TracerProvider: tp, TracePropagateTo: otlp.PropagateTo(os.Getenv)})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage

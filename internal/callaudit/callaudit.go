@@ -31,7 +31,13 @@ import (
 // KindCallFailed is the audit kind of a call that failed after its
 // call-admitted record (a deadline, a trap, a refused fetch, an output a
 // layer withheld).
-const KindCallFailed = "call-failed"
+const KindCallFailed = store.AuditCallFailed
+
+// KindCallSucceeded is the audit kind of a call that returned its tool's
+// output after its call-admitted record: the outcome (duration, the tool's
+// kind, the output's size), so that every admitted call has exactly one
+// outcome record (call-succeeded or call-failed) beside its admission.
+const KindCallSucceeded = store.AuditCallSucceeded
 
 // Record is the body of a call's audit records; V is a middleware layer's
 // verdict as the trail records it (encoded by encoding/json).
@@ -62,6 +68,14 @@ type Record[V any] struct {
 	Message    string        `json:"message,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	DurationMS int64         `json:"duration_ms,omitempty"`
+	// ToolKind is the tool's kind (wasm, cli, mcp, builtin) and
+	// OutputBytes the size of what it returned: an outcome record's.
+	ToolKind    string `json:"tool_kind,omitempty"`
+	OutputBytes int64  `json:"output_bytes,omitempty"`
+	// TraceID is the W3C trace the call's spans belong to (the client's,
+	// from its traceparent, or one maiden started): hex, absent when the
+	// call was not traced.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // AppendJSON encodes r as JSON onto b: by hand on the path every call
@@ -120,6 +134,12 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"duration_ms":`...)
 		b = strconv.AppendInt(b, r.DurationMS, 10)
 	}
+	field("tool_kind", r.ToolKind)
+	if r.OutputBytes != 0 {
+		b = append(b, `,"output_bytes":`...)
+		b = strconv.AppendInt(b, r.OutputBytes, 10)
+	}
+	field("trace_id", r.TraceID)
 	return append(b, '}'), nil
 }
 

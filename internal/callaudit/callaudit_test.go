@@ -33,6 +33,7 @@ func TestCallRecordJSON(t *testing.T) {
 			{Rendered: s, Card: s, Decision: &api.Decision{Allow: true, Card: s, Bound: s, Grant: s}},
 			{Rendered: s, Decision: &api.Decision{Reason: s, Rule: s, Card: s, Bound: s, Grant: s, Target: s, Fix: s}, Kind: api.KindDenied, Message: s},
 			{Rendered: s, Decision: &api.Decision{}},
+			{Rendered: s, DurationMS: 7, ToolKind: s, OutputBytes: 1 << 40, TraceID: s},
 		}
 		for _, rec := range recs {
 			b, err := rec.AppendJSON(nil)

@@ -34,17 +34,28 @@ func (inv *invocation) auditCall() callaudit.Call {
 type auditStages struct{ trail *callaudit.Trail }
 
 // call records a call refused before it ran (call-refused: the verdicts
-// so far and the refusal) and one that failed after it was admitted
-// (call-failed: the after-phase verdicts and the failure). A call that
-// succeeded has its call-admitted record only: one record per call on the
-// common path.
+// so far and the refusal), one that failed after it was admitted
+// (call-failed: the after-phase verdicts and the failure) and one that
+// succeeded (call-succeeded: its duration, the tool's kind, the output's
+// size, the after-phase verdicts). An admitted call thus has two records,
+// its admission before the run and its outcome after; the outcome is
+// written through the same journal (a mapped append, no transaction).
 func (a auditStages) call(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		err := next(ctx, inv)
-		if !inv.audited() || inv.agent == "" || (inv.admitted && err == nil && inv.res.OK) {
+		if !inv.audited() || inv.agent == "" {
 			return err
 		}
-		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail, Budget: inv.budget.Record()}
+		if inv.admitted && err == nil && inv.res.OK {
+			rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Middleware: inv.trail[inv.trailAtAdmit:],
+				DurationMS: time.Since(inv.start).Milliseconds(), ToolKind: toolKind(inv.backend), OutputBytes: int64(len(inv.res.Output)), TraceID: inv.traceID()}
+			rec.Component, rec.Signer = inv.provenance()
+			if aerr := callaudit.AppendRecord(context.WithoutCancel(ctx), a.trail, inv.auditCall(), AuditCallSucceeded, &rec); aerr != nil {
+				a.trail.Log.Error("audit record not written", "kind", AuditCallSucceeded, "agent", inv.agent, "tool", inv.tool.Name, "err", aerr)
+			}
+			return err
+		}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail, Budget: inv.budget.Record(), TraceID: inv.traceID()}
 		rec.Component, rec.Signer = inv.provenance()
 		if inv.res.Error != nil {
 			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval
@@ -56,6 +67,7 @@ func (a auditStages) call(next handler) handler {
 			kind = AuditCallFailed
 			rec.Middleware = inv.trail[inv.trailAtAdmit:] // the rest are in its call-admitted record
 			rec.DurationMS = time.Since(inv.start).Milliseconds()
+			rec.ToolKind = toolKind(inv.backend)
 		}
 		if aerr := callaudit.AppendRecord(context.WithoutCancel(ctx), a.trail, inv.auditCall(), kind, &rec); aerr != nil {
 			a.trail.Log.Error("audit record not written", "kind", kind, "agent", inv.agent, "tool", inv.tool.Name, "err", aerr)
@@ -69,6 +81,25 @@ func (a auditStages) call(next handler) handler {
 // layer withheld).
 const AuditCallFailed = callaudit.KindCallFailed
 
+// AuditCallSucceeded is the audit kind of a call's outcome when its tool
+// returned output (callaudit.KindCallSucceeded).
+const AuditCallSucceeded = callaudit.KindCallSucceeded
+
+// toolKind names a backend's kind as the outcome records say it.
+func toolKind(b backend) string {
+	switch b.(type) {
+	case *wasmBackend:
+		return "wasm"
+	case *cliBackend:
+		return "cli"
+	case *importBackend:
+		return "mcp"
+	case *builtinBackend:
+		return "builtin"
+	}
+	return ""
+}
+
 // admit writes the call-admitted record right before the tool runs; if it
 // cannot be written, the call is refused.
 func (a auditStages) admit(next handler) handler {
@@ -77,7 +108,7 @@ func (a auditStages) admit(next handler) handler {
 			inv.admitted = true
 			return next(ctx, inv)
 		}
-		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval, Budget: inv.budget.Record()}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval, Budget: inv.budget.Record(), TraceID: inv.traceID()}
 		rec.Component, rec.Signer = inv.provenance()
 		if err := callaudit.AppendRecord(ctx, a.trail, inv.auditCall(), store.AuditCallAdmitted, &rec); err != nil {
 			return fmt.Errorf("%w: the audit record of the call could not be written, so the call was refused: %v", ErrState, err)

@@ -33,6 +33,7 @@ import (
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
+	"github.com/maiden-run/maiden/internal/trace"
 )
 
 // Options configure a Host: api.Options, which the root package names
@@ -96,6 +97,8 @@ type Host struct {
 	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
 	// baseline only; nothing else sets it.
 	noAudit bool
+	// tracer makes the calls' spans; nil is tracing off (tracing.go).
+	tracer *trace.Tracer
 }
 
 // New creates a host for cfg. Tools are compiled lazily, on first use (or by
@@ -111,7 +114,11 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o}
+	tracer, err := tracerOf(o)
+	if err != nil {
+		return nil, fmt.Errorf("maiden.New: %w", err)
+	}
+	h := &Host{log: o.Logger, adm: newAdmission(o.MaxConcurrent, o.MaxQueued), opts: o, tracer: tracer}
 	runner, err := newRunner(o, h.adm.turns)
 	if err != nil {
 		return nil, fmt.Errorf("maiden.New: %w", err)
@@ -214,10 +221,16 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 	if h.closed.Load() {
 		return Result{Tool: c.Tool}, ErrClosed
 	}
-	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit}
+	inv := &invocation{call: c, start: time.Now(), noAudit: h.noAudit, tr: h.tracer}
 	inv.res.Tool = c.Tool
+	if h.tracer != nil {
+		ctx = h.startCall(ctx, inv)
+	}
 	err := h.handle(ctx, inv)
 	inv.res.Duration = time.Since(inv.start)
+	if inv.span != nil {
+		endCall(inv, err)
+	}
 	if errors.Is(err, api.ErrClosed) {
 		err = ErrClosed
 	}

@@ -3,6 +3,9 @@ package pipeline
 import (
 	"context"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // waitForHuman is the one wait for a human's decision (internal/humanwait),
@@ -33,6 +36,14 @@ func (h *Host) waitForHuman(ctx context.Context, inv *invocation, id string, vie
 	poll := h.opts.ApprovalPoll
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
+	}
+	if inv.tr != nil {
+		var sp oteltrace.Span
+		ctx, sp = inv.humanWaitSpan(ctx, id)
+		defer sp.End()
+		done := h.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+		sp.SetAttributes(attribute.Bool("maiden.human_wait.decided", done))
+		return done
 	}
 	return h.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
 }

@@ -70,7 +70,7 @@ func (s middlewareStage) chain(next handler) handler {
 			return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
 		}
 		for _, m := range layers {
-			done, err := s.before(ctx, inv, m)
+			done, err := s.beforeTraced(ctx, inv, m)
 			if err != nil || done {
 				return err
 			}
@@ -87,12 +87,32 @@ func (s middlewareStage) chain(next handler) handler {
 			if !inv.res.OK && layers[i].Use != config.UseRedact {
 				continue
 			}
-			if done, err := s.after(ctx, inv, layers[i]); err != nil || done {
+			if done, err := s.afterTraced(ctx, inv, layers[i]); err != nil || done {
 				return err
 			}
 		}
 		return nil
 	}
+}
+
+// beforeTraced is before in a span of its own when tracing is on.
+func (s middlewareStage) beforeTraced(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	if inv.tr == nil {
+		return s.before(ctx, inv, m)
+	}
+	ctx, end := inv.layerSpan(ctx, "before", m)
+	defer end()
+	return s.before(ctx, inv, m)
+}
+
+// afterTraced is after in a span of its own when tracing is on.
+func (s middlewareStage) afterTraced(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	if inv.tr == nil {
+		return s.after(ctx, inv, m)
+	}
+	ctx, end := inv.layerSpan(ctx, "after", m)
+	defer end()
+	return s.after(ctx, inv, m)
 }
 
 // chainCall is what the layers read of the call as it stands.

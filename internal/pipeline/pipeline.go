@@ -22,7 +22,9 @@ import (
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/secret"
 	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/internal/trace"
 	"github.com/maiden-run/maiden/internal/worker"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // The call path is a pipeline: one invocation value passes through stages,
@@ -119,6 +121,11 @@ type invocation struct {
 	builtinWallet *cards.Wallet
 
 	noAudit bool // Host.noAudit
+
+	// tr makes the call's spans (nil: tracing off); span is the call's
+	// own, the parent of its stages' (tracing.go).
+	tr   *trace.Tracer
+	span oteltrace.Span
 
 	// budget meters the call on its card's budgets (budgetStage); nil
 	// when none applies.
@@ -233,31 +240,46 @@ func (h *Host) pipeline() handler {
 	coolDown := coolDownStage{crashes: &h.crashes}
 	budgets := budgetStage{state: h.state, log: h.log}
 	middleware := h.middlewareStageOf()
-	stages := []stage{
-		admit.enter,           // call.Tool → an admission turn, release (admission.go)
-		policy.resolve,        // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
-		audit.call,            // how the call ended → the call-refused / call-failed record (internal/callaudit)
-		approvals.markDone,    // the approvals the run consumed → marked done after it (middleware_approve.go)
-		input.check,           // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
-		secrets.handles,       // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
-		parse,                 // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
-		authorize.decide,      // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
-		sessions.hold,         // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
-		loadAndValidate,       // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
-		coolDown.refuse,       // opened's digest → refused during its crash cool-down (backoff.go)
-		middleware.chain,      // bindName's chain → trail, approvals, a rewritten input re-decided (internal/chain; the traversal, approve and the rewrite's check: middleware.go, middleware_approve.go)
-		sessions.recheck,      // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
-		approvals.runApproved, // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
-		budgets.spend,         // decision's card → budget: a call and its cost reserved on its budgets, wall time and bytes charged at the end; refused when exhausted (budgets.go, internal/budget)
-		audit.admit,           // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
-		checkOutput,           // res.Output → held to a declared output schema
-		secrets.runInput,      // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
+	stages := []namedStage{
+		{"maiden.admission", admit.enter},       // call.Tool → an admission turn, release (admission.go)
+		{"maiden.policy", policy.resolve},       // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
+		{"", audit.call},                        // how the call ended → the call-refused / call-failed record (internal/callaudit)
+		{"", approvals.markDone},                // the approvals the run consumed → marked done after it (middleware_approve.go)
+		{"maiden.input", input.check},           // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
+		{"", secrets.handles},                   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
+		{"", parse},                             // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
+		{"maiden.decision", authorize.decide},   // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
+		{"maiden.session", sessions.hold},       // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
+		{"maiden.load", loadAndValidate},        // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
+		{"", coolDown.refuse},                   // opened's digest → refused during its crash cool-down (backoff.go)
+		{"maiden.middleware", middleware.chain}, // bindName's chain → trail, approvals, a rewritten input re-decided (internal/chain; the traversal, approve and the rewrite's check: middleware.go, middleware_approve.go)
+		{"", sessions.recheck},                  // sess again after a human's wait → sess, preopens; refused by its boundary now (internal/session Gate.Recheck)
+		{"", approvals.runApproved},             // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
+		{"maiden.budget", budgets.spend},        // decision's card → budget: a call and its cost reserved on its budgets, wall time and bytes charged at the end; refused when exhausted (budgets.go, internal/budget)
+		{"maiden.audit", audit.admit},           // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
+		{"", checkOutput},                       // res.Output → held to a declared output schema
+		{"", secrets.runInput},                  // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
 	}
 	next := handler(run) // backend.run → res
+	if h.tracer != nil {
+		next = tracedRun(next)
+	}
 	for i := len(stages) - 1; i >= 0; i-- {
-		next = stages[i](next)
+		s := stages[i].stage
+		if h.tracer != nil && stages[i].span != "" {
+			s = traced(stages[i].span, s)
+		}
+		next = s(next)
 	}
 	return next
+}
+
+// namedStage is a stage and the name of its span when tracing is on (""
+// for a stage whose own work is a check of a field or happens after the
+// run: no span of its own).
+type namedStage struct {
+	span  string
+	stage stage
 }
 
 // fail ends an invocation with a tool-level failure the caller sees.

@@ -139,7 +139,7 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 		// whose policy has fs (sessions.hold); none otherwise.
 		Preopens: inv.preopens,
 		OnLog:    inv.call.OnLog,
-		Fetch:    inv.budget.Fetch(refusals.watch(h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, inv.wallet))))),
+		Fetch:    inv.budget.Fetch(refusals.watch(inv.traceFetch(ctx, h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, inv.wallet)))))),
 		Redact:   inv.secrets.Redactor(h.gate.Redactor(inv.policy)),
 		Reveal:   h.revealFunc(ctx, inv),
 		// A tool losing its workers computes only on CPU nobody else wants.

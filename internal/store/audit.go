@@ -22,6 +22,8 @@ import (
 const (
 	AuditCallAdmitted     = "call-admitted"
 	AuditCallRefused      = "call-refused"
+	AuditCallFailed       = "call-failed"    // a call that failed after its call-admitted record
+	AuditCallSucceeded    = "call-succeeded" // a call's outcome when its tool returned output
 	AuditMiddlewareResult = "middleware-verdict"
 	AuditApproval         = "approval"
 	AuditDenial           = "denial"

@@ -104,3 +104,60 @@ func buildBinary(pkg string) (string, error) {
 	}
 	return out, nil
 }
+
+// ModuleBinary is Binary for a program of another module, built (as `go
+// build -trimpath -o`) from the module whose go.mod is in dir, relative to
+// the repository's root: a test's own module under testdata pins the
+// program's version (such as Jaeger's all-in-one for the tracing test), so
+// its dependencies never become maiden's. The same cache, lock and
+// staleness check as Binary: the first build downloads and compiles (it
+// can take minutes), later ones cost go build's up-to-date check.
+func ModuleBinary(t testing.TB, dir, pkg string) string {
+	t.Helper()
+	key := dir + " " + pkg
+	binMu.Lock()
+	b := binBuilds[key]
+	if b == nil {
+		b = &binBuild{}
+		binBuilds[key] = b
+	}
+	binMu.Unlock()
+	b.once.Do(func() { b.path, b.err = buildModuleBinary(dir, pkg) })
+	if b.err != nil {
+		t.Fatalf("testkit: %v", b.err)
+	}
+	return b.path
+}
+
+func buildModuleBinary(dir, pkg string) (string, error) {
+	root, err := findRepoRoot()
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(dir, "./") || strings.Contains(dir, "..") {
+		return "", fmt.Errorf("bad module directory %q: want a path under the repository's root", dir)
+	}
+	base, err := cacheDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(root))
+	out := filepath.Join(base, "bin", hex.EncodeToString(sum[:8]), sanitize(strings.TrimPrefix(dir, "./")), filepath.Base(pkg))
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	unlock, err := atomicfile.Lock(ctx, out+".lock", nil)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = filepath.Join(root, dir)
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s in %s: %v\n%s", pkg, dir, err, b)
+	}
+	return out, nil
+}
