@@ -204,8 +204,8 @@ func cmdAuditTail(ctx context.Context, args []string, _ io.Reader, stdout, stder
 
 func cmdAuditExport(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("audit export", stderr)
-	format := fs.String("format", admin.ExportJSONL, "jsonl (records as stored, then the head line) or ocsf (OCSF "+admin.OCSFVersion+" events)")
-	from := fs.Int64("from", 0, "the first record's number (resume after the last one exported)")
+	format := fs.String("format", admin.ExportJSONL, "output `FORMAT`: jsonl (records as stored, then the head line) or ocsf (OCSF "+admin.OCSFVersion+" events)")
+	from := fs.Int64("from", 0, "start at record `N` (to resume, one past the last record exported)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
