@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 type nopObserver struct{}
@@ -41,6 +42,7 @@ func TestEveryOptionReachesThePipeline(t *testing.T) {
 		MaxConcurrent: 3, MaxQueued: 5, MaxInputBytes: 7, Resolver: net.DefaultResolver, LookupSecret: lookup,
 		Audit: audit, Isolation: InProcess, WorkerCommand: []string{"/nonexistent/maiden"}, Observer: nopObserver{},
 		ApprovalWait: time.Minute, ApprovalPoll: time.Second, MCPPinsPath: filepath.Join(dir, "pins.json"),
+		TracerProvider: noop.NewTracerProvider(), TracePropagateTo: []string{"api.example.com"},
 	}
 	h, err := New(cfg, &o)
 	if err != nil {

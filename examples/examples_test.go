@@ -440,7 +440,7 @@ http_ports = [%d]
 	t.Setenv("MAIDEN_SECRET_WEATHER_TOKEN", "")
 	os.Unsetenv("MAIDEN_SECRET_WEATHER_TOKEN")
 	res = weather(t, map[string]string{"city": "Paris"})
-	if res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "set MAIDEN_SECRET_WEATHER_TOKEN") || !strings.Contains(res.Error.Message, "maiden refused the request") {
+	if res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "set MAIDEN_SECRET_WEATHER_TOKEN") || !strings.Contains(res.Error.Message, "(rule: credential-missing)") {
 		t.Errorf("no secret: %+v", res)
 	}
 }
