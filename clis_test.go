@@ -2,16 +2,19 @@ package maiden_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -223,4 +226,46 @@ grants = ["tool:invoke git log --max-count=*"]
 		}
 	}
 	wantKind(t, call(`{"command":"log","max-count":2}`), maiden.KindPending, "")
+
+	// Each approve verdict carries the cards' answer to approve:always as
+	// Decide gave it: the always-card for the two runs it let through, a
+	// denial for the two calls that asked a human (the "approved" after
+	// the first pass is the human's one-time approval, used up with it).
+	var got []string
+	for _, rec := range trail(t, h, "") {
+		var body struct {
+			Middleware []struct {
+				Verdict, Detail string
+				Decision        *api.Decision
+			}
+		}
+		if json.Unmarshal(rec.Body, &body) != nil {
+			continue
+		}
+		for _, v := range body.Middleware {
+			d := v.Decision
+			if v.Verdict == "approved" && d == nil {
+				// The one-time approval the always-card was minted
+				// from, used up by the card's first run (after its pass).
+				got = append(got, "approved")
+				continue
+			}
+			if d == nil {
+				t.Fatalf("%s record: the approve verdict %+v carries no decision", rec.Kind, v)
+			}
+			switch {
+			case v.Verdict == "pass" && d.Allow && d.Card != "" && v.Detail == "approved always by card "+d.Card && d.Grant == r.AlwaysGrant:
+				got = append(got, "pass by "+d.Grant)
+			case v.Verdict == "pending" && !d.Allow && d.Card == "" && d.Rule != "":
+				got = append(got, "pending: "+d.Target)
+			default:
+				t.Fatalf("%s record: approve verdict %+v with decision %+v", rec.Kind, v, d)
+			}
+		}
+	}
+	want := []string{"pending: approve:always git log --max-count=1", "pass by " + r.AlwaysGrant, "approved", "pass by " + r.AlwaysGrant,
+		"pending: approve:always git log --max-count=2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("approve verdicts:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

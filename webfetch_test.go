@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -100,6 +102,33 @@ secret_headers = { "X-Api-Key" = "KEY_ONE" }
 	}
 	if strings.Contains(res.Output, "s3cr3t") || !strings.Contains(res.Output, "[REDACTED:API_TOKEN]") || !strings.Contains(res.Output, "[REDACTED:KEY_ONE]") {
 		t.Errorf("web_fetch output: %s", res.Output)
+	}
+	// Its request is a fetch record of the trail, as an http-fetch's is,
+	// with the decisions of the agent's cards: network:connect, then
+	// secret:use of each secret it carries, in the order the gate asks
+	// (the secret header's, then the credential's, each after its
+	// destination).
+	var webFetches []map[string]any
+	for _, f := range auditOf(t, h, store.AuditFetch) {
+		if f["tool"] == "web_fetch" {
+			webFetches = append(webFetches, f)
+		}
+	}
+	if len(webFetches) != 1 {
+		t.Fatalf("web_fetch's fetch records: %v, want the one request that reached the gate", webFetches)
+	}
+	f := webFetches[0]
+	var targets []string
+	for _, d := range f["decisions"].([]any) {
+		d := d.(map[string]any)
+		if d["allow"] != true {
+			t.Errorf("web_fetch's recorded decision %v, want allowed", d)
+		}
+		targets = append(targets, fmt.Sprint(d["target"]))
+	}
+	if want := []string{"network:connect api.example.com:" + port, "secret:use KEY_ONE", "network:connect api.example.com:" + port, "secret:use API_TOKEN"}; !slices.Equal(targets, want) ||
+		f["method"] != "GET" || f["allowed"] != true || f["status"] != float64(200) || f["credential"] != "API_TOKEN" || fmt.Sprint(f["header_secrets"]) != "[KEY_ONE]" {
+		t.Errorf("web_fetch's fetch record: %v (decided %v), want %v", f, targets, want)
 	}
 	for _, rec := range trail(t, h, "") {
 		if b, _ := json.Marshal(rec); strings.Contains(string(b), "s3cr3t") {

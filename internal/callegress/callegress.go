@@ -96,6 +96,18 @@ func Authorizer(w *cards.Wallet) egress.Authorizer {
 	return authorizer(decide.Basis{Wallet: w}, nil)
 }
 
+// Noting is Authorizer(w) that also hands each decision to note, as Decide
+// returned it (api.Decision: the card, bound, grant and target; on a
+// denial the reason, rule and fix), in the order it made them: what a
+// CONNECT tunnel's or a web_fetch request's audit record carries, as an
+// http-fetch's does (Decisions). nil when w is (nothing is asked).
+func Noting(w *cards.Wallet, note func(api.Decision)) egress.Authorizer {
+	if w == nil {
+		return nil
+	}
+	return authorizer(decide.Basis{Wallet: w}, func(d cards.Decision) { note(d.API()) })
+}
+
 // authorizer is Authorizer over b, handing each decision as Decide
 // returned it to note (if not nil) before the gate sees only its reason.
 func authorizer(b decide.Basis, note func(cards.Decision)) egress.Authorizer {

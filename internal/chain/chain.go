@@ -39,6 +39,11 @@ type Verdict struct {
 	Use     string `json:"use"`
 	Verdict string `json:"verdict"` // skip (its condition was false), pass, reject, rewrite, approved, pending, denied
 	Detail  string `json:"detail,omitempty"`
+	// Decision is the cards' answer an approve layer that allows
+	// "always" got to approve:always (the always-card that let the call
+	// through, or the denial that had it ask a human), as Decide
+	// returned it; absent for every other layer.
+	Decision *api.Decision `json:"decision,omitempty"`
 }
 
 // Step is what one layer decided: the trail's entry (Verdict.Verdict ""

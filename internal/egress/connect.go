@@ -60,6 +60,7 @@ type ProxySession struct {
 	token     string
 	policy    *Policy
 	authorize Authorizer
+	each      func() (Authorizer, func(Tunnel)) // OpenEach's; nil: authorize decides every CONNECT
 	caller    string
 
 	mu      sync.Mutex
@@ -136,6 +137,40 @@ func (p *ConnectProxy) Open(policy *Policy, authorize Authorizer, caller string)
 		return nil, errors.New("egress proxy: closed")
 	}
 	p.sessions[s.user] = s
+	return s, nil
+}
+
+// Tunnel is what the gate decided about one CONNECT of a session opened
+// with OpenEach: the target as normalised (the raw authority when it did
+// not parse), whether it was allowed, and the rule (RuleAllowed, the
+// refusal's rule, or RuleFailed/RuleResolve for an allowed target that
+// could not be reached). Reason is the gate's own words for a refusal
+// (nothing from a server); empty otherwise.
+type Tunnel struct {
+	Host         string
+	Port         int
+	Allowed      bool
+	Rule, Reason string
+}
+
+// OpenEach is Open for a session whose CONNECTs are each decided and
+// reported on their own: for every CONNECT carrying the session's
+// credential, each is called once; the Authorizer it returns decides that
+// request after the policy (nil: the policy alone), and done is called
+// once with the outcome, after the gate decided and before a byte is
+// tunnelled. Concurrent CONNECTs of one session never share a pair, so
+// what the caller notes per request stays that request's (the host's
+// audit records each tunnel with the decisions of the agent's cards).
+func (p *ConnectProxy) OpenEach(policy *Policy, caller string, each func() (Authorizer, func(Tunnel))) (*ProxySession, error) {
+	s, err := p.Open(policy, nil, caller)
+	if err != nil {
+		return nil, err
+	}
+	// Set before URL is handed out: no CONNECT can name s yet. The lock
+	// is the one serve's lookup takes, so the write is seen there.
+	p.mu.Lock()
+	s.each = each
+	p.mu.Unlock()
 	return s, nil
 }
 
@@ -222,10 +257,25 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.tool, ev.caller = s.policy.tool, s.caller
+	authz, done := s.authorize, func(Tunnel) {}
+	if s.each != nil {
+		authz, done = s.each()
+	}
+	report := func() {
+		t := Tunnel{Host: ev.host, Port: ev.port, Allowed: ev.decision != "deny", Rule: ev.rule}
+		if !t.Allowed {
+			t.Reason = ev.reason
+		}
+		done(t)
+	}
+	refuse := func(d Ruling) {
+		s.refuse(w, r, &ev, d, start)
+		report()
+	}
 	if r.Method != http.MethodConnect {
 		d := deny(RuleMethod, "the proxy takes only CONNECT (HTTPS through a tunnel), not %s", quote(r.Method))
 		ev.method = truncate(r.Method, maxMethodLength)
-		s.refuse(w, r, &ev, d, start)
+		refuse(d)
 		return
 	}
 	// The authority as the target of an https URL: the same normalisation
@@ -239,11 +289,11 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 		ev.path = ""
 		d = s.policy.checkTarget(t)
 	}
-	if d.Allow && s.authorize != nil {
-		d = authorize(s.authorize, t, "")
+	if d.Allow && authz != nil {
+		d = authorize(authz, t, "")
 	}
 	if !d.Allow {
-		s.refuse(w, r, &ev, d, start)
+		refuse(d)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), dialTimeout)
@@ -252,7 +302,7 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var de *deniedError
 		if errors.As(err, &de) {
-			s.refuse(w, r, &ev, de.d, start)
+			refuse(de.d)
 			return
 		}
 		var re *resolveError
@@ -263,6 +313,7 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 		ev.decision, ev.reason = "allow", err.Error()
 		ev.duration = time.Since(start)
 		p.gate.record(r.Context(), &ev)
+		report()
 		http.Error(w, "connect to "+t.hostPort()+" failed", http.StatusBadGateway)
 		return
 	}
@@ -270,6 +321,7 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	ev.rule = RuleAllowed
 	ev.duration = time.Since(start)
 	p.gate.record(r.Context(), &ev)
+	report()
 
 	hj, ok := w.(http.Hijacker)
 	if !ok {

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/clitool"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/confine"
@@ -16,6 +18,7 @@ import (
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
+	"github.com/maiden-run/maiden/internal/store"
 )
 
 // This file is wrapped CLIs ([clis.NAME], issue 13): an existing program
@@ -197,7 +200,23 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 		if err != nil {
 			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
 		}
-		sess, err := proxy.Open(inv.policy, walletAuthorizer(inv.wallet), inv.agent)
+		var sess *egress.ProxySession
+		if inv.audited() {
+			// Each CONNECT a record of the trail, with the decisions of
+			// the agent's cards about it (as an http-fetch's).
+			sess, err = proxy.OpenEach(inv.policy, inv.agent, func() (egress.Authorizer, func(egress.Tunnel)) {
+				noted := &decisions{}
+				var authz egress.Authorizer
+				if inv.wallet != nil {
+					authz = callegress.Noting(inv.wallet, noted.add)
+				}
+				return authz, func(t egress.Tunnel) {
+					h.auditEvent(ctx, inv, store.AuditFetch, callaudit.TunnelBody(t, noted.list()))
+				}
+			})
+		} else {
+			sess, err = proxy.Open(inv.policy, walletAuthorizer(inv.wallet), inv.agent)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
 		}

@@ -54,8 +54,19 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 	inv.approvedBinding = &bind
 	if m.AllowAlways {
 		// An always-card minted from an approval counts only for the tool
-		// and policy that approval showed (alwaysWallet).
-		if d := decide.Decide(decide.Basis{Wallet: alwaysWallet(w, boundKey(bind))}, decide.AlwaysApprove(inv.alwaysTarget())); d.Allow {
+		// and policy that approval showed (alwaysWallet). The answer is
+		// the layer's verdict's decision, as Decide returned it, whichever
+		// verdict follows (pass by the card; pending, approved or denied
+		// by a human when no card said yes): what a what-if replays.
+		d := decide.Decide(decide.Basis{Wallet: alwaysWallet(w, boundKey(bind))}, decide.AlwaysApprove(inv.alwaysTarget()))
+		always := d.API()
+		n := len(inv.trail)
+		defer func() {
+			if len(inv.trail) > n && inv.trail[n].Decision == nil {
+				inv.trail[n].Decision = &always
+			}
+		}()
+		if d.Allow {
 			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass", Detail: "approved always by card " + d.Card})
 			// A one-time approval of this same call (the request the
 			// always-card was minted from) is used up by this run too:

@@ -114,6 +114,11 @@ type WebFetch struct {
 	Lookup    func(name string) (string, bool)
 	Materials *Materials
 	Observer  api.Observer
+	// Send, if not nil, sends each request in place of Gate.Fetch: the
+	// host's audit wraps the gate with it (its own Authorizer noting the
+	// cards' decisions, a record per request). The request arrives with
+	// Authorize and Caller set as Run would send them.
+	Send func(ctx context.Context, p *egress.Policy, r egress.Request) (*egress.Response, *egress.FetchError)
 }
 
 // Run fetches input for agent in session s under its web_fetch binding b
@@ -131,7 +136,11 @@ func (w *WebFetch) Run(ctx context.Context, cfg *config.Config, agent string, s 
 	}
 	fetch := func(ctx context.Context, r egress.Request) (*egress.Response, *egress.FetchError) {
 		r.Authorize, r.Caller = authz, agent
-		resp, ferr := w.Gate.Fetch(ctx, pol, r)
+		send := w.Gate.Fetch
+		if w.Send != nil {
+			send = w.Send
+		}
+		resp, ferr := send(ctx, pol, r)
 		if w.Observer != nil {
 			ev := api.FetchEvent{Tool: hostfs.ToolWebFetch, Allowed: true, Rule: egress.RuleAllowed}
 			if ferr != nil {

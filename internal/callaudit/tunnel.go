@@ -1,0 +1,61 @@
+package callaudit
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/egress"
+)
+
+// TunnelBody is the body of the fetch record of one CONNECT a wrapped
+// CLI's egress proxy decided (egress.ProxySession's OpenEach): method
+// CONNECT, host (HOST:PORT), whether the gate allowed it, its rule, the
+// gate's reason for a refusal, and the decisions of the agent's cards
+// (what a what-if replays, as for an http-fetch's record; none when the
+// gate refused before the cards were asked).
+func TunnelBody(t egress.Tunnel, decisions []api.Decision) map[string]any {
+	host := t.Host
+	if t.Port > 0 {
+		host = net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
+	}
+	body := map[string]any{"method": "CONNECT", "host": host, "allowed": t.Allowed, "rule": t.Rule}
+	if t.Reason != "" {
+		body["reason"] = t.Reason
+	}
+	if len(decisions) > 0 {
+		body["decisions"] = decisions
+	}
+	return body
+}
+
+// RequestBody is the body of the fetch record of one request a host tool
+// (web_fetch) sent through the egress gate: the same fields as an
+// http-fetch's record (Fetch) — method, credential name, host, path,
+// allowed, the status or the error's kind, the decisions of the agent's
+// cards — and the names (never values) of the secrets it put in headers.
+func RequestBody(r egress.Request, decisions []api.Decision, resp *egress.Response, ferr *egress.FetchError) map[string]any {
+	method := r.Method
+	if method == "" {
+		method = "GET" // as the gate sends it
+	}
+	body := map[string]any{"method": method, "credential": r.Credential}
+	if len(r.HeaderSecrets) > 0 {
+		body["header_secrets"] = r.HeaderSecrets
+	}
+	if len(decisions) > 0 {
+		body["decisions"] = decisions
+	}
+	if u, err := url.Parse(r.URL); err == nil {
+		body["host"], body["path"] = u.Host, u.Path
+	}
+	switch {
+	case ferr != nil:
+		body["allowed"] = ferr.Kind != egress.FetchDenied
+		body["error"] = string(ferr.Kind)
+	case resp != nil:
+		body["allowed"], body["status"] = true, resp.Status
+	}
+	return body
+}
