@@ -80,6 +80,7 @@ type Config struct {
 	universal   []Middleware          // [[middleware]], in order
 	components  []MiddlewareComponent // [middleware.NAME], by name
 	operators   []Operator            // [operators.NAME], by name
+	trace       Trace                 // [trace]
 }
 
 // MaxInputBytes returns the largest call input in bytes (max_input_bytes;
@@ -267,5 +268,5 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath, stateURL: c.stateURL, secretDests: c.secretDests,
-		universal: c.universal, components: c.components, operators: c.operators}, nil
+		universal: c.universal, components: c.components, operators: c.operators, trace: c.trace}, nil
 }

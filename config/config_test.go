@@ -45,7 +45,7 @@ func TestLoadBadFiles(t *testing.T) {
 			"bad_response_range.toml:5: tools.weather.http_max_response_bytes: must be an integer in 1..67108864, got 67108865",
 		}},
 		{"unknown_key.toml", []string{
-			"unknown_key.toml:2: name: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures",
+			"unknown_key.toml:2: name: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures, trace",
 			`unknown_key.toml:6: tools.weather.memroy_mb: unknown key (did you mean "memory_mb"?)`,
 		}},
 		{"duplicate_tool.toml", []string{
@@ -149,7 +149,7 @@ func TestLoadReportsEveryProblemSortedByLine(t *testing.T) {
 	_, err := Load(file)
 	want := []string{
 		file + `: version: required key is missing; add "version = 1" at the top`,
-		file + ":1: owner: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures",
+		file + ":1: owner: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures, trace",
 		file + ":3: tools.weather.path: required key is missing",
 		file + ":4: tools.weather.memory_mb: must be an integer in 1..4096, got 99999",
 		file + `:5: tools.weather.http_allow[1]: invalid host pattern "https://tiles.example": must be a host name, not a URL; ` + expectedHostPattern,
@@ -748,7 +748,7 @@ func TestTooManyProblems(t *testing.T) {
 		t.Fatalf("got %d errors, want %d plus a note", len(lines), maxErrors)
 	}
 	want := []string{
-		"agent.toml:2: bogus: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures",
+		"agent.toml:2: bogus: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures, trace",
 		"agent.toml:3: bogus: duplicate key: first defined on line 2",
 	}
 	if diff := cmp.Diff(want, lines[:2]); diff != "" {
@@ -767,13 +767,13 @@ func TestHostileNesting(t *testing.T) {
 		want      string
 	}{
 		{"arrays", "version = 1\na = " + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + "\n",
-			"agent.toml:2: a: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures"},
+			"agent.toml:2: a: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures, trace"},
 		{"inline tables", "version = 1\na = " + strings.Repeat("{b=", 9999) + "1" + strings.Repeat("}", 9999) + "\n",
-			"agent.toml:2: a: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures"},
+			"agent.toml:2: a: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures, trace"},
 		{"too deep", "version = 1\na = " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n",
 			"agent.toml:2: syntax error at column 10005: arrays and inline tables are nested more than the maximum of 10000 levels deep"},
 		{"dotted keys", "version = 1\n" + strings.Repeat("a.", 20000) + "b = 1\n",
-			"agent.toml:2: a: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures"},
+			"agent.toml:2: a: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures, trace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,7 +33,7 @@ func ExampleLoad_errors() {
 	}
 	// Output:
 	// testdata/several_problems.toml: version: required key is missing; add "version = 1" at the top
-	// testdata/several_problems.toml:1: owner: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures
+	// testdata/several_problems.toml:1: owner: unknown key; valid keys here: version, tools, max_input_bytes, agents, state, secrets, middleware, operators, clis, mcp, require_signatures, trace
 	// testdata/several_problems.toml:3: tools.weather.path: required key is missing
 	// testdata/several_problems.toml:4: tools.weather.memory_mb: must be an integer in 1..4096, got 99999
 }

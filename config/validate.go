@@ -27,7 +27,7 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	secretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 
-	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators", "clis", "mcp", "require_signatures"}
+	rootKeys = []string{"version", "tools", "max_input_bytes", "agents", "state", "secrets", "middleware", "operators", "clis", "mcp", "require_signatures", "trace"}
 	toolKeys = []string{
 		"path", "timeout_ms", "memory_mb", "http_allow", "secrets",
 		"http_ports", "http_allow_cidrs", "http_ca_files", "http_max_response_bytes",
@@ -68,6 +68,7 @@ type checker struct {
 	components  []MiddlewareComponent
 	pendingUses []pendingUse
 	operators   []Operator
+	trace       Trace
 	// declared: every name with a [tools], [clis] or [mcp] table, valid or
 	// not, so that an agent binding a tool whose table has an error is not
 	// reported again as binding an unknown tool.
@@ -115,6 +116,8 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 			mcpNode = n
 		case "require_signatures":
 			requireSigs = c.boolKey(n, name)
+		case "trace":
+			c.traceTable(n)
 		default:
 			c.unknownKey(n, []string{name}, rootKeys)
 		}

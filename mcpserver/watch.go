@@ -243,6 +243,12 @@ func ConfigChanges(old, cur *config.Config) string {
 	}
 	diff("tools", tools(old), tools(cur))
 	diff("agents", agents(old), agents(cur))
+	ot, ct := old.Trace(), cur.Trace()
+	ot.Line, ct.Line = 0, 0
+	if !reflect.DeepEqual(ot, ct) {
+		// The exporter is built once, when maiden serve starts.
+		parts = append(parts, "[trace] changed: it applies when maiden serve next starts")
+	}
 	if len(parts) == 0 {
 		if reflect.DeepEqual(old.Middleware(), cur.Middleware()) && reflect.DeepEqual(old.Operators(), cur.Operators()) &&
 			old.StatePath() == cur.StatePath() && old.MaxInputBytes() == cur.MaxInputBytes() {

@@ -89,8 +89,11 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	mx := serveMetrics(*addr)
 	// Traces: exported over OTLP when the OTEL_EXPORTER_OTLP_* variables
-	// ask for it (internal/trace/otlp), else off.
-	tp, stopTraces, err := otlp.FromEnv(ctx)
+	// or agent.toml's [trace] ask for it (internal/trace/otlp; the
+	// environment wins), else off. Read at start: a reload that changes
+	// [trace] says it applies at the next start.
+	tr := cfg.Trace()
+	tp, stopTraces, err := otlp.New(ctx, otlp.Settings{Endpoint: tr.Endpoint, Protocol: tr.Protocol}, os.Getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
@@ -103,7 +106,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}()
 	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, StatePath: statePath, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer(),
-		TracerProvider: tp, TracePropagateTo: otlp.PropagateTo(os.Getenv)})
+		TracerProvider: tp, TracePropagateTo: otlp.PropagateTo(os.Getenv, tr.PropagateTo)})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage

@@ -201,17 +201,21 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
 		}
 		var sess *egress.ProxySession
-		if inv.audited() {
+		if audited := inv.audited(); audited || inv.tr != nil {
 			// Each CONNECT a record of the trail, with the decisions of
-			// the agent's cards about it (as an http-fetch's).
+			// the agent's cards about it (as an http-fetch's), and a span.
 			sess, err = proxy.OpenEach(inv.policy, inv.agent, func() (egress.Authorizer, func(egress.Tunnel)) {
 				noted := &decisions{}
-				var authz egress.Authorizer
-				if inv.wallet != nil {
+				authz := walletAuthorizer(inv.wallet)
+				if audited && inv.wallet != nil {
 					authz = callegress.Noting(inv.wallet, noted.add)
 				}
+				end := inv.connectSpan(ctx)
 				return authz, func(t egress.Tunnel) {
-					h.auditEvent(ctx, inv, store.AuditFetch, callaudit.TunnelBody(t, noted.list()))
+					end(t.Host, t.Port, t.Allowed, t.Rule)
+					if audited {
+						h.auditEvent(ctx, inv, store.AuditFetch, callaudit.TunnelBody(t, noted.list()))
+					}
 				}
 			})
 		} else {

@@ -344,10 +344,19 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 			relay.Report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
-	out, err := h.hub().Call(ctx, mcphub.Call{
+	uctx, end := inv.upstreamSpan(ctx, imp, inv.upstreamTool)
+	out, err := h.hub().Call(uctx, mcphub.Call{
 		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
 		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
 	})
+	switch {
+	case err != nil:
+		end("error")
+	case out.Failure != nil:
+		end(string(out.Failure.Kind))
+	default:
+		end("")
+	}
 	relay.Finish()
 	if out.Logs != nil {
 		inv.res.Logs = out.Logs

@@ -208,3 +208,60 @@ func withTraceContext(ctx context.Context, hs []sandbox.Header) []sandbox.Header
 	}
 	return out
 }
+
+// egressSpan starts, under ctx's span, the span of one request a host
+// built-in (web_fetch) sends through the egress gate: maiden.http_fetch
+// with the method, the host and maiden.fetch.via; end sets the status and
+// the body's size, or the refusal's kind (never the path, a header or a
+// value). A no-op when the call is not traced.
+func (inv *invocation) egressSpan(ctx context.Context, via, method, host string) (context.Context, func(status, size int, errKind string)) {
+	if inv.tr == nil {
+		return ctx, func(int, int, string) {}
+	}
+	ctx, sp := inv.tr.Start(ctx, "maiden.http_fetch", attribute.String("http.request.method", method),
+		attribute.String("server.address", host), attribute.String("maiden.fetch.via", via))
+	return ctx, func(status, size int, errKind string) {
+		if errKind != "" {
+			sp.SetStatus(codes.Error, errKind)
+			sp.SetAttributes(attribute.String("maiden.fetch.error", errKind))
+		} else {
+			sp.SetAttributes(attribute.Int("http.response.status_code", status), attribute.Int("http.response.body.size", size))
+		}
+		sp.End()
+	}
+}
+
+// connectSpan starts, under ctx's span, the span of one CONNECT a wrapped
+// CLI sends to maiden's egress proxy (maiden.connect); end sets the host,
+// port and the gate's rule, an error status when it refused. A no-op when
+// the call is not traced.
+func (inv *invocation) connectSpan(ctx context.Context) func(host string, port int, allowed bool, rule string) {
+	if inv.tr == nil {
+		return func(string, int, bool, string) {}
+	}
+	_, sp := inv.tr.Start(ctx, "maiden.connect")
+	return func(host string, port int, allowed bool, rule string) {
+		sp.SetAttributes(attribute.String("server.address", host), attribute.Int("server.port", port), attribute.String("maiden.egress.rule", rule))
+		if !allowed {
+			sp.SetStatus(codes.Error, "denied")
+		}
+		sp.End()
+	}
+}
+
+// upstreamSpan starts, under ctx's span, the span of a call an imported
+// tool sends to its upstream MCP server (maiden.mcp_upstream: the import's
+// name and the upstream's tool name); end sets the failure's kind, if
+// any. A no-op when the call is not traced.
+func (inv *invocation) upstreamSpan(ctx context.Context, imp, tool string) (context.Context, func(failure string)) {
+	if inv.tr == nil {
+		return ctx, func(string) {}
+	}
+	ctx, sp := inv.tr.Start(ctx, "maiden.mcp_upstream", attribute.String("maiden.mcp.import", imp), attribute.String("maiden.mcp.tool", tool))
+	return ctx, func(failure string) {
+		if failure != "" {
+			sp.SetStatus(codes.Error, failure)
+		}
+		sp.End()
+	}
+}

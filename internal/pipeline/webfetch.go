@@ -2,13 +2,17 @@ package pipeline
 
 import (
 	"context"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/maiden-run/maiden/api"
+	hostfs "github.com/maiden-run/maiden/internal/builtin"
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/egress"
+	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -25,16 +29,36 @@ func (h *Host) builtinWebFetch(ctx context.Context, inv *invocation, _ store.Sto
 		return nil, terr, err
 	}
 	w := session.WebFetch{Gate: h.gate, Lookup: h.opts.LookupSecret, Materials: &h.material, Observer: h.opts.Observer}
-	if inv.audited() {
+	if audited := inv.audited(); audited || inv.tr != nil {
 		// Each request a record of the trail, with the decisions of the
-		// agent's cards about it, as an http-fetch's is (auditFetch).
+		// agent's cards about it, and a span, as an http-fetch's
+		// (auditFetch, traceFetch).
 		w.Send = func(ctx context.Context, p *egress.Policy, r egress.Request) (*egress.Response, *egress.FetchError) {
 			var noted decisions
-			if inv.wallet != nil {
+			if audited && inv.wallet != nil {
 				r.Authorize = callegress.Noting(inv.wallet, noted.add)
 			}
+			method, host := r.Method, ""
+			if method == "" {
+				method = "GET"
+			}
+			if u, err := url.Parse(r.URL); err == nil {
+				host = strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+			}
+			ctx, end := inv.egressSpan(ctx, hostfs.ToolWebFetch, method, host)
+			if inv.tr != nil && inv.tr.Propagates(host) {
+				r.Headers = withEgressTraceContext(ctx, r.Headers)
+			}
 			resp, ferr := h.gate.Fetch(ctx, p, r)
-			h.auditEvent(ctx, inv, store.AuditFetch, callaudit.RequestBody(r, noted.list(), resp, ferr))
+			switch {
+			case ferr != nil:
+				end(0, 0, string(ferr.Kind))
+			default:
+				end(resp.Status, len(resp.Body), "")
+			}
+			if audited {
+				h.auditEvent(ctx, inv, store.AuditFetch, callaudit.RequestBody(r, noted.list(), resp, ferr))
+			}
 			return resp, ferr
 		}
 	}
@@ -59,4 +83,19 @@ func (d *decisions) list() []api.Decision {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.ds)
+}
+
+// withEgressTraceContext is withTraceContext for a request a host
+// built-in sends (egress headers).
+func withEgressTraceContext(ctx context.Context, hs []egress.Header) []egress.Header {
+	in := make([]sandbox.Header, len(hs))
+	for i, h := range hs {
+		in[i] = sandbox.Header{Name: h.Name, Value: h.Value}
+	}
+	out := withTraceContext(ctx, in)
+	res := make([]egress.Header, len(out))
+	for i, h := range out {
+		res[i] = egress.Header{Name: h.Name, Value: h.Value}
+	}
+	return res
 }

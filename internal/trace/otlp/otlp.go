@@ -1,11 +1,11 @@
 // Package otlp builds the OpenTelemetry tracer provider maiden serve
 // exports its spans with: OTLP over HTTP (protobuf) or gRPC, configured by
-// the standard OTEL_* environment variables, and nothing at all when they
-// do not ask for it. It is apart from internal/trace so that only the
+// the standard OTEL_* environment variables or agent.toml's [trace] (the
+// environment wins), and nothing at all when neither asks for it. It is apart from internal/trace so that only the
 // command links the SDK and the exporters (gRPC among them): an embedder
 // passes its own provider in maiden.Options.TracerProvider.
 //
-//	tp, shutdown, err := otlp.FromEnv(ctx)
+//	tp, shutdown, err := otlp.New(ctx, otlp.Settings{Endpoint: t.Endpoint, Protocol: t.Protocol}, os.Getenv)
 //	defer shutdown(context.Background())
 //	h, err := maiden.New(cfg, &maiden.Options{TracerProvider: tp})
 package otlp
@@ -13,6 +13,7 @@ package otlp
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -31,10 +32,15 @@ import (
 // endpoint exports nothing (the SDK's own default, localhost:4318, is not
 // taken as a wish).
 func Enabled(getenv func(string) string) bool {
-	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || strings.EqualFold(getenv("OTEL_TRACES_EXPORTER"), "none") {
+	if disabled(getenv) {
 		return false
 	}
 	return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// disabled: the SDK's kill switches, which turn export off whoever asked.
+func disabled(getenv func(string) string) bool {
+	return strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || strings.EqualFold(getenv("OTEL_TRACES_EXPORTER"), "none")
 }
 
 // Protocol is the OTLP protocol the environment names:
@@ -50,25 +56,58 @@ func Protocol(getenv func(string) string) string {
 	return "http/protobuf"
 }
 
-// FromEnv is the tracer provider the environment asks for, batching spans
-// to an OTLP exporter (which reads the endpoint, headers, timeout,
-// certificates and compression from the same variables), with service.name
-// maiden unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say another;
-// shutdown flushes and stops it. When the environment asks for nothing,
-// the provider is nil (tracing off) and shutdown does nothing.
-func FromEnv(ctx context.Context) (tp oteltrace.TracerProvider, shutdown func(context.Context) error, err error) {
+// Settings are agent.toml's [trace] wishes (config.Trace): an OTLP
+// endpoint URL, its protocol, and the hosts a call's traceparent may be
+// sent to. The environment's variables take precedence over each.
+type Settings struct {
+	Endpoint, Protocol string
+	PropagateTo        []string
+}
+
+// FromEnv is New with no settings: only the environment decides.
+func FromEnv(ctx context.Context) (oteltrace.TracerProvider, func(context.Context) error, error) {
+	return New(ctx, Settings{}, os.Getenv)
+}
+
+// New is the tracer provider the environment, else s, asks for, batching
+// spans to an OTLP exporter, with service.name maiden unless
+// OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say another; shutdown
+// flushes and stops it. An endpoint set in the environment
+// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT) wins
+// over s.Endpoint, and a protocol set there over s.Protocol; the exporter
+// reads its headers, timeout, certificates and compression from the same
+// variables either way. OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none
+// turn it off even when s asks for it. When nothing asks, the provider is
+// nil (tracing off) and shutdown does nothing.
+func New(ctx context.Context, s Settings, getenv func(string) string) (tp oteltrace.TracerProvider, shutdown func(context.Context) error, err error) {
 	none := func(context.Context) error { return nil }
-	if !Enabled(os.Getenv) {
+	if disabled(getenv) {
 		return nil, none, nil
 	}
+	fromEnv := Enabled(getenv)
+	if !fromEnv && s.Endpoint == "" {
+		return nil, none, nil
+	}
+	proto, where := Protocol(getenv), "OTEL_EXPORTER_OTLP_PROTOCOL"
+	if getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") == "" && getenv("OTEL_EXPORTER_OTLP_PROTOCOL") == "" && s.Protocol != "" {
+		proto, where = s.Protocol, "agent.toml's trace.otlp_protocol"
+	}
 	var exp sdktrace.SpanExporter
-	switch p := Protocol(os.Getenv); p {
+	switch proto {
 	case "grpc":
-		exp, err = otlptracegrpc.New(ctx)
+		var opts []otlptracegrpc.Option
+		if !fromEnv {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(s.Endpoint))
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
 	case "http/protobuf":
-		exp, err = otlptracehttp.New(ctx)
+		var opts []otlptracehttp.Option
+		if !fromEnv {
+			opts = append(opts, otlptracehttp.WithEndpointURL(tracesURL(s.Endpoint)))
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
 	default:
-		return nil, none, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: maiden exports traces over grpc or http/protobuf", p)
+		return nil, none, fmt.Errorf("%s %q: maiden exports traces over grpc or http/protobuf", where, proto)
 	}
 	if err != nil {
 		return nil, none, fmt.Errorf("OTLP trace exporter: %w", err)
@@ -81,15 +120,31 @@ func FromEnv(ctx context.Context) (tp oteltrace.TracerProvider, shutdown func(co
 	return p, p.Shutdown, nil
 }
 
+// tracesURL is the URL spans are posted to over OTLP/HTTP for endpoint,
+// read as OTEL_EXPORTER_OTLP_ENDPOINT is: a base URL without a path gets
+// the signal's path, /v1/traces; one with a path is used as written.
+func tracesURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Path != "" && u.Path != "/") {
+		return endpoint
+	}
+	u.Path = "/v1/traces"
+	return u.String()
+}
+
 // PropagateTo is the list of host patterns http-fetch may carry the call's
-// traceparent to, from MAIDEN_TRACE_PROPAGATE (comma-separated, as
-// http_allow writes hosts); empty when unset: it identifies the caller.
-func PropagateTo(getenv func(string) string) []string {
+// traceparent to: MAIDEN_TRACE_PROPAGATE (comma-separated, as http_allow
+// writes hosts) when set, else file (agent.toml's trace.propagate_to);
+// empty when neither: it identifies the caller.
+func PropagateTo(getenv func(string) string, file []string) []string {
 	var out []string
 	for _, h := range strings.Split(getenv("MAIDEN_TRACE_PROPAGATE"), ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			out = append(out, h)
 		}
+	}
+	if out == nil {
+		out = append(out, file...)
 	}
 	return out
 }
