@@ -14,6 +14,7 @@ import (
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/oci"
 )
 
 // This file is `maiden audit`: the hash-chained audit trail of the state
@@ -30,8 +31,14 @@ it: edited, deleted, inserted or reordered.
 The chain has no key: whoever can write the file can rewrite every record after some point and
 recompute the hashes, which verifies on its own. Compare the head with one noted earlier.
 
-Exit codes: 0 intact; 1 broken (or the store is missing or failed); 2 bad command line or
-agent.toml.`
+-provenance also re-checks, offline, the chain from signature to record: every component digest
+the call records name (oci:// tools) must have been signed by a key agent.toml configures
+(verify.key), with the signature maiden pull kept in the component store ($MAIDEN_OCI_STORE);
+a line per digest says which key signed it, or why the check failed (recorded unsigned, a
+signer agent.toml does not configure, no or a bad signature in the store).
+
+Exit codes: 0 intact (and, with -provenance, every component verified); 1 broken, a component
+failed, or the store is missing or failed; 2 bad command line or agent.toml.`
 
 const auditTailHelp = `Prints the last records of the audit trail (20, or -n), oldest first: sequence number,
 time, kind, actor, agent, tool and a summary of the body. -json prints each record whole as a
@@ -106,6 +113,7 @@ func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (
 
 func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("audit verify", stderr)
+	provenance := fs.Bool("provenance", false, "also check, offline, that each component digest the call records name was signed by a key agent.toml configures (verify.key), with the signature maiden pull kept in the component store")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
@@ -113,6 +121,14 @@ func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, std
 	if len(pos) != 0 {
 		fmt.Fprintf(stderr, "maiden audit verify: unexpected argument %q\n", pos[0])
 		return exitUsage
+	}
+	var cfg *config.Config
+	if *provenance {
+		// The keys to check against are agent.toml's, whatever -state says.
+		if cfg, err = config.Load(c.config); err != nil {
+			printConfigErrors(stderr, err)
+			return exitUsage
+		}
 	}
 	st, code := c.openAudit(ctx, "audit verify", stderr)
 	if st == nil {
@@ -126,6 +142,39 @@ func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, std
 		return exitState
 	}
 	fmt.Fprintf(stdout, "ok: %d records\nhead: %s\n", n, head)
+	if !*provenance {
+		return exitOK
+	}
+	store, err := oci.OpenStore(oci.DefaultStoreDir())
+	if err != nil {
+		fmt.Fprintf(stderr, "maiden audit verify: %v\n", err)
+		return exitState
+	}
+	p, err := st.VerifyProvenance(ctx, cfg, store)
+	if err != nil {
+		fmt.Fprintf(stderr, "maiden audit verify: -provenance: %v\n", err)
+		return exitState
+	}
+	return printProvenance(stdout, stderr, p)
+}
+
+// printProvenance prints what audit verify -provenance found, a line per
+// recorded component, and says whether every one passed.
+func printProvenance(stdout, stderr io.Writer, p admin.Provenance) int {
+	fmt.Fprintf(stdout, "provenance: %d component(s) named by %d call record(s); %d admitted call(s) of local tools name none\n",
+		len(p.Components), p.Records, p.Local)
+	for _, c := range p.Components {
+		tools := strings.Join(c.Tools, ", ")
+		if c.Problem != "" {
+			fmt.Fprintf(stdout, "  FAILED %s (%s, %d records): %s\n", c.Digest, tools, c.Records, c.Problem)
+			continue
+		}
+		fmt.Fprintf(stdout, "  ok     %s (%s, %d records): signed by %s (%s)\n", c.Digest, tools, c.Records, c.Signer, c.KeyFile)
+	}
+	if p.Failed > 0 {
+		fmt.Fprintf(stderr, "maiden audit verify: -provenance: %d of %d component(s) failed\n", p.Failed, len(p.Components))
+		return exitState
+	}
 	return exitOK
 }
 

@@ -78,6 +78,37 @@ func TestOCIAddPullCall(t *testing.T) {
 		t.Fatalf("call: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
 
+	// The provenance chain (issue 25): a declared agent's calls record
+	// the component's digest and its signer; audit verify -provenance
+	// re-checks offline that a configured key signed each recorded digest.
+	pinnedEntry := string(b)
+	agentCfg := pinnedEntry + "\n[agents.a]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --...\"]\n"
+	writeFile(t, cfg, agentCfg)
+	asAgent := func() {
+		t.Helper()
+		if r := cli(t, "", "call", "-config", cfg, "-cache", cache, "-agent", "a", "echo", `{"message":"hi"}`); r.code != exitOK {
+			t.Fatalf("call as a: exit %d, stderr %s", r.code, r.stderr)
+		}
+	}
+	asAgent()
+	digest := strings.SplitN(pinned[1], "@", 2)[1]
+	r = cli(t, "", "audit", "verify", "-provenance", "-config", cfg)
+	if r.code != exitOK || !regexp.MustCompile(`(?m)^  ok     `+regexp.QuoteMeta(digest)+` \(echo, \d+ records\): signed by sha256:[0-9a-f]{64} \(.*cosign.pub\)$`).MatchString(r.stdout) {
+		t.Fatalf("audit verify -provenance: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	// The key no longer configured (the tool now loads unchecked): the
+	// recorded signer is no key agent.toml names; the call made so is
+	// recorded unsigned. Both fail, each saying why.
+	writeFile(t, cfg, strings.Replace(agentCfg, "verify = { key = \"cosign.pub\" }\n", "", 1))
+	asAgent()
+	r = cli(t, "", "audit", "verify", "-provenance", "-config", cfg)
+	if r.code != exitState || !strings.Contains(r.stdout, "is not a key agent.toml configures (verify.key)") ||
+		!strings.Contains(r.stdout, "FAILED "+digest+" (echo, ") || !strings.Contains(r.stdout, "recorded unsigned: no key verified it when it was loaded") ||
+		!strings.Contains(r.stderr, "2 of 2 component(s) failed") {
+		t.Fatalf("audit verify -provenance without the key: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	writeFile(t, cfg, pinnedEntry)
+
 	srv.Close()
 	if r := call(); r.code != exitOK {
 		t.Fatalf("call with the registry down: exit %d, stderr %s", r.code, r.stderr)

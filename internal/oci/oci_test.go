@@ -559,3 +559,60 @@ func TestConcurrentPullsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifySignatureOffline: the provenance check of a recorded digest
+// reads only the stored signature: it verifies with the key that signed
+// it even after the component's bytes are gone; another key, a digest the
+// store holds no signature for, and a changed signature are each refused
+// with their own error.
+func TestVerifySignatureOffline(t *testing.T) {
+	host, _ := testRegistry(t)
+	ctx := context.Background()
+	kp, other := newKeyPair(t), newKeyPair(t)
+	pinned := push(t, "oci://"+host+"/prov/echo:v1", echo(t))
+	if err := Sign(ctx, pinned, kp.signer, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(t)
+	if _, err := Pull(ctx, pinned, st, &PullOptions{Key: kp.pub}); err != nil {
+		t.Fatal(err)
+	}
+	// Offline and without the component: the layer and manifest removed.
+	for _, p := range []string{st.blob(digestOf(echo(t))), st.blob(pinned.Digest)} {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.VerifySignature(pinned.Digest, kp.pub); err != nil {
+		t.Fatalf("the signing key: %v", err)
+	}
+	if err := st.VerifySignature(pinned.Digest, other.pub); !errors.Is(err, ErrUnsigned) {
+		t.Fatalf("another key: %v, want ErrUnsigned", err)
+	}
+	if err := st.VerifySignature(digestOf([]byte("never pulled")), kp.pub); !errors.Is(err, ErrUnsigned) {
+		t.Fatalf("a digest never pulled: %v, want ErrUnsigned", err)
+	}
+	if err := st.VerifySignature("sha256:12", kp.pub); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("a malformed digest: %v, want ErrBadSignature", err)
+	}
+	// The stored signature moved onto another digest's name: it signs the
+	// first digest, not this one.
+	second := digestOf([]byte("another component"))
+	b, err := os.ReadFile(st.sigFile(pinned.Digest, kp.pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(st.sigFile(second, kp.pub), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.VerifySignature(second, kp.pub); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "the signature is over "+pinned.Digest) {
+		t.Fatalf("a signature over another digest: %v, want ErrBadSignature naming the signed digest", err)
+	}
+	b[len(b)/2] ^= 0x20
+	if err := os.WriteFile(st.sigFile(pinned.Digest, kp.pub), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.VerifySignature(pinned.Digest, kp.pub); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("a changed signature: %v, want ErrBadSignature", err)
+	}
+}

@@ -167,3 +167,31 @@ func (s *Store) put(manifest, layer []byte, sig *signature, key *Key, digest str
 	}
 	return nil
 }
+
+// VerifySignature checks, offline, that the store holds a signature by key
+// over digest (the one a pull verified and kept beside the component) and
+// that it still verifies: the provenance check of a digest the audit
+// trail recorded (maiden audit verify -provenance), which needs neither
+// the component's bytes nor the network. It wraps ErrUnsigned when the
+// store holds no signature by key for digest, ErrBadSignature when the
+// one it holds does not verify.
+func (s *Store) VerifySignature(digest string, key *Key) error {
+	if !digestRE.MatchString(digest) {
+		return fmt.Errorf("%w: digest %q: want sha256: and 64 lowercase hex digits", ErrBadSignature, digest)
+	}
+	b, err := regfile.Read(s.sigFile(digest, key), maxSignatureBytes*2)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: the store holds no signature of %s by key %s (run maiden pull with that key configured)", ErrUnsigned, digest, key.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	var sig signature
+	if err := json.Unmarshal(b, &sig); err != nil {
+		return fmt.Errorf("%w: the stored signature of %s does not parse", ErrBadSignature, digest)
+	}
+	if _, err := key.verify([]signature{sig}, digest); err != nil {
+		return err
+	}
+	return nil
+}

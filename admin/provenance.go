@@ -1,0 +1,138 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/oci"
+)
+
+// Provenance is what maiden audit verify -provenance found: the call
+// records that name an oci:// component, each component digest they name
+// and whether a key agent.toml configures signed it.
+type Provenance struct {
+	// Records counts the records that name a component; Local those of
+	// calls of local tools, which name none (no provenance to check).
+	Records, Local int64
+	Components     []ProvenanceComponent
+	// Failed counts the components whose check failed.
+	Failed int
+}
+
+// ProvenanceComponent is one recorded component digest and the signer the
+// records name for it.
+type ProvenanceComponent struct {
+	Digest string
+	Signer string   // the key ID the records name ("" when none verified it at load)
+	Tools  []string // the tools whose records name it, sorted
+	// Records counts the records naming this digest and signer.
+	Records int64
+	// KeyFile is the configured key whose ID is Signer ("" if none is).
+	KeyFile string
+	// Problem says why the check failed ("" when it passed).
+	Problem string
+}
+
+// VerifyProvenance re-checks, offline, the chain from the signature to the
+// audit record: for each component digest the trail's call records name,
+// the signer they name must be a key agent.toml configures (a tool's
+// verify.key), and the component store (st: maiden pull's, the same one
+// every load reads) must hold that key's signature over that digest, which
+// must verify. A digest recorded with no signer fails too: nothing signed
+// it. The trail is read whole, oldest first; what it finds is reported,
+// not returned as an error (the error is for a trail or a key file that
+// cannot be read).
+func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, st *oci.Store) (Provenance, error) {
+	keys := map[string]string{} // key ID -> file
+	parsed := map[string]*oci.Key{}
+	for _, t := range cfg.Tools() {
+		if t.OCI == nil || t.OCI.Key == "" {
+			continue
+		}
+		if _, ok := parsed[t.OCI.Key]; ok {
+			continue
+		}
+		b, err := os.ReadFile(t.OCI.Key)
+		if err != nil {
+			return Provenance{}, fmt.Errorf("tools.%s.verify.key: %w", t.Name, err)
+		}
+		k, err := oci.ParseKey(b)
+		if err != nil {
+			return Provenance{}, fmt.Errorf("tools.%s.verify.key %s: %w", t.Name, t.OCI.Key, err)
+		}
+		parsed[t.OCI.Key] = k
+		keys[k.ID] = t.OCI.Key
+	}
+	type id struct{ digest, signer string }
+	found := map[id]*ProvenanceComponent{}
+	var p Provenance
+	const page = 1000
+	for after := int64(0); ; {
+		recs, err := s.AuditTail(ctx, after, page)
+		if err != nil {
+			return Provenance{}, err
+		}
+		for _, r := range recs {
+			after = r.Seq
+			switch r.Kind {
+			case AuditCallAdmitted, AuditCallRefused, AuditCallFailed, AuditCallSucceeded:
+			default:
+				continue
+			}
+			var b struct {
+				Component string `json:"component"`
+				Signer    string `json:"signer"`
+			}
+			if json.Unmarshal(r.Body, &b) != nil || b.Component == "" {
+				if r.Kind == AuditCallAdmitted {
+					p.Local++
+				}
+				continue
+			}
+			p.Records++
+			c := found[id{b.Component, b.Signer}]
+			if c == nil {
+				c = &ProvenanceComponent{Digest: b.Component, Signer: b.Signer}
+				found[id{b.Component, b.Signer}] = c
+			}
+			c.Records++
+			if i := sort.SearchStrings(c.Tools, r.Tool); i == len(c.Tools) || c.Tools[i] != r.Tool {
+				c.Tools = append(c.Tools, "")
+				copy(c.Tools[i+1:], c.Tools[i:])
+				c.Tools[i] = r.Tool
+			}
+		}
+		if len(recs) < page {
+			break
+		}
+	}
+	for _, c := range found {
+		switch file, ok := keys[c.Signer]; {
+		case c.Signer == "":
+			c.Problem = "recorded unsigned: no key verified it when it was loaded"
+		case !ok:
+			c.Problem = fmt.Sprintf("signer %s is not a key agent.toml configures (verify.key)", c.Signer)
+		default:
+			c.KeyFile = file
+			if err := st.VerifySignature(c.Digest, parsed[file]); err != nil {
+				c.Problem = err.Error()
+			}
+		}
+		if c.Problem != "" {
+			p.Failed++
+		}
+		p.Components = append(p.Components, *c)
+	}
+	sort.Slice(p.Components, func(i, j int) bool {
+		a, b := p.Components[i], p.Components[j]
+		if a.Digest != b.Digest {
+			return a.Digest < b.Digest
+		}
+		return a.Signer < b.Signer
+	})
+	return p, nil
+}
