@@ -20,6 +20,11 @@ type OCISource struct {
 	Digest string // the pinned manifest digest
 	Key    string // absolute path of verify.key; "" when no signature is checked
 	Signer string // the verifying key's ID ("sha256:" of its DER encoding); "" without Key
+	// Credential names the secret (MAIDEN_SECRET_NAME: USER:PASSWORD or a
+	// registry token) maiden pull logs in to the registry with
+	// (registry_credential); "" means docker's config.json and credential
+	// helpers. Only maiden pull reads it: a load never contacts a registry.
+	Credential string
 }
 
 // ociPath is path = "oci://...": parsed now, resolved against the store in

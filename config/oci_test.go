@@ -53,6 +53,12 @@ func TestOCIPath(t *testing.T) {
 			wantErr: `agent.toml:3: tools.w.path: load oci://ghcr.io/acme/echo@` + other + `: signature invalid`},
 		{name: "verify on a local file", toml: `path = "w.wasm"` + "\nverify = { key = \"cosign.pub\" }",
 			wantErr: `agent.toml:4: tools.w.verify: verify checks the signature of an oci:// component; path is a local file`},
+		{name: "registry credential", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nregistry_credential = \"GHCR\"",
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Credential: "GHCR"}},
+		{name: "registry credential not a name", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nregistry_credential = \"user:token\"",
+			wantErr: `agent.toml:4: tools.w.registry_credential: must be a secret's NAME (A-Z, 0-9, _), whose value (USER:PASSWORD, or a registry token) comes from MAIDEN_SECRET_NAME, got "user:token"`},
+		{name: "registry credential on a local file", toml: `path = "w.wasm"` + "\nregistry_credential = \"GHCR\"",
+			wantErr: `agent.toml:4: tools.w.registry_credential: registry_credential logs in to the registry of an oci:// component; path is a local file`},
 		{name: "verify without key", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { keys = \"cosign.pub\" }",
 			wantErr: "agent.toml:4: tools.w.verify.keys: unknown key; valid keys here: key\nagent.toml:4: tools.w.verify.key: required key is missing: the cosign public key file the component must be signed with"},
 	} {

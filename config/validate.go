@@ -224,19 +224,23 @@ func (c *checker) tools(n *tnode) []Tool {
 
 // wasmToolKeys are the keys of [tools.NAME]: toolKeys and reveal, which
 // only a WebAssembly tool (maiden:tool@0.3.0's reveal) can use.
-var wasmToolKeys = append(slices.Clone(toolKeys), "reveal", "verify")
+var wasmToolKeys = append(slices.Clone(toolKeys), "reveal", "verify", "registry_credential")
 
 func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 	var reveal *tnode
 	var revealPath []string
 	var verify *tnode
 	var verifyPath []string
+	var regCred *tnode
+	var regCredPath []string
 	t, ok := c.toolIn("tools", name, n, wasmToolKeys, func(_ *Tool, k string, v *tnode, kpath []string) bool {
 		switch k {
 		case "reveal":
 			reveal, revealPath = v, slices.Clone(kpath)
 		case "verify":
 			verify, verifyPath = v, slices.Clone(kpath)
+		case "registry_credential":
+			regCred, regCredPath = v, slices.Clone(kpath)
 		default:
 			return false
 		}
@@ -255,6 +259,25 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 			ok = false
 		default:
 			t.OCI.Key = keyFile
+		}
+	}
+	if regCred != nil {
+		key := formatKey(regCredPath)
+		if s, line, sok := c.str(regCred, key); sok {
+			switch {
+			case !secretNameRE.MatchString(s):
+				c.errorf(line, key, "must be a secret's NAME (A-Z, 0-9, _), whose value (USER:PASSWORD, or a registry token) comes from MAIDEN_SECRET_NAME, got %s", quoteShort(s))
+				ok = false
+			case t.OCI == nil && c.ociWritten(n):
+				// path was an oci:// reference refused already.
+			case t.OCI == nil:
+				c.errorf(line, key, "registry_credential logs in to the registry of an oci:// component; path is a local file")
+				ok = false
+			default:
+				t.OCI.Credential = s
+			}
+		} else {
+			ok = false
 		}
 	}
 	if ok && t.OCI != nil {

@@ -34,12 +34,13 @@ where every later load verifies it offline.`
 func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("add", stderr)
 	keyFile := fs.String("key", "", "a cosign public key `FILE` the component must be signed with (written as verify.key)")
+	credential := credentialFlag(fs)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if len(rest) < 1 || len(rest) > 2 {
-		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub] oci://REGISTRY/REPO:TAG [NAME]")
+		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub] [-credential NAME] oci://REGISTRY/REPO:TAG [NAME]")
 		return exitUsage
 	}
 	r, err := oci.ParseRef(rest[0])
@@ -58,7 +59,12 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 			return exitUsage
 		}
 	}
-	pinned, err := oci.Resolve(ctx, r, nil)
+	opts, err := registryOptions(r, key, *credential)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden add:", err)
+		return exitUsage
+	}
+	pinned, err := oci.Resolve(ctx, r, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
 		return exitUsage
@@ -68,7 +74,7 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		fmt.Fprintln(stderr, "maiden add:", err)
 		return exitUsage
 	}
-	comp, err := oci.Pull(ctx, pinned, st, &oci.PullOptions{Key: key})
+	comp, err := oci.Pull(ctx, pinned, st, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
 		return exitUsage
@@ -76,6 +82,9 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	table := fmt.Sprintf("[tools.%s]\npath = %q\n", name, pinned.String())
 	if *keyFile != "" {
 		table += fmt.Sprintf("verify = { key = %q }\n", keyPathFor(c.config, *keyFile))
+	}
+	if *credential != "" {
+		table += fmt.Sprintf("registry_credential = %q\n", *credential)
 	}
 	if _, err := appendToolTable(c.config, name, table); err != nil {
 		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
@@ -109,6 +118,29 @@ func keyPathFor(cfg, key string) string {
 		return rel
 	}
 	return abs
+}
+
+// registryOptions are the pull options for r with key, logging in with the
+// secret named credential (MAIDEN_SECRET_NAME) when one is named; else
+// docker's config.json and credential helpers. The value is never printed.
+func registryOptions(r oci.Ref, key *oci.Key, credential string) (*oci.PullOptions, error) {
+	o := &oci.PullOptions{Key: key}
+	if credential == "" {
+		return o, nil
+	}
+	kc, err := oci.SecretKeychain(r.Registry, credential, os.Getenv("MAIDEN_SECRET_"+credential))
+	if err != nil {
+		return nil, err
+	}
+	o.Keychain = kc
+	return o, nil
+}
+
+// credentialFlag is -credential NAME of add and publish.
+func credentialFlag(fs interface {
+	String(name, value, usage string) *string
+}) *string {
+	return fs.String("credential", "", "log in to the registry with the secret `NAME`: MAIDEN_SECRET_NAME holds USER:PASSWORD or a registry token (add writes it as registry_credential; default: docker's config.json and credential helpers)")
 }
 
 func loadKey(file string) (*oci.Key, error) {
@@ -164,7 +196,13 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "have %s\n", r)
 			continue
 		}
-		if _, err := oci.Pull(ctx, r, st, &oci.PullOptions{Key: key}); err != nil {
+		opts, err := registryOptions(r, key, s.Credential)
+		if err != nil {
+			fmt.Fprintf(stderr, "maiden pull: %s: %v\n", r, err)
+			bad++
+			continue
+		}
+		if _, err := oci.Pull(ctx, r, st, opts); err != nil {
 			fmt.Fprintln(stderr, "maiden pull:", terminalSafe(err.Error()))
 			bad++
 			continue
@@ -202,12 +240,13 @@ func hintPins(ctx context.Context, stderr io.Writer, err error) {
 func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := bareFlags("publish", stderr)
 	signKey := fs.String("sign-key", "", "a cosign private key `FILE` to sign with (password: $COSIGN_PASSWORD)")
+	credential := credentialFlag(fs)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if len(rest) != 2 {
-		fmt.Fprintln(stderr, "usage: maiden publish [-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG")
+		fmt.Fprintln(stderr, "usage: maiden publish [-sign-key cosign.key] [-credential NAME] FILE.wasm oci://REGISTRY/REPO:TAG")
 		return exitUsage
 	}
 	r, err := oci.ParseRef(rest[1])
@@ -231,13 +270,18 @@ func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage
 	}
-	pinned, err := oci.Push(ctx, r, wasm, nil)
+	opts, err := registryOptions(r, nil, *credential)
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden publish:", err)
+		return exitUsage
+	}
+	pinned, err := oci.Push(ctx, r, wasm, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden publish:", terminalSafe(err.Error()))
 		return exitUsage
 	}
 	if signer != nil {
-		if err := oci.Sign(ctx, pinned, signer, nil); err != nil {
+		if err := oci.Sign(ctx, pinned, signer, opts); err != nil {
 			fmt.Fprintln(stderr, "maiden publish:", terminalSafe(err.Error()))
 			return exitUsage
 		}

@@ -7,11 +7,13 @@ import (
 	"crypto/rand"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -168,5 +170,84 @@ func writeFile(t *testing.T, path, s string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOCIRegistryCredential: a registry that wants a login gets the one a
+// maiden secret holds (MAIDEN_SECRET_NAME, named by -credential and then
+// registry_credential), for publish, add and pull; agent.toml and every
+// output name the secret, never its value; an unset secret is said before
+// anything is sent.
+func TestOCIRegistryCredential(t *testing.T) {
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
+	const user, pass = "robot", "s3cret-registry-pass"
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	var refused atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
+			refused.Add(1)
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"login"}]}`, http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.toml")
+	ref := "oci://" + host + "/private/echo:v1"
+	noSecret := func(r cliResult) {
+		t.Helper()
+		if strings.Contains(r.stdout+r.stderr, pass) {
+			t.Fatalf("the registry password was printed:\n%s\n%s", r.stdout, r.stderr)
+		}
+	}
+
+	// Without the login: refused by the registry.
+	r := cli(t, "", "publish", testkit.Component(t, "echo"), ref)
+	noSecret(r)
+	if r.code != exitUsage || refused.Load() == 0 {
+		t.Fatalf("publish without a login: exit %d (%d refused requests), stderr %s", r.code, refused.Load(), r.stderr)
+	}
+	// The secret named but not set: said before anything is sent.
+	t.Setenv("MAIDEN_SECRET_REG", "")
+	before := refused.Load()
+	r = cli(t, "", "publish", "-credential", "REG", testkit.Component(t, "echo"), ref)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "registry credential REG: MAIDEN_SECRET_REG is not set") || refused.Load() != before {
+		t.Fatalf("publish with the secret unset: exit %d, stderr %s", r.code, r.stderr)
+	}
+	t.Setenv("MAIDEN_SECRET_REG", user+":"+pass)
+	r = cli(t, "", "publish", "-credential", "REG", testkit.Component(t, "echo"), ref)
+	noSecret(r)
+	if r.code != exitOK {
+		t.Fatalf("publish with the login: exit %d, stderr %s", r.code, r.stderr)
+	}
+
+	writeFile(t, cfg, "version = 1\n")
+	r = cli(t, "", "add", "-config", cfg, "-credential", "REG", ref, "echo")
+	noSecret(r)
+	if r.code != exitOK {
+		t.Fatalf("add with the login: exit %d, stderr %s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(b), "registry_credential = \"REG\"\n") || strings.Contains(string(b), pass) {
+		t.Fatalf("agent.toml after add:\n%s", b)
+	}
+	// Another machine: pull logs in with the file's registry_credential.
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "fresh"))
+	t.Setenv("MAIDEN_SECRET_REG", "")
+	if r := cli(t, "", "pull", "-config", cfg); r.code != exitUsage || !strings.Contains(r.stderr, "MAIDEN_SECRET_REG is not set") {
+		t.Fatalf("pull with the secret unset: exit %d, stderr %s", r.code, r.stderr)
+	}
+	t.Setenv("MAIDEN_SECRET_REG", user+":wrong")
+	if r := cli(t, "", "pull", "-config", cfg); r.code != exitUsage {
+		t.Fatalf("pull with a wrong password: exit %d, stderr %s", r.code, r.stderr)
+	}
+	t.Setenv("MAIDEN_SECRET_REG", user+":"+pass)
+	r = cli(t, "", "pull", "-config", cfg)
+	noSecret(r)
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "pulled ") {
+		t.Fatalf("pull with the login: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
 }
