@@ -31,6 +31,9 @@ import (
 //     cross-process wake-ups, the least any socket-based worker can pay.
 //   - floor-netpoll: the same with both ends non-blocking under Go's
 //     network poller (how a worker's socket was read before).
+//   - floor-futex, floor-futex-spin: the same over a shared page with
+//     futex wake-ups, sleeping at once or after polling for futexSpin
+//     (futexfloor_bench_test.go): what a shared-memory ring could win.
 //
 // Each row reports p50-ns and p99-ns per call and mean-ns (the mean latency
 // of one call; ns/op at g2 is wall time per call, the inverse of calls/s):
@@ -64,8 +67,16 @@ func BenchmarkRoundTrip(b *testing.B) {
 			spinPolicy = func(*freeCPUs) bool { return true }
 			return op, func() { spinPolicy = (*freeCPUs).spinnable; done() }
 		}, false},
+		// Neither end ever spinning.
+		{"worker-nospin", func(b *testing.B) (func() error, func()) {
+			op, done := workerRow(b, echo, in)
+			spinPolicy = func(*freeCPUs) bool { return false }
+			return op, func() { spinPolicy = (*freeCPUs).spinnable; done() }
+		}, false},
 		{"floor-blocking", pongSetup("blocking"), true},
 		{"floor-netpoll", pongSetup("netpoll"), true},
+		{"floor-futex", futexSetup(0), true},
+		{"floor-futex-spin", futexSetup(futexSpin), true},
 	}
 	for _, r := range rows {
 		b.Run(r.name, func(b *testing.B) {
@@ -162,6 +173,12 @@ const envPong = "MAIDEN_BENCH_PONG"
 // reading either with blocking syscalls on a locked thread or through Go's
 // poller; it is called from TestMain.
 func pongMain(mode string) int {
+	switch mode {
+	case "futex":
+		return futexPongMain(0)
+	case "futex-spin":
+		return futexPongMain(futexSpin)
+	}
 	var buf [64]byte
 	if mode == "blocking" {
 		runtime.LockOSThread()
