@@ -106,6 +106,7 @@ func futexSetup(spin time.Duration) func(b *testing.B) (func() error, func()) {
 			b.Fatal(err)
 		}
 		f.Close()
+		addOther(cmd.Process.Pid)
 		ping, pong := futexWord(mem, 0), futexWord(mem, 1)
 		seq := uint32(0)
 		op := func() error {

@@ -82,11 +82,18 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Run(r.name, func(b *testing.B) {
 			for _, g := range []int{1, 2} {
 				b.Run(fmt.Sprintf("g%d", g), func(b *testing.B) {
+					otherCPU = func() time.Duration { return 0 }
 					measureCalls(b, g, r.own, r.setup)
 				})
 			}
 		})
 	}
+}
+
+// addOther counts process pid's CPU in otherCPU.
+func addOther(pid int) {
+	prev := otherCPU
+	otherCPU = func() time.Duration { return prev() + processCPU(pid) }
 }
 
 func checkEcho(out sandbox.Outcome, err error) error {
@@ -128,6 +135,7 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	cpu0 := processCPU(os.Getpid()) + otherCPU()
 	start := time.Now()
 	for i := range g {
 		wg.Go(func() {
@@ -145,6 +153,7 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	cpu := processCPU(os.Getpid()) + otherCPU() - cpu0
 	b.StopTimer()
 	if p := failed.Load(); p != nil {
 		b.Fatal(*p)
@@ -163,6 +172,37 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	b.ReportMetric(float64(pct(99)), "p99-ns")
 	b.ReportMetric(float64(sum)/float64(len(d)), "mean-ns")
 	b.ReportMetric(float64(len(d))/wall.Seconds(), "calls/s")
+	// CPU per call, this process and the other end together: on a machine
+	// with other work, CPU a call burns (a scheduler spinning, a thread
+	// woken for nothing) is CPU another call waits for.
+	b.ReportMetric(float64(cpu)/float64(len(d)), "cpu-ns/call")
+}
+
+// otherCPU is the CPU time of the processes at the other end of the row
+// being measured (a pool's workers, a pong process); set by its setup.
+var otherCPU = func() time.Duration { return 0 }
+
+// processCPU is the CPU time of process pid so far, from the sum of its
+// threads' run times in /proc/PID/task/*/schedstat (nanoseconds; the
+// process-wide schedstat counts only the main thread). 0 if it is gone.
+func processCPU(pid int) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var sum time.Duration
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		var ns int64
+		if _, err := fmt.Sscan(string(b), &ns); err == nil {
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
 }
 
 // envPong makes this test binary a bare ping-pong process (the floor rows):
@@ -250,6 +290,7 @@ func pongSetup(mode string) func(b *testing.B) (func() error, func()) {
 			b.Fatal(err)
 		}
 		child.Close()
+		addOther(cmd.Process.Pid)
 		var buf [64]byte
 		var op func() error
 		var closeFn func()
@@ -293,6 +334,18 @@ func workerRow(b *testing.B, echo, in string) (func() error, func()) {
 	tl, err := p.Open(context.Background(), echo, lim)
 	if err != nil {
 		b.Fatal(err)
+	}
+	otherCPU = func() time.Duration {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var sum time.Duration
+		for _, w := range p.idle {
+			sum += processCPU(w.pid)
+		}
+		for w := range p.busy {
+			sum += processCPU(w.pid)
+		}
+		return sum
 	}
 	return func() error {
 			out, err := tl.Execute(context.Background(), sandbox.Call{Limits: lim, Input: in})
