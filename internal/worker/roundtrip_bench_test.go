@@ -82,7 +82,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Run(r.name, func(b *testing.B) {
 			for _, g := range []int{1, 2} {
 				b.Run(fmt.Sprintf("g%d", g), func(b *testing.B) {
-					otherCPU = func() time.Duration { return 0 }
+					otherCPU = func() procStat { return procStat{} }
 					measureCalls(b, g, r.own, r.setup)
 				})
 			}
@@ -93,7 +93,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 // addOther counts process pid's CPU in otherCPU.
 func addOther(pid int) {
 	prev := otherCPU
-	otherCPU = func() time.Duration { return prev() + processCPU(pid) }
+	otherCPU = func() procStat { return prev().add(processStat(pid)) }
 }
 
 func checkEcho(out sandbox.Outcome, err error) error {
@@ -135,7 +135,7 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	cpu0 := processCPU(os.Getpid()) + otherCPU()
+	st0 := processStat(os.Getpid()).add(otherCPU())
 	start := time.Now()
 	for i := range g {
 		wg.Go(func() {
@@ -153,7 +153,7 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	cpu := processCPU(os.Getpid()) + otherCPU() - cpu0
+	st := processStat(os.Getpid()).add(otherCPU())
 	b.StopTimer()
 	if p := failed.Load(); p != nil {
 		b.Fatal(*p)
@@ -175,34 +175,55 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	// CPU per call, this process and the other end together: on a machine
 	// with other work, CPU a call burns (a scheduler spinning, a thread
 	// woken for nothing) is CPU another call waits for.
-	b.ReportMetric(float64(cpu)/float64(len(d)), "cpu-ns/call")
+	b.ReportMetric(float64(st.cpu-st0.cpu)/float64(len(d)), "cpu-ns/call")
+	b.ReportMetric(float64(st.switches-st0.switches)/float64(len(d)), "switches/call")
 }
 
 // otherCPU is the CPU time of the processes at the other end of the row
 // being measured (a pool's workers, a pong process); set by its setup.
-var otherCPU = func() time.Duration { return 0 }
+var otherCPU = func() procStat { return procStat{} }
 
-// processCPU is the CPU time of process pid so far, from the sum of its
-// threads' run times in /proc/PID/task/*/schedstat (nanoseconds; the
-// process-wide schedstat counts only the main thread). 0 if it is gone.
-func processCPU(pid int) time.Duration {
+// procStat is what the kernel counted for a process so far: the CPU time
+// of all its threads (from /proc/PID/task/*/schedstat: nanoseconds; the
+// process-wide file counts only the main thread) and their context
+// switches (from each thread's status). Zero if it is gone.
+type procStat struct {
+	cpu      time.Duration
+	switches int64
+}
+
+func (a procStat) add(b procStat) procStat {
+	return procStat{a.cpu + b.cpu, a.switches + b.switches}
+}
+
+func processStat(pid int) procStat {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return 0
+		return procStat{}
 	}
-	var sum time.Duration
+	var st procStat
 	for _, e := range ents {
-		b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat")
+		if b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat"); err == nil {
+			var ns int64
+			if _, err := fmt.Sscan(string(b), &ns); err == nil {
+				st.cpu += time.Duration(ns)
+			}
+		}
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/status")
 		if err != nil {
 			continue
 		}
-		var ns int64
-		if _, err := fmt.Sscan(string(b), &ns); err == nil {
-			sum += time.Duration(ns)
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				var n int64
+				if _, err := fmt.Sscan(strings.TrimSpace(v), &n); err == nil {
+					st.switches += n
+				}
+			}
 		}
 	}
-	return sum
+	return st
 }
 
 // envPong makes this test binary a bare ping-pong process (the floor rows):
@@ -335,15 +356,15 @@ func workerRow(b *testing.B, echo, in string) (func() error, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	otherCPU = func() time.Duration {
+	otherCPU = func() procStat {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		var sum time.Duration
+		var sum procStat
 		for _, w := range p.idle {
-			sum += processCPU(w.pid)
+			sum = sum.add(processStat(w.pid))
 		}
 		for w := range p.busy {
-			sum += processCPU(w.pid)
+			sum = sum.add(processStat(w.pid))
 		}
 		return sum
 	}
