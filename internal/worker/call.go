@@ -179,6 +179,7 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 	if err != nil {
 		return nil, p.compileDeath(ctx, w, path)
 	}
+	go w.read() // until the compiled answer
 	select {
 	case f := <-w.frames:
 		if f.typ != msgCompiled {

@@ -52,9 +52,19 @@ type child struct {
 	mu    sync.Mutex
 	comps map[string]*sandbox.Compiled
 	run   *childRun // the call in progress, if any
+
+	// exit receives why the reading of the socket ended (io.EOF: the
+	// parent closed it).
+	exit chan error
 }
 
 type childRun struct {
+	m   runMsg
+	ctx context.Context
+	// reader starts a goroutine reading the parent's frames during the
+	// call (serveRun); rd is what it reads.
+	reader  *time.Timer
+	rd      *bufio.Reader
 	id      uint64
 	cancel  context.CancelFunc
 	replies chan fetchReplyMsg
@@ -86,7 +96,9 @@ func serve(conn *os.File) int {
 	if err := c.send(hello{Version: protocolVersion, Fingerprint: sb.Engine().Fingerprint(), Confinement: confinementNote()}.encode()); err != nil {
 		return 0
 	}
-	err = c.loop()
+	c.exit = make(chan error, 1)
+	go c.loop(bufio.NewReaderSize(c.spin, 64<<10))
+	err = <-c.exit
 	if errors.Is(err, io.EOF) {
 		// The parent closed the socket: it is done with this worker.
 		return 0
@@ -102,18 +114,49 @@ func (c *child) send(frame []byte) error {
 	return err
 }
 
-func (c *child) loop() error {
-	r := bufio.NewReaderSize(c.spin, 64<<10)
+// loop reads the parent's frames; the error that ends the reading goes to
+// c.exit. A run frame is served on the goroutine that read it, at once:
+// starting a goroutine for it had the Go scheduler wake an idle thread to
+// take it and park one when it ended, two context switches per call that
+// cost ~10 µs each on this kind of VM (issue 23; the worker made ~5 per
+// call in all). Cancellations and fetch and reveal replies are read
+// meanwhile by a goroutine started only when a call runs longer than
+// readerDelay or asks the parent something (ensureReader); the reading
+// then stays with that goroutine and this one ends. Only one goroutine
+// reads at a time, so frames keep their order.
+func (c *child) loop(rd *bufio.Reader) {
 	for {
-		typ, p, err := readFrame(r, maxFrame)
+		r, err := c.readUntilRun(rd)
 		if err != nil {
-			return err
+			c.exit <- err
+			return
+		}
+		if !c.serveRun(rd, r) {
+			return
+		}
+	}
+}
+
+// readerDelay is how long a call runs before its cancellation can be read:
+// the parent allows Options.Grace (10 ms by default) between a cancel and
+// the kill. Not shorter than the engine's epoch tick (1 ms), whose timer
+// wakes the worker anyway: an earlier timer would wake the sleeping
+// netpoller for itself.
+const readerDelay = time.Millisecond
+
+// readUntilRun serves frames until a run frame, which it returns
+// registered as the call in progress.
+func (c *child) readUntilRun(rd *bufio.Reader) (*childRun, error) {
+	for {
+		typ, p, err := readFrame(rd, maxFrame)
+		if err != nil {
+			return nil, err
 		}
 		switch typ {
 		case msgLoad:
 			m, err := decodeLoad(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			reply := loadedMsg{Digest: m.Digest}
 			comp, err := c.sb.Deserialize(m.Code)
@@ -128,12 +171,12 @@ func (c *child) loop() error {
 				c.mu.Unlock()
 			}
 			if err := c.send(reply.encode()); err != nil {
-				return err
+				return nil, err
 			}
 		case msgDrop:
 			m, err := decodeDrop(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			c.mu.Lock()
 			if comp := c.comps[m.Digest]; comp != nil {
@@ -144,7 +187,7 @@ func (c *child) loop() error {
 		case msgCompile:
 			m, err := decodeCompile(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			reply := compiledMsg{ID: m.ID}
 			reply.Code, err = c.sb.Compile(m.Wasm)
@@ -152,20 +195,18 @@ func (c *child) loop() error {
 				reply.Err = err.Error()
 			}
 			if err := c.send(reply.encode()); err != nil {
-				return err
+				return nil, err
 			}
 		case msgRun:
 			m, err := decodeRun(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if err := c.start(m); err != nil {
-				return err
-			}
+			return c.start(m)
 		case msgCancel:
 			m, err := decodeCancel(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			c.mu.Lock()
 			if c.run != nil && c.run.id == m.ID {
@@ -175,7 +216,7 @@ func (c *child) loop() error {
 		case msgFetchReply:
 			m, err := decodeFetchReply(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			c.mu.Lock()
 			r := c.run
@@ -189,7 +230,7 @@ func (c *child) loop() error {
 		case msgRevealReply:
 			m, err := decodeRevealReply(p)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			c.mu.Lock()
 			r := c.run
@@ -201,37 +242,56 @@ func (c *child) loop() error {
 				}
 			}
 		default:
-			return fmt.Errorf("unknown message type %d", typ)
+			return nil, fmt.Errorf("unknown message type %d", typ)
 		}
 	}
 }
 
-// start runs one call on its own goroutine, so the loop keeps reading
-// cancellations and fetch replies.
-func (c *child) start(m runMsg) error {
+// start registers the call of m as the one in progress.
+func (c *child) start(m runMsg) (*childRun, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.run != nil {
-		return errors.New("run while a call is in progress")
+		return nil, errors.New("run while a call is in progress")
 	}
-	comp := c.comps[m.Digest]
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &childRun{id: m.ID, cancel: cancel, replies: make(chan fetchReplyMsg, 1), reveals: make(chan revealReplyMsg, 1)}
+	r := &childRun{m: m, ctx: ctx, id: m.ID, cancel: cancel, replies: make(chan fetchReplyMsg, 1), reveals: make(chan revealReplyMsg, 1)}
 	c.run = r
-	go func() {
-		defer cancel()
-		done := c.execute(ctx, r, comp, m)
-		c.mu.Lock()
-		c.run = nil
-		c.mu.Unlock()
-		_ = c.send(done.encode())
-		// A busy server's next call comes soon: stay awake for it, if
-		// the parent saw a CPU free for that (freecpu.go).
-		if spin := min(time.Duration(nsDuration(m.SpinNS)), workerSpinWait); spin > 0 {
-			c.spin.spinFor(spin)
-		}
-	}()
-	return nil
+	return r, nil
+}
+
+// serveRun runs the call r and reports whether this goroutine still reads
+// the parent's frames (no other goroutine was started to read them during
+// the call).
+func (c *child) serveRun(rd *bufio.Reader, r *childRun) bool {
+	r.rd = rd
+	r.reader = time.AfterFunc(readerDelay, func() { c.loop(rd) })
+	m := r.m
+	c.mu.Lock()
+	comp := c.comps[m.Digest]
+	c.mu.Unlock()
+	done := c.execute(r.ctx, r, comp, m)
+	r.cancel()
+	reading := r.reader.Stop()
+	c.mu.Lock()
+	c.run = nil
+	c.mu.Unlock()
+	_ = c.send(done.encode())
+	// A busy server's next call comes soon: stay awake for it, if the
+	// parent saw a CPU free for that (freecpu.go).
+	if spin := min(time.Duration(nsDuration(m.SpinNS)), workerSpinWait); spin > 0 {
+		c.spin.spinFor(spin)
+	}
+	return reading
+}
+
+// ensureReader has the parent's frames read while the call r waits for an
+// answer (a fetch, a reveal): it starts the reading goroutine now unless
+// readerDelay already did.
+func (c *child) ensureReader(r *childRun) {
+	if r.reader.Stop() {
+		go c.loop(r.rd)
+	}
 }
 
 func (c *child) execute(ctx context.Context, r *childRun, comp *sandbox.Compiled, m runMsg) doneMsg {
@@ -281,6 +341,7 @@ func (c *child) fetch(ctx context.Context, r *childRun, req sandbox.FetchRequest
 	for _, h := range req.Headers {
 		m.Headers = append(m.Headers, header{Name: h.Name, Value: h.Value})
 	}
+	c.ensureReader(r)
 	if err := c.send(m.encode()); err != nil {
 		return nil, &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: "worker lost its parent"}
 	}
@@ -307,6 +368,7 @@ func (c *child) reveal(ctx context.Context, r *childRun, handle string) (string,
 	if len(handle) > maxHandleBytes {
 		return "", fmt.Errorf("not a secret handle of this call (%d bytes; handles are much shorter)", len(handle))
 	}
+	c.ensureReader(r)
 	if err := c.send(revealMsg{ID: r.id, Handle: handle}.encode()); err != nil {
 		return "", errors.New("worker lost its parent")
 	}

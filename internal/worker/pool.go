@@ -222,9 +222,10 @@ func (p *Pool) acquireFor(ctx context.Context, art string, low bool) (*proc, err
 		if i >= 0 {
 			w := p.idle[i]
 			p.idle = append(p.idle[:i], p.idle[i+1:]...)
-			if w.gone() {
-				// It died idle (killed from outside, or it misbehaved
-				// between calls): not this call's fault; take another.
+			if w.gone() || w.pending() {
+				// It died idle (killed from outside), or it misbehaved
+				// between calls (sent bytes while nobody read it: see
+				// proc.read): not this call's fault; take another.
 				w.kill(killedShutdown)
 				p.count--
 				p.mu.Unlock()
@@ -318,7 +319,7 @@ func (p *Pool) release(w *proc, healthy bool) {
 			p.starting.Add(1)
 			go p.prestart(w.loaded, w.idlePriority && !p.cannotRestore.Load())
 		}
-	} else if w.gone() || len(w.frames) > 0 {
+	} else if w.gone() || len(w.frames) > 0 || w.pending() {
 		// Dead, or it sent something after its answer: not to be trusted
 		// with another call.
 		w.kill(killedProtocol)

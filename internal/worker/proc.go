@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"golang.org/x/sys/unix"
@@ -34,9 +35,12 @@ type proc struct {
 	dead   chan struct{} // closed when the reader stops (EOF, bad frame)
 	err    error         // why the reader stopped; set before dead closes
 
-	stderr  *tailBuffer
-	spin    *spinReader   // the socket's reader; spins while a call is out
-	typical time.Duration // a moving average of this worker's call times
+	stderr *tailBuffer
+	spin   *spinReader   // the socket's reader; spins while a call is out
+	rd     *bufio.Reader // frames from spin (one reader at a time: read)
+
+	deadOnce sync.Once
+	typical  time.Duration // a moving average of this worker's call times
 
 	fingerprint string
 	confinement string // the worker's own account of its confinement
@@ -115,6 +119,7 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	}
 	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
 		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, spin: newSpinReader(parentEnd)}
+	p.rd = bufio.NewReaderSize(p.spin, 64<<10)
 	p.memcg = joinMemcg(p.pid)
 	if idle {
 		// Before the worker's runtime starts its threads, which inherit
@@ -159,32 +164,90 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	return p, nil
 }
 
-// read turns the worker's bytes into frames; any malformed frame ends the
-// worker (a worker that breaks the protocol is compromised or broken).
+// Reading a worker's frames. Nobody reads while a worker is idle (its
+// bytes wait in the socket: see pending). A holder waiting for an answer
+// reads the first frame itself (readDirect), so the answer wakes the
+// holder's goroutine from the network poller at once: handing each frame
+// over from a reader goroutine had the Go scheduler wake an idle thread
+// for the holder and park it again, two context switches per call on a VM
+// where each costs ~10 µs (bench/README.md, "Context switches"). A holder
+// that has to wait for other things meanwhile (fetches, cancellation, a
+// load, a compile) starts read instead, which delivers frames on p.frames
+// until the exchange's answer. One reader at a time, so frames keep their
+// order.
+
+// read delivers the worker's frames on p.frames until an answer (hello,
+// loaded, compiled, done), after which it ends without reading on; any
+// malformed frame ends the worker (a worker that breaks the protocol is
+// compromised or broken).
 func (p *proc) read() {
-	r := bufio.NewReaderSize(p.spin, 64<<10)
 	for {
-		typ, body, err := readFrameLimited(r, workerFrameLimit)
+		f, err := p.readDirect()
 		if err != nil {
-			p.err = err
-			close(p.dead)
-			return
-		}
-		if typ < 64 {
-			p.err = fmt.Errorf("worker sent a parent's message type %d", typ)
-			close(p.dead)
 			return
 		}
 		select {
-		case p.frames <- frame{typ, body}:
+		case p.frames <- f:
 		case <-p.stop:
 			// Killed while nobody read: end, so the frames and this
 			// goroutine do not outlive the worker.
-			p.err = os.ErrClosed
-			close(p.dead)
+			p.fail(os.ErrClosed)
+			return
+		}
+		switch f.typ {
+		case msgHello, msgLoaded, msgCompiled, msgDone:
 			return
 		}
 	}
+}
+
+// readDirect reads one frame; an error ends the worker's reading for good
+// (p.dead).
+func (p *proc) readDirect() (frame, error) {
+	typ, body, err := readFrameLimited(p.rd, workerFrameLimit)
+	if err == nil && typ < 64 {
+		err = fmt.Errorf("worker sent a parent's message type %d", typ)
+	}
+	if err != nil {
+		p.fail(err)
+		return frame{}, err
+	}
+	return frame{typ, body}, nil
+}
+
+// fail records why the worker's frames cannot be read any more.
+func (p *proc) fail(err error) {
+	p.deadOnce.Do(func() {
+		p.err = err
+		close(p.dead)
+	})
+}
+
+// pending tells whether the worker has sent bytes nobody asked for (or
+// closed its end): read between calls, it is not to be trusted with
+// another.
+func (p *proc) pending() bool {
+	if p.rd.Buffered() > 0 {
+		return true
+	}
+	rc, err := p.conn.SyscallConn()
+	if err != nil {
+		return true
+	}
+	var rerr error
+	if cerr := rc.Control(func(fd uintptr) {
+		var b [1]byte
+		// Raw: no source address to parse on a socketpair.
+		_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		if errno != 0 {
+			rerr = errno
+		}
+	}); cerr != nil {
+		return true
+	}
+	// Bytes waiting, the worker's end closed (0 and no error), or an error
+	// other than "nothing to read".
+	return rerr == nil || rerr != unix.EAGAIN
 }
 
 func (p *proc) send(b []byte) error {
@@ -476,14 +539,17 @@ func (p *proc) cpuTime() time.Duration {
 	}
 }
 
-// gone tells whether the worker's reader has stopped (it died or broke the
-// protocol).
+// gone tells whether the worker's frames cannot be read any more (it died
+// or broke the protocol), or it has exited or been killed (nobody reads an
+// idle worker's socket to notice).
 func (p *proc) gone() bool {
 	select {
 	case <-p.dead:
 		return true
+	case <-p.exited:
+		return true
 	default:
-		return false
+		return p.killReason() != notKilled
 	}
 }
 

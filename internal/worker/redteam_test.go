@@ -67,6 +67,14 @@ func redteamWorker(mode string) int {
 				for range 64 {
 					write(logMsg{ID: m.ID, Level: "info", Source: "log", Message: "after done"}.encode())
 				}
+			case "redteam-talk-later":
+				// Answer, then speak up once the parent has put the
+				// worker back in the pool (where nobody reads it).
+				write(doneMsg{ID: m.ID, Output: `"ok"`}.encode())
+				go func(id uint64) {
+					time.Sleep(50 * time.Millisecond)
+					write(logMsg{ID: id, Level: "info", Source: "log", Message: "while idle"}.encode())
+				}(m.ID)
 			case "redteam-idle-spin":
 				write(doneMsg{ID: m.ID, Output: `"ok"`}.encode())
 				go func() {
@@ -120,6 +128,41 @@ func TestRedTeamFloodWhileIdleKilledOnNextCall(t *testing.T) {
 		if took := time.Since(start); took > testkit.Slack(t, 5*time.Second) {
 			t.Errorf("call %d took %v", i+2, took)
 		}
+	}
+}
+
+// TestRedTeamIdleWorkerThatSpokeIsNotTaken: nobody reads an idle worker's
+// socket, so a worker that sends bytes after it was put back in the pool
+// is found out when a call would take it: it is killed, and the call runs
+// on a fresh worker instead of failing on the stale frame.
+func TestRedTeamIdleWorkerThatSpokeIsNotTaken(t *testing.T) {
+	t.Parallel()
+	p := fakePool(t, "redteam-talk-later", 1)
+	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if err != nil || out.Failure != nil || out.Output != `"ok"` {
+		t.Fatalf("first call: %+v %v", out, err)
+	}
+	p.mu.Lock()
+	if len(p.idle) != 1 {
+		p.mu.Unlock()
+		t.Fatalf("%d idle workers after the first call, want 1", len(p.idle))
+	}
+	w := p.idle[0]
+	p.mu.Unlock()
+	// Wait for the worker to speak while idle (its bytes in the socket).
+	bound := time.Now().Add(testkit.Slack(t, 5*time.Second))
+	for !w.pending() {
+		if time.Now().After(bound) {
+			t.Fatal("the idle worker never spoke")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	out, err = p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+	if err != nil || out.Failure != nil || out.Output != `"ok"` {
+		t.Fatalf("call after the idle worker spoke: %+v %v, want ok from a fresh worker", out, err)
+	}
+	if w.killReason() == notKilled {
+		t.Fatalf("the worker that spoke while idle (pid %d) was not killed", w.pid)
 	}
 }
 

@@ -31,6 +31,9 @@ import (
 //     cross-process wake-ups, the least any socket-based worker can pay.
 //   - floor-netpoll: the same with both ends non-blocking under Go's
 //     network poller (how a worker's socket was read before).
+//   - floor-futex, floor-futex-spin: the same over a shared page with
+//     futex wake-ups, sleeping at once or after polling for futexSpin
+//     (futexfloor_bench_test.go): what a shared-memory ring could win.
 //
 // Each row reports p50-ns and p99-ns per call and mean-ns (the mean latency
 // of one call; ns/op at g2 is wall time per call, the inverse of calls/s):
@@ -64,18 +67,33 @@ func BenchmarkRoundTrip(b *testing.B) {
 			spinPolicy = func(*freeCPUs) bool { return true }
 			return op, func() { spinPolicy = (*freeCPUs).spinnable; done() }
 		}, false},
+		// Neither end ever spinning.
+		{"worker-nospin", func(b *testing.B) (func() error, func()) {
+			op, done := workerRow(b, echo, in)
+			spinPolicy = func(*freeCPUs) bool { return false }
+			return op, func() { spinPolicy = (*freeCPUs).spinnable; done() }
+		}, false},
 		{"floor-blocking", pongSetup("blocking"), true},
 		{"floor-netpoll", pongSetup("netpoll"), true},
+		{"floor-futex", futexSetup(0), true},
+		{"floor-futex-spin", futexSetup(futexSpin), true},
 	}
 	for _, r := range rows {
 		b.Run(r.name, func(b *testing.B) {
 			for _, g := range []int{1, 2} {
 				b.Run(fmt.Sprintf("g%d", g), func(b *testing.B) {
+					otherCPU = func() procStat { return procStat{} }
 					measureCalls(b, g, r.own, r.setup)
 				})
 			}
 		})
 	}
+}
+
+// addOther counts process pid's CPU in otherCPU.
+func addOther(pid int) {
+	prev := otherCPU
+	otherCPU = func() procStat { return prev().add(processStat(pid)) }
 }
 
 func checkEcho(out sandbox.Outcome, err error) error {
@@ -117,6 +135,7 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	st0 := processStat(os.Getpid()).add(otherCPU())
 	start := time.Now()
 	for i := range g {
 		wg.Go(func() {
@@ -134,6 +153,7 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	st := processStat(os.Getpid()).add(otherCPU())
 	b.StopTimer()
 	if p := failed.Load(); p != nil {
 		b.Fatal(*p)
@@ -152,6 +172,58 @@ func measureCalls(b *testing.B, g int, own bool, setup func(b *testing.B) (func(
 	b.ReportMetric(float64(pct(99)), "p99-ns")
 	b.ReportMetric(float64(sum)/float64(len(d)), "mean-ns")
 	b.ReportMetric(float64(len(d))/wall.Seconds(), "calls/s")
+	// CPU per call, this process and the other end together: on a machine
+	// with other work, CPU a call burns (a scheduler spinning, a thread
+	// woken for nothing) is CPU another call waits for.
+	b.ReportMetric(float64(st.cpu-st0.cpu)/float64(len(d)), "cpu-ns/call")
+	b.ReportMetric(float64(st.switches-st0.switches)/float64(len(d)), "switches/call")
+}
+
+// otherCPU is the CPU time of the processes at the other end of the row
+// being measured (a pool's workers, a pong process); set by its setup.
+var otherCPU = func() procStat { return procStat{} }
+
+// procStat is what the kernel counted for a process so far: the CPU time
+// of all its threads (from /proc/PID/task/*/schedstat: nanoseconds; the
+// process-wide file counts only the main thread) and their context
+// switches (from each thread's status). Zero if it is gone.
+type procStat struct {
+	cpu      time.Duration
+	switches int64
+}
+
+func (a procStat) add(b procStat) procStat {
+	return procStat{a.cpu + b.cpu, a.switches + b.switches}
+}
+
+func processStat(pid int) procStat {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return procStat{}
+	}
+	var st procStat
+	for _, e := range ents {
+		if b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat"); err == nil {
+			var ns int64
+			if _, err := fmt.Sscan(string(b), &ns); err == nil {
+				st.cpu += time.Duration(ns)
+			}
+		}
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				var n int64
+				if _, err := fmt.Sscan(strings.TrimSpace(v), &n); err == nil {
+					st.switches += n
+				}
+			}
+		}
+	}
+	return st
 }
 
 // envPong makes this test binary a bare ping-pong process (the floor rows):
@@ -162,6 +234,12 @@ const envPong = "MAIDEN_BENCH_PONG"
 // reading either with blocking syscalls on a locked thread or through Go's
 // poller; it is called from TestMain.
 func pongMain(mode string) int {
+	switch mode {
+	case "futex":
+		return futexPongMain(0)
+	case "futex-spin":
+		return futexPongMain(futexSpin)
+	}
 	var buf [64]byte
 	if mode == "blocking" {
 		runtime.LockOSThread()
@@ -233,6 +311,7 @@ func pongSetup(mode string) func(b *testing.B) (func() error, func()) {
 			b.Fatal(err)
 		}
 		child.Close()
+		addOther(cmd.Process.Pid)
 		var buf [64]byte
 		var op func() error
 		var closeFn func()
@@ -276,6 +355,18 @@ func workerRow(b *testing.B, echo, in string) (func() error, func()) {
 	tl, err := p.Open(context.Background(), echo, lim)
 	if err != nil {
 		b.Fatal(err)
+	}
+	otherCPU = func() procStat {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var sum procStat
+		for _, w := range p.idle {
+			sum = sum.add(processStat(w.pid))
+		}
+		for w := range p.busy {
+			sum = sum.add(processStat(w.pid))
+		}
+		return sum
 	}
 	return func() error {
 			out, err := tl.Execute(context.Background(), sandbox.Call{Limits: lim, Input: in})

@@ -79,7 +79,8 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	var finished atomic.Bool
 	defer finished.Store(true)
 	stopOnCancel := context.AfterFunc(ctx, func() {
-		// A cancel frame goes out below; this is only for a worker that
+		// A cancel frame goes out below (or from sendCancel, while this
+		// call reads its answer itself); this is only for a worker that
 		// does not read it.
 		time.AfterFunc(p.opts.Grace, func() {
 			if !finished.Load() {
@@ -96,6 +97,14 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		}
 		return p.crashed(w, c, start, ctx)
 	}
+	// While this goroutine reads the answer itself (below), nothing else
+	// watches ctx: a cancellation sends the cancel frame from here.
+	var cancelSent atomic.Bool
+	sendCancel := context.AfterFunc(ctx, func() {
+		cancelSent.Store(true)
+		_ = w.send(cancelMsg{ID: id}.encode())
+	})
+	defer sendCancel()
 
 	redact := c.Redact
 	if redact == nil {
@@ -124,120 +133,146 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	revealing := false
 	cancelled := false
 	done := ctx.Done()
-	for {
-		select {
-		case f := <-w.frames:
-			switch f.typ {
-			case msgLog:
-				m, err := decodeLog(f.p)
-				if err != nil || m.ID != id || !validLog(m) {
-					return p.violation(w, c, start, "bad log message")
-				}
-				logs.Add(sandbox.Level(m.Level), m.Source, m.Message)
-			case msgFetch:
-				m, err := decodeFetch(f.p)
-				if err != nil || m.ID != id || fetching {
-					return p.violation(w, c, start, "bad or concurrent fetch")
-				}
-				fetching = true
-				go func() { fetches <- p.fetch(callCtx, c.Fetch, m) }()
-			case msgReveal:
-				// The decision is the parent's: the worker only carries
-				// the tool's question and the answer.
-				m, err := decodeReveal(f.p)
-				if err != nil || m.ID != id || revealing || fetching || len(m.Handle) > maxHandleBytes {
-					return p.violation(w, c, start, "bad or concurrent reveal")
-				}
-				revealing = true
-				go func() { reveals <- revealDecision(callCtx, c.Reveal, m) }()
-			case msgDone:
-				m, err := decodeDone(f.p)
-				if err != nil || m.ID != id || (m.Interrupted && !cancelled) || (m.FailKind != "" && !validKind(m.FailKind)) {
-					// A worker that claims an interruption nobody asked for, or
-					// a kind the sandbox never reports, is lying.
-					return p.violation(w, c, start, "bad done message")
-				}
-				if fetching {
-					// A fetch may still be running in the parent: the worker
-					// stays healthy, the reply goes nowhere.
-					go func() { <-fetches }()
-				}
-				if revealing {
-					go func() { <-reveals }()
-				}
-				out.MemoryPeak = m.MemoryPeak
-				switch {
-				case m.Interrupted || cancelled:
-					*healthy = true
-					return finish(), context.Cause(ctx)
-				case m.HostErr != "":
-					// The worker's sandbox failed, or says it did: a trap,
-					// redacted like everything from a worker, and the worker
-					// is not reused.
-					w.kill(killedProtocol)
-					return fail(sandbox.KindTrap, "the tool's worker failed: "+m.HostErr)
-				case m.FailKind != "":
-					// describeFailed: a worker whose describe() or schema()
-					// failed is not reused, so a second opinion comes from
-					// another worker.
-					*healthy = export == "execute"
-					return fail(sandbox.Kind(m.FailKind), m.FailMessage)
-				}
-				if len(m.Output) > p.opts.MaxOutputBytes {
-					return fail(sandbox.KindTrap, fmt.Sprintf("%s returned more than the %d-byte output limit", export, p.opts.MaxOutputBytes))
-				}
-				*healthy = true
-				out.Output = redact(m.Output)
-				return finish(), nil
-			default:
-				return p.violation(w, c, start, fmt.Sprintf("unexpected message type %d", f.typ))
-			}
-		case rep := <-fetches:
-			fetching = false
-			rep.ID = id
-			if err := w.send(rep.encode()); err != nil {
-				continue // the worker died; its death arrives on w.dead
-			}
-		case rep := <-reveals:
-			revealing = false
-			rep.ID = id
-			if err := w.send(rep.encode()); err != nil {
-				continue // the worker died; its death arrives on w.dead
-			}
-		case <-w.dead:
-			switch reason := w.killReason(); {
-			case cancelled || (reason == killedCancel && ctx.Err() != nil):
-				return finish(), context.Cause(ctx)
-			case reason == killedShutdown:
-				return finish(), api.ErrClosed
-			case reason == killedDeadline:
-				// The write guard: the worker stopped reading.
-				return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
-			}
-			if !errors.Is(w.err, io.EOF) && !errors.Is(w.err, io.ErrUnexpectedEOF) && !errors.Is(w.err, os.ErrClosed) {
-				return p.violation(w, c, start, "unreadable message: "+w.err.Error())
-			}
-			why := w.diagnosis()
-			if w.outOfMemory() {
-				return fail(sandbox.KindMemory, fmt.Sprintf("the call used more memory than memory_mb (%s) plus the %d MiB allowance for engine state and host-call arguments; its worker was stopped (%s)",
-					mib(c.Limits.Memory), p.opts.Allowance>>20, why))
-			}
-			return fail(sandbox.KindTrap, "the tool's worker process died: "+why)
-		case <-kill.C:
-			w.kill(killedDeadline)
-			if cancelled {
-				return finish(), context.Cause(ctx)
-			}
-			return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
-		case <-done:
-			done = nil // once is enough
-			// Ask the worker to interrupt the guest; if it does not answer
-			// within the grace period, kill it.
-			cancelled = true
-			_ = w.send(cancelMsg{ID: id}.encode())
-			kill.Reset(p.opts.Grace)
+	// The first frame, most often the answer, is read on this goroutine
+	// (see proc.read for why); the kill at deadline + grace, or after a
+	// cancellation's grace, closes the socket under a worker that does not
+	// answer. Anything else (logs, a fetch, a reveal) has the rest read by
+	// a reader goroutine while this one also waits for the fetch, the
+	// reveal, ctx and the kill timer.
+	var first *frame
+	if f, err := w.readDirect(); err == nil {
+		first = &f
+		if f.typ != msgDone {
+			go w.read()
 		}
 	}
+	for {
+		var f frame
+		if first != nil {
+			f, first = *first, nil
+		} else {
+			select {
+			case f = <-w.frames:
+			case rep := <-fetches:
+				fetching = false
+				rep.ID = id
+				_ = w.send(rep.encode()) // if the worker died, its death arrives on w.dead
+				continue
+			case rep := <-reveals:
+				revealing = false
+				rep.ID = id
+				_ = w.send(rep.encode()) // if the worker died, its death arrives on w.dead
+				continue
+			case <-w.dead:
+				cancelled = cancelled || cancelSent.Load()
+				return p.lost(ctx, w, c, start, cancelled, fail, finish)
+			case <-kill.C:
+				w.kill(killedDeadline)
+				if cancelled || cancelSent.Load() {
+					return finish(), context.Cause(ctx)
+				}
+				return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
+			case <-done:
+				done = nil // once is enough
+				// Ask the worker to interrupt the guest; if it does not answer
+				// within the grace period, kill it.
+				cancelled = true
+				_ = w.send(cancelMsg{ID: id}.encode())
+				kill.Reset(p.opts.Grace)
+				continue
+			}
+		}
+		cancelled = cancelled || cancelSent.Load()
+		switch f.typ {
+		case msgLog:
+			m, err := decodeLog(f.p)
+			if err != nil || m.ID != id || !validLog(m) {
+				return p.violation(w, c, start, "bad log message")
+			}
+			logs.Add(sandbox.Level(m.Level), m.Source, m.Message)
+		case msgFetch:
+			m, err := decodeFetch(f.p)
+			if err != nil || m.ID != id || fetching {
+				return p.violation(w, c, start, "bad or concurrent fetch")
+			}
+			fetching = true
+			go func() { fetches <- p.fetch(callCtx, c.Fetch, m) }()
+		case msgReveal:
+			// The decision is the parent's: the worker only carries
+			// the tool's question and the answer.
+			m, err := decodeReveal(f.p)
+			if err != nil || m.ID != id || revealing || fetching || len(m.Handle) > maxHandleBytes {
+				return p.violation(w, c, start, "bad or concurrent reveal")
+			}
+			revealing = true
+			go func() { reveals <- revealDecision(callCtx, c.Reveal, m) }()
+		case msgDone:
+			m, err := decodeDone(f.p)
+			if err != nil || m.ID != id || (m.Interrupted && !cancelled) || (m.FailKind != "" && !validKind(m.FailKind)) {
+				// A worker that claims an interruption nobody asked for, or
+				// a kind the sandbox never reports, is lying.
+				return p.violation(w, c, start, "bad done message")
+			}
+			if fetching {
+				// A fetch may still be running in the parent: the worker
+				// stays healthy, the reply goes nowhere.
+				go func() { <-fetches }()
+			}
+			if revealing {
+				go func() { <-reveals }()
+			}
+			out.MemoryPeak = m.MemoryPeak
+			switch {
+			case m.Interrupted || cancelled:
+				*healthy = true
+				return finish(), context.Cause(ctx)
+			case m.HostErr != "":
+				// The worker's sandbox failed, or says it did: a trap,
+				// redacted like everything from a worker, and the worker
+				// is not reused.
+				w.kill(killedProtocol)
+				return fail(sandbox.KindTrap, "the tool's worker failed: "+m.HostErr)
+			case m.FailKind != "":
+				// describeFailed: a worker whose describe() or schema()
+				// failed is not reused, so a second opinion comes from
+				// another worker.
+				*healthy = export == "execute"
+				return fail(sandbox.Kind(m.FailKind), m.FailMessage)
+			}
+			if len(m.Output) > p.opts.MaxOutputBytes {
+				return fail(sandbox.KindTrap, fmt.Sprintf("%s returned more than the %d-byte output limit", export, p.opts.MaxOutputBytes))
+			}
+			*healthy = true
+			out.Output = redact(m.Output)
+			return finish(), nil
+		default:
+			return p.violation(w, c, start, fmt.Sprintf("unexpected message type %d", f.typ))
+		}
+	}
+}
+
+// lost ends a call whose worker can no longer be read (it died, was
+// killed, or sent bytes that are no frame).
+func (p *Pool) lost(ctx context.Context, w *proc, c sandbox.Call, start time.Time, cancelled bool,
+	fail func(sandbox.Kind, string) (sandbox.Outcome, error), finish func() sandbox.Outcome) (sandbox.Outcome, error) {
+	switch reason := w.killReason(); {
+	case cancelled || (reason == killedCancel && ctx.Err() != nil):
+		return finish(), context.Cause(ctx)
+	case reason == killedShutdown:
+		return finish(), api.ErrClosed
+	case reason == killedDeadline:
+		// The write guard: the worker stopped reading.
+		return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
+	}
+	if !errors.Is(w.err, io.EOF) && !errors.Is(w.err, io.ErrUnexpectedEOF) && !errors.Is(w.err, os.ErrClosed) {
+		return p.violation(w, c, start, "unreadable message: "+w.err.Error())
+	}
+	why := w.diagnosis()
+	if w.outOfMemory() {
+		return fail(sandbox.KindMemory, fmt.Sprintf("the call used more memory than memory_mb (%s) plus the %d MiB allowance for engine state and host-call arguments; its worker was stopped (%s)",
+			mib(c.Limits.Memory), p.opts.Allowance>>20, why))
+	}
+	return fail(sandbox.KindTrap, "the tool's worker process died: "+why)
 }
 
 // fetch serves one http-fetch of a worker with the call's FetchFunc (the
@@ -329,6 +364,7 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	defer guard.Stop()
 	stopOnCancel := context.AfterFunc(ctx, func() { w.kill(killedCancel) })
 	defer stopOnCancel()
+	go w.read() // until the loaded answer
 	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
