@@ -159,7 +159,9 @@ func (g *Gate) oauthToken(ctx context.Context, p *Policy, name string, spec cred
 // endpoint last rotated to ("" for the configured one).
 func (g *Gate) newToken(ctx context.Context, p *Policy, name string, k tokenKey, spec credential.Spec, v credential.Values, refresh string, authz Authorizer, stale string) (tokenEntry, Ruling) {
 	if g.share != nil {
-		return g.sharedToken(ctx, p, name, k, spec, v, refresh, authz, stale)
+		if e, d, shared := g.sharedToken(ctx, p, name, k, spec, v, refresh, authz, stale); shared {
+			return e, d
+		}
 	}
 	return g.requestToken(ctx, p, name, spec, v, refresh, authz)
 }

@@ -39,9 +39,14 @@ type TokenStore interface {
 	// LeaseToken runs update while holding key's lease, which no other
 	// instance holds at the same time, with the row stored for key (nil
 	// if none). A non-nil result of update replaces the row; an error
-	// leaves it and is returned.
+	// leaves it and is returned. ErrNotShared, returned before update
+	// runs, says this host shares nothing (a SQLite store, one process):
+	// the gate keeps its tokens to itself.
 	LeaseToken(ctx context.Context, key string, update func(stored []byte) ([]byte, error)) error
 }
+
+// ErrNotShared: the TokenStore does not share tokens between instances.
+var ErrNotShared = errors.New("credential tokens are not shared by this store")
 
 // shareKeyInfo separates this use of HKDF from any other.
 const shareKeyInfo = "maiden oauth2 token row v1"
@@ -100,11 +105,12 @@ var errTokenDenied = errors.New("token request refused")
 // stored token if it is fresh and not stale, else one from the endpoint
 // (with the refresh token stored last, which another instance may have
 // rotated), stored for the others.
-func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenKey, spec credential.Spec, v credential.Values, refresh string, authz Authorizer, stale string) (tokenEntry, Ruling) {
+// shared is false when the store shares nothing (ErrNotShared).
+func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenKey, spec credential.Spec, v credential.Values, refresh string, authz Authorizer, stale string) (_ tokenEntry, _ Ruling, shared bool) {
 	row := shareRow(k)
 	a, err := shareAEAD(row, v)
 	if err != nil {
-		return tokenEntry{}, deny(RuleOAuth2Token, "credential %s: the shared token store cannot be used", quote(name))
+		return tokenEntry{}, deny(RuleOAuth2Token, "credential %s: the shared token store cannot be used", quote(name)), true
 	}
 	var out tokenEntry
 	d := allowed
@@ -126,10 +132,12 @@ func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenK
 		return sealEntry(a, row, e)
 	})
 	switch {
+	case errors.Is(err, ErrNotShared):
+		return tokenEntry{}, allowed, false
 	case !d.Allow:
-		return tokenEntry{}, d
+		return tokenEntry{}, d, true
 	case err != nil:
-		return tokenEntry{}, deny(RuleOAuth2Token, "credential %s: the shared token store failed", quote(name))
+		return tokenEntry{}, deny(RuleOAuth2Token, "credential %s: the shared token store failed", quote(name)), true
 	}
-	return out, allowed
+	return out, allowed, true
 }
