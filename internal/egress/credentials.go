@@ -177,6 +177,17 @@ func (p *Policy) mtlsTransport(g *Gate, name, keyPEM string) (*http.Transport, e
 	if err != nil {
 		return nil, errNoKeyPair
 	}
-	t, _ := p.mtls.LoadOrStore(k, newTransport(&dialer{p: p, resolver: g.resolver, cert: &cert}, p))
+	t, loaded := p.mtls.LoadOrStore(k, newTransport(&dialer{p: p, resolver: g.resolver, cert: &cert}, p))
+	if !loaded {
+		// The key was rotated: the old key's connections (which presented
+		// the old certificate) are closed once idle and never reused.
+		p.mtls.Range(func(o, old any) bool {
+			if o := o.(mtlsKey); o.g == g && o.name == name && o != k {
+				p.mtls.Delete(o)
+				old.(*http.Transport).CloseIdleConnections()
+			}
+			return true
+		})
+	}
 	return t.(*http.Transport), nil
 }

@@ -63,12 +63,13 @@ type tokenEntry struct {
 	Expires time.Time `json:"e"`
 	Renew   time.Time `json:"n"` // when to refresh it ahead of expiry
 	Refresh string    `json:"r,omitempty"`
+	Scopes  string    `json:"s,omitempty"` // what Token was asked for
 }
 
-// fresh reports whether e may be attached at now, stale being the token
-// an API refused.
-func (e tokenEntry) fresh(now time.Time, stale string) bool {
-	return e.Token != "" && e.Token != stale && now.Before(e.Renew)
+// fresh reports whether e may be attached at now for scopes, stale being
+// the token an API refused.
+func (e tokenEntry) fresh(now time.Time, scopes, stale string) bool {
+	return e.Token != "" && e.Token != stale && e.Scopes == scopes && now.Before(e.Renew)
 }
 
 // tokenCache is one token, and the token request in flight if any.
@@ -91,7 +92,21 @@ func (g *Gate) tokenCache(k tokenKey) *tokenCache {
 	if c, ok := g.tokens.Load(k); ok {
 		return c.(*tokenCache)
 	}
-	c, loaded := g.tokens.LoadOrStore(k, &tokenCache{})
+	// Only the table changed (scopes, say), not the refresh token: the
+	// rotation the endpoint made is the one valid refresh token of this
+	// lineage (the configured one is spent), so the new cache starts
+	// from it.
+	fresh := &tokenCache{}
+	g.tokens.Range(func(o, oc any) bool {
+		if o := o.(tokenKey); o.name == k.name && o.secret == k.secret && o.url == k.url && o.client == k.client {
+			oc := oc.(*tokenCache)
+			oc.mu.Lock()
+			fresh.entry.Refresh = oc.entry.Refresh
+			oc.mu.Unlock()
+		}
+		return true
+	})
+	c, loaded := g.tokens.LoadOrStore(k, fresh)
 	if !loaded {
 		g.tokens.Range(func(o, _ any) bool {
 			if o := o.(tokenKey); o.name == k.name && o != k {
@@ -111,7 +126,7 @@ func (g *Gate) oauthToken(ctx context.Context, p *Policy, name string, spec cred
 	c := g.tokenCache(k)
 	c.mu.Lock()
 	for {
-		if c.entry.fresh(g.now(), stale) {
+		if c.entry.fresh(g.now(), k.scopes, stale) {
 			t := c.entry.Token
 			c.mu.Unlock()
 			return t, allowed
@@ -274,7 +289,7 @@ func (g *Gate) requestToken(ctx context.Context, p *Policy, name string, spec cr
 		life = 5 * time.Minute // no expiry given: ask again soon rather than never
 	}
 	now := g.now()
-	e := tokenEntry{Token: tr.AccessToken, Expires: now.Add(life)}
+	e := tokenEntry{Token: tr.AccessToken, Expires: now.Add(life), Scopes: strings.Join(spec.Scopes, " ")}
 	// Refresh ahead: a tenth of the lifetime, at most a minute, early.
 	e.Renew = e.Expires.Add(-min(life/10, time.Minute))
 	if spec.RefreshGrant() {

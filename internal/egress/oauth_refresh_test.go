@@ -167,3 +167,63 @@ func TestOAuth2RefreshPublicClient(t *testing.T) {
 		t.Fatalf("web without its secret: %v", ferr)
 	}
 }
+
+// cachedTokens is how many token caches the gate keeps for name.
+func cachedTokens(g *Gate, name string) int {
+	n := 0
+	g.tokens.Range(func(k, _ any) bool {
+		if k.(tokenKey).name == name {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// TestOAuth2Rotation: when the operator rotates the secret (a new refresh
+// token in MAIDEN_SECRET_API_TOKEN) or changes its [secrets.NAME] table,
+// the next call gets a token with the new credential, the old cache is
+// evicted at once, and the old access token is never sent again.
+func TestOAuth2Rotation(t *testing.T) {
+	w := newRefreshWorld(t)
+	if _, ferr := w.fetch(t); ferr != nil {
+		t.Fatal(ferr)
+	}
+	w.as.mu.Lock()
+	var old []string
+	for tok := range w.as.issued {
+		old = append(old, tok)
+	}
+	w.as.mu.Unlock()
+	seenBefore := len(w.seen())
+
+	rotated := w.as.mintRefresh(t, "web")
+	w.e.secrets["API_TOKEN"] = rotated
+	for range 3 {
+		if _, ferr := w.fetch(t); ferr != nil {
+			t.Fatal(ferr)
+		}
+	}
+	w.as.mu.Lock()
+	sent := slices2(w.as.refreshSent)
+	w.as.mu.Unlock()
+	if w.as.requests.Load() != 2 || sent[len(sent)-1] != rotated {
+		t.Fatalf("after the rotation: %d token requests, last refresh token sent %q, want 2 and the new one", w.as.requests.Load(), sent[len(sent)-1])
+	}
+	if n := cachedTokens(w.e.gate, "API_TOKEN"); n != 1 {
+		t.Errorf("%d token caches for the secret after its rotation, want 1 (the old one evicted)", n)
+	}
+	after := w.seen()[seenBefore:]
+	assertNoKeyMaterial(t, "what the API received after the rotation", after, old...)
+
+	// The table changes (a scope added): a new token, the old evicted.
+	spec := w.refreshSpec("web", true)
+	spec.Scopes = []string{"offline_access"}
+	w.setSpec(t, spec)
+	if _, ferr := w.fetch(t); ferr != nil || w.as.requests.Load() != 3 {
+		t.Fatalf("after the table changed: %v, %d token requests, want 3", ferr, w.as.requests.Load())
+	}
+	if n := cachedTokens(w.e.gate, "API_TOKEN"); n != 1 {
+		t.Errorf("%d token caches after the table changed, want 1", n)
+	}
+}

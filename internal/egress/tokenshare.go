@@ -51,9 +51,12 @@ var ErrNotShared = errors.New("credential tokens are not shared by this store")
 // shareKeyInfo separates this use of HKDF from any other.
 const shareKeyInfo = "maiden oauth2 token row v1"
 
-// shareRow is the row name of k: no value goes into it.
+// shareRow is the row name of k: no value goes into it. The scopes are
+// not in it: a refresh token the endpoint rotated stays the one to use
+// when only the scopes asked for change (the row's entry says which
+// scopes its access token has).
 func shareRow(k tokenKey) string {
-	h := sha256.Sum256([]byte(k.name + "\x00" + k.url + "\x00" + k.client + "\x00" + k.scopes + "\x00" + k.grant))
+	h := sha256.Sum256([]byte(k.name + "\x00" + k.url + "\x00" + k.client + "\x00" + k.grant))
 	return "oauth2:" + hex.EncodeToString(h[:])
 }
 
@@ -116,7 +119,7 @@ func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenK
 	d := allowed
 	err = g.share.LeaseToken(ctx, row, func(stored []byte) ([]byte, error) {
 		cur, ok := openEntry(a, row, stored)
-		if ok && cur.fresh(g.now(), stale) {
+		if ok && cur.fresh(g.now(), k.scopes, stale) {
 			out = cur
 			return nil, nil
 		}
