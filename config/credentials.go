@@ -168,3 +168,39 @@ func kindList() string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// ShownKind is d's kind as a tool's policy shows it: "" for a bearer
+// token (so that a policy without kinds reads, and digests, as before).
+func (d SecretDestination) ShownKind() string {
+	if d.Kind == string(credential.Bearer) {
+		return ""
+	}
+	return d.Kind
+}
+
+// KindSettings are d's kind settings by their agent.toml keys, those set
+// only (nil for none): what a human approving a call is shown of how the
+// secret is attached. They hold no value.
+func (d SecretDestination) KindSettings() map[string]string {
+	out := map[string]string{}
+	for k, v := range map[string]string{
+		"header": d.Header, "template": d.Template, "username": d.Username, "algorithm": d.Algorithm,
+		"signature_header": d.SignatureHeader, "timestamp_header": d.TimestampHeader,
+		"access_key_id": d.AccessKeyID, "region": d.Region, "service": d.Service, "cert_file": d.CertFile,
+		"token_url": d.TokenURL, "client_id": d.ClientID, "scopes": strings.Join(d.Scopes, " "), "grant": d.Grant,
+	} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	if d.SessionToken {
+		out["session_token"] = "true"
+	}
+	if d.ClientSecret {
+		out["client_secret"] = "true"
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
