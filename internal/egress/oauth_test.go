@@ -282,6 +282,8 @@ func TestOAuth2Refusals(t *testing.T) {
 		if body == "" || strings.Contains(ferr.Message, body) || e.Desc != "" && strings.Contains(ferr.Message, e.Desc) || strings.Contains(ferr.Message, "{") {
 			t.Errorf("the refusal quotes the endpoint's body: %s", ferr.Message)
 		}
+		assertNoKeyMaterial(t, "the refusal", ferr.Error(), "wrong-secret", "verysecret")
+		assertNoKeyMaterial(t, "the audit log", w.e.audit.raw(), "wrong-secret", "verysecret")
 		if w.apiOK.Load() != 0 || w.api.reqs.Load() != 0 {
 			t.Error("the API was called without a token")
 		}
@@ -293,6 +295,7 @@ func TestOAuth2Refusals(t *testing.T) {
 		if ferr == nil || ferr.Rule != RuleOAuth2Token || !strings.Contains(ferr.Message, "could not be reached") {
 			t.Fatalf("got %v", ferr)
 		}
+		assertNoKeyMaterial(t, "the refusal", ferr.Error(), "verysecret")
 		if w.api.reqs.Load() != 0 {
 			t.Error("the API was called")
 		}
