@@ -494,3 +494,45 @@ grants = ["tool:invoke calc.add --..."]
 		t.Fatalf("approved for the new upstream: %+v, calls B %d", res.Error, callsB.Load())
 	}
 }
+
+// TestAlwaysCardBoundToCredentialKind (issue 26): how a secret is
+// attached is part of what an approval binds. An approve:always card
+// given while TOKEN was a bearer token to api.example.com passes the same
+// call while that holds; after the operator makes TOKEN another kind (a
+// named header), or adds a destination, the call is pending under a new
+// request and nothing is sent; back as it was, the card holds again.
+func TestAlwaysCardBoundToCredentialKind(t *testing.T) {
+	f := newBindingFixture(t)
+	bearer := f.credentialed(t, false) + "[secrets.TOKEN]\nhosts = [\"api.example.com\"]\n"
+	h := f.host(t, f.config(t, bearer))
+	ctx := context.Background()
+	first, _ := f.callPending(t, h)
+	if _, err := h.Decide(ctx, first, maiden.Answer{Approve: true, Always: true, By: "operator:test"}); err != nil {
+		t.Fatal(err)
+	}
+	call := func() maiden.Result {
+		return mustCall(t, h, maiden.Call{Agent: "a", Tool: "t", Input: f.input(), ApprovalWait: -1})
+	}
+	if res := call(); !res.OK || f.auth.Load() != "Bearer "+f.secret {
+		t.Fatalf("under the always-card: %+v %+v, Authorization %q", res, res.Error, f.auth.Load())
+	}
+	sent := f.hits.Load()
+	for name, changed := range map[string]string{
+		"another kind":          f.credentialed(t, false) + "[secrets.TOKEN]\nhosts = [\"api.example.com\"]\nkind = \"header\"\nheader = \"X-Api-Key\"\n",
+		"another destination":   f.credentialed(t, false) + "[secrets.TOKEN]\nhosts = [\"api.example.com\", \"collect.example.net\"]\n",
+		"another kind settings": f.credentialed(t, false) + "[secrets.TOKEN]\nhosts = [\"api.example.com\"]\nkind = \"header\"\nheader = \"X-Other\"\n",
+	} {
+		h.SetConfig(f.config(t, changed))
+		id, msg := f.callPending(t, h)
+		if id == first || f.hits.Load() != sent {
+			t.Fatalf("%s: request %s (first %s), %q, %d requests sent (want %d)", name, id, first, msg, f.hits.Load(), sent)
+		}
+		if r := approvalOf(t, h, id); r.State != "pending" {
+			t.Fatalf("%s: new request %+v", name, r)
+		}
+	}
+	h.SetConfig(f.config(t, bearer))
+	if res := call(); !res.OK || f.hits.Load() != sent+1 {
+		t.Fatalf("back to the bearer token the human approved: %+v %+v", res, res.Error)
+	}
+}

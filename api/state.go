@@ -113,6 +113,9 @@ type ApprovalSecretDestination struct {
 	Hosts        []string `json:"hosts"`
 	Methods      []string `json:"methods,omitempty"`
 	PathPrefixes []string `json:"path_prefixes,omitempty"`
+	// Kind and Settings: how the secret is attached (SecretDestination).
+	Kind     string            `json:"kind,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // AuditRecord is one record of the hash-chained audit trail. Body is a

@@ -84,6 +84,14 @@ type SecretDestination struct {
 	Hosts        []string `json:"hosts"`
 	Methods      []string `json:"methods,omitempty"`
 	PathPrefixes []string `json:"path_prefixes,omitempty"`
+	// Kind is how the host attaches the secret ("header", "basic", "hmac",
+	// "sigv4", "mtls", "oauth2"); "" is a bearer token. Settings are the
+	// kind's settings from agent.toml (a header's name, a token endpoint,
+	// a client ID, scopes...), never a value. Both are part of what an
+	// approval binds: a human who approved a bearer token to one host did
+	// not approve a signing key, or a token endpoint.
+	Kind     string            `json:"kind,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // Hints are the behaviour hints MCP clients use to decide how careful to be

@@ -40,6 +40,10 @@ func (c *checker) credentialKind(v *tnode, path []string, d *SecretDestination) 
 			d.SessionToken = c.boolKey(kv, key(k))
 			continue
 		}
+		if k == "client_secret" {
+			d.ClientSecret = c.boolKey(kv, key(k))
+			continue
+		}
 		if k == "scopes" {
 			d.Scopes = []string{}
 			c.strElems(kv, key(k), func(_ int, ekey string, ev *tvalue) {
@@ -67,6 +71,9 @@ func (c *checker) credentialKind(v *tnode, path []string, d *SecretDestination) 
 		if _, ok := v.keys[k]; !ok {
 			c.errorf(kindLine, key(k), "required key is missing for kind %s", quoteShort(d.Kind))
 		}
+	}
+	if kv, ok := v.keys["client_secret"]; ok && d.ClientSecret && d.Grant != credential.GrantRefreshToken {
+		c.errorf(kv.line, key("client_secret"), "is for grant = %s: with client credentials the secret's value is the client secret", quoteShort(credential.GrantRefreshToken))
 	}
 }
 
@@ -126,6 +133,11 @@ func (c *checker) credentialSetting(k, s string, line int, key string, d *Secret
 			return "host " + quoteShort(u.Hostname()) + " is not in this secret's hosts: the token endpoint must itself be a destination the secret may be sent to"
 		}
 		d.TokenURL = s
+	case "grant":
+		if !slices.Contains(credential.Grants, s) {
+			return "must be one of " + strings.Join(credential.Grants, ", ") + ", got " + quoteShort(s)
+		}
+		d.Grant = s
 	case "client_id":
 		if !credential.HeaderValue(s) {
 			return "holds a control character"
@@ -155,4 +167,40 @@ func kindList() string {
 		q[i] = quoteShort(string(k))
 	}
 	return strings.Join(q, ", ")
+}
+
+// ShownKind is d's kind as a tool's policy shows it: "" for a bearer
+// token (so that a policy without kinds reads, and digests, as before).
+func (d SecretDestination) ShownKind() string {
+	if d.Kind == string(credential.Bearer) {
+		return ""
+	}
+	return d.Kind
+}
+
+// KindSettings are d's kind settings by their agent.toml keys, those set
+// only (nil for none): what a human approving a call is shown of how the
+// secret is attached. They hold no value.
+func (d SecretDestination) KindSettings() map[string]string {
+	out := map[string]string{}
+	for k, v := range map[string]string{
+		"header": d.Header, "template": d.Template, "username": d.Username, "algorithm": d.Algorithm,
+		"signature_header": d.SignatureHeader, "timestamp_header": d.TimestampHeader,
+		"access_key_id": d.AccessKeyID, "region": d.Region, "service": d.Service, "cert_file": d.CertFile,
+		"token_url": d.TokenURL, "client_id": d.ClientID, "scopes": strings.Join(d.Scopes, " "), "grant": d.Grant,
+	} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	if d.SessionToken {
+		out["session_token"] = "true"
+	}
+	if d.ClientSecret {
+		out["client_secret"] = "true"
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -45,6 +45,8 @@ type SecretDestination struct {
 	TokenURL        string   // oauth2: the token endpoint, on a host of Hosts
 	ClientID        string   // oauth2
 	Scopes          []string // oauth2: scopes asked for; nil asks for none
+	Grant           string   // oauth2: "client_credentials" (default, also when absent) or "refresh_token"
+	ClientSecret    bool     // oauth2 refresh_token: the client authenticates with the secret NAME_CLIENT_SECRET
 }
 
 func (d SecretDestination) clone() SecretDestination {
@@ -78,7 +80,7 @@ func (c *Config) SecretDestination(name string) (SecretDestination, bool) {
 var (
 	secretDestKeys = []string{"hosts", "methods", "path_prefixes", "kind", "header", "template", "username", "algorithm",
 		"signature_header", "timestamp_header", "access_key_id", "region", "service", "session_token", "cert_file",
-		"token_url", "client_id", "scopes"}
+		"token_url", "client_id", "scopes", "grant", "client_secret"}
 	// kindKeys are the keys each kind takes besides the binding's own.
 	kindKeys = map[string][]string{
 		"bearer": nil,
@@ -87,7 +89,7 @@ var (
 		"hmac":   {"algorithm", "signature_header", "timestamp_header"},
 		"sigv4":  {"access_key_id", "region", "service", "session_token"},
 		"mtls":   {"cert_file"},
-		"oauth2": {"token_url", "client_id", "scopes"},
+		"oauth2": {"token_url", "client_id", "scopes", "grant", "client_secret"},
 	}
 	// kindRequired are the keys a kind cannot do without.
 	kindRequired = map[string][]string{

@@ -131,6 +131,8 @@ func TestCredentialKinds(t *testing.T) {
 		{"mtls", "kind = \"mtls\"\ncert_file = \"client.pem\"\n", SecretDestination{Kind: "mtls", CertFile: "/cfg/client.pem"}},
 		{"oauth2", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/oauth/token\"\nclient_id = \"svc\"\nscopes = [\"read\", \"write\"]\n",
 			SecretDestination{Kind: "oauth2", TokenURL: "https://api.example.com/oauth/token", ClientID: "svc", Scopes: []string{"read", "write"}}},
+		{"oauth2 refresh", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/oauth/token\"\nclient_id = \"web\"\ngrant = \"refresh_token\"\nclient_secret = true\n",
+			SecretDestination{Kind: "oauth2", TokenURL: "https://api.example.com/oauth/token", ClientID: "web", Grant: "refresh_token", ClientSecret: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := agentsTools + "\n[secrets.WEATHER_TOKEN]\nhosts = [\"api.example.com\"]\n" + tt.src
@@ -178,6 +180,10 @@ func TestCredentialKindErrors(t *testing.T) {
 			`agent.toml:14: secrets.WEATHER_TOKEN.token_url: must be an https URL`}},
 		{"oauth2 bad scope", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/token\"\nclient_id = \"svc\"\nscopes = [\"a b\"]\n", []string{
 			`agent.toml:16: secrets.WEATHER_TOKEN.scopes[0]: invalid scope "a b"`}},
+		{"oauth2 unknown grant", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/token\"\nclient_id = \"svc\"\ngrant = \"password\"\n", []string{
+			`agent.toml:16: secrets.WEATHER_TOKEN.grant: must be one of client_credentials, refresh_token, got "password"`}},
+		{"oauth2 client_secret without refresh", "kind = \"oauth2\"\ntoken_url = \"https://api.example.com/token\"\nclient_id = \"svc\"\nclient_secret = true\n", []string{
+			`agent.toml:16: secrets.WEATHER_TOKEN.client_secret: is for grant = "refresh_token"`}},
 		{"session token not bool", "kind = \"sigv4\"\naccess_key_id = \"A\"\nregion = \"r\"\nservice = \"s\"\nsession_token = \"yes\"\n", []string{
 			`agent.toml:17: secrets.WEATHER_TOKEN.session_token: must be true or false`}},
 	} {

@@ -68,6 +68,7 @@ func Spec(d config.SecretDestination) credential.Spec {
 		Algorithm: d.Algorithm, SignatureHeader: d.SignatureHeader, TimestampHeader: d.TimestampHeader,
 		AccessKeyID: d.AccessKeyID, Region: d.Region, Service: d.Service, SessionToken: d.SessionToken,
 		CertFile: d.CertFile, TokenURL: d.TokenURL, ClientID: d.ClientID, Scopes: d.Scopes,
+		Grant: d.Grant, ClientSecret: d.ClientSecret,
 	}
 }
 

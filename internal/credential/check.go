@@ -81,6 +81,12 @@ func (s Spec) Check() error {
 		if !strings.HasPrefix(s.TokenURL, "https://") {
 			return fmt.Errorf("token_url must be an https URL")
 		}
+		if s.Grant != "" && !slices.Contains(Grants, s.Grant) {
+			return fmt.Errorf("grant must be one of %s, got %q", strings.Join(Grants, ", "), s.Grant)
+		}
+		if s.ClientSecret && s.Grant != GrantRefreshToken {
+			return fmt.Errorf("client_secret is for grant %s (with client credentials the value is the client secret)", GrantRefreshToken)
+		}
 	default:
 		return fmt.Errorf("unknown kind %q", s.Kind)
 	}

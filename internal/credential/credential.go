@@ -33,7 +33,7 @@ const (
 	HMAC   Kind = "hmac"   // a signature of the canonical string (see hmac.go)
 	SigV4  Kind = "sigv4"  // AWS Signature Version 4 (see sigv4.go)
 	MTLS   Kind = "mtls"   // a client certificate; value is its PEM private key
-	OAuth2 Kind = "oauth2" // an access token the host obtains with the client credentials grant
+	OAuth2 Kind = "oauth2" // an access token the host obtains (client credentials or refresh token grant)
 )
 
 // Kinds lists every kind, in the order the documentation gives them.
@@ -75,13 +75,35 @@ type Spec struct {
 	CertFile string
 
 	// OAuth2: the token endpoint (an https URL whose host the secret's
-	// destinations allow), the client ID and the scopes asked for; the
-	// value is the client secret. The gate obtains, caches and refreshes
-	// the access token and attaches it as a bearer token.
-	TokenURL string
-	ClientID string
-	Scopes   []string
+	// destinations allow), the client ID, the scopes asked for and the
+	// grant. With GrantClientCredentials ("" too) the value is the client
+	// secret; with GrantRefreshToken the value is the refresh token, and
+	// ClientSecret says the client authenticates with the secret's
+	// CLIENT_SECRET part (Values.ClientSecret; without it the client is a
+	// public one and sends only its ID). The gate obtains, caches and
+	// refreshes the access token and attaches it as a bearer token.
+	TokenURL     string
+	ClientID     string
+	Scopes       []string
+	Grant        string
+	ClientSecret bool
 }
+
+// The OAuth2 grants (RFC 6749 sections 4.4 and 6).
+const (
+	GrantClientCredentials = "client_credentials"
+	GrantRefreshToken      = "refresh_token"
+)
+
+// Grants lists the OAuth2 grants maiden makes, the default first.
+var Grants = []string{GrantClientCredentials, GrantRefreshToken}
+
+// ClientSecretPart is the suffix of the secret that holds an OAuth2
+// client's secret when the secret's own value is a refresh token.
+const ClientSecretPart = "_CLIENT_SECRET"
+
+// RefreshGrant reports whether s obtains tokens with a refresh token.
+func (s Spec) RefreshGrant() bool { return s.Kind == OAuth2 && s.Grant == GrantRefreshToken }
 
 // SessionTokenPart is the suffix of the secret that holds a SigV4 session
 // token: the secret NAME's token is the secret NAME_SESSION_TOKEN.
@@ -93,6 +115,9 @@ func (s Spec) Parts(name string) []string {
 	if s.Kind == SigV4 && s.SessionToken {
 		return []string{name + SessionTokenPart}
 	}
+	if s.RefreshGrant() && s.ClientSecret {
+		return []string{name + ClientSecretPart}
+	}
 	return nil
 }
 
@@ -100,6 +125,7 @@ func (s Spec) Parts(name string) []string {
 type Values struct {
 	Value        string
 	SessionToken string // SigV4 with Spec.SessionToken
+	ClientSecret string // OAuth2 refresh grant with Spec.ClientSecret
 }
 
 // Errors of Apply. None holds a value.

@@ -113,21 +113,25 @@ func (p *Policy) attach(ctx context.Context, g *Gate, hreq *http.Request, req Re
 		}
 		return nil, tr, allowed
 	}
-	if spec.Kind == credential.OAuth2 {
-		tok, d := g.oauthToken(ctx, p, name, spec, value, req.Authorize, stale)
-		if !d.Allow {
-			return nil, nil, d
-		}
-		hreq.Header.Set("Authorization", "Bearer "+tok)
-		return []secretValue{{name, tok}}, nil, allowed
-	}
 	v := credential.Values{Value: value}
 	for _, part := range spec.Parts(name) {
 		pv, ok := lookupValue(vals, part)
 		if !ok {
 			return nil, nil, deny(RuleCredentialMissing, "credential %s needs the secret %s, which has no value on the host (set %s%s)", quote(name), quote(part), SecretEnvPrefix, part)
 		}
-		v.SessionToken = pv
+		if spec.Kind == credential.OAuth2 {
+			v.ClientSecret = pv
+		} else {
+			v.SessionToken = pv
+		}
+	}
+	if spec.Kind == credential.OAuth2 {
+		tok, d := g.oauthToken(ctx, p, name, spec, v, req.Authorize, stale)
+		if !d.Allow {
+			return nil, nil, d
+		}
+		hreq.Header.Set("Authorization", "Bearer "+tok)
+		return []secretValue{{name, tok}}, nil, allowed
 	}
 	out, err := spec.Apply(hreq, body, v, g.now())
 	if err != nil {
@@ -173,6 +177,17 @@ func (p *Policy) mtlsTransport(g *Gate, name, keyPEM string) (*http.Transport, e
 	if err != nil {
 		return nil, errNoKeyPair
 	}
-	t, _ := p.mtls.LoadOrStore(k, newTransport(&dialer{p: p, resolver: g.resolver, cert: &cert}, p))
+	t, loaded := p.mtls.LoadOrStore(k, newTransport(&dialer{p: p, resolver: g.resolver, cert: &cert}, p))
+	if !loaded {
+		// The key was rotated: the old key's connections (which presented
+		// the old certificate) are closed once idle and never reused.
+		p.mtls.Range(func(o, old any) bool {
+			if o := o.(mtlsKey); o.g == g && o.name == name && o != k {
+				p.mtls.Delete(o)
+				old.(*http.Transport).CloseIdleConnections()
+			}
+			return true
+		})
+	}
 	return t.(*http.Transport), nil
 }

@@ -471,3 +471,38 @@ func TestSessionTokenMissing(t *testing.T) {
 		t.Error("request sent")
 	}
 }
+
+// TestMTLSRotationEvictsOldPool: the same client key, written anew in
+// another encoding (PKCS #8), is another value: it gets a pool of its
+// own and the old key's pool is dropped, its idle connections closed.
+func TestMTLSRotationEvictsOldPool(t *testing.T) {
+	certFile, keyPEM := clientCert(t)
+	_, port, _ := certServer(t, tls.RequireAnyClientCert)
+	e, p := credEnv(t, credential.Spec{Kind: credential.MTLS, CertFile: certFile}, keyPEM, port)
+	ctx := ctxTimeout(t, 10*time.Second)
+	api := "https://api.example.com:" + strconv.Itoa(int(port)) + "/"
+	pools := func() int {
+		n := 0
+		p.mtls.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	if _, ferr := e.gate.Fetch(ctx, p, withCred(get(api), "API_TOKEN")); ferr != nil || pools() != 1 {
+		t.Fatalf("%v, %d pools", ferr, pools())
+	}
+	b, _ := pem.Decode([]byte(keyPEM))
+	k, err := x509.ParseECPrivateKey(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.secrets["API_TOKEN"] = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	if _, ferr := e.gate.Fetch(ctx, p, withCred(get(api), "API_TOKEN")); ferr != nil {
+		t.Fatal(ferr)
+	}
+	if n := pools(); n != 1 {
+		t.Fatalf("%d client-certificate pools after the key was rotated, want 1 (the old one evicted)", n)
+	}
+}

@@ -46,6 +46,10 @@ type Options struct {
 	// Now is the clock of credentials: signatures' timestamps, access
 	// tokens' expiry. nil means time.Now.
 	Now func() time.Time
+	// Tokens shares kind oauth2 access tokens (and rotated refresh tokens)
+	// between the instances of one store, so they make one token request,
+	// not one each (tokenshare.go); nil keeps them in this gate only.
+	Tokens TokenStore
 }
 
 // Gate serves http-fetch for any number of tools. It is safe for concurrent
@@ -56,6 +60,8 @@ type Gate struct {
 	audit    *slog.Logger
 	clock    func() time.Time
 	tokens   sync.Map // tokenKey → *tokenCache (kind oauth2)
+	fetched  sync.Map // secret name → *atomic.Int64, token requests made
+	share    TokenStore
 }
 
 // New returns a Gate.
@@ -64,7 +70,7 @@ func New(opts *Options) *Gate {
 	if opts != nil {
 		o = *opts
 	}
-	g := &Gate{resolver: o.Resolver, lookup: o.LookupSecret, audit: o.Audit, clock: o.Now}
+	g := &Gate{resolver: o.Resolver, lookup: o.LookupSecret, audit: o.Audit, clock: o.Now, share: o.Tokens}
 	if g.resolver == nil {
 		g.resolver = net.DefaultResolver
 	}

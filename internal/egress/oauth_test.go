@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,11 +35,15 @@ import (
 type authServer struct {
 	port     uint16
 	srv      *httptest.Server
+	st       *storage.Storage
 	requests atomic.Int64
 	mu       sync.Mutex
 	issued   map[string]bool
 	revoked  map[string]bool
 	lastBody string
+	// The refresh grant: each refresh token a token request sent, and
+	// each one the server answered with (it rotates them).
+	refreshSent, refreshIssued []string
 }
 
 func startAuthServer(t *testing.T) *authServer {
@@ -49,8 +54,12 @@ func startAuthServer(t *testing.T) *authServer {
 	}
 	as := &authServer{port: netip.MustParseAddrPort(l.Addr().String()).Port(), issued: map[string]bool{}, revoked: map[string]bool{}}
 	issuer := "https://a.example.com:" + strconv.Itoa(int(as.port))
-	prov, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("maiden test"))},
-		storage.NewStorage(storage.NewUserStore(issuer)), op.StaticIssuer(issuer), op.WithAllowInsecure())
+	// "web" is a confidential client (client_secret_basic), "native" a
+	// public one; both may use refresh tokens.
+	as.st = storage.NewStorageWithClients(storage.NewUserStore(issuer), map[string]*storage.Client{
+		"web": storage.WebClient("web", "websecret"), "native": storage.NativeClient("native")})
+	prov, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("maiden test")), GrantTypeRefreshToken: true},
+		as.st, op.StaticIssuer(issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,16 +69,24 @@ func startAuthServer(t *testing.T) *authServer {
 			return
 		}
 		as.requests.Add(1)
+		r.ParseForm()
 		rec := httptest.NewRecorder()
 		prov.ServeHTTP(rec, r)
 		var tr struct {
-			AccessToken string `json:"access_token"`
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
 		}
 		json.Unmarshal(rec.Body.Bytes(), &tr)
 		as.mu.Lock()
 		as.lastBody = rec.Body.String()
 		if tr.AccessToken != "" {
 			as.issued[tr.AccessToken] = true
+		}
+		if rt := r.PostForm.Get("refresh_token"); rt != "" {
+			as.refreshSent = append(as.refreshSent, rt)
+		}
+		if tr.RefreshToken != "" {
+			as.refreshIssued = append(as.refreshIssued, tr.RefreshToken)
 		}
 		as.mu.Unlock()
 		for k, v := range rec.Header() {
@@ -94,6 +111,24 @@ func (as *authServer) valid(tok string) bool {
 	return as.issued[tok] && !as.revoked[tok]
 }
 
+// mintRefresh is a refresh token of client for user id1, as a code flow
+// with offline_access would have given it.
+func (as *authServer) mintRefresh(t *testing.T, client string) string {
+	t.Helper()
+	_, rt, _, err := as.st.CreateAccessAndRefreshTokens(t.Context(), &storage.AuthRequest{ApplicationID: client, UserID: "id1", Scopes: []string{"offline_access"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// refreshTokens are every refresh token the server issued or was sent.
+func (as *authServer) refreshTokens() []string {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return append(slices.Clone(as.refreshSent), as.refreshIssued...)
+}
+
 func (as *authServer) revokeAll() {
 	as.mu.Lock()
 	defer as.mu.Unlock()
@@ -112,11 +147,26 @@ type oauthWorld struct {
 	p     *Policy
 	clock atomic.Int64 // offset from now, in ns
 	apiOK atomic.Int64
+
+	mu      sync.Mutex
+	apiSeen strings.Builder // every request the API received: headers, body
+}
+
+// seen is everything the API was sent.
+func (w *oauthWorld) seen() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.apiSeen.String()
 }
 
 func newOAuthWorld(t *testing.T, secret string) *oauthWorld {
 	w := &oauthWorld{as: startAuthServer(t)}
 	w.api = startServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.mu.Lock()
+		r.Header.Write(&w.apiSeen)
+		w.apiSeen.WriteString(r.URL.String() + "\n" + string(b) + "\n")
+		w.mu.Unlock()
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !w.as.valid(tok) {
 			rw.WriteHeader(http.StatusUnauthorized)
@@ -232,6 +282,8 @@ func TestOAuth2Refusals(t *testing.T) {
 		if body == "" || strings.Contains(ferr.Message, body) || e.Desc != "" && strings.Contains(ferr.Message, e.Desc) || strings.Contains(ferr.Message, "{") {
 			t.Errorf("the refusal quotes the endpoint's body: %s", ferr.Message)
 		}
+		assertNoKeyMaterial(t, "the refusal", ferr.Error(), "wrong-secret", "verysecret")
+		assertNoKeyMaterial(t, "the audit log", w.e.audit.raw(), "wrong-secret", "verysecret")
 		if w.apiOK.Load() != 0 || w.api.reqs.Load() != 0 {
 			t.Error("the API was called without a token")
 		}
@@ -243,6 +295,7 @@ func TestOAuth2Refusals(t *testing.T) {
 		if ferr == nil || ferr.Rule != RuleOAuth2Token || !strings.Contains(ferr.Message, "could not be reached") {
 			t.Fatalf("got %v", ferr)
 		}
+		assertNoKeyMaterial(t, "the refusal", ferr.Error(), "verysecret")
 		if w.api.reqs.Load() != 0 {
 			t.Error("the API was called")
 		}

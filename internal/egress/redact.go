@@ -151,12 +151,14 @@ func hasPrefixFold(b, p []byte) bool {
 		return false
 	}
 	b = b[:len(p)]
+	// Every byte, whatever the first difference: the time must not say
+	// how many leading bytes of a tool's guess (echoed by a server) are
+	// the secret's (BenchmarkRedactGuessPrefix; docs/credentials.md).
+	var diff byte
 	for i, c := range p {
-		if lowerTable[b[i]] != c {
-			return false
-		}
+		diff |= lowerTable[b[i]] ^ c
 	}
-	return true
+	return diff == 0
 }
 
 // caseVariants lists every ASCII case of the lower-cased s (s is under

@@ -134,7 +134,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Resolver != nil {
 		resolver = o.Resolver
 	}
-	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit})
+	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit, Tokens: tokenShare{h}})
 	h.sessions.State, h.sessions.ErrState = h.state, ErrState
 	h.trail = callaudit.Trail{State: h.state, Log: h.log}
 	h.cfg.Store(cfg)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/pgtest"
 	"github.com/maiden-run/maiden/internal/worker"
 )
 
@@ -14,5 +15,5 @@ import (
 func TestMain(m *testing.M) {
 	confine.Main()
 	worker.Main()
-	os.Exit(m.Run())
+	os.Exit(pgtest.Run(m))
 }

@@ -99,7 +99,8 @@ func testApprovalBindingMigration(t *testing.T, be backend) {
 	for _, q := range []string{
 		`ALTER TABLE approvals DROP COLUMN tool_digest`,
 		`ALTER TABLE approvals DROP COLUMN policy`,
-		`DROP TABLE card_spend`, // step 8
+		`DROP TABLE card_spend`,        // step 8
+		`DROP TABLE credential_tokens`, // step 9
 		`DELETE FROM schema_migrations WHERE version >= 7`,
 	} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {

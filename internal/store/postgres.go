@@ -236,6 +236,7 @@ var pgTablePrivileges = map[string][]string{
 	"sessions":          {"SELECT", "INSERT", "UPDATE"},
 	"session_revisions": {"SELECT", "INSERT"},
 	"boundary_requests": {"SELECT", "INSERT", "UPDATE"},
+	"credential_tokens": {"SELECT", "INSERT", "UPDATE"},
 }
 
 // TablePrivileges returns (a copy of) the privileges the PostgreSQL store

@@ -25,7 +25,8 @@ func WithDestinations(p api.Policy, cfg *config.Config) api.Policy {
 			if p.SecretDestinations == nil {
 				p.SecretDestinations = map[string]api.SecretDestination{}
 			}
-			p.SecretDestinations[name] = api.SecretDestination{Hosts: d.Hosts, Methods: d.Methods, PathPrefixes: d.PathPrefixes}
+			p.SecretDestinations[name] = api.SecretDestination{Hosts: d.Hosts, Methods: d.Methods, PathPrefixes: d.PathPrefixes,
+				Kind: d.ShownKind(), Settings: d.KindSettings()}
 		}
 	}
 	return p
