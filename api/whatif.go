@@ -57,7 +57,7 @@ type WhatIfReport struct {
 
 // WhatIfChange is a proposed change of the cards: cards revoked (each with
 // every card derived from it, as a revocation does) and grants added, each
-// to its agent as one new card per agent.
+// to its agent as one new card per agent and kind (As) of grant.
 type WhatIfChange struct {
 	Revoke []string      `json:"revoke,omitempty"`
 	Grants []WhatIfGrant `json:"grants,omitempty"`
@@ -72,7 +72,19 @@ type WhatIfGrant struct {
 	// only for calls of that same tool and policy); grants of one agent
 	// with different Bound go to different cards.
 	Bound string `json:"bound,omitempty"`
+	// As is what the grant is on its card: "" allows it (lower-positive),
+	// WhatIfDeny forbids it across the agent's wallet (upper-negative, as
+	// cards grant -deny), WhatIfCeiling bounds the wallet by it
+	// (upper-positive, as cards grant -ceiling). Grants of one agent with
+	// different As go to different cards.
+	As string `json:"as,omitempty"`
 }
+
+// The kinds of grant a WhatIfGrant may add besides an allowance.
+const (
+	WhatIfDeny    = "deny"
+	WhatIfCeiling = "ceiling"
+)
 
 // WhatIfGroup is the flips of one agent's calls of one tool.
 type WhatIfGroup struct {

@@ -162,7 +162,7 @@ func init() {
 		{name: "audit export", args: "[-format jsonl|ocsf] [-from N]",
 			summary: "stream the audit trail (JSON lines with the chain head, or OCSF events) for a SIEM, resumable from a record",
 			help:    auditExportHelp, run: cmdAuditExport, interspersed: true},
-		{name: "audit whatif", args: "[-revoke ID]... [-agent NAME -grant GRANT | -agent NAME -grants FILE]... [-since DURATION] [-json]",
+		{name: "audit whatif", args: "[-revoke ID]... [-agent NAME -grant GRANT | -deny GRANT | -ceiling GRANT | -grants FILE]... [-config-after FILE] [-since DURATION] [-json]",
 			summary: "replay the trail's recorded decisions on a proposed change of the cards: which would flip (exit 1 if any)",
 			help:    auditWhatIfHelp, run: cmdAuditWhatIf, interspersed: true},
 		{name: "state", args: "check|migrate ...",
