@@ -371,9 +371,9 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 			// and the fetches of api.example.com flip.
 			{"binding narrowed", "tools = [\"echo\", \"cmdecho\", \"secretuser\"]\ngrants = [\"tool:invoke secretuser --...\"]\n",
 				"grants = [\"tool:invoke secretuser --...\"]\n[agents.research.tools.echo]\n[agents.research.tools.cmdecho]\n[agents.research.tools.secretuser]\nreveal = []\nhttp_allow = [\"other.example.com\"]\n", func(rep api.WhatIfReport) bool {
-				g := group(rep, "research", "secretuser")
-				return len(rep.Groups) == 1 && g.AllowedToDenied == rt.reveals+rt.fetchOK && g.DeniedToAllowed == 0
-			}},
+					g := group(rep, "research", "secretuser")
+					return len(rep.Groups) == 1 && g.AllowedToDenied == rt.reveals+rt.fetchOK && g.DeniedToAllowed == 0
+				}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				rep, r := whatIfJSON(t, cfg, "-config-after", write(strings.ReplaceAll(tc.name, " ", "-")+".toml", tc.from, tc.to))
