@@ -30,6 +30,8 @@ type realTrail struct {
 	cards  map[string]string // grant text → the ID of the operator card that holds it alone
 	// counts of what the Host was asked and answered
 	echoAllowed, echoDenied, listAllowed, listDenied int
+	echoRejected                                     int // by the validate layer's check
+	remoteAllowed                                    int // cmdecho remote show: past the approve layer by the always-card
 	fetchOK, fetchOther, reveals                     int
 }
 
@@ -43,8 +45,14 @@ func newRealTrail(t *testing.T, n int) *realTrail {
 	body := fmt.Sprintf(`version = 1
 [tools.echo]
 path = %q
+# Middleware conditions the replay passes through: research's echoes of
+# hello-x are rejected by a check after the cards allowed them, and
+# cmdecho's remote commands pass an approve layer by a standing
+# approval.
+middleware = [{ use = "validate", when = "agent == 'research'", check = "!args.message.startsWith('hello x')", message = "no hello x" }]
 [tools.cmdecho]
 path = %q
+middleware = [{ use = "approve", when = "rendered.contains('remote')", reason = "remote commands", allow_always = true }]
 [tools.secretuser]
 path = %q
 http_allow = ["api.example.com", "other.example.com"]
@@ -82,6 +90,8 @@ grants = ["tool:invoke echo --message=ops*"]
 		"network:connect api.example.com",
 		"secret:use TOKEN",
 		"secret:reveal SIGNING_KEY",
+		"tool:invoke cmdecho remote show -- origin",
+		"approve:always cmdecho remote show -- origin",
 	} {
 		c, err := st.Grant(ctx, "research", admin.CardSpec{Allow: []string{g}})
 		if err != nil {
@@ -124,6 +134,8 @@ grants = ["tool:invoke echo --message=ops*"]
 				rt.echoAllowed++
 			} else if res.Error.Kind == maiden.KindDenied {
 				rt.echoDenied++
+			} else if res.Error.Kind == maiden.KindInput && res.Error.Message == "no hello x" {
+				rt.echoRejected++
 			} else {
 				t.Fatalf("echo %s: %+v", in, res.Error)
 			}
@@ -137,6 +149,9 @@ grants = ["tool:invoke echo --message=ops*"]
 			}
 			if res := call("research", "cmdecho", in); res.OK {
 				rt.listAllowed++
+				if i%3 == 0 {
+					rt.remoteAllowed++
+				}
 			} else if res.Error.Kind == maiden.KindDenied {
 				rt.listDenied++
 			} else {
@@ -210,10 +225,10 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 	}
 	rt := newRealTrail(t, n)
 	cfg := "-config=" + rt.config
-	if rt.echoAllowed == 0 || rt.echoDenied == 0 || rt.listAllowed == 0 || rt.listDenied == 0 || rt.fetchOK == 0 || rt.fetchOther == 0 || rt.reveals == 0 {
+	if rt.echoAllowed == 0 || rt.echoDenied == 0 || rt.echoRejected == 0 || rt.remoteAllowed == 0 || rt.listAllowed == 0 || rt.listDenied == 0 || rt.fetchOK == 0 || rt.fetchOther == 0 || rt.reveals == 0 {
 		t.Fatalf("the trail is not varied: %+v", rt)
 	}
-	calls := rt.echoAllowed + rt.echoDenied + rt.listAllowed + rt.listDenied
+	calls := rt.echoAllowed + rt.echoDenied + rt.echoRejected + rt.listAllowed + rt.listDenied
 
 	rep, r := whatIfJSON(t, cfg)
 	if r.code != exitWhatIfSame || rep.Flips != 0 || len(rep.Groups) != 0 {
@@ -225,6 +240,20 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 		t.Fatalf("no change: replayed %d, verified %d, inexact %v, stale %d, unversioned %d; want all %d verified (%+v)",
 			rep.Replayed, rep.Verified, rep.Inexact, rep.Stale, rep.Unversioned, want, rt)
 	}
+	// Every remote command passed its approve layer on the always-card.
+	if rep.Standing != rt.remoteAllowed {
+		t.Fatalf("no change: %d standing approvals replayed, want %d", rep.Standing, rt.remoteAllowed)
+	}
+
+	t.Run("middleware conditions", func(t *testing.T) {
+		// Revoking the always-card: the remote commands would ask a
+		// human (allowed -> denied), nothing else flips.
+		rep, r := whatIfJSON(t, cfg, "-revoke", rt.cards["approve:always cmdecho remote show -- origin"])
+		g := group(rep, "research", "cmdecho")
+		if r.code != exitWhatIfFlips || len(rep.Groups) != 1 || g.AllowedToDenied != rt.remoteAllowed || g.DeniedToAllowed != 0 {
+			t.Fatalf("exit %d, groups %+v; want the %d remote commands allowed -> denied", r.code, rep.Groups, rt.remoteAllowed)
+		}
+	})
 
 	t.Run("revoke the echo card", func(t *testing.T) {
 		rep, r := whatIfJSON(t, cfg, "-revoke", rt.cards["tool:invoke echo --message=hello*"])
@@ -270,8 +299,8 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 				t.Errorf("an echo that was never prohibited flips: %+v", ex)
 			}
 		}
-		if len(rep.Change.Revoke) != 7 || len(rep.Change.Grants) != 5 {
-			t.Errorf("the change revokes %v and grants %v: want research's 7 live cards and the file's 5 grants", rep.Change.Revoke, rep.Change.Grants)
+		if len(rep.Change.Revoke) != 9 || len(rep.Change.Grants) != 5 {
+			t.Errorf("the change revokes %v and grants %v: want research's 9 live cards and the file's 5 grants", rep.Change.Revoke, rep.Change.Grants)
 		}
 	})
 	t.Run("fetches and reveals", func(t *testing.T) {
