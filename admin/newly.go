@@ -133,10 +133,21 @@ func (s *State) boundaryNewly(ctx context.Context, cur api.ApprovalRequest, sinc
 	if a.Reason != boundary.ReasonApplied {
 		return out, nil // a conflict or nothing to apply: nothing would newly run
 	}
-	r := whatif.NewBoundaryReplay(cur.Session, sess.Boundary, a.Boundary)
+	revs, err := s.st.Revisions(ctx, cur.Session)
+	if err != nil {
+		return api.NewlyPossible{}, fmt.Errorf("session %s of boundary request %s: its revisions: %w", cur.Session, cur.ID, err)
+	}
+	byRev := make(map[int64]boundary.Boundary, len(revs))
+	for _, rv := range revs {
+		byRev[rv.Revision] = rv.Boundary
+	}
+	r := whatif.NewBoundaryReplay(cur.Session, byRev, sess.Boundary, a.Boundary)
 	if err := s.replay(ctx, since, now, func(rec store.AuditRecord) bool { return rec.Agent == cur.Agent }, r.Add); err != nil {
 		return api.NewlyPossible{}, err
 	}
-	out.Calls, out.Examples = r.Result()
+	out.Calls, out.Examples, out.NotReplayable = r.Result()
+	if out.NotReplayable > 0 {
+		out.NotReplayableWhy = whatif.NotReplayable
+	}
 	return out, nil
 }

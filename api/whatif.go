@@ -141,6 +141,13 @@ type NewlyPossible struct {
 	// the first of them (at most MaxNewlyExamples), oldest first.
 	Calls    int             `json:"calls"`
 	Examples []WhatIfExample `json:"examples"`
+	// NotReplayable counts the recorded calls of the window that could
+	// not be replayed, and NotReplayableWhy says why (for a boundary: the
+	// session's refused built-in calls whose records do not name the
+	// revision of the boundary they ran under): neither counted in Calls
+	// nor taken as refused.
+	NotReplayable    int    `json:"not_replayable,omitempty"`
+	NotReplayableWhy string `json:"not_replayable_why,omitempty"`
 }
 
 // RuleAsked is the Rule of the recorded decision of an approval request
