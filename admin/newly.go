@@ -42,18 +42,13 @@ func (s *State) NewlyPossible(ctx context.Context, agent string, grants []string
 		}
 		change.Grants[i] = api.WhatIfGrant{Agent: agent, Grant: g, Bound: bound}
 	}
-	r, err := whatif.New(st, change)
+	out := api.NewlyPossible{Since: since, Until: now}
+	out.Beyond, out.Redundant = whatif.Beyond(st, agent, parsed, bound)
+	rep, err := s.newlyReplay(ctx, st, change, since, now)
 	if err != nil {
 		return api.NewlyPossible{}, err
 	}
-	out := api.NewlyPossible{Since: since, Until: now}
-	out.Beyond, out.Redundant = whatif.Beyond(st, agent, parsed, bound)
-	// Only the agent's own records can flip: a card in one wallet decides
-	// nothing of another's.
-	if err := s.replay(ctx, since, now, func(rec store.AuditRecord) bool { return rec.Agent == agent }, r.Add); err != nil {
-		return api.NewlyPossible{}, err
-	}
-	for _, g := range r.Report().Groups {
+	for _, g := range rep.Groups {
 		out.Calls += g.DeniedToAllowed
 		for _, ex := range g.Examples {
 			if ex.After.Allow {
