@@ -40,6 +40,10 @@
 //     approve layer: its record names the card in the layer's verdict) is
 //     replayed the same way, on the card's own binding, so revoking the
 //     card shows the calls that would have asked a human (Standing).
+//   - A proposed agent.toml (State.After, config.go) decides the "after"
+//     side besides the cards: its system grants replace the system cards,
+//     and a tool it does not bind, or a binding that no longer covers a
+//     fetch's destination or a secret, refuses.
 //   - Not replayed (not recorded as decisions today): the decision before
 //     a middleware rewrite (the record holds the last one), the fs
 //     subtree decisions of a session's preopens.
