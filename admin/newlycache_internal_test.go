@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,24 @@ func TestNewlyReplayKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls(2, "a card allowing bob granted since")
+
+	// Views at once, with records appended meanwhile (run with -race):
+	// each sees at least what was there before it began, and the last
+	// view, after them, sees all of it.
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			for range 4 {
+				np, err := s.NewlyPossible(ctx, "research", []string{"tool:invoke pay --..."}, "", since)
+				if err != nil || np.Calls < 2 {
+					t.Errorf("a concurrent view: %d calls, %v", np.Calls, err)
+				}
+			}
+		})
+	}
+	refusePay(t, s, "research", "erin", 3)
+	wg.Wait()
+	calls(5, "after the concurrent views")
 }
 
 // BenchmarkNewlyPossible100k is one view of what a card would newly allow
