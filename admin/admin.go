@@ -173,6 +173,15 @@ func OpenStore(ctx context.Context, location string, opts *Options) (*State, err
 	return &State{st: st, path: st.Path(), owned: true}, nil
 }
 
+// systemSpecs are the system cards a's grants declare, one per grant.
+func systemSpecs(a config.Agent) []cards.Spec {
+	specs := make([]cards.Spec, len(a.Grants))
+	for i, g := range a.Grants {
+		specs[i] = cards.Spec{LowerPos: cards.Any(g.Grant), Budget: g.Budget}
+	}
+	return specs
+}
+
 // Close closes the store (not one the State was given by a Host).
 func (s *State) Close() error {
 	if !s.owned {
@@ -202,11 +211,7 @@ func (s *State) Sync(ctx context.Context, cfg *config.Config) error {
 		if err := s.st.EnsureAgent(ctx, a.Name); err != nil {
 			return err
 		}
-		specs := make([]cards.Spec, len(a.Grants))
-		for i, g := range a.Grants {
-			specs[i] = cards.Spec{LowerPos: cards.Any(g.Grant), Budget: g.Budget}
-		}
-		if _, _, err := s.st.SyncSystemCards(ctx, a.Name, specs); err != nil {
+		if _, _, err := s.st.SyncSystemCards(ctx, a.Name, systemSpecs(a)); err != nil {
 			return fmt.Errorf("system cards of agent %q: %w", a.Name, err)
 		}
 	}

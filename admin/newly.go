@@ -42,18 +42,13 @@ func (s *State) NewlyPossible(ctx context.Context, agent string, grants []string
 		}
 		change.Grants[i] = api.WhatIfGrant{Agent: agent, Grant: g, Bound: bound}
 	}
-	r, err := whatif.New(st, change)
+	out := api.NewlyPossible{Since: since, Until: now}
+	out.Beyond, out.Redundant = whatif.Beyond(st, agent, parsed, bound)
+	rep, err := s.newlyReplay(ctx, st, change, since, now)
 	if err != nil {
 		return api.NewlyPossible{}, err
 	}
-	out := api.NewlyPossible{Since: since, Until: now}
-	out.Beyond, out.Redundant = whatif.Beyond(st, agent, parsed, bound)
-	// Only the agent's own records can flip: a card in one wallet decides
-	// nothing of another's.
-	if err := s.replay(ctx, since, now, func(rec store.AuditRecord) bool { return rec.Agent == agent }, r.Add); err != nil {
-		return api.NewlyPossible{}, err
-	}
-	for _, g := range r.Report().Groups {
+	for _, g := range rep.Groups {
 		out.Calls += g.DeniedToAllowed
 		for _, ex := range g.Examples {
 			if ex.After.Allow {
@@ -133,10 +128,21 @@ func (s *State) boundaryNewly(ctx context.Context, cur api.ApprovalRequest, sinc
 	if a.Reason != boundary.ReasonApplied {
 		return out, nil // a conflict or nothing to apply: nothing would newly run
 	}
-	r := whatif.NewBoundaryReplay(cur.Session, sess.Boundary, a.Boundary)
+	revs, err := s.st.Revisions(ctx, cur.Session)
+	if err != nil {
+		return api.NewlyPossible{}, fmt.Errorf("session %s of boundary request %s: its revisions: %w", cur.Session, cur.ID, err)
+	}
+	byRev := make(map[int64]boundary.Boundary, len(revs))
+	for _, rv := range revs {
+		byRev[rv.Revision] = rv.Boundary
+	}
+	r := whatif.NewBoundaryReplay(cur.Session, byRev, sess.Boundary, a.Boundary)
 	if err := s.replay(ctx, since, now, func(rec store.AuditRecord) bool { return rec.Agent == cur.Agent }, r.Add); err != nil {
 		return api.NewlyPossible{}, err
 	}
-	out.Calls, out.Examples = r.Result()
+	out.Calls, out.Examples, out.NotReplayable = r.Result()
+	if out.NotReplayable > 0 {
+		out.NotReplayableWhy = whatif.NotReplayable
+	}
 	return out, nil
 }

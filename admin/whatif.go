@@ -2,9 +2,13 @@ package admin
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/adminlink"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/whatif"
@@ -20,6 +24,8 @@ var (
 	ErrWhatIfRevoked      = whatif.ErrRevoked
 	ErrWhatIfUnknownAgent = whatif.ErrUnknownAgent
 	ErrWhatIfBadGrant     = whatif.ErrBadGrant
+	// ErrWhatIfConfig: a proposed configuration the replay cannot use.
+	ErrWhatIfConfig = errors.New("proposed configuration")
 )
 
 // DefaultWhatIfWindow is how far back WhatIf replays when no window is
@@ -44,10 +50,30 @@ const whatIfSlack = time.Minute
 // hold, a revoked card, an unknown agent or a bad grant is an error
 // wrapping ErrWhatIf*.
 func (s *State) WhatIf(ctx context.Context, change api.WhatIfChange, since time.Time) (api.WhatIfReport, error) {
+	return s.WhatIfConfig(ctx, change, nil, since)
+}
+
+// WhatIfConfig is WhatIf with, when after is not nil, a proposed
+// agent.toml besides change (maiden audit whatif -config-after): its
+// system grants replace each agent's system cards (the cards derived from
+// a card it drops go with it, as a sync revokes them), and its agents and
+// bindings decide the replayed calls with the change (a tool no longer
+// bound, a secret no longer in a binding's secrets or reveal, a host no
+// longer in its http_allow refuse; a reveal the binding refused may pass).
+// A configuration without [agents] is refused (ErrWhatIfConfig): it has
+// one implicit agent allowed everything, whose decisions the trail does
+// not record.
+func (s *State) WhatIfConfig(ctx context.Context, change api.WhatIfChange, after *config.Config, since time.Time) (api.WhatIfReport, error) {
 	now := time.Now()
 	st, err := s.whatIfState(ctx, now)
 	if err != nil {
 		return api.WhatIfReport{}, err
+	}
+	if after != nil {
+		if after.Implicit() {
+			return api.WhatIfReport{}, fmt.Errorf("%w: %s declares no [agents]: every call would run as the implicit agent %q, which the cards do not decide", ErrWhatIfConfig, after.File(), config.DefaultAgent)
+		}
+		st.After = whatIfConfig(after)
 	}
 	r, err := whatif.New(st, change)
 	if err != nil {
@@ -131,4 +157,44 @@ func firstAuditAt(ctx context.Context, st store.Store, t time.Time) (int64, erro
 		}
 	}
 	return lo, nil
+}
+
+// whatIfConfig is what the replay reads of a proposed configuration: each
+// agent's system cards (as Sync installs them) and its bound tools, each
+// narrowed by its binding as the call path narrows it.
+func whatIfConfig(cfg *config.Config) *whatif.Config {
+	out := &whatif.Config{File: cfg.File(), Agents: map[string]whatif.ConfigAgent{}}
+	for _, a := range cfg.Agents() {
+		ca := whatif.ConfigAgent{System: systemSpecs(a), Tools: map[string]whatif.ConfigTool{}}
+		for _, b := range a.Bindings {
+			var t config.Tool
+			if !b.Builtin {
+				var ok bool
+				if t, ok = cfg.Tool(b.Tool); !ok {
+					continue
+				}
+			}
+			ct := whatif.ConfigTool{Secrets: t.Secrets, Reveal: t.Reveal, HTTPAllow: t.HTTPAllow, CIDRs: t.HTTPAllowCIDRs}
+			ports := t.HTTPPorts
+			if b.Builtin {
+				// web_fetch's network keys are its binding's own.
+				ct.HTTPAllow, ct.CIDRs, ports = b.HTTPAllow, b.HTTPAllowCIDRs, b.HTTPPorts
+			}
+			if b.HTTPAllow != nil {
+				ct.HTTPAllow = slices.Clone(b.HTTPAllow)
+			}
+			if b.Secrets != nil {
+				ct.Secrets = slices.Clone(b.Secrets)
+			}
+			if b.Reveal != nil {
+				ct.Reveal = slices.Clone(b.Reveal)
+			}
+			for _, p := range ports {
+				ct.Ports = append(ct.Ports, int(p))
+			}
+			ca.Tools[b.Tool] = ct
+		}
+		out.Agents[a.Name] = ca
+	}
+	return out
 }

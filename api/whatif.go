@@ -57,7 +57,7 @@ type WhatIfReport struct {
 
 // WhatIfChange is a proposed change of the cards: cards revoked (each with
 // every card derived from it, as a revocation does) and grants added, each
-// to its agent as one new card per agent.
+// to its agent as one new card per agent and kind (As) of grant.
 type WhatIfChange struct {
 	Revoke []string      `json:"revoke,omitempty"`
 	Grants []WhatIfGrant `json:"grants,omitempty"`
@@ -72,7 +72,19 @@ type WhatIfGrant struct {
 	// only for calls of that same tool and policy); grants of one agent
 	// with different Bound go to different cards.
 	Bound string `json:"bound,omitempty"`
+	// As is what the grant is on its card: "" allows it (lower-positive),
+	// WhatIfDeny forbids it across the agent's wallet (upper-negative, as
+	// cards grant -deny), WhatIfCeiling bounds the wallet by it
+	// (upper-positive, as cards grant -ceiling). Grants of one agent with
+	// different As go to different cards.
+	As string `json:"as,omitempty"`
 }
+
+// The kinds of grant a WhatIfGrant may add besides an allowance.
+const (
+	WhatIfDeny    = "deny"
+	WhatIfCeiling = "ceiling"
+)
 
 // WhatIfGroup is the flips of one agent's calls of one tool.
 type WhatIfGroup struct {
@@ -129,6 +141,13 @@ type NewlyPossible struct {
 	// the first of them (at most MaxNewlyExamples), oldest first.
 	Calls    int             `json:"calls"`
 	Examples []WhatIfExample `json:"examples"`
+	// NotReplayable counts the recorded calls of the window that could
+	// not be replayed, and NotReplayableWhy says why (for a boundary: the
+	// session's refused built-in calls whose records do not name the
+	// revision of the boundary they ran under): neither counted in Calls
+	// nor taken as refused.
+	NotReplayable    int    `json:"not_replayable,omitempty"`
+	NotReplayableWhy string `json:"not_replayable_why,omitempty"`
 }
 
 // RuleAsked is the Rule of the recorded decision of an approval request

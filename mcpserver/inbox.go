@@ -228,7 +228,8 @@ func (b hostInbox) Newly(ctx context.Context, id, grant string) (inbox.Newly, er
 	if err != nil {
 		return inbox.Newly{}, inboxErr(err)
 	}
-	out := inbox.Newly{Window: admin.DefaultWhatIfWindow, Beyond: np.Beyond, Redundant: np.Redundant, Calls: np.Calls}
+	out := inbox.Newly{Window: admin.DefaultWhatIfWindow, Beyond: np.Beyond, Redundant: np.Redundant, Calls: np.Calls,
+		NotReplayable: np.NotReplayable, NotReplayableWhy: np.NotReplayableWhy}
 	for _, ex := range np.Examples {
 		out.Examples = append(out.Examples, inbox.NewlyCall{Seq: ex.Seq, At: ex.At, Target: ex.Target, Asked: ex.Recorded.Rule == api.RuleAsked})
 	}

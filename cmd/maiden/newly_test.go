@@ -112,17 +112,25 @@ func TestPendingShowsNewlyPossible(t *testing.T) {
 		Entries: []api.BoundaryEntry{{Path: "/srv", Access: "read", Match: "subtree"}}, Deny: []string{}, Protected: []string{".git"}}
 	h := statetest.BoundaryRequest(t, state, "coder", "s9", bb, "r1", `{"filesystem":{"entries":[{"path":"/srv/app","access":"write","scope":"subtree"}]}}`,
 		"needs to write", time.Now().Add(time.Hour))
-	failed := func(session, rendered string) api.AuditRecord {
-		body, _ := json.Marshal(map[string]any{"session": session, "rendered": rendered, "kind": "tool_error", "message": "outside the boundary"})
+	failed := func(session, rendered string, rev any) api.AuditRecord {
+		m := map[string]any{"session": session, "rendered": rendered, "kind": "tool_error", "message": "outside the boundary"}
+		if rev != nil {
+			m["boundary_revision"] = rev
+		}
+		body, _ := json.Marshal(m)
 		return api.AuditRecord{At: time.Now().Add(-time.Minute), Kind: "call-failed", Actor: "agent:coder", Agent: "coder", Tool: "fs_write", Body: body}
 	}
-	statetest.AppendAudit(t, state, failed("s9", "--content=x --path=/srv/app/a.txt"), failed("other", "--content=x --path=/srv/app/b.txt"))
+	// The last record names no revision of the boundary it ran under (as
+	// records made before maiden recorded it): not replayable, and said.
+	statetest.AppendAudit(t, state, failed("s9", "--content=x --path=/srv/app/a.txt", 0), failed("other", "--content=x --path=/srv/app/b.txt", 0),
+		failed("s9", "--content=x --path=/srv/app/c.txt", nil))
 	text = op(t, exitOK, cfg, "pending", h).stdout
 	for _, want := range []string{
 		"what would newly be possible, beyond what session s9's boundary allows today:\n",
 		"  write under /srv/app/** (today read only)\n",
 		"of the calls recorded in the last 7 days, 1 refused or asked would have been allowed:\n",
 		"coder  fs_write: write /srv/app/a.txt (refused)\n",
+		"1 more recorded calls of the window could not be replayed (not replayable: the call's record names no revision of the boundary it ran under",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("pending of a boundary request lacks %q:\n%s", want, text)

@@ -244,6 +244,11 @@ func printNewly(w io.Writer, np api.NewlyPossible, against string) {
 		fmt.Fprintf(w, "  %s\n", terminalSafe(l))
 	}
 	window := windowWords(np.Until.Sub(np.Since))
+	if np.NotReplayable > 0 {
+		// Said first, so that "none" below is never read as the whole
+		// answer.
+		defer fmt.Fprintf(w, "%d more recorded calls of the window could not be replayed (%s)\n", np.NotReplayable, terminalSafe(np.NotReplayableWhy))
+	}
 	switch np.Calls {
 	case 0:
 		fmt.Fprintf(w, "of the calls recorded in the last %s, none refused or asked would have been allowed\n", window)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
 )
 
 // This file is `maiden audit whatif`: the audit trail's recorded decisions
@@ -38,12 +39,19 @@ decisions whose outcome the change flips (allowed -> denied, denied -> allowed),
 agent and tool with counts and examples. Nothing is written.
 
 The change: -revoke ID (repeatable; a card with every card derived from it, as a revocation
-does), and -agent NAME -grant GRANT (each -grant goes to the -agent before it, as one new card
-per agent). -agent NAME -grants FILE replaces the agent's cards with the grants of FILE (one
+does: revoking a prohibition or a ceiling card lifts it), and -agent NAME -grant GRANT (each
+-grant goes to the -agent before it, as one new card per agent). -agent NAME -deny GRANT adds a
+prohibition over the agent's wallet and -agent NAME -ceiling GRANT a ceiling (each kind one
+more card per agent, as cards grant -deny and -ceiling make them). -agent NAME -grants FILE replaces the agent's cards with the grants of FILE (one
 a line; blank lines and lines starting with # are passed over): every live card of the agent
 is revoked (with the cards derived from it, in any wallet, as revoking them would) and the
-file's grants become one new card. With no change it checks that the replay reproduces the
-trail.
+file's grants become one new card. -config-after FILE is a change of agent.toml: a proposed
+copy whose system grants replace each agent's system cards (with the cards derived from one it
+drops, as the next sync would revoke them) and whose agents and bindings decide each replayed
+call (a tool no longer bound, a host no longer in http_allow or its ports, a secret no longer
+in secrets or reveal refuse; a reveal today's binding refused may pass); a FILE that does not
+load is exit 2, naming its file, line and key. With no change it checks that the replay
+reproduces the trail.
 
 -since DURATION is the window (default 168h, a week; "7d" and other whole days are read too).
 -json prints the whole report as one JSON object: since, until, change, replayed, verified,
@@ -89,20 +97,29 @@ func (f agentFlag) Set(name string) error {
 		return errors.New("an agent's name")
 	}
 	if f.c.agent != "" && f.c.grantFor[f.c.agent] == 0 && f.c.err == nil {
-		f.c.err = fmt.Errorf("-agent %s is followed by no -grant", f.c.agent)
+		f.c.err = fmt.Errorf("-agent %s is followed by no -grant, -deny, -ceiling or -grants", f.c.agent)
 	}
 	f.c.agent = name
 	return nil
 }
 
-type grantFlag struct{ c *whatIfChange }
+// grantFlag is -grant, -deny or -ceiling (as): a grant of the -agent
+// before it.
+type grantFlag struct {
+	c  *whatIfChange
+	as string
+}
 
 func (f grantFlag) String() string { return "" }
 func (f grantFlag) Set(g string) error {
 	if f.c.agent == "" {
-		return errors.New("a -grant needs an -agent NAME before it")
+		name := "-grant"
+		if f.as != "" {
+			name = "-" + f.as
+		}
+		return fmt.Errorf("a %s needs an -agent NAME before it", name)
 	}
-	f.c.change.Grants = append(f.c.change.Grants, api.WhatIfGrant{Agent: f.c.agent, Grant: g})
+	f.c.change.Grants = append(f.c.change.Grants, api.WhatIfGrant{Agent: f.c.agent, Grant: g, As: f.as})
 	f.c.grantFor[f.c.agent]++
 	return nil
 }
@@ -179,10 +196,13 @@ func cmdAuditWhatIf(ctx context.Context, args []string, _ io.Reader, stdout, std
 	ch := &whatIfChange{grantFor: map[string]int{}}
 	fs.Var(revokeFlag{ch}, "revoke", "revoke the card `ID` (and every card derived from it); repeatable")
 	fs.Var(agentFlag{ch}, "agent", "the agent `NAME` the -grant flags after it give to")
-	fs.Var(grantFlag{ch}, "grant", "give the -agent before it a card allowing `GRANT`; repeatable")
+	fs.Var(grantFlag{c: ch}, "grant", "give the -agent before it a card allowing `GRANT`; repeatable")
+	fs.Var(grantFlag{c: ch, as: api.WhatIfDeny}, "deny", "give the -agent before it a card forbidding `GRANT` across its wallet (as cards grant -deny); repeatable")
+	fs.Var(grantFlag{c: ch, as: api.WhatIfCeiling}, "ceiling", "give the -agent before it a card bounding its wallet by `GRANT` (as cards grant -ceiling); repeatable")
 	fs.Var(grantsFlag{ch}, "grants", "replace the cards of the -agent before it with one card of the grants in `FILE` (one a line)")
 	window := &windowFlag{d: admin.DefaultWhatIfWindow}
 	fs.Var(window, "since", "replay the records of the last `DURATION` (default 168h; 7d reads as 168h)")
+	after := fs.String("config-after", "", "replay also against the agents, bindings and system grants of the agent.toml `FILE` (a proposed copy)")
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON object")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -196,11 +216,21 @@ func cmdAuditWhatIf(ctx context.Context, args []string, _ io.Reader, stdout, std
 		return exitWhatIfError
 	}
 	if ch.err == nil && ch.agent != "" && ch.grantFor[ch.agent] == 0 {
-		ch.err = fmt.Errorf("-agent %s is followed by no -grant", ch.agent)
+		ch.err = fmt.Errorf("-agent %s is followed by no -grant, -deny, -ceiling or -grants", ch.agent)
 	}
 	if ch.err != nil {
-		fmt.Fprintf(stderr, "maiden audit whatif: %v (write -agent NAME -grant GRANT or -agent NAME -grants FILE)\n", ch.err)
+		fmt.Fprintf(stderr, "maiden audit whatif: %v (write -agent NAME -grant GRANT, -deny GRANT, -ceiling GRANT or -grants FILE)\n", ch.err)
 		return exitWhatIfError
+	}
+	var afterCfg *config.Config
+	if *after != "" {
+		cfg, err := config.Load(*after)
+		if err != nil {
+			fmt.Fprintf(stderr, "maiden audit whatif: -config-after %s does not load:\n", *after)
+			printConfigErrors(stderr, err)
+			return exitWhatIfError
+		}
+		afterCfg = cfg
 	}
 	st, _ := c.openAudit(ctx, "audit whatif", stderr)
 	if st == nil {
@@ -211,7 +241,7 @@ func cmdAuditWhatIf(ctx context.Context, args []string, _ io.Reader, stdout, std
 		fmt.Fprintf(stderr, "maiden audit whatif: %v\n", err)
 		return exitWhatIfError
 	}
-	rep, err := st.WhatIf(ctx, ch.change, time.Now().Add(-window.d))
+	rep, err := st.WhatIfConfig(ctx, ch.change, afterCfg, time.Now().Add(-window.d))
 	if err != nil {
 		fmt.Fprintf(stderr, "maiden audit whatif: %v\n", err)
 		return exitWhatIfError

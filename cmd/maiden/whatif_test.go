@@ -30,6 +30,8 @@ type realTrail struct {
 	cards  map[string]string // grant text → the ID of the operator card that holds it alone
 	// counts of what the Host was asked and answered
 	echoAllowed, echoDenied, listAllowed, listDenied int
+	echoRejected                                     int // by the validate layer's check
+	remoteAllowed                                    int // cmdecho remote show: past the approve layer by the always-card
 	fetchOK, fetchOther, reveals                     int
 }
 
@@ -43,8 +45,14 @@ func newRealTrail(t *testing.T, n int) *realTrail {
 	body := fmt.Sprintf(`version = 1
 [tools.echo]
 path = %q
+# Middleware conditions the replay passes through: research's echoes of
+# hello-x are rejected by a check after the cards allowed them, and
+# cmdecho's remote commands pass an approve layer by a standing
+# approval.
+middleware = [{ use = "validate", when = "agent == 'research'", check = "!args.message.startsWith('hello x')", message = "no hello x" }]
 [tools.cmdecho]
 path = %q
+middleware = [{ use = "approve", when = "rendered.contains('remote')", reason = "remote commands", allow_always = true }]
 [tools.secretuser]
 path = %q
 http_allow = ["api.example.com", "other.example.com"]
@@ -82,6 +90,8 @@ grants = ["tool:invoke echo --message=ops*"]
 		"network:connect api.example.com",
 		"secret:use TOKEN",
 		"secret:reveal SIGNING_KEY",
+		"tool:invoke cmdecho remote show -- origin",
+		"approve:always cmdecho remote show -- origin",
 	} {
 		c, err := st.Grant(ctx, "research", admin.CardSpec{Allow: []string{g}})
 		if err != nil {
@@ -90,9 +100,11 @@ grants = ["tool:invoke echo --message=ops*"]
 		rt.cards[g] = c.ID
 	}
 	// An exception and a prohibition: hello-secret* is never echoed.
-	if _, err := st.Grant(ctx, "research", admin.CardSpec{Forbid: []string{"tool:invoke echo --message=hello-secret*"}}); err != nil {
+	forbid, err := st.Grant(ctx, "research", admin.CardSpec{Forbid: []string{"tool:invoke echo --message=hello-secret*"}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	rt.cards["forbid"] = forbid.ID
 	st.Close()
 
 	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t),
@@ -122,6 +134,8 @@ grants = ["tool:invoke echo --message=ops*"]
 				rt.echoAllowed++
 			} else if res.Error.Kind == maiden.KindDenied {
 				rt.echoDenied++
+			} else if res.Error.Kind == maiden.KindInput && res.Error.Message == "no hello x" {
+				rt.echoRejected++
 			} else {
 				t.Fatalf("echo %s: %+v", in, res.Error)
 			}
@@ -135,6 +149,9 @@ grants = ["tool:invoke echo --message=ops*"]
 			}
 			if res := call("research", "cmdecho", in); res.OK {
 				rt.listAllowed++
+				if i%3 == 0 {
+					rt.remoteAllowed++
+				}
 			} else if res.Error.Kind == maiden.KindDenied {
 				rt.listDenied++
 			} else {
@@ -208,10 +225,10 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 	}
 	rt := newRealTrail(t, n)
 	cfg := "-config=" + rt.config
-	if rt.echoAllowed == 0 || rt.echoDenied == 0 || rt.listAllowed == 0 || rt.listDenied == 0 || rt.fetchOK == 0 || rt.fetchOther == 0 || rt.reveals == 0 {
+	if rt.echoAllowed == 0 || rt.echoDenied == 0 || rt.echoRejected == 0 || rt.remoteAllowed == 0 || rt.listAllowed == 0 || rt.listDenied == 0 || rt.fetchOK == 0 || rt.fetchOther == 0 || rt.reveals == 0 {
 		t.Fatalf("the trail is not varied: %+v", rt)
 	}
-	calls := rt.echoAllowed + rt.echoDenied + rt.listAllowed + rt.listDenied
+	calls := rt.echoAllowed + rt.echoDenied + rt.echoRejected + rt.listAllowed + rt.listDenied
 
 	rep, r := whatIfJSON(t, cfg)
 	if r.code != exitWhatIfSame || rep.Flips != 0 || len(rep.Groups) != 0 {
@@ -223,6 +240,20 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 		t.Fatalf("no change: replayed %d, verified %d, inexact %v, stale %d, unversioned %d; want all %d verified (%+v)",
 			rep.Replayed, rep.Verified, rep.Inexact, rep.Stale, rep.Unversioned, want, rt)
 	}
+	// Every remote command passed its approve layer on the always-card.
+	if rep.Standing != rt.remoteAllowed {
+		t.Fatalf("no change: %d standing approvals replayed, want %d", rep.Standing, rt.remoteAllowed)
+	}
+
+	t.Run("middleware conditions", func(t *testing.T) {
+		// Revoking the always-card: the remote commands would ask a
+		// human (allowed -> denied), nothing else flips.
+		rep, r := whatIfJSON(t, cfg, "-revoke", rt.cards["approve:always cmdecho remote show -- origin"])
+		g := group(rep, "research", "cmdecho")
+		if r.code != exitWhatIfFlips || len(rep.Groups) != 1 || g.AllowedToDenied != rt.remoteAllowed || g.DeniedToAllowed != 0 {
+			t.Fatalf("exit %d, groups %+v; want the %d remote commands allowed -> denied", r.code, rep.Groups, rt.remoteAllowed)
+		}
+	})
 
 	t.Run("revoke the echo card", func(t *testing.T) {
 		rep, r := whatIfJSON(t, cfg, "-revoke", rt.cards["tool:invoke echo --message=hello*"])
@@ -268,8 +299,8 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 				t.Errorf("an echo that was never prohibited flips: %+v", ex)
 			}
 		}
-		if len(rep.Change.Revoke) != 7 || len(rep.Change.Grants) != 5 {
-			t.Errorf("the change revokes %v and grants %v: want research's 7 live cards and the file's 5 grants", rep.Change.Revoke, rep.Change.Grants)
+		if len(rep.Change.Revoke) != 9 || len(rep.Change.Grants) != 5 {
+			t.Errorf("the change revokes %v and grants %v: want research's 9 live cards and the file's 5 grants", rep.Change.Revoke, rep.Change.Grants)
 		}
 	})
 	t.Run("fetches and reveals", func(t *testing.T) {
@@ -277,6 +308,113 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 		g := group(rep, "research", "secretuser")
 		if r.code != exitWhatIfFlips || g.AllowedToDenied != rt.reveals || g.DeniedToAllowed != rt.fetchOther {
 			t.Fatalf("exit %d, groups %+v; want %d reveals allowed -> denied and %d fetches of other.example.com denied -> allowed", r.code, rep.Groups, rt.reveals, rt.fetchOther)
+		}
+	})
+	t.Run("deny and ceiling changes", func(t *testing.T) {
+		// A prohibition added: research's hello-world echoes only flip.
+		rep, r := whatIfJSON(t, cfg, "-agent", "research", "-deny", "tool:invoke echo --message=hello-w*")
+		g := group(rep, "research", "echo")
+		if r.code != exitWhatIfFlips || len(rep.Groups) != 1 || g.AllowedToDenied == 0 || g.DeniedToAllowed != 0 {
+			t.Fatalf("-deny: exit %d, groups %+v; want research's echo allowed -> denied only", r.code, rep.Groups)
+		}
+		for _, ex := range g.Examples {
+			if !strings.Contains(ex.Target, "--message=hello-world") || ex.After.Bound != api.DecisionUpperNegative {
+				t.Errorf("-deny flips %s (after %+v)", ex.Target, ex.After)
+			}
+		}
+		// The prohibition revoked: the hello-secret echoes only flip.
+		rep, r = whatIfJSON(t, cfg, "-revoke", rt.cards["forbid"])
+		g = group(rep, "research", "echo")
+		if r.code != exitWhatIfFlips || len(rep.Groups) != 1 || g.DeniedToAllowed == 0 || g.AllowedToDenied != 0 {
+			t.Fatalf("revoking the prohibition: exit %d, groups %+v; want research's echo denied -> allowed only", r.code, rep.Groups)
+		}
+		for _, ex := range g.Examples {
+			if !strings.Contains(ex.Target, "--message=hello-secret") || ex.Before.Bound != api.DecisionUpperNegative {
+				t.Errorf("revoking the prohibition flips %s (now %+v)", ex.Target, ex.Before)
+			}
+		}
+		// A ceiling: ops keeps only its ops-report echoes.
+		rep, r = whatIfJSON(t, cfg, "-agent", "ops", "-ceiling", "tool:invoke echo --message=ops-r*")
+		g = group(rep, "ops", "echo")
+		if r.code != exitWhatIfFlips || len(rep.Groups) != 1 || g.AllowedToDenied == 0 || g.DeniedToAllowed != 0 {
+			t.Fatalf("-ceiling: exit %d, groups %+v; want ops's echo allowed -> denied only", r.code, rep.Groups)
+		}
+		for _, ex := range g.Examples {
+			if strings.Contains(ex.Target, "--message=ops-report") || ex.After.Bound != api.DecisionUpperPositive {
+				t.Errorf("-ceiling flips %s (after %+v)", ex.Target, ex.After)
+			}
+		}
+		if r := cli(t, "", "audit", "whatif", cfg, "-deny", "tool:invoke echo"); r.code != exitWhatIfError || !strings.Contains(r.stderr, "a -deny needs an -agent NAME before it") {
+			t.Errorf("-deny without -agent: exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("config after", func(t *testing.T) {
+		orig, err := os.ReadFile(rt.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		write := func(name, from, to string) string {
+			t.Helper()
+			body := string(orig)
+			if from != "" {
+				if !strings.Contains(body, from) {
+					t.Fatalf("agent.toml has no %q", from)
+				}
+				body = strings.Replace(body, from, to, 1)
+			}
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		// The same file: nothing flips.
+		rep, r := whatIfJSON(t, cfg, "-config-after", write("same.toml", "", ""))
+		if r.code != exitWhatIfSame || rep.Flips != 0 || len(rep.Inexact) != 0 {
+			t.Fatalf("the same agent.toml: exit %d, %d flips, stderr %q; want 0", r.code, rep.Flips, r.stderr)
+		}
+		for _, tc := range []struct {
+			name, from, to string
+			check          func(api.WhatIfReport) bool
+		}{
+			// ops's system grant narrowed: its ops-N echoes flip, its
+			// ops-report ones stay.
+			{"system grant", `grants = ["tool:invoke echo --message=ops*"]`, `grants = ["tool:invoke echo --message=ops-r*"]`, func(rep api.WhatIfReport) bool {
+				g := group(rep, "ops", "echo")
+				for _, ex := range g.Examples {
+					if strings.Contains(ex.Target, "ops-report") {
+						return false
+					}
+				}
+				return len(rep.Groups) == 1 && g.AllowedToDenied > 0 && g.DeniedToAllowed == 0
+			}},
+			// cmdecho no longer bound to research: its allowed calls flip.
+			{"binding removed", `tools = ["echo", "cmdecho", "secretuser"]`, `tools = ["echo", "secretuser"]`, func(rep api.WhatIfReport) bool {
+				g := group(rep, "research", "cmdecho")
+				return len(rep.Groups) == 1 && g.AllowedToDenied == rt.listAllowed && g.DeniedToAllowed == 0 &&
+					g.Examples[0].After.Rule == "agent.toml" && strings.Contains(g.Examples[0].After.Reason, `tool "cmdecho" is not bound to agent "research" in `)
+			}},
+			// research's binding of secretuser narrowed: no reveal, and
+			// only other.example.com (which no card allows): the reveals
+			// and the fetches of api.example.com flip.
+			{"binding narrowed", "tools = [\"echo\", \"cmdecho\", \"secretuser\"]\ngrants = [\"tool:invoke secretuser --...\"]\n",
+				"grants = [\"tool:invoke secretuser --...\"]\n[agents.research.tools.echo]\n[agents.research.tools.cmdecho]\n[agents.research.tools.secretuser]\nreveal = []\nhttp_allow = [\"other.example.com\"]\n", func(rep api.WhatIfReport) bool {
+					g := group(rep, "research", "secretuser")
+					return len(rep.Groups) == 1 && g.AllowedToDenied == rt.reveals+rt.fetchOK && g.DeniedToAllowed == 0
+				}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				rep, r := whatIfJSON(t, cfg, "-config-after", write(strings.ReplaceAll(tc.name, " ", "-")+".toml", tc.from, tc.to))
+				if r.code != exitWhatIfFlips || !tc.check(rep) {
+					t.Fatalf("exit %d, stderr %q, groups %+v", r.code, r.stderr, rep.Groups)
+				}
+			})
+		}
+		// A file that does not load: exit 2, its file, line and key.
+		bad := write("bad.toml", `grants = ["tool:invoke echo --message=ops*"]`, `grants = ["tool:fly"]`)
+		if r := cli(t, "", "audit", "whatif", cfg, "-config-after", bad); r.code != exitWhatIfError || !strings.Contains(r.stderr, bad+":") || !strings.Contains(r.stderr, "agents.ops.grants") {
+			t.Errorf("a bad -config-after: exit %d, stderr %q; want 2 naming %s, the line and agents.ops.grants", r.code, r.stderr, bad)
 		}
 	})
 	t.Run("human output", func(t *testing.T) {

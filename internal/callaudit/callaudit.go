@@ -72,6 +72,12 @@ type Record[V any] struct {
 	// OutputBytes the size of what it returned: an outcome record's.
 	ToolKind    string `json:"tool_kind,omitempty"`
 	OutputBytes int64  `json:"output_bytes,omitempty"`
+	// BoundaryRevision is the revision of the session's boundary the call
+	// was decided under (a refused or failed call of a session): what a
+	// replay of a boundary expansion needs to know the call was refused
+	// by that boundary (internal/whatif). Absent when the call had no
+	// session, and in records made before it was recorded.
+	BoundaryRevision *int64 `json:"boundary_revision,omitempty"`
 	// TraceID is the W3C trace the call's spans belong to (the client's,
 	// from its traceparent, or one maiden started): hex, absent when the
 	// call was not traced.
@@ -138,6 +144,10 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 	if r.OutputBytes != 0 {
 		b = append(b, `,"output_bytes":`...)
 		b = strconv.AppendInt(b, r.OutputBytes, 10)
+	}
+	if r.BoundaryRevision != nil {
+		b = append(b, `,"boundary_revision":`...)
+		b = strconv.AppendInt(b, *r.BoundaryRevision, 10)
 	}
 	field("trace_id", r.TraceID)
 	return append(b, '}'), nil

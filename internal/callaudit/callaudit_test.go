@@ -24,6 +24,7 @@ type callRecord = Record[verdict]
 // to the same record as encoding/json's, for hostile strings too (quotes,
 // backslashes, control characters, invalid UTF-8, U+2028).
 func TestCallRecordJSON(t *testing.T) {
+	rev0, rev3 := int64(0), int64(3) // revision 0 is recorded too
 	for _, s := range []string{"", "plain", `--city="Paris" --x=\n`, "tab\there\nnl\r\x00\x1f\x7f", "bad \xff\xfe utf8", "sep \u2028\u2029 end", "emoji 🙂 and ü"} {
 		recs := []callRecord{
 			{Rendered: s},
@@ -34,6 +35,8 @@ func TestCallRecordJSON(t *testing.T) {
 			{Rendered: s, Decision: &api.Decision{Reason: s, Rule: s, Card: s, Bound: s, Grant: s, Target: s, Fix: s}, Kind: api.KindDenied, Message: s},
 			{Rendered: s, Decision: &api.Decision{}},
 			{Rendered: s, DurationMS: 7, ToolKind: s, OutputBytes: 1 << 40, TraceID: s},
+			{Session: s, Rendered: s, Kind: api.KindTool, BoundaryRevision: &rev0, TraceID: s},
+			{Session: s, Rendered: s, BoundaryRevision: &rev3},
 		}
 		for _, rec := range recs {
 			b, err := rec.AppendJSON(nil)

@@ -166,6 +166,10 @@ type Newly struct {
 	// that it would have let through; Examples are the first of them.
 	Calls    int
 	Examples []NewlyCall
+	// NotReplayable counts the recorded calls that could not be replayed
+	// (neither counted in Calls nor taken as refused) and Why says why.
+	NotReplayable    int
+	NotReplayableWhy string
 }
 
 // NewlyCall is one recorded call a grant would have let through.

@@ -24,6 +24,7 @@ func (f *newlyFake) Newly(_ context.Context, id, grant string) (Newly, error) {
 		return Newly{}, ErrRefused
 	}
 	return Newly{Window: 7 * 24 * time.Hour, Beyond: []string{"approve:always weather with <b>x</b>\x1b[2J (today nothing of weather)"}, Calls: 12,
+		NotReplayable: 3, NotReplayableWhy: "not replayable: <i>old</i> records",
 		Examples: []NewlyCall{{Seq: 7, At: time.Now(), Target: "approve:always weather --city=<script>alert(1)</script>\u202e", Asked: true}}}, nil
 }
 
@@ -40,7 +41,8 @@ func TestNewlyOnTheApprovalPage(t *testing.T) {
 	c.login(operatorToken)
 	_, body := c.do("GET", "/ui/approvals/ap1", nil, nil)
 	for _, want := range []string{`id="newly-ap1"`, "What would newly be possible", "Of the calls recorded in the last 7 days, <strong>12</strong>",
-		"&lt;b&gt;x&lt;/b&gt;\\x1b[2J", "&lt;script&gt;alert(1)&lt;/script&gt;\\u202e", "asked a human"} {
+		"&lt;b&gt;x&lt;/b&gt;\\x1b[2J", "&lt;script&gt;alert(1)&lt;/script&gt;\\u202e", "asked a human",
+		"<strong>3</strong> more recorded calls could not be replayed (not replayable: &lt;i&gt;old&lt;/i&gt; records)"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the approval page lacks %q:\n%s", want, body)
 		}

@@ -3,6 +3,7 @@ package multiinstance
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,9 @@ import (
 //     naming the card and the budget, and cards show says 5 spent, 0 left;
 //   - a bearer token revoked with the CLI is refused by every instance at
 //     its next request;
+//   - `maiden audit whatif` over the trail the three wrote replays it exactly
+//     with no change (exit 0), and flips the budget card's calls when it is
+//     revoked and the asked fetcher calls when an always-card is granted;
 //   - `maiden audit verify` passes after the mixed run, and fails after one
 //     record is edited with psql.
 //
@@ -46,6 +50,7 @@ func TestThreeInstancesOneState(t *testing.T) {
 	for i, in := range ins {
 		d.connect(t, names[i], in, e.token)
 	}
+	var budgetCard string // the budget subtest's card
 
 	t.Run("revoke on one, denied on all", func(t *testing.T) {
 		for _, c := range names {
@@ -134,6 +139,7 @@ func TestThreeInstancesOneState(t *testing.T) {
 		if err := json.Unmarshal([]byte(e.maiden(t, "cards", "grant", "-agent", "alice", "-budget", fmt.Sprintf("calls=%d", budgetCalls), "tool:invoke echo --...", "-json")), &c); err != nil || c.ID == "" {
 			t.Fatalf("cards grant -budget: %v", err)
 		}
+		budgetCard = c.ID
 		var calls []*call
 		for range 10 {
 			for _, n := range names {
@@ -192,6 +198,55 @@ func TestThreeInstancesOneState(t *testing.T) {
 		if admitted["echo"] != 3+budgetCalls || admitted["fetcher"] != 2 || admitted["limited"] != rateLimit {
 			t.Errorf("call-admitted records per tool: %v", admitted)
 		}
+		// What-if over the trail three instances wrote: with no change
+		// every decision made on today's cards replays exactly (exit 0);
+		// revoking the budget card flips its echo calls to denied, and
+		// an always-card for fetcher would have let the asked calls
+		// through (exit 1).
+		whatif := func(args ...string) (rep struct {
+			Replayed, Verified, Asked, Flips int
+			Inexact                          []any
+			Groups                           []struct {
+				Agent, Tool string
+				A2D         int `json:"allowed_to_denied"`
+				D2A         int `json:"denied_to_allowed"`
+			}
+		}, code int) {
+			t.Helper()
+			out, errOut, err := e.try(append([]string{"audit", "whatif", "-json"}, args...)...)
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatalf("audit whatif %v: %v", args, err)
+			}
+			if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil {
+				t.Fatalf("audit whatif %v: exit %d, %v\n%s%s", args, code, jerr, out, errOut)
+			}
+			return rep, code
+		}
+		rep, code := whatif()
+		if code != 0 || rep.Flips != 0 || len(rep.Inexact) != 0 || rep.Verified < budgetCalls || rep.Asked < 3 {
+			t.Errorf("audit whatif, no change: exit %d, %+v; want exit 0, nothing inexact, the budgeted calls verified, the 3 approval requests asked", code, rep)
+		}
+		for _, tc := range []struct {
+			args          []string
+			tool          string
+			a2d, d2a, min int
+		}{
+			{[]string{"-revoke", budgetCard}, "echo", 1, 0, budgetCalls},
+			{[]string{"-agent", "alice", "-grant", "approve:always fetcher --..."}, "fetcher", 0, 1, 3},
+		} {
+			rep, code := whatif(tc.args...)
+			ok := code == 1 && len(rep.Groups) == 1 && rep.Groups[0].Tool == tc.tool
+			if ok {
+				g := rep.Groups[0]
+				ok = (tc.a2d == 0) == (g.A2D == 0) && (tc.d2a == 0) == (g.D2A == 0) && g.A2D+g.D2A >= tc.min
+			}
+			if !ok {
+				t.Errorf("audit whatif %v: exit %d, %+v; want exit 1 and %s's calls flipped (at least %d)", tc.args, code, rep, tc.tool, tc.min)
+			}
+		}
+
 		victim := recs[len(recs)/2].Seq
 		e.psql(t, fmt.Sprintf("UPDATE audit SET actor = 'agent:mallory' WHERE seq = %d", victim))
 		o, errOut, err := e.try("audit", "verify")

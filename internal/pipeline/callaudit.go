@@ -62,6 +62,10 @@ func (a auditStages) call(next handler) handler {
 		} else if err != nil {
 			rec.Error = err.Error()
 		}
+		if inv.sess != nil {
+			rev := inv.sess.Boundary.Revision // the boundary the call was decided under
+			rec.BoundaryRevision = &rev
+		}
 		kind := store.AuditCallRefused
 		if inv.admitted {
 			kind = AuditCallFailed

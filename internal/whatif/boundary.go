@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"strings"
 
@@ -62,21 +63,33 @@ func BoundaryBeyond(b boundary.Boundary, x boundary.Expansion) (lines []string, 
 }
 
 // BoundaryReplay finds a session's recorded calls of the built-ins that
-// failed or were refused, that its boundary today does not allow and the
-// widened boundary would: build it with NewBoundaryReplay, feed it the
-// trail's records with Add, read Result.
+// failed or were refused by the boundary in force when they ran (the
+// revision each record names), that the session's boundary today does not
+// allow either and the widened boundary would: build it with
+// NewBoundaryReplay, feed it the trail's records with Add, read Result.
+// A record of such a call that names no revision (made before calls
+// recorded it), or a revision the session's history does not hold, is
+// counted as not replayable, never taken as refused or allowed.
 type BoundaryReplay struct {
-	session       string
-	before, after boundary.Boundary
-	calls         int
-	examples      []api.WhatIfExample
+	session    string
+	revisions  map[int64]boundary.Boundary
+	now, after boundary.Boundary
+	calls      int
+	examples   []api.WhatIfExample
+	unknown    int
 }
 
-// NewBoundaryReplay replays session's records on its boundary before and
-// after a widening.
-func NewBoundaryReplay(session string, before, after boundary.Boundary) *BoundaryReplay {
-	return &BoundaryReplay{session: session, before: before, after: after}
+// NewBoundaryReplay replays session's records: each against the revision
+// of its boundary it ran under (revisions: every revision of the
+// session's boundary by number), today's boundary now and the widened one
+// after.
+func NewBoundaryReplay(session string, revisions map[int64]boundary.Boundary, now, after boundary.Boundary) *BoundaryReplay {
+	return &BoundaryReplay{session: session, revisions: revisions, now: now, after: after}
 }
+
+// NotReplayable is the reason a call of a session is counted in
+// BoundaryReplay's third result.
+const NotReplayable = "not replayable: the call's record names no revision of the boundary it ran under (recorded before maiden recorded it), or one the session's history does not hold"
 
 // Add replays one record (others than the session's failed or refused
 // calls of the built-ins are passed over).
@@ -84,29 +97,46 @@ func (r *BoundaryReplay) Add(rec api.AuditRecord) {
 	if rec.Kind != KindCallRefused && rec.Kind != KindCallFailed {
 		return
 	}
+	switch rec.Tool {
+	case toolFSRead, toolFSList, toolFSWrite, toolWebFetch:
+	default:
+		return
+	}
 	var b struct {
 		Session  string `json:"session"`
 		Rendered string `json:"rendered"`
+		Revision *int64 `json:"boundary_revision"`
 	}
 	if json.Unmarshal(rec.Body, &b) != nil || b.Session != r.session {
 		return
 	}
-	need, what, ok := builtinNeed(rec.Tool, b.Rendered, r.before)
-	if !ok || boundary.Allows(r.before, need) || !boundary.Allows(r.after, need) {
+	var then boundary.Boundary
+	ok := b.Revision != nil
+	if ok {
+		then, ok = r.revisions[*b.Revision]
+	}
+	if !ok {
+		r.unknown++
+		return
+	}
+	need, what, ok := builtinNeed(rec.Tool, b.Rendered, then)
+	// Refused by the boundary it ran under, still refused today, allowed
+	// by the widened one.
+	if !ok || boundary.Allows(then, need) || boundary.Allows(r.now, need) || !boundary.Allows(r.after, need) {
 		return
 	}
 	r.calls++
 	if len(r.examples) < api.MaxNewlyExamples {
+		refused := api.Decision{Rule: "boundary", Reason: fmt.Sprintf("outside the session's boundary (revision %d)", then.Revision), Target: what}
 		r.examples = append(r.examples, api.WhatIfExample{Seq: rec.Seq, At: rec.At, Agent: rec.Agent, Tool: rec.Tool, Record: rec.Kind, Target: what,
-			Recorded: api.Decision{Rule: "boundary", Reason: "outside the session's boundary"},
-			Before:   api.Decision{Rule: "boundary", Reason: "outside the session's boundary", Target: what},
-			After:    api.Decision{Allow: true, Rule: "boundary", Target: what}})
+			Recorded: refused, Before: refused, After: api.Decision{Allow: true, Rule: "boundary", Target: what}})
 	}
 }
 
-// Result is how many calls the widening would have let run, and the first
-// of them.
-func (r *BoundaryReplay) Result() (int, []api.WhatIfExample) { return r.calls, r.examples }
+// Result is how many calls the widening would have let run, the first of
+// them, and how many of the session's refused or failed built-in calls
+// could not be replayed (NotReplayable).
+func (r *BoundaryReplay) Result() (int, []api.WhatIfExample, int) { return r.calls, r.examples, r.unknown }
 
 // KindCallFailed is the audit kind of a call that failed after it was
 // admitted (internal/callaudit's).

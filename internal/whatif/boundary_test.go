@@ -2,6 +2,7 @@ package whatif_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,42 +58,59 @@ func TestBoundaryBeyond(t *testing.T) {
 }
 
 // TestBoundaryReplay: a widening shows the session's own failed calls of
-// the built-ins that today's boundary refuses and the widened one allows;
-// not another session's, not a call that succeeded, not what it still
-// refuses. (The records name the built-ins by internal/builtin's names, so
-// the replay's own copy of them cannot drift.)
+// the built-ins that the boundary they ran under refused, that today's
+// boundary refuses too and the widened one allows; not another session's,
+// not a call that succeeded, not what it still refuses, not a call
+// today's boundary allows already (widened since it ran), and a call
+// whose record names no revision of its boundary (or one the history does
+// not hold) is counted as not replayable, never as refused. (The records
+// name the built-ins by internal/builtin's names, so the replay's own copy
+// of them cannot drift.)
 func TestBoundaryReplay(t *testing.T) {
 	if whatif.KindCallFailed != "call-failed" {
 		t.Fatalf("KindCallFailed = %q", whatif.KindCallFailed)
 	}
-	before := restricted(boundary.Entry{Path: "/srv", Access: boundary.Read, Match: boundary.Subtree})
-	before.Filesystem, before.Workspace = boundary.WorkspaceWrite, "/work"
-	before.Entries = nil
-	after := before
-	after.Entries = []boundary.Entry{{Path: "/srv/app", Access: boundary.Write, Match: boundary.Subtree}}
+	// Revision 1: a workspace, nothing more. Revision 2 (today): also
+	// write under /srv/old. After: also write under /srv/app.
+	rev1 := restricted()
+	rev1.Filesystem, rev1.Workspace, rev1.Entries, rev1.Revision = boundary.WorkspaceWrite, "/work", nil, 1
+	now := rev1
+	now.Revision = 2
+	now.Entries = []boundary.Entry{{Path: "/srv/old", Access: boundary.Write, Match: boundary.Subtree}}
+	after := now
+	after.Entries = append(slices.Clone(now.Entries), boundary.Entry{Path: "/srv/app", Access: boundary.Write, Match: boundary.Subtree})
+	revs := map[int64]boundary.Boundary{1: rev1, 2: now}
 	var recs []api.AuditRecord
-	add := func(kind, session, tool, rendered string) {
-		b, _ := json.Marshal(map[string]any{"session": session, "rendered": rendered, "kind": "tool_error", "message": "outside"})
+	add := func(kind, session, tool, rendered string, rev any) {
+		body := map[string]any{"session": session, "rendered": rendered, "kind": "tool_error", "message": "outside"}
+		if rev != nil {
+			body["boundary_revision"] = rev
+		}
+		b, _ := json.Marshal(body)
 		recs = append(recs, api.AuditRecord{Seq: int64(len(recs) + 1), Kind: kind, Agent: "research", Tool: tool, Body: b})
 	}
-	add(whatif.KindCallFailed, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/a.txt")     // allowed after
-	add(whatif.KindCallFailed, "s2", builtin.ToolFSWrite, "--content=x --path=/srv/app/b.txt")     // another session
-	add(whatif.KindCallAdmitted, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/c.txt")   // did not fail
-	add(whatif.KindCallFailed, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/other.txt")     // still outside
-	add(whatif.KindCallFailed, "s1", builtin.ToolFSRead, "--path=/srv/app/d.txt")                  // read allowed today (workspace-write reads everywhere)
-	add(whatif.KindCallFailed, "s1", builtin.ToolWebFetch, "--url=https://example.com/")           // the network is not asked for
-	add(whatif.KindCallRefused, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/e/.git/x") // protected: never
-	add(whatif.KindCallFailed, "s1", "pay", "--path=/srv/app/f")                                   // not a built-in
-	r := whatif.NewBoundaryReplay("s1", before, after)
+	add(whatif.KindCallFailed, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/a.txt", 1)     // allowed after
+	add(whatif.KindCallFailed, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/g.txt", 2)     // allowed after
+	add(whatif.KindCallFailed, "s2", builtin.ToolFSWrite, "--content=x --path=/srv/app/b.txt", 1)     // another session
+	add(whatif.KindCallAdmitted, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/c.txt", 1)   // did not fail
+	add(whatif.KindCallFailed, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/other.txt", 1)     // still outside
+	add(whatif.KindCallFailed, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/old/h.txt", 1)     // allowed today already
+	add(whatif.KindCallFailed, "s1", builtin.ToolFSRead, "--path=/srv/app/d.txt", 1)                  // read allowed then (workspace-write reads everywhere)
+	add(whatif.KindCallFailed, "s1", builtin.ToolWebFetch, "--url=https://example.com/", 1)           // the network is not asked for
+	add(whatif.KindCallRefused, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/e/.git/x", 1) // protected: never
+	add(whatif.KindCallFailed, "s1", "pay", "--path=/srv/app/f", nil)                                 // not a built-in
+	add(whatif.KindCallFailed, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/i.txt", nil)   // no revision: not replayable
+	add(whatif.KindCallFailed, "s1", builtin.ToolFSWrite, "--content=x --path=/srv/app/j.txt", 7)     // unknown revision: not replayable
+	r := whatif.NewBoundaryReplay("s1", revs, now, after)
 	for _, rec := range recs {
 		r.Add(rec)
 	}
-	n, ex := r.Result()
+	n, ex, unknown := r.Result()
 	var got []string
 	for _, e := range ex {
 		got = append(got, e.Target)
 	}
-	if diff := cmp.Diff([]string{"fs_write: write /srv/app/a.txt"}, got); diff != "" || n != 1 {
-		t.Errorf("calls %d, examples (-want +got):\n%s", n, diff)
+	if diff := cmp.Diff([]string{"fs_write: write /srv/app/a.txt", "fs_write: write /srv/app/g.txt"}, got); diff != "" || n != 2 || unknown != 2 {
+		t.Errorf("calls %d, not replayable %d (want 2, 2), examples (-want +got):\n%s", n, unknown, diff)
 	}
 }

@@ -182,6 +182,13 @@ func TestReplayIsExact(t *testing.T) {
 		{Revoke: []string{liveCard(t, cs, 11), liveCard(t, cs, 17)}},
 		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1 --..."}, {Agent: "a1", Grant: "network:connect *"}}},
 		{Revoke: []string{liveCard(t, cs, 0)}, Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "secret:reveal *"}, {Agent: "a0", Grant: "tool:invoke git --..."}}},
+		// Deny and ceiling changes: a prohibition removed, one added, a
+		// ceiling added, and all three with an allowance at once.
+		{Revoke: []string{liveDenyCard(t, cs)}},
+		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t0 --to=a*", As: api.WhatIfDeny}, {Agent: "a3", Grant: "network:connect *:443", As: api.WhatIfDeny}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "tool:invoke t1 --...", As: api.WhatIfCeiling}, {Agent: "a2", Grant: "secret:use *", As: api.WhatIfCeiling}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "tool:invoke git --...", As: api.WhatIfCeiling}, {Agent: "a0", Grant: "tool:invoke git log --...", As: api.WhatIfDeny},
+			{Agent: "a0", Grant: "tool:invoke git --..."}}},
 	} {
 		t.Run(fmt.Sprint("change ", i), func(t *testing.T) {
 			changed := applyChange(t, cs, change)
@@ -267,21 +274,43 @@ func applyChange(t testing.TB, cs []cards.Card, ch api.WhatIfChange) []cards.Car
 			out[i].Revoked = now.Add(-time.Second)
 		}
 	}
-	byAgent := map[string]*cards.Card{}
+	byAgent := map[[2]string]*cards.Card{}
 	for _, g := range ch.Grants {
-		c := byAgent[g.Agent]
+		k := [2]string{g.Agent, g.As}
+		c := byAgent[k]
 		if c == nil {
-			c = &cards.Card{ID: "new-" + g.Agent, Holder: g.Agent, Created: now}
-			byAgent[g.Agent] = c
+			c = &cards.Card{ID: "new-" + g.Agent + g.As, Holder: g.Agent, Created: now}
+			byAgent[k] = c
 		}
-		c.LowerPos = append(c.LowerPos, gs(t, g.Grant)...)
+		switch g.As {
+		case api.WhatIfDeny:
+			c.UpperNeg = append(c.UpperNeg, gs(t, g.Grant)...)
+		case api.WhatIfCeiling:
+			c.UpperPos = append(c.UpperPos, gs(t, g.Grant)...)
+		default:
+			c.LowerPos = append(c.LowerPos, gs(t, g.Grant)...)
+		}
 	}
 	for _, a := range agents {
-		if c := byAgent[a]; c != nil {
-			out = append(out, *c)
+		for _, as := range []string{"", api.WhatIfDeny, api.WhatIfCeiling} {
+			if c := byAgent[[2]string{a, as}]; c != nil {
+				out = append(out, *c)
+			}
 		}
 	}
 	return out
+}
+
+// liveDenyCard is the first live card holding a prohibition
+// (upper-negative grants).
+func liveDenyCard(t testing.TB, cs []cards.Card) string {
+	for _, c := range cs {
+		if c.Live(now) && len(c.UpperNeg) > 0 {
+			return c.ID
+		}
+	}
+	t.Fatal("no live prohibition card")
+	return ""
 }
 
 // outcomeOf decides rec's question again on tr's cards, the way the call

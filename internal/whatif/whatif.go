@@ -40,6 +40,10 @@
 //     approve layer: its record names the card in the layer's verdict) is
 //     replayed the same way, on the card's own binding, so revoking the
 //     card shows the calls that would have asked a human (Standing).
+//   - A proposed agent.toml (State.After, config.go) decides the "after"
+//     side besides the cards: its system grants replace the system cards,
+//     and a tool it does not bind, or a binding that no longer covers a
+//     fetch's destination or a secret, refuses.
 //   - Not replayed (not recorded as decisions today): the decision before
 //     a middleware rewrite (the record holds the last one), the fs
 //     subtree decisions of a session's preopens.
@@ -102,6 +106,10 @@ type State struct {
 	// of a rule that may not is passed over (Skipped): no card can let
 	// its calls skip the human. Nil means every rule may.
 	AllowAlways func(rule string) bool
+	// After, when set, is a proposed agent.toml (-config-after): its
+	// system grants replace the agents' system cards (as a sync would),
+	// and its agents and bindings decide the replay with the change.
+	After *Config
 }
 
 // examplesPerWay bounds the examples a group keeps of each way of flipping.
@@ -126,6 +134,7 @@ type Replay struct {
 	bound       map[boundKey]*cards.Wallet
 	bindingOf   map[string]string // each card's Bound, by ID
 	allowAlways func(string) bool
+	cfg         *Config // the proposed configuration, or nil
 	rep         api.WhatIfReport
 	groups      map[[2]string]*api.WhatIfGroup
 }
@@ -149,15 +158,8 @@ func New(st State, change api.WhatIfChange) (*Replay, error) {
 		}
 	}
 	touched := map[string]bool{}
-	for _, id := range change.Revoke {
-		c, ok := byID[id]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("%w: -revoke %s: the store holds no card of that ID (maiden cards ls lists them)", ErrUnknownCard, id)
-		case !c.Revoked.IsZero():
-			return nil, fmt.Errorf("%w: -revoke %s: the card was revoked at %s", ErrRevoked, id, c.Revoked.UTC().Format(time.RFC3339))
-		}
-		// A revocation takes every card derived from the card with it.
+	// A revocation takes every card derived from the card with it.
+	cascade := func(id string) {
 		ids, _ := cards.Cascade(id, func(level []string) ([]string, error) {
 			var kids []string
 			for _, p := range level {
@@ -170,37 +172,72 @@ func New(st State, change api.WhatIfChange) (*Replay, error) {
 			touched[byID[g].Holder] = true
 		}
 	}
+	for _, id := range change.Revoke {
+		c, ok := byID[id]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: -revoke %s: the store holds no card of that ID (maiden cards ls lists them)", ErrUnknownCard, id)
+		case !c.Revoked.IsZero():
+			return nil, fmt.Errorf("%w: -revoke %s: the card was revoked at %s", ErrRevoked, id, c.Revoked.UTC().Format(time.RFC3339))
+		}
+		cascade(id)
+	}
+	if st.After != nil {
+		r.applyConfig(st.After, st.Agents, cascade, touched)
+	}
 	known := map[string]bool{}
 	for _, a := range st.Agents {
 		known[a] = true
 	}
-	// One new card per agent and binding.
-	specs := map[[2]string]*cards.Spec{}
-	var order [][2]string
+	// One new card per agent, binding and kind of grant (an allowance, a
+	// prohibition, a ceiling), as cards grant makes one card of its grants
+	// and -deny or -ceiling.
+	specs := map[[3]string]*cards.Spec{}
+	var order [][3]string
 	for _, g := range change.Grants {
+		flag := "-grant"
+		switch g.As {
+		case "":
+		case api.WhatIfDeny, api.WhatIfCeiling:
+			flag = "-" + g.As
+		default:
+			return nil, fmt.Errorf("%w: %q for agent %s: as %q: want \"\", %q or %q", ErrBadGrant, g.Grant, g.Agent, g.As, api.WhatIfDeny, api.WhatIfCeiling)
+		}
 		if !known[g.Agent] {
 			return nil, fmt.Errorf("%w: -agent %s: no agent of that name (maiden agents ls lists them)", ErrUnknownAgent, g.Agent)
 		}
 		parsed, err := grant.Parse(g.Grant)
 		if err != nil {
-			return nil, fmt.Errorf("%w: -grant %q for agent %s: %v", ErrBadGrant, g.Grant, g.Agent, err)
+			return nil, fmt.Errorf("%w: %s %q for agent %s: %v", ErrBadGrant, flag, g.Grant, g.Agent, err)
 		}
-		k := [2]string{g.Agent, g.Bound}
+		k := [3]string{g.Agent, g.Bound, g.As}
 		s := specs[k]
 		if s == nil {
 			s = &cards.Spec{Bound: g.Bound}
 			specs[k] = s
 			order = append(order, k)
 		}
-		s.LowerPos = append(s.LowerPos, cards.Grant{Grant: parsed})
+		cg := cards.Grant{Grant: parsed}
+		switch g.As {
+		case api.WhatIfDeny:
+			s.UpperNeg = append(s.UpperNeg, cg)
+		case api.WhatIfCeiling:
+			s.UpperPos = append(s.UpperPos, cg)
+		default:
+			s.LowerPos = append(s.LowerPos, cg)
+		}
 	}
 	for _, k := range order {
 		a := k[0]
 		if err := cards.CheckInstall(*specs[k], a); err != nil {
 			return nil, fmt.Errorf("%w: the grants for agent %s: %v", ErrBadGrant, a, err)
 		}
+		id := "(what-if card of " + a + ")"
+		if k[2] != "" {
+			id = "(what-if " + k[2] + " card of " + a + ")"
+		}
 		// Made now, after every card of the store, as a grant would be.
-		r.added[a] = append(r.added[a], cards.Card{ID: "(what-if card of " + a + ")", Holder: a, Spec: *specs[k], Manager: "operator", Created: st.Now})
+		r.added[a] = append(r.added[a], cards.Card{ID: id, Holder: a, Spec: *specs[k], Manager: "operator", Created: st.Now})
 		touched[a] = true
 	}
 	for a := range touched {
@@ -254,7 +291,9 @@ func (r *Replay) Add(rec api.AuditRecord) {
 		r.addStanding(rec)
 	}
 	if !read(rec, &u) {
-		r.rep.Skipped++
+		if rec.Kind != KindReveal || r.cfg == nil || !r.addRefusedReveal(rec) {
+			r.rep.Skipped++
+		}
 		return
 	}
 	r.rep.Replayed++
@@ -278,9 +317,8 @@ func (r *Replay) Add(rec api.AuditRecord) {
 	if aw == nil {
 		return // the change does not touch this agent's wallet
 	}
-	after, an := decideUnit(aw, &u)
-	if before[bn-1].Allow != after[an-1].Allow {
-		r.flip(rec, u.recorded, before[bn-1], after[an-1])
+	if after := r.decideAfter(aw, rec, &u); before[bn-1].Allow != after.Allow {
+		r.flip(rec, u.recorded, before[bn-1], after)
 	}
 }
 

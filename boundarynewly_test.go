@@ -1,0 +1,73 @@
+package maiden_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden"
+)
+
+// TestBoundaryNewlyAgainstTheRevisionItRanUnder: a real Host's refused
+// fs_write calls record the revision of the boundary they were decided
+// under, and what approving a widening would newly allow replays each
+// against that revision: two writes refused under revisions 0 and 1 (the
+// boundary was widened for a read in between) are both shown, nothing is
+// counted as not replayable, and a write the widening would still refuse
+// is not shown.
+func TestBoundaryNewlyAgainstTheRevisionItRanUnder(t *testing.T) {
+	h, dir := sessionHost(t, "")
+	other := filepath.Join(dir, "other")
+	write := func(name string) {
+		t.Helper()
+		if res := sessCall(t, h, "s1", "fs_write", map[string]any{"path": filepath.Join(other, name), "content": "x"}); res.OK {
+			t.Fatalf("fs_write %s outside the boundary succeeded", name)
+		}
+	}
+	write("x.txt") // revision 0
+	readB := map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": filepath.Join(other, "b.txt"), "access": "read", "scope": "exact"}}}}
+	if out := requestAndDecide(t, h, "s1", map[string]any{"id": "r1", "expansion": readB, "justification": "read b"}, maiden.Answer{Approve: true, By: "test"}); !out.OK {
+		t.Fatalf("widening for a read: %+v", out)
+	}
+	write("y.txt") // revision 1
+	if res := sessCall(t, h, "s1", "fs_write", map[string]any{"path": filepath.Join(dir, "elsewhere.txt"), "content": "x"}); res.OK {
+		t.Fatal("fs_write outside everything succeeded")
+	}
+
+	// The widening to write under other/: asked, and looked at while it
+	// waits, then denied.
+	raw, _ := json.Marshal(map[string]any{"id": "r2", "justification": "write there",
+		"expansion": map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": other, "access": "write", "scope": "subtree"}}}}})
+	asked := make(chan string, 1)
+	done := make(chan maiden.Result, 1)
+	go func() {
+		res, _ := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Input: string(raw), Session: "s1",
+			ApprovalWait: 20 * time.Second, OnApproval: func(r maiden.ApprovalRequest) { asked <- r.ID }})
+		done <- res
+	}()
+	var id string
+	select {
+	case id = <-asked:
+	case res := <-done:
+		t.Fatalf("the request ended without waiting: %+v", res)
+	}
+	np, err := h.ApprovalNewlyPossible(context.Background(), id, "", time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ex := range np.Examples {
+		got = append(got, ex.Target)
+	}
+	want := []string{"fs_write: write " + filepath.Join(other, "x.txt"), "fs_write: write " + filepath.Join(other, "y.txt")}
+	if np.Calls != 2 || !slices.Equal(got, want) || np.NotReplayable != 0 {
+		t.Errorf("newly possible: %d calls %q, %d not replayable (%s); want 2 calls %q, 0 not replayable", np.Calls, got, np.NotReplayable, np.NotReplayableWhy, want)
+	}
+	if _, err := h.Decide(context.Background(), id, maiden.Answer{Approve: false, By: "test", Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}
