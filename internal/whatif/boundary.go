@@ -136,7 +136,9 @@ func (r *BoundaryReplay) Add(rec api.AuditRecord) {
 // Result is how many calls the widening would have let run, the first of
 // them, and how many of the session's refused or failed built-in calls
 // could not be replayed (NotReplayable).
-func (r *BoundaryReplay) Result() (int, []api.WhatIfExample, int) { return r.calls, r.examples, r.unknown }
+func (r *BoundaryReplay) Result() (int, []api.WhatIfExample, int) {
+	return r.calls, r.examples, r.unknown
+}
 
 // KindCallFailed is the audit kind of a call that failed after it was
 // admitted (internal/callaudit's).
