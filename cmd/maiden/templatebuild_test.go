@@ -111,19 +111,50 @@ func runSelects(test, sub string) bool {
 		return false // -list runs no test
 	}
 	f := flag.Lookup("test.run")
-	if f == nil || f.Value.String() == "" {
+	return f == nil || patternSelects(f.Value.String(), test, sub)
+}
+
+// patternSelects reports whether the -run pattern may select test's
+// subtest sub, as go test reads it: alternatives split at the top level's
+// '|', each split at '/' into one pattern per level.
+func patternSelects(pattern, test, sub string) bool {
+	if pattern == "" {
 		return true
 	}
-	for i, name := range []string{test, sub} {
-		parts := strings.Split(f.Value.String(), "/")
-		if i >= len(parts) {
-			break
+next:
+	for _, alt := range splitTop(pattern, '|') {
+		parts := splitTop(alt, '/')
+		for i, name := range []string{test, sub} {
+			if i >= len(parts) {
+				break
+			}
+			if ok, err := regexp.MatchString(parts[i], name); err != nil || !ok {
+				continue next
+			}
 		}
-		if ok, err := regexp.MatchString(parts[i], name); err != nil || !ok {
-			return false
+		return true
+	}
+	return false
+}
+
+// splitTop splits s at each sep outside brackets and parentheses.
+func splitTop(s string, sep byte) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			i++
+		case c == '(' || c == '[':
+			depth++
+		case c == ')' || c == ']':
+			depth--
+		case c == sep && depth == 0:
+			parts = append(parts, s[start:i])
+			start = i + 1
 		}
 	}
-	return true
+	return append(parts, s[start:])
 }
 
 // newAndBuild is `maiden new TMPL WORK/NAME` then `maiden build` of the
@@ -145,4 +176,28 @@ func newAndBuild(t *testing.T, tmpl, name string) (work, dir string, newRes, bui
 	start := time.Now()
 	buildRes = cli(t, "", "build", dir) // the user cache: the calls after reuse the compiled code
 	return work, dir, newRes, buildRes, time.Since(start)
+}
+
+func TestPatternSelects(t *testing.T) {
+	for _, tt := range []struct {
+		pattern string
+		want    bool
+	}{
+		{"", true},
+		{"TestNewBuildCall", true},
+		{"TestNewBuildCall/js", true},
+		{"TestNewBuildCall/go", false},
+		{"^TestNewBuildCall$/^js$", true},
+		{"TestNew", true},
+		{"TestCheck", false},
+		{"^$", false},
+		{"TestCheck|TestNewBuildCall/js", true},
+		{"TestNewBuildCall/go|TestCheck", false},
+		{"TestNewBuildCall/(go|js)", true},
+		{"TestNewBuildCall/[gj]s", true},
+	} {
+		if got := patternSelects(tt.pattern, "TestNewBuildCall", "js"); got != tt.want {
+			t.Errorf("patternSelects(%q) = %v, want %v", tt.pattern, got, tt.want)
+		}
+	}
 }
