@@ -23,9 +23,7 @@ func TestNewMiddlewareBuildCall(t *testing.T) {
 	for _, tmpl := range []string{"middleware-go", "middleware-js"} {
 		t.Run(tmpl, func(t *testing.T) {
 			t.Parallel() // each in its own directory: a Go build and a JS one overlap
-			work := t.TempDir()
-			dir := filepath.Join(work, "guard")
-			r := cli(t, "", "new", tmpl, dir)
+			work, dir, r, built, _ := newAndBuild(t, tmpl, "guard")
 			if r.code != exitOK {
 				t.Fatalf("new: %+v", r)
 			}
@@ -46,7 +44,7 @@ func TestNewMiddlewareBuildCall(t *testing.T) {
 				t.Error("maiden new middleware wrote an agent.toml")
 			}
 
-			r = cli(t, "", "build", dir)
+			r = built
 			if r.code != exitOK || !strings.Contains(r.stdout, "guard: Refuses Atlantis") {
 				t.Fatalf("build: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}

@@ -24,10 +24,8 @@ func TestNewBuildCall(t *testing.T) {
 	for _, lang := range []string{"go", "js"} {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel() // each in its own directory: a Go build and a JS one overlap
-			work := t.TempDir()
-			dir := filepath.Join(work, "my-"+lang+"-tool")
+			work, dir, r, built, took := newAndBuild(t, lang, "my-"+lang+"-tool")
 			name := filepath.Base(dir)
-			r := cli(t, "", "new", lang, dir)
 			if r.code != exitOK {
 				t.Fatalf("new: %+v", r)
 			}
@@ -42,8 +40,7 @@ func TestNewBuildCall(t *testing.T) {
 				}
 			}
 
-			start := time.Now()
-			r = cli(t, "", "build", dir) // the user cache: the calls below reuse the compiled code
+			r = built // into the user cache: the calls below reuse the compiled code
 			if r.code != exitOK {
 				t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
 			}
@@ -52,7 +49,7 @@ func TestNewBuildCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s template: built in %v, component %.2f MB", lang, time.Since(start).Round(10*time.Millisecond), float64(fi.Size())/1e6)
+			t.Logf("%s template: built in %v, component %.2f MB", lang, took.Round(10*time.Millisecond), float64(fi.Size())/1e6)
 			if !strings.Contains(r.stdout, "Echoes a message back") {
 				t.Errorf("build did not print the description: %q", r.stdout)
 			}

@@ -13,7 +13,10 @@ import (
 // binary does (main calls maiden.WorkerMain first).
 func TestMain(m *testing.M) {
 	maiden.WorkerMain()
+	stop := startTemplateBuilds()
 	// pgtest.Run stops the throwaway PostgreSQL cluster the state tests
 	// start (if one did) after the tests.
-	os.Exit(pgtest.Run(m))
+	code := pgtest.Run(m)
+	stop()
+	os.Exit(code)
 }
