@@ -170,6 +170,14 @@ func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error
 		return fail(err)
 	}
 	s.pg.feed = newChangeFeed(cfg, opts.Logger)
+	// Listening before Open returns: a write of cards waits for the
+	// acknowledgements, which reach this store through its own feed (one
+	// not yet listening would make the write wait out feedBarrier).
+	select {
+	case <-s.pg.feed.ready:
+	case <-time.After(feedBarrier):
+	case <-ctx.Done():
+	}
 	dir := opts.JournalDir
 	if dir == "" {
 		if dir, err = defaultJournalDir(cfg); err != nil {
@@ -664,6 +672,9 @@ type changeFeed struct {
 	epoch   atomic.Int64 // moves with every change of kindCards seen
 	lastGen int64        // the counter as far as the feed knows (its goroutine's)
 
+	ready     chan struct{} // closed once the feed first listens
+	readyOnce sync.Once
+
 	ackMu sync.Mutex
 	acks  map[uint32]int64 // each feed's (by backend PID) highest acknowledged generation
 	ackCh chan struct{}    // closed and replaced on every acknowledgement
@@ -672,7 +683,7 @@ type changeFeed struct {
 func newChangeFeed(cfg *pgx.ConnConfig, logger *slog.Logger) *changeFeed {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &changeFeed{ch: make(chan struct{}), cancel: cancel, done: make(chan struct{}), log: logger,
-		start: time.Now(), acks: map[uint32]int64{}, ackCh: make(chan struct{})}
+		start: time.Now(), acks: map[uint32]int64{}, ackCh: make(chan struct{}), ready: make(chan struct{})}
 	go f.run(ctx, cfg)
 	return f
 }
@@ -778,6 +789,7 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 		return err
 	}
 	f.up.Store(true)
+	f.readyOnce.Do(func() { close(f.ready) })
 	connected()
 	f.wake() // whatever was committed while no one listened
 	for {

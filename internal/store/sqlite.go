@@ -567,6 +567,41 @@ func (s *DB) writeKeep(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.writeTx(ctx, kindOther, fn)
 }
 
+// writeRows runs fn in one write transaction that on PostgreSQL takes no
+// write lock, advances no counter and sends no notification: for writes
+// whose correctness rests on row locks alone (fn locks the rows it reads
+// then writes: FOR UPDATE, or an atomic ON CONFLICT DO UPDATE), so that
+// writers of different rows run side by side across instances (rate
+// limits, quotas, budget charges). On SQLite it is writeKeep (the file
+// has one writer anyway).
+func (s *DB) writeRows(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.pg == nil {
+		return s.writeKeep(ctx, fn)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', ?, true)`, fmt.Sprintf("%dms", s.pg.busy.Milliseconds())); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// forUpdate is the clause that locks the rows a SELECT reads until the
+// transaction ends (PostgreSQL); on SQLite the transaction holds the
+// file's write lock already.
+func (s *DB) forUpdate() string {
+	if s.pg != nil {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
 // writeTx is write, writeSessions and writeKeep. Every write transaction
 // holds the one write lock from its start: SQLite's (BEGIN IMMEDIATE, from
 // the DSN), or on PostgreSQL a transaction-scoped advisory lock taken
