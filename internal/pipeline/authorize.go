@@ -148,15 +148,16 @@ func syncAgents(ctx context.Context, st store.Store, cfg *config.Config) error {
 	}).Sync(ctx, cfg)
 }
 
-// wallet is agent's wallet at time at. It is re-read whenever the store
-// changed (any process's grant or revocation advances its generation) or a
-// card in it expired, so a revocation holds from the next call on.
+// wallet is agent's wallet at time at. It is re-read whenever the store's
+// cards changed (any process's grant or revocation moves its
+// CardsGeneration; sessions, limits and the audit trail do not) or a card
+// in it expired, so a revocation holds from the next call on.
 func (h *Host) wallet(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error) {
 	st, err := h.state(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	gen, err := st.Generation(ctx)
+	gen, err := cardsGeneration(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrState, err)
 	}
@@ -193,4 +194,17 @@ func (h *Host) closeState() error {
 	err := s.st.Close()
 	s.st = nil
 	return err
+}
+
+// cardsGeneration is the store's CardsGeneration where it has one (a
+// value that moves only when agents, tokens or cards change: on
+// PostgreSQL, read with no round trip while nothing changed), else its
+// Generation.
+func cardsGeneration(ctx context.Context, st store.Store) (int64, error) {
+	if c, ok := st.(interface {
+		CardsGeneration(context.Context) (int64, error)
+	}); ok {
+		return c.CardsGeneration(ctx)
+	}
+	return st.Generation(ctx)
 }

@@ -84,7 +84,9 @@ func auditHash(r AuditRecord) string {
 	b = append(b, r.Prev...)
 	b = append(b, '\n')
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:]) // one allocation (EncodeToString makes two)
 }
 
 func checkAuditRecord(r AuditRecord) error {

@@ -188,7 +188,9 @@ func (s *DB) ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut 
 	if sp.Zero() || wallMS <= 0 && bytesOut <= 0 {
 		return nil
 	}
-	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+	// Increments only (ON CONFLICT DO UPDATE adds to the row atomically),
+	// in the chain's order: row locks suffice, no write lock (writeRows).
+	err := s.writeRows(ctx, func(tx *sql.Tx) error {
 		return s.spend(ctx, tx, sp.Cards, cards.Budget{cards.BudgetWallMS: wallMS, cards.BudgetBytesOut: bytesOut})
 	})
 	if err != nil {

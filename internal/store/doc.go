@@ -97,10 +97,17 @@
 //   - Generation is the counters table, which every write transaction
 //     (writeKeep's too: there is no other change counter) advances in
 //     its first statement, the one that takes the lock, with
-//     pg_notify('maiden_store') (both take effect on commit only: one
-//     round trip for the three): one indexed read per call, and a
-//     revocation on one instance changes every instance's next
-//     Generation. WaitChange waits
+//     pg_notify('maiden_store', 'KIND:VALUE') (both take effect on commit
+//     only: one round trip for the three). KIND is cards (write: agents,
+//     tokens, cards, operators), sessions (writeSessions) or other
+//     (writeKeep). CardsGeneration, what the call path keys wallets and
+//     token owners on, is the change feed's cards epoch, moved only by
+//     cards notifications, with no round trip while the feed is trusted
+//     (a lease of feedLease from before its last counter read); a write
+//     of cards returns only once every listening feed acknowledged it or
+//     that lease ran out (changeFeed.barrier), so a revocation on one
+//     instance holds from every instance's next call
+//     (TestPostgresRevokeThenCallElsewhere). WaitChange waits
 //     on a LISTEN connection of its own (a notification is delivered on
 //     commit only), polls every second as a safety net, and every 100 ms
 //     while that connection is down (it reconnects with a pause growing

@@ -24,9 +24,12 @@ type Rate struct {
 
 // Take takes cost tokens from bucket key at time now. It returns allowed,
 // or, when the bucket holds too few, the earliest time the same take
-// would be allowed. The read and the write are one transaction under the
-// write lock, so that concurrent takers (in any process) never both spend
-// the same tokens, and the state survives restarts.
+// would be allowed. The read and the write are one transaction holding
+// the bucket's row (SQLite: the write lock; PostgreSQL: the row, locked
+// FOR UPDATE, not the store's one write lock, so that takers of other
+// buckets, and every other writer, run beside it), so that concurrent
+// takers (in any process) never both spend the same tokens, and the state
+// survives restarts.
 //
 // The bucket is stored as one number, its theoretical arrival time (the
 // generic cell rate algorithm): the bucket is full when tat <= now, each
@@ -47,9 +50,15 @@ func (s *DB) Take(ctx context.Context, key BucketKey, rate Rate, cost int64, now
 	if err := b.Check(); err != nil {
 		return false, time.Time{}, fmt.Errorf("rate limit %q: %w: %v", key.Rule, ErrBadInput, err)
 	}
-	err = s.writeKeep(ctx, func(tx *sql.Tx) error {
+	err = s.writeRows(ctx, func(tx *sql.Tx) error {
+		if s.pg != nil {
+			// A row to lock: tat 0 is a full bucket, as no row is.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO rate_buckets (bucket, tat) VALUES (?, 0) ON CONFLICT (bucket) DO NOTHING`, key.String()); err != nil {
+				return err
+			}
+		}
 		var st limits.BucketState // zero: a full bucket
-		err := tx.QueryRowContext(ctx, `SELECT tat FROM rate_buckets WHERE bucket = ?`, key.String()).Scan(&st.TAT)
+		err := tx.QueryRowContext(ctx, `SELECT tat FROM rate_buckets WHERE bucket = ?`+s.forUpdate(), key.String()).Scan(&st.TAT)
 		if err != nil && !isNoRows(err) {
 			return err
 		}
@@ -94,9 +103,15 @@ func (s *DB) Spend(ctx context.Context, key QuotaKey, limit int64, window time.D
 		}
 	}
 	w := limits.Window{Limit: limit, Length: window}
-	err = s.writeKeep(ctx, func(tx *sql.Tx) error {
+	err = s.writeRows(ctx, func(tx *sql.Tx) error {
+		if s.pg != nil {
+			// A row to lock: the zero window, as no row is.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO quota_windows (quota, start, used) VALUES (?, 0, 0) ON CONFLICT (quota) DO NOTHING`, key.String()); err != nil {
+				return err
+			}
+		}
 		var st limits.WindowState
-		err := tx.QueryRowContext(ctx, `SELECT start, used FROM quota_windows WHERE quota = ?`, key.String()).Scan(&st.Start, &st.Used)
+		err := tx.QueryRowContext(ctx, `SELECT start, used FROM quota_windows WHERE quota = ?`+s.forUpdate(), key.String()).Scan(&st.Start, &st.Used)
 		if err != nil && !isNoRows(err) {
 			return err
 		}

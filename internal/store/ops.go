@@ -122,9 +122,25 @@ func (s *DB) Authenticate(ctx context.Context, token string) (string, error) {
 	if !ok || !ok2 || len(id) != 16 || secret == "" {
 		return "", ErrBadToken
 	}
+	// A token's row is kept while CardsGeneration is unchanged (tokens
+	// change only with it: RevokeToken is a write of kindCards), so that a
+	// request of a known agent makes no round trip on PostgreSQL; the
+	// secret is compared against the row's hash every time.
+	gen, gerr := s.CardsGeneration(ctx)
+	if gerr == nil {
+		if t, ok := s.tokens.get(id, gen); ok {
+			if subtle.ConstantTimeCompare([]byte(secretHash(secret)), []byte(t.hash)) != 1 || t.revoked {
+				return "", ErrBadToken
+			}
+			return t.agent, nil
+		}
+	}
 	var agent, hash string
 	var revoked sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT agent, hash, revoked_at FROM tokens WHERE id = ?`, id).Scan(&agent, &hash, &revoked)
+	if err == nil && gerr == nil {
+		s.tokens.put(id, cachedToken{gen: gen, agent: agent, hash: hash, revoked: revoked.Valid})
+	}
 	if isNoRows(err) {
 		// Spend the same work as a known ID before saying no.
 		subtle.ConstantTimeCompare([]byte(secretHash(secret)), []byte(secretHash("")))
@@ -722,4 +738,36 @@ func (c *specCache) put(id, text string, spec cards.Spec) {
 		c.m = make(map[string]cachedSpec)
 	}
 	c.m[id] = cachedSpec{text: text, spec: spec}
+}
+
+// tokenCache keeps token rows read by Authenticate, each with the
+// CardsGeneration it was read at.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[string]cachedToken
+}
+
+type cachedToken struct {
+	gen         int64
+	agent, hash string
+	revoked     bool
+}
+
+// maxCachedTokens bounds the cache: beyond it, it starts over.
+const maxCachedTokens = 4096
+
+func (c *tokenCache) get(id string, gen int64) (cachedToken, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.m[id]
+	return t, ok && t.gen == gen
+}
+
+func (c *tokenCache) put(id string, t cachedToken) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedTokens {
+		c.m = map[string]cachedToken{}
+	}
+	c.m[id] = t
 }

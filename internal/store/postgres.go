@@ -56,19 +56,36 @@ const (
 //     the latest committed row); every later statement of the transaction
 //     takes its snapshot after the lock, so it sees every earlier writer's
 //     commit.
-func pgWriteLockSQL(busy time.Duration) string {
+func pgWriteLockSQL(busy time.Duration, kind string) string {
 	return fmt.Sprintf(`WITH l AS (SELECT set_config('lock_timeout', '%dms', true), pg_advisory_xact_lock(%d)),
-g AS (UPDATE counters SET value = value + 1 WHERE name = 'generation' AND EXISTS (SELECT 1 FROM l) RETURNING value)
-SELECT pg_notify('%s', value::text) FROM g`, busy.Milliseconds(), pgLockWrite, pgChannel)
+g AS (UPDATE counters SET value = value + 1 WHERE name = 'generation' AND EXISTS (SELECT 1 FROM l) RETURNING value),
+n AS (SELECT pg_notify('%s', '%s:' || value::text) FROM g)
+SELECT value FROM g, n`, busy.Milliseconds(), pgLockWrite, pgChannel, kind)
 }
+
+// The kinds of change a notification names (its payload is KIND:VALUE,
+// VALUE the generation counter after the change). Only kindCards
+// invalidates the wallets and tokens an instance keeps (CardsGeneration);
+// the others (sessions, rate limits and quotas, budgets, approvals, the
+// audit trail and its ingestion) wake WaitChange and move Generation, and
+// leave the wallets alone.
+const (
+	kindCards    = "cards"    // agents, tokens, cards and revocations, operators (DB.write)
+	kindSessions = "sessions" // sessions and their boundary requests (DB.writeSessions)
+	kindOther    = "other"    // everything written with DB.writeKeep
+)
 
 // pgState is what a PostgreSQL store holds beyond DB's fields.
 type pgState struct {
 	cfg   *pgx.ConnConfig
 	where string // host:port, for messages (never the password)
 	feed  *changeFeed
-	lock  string        // pgWriteLockSQL
-	busy  time.Duration // its timeout
+	lock  string            // pgWriteLockSQL of kindOther
+	locks map[string]string // pgWriteLockSQL of each kind
+	busy  time.Duration     // its timeout
+	// genReads counts the generation reads that went to the database
+	// (tests: a declared agent's call makes none while nothing changed).
+	genReads atomic.Int64
 }
 
 // lockError says what a failure to take the write lock means.
@@ -132,7 +149,10 @@ func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error
 	if busy <= 0 {
 		busy = 10 * time.Second
 	}
-	s.pg = &pgState{cfg: cfg, where: where, lock: pgWriteLockSQL(busy), busy: busy}
+	s.pg = &pgState{cfg: cfg, where: where, lock: pgWriteLockSQL(busy, kindOther), busy: busy, locks: map[string]string{}}
+	for _, k := range []string{kindCards, kindSessions, kindOther} {
+		s.pg.locks[k] = pgWriteLockSQL(busy, k)
+	}
 	fail := func(err error) (*DB, error) {
 		s.Close()
 		return nil, fmt.Errorf("open state store %s: %w", target, err)
@@ -150,6 +170,14 @@ func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error
 		return fail(err)
 	}
 	s.pg.feed = newChangeFeed(cfg, opts.Logger)
+	// Listening before Open returns: a write of cards waits for the
+	// acknowledgements, which reach this store through its own feed (one
+	// not yet listening would make the write wait out feedBarrier).
+	select {
+	case <-s.pg.feed.ready:
+	case <-time.After(feedBarrier):
+	case <-ctx.Done():
+	}
 	dir := opts.JournalDir
 	if dir == "" {
 		if dir, err = defaultJournalDir(cfg); err != nil {
@@ -592,10 +620,45 @@ func pgDDL(stmt string) string {
 
 // --- the change feed ------------------------------------------------------
 
+// The change feed's own names and timings.
+const (
+	// pgAckChannel carries the feeds' acknowledgements (PID:VALUE: the
+	// feed on backend PID has taken in every change of kindCards up to
+	// generation VALUE), which a writer of kindCards waits for.
+	pgAckChannel = "maiden_store_ack"
+	// pgFeedApp is the feeds' application_name: a writer finds the feeds
+	// it must wait for in pg_stat_activity by it.
+	pgFeedApp = "maiden-feed"
+	// feedLease is how long a feed trusts what it keeps after it last read
+	// the generation counter (from before it sent the read): a feed that
+	// is cut off, hung or slow stops trusting within it and reads the
+	// counter on every call again.
+	feedLease = 2 * time.Second
+	// feedSync is how often a listening feed reads the counter (renewing
+	// its lease) when no notification came.
+	feedSync = feedLease / 4
+	// feedBarrier bounds a writer's wait for the feeds' acknowledgements:
+	// past the lease (and a margin for the counter read's own time), a feed
+	// that did not acknowledge no longer trusts what it keeps.
+	feedBarrier = feedLease + feedLease/4
+)
+
 // changeFeed listens on its own connection for the notification every
-// write transaction sends on commit (pgWriteLockSQL), and wakes WaitChange's
-// waiters. When the connection drops it reconnects with a growing pause;
-// meanwhile (and as a safety net always) waiters poll.
+// write transaction sends on commit (pgWriteLockSQL: KIND:VALUE), wakes
+// WaitChange's waiters, and keeps the instance's cards epoch: a number
+// that moves with every change of kindCards committed by any instance,
+// read with no round trip while the feed is trusted (cardsEpoch). When the
+// connection drops it reconnects with a growing pause; meanwhile (and as a
+// safety net always) waiters poll and the call path reads the counter.
+//
+// Why a revocation holds from the next call anywhere (the promise the
+// counter read on every call used to keep): a writer of kindCards returns
+// only once every feed listening on the database (pg_stat_activity,
+// application_name pgFeedApp) acknowledged the change, which each sends
+// after moving its epoch; or, if one does not, after feedBarrier, by which
+// time that feed's lease (counted from before its last counter read) has
+// run out, so its instance reads the counter on every call. A feed that
+// connects after the commit reads the counter before it trusts anything.
 type changeFeed struct {
 	mu     sync.Mutex
 	ch     chan struct{} // closed and replaced on every notification
@@ -604,11 +667,24 @@ type changeFeed struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	log    *slog.Logger
+
+	start   time.Time    // the lease's clock: monotonic time since start
+	trusted atomic.Int64 // the lease: until this much after start
+	epoch   atomic.Int64 // moves with every change of kindCards seen
+	lastGen int64        // the counter as far as the feed knows (its goroutine's)
+
+	ready     chan struct{} // closed once the feed first listens
+	readyOnce sync.Once
+
+	ackMu sync.Mutex
+	acks  map[uint32]int64 // each feed's (by backend PID) highest acknowledged generation
+	ackCh chan struct{}    // closed and replaced on every acknowledgement
 }
 
 func newChangeFeed(cfg *pgx.ConnConfig, logger *slog.Logger) *changeFeed {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &changeFeed{ch: make(chan struct{}), cancel: cancel, done: make(chan struct{}), log: logger}
+	f := &changeFeed{ch: make(chan struct{}), cancel: cancel, done: make(chan struct{}), log: logger,
+		start: time.Now(), acks: map[uint32]int64{}, ackCh: make(chan struct{}), ready: make(chan struct{})}
 	go f.run(ctx, cfg)
 	return f
 }
@@ -631,6 +707,19 @@ func (f *changeFeed) close() {
 	<-f.done
 }
 
+// cardsEpoch is the cards epoch, tagged (bit 62) so that it never equals
+// a value of the counter, if the feed is trusted now.
+func (f *changeFeed) cardsEpoch() (int64, bool) {
+	if !f.up.Load() || time.Since(f.start) >= time.Duration(f.trusted.Load()) {
+		return 0, false
+	}
+	e := f.epoch.Load()
+	if time.Since(f.start) >= time.Duration(f.trusted.Load()) {
+		return 0, false
+	}
+	return e | 1<<62, true
+}
+
 func (f *changeFeed) run(ctx context.Context, cfg *pgx.ConnConfig) {
 	defer close(f.done)
 	backoff := 50 * time.Millisecond
@@ -643,20 +732,14 @@ func (f *changeFeed) run(ctx context.Context, cfg *pgx.ConnConfig) {
 			}
 			continue
 		}
-		conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+		c := cfg.Copy()
+		c.RuntimeParams["application_name"] = pgFeedApp
+		conn, err := pgx.ConnectConfig(ctx, c)
 		if err == nil {
-			if _, err = conn.Exec(ctx, "LISTEN "+pgChannel); err == nil {
-				f.up.Store(true)
-				backoff = 50 * time.Millisecond
-				f.wake() // whatever was committed while no one listened
-				for err == nil {
-					_, err = conn.WaitForNotification(ctx)
-					if err == nil {
-						f.wake()
-					}
-				}
-				f.up.Store(false)
-			}
+			err = f.listen(ctx, conn, func() { backoff = 50 * time.Millisecond })
+			f.up.Store(false)
+			f.trusted.Store(0)
+			f.epoch.Add(1) // whatever it misses until it is back
 			conn.Close(context.Background())
 		}
 		if ctx.Err() != nil {
@@ -671,6 +754,140 @@ func (f *changeFeed) run(ctx context.Context, cfg *pgx.ConnConfig) {
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// listen runs one connection of the feed until it fails.
+func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func()) error {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgChannel+"; LISTEN "+pgAckChannel); err != nil {
+		return err
+	}
+	pid := conn.PgConn().PID()
+	ack := func(gen int64) error {
+		_, err := conn.Exec(ctx, "SELECT pg_notify($1, $2)", pgAckChannel, fmt.Sprintf("%d:%d", pid, gen))
+		return err
+	}
+	// sync reads the counter: everything committed before it is taken in,
+	// and the lease runs from before the read.
+	f.lastGen = -1
+	sync := func() error {
+		sent := time.Since(f.start)
+		var g int64
+		if err := conn.QueryRow(ctx, `SELECT value FROM counters WHERE name = 'generation'`).Scan(&g); err != nil {
+			return err
+		}
+		if g != f.lastGen {
+			f.epoch.Add(1)
+			f.lastGen = g
+			if err := ack(g); err != nil {
+				return err
+			}
+		}
+		f.trusted.Store(int64(sent + feedLease))
+		return nil
+	}
+	if err := sync(); err != nil {
+		return err
+	}
+	f.up.Store(true)
+	f.readyOnce.Do(func() { close(f.ready) })
+	connected()
+	f.wake() // whatever was committed while no one listened
+	for {
+		wctx, cancel := context.WithTimeout(ctx, feedSync)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil && wctx.Err() != nil && n == nil:
+			if err := sync(); err != nil { // nothing came: renew the lease
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		switch n.Channel {
+		case pgChannel:
+			kind, v, ok := parseFeedPayload(n.Payload)
+			if !ok || kind == kindCards {
+				f.epoch.Add(1) // before the acknowledgement
+				if err := ack(v); err != nil {
+					return err
+				}
+			}
+			f.lastGen = max(f.lastGen, v)
+			f.wake()
+		case pgAckChannel:
+			if p, v, ok := parseAck(n.Payload); ok {
+				f.ackMu.Lock()
+				if v > f.acks[p] {
+					f.acks[p] = v
+				}
+				close(f.ackCh)
+				f.ackCh = make(chan struct{})
+				f.ackMu.Unlock()
+			}
+		}
+	}
+}
+
+// parseFeedPayload reads a notification's KIND:VALUE.
+func parseFeedPayload(p string) (kind string, v int64, ok bool) {
+	kind, num, found := strings.Cut(p, ":")
+	v, err := strconv.ParseInt(num, 10, 64)
+	return kind, v, found && err == nil
+}
+
+// parseAck reads an acknowledgement's PID:VALUE.
+func parseAck(p string) (pid uint32, v int64, ok bool) {
+	a, b, found := strings.Cut(p, ":")
+	n, err1 := strconv.ParseUint(a, 10, 32)
+	v, err2 := strconv.ParseInt(b, 10, 64)
+	return uint32(n), v, found && err1 == nil && err2 == nil
+}
+
+// barrier returns once every feed listening on the database has
+// acknowledged generation gen (a change of kindCards this store just
+// committed), or after feedBarrier, by when a feed that did not can no
+// longer trust what it keeps (see changeFeed). A feed's acknowledgement
+// reaches this store through its own feed; if that is down, the wait is
+// the whole bound.
+func (f *changeFeed) barrier(ctx context.Context, db *sql.DB, gen int64) {
+	deadline := time.NewTimer(feedBarrier)
+	defer deadline.Stop()
+	var pids []uint32
+	rows, err := db.QueryContext(context.WithoutCancel(ctx), `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?`, pgFeedApp)
+	if err == nil {
+		for rows.Next() {
+			var p int64
+			if rows.Scan(&p) == nil {
+				pids = append(pids, uint32(p))
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+	}
+	for {
+		f.ackMu.Lock()
+		ch := f.ackCh
+		missing := 0
+		for _, p := range pids {
+			if f.acks[p] < gen {
+				missing++
+			}
+		}
+		f.ackMu.Unlock()
+		if err == nil && missing == 0 {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			if f.log != nil {
+				f.log.Warn("state store: not every instance acknowledged a change of cards or tokens; waited until their leases ran out", "missing", missing, "err", err)
+			}
+			return
+		}
 	}
 }
 

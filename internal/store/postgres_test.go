@@ -562,8 +562,8 @@ func TestPostgresRestart(t *testing.T) {
 	wantSeq(t, "j", got["j"], 20)
 }
 
-// TestPostgresFeedFallback: with the notification connection killed (and
-// kept from reconnecting), a waiter still sees another instance's change
+// TestPostgresFeedFallback: with the notification connections killed
+// (found by their application_name; B's kept from reconnecting), a waiter still sees another instance's change
 // within a second, by polling; let go, the feed listens again and wakes
 // waiters at once.
 func TestPostgresFeedFallback(t *testing.T) {
@@ -573,7 +573,7 @@ func TestPostgresFeedFallback(t *testing.T) {
 	b := open(t, dbURL, nil)
 	mustAgents(t, a, "x")
 	b.pg.feed.hold.Store(true)
-	pgtest.Exec(t, dbURL, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)
+	pgtest.Exec(t, dbURL, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = '`+pgFeedApp+`'`)
 	deadline := time.Now().Add(5 * time.Second)
 	for b.pg.feed.up.Load() && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)

@@ -273,7 +273,7 @@ func (s *SQLite) OpenSession(ctx context.Context, id, agent string, initial boun
 	}
 	var out Session
 	created := false
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.writeSessions(ctx, func(tx *sql.Tx) error {
 		cur, err := loadSession(ctx, tx, id)
 		switch {
 		case err == nil && cur.Agent != agent:
@@ -401,7 +401,7 @@ func (s *SQLite) ResetSession(ctx context.Context, id string, b boundary.Boundar
 		return Session{}, fmt.Errorf("reset session %s: %w", id, err)
 	}
 	var out Session
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeSessions(ctx, func(tx *sql.Tx) error {
 		cur, err := loadSession(ctx, tx, id)
 		if err != nil {
 			return err
@@ -442,7 +442,7 @@ func (s *SQLite) ResetSession(ctx context.Context, id string, b boundary.Boundar
 // denied request). Ending an ended session changes nothing and is not an
 // error.
 func (s *SQLite) EndSession(ctx context.Context, id string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeSessions(ctx, func(tx *sql.Tx) error {
 		cur, err := loadSession(ctx, tx, id)
 		if err != nil {
 			return err
@@ -551,7 +551,7 @@ func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, 
 	var out BoundaryRequest
 	created := false
 	var refusal error
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeSessions(ctx, func(tx *sql.Tx) error {
 		ss, err := loadSession(ctx, tx, session)
 		if err != nil {
 			return err
@@ -717,7 +717,7 @@ func (s *SQLite) SettleBoundaryRequest(ctx context.Context, handle string, d bou
 	var out BoundaryRequest
 	var sess Session
 	var stateErr error
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeSessions(ctx, func(tx *sql.Tx) error {
 		r, err := requestByHandle(ctx, tx, handle)
 		if err != nil {
 			return err
@@ -776,7 +776,7 @@ func (s *SQLite) SettleBoundaryRequest(ctx context.Context, handle string, d bou
 func (s *SQLite) DenyPendingBoundaryRequests(ctx context.Context, reason string) (int, error) {
 	host, _ := os.Hostname()
 	n := 0
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeSessions(ctx, func(tx *sql.Tx) error {
 		n = 0
 		rows, err := tx.QueryContext(ctx, `SELECT id, runner FROM boundary_requests WHERE status = ? ORDER BY created_at, id`, string(boundary.Pending))
 		if err != nil {
@@ -828,7 +828,7 @@ func (s *SQLite) DenyPendingBoundaryRequests(ctx context.Context, reason string)
 // returns how many.
 func (s *SQLite) ExpireBoundaryRequests(ctx context.Context, now time.Time) (int, error) {
 	n := 0
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeSessions(ctx, func(tx *sql.Tx) error {
 		n = 0
 		due, err := queryBoundaryRequests(ctx, tx, `WHERE r.status = ? AND r.expires_at <= ? ORDER BY r.created_at, r.id`, string(boundary.Pending), now.UnixNano())
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
@@ -89,6 +90,8 @@ type DB struct {
 	auditHead, auditInsert *sql.Stmt
 	auditInsertN           *sql.Stmt // auditRowsChunk records at once (journal ingestion)
 	journal                *Journal  // the audit journal (journal.go)
+	cardsGen               atomic.Pointer[cardsGenAt]
+	tokens                 tokenCache // Authenticate's (ops.go)
 }
 
 // SQLite is DB's former name, kept for code written against it.
@@ -537,9 +540,21 @@ func (s *DB) ddl(stmt string) string {
 }
 
 // write runs fn in one write transaction and advances the generation
-// counter with it; fn's error rolls everything back.
+// counter with it; fn's error rolls everything back. It is for changes of
+// agents, tokens, cards and operators (kindCards): on PostgreSQL it
+// returns only once every instance listening on the database has taken
+// the change in (or can no longer trust what it keeps: see
+// changeFeed.barrier), so that a call anywhere after a revocation returned
+// sees it.
 func (s *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.writeTx(ctx, true, fn)
+	return s.writeTx(ctx, kindCards, fn)
+}
+
+// writeSessions is write for sessions and their boundary requests
+// (kindSessions): on PostgreSQL they do not invalidate the wallets other
+// instances keep.
+func (s *DB) writeSessions(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeTx(ctx, kindSessions, fn)
 }
 
 // writeKeep runs fn in one write transaction without advancing the
@@ -547,25 +562,67 @@ func (s *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // (audit records, limits, approvals), so that they do not invalidate a
 // pinned wallet on the fallback path. (SQLite's own change counter, which
 // Generation reads, changes with them anyway; on PostgreSQL, where the
-// counter is all there is, every commit advances it: see writeTx.)
+// counter is all there is, every commit advances it, and its notification
+// says what kind of change it was: see writeTx and CardsGeneration.)
 func (s *DB) writeKeep(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.writeTx(ctx, false, fn)
+	return s.writeTx(ctx, kindOther, fn)
 }
 
-// writeTx is write and writeKeep. Every write transaction holds the one
-// write lock from its start: SQLite's (BEGIN IMMEDIATE, from the DSN),
-// or on PostgreSQL a transaction-scoped advisory lock taken first thing
-// (pgWriteLockSQL, which also advances the generation), so that writers of every instance run one at a time
-// exactly as SQLite's do, and everything built on that (a read then a
-// write, MAX+1, the audit head) holds unchanged.
-func (s *DB) writeTx(ctx context.Context, bump bool, fn func(tx *sql.Tx) error) error {
+// writeRows runs fn in one write transaction that on PostgreSQL takes no
+// write lock, advances no counter and sends no notification: for writes
+// whose correctness rests on row locks alone (fn locks the rows it reads
+// then writes: FOR UPDATE, or an atomic ON CONFLICT DO UPDATE), so that
+// writers of different rows run side by side across instances (rate
+// limits, quotas, budget charges). On SQLite it is writeKeep (the file
+// has one writer anyway).
+func (s *DB) writeRows(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.pg == nil {
+		return s.writeKeep(ctx, fn)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', ?, true)`, fmt.Sprintf("%dms", s.pg.busy.Milliseconds())); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// forUpdate is the clause that locks the rows a SELECT reads until the
+// transaction ends (PostgreSQL); on SQLite the transaction holds the
+// file's write lock already.
+func (s *DB) forUpdate() string {
 	if s.pg != nil {
-		if _, err := tx.ExecContext(ctx, s.pg.lock); err != nil {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// writeTx is write, writeSessions and writeKeep. Every write transaction
+// holds the one write lock from its start: SQLite's (BEGIN IMMEDIATE, from
+// the DSN), or on PostgreSQL a transaction-scoped advisory lock taken
+// first thing (pgWriteLockSQL, which also advances the generation and
+// notifies the kind of change), so that writers of every instance run one
+// at a time exactly as SQLite's do, and everything built on that (a read
+// then a write, MAX+1, the audit head) holds unchanged.
+func (s *DB) writeTx(ctx context.Context, kind string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var gen int64
+	if s.pg != nil {
+		lock := s.pg.lock
+		if kind != kindOther {
+			lock = s.pg.locks[kind]
+		}
+		if err := tx.QueryRowContext(ctx, lock).Scan(&gen); err != nil {
 			return s.pg.lockError(err)
 		}
 	}
@@ -574,12 +631,18 @@ func (s *DB) writeTx(ctx context.Context, bump bool, fn func(tx *sql.Tx) error) 
 	}
 	// On PostgreSQL the lock statement advanced the counter and sent the
 	// notification (both take effect on commit only).
-	if bump && s.pg == nil {
+	if kind != kindOther && s.pg == nil {
 		if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'generation'`); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if kind == kindCards && s.pg != nil && s.pg.feed != nil {
+		s.pg.feed.barrier(ctx, s.db, gen)
+	}
+	return nil
 }
 
 // Generation returns a value that changes with every committed change by
@@ -605,6 +668,61 @@ func (s *DB) Generation(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read the store's generation: %w", err)
 	}
 	return g, nil
+}
+
+// CardsGeneration is a value that changes whenever agents, tokens, cards
+// or operators change (kindCards: what a wallet and a token depend on),
+// by any process; sessions, rate limits, budgets, approvals and the audit
+// trail do not move it (on SQLite sessions do). Compare it for equality
+// only. A caller may keep a wallet or a token's owner while it is
+// unchanged.
+//
+// On PostgreSQL it is the change feed's cards epoch while the feed is
+// trusted, with no round trip (see changeFeed for why a revocation still
+// holds from the next call on every instance), and the counter otherwise.
+// On SQLite it is the counters table (which only write moves), read
+// again only when SQLite's own change counter in shared memory moved.
+func (s *DB) CardsGeneration(ctx context.Context) (int64, error) {
+	if s.pg != nil {
+		if s.pg.feed != nil {
+			if e, ok := s.pg.feed.cardsEpoch(); ok {
+				return e, nil
+			}
+		}
+		s.pg.genReads.Add(1)
+		return s.Generation(ctx)
+	}
+	if s.shm == nil {
+		return s.Generation(ctx) // the counters table
+	}
+	for range 3 {
+		v, ok := s.shm.version()
+		if !ok {
+			continue
+		}
+		if c := s.cardsGen.Load(); c != nil && c.shm == v {
+			return c.gen, nil
+		}
+		var g int64
+		if err := s.gen.QueryRowContext(ctx).Scan(&g); err != nil {
+			return 0, fmt.Errorf("read the store's generation: %w", err)
+		}
+		// Read after v: g holds at least every change up to v.
+		s.cardsGen.Store(&cardsGenAt{shm: v, gen: g})
+		return g, nil
+	}
+	var g int64
+	if err := s.gen.QueryRowContext(ctx).Scan(&g); err != nil {
+		return 0, fmt.Errorf("read the store's generation: %w", err)
+	}
+	return g, nil
+}
+
+// cardsGenAt is the counters table's generation as read when SQLite's
+// change counter was shm.
+type cardsGenAt struct {
+	shm uint64
+	gen int64
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/pgtest"
+)
+
+// waitTrusted waits until s's change feed trusts what it keeps (it has
+// connected and read the counter): an observable state, polled.
+func waitTrusted(t *testing.T, s *DB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := s.pg.feed.cardsEpoch(); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the change feed did not connect within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestPostgresRevokeThenCallElsewhere: the wallet and the token an
+// instance keeps are never stale once a revocation on another instance
+// has returned. B pins agent x's wallet and token as the call path does
+// (keyed on CardsGeneration, which B reads with no round trip); A revokes
+// the card, then the token; right after each returns, B's next
+// CardsGeneration has moved (so its next call re-reads the wallet and
+// refuses the card) and B's Authenticate refuses the token. Many rounds,
+// so that a notification that merely tends to arrive first would lose
+// some.
+func TestPostgresRevokeThenCallElsewhere(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	a := open(t, dbURL, nil)
+	b := open(t, dbURL, nil)
+	mustAgents(t, a, "x")
+	waitTrusted(t, a)
+	waitTrusted(t, b)
+	for round := range 20 {
+		c, err := a.Grant(ctx, "x", spec(t, "tool:invoke t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := a.MintToken(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gB, err := b.CardsGeneration(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, err := b.Wallet(ctx, "x", time.Now()); err != nil || len(w.Cards()) != 1 {
+			t.Fatalf("round %d: B's wallet before the revocation: %v, %v", round, w, err)
+		}
+		if agent, err := b.Authenticate(ctx, tok); err != nil || agent != "x" {
+			t.Fatalf("round %d: B's Authenticate before the revocation: %q, %v", round, agent, err)
+		}
+		if _, err := a.Revoke(ctx, Operator(), c.ID); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := b.CardsGeneration(ctx); err != nil || g == gB {
+			t.Fatalf("round %d: right after A's revocation returned, B's CardsGeneration is still %d (%v): B would call with the revoked card", round, g, err)
+		}
+		if w, err := b.Wallet(ctx, "x", time.Now()); err != nil || len(w.Cards()) != 0 {
+			t.Fatalf("round %d: B's wallet after the revocation: %v, %v", round, w.Cards(), err)
+		}
+		id := tok[len(tokenPrefix) : len(tokenPrefix)+16]
+		if err := a.RevokeToken(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if agent, err := b.Authenticate(ctx, tok); !errors.Is(err, ErrBadToken) {
+			t.Fatalf("round %d: right after A revoked the token, B's Authenticate = %q, %v; want ErrBadToken", round, agent, err)
+		}
+	}
+}
+
+// TestPostgresCardsGenerationKinds: while nothing about cards or tokens
+// changes, CardsGeneration stays put and reads nothing from the database,
+// whatever else other instances write (a rate-limit take, a quota, audit
+// records ingested, a session); a grant moves it.
+func TestPostgresCardsGenerationKinds(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	a := open(t, dbURL, nil)
+	b := open(t, dbURL, nil)
+	mustAgents(t, a, "x")
+	waitTrusted(t, b)
+	tok, _, err := a.MintToken(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, err := b.CardsGeneration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Authenticate(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	reads := b.pg.genReads.Load()
+	rate := Rate{Capacity: 100, Refill: 1, Interval: time.Second}
+	for i := range 20 {
+		if _, _, err := a.Take(ctx, BucketKey{"x", "t", "r"}, rate, 1, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Journal().Append(journalRec("t", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Journal().Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := b.CardsGeneration(ctx); err != nil || g != g0 {
+			t.Fatalf("after a rate-limit take and an audit batch, B's CardsGeneration %d -> %d (%v): B's wallets were invalidated", g0, g, err)
+		}
+		if _, err := b.Authenticate(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.pg.genReads.Load() - reads; n != 0 {
+		t.Fatalf("B read the generation from the database %d times while nothing it depends on changed", n)
+	}
+	if _, err := a.Grant(ctx, "x", spec(t, "tool:invoke t")); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := b.CardsGeneration(ctx); err != nil || g == g0 {
+		t.Fatalf("a grant did not move B's CardsGeneration (%d, %v)", g, err)
+	}
+}
