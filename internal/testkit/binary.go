@@ -108,7 +108,7 @@ func buildBinary(pkg string) (string, error) {
 // ModuleBinary is Binary for a program of another module, built (as `go
 // build -trimpath -o`) from the module whose go.mod is in dir, relative to
 // the repository's root: a test's own module under testdata pins the
-// program's version (such as Jaeger's all-in-one for the tracing test), so
+// program's version (such as the OpenTelemetry Collector for the tracing test), so
 // its dependencies never become maiden's. The same cache, lock and
 // staleness check as Binary: the first build downloads and compiles (it
 // can take minutes), later ones cost go build's up-to-date check.
