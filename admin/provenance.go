@@ -40,13 +40,22 @@ type ProvenanceComponent struct {
 // VerifyProvenance re-checks, offline, the chain from the signature to the
 // audit record: for each component digest the trail's call records name,
 // the signer they name must be a key agent.toml configures (a tool's
-// verify.key), and the component store (st: maiden pull's, the same one
+// verify.key), and the component store (maiden pull's, the same one
 // every load reads) must hold that key's signature over that digest, which
 // must verify. A digest recorded with no signer fails too: nothing signed
-// it. The trail is read whole, oldest first; what it finds is reported,
-// not returned as an error (the error is for a trail or a key file that
-// cannot be read).
-func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, st *oci.Store) (Provenance, error) {
+// it. storeDir is the component store's directory ("": $MAIDEN_OCI_STORE,
+// else the user cache directory's maiden/oci, as every load reads). The
+// trail is read whole, oldest first; what it finds is reported, not
+// returned as an error (the error is for a trail, a store or a key file
+// that cannot be read).
+func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeDir string) (Provenance, error) {
+	if storeDir == "" {
+		storeDir = oci.DefaultStoreDir()
+	}
+	st, err := oci.OpenStore(storeDir)
+	if err != nil {
+		return Provenance{}, err
+	}
 	keys := map[string]string{} // key ID -> file
 	parsed := map[string]*oci.Key{}
 	for _, t := range cfg.Tools() {

@@ -14,7 +14,6 @@ import (
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/oci"
 )
 
 // This file is `maiden audit`: the hash-chained audit trail of the state
@@ -145,12 +144,7 @@ func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, std
 	if !*provenance {
 		return exitOK
 	}
-	store, err := oci.OpenStore(oci.DefaultStoreDir())
-	if err != nil {
-		fmt.Fprintf(stderr, "maiden audit verify: %v\n", err)
-		return exitState
-	}
-	p, err := st.VerifyProvenance(ctx, cfg, store)
+	p, err := st.VerifyProvenance(ctx, cfg, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "maiden audit verify: -provenance: %v\n", err)
 		return exitState
