@@ -17,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -296,23 +295,17 @@ func Fetch(fetch sandbox.FetchFunc, decisions func(context.Context) (context.Con
 			ctx, decided = decisions(ctx)
 		}
 		resp, ferr := fetch(ctx, req)
-		body := map[string]any{"method": req.Method, "credential": req.Credential}
+		var ds []api.Decision
 		if decided != nil {
-			if ds := decided(); len(ds) > 0 {
-				body["decisions"] = ds
-			}
+			ds = decided()
 		}
-		if u, err := url.Parse(req.URL); err == nil {
-			body["host"], body["path"] = u.Host, u.Path
+		out := outcome{}
+		if ferr != nil {
+			out.err, out.denied = string(ferr.Kind), ferr.Kind == sandbox.FetchDenied
+		} else {
+			out.status = resp.Status
 		}
-		switch {
-		case ferr != nil:
-			body["allowed"] = ferr.Kind != sandbox.FetchDenied
-			body["error"] = string(ferr.Kind)
-		default:
-			body["allowed"], body["status"] = true, resp.Status
-		}
-		record(body)
+		record(fetchBody(req.Method, req.URL, req.Credential, ds, out))
 		return resp, ferr
 	}
 }

@@ -40,22 +40,46 @@ func RequestBody(r egress.Request, decisions []api.Decision, resp *egress.Respon
 	if method == "" {
 		method = "GET" // as the gate sends it
 	}
-	body := map[string]any{"method": method, "credential": r.Credential}
+	out := outcome{}
+	switch {
+	case ferr != nil:
+		out.err, out.denied = string(ferr.Kind), ferr.Kind == egress.FetchDenied
+	case resp != nil:
+		out.status = resp.Status
+	}
+	body := fetchBody(method, r.URL, r.Credential, decisions, out)
 	if len(r.HeaderSecrets) > 0 {
 		body["header_secrets"] = r.HeaderSecrets
 	}
+	return body
+}
+
+// outcome is how a request through the gate ended: its status, or the
+// error's kind (denied: refused before anything was sent).
+type outcome struct {
+	status int
+	err    string
+	denied bool
+}
+
+// fetchBody is the body of the fetch record of one request (Fetch's and
+// RequestBody's): method, credential name, host, path without the query,
+// the cards' decisions when they were asked, allowed and the status or the
+// error's kind.
+func fetchBody(method, rawURL, credential string, decisions []api.Decision, out outcome) map[string]any {
+	body := map[string]any{"method": method, "credential": credential}
 	if len(decisions) > 0 {
 		body["decisions"] = decisions
 	}
-	if u, err := url.Parse(r.URL); err == nil {
+	if u, err := url.Parse(rawURL); err == nil {
 		body["host"], body["path"] = u.Host, u.Path
 	}
 	switch {
-	case ferr != nil:
-		body["allowed"] = ferr.Kind != egress.FetchDenied
-		body["error"] = string(ferr.Kind)
-	case resp != nil:
-		body["allowed"], body["status"] = true, resp.Status
+	case out.err != "":
+		body["allowed"] = !out.denied
+		body["error"] = out.err
+	case out.status != 0:
+		body["allowed"], body["status"] = true, out.status
 	}
 	return body
 }
