@@ -135,6 +135,24 @@ read_paths = ["`+inside+`"]
 	}
 }
 
+// curlCLI is agent.toml's [clis.curl]: the system's curl wrapped with the
+// options the tests pass (cacert, silent, show-error, noproxy) and the URL
+// as its one positional, reading the test CA's directory, its network the
+// listed hosts on port (loopback addresses allowed, as the test servers
+// are).
+func curlCLI(ca, port string, hosts ...string) string {
+	return `[clis.curl]
+path = "/usr/bin/curl"
+option_style = "separate"
+command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "show-error", "kind": "bool"}, {"name": "noproxy"}], "positionals": [{"name": "url"}]}'
+read_paths = ["` + filepath.Dir(ca) + `"]
+http_allow = ["` + strings.Join(hosts, `", "`) + `"]
+http_ports = [` + port + `]
+http_allow_cidrs = ["127.0.0.0/8"]
+timeout_ms = 10000
+`
+}
+
 // TestWrappedCLIThroughTheProxy: a wrapped curl whose [clis] table allows
 // one host reaches it only through maiden's CONNECT proxy (Landlock lets it
 // connect to the proxy's port only): the allowed host answers, a host off
@@ -148,16 +166,7 @@ func TestWrappedCLIThroughTheProxy(t *testing.T) {
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
-[clis.curl]
-path = "/usr/bin/curl"
-option_style = "separate"
-command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "show-error", "kind": "bool"}, {"name": "noproxy"}], "positionals": [{"name": "url"}]}'
-read_paths = ["`+filepath.Dir(ca)+`"]
-http_allow = ["api.example.com"]
-http_ports = [`+u.Port()+`]
-http_allow_cidrs = ["127.0.0.0/8"]
-timeout_ms = 10000
-`, maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com", "evil.example.com")}, "echo")
+`+curlCLI(ca, u.Port(), "api.example.com"), maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com", "evil.example.com")}, "echo")
 	ctx := context.Background()
 	get := func(extra, target string) maiden.Result {
 		t.Helper()

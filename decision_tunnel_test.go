@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -35,16 +34,7 @@ func TestTunnelAuditCarriesDecision(t *testing.T) {
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
-[clis.curl]
-path = "/usr/bin/curl"
-option_style = "separate"
-command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "show-error", "kind": "bool"}], "positionals": [{"name": "url"}]}'
-read_paths = ["`+filepath.Dir(ca)+`"]
-http_allow = ["api.example.com", "other.example.com"]
-http_ports = [`+u.Port()+`]
-http_allow_cidrs = ["127.0.0.0/8"]
-timeout_ms = 10000
-
+`+curlCLI(ca, u.Port(), "api.example.com", "other.example.com")+`
 [agents.cli]
 tools = ["curl"]
 grants = ["tool:invoke curl --... -- ...", "network:connect api.example.com"]

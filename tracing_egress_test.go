@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -53,16 +52,7 @@ func TestEgressSpansBeyondHTTPFetch(t *testing.T) {
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
-[clis.curl]
-path = "/usr/bin/curl"
-option_style = "separate"
-command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}], "positionals": [{"name": "url"}]}'
-read_paths = ["`+filepath.Dir(ca)+`"]
-http_allow = ["api.example.com"]
-http_ports = [`+port+`]
-http_allow_cidrs = ["127.0.0.0/8"]
-timeout_ms = 10000
-[mcp.calc]
+`+curlCLI(ca, port, "api.example.com")+`[mcp.calc]
 accept_new_tools = true
 url = "`+hs.URL+`"
 
