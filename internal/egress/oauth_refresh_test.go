@@ -189,12 +189,7 @@ func TestOAuth2Rotation(t *testing.T) {
 	if _, ferr := w.fetch(t); ferr != nil {
 		t.Fatal(ferr)
 	}
-	w.as.mu.Lock()
-	var old []string
-	for tok := range w.as.issued {
-		old = append(old, tok)
-	}
-	w.as.mu.Unlock()
+	old := w.as.accessTokens()
 	seenBefore := len(w.seen())
 
 	rotated := w.as.mintRefresh(t, "web")

@@ -122,6 +122,17 @@ func (as *authServer) mintRefresh(t *testing.T, client string) string {
 	return rt
 }
 
+// accessTokens are every access token the server issued.
+func (as *authServer) accessTokens() []string {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	var out []string
+	for tok := range as.issued {
+		out = append(out, tok)
+	}
+	return out
+}
+
 // refreshTokens are every refresh token the server issued or was sent.
 func (as *authServer) refreshTokens() []string {
 	as.mu.Lock()
@@ -200,29 +211,7 @@ func (w *oauthWorld) fetch(t *testing.T) (*Response, *FetchError) {
 // 401 to 50 concurrent calls, and never lets the tool see it.
 func TestOAuth2ClientCredentials(t *testing.T) {
 	w := newOAuthWorld(t, "verysecret")
-	concurrent := func(n int) {
-		var wg sync.WaitGroup
-		errs := make(chan string, n)
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resp, ferr := w.fetch(t)
-				switch {
-				case ferr != nil:
-					errs <- ferr.Error()
-				case resp.Status != 200:
-					errs <- "status " + strconv.Itoa(resp.Status)
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for e := range errs {
-			t.Error(e)
-		}
-	}
-	concurrent(50)
+	w.concurrent(t, 50)
 	if n := w.as.requests.Load(); n != 1 {
 		t.Fatalf("50 concurrent first calls made %d token requests, want 1", n)
 	}
@@ -236,7 +225,7 @@ func TestOAuth2ClientCredentials(t *testing.T) {
 	// The API revokes the token: 50 concurrent calls get 401, and exactly
 	// one new token serves all their retries.
 	w.as.revokeAll()
-	concurrent(50)
+	w.concurrent(t, 50)
 	if n := w.as.requests.Load(); n != 2 {
 		t.Fatalf("50 calls refused with 401 made %d token requests in all, want 2", n)
 	}
@@ -248,9 +237,7 @@ func TestOAuth2ClientCredentials(t *testing.T) {
 	if w.e.gate.TokenRequests("API_TOKEN") != 3 {
 		t.Errorf("gate counted %d token requests", w.e.gate.TokenRequests("API_TOKEN"))
 	}
-	w.as.mu.Lock()
-	defer w.as.mu.Unlock()
-	for tok := range w.as.issued {
+	for _, tok := range w.as.accessTokens() {
 		if bytes.Contains(resp.Body, []byte(tok)) {
 			t.Error("the tool saw an access token")
 		}

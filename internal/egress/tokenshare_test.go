@@ -92,13 +92,7 @@ func TestOAuth2SharedAcrossInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.as.mu.Lock()
-	var secrets []string
-	for tok := range w.as.issued {
-		secrets = append(secrets, tok)
-	}
-	w.as.mu.Unlock()
-	secrets = append(secrets, w.as.refreshTokens()...)
+	secrets := append(w.as.accessTokens(), w.as.refreshTokens()...)
 	secrets = append(secrets, "websecret", "API_TOKEN")
 	assertNoKeyMaterial(t, "the database row", rows+string(raw), secrets...)
 
