@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
@@ -174,20 +173,13 @@ func whatIfConfig(cfg *config.Config) *whatif.Config {
 					continue
 				}
 			}
+			t = t.Narrowed(b)
 			ct := whatif.ConfigTool{Secrets: t.Secrets, Reveal: t.Reveal, HTTPAllow: t.HTTPAllow, CIDRs: t.HTTPAllowCIDRs}
 			ports := t.HTTPPorts
 			if b.Builtin {
-				// web_fetch's network keys are its binding's own.
-				ct.HTTPAllow, ct.CIDRs, ports = b.HTTPAllow, b.HTTPAllowCIDRs, b.HTTPPorts
-			}
-			if b.HTTPAllow != nil {
-				ct.HTTPAllow = slices.Clone(b.HTTPAllow)
-			}
-			if b.Secrets != nil {
-				ct.Secrets = slices.Clone(b.Secrets)
-			}
-			if b.Reveal != nil {
-				ct.Reveal = slices.Clone(b.Reveal)
+				// web_fetch's network keys are its binding's own (its
+				// http_allow came with Narrowed: a built-in has no tool).
+				ct.CIDRs, ports = b.HTTPAllowCIDRs, b.HTTPPorts
 			}
 			for _, p := range ports {
 				ct.Ports = append(ct.Ports, int(p))

@@ -531,3 +531,28 @@ func listOrNone(l []string) string {
 	}
 	return strings.Join(l, ", ")
 }
+
+// Narrowed is t with binding b applied, as every call of the agent that
+// holds b sees it: b's http_allow, secrets and reveal replace the tool's
+// (the configuration has checked each stays within the tool's own policy,
+// so replacing is intersecting), and its timeout and memory cap the
+// tool's. The call path and the what-if replay of another agent.toml both
+// narrow through it.
+func (t Tool) Narrowed(b Binding) Tool {
+	if b.HTTPAllow != nil {
+		t.HTTPAllow = slices.Clone(b.HTTPAllow)
+	}
+	if b.Secrets != nil {
+		t.Secrets = slices.Clone(b.Secrets)
+	}
+	if b.Reveal != nil {
+		t.Reveal = slices.Clone(b.Reveal)
+	}
+	if b.Timeout > 0 {
+		t.Timeout = min(t.Timeout, b.Timeout)
+	}
+	if b.MemoryBytes > 0 {
+		t.MemoryBytes = min(t.MemoryBytes, b.MemoryBytes)
+	}
+	return t
+}

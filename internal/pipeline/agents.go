@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/maiden-run/maiden/config"
@@ -72,29 +71,7 @@ func expose(cfg *config.Config, agent, tool string) (exposure, error) {
 		a, _ := cfg.Agent(agent)
 		return exposure{}, fmt.Errorf("%w %q for agent %q (%s)", ErrUnknownTool, tool, agent, boundNames(a))
 	}
-	return exposure{agent: agent, tool: narrow(t, b), binding: &b}, nil
-}
-
-// narrow applies a binding to its tool. The configuration has checked that
-// every narrowing key stays within the tool's own policy, so replacing is
-// intersecting.
-func narrow(t config.Tool, b config.Binding) config.Tool {
-	if b.HTTPAllow != nil {
-		t.HTTPAllow = slices.Clone(b.HTTPAllow)
-	}
-	if b.Secrets != nil {
-		t.Secrets = slices.Clone(b.Secrets)
-	}
-	if b.Reveal != nil {
-		t.Reveal = slices.Clone(b.Reveal)
-	}
-	if b.Timeout > 0 {
-		t.Timeout = min(t.Timeout, b.Timeout)
-	}
-	if b.MemoryBytes > 0 {
-		t.MemoryBytes = min(t.MemoryBytes, b.MemoryBytes)
-	}
-	return t
+	return exposure{agent: agent, tool: t.Narrowed(b), binding: &b}, nil
 }
 
 // narrowsEgress reports whether b changes what http-fetch may do, so the
@@ -141,7 +118,7 @@ func (h *Host) ToolsFor(ctx context.Context, agent string) ([]ToolInfo, error) {
 		if !ok || !defined {
 			continue
 		}
-		t = narrow(t, b)
+		t = t.Narrowed(b)
 		info.Policy, info.Hints = toolinfo.WithDestinations(toolinfo.PolicyOf(t), cfg), toolinfo.HintsOf(t)
 		out = append(out, info)
 	}
