@@ -1,11 +1,13 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/oci"
@@ -109,10 +111,8 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 				found[id{b.Component, b.Signer}] = c
 			}
 			c.Records++
-			if i := sort.SearchStrings(c.Tools, r.Tool); i == len(c.Tools) || c.Tools[i] != r.Tool {
-				c.Tools = append(c.Tools, "")
-				copy(c.Tools[i+1:], c.Tools[i:])
-				c.Tools[i] = r.Tool
+			if !slices.Contains(c.Tools, r.Tool) {
+				c.Tools = append(c.Tools, r.Tool)
 			}
 		}
 		if len(recs) < page {
@@ -134,14 +134,11 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 		if c.Problem != "" {
 			p.Failed++
 		}
+		slices.Sort(c.Tools)
 		p.Components = append(p.Components, *c)
 	}
-	sort.Slice(p.Components, func(i, j int) bool {
-		a, b := p.Components[i], p.Components[j]
-		if a.Digest != b.Digest {
-			return a.Digest < b.Digest
-		}
-		return a.Signer < b.Signer
+	slices.SortFunc(p.Components, func(a, b ProvenanceComponent) int {
+		return cmp.Or(strings.Compare(a.Digest, b.Digest), strings.Compare(a.Signer, b.Signer))
 	})
 	return p, nil
 }
