@@ -120,6 +120,10 @@ func (p *ConnectProxy) Close() error {
 // decided under policy (nil: no network) and authorize (nil: the policy
 // alone); caller names the calling agent in audit events.
 func (p *ConnectProxy) Open(policy *Policy, authorize Authorizer, caller string) (*ProxySession, error) {
+	return p.open(policy, authorize, nil, caller)
+}
+
+func (p *ConnectProxy) open(policy *Policy, authorize Authorizer, each func() (Authorizer, func(Tunnel)), caller string) (*ProxySession, error) {
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("egress proxy: session credential: %w", err)
@@ -129,7 +133,7 @@ func (p *ConnectProxy) Open(policy *Policy, authorize Authorizer, caller string)
 	}
 	s := &ProxySession{
 		proxy: p, user: "c" + hex.EncodeToString(b[:8]), token: hex.EncodeToString(b[8:]),
-		policy: policy, authorize: authorize, caller: caller, tunnels: map[net.Conn]struct{}{},
+		policy: policy, authorize: authorize, each: each, caller: caller, tunnels: map[net.Conn]struct{}{},
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -162,16 +166,7 @@ type Tunnel struct {
 // what the caller notes per request stays that request's (the host's
 // audit records each tunnel with the decisions of the agent's cards).
 func (p *ConnectProxy) OpenEach(policy *Policy, caller string, each func() (Authorizer, func(Tunnel))) (*ProxySession, error) {
-	s, err := p.Open(policy, nil, caller)
-	if err != nil {
-		return nil, err
-	}
-	// Set before URL is handed out: no CONNECT can name s yet. The lock
-	// is the one serve's lookup takes, so the write is seen there.
-	p.mu.Lock()
-	s.each = each
-	p.mu.Unlock()
-	return s, nil
+	return p.open(policy, nil, each, caller)
 }
 
 // URL is the value for the CLI's HTTPS_PROXY (and https_proxy):
