@@ -70,7 +70,7 @@ func TestOCIAddPullCall(t *testing.T) {
 		t.Fatalf("add: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	b, _ := os.ReadFile(cfg)
-	if want := "# my agent\nversion = 1\n\n[tools.echo]\npath = \"" + ref + "@" + strings.SplitN(pinned[1], "@", 2)[1] + "\"\nverify = { key = \"cosign.pub\" }\n"; string(b) != want {
+	if want := regexp.MustCompile(`^# my agent\nversion = 1\n\n\[tools\.echo\]\npath = "` + regexp.QuoteMeta(ref+"@"+strings.SplitN(pinned[1], "@", 2)[1]) + `"\nverify = \{ key = "cosign\.pub" \}\nschema = "sha256:[0-9a-f]{64}"\n$`); !want.Match(b) {
 		t.Fatalf("agent.toml after add:\n%s\nwant:\n%s", b, want)
 	}
 	call := func() cliResult {

@@ -116,8 +116,14 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
-	return fmt.Sprintf("tool %s: %v: %s reports schema %s, agent.toml pins %s; review the tool's new description and schemas (maiden tools), then pin them with maiden add %s %s, or restore the component agent.toml pinned them with",
-		e.Tool, ErrSchemaChanged, e.Ref, e.Got, e.Pinned, e.Ref, e.Tool)
+	exact := e.Ref // maiden add pins exactly this digest, not what a tag names now
+	if r, err := ParseRef(e.Ref); err == nil {
+		r.Tag = ""
+		exact = r.String()
+	}
+	return fmt.Sprintf("tool %s: %v: %s reports schema %s, agent.toml pins %s (tools.%s.schema), so it does not load; "+
+		"if the new definition is reviewed and wanted, remove [tools.%s] and run maiden add %s %s to pin it, else restore the path that reported %s",
+		e.Tool, ErrSchemaChanged, e.Ref, e.Got, e.Pinned, e.Tool, e.Tool, exact, e.Tool, e.Pinned)
 }
 
 func (e *SchemaError) Is(target error) bool { return target == ErrSchemaChanged }
