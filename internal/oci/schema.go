@@ -67,7 +67,7 @@ func writeCanonical(b *bytes.Buffer, s string, asJSON bool) {
 	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // strings, json.Number, maps and slices of them: cannot fail
+	_ = enc.Encode(v)       // strings, json.Number, maps and slices of them: cannot fail
 	b.Truncate(b.Len() - 1) // Encode's newline
 }
 
