@@ -323,17 +323,23 @@ func hintPins(ctx context.Context, stderr io.Writer, err error) {
 	}
 }
 
-// cmdPublish is maiden publish [-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG.
+// cmdPublish is maiden publish [-sign-key cosign.key] FILE.wasm|DIR oci://REGISTRY/REPO:TAG.
+// A tool project (a directory, or a .go, .js or .wat source) is built
+// first, exactly as maiden build builds it (NAME.wasm beside its sources,
+// loaded the way a call loads it), and the result pushed.
 func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := bareFlags("publish", stderr)
 	signKey := fs.String("sign-key", "", "a cosign private key `FILE` to sign with (password: $COSIGN_PASSWORD)")
 	credential := credentialFlag(fs)
+	c := &common{}
+	fs.StringVar(&c.cache, "cache", "", "compiled-component cache `DIR` for checking a built tool (\"off\" disables it; default: the user cache directory)")
+	fs.Var(&c.isolation, "isolation", "`MODE`: where a built tool is checked; \"workers\" (the default) or \"process\"")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if len(rest) != 2 {
-		fmt.Fprintln(stderr, "usage: maiden publish [-sign-key cosign.key] [-credential NAME] FILE.wasm oci://REGISTRY/REPO:TAG")
+		fmt.Fprintln(stderr, "usage: maiden publish [-sign-key cosign.key] [-credential NAME] FILE.wasm|DIR oci://REGISTRY/REPO:TAG")
 		return exitUsage
 	}
 	r, err := oci.ParseRef(rest[1])
@@ -352,12 +358,27 @@ func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			return exitUsage
 		}
 	}
-	wasm, err := config.ReadFile(rest[0], oci.MaxLayerBytes)
+	opts, err := registryOptions(r, nil, *credential)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage
 	}
-	opts, err := registryOptions(r, nil, *credential)
+	file := rest[0]
+	if isToolSource(file) {
+		// Built before anything is sent; what the build prints goes to
+		// stderr, so stdout is only the path to paste.
+		b, code := newBuilder(ctx, c, file, "", stderr, stderr)
+		if code != exitOK {
+			return code
+		}
+		code = b.build(ctx)
+		b.close()
+		if code != exitOK {
+			return code
+		}
+		file = b.out
+	}
+	wasm, err := config.ReadFile(file, oci.MaxLayerBytes)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage
@@ -375,4 +396,18 @@ func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	fmt.Fprintf(stdout, "path = %q\n", pinned.String())
 	return exitOK
+}
+
+// isToolSource reports whether publish's argument is a tool project to
+// build (a directory, or a source file maiden build takes) rather than a
+// built component.
+func isToolSource(arg string) bool {
+	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(arg)) {
+	case ".go", ".js", ".wat":
+		return true
+	}
+	return false
 }
