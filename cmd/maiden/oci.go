@@ -25,8 +25,13 @@ its cosign signature with -key), and appends to agent.toml:
   [tools.NAME]
   path = "oci://REGISTRY/REPO:TAG@sha256:..."
   verify = { key = "cosign.pub" }      (with -key)
+  schema = "sha256:..."
 
-NAME defaults to the repository's last element. The component is stored
+schema pins the tool's definition: the hash of the description, input
+schema and output schema the component reports, loaded once here. A
+component that reports another does not load (so a new digest cannot
+change what agents are told without a review); the document is kept in
+the store. NAME defaults to the repository's last element. The component is stored
 under $MAIDEN_OCI_STORE (default: the user cache directory's maiden/oci),
 where every later load verifies it offline.`
 

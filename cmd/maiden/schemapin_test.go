@@ -81,6 +81,10 @@ func TestOCISchemaPin(t *testing.T) {
 		t.Fatalf("call of the pinned tool: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
 
+	if r := cli(t, "", "tools", "-config", cfg, "-cache", cache); !strings.Contains(r.stdout, "\n  from:    oci://"+host+"/tools/echo:v1@"+v1.Digest+" (unsigned)\n  schema:  "+s1+" (pinned)\n") {
+		t.Fatalf("tools: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
 	// tools/list over MCP: the provenance in _meta.
 	base := startHTTP(t, "-config", cfg, "-cache", cache)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}, nil)
