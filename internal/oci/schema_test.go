@@ -3,10 +3,12 @@ package oci
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestSchemaDoc: one definition hashes alike however its schemas are
@@ -88,4 +90,46 @@ func TestSchemaErrorNamesBothHashesAndTheFix(t *testing.T) {
 	if err.Error() != want {
 		t.Fatalf("error:\n%s\nwant:\n%s", err, want)
 	}
+}
+
+// FuzzSchemaDoc: whatever a component reports (its schemas are its own
+// bytes), the document is JSON, its hash is its own, and hashing what the
+// document holds again gives the same hash: the canonical form is a
+// fixed point, so a pin recorded on one machine holds on another.
+func FuzzSchemaDoc(f *testing.F) {
+	f.Add("Echo", `{"type":"object","properties":{"m":{"type":"string"}}}`, "")
+	f.Add("a <b>", `{"b":1.50,"a":[1,2,{"z":null,"y":true}]}`, `{"type":"object"}`)
+	f.Add("", `{"type":`, `"not an object"`)
+	f.Add("\u2028", `{"a":"\u0000\ud800"}`, `[]`)
+	f.Fuzz(func(t *testing.T, desc, input, output string) {
+		hash, doc := SchemaDoc(desc, input, output)
+		sum := sha256.Sum256(doc)
+		if hash != "sha256:"+hex.EncodeToString(sum[:]) || !ValidSchemaHash(hash) {
+			t.Fatalf("hash %s is not the document's", hash)
+		}
+		var d struct {
+			Description  string          `json:"description"`
+			InputSchema  json.RawMessage `json:"input_schema"`
+			OutputSchema json.RawMessage `json:"output_schema"`
+		}
+		if err := json.Unmarshal(doc, &d); err != nil {
+			t.Fatalf("document is not JSON: %v\n%s", err, doc)
+		}
+		// The document's schemas, re-hashed as they stand (a schema that
+		// was not JSON is a JSON string now, which encodes as itself);
+		// output null is "none declared".
+		again := func(raw json.RawMessage, output bool) string {
+			if output && string(raw) == "null" {
+				return ""
+			}
+			return string(raw)
+		}
+		if !utf8.ValidString(desc) || !utf8.ValidString(input) || !utf8.ValidString(output) {
+			return // JSON replaces invalid UTF-8: the document holds other text
+		}
+		h2, _ := SchemaDoc(d.Description, again(d.InputSchema, false), again(d.OutputSchema, true))
+		if h2 != hash {
+			t.Fatalf("re-hashing the document's contents gives %s, not %s\n%s", h2, hash, doc)
+		}
+	})
 }
