@@ -282,7 +282,7 @@ func TestOCIPublishDir(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "tool.wat"), string(src))
 
 	ref := "oci://" + host + "/tools/echo:v1"
-	r := cli(t, "", "publish", "-cache", cache, "-sign-key", filepath.Join(keys, "cosign.key"), dir, ref)
+	r := cli(t, "", "publish", "-cache", cache, "-isolation", "process", "-sign-key", filepath.Join(keys, "cosign.key"), dir, ref)
 	m := regexp.MustCompile(`^path = "(` + regexp.QuoteMeta(ref) + `@sha256:[0-9a-f]{64})"\n$`).FindStringSubmatch(r.stdout)
 	if r.code != exitOK || m == nil || !strings.Contains(r.stderr, "building echo (WAT)") {
 		t.Fatalf("publish DIR: exit %d\nstdout: %q\nstderr: %s", r.code, r.stdout, r.stderr)
