@@ -86,24 +86,32 @@ func TestOCISchemaPin(t *testing.T) {
 	}
 
 	// tools/list over MCP: the provenance in _meta.
-	base := startHTTP(t, "-config", cfg, "-cache", cache)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
+	listTools := func() []*mcp.Tool {
+		t.Helper()
+		base := startHTTP(t, "-config", cfg, "-cache", cache)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Tools
 	}
-	list, err := cs.ListTools(ctx, nil)
-	cs.Close()
-	if err != nil || len(list.Tools) != 1 {
-		t.Fatalf("tools/list: %v, %+v", err, list)
+	list := listTools()
+	if len(list) != 1 {
+		t.Fatalf("tools/list: %+v", list)
 	}
-	got, _ := list.Tools[0].Meta["run.maiden/provenance"].(map[string]any)
+	got, _ := list[0].Meta["run.maiden/provenance"].(map[string]any)
 	want := map[string]any{"ref": "oci://" + host + "/tools/echo:v1@" + v1.Digest, "component": v1.Digest, "schema": s1, "schema_pinned": true}
 	if len(got) != len(want) {
-		t.Fatalf("tools/list _meta = %v; want run.maiden/provenance = %v", list.Tools[0].Meta, want)
+		t.Fatalf("tools/list _meta = %v; want run.maiden/provenance = %v", list[0].Meta, want)
 	}
 	for k, v := range want {
 		if got[k] != v {
-			t.Fatalf("tools/list _meta = %v; want run.maiden/provenance = %v", list.Tools[0].Meta, want)
+			t.Fatalf("tools/list _meta = %v; want run.maiden/provenance = %v", list[0].Meta, want)
 		}
 	}
 
@@ -122,6 +130,9 @@ func TestOCISchemaPin(t *testing.T) {
 	}
 	if r := cli(t, "", "tools", "-config", cfg, "-cache", cache); !strings.Contains(r.stdout, "error:   invalid: "+wantErr) {
 		t.Fatalf("tools after the digest moved: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if list := listTools(); len(list) != 0 {
+		t.Fatalf("tools/list serves a tool whose schema moved: %+v", list[0])
 	}
 	// On a fresh store, pull fetches v2 but does not record its schema as
 	// the pinned one, and the file still does not load.
