@@ -37,6 +37,8 @@ func TestCallRecordJSON(t *testing.T) {
 			{Rendered: s, DurationMS: 7, ToolKind: s, OutputBytes: 1 << 40, TraceID: s},
 			{Session: s, Rendered: s, Kind: api.KindTool, BoundaryRevision: &rev0, TraceID: s},
 			{Session: s, Rendered: s, BoundaryRevision: &rev3},
+			{Rendered: s, Decision: &api.Decision{Allow: true, Card: s}, BeforeRewrite: []Rewritten{{Rendered: s, Decision: &api.Decision{Allow: true, Card: s, Wallet: s}}}, RewritesTruncated: true},
+			{Rendered: s, FS: []api.Decision{{Allow: true, Target: s, Card: s}, {Reason: s, Target: s}}, FSTruncated: true, Middleware: []verdict{{Rule: s}}},
 		}
 		for _, rec := range recs {
 			b, err := rec.AppendJSON(nil)
