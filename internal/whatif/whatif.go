@@ -1,7 +1,9 @@
 // Package whatif replays the audit trail's recorded decisions on a proposed
 // change of the cards (maiden audit whatif): each recorded decision of an
-// agent's cards — a call's tool:invoke, an http-fetch's network:connect and
-// secret:use, a reveal's secret:reveal — is rebuilt as the question and
+// agent's cards — a call's tool:invoke (with those on its inputs before
+// a middleware rewrite and the fs decisions of its session's preopens), an
+// http-fetch's network:connect and secret:use, a reveal's secret:reveal —
+// is rebuilt as the question and
 // basis internal/decide answered (the question from the record: the
 // call's canonical rendering, the fetch's destination and credential, the
 // revealed secret), decided again on the agent's cards as they are today
@@ -44,9 +46,16 @@
 //     side besides the cards: its system grants replace the system cards,
 //     and a tool it does not bind, or a binding that no longer covers a
 //     fetch's destination or a secret, refuses.
-//   - Not replayed (not recorded as decisions today): the decision before
-//     a middleware rewrite (the record holds the last one), the fs
-//     subtree decisions of a session's preopens.
+//   - A call's record may hold more than its tool:invoke: the decision on
+//     each input a middleware then rewrote (before_rewrite, asked first,
+//     until one refuses) and the fs decisions of its session's preopens
+//     (fs: decide.AccessTree, asked once the call is allowed). The call
+//     flips when whether it runs flips, or, running either way, when one
+//     of its fs decisions does. A call the cards refused is replayed as
+//     far as it got: what the layers or the session would have done past
+//     the refusal was never recorded.
+//   - Not replayed: the session boundary's own checks (not the cards';
+//     BoundaryReplay replays a boundary request over refused built-ins).
 package whatif
 
 import (
