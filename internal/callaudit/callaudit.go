@@ -104,9 +104,13 @@ type Record[V any] struct {
 // whatever the configuration: a session's preopens ask at most two
 // questions a directory (sandbox.MaxPreopens directories), and a chain
 // rewrites once a layer.
+// A rendering before a rewrite is as long as the input was (up to the
+// input limit): the agent's own is always kept, the later ones only while
+// they add up to at most MaxRewriteBytes.
 const (
-	MaxFSDecisions = 32
-	MaxRewrites    = 8
+	MaxFSDecisions  = 32
+	MaxRewrites     = 8
+	MaxRewriteBytes = 64 << 10
 )
 
 // Rewritten is the decision on an input a middleware layer then rewrote:
@@ -115,6 +119,24 @@ const (
 type Rewritten struct {
 	Rendered string        `json:"rendered"`
 	Decision *api.Decision `json:"decision"`
+}
+
+// KeepRewrite appends r to list within MaxRewrites and MaxRewriteBytes
+// (the first entry, the agent's own input, always fits); cut reports an
+// entry left out, after which a caller appends no more (the list keeps
+// the decisions in the order they were made, from the first).
+func KeepRewrite(list []Rewritten, r Rewritten) (_ []Rewritten, cut bool) {
+	if len(list) == 0 {
+		return append(list, r), false
+	}
+	n := len(r.Rendered)
+	for _, x := range list[1:] {
+		n += len(x.Rendered)
+	}
+	if len(list) >= MaxRewrites || n > MaxRewriteBytes {
+		return list, true
+	}
+	return append(list, r), false
 }
 
 // Capped is list cut to at most limit entries, and whether it was cut.

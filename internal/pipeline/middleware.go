@@ -236,10 +236,8 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 		// From here the record names the rewritten call and its
 		// decision, refused or not, and keeps the one on the input
 		// before it beside (a replay asks both).
-		if len(inv.beforeRewrite) < callaudit.MaxRewrites {
-			inv.beforeRewrite = append(inv.beforeRewrite, prev)
-		} else {
-			inv.rewritesCut = true
+		if !inv.rewritesCut {
+			inv.beforeRewrite, inv.rewritesCut = callaudit.KeepRewrite(inv.beforeRewrite, prev)
 		}
 		d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
 		inv.decision = d

@@ -87,8 +87,8 @@ type invocation struct {
 	// or a long approval wait decides again): what its audit records say.
 	decision cards.Decision
 	// beforeRewrite are the decisions on each input a layer then rewrote
-	// (rewrite), the agent's own first, at most callaudit.MaxRewrites
-	// (rewritesCut: more were made); fsDecisions the cards' decisions
+	// (rewrite), the agent's own first, within callaudit.KeepRewrite's
+	// caps (rewritesCut: more were made); fsDecisions the cards' decisions
 	// about the session's preopens (sessions.hold, recheck): what the
 	// audit records carry beside decision, for a replay.
 	beforeRewrite []callaudit.Rewritten
