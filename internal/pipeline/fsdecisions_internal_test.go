@@ -11,7 +11,10 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/decide"
+	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/maiden-run/maiden/internal/whatif"
@@ -138,6 +141,28 @@ fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[
 		rep := replay(api.WhatIfChange{Revoke: []string{cardOf[tc.revoke]}})
 		if rep.Flips != 1 || rep.Groups[0].AllowedToDenied != 1 || rep.Groups[0].Examples[0].Target != tc.target {
 			t.Errorf("revoking %s: flips %d, groups %+v; want the call allowed -> denied at %s", tc.revoke, rep.Flips, rep.Groups, tc.target)
+		}
+	}
+}
+
+// TestRecordedFSCapped: a record keeps at most callaudit.MaxFSDecisions
+// fs decisions, the first ones, and says when it cut the list (a call may
+// be given sandbox.MaxPreopens directories, each asking read and write).
+func TestRecordedFSCapped(t *testing.T) {
+	var ds []cards.Decision
+	for i := range 2 * sandbox.MaxPreopens {
+		ds = append(ds, cards.Decision{Allow: i%3 != 0, Target: fmt.Sprintf("fs:read /d%d/**", i), Reason: "r"})
+	}
+	for _, n := range []int{0, 1, callaudit.MaxFSDecisions, callaudit.MaxFSDecisions + 1, len(ds)} {
+		got, cut := recordedFS(ds[:n])
+		want := min(n, callaudit.MaxFSDecisions)
+		if len(got) != want || cut != (n > callaudit.MaxFSDecisions) {
+			t.Errorf("%d decisions: kept %d, cut %v; want %d, cut %v", n, len(got), cut, want, n > callaudit.MaxFSDecisions)
+		}
+		for i := range got {
+			if got[i].Target != ds[i].Target || got[i].Allow != ds[i].Allow || got[i].Allow && got[i].Rule != "" || !got[i].Allow && got[i].Rule == "" {
+				t.Errorf("%d decisions: [%d] = %+v, want %s in order (an allowed one without its rule)", n, i, got[i], ds[i].Target)
+			}
 		}
 	}
 }
