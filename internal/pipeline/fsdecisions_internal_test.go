@@ -47,6 +47,9 @@ use = "city"
 [agents.a]
 tools = ["echo"]
 grants = ["tool:invoke echo --city=paris --message=*", "tool:invoke echo --city=Paris --message=*", "fs:read %[3]s/data/**", "fs:read %[3]s/work/**", "fs:write %[3]s/work/**"]
+[agents.narrow]
+tools = ["echo"]
+grants = ["tool:invoke echo --city=paris --message=*"]
 [agents.a.boundary]
 fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[3]s/data", access = "write", match = "subtree" }, { path = "%[3]s/other", access = "read", match = "subtree" }]
 `, testkit.Component(t, "echo"), testkit.Middleware(t, "city"), dir)
@@ -67,6 +70,10 @@ fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[
 	if err != nil || !res.OK {
 		t.Fatalf("call: %+v %v", res.Error, err)
 	}
+	// The cards of narrow refuse the rewritten call.
+	if res, err := h.Call(ctx, Call{Agent: "narrow", Tool: "echo", Input: `{"message":"x","city":"paris"}`}); err != nil || res.Error == nil || res.Error.Kind != KindDenied {
+		t.Fatalf("narrow's call: %+v %v, want denied", res.Error, err)
+	}
 	st, err := h.state(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,21 +82,30 @@ fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[
 	if err != nil {
 		t.Fatal(err)
 	}
-	cardOf := map[string]string{} // a system card's ID by its one grant
+	cardOf := map[string]string{} // a's system cards' IDs by their one grant
 	for _, c := range all {
-		cardOf[c.LowerPos[0].Grant.String()] = c.ID
+		if c.Holder == "a" {
+			cardOf[c.LowerPos[0].Grant.String()] = c.ID
+		}
 	}
 	recs, err := auditTail(ctx, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec callRecord
+	var rec, refused callRecord
 	for _, r := range recs {
-		if r.Kind == store.AuditCallAdmitted {
-			if err := json.Unmarshal(r.Body, &rec); err != nil {
+		into := map[string]*callRecord{store.AuditCallAdmitted: &rec, store.AuditCallRefused: &refused}[r.Kind]
+		if into != nil {
+			if err := json.Unmarshal(r.Body, into); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	// A rewrite the cards refuse: the record names the refused input and
+	// its denial, the agent's input and its decision before it.
+	if refused.Rendered != "--city=Paris --message=x" || refused.Decision == nil || refused.Decision.Allow ||
+		len(refused.BeforeRewrite) != 1 || refused.BeforeRewrite[0].Rendered != "--city=paris --message=x" || !refused.BeforeRewrite[0].Decision.Allow {
+		t.Fatalf("the refused rewrite's record: %q decided %+v, before %+v", refused.Rendered, refused.Decision, refused.BeforeRewrite)
 	}
 	if rec.Rendered != "--city=Paris --message=x" || rec.Decision == nil || rec.Decision.Card != cardOf["tool:invoke echo --city=Paris --message=*"] {
 		t.Fatalf("the record names the rewritten call %q decided by %+v", rec.Rendered, rec.Decision)
@@ -122,7 +138,7 @@ fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[
 	}
 
 	replay := func(change api.WhatIfChange) api.WhatIfReport {
-		r, err := whatif.New(whatif.State{Now: time.Now(), Agents: []string{"a"}, Cards: all}, change)
+		r, err := whatif.New(whatif.State{Now: time.Now(), Agents: []string{"a", "narrow"}, Cards: all}, change)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +147,13 @@ fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[
 		}
 		return r.Report()
 	}
-	if rep := replay(api.WhatIfChange{}); rep.Replayed != 1 || rep.Verified != 1 || rep.Flips != 0 {
-		t.Fatalf("unchanged: replayed %d, verified %d, flips %d, inexact %+v: want 1, 1, 0", rep.Replayed, rep.Verified, rep.Flips, rep.Inexact)
+	if rep := replay(api.WhatIfChange{}); rep.Replayed != 2 || rep.Verified != 2 || rep.Flips != 0 {
+		t.Fatalf("unchanged: replayed %d, verified %d, flips %d, inexact %+v: want 2, 2, 0", rep.Replayed, rep.Verified, rep.Flips, rep.Inexact)
+	}
+	// Granting narrow the rewritten call flips its refusal.
+	rep := replay(api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "narrow", Grant: "tool:invoke echo --city=Paris --message=*"}}})
+	if rep.Flips != 1 || rep.Groups[0].Agent != "narrow" || rep.Groups[0].DeniedToAllowed != 1 {
+		t.Errorf("granting narrow the rewritten call: flips %d, groups %+v; want its call denied -> allowed", rep.Flips, rep.Groups)
 	}
 	for _, tc := range []struct{ revoke, target string }{
 		{"tool:invoke echo --city=paris --message=*", "tool:invoke echo --city=paris --message=x"},
