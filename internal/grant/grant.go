@@ -75,13 +75,14 @@ type Grant struct {
 	Verb  string // "" = any verb of the class
 
 	name glob // tool name, secret name, card ID, network host ("*" = any)
+	port int  // network: 0 = any port
+	args []argPattern
+	rest bool  // tool: a trailing "--..." allows arguments the grant does not mention
+	path []seg // fs
+
 	// component is the digest a tool grant's calls must run
 	// ("sha256:HEX", component.go); "" = any component.
 	component string
-	port      int // network: 0 = any port
-	args      []argPattern
-	rest      bool  // tool: a trailing "--..." allows arguments the grant does not mention
-	path      []seg // fs
 
 	// tool, a typed command's call (command.go): the command words after
 	// the name (literal), and the positionals after "--" (globs), with
