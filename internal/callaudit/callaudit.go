@@ -120,6 +120,7 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 		field("target", d.Target)
 		field("fix", d.Fix)
 		field("wallet", d.Wallet)
+		field("component", d.Component)
 		b = append(b, '}')
 	}
 	if len(r.Middleware) > 0 {

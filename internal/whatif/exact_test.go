@@ -3,6 +3,7 @@ package whatif_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ var grantPool = []string{
 	"tool:invoke t1 --q=*", "tool:invoke t1 --q=cat*", "tool:invoke t1 --q=* --n=*",
 	"tool:invoke t2", "tool:invoke t2 --...", "tool:invoke t3 --flag --...",
 	"tool:invoke git log --...", "tool:invoke git log --max-count=5 -- README.md", "tool:invoke git status",
-	"tool:invoke git --...",
+	"tool:invoke git --...", "tool:invoke t0@" + compA + " --...", "tool:invoke t1@" + compB + " --q=*",
 	"network:connect api.example.com:443", "network:connect *.example.com", "network:connect *:443", "network:connect 10.0.0.1",
 	"secret:use K0", "secret:use *", "secret:use K1",
 	"secret:reveal K0", "secret:reveal *",
@@ -80,6 +81,13 @@ func randomCards(t testing.TB, rng *rand.Rand, n int) []cards.Card {
 	return cs
 }
 
+// Two components the tools of a random trail run (or none known).
+var (
+	compA = "sha256:" + strings.Repeat("a1", 32)
+	compB = "sha256:" + strings.Repeat("b2", 32)
+	comps = []string{"", compA, compB}
+)
+
 var (
 	values = []string{"alice", "anna", "bob", "cat", "cats", "dog", "1", "5", "x y", "--", "*", "é"}
 	argsOf = []string{"to", "q", "n", "flag"}
@@ -121,7 +129,7 @@ func randomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, n int) *trail {
 		switch k := rng.IntN(10); {
 		case k < 7:
 			tool, r := randomRendering(rng)
-			tr.call(agent, tool, r)
+			tr.callOf(agent, tool, r, comps[rng.IntN(len(comps))])
 		case k < 9:
 			cred := ""
 			if rng.IntN(2) == 0 {
@@ -189,6 +197,11 @@ func TestReplayIsExact(t *testing.T) {
 		{Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "tool:invoke t1 --...", As: api.WhatIfCeiling}, {Agent: "a2", Grant: "secret:use *", As: api.WhatIfCeiling}}},
 		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "tool:invoke git --...", As: api.WhatIfCeiling}, {Agent: "a0", Grant: "tool:invoke git log --...", As: api.WhatIfDeny},
 			{Agent: "a0", Grant: "tool:invoke git --..."}}},
+		// Grants naming a component: an allowance, a prohibition, a
+		// ceiling (issue 25).
+		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1@" + compB + " --..."}, {Agent: "a3", Grant: "tool:invoke t0@" + compA + " --..."}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "tool:invoke *@" + compA + " --...", As: api.WhatIfDeny}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "tool:invoke *@" + compB + " --...", As: api.WhatIfCeiling}}},
 	} {
 		t.Run(fmt.Sprint("change ", i), func(t *testing.T) {
 			changed := applyChange(t, cs, change)
@@ -320,9 +333,12 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord) *bool {
 	var ok bool
 	switch rec.Kind {
 	case whatif.KindCallAdmitted, whatif.KindCallRefused:
-		var b struct{ Rendered string }
+		var b struct {
+			Rendered string
+			Decision api.Decision
+		}
 		mustJSON(t, rec.Body, &b)
-		ok = tr.call(rec.Agent, rec.Tool, b.Rendered)
+		ok = tr.callOf(rec.Agent, rec.Tool, b.Rendered, b.Decision.Component)
 	case whatif.KindFetch:
 		var b struct {
 			Credential string

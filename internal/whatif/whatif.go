@@ -44,6 +44,10 @@
 //     side besides the cards: its system grants replace the system cards,
 //     and a tool it does not bind, or a binding that no longer covers a
 //     fetch's destination or a secret, refuses.
+//   - A call's question carries the component it ran (the recorded
+//     decision's component), so a grant naming a digest flips only the
+//     calls of that component; a record made before decisions carried it
+//     is asked with none, which no such grant allows.
 //   - Not replayed (not recorded as decisions today): the decision before
 //     a middleware rewrite (the record holds the last one), the fs
 //     subtree decisions of a session's preopens.
@@ -443,7 +447,11 @@ func read(rec api.AuditRecord, u *unit) bool {
 		if err != nil {
 			return false
 		}
-		u.q[0], u.n = decide.Invoke(grant.CommandTarget(rec.Tool, c.Command, c.Args, c.Positionals)), 1
+		t := grant.CommandTarget(rec.Tool, c.Command, c.Args, c.Positionals)
+		// The component the call ran, as its decision was asked it: a
+		// grant naming a digest is decided again against that digest.
+		t.Component = b.Decision.Component
+		u.q[0], u.n = decide.Invoke(t), 1
 		u.recorded = []api.Decision{*b.Decision}
 	case KindReveal:
 		var b revealBody

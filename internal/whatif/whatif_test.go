@@ -77,18 +77,24 @@ func (tr *trail) add(kind, agent, tool string, body any) {
 // recordedDecision): an allowed one without its rule and target.
 func recorded(d cards.Decision) api.Decision {
 	if d.Allow {
-		return api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet}
+		return api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet, Component: d.Asked.Component}
 	}
 	return d.API()
 }
 
 // call records a call of tool with the canonical rendering rendered.
-func (tr *trail) call(agent, tool, rendered string) bool {
+func (tr *trail) call(agent, tool, rendered string) bool { return tr.callOf(agent, tool, rendered, "") }
+
+// callOf records a call of tool running the component comp ("" not
+// known).
+func (tr *trail) callOf(agent, tool, rendered, comp string) bool {
 	c, err := grant.ParseRendering(rendered)
 	if err != nil {
 		tr.t.Fatalf("rendering %q: %v", rendered, err)
 	}
-	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent)}, decide.Invoke(grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)))
+	target := grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)
+	target.Component = comp
+	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent)}, decide.Invoke(target))
 	kind := whatif.KindCallAdmitted
 	if !d.Allow {
 		kind = whatif.KindCallRefused
