@@ -107,7 +107,7 @@ func (g Grant) toolBeyond(related []Grant) string {
 	if len(related) == 0 {
 		what := " (today nothing of " + name + ")"
 		if g.component != "" {
-			what = " (today nothing of " + name + ", and only while its component is " + g.component + ")"
+			what = " (today nothing of " + name + "; only while its component is the one named)"
 		}
 		return head + " with " + g.argsWords() + what
 	}

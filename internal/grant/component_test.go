@@ -178,13 +178,13 @@ func TestComponentBeyond(t *testing.T) {
 		red     bool
 	}{
 		{"pinned, new tool", "tool:invoke echo@" + digestA + " --...", nil,
-			"tool:invoke echo@" + digestA + " with any arguments (today nothing of echo, and only while its component is " + digestA + ")", false},
+			"tool:invoke echo@" + digestA + " with any arguments (today nothing of echo; only while its component is the one named)", false},
 		{"pinned, wider arguments", "tool:invoke echo@" + digestA + " --message=*", []string{"tool:invoke echo@" + digestA + " --message=hi"},
 			"tool:invoke echo@" + digestA + " with any --message= (today only --message=hi)", false},
 		{"any component where today one", "tool:invoke echo --message=*", []string{"tool:invoke echo@" + digestA + " --message=*"},
 			"tool:invoke echo with any component (today only " + digestA + ")", false},
 		{"another component is not related", "tool:invoke echo@" + digestB + " --...", []string{"tool:invoke echo@" + digestA + " --..."},
-			"tool:invoke echo@" + digestB + " with any arguments (today nothing of echo, and only while its component is " + digestB + ")", false},
+			"tool:invoke echo@" + digestB + " with any arguments (today nothing of echo; only while its component is the one named)", false},
 		{"pinned under an unpinned grant", "tool:invoke echo@" + digestA + " --message=hi", []string{"tool:invoke echo --..."},
 			"nothing new: tool:invoke echo@" + digestA + " --message=hi is covered by tool:invoke echo --...", true},
 	} {

@@ -86,7 +86,7 @@ func TestBeyondNamesTheComponent(t *testing.T) {
 	}{
 		{"tool:invoke echo@" + compA + " --message=*", "tool:invoke echo@" + compA + " with any --message= (today only --message=hi)"},
 		{"tool:invoke echo --message=hi", "tool:invoke echo with any component (today only " + compA + ")"},
-		{"tool:invoke echo@" + compB + " --message=hi", "tool:invoke echo@" + compB + " with --message=hi (today nothing of echo, and only while its component is " + compB + ")"},
+		{"tool:invoke echo@" + compB + " --message=hi", "tool:invoke echo@" + compB + " with --message=hi (today nothing of echo; only while its component is the one named)"},
 	} {
 		g, err := grant.Parse(tc.grant)
 		if err != nil {
