@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +16,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/oci"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -178,5 +183,56 @@ func TestGrantNamingADigest(t *testing.T) {
 		if rep.Flips != tc.flips || !cmp.Equal(targets, tc.targets) || len(rep.Inexact) != 0 || rep.Verified != 4 {
 			t.Errorf("%s: %d flips %q, %d verified, inexact %v; want %d flips %q, all 4 verified", tc.name, rep.Flips, targets, rep.Verified, rep.Inexact, tc.flips, tc.targets)
 		}
+	}
+}
+
+// TestGrantNamingAnOCIDigest (issue 25): an oci:// tool's component is
+// its pinned manifest digest, the one agent.toml, maiden add and the
+// audit record's component name: a grant naming it allows the call, and a
+// grant naming the component file's own SHA-256 (the layer's digest) does
+// not, its denial naming both.
+func TestGrantNamingAnOCIDigest(t *testing.T) {
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	ctx := context.Background()
+	src := testkit.Component(t, "echo")
+	wasm, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := oci.Push(ctx, oci.Ref{Registry: strings.TrimPrefix(srv.URL, "http://"), Repository: "tools/echo", Tag: "v1"}, wasm, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := oci.OpenStore(os.Getenv(oci.StoreEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oci.Pull(ctx, pinned, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	layer := fileDigest(t, src)
+	if layer == pinned.Digest {
+		t.Fatal("the manifest digest is the layer's")
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = "`+pinned.String()+`"
+[agents.manifest]
+tools = ["echo"]
+grants = ["tool:invoke echo@`+pinned.Digest+` --..."]
+[agents.layer]
+tools = ["echo"]
+grants = ["tool:invoke echo@`+layer+` --..."]
+[state]
+path = "`+filepath.Join(t.TempDir(), "state.db")+`"
+`, maiden.Options{Isolation: maiden.InProcess})
+	if res := mustCall(t, h, maiden.Call{Agent: "manifest", Tool: "echo", Input: `{"message":"hi"}`}); !res.OK {
+		t.Fatalf("a grant naming the manifest digest: %+v %+v", res, res.Error)
+	}
+	res := mustCall(t, h, maiden.Call{Agent: "layer", Tool: "echo", Input: `{"message":"hi"}`})
+	if res.OK || res.Error == nil || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "the tool's component is "+pinned.Digest+", not "+layer) {
+		t.Fatalf("a grant naming the layer's digest: %+v %+v, want denied naming both", res, res.Error)
 	}
 }
