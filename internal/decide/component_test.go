@@ -137,3 +137,24 @@ func TestDecidePinnedAllowedAllocatesNothing(t *testing.T) {
 		t.Errorf("an allowed pinned decision allocates %v times", n)
 	}
 }
+
+// BenchmarkDecidePinned is one allowed decision by a grant naming the
+// call's component, against the same grant naming none, in the same run
+// (the ratio is the cost of comparing the digest).
+func BenchmarkDecidePinned(b *testing.B) {
+	for _, tc := range []struct{ name, grant string }{
+		{"unpinned", "tool:invoke echo --message=*"},
+		{"pinned", "tool:invoke echo@" + compA + " --message=*"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			basis := decide.Basis{Wallet: wallet(card("c1", cards.Spec{LowerPos: gs(b, tc.grant)}))}
+			q := decide.Invoke(echoCall(b, compA))
+			b.ReportAllocs()
+			for b.Loop() {
+				if !decide.Decide(basis, q).Allow {
+					b.Fatal("denied")
+				}
+			}
+		})
+	}
+}
