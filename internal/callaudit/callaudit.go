@@ -184,6 +184,7 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 		field("target", d.Target)
 		field("fix", d.Fix)
 		field("wallet", d.Wallet)
+		field("component", d.Component)
 		b = append(b, '}')
 	}
 	// Rare (a rewrite, a session's preopens): encoding/json.

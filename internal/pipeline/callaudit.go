@@ -139,14 +139,15 @@ func (inv *invocation) provenance() (component, signer string) {
 
 // recordedDecision is the call's decision as its record carries it (nil
 // when the cards were not asked): as Decide returned it, less the target
-// and rule of an allowed call, which the record holds already (callRecord).
+// and rule of an allowed call, which the record holds already (callRecord);
+// the component it was asked about stays, which a replay asks again.
 func (inv *invocation) recordedDecision() *api.Decision {
 	d := &inv.decision
 	if !d.Allow && d.Reason == "" {
 		return nil // not decided: a denial always says why
 	}
 	if d.Allow {
-		return &api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet}
+		return &api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet, Component: d.Asked.Component}
 	}
 	a := d.API()
 	return &a

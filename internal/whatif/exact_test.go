@@ -33,7 +33,7 @@ var grantPool = []string{
 	"tool:invoke t1 --q=*", "tool:invoke t1 --q=cat*", "tool:invoke t1 --q=* --n=*",
 	"tool:invoke t2", "tool:invoke t2 --...", "tool:invoke t3 --flag --...",
 	"tool:invoke git log --...", "tool:invoke git log --max-count=5 -- README.md", "tool:invoke git status",
-	"tool:invoke git --...",
+	"tool:invoke git --...", "tool:invoke t0@" + compA + " --...", "tool:invoke t1@" + compB + " --q=*",
 	"network:connect api.example.com:443", "network:connect *.example.com", "network:connect *:443", "network:connect 10.0.0.1",
 	"secret:use K0", "secret:use *", "secret:use K1",
 	"secret:reveal K0", "secret:reveal *",
@@ -97,6 +97,13 @@ func randomCards(t testing.TB, rng *rand.Rand, n int) []cards.Card {
 	return cs
 }
 
+// Two components the tools of a random trail run (or none known).
+var (
+	compA = "sha256:" + strings.Repeat("a1", 32)
+	compB = "sha256:" + strings.Repeat("b2", 32)
+	comps = []string{"", compA, compB}
+)
+
 var (
 	values = []string{"alice", "anna", "bob", "cat", "cats", "dog", "1", "5", "x y", "--", "*", "é"}
 	argsOf = []string{"to", "q", "n", "flag"}
@@ -139,7 +146,9 @@ var dirsOffered = []string{"/srv/work", "/srv/data", "/data/x", "/home/u", "/srv
 // quarter of the first.
 func randomPlan(rng *rand.Rand, agent string) plan {
 	tool, r := randomRendering(rng)
-	p := plan{agent: agent, tool: tool, rendered: []string{r}}
+	// The component follows from the rendering, so the generator's
+	// sequence (the rest of the trail) does not depend on it.
+	p := plan{agent: agent, tool: tool, comp: comps[len(r)%len(comps)], rendered: []string{r}}
 	if rng.IntN(2) == 0 {
 		for range 1 + rng.IntN(2) {
 			for {
@@ -173,7 +182,7 @@ func randomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, n int) *trail {
 			tr.callWith(randomPlan(rng, agent))
 		case k < 7:
 			tool, r := randomRendering(rng)
-			tr.call(agent, tool, r)
+			tr.callOf(agent, tool, r, comps[rng.IntN(len(comps))])
 		case k < 9:
 			cred := ""
 			if rng.IntN(2) == 0 {
@@ -245,6 +254,42 @@ func TestReplayIsExact(t *testing.T) {
 		t.Errorf("the trail is not varied: %d calls admitted, %d refused, %d rewritten; %d fs decisions allowed, %d denied", allowed, denied, rewritten, fsAllowed, fsDenied)
 	}
 
+	// Each record's outcome recorded again on today's cards, once.
+	today := make([]*string, len(tr.recs))
+	for j, rec := range tr.recs {
+		today[j] = outcomeOf(t, tr, rec, tr.plans)
+	}
+	// Revocations name live cards whose revocation changes some outcome
+	// when the trail is recorded again (the slow way, not the replay): the
+	// trail is random, and a card that only repeats what others decide
+	// would flip nothing whatever the replay did. Found from index i on.
+	flipsSome := func(revoke []string) bool {
+		again := &trail{t: t, cards: applyChange(t, cs, api.WhatIfChange{Revoke: revoke}), at: tr.at}
+		for j, rec := range tr.recs {
+			if after := outcomeOf(t, again, rec, tr.plans); today[j] != nil && *today[j] != *after {
+				return true
+			}
+		}
+		return false
+	}
+	liveCard := func(t testing.TB, cs []cards.Card, i int) string {
+		for k := range cs {
+			if c := cs[(i+k)%len(cs)]; c.Live(now) && flipsSome([]string{c.ID}) {
+				return c.ID
+			}
+		}
+		t.Fatal("no live card whose revocation changes an outcome")
+		return ""
+	}
+	liveDenyCard := func(t testing.TB, cs []cards.Card) string {
+		for _, c := range cs {
+			if c.Live(now) && len(c.UpperNeg) > 0 && flipsSome([]string{c.ID}) {
+				return c.ID
+			}
+		}
+		t.Fatal("no live prohibition card whose revocation changes an outcome")
+		return ""
+	}
 	changes := []api.WhatIfChange{
 		{Revoke: []string{liveCard(t, cs, 3)}},
 		{Revoke: []string{liveCard(t, cs, 11), liveCard(t, cs, 17)}},
@@ -262,17 +307,17 @@ func TestReplayIsExact(t *testing.T) {
 		{Revoke: []string{liveFSCard(t, cs)}},
 		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "fs:read /srv/work/secret/**", As: api.WhatIfDeny}, {Agent: "a1", Grant: "fs:write /srv/work/secret/**", As: api.WhatIfDeny}}},
 		{Grants: []api.WhatIfGrant{{Agent: "a3", Grant: "fs:read /**"}, {Agent: "a1", Grant: "fs /srv/work/**"}}},
+		// Grants naming a component: an allowance, a prohibition, a
+		// ceiling (issue 25).
+		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1@" + compB + " --..."}, {Agent: "a3", Grant: "tool:invoke t0@" + compA + " --..."}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "tool:invoke *@" + compA + " --...", As: api.WhatIfDeny}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "tool:invoke *@" + compB + " --...", As: api.WhatIfCeiling}}},
 	}
 	// A prohibition of exactly the agent's own input of rewritten calls
 	// (not of what a middleware rewrote it into): only the decisions
 	// before the rewrites can flip them.
 	changes = append(changes, denyOriginals(t, tr))
 	plannedFlips, fsFlips := make([]int, len(changes)), make([]int, len(changes))
-	// Each record's outcome recorded again on today's cards, once.
-	today := make([]*string, len(tr.recs))
-	for j, rec := range tr.recs {
-		today[j] = outcomeOf(t, tr, rec, tr.plans)
-	}
 	for i, change := range changes {
 		t.Run(fmt.Sprint("change ", i), func(t *testing.T) {
 			changed := applyChange(t, cs, change)
@@ -440,18 +485,6 @@ func liveFSCard(t testing.TB, cs []cards.Card) string {
 	return ""
 }
 
-// liveDenyCard is the first live card holding a prohibition
-// (upper-negative grants).
-func liveDenyCard(t testing.TB, cs []cards.Card) string {
-	for _, c := range cs {
-		if c.Live(now) && len(c.UpperNeg) > 0 {
-			return c.ID
-		}
-	}
-	t.Fatal("no live prohibition card")
-	return ""
-}
-
 // outcomeOf decides rec's question again on tr's cards, the way the call
 // path asked it (nil for a record whose cards were not asked): plans
 // holds the calls a middleware rewrote or a session gave directories,
@@ -479,9 +512,12 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]pla
 	}
 	switch rec.Kind {
 	case whatif.KindCallAdmitted, whatif.KindCallRefused:
-		var b struct{ Rendered string }
+		var b struct {
+			Rendered string
+			Decision api.Decision
+		}
 		mustJSON(t, rec.Body, &b)
-		ok = tr.call(rec.Agent, rec.Tool, b.Rendered)
+		ok = tr.callOf(rec.Agent, rec.Tool, b.Rendered, b.Decision.Component)
 	case whatif.KindFetch:
 		var b struct {
 			Credential string

@@ -46,6 +46,10 @@
 //     side besides the cards: its system grants replace the system cards,
 //     and a tool it does not bind, or a binding that no longer covers a
 //     fetch's destination or a secret, refuses.
+//   - A call's question carries the component it ran (the recorded
+//     decision's component), so a grant naming a digest flips only the
+//     calls of that component; a record made before decisions carried it
+//     is asked with none, which no such grant allows.
 //   - A call's record may hold more than its tool:invoke: the decision on
 //     each input a middleware then rewrote (before_rewrite, asked first,
 //     until one refuses) and the fs decisions of its session's preopens
@@ -544,7 +548,9 @@ func read(rec api.AuditRecord, u *unit) bool {
 		if json.Unmarshal(rec.Body, &b) != nil || !cardsAsked(b.Decision) {
 			return false
 		}
-		q, ok := invokeOf(rec.Tool, b.Rendered)
+		// The component the call ran, as its decision was asked it: a
+		// grant naming a digest is decided again against that digest.
+		q, ok := invokeOf(rec.Tool, b.Rendered, b.Decision.Component)
 		if !ok {
 			return false
 		}
@@ -556,7 +562,7 @@ func read(rec api.AuditRecord, u *unit) bool {
 		// The input before each rewrite: allowed, or no rewrite would
 		// have followed.
 		for _, p := range b.BeforeRewrite {
-			q, ok := invokeOf(rec.Tool, p.Rendered)
+			q, ok := invokeOf(rec.Tool, p.Rendered, p.Decision.Component)
 			if !ok || !cardsAsked(p.Decision) || !p.Decision.Allow {
 				return false
 			}
@@ -612,12 +618,14 @@ func read(rec api.AuditRecord, u *unit) bool {
 
 // invokeOf is the tool:invoke question of a call of tool with the
 // canonical rendering rendered.
-func invokeOf(tool, rendered string) (decide.Question, bool) {
+func invokeOf(tool, rendered, component string) (decide.Question, bool) {
 	c, err := grant.ParseRendering(rendered)
 	if err != nil {
 		return decide.Question{}, false
 	}
-	return decide.Invoke(grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)), true
+	t := grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)
+	t.Component = component
+	return decide.Invoke(t), true
 }
 
 // treeOf reads "fs:VERB DIR/**", a preopen's decision's target as

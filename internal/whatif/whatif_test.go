@@ -80,18 +80,24 @@ func (tr *trail) add(kind, agent, tool string, body any) {
 // recordedDecision): an allowed one without its rule and target.
 func recorded(d cards.Decision) api.Decision {
 	if d.Allow {
-		return api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet}
+		return api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet, Component: d.Asked.Component}
 	}
 	return d.API()
 }
 
 // call records a call of tool with the canonical rendering rendered.
-func (tr *trail) call(agent, tool, rendered string) bool {
+func (tr *trail) call(agent, tool, rendered string) bool { return tr.callOf(agent, tool, rendered, "") }
+
+// callOf records a call of tool running the component comp ("" not
+// known).
+func (tr *trail) callOf(agent, tool, rendered, comp string) bool {
 	c, err := grant.ParseRendering(rendered)
 	if err != nil {
 		tr.t.Fatalf("rendering %q: %v", rendered, err)
 	}
-	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent)}, decide.Invoke(grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)))
+	target := grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)
+	target.Component = comp
+	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent)}, decide.Invoke(target))
 	kind := whatif.KindCallAdmitted
 	if !d.Allow {
 		kind = whatif.KindCallRefused
@@ -113,6 +119,7 @@ type preopen struct {
 // boundary offers dirs.
 type plan struct {
 	agent, tool string
+	comp        string // the component the tool runs ("" not known)
 	rendered    []string
 	dirs        []preopen
 }
@@ -134,7 +141,9 @@ func (tr *trail) callWith(p plan) string {
 		if err != nil {
 			tr.t.Fatalf("rendering %q: %v", r, err)
 		}
-		d := decide.Decide(b, decide.Invoke(grant.CommandTarget(p.tool, c.Command, c.Args, c.Positionals)))
+		target := grant.CommandTarget(p.tool, c.Command, c.Args, c.Positionals)
+		target.Component = p.comp
+		d := decide.Decide(b, decide.Invoke(target))
 		if i > 0 {
 			before = append(before, map[string]any{"rendered": p.rendered[i-1], "decision": last})
 		}
