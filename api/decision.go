@@ -42,6 +42,12 @@ type Decision struct {
 	// did): a replay of the decision (maiden audit whatif) is exact only
 	// on a wallet of the same revision, and says so.
 	Wallet string `json:"wallet,omitempty"`
+	// Component is the digest of the component a tool call runs, as the
+	// question carried it ("sha256:HEX": an oci:// tool's pinned manifest
+	// digest, a local WebAssembly file's SHA-256; "" when not known or
+	// not a call): what a grant naming a digest was compared with, and
+	// what a replay asks again.
+	Component string `json:"component,omitempty"`
 }
 
 // The lists of a card a Decision.Bound names (docs/cards.md).

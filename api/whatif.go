@@ -34,6 +34,10 @@ type WhatIfReport struct {
 	// Unversioned counts decisions recorded before decisions named their
 	// wallet's revision: replayed, but not checked against the record.
 	Unversioned int `json:"unversioned"`
+	// Partial counts the replayed records that cut a list of their
+	// decisions (more rewrites or fs decisions than a record keeps): what
+	// they hold is replayed, what they cut is not.
+	Partial int `json:"partial,omitempty"`
 	// Skipped counts records of calls whose cards were not asked (the
 	// implicit agent, a card built-in, a refusal before authorization, a
 	// reveal the binding refused) or that no replay can read.

@@ -57,9 +57,26 @@ type Record[V any] struct {
 	// its target and rule, which are its tool and rendering and its card,
 	// bound and grant. Absent when the cards were not asked (the implicit
 	// agent, a card built-in, a call refused before authorization).
-	Decision   *api.Decision `json:"decision,omitempty"`
-	Middleware []V           `json:"middleware,omitempty"`
-	Approval   string        `json:"approval,omitempty"`
+	Decision *api.Decision `json:"decision,omitempty"`
+	// BeforeRewrite are the decisions of the cards on each input a
+	// middleware layer then rewrote, in order, the agent's own first:
+	// what a replay needs for a change that revokes the card that allowed
+	// the agent's input (the call would then have been refused before the
+	// rewrite). Decision is the one on the last input. At most
+	// MaxRewrites; RewritesTruncated marks a list that was cut, so that a
+	// replay knows the record is partial.
+	BeforeRewrite     []Rewritten `json:"before_rewrite,omitempty"`
+	RewritesTruncated bool        `json:"before_rewrite_truncated,omitempty"`
+	// FS are the filesystem decisions of the agent's cards made for the
+	// call (a session's preopens: fs:read DIR/**, and fs:write DIR/** for
+	// a writable one, decide.AccessTree), whole, each naming its target,
+	// in the order they were asked: the ones in force when the tool ran
+	// (a call-admitted record's). At most MaxFSDecisions; FSTruncated
+	// marks a list that was cut.
+	FS          []api.Decision `json:"fs,omitempty"`
+	FSTruncated bool           `json:"fs_truncated,omitempty"`
+	Middleware  []V            `json:"middleware,omitempty"`
+	Approval    string         `json:"approval,omitempty"`
 	// Budget names the budgets the call spent (internal/budget's
 	// Meter.Record): the card, what it reserved, what its chain had left.
 	Budget     string        `json:"budget,omitempty"`
@@ -81,6 +98,53 @@ type Record[V any] struct {
 	// from its traceparent, or one maiden started): hex, absent when the
 	// call was not traced.
 	TraceID string `json:"trace_id,omitempty"`
+}
+
+// Caps of the decision lists of one record, so that a record stays small
+// whatever the configuration: a session's preopens ask at most two
+// questions a directory (sandbox.MaxPreopens directories), and a chain
+// rewrites once a layer.
+// A rendering before a rewrite is as long as the input was (up to the
+// input limit): the agent's own is always kept, the later ones only while
+// they add up to at most MaxRewriteBytes.
+const (
+	MaxFSDecisions  = 32
+	MaxRewrites     = 8
+	MaxRewriteBytes = 64 << 10
+)
+
+// Rewritten is the decision on an input a middleware layer then rewrote:
+// the input's canonical rendering and the cards' decision on it (as
+// Decision: an allowed one without its target and rule).
+type Rewritten struct {
+	Rendered string        `json:"rendered"`
+	Decision *api.Decision `json:"decision"`
+}
+
+// KeepRewrite appends r to list within MaxRewrites and MaxRewriteBytes
+// (the first entry, the agent's own input, always fits); cut reports an
+// entry left out, after which a caller appends no more (the list keeps
+// the decisions in the order they were made, from the first).
+func KeepRewrite(list []Rewritten, r Rewritten) (_ []Rewritten, cut bool) {
+	if len(list) == 0 {
+		return append(list, r), false
+	}
+	n := len(r.Rendered)
+	for _, x := range list[1:] {
+		n += len(x.Rendered)
+	}
+	if len(list) >= MaxRewrites || n > MaxRewriteBytes {
+		return list, true
+	}
+	return append(list, r), false
+}
+
+// Capped is list cut to at most limit entries, and whether it was cut.
+func Capped[T any](list []T, limit int) ([]T, bool) {
+	if len(list) > limit {
+		return list[:limit:limit], true
+	}
+	return list, false
 }
 
 // AppendJSON encodes r as JSON onto b: by hand on the path every call
@@ -120,7 +184,31 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 		field("target", d.Target)
 		field("fix", d.Fix)
 		field("wallet", d.Wallet)
+		field("component", d.Component)
 		b = append(b, '}')
+	}
+	// Rare (a rewrite, a session's preopens): encoding/json.
+	if len(r.BeforeRewrite) > 0 {
+		v, err := json.Marshal(r.BeforeRewrite)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"before_rewrite":`...)
+		b = append(b, v...)
+	}
+	if r.RewritesTruncated {
+		b = append(b, `,"before_rewrite_truncated":true`...)
+	}
+	if len(r.FS) > 0 {
+		v, err := json.Marshal(r.FS)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"fs":`...)
+		b = append(b, v...)
+	}
+	if r.FSTruncated {
+		b = append(b, `,"fs_truncated":true`...)
 	}
 	if len(r.Middleware) > 0 {
 		v, err := json.Marshal(r.Middleware)

@@ -31,12 +31,15 @@ func TestCallRecordJSON(t *testing.T) {
 			{Rendered: s, Component: s, Signer: s},
 			{Session: s, Rendered: s, Card: s, Approval: s, Kind: api.KindDenied, Message: s, Error: s, DurationMS: 42},
 			{Rendered: s, Middleware: []verdict{{Rule: "middleware[1]", Use: "validate", Verdict: "pass", Detail: s}}},
-			{Rendered: s, Card: s, Decision: &api.Decision{Allow: true, Card: s, Bound: s, Grant: s}},
+			{Rendered: s, Card: s, Decision: &api.Decision{Allow: true, Card: s, Bound: s, Grant: s, Component: s}},
+			{Rendered: s, Decision: &api.Decision{Reason: s, Target: s, Fix: s, Wallet: s, Component: s}},
 			{Rendered: s, Decision: &api.Decision{Reason: s, Rule: s, Card: s, Bound: s, Grant: s, Target: s, Fix: s}, Kind: api.KindDenied, Message: s},
 			{Rendered: s, Decision: &api.Decision{}},
 			{Rendered: s, DurationMS: 7, ToolKind: s, OutputBytes: 1 << 40, TraceID: s},
 			{Session: s, Rendered: s, Kind: api.KindTool, BoundaryRevision: &rev0, TraceID: s},
 			{Session: s, Rendered: s, BoundaryRevision: &rev3},
+			{Rendered: s, Decision: &api.Decision{Allow: true, Card: s}, BeforeRewrite: []Rewritten{{Rendered: s, Decision: &api.Decision{Allow: true, Card: s, Wallet: s}}}, RewritesTruncated: true},
+			{Rendered: s, FS: []api.Decision{{Allow: true, Target: s, Card: s}, {Reason: s, Target: s}}, FSTruncated: true, Middleware: []verdict{{Rule: s}}},
 		}
 		for _, rec := range recs {
 			b, err := rec.AppendJSON(nil)
@@ -79,4 +82,34 @@ func FuzzAppendJSONString(f *testing.F) {
 			t.Fatalf("%q → %q (want %q)", s, got, want)
 		}
 	})
+}
+
+// TestKeepRewrite: the decisions before rewrites are kept in order from
+// the agent's own, which always fits, up to MaxRewrites entries and
+// MaxRewriteBytes of the later renderings; the first one left out cuts
+// the list.
+func TestKeepRewrite(t *testing.T) {
+	big := strings.Repeat("x", MaxRewriteBytes)
+	var list []Rewritten
+	list, cut := KeepRewrite(list, Rewritten{Rendered: big + big})
+	if len(list) != 1 || cut {
+		t.Fatalf("the agent's own input, however long: kept %d, cut %v", len(list), cut)
+	}
+	list, cut = KeepRewrite(list, Rewritten{Rendered: big[:MaxRewriteBytes-10]})
+	if len(list) != 2 || cut {
+		t.Fatalf("within the bytes: kept %d, cut %v", len(list), cut)
+	}
+	if list, cut = KeepRewrite(list, Rewritten{Rendered: "01234567890"}); len(list) != 2 || !cut {
+		t.Fatalf("over the bytes: kept %d, cut %v", len(list), cut)
+	}
+	list = nil
+	for i := range MaxRewrites + 1 {
+		list, cut = KeepRewrite(list, Rewritten{Rendered: "r"})
+		if cut != (i == MaxRewrites) {
+			t.Fatalf("entry %d: cut %v", i, cut)
+		}
+	}
+	if len(list) != MaxRewrites {
+		t.Fatalf("kept %d, want %d", len(list), MaxRewrites)
+	}
 }

@@ -225,7 +225,8 @@ func (d Decision) Rule() string {
 // API is d as the shared vocabulary carries it (api.Decision): every
 // field rendered as text, the target in the grant language.
 func (d Decision) API() api.Decision {
-	a := api.Decision{Allow: d.Allow, Reason: d.Reason, Rule: d.Rule(), Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Target: d.Target, Fix: d.Fix, Wallet: d.Wallet}
+	a := api.Decision{Allow: d.Allow, Reason: d.Reason, Rule: d.Rule(), Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Target: d.Target, Fix: d.Fix, Wallet: d.Wallet,
+		Component: d.Asked.Component}
 	if a.Target == "" && d.Asked.Class != "" {
 		a.Target = d.Asked.String()
 	}
@@ -251,8 +252,8 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 		if len(c.UpperPos) > 0 {
 			if _, ok := first(c.UpperPos, &t); !ok {
 				return w.deny(t, c.ID, api.DecisionUpperPositive, grant.Grant{}, revoke(c.ID),
-					fmt.Sprintf("card %s of agent %q caps its wallet at %s, which does not cover %s (only revoking that card lifts it: maiden cards revoke %s)",
-						c.ID, w.agent, list(c.UpperPos), short(t), c.ID))
+					fmt.Sprintf("card %s of agent %q caps its wallet at %s, which does not cover %s%s (only revoking that card lifts it: maiden cards revoke %s)",
+						c.ID, w.agent, list(c.UpperPos), short(t), componentNote(&t, c.UpperPos), c.ID))
 			}
 		}
 	}
@@ -288,7 +289,63 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 			fmt.Sprintf("no card of agent %q allows %s: card %s excepts it (its lower-negative grant %q) (%s)",
 				w.agent, what, excepted.ID, exceptedBy.Grant.String(), hint))
 	}
+	if e, ok := w.pinnedElsewhere(&t); ok {
+		return w.denyComponent(t, e)
+	}
 	return w.deny(t, "", "", grant.Grant{}, fix, fmt.Sprintf("no card of agent %q allows %s (%s)", w.agent, what, hint))
+}
+
+// pinnedElsewhere finds a lower-positive grant that would allow t but for
+// its component: it names another digest than t carries (or t's is not
+// known). Only a denial asks, so an allowed call pays nothing for it.
+func (w *Wallet) pinnedElsewhere(t *grant.Target) (entry, bool) {
+	for _, list := range [2][]entry{w.named[nameKey{t.Class, t.Name}], w.other} {
+		for _, e := range list {
+			if e.g.Grant.AllowsOtherComponent(t) {
+				return e, true
+			}
+		}
+	}
+	return entry{}, false
+}
+
+// denyComponent is the denial of a call that a grant naming another
+// component would allow: it names both digests (the grant's and the
+// call's), so an operator sees the tool changed rather than that nothing
+// was granted, and its fix is the grant of exactly this call pinned to the
+// component it runs now (never one that drops the pin, which would allow
+// every later component too).
+func (w *Wallet) denyComponent(t grant.Target, e entry) Decision {
+	pinned := e.g.Grant.Component()
+	exact := t.PinnedString() // t.String() when its component is not known
+	fix := fmt.Sprintf("maiden cards grant -agent %s %s", shellQuote(w.agent), shellQuote(exact))
+	if len(exact) > maxQuoted {
+		fix = fmt.Sprintf("maiden cards grant -agent %s", shellQuote(w.agent))
+	}
+	var reason string
+	if t.Component == "" {
+		reason = fmt.Sprintf("no card of agent %q allows %s: card %s's grant %q allows it only while the tool's component is %s, and this call's component is not known (only a WebAssembly tool's component has a digest, known once its file loads) (to allow it whatever component runs it: %s)",
+			w.agent, short(t), e.card.ID, e.g.Grant.String(), pinned, fix)
+	} else {
+		reason = fmt.Sprintf("no card of agent %q allows %s: the tool's component is %s, not %s, which card %s's grant %q names (the tool's file was rebuilt or its pinned reference changed since that grant; if the new component is trusted, grant it: %s)",
+			w.agent, short(t), t.Component, pinned, e.card.ID, e.g.Grant.String(), fix)
+	}
+	return w.deny(t, "", "", grant.Grant{}, fix, reason)
+}
+
+// componentNote names t's component beside a ceiling some of whose
+// grants name one, so that a call refused for its component says which
+// it was ("" when no grant of gs names a component).
+func componentNote(t *grant.Target, gs []Grant) string {
+	for i := range gs {
+		if gs[i].Grant.Component() != "" {
+			if t.Component == "" {
+				return " (this call's component is not known)"
+			}
+			return " (this call's component is " + t.Component + ")"
+		}
+	}
+	return ""
 }
 
 // maxQuoted bounds the target a denial quotes in full.

@@ -29,6 +29,11 @@
 //     a secret:reveal card. Egress's own rules (http_allow, ports, secret
 //     destinations) stay in internal/egress, which asks this package last,
 //     so cards only ever narrow agent.toml.
+//   - A tool call's question carries the digest of the component it runs
+//     (grant.Target.Component: an oci:// tool's pinned manifest digest, a
+//     local WebAssembly file's SHA-256), so a grant naming a digest is
+//     decided here like any other part of the call, and a replay asks the
+//     same question from the recorded decision (api.Decision.Component).
 //   - Exposure (is the tool bound to the agent at all) is not a decision
 //     of authority: an unbound tool does not exist for the agent
 //     (CARDS.md A12), which the call path settles before it asks.
@@ -75,7 +80,9 @@ type Question struct {
 	Kind Kind
 	// Target is the call (Tool, Always): grant.ToolTarget or
 	// grant.CommandTarget over the call's canonical rendering, taken as
-	// given.
+	// given, with Target.Component the digest of the component the call
+	// runs when it is known (a grant naming a digest allows only a call
+	// carrying that digest).
 	Target grant.Target
 	// Host and Port are a destination (Network).
 	Host string
@@ -162,6 +169,11 @@ func Decide(b Basis, q Question) cards.Decision {
 		}
 		if t.Class != want {
 			return refuse(t, PolicyTarget, fmt.Sprintf("the call cannot be checked against the agent's cards: a %s question with a %q target", q.Kind, t.Class))
+		}
+		if t.Component != "" && !grant.ValidComponent(t.Component) {
+			// The call path hands over digests it computed or verified;
+			// refuse rather than compare a malformed one.
+			return refuse(t, PolicyTarget, fmt.Sprintf("the call cannot be checked against the agent's cards: its component digest %q is not sha256: and 64 lower-case hex digits", t.Component))
 		}
 	case Network:
 		nt, err := grant.NetworkTarget(q.Host, q.Port)

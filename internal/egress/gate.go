@@ -342,6 +342,13 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		hreq = retry
 		resp, err = tr.RoundTrip(hreq)
 	}
+	if err == nil && ctx.Err() != nil {
+		// The transport hands over a response that raced the context's
+		// end (one that arrived while it was closing the connection):
+		// past the call's deadline is a timeout, whatever came.
+		resp.Body.Close()
+		err = context.Cause(ctx)
+	}
 	if err != nil {
 		return nil, ev.fail(ctx, err, red)
 	}

@@ -746,6 +746,59 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
+// TestDeadlineRacingResponse: net/http's transport can hand over a
+// response after the request's context ended (its roundTrip uses one that
+// raced the cancellation). With an empty body nothing after that notices
+// the deadline: seen once in 40 loaded runs of TestDeadline, as a success
+// returned at the deadline. Here the transport's https round trip holds
+// the server's answer until the call's deadline has passed, every time:
+// the gate must report a timeout, whatever came.
+func TestDeadlineRacingResponse(t *testing.T) {
+	s := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/body" {
+			io.WriteString(w, "too late")
+		}
+	}, false)
+	for _, path := range []string{"/empty", "/body"} {
+		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
+			e := newEnv(t)
+			e.res.set("api.example.com", "127.0.0.1")
+			p := mustPolicy(t, toolFor(t, s.port))
+			tr := newTransport(&dialer{p: p, resolver: e.gate.resolver}, p)
+			late := &lateRoundTrip{rt: newTransport(&dialer{p: p, resolver: e.gate.resolver}, p)}
+			tr.RegisterProtocol("https", late)
+			p.pools.Store(e.gate, tr)
+			resp, ferr := e.gate.Fetch(ctxTimeout(t, 200*time.Millisecond), p, get(urlFor(s, "api.example.com", path)))
+			if late.answered.Load() != 1 {
+				t.Fatalf("the server's answer was not held past the deadline (%d answers): the test did not set up the race", late.answered.Load())
+			}
+			if ferr == nil || ferr.Kind != FetchTimeout || ferr.Rule != RuleTimeout {
+				t.Fatalf("got %v (response %+v), want a timeout", ferr, resp)
+			}
+			if ev := e.audit.events(t); len(ev) != 1 || ev[0]["rule"] != "timeout" {
+				t.Errorf("audit: %v", ev)
+			}
+		})
+	}
+}
+
+// lateRoundTrip makes the request without the caller's deadline and hands
+// the response over once that deadline has passed.
+type lateRoundTrip struct {
+	rt       http.RoundTripper
+	answered atomic.Int32
+}
+
+func (l *lateRoundTrip) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.rt.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
+	if err != nil {
+		return nil, err
+	}
+	l.answered.Add(1)
+	<-r.Context().Done()
+	return resp, nil
+}
+
 // TestRedactEcho: a server that reflects the credential (an echo endpoint,
 // an error page) in the body and headers, raw and encoded, in pieces.
 func TestRedactEcho(t *testing.T) {

@@ -51,7 +51,9 @@ func (g Grant) related(h Grant) bool {
 	}
 	switch g.Class {
 	case Tool, Approve:
-		return (g.name.Covers(h.name) || h.name.Covers(g.name)) && equalWords(g.cmd, h.cmd)
+		// Grants naming two different components allow disjoint calls.
+		sameComp := g.component == "" || h.component == "" || g.component == h.component
+		return sameComp && (g.name.Covers(h.name) || h.name.Covers(g.name)) && equalWords(g.cmd, h.cmd)
 	case FS:
 		return coverPath(g.path, h.path) || coverPath(h.path, g.path)
 	case Network:
@@ -92,14 +94,39 @@ func today(related []Grant, c Class) string {
 // toolBeyond says what a tool or approve:always grant adds, argument by
 // argument against the related grants of the same tool.
 func (g Grant) toolBeyond(related []Grant) string {
-	head := string(g.Class) + ":" + orAny(g.Verb) + " " + leadingDash(g.name.String())
+	name := leadingDash(g.name.word("@"))
+	head := string(g.Class) + ":" + orAny(g.Verb) + " " + name
+	if g.component != "" {
+		// Said in the grant's own syntax: the digest is what the
+		// approver must compare with the component they reviewed.
+		head += "@" + g.component
+	}
 	for _, c := range g.cmd {
 		head += " " + c
 	}
 	if len(related) == 0 {
-		return head + " with " + g.argsWords() + " (today nothing of " + leadingDash(g.name.String()) + ")"
+		what := " (today nothing of " + name + ")"
+		if g.component != "" {
+			what = " (today nothing of " + name + "; only while its component is the one named)"
+		}
+		return head + " with " + g.argsWords() + what
 	}
 	var parts []string
+	if g.component == "" {
+		// What today's grants allow only for named components, g allows
+		// for any: the widening is the component before any argument.
+		var comps []string
+		for _, h := range related {
+			if h.component == "" {
+				comps = nil
+				break
+			}
+			comps = appendNew(comps, h.component)
+		}
+		if len(comps) > 0 {
+			parts = append(parts, "any component (today only "+strings.Join(comps, ", ")+")")
+		}
+	}
 	for _, p := range g.args {
 		var todays []string
 		covered := false
@@ -138,7 +165,7 @@ func (g Grant) toolBeyond(related []Grant) string {
 		}
 	}
 	if !g.name.IsLiteral() {
-		parts = append([]string{"tools named " + g.name.String()}, parts...)
+		parts = append([]string{"tools named " + g.name.word("@")}, parts...)
 	}
 	if len(parts) == 0 {
 		// Every argument is allowed today somewhere, but not together (or

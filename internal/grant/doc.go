@@ -15,7 +15,7 @@
 //	class     = "tool" | "network" | "secret" | "fs" | "card"
 //	verb      = tool: invoke | network: connect | secret: use, reveal
 //	          | fs: read, write | card: derive, revoke, transfer, inspect, install
-//	resource  = tool: NAME *( SP cmdword ) *( SP arg ) [ SP "--..." ] [ SP "--" *( SP pos ) [ SP "..." ] ]
+//	resource  = tool: NAME [ "@" digest ] *( SP cmdword ) *( SP arg ) [ SP "--..." ] [ SP "--" *( SP pos ) [ SP "..." ] ]
 //	          | network: "*" | HOST [ ":" ( PORT | "*" ) ]   ; HOST as agent.toml's http_allow
 //	          | secret, card: NAME                          ; card: an ID or "*"
 //	          | fs: "/" or "/" SEG *( "/" SEG )              ; SEG: literal, "*" (one), "**" (any number)
@@ -24,6 +24,7 @@
 //	          | "--no-" NAME                                ; the boolean false
 //	cmdword   = ALNUM *( ALNUM | "-" | "_" | "." )          ; a typed command's path, literal
 //	pos       = VALUE                                       ; one positional (a glob); "\..." a literal "..."
+//	digest    = "sha256:" 64HEXDIG                          ; the component the call must run; not in approve
 //
 // Words are separated by spaces or tabs. A backslash makes the next
 // character literal anywhere (`\*` a literal asterisk, `\=` an '=' in an
@@ -67,6 +68,18 @@
 // UTF-8, lone surrogate escapes, an empty property name, a number binary64
 // rounds. RenderValue renders an input already decoded (strictly: see
 // jsonparse.ParseStrict) exactly as Render renders its text.
+//
+// # Grants naming a component (component.go)
+//
+// `tool:invoke echo@sha256:HEX --message=*` allows echo only while the
+// call's component (Target.Component, set by the call path: an oci://
+// tool's pinned manifest digest, a local file's SHA-256) is that digest.
+// The digest is normalised (the algorithm and hex lower-cased) and must be
+// sha256 with all 64 digits; an unescaped '@' in a tool grant's first word
+// always starts one (`\@` is a literal '@'). A grant naming no digest
+// allows any component; one naming a digest covers only grants naming the
+// same. Prohibitions match alike: a deny naming a digest forbids that
+// component only.
 //
 // # Matching (Grant.Allows)
 //

@@ -3,6 +3,7 @@ package grant
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +14,8 @@ func FuzzParse(f *testing.F) {
 		"tool:invoke weather --city=Par*", `tool:invoke t "--q=a \"b\"" --no-v --...`, "network:connect [::1]:443",
 		"fs:read /data/**/x", `secret:use K\*`, "card:* *", `tool:invoke t --a\=b=c --no-x=true`, "tool \"x",
 		`tool:invoke git log --max-count=* --... -- *.md "a b" \... ...`, "approve:always git show -- -x",
+		"tool:invoke echo@sha256:" + strings.Repeat("Ab", 32) + " --m=*", `tool:invoke a\@b@sha256:` + strings.Repeat("0", 64),
+		"tool:invoke e@sha512:00", "tool:invoke e@sha256:0@",
 	} {
 		f.Add(s)
 	}
@@ -139,9 +142,18 @@ func genGrant(b []byte) Grant {
 	if r.next()%3 == 0 {
 		s += " --..."
 	}
+	// Name a component now and then (one of two), so that coverage
+	// across pinned and unpinned grants is fuzzed too.
+	if c := r.next() % 3; c > 0 {
+		name, rest, _ := strings.Cut(s[len("tool:invoke "):], " ")
+		s = "tool:invoke " + name + "@" + fuzzComponents[c] + " " + rest
+	}
 	g, _ := Parse(s)
 	return g
 }
+
+// fuzzComponents are the components genGrant and genTargets name ("" none).
+var fuzzComponents = [3]string{"", "sha256:" + strings.Repeat("0", 64), "sha256:" + strings.Repeat("1", 64)}
 
 func genValue(r *byteReader, glob bool) string {
 	v := ""
@@ -196,7 +208,9 @@ func genTargets(child Grant, tb []byte) []Target {
 		if r.next()%2 == 0 {
 			args = append(args, Arg{Name: []string{"a", "b", "c"}[r.next()%3], Value: "a"})
 		}
-		out = append(out, ToolTarget([]string{"t", "tx", "x"}[r.next()%3], args))
+		tg := ToolTarget([]string{"t", "tx", "x"}[r.next()%3], args)
+		tg.Component = fuzzComponents[r.next()%3]
+		out = append(out, tg)
 	}
 	return out
 }

@@ -54,13 +54,17 @@ func (g Glob) Covers(child Glob) bool {
 
 // String renders g in grant syntax: '*' for each wildcard, and the
 // characters that mean something in a grant escaped with '\'.
-func (g Glob) String() string {
+func (g Glob) String() string { return g.word("") }
+
+// word is String with the characters of extra escaped too (a tool name's
+// '@', which would start a component digest).
+func (g Glob) word(extra string) string {
 	var b strings.Builder
 	for i, p := range g.parts {
 		if i > 0 {
 			b.WriteByte('*')
 		}
-		b.WriteString(escapeWord(p, ""))
+		b.WriteString(escapeWord(p, extra))
 	}
 	return wordString(b.String())
 }

@@ -80,6 +80,10 @@ type Grant struct {
 	rest bool  // tool: a trailing "--..." allows arguments the grant does not mention
 	path []seg // fs
 
+	// component is the digest a tool grant's calls must run
+	// ("sha256:HEX", component.go); "" = any component.
+	component string
+
 	// tool, a typed command's call (command.go): the command words after
 	// the name (literal), and the positionals after "--" (globs), with
 	// posRest for a final "..." that allows any further positionals.
@@ -186,6 +190,22 @@ func (g *Grant) parseTool(s string, res []word) error {
 	if len(w.b) == 0 || w.b[0] == '-' && !w.esc[0] {
 		return &ParseError{Input: s, Pos: w.pos, Expected: "a tool name before the arguments", Found: strconv.Quote(w.String())}
 	}
+	if at := unescapedAt(w); at >= 0 {
+		switch {
+		case g.Class == Approve:
+			// An always-card minted from an approval is bound to the
+			// tool's code by the approval itself (cards.Spec.Bound).
+			return &ParseError{Input: s, Pos: w.off[at], Expected: `an approve:always tool name without a component digest (a digest belongs in a tool:invoke grant; write \@ for a literal '@')`, Found: "'@'"}
+		case at == 0:
+			return &ParseError{Input: s, Pos: w.pos, Expected: "a tool name before '@'", Found: "'@'"}
+		}
+		d, err := parseComponent(s, w, at)
+		if err != nil {
+			return err
+		}
+		g.component = d
+		w = word{pos: w.pos, b: w.b[:at], esc: w.esc[:at], off: w.off[:at]}
+	}
 	g.name = globOf(w.b, w.esc)
 	words := res[1:]
 	for len(words) > 0 && isCommandWord(words[0]) {
@@ -277,7 +297,10 @@ func (g Grant) String() string {
 			b.WriteString(":" + strconv.Itoa(g.port))
 		}
 	case Tool, Approve:
-		b.WriteString(leadingDash(g.name.String()))
+		b.WriteString(leadingDash(g.name.word("@")))
+		if g.component != "" {
+			b.WriteString("@" + g.component)
+		}
 		for _, c := range g.cmd {
 			b.WriteByte(' ')
 			b.WriteString(c)
@@ -308,8 +331,8 @@ func (g *Grant) AllowsRef(t *Target) bool {
 	}
 	switch g.Class {
 	case Tool, Approve:
-		return g.name.Match(t.Name) && slices.Equal(g.cmd, t.Command) && matchArgs(g.args, g.rest, t.Args) &&
-			matchPositionals(g.pos, g.posRest, t.Positionals)
+		return g.name.Match(t.Name) && (g.component == "" || sameComponent(g.component, t.Component)) &&
+			slices.Equal(g.cmd, t.Command) && matchArgs(g.args, g.rest, t.Args) && matchPositionals(g.pos, g.posRest, t.Positionals)
 	case Network:
 		return g.matchHost(t.Name) && (g.port == 0 || g.port == t.Port)
 	case FS:
@@ -329,7 +352,10 @@ func (g Grant) Covers(child Grant) bool {
 	}
 	switch g.Class {
 	case Tool, Approve:
-		return g.name.Covers(child.name) && slices.Equal(g.cmd, child.cmd) && coverArgs(g.args, g.rest, child.args, child.rest) &&
+		// A grant naming a component covers only grants naming the same
+		// one; a grant naming none covers any.
+		return g.name.Covers(child.name) && (g.component == "" || g.component == child.component) &&
+			slices.Equal(g.cmd, child.cmd) && coverArgs(g.args, g.rest, child.args, child.rest) &&
 			coverPositionals(g.pos, g.posRest, child.pos, child.posRest)
 	case Network:
 		return g.coverHost(child) && (g.port == 0 || g.port == child.port)

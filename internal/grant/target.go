@@ -20,6 +20,12 @@ type Target struct {
 	Args  []Arg  // tool: in canonical order
 	segs  []string
 
+	// Component is the digest of the component the call runs (tool:
+	// "sha256:" and 64 lower-case hex digits; "" when not known): a tool
+	// grant naming a digest allows only a call carrying the same one
+	// (component.go). Set by the caller, which knows what will run.
+	Component string
+
 	// A typed command's call (CommandTarget): its command path and its
 	// positionals in order; both empty for a JSON tool.
 	Command     []string
@@ -106,13 +112,15 @@ func FSTarget(verb, path string) (Target, error) {
 }
 
 // String renders t as the grant that allows exactly t (and nothing else),
-// the form a denial shows for an operator to paste.
+// the form a denial shows for an operator to paste. A tool call's
+// component is left out (the grant then allows the call whatever
+// component runs it): PinnedString writes it.
 func (t Target) String() string {
 	var b strings.Builder
 	b.WriteString(string(t.Class) + ":" + t.Verb + " ")
 	switch t.Class {
 	case Tool, Approve:
-		b.WriteString(leadingDash(wordString(escapeWord(t.Name, ""))))
+		b.WriteString(t.nameWord())
 		if r := CommandRendering(t.Command, t.Args, t.Positionals); r != "" {
 			b.WriteByte(' ')
 			b.WriteString(r)
@@ -131,6 +139,10 @@ func (t Target) String() string {
 	}
 	return b.String()
 }
+
+// nameWord is a tool target's name as one word of a grant: '@' escaped,
+// which would start a component digest.
+func (t Target) nameWord() string { return leadingDash(wordString(escapeWord(t.Name, "@"))) }
 
 // --- network ---------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/callegress"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -57,6 +58,9 @@ func (a auditStages) call(next handler) handler {
 		}
 		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail, Budget: inv.budget.Record(), TraceID: inv.traceID()}
 		rec.Component, rec.Signer = inv.provenance()
+		if !inv.admitted {
+			rec.BeforeRewrite, rec.RewritesTruncated = inv.beforeRewrite, inv.rewritesCut
+		}
 		if inv.res.Error != nil {
 			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval
 		} else if err != nil {
@@ -114,6 +118,8 @@ func (a auditStages) admit(next handler) handler {
 		}
 		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval, Budget: inv.budget.Record(), TraceID: inv.traceID()}
 		rec.Component, rec.Signer = inv.provenance()
+		rec.BeforeRewrite, rec.RewritesTruncated = inv.beforeRewrite, inv.rewritesCut
+		rec.FS, rec.FSTruncated = recordedFS(inv.fsDecisions)
 		if err := callaudit.AppendRecord(ctx, a.trail, inv.auditCall(), store.AuditCallAdmitted, &rec); err != nil {
 			return fmt.Errorf("%w: the audit record of the call could not be written, so the call was refused: %v", ErrState, err)
 		}
@@ -133,17 +139,37 @@ func (inv *invocation) provenance() (component, signer string) {
 
 // recordedDecision is the call's decision as its record carries it (nil
 // when the cards were not asked): as Decide returned it, less the target
-// and rule of an allowed call, which the record holds already (callRecord).
+// and rule of an allowed call, which the record holds already (callRecord);
+// the component it was asked about stays, which a replay asks again.
 func (inv *invocation) recordedDecision() *api.Decision {
 	d := &inv.decision
 	if !d.Allow && d.Reason == "" {
 		return nil // not decided: a denial always says why
 	}
 	if d.Allow {
-		return &api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet}
+		return &api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet, Component: d.Asked.Component}
 	}
 	a := d.API()
 	return &a
+}
+
+// recordedFS is the call's fs decisions as its call-admitted record
+// carries them (at most callaudit.MaxFSDecisions, and whether more were
+// made): each with its target, which is the question a replay asks again;
+// an allowed one without its rule (its card, bound and grant).
+func recordedFS(ds []cards.Decision) ([]api.Decision, bool) {
+	if len(ds) == 0 {
+		return nil, false
+	}
+	ds, cut := callaudit.Capped(ds, callaudit.MaxFSDecisions)
+	out := make([]api.Decision, len(ds))
+	for i, d := range ds {
+		out[i] = d.API()
+		if d.Allow {
+			out[i].Rule = ""
+		}
+	}
+	return out, cut
 }
 
 // auditEvent appends a record about the call that is not a decision

@@ -107,12 +107,17 @@ func (b *cliBackend) commandSpec(_ context.Context, t config.Tool) (*command.Spe
 	return t.CLI.Command, nil
 }
 
-// target is what the agent's cards must allow for this call.
+// target is what the agent's cards must allow for this call, with the
+// component it runs (component, wasm.go).
 func (inv *invocation) target() grant.Target {
+	var t grant.Target
 	if inv.cmd != nil {
-		return inv.cmd.Target(inv.tool.Name)
+		t = inv.cmd.Target(inv.tool.Name)
+	} else {
+		t = grant.ToolTarget(inv.tool.Name, inv.rendered)
 	}
-	return grant.ToolTarget(inv.tool.Name, inv.rendered)
+	t.Component = inv.component()
+	return t
 }
 
 // alwaysTarget is the standing approval that lets this call skip an

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -98,6 +100,12 @@ tools = ["echo"]
 	if err != nil {
 		t.Fatal(err)
 	}
+	echoBytes, err := os.ReadFile(testkit.Component(t, "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoSum := sha256.Sum256(echoBytes)
+	echoDigest := "sha256:" + hex.EncodeToString(echoSum[:])
 	w, err := h.wallet(ctx, cfg, "a", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +133,14 @@ tools = ["echo"]
 		if err != nil {
 			t.Fatalf("%q: rendering %q does not read back: %v", c.message, rec.Rendered, err)
 		}
-		d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(grant.CommandTarget(r.Tool, rc.Command, rc.Args, rc.Positionals)))
+		// The question carries the component the call ran (issue 25):
+		// echo's file, as the record's decision names it.
+		if rec.Decision.Component != echoDigest {
+			t.Errorf("%q: the decision's component is %q, want echo's %q", c.message, rec.Decision.Component, echoDigest)
+		}
+		tg := grant.CommandTarget(r.Tool, rc.Command, rc.Args, rc.Positionals)
+		tg.Component = rec.Decision.Component
+		d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(tg))
 		want := d.API()
 		if want.Allow {
 			want.Rule, want.Target = "", "" // the record's own card, bound, grant, tool and rendering

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/chain"
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -226,15 +227,23 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 	if err != nil {
 		return reject(KindDenied, "the rewritten input cannot be rendered: "+err.Error())
 	}
-	prevArgs, prevCmd := inv.rendered, inv.cmd
-	inv.rendered, inv.cmd = args, cmd
+	prev := callaudit.Rewritten{Rendered: inv.renderText(), Decision: inv.recordedDecision()}
+	inv.rendered, inv.cmd, inv.renderedText = args, cmd, ""
+	if cmd != nil {
+		inv.renderedText = cmd.String()
+	}
 	if inv.wallet != nil {
+		// From here the record names the rewritten call and its
+		// decision, refused or not, and keeps the one on the input
+		// before it beside (a replay asks both).
+		if !inv.rewritesCut {
+			inv.beforeRewrite, inv.rewritesCut = callaudit.KeepRewrite(inv.beforeRewrite, prev)
+		}
 		d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
+		inv.decision = d
 		if !d.Allow {
-			inv.rendered, inv.cmd = prevArgs, prevCmd
 			return reject(KindDenied, "the rewritten call is not allowed: "+d.Reason)
 		}
-		inv.decision = d
 	}
 	if inv.schema != nil {
 		if err := inv.schema.validateWithin(ctx, inv.tool.Timeout, doc); err != nil {
@@ -244,10 +253,7 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 			return reject(KindDenied, "the rewritten input does not match the tool's schema: "+err.Error())
 		}
 	}
-	inv.call.Input, inv.input, inv.renderedText = input, doc, ""
-	if cmd != nil {
-		inv.renderedText = cmd.String()
-	}
+	inv.call.Input, inv.input = input, doc
 	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "rewrite", Detail: grant.Rendering(args)})
 	return false, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/budget"
+	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
@@ -85,6 +86,14 @@ type invocation struct {
 	// decision is the cards' answer about the call (authorize; a rewrite
 	// or a long approval wait decides again): what its audit records say.
 	decision cards.Decision
+	// beforeRewrite are the decisions on each input a layer then rewrote
+	// (rewrite), the agent's own first, within callaudit.KeepRewrite's
+	// caps (rewritesCut: more were made); fsDecisions the cards' decisions
+	// about the session's preopens (sessions.hold, recheck): what the
+	// audit records carry beside decision, for a replay.
+	beforeRewrite []callaudit.Rewritten
+	rewritesCut   bool
+	fsDecisions   []cards.Decision
 	// The middleware chain (middleware.go): whether its layers decided
 	// already (a stale tool version retried does not ask again), their
 	// verdicts in order, and the approval(s) the call runs under.

@@ -46,13 +46,14 @@ func (h *Host) session(ctx context.Context, inv *invocation) (store.Session, *To
 type sessionStages struct{ gate *session.Gate }
 
 // hold is the stage session.Gate.Hold: reads inv.tool, its backend's
-// preopens(), inv.wallet and the call's session; writes inv.sess and
-// inv.preopens, or refuses (the boundary's structured error).
+// preopens(), inv.wallet and the call's session; writes inv.sess,
+// inv.preopens and the fs decisions that made them (inv.fsDecisions), or
+// refuses (the boundary's structured error).
 func (s sessionStages) hold(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		c := inv.sessionCall()
 		dirs, terr, err := s.gate.Hold(ctx, &c)
-		inv.sess, inv.preopens = c.Sess, dirs
+		inv.sess, inv.preopens, inv.fsDecisions = c.Sess, dirs, c.FS
 		if terr != nil {
 			inv.res.Error = terr
 		}
@@ -73,7 +74,7 @@ func (s sessionStages) recheck(next handler) handler {
 		}
 		c := inv.sessionCall()
 		dirs, terr, err := s.gate.Recheck(ctx, &c)
-		inv.sess, inv.preopens = c.Sess, dirs
+		inv.sess, inv.preopens, inv.fsDecisions = c.Sess, dirs, c.FS
 		if terr != nil {
 			inv.res.Error = terr
 		}

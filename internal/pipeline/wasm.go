@@ -10,6 +10,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
@@ -117,6 +118,15 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 			return inv.fail(KindInput, err.Error())
 		}
 		inv.opened, inv.schema, inv.output = t, schema, nil
+		if attempt > 0 && inv.wallet != nil && inv.decision.Asked.Component != inv.component() {
+			// The retry opened another component than the cards were
+			// asked about (a grant may name one): ask again for it.
+			d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
+			inv.decision = d
+			if !d.Allow {
+				return inv.fail(KindDenied, d.Reason)
+			}
+		}
 		if t.OutputSchema != "" {
 			out := h.outSchemas.get(t.Digest, t.OutputSchema)
 			if out.err != nil {
@@ -196,6 +206,22 @@ func (b *wasmBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.I
 	}
 	args, err := grant.RenderJSONInput(doc)
 	return args, nil, err
+}
+
+// component is the digest of the component the call runs, as its cards
+// are asked it (grant.Target.Component): an oci:// tool's pinned manifest
+// digest (what agent.toml, maiden add and its signature name); a local
+// file's SHA-256 once the call opened it (parse opens it before the cards
+// decide, and that version runs); "" for another kind of tool and a file
+// that did not open.
+func (inv *invocation) component() string {
+	if o := inv.tool.OCI; o != nil {
+		return o.Digest
+	}
+	if inv.opened != nil {
+		return "sha256:" + inv.opened.Digest
+	}
+	return ""
 }
 
 // identity is the SHA-256 of the component the call opened.

@@ -140,28 +140,38 @@ func pathWithin(p, root string) bool {
 // wallet (the implicit agent, which holds every card) keeps them all. The
 // effective capability is the tool's policy ∩ the binding ∩ the cards ∩ the
 // session's boundary ∩ the component's imports.
-func CardPreopens(dirs []sandbox.Preopen, w *cards.Wallet) []sandbox.Preopen {
+//
+// It returns the decisions it made too, in the order it asked them (each
+// directory's read, then its write when the read was allowed and the
+// directory writable): the call's audit record carries them, so that a
+// replay of the trail (internal/whatif) asks them again.
+func CardPreopens(dirs []sandbox.Preopen, w *cards.Wallet) ([]sandbox.Preopen, []cards.Decision) {
 	if w == nil {
-		return dirs
+		return dirs, nil
 	}
 	var out []sandbox.Preopen
+	var ds []cards.Decision
 	for _, d := range dirs {
-		if !subtreeAllowed(w, "read", d.HostPath) {
+		r := subtree(w, "read", d.HostPath)
+		ds = append(ds, r)
+		if !r.Allow {
 			continue
 		}
-		if d.Write && !subtreeAllowed(w, "write", d.HostPath) {
-			d.Write = false
+		if d.Write {
+			wd := subtree(w, "write", d.HostPath)
+			ds = append(ds, wd)
+			d.Write = wd.Allow
 		}
 		out = append(out, d)
 	}
-	return out
+	return out, ds
 }
 
-// subtreeAllowed reports whether w allows fs:verb on everything beneath
-// dir, conservatively (decide.AccessTree): a negative grant or a ceiling
-// that might touch the subtree counts against it.
-func subtreeAllowed(w *cards.Wallet, verb, dir string) bool {
-	return decide.Decide(decide.Basis{Wallet: w}, decide.AccessTree(verb, dir)).Allow
+// subtree is whether w allows fs:verb on everything beneath dir,
+// conservatively (decide.AccessTree): a negative grant or a ceiling that
+// might touch the subtree counts against it.
+func subtree(w *cards.Wallet, verb, dir string) cards.Decision {
+	return decide.Decide(decide.Basis{Wallet: w}, decide.AccessTree(verb, dir))
 }
 
 // NarrowWritable narrows a wrapped CLI's writable paths (its [clis.NAME]

@@ -2,9 +2,11 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -87,7 +89,26 @@ func TestCardPreopens(t *testing.T) {
 		{"a prohibition elsewhere changes nothing", []cards.Card{card("c", []string{"fs:read /srv/**", "fs:read /data/**"}, []string{"fs:read /etc/**"}, nil, nil)}, "[/srv/work:r /data/x:r]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := CardPreopens(dirs, cards.NewWallet("a", time.Now(), tc.cards))
+			got, ds := CardPreopens(dirs, cards.NewWallet("a", time.Now(), tc.cards))
+			// The decisions it returns are those that kept, narrowed or
+			// dropped each directory, each naming its question: the
+			// call's audit record carries them for a replay.
+			var asked []string
+			for _, d := range ds {
+				a := d.API()
+				asked = append(asked, fmt.Sprintf("%s=%v", a.Target, a.Allow))
+			}
+			var want []string
+			for _, d := range dirs {
+				kept := slices.IndexFunc(got, func(p sandbox.Preopen) bool { return p.HostPath == d.HostPath })
+				want = append(want, fmt.Sprintf("fs:read %s/**=%v", d.HostPath, kept >= 0))
+				if kept >= 0 && d.Write {
+					want = append(want, fmt.Sprintf("fs:write %s/**=%v", d.HostPath, got[kept].Write))
+				}
+			}
+			if diff := cmp.Diff(want, asked); diff != "" {
+				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
 			var parts []string
 			for _, d := range got {
 				a := "r"
@@ -101,8 +122,8 @@ func TestCardPreopens(t *testing.T) {
 			}
 		})
 	}
-	if got := CardPreopens(dirs, nil); len(got) != 2 || !got[0].Write {
-		t.Errorf("the implicit agent (no wallet): %v", got)
+	if got, ds := CardPreopens(dirs, nil); len(got) != 2 || !got[0].Write || ds != nil {
+		t.Errorf("the implicit agent (no wallet): %v, decisions %v", got, ds)
 	}
 }
 

@@ -93,6 +93,10 @@ type Call struct {
 	// Sess is the call's session once looked up (Session), read again
 	// when Recheck clears it.
 	Sess *store.Session
+	// FS are the decisions of the wallet's fs cards Hold made about the
+	// directories it returns (CardPreopens), for the call's audit record;
+	// nil when it asked none.
+	FS []cards.Decision
 }
 
 // SessionID is the session c runs in.
@@ -126,7 +130,9 @@ func (g *Gate) Hold(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolE
 	if err != nil || terr != nil {
 		return nil, terr, err
 	}
-	return CardPreopens(PreopensFor(*c.Tool, s.Boundary), c.Wallet), nil, nil
+	dirs, fs := CardPreopens(PreopensFor(*c.Tool, s.Boundary), c.Wallet)
+	c.FS = fs
+	return dirs, nil, nil
 }
 
 // Recheck is the second session stage: the call held to its session's
@@ -141,7 +147,7 @@ func (g *Gate) Recheck(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.To
 	if c.Sess == nil {
 		return nil, nil, nil
 	}
-	c.Sess = nil
+	c.Sess, c.FS = nil, nil
 	return g.Hold(ctx, c)
 }
 

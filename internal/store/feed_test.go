@@ -3,8 +3,14 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/maiden-run/maiden/internal/pgtest"
 )
@@ -129,5 +135,45 @@ func TestPostgresCardsGenerationKinds(t *testing.T) {
 	}
 	if g, err := b.CardsGeneration(ctx); err != nil || g == g0 {
 		t.Fatalf("a grant did not move B's CardsGeneration (%d, %v)", g, err)
+	}
+}
+
+// TestFeedsVisibleToAnotherRole: a cards writer waits for the feeds it
+// finds in pg_stat_activity (barrier). A writer logged in as an
+// unprivileged role other than the feed's must still find it: if it did
+// not, it would return at once and the other instance could honour a
+// revoked card until its lease ran out.
+func TestFeedsVisibleToAnotherRole(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	a := open(t, dbURL, nil) // its feed logs in as the superuser
+	waitTrusted(t, a)
+	role := fmt.Sprintf("feedwatch_%d", os.Getpid())
+	pgtest.Exec(t, dbURL, "CREATE ROLE "+role+" LOGIN NOSUPERUSER")
+	t.Cleanup(func() { pgtest.Exec(t, dbURL, "DROP ROLE "+role) })
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var super bool
+	if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil || super {
+		t.Fatalf("the watching role is a superuser (%v, %v): the test would prove nothing", super, err)
+	}
+	rows, err := conn.Query(ctx, strings.Replace(pgFeedsSQL, "?", "$1", 1), pgFeedApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) != 1 {
+		t.Fatalf("an unprivileged role sees %d feeds (%v), want A's one", len(pids), pids)
 	}
 }

@@ -629,6 +629,12 @@ const (
 	// pgFeedApp is the feeds' application_name: a writer finds the feeds
 	// it must wait for in pg_stat_activity by it.
 	pgFeedApp = "maiden-feed"
+	// pgFeedsSQL lists the feeds' backends. PostgreSQL shows a session's
+	// pid and application_name to every role (only the rest of the row is
+	// for its own role or pg_read_all_stats), so instances that log in as
+	// different unprivileged roles still find each other's feeds
+	// (TestFeedsVisibleToAnotherRole).
+	pgFeedsSQL = `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?`
 	// feedLease is how long a feed trusts what it keeps after it last read
 	// the generation counter (from before it sent the read): a feed that
 	// is cut off, hung or slow stops trusting within it and reads the
@@ -856,7 +862,7 @@ func (f *changeFeed) barrier(ctx context.Context, db *sql.DB, gen int64) {
 	deadline := time.NewTimer(feedBarrier)
 	defer deadline.Stop()
 	var pids []uint32
-	rows, err := db.QueryContext(context.WithoutCancel(ctx), `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?`, pgFeedApp)
+	rows, err := db.QueryContext(context.WithoutCancel(ctx), pgFeedsSQL, pgFeedApp)
 	if err == nil {
 		for rows.Next() {
 			var p int64

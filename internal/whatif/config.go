@@ -118,19 +118,19 @@ func (r *Replay) configTool(agent, tool string) (ConfigTool, *cards.Decision) {
 	return t, nil
 }
 
-// decideAfter decides u with the change on aw, and, with a proposed
-// configuration, as that file's binding of the tool would: the tool bound
-// at all, the reveal's secret in its secrets and reveal, the fetch's
-// destination in its http_allow and ports and its credential in its
-// secrets (egress's own rules, which the gate asks before the cards).
-func (r *Replay) decideAfter(aw *cards.Wallet, rec api.AuditRecord, u *unit) cards.Decision {
+// decideAfter decides u with the change on aw (decideUnit, into out),
+// and, with a proposed configuration, as that file's binding of the tool
+// would: the tool bound at all, the reveal's secret in its secrets and
+// reveal, the fetch's destination in its http_allow and ports and its
+// credential in its secrets (egress's own rules, which the gate asks
+// before the cards). A refusal of the file's is the one decision.
+func (r *Replay) decideAfter(aw *cards.Wallet, rec api.AuditRecord, u *unit, out []cards.Decision) ([]cards.Decision, int) {
 	if r.cfg == nil {
-		ds, n := decideUnit(aw, u)
-		return ds[n-1]
+		return decideUnit(aw, u, out)
 	}
 	t, refused := r.configTool(rec.Agent, rec.Tool)
 	if refused != nil {
-		return *refused
+		return append(out, *refused), 1
 	}
 	uu := *u
 	switch rec.Kind {
@@ -139,16 +139,15 @@ func (r *Replay) decideAfter(aw *cards.Wallet, rec api.AuditRecord, u *unit) car
 	case KindFetch:
 		q := u.q[0]
 		if !t.allows(q.Host, q.Port) {
-			return cards.Decision{Policy: PolicyConfig, Reason: fmt.Sprintf("%s:%d is not in tools.%s.http_allow (or its ports) as %s binds it to agent %q", q.Host, q.Port, rec.Tool, r.cfg.File, rec.Agent)}
+			return append(out, cards.Decision{Policy: PolicyConfig, Reason: fmt.Sprintf("%s:%d is not in tools.%s.http_allow (or its ports) as %s binds it to agent %q", q.Host, q.Port, rec.Tool, r.cfg.File, rec.Agent)}), 1
 		}
 		if u.n == 2 && !slices.Contains(t.Secrets, u.q[1].Secret) {
 			// The tool may not hold the credential at all: egress refuses
 			// it before any card is asked.
-			return cards.Decision{Policy: PolicyConfig, Reason: fmt.Sprintf("secret %s is not in tools.%s.secrets as %s binds it to agent %q", u.q[1].Secret, rec.Tool, r.cfg.File, rec.Agent)}
+			return append(out, cards.Decision{Policy: PolicyConfig, Reason: fmt.Sprintf("secret %s is not in tools.%s.secrets as %s binds it to agent %q", u.q[1].Secret, rec.Tool, r.cfg.File, rec.Agent)}), 1
 		}
 	}
-	ds, n := decideUnit(aw, &uu)
-	return ds[n-1]
+	return decideUnit(aw, &uu, out)
 }
 
 // allows reports whether the policy lets http-fetch reach host:port, as
@@ -186,8 +185,8 @@ func (r *Replay) addRefusedReveal(rec api.AuditRecord) bool {
 	u := unit{n: 1, recorded: []api.Decision{*b.Decision}}
 	u.q[0] = decide.Reveal(b.Secret)
 	before := cards.Decision{Policy: b.Decision.Rule, Reason: b.Decision.Reason, Target: b.Decision.Target}
-	after := r.decideAfter(r.after[rec.Agent], rec, &u)
-	if after.Allow {
+	ds, m := r.decideAfter(r.after[rec.Agent], rec, &u, nil)
+	if after := ds[m-1]; after.Allow {
 		r.flip(rec, u.recorded, before, after)
 	}
 	return true

@@ -3,6 +3,8 @@ package whatif_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,11 +33,15 @@ var grantPool = []string{
 	"tool:invoke t1 --q=*", "tool:invoke t1 --q=cat*", "tool:invoke t1 --q=* --n=*",
 	"tool:invoke t2", "tool:invoke t2 --...", "tool:invoke t3 --flag --...",
 	"tool:invoke git log --...", "tool:invoke git log --max-count=5 -- README.md", "tool:invoke git status",
-	"tool:invoke git --...",
+	"tool:invoke git --...", "tool:invoke t0@" + compA + " --...", "tool:invoke t1@" + compB + " --q=*",
 	"network:connect api.example.com:443", "network:connect *.example.com", "network:connect *:443", "network:connect 10.0.0.1",
 	"secret:use K0", "secret:use *", "secret:use K1",
 	"secret:reveal K0", "secret:reveal *",
 }
+
+// fsPool is what a card's fs grants are made of: subtrees, one level, a
+// whole class, and a subtree inside another (an exception's).
+var fsPool = []string{"fs:read /srv/**", "fs:write /srv/work/**", "fs /data/**", "fs:read /srv/work/secret/**", "fs:read /home/*", "fs:read /**", "fs /home/**"}
 
 // randomCards are agents' cards: lower-positive grants with occasional
 // exceptions, prohibitions and ceilings, grants for one recipient, expired
@@ -52,18 +58,29 @@ func randomCards(t testing.TB, rng *rand.Rand, n int) []cards.Card {
 		}
 		return out
 	}
+	pickFS := func() []cards.Grant { return gs(t, fsPool[rng.IntN(len(fsPool))]) }
 	var cs []cards.Card
 	for i := range n {
 		c := cards.Card{ID: fmt.Sprintf("c%03d", i), Holder: agents[rng.IntN(len(agents))], Manager: "operator", Created: now.Add(-time.Hour)}
 		c.LowerPos = pick(1 + rng.IntN(3))
+		fs := rng.IntN(3) == 0
+		if fs {
+			c.LowerPos = append(c.LowerPos, pickFS()...)
+		}
 		switch rng.IntN(14) {
 		case 0:
 			c.LowerNeg = pick(1)
+			if fs {
+				c.LowerNeg = pickFS()
+			}
 		case 1:
 			c.LowerPos, c.UpperNeg = nil, pick(1)
+			if fs {
+				c.UpperNeg = pickFS()
+			}
 		case 2:
 			if rng.IntN(3) == 0 { // a ceiling: everything but t2 and t3
-				c.UpperPos = gs(t, "tool:invoke t0 --...", "tool:invoke t1 --...", "tool:invoke git --...", "network:connect *", "secret:use *", "secret:reveal *")
+				c.UpperPos = gs(t, "tool:invoke t0 --...", "tool:invoke t1 --...", "tool:invoke git --...", "network:connect *", "secret:use *", "secret:reveal *", "fs:read /**")
 			}
 		case 3:
 			c.Expires = now.Add(-time.Minute)
@@ -79,6 +96,13 @@ func randomCards(t testing.TB, rng *rand.Rand, n int) []cards.Card {
 	}
 	return cs
 }
+
+// Two components the tools of a random trail run (or none known).
+var (
+	compA = "sha256:" + strings.Repeat("a1", 32)
+	compB = "sha256:" + strings.Repeat("b2", 32)
+	comps = []string{"", compA, compB}
+)
 
 var (
 	values = []string{"alice", "anna", "bob", "cat", "cats", "dog", "1", "5", "x y", "--", "*", "é"}
@@ -112,16 +136,53 @@ func randomRendering(rng *rand.Rand) (tool, rendered string) {
 	return fmt.Sprintf("t%d", rng.IntN(4)), grant.Rendering(args)
 }
 
-// randomTrail records n varied decisions on cs: 70% calls, 20% fetches
-// (with a credential or not), 10% reveals (some refused by the binding).
+// dirsOffered are the directories a session's boundary offers a call's
+// tool (session.PreopensFor's result), written or not.
+var dirsOffered = []string{"/srv/work", "/srv/data", "/data/x", "/home/u", "/srv/work/secret/keys"}
+
+// randomPlan is a call whose input middleware layers rewrite (one or two
+// times, into another call of the same tool) in half the cases, and whose
+// session offers up to three directories in the other half and in a
+// quarter of the first.
+func randomPlan(rng *rand.Rand, agent string) plan {
+	tool, r := randomRendering(rng)
+	// The component follows from the rendering, so the generator's
+	// sequence (the rest of the trail) does not depend on it.
+	p := plan{agent: agent, tool: tool, comp: comps[len(r)%len(comps)], rendered: []string{r}}
+	if rng.IntN(2) == 0 {
+		for range 1 + rng.IntN(2) {
+			for {
+				t2, r2 := randomRendering(rng)
+				if t2 == tool {
+					p.rendered = append(p.rendered, r2)
+					break
+				}
+			}
+		}
+		if rng.IntN(4) != 0 {
+			return p
+		}
+	}
+	for range 1 + rng.IntN(3) {
+		p.dirs = append(p.dirs, preopen{dirsOffered[rng.IntN(len(dirsOffered))], rng.IntN(2) == 0})
+	}
+	return p
+}
+
+// randomTrail records n varied decisions on cs: 40% plain calls, 30%
+// calls rewritten by middleware or given a session's directories (or
+// both), 20% fetches (with a credential or not), 10% reveals (some
+// refused by the binding).
 func randomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, n int) *trail {
-	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
+	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute), plans: map[int64]plan{}}
 	for range n {
 		agent := agents[rng.IntN(len(agents))]
 		switch k := rng.IntN(10); {
+		case k < 3:
+			tr.callWith(randomPlan(rng, agent))
 		case k < 7:
 			tool, r := randomRendering(rng)
-			tr.call(agent, tool, r)
+			tr.callOf(agent, tool, r, comps[rng.IntN(len(comps))])
 		case k < 9:
 			cred := ""
 			if rng.IntN(2) == 0 {
@@ -166,18 +227,70 @@ func TestReplayIsExact(t *testing.T) {
 		t.Errorf("skipped %d of %d reveals", skipped, kinds[whatif.KindReveal])
 	}
 	allowed, denied := 0, 0
+	var rewritten, fsAllowed, fsDenied int
 	for _, rec := range tr.recs {
 		if rec.Kind == whatif.KindCallAdmitted {
 			allowed++
 		} else if rec.Kind == whatif.KindCallRefused {
 			denied++
 		}
+		var b struct {
+			BeforeRewrite []any          `json:"before_rewrite"`
+			FS            []api.Decision `json:"fs"`
+		}
+		mustJSON(t, rec.Body, &b)
+		if len(b.BeforeRewrite) > 0 {
+			rewritten++
+		}
+		for _, d := range b.FS {
+			if d.Allow {
+				fsAllowed++
+			} else {
+				fsDenied++
+			}
+		}
 	}
-	if allowed < n/20 || denied < n/20 {
-		t.Errorf("the trail is not varied: %d calls admitted, %d refused", allowed, denied)
+	if allowed < n/20 || denied < n/20 || rewritten < n/100 || fsAllowed < n/100 || fsDenied < n/100 {
+		t.Errorf("the trail is not varied: %d calls admitted, %d refused, %d rewritten; %d fs decisions allowed, %d denied", allowed, denied, rewritten, fsAllowed, fsDenied)
 	}
 
-	for i, change := range []api.WhatIfChange{
+	// Each record's outcome recorded again on today's cards, once.
+	today := make([]*string, len(tr.recs))
+	for j, rec := range tr.recs {
+		today[j] = outcomeOf(t, tr, rec, tr.plans)
+	}
+	// Revocations name live cards whose revocation changes some outcome
+	// when the trail is recorded again (the slow way, not the replay): the
+	// trail is random, and a card that only repeats what others decide
+	// would flip nothing whatever the replay did. Found from index i on.
+	flipsSome := func(revoke []string) bool {
+		again := &trail{t: t, cards: applyChange(t, cs, api.WhatIfChange{Revoke: revoke}), at: tr.at}
+		for j, rec := range tr.recs {
+			if after := outcomeOf(t, again, rec, tr.plans); today[j] != nil && *today[j] != *after {
+				return true
+			}
+		}
+		return false
+	}
+	liveCard := func(t testing.TB, cs []cards.Card, i int) string {
+		for k := range cs {
+			if c := cs[(i+k)%len(cs)]; c.Live(now) && flipsSome([]string{c.ID}) {
+				return c.ID
+			}
+		}
+		t.Fatal("no live card whose revocation changes an outcome")
+		return ""
+	}
+	liveDenyCard := func(t testing.TB, cs []cards.Card) string {
+		for _, c := range cs {
+			if c.Live(now) && len(c.UpperNeg) > 0 && flipsSome([]string{c.ID}) {
+				return c.ID
+			}
+		}
+		t.Fatal("no live prohibition card whose revocation changes an outcome")
+		return ""
+	}
+	changes := []api.WhatIfChange{
 		{Revoke: []string{liveCard(t, cs, 3)}},
 		{Revoke: []string{liveCard(t, cs, 11), liveCard(t, cs, 17)}},
 		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1 --..."}, {Agent: "a1", Grant: "network:connect *"}}},
@@ -189,16 +302,38 @@ func TestReplayIsExact(t *testing.T) {
 		{Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "tool:invoke t1 --...", As: api.WhatIfCeiling}, {Agent: "a2", Grant: "secret:use *", As: api.WhatIfCeiling}}},
 		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "tool:invoke git --...", As: api.WhatIfCeiling}, {Agent: "a0", Grant: "tool:invoke git log --...", As: api.WhatIfDeny},
 			{Agent: "a0", Grant: "tool:invoke git --..."}}},
-	} {
+		// Filesystem changes: a card of fs grants revoked, a prohibition
+		// reaching inside an offered directory, a subtree granted.
+		{Revoke: []string{liveFSCard(t, cs)}},
+		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "fs:read /srv/work/secret/**", As: api.WhatIfDeny}, {Agent: "a1", Grant: "fs:write /srv/work/secret/**", As: api.WhatIfDeny}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a3", Grant: "fs:read /**"}, {Agent: "a1", Grant: "fs /srv/work/**"}}},
+		// Grants naming a component: an allowance, a prohibition, a
+		// ceiling (issue 25).
+		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1@" + compB + " --..."}, {Agent: "a3", Grant: "tool:invoke t0@" + compA + " --..."}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "tool:invoke *@" + compA + " --...", As: api.WhatIfDeny}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "tool:invoke *@" + compB + " --...", As: api.WhatIfCeiling}}},
+	}
+	// A prohibition of exactly the agent's own input of rewritten calls
+	// (not of what a middleware rewrote it into): only the decisions
+	// before the rewrites can flip them.
+	changes = append(changes, denyOriginals(t, tr))
+	plannedFlips, fsFlips := make([]int, len(changes)), make([]int, len(changes))
+	for i, change := range changes {
 		t.Run(fmt.Sprint("change ", i), func(t *testing.T) {
 			changed := applyChange(t, cs, change)
 			// The same decisions recorded again on the changed cards.
 			again := &trail{t: t, cards: changed, at: tr.at}
 			want := map[int64]bool{}
-			for _, rec := range tr.recs {
-				before, after := outcomeOf(t, tr, rec), outcomeOf(t, again, rec)
+			for j, rec := range tr.recs {
+				before, after := today[j], outcomeOf(t, again, rec, tr.plans)
 				if before != nil && *before != *after {
 					want[rec.Seq] = true
+					if _, planned := tr.plans[rec.Seq]; planned {
+						plannedFlips[i]++
+						if strings.HasPrefix(*before, "ran ") && strings.HasPrefix(*after, "ran ") {
+							fsFlips[i]++ // ran either way: only a directory flips
+						}
+					}
 				}
 			}
 			r, err := whatif.New(whatif.State{Now: now, Agents: agents, Cards: cs}, change)
@@ -229,6 +364,15 @@ func TestReplayIsExact(t *testing.T) {
 				t.Errorf("flips %d, want %d (and some)", rep.Flips, len(want))
 			}
 		})
+	}
+	// The changes flip rewritten calls and calls given directories, and
+	// some of them only through a directory: the test covers both.
+	total, fs := 0, 0
+	for i := range changes {
+		total, fs = total+plannedFlips[i], fs+fsFlips[i]
+	}
+	if total == 0 || fs == 0 || fs == total {
+		t.Errorf("the changes flip %d rewritten or directory-given calls, %d of them through a directory only: want some of each", total, fs)
 	}
 }
 
@@ -301,28 +445,79 @@ func applyChange(t testing.TB, cs []cards.Card, ch api.WhatIfChange) []cards.Car
 	return out
 }
 
-// liveDenyCard is the first live card holding a prohibition
-// (upper-negative grants).
-func liveDenyCard(t testing.TB, cs []cards.Card) string {
+// denyOriginals is a prohibition, for the agent of each of the first few
+// admitted calls a middleware rewrote, of exactly the agent's own input
+// (one whose rendering is a grant of itself: no glob, quote or space).
+func denyOriginals(t testing.TB, tr *trail) api.WhatIfChange {
+	var ch api.WhatIfChange
+	for _, rec := range tr.recs {
+		var b struct {
+			Rendered      string
+			BeforeRewrite []struct{ Rendered string } `json:"before_rewrite"`
+		}
+		mustJSON(t, rec.Body, &b)
+		if rec.Kind != whatif.KindCallAdmitted || len(b.BeforeRewrite) == 0 {
+			continue
+		}
+		orig := b.BeforeRewrite[0].Rendered
+		if orig == b.Rendered || strings.ContainsAny(orig, `*" \`) || orig == "" {
+			continue
+		}
+		ch.Grants = append(ch.Grants, api.WhatIfGrant{Agent: rec.Agent, Grant: "tool:invoke " + rec.Tool + " " + orig, As: api.WhatIfDeny})
+		if len(ch.Grants) == 5 {
+			break
+		}
+	}
+	if len(ch.Grants) == 0 {
+		t.Fatal("no rewritten call to deny the input of")
+	}
+	return ch
+}
+
+// liveFSCard is the first live card allowing some fs access.
+func liveFSCard(t testing.TB, cs []cards.Card) string {
 	for _, c := range cs {
-		if c.Live(now) && len(c.UpperNeg) > 0 {
+		if c.Live(now) && slices.ContainsFunc(c.LowerPos, func(g cards.Grant) bool { return g.Grant.Class == grant.FS }) {
 			return c.ID
 		}
 	}
-	t.Fatal("no live prohibition card")
+	t.Fatal("no live fs card")
 	return ""
 }
 
 // outcomeOf decides rec's question again on tr's cards, the way the call
-// path asked it (nil for a record whose cards were not asked).
-func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord) *bool {
+// path asked it (nil for a record whose cards were not asked): plans
+// holds the calls a middleware rewrote or a session gave directories,
+// which are recorded again as far as their record knows them. A call
+// refused at an input never reached the later layers or its session's
+// directories, so neither can be known: the refused input and those
+// before it are recorded again, and a call they would let through counts
+// as run (a flip of the cards' decisions, which is what a replay reports).
+func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]plan) *string {
 	n := len(tr.recs)
 	var ok bool
+	if p, planned := plans[rec.Seq]; planned {
+		if rec.Kind == whatif.KindCallRefused {
+			var b struct {
+				BeforeRewrite []any `json:"before_rewrite"`
+			}
+			mustJSON(t, rec.Body, &b)
+			p.rendered, p.dirs = p.rendered[:len(b.BeforeRewrite)+1], nil
+		}
+		saved := tr.plans
+		tr.plans = nil
+		out := tr.callWith(p)
+		tr.plans, tr.recs = saved, tr.recs[:n]
+		return &out
+	}
 	switch rec.Kind {
 	case whatif.KindCallAdmitted, whatif.KindCallRefused:
-		var b struct{ Rendered string }
+		var b struct {
+			Rendered string
+			Decision api.Decision
+		}
 		mustJSON(t, rec.Body, &b)
-		ok = tr.call(rec.Agent, rec.Tool, b.Rendered)
+		ok = tr.callOf(rec.Agent, rec.Tool, b.Rendered, b.Decision.Component)
 	case whatif.KindFetch:
 		var b struct {
 			Credential string
@@ -353,7 +548,8 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord) *bool {
 		ok = tr.reveal(rec.Agent, rec.Tool, b.Secret, true)
 	}
 	tr.recs = tr.recs[:n]
-	return &ok
+	out := fmt.Sprint(ok)
+	return &out
 }
 
 func lastColon(s string) int {

@@ -1,7 +1,9 @@
 // Package whatif replays the audit trail's recorded decisions on a proposed
 // change of the cards (maiden audit whatif): each recorded decision of an
-// agent's cards — a call's tool:invoke, an http-fetch's network:connect and
-// secret:use, a reveal's secret:reveal — is rebuilt as the question and
+// agent's cards — a call's tool:invoke (with those on its inputs before
+// a middleware rewrite and the fs decisions of its session's preopens), an
+// http-fetch's network:connect and secret:use, a reveal's secret:reveal —
+// is rebuilt as the question and
 // basis internal/decide answered (the question from the record: the
 // call's canonical rendering, the fetch's destination and credential, the
 // revealed secret), decided again on the agent's cards as they are today
@@ -44,9 +46,20 @@
 //     side besides the cards: its system grants replace the system cards,
 //     and a tool it does not bind, or a binding that no longer covers a
 //     fetch's destination or a secret, refuses.
-//   - Not replayed (not recorded as decisions today): the decision before
-//     a middleware rewrite (the record holds the last one), the fs
-//     subtree decisions of a session's preopens.
+//   - A call's question carries the component it ran (the recorded
+//     decision's component), so a grant naming a digest flips only the
+//     calls of that component; a record made before decisions carried it
+//     is asked with none, which no such grant allows.
+//   - A call's record may hold more than its tool:invoke: the decision on
+//     each input a middleware then rewrote (before_rewrite, asked first,
+//     until one refuses) and the fs decisions of its session's preopens
+//     (fs: decide.AccessTree, asked once the call is allowed). The call
+//     flips when whether it runs flips, or, running either way, when one
+//     of its fs decisions does. A call the cards refused is replayed as
+//     far as it got: what the layers or the session would have done past
+//     the refusal was never recorded.
+//   - Not replayed: the session boundary's own checks (not the cards';
+//     BoundaryReplay replays a boundary request over refused built-ins).
 package whatif
 
 import (
@@ -135,8 +148,11 @@ type Replay struct {
 	bindingOf   map[string]string // each card's Bound, by ID
 	allowAlways func(string) bool
 	cfg         *Config // the proposed configuration, or nil
-	rep         api.WhatIfReport
-	groups      map[[2]string]*api.WhatIfGroup
+	// bufBefore and bufAfter hold a unit's decisions today and with the
+	// change, reused from record to record.
+	bufBefore, bufAfter []cards.Decision
+	rep                 api.WhatIfReport
+	groups              map[[2]string]*api.WhatIfGroup
 }
 
 // New checks change against st (every card to revoke exists and is not
@@ -267,12 +283,17 @@ func (r *Replay) wallet(agent string) *cards.Wallet {
 
 // unit is one recorded decision to replay: a call's tool:invoke, a
 // reveal, or an http-fetch (network:connect, then secret:use of its
-// credential when it had one and the destination was allowed).
+// credential when it had one and the destination was allowed). A call
+// may carry more: the tool:invoke of each input a middleware then
+// rewrote (pre, asked before q[0]) and the fs decisions of its session's
+// preopens (fs, asked once every tool:invoke is allowed).
 type unit struct {
 	q        [2]decide.Question
 	n        int // questions: 1, or 2 for a fetch with a credential
 	binding  decide.Binding
-	recorded []api.Decision
+	recorded []api.Decision // in the order asked: pre, q, fs
+	pre, fs  []decide.Question
+	partial  bool // the record cut a list of its decisions
 }
 
 // Add replays one record of the trail (records of other kinds, and
@@ -297,19 +318,24 @@ func (r *Replay) Add(rec api.AuditRecord) {
 		return
 	}
 	r.rep.Replayed++
+	if u.partial {
+		r.rep.Partial++
+	}
 	w := r.wallet(rec.Agent)
-	before, bn := decideUnit(w, &u)
-	if rev := u.recorded[0].Wallet; rev == "" {
+	before, bm := decideUnit(w, &u, r.bufBefore[:0])
+	r.bufBefore = before
+	switch rev := walletOf(u.recorded, w.RevisionText()); rev {
+	case revNone:
 		r.rep.Unversioned++
-	} else if rev == w.RevisionText() {
-		if exact(u.recorded, before[:bn]) {
+	case revToday:
+		if exact(u.recorded, before) {
 			r.rep.Verified++
 		} else {
-			r.rep.Inexact = append(r.rep.Inexact, example(rec, u.recorded, before[bn-1], before[bn-1]))
+			r.rep.Inexact = append(r.rep.Inexact, example(rec, u.recorded, before[bm-1], before[bm-1]))
 		}
-	} else {
+	default:
 		r.rep.Stale++
-		if outcome(u.recorded) != before[bn-1].Allow {
+		if _, changed := flipAt(recordedOutcomes(u.recorded, len(u.fs)), before, bm); changed {
 			r.rep.ChangedSince++
 		}
 	}
@@ -317,9 +343,79 @@ func (r *Replay) Add(rec api.AuditRecord) {
 	if aw == nil {
 		return // the change does not touch this agent's wallet
 	}
-	if after := r.decideAfter(aw, rec, &u); before[bn-1].Allow != after.Allow {
-		r.flip(rec, u.recorded, before[bn-1], after)
+	after, am := r.decideAfter(aw, rec, &u, r.bufAfter[:0])
+	r.bufAfter = after
+	if i, flipped := flipAt(outcomes{after, am}, before, bm); flipped {
+		// The example shows the recorded decision that flips: the one
+		// whether the call ran, or an fs decision of a call that ran
+		// either way.
+		b, a, k := before[bm-1], after[am-1], len(u.recorded)-len(u.fs)
+		if i >= bm {
+			b, a, k = before[i], after[i], i+1
+		}
+		r.flip(rec, u.recorded[:k], b, a)
 	}
+}
+
+// Kinds of the wallet revisions a record's decisions name (walletOf).
+const (
+	revNone  = "" // some decision names none: recorded before decisions did
+	revToday = "today"
+	revOther = "other"
+)
+
+// walletOf says whether every recorded decision was made on the wallet of
+// revision today.
+func walletOf(ds []api.Decision, today string) string {
+	rev := revToday
+	for i := range ds {
+		switch ds[i].Wallet {
+		case "":
+			return revNone
+		case today:
+		default:
+			rev = revOther
+		}
+	}
+	return rev
+}
+
+// outcomes are a unit's decisions as one replay made them: the first m
+// are the ones that decide whether it ran (a call's tool:invoke of each
+// input, a fetch's destination and credential), asked until one refuses;
+// the rest are a call's fs decisions, asked only when it ran.
+type outcomes struct {
+	ds []cards.Decision
+	m  int
+}
+
+// recordedOutcomes is the recorded decisions as outcomes (the last nfs
+// are fs decisions).
+func recordedOutcomes(rec []api.Decision, nfs int) outcomes {
+	ds := make([]cards.Decision, len(rec))
+	for i := range rec {
+		ds[i].Allow = rec[i].Allow
+	}
+	return outcomes{ds, len(rec) - nfs}
+}
+
+// flipAt reports whether other's outcome differs from the unit's decided
+// as before (m decisions deciding whether it ran): whether it ran, else,
+// when it ran both ways, the first fs decision that differs (its index).
+func flipAt(other outcomes, before []cards.Decision, m int) (int, bool) {
+	ran := before[m-1].Allow
+	if other.ds[other.m-1].Allow != ran {
+		return m - 1, true
+	}
+	if !ran {
+		return 0, false
+	}
+	for i := m; i < len(before) && i < len(other.ds); i++ {
+		if before[i].Allow != other.ds[i].Allow {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // flip counts and keeps a flip of rec's decision: b today, a with the
@@ -356,27 +452,33 @@ func (r *Replay) Report() api.WhatIfReport {
 	return rep
 }
 
-// decideUnit decides u's questions on w, as the call path asked them: a
-// fetch's secret:use only once its destination is allowed. It returns the
-// decisions made; the last one is the outcome.
-func decideUnit(w *cards.Wallet, u *unit) (ds [2]cards.Decision, n int) {
+// decideUnit decides u's questions on w, as the call path asked them,
+// appended to out: each input's tool:invoke until one refuses (or a
+// fetch's secret:use only once its destination is allowed), then a
+// call's fs decisions if it ran. It returns them, and how many decide
+// whether the unit ran (the last of those is its outcome).
+func decideUnit(w *cards.Wallet, u *unit, out []cards.Decision) ([]cards.Decision, int) {
 	b := decide.Basis{Wallet: w, Binding: u.binding}
-	ds[0] = decide.Decide(b, u.q[0])
-	if u.n == 2 && ds[0].Allow {
-		ds[1] = decide.Decide(b, u.q[1])
-		return ds, 2
-	}
-	return ds, 1
-}
-
-// outcome is the recorded unit's outcome: every decision allowed.
-func outcome(ds []api.Decision) bool {
-	for _, d := range ds {
+	for _, q := range u.pre {
+		d := decide.Decide(b, q)
+		out = append(out, d)
 		if !d.Allow {
-			return false
+			return out, len(out)
 		}
 	}
-	return true
+	d := decide.Decide(b, u.q[0])
+	out = append(out, d)
+	if u.n == 2 && d.Allow {
+		d = decide.Decide(b, u.q[1])
+		out = append(out, d)
+	}
+	m := len(out)
+	if d.Allow {
+		for _, q := range u.fs {
+			out = append(out, decide.Decide(b, q))
+		}
+	}
+	return out, m
 }
 
 // exact reports whether the replay made the recorded decisions: as many,
@@ -417,8 +519,15 @@ func cardsAsked(d *api.Decision) bool { return d != nil && (d.Card != "" || d.Ru
 // (internal/callaudit's Record and Fetch, internal/secret's RevealRecord).
 type (
 	callBody struct {
-		Rendered string        `json:"rendered"`
-		Decision *api.Decision `json:"decision"`
+		Rendered      string        `json:"rendered"`
+		Decision      *api.Decision `json:"decision"`
+		BeforeRewrite []struct {
+			Rendered string        `json:"rendered"`
+			Decision *api.Decision `json:"decision"`
+		} `json:"before_rewrite"`
+		RewritesTruncated bool           `json:"before_rewrite_truncated"`
+		FS                []api.Decision `json:"fs"`
+		FSTruncated       bool           `json:"fs_truncated"`
 	}
 	fetchBody struct {
 		Credential string         `json:"credential"`
@@ -439,12 +548,37 @@ func read(rec api.AuditRecord, u *unit) bool {
 		if json.Unmarshal(rec.Body, &b) != nil || !cardsAsked(b.Decision) {
 			return false
 		}
-		c, err := grant.ParseRendering(b.Rendered)
-		if err != nil {
+		// The component the call ran, as its decision was asked it: a
+		// grant naming a digest is decided again against that digest.
+		q, ok := invokeOf(rec.Tool, b.Rendered, b.Decision.Component)
+		if !ok {
 			return false
 		}
-		u.q[0], u.n = decide.Invoke(grant.CommandTarget(rec.Tool, c.Command, c.Args, c.Positionals)), 1
-		u.recorded = []api.Decision{*b.Decision}
+		u.q[0], u.n = q, 1
+		if len(b.BeforeRewrite) == 0 && len(b.FS) == 0 {
+			u.recorded = []api.Decision{*b.Decision}
+			break
+		}
+		// The input before each rewrite: allowed, or no rewrite would
+		// have followed.
+		for _, p := range b.BeforeRewrite {
+			q, ok := invokeOf(rec.Tool, p.Rendered, p.Decision.Component)
+			if !ok || !cardsAsked(p.Decision) || !p.Decision.Allow {
+				return false
+			}
+			u.pre = append(u.pre, q)
+			u.recorded = append(u.recorded, *p.Decision)
+		}
+		u.recorded = append(u.recorded, *b.Decision)
+		for i := range b.FS {
+			q, ok := treeOf(b.FS[i].Target)
+			if !ok || !cardsAsked(&b.FS[i]) {
+				return false
+			}
+			u.fs = append(u.fs, q)
+			u.recorded = append(u.recorded, b.FS[i])
+		}
+		u.partial = b.RewritesTruncated || b.FSTruncated
 	case KindReveal:
 		var b revealBody
 		if json.Unmarshal(rec.Body, &b) != nil || !cardsAsked(b.Decision) || b.Secret == "" {
@@ -480,6 +614,36 @@ func read(rec api.AuditRecord, u *unit) bool {
 		u.recorded = b.Decisions
 	}
 	return true
+}
+
+// invokeOf is the tool:invoke question of a call of tool with the
+// canonical rendering rendered.
+func invokeOf(tool, rendered, component string) (decide.Question, bool) {
+	c, err := grant.ParseRendering(rendered)
+	if err != nil {
+		return decide.Question{}, false
+	}
+	t := grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)
+	t.Component = component
+	return decide.Invoke(t), true
+}
+
+// treeOf reads "fs:VERB DIR/**", a preopen's decision's target as
+// decide.AccessTree names it, back into that question.
+func treeOf(target string) (decide.Question, bool) {
+	rest, ok := strings.CutPrefix(target, "fs:")
+	if !ok {
+		return decide.Question{}, false
+	}
+	verb, p, ok := strings.Cut(rest, " ")
+	dir, tree := strings.CutSuffix(p, "/**")
+	if !ok || !tree || (verb != "read" && verb != "write") {
+		return decide.Question{}, false
+	}
+	if dir == "" {
+		dir = "/"
+	}
+	return decide.AccessTree(verb, dir), true
 }
 
 func boolInt(b bool) int {

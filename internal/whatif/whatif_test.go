@@ -42,6 +42,9 @@ type trail struct {
 	recs    []api.AuditRecord
 	at      time.Time
 	wallets map[string]*cards.Wallet // pinned on first need: the cards do not change
+	// plans are the calls callWith recorded, by the seq of their record,
+	// when not nil: what a test records again on other cards.
+	plans map[int64]plan
 }
 
 func (tr *trail) wallet(agent string) *cards.Wallet {
@@ -77,18 +80,24 @@ func (tr *trail) add(kind, agent, tool string, body any) {
 // recordedDecision): an allowed one without its rule and target.
 func recorded(d cards.Decision) api.Decision {
 	if d.Allow {
-		return api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet}
+		return api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet, Component: d.Asked.Component}
 	}
 	return d.API()
 }
 
 // call records a call of tool with the canonical rendering rendered.
-func (tr *trail) call(agent, tool, rendered string) bool {
+func (tr *trail) call(agent, tool, rendered string) bool { return tr.callOf(agent, tool, rendered, "") }
+
+// callOf records a call of tool running the component comp ("" not
+// known).
+func (tr *trail) callOf(agent, tool, rendered, comp string) bool {
 	c, err := grant.ParseRendering(rendered)
 	if err != nil {
 		tr.t.Fatalf("rendering %q: %v", rendered, err)
 	}
-	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent)}, decide.Invoke(grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)))
+	target := grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)
+	target.Component = comp
+	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent)}, decide.Invoke(target))
 	kind := whatif.KindCallAdmitted
 	if !d.Allow {
 		kind = whatif.KindCallRefused
@@ -96,6 +105,82 @@ func (tr *trail) call(agent, tool, rendered string) bool {
 	rd := recorded(d)
 	tr.add(kind, agent, tool, map[string]any{"rendered": rendered, "decision": &rd})
 	return d.Allow
+}
+
+// preopen is a directory a session's boundary offers a call's tool, and
+// whether writable.
+type preopen struct {
+	dir   string
+	write bool
+}
+
+// plan is a call as the pipeline runs it: the agent's input (rendered[0])
+// and each input a middleware layer rewrote it into, in a session whose
+// boundary offers dirs.
+type plan struct {
+	agent, tool string
+	comp        string // the component the tool runs ("" not known)
+	rendered    []string
+	dirs        []preopen
+}
+
+// callWith records p as the pipeline decides and records it: each
+// input's tool:invoke until one refuses (the refused record names the
+// input refused and keeps the decisions on the inputs before it:
+// before_rewrite), then the fs decisions of the session's preopens
+// (session.CardPreopens: each directory's fs:read DIR/**, then its
+// fs:write DIR/** when read and writable), in the call-admitted record.
+// It returns the call's outcome: "refused", or "ran" with each fs
+// decision's.
+func (tr *trail) callWith(p plan) string {
+	b := decide.Basis{Wallet: tr.wallet(p.agent)}
+	var before []map[string]any
+	var last api.Decision
+	for i, r := range p.rendered {
+		c, err := grant.ParseRendering(r)
+		if err != nil {
+			tr.t.Fatalf("rendering %q: %v", r, err)
+		}
+		target := grant.CommandTarget(p.tool, c.Command, c.Args, c.Positionals)
+		target.Component = p.comp
+		d := decide.Decide(b, decide.Invoke(target))
+		if i > 0 {
+			before = append(before, map[string]any{"rendered": p.rendered[i-1], "decision": last})
+		}
+		last = recorded(d)
+		if !d.Allow {
+			tr.add(whatif.KindCallRefused, p.agent, p.tool, map[string]any{"rendered": r, "decision": &last, "before_rewrite": before})
+			if tr.plans != nil {
+				tr.plans[tr.recs[len(tr.recs)-1].Seq] = p
+			}
+			return "refused"
+		}
+	}
+	out := "ran"
+	var fs []api.Decision
+	for _, o := range p.dirs {
+		verbs := []string{"read", "write"}
+		if !o.write {
+			verbs = verbs[:1]
+		}
+		for _, verb := range verbs {
+			d := decide.Decide(b, decide.AccessTree(verb, o.dir))
+			a := d.API()
+			if d.Allow {
+				a.Rule = "" // as the record keeps an allowed one: its card, bound, grant and target
+			}
+			fs = append(fs, a)
+			out += fmt.Sprintf(" %s=%v", a.Target, d.Allow)
+			if !d.Allow {
+				break // not writable when not readable
+			}
+		}
+	}
+	tr.add(whatif.KindCallAdmitted, p.agent, p.tool, map[string]any{"rendered": p.rendered[len(p.rendered)-1], "decision": &last, "before_rewrite": before, "fs": fs})
+	if tr.plans != nil {
+		tr.plans[tr.recs[len(tr.recs)-1].Seq] = p
+	}
+	return out
 }
 
 // fetch records an http-fetch of host:port with credential cred ("" for
@@ -356,4 +441,88 @@ func mustJSON(t testing.TB, b []byte, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestFlipsOfRewritesAndDirectories: a call a middleware rewrote records
+// the decision on the agent's own input beside the rewritten one's, and
+// a call in a session records the fs decisions of its preopens; a change
+// that revokes the card that allowed the agent's input, or the card (or
+// adds the prohibition) that decided a directory, flips the call, its
+// example naming the decision that flips. A record that cut its lists is
+// counted as partial.
+func TestFlipsOfRewritesAndDirectories(t *testing.T) {
+	cs := []cards.Card{
+		card(t, "c_fs", "research", cards.Spec{LowerPos: gs(t, "fs:read /srv/**", "fs:write /srv/work/**")}),
+		card(t, "c_any", "research", cards.Spec{LowerPos: gs(t, "tool:invoke mail --cc=* --to=*")}),
+		card(t, "c_mail", "research", cards.Spec{LowerPos: gs(t, "tool:invoke mail --to=*", "tool:invoke build --...")}),
+	}
+	record := func() *trail {
+		tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
+		if out := tr.callWith(plan{agent: "research", tool: "mail", rendered: []string{"--cc=all --to=bob", "--to=bob"}}); out != "ran" {
+			t.Fatalf("mail: %s", out)
+		}
+		out := tr.callWith(plan{agent: "research", tool: "build", rendered: []string{"--target=x"}, dirs: []preopen{{"/srv/work", true}, {"/srv/data", false}}})
+		if out != "ran fs:read /srv/work/**=true fs:write /srv/work/**=true fs:read /srv/data/**=true" {
+			t.Fatalf("build: %s", out)
+		}
+		return tr
+	}
+	for _, tc := range []struct {
+		name     string
+		change   api.WhatIfChange
+		tool     string
+		target   string
+		card     string // the card that decided before
+		afterWhy string // the rule after
+	}{
+		{"unchanged", api.WhatIfChange{}, "", "", "", ""},
+		{"revoking the card that allowed the agent's input", api.WhatIfChange{Revoke: []string{"c_any"}}, "mail", "tool:invoke mail --cc=all --to=bob", "c_mail", "no card"},
+		{"revoking the card that allowed a directory", api.WhatIfChange{Revoke: []string{"c_fs"}}, "build", "fs:read /srv/work/**", "c_fs", "no card"},
+		{"a prohibition reaching inside a writable directory", api.WhatIfChange{Grants: []api.WhatIfGrant{{Agent: "research", Grant: "fs:write /srv/work/.git/**", As: api.WhatIfDeny}}},
+			"build", "fs:write /srv/work/**", "c_fs", "card (what-if deny card of research): upper-negative fs:write /srv/work/.git/**"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := record()
+			r, err := whatif.New(whatif.State{Now: now, Agents: []string{"research"}, Cards: cs}, tc.change)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range tr.recs {
+				r.Add(rec)
+			}
+			rep := r.Report()
+			if rep.Replayed != 2 || rep.Verified != 2 || len(rep.Inexact) != 0 || rep.Partial != 0 {
+				t.Fatalf("replayed %d, verified %d, inexact %+v, partial %d: want 2 verified", rep.Replayed, rep.Verified, rep.Inexact, rep.Partial)
+			}
+			if tc.tool == "" {
+				if rep.Flips != 0 {
+					t.Fatalf("unchanged: %d flips %+v", rep.Flips, rep.Groups)
+				}
+				return
+			}
+			if rep.Flips != 1 || len(rep.Groups) != 1 || rep.Groups[0].Tool != tc.tool || rep.Groups[0].AllowedToDenied != 1 {
+				t.Fatalf("flips %d, groups %+v: want %s's call allowed -> denied", rep.Flips, rep.Groups, tc.tool)
+			}
+			ex := rep.Groups[0].Examples[0]
+			if ex.Record != whatif.KindCallAdmitted || ex.Target != tc.target || !ex.Before.Allow || ex.Before.Card != tc.card || ex.After.Allow || ex.After.Rule != tc.afterWhy {
+				t.Errorf("example %+v\nwant record %s, target %q, allowed by %s before, denied by %q after", ex, whatif.KindCallAdmitted, tc.target, tc.card, tc.afterWhy)
+			}
+			if ex.Recorded.Target != "" && ex.Recorded.Target != tc.target || !ex.Recorded.Allow {
+				t.Errorf("example's recorded decision %+v: want the allowed one of %s", ex.Recorded, tc.target)
+			}
+		})
+	}
+	t.Run("partial", func(t *testing.T) {
+		tr := record()
+		for i := range tr.recs {
+			var b map[string]any
+			mustJSON(t, tr.recs[i].Body, &b)
+			b[[]string{"before_rewrite_truncated", "fs_truncated"}[i]] = true
+			tr.recs[i].Body, _ = json.Marshal(b)
+		}
+		rep := tr.replay(t, api.WhatIfChange{})
+		if rep.Partial != 2 || rep.Verified != 2 || rep.Flips != 0 {
+			t.Errorf("partial %d, verified %d, flips %d: want 2, 2, 0", rep.Partial, rep.Verified, rep.Flips)
+		}
+	})
 }

@@ -1,0 +1,82 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// TestStaleRetryOfAnotherComponentIsDecidedAgain (issue 25): the cards
+// allowed the call for the component it opened; that version turned stale
+// as it started and the retry opened another component (digest 00…0) at
+// the same path. With a grant naming the first component, the call is
+// decided again for the one that would run and refused, naming both, and
+// the replacement never runs; with a grant naming no component the retry
+// runs the replacement as before.
+func TestStaleRetryOfAnotherComponentIsDecidedAgain(t *testing.T) {
+	path := testkit.Component(t, "logger")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	opened := "sha256:" + hex.EncodeToString(sum[:])
+	replacement := "sha256:" + strings.Repeat("0", 64)
+	for _, tc := range []struct {
+		name, grant string
+		runs        int32
+	}{
+		{"pinned", "tool:invoke t@" + opened + " --...", 0},
+		{"unpinned", "tool:invoke t --...", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			file := filepath.Join(dir, "agent.toml")
+			body := fmt.Sprintf("version = 1\n[tools.t]\npath = %q\n[agents.a]\ntools = [\"t\"]\ngrants = [%q]\n", path, tc.grant)
+			if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close(context.Background())
+			r := &staleRunner{Runner: h.runner}
+			r.swap.Store(true)
+			h.runner = r
+			res, err := h.Call(context.Background(), Call{Agent: "a", Tool: "t", Input: `{}`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.opens.Load() < 2 {
+				t.Fatalf("the stale version was not reopened (%d opens): the test did not reach the retry", r.opens.Load())
+			}
+			if n := r.runs.Load(); n != tc.runs {
+				t.Fatalf("the replacement ran %d times, want %d: %+v %+v", n, tc.runs, res, res.Error)
+			}
+			if tc.runs == 1 {
+				if !res.OK {
+					t.Fatalf("result %+v %+v", res, res.Error)
+				}
+				return
+			}
+			if res.Error == nil || res.Error.Kind != KindDenied || !strings.Contains(res.Error.Message, "the tool's component is "+replacement+", not "+opened) {
+				t.Fatalf("result %+v %+v, want denied naming both components", res, res.Error)
+			}
+		})
+	}
+}
