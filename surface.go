@@ -157,6 +157,10 @@ type Progress = api.Progress
 // ToolInfo describes one configured tool (api.ToolInfo).
 type ToolInfo = api.ToolInfo
 
+// Provenance is an oci:// tool's component digest, signer and schema hash
+// (api.Provenance).
+type Provenance = api.Provenance
+
 // Policy is a tool's whole effective policy (api.Policy).
 type Policy = api.Policy
 

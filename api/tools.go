@@ -30,10 +30,29 @@ type ToolInfo struct {
 	// Hints are the MCP tool annotations: derived from the policy, then
 	// overridden by agent.toml's annotations table.
 	Hints Hints `json:"hints"`
+	// Provenance is where an oci:// tool's component came from and the
+	// hash of the definition it reports; nil for every other tool.
+	Provenance *Provenance `json:"provenance,omitempty"`
 	// Error is set when the tool cannot be served: its file cannot be
 	// loaded, describe() or schema() fail, or the schema is not a usable
 	// JSON Schema for an object.
 	Error *ToolError `json:"error,omitempty"`
+}
+
+// Provenance is the chain behind a tool pulled from an OCI registry
+// (docs/oci.md): the reference agent.toml pins, the component's manifest
+// digest, the key that verified its signature, and its schema hash, which
+// agent.toml's schema key pins.
+type Provenance struct {
+	Ref       string `json:"ref"`              // oci://REGISTRY/REPO[:TAG]@sha256:...
+	Component string `json:"component"`        // the manifest digest
+	Signer    string `json:"signer,omitempty"` // the verifying key's ID; "" when unsigned
+	// Schema is the hash (sha256:...) of the definition the component
+	// reports: its description, input schema as served and output schema
+	// in a canonical JSON document. With SchemaPinned it is the one
+	// agent.toml pins (a component reporting another is not served).
+	Schema       string `json:"schema"`
+	SchemaPinned bool   `json:"schema_pinned"`
 }
 
 // MarshalJSON writes the schemas as JSON values, not strings holding JSON

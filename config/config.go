@@ -233,6 +233,9 @@ type fileSystem struct {
 	// verified (with keyFile's key when set); nil refuses every oci://
 	// path.
 	component func(r oci.Ref, keyFile string) (oci.Component, error)
+	// schema checks that the store holds the schema document pinned by
+	// hash, unchanged; nil refuses every schema pin.
+	schema func(hash string) error
 }
 
 var osFiles = fileSystem{
@@ -245,6 +248,7 @@ var osFiles = fileSystem{
 	},
 	readFile:  func(name string) ([]byte, error) { return ReadFile(name, MaxFileBytes) },
 	component: osComponent,
+	schema:    osSchema,
 }
 
 func parse(file string, data []byte, dir string, files fileSystem) (*Config, error) {

@@ -486,7 +486,7 @@ func TestParseErrors(t *testing.T) {
 			"agent.toml:3: tools.w: duplicate table: already defined by dotted keys on line 2",
 		}},
 		{"dotted keys into a header table", "version = 1\n[tools.w.x]\n[tools]\nw.path = \"w.wasm\"\n", []string{
-			"agent.toml:2: tools.w.x: unknown key; valid keys here: path, timeout_ms, memory_mb, http_allow, secrets, http_ports, http_allow_cidrs, http_ca_files, http_max_response_bytes, title, annotations, middleware, middleware_mode, cost, reveal, verify, registry_credential",
+			"agent.toml:2: tools.w.x: unknown key; valid keys here: path, timeout_ms, memory_mb, http_allow, secrets, http_ports, http_allow_cidrs, http_ca_files, http_max_response_bytes, title, annotations, middleware, middleware_mode, cost, reveal, verify, registry_credential, schema",
 			"agent.toml:2: tools.w.path: required key is missing",
 			"agent.toml:4: tools.w: cannot add keys with a dotted key to the table defined by a [header] on line 2",
 		}},
@@ -517,7 +517,7 @@ func TestParseErrors(t *testing.T) {
 			"agent.toml:3: tools.w.path: duplicate key: first defined on line 3",
 		}},
 		{"nested table in tool", head + "[tools.w.limits]\nmemory_mb = 1\n", []string{
-			`agent.toml:4: tools.w.limits: unknown key; valid keys here: path, timeout_ms, memory_mb, http_allow, secrets, http_ports, http_allow_cidrs, http_ca_files, http_max_response_bytes, title, annotations, middleware, middleware_mode, cost, reveal, verify, registry_credential`,
+			`agent.toml:4: tools.w.limits: unknown key; valid keys here: path, timeout_ms, memory_mb, http_allow, secrets, http_ports, http_allow_cidrs, http_ca_files, http_max_response_bytes, title, annotations, middleware, middleware_mode, cost, reveal, verify, registry_credential, schema`,
 		}},
 		{"quoted odd key", "version = 1\n[tools.\"a.b\"]\npath = \"w.wasm\"\n", []string{
 			`agent.toml:2: tools."a.b": invalid tool name "a.b": must be 1 to 64 characters of a-z, 0-9, '_' and '-', starting with a letter or digit`,

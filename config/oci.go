@@ -16,6 +16,7 @@ import (
 // loaded: the manifest hashed to Digest, the layer to the manifest's
 // digest for it, and with Key the stored cosign signature verified.
 type OCISource struct {
+	Tool   string // the [tools.NAME] it is the path of
 	Ref    string // as written: oci://REGISTRY/REPO[:TAG]@sha256:HEX
 	Digest string // the pinned manifest digest
 	Key    string // absolute path of verify.key; "" when no signature is checked
@@ -25,6 +26,12 @@ type OCISource struct {
 	// (registry_credential); "" means docker's config.json and credential
 	// helpers. Only maiden pull reads it: a load never contacts a registry.
 	Credential string
+	// Schema is the pinned hash of the tool's definition (schema =
+	// "sha256:...": oci.SchemaDoc of its description, input schema and
+	// output schema, recorded by maiden add); "" when none is pinned. The
+	// store holds the document, checked while loading; the runtime
+	// refuses a component that reports another.
+	Schema string
 }
 
 // ociPath is path = "oci://...": parsed now, resolved against the store in
@@ -100,6 +107,53 @@ func (c *checker) resolveOCI(t *Tool, line int) {
 	}
 	t.Path = comp.Path
 	t.OCI.Signer = comp.Signer
+	if t.OCI.Schema == "" {
+		return
+	}
+	if c.files.schema == nil {
+		c.errorf(line, "tools."+t.Name+".schema", "schema pins are not available here")
+		return
+	}
+	if err := c.files.schema(t.OCI.Schema); err != nil {
+		msg := err.Error()
+		if errors.Is(err, oci.ErrNotInStore) {
+			msg = fmt.Sprintf("the schema %s pins is not in the local component store: run maiden pull (it records the schema of every pinned tool of this file)", t.OCI.Schema)
+		}
+		c.errorf(line, "tools."+t.Name+".schema", "%s", msg)
+	}
+}
+
+// schemaPin reads schema = "sha256:..." (the tool's pinned definition,
+// docs/oci.md); refused beside a local path. oci tells whether path was
+// written as an oci:// reference (t.OCI is nil if it was refused).
+func (c *checker) schemaPin(n *tnode, kpath []string, t *Tool, ociWritten bool) bool {
+	key := formatKey(kpath)
+	s, line, ok := c.str(n, key)
+	switch {
+	case !ok:
+		return false
+	case !oci.ValidSchemaHash(s):
+		c.errorf(line, key, "must be the hash maiden add recorded, sha256: and 64 lowercase hex digits, got %s", quoteShort(s))
+		return false
+	case t.OCI == nil && ociWritten:
+		return true // path was an oci:// reference refused already
+	case t.OCI == nil:
+		c.errorf(line, key, "schema pins the definition of an oci:// component; path is a local file")
+		return false
+	}
+	t.OCI.Schema = s
+	return true
+}
+
+// osSchema checks the user's store (oci.DefaultStoreDir) holds the schema
+// document hash names, unchanged.
+func osSchema(hash string) error {
+	st, err := oci.OpenStore(oci.DefaultStoreDir())
+	if err != nil {
+		return err
+	}
+	_, err = st.LoadSchema(hash)
+	return err
 }
 
 // requireSignatures refuses, with require_signatures = true, every
@@ -152,6 +206,7 @@ func Sources(path string) ([]OCISource, error) {
 	files.component = func(r oci.Ref, _ string) (oci.Component, error) {
 		return oci.Component{Ref: r, Digest: r.Digest}, nil // not looked up
 	}
+	files.schema = func(string) error { return nil } // maiden pull records it
 	cfg, err := parse(path, data, filepath.Dir(path), files)
 	if err != nil {
 		return nil, err
@@ -159,7 +214,9 @@ func Sources(path string) ([]OCISource, error) {
 	var out []OCISource
 	for _, t := range cfg.tools {
 		if t.OCI != nil {
-			out = append(out, *t.OCI)
+			s := *t.OCI
+			s.Tool = t.Name
+			out = append(out, s)
 		}
 	}
 	return out, nil

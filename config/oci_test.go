@@ -27,8 +27,17 @@ func ociFiles(t *testing.T, err error) fileSystem {
 		}
 		return c, nil
 	}
+	// The store holds testSchema's document, and none for another hash.
+	fs.schema = func(hash string) error {
+		if hash != testSchema {
+			return fmt.Errorf("schema %s: %w", hash, err)
+		}
+		return nil
+	}
 	return fs
 }
+
+const testSchema = "sha256:" + "5c4e" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
 
 func TestOCIPath(t *testing.T) {
 	other := "sha256:" + strings.Repeat("f", 64)
@@ -59,6 +68,16 @@ func TestOCIPath(t *testing.T) {
 			wantErr: `agent.toml:4: tools.w.registry_credential: must be a secret's NAME (A-Z, 0-9, _), whose value (USER:PASSWORD, or a registry token) comes from MAIDEN_SECRET_NAME, got "user:token"`},
 		{name: "registry credential on a local file", toml: `path = "w.wasm"` + "\nregistry_credential = \"GHCR\"",
 			wantErr: `agent.toml:4: tools.w.registry_credential: registry_credential logs in to the registry of an oci:// component; path is a local file`},
+		{name: "schema pinned", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nschema = \"" + testSchema + "\"",
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Schema: testSchema}},
+		{name: "schema not in the store", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nschema = \"" + other + "\"", storeIs: oci.ErrNotInStore,
+			wantErr: `agent.toml:3: tools.w.schema: the schema ` + other + ` pins is not in the local component store: run maiden pull (it records the schema of every pinned tool of this file)`},
+		{name: "schema changed in the store", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nschema = \"" + other + "\"", storeIs: oci.ErrDigestMismatch,
+			wantErr: `agent.toml:3: tools.w.schema: schema ` + other + `: content does not match its digest`},
+		{name: "schema malformed", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nschema = \"sha256:XY\"",
+			wantErr: `agent.toml:4: tools.w.schema: must be the hash maiden add recorded, sha256: and 64 lowercase hex digits, got "sha256:XY"`},
+		{name: "schema on a local file", toml: `path = "w.wasm"` + "\nschema = \"" + testSchema + "\"",
+			wantErr: `agent.toml:4: tools.w.schema: schema pins the definition of an oci:// component; path is a local file`},
 		{name: "verify without key", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { keys = \"cosign.pub\" }",
 			wantErr: "agent.toml:4: tools.w.verify.keys: unknown key; valid keys here: key\nagent.toml:4: tools.w.verify.key: required key is missing: the cosign public key file the component must be signed with"},
 	} {

@@ -224,7 +224,7 @@ func (c *checker) tools(n *tnode) []Tool {
 
 // wasmToolKeys are the keys of [tools.NAME]: toolKeys and reveal, which
 // only a WebAssembly tool (maiden:tool@0.3.0's reveal) can use.
-var wasmToolKeys = append(slices.Clone(toolKeys), "reveal", "verify", "registry_credential")
+var wasmToolKeys = append(slices.Clone(toolKeys), "reveal", "verify", "registry_credential", "schema")
 
 func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 	var reveal *tnode
@@ -233,6 +233,8 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 	var verifyPath []string
 	var regCred *tnode
 	var regCredPath []string
+	var schema *tnode
+	var schemaPath []string
 	t, ok := c.toolIn("tools", name, n, wasmToolKeys, func(_ *Tool, k string, v *tnode, kpath []string) bool {
 		switch k {
 		case "reveal":
@@ -241,6 +243,8 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 			verify, verifyPath = v, slices.Clone(kpath)
 		case "registry_credential":
 			regCred, regCredPath = v, slices.Clone(kpath)
+		case "schema":
+			schema, schemaPath = v, slices.Clone(kpath)
 		default:
 			return false
 		}
@@ -279,6 +283,9 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 		} else {
 			ok = false
 		}
+	}
+	if schema != nil && !c.schemaPin(schema, schemaPath, &t, c.ociWritten(n)) {
+		ok = false
 	}
 	if ok && t.OCI != nil {
 		before := len(c.errs)

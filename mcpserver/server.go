@@ -137,6 +137,7 @@ type agentServer struct {
 type servedTool struct {
 	title, description, schema, outputSchema, digest string
 	hints                                            maiden.Hints
+	provenance                                       maiden.Provenance // zero for a tool not from a registry
 }
 
 // New creates a server. Call Sync before serving so the tool list is
@@ -413,6 +414,9 @@ func (s *Server) apply(as *agentServer, infos []maiden.ToolInfo, group func(stri
 		}
 		keep[info.Name] = true
 		now := servedTool{title: info.Title, description: info.Description, schema: info.InputSchema, outputSchema: info.OutputSchema, digest: info.Digest, hints: info.Hints}
+		if info.Provenance != nil {
+			now.provenance = *info.Provenance
+		}
 		if old, ok := as.served[info.Name]; ok && old == now {
 			continue
 		}
@@ -431,6 +435,9 @@ func (s *Server) apply(as *agentServer, infos []maiden.ToolInfo, group func(stri
 				IdempotentHint:  hints.Idempotent,
 				OpenWorldHint:   &hints.OpenWorld,
 			},
+		}
+		if p := info.Provenance; p != nil {
+			tool.Meta = mcp.Meta{MetaProvenance: provenanceMeta(p)}
 		}
 		if info.OutputSchema != "" {
 			// The host holds every successful output to it (kind tool
@@ -604,6 +611,24 @@ const CodeOverloaded = -32001
 // MetaErrorKind is the _meta key of a failed result that carries maiden's
 // error kind, for clients that want it without parsing the text.
 const MetaErrorKind = "maiden/error-kind"
+
+// MetaProvenance is the _meta key of a tools/list entry whose component
+// came from an OCI registry (docs/oci.md): an object naming its pinned
+// reference ("ref"), the component's manifest digest ("component"), the
+// key that verified its signature ("signer", absent when unsigned), the
+// hash of the definition it reports ("schema", SEP-1766 style) and whether
+// agent.toml pins that hash ("schema_pinned": then a component reporting
+// another is not served at all).
+const MetaProvenance = "run.maiden/provenance"
+
+// provenanceMeta is MetaProvenance's value.
+func provenanceMeta(p *maiden.Provenance) map[string]any {
+	m := map[string]any{"ref": p.Ref, "component": p.Component, "schema": p.Schema, "schema_pinned": p.SchemaPinned}
+	if p.Signer != "" {
+		m["signer"] = p.Signer
+	}
+	return m
+}
 
 // MetaUnconfined is the _meta key set (true) on every result of a wrapped
 // CLI that ran without Landlock (unconfined = true in agent.toml).

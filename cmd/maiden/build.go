@@ -57,39 +57,53 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fs.NArg() == 1 {
 		path = fs.Arg(0)
 	}
+	b, code := newBuilder(ctx, c, path, *out, stdout, stderr)
+	if code != exitOK {
+		return code
+	}
+	defer b.close()
+	p := b.p
+	if *watch {
+		return b.watch(ctx)
+	}
+	code = b.build(ctx)
+	if code == exitOK && builtWorld(b.out) == sandbox.WorldMiddleware {
+		fmt.Fprintf(stderr, "declare it in agent.toml and put it in a chain:\n\n%s", middlewareTable(p.Name, b.out, middlewareMemoryMB(p.Lang)))
+	} else if code == exitOK {
+		suggestTable(stderr, c.config, p.Name, b.out)
+	}
+	return code
+}
+
+// newBuilder is maiden build's builder for the project at path (a
+// directory or one source file) into out (default: NAME.wasm in the
+// project directory), its toolchain ready: the one build path, which
+// maiden publish DIR uses too. Close it when done.
+func newBuilder(ctx context.Context, c *common, path, out string, stdout, stderr io.Writer) (builder, int) {
 	p, err := toolbuild.DetectProject(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden build:", err)
-		return exitUsage
+		return builder{}, exitUsage
 	}
-	if *out == "" {
-		*out = p.DefaultOutput()
+	if out == "" {
+		out = p.DefaultOutput()
 	}
 	tc, err := toolbuild.EnsureToolchain(ctx, &toolbuild.Options{Progress: stderr})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden build:", err)
-		return exitUsage
+		return builder{}, exitUsage
 	}
 	// The built file is checked the way a call loads it: in a worker
 	// process by default, so a component that crashes the code generator
 	// fails the build instead of killing maiden.
-	var h *maiden.Host
-	defer func() {
-		if h != nil {
-			h.Close(context.Background())
-		}
-	}()
-	b := builder{tc: tc, h: &h, c: c, p: p, out: *out, stdout: stdout, stderr: stderr}
-	if *watch {
-		return b.watch(ctx)
+	return builder{tc: tc, h: new(*maiden.Host), c: c, p: p, out: out, stdout: stdout, stderr: stderr}, exitOK
+}
+
+// close closes the host the build's check made, if any.
+func (b builder) close() {
+	if b.h != nil && *b.h != nil {
+		(*b.h).Close(context.Background())
 	}
-	code := b.build(ctx)
-	if code == exitOK && builtWorld(*out) == sandbox.WorldMiddleware {
-		fmt.Fprintf(stderr, "declare it in agent.toml and put it in a chain:\n\n%s", middlewareTable(p.Name, *out, middlewareMemoryMB(p.Lang)))
-	} else if code == exitOK {
-		suggestTable(stderr, c.config, p.Name, *out)
-	}
-	return code
 }
 
 // suggestTable tells what to do with the tool built at out: nothing if

@@ -19,7 +19,7 @@
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //	maiden add    [-config agent.toml] [-key cosign.pub] oci://REGISTRY/REPO:TAG [NAME]
 //	maiden pull   [-config agent.toml]
-//	maiden publish [-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG
+//	maiden publish [-sign-key cosign.key] FILE.wasm|DIR oci://REGISTRY/REPO:TAG
 //	maiden client config claude|cursor|vscode [-write]
 //	maiden completion bash|zsh|fish
 //
@@ -198,8 +198,8 @@ func init() {
 		{name: "pull", args: "[-config agent.toml]",
 			summary: "fetch every pinned oci:// tool of agent.toml into the local store (then it loads offline)",
 			run:     noStdin(cmdPull)},
-		{name: "publish", args: "[-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG",
-			summary: "push a component to an OCI registry (and sign it, cosign-compatible); prints the pinned path",
+		{name: "publish", args: "[-sign-key cosign.key] FILE.wasm|DIR oci://REGISTRY/REPO:TAG",
+			summary: "push a component (a tool project is built first, as maiden build does) to an OCI registry, and sign it (cosign-compatible); prints the pinned path",
 			run:     cmdPublish, interspersed: true},
 		{name: "client", args: "config claude|cursor|vscode ...",
 			summary: "configure an MCP client to start maiden",

@@ -25,8 +25,13 @@ its cosign signature with -key), and appends to agent.toml:
   [tools.NAME]
   path = "oci://REGISTRY/REPO:TAG@sha256:..."
   verify = { key = "cosign.pub" }      (with -key)
+  schema = "sha256:..."
 
-NAME defaults to the repository's last element. The component is stored
+schema pins the tool's definition: the hash of the description, input
+schema and output schema the component reports, loaded once here. A
+component that reports another does not load (so a new digest cannot
+change what agents are told without a review); the document is kept in
+the store. NAME defaults to the repository's last element. The component is stored
 under $MAIDEN_OCI_STORE (default: the user cache directory's maiden/oci),
 where every later load verifies it offline.`
 
@@ -79,10 +84,26 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
 		return exitUsage
 	}
+	var absKey string
+	if *keyFile != "" {
+		if absKey, err = filepath.Abs(*keyFile); err != nil {
+			fmt.Fprintln(stderr, "maiden add:", err)
+			return exitUsage
+		}
+	}
+	schema, doc, err := schemaOf(ctx, c, name, pinned.String(), absKey, stderr)
+	if err == nil {
+		_, err = st.PutSchema(doc)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
+		return exitUsage
+	}
 	table := fmt.Sprintf("[tools.%s]\npath = %q\n", name, pinned.String())
 	if *keyFile != "" {
 		table += fmt.Sprintf("verify = { key = %q }\n", keyPathFor(c.config, *keyFile))
 	}
+	table += fmt.Sprintf("schema = %q\n", schema)
 	if *credential != "" {
 		table += fmt.Sprintf("registry_credential = %q\n", *credential)
 	}
@@ -94,13 +115,65 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	if comp.Signer != "" {
 		signed = "signed by key " + comp.Signer
 	}
-	fmt.Fprintf(stdout, "added [tools.%s] to %s: %s (%s)\n", name, c.config, pinned, signed)
+	fmt.Fprintf(stdout, "added [tools.%s] to %s: %s (%s; schema %s)\n", name, c.config, pinned, signed, schema)
 	if _, err := config.Load(c.config); err != nil {
 		// The table is written; say what else stops the file loading.
 		printConfigErrors(stderr, err)
 		return exitUsage
 	}
 	return exitOK
+}
+
+// schemaOf loads the pinned component ref (already in the store, verified
+// with the key file keyFile if set) as tool name, the way every load does,
+// and returns the canonical document of the definition it reports
+// (oci.SchemaDoc: description, input schema as served, output schema)
+// and its hash: the schema agent.toml pins. The load
+// is of a one-tool agent.toml in a temporary directory, so the user's
+// file, and whatever else it holds, play no part.
+func schemaOf(ctx context.Context, c *common, name, ref, keyFile string, stderr io.Writer) (string, []byte, error) {
+	dir, err := os.MkdirTemp("", "maiden-add-")
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.RemoveAll(dir)
+	table := fmt.Sprintf("version = 1\n[tools.%s]\npath = %q\n", name, ref)
+	if keyFile != "" {
+		table += fmt.Sprintf("verify = { key = %q }\n", keyFile)
+	}
+	cfg := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(cfg, []byte(table), 0o600); err != nil {
+		return "", nil, err
+	}
+	one := &common{config: cfg, cache: c.cache, verbose: c.verbose, isolation: c.isolation}
+	h, err := one.host(stderr)
+	if err != nil {
+		return "", nil, fmt.Errorf("load %s: %w", ref, err)
+	}
+	defer h.Close(context.Background())
+	infos, err := h.Tools(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("load %s: %w", ref, err)
+	}
+	for _, info := range infos {
+		if info.Name != name {
+			continue
+		}
+		if info.Error != nil {
+			return "", nil, fmt.Errorf("%s does not load as a tool: %s: %s", ref, info.Error.Kind, info.Error.Message)
+		}
+		if info.Provenance == nil {
+			break
+		}
+		hash, doc := oci.SchemaDoc(info.Description, info.InputSchema, info.OutputSchema)
+		if hash != info.Provenance.Schema {
+			// One definition, hashed by the host and here: they agree
+			// unless the two drift apart, which must not pin anything.
+			return "", nil, fmt.Errorf("load %s: the schema hash the host computed (%s) is not the served definition's (%s)", ref, info.Provenance.Schema, hash)
+		}
+		return hash, doc, nil
+	}
+	return "", nil, fmt.Errorf("load %s: the host did not describe tool %s", ref, name)
 }
 
 // keyPathFor is the key file as agent.toml at cfg should name it:
@@ -192,22 +265,41 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 		}
-		if _, err := st.Load(r, key); err == nil {
-			fmt.Fprintf(stdout, "have %s\n", r)
-			continue
+		verb := "have"
+		if _, err := st.Load(r, key); err != nil {
+			opts, err := registryOptions(r, key, s.Credential)
+			if err != nil {
+				fmt.Fprintf(stderr, "maiden pull: %s: %v\n", r, err)
+				bad++
+				continue
+			}
+			if _, err := oci.Pull(ctx, r, st, opts); err != nil {
+				fmt.Fprintln(stderr, "maiden pull:", terminalSafe(err.Error()))
+				bad++
+				continue
+			}
+			verb = "pulled"
 		}
-		opts, err := registryOptions(r, key, s.Credential)
-		if err != nil {
-			fmt.Fprintf(stderr, "maiden pull: %s: %v\n", r, err)
-			bad++
-			continue
+		if s.Schema != "" {
+			// The pinned definition: recorded only when the component
+			// reports it, so a load finds the document and the runtime
+			// finds the same hash.
+			if _, err := st.LoadSchema(s.Schema); err != nil {
+				got, doc, err := schemaOf(ctx, c, s.Tool, s.Ref, s.Key, stderr)
+				if err == nil && got != s.Schema {
+					err = &oci.SchemaError{Tool: s.Tool, Ref: s.Ref, Pinned: s.Schema, Got: got}
+				}
+				if err == nil {
+					_, err = st.PutSchema(doc)
+				}
+				if err != nil {
+					fmt.Fprintln(stderr, "maiden pull:", terminalSafe(err.Error()))
+					bad++
+					continue
+				}
+			}
 		}
-		if _, err := oci.Pull(ctx, r, st, opts); err != nil {
-			fmt.Fprintln(stderr, "maiden pull:", terminalSafe(err.Error()))
-			bad++
-			continue
-		}
-		fmt.Fprintf(stdout, "pulled %s\n", r)
+		fmt.Fprintf(stdout, "%s %s\n", verb, r)
 	}
 	if bad > 0 {
 		return exitUsage
@@ -236,17 +328,23 @@ func hintPins(ctx context.Context, stderr io.Writer, err error) {
 	}
 }
 
-// cmdPublish is maiden publish [-sign-key cosign.key] FILE.wasm oci://REGISTRY/REPO:TAG.
+// cmdPublish is maiden publish [-sign-key cosign.key] FILE.wasm|DIR oci://REGISTRY/REPO:TAG.
+// A tool project (a directory, or a .go, .js or .wat source) is built
+// first, exactly as maiden build builds it (NAME.wasm beside its sources,
+// loaded the way a call loads it), and the result pushed.
 func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := bareFlags("publish", stderr)
 	signKey := fs.String("sign-key", "", "a cosign private key `FILE` to sign with (password: $COSIGN_PASSWORD)")
 	credential := credentialFlag(fs)
+	c := &common{}
+	fs.StringVar(&c.cache, "cache", "", "compiled-component cache `DIR` for checking a built tool (\"off\" disables it; default: the user cache directory)")
+	fs.Var(&c.isolation, "isolation", "`MODE`: where a built tool is checked; \"workers\" (the default) or \"process\"")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if len(rest) != 2 {
-		fmt.Fprintln(stderr, "usage: maiden publish [-sign-key cosign.key] [-credential NAME] FILE.wasm oci://REGISTRY/REPO:TAG")
+		fmt.Fprintln(stderr, "usage: maiden publish [-sign-key cosign.key] [-credential NAME] FILE.wasm|DIR oci://REGISTRY/REPO:TAG")
 		return exitUsage
 	}
 	r, err := oci.ParseRef(rest[1])
@@ -265,12 +363,27 @@ func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			return exitUsage
 		}
 	}
-	wasm, err := config.ReadFile(rest[0], oci.MaxLayerBytes)
+	opts, err := registryOptions(r, nil, *credential)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage
 	}
-	opts, err := registryOptions(r, nil, *credential)
+	file := rest[0]
+	if isToolSource(file) {
+		// Built before anything is sent; what the build prints goes to
+		// stderr, so stdout is only the path to paste.
+		b, code := newBuilder(ctx, c, file, "", stderr, stderr)
+		if code != exitOK {
+			return code
+		}
+		code = b.build(ctx)
+		b.close()
+		if code != exitOK {
+			return code
+		}
+		file = b.out
+	}
+	wasm, err := config.ReadFile(file, oci.MaxLayerBytes)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage
@@ -288,4 +401,18 @@ func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 	}
 	fmt.Fprintf(stdout, "path = %q\n", pinned.String())
 	return exitOK
+}
+
+// isToolSource reports whether publish's argument is a tool project to
+// build (a directory, or a source file maiden build takes) rather than a
+// built component.
+func isToolSource(arg string) bool {
+	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(arg)) {
+	case ".go", ".js", ".wat":
+		return true
+	}
+	return false
 }

@@ -70,7 +70,7 @@ func TestOCIAddPullCall(t *testing.T) {
 		t.Fatalf("add: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	b, _ := os.ReadFile(cfg)
-	if want := "# my agent\nversion = 1\n\n[tools.echo]\npath = \"" + ref + "@" + strings.SplitN(pinned[1], "@", 2)[1] + "\"\nverify = { key = \"cosign.pub\" }\n"; string(b) != want {
+	if want := regexp.MustCompile(`^# my agent\nversion = 1\n\n\[tools\.echo\]\npath = "` + regexp.QuoteMeta(ref+"@"+strings.SplitN(pinned[1], "@", 2)[1]) + `"\nverify = \{ key = "cosign\.pub" \}\nschema = "sha256:[0-9a-f]{64}"\n$`); !want.Match(b) {
 		t.Fatalf("agent.toml after add:\n%s\nwant:\n%s", b, want)
 	}
 	call := func() cliResult {
@@ -249,5 +249,75 @@ func TestOCIRegistryCredential(t *testing.T) {
 	noSecret(r)
 	if r.code != exitOK || !strings.HasPrefix(r.stdout, "pulled ") {
 		t.Fatalf("pull with the login: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestOCIPublishDir: publish DIR builds the tool project as maiden build
+// does (NAME.wasm beside its sources, loaded once), pushes and signs it,
+// and prints only the path to paste, which add pins and call runs. A
+// project that does not build pushes nothing.
+func TestOCIPublishDir(t *testing.T) {
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	cache := t.TempDir()
+	keys := t.TempDir()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	privPEM, _ := cryptoutils.MarshalPrivateKeyToPEM(priv)
+	pubPEM, _ := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
+	writeFile(t, filepath.Join(keys, "cosign.key"), string(privPEM))
+	writeFile(t, filepath.Join(keys, "cosign.pub"), string(pubPEM))
+	src, err := os.ReadFile(filepath.Join(testkit.RepoRoot(t), "testdata", "tools", "echo.wat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "echo")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "tool.wat"), string(src))
+
+	ref := "oci://" + host + "/tools/echo:v1"
+	r := cli(t, "", "publish", "-cache", cache, "-isolation", "process", "-sign-key", filepath.Join(keys, "cosign.key"), dir, ref)
+	m := regexp.MustCompile(`^path = "(` + regexp.QuoteMeta(ref) + `@sha256:[0-9a-f]{64})"\n$`).FindStringSubmatch(r.stdout)
+	if r.code != exitOK || m == nil || !strings.Contains(r.stderr, "building echo (WAT)") {
+		t.Fatalf("publish DIR: exit %d\nstdout: %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	built, err := os.ReadFile(filepath.Join(dir, "echo.wasm"))
+	if err != nil {
+		t.Fatalf("publish DIR left no built component where maiden build puts it: %v", err)
+	}
+	cfg := filepath.Join(t.TempDir(), "agent.toml")
+	writeFile(t, cfg, "version = 1\n")
+	if r := cli(t, "", "add", "-config", cfg, "-cache", cache, "-key", filepath.Join(keys, "cosign.pub"), m[1], "echo"); r.code != exitOK || !strings.Contains(r.stdout, "signed by key sha256:") {
+		t.Fatalf("add of the published path: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli(t, "", "call", "-config", cfg, "-cache", cache, "echo", `{"message":"hi"}`); r.code != exitOK || r.stdout != "{\"message\":\"hi\"}\n" {
+		t.Fatalf("call of the published tool: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	// What was pushed is what was built: the store's layer has its bytes.
+	layers, _ := filepath.Glob(filepath.Join(os.Getenv(oci.StoreEnv), "blobs", "sha256", "*"))
+	found := false
+	for _, l := range layers {
+		if b, _ := os.ReadFile(l); string(b) == string(built) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the pulled component is not the built one")
+	}
+
+	// A project that does not build: the build's error, nothing pushed.
+	writeFile(t, filepath.Join(dir, "tool.wat"), "(module\n  (func (i32.bogus)))\n")
+	r = cli(t, "", "publish", "-cache", cache, dir, "oci://"+host+"/tools/echo:broken")
+	if r.code != exitTool || r.stdout != "" || !strings.Contains(r.stderr, "tool.wat:2:") {
+		t.Fatalf("publish of a project that does not build: exit %d\nstdout: %q\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := oci.Resolve(context.Background(), oci.Ref{Registry: host, Repository: "tools/echo", Tag: "broken"}, nil); err == nil {
+		t.Fatal("a project that did not build was pushed")
 	}
 }

@@ -359,6 +359,16 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 		fmt.Fprintf(stdout, "  hints:   %s\n", hintText(t.Hints))
+		if pv := t.Provenance; pv != nil {
+			signed, pinned := "unsigned", "not pinned: add schema = "+strconv.Quote(pv.Schema)+" to pin it"
+			if pv.Signer != "" {
+				signed = "signed by key " + pv.Signer
+			}
+			if pv.SchemaPinned {
+				pinned = "pinned"
+			}
+			fmt.Fprintf(stdout, "  from:    %s (%s)\n  schema:  %s (%s)\n", terminalSafe(pv.Ref), signed, pv.Schema, pinned)
+		}
 	}
 	return exitOK
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/humanwait"
+	"github.com/maiden-run/maiden/internal/jsonschema"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
@@ -58,10 +59,13 @@ type Host struct {
 	schemas schemaCache
 	// outSchemas holds compiled output schemas, by digest like schemas.
 	outSchemas schemaCache
-	adm        *admission
-	crashes    crashes // tools in their crash cool-down (backoff.go)
-	closed     atomic.Bool
-	opts       Options
+	// schemaHashes holds the hash of each component version's definition
+	// (schemapin.go), by digest.
+	schemaHashes jsonschema.Cache[string]
+	adm          *admission
+	crashes      crashes // tools in their crash cool-down (backoff.go)
+	closed       atomic.Bool
+	opts         Options
 	// handle is the call pipeline, assembled once in New, for every kind
 	// of tool; kinds is each name's backend under the configuration in
 	// force (backend.go).

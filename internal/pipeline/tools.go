@@ -14,6 +14,9 @@ import (
 // ToolInfo describes one configured tool (api.ToolInfo).
 type ToolInfo = api.ToolInfo
 
+// Provenance is api.Provenance.
+type Provenance = api.Provenance
+
 // Policy is a tool's whole effective policy (api.Policy).
 type Policy = api.Policy
 
@@ -56,6 +59,7 @@ func (h *Host) describeLoaded(ctx context.Context, cfg *config.Config, t config.
 	switch {
 	case err == nil:
 		info.Description, info.InputSchema, info.OutputSchema, info.Digest = li.Description, li.Schema, li.OutputSchema, li.Digest
+		info.Provenance = h.provenance(t, li)
 		s := h.schemas.getTool(li.Digest, li.Schema)
 		if s.cmd != nil {
 			info.InputSchema = s.text // a command description's JSON Schema projection (wasmcommand.go)

@@ -45,6 +45,10 @@ func (b *wasmBackend) parse(ctx context.Context, inv *invocation) error {
 		inv.openErr = err // open reports it, after authorization as always
 		return nil
 	}
+	if err := h.checkSchemaPin(inv.tool, t.LoadInfo); err != nil {
+		inv.openErr = err // open reports it, after authorization as always
+		return nil
+	}
 	inv.opened = t
 	if toolWorld(t) != nil {
 		return nil
@@ -88,6 +92,9 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 			return inv.fail(kind, msg)
 		}
 		if err := toolWorld(t); err != nil {
+			return inv.fail(KindInvalid, err.Error())
+		}
+		if err := h.checkSchemaPin(inv.tool, t.LoadInfo); err != nil {
 			return inv.fail(KindInvalid, err.Error())
 		}
 		schema := h.schemas.getTool(t.Digest, t.Schema)
@@ -277,6 +284,9 @@ func (b *wasmBackend) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo
 		return sandbox.LoadInfo{}, err
 	}
 	if err := toolWorld(opened); err != nil {
+		return sandbox.LoadInfo{}, err
+	}
+	if err := b.h.checkSchemaPin(t, opened.LoadInfo); err != nil {
 		return sandbox.LoadInfo{}, err
 	}
 	return opened.LoadInfo, nil
