@@ -226,7 +226,7 @@ type referrer struct {
 
 type rawManifest []byte
 
-func (m rawManifest) RawManifest() ([]byte, error)          { return m, nil }
+func (m rawManifest) RawManifest() ([]byte, error)        { return m, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
 
 // Attach pushes bundle as a referrer of the manifest digest in
