@@ -20,11 +20,14 @@ import (
 // config.json and credential helpers; nothing here writes them anywhere.
 
 const addHelp = `maiden add resolves TAG at the registry, pulls the component (checking
-its cosign signature with -key), and appends to agent.toml:
+its cosign signature with -key, or its keyless Sigstore bundle with -issuer,
+-identity and -trusted-root), and appends to agent.toml:
 
   [tools.NAME]
   path = "oci://REGISTRY/REPO:TAG@sha256:..."
   verify = { key = "cosign.pub" }      (with -key)
+  verify = { issuer = "...", identity = "...", trusted_root = "trusted_root.json" }
+                                       (with -issuer, -identity, -trusted-root)
 
 NAME defaults to the repository's last element. The component is stored
 under $MAIDEN_OCI_STORE (default: the user cache directory's maiden/oci),
@@ -34,13 +37,22 @@ where every later load verifies it offline.`
 func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("add", stderr)
 	keyFile := fs.String("key", "", "a cosign public key `FILE` the component must be signed with (written as verify.key)")
+	issuer := fs.String("issuer", "", "keyless: the OIDC issuer `URL` the signing certificate must name (written as verify.issuer)")
+	identity := fs.String("identity", "", "keyless: the certificate `IDENTITY` (an email or a URI) the component must be signed by (written as verify.identity)")
+	trustedRoot := fs.String("trusted-root", "", "keyless: Sigstore's trusted_root.json `FILE` the certificate and its evidence must verify against (written as verify.trusted_root)")
+	tlog := fs.Bool("transparency-log", true, "keyless: require a transparency-log entry (false: a signed timestamp instead)")
 	credential := credentialFlag(fs)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if len(rest) < 1 || len(rest) > 2 {
-		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub] [-credential NAME] oci://REGISTRY/REPO:TAG [NAME]")
+		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub | -issuer URL -identity ID -trusted-root trusted_root.json] [-credential NAME] oci://REGISTRY/REPO:TAG [NAME]")
+		return exitUsage
+	}
+	keyless := *issuer != "" || *identity != "" || *trustedRoot != ""
+	if keyless && (*issuer == "" || *identity == "" || *trustedRoot == "" || *keyFile != "") {
+		fmt.Fprintln(stderr, "maiden add: a keyless verify takes -issuer, -identity and -trusted-root together, and no -key")
 		return exitUsage
 	}
 	r, err := oci.ParseRef(rest[0])
@@ -59,7 +71,16 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 			return exitUsage
 		}
 	}
-	opts, err := registryOptions(r, key, *credential)
+	var kv *config.KeylessVerify
+	var kl *oci.Keyless
+	if keyless {
+		kv = &config.KeylessVerify{Issuer: *issuer, Identity: *identity, TrustedRoot: *trustedRoot, TransparencyLog: *tlog}
+		if kl, err = config.LoadKeyless(kv); err != nil {
+			fmt.Fprintln(stderr, "maiden add:", err)
+			return exitUsage
+		}
+	}
+	opts, err := registryOptions(r, key, kl, *credential)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden add:", err)
 		return exitUsage
@@ -83,6 +104,13 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	if *keyFile != "" {
 		table += fmt.Sprintf("verify = { key = %q }\n", keyPathFor(c.config, *keyFile))
 	}
+	if kv != nil {
+		noLog := ""
+		if !kv.TransparencyLog {
+			noLog = ", transparency_log = false"
+		}
+		table += fmt.Sprintf("verify = { issuer = %q, identity = %q, trusted_root = %q%s }\n", kv.Issuer, kv.Identity, keyPathFor(c.config, kv.TrustedRoot), noLog)
+	}
 	if *credential != "" {
 		table += fmt.Sprintf("registry_credential = %q\n", *credential)
 	}
@@ -91,7 +119,10 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		return exitUsage
 	}
 	signed := "unsigned"
-	if comp.Signer != "" {
+	switch {
+	case kl != nil:
+		signed = "signed by " + comp.Signer
+	case comp.Signer != "":
 		signed = "signed by key " + comp.Signer
 	}
 	fmt.Fprintf(stdout, "added [tools.%s] to %s: %s (%s)\n", name, c.config, pinned, signed)
@@ -120,11 +151,12 @@ func keyPathFor(cfg, key string) string {
 	return abs
 }
 
-// registryOptions are the pull options for r with key, logging in with the
-// secret named credential (MAIDEN_SECRET_NAME) when one is named; else
-// docker's config.json and credential helpers. The value is never printed.
-func registryOptions(r oci.Ref, key *oci.Key, credential string) (*oci.PullOptions, error) {
-	o := &oci.PullOptions{Key: key}
+// registryOptions are the pull options for r with key or keyless policy
+// kl, logging in with the secret named credential (MAIDEN_SECRET_NAME)
+// when one is named; else docker's config.json and credential helpers. The
+// value is never printed.
+func registryOptions(r oci.Ref, key *oci.Key, kl *oci.Keyless, credential string) (*oci.PullOptions, error) {
+	o := &oci.PullOptions{Key: key, Keyless: kl}
 	if credential == "" {
 		return o, nil
 	}
@@ -192,11 +224,23 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 		}
-		if _, err := st.Load(r, key); err == nil {
+		var kl *oci.Keyless
+		if s.Keyless != nil {
+			if kl, err = config.LoadKeyless(s.Keyless); err != nil {
+				fmt.Fprintln(stderr, "maiden pull:", err)
+				bad++
+				continue
+			}
+		}
+		have := func() error { _, err := st.Load(r, key); return err }
+		if kl != nil {
+			have = func() error { _, err := st.LoadKeyless(r, kl); return err }
+		}
+		if have() == nil {
 			fmt.Fprintf(stdout, "have %s\n", r)
 			continue
 		}
-		opts, err := registryOptions(r, key, s.Credential)
+		opts, err := registryOptions(r, key, kl, s.Credential)
 		if err != nil {
 			fmt.Fprintf(stderr, "maiden pull: %s: %v\n", r, err)
 			bad++
@@ -270,7 +314,7 @@ func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage
 	}
-	opts, err := registryOptions(r, nil, *credential)
+	opts, err := registryOptions(r, nil, nil, *credential)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage
