@@ -326,4 +326,26 @@ func TestOCIKeylessAdd(t *testing.T) {
 	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "no signature: the store holds no Sigstore bundle of "+digest+" by keyless:"+issuer+" other@acme.example") {
 		t.Fatalf("call with another identity configured: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
+	writeFile(t, cfg, strings.Replace(agentCfg, verifyLine, "", 1))
+	r = cli(t, "", "audit", "verify", "-provenance", "-config", cfg)
+	if r.code != exitState || !strings.Contains(r.stdout, "signer "+signer+" is not a key (verify.key) or a keyless identity") {
+		t.Fatalf("audit verify -provenance without the identity: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	// The stored bundle changed after the pull: the offline re-check of
+	// every load refuses it, so neither a call nor the provenance check
+	// gets past loading the file.
+	writeFile(t, cfg, agentCfg)
+	bundles, _ := filepath.Glob(filepath.Join(os.Getenv(oci.StoreEnv), "signatures", "*-keyless-*.bundle.json"))
+	if len(bundles) != 1 {
+		t.Fatalf("stored bundles %v; want one", bundles)
+	}
+	bb, _ := os.ReadFile(bundles[0])
+	writeFile(t, bundles[0], string(ocitest.Tamper(t, bb)))
+	for _, args := range [][]string{{"call", "-config", cfg, "-cache", cache, "-agent", "a", "echo", `{"message":"hi"}`}, {"audit", "verify", "-provenance", "-config", cfg}} {
+		r = cli(t, "", args...)
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "signature invalid: not signed by "+signer+": failed to verify log inclusion: transparency log signature does not match") {
+			t.Fatalf("%s with a changed bundle: exit %d\nstdout: %s\nstderr: %s", args[0], r.code, r.stdout, r.stderr)
+		}
+	}
 }
