@@ -46,6 +46,7 @@ func TestKeyless(t *testing.T) {
 		return p
 	}
 	good := ocitest.Signing{Identity: testIdentity, Issuer: testIssuer}
+	other := push(t, "oci://"+host+"/keyless/other:v1", variant(t, "other"))
 
 	t.Run("signed round trip", func(t *testing.T) {
 		t.Parallel()
@@ -69,6 +70,22 @@ func TestKeyless(t *testing.T) {
 		}
 	})
 
+	t.Run("a message signature over the manifest", func(t *testing.T) {
+		t.Parallel()
+		p := push(t, "oci://"+host+"/keyless/message:v1", echo(t))
+		ocitest.Attach(t, host, "keyless/message", p.Digest, ss.MessageBundle(t, good, manifestOf(t, p)))
+		if c, err := Pull(ctx, p, newStore(t), &PullOptions{Keyless: kl}); err != nil || c.Signer != kl.ID {
+			t.Fatalf("Pull = %+v, %v", c, err)
+		}
+		// Over another manifest's bytes, attached to this one.
+		q := push(t, "oci://"+host+"/keyless/message-other:v1", echo(t))
+		ocitest.Attach(t, host, "keyless/message-other", q.Digest, ss.MessageBundle(t, good, manifestOf(t, other)))
+		_, err := Pull(ctx, q, newStore(t), &PullOptions{Keyless: kl})
+		if !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "failed to verify signature: artifact does not match digest") {
+			t.Fatalf("Pull of a message signature over another manifest = %v; want ErrBadSignature", err)
+		}
+	})
+
 	t.Run("signed with a timestamp only, transparency_log = false", func(t *testing.T) {
 		t.Parallel()
 		sg := good
@@ -84,7 +101,6 @@ func TestKeyless(t *testing.T) {
 		}
 	})
 
-	other := push(t, "oci://"+host+"/keyless/other:v1", variant(t, "other"))
 	cases := []struct {
 		name string
 		by   *ocitest.Sigstore

@@ -44,7 +44,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// BundleMediaType is the media type of the bundles Bundle makes (v0.3:
+// BundleMediaType is the media type of the bundles Bundle makes, and of
+// every referrer Attach writes (v0.3:
 // the transparency-log entry carries an inclusion proof).
 const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 
@@ -168,21 +169,7 @@ func (s *Sigstore) Bundle(t testing.TB, sg Signing) []byte {
 		// The entry as a bundle carries it: its kind, and the log's
 		// signed promise over body, time, index and log ID (which
 		// GenerateTlogEntry computes but does not expose).
-		tle := proto.Clone(entry.TransparencyLogEntry()).(*protorekor.TransparencyLogEntry)
-		tle.KindVersion = &protorekor.KindVersion{Kind: "dsse", Version: "0.0.1"}
-		logID, err := ev.vs.RekorLogID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		set, err := ev.vs.RekorSignPayload(tlog.RekorPayload{
-			Body: base64.StdEncoding.EncodeToString(tle.CanonicalizedBody), IntegratedTime: tle.IntegratedTime,
-			LogIndex: tle.LogIndex, LogID: logID,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tle.InclusionPromise = &protorekor.InclusionPromise{SignedEntryTimestamp: set}
-		vm.TlogEntries = []*protorekor.TransparencyLogEntry{tle}
+		vm.TlogEntries = []*protorekor.TransparencyLogEntry{ev.asBundled(t, entry, "dsse")}
 	}
 	if !sg.NoTimestamp {
 		ts, err := ev.vs.TimestampResponse(sig)
@@ -204,6 +191,80 @@ func (s *Sigstore) Bundle(t testing.TB, sg Signing) []byte {
 			Payload:     payload,
 			PayloadType: env.PayloadType,
 			Signatures:  []*protodsse.Signature{{Sig: sig, Keyid: env.Signatures[0].KeyID}},
+		}},
+	}
+	b, err := bundle.NewBundle(pb)
+	if err != nil {
+		t.Fatalf("bundle: %v", err)
+	}
+	out, err := b.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// asBundled is entry as a bundle carries it: its kind, and the log's
+// signed promise over body, time, index and log ID (which VirtualSigstore
+// computes but does not expose).
+func (s *Sigstore) asBundled(t testing.TB, entry *tlog.Entry, kind string) *protorekor.TransparencyLogEntry {
+	t.Helper()
+	tle := proto.Clone(entry.TransparencyLogEntry()).(*protorekor.TransparencyLogEntry)
+	tle.KindVersion = &protorekor.KindVersion{Kind: kind, Version: "0.0.1"}
+	logID, err := s.vs.RekorLogID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := s.vs.RekorSignPayload(tlog.RekorPayload{
+		Body: base64.StdEncoding.EncodeToString(tle.CanonicalizedBody), IntegratedTime: tle.IntegratedTime,
+		LogIndex: tle.LogIndex, LogID: logID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tle.InclusionPromise = &protorekor.InclusionPromise{SignedEntryTimestamp: set}
+	return tle
+}
+
+// MessageBundle signs manifest itself (a message signature over its
+// SHA-256, with a hashedrekord log entry and a timestamp, as a v0.1 bundle)
+// with a certificate s issues for sg.Identity and sg.Issuer; sg's other
+// fields are ignored.
+func (s *Sigstore) MessageBundle(t testing.TB, sg Signing, manifest []byte) []byte {
+	t.Helper()
+	e, err := s.vs.Sign(sg.Identity, sg.Issuer, manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, err := e.VerificationContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.SignatureContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := sc.MessageSignatureContent()
+	entries, err := e.TlogEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tss, err := e.Timestamps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := &protobundle.Bundle{
+		MediaType: "application/vnd.dev.sigstore.bundle+json;version=0.1",
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content:     &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw}},
+			TlogEntries: []*protorekor.TransparencyLogEntry{s.asBundled(t, entries[0], "hashedrekord")},
+			TimestampVerificationData: &protobundle.TimestampVerificationData{
+				Rfc3161Timestamps: []*protocommon.RFC3161SignedTimestamp{{SignedTimestamp: tss[0]}},
+			},
+		},
+		Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
+			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: ms.Digest()},
+			Signature:     ms.Signature(),
 		}},
 	}
 	b, err := bundle.NewBundle(pb)
