@@ -318,6 +318,15 @@ func TestOCIKeylessAdd(t *testing.T) {
 		t.Fatalf("audit verify -provenance: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 
+	// Another machine (a fresh store): maiden pull fetches and verifies
+	// the bundle again, then has it.
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "fresh"))
+	for _, want := range []string{"pulled ", "have "} {
+		if r := cli(t, "", "pull", "-config", cfg); r.code != exitOK || !strings.HasPrefix(r.stdout, want) {
+			t.Fatalf("pull on a fresh store: exit %d, stdout %q (want %q), stderr %s", r.code, r.stdout, want, r.stderr)
+		}
+	}
+
 	// agent.toml now names another identity: the stored bundle is not
 	// that identity's, so the file does not load and nothing runs; the
 	// recorded signer is no identity the file configures.
