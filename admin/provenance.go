@@ -47,8 +47,8 @@ type ProvenanceComponent struct {
 // verify.identity), and the component store (maiden pull's, the same one
 // every load reads) must hold that key's signature, or that identity's
 // Sigstore bundle, over that digest, which must verify (a bundle against
-// the trusted root of a tool configuring that identity). A digest recorded with no signer fails too: nothing signed
-// it. storeDir is the component store's directory ("": $MAIDEN_OCI_STORE,
+// the trusted root of a tool configuring that identity). A digest recorded
+// with no signer fails too: nothing signed it. storeDir is the component store's directory ("": $MAIDEN_OCI_STORE,
 // else the user cache directory's maiden/oci, as every load reads). The
 // trail is read whole, oldest first; what it finds is reported, not
 // returned as an error (the error is for a trail, a store or a key file
