@@ -29,11 +29,12 @@ type Provenance struct {
 // records name for it.
 type ProvenanceComponent struct {
 	Digest string
-	Signer string   // the key ID the records name ("" when none verified it at load)
+	Signer string   // the key ID or keyless signer the records name ("" when none verified it at load)
 	Tools  []string // the tools whose records name it, sorted
 	// Records counts the records naming this digest and signer.
 	Records int64
-	// KeyFile is the configured key whose ID is Signer ("" if none is).
+	// KeyFile is the configured key whose ID is Signer, or for a keyless
+	// signer the trusted root its bundle verified against ("" if none).
 	KeyFile string
 	// Problem says why the check failed ("" when it passed).
 	Problem string
@@ -42,10 +43,12 @@ type ProvenanceComponent struct {
 // VerifyProvenance re-checks, offline, the chain from the signature to the
 // audit record: for each component digest the trail's call records name,
 // the signer they name must be a key agent.toml configures (a tool's
-// verify.key), and the component store (maiden pull's, the same one
-// every load reads) must hold that key's signature over that digest, which
-// must verify. A digest recorded with no signer fails too: nothing signed
-// it. storeDir is the component store's directory ("": $MAIDEN_OCI_STORE,
+// verify.key) or a keyless identity it configures (verify.issuer and
+// verify.identity), and the component store (maiden pull's, the same one
+// every load reads) must hold that key's signature, or that identity's
+// Sigstore bundle, over that digest, which must verify (a bundle against
+// the trusted root of a tool configuring that identity). A digest recorded
+// with no signer fails too: nothing signed it. storeDir is the component store's directory ("": $MAIDEN_OCI_STORE,
 // else the user cache directory's maiden/oci, as every load reads). The
 // trail is read whole, oldest first; what it finds is reported, not
 // returned as an error (the error is for a trail, a store or a key file
@@ -77,6 +80,23 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 		}
 		parsed[t.OCI.Key] = k
 		keys[k.ID] = t.OCI.Key
+	}
+	// Keyless signer -> the policies that name it (one per distinct trusted
+	// root and log requirement).
+	keyless := map[string][]*oci.Keyless{}
+	roots := map[*oci.Keyless]string{}
+	seen := map[config.KeylessVerify]bool{}
+	for _, t := range cfg.Tools() {
+		if t.OCI == nil || t.OCI.Keyless == nil || seen[*t.OCI.Keyless] {
+			continue
+		}
+		seen[*t.OCI.Keyless] = true
+		kl, err := config.LoadKeyless(t.OCI.Keyless)
+		if err != nil {
+			return Provenance{}, fmt.Errorf("tools.%s.%w", t.Name, err)
+		}
+		keyless[kl.ID] = append(keyless[kl.ID], kl)
+		roots[kl] = t.OCI.Keyless.TrustedRoot
 	}
 	type id struct{ digest, signer string }
 	found := map[id]*ProvenanceComponent{}
@@ -120,16 +140,30 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 		}
 	}
 	for _, c := range found {
-		switch file, ok := keys[c.Signer]; {
+		file, isKey := keys[c.Signer]
+		switch pols := keyless[c.Signer]; {
 		case c.Signer == "":
 			c.Problem = "recorded unsigned: no key verified it when it was loaded"
-		case !ok:
-			c.Problem = fmt.Sprintf("signer %s is not a key agent.toml configures (verify.key)", c.Signer)
-		default:
+		case isKey:
 			c.KeyFile = file
 			if err := st.VerifySignature(c.Digest, parsed[file]); err != nil {
 				c.Problem = err.Error()
 			}
+		case len(pols) > 0:
+			// One configured trusted root accepting the stored bundle is
+			// enough, as one verifying key is.
+			var why []string
+			for _, kl := range pols {
+				err := st.VerifyBundle(c.Digest, kl)
+				if err == nil {
+					c.KeyFile, why = roots[kl], nil
+					break
+				}
+				why = append(why, err.Error())
+			}
+			c.Problem = strings.Join(why, "; ")
+		default:
+			c.Problem = fmt.Sprintf("signer %s is not a key (verify.key) or a keyless identity (verify.issuer, verify.identity) agent.toml configures", c.Signer)
 		}
 		if c.Problem != "" {
 			p.Failed++

@@ -230,9 +230,9 @@ type fileSystem struct {
 	stat     func(name string) (fs.FileMode, error)
 	readFile func(name string) ([]byte, error)
 	// component loads a pinned oci:// component from the local store,
-	// verified (with keyFile's key when set); nil refuses every oci://
+	// verified (with src's verify key or keyless policy when set); nil refuses every oci://
 	// path.
-	component func(r oci.Ref, keyFile string) (oci.Component, error)
+	component func(r oci.Ref, src *OCISource) (oci.Component, error)
 	// schema checks that the store holds the schema document pinned by
 	// hash, unchanged; nil refuses every schema pin.
 	schema func(hash string) error

@@ -19,8 +19,15 @@ type OCISource struct {
 	Tool   string // the [tools.NAME] it is the path of
 	Ref    string // as written: oci://REGISTRY/REPO[:TAG]@sha256:HEX
 	Digest string // the pinned manifest digest
-	Key    string // absolute path of verify.key; "" when no signature is checked
-	Signer string // the verifying key's ID ("sha256:" of its DER encoding); "" without Key
+	Key    string // absolute path of verify.key; "" when no key signature is checked
+	// Keyless is verify = { issuer, identity, trusted_root }: a Sigstore
+	// bundle checked offline against a trusted root; nil when none is.
+	// At most one of Key and Keyless is set.
+	Keyless *KeylessVerify
+	// Signer names who verified the component: a key's ID ("sha256:" of
+	// its DER encoding) or a keyless signer ("keyless:ISSUER IDENTITY");
+	// "" when nothing is verified.
+	Signer string
 	// Credential names the secret (MAIDEN_SECRET_NAME: USER:PASSWORD or a
 	// registry token) maiden pull logs in to the registry with
 	// (registry_credential); "" means docker's config.json and credential
@@ -50,32 +57,95 @@ func (c *checker) ociPath(line int, key, written string, t *Tool) {
 	t.OCI = &OCISource{Ref: written, Digest: r.Digest}
 }
 
-// verifyKey reads verify = { key = "cosign.pub" }.
-func (c *checker) verifyKey(n *tnode, kpath []string) string {
+// KeylessVerify is a keyless verify table (docs/oci.md): the component
+// must carry a Sigstore bundle whose Fulcio certificate chains to a
+// certificate authority of TrustedRoot and names Identity as issued by
+// Issuer, with a transparency-log entry (or, with TransparencyLog false,
+// a signed timestamp) that verifies against the same root.
+type KeylessVerify struct {
+	Issuer          string // the OIDC issuer, exactly
+	Identity        string // the certificate's subject alternative name, exactly
+	TrustedRoot     string // absolute path of Sigstore's trusted_root.json
+	TransparencyLog bool   // transparency_log, default true
+}
+
+// verifySpec is what a verify table names: a key file or a keyless
+// policy, or neither when the table was refused.
+type verifySpec struct {
+	key     string
+	keyless *KeylessVerify
+}
+
+var verifyKeys = []string{"key", "issuer", "identity", "trusted_root", "transparency_log"}
+
+// verifyTable reads verify = { key = "cosign.pub" } or
+// verify = { issuer = "...", identity = "...", trusted_root = "trusted_root.json" }.
+func (c *checker) verifyTable(n *tnode, kpath []string) verifySpec {
 	key := formatKey(kpath)
 	if n.kind != tableNode {
-		c.errorf(n.line, key, `must be a table such as { key = "cosign.pub" }, got %s`, describe(n))
-		return ""
+		c.errorf(n.line, key, `must be a table such as { key = "cosign.pub" } or { issuer = "https://...", identity = "...", trusted_root = "trusted_root.json" }, got %s`, describe(n))
+		return verifySpec{}
 	}
+	before := len(c.errs)
 	var file string
+	kl := KeylessVerify{TransparencyLog: true}
 	for _, k := range n.order {
 		v := n.keys[k]
 		kkey := key + "." + k
 		switch k {
-		case "key":
+		case "key", "trusted_root":
 			if s, line, ok := c.str(v, kkey); ok {
 				if p, ok := c.regularFile(line, kkey, s); ok {
-					file = p
+					if k == "key" {
+						file = p
+					} else {
+						kl.TrustedRoot = p
+					}
 				}
 			}
+		case "issuer", "identity":
+			if s, line, ok := c.str(v, kkey); ok {
+				if s == "" || strings.ContainsAny(s, " \t\r\n") {
+					c.errorf(line, kkey, "must be the exact %s, without spaces, got %s", map[string]string{"issuer": "OIDC issuer URL", "identity": "certificate identity (an email or a URI)"}[k], quoteShort(s))
+				} else if k == "issuer" {
+					kl.Issuer = s
+				} else {
+					kl.Identity = s
+				}
+			}
+		case "transparency_log":
+			kl.TransparencyLog = c.boolKey(v, kkey)
 		default:
-			c.unknownKey(v, append(slices.Clone(kpath), k), []string{"key"})
+			c.unknownKey(v, append(slices.Clone(kpath), k), verifyKeys)
 		}
 	}
-	if _, ok := n.keys["key"]; !ok {
-		c.errorf(n.line, key+".key", "required key is missing: the cosign public key file the component must be signed with")
+	_, hasKey := n.keys["key"]
+	var keyless []string
+	for _, k := range verifyKeys[1:] {
+		if _, ok := n.keys[k]; ok {
+			keyless = append(keyless, k)
+		}
 	}
-	return file
+	switch {
+	case hasKey && len(keyless) > 0:
+		c.errorf(n.line, key, "key verifies a cosign key's signature, %s a keyless one: give one or the other", strings.Join(keyless, ", "))
+	case hasKey:
+	case len(keyless) == 0:
+		c.errorf(n.line, key+".key", "required key is missing: the cosign public key file the component must be signed with (or issuer, identity and trusted_root for a keyless signature)")
+	default:
+		for _, k := range verifyKeys[1:4] {
+			if _, ok := n.keys[k]; !ok {
+				c.errorf(n.line, key+"."+k, "required key is missing: a keyless verify names the issuer, the identity and the trusted_root file")
+			}
+		}
+	}
+	if len(c.errs) > before {
+		return verifySpec{}
+	}
+	if hasKey {
+		return verifySpec{key: file}
+	}
+	return verifySpec{keyless: &kl}
 }
 
 // ociWritten reports whether table n's path is written as an oci://
@@ -96,7 +166,7 @@ func (c *checker) resolveOCI(t *Tool, line int) {
 		c.errorf(line, key, "oci:// components are not available here")
 		return
 	}
-	comp, err := c.files.component(r, t.OCI.Key)
+	comp, err := c.files.component(r, t.OCI)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, oci.ErrNotInStore) {
@@ -164,7 +234,7 @@ func (c *checker) requireSignatures(tools []Tool) {
 		if t.CLI != nil || t.MCP != nil {
 			continue
 		}
-		if t.OCI == nil || t.OCI.Key == "" {
+		if t.OCI == nil || (t.OCI.Key == "" && t.OCI.Keyless == nil) {
 			what := "a local file"
 			if t.OCI != nil {
 				what = "an oci:// reference without verify"
@@ -175,23 +245,44 @@ func (c *checker) requireSignatures(tools []Tool) {
 }
 
 // osComponent loads a pinned component from the user's store
-// (oci.DefaultStoreDir), checking its signature with keyFile if set.
-func osComponent(r oci.Ref, keyFile string) (oci.Component, error) {
-	var key *oci.Key
-	if keyFile != "" {
-		b, err := ReadFile(keyFile, MaxFileBytes)
-		if err != nil {
-			return oci.Component{}, fmt.Errorf("verify key: %s", pathErrText(err))
-		}
-		if key, err = oci.ParseKey(b); err != nil {
-			return oci.Component{}, fmt.Errorf("verify key %s: %v", keyFile, err)
-		}
-	}
+// (oci.DefaultStoreDir), checking its signature with src's verify key or
+// keyless policy if it has one.
+func osComponent(r oci.Ref, src *OCISource) (oci.Component, error) {
 	st, err := oci.OpenStore(oci.DefaultStoreDir())
 	if err != nil {
 		return oci.Component{}, err
 	}
+	if src.Keyless != nil {
+		kl, err := LoadKeyless(src.Keyless)
+		if err != nil {
+			return oci.Component{}, err
+		}
+		return st.LoadKeyless(r, kl)
+	}
+	var key *oci.Key
+	if src.Key != "" {
+		b, err := ReadFile(src.Key, MaxFileBytes)
+		if err != nil {
+			return oci.Component{}, fmt.Errorf("verify key: %s", pathErrText(err))
+		}
+		if key, err = oci.ParseKey(b); err != nil {
+			return oci.Component{}, fmt.Errorf("verify key %s: %v", src.Key, err)
+		}
+	}
 	return st.Load(r, key)
+}
+
+// LoadKeyless reads kv's trusted root and makes its policy.
+func LoadKeyless(kv *KeylessVerify) (*oci.Keyless, error) {
+	b, err := ReadFile(kv.TrustedRoot, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("verify trusted_root: %s", pathErrText(err))
+	}
+	kl, err := oci.NewKeyless(b, kv.Issuer, kv.Identity, kv.TransparencyLog)
+	if err != nil {
+		return nil, fmt.Errorf("verify trusted_root %s: %v", kv.TrustedRoot, err)
+	}
+	return kl, nil
 }
 
 // Sources is the oci:// sources of the tools of the agent.toml at path,
@@ -203,7 +294,7 @@ func Sources(path string) ([]OCISource, error) {
 		return nil, Errors{{File: path, Msg: "cannot read: " + pathErrText(err)}}
 	}
 	files := osFiles
-	files.component = func(r oci.Ref, _ string) (oci.Component, error) {
+	files.component = func(r oci.Ref, _ *OCISource) (oci.Component, error) {
 		return oci.Component{Ref: r, Digest: r.Digest}, nil // not looked up
 	}
 	files.schema = func(string) error { return nil } // maiden pull records it

@@ -17,13 +17,16 @@ const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef01234
 // component signed by any key, and with err for every other digest.
 func ociFiles(t *testing.T, err error) fileSystem {
 	fs := fakeFiles(t)
-	fs.component = func(r oci.Ref, keyFile string) (oci.Component, error) {
+	fs.component = func(r oci.Ref, src *OCISource) (oci.Component, error) {
 		if r.Digest != testDigest {
 			return oci.Component{}, fmt.Errorf("load %s: %w", r, err)
 		}
 		c := oci.Component{Ref: r, Path: "/store/blobs/sha256/layer", Digest: r.Digest}
-		if keyFile != "" {
-			c.Signer = "sha256:key-of-" + keyFile
+		if src.Key != "" {
+			c.Signer = "sha256:key-of-" + src.Key
+		}
+		if kl := src.Keyless; kl != nil {
+			c.Signer = oci.KeylessID(kl.Issuer, kl.Identity) + " under " + kl.TrustedRoot
 		}
 		return c, nil
 	}
@@ -79,7 +82,25 @@ func TestOCIPath(t *testing.T) {
 		{name: "schema on a local file", toml: `path = "w.wasm"` + "\nschema = \"" + testSchema + "\"",
 			wantErr: `agent.toml:4: tools.w.schema: schema pins the definition of an oci:// component; path is a local file`},
 		{name: "verify without key", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { keys = \"cosign.pub\" }",
-			wantErr: "agent.toml:4: tools.w.verify.keys: unknown key; valid keys here: key\nagent.toml:4: tools.w.verify.key: required key is missing: the cosign public key file the component must be signed with"},
+			wantErr: "agent.toml:4: tools.w.verify.keys: unknown key; valid keys here: key, issuer, identity, trusted_root, transparency_log\nagent.toml:4: tools.w.verify.key: required key is missing: the cosign public key file the component must be signed with (or issuer, identity and trusted_root for a keyless signature)"},
+		{name: "keyless", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", identity = \"ci@acme.example\", trusted_root = \"trusted_root.json\" }",
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest,
+				Keyless: &KeylessVerify{Issuer: "https://token.example", Identity: "ci@acme.example", TrustedRoot: "/base/trusted_root.json", TransparencyLog: true},
+				Signer:  "keyless:https://token.example ci@acme.example under /base/trusted_root.json"}},
+		{name: "keyless without the log", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", identity = \"ci@acme.example\", trusted_root = \"trusted_root.json\", transparency_log = false }",
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest,
+				Keyless: &KeylessVerify{Issuer: "https://token.example", Identity: "ci@acme.example", TrustedRoot: "/base/trusted_root.json"},
+				Signer:  "keyless:https://token.example ci@acme.example under /base/trusted_root.json"}},
+		{name: "keyless without identity", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", trusted_root = \"trusted_root.json\" }",
+			wantErr: "agent.toml:4: tools.w.verify.identity: required key is missing: a keyless verify names the issuer, the identity and the trusted_root file"},
+		{name: "keyless without trusted root", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", identity = \"ci@acme.example\" }",
+			wantErr: "agent.toml:4: tools.w.verify.trusted_root: required key is missing: a keyless verify names the issuer, the identity and the trusted_root file"},
+		{name: "key and keyless", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { key = \"cosign.pub\", identity = \"ci@acme.example\" }",
+			wantErr: "agent.toml:4: tools.w.verify: key verifies a cosign key's signature, identity a keyless one: give one or the other"},
+		{name: "keyless identity with a space", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", identity = \"ci @acme\", trusted_root = \"trusted_root.json\" }",
+			wantErr: `agent.toml:4: tools.w.verify.identity: must be the exact certificate identity (an email or a URI), without spaces, got "ci @acme"`},
+		{name: "keyless log not a bool", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", identity = \"ci@acme.example\", trusted_root = \"trusted_root.json\", transparency_log = \"no\" }",
+			wantErr: `agent.toml:4: tools.w.verify.transparency_log: must be true or false, got string "no"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "version = 1\n[tools.w]\n" + tt.toml + "\n"
@@ -117,6 +138,7 @@ func TestRequireSignatures(t *testing.T) {
 		name, tool, wantErr string
 	}{
 		{"signed", pinned + "\nverify = { key = \"cosign.pub\" }", ""},
+		{"signed keyless", pinned + "\nverify = { issuer = \"https://token.example\", identity = \"ci@acme.example\", trusted_root = \"trusted_root.json\" }", ""},
 		{"oci without verify", pinned,
 			`agent.toml:3: tools.w.verify: require_signatures = true, and the tool's path is an oci:// reference without verify: give it an oci:// path and verify = { key = "cosign.pub" }`},
 		{"local file", `path = "w.wasm"`,

@@ -252,7 +252,7 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 	})
 	if verify != nil {
 		before := len(c.errs)
-		keyFile := c.verifyKey(verify, verifyPath)
+		spec := c.verifyTable(verify, verifyPath)
 		switch {
 		case len(c.errs) > before:
 			ok = false
@@ -262,7 +262,7 @@ func (c *checker) tool(name string, n *tnode) (Tool, bool) {
 			c.errorf(verify.line, formatKey(verifyPath), "verify checks the signature of an oci:// component; path is a local file")
 			ok = false
 		default:
-			t.OCI.Key = keyFile
+			t.OCI.Key, t.OCI.Keyless = spec.key, spec.keyless
 		}
 	}
 	if regCred != nil {

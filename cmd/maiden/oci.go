@@ -20,11 +20,14 @@ import (
 // config.json and credential helpers; nothing here writes them anywhere.
 
 const addHelp = `maiden add resolves TAG at the registry, pulls the component (checking
-its cosign signature with -key), and appends to agent.toml:
+its cosign signature with -key, or its keyless Sigstore bundle with -issuer,
+-identity and -trusted-root), and appends to agent.toml:
 
   [tools.NAME]
   path = "oci://REGISTRY/REPO:TAG@sha256:..."
   verify = { key = "cosign.pub" }      (with -key)
+  verify = { issuer = "...", identity = "...", trusted_root = "trusted_root.json" }
+                                       (with -issuer, -identity, -trusted-root)
   schema = "sha256:..."
 
 schema pins the tool's definition: the hash of the description, input
@@ -39,13 +42,22 @@ where every later load verifies it offline.`
 func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("add", stderr)
 	keyFile := fs.String("key", "", "a cosign public key `FILE` the component must be signed with (written as verify.key)")
+	issuer := fs.String("issuer", "", "keyless: the OIDC issuer `URL` the signing certificate must name (written as verify.issuer)")
+	identity := fs.String("identity", "", "keyless: the certificate `IDENTITY` (an email or a URI) the component must be signed by (written as verify.identity)")
+	trustedRoot := fs.String("trusted-root", "", "keyless: Sigstore's trusted_root.json `FILE` the certificate and its evidence must verify against (written as verify.trusted_root)")
+	tlog := fs.Bool("transparency-log", true, "keyless: require a transparency-log entry (false: a signed timestamp instead)")
 	credential := credentialFlag(fs)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if len(rest) < 1 || len(rest) > 2 {
-		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub] [-credential NAME] oci://REGISTRY/REPO:TAG [NAME]")
+		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub | -issuer URL -identity ID -trusted-root trusted_root.json] [-credential NAME] oci://REGISTRY/REPO:TAG [NAME]")
+		return exitUsage
+	}
+	keyless := *issuer != "" || *identity != "" || *trustedRoot != ""
+	if keyless && (*issuer == "" || *identity == "" || *trustedRoot == "" || *keyFile != "") {
+		fmt.Fprintln(stderr, "maiden add: a keyless verify takes -issuer, -identity and -trusted-root together, and no -key")
 		return exitUsage
 	}
 	r, err := oci.ParseRef(rest[0])
@@ -64,7 +76,16 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 			return exitUsage
 		}
 	}
-	opts, err := registryOptions(r, key, *credential)
+	var kv *config.KeylessVerify
+	var kl *oci.Keyless
+	if keyless {
+		kv = &config.KeylessVerify{Issuer: *issuer, Identity: *identity, TrustedRoot: *trustedRoot, TransparencyLog: *tlog}
+		if kl, err = config.LoadKeyless(kv); err != nil {
+			fmt.Fprintln(stderr, "maiden add:", err)
+			return exitUsage
+		}
+	}
+	opts, err := registryOptions(r, key, kl, *credential)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden add:", err)
 		return exitUsage
@@ -84,14 +105,26 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
 		return exitUsage
 	}
-	var absKey string
+	// The definition, read by loading the pulled component as agent.toml
+	// will name it (its verify with absolute paths).
+	var verify string
 	if *keyFile != "" {
-		if absKey, err = filepath.Abs(*keyFile); err != nil {
+		abs, err := filepath.Abs(*keyFile)
+		if err != nil {
 			fmt.Fprintln(stderr, "maiden add:", err)
 			return exitUsage
 		}
+		verify = fmt.Sprintf("verify = { key = %q }\n", abs)
 	}
-	schema, doc, err := schemaOf(ctx, c, name, pinned.String(), absKey, stderr)
+	if kv != nil {
+		abs, err := filepath.Abs(kv.TrustedRoot)
+		if err != nil {
+			fmt.Fprintln(stderr, "maiden add:", err)
+			return exitUsage
+		}
+		verify = keylessLine(kv, abs)
+	}
+	schema, doc, err := schemaOf(ctx, c, name, pinned.String(), verify, stderr)
 	if err == nil {
 		_, err = st.PutSchema(doc)
 	}
@@ -103,6 +136,9 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	if *keyFile != "" {
 		table += fmt.Sprintf("verify = { key = %q }\n", keyPathFor(c.config, *keyFile))
 	}
+	if kv != nil {
+		table += keylessLine(kv, keyPathFor(c.config, kv.TrustedRoot))
+	}
 	table += fmt.Sprintf("schema = %q\n", schema)
 	if *credential != "" {
 		table += fmt.Sprintf("registry_credential = %q\n", *credential)
@@ -112,7 +148,10 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		return exitUsage
 	}
 	signed := "unsigned"
-	if comp.Signer != "" {
+	switch {
+	case kl != nil:
+		signed = "signed by " + comp.Signer
+	case comp.Signer != "":
 		signed = "signed by key " + comp.Signer
 	}
 	fmt.Fprintf(stdout, "added [tools.%s] to %s: %s (%s; schema %s)\n", name, c.config, pinned, signed, schema)
@@ -131,16 +170,13 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 // and its hash: the schema agent.toml pins. The load
 // is of a one-tool agent.toml in a temporary directory, so the user's
 // file, and whatever else it holds, play no part.
-func schemaOf(ctx context.Context, c *common, name, ref, keyFile string, stderr io.Writer) (string, []byte, error) {
+func schemaOf(ctx context.Context, c *common, name, ref, verify string, stderr io.Writer) (string, []byte, error) {
 	dir, err := os.MkdirTemp("", "maiden-add-")
 	if err != nil {
 		return "", nil, err
 	}
 	defer os.RemoveAll(dir)
-	table := fmt.Sprintf("version = 1\n[tools.%s]\npath = %q\n", name, ref)
-	if keyFile != "" {
-		table += fmt.Sprintf("verify = { key = %q }\n", keyFile)
-	}
+	table := fmt.Sprintf("version = 1\n[tools.%s]\npath = %q\n", name, ref) + verify
 	cfg := filepath.Join(dir, "agent.toml")
 	if err := os.WriteFile(cfg, []byte(table), 0o600); err != nil {
 		return "", nil, err
@@ -176,6 +212,16 @@ func schemaOf(ctx context.Context, c *common, name, ref, keyFile string, stderr 
 	return "", nil, fmt.Errorf("load %s: the host did not describe tool %s", ref, name)
 }
 
+// keylessLine is agent.toml's verify line of a keyless signature, its
+// trusted root named trustedRoot.
+func keylessLine(kv *config.KeylessVerify, trustedRoot string) string {
+	noLog := ""
+	if !kv.TransparencyLog {
+		noLog = ", transparency_log = false"
+	}
+	return fmt.Sprintf("verify = { issuer = %q, identity = %q, trusted_root = %q%s }\n", kv.Issuer, kv.Identity, trustedRoot, noLog)
+}
+
 // keyPathFor is the key file as agent.toml at cfg should name it:
 // relative to the file's directory when it is beneath it.
 func keyPathFor(cfg, key string) string {
@@ -193,11 +239,12 @@ func keyPathFor(cfg, key string) string {
 	return abs
 }
 
-// registryOptions are the pull options for r with key, logging in with the
-// secret named credential (MAIDEN_SECRET_NAME) when one is named; else
-// docker's config.json and credential helpers. The value is never printed.
-func registryOptions(r oci.Ref, key *oci.Key, credential string) (*oci.PullOptions, error) {
-	o := &oci.PullOptions{Key: key}
+// registryOptions are the pull options for r with key or keyless policy
+// kl, logging in with the secret named credential (MAIDEN_SECRET_NAME)
+// when one is named; else docker's config.json and credential helpers. The
+// value is never printed.
+func registryOptions(r oci.Ref, key *oci.Key, kl *oci.Keyless, credential string) (*oci.PullOptions, error) {
+	o := &oci.PullOptions{Key: key, Keyless: kl}
 	if credential == "" {
 		return o, nil
 	}
@@ -265,9 +312,26 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 		}
+		var kl *oci.Keyless
+		verify := ""
+		if s.Key != "" {
+			verify = fmt.Sprintf("verify = { key = %q }\n", s.Key)
+		}
+		if s.Keyless != nil {
+			if kl, err = config.LoadKeyless(s.Keyless); err != nil {
+				fmt.Fprintln(stderr, "maiden pull:", err)
+				bad++
+				continue
+			}
+			verify = keylessLine(s.Keyless, s.Keyless.TrustedRoot)
+		}
+		have := func() error { _, err := st.Load(r, key); return err }
+		if kl != nil {
+			have = func() error { _, err := st.LoadKeyless(r, kl); return err }
+		}
 		verb := "have"
-		if _, err := st.Load(r, key); err != nil {
-			opts, err := registryOptions(r, key, s.Credential)
+		if have() != nil {
+			opts, err := registryOptions(r, key, kl, s.Credential)
 			if err != nil {
 				fmt.Fprintf(stderr, "maiden pull: %s: %v\n", r, err)
 				bad++
@@ -285,7 +349,7 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// reports it, so a load finds the document and the runtime
 			// finds the same hash.
 			if _, err := st.LoadSchema(s.Schema); err != nil {
-				got, doc, err := schemaOf(ctx, c, s.Tool, s.Ref, s.Key, stderr)
+				got, doc, err := schemaOf(ctx, c, s.Tool, s.Ref, verify, stderr)
 				if err == nil && got != s.Schema {
 					err = &oci.SchemaError{Tool: s.Tool, Ref: s.Ref, Pinned: s.Schema, Got: got}
 				}
@@ -363,7 +427,7 @@ func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			return exitUsage
 		}
 	}
-	opts, err := registryOptions(r, nil, *credential)
+	opts, err := registryOptions(r, nil, nil, *credential)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage

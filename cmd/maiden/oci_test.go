@@ -20,6 +20,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/maiden-run/maiden/internal/oci"
+	"github.com/maiden-run/maiden/internal/oci/ocitest"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -104,7 +105,7 @@ func TestOCIAddPullCall(t *testing.T) {
 	writeFile(t, cfg, strings.Replace(agentCfg, "verify = { key = \"cosign.pub\" }\n", "", 1))
 	asAgent()
 	r = cli(t, "", "audit", "verify", "-provenance", "-config", cfg)
-	if r.code != exitState || !strings.Contains(r.stdout, "is not a key agent.toml configures (verify.key)") ||
+	if r.code != exitState || !strings.Contains(r.stdout, "is not a key (verify.key) or a keyless identity (verify.issuer, verify.identity) agent.toml configures") ||
 		!strings.Contains(r.stdout, "FAILED "+digest+" (echo, ") || !strings.Contains(r.stdout, "recorded unsigned: no key verified it when it was loaded") ||
 		!strings.Contains(r.stderr, "2 of 2 component(s) failed") {
 		t.Fatalf("audit verify -provenance without the key: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
@@ -319,5 +320,111 @@ func TestOCIPublishDir(t *testing.T) {
 	}
 	if _, err := oci.Resolve(context.Background(), oci.Ref{Registry: host, Repository: "tools/echo", Tag: "broken"}, nil); err == nil {
 		t.Fatal("a project that did not build was pushed")
+	}
+}
+
+// TestOCIKeylessAdd: maiden add with a keyless verify (a Sigstore bundle
+// attached as a referrer, checked against a trusted root made here) pins
+// the component and writes the verify table; calls record the signer's
+// identity and audit verify -provenance re-checks the stored bundle
+// offline. A bundle by another identity is refused by add (nothing
+// written), and a file naming another identity does not load (nothing
+// runs).
+func TestOCIKeylessAdd(t *testing.T) {
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.toml")
+	cache := t.TempDir()
+	ss := ocitest.NewSigstore(t)
+	writeFile(t, filepath.Join(dir, "trusted_root.json"), string(ss.TrustedRoot(t)))
+	echo, err := os.ReadFile(testkit.Component(t, "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const issuer, identity = "https://token.example", "release@acme.example"
+	signed := func(repo, who string) string {
+		p, err := oci.Push(context.Background(), oci.Ref{Registry: host, Repository: repo, Tag: "v1"}, echo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ocitest.Attach(t, host, repo, p.Digest, ss.Bundle(t, ocitest.Signing{Identity: who, Issuer: issuer, Digest: p.Digest}))
+		return oci.Ref{Registry: host, Repository: repo, Tag: "v1"}.String()
+	}
+	add := func(ref, name string) cliResult {
+		return cli(t, "", "add", "-config", cfg, "-issuer", issuer, "-identity", identity, "-trusted-root", filepath.Join(dir, "trusted_root.json"), ref, name)
+	}
+
+	writeFile(t, cfg, "version = 1\n")
+	r := add(signed("tools/mallory", "mallory@acme.example"), "mallory")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `signature invalid: not signed by keyless:`+issuer+` `+identity) || !strings.Contains(r.stderr, `expected SAN value "`+identity+`", got "mallory@acme.example"`) {
+		t.Fatalf("add of a component signed by another identity: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != "version = 1\n" {
+		t.Fatalf("agent.toml after a refused add:\n%s", b)
+	}
+
+	ref := signed("tools/echo", identity)
+	r = add(ref, "echo")
+	signer := "keyless:" + issuer + " " + identity
+	if r.code != exitOK || !strings.Contains(r.stdout, "(signed by "+signer+")") {
+		t.Fatalf("add: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(cfg)
+	verifyLine := `verify = { issuer = "` + issuer + `", identity = "` + identity + `", trusted_root = "trusted_root.json" }` + "\n"
+	if !strings.HasSuffix(string(b), verifyLine) {
+		t.Fatalf("agent.toml after add:\n%s\nwant it to end with %s", b, verifyLine)
+	}
+	digest := regexp.MustCompile(`@(sha256:[0-9a-f]{64})"`).FindStringSubmatch(string(b))[1]
+	agentCfg := string(b) + "\n[agents.a]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --...\"]\n"
+	writeFile(t, cfg, agentCfg)
+	if r := cli(t, "", "call", "-config", cfg, "-cache", cache, "-agent", "a", "echo", `{"message":"hi"}`); r.code != exitOK || r.stdout != "{\"message\":\"hi\"}\n" {
+		t.Fatalf("call: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, "", "audit", "verify", "-provenance", "-config", cfg)
+	if r.code != exitOK || !regexp.MustCompile(`(?m)^  ok     `+regexp.QuoteMeta(digest)+` \(echo, \d+ records\): signed by `+regexp.QuoteMeta(signer)+` \(.*trusted_root.json\)$`).MatchString(r.stdout) {
+		t.Fatalf("audit verify -provenance: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	// Another machine (a fresh store): maiden pull fetches and verifies
+	// the bundle again, then has it.
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "fresh"))
+	for _, want := range []string{"pulled ", "have "} {
+		if r := cli(t, "", "pull", "-config", cfg); r.code != exitOK || !strings.HasPrefix(r.stdout, want) {
+			t.Fatalf("pull on a fresh store: exit %d, stdout %q (want %q), stderr %s", r.code, r.stdout, want, r.stderr)
+		}
+	}
+
+	// agent.toml now names another identity: the stored bundle is not
+	// that identity's, so the file does not load and nothing runs; the
+	// recorded signer is no identity the file configures.
+	writeFile(t, cfg, strings.Replace(agentCfg, `identity = "`+identity+`"`, `identity = "other@acme.example"`, 1))
+	r = cli(t, "", "call", "-config", cfg, "-cache", cache, "-agent", "a", "echo", `{"message":"hi"}`)
+	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "no signature: the store holds no Sigstore bundle of "+digest+" by keyless:"+issuer+" other@acme.example") {
+		t.Fatalf("call with another identity configured: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	writeFile(t, cfg, strings.Replace(agentCfg, verifyLine, "", 1))
+	r = cli(t, "", "audit", "verify", "-provenance", "-config", cfg)
+	if r.code != exitState || !strings.Contains(r.stdout, "signer "+signer+" is not a key (verify.key) or a keyless identity") {
+		t.Fatalf("audit verify -provenance without the identity: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	// The stored bundle changed after the pull: the offline re-check of
+	// every load refuses it, so neither a call nor the provenance check
+	// gets past loading the file.
+	writeFile(t, cfg, agentCfg)
+	bundles, _ := filepath.Glob(filepath.Join(os.Getenv(oci.StoreEnv), "signatures", "*-keyless-*.bundle.json"))
+	if len(bundles) != 1 {
+		t.Fatalf("stored bundles %v; want one", bundles)
+	}
+	bb, _ := os.ReadFile(bundles[0])
+	writeFile(t, bundles[0], string(ocitest.Tamper(t, bb)))
+	for _, args := range [][]string{{"call", "-config", cfg, "-cache", cache, "-agent", "a", "echo", `{"message":"hi"}`}, {"audit", "verify", "-provenance", "-config", cfg}} {
+		r = cli(t, "", args...)
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "signature invalid: not signed by "+signer+": failed to verify log inclusion: transparency log signature does not match") {
+			t.Fatalf("%s with a changed bundle: exit %d\nstdout: %s\nstderr: %s", args[0], r.code, r.stdout, r.stderr)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,10 @@ type PullOptions struct {
 	// Key is the public key a signature must verify with (see LoadKey);
 	// nil means no signature is fetched or required.
 	Key *Key
+	// Keyless is the keyless policy a Sigstore bundle referring to the
+	// manifest must satisfy; nil means none is fetched or required. At
+	// most one of Key and Keyless may be set.
+	Keyless *Keyless
 	// Keychain supplies registry credentials; nil means
 	// go-containerregistry's default (docker config.json and credential
 	// helpers, anonymous otherwise).
@@ -97,7 +102,8 @@ func Resolve(ctx context.Context, r Ref, opts *PullOptions) (Ref, error) {
 // Pull fetches the pinned component r into st: the manifest (verified
 // against r's digest), the component layer (verified against the
 // manifest), and with opts.Key the signature (verified against the key
-// and r's digest). Nothing is stored unless everything verified; the
+// and r's digest), with opts.Keyless a Sigstore bundle (verified against
+// the policy's trusted root, identity and issuer, and r's digest). Nothing is stored unless everything verified; the
 // result is what Store.Load returns for it.
 func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, error) {
 	if !r.Pinned() {
@@ -130,13 +136,19 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 		return Component{}, fmt.Errorf("pull %s: %w", r, err)
 	}
 	var key *Key
+	var kl *Keyless
 	if opts != nil {
-		key = opts.Key
+		key, kl = opts.Key, opts.Keyless
 	}
-	var sig *signature
-	if key != nil {
-		// Verified before the layer is downloaded: an unsigned or foreign
-		// component costs a few small requests.
+	if key != nil && kl != nil {
+		return Component{}, fmt.Errorf("pull %s: both a key and a keyless policy given; want one", r)
+	}
+	// Signatures are verified before the layer is downloaded: an unsigned
+	// or foreign component costs a few small requests.
+	var evidence []byte
+	var evidenceFile string
+	switch {
+	case key != nil:
 		cands, err := fetchSignatures(ref, r, ro)
 		if err != nil {
 			return Component{}, fmt.Errorf("pull %s: %w", r, err)
@@ -145,7 +157,19 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 		if err != nil {
 			return Component{}, fmt.Errorf("pull %s: %w", r, err)
 		}
-		sig = &good
+		if evidence, err = json.Marshal(good); err != nil {
+			return Component{}, err
+		}
+		evidenceFile = st.sigFile(r.Digest, key)
+	case kl != nil:
+		cands, err := fetchBundles(ref, r, ro)
+		if err != nil {
+			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+		}
+		if evidence, err = kl.verify(cands, r.Digest); err != nil {
+			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+		}
+		evidenceFile = st.bundleFile(r.Digest, kl.ID)
 	}
 	body, err := fetchBlob(ref, layer.Digest.String(), layer.Size, ro)
 	if err != nil {
@@ -154,8 +178,11 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 	if err := checkComponent(body); err != nil {
 		return Component{}, fmt.Errorf("pull %s: %w", r, err)
 	}
-	if err := st.put(manifest, body, sig, key, r.Digest); err != nil {
+	if err := st.put(manifest, body, evidence, evidenceFile, r.Digest); err != nil {
 		return Component{}, fmt.Errorf("pull %s: %w", r, err)
+	}
+	if kl != nil {
+		return st.LoadKeyless(r, kl)
 	}
 	return st.Load(r, key)
 }

@@ -71,11 +71,61 @@ func (s *Store) sigFile(digest string, k *Key) string {
 	return filepath.Join(s.dir, "signatures", strings.TrimPrefix(digest, "sha256:")+"-"+strings.TrimPrefix(k.ID, "sha256:")+".json")
 }
 
+// bundleFile is where the Sigstore bundle that verified digest for the
+// keyless signer id is kept: named by the SHA-256 of id, which holds an
+// issuer URL and an identity no file name should carry.
+func (s *Store) bundleFile(digest, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(s.dir, "signatures", strings.TrimPrefix(digest, "sha256:")+"-keyless-"+hex.EncodeToString(sum[:])+".bundle.json")
+}
+
 // Load returns the pinned component r from the store, verified: the
 // manifest hashes to r's digest and describes one component layer, the
 // layer hashes to the manifest's digest for it, and with key the stored
 // signature verifies with key over r's digest. It never uses the network.
 func (s *Store) Load(r Ref, key *Key) (Component, error) {
+	if key == nil {
+		return s.load(r, nil)
+	}
+	return s.load(r, func(c *Component) error {
+		b, err := regfile.Read(s.sigFile(r.Digest, key), maxSignatureBytes*2)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w by key %s in the store: run maiden pull", ErrUnsigned, key.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrStore, err)
+		}
+		var sig signature
+		if err := json.Unmarshal(b, &sig); err != nil {
+			return fmt.Errorf("%w: stored signature does not parse", ErrBadSignature)
+		}
+		if _, err := key.verify([]signature{sig}, r.Digest); err != nil {
+			return err
+		}
+		c.Signer = key.ID
+		return nil
+	})
+}
+
+// LoadKeyless is Load with a keyless policy: the Sigstore bundle a pull
+// verified and kept beside the component must verify again, offline,
+// against kl's trusted root, identity and issuer.
+func (s *Store) LoadKeyless(r Ref, kl *Keyless) (Component, error) {
+	if kl == nil {
+		return s.load(r, nil)
+	}
+	return s.load(r, func(c *Component) error {
+		if err := s.verifyBundle(r.Digest, kl); err != nil {
+			return err
+		}
+		c.Signer = kl.ID
+		return nil
+	})
+}
+
+// load checks the manifest and the layer, then runs check (the
+// signature's, when one is asked for).
+func (s *Store) load(r Ref, check func(*Component) error) (Component, error) {
 	if !r.Pinned() {
 		return Component{}, fmt.Errorf("load %s: %w", r, ErrNotPinned)
 	}
@@ -98,22 +148,10 @@ func (s *Store) Load(r Ref, key *Key) (Component, error) {
 		return Component{}, fmt.Errorf("load %s: stored component: %w", r, err)
 	}
 	c := Component{Ref: r, Path: path, Digest: r.Digest, Layer: layer.Digest.String()}
-	if key != nil {
-		b, err := regfile.Read(s.sigFile(r.Digest, key), maxSignatureBytes*2)
-		if errors.Is(err, fs.ErrNotExist) {
-			return Component{}, fmt.Errorf("load %s: %w by key %s in the store: run maiden pull", r, ErrUnsigned, key.ID)
-		}
-		if err != nil {
-			return Component{}, fmt.Errorf("load %s: %w: %v", r, ErrStore, err)
-		}
-		var sig signature
-		if err := json.Unmarshal(b, &sig); err != nil {
-			return Component{}, fmt.Errorf("load %s: %w: stored signature does not parse", r, ErrBadSignature)
-		}
-		if _, err := key.verify([]signature{sig}, r.Digest); err != nil {
+	if check != nil {
+		if err := check(&c); err != nil {
 			return Component{}, fmt.Errorf("load %s: %w", r, err)
 		}
-		c.Signer = key.ID
 	}
 	return c, nil
 }
@@ -143,22 +181,18 @@ func hashFile(path, digest string, size int64) error {
 	return nil
 }
 
-// put writes a verified manifest, its layer and (with a key) the
-// signature that verified it. The layer goes first and the manifest
-// last, so a reader that finds the manifest finds the layer; each write
-// is atomic, so two processes pulling one digest at once write the same
-// bytes and agree.
-func (s *Store) put(manifest, layer []byte, sig *signature, key *Key, digest string) error {
+// put writes a verified manifest, its layer and (when one was checked)
+// the evidence that verified it: evidence is written to evidenceFile. The
+// layer goes first and the manifest last, so a reader that finds the
+// manifest finds the layer; each write is atomic, so two processes pulling
+// one digest at once write the same bytes and agree.
+func (s *Store) put(manifest, layer, evidence []byte, evidenceFile, digest string) error {
 	sum := sha256.Sum256(layer)
 	if err := atomicfile.Write(s.blob("sha256:"+hex.EncodeToString(sum[:])), layer, 0o600); err != nil {
 		return fmt.Errorf("%w: %v", ErrStore, err)
 	}
-	if sig != nil {
-		b, err := json.Marshal(sig)
-		if err != nil {
-			return err
-		}
-		if err := atomicfile.Write(s.sigFile(digest, key), b, 0o600); err != nil {
+	if evidence != nil {
+		if err := atomicfile.Write(evidenceFile, evidence, 0o600); err != nil {
 			return fmt.Errorf("%w: %v", ErrStore, err)
 		}
 	}
@@ -194,4 +228,28 @@ func (s *Store) VerifySignature(digest string, key *Key) error {
 		return err
 	}
 	return nil
+}
+
+// VerifyBundle is VerifySignature for a keyless policy: the store must
+// hold the Sigstore bundle a pull verified for digest and kl's signer, and
+// it must verify again, offline, against kl's trusted root. It wraps
+// ErrUnsigned when the store holds none, ErrBadSignature when the one it
+// holds does not verify.
+func (s *Store) VerifyBundle(digest string, kl *Keyless) error {
+	if !digestRE.MatchString(digest) {
+		return fmt.Errorf("%w: digest %q: want sha256: and 64 lowercase hex digits", ErrBadSignature, digest)
+	}
+	return s.verifyBundle(digest, kl)
+}
+
+func (s *Store) verifyBundle(digest string, kl *Keyless) error {
+	b, err := regfile.Read(s.bundleFile(digest, kl.ID), maxSignatureBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: the store holds no Sigstore bundle of %s by %s (run maiden pull with that verify configured)", ErrUnsigned, digest, kl.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	_, err = kl.verify([][]byte{b}, digest)
+	return err
 }

@@ -1,0 +1,207 @@
+package oci
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+)
+
+// Sigstore bundles attached as OCI referrers: the layout `cosign sign`
+// writes with the new bundle format (cosign v3's default): a manifest whose
+// subject is the signed image manifest, artifactType the bundle media type,
+// and one layer holding the bundle's JSON.
+const (
+	bundleMediaTypePrefix = "application/vnd.dev.sigstore.bundle"
+	// emptyArtifactType is the config media type of such a manifest: a
+	// registry that does not index artifactType reports it instead.
+	emptyArtifactType = "application/vnd.oci.empty.v1+json"
+	// cosignSignPredicate is the in-toto predicate type of a cosign
+	// signature in a DSSE bundle; any other predicate (an SBOM, a SLSA
+	// provenance attestation) over the digest is an attestation, not a
+	// signature, and is not accepted as one.
+	cosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
+	// maxBundles bounds the referrers read for one digest.
+	maxBundles = 16
+)
+
+// Keyless is a Sigstore keyless signing policy: a bundle whose Fulcio
+// certificate chains to a certificate authority of the trusted root, names
+// Identity as its subject alternative name and Issuer as its OIDC issuer,
+// signs the manifest digest, and carries evidence of when it signed
+// (a transparency-log entry, or with TransparencyLog false a signed
+// timestamp) that verifies against the trusted root. Everything is checked
+// offline: the trusted root is a file (Sigstore's trusted_root.json), never
+// fetched.
+type Keyless struct {
+	Issuer   string // exact OIDC issuer, e.g. https://token.actions.githubusercontent.com
+	Identity string // exact certificate subject alternative name (an email or a URI)
+	// TransparencyLog requires a Rekor entry (its inclusion promise or
+	// proof verified against the trusted root's log keys). Without it, a
+	// signed RFC 3161 timestamp from a timestamp authority of the trusted
+	// root must vouch for the time of signing instead: a Fulcio
+	// certificate lives ten minutes, so some trusted time is always needed.
+	TransparencyLog bool
+	// ID names the signer in messages and the audit trail:
+	// "keyless:ISSUER IDENTITY".
+	ID string
+
+	verifier *verify.Verifier
+	policy   verify.CertificateIdentity
+}
+
+// NewKeyless reads a trusted root (trusted_root.json) and makes the policy
+// that a bundle be signed by identity as issuer vouched.
+func NewKeyless(trustedRoot []byte, issuer, identity string, transparencyLog bool) (*Keyless, error) {
+	if issuer == "" || identity == "" || strings.ContainsAny(issuer+identity, " \t\r\n") {
+		return nil, fmt.Errorf("keyless: issuer and identity must be non-empty and without spaces, got %q and %q", issuer, identity)
+	}
+	tr, err := root.NewTrustedRootFromJSON(trustedRoot)
+	if err != nil {
+		return nil, fmt.Errorf("trusted root: %w", err)
+	}
+	if len(tr.FulcioCertificateAuthorities()) == 0 {
+		return nil, errors.New("trusted root: no certificate authority")
+	}
+	opts := []verify.VerifierOption{verify.WithObserverTimestamps(1)}
+	if transparencyLog {
+		if len(tr.RekorLogs()) == 0 {
+			return nil, errors.New("trusted root: no transparency log, and transparency_log is required")
+		}
+		opts = append(opts, verify.WithTransparencyLog(1))
+	} else if len(tr.TimestampingAuthorities()) == 0 {
+		return nil, errors.New("trusted root: no timestamp authority, and without transparency_log a signed timestamp is required")
+	}
+	v, err := verify.NewVerifier(tr, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("trusted root: %w", err)
+	}
+	id, err := verify.NewShortCertificateIdentity(issuer, "", identity, "")
+	if err != nil {
+		return nil, fmt.Errorf("keyless: %w", err)
+	}
+	return &Keyless{
+		Issuer: issuer, Identity: identity, TransparencyLog: transparencyLog,
+		ID:       KeylessID(issuer, identity),
+		verifier: v, policy: id,
+	}, nil
+}
+
+// KeylessID is the signer a keyless signature by identity as issuer
+// vouched is recorded as.
+func KeylessID(issuer, identity string) string {
+	return "keyless:" + issuer + " " + identity
+}
+
+// verify returns the first bundle that verifies for digest: several may
+// refer to one manifest (signatures by others, attestations).
+func (k *Keyless) verify(cands [][]byte, digest string) ([]byte, error) {
+	var why []string
+	for _, c := range cands {
+		err := k.verifyOne(c, digest)
+		if err == nil {
+			return c, nil
+		}
+		why = append(why, err.Error())
+	}
+	if len(why) == 0 {
+		return nil, fmt.Errorf("%w for %s", ErrUnsigned, digest)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrBadSignature, strings.Join(why, "; "))
+}
+
+// verifyOne checks one bundle's JSON with sigstore-go: the certificate's
+// chain to the trusted root at the verified time of signing, the
+// transparency-log entry or timestamp, the identity and issuer, and the
+// signature over digest (a message signature over the manifest, or a DSSE
+// in-toto statement naming it as its subject).
+func (k *Keyless) verifyOne(raw []byte, digest string) error {
+	var b bundle.Bundle
+	if err := b.UnmarshalJSON(raw); err != nil {
+		return fmt.Errorf("bundle does not parse: %v", err)
+	}
+	sum, err := hex.DecodeString(strings.TrimPrefix(digest, "sha256:"))
+	if err != nil || !digestRE.MatchString(digest) {
+		return fmt.Errorf("digest %q: want sha256: and 64 lowercase hex digits", digest)
+	}
+	res, err := k.verifier.Verify(&b, verify.NewPolicy(verify.WithArtifactDigest("sha256", sum), verify.WithCertificateIdentity(k.policy)))
+	if err != nil {
+		return fmt.Errorf("not signed by %s: %v", k.ID, err)
+	}
+	if res.Signature == nil || res.Signature.Certificate == nil {
+		return fmt.Errorf("not signed by %s: the bundle is not signed with a certificate", k.ID)
+	}
+	if res.Statement != nil && res.Statement.GetPredicateType() != cosignSignPredicate {
+		return fmt.Errorf("the bundle is an attestation of type %q, not a signature (%s)", res.Statement.GetPredicateType(), cosignSignPredicate)
+	}
+	return nil
+}
+
+// bundleReferrer reports whether a referrer may hold a Sigstore bundle.
+func bundleReferrer(d v1.Descriptor) bool {
+	return strings.HasPrefix(d.ArtifactType, bundleMediaTypePrefix) || d.ArtifactType == emptyArtifactType
+}
+
+// fetchBundles fetches the Sigstore bundles that refer to r's digest (the
+// OCI referrers API, or its tag-schema fallback) and returns them as
+// candidates; verify picks one the policy accepts.
+func fetchBundles(ref name.Reference, r Ref, ro []remote.Option) ([][]byte, error) {
+	d := ref.Context().Digest(r.Digest)
+	idx, err := remote.Referrers(d, ro...)
+	if err != nil {
+		return nil, fmt.Errorf("fetch referrers: %w", err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("%w: referrers index does not parse: %v", ErrBadSignature, err)
+	}
+	var all [][]byte
+	seen := 0
+	for _, desc := range im.Manifests {
+		if !bundleReferrer(desc) {
+			continue
+		}
+		if seen++; seen > maxBundles {
+			break
+		}
+		if desc.Size > MaxManifestBytes {
+			return nil, fmt.Errorf("bundle manifest of %d bytes: %w", desc.Size, ErrTooLarge)
+		}
+		got, err := remote.Get(ref.Context().Digest(desc.Digest.String()), ro...)
+		if err != nil {
+			return nil, fmt.Errorf("fetch bundle manifest: %w", classify(err))
+		}
+		if err := checkDigest(got.Manifest, desc.Digest.String()); err != nil {
+			return nil, fmt.Errorf("bundle manifest: %w", err)
+		}
+		m, err := v1.ParseManifest(bytes.NewReader(got.Manifest))
+		if err != nil {
+			return nil, fmt.Errorf("%w: bundle manifest does not parse: %v", ErrBadSignature, err)
+		}
+		for _, l := range m.Layers {
+			if !strings.HasPrefix(string(l.MediaType), bundleMediaTypePrefix) {
+				continue
+			}
+			if l.Size > maxSignatureBytes {
+				return nil, fmt.Errorf("bundle of %d bytes: %w", l.Size, ErrTooLarge)
+			}
+			b, err := fetchBlob(ref, l.Digest.String(), l.Size, ro)
+			if err != nil {
+				return nil, fmt.Errorf("bundle: %w", err)
+			}
+			all = append(all, b)
+		}
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%w: registry %s has no Sigstore bundle referring to %s", ErrUnsigned, r.Registry, r.Digest)
+	}
+	return all, nil
+}
