@@ -369,13 +369,13 @@ func TestOCIKeylessAdd(t *testing.T) {
 	ref := signed("tools/echo", identity)
 	r = add(ref, "echo")
 	signer := "keyless:" + issuer + " " + identity
-	if r.code != exitOK || !strings.Contains(r.stdout, "(signed by "+signer+")") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "(signed by "+signer+"; schema sha256:") {
 		t.Fatalf("add: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	b, _ := os.ReadFile(cfg)
 	verifyLine := `verify = { issuer = "` + issuer + `", identity = "` + identity + `", trusted_root = "trusted_root.json" }` + "\n"
-	if !strings.HasSuffix(string(b), verifyLine) {
-		t.Fatalf("agent.toml after add:\n%s\nwant it to end with %s", b, verifyLine)
+	if !strings.Contains(string(b), verifyLine+`schema = "sha256:`) {
+		t.Fatalf("agent.toml after add:\n%s\nwant %s followed by the schema pin", b, verifyLine)
 	}
 	digest := regexp.MustCompile(`@(sha256:[0-9a-f]{64})"`).FindStringSubmatch(string(b))[1]
 	agentCfg := string(b) + "\n[agents.a]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --...\"]\n"
