@@ -26,6 +26,16 @@ const largeWindow = 64 << 10
 // the end of a sealed file too.
 var largeSizes = []int{100, 3 * largeWindow / 2, 200, 2 * largeWindow, 50, largeWindow, 5 * largeWindow / 2, 100, 5 * largeWindow / 4, 100}
 
+// checkWindow fails the test if the journal does not read with
+// largeWindow: with the 1 MiB default every record here fits in one read,
+// and the tests would pass without checking anything about long lines.
+func checkWindow(t *testing.T, j *Journal) {
+	t.Helper()
+	if j.window != largeWindow {
+		t.Fatalf("journal window %d, want %d (Options.journalWindow ignored?)", j.window, largeWindow)
+	}
+}
+
 func largeRec(i, pad int) AuditRecord {
 	return AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: "big",
 		Body: auditBody(map[string]any{"i": i, "pad": strings.Repeat("x", pad)})}
@@ -68,6 +78,7 @@ func testJournalLargeRecords(t *testing.T, be backend) {
 			// last is sealed by then, whatever the machine's speed.
 			s := openOpts(t, be.target(t), &Options{JournalInterval: time.Hour, journalRotate: 3 * largeWindow / 2, journalWindow: largeWindow, journalNoMap: noMap})
 			j := s.Journal()
+			checkWindow(t, j)
 			for i, pad := range largeSizes {
 				if err := j.Append(largeRec(i, pad)); err != nil {
 					t.Fatalf("Append(%d: %d bytes): %v", i, pad, err)
@@ -135,6 +146,7 @@ func testJournalLargeRecordsSwept(t *testing.T, be backend) {
 				t.Fatal(err)
 			}
 			s := openOpts(t, path, &Options{journalWindow: largeWindow})
+			checkWindow(t, s.Journal())
 			if st := s.Journal().Stats(); st.Swept != 1 || st.Torn != 0 || st.Damaged != 0 {
 				t.Fatalf("stats %+v, want the gone process's journal swept whole", st)
 			}
