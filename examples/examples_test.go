@@ -389,8 +389,11 @@ http_ports = [%d]
 	t.Setenv("MAIDEN_SECRET_WEATHER_TOKEN", token)
 	h, err := maiden.New(cfg, &maiden.Options{
 		Isolation: maiden.InProcess,
-		CacheDir:  "off",
-		Resolver:  testkit.Loopback("api.weather.example"),
+		// The shared compiled-code cache, where building weather (here or
+		// in scripts/demo) left its compilation: not compiled again (4
+		// CPU-seconds).
+		CacheDir: cacheDir(),
+		Resolver: testkit.Loopback("api.weather.example"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -218,11 +218,12 @@
 //     1 MiB at first; a line that starts there and is longer, or that the
 //     read ends inside, is the next batch's first, read whole up to that
 //     bound, so a sealed file with records of any admissible size is
-//     ingested to its end (TestJournalLargeRecords, 1-12 MiB, own and
-//     swept files). A record that would not fit is refused by Append with
-//     ErrBadInput ("the record is N bytes, more than M") and nothing is
-//     written: nothing enters the journal that its ingester cannot take,
-//     and the root refuses the call with ErrState, as for any record it
+//     ingested to its end (TestJournalLargeRecords: lines of 1-2.5
+//     windows, own and swept files, the window lowered to 64 KiB). A
+//     record that would not fit is refused by Append with ErrBadInput
+//     ("the record is N bytes, more than M") and nothing is written:
+//     nothing enters the journal that its ingester cannot take, and the
+//     root refuses the call with ErrState, as for any record it
 //     cannot write. Refused rather than cut: a record with its rendering
 //     cut (kept only as a digest and a length) would admit a call whose
 //     input the trail no longer shows; the default max_input_bytes (1 MiB)

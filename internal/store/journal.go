@@ -74,7 +74,8 @@ const (
 	// maxJournalLine bounds one encoded record, so that a reader knows
 	// how far to look for a line's end.
 	maxJournalLine = 16 << 20
-	// journalWindow is how much of a file one batch reads at first.
+	// journalWindow is how much of a file one batch reads at first
+	// (Options.journalWindow lowers it in tests).
 	journalWindow = 1 << 20
 	// journalSweepEvery is how often a running ingester looks for the
 	// journals of processes that died since the store was opened.
@@ -97,6 +98,7 @@ type Journal struct {
 	batch      int
 	backlogMax int64
 	rotate     int64
+	window     int64 // how much of a file one batch reads at first (journalWindow)
 	log        *slog.Logger
 
 	mu       sync.Mutex // the append lock: line numbers follow file order
@@ -154,7 +156,7 @@ func newJournal(s *DB, dir string, opts *Options) *Journal {
 	j := &Journal{
 		s: s, dir: dir, prefix: escapeHost(host) + "_" + pid + "_" + nonce + "_",
 		sync: opts.JournalSync, interval: opts.JournalInterval, batch: defaultJournalBatch,
-		backlogMax: opts.JournalBacklog, rotate: opts.journalRotate, noMap: opts.journalNoMap, log: opts.Logger,
+		backlogMax: opts.JournalBacklog, rotate: opts.journalRotate, window: opts.journalWindow, noMap: opts.journalNoMap, log: opts.Logger,
 		wake: make(chan struct{}, 1), flushNow: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		final:    make(chan struct{}),
 		progress: make(chan struct{}),
@@ -167,6 +169,9 @@ func newJournal(s *DB, dir string, opts *Options) *Journal {
 	}
 	if j.rotate <= 0 {
 		j.rotate = defaultJournalRotate
+	}
+	if j.window <= 0 {
+		j.window = journalWindow
 	}
 	if j.log == nil {
 		j.log = slog.New(slog.DiscardHandler)
@@ -805,7 +810,7 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 		if err != nil {
 			return fmt.Errorf("read journal position of %s: %w", name, err)
 		}
-		data, size, err := readJournal(rd, off, limit)
+		data, size, err := readJournal(rd, off, limit, s.journal.window)
 		if err != nil {
 			return fmt.Errorf("read audit journal %s: %w", name, err)
 		}
@@ -882,7 +887,7 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 			data = nil
 			next++
 		}
-		// A read that held whole lines stops at journalWindow, maybe inside
+		// A read that held whole lines stops at the window, maybe inside
 		// a longer line: that line is left for the next batch (whose read
 		// starts with it and grows to its end), not taken for the file's
 		// end. Only after progress, so that a file that shrank under the
@@ -935,12 +940,12 @@ ON CONFLICT (file) DO UPDATE SET bytes = excluded.bytes, next_line = excluded.ne
 }
 
 // readJournal reads file rd from off: at least one whole line if there is
-// one (up to maxJournalLine), at most journalWindow bytes otherwise, and
+// one (up to maxJournalLine), at most window bytes otherwise, and
 // never past limit (if not -1: what its live writer has committed). end is
 // where the file's written bytes end as far as it looked: its size, limit,
 // or the first NUL byte (a mapped file's unwritten room is zeros, and no
 // line holds a NUL).
-func readJournal(rd *os.File, off, limit int64) (data []byte, end int64, err error) {
+func readJournal(rd *os.File, off, limit, window int64) (data []byte, end int64, err error) {
 	end = limit
 	if end < 0 {
 		st, err := rd.Stat()
@@ -949,7 +954,7 @@ func readJournal(rd *os.File, off, limit int64) (data []byte, end int64, err err
 		}
 		end = st.Size()
 	}
-	for want := min(end-off, journalWindow); want > 0; want = min(end-off, max(2*want, int64(maxJournalLine)+1)) {
+	for want := min(end-off, window); want > 0; want = min(end-off, max(2*want, int64(maxJournalLine)+1)) {
 		data = make([]byte, want)
 		n, err := rd.ReadAt(data, off)
 		if err != nil && !errors.Is(err, io.EOF) {

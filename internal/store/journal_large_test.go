@@ -12,13 +12,29 @@ import (
 	"time"
 )
 
+// largeWindow is the journal window (Options.journalWindow) of the
+// large-record tests: what they check is how a batch's read meets lines
+// longer than the window, which needs records of one to a few windows, not
+// megabytes. With the production window (1 MiB) the same records, 16 times
+// larger, cost these two tests 52 CPU-seconds under the race detector
+// (17 now), most of it the detector's bookkeeping of the copies.
+const largeWindow = 64 << 10
+
 // largeSizes are the pad lengths of the records the large-record tests
-// write: small ones between records of 1 to 2.5 MiB (journalWindow is 1
-// MiB), so that a batch's first read holds whole small lines and then the
-// start of a large one, at the end of a sealed file too. Larger records
-// test nothing more and cost minutes under the race detector (12 MiB made
-// these the slowest tests of make test, 260 s).
-var largeSizes = []int{100, 3 << 19, 200, 2 << 20, 50, journalWindow, 5 << 19, 100, 5 << 18, 100}
+// write: small ones between records of 1 to 2.5 windows, so that a batch's
+// first read holds whole small lines and then the start of a large one, at
+// the end of a sealed file too.
+var largeSizes = []int{100, 3 * largeWindow / 2, 200, 2 * largeWindow, 50, largeWindow, 5 * largeWindow / 2, 100, 5 * largeWindow / 4, 100}
+
+// checkWindow fails the test if the journal does not read with
+// largeWindow: with the 1 MiB default every record here fits in one read,
+// and the tests would pass without checking anything about long lines.
+func checkWindow(t *testing.T, j *Journal) {
+	t.Helper()
+	if j.window != largeWindow {
+		t.Fatalf("journal window %d, want %d (Options.journalWindow ignored?)", j.window, largeWindow)
+	}
+}
 
 func largeRec(i, pad int) AuditRecord {
 	return AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: "big",
@@ -45,8 +61,8 @@ func checkLargeChain(t *testing.T, s *DB, n int) {
 	}
 }
 
-// TestJournalLargeRecords: records of 1 to 2.5 MiB between small ones, in
-// files that rotate (and so are sealed) every 1.5 MiB, mapped or written
+// TestJournalLargeRecords: records of 1 to 2.5 windows between small ones,
+// in files that rotate (and so are sealed) every 1.5 windows, mapped or written
 // with write(2), are ingested whole by one Flush: a batch whose first read
 // ends inside a large line is not a sealed file ingested short (which
 // stalled the ingester, refusing every call once the backlog passed its
@@ -60,8 +76,9 @@ func testJournalLargeRecords(t *testing.T, be backend) {
 		t.Run(fmt.Sprintf("write=%v", noMap), func(t *testing.T) {
 			// The ingester runs only when Flush asks: every file but the
 			// last is sealed by then, whatever the machine's speed.
-			s := openOpts(t, be.target(t), &Options{JournalInterval: time.Hour, journalRotate: 3 << 19, journalNoMap: noMap})
+			s := openOpts(t, be.target(t), &Options{JournalInterval: time.Hour, journalRotate: 3 * largeWindow / 2, journalWindow: largeWindow, journalNoMap: noMap})
 			j := s.Journal()
+			checkWindow(t, j)
 			for i, pad := range largeSizes {
 				if err := j.Append(largeRec(i, pad)); err != nil {
 					t.Fatalf("Append(%d: %d bytes): %v", i, pad, err)
@@ -103,7 +120,7 @@ func TestJournalLargeRecordsSwept(t *testing.T) { eachBackend(t, testJournalLarg
 func testJournalLargeRecordsSwept(t *testing.T, be backend) {
 	// zeros: the file as a writer killed while it was mapped leaves it
 	// (its reserved room after the lines is zeros: the NUL scan ends it).
-	for _, zeros := range []int{0, 3 << 19} {
+	for _, zeros := range []int{0, 3 * largeWindow / 2} {
 		t.Run(fmt.Sprintf("zeros=%d", zeros), func(t *testing.T) {
 			path := be.target(t)
 			dir := journalDirOf(t, path)
@@ -128,7 +145,8 @@ func testJournalLargeRecordsSwept(t *testing.T, be backend) {
 			if err := os.WriteFile(filepath.Join(dir, name), file, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			s := openOpts(t, path, nil)
+			s := openOpts(t, path, &Options{journalWindow: largeWindow})
+			checkWindow(t, s.Journal())
 			if st := s.Journal().Stats(); st.Swept != 1 || st.Torn != 0 || st.Damaged != 0 {
 				t.Fatalf("stats %+v, want the gone process's journal swept whole", st)
 			}

@@ -64,6 +64,7 @@ type Options struct {
 	MaxConns int
 
 	journalRotate int64  // journal file size that starts a new one (tests); zero means 8 MiB
+	journalWindow int64  // how much of a file one batch reads at first (tests); zero means 1 MiB
 	journalNoMap  bool   // write the journal with write(2) even where it can be mapped (tests)
 	openBusy      func() // called when Open first finds a SQLite file busy (tests)
 }
