@@ -31,21 +31,11 @@ import (
 // naming it.
 func TestOCIAddPullCall(t *testing.T) {
 	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host, srv := loopbackRegistry(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
 	cache := t.TempDir()
-	// A cosign-compatible key pair (PKCS#8 private key, PEM public key).
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	privPEM, _ := cryptoutils.MarshalPrivateKeyToPEM(priv)
-	pubPEM, _ := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
-	writeFile(t, filepath.Join(dir, "cosign.key"), string(privPEM))
-	writeFile(t, filepath.Join(dir, "cosign.pub"), string(pubPEM))
+	cosignKeyPair(t, dir)
 
 	ref := "oci://" + host + "/tools/echo:v1"
 	r := cli(t, "", "publish", "-sign-key", filepath.Join(dir, "cosign.key"), testkit.Component(t, "echo"), ref)
@@ -137,9 +127,7 @@ func TestOCIAddPullCall(t *testing.T) {
 func TestOCIRefusesTamperedStore(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	t.Setenv(oci.StoreEnv, store)
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host, _ := loopbackRegistry(t)
 	echo, err := os.ReadFile(testkit.Component(t, "echo"))
 	if err != nil {
 		t.Fatal(err)
@@ -259,19 +247,10 @@ func TestOCIRegistryCredential(t *testing.T) {
 // project that does not build pushes nothing.
 func TestOCIPublishDir(t *testing.T) {
 	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host, _ := loopbackRegistry(t)
 	cache := t.TempDir()
 	keys := t.TempDir()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	privPEM, _ := cryptoutils.MarshalPrivateKeyToPEM(priv)
-	pubPEM, _ := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
-	writeFile(t, filepath.Join(keys, "cosign.key"), string(privPEM))
-	writeFile(t, filepath.Join(keys, "cosign.pub"), string(pubPEM))
+	cosignKeyPair(t, keys)
 	src, err := os.ReadFile(filepath.Join(testkit.RepoRoot(t), "testdata", "tools", "echo.wat"))
 	if err != nil {
 		t.Fatal(err)
@@ -332,9 +311,7 @@ func TestOCIPublishDir(t *testing.T) {
 // runs).
 func TestOCIKeylessAdd(t *testing.T) {
 	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host, _ := loopbackRegistry(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
 	cache := t.TempDir()
@@ -427,4 +404,26 @@ func TestOCIKeylessAdd(t *testing.T) {
 			t.Fatalf("%s with a changed bundle: exit %d\nstdout: %s\nstderr: %s", args[0], r.code, r.stdout, r.stderr)
 		}
 	}
+}
+
+// loopbackRegistry starts an OCI registry (go-containerregistry's) on
+// loopback for one test and returns its host:port and its server, closed
+// when the test ends (or sooner, by a test that takes the registry down).
+func loopbackRegistry(t *testing.T) (string, *httptest.Server) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), srv
+}
+
+// cosignKeyPair writes a cosign-compatible key pair (PKCS#8 private key,
+// PEM public key) into dir as cosign.key and cosign.pub.
+func cosignKeyPair(t *testing.T, dir string) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	privPEM, _ := cryptoutils.MarshalPrivateKeyToPEM(priv)
+	pubPEM, _ := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
+	writeFile(t, filepath.Join(dir, "cosign.key"), string(privPEM))
+	writeFile(t, filepath.Join(dir, "cosign.pub"), string(pubPEM))
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/maiden-run/maiden/internal/oci"
@@ -31,9 +27,7 @@ import (
 func TestOCISchemaPin(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	t.Setenv(oci.StoreEnv, store)
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host, _ := loopbackRegistry(t)
 	cache := t.TempDir()
 	ctx := context.Background()
 	push := func(tool, tag string) oci.Ref {
