@@ -147,6 +147,18 @@ func Capped[T any](list []T, limit int) ([]T, bool) {
 	return list, false
 }
 
+// appendJSONField appends ,"name":JSON(v) to b.
+func appendJSONField(b []byte, name string, v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return append(b, j...), nil
+}
+
 // AppendJSON encodes r as JSON onto b: by hand on the path every call
 // takes (json.Marshal of this struct costs about a microsecond, a
 // twentieth of the tiny call), by encoding/json for the verdicts.
@@ -187,36 +199,29 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 		field("component", d.Component)
 		b = append(b, '}')
 	}
-	// Rare (a rewrite, a session's preopens): encoding/json.
+	// Rare (a rewrite, a session's preopens, middleware verdicts):
+	// encoding/json.
+	var err error
 	if len(r.BeforeRewrite) > 0 {
-		v, err := json.Marshal(r.BeforeRewrite)
-		if err != nil {
+		if b, err = appendJSONField(b, "before_rewrite", r.BeforeRewrite); err != nil {
 			return nil, err
 		}
-		b = append(b, `,"before_rewrite":`...)
-		b = append(b, v...)
 	}
 	if r.RewritesTruncated {
 		b = append(b, `,"before_rewrite_truncated":true`...)
 	}
 	if len(r.FS) > 0 {
-		v, err := json.Marshal(r.FS)
-		if err != nil {
+		if b, err = appendJSONField(b, "fs", r.FS); err != nil {
 			return nil, err
 		}
-		b = append(b, `,"fs":`...)
-		b = append(b, v...)
 	}
 	if r.FSTruncated {
 		b = append(b, `,"fs_truncated":true`...)
 	}
 	if len(r.Middleware) > 0 {
-		v, err := json.Marshal(r.Middleware)
-		if err != nil {
+		if b, err = appendJSONField(b, "middleware", r.Middleware); err != nil {
 			return nil, err
 		}
-		b = append(b, `,"middleware":`...)
-		b = append(b, v...)
 	}
 	field("approval", r.Approval)
 	field("budget", r.Budget)
