@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/maiden-run/maiden/internal/childproc"
 )
 
 // envMarker in the environment makes the trampoline (tramp_linux.c) act:
@@ -146,7 +148,7 @@ func StartCmd(cmd *exec.Cmd, s Spec) (Started, error) {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	err = cmd.Start()
+	err = childproc.Start(cmd) // Pdeathsig follows the forking thread: internal/childproc
 	configR.Close()
 	statusW.Close()
 	cmd.ExtraFiles = nil

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/maiden-run/maiden/internal/childproc"
 )
 
 // A network-enabled run (Spec.ProxyPort set) gets a network namespace of
@@ -258,7 +260,10 @@ func newHelperNetns(port int) (*proxyNetns, error) {
 	cmd.Env = []string{helperMarker + "=" + strconv.Itoa(port)}
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	runErr := cmd.Run()
+	runErr := childproc.Start(cmd) // Pdeathsig follows the forking thread: internal/childproc
+	if runErr == nil {
+		runErr = cmd.Wait()
+	}
 	theirs.Close()
 	// The helper has exited: its message (descriptors, or why not) is
 	// waiting, or there is none.

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/maiden-run/maiden/internal/childproc"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -109,7 +110,9 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	// The worker dies with its parent, and gets its own process group so a
 	// terminal's ^C reaches the parent, which then stops its workers.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	err = cmd.Start()
+	// From the spawning thread: the worker's Pdeathsig follows the thread
+	// that forks it (internal/childproc).
+	err = childproc.Start(cmd)
 	// The child has its copy; the parent must not keep this end open, or a
 	// worker that dies before its hello would never read as EOF.
 	childEnd.Close()

@@ -614,3 +614,25 @@ func TestDiskCacheAcrossPools(t *testing.T) {
 		t.Fatalf("%+v %v", out, err)
 	}
 }
+
+// TestWorkerOutlivesTheThreadThatSpawnedIt: a worker's Pdeathsig follows
+// the thread that forks it, and Go ends a thread whose locked goroutine
+// returns (the audit journal's ingester, a network namespace's maker). A
+// worker spawned by a goroutine on such a thread must survive it: it is
+// forked from internal/childproc's thread. (Before, CI saw a compile
+// worker "killed from outside maiden" in maiden build.)
+func TestWorkerOutlivesTheThreadThatSpawnedIt(t *testing.T) {
+	var w *proc
+	var err error
+	testkit.OnEndingThread(t, func() { w, err = spawn(context.Background(), []string{mustExe(t)}, 10*time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.kill(killedShutdown)
+	if testkit.Killed(t, w.pid) {
+		t.Fatalf("worker %d was killed when the thread that spawned it ended", w.pid)
+	}
+	if err := w.alive(); err != nil {
+		t.Fatal(err)
+	}
+}
