@@ -227,8 +227,8 @@ func osSchema(hash string) error {
 }
 
 // requireSignatures refuses, with require_signatures = true, every
-// [tools.NAME] whose component no key verifies: a local file or an
-// unsigned oci:// reference.
+// [tools.NAME] whose component no key or keyless identity verifies: a
+// local file or an unsigned oci:// reference.
 func (c *checker) requireSignatures(tools []Tool) {
 	for _, t := range tools {
 		if t.CLI != nil || t.MCP != nil {
@@ -239,7 +239,7 @@ func (c *checker) requireSignatures(tools []Tool) {
 			if t.OCI != nil {
 				what = "an oci:// reference without verify"
 			}
-			c.errorf(t.Line, "tools."+t.Name+".verify", "require_signatures = true, and the tool's path is %s: give it an oci:// path and verify = { key = \"cosign.pub\" }", what)
+			c.errorf(t.Line, "tools."+t.Name+".verify", "require_signatures = true, and the tool's path is %s: give it an oci:// path and verify = { key = \"cosign.pub\" } or verify = { issuer = \"...\", identity = \"...\", trusted_root = \"trusted_root.json\" }", what)
 		}
 	}
 }

@@ -140,9 +140,9 @@ func TestRequireSignatures(t *testing.T) {
 		{"signed", pinned + "\nverify = { key = \"cosign.pub\" }", ""},
 		{"signed keyless", pinned + "\nverify = { issuer = \"https://token.example\", identity = \"ci@acme.example\", trusted_root = \"trusted_root.json\" }", ""},
 		{"oci without verify", pinned,
-			`agent.toml:3: tools.w.verify: require_signatures = true, and the tool's path is an oci:// reference without verify: give it an oci:// path and verify = { key = "cosign.pub" }`},
+			`agent.toml:3: tools.w.verify: require_signatures = true, and the tool's path is an oci:// reference without verify: give it an oci:// path and verify = { key = "cosign.pub" } or verify = { issuer = "...", identity = "...", trusted_root = "trusted_root.json" }`},
 		{"local file", `path = "w.wasm"`,
-			`agent.toml:3: tools.w.verify: require_signatures = true, and the tool's path is a local file: give it an oci:// path and verify = { key = "cosign.pub" }`},
+			`agent.toml:3: tools.w.verify: require_signatures = true, and the tool's path is a local file: give it an oci:// path and verify = { key = "cosign.pub" } or verify = { issuer = "...", identity = "...", trusted_root = "trusted_root.json" }`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "version = 1\nrequire_signatures = true\n[tools.w]\n" + tt.tool + "\n"
