@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // startCmd starts this test binary in mode m through StartCmd and returns
@@ -92,5 +93,34 @@ func TestStartCmdRefusesBadCommands(t *testing.T) {
 	c.ExtraFiles = []*os.File{os.Stdin}
 	if _, err := confine.StartCmd(c, confine.Spec{}); err == nil {
 		t.Fatal("a command with ExtraFiles started")
+	}
+}
+
+// TestStartCmdOutlivesTheThreadThatStartedIt: a confined process (a stdio
+// MCP upstream, a wrapped CLI in a call) dies with maiden (Pdeathsig
+// SIGKILL), but not with the goroutine's thread that started it: Go ends a
+// thread whose locked goroutine returns, and Linux sends Pdeathsig when
+// the forking thread ends (internal/childproc forks from a thread that
+// never does).
+func TestStartCmdOutlivesTheThreadThatStartedIt(t *testing.T) {
+	cmd := exec.Command(self(t))
+	cmd.Env = []string{modeEnv + "=serve"}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.OnEndingThread(t, func() { _, err = confine.StartCmd(cmd, confine.Spec{}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	io.WriteString(in, "env\n")
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != modeEnv+"=serve" {
+		t.Fatalf("the confined process, after the thread that started it ended: %q, %v", line, err)
 	}
 }
