@@ -3,6 +3,7 @@ package oci
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/maiden-run/maiden/internal/oci/ocitest"
 )
 
 // cosignBin finds the cosign CLI (v2.6.5, installed by scripts/deps):
@@ -89,6 +93,68 @@ func TestCosignInterop(t *testing.T) {
 		}
 		if _, err := Pull(ctx, p, newStore(t), &PullOptions{Key: other.pub}); !errors.Is(err, ErrBadSignature) {
 			t.Fatalf("Pull with another key = %v; want ErrBadSignature", err)
+		}
+	})
+	t.Run("cosign signs a bundle with the key, maiden verifies", func(t *testing.T) {
+		t.Parallel()
+		// cosign v3's default layout: a Sigstore bundle (a DSSE in-toto
+		// statement naming the digest, the key's hint, no certificate)
+		// attached as an OCI referrer, no .sig tag.
+		p := push(t, "oci://"+host+"/cosign/bundle-by-cosign:v1", echo(t))
+		if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--new-bundle-format", "--tlog-upload=false", "--allow-http-registry", "--yes", name(p)); err != nil {
+			t.Fatalf("cosign sign --new-bundle-format: %v\n%s", err, out)
+		}
+		pr, err := p.parsed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := remote.Get(pr.Context().Tag(signatureTag(p.Digest))); !isNotFound(err) {
+			t.Fatalf("cosign wrote a .sig tag too (%v): this case would not test the bundle", err)
+		}
+		st := newStore(t)
+		c, err := Pull(ctx, p, st, &PullOptions{Key: pub})
+		if err != nil || c.Signer != pub.ID {
+			t.Fatalf("Pull of a component cosign signed as a bundle = %+v, %v", c, err)
+		}
+		if c, err := st.Load(p, pub); err != nil || c.Signer != pub.ID {
+			t.Fatalf("Load of the stored bundle = %+v, %v", c, err)
+		}
+		if err := st.VerifySignature(p.Digest, pub); err != nil {
+			t.Fatalf("VerifySignature of the stored bundle: %v", err)
+		}
+		// The stored bundle is verified again on every load: one with its
+		// signature changed does not load.
+		var stored signature
+		if b, err := os.ReadFile(st.sigFile(p.Digest, pub)); err != nil || json.Unmarshal(b, &stored) != nil || len(stored.Bundle) == 0 {
+			t.Fatalf("the stored signature is not the bundle: %s, %v", b, err)
+		}
+		tampered, err := json.Marshal(signature{Bundle: ocitest.Tamper(t, stored.Bundle)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(st.sigFile(p.Digest, pub), tampered, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Load(p, pub); !errors.Is(err, ErrBadSignature) {
+			t.Fatalf("Load of a changed stored bundle = %v; want ErrBadSignature", err)
+		}
+		if _, err := Pull(ctx, p, newStore(t), &PullOptions{Key: other.pub}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "bundle not signed by key "+other.pub.ID) {
+			t.Fatalf("Pull with another key = %v; want ErrBadSignature naming the key", err)
+		}
+		// The same bundle, attached to another component: a signature over
+		// another digest.
+		bundles, err := fetchBundles(pr, p, nil)
+		if err != nil || len(bundles) != 1 {
+			t.Fatalf("cosign's bundle referrer: %d, %v", len(bundles), err)
+		}
+		q := push(t, "oci://"+host+"/cosign/bundle-moved:v1", variant(t, "moved"))
+		ocitest.Attach(t, host, "cosign/bundle-moved", q.Digest, bundles[0])
+		st = newStore(t)
+		if _, err := Pull(ctx, q, st, &PullOptions{Key: pub}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "does not match any digest in statement") {
+			t.Fatalf("Pull of a component carrying another digest's bundle = %v; want ErrBadSignature, digests not matching", err)
+		}
+		if _, err := st.Load(q, nil); !errors.Is(err, ErrNotInStore) {
+			t.Fatalf("Load after a refused Pull = %v; want ErrNotInStore", err)
 		}
 	})
 	t.Run("maiden signs, cosign verifies", func(t *testing.T) {

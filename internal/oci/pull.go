@@ -149,7 +149,7 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 	var evidenceFile string
 	switch {
 	case key != nil:
-		cands, err := fetchSignatures(ref, r, ro)
+		cands, err := fetchKeySignatures(ref, r, ro, key)
 		if err != nil {
 			return Component{}, fmt.Errorf("pull %s: %w", r, err)
 		}
