@@ -178,3 +178,50 @@ func TestCosignInterop(t *testing.T) {
 		}
 	})
 }
+
+// TestCosignVerifiesKeyless: a keyless bundle as maiden reads it (a DSSE
+// in-toto statement naming the digest, a Fulcio-style certificate from a
+// throwaway trust root made here, a Rekor entry and an RFC 3161 timestamp,
+// attached as an OCI referrer) passes the real `cosign verify
+// --new-bundle-format` against that trust root, and cosign refuses it for
+// another identity, so maiden's layout is the one cosign reads.
+func TestCosignVerifiesKeyless(t *testing.T) {
+	bin := cosignBin(t)
+	host, _ := testRegistry(t)
+	dir := t.TempDir()
+	ss := ocitest.NewSigstore(t)
+	if err := os.WriteFile(filepath.Join(dir, "trusted_root.json"), ss.TrustedRoot(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := push(t, "oci://"+host+"/cosign/keyless-by-maiden:v1", echo(t))
+	name := p.Registry + "/" + p.Repository + "@" + p.Digest
+	verify := func(identity string, extra ...string) (string, error) {
+		return cosign(t, bin, dir, append([]string{"verify", "--new-bundle-format", "--trusted-root", "trusted_root.json",
+			"--certificate-identity", identity, "--certificate-oidc-issuer", testIssuer,
+			"--insecure-ignore-sct", "--allow-http-registry"}, append(extra, name)...)...)
+	}
+	if out, err := verify(testIdentity); err == nil {
+		t.Fatalf("cosign verify accepted an unsigned component:\n%s", out)
+	}
+	b := ss.Bundle(t, ocitest.Signing{Identity: testIdentity, Issuer: testIssuer, Digest: p.Digest})
+	ocitest.Attach(t, host, p.Repository, p.Digest, b)
+	// maiden's own check of what cosign is about to verify.
+	kl, err := NewKeyless(ss.TrustedRoot(t), testIssuer, testIdentity, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Pull(context.Background(), p, newStore(t), &PullOptions{Keyless: kl}); err != nil || c.Signer != kl.ID {
+		t.Fatalf("Pull = %+v, %v", c, err)
+	}
+	if out, err := verify(testIdentity); err != nil {
+		t.Fatalf("cosign verify of maiden's keyless bundle: %v\n%s", err, out)
+	} else if !strings.Contains(out, "The code-signing certificate was verified using trusted certificate authority certificates") {
+		t.Fatalf("cosign verify did not say it checked the certificate against the trust root:\n%s", out)
+	}
+	if out, err := verify(testIdentity, "--use-signed-timestamps", "--insecure-ignore-tlog"); err != nil {
+		t.Fatalf("cosign verify of maiden's keyless bundle by its timestamp alone: %v\n%s", err, out)
+	}
+	if out, err := verify("mallory@acme.example"); err == nil || !strings.Contains(out, `expected SAN value "mallory@acme.example"`) {
+		t.Fatalf("cosign verify for another identity = %v; want its refusal naming the identity:\n%s", err, out)
+	}
+}
