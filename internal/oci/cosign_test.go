@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/maiden-run/maiden/internal/oci/ocitest"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // cosignBin finds the cosign CLI (v2.6.5, installed by scripts/deps):
@@ -223,5 +224,78 @@ func TestCosignVerifiesKeyless(t *testing.T) {
 	}
 	if out, err := verify("mallory@acme.example"); err == nil || !strings.Contains(out, `expected SAN value "mallory@acme.example"`) {
 		t.Fatalf("cosign verify for another identity = %v; want its refusal naming the identity:\n%s", err, out)
+	}
+}
+
+// TestCosignSignsKeyless: the real cosign CLI signs "keyless" offline,
+// the way a private Sigstore deployment does: its key certified by a
+// certificate authority of a throwaway trust root made here (a
+// Fulcio-style certificate naming the identity and the OIDC issuer), no
+// transparency log, an RFC 3161 timestamp from that root's timestamp
+// authority served on loopback. maiden verifies the bundle cosign attaches
+// (--new-bundle-format) with transparency_log = false, and refuses it
+// where the policy asks for what it lacks or names someone else.
+func TestCosignSignsKeyless(t *testing.T) {
+	bin := cosignBin(t)
+	host, _ := testRegistry(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	ss := ocitest.NewSigstore(t)
+	trusted := ss.TrustedRoot(t)
+	if out, err := cosign(t, bin, dir, "generate-key-pair"); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+	}
+	pubPEM, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pubPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, chain := ss.Certify(t, pub, testIdentity, testIssuer)
+	for f, b := range map[string][]byte{"cert.pem": cert, "chain.pem": chain, "trusted_root.json": trusted} {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tsa := ss.TimestampAuthority(t)
+	kl, err := NewKeyless(trusted, testIssuer, testIdentity, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withTlog, err := NewKeyless(trusted, testIssuer, testIdentity, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := NewKeyless(trusted, testIssuer, "mallory@acme.example", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := push(t, "oci://"+host+"/cosign/keyless-by-cosign:v1", echo(t))
+	name := p.Registry + "/" + p.Repository + "@" + p.Digest
+	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--certificate", "cert.pem", "--certificate-chain", "chain.pem",
+		"--new-bundle-format", "--tlog-upload=false", "--timestamp-server-url", tsa, "--allow-http-registry", "--yes", name); err != nil {
+		t.Fatalf("cosign sign --certificate --new-bundle-format: %v\n%s", err, out)
+	}
+	st := newStore(t)
+	c, err := Pull(ctx, p, st, &PullOptions{Keyless: kl})
+	if err != nil || c.Signer != kl.ID {
+		t.Fatalf("Pull of what cosign signed keyless = %+v, %v", c, err)
+	}
+	if err := st.VerifyBundle(p.Digest, kl); err != nil {
+		t.Fatalf("VerifyBundle of the stored bundle: %v", err)
+	}
+	if _, err := Pull(ctx, p, newStore(t), &PullOptions{Keyless: withTlog}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "transparency log") {
+		t.Fatalf("Pull requiring a transparency-log entry cosign did not make = %v; want ErrBadSignature naming the log", err)
+	}
+	if _, err := Pull(ctx, p, newStore(t), &PullOptions{Keyless: mallory}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), `"mallory@acme.example"`) {
+		t.Fatalf("Pull for another identity = %v; want ErrBadSignature naming it", err)
+	}
+	// cosign agrees with itself on the same trust root.
+	if out, err := cosign(t, bin, dir, "verify", "--new-bundle-format", "--trusted-root", "trusted_root.json",
+		"--certificate-identity", testIdentity, "--certificate-oidc-issuer", testIssuer,
+		"--insecure-ignore-sct", "--insecure-ignore-tlog", "--use-signed-timestamps", "--allow-http-registry", name); err != nil {
+		t.Fatalf("cosign verify of its own keyless bundle: %v\n%s", err, out)
 	}
 }
