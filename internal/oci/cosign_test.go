@@ -298,4 +298,56 @@ func TestCosignSignsKeyless(t *testing.T) {
 		"--insecure-ignore-sct", "--insecure-ignore-tlog", "--use-signed-timestamps", "--allow-http-registry", name); err != nil {
 		t.Fatalf("cosign verify of its own keyless bundle: %v\n%s", err, out)
 	}
+
+	// cosign's .sig tag layout (without --new-bundle-format): a
+	// simple-signing payload, its signature, and the certificate, chain and
+	// timestamp as the layer's annotations.
+	q := push(t, "oci://"+host+"/cosign/keyless-sig-tag:v1", variant(t, "sig-tag"))
+	qname := q.Registry + "/" + q.Repository + "@" + q.Digest
+	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--certificate", "cert.pem", "--certificate-chain", "chain.pem",
+		"--tlog-upload=false", "--timestamp-server-url", tsa, "--allow-http-registry", "--yes", qname); err != nil {
+		t.Fatalf("cosign sign --certificate: %v\n%s", err, out)
+	}
+	st = newStore(t)
+	c, err = Pull(ctx, q, st, &PullOptions{Keyless: kl})
+	if err != nil || c.Signer != kl.ID {
+		t.Fatalf("Pull of what cosign signed keyless in its .sig tag = %+v, %v", c, err)
+	}
+	if c, err := st.LoadKeyless(q, kl); err != nil || c.Signer != kl.ID {
+		t.Fatalf("LoadKeyless of the stored .sig tag signature = %+v, %v", c, err)
+	}
+	if err := st.VerifyBundle(q.Digest, kl); err != nil {
+		t.Fatalf("VerifyBundle of the stored .sig tag signature: %v", err)
+	}
+	if _, err := Pull(ctx, q, newStore(t), &PullOptions{Keyless: mallory}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), `"mallory@acme.example"`) {
+		t.Fatalf("Pull of the .sig tag for another identity = %v; want ErrBadSignature naming it", err)
+	}
+	if _, err := Pull(ctx, q, newStore(t), &PullOptions{Keyless: withTlog}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "transparency log") {
+		t.Fatalf("Pull of the .sig tag requiring a transparency-log entry = %v; want ErrBadSignature naming the log", err)
+	}
+	// The .sig tag's signature copied to another component: the payload
+	// names another digest.
+	o := push(t, "oci://"+host+"/cosign/keyless-sig-tag:other", variant(t, "sig-tag-other"))
+	copySignature(t, q, o)
+	st = newStore(t)
+	if _, err := Pull(ctx, o, st, &PullOptions{Keyless: kl}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "the signature is over "+q.Digest) {
+		t.Fatalf("Pull of a component carrying another digest's .sig tag = %v; want ErrBadSignature naming the signed digest", err)
+	}
+	if _, err := st.Load(o, nil); !errors.Is(err, ErrNotInStore) {
+		t.Fatalf("Load after a refused Pull = %v; want ErrNotInStore", err)
+	}
+	// A signature by the same key without the certificate is not keyless.
+	u := push(t, "oci://"+host+"/cosign/keyless-sig-tag:keyonly", variant(t, "sig-tag-keyonly"))
+	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--yes", u.Registry+"/"+u.Repository+"@"+u.Digest); err != nil {
+		t.Fatalf("cosign sign: %v\n%s", err, out)
+	}
+	if _, err := Pull(ctx, u, newStore(t), &PullOptions{Keyless: kl}); !errors.Is(err, ErrUnsigned) || !strings.Contains(err.Error(), "no signature with a certificate") {
+		t.Fatalf("Pull of a key-only signature with a keyless policy = %v; want ErrUnsigned", err)
+	}
+	// cosign verifies its .sig tag layout the same way.
+	if out, err := cosign(t, bin, dir, "verify", "--trusted-root", "trusted_root.json",
+		"--certificate-identity", testIdentity, "--certificate-oidc-issuer", testIssuer,
+		"--insecure-ignore-sct", "--insecure-ignore-tlog", "--use-signed-timestamps", "--allow-http-registry", qname); err != nil {
+		t.Fatalf("cosign verify of its own .sig tag keyless signature: %v\n%s", err, out)
+	}
 }

@@ -162,7 +162,7 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 		}
 		evidenceFile = st.sigFile(r.Digest, key)
 	case kl != nil:
-		cands, err := fetchBundles(ref, r, ro)
+		cands, err := fetchKeylessCandidates(ref, r, ro, kl)
 		if err != nil {
 			return Component{}, fmt.Errorf("pull %s: %w", r, err)
 		}

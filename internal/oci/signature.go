@@ -84,6 +84,9 @@ type signature struct {
 	Payload   []byte          `json:"payload,omitempty"`
 	Signature string          `json:"signature,omitempty"`
 	Bundle    json.RawMessage `json:"bundle,omitempty"`
+	// annotations are the layer's, as fetched (a keyless signature's
+	// certificate and timestamp); not stored.
+	annotations map[string]string
 }
 
 // signatureTag is where cosign puts the signatures of a manifest digest.
@@ -118,7 +121,7 @@ func fetchSignatures(ref name.Reference, r Ref, ro []remote.Option) ([]signature
 		if err != nil {
 			return nil, fmt.Errorf("signature payload: %w", err)
 		}
-		all = append(all, signature{Payload: b, Signature: l.Annotations[cosignSigAnnotation]})
+		all = append(all, signature{Payload: b, Signature: l.Annotations[cosignSigAnnotation], annotations: l.Annotations})
 	}
 	if len(all) == 0 {
 		return nil, fmt.Errorf("%w: the signature manifest for %s holds no cosign signature", ErrUnsigned, r.Digest)
@@ -156,8 +159,14 @@ func (k *Key) verifyOne(c signature, digest string) error {
 		return fmt.Errorf("not signed by key %s: %v", k.ID, err)
 	}
 	// Only now is the payload trusted enough to read.
+	return checkSimpleSigning(c.Payload, digest)
+}
+
+// checkSimpleSigning checks that a verified simple-signing payload is a
+// cosign signature of digest.
+func checkSimpleSigning(raw []byte, digest string) error {
 	var p payload.SimpleContainerImage
-	if err := json.Unmarshal(c.Payload, &p); err != nil {
+	if err := json.Unmarshal(raw, &p); err != nil {
 		return fmt.Errorf("signed payload does not parse: %v", err)
 	}
 	if p.Critical.Type != payload.CosignSignatureType {
