@@ -25,11 +25,10 @@ import (
 // made elsewhere (the cosign CLI's), and timestamp over HTTP (cosign sign
 // --timestamp-server-url).
 type ownAuthorities struct {
-	ca           *root.FulcioCertificateAuthority
-	caKey        *ecdsa.PrivateKey
-	tsa          *root.SigstoreTimestampingAuthority
-	tsaKey       *ecdsa.PrivateKey
-	tsaNotBefore time.Time
+	ca     *root.FulcioCertificateAuthority
+	caKey  *ecdsa.PrivateKey
+	tsa    *root.SigstoreTimestampingAuthority
+	tsaKey *ecdsa.PrivateKey
 }
 
 func newOwnAuthorities(t testing.TB) *ownAuthorities {
