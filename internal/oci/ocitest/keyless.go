@@ -5,6 +5,11 @@
 // bundle to a component in a registry, laid out as `cosign sign` (new
 // bundle format) writes it. Only tests import it.
 //
+// The same root also holds a certificate authority and an RFC 3161
+// timestamp authority whose keys this package keeps (own.go), for the
+// cosign CLI to sign "keyless" offline: Certify issues a certificate for
+// cosign's own key, TimestampAuthority serves timestamps on loopback.
+//
 //	ss := ocitest.NewSigstore(t)
 //	os.WriteFile("trusted_root.json", ss.TrustedRoot(t), 0o600)
 //	b := ss.Bundle(t, ocitest.Signing{Identity: "ci@acme.example", Issuer: "https://issuer.example", Digest: d})
