@@ -1,57 +1,25 @@
 package oci
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/maiden-run/maiden/internal/oci/ocitest"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
-// cosignBin finds the cosign CLI (v2.6.5, installed by scripts/deps):
-// $MAIDEN_COSIGN, PATH, or GOPATH/bin (where go install puts it).
-func cosignBin(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MAIDEN_COSIGN"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("cosign"); err == nil {
-		return p
-	}
-	gopath := os.Getenv("GOPATH")
-	if gopath == "" {
-		home, _ := os.UserHomeDir()
-		gopath = filepath.Join(home, "go")
-	}
-	p := filepath.Join(strings.Split(gopath, string(os.PathListSeparator))[0], "bin", "cosign")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatal("the cosign CLI is needed (scripts/deps installs it: go install github.com/sigstore/cosign/v2/cmd/cosign@v2.6.5); or set MAIDEN_COSIGN")
-	}
-	return p
-}
+// cosignBin and cosign are ocitest's, named for this file's brevity.
+func cosignBin(t *testing.T) string { return ocitest.CosignCLI(t) }
 
-// cosign runs the CLI with the key's password, offline: with the
-// transparency log off and a loopback registry, it reaches nothing else.
 func cosign(t *testing.T, bin, dir string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "COSIGN_PASSWORD=pw", "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	return ocitest.RunCosign(t, bin, dir, args...)
 }
 
 // TestCosignInterop checks signatures against the real cosign CLI in both
