@@ -267,6 +267,29 @@ func TestCosignSignsKeyless(t *testing.T) {
 		t.Fatalf("cosign verify of its own keyless bundle: %v\n%s", err, out)
 	}
 
+	// With a transparency log: cosign uploads the DSSE entry to the trust
+	// root's Rekor-style log on loopback, and the bundle carries the entry
+	// (its promise and inclusion proof), which a policy requiring the log
+	// accepts.
+	rekor := ss.TransparencyLog(t)
+	l := push(t, "oci://"+host+"/cosign/keyless-by-cosign:logged", variant(t, "logged"))
+	lname := l.Registry + "/" + l.Repository + "@" + l.Digest
+	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--certificate", "cert.pem", "--certificate-chain", "chain.pem",
+		"--new-bundle-format", "--rekor-url", rekor, "--allow-http-registry", "--yes", lname); err != nil {
+		t.Fatalf("cosign sign --certificate --new-bundle-format --rekor-url: %v\n%s", err, out)
+	}
+	if c, err := Pull(ctx, l, newStore(t), &PullOptions{Keyless: withTlog}); err != nil || c.Signer != withTlog.ID {
+		t.Fatalf("Pull requiring the log of what cosign logged = %+v, %v", c, err)
+	}
+	if _, err := Pull(ctx, l, newStore(t), &PullOptions{Keyless: kl}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "timestamp") {
+		t.Fatalf("Pull requiring a timestamp cosign did not get = %v; want ErrBadSignature naming the timestamp", err)
+	}
+	if out, err := cosign(t, bin, dir, "verify", "--new-bundle-format", "--trusted-root", "trusted_root.json",
+		"--certificate-identity", testIdentity, "--certificate-oidc-issuer", testIssuer,
+		"--insecure-ignore-sct", "--allow-http-registry", lname); err != nil {
+		t.Fatalf("cosign verify of its own logged keyless bundle: %v\n%s", err, out)
+	}
+
 	// cosign's .sig tag layout (without --new-bundle-format): a
 	// simple-signing payload, its signature, and the certificate, chain and
 	// timestamp as the layer's annotations.
@@ -303,6 +326,26 @@ func TestCosignSignsKeyless(t *testing.T) {
 	}
 	if _, err := st.Load(o, nil); !errors.Is(err, ErrNotInStore) {
 		t.Fatalf("Load after a refused Pull = %v; want ErrNotInStore", err)
+	}
+	// The .sig tag with cosign's Rekor annotation (the log's promise),
+	// and no timestamp: a policy requiring the log accepts it.
+	lq := push(t, "oci://"+host+"/cosign/keyless-sig-tag:logged", variant(t, "sig-tag-logged"))
+	lqname := lq.Registry + "/" + lq.Repository + "@" + lq.Digest
+	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--certificate", "cert.pem", "--certificate-chain", "chain.pem",
+		"--rekor-url", rekor, "--allow-http-registry", "--yes", lqname); err != nil {
+		t.Fatalf("cosign sign --certificate --rekor-url: %v\n%s", err, out)
+	}
+	st = newStore(t)
+	if c, err := Pull(ctx, lq, st, &PullOptions{Keyless: withTlog}); err != nil || c.Signer != withTlog.ID {
+		t.Fatalf("Pull requiring the log of the .sig tag cosign logged = %+v, %v", c, err)
+	}
+	if err := st.VerifyBundle(lq.Digest, withTlog); err != nil {
+		t.Fatalf("VerifyBundle of the stored logged .sig tag signature: %v", err)
+	}
+	if out, err := cosign(t, bin, dir, "verify", "--trusted-root", "trusted_root.json",
+		"--certificate-identity", testIdentity, "--certificate-oidc-issuer", testIssuer,
+		"--insecure-ignore-sct", "--allow-http-registry", lqname); err != nil {
+		t.Fatalf("cosign verify of its own logged .sig tag keyless signature: %v\n%s", err, out)
 	}
 	// A signature by the same key without the certificate is not keyless.
 	u := push(t, "oci://"+host+"/cosign/keyless-sig-tag:keyonly", variant(t, "sig-tag-keyonly"))

@@ -10,13 +10,18 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-openapi/runtime"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
+	"github.com/sigstore/rekor/pkg/generated/models"
+	"github.com/sigstore/rekor/pkg/types"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -28,8 +33,10 @@ import (
 const (
 	bundleMediaTypePrefix = "application/vnd.dev.sigstore.bundle"
 	// bundleMediaTypeV03 is the version of the bundles transcribed from
-	// cosign's .sig tag (a certificate, not a chain; no log entry).
+	// cosign's .sig tag (a certificate, not a chain), v0.1 when they carry
+	// a log entry (its promise, without an inclusion proof).
 	bundleMediaTypeV03 = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	bundleMediaTypeV01 = "application/vnd.dev.sigstore.bundle+json;version=0.1"
 	// emptyArtifactType is the config media type of such a manifest: a
 	// registry that does not index artifactType reports it instead.
 	emptyArtifactType = "application/vnd.oci.empty.v1+json"
@@ -220,9 +227,20 @@ func sigTagBundle(c signature) ([]byte, error) {
 			Rfc3161Timestamps: []*protocommon.RFC3161SignedTimestamp{{SignedTimestamp: t.SignedRFC3161Timestamp}},
 		}
 	}
+	mediaType := bundleMediaTypeV03
+	if rb := c.annotations[cosignRekorAnnotation]; rb != "" {
+		tle, err := sigTagLogEntry(rb)
+		if err != nil {
+			return nil, fmt.Errorf("the Rekor annotation %s: %v", cosignRekorAnnotation, err)
+		}
+		vm.TlogEntries = []*protorekor.TransparencyLogEntry{tle}
+		// The annotation holds the log's promise (a signed entry
+		// timestamp), not an inclusion proof: a v0.1 bundle's evidence.
+		mediaType = bundleMediaTypeV01
+	}
 	sum := sha256.Sum256(c.Payload)
 	pb := &protobundle.Bundle{
-		MediaType:            bundleMediaTypeV03,
+		MediaType:            mediaType,
 		VerificationMaterial: vm,
 		Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
 			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: sum[:]},
@@ -238,6 +256,47 @@ func sigTagBundle(c signature) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(sigTagEvidence{Payload: c.Payload, Bundle: raw})
+}
+
+// sigTagLogEntry transcribes cosign's Rekor annotation (the log's signed
+// entry timestamp over the entry's body, integrated time, index and log
+// ID, sigstore-go's tlog.RekorPayload) into a bundle's log entry with that
+// inclusion promise; the kind and version are the body's, as Rekor's own
+// types read it. sigstore-go verifies the promise against the trusted
+// root's log keys and the body against the signature and certificate.
+func sigTagLogEntry(annotation string) (*protorekor.TransparencyLogEntry, error) {
+	var rb struct {
+		SignedEntryTimestamp []byte
+		Payload              tlog.RekorPayload
+	}
+	if err := json.Unmarshal([]byte(annotation), &rb); err != nil {
+		return nil, fmt.Errorf("does not parse: %v", err)
+	}
+	b64, _ := rb.Payload.Body.(string)
+	body, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(body) == 0 || len(rb.SignedEntryTimestamp) == 0 {
+		return nil, errors.New("want a base64 body and a signed entry timestamp")
+	}
+	logID, err := hex.DecodeString(rb.Payload.LogID)
+	if err != nil {
+		return nil, fmt.Errorf("log ID: %v", err)
+	}
+	pe, err := models.UnmarshalProposedEntry(bytes.NewReader(body), runtime.JSONConsumer())
+	if err != nil {
+		return nil, fmt.Errorf("body: %v", err)
+	}
+	impl, err := types.UnmarshalEntry(pe)
+	if err != nil {
+		return nil, fmt.Errorf("body: %v", err)
+	}
+	return &protorekor.TransparencyLogEntry{
+		LogIndex:          rb.Payload.LogIndex,
+		LogId:             &protocommon.LogId{KeyId: logID},
+		KindVersion:       &protorekor.KindVersion{Kind: pe.Kind(), Version: impl.APIVersion()},
+		IntegratedTime:    rb.Payload.IntegratedTime,
+		InclusionPromise:  &protorekor.InclusionPromise{SignedEntryTimestamp: rb.SignedEntryTimestamp},
+		CanonicalizedBody: body,
+	}, nil
 }
 
 // fetchKeylessCandidates returns the candidates for a keyless policy: the
@@ -266,10 +325,6 @@ func fetchKeylessCandidates(ref name.Reference, r Ref, ro []remote.Option, kl *K
 	for _, s := range sigs {
 		if s.annotations[cosignCertAnnotation] == "" {
 			continue // signed with a key alone
-		}
-		if kl.TransparencyLog && s.annotations[cosignRekorAnnotation] != "" {
-			why = append(why, "the signature in tag "+signatureTag(r.Digest)+" carries its Rekor entry in cosign's "+cosignRekorAnnotation+" annotation, which maiden does not read yet: verify it with transparency_log = false and an RFC 3161 timestamp, or sign with --new-bundle-format")
-			continue
 		}
 		ev, err := sigTagBundle(s)
 		if err != nil {
