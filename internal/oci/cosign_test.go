@@ -110,6 +110,19 @@ func TestCosignInterop(t *testing.T) {
 		if _, err := Pull(ctx, p, newStore(t), &PullOptions{Key: other.pub}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "bundle not signed by key "+other.pub.ID) {
 			t.Fatalf("Pull with another key = %v; want ErrBadSignature naming the key", err)
 		}
+		// An attestation by the same key over the same kind of component
+		// (cosign attest, same referrer layout): not a signature.
+		a := push(t, "oci://"+host+"/cosign/bundle-attested:v1", variant(t, "attested"))
+		if err := os.WriteFile(filepath.Join(dir, "predicate.json"), []byte(`{"builder":"ci"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := cosign(t, bin, dir, "attest", "--key", "cosign.key", "--new-bundle-format", "--tlog-upload=false", "--type", "https://slsa.dev/provenance/v1",
+			"--predicate", "predicate.json", "--allow-http-registry", "--yes", name(a)); err != nil {
+			t.Fatalf("cosign attest --new-bundle-format: %v\n%s", err, out)
+		}
+		if _, err := Pull(ctx, a, newStore(t), &PullOptions{Key: pub}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), `the bundle is an attestation of type "https://slsa.dev/provenance/v1"`) {
+			t.Fatalf("Pull of a component with only a cosign attestation = %v; want ErrBadSignature naming the attestation", err)
+		}
 		// The same bundle, attached to another component: a signature over
 		// another digest.
 		bundles, err := fetchBundles(pr, p, nil)
