@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -426,4 +427,79 @@ func cosignKeyPair(t *testing.T, dir string) {
 	pubPEM, _ := cryptoutils.MarshalPublicKeyToPEM(priv.Public())
 	writeFile(t, filepath.Join(dir, "cosign.key"), string(privPEM))
 	writeFile(t, filepath.Join(dir, "cosign.pub"), string(pubPEM))
+}
+
+// TestOCICosignSigned: components the real cosign CLI signed, the way
+// cosign v3 does by default (a key-signed Sigstore bundle referrer) and
+// keyless offline in its .sig tag layout (its key certified by a CA of a
+// trust root made here, an RFC 3161 timestamp from that root's timestamp
+// authority on loopback), are added, called, and re-checked by audit
+// verify -provenance, offline.
+func TestOCICosignSigned(t *testing.T) {
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
+	bin := ocitest.CosignCLI(t)
+	host, _ := loopbackRegistry(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.toml")
+	cache := t.TempDir()
+	if out, err := ocitest.RunCosign(t, bin, dir, "generate-key-pair"); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+	}
+	pubPEM, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pubPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := ocitest.NewSigstore(t)
+	const issuer, identity = "https://token.example", "release@acme.example"
+	cert, chain := ss.Certify(t, pub, identity, issuer)
+	writeFile(t, filepath.Join(dir, "cert.pem"), string(cert))
+	writeFile(t, filepath.Join(dir, "chain.pem"), string(chain))
+	writeFile(t, filepath.Join(dir, "trusted_root.json"), string(ss.TrustedRoot(t)))
+	tsa := ss.TimestampAuthority(t)
+	echo, err := os.ReadFile(testkit.Component(t, "echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// push pushes echo (with a custom section naming repo, so each
+	// repository's digest is its own) and has cosign sign it.
+	push := func(repo string, sign ...string) string {
+		t.Helper()
+		wasm := append(append(bytes.Clone(echo), 0, byte(len(repo)+1), byte(len(repo))), repo...)
+		p, err := oci.Push(context.Background(), oci.Ref{Registry: host, Repository: repo, Tag: "v1"}, wasm, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := append(append([]string{"sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--yes"}, sign...), host+"/"+repo+"@"+p.Digest)
+		if out, err := ocitest.RunCosign(t, bin, dir, args...); err != nil {
+			t.Fatalf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return oci.Ref{Registry: host, Repository: repo, Tag: "v1"}.String()
+	}
+
+	writeFile(t, cfg, "version = 1\n")
+	r := cli(t, "", "add", "-config", cfg, "-key", filepath.Join(dir, "cosign.pub"), push("tools/bundle", "--new-bundle-format"), "bundled")
+	if r.code != exitOK || !strings.Contains(r.stdout, "signed by key sha256:") {
+		t.Fatalf("add of a cosign bundle referrer: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, "", "add", "-config", cfg, "-issuer", issuer, "-identity", identity, "-trusted-root", filepath.Join(dir, "trusted_root.json"), "-transparency-log=false",
+		push("tools/keyless", "--certificate", "cert.pem", "--certificate-chain", "chain.pem", "--timestamp-server-url", tsa), "keyless")
+	if r.code != exitOK || !strings.Contains(r.stdout, "(signed by keyless:"+issuer+" "+identity+"; schema sha256:") {
+		t.Fatalf("add of a cosign keyless .sig tag signature: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(cfg)
+	writeFile(t, cfg, string(b)+"\n[agents.a]\ntools = [\"bundled\", \"keyless\"]\ngrants = [\"tool:invoke bundled --...\", \"tool:invoke keyless --...\"]\n")
+	for _, tool := range []string{"bundled", "keyless"} {
+		if r := cli(t, "", "call", "-config", cfg, "-cache", cache, "-agent", "a", tool, `{"message":"hi"}`); r.code != exitOK || r.stdout != "{\"message\":\"hi\"}\n" {
+			t.Fatalf("call %s: exit %d, stdout %q, stderr %s", tool, r.code, r.stdout, r.stderr)
+		}
+	}
+	r = cli(t, "", "audit", "verify", "-provenance", "-config", cfg)
+	if r.code != exitOK || !regexp.MustCompile(`(?m)^  ok     sha256:[0-9a-f]{64} \(bundled, \d+ records\): signed by sha256:[0-9a-f]{64} \(.*cosign.pub\)$`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`(?m)^  ok     sha256:[0-9a-f]{64} \(keyless, \d+ records\): signed by keyless:`+regexp.QuoteMeta(issuer+" "+identity)+` \(.*trusted_root.json\)$`).MatchString(r.stdout) {
+		t.Fatalf("audit verify -provenance: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
 }

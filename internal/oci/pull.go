@@ -149,7 +149,7 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 	var evidenceFile string
 	switch {
 	case key != nil:
-		cands, err := fetchSignatures(ref, r, ro)
+		cands, err := fetchKeySignatures(ref, r, ro, key)
 		if err != nil {
 			return Component{}, fmt.Errorf("pull %s: %w", r, err)
 		}
@@ -162,7 +162,7 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 		}
 		evidenceFile = st.sigFile(r.Digest, key)
 	case kl != nil:
-		cands, err := fetchBundles(ref, r, ro)
+		cands, err := fetchKeylessCandidates(ref, r, ro, kl)
 		if err != nil {
 			return Component{}, fmt.Errorf("pull %s: %w", r, err)
 		}

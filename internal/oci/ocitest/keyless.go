@@ -5,6 +5,11 @@
 // bundle to a component in a registry, laid out as `cosign sign` (new
 // bundle format) writes it. Only tests import it.
 //
+// The same root also holds a certificate authority and an RFC 3161
+// timestamp authority whose keys this package keeps (own.go), for the
+// cosign CLI to sign "keyless" offline: Certify issues a certificate for
+// cosign's own key, TimestampAuthority serves timestamps on loopback.
+//
 //	ss := ocitest.NewSigstore(t)
 //	os.WriteFile("trusted_root.json", ss.TrustedRoot(t), 0o600)
 //	b := ss.Bundle(t, ocitest.Signing{Identity: "ci@acme.example", Issuer: "https://issuer.example", Digest: d})
@@ -53,7 +58,14 @@ const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 const CosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
 
 // Sigstore is a throwaway trust root and the keys behind it.
-type Sigstore struct{ vs *ca.VirtualSigstore }
+type Sigstore struct {
+	vs *ca.VirtualSigstore
+	// own is a second certificate authority and timestamp authority of
+	// the same root, whose keys this package holds (VirtualSigstore keeps
+	// its own): certificates for a key made elsewhere, timestamps served
+	// over HTTP (see own.go).
+	own *ownAuthorities
+}
 
 // NewSigstore makes a new trust root.
 func NewSigstore(t testing.TB) *Sigstore {
@@ -62,13 +74,15 @@ func NewSigstore(t testing.TB) *Sigstore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Sigstore{vs: vs}
+	return &Sigstore{vs: vs, own: newOwnAuthorities(t)}
 }
 
 // TrustedRoot is the trust root as Sigstore's trusted_root.json.
 func (s *Sigstore) TrustedRoot(t testing.TB) []byte {
 	t.Helper()
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, s.vs.FulcioCertificateAuthorities(), rawLogIDs(t, s.vs.CTLogs()), s.vs.TimestampingAuthorities(), rawLogIDs(t, s.vs.RekorLogs()))
+	cas := append(s.vs.FulcioCertificateAuthorities(), s.own.ca)
+	tsas := append(s.vs.TimestampingAuthorities(), s.own.tsa)
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, cas, rawLogIDs(t, s.vs.CTLogs()), tsas, rawLogIDs(t, s.vs.RekorLogs()))
 	if err != nil {
 		t.Fatal(err)
 	}
