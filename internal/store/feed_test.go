@@ -31,6 +31,26 @@ func waitTrusted(t *testing.T, s *DB) {
 	}
 }
 
+// holdTrust lengthens s's feed's lease by a minute and waits until the
+// feed has renewed it so (its next counter read, within feedSync): a test
+// of what moves the cards epoch then cannot mistake the lease lapsing on
+// a loaded machine (B reading the counter, the safe fallback) for the
+// epoch moving. Only the reader's lease grows; writers' barriers keep
+// feedBarrier, so a test using it must not rely on a missing
+// acknowledgement.
+func holdTrust(t *testing.T, s *DB) {
+	t.Helper()
+	f := s.pg.feed
+	f.leaseExtra.Store(int64(time.Minute))
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Duration(f.trusted.Load())-time.Since(f.start) < 30*time.Second {
+		if time.Now().After(deadline) {
+			t.Fatal("the change feed did not renew its lease within 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestPostgresRevokeThenCallElsewhere: the wallet and the token an
 // instance keeps are never stale once a revocation on another instance
 // has returned. B pins agent x's wallet and token as the call path does
@@ -101,6 +121,7 @@ func TestPostgresCardsGenerationKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	holdTrust(t, b)
 	g0, err := b.CardsGeneration(ctx)
 	if err != nil {
 		t.Fatal(err)

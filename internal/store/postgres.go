@@ -666,13 +666,17 @@ const (
 // run out, so its instance reads the counter on every call. A feed that
 // connects after the commit reads the counter before it trusts anything.
 type changeFeed struct {
-	mu     sync.Mutex
-	ch     chan struct{} // closed and replaced on every notification
-	up     atomic.Bool   // listening now
-	hold   atomic.Bool   // tests: do not reconnect while set
-	cancel context.CancelFunc
-	done   chan struct{}
-	log    *slog.Logger
+	mu   sync.Mutex
+	ch   chan struct{} // closed and replaced on every notification
+	up   atomic.Bool   // listening now
+	hold atomic.Bool   // tests: do not reconnect while set
+	// leaseExtra (tests) lengthens the lease of this feed only, for a test
+	// of what moves the epoch that must not see the lease lapse on a
+	// loaded machine (a lapse is the safe fallback, not what it checks).
+	leaseExtra atomic.Int64
+	cancel     context.CancelFunc
+	done       chan struct{}
+	log        *slog.Logger
 
 	start   time.Time    // the lease's clock: monotonic time since start
 	trusted atomic.Int64 // the lease: until this much after start
@@ -789,7 +793,7 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 				return err
 			}
 		}
-		f.trusted.Store(int64(sent + feedLease))
+		f.trusted.Store(int64(sent + feedLease + time.Duration(f.leaseExtra.Load())))
 		return nil
 	}
 	if err := sync(); err != nil {
