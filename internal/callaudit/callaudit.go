@@ -44,12 +44,24 @@ type Record[V any] struct {
 	Session  string `json:"session,omitempty"`
 	Rendered string `json:"rendered"`
 	Card     string `json:"card,omitempty"`
-	// Component is the manifest digest of an oci:// tool's component (the
-	// provenance chain: signature, digest, this record); Signer the ID of
-	// the key whose signature over that digest verified when the
-	// configuration loaded. Both absent for a local file.
-	Component string `json:"component,omitempty"`
-	Signer    string `json:"signer,omitempty"`
+	// Component is the digest of the WebAssembly component the call runs,
+	// the one a grant naming a digest compares (the provenance chain:
+	// signature, digest, this record): an oci:// tool's pinned manifest
+	// digest, or with ComponentLocal a local file's sha256 of its bytes as
+	// loaded. Signer is the ID of the key (or keyless identity) whose
+	// signature over an oci:// digest verified when the configuration
+	// loaded; absent when none did, and always for a local file. Absent,
+	// both, for a wrapped CLI, an MCP import and a built-in (no component),
+	// for a file that did not load, and in records made before a local
+	// file's digest was recorded.
+	Component      string `json:"component,omitempty"`
+	ComponentLocal bool   `json:"component_local,omitempty"`
+	Signer         string `json:"signer,omitempty"`
+	// Schema is the hash of the definition the component reported
+	// (oci.SchemaDoc over its description, input and output schema: what
+	// an oci:// tool's schema pin compares and tools/list's _meta names),
+	// for a WebAssembly tool whose component loaded; absent otherwise.
+	Schema string `json:"schema,omitempty"`
 	// Decision is the cards' answer about the call as Decide returned it
 	// (authorize, or the last re-decision of a rewrite or a long approval
 	// wait): the deciding card, bound and grant; on a denial also the
@@ -184,7 +196,11 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 	b = appendJSONString(b, r.Rendered)
 	field("card", r.Card)
 	field("component", r.Component)
+	if r.ComponentLocal {
+		b = append(b, `,"component_local":true`...)
+	}
 	field("signer", r.Signer)
+	field("schema", r.Schema)
 	if d := r.Decision; d != nil {
 		b = append(b, `,"decision":{"allow":`...)
 		b = strconv.AppendBool(b, d.Allow)

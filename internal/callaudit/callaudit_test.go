@@ -29,6 +29,8 @@ func TestCallRecordJSON(t *testing.T) {
 		recs := []callRecord{
 			{Rendered: s},
 			{Rendered: s, Component: s, Signer: s},
+			{Rendered: s, Component: s, ComponentLocal: true, Schema: s},
+			{Rendered: s, Component: s, Signer: s, Schema: s},
 			{Session: s, Rendered: s, Card: s, Approval: s, Kind: api.KindDenied, Message: s, Error: s, DurationMS: 42},
 			{Rendered: s, Middleware: []verdict{{Rule: "middleware[1]", Use: "validate", Verdict: "pass", Detail: s}}},
 			{Rendered: s, Card: s, Decision: &api.Decision{Allow: true, Card: s, Bound: s, Grant: s, Component: s}},
