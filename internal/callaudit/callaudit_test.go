@@ -123,7 +123,7 @@ func BenchmarkAppendJSON(b *testing.B) {
 	digest := "sha256:" + strings.Repeat("3f21a2e2ee1aa468", 4)
 	rec := callRecord{Rendered: "--message=hi", Card: "card_2cb2c1d0e5f3a4b6", Component: digest, ComponentLocal: true, Schema: digest,
 		Decision: &api.Decision{Allow: true, Card: "card_2cb2c1d0e5f3a4b6", Grant: "tool:invoke echo --message=*", Wallet: "w_0123456789abcdef", Component: digest},
-		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
+		TraceID:  "4bf92f3577b34da6a3ce929d0e0e4736"}
 	var buf [512]byte
 	for b.Loop() {
 		if _, err := rec.AppendJSON(buf[:0]); err != nil {
