@@ -138,7 +138,8 @@ func (a auditStages) admit(next handler) handler {
 // the opened version reported (the one a schema pin compares). Nothing
 // for a wrapped CLI, an MCP import or a built-in: they have no component
 // (their approvals bind a hash of their configuration instead,
-// toolIdentity), and nothing of a file that did not open.
+// toolIdentity); of a file that did not open, no schema, and no digest
+// unless it is an oci:// tool's pinned one.
 func (a auditStages) provenance(inv *invocation, rec *callRecord) {
 	rec.Component = inv.component()
 	if o := inv.tool.OCI; o != nil {
