@@ -23,8 +23,11 @@ import (
 
 // TestOCIProvenanceInTheAuditTrail: a call of a signed oci:// tool is
 // recorded with the component's manifest digest and the key that signed
-// it (the chain signature → digest → audit record); a local tool's record
-// names neither.
+// it (the chain signature → digest → audit record); a call of a local
+// tool, plain or a command tree, with the SHA-256 of its file, marked
+// local, and no signer. Each names the hash of the definition its
+// component reported: for the oci:// tool the one tools/list's
+// provenance shows.
 func TestOCIProvenanceInTheAuditTrail(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
 	t.Setenv(oci.StoreEnv, store)
@@ -75,27 +78,57 @@ path = "`+pinned.String()+`"
 verify = { key = "`+pub+`" }
 [tools.echo]
 path = %q
+[tools.cmdecho]
+path = %q
 [agents.a]
-tools = ["signed", "echo"]
-grants = ["tool:invoke signed --...", "tool:invoke echo --..."]
+tools = ["signed", "echo", "cmdecho"]
+grants = ["tool:invoke signed --...", "tool:invoke echo --...", "tool:invoke cmdecho list"]
 [state]
 path = "`+filepath.Join(t.TempDir(), "state.db")+`"
-`, maiden.Options{Isolation: maiden.InProcess}, "echo")
-	for _, tool := range []string{"signed", "echo"} {
-		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: tool, Input: `{"message":"hi"}`})
-		if err != nil || !res.OK {
-			t.Fatalf("call %s: %+v, %v", tool, res, err)
+`, maiden.Options{Isolation: maiden.InProcess}, "echo", "cmdecho")
+	infos, err := h.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hash of each tool's definition as tools/list serves it, computed
+	// here from what it serves (the oci:// tool's is also in its
+	// provenance).
+	schemas := map[string]string{}
+	for _, in := range infos {
+		if in.Error != nil {
+			t.Fatalf("tool %s: %v", in.Name, in.Error)
+		}
+		hash, _ := oci.SchemaDoc(in.Description, in.InputSchema, in.OutputSchema)
+		schemas[in.Name] = hash
+		if in.Name == "signed" && (in.Provenance == nil || in.Provenance.Schema != hash) {
+			t.Fatalf("signed's provenance %+v; want schema %s", in.Provenance, hash)
 		}
 	}
-	recs := auditOf(t, h, "call-admitted")
-	if len(recs) != 2 {
-		t.Fatalf("%d call-admitted records, want 2: %v", len(recs), recs)
+	for _, c := range []struct{ tool, in string }{{"signed", `{"message":"hi"}`}, {"echo", `{"message":"hi"}`}, {"cmdecho", `{"command":"list"}`}} {
+		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: c.tool, Input: c.in})
+		if err != nil || !res.OK {
+			t.Fatalf("call %s: %+v %+v, %v", c.tool, res, res.Error, err)
+		}
 	}
-	for _, r := range recs {
-		want := map[string]any{"signed": pinned.Digest, "echo": nil}[r["tool"].(string)]
-		wantSigner := map[string]any{"signed": key.ID, "echo": nil}[r["tool"].(string)]
-		if r["component"] != want || r["signer"] != wantSigner {
-			t.Errorf("record of %s: component %v, signer %v; want %v, %v", r["tool"], r["component"], r["signer"], want, wantSigner)
+	want := map[string]map[string]any{
+		"signed":  {"component": pinned.Digest, "signer": key.ID, "component_local": nil, "schema": schemas["signed"]},
+		"echo":    {"component": fileDigest(t, testkit.Component(t, "echo")), "signer": nil, "component_local": true, "schema": schemas["echo"]},
+		"cmdecho": {"component": fileDigest(t, testkit.Component(t, "cmdecho")), "signer": nil, "component_local": true, "schema": schemas["cmdecho"]},
+	}
+	if schemas["echo"] != schemas["signed"] || schemas["cmdecho"] == schemas["echo"] {
+		t.Fatalf("schema hashes %v: want signed's and echo's equal (one component), cmdecho's another", schemas)
+	}
+	for _, kind := range []string{"call-admitted", "call-succeeded"} {
+		recs := auditOf(t, h, kind)
+		if len(recs) != 3 {
+			t.Fatalf("%d %s records, want 3: %v", len(recs), kind, recs)
+		}
+		for _, r := range recs {
+			for field, w := range want[r["tool"].(string)] {
+				if r[field] != w {
+					t.Errorf("%s record of %s: %s %v, want %v (record %v)", kind, r["tool"], field, r[field], w, r)
+				}
+			}
 		}
 	}
 }

@@ -14,23 +14,50 @@ import (
 )
 
 // Provenance is what maiden audit verify -provenance found: the call
-// records that name an oci:// component, each component digest they name
-// and whether a key agent.toml configures signed it.
+// records that name a WebAssembly component, each component digest they
+// name (an oci:// manifest digest, or a local file's SHA-256) and whether
+// a key agent.toml configures signed it, and each schema hash they name
+// against agent.toml's pin.
 type Provenance struct {
-	// Records counts the records that name a component; Local those of
-	// calls of local tools, which name none (no provenance to check).
-	Records, Local int64
-	Components     []ProvenanceComponent
+	// Records counts the call records that name a component; Unnamed the
+	// call-admitted records that name none: wrapped CLIs, MCP imports and
+	// built-ins (no component), and local tools' calls recorded before
+	// records named a local file's digest.
+	Records, Unnamed int64
+	Components       []ProvenanceComponent
 	// Failed counts the components whose check failed.
 	Failed int
+	// SchemaMismatches are the records naming a schema hash other than the
+	// one agent.toml pins for their tool at the digest they name, in trail
+	// order, the first MaxSchemaMismatches; SchemaFailed counts them all.
+	SchemaMismatches []SchemaMismatch
+	SchemaFailed     int64
+}
+
+// MaxSchemaMismatches caps Provenance.SchemaMismatches (a trail rewritten
+// wholesale would otherwise be listed whole).
+const MaxSchemaMismatches = 100
+
+// SchemaMismatch is a call record whose schema hash is not the one
+// agent.toml pins (tools.NAME.schema) for the component digest it names.
+type SchemaMismatch struct {
+	Seq       int64  // the record's number
+	Tool      string // the record's tool
+	Component string // the digest it names, the one agent.toml pins
+	Recorded  string // the schema hash it names
+	Pinned    string // agent.toml's schema pin
 }
 
 // ProvenanceComponent is one recorded component digest and the signer the
 // records name for it.
 type ProvenanceComponent struct {
 	Digest string
-	Signer string   // the key ID or keyless signer the records name ("" when none verified it at load)
-	Tools  []string // the tools whose records name it, sorted
+	Signer string // the key ID or keyless signer the records name ("" when none verified it at load)
+	// Local is a local file's SHA-256 (records marking it
+	// component_local), not an oci:// manifest digest: nothing signed it,
+	// which fails only when agent.toml sets require_signatures.
+	Local bool
+	Tools []string // the tools whose records name it, sorted
 	// Records counts the records naming this digest and signer.
 	Records int64
 	// KeyFile is the configured key whose ID is Signer, or for a keyless
@@ -38,6 +65,22 @@ type ProvenanceComponent struct {
 	KeyFile string
 	// Problem says why the check failed ("" when it passed).
 	Problem string
+	// Schemas are the definition hashes these records name, sorted (""
+	// first: records naming none, made before records named it).
+	Schemas []ProvenanceSchema
+}
+
+// ProvenanceSchema is one schema hash the records of a component name,
+// and how many of them agent.toml's pin was compared with.
+type ProvenanceSchema struct {
+	Hash    string // "" for records naming none
+	Records int64
+	// Matched counts the records whose tool agent.toml pins to this hash
+	// at this digest; Mismatched those it pins to another (each in
+	// Provenance.SchemaMismatches); the rest were not compared (no pin
+	// for their tool at this digest: a local tool, an oci:// table
+	// without schema, or one that pins another digest now).
+	Matched, Mismatched int64
 }
 
 // VerifyProvenance re-checks, offline, the chain from the signature to the
@@ -48,7 +91,13 @@ type ProvenanceComponent struct {
 // every load reads) must hold that key's signature, or that identity's
 // Sigstore bundle, over that digest, which must verify (a bundle against
 // the trusted root of a tool configuring that identity). A digest recorded
-// with no signer fails too: nothing signed it. storeDir is the component store's directory ("": $MAIDEN_OCI_STORE,
+// with no signer fails too: nothing signed it. A local file's digest
+// (component_local) has no signature to check: it passes, unless
+// agent.toml sets require_signatures = true. Each record's schema hash is
+// compared with the pin (tools.NAME.schema) of its tool when agent.toml
+// pins that tool to the digest the record names: another hash is a
+// SchemaMismatch. Records naming no schema (made before records named
+// one) are counted, not failed. storeDir is the component store's directory ("": $MAIDEN_OCI_STORE,
 // else the user cache directory's maiden/oci, as every load reads). The
 // trail is read whole, oldest first; what it finds is reported, not
 // returned as an error (the error is for a trail, a store or a key file
@@ -98,8 +147,20 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 		keyless[kl.ID] = append(keyless[kl.ID], kl)
 		roots[kl] = t.OCI.Keyless.TrustedRoot
 	}
-	type id struct{ digest, signer string }
+	// The schema pins: tool -> digest pinned -> schema.
+	type pin struct{ digest, schema string }
+	pins := map[string]pin{}
+	for _, t := range cfg.Tools() {
+		if t.OCI != nil && t.OCI.Schema != "" {
+			pins[t.Name] = pin{t.OCI.Digest, t.OCI.Schema}
+		}
+	}
+	type id struct {
+		digest, signer string
+		local          bool
+	}
 	found := map[id]*ProvenanceComponent{}
+	schemas := map[id]map[string]*ProvenanceSchema{}
 	var p Provenance
 	const page = 1000
 	for after := int64(0); ; {
@@ -116,32 +177,57 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 			}
 			var b struct {
 				Component string `json:"component"`
+				Local     bool   `json:"component_local"`
 				Signer    string `json:"signer"`
+				Schema    string `json:"schema"`
 			}
 			if json.Unmarshal(r.Body, &b) != nil || b.Component == "" {
 				if r.Kind == AuditCallAdmitted {
-					p.Local++
+					p.Unnamed++
 				}
 				continue
 			}
 			p.Records++
-			c := found[id{b.Component, b.Signer}]
+			k := id{b.Component, b.Signer, b.Local}
+			c := found[k]
 			if c == nil {
-				c = &ProvenanceComponent{Digest: b.Component, Signer: b.Signer}
-				found[id{b.Component, b.Signer}] = c
+				c = &ProvenanceComponent{Digest: b.Component, Signer: b.Signer, Local: b.Local}
+				found[k] = c
+				schemas[k] = map[string]*ProvenanceSchema{}
 			}
 			c.Records++
 			if !slices.Contains(c.Tools, r.Tool) {
 				c.Tools = append(c.Tools, r.Tool)
+			}
+			sc := schemas[k][b.Schema]
+			if sc == nil {
+				sc = &ProvenanceSchema{Hash: b.Schema}
+				schemas[k][b.Schema] = sc
+			}
+			sc.Records++
+			if pn, ok := pins[r.Tool]; ok && !b.Local && b.Schema != "" && pn.digest == b.Component {
+				if b.Schema == pn.schema {
+					sc.Matched++
+				} else {
+					sc.Mismatched++
+					p.SchemaFailed++
+					if len(p.SchemaMismatches) < MaxSchemaMismatches {
+						p.SchemaMismatches = append(p.SchemaMismatches, SchemaMismatch{Seq: r.Seq, Tool: r.Tool, Component: b.Component, Recorded: b.Schema, Pinned: pn.schema})
+					}
+				}
 			}
 		}
 		if len(recs) < page {
 			break
 		}
 	}
-	for _, c := range found {
+	for k, c := range found {
 		file, isKey := keys[c.Signer]
 		switch pols := keyless[c.Signer]; {
+		case c.Local:
+			if cfg.RequireSignatures() {
+				c.Problem = "a local file, which nothing signed, and agent.toml sets require_signatures = true"
+			}
 		case c.Signer == "":
 			c.Problem = "recorded unsigned: no key verified it when it was loaded"
 		case isKey:
@@ -169,10 +255,25 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 			p.Failed++
 		}
 		slices.Sort(c.Tools)
+		for _, sc := range schemas[k] {
+			c.Schemas = append(c.Schemas, *sc)
+		}
+		slices.SortFunc(c.Schemas, func(a, b ProvenanceSchema) int { return strings.Compare(a.Hash, b.Hash) })
 		p.Components = append(p.Components, *c)
 	}
 	slices.SortFunc(p.Components, func(a, b ProvenanceComponent) int {
-		return cmp.Or(strings.Compare(a.Digest, b.Digest), strings.Compare(a.Signer, b.Signer))
+		return cmp.Or(strings.Compare(a.Digest, b.Digest), strings.Compare(a.Signer, b.Signer), cmpBool(a.Local, b.Local))
 	})
 	return p, nil
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

@@ -81,6 +81,7 @@ type Config struct {
 	components  []MiddlewareComponent // [middleware.NAME], by name
 	operators   []Operator            // [operators.NAME], by name
 	trace       Trace                 // [trace]
+	requireSigs bool                  // require_signatures
 }
 
 // MaxInputBytes returns the largest call input in bytes (max_input_bytes;
@@ -92,6 +93,11 @@ func (c *Config) MaxInputBytes() int64 {
 	}
 	return c.maxInput
 }
+
+// RequireSignatures reports require_signatures = true: every [tools.NAME]
+// must be an oci:// component a key or keyless identity verifies (a file
+// that says so and has another tool does not load).
+func (c *Config) RequireSignatures() bool { return c.requireSigs }
 
 // File returns the path of the configuration file as given to Load or Parse.
 func (c *Config) File() string { return c.file }
@@ -272,5 +278,5 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath, stateURL: c.stateURL, secretDests: c.secretDests,
-		universal: c.universal, components: c.components, operators: c.operators, trace: c.trace}, nil
+		universal: c.universal, components: c.components, operators: c.operators, trace: c.trace, requireSigs: c.requireSigs}, nil
 }

@@ -134,6 +134,9 @@ func TestOCIPinErrorCarriesTheReference(t *testing.T) {
 
 func TestRequireSignatures(t *testing.T) {
 	pinned := `path = "oci://ghcr.io/acme/echo@` + testDigest + `"`
+	if cfg, err := parse("agent.toml", []byte("version = 1\n[tools.w]\npath = \"w.wasm\"\n"), "/base", ociFiles(t, nil)); err != nil || cfg.RequireSignatures() {
+		t.Fatalf("without require_signatures: RequireSignatures() true or %v", err)
+	}
 	for _, tt := range []struct {
 		name, tool, wantErr string
 	}{
@@ -146,10 +149,13 @@ func TestRequireSignatures(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "version = 1\nrequire_signatures = true\n[tools.w]\n" + tt.tool + "\n"
-			_, err := parse("agent.toml", []byte(src), "/base", ociFiles(t, nil))
+			cfg, err := parse("agent.toml", []byte(src), "/base", ociFiles(t, nil))
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
+				}
+				if !cfg.RequireSignatures() {
+					t.Fatal("RequireSignatures() = false; audit verify -provenance reads it")
 				}
 				return
 			}

@@ -69,6 +69,7 @@ type checker struct {
 	pendingUses []pendingUse
 	operators   []Operator
 	trace       Trace
+	requireSigs bool // require_signatures
 	// declared: every name with a [tools], [clis] or [mcp] table, valid or
 	// not, so that an agent binding a tool whose table has an error is not
 	// reported again as binding an unknown tool.
@@ -86,7 +87,6 @@ func (c *checker) errorf(line int, key string, format string, args ...any) {
 func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	var tools []Tool
 	var agentsNode, secretsNode, clisNode, mcpNode *tnode
-	requireSigs := false
 	for _, name := range root.order {
 		n := root.keys[name]
 		switch name {
@@ -115,7 +115,7 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 		case "mcp":
 			mcpNode = n
 		case "require_signatures":
-			requireSigs = c.boolKey(n, name)
+			c.requireSigs = c.boolKey(n, name)
 		case "trace":
 			c.traceTable(n)
 		default:
@@ -125,7 +125,7 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	if _, ok := root.keys["version"]; !ok && c.complete {
 		c.errorf(0, "version", "required key is missing; add \"version = %d\" at the top", Version)
 	}
-	if requireSigs {
+	if c.requireSigs {
 		c.requireSignatures(tools)
 	}
 	if clisNode != nil {

@@ -31,13 +31,19 @@ The chain has no key: whoever can write the file can rewrite every record after 
 recompute the hashes, which verifies on its own. Compare the head with one noted earlier.
 
 -provenance also re-checks, offline, the chain from signature to record: every component digest
-the call records name (oci:// tools) must have been signed by a key agent.toml configures
-(verify.key), with the signature maiden pull kept in the component store ($MAIDEN_OCI_STORE);
-a line per digest says which key signed it, or why the check failed (recorded unsigned, a
-signer agent.toml does not configure, no or a bad signature in the store).
+the call records name (oci:// tools) must have been signed by a key or keyless identity
+agent.toml configures (verify), with the signature maiden pull kept in the component store
+($MAIDEN_OCI_STORE); a line per digest says which key signed it, or why the check failed
+(recorded unsigned, a signer agent.toml does not configure, no or a bad signature in the
+store). A local file's digest (its SHA-256) is listed as local: nothing signed it, which fails
+only under require_signatures = true. Each record's schema hash must be the one agent.toml
+pins (tools.NAME.schema) when it pins that tool to the digest the record names; a record
+naming another fails, by its number, tool and both hashes. Records made before records named
+a local digest or a schema are counted ("none recorded"), not failed.
 
-Exit codes: 0 intact (and, with -provenance, every component verified); 1 broken, a component
-failed, or the store is missing or failed; 2 bad command line or agent.toml.`
+Exit codes: 0 intact (and, with -provenance, every component and pinned schema verified);
+1 broken, a component or a record's schema failed, or the store is missing or failed;
+2 bad command line or agent.toml.`
 
 const auditTailHelp = `Prints the last records of the audit trail (20, or -n), oldest first: sequence number,
 time, kind, actor, agent, tool and a summary of the body. -json prints each record whole as a
@@ -112,7 +118,7 @@ func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (
 
 func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("audit verify", stderr)
-	provenance := fs.Bool("provenance", false, "also check, offline, that each component digest the call records name was signed by a key agent.toml configures (verify.key), with the signature maiden pull kept in the component store")
+	provenance := fs.Bool("provenance", false, "also check, offline, that each oci:// component digest the call records name was signed by a key or identity agent.toml configures (verify), with the signature maiden pull kept in the component store, and that each recorded schema hash is the one agent.toml pins")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
@@ -153,20 +159,61 @@ func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, std
 }
 
 // printProvenance prints what audit verify -provenance found, a line per
-// recorded component, and says whether every one passed.
+// recorded component and one per schema hash its records name, then a line
+// per record naming a schema other than the pinned one, and says whether
+// every one passed.
 func printProvenance(stdout, stderr io.Writer, p admin.Provenance) int {
-	fmt.Fprintf(stdout, "provenance: %d component(s) named by %d call record(s); %d admitted call(s) of local tools name none\n",
-		len(p.Components), p.Records, p.Local)
+	local := 0
+	for _, c := range p.Components {
+		if c.Local {
+			local++
+		}
+	}
+	fmt.Fprintf(stdout, "provenance: %d component(s) (%d local file(s)) named by %d call record(s); %d admitted call(s) name none (wrapped CLIs, MCP imports, built-ins, local tools before records named their digest)\n",
+		len(p.Components), local, p.Records, p.Unnamed)
 	for _, c := range p.Components {
 		tools := strings.Join(c.Tools, ", ")
-		if c.Problem != "" {
+		switch {
+		case c.Problem != "":
 			fmt.Fprintf(stdout, "  FAILED %s (%s, %d records): %s\n", c.Digest, tools, c.Records, c.Problem)
-			continue
+		case c.Local:
+			fmt.Fprintf(stdout, "  local  %s (%s, %d records): a local file's SHA-256, unsigned\n", c.Digest, tools, c.Records)
+		default:
+			fmt.Fprintf(stdout, "  ok     %s (%s, %d records): signed by %s (%s)\n", c.Digest, tools, c.Records, c.Signer, c.KeyFile)
 		}
-		fmt.Fprintf(stdout, "  ok     %s (%s, %d records): signed by %s (%s)\n", c.Digest, tools, c.Records, c.Signer, c.KeyFile)
+		for _, sc := range c.Schemas {
+			if sc.Hash == "" {
+				fmt.Fprintf(stdout, "           schema none recorded (%d records)\n", sc.Records)
+				continue
+			}
+			var parts []string
+			if sc.Matched > 0 {
+				parts = append(parts, fmt.Sprintf("%d the one agent.toml pins", sc.Matched))
+			}
+			if sc.Mismatched > 0 {
+				parts = append(parts, fmt.Sprintf("%d FAILED: agent.toml pins another", sc.Mismatched))
+			}
+			if rest := sc.Records - sc.Matched - sc.Mismatched; rest > 0 {
+				parts = append(parts, fmt.Sprintf("%d not pinned at this digest", rest))
+			}
+			fmt.Fprintf(stdout, "           schema %s (%d records): %s\n", sc.Hash, sc.Records, strings.Join(parts, ", "))
+		}
 	}
-	if p.Failed > 0 {
-		fmt.Fprintf(stderr, "maiden audit verify: -provenance: %d of %d component(s) failed\n", p.Failed, len(p.Components))
+	for _, m := range p.SchemaMismatches {
+		fmt.Fprintf(stdout, "  FAILED record %d (%s, %s): schema %s recorded, agent.toml pins %s (tools.%s.schema)\n", m.Seq, m.Tool, m.Component, m.Recorded, m.Pinned, m.Tool)
+	}
+	if more := p.SchemaFailed - int64(len(p.SchemaMismatches)); more > 0 {
+		fmt.Fprintf(stdout, "  ... and %d more record(s) naming a schema other than the pinned one\n", more)
+	}
+	if p.Failed > 0 || p.SchemaFailed > 0 {
+		var what []string
+		if p.Failed > 0 {
+			what = append(what, fmt.Sprintf("%d of %d component(s) failed", p.Failed, len(p.Components)))
+		}
+		if p.SchemaFailed > 0 {
+			what = append(what, fmt.Sprintf("%d record(s) name a schema other than the one agent.toml pins", p.SchemaFailed))
+		}
+		fmt.Fprintf(stderr, "maiden audit verify: -provenance: %s\n", strings.Join(what, "; "))
 		return exitState
 	}
 	return exitOK

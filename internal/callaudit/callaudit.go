@@ -44,12 +44,24 @@ type Record[V any] struct {
 	Session  string `json:"session,omitempty"`
 	Rendered string `json:"rendered"`
 	Card     string `json:"card,omitempty"`
-	// Component is the manifest digest of an oci:// tool's component (the
-	// provenance chain: signature, digest, this record); Signer the ID of
-	// the key whose signature over that digest verified when the
-	// configuration loaded. Both absent for a local file.
-	Component string `json:"component,omitempty"`
-	Signer    string `json:"signer,omitempty"`
+	// Component is the digest of the WebAssembly component the call runs,
+	// the one a grant naming a digest compares (the provenance chain:
+	// signature, digest, this record): an oci:// tool's pinned manifest
+	// digest, or with ComponentLocal a local file's sha256 of its bytes as
+	// loaded. Signer is the ID of the key (or keyless identity) whose
+	// signature over an oci:// digest verified when the configuration
+	// loaded; absent when none did, and always for a local file. Absent,
+	// both, for a wrapped CLI, an MCP import and a built-in (no component),
+	// for a file that did not load, and in records made before a local
+	// file's digest was recorded.
+	Component      string `json:"component,omitempty"`
+	ComponentLocal bool   `json:"component_local,omitempty"`
+	Signer         string `json:"signer,omitempty"`
+	// Schema is the hash of the definition the component reported
+	// (oci.SchemaDoc over its description, input and output schema: what
+	// an oci:// tool's schema pin compares and tools/list's _meta names),
+	// for a WebAssembly tool whose component loaded; absent otherwise.
+	Schema string `json:"schema,omitempty"`
 	// Decision is the cards' answer about the call as Decide returned it
 	// (authorize, or the last re-decision of a rewrite or a long approval
 	// wait): the deciding card, bound and grant; on a denial also the
@@ -184,7 +196,11 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 	b = appendJSONString(b, r.Rendered)
 	field("card", r.Card)
 	field("component", r.Component)
+	if r.ComponentLocal {
+		b = append(b, `,"component_local":true`...)
+	}
 	field("signer", r.Signer)
+	field("schema", r.Schema)
 	if d := r.Decision; d != nil {
 		b = append(b, `,"decision":{"allow":`...)
 		b = strconv.AppendBool(b, d.Allow)
@@ -247,44 +263,52 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, invalid UTF-8 replaced by U+FFFD (as
-// encoding/json does, without its HTML escaping).
+// encoding/json does, without its HTML escaping). Runs that need no
+// escaping (digests, renderings, most text) are copied whole.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0 // s[start:i] needs no escaping and is not yet appended
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
 				b = append(b, '\\', c)
-			case c < 0x20:
-				switch c {
-				case '\n':
-					b = append(b, '\\', 'n')
-				case '\r':
-					b = append(b, '\\', 'r')
-				case '\t':
-					b = append(b, '\\', 't')
-				default:
-					b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-				}
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
 			default:
-				b = append(b, c)
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			}
 			i++
+			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
 		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
 			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
 		default:
-			b = append(b, s[i:i+size]...)
+			i += size
+			continue
 		}
 		i += size
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 

@@ -29,6 +29,8 @@ func TestCallRecordJSON(t *testing.T) {
 		recs := []callRecord{
 			{Rendered: s},
 			{Rendered: s, Component: s, Signer: s},
+			{Rendered: s, Component: s, ComponentLocal: true, Schema: s},
+			{Rendered: s, Component: s, Signer: s, Schema: s},
 			{Session: s, Rendered: s, Card: s, Approval: s, Kind: api.KindDenied, Message: s, Error: s, DurationMS: 42},
 			{Rendered: s, Middleware: []verdict{{Rule: "middleware[1]", Use: "validate", Verdict: "pass", Detail: s}}},
 			{Rendered: s, Card: s, Decision: &api.Decision{Allow: true, Card: s, Bound: s, Grant: s, Component: s}},
@@ -111,5 +113,21 @@ func TestKeepRewrite(t *testing.T) {
 	}
 	if len(list) != MaxRewrites {
 		t.Fatalf("kept %d, want %d", len(list), MaxRewrites)
+	}
+}
+
+// BenchmarkAppendJSON is the encoding of a local tool's call-admitted
+// record as the call path writes it: the rendering, the card, the
+// component and schema digests and the decision naming the component.
+func BenchmarkAppendJSON(b *testing.B) {
+	digest := "sha256:" + strings.Repeat("3f21a2e2ee1aa468", 4)
+	rec := callRecord{Rendered: "--message=hi", Card: "card_2cb2c1d0e5f3a4b6", Component: digest, ComponentLocal: true, Schema: digest,
+		Decision: &api.Decision{Allow: true, Card: "card_2cb2c1d0e5f3a4b6", Grant: "tool:invoke echo --message=*", Wallet: "w_0123456789abcdef", Component: digest},
+		TraceID:  "4bf92f3577b34da6a3ce929d0e0e4736"}
+	var buf [512]byte
+	for b.Loop() {
+		if _, err := rec.AppendJSON(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -30,9 +30,12 @@ func (inv *invocation) auditCall() callaudit.Call {
 }
 
 // auditStages are the two stages of the call's audit records, holding
-// what they need (the Host's trail: its store getter and logger), not the
-// Host.
-type auditStages struct{ trail *callaudit.Trail }
+// what they need (the Host's trail: its store getter and logger; the hash
+// of a loaded component's definition, Host.schemaHash), not the Host.
+type auditStages struct {
+	trail      *callaudit.Trail
+	schemaHash func(sandbox.LoadInfo) string
+}
 
 // call records a call refused before it ran (call-refused: the verdicts
 // so far and the refusal), one that failed after it was admitted
@@ -50,14 +53,14 @@ func (a auditStages) call(next handler) handler {
 		if inv.admitted && err == nil && inv.res.OK {
 			rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Middleware: inv.trail[inv.trailAtAdmit:],
 				DurationMS: time.Since(inv.start).Milliseconds(), ToolKind: toolKind(inv.backend), OutputBytes: int64(len(inv.res.Output)), TraceID: inv.traceID()}
-			rec.Component, rec.Signer = inv.provenance()
+			a.provenance(inv, &rec)
 			if aerr := callaudit.AppendRecord(context.WithoutCancel(ctx), a.trail, inv.auditCall(), AuditCallSucceeded, &rec); aerr != nil {
 				a.trail.Log.Error("audit record not written", "kind", AuditCallSucceeded, "agent", inv.agent, "tool", inv.tool.Name, "err", aerr)
 			}
 			return err
 		}
 		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Decision: inv.recordedDecision(), Middleware: inv.trail, Budget: inv.budget.Record(), TraceID: inv.traceID()}
-		rec.Component, rec.Signer = inv.provenance()
+		a.provenance(inv, &rec)
 		if !inv.admitted {
 			rec.BeforeRewrite, rec.RewritesTruncated = inv.beforeRewrite, inv.rewritesCut
 		}
@@ -117,7 +120,7 @@ func (a auditStages) admit(next handler) handler {
 			return next(ctx, inv)
 		}
 		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval, Budget: inv.budget.Record(), TraceID: inv.traceID()}
-		rec.Component, rec.Signer = inv.provenance()
+		a.provenance(inv, &rec)
 		rec.BeforeRewrite, rec.RewritesTruncated = inv.beforeRewrite, inv.rewritesCut
 		rec.FS, rec.FSTruncated = recordedFS(inv.fsDecisions)
 		if err := callaudit.AppendRecord(ctx, a.trail, inv.auditCall(), store.AuditCallAdmitted, &rec); err != nil {
@@ -128,13 +131,25 @@ func (a auditStages) admit(next handler) handler {
 	}
 }
 
-// provenance is the component digest and signer of an oci:// tool, for
-// its records ("" for a local file or another kind of tool).
-func (inv *invocation) provenance() (component, signer string) {
+// provenance sets what rec says of the call's WebAssembly component:
+// its digest as the cards are asked it (inv.component: an oci:// tool's
+// pinned manifest digest, with the signer that verified it; a local
+// file's SHA-256 as opened, marked local) and the hash of the definition
+// the opened version reported (the one a schema pin compares). Nothing
+// for a wrapped CLI, an MCP import or a built-in: they have no component
+// (their approvals bind a hash of their configuration instead,
+// toolIdentity); of a file that did not open, no schema, and no digest
+// unless it is an oci:// tool's pinned one.
+func (a auditStages) provenance(inv *invocation, rec *callRecord) {
+	rec.Component = inv.component()
 	if o := inv.tool.OCI; o != nil {
-		return o.Digest, o.Signer
+		rec.Signer = o.Signer
+	} else {
+		rec.ComponentLocal = rec.Component != ""
 	}
-	return "", ""
+	if inv.opened != nil {
+		rec.Schema = a.schemaHash(inv.opened.LoadInfo)
+	}
 }
 
 // recordedDecision is the call's decision as its record carries it (nil

@@ -240,7 +240,7 @@ type stage func(next handler) handler
 func (h *Host) pipeline() handler {
 	admit := admitStage{adm: h.adm}
 	policy := policyStage{cfg: &h.cfg, kinds: h.kindsOf}
-	audit := auditStages{trail: &h.trail}
+	audit := auditStages{trail: &h.trail, schemaHash: h.schemaHash}
 	approvals := approvalStages{state: h.state, log: h.log}
 	input := inputStage{limit: h.maxInputBytes}
 	var secrets secretStages
