@@ -22,6 +22,7 @@ import (
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/whatif"
 )
 
 // The audit kinds a trail writes (internal/whatif's names, kept equal by
@@ -227,4 +228,103 @@ func (tr *Trail) Reveal(agent, tool, secret string, inBinding bool) bool {
 	}
 	tr.Add(KindReveal, agent, tool, map[string]any{"secret": secret, "outcome": outcome, "reason": d.Reason, "decision": &a})
 	return d.Allow
+}
+
+// Approved is a call's approve layer as ApproveLayer records it.
+type Approved struct {
+	Agent, Tool string
+	// Inputs are the agent's input and each a middleware rewrote it into
+	// (each allowed by the cards); the approve layer sits after At
+	// rewrites, and asks about Inputs[At].
+	Inputs []string
+	At     int
+	// ToolDigest and Policy are the tool's code and policy the call ran
+	// under: the layer counts the always-cards bound to them (their
+	// whatif.BindingKey) and no other bound ones.
+	ToolDigest, Policy string
+	// Request is the ID of the approval request a no makes.
+	Request string
+}
+
+// ApproveLayer records a call whose approve layer (one that may approve
+// always) asked approve:always about a.Inputs[a.At] on the agent's wallet
+// less the always-cards bound to another binding, as the pipeline
+// records it: an always-card's yes is a standing approval (a call-admitted
+// record whose approve verdict, pass, names the card); a no asks a human
+// (the request's approval record, then the call's call-refused record
+// whose verdict, pending, names the request). Each verdict carries the
+// answer as Decide returned it. It returns the answer.
+func (tr *Trail) ApproveLayer(a Approved) bool {
+	w := tr.Wallet(a.Agent)
+	b := decide.Basis{Wallet: w}
+	var mw []map[string]any
+	var before []map[string]any
+	var last api.Decision
+	var always cards.Decision
+	for i, r := range a.Inputs {
+		c, err := grant.ParseRendering(r)
+		if err != nil {
+			tr.fatalf("rendering %q: %v", r, err)
+		}
+		if i > 0 {
+			before = append(before, map[string]any{"rendered": a.Inputs[i-1], "decision": last})
+			mw = append(mw, map[string]any{"rule": fmt.Sprintf("middleware[%d]", i), "use": "rewrite-args", "verdict": "rewrite", "detail": r})
+		}
+		d := decide.Decide(b, decide.Invoke(grant.CommandTarget(a.Tool, c.Command, c.Args, c.Positionals)))
+		if !d.Allow {
+			tr.fatalf("ApproveLayer: the cards refuse %s %s: %s", a.Tool, r, d.Reason)
+		}
+		last = Recorded(d)
+		if i != a.At {
+			continue
+		}
+		t := grant.AlwaysTarget(a.Tool, c.Args)
+		if len(c.Command) > 0 || len(c.Positionals) > 0 {
+			t = grant.AlwaysCommandTarget(a.Tool, c.Command, c.Args, c.Positionals)
+		}
+		always = decide.Decide(decide.Basis{Wallet: boundWallet(w, whatif.BindingKey(a.ToolDigest, a.Policy))}, decide.AlwaysApprove(t))
+		ad := always.API()
+		v := map[string]any{"rule": "approve", "use": "approve", "decision": &ad}
+		if always.Allow {
+			v["verdict"], v["detail"] = "pass", "approved always by card "+always.Card
+		} else {
+			v["verdict"], v["detail"] = "pending", a.Request
+			tr.Add(KindApproval, a.Agent, a.Tool, map[string]any{"event": "requested", "approval": a.Request, "rule": "approve",
+				"reason": "a human decides", "rendered": r, "tool_digest": a.ToolDigest, "policy": json.RawMessage(a.Policy)})
+		}
+		mw = append(mw, v)
+		if !always.Allow {
+			break
+		}
+	}
+	body := map[string]any{"rendered": a.Inputs[len(a.Inputs)-1], "decision": &last, "middleware": mw}
+	if len(before) > 0 {
+		body["before_rewrite"] = before
+	}
+	kind := KindCallAdmitted
+	if !always.Allow {
+		kind, body["kind"], body["approval"] = KindCallRefused, "pending", a.Request
+		body["rendered"] = a.Inputs[a.At] // the input it was refused at, and those before it
+		if a.At == 0 {
+			delete(body, "before_rewrite")
+		}
+	}
+	tr.Add(kind, a.Agent, a.Tool, body)
+	return always.Allow
+}
+
+// boundWallet is w less the cards bound to another binding than bound
+// (the approve layer's alwaysWallet).
+func boundWallet(w *cards.Wallet, bound string) *cards.Wallet {
+	all := w.Cards()
+	keep := all[:0:0]
+	for _, c := range all {
+		if c.Bound == "" || c.Bound == bound {
+			keep = append(keep, c)
+		}
+	}
+	if len(keep) == len(all) {
+		return w
+	}
+	return cards.NewWallet(w.Agent(), w.At(), keep)
 }
