@@ -95,6 +95,35 @@ func TestReplayIsExact(t *testing.T) {
 	if allowed < n/20 || denied < n/20 || rewritten < n/100 || fsAllowed < n/100 || fsDenied < n/100 {
 		t.Errorf("the trail is not varied: %d calls admitted, %d refused, %d rewritten; %d fs decisions allowed, %d denied", allowed, denied, rewritten, fsAllowed, fsDenied)
 	}
+	// The built-in tools' calls and requests, and a wrapped CLI's
+	// tunnels, are in it, allowed and refused.
+	builtins := map[string]map[bool]int{}
+	for _, rec := range tr.Recs {
+		var b struct {
+			Method   string
+			Decision *api.Decision
+			Allowed  bool
+		}
+		mustJSON(t, rec.Body, &b)
+		key, ok := rec.Tool, b.Allowed
+		switch {
+		case rec.Kind == whatif.KindFetch && b.Method == "CONNECT":
+			key = "CONNECT"
+		case rec.Kind == whatif.KindFetch:
+			key = rec.Tool + " request"
+		case b.Decision != nil:
+			ok = b.Decision.Allow
+		}
+		if builtins[key] == nil {
+			builtins[key] = map[bool]int{}
+		}
+		builtins[key][ok]++
+	}
+	for _, k := range []string{"fs_read", "fs_write", "fs_list", "web_fetch", "web_fetch request", "CONNECT"} {
+		if builtins[k][true] == 0 || builtins[k][false] == 0 {
+			t.Errorf("%s: %d allowed, %d refused: want some of each", k, builtins[k][true], builtins[k][false])
+		}
+	}
 
 	// Each record's outcome recorded again on today's cards, once.
 	today := make([]*string, len(tr.Recs))

@@ -22,6 +22,7 @@ var GrantPool = []string{
 	"tool:invoke t2", "tool:invoke t2 --...", "tool:invoke t3 --flag --...",
 	"tool:invoke git log --...", "tool:invoke git log --max-count=5 -- README.md", "tool:invoke git status",
 	"tool:invoke git --...", "tool:invoke t0@" + CompA + " --...", "tool:invoke t1@" + CompB + " --q=*",
+	"tool:invoke fs_read --path=/srv/**", "tool:invoke fs_write --...", "tool:invoke fs_list --path=/srv", "tool:invoke web_fetch --...", "tool:invoke web_fetch --url=https://api.example.com/v1",
 	"network:connect api.example.com:443", "network:connect *.example.com", "network:connect *:443", "network:connect 10.0.0.1",
 	"secret:use K0", "secret:use *", "secret:use K1",
 	"secret:reveal K0", "secret:reveal *",
@@ -86,8 +87,8 @@ func RandomCards(t testing.TB, rng *rand.Rand, n int, now time.Time) []cards.Car
 				c.UpperNeg = pickFS()
 			}
 		case 2:
-			if rng.IntN(3) == 0 { // a ceiling: everything but t2 and t3
-				c.UpperPos = Grants(t, "tool:invoke t0 --...", "tool:invoke t1 --...", "tool:invoke git --...", "network:connect *", "secret:use *", "secret:reveal *", "fs:read /**")
+			if rng.IntN(3) == 0 { // a ceiling: everything but t2, t3 and fs_*
+				c.UpperPos = Grants(t, "tool:invoke t0 --...", "tool:invoke t1 --...", "tool:invoke git --...", "tool:invoke web_fetch --...", "network:connect *", "secret:use *", "secret:reveal *", "fs:read /**")
 			}
 		case 3:
 			c.Expires = now.Add(-time.Minute)
@@ -119,9 +120,22 @@ var (
 	secs   = []string{"K0", "K1", "K2"}
 )
 
-// RandomRendering is a call of t0 to t3 or of git (a command tool) with
-// random arguments, its canonical rendering.
+// builtinCalls are calls of maiden's built-in tools (their tool:invoke is
+// the cards' like any tool's; the session boundary's own checks of their
+// paths are not the cards' and not recorded as decisions).
+var builtinCalls = [][2]string{
+	{"fs_read", "--path=/srv/work/a.txt"}, {"fs_read", "--path=/etc/passwd"}, {"fs_write", "--content=x --path=/srv/work/b.txt"},
+	{"fs_list", "--path=/srv"}, {"web_fetch", "--url=https://api.example.com/v1"}, {"web_fetch", "--url=https://example.org/"},
+}
+
+// RandomRendering is a call of t0 to t3, of git (a command tool, as a
+// wrapped CLI renders) or of a built-in tool, with random arguments, its
+// canonical rendering.
 func RandomRendering(rng *rand.Rand) (tool, rendered string) {
+	if rng.IntN(8) == 0 {
+		c := builtinCalls[rng.IntN(len(builtinCalls))]
+		return c[0], c[1]
+	}
 	var args []grant.Arg
 	for _, name := range argsOf {
 		switch rng.IntN(3) {
@@ -178,9 +192,11 @@ func RandomPlan(rng *rand.Rand, agent string) Plan {
 	return p
 }
 
-// RandomTrail records n varied decisions on cs at at: 40% plain calls,
-// 30% calls rewritten by middleware or given a session's directories (or
-// both), 20% fetches (with a credential or not), 10% reveals (some
+// RandomTrail records n varied decisions on cs at at: 40% plain calls
+// (one in eight of a built-in tool), 30% calls rewritten by middleware or
+// given a session's directories (or both), 20% requests through the
+// egress gate (a tool's http-fetch or web_fetch's request, with a
+// credential or not, or a wrapped CLI's CONNECT), 10% reveals (some
 // refused by the binding).
 func RandomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, at time.Time, n int) *Trail {
 	tr := &Trail{T: t, Cards: cs, At: at, Plans: map[int64]Plan{}}
@@ -193,11 +209,16 @@ func RandomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, at time.Time, n 
 			tool, r := RandomRendering(rng)
 			tr.CallOf(agent, tool, r, Comps[rng.IntN(len(Comps))])
 		case k < 9:
+			host, port := hosts[rng.IntN(len(hosts))], ports[rng.IntN(len(ports))]
+			if rng.IntN(4) == 0 {
+				tr.Tunnel(agent, "git", host, port)
+				break
+			}
 			cred := ""
 			if rng.IntN(2) == 0 {
 				cred = secs[rng.IntN(len(secs))]
 			}
-			tr.Fetch(agent, "fetcher", hosts[rng.IntN(len(hosts))], ports[rng.IntN(len(ports))], cred)
+			tr.Fetch(agent, []string{"fetcher", "web_fetch"}[rng.IntN(2)], host, port, cred)
 		default:
 			tr.Reveal(agent, "vault", secs[rng.IntN(len(secs))], rng.IntN(4) != 0)
 		}

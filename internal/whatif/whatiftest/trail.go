@@ -15,6 +15,7 @@ package whatiftest
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -210,6 +211,19 @@ func (tr *Trail) Fetch(agent, tool, host string, port int, cred string) bool {
 	}
 	tr.Add(KindFetch, agent, tool, map[string]any{"method": "GET", "credential": cred, "decisions": ds,
 		"host": fmt.Sprintf("%s:%d", host, port), "path": "/", "allowed": d.Allow})
+	return d.Allow
+}
+
+// Tunnel records a CONNECT a wrapped CLI sent to maiden's egress proxy,
+// as the gate asks it (network:connect HOST:PORT; a tunnel carries no
+// credential) and internal/callaudit's TunnelBody writes it.
+func (tr *Trail) Tunnel(agent, tool, host string, port int) bool {
+	d := decide.Decide(decide.Basis{Wallet: tr.Wallet(agent)}, decide.Connect(host, port))
+	body := map[string]any{"method": "CONNECT", "host": net.JoinHostPort(host, fmt.Sprint(port)), "allowed": d.Allow, "rule": "cards", "decisions": []api.Decision{d.API()}}
+	if !d.Allow {
+		body["reason"] = d.Reason
+	}
+	tr.Add(KindFetch, agent, tool, body)
 	return d.Allow
 }
 
