@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,10 @@ import (
 // replayed on a proposed change of the cards (admin.State.WhatIf, the
 // replay itself internal/whatif). Its exit codes are diff's, so that it can
 // gate a change in CI.
+
+// whatIfGCPercent is the garbage collector's target while a what-if
+// replays (GOGC=400).
+const whatIfGCPercent = 400
 
 const (
 	exitWhatIfSame  = 0 // nothing flips
@@ -232,6 +237,11 @@ func cmdAuditWhatIf(ctx context.Context, args []string, _ io.Reader, stdout, std
 		}
 		afterCfg = cfg
 	}
+	// The replay decodes every record's JSON and keeps little of it:
+	// collecting that garbage a fifth as often took a fifth of the
+	// command's CPU off (bench/whatif-e2e, docs/cards.md "Speed"), for a
+	// heap of a few pages of records.
+	defer debug.SetGCPercent(debug.SetGCPercent(whatIfGCPercent))
 	st, _ := c.openAudit(ctx, "audit whatif", stderr)
 	if st == nil {
 		return exitWhatIfError
