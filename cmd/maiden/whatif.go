@@ -66,7 +66,8 @@ the recorded, before and after decisions).
 
 A decision names the revision of the wallet that made it: replayed on a wallet of that same
 revision it must come out exactly as recorded (verified), else the replay is inexact and
-this command exits 2. Decisions made on another revision (cards changed since) are counted
+this command exits 2. An approve layer's answer to approve:always, recorded in its verdict,
+is checked the same way, on the binding it was asked under. Decisions made on another revision (cards changed since) are counted
 as stale; a flip compares today's cards with today's cards changed, so a change made since
 is not blamed on the proposed one.
 

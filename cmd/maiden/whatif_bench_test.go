@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -5,7 +7,9 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/internal/whatif/whatiftest"
@@ -25,7 +29,10 @@ import (
 //     the store opened and every record read back, page by page, as
 //     admin's replay reads them.
 //
-// bench/whatif-e2e times the built binary on such a store too.
+// Each reports cpu-ns/op besides ns/op: the process's CPU (user and
+// system, the garbage collector's threads included), which on the shared
+// VM says more than a wall time stretched by its load. bench/whatif-e2e
+// times the built binary on such a store too.
 func BenchmarkAuditWhatIf100k(b *testing.B) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "maiden-state.db")
@@ -36,6 +43,7 @@ func BenchmarkAuditWhatIf100k(b *testing.B) {
 	b.Logf("store: %+v", info)
 	cmd := func(b *testing.B, want int, args ...string) {
 		var out, errb bytes.Buffer
+		defer reportCPU(b, cpuTime())
 		for b.Loop() {
 			out.Reset()
 			errb.Reset()
@@ -50,6 +58,7 @@ func BenchmarkAuditWhatIf100k(b *testing.B) {
 	b.Run("command", func(b *testing.B) { cmd(b, exitWhatIfSame) })
 	b.Run("command-revoke", func(b *testing.B) { cmd(b, exitWhatIfFlips, "-revoke", info.Live) })
 	b.Run("read", func(b *testing.B) {
+		defer reportCPU(b, cpuTime())
 		for b.Loop() {
 			st, err := admin.OpenStore(ctx, path, nil)
 			if err != nil {
@@ -73,4 +82,16 @@ func BenchmarkAuditWhatIf100k(b *testing.B) {
 			}
 		}
 	})
+}
+
+// cpuTime is the process's CPU time so far (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per operation since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }
