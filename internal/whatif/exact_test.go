@@ -40,29 +40,48 @@ func randomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, n int) *trail {
 
 // TestReplayIsExact: a replay of the unchanged state reproduces every one
 // of 10,000 varied recorded decisions exactly (outcome, card, bound,
-// grant, target) and flips nothing; and for changes (a card revoked, with
-// its descendants; grants added), the flips it reports are exactly the
-// decisions whose outcome differs when the same trail is recorded again on
-// the changed cards.
+// grant, target), and the answers of 1,500 calls' approve layers to
+// approve:always (asked a human, or passed by an always-card bound to the
+// call's binding or to none), and flips nothing; and for changes (a card
+// revoked, with its descendants; grants added), the flips it reports are
+// exactly the decisions whose outcome differs when the same trail is
+// recorded again on the changed cards (an asked request's and a standing
+// approval's apart from its call's).
 func TestReplayIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(24, 1))
-	cs := randomCards(t, rng, 40)
+	// Besides the random cards, each agent's always-cards (two bound to
+	// a binding, one to none), and besides the 10,000 varied calls, 1,500
+	// calls through an approve layer that may approve always.
+	cs := append(randomCards(t, rng, 40), whatiftest.AlwaysCards(t, now)...)
 	const n = 10_000
 	tr := randomTrail(t, rng, cs, n)
+	tr.Bindings = map[int64]string{}
+	whatiftest.RandomApprovals(rng, tr.Trail, 1500)
 	r, err := whatif.New(whatif.State{Now: now, Agents: agents, Cards: cs}, api.WhatIfChange{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
+	answers, standing := 0, 0 // approve layers' answers recorded, and standing approvals
 	for _, rec := range tr.Recs {
 		r.Add(rec)
 		kinds[rec.Kind]++
+		if strings.Contains(string(rec.Body), `"use":"approve"`) {
+			answers++
+			if rec.Kind == whatif.KindCallAdmitted {
+				standing++
+			}
+		}
 	}
 	rep := r.Report()
 	skipped := rep.Skipped
-	if rep.Flips != 0 || len(rep.Inexact) != 0 || rep.Verified != rep.Replayed || rep.Replayed+rep.Skipped != n || rep.Stale != 0 {
+	records := len(tr.Recs) - kinds[whatif.KindApproval] // the requests are counted as asked
+	if rep.Flips != 0 || len(rep.Inexact) != 0 || rep.Verified != rep.Replayed || rep.Replayed+rep.Skipped != records+answers || rep.Stale != 0 {
 		t.Fatalf("unchanged replay: flips %d, inexact %d (first %+v), verified %d of %d replayed, %d skipped: want 0 flips, all %d exact",
-			rep.Flips, len(rep.Inexact), first(rep.Inexact), rep.Verified, rep.Replayed, rep.Skipped, n)
+			rep.Flips, len(rep.Inexact), first(rep.Inexact), rep.Verified, rep.Replayed, rep.Skipped, records+answers)
+	}
+	if rep.Asked != kinds[whatif.KindApproval] || rep.Standing != standing || rep.Asked < 50 || standing < 50 {
+		t.Errorf("asked %d, standing %d: want %d, %d (and at least 50 of each)", rep.Asked, rep.Standing, kinds[whatif.KindApproval], standing)
 	}
 	// Only the reveals the binding refused are not the cards'.
 	if skipped == 0 || skipped > kinds[whatif.KindReveal] {
@@ -126,9 +145,10 @@ func TestReplayIsExact(t *testing.T) {
 	}
 
 	// Each record's outcome recorded again on today's cards, once.
-	today := make([]*string, len(tr.Recs))
+	today, todayAlways := make([]*string, len(tr.Recs)), make([]*string, len(tr.Recs))
 	for j, rec := range tr.Recs {
 		today[j] = outcomeOf(t, tr, rec, tr.Plans)
+		todayAlways[j] = alwaysOf(t, tr, rec, tr.Bindings)
 	}
 	// Revocations name live cards whose revocation changes some outcome
 	// when the trail is recorded again (the slow way, not the replay): the
@@ -178,6 +198,10 @@ func TestReplayIsExact(t *testing.T) {
 		{Revoke: []string{liveFSCard(t, cs)}},
 		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "fs:read /srv/work/secret/**", As: api.WhatIfDeny}, {Agent: "a1", Grant: "fs:write /srv/work/secret/**", As: api.WhatIfDeny}}},
 		{Grants: []api.WhatIfGrant{{Agent: "a3", Grant: "fs:read /**"}, {Agent: "a1", Grant: "fs /srv/work/**"}}},
+		// Approve layers: an always-card revoked (its standing approvals
+		// would ask), approve:always granted (asked calls would pass).
+		{Revoke: []string{"always-a1-0", "always-a2-2"}},
+		{Grants: []api.WhatIfGrant{{Agent: "a3", Grant: "approve:always t1 --..."}, {Agent: "a0", Grant: "approve:always t0 --to=*"}}},
 		// Grants naming a component: an allowance, a prohibition, a
 		// ceiling (issue 25).
 		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1@" + compB + " --..."}, {Agent: "a3", Grant: "tool:invoke t0@" + compA + " --..."}}},
@@ -194,11 +218,17 @@ func TestReplayIsExact(t *testing.T) {
 			changed := applyChange(t, cs, change)
 			// The same decisions recorded again on the changed cards.
 			again := newTrail(t, changed, tr.At)
-			want := map[int64]bool{}
+			want, wantFlips := map[int64]bool{}, 0
 			for j, rec := range tr.Recs {
+				// A standing approval flips apart from its call.
+				if b, a := todayAlways[j], alwaysOf(t, again, rec, tr.Bindings); b != nil && *b != *a {
+					want[rec.Seq] = true
+					wantFlips++
+				}
 				before, after := today[j], outcomeOf(t, again, rec, tr.Plans)
 				if before != nil && *before != *after {
 					want[rec.Seq] = true
+					wantFlips++
 					if _, planned := tr.Plans[rec.Seq]; planned {
 						plannedFlips[i]++
 						if strings.HasPrefix(*before, "ran ") && strings.HasPrefix(*after, "ran ") {
@@ -231,8 +261,8 @@ func TestReplayIsExact(t *testing.T) {
 					}
 				}
 			}
-			if rep.Flips != len(want) || rep.Flips == 0 {
-				t.Errorf("flips %d, want %d (and some)", rep.Flips, len(want))
+			if rep.Flips != wantFlips || rep.Flips == 0 {
+				t.Errorf("flips %d, want %d (and some)", rep.Flips, wantFlips)
 			}
 		})
 	}
@@ -420,6 +450,36 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]pla
 	}
 	tr.Recs = tr.Recs[:n]
 	out := fmt.Sprint(ok)
+	return &out
+}
+
+// alwaysOf is the outcome of the approve:always question rec records
+// asking, decided again on tr's cards (nil when it records none that can
+// flip): an approval request's (a human was asked) and a standing
+// approval's (an always-card let the call through), under the binding the
+// layer asked under (bindings: the generator's, by seq).
+func alwaysOf(t testing.TB, tr *trail, rec api.AuditRecord, bindings map[int64]string) *string {
+	var b struct {
+		Event, Rendered string
+		Middleware      []struct{ Use, Verdict, Detail string }
+	}
+	mustJSON(t, rec.Body, &b)
+	switch {
+	case rec.Kind == whatif.KindApproval && b.Event == "requested":
+	case rec.Kind == whatif.KindCallAdmitted && len(b.Middleware) > 0 && b.Middleware[0].Use == "approve" && b.Middleware[0].Verdict == "pass":
+	default:
+		return nil
+	}
+	bound, ok := bindings[rec.Seq]
+	if !ok {
+		t.Fatalf("#%d: no binding recorded", rec.Seq)
+	}
+	c, err := grant.ParseRendering(b.Rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := whatiftest.BoundWallet(tr.Wallet(rec.Agent), bound)
+	out := fmt.Sprint(decide.Decide(decide.Basis{Wallet: w}, decide.AlwaysApprove(grant.AlwaysTarget(rec.Tool, c.Args))).Allow)
 	return &out
 }
 

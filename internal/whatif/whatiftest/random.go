@@ -9,6 +9,7 @@ import (
 
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/whatif"
 )
 
 // Agents are the agents of a random trail.
@@ -224,4 +225,48 @@ func RandomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, at time.Time, n 
 		}
 	}
 	return tr
+}
+
+// Two bindings of a tool's code and policy, as approval requests and the
+// always-cards minted from them name them.
+var (
+	BindingA = [2]string{"sha256:" + strings.Repeat("0a", 32), `{"v":"a"}`}
+	BindingB = [2]string{"sha256:" + strings.Repeat("0b", 32), `{"v":"b"}`}
+)
+
+// AlwaysCards are each agent's always-cards, made at now: one bound to
+// BindingA, one to BindingB, and one granted bound to nothing.
+func AlwaysCards(t testing.TB, now time.Time) []cards.Card {
+	var cs []cards.Card
+	for _, a := range Agents {
+		for i, c := range []struct{ grant, bound string }{
+			{"approve:always t0 --to=a* --...", bindingKey(BindingA)},
+			{"approve:always t0 --...", bindingKey(BindingB)},
+			{"approve:always t1 --q=cat* --...", ""},
+		} {
+			cs = append(cs, cards.Card{ID: fmt.Sprintf("always-%s-%d", a, i), Holder: a, Manager: "operator", Created: now.Add(-time.Hour),
+				Spec: cards.Spec{LowerPos: Grants(t, c.grant), Bound: c.bound}})
+		}
+	}
+	return cs
+}
+
+func bindingKey(b [2]string) string { return whatif.BindingKey(b[0], b[1]) }
+
+// RandomApprovals records n calls of t0 and t1 through an approve layer
+// that may approve always (ApproveLayer), under BindingA or BindingB: a
+// human asked, or an always-card's standing approval.
+func RandomApprovals(rng *rand.Rand, tr *Trail, n int) {
+	for i := range n {
+		var tool, r string
+		for tool != "t0" && tool != "t1" {
+			tool, r = RandomRendering(rng)
+		}
+		b := BindingA
+		if rng.IntN(2) == 0 {
+			b = BindingB
+		}
+		tr.ApproveLayer(Approved{Agent: Agents[rng.IntN(len(Agents))], Tool: tool, Inputs: []string{r}, ToolDigest: b[0], Policy: b[1],
+			Request: fmt.Sprintf("apr_%d", i)})
+	}
 }

@@ -48,8 +48,12 @@ type Trail struct {
 	At    time.Time
 	// Plans are the calls CallWith recorded, by the seq of their record,
 	// when not nil: what a test records again on other cards.
-	Plans   map[int64]Plan
-	wallets map[string]*cards.Wallet // pinned on first need: the cards do not change
+	Plans map[int64]Plan
+	// Bindings are the bindings (whatif.BindingKey) the approve layers
+	// ApproveLayer recorded asked under, by the seq of the call's record
+	// and of the request's, when not nil.
+	Bindings map[int64]string
+	wallets  map[string]*cards.Wallet // pinned on first need: the cards do not change
 }
 
 // NewTrail is an empty trail over cs, its wallets pinned at at.
@@ -267,7 +271,8 @@ type Approved struct {
 // record whose approve verdict, pass, names the card); a no asks a human
 // (the request's approval record, then the call's call-refused record
 // whose verdict, pending, names the request). Each verdict carries the
-// answer as Decide returned it. It returns the answer.
+// answer as Decide returned it. It returns the answer (false, and no
+// verdict, when the cards refuse an input before the layer asked).
 func (tr *Trail) ApproveLayer(a Approved) bool {
 	w := tr.Wallet(a.Agent)
 	b := decide.Basis{Wallet: w}
@@ -285,10 +290,17 @@ func (tr *Trail) ApproveLayer(a Approved) bool {
 			mw = append(mw, map[string]any{"rule": fmt.Sprintf("middleware[%d]", i), "use": "rewrite-args", "verdict": "rewrite", "detail": r})
 		}
 		d := decide.Decide(b, decide.Invoke(grant.CommandTarget(a.Tool, c.Command, c.Args, c.Positionals)))
-		if !d.Allow {
-			tr.fatalf("ApproveLayer: the cards refuse %s %s: %s", a.Tool, r, d.Reason)
-		}
 		last = Recorded(d)
+		if !d.Allow {
+			// Refused before (or at) the layer: a refused call's record,
+			// no verdict of it.
+			body := map[string]any{"rendered": r, "decision": &last, "middleware": mw}
+			if len(before) > 0 {
+				body["before_rewrite"] = before
+			}
+			tr.Add(KindCallRefused, a.Agent, a.Tool, body)
+			return false
+		}
 		if i != a.At {
 			continue
 		}
@@ -296,7 +308,8 @@ func (tr *Trail) ApproveLayer(a Approved) bool {
 		if len(c.Command) > 0 || len(c.Positionals) > 0 {
 			t = grant.AlwaysCommandTarget(a.Tool, c.Command, c.Args, c.Positionals)
 		}
-		always = decide.Decide(decide.Basis{Wallet: boundWallet(w, whatif.BindingKey(a.ToolDigest, a.Policy))}, decide.AlwaysApprove(t))
+		key := whatif.BindingKey(a.ToolDigest, a.Policy)
+		always = decide.Decide(decide.Basis{Wallet: BoundWallet(w, key)}, decide.AlwaysApprove(t))
 		ad := always.API()
 		v := map[string]any{"rule": "approve", "use": "approve", "decision": &ad}
 		if always.Allow {
@@ -305,6 +318,9 @@ func (tr *Trail) ApproveLayer(a Approved) bool {
 			v["verdict"], v["detail"] = "pending", a.Request
 			tr.Add(KindApproval, a.Agent, a.Tool, map[string]any{"event": "requested", "approval": a.Request, "rule": "approve",
 				"reason": "a human decides", "rendered": r, "tool_digest": a.ToolDigest, "policy": json.RawMessage(a.Policy)})
+			if tr.Bindings != nil {
+				tr.Bindings[tr.Recs[len(tr.Recs)-1].Seq] = key
+			}
 		}
 		mw = append(mw, v)
 		if !always.Allow {
@@ -324,12 +340,15 @@ func (tr *Trail) ApproveLayer(a Approved) bool {
 		}
 	}
 	tr.Add(kind, a.Agent, a.Tool, body)
+	if tr.Bindings != nil {
+		tr.Bindings[tr.Recs[len(tr.Recs)-1].Seq] = whatif.BindingKey(a.ToolDigest, a.Policy)
+	}
 	return always.Allow
 }
 
-// boundWallet is w less the cards bound to another binding than bound
+// BoundWallet is w less the cards bound to another binding than bound
 // (the approve layer's alwaysWallet).
-func boundWallet(w *cards.Wallet, bound string) *cards.Wallet {
+func BoundWallet(w *cards.Wallet, bound string) *cards.Wallet {
 	all := w.Cards()
 	keep := all[:0:0]
 	for _, c := range all {
