@@ -15,7 +15,9 @@ type WhatIfReport struct {
 	Change WhatIfChange `json:"change"`
 	// Replayed counts the recorded decisions of the agents' cards that
 	// were decided again (a call's tool:invoke, an http-fetch's
-	// network:connect and secret:use as one, a reveal's secret:reveal).
+	// network:connect and secret:use as one, a reveal's secret:reveal,
+	// an approve layer's answer to approve:always recorded in its
+	// verdict).
 	Replayed int `json:"replayed"`
 	// Verified counts those recorded on a wallet of today's revision,
 	// whose replay on today's cards reproduced the recorded decision
@@ -45,13 +47,15 @@ type WhatIfReport struct {
 	// Asked counts the approval requests replayed as the approve:always
 	// question their approve layer asked (no card pre-approved the call,
 	// so a human was asked): a grant of approve:always may flip them to
-	// allowed. They are not in Replayed: nothing recorded a decision of
-	// the cards to verify them against.
+	// allowed. The request's record holds no decision; the layer's
+	// answer, in the verdict of the call's record, is checked there (in
+	// Replayed).
 	Asked int `json:"asked"`
 	// Standing counts the standing approvals replayed: an always-card
 	// that let an admitted call skip an approve layer (its verdict names
 	// the card), asked again on the card's binding; revoking the card
-	// flips them to asking a human. Not in Replayed either.
+	// flips them to asking a human. The card's answer, in the same
+	// verdict, is checked too (in Replayed).
 	Standing int `json:"standing"`
 	// Flips is the number of decisions whose outcome the change flips;
 	// Groups has them by agent and tool.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,10 @@ import (
 // replayed on a proposed change of the cards (admin.State.WhatIf, the
 // replay itself internal/whatif). Its exit codes are diff's, so that it can
 // gate a change in CI.
+
+// whatIfGCPercent is the garbage collector's target while a what-if
+// replays (GOGC=400).
+const whatIfGCPercent = 400
 
 const (
 	exitWhatIfSame  = 0 // nothing flips
@@ -61,7 +66,8 @@ the recorded, before and after decisions).
 
 A decision names the revision of the wallet that made it: replayed on a wallet of that same
 revision it must come out exactly as recorded (verified), else the replay is inexact and
-this command exits 2. Decisions made on another revision (cards changed since) are counted
+this command exits 2. An approve layer's answer to approve:always, recorded in its verdict,
+is checked the same way, on the binding it was asked under. Decisions made on another revision (cards changed since) are counted
 as stale; a flip compares today's cards with today's cards changed, so a change made since
 is not blamed on the proposed one.
 
@@ -232,6 +238,11 @@ func cmdAuditWhatIf(ctx context.Context, args []string, _ io.Reader, stdout, std
 		}
 		afterCfg = cfg
 	}
+	// The replay decodes every record's JSON and keeps little of it:
+	// collecting that garbage a fifth as often took a fifth of the
+	// command's CPU off (bench/whatif-e2e, docs/cards.md "Speed"), for a
+	// heap of a few pages of records.
+	defer debug.SetGCPercent(debug.SetGCPercent(whatIfGCPercent))
 	st, _ := c.openAudit(ctx, "audit whatif", stderr)
 	if st == nil {
 		return exitWhatIfError

@@ -235,8 +235,10 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 		t.Fatalf("no change: exit %d, %d flips, stderr %q; want 0, none", r.code, rep.Flips, r.stderr)
 	}
 	// Every call's decision (secretuser's calls too), every fetch's and
-	// every reveal's.
-	if want := calls + 2*(rt.fetchOK+rt.fetchOther+rt.reveals); rep.Replayed != want || rep.Verified != want || len(rep.Inexact) != 0 || rep.Stale != 0 || rep.Unversioned != 0 {
+	// every reveal's, and the approve layer's answer to approve:always
+	// of each remote command (the always-card's yes, recorded in its
+	// verdict).
+	if want := calls + 2*(rt.fetchOK+rt.fetchOther+rt.reveals) + rt.remoteAllowed; rep.Replayed != want || rep.Verified != want || len(rep.Inexact) != 0 || rep.Stale != 0 || rep.Unversioned != 0 {
 		t.Fatalf("no change: replayed %d, verified %d, inexact %v, stale %d, unversioned %d; want all %d verified (%+v)",
 			rep.Replayed, rep.Verified, rep.Inexact, rep.Stale, rep.Unversioned, want, rt)
 	}

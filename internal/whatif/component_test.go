@@ -20,11 +20,11 @@ import (
 // no card for echo); wait ran A, allowed by a grant pinned to A.
 func TestWhatIfComponent(t *testing.T) {
 	cs := []cards.Card{card(t, "c_wait", "research", cards.Spec{LowerPos: gs(t, "tool:invoke wait@"+compA+" --...")})}
-	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
-	tr.callOf("research", "echo", "--message=hi", compA)
-	tr.callOf("research", "echo", "--message=ho", compA)
-	tr.callOf("research", "echo", "--message=hi", compB)
-	if !tr.callOf("research", "wait", "--ms=1", compA) {
+	tr := newTrail(t, cs, now.Add(-time.Minute))
+	tr.CallOf("research", "echo", "--message=hi", compA)
+	tr.CallOf("research", "echo", "--message=ho", compA)
+	tr.CallOf("research", "echo", "--message=hi", compB)
+	if !tr.CallOf("research", "wait", "--ms=1", compA) {
 		t.Fatal("the grant pinned to A does not allow wait's call of A")
 	}
 	for _, tc := range []struct {
@@ -51,7 +51,7 @@ func TestWhatIfComponent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, rec := range tr.recs {
+			for _, rec := range tr.Recs {
 				r.Add(rec)
 			}
 			rep := r.Report()

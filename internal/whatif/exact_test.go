@@ -14,6 +14,7 @@ import (
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/whatif"
+	"github.com/maiden-run/maiden/internal/whatif/whatiftest"
 )
 
 // The generated trails here are decision-faithful rather than made by a
@@ -24,203 +25,63 @@ import (
 // trail a real Host wrote, through the real encoders, fetches and reveals
 // included.
 
-var agents = []string{"a0", "a1", "a2", "a3"}
+var agents = whatiftest.Agents
 
-// grantPool is what random cards are made of: globs, a trailing --...,
-// command words and positionals, hosts, secrets.
-var grantPool = []string{
-	"tool:invoke t0 --...", "tool:invoke t0 --to=a*", "tool:invoke t0 --to=alice --n=1",
-	"tool:invoke t1 --q=*", "tool:invoke t1 --q=cat*", "tool:invoke t1 --q=* --n=*",
-	"tool:invoke t2", "tool:invoke t2 --...", "tool:invoke t3 --flag --...",
-	"tool:invoke git log --...", "tool:invoke git log --max-count=5 -- README.md", "tool:invoke git status",
-	"tool:invoke git --...", "tool:invoke t0@" + compA + " --...", "tool:invoke t1@" + compB + " --q=*",
-	"network:connect api.example.com:443", "network:connect *.example.com", "network:connect *:443", "network:connect 10.0.0.1",
-	"secret:use K0", "secret:use *", "secret:use K1",
-	"secret:reveal K0", "secret:reveal *",
-}
+// Two components the tools of a random trail run.
+var compA, compB = whatiftest.CompA, whatiftest.CompB
 
-// fsPool is what a card's fs grants are made of: subtrees, one level, a
-// whole class, and a subtree inside another (an exception's).
-var fsPool = []string{"fs:read /srv/**", "fs:write /srv/work/**", "fs /data/**", "fs:read /srv/work/secret/**", "fs:read /home/*", "fs:read /**", "fs /home/**"}
-
-// randomCards are agents' cards: lower-positive grants with occasional
-// exceptions, prohibitions and ceilings, grants for one recipient, expired
-// and revoked cards, and cards derived into other agents' wallets.
 func randomCards(t testing.TB, rng *rand.Rand, n int) []cards.Card {
-	pick := func(k int) []cards.Grant {
-		var out []cards.Grant
-		for range k {
-			g := gs(t, grantPool[rng.IntN(len(grantPool))])[0]
-			if rng.IntN(10) == 0 {
-				g.Recipient = agents[rng.IntN(len(agents))]
-			}
-			out = append(out, g)
-		}
-		return out
-	}
-	pickFS := func() []cards.Grant { return gs(t, fsPool[rng.IntN(len(fsPool))]) }
-	var cs []cards.Card
-	for i := range n {
-		c := cards.Card{ID: fmt.Sprintf("c%03d", i), Holder: agents[rng.IntN(len(agents))], Manager: "operator", Created: now.Add(-time.Hour)}
-		c.LowerPos = pick(1 + rng.IntN(3))
-		fs := rng.IntN(3) == 0
-		if fs {
-			c.LowerPos = append(c.LowerPos, pickFS()...)
-		}
-		switch rng.IntN(14) {
-		case 0:
-			c.LowerNeg = pick(1)
-			if fs {
-				c.LowerNeg = pickFS()
-			}
-		case 1:
-			c.LowerPos, c.UpperNeg = nil, pick(1)
-			if fs {
-				c.UpperNeg = pickFS()
-			}
-		case 2:
-			if rng.IntN(3) == 0 { // a ceiling: everything but t2 and t3
-				c.UpperPos = gs(t, "tool:invoke t0 --...", "tool:invoke t1 --...", "tool:invoke git --...", "network:connect *", "secret:use *", "secret:reveal *", "fs:read /**")
-			}
-		case 3:
-			c.Expires = now.Add(-time.Minute)
-		case 4:
-			c.Revoked = now.Add(-time.Minute)
-		case 5:
-			c.Expires = now.Add(time.Hour)
-		}
-		if i > 0 && rng.IntN(6) == 0 {
-			c.Parents = []string{cs[rng.IntN(len(cs))].ID}
-		}
-		cs = append(cs, c)
-	}
-	return cs
+	return whatiftest.RandomCards(t, rng, n, now)
 }
 
-// Two components the tools of a random trail run (or none known).
-var (
-	compA = "sha256:" + strings.Repeat("a1", 32)
-	compB = "sha256:" + strings.Repeat("b2", 32)
-	comps = []string{"", compA, compB}
-)
-
-var (
-	values = []string{"alice", "anna", "bob", "cat", "cats", "dog", "1", "5", "x y", "--", "*", "é"}
-	argsOf = []string{"to", "q", "n", "flag"}
-	hosts  = []string{"api.example.com", "www.example.com", "example.org", "10.0.0.1", "::1"}
-	ports  = []int{443, 80, 8443}
-	secs   = []string{"K0", "K1", "K2"}
-)
-
-func randomRendering(rng *rand.Rand) (tool, rendered string) {
-	var args []grant.Arg
-	for _, name := range argsOf {
-		switch rng.IntN(3) {
-		case 0:
-			args = append(args, grant.Arg{Name: name, Form: grant.FormValue, Value: values[rng.IntN(len(values))]})
-		case 1:
-			if name == "flag" {
-				args = append(args, grant.Arg{Name: name, Form: grant.FormTrue})
-			}
-		}
-	}
-	grant.SortArgs(args)
-	if rng.IntN(4) == 0 {
-		cmd := [][]string{{"log"}, {"status"}, {"remote", "add"}}[rng.IntN(3)]
-		var pos []string
-		if rng.IntN(2) == 0 {
-			pos = []string{"README.md", "a b"}[:1+rng.IntN(2)]
-		}
-		return "git", grant.CommandRendering(cmd, args, pos)
-	}
-	return fmt.Sprintf("t%d", rng.IntN(4)), grant.Rendering(args)
-}
-
-// dirsOffered are the directories a session's boundary offers a call's
-// tool (session.PreopensFor's result), written or not.
-var dirsOffered = []string{"/srv/work", "/srv/data", "/data/x", "/home/u", "/srv/work/secret/keys"}
-
-// randomPlan is a call whose input middleware layers rewrite (one or two
-// times, into another call of the same tool) in half the cases, and whose
-// session offers up to three directories in the other half and in a
-// quarter of the first.
-func randomPlan(rng *rand.Rand, agent string) plan {
-	tool, r := randomRendering(rng)
-	// The component follows from the rendering, so the generator's
-	// sequence (the rest of the trail) does not depend on it.
-	p := plan{agent: agent, tool: tool, comp: comps[len(r)%len(comps)], rendered: []string{r}}
-	if rng.IntN(2) == 0 {
-		for range 1 + rng.IntN(2) {
-			for {
-				t2, r2 := randomRendering(rng)
-				if t2 == tool {
-					p.rendered = append(p.rendered, r2)
-					break
-				}
-			}
-		}
-		if rng.IntN(4) != 0 {
-			return p
-		}
-	}
-	for range 1 + rng.IntN(3) {
-		p.dirs = append(p.dirs, preopen{dirsOffered[rng.IntN(len(dirsOffered))], rng.IntN(2) == 0})
-	}
-	return p
-}
-
-// randomTrail records n varied decisions on cs: 40% plain calls, 30%
-// calls rewritten by middleware or given a session's directories (or
-// both), 20% fetches (with a credential or not), 10% reveals (some
-// refused by the binding).
 func randomTrail(t testing.TB, rng *rand.Rand, cs []cards.Card, n int) *trail {
-	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute), plans: map[int64]plan{}}
-	for range n {
-		agent := agents[rng.IntN(len(agents))]
-		switch k := rng.IntN(10); {
-		case k < 3:
-			tr.callWith(randomPlan(rng, agent))
-		case k < 7:
-			tool, r := randomRendering(rng)
-			tr.callOf(agent, tool, r, comps[rng.IntN(len(comps))])
-		case k < 9:
-			cred := ""
-			if rng.IntN(2) == 0 {
-				cred = secs[rng.IntN(len(secs))]
-			}
-			tr.fetch(agent, "fetcher", hosts[rng.IntN(len(hosts))], ports[rng.IntN(len(ports))], cred)
-		default:
-			tr.reveal(agent, "vault", secs[rng.IntN(len(secs))], rng.IntN(4) != 0)
-		}
-	}
-	return tr
+	return &trail{whatiftest.RandomTrail(t, rng, cs, now.Add(-time.Minute), n)}
 }
 
 // TestReplayIsExact: a replay of the unchanged state reproduces every one
 // of 10,000 varied recorded decisions exactly (outcome, card, bound,
-// grant, target) and flips nothing; and for changes (a card revoked, with
-// its descendants; grants added), the flips it reports are exactly the
-// decisions whose outcome differs when the same trail is recorded again on
-// the changed cards.
+// grant, target), and the answers of 1,500 calls' approve layers to
+// approve:always (asked a human, or passed by an always-card bound to the
+// call's binding or to none), and flips nothing; and for changes (a card
+// revoked, with its descendants; grants added), the flips it reports are
+// exactly the decisions whose outcome differs when the same trail is
+// recorded again on the changed cards (an asked request's and a standing
+// approval's apart from its call's).
 func TestReplayIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(24, 1))
-	cs := randomCards(t, rng, 40)
+	// Besides the random cards, each agent's always-cards (two bound to
+	// a binding, one to none), and besides the 10,000 varied calls, 1,500
+	// calls through an approve layer that may approve always.
+	cs := append(randomCards(t, rng, 40), whatiftest.AlwaysCards(t, now)...)
 	const n = 10_000
 	tr := randomTrail(t, rng, cs, n)
+	tr.Bindings = map[int64]string{}
+	whatiftest.RandomApprovals(rng, tr.Trail, 1500)
 	r, err := whatif.New(whatif.State{Now: now, Agents: agents, Cards: cs}, api.WhatIfChange{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
-	for _, rec := range tr.recs {
+	answers, standing := 0, 0 // approve layers' answers recorded, and standing approvals
+	for _, rec := range tr.Recs {
 		r.Add(rec)
 		kinds[rec.Kind]++
+		if strings.Contains(string(rec.Body), `"use":"approve"`) {
+			answers++
+			if rec.Kind == whatif.KindCallAdmitted {
+				standing++
+			}
+		}
 	}
 	rep := r.Report()
 	skipped := rep.Skipped
-	if rep.Flips != 0 || len(rep.Inexact) != 0 || rep.Verified != rep.Replayed || rep.Replayed+rep.Skipped != n || rep.Stale != 0 {
+	records := len(tr.Recs) - kinds[whatif.KindApproval] // the requests are counted as asked
+	if rep.Flips != 0 || len(rep.Inexact) != 0 || rep.Verified != rep.Replayed || rep.Replayed+rep.Skipped != records+answers || rep.Stale != 0 {
 		t.Fatalf("unchanged replay: flips %d, inexact %d (first %+v), verified %d of %d replayed, %d skipped: want 0 flips, all %d exact",
-			rep.Flips, len(rep.Inexact), first(rep.Inexact), rep.Verified, rep.Replayed, rep.Skipped, n)
+			rep.Flips, len(rep.Inexact), first(rep.Inexact), rep.Verified, rep.Replayed, rep.Skipped, records+answers)
+	}
+	if rep.Asked != kinds[whatif.KindApproval] || rep.Standing != standing || rep.Asked < 50 || standing < 50 {
+		t.Errorf("asked %d, standing %d: want %d, %d (and at least 50 of each)", rep.Asked, rep.Standing, kinds[whatif.KindApproval], standing)
 	}
 	// Only the reveals the binding refused are not the cards'.
 	if skipped == 0 || skipped > kinds[whatif.KindReveal] {
@@ -228,7 +89,7 @@ func TestReplayIsExact(t *testing.T) {
 	}
 	allowed, denied := 0, 0
 	var rewritten, fsAllowed, fsDenied int
-	for _, rec := range tr.recs {
+	for _, rec := range tr.Recs {
 		if rec.Kind == whatif.KindCallAdmitted {
 			allowed++
 		} else if rec.Kind == whatif.KindCallRefused {
@@ -253,20 +114,50 @@ func TestReplayIsExact(t *testing.T) {
 	if allowed < n/20 || denied < n/20 || rewritten < n/100 || fsAllowed < n/100 || fsDenied < n/100 {
 		t.Errorf("the trail is not varied: %d calls admitted, %d refused, %d rewritten; %d fs decisions allowed, %d denied", allowed, denied, rewritten, fsAllowed, fsDenied)
 	}
+	// The built-in tools' calls and requests, and a wrapped CLI's
+	// tunnels, are in it, allowed and refused.
+	builtins := map[string]map[bool]int{}
+	for _, rec := range tr.Recs {
+		var b struct {
+			Method   string
+			Decision *api.Decision
+			Allowed  bool
+		}
+		mustJSON(t, rec.Body, &b)
+		key, ok := rec.Tool, b.Allowed
+		switch {
+		case rec.Kind == whatif.KindFetch && b.Method == "CONNECT":
+			key = "CONNECT"
+		case rec.Kind == whatif.KindFetch:
+			key = rec.Tool + " request"
+		case b.Decision != nil:
+			ok = b.Decision.Allow
+		}
+		if builtins[key] == nil {
+			builtins[key] = map[bool]int{}
+		}
+		builtins[key][ok]++
+	}
+	for _, k := range []string{"fs_read", "fs_write", "fs_list", "web_fetch", "web_fetch request", "CONNECT"} {
+		if builtins[k][true] == 0 || builtins[k][false] == 0 {
+			t.Errorf("%s: %d allowed, %d refused: want some of each", k, builtins[k][true], builtins[k][false])
+		}
+	}
 
 	// Each record's outcome recorded again on today's cards, once.
-	today := make([]*string, len(tr.recs))
-	for j, rec := range tr.recs {
-		today[j] = outcomeOf(t, tr, rec, tr.plans)
+	today, todayAlways := make([]*string, len(tr.Recs)), make([]*string, len(tr.Recs))
+	for j, rec := range tr.Recs {
+		today[j] = outcomeOf(t, tr, rec, tr.Plans)
+		todayAlways[j] = alwaysOf(t, tr, rec, tr.Bindings)
 	}
 	// Revocations name live cards whose revocation changes some outcome
 	// when the trail is recorded again (the slow way, not the replay): the
 	// trail is random, and a card that only repeats what others decide
 	// would flip nothing whatever the replay did. Found from index i on.
 	flipsSome := func(revoke []string) bool {
-		again := &trail{t: t, cards: applyChange(t, cs, api.WhatIfChange{Revoke: revoke}), at: tr.at}
-		for j, rec := range tr.recs {
-			if after := outcomeOf(t, again, rec, tr.plans); today[j] != nil && *today[j] != *after {
+		again := newTrail(t, applyChange(t, cs, api.WhatIfChange{Revoke: revoke}), tr.At)
+		for j, rec := range tr.Recs {
+			if after := outcomeOf(t, again, rec, tr.Plans); today[j] != nil && *today[j] != *after {
 				return true
 			}
 		}
@@ -307,6 +198,10 @@ func TestReplayIsExact(t *testing.T) {
 		{Revoke: []string{liveFSCard(t, cs)}},
 		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "fs:read /srv/work/secret/**", As: api.WhatIfDeny}, {Agent: "a1", Grant: "fs:write /srv/work/secret/**", As: api.WhatIfDeny}}},
 		{Grants: []api.WhatIfGrant{{Agent: "a3", Grant: "fs:read /**"}, {Agent: "a1", Grant: "fs /srv/work/**"}}},
+		// Approve layers: an always-card revoked (its standing approvals
+		// would ask), approve:always granted (asked calls would pass).
+		{Revoke: []string{"always-a1-0", "always-a2-2"}},
+		{Grants: []api.WhatIfGrant{{Agent: "a3", Grant: "approve:always t1 --..."}, {Agent: "a0", Grant: "approve:always t0 --to=*"}}},
 		// Grants naming a component: an allowance, a prohibition, a
 		// ceiling (issue 25).
 		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1@" + compB + " --..."}, {Agent: "a3", Grant: "tool:invoke t0@" + compA + " --..."}}},
@@ -322,13 +217,19 @@ func TestReplayIsExact(t *testing.T) {
 		t.Run(fmt.Sprint("change ", i), func(t *testing.T) {
 			changed := applyChange(t, cs, change)
 			// The same decisions recorded again on the changed cards.
-			again := &trail{t: t, cards: changed, at: tr.at}
-			want := map[int64]bool{}
-			for j, rec := range tr.recs {
-				before, after := today[j], outcomeOf(t, again, rec, tr.plans)
+			again := newTrail(t, changed, tr.At)
+			want, wantFlips := map[int64]bool{}, 0
+			for j, rec := range tr.Recs {
+				// A standing approval flips apart from its call.
+				if b, a := todayAlways[j], alwaysOf(t, again, rec, tr.Bindings); b != nil && *b != *a {
+					want[rec.Seq] = true
+					wantFlips++
+				}
+				before, after := today[j], outcomeOf(t, again, rec, tr.Plans)
 				if before != nil && *before != *after {
 					want[rec.Seq] = true
-					if _, planned := tr.plans[rec.Seq]; planned {
+					wantFlips++
+					if _, planned := tr.Plans[rec.Seq]; planned {
 						plannedFlips[i]++
 						if strings.HasPrefix(*before, "ran ") && strings.HasPrefix(*after, "ran ") {
 							fsFlips[i]++ // ran either way: only a directory flips
@@ -341,7 +242,7 @@ func TestReplayIsExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := map[int64]bool{}
-			for _, rec := range tr.recs {
+			for _, rec := range tr.Recs {
 				r.Add(rec)
 			}
 			rep := r.Report()
@@ -360,8 +261,8 @@ func TestReplayIsExact(t *testing.T) {
 					}
 				}
 			}
-			if rep.Flips != len(want) || rep.Flips == 0 {
-				t.Errorf("flips %d, want %d (and some)", rep.Flips, len(want))
+			if rep.Flips != wantFlips || rep.Flips == 0 {
+				t.Errorf("flips %d, want %d (and some)", rep.Flips, wantFlips)
 			}
 		})
 	}
@@ -450,7 +351,7 @@ func applyChange(t testing.TB, cs []cards.Card, ch api.WhatIfChange) []cards.Car
 // (one whose rendering is a grant of itself: no glob, quote or space).
 func denyOriginals(t testing.TB, tr *trail) api.WhatIfChange {
 	var ch api.WhatIfChange
-	for _, rec := range tr.recs {
+	for _, rec := range tr.Recs {
 		var b struct {
 			Rendered      string
 			BeforeRewrite []struct{ Rendered string } `json:"before_rewrite"`
@@ -494,7 +395,7 @@ func liveFSCard(t testing.TB, cs []cards.Card) string {
 // before it are recorded again, and a call they would let through counts
 // as run (a flip of the cards' decisions, which is what a replay reports).
 func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]plan) *string {
-	n := len(tr.recs)
+	n := len(tr.Recs)
 	var ok bool
 	if p, planned := plans[rec.Seq]; planned {
 		if rec.Kind == whatif.KindCallRefused {
@@ -502,12 +403,12 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]pla
 				BeforeRewrite []any `json:"before_rewrite"`
 			}
 			mustJSON(t, rec.Body, &b)
-			p.rendered, p.dirs = p.rendered[:len(b.BeforeRewrite)+1], nil
+			p.Rendered, p.Dirs = p.Rendered[:len(b.BeforeRewrite)+1], nil
 		}
-		saved := tr.plans
-		tr.plans = nil
-		out := tr.callWith(p)
-		tr.plans, tr.recs = saved, tr.recs[:n]
+		saved := tr.Plans
+		tr.Plans = nil
+		out := tr.CallWith(p)
+		tr.Plans, tr.Recs = saved, tr.Recs[:n]
 		return &out
 	}
 	switch rec.Kind {
@@ -517,7 +418,7 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]pla
 			Decision api.Decision
 		}
 		mustJSON(t, rec.Body, &b)
-		ok = tr.callOf(rec.Agent, rec.Tool, b.Rendered, b.Decision.Component)
+		ok = tr.CallOf(rec.Agent, rec.Tool, b.Rendered, b.Decision.Component)
 	case whatif.KindFetch:
 		var b struct {
 			Credential string
@@ -535,7 +436,7 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]pla
 			fmt.Sscanf(hp[i+1:], "%d", &port)
 		}
 		host = trimBrackets(host)
-		ok = tr.fetch(rec.Agent, rec.Tool, host, port, b.Credential)
+		ok = tr.Fetch(rec.Agent, rec.Tool, host, port, b.Credential)
 	case whatif.KindReveal:
 		var b struct {
 			Secret   string
@@ -545,10 +446,40 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]pla
 		if b.Decision.Rule == "tools.vault.reveal" {
 			return nil
 		}
-		ok = tr.reveal(rec.Agent, rec.Tool, b.Secret, true)
+		ok = tr.Reveal(rec.Agent, rec.Tool, b.Secret, true)
 	}
-	tr.recs = tr.recs[:n]
+	tr.Recs = tr.Recs[:n]
 	out := fmt.Sprint(ok)
+	return &out
+}
+
+// alwaysOf is the outcome of the approve:always question rec records
+// asking, decided again on tr's cards (nil when it records none that can
+// flip): an approval request's (a human was asked) and a standing
+// approval's (an always-card let the call through), under the binding the
+// layer asked under (bindings: the generator's, by seq).
+func alwaysOf(t testing.TB, tr *trail, rec api.AuditRecord, bindings map[int64]string) *string {
+	var b struct {
+		Event, Rendered string
+		Middleware      []struct{ Use, Verdict, Detail string }
+	}
+	mustJSON(t, rec.Body, &b)
+	switch {
+	case rec.Kind == whatif.KindApproval && b.Event == "requested":
+	case rec.Kind == whatif.KindCallAdmitted && len(b.Middleware) > 0 && b.Middleware[0].Use == "approve" && b.Middleware[0].Verdict == "pass":
+	default:
+		return nil
+	}
+	bound, ok := bindings[rec.Seq]
+	if !ok {
+		t.Fatalf("#%d: no binding recorded", rec.Seq)
+	}
+	c, err := grant.ParseRendering(b.Rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := whatiftest.BoundWallet(tr.Wallet(rec.Agent), bound)
+	out := fmt.Sprint(decide.Decide(decide.Basis{Wallet: w}, decide.AlwaysApprove(grant.AlwaysTarget(rec.Tool, c.Args))).Allow)
 	return &out
 }
 
@@ -586,7 +517,7 @@ func BenchmarkReplay100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, rec := range tr.recs {
+		for _, rec := range tr.Recs {
 			r.Add(rec)
 		}
 		if r.Report().Replayed == 0 {
@@ -614,10 +545,10 @@ func reportCPU(b *testing.B, start time.Duration) {
 func BenchmarkDecide100k(b *testing.B) {
 	rng := rand.New(rand.NewPCG(24, 2))
 	cs := randomCards(b, rng, 40)
-	tr := &trail{t: b, cards: cs, at: now}
+	tr := newTrail(b, cs, now)
 	ws := map[string]*cards.Wallet{}
 	for _, a := range agents {
-		ws[a] = tr.wallet(a)
+		ws[a] = tr.Wallet(a)
 	}
 	type q struct {
 		w *cards.Wallet
@@ -625,7 +556,7 @@ func BenchmarkDecide100k(b *testing.B) {
 	}
 	qs := make([]q, 100_000)
 	for i := range qs {
-		tool, r := randomRendering(rng)
+		tool, r := whatiftest.RandomRendering(rng)
 		c, _ := grant.ParseRendering(r)
 		qs[i] = q{ws[agents[rng.IntN(len(agents))]], decide.Invoke(grant.CommandTarget(tool, c.Command, c.Args, c.Positionals))}
 	}

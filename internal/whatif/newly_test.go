@@ -15,7 +15,7 @@ import (
 // asked records an approval request as the approve layer writes it: no
 // always-card covered the call, so a human was asked.
 func (tr *trail) asked(agent, tool, rendered, rule, toolDigest, policy string) {
-	tr.add(whatif.KindApproval, agent, tool, map[string]any{"event": "requested", "approval": "apr_" + rendered, "rule": rule,
+	tr.Add(whatif.KindApproval, agent, tool, map[string]any{"event": "requested", "approval": "apr_" + rendered, "rule": rule,
 		"reason": "a human decides", "rendered": rendered, "tool_digest": toolDigest, "policy": json.RawMessage(policy)})
 }
 
@@ -32,20 +32,20 @@ func TestAskedCallsReplayAsAlways(t *testing.T) {
 		card(t, "c_pay", "research", cards.Spec{LowerPos: gs(t, "tool:invoke pay --...")}),
 		card(t, "c_always_alice", "research", cards.Spec{LowerPos: gs(t, "approve:always pay --to=alice"), Bound: key}),
 	}
-	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
+	tr := newTrail(t, cs, now.Add(-time.Minute))
 	tr.asked("research", "pay", "--to=bob", "big-payments", "sha256:aaaa", policy)
 	tr.asked("research", "pay", "--to=carol", "big-payments", "sha256:aaaa", policy)
 	tr.asked("research", "pay", "--to=bob", "big-payments", "sha256:bbbb", policy) // another version of the tool
 	tr.asked("research", "pay", "--to=bob", "never-always", "sha256:aaaa", policy) // a rule with allow_always = false
 	tr.asked("research", "pay", "--to=alice", "big-payments", "sha256:aaaa", policy)
-	tr.add(whatif.KindApproval, "research", "pay", map[string]any{"event": "approved", "approval": "apr_x"}) // a decision: not a question
+	tr.Add(whatif.KindApproval, "research", "pay", map[string]any{"event": "approved", "approval": "apr_x"}) // a decision: not a question
 	allowAlways := func(rule string) bool { return rule != "never-always" }
 	replay := func(t *testing.T, change api.WhatIfChange) api.WhatIfReport {
 		r, err := whatif.New(whatif.State{Now: now, Agents: []string{"research"}, Cards: cs, AllowAlways: allowAlways}, change)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, rec := range tr.recs {
+		for _, rec := range tr.Recs {
 			r.Add(rec)
 		}
 		return r.Report()
@@ -162,10 +162,10 @@ func TestStandingApprovalsReplay(t *testing.T) {
 		card(t, "c_always", "research", cards.Spec{LowerPos: gs(t, "approve:always pay --to=*"), Bound: "tool=x policy=sha256:y"}),
 		card(t, "c_other", "research", cards.Spec{LowerPos: gs(t, "approve:always wire --...")}),
 	}
-	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
+	tr := newTrail(t, cs, now.Add(-time.Minute))
 	admitted := func(rendered, detail string) {
 		d := recorded(cards.NewWallet("research", now, cs).Decide(grant.ToolTarget("pay", nil)))
-		tr.add(whatif.KindCallAdmitted, "research", "pay", map[string]any{"rendered": rendered, "decision": &d,
+		tr.Add(whatif.KindCallAdmitted, "research", "pay", map[string]any{"rendered": rendered, "decision": &d,
 			"middleware": []map[string]string{{"rule": "middleware[1]", "use": "approve", "verdict": "pass", "detail": detail}}})
 	}
 	admitted("--to=bob", "approved always by card c_always")
@@ -185,7 +185,7 @@ func TestStandingApprovalsReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, rec := range tr.recs {
+			for _, rec := range tr.Recs {
 				r.Add(rec)
 			}
 			rep := r.Report()

@@ -9,8 +9,9 @@
 // revealed secret), decided again on the agent's cards as they are today
 // and on the same cards with the change, and reported when the change
 // flips its outcome. It is pure: the caller (admin) reads the store and
-// hands over the cards and the records: a replay of 100,000 records took
-// about 1.4 s of CPU on the project's 2-core VM (docs/cards.md, "What if").
+// hands over the cards and the records: maiden audit whatif over a
+// SQLite store of 100,000 records took about 2 s of CPU end to end on the
+// project's 2-core VM (docs/cards.md, "What if").
 //
 //	r, err := whatif.New(whatif.State{Now: now, Agents: agents, Cards: all}, api.WhatIfChange{Revoke: []string{"c_1"}})
 //	for _, rec := range records {
@@ -36,12 +37,16 @@
 //     asked, on the agent's cards less the always-cards bound to another
 //     version or policy of the tool (as the approve layer counts them),
 //     so a grant of approve:always shows the asked calls it would have
-//     let through. Nothing recorded a decision to check it against, so it
-//     is counted apart (Asked), not verified.
+//     let through (Asked).
 //   - A standing approval (an always-card let an admitted call skip an
 //     approve layer: its record names the card in the layer's verdict) is
 //     replayed the same way, on the card's own binding, so revoking the
 //     card shows the calls that would have asked a human (Standing).
+//   - The layer's answer to approve:always, recorded in its verdict
+//     (pass by the card, or pending/approved/denied naming the request),
+//     is checked as every decision is: asked again under the binding it
+//     was asked under (the card's, the request's, or the one whose wallet
+//     has the answer's revision) about the input the layer saw.
 //   - A proposed agent.toml (State.After, config.go) decides the "after"
 //     side besides the cards: its system grants replace the system cards,
 //     and a tool it does not bind, or a binding that no longer covers a
@@ -144,8 +149,11 @@ type Replay struct {
 	// bound are the wallets an approval request is replayed on: the
 	// agent's, before or after the change, less the always-cards bound
 	// to another version or policy of the tool.
-	bound       map[boundKey]*cards.Wallet
-	bindingOf   map[string]string // each card's Bound, by ID
+	bound     map[boundKey]*cards.Wallet
+	bindingOf map[string]string // each card's Bound, by ID
+	// requests are the bindings of the approval requests replayed so
+	// far, by ID: an approve verdict naming one was asked under it.
+	requests    map[string]string
 	allowAlways func(string) bool
 	cfg         *Config // the proposed configuration, or nil
 	// bufBefore and bufAfter hold a unit's decisions today and with the
@@ -161,7 +169,7 @@ type Replay struct {
 func New(st State, change api.WhatIfChange) (*Replay, error) {
 	r := &Replay{now: st.Now, change: change, held: map[string][]cards.Card{}, added: map[string][]cards.Card{},
 		gone: map[string]bool{}, before: map[string]*cards.Wallet{}, after: map[string]*cards.Wallet{},
-		bound: map[boundKey]*cards.Wallet{}, bindingOf: map[string]string{}, allowAlways: st.AllowAlways, groups: map[[2]string]*api.WhatIfGroup{}}
+		bound: map[boundKey]*cards.Wallet{}, bindingOf: map[string]string{}, requests: map[string]string{}, allowAlways: st.AllowAlways, groups: map[[2]string]*api.WhatIfGroup{}}
 	byID := map[string]*cards.Card{}
 	children := map[string][]string{}
 	for i := range st.Cards {
@@ -308,9 +316,7 @@ func (r *Replay) Add(rec api.AuditRecord) {
 	default:
 		return
 	}
-	if rec.Kind == KindCallAdmitted {
-		r.addStanding(rec)
-	}
+	r.addApproveVerdicts(rec)
 	if !read(rec, &u) {
 		if rec.Kind != KindReveal || r.cfg == nil || !r.addRefusedReveal(rec) {
 			r.rep.Skipped++
@@ -709,11 +715,17 @@ type approvalBody struct {
 }
 
 // addApproval replays an approval request's record as the approve:always
-// question its approve layer asked and a human answered.
+// question its approve layer asked and a human answered; the request's
+// binding is kept for the call records whose approve verdicts name it
+// (addApproveVerdicts).
 func (r *Replay) addApproval(rec api.AuditRecord) {
 	var b approvalBody
 	if json.Unmarshal(rec.Body, &b) != nil || b.Event != "requested" {
 		return // a human's decision, not a request
+	}
+	bound := BindingKey(b.ToolDigest, string(b.Policy))
+	if b.Approval != "" {
+		r.requests[b.Approval] = bound
 	}
 	c, err := grant.ParseRendering(b.Rendered)
 	if err != nil || rec.Tool == "" || r.allowAlways != nil && !r.allowAlways(b.Rule) {
@@ -726,7 +738,6 @@ func (r *Replay) addApproval(rec api.AuditRecord) {
 		return // the change does not touch this agent's wallet
 	}
 	t := alwaysTarget(rec.Tool, c)
-	bound := BindingKey(b.ToolDigest, string(b.Policy))
 	q := decide.AlwaysApprove(t)
 	before := decide.Decide(decide.Basis{Wallet: r.boundWallet(r.wallet(rec.Agent), boundKey{rec.Agent, bound, false})}, q)
 	after := decide.Decide(decide.Basis{Wallet: r.boundWallet(aw, boundKey{rec.Agent, bound, true})}, q)
@@ -737,13 +748,20 @@ func (r *Replay) addApproval(rec api.AuditRecord) {
 	r.flip(rec, []api.Decision{asked}, before, after)
 }
 
-// admittedBody is what a call-admitted record says of its approve layers.
-type admittedBody struct {
-	Rendered   string `json:"rendered"`
-	Middleware []struct {
-		Use     string `json:"use"`
-		Verdict string `json:"verdict"`
-		Detail  string `json:"detail"`
+// verdictsBody is what a call's record says of its middleware layers,
+// and the inputs an approve layer may have seen (the agent's own and each
+// a layer rewrote, before_rewrite, then the last, rendered).
+type verdictsBody struct {
+	Rendered      string `json:"rendered"`
+	BeforeRewrite []struct {
+		Rendered string `json:"rendered"`
+	} `json:"before_rewrite"`
+	RewritesTruncated bool `json:"before_rewrite_truncated"`
+	Middleware        []struct {
+		Use      string        `json:"use"`
+		Verdict  string        `json:"verdict"`
+		Detail   string        `json:"detail"`
+		Decision *api.Decision `json:"decision"`
 	} `json:"middleware"`
 }
 
@@ -753,31 +771,85 @@ type admittedBody struct {
 // the two equal).
 const standingPrefix = "approved always by card "
 
-var standingDetail = []byte(standingPrefix)
+// approveUse is how a call's record names an approve layer's verdict
+// (encoding/json's encoding of chain.Verdict): only records holding one
+// are decoded a second time.
+var approveUse = []byte(`"use":"approve"`)
 
-// addStanding replays the standing approvals of an admitted call: each
-// approve layer an always-card let it skip is asked again, as the approve
-// layer asked it (the card's own binding is the call's: the layer counts
-// a bound card only for calls of its binding), so revoking the card shows
-// the calls that would have asked a human.
-func (r *Replay) addStanding(rec api.AuditRecord) {
-	// Most calls passed no always-card: read the body only when one did.
-	if !bytes.Contains(rec.Body, standingDetail) {
+// addApproveVerdicts replays the approve layers' answers a call's record
+// holds: each approve layer that may approve always asked approve:always
+// on the agent's cards less the always-cards bound to another version or
+// policy of the tool, and its verdict records the answer (decision). The
+// answer is asked again on today's cards, with the binding the answer was
+// asked under (an always-card's own, or the approval request's the
+// verdict names), and checked as every recorded decision is (verified,
+// stale, inexact). A standing approval (an always-card let an admitted
+// call skip the human) is also replayed with the change, so revoking the
+// card shows the calls that would ask a human again; an asked one flips on
+// its request's record (addApproval).
+func (r *Replay) addApproveVerdicts(rec api.AuditRecord) {
+	// Most calls passed no approve layer: read the body again only when
+	// one did.
+	if !bytes.Contains(rec.Body, approveUse) {
 		return
 	}
-	var b admittedBody
+	var b verdictsBody
 	if json.Unmarshal(rec.Body, &b) != nil {
 		return
 	}
+	rewrites := 0 // input rewrites before the verdict: the input it saw
 	for _, v := range b.Middleware {
-		id, ok := strings.CutPrefix(v.Detail, standingPrefix)
-		if v.Use != "approve" || v.Verdict != "pass" || !ok {
+		if v.Verdict == "rewrite" {
+			rewrites++
 			continue
 		}
-		bound, known := r.bindingOf[id]
-		c, err := grant.ParseRendering(b.Rendered)
-		if !known || err != nil || rec.Tool == "" {
+		if v.Use != "approve" {
+			continue
+		}
+		card, standing := strings.CutPrefix(v.Detail, standingPrefix)
+		standing = standing && v.Verdict == "pass" && rec.Kind == KindCallAdmitted
+		if !standing && v.Decision == nil {
+			continue // a layer that may not approve always asks no card
+		}
+		rendered, ok := b.Rendered, true
+		switch {
+		case rewrites < len(b.BeforeRewrite):
+			rendered = b.BeforeRewrite[rewrites].Rendered
+		case rewrites > len(b.BeforeRewrite) || b.RewritesTruncated:
+			ok = false // a rewrite the record did not keep
+		}
+		c, err := grant.ParseRendering(rendered)
+		// The binding the layer asked under: a bound always-card's own
+		// (the layer counts it only for calls of its binding), else the
+		// request's the verdict names (pending and denied: its ID;
+		// approved: "ID by WHO"), made under the call's binding.
+		var bound string
+		known := true
+		if standing {
+			bound, known = r.bindingOf[card]
+		} else {
+			id, _, _ := strings.Cut(v.Detail, " by ")
+			bound, known = r.requests[id]
+		}
+		if (standing && known && bound == "" || !standing && !known) && v.Decision != nil {
+			// An always-card bound to nothing, or a request before the
+			// window: the binding is the one whose wallet has the
+			// revision the answer names (none: the cards changed since,
+			// and the answer is stale whatever the binding).
+			bound, known = r.bindingByRevision(rec.Agent, v.Decision.Wallet), true
+		}
+		if !ok || !known || err != nil || rec.Tool == "" {
 			r.rep.Skipped++
+			continue
+		}
+		t := alwaysTarget(rec.Tool, c)
+		q := decide.AlwaysApprove(t)
+		w := r.boundWallet(r.wallet(rec.Agent), boundKey{rec.Agent, bound, false})
+		before := decide.Decide(decide.Basis{Wallet: w}, q)
+		if v.Decision != nil {
+			r.checkOne(rec, *v.Decision, before, w)
+		}
+		if !standing {
 			continue
 		}
 		r.rep.Standing++
@@ -785,12 +857,49 @@ func (r *Replay) addStanding(rec api.AuditRecord) {
 		if aw == nil {
 			continue
 		}
-		t := alwaysTarget(rec.Tool, c)
-		q := decide.AlwaysApprove(t)
-		before := decide.Decide(decide.Basis{Wallet: r.boundWallet(r.wallet(rec.Agent), boundKey{rec.Agent, bound, false})}, q)
 		after := decide.Decide(decide.Basis{Wallet: r.boundWallet(aw, boundKey{rec.Agent, bound, true})}, q)
 		if before.Allow != after.Allow {
-			r.flip(rec, []api.Decision{{Allow: true, Rule: api.RuleApprovedAlways, Card: id, Target: t.String()}}, before, after)
+			r.flip(rec, []api.Decision{{Allow: true, Rule: api.RuleApprovedAlways, Card: card, Target: t.String()}}, before, after)
+		}
+	}
+}
+
+// bindingByRevision is the binding of agent's always-cards under which
+// its wallet (less the cards bound to another) has revision rev: none
+// ("") when that wallet has it or no binding's has.
+func (r *Replay) bindingByRevision(agent, rev string) string {
+	w := r.wallet(agent)
+	if r.boundWallet(w, boundKey{agent, "", false}).RevisionText() == rev {
+		return ""
+	}
+	for _, c := range w.Cards() {
+		if c.Bound != "" && r.boundWallet(w, boundKey{agent, c.Bound, false}).RevisionText() == rev {
+			return c.Bound
+		}
+	}
+	return ""
+}
+
+// checkOne checks one recorded decision against its replay on today's
+// wallet w, as Add checks a unit's: verified when recorded on w's
+// revision and reproduced exactly, inexact when not reproduced, stale
+// when recorded on another revision.
+func (r *Replay) checkOne(rec api.AuditRecord, recorded api.Decision, got cards.Decision, w *cards.Wallet) {
+	r.rep.Replayed++
+	ds := []api.Decision{recorded}
+	switch walletOf(ds, w.RevisionText()) {
+	case revNone:
+		r.rep.Unversioned++
+	case revToday:
+		if exact(ds, []cards.Decision{got}) {
+			r.rep.Verified++
+		} else {
+			r.rep.Inexact = append(r.rep.Inexact, example(rec, ds, got, got))
+		}
+	default:
+		r.rep.Stale++
+		if recorded.Allow != got.Allow {
+			r.rep.ChangedSince++
 		}
 	}
 }

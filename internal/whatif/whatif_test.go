@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/cards"
-	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/whatif"
+	"github.com/maiden-run/maiden/internal/whatif/whatiftest"
 )
 
 var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -31,197 +31,30 @@ func gs(t testing.TB, ss ...string) []cards.Grant {
 	return out
 }
 
-// trail records decisions as the call path does: each decided by
-// decide.Decide on the agent's wallet pinned from the store's cards, and
-// written in the shape of its record (internal/callaudit's Record and
-// Fetch, internal/secret's RevealRecord; the real-Host test in cmd/maiden
-// checks the shapes against records a Host wrote).
-type trail struct {
-	t       testing.TB
-	cards   []cards.Card
-	recs    []api.AuditRecord
-	at      time.Time
-	wallets map[string]*cards.Wallet // pinned on first need: the cards do not change
-	// plans are the calls callWith recorded, by the seq of their record,
-	// when not nil: what a test records again on other cards.
-	plans map[int64]plan
+// trail is whatiftest's: decisions recorded as the call path makes and
+// writes them (the real-Host test in cmd/maiden checks the shapes against
+// records a Host wrote).
+type trail struct{ *whatiftest.Trail }
+
+func newTrail(t testing.TB, cs []cards.Card, at time.Time) *trail {
+	return &trail{whatiftest.NewTrail(t, cs, at)}
 }
 
-func (tr *trail) wallet(agent string) *cards.Wallet {
-	if w := tr.wallets[agent]; w != nil {
-		return w
-	}
-	if tr.wallets == nil {
-		tr.wallets = map[string]*cards.Wallet{}
-	}
-	tr.wallets[agent] = tr.pin(agent)
-	return tr.wallets[agent]
-}
+type (
+	plan    = whatiftest.Plan
+	preopen = whatiftest.Preopen
+)
 
-func (tr *trail) pin(agent string) *cards.Wallet {
-	var held []cards.Card
-	for _, c := range tr.cards {
-		if c.Holder == agent {
-			held = append(held, c)
-		}
-	}
-	return cards.NewWallet(agent, tr.at, held)
-}
-
-func (tr *trail) add(kind, agent, tool string, body any) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		tr.t.Fatal(err)
-	}
-	tr.recs = append(tr.recs, api.AuditRecord{Seq: int64(len(tr.recs) + 1), At: tr.at, Kind: kind, Actor: "agent:" + agent, Agent: agent, Tool: tool, Body: b})
-}
-
-// recorded is a call's decision as its record keeps it (the root's
-// recordedDecision): an allowed one without its rule and target.
-func recorded(d cards.Decision) api.Decision {
-	if d.Allow {
-		return api.Decision{Allow: true, Card: d.Card, Bound: d.Bound, Grant: d.GrantText(), Fix: d.Fix, Wallet: d.Wallet, Component: d.Asked.Component}
-	}
-	return d.API()
-}
-
-// call records a call of tool with the canonical rendering rendered.
-func (tr *trail) call(agent, tool, rendered string) bool { return tr.callOf(agent, tool, rendered, "") }
-
-// callOf records a call of tool running the component comp ("" not
-// known).
-func (tr *trail) callOf(agent, tool, rendered, comp string) bool {
-	c, err := grant.ParseRendering(rendered)
-	if err != nil {
-		tr.t.Fatalf("rendering %q: %v", rendered, err)
-	}
-	target := grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)
-	target.Component = comp
-	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent)}, decide.Invoke(target))
-	kind := whatif.KindCallAdmitted
-	if !d.Allow {
-		kind = whatif.KindCallRefused
-	}
-	rd := recorded(d)
-	tr.add(kind, agent, tool, map[string]any{"rendered": rendered, "decision": &rd})
-	return d.Allow
-}
-
-// preopen is a directory a session's boundary offers a call's tool, and
-// whether writable.
-type preopen struct {
-	dir   string
-	write bool
-}
-
-// plan is a call as the pipeline runs it: the agent's input (rendered[0])
-// and each input a middleware layer rewrote it into, in a session whose
-// boundary offers dirs.
-type plan struct {
-	agent, tool string
-	comp        string // the component the tool runs ("" not known)
-	rendered    []string
-	dirs        []preopen
-}
-
-// callWith records p as the pipeline decides and records it: each
-// input's tool:invoke until one refuses (the refused record names the
-// input refused and keeps the decisions on the inputs before it:
-// before_rewrite), then the fs decisions of the session's preopens
-// (session.CardPreopens: each directory's fs:read DIR/**, then its
-// fs:write DIR/** when read and writable), in the call-admitted record.
-// It returns the call's outcome: "refused", or "ran" with each fs
-// decision's.
-func (tr *trail) callWith(p plan) string {
-	b := decide.Basis{Wallet: tr.wallet(p.agent)}
-	var before []map[string]any
-	var last api.Decision
-	for i, r := range p.rendered {
-		c, err := grant.ParseRendering(r)
-		if err != nil {
-			tr.t.Fatalf("rendering %q: %v", r, err)
-		}
-		target := grant.CommandTarget(p.tool, c.Command, c.Args, c.Positionals)
-		target.Component = p.comp
-		d := decide.Decide(b, decide.Invoke(target))
-		if i > 0 {
-			before = append(before, map[string]any{"rendered": p.rendered[i-1], "decision": last})
-		}
-		last = recorded(d)
-		if !d.Allow {
-			tr.add(whatif.KindCallRefused, p.agent, p.tool, map[string]any{"rendered": r, "decision": &last, "before_rewrite": before})
-			if tr.plans != nil {
-				tr.plans[tr.recs[len(tr.recs)-1].Seq] = p
-			}
-			return "refused"
-		}
-	}
-	out := "ran"
-	var fs []api.Decision
-	for _, o := range p.dirs {
-		verbs := []string{"read", "write"}
-		if !o.write {
-			verbs = verbs[:1]
-		}
-		for _, verb := range verbs {
-			d := decide.Decide(b, decide.AccessTree(verb, o.dir))
-			a := d.API()
-			if d.Allow {
-				a.Rule = "" // as the record keeps an allowed one: its card, bound, grant and target
-			}
-			fs = append(fs, a)
-			out += fmt.Sprintf(" %s=%v", a.Target, d.Allow)
-			if !d.Allow {
-				break // not writable when not readable
-			}
-		}
-	}
-	tr.add(whatif.KindCallAdmitted, p.agent, p.tool, map[string]any{"rendered": p.rendered[len(p.rendered)-1], "decision": &last, "before_rewrite": before, "fs": fs})
-	if tr.plans != nil {
-		tr.plans[tr.recs[len(tr.recs)-1].Seq] = p
-	}
-	return out
-}
-
-// fetch records an http-fetch of host:port with credential cred ("" for
-// none), decided as callegress's authorizer does.
-func (tr *trail) fetch(agent, tool, host string, port int, cred string) bool {
-	b := decide.Basis{Wallet: tr.wallet(agent)}
-	d := decide.Decide(b, decide.Connect(host, port))
-	ds := []api.Decision{d.API()}
-	if d.Allow && cred != "" {
-		d = decide.Decide(b, decide.Use(cred))
-		ds = append(ds, d.API())
-	}
-	tr.add(whatif.KindFetch, agent, tool, map[string]any{"method": "GET", "credential": cred, "decisions": ds,
-		"host": fmt.Sprintf("%s:%d", host, port), "path": "/", "allowed": d.Allow})
-	return d.Allow
-}
-
-// reveal records a reveal of secret by tool, whose binding reveals it
-// when inBinding.
-func (tr *trail) reveal(agent, tool, secret string, inBinding bool) bool {
-	bd := decide.Binding{Tool: tool, Secrets: []string{secret}}
-	if inBinding {
-		bd.Reveal = []string{secret}
-	}
-	d := decide.Decide(decide.Basis{Wallet: tr.wallet(agent), Binding: bd}, decide.Reveal(secret))
-	a := d.API()
-	outcome := "denied"
-	if d.Allow {
-		outcome = "allowed"
-	}
-	tr.add(whatif.KindReveal, agent, tool, map[string]any{"secret": secret, "outcome": outcome, "reason": d.Reason, "decision": &a})
-	return d.Allow
-}
+// recorded is a call's decision as its record keeps it.
+var recorded = whatiftest.Recorded
 
 func (tr *trail) replay(t *testing.T, change api.WhatIfChange) api.WhatIfReport {
 	t.Helper()
-	r, err := whatif.New(whatif.State{Now: now, Agents: []string{"research", "ops", "idle"}, Cards: tr.cards}, change)
+	r, err := whatif.New(whatif.State{Now: now, Agents: []string{"research", "ops", "idle"}, Cards: tr.Cards}, change)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	for _, rec := range tr.recs {
+	for _, rec := range tr.Recs {
 		r.Add(rec)
 	}
 	return r.Report()
@@ -252,22 +85,22 @@ func world(t testing.TB) []cards.Card {
 
 // calls records a trail of research's and ops's calls on today's cards.
 func calls(t testing.TB, cs []cards.Card) *trail {
-	tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
-	tr.call("research", "pay", "--to=alice")
-	tr.call("research", "pay", "--to=alice")
-	tr.call("research", "pay", "--to=bob")
-	tr.call("research", "search", "--q=cats")
-	tr.call("research", "search", "--q=secret")
-	tr.call("research", "rm", "--path=/tmp/x")
-	tr.call("research", "rm", "--path=/etc/passwd")
-	tr.call("ops", "pay", "--to=alice")
-	tr.call("ops", "report", "--week=48")
-	tr.fetch("research", "fetcher", "api.example.com", 443, "TOKEN")
-	tr.fetch("research", "fetcher", "api.example.com", 443, "")
-	tr.fetch("research", "fetcher", "other.example.com", 443, "")
-	tr.fetch("research", "fetcher", "other.example.com", 443, "OTHER")
-	tr.reveal("research", "vault", "API_KEY", true)
-	tr.reveal("research", "vault", "API_KEY", false) // the binding refuses: not the cards'
+	tr := newTrail(t, cs, now.Add(-time.Minute))
+	tr.Call("research", "pay", "--to=alice")
+	tr.Call("research", "pay", "--to=alice")
+	tr.Call("research", "pay", "--to=bob")
+	tr.Call("research", "search", "--q=cats")
+	tr.Call("research", "search", "--q=secret")
+	tr.Call("research", "rm", "--path=/tmp/x")
+	tr.Call("research", "rm", "--path=/etc/passwd")
+	tr.Call("ops", "pay", "--to=alice")
+	tr.Call("ops", "report", "--week=48")
+	tr.Fetch("research", "fetcher", "api.example.com", 443, "TOKEN")
+	tr.Fetch("research", "fetcher", "api.example.com", 443, "")
+	tr.Fetch("research", "fetcher", "other.example.com", 443, "")
+	tr.Fetch("research", "fetcher", "other.example.com", 443, "OTHER")
+	tr.Reveal("research", "vault", "API_KEY", true)
+	tr.Reveal("research", "vault", "API_KEY", false) // the binding refuses: not the cards'
 	return tr
 }
 
@@ -373,10 +206,10 @@ func TestFlipExamples(t *testing.T) {
 // TestExamplesBounded: a group counts every flip and keeps three examples
 // of each way.
 func TestExamplesBounded(t *testing.T) {
-	tr := &trail{t: t, cards: world(t), at: now}
+	tr := newTrail(t, world(t), now)
 	for i := range 10 {
-		tr.call("research", "pay", "--to=alice")
-		tr.call("research", "pay", fmt.Sprintf("--to=bob%d", i))
+		tr.Call("research", "pay", "--to=alice")
+		tr.Call("research", "pay", fmt.Sprintf("--to=bob%d", i))
 	}
 	rep := tr.replay(t, api.WhatIfChange{Revoke: []string{"c_pay"}, Grants: []api.WhatIfGrant{{Agent: "research", Grant: "tool:invoke pay --to=bob*"}}})
 	if len(rep.Groups) != 1 {
@@ -395,15 +228,15 @@ func TestExamplesBounded(t *testing.T) {
 // already decide it otherwise, which is no flip of the change.
 func TestInexactAndStale(t *testing.T) {
 	cs := world(t)
-	old := &trail{t: t, cards: cs[:1], at: now.Add(-time.Hour)} // only c_pay then
-	old.call("research", "pay", "--to=alice")
-	old.call("research", "search", "--q=cats") // refused then, allowed now
+	old := newTrail(t, cs[:1], now.Add(-time.Hour)) // only c_pay then
+	old.Call("research", "pay", "--to=alice")
+	old.Call("research", "search", "--q=cats") // refused then, allowed now
 	tr := calls(t, cs)
-	tr.recs = append(old.recs, tr.recs...)
+	tr.Recs = append(old.Recs, tr.Recs...)
 	var body map[string]any
-	json.Unmarshal(tr.recs[2].Body, &body)
+	json.Unmarshal(tr.Recs[2].Body, &body)
 	body["decision"].(map[string]any)["card"] = "c_search"
-	tr.recs[2].Body, _ = json.Marshal(body)
+	tr.Recs[2].Body, _ = json.Marshal(body)
 	rep := tr.replay(t, api.WhatIfChange{})
 	if rep.Stale != 2 || rep.ChangedSince != 1 || rep.Flips != 0 {
 		t.Errorf("stale %d, changed since %d, flips %d: want 2, 1, 0", rep.Stale, rep.ChangedSince, rep.Flips)
@@ -457,11 +290,11 @@ func TestFlipsOfRewritesAndDirectories(t *testing.T) {
 		card(t, "c_mail", "research", cards.Spec{LowerPos: gs(t, "tool:invoke mail --to=*", "tool:invoke build --...")}),
 	}
 	record := func() *trail {
-		tr := &trail{t: t, cards: cs, at: now.Add(-time.Minute)}
-		if out := tr.callWith(plan{agent: "research", tool: "mail", rendered: []string{"--cc=all --to=bob", "--to=bob"}}); out != "ran" {
+		tr := newTrail(t, cs, now.Add(-time.Minute))
+		if out := tr.CallWith(plan{Agent: "research", Tool: "mail", Rendered: []string{"--cc=all --to=bob", "--to=bob"}}); out != "ran" {
 			t.Fatalf("mail: %s", out)
 		}
-		out := tr.callWith(plan{agent: "research", tool: "build", rendered: []string{"--target=x"}, dirs: []preopen{{"/srv/work", true}, {"/srv/data", false}}})
+		out := tr.CallWith(plan{Agent: "research", Tool: "build", Rendered: []string{"--target=x"}, Dirs: []preopen{{Dir: "/srv/work", Write: true}, {Dir: "/srv/data"}}})
 		if out != "ran fs:read /srv/work/**=true fs:write /srv/work/**=true fs:read /srv/data/**=true" {
 			t.Fatalf("build: %s", out)
 		}
@@ -487,7 +320,7 @@ func TestFlipsOfRewritesAndDirectories(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, rec := range tr.recs {
+			for _, rec := range tr.Recs {
 				r.Add(rec)
 			}
 			rep := r.Report()
@@ -514,11 +347,11 @@ func TestFlipsOfRewritesAndDirectories(t *testing.T) {
 	}
 	t.Run("partial", func(t *testing.T) {
 		tr := record()
-		for i := range tr.recs {
+		for i := range tr.Recs {
 			var b map[string]any
-			mustJSON(t, tr.recs[i].Body, &b)
+			mustJSON(t, tr.Recs[i].Body, &b)
 			b[[]string{"before_rewrite_truncated", "fs_truncated"}[i]] = true
-			tr.recs[i].Body, _ = json.Marshal(b)
+			tr.Recs[i].Body, _ = json.Marshal(b)
 		}
 		rep := tr.replay(t, api.WhatIfChange{})
 		if rep.Partial != 2 || rep.Verified != 2 || rep.Flips != 0 {
