@@ -112,8 +112,24 @@ func buildBinary(pkg string) (string, error) {
 // its dependencies never become maiden's. The same cache, lock and
 // staleness check as Binary: the first build downloads and compiles (it
 // can take minutes), later ones cost go build's up-to-date check.
+//
+// A build already under way for the same checkout (another test binary, or
+// make test's first step, scripts/deps, which starts the tracing test's
+// collector with cmd/modulebinary while the machine waits on apt-get) holds
+// the lock: ModuleBinary waits for it, then finds the binary up to date.
 func ModuleBinary(t testing.TB, dir, pkg string) string {
 	t.Helper()
+	path, err := BuildModuleBinary(dir, pkg)
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	return path
+}
+
+// BuildModuleBinary is ModuleBinary for code without a testing.TB, such as
+// internal/testkit/cmd/modulebinary, which builds ahead of the tests into
+// the same file under the same lock.
+func BuildModuleBinary(dir, pkg string) (string, error) {
 	key := dir + " " + pkg
 	binMu.Lock()
 	b := binBuilds[key]
@@ -123,10 +139,7 @@ func ModuleBinary(t testing.TB, dir, pkg string) string {
 	}
 	binMu.Unlock()
 	b.once.Do(func() { b.path, b.err = buildModuleBinary(dir, pkg) })
-	if b.err != nil {
-		t.Fatalf("testkit: %v", b.err)
-	}
-	return b.path
+	return b.path, b.err
 }
 
 func buildModuleBinary(dir, pkg string) (string, error) {
