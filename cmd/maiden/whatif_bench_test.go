@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/admin"
-	"github.com/maiden-run/maiden/internal/whatif/whatiftest"
+	"github.com/maiden-run/maiden/internal/whatif/whatiftest/trailstore"
 )
 
 // BenchmarkAuditWhatIf100k is maiden audit whatif end to end, as an
 // operator runs it, over a real SQLite state store holding 100,000
-// records of internal/whatif's varied trail (whatiftest.Store: written
+// records of internal/whatif's varied trail (trailstore.Store: written
 // through the store's own API, the records through its audit journal):
 //
 //   - command: run's `audit whatif -state PATH` with no change (every
@@ -36,7 +36,7 @@ import (
 func BenchmarkAuditWhatIf100k(b *testing.B) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "maiden-state.db")
-	info, err := whatiftest.Store(ctx, path, 24, 40, 100_000)
+	info, err := trailstore.Store(ctx, path, 24, 40, 100_000)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,8 +26,10 @@ import (
 // (sync, sync/atomic, os/exec, os/signal, net/http, database/sql, ...) or
 // a connection (net.Listen, net.Dial, a lookup; net.SplitHostPort is
 // fine). The packages it imports may hold a mutex or an atomic cache,
-// which starts nothing. A module package only its tests import may be
-// used for its constants alone. A package that fails here goes back under -race:
+// which starts nothing. A module package only its tests import is read
+// the same way (its non-test files, and what they import); one that starts
+// goroutines somewhere in there may still be used for its constants alone.
+// A package that fails here goes back under -race:
 // remove it from scripts/test's norace list.
 func TestNoRacePackagesStartNoGoroutine(t *testing.T) {
 	root := RepoRoot(t)
@@ -67,6 +69,7 @@ func TestConcurrencyInFindsEachKind(t *testing.T) {
 		{"a listener", "a_test.go", "package p\nimport \"net\"\nvar _, _ = net.Listen(\"tcp\", \"127.0.0.1:0\")\n", "uses net.Listen"},
 		{"dependency's go statement", "a.go", "package p\nimport \"" + modulePath + "/q\"\nvar _ = q.F\n", "q/q.go"},
 		{"test-only import used for more than constants", "a_test.go", "package p\nimport \"" + modulePath + "/q\"\nvar _ = q.F\n", "uses q.F"},
+		{"test-only import's dependency's go statement", "a_test.go", "package p\nimport \"" + modulePath + "/s\"\nvar _ = s.G\n", "q/q.go"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -81,6 +84,7 @@ func TestConcurrencyInFindsEachKind(t *testing.T) {
 			}
 			write("p/"+tt.file, tt.src)
 			write("q/q.go", "package q\nconst C = 1\nfunc F() { go func() {}() }\n")
+			write("s/s.go", "package s\nimport \""+modulePath+"/q\"\nfunc G() { q.F() }\n")
 			problems, err := concurrencyIn(root, "./p")
 			if err != nil {
 				t.Fatal(err)
@@ -91,11 +95,13 @@ func TestConcurrencyInFindsEachKind(t *testing.T) {
 		})
 	}
 	// And a package of the kind the list holds passes: a test-only import
-	// used for a constant, a dependency without goroutines.
+	// used for a constant, one without goroutines used for a function, a
+	// dependency without goroutines.
 	root := t.TempDir()
 	for rel, src := range map[string]string{
 		"p/p.go":      "package p\nimport \"" + modulePath + "/r\"\nfunc F() int { return r.N() }\n",
-		"p/p_test.go": "package p\nimport (\n\"testing\"\n\"" + modulePath + "/q\"\n)\nfunc TestF(t *testing.T) { t.Run(\"x\", func(t *testing.T) { _ = F() + q.C }) }\n",
+		"p/p_test.go": "package p\nimport (\n\"testing\"\n\"" + modulePath + "/q\"\n\"" + modulePath + "/u\"\n)\nfunc TestF(t *testing.T) { t.Run(\"x\", func(t *testing.T) { _ = F() + q.C + u.H() }) }\n",
+		"u/u.go":      "package u\nimport \"" + modulePath + "/r\"\nfunc H() int { return r.N() }\n",
 		"q/q.go":      "package q\nconst C = 1\nfunc F() { go func() {}() }\n",
 		"r/r.go":      "package r\nimport \"sync/atomic\"\nvar n atomic.Int64\nfunc N() int { return int(n.Add(1)) }\n",
 	} {
@@ -186,31 +192,22 @@ func concurrencyIn(root, rel string) ([]string, error) {
 	// The module packages the code imports, directly or not: their
 	// non-test files.
 	seen := map[string]bool{}
-	queue := sortedKeys(codeImports)
-	for len(queue) > 0 {
-		dep := queue[0]
-		queue = queue[1:]
+	found, err := goroutinesBelow(root, fset, sortedKeys(codeImports), seen)
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, found...)
+	// A module package only the tests import: read the same way; if it
+	// starts goroutines somewhere, its constants alone.
+	for _, dep := range sortedKeys(testImports) {
 		if seen[dep] {
 			continue
 		}
-		seen[dep] = true
-		files, err := parseDir(fset, filepath.Join(root, filepath.FromSlash(dep)), false)
+		below, err := goroutinesBelow(root, fset, []string{dep}, map[string]bool{})
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range files {
-			problems = append(problems, goroutinesIn(root, fset, f)...)
-			for _, imp := range f.Imports {
-				path, _ := strconv.Unquote(imp.Path.Value)
-				if next, ok := strings.CutPrefix(path, modulePath+"/"); ok {
-					queue = append(queue, next)
-				}
-			}
-		}
-	}
-	// A module package only the tests import: its constants alone.
-	for _, dep := range sortedKeys(testImports) {
-		if seen[dep] {
+		if len(below) == 0 {
 			continue
 		}
 		files, err := parseDir(fset, filepath.Join(root, filepath.FromSlash(dep)), false)
@@ -241,12 +238,42 @@ func concurrencyIn(root, rel string) ([]string, error) {
 			ast.Inspect(f, func(n ast.Node) bool {
 				if sel, ok := n.(*ast.SelectorExpr); ok {
 					if id, ok := sel.X.(*ast.Ident); ok && id.Name == local && !consts[sel.Sel.Name] {
-						problems = append(problems, fmt.Sprintf("%s uses %s.%s, not a constant (its tests may use a module package they alone import for its constants only)",
-							relPos(root, fset, sel.Pos()), local, sel.Sel.Name))
+						problems = append(problems, fmt.Sprintf("%s uses %s.%s, not a constant, and %s starts goroutines (%s; its tests may use such a package for its constants only)",
+							relPos(root, fset, sel.Pos()), local, sel.Sel.Name, dep, below[0]))
 					}
 				}
 				return true
 			})
+		}
+	}
+	return problems, nil
+}
+
+// goroutinesBelow lists what starts a goroutine in the non-test files of
+// the module packages deps and of those they import, directly or not,
+// skipping (and adding to) seen.
+func goroutinesBelow(root string, fset *token.FileSet, deps []string, seen map[string]bool) ([]string, error) {
+	var problems []string
+	queue := deps
+	for len(queue) > 0 {
+		dep := queue[0]
+		queue = queue[1:]
+		if seen[dep] {
+			continue
+		}
+		seen[dep] = true
+		files, err := parseDir(fset, filepath.Join(root, filepath.FromSlash(dep)), false)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			problems = append(problems, goroutinesIn(root, fset, f)...)
+			for _, imp := range f.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if next, ok := strings.CutPrefix(path, modulePath+"/"); ok {
+					queue = append(queue, next)
+				}
+			}
 		}
 	}
 	return problems, nil

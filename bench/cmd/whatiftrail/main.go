@@ -1,6 +1,6 @@
 // Command whatiftrail writes internal/whatif's varied trail of recorded
 // calls into a new SQLite state store through the store's own API
-// (whatiftest.Store: agents, cards granted and revoked, the records through
+// (trailstore.Store: agents, cards granted and revoked, the records through
 // the audit journal), for bench/whatif-e2e, which times maiden audit
 // whatif on it. It prints the ID of the live card that decided the most
 // records (a change to revoke) on stdout.
@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/maiden-run/maiden/internal/whatif/whatiftest"
+	"github.com/maiden-run/maiden/internal/whatif/whatiftest/trailstore"
 )
 
 func main() {
@@ -31,7 +31,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "whatiftrail: %s exists: it writes a new store only\n", *path)
 		os.Exit(2)
 	}
-	info, err := whatiftest.Store(context.Background(), *path, *seed, *nCards, *n)
+	info, err := trailstore.Store(context.Background(), *path, *seed, *nCards, *n)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "whatiftrail: %v\n", err)
 		os.Exit(1)

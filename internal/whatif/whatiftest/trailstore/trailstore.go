@@ -1,4 +1,10 @@
-package whatiftest
+// Package trailstore writes internal/whatif's varied test trail
+// (whatiftest's) into a real state store. It is apart from whatiftest
+// because the store starts goroutines (its journal's ingester), and
+// internal/whatif's tests, which use whatiftest, run without the race
+// detector on the ground that nothing they import starts one
+// (internal/testkit's TestNoRacePackagesStartNoGoroutine).
+package trailstore
 
 import (
 	"bytes"
@@ -9,6 +15,7 @@ import (
 
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/internal/whatif/whatiftest"
 )
 
 // StoreInfo is what Store wrote.
@@ -37,7 +44,7 @@ func Store(ctx context.Context, path string, seed uint64, nCards, n int) (StoreI
 		return info, err
 	}
 	defer st.Close()
-	for _, a := range Agents {
+	for _, a := range whatiftest.Agents {
 		if err := st.EnsureAgent(ctx, a); err != nil {
 			return info, err
 		}
@@ -45,7 +52,7 @@ func Store(ctx context.Context, path string, seed uint64, nCards, n int) (StoreI
 	now := time.Now()
 	rng := rand.New(rand.NewPCG(seed, 2))
 	ids := map[string]string{} // RandomCards' ID → the store's
-	for _, c := range RandomCards(nil, rng, nCards, now) {
+	for _, c := range whatiftest.RandomCards(nil, rng, nCards, now) {
 		if !c.Expires.IsZero() && !c.Expires.After(now) {
 			continue
 		}
@@ -76,7 +83,7 @@ func Store(ctx context.Context, path string, seed uint64, nCards, n int) (StoreI
 	if err != nil {
 		return info, err
 	}
-	tr := RandomTrail(nil, rng, cs, now, n)
+	tr := whatiftest.RandomTrail(nil, rng, cs, now, n)
 	// The live card that decided the most records: revoking it flips
 	// some.
 	most := 0
