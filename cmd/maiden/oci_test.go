@@ -442,17 +442,7 @@ func TestOCICosignSigned(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
 	cache := t.TempDir()
-	if out, err := ocitest.RunCosign(t, bin, dir, "generate-key-pair"); err != nil {
-		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
-	}
-	pubPEM, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pubPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := ocitest.CosignKeyPair(t, bin, dir)
 	ss := ocitest.NewSigstore(t)
 	const issuer, identity = "https://token.example", "release@acme.example"
 	cert, chain := ss.Certify(t, pub, identity, issuer)

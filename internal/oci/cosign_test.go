@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/maiden-run/maiden/internal/oci/ocitest"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // cosignBin and cosign are ocitest's, named for this file's brevity.
@@ -223,17 +222,7 @@ func TestCosignSignsKeyless(t *testing.T) {
 	dir := t.TempDir()
 	ss := ocitest.NewSigstore(t)
 	trusted := ss.TrustedRoot(t)
-	if out, err := cosign(t, bin, dir, "generate-key-pair"); err != nil {
-		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
-	}
-	pubPEM, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pubPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := ocitest.CosignKeyPair(t, bin, dir)
 	cert, chain := ss.Certify(t, pub, testIdentity, testIssuer)
 	for f, b := range map[string][]byte{"cert.pem": cert, "chain.pem": chain, "trusted_root.json": trusted} {
 		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {

@@ -144,15 +144,11 @@ func (k *Keyless) verifyOne(raw []byte, digest string) error {
 	if json.Unmarshal(raw, &ev) == nil && len(ev.Payload) > 0 && len(ev.Bundle) > 0 {
 		return k.verifySigTag(ev, digest)
 	}
-	var b bundle.Bundle
-	if err := b.UnmarshalJSON(raw); err != nil {
-		return fmt.Errorf("bundle does not parse: %v", err)
+	b, sum, err := bundleFor(raw, digest)
+	if err != nil {
+		return err
 	}
-	sum, err := hex.DecodeString(strings.TrimPrefix(digest, "sha256:"))
-	if err != nil || !digestRE.MatchString(digest) {
-		return fmt.Errorf("digest %q: want sha256: and 64 lowercase hex digits", digest)
-	}
-	res, err := k.verifier.Verify(&b, verify.NewPolicy(verify.WithArtifactDigest("sha256", sum), verify.WithCertificateIdentity(k.policy)))
+	res, err := k.verifier.Verify(b, verify.NewPolicy(verify.WithArtifactDigest("sha256", sum), verify.WithCertificateIdentity(k.policy)))
 	if err != nil {
 		return fmt.Errorf("not signed by %s: %v", k.ID, err)
 	}

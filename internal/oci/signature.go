@@ -178,21 +178,31 @@ func checkSimpleSigning(raw []byte, digest string) error {
 	return nil
 }
 
+// bundleFor parses a Sigstore bundle and the digest it must be over
+// (sha256:HEX), returning the digest's bytes.
+func bundleFor(raw []byte, digest string) (*bundle.Bundle, []byte, error) {
+	var b bundle.Bundle
+	if err := b.UnmarshalJSON(raw); err != nil {
+		return nil, nil, fmt.Errorf("bundle does not parse: %v", err)
+	}
+	sum, err := hex.DecodeString(strings.TrimPrefix(digest, "sha256:"))
+	if err != nil || !digestRE.MatchString(digest) {
+		return nil, nil, fmt.Errorf("digest %q: want sha256: and 64 lowercase hex digits", digest)
+	}
+	return &b, sum, nil
+}
+
 // verifyBundle checks a Sigstore bundle signed with k (no certificate)
 // over digest: a DSSE in-toto statement naming digest as its subject with
 // cosign's signature predicate (what `cosign sign --new-bundle-format`
 // signs), or a message signature over the manifest. A transparency-log
 // entry or timestamp in the bundle is not required, as with the .sig tag.
 func (k *Key) verifyBundle(raw []byte, digest string) error {
-	var b bundle.Bundle
-	if err := b.UnmarshalJSON(raw); err != nil {
-		return fmt.Errorf("bundle does not parse: %v", err)
+	b, sum, err := bundleFor(raw, digest)
+	if err != nil {
+		return err
 	}
-	sum, err := hex.DecodeString(strings.TrimPrefix(digest, "sha256:"))
-	if err != nil || !digestRE.MatchString(digest) {
-		return fmt.Errorf("digest %q: want sha256: and 64 lowercase hex digits", digest)
-	}
-	res, err := k.bundles.Verify(&b, verify.NewPolicy(verify.WithArtifactDigest("sha256", sum), verify.WithKey()))
+	res, err := k.bundles.Verify(b, verify.NewPolicy(verify.WithArtifactDigest("sha256", sum), verify.WithKey()))
 	if err != nil {
 		return fmt.Errorf("bundle not signed by key %s over %s: %v", k.ID, digest, err)
 	}

@@ -3,12 +3,15 @@ package ocitest
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // CosignCLI finds the cosign CLI (v2.6.5, installed by scripts/deps):
@@ -52,4 +55,22 @@ func RunCosign(t testing.TB, bin, dir string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
+}
+
+// CosignKeyPair has the CLI make a key pair in dir (cosign.key, password
+// "pw", and cosign.pub) and returns the public key.
+func CosignKeyPair(t testing.TB, bin, dir string) crypto.PublicKey {
+	t.Helper()
+	if out, err := RunCosign(t, bin, dir, "generate-key-pair"); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+	}
+	pubPEM, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(pubPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
 }
