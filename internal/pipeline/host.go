@@ -80,6 +80,9 @@ type Host struct {
 	// waiters are the calls of this Host waiting for a human's decision,
 	// by approval request ID (Decide wakes them).
 	waiters humanwait.Waiters
+	// human is the one wait for a human's decision, over waiters
+	// (humanwait.go), shared by the approve layers and boundary requests.
+	human humanWait
 	// material is the web_fetch secret material of each session.
 	material session.Materials
 	// sessions is the session stages' work: which session a call runs
@@ -141,6 +144,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit, Tokens: tokenShare{h}})
 	h.sessions.State, h.sessions.ErrState = h.state, ErrState
 	h.trail = callaudit.Trail{State: h.state, Log: h.log}
+	h.human = humanWait{waiters: &h.waiters, adm: h.adm, timeout: o.ApprovalWait, poll: o.ApprovalPoll}
 	h.cfg.Store(cfg)
 	h.setKinds(cfg)
 	h.handle = h.pipeline()

@@ -6,26 +6,39 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/maiden-run/maiden/internal/humanwait"
 )
 
-// waitForHuman is the one wait for a human's decision (internal/humanwait),
+// humanWait is the one wait for a human's decision (internal/humanwait),
 // shared by the approve middleware (an approval request,
 // middleware_approve.go) and request_sandbox_boundary (a boundary request,
-// sessionbuiltins.go). It tells the caller what it waits for
-// (Call.OnApproval, with view), then waits on the Host's waiters, asking
-// check at every wake: a decision through this Host (Decide wakes the
-// waiter at once, by id), a poll (Options.ApprovalPoll; another process
-// may have decided), until the wait ends (Call.ApprovalWait, else
-// Options.ApprovalWait, else DefaultApprovalWait; below zero, no wait at
-// all) or ctx does. It returns true when check said done, false when the
-// wait ended first: the caller answers kind pending with the request's ID,
-// and the request stays for a human. The admission turn is given back
-// while it waits and not taken again here: each caller does, for the
-// outcomes that go on to run.
-func (h *Host) waitForHuman(ctx context.Context, inv *invocation, id string, view ApprovalRequest, check func(context.Context) (done bool, err error)) bool {
+// sessionbuiltins.go). It holds what it needs of the Host, given in New:
+// the Host's waiters (Decide wakes them), its admission (the turn given
+// back while a call waits and taken again after), and
+// Options.ApprovalWait and Options.ApprovalPoll.
+type humanWait struct {
+	waiters *humanwait.Waiters
+	adm     *admission
+	// timeout is Options.ApprovalWait; poll is Options.ApprovalPoll.
+	timeout, poll time.Duration
+}
+
+// wait tells the caller what it waits for (Call.OnApproval, with view),
+// then waits on the waiters, asking check at every wake: a decision
+// through this Host (Decide wakes the waiter at once, by id), a poll
+// (Options.ApprovalPoll; another process may have decided), until the
+// wait ends (Call.ApprovalWait, else Options.ApprovalWait, else
+// DefaultApprovalWait; below zero, no wait at all) or ctx does. It returns
+// true when check said done, false when the wait ended first: the caller
+// answers kind pending with the request's ID, and the request stays for a
+// human. The admission turn is given back while it waits and not taken
+// again here: each caller does (resume), for the outcomes that go on to
+// run.
+func (w humanWait) wait(ctx context.Context, inv *invocation, id string, view ApprovalRequest, check func(context.Context) (done bool, err error)) bool {
 	wait := inv.call.ApprovalWait
 	if wait == 0 {
-		wait = h.opts.ApprovalWait
+		wait = w.timeout
 	}
 	if wait == 0 {
 		wait = DefaultApprovalWait
@@ -33,7 +46,7 @@ func (h *Host) waitForHuman(ctx context.Context, inv *invocation, id string, vie
 	if inv.call.OnApproval != nil {
 		inv.call.OnApproval(view)
 	}
-	poll := h.opts.ApprovalPoll
+	poll := w.poll
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
 	}
@@ -41,9 +54,23 @@ func (h *Host) waitForHuman(ctx context.Context, inv *invocation, id string, vie
 		var sp oteltrace.Span
 		ctx, sp = inv.humanWaitSpan(ctx, id)
 		defer sp.End()
-		done := h.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+		done := w.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
 		sp.SetAttributes(attribute.Bool("maiden.human_wait.decided", done))
 		return done
 	}
-	return h.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+	return w.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+}
+
+// resume takes an admission turn again for a call that gave its turn back
+// to wait (invocation.suspend) and goes on to run.
+func (w humanWait) resume(ctx context.Context, inv *invocation) error {
+	if inv.release != nil {
+		return nil
+	}
+	release, err := w.adm.enter(ctx, inv.call.Tool)
+	if err != nil {
+		return err
+	}
+	inv.release = release
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/maiden-run/maiden/internal/chain"
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/store"
 )
 
 // This file is the middleware chain (agent.toml [[middleware]], a tool's
@@ -33,23 +34,19 @@ type verdict = chain.Verdict
 // middlewareStage is the middleware stage: the layers' decisions
 // (internal/chain) with the store and the component runner given, and the
 // two that stay with the pipeline, the approve layers (the wait for a
-// human: middleware_approve.go) and the check of a rewritten input.
+// human: approveLayer, middleware_approve.go) and the check of a rewritten
+// input (rewriteCheck). pipeline() builds each part from the Host's fields.
 type middlewareStage struct {
 	layers     chain.Layers
 	components chain.Components
-	approve    func(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error)
-	rewrite    func(ctx context.Context, inv *invocation, m config.Middleware, input string) (done bool, err error)
+	approve    approveLayer
+	rewrite    rewriteCheck
 }
 
-// middlewareStageOf wires the stage to the Host's store, runner and log.
-func (h *Host) middlewareStageOf() middlewareStage {
-	state := func(ctx context.Context, cfg *config.Config) (chain.Limits, error) { return h.state(ctx, cfg) }
-	return middlewareStage{
-		layers:     chain.Layers{State: state, ErrState: ErrState},
-		components: chain.Components{Runner: h.runner, Log: h.log},
-		approve:    h.approve,
-		rewrite:    h.rewrite,
-	}
+// chainState is the state store's getter as the layers (internal/chain)
+// read it: the store's limits.
+func chainState(state func(ctx context.Context, cfg *config.Config) (store.Store, error)) func(context.Context, *config.Config) (chain.Limits, error) {
+	return func(ctx context.Context, cfg *config.Config) (chain.Limits, error) { return state(ctx, cfg) }
 }
 
 // chain runs the call's chain around the rest of the pipeline.
@@ -163,7 +160,7 @@ func (s middlewareStage) before(ctx context.Context, inv *invocation, m config.M
 		// acts on the output and the logs (wrapLogs, after)
 		return inv.step(chain.Step{Verdict: verdict{Rule: m.Rule, Use: m.Use, Verdict: "pass"}})
 	case config.UseApprove:
-		return s.approve(ctx, inv, m)
+		return s.approve.run(ctx, inv, m)
 	}
 	if m.Component != nil {
 		return s.componentBefore(ctx, inv, m)
@@ -204,16 +201,24 @@ func (inv *invocation) wrapLogs() {
 	inv.call.OnLog = chain.LiveLogs(inv.liveRedact, inv.call.OnLog)
 }
 
-// rewrite replaces the call's input with a layer's rewrite, then checks it
+// rewriteCheck is the check of a layer's rewritten input, holding what it
+// needs of the Host: the input limit of a configuration (Options.MaxInputBytes,
+// else the configuration's, as input.check applies it). The rest is the
+// call's own: its pinned wallet, its schema.
+type rewriteCheck struct {
+	limit func(*config.Config) int64
+}
+
+// check replaces the call's input with a layer's rewrite, then checks it
 // as if the agent had sent it: parsed, rendered, authorized against the
 // agent's cards (a rewrite cannot broaden authority) and validated against
 // the tool's schema.
-func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware, input string) (done bool, err error) {
+func (r rewriteCheck) check(ctx context.Context, inv *invocation, m config.Middleware, input string) (done bool, err error) {
 	reject := func(kind ErrorKind, msg string) (bool, error) {
 		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "rewrite refused: " + msg})
 		return true, inv.fail(kind, "refused by policy: "+msg)
 	}
-	if int64(len(input)) > h.maxInputBytes(inv.cfg) {
+	if int64(len(input)) > r.limit(inv.cfg) {
 		return reject(KindDenied, "a middleware rewrote the input past the size limit")
 	}
 	doc, err := parseInput(input)
@@ -259,14 +264,14 @@ func (h *Host) rewrite(ctx context.Context, inv *invocation, m config.Middleware
 }
 
 // componentBefore asks a middleware component about the call; a rewrite
-// it returns is checked as if the agent had sent it (rewrite).
+// it returns is checked as if the agent had sent it (rewriteCheck).
 func (s middlewareStage) componentBefore(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
 	step, input, err := s.components.Before(ctx, m, inv.chainCall())
 	if err != nil {
 		return true, err
 	}
 	if input != nil {
-		return s.rewrite(ctx, inv, m, *input)
+		return s.rewrite.check(ctx, inv, m, *input)
 	}
 	return inv.step(step)
 }

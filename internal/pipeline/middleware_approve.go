@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/store"
@@ -29,16 +30,28 @@ import (
 // whose process died while it ran is marked interrupted when a process
 // opens the store again, and is never re-run by itself.
 
-// approve runs one approve layer whose condition held.
-func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
-	st, err := h.state(ctx, inv.cfg)
+// approveLayer is the approve layers' work, holding what it needs of the
+// Host: the state store's getter (the requests, the approvals), the
+// wallet's getter (the agent's cards pinned again after a wait), the audit
+// trail (an approval requested is a record of it) and the one wait for a
+// human (humanwait.go).
+type approveLayer struct {
+	state  func(ctx context.Context, cfg *config.Config) (store.Store, error)
+	wallet func(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error)
+	trail  *callaudit.Trail
+	human  *humanWait
+}
+
+// run runs one approve layer whose condition held.
+func (l approveLayer) run(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	st, err := l.state(ctx, inv.cfg)
 	if err != nil {
 		return true, err
 	}
 	now := time.Now()
 	w := inv.wallet
 	if w == nil {
-		if w, err = h.wallet(ctx, inv.cfg, inv.agent, now); err != nil {
+		if w, err = l.wallet(ctx, inv.cfg, inv.agent, now); err != nil {
 			return true, err
 		}
 	}
@@ -75,7 +88,7 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 			if a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule); err != nil {
 				return true, fmt.Errorf("%w: %v", ErrState, err)
 			} else if found && a.State == store.ApprovalApproved && a.Expires.After(now) && a.Binding == bind {
-				h.approved(inv, m, a)
+				approved(inv, m, a)
 			}
 			return false, nil
 		}
@@ -84,7 +97,7 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 	if a, found, err := st.RecentDenial(ctx, inv.agent, inv.tool.Name, digest, now); err != nil {
 		return true, fmt.Errorf("%w: %v", ErrState, err)
 	} else if found {
-		return h.denied(inv, m, a, "this same call was denied")
+		return denied(inv, m, a, "this same call was denied")
 	}
 	a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule)
 	if err != nil {
@@ -103,9 +116,9 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 		// what the tool is now.
 		note = fmt.Sprintf("request %s was made for the tool as it was then, and %s, so it asks again", a.ID, changed)
 	case live && a.State == store.ApprovalApproved && a.CardGeneration == rev:
-		return h.approved(inv, m, a)
+		return approved(inv, m, a)
 	case live && a.State == store.ApprovalPending && a.CardGeneration == rev:
-		return h.await(ctx, inv, m, st, a, "")
+		return l.await(ctx, inv, m, st, a, "")
 	case found && a.State == store.ApprovalInterrupted:
 		note = fmt.Sprintf("the approved run of this same call (request %s) was interrupted when maiden stopped while it ran; it is never re-run by itself, so a human must approve it again", a.ID)
 	case found && (a.State == store.ApprovalApproved || a.State == store.ApprovalPending) && a.CardGeneration != rev:
@@ -122,9 +135,9 @@ func (h *Host) approve(ctx context.Context, inv *invocation, m config.Middleware
 	if err != nil {
 		return true, fmt.Errorf("%w: storing the approval request: %v", ErrState, err)
 	}
-	h.auditEvent(ctx, inv, store.AuditApproval, map[string]any{"event": "requested", "approval": a.ID, "rule": m.Rule, "reason": reason, "rendered": a.Rendered, "expires": a.Expires,
+	l.trail.Event(ctx, inv.auditCall(), store.AuditApproval, map[string]any{"event": "requested", "approval": a.ID, "rule": m.Rule, "reason": reason, "rendered": a.Rendered, "expires": a.Expires,
 		"tool_digest": bind.ToolDigest, "policy": json.RawMessage(bind.Policy)})
-	return h.await(ctx, inv, m, st, a, note)
+	return l.await(ctx, inv, m, st, a, note)
 }
 
 // walletRevision identifies the cards of a wallet: an approval made under
@@ -135,7 +148,7 @@ func walletRevision(w *cards.Wallet) int64 {
 
 // approved lets the call go on under approval a; the approval is consumed
 // right before the tool runs (runApproved), after every later layer passed.
-func (h *Host) approved(inv *invocation, m config.Middleware, a store.Approval) (bool, error) {
+func approved(inv *invocation, m config.Middleware, a store.Approval) (bool, error) {
 	if inv.approval != "" && inv.approval != a.ID {
 		// Two approve layers matched the same call and both found an
 		// approval: each must be consumed; one call consumes one.
@@ -148,7 +161,7 @@ func (h *Host) approved(inv *invocation, m config.Middleware, a store.Approval) 
 }
 
 // denied ends the call with a human's denial.
-func (h *Host) denied(inv *invocation, m config.Middleware, a store.Approval, what string) (bool, error) {
+func denied(inv *invocation, m config.Middleware, a store.Approval, what string) (bool, error) {
 	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "denied", Detail: a.ID})
 	msg := fmt.Sprintf("%s by a human (request %s)", what, a.ID)
 	if a.State == store.ApprovalExpired {
@@ -164,7 +177,7 @@ func (h *Host) denied(inv *invocation, m config.Middleware, a store.Approval, wh
 }
 
 // pending ends the call undecided: kind pending with the request's ID.
-func (h *Host) pending(inv *invocation, m config.Middleware, a store.Approval, note string) (bool, error) {
+func pending(inv *invocation, m config.Middleware, a store.Approval, note string) (bool, error) {
 	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "pending", Detail: a.ID})
 	msg := fmt.Sprintf("a human must approve this call (request %s: %s). Ask the operator to decide (maiden approve %s, or the inbox page), then repeat the same call", a.ID, a.Reason, a.ID)
 	if note != "" {
@@ -174,12 +187,12 @@ func (h *Host) pending(inv *invocation, m config.Middleware, a store.Approval, n
 	return true, nil
 }
 
-// await waits for a decision on request a (waitForHuman) and goes on by
-// what the human decided.
-func (h *Host) await(ctx context.Context, inv *invocation, m config.Middleware, st store.Store, a store.Approval, note string) (bool, error) {
+// await waits for a decision on request a (humanWait) and goes on by what
+// the human decided.
+func (l approveLayer) await(ctx context.Context, inv *invocation, m config.Middleware, st store.Store, a store.Approval, note string) (bool, error) {
 	cur := a
 	expired := false
-	decided := h.waitForHuman(ctx, inv, a.ID, approvalRequest(a, inv.cfg), func(ctx context.Context) (bool, error) {
+	decided := l.human.wait(ctx, inv, a.ID, approvalRequest(a, inv.cfg), func(ctx context.Context) (bool, error) {
 		got, err := st.Approval(ctx, a.ID)
 		if err != nil {
 			return false, err
@@ -198,20 +211,20 @@ func (h *Host) await(ctx context.Context, inv *invocation, m config.Middleware, 
 		return false, nil
 	})
 	if !decided {
-		return h.pending(inv, m, a, note)
+		return pending(inv, m, a, note)
 	}
 	switch {
 	case cur.State == store.ApprovalApproved:
-		if err := inv.resume(ctx, h); err != nil {
+		if err := l.human.resume(ctx, inv); err != nil {
 			return true, err
 		}
-		return h.afterWait(ctx, inv, m, cur)
+		return l.afterWait(ctx, inv, m, cur)
 	case cur.State == store.ApprovalDenied:
-		return h.denied(inv, m, cur, "this call was denied")
+		return denied(inv, m, cur, "this call was denied")
 	case cur.State == store.ApprovalExpired || expired:
-		return h.denied(inv, m, cur, "")
+		return denied(inv, m, cur, "")
 	default: // consumed by an identical call meanwhile
-		return h.pending(inv, m, cur, fmt.Sprintf("request %s was used by another identical call", cur.ID))
+		return pending(inv, m, cur, fmt.Sprintf("request %s was used by another identical call", cur.ID))
 	}
 }
 
@@ -219,8 +232,8 @@ func (h *Host) await(ctx context.Context, inv *invocation, m config.Middleware, 
 // those it was asked under: the wallet is pinned again (the wait may have
 // been long), the call decided on it again, and a changed card revision
 // asks the human again.
-func (h *Host) afterWait(ctx context.Context, inv *invocation, m config.Middleware, a store.Approval) (bool, error) {
-	w, err := h.wallet(ctx, inv.cfg, inv.agent, time.Now())
+func (l approveLayer) afterWait(ctx context.Context, inv *invocation, m config.Middleware, a store.Approval) (bool, error) {
+	w, err := l.wallet(ctx, inv.cfg, inv.agent, time.Now())
 	if err != nil {
 		return true, err
 	}
@@ -234,13 +247,13 @@ func (h *Host) afterWait(ctx context.Context, inv *invocation, m config.Middlewa
 		inv.wallet = w
 	}
 	if walletRevision(w) == a.CardGeneration {
-		return h.approved(inv, m, a)
+		return approved(inv, m, a)
 	}
 	if inv.reasked >= 3 {
-		return h.pending(inv, m, a, "the agent's cards keep changing while it waits")
+		return pending(inv, m, a, "the agent's cards keep changing while it waits")
 	}
 	inv.reasked++
-	return h.approve(ctx, inv, m) // finds a's revision stale and asks again
+	return l.run(ctx, inv, m) // finds a's revision stale and asks again
 }
 
 // approvalStages are the two stages around the run of an approved call,

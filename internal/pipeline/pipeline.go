@@ -17,6 +17,7 @@ import (
 	"github.com/maiden-run/maiden/internal/budget"
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/chain"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -201,25 +202,13 @@ func (inv *invocation) digest() string {
 }
 
 // suspend gives the call's admission turn back while it waits for a human,
-// so waiting calls do not hold the slots running calls need.
+// so waiting calls do not hold the slots running calls need (humanWait.resume
+// takes one again).
 func (inv *invocation) suspend() {
 	if inv.release != nil {
 		inv.release()
 		inv.release = nil
 	}
-}
-
-// resume takes a turn again after suspend.
-func (inv *invocation) resume(ctx context.Context, h *Host) error {
-	if inv.release != nil {
-		return nil
-	}
-	release, err := h.adm.enter(ctx, inv.call.Tool)
-	if err != nil {
-		return err
-	}
-	inv.release = release
-	return nil
 }
 
 // handler runs (the rest of) a call.
@@ -248,7 +237,12 @@ func (h *Host) pipeline() handler {
 	sessions := sessionStages{gate: &h.sessions}
 	coolDown := coolDownStage{crashes: &h.crashes}
 	budgets := budgetStage{state: h.state, log: h.log}
-	middleware := h.middlewareStageOf()
+	middleware := middlewareStage{
+		layers:     chain.Layers{State: chainState(h.state), ErrState: ErrState},
+		components: chain.Components{Runner: h.runner, Log: h.log},
+		approve:    approveLayer{state: h.state, wallet: h.wallet, trail: &h.trail, human: &h.human},
+		rewrite:    rewriteCheck{limit: h.maxInputBytes},
+	}
 	stages := []namedStage{
 		{"maiden.admission", admit.enter},       // call.Tool → an admission turn, release (admission.go)
 		{"maiden.policy", policy.resolve},       // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)

@@ -103,7 +103,7 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 // repeating the call with the same id waits for the same request again.
 func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Store, r store.BoundaryRequest) (store.BoundaryRequest, *ToolError, error) {
 	cur := r
-	decided := h.waitForHuman(ctx, inv, r.Handle, boundaryApprovalView(r), func(ctx context.Context) (bool, error) {
+	decided := h.human.wait(ctx, inv, r.Handle, boundaryApprovalView(r), func(ctx context.Context) (bool, error) {
 		got, err := st.BoundaryRequest(ctx, r.Handle)
 		if err != nil {
 			return false, err
@@ -126,5 +126,5 @@ func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Stor
 		return r, &ToolError{Kind: KindPending, Approval: r.Handle,
 			Message: fmt.Sprintf("boundary request %s (id %s) is waiting for a human's decision (maiden approve %s, or the inbox); repeat the call with the same id to wait again", r.Handle, r.Request.ID, r.Handle)}, nil
 	}
-	return cur, nil, inv.resume(ctx, h)
+	return cur, nil, h.human.resume(ctx, inv)
 }
