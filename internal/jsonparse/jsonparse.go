@@ -394,10 +394,11 @@ func stops(x uint64) uint64 {
 // any byte of the run is non-ASCII (then it may be invalid UTF-8).
 func plain(s string, i int) (int, bool) {
 	var seen uint64 // the OR of the words passed: its top bits say non-ASCII
-	// A short run ends within a few words: read it a word at a time. A
-	// longer one goes to plainLong, which finds its end with the standard
-	// library's vectorised search.
-	for k := 0; k < 4 && i+8 <= len(s); k++ {
+	// A short run ends within a few words: read it a word at a time (and
+	// so is a string with an escape every few dozen bytes). A longer one
+	// goes to plainLong, which finds its end with the standard library's
+	// vectorised search.
+	for k := 0; k < 8 && i+8 <= len(s); k++ {
 		x := load64(s, i)
 		if m := stops(x); m != 0 {
 			n := bits.TrailingZeros64(m) >> 3
@@ -434,26 +435,36 @@ func plain(s string, i int) (int, bool) {
 }
 
 // plainLong is plain for a run that may be long: the end is the first quote
-// at or after i (strings.IndexByte, vectorised), or len(s) if there is none,
-// provided the bytes before it hold no backslash (strings.IndexByte again)
-// and no control character (ctlOrHigh); ok is false otherwise, and the
-// caller reads the run a word at a time to find where it stops. Each pass
-// reads the run once: a run that is not plain costs at most three more reads
-// of it, once per string.
+// or backslash at or after i (strings.IndexByte, vectorised), or len(s) if
+// there is none, provided the bytes before it hold no control character
+// (ctlOrHigh); ok is false otherwise, and the caller reads the run a word at
+// a time to find where it stops. The stop is looked for in windows that
+// double from 256 bytes, each checked before the next is read, so the work
+// is in proportion to the run, not to the rest of the document (a string
+// with an escape every few dozen bytes is not read to its closing quote
+// once per escape).
 func plainLong(s string, i int) (end int, nonASCII, ok bool) {
-	end = len(s)
-	if q := strings.IndexByte(s[i:], '"'); q >= 0 {
-		end = i + q
+	var high bool
+	for w := 256; i < len(s); w *= 2 {
+		chunk := s[i:min(len(s), i+w)]
+		stop, found := len(chunk), false
+		if b := strings.IndexByte(chunk, '\\'); b >= 0 {
+			stop, found = b, true
+		}
+		if q := strings.IndexByte(chunk[:stop], '"'); q >= 0 {
+			stop, found = q, true
+		}
+		ctl, h := ctlOrHigh(chunk[:stop])
+		if ctl {
+			return 0, false, false
+		}
+		high = high || h
+		if found {
+			return i + stop, high, true
+		}
+		i += len(chunk)
 	}
-	run := s[i:end]
-	if strings.IndexByte(run, '\\') >= 0 {
-		return 0, false, false
-	}
-	ctl, high := ctlOrHigh(run)
-	if ctl {
-		return 0, false, false
-	}
-	return end, high, true
+	return len(s), high, true
 }
 
 // ctlOrHigh says whether s holds a control character (below 0x20) and
