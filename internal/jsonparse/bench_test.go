@@ -10,7 +10,8 @@ import (
 
 // shapes are the inputs of BenchmarkParse, each about n bytes: one long
 // string, many small objects (as the root's BenchmarkInputSize), and prose
-// with escapes and non-ASCII text (the slow path of strings).
+// with escapes and non-ASCII text (the slow path of strings), and one long
+// string with many escapes.
 func shapes(n int) []struct{ name, input string } {
 	str := fmt.Sprintf(`{"message":%q}`, strings.Repeat("a", max(1, n-14)))
 	const item = `{"id":123,"ok":true,"tag":"abc"}`
@@ -19,7 +20,10 @@ func shapes(n int) []struct{ name, input string } {
 	const line = `"Grüße, \"world\"\n\tnaïve café — 10 €\u00e9",`
 	lines := max(1, (n-4)/len(line))
 	text := `[` + strings.TrimSuffix(strings.Repeat(line, lines), ",") + `]`
-	return []struct{ name, input string }{{"string", str}, {"objects", obj}, {"text", text}}
+	// One long string with an escape every 40 bytes: each run between two
+	// escapes is read on its own, not to the closing quote far away.
+	esc := `"` + strings.Repeat(strings.Repeat("e", 38)+`\n`, max(1, (n-2)/40)) + `"`
+	return []struct{ name, input string }{{"string", str}, {"objects", obj}, {"text", text}, {"escaped", esc}}
 }
 
 // BenchmarkParse compares Parse with encoding/json's Decoder (UseNumber,

@@ -1,11 +1,12 @@
 // Package jsonparse parses one JSON document into the values encoding/json's
 // Decoder with UseNumber produces (map[string]any, []any, string,
 // json.Number, bool, nil), accepting exactly the documents it accepts, only
-// faster: strings are scanned eight bytes at a time and, when they hold no
-// escape and are valid UTF-8, are substrings of the input (so they keep the
-// input alive while any of them is); numbers are always substrings, and
-// integers 0 to 999 shared boxed values; arrays are made once at their
-// final size.
+// faster: strings are scanned eight bytes at a time (a long one with the
+// standard library's vectorised byte search and 32 bytes a step) and, when
+// they hold no escape and are valid UTF-8, are substrings of the input (so
+// they keep the input alive while any of them is); numbers are always
+// substrings, and integers 0 to 999 shared boxed values; arrays are made
+// once at their final size.
 //
 // It is pure: it imports only the standard library.
 package jsonparse
@@ -393,6 +394,25 @@ func stops(x uint64) uint64 {
 // any byte of the run is non-ASCII (then it may be invalid UTF-8).
 func plain(s string, i int) (int, bool) {
 	var seen uint64 // the OR of the words passed: its top bits say non-ASCII
+	// A short run ends within a few words: read it a word at a time (and
+	// so is a string with an escape every few dozen bytes). A longer one
+	// goes to plainLong, which finds its end with the standard library's
+	// vectorised search.
+	for k := 0; k < 8 && i+8 <= len(s); k++ {
+		x := load64(s, i)
+		if m := stops(x); m != 0 {
+			n := bits.TrailingZeros64(m) >> 3
+			seen |= x & (1<<(8*n) - 1)
+			return i + n, seen&msb != 0
+		}
+		seen |= x
+		i += 8
+	}
+	if i+8 <= len(s) {
+		if end, nonASCII, ok := plainLong(s, i); ok {
+			return end, nonASCII || seen&msb != 0
+		}
+	}
 	for i+8 <= len(s) {
 		x := load64(s, i)
 		if m := stops(x); m != 0 {
@@ -412,6 +432,67 @@ func plain(s string, i int) (int, bool) {
 		seen |= uint64(c)
 	}
 	return i, seen&msb != 0
+}
+
+// plainLong is plain for a run that may be long: the end is the first quote
+// or backslash at or after i (strings.IndexByte, vectorised), or len(s) if
+// there is none, provided the bytes before it hold no control character
+// (ctlOrHigh); ok is false otherwise, and the caller reads the run a word at
+// a time to find where it stops. The stop is looked for in windows that
+// double from 256 bytes, each checked before the next is read, so the work
+// is in proportion to the run, not to the rest of the document (a string
+// with an escape every few dozen bytes is not read to its closing quote
+// once per escape).
+func plainLong(s string, i int) (end int, nonASCII, ok bool) {
+	var high bool
+	for w := 256; i < len(s); w *= 2 {
+		chunk := s[i:min(len(s), i+w)]
+		stop, found := len(chunk), false
+		if b := strings.IndexByte(chunk, '\\'); b >= 0 {
+			stop, found = b, true
+		}
+		if q := strings.IndexByte(chunk[:stop], '"'); q >= 0 {
+			stop, found = q, true
+		}
+		ctl, h := ctlOrHigh(chunk[:stop])
+		if ctl {
+			return 0, false, false
+		}
+		high = high || h
+		if found {
+			return i + stop, high, true
+		}
+		i += len(chunk)
+	}
+	return len(s), high, true
+}
+
+// ctlOrHigh says whether s holds a control character (below 0x20) and
+// whether it holds a non-ASCII byte, reading 32 bytes a step. In a word x,
+// (x - 0x20 in each byte) &^ x has the top bit set in a byte below 0x20 and,
+// since a borrow only starts at such a byte, in no byte when there is none.
+func ctlOrHigh(s string) (ctl, high bool) {
+	var c, h uint64
+	i := 0
+	for ; i+32 <= len(s); i += 32 {
+		w := s[i : i+32]
+		a, b, d, e := load64(w, 0), load64(w, 8), load64(w, 16), load64(w, 24)
+		c |= ((a - lsb*0x20) &^ a) | ((b - lsb*0x20) &^ b) | ((d - lsb*0x20) &^ d) | ((e - lsb*0x20) &^ e)
+		h |= a | b | d | e
+	}
+	for ; i+8 <= len(s); i += 8 {
+		x := load64(s, i)
+		c |= (x - lsb*0x20) &^ x
+		h |= x
+	}
+	for ; i < len(s); i++ {
+		x := uint64(s[i])
+		if x < 0x20 {
+			c |= msb
+		}
+		h |= x
+	}
+	return c&msb != 0, h&msb != 0
 }
 
 // str parses the string whose opening quote is at p.i. A string with no

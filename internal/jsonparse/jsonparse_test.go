@@ -272,3 +272,47 @@ func FuzzParseStrict(f *testing.F) {
 		checkStrict(t, s)
 	})
 }
+
+// TestLongRuns: a string longer than the word-at-a-time start (8 words;
+// plainLong and ctlOrHigh read the rest) is read as encoding/json reads it, strictly as
+// ParseStrict must, and refused where the byte that stops it is, whatever
+// that byte is and wherever it falls: in a 32-byte step, in a word after the
+// steps, in the bytes after the words, or not at all (no closing quote).
+func TestLongRuns(t *testing.T) {
+	plants := []string{"\x00", "\x01", "\x1f", "\n", "\x7f", " ", `\n`, `\"`, `\u00e9`, `\ud800`,
+		"é", "\xff", "\xc3", "\xe2\x82", "€", `"`}
+	// Every offset of short runs; around the edges of plainLong's windows
+	// (the first starts 64 bytes into the string and holds 256) in longer.
+	type run struct{ n, p int }
+	var runs []run
+	for n := 32; n <= 112; n++ {
+		for p := 0; p < n; p++ {
+			runs = append(runs, run{n, p})
+		}
+	}
+	for _, n := range []int{319, 320, 321, 831, 832, 833, 1855, 1856, 1857, 5000} {
+		for _, p := range []int{0, 63, 64, 65, 318, 319, 320, 321, 830, 831, 832, 833, 1854, 1855, 1856, 1857, n - 1} {
+			if p < n {
+				runs = append(runs, run{n, p})
+			}
+		}
+	}
+	for _, r := range runs {
+		n, p := r.n, r.p
+		for _, c := range plants {
+			body := strings.Repeat("a", p) + c + strings.Repeat("b", n-p)
+			for _, s := range []string{`"` + body + `"`, `"` + body, `{"k":"` + body + `","l":1}`} {
+				check(t, s)
+				checkStrict(t, s)
+			}
+			if c[0] < 0x20 {
+				s := `"` + body + `"`
+				_, err := jsonparse.ParseStrict(s)
+				var se *jsonparse.SyntaxError
+				if !errors.As(err, &se) || se.Offset != 1+p {
+					t.Fatalf("ParseStrict(%q): %v, want a refusal at %d", s, err, 1+p)
+				}
+			}
+		}
+	}
+}
