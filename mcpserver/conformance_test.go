@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,22 +62,37 @@ func TestConformance(t *testing.T) {
 	}
 	srv := startConformanceServer(t, bin, "-config", cfg, "-cache", cache, "-http", "127.0.0.1:0")
 
+	// The eras run at once, against the same endpoint: each is one
+	// sequential run of the suite that spends most of its time waiting (on
+	// tools-call-with-progress's 3.7 s tool, on server-stateless), and a
+	// server takes both eras' requests at the same time in use too. This
+	// runs after both (cleanups run after the parallel subtests, and before
+	// the server's, registered earlier).
+	var mu sync.Mutex
 	ran := map[string][]string{} // era → the scenarios that ran
+	t.Cleanup(func() {
+		// An entry for a scenario that never ran is stale too.
+		for _, x := range conformanceExpected {
+			found := false
+			for era, scenarios := range ran {
+				found = found || ((x.era == "" || x.era == era) && slices.Contains(scenarios, x.scenario))
+			}
+			if !found && len(ran) == len(conformanceEras) {
+				t.Errorf("conformanceExpected lists %s (era %q), which the suite did not run: remove or correct the entry", x.scenario, x.era)
+			}
+		}
+		if t.Failed() {
+			t.Logf("maiden serve's log:\n%s", srv.log.String())
+		}
+	})
 	for _, era := range conformanceEras {
-		t.Run(era, func(t *testing.T) { ran[era] = runConformanceEra(t, suite, srv.url, era) })
-	}
-	// An entry for a scenario that never ran is stale too.
-	for _, x := range conformanceExpected {
-		found := false
-		for era, scenarios := range ran {
-			found = found || ((x.era == "" || x.era == era) && slices.Contains(scenarios, x.scenario))
-		}
-		if !found && len(ran) == len(conformanceEras) {
-			t.Errorf("conformanceExpected lists %s (era %q), which the suite did not run: remove or correct the entry", x.scenario, x.era)
-		}
-	}
-	if t.Failed() {
-		t.Logf("maiden serve's log:\n%s", srv.log.String())
+		t.Run(era, func(t *testing.T) {
+			t.Parallel()
+			scenarios := runConformanceEra(t, suite, srv.url, era)
+			mu.Lock()
+			ran[era] = scenarios
+			mu.Unlock()
+		})
 	}
 }
 
@@ -260,7 +276,8 @@ func conformanceAgent(t *testing.T, bin string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The SDK's and the build driver's sources decide the bytes too.
+	// The SDK's and the build driver's sources decide the bytes too (their
+	// tests do not: a change to them builds nothing again).
 	shared := hashGoFiles(t, root, filepath.Join(root, "sdk", "go"), filepath.Join(root, "internal", "toolbuild"))
 	base, err := os.UserCacheDir()
 	if err != nil {
@@ -271,36 +288,60 @@ func conformanceAgent(t *testing.T, bin string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// The tools missing from the cache are built at once, as many at a
+	// time as there are CPUs: each `maiden build` spends much of its time
+	// in single-threaded steps (linking, pre-initialising the component).
+	type build struct {
+		name, wasm string
+		err        error
+	}
+	var builds []*build
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		name := e.Name()
-		toolDir := filepath.Join(src, "tools", name)
 		h := sha256.New()
 		fmt.Fprintf(h, "%s\n%s\n%s\n", toolbuild.Fingerprint(), runtime.Version(), shared)
-		io.WriteString(h, hashGoFiles(t, root, toolDir))
-		wasm := filepath.Join(cacheDir, name+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
-		if _, err := os.Stat(wasm); err != nil {
+		io.WriteString(h, hashGoFiles(t, root, filepath.Join(src, "tools", name)))
+		builds = append(builds, &build{name: name, wasm: filepath.Join(cacheDir, name+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")})
+	}
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, b := range builds {
+		if _, err := os.Stat(b.wasm); err == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			start := time.Now()
-			tmp := wasm + ".tmp" + fmt.Sprint(os.Getpid())
+			toolDir := filepath.Join(src, "tools", b.name)
+			tmp := b.wasm + ".tmp" + fmt.Sprint(os.Getpid())
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			out, err := exec.CommandContext(ctx, bin, "build", "-o", tmp, toolDir).CombinedOutput()
 			cancel()
 			if err != nil {
 				os.Remove(tmp)
-				t.Fatalf("maiden build %s: %v\n%s", toolDir, err, out)
+				b.err = fmt.Errorf("maiden build %s: %v\n%s", toolDir, err, out)
+				return
 			}
-			if err := os.Rename(tmp, wasm); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("built %s in %s", name, time.Since(start).Round(time.Millisecond))
+			b.err = os.Rename(tmp, b.wasm)
+			t.Logf("built %s in %s", b.name, time.Since(start).Round(time.Millisecond))
+		}()
+	}
+	wg.Wait()
+	for _, b := range builds {
+		if b.err != nil {
+			t.Fatal(b.err)
 		}
-		b, err := os.ReadFile(wasm)
+		data, err := os.ReadFile(b.wasm)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, b.name+".wasm"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -316,7 +357,7 @@ func conformanceAgent(t *testing.T, bin string) string {
 }
 
 // hashGoFiles hashes the names (relative to root) and contents of the .go
-// files directly in dirs.
+// files directly in dirs, but for tests (_test.go), which no build reads.
 func hashGoFiles(t *testing.T, root string, dirs ...string) string {
 	t.Helper()
 	h := sha256.New()
@@ -325,6 +366,7 @@ func hashGoFiles(t *testing.T, root string, dirs ...string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
 		if len(files) == 0 {
 			t.Fatalf("no Go files in %s", d)
 		}
