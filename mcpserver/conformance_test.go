@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,9 +62,28 @@ func TestConformance(t *testing.T) {
 	}
 	srv := startConformanceServer(t, bin, "-config", cfg, "-cache", cache, "-http", "127.0.0.1:0")
 
+	// The suite's runs for the two eras go at once, against the same
+	// endpoint: each is one sequential run that spends most of its time
+	// waiting (on tools-call-with-progress's 3.7 s tool, on
+	// server-stateless), and a server takes both eras' requests at the same
+	// time in use too. They run in goroutines of this test rather than in
+	// parallel subtests, which would wait for two of go test's -parallel
+	// slots (GOMAXPROCS by default) behind the package's other parallel
+	// tests; each era is judged in its subtest after both runs.
+	runs := make([]conformanceRun, len(conformanceEras))
+	var wg sync.WaitGroup
+	for i, era := range conformanceEras {
+		work := t.TempDir()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i] = runConformanceSuite(suite, work, srv.url, era)
+		}()
+	}
+	wg.Wait()
 	ran := map[string][]string{} // era → the scenarios that ran
-	for _, era := range conformanceEras {
-		t.Run(era, func(t *testing.T) { ran[era] = runConformanceEra(t, suite, srv.url, era) })
+	for i, era := range conformanceEras {
+		t.Run(era, func(t *testing.T) { ran[era] = judgeConformanceEra(t, runs[i], era) })
 	}
 	// An entry for a scenario that never ran is stale too.
 	for _, x := range conformanceExpected {
@@ -260,7 +280,8 @@ func conformanceAgent(t *testing.T, bin string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The SDK's and the build driver's sources decide the bytes too.
+	// The SDK's and the build driver's sources decide the bytes too (their
+	// tests do not: a change to them builds nothing again).
 	shared := hashGoFiles(t, root, filepath.Join(root, "sdk", "go"), filepath.Join(root, "internal", "toolbuild"))
 	base, err := os.UserCacheDir()
 	if err != nil {
@@ -271,36 +292,60 @@ func conformanceAgent(t *testing.T, bin string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// The tools missing from the cache are built at once, as many at a
+	// time as there are CPUs: each `maiden build` spends much of its time
+	// in single-threaded steps (linking, pre-initialising the component).
+	type build struct {
+		name, wasm string
+		err        error
+	}
+	var builds []*build
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		name := e.Name()
-		toolDir := filepath.Join(src, "tools", name)
 		h := sha256.New()
 		fmt.Fprintf(h, "%s\n%s\n%s\n", toolbuild.Fingerprint(), runtime.Version(), shared)
-		io.WriteString(h, hashGoFiles(t, root, toolDir))
-		wasm := filepath.Join(cacheDir, name+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
-		if _, err := os.Stat(wasm); err != nil {
+		io.WriteString(h, hashGoFiles(t, root, filepath.Join(src, "tools", name)))
+		builds = append(builds, &build{name: name, wasm: filepath.Join(cacheDir, name+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")})
+	}
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, b := range builds {
+		if _, err := os.Stat(b.wasm); err == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			start := time.Now()
-			tmp := wasm + ".tmp" + fmt.Sprint(os.Getpid())
+			toolDir := filepath.Join(src, "tools", b.name)
+			tmp := b.wasm + ".tmp" + fmt.Sprint(os.Getpid())
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			out, err := exec.CommandContext(ctx, bin, "build", "-o", tmp, toolDir).CombinedOutput()
 			cancel()
 			if err != nil {
 				os.Remove(tmp)
-				t.Fatalf("maiden build %s: %v\n%s", toolDir, err, out)
+				b.err = fmt.Errorf("maiden build %s: %v\n%s", toolDir, err, out)
+				return
 			}
-			if err := os.Rename(tmp, wasm); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("built %s in %s", name, time.Since(start).Round(time.Millisecond))
+			b.err = os.Rename(tmp, b.wasm)
+			t.Logf("built %s in %s", b.name, time.Since(start).Round(time.Millisecond))
+		}()
+	}
+	wg.Wait()
+	for _, b := range builds {
+		if b.err != nil {
+			t.Fatal(b.err)
 		}
-		b, err := os.ReadFile(wasm)
+		data, err := os.ReadFile(b.wasm)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, b.name+".wasm"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -316,7 +361,7 @@ func conformanceAgent(t *testing.T, bin string) string {
 }
 
 // hashGoFiles hashes the names (relative to root) and contents of the .go
-// files directly in dirs.
+// files directly in dirs, but for tests (_test.go), which no build reads.
 func hashGoFiles(t *testing.T, root string, dirs ...string) string {
 	t.Helper()
 	h := sha256.New()
@@ -325,6 +370,7 @@ func hashGoFiles(t *testing.T, root string, dirs ...string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
 		if len(files) == 0 {
 			t.Fatalf("no Go files in %s", d)
 		}
@@ -415,26 +461,35 @@ type conformanceCheck struct {
 // resultDirRE is a scenario's result directory: server-NAME-TIMESTAMP.
 var resultDirRE = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
 
-// runConformanceEra runs every server scenario that applies at era, in one
-// run of the suite, and judges each as a subtest.
-func runConformanceEra(t *testing.T, suite conformanceSuite, url, era string) []string {
-	work := t.TempDir()
+// conformanceRun is what one run of the suite at an era left.
+type conformanceRun struct {
+	scenarios []string                      // what the suite lists for the era
+	results   map[string][]conformanceCheck // scenario → its checks.json
+	sections  map[string]string             // scenario → its part of the output
+	took      time.Duration
+	err       error // the run failed as a whole
+}
+
+// runConformanceSuite runs every server scenario that applies at era, in
+// one run of the suite, in work. It may run in a goroutine of its own.
+func runConformanceSuite(suite conformanceSuite, work, url, era string) (r conformanceRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
 	// What should run: the scenarios the suite lists for this revision.
 	listed, err := suite.command(ctx, work, "list", "--server", "--spec-version", era).Output()
 	if err != nil {
-		t.Fatalf("conformance list --server --spec-version %s: %v", era, err)
+		r.err = fmt.Errorf("conformance list --server --spec-version %s: %v", era, err)
+		return r
 	}
-	var scenarios []string
 	for _, line := range strings.Split(string(listed), "\n") {
 		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
-			scenarios = append(scenarios, strings.Fields(name)[0])
+			r.scenarios = append(r.scenarios, strings.Fields(name)[0])
 		}
 	}
-	if len(scenarios) < 10 {
-		t.Fatalf("conformance list --server --spec-version %s named only %d scenarios:\n%s", era, len(scenarios), listed)
+	if len(r.scenarios) < 10 {
+		r.err = fmt.Errorf("conformance list --server --spec-version %s named only %d scenarios:\n%s", era, len(r.scenarios), listed)
+		return r
 	}
 
 	out := filepath.Join(work, "results")
@@ -444,14 +499,15 @@ func runConformanceEra(t *testing.T, suite conformanceSuite, url, era string) []
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	runErr := cmd.Run()
-	// The suite exits 1 when any check failed; the judging below decides.
+	r.took = time.Since(start)
+	// The suite exits 1 when any check failed; the judging decides.
 	var exit *exec.ExitError
 	if runErr != nil && !(errors.As(runErr, &exit) && exit.ExitCode() == 1) || ctx.Err() != nil {
-		t.Fatalf("conformance server --spec-version %s: %v (ctx: %v)\n%s", era, runErr, ctx.Err(), output.String())
+		r.err = fmt.Errorf("conformance server --spec-version %s: %v (ctx: %v)\n%s", era, runErr, ctx.Err(), output.String())
+		return r
 	}
-	t.Logf("the suite ran %d scenarios at %s in %s", len(scenarios), era, time.Since(start).Round(time.Millisecond))
 
-	results := map[string][]conformanceCheck{}
+	r.results = map[string][]conformanceCheck{}
 	dirs, _ := os.ReadDir(out)
 	for _, d := range dirs {
 		m := resultDirRE.FindStringSubmatch(d.Name())
@@ -460,21 +516,32 @@ func runConformanceEra(t *testing.T, suite conformanceSuite, url, era string) []
 		}
 		b, err := os.ReadFile(filepath.Join(out, d.Name(), "checks.json"))
 		if err != nil {
-			t.Fatal(err)
+			r.err = err
+			return r
 		}
 		var checks []conformanceCheck
 		if err := json.Unmarshal(b, &checks); err != nil {
-			t.Fatalf("%s/checks.json: %v", d.Name(), err)
+			r.err = fmt.Errorf("%s/checks.json: %v", d.Name(), err)
+			return r
 		}
-		results[m[1]] = checks
+		r.results[m[1]] = checks
 	}
-	sections := splitScenarioOutput(output.String())
+	r.sections = splitScenarioOutput(output.String())
+	return r
+}
 
-	for _, sc := range scenarios {
+// judgeConformanceEra judges each scenario of r, the suite's run at era,
+// as a subtest, and returns the scenarios that ran.
+func judgeConformanceEra(t *testing.T, r conformanceRun, era string) []string {
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Logf("the suite ran %d scenarios at %s in %s", len(r.scenarios), era, r.took.Round(time.Millisecond))
+	for _, sc := range r.scenarios {
 		t.Run(sc, func(t *testing.T) {
-			checks, ok := results[sc]
+			checks, ok := r.results[sc]
 			if !ok {
-				t.Fatalf("the suite wrote no results for %s (it failed to run it):\n%s", sc, sections[sc])
+				t.Fatalf("the suite wrote no results for %s (it failed to run it):\n%s", sc, r.sections[sc])
 			}
 			problems, notes := judgeScenario(sc, checks, expectedFor(era, sc))
 			for _, n := range notes {
@@ -485,7 +552,7 @@ func runConformanceEra(t *testing.T, suite conformanceSuite, url, era string) []
 			}
 		})
 	}
-	return scenarios
+	return r.scenarios
 }
 
 // judgeScenario judges one scenario's checks against expected (the

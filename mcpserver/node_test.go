@@ -196,10 +196,15 @@ func TestNodeClientStaticToken(t *testing.T) {
 }
 
 // TestServeRefusesOpenBindWithoutToken: a non-loopback address without
-// -auth-token-env is refused before anything listens.
+// -auth-token-env is refused before anything listens. A server that
+// listens instead of refusing is stopped after two minutes, and the test
+// fails (its output lacks the refusal) rather than hanging until go test's
+// -timeout.
 func TestServeRefusesOpenBindWithoutToken(t *testing.T) {
 	bin := buildMaiden(t)
-	out, err := exec.Command(bin, "serve", "-config", nodeAgentTOML(t), "-http", "0.0.0.0:0").CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "serve", "-config", nodeAgentTOML(t), "-http", "0.0.0.0:0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "without authentication") {
 		t.Fatalf("got %v: %s", err, out)
 	}

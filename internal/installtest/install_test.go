@@ -12,14 +12,20 @@
 // whatever that cache held before.
 //
 // The empty module cache is emptied at the same path every run (in the
-// testkit cache, shared by checkouts), not at a new temporary path: Go's
-// build cache keys a compiled package by its directory as well as by its
-// files, so a new path recompiled every dependency (two thirds of the test's
-// time) although the build cache was always the machine's own. The sources
-// are still unpacked from the proxy into an empty directory, and every file
-// the compiler, cgo and the linker read is hashed into the build cache's keys
-// (the headers maiden's cgo includes live beside its Go files), so a file
-// missing from the module zip still fails the build.
+// testkit cache, shared by checkouts), not at a new temporary path, and the
+// checkout is published at the same version every run: Go's build cache keys
+// a compiled package by its directory (module@version inside the module
+// cache) as well as by its files, so a new path recompiled every dependency,
+// and a new version every package of maiden (the go install took 72-82 s,
+// most of the test), although the build cache was always the machine's own.
+// The sources are still unpacked from the proxy into an empty directory, and
+// every file the compiler, cgo and the linker read is hashed into the build
+// cache's keys (the headers maiden's cgo includes live beside its Go files),
+// so a file missing from the module zip still fails the build. What is not
+// keyed by the files is the go command's module index (a listing of each
+// module's packages and files, kept in the build cache per module directory
+// in the module cache, which it takes as immutable): the builds run with
+// GODEBUG=goindex=0, so every listing is read from the unpacked files.
 package installtest
 
 import (
@@ -44,12 +50,14 @@ import (
 
 const (
 	modulePath = "github.com/maiden-run/maiden"
-	// versionBase is the version the checkout is published as, followed by
-	// a digest of its files (writeProxy): the go command indexes a module
-	// in the module cache once per directory, path@version, and takes it
-	// as immutable, so the same version with other files (the next commit)
-	// at the same path would be built from the stale index.
-	versionBase = "v0.99.0-installtest"
+	// testVersion is the version the checkout is published as, the same
+	// every run, so that the packages of maiden that a commit did not
+	// change come from the build cache (see the package comment). The go
+	// command indexes a module in the module cache once per directory,
+	// path@version, and takes it as immutable, so the same version with other
+	// files (the next commit) at the same path would be built from the stale
+	// index: the builds run with GODEBUG=goindex=0.
+	testVersion = "v0.99.0-installtest"
 )
 
 func TestInstallFromModuleProxy(t *testing.T) {
@@ -72,7 +80,7 @@ func TestInstallFromModuleProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := filepath.Join(work, "proxy")
-	testVersion := writeProxy(t, root, proxy, goMod)
+	writeProxy(t, root, proxy, goMod)
 
 	origCache := goEnv(t, "GOMODCACHE")
 	fillDownloadCache(ctx, t, root)
@@ -80,6 +88,9 @@ func TestInstallFromModuleProxy(t *testing.T) {
 	env := append(os.Environ(),
 		"GOPROXY=file://"+filepath.ToSlash(proxy)+",file://"+filepath.ToSlash(filepath.Join(origCache, "cache", "download")),
 		"GOSUMDB=off", "GONOSUMDB=", "GOPRIVATE=", "GONOPROXY=", "GOTOOLCHAIN=local",
+		// No module index: the same path@version holds other files each
+		// commit (testVersion).
+		"GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",goindex=0", ","),
 		"GOMODCACHE="+modcache,
 		// -modcacherw so that the module cache can be removed.
 		"GOFLAGS=-mod=mod -modcacherw",
@@ -201,22 +212,10 @@ func main() {
 `
 
 // writeProxy lays out a file:// module proxy holding the checkout as
-// modulePath at versionBase plus a digest of the files, and returns that
-// version.
-func writeProxy(t *testing.T, root, proxy string, goMod []byte) (testVersion string) {
+// modulePath at testVersion.
+func writeProxy(t *testing.T, root, proxy string, goMod []byte) {
 	t.Helper()
 	files := publishedFiles(t, root)
-	h := sha256.New()
-	for _, rel := range files {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(h, "%s %d\n", rel, len(b))
-		h.Write(b)
-	}
-	h.Write(goMod)
-	testVersion = fmt.Sprintf("%s.h%x", versionBase, h.Sum(nil)[:8])
 	dir := filepath.Join(proxy, filepath.FromSlash(modulePath), "@v")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -246,8 +245,7 @@ func writeProxy(t *testing.T, root, proxy string, goMod []byte) (testVersion str
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, testVersion+".zip"), buf.String())
-	t.Logf("module zip %s: %d files, %d KiB", testVersion, len(files), buf.Len()>>10)
-	return testVersion
+	t.Logf("module zip %s: %d files, %d KiB, sha256 %x", testVersion, len(files), buf.Len()>>10, sha256.Sum256(buf.Bytes()))
 }
 
 // publishedFiles lists what a release of the module would contain: the
