@@ -152,6 +152,24 @@ func (w *Wallet) Budgeted(id string) bool { return w.budgeted[id] }
 // Cards returns the live cards of the wallet (a copy of the slice).
 func (w *Wallet) Cards() []Card { return append([]Card(nil), w.cards...) }
 
+// BoundTo is w without the cards bound to another binding than bound (an
+// approve:always card given for another version or policy of a tool: it
+// approved what a human saw then, not what the tool is now); cards bound to
+// none stay. It is w itself when no card goes. The approve layer asks its
+// approve:always question on it, and the what-if replay does the same.
+func (w *Wallet) BoundTo(bound string) *Wallet {
+	keep := make([]Card, 0, len(w.cards))
+	for _, c := range w.cards {
+		if c.Bound == "" || c.Bound == bound {
+			keep = append(keep, c)
+		}
+	}
+	if len(keep) == len(w.cards) {
+		return w
+	}
+	return NewWallet(w.agent, w.at, keep)
+}
+
 // Decision is the outcome of a decision: allowed or not, the rule (card,
 // list and grant) that decided, and on a denial a reason an operator can
 // act on and the command that would change it. An allowed Decision is

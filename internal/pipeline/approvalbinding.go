@@ -8,7 +8,6 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/toolinfo"
 )
@@ -102,22 +101,4 @@ func orNoneRecorded(s string) string {
 		return "none recorded"
 	}
 	return s
-}
-
-// alwaysWallet is w without the approve:always cards bound to another
-// version or policy of the tool than bound: such a card was given for what
-// a human saw then, and does not approve what the tool is now. Cards that
-// carry no binding (an operator's own grants) stay.
-func alwaysWallet(w *cards.Wallet, bound string) *cards.Wallet {
-	all := w.Cards()
-	keep := all[:0:0]
-	for _, c := range all {
-		if c.Bound == "" || c.Bound == bound {
-			keep = append(keep, c)
-		}
-	}
-	if len(keep) == len(all) {
-		return w
-	}
-	return cards.NewWallet(w.Agent(), w.At(), keep)
 }

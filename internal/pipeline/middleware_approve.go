@@ -67,11 +67,11 @@ func (l approveLayer) run(ctx context.Context, inv *invocation, m config.Middlew
 	inv.approvedBinding = &bind
 	if m.AllowAlways {
 		// An always-card minted from an approval counts only for the tool
-		// and policy that approval showed (alwaysWallet). The answer is
+		// and policy that approval showed (Wallet.BoundTo). The answer is
 		// the layer's verdict's decision, as Decide returned it, whichever
 		// verdict follows (pass by the card; pending, approved or denied
 		// by a human when no card said yes): what a what-if replays.
-		d := decide.Decide(decide.Basis{Wallet: alwaysWallet(w, boundKey(bind))}, decide.AlwaysApprove(inv.alwaysTarget()))
+		d := decide.Decide(decide.Basis{Wallet: w.BoundTo(boundKey(bind))}, decide.AlwaysApprove(inv.alwaysTarget()))
 		always := d.API()
 		n := len(inv.trail)
 		defer func() {

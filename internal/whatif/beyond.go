@@ -28,8 +28,8 @@ func Beyond(st State, agent string, add []grant.Grant, bound string) (lines []st
 		}
 		for _, g := range forAgent(c.LowerPos, agent) {
 			// An always-card bound to another version or policy of the
-			// tool does not approve these calls (the approve layer's
-			// alwaysWallet); and a grant its own card makes exceptions
+			// tool does not approve these calls (Wallet.BoundTo, as the
+			// approve layer asks); and a grant its own card makes exceptions
 			// to is not whole.
 			switch {
 			case g.Grant.Class == grant.Approve && c.Bound != "" && c.Bound != bound:

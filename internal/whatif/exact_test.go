@@ -478,7 +478,7 @@ func alwaysOf(t testing.TB, tr *trail, rec api.AuditRecord, bindings map[int64]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := whatiftest.BoundWallet(tr.Wallet(rec.Agent), bound)
+	w := tr.Wallet(rec.Agent).BoundTo(bound)
 	out := fmt.Sprint(decide.Decide(decide.Basis{Wallet: w}, decide.AlwaysApprove(grant.AlwaysTarget(rec.Tool, c.Args))).Allow)
 	return &out
 }

@@ -681,24 +681,14 @@ type boundKey struct {
 }
 
 // boundWallet is w less the approve:always cards bound to another
-// version or policy of the tool than bound (the approve layer's
-// alwaysWallet: cards with no binding stay), made once per agent, binding
+// version or policy of the tool than bound (Wallet.BoundTo, as the approve layer
+// asks: cards with no binding stay), made once per agent, binding
 // and side of the change.
 func (r *Replay) boundWallet(w *cards.Wallet, k boundKey) *cards.Wallet {
 	if bw := r.bound[k]; bw != nil {
 		return bw
 	}
-	all := w.Cards()
-	keep := all[:0:0]
-	for _, c := range all {
-		if c.Bound == "" || c.Bound == k.bound {
-			keep = append(keep, c)
-		}
-	}
-	bw := w
-	if len(keep) != len(all) {
-		bw = cards.NewWallet(w.Agent(), w.At(), keep)
-	}
+	bw := w.BoundTo(k.bound)
 	r.bound[k] = bw
 	return bw
 }

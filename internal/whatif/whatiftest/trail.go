@@ -26,14 +26,13 @@ import (
 	"github.com/maiden-run/maiden/internal/whatif"
 )
 
-// The audit kinds a trail writes (internal/whatif's names, kept equal by
-// its tests).
+// The audit kinds a trail writes: the ones internal/whatif reads.
 const (
-	KindCallAdmitted = "call-admitted"
-	KindCallRefused  = "call-refused"
-	KindFetch        = "fetch"
-	KindReveal       = "secret-reveal"
-	KindApproval     = "approval"
+	KindCallAdmitted = whatif.KindCallAdmitted
+	KindCallRefused  = whatif.KindCallRefused
+	KindFetch        = whatif.KindFetch
+	KindReveal       = whatif.KindReveal
+	KindApproval     = whatif.KindApproval
 )
 
 // Trail records decisions as the call path does: each decided by
@@ -309,7 +308,7 @@ func (tr *Trail) ApproveLayer(a Approved) bool {
 			t = grant.AlwaysCommandTarget(a.Tool, c.Command, c.Args, c.Positionals)
 		}
 		key := whatif.BindingKey(a.ToolDigest, a.Policy)
-		always = decide.Decide(decide.Basis{Wallet: BoundWallet(w, key)}, decide.AlwaysApprove(t))
+		always = decide.Decide(decide.Basis{Wallet: w.BoundTo(key)}, decide.AlwaysApprove(t))
 		ad := always.API()
 		v := map[string]any{"rule": "approve", "use": "approve", "decision": &ad}
 		if always.Allow {
@@ -344,20 +343,4 @@ func (tr *Trail) ApproveLayer(a Approved) bool {
 		tr.Bindings[tr.Recs[len(tr.Recs)-1].Seq] = whatif.BindingKey(a.ToolDigest, a.Policy)
 	}
 	return always.Allow
-}
-
-// BoundWallet is w less the cards bound to another binding than bound
-// (the approve layer's alwaysWallet).
-func BoundWallet(w *cards.Wallet, bound string) *cards.Wallet {
-	all := w.Cards()
-	keep := all[:0:0]
-	for _, c := range all {
-		if c.Bound == "" || c.Bound == bound {
-			keep = append(keep, c)
-		}
-	}
-	if len(keep) == len(all) {
-		return w
-	}
-	return cards.NewWallet(w.Agent(), w.At(), keep)
 }
