@@ -395,25 +395,16 @@ func stops(x uint64) uint64 {
 func plain(s string, i int) (int, bool) {
 	var seen uint64 // the OR of the words passed: its top bits say non-ASCII
 	// A short run ends within a few words: read it a word at a time (and
-	// so is a string with an escape every few dozen bytes). A longer one
-	// goes to plainLong, which finds its end with the standard library's
-	// vectorised search.
-	for k := 0; k < 8 && i+8 <= len(s); k++ {
-		x := load64(s, i)
-		if m := stops(x); m != 0 {
-			n := bits.TrailingZeros64(m) >> 3
-			seen |= x & (1<<(8*n) - 1)
-			return i + n, seen&msb != 0
+	// so is a string with an escape every few dozen bytes). One still going
+	// after eight words goes to plainLong, which finds its end with the
+	// standard library's vectorised search; where that finds a control
+	// character, the words go on to say where.
+	for k := 0; i+8 <= len(s); k++ {
+		if k == 8 {
+			if end, nonASCII, ok := plainLong(s, i); ok {
+				return end, nonASCII || seen&msb != 0
+			}
 		}
-		seen |= x
-		i += 8
-	}
-	if i+8 <= len(s) {
-		if end, nonASCII, ok := plainLong(s, i); ok {
-			return end, nonASCII || seen&msb != 0
-		}
-	}
-	for i+8 <= len(s) {
 		x := load64(s, i)
 		if m := stops(x); m != 0 {
 			n := bits.TrailingZeros64(m) >> 3
