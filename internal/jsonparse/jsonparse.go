@@ -425,6 +425,10 @@ func plain(s string, i int) (int, bool) {
 	return i, seen&msb != 0
 }
 
+// testHookWindow, if set (by tests only), is told the length of every
+// window plainLong reads: TestStringScanIsLinear adds them up.
+var testHookWindow func(n int)
+
 // plainLong is plain for a run that may be long: the end is the first quote
 // or backslash at or after i (strings.IndexByte, vectorised), or len(s) if
 // there is none, provided the bytes before it hold no control character
@@ -438,6 +442,9 @@ func plainLong(s string, i int) (end int, nonASCII, ok bool) {
 	var high bool
 	for w := 256; i < len(s); w *= 2 {
 		chunk := s[i:min(len(s), i+w)]
+		if testHookWindow != nil {
+			testHookWindow(len(chunk))
+		}
 		stop, found := len(chunk), false
 		if b := strings.IndexByte(chunk, '\\'); b >= 0 {
 			stop, found = b, true
