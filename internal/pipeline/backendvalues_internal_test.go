@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -135,4 +138,72 @@ func valueReaches(v reflect.Value, want reflect.Type, seen map[visit]bool) (stri
 		}
 	}
 	return "", false
+}
+
+// TestCommandRefusalNamesComponent: a command-tree WebAssembly tool's call
+// whose input does not fit its command description is refused (kind input)
+// by the backend's parse, before the cards; the version parse opened is
+// still the call's, so the call-refused record names its component, as it
+// did when parse wrote the invocation itself.
+func TestCommandRefusalNamesComponent(t *testing.T) {
+	dir := t.TempDir()
+	comp := testkit.Component(t, "cmdecho")
+	path := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`version = 1
+[tools.cmdecho]
+path = %q
+[agents.a]
+tools = ["cmdecho"]
+grants = ["tool:invoke cmdecho list"]
+[state]
+path = %q
+`, comp, filepath.Join(dir, "state.db"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(t.Context())
+	res, err := h.Call(t.Context(), Call{Agent: "a", Tool: "cmdecho", Input: `{"command":"nope"}`})
+	if err != nil || res.Error == nil || res.Error.Kind != KindInput {
+		t.Fatalf("a call of no described command: %+v %v, want kind input", res.Error, err)
+	}
+	st, _, err := h.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.AuditTail(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(comp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("sha256:%x", sha256.Sum256(b))
+	for _, r := range recs {
+		if r.Kind != store.AuditCallRefused {
+			continue
+		}
+		var body struct {
+			Component string `json:"component"`
+			Kind      string `json:"kind"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.Component != want || body.Kind != string(KindInput) {
+			t.Fatalf("the call-refused record: %s; want component %s, kind input", r.Body, want)
+		}
+		return
+	}
+	t.Fatalf("no call-refused record among %d", len(recs))
 }

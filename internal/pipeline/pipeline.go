@@ -322,7 +322,8 @@ func (s admitStage) enter(next handler) handler {
 // so an edit to agent.toml never changes a call halfway: the tool's
 // backend (its kind, decided once per configuration: kinds, backend.go),
 // then the call's agent and the tool as that agent's binding exposes it
-// (an unbound tool does not exist).
+// (an unbound tool does not exist): the backend's resolve finds them and
+// this stage writes them into the invocation.
 type policyStage struct {
 	cfg   *atomic.Pointer[config.Config]
 	kinds func(*config.Config) *kinds
@@ -346,12 +347,18 @@ func (s policyStage) resolve(next handler) handler {
 	}
 }
 
-// parse is the tool's backend reading the input before the cards decide:
-// a command tool's parsed command and its rendering (clis.go,
-// wasmcommand.go); nothing for JSON input, which authorize renders.
+// parse is the tool's backend reading the input before the cards decide
+// (backend.parse, which writes nothing): this stage writes what it
+// returns, a command tool's parsed command and its rendering (clis.go,
+// wasmcommand.go: useCommand) and a WebAssembly tool's opened version (or
+// why it did not open) and command description; nothing for JSON input,
+// which authorize renders.
 func parse(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		p, terr, err := inv.backend.parse(ctx, inv)
+		// The version opened is the call's even when its input does not
+		// fit: the refusal's record names it (auditStages.provenance).
+		inv.opened, inv.openErr, inv.toolCmd = p.opened, p.openErr, p.toolCmd
 		if err != nil {
 			return err
 		}
@@ -362,7 +369,6 @@ func parse(next handler) handler {
 		if p.cmd != nil {
 			inv.useCommand(p.cmd)
 		}
-		inv.opened, inv.openErr, inv.toolCmd = p.opened, p.openErr, p.toolCmd
 		return next(ctx, inv)
 	}
 }

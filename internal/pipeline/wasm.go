@@ -69,7 +69,7 @@ func (b *wasmBackend) parse(ctx context.Context, inv *invocation) (parsed, *Tool
 	}
 	cmd, err := s.cmd.ParseValue(inv.input)
 	if err != nil {
-		return parsed{}, &ToolError{Kind: KindInput, Message: inv.tool.Name + ": " + err.Error()}, nil
+		return parsed{opened: t}, &ToolError{Kind: KindInput, Message: inv.tool.Name + ": " + err.Error()}, nil
 	}
 	return parsed{cmd: cmd, opened: t, toolCmd: &toolCommand{spec: s.cmd, digest: t.Digest}}, nil, nil
 }
