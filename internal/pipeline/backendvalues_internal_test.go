@@ -12,6 +12,7 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -206,4 +207,12 @@ path = %q
 		return
 	}
 	t.Fatalf("no call-refused record among %d", len(recs))
+}
+
+// useRunner makes r the Host's runner, for a test that wraps it after New:
+// the backends are built again, since they hold the runner they were given
+// (newKinds), not the Host.
+func (h *Host) useRunner(r sandbox.Runner) {
+	h.runner = r
+	h.setKinds(h.cfg.Load())
 }
