@@ -30,7 +30,7 @@ func (inv *invocation) auditCall() callaudit.Call {
 
 // auditStages are the two stages of the call's audit records, holding
 // what they need (the Host's trail: its store getter and logger; the hash
-// of a loaded component's definition, Host.schemaHash), not the Host.
+// of a loaded component's definition, toolSchemas.hash), not the Host.
 type auditStages struct {
 	trail      *callaudit.Trail
 	schemaHash func(sandbox.LoadInfo) string

@@ -185,7 +185,7 @@ func (b *importBackend) commandSpec(_ context.Context, t config.Tool) (*command.
 }
 
 // importTool is the exposure of an imported tool: the import's table with
-// the tool's full name (loadImported finds its upstream name).
+// the tool's full name (importBackend.load finds its upstream name).
 func importTool(cfg *config.Config, name string) (config.Tool, bool) {
 	imp, _, ok := config.ImportOf(name)
 	if !ok {
@@ -339,7 +339,7 @@ func schemaDigest(name string, schema []byte) string {
 // (mcphub.Hub.Call).
 func (b *importBackend) run(ctx context.Context, inv *invocation) error {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
-	if inv.upstreamTool == "" { // loadImported found the import retired
+	if inv.upstreamTool == "" { // load found the import retired
 		return inv.fail(KindUnavailable, mcphub.RetiredMessage(imp))
 	}
 	gate := b.gate.Redactor(inv.policy)

@@ -17,7 +17,7 @@ import (
 // input schema as served (a command description's JSON Schema
 // projection) and the output schema.
 
-// schemaHash is the hash of the definition li reports, computed once per
+// hash is the hash of the definition li reports, computed once per
 // component version (by its digest).
 func (s *toolSchemas) hash(li sandbox.LoadInfo) string {
 	return s.hashes.Get(li.Digest, "", func(string) string {
@@ -30,7 +30,7 @@ func (s *toolSchemas) hash(li sandbox.LoadInfo) string {
 	})
 }
 
-// checkSchemaPin refuses a loaded component of t whose definition's hash
+// checkPin refuses a loaded component of t whose definition's hash
 // is not the one t pins: the error wraps sandbox.ErrInvalidTool (the tool
 // does not load, nothing runs) and oci.ErrSchemaChanged, and names the
 // tool, both hashes and the fix. A tool pinning nothing passes.

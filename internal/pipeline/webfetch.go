@@ -17,7 +17,7 @@ import (
 	"github.com/maiden-run/maiden/internal/store"
 )
 
-// builtinWebFetch runs web_fetch (session.WebFetch: its policy is the
+// webFetch runs web_fetch (session.WebFetch: its policy is the
 // agent's web_fetch binding, every request through the egress gate with
 // the agent's network and secret cards, the session's secret material
 // resolved on the host and dropped when the session ends or its boundary
