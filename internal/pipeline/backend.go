@@ -43,14 +43,15 @@ type backend interface {
 	carded() bool
 	// open loads the version that will run, checks the input against it
 	// under the call's deadline, and runs next with it (again, on a version
-	// replaced as it started). Reads tool, input, opened, openErr, cmd,
-	// toolCmd, wallet, decision; writes opened, schema, output (WebAssembly;
+	// replaced as it started). Reads cfg, tool, input, opened, openErr,
+	// cmd, toolCmd, wallet, decision; writes opened, schema, output (WebAssembly;
 	// cmd, toolCmd and decision again on a replaced version; res on a
 	// retry), schema, toolDigest, upstreamTool (an import), or res.Error
 	// (a refusal).
 	open(ctx context.Context, inv *invocation, next handler) error
-	// run executes the call. Reads what resolve, parse and open wrote, and
-	// wallet, policy, secrets, preopens, budget, the session; writes res
+	// run executes the call. Reads what resolve, parse and open wrote, the
+	// call's input and callbacks, wallet, policy, secrets, preopens, budget,
+	// the session; writes res
 	// (the output or the failure), and sess when it looked the session up
 	// (a wrapped CLI's writable paths, a session built-in).
 	run(ctx context.Context, inv *invocation) error
