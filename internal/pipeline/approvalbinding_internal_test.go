@@ -75,7 +75,7 @@ grants = ["tool:invoke t --..."]
 	}
 	defer h.Close(context.Background())
 	r := &staleRunner{Runner: h.runner}
-	h.runner = r
+	h.useRunner(r)
 	ctx := context.Background()
 	call := Call{Agent: "a", Tool: "t", Input: `{}`, ApprovalWait: -1}
 	res, err := h.Call(ctx, call)

@@ -3,10 +3,15 @@ package pipeline
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callegress"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
 // A tool is one of four kinds, and each kind is one backend: a WebAssembly
@@ -20,39 +25,51 @@ import (
 // Every kind passes the same stages (pipeline.go): the differences are
 // these methods, nothing else.
 type backend interface {
-	// resolve is exposure for a call of this kind: the call's agent, the
-	// tool as the agent sees it (cfg, agent, tool, policy, bindName), or
-	// ErrUnknownTool worded as for a tool that does not exist. A refusal
-	// it can explain is inv.fail.
-	resolve(ctx context.Context, cfg *config.Config, inv *invocation) error
-	// parse reads the call's input before the cards decide on it: a
-	// command tool's parsed command and its rendering (inv.cmd,
-	// inv.rendered); JSON input is rendered by authorize. An input that
-	// does not fit is inv.fail (kind input).
-	parse(ctx context.Context, inv *invocation) error
+	// resolve is exposure for a call of this kind (reads the call and
+	// cfg; writes nothing: the policy stage writes what it returns into
+	// cfg, agent, tool, policy, bindName, call.Input, builtinWallet): the
+	// tool as the call's agent sees it, or ErrUnknownTool worded as for a
+	// tool that does not exist, or a refusal it can explain (*ToolError).
+	resolve(ctx context.Context, cfg *config.Config, call Call, at time.Time) (resolved, *ToolError, error)
+	// parse reads the call's input before the cards decide on it (reads
+	// tool, input; writes nothing: the parse stage writes what it returns
+	// into cmd, rendered, opened, openErr, toolCmd): a command tool's
+	// parsed command; JSON input is rendered by authorize. An input that
+	// does not fit is a *ToolError (kind input).
+	parse(ctx context.Context, inv *invocation) (parsed, *ToolError, error)
 	// carded tells whether the agent's tool:invoke cards decide the call
 	// (authorize); a card built-in is decided by its card:VERB grant and
-	// the store's rules instead.
+	// the store's rules instead. Reads and writes nothing.
 	carded() bool
 	// open loads the version that will run, checks the input against it
 	// under the call's deadline, and runs next with it (again, on a version
-	// replaced as it started).
+	// replaced as it started). Reads cfg, tool, input, opened, openErr,
+	// cmd, toolCmd, wallet, decision; writes opened, schema, output (WebAssembly;
+	// cmd, toolCmd and decision again on a replaced version; res on a
+	// retry), schema, toolDigest, upstreamTool (an import), or res.Error
+	// (a refusal).
 	open(ctx context.Context, inv *invocation, next handler) error
-	// run executes the call: inv.res gets the output or the failure.
+	// run executes the call. Reads what resolve, parse and open wrote, the
+	// call's input and callbacks, wallet, policy, secrets, preopens, budget,
+	// the session; writes res
+	// (the output or the failure), and sess when it looked the session up
+	// (a wrapped CLI's writable paths, a session built-in).
 	run(ctx context.Context, inv *invocation) error
 	// reparse reads a middleware's rewritten input, decoded, as the
-	// call's own (rendering, and the command for a command tool).
+	// call's own (rendering, and the command for a command tool). Reads
+	// tool and toolCmd; writes nothing.
 	reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error)
-	// identity is the tool's code identity as it will run, and
-	// approvalPolicy its effective policy: what an approval is bound to
-	// (approvalbinding.go).
+	// identity is the tool's code identity as it will run (reads tool,
+	// opened, toolDigest), and approvalPolicy its effective policy (reads
+	// cfg, agent, tool): what an approval is bound to (approvalbinding.go).
+	// Neither writes.
 	identity(inv *invocation) string
 	approvalPolicy(inv *invocation) ApprovalPolicy
 
 	// describe is what tools/list shows of the configured tool t (an
 	// import: each of its tools); check is what Check reports of it.
 	// A tool's own failure is in the ToolInfo or report; the error is
-	// ctx's, ErrClosed, or maiden's own.
+	// ctx's, ErrClosed, or maiden's own. No invocation.
 	describe(ctx context.Context, cfg *config.Config, t config.Tool) ([]ToolInfo, error)
 	check(ctx context.Context, t config.Tool) (LoadReport, error)
 	// confined tells whether t runs a program under confinement (a
@@ -70,6 +87,53 @@ type backend interface {
 	// (the session stage, sessions.hold).
 	secretHandles() bool
 	preopens() bool
+}
+
+// resolved is what a backend's resolve exposes of a call, which the policy
+// stage writes into the invocation.
+type resolved struct {
+	agent    string      // the call's agent: DefaultAgent when the configuration declares none
+	tool     config.Tool // as the agent's binding narrows it
+	policy   *egress.Policy
+	bindName string // the name the agent binds: the tool's, an import's NAME
+	// input is the input the call goes on with: the call's (a built-in's
+	// empty one is {}).
+	input string
+	// wallet is the wallet a built-in's visibility was decided on, which
+	// its card operation acts with (nil for other kinds).
+	wallet *cards.Wallet
+}
+
+// parsed is what a backend's parse read of the input, which the parse
+// stage writes into the invocation.
+type parsed struct {
+	// cmd is a command tool's parsed call (its rendering is what the
+	// cards see); nil for JSON input.
+	cmd *command.Invocation
+	// A WebAssembly tool's version opened to read its schema() (the one
+	// that runs), or why it did not open (open reports it, after
+	// authorization as always), and the command description the call was
+	// parsed with.
+	opened  *sandbox.Tool
+	openErr error
+	toolCmd *toolCommand
+}
+
+// resolveTool is exposure for a configured tool (any kind but a
+// built-in): the tool as the call's agent's binding narrows it, and its
+// egress policy (pols: each tool's compiled policy for the configuration
+// in force); bindName is the name the agent binds (an import's NAME for
+// its NAME.TOOL), whose middleware the call gets.
+func resolveTool(pols *callegress.Policies, cfg *config.Config, call Call, bindName string) (resolved, *ToolError, error) {
+	exp, err := expose(cfg, call.Agent, call.Tool)
+	if err != nil {
+		return resolved{}, nil, err
+	}
+	pol, err := exp.policy(pols.Of(cfg))
+	if err != nil {
+		return resolved{}, &ToolError{Kind: KindConfig, Message: err.Error()}, nil
+	}
+	return resolved{agent: exp.agent, tool: exp.tool, policy: pol, bindName: bindName, input: call.Input}, nil, nil
 }
 
 // kinds is the backend of every name of one configuration: its [tools],
@@ -100,11 +164,29 @@ func (h *Host) kindsOf(cfg *config.Config) *kinds {
 // setKinds decides the kinds of cfg, the configuration now in force.
 func (h *Host) setKinds(cfg *config.Config) { h.kinds.Store(h.newKinds(cfg)) }
 
+// newKinds builds the backends of cfg, each holding what it needs of the
+// Host, named here (a field, a function), never the Host itself
+// (TestBackendsHoldNoHost).
 func (h *Host) newKinds(cfg *config.Config) *kinds {
-	wasm, cli, imp := &wasmBackend{h: h}, &cliBackend{h: h}, &importBackend{h: h}
+	wasm := &wasmBackend{
+		runner: h.runner, schemas: &h.schemas, pols: &h.pols, gate: h.gate, observer: h.opts.Observer,
+		trail: &h.trail, secrets: callSecrets{trail: &h.trail, lookup: h.lookupSecret}, crashes: &h.crashes,
+	}
+	cli := &cliBackend{
+		pols: &h.pols, schemas: &h.schemas, gate: h.gate, probe: &h.probe, proxy: &h.proxy,
+		lookupSecret: h.lookupSecret, trail: &h.trail, sessions: &h.sessions, log: h.log,
+	}
+	imp := &importBackend{
+		pols: &h.pols, upstreams: &h.imports, pins: &h.pins, schemas: &h.schemas, gate: h.gate,
+		lookupSecret: h.lookupSecret, log: h.log,
+	}
+	bi := &builtinDeps{
+		state: h.state, wallet: h.wallet, sessions: &h.sessions, human: &h.human, gate: h.gate,
+		lookupSecret: h.opts.LookupSecret, materials: &h.material, observer: h.opts.Observer, trail: &h.trail, log: h.log,
+	}
 	k := &kinds{cfg: cfg, byName: map[string]backend{}, imports: map[string]backend{}, unknown: wasm}
 	for name, op := range builtins {
-		k.byName[name] = &builtinBackend{h: h, name: name, op: op}
+		k.byName[name] = &builtinBackend{deps: bi, name: name, op: op}
 	}
 	for _, t := range cfg.Tools() {
 		switch {

@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/adminlink"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
+	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/cardtools"
 	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/store"
@@ -41,7 +45,33 @@ type builtin struct {
 	// the call's session, and is listed for an agent whenever bound. It
 	// has runInv instead of verb and card.
 	session bool
-	runInv  func(h *Host, ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error)
+	runInv  sessionRun
+}
+
+// sessionRun is a session built-in's operation, given what it needs of the
+// Host (d), the call, and the state store.
+type sessionRun func(d *builtinDeps, ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error)
+
+// builtinDeps are what the built-ins need of the Host, built once per
+// configuration in newKinds and shared by every built-in's backend.
+type builtinDeps struct {
+	// state is the state store of a configuration (Host.state); wallet an
+	// agent's pinned wallet from it (Host.wallet).
+	state  func(ctx context.Context, cfg *config.Config) (store.Store, error)
+	wallet func(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error)
+	// sessions is the Host's session gate (the call's session); human the
+	// one wait for a human (a boundary request's).
+	sessions *session.Gate
+	human    *humanWait
+	// web_fetch's: the egress gate, Options.LookupSecret, the sessions'
+	// secret material, Options.Observer, and the trail each request's
+	// record goes to.
+	gate         *egress.Gate
+	lookupSecret func(name string) (string, bool)
+	materials    *session.Materials
+	observer     Observer
+	trail        *callaudit.Trail
+	log          *slog.Logger
 }
 
 var builtins = map[string]builtin{}
@@ -118,39 +148,37 @@ func (h *Host) CallBuiltin(ctx context.Context, call Call) (Result, error) {
 
 // builtinBackend is one built-in's backend: an operation maiden performs
 // itself (no tool file, no [tools] entry: the agent's binding is its whole
-// policy).
+// policy). It holds what it needs of the Host (deps), not the Host.
 type builtinBackend struct {
-	h    *Host
+	deps *builtinDeps
 	name string
 	op   builtin
 }
 
 // resolve finds the built-in for the call's agent: one it does not see
 // (not bound, or no card allows its verb) is ErrUnknownTool.
-func (b *builtinBackend) resolve(ctx context.Context, cfg *config.Config, inv *invocation) error {
-	call := inv.call
+func (b *builtinBackend) resolve(ctx context.Context, cfg *config.Config, call Call, at time.Time) (resolved, *ToolError, error) {
 	bnd, agentOK, bound := cfg.AgentBinding(call.Agent, call.Tool)
 	if cfg.Implicit() || !agentOK || !bound || !bnd.Builtin {
 		// An agent agent.toml does not declare (removed, misspelt, "")
 		// has no built-ins, whatever cards the store still holds for it.
-		return fmt.Errorf("%w %q for agent %q", ErrUnknownTool, call.Tool, call.Agent)
+		return resolved{}, nil, fmt.Errorf("%w %q for agent %q", ErrUnknownTool, call.Tool, call.Agent)
 	}
-	w, err := b.h.wallet(ctx, cfg, call.Agent, inv.start)
+	w, err := b.deps.wallet(ctx, cfg, call.Agent, at)
 	if err != nil {
-		return err
+		return resolved{}, nil, err
 	}
 	if !b.op.session && !cardtools.MayUse(w, b.op.verb) {
-		return fmt.Errorf("%w %q for agent %q (no card of it allows card:%s)", ErrUnknownTool, call.Tool, call.Agent, b.op.verb)
+		return resolved{}, nil, fmt.Errorf("%w %q for agent %q (no card of it allows card:%s)", ErrUnknownTool, call.Tool, call.Agent, b.op.verb)
 	}
-	if len(bytes.TrimSpace([]byte(inv.call.Input))) == 0 {
-		inv.call.Input = "{}"
+	input := call.Input
+	if len(bytes.TrimSpace([]byte(input))) == 0 {
+		input = "{}"
 	}
 	// No tool:invoke card decides a card built-in (its card:VERB grants
 	// do, in the store), so a middleware rewrite is not re-authorized
 	// here; the operation checks the rewritten input itself.
-	inv.cfg, inv.agent, inv.tool, inv.bindName = cfg, call.Agent, config.Tool{Name: call.Tool, Timeout: config.DefaultTimeout}, call.Tool
-	inv.builtinWallet = w
-	return nil
+	return resolved{agent: call.Agent, tool: config.Tool{Name: call.Tool, Timeout: config.DefaultTimeout}, bindName: call.Tool, input: input, wallet: w}, nil, nil
 }
 
 // carded: a session built-in is decided like a tool, by a tool:invoke
@@ -158,11 +186,13 @@ func (b *builtinBackend) resolve(ctx context.Context, cfg *config.Config, inv *i
 // card:VERB grant (resolve) and the store's rules in the operation.
 func (b *builtinBackend) carded() bool { return b.op.session }
 
-func (b *builtinBackend) secretHandles() bool                      { return false }
-func (b *builtinBackend) preopens() bool                           { return false }
-func (b *builtinBackend) confined(config.Tool) bool                { return false }
-func (b *builtinBackend) typedCommands(ToolInfo) bool              { return false }
-func (b *builtinBackend) parse(context.Context, *invocation) error { return nil }
+func (b *builtinBackend) secretHandles() bool         { return false }
+func (b *builtinBackend) preopens() bool              { return false }
+func (b *builtinBackend) confined(config.Tool) bool   { return false }
+func (b *builtinBackend) typedCommands(ToolInfo) bool { return false }
+func (b *builtinBackend) parse(context.Context, *invocation) (parsed, *ToolError, error) {
+	return parsed{}, nil, nil
+}
 
 // open: nothing to load; the operation reads its input strictly itself
 // (decodeInput).
@@ -212,15 +242,14 @@ func (b *builtinBackend) commandSpec(context.Context, config.Tool) (*command.Spe
 
 // run performs the built-in's operation.
 func (b *builtinBackend) run(ctx context.Context, inv *invocation) error {
-	h := b.h
-	st, err := h.state(ctx, inv.cfg)
+	st, err := b.deps.state(ctx, inv.cfg)
 	if err != nil {
 		return err
 	}
 	var out any
 	var terr *ToolError
 	if b.op.session {
-		out, terr, err = b.op.runInv(h, ctx, inv, st)
+		out, terr, err = b.op.runInv(b.deps, ctx, inv, st)
 	} else {
 		// The card rules are admin's, acting as the agent on the wallet
 		// its visibility was decided on (the same code as maiden cards).

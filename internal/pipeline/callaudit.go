@@ -7,7 +7,6 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/callaudit"
-	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
@@ -31,7 +30,7 @@ func (inv *invocation) auditCall() callaudit.Call {
 
 // auditStages are the two stages of the call's audit records, holding
 // what they need (the Host's trail: its store getter and logger; the hash
-// of a loaded component's definition, Host.schemaHash), not the Host.
+// of a loaded component's definition, toolSchemas.hash), not the Host.
 type auditStages struct {
 	trail      *callaudit.Trail
 	schemaHash func(sandbox.LoadInfo) string
@@ -185,27 +184,6 @@ func recordedFS(ds []cards.Decision) ([]api.Decision, bool) {
 		}
 	}
 	return out, cut
-}
-
-// auditEvent appends a record about the call that is not a decision
-// (an approval requested): a failure is logged, not fatal.
-func (h *Host) auditEvent(ctx context.Context, inv *invocation, kind string, body any) {
-	h.trail.Event(ctx, inv.auditCall(), kind, body)
-}
-
-// appendAudit writes one record of the call to the trail.
-func (h *Host) appendAudit(ctx context.Context, inv *invocation, kind string, body any) error {
-	return h.trail.Append(ctx, inv.auditCall(), kind, body)
-}
-
-// auditFetch wraps a call's http-fetch so that each request's decision is
-// a record of the trail, with the decisions of the agent's cards about it
-// (callaudit.Fetch, callegress.Decisions).
-func (h *Host) auditFetch(ctx context.Context, inv *invocation, fetch sandbox.FetchFunc) sandbox.FetchFunc {
-	if !inv.audited() {
-		return fetch
-	}
-	return callaudit.Fetch(fetch, callegress.Decisions, func(body map[string]any) { h.auditEvent(ctx, inv, store.AuditFetch, body) })
 }
 
 // AuditRecord is one record of the audit trail (api.AuditRecord).

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/callaudit"
@@ -30,11 +33,24 @@ import (
 // only from the validated call's rendering: what was authorized is exactly
 // what runs, and there is never a shell.
 
-// cliBackend is the wrapped CLIs' backend.
-type cliBackend struct{ h *Host }
+// cliBackend is the wrapped CLIs' backend. It holds what it needs of the
+// Host (newKinds), not the Host.
+type cliBackend struct {
+	pols    *callegress.Policies // each tool's compiled egress policy (resolveTool)
+	schemas *toolSchemas         // describe and check, as for a loaded component
+	gate    *egress.Gate         // redaction; the secrets it holds (Check's warnings)
+	probe   *probe               // the proof that confinement is in force
+	proxy   *connectProxy        // the CONNECT proxy, its only road out
+	// lookupSecret resolves the secrets it gets as environment variables
+	// (Host.lookupSecret).
+	lookupSecret func(name string) (string, bool)
+	trail        *callaudit.Trail // each CONNECT's record
+	sessions     *session.Gate    // the call's session, whose boundary narrows its writable paths
+	log          *slog.Logger
+}
 
-func (b *cliBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
-	return b.h.resolveTool(cfg, inv, inv.call.Tool)
+func (b *cliBackend) resolve(_ context.Context, cfg *config.Config, call Call, _ time.Time) (resolved, *ToolError, error) {
+	return resolveTool(b.pols, cfg, call, call.Tool)
 }
 
 func (b *cliBackend) carded() bool                { return true }
@@ -48,11 +64,12 @@ func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
 // a described command and fit it, or the call is kind input with the
 // offending argument named. Its rendering is what cards, conditions and
 // approvals see.
-func (b *cliBackend) parse(_ context.Context, inv *invocation) error {
-	if err := inv.parseCommand(clitool.Spec(inv.tool.CLI)); err != nil {
-		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
+func (b *cliBackend) parse(_ context.Context, inv *invocation) (parsed, *ToolError, error) {
+	cmd, err := clitool.Spec(inv.tool.CLI).ParseValue(inv.input)
+	if err != nil {
+		return parsed{}, &ToolError{Kind: KindInput, Message: inv.tool.Name + ": " + err.Error()}, nil
 	}
-	return nil
+	return parsed{cmd: cmd}, nil, nil
 }
 
 // open has nothing to load: parse validated the call against the
@@ -60,8 +77,6 @@ func (b *cliBackend) parse(_ context.Context, inv *invocation) error {
 func (b *cliBackend) open(ctx context.Context, inv *invocation, next handler) error {
 	return next(ctx, inv)
 }
-
-func (b *cliBackend) run(ctx context.Context, inv *invocation) error { return b.h.runCLI(ctx, inv) }
 
 func (b *cliBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
 	cmd, err := clitool.Spec(inv.tool.CLI).ParseValue(doc)
@@ -96,11 +111,11 @@ func (b *cliBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
 }
 
 func (b *cliBackend) describe(ctx context.Context, cfg *config.Config, t config.Tool) ([]ToolInfo, error) {
-	return b.h.describeLoaded(ctx, cfg, t, cliInfo(t), nil)
+	return b.schemas.describeLoaded(ctx, cfg, t, cliInfo(t), nil)
 }
 
 func (b *cliBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
-	return b.h.checkLoaded(ctx, t, cliInfo(t), nil)
+	return b.schemas.checkLoaded(ctx, b.gate.HasSecret, t, cliInfo(t), nil)
 }
 
 func (b *cliBackend) commandSpec(_ context.Context, t config.Tool) (*command.Spec, error) {
@@ -146,45 +161,54 @@ type probe struct {
 	err    error
 }
 
-func (h *Host) confinement(ctx context.Context) (confine.Status, error) {
-	h.probe.once.Do(func() { h.probe.status, h.probe.err = confine.Probe(context.WithoutCancel(ctx)) })
-	return h.probe.status, h.probe.err
+func (p *probe) confinement(ctx context.Context) (confine.Status, error) {
+	p.once.Do(func() { p.status, p.err = confine.Probe(context.WithoutCancel(ctx)) })
+	return p.status, p.err
 }
 
-// connectProxy is the Host's CONNECT proxy, started on first need.
-func (h *Host) connectProxy() (*egress.ConnectProxy, error) {
-	h.proxyMu.Lock()
-	defer h.proxyMu.Unlock()
-	if h.closed.Load() {
+// connectProxy is the Host's CONNECT proxy over its egress gate, started
+// on first need, refused once the Host is closed.
+type connectProxy struct {
+	mu     sync.Mutex
+	p      *egress.ConnectProxy
+	gate   *egress.Gate
+	closed *atomic.Bool // the Host's
+}
+
+// get is the proxy, started if need be.
+func (c *connectProxy) get() (*egress.ConnectProxy, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	if h.proxy == nil {
-		p, err := egress.NewConnectProxy(h.gate)
+	if c.p == nil {
+		p, err := egress.NewConnectProxy(c.gate)
 		if err != nil {
 			return nil, err
 		}
-		h.proxy = p
+		c.p = p
 	}
-	return h.proxy, nil
+	return c.p, nil
 }
 
-func (h *Host) closeProxy() {
-	h.proxyMu.Lock()
-	defer h.proxyMu.Unlock()
-	if h.proxy != nil {
-		h.proxy.Close()
-		h.proxy = nil
+func (c *connectProxy) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p != nil {
+		c.p.Close()
+		c.p = nil
 	}
 }
 
-// runCLI runs a wrapped CLI's validated call (internal/clitool) once the
+// run runs a wrapped CLI's validated call (internal/clitool) once the
 // host has decided its environment, paths and network.
-func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
+func (b *cliBackend) run(ctx context.Context, inv *invocation) error {
 	t, cli := inv.tool, inv.tool.CLI
-	if _, err := h.confinement(ctx); err != nil && !cli.Unconfined {
+	if _, err := b.probe.confinement(ctx); err != nil && !cli.Unconfined {
 		return inv.fail(KindDenied, fmt.Sprintf("%s: wrapped CLIs are refused because confinement is not in force here (%v); set unconfined = true in [clis.%s] to run it anyway", t.Name, err, t.Name))
 	}
-	env, err := clitool.Env(t, h.lookupSecret)
+	env, err := clitool.Env(t, b.lookupSecret)
 	if err != nil {
 		return inv.fail(KindDenied, err.Error())
 	}
@@ -201,7 +225,7 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 		// that port only, seccomp refuses the connects and binds Landlock
 		// does not see (Fast Open, listen), and where maiden may create
 		// one, a network namespace holds nothing but that proxy.
-		proxy, err := h.connectProxy()
+		proxy, err := b.proxy.get()
 		if err != nil {
 			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
 		}
@@ -219,7 +243,7 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 				return authz, func(t egress.Tunnel) {
 					end(t.Host, t.Port, t.Allowed, t.Rule)
 					if audited {
-						h.auditEvent(ctx, inv, store.AuditFetch, callaudit.TunnelBody(t, noted.list()))
+						auditEvent(ctx, b.trail, inv, store.AuditFetch, callaudit.TunnelBody(t, noted.list()))
 					}
 				}
 			})
@@ -243,7 +267,7 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 	if a, ok := inv.cfg.Agent(inv.agent); ok && a.BoundaryLine > 0 && len(writable) > 0 {
 		// An agent with a declared boundary: its sessions' boundary
 		// narrows what the CLI may write.
-		s, terr, err := h.session(ctx, inv)
+		s, terr, err := lookupSession(ctx, b.sessions, inv)
 		if err != nil || terr != nil {
 			if terr != nil {
 				inv.res.Error = terr
@@ -256,13 +280,13 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 	}
 	out, err := clitool.Run(ctx, clitool.Call{
 		Tool: t, Cmd: inv.cmd, Dir: dir, Env: env, ReadOnly: readOnly, Writable: writable, ProxyPort: proxyPort,
-		Redact: h.gate.Redactor(inv.policy),
+		Redact: b.gate.Redactor(inv.policy),
 	})
 	if err != nil {
 		return err
 	}
 	if out.NoNetNS {
-		h.log.Warn("a wrapped CLI with network ran without its own network namespace", "tool", t.Name)
+		b.log.Warn("a wrapped CLI with network ran without its own network namespace", "tool", t.Name)
 	}
 	if out.Unconfined {
 		inv.res.Unconfined = true
@@ -281,9 +305,12 @@ func (h *Host) runCLI(ctx context.Context, inv *invocation) error {
 	return nil
 }
 
-func (h *Host) lookupSecret(name string) (string, bool) {
-	if h.opts.LookupSecret != nil {
-		return h.opts.LookupSecret(name)
+// secretLookup is how the host resolves a secret by name:
+// Options.LookupSecret, else the environment's MAIDEN_SECRET_NAME
+// (Host.lookupSecret, given to the backends that need it).
+func secretLookup(o Options) func(name string) (string, bool) {
+	if o.LookupSecret != nil {
+		return o.LookupSecret
 	}
-	return os.LookupEnv("MAIDEN_SECRET_" + name)
+	return func(name string) (string, bool) { return os.LookupEnv("MAIDEN_SECRET_" + name) }
 }

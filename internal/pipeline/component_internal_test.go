@@ -57,7 +57,7 @@ func TestStaleRetryOfAnotherComponentIsDecidedAgain(t *testing.T) {
 			defer h.Close(context.Background())
 			r := &staleRunner{Runner: h.runner}
 			r.swap.Store(true)
-			h.runner = r
+			h.useRunner(r)
 			res, err := h.Call(context.Background(), Call{Agent: "a", Tool: "t", Input: `{}`})
 			if err != nil {
 				t.Fatal(err)

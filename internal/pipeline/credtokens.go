@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"sync/atomic"
 
+	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -11,7 +13,19 @@ import (
 // it is open, when it is one several instances share (PostgreSQL); they
 // then make one OAuth 2.0 token request per credential between them. A
 // SQLite store, or none, shares nothing and the gate keeps its tokens.
-type tokenShare struct{ h *Host }
+// It holds what it needs of the Host (the configuration in force,
+// Options.StatePath, the store getter), not the Host: the gate it is given
+// to is every backend's.
+type tokenShare struct {
+	cfg       *atomic.Pointer[config.Config]
+	statePath string
+	state     func(ctx context.Context, cfg *config.Config) (store.Store, error)
+}
+
+// tokenShare is the Host's token store for its gate (New).
+func (h *Host) tokenShare() tokenShare {
+	return tokenShare{cfg: &h.cfg, statePath: h.opts.StatePath, state: h.state}
+}
 
 // leaser is what a store that shares credential tokens has
 // (internal/store's DB).
@@ -21,11 +35,11 @@ type leaser interface {
 }
 
 func (t tokenShare) LeaseToken(ctx context.Context, key string, update func([]byte) ([]byte, error)) error {
-	cfg := t.h.cfg.Load()
+	cfg := t.cfg.Load()
 	if cfg == nil {
 		return egress.ErrNotShared
 	}
-	path := t.h.opts.StatePath
+	path := t.statePath
 	if path == "" {
 		path = cfg.StatePath()
 	}
@@ -34,7 +48,7 @@ func (t tokenShare) LeaseToken(ctx context.Context, key string, update func([]by
 		// this, a host whose calls never needed it would now need it.
 		return egress.ErrNotShared
 	}
-	st, err := t.h.state(ctx, cfg)
+	st, err := t.state(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func TestTokenShareOnlyOnPostgres(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer h.Close(ctx)
-			ts := tokenShare{h}
+			ts := h.tokenShare()
 			err = ts.LeaseToken(ctx, "k", func([]byte) ([]byte, error) { return []byte("sealed"), nil })
 			if !tc.shared {
 				if !errors.Is(err, egress.ErrNotShared) {

@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,8 +29,6 @@ import (
 	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/humanwait"
-	"github.com/maiden-run/maiden/internal/jsonschema"
-	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/session"
 	"github.com/maiden-run/maiden/internal/trace"
@@ -53,19 +50,20 @@ const (
 type Host struct {
 	stateHolder // the state store: agents, tokens, cards (authorize.go)
 
-	cfg     atomic.Pointer[config.Config]
-	runner  sandbox.Runner
-	log     *slog.Logger
-	schemas schemaCache
-	// outSchemas holds compiled output schemas, by digest like schemas.
-	outSchemas schemaCache
-	// schemaHashes holds the hash of each component version's definition
-	// (schemapin.go), by digest.
-	schemaHashes jsonschema.Cache[string]
-	adm          *admission
-	crashes      crashes // tools in their crash cool-down (backoff.go)
-	closed       atomic.Bool
-	opts         Options
+	cfg    atomic.Pointer[config.Config]
+	runner sandbox.Runner
+	log    *slog.Logger
+	// schemas are the compiled input and output schemas of the component
+	// versions loaded, and the hashes of their definitions, by digest
+	// (schema.go, schemapin.go).
+	schemas toolSchemas
+	adm     *admission
+	crashes crashes // tools in their crash cool-down (backoff.go)
+	closed  atomic.Bool
+	opts    Options
+	// lookupSecret is Options.LookupSecret, else the environment's
+	// MAIDEN_SECRET_NAME (secretLookup).
+	lookupSecret func(name string) (string, bool)
 	// handle is the call pipeline, assembled once in New, for every kind
 	// of tool; kinds is each name's backend under the configuration in
 	// force (backend.go).
@@ -96,11 +94,10 @@ type Host struct {
 	// imports are the imported MCP servers (imports.go).
 	imports upstreams
 	// pins are the accepted definitions of imported tools (pins.go).
-	pins mcpimport.PinFile
+	pins importPins
 	// proxy is the CONNECT proxy wrapped CLIs reach the network through
 	// (clis.go), started on first need.
-	proxy   *egress.ConnectProxy
-	proxyMu sync.Mutex
+	proxy connectProxy
 	// noAudit skips the audit records of calls: BenchmarkAuditedCall's
 	// baseline only; nothing else sets it.
 	noAudit bool
@@ -141,10 +138,14 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	if o.Resolver != nil {
 		resolver = o.Resolver
 	}
-	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit, Tokens: tokenShare{h}})
+	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit, Tokens: h.tokenShare()})
 	h.sessions.State, h.sessions.ErrState = h.state, ErrState
 	h.trail = callaudit.Trail{State: h.state, Log: h.log}
 	h.human = humanWait{waiters: &h.waiters, adm: h.adm, timeout: o.ApprovalWait, poll: o.ApprovalPoll}
+	h.lookupSecret = secretLookup(o)
+	h.pins = importPins{explicit: o.MCPPinsPath, cfg: &h.cfg, log: h.log}
+	h.proxy = connectProxy{gate: h.gate, closed: &h.closed}
+	h.imports.opts = h.hubOptions()
 	h.cfg.Store(cfg)
 	h.setKinds(cfg)
 	h.handle = h.pipeline()
@@ -159,8 +160,8 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 // more than once.
 func (h *Host) Close(ctx context.Context) error {
 	h.closed.Store(true)
-	h.closeImports()
-	h.closeProxy()
+	h.imports.get().Close() // every upstream, retired ones included (calls still running on them fail as unavailable)
+	h.proxy.close()
 	err := h.runner.Shutdown(ctx)
 	return errors.Join(err, h.closeState())
 }

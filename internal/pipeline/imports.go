@@ -10,10 +10,13 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/mcphub"
 	"github.com/maiden-run/maiden/internal/mcpimport"
@@ -31,31 +34,43 @@ import (
 // dies is restarted with backoff; its tools answer kind unavailable
 // meanwhile.
 
-// importBackend is the backend of the tools of imported MCP servers.
-type importBackend struct{ h *Host }
+// importBackend is the backend of the tools of imported MCP servers. It
+// holds what it needs of the Host (newKinds), not the Host.
+type importBackend struct {
+	pols      *callegress.Policies // each tool's compiled egress policy (resolveTool)
+	upstreams *upstreams           // the imported servers (internal/mcphub)
+	pins      *importPins          // the accepted definitions (pins.go)
+	schemas   *toolSchemas         // the upstreams' input schemas, compiled
+	gate      *egress.Gate         // redaction
+	// lookupSecret resolves the credential an upstream holds, which its
+	// answers are redacted of (Host.lookupSecret).
+	lookupSecret func(name string) (string, bool)
+	log          *slog.Logger
+}
 
 // resolve exposes NAME.TOOL as the agent binds NAME, whose middleware it
 // gets.
-func (b *importBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
-	bind := inv.call.Tool
+func (b *importBackend) resolve(_ context.Context, cfg *config.Config, call Call, _ time.Time) (resolved, *ToolError, error) {
+	bind := call.Tool
 	if imp, _, ok := config.ImportOf(bind); ok {
 		bind = imp
 	}
-	return b.h.resolveTool(cfg, inv, bind)
+	return resolveTool(b.pols, cfg, call, bind)
 }
 
-func (b *importBackend) carded() bool                             { return true }
-func (b *importBackend) secretHandles() bool                      { return false } // the upstream gets the input as sent
-func (b *importBackend) preopens() bool                           { return false }
-func (b *importBackend) confined(t config.Tool) bool              { return len(t.MCP.Command) > 0 }
-func (b *importBackend) typedCommands(ToolInfo) bool              { return false }
-func (b *importBackend) parse(context.Context, *invocation) error { return nil }
+func (b *importBackend) carded() bool                { return true }
+func (b *importBackend) secretHandles() bool         { return false } // the upstream gets the input as sent
+func (b *importBackend) preopens() bool              { return false }
+func (b *importBackend) confined(t config.Tool) bool { return len(t.MCP.Command) > 0 }
+func (b *importBackend) typedCommands(ToolInfo) bool { return false }
+func (b *importBackend) parse(context.Context, *invocation) (parsed, *ToolError, error) {
+	return parsed{}, nil, nil
+}
 
 // open finds the tool on its upstream and checks the input against the
 // upstream's schema, under the import's timeout.
 func (b *importBackend) open(ctx context.Context, inv *invocation, next handler) error {
-	h := b.h
-	li, refusal, err := h.loadImported(ctx, inv)
+	li, refusal, err := b.load(ctx, inv)
 	if err != nil {
 		return err
 	}
@@ -63,7 +78,7 @@ func (b *importBackend) open(ctx context.Context, inv *invocation, next handler)
 	if refusal != nil {
 		return inv.fail(refusal.Kind, refusal.Message)
 	}
-	schema := h.schemas.get(li.Digest, li.Schema)
+	schema := b.schemas.in.get(li.Digest, li.Schema)
 	if schema.err != nil {
 		return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())
 	}
@@ -75,10 +90,6 @@ func (b *importBackend) open(ctx context.Context, inv *invocation, next handler)
 	}
 	inv.schema = schema
 	return next(ctx, inv)
-}
-
-func (b *importBackend) run(ctx context.Context, inv *invocation) error {
-	return b.h.runImported(ctx, inv)
 }
 
 func (b *importBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
@@ -113,7 +124,7 @@ func (b *importBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
 }
 
 func (b *importBackend) describe(ctx context.Context, _ *config.Config, t config.Tool) ([]ToolInfo, error) {
-	infos, _, err := b.h.importedTools(ctx, t)
+	infos, _, err := b.tools(ctx, t)
 	return infos, err
 }
 
@@ -122,12 +133,12 @@ func (b *importBackend) describe(ctx context.Context, _ *config.Config, t config
 // will not.
 func (b *importBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
 	rep := LoadReport{Tool: "mcp." + t.Name}
-	infos, _, err := b.h.importedTools(ctx, t)
+	infos, _, err := b.tools(ctx, t)
 	switch {
 	case err != nil:
 		rep.Err = err
 	case len(infos) == 0:
-		rep.Err = b.h.whyNoTools(ctx, t)
+		rep.Err = b.whyNoTools(ctx, t)
 	}
 	for _, info := range infos {
 		if info.Error != nil && info.Error.Kind == KindDenied {
@@ -142,8 +153,8 @@ func (b *importBackend) check(ctx context.Context, t config.Tool) (LoadReport, e
 // why it could not start: an unreadable file under confinement, a missing
 // module), or it is up and offers none. One line per stderr line, after
 // the first.
-func (h *Host) whyNoTools(ctx context.Context, t config.Tool) error {
-	u, err := h.upstream(ctx, t.Name, t.MCP)
+func (b *importBackend) whyNoTools(ctx context.Context, t config.Tool) error {
+	u, err := b.upstreams.upstream(ctx, t.Name, t.MCP)
 	if err != nil {
 		return err
 	}
@@ -174,7 +185,7 @@ func (b *importBackend) commandSpec(_ context.Context, t config.Tool) (*command.
 }
 
 // importTool is the exposure of an imported tool: the import's table with
-// the tool's full name (loadImported finds its upstream name).
+// the tool's full name (importBackend.load finds its upstream name).
 func importTool(cfg *config.Config, name string) (config.Tool, bool) {
 	imp, _, ok := config.ImportOf(name)
 	if !ok {
@@ -189,35 +200,43 @@ func importTool(cfg *config.Config, name string) (config.Tool, bool) {
 }
 
 // upstreams are the Host's imported servers (internal/mcphub), made on
-// first need.
+// first need with opts (Host.hubOptions, given in New).
 type upstreams struct {
 	once sync.Once
 	hub  *mcphub.Hub
+	opts mcphub.Options
 }
 
 // errRetired: the import a call (or a listing) was made for is no longer
 // the configuration's: a reload removed or changed its [mcp.NAME] table.
 var errRetired = mcphub.ErrRetired
 
-// hub is the Host's upstreams. An import is current while the
-// configuration in force has the same [mcp.NAME] table.
-func (h *Host) hub() *mcphub.Hub {
-	u := &h.imports
-	u.once.Do(func() {
-		u.hub = mcphub.New(mcphub.Options{
-			Current: func(name string, imp *config.MCPImport) bool {
-				return sameImport(h.cfg.Load(), name, imp)
-			},
-			Secret: h.lookupSecret,
-			Confinement: func(ctx context.Context) error {
-				_, err := h.confinement(ctx)
-				return err
-			},
-			Logger: h.log,
-		})
-	})
+// get is the hub of the upstreams, made on first need.
+func (u *upstreams) get() *mcphub.Hub {
+	u.once.Do(func() { u.hub = mcphub.New(u.opts) })
 	return u.hub
 }
+
+// hubOptions are what the Host's upstreams need of it: an import is
+// current while the configuration in force has the same [mcp.NAME] table;
+// the host's secrets; the proof of confinement; the logger.
+func (h *Host) hubOptions() mcphub.Options {
+	cfg, probe := &h.cfg, &h.probe
+	return mcphub.Options{
+		Current: func(name string, imp *config.MCPImport) bool {
+			return sameImport(cfg.Load(), name, imp)
+		},
+		Secret: h.lookupSecret,
+		Confinement: func(ctx context.Context) error {
+			_, err := probe.confinement(ctx)
+			return err
+		},
+		Logger: h.log,
+	}
+}
+
+// hub is the Host's upstreams.
+func (h *Host) hub() *mcphub.Hub { return h.imports.get() }
 
 // sameImport reports whether cfg's [mcp.NAME] table is imp.
 func sameImport(cfg *config.Config, name string, imp *config.MCPImport) bool {
@@ -227,8 +246,8 @@ func sameImport(cfg *config.Config, name string, imp *config.MCPImport) bool {
 
 // upstream returns the running upstream of import name, started if need be
 // (mcphub.Hub.Get).
-func (h *Host) upstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, error) {
-	up, err := h.hub().Get(ctx, name, imp)
+func (u *upstreams) upstream(ctx context.Context, name string, imp *config.MCPImport) (*mcpimport.Upstream, error) {
+	up, err := u.get().Get(ctx, name, imp)
 	if errors.Is(err, api.ErrClosed) {
 		return nil, ErrClosed
 	}
@@ -244,10 +263,6 @@ func (h *Host) retireImports(cfg *config.Config) {
 // OnToolsChanged registers f, called when an imported server's tool list
 // changes (front ends tell their clients: notifications/tools/list_changed).
 func (h *Host) OnToolsChanged(f func()) { h.hub().OnChange(f) }
-
-// closeImports stops every upstream, retired ones included (calls still
-// running on them fail as unavailable).
-func (h *Host) closeImports() { h.hub().Close() }
 
 // importedTool is an imported tool as the host serves it: the upstream's
 // tool, the definition served (the accepted pin), and why a call of it is
@@ -269,18 +284,18 @@ func exposedTools(imp string, tools []mcpimport.Tool, log *slog.Logger) []import
 	return out
 }
 
-// importedTools lists import t's tools as NAME.TOOL, with their upstream
-// names; none when a reload has just removed or changed the import (the
-// listing was made on the configuration before it).
-func (h *Host) importedTools(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]importedTool, error) {
-	infos, byExposed, _, err := h.importedToolsOf(ctx, t)
+// tools lists import t's tools as NAME.TOOL, with their upstream names;
+// none when a reload has just removed or changed the import (the listing
+// was made on the configuration before it).
+func (b *importBackend) tools(ctx context.Context, t config.Tool) ([]ToolInfo, map[string]importedTool, error) {
+	infos, byExposed, _, err := b.toolsOf(ctx, t)
 	if errors.Is(err, errRetired) {
 		return nil, nil, nil
 	}
 	return infos, byExposed, err
 }
 
-// importedToolsOf lists import t's tools. Each is served as an operator
+// toolsOf lists import t's tools. Each is served as an operator
 // accepted it (pins.go): a tool whose definition changed since is listed
 // with its accepted definition and an Error (kind denied) saying what
 // changed; one never accepted is listed with an Error and no definition
@@ -288,14 +303,14 @@ func (h *Host) importedTools(ctx context.Context, t config.Tool) ([]ToolInfo, ma
 // (safetext.Text): no escape sequence or bidirectional control of an
 // upstream's reaches an agent or a terminal through them. up reports
 // whether the upstream is up.
-func (h *Host) importedToolsOf(ctx context.Context, t config.Tool) (infos []ToolInfo, byExposed map[string]importedTool, up bool, err error) {
-	u, err := h.upstream(ctx, t.Name, t.MCP)
+func (b *importBackend) toolsOf(ctx context.Context, t config.Tool) (infos []ToolInfo, byExposed map[string]importedTool, up bool, err error) {
+	u, err := b.upstreams.upstream(ctx, t.Name, t.MCP)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	byExposed = map[string]importedTool{}
-	for _, x := range exposedTools(t.Name, u.Tools(), h.log) {
-		x.served, x.refusal = h.pinCheck(t.Name, t.MCP, x.Full, x.Tool)
+	for _, x := range exposedTools(t.Name, u.Tools(), b.log) {
+		x.served, x.refusal = b.pins.check(t.Name, t.MCP, x.Full, x.Tool)
 		byExposed[x.Full] = x
 		info := ToolInfo{Name: x.Full, Policy: toolinfo.PolicyOf(t), Hints: toolinfo.HintsOf(t), Error: x.refusal}
 		if x.served.Digest != "" {
@@ -320,20 +335,20 @@ func schemaDigest(name string, schema []byte) string {
 	return "mcp:" + hex.EncodeToString(sum[:])
 }
 
-// runImported sends a call to its upstream, under the import's timeout_ms
+// run sends a call to its upstream, under the import's timeout_ms
 // (mcphub.Hub.Call).
-func (h *Host) runImported(ctx context.Context, inv *invocation) error {
+func (b *importBackend) run(ctx context.Context, inv *invocation) error {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
-	if inv.upstreamTool == "" { // loadImported found the import retired
+	if inv.upstreamTool == "" { // load found the import retired
 		return inv.fail(KindUnavailable, mcphub.RetiredMessage(imp))
 	}
-	gate := h.gate.Redactor(inv.policy)
+	gate := b.gate.Redactor(inv.policy)
 	redact := gate
 	if name := inv.tool.MCP.Credential; name != "" {
 		// The upstream holds the credential maiden sends it: whatever it
 		// echoes back of it (output, logs, errors) is redacted like a
 		// tool's secrets.
-		if v, ok := h.lookupSecret(name); ok && len(v) >= 4 {
+		if v, ok := b.lookupSecret(name); ok && len(v) >= 4 {
 			redact = func(s string) string { return gate(strings.ReplaceAll(s, v, "[REDACTED:"+name+"]")) }
 		}
 	}
@@ -345,7 +360,7 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 		}
 	}
 	uctx, end := inv.upstreamSpan(ctx, imp, inv.upstreamTool)
-	out, err := h.hub().Call(uctx, mcphub.Call{
+	out, err := b.upstreams.get().Call(uctx, mcphub.Call{
 		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
 		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
 	})
@@ -373,16 +388,16 @@ func (h *Host) runImported(ctx context.Context, inv *invocation) error {
 	return nil
 }
 
-// loadImported finds an imported tool's upstream name and input schema,
-// for the schema check. A tool refused by its pin, or unknown while its
-// upstream is down (not listed yet), is refused with a ToolError.
-func (h *Host) loadImported(ctx context.Context, inv *invocation) (sandbox.LoadInfo, *ToolError, error) {
+// load finds an imported tool's upstream name and input schema, for the
+// schema check. A tool refused by its pin, or unknown while its upstream
+// is down (not listed yet), is refused with a ToolError.
+func (b *importBackend) load(ctx context.Context, inv *invocation) (sandbox.LoadInfo, *ToolError, error) {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
 	t, ok := inv.cfg.Tool(imp)
 	if !ok {
 		return sandbox.LoadInfo{}, nil, fmt.Errorf("%w %q", ErrUnknownTool, inv.tool.Name)
 	}
-	_, byExposed, up, err := h.importedToolsOf(ctx, t)
+	_, byExposed, up, err := b.toolsOf(ctx, t)
 	if errors.Is(err, errRetired) {
 		// A reload removed or changed the import since the call began:
 		// nothing is sent anywhere. The run stage answers unavailable
@@ -396,7 +411,7 @@ func (h *Host) loadImported(ctx context.Context, inv *invocation) (sandbox.LoadI
 	case !ok && !up:
 		// Down (restarting, or never up since maiden started): whether it
 		// still offers the tool is not known yet.
-		return sandbox.LoadInfo{}, &ToolError{Kind: KindUnavailable, Message: h.upstreamDown(imp, inv.tool.MCP)}, nil
+		return sandbox.LoadInfo{}, &ToolError{Kind: KindUnavailable, Message: b.upstreamDown(imp, inv.tool.MCP)}, nil
 	case !ok:
 		return sandbox.LoadInfo{}, nil, fmt.Errorf("%w %q: the MCP server %q does not offer it (now)", ErrUnknownTool, inv.tool.Name, imp)
 	case x.refusal != nil:
@@ -408,9 +423,9 @@ func (h *Host) loadImported(ctx context.Context, inv *invocation) (sandbox.LoadI
 
 // upstreamDown says why import imp cannot be called now, in the words of
 // its upstream (the cause and the next attempt).
-func (h *Host) upstreamDown(imp string, mcp *config.MCPImport) string {
+func (b *importBackend) upstreamDown(imp string, mcp *config.MCPImport) string {
 	msg := fmt.Sprintf("the MCP server %q is not up; maiden restarts it", imp)
-	if u, err := h.upstream(context.Background(), imp, mcp); err == nil {
+	if u, err := b.upstreams.upstream(context.Background(), imp, mcp); err == nil {
 		if err := u.Down(); err != nil {
 			msg = err.Error()
 		}

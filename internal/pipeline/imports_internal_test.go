@@ -40,14 +40,18 @@ func TestRetiredImportNotRestarted(t *testing.T) {
 		t.Fatalf("no [mcp.local] in %+v", cfg.Tools())
 	}
 	h.SetConfig(load("version = 1\n"))
-	if _, err := h.upstream(context.Background(), "local", old.MCP); !errors.Is(err, errRetired) {
+	if _, err := h.imports.upstream(context.Background(), "local", old.MCP); !errors.Is(err, errRetired) {
 		t.Errorf("the removed import's old table: %v, want errRetired", err)
 	}
 	n := h.hub().Running()
 	if n != 0 {
 		t.Errorf("%d upstreams after the removed import was asked for", n)
 	}
-	infos, _, err := h.importedTools(context.Background(), old)
+	imp, ok := h.kindsOf(cfg).of("local").(*importBackend)
+	if !ok {
+		t.Fatalf("local's backend is %T, want the import's", h.kindsOf(cfg).of("local"))
+	}
+	infos, _, err := imp.tools(context.Background(), old)
 	if err != nil || len(infos) != 0 {
 		t.Errorf("listing the removed import on the old configuration: %v %+v, want nothing", err, infos)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
@@ -26,24 +28,35 @@ import (
 // PinsFileName is the pin file's name next to agent.toml.
 const PinsFileName = "maiden-pins.json"
 
-func (h *Host) pinsPath() string {
-	if h.opts.MCPPinsPath != "" {
-		return h.opts.MCPPinsPath
+// importPins are the accepted definitions of imported tools: the pin file
+// (read again when it changes) at Options.MCPPinsPath (explicit), else
+// next to the agent.toml in force (cfg).
+type importPins struct {
+	file     mcpimport.PinFile
+	explicit string
+	cfg      *atomic.Pointer[config.Config] // the Host's configuration in force
+	log      *slog.Logger
+}
+
+// path is the pin file's path now.
+func (p *importPins) path() string {
+	if p.explicit != "" {
+		return p.explicit
 	}
-	if d := h.cfg.Load().Dir(); d != "" {
+	if d := p.cfg.Load().Dir(); d != "" {
 		return filepath.Join(d, PinsFileName)
 	}
 	return ""
 }
 
-// pin returns the accepted pin of tool full (NAME.TOOL).
-func (h *Host) pin(full string) (mcpimport.AcceptedPin, bool, error) {
-	return h.pins.Get(h.pinsPath(), full)
+// get returns the accepted pin of tool full (NAME.TOOL).
+func (p *importPins) get(full string) (mcpimport.AcceptedPin, bool, error) {
+	return p.file.Get(p.path(), full)
 }
 
-// savePins adds pins (by NAME.TOOL) to the pin file.
-func (h *Host) savePins(pins map[string]mcpimport.Pin) error {
-	return h.pins.Save(h.pinsPath(), pins)
+// save adds pins (by NAME.TOOL) to the pin file.
+func (p *importPins) save(pins map[string]mcpimport.Pin) error {
+	return p.file.Save(p.path(), pins)
 }
 
 // ImportedDefinition and ImportReview are api's (the root names them
@@ -69,7 +82,7 @@ func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, e
 	if _, isImport := h.kindsOf(cfg).imports[name]; !ok || !isImport {
 		return nil, fmt.Errorf("%s has no [mcp.%s]", h.cfg.Load().File(), name)
 	}
-	up, err := h.upstream(ctx, name, t.MCP)
+	up, err := h.imports.upstream(ctx, name, t.MCP)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +94,7 @@ func (h *Host) ReviewImport(ctx context.Context, name string) ([]ImportReview, e
 	for _, x := range tools {
 		now := mcpimport.PinOf(x.Tool)
 		r := ImportReview{Tool: x.Full, State: "new", Offered: definitionOf(now), UpstreamName: now.Name}
-		old, ok, err := h.pin(x.Full)
+		old, ok, err := h.pins.get(x.Full)
 		if err != nil {
 			ok = false // an unreadable pin file: everything is reviewed as new
 		}
@@ -119,7 +132,7 @@ func (h *Host) AcceptImport(reviews []ImportReview) error {
 		}
 		pins[r.Tool] = pin
 	}
-	if err := h.savePins(pins); err != nil {
+	if err := h.pins.save(pins); err != nil {
 		return err
 	}
 	f := h.hub().Changed()
@@ -129,13 +142,13 @@ func (h *Host) AcceptImport(reviews []ImportReview) error {
 	return nil
 }
 
-// pinCheck decides whether imported tool x (exposed as full) may be served
+// check decides whether imported tool x (exposed as full) may be served
 // as the upstream offers it now (mcpimport.PinFile.Decide against the pin
 // file in force).
-func (h *Host) pinCheck(imp string, mcp *config.MCPImport, full string, x mcpimport.Tool) (mcpimport.Pin, *ToolError) {
-	return h.pins.Decide(h.pinsPath(), imp, mcp.AcceptNewTools, full, x, h.log)
+func (p *importPins) check(imp string, mcp *config.MCPImport, full string, x mcpimport.Tool) (mcpimport.Pin, *ToolError) {
+	return p.file.Decide(p.path(), imp, mcp.AcceptNewTools, full, x, p.log)
 }
 
 // MCPPinsPath is the file the accepted definitions of imported tools are
 // kept in ("" when they are kept in memory only).
-func (h *Host) MCPPinsPath() string { return h.pinsPath() }
+func (h *Host) MCPPinsPath() string { return h.pins.path() }

@@ -181,8 +181,15 @@ func (inv *invocation) parseCommand(spec *command.Spec) error {
 	if err != nil {
 		return err
 	}
-	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
+	inv.useCommand(cmd)
 	return nil
+}
+
+// useCommand makes cmd, a command tool's parsed call (backend.parse), the
+// call's: its rendering is what the cards, conditions, approvals and audit
+// see.
+func (inv *invocation) useCommand(cmd *command.Invocation) {
+	inv.cmd, inv.rendered, inv.renderedText = cmd, cmd.Render(), cmd.String()
 }
 
 // inputDigest is the SHA-256 (hex) of an input's text, kept with the text
@@ -229,7 +236,7 @@ type stage func(next handler) handler
 func (h *Host) pipeline() handler {
 	admit := admitStage{adm: h.adm}
 	policy := policyStage{cfg: &h.cfg, kinds: h.kindsOf}
-	audit := auditStages{trail: &h.trail, schemaHash: h.schemaHash}
+	audit := auditStages{trail: &h.trail, schemaHash: h.schemas.hash}
 	approvals := approvalStages{state: h.state, log: h.log}
 	input := inputStage{limit: h.maxInputBytes}
 	var secrets secretStages
@@ -250,7 +257,7 @@ func (h *Host) pipeline() handler {
 		{"", approvals.markDone},                // the approvals the run consumed → marked done after it (middleware_approve.go)
 		{"maiden.input", input.check},           // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
 		{"", secrets.handles},                   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
-		{"", parse},                             // a command tool's input → cmd and its rendering (backend.parse, parseCommand)
+		{"", parse},                             // a command tool's input → cmd and its rendering (backend.parse → useCommand); a WebAssembly tool's opened version
 		{"maiden.decision", authorize.decide},   // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
 		{"maiden.session", sessions.hold},       // tool, backend, wallet, the call's session → sess, preopens; refused by its boundary (internal/session Gate.Hold)
 		{"maiden.load", loadAndValidate},        // the tool's file / upstream → opened, the schema check, stale-version retry (backend.open)
@@ -315,7 +322,8 @@ func (s admitStage) enter(next handler) handler {
 // so an edit to agent.toml never changes a call halfway: the tool's
 // backend (its kind, decided once per configuration: kinds, backend.go),
 // then the call's agent and the tool as that agent's binding exposes it
-// (an unbound tool does not exist).
+// (an unbound tool does not exist): the backend's resolve finds them and
+// this stage writes them into the invocation.
 type policyStage struct {
 	cfg   *atomic.Pointer[config.Config]
 	kinds func(*config.Config) *kinds
@@ -325,37 +333,41 @@ func (s policyStage) resolve(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		cfg := s.cfg.Load()
 		inv.backend = s.kinds(cfg).of(inv.call.Tool)
-		if err := inv.backend.resolve(ctx, cfg, inv); err != nil || inv.res.Error != nil {
+		r, terr, err := inv.backend.resolve(ctx, cfg, inv.call, inv.start)
+		if err != nil {
 			return err
 		}
+		if terr != nil {
+			inv.res.Error = terr
+			return nil
+		}
+		inv.cfg, inv.agent, inv.tool, inv.policy, inv.bindName = cfg, r.agent, r.tool, r.policy, r.bindName
+		inv.call.Input, inv.builtinWallet = r.input, r.wallet
 		return next(ctx, inv)
 	}
 }
 
-// resolveTool is exposure for a configured tool (any kind but a
-// built-in): the tool as the call's agent's binding narrows it, and its
-// egress policy; bindName is the name the agent binds (an import's NAME
-// for its NAME.TOOL), whose middleware the call gets.
-func (h *Host) resolveTool(cfg *config.Config, inv *invocation, bindName string) error {
-	exp, err := expose(cfg, inv.call.Agent, inv.call.Tool)
-	if err != nil {
-		return err
-	}
-	pol, err := exp.policy(h.pols.Of(cfg))
-	if err != nil {
-		return inv.fail(KindConfig, err.Error())
-	}
-	inv.cfg, inv.agent, inv.tool, inv.policy, inv.bindName = cfg, exp.agent, exp.tool, pol, bindName
-	return nil
-}
-
-// parse is the tool's backend reading the input before the cards decide:
-// a command tool's parsed command and its rendering (clis.go,
-// wasmcommand.go); nothing for JSON input, which authorize renders.
+// parse is the tool's backend reading the input before the cards decide
+// (backend.parse, which writes nothing): this stage writes what it
+// returns, a command tool's parsed command and its rendering (clis.go,
+// wasmcommand.go: useCommand) and a WebAssembly tool's opened version (or
+// why it did not open) and command description; nothing for JSON input,
+// which authorize renders.
 func parse(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if err := inv.backend.parse(ctx, inv); err != nil || inv.res.Error != nil {
+		p, terr, err := inv.backend.parse(ctx, inv)
+		// The version opened is the call's even when its input does not
+		// fit: the refusal's record names it (auditStages.provenance).
+		inv.opened, inv.openErr, inv.toolCmd = p.opened, p.openErr, p.toolCmd
+		if err != nil {
 			return err
+		}
+		if terr != nil {
+			inv.res.Error = terr
+			return nil
+		}
+		if p.cmd != nil {
+			inv.useCommand(p.cmd)
 		}
 		return next(ctx, inv)
 	}

@@ -38,6 +38,16 @@ func (s *inputSchema) validateWithin(ctx context.Context, timeout time.Duration,
 	return s.checker.Validate(ctx, timeout, v)
 }
 
+// toolSchemas are what the Host keeps of the component versions it loaded,
+// by digest: their compiled input schemas (a command description's
+// projection: getTool), their compiled output schemas, and the hash of
+// each one's definition (schemapin.go). The backends that load a version
+// (wasm.go, imports.go) and Tools and Check share it.
+type toolSchemas struct {
+	in, out schemaCache
+	hashes  jsonschema.Cache[string]
+}
+
 // schemaCache holds compiled schemas by component digest.
 type schemaCache struct {
 	c jsonschema.Cache[*inputSchema]

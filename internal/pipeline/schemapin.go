@@ -17,12 +17,12 @@ import (
 // input schema as served (a command description's JSON Schema
 // projection) and the output schema.
 
-// schemaHash is the hash of the definition li reports, computed once per
+// hash is the hash of the definition li reports, computed once per
 // component version (by its digest).
-func (h *Host) schemaHash(li sandbox.LoadInfo) string {
-	return h.schemaHashes.Get(li.Digest, "", func(string) string {
+func (s *toolSchemas) hash(li sandbox.LoadInfo) string {
+	return s.hashes.Get(li.Digest, "", func(string) string {
 		input := li.Schema
-		if s := h.schemas.getTool(li.Digest, li.Schema); s.cmd != nil {
+		if s := s.in.getTool(li.Digest, li.Schema); s.cmd != nil {
 			input = s.text
 		}
 		hash, _ := oci.SchemaDoc(li.Description, input, li.OutputSchema)
@@ -30,15 +30,15 @@ func (h *Host) schemaHash(li sandbox.LoadInfo) string {
 	})
 }
 
-// checkSchemaPin refuses a loaded component of t whose definition's hash
+// checkPin refuses a loaded component of t whose definition's hash
 // is not the one t pins: the error wraps sandbox.ErrInvalidTool (the tool
 // does not load, nothing runs) and oci.ErrSchemaChanged, and names the
 // tool, both hashes and the fix. A tool pinning nothing passes.
-func (h *Host) checkSchemaPin(t config.Tool, li sandbox.LoadInfo) error {
+func (s *toolSchemas) checkPin(t config.Tool, li sandbox.LoadInfo) error {
 	if t.OCI == nil || t.OCI.Schema == "" {
 		return nil
 	}
-	got := h.schemaHash(li)
+	got := s.hash(li)
 	if subtle.ConstantTimeCompare([]byte(got), []byte(t.OCI.Schema)) == 1 {
 		return nil
 	}
@@ -46,11 +46,11 @@ func (h *Host) checkSchemaPin(t config.Tool, li sandbox.LoadInfo) error {
 }
 
 // provenance is what tools/list says of where t's component came from.
-func (h *Host) provenance(t config.Tool, li sandbox.LoadInfo) *Provenance {
+func (s *toolSchemas) provenance(t config.Tool, li sandbox.LoadInfo) *Provenance {
 	if t.OCI == nil {
 		return nil
 	}
-	return &Provenance{Ref: t.OCI.Ref, Component: t.OCI.Digest, Signer: t.OCI.Signer, Schema: h.schemaHash(li), SchemaPinned: t.OCI.Schema != ""}
+	return &Provenance{Ref: t.OCI.Ref, Component: t.OCI.Digest, Signer: t.OCI.Signer, Schema: s.hash(li), SchemaPinned: t.OCI.Schema != ""}
 }
 
 // schemaRefused is a schema pin's refusal as a load failure.

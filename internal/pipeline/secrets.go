@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 
+	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/secret"
@@ -82,40 +83,48 @@ func (secretStages) runInput(next handler) handler {
 	}
 }
 
-// secretFetch resolves a handle passed as http-fetch's credential
+// callSecrets is what a call's secret handles need of the Host at run
+// time (a WebAssembly tool's http-fetch and reveal): the trail their
+// records go to, and the host's secrets (Host.lookupSecret).
+type callSecrets struct {
+	trail  *callaudit.Trail
+	lookup func(name string) (string, bool)
+}
+
+// fetch resolves a handle passed as http-fetch's credential
 // (secret.Fetch); a handle of no secret of this call is audited.
-func (h *Host) secretFetch(ctx context.Context, inv *invocation, next sandbox.FetchFunc) sandbox.FetchFunc {
+func (c callSecrets) fetch(ctx context.Context, inv *invocation, next sandbox.FetchFunc) sandbox.FetchFunc {
 	return secret.Fetch(inv.secrets, next, func(body map[string]any) {
 		if inv.audited() {
-			h.auditEvent(ctx, inv, store.AuditFetch, body)
+			auditEvent(ctx, c.trail, inv, store.AuditFetch, body)
 		}
 	})
 }
 
-// revealFunc is the call's reveal (secret.Revealer): decided on the
-// wallet the call was authorized on, the value from the host's secrets,
-// every decision recorded.
-func (h *Host) revealFunc(ctx context.Context, inv *invocation) sandbox.RevealFunc {
+// reveal is the call's reveal (secret.Revealer): decided on the wallet
+// the call was authorized on, the value from the host's secrets, every
+// decision recorded.
+func (c callSecrets) reveal(ctx context.Context, inv *invocation) sandbox.RevealFunc {
 	return secret.Revealer{
 		Handles: inv.secrets,
 		Basis: decide.Basis{Wallet: inv.wallet, Implicit: inv.cfg != nil && inv.cfg.Implicit(),
 			Binding: decide.Binding{Tool: inv.tool.Name, Secrets: inv.tool.Secrets, Reveal: inv.tool.Reveal}},
 		Session: inv.sessionID(), // the default session by its ID
-		Lookup:  h.lookupSecret,
-		Record:  func(rec *secret.RevealRecord) error { return h.recordReveal(ctx, inv, rec) },
+		Lookup:  c.lookup,
+		Record:  func(rec *secret.RevealRecord) error { return c.record(ctx, inv, rec) },
 	}.Func()
 }
 
-// recordReveal writes a reveal's audit record (a configuration without a
-// trail logs it instead).
-func (h *Host) recordReveal(ctx context.Context, inv *invocation, rec *secret.RevealRecord) error {
+// record writes a reveal's audit record (a configuration without a trail
+// logs it, to the trail's logger, instead).
+func (c callSecrets) record(ctx context.Context, inv *invocation, rec *secret.RevealRecord) error {
 	if !inv.audited() {
-		h.log.Info("secret reveal", "agent", inv.agent, "tool", inv.tool.Name, "secret", rec.Secret, "outcome", rec.Outcome, "reason", rec.Reason)
+		c.trail.Log.Info("secret reveal", "agent", inv.agent, "tool", inv.tool.Name, "secret", rec.Secret, "outcome", rec.Outcome, "reason", rec.Reason)
 		return nil
 	}
-	err := h.appendAudit(context.WithoutCancel(ctx), inv, AuditSecretReveal, rec)
+	err := c.trail.Append(context.WithoutCancel(ctx), inv.auditCall(), AuditSecretReveal, rec)
 	if err != nil {
-		h.log.Error("audit record not written", "kind", AuditSecretReveal, "agent", inv.agent, "tool", inv.tool.Name, "secret", rec.Secret, "err", err)
+		c.trail.Log.Error("audit record not written", "kind", AuditSecretReveal, "agent", inv.agent, "tool", inv.tool.Name, "secret", rec.Secret, "err", err)
 	}
 	return err
 }

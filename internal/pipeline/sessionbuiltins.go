@@ -22,13 +22,13 @@ import (
 // name in _meta.
 
 func init() {
-	runs := map[string]func(h *Host, ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error){
-		"request_sandbox_boundary": (*Host).builtinRequestBoundary,
-		"session_open":             (*Host).builtinSessionOpen,
+	runs := map[string]sessionRun{
+		"request_sandbox_boundary": (*builtinDeps).requestBoundary,
+		"session_open":             (*builtinDeps).sessionOpen,
 		hostfs.ToolFSRead:          fsTool(hostfs.FSRead),
 		hostfs.ToolFSWrite:         fsTool(hostfs.FSWrite),
 		hostfs.ToolFSList:          fsTool(hostfs.FSList),
-		hostfs.ToolWebFetch:        (*Host).builtinWebFetch,
+		hostfs.ToolWebFetch:        (*builtinDeps).webFetch,
 	}
 	for name, t := range session.Tools {
 		if runs[name] == nil {
@@ -40,9 +40,9 @@ func init() {
 }
 
 // fsTool runs a file built-in of internal/builtin on the session's boundary.
-func fsTool(op func(context.Context, boundary.Boundary, []byte) (any, error)) func(h *Host, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
-	return func(h *Host, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
-		s, terr, err := h.session(ctx, inv)
+func fsTool(op func(context.Context, boundary.Boundary, []byte) (any, error)) sessionRun {
+	return func(d *builtinDeps, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
+		s, terr, err := lookupSession(ctx, d.sessions, inv)
 		if err != nil || terr != nil {
 			return nil, terr, err
 		}
@@ -54,7 +54,7 @@ func fsTool(op func(context.Context, boundary.Boundary, []byte) (any, error)) fu
 	}
 }
 
-func (h *Host) builtinSessionOpen(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
+func (*builtinDeps) sessionOpen(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
 	var in struct{}
 	if terr := decodeInput("session_open", []byte(inv.call.Input), &in); terr != nil {
 		return nil, terr, nil
@@ -70,7 +70,7 @@ func (h *Host) builtinSessionOpen(ctx context.Context, inv *invocation, st store
 // decision before it counts as denied.
 const DefaultBoundaryRequestExpiry = session.DefaultRequestExpiry
 
-func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
+func (d *builtinDeps) requestBoundary(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
 	var in struct {
 		ID            string          `json:"id"`
 		Expansion     json.RawMessage `json:"expansion"`
@@ -79,16 +79,16 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 	if terr := decodeInput("request_sandbox_boundary", []byte(inv.call.Input), &in); terr != nil {
 		return nil, terr, nil
 	}
-	s, terr, err := h.session(ctx, inv)
+	s, terr, err := lookupSession(ctx, d.sessions, inv)
 	if err != nil || terr != nil {
 		return nil, terr, err
 	}
-	r, terr, err := session.Request(ctx, st, s, in.ID, in.Expansion, in.Justification, h.log, ErrState)
+	r, terr, err := session.Request(ctx, st, s, in.ID, in.Expansion, in.Justification, d.log, ErrState)
 	if err != nil || terr != nil {
 		return nil, terr, err
 	}
 	if r.Request.Status == boundary.Pending {
-		r, terr, err = h.awaitBoundary(ctx, inv, st, r)
+		r, terr, err = d.awaitBoundary(ctx, inv, st, r)
 		if err != nil || terr != nil {
 			return nil, terr, err
 		}
@@ -101,9 +101,9 @@ func (h *Host) builtinRequestBoundary(ctx context.Context, inv *invocation, st s
 // at the decision, at Options.ApprovalWait, or when the caller gives up:
 // then the result is kind pending with the request's handle, and
 // repeating the call with the same id waits for the same request again.
-func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Store, r store.BoundaryRequest) (store.BoundaryRequest, *ToolError, error) {
+func (d *builtinDeps) awaitBoundary(ctx context.Context, inv *invocation, st store.Store, r store.BoundaryRequest) (store.BoundaryRequest, *ToolError, error) {
 	cur := r
-	decided := h.human.wait(ctx, inv, r.Handle, boundaryApprovalView(r), func(ctx context.Context) (bool, error) {
+	decided := d.human.wait(ctx, inv, r.Handle, boundaryApprovalView(r), func(ctx context.Context) (bool, error) {
 		got, err := st.BoundaryRequest(ctx, r.Handle)
 		if err != nil {
 			return false, err
@@ -126,5 +126,5 @@ func (h *Host) awaitBoundary(ctx context.Context, inv *invocation, st store.Stor
 		return r, &ToolError{Kind: KindPending, Approval: r.Handle,
 			Message: fmt.Sprintf("boundary request %s (id %s) is waiting for a human's decision (maiden approve %s, or the inbox); repeat the call with the same id to wait again", r.Handle, r.Request.ID, r.Handle)}, nil
 	}
-	return cur, nil, h.human.resume(ctx, inv)
+	return cur, nil, d.human.resume(ctx, inv)
 }

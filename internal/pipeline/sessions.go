@@ -33,10 +33,11 @@ func (inv *invocation) sessionID() string {
 	return (&session.Call{Agent: inv.agent, ID: inv.call.Session}).SessionID()
 }
 
-// session is the call's session (session.Gate.Session), looked up once.
-func (h *Host) session(ctx context.Context, inv *invocation) (store.Session, *ToolError, error) {
+// lookupSession is the call's session (session.Gate.Session, over the
+// Host's gate), looked up once: it writes inv.sess.
+func lookupSession(ctx context.Context, gate *session.Gate, inv *invocation) (store.Session, *ToolError, error) {
 	c := inv.sessionCall()
-	s, terr, err := h.sessions.Session(ctx, &c)
+	s, terr, err := gate.Session(ctx, &c)
 	inv.sess = c.Sess
 	return s, terr, err
 }

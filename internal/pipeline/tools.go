@@ -54,19 +54,19 @@ func (h *Host) Tools(ctx context.Context) ([]ToolInfo, error) {
 // describeLoaded is the ToolInfo of a tool of one component (a WebAssembly
 // tool; a wrapped CLI, from its description) as loaded: li, or why it
 // could not be (err).
-func (h *Host) describeLoaded(ctx context.Context, cfg *config.Config, t config.Tool, li sandbox.LoadInfo, err error) ([]ToolInfo, error) {
+func (s *toolSchemas) describeLoaded(ctx context.Context, cfg *config.Config, t config.Tool, li sandbox.LoadInfo, err error) ([]ToolInfo, error) {
 	info := ToolInfo{Name: t.Name, Title: t.Title, Policy: toolinfo.WithDestinations(toolinfo.PolicyOf(t), cfg), Hints: toolinfo.HintsOf(t)}
 	switch {
 	case err == nil:
 		info.Description, info.InputSchema, info.OutputSchema, info.Digest = li.Description, li.Schema, li.OutputSchema, li.Digest
-		info.Provenance = h.provenance(t, li)
-		s := h.schemas.getTool(li.Digest, li.Schema)
-		if s.cmd != nil {
-			info.InputSchema = s.text // a command description's JSON Schema projection (wasmcommand.go)
+		info.Provenance = s.provenance(t, li)
+		in := s.in.getTool(li.Digest, li.Schema)
+		if in.cmd != nil {
+			info.InputSchema = in.text // a command description's JSON Schema projection (wasmcommand.go)
 		}
-		if s.err != nil {
-			info.Error = &ToolError{Kind: KindInvalid, Message: s.err.Error()}
-		} else if err := h.outputSchemaErr(li); err != nil {
+		if in.err != nil {
+			info.Error = &ToolError{Kind: KindInvalid, Message: in.err.Error()}
+		} else if err := s.outputErr(li); err != nil {
 			info.Error = &ToolError{Kind: KindInvalid, Message: err.Error()}
 		}
 	case ctx.Err() != nil:
@@ -82,26 +82,28 @@ func (h *Host) describeLoaded(ctx context.Context, cfg *config.Config, t config.
 	return []ToolInfo{info}, nil
 }
 
-// checkLoaded is Check's report of a tool of one component as loaded.
-func (h *Host) checkLoaded(ctx context.Context, t config.Tool, li sandbox.LoadInfo, err error) (LoadReport, error) {
+// checkLoaded is Check's report of a tool of one component as loaded;
+// hasSecret tells which secrets the host holds (egress.Gate.HasSecret),
+// for its warnings.
+func (s *toolSchemas) checkLoaded(ctx context.Context, hasSecret func(string) bool, t config.Tool, li sandbox.LoadInfo, err error) (LoadReport, error) {
 	if err != nil && ctx.Err() != nil {
 		return LoadReport{}, ctx.Err()
 	}
 	if err == nil {
-		err = h.schemas.getTool(li.Digest, li.Schema).err
+		err = s.in.getTool(li.Digest, li.Schema).err
 	}
 	if err == nil {
-		err = h.outputSchemaErr(li)
+		err = s.outputErr(li)
 	}
-	return LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: toolinfo.Warnings(t, h.gate.HasSecret)}, nil
+	return LoadReport{Tool: t.Name, Err: err, Cached: li.Cached, Compile: li.Compile, Warnings: toolinfo.Warnings(t, hasSecret)}, nil
 }
 
-// outputSchemaErr says why a tool's declared output schema is unusable.
-func (h *Host) outputSchemaErr(li sandbox.LoadInfo) error {
+// outputErr says why a tool's declared output schema is unusable.
+func (s *toolSchemas) outputErr(li sandbox.LoadInfo) error {
 	if li.OutputSchema == "" {
 		return nil
 	}
-	if err := h.outSchemas.get(li.Digest, li.OutputSchema).err; err != nil {
+	if err := s.out.get(li.Digest, li.OutputSchema).err; err != nil {
 		return fmt.Errorf("output-schema(): %w", err)
 	}
 	return nil
@@ -136,7 +138,7 @@ func (h *Host) Check(ctx context.Context) ([]LoadReport, error) {
 		if k.of(t.Name).confined(t) {
 			// Wrapped CLIs and stdio imports run confined: prove it now.
 			rep := LoadReport{Tool: "confinement"}
-			if _, err := h.confinement(ctx); err != nil {
+			if _, err := h.probe.confinement(ctx); err != nil {
 				rep.Err = err
 			}
 			out = append(out, rep)

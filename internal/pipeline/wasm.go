@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/maiden-run/maiden/api"
-
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/decide"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
@@ -19,11 +22,22 @@ import (
 // maiden:tool world, run by the Host's runner (in process or in a worker).
 // Its schema() decides how its calls are read: a JSON Schema (the input as
 // sent, validated against it) or a command description (parsed with it
-// before the cards: wasmcommand.go).
-type wasmBackend struct{ h *Host }
+// before the cards: wasmcommand.go). It holds what it needs of the Host
+// (newKinds), not the Host.
+type wasmBackend struct {
+	runner  sandbox.Runner       // opens a component version (in process or in a worker)
+	schemas *toolSchemas         // the versions' compiled schemas and schema pins
+	pols    *callegress.Policies // each tool's compiled egress policy (resolveTool)
+	gate    *egress.Gate         // http-fetch's gate and redaction
+	// observer is Options.Observer, told of each http-fetch.
+	observer Observer
+	trail    *callaudit.Trail // each http-fetch's record
+	secrets  callSecrets      // a handle as http-fetch's credential, reveal
+	crashes  *crashes         // lost workers, for the cool-down and low priority
+}
 
-func (b *wasmBackend) resolve(_ context.Context, cfg *config.Config, inv *invocation) error {
-	return b.h.resolveTool(cfg, inv, inv.call.Tool)
+func (b *wasmBackend) resolve(_ context.Context, cfg *config.Config, call Call, _ time.Time) (resolved, *ToolError, error) {
+	return resolveTool(b.pols, cfg, call, call.Tool)
 }
 
 func (b *wasmBackend) carded() bool        { return true }
@@ -35,33 +49,29 @@ func (b *wasmBackend) preopens() bool      { return true }
 // the argument; one that fits is rendered as the command (inv.cmd), which
 // is what the cards, conditions and approvals see. The opened version is
 // the one open runs.
-func (b *wasmBackend) parse(ctx context.Context, inv *invocation) error {
-	h := b.h
-	t, err := h.runner.Open(ctx, inv.tool.Path, limitsOf(inv.tool))
+func (b *wasmBackend) parse(ctx context.Context, inv *invocation) (parsed, *ToolError, error) {
+	t, err := b.runner.Open(ctx, inv.tool.Path, limitsOf(inv.tool))
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return parsed{}, nil, ctx.Err()
 		}
-		inv.openErr = err // open reports it, after authorization as always
-		return nil
+		return parsed{openErr: err}, nil, nil // open reports it, after authorization as always
 	}
-	if err := h.checkSchemaPin(inv.tool, t.LoadInfo); err != nil {
-		inv.openErr = err // open reports it, after authorization as always
-		return nil
+	if err := b.schemas.checkPin(inv.tool, t.LoadInfo); err != nil {
+		return parsed{openErr: err}, nil, nil // open reports it, after authorization as always
 	}
-	inv.opened = t
 	if toolWorld(t) != nil {
-		return nil
+		return parsed{opened: t}, nil, nil
 	}
-	s := h.schemas.getTool(t.Digest, t.Schema)
+	s := b.schemas.in.getTool(t.Digest, t.Schema)
 	if s.cmd == nil {
-		return nil // a JSON-input tool (or an unusable schema: refused by open)
+		return parsed{opened: t}, nil, nil // a JSON-input tool (or an unusable schema: refused by open)
 	}
-	if err := inv.parseCommand(s.cmd); err != nil {
-		return inv.fail(KindInput, inv.tool.Name+": "+err.Error())
+	cmd, err := s.cmd.ParseValue(inv.input)
+	if err != nil {
+		return parsed{opened: t}, &ToolError{Kind: KindInput, Message: inv.tool.Name + ": " + err.Error()}, nil
 	}
-	inv.toolCmd = &toolCommand{spec: s.cmd, digest: t.Digest}
-	return nil
+	return parsed{cmd: cmd, opened: t, toolCmd: &toolCommand{spec: s.cmd, digest: t.Digest}}, nil, nil
 }
 
 // open loads one version of the tool, checks the input against that
@@ -69,12 +79,11 @@ func (b *wasmBackend) parse(ctx context.Context, inv *invocation) error {
 // same version. If the version is replaced on disk at the very moment it
 // starts, it loads the new one and checks again.
 func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) error {
-	h := b.h
 	lim := limitsOf(inv.tool)
 	for attempt := 0; ; attempt++ {
 		t, err := inv.opened, inv.openErr // opened by parse
 		if attempt > 0 || (t == nil && err == nil) {
-			t, err = h.runner.Open(ctx, inv.tool.Path, lim)
+			t, err = b.runner.Open(ctx, inv.tool.Path, lim)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -94,10 +103,10 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 		if err := toolWorld(t); err != nil {
 			return inv.fail(KindInvalid, err.Error())
 		}
-		if err := h.checkSchemaPin(inv.tool, t.LoadInfo); err != nil {
+		if err := b.schemas.checkPin(inv.tool, t.LoadInfo); err != nil {
 			return inv.fail(KindInvalid, err.Error())
 		}
-		schema := h.schemas.getTool(t.Digest, t.Schema)
+		schema := b.schemas.in.getTool(t.Digest, t.Schema)
 		if schema.err != nil {
 			return inv.fail(KindInvalid, schema.err.Error())
 		}
@@ -128,7 +137,7 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 			}
 		}
 		if t.OutputSchema != "" {
-			out := h.outSchemas.get(t.Digest, t.OutputSchema)
+			out := b.schemas.out.get(t.Digest, t.OutputSchema)
 			if out.err != nil {
 				return inv.fail(KindInvalid, "output-schema(): "+out.err.Error())
 			}
@@ -147,7 +156,6 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 // secrets this tool may use never leave the host: not in its logs, its
 // output or its error messages.
 func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
-	h := b.h
 	var refusals refusalLog
 	out, err := inv.opened.Execute(ctx, sandbox.Call{
 		Limits: limitsOf(inv.tool),
@@ -156,15 +164,15 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 		// whose policy has fs (sessions.hold); none otherwise.
 		Preopens: inv.preopens,
 		OnLog:    inv.call.OnLog,
-		Fetch:    inv.budget.Fetch(refusals.watch(inv.traceFetch(ctx, h.secretFetch(ctx, inv, h.auditFetch(ctx, inv, fetchFunc(h.gate, inv.policy, h.opts.Observer, inv.tool.Name, inv.agent, inv.wallet)))))),
-		Redact:   inv.secrets.Redactor(h.gate.Redactor(inv.policy)),
-		Reveal:   h.revealFunc(ctx, inv),
+		Fetch:    inv.budget.Fetch(refusals.watch(inv.traceFetch(ctx, b.secrets.fetch(ctx, inv, auditFetch(ctx, b.trail, inv, fetchFunc(b.gate, inv.policy, b.observer, inv.tool.Name, inv.agent, inv.wallet)))))),
+		Redact:   inv.secrets.Redactor(b.gate.Redactor(inv.policy)),
+		Reveal:   b.secrets.reveal(ctx, inv),
 		// A tool losing its workers computes only on CPU nobody else wants.
-		LowPriority: lowPriorityInTrouble && h.crashes.troubled(inv.tool.Name),
+		LowPriority: lowPriorityInTrouble && b.crashes.troubled(inv.tool.Name),
 	})
 	inv.res.Logs = out.Logs
 	if err == nil {
-		h.crashes.record(inv.tool.Name, inv.opened.Digest, out.WorkerLost)
+		b.crashes.record(inv.tool.Name, inv.opened.Digest, out.WorkerLost)
 	}
 	if err != nil {
 		var pe *sandbox.PreopenError
@@ -238,19 +246,18 @@ func (b *wasmBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
 
 func (b *wasmBackend) describe(ctx context.Context, cfg *config.Config, t config.Tool) ([]ToolInfo, error) {
 	li, err := b.load(ctx, t)
-	return b.h.describeLoaded(ctx, cfg, t, li, err)
+	return b.schemas.describeLoaded(ctx, cfg, t, li, err)
 }
 
 func (b *wasmBackend) check(ctx context.Context, t config.Tool) (LoadReport, error) {
 	li, err := b.load(ctx, t)
-	return b.h.checkLoaded(ctx, t, li, err)
+	return b.schemas.checkLoaded(ctx, b.gate.HasSecret, t, li, err)
 }
 
 func (b *wasmBackend) confined(config.Tool) bool { return false }
 
 // commandSpec is the command description the tool's schema() returns.
 func (b *wasmBackend) commandSpec(ctx context.Context, t config.Tool) (*command.Spec, error) {
-	h := b.h
 	li, err := b.load(ctx, t)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -261,7 +268,7 @@ func (b *wasmBackend) commandSpec(ctx context.Context, t config.Tool) (*command.
 		}
 		return nil, fmt.Errorf("%s: %w", t.Name, err)
 	}
-	s := h.schemas.getTool(li.Digest, li.Schema)
+	s := b.schemas.in.getTool(li.Digest, li.Schema)
 	switch {
 	case s.cmd != nil:
 		return s.cmd, nil
@@ -273,20 +280,20 @@ func (b *wasmBackend) commandSpec(ctx context.Context, t config.Tool) (*command.
 
 // typedCommands: the version listed described a command tree.
 func (b *wasmBackend) typedCommands(info ToolInfo) bool {
-	s, ok := b.h.schemas.peek(info.Digest)
+	s, ok := b.schemas.in.peek(info.Digest)
 	return ok && s.cmd != nil
 }
 
 // load loads and describes the tool under its own limits and ctx.
 func (b *wasmBackend) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo, error) {
-	opened, err := b.h.runner.Open(ctx, t.Path, limitsOf(t))
+	opened, err := b.runner.Open(ctx, t.Path, limitsOf(t))
 	if err != nil {
 		return sandbox.LoadInfo{}, err
 	}
 	if err := toolWorld(opened); err != nil {
 		return sandbox.LoadInfo{}, err
 	}
-	if err := b.h.checkSchemaPin(t, opened.LoadInfo); err != nil {
+	if err := b.schemas.checkPin(t, opened.LoadInfo); err != nil {
 		return sandbox.LoadInfo{}, err
 	}
 	return opened.LoadInfo, nil

@@ -17,18 +17,18 @@ import (
 	"github.com/maiden-run/maiden/internal/store"
 )
 
-// builtinWebFetch runs web_fetch (session.WebFetch: its policy is the
+// webFetch runs web_fetch (session.WebFetch: its policy is the
 // agent's web_fetch binding, every request through the egress gate with
 // the agent's network and secret cards, the session's secret material
 // resolved on the host and dropped when the session ends or its boundary
 // is downgraded) in the call's session, on the wallet the call was
 // authorized on.
-func (h *Host) builtinWebFetch(ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
-	s, terr, err := h.session(ctx, inv)
+func (d *builtinDeps) webFetch(ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
+	s, terr, err := lookupSession(ctx, d.sessions, inv)
 	if err != nil || terr != nil {
 		return nil, terr, err
 	}
-	w := session.WebFetch{Gate: h.gate, Lookup: h.opts.LookupSecret, Materials: &h.material, Observer: h.opts.Observer}
+	w := session.WebFetch{Gate: d.gate, Lookup: d.lookupSecret, Materials: d.materials, Observer: d.observer}
 	if audited := inv.audited(); audited || inv.tr != nil {
 		// Each request a record of the trail, with the decisions of the
 		// agent's cards about it, and a span, as an http-fetch's
@@ -49,7 +49,7 @@ func (h *Host) builtinWebFetch(ctx context.Context, inv *invocation, _ store.Sto
 			if inv.tr != nil && inv.tr.Propagates(host) {
 				r.Headers = withEgressTraceContext(ctx, r.Headers)
 			}
-			resp, ferr := h.gate.Fetch(ctx, p, r)
+			resp, ferr := d.gate.Fetch(ctx, p, r)
 			switch {
 			case ferr != nil:
 				end(0, 0, string(ferr.Kind))
@@ -57,7 +57,7 @@ func (h *Host) builtinWebFetch(ctx context.Context, inv *invocation, _ store.Sto
 				end(resp.Status, len(resp.Body), "")
 			}
 			if audited {
-				h.auditEvent(ctx, inv, store.AuditFetch, callaudit.RequestBody(r, noted.list(), resp, ferr))
+				auditEvent(ctx, d.trail, inv, store.AuditFetch, callaudit.RequestBody(r, noted.list(), resp, ferr))
 			}
 			return resp, ferr
 		}

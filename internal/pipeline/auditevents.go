@@ -1,0 +1,30 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// The records a call's run writes beside its decisions (each http-fetch,
+// web_fetch request and wrapped CLI CONNECT, a reveal), on the trail the
+// backend is given (the Host's: newKinds), not through the Host.
+
+// auditEvent appends a record about the call that is not a decision
+// (a request it made): a failure is logged, not fatal.
+func auditEvent(ctx context.Context, trail *callaudit.Trail, inv *invocation, kind string, body any) {
+	trail.Event(ctx, inv.auditCall(), kind, body)
+}
+
+// auditFetch wraps a call's http-fetch so that each request's decision is
+// a record of the trail, with the decisions of the agent's cards about it
+// (callaudit.Fetch, callegress.Decisions).
+func auditFetch(ctx context.Context, trail *callaudit.Trail, inv *invocation, fetch sandbox.FetchFunc) sandbox.FetchFunc {
+	if !inv.audited() {
+		return fetch
+	}
+	return callaudit.Fetch(fetch, callegress.Decisions, func(body map[string]any) { auditEvent(ctx, trail, inv, store.AuditFetch, body) })
+}
