@@ -89,8 +89,9 @@ type DB struct {
 	auditQ auditGroup // AppendAuditGroup's queue
 	// auditHead and auditInsert are appendAudit's statements, prepared once.
 	auditHead, auditInsert *sql.Stmt
-	auditInsertN           *sql.Stmt // auditRowsChunk records at once (journal ingestion)
-	journal                *Journal  // the audit journal (journal.go)
+	auditInsertN           *sql.Stmt  // auditRowsChunk records at once (journal ingestion)
+	journal                *Journal   // the audit journal (journal.go)
+	ingestBufs             ingestBufs // ingestBatch's buffers, kept between batches (journal.go)
 	cardsGen               atomic.Pointer[cardsGenAt]
 	tokens                 tokenCache // Authenticate's (ops.go)
 }
