@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -26,10 +27,36 @@ import (
 	"unsafe"
 )
 
-// auditRowsChunk is how many records one INSERT statement of an ingestion
-// batch carries (one statement per record costs more than the SQL it
-// runs; 256 measured no cheaper than 64).
-const auditRowsChunk = 64
+// The multi-row INSERTs of journal ingestion insert a power of two of
+// records each, up to 1<<sqliteRowsLog on SQLite (one statement per
+// record costs more than the SQL it runs; 256 measured no cheaper than
+// 64) and 1<<pgRowsLog on PostgreSQL (where every statement is a round
+// trip, and the process's CPU waiting for it more than the encoding:
+// 9216 parameters, of the 65535 one statement may have). A batch of n
+// records takes at most log2(n)+1 statements whatever n is (it took n%64
+// single-row ones).
+const (
+	sqliteRowsLog = 6
+	pgRowsLog     = 10
+)
+
+// prepareAuditRows prepares the ingestion's INSERTs (on Open: preparing
+// one later would take a second connection while the batch holds one).
+func (s *DB) prepareAuditRows(ctx context.Context) error {
+	n := sqliteRowsLog
+	if s.pg != nil {
+		n = pgRowsLog
+	}
+	s.auditInsertRows = make([]*sql.Stmt, n+1)
+	for i := range s.auditInsertRows {
+		st, err := s.db.PrepareContext(ctx, auditInsertRowsSQL(1<<i))
+		if err != nil {
+			return err
+		}
+		s.auditInsertRows[i] = st
+	}
+	return nil
+}
 
 // insertAuditRows inserts records already chained (Seq, Prev, Hash set).
 // args is a buffer for the statements' arguments (returned, maybe grown).
@@ -42,10 +69,8 @@ func (s *DB) insertAuditRows(ctx context.Context, tx *sql.Tx, rows []AuditRecord
 	var lastHash string
 	var hashBox any
 	for len(rows) > 0 {
-		stmt, k := s.auditInsertN, auditRowsChunk
-		if len(rows) < auditRowsChunk {
-			stmt, k = s.auditInsert, 1
-		}
+		i := min(bits.Len(uint(len(rows)))-1, len(s.auditInsertRows)-1)
+		stmt, k := s.auditInsertRows[i], 1<<i
 		args = args[:0]
 		for _, r := range rows[:k] {
 			for i, v := range [...]string{r.Kind, r.Actor, r.Agent, r.Tool} {
