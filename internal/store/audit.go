@@ -58,31 +58,47 @@ var genesis = strings.Repeat("0", 64)
 // ':', the bytes and '\n' (length prefixes make the encoding unambiguous
 // whatever the fields hold). Times are Unix nanoseconds.
 func auditHash(r AuditRecord) string {
-	// One buffer, one Sum256: writing the pieces to a hash.Hash one by
-	// one cost as much as the hashing (journal ingestion hashes every
-	// record it takes in).
 	var stack [512]byte
-	b := append(stack[:0], "maiden-audit-v1\n"...)
-	field := func(f []byte) {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
-		b = append(b, '\n')
-	}
+	return hashCanonical(appendAuditCanonical(stack[:0], r))
+}
+
+// auditHashBuf is auditHash encoding into *buf (grown if need be, and
+// kept: journal ingestion hashes every record it takes in).
+func auditHashBuf(r AuditRecord, buf *[]byte) string {
+	b := appendAuditCanonical((*buf)[:0], r)
+	*buf = b[:0]
+	return hashCanonical(b)
+}
+
+// appendAuditCanonical appends auditHash's encoding of r to b. One
+// buffer, one Sum256: writing the pieces to a hash.Hash one by one cost
+// as much as the hashing.
+func appendAuditCanonical(b []byte, r AuditRecord) []byte {
+	b = append(b, "maiden-audit-v1\n"...)
 	var num [20]byte
-	field(strconv.AppendInt(num[:0], r.Seq, 10))
-	field(strconv.AppendInt(num[:0], r.At.UnixNano(), 10))
+	b = appendCanonicalField(b, strconv.AppendInt(num[:0], r.Seq, 10))
+	b = appendCanonicalField(b, strconv.AppendInt(num[:0], r.At.UnixNano(), 10))
 	for _, f := range [...]string{r.Kind, r.Actor, r.Agent, r.Tool} {
 		b = strconv.AppendInt(b, int64(len(f)), 10)
 		b = append(b, ':')
 		b = append(b, f...)
 		b = append(b, '\n')
 	}
-	field(r.Body)
+	b = appendCanonicalField(b, r.Body)
 	b = strconv.AppendInt(b, int64(len(r.Prev)), 10)
 	b = append(b, ':')
 	b = append(b, r.Prev...)
-	b = append(b, '\n')
+	return append(b, '\n')
+}
+
+func appendCanonicalField(b, f []byte) []byte {
+	b = strconv.AppendInt(b, int64(len(f)), 10)
+	b = append(b, ':')
+	b = append(b, f...)
+	return append(b, '\n')
+}
+
+func hashCanonical(b []byte) string {
 	sum := sha256.Sum256(b)
 	var h [2 * sha256.Size]byte
 	hex.Encode(h[:], sum[:])

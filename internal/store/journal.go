@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -23,31 +24,78 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
-// auditRowsChunk is how many records one INSERT statement of an ingestion
-// batch carries (one statement per record costs more than the SQL it
-// runs; 256 measured no cheaper than 64).
-const auditRowsChunk = 64
+// The multi-row INSERTs of journal ingestion insert a power of two of
+// records each, up to 1<<sqliteRowsLog on SQLite (one statement per
+// record costs more than the SQL it runs; 256 measured no cheaper than
+// 64) and 1<<pgRowsLog on PostgreSQL (where every statement is a round
+// trip, and the process's CPU waiting for it more than the encoding:
+// 9216 parameters, of the 65535 one statement may have). A batch of n
+// records takes at most log2(n)+1 statements whatever n is (it took n%64
+// single-row ones).
+const (
+	sqliteRowsLog = 6
+	pgRowsLog     = 10
+)
+
+// prepareAuditRows prepares the ingestion's INSERTs (on Open: preparing
+// one later would take a second connection while the batch holds one).
+func (s *DB) prepareAuditRows(ctx context.Context) error {
+	n := sqliteRowsLog
+	if s.pg != nil {
+		n = pgRowsLog
+	}
+	s.auditInsertRows = make([]*sql.Stmt, n+1)
+	for i := range s.auditInsertRows {
+		st, err := s.db.PrepareContext(ctx, auditInsertRowsSQL(1<<i))
+		if err != nil {
+			return err
+		}
+		s.auditInsertRows[i] = st
+	}
+	return nil
+}
 
 // insertAuditRows inserts records already chained (Seq, Prev, Hash set).
-func (s *DB) insertAuditRows(ctx context.Context, tx *sql.Tx, rows []AuditRecord) error {
-	args := make([]any, 0, 9*auditRowsChunk)
+// args is a buffer for the statements' arguments (returned, maybe grown).
+// A field equal to the one before it (kind, actor, agent and tool usually
+// are; a record's prev is the hash before it) reuses that field's boxed
+// value: boxing each string for database/sql was an allocation per field.
+func (s *DB) insertAuditRows(ctx context.Context, tx *sql.Tx, rows []AuditRecord, args []any) ([]any, error) {
+	var last [4]string
+	var box [4]any
+	var lastHash string
+	var hashBox any
 	for len(rows) > 0 {
-		stmt, k := s.auditInsertN, auditRowsChunk
-		if len(rows) < auditRowsChunk {
-			stmt, k = s.auditInsert, 1
-		}
+		i := min(bits.Len(uint(len(rows)))-1, len(s.auditInsertRows)-1)
+		stmt, k := s.auditInsertRows[i], 1<<i
 		args = args[:0]
 		for _, r := range rows[:k] {
-			args = append(args, r.Seq, r.At.UnixNano(), r.Kind, r.Actor, r.Agent, r.Tool, string(r.Body), r.Prev, r.Hash)
+			for i, v := range [...]string{r.Kind, r.Actor, r.Agent, r.Tool} {
+				if box[i] == nil || v != last[i] {
+					last[i], box[i] = v, v
+				}
+			}
+			prev := any(r.Prev)
+			if hashBox != nil && r.Prev == lastHash {
+				prev = hashBox
+			}
+			lastHash, hashBox = r.Hash, r.Hash
+			// The body is bound as a string without a copy: the driver
+			// copies it (SQLite) or encodes it (PostgreSQL) before Exec
+			// returns, and its bytes do not change meanwhile.
+			body := unsafe.String(unsafe.SliceData(r.Body), len(r.Body))
+			args = append(args, r.Seq, r.At.UnixNano(), box[0], box[1], box[2], box[3], body, prev, hashBox)
 		}
 		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("append audit records: %w", err)
+			return args, fmt.Errorf("append audit records: %w", err)
 		}
 		rows = rows[k:]
 	}
-	return nil
+	clear(args) // the next batch's rows are other values: let these go
+	return args[:0], nil
 }
 
 // The audit journal (see doc.go, "The audit journal"): per-process
@@ -781,6 +829,37 @@ type journalNote struct {
 	attrs []any
 }
 
+// ingestBufs are the buffers an ingestion batch works in, kept for the
+// next one: allocating (and zeroing) a window of the journal, the rows and
+// the hashes' encodings for every batch, and a string for every field of
+// every record, was a tenth of the ingester's CPU, and more of its
+// garbage. One batch at a time uses them (mu).
+type ingestBufs struct {
+	mu    sync.Mutex
+	data  []byte        // the journal's bytes read (readJournal)
+	rows  []AuditRecord // the batch's records, chained
+	hash  []byte        // a record's canonical encoding (auditHashBuf)
+	args  []any         // an INSERT's arguments (insertAuditRows)
+	names [4]string     // the last kind, actor, agent and tool decoded (decodeJournalLineNames)
+}
+
+// release lets go of what one batch held: the rows (their bodies point
+// into data), and buffers grown beyond what a usual batch needs (a line of
+// many MiB once need not stay in memory).
+func (b *ingestBufs) release() {
+	clear(b.rows)
+	b.rows = b.rows[:0]
+	if int64(cap(b.data)) > 2*journalWindow {
+		b.data = nil
+	}
+	if cap(b.rows) > 2*defaultJournalBatch {
+		b.rows = nil
+	}
+	if cap(b.hash) > 64<<10 {
+		b.hash = nil
+	}
+}
+
 // ingestBatch ingests up to batch complete lines of journal file name from
 // where the store says its ingestion stopped, in one transaction that also
 // records how far it got: whatever crashes, a line is in the chain once.
@@ -794,6 +873,10 @@ type journalNote struct {
 func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, limit int64, sealed bool, written int64, batch int) (ingestResult, error) {
 	var res ingestResult
 	var notes []journalNote
+	bufs := &s.ingestBufs
+	bufs.mu.Lock()
+	defer bufs.mu.Unlock()
+	defer bufs.release()
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
 		res, notes = ingestResult{}, nil
 		var off, next int64
@@ -810,7 +893,8 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 		if err != nil {
 			return fmt.Errorf("read journal position of %s: %w", name, err)
 		}
-		data, size, err := readJournal(rd, off, limit, s.journal.window)
+		data, size, err := readJournal(rd, off, limit, s.journal.window, bufs.data)
+		bufs.data = data[:0]
 		if err != nil {
 			return fmt.Errorf("read audit journal %s: %w", name, err)
 		}
@@ -819,10 +903,11 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 			return err
 		}
 		// Chained here, inserted together at the end.
-		rows := make([]AuditRecord, 0, min(batch, bytes.Count(data, []byte{'\n'})+1))
+		rows := bufs.rows[:0]
+		defer func() { bufs.rows = rows }()
 		appendRec := func(r AuditRecord) {
 			r.Seq, r.Prev = seq+1, prev
-			r.Hash = auditHash(r)
+			r.Hash = auditHashBuf(r, &bufs.hash)
 			seq, prev = r.Seq, r.Hash
 			rows = append(rows, r)
 		}
@@ -848,7 +933,7 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 			}
 			line, at := data[:i], pos
 			data, pos = data[i+1:], pos+int64(i)+1
-			r, ln, why := decodeJournalLine(line, seed)
+			r, ln, why := decodeJournalLineNames(line, seed, &bufs.names)
 			if why == "" {
 				// The body is as Append compacted it (the checksum says
 				// so); checked again, but not compacted again.
@@ -913,7 +998,7 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 			res.nextLine, res.bytes = next, off
 			return nil
 		}
-		if err := s.insertAuditRows(ctx, tx, rows); err != nil {
+		if bufs.args, err = s.insertAuditRows(ctx, tx, rows, bufs.args); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_journal (file, bytes, next_line, updated_at) VALUES (?, ?, ?, ?)
@@ -944,8 +1029,9 @@ ON CONFLICT (file) DO UPDATE SET bytes = excluded.bytes, next_line = excluded.ne
 // never past limit (if not -1: what its live writer has committed). end is
 // where the file's written bytes end as far as it looked: its size, limit,
 // or the first NUL byte (a mapped file's unwritten room is zeros, and no
-// line holds a NUL).
-func readJournal(rd *os.File, off, limit, window int64) (data []byte, end int64, err error) {
+// line holds a NUL). It reads into buf if buf is large enough: data is
+// then buf's (the caller keeps it for the next read).
+func readJournal(rd *os.File, off, limit, window int64, buf []byte) (data []byte, end int64, err error) {
 	end = limit
 	if end < 0 {
 		st, err := rd.Stat()
@@ -955,10 +1041,13 @@ func readJournal(rd *os.File, off, limit, window int64) (data []byte, end int64,
 		end = st.Size()
 	}
 	for want := min(end-off, window); want > 0; want = min(end-off, max(2*want, int64(maxJournalLine)+1)) {
-		data = make([]byte, want)
+		if int64(cap(buf)) < want {
+			buf = make([]byte, want)
+		}
+		data = buf[:want]
 		n, err := rd.ReadAt(data, off)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, end, err
+			return buf[:0], end, err
 		}
 		data = data[:n]
 		if z := bytes.IndexByte(data, 0); z >= 0 {
@@ -968,7 +1057,7 @@ func readJournal(rd *os.File, off, limit, window int64) (data []byte, end int64,
 			return data, end, nil
 		}
 	}
-	return nil, end, nil
+	return buf[:0], end, nil
 }
 
 // removeJournal removes a finished journal file, then its position row:
@@ -1223,18 +1312,25 @@ func journalSeed(name string) uint32 { return crc32.Checksum([]byte(name), casta
 // decodeJournalLine checks and decodes one line (without its '\n'). A
 // non-empty why says why it is refused.
 func decodeJournalLine(line []byte, seed uint32) (r AuditRecord, n int64, why string) {
+	return decodeJournalLineNames(line, seed, nil)
+}
+
+// decodeJournalLineNames is decodeJournalLine sharing the strings of the
+// kind, actor, agent and tool with the line decoded before it where they
+// are the same (names holds them, if not nil).
+func decodeJournalLineNames(line []byte, seed uint32, names *[4]string) (r AuditRecord, n int64, why string) {
 	if len(line) < crcSuffixLen+2 || !bytes.HasPrefix(line[len(line)-crcSuffixLen:], []byte(`,"crc":"`)) || !bytes.HasSuffix(line, []byte(`"}`)) {
 		return r, 0, "not a journal line (no checksum at its end)"
 	}
-	want, err := hex.DecodeString(string(line[len(line)-crcSuffixLen+len(`,"crc":"`) : len(line)-2]))
-	if err != nil || len(want) != 4 {
+	want, ok := parseHex32(line[len(line)-crcSuffixLen+len(`,"crc":"`) : len(line)-2])
+	if !ok {
 		return r, 0, "its checksum is not 8 hex digits"
 	}
 	got := crc32.Update(seed, castagnoli, line[:len(line)-crcSuffixLen])
-	if got != uint32(want[0])<<24|uint32(want[1])<<16|uint32(want[2])<<8|uint32(want[3]) {
+	if got != want {
 		return r, 0, "its checksum does not match its content (edited, damaged, or copied from another journal)"
 	}
-	if r, n, ok := parseJournalLine(line[:len(line)-crcSuffixLen]); ok {
+	if r, n, ok := parseJournalLineNames(line[:len(line)-crcSuffixLen], names); ok {
 		return r, n, ""
 	}
 	// Not in the exact form Append writes (field order, number syntax):
@@ -1257,12 +1353,41 @@ func decodeJournalLine(line []byte, seed uint32) (r AuditRecord, n int64, why st
 	return AuditRecord{At: time.Unix(0, *l.At).UTC(), Kind: l.Kind, Actor: l.Actor, Agent: l.Agent, Tool: l.Tool, Body: l.Body}, *l.N, ""
 }
 
+// parseHex32 decodes 8 hex digits (either case, as encoding/hex does).
+func parseHex32(h []byte) (uint32, bool) {
+	if len(h) != 8 {
+		return 0, false
+	}
+	var v uint32
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint32(c)
+	}
+	return v, true
+}
+
 // parseJournalLine reads a line in exactly the form Append writes, up to
 // the checksum (p excludes `,"crc":...`): a fast path that takes no
 // reflection. Strings without escapes are taken as they are; one with an
 // escape is decoded by encoding/json. Anything else is not ok (and gets
 // the general decoder).
 func parseJournalLine(p []byte) (r AuditRecord, n int64, ok bool) {
+	return parseJournalLineNames(p, nil)
+}
+
+// parseJournalLineNames is parseJournalLine with the kind, actor, agent
+// and tool shared with the last line's where equal (see
+// decodeJournalLineNames): a journal's records mostly repeat them.
+func parseJournalLineNames(p []byte, names *[4]string) (r AuditRecord, n int64, ok bool) {
 	num := func(key string) (int64, bool) {
 		if !bytes.HasPrefix(p, []byte(key)) {
 			return 0, false
@@ -1276,7 +1401,7 @@ func parseJournalLine(p []byte) (r AuditRecord, n int64, ok bool) {
 		p = p[i:]
 		return v, err == nil
 	}
-	str := func(key string) (string, bool) {
+	str := func(key string, last *string) (string, bool) {
 		if !bytes.HasPrefix(p, []byte(key)) || len(p) < len(key)+2 || p[len(key)] != '"' {
 			return "", false
 		}
@@ -1293,6 +1418,12 @@ func parseJournalLine(p []byte) (r AuditRecord, n int64, ok bool) {
 				raw := p[:i+1]
 				p = p[i+1:]
 				if !esc {
+					if v := raw[1 : len(raw)-1]; last != nil && string(v) == *last {
+						return *last, true
+					} else if last != nil {
+						*last = string(v)
+						return *last, true
+					}
 					return string(raw[1 : len(raw)-1]), true
 				}
 				var v string
@@ -1310,11 +1441,15 @@ func parseJournalLine(p []byte) (r AuditRecord, n int64, ok bool) {
 		return r, 0, false
 	}
 	r.At = time.Unix(0, at).UTC()
-	for _, f := range [...]struct {
+	for i, f := range [...]struct {
 		key string
 		to  *string
 	}{{`,"kind":`, &r.Kind}, {`,"actor":`, &r.Actor}, {`,"agent":`, &r.Agent}, {`,"tool":`, &r.Tool}} {
-		if *f.to, ok = str(f.key); !ok {
+		var last *string
+		if names != nil {
+			last = &names[i]
+		}
+		if *f.to, ok = str(f.key, last); !ok {
 			return r, 0, false
 		}
 	}

@@ -571,6 +571,59 @@ func testJournalRoundTrip(t *testing.T, be backend) {
 	}
 }
 
+// TestJournalBatchSizes: batches of every shape the ingester's INSERTs
+// take (one record; fewer, as many and more than one statement carries on
+// each backend; several statements and a remainder), with fields that
+// repeat and change from one record to the next, give exactly the chain
+// that appending the same records one by one directly gives: the same
+// records, sequence numbers, prev and hashes.
+func TestJournalBatchSizes(t *testing.T) { eachBackend(t, testJournalBatchSizes) }
+
+func testJournalBatchSizes(t *testing.T, be backend) {
+	ctx := context.Background()
+	opts := &Options{Synchronous: "NORMAL", JournalInterval: time.Hour}
+	direct := openOpts(t, be.target(t), opts)
+	s := openOpts(t, be.target(t), opts)
+	at := time.Unix(1_700_000_000, 0)
+	i := 0
+	for _, n := range []int{1, 2, 3, 63, 64, 65, 200, 1023, 1025, 1500} {
+		for range n {
+			i++
+			r := AuditRecord{At: at.Add(time.Duration(i)), Kind: AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: "t" + strconv.Itoa(i/7),
+				Body: auditBody(map[string]int{"i": i})}
+			if i%5 == 0 {
+				r.Kind, r.Actor = AuditCallSucceeded, "agent:b"
+			}
+			if i%11 == 0 {
+				r.Body = nil
+			}
+			if _, err := direct.AppendAudit(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Journal().Append(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Journal().Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want, err := direct.AuditTail(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.AuditTail(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("after a batch of %d: through the journal (+) and directly (-):\n%s", n, d)
+		}
+	}
+	if _, _, err := s.VerifyAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestJournalRefuses: bad records, a journal directory that cannot be
 // made, and a backlog beyond its bound are refused with an error, and
 // nothing is acknowledged.

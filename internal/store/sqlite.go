@@ -89,8 +89,9 @@ type DB struct {
 	auditQ auditGroup // AppendAuditGroup's queue
 	// auditHead and auditInsert are appendAudit's statements, prepared once.
 	auditHead, auditInsert *sql.Stmt
-	auditInsertN           *sql.Stmt // auditRowsChunk records at once (journal ingestion)
-	journal                *Journal  // the audit journal (journal.go)
+	auditInsertRows        []*sql.Stmt // [i] inserts 1<<i records (journal ingestion: prepareAuditRows)
+	journal                *Journal    // the audit journal (journal.go)
+	ingestBufs             ingestBufs  // ingestBatch's buffers, kept between batches (journal.go)
 	cardsGen               atomic.Pointer[cardsGenAt]
 	tokens                 tokenCache // Authenticate's (ops.go)
 }
@@ -207,7 +208,7 @@ func (s *DB) prepare(ctx context.Context) (err error) {
 	if s.gen, err = s.db.PrepareContext(ctx, `SELECT value FROM counters WHERE name = 'generation'`); err == nil {
 		if s.auditHead, err = s.db.PrepareContext(ctx, auditHeadSQL); err == nil {
 			if s.auditInsert, err = s.db.PrepareContext(ctx, auditInsertSQL); err == nil {
-				s.auditInsertN, err = s.db.PrepareContext(ctx, auditInsertRowsSQL(auditRowsChunk))
+				err = s.prepareAuditRows(ctx)
 			}
 		}
 	}
@@ -247,7 +248,7 @@ func (s *DB) Close() error {
 	if s.pin != nil {
 		s.pin.Close()
 	}
-	for _, st := range []*sql.Stmt{s.gen, s.auditHead, s.auditInsert, s.auditInsertN} {
+	for _, st := range append([]*sql.Stmt{s.gen, s.auditHead, s.auditInsert}, s.auditInsertRows...) {
 		if st != nil {
 			st.Close()
 		}
