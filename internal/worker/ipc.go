@@ -24,8 +24,8 @@ import (
 // parked in epoll_wait, whether or not anyone waits on this socket; the
 // reading goroutine is then readied there and another idle thread woken to
 // run it or to poll in its place. Measured with perf (bench/README.md,
-// "Context switches"): ~1 wake-up of the poller's thread per call on top
-// of the reader's own. A thread sleeping in a system call keeps its P, so
+// "Off the network poller"): ~1 wake-up of the poller's thread per call in
+// each process on top of the reader's own. A thread sleeping in a system call keeps its P, so
 // the answer resumes the caller on the same thread with no hand-off.
 //
 // Every use of the descriptors holds a reference (acquire); Close marks

@@ -172,7 +172,7 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 // Reading a worker's frames. Nobody reads while a worker is idle (its
 // bytes wait in the socket: see pending). A holder waiting for an answer
 // reads the first frame itself (readDirect), so the answer wakes the
-// holder's goroutine from the network poller at once: handing each frame
+// holder's own thread, asleep in ppoll (ipcConn), at once: handing each frame
 // over from a reader goroutine had the Go scheduler wake an idle thread
 // for the holder and park it again, two context switches per call on a VM
 // where each costs ~10 µs (bench/README.md, "Context switches"). A holder

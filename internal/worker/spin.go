@@ -22,11 +22,10 @@ import (
 // when the next call of a busy server is most likely; the parent's end
 // does the same in ipcConn.
 //
-// Not Go's network poller: it parks the thread in epoll_wait, readies the
-// reading goroutine and has the scheduler wake another idle thread to run
-// it or to poll in its place (wakep), and wakes the process's sysmon each
-// time the process turns from idle to busy, ~2 context switches per call
-// more than the bare socket floor (bench/README.md, "Context switches").
+// Not Go's network poller: a socket in the process's epoll set wakes the
+// thread parked in epoll_wait for every frame the parent writes and every
+// read of the parent's that makes room, whether or not anyone waits on it
+// (bench/README.md, "Off the network poller").
 type spinReader struct {
 	f  *os.File
 	rc syscall.RawConn // reads under the file's own reference to the fd
