@@ -26,7 +26,10 @@ import (
 // run it or to poll in its place. Measured with perf (bench/README.md,
 // "Off the network poller"): ~1 wake-up of the poller's thread per call in
 // each process on top of the reader's own. A thread sleeping in a system call keeps its P, so
-// the answer resumes the caller on the same thread with no hand-off.
+// the answer resumes the caller on the same thread with no hand-off. The
+// price: each worker being waited on holds an OS thread meanwhile (one
+// per worker at most; a call waiting for a free worker waits parked, with
+// no thread).
 //
 // Every use of the descriptors holds a reference (acquire); Close marks
 // the conn closed and wakes sleepers, and the last reference closes both
