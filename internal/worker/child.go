@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -33,8 +32,9 @@ func Main() {
 	if !IsChild() {
 		return
 	}
-	// Non-blocking, so reads go through Go's poller like the parent's.
-	_ = syscall.SetNonblock(ipcFD, true)
+	// The socket stays blocking: the worker sleeps in read(2) on the
+	// thread that serves the next call, not in Go's network poller
+	// (spinReader says why).
 	os.Exit(serve(os.NewFile(ipcFD, "maiden-ipc")))
 }
 

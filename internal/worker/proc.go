@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/maiden-run/maiden/internal/childproc"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -27,7 +26,7 @@ import (
 // time; whoever holds it (the pool hands it out) is the only one to send.
 type proc struct {
 	cmd  *exec.Cmd
-	conn *os.File
+	conn *ipcConn // spins while a call is out, then sleeps off the poller
 	pid  int
 
 	exited chan struct{} // closed once the process is reaped
@@ -37,8 +36,7 @@ type proc struct {
 	err    error         // why the reader stopped; set before dead closes
 
 	stderr *tailBuffer
-	spin   *spinReader   // the socket's reader; spins while a call is out
-	rd     *bufio.Reader // frames from spin (one reader at a time: read)
+	rd     *bufio.Reader // frames from conn (one reader at a time: read)
 
 	deadOnce sync.Once
 	typical  time.Duration // a moving average of this worker's call times
@@ -91,14 +89,18 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	if err != nil {
 		return nil, fmt.Errorf("worker socket: %w", err)
 	}
-	// The parent's end goes through Go's poller (non-blocking), so a reply
-	// wakes the waiting goroutine without a thread handoff.
+	// The parent's end is non-blocking, off Go's poller (ipcConn).
 	if err := unix.SetNonblock(fds[0], true); err != nil {
 		unix.Close(fds[0])
 		unix.Close(fds[1])
 		return nil, fmt.Errorf("worker socket: %w", err)
 	}
-	parentEnd := os.NewFile(uintptr(fds[0]), "maiden-worker-ipc")
+	parentEnd, err := newIPCConn(fds[0])
+	if err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("worker socket: %w", err)
+	}
 	childEnd := os.NewFile(uintptr(fds[1]), "maiden-ipc")
 
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -121,8 +123,8 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 		return nil, fmt.Errorf("start worker %s: %w", argv[0], err)
 	}
 	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
-		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, spin: newSpinReader(parentEnd)}
-	p.rd = bufio.NewReaderSize(p.spin, 64<<10)
+		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail}
+	p.rd = bufio.NewReaderSize(p.conn, 64<<10)
 	p.memcg = joinMemcg(p.pid)
 	if idle {
 		// Before the worker's runtime starts its threads, which inherit
@@ -170,7 +172,7 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 // Reading a worker's frames. Nobody reads while a worker is idle (its
 // bytes wait in the socket: see pending). A holder waiting for an answer
 // reads the first frame itself (readDirect), so the answer wakes the
-// holder's goroutine from the network poller at once: handing each frame
+// holder's own thread, asleep in ppoll (ipcConn), at once: handing each frame
 // over from a reader goroutine had the Go scheduler wake an idle thread
 // for the holder and park it again, two context switches per call on a VM
 // where each costs ~10 µs (bench/README.md, "Context switches"). A holder
@@ -230,27 +232,7 @@ func (p *proc) fail(err error) {
 // closed its end): read between calls, it is not to be trusted with
 // another.
 func (p *proc) pending() bool {
-	if p.rd.Buffered() > 0 {
-		return true
-	}
-	rc, err := p.conn.SyscallConn()
-	if err != nil {
-		return true
-	}
-	var rerr error
-	if cerr := rc.Control(func(fd uintptr) {
-		var b [1]byte
-		// Raw: no source address to parse on a socketpair.
-		_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
-		if errno != 0 {
-			rerr = errno
-		}
-	}); cerr != nil {
-		return true
-	}
-	// Bytes waiting, the worker's end closed (0 and no error), or an error
-	// other than "nothing to read".
-	return rerr == nil || rerr != unix.EAGAIN
+	return p.rd.Buffered() > 0 || p.conn.pending()
 }
 
 func (p *proc) send(b []byte) error {

@@ -63,11 +63,11 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	callStart := time.Now()
 	var workerSpin time.Duration
 	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) && spinPolicy(&cpus) {
-		w.spin.spinFor(w.spinBudget())
+		w.conn.spinFor(w.spinBudget())
 		workerSpin = workerSpinWait
 	}
 	defer func() {
-		w.spin.stop()
+		w.conn.stop()
 		p.inflight.Add(-1)
 		w.observe(time.Since(callStart))
 	}()

@@ -8,22 +8,30 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// spinReader reads a non-blocking socket, first trying for a while without
-// parking when an answer is expected soon, then through Go's poller. A
-// call's round trip is two wake-ups across processes; on a virtual machine
-// with idle CPUs each costs tens of microseconds once the reader has gone
-// to sleep (measured here: 21 µs parent → worker, ~30 µs back), more than a
-// tiny tool's whole call. The parent spins while a call is out (the worker
-// is running on the other CPU); a worker spins for a moment after it
-// answers, when the next call of a busy server is most likely.
+// spinReader reads a worker's end of its socket (blocking: Main), first
+// trying for a while without sleeping when the next call is likely soon,
+// then sleeping in read(2) on the thread that will serve the call. A call's
+// round trip is two wake-ups across processes; on a virtual machine with
+// idle CPUs each costs tens of microseconds once the reader has gone to
+// sleep (measured here: 21 µs parent → worker, ~30 µs back), more than a
+// tiny tool's whole call. A worker spins for a moment after it answers,
+// when the next call of a busy server is most likely; the parent's end
+// does the same in ipcConn.
+//
+// Not Go's network poller: a socket in the process's epoll set wakes the
+// thread parked in epoll_wait for every frame the parent writes and every
+// read of the parent's that makes room, whether or not anyone waits on it
+// (bench/README.md, "Off the network poller").
 type spinReader struct {
 	f  *os.File
 	rc syscall.RawConn // reads under the file's own reference to the fd
-	// One attempt's buffer and result, and the bound method that makes it:
-	// made once, so spinning allocates nothing (garbage would wake the
-	// collector on both CPUs while the worker runs).
+	// One attempt's buffer and result, and the bound method that makes
+	// it: made once, so spinning allocates nothing (garbage would wake
+	// the collector on both CPUs while the worker runs).
 	buf     []byte
 	n       int
 	err     error
@@ -39,16 +47,23 @@ func newSpinReader(f *os.File) *spinReader {
 	return r
 }
 
+// readOnce tries one read that does not wait on the blocking socket: a
+// read only once ppoll with no timeout saw bytes (or the end) waiting.
+// (Not recv with MSG_DONTWAIT: the worker's seccomp filter allows read and
+// ppoll, not recvfrom.)
 func (r *spinReader) readOnce(fd uintptr) bool {
+	fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	var zero unix.Timespec
+	if n, err := unix.Ppoll(fds[:], &zero, nil); n == 0 || err != nil {
+		r.n, r.err = 0, syscall.EAGAIN
+		return true
+	}
 	r.n, r.err = syscall.Read(int(fd), r.buf)
 	return true
 }
 
 // spinFor makes reads spin for d from now.
 func (r *spinReader) spinFor(d time.Duration) { r.until.Store(time.Now().Add(d).UnixNano()) }
-
-// stop ends spinning.
-func (r *spinReader) stop() { r.until.Store(0) }
 
 func (r *spinReader) Read(p []byte) (int, error) {
 	for r.rc != nil && r.until.Load() > time.Now().UnixNano() {
@@ -68,7 +83,7 @@ func (r *spinReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if !errors.Is(err, syscall.EAGAIN) {
-			break // let the poller report it
+			break // let the plain read report it
 		}
 		runtime.Gosched()
 	}

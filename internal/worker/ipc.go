@@ -1,0 +1,213 @@
+package worker
+
+import (
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ipcConn is the parent's end of a worker's socket. It is non-blocking but
+// kept off Go's network poller: a reader or writer that finds nothing to
+// do sleeps in ppoll(2) on its own thread, on the socket and on an eventfd
+// that Close writes, so a kill (deadline, cancel, shutdown) ends the sleep
+// at once even while the worker's end stays open.
+//
+// Why not the poller: a socket registered with it is in the process's
+// epoll set, so each byte the worker writes, and each read of the
+// worker's that makes room for the parent's next write, wakes the thread
+// parked in epoll_wait, whether or not anyone waits on this socket; the
+// reading goroutine is then readied there and another idle thread woken to
+// run it or to poll in its place. Measured with perf (bench/README.md,
+// "Off the network poller"): ~1 wake-up of the poller's thread per call in
+// each process on top of the reader's own. A thread sleeping in a system call keeps its P, so
+// the answer resumes the caller on the same thread with no hand-off. The
+// price: each worker being waited on holds an OS thread meanwhile (one
+// per worker at most; a call waiting for a free worker waits parked, with
+// no thread).
+//
+// Every use of the descriptors holds a reference (acquire); Close marks
+// the conn closed and wakes sleepers, and the last reference closes both
+// descriptors, so a descriptor number is never reused under a sleeper.
+type ipcConn struct {
+	fd   int
+	wake int // eventfd; readable once Close was called
+
+	mu     sync.Mutex
+	refs   int
+	closed atomic.Bool
+
+	wmu sync.Mutex // one frame written at a time
+
+	// until is the UnixNano time up to which Read spins before sleeping;
+	// 0: do not.
+	until atomic.Int64
+}
+
+// newIPCConn takes over fd, the parent's end of a worker's socket, already
+// non-blocking.
+func newIPCConn(fd int) (*ipcConn, error) {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	return &ipcConn{fd: fd, wake: wake}, nil
+}
+
+func (c *ipcConn) acquire() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	c.refs++
+	return true
+}
+
+func (c *ipcConn) release() {
+	c.mu.Lock()
+	c.refs--
+	last := c.refs == 0 && c.closed.Load()
+	c.mu.Unlock()
+	if last {
+		c.closeFDs()
+	}
+}
+
+func (c *ipcConn) closeFDs() {
+	_ = unix.Close(c.fd)
+	_ = unix.Close(c.wake)
+}
+
+// Close wakes every reader and writer sleeping on the socket; they return
+// os.ErrClosed. The descriptors close when the last of them has returned.
+func (c *ipcConn) Close() error {
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return os.ErrClosed
+	}
+	c.closed.Store(true)
+	var one [8]byte
+	*(*uint64)(unsafe.Pointer(&one[0])) = 1 // the eventfd's counter, native-endian
+	_, _ = unix.Write(c.wake, one[:])
+	last := c.refs == 0
+	c.mu.Unlock()
+	if last {
+		c.closeFDs()
+	}
+	return nil
+}
+
+// spinFor makes reads poll without sleeping for d from now (while an
+// answer is expected and a CPU is free: see freecpu.go).
+func (c *ipcConn) spinFor(d time.Duration) { c.until.Store(time.Now().Add(d).UnixNano()) }
+
+// stop ends spinning.
+func (c *ipcConn) stop() { c.until.Store(0) }
+
+func (c *ipcConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !c.acquire() {
+		return 0, os.ErrClosed
+	}
+	defer c.release()
+	spinning := c.until.Load() > time.Now().UnixNano()
+	for {
+		n, err := unix.Read(c.fd, p)
+		switch {
+		case err == nil && n > 0:
+			return n, nil
+		case err == nil:
+			return 0, io.EOF
+		case err == unix.EINTR:
+			continue
+		case err != unix.EAGAIN:
+			return 0, err
+		}
+		if c.closed.Load() {
+			return 0, os.ErrClosed
+		}
+		if spinning {
+			if spinning = c.until.Load() > time.Now().UnixNano(); spinning {
+				runtime.Gosched()
+				continue
+			}
+		}
+		if err := c.sleep(unix.POLLIN); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Write writes all of b (one frame), sleeping while the socket is full.
+func (c *ipcConn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if !c.acquire() {
+		return 0, os.ErrClosed
+	}
+	defer c.release()
+	done := 0
+	for done < len(b) {
+		n, err := unix.Write(c.fd, b[done:])
+		switch {
+		case err == nil:
+			done += n
+			continue
+		case err == unix.EINTR:
+			continue
+		case err != unix.EAGAIN:
+			return done, err
+		}
+		if err := c.sleep(unix.POLLOUT); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// sleep waits until the socket is ready for events (or hung up), or
+// Close was called (os.ErrClosed). The caller holds a reference.
+func (c *ipcConn) sleep(events int16) error {
+	fds := [2]unix.PollFd{{Fd: int32(c.fd), Events: events}, {Fd: int32(c.wake), Events: unix.POLLIN}}
+	for {
+		// unix.Ppoll enters the scheduler's system-call state (it is not
+		// a raw syscall), so the thread's P can serve other goroutines
+		// if this sleeps long.
+		_, err := unix.Ppoll(fds[:], nil, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fds[1].Revents != 0 {
+			return os.ErrClosed
+		}
+		return nil
+	}
+}
+
+// pending tells whether bytes wait to be read, or the worker's end is
+// closed, or the socket cannot be read: a worker in that state between
+// calls is not to be trusted with another.
+func (c *ipcConn) pending() bool {
+	if !c.acquire() {
+		return true
+	}
+	defer c.release()
+	var b [1]byte
+	// Raw: no source address to parse on a socketpair.
+	_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(c.fd), uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	// Bytes waiting, the worker's end closed (0 and no error), or an error
+	// other than "nothing to read".
+	return errno != unix.EAGAIN
+}
