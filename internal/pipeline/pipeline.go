@@ -86,7 +86,11 @@ type invocation struct {
 	upstreamTool string
 	// decision is the cards' answer about the call (authorize; a rewrite
 	// or a long approval wait decides again): what its audit records say.
-	decision cards.Decision
+	// nil when the cards were not asked (the implicit agent, a built-in
+	// decided by its own grant): a Decision is ~490 bytes, a third of the
+	// invocation, which every call allocates (issue 23). Replaced, never
+	// written through.
+	decision *cards.Decision
 	// beforeRewrite are the decisions on each input a layer then rewrote
 	// (rewrite), the agent's own first, within callaudit.KeepRewrite's
 	// caps (rewritesCut: more were made); fsDecisions the cards' decisions

@@ -128,11 +128,11 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 			return inv.fail(KindInput, err.Error())
 		}
 		inv.opened, inv.schema, inv.output = t, schema, nil
-		if attempt > 0 && inv.wallet != nil && inv.decision.Asked.Component != inv.component() {
+		if attempt > 0 && inv.wallet != nil && (inv.decision == nil || inv.decision.Asked.Component != inv.component()) {
 			// The retry opened another component than the cards were
 			// asked about (a grant may name one): ask again for it.
 			d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
-			inv.decision = d
+			inv.decision = &d
 			if !d.Allow {
 				return inv.fail(KindDenied, d.Reason)
 			}
