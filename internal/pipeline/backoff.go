@@ -140,6 +140,9 @@ func (h *Host) oneAtATime(tool string) bool {
 	if h.crashes.troubled(tool) {
 		return true
 	}
+	if h.crashes.proven(tool) {
+		return false // whatever its kind: a proven tool keeps its share
+	}
 	k := h.kinds.Load()
 	if k == nil {
 		return false
@@ -147,7 +150,7 @@ func (h *Host) oneAtATime(tool string) bool {
 	if _, wasm := k.byName[tool].(*wasmBackend); !wasm {
 		return false // another kind, or a name no tool has (refused at once)
 	}
-	return !h.crashes.proven(tool)
+	return true // a WebAssembly tool not yet proven
 }
 
 // refusal is the message refusing a call of version digest of tool now, or
