@@ -198,7 +198,7 @@ func measure(b *testing.B, g int, setup func() (op func() error, done func())) {
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for i := range g {
 		wg.Go(func() {
 			d := make([]time.Duration, 0, b.N/g+1)
@@ -215,11 +215,18 @@ func measure(b *testing.B, g int, setup func() (op func() error, done func())) {
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	cpu = processCPU() - cpu
 	b.StopTimer()
 	if p := failed.Load(); p != nil {
 		b.Fatal(*p)
 	}
 	report(b, slices.Concat(durs...), wall)
+	if n := len(slices.Concat(durs...)); n > 0 && cpu > 0 {
+		// The process's CPU per operation (its threads and the Go
+		// runtime's, GC included): unlike ns/op, not inflated by other
+		// processes' turns on shared cores.
+		b.ReportMetric(float64(cpu)/float64(n), "cpu-ns/op")
+	}
 }
 
 func report(b *testing.B, d []time.Duration, wall time.Duration) {

@@ -82,6 +82,9 @@ type Config struct {
 	operators   []Operator            // [operators.NAME], by name
 	trace       Trace                 // [trace]
 	requireSigs bool                  // require_signatures
+	// layered: some call has a middleware layer (universal, a tool's or a
+	// binding's). Without, Chain answers every call at once.
+	layered bool
 }
 
 // MaxInputBytes returns the largest call input in bytes (max_input_bytes;
@@ -278,5 +281,27 @@ func parse(file string, data []byte, dir string, files fileSystem) (*Config, err
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	return &Config{file: file, dir: dir, tools: tools, maxInput: c.maxInput, agents: agents, statePath: c.statePath, stateURL: c.stateURL, secretDests: c.secretDests,
-		universal: c.universal, components: c.components, operators: c.operators, trace: c.trace, requireSigs: c.requireSigs}, nil
+		universal: c.universal, components: c.components, operators: c.operators, trace: c.trace, requireSigs: c.requireSigs,
+		layered: layered(c.universal, tools, agents)}, nil
+}
+
+// layered reports whether any call of a configuration has a middleware
+// layer: universal ones, or a tool's or a binding's own.
+func layered(universal []Middleware, tools []Tool, agents []Agent) bool {
+	if len(universal) > 0 {
+		return true
+	}
+	for _, t := range tools {
+		if len(t.Middleware) > 0 {
+			return true
+		}
+	}
+	for _, a := range agents {
+		for _, b := range a.Bindings {
+			if len(b.Middleware) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -140,6 +140,9 @@ func (c *Config) MiddlewareRule(rule string) (Middleware, bool) {
 // then the tool's list, then the agent's binding's, each merged by its
 // mode. Outermost first.
 func (c *Config) Chain(agent, tool string) []Middleware {
+	if !c.layered {
+		return nil // every level is empty, whatever its merge mode
+	}
 	chain := slices.Clone(c.universal)
 	if t, ok := c.Tool(tool); ok {
 		chain = merge(chain, t.Middleware, t.MiddlewareMode)

@@ -104,6 +104,24 @@ func (g *Gate) Redactor(p *Policy) func(string) string {
 	return p.redactorFor(g.secretValues(p)).String
 }
 
+// RedactorIfAny is Redactor, or nil when it would change nothing: p names
+// no secret, or none of its secrets has a value now. A caller that passes
+// the redactor on where nil means "redact nothing" (sandbox.Call.Redact)
+// saves the call through it on every log line and output.
+func (g *Gate) RedactorIfAny(p *Policy) func(string) string {
+	if p == nil {
+		p = noNetwork
+	}
+	if len(p.secretNames()) == 0 {
+		return nil
+	}
+	r := p.redactorFor(g.secretValues(p))
+	if r.empty() {
+		return nil
+	}
+	return r.String
+}
+
 // secretValues looks up the current values of p's secrets, once per name.
 // A request uses this one snapshot for both the credential it attaches and
 // the redactor it applies, so a value that changes mid-request cannot slip

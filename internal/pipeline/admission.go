@@ -72,12 +72,23 @@ func newAdmission(concurrent, queued int) *admission {
 // enter waits for a turn for a call of tool. The returned release must be
 // called when the call is done.
 func (a *admission) enter(ctx context.Context, tool string) (release func(), err error) {
+	if err := a.take(ctx, tool); err != nil {
+		return nil, err
+	}
+	return a.releaser(tool), nil
+}
+
+// take waits for a turn for a call of tool, as enter does, without making
+// a release function: the caller gives the turn back exactly once with
+// give (the call path keeps the turn in its invocation, invocation.turn,
+// so a call allocates no closure for it).
+func (a *admission) take(ctx context.Context, tool string) error {
 	a.mu.Lock()
 	if a.queue.Len() == 0 && a.fitsLocked(tool) {
 		a.grantLocked(tool)
 		a.mu.Unlock()
 		a.observe(0, +1)
-		return a.releaser(tool), nil
+		return nil
 	}
 	if a.waiting >= a.max {
 		err := fmt.Errorf("%w: %d calls running and %d waiting; retry later", ErrOverloaded, a.running, a.waiting)
@@ -85,7 +96,7 @@ func (a *admission) enter(ctx context.Context, tool string) (release func(), err
 			err = fmt.Errorf("%w: tool %q already runs %d calls, its share of the %d turns, and no call may wait; retry later", ErrOverloaded, tool, a.shareLocked(tool), a.turns)
 		}
 		a.mu.Unlock()
-		return nil, err
+		return err
 	}
 	w := &admitWaiter{tool: tool, ready: make(chan struct{})}
 	e := a.queue.PushBack(w)
@@ -99,7 +110,7 @@ func (a *admission) enter(ctx context.Context, tool string) (release func(), err
 	case <-w.ready:
 		a.observe(-1, +1)
 		a.doneWaiting()
-		return a.releaser(tool), nil
+		return nil
 	case <-ctx.Done():
 		a.mu.Lock()
 		if w.granted {
@@ -107,14 +118,14 @@ func (a *admission) enter(ctx context.Context, tool string) (release func(), err
 			a.mu.Unlock()
 			a.observe(-1, +1)
 			a.doneWaiting()
-			a.releaser(tool)()
-			return nil, ctx.Err()
+			a.give(tool)
+			return ctx.Err()
 		}
 		a.queue.Remove(e)
 		a.mu.Unlock()
 		a.observe(-1, 0)
 		a.doneWaiting()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -144,22 +155,24 @@ func (a *admission) grantLocked(tool string) {
 	a.byTool[tool]++
 }
 
-// releaser gives a call's turn back once; the event comes first, so that
-// an observer's running count never exceeds the number of turns.
+// releaser gives a call's turn back once (give).
 func (a *admission) releaser(tool string) func() {
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			a.observe(0, -1)
-			a.mu.Lock()
-			a.running--
-			if a.byTool[tool]--; a.byTool[tool] == 0 {
-				delete(a.byTool, tool)
-			}
-			a.dispatchLocked()
-			a.mu.Unlock()
-		})
+	return func() { once.Do(func() { a.give(tool) }) }
+}
+
+// give gives back a turn take granted for a call of tool; the caller sees
+// that it does so once. The event comes first, so that an observer's
+// running count never exceeds the number of turns.
+func (a *admission) give(tool string) {
+	a.observe(0, -1)
+	a.mu.Lock()
+	a.running--
+	if a.byTool[tool]--; a.byTool[tool] == 0 {
+		delete(a.byTool, tool)
 	}
+	a.dispatchLocked()
+	a.mu.Unlock()
 }
 
 // dispatchLocked hands free turns to waiters: each time to the waiting call

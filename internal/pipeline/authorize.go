@@ -51,7 +51,7 @@ func (s authorizeStage) decide(next handler) handler {
 			return err
 		}
 		d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(inv.target()))
-		inv.decision = d // what the audit records, allowed or not
+		inv.decision = &d // what the audit records, allowed or not
 		if !d.Allow {
 			return inv.fail(KindDenied, d.Reason)
 		}

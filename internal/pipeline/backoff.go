@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,6 +40,15 @@ type crashes struct {
 	// tools, never with what callers send.
 	kept map[string]bool
 	now  func() time.Time // time.Now; tests set a clock
+
+	// Every call asks troubled, proven and refusal and tells record: the
+	// common answers (no tool in trouble, this one proven) are read
+	// without the lock. records is len(tools) and provenSet a copy of
+	// kept (replaced, never changed: kept only grows), both written under
+	// mu with the maps, so a reader that sees them sees the maps' state
+	// at a moment between two writes, as a reader under mu would.
+	records   atomic.Int64
+	provenSet atomic.Pointer[map[string]bool]
 }
 
 type crashRecord struct {
@@ -50,8 +61,12 @@ type crashRecord struct {
 // record notes how a call of version digest of tool ended: lost its worker
 // or not.
 func (c *crashes) record(tool, digest string, lost bool) {
+	if !lost && c.records.Load() == 0 && c.proven(tool) {
+		return // no record to clear, and kept already: nothing changes
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() { c.records.Store(int64(len(c.tools))) }()
 	r := c.tools[tool]
 	if r != nil && r.digest != digest {
 		// Another version: its record is not this one's.
@@ -67,6 +82,8 @@ func (c *crashes) record(tool, digest string, lost bool) {
 				c.kept = map[string]bool{}
 			}
 			c.kept[tool] = true
+			set := maps.Clone(c.kept)
+			c.provenSet.Store(&set)
 		}
 		return
 	}
@@ -93,6 +110,9 @@ func (c *crashes) record(tool, digest string, lost bool) {
 // that keeps its worker ends it. Whatever the version: admission does not
 // know it yet.
 func (c *crashes) troubled(tool string) bool {
+	if c.records.Load() == 0 {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.tools[tool] != nil
@@ -101,9 +121,8 @@ func (c *crashes) troubled(tool string) bool {
 // proven reports whether a call of tool has ended keeping its worker
 // since this host started.
 func (c *crashes) proven(tool string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.kept[tool]
+	set := c.provenSet.Load()
+	return set != nil && (*set)[tool]
 }
 
 // oneAtATime names the tools whose calls admission runs one at a time: a
@@ -121,6 +140,9 @@ func (h *Host) oneAtATime(tool string) bool {
 	if h.crashes.troubled(tool) {
 		return true
 	}
+	if h.crashes.proven(tool) {
+		return false // whatever its kind: a proven tool keeps its share
+	}
 	k := h.kinds.Load()
 	if k == nil {
 		return false
@@ -128,12 +150,15 @@ func (h *Host) oneAtATime(tool string) bool {
 	if _, wasm := k.byName[tool].(*wasmBackend); !wasm {
 		return false // another kind, or a name no tool has (refused at once)
 	}
-	return !h.crashes.proven(tool)
+	return true // a WebAssembly tool not yet proven
 }
 
 // refusal is the message refusing a call of version digest of tool now, or
 // "".
 func (c *crashes) refusal(tool, digest string) string {
+	if c.records.Load() == 0 {
+		return ""
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.tools[tool]

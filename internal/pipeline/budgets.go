@@ -21,9 +21,18 @@ type budgetStage struct {
 	log   *slog.Logger
 }
 
+// decidedCard is the card that decided the call ("" when the cards were
+// not asked, or no card allowed it).
+func (inv *invocation) decidedCard() string {
+	if inv.decision == nil {
+		return ""
+	}
+	return inv.decision.Card
+}
+
 func (b budgetStage) spend(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if !inv.decision.Allow || !budget.Applies(inv.wallet, inv.decision.Card) {
+		if inv.decision == nil || !inv.decision.Allow || !budget.Applies(inv.wallet, inv.decision.Card) {
 			return next(ctx, inv)
 		}
 		st, err := b.state(ctx, inv.cfg)

@@ -118,7 +118,7 @@ func (a auditStages) admit(next handler) handler {
 			inv.admitted = true
 			return next(ctx, inv)
 		}
-		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decision.Card, Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval, Budget: inv.budget.Record(), TraceID: inv.traceID()}
+		rec := callRecord{Session: inv.call.Session, Rendered: inv.renderText(), Card: inv.decidedCard(), Decision: inv.recordedDecision(), Middleware: inv.trail, Approval: inv.approval, Budget: inv.budget.Record(), TraceID: inv.traceID()}
 		a.provenance(inv, &rec)
 		rec.BeforeRewrite, rec.RewritesTruncated = inv.beforeRewrite, inv.rewritesCut
 		rec.FS, rec.FSTruncated = recordedFS(inv.fsDecisions)
@@ -156,8 +156,8 @@ func (a auditStages) provenance(inv *invocation, rec *callRecord) {
 // and rule of an allowed call, which the record holds already (callRecord);
 // the component it was asked about stays, which a replay asks again.
 func (inv *invocation) recordedDecision() *api.Decision {
-	d := &inv.decision
-	if !d.Allow && d.Reason == "" {
+	d := inv.decision
+	if d == nil || !d.Allow && d.Reason == "" {
 		return nil // not decided: a denial always says why
 	}
 	if d.Allow {

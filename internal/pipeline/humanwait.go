@@ -64,13 +64,12 @@ func (w humanWait) wait(ctx context.Context, inv *invocation, id string, view Ap
 // resume takes an admission turn again for a call that gave its turn back
 // to wait (invocation.suspend) and goes on to run.
 func (w humanWait) resume(ctx context.Context, inv *invocation) error {
-	if inv.release != nil {
+	if inv.turn != nil {
 		return nil
 	}
-	release, err := w.adm.enter(ctx, inv.call.Tool)
-	if err != nil {
+	if err := w.adm.take(ctx, inv.call.Tool); err != nil {
 		return err
 	}
-	inv.release = release
+	inv.turn = w.adm
 	return nil
 }

@@ -245,7 +245,7 @@ func (r rewriteCheck) check(ctx context.Context, inv *invocation, m config.Middl
 			inv.beforeRewrite, inv.rewritesCut = callaudit.KeepRewrite(inv.beforeRewrite, prev)
 		}
 		d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
-		inv.decision = d
+		inv.decision = &d
 		if !d.Allow {
 			return reject(KindDenied, "the rewritten call is not allowed: "+d.Reason)
 		}

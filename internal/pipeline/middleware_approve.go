@@ -239,7 +239,7 @@ func (l approveLayer) afterWait(ctx context.Context, inv *invocation, m config.M
 	}
 	if inv.wallet != nil {
 		d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(inv.target()))
-		inv.decision = d
+		inv.decision = &d
 		if !d.Allow {
 			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "cards changed while it waited: " + d.Reason})
 			return true, inv.fail(KindDenied, d.Reason)

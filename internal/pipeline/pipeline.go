@@ -86,7 +86,11 @@ type invocation struct {
 	upstreamTool string
 	// decision is the cards' answer about the call (authorize; a rewrite
 	// or a long approval wait decides again): what its audit records say.
-	decision cards.Decision
+	// nil when the cards were not asked (the implicit agent, a built-in
+	// decided by its own grant): a Decision is ~490 bytes, a third of the
+	// invocation, which every call allocates (issue 23). Replaced, never
+	// written through.
+	decision *cards.Decision
 	// beforeRewrite are the decisions on each input a layer then rewrote
 	// (rewrite), the agent's own first, within callaudit.KeepRewrite's
 	// caps (rewritesCut: more were made); fsDecisions the cards' decisions
@@ -122,9 +126,10 @@ type invocation struct {
 	// tool may run; trailAtAdmit is how many verdicts it holds.
 	admitted     bool
 	trailAtAdmit int
-	// release gives the call's admission turn back; nil while it has none
-	// (waiting for a human: suspend, resume).
-	release func()
+	// turn is the admission the call holds a turn of; nil while it holds
+	// none (before admission, and waiting for a human: suspend, resume).
+	// releaseTurn gives it back.
+	turn *admission
 
 	// builtinWallet is the wallet a built-in's visibility was decided on
 	// (builtins.go), which its card operation acts with.
@@ -211,10 +216,13 @@ func (inv *invocation) digest() string {
 // suspend gives the call's admission turn back while it waits for a human,
 // so waiting calls do not hold the slots running calls need (humanWait.resume
 // takes one again).
-func (inv *invocation) suspend() {
-	if inv.release != nil {
-		inv.release()
-		inv.release = nil
+func (inv *invocation) suspend() { inv.releaseTurn() }
+
+// releaseTurn gives the call's admission turn back, if it holds one.
+func (inv *invocation) releaseTurn() {
+	if a := inv.turn; a != nil {
+		inv.turn = nil
+		a.give(inv.call.Tool)
 	}
 }
 
@@ -304,16 +312,11 @@ type admitStage struct{ adm *admission }
 
 func (s admitStage) enter(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		release, err := s.adm.enter(ctx, inv.call.Tool)
-		if err != nil {
+		if err := s.adm.take(ctx, inv.call.Tool); err != nil {
 			return err
 		}
-		inv.release = release
-		defer func() {
-			if inv.release != nil {
-				inv.release()
-			}
-		}()
+		inv.turn = s.adm
+		defer inv.releaseTurn()
 		return next(ctx, inv)
 	}
 }

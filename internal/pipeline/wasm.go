@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
@@ -127,11 +128,11 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 			return inv.fail(KindInput, err.Error())
 		}
 		inv.opened, inv.schema, inv.output = t, schema, nil
-		if attempt > 0 && inv.wallet != nil && inv.decision.Asked.Component != inv.component() {
+		if attempt > 0 && inv.wallet != nil && (inv.decision == nil || inv.decision.Asked.Component != inv.component()) {
 			// The retry opened another component than the cards were
 			// asked about (a grant may name one): ask again for it.
 			d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
-			inv.decision = d
+			inv.decision = &d
 			if !d.Allow {
 				return inv.fail(KindDenied, d.Reason)
 			}
@@ -156,7 +157,8 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) e
 // secrets this tool may use never leave the host: not in its logs, its
 // output or its error messages.
 func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
-	var refusals refusalLog
+	hc := &wasmHostCalls{ctx: ctx, b: b, inv: inv}
+	refusals := &hc.refusals
 	out, err := inv.opened.Execute(ctx, sandbox.Call{
 		Limits: limitsOf(inv.tool),
 		Input:  inv.toolInput(),
@@ -164,9 +166,12 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 		// whose policy has fs (sessions.hold); none otherwise.
 		Preopens: inv.preopens,
 		OnLog:    inv.call.OnLog,
-		Fetch:    inv.budget.Fetch(refusals.watch(inv.traceFetch(ctx, b.secrets.fetch(ctx, inv, auditFetch(ctx, b.trail, inv, fetchFunc(b.gate, inv.policy, b.observer, inv.tool.Name, inv.agent, inv.wallet)))))),
-		Redact:   inv.secrets.Redactor(b.gate.Redactor(inv.policy)),
-		Reveal:   b.secrets.reveal(ctx, inv),
+		Fetch:    hc.fetch,
+		// nil when there is nothing to redact: neither the tool's secrets
+		// (their values looked up now, as the gate's redactor does) nor
+		// secret handles whose reveal could add a value.
+		Redact: inv.secrets.Redactor(b.gate.RedactorIfAny(inv.policy)),
+		Reveal: hc.reveal,
 		// A tool losing its workers computes only on CPU nobody else wants.
 		LowPriority: lowPriorityInTrouble && b.crashes.troubled(inv.tool.Name),
 	})
@@ -200,6 +205,38 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 	}
 	inv.res.OK, inv.res.Output = true, out.Output
 	return nil
+}
+
+// wasmHostCalls is what a WebAssembly call's host functions reach during
+// its run, allocated once per call. The http-fetch chain (the budget, the
+// refusal log, the trace, secret handles as credentials, the audit, the
+// egress gate) and the revealer are built on the first request, as they
+// were built before the run: a tool that never fetches or reveals (most
+// calls) builds neither. Both are built from the run's ctx and the
+// invocation, which nothing changes during the run.
+type wasmHostCalls struct {
+	ctx      context.Context
+	b        *wasmBackend
+	inv      *invocation
+	refusals refusalLog
+
+	fetchOnce  sync.Once
+	fetchChain sandbox.FetchFunc
+	revealOnce sync.Once
+	revealFunc sandbox.RevealFunc
+}
+
+func (hc *wasmHostCalls) fetch(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+	hc.fetchOnce.Do(func() {
+		b, inv := hc.b, hc.inv
+		hc.fetchChain = inv.budget.Fetch(hc.refusals.watch(inv.traceFetch(hc.ctx, b.secrets.fetch(hc.ctx, inv, auditFetch(hc.ctx, b.trail, inv, fetchFunc(b.gate, inv.policy, b.observer, inv.tool.Name, inv.agent, inv.wallet))))))
+	})
+	return hc.fetchChain(ctx, req)
+}
+
+func (hc *wasmHostCalls) reveal(ctx context.Context, handle string) (string, error) {
+	hc.revealOnce.Do(func() { hc.revealFunc = hc.b.secrets.reveal(hc.ctx, hc.inv) })
+	return hc.revealFunc(ctx, handle)
 }
 
 // reparse reads a rewritten input with the command description the call

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,6 +62,10 @@ type loaded struct {
 	// size is the compiled code's size (its serialized form), what the
 	// entry costs in the in-memory cache.
 	size int64
+	// opened is the Tool Open made of this version once its description
+	// was read: every later Open of the version returns it (a Tool is
+	// immutable), so a call's Open allocates nothing.
+	opened atomic.Pointer[Tool]
 }
 
 // entry is the cache slot of one path. ready is closed when the load that

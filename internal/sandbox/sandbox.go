@@ -281,8 +281,10 @@ func (s *Sandbox) Load(ctx context.Context, path string, lim Limits) (LoadInfo, 
 	return t.LoadInfo, nil
 }
 
-// Tool is one version of a tool component, loaded and described. Executing
-// it runs exactly that version, so a caller that checked an input against
+// Tool is one version of a tool component, loaded and described; it is
+// immutable (Sandbox.Open returns the same Tool for every Open of one
+// version: callers must not change its LoadInfo). Executing it runs
+// exactly that version, so a caller that checked an input against
 // this version's schema runs the code that schema belongs to. Once the file
 // changes and the cache frees the old version, Execute returns ErrStale.
 type Tool struct {
@@ -322,14 +324,21 @@ func (s *Sandbox) Open(ctx context.Context, path string, lim Limits) (*Tool, err
 	if err != nil {
 		return nil, err
 	}
+	if t := l.opened.Load(); t != nil {
+		return t, nil
+	}
 	info, err := s.infos.Get(ctx, l.digest, func() (Info, error) { return s.describe(ctx, l.comp, l.world, lim) })
 	if err != nil {
 		return nil, err
 	}
 	li := LoadInfo{Info: info, Digest: l.digest, Cached: l.fromDisk, Compile: l.compile}
-	return NewTool(li, func(ctx context.Context, c Call) (Outcome, error) {
+	t := NewTool(li, func(ctx context.Context, c Call) (Outcome, error) {
 		return s.execute(ctx, l, c, time.Now())
-	}), nil
+	})
+	if !l.opened.CompareAndSwap(nil, t) {
+		t = l.opened.Load() // another Open of this version won: one Tool per version
+	}
+	return t, nil
 }
 
 // checkContract refuses a component whose imports or exports do not match

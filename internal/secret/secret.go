@@ -92,14 +92,17 @@ func (hs *Handles) AddRevealed(name, value string) {
 }
 
 // Redactor is the call's redactor: base (the values of the tool's secrets
-// as the gate looked them up at the call's start), then every value
-// revealed to the tool during the call, as it was revealed.
+// as the gate looked them up at the call's start; nil: none), then every
+// value revealed to the tool during the call, as it was revealed. A call
+// without handles reveals nothing: its redactor is base, nil included.
 func (hs *Handles) Redactor(base func(string) string) func(string) string {
 	if hs == nil {
 		return base
 	}
 	return func(s string) string {
-		s = base(s)
+		if base != nil {
+			s = base(s)
+		}
 		if f := hs.extra.Load(); f != nil {
 			s = (*f)(s)
 		}
