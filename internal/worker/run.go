@@ -52,15 +52,15 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	w.calls++
 	id := uint64(w.calls)
 	// The deadline starts now: starting a worker and handing it compiled
-	// code are maiden's costs, like a compile-cache lookup in process.
-	deadline := time.Now().Add(c.Limits.Timeout)
-	callCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	// code are maiden's costs, like a compile-cache lookup in process. One
+	// clock reading serves the deadline, the call's own timing and the
+	// timers (each reading is a vDSO call that profiles show on this VM).
+	callStart := time.Now()
+	deadline := callStart.Add(c.Limits.Timeout)
 	// Wait for the answer awake (see spinReader) for about as long as this
 	// worker's calls usually take, but only while every spinner has a CPU
 	// of its own beside the workers': a spinner that takes a worker's CPU
 	// slows the call it waits for.
-	callStart := time.Now()
 	var workerSpin time.Duration
 	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) && spinPolicy(&cpus) {
 		w.conn.spinFor(w.spinBudget())
@@ -72,16 +72,30 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		w.observe(time.Since(callStart))
 	}()
 	// A worker that stops reading must not hold the parent's writes (the
-	// call, a fetch reply) past the deadline: killing it closes the socket
-	// and ends a pending write.
-	writeGuard := time.AfterFunc(time.Until(deadline)+p.opts.Grace, func() { w.kill(killedDeadline) })
+	// call, a fetch reply) past the deadline, nor its answer: killing it
+	// closes the socket, which ends a pending write and the caller's own
+	// read of the answer (readDirect below), and the call ends as past
+	// its deadline (lost). The select loop below has a timer of its own
+	// for the same instant.
+	writeGuard := time.AfterFunc(c.Limits.Timeout+p.opts.Grace, func() { w.kill(killedDeadline) })
 	defer writeGuard.Stop()
-	var finished atomic.Bool
+	// Cancellation: one callback on ctx sends the cancel frame (once the
+	// run frame is out: a cancel before it would find no call in the
+	// worker and be ignored) and kills a worker that does not end the call
+	// within the grace period. (Two callbacks, one registered before the
+	// run frame and one after, cost a second registration on ctx per
+	// call.)
+	var finished, runSent, cancelSent atomic.Bool
 	defer finished.Store(true)
+	sendCancelOnce := func() {
+		if cancelSent.CompareAndSwap(false, true) {
+			_ = w.send(cancelMsg{ID: id}.encode())
+		}
+	}
 	stopOnCancel := context.AfterFunc(ctx, func() {
-		// A cancel frame goes out below (or from sendCancel, while this
-		// call reads its answer itself); this is only for a worker that
-		// does not read it.
+		if runSent.Load() {
+			sendCancelOnce()
+		}
 		time.AfterFunc(p.opts.Grace, func() {
 			if !finished.Load() {
 				w.kill(killedCancel)
@@ -98,13 +112,14 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		return p.crashed(w, c, start, ctx)
 	}
 	// While this goroutine reads the answer itself (below), nothing else
-	// watches ctx: a cancellation sends the cancel frame from here.
-	var cancelSent atomic.Bool
-	sendCancel := context.AfterFunc(ctx, func() {
-		cancelSent.Store(true)
-		_ = w.send(cancelMsg{ID: id}.encode())
-	})
-	defer sendCancel()
+	// watches ctx: a cancellation that came before the run frame was out
+	// sends the cancel frame from here, one after it from the callback.
+	// (Sequentially consistent atomics: either the callback sees runSent,
+	// or this sees ctx done.)
+	runSent.Store(true)
+	if ctx.Err() != nil {
+		sendCancelOnce()
+	}
 
 	redact := c.Redact
 	if redact == nil {
@@ -122,23 +137,14 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		return finish(), nil
 	}
 
-	// The worker's own epoch deadline normally ends the call a tick after
-	// the deadline; the kill is for a worker that does not answer (blocked
-	// in a WASI call, or hostile).
-	kill := time.NewTimer(time.Until(deadline) + p.opts.Grace)
-	defer kill.Stop()
-	fetches := make(chan fetchReplyMsg, 1)
-	fetching := false
-	reveals := make(chan revealReplyMsg, 1)
-	revealing := false
-	cancelled := false
-	done := ctx.Done()
 	// The first frame, most often the answer, is read on this goroutine
-	// (see proc.read for why); the kill at deadline + grace, or after a
-	// cancellation's grace, closes the socket under a worker that does not
-	// answer. Anything else (logs, a fetch, a reveal) has the rest read by
-	// a reader goroutine while this one also waits for the fetch, the
-	// reveal, ctx and the kill timer.
+	// (see proc.read for why); the kill at deadline + grace (writeGuard),
+	// or after a cancellation's grace, closes the socket under a worker
+	// that does not answer. Anything else (logs, a fetch, a reveal) has the
+	// rest read by a reader goroutine while this one also waits for the
+	// fetch, the reveal, ctx and the kill timer: what only that loop needs
+	// (the timer, the channels, the context a fetch runs under) is made
+	// when it starts, not on every call.
 	var first *frame
 	if f, err := w.readDirect(); err == nil {
 		first = &f
@@ -146,6 +152,32 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 			go w.read()
 		}
 	}
+	// The worker's own epoch deadline normally ends the call a tick after
+	// the deadline; the kill is for a worker that does not answer (blocked
+	// in a WASI call, or hostile).
+	var kill *time.Timer
+	var killC <-chan time.Time
+	var fetches chan fetchReplyMsg
+	var reveals chan revealReplyMsg
+	var callCtx context.Context
+	stopLoop := func() {}
+	startLoop := func() {
+		kill = time.NewTimer(time.Until(deadline) + p.opts.Grace)
+		killC = kill.C
+		fetches = make(chan fetchReplyMsg, 1)
+		reveals = make(chan revealReplyMsg, 1)
+		var cancelCall context.CancelFunc
+		callCtx, cancelCall = context.WithDeadline(ctx, deadline)
+		stopLoop = func() { kill.Stop(); cancelCall() }
+	}
+	defer func() { stopLoop() }()
+	if first == nil || first.typ != msgDone {
+		startLoop()
+	}
+	fetching := false
+	revealing := false
+	cancelled := false
+	done := ctx.Done()
 	for {
 		var f frame
 		if first != nil {
@@ -166,7 +198,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 			case <-w.dead:
 				cancelled = cancelled || cancelSent.Load()
 				return p.lost(ctx, w, c, start, cancelled, fail, finish)
-			case <-kill.C:
+			case <-killC:
 				w.kill(killedDeadline)
 				if cancelled || cancelSent.Load() {
 					return finish(), context.Cause(ctx)
@@ -177,7 +209,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				// Ask the worker to interrupt the guest; if it does not answer
 				// within the grace period, kill it.
 				cancelled = true
-				_ = w.send(cancelMsg{ID: id}.encode())
+				sendCancelOnce()
 				kill.Reset(p.opts.Grace)
 				continue
 			}
