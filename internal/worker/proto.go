@@ -540,7 +540,9 @@ type doneMsg struct {
 }
 
 func (m doneMsg) encode() []byte {
-	e := newEnc(msgDone)
+	// Sized once: an output outgrows newEnc's 64 bytes.
+	e := &enc{b: make([]byte, 4, 4+1+8+4+len(m.Output)+4+len(m.FailKind)+4+len(m.FailMessage)+8+1+4+len(m.HostErr))}
+	e.b = append(e.b, msgDone)
 	e.u64(m.ID)
 	e.str(m.Output)
 	e.str(m.FailKind)
