@@ -49,6 +49,10 @@ type child struct {
 	// one-call worker: see preopen.go); every call gets them.
 	preopens []sandbox.OpenedPreopen
 
+	// reader starts the goroutine that reads the parent's frames during a
+	// call (serveRun); only the goroutine serving a call touches it.
+	reader *time.Timer
+
 	mu    sync.Mutex
 	comps map[string]*sandbox.Compiled
 	run   *childRun // the call in progress, if any
@@ -265,7 +269,14 @@ func (c *child) start(m runMsg) (*childRun, error) {
 // the call).
 func (c *child) serveRun(rd *bufio.Reader, r *childRun) bool {
 	r.rd = rd
-	r.reader = time.AfterFunc(readerDelay, func() { c.loop(rd) })
+	// One timer for the worker's life, reset for each call (rd is the
+	// same reader every time): a timer a call was two allocations.
+	if c.reader == nil {
+		c.reader = time.AfterFunc(readerDelay, func() { c.loop(rd) })
+	} else {
+		c.reader.Reset(readerDelay)
+	}
+	r.reader = c.reader
 	m := r.m
 	c.mu.Lock()
 	comp := c.comps[m.Digest]

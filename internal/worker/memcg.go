@@ -183,6 +183,22 @@ func (m *memcg) leave() {
 // setLimit bounds the worker's charged memory to what it holds now plus
 // headroom and memcgSlack (math.MaxUint64: no limit, while the parent
 // loads code).
+//
+// The usage is read at every call, on the call's path (a pread of the
+// cgroup file: ~1.5 µs hot, 2–3 µs in a call's profile here, the largest
+// single cost of the parent's side of a tiny call after the socket). It
+// stays there because nothing cheaper says the same thing. A usage read
+// earlier (when the worker went idle, every N calls, or while younger than
+// some age) is too high by whatever the worker let go since, and the next
+// call would get that on top of its headroom:
+// TestMemcgLimitFollowsUsageAtEachCall holds this (with the read moved to
+// the previous call, 44 MiB over after the worker let 48 MiB go). cgroup
+// v1's usage thresholds (cgroup.event_control) could tell that the usage
+// moved without a read, but the kernel checks them only every 128 page
+// events per CPU, does not count charges batched per CPU (64 pages), and
+// never for kernel memory (page tables, the very thing this cgroup is
+// for), so a worker could free page tables unseen.
+
 func (m *memcg) setLimit(headroom uint64) error {
 	v := "-1"
 	want := uint64(math.MaxUint64)

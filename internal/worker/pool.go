@@ -319,9 +319,13 @@ func (p *Pool) release(w *proc, healthy bool) {
 			p.starting.Add(1)
 			go p.prestart(w.loaded, w.idlePriority && !p.cannotRestore.Load())
 		}
-	} else if w.gone() || len(w.frames) > 0 || w.pending() {
-		// Dead, or it sent something after its answer: not to be trusted
-		// with another call.
+	} else if w.gone() || len(w.frames) > 0 || w.rd.Buffered() > 0 {
+		// Dead, or it sent something after its answer that is already
+		// read: not to be trusted with another call. Bytes still in the
+		// socket are not looked for here: the call that takes this worker
+		// next looks (acquireFor: pending), and sees bytes sent after the
+		// answer as well as any sent later while idle; a look here too was
+		// a second system call on every call's path.
 		w.kill(killedProtocol)
 		p.count--
 	} else {

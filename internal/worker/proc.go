@@ -52,6 +52,7 @@ type proc struct {
 	base   uint64   // VmData after the last load, bytes
 	limit  uint64   // the RLIMIT_DATA soft limit in force (0: none set)
 	calls  int
+	guard  *time.Timer // kills the worker at a call's deadline + grace (runOn)
 	// idlePriority: the worker's threads are at SCHED_IDLE (priority.go).
 	idlePriority bool
 	killed       killReason

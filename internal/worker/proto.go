@@ -60,10 +60,16 @@ func newEnc(typ byte) *enc {
 	return e
 }
 
-func (e *enc) u8(v byte)      { e.b = append(e.b, v) }
-func (e *enc) u32(v uint32)   { e.b = binary.BigEndian.AppendUint32(e.b, v) }
-func (e *enc) u64(v uint64)   { e.b = binary.BigEndian.AppendUint64(e.b, v) }
-func (e *enc) bool(v bool)    { e.u8(map[bool]byte{false: 0, true: 1}[v]) }
+func (e *enc) u8(v byte)    { e.b = append(e.b, v) }
+func (e *enc) u32(v uint32) { e.b = binary.BigEndian.AppendUint32(e.b, v) }
+func (e *enc) u64(v uint64) { e.b = binary.BigEndian.AppendUint64(e.b, v) }
+func (e *enc) bool(v bool) {
+	if v {
+		e.u8(1)
+	} else {
+		e.u8(0)
+	}
+}
 func (e *enc) str(s string)   { e.u32(uint32(len(s))); e.b = append(e.b, s...) }
 func (e *enc) bytes(p []byte) { e.u32(uint32(len(p))); e.b = append(e.b, p...) }
 
@@ -240,7 +246,9 @@ type runMsg struct {
 }
 
 func (m runMsg) encode() []byte {
-	e := newEnc(msgRun)
+	// Sized once: the digest and input outgrow newEnc's 64 bytes.
+	e := &enc{b: make([]byte, 4, 4+1+8+4+len(m.Digest)+4+len(m.Export)+4+len(m.Input)+3*8)}
+	e.b = append(e.b, msgRun)
 	e.u64(m.ID)
 	e.str(m.Digest)
 	e.str(m.Export)
@@ -532,7 +540,9 @@ type doneMsg struct {
 }
 
 func (m doneMsg) encode() []byte {
-	e := newEnc(msgDone)
+	// Sized once: an output outgrows newEnc's 64 bytes.
+	e := &enc{b: make([]byte, 4, 4+1+8+4+len(m.Output)+4+len(m.FailKind)+4+len(m.FailMessage)+8+1+4+len(m.HostErr))}
+	e.b = append(e.b, msgDone)
 	e.u64(m.ID)
 	e.str(m.Output)
 	e.str(m.FailKind)

@@ -52,15 +52,15 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	w.calls++
 	id := uint64(w.calls)
 	// The deadline starts now: starting a worker and handing it compiled
-	// code are maiden's costs, like a compile-cache lookup in process.
-	deadline := time.Now().Add(c.Limits.Timeout)
-	callCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	// code are maiden's costs, like a compile-cache lookup in process. One
+	// clock reading serves the deadline, the call's own timing and the
+	// timers (each reading is a vDSO call that profiles show on this VM).
+	callStart := time.Now()
+	deadline := callStart.Add(c.Limits.Timeout)
 	// Wait for the answer awake (see spinReader) for about as long as this
 	// worker's calls usually take, but only while every spinner has a CPU
 	// of its own beside the workers': a spinner that takes a worker's CPU
 	// slows the call it waits for.
-	callStart := time.Now()
 	var workerSpin time.Duration
 	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) && spinPolicy(&cpus) {
 		w.conn.spinFor(w.spinBudget())
@@ -72,23 +72,36 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		w.observe(time.Since(callStart))
 	}()
 	// A worker that stops reading must not hold the parent's writes (the
-	// call, a fetch reply) past the deadline: killing it closes the socket
-	// and ends a pending write.
-	writeGuard := time.AfterFunc(time.Until(deadline)+p.opts.Grace, func() { w.kill(killedDeadline) })
-	defer writeGuard.Stop()
-	var finished atomic.Bool
-	defer finished.Store(true)
-	stopOnCancel := context.AfterFunc(ctx, func() {
-		// A cancel frame goes out below (or from sendCancel, while this
-		// call reads its answer itself); this is only for a worker that
-		// does not read it.
-		time.AfterFunc(p.opts.Grace, func() {
-			if !finished.Load() {
-				w.kill(killedCancel)
+	// call, a fetch reply) past the deadline, nor its answer: killing it
+	// closes the socket, which ends a pending write and the caller's own
+	// read of the answer (readDirect below), and the call ends as past
+	// its deadline (lost). The select loop below has a timer of its own
+	// for the same instant. One timer per worker, reset for each call.
+	if w.guard == nil {
+		w.guard = time.AfterFunc(c.Limits.Timeout+p.opts.Grace, func() { w.kill(killedDeadline) })
+	} else {
+		w.guard.Reset(c.Limits.Timeout + p.opts.Grace)
+	}
+	defer w.guard.Stop()
+	// Cancellation: one callback on ctx (none if ctx cannot be cancelled)
+	// sends the cancel frame, once the run frame is out (a cancel before
+	// it would find no call in the worker and be ignored), and kills a
+	// worker that does not end the call within the grace period.
+	cs := &cancelState{w: w, id: id}
+	defer cs.finished.Store(true)
+	if ctx.Done() != nil {
+		stopOnCancel := context.AfterFunc(ctx, func() {
+			if cs.runSent.Load() {
+				cs.send()
 			}
+			time.AfterFunc(p.opts.Grace, func() {
+				if !cs.finished.Load() {
+					w.kill(killedCancel)
+				}
+			})
 		})
-	})
-	defer stopOnCancel()
+		defer stopOnCancel()
+	}
 	if err := w.send(runMsg{ID: id, Digest: art, Export: export, Input: c.Input,
 		TimeoutNS: uint64(time.Until(deadline)), Memory: c.Limits.Memory, SpinNS: uint64(workerSpin)}.encode()); err != nil {
 		if w.killReason() == killedDeadline {
@@ -98,22 +111,25 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		return p.crashed(w, c, start, ctx)
 	}
 	// While this goroutine reads the answer itself (below), nothing else
-	// watches ctx: a cancellation sends the cancel frame from here.
-	var cancelSent atomic.Bool
-	sendCancel := context.AfterFunc(ctx, func() {
-		cancelSent.Store(true)
-		_ = w.send(cancelMsg{ID: id}.encode())
-	})
-	defer sendCancel()
+	// watches ctx: a cancellation that came before the run frame was out
+	// sends the cancel frame from here, one after it from the callback.
+	// (Sequentially consistent atomics: either the callback sees runSent,
+	// or this sees ctx done.)
+	cs.runSent.Store(true)
+	if ctx.Err() != nil {
+		cs.send()
+	}
 
 	redact := c.Redact
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
-	logs := sandbox.NewLogCollector(p.opts.MaxLogBytes, redact, c.OnLog)
+	var logs *sandbox.LogCollector // made at the first line
 	out := sandbox.Outcome{}
 	finish := func() sandbox.Outcome {
-		out.Logs = logs.Finish()
+		if logs != nil {
+			out.Logs = logs.Finish()
+		}
 		out.Duration = time.Since(start)
 		return out
 	}
@@ -122,23 +138,14 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		return finish(), nil
 	}
 
-	// The worker's own epoch deadline normally ends the call a tick after
-	// the deadline; the kill is for a worker that does not answer (blocked
-	// in a WASI call, or hostile).
-	kill := time.NewTimer(time.Until(deadline) + p.opts.Grace)
-	defer kill.Stop()
-	fetches := make(chan fetchReplyMsg, 1)
-	fetching := false
-	reveals := make(chan revealReplyMsg, 1)
-	revealing := false
-	cancelled := false
-	done := ctx.Done()
 	// The first frame, most often the answer, is read on this goroutine
-	// (see proc.read for why); the kill at deadline + grace, or after a
-	// cancellation's grace, closes the socket under a worker that does not
-	// answer. Anything else (logs, a fetch, a reveal) has the rest read by
-	// a reader goroutine while this one also waits for the fetch, the
-	// reveal, ctx and the kill timer.
+	// (see proc.read for why); the kill at deadline + grace (the guard),
+	// or after a cancellation's grace, closes the socket under a worker
+	// that does not answer. Anything else (logs, a fetch, a reveal) has the
+	// rest read by a reader goroutine while this one also waits for the
+	// fetch, the reveal, ctx and the kill timer: what only that loop needs
+	// (the timer, the channels, the context a fetch runs under) is made
+	// when it starts, not on every call.
 	var first *frame
 	if f, err := w.readDirect(); err == nil {
 		first = &f
@@ -146,6 +153,15 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 			go w.read()
 		}
 	}
+	var lp *callLoop
+	if first == nil || first.typ != msgDone {
+		lp = newCallLoop(ctx, deadline, p.opts.Grace)
+		defer lp.stop()
+	}
+	fetching := false
+	revealing := false
+	cancelled := false
+	done := ctx.Done()
 	for {
 		var f frame
 		if first != nil {
@@ -153,22 +169,22 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		} else {
 			select {
 			case f = <-w.frames:
-			case rep := <-fetches:
+			case rep := <-lp.fetches:
 				fetching = false
 				rep.ID = id
 				_ = w.send(rep.encode()) // if the worker died, its death arrives on w.dead
 				continue
-			case rep := <-reveals:
+			case rep := <-lp.reveals:
 				revealing = false
 				rep.ID = id
 				_ = w.send(rep.encode()) // if the worker died, its death arrives on w.dead
 				continue
 			case <-w.dead:
-				cancelled = cancelled || cancelSent.Load()
+				cancelled = cancelled || cs.sent.Load()
 				return p.lost(ctx, w, c, start, cancelled, fail, finish)
-			case <-kill.C:
+			case <-lp.kill.C:
 				w.kill(killedDeadline)
-				if cancelled || cancelSent.Load() {
+				if cancelled || cs.sent.Load() {
 					return finish(), context.Cause(ctx)
 				}
 				return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
@@ -177,17 +193,20 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				// Ask the worker to interrupt the guest; if it does not answer
 				// within the grace period, kill it.
 				cancelled = true
-				_ = w.send(cancelMsg{ID: id}.encode())
-				kill.Reset(p.opts.Grace)
+				cs.send()
+				lp.kill.Reset(p.opts.Grace)
 				continue
 			}
 		}
-		cancelled = cancelled || cancelSent.Load()
+		cancelled = cancelled || cs.sent.Load()
 		switch f.typ {
 		case msgLog:
 			m, err := decodeLog(f.p)
 			if err != nil || m.ID != id || !validLog(m) {
 				return p.violation(w, c, start, "bad log message")
+			}
+			if logs == nil {
+				logs = sandbox.NewLogCollector(p.opts.MaxLogBytes, redact, c.OnLog)
 			}
 			logs.Add(sandbox.Level(m.Level), m.Source, m.Message)
 		case msgFetch:
@@ -196,7 +215,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				return p.violation(w, c, start, "bad or concurrent fetch")
 			}
 			fetching = true
-			go func() { fetches <- p.fetch(callCtx, c.Fetch, m) }()
+			go func() { lp.fetches <- p.fetch(lp.ctx, c.Fetch, m) }()
 		case msgReveal:
 			// The decision is the parent's: the worker only carries
 			// the tool's question and the answer.
@@ -205,7 +224,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				return p.violation(w, c, start, "bad or concurrent reveal")
 			}
 			revealing = true
-			go func() { reveals <- revealDecision(callCtx, c.Reveal, m) }()
+			go func() { lp.reveals <- revealDecision(lp.ctx, c.Reveal, m) }()
 		case msgDone:
 			m, err := decodeDone(f.p)
 			if err != nil || m.ID != id || (m.Interrupted && !cancelled) || (m.FailKind != "" && !validKind(m.FailKind)) {
@@ -216,10 +235,10 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 			if fetching {
 				// A fetch may still be running in the parent: the worker
 				// stays healthy, the reply goes nowhere.
-				go func() { <-fetches }()
+				go func() { <-lp.fetches }()
 			}
 			if revealing {
-				go func() { <-reveals }()
+				go func() { <-lp.reveals }()
 			}
 			out.MemoryPeak = m.MemoryPeak
 			switch {
@@ -249,6 +268,45 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 			return p.violation(w, c, start, fmt.Sprintf("unexpected message type %d", f.typ))
 		}
 	}
+}
+
+// cancelState is what a call's cancellation callback shares with the call.
+type cancelState struct {
+	w        *proc
+	id       uint64
+	runSent  atomic.Bool // the run frame is out
+	sent     atomic.Bool // the cancel frame is (being) sent
+	finished atomic.Bool // the call returned
+}
+
+// send sends the cancel frame, once.
+func (s *cancelState) send() {
+	if s.sent.CompareAndSwap(false, true) {
+		_ = s.w.send(cancelMsg{ID: s.id}.encode())
+	}
+}
+
+// callLoop is what a call needs only when its worker sends more than the
+// answer: the kill timer of its select loop, the channels fetches and
+// reveals answer on, and the context they run under.
+type callLoop struct {
+	kill    *time.Timer
+	fetches chan fetchReplyMsg
+	reveals chan revealReplyMsg
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+func newCallLoop(ctx context.Context, deadline time.Time, grace time.Duration) *callLoop {
+	lp := &callLoop{kill: time.NewTimer(time.Until(deadline) + grace),
+		fetches: make(chan fetchReplyMsg, 1), reveals: make(chan revealReplyMsg, 1)}
+	lp.ctx, lp.cancel = context.WithDeadline(ctx, deadline)
+	return lp
+}
+
+func (lp *callLoop) stop() {
+	lp.kill.Stop()
+	lp.cancel()
 }
 
 // lost ends a call whose worker can no longer be read (it died, was
@@ -339,7 +397,11 @@ func (p *Pool) crashed(w *proc, c sandbox.Call, start time.Time, ctx context.Con
 func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	for i, d := range w.loaded {
 		if d == art {
-			w.loaded = append(append(w.loaded[:i:i], w.loaded[i+1:]...), art)
+			// Most recently used last, moved in place (most often it is
+			// already last). Only the holder touches w.loaded; a worker's
+			// replacement is handed the list of a worker that is dead.
+			copy(w.loaded[i:], w.loaded[i+1:])
+			w.loaded[len(w.loaded)-1] = art
 			return nil
 		}
 	}

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envPong); mode != "" {
 		os.Exit(pongMain(mode))
 	}
+	if os.Getenv(envMemcgHog) != "" {
+		os.Exit(memcgHogMain())
+	}
 	if IsChild() && len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "confine-probe":
