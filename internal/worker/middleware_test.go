@@ -23,9 +23,12 @@ func mwEvent(t testing.TB, phase mwproto.Phase, input string) string {
 }
 
 // TestMiddlewareInWorker: a middleware component opens in a worker with its
-// world, and its calls run handle with the event.
+// world, and its calls run handle with the event. Its compiled code is kept
+// in testkit's compile cache: js/city is a 12 MB component, some 12
+// CPU-seconds to compile, the same bytes every run; compiling in a fresh
+// worker is what the tests with a pool of no cache (newPool(t, nil)) check.
 func TestMiddlewareInWorker(t *testing.T) {
-	p := newPool(t, nil)
+	p := newPool(t, &Options{CacheDir: testkit.CompileCache(t)})
 	for _, name := range []string{"city", "js/city"} {
 		tl, err := p.Open(context.Background(), testkit.Middleware(t, name), lim)
 		if err != nil {
