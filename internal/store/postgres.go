@@ -674,9 +674,13 @@ type changeFeed struct {
 	// of what moves the epoch that must not see the lease lapse on a
 	// loaded machine (a lapse is the safe fallback, not what it checks).
 	leaseExtra atomic.Int64
-	cancel     context.CancelFunc
-	done       chan struct{}
-	log        *slog.Logger
+	// pollUp (tests), if set, replaces pollFeedUp for this feed: a test
+	// that a notification wakes a waiter sets it far beyond its own wait,
+	// so only the notification can.
+	pollUp atomic.Int64
+	cancel context.CancelFunc
+	done   chan struct{}
+	log    *slog.Logger
 
 	start   time.Time    // the lease's clock: monotonic time since start
 	trusted atomic.Int64 // the lease: until this much after start
@@ -927,6 +931,9 @@ func (s *DB) WaitChange(ctx context.Context, gen int64) (int64, error) {
 			poll = pollFeedDown
 			if s.pg.feed.up.Load() {
 				poll = pollFeedUp
+				if d := s.pg.feed.pollUp.Load(); d > 0 {
+					poll = time.Duration(d)
+				}
 			}
 		}
 		g, err := s.Generation(ctx)
