@@ -19,6 +19,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 	"github.com/maiden-run/maiden/wit"
 )
@@ -198,7 +199,7 @@ func measure(b *testing.B, g int, setup func() (op func() error, done func())) {
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), cpuclock.Now()
 	for i := range g {
 		wg.Go(func() {
 			d := make([]time.Duration, 0, b.N/g+1)
@@ -215,7 +216,7 @@ func measure(b *testing.B, g int, setup func() (op func() error, done func())) {
 	}
 	wg.Wait()
 	wall := time.Since(start)
-	cpu = processCPU() - cpu
+	cpu = cpuclock.Now() - cpu
 	b.StopTimer()
 	if p := failed.Load(); p != nil {
 		b.Fatal(*p)

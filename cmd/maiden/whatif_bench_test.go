@@ -7,11 +7,10 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 	"github.com/maiden-run/maiden/internal/whatif/whatiftest/trailstore"
 )
 
@@ -43,7 +42,7 @@ func BenchmarkAuditWhatIf100k(b *testing.B) {
 	b.Logf("store: %+v", info)
 	cmd := func(b *testing.B, want int, args ...string) {
 		var out, errb bytes.Buffer
-		defer reportCPU(b, cpuTime())
+		defer cpuclock.Report(b, cpuclock.Now())
 		for b.Loop() {
 			out.Reset()
 			errb.Reset()
@@ -58,7 +57,7 @@ func BenchmarkAuditWhatIf100k(b *testing.B) {
 	b.Run("command", func(b *testing.B) { cmd(b, exitWhatIfSame) })
 	b.Run("command-revoke", func(b *testing.B) { cmd(b, exitWhatIfFlips, "-revoke", info.Live) })
 	b.Run("read", func(b *testing.B) {
-		defer reportCPU(b, cpuTime())
+		defer cpuclock.Report(b, cpuclock.Now())
 		for b.Loop() {
 			st, err := admin.OpenStore(ctx, path, nil)
 			if err != nil {
@@ -82,16 +81,4 @@ func BenchmarkAuditWhatIf100k(b *testing.B) {
 			}
 		}
 	})
-}
-
-// cpuTime is the process's CPU time so far (user and system).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time per operation since start.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }

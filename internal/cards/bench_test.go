@@ -2,11 +2,10 @@ package cards
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 )
 
 // benchWallet is n cards of argument-level tool grants, each for its own
@@ -34,13 +33,13 @@ func BenchmarkDecide(b *testing.B) {
 		denied := toolT(b, "tool5", `{"city":"Berlin","units":"imperial"}`)
 		b.Run(fmt.Sprintf("cards=%d/allowed", n), func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := cpuTime()
+			cpu := cpuclock.Now()
 			for b.Loop() {
 				if !w.Decide(last).Allow {
 					b.Fatal("denied")
 				}
 			}
-			reportCPU(b, cpu)
+			cpuclock.Report(b, cpu)
 		})
 		b.Run(fmt.Sprintf("cards=%d/denied", n), func(b *testing.B) {
 			b.ReportAllocs()
@@ -92,26 +91,13 @@ func BenchmarkDecideGlobs(b *testing.B) {
 		last := toolT(b, fmt.Sprintf("x-tool%d", n-1), `{"city":"Berlin","units":"metric"}`)
 		b.Run(fmt.Sprintf("cards=%d/allowed", n), func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := cpuTime()
+			cpu := cpuclock.Now()
 			for b.Loop() {
 				if !w.Decide(last).Allow {
 					b.Fatal("denied")
 				}
 			}
-			reportCPU(b, cpu)
+			cpuclock.Report(b, cpu)
 		})
 	}
-}
-
-// cpuTime is the process's user+system CPU time. On a shared, loaded
-// machine wall time per op includes waiting for a core; CPU time per op
-// (reported as cpu-ns/op beside ns/op) does not.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }

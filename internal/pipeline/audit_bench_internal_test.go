@@ -10,6 +10,7 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 )
 
 // BenchmarkAuditedCall is the cost of the audit trail on the tiny WAT
@@ -45,7 +46,7 @@ func BenchmarkAuditedCall(b *testing.B) {
 					b.Fatal(res.Error, err)
 				}
 			}
-			cpu0 := processCPU()
+			cpu0 := cpuclock.Now()
 			for b.Loop() {
 				if res, err := h.Call(ctx, call); err != nil || !res.OK {
 					b.Fatal(res.Error, err)
@@ -54,7 +55,7 @@ func BenchmarkAuditedCall(b *testing.B) {
 			// The process's CPU per call, the ingester's included: on a
 			// machine whose cores other processes share, what the audit
 			// trail really costs.
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			cpuclock.Report(b, cpu0)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/testkit"
+	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 )
 
 // inputShapes are the call inputs of BenchmarkInputSize: one long string,
@@ -145,24 +145,15 @@ func BenchmarkInputStages(b *testing.B) {
 // waiting for a core; the CPU time does not. Call it after SetBytes, and
 // the function it returns when the loop is done; n is the input's size.
 func reportCPU(b *testing.B, n int) func() {
-	start := cpuTime()
+	start := cpuclock.Now()
 	return func() {
 		if b.N == 0 {
 			return
 		}
-		per := float64(cpuTime()-start) / float64(b.N)
+		per := float64(cpuclock.Now()-start) / float64(b.N)
 		b.ReportMetric(per, "cpu-ns/op")
 		if per > 0 {
 			b.ReportMetric(float64(n)/per*1e3, "cpu-MB/s")
 		}
 	}
-}
-
-// cpuTime is the process's user and system time so far, in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 )
 
 // BenchmarkWallet measures pinning an agent's wallet from a real SQLite
@@ -233,7 +234,7 @@ func benchIngest(b *testing.B, be backend, rec AuditRecord) {
 		}
 	}
 	b.ReportAllocs()
-	cpu0 := processCPU()
+	cpu0 := cpuclock.Now()
 	b.StartTimer()
 	if err := s.Journal().Flush(ctx); err != nil {
 		b.Fatal(err)
@@ -244,7 +245,7 @@ func benchIngest(b *testing.B, be backend, rec AuditRecord) {
 	// rate on a machine whose cores are shared, where the wall time
 	// above also counts the time other processes ran. (PostgreSQL's
 	// server is another process: not counted.)
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	cpuclock.Report(b, cpu0)
 	if n, _, err := s.VerifyAudit(ctx); err != nil || n != int64(b.N) {
 		b.Fatalf("VerifyAudit = %d, %v; want %d", n, err, b.N)
 	}
@@ -279,7 +280,7 @@ func benchInsertFloor(b *testing.B, be backend, rec AuditRecord) {
 	}
 	defer st.Close()
 	b.ReportAllocs()
-	cpu0 := processCPU()
+	cpu0 := cpuclock.Now()
 	b.StartTimer()
 	args := make([]any, 0, 9*64)
 	for len(rows) > 0 {
@@ -310,7 +311,7 @@ func benchInsertFloor(b *testing.B, be backend, rec AuditRecord) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	cpuclock.Report(b, cpu0)
 	if n, _, err := s.VerifyAudit(ctx); err != nil || n != int64(b.N) {
 		b.Fatalf("VerifyAudit = %d, %v; want %d", n, err, b.N)
 	}

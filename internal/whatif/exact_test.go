@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 	"github.com/maiden-run/maiden/internal/whatif"
 	"github.com/maiden-run/maiden/internal/whatif/whatiftest"
 )
@@ -510,7 +510,7 @@ func BenchmarkReplay100k(b *testing.B) {
 	cs := randomCards(b, rng, 40)
 	tr := randomTrail(b, rng, cs, 100_000)
 	change := api.WhatIfChange{Revoke: []string{liveCard(b, cs, 3)}, Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1 --..."}}}
-	cpu := cpuTime()
+	cpu := cpuclock.Now()
 	b.ResetTimer()
 	for b.Loop() {
 		r, err := whatif.New(whatif.State{Now: now, Agents: agents, Cards: cs}, change)
@@ -524,22 +524,7 @@ func BenchmarkReplay100k(b *testing.B) {
 			b.Fatal("nothing replayed")
 		}
 	}
-	reportCPU(b, cpu)
-}
-
-// cpuTime is the process's CPU time so far (user and system): on a shared
-// machine whose load is far above its cores, the CPU a replay takes says
-// more than the wall time it waited for it.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time per operation since start (cpu-ns/op;
-// the garbage collector's own threads included).
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	cpuclock.Report(b, cpu)
 }
 
 func BenchmarkDecide100k(b *testing.B) {
@@ -560,12 +545,12 @@ func BenchmarkDecide100k(b *testing.B) {
 		c, _ := grant.ParseRendering(r)
 		qs[i] = q{ws[agents[rng.IntN(len(agents))]], decide.Invoke(grant.CommandTarget(tool, c.Command, c.Args, c.Positionals))}
 	}
-	cpu := cpuTime()
+	cpu := cpuclock.Now()
 	b.ResetTimer()
 	for b.Loop() {
 		for _, x := range qs {
 			decide.Decide(decide.Basis{Wallet: x.w}, x.q)
 		}
 	}
-	reportCPU(b, cpu)
+	cpuclock.Report(b, cpu)
 }
