@@ -12,6 +12,7 @@ import (
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/store"
 )
 
 // A tool is one of four kinds, and each kind is one backend: a WebAssembly
@@ -41,20 +42,21 @@ type backend interface {
 	// (authorize); a card built-in is decided by its card:VERB grant and
 	// the store's rules instead. Reads and writes nothing.
 	carded() bool
-	// open loads the version that will run, checks the input against it
-	// under the call's deadline, and runs next with it (again, on a version
-	// replaced as it started). Reads cfg, tool, input, opened, openErr,
-	// cmd, toolCmd, wallet, decision; writes opened, schema, output (WebAssembly;
-	// cmd, toolCmd and decision again on a replaced version; res on a
-	// retry), schema, toolDigest, upstreamTool (an import), or res.Error
-	// (a refusal).
-	open(ctx context.Context, inv *invocation, next handler) error
+	// open loads the version that will run and checks the input against
+	// it under the call's deadline (replaced: again, after the version
+	// parse opened was replaced as it started). Reads cfg, tool, input,
+	// opened, openErr, cmd, toolCmd; writes nothing: the load stage
+	// (loadAndValidate) writes what it returns into opened, schema,
+	// output, toolDigest, upstreamTool (and cmd, toolCmd on a replaced
+	// version), then its refusal, and owns the retry.
+	open(ctx context.Context, inv *invocation, replaced bool) (loaded, *ToolError, error)
 	// run executes the call. Reads what resolve, parse and open wrote, the
 	// call's input and callbacks, wallet, policy, secrets, preopens, budget,
-	// the session; writes res
-	// (the output or the failure), and sess when it looked the session up
-	// (a wrapped CLI's writable paths, a session built-in).
-	run(ctx context.Context, inv *invocation) error
+	// the session; writes nothing (but the admission turn, given back
+	// while request_sandbox_boundary waits for a human, as an approval's
+	// wait does): the run stage writes what it returns into res and sess. sandbox.ErrStale: the version it was given was
+	// replaced as it started (the load stage opens it again).
+	run(ctx context.Context, inv *invocation) (ran, *ToolError, error)
 	// reparse reads a middleware's rewritten input, decoded, as the
 	// call's own (rendering, and the command for a command tool). Reads
 	// tool and toolCmd; writes nothing.
@@ -102,6 +104,37 @@ type resolved struct {
 	// wallet is the wallet a built-in's visibility was decided on, which
 	// its card operation acts with (nil for other kinds).
 	wallet *cards.Wallet
+}
+
+// loaded is what a backend's open found, which the load stage writes into
+// the invocation (each field only when set), before the refusal open
+// returned with it if any: a refused call's record names what was found.
+type loaded struct {
+	// version is a WebAssembly tool's opened version, which runs; nil
+	// keeps the one parse opened.
+	version *sandbox.Tool
+	schema  *inputSchema // the input schema the input was checked against
+	output  *inputSchema // a declared output schema (checkOutput), or nil
+	// digest is an import's upstream definition as the call found it
+	// (its identity: approvals are bound to it), and upstreamTool the
+	// tool's name upstream ("" when the import was retired since).
+	digest       string
+	upstreamTool string
+	// cmd and toolCmd are a command tree's call as a replaced version
+	// reads it (the same command: wasmBackend.sameCommand).
+	cmd     *command.Invocation
+	toolCmd *toolCommand
+}
+
+// ran is what a backend's run produced, which the run stage writes into
+// the result: the output (a refusal or failure is run's *ToolError), the
+// tool's logs (nil: none were kept), whether a wrapped CLI ran without
+// confinement, and the call's session when run looked it up.
+type ran struct {
+	output     string
+	logs       []LogEntry
+	unconfined bool
+	sess       *store.Session
 }
 
 // parsed is what a backend's parse read of the input, which the parse
