@@ -89,6 +89,10 @@ type backend interface {
 	// (the session stage, sessions.hold).
 	secretHandles() bool
 	preopens() bool
+	// pooled tells whether its calls run in the sandbox's runner (a
+	// worker of the pool), whose unproven tools' first calls admission
+	// runs one at a time (backoff.go, firstCalls).
+	pooled() bool
 }
 
 // resolved is what a backend's resolve exposes of a call, which the policy
@@ -181,55 +185,83 @@ type kinds struct {
 	unknown backend
 }
 
-// kindsOf is cfg's kinds, made once per configuration (New, SetConfig)
-// and kept while it is in force.
-func (h *Host) kindsOf(cfg *config.Config) *kinds {
-	if k := h.kinds.Load(); k != nil && k.cfg == cfg {
+// kindsHolder is the kinds of the configuration in force (cur), made
+// once per configuration (New, SetConfig) from the backends, which are
+// built once (New: newBackends) and hold what they need of the Host, not
+// the Host.
+type kindsHolder struct {
+	cur      atomic.Pointer[kinds]
+	cfg      *atomic.Pointer[config.Config] // the configuration in force
+	backends kindBackends
+}
+
+// of is cfg's kinds: the ones kept while cfg is in force, else made now.
+func (h *kindsHolder) of(cfg *config.Config) *kinds {
+	if k := h.cur.Load(); k != nil && k.cfg == cfg {
 		return k
 	}
-	k := h.newKinds(cfg)
+	k := h.backends.kinds(cfg)
 	if cfg == h.cfg.Load() {
-		h.kinds.Store(k)
+		h.cur.Store(k)
 	}
 	return k
 }
 
-// setKinds decides the kinds of cfg, the configuration now in force.
-func (h *Host) setKinds(cfg *config.Config) { h.kinds.Store(h.newKinds(cfg)) }
+// set decides the kinds of cfg, the configuration now in force.
+func (h *kindsHolder) set(cfg *config.Config) { h.cur.Store(h.backends.kinds(cfg)) }
 
-// newKinds builds the backends of cfg, each holding what it needs of the
+// kindsOf is cfg's kinds (kindsHolder.of).
+func (h *Host) kindsOf(cfg *config.Config) *kinds { return h.kinds.of(cfg) }
+
+// kindBackends are the backends of the four kinds, built once (New) and
+// shared by every configuration's kinds.
+type kindBackends struct {
+	wasm *wasmBackend
+	cli  *cliBackend
+	imp  *importBackend
+	bi   *builtinDeps // each built-in's backend is made over these
+}
+
+// newBackends builds the backends, each holding what it needs of the
 // Host, named here (a field, a function), never the Host itself
-// (TestBackendsHoldNoHost).
-func (h *Host) newKinds(cfg *config.Config) *kinds {
-	wasm := &wasmBackend{
-		runner: h.runner, schemas: &h.schemas, pols: &h.pols, gate: h.gate, observer: h.opts.Observer,
-		trail: &h.trail, secrets: callSecrets{trail: &h.trail, lookup: h.lookupSecret}, crashes: &h.crashes,
+// (TestBackendsHoldNoHost, TestNoHostMethodValues).
+func (h *Host) newBackends() kindBackends {
+	st := &h.stateHolder
+	return kindBackends{
+		wasm: &wasmBackend{
+			runner: h.runner, schemas: &h.schemas, pols: &h.pols, gate: h.gate, observer: h.opts.Observer,
+			trail: &h.trail, secrets: callSecrets{trail: &h.trail, lookup: h.lookupSecret}, crashes: &h.crashes,
+		},
+		cli: &cliBackend{
+			pols: &h.pols, schemas: &h.schemas, gate: h.gate, probe: &h.probe, proxy: &h.proxy,
+			lookupSecret: h.lookupSecret, trail: &h.trail, sessions: &h.sessions, log: h.log,
+		},
+		imp: &importBackend{
+			pols: &h.pols, upstreams: &h.imports, pins: &h.pins, schemas: &h.schemas, gate: h.gate,
+			lookupSecret: h.lookupSecret, log: h.log,
+		},
+		bi: &builtinDeps{
+			state: st.get, wallet: st.wallet, sessions: &h.sessions, human: &h.human, gate: h.gate,
+			lookupSecret: h.opts.LookupSecret, materials: &h.material, observer: h.opts.Observer, trail: &h.trail, log: h.log,
+		},
 	}
-	cli := &cliBackend{
-		pols: &h.pols, schemas: &h.schemas, gate: h.gate, probe: &h.probe, proxy: &h.proxy,
-		lookupSecret: h.lookupSecret, trail: &h.trail, sessions: &h.sessions, log: h.log,
-	}
-	imp := &importBackend{
-		pols: &h.pols, upstreams: &h.imports, pins: &h.pins, schemas: &h.schemas, gate: h.gate,
-		lookupSecret: h.lookupSecret, log: h.log,
-	}
-	bi := &builtinDeps{
-		state: h.state, wallet: h.wallet, sessions: &h.sessions, human: &h.human, gate: h.gate,
-		lookupSecret: h.opts.LookupSecret, materials: &h.material, observer: h.opts.Observer, trail: &h.trail, log: h.log,
-	}
-	k := &kinds{cfg: cfg, byName: map[string]backend{}, imports: map[string]backend{}, unknown: wasm}
+}
+
+// kinds is the backend of each name of cfg.
+func (b kindBackends) kinds(cfg *config.Config) *kinds {
+	k := &kinds{cfg: cfg, byName: map[string]backend{}, imports: map[string]backend{}, unknown: b.wasm}
 	for name, op := range builtins {
-		k.byName[name] = &builtinBackend{deps: bi, name: name, op: op}
+		k.byName[name] = &builtinBackend{deps: b.bi, name: name, op: op}
 	}
 	for _, t := range cfg.Tools() {
 		switch {
 		case t.CLI != nil:
-			k.byName[t.Name] = cli
+			k.byName[t.Name] = b.cli
 		case t.MCP != nil:
-			k.byName[t.Name] = imp
-			k.imports[t.Name] = imp
+			k.byName[t.Name] = b.imp
+			k.imports[t.Name] = b.imp
 		default:
-			k.byName[t.Name] = wasm // a [tools] entry of a built-in's name shadows it
+			k.byName[t.Name] = b.wasm // a [tools] entry of a built-in's name shadows it
 		}
 	}
 	return k
@@ -252,6 +284,3 @@ func (k *kinds) of(name string) backend {
 func (inv *invocation) reparse(doc any) (args []grant.Arg, cmd *command.Invocation, err error) {
 	return inv.backend.reparse(inv, doc)
 }
-
-// kindsHolder is the Host's kinds for the configuration in force.
-type kindsHolder = atomic.Pointer[kinds]

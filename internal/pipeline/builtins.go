@@ -54,11 +54,11 @@ type builtin struct {
 // the run stage keeps in the invocation (the audit record names it).
 type sessionRun func(d *builtinDeps, ctx context.Context, inv *invocation, st store.Store) (any, *store.Session, *ToolError, error)
 
-// builtinDeps are what the built-ins need of the Host, built once per
-// configuration in newKinds and shared by every built-in's backend.
+// builtinDeps are what the built-ins need of the Host, built once in
+// newBackends and shared by every built-in's backend.
 type builtinDeps struct {
-	// state is the state store of a configuration (Host.state); wallet an
-	// agent's pinned wallet from it (Host.wallet).
+	// state is the state store of a configuration (stateHolder.get); wallet an
+	// agent's pinned wallet from it (stateHolder.wallet).
 	state  func(ctx context.Context, cfg *config.Config) (store.Store, error)
 	wallet func(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error)
 	// sessions is the Host's session gate (the call's session); human the
@@ -190,6 +190,7 @@ func (b *builtinBackend) carded() bool { return b.op.session }
 
 func (b *builtinBackend) secretHandles() bool         { return false }
 func (b *builtinBackend) preopens() bool              { return false }
+func (b *builtinBackend) pooled() bool                { return false }
 func (b *builtinBackend) confined(config.Tool) bool   { return false }
 func (b *builtinBackend) typedCommands(ToolInfo) bool { return false }
 func (b *builtinBackend) parse(context.Context, *invocation) (parsed, *ToolError, error) {

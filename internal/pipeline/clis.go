@@ -34,7 +34,7 @@ import (
 // what runs, and there is never a shell.
 
 // cliBackend is the wrapped CLIs' backend. It holds what it needs of the
-// Host (newKinds), not the Host.
+// Host (newBackends), not the Host.
 type cliBackend struct {
 	pols    *callegress.Policies // each tool's compiled egress policy (resolveTool)
 	schemas *toolSchemas         // describe and check, as for a loaded component
@@ -56,6 +56,7 @@ func (b *cliBackend) resolve(_ context.Context, cfg *config.Config, call Call, _
 func (b *cliBackend) carded() bool                { return true }
 func (b *cliBackend) secretHandles() bool         { return false } // its secrets are environment variables (clitool.Env)
 func (b *cliBackend) preopens() bool              { return false } // its paths are Landlock's (runCLI)
+func (b *cliBackend) pooled() bool                { return false } // its own confined process
 func (b *cliBackend) confined(config.Tool) bool   { return true }
 func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
 

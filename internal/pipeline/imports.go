@@ -35,7 +35,7 @@ import (
 // meanwhile.
 
 // importBackend is the backend of the tools of imported MCP servers. It
-// holds what it needs of the Host (newKinds), not the Host.
+// holds what it needs of the Host (newBackends), not the Host.
 type importBackend struct {
 	pols      *callegress.Policies // each tool's compiled egress policy (resolveTool)
 	upstreams *upstreams           // the imported servers (internal/mcphub)
@@ -61,6 +61,7 @@ func (b *importBackend) resolve(_ context.Context, cfg *config.Config, call Call
 func (b *importBackend) carded() bool                { return true }
 func (b *importBackend) secretHandles() bool         { return false } // the upstream gets the input as sent
 func (b *importBackend) preopens() bool              { return false }
+func (b *importBackend) pooled() bool                { return false }
 func (b *importBackend) confined(t config.Tool) bool { return len(t.MCP.Command) > 0 }
 func (b *importBackend) typedCommands(ToolInfo) bool { return false }
 func (b *importBackend) parse(context.Context, *invocation) (parsed, *ToolError, error) {

@@ -244,21 +244,22 @@ type stage func(next handler) handler
 // field, a function), never the Host itself: a reader sees every stage's
 // dependencies in this one function. A stage with none is a function.
 func (h *Host) pipeline() handler {
+	st, limit := &h.stateHolder, inputLimit{override: h.opts.MaxInputBytes}
 	admit := admitStage{adm: h.adm}
-	policy := policyStage{cfg: &h.cfg, kinds: h.kindsOf}
+	policy := policyStage{cfg: &h.cfg, kinds: &h.kinds}
 	audit := auditStages{trail: &h.trail, schemaHash: h.schemas.hash}
-	approvals := approvalStages{state: h.state, log: h.log}
-	input := inputStage{limit: h.maxInputBytes}
+	approvals := approvalStages{state: st.get, log: h.log}
+	input := inputStage{limit: limit.of}
 	var secrets secretStages
-	authorize := authorizeStage{wallet: h.wallet}
+	authorize := authorizeStage{wallet: st.wallet}
 	sessions := sessionStages{gate: &h.sessions}
 	coolDown := coolDownStage{crashes: &h.crashes}
-	budgets := budgetStage{state: h.state, log: h.log}
+	budgets := budgetStage{state: st.get, log: h.log}
 	middleware := middlewareStage{
-		layers:     chain.Layers{State: chainState(h.state), ErrState: ErrState},
+		layers:     chain.Layers{State: chainState(st.get), ErrState: ErrState},
 		components: chain.Components{Runner: h.runner, Log: h.log},
-		approve:    approveLayer{state: h.state, wallet: h.wallet, trail: &h.trail, human: &h.human},
-		rewrite:    rewriteCheck{limit: h.maxInputBytes},
+		approve:    approveLayer{state: st.get, wallet: st.wallet, trail: &h.trail, human: &h.human},
+		rewrite:    rewriteCheck{limit: limit.of},
 	}
 	stages := []namedStage{
 		{"maiden.admission", admit.enter},       // call.Tool → an admission turn, release (admission.go)
@@ -331,13 +332,13 @@ func (s admitStage) enter(next handler) handler {
 // this stage writes them into the invocation.
 type policyStage struct {
 	cfg   *atomic.Pointer[config.Config]
-	kinds func(*config.Config) *kinds
+	kinds *kindsHolder
 }
 
 func (s policyStage) resolve(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		cfg := s.cfg.Load()
-		inv.backend = s.kinds(cfg).of(inv.call.Tool)
+		inv.backend = s.kinds.of(cfg).of(inv.call.Tool)
 		r, terr, err := inv.backend.resolve(ctx, cfg, inv.call, inv.start)
 		if err != nil {
 			return err
@@ -416,8 +417,16 @@ func InputTooLarge(n, limit int64) string {
 
 // maxInputBytes is Options.MaxInputBytes, else the configuration's.
 func (h *Host) maxInputBytes(cfg *config.Config) int64 {
-	if h.opts.MaxInputBytes > 0 {
-		return h.opts.MaxInputBytes
+	return inputLimit{override: h.opts.MaxInputBytes}.of(cfg)
+}
+
+// inputLimit is the one input limit: Options.MaxInputBytes (override) if
+// set, else max_input_bytes of the configuration.
+type inputLimit struct{ override int64 }
+
+func (l inputLimit) of(cfg *config.Config) int64 {
+	if l.override > 0 {
+		return l.override
 	}
 	return cfg.MaxInputBytes()
 }

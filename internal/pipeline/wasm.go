@@ -23,7 +23,7 @@ import (
 // Its schema() decides how its calls are read: a JSON Schema (the input as
 // sent, validated against it) or a command description (parsed with it
 // before the cards: wasmcommand.go). It holds what it needs of the Host
-// (newKinds), not the Host.
+// (newBackends), not the Host.
 type wasmBackend struct {
 	runner  sandbox.Runner       // opens a component version (in process or in a worker)
 	schemas *toolSchemas         // the versions' compiled schemas and schema pins
@@ -43,6 +43,7 @@ func (b *wasmBackend) resolve(_ context.Context, cfg *config.Config, call Call, 
 func (b *wasmBackend) carded() bool        { return true }
 func (b *wasmBackend) secretHandles() bool { return true }
 func (b *wasmBackend) preopens() bool      { return true }
+func (b *wasmBackend) pooled() bool        { return true }
 
 // parse opens the tool and, if its schema() is a command description,
 // parses the call with it: a call that does not fit is kind input, naming
