@@ -32,7 +32,7 @@ import (
 // the tool before its first worker died, so up to its share (six of eight
 // turns) of argument bombs ran at once at normal priority (1-110x echo's
 // p99, 9 runs). Now a tool not yet proven (no call of it has ended keeping
-// its worker) runs one call at a time (Host.oneAtATime): one bomb at normal
+// its worker) runs one call at a time (firstCalls.oneAtATime): one bomb at normal
 // priority, then the tool is in trouble. 59d9656 and this, alternating, 10
 // rounds of -count 3 at load 8-26: first-burst p99 ratio 0.79-49x before
 // (median 7.6; 6 of 30 runs at most 3x; storm p99 4.9-226 ms), 0.06-6.8x

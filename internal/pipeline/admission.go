@@ -27,13 +27,13 @@ import (
 // six turns would take from every other tool at once (the crash storm's
 // echo p99 went 5-12x its p99 alone with the share alone). So does a
 // WebAssembly tool not yet proven (no call of it has ended keeping its
-// worker): its first burst is not a storm of six (Host.oneAtATime).
+// worker): its first burst is not a storm of six (firstCalls.oneAtATime).
 type admission struct {
 	turns   int // calls that may run at once
 	perTool int // calls of one tool that may run at once
 	max     int // waiters allowed
 	// troubled, if set, names the tools whose calls run one at a time
-	// (Host.oneAtATime).
+	// (firstCalls.oneAtATime).
 	troubled func(tool string) bool
 
 	mu      sync.Mutex

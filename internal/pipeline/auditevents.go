@@ -11,7 +11,7 @@ import (
 
 // The records a call's run writes beside its decisions (each http-fetch,
 // web_fetch request and wrapped CLI CONNECT, a reveal), on the trail the
-// backend is given (the Host's: newKinds), not through the Host.
+// backend is given (the Host's: newBackends), not through the Host.
 
 // auditEvent appends a record about the call that is not a decision
 // (a request it made): a failure is logged, not fatal.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/config"
@@ -65,6 +67,12 @@ func (s authorizeStage) decide(next handler) handler {
 // stateHolder is the Host's state store: opened on first need, and the
 // configuration whose agents and system cards were last written to it.
 type stateHolder struct {
+	// Given in New: Options.StatePath, the configuration in force and
+	// the Host's logger.
+	optPath string
+	current *atomic.Pointer[config.Config]
+	log     *slog.Logger
+
 	mu     sync.Mutex
 	st     store.Store
 	path   string
@@ -84,7 +92,10 @@ type cachedWallet struct {
 // (or cfg.StatePath()) and writing cfg's agents and system cards to it the
 // first time cfg is seen. A failure is ErrState with the cause.
 func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, error) {
-	s := &h.stateHolder
+	return h.stateHolder.get(ctx, cfg)
+}
+
+func (s *stateHolder) get(ctx context.Context, cfg *config.Config) (store.Store, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -93,20 +104,20 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 	if s.st != nil && s.synced == cfg {
 		return s.st, nil
 	}
-	if s.st != nil && s.synced != nil && cfg != h.cfg.Load() {
+	if s.st != nil && s.synced != nil && cfg != s.current.Load() {
 		// A call that started under a configuration since replaced: it
 		// must not write that older configuration's system cards back
 		// over the newer one's.
 		return s.st, nil
 	}
 	if s.st == nil {
-		path := h.opts.StatePath
+		path := s.optPath
 		if path == "" {
 			path = cfg.StatePath()
 		}
 		// The store reports what it handles on its own (an audit
 		// journal's torn or damaged lines) to the Host's logger.
-		st, err := store.Open(ctx, path, &store.Options{Logger: h.log})
+		st, err := store.Open(ctx, path, &store.Options{Logger: s.log})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrState, err)
 		}
@@ -115,17 +126,17 @@ func (h *Host) state(ctx context.Context, cfg *config.Config) (store.Store, erro
 		// interrupted: never re-run by themselves, reported to the caller
 		// who repeats one.
 		if n, err := st.MarkInterruptedOnStartup(ctx); err != nil {
-			h.log.Warn("could not mark interrupted calls", "err", err)
+			s.log.Warn("could not mark interrupted calls", "err", err)
 		} else if n > 0 {
-			h.log.Warn("approved calls were interrupted by a restart; they will not be re-run by themselves", "count", n)
+			s.log.Warn("approved calls were interrupted by a restart; they will not be re-run by themselves", "count", n)
 		}
 		// Boundary requests whose waiting process is gone are denied
 		// with host_restarted (BOUNDARIES.md B16): their call cannot
 		// be answered any more; the session asks again if it must.
 		if n, err := st.DenyPendingBoundaryRequests(ctx, boundary.ReasonHostRestarted); err != nil {
-			h.log.Warn("could not deny the boundary requests of a restarted host", "err", err)
+			s.log.Warn("could not deny the boundary requests of a restarted host", "err", err)
 		} else if n > 0 {
-			h.log.Warn("boundary requests of a process now gone were denied (host_restarted)", "count", n)
+			s.log.Warn("boundary requests of a process now gone were denied (host_restarted)", "count", n)
 		}
 	}
 	if err := syncAgents(ctx, s.st, cfg); err != nil {
@@ -153,7 +164,11 @@ func syncAgents(ctx context.Context, st store.Store, cfg *config.Config) error {
 // CardsGeneration; sessions, limits and the audit trail do not) or a card
 // in it expired, so a revocation holds from the next call on.
 func (h *Host) wallet(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error) {
-	st, err := h.state(ctx, cfg)
+	return h.stateHolder.wallet(ctx, cfg, agent, at)
+}
+
+func (s *stateHolder) wallet(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error) {
+	st, err := s.get(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +176,6 @@ func (h *Host) wallet(ctx context.Context, cfg *config.Config, agent string, at 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrState, err)
 	}
-	s := &h.stateHolder
 	s.mu.Lock()
 	c, ok := s.wallets[agent]
 	s.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/store"
 )
 
 // A tool is one of four kinds, and each kind is one backend: a WebAssembly
@@ -41,20 +42,21 @@ type backend interface {
 	// (authorize); a card built-in is decided by its card:VERB grant and
 	// the store's rules instead. Reads and writes nothing.
 	carded() bool
-	// open loads the version that will run, checks the input against it
-	// under the call's deadline, and runs next with it (again, on a version
-	// replaced as it started). Reads cfg, tool, input, opened, openErr,
-	// cmd, toolCmd, wallet, decision; writes opened, schema, output (WebAssembly;
-	// cmd, toolCmd and decision again on a replaced version; res on a
-	// retry), schema, toolDigest, upstreamTool (an import), or res.Error
-	// (a refusal).
-	open(ctx context.Context, inv *invocation, next handler) error
+	// open loads the version that will run and checks the input against
+	// it under the call's deadline (replaced: again, after the version
+	// parse opened was replaced as it started). Reads cfg, tool, input,
+	// opened, openErr, cmd, toolCmd; writes nothing: the load stage
+	// (loadAndValidate) writes what it returns into opened, schema,
+	// output, toolDigest, upstreamTool (and cmd, toolCmd on a replaced
+	// version), then its refusal, and owns the retry.
+	open(ctx context.Context, inv *invocation, replaced bool) (loaded, *ToolError, error)
 	// run executes the call. Reads what resolve, parse and open wrote, the
 	// call's input and callbacks, wallet, policy, secrets, preopens, budget,
-	// the session; writes res
-	// (the output or the failure), and sess when it looked the session up
-	// (a wrapped CLI's writable paths, a session built-in).
-	run(ctx context.Context, inv *invocation) error
+	// the session; writes nothing (but the admission turn, given back
+	// while request_sandbox_boundary waits for a human, as an approval's
+	// wait does): the run stage writes what it returns into res and sess. sandbox.ErrStale: the version it was given was
+	// replaced as it started (the load stage opens it again).
+	run(ctx context.Context, inv *invocation) (ran, *ToolError, error)
 	// reparse reads a middleware's rewritten input, decoded, as the
 	// call's own (rendering, and the command for a command tool). Reads
 	// tool and toolCmd; writes nothing.
@@ -87,6 +89,10 @@ type backend interface {
 	// (the session stage, sessions.hold).
 	secretHandles() bool
 	preopens() bool
+	// pooled tells whether its calls run in the sandbox's runner (a
+	// worker of the pool), whose unproven tools' first calls admission
+	// runs one at a time (backoff.go, firstCalls).
+	pooled() bool
 }
 
 // resolved is what a backend's resolve exposes of a call, which the policy
@@ -102,6 +108,37 @@ type resolved struct {
 	// wallet is the wallet a built-in's visibility was decided on, which
 	// its card operation acts with (nil for other kinds).
 	wallet *cards.Wallet
+}
+
+// loaded is what a backend's open found, which the load stage writes into
+// the invocation (each field only when set), before the refusal open
+// returned with it if any: a refused call's record names what was found.
+type loaded struct {
+	// version is a WebAssembly tool's opened version, which runs; nil
+	// keeps the one parse opened.
+	version *sandbox.Tool
+	schema  *inputSchema // the input schema the input was checked against
+	output  *inputSchema // a declared output schema (checkOutput), or nil
+	// digest is an import's upstream definition as the call found it
+	// (its identity: approvals are bound to it), and upstreamTool the
+	// tool's name upstream ("" when the import was retired since).
+	digest       string
+	upstreamTool string
+	// cmd and toolCmd are a command tree's call as a replaced version
+	// reads it (the same command: wasmBackend.sameCommand).
+	cmd     *command.Invocation
+	toolCmd *toolCommand
+}
+
+// ran is what a backend's run produced, which the run stage writes into
+// the result: the output (a refusal or failure is run's *ToolError), the
+// tool's logs (nil: none were kept), whether a wrapped CLI ran without
+// confinement, and the call's session when run looked it up.
+type ran struct {
+	output     string
+	logs       []LogEntry
+	unconfined bool
+	sess       *store.Session
 }
 
 // parsed is what a backend's parse read of the input, which the parse
@@ -148,55 +185,83 @@ type kinds struct {
 	unknown backend
 }
 
-// kindsOf is cfg's kinds, made once per configuration (New, SetConfig)
-// and kept while it is in force.
-func (h *Host) kindsOf(cfg *config.Config) *kinds {
-	if k := h.kinds.Load(); k != nil && k.cfg == cfg {
+// kindsHolder is the kinds of the configuration in force (cur), made
+// once per configuration (New, SetConfig) from the backends, which are
+// built once (New: newBackends) and hold what they need of the Host, not
+// the Host.
+type kindsHolder struct {
+	cur      atomic.Pointer[kinds]
+	cfg      *atomic.Pointer[config.Config] // the configuration in force
+	backends kindBackends
+}
+
+// of is cfg's kinds: the ones kept while cfg is in force, else made now.
+func (h *kindsHolder) of(cfg *config.Config) *kinds {
+	if k := h.cur.Load(); k != nil && k.cfg == cfg {
 		return k
 	}
-	k := h.newKinds(cfg)
+	k := h.backends.kinds(cfg)
 	if cfg == h.cfg.Load() {
-		h.kinds.Store(k)
+		h.cur.Store(k)
 	}
 	return k
 }
 
-// setKinds decides the kinds of cfg, the configuration now in force.
-func (h *Host) setKinds(cfg *config.Config) { h.kinds.Store(h.newKinds(cfg)) }
+// set decides the kinds of cfg, the configuration now in force.
+func (h *kindsHolder) set(cfg *config.Config) { h.cur.Store(h.backends.kinds(cfg)) }
 
-// newKinds builds the backends of cfg, each holding what it needs of the
+// kindsOf is cfg's kinds (kindsHolder.of).
+func (h *Host) kindsOf(cfg *config.Config) *kinds { return h.kinds.of(cfg) }
+
+// kindBackends are the backends of the four kinds, built once (New) and
+// shared by every configuration's kinds.
+type kindBackends struct {
+	wasm *wasmBackend
+	cli  *cliBackend
+	imp  *importBackend
+	bi   *builtinDeps // each built-in's backend is made over these
+}
+
+// newBackends builds the backends, each holding what it needs of the
 // Host, named here (a field, a function), never the Host itself
-// (TestBackendsHoldNoHost).
-func (h *Host) newKinds(cfg *config.Config) *kinds {
-	wasm := &wasmBackend{
-		runner: h.runner, schemas: &h.schemas, pols: &h.pols, gate: h.gate, observer: h.opts.Observer,
-		trail: &h.trail, secrets: callSecrets{trail: &h.trail, lookup: h.lookupSecret}, crashes: &h.crashes,
+// (TestBackendsHoldNoHost, TestNoHostMethodValues).
+func (h *Host) newBackends() kindBackends {
+	st := &h.stateHolder
+	return kindBackends{
+		wasm: &wasmBackend{
+			runner: h.runner, schemas: &h.schemas, pols: &h.pols, gate: h.gate, observer: h.opts.Observer,
+			trail: &h.trail, secrets: callSecrets{trail: &h.trail, lookup: h.lookupSecret}, crashes: &h.crashes,
+		},
+		cli: &cliBackend{
+			pols: &h.pols, schemas: &h.schemas, gate: h.gate, probe: &h.probe, proxy: &h.proxy,
+			lookupSecret: h.lookupSecret, trail: &h.trail, sessions: &h.sessions, log: h.log,
+		},
+		imp: &importBackend{
+			pols: &h.pols, upstreams: &h.imports, pins: &h.pins, schemas: &h.schemas, gate: h.gate,
+			lookupSecret: h.lookupSecret, log: h.log,
+		},
+		bi: &builtinDeps{
+			state: st.get, wallet: st.wallet, sessions: &h.sessions, human: &h.human, gate: h.gate,
+			lookupSecret: h.opts.LookupSecret, materials: &h.material, observer: h.opts.Observer, trail: &h.trail, log: h.log,
+		},
 	}
-	cli := &cliBackend{
-		pols: &h.pols, schemas: &h.schemas, gate: h.gate, probe: &h.probe, proxy: &h.proxy,
-		lookupSecret: h.lookupSecret, trail: &h.trail, sessions: &h.sessions, log: h.log,
-	}
-	imp := &importBackend{
-		pols: &h.pols, upstreams: &h.imports, pins: &h.pins, schemas: &h.schemas, gate: h.gate,
-		lookupSecret: h.lookupSecret, log: h.log,
-	}
-	bi := &builtinDeps{
-		state: h.state, wallet: h.wallet, sessions: &h.sessions, human: &h.human, gate: h.gate,
-		lookupSecret: h.opts.LookupSecret, materials: &h.material, observer: h.opts.Observer, trail: &h.trail, log: h.log,
-	}
-	k := &kinds{cfg: cfg, byName: map[string]backend{}, imports: map[string]backend{}, unknown: wasm}
+}
+
+// kinds is the backend of each name of cfg.
+func (b kindBackends) kinds(cfg *config.Config) *kinds {
+	k := &kinds{cfg: cfg, byName: map[string]backend{}, imports: map[string]backend{}, unknown: b.wasm}
 	for name, op := range builtins {
-		k.byName[name] = &builtinBackend{deps: bi, name: name, op: op}
+		k.byName[name] = &builtinBackend{deps: b.bi, name: name, op: op}
 	}
 	for _, t := range cfg.Tools() {
 		switch {
 		case t.CLI != nil:
-			k.byName[t.Name] = cli
+			k.byName[t.Name] = b.cli
 		case t.MCP != nil:
-			k.byName[t.Name] = imp
-			k.imports[t.Name] = imp
+			k.byName[t.Name] = b.imp
+			k.imports[t.Name] = b.imp
 		default:
-			k.byName[t.Name] = wasm // a [tools] entry of a built-in's name shadows it
+			k.byName[t.Name] = b.wasm // a [tools] entry of a built-in's name shadows it
 		}
 	}
 	return k
@@ -219,6 +284,3 @@ func (k *kinds) of(name string) backend {
 func (inv *invocation) reparse(doc any) (args []grant.Arg, cmd *command.Invocation, err error) {
 	return inv.backend.reparse(inv, doc)
 }
-
-// kindsHolder is the Host's kinds for the configuration in force.
-type kindsHolder = atomic.Pointer[kinds]

@@ -19,12 +19,13 @@ import (
 
 // TestBackendsHoldNoHost: a backend is a value holding what it needs of
 // the Host, never the Host (issue 21, end state 5), as the stages are
-// (TestStagesHoldNoHost). Every backend value newKinds builds for a
+// (TestStagesHoldNoHost). Every backend value newBackends builds, as the kinds of a
 // configuration with every kind (a WebAssembly tool, a wrapped CLI, an MCP
 // import, the built-ins) is walked as it is, field by field, through
 // pointers, slices, maps and the values behind interfaces (the runner, the
 // egress gate's token store): none may reach a Host. A function value is
-// not looked into; what it is given as is read in newKinds.
+// not looked into; what it is given as is read in newBackends (and TestNoHostMethodValues
+// holds that it is no method value of the Host).
 func TestBackendsHoldNoHost(t *testing.T) {
 	dir := t.TempDir()
 	root := testkit.RepoRoot(t)
@@ -51,7 +52,7 @@ tools = ["echo", "git", "calc", "cards_revoke", "fs_read", "web_fetch"]
 		t.Fatal(err)
 	}
 	defer h.Close(t.Context())
-	k := h.newKinds(cfg)
+	k := h.newBackends().kinds(cfg)
 	all := map[string]backend{"(unknown)": k.unknown}
 	for name, b := range k.byName {
 		all[name] = b
@@ -71,7 +72,7 @@ tools = ["echo", "git", "calc", "cards_revoke", "fs_read", "web_fetch"]
 	}
 	for _, kind := range []string{"wasm", "cli", "mcp", "builtin"} {
 		if !kinds[kind] {
-			t.Errorf("newKinds built no %s backend: the walk would prove nothing of it (kinds: %v)", kind, kinds)
+			t.Errorf("newBackends built no %s backend: the walk would prove nothing of it (kinds: %v)", kind, kinds)
 		}
 	}
 }
@@ -211,8 +212,9 @@ path = %q
 
 // useRunner makes r the Host's runner, for a test that wraps it after New:
 // the backends are built again, since they hold the runner they were given
-// (newKinds), not the Host.
+// (newBackends), not the Host.
 func (h *Host) useRunner(r sandbox.Runner) {
 	h.runner = r
-	h.setKinds(h.cfg.Load())
+	h.kinds.backends = h.newBackends()
+	h.kinds.set(h.cfg.Load())
 }

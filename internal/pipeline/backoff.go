@@ -135,22 +135,31 @@ func (c *crashes) proven(tool string) bool {
 // The price: the first calls of a new tool (of each tool after a
 // restart) wait for the first one to end, once; a call refused before it
 // ran (a card, a schema) proves nothing. Wrapped CLIs, MCP imports and
-// built-ins run in no worker of the pool and keep their share.
-func (h *Host) oneAtATime(tool string) bool {
-	if h.crashes.troubled(tool) {
+// built-ins run in no worker of the pool and keep their share
+// (backend.pooled).
+//
+// firstCalls holds what that needs (the crash records, the kinds in
+// force), not the Host.
+type firstCalls struct {
+	crashes *crashes
+	kinds   *kindsHolder
+}
+
+func (f firstCalls) oneAtATime(tool string) bool {
+	if f.crashes.troubled(tool) {
 		return true
 	}
-	if h.crashes.proven(tool) {
+	if f.crashes.proven(tool) {
 		return false // whatever its kind: a proven tool keeps its share
 	}
-	k := h.kinds.Load()
+	k := f.kinds.cur.Load()
 	if k == nil {
 		return false
 	}
-	if _, wasm := k.byName[tool].(*wasmBackend); !wasm {
-		return false // another kind, or a name no tool has (refused at once)
-	}
-	return true // a WebAssembly tool not yet proven
+	b, ok := k.byName[tool]
+	// another kind, or a name no tool has (refused at once), keeps its
+	// share; a WebAssembly tool not yet proven does not
+	return ok && b.pooled()
 }
 
 // refusal is the message refusing a call of version digest of tool now, or

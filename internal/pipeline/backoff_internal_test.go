@@ -285,12 +285,12 @@ func TestUnprovenToolOneAtATime(t *testing.T) {
 	}
 	defer h.Close(t.Context())
 	for name, want := range map[string]bool{"echo": true, "other": true, "git": false, "fs_read": false, "nosuch": false} {
-		if got := h.oneAtATime(name); got != want {
+		if got := h.adm.troubled(name); got != want {
 			t.Errorf("oneAtATime(%q) before any call = %v, want %v", name, got, want)
 		}
 	}
 	h.crashes.record("other", "v1", true) // lost its worker: not proven
-	if !h.oneAtATime("other") {
+	if !h.adm.troubled("other") {
 		t.Error("a tool whose only call lost its worker counts as proven")
 	}
 
@@ -332,7 +332,7 @@ func TestUnprovenToolOneAtATime(t *testing.T) {
 	if res, err := h.Call(ctx, Call{Tool: "echo", Input: `{"message":"hi"}`}); err != nil || !res.OK {
 		t.Fatalf("echo: %v %+v", err, res.Error)
 	}
-	if h.oneAtATime("echo") {
+	if h.adm.troubled("echo") {
 		t.Fatal("echo still runs one call at a time after a call of it ended")
 	}
 	var releases []func()

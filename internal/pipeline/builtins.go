@@ -50,13 +50,15 @@ type builtin struct {
 
 // sessionRun is a session built-in's operation, given what it needs of the
 // Host (d), the call, and the state store.
-type sessionRun func(d *builtinDeps, ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error)
+// It returns the session it looked up (if any) beside its output, which
+// the run stage keeps in the invocation (the audit record names it).
+type sessionRun func(d *builtinDeps, ctx context.Context, inv *invocation, st store.Store) (any, *store.Session, *ToolError, error)
 
-// builtinDeps are what the built-ins need of the Host, built once per
-// configuration in newKinds and shared by every built-in's backend.
+// builtinDeps are what the built-ins need of the Host, built once in
+// newBackends and shared by every built-in's backend.
 type builtinDeps struct {
-	// state is the state store of a configuration (Host.state); wallet an
-	// agent's pinned wallet from it (Host.wallet).
+	// state is the state store of a configuration (stateHolder.get); wallet an
+	// agent's pinned wallet from it (stateHolder.wallet).
 	state  func(ctx context.Context, cfg *config.Config) (store.Store, error)
 	wallet func(ctx context.Context, cfg *config.Config, agent string, at time.Time) (*cards.Wallet, error)
 	// sessions is the Host's session gate (the call's session); human the
@@ -188,6 +190,7 @@ func (b *builtinBackend) carded() bool { return b.op.session }
 
 func (b *builtinBackend) secretHandles() bool         { return false }
 func (b *builtinBackend) preopens() bool              { return false }
+func (b *builtinBackend) pooled() bool                { return false }
 func (b *builtinBackend) confined(config.Tool) bool   { return false }
 func (b *builtinBackend) typedCommands(ToolInfo) bool { return false }
 func (b *builtinBackend) parse(context.Context, *invocation) (parsed, *ToolError, error) {
@@ -196,8 +199,8 @@ func (b *builtinBackend) parse(context.Context, *invocation) (parsed, *ToolError
 
 // open: nothing to load; the operation reads its input strictly itself
 // (decodeInput).
-func (b *builtinBackend) open(ctx context.Context, inv *invocation, next handler) error {
-	return next(ctx, inv)
+func (b *builtinBackend) open(context.Context, *invocation, bool) (loaded, *ToolError, error) {
+	return loaded{}, nil, nil
 }
 
 func (b *builtinBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
@@ -241,40 +244,36 @@ func (b *builtinBackend) commandSpec(context.Context, config.Tool) (*command.Spe
 }
 
 // run performs the built-in's operation.
-func (b *builtinBackend) run(ctx context.Context, inv *invocation) error {
+func (b *builtinBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError, error) {
 	st, err := b.deps.state(ctx, inv.cfg)
 	if err != nil {
-		return err
+		return ran{}, nil, err
 	}
+	r := ran{logs: []LogEntry{}}
 	var out any
 	var terr *ToolError
 	if b.op.session {
-		out, terr, err = b.op.runInv(b.deps, ctx, inv, st)
+		out, r.sess, terr, err = b.op.runInv(b.deps, ctx, inv, st)
 	} else {
 		// The card rules are admin's, acting as the agent on the wallet
 		// its visibility was decided on (the same code as maiden cards).
 		as := adminlink.As(st, inv.cfg, inv.builtinWallet).(cardtools.Cards)
-		var r *cardtools.Refusal
-		if out, r, err = b.op.card(ctx, as, []byte(inv.call.Input)); err != nil {
+		var rf *cardtools.Refusal
+		if out, rf, err = b.op.card(ctx, as, []byte(inv.call.Input)); err != nil {
 			err = fmt.Errorf("%w: %v", ErrState, err)
-		} else if r != nil {
-			terr = &ToolError{Kind: r.Kind, Message: r.Message}
+		} else if rf != nil {
+			terr = &ToolError{Kind: rf.Kind, Message: rf.Message}
 		}
 	}
-	inv.res.Logs = []LogEntry{}
-	switch {
-	case err != nil:
-		return err
-	case terr != nil:
-		inv.res.Error = terr
-		return nil
+	if err != nil || terr != nil {
+		return r, terr, err
 	}
 	text, err := json.Marshal(out)
 	if err != nil {
-		return err
+		return r, nil, err
 	}
-	inv.res.OK, inv.res.Output = true, string(text)
-	return nil
+	r.output = string(text)
+	return r, nil, nil
 }
 
 // decodeInput reads a built-in's input strictly: unknown fields are an

@@ -34,7 +34,7 @@ import (
 // what runs, and there is never a shell.
 
 // cliBackend is the wrapped CLIs' backend. It holds what it needs of the
-// Host (newKinds), not the Host.
+// Host (newBackends), not the Host.
 type cliBackend struct {
 	pols    *callegress.Policies // each tool's compiled egress policy (resolveTool)
 	schemas *toolSchemas         // describe and check, as for a loaded component
@@ -56,6 +56,7 @@ func (b *cliBackend) resolve(_ context.Context, cfg *config.Config, call Call, _
 func (b *cliBackend) carded() bool                { return true }
 func (b *cliBackend) secretHandles() bool         { return false } // its secrets are environment variables (clitool.Env)
 func (b *cliBackend) preopens() bool              { return false } // its paths are Landlock's (runCLI)
+func (b *cliBackend) pooled() bool                { return false } // its own confined process
 func (b *cliBackend) confined(config.Tool) bool   { return true }
 func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
 
@@ -74,8 +75,8 @@ func (b *cliBackend) parse(_ context.Context, inv *invocation) (parsed, *ToolErr
 
 // open has nothing to load: parse validated the call against the
 // description.
-func (b *cliBackend) open(ctx context.Context, inv *invocation, next handler) error {
-	return next(ctx, inv)
+func (b *cliBackend) open(context.Context, *invocation, bool) (loaded, *ToolError, error) {
+	return loaded{}, nil, nil
 }
 
 func (b *cliBackend) reparse(inv *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
@@ -203,14 +204,14 @@ func (c *connectProxy) close() {
 
 // run runs a wrapped CLI's validated call (internal/clitool) once the
 // host has decided its environment, paths and network.
-func (b *cliBackend) run(ctx context.Context, inv *invocation) error {
+func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError, error) {
 	t, cli := inv.tool, inv.tool.CLI
 	if _, err := b.probe.confinement(ctx); err != nil && !cli.Unconfined {
-		return inv.fail(KindDenied, fmt.Sprintf("%s: wrapped CLIs are refused because confinement is not in force here (%v); set unconfined = true in [clis.%s] to run it anyway", t.Name, err, t.Name))
+		return ran{}, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("%s: wrapped CLIs are refused because confinement is not in force here (%v); set unconfined = true in [clis.%s] to run it anyway", t.Name, err, t.Name)}, nil
 	}
 	env, err := clitool.Env(t, b.lookupSecret)
 	if err != nil {
-		return inv.fail(KindDenied, err.Error())
+		return ran{}, &ToolError{Kind: KindDenied, Message: err.Error()}, nil
 	}
 	dir := cli.Dir
 	if dir == "" {
@@ -227,7 +228,7 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) error {
 		// one, a network namespace holds nothing but that proxy.
 		proxy, err := b.proxy.get()
 		if err != nil {
-			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
+			return ran{}, nil, fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
 		}
 		var sess *egress.ProxySession
 		if audited := inv.audited(); audited || inv.tr != nil {
@@ -251,7 +252,7 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) error {
 			sess, err = proxy.Open(inv.policy, walletAuthorizer(inv.wallet), inv.agent)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
+			return ran{}, nil, fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
 		}
 		defer sess.Close()
 		env = append(env, "HTTPS_PROXY="+sess.URL(), "https_proxy="+sess.URL())
@@ -263,16 +264,15 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) error {
 			}
 		}
 	}
+	var r ran
 	writable := cli.WritePaths
 	if a, ok := inv.cfg.Agent(inv.agent); ok && a.BoundaryLine > 0 && len(writable) > 0 {
 		// An agent with a declared boundary: its sessions' boundary
 		// narrows what the CLI may write.
-		s, terr, err := lookupSession(ctx, b.sessions, inv)
+		s, found, terr, err := lookupSession(ctx, b.sessions, inv)
+		r.sess = found
 		if err != nil || terr != nil {
-			if terr != nil {
-				inv.res.Error = terr
-			}
-			return err
+			return r, terr, err
 		}
 		var lost []string
 		writable, lost = session.NarrowWritable(writable, s.Boundary)
@@ -283,26 +283,23 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) error {
 		Redact: b.gate.Redactor(inv.policy),
 	})
 	if err != nil {
-		return err
+		return r, nil, err
 	}
 	if out.NoNetNS {
 		b.log.Warn("a wrapped CLI with network ran without its own network namespace", "tool", t.Name)
 	}
-	if out.Unconfined {
-		inv.res.Unconfined = true
-	}
-	inv.res.Logs = out.Logs
+	r.unconfined, r.logs = out.Unconfined, out.Logs
 	if out.Failure != nil {
 		if first := refusal(); first != "" && out.Failure.Kind == KindTool {
 			// The CLI gave up after the proxy refused its CONNECT (curl:
 			// "CONNECT tunnel failed, response 403"): the cause is the
 			// policy, said with its rule, as for a refused http-fetch.
-			return inv.fail(KindDenied, fmt.Sprintf("its CONNECT was refused: %s (the CLI then failed: %s)", first, out.Failure.Message))
+			return r, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("its CONNECT was refused: %s (the CLI then failed: %s)", first, out.Failure.Message)}, nil
 		}
-		return inv.fail(out.Failure.Kind, out.Failure.Message)
+		return r, &ToolError{Kind: out.Failure.Kind, Message: out.Failure.Message}, nil
 	}
-	inv.res.OK, inv.res.Output = true, out.Output
-	return nil
+	r.output = out.Output
+	return r, nil, nil
 }
 
 // secretLookup is how the host resolves a secret by name:

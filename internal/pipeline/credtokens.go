@@ -24,7 +24,7 @@ type tokenShare struct {
 
 // tokenShare is the Host's token store for its gate (New).
 func (h *Host) tokenShare() tokenShare {
-	return tokenShare{cfg: &h.cfg, statePath: h.opts.StatePath, state: h.state}
+	return tokenShare{cfg: &h.cfg, statePath: h.opts.StatePath, state: h.stateHolder.get}
 }
 
 // leaser is what a store that shares credential tokens has

@@ -129,7 +129,9 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	}
 	h.runner = runner
 	h.adm.obs = o.Observer
-	h.adm.troubled = h.oneAtATime
+	h.adm.troubled = firstCalls{crashes: &h.crashes, kinds: &h.kinds}.oneAtATime
+	h.stateHolder.optPath, h.stateHolder.current, h.stateHolder.log = o.StatePath, &h.cfg, h.log
+	st := &h.stateHolder
 	audit := o.Audit
 	if audit == nil {
 		audit = o.Logger
@@ -139,15 +141,16 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 		resolver = o.Resolver
 	}
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit, Tokens: h.tokenShare()})
-	h.sessions.State, h.sessions.ErrState = h.state, ErrState
-	h.trail = callaudit.Trail{State: h.state, Log: h.log}
+	h.sessions.State, h.sessions.ErrState = st.get, ErrState
+	h.trail = callaudit.Trail{State: st.get, Log: h.log}
 	h.human = humanWait{waiters: &h.waiters, adm: h.adm, timeout: o.ApprovalWait, poll: o.ApprovalPoll}
 	h.lookupSecret = secretLookup(o)
 	h.pins = importPins{explicit: o.MCPPinsPath, cfg: &h.cfg, log: h.log}
 	h.proxy = connectProxy{gate: h.gate, closed: &h.closed}
 	h.imports.opts = h.hubOptions()
 	h.cfg.Store(cfg)
-	h.setKinds(cfg)
+	h.kinds.cfg, h.kinds.backends = &h.cfg, h.newBackends()
+	h.kinds.set(cfg)
 	h.handle = h.pipeline()
 	return h, nil
 }
@@ -180,7 +183,7 @@ func (h *Host) Config() *config.Config { return h.cfg.Load() }
 func (h *Host) SetConfig(cfg *config.Config) {
 	if cfg != nil {
 		h.cfg.Store(cfg)
-		h.setKinds(cfg)
+		h.kinds.set(cfg)
 		h.retireImports(cfg)
 	}
 }

@@ -35,7 +35,7 @@ import (
 // meanwhile.
 
 // importBackend is the backend of the tools of imported MCP servers. It
-// holds what it needs of the Host (newKinds), not the Host.
+// holds what it needs of the Host (newBackends), not the Host.
 type importBackend struct {
 	pols      *callegress.Policies // each tool's compiled egress policy (resolveTool)
 	upstreams *upstreams           // the imported servers (internal/mcphub)
@@ -61,6 +61,7 @@ func (b *importBackend) resolve(_ context.Context, cfg *config.Config, call Call
 func (b *importBackend) carded() bool                { return true }
 func (b *importBackend) secretHandles() bool         { return false } // the upstream gets the input as sent
 func (b *importBackend) preopens() bool              { return false }
+func (b *importBackend) pooled() bool                { return false }
 func (b *importBackend) confined(t config.Tool) bool { return len(t.MCP.Command) > 0 }
 func (b *importBackend) typedCommands(ToolInfo) bool { return false }
 func (b *importBackend) parse(context.Context, *invocation) (parsed, *ToolError, error) {
@@ -69,27 +70,27 @@ func (b *importBackend) parse(context.Context, *invocation) (parsed, *ToolError,
 
 // open finds the tool on its upstream and checks the input against the
 // upstream's schema, under the import's timeout.
-func (b *importBackend) open(ctx context.Context, inv *invocation, next handler) error {
-	li, refusal, err := b.load(ctx, inv)
+func (b *importBackend) open(ctx context.Context, inv *invocation, _ bool) (loaded, *ToolError, error) {
+	li, upstreamTool, refusal, err := b.load(ctx, inv)
 	if err != nil {
-		return err
+		return loaded{}, nil, err
 	}
-	inv.toolDigest = li.Digest
+	found := loaded{digest: li.Digest, upstreamTool: upstreamTool} // a refused call's record names the definition found
 	if refusal != nil {
-		return inv.fail(refusal.Kind, refusal.Message)
+		return found, refusal, nil
 	}
 	schema := b.schemas.in.get(li.Digest, li.Schema)
 	if schema.err != nil {
-		return inv.fail(KindInvalid, "the MCP server's input schema: "+schema.err.Error())
+		return found, &ToolError{Kind: KindInvalid, Message: "the MCP server's input schema: " + schema.err.Error()}, nil
 	}
 	if err := schema.validateWithin(ctx, inv.tool.Timeout, inv.input); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return found, nil, ctx.Err()
 		}
-		return inv.fail(KindInput, err.Error())
+		return found, &ToolError{Kind: KindInput, Message: err.Error()}, nil
 	}
-	inv.schema = schema
-	return next(ctx, inv)
+	found.schema = schema
+	return found, nil, nil
 }
 
 func (b *importBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.Invocation, error) {
@@ -337,10 +338,10 @@ func schemaDigest(name string, schema []byte) string {
 
 // run sends a call to its upstream, under the import's timeout_ms
 // (mcphub.Hub.Call).
-func (b *importBackend) run(ctx context.Context, inv *invocation) error {
+func (b *importBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError, error) {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
 	if inv.upstreamTool == "" { // load found the import retired
-		return inv.fail(KindUnavailable, mcphub.RetiredMessage(imp))
+		return ran{}, &ToolError{Kind: KindUnavailable, Message: mcphub.RetiredMessage(imp)}, nil
 	}
 	gate := b.gate.Redactor(inv.policy)
 	redact := gate
@@ -373,52 +374,49 @@ func (b *importBackend) run(ctx context.Context, inv *invocation) error {
 		end("")
 	}
 	relay.Finish()
-	if out.Logs != nil {
-		inv.res.Logs = out.Logs
-	}
+	r := ran{logs: out.Logs}
 	switch {
 	case errors.Is(err, api.ErrClosed):
-		return ErrClosed
+		return r, nil, ErrClosed
 	case err != nil:
-		return err
+		return r, nil, err
 	case out.Failure != nil:
-		return inv.fail(out.Failure.Kind, out.Failure.Message)
+		return r, &ToolError{Kind: out.Failure.Kind, Message: out.Failure.Message}, nil
 	}
-	inv.res.OK, inv.res.Output = true, out.Output
-	return nil
+	r.output = out.Output
+	return r, nil, nil
 }
 
 // load finds an imported tool's upstream name and input schema, for the
 // schema check. A tool refused by its pin, or unknown while its upstream
 // is down (not listed yet), is refused with a ToolError.
-func (b *importBackend) load(ctx context.Context, inv *invocation) (sandbox.LoadInfo, *ToolError, error) {
+func (b *importBackend) load(ctx context.Context, inv *invocation) (sandbox.LoadInfo, string, *ToolError, error) {
 	imp, _, _ := config.ImportOf(inv.tool.Name)
 	t, ok := inv.cfg.Tool(imp)
 	if !ok {
-		return sandbox.LoadInfo{}, nil, fmt.Errorf("%w %q", ErrUnknownTool, inv.tool.Name)
+		return sandbox.LoadInfo{}, "", nil, fmt.Errorf("%w %q", ErrUnknownTool, inv.tool.Name)
 	}
 	_, byExposed, up, err := b.toolsOf(ctx, t)
 	if errors.Is(err, errRetired) {
 		// A reload removed or changed the import since the call began:
-		// nothing is sent anywhere. The run stage answers unavailable
+		// nothing is sent anywhere. run answers unavailable
 		// (inv.upstreamTool stays "").
-		return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Schema: "{}"}, Digest: "mcp:retired"}, nil, nil
+		return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Schema: "{}"}, Digest: "mcp:retired"}, "", nil, nil
 	} else if err != nil {
-		return sandbox.LoadInfo{}, nil, err
+		return sandbox.LoadInfo{}, "", nil, err
 	}
 	x, ok := byExposed[inv.tool.Name]
 	switch {
 	case !ok && !up:
 		// Down (restarting, or never up since maiden started): whether it
 		// still offers the tool is not known yet.
-		return sandbox.LoadInfo{}, &ToolError{Kind: KindUnavailable, Message: b.upstreamDown(imp, inv.tool.MCP)}, nil
+		return sandbox.LoadInfo{}, "", &ToolError{Kind: KindUnavailable, Message: b.upstreamDown(imp, inv.tool.MCP)}, nil
 	case !ok:
-		return sandbox.LoadInfo{}, nil, fmt.Errorf("%w %q: the MCP server %q does not offer it (now)", ErrUnknownTool, inv.tool.Name, imp)
+		return sandbox.LoadInfo{}, "", nil, fmt.Errorf("%w %q: the MCP server %q does not offer it (now)", ErrUnknownTool, inv.tool.Name, imp)
 	case x.refusal != nil:
-		return sandbox.LoadInfo{}, x.refusal, nil
+		return sandbox.LoadInfo{}, "", x.refusal, nil
 	}
-	inv.upstreamTool = x.Name
-	return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Description: x.Description, Schema: string(x.InputSchema)}, Digest: schemaDigest(inv.tool.Name, x.InputSchema)}, nil, nil
+	return sandbox.LoadInfo{Info: sandbox.Info{World: sandbox.WorldTool, Description: x.Description, Schema: string(x.InputSchema)}, Digest: schemaDigest(inv.tool.Name, x.InputSchema)}, x.Name, nil, nil
 }
 
 // upstreamDown says why import imp cannot be called now, in the words of

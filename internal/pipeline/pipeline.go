@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/chain"
 	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -242,21 +244,22 @@ type stage func(next handler) handler
 // field, a function), never the Host itself: a reader sees every stage's
 // dependencies in this one function. A stage with none is a function.
 func (h *Host) pipeline() handler {
+	st, limit := &h.stateHolder, inputLimit{override: h.opts.MaxInputBytes}
 	admit := admitStage{adm: h.adm}
-	policy := policyStage{cfg: &h.cfg, kinds: h.kindsOf}
+	policy := policyStage{cfg: &h.cfg, kinds: &h.kinds}
 	audit := auditStages{trail: &h.trail, schemaHash: h.schemas.hash}
-	approvals := approvalStages{state: h.state, log: h.log}
-	input := inputStage{limit: h.maxInputBytes}
+	approvals := approvalStages{state: st.get, log: h.log}
+	input := inputStage{limit: limit.of}
 	var secrets secretStages
-	authorize := authorizeStage{wallet: h.wallet}
+	authorize := authorizeStage{wallet: st.wallet}
 	sessions := sessionStages{gate: &h.sessions}
 	coolDown := coolDownStage{crashes: &h.crashes}
-	budgets := budgetStage{state: h.state, log: h.log}
+	budgets := budgetStage{state: st.get, log: h.log}
 	middleware := middlewareStage{
-		layers:     chain.Layers{State: chainState(h.state), ErrState: ErrState},
+		layers:     chain.Layers{State: chainState(st.get), ErrState: ErrState},
 		components: chain.Components{Runner: h.runner, Log: h.log},
-		approve:    approveLayer{state: h.state, wallet: h.wallet, trail: &h.trail, human: &h.human},
-		rewrite:    rewriteCheck{limit: h.maxInputBytes},
+		approve:    approveLayer{state: st.get, wallet: st.wallet, trail: &h.trail, human: &h.human},
+		rewrite:    rewriteCheck{limit: limit.of},
 	}
 	stages := []namedStage{
 		{"maiden.admission", admit.enter},       // call.Tool → an admission turn, release (admission.go)
@@ -329,13 +332,13 @@ func (s admitStage) enter(next handler) handler {
 // this stage writes them into the invocation.
 type policyStage struct {
 	cfg   *atomic.Pointer[config.Config]
-	kinds func(*config.Config) *kinds
+	kinds *kindsHolder
 }
 
 func (s policyStage) resolve(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		cfg := s.cfg.Load()
-		inv.backend = s.kinds(cfg).of(inv.call.Tool)
+		inv.backend = s.kinds.of(cfg).of(inv.call.Tool)
 		r, terr, err := inv.backend.resolve(ctx, cfg, inv.call, inv.start)
 		if err != nil {
 			return err
@@ -414,19 +417,72 @@ func InputTooLarge(n, limit int64) string {
 
 // maxInputBytes is Options.MaxInputBytes, else the configuration's.
 func (h *Host) maxInputBytes(cfg *config.Config) int64 {
-	if h.opts.MaxInputBytes > 0 {
-		return h.opts.MaxInputBytes
+	return inputLimit{override: h.opts.MaxInputBytes}.of(cfg)
+}
+
+// inputLimit is the one input limit: Options.MaxInputBytes (override) if
+// set, else max_input_bytes of the configuration.
+type inputLimit struct{ override int64 }
+
+func (l inputLimit) of(cfg *config.Config) int64 {
+	if l.override > 0 {
+		return l.override
 	}
 	return cfg.MaxInputBytes()
 }
 
 // loadAndValidate is the tool's backend loading the version that will run
-// and checking the input against it (wasm.go: under the call's deadline,
-// with the stale-version retry; imports.go: the upstream's schema); the
-// rest of the pipeline runs inside it.
+// and checking the input against it (wasm.go: under the call's deadline;
+// imports.go: the upstream's schema), written into the invocation here;
+// the rest of the pipeline runs inside it. A version replaced as it
+// started (sandbox.ErrStale, from the run) is opened again, at most three
+// times; if that opened another component than the cards were asked
+// about (a grant may name one), they are asked again for it.
 func loadAndValidate(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		return inv.backend.open(ctx, inv, next)
+		for attempt := 0; ; attempt++ {
+			l, refusal, err := inv.backend.open(ctx, inv, attempt > 0)
+			inv.useLoaded(l)
+			if err != nil {
+				return err
+			}
+			if refusal != nil {
+				inv.res.Error = refusal
+				return nil
+			}
+			if attempt > 0 && inv.wallet != nil && (inv.decision == nil || inv.decision.Asked.Component != inv.component()) {
+				d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
+				inv.decision = &d
+				if !d.Allow {
+					return inv.fail(KindDenied, d.Reason)
+				}
+			}
+			err = next(ctx, inv)
+			if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
+				inv.res.Logs, inv.res.Error = nil, nil
+				continue
+			}
+			return err
+		}
+	}
+}
+
+// useLoaded writes what a backend's open found (each field it set).
+func (inv *invocation) useLoaded(l loaded) {
+	if l.version != nil {
+		inv.opened = l.version
+	}
+	if l.schema != nil {
+		inv.schema, inv.output = l.schema, l.output
+	}
+	if l.digest != "" {
+		inv.toolDigest = l.digest
+	}
+	if l.upstreamTool != "" {
+		inv.upstreamTool = l.upstreamTool
+	}
+	if l.cmd != nil {
+		inv.cmd, inv.toolCmd = l.cmd, l.toolCmd
 	}
 }
 
@@ -458,10 +514,29 @@ func checkOutput(next handler) handler {
 }
 
 // run is the end of the pipeline: the tool's backend runs the call
-// (wasm.go, clis.go, imports.go, builtins.go).
+// (wasm.go, clis.go, imports.go, builtins.go), and what it returns is the
+// result.
 func run(ctx context.Context, inv *invocation) error {
 	inv.ran = true
-	return inv.backend.run(ctx, inv)
+	r, refusal, err := inv.backend.run(ctx, inv)
+	if r.sess != nil {
+		inv.sess = r.sess
+	}
+	if r.logs != nil {
+		inv.res.Logs = r.logs
+	}
+	if r.unconfined {
+		inv.res.Unconfined = true
+	}
+	switch {
+	case err != nil:
+		return err
+	case refusal != nil:
+		inv.res.Error = refusal
+	default:
+		inv.res.OK, inv.res.Output = true, r.output
+	}
+	return nil
 }
 
 // newRunner makes the runner Options ask for: the in-process sandbox, or a

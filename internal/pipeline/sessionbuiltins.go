@@ -41,59 +41,60 @@ func init() {
 
 // fsTool runs a file built-in of internal/builtin on the session's boundary.
 func fsTool(op func(context.Context, boundary.Boundary, []byte) (any, error)) sessionRun {
-	return func(d *builtinDeps, ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
-		s, terr, err := lookupSession(ctx, d.sessions, inv)
+	return func(d *builtinDeps, ctx context.Context, inv *invocation, _ store.Store) (any, *store.Session, *ToolError, error) {
+		s, found, terr, err := lookupSession(ctx, d.sessions, inv)
 		if err != nil || terr != nil {
-			return nil, terr, err
+			return nil, found, terr, err
 		}
 		res, err := op(ctx, s.Boundary, []byte(inv.call.Input))
 		if err != nil {
-			return nil, session.Failure(err), nil
+			return nil, found, session.Failure(err), nil
 		}
-		return res, nil, nil
+		return res, found, nil, nil
 	}
 }
 
-func (*builtinDeps) sessionOpen(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
+func (*builtinDeps) sessionOpen(ctx context.Context, inv *invocation, st store.Store) (any, *store.Session, *ToolError, error) {
 	var in struct{}
 	if terr := decodeInput("session_open", []byte(inv.call.Input), &in); terr != nil {
-		return nil, terr, nil
+		return nil, nil, terr, nil
 	}
 	id := session.NewID()
 	if _, _, err := st.OpenSession(ctx, id, inv.agent, session.Initial(inv.cfg, inv.agent)); err != nil {
-		return nil, nil, fmt.Errorf("%w: opening a session: %v", ErrState, err)
+		return nil, nil, nil, fmt.Errorf("%w: opening a session: %v", ErrState, err)
 	}
-	return map[string]any{"session": id}, nil, nil
+	return map[string]any{"session": id}, nil, nil, nil
 }
 
 // DefaultBoundaryRequestExpiry is how long a boundary request waits for a
 // decision before it counts as denied.
 const DefaultBoundaryRequestExpiry = session.DefaultRequestExpiry
 
-func (d *builtinDeps) requestBoundary(ctx context.Context, inv *invocation, st store.Store) (any, *ToolError, error) {
+func (d *builtinDeps) requestBoundary(ctx context.Context, inv *invocation, st store.Store) (any, *store.Session, *ToolError, error) {
 	var in struct {
 		ID            string          `json:"id"`
 		Expansion     json.RawMessage `json:"expansion"`
 		Justification string          `json:"justification"`
 	}
 	if terr := decodeInput("request_sandbox_boundary", []byte(inv.call.Input), &in); terr != nil {
-		return nil, terr, nil
+		return nil, nil, terr, nil
 	}
-	s, terr, err := lookupSession(ctx, d.sessions, inv)
+	s, found, terr, err := lookupSession(ctx, d.sessions, inv)
 	if err != nil || terr != nil {
-		return nil, terr, err
+		return nil, found, terr, err
 	}
 	r, terr, err := session.Request(ctx, st, s, in.ID, in.Expansion, in.Justification, d.log, ErrState)
 	if err != nil || terr != nil {
-		return nil, terr, err
+		return nil, found, terr, err
 	}
 	if r.Request.Status == boundary.Pending {
 		r, terr, err = d.awaitBoundary(ctx, inv, st, r)
 		if err != nil || terr != nil {
-			return nil, terr, err
+			return nil, found, terr, err
 		}
 	}
-	return session.Settled(r)
+	out, terr, err := session.Settled(r)
+	return out, found, terr, err
 }
 
 // awaitBoundary waits for a human to settle request r, giving the call's

@@ -34,12 +34,12 @@ func (inv *invocation) sessionID() string {
 }
 
 // lookupSession is the call's session (session.Gate.Session, over the
-// Host's gate), looked up once: it writes inv.sess.
-func lookupSession(ctx context.Context, gate *session.Gate, inv *invocation) (store.Session, *ToolError, error) {
+// Host's gate), and the record of it to keep in inv.sess (the run stage
+// writes what run returns), so it is looked up once.
+func lookupSession(ctx context.Context, gate *session.Gate, inv *invocation) (store.Session, *store.Session, *ToolError, error) {
 	c := inv.sessionCall()
 	s, terr, err := gate.Session(ctx, &c)
-	inv.sess = c.Sess
-	return s, terr, err
+	return s, c.Sess, terr, err
 }
 
 // sessionStages are the session stages as the pipeline runs them: a value

@@ -10,7 +10,7 @@ import (
 // builds a stage from, and the parts they hold (the middleware stage's
 // approve layer and rewrite check, the human wait), is walked field by
 // field, through pointers, slices and maps: none may reach a Host. A
-// function field (a getter such as Host.state) is not looked into; what it
+// function field (a getter such as stateHolder.get) is not looked into; what it
 // is given as is read in pipeline().
 func TestStagesHoldNoHost(t *testing.T) {
 	host := reflect.TypeOf(Host{})

@@ -13,7 +13,6 @@ import (
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/command"
-	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -24,7 +23,7 @@ import (
 // Its schema() decides how its calls are read: a JSON Schema (the input as
 // sent, validated against it) or a command description (parsed with it
 // before the cards: wasmcommand.go). It holds what it needs of the Host
-// (newKinds), not the Host.
+// (newBackends), not the Host.
 type wasmBackend struct {
 	runner  sandbox.Runner       // opens a component version (in process or in a worker)
 	schemas *toolSchemas         // the versions' compiled schemas and schema pins
@@ -44,6 +43,7 @@ func (b *wasmBackend) resolve(_ context.Context, cfg *config.Config, call Call, 
 func (b *wasmBackend) carded() bool        { return true }
 func (b *wasmBackend) secretHandles() bool { return true }
 func (b *wasmBackend) preopens() bool      { return true }
+func (b *wasmBackend) pooled() bool        { return true }
 
 // parse opens the tool and, if its schema() is a command description,
 // parses the call with it: a call that does not fit is kind input, naming
@@ -75,88 +75,78 @@ func (b *wasmBackend) parse(ctx context.Context, inv *invocation) (parsed, *Tool
 	return parsed{cmd: cmd, opened: t, toolCmd: &toolCommand{spec: s.cmd, digest: t.Digest}}, nil, nil
 }
 
-// open loads one version of the tool, checks the input against that
-// version's schema (under the call's deadline and ctx), and runs that
-// same version. If the version is replaced on disk at the very moment it
-// starts, it loads the new one and checks again.
-func (b *wasmBackend) open(ctx context.Context, inv *invocation, next handler) error {
+// open loads the version that will run (the one parse opened, or the
+// file again after it was replaced as the call started), and checks it:
+// a tool's world, its pinned schema, the input against its schema under
+// the call's deadline (a command tree's call was validated by parse), and
+// its output schema.
+func (b *wasmBackend) open(ctx context.Context, inv *invocation, replaced bool) (loaded, *ToolError, error) {
 	lim := limitsOf(inv.tool)
-	for attempt := 0; ; attempt++ {
-		t, err := inv.opened, inv.openErr // opened by parse
-		if attempt > 0 || (t == nil && err == nil) {
-			t, err = b.runner.Open(ctx, inv.tool.Path, lim)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, api.ErrClosed) {
-				return ErrClosed
-			}
-			if !errors.Is(err, sandbox.ErrInvalidTool) {
-				// Not the tool's fault (a worker that cannot start):
-				// the call could not be made.
-				return err
-			}
-			kind, msg := loadFailure(err)
-			return inv.fail(kind, msg)
-		}
-		if err := toolWorld(t); err != nil {
-			return inv.fail(KindInvalid, err.Error())
-		}
-		if err := b.schemas.checkPin(inv.tool, t.LoadInfo); err != nil {
-			return inv.fail(KindInvalid, err.Error())
-		}
-		schema := b.schemas.in.getTool(t.Digest, t.Schema)
-		if schema.err != nil {
-			return inv.fail(KindInvalid, schema.err.Error())
-		}
-		if !inv.sameToolCommand(t, schema) {
-			return inv.toolChanged()
-		}
-		err = nil
-		if inv.toolCmd == nil { // a command tree's call was validated by parse
-			err = schema.validateWithin(ctx, lim.Timeout, inv.input)
-		}
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			return inv.fail(KindDeadline, fmt.Sprintf("checking the input against the tool's schema took longer than its %v timeout", lim.Timeout))
-		default:
-			return inv.fail(KindInput, err.Error())
-		}
-		inv.opened, inv.schema, inv.output = t, schema, nil
-		if attempt > 0 && inv.wallet != nil && (inv.decision == nil || inv.decision.Asked.Component != inv.component()) {
-			// The retry opened another component than the cards were
-			// asked about (a grant may name one): ask again for it.
-			d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
-			inv.decision = &d
-			if !d.Allow {
-				return inv.fail(KindDenied, d.Reason)
-			}
-		}
-		if t.OutputSchema != "" {
-			out := b.schemas.out.get(t.Digest, t.OutputSchema)
-			if out.err != nil {
-				return inv.fail(KindInvalid, "output-schema(): "+out.err.Error())
-			}
-			inv.output = out
-		}
-		err = next(ctx, inv)
-		if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
-			inv.res.Logs, inv.res.Error = nil, nil
-			continue
-		}
-		return err
+	t, err := inv.opened, inv.openErr // opened by parse
+	if replaced || (t == nil && err == nil) {
+		t, err = b.runner.Open(ctx, inv.tool.Path, lim)
 	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return loaded{}, nil, ctx.Err()
+		}
+		if errors.Is(err, api.ErrClosed) {
+			return loaded{}, nil, ErrClosed
+		}
+		if !errors.Is(err, sandbox.ErrInvalidTool) {
+			// Not the tool's fault (a worker that cannot start):
+			// the call could not be made.
+			return loaded{}, nil, err
+		}
+		kind, msg := loadFailure(err)
+		return loaded{}, &ToolError{Kind: kind, Message: msg}, nil
+	}
+	if err := toolWorld(t); err != nil {
+		return loaded{}, &ToolError{Kind: KindInvalid, Message: err.Error()}, nil
+	}
+	if err := b.schemas.checkPin(inv.tool, t.LoadInfo); err != nil {
+		return loaded{}, &ToolError{Kind: KindInvalid, Message: err.Error()}, nil
+	}
+	schema := b.schemas.in.getTool(t.Digest, t.Schema)
+	if schema.err != nil {
+		return loaded{}, &ToolError{Kind: KindInvalid, Message: schema.err.Error()}, nil
+	}
+	l := loaded{version: t, schema: schema}
+	if inv.toolCmd != nil || schema.cmd != nil {
+		var ok bool
+		if l.cmd, l.toolCmd, ok = sameCommand(inv, t, schema); !ok {
+			return loaded{}, toolChanged(inv), nil
+		}
+	}
+	err = nil
+	if inv.toolCmd == nil { // a command tree's call was validated by parse
+		err = schema.validateWithin(ctx, lim.Timeout, inv.input)
+	}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return loaded{}, nil, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		return loaded{}, &ToolError{Kind: KindDeadline, Message: fmt.Sprintf("checking the input against the tool's schema took longer than its %v timeout", lim.Timeout)}, nil
+	default:
+		return loaded{}, &ToolError{Kind: KindInput, Message: err.Error()}, nil
+	}
+	if t.OutputSchema != "" {
+		out := b.schemas.out.get(t.Digest, t.OutputSchema)
+		if out.err != nil {
+			// The version was found and runs no further: the refusal
+			// names it.
+			return loaded{version: t, schema: schema}, &ToolError{Kind: KindInvalid, Message: "output-schema(): " + out.err.Error()}, nil
+		}
+		l.output = out
+	}
+	return l, nil, nil
 }
 
 // run executes the opened version in its runner. The values of the
 // secrets this tool may use never leave the host: not in its logs, its
 // output or its error messages.
-func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
+func (b *wasmBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError, error) {
 	hc := &wasmHostCalls{ctx: ctx, b: b, inv: inv}
 	refusals := &hc.refusals
 	out, err := inv.opened.Execute(ctx, sandbox.Call{
@@ -175,7 +165,7 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 		// A tool losing its workers computes only on CPU nobody else wants.
 		LowPriority: lowPriorityInTrouble && b.crashes.troubled(inv.tool.Name),
 	})
-	inv.res.Logs = out.Logs
+	r := ran{logs: out.Logs}
 	if err == nil {
 		b.crashes.record(inv.tool.Name, inv.opened.Digest, out.WorkerLost)
 	}
@@ -185,9 +175,9 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 			// A directory of the session's boundary is missing or not
 			// a plain directory (a symlink on its path): the call is
 			// refused before anything ran, naming it.
-			return inv.fail(KindDenied, "a directory of the session's boundary cannot be given to the tool: "+pe.Error())
+			return r, &ToolError{Kind: KindDenied, Message: "a directory of the session's boundary cannot be given to the tool: " + pe.Error()}, nil
 		}
-		return err
+		return r, nil, err
 	}
 	if out.Failure != nil {
 		if first := refusals.first(); first != "" && (out.Failure.Kind == KindTool || out.Failure.Kind == KindTrap) {
@@ -197,14 +187,14 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) error {
 			// A tool that passes the refusal on (fetch: fetch denied:
 			// REFUSAL) would only repeat it: say it once.
 			if strings.Contains(out.Failure.Message, first) {
-				return inv.fail(KindDenied, "http-fetch was refused: "+first)
+				return r, &ToolError{Kind: KindDenied, Message: "http-fetch was refused: " + first}, nil
 			}
-			return inv.fail(KindDenied, fmt.Sprintf("http-fetch was refused: %s (the tool then reported: %s)", first, out.Failure.Message))
+			return r, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("http-fetch was refused: %s (the tool then reported: %s)", first, out.Failure.Message)}, nil
 		}
-		return inv.fail(out.Failure.Kind, out.Failure.Message)
+		return r, &ToolError{Kind: out.Failure.Kind, Message: out.Failure.Message}, nil
 	}
-	inv.res.OK, inv.res.Output = true, out.Output
-	return nil
+	r.output = out.Output
+	return r, nil, nil
 }
 
 // wasmHostCalls is what a WebAssembly call's host functions reach during

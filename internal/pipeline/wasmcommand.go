@@ -68,33 +68,33 @@ func compileToolSchema(text string) *inputSchema {
 	return s
 }
 
-// sameToolCommand checks, at load, that the version about to run is the
-// one the call was parsed and authorized with. A version replaced since
-// (the stale-version retry) is accepted only if it reads the call as the
-// same command rendering; otherwise nothing runs and the caller is told to
-// call again (kind unavailable). A JSON-input tool on both sides is not
+// sameCommand checks, at load, that the version about to run is the one
+// the call was parsed and authorized with. A version replaced since (the
+// stale-version retry) is accepted only if it reads the call as the same
+// command rendering, and then the call as it reads it is returned (for
+// the load stage to write); otherwise nothing runs and the caller is told
+// to call again (kind unavailable). A JSON-input tool on both sides is not
 // concerned.
-func (inv *invocation) sameToolCommand(t *sandbox.Tool, s *inputSchema) bool {
+func sameCommand(inv *invocation, t *sandbox.Tool, s *inputSchema) (*command.Invocation, *toolCommand, bool) {
 	switch {
 	case inv.toolCmd == nil && s.cmd == nil:
-		return true
+		return nil, nil, true
 	case inv.toolCmd != nil && inv.toolCmd.digest == t.Digest:
-		return true
+		return nil, nil, true
 	case inv.toolCmd != nil && s.cmd != nil:
 		cmd, err := s.cmd.ParseValue(inv.input)
 		if err != nil || cmd.String() != inv.cmd.String() {
-			return false
+			return nil, nil, false
 		}
-		inv.cmd, inv.toolCmd = cmd, &toolCommand{spec: s.cmd, digest: t.Digest}
-		return true
+		return cmd, &toolCommand{spec: s.cmd, digest: t.Digest}, true
 	}
-	return false
+	return nil, nil, false
 }
 
 // toolChanged is the refusal of a call whose tool changed between its
 // authorization and its run.
-func (inv *invocation) toolChanged() error {
-	return inv.fail(KindUnavailable, fmt.Sprintf("%s: a new version of the tool's file appeared while the call was being authorized, and it reads the call differently; nothing ran: call it again", inv.tool.Name))
+func toolChanged(inv *invocation) *ToolError {
+	return &ToolError{Kind: KindUnavailable, Message: fmt.Sprintf("%s: a new version of the tool's file appeared while the call was being authorized, and it reads the call differently; nothing ran: call it again", inv.tool.Name)}
 }
 
 // toolInput is what the tool's execute receives: the input as sent for a

@@ -72,8 +72,12 @@ func TestSameToolCommand(t *testing.T) {
 		{"JSON input both times", authorized(jsonTool, "dj", `{"x":1}`), tool("dk"), jsonTool, true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := c.inv.sameToolCommand(c.t, c.s); got != c.want {
-				t.Fatalf("sameToolCommand = %v, want %v", got, c.want)
+			cmd, toolCmd, got := sameCommand(c.inv, c.t, c.s)
+			if got != c.want {
+				t.Fatalf("sameCommand = %v, want %v", got, c.want)
+			}
+			if got {
+				c.inv.useLoaded(loaded{version: c.t, schema: c.s, cmd: cmd, toolCmd: toolCmd}) // as the load stage writes it
 			}
 			if c.inv.cmd != nil && c.inv.cmd.String() != c.render {
 				t.Errorf("rendering %q, want %q (what was authorized)", c.inv.cmd.String(), c.render)

@@ -23,10 +23,10 @@ import (
 // resolved on the host and dropped when the session ends or its boundary
 // is downgraded) in the call's session, on the wallet the call was
 // authorized on.
-func (d *builtinDeps) webFetch(ctx context.Context, inv *invocation, _ store.Store) (any, *ToolError, error) {
-	s, terr, err := lookupSession(ctx, d.sessions, inv)
+func (d *builtinDeps) webFetch(ctx context.Context, inv *invocation, _ store.Store) (any, *store.Session, *ToolError, error) {
+	s, found, terr, err := lookupSession(ctx, d.sessions, inv)
 	if err != nil || terr != nil {
-		return nil, terr, err
+		return nil, found, terr, err
 	}
 	w := session.WebFetch{Gate: d.gate, Lookup: d.lookupSecret, Materials: d.materials, Observer: d.observer}
 	if audited := inv.audited(); audited || inv.tr != nil {
@@ -63,7 +63,7 @@ func (d *builtinDeps) webFetch(ctx context.Context, inv *invocation, _ store.Sto
 		}
 	}
 	out, terr := w.Run(ctx, inv.cfg, inv.agent, s, walletAuthorizer(inv.wallet), []byte(inv.call.Input))
-	return out, terr, nil
+	return out, found, terr, nil
 }
 
 // decisions collects the decisions of one request's Authorizer
