@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -347,21 +348,50 @@ func (t *Trail) Append(ctx context.Context, c Call, kind string, body any) error
 
 // AppendRecord writes a call's own record.
 func AppendRecord[V any](ctx context.Context, t *Trail, c Call, kind string, rec *Record[V]) error {
-	var buf [256]byte
-	b, err := rec.AppendJSON(buf[:0])
+	st, err := t.State(ctx, c.Cfg)
 	if err != nil {
 		return err
 	}
-	return t.appendRaw(ctx, c, kind, b)
+	w := sink(st)
+	if j, ok := w.(journalAudit); ok {
+		// The journal copies the body before Append returns: its buffer
+		// is used again by the next record (it was two or three
+		// allocations, about 1 KiB, of every call).
+		bp := bodyPool.Get().(*[]byte)
+		b, err := rec.AppendJSON((*bp)[:0])
+		if err == nil {
+			err = j.append(ctx, t.record(c, kind, b))
+		}
+		if cap(b) <= maxPooledBody {
+			*bp = b[:0]
+			bodyPool.Put(bp)
+		}
+		return err
+	}
+	b, err := rec.AppendJSON(nil)
+	if err != nil {
+		return err
+	}
+	return w.append(ctx, t.record(c, kind, b))
 }
+
+// bodyPool holds the buffers AppendRecord encodes bodies into for the
+// journal; one grown beyond maxPooledBody is let go.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledBody = 64 << 10
 
 func (t *Trail) appendRaw(ctx context.Context, c Call, kind string, body []byte) error {
 	st, err := t.State(ctx, c.Cfg)
 	if err != nil {
 		return err
 	}
-	rec := store.AuditRecord{At: time.Now(), Kind: kind, Actor: "agent:" + c.Agent, Agent: c.Agent, Tool: c.Tool, Body: body}
-	return sink(st).append(ctx, rec)
+	return sink(st).append(ctx, t.record(c, kind, body))
+}
+
+// record is the store's form of a record of the call.
+func (t *Trail) record(c Call, kind string, body []byte) store.AuditRecord {
+	return store.AuditRecord{At: time.Now(), Kind: kind, Actor: "agent:" + c.Agent, Agent: c.Agent, Tool: c.Tool, Body: body}
 }
 
 // writer is how records reach the trail: the store's audit journal (an

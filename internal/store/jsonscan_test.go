@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -66,4 +67,39 @@ func BenchmarkScanJSON(b *testing.B) {
 			}
 		}
 	})
+	// A call-admitted record's body as the call path writes it (501
+	// bytes, mostly digests).
+	call := []byte(`{"rendered":"--message=hi","card":"card_574e799e2b816ddef2c21ed3","component":"sha256:069e2817e2ff91f28f3edf72e92feabde3f7f5bb3ebfd3caced2b88fa613b957","component_local":true,"schema":"sha256:1d885826779f505d00a97ed363a7c057f773d618fd021f7e7a3991c3a2b691f6","decision":{"allow":true,"card":"card_574e799e2b816ddef2c21ed3","bound":"lower-positive","grant":"tool:invoke echo --message=*","wallet":"0bb4f18c6d62c579","component":"sha256:069e2817e2ff91f28f3edf72e92feabde3f7f5bb3ebfd3caced2b88fa613b957"}}`)
+	b.Run("scanJSON-call", func(b *testing.B) {
+		for b.Loop() {
+			if ok, _ := scanJSON(call); !ok {
+				b.Fatal("invalid")
+			}
+		}
+	})
+}
+
+// TestPlain8 holds the eight-byte test of a string's scan to the byte
+// test, for every byte value in every position of a word of otherwise
+// plain bytes, or of bytes it must stop at.
+func TestPlain8(t *testing.T) {
+	stop := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
+	for _, fill := range []byte{'a', 0x7f, 0x80, 0xff, '"', 0x1f, '\\', 0x20, '!', '#', '[', ']'} {
+		for pos := range 8 {
+			for c := range 256 {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				want := true
+				for _, x := range w {
+					want = want && !stop(x)
+				}
+				if got := plain8(binary.LittleEndian.Uint64(w[:])); got != want {
+					t.Fatalf("plain8(%q) = %v, want %v", w, got, want)
+				}
+			}
+		}
+	}
 }
