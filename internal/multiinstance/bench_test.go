@@ -89,7 +89,12 @@ func BenchmarkCallsPerSecond(b *testing.B) {
 			var next atomic.Int64
 			var failed atomic.Int64
 			var wg sync.WaitGroup
+			var pids []int
+			for _, in := range ins {
+				pids = append(pids, in.cmd.Process.Pid)
+			}
 			b.ResetTimer()
+			before := takeCPU()
 			start := time.Now()
 			for _, cs := range sessions {
 				wg.Add(1)
@@ -104,11 +109,25 @@ func BenchmarkCallsPerSecond(b *testing.B) {
 			}
 			wg.Wait()
 			el := time.Since(start)
+			cpu := before.to(takeCPU(), pids)
 			b.StopTimer()
 			if n := failed.Load(); n > 0 {
 				b.Fatalf("%d of %d calls failed", n, b.N)
 			}
 			b.ReportMetric(float64(b.N)/el.Seconds(), "calls/s")
+			// CPU per call (µs), summed over the instances, the database
+			// and the client, and each part (see cpu_test.go).
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+			var inst time.Duration
+			for _, d := range cpu.instances {
+				inst += d
+			}
+			b.ReportMetric(per(inst+cpu.postgres+cpu.client), "cpu-us/call")
+			b.ReportMetric(per(cpu.own), "maiden-us/call")
+			b.ReportMetric(per(inst-cpu.own), "workers-us/call")
+			b.ReportMetric(per(cpu.postgres), "pg-us/call")
+			b.ReportMetric(per(cpu.client), "client-us/call")
+			b.ReportMetric(float64(cpu.cs)/float64(b.N), "switches/call")
 			for _, in := range ins {
 				in.stop(b)
 			}
