@@ -198,3 +198,46 @@ func TestFeedsVisibleToAnotherRole(t *testing.T) {
 		t.Fatalf("an unprivileged role sees %d feeds (%v), want A's one", len(pids), pids)
 	}
 }
+
+// TestPostgresFeedRenewsUnderNotifications: a feed renews its lease every
+// feedSync however many notifications come meanwhile. Under load other
+// instances' writes notify many times a second; a feed that renewed only
+// after feedSync without one let its lease lapse for as long as the load
+// lasted, and every call then read the counter from the database (twice:
+// the wallet's and the token's). Here other-kind notifications come every
+// 20 ms for twice the lease; the feed must have read the counter several
+// times meanwhile.
+func TestPostgresFeedRenewsUnderNotifications(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	b := open(t, dbURL, nil)
+	waitTrusted(t, b)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	f := b.pg.feed
+	syncs := f.syncs.Load()
+	var gap time.Duration // the longest pause between two notifications
+	last := time.Now()
+	for end := last.Add(2 * feedLease); time.Now().Before(end); {
+		if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2 || ':' || value) FROM counters WHERE name = 'generation'`, pgChannel, kindOther); err != nil {
+			t.Fatal(err)
+		}
+		gap = max(gap, time.Since(last))
+		last = time.Now()
+		time.Sleep(20 * time.Millisecond)
+	}
+	n := f.syncs.Load() - syncs
+	t.Logf("%d counter reads in %v of notifications (longest pause between two: %v)", n, 2*feedLease, gap)
+	if gap >= feedSync {
+		t.Skipf("this machine paused the notifications for %v (>= feedSync): the test proves nothing", gap)
+	}
+	if n < 2 {
+		t.Fatalf("the feed read the counter %d times in %v of notifications every 20 ms: its lease lapsed under them", n, 2*feedLease)
+	}
+	if _, ok := f.cardsEpoch(); !ok && f.up.Load() {
+		t.Logf("the feed does not trust its epoch at the end (a loaded machine may delay a renewal)")
+	}
+}

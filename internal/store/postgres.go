@@ -678,6 +678,9 @@ type changeFeed struct {
 	// that a notification wakes a waiter sets it far beyond its own wait,
 	// so only the notification can.
 	pollUp atomic.Int64
+	// syncs counts the counter reads (tests: the lease is renewed under a
+	// stream of notifications).
+	syncs  atomic.Int64
 	cancel context.CancelFunc
 	done   chan struct{}
 	log    *slog.Logger
@@ -784,12 +787,19 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 	// sync reads the counter: everything committed before it is taken in,
 	// and the lease runs from before the read.
 	f.lastGen = -1
+	// next is when the lease is renewed again: every feedSync, whether
+	// or not notifications come meanwhile (a steady stream of them, such
+	// as another instance's writes under load, must not let it lapse:
+	// every call would then read the counter).
+	var next time.Time
 	sync := func() error {
 		sent := time.Since(f.start)
+		next = time.Now().Add(feedSync)
 		var g int64
 		if err := conn.QueryRow(ctx, `SELECT value FROM counters WHERE name = 'generation'`).Scan(&g); err != nil {
 			return err
 		}
+		f.syncs.Add(1)
 		if g != f.lastGen {
 			f.epoch.Add(1)
 			f.lastGen = g
@@ -808,15 +818,19 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 	connected()
 	f.wake() // whatever was committed while no one listened
 	for {
-		wctx, cancel := context.WithTimeout(ctx, feedSync)
+		wait := time.Until(next)
+		if wait <= 0 {
+			if err := sync(); err != nil { // renew the lease
+				return err
+			}
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && wctx.Err() != nil && n == nil:
-			if err := sync(); err != nil { // nothing came: renew the lease
-				return err
-			}
-			continue
+			continue // time to renew
 		case err != nil:
 			return err
 		}
