@@ -241,3 +241,66 @@ func TestPostgresFeedRenewsUnderNotifications(t *testing.T) {
 		t.Logf("the feed does not trust its epoch at the end (a loaded machine may delay a renewal)")
 	}
 }
+
+// TestPostgresAuditWakesNoOne: the audit trail's own appends (the
+// journal's batches, AppendAudit, AppendAuditGroup) take the write lock
+// but neither move the generation nor notify: another instance's feed
+// receives nothing and its Generation (the session cache's key) stays
+// put, while a write of another kind (an approval) still does both. The
+// chain's one order under the lock is TestPostgresAuditTwoInstances's.
+func TestPostgresAuditWakesNoOne(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	a := openOpts(t, dbURL, &Options{JournalDir: t.TempDir()})
+	b := open(t, dbURL, nil)
+	waitTrusted(t, b)
+	f := b.pg.feed
+	// A's own start-up writes (its sweep) are done once A's next write's
+	// notification has reached B: an approval, whose arrival is awaited.
+	notify := func() {
+		t.Helper()
+		before := f.notes.Load()
+		if _, err := a.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Expires: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for f.notes.Load() == before {
+			if time.Now().After(deadline) {
+				t.Fatal("an approval's notification did not reach the other instance within 30 s")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	notify()
+	g0, err := b.Generation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := f.notes.Load()
+	for i := range 20 {
+		if err := a.Journal().Append(journalRec("t", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Journal().Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.AppendAudit(ctx, journalRec("direct", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.AppendAuditGroup(ctx, journalRec("group", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, err := b.Generation(ctx); err != nil || g != g0 {
+		t.Fatalf("60 audit appends moved B's Generation %d -> %d (%v)", g0, g, err)
+	}
+	// The approval's notification comes after anything the appends sent
+	// (one connection's notifications arrive in commit order).
+	notify()
+	if n := f.notes.Load() - notes; n != 1 {
+		t.Fatalf("B's feed received %d notifications across 60 audit appends and one approval, want the approval's only", n)
+	}
+	if g, err := b.Generation(ctx); err != nil || g == g0 {
+		t.Fatalf("an approval did not move B's Generation (%d, %v)", g, err)
+	}
+}

@@ -69,11 +69,25 @@ SELECT value FROM g, n`, busy.Milliseconds(), pgLockWrite, pgChannel, kind)
 // the others (sessions, rate limits and quotas, budgets, approvals, the
 // audit trail and its ingestion) wake WaitChange and move Generation, and
 // leave the wallets alone.
+//
+// kindAudit, the audit trail's own appends (the journal's ingestion,
+// AppendAudit and its group), takes the write lock only (pgAuditLockSQL):
+// nothing any instance keeps or waits for depends on them, and under load
+// they are the most frequent writes of all (a batch every JournalInterval
+// from every instance), whose counter update and notification to every
+// other instance's feed cost more than the batch itself.
 const (
 	kindCards    = "cards"    // agents, tokens, cards and revocations, operators (DB.write)
 	kindSessions = "sessions" // sessions and their boundary requests (DB.writeSessions)
 	kindOther    = "other"    // everything written with DB.writeKeep
+	kindAudit    = "audit"    // the audit trail's own appends (DB.writeAudit): no counter, no notification
 )
+
+// pgAuditLockSQL takes the write lock as pgWriteLockSQL does, and does
+// nothing else: a write of kindAudit.
+func pgAuditLockSQL(busy time.Duration) string {
+	return fmt.Sprintf(`SELECT set_config('lock_timeout', '%dms', true), pg_advisory_xact_lock(%d)`, busy.Milliseconds(), pgLockWrite)
+}
 
 // pgState is what a PostgreSQL store holds beyond DB's fields.
 type pgState struct {
@@ -153,6 +167,7 @@ func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error
 	for _, k := range []string{kindCards, kindSessions, kindOther} {
 		s.pg.locks[k] = pgWriteLockSQL(busy, k)
 	}
+	s.pg.locks[kindAudit] = pgAuditLockSQL(busy)
 	fail := func(err error) (*DB, error) {
 		s.Close()
 		return nil, fmt.Errorf("open state store %s: %w", target, err)
@@ -680,7 +695,10 @@ type changeFeed struct {
 	pollUp atomic.Int64
 	// syncs counts the counter reads (tests: the lease is renewed under a
 	// stream of notifications).
-	syncs  atomic.Int64
+	syncs atomic.Int64
+	// notes counts the change notifications received (tests: which
+	// writes wake the other instances).
+	notes  atomic.Int64
 	cancel context.CancelFunc
 	done   chan struct{}
 	log    *slog.Logger
@@ -836,6 +854,7 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 		}
 		switch n.Channel {
 		case pgChannel:
+			f.notes.Add(1)
 			kind, v, ok := parseFeedPayload(n.Payload)
 			if !ok || kind == kindCards {
 				f.epoch.Add(1) // before the acknowledgement
