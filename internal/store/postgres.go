@@ -66,16 +66,14 @@ SELECT value FROM g, n`, busy.Milliseconds(), pgLockWrite, pgChannel, kind)
 // The kinds of change a notification names (its payload is KIND:VALUE,
 // VALUE the generation counter after the change). Only kindCards
 // invalidates the wallets and tokens an instance keeps (CardsGeneration);
-// the others (sessions, rate limits and quotas, budgets, approvals, the
-// audit trail and its ingestion) wake WaitChange and move Generation, and
-// leave the wallets alone.
+// the others (sessions, budget reservations, approvals, a session's last
+// use) wake WaitChange and move Generation, and leave the wallets alone.
 //
 // kindAudit, the audit trail's own appends (the journal's ingestion,
 // AppendAudit and its group), takes the write lock only (pgAuditLockSQL):
 // nothing any instance keeps or waits for depends on them, and under load
 // they are the most frequent writes of all (a batch every JournalInterval
-// from every instance), whose counter update and notification to every
-// other instance's feed cost more than the batch itself.
+// from every instance), each of which woke every other instance's feed.
 const (
 	kindCards    = "cards"    // agents, tokens, cards and revocations, operators (DB.write)
 	kindSessions = "sessions" // sessions and their boundary requests (DB.writeSessions)
