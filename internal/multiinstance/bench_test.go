@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -73,8 +74,12 @@ func BenchmarkCallsPerSecond(b *testing.B) {
 			e := newEnv(b, db)
 			e.maiden(b, "cards", "grant", "-agent", "alice", "tool:invoke echo --...")
 			var ins []*instance
+			var extra []string
+			if iso := os.Getenv("MAIDEN_BENCH_ISOLATION"); iso != "" {
+				extra = append(extra, "-isolation", iso)
+			}
 			for i := range tc.instances {
-				ins = append(ins, e.serve(b, fmt.Sprint("I", i)))
+				ins = append(ins, e.serve(b, fmt.Sprint("I", i), extra...))
 			}
 			var sessions []*mcp.ClientSession
 			for i := range benchClients {
