@@ -58,6 +58,10 @@ const benchClients = 12
 // SQLite file (the baseline), in one run, with benchClients sessions
 // calling at once. With MAIDEN_PGTEST_DURABLE=1 PostgreSQL commits to disk
 // as SQLite's synchronous=FULL does; otherwise it runs with fsync off.
+// Besides calls/s it reports the CPU per call summed over every process
+// and its parts (cpu_test.go), and context switches per call; with
+// MAIDEN_BENCH_ISOLATION=process the instances run their tools in process
+// instead of in workers.
 //
 //	MAIDEN_PGTEST_DURABLE=1 go test -run '^$' -bench CallsPerSecond -benchtime 3000x ./internal/multiinstance
 func BenchmarkCallsPerSecond(b *testing.B) {
