@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,6 +58,10 @@ const benchClients = 12
 // SQLite file (the baseline), in one run, with benchClients sessions
 // calling at once. With MAIDEN_PGTEST_DURABLE=1 PostgreSQL commits to disk
 // as SQLite's synchronous=FULL does; otherwise it runs with fsync off.
+// Besides calls/s it reports the CPU per call summed over every process
+// and its parts (cpu_test.go), and context switches per call; with
+// MAIDEN_BENCH_ISOLATION=process the instances run their tools in process
+// instead of in workers.
 //
 //	MAIDEN_PGTEST_DURABLE=1 go test -run '^$' -bench CallsPerSecond -benchtime 3000x ./internal/multiinstance
 func BenchmarkCallsPerSecond(b *testing.B) {
@@ -73,8 +78,12 @@ func BenchmarkCallsPerSecond(b *testing.B) {
 			e := newEnv(b, db)
 			e.maiden(b, "cards", "grant", "-agent", "alice", "tool:invoke echo --...")
 			var ins []*instance
+			var extra []string
+			if iso := os.Getenv("MAIDEN_BENCH_ISOLATION"); iso != "" {
+				extra = append(extra, "-isolation", iso)
+			}
 			for i := range tc.instances {
-				ins = append(ins, e.serve(b, fmt.Sprint("I", i)))
+				ins = append(ins, e.serve(b, fmt.Sprint("I", i), extra...))
 			}
 			var sessions []*mcp.ClientSession
 			for i := range benchClients {
@@ -89,7 +98,12 @@ func BenchmarkCallsPerSecond(b *testing.B) {
 			var next atomic.Int64
 			var failed atomic.Int64
 			var wg sync.WaitGroup
+			var pids []int
+			for _, in := range ins {
+				pids = append(pids, in.cmd.Process.Pid)
+			}
 			b.ResetTimer()
+			before := takeCPU()
 			start := time.Now()
 			for _, cs := range sessions {
 				wg.Add(1)
@@ -104,11 +118,25 @@ func BenchmarkCallsPerSecond(b *testing.B) {
 			}
 			wg.Wait()
 			el := time.Since(start)
+			cpu := before.to(takeCPU(), pids)
 			b.StopTimer()
 			if n := failed.Load(); n > 0 {
 				b.Fatalf("%d of %d calls failed", n, b.N)
 			}
 			b.ReportMetric(float64(b.N)/el.Seconds(), "calls/s")
+			// CPU per call (µs), summed over the instances, the database
+			// and the client, and each part (see cpu_test.go).
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+			var inst time.Duration
+			for _, d := range cpu.instances {
+				inst += d
+			}
+			b.ReportMetric(per(inst+cpu.postgres+cpu.client), "cpu-us/call")
+			b.ReportMetric(per(cpu.own), "maiden-us/call")
+			b.ReportMetric(per(inst-cpu.own), "workers-us/call")
+			b.ReportMetric(per(cpu.postgres), "pg-us/call")
+			b.ReportMetric(per(cpu.client), "client-us/call")
+			b.ReportMetric(float64(cpu.cs)/float64(b.N), "switches/call")
 			for _, in := range ins {
 				in.stop(b)
 			}

@@ -204,7 +204,7 @@ func auditBody(v any) json.RawMessage {
 // committed (synchronous=FULL: on disk).
 func (s *DB) AppendAudit(ctx context.Context, r AuditRecord) (AuditRecord, error) {
 	var out AuditRecord
-	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+	err := s.writeAudit(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = s.appendAudit(ctx, tx, r)
 		return err
@@ -486,7 +486,7 @@ func (s *DB) AppendAuditGroup(ctx context.Context, r AuditRecord) (AuditRecord, 
 	g.queue = nil
 	g.mu.Unlock()
 	wctx := context.WithoutCancel(ctx) // the others' records are in this transaction too
-	err := s.writeKeep(wctx, func(tx *sql.Tx) error {
+	err := s.writeAudit(wctx, func(tx *sql.Tx) error {
 		for _, q := range batch {
 			var err error
 			if q.out, err = s.appendAudit(wctx, tx, q.in); err != nil {

@@ -50,8 +50,9 @@
 //     MarshalText) in a JSON column: a grant is read back by the same parser
 //     that accepted it. Lineage is also a table (card_parents) so that the
 //     revocation cascade is a query per level.
-//   - Generation changes with every committed change, so that a caller may
-//     keep a pinned wallet while nothing changed, and no longer. It is on
+//   - Generation changes with every committed change (on PostgreSQL, but
+//     the audit trail's own appends: below), so that a caller may keep a
+//     pinned wallet while nothing changed, and no longer. It is on
 //     every call's path, so SQLite's own change counter is read from the
 //     WAL index in shared memory (~20 ns, against ~10 µs for a query; see
 //     shm_unix.go for why its file is opened once and never closed), with
@@ -100,10 +101,15 @@
 //     pg_notify('maiden_store', 'KIND:VALUE') (both take effect on commit
 //     only: one round trip for the three). KIND is cards (write: agents,
 //     tokens, cards, operators), sessions (writeSessions) or other
-//     (writeKeep). CardsGeneration, what the call path keys wallets and
+//     (writeKeep). The audit trail's own appends (writeAudit: the
+//     journal's batches, AppendAudit, AppendAuditGroup) take the lock and
+//     do neither: nothing any instance keeps or waits for depends on them
+//     (TestPostgresAuditWakesNoOne). CardsGeneration, what the call path keys wallets and
 //     token owners on, is the change feed's cards epoch, moved only by
 //     cards notifications, with no round trip while the feed is trusted
-//     (a lease of feedLease from before its last counter read); a write
+//     (a lease of feedLease from before its last counter read, renewed
+//     every feedSync however many notifications come meanwhile:
+//     TestPostgresFeedRenewsUnderNotifications); a write
 //     of cards returns only once every listening feed acknowledged it or
 //     that lease ran out (changeFeed.barrier), so a revocation on one
 //     instance holds from every instance's next call

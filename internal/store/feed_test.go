@@ -198,3 +198,109 @@ func TestFeedsVisibleToAnotherRole(t *testing.T) {
 		t.Fatalf("an unprivileged role sees %d feeds (%v), want A's one", len(pids), pids)
 	}
 }
+
+// TestPostgresFeedRenewsUnderNotifications: a feed renews its lease every
+// feedSync however many notifications come meanwhile. Under load other
+// instances' writes notify many times a second; a feed that renewed only
+// after feedSync without one let its lease lapse for as long as the load
+// lasted, and every call then read the counter from the database (twice:
+// the wallet's and the token's). Here other-kind notifications come every
+// 20 ms for twice the lease; the feed must have read the counter several
+// times meanwhile.
+func TestPostgresFeedRenewsUnderNotifications(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	b := open(t, dbURL, nil)
+	waitTrusted(t, b)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	f := b.pg.feed
+	syncs := f.syncs.Load()
+	var gap time.Duration // the longest pause between two notifications
+	last := time.Now()
+	for end := last.Add(2 * feedLease); time.Now().Before(end); {
+		if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2 || ':' || value) FROM counters WHERE name = 'generation'`, pgChannel, kindOther); err != nil {
+			t.Fatal(err)
+		}
+		gap = max(gap, time.Since(last))
+		last = time.Now()
+		time.Sleep(20 * time.Millisecond)
+	}
+	n := f.syncs.Load() - syncs
+	t.Logf("%d counter reads in %v of notifications (longest pause between two: %v)", n, 2*feedLease, gap)
+	if gap >= feedSync {
+		t.Skipf("this machine paused the notifications for %v (>= feedSync): the test proves nothing", gap)
+	}
+	if n < 2 {
+		t.Fatalf("the feed read the counter %d times in %v of notifications every 20 ms: its lease lapsed under them", n, 2*feedLease)
+	}
+	if _, ok := f.cardsEpoch(); !ok && f.up.Load() {
+		t.Logf("the feed does not trust its epoch at the end (a loaded machine may delay a renewal)")
+	}
+}
+
+// TestPostgresAuditWakesNoOne: the audit trail's own appends (the
+// journal's batches, AppendAudit, AppendAuditGroup) take the write lock
+// but neither move the generation nor notify: another instance's feed
+// receives nothing and its Generation (the session cache's key) stays
+// put, while a write of another kind (an approval) still does both. The
+// chain's one order under the lock is TestPostgresAuditTwoInstances's.
+func TestPostgresAuditWakesNoOne(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	a := openOpts(t, dbURL, &Options{JournalDir: t.TempDir()})
+	b := open(t, dbURL, nil)
+	waitTrusted(t, b)
+	f := b.pg.feed
+	// A's own start-up writes (its sweep) are done once A's next write's
+	// notification has reached B: an approval, whose arrival is awaited.
+	notify := func() {
+		t.Helper()
+		before := f.notes.Load()
+		if _, err := a.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Expires: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for f.notes.Load() == before {
+			if time.Now().After(deadline) {
+				t.Fatal("an approval's notification did not reach the other instance within 30 s")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	notify()
+	g0, err := b.Generation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := f.notes.Load()
+	for i := range 20 {
+		if err := a.Journal().Append(journalRec("t", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Journal().Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.AppendAudit(ctx, journalRec("direct", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.AppendAuditGroup(ctx, journalRec("group", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, err := b.Generation(ctx); err != nil || g != g0 {
+		t.Fatalf("60 audit appends moved B's Generation %d -> %d (%v)", g0, g, err)
+	}
+	// The approval's notification comes after anything the appends sent
+	// (one connection's notifications arrive in commit order).
+	notify()
+	if n := f.notes.Load() - notes; n != 1 {
+		t.Fatalf("B's feed received %d notifications across 60 audit appends and one approval, want the approval's only", n)
+	}
+	if g, err := b.Generation(ctx); err != nil || g == g0 {
+		t.Fatalf("an approval did not move B's Generation (%d, %v)", g, err)
+	}
+}

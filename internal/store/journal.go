@@ -877,7 +877,7 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 	bufs.mu.Lock()
 	defer bufs.mu.Unlock()
 	defer bufs.release()
-	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+	err := s.writeAudit(ctx, func(tx *sql.Tx) error {
 		res, notes = ingestResult{}, nil
 		var off, next int64
 		err := tx.QueryRowContext(ctx, `SELECT bytes, next_line FROM audit_journal WHERE file = ?`, name).Scan(&off, &next)

@@ -66,14 +66,26 @@ SELECT value FROM g, n`, busy.Milliseconds(), pgLockWrite, pgChannel, kind)
 // The kinds of change a notification names (its payload is KIND:VALUE,
 // VALUE the generation counter after the change). Only kindCards
 // invalidates the wallets and tokens an instance keeps (CardsGeneration);
-// the others (sessions, rate limits and quotas, budgets, approvals, the
-// audit trail and its ingestion) wake WaitChange and move Generation, and
-// leave the wallets alone.
+// the others (sessions, budget reservations, approvals, a session's last
+// use) wake WaitChange and move Generation, and leave the wallets alone.
+//
+// kindAudit, the audit trail's own appends (the journal's ingestion,
+// AppendAudit and its group), takes the write lock only (pgAuditLockSQL):
+// nothing any instance keeps or waits for depends on them, and under load
+// they are the most frequent writes of all (a batch every JournalInterval
+// from every instance), each of which woke every other instance's feed.
 const (
 	kindCards    = "cards"    // agents, tokens, cards and revocations, operators (DB.write)
 	kindSessions = "sessions" // sessions and their boundary requests (DB.writeSessions)
 	kindOther    = "other"    // everything written with DB.writeKeep
+	kindAudit    = "audit"    // the audit trail's own appends (DB.writeAudit): no counter, no notification
 )
+
+// pgAuditLockSQL takes the write lock as pgWriteLockSQL does, and does
+// nothing else: a write of kindAudit.
+func pgAuditLockSQL(busy time.Duration) string {
+	return fmt.Sprintf(`SELECT set_config('lock_timeout', '%dms', true), pg_advisory_xact_lock(%d)`, busy.Milliseconds(), pgLockWrite)
+}
 
 // pgState is what a PostgreSQL store holds beyond DB's fields.
 type pgState struct {
@@ -153,6 +165,7 @@ func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error
 	for _, k := range []string{kindCards, kindSessions, kindOther} {
 		s.pg.locks[k] = pgWriteLockSQL(busy, k)
 	}
+	s.pg.locks[kindAudit] = pgAuditLockSQL(busy)
 	fail := func(err error) (*DB, error) {
 		s.Close()
 		return nil, fmt.Errorf("open state store %s: %w", target, err)
@@ -678,6 +691,12 @@ type changeFeed struct {
 	// that a notification wakes a waiter sets it far beyond its own wait,
 	// so only the notification can.
 	pollUp atomic.Int64
+	// syncs counts the counter reads (tests: the lease is renewed under a
+	// stream of notifications).
+	syncs atomic.Int64
+	// notes counts the change notifications received (tests: which
+	// writes wake the other instances).
+	notes  atomic.Int64
 	cancel context.CancelFunc
 	done   chan struct{}
 	log    *slog.Logger
@@ -784,12 +803,19 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 	// sync reads the counter: everything committed before it is taken in,
 	// and the lease runs from before the read.
 	f.lastGen = -1
+	// next is when the lease is renewed again: every feedSync, whether
+	// or not notifications come meanwhile (a steady stream of them, such
+	// as another instance's writes under load, must not let it lapse:
+	// every call would then read the counter).
+	var next time.Time
 	sync := func() error {
 		sent := time.Since(f.start)
+		next = time.Now().Add(feedSync)
 		var g int64
 		if err := conn.QueryRow(ctx, `SELECT value FROM counters WHERE name = 'generation'`).Scan(&g); err != nil {
 			return err
 		}
+		f.syncs.Add(1)
 		if g != f.lastGen {
 			f.epoch.Add(1)
 			f.lastGen = g
@@ -808,20 +834,25 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 	connected()
 	f.wake() // whatever was committed while no one listened
 	for {
-		wctx, cancel := context.WithTimeout(ctx, feedSync)
+		wait := time.Until(next)
+		if wait <= 0 {
+			if err := sync(); err != nil { // renew the lease
+				return err
+			}
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && wctx.Err() != nil && n == nil:
-			if err := sync(); err != nil { // nothing came: renew the lease
-				return err
-			}
-			continue
+			continue // time to renew
 		case err != nil:
 			return err
 		}
 		switch n.Channel {
 		case pgChannel:
+			f.notes.Add(1)
 			kind, v, ok := parseFeedPayload(n.Payload)
 			if !ok || kind == kindCards {
 				f.epoch.Add(1) // before the acknowledgement

@@ -561,13 +561,23 @@ func (s *DB) writeSessions(ctx context.Context, fn func(tx *sql.Tx) error) error
 
 // writeKeep runs fn in one write transaction without advancing the
 // generation counter: for writes that change no card, token or agent
-// (audit records, limits, approvals), so that they do not invalidate a
+// (approvals, budget reservations; the audit trail's: writeAudit), so that they do not invalidate a
 // pinned wallet on the fallback path. (SQLite's own change counter, which
 // Generation reads, changes with them anyway; on PostgreSQL, where the
 // counter is all there is, every commit advances it, and its notification
 // says what kind of change it was: see writeTx and CardsGeneration.)
 func (s *DB) writeKeep(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return s.writeTx(ctx, kindOther, fn)
+}
+
+// writeAudit is writeKeep for the audit trail's own appends (kindAudit):
+// on PostgreSQL it takes the write lock (the chain's head, then seq+1,
+// needs one order) but neither advances the counter nor notifies, so
+// ingesting audit records wakes no other instance and moves no
+// Generation. (On SQLite every commit still changes the WAL index's
+// counter that Generation reads.)
+func (s *DB) writeAudit(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeTx(ctx, kindAudit, fn)
 }
 
 // writeRows runs fn in one write transaction that on PostgreSQL takes no
@@ -619,7 +629,12 @@ func (s *DB) writeTx(ctx context.Context, kind string, fn func(tx *sql.Tx) error
 	}
 	defer tx.Rollback()
 	var gen int64
-	if s.pg != nil {
+	switch {
+	case s.pg != nil && kind == kindAudit:
+		if _, err := tx.ExecContext(ctx, s.pg.locks[kind]); err != nil {
+			return s.pg.lockError(err)
+		}
+	case s.pg != nil:
 		lock := s.pg.lock
 		if kind != kindOther {
 			lock = s.pg.locks[kind]
@@ -633,7 +648,7 @@ func (s *DB) writeTx(ctx context.Context, kind string, fn func(tx *sql.Tx) error
 	}
 	// On PostgreSQL the lock statement advanced the counter and sent the
 	// notification (both take effect on commit only).
-	if kind != kindOther && s.pg == nil {
+	if kind != kindOther && kind != kindAudit && s.pg == nil {
 		if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'generation'`); err != nil {
 			return err
 		}
