@@ -198,15 +198,6 @@ func coreIsMiddleware(core []byte) bool {
 // err(message); a non-string result is JSON-encoded. Expect ~12 MB and
 // 7-25 s per build.
 //
-// Two builds of the same source give different bytes (so a cache keyed by
-// a component's bytes, such as the compiled-code cache, misses after each
-// build): componentize-js pre-initialises the engine under wizer with WASI's
-// real clocks and randomness, and SpiderMonkey's state in the snapshot
-// holds what they returned (data segments differ all over memory; the
-// random scratch path componentize-js also writes there is the smaller
-// part). Neither wizer 10 nor componentize-js 0.23 has a deterministic mode
-// (bytecodealliance/ComponentizeJS#321, bytecodealliance/wizer#153).
-//
 // A module that exports handle(event) and not execute is a middleware,
 // built against world middleware of maiden:middleware@0.1.0 (the driver
 // tells from the module's exports): it exports describe() and

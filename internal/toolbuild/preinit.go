@@ -53,15 +53,6 @@ import (
 //     instantiation.
 //
 // MAIDEN_GO_PREINIT=off builds without any of this, as before.
-//
-// A snapshot is not reproducible: two builds of the same source compile to
-// the same core module, but the snapshot run reads WASI's real clocks and
-// random_get (the runtime's seed, its start time and timings), and those
-// values stay in the snapshot's memory (a few hundred bytes apart). Serving
-// the snapshot run fixed values from the wrappers Instrument adds would make
-// it reproducible; not done: a timer in init would then wait on a clock
-// that does not move with poll_oneoff's real sleep, and the runtime's hash
-// key, which maidenReseed does not renew, would be the same for every build.
 
 // PreinitEnv is the environment variable that controls pre-initialisation
 // of Go tools: "off" (or "0", "false") builds an ordinary module; "require"
