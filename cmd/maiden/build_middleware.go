@@ -47,7 +47,7 @@ func (b builder) checkMiddleware(ctx context.Context) int {
 				dir = filepath.Join(d, "maiden", "components")
 			}
 		}
-		runner, err = worker.New(&worker.Options{Size: 1, CacheDir: dir})
+		runner, err = worker.New(&worker.Options{Size: 1, CacheDir: dir, Command: workerCommand()})
 	}
 	if err != nil {
 		fmt.Fprintln(b.stderr, "maiden build:", err)

@@ -13,11 +13,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
-// This test binary doubles as the maiden command for the tests that run a
-// shell or a client against it: with MAIDEN_TEST_AS_CLI=1 it is maiden
-// (init runs before TestMain). Workers it starts get an empty
+// This test binary doubles as the maiden command for a test that runs it
+// as a client would: with MAIDEN_TEST_AS_CLI=1 it is maiden (init runs
+// before TestMain). The shells of the completion tests run the maiden
+// binary itself (maidenOnPath). Workers it starts get an empty
 // environment, so they are workers, not CLIs.
 func init() {
 	if os.Getenv("MAIDEN_TEST_AS_CLI") == "1" {
@@ -26,19 +28,19 @@ func init() {
 	}
 }
 
-// maidenOnPath returns the environment of a process that finds this test
-// binary, acting as maiden, as "maiden" on its PATH.
+// maidenOnPath returns the environment of a process that finds the maiden
+// binary as "maiden" on its PATH: a link to the one testkit.Binary builds
+// from these sources (not this race test binary acting as maiden, which
+// starts in seconds on a loaded machine, and each shell completion starts
+// it again).
 func maidenOnPath(t *testing.T) []string {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testkit.Binary(t, "./cmd/maiden")
 	dir := t.TempDir()
-	if err := os.Symlink(exe, filepath.Join(dir, "maiden")); err != nil {
+	if err := os.Symlink(bin, filepath.Join(dir, "maiden")); err != nil {
 		t.Fatal(err)
 	}
-	return append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "MAIDEN_TEST_AS_CLI=1")
+	return append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // needShell finds a shell; make test installs zsh and fish (scripts/deps), so a missing

@@ -38,7 +38,7 @@ func toolHelp(ctx context.Context, cfgPath string, args []string, stdout, stderr
 		fmt.Fprint(stdout, t.CLI.Command.Help(args[1:]...))
 		return exitOK, true
 	}
-	h, err := maiden.New(cfg, &maiden.Options{Logger: slog.New(slog.DiscardHandler), Isolation: maiden.Workers})
+	h, err := maiden.New(cfg, &maiden.Options{Logger: slog.New(slog.DiscardHandler), Isolation: maiden.Workers, WorkerCommand: workerCommand()})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden help:", err)
 		return exitUsage, true

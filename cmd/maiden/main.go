@@ -52,6 +52,15 @@ func main() {
 	os.Exit(code)
 }
 
+// workerCommand is the argv of the worker processes the commands' hosts
+// start (maiden.Options.WorkerCommand): nil, this binary re-executed (main
+// calls maiden.WorkerMain first), except in this package's tests, where
+// this program is the race-detector test binary: their TestMain names the
+// maiden binary built from the same sources (testkit.Binary), a worker
+// that starts in a fraction of the test binary's time and CPU. The
+// commands run in the test process as before, under the race detector.
+var workerCommand = func() []string { return nil }
+
 // runFunc is a command: its arguments (after its name) in, an exit code out.
 type runFunc func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 

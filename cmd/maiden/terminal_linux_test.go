@@ -68,7 +68,7 @@ func openPTY(t *testing.T) (ptmx, pts *os.File) {
 	return ptmx, pts
 }
 
-// TestNewPromptsOnARealTerminal runs maiden new (this binary as maiden) on
+// TestNewPromptsOnARealTerminal runs maiden new (the maiden binary, maidenOnPath) on
 // a pseudo-terminal, as a person would: it asks, and a typed "y" appends
 // the tool to agent.toml.
 func TestNewPromptsOnARealTerminal(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -312,8 +313,20 @@ func memoBuild(path string, build func() ([]byte, error)) ([]byte, error) {
 // does: against <name>.wit (plus maiden's package) when that file exists.
 func buildFixture(t *testing.T, tc *Toolchain, name string) []byte {
 	t.Helper()
-	dir := toolsDir(t)
-	comp, err := memoBuild(filepath.Join(dir, name+".wat"), func() ([]byte, error) {
+	comp, err := buildFixtureErr(tc, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return comp
+}
+
+// buildFixtureErr is buildFixture for a goroutine that is not a test's.
+func buildFixtureErr(tc *Toolchain, name string) ([]byte, error) {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "tools"))
+	if err != nil {
+		return nil, err
+	}
+	return memoBuild(filepath.Join(dir, name+".wat"), func() ([]byte, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		wat, err := os.ReadFile(filepath.Join(dir, name+".wat"))
@@ -325,26 +338,59 @@ func buildFixture(t *testing.T, tc *Toolchain, name string) []byte {
 		}
 		return tc.ComponentFromWAT(ctx, wat)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return comp
 }
 
+// TestWATFixturesBuild builds every WAT fixture (each through the driver,
+// one node process apiece, as maiden build does) and checks its
+// component's world. The worlds are printed by one node process for all
+// the fixtures (witsOf) rather than by tc.WIT's one apiece: 31 node starts
+// of ~0.7 CPU-s each less a run; tc.WIT itself is tested by the JS tests.
 func TestWATFixturesBuild(t *testing.T) {
 	tc := toolchain(t)
 	files, err := filepath.Glob(filepath.Join(toolsDir(t), "*.wat"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no WAT fixtures found (%v)", err)
 	}
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".wat")
+	type result struct {
+		comp []byte
+		err  error
+	}
+	results := make([]result, len(files))
+	names := make([]string, len(files))
+	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		names[i] = strings.TrimSuffix(filepath.Base(f), ".wat")
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i].comp, results[i].err = buildFixtureErr(tc, names[i])
+		})
+	}
+	wg.Wait()
+	var built [][]byte
+	for _, r := range results {
+		if r.err == nil {
+			built = append(built, r.comp)
+		}
+	}
+	wits, witErr := witsOf(ctxFor(t), tc, built)
+	k := 0
+	for i, name := range names {
+		r := results[i]
+		var witText string
+		if r.err == nil {
+			if witErr == nil {
+				witText = wits[k]
+			}
+			k++
+		}
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			comp := buildFixture(t, tc, name)
-			witText, err := tc.WIT(ctxFor(t), comp)
-			if err != nil {
-				t.Fatal(err)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if witErr != nil {
+				t.Fatal(witErr)
 			}
 			got := parseWorld(witText)
 			want, ok := watFixtures[name]
@@ -359,6 +405,49 @@ func TestWATFixturesBuild(t *testing.T) {
 			}
 		})
 	}
+}
+
+// witsOfScript prints the WIT world of each component file named in argv,
+// as the driver's "wit" request does (wasm-tools' componentWit), as one
+// JSON array of strings.
+const witsOfScript = `
+import { readFile } from 'node:fs/promises';
+const { componentWit } = await import('@bytecodealliance/jco-transpile/wasm-tools');
+const out = [];
+for (const f of process.argv.slice(1)) out.push(await componentWit(await readFile(f)));
+process.stdout.write(JSON.stringify(out));
+`
+
+// witsOf returns the WIT world of each component, in order, printed by one
+// node process run in the toolchain's directory (where the pinned packages
+// resolve).
+func witsOf(ctx context.Context, tc *Toolchain, comps [][]byte) ([]string, error) {
+	dir, err := os.MkdirTemp("", "maiden-wits-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	args := []string{"--input-type=module", "-e", witsOfScript}
+	for i, c := range comps {
+		p := filepath.Join(dir, fmt.Sprintf("%d.wasm", i))
+		if err := os.WriteFile(p, c, 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, p)
+	}
+	cmd := exec.CommandContext(ctx, tc.node, args...)
+	cmd.Dir = tc.Dir()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("printing the components' WIT: %v\n%s", err, stderr.String())
+	}
+	var wits []string
+	if err := json.Unmarshal(out, &wits); err != nil || len(wits) != len(comps) {
+		return nil, fmt.Errorf("printing the components' WIT: %d worlds for %d components (%v): %.300s", len(wits), len(comps), err, out)
+	}
+	return wits, nil
 }
 
 func TestWATSyntaxError(t *testing.T) {
