@@ -155,7 +155,7 @@ func checkHost(out string, c *common) (*maiden.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return maiden.New(cfg, &maiden.Options{CacheDir: c.cache, Isolation: c.isolation.value(), WorkerCommand: workerCommand()})
+	return maiden.New(cfg, &maiden.Options{CacheDir: c.cache, Isolation: c.isolation.value(), WorkerCommand: workerArgv(c.isolation.value())})
 }
 
 // build builds once and checks that the result loads.

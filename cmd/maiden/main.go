@@ -61,6 +61,15 @@ func main() {
 // commands run in the test process as before, under the race detector.
 var workerCommand = func() []string { return nil }
 
+// workerArgv is workerCommand for a host of isolation iso: nothing to start
+// (nor, in the tests, to build) for tools in process.
+func workerArgv(iso maiden.Isolation) []string {
+	if iso == maiden.InProcess {
+		return nil
+	}
+	return workerCommand()
+}
+
 // runFunc is a command: its arguments (after its name) in, an exit code out.
 type runFunc func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 

@@ -158,7 +158,7 @@ func (c *common) host(stderr io.Writer) (*maiden.Host, error) {
 	if c.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, Isolation: c.isolation.value(), StatePath: c.state, WorkerCommand: workerCommand()})
+	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, Isolation: c.isolation.value(), StatePath: c.state, WorkerCommand: workerArgv(c.isolation.value())})
 }
 
 // printConfigErrors prints every problem of a bad agent.toml, one per line.

@@ -105,7 +105,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			logger.Warn("traces not all exported", "error", err)
 		}
 	}()
-	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, StatePath: statePath, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer(), WorkerCommand: workerCommand(),
+	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, StatePath: statePath, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer(), WorkerCommand: workerArgv(c.isolation.value()),
 		TracerProvider: tp, TracePropagateTo: otlp.PropagateTo(os.Getenv, tr.PropagateTo)})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)

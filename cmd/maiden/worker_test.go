@@ -30,6 +30,12 @@ func TestMain(m *testing.M) {
 		}
 		return []string{bin}
 	})
+	// Built at once, beside the tests: a test whose first command starts
+	// workers then waits for the build already under way, not for the
+	// whole of it inside a bound of its own (a call waited for as a
+	// pending approval once timed out behind it). Commands with tools in
+	// process need no worker and do not wait for it (workerArgv).
+	go workerCommand()
 	stop := startTemplateBuilds()
 	// pgtest.Run stops the throwaway PostgreSQL cluster the state tests
 	// start (if one did) after the tests.
