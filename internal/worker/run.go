@@ -47,7 +47,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 		return sandbox.Outcome{Duration: time.Since(start)}, err
 	}
 	if err := w.setDataLimit(w.base + c.Limits.Memory + p.opts.Allowance + raceExtra); err != nil {
-		return sandbox.Outcome{Duration: time.Since(start)}, fmt.Errorf("limit worker memory: %w", err)
+		return sandbox.Outcome{Duration: time.Since(start)}, limitErr(w, err)
 	}
 	w.calls++
 	id := uint64(w.calls)
@@ -418,7 +418,7 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	// Loading maps code the parent chose (no guest code runs): lift the
 	// limit while it loads, then measure the worker's new resting size.
 	if err := w.setDataLimit(math.MaxUint64); err != nil {
-		return fmt.Errorf("limit worker memory: %w", err)
+		return limitErr(w, err)
 	}
 	// Bounded like a start: a worker that neither reads nor answers is
 	// killed, which also ends a write it blocks.
@@ -487,6 +487,17 @@ func validLog(m logMsg) bool {
 		return true
 	}
 	return false
+}
+
+// limitErr is the error of a worker whose limits could not be set: if it
+// was killed or died meanwhile, that (deadErr: a Shutdown is ErrClosed, as
+// for every call it interrupts; prlimit of an exiting process fails with
+// EPERM), else the failure to limit it.
+func limitErr(w *proc, err error) error {
+	if w.killReason() != notKilled || w.alive() != nil {
+		return deadErr(w, "")
+	}
+	return fmt.Errorf("limit worker memory: %w", err)
 }
 
 // deadErr is the error for a worker found dead outside a call: api.ErrClosed

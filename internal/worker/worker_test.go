@@ -639,3 +639,27 @@ func TestWorkerOutlivesTheThreadThatSpawnedIt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLimitFailureOfAKilledWorker: a call whose worker Shutdown killed
+// between the pool handing it out and its limits being set fails with
+// api.ErrClosed, as every call Shutdown interrupts (prlimit of the exiting
+// process said EPERM, and the call failed with "limit worker memory:
+// operation not permitted": TestShutdownInterruptsCalls, once in a full
+// run); a worker killed for another reason says that reason.
+func TestLimitFailureOfAKilledWorker(t *testing.T) {
+	eperm := fmt.Errorf("prlimit: %w", syscall.EPERM)
+	for why, want := range map[killReason]string{killedShutdown: "", killedProtocol: "broke the worker protocol"} {
+		w := &proc{killed: why, exited: make(chan struct{})}
+		err := limitErr(w, eperm)
+		if want == "" && !errors.Is(err, api.ErrClosed) {
+			t.Errorf("killed by Shutdown: %v, want api.ErrClosed", err)
+		}
+		if want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("killed (%d): %v, want %q", why, err, want)
+		}
+	}
+	live := &proc{exited: make(chan struct{})}
+	if err := limitErr(live, eperm); !errors.Is(err, syscall.EPERM) || !strings.Contains(err.Error(), "limit worker memory") {
+		t.Errorf("a live worker that cannot be limited: %v, want the failure itself", err)
+	}
+}
