@@ -52,8 +52,7 @@ func (s authorizeStage) decide(next handler) handler {
 		if err != nil {
 			return err
 		}
-		d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(inv.target()))
-		inv.decision = &d // what the audit records, allowed or not
+		d := inv.decideInvoke(w)
 		if !d.Allow {
 			return inv.fail(KindDenied, d.Reason)
 		}
@@ -62,6 +61,16 @@ func (s authorizeStage) decide(next handler) handler {
 		inv.wallet = w
 		return next(ctx, inv)
 	}
+}
+
+// decideInvoke asks wallet w's cards about the call as it stands (its
+// target: tool, component, rendering) and keeps the answer as the call's
+// decision, allowed or not (what the audit records): authorize, a rewrite,
+// an approval's wait and a stale retry of another component each ask so.
+func (inv *invocation) decideInvoke(w *cards.Wallet) *cards.Decision {
+	d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(inv.target()))
+	inv.decision = &d
+	return &d
 }
 
 // stateHolder is the Host's state store: opened on first need, and the

@@ -6,7 +6,6 @@ import (
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/chain"
-	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -244,8 +243,7 @@ func (r rewriteCheck) check(ctx context.Context, inv *invocation, m config.Middl
 		if !inv.rewritesCut {
 			inv.beforeRewrite, inv.rewritesCut = callaudit.KeepRewrite(inv.beforeRewrite, prev)
 		}
-		d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
-		inv.decision = &d
+		d := inv.decideInvoke(inv.wallet)
 		if !d.Allow {
 			return reject(KindDenied, "the rewritten call is not allowed: "+d.Reason)
 		}

@@ -238,8 +238,7 @@ func (l approveLayer) afterWait(ctx context.Context, inv *invocation, m config.M
 		return true, err
 	}
 	if inv.wallet != nil {
-		d := decide.Decide(decide.Basis{Wallet: w}, decide.Invoke(inv.target()))
-		inv.decision = &d
+		d := inv.decideInvoke(w)
 		if !d.Allow {
 			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "cards changed while it waited: " + d.Reason})
 			return true, inv.fail(KindDenied, d.Reason)

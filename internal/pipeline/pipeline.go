@@ -20,7 +20,6 @@ import (
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/chain"
 	"github.com/maiden-run/maiden/internal/command"
-	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -451,8 +450,7 @@ func loadAndValidate(next handler) handler {
 				return nil
 			}
 			if attempt > 0 && inv.wallet != nil && (inv.decision == nil || inv.decision.Asked.Component != inv.component()) {
-				d := decide.Decide(decide.Basis{Wallet: inv.wallet}, decide.Invoke(inv.target()))
-				inv.decision = &d
+				d := inv.decideInvoke(inv.wallet)
 				if !d.Allow {
 					return inv.fail(KindDenied, d.Reason)
 				}
