@@ -3,15 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -52,7 +49,6 @@ func (r *staleRunner) Open(ctx context.Context, path string, lim sandbox.Limits)
 // approval (consumed once, for the old code) does not run the new one.
 func TestApprovedCallRefusedWhenTheToolIsReplacedAsItStarts(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "agent.toml")
 	body := fmt.Sprintf(`version = 1
 [tools.t]
 path = %q
@@ -62,17 +58,7 @@ use = "approve"
 tools = ["t"]
 grants = ["tool:invoke t --..."]
 `, testkit.Component(t, "logger"))
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := testHost(t, dir, body, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
 	defer h.Close(context.Background())
 	r := &staleRunner{Runner: h.runner}
 	h.useRunner(r)

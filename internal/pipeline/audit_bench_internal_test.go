@@ -3,12 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 )
@@ -25,18 +22,7 @@ func BenchmarkAuditedCall(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
 			body := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n[agents.bench]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --message=*\"]\n", testkit.Component(b, "echo"))
-			path := filepath.Join(dir, "agent.toml")
-			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-				b.Fatal(err)
-			}
-			cfg, err := config.Load(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(b)})
-			if err != nil {
-				b.Fatal(err)
-			}
+			h, _ := testHost(b, dir, body, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(b)})
 			defer h.Close(context.Background())
 			h.noAudit = mode == "off"
 			ctx := context.Background()

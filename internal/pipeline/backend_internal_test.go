@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -20,20 +18,8 @@ import (
 func TestKindsDecidedOnce(t *testing.T) {
 	dir := t.TempDir()
 	root := testkit.RepoRoot(t)
-	write := func(body string) *config.Config {
-		t.Helper()
-		path := filepath.Join(dir, "agent.toml")
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
 	echo := testkit.Component(t, "echo")
-	cfg := write(fmt.Sprintf(`version = 1
+	h, cfg := testHost(t, dir, fmt.Sprintf(`version = 1
 [tools.echo]
 path = %q
 [tools.cards_list]
@@ -45,11 +31,7 @@ command_file = %q
 url = "http://127.0.0.1:1/mcp"
 [agents.a]
 tools = ["echo", "git", "calc", "cards_revoke", "fs_read"]
-`, echo, echo, filepath.Join(root, "examples/git/git.command.json")))
-	h, err := New(cfg, &Options{Isolation: api.InProcess})
-	if err != nil {
-		t.Fatal(err)
-	}
+`, echo, echo, filepath.Join(root, "examples/git/git.command.json")), &Options{Isolation: api.InProcess})
 	defer h.Close(t.Context())
 	kind := func(b backend) string {
 		switch b := b.(type) {
@@ -83,7 +65,7 @@ tools = ["echo", "git", "calc", "cards_revoke", "fs_read"]
 			t.Errorf("%s: %s, want %s", name, got, want)
 		}
 	}
-	next := write(fmt.Sprintf("version = 1\n[clis.echo]\npath = \"/usr/bin/git\"\ncommand_file = %q\n", filepath.Join(root, "examples/git/git.command.json")))
+	next := testConfig(t, dir, fmt.Sprintf("version = 1\n[clis.echo]\npath = \"/usr/bin/git\"\ncommand_file = %q\n", filepath.Join(root, "examples/git/git.command.json")))
 	h.SetConfig(next)
 	if got := kind(h.kindsOf(next).of("echo")); got != "cli" {
 		t.Errorf("after SetConfig, echo is %s, want cli", got)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -29,8 +28,7 @@ import (
 func TestBackendsHoldNoHost(t *testing.T) {
 	dir := t.TempDir()
 	root := testkit.RepoRoot(t)
-	path := filepath.Join(dir, "agent.toml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(`version = 1
+	h, cfg := testHost(t, dir, fmt.Sprintf(`version = 1
 [tools.echo]
 path = %q
 [clis.git]
@@ -40,17 +38,7 @@ command_file = %q
 url = "http://127.0.0.1:1/mcp"
 [agents.a]
 tools = ["echo", "git", "calc", "cards_revoke", "fs_read", "web_fetch"]
-`, testkit.Component(t, "echo"), filepath.Join(root, "examples/git/git.command.json"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
+`, testkit.Component(t, "echo"), filepath.Join(root, "examples/git/git.command.json")), &Options{Isolation: api.InProcess, CacheDir: "off"})
 	defer h.Close(t.Context())
 	k := h.newBackends().kinds(cfg)
 	all := map[string]backend{"(unknown)": k.unknown}
@@ -150,8 +138,7 @@ func valueReaches(v reflect.Value, want reflect.Type, seen map[visit]bool) (stri
 func TestCommandRefusalNamesComponent(t *testing.T) {
 	dir := t.TempDir()
 	comp := testkit.Component(t, "cmdecho")
-	path := filepath.Join(dir, "agent.toml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(`version = 1
+	h, _ := testHost(t, dir, fmt.Sprintf(`version = 1
 [tools.cmdecho]
 path = %q
 [agents.a]
@@ -159,17 +146,7 @@ tools = ["cmdecho"]
 grants = ["tool:invoke cmdecho list"]
 [state]
 path = %q
-`, comp, filepath.Join(dir, "state.db"))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+`, comp, filepath.Join(dir, "state.db")), &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
 	defer h.Close(t.Context())
 	res, err := h.Call(t.Context(), Call{Agent: "a", Tool: "cmdecho", Input: `{"command":"nope"}`})
 	if err != nil || res.Error == nil || res.Error.Kind != KindInput {

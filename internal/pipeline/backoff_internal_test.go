@@ -3,14 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -269,20 +267,10 @@ func waitFor(t *testing.T, cond func() bool) {
 // nothing. Wrapped CLIs, built-ins and names no tool has keep their share.
 func TestUnprovenToolOneAtATime(t *testing.T) {
 	root := testkit.RepoRoot(t)
-	path := filepath.Join(t.TempDir(), "agent.toml")
+	dir := t.TempDir()
 	body := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n[tools.other]\npath = %q\n[clis.git]\npath = \"/usr/bin/git\"\ncommand_file = %q\n",
 		testkit.Component(t, "echo"), testkit.Component(t, "echo"), filepath.Join(root, "examples/git/git.command.json"))
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: t.TempDir(), MaxConcurrent: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := testHost(t, dir, body, &Options{Isolation: api.InProcess, CacheDir: t.TempDir(), MaxConcurrent: 8})
 	defer h.Close(t.Context())
 	for name, want := range map[string]bool{"echo": true, "other": true, "git": false, "fs_read": false, "nosuch": false} {
 		if got := h.adm.troubled(name); got != want {

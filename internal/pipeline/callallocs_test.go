@@ -3,12 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -28,19 +25,8 @@ const maxTinyCallAllocs = 29
 // stay unbuilt for a call that uses none of it.
 func TestTinyCallAllocations(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "agent.toml")
 	src := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n", testkit.Component(t, "echo"))
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(t), Isolation: api.InProcess})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := testHost(t, dir, src, &Options{CacheDir: testkit.CompileCache(t), Isolation: api.InProcess})
 	defer h.Close(context.Background())
 	call := func() {
 		res, err := h.Call(context.Background(), Call{Tool: "echo", Input: `{"message":"hello"}`})

@@ -6,12 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -41,19 +39,8 @@ func TestStaleRetryOfAnotherComponentIsDecidedAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			file := filepath.Join(dir, "agent.toml")
 			body := fmt.Sprintf("version = 1\n[tools.t]\npath = %q\n[agents.a]\ntools = [\"t\"]\ngrants = [%q]\n", path, tc.grant)
-			if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := config.Load(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			h, _ := testHost(t, dir, body, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
 			defer h.Close(context.Background())
 			r := &staleRunner{Runner: h.runner}
 			r.swap.Store(true)

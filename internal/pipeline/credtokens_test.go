@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/pgtest"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -19,14 +18,7 @@ import (
 // SQLite path it shares nothing and does not open, or create, the file.
 func TestTokenShareOnlyOnPostgres(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "agent.toml")
-	if err := os.WriteFile(path, []byte("version = 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(t, dir, "version = 1\n")
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name, state string

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/decide"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -29,24 +28,13 @@ import (
 // decides through the pure function and records what it returned.
 func TestHostAndDecideAgree(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "agent.toml")
 	body := fmt.Sprintf(`version = 1
 [tools.echo]
 path = %q
 [agents.a]
 tools = ["echo"]
 `, testkit.Component(t, "echo"))
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: filepath.Join(dir, "state.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, cfg := testHost(t, dir, body, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: filepath.Join(dir, "state.db")})
 	defer h.Close(context.Background())
 	ctx := context.Background()
 	st, err := h.state(ctx, cfg)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/decide"
@@ -35,7 +34,6 @@ func TestRecordsReplayRewritesAndDirectories(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(dir, "agent.toml")
 	body := fmt.Sprintf(`version = 1
 [tools.echo]
 path = %[1]q
@@ -53,17 +51,7 @@ grants = ["tool:invoke echo --city=paris --message=*"]
 [agents.a.boundary]
 fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[3]s/data", access = "write", match = "subtree" }, { path = "%[3]s/other", access = "read", match = "subtree" }]
 `, testkit.Component(t, "echo"), testkit.Middleware(t, "city"), dir)
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: filepath.Join(dir, "state.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, cfg := testHost(t, dir, body, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: filepath.Join(dir, "state.db")})
 	defer h.Close(context.Background())
 	ctx := context.Background()
 	res, err := h.Call(ctx, Call{Agent: "a", Tool: "echo", Input: `{"message":"x","city":"paris"}`})

@@ -3,12 +3,9 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 )
 
 // TestRetiredImportNotRestarted: a call that began on the configuration
@@ -17,29 +14,13 @@ import (
 // stop, and the process would run until Close.
 func TestRetiredImportNotRestarted(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "agent.toml")
-	load := func(body string) *config.Config {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
-	cfg := load("version = 1\n[mcp.local]\ncommand = [\"/bin/true\"]\n")
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, cfg := testHost(t, dir, "version = 1\n[mcp.local]\ncommand = [\"/bin/true\"]\n", &Options{Isolation: api.InProcess, CacheDir: "off"})
 	defer h.Close(context.Background())
 	old, ok := cfg.Tool("local")
 	if !ok || old.MCP == nil {
 		t.Fatalf("no [mcp.local] in %+v", cfg.Tools())
 	}
-	h.SetConfig(load("version = 1\n"))
+	h.SetConfig(testConfig(t, dir, "version = 1\n"))
 	if _, err := h.imports.upstream(context.Background(), "local", old.MCP); !errors.Is(err, errRetired) {
 		t.Errorf("the removed import's old table: %v, want errRetired", err)
 	}

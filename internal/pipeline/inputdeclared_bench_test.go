@@ -3,11 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -19,7 +17,7 @@ import (
 //
 //	go test -run '^$' -bench 'InputDeclared' -count 5 ./internal/pipeline
 func BenchmarkInputDeclared(b *testing.B) {
-	path := b.TempDir() + "/agent.toml"
+	dir := b.TempDir()
 	src := fmt.Sprintf(`version = 1
 max_input_bytes = %d
 [state]
@@ -30,17 +28,7 @@ path = %q
 tools = ["echo"]
 grants = ["tool:invoke echo --message=* --..."]
 `, 4<<20, b.TempDir()+"/state.db", testkit.Component(b, "echo"))
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(b), Isolation: api.InProcess})
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, _ := testHost(b, dir, src, &Options{CacheDir: testkit.CompileCache(b), Isolation: api.InProcess})
 	defer h.Close(context.Background())
 	for _, size := range inputSizes {
 		for _, shape := range inputShapes(size.n) {

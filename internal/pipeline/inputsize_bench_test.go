@@ -3,13 +3,11 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
@@ -44,19 +42,9 @@ func BenchmarkInputSize(b *testing.B) {
 		isolation api.Isolation
 	}{{"process", api.InProcess}, {"workers", api.Workers}} {
 		b.Run(iso.name, func(b *testing.B) {
-			path := b.TempDir() + "/agent.toml"
+			dir := b.TempDir()
 			src := fmt.Sprintf("version = 1\nmax_input_bytes = %d\n[tools.echo]\npath = %q\n", 4<<20, testkit.Component(b, "echo"))
-			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-				b.Fatal(err)
-			}
-			cfg, err := config.Load(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h, err := New(cfg, &Options{CacheDir: testkit.CompileCache(b), Isolation: iso.isolation})
-			if err != nil {
-				b.Fatal(err)
-			}
+			h, _ := testHost(b, dir, src, &Options{CacheDir: testkit.CompileCache(b), Isolation: iso.isolation})
 			defer h.Close(context.Background())
 			for _, size := range inputSizes {
 				for _, shape := range inputShapes(size.n) {

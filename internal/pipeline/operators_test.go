@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,16 +24,7 @@ func TestAuthenticateOperator(t *testing.T) {
 	dir := t.TempDir()
 	write := func(rest string) *config.Config {
 		t.Helper()
-		path := filepath.Join(dir, "agent.toml")
-		src := "version = 1\n\n[tools.echo]\npath = \"" + testkit.Component(t, "echo") + "\"\n\n[agents.research]\ntools = [\"echo\"]\n" + rest
-		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
+		return testConfig(t, dir, "version = 1\n\n[tools.echo]\npath = \""+testkit.Component(t, "echo")+"\"\n\n[agents.research]\ntools = [\"echo\"]\n"+rest)
 	}
 	cfg := write("\n[operators.alice]\n\n[operators.bob]\n")
 	state := filepath.Join(dir, "state.db")

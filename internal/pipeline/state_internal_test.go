@@ -21,16 +21,7 @@ func TestStragglerDoesNotResync(t *testing.T) {
 	}
 	load := func(grants string) *config.Config {
 		t.Helper()
-		path := filepath.Join(dir, "agent.toml")
-		body := "version = 1\n[tools.echo]\npath = \"t.wasm\"\n[agents.a]\ntools = [\"echo\"]\n" + grants
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
+		return testConfig(t, dir, "version = 1\n[tools.echo]\npath = \"t.wasm\"\n[agents.a]\ntools = [\"echo\"]\n"+grants)
 	}
 	old := load(`grants = ["tool:invoke echo --..."]` + "\n")
 	h, err := New(old, &Options{Isolation: api.InProcess, CacheDir: "off"})

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -21,16 +20,7 @@ func TestAuthenticate(t *testing.T) {
 	dir := t.TempDir()
 	write := func(agents string) *config.Config {
 		t.Helper()
-		path := filepath.Join(dir, "agent.toml")
-		src := "version = 1\n\n[tools.echo]\npath = \"" + testkit.Component(t, "echo") + "\"\n" + agents
-		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := config.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
+		return testConfig(t, dir, "version = 1\n\n[tools.echo]\npath = \""+testkit.Component(t, "echo")+"\"\n"+agents)
 	}
 	both := write("\n[agents.alice]\ntools = [\"echo\"]\n\n[agents.bob]\ntools = [\"echo\"]\n")
 	state := filepath.Join(dir, "state.db")

@@ -3,15 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -26,24 +23,13 @@ func BenchmarkCallTracing(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
 			body := fmt.Sprintf("version = 1\n[tools.echo]\npath = %q\n[agents.bench]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --message=*\"]\n", testkit.Component(b, "echo"))
-			path := filepath.Join(dir, "agent.toml")
-			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-				b.Fatal(err)
-			}
-			cfg, err := config.Load(path)
-			if err != nil {
-				b.Fatal(err)
-			}
 			o := &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(b)}
 			if mode == "on" {
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
 				defer tp.Shutdown(context.Background())
 				o.TracerProvider = tp
 			}
-			h, err := New(cfg, o)
-			if err != nil {
-				b.Fatal(err)
-			}
+			h, _ := testHost(b, dir, body, o)
 			defer h.Close(context.Background())
 			ctx := context.Background()
 			call := Call{Agent: "bench", Tool: "echo", Input: `{"message":"hi"}`, TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
