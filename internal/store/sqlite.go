@@ -78,7 +78,6 @@ type DB struct {
 	db    *sql.DB
 	path  string // the file, or the PostgreSQL URL (which never holds a password)
 	now   func() time.Time
-	log   *slog.Logger // Options.Logger, or a discarding one
 	specs specCache
 	gen   *sql.Stmt // the generation read, prepared once: it is on every call's path
 	pin   *sql.Conn // SQLite: held open so that the WAL index (shm) stays valid
@@ -201,11 +200,7 @@ func newDB(db *sql.DB, path string, opts *Options) *DB {
 	if now == nil {
 		now = time.Now
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &DB{db: db, path: path, now: now, runner: runnerID(), log: log}
+	return &DB{db: db, path: path, now: now, runner: runnerID()}
 }
 
 // prepare prepares the statements on every call's path once.
@@ -400,61 +395,6 @@ ALTER TABLE approvals ADD COLUMN policy TEXT NOT NULL DEFAULT ''
 `,
 	8: budgetMigration,          // what each card has spent of its budgets (budgets.go)
 	9: credentialTokenMigration, // OAuth 2.0 tokens shared by instances, sealed (credtokens.go)
-	// 10 (SQLite only: see stepApplies): the audit table again, with seq
-	// INTEGER PRIMARY KEY. In SQLite only that spelling makes the key the
-	// table's rowid; step 2's BIGINT PRIMARY KEY made a rowid table and a
-	// unique index on seq beside it (sqlite_autoindex_audit_1), so every
-	// record was written into two B-trees. The rows are copied in seq
-	// order, unchanged (values, types, the chain), in the step's
-	// transaction. PostgreSQL's BIGINT PRIMARY KEY is its table's key
-	// already: there the step only records its version.
-	10: `
-CREATE TABLE audit_new (
-	seq    INTEGER PRIMARY KEY,
-	at     BIGINT NOT NULL,
-	kind   TEXT NOT NULL,
-	actor  TEXT NOT NULL,
-	agent  TEXT NOT NULL,
-	tool   TEXT NOT NULL,
-	body   TEXT NOT NULL,
-	prev   TEXT NOT NULL,
-	hash   TEXT NOT NULL
-);
-INSERT INTO audit_new (seq, at, kind, actor, agent, tool, body, prev, hash)
-	SELECT seq, at, kind, actor, agent, tool, body, prev, hash FROM audit ORDER BY seq;
-DROP TABLE audit;
-ALTER TABLE audit_new RENAME TO audit
-`,
-}
-
-// auditRowidStep is the migration that makes the audit table's seq its
-// rowid on SQLite (stepApplies).
-const auditRowidStep = 10
-
-// stepApplies reports whether migration step n changes anything in this
-// store; a step that does not only records its version. Step 10 is
-// SQLite's alone, and it leaves an audit table alone whose seq column
-// holds anything but integers (NULL, text, a fraction: only an edit of
-// the file outside maiden puts them there, since BIGINT PRIMARY KEY
-// accepted them): a rowid cannot hold them, and the copy must neither
-// fail, which would make the store impossible to open, nor renumber the
-// evidence, which VerifyAudit reports as it is. That table keeps its
-// index; the store works on it as before.
-func (s *DB) stepApplies(ctx context.Context, tx *sql.Tx, n int) (bool, error) {
-	if n != auditRowidStep {
-		return true, nil
-	}
-	if s.pg != nil {
-		return false, nil
-	}
-	var odd int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit WHERE typeof(seq) <> 'integer'`).Scan(&odd); err != nil {
-		return false, err
-	}
-	if odd > 0 {
-		s.log.Warn("state store: the audit table's seq column holds values that are not integers (an edit outside maiden: run maiden audit verify); its schema is left as it was", "path", s.path, "values", odd)
-	}
-	return odd == 0, nil
 }
 
 // SchemaVersion is the schema version this binary writes.
@@ -578,14 +518,7 @@ func (s *DB) migrateOne(ctx context.Context, m migrator) (done bool, err error) 
 		return true, nil
 	}
 	next := cur + 1
-	apply, err := s.stepApplies(ctx, tx, next)
-	if err != nil {
-		return false, fmt.Errorf("migration %d: %w", next, err)
-	}
 	for _, stmt := range strings.Split(migrations[next], ";") {
-		if !apply {
-			break
-		}
 		if strings.TrimSpace(stmt) == "" {
 			continue
 		}
