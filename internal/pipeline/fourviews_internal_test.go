@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/grant"
 )
@@ -170,8 +172,19 @@ func fourViews(t *testing.T, schema *inputSchema, spec *command.Spec, input stri
 	}
 	// A command tool: its parse reads the same value, and a wrapped CLI's
 	// argv and a command-tree tool's input read back as the rendering.
-	inv = &invocation{call: Call{Input: input}, input: doc}
-	err = inv.parseCommand(spec) // a wrapped CLI's or command-tree tool's parse
+	// The call's own parse stage and a wrapped CLI's backend (parse, then
+	// useCommand), as a call runs them.
+	inv = &invocation{call: Call{Input: input}, input: doc, backend: &cliBackend{},
+		tool: config.Tool{Name: "t", CLI: &config.CLI{Command: spec}}}
+	err = parse(func(context.Context, *invocation) error { return nil })(context.Background(), inv)
+	if err != nil {
+		t.Fatalf("%q: the parse stage failed: %v", input, err)
+	}
+	if inv.res.Error != nil {
+		err = errors.New(inv.res.Error.Message)
+	} else if inv.cmd == nil {
+		t.Fatalf("%q: the parse stage refused nothing and parsed no command", input)
+	}
 	if cerr := func() error { _, err := spec.ParseJSON([]byte(input)); return err }(); (err == nil) != (cerr == nil) {
 		t.Fatalf("%q: the value reads as a command call with error %v, the text with %v", input, err, cerr)
 	}

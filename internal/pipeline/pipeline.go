@@ -179,18 +179,6 @@ func (inv *invocation) render() error {
 	return nil
 }
 
-// parseCommand reads a command tool's call, from the decoded input, with
-// its command description: the command call is then its rendering, and
-// (clitool.Run) a wrapped CLI's argv.
-func (inv *invocation) parseCommand(spec *command.Spec) error {
-	cmd, err := spec.ParseValue(inv.input)
-	if err != nil {
-		return err
-	}
-	inv.useCommand(cmd)
-	return nil
-}
-
 // useCommand makes cmd, a command tool's parsed call (backend.parse), the
 // call's: its rendering is what the cards, conditions, approvals and audit
 // see.
@@ -263,7 +251,7 @@ func (h *Host) pipeline() handler {
 	stages := []namedStage{
 		{"maiden.admission", admit.enter},       // call.Tool → an admission turn, release (admission.go)
 		{"maiden.policy", policy.resolve},       // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
-		{"", audit.call},                        // how the call ended → the call-refused / call-failed record (internal/callaudit)
+		{"", audit.call},                        // how the call ended → the call-refused / call-failed / call-succeeded record (internal/callaudit)
 		{"", approvals.markDone},                // the approvals the run consumed → marked done after it (middleware_approve.go)
 		{"maiden.input", input.check},           // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
 		{"", secrets.handles},                   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)

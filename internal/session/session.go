@@ -12,10 +12,10 @@
 // runs in, its boundary held before the run and again after a human's
 // wait), what a boundary gives a tool (WASI preopens, a wrapped CLI's
 // writable paths), the web_fetch secret material of each session
-// (Materials), and the answers of the session built-ins. The root's
-// pipeline calls it with what each stage needs, given explicitly:
+// (Materials), and the answers of the session built-ins. The call
+// pipeline calls it with what each stage needs, given explicitly (host.go):
 //
-//	g := &session.Gate{State: h.state, ErrState: maiden.ErrState}
+//	g := &session.Gate{State: st.get, ErrState: pipeline.ErrState} // st: internal/pipeline's stateHolder
 //	dirs, refusal, err := g.Hold(ctx, &session.Call{Cfg: cfg, Agent: "a", Tool: &t, Preopens: true, Wallet: w})
 //
 // Session IDs: the MCP front end passes the stdio process's session, the
