@@ -450,6 +450,36 @@ func witsOf(ctx context.Context, tc *Toolchain, comps [][]byte) ([]string, error
 	return wits, nil
 }
 
+// TestWITsNamesTheFailingComponent: a request for several components' WIT
+// in which one is not a component fails naming that one by its index, and
+// why; WIT of that one alone says why without an index.
+func TestWITsNamesTheFailingComponent(t *testing.T) {
+	tc := toolchain(t)
+	good := buildFixture(t, tc, "echo")
+	junk := []byte("not a component")
+	_, err := tc.WITs(ctxFor(t), [][]byte{good, good, junk, good})
+	var be *BuildError
+	if !errors.As(err, &be) || !errors.Is(err, ErrBuild) {
+		t.Fatalf("err = %v; want a BuildError", err)
+	}
+	const why = "reading component WIT: Failed to decode wit component: magic header not detected"
+	if !strings.HasPrefix(be.Msg, "component 2: "+why) {
+		t.Errorf("error %q: want it to name component 2 and why (%s)", be.Msg, why)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is not one line: %q", err)
+	}
+
+	_, err = tc.WIT(ctxFor(t), junk)
+	if !errors.As(err, &be) || !strings.HasPrefix(be.Msg, why) {
+		t.Errorf("WIT of one non-component: err = %v; want a BuildError starting %q", err, why)
+	}
+
+	if wits, err := tc.WITs(ctxFor(t), nil); err != nil || len(wits) != 0 {
+		t.Errorf("WITs of no components = %q, %v; want none and no error", wits, err)
+	}
+}
+
 func TestWATSyntaxError(t *testing.T) {
 	tc := toolchain(t)
 	wat := "(module\n  (memory (export \"memory\") 1)\n  (func (export \"describe\") (result i32)\n    i32.bogus))\n"
