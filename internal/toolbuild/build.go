@@ -216,10 +216,49 @@ func (t *Toolchain) ComponentFromJS(ctx context.Context, jsSource []byte) ([]byt
 }
 
 // WIT returns the WIT world a component imports and exports, as printed by
-// wasm-tools (`package root:component; world root { ... }`).
+// wasm-tools (`package root:component; world root { ... }`). It is WITs of
+// one component.
 func (t *Toolchain) WIT(ctx context.Context, component []byte) (string, error) {
-	out, err := t.run(ctx, "component WIT", request{Kind: "wit"}, component, "component.wasm", "")
-	return string(out), err
+	wits, err := t.WITs(ctx, [][]byte{component})
+	if err != nil {
+		return "", err
+	}
+	return wits[0], nil
+}
+
+// WITs returns the WIT world of each component, in order, as WIT does,
+// printed by one driver process for all of them: a node start costs more
+// than printing a world. A component whose world cannot be read (one that
+// is not a component) fails the whole call with a BuildError whose message
+// names it by its index in components, from 0, when there are several. No
+// components means no process and no worlds.
+func (t *Toolchain) WITs(ctx context.Context, components [][]byte) ([]string, error) {
+	const op = "component WIT"
+	if len(components) == 0 {
+		return nil, nil
+	}
+	work, err := os.MkdirTemp("", "maiden-build-*")
+	if err != nil {
+		return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
+	}
+	defer os.RemoveAll(work)
+	req := request{Kind: "wits"}
+	for i, c := range components {
+		p := filepath.Join(work, fmt.Sprintf("component-%d.wasm", i))
+		if err := os.WriteFile(p, c, 0o644); err != nil {
+			return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
+		}
+		req.Inputs = append(req.Inputs, p)
+	}
+	out, err := t.drive(ctx, op, work, req)
+	if err != nil {
+		return nil, err
+	}
+	var wits []string
+	if err := json.Unmarshal(out, &wits); err != nil || len(wits) != len(components) {
+		return nil, fmt.Errorf("toolbuild: %s: the driver printed %d worlds for %d components (%v): %.200q", op, len(wits), len(components), err, out)
+	}
+	return wits, nil
 }
 
 // WithToolPackage returns witText with every version of maiden's tool
@@ -243,12 +282,14 @@ func WithToolPackage(witText string) string {
 
 // request is the driver's stdin protocol (see toolchain/build.mjs).
 type request struct {
-	Kind    string `json:"kind"`
-	Input   string `json:"input"`
-	Output  string `json:"output"`
-	WITPath string `json:"witPath,omitempty"`
-	World   string `json:"world,omitempty"`
-	WASIP1  bool   `json:"wasip1,omitempty"`
+	Kind  string `json:"kind"`
+	Input string `json:"input,omitempty"`
+	// Inputs: the component paths of a "wits" request, instead of Input.
+	Inputs  []string `json:"inputs,omitempty"`
+	Output  string   `json:"output"`
+	WITPath string   `json:"witPath,omitempty"`
+	World   string   `json:"world,omitempty"`
+	WASIP1  bool     `json:"wasip1,omitempty"`
 	// OutputSchema: the world exports output-schema (JS entry adds it).
 	OutputSchema bool `json:"outputSchema,omitempty"`
 	// MiddlewareWIT and MiddlewareWorld are used instead of the tool's WIT
@@ -272,9 +313,7 @@ func (t *Toolchain) run(ctx context.Context, op string, req request, input []byt
 	}
 	defer os.RemoveAll(work)
 
-	req.WorkDir = work
 	req.Input = filepath.Join(work, inputName)
-	req.Output = filepath.Join(work, "out")
 	if err := os.WriteFile(req.Input, input, 0o644); err != nil {
 		return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
 	}
@@ -284,6 +323,14 @@ func (t *Toolchain) run(ctx context.Context, op string, req request, input []byt
 			return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
 		}
 	}
+	return t.drive(ctx, op, work, req)
+}
+
+// drive runs the driver on req in work, a private temp dir holding its
+// input files, and returns what it wrote to its output.
+func (t *Toolchain) drive(ctx context.Context, op, work string, req request) ([]byte, error) {
+	req.WorkDir = work
+	req.Output = filepath.Join(work, "out")
 	reqJSON, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("toolbuild: %s: %w", op, err)

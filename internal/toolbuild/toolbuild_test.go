@@ -342,9 +342,9 @@ func buildFixtureErr(tc *Toolchain, name string) ([]byte, error) {
 
 // TestWATFixturesBuild builds every WAT fixture (each through the driver,
 // one node process apiece, as maiden build does) and checks its
-// component's world. The worlds are printed by one node process for all
-// the fixtures (witsOf) rather than by tc.WIT's one apiece: 31 node starts
-// of ~0.7 CPU-s each less a run; tc.WIT itself is tested by the JS tests.
+// component's world. The worlds are printed by tc.WITs, one node process
+// for all the fixtures rather than tc.WIT's one apiece: 31 node starts of
+// ~0.7 CPU-s each less a run.
 func TestWATFixturesBuild(t *testing.T) {
 	tc := toolchain(t)
 	files, err := filepath.Glob(filepath.Join(toolsDir(t), "*.wat"))
@@ -374,7 +374,7 @@ func TestWATFixturesBuild(t *testing.T) {
 			built = append(built, r.comp)
 		}
 	}
-	wits, witErr := witsOf(ctxFor(t), tc, built)
+	wits, witErr := tc.WITs(ctxFor(t), built)
 	k := 0
 	for i, name := range names {
 		r := results[i]
@@ -407,47 +407,34 @@ func TestWATFixturesBuild(t *testing.T) {
 	}
 }
 
-// witsOfScript prints the WIT world of each component file named in argv,
-// as the driver's "wit" request does (wasm-tools' componentWit), as one
-// JSON array of strings.
-const witsOfScript = `
-import { readFile } from 'node:fs/promises';
-const { componentWit } = await import('@bytecodealliance/jco-transpile/wasm-tools');
-const out = [];
-for (const f of process.argv.slice(1)) out.push(await componentWit(await readFile(f)));
-process.stdout.write(JSON.stringify(out));
-`
+// TestWITsNamesTheFailingComponent: a request for several components' WIT
+// in which one is not a component fails naming that one by its index, and
+// why; WIT of that one alone says why without an index.
+func TestWITsNamesTheFailingComponent(t *testing.T) {
+	tc := toolchain(t)
+	good := buildFixture(t, tc, "echo")
+	junk := []byte("not a component")
+	_, err := tc.WITs(ctxFor(t), [][]byte{good, good, junk, good})
+	var be *BuildError
+	if !errors.As(err, &be) || !errors.Is(err, ErrBuild) {
+		t.Fatalf("err = %v; want a BuildError", err)
+	}
+	const why = "reading component WIT: Failed to decode wit component: magic header not detected"
+	if !strings.HasPrefix(be.Msg, "component 2: "+why) {
+		t.Errorf("error %q: want it to name component 2 and why (%s)", be.Msg, why)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is not one line: %q", err)
+	}
 
-// witsOf returns the WIT world of each component, in order, printed by one
-// node process run in the toolchain's directory (where the pinned packages
-// resolve).
-func witsOf(ctx context.Context, tc *Toolchain, comps [][]byte) ([]string, error) {
-	dir, err := os.MkdirTemp("", "maiden-wits-")
-	if err != nil {
-		return nil, err
+	_, err = tc.WIT(ctxFor(t), junk)
+	if !errors.As(err, &be) || !strings.HasPrefix(be.Msg, why) {
+		t.Errorf("WIT of one non-component: err = %v; want a BuildError starting %q", err, why)
 	}
-	defer os.RemoveAll(dir)
-	args := []string{"--input-type=module", "-e", witsOfScript}
-	for i, c := range comps {
-		p := filepath.Join(dir, fmt.Sprintf("%d.wasm", i))
-		if err := os.WriteFile(p, c, 0o644); err != nil {
-			return nil, err
-		}
-		args = append(args, p)
+
+	if wits, err := tc.WITs(ctxFor(t), nil); err != nil || len(wits) != 0 {
+		t.Errorf("WITs of no components = %q, %v; want none and no error", wits, err)
 	}
-	cmd := exec.CommandContext(ctx, tc.node, args...)
-	cmd.Dir = tc.Dir()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("printing the components' WIT: %v\n%s", err, stderr.String())
-	}
-	var wits []string
-	if err := json.Unmarshal(out, &wits); err != nil || len(wits) != len(comps) {
-		return nil, fmt.Errorf("printing the components' WIT: %d worlds for %d components (%v): %.300s", len(wits), len(comps), err, out)
-	}
-	return wits, nil
 }
 
 func TestWATSyntaxError(t *testing.T) {

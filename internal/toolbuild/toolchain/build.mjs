@@ -7,7 +7,10 @@
 //    "witPath":"/tmp/x/tool.wit","world":"tool"}
 // kinds: "wat" (WAT core module -> component), "core" (core wasm ->
 // component; "wasip1": true adds the preview1 reactor adapter), "js"
-// (componentize-js), "wit" (component -> its WIT text, written to output).
+// (componentize-js), "wits" (components, one path apiece in "inputs"
+// instead of "input" -> their WIT texts in the same order, written to
+// output as one JSON array of strings; the first that cannot be read fails
+// the request, its error naming it by index from 0 when there are several).
 // On success the driver exits 0 having written `output`. On failure it prints
 // exactly one line starting with ERROR_PREFIX to stderr and exits 1: the Go
 // side shows that line to humans, so it must carry the underlying cause
@@ -256,13 +259,24 @@ async function buildJS(req) {
   }
 }
 
-async function witOf(req) {
-  const { componentWit } = await wasmTools();
-  try {
-    return await componentWit(await readFile(req.input));
-  } catch (e) {
-    fail(`reading component WIT: ${oneLine(e.message ?? e)}`);
+// witsOf prints the WIT world of each component in req.inputs, in one
+// process for all of them (a node start costs more than printing a world).
+async function witsOf(req) {
+  const inputs = req.inputs;
+  if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((p) => typeof p === 'string')) {
+    fail('"wits" request needs "inputs", a non-empty array of component paths');
   }
+  const { componentWit } = await wasmTools();
+  const out = [];
+  for (const [i, input] of inputs.entries()) {
+    const which = inputs.length > 1 ? `component ${i}: ` : '';
+    try {
+      out.push(await componentWit(await readFile(input)));
+    } catch (e) {
+      fail(`${which}reading component WIT: ${oneLine(e.message ?? e)}`);
+    }
+  }
+  return JSON.stringify(out);
 }
 
 async function main() {
@@ -280,8 +294,8 @@ async function main() {
     case 'js':
       out = await buildJS(req);
       break;
-    case 'wit':
-      out = await witOf(req);
+    case 'wits':
+      out = await witsOf(req);
       break;
     default:
       fail(`unknown request kind ${JSON.stringify(req.kind)}`);
