@@ -10,14 +10,24 @@ import (
 )
 
 // procCounts is what /proc says of a process over its threads: minor page
-// faults, CPU time on the CPU, time spent runnable waiting for a CPU, and
-// the number of times a thread was put on a CPU (wake-ups and preemptions).
+// faults, CPU time on the CPU, time spent runnable waiting for a CPU, the
+// number of times a thread was put on a CPU (wake-ups and preemptions),
+// and of those the times it was taken off while it could still run
+// (preempted: involuntary context switches).
 type procCounts struct {
-	minflt, cpuNS, waitNS, slices uint64
+	minflt, cpuNS, waitNS, slices, preempted uint64
 }
 
 func (a procCounts) sub(b procCounts) procCounts {
-	return procCounts{a.minflt - b.minflt, a.cpuNS - b.cpuNS, a.waitNS - b.waitNS, a.slices - b.slices}
+	return procCounts{a.minflt - b.minflt, a.cpuNS - b.cpuNS, a.waitNS - b.waitNS, a.slices - b.slices, a.preempted - b.preempted}
+}
+
+func (a *procCounts) add(b procCounts) {
+	a.minflt += b.minflt
+	a.cpuNS += b.cpuNS
+	a.waitNS += b.waitNS
+	a.slices += b.slices
+	a.preempted += b.preempted
 }
 
 // readCounts reads the counts of process pid ("self" for this one). A
@@ -36,6 +46,12 @@ func readCounts(pid string) procCounts {
 	}
 	tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
 	for _, t := range tasks {
+		if b, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "status")); err == nil {
+			if _, v, ok := strings.Cut(string(b), "nonvoluntary_ctxt_switches:"); ok {
+				n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+				c.preempted += n
+			}
+		}
 		b, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "schedstat"))
 		if err != nil {
 			continue
@@ -94,21 +110,19 @@ func reportProcs(b *testing.B, start procSample, n int) {
 	var kids procCounts
 	for pid, c0 := range start.children {
 		if c1, ok := end.children[pid]; ok {
-			d := c1.sub(c0)
-			kids.minflt += d.minflt
-			kids.cpuNS += d.cpuNS
-			kids.waitNS += d.waitNS
-			kids.slices += d.slices
+			kids.add(c1.sub(c0))
 		}
 	}
 	per := func(v uint64) float64 { return float64(v) / float64(n) }
 	b.ReportMetric(per(self.minflt), "faults/op")
 	b.ReportMetric(per(self.slices), "oncpu/op")
 	b.ReportMetric(per(self.waitNS), "wait-ns/op")
+	b.ReportMetric(per(self.preempted), "preempted/op")
 	if len(start.children) > 0 {
 		b.ReportMetric(per(kids.minflt), "w-faults/op")
 		b.ReportMetric(per(kids.cpuNS), "w-cpu-ns/op")
 		b.ReportMetric(per(kids.slices), "w-oncpu/op")
 		b.ReportMetric(per(kids.waitNS), "w-wait-ns/op")
+		b.ReportMetric(per(kids.preempted), "w-preempted/op")
 	}
 }

@@ -158,3 +158,108 @@ func TestIPCReadWritePending(t *testing.T) {
 	}
 	c.Close()
 }
+
+// readAsync reads from c on a locked thread and reports that thread's id
+// and then the read's outcome.
+func readAsync(c *ipcConn) (tid int, done chan string) {
+	tids := make(chan int, 1)
+	done = make(chan string, 1)
+	go func() {
+		runtime.LockOSThread()
+		tids <- unix.Gettid()
+		var b [16]byte
+		n, err := c.Read(b[:])
+		if err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		done <- string(b[:n])
+	}()
+	return <-tids, done
+}
+
+// waitAsleep waits until thread tid sleeps in ppoll.
+func waitAsleep(t *testing.T, tid int, done chan string) {
+	t.Helper()
+	for !asleepInPoll(tid) {
+		select {
+		case s := <-done:
+			t.Fatalf("read returned before sleeping: %q", s)
+		default:
+		}
+		time.Sleep(time.Millisecond) // polling /proc, not waiting for a peer
+	}
+}
+
+// A reader waiting for a long call's answer sleeps until shortly before
+// the call's usual end (spinWindow), but the answer wakes it at once when
+// it comes earlier: the sleep is on the socket, not a plain timer.
+func TestIPCSpinWindowWakesOnBytes(t *testing.T) {
+	c, peer := ipcPair(t)
+	defer c.Close()
+	now := time.Now()
+	c.spinWindow(now.Add(time.Hour), now.Add(2*time.Hour))
+	tid, done := readAsync(c)
+	waitAsleep(t, tid, done)
+	if _, err := unix.Write(peer, []byte("answer")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-done:
+		if s != "answer" {
+			t.Fatalf("read %q, want the answer", s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("bytes did not wake a reader asleep before its spin window")
+	}
+}
+
+// The sleep before the window ends at its start: from then on the reader
+// polls awake (never asleep in ppoll) until the window's end.
+func TestIPCSpinWindowSpinsAfterItsStart(t *testing.T) {
+	c, peer := ipcPair(t)
+	defer c.Close()
+	from := time.Now().Add(100 * time.Millisecond)
+	c.spinWindow(from, from.Add(time.Hour))
+	tid, done := readAsync(c)
+	waitAsleep(t, tid, done)
+	time.Sleep(time.Until(from.Add(50 * time.Millisecond))) // the window's start, not a peer
+	// A timer's wake-up may come late on a loaded machine: wait for the
+	// reader to leave ppoll, then require it stays out.
+	deadline := time.Now().Add(30 * time.Second)
+	for asleepInPoll(tid) {
+		if time.Now().After(deadline) {
+			t.Fatal("reader still asleep 30 s after its spin window began")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for range 100 {
+		if asleepInPoll(tid) {
+			t.Fatal("reader asleep in ppoll inside its spin window")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := unix.Write(peer, []byte("answer")); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-done; s != "answer" {
+		t.Fatalf("read %q, want the answer", s)
+	}
+}
+
+// Closing the conn (the worker killed) wakes a reader asleep before its
+// spin window.
+func TestIPCCloseWakesReaderBeforeWindow(t *testing.T) {
+	c, _ := ipcPair(t)
+	now := time.Now()
+	c.spinWindow(now.Add(time.Hour), now.Add(2*time.Hour))
+	err := closeWhileAsleep(t, c, func() error {
+		var b [16]byte
+		_, err := c.Read(b[:])
+		return err
+	})
+	if !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("read after close: %v, want os.ErrClosed", err)
+	}
+	assertClosedFDs(t, c)
+}
