@@ -45,9 +45,8 @@ type ipcConn struct {
 	wmu sync.Mutex // one frame written at a time
 
 	// until is the UnixNano time up to which Read spins before sleeping;
-	// 0: do not. Before from, Read sleeps, but only until from (spinWindow).
+	// 0: do not.
 	until atomic.Int64
-	from  atomic.Int64
 }
 
 // newIPCConn takes over fd, the parent's end of a worker's socket, already
@@ -107,17 +106,7 @@ func (c *ipcConn) Close() error {
 
 // spinFor makes reads poll without sleeping for d from now (while an
 // answer is expected and a CPU is free: see freecpu.go).
-func (c *ipcConn) spinFor(d time.Duration) {
-	c.from.Store(0)
-	c.until.Store(time.Now().Add(d).UnixNano())
-}
-
-// spinWindow makes reads sleep until from (unless bytes come first), then
-// poll without sleeping until until.
-func (c *ipcConn) spinWindow(from, until time.Time) {
-	c.from.Store(from.UnixNano())
-	c.until.Store(until.UnixNano())
-}
+func (c *ipcConn) spinFor(d time.Duration) { c.until.Store(time.Now().Add(d).UnixNano()) }
 
 // stop ends spinning.
 func (c *ipcConn) stop() { c.until.Store(0) }
@@ -147,15 +136,7 @@ func (c *ipcConn) Read(p []byte) (int, error) {
 			return 0, os.ErrClosed
 		}
 		if spinning {
-			now := time.Now().UnixNano()
-			if spinning = c.until.Load() > now; spinning {
-				if from := c.from.Load(); now < from {
-					// Not yet: asleep until then, or until bytes come.
-					if err := c.sleepFor(unix.POLLIN, from-now); err != nil {
-						return 0, err
-					}
-					continue
-				}
+			if spinning = c.until.Load() > time.Now().UnixNano(); spinning {
 				runtime.Gosched()
 				continue
 			}
@@ -195,26 +176,15 @@ func (c *ipcConn) Write(b []byte) (int, error) {
 
 // sleep waits until the socket is ready for events (or hung up), or
 // Close was called (os.ErrClosed). The caller holds a reference.
-func (c *ipcConn) sleep(events int16) error { return c.sleepFor(events, -1) }
-
-// sleepFor is sleep for at most ns nanoseconds (no bound if negative).
-func (c *ipcConn) sleepFor(events int16, ns int64) error {
+func (c *ipcConn) sleep(events int16) error {
 	fds := [2]unix.PollFd{{Fd: int32(c.fd), Events: events}, {Fd: int32(c.wake), Events: unix.POLLIN}}
-	var timeout *unix.Timespec
-	if ns >= 0 {
-		ts := unix.NsecToTimespec(ns)
-		timeout = &ts
-	}
 	for {
 		// unix.Ppoll enters the scheduler's system-call state (it is not
 		// a raw syscall), so the thread's P can serve other goroutines
 		// if this sleeps long.
-		_, err := unix.Ppoll(fds[:], timeout, nil)
-		if err == unix.EINTR && timeout == nil {
-			continue
-		}
+		_, err := unix.Ppoll(fds[:], nil, nil)
 		if err == unix.EINTR {
-			return nil // the caller looks at the clock again
+			continue
 		}
 		if err != nil {
 			return err

@@ -89,11 +89,6 @@ const (
 	minSpin        = 100 * time.Microsecond
 	maxSpin        = 2 * time.Millisecond
 	workerSpinWait = 100 * time.Microsecond
-	// sleepLead: the parent waits for a call longer than twice this
-	// asleep until this long before the worker's typical call time is up,
-	// then awake: a timer's slack (50 µs) and an idle CPU's wake-up
-	// (20-30 µs here) fit in it.
-	sleepLead = 120 * time.Microsecond
 )
 
 // warmLimits bound the describe() that warms a replacement worker.

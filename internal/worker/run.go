@@ -63,15 +63,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	// slows the call it waits for.
 	var workerSpin time.Duration
 	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) && spinPolicy(&cpus) {
-		if w.typical > 2*sleepLead {
-			// A long call: asleep until shortly before its usual end,
-			// so that the worker's own helper threads (wasmtime's tokio
-			// runtime, woken for a guest's stdout and stderr) find the
-			// other CPU free rather than preempting the guest's thread.
-			w.conn.spinWindow(callStart.Add(w.typical-sleepLead), callStart.Add(w.spinBudget()))
-		} else {
-			w.conn.spinFor(w.spinBudget())
-		}
+		w.conn.spinFor(w.spinBudget())
 		workerSpin = workerSpinWait
 	}
 	defer func() {
