@@ -90,6 +90,9 @@ type procSample struct {
 }
 
 func sampleProcs() procSample {
+	if !procMetrics {
+		return procSample{}
+	}
 	s := procSample{self: readCounts("self"), children: map[string]procCounts{}}
 	for _, pid := range childPIDs() {
 		s.children[pid] = readCounts(pid)
@@ -97,12 +100,16 @@ func sampleProcs() procSample {
 	return s
 }
 
+// procMetrics: the /proc metrics are reported only with MAIDEN_BENCH_PROC=1
+// (nine more columns in every row of bench/run's table otherwise).
+var procMetrics = os.Getenv("MAIDEN_BENCH_PROC") == "1"
+
 // reportProcs reports, per operation, the page faults, CPU, run-queue
 // wait and times on a CPU of this process and of its children (summed
 // over the children alive both at start and at the end: the workers that
 // served the calls). A child reads nothing where /proc is not Linux's.
 func reportProcs(b *testing.B, start procSample, n int) {
-	if n == 0 {
+	if n == 0 || !procMetrics {
 		return
 	}
 	end := sampleProcs()
