@@ -198,6 +198,7 @@ func measure(b *testing.B, g int, setup func() (op func() error, done func())) {
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
+	procs := sampleProcs()
 	b.ResetTimer()
 	start, cpu := time.Now(), cpuclock.Now()
 	for i := range g {
@@ -221,6 +222,7 @@ func measure(b *testing.B, g int, setup func() (op func() error, done func())) {
 	if p := failed.Load(); p != nil {
 		b.Fatal(*p)
 	}
+	reportProcs(b, procs, len(slices.Concat(durs...)))
 	report(b, slices.Concat(durs...), wall)
 	if n := len(slices.Concat(durs...)); n > 0 && cpu > 0 {
 		// The process's CPU per operation (its threads and the Go

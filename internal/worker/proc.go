@@ -82,6 +82,15 @@ func spawn(ctx context.Context, argv []string, timeout time.Duration) (*proc, er
 	return spawnWith(ctx, argv, timeout, nil, nil, false)
 }
 
+// tokioThreads gives the worker's wasmtime one tokio thread instead of one
+// per CPU. wasmtime's WASI spawns a task on its tokio runtime for each
+// stdout and stderr stream a guest asks for (a Go or JS tool asks for both
+// in every call) and wakes a runtime thread to run it and again when the
+// store drops it; with two runtime threads they also woke each other,
+// ~1.5 wake-ups a call more (bench/README.md, "Where a Go tool's fixed
+// cost goes"). A worker runs one call at a time: one thread serves it.
+const tokioThreads = "TOKIO_WORKER_THREADS=1"
+
 // spawnWith is spawn for a worker that inherits files (from fd 4 on) and
 // has env added to its environment (a one-call worker's preopened
 // directories), at SCHED_IDLE from its start if idle (priority.go).
@@ -105,7 +114,7 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	childEnd := os.NewFile(uintptr(fds[1]), "maiden-ipc")
 
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append([]string{envWorker + "=" + strconv.Itoa(protocolVersion)}, env...)
+	cmd.Env = append([]string{envWorker + "=" + strconv.Itoa(protocolVersion), tokioThreads}, env...)
 	cmd.ExtraFiles = append([]*os.File{childEnd}, files...) // fd 3, then files
 	cmd.Dir = "/"
 	tail := &tailBuffer{max: 8 << 10}

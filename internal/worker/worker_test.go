@@ -663,3 +663,42 @@ func TestLimitFailureOfAKilledWorker(t *testing.T) {
 		t.Errorf("a live worker that cannot be limited: %v, want the failure itself", err)
 	}
 }
+
+// A worker's wasmtime runs one tokio thread, not one per CPU (proc.go,
+// tokioThreads): a Go tool's call wakes that runtime for its stdout and
+// stderr streams, and with two threads they also woke each other.
+func TestWorkerRunsOneTokioThread(t *testing.T) {
+	p := newPool(t, &Options{Size: 1})
+	sleeper := testkit.Component(t, "go/sleeper")
+	l := sandbox.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}
+	for range 3 {
+		if out := call(t, p, sleeper, `{"ms":1}`, l); out.Failure != nil {
+			t.Fatalf("call: %+v", out.Failure)
+		}
+	}
+	p.mu.Lock()
+	var pids []int
+	for _, w := range p.idle {
+		pids = append(pids, w.pid)
+	}
+	p.mu.Unlock()
+	if len(pids) == 0 {
+		t.Fatal("no idle worker after the calls")
+	}
+	for _, pid := range pids {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, task := range tasks {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", pid, task.Name()))
+			if strings.HasPrefix(string(comm), "tokio-runtime") {
+				n++
+			}
+		}
+		if n > 1 {
+			t.Errorf("worker %d runs %d tokio threads, want at most 1", pid, n)
+		}
+	}
+}
