@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,8 +100,8 @@ type backend interface {
 // resolved is what a backend's resolve exposes of a call, which the policy
 // stage writes into the invocation.
 type resolved struct {
-	agent    string      // the call's agent: DefaultAgent when the configuration declares none
-	tool     config.Tool // as the agent's binding narrows it
+	agent    string       // the call's agent: DefaultAgent when the configuration declares none
+	tool     *config.Tool // as the agent's binding narrows it; never written through
 	policy   *egress.Policy
 	bindName string // the name the agent binds: the tool's, an import's NAME
 	// input is the input the call goes on with: the call's (a built-in's
@@ -158,19 +160,76 @@ type parsed struct {
 
 // resolveTool is exposure for a configured tool (any kind but a
 // built-in): the tool as the call's agent's binding narrows it, and its
-// egress policy (pols: each tool's compiled policy for the configuration
-// in force); bindName is the name the agent binds (an import's NAME for
-// its NAME.TOOL), whose middleware the call gets.
-func resolveTool(pols *callegress.Policies, cfg *config.Config, call Call, bindName string) (resolved, *ToolError, error) {
+// egress policy (each tool's compiled policy for the configuration in
+// force); bindName is the name the agent binds (an import's NAME for its
+// NAME.TOOL), whose middleware the call gets. Both depend on the
+// configuration alone: ex keeps what it found for each agent and tool a
+// configuration exposes, so a call finds it without copying the tool or
+// compiling anything (issue 23).
+func resolveTool(ex *exposures, cfg *config.Config, call Call, bindName string) (resolved, *ToolError, error) {
+	key := exposureKey{agent: call.Agent, tool: call.Tool, bindName: bindName}
+	if r := ex.lookup(cfg, key); r != nil {
+		out := *r
+		out.input = call.Input
+		return out, nil, nil
+	}
 	exp, err := expose(cfg, call.Agent, call.Tool)
 	if err != nil {
 		return resolved{}, nil, err
 	}
-	pol, err := exp.policy(pols.Of(cfg))
+	pol, err := exp.policy(ex.pols.Of(cfg))
 	if err != nil {
 		return resolved{}, &ToolError{Kind: KindConfig, Message: err.Error()}, nil
 	}
-	return resolved{agent: exp.agent, tool: exp.tool, policy: pol, bindName: bindName, input: call.Input}, nil, nil
+	r := &resolved{agent: exp.agent, tool: &exp.tool, policy: pol, bindName: bindName}
+	ex.keep(cfg, key, r)
+	out := *r
+	out.input = call.Input
+	return out, nil, nil
+}
+
+// exposures are what resolveTool found, for the configuration it last
+// resolved a call of: by the call's agent, tool and bound name, the agent
+// and narrowed tool that call runs as and the tool's egress policy (its
+// input is each call's own). Only what a configuration exposes is kept (a
+// refusal is worked out again each time), so the set is bounded by the
+// configuration's tools and bindings, never by what callers send. A set
+// is replaced, never changed: a reader takes it without a lock.
+type exposures struct {
+	pols *callegress.Policies // each tool's compiled egress policy
+	mu   sync.Mutex           // serializes keep
+	cur  atomic.Pointer[exposureSet]
+}
+
+type exposureSet struct {
+	cfg *config.Config
+	m   map[exposureKey]*resolved
+}
+
+type exposureKey struct{ agent, tool, bindName string }
+
+// lookup is what was kept for key under cfg, or nil.
+func (e *exposures) lookup(cfg *config.Config, key exposureKey) *resolved {
+	if s := e.cur.Load(); s != nil && s.cfg == cfg {
+		return s.m[key]
+	}
+	return nil
+}
+
+// keep remembers r for key under cfg; a set of another configuration is
+// dropped (the configuration in force changed).
+func (e *exposures) keep(cfg *config.Config, key exposureKey, r *resolved) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.cur.Load()
+	s := &exposureSet{cfg: cfg, m: map[exposureKey]*resolved{key: r}}
+	if old != nil && old.cfg == cfg {
+		if _, ok := old.m[key]; ok {
+			return
+		}
+		maps.Copy(s.m, old.m)
+	}
+	e.cur.Store(s)
 }
 
 // kinds is the backend of every name of one configuration: its [tools],
@@ -227,17 +286,18 @@ type kindBackends struct {
 // (TestBackendsHoldNoHost, TestNoHostMethodValues).
 func (h *Host) newBackends() kindBackends {
 	st := &h.stateHolder
+	ex := &exposures{pols: &h.pols}
 	return kindBackends{
 		wasm: &wasmBackend{
-			runner: h.runner, schemas: &h.schemas, pols: &h.pols, gate: h.gate, observer: h.opts.Observer,
+			runner: h.runner, schemas: &h.schemas, exposures: ex, gate: h.gate, observer: h.opts.Observer,
 			trail: &h.trail, secrets: callSecrets{trail: &h.trail, lookup: h.lookupSecret}, crashes: &h.crashes,
 		},
 		cli: &cliBackend{
-			pols: &h.pols, schemas: &h.schemas, gate: h.gate, probe: &h.probe, proxy: &h.proxy,
+			exposures: ex, schemas: &h.schemas, gate: h.gate, probe: &h.probe, proxy: &h.proxy,
 			lookupSecret: h.lookupSecret, trail: &h.trail, sessions: &h.sessions, log: h.log,
 		},
 		imp: &importBackend{
-			pols: &h.pols, upstreams: &h.imports, pins: &h.pins, schemas: &h.schemas, gate: h.gate,
+			exposures: ex, upstreams: &h.imports, pins: &h.pins, schemas: &h.schemas, gate: h.gate,
 			lookupSecret: h.lookupSecret, log: h.log,
 		},
 		bi: &builtinDeps{

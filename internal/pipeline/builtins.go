@@ -180,7 +180,7 @@ func (b *builtinBackend) resolve(ctx context.Context, cfg *config.Config, call C
 	// No tool:invoke card decides a card built-in (its card:VERB grants
 	// do, in the store), so a middleware rewrite is not re-authorized
 	// here; the operation checks the rewritten input itself.
-	return resolved{agent: call.Agent, tool: config.Tool{Name: call.Tool, Timeout: config.DefaultTimeout}, bindName: call.Tool, input: input, wallet: w}, nil, nil
+	return resolved{agent: call.Agent, tool: &config.Tool{Name: call.Tool, Timeout: config.DefaultTimeout}, bindName: call.Tool, input: input, wallet: w}, nil, nil
 }
 
 // carded: a session built-in is decided like a tool, by a tool:invoke

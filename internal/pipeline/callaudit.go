@@ -23,9 +23,14 @@ func (inv *invocation) audited() bool { return inv.cfg != nil && inv.cfg.UsesSta
 // callRecord is the body of a call's audit records.
 type callRecord = callaudit.Record[verdict]
 
-// auditCall is whose records the call writes.
+// auditCall is whose records the call writes (no tool's name before the
+// policy stage found the tool).
 func (inv *invocation) auditCall() callaudit.Call {
-	return callaudit.Call{Cfg: inv.cfg, Agent: inv.agent, Tool: inv.tool.Name}
+	c := callaudit.Call{Cfg: inv.cfg, Agent: inv.agent}
+	if inv.tool != nil {
+		c.Tool = inv.tool.Name
+	}
+	return c
 }
 
 // auditStages are the two stages of the call's audit records, holding

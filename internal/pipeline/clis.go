@@ -36,11 +36,11 @@ import (
 // cliBackend is the wrapped CLIs' backend. It holds what it needs of the
 // Host (newBackends), not the Host.
 type cliBackend struct {
-	pols    *callegress.Policies // each tool's compiled egress policy (resolveTool)
-	schemas *toolSchemas         // describe and check, as for a loaded component
-	gate    *egress.Gate         // redaction; the secrets it holds (Check's warnings)
-	probe   *probe               // the proof that confinement is in force
-	proxy   *connectProxy        // the CONNECT proxy, its only road out
+	exposures *exposures    // each tool as exposed, and its compiled egress policy (resolveTool)
+	schemas   *toolSchemas  // describe and check, as for a loaded component
+	gate      *egress.Gate  // redaction; the secrets it holds (Check's warnings)
+	probe     *probe        // the proof that confinement is in force
+	proxy     *connectProxy // the CONNECT proxy, its only road out
 	// lookupSecret resolves the secrets it gets as environment variables
 	// (Host.lookupSecret).
 	lookupSecret func(name string) (string, bool)
@@ -50,7 +50,7 @@ type cliBackend struct {
 }
 
 func (b *cliBackend) resolve(_ context.Context, cfg *config.Config, call Call, _ time.Time) (resolved, *ToolError, error) {
-	return resolveTool(b.pols, cfg, call, call.Tool)
+	return resolveTool(b.exposures, cfg, call, call.Tool)
 }
 
 func (b *cliBackend) carded() bool                { return true }
@@ -105,7 +105,7 @@ func (b *cliBackend) identity(inv *invocation) string {
 }
 
 func (b *cliBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
-	out, c := basePolicy(inv.cfg, inv.tool), inv.tool.CLI
+	out, c := basePolicy(inv.cfg, *inv.tool), inv.tool.CLI
 	out.ReadPaths, out.WritePaths, out.Unconfined, out.MaxOutputBytes = c.ReadPaths, c.WritePaths, c.Unconfined, c.MaxOutputBytes
 	out.Env = envNames(c.Env)
 	return out
@@ -205,7 +205,7 @@ func (c *connectProxy) close() {
 // run runs a wrapped CLI's validated call (internal/clitool) once the
 // host has decided its environment, paths and network.
 func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError, error) {
-	t, cli := inv.tool, inv.tool.CLI
+	t, cli := *inv.tool, inv.tool.CLI
 	if _, err := b.probe.confinement(ctx); err != nil && !cli.Unconfined {
 		return ran{}, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("%s: wrapped CLIs are refused because confinement is not in force here (%v); set unconfined = true in [clis.%s] to run it anyway", t.Name, err, t.Name)}, nil
 	}

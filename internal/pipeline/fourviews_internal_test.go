@@ -175,7 +175,7 @@ func fourViews(t *testing.T, schema *inputSchema, spec *command.Spec, input stri
 	// The call's own parse stage and a wrapped CLI's backend (parse, then
 	// useCommand), as a call runs them.
 	inv = &invocation{call: Call{Input: input}, input: doc, backend: &cliBackend{},
-		tool: config.Tool{Name: "t", CLI: &config.CLI{Command: spec}}}
+		tool: &config.Tool{Name: "t", CLI: &config.CLI{Command: spec}}}
 	err = parse(func(context.Context, *invocation) error { return nil })(context.Background(), inv)
 	if err != nil {
 		t.Fatalf("%q: the parse stage failed: %v", input, err)

@@ -263,7 +263,7 @@ func loadFailure(err error) (ErrorKind, string) {
 	return KindInvalid, err.Error()
 }
 
-func limitsOf(t config.Tool) sandbox.Limits {
+func limitsOf(t *config.Tool) sandbox.Limits {
 	return sandbox.Limits{Timeout: t.Timeout, Memory: t.MemoryBytes}
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
-	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -37,11 +36,11 @@ import (
 // importBackend is the backend of the tools of imported MCP servers. It
 // holds what it needs of the Host (newBackends), not the Host.
 type importBackend struct {
-	pols      *callegress.Policies // each tool's compiled egress policy (resolveTool)
-	upstreams *upstreams           // the imported servers (internal/mcphub)
-	pins      *importPins          // the accepted definitions (pins.go)
-	schemas   *toolSchemas         // the upstreams' input schemas, compiled
-	gate      *egress.Gate         // redaction
+	exposures *exposures   // each tool as exposed, and its compiled egress policy (resolveTool)
+	upstreams *upstreams   // the imported servers (internal/mcphub)
+	pins      *importPins  // the accepted definitions (pins.go)
+	schemas   *toolSchemas // the upstreams' input schemas, compiled
+	gate      *egress.Gate // redaction
 	// lookupSecret resolves the credential an upstream holds, which its
 	// answers are redacted of (Host.lookupSecret).
 	lookupSecret func(name string) (string, bool)
@@ -55,7 +54,7 @@ func (b *importBackend) resolve(_ context.Context, cfg *config.Config, call Call
 	if imp, _, ok := config.ImportOf(bind); ok {
 		bind = imp
 	}
-	return resolveTool(b.pols, cfg, call, bind)
+	return resolveTool(b.exposures, cfg, call, bind)
 }
 
 func (b *importBackend) carded() bool                { return true }
@@ -112,7 +111,7 @@ func (b *importBackend) identity(inv *invocation) string {
 }
 
 func (b *importBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
-	out, m := basePolicy(inv.cfg, inv.tool), inv.tool.MCP
+	out, m := basePolicy(inv.cfg, *inv.tool), inv.tool.MCP
 	out.ReadPaths, out.WritePaths, out.Unconfined, out.Env = m.ReadPaths, m.WritePaths, m.Unconfined, envNames(m.Env)
 	out.Upstream, out.Credential = m.URL, m.Credential
 	if out.Upstream == "" {

@@ -49,9 +49,12 @@ type invocation struct {
 	backend  backend // the tool's kind (policy.resolve)
 	bindName string  // the name the agent binds: the tool's, an import's NAME
 	cfg      *config.Config
-	agent    string      // resolved: DefaultAgent when the configuration declares none
-	tool     config.Tool // as the agent's binding narrows it
-	policy   *egress.Policy
+	agent    string // resolved: DefaultAgent when the configuration declares none
+	// tool is the tool as the agent's binding narrows it: shared with
+	// every call of the same configuration, agent and tool (exposures),
+	// so read, never written through; nil until the policy stage.
+	tool   *config.Tool
+	policy *egress.Policy
 	// The call's input is decoded once (input.check: strictly, so that
 	// every JSON reader reads its text as this one value), and every view
 	// of it derives from that value: input is the value; call.Input its

@@ -34,7 +34,7 @@ func (s *toolSchemas) hash(li sandbox.LoadInfo) string {
 // is not the one t pins: the error wraps sandbox.ErrInvalidTool (the tool
 // does not load, nothing runs) and oci.ErrSchemaChanged, and names the
 // tool, both hashes and the fix. A tool pinning nothing passes.
-func (s *toolSchemas) checkPin(t config.Tool, li sandbox.LoadInfo) error {
+func (s *toolSchemas) checkPin(t *config.Tool, li sandbox.LoadInfo) error {
 	if t.OCI == nil || t.OCI.Schema == "" {
 		return nil
 	}

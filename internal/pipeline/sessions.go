@@ -24,7 +24,7 @@ func NewSessionID() string { return session.NewID() }
 
 // sessionCall is what the session stages read of the call.
 func (inv *invocation) sessionCall() session.Call {
-	return session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Tool: &inv.tool,
+	return session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Tool: inv.tool,
 		Preopens: inv.backend.preopens(), Wallet: inv.wallet, Sess: inv.sess}
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/callaudit"
-	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -25,10 +24,10 @@ import (
 // before the cards: wasmcommand.go). It holds what it needs of the Host
 // (newBackends), not the Host.
 type wasmBackend struct {
-	runner  sandbox.Runner       // opens a component version (in process or in a worker)
-	schemas *toolSchemas         // the versions' compiled schemas and schema pins
-	pols    *callegress.Policies // each tool's compiled egress policy (resolveTool)
-	gate    *egress.Gate         // http-fetch's gate and redaction
+	runner    sandbox.Runner // opens a component version (in process or in a worker)
+	schemas   *toolSchemas   // the versions' compiled schemas and schema pins
+	exposures *exposures     // each tool as exposed, and its compiled egress policy (resolveTool)
+	gate      *egress.Gate   // http-fetch's gate and redaction
 	// observer is Options.Observer, told of each http-fetch.
 	observer Observer
 	trail    *callaudit.Trail // each http-fetch's record
@@ -37,7 +36,7 @@ type wasmBackend struct {
 }
 
 func (b *wasmBackend) resolve(_ context.Context, cfg *config.Config, call Call, _ time.Time) (resolved, *ToolError, error) {
-	return resolveTool(b.pols, cfg, call, call.Tool)
+	return resolveTool(b.exposures, cfg, call, call.Tool)
 }
 
 func (b *wasmBackend) carded() bool        { return true }
@@ -268,7 +267,7 @@ func (b *wasmBackend) identity(inv *invocation) string {
 }
 
 func (b *wasmBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
-	return basePolicy(inv.cfg, inv.tool)
+	return basePolicy(inv.cfg, *inv.tool)
 }
 
 func (b *wasmBackend) describe(ctx context.Context, cfg *config.Config, t config.Tool) ([]ToolInfo, error) {
@@ -313,14 +312,14 @@ func (b *wasmBackend) typedCommands(info ToolInfo) bool {
 
 // load loads and describes the tool under its own limits and ctx.
 func (b *wasmBackend) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo, error) {
-	opened, err := b.runner.Open(ctx, t.Path, limitsOf(t))
+	opened, err := b.runner.Open(ctx, t.Path, limitsOf(&t))
 	if err != nil {
 		return sandbox.LoadInfo{}, err
 	}
 	if err := toolWorld(opened); err != nil {
 		return sandbox.LoadInfo{}, err
 	}
-	if err := b.schemas.checkPin(t, opened.LoadInfo); err != nil {
+	if err := b.schemas.checkPin(&t, opened.LoadInfo); err != nil {
 		return sandbox.LoadInfo{}, err
 	}
 	return opened.LoadInfo, nil

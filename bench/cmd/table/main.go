@@ -138,6 +138,10 @@ func write(w io.Writer, benches []*bench, rounds int) {
 		}
 		var notes []string
 		for _, m := range b.extraMetrics() {
+			if name, ok := strings.CutSuffix(m, "-ratio"); ok { // a ratio measured within the benchmark
+				notes = append(notes, fmt.Sprintf("%s %s×", name, benchfmt.Ratio(benchfmt.Median(b.values(m)))))
+				continue
+			}
 			notes = append(notes, fmt.Sprintf("%s %s", strings.TrimSuffix(m, "-ns"), benchfmt.Duration(benchfmt.Median(b.values(m)))))
 		}
 		if g1 := strings.TrimSuffix(b.name, "/g2"); g1 != b.name {

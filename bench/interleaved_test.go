@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkCallInterleaved measures issue 23's in-process ratio (the tiny
+// WAT call through Host.Call against sandbox.Execute, at most 1.3x) with
+// the two calls interleaved in one goroutine: each operation makes one
+// call of each, the order swapped every operation, so that the
+// neighbours' use of the machine lands on both rows alike instead of on
+// whichever ran when they were busy (BenchmarkCall runs the rows one after
+// the other, and on a shared machine a row's p50 moves by several µs
+// between runs). It reports each one's p50 and their ratio, and the same
+// for the means; ns/op is the pair's.
+func BenchmarkCallInterleaved(b *testing.B) {
+	variant := func(name string) func(*testing.B, string) (func() error, func()) {
+		for _, v := range callVariants {
+			if v.name == name {
+				return v.setup
+			}
+		}
+		b.Fatalf("no call variant %q", name)
+		return nil
+	}
+	maidenOp, done := variant("maiden")(b, "echo")
+	if done != nil {
+		defer done()
+	}
+	sandboxOp, done := variant("sandbox")(b, "echo")
+	if done != nil {
+		defer done()
+	}
+	ops := [2]func() error{maidenOp, sandboxOp}
+	durs := [2][]time.Duration{make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)}
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range 2 {
+			j := (i + k) % 2 // maiden first in even operations, sandbox in odd
+			t0 := time.Now()
+			if err := ops[j](); err != nil {
+				b.Fatal(err)
+			}
+			durs[j] = append(durs[j], time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	var p50, mean [2]float64
+	for j, d := range durs {
+		var sum time.Duration
+		for _, x := range d {
+			sum += x
+		}
+		mean[j] = float64(sum) / float64(len(d))
+		slices.Sort(d)
+		p50[j] = float64(percentile(d, 50))
+	}
+	b.ReportMetric(p50[0], "maiden-p50-ns")
+	b.ReportMetric(p50[1], "sandbox-p50-ns")
+	b.ReportMetric(p50[0]/p50[1], "p50-ratio")
+	b.ReportMetric(mean[0]/mean[1], "mean-ratio")
+}
