@@ -222,7 +222,9 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 	s.calls.setWatch(handler, w)
 	stopProgress, onProgress := s.startProgress(ctx, req, c.Tool, w)
 	c.OnProgress = onProgress
-	res, err := s.host.Call(waitCtx, c)
+	var res maiden.Result
+	var err error
+	s.warm.run(func() { res, err = s.host.Call(waitCtx, c) })
 	stopProgress()
 	w.end()
 	if err != nil {

@@ -29,49 +29,63 @@ var mcpLevels = map[string]mcp.LoggingLevel{
 const logQueue = 256
 
 // logForwarder sends one call's log lines to the client as
-// notifications/message, in order, from its own goroutine.
+// notifications/message, in order, from its own goroutine. The goroutine
+// and its queue are made at the call's first log line: most calls log
+// nothing, and for them a goroutine to start and wait for would be a
+// scheduling round trip on every call's way back to the client.
 type logForwarder struct {
-	ch      chan maiden.LogEntry
-	done    chan struct{}
+	ctx  context.Context
+	ss   *mcp.ServerSession
+	tool string
+	log  *slog.Logger
+
 	mu      sync.Mutex
+	ch      chan maiden.LogEntry // nil until the first line
+	done    chan struct{}        // closed when the goroutine has sent everything
 	dropped int
 	closed  bool
 }
 
 func startLogForwarder(ctx context.Context, ss *mcp.ServerSession, tool string, log *slog.Logger) *logForwarder {
-	f := &logForwarder{ch: make(chan maiden.LogEntry, logQueue), done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		for e := range f.ch {
-			if ss == nil {
-				continue
-			}
-			level, ok := mcpLevels[string(e.Level)]
-			if !ok {
-				level = "info"
-			}
-			err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: level, Logger: tool, Data: e.Message})
-			if err != nil {
-				log.Debug("log notification failed", "tool", tool, "error", err)
-			}
-		}
-		f.mu.Lock()
-		dropped := f.dropped
-		f.mu.Unlock()
-		if dropped > 0 && ss != nil {
-			_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: tool,
-				Data: fmt.Sprintf("%d log lines not sent: the client was not reading them fast enough (they are in the call's log)", dropped)})
-		}
-	}()
-	return f
+	return &logForwarder{ctx: ctx, ss: ss, tool: tool, log: log}
 }
 
-// send queues a line; it never blocks.
+// run sends the lines queued on ch until it is closed.
+func (f *logForwarder) run(ch <-chan maiden.LogEntry, done chan<- struct{}) {
+	defer close(done)
+	for e := range ch {
+		level, ok := mcpLevels[string(e.Level)]
+		if !ok {
+			level = "info"
+		}
+		err := f.ss.Log(f.ctx, &mcp.LoggingMessageParams{Level: level, Logger: f.tool, Data: e.Message})
+		if err != nil {
+			f.log.Debug("log notification failed", "tool", f.tool, "error", err)
+		}
+	}
+	f.mu.Lock()
+	dropped := f.dropped
+	f.mu.Unlock()
+	if dropped > 0 {
+		_ = f.ss.Log(f.ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: f.tool,
+			Data: fmt.Sprintf("%d log lines not sent: the client was not reading them fast enough (they are in the call's log)", dropped)})
+	}
+}
+
+// send queues a line; it never blocks. Without a session there is no
+// client to send it to.
 func (f *logForwarder) send(e maiden.LogEntry) {
+	if f.ss == nil {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return
+	}
+	if f.ch == nil {
+		f.ch, f.done = make(chan maiden.LogEntry, logQueue), make(chan struct{})
+		go f.run(f.ch, f.done)
 	}
 	select {
 	case f.ch <- e:
@@ -85,7 +99,12 @@ func (f *logForwarder) send(e maiden.LogEntry) {
 func (f *logForwarder) finish() {
 	f.mu.Lock()
 	f.closed = true
-	close(f.ch)
+	done := f.done
+	if f.ch != nil {
+		close(f.ch)
+	}
 	f.mu.Unlock()
-	<-f.done
+	if done != nil {
+		<-done
+	}
 }

@@ -114,6 +114,8 @@ type Server struct {
 
 	draining atomic.Bool // Drain ran: a wait that begins now ends at once as pending
 
+	warm *warmRunners // the goroutines Host.Call runs on
+
 	// stdioSession is the maiden session of a stdio client: the process.
 	stdioSession string
 	stdio        atomic.Bool // RunStdio is serving
@@ -161,7 +163,7 @@ func New(h *maiden.Host, opts *Options) *Server {
 	}
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
 	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{},
-		states: newStateKey(), stdioSession: maiden.NewSessionID()}
+		states: newStateKey(), warm: newWarmRunners(), stdioSession: maiden.NewSessionID()}
 	s.agents[o.Agent] = s.newAgentServer(o.Agent)
 	// An imported MCP server's tool list changed: list again, which tells
 	// the clients (notifications/tools/list_changed) when it differs.

@@ -309,3 +309,41 @@ func TestStdioCancelledGetsNoResponse(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
 	c.ping(9)
 }
+
+// TestStdioLogsPrecedeResult: a call's log lines reach the client as
+// notifications/message, every one of them before the call's result on the
+// same stream, call after call (the forwarder starts at the first line and
+// is waited for before the result goes out). A call that logs nothing gets
+// its result alone.
+func TestStdioLogsPrecedeResult(t *testing.T) {
+	e := newEnv(t, []toolLine{{"logger", "logger", ""}, {"echo", "echo", ""}}, nil)
+	c := e.rawStdio()
+	c.initialize()
+	c.send(`{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"debug"}}`)
+	if m := c.next(); m["id"] != "lvl" || m["result"] == nil {
+		t.Fatalf("logging/setLevel answered %v", m)
+	}
+	for i := range 3 {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"logger","arguments":{}}}`, i))
+		var levels []string
+		for {
+			m := c.next()
+			if m["method"] == "notifications/message" {
+				p, _ := m["params"].(map[string]any)
+				levels = append(levels, fmt.Sprint(p["level"]))
+				continue
+			}
+			if m["id"] != float64(i) || m["result"] == nil {
+				t.Fatalf("call %d: got %v", i, m)
+			}
+			break
+		}
+		if got := strings.Join(levels, ","); got != "debug,info,warning,error" {
+			t.Fatalf("call %d: log notifications before the result at levels %q, want debug,info,warning,error", i, got)
+		}
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"e%d","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`, i))
+		if m := c.next(); m["id"] != fmt.Sprintf("e%d", i) || m["result"] == nil {
+			t.Fatalf("echo %d: got %v, want its result and no log notification", i, m)
+		}
+	}
+}
