@@ -182,7 +182,12 @@ func resolveTool(ex *exposures, cfg *config.Config, call Call, bindName string) 
 		return resolved{}, &ToolError{Kind: KindConfig, Message: err.Error()}, nil
 	}
 	r := &resolved{agent: exp.agent, tool: &exp.tool, policy: pol, bindName: bindName}
-	ex.keep(cfg, key, r)
+	if bindName == call.Tool {
+		// Not an import's NAME.TOOL: expose accepts any TOOL of a bound
+		// import (whether the server offers it is known only at open),
+		// so keeping those would let a caller grow the set with names.
+		ex.keep(cfg, key, r)
+	}
 	out := *r
 	out.input = call.Input
 	return out, nil, nil
@@ -192,9 +197,11 @@ func resolveTool(ex *exposures, cfg *config.Config, call Call, bindName string) 
 // resolved a call of: by the call's agent, tool and bound name, the agent
 // and narrowed tool that call runs as and the tool's egress policy (its
 // input is each call's own). Only what a configuration exposes is kept (a
-// refusal is worked out again each time), so the set is bounded by the
-// configuration's tools and bindings, never by what callers send. A set
-// is replaced, never changed: a reader takes it without a lock.
+// refusal is worked out again each time), and not an import's tools
+// (NAME.TOOL, any TOOL of which is exposed until open asks the server),
+// so the set is bounded by the configuration's tools and bindings, never
+// by what callers send; maxExposures bounds it besides. A set is replaced,
+// never changed: a reader takes it without a lock.
 type exposures struct {
 	pols *callegress.Policies // each tool's compiled egress policy
 	mu   sync.Mutex           // serializes keep
@@ -207,6 +214,10 @@ type exposureSet struct {
 }
 
 type exposureKey struct{ agent, tool, bindName string }
+
+// maxExposures is the most views a set keeps: past it a call is resolved
+// as without the cache (each keep copies the set).
+const maxExposures = 4096
 
 // lookup is what was kept for key under cfg, or nil.
 func (e *exposures) lookup(cfg *config.Config, key exposureKey) *resolved {
@@ -224,7 +235,7 @@ func (e *exposures) keep(cfg *config.Config, key exposureKey, r *resolved) {
 	old := e.cur.Load()
 	s := &exposureSet{cfg: cfg, m: map[exposureKey]*resolved{key: r}}
 	if old != nil && old.cfg == cfg {
-		if _, ok := old.m[key]; ok {
+		if _, ok := old.m[key]; ok || len(old.m) >= maxExposures {
 			return
 		}
 		maps.Copy(s.m, old.m)

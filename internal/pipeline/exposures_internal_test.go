@@ -94,3 +94,50 @@ timeout_ms = 2000
 		t.Errorf("two resolutions of one agent's view of echo under one configuration made two tools: the cache does not serve them")
 	}
 }
+
+// TestExposuresBoundedByConfiguration: what callers name does not grow
+// the kept set. An import's NAME.TOOL is exposed for any TOOL (whether
+// the server offers it is asked at open), so those are resolved each
+// time and never kept; names the configuration does not expose are
+// refused and never kept; and maxExposures bounds a set whatever else.
+func TestExposuresBoundedByConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	h, cfg := testHost(t, dir, fmt.Sprintf(`version = 1
+[tools.echo]
+path = %q
+[mcp.calc]
+url = "http://127.0.0.1:1/mcp"
+`, testkit.Component(t, "echo")), &Options{Isolation: api.InProcess, CacheDir: "off"})
+	defer h.Close(t.Context())
+	b := h.kinds.backends
+	kept := func() int {
+		if s := b.wasm.exposures.cur.Load(); s != nil && s.cfg == cfg {
+			return len(s.m)
+		}
+		return 0
+	}
+	for i := range 2000 {
+		name := fmt.Sprintf("calc.t%d", i)
+		r, terr, err := b.imp.resolve(t.Context(), cfg, Call{Tool: name, Input: "{}"}, time.Now())
+		if err != nil || terr != nil || r.tool.Name != name {
+			t.Fatalf("%s: resolved %+v, %+v, %v; want the import's tool of that name", name, r.tool, terr, err)
+		}
+		if _, _, err := b.wasm.resolve(t.Context(), cfg, Call{Tool: fmt.Sprintf("nosuch%d", i), Input: "{}"}, time.Now()); !errors.Is(err, ErrUnknownTool) {
+			t.Fatalf("nosuch%d: err %v, want ErrUnknownTool", i, err)
+		}
+	}
+	if _, _, err := b.wasm.resolve(t.Context(), cfg, Call{Tool: "echo", Input: "{}"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := kept(); n != 1 {
+		t.Errorf("after 2,000 import tool names, 2,000 unknown names and echo, %d views kept; want 1 (echo's)", n)
+	}
+	// The bound itself, whatever keys a configuration could make.
+	ex := &exposures{pols: &h.pols}
+	for i := range maxExposures + 100 {
+		ex.keep(cfg, exposureKey{agent: "a", tool: fmt.Sprint(i)}, &resolved{})
+	}
+	if n := len(ex.cur.Load().m); n != maxExposures {
+		t.Errorf("a set kept %d views; want at most %d", n, maxExposures)
+	}
+}
