@@ -1,6 +1,9 @@
 package mcpserver
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // warmRunners run Host.Call on goroutines kept between calls. The SDK
 // answers each request on a goroutine of its own, which starts with a
@@ -13,12 +16,18 @@ import "time"
 // two-core machine). Handing the call over costs two goroutine switches.
 //
 // A call never waits for a runner: with none idle, a new one starts. A
-// runner idle for runnerIdle ends.
+// runner idle for runnerIdle ends, and one that would make more than
+// maxIdleRunners idle ends at once: a burst of concurrent calls (the
+// callers' choice) leaves no more than that many behind.
 type warmRunners struct {
 	work chan func() // unbuffered: only an idle runner takes a job
+	idle atomic.Int32
 }
 
-const runnerIdle = 30 * time.Second
+const (
+	runnerIdle     = 30 * time.Second
+	maxIdleRunners = 64
+)
 
 func newWarmRunners() *warmRunners { return &warmRunners{work: make(chan func())} }
 
@@ -42,11 +51,17 @@ func (w *warmRunners) runner(job func()) {
 	idle := time.NewTimer(runnerIdle)
 	defer idle.Stop()
 	for {
+		if w.idle.Add(1) > maxIdleRunners {
+			w.idle.Add(-1)
+			return
+		}
 		select {
 		case job = <-w.work:
+			w.idle.Add(-1)
 			job()
 			idle.Reset(runnerIdle)
 		case <-idle.C:
+			w.idle.Add(-1)
 			return
 		}
 	}

@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -33,4 +35,28 @@ func TestWarmRunnersNeverMakeACallWait(t *testing.T) {
 	}
 	close(release)
 	<-blocked
+}
+
+// TestWarmRunnersAfterABurst: a burst of concurrent calls, each on a
+// runner of its own, leaves at most maxIdleRunners idle behind it, not
+// one per call of the burst.
+func TestWarmRunnersAfterABurst(t *testing.T) {
+	w := newWarmRunners()
+	const burst = 4 * maxIdleRunners
+	release := make(chan struct{})
+	var started, ended sync.WaitGroup
+	started.Add(burst)
+	for range burst {
+		ended.Go(func() { w.run(func() { started.Done(); <-release }) })
+	}
+	started.Wait() // every call of the burst holds a runner of its own
+	close(release)
+	ended.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for w.idle.Load() != maxIdleRunners {
+		if n := w.idle.Load(); n > maxIdleRunners || time.Now().After(deadline) {
+			t.Fatalf("%d runners idle after a burst of %d calls; want %d", n, burst, maxIdleRunners)
+		}
+		runtime.Gosched()
+	}
 }
