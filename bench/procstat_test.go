@@ -1,12 +1,12 @@
 package bench
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // procCounts is what /proc says of a process over its threads: minor page
@@ -33,39 +33,9 @@ func (a *procCounts) add(b procCounts) {
 // readCounts reads the counts of process pid ("self" for this one). A
 // process that ended reads as zero.
 func readCounts(pid string) procCounts {
-	var c procCounts
-	dir := filepath.Join("/proc", pid)
-	if b, err := os.ReadFile(filepath.Join(dir, "stat")); err == nil {
-		// Fields after the command's closing parenthesis: state is the
-		// first, minflt the eighth (field 10 of proc(5)).
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) > 7 {
-				c.minflt, _ = strconv.ParseUint(f[7], 10, 64)
-			}
-		}
-	}
-	tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
-	for _, t := range tasks {
-		if b, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "status")); err == nil {
-			if _, v, ok := strings.Cut(string(b), "nonvoluntary_ctxt_switches:"); ok {
-				n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-				c.preempted += n
-			}
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "schedstat"))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(b)); len(f) == 3 {
-			run, _ := strconv.ParseUint(f[0], 10, 64)
-			wait, _ := strconv.ParseUint(f[1], 10, 64)
-			n, _ := strconv.ParseUint(f[2], 10, 64)
-			c.cpuNS += run
-			c.waitNS += wait
-			c.slices += n
-		}
-	}
-	return c
+	st, _ := testkit.ReadProcStat(pid)
+	th := testkit.ReadThreadStats(pid)
+	return procCounts{minflt: st.MinorFaults, cpuNS: uint64(th.OnCPU), waitNS: uint64(th.Runnable), slices: th.Slices, preempted: th.Involuntary}
 }
 
 // childPIDs lists this process's child processes alive now (the workers

@@ -1,11 +1,11 @@
 package multiinstance
 
 import (
-	"bytes"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // CPU accounting for the benchmark: on a machine whose cores every process
@@ -17,61 +17,25 @@ import (
 // of the PostgreSQL cluster's (the postmaster and every backend), and of
 // this process (the client), from /proc.
 
-// procCPU is a process's own CPU time and its reaped children's, and its
-// parent's PID, from /proc/PID/stat.
+// procCPU is a process's own CPU time and its reaped children's, its
+// parent's PID and the context switches of its live threads.
 type procCPU struct {
 	ppid int
 	cs   int64 // context switches of its live threads, voluntary or not
 	comm string
-	cpu  time.Duration // utime + stime + cutime + cstime
-	self time.Duration // utime + stime
+	cpu  time.Duration // its own CPU time and its reaped children's
+	self time.Duration // its own
 }
-
-// clockTick is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
-// Linux this runs on.
-const clockTick = 10 * time.Millisecond
 
 func readProcStat(pid int) (procCPU, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
+	id := strconv.Itoa(pid)
+	st, ok := testkit.ReadProcStat(id)
+	if !ok {
 		return procCPU{}, false
 	}
-	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
-		return procCPU{}, false
-	}
-	f := bytes.Fields(b[end+1:])
-	// After "pid (comm)": state ppid pgrp session tty tpgid flags minflt
-	// cminflt majflt cmajflt utime stime cutime cstime ...
-	if len(f) < 15 {
-		return procCPU{}, false
-	}
-	n := func(i int) int64 { v, _ := strconv.ParseInt(string(f[i]), 10, 64); return v }
-	ppid := int(n(1))
-	self := time.Duration(n(11)+n(12)) * clockTick
-	return procCPU{ppid: ppid, comm: string(b[open+1 : end]), self: self, cpu: self + time.Duration(n(13)+n(14))*clockTick,
-		cs: contextSwitches(pid)}, true
-}
-
-// contextSwitches sums the context switches of the process's live
-// threads (/proc/PID/task/TID/status).
-func contextSwitches(pid int) int64 {
-	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
-	ents, _ := os.ReadDir(dir)
-	var sum int64
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.HasSuffix(k, []byte("ctxt_switches")) {
-				n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
-				sum += n
-			}
-		}
-	}
-	return sum
+	th := testkit.ReadThreadStats(id)
+	return procCPU{ppid: st.PPID, comm: st.Comm, self: st.Self, cpu: st.Self + st.Reaped,
+		cs: int64(th.Voluntary + th.Involuntary)}, true
 }
 
 // cpuSnapshot is the CPU time of this process and of each of its
