@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/jsonparse"
 	lib "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -45,10 +46,74 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 	}
 	var size inputSize
 	if err := checkInput(v, &size); err != nil {
-		return fmt.Errorf("input does not match the tool's schema:\n  %v", err)
+		return inputLimitError(err)
 	}
+	fast := func(stop *atomic.Bool) bool { return s.fast != nil && s.fast.fastFits(v, stop) }
+	_, err := s.validateSized(ctx, timeout, size, fast, func() (any, error) { return v, nil })
+	return err
+}
+
+func inputLimitError(err error) error {
+	return fmt.Errorf("input does not match the tool's schema:\n  %v", err)
+}
+
+// validateScanned is validateWithin for an input given as its text and
+// its scan (ScanInput): the fast check reads the top-level object's
+// members, decoding only those the schema says something of, and the text
+// is decoded (jsonparse.ParseStrict) only when the fast check cannot say
+// yes or the input is past the limits (for checkInput's report). It
+// returns the value it decoded, if it did and finished (decoded), for the
+// caller to keep.
+func (s *Schema) validateScanned(ctx context.Context, timeout time.Duration, text string, sc *jsonparse.Scanned) (v any, decoded bool, err error) {
+	if s.err != nil {
+		return nil, false, s.err
+	}
+	if sc.Problem || !sc.Object || s.fast == nil {
+		// checkInput reports the problem where it is; the library needs
+		// the value anyway.
+		if v, err = decodeScanned(text); err != nil {
+			return nil, false, err
+		}
+		return v, true, s.validateWithin(ctx, timeout, v)
+	}
+	// The closures run on validateSized's goroutine when the validation
+	// is long: what they write is read only once it has finished.
+	var got any
+	var gotOK bool
+	fast := func(stop *atomic.Bool) bool { return s.fast.fastFitsMembers(sc.Members, stop) }
+	value := func() (any, error) {
+		if !gotOK {
+			v, err := decodeScanned(text)
+			if err != nil {
+				return nil, err
+			}
+			got, gotOK = v, true
+		}
+		return got, nil
+	}
+	finished, err := s.validateSized(ctx, timeout, inputSize{nodes: sc.Nodes, bytes: sc.Bytes}, fast, value)
+	if finished && gotOK {
+		return got, true, err
+	}
+	return nil, false, err
+}
+
+// decodeScanned decodes a text ScanInput accepted, which cannot fail.
+func decodeScanned(text string) (any, error) {
+	v, err := jsonparse.ParseStrict(text)
+	if err != nil {
+		return nil, fmt.Errorf("internal error: the input's scan accepted what its parse refuses: %v", err)
+	}
+	return v, nil
+}
+
+// validateSized is the validation of an input of the given size, checked
+// against the limits already: fast is the fast check (a yes is final),
+// value the input for the library's path. finished is false when ctx
+// ended first (the validation goes on on its goroutine until it stops).
+func (s *Schema) validateSized(ctx context.Context, timeout time.Duration, size inputSize, fast func(stop *atomic.Bool) bool, value func() (any, error)) (finished bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return true, err
 	}
 	// A goroutine and a channel cost ~10 µs here, as much as a tiny
 	// tool's whole call, so a validation whose worst case is short
@@ -56,20 +121,28 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 	// problems.
 	worst := size.nodes*s.expansion + size.bytes*s.maxInsts/64
 	if worst <= maxInlineWork {
-		if s.fast != nil && s.fast.fastFits(v, &neverStop) {
-			return nil
+		if fast(&neverStop) {
+			return true, nil
+		}
+		v, err := value()
+		if err != nil {
+			return true, err
 		}
 		c, err := s.take(&neverStop)
 		if err != nil {
-			return err
+			return true, err
 		}
 		defer s.put(c)
-		return c.validate(v, false)
+		return true, c.validate(v, false)
 	}
 	stop := new(atomic.Bool) // this validation's; its copy may serve another later
 	run := func() error {
-		if s.fast != nil && s.fast.fastFits(v, stop) {
+		if fast(stop) {
 			return nil
+		}
+		v, err := value()
+		if err != nil {
+			return err
 		}
 		c, err := s.take(stop) // may compile a copy: on the goroutine too
 		if err != nil {
@@ -84,16 +157,16 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 		defer cancel()
 	}
 	if ctx.Done() == nil {
-		return run()
+		return true, run()
 	}
 	done := make(chan error, 1)
 	go func() { done <- run() }()
 	select {
 	case err := <-done:
-		return err
+		return true, err
 	case <-ctx.Done():
 		stop.Store(true)
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
