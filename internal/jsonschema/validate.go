@@ -48,8 +48,8 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 	if err := checkInput(v, &size); err != nil {
 		return inputLimitError(err)
 	}
-	fast := func(stop *atomic.Bool) bool { return s.fast != nil && s.fast.fastFits(v, stop) }
-	_, err := s.validateSized(ctx, timeout, size, fast, func() (any, error) { return v, nil })
+	in := inputCheck{s: s, v: v, decoded: true}
+	_, err := s.validateSized(ctx, timeout, size, &in)
 	return err
 }
 
@@ -76,26 +76,46 @@ func (s *Schema) validateScanned(ctx context.Context, timeout time.Duration, tex
 		}
 		return v, true, s.validateWithin(ctx, timeout, v)
 	}
-	// The closures run on validateSized's goroutine when the validation
-	// is long: what they write is read only once it has finished.
-	var got any
-	var gotOK bool
-	fast := func(stop *atomic.Bool) bool { return s.fast.fastFitsMembers(sc.Members, stop) }
-	value := func() (any, error) {
-		if !gotOK {
-			v, err := decodeScanned(text)
-			if err != nil {
-				return nil, err
-			}
-			got, gotOK = v, true
-		}
-		return got, nil
-	}
-	finished, err := s.validateSized(ctx, timeout, inputSize{nodes: sc.Nodes, bytes: sc.Bytes}, fast, value)
-	if finished && gotOK {
-		return got, true, err
+	in := inputCheck{s: s, text: text, members: sc.Members}
+	finished, err := s.validateSized(ctx, timeout, inputSize{nodes: sc.Nodes, bytes: sc.Bytes}, &in)
+	if finished && in.decoded {
+		return in.v, true, err
 	}
 	return nil, false, err
+}
+
+// inputCheck is the input of one validation: its value (decoded), or its
+// text and its top-level members, decoded when the library's path needs
+// the value.
+type inputCheck struct {
+	s       *Schema
+	v       any
+	decoded bool
+	text    string
+	members []jsonparse.Member
+}
+
+// fast is the fast check, on the value or on the members.
+func (in *inputCheck) fast(stop *atomic.Bool) bool {
+	switch {
+	case in.s.fast == nil:
+		return false
+	case in.decoded:
+		return in.s.fast.fastFits(in.v, stop)
+	}
+	return in.s.fast.fastFitsMembers(in.members, stop)
+}
+
+// value is the input's value, decoded once.
+func (in *inputCheck) value() (any, error) {
+	if !in.decoded {
+		v, err := decodeScanned(in.text)
+		if err != nil {
+			return nil, err
+		}
+		in.v, in.decoded = v, true
+	}
+	return in.v, nil
 }
 
 // decodeScanned decodes a text ScanInput accepted, which cannot fail.
@@ -108,10 +128,11 @@ func decodeScanned(text string) (any, error) {
 }
 
 // validateSized is the validation of an input of the given size, checked
-// against the limits already: fast is the fast check (a yes is final),
-// value the input for the library's path. finished is false when ctx
-// ended first (the validation goes on on its goroutine until it stops).
-func (s *Schema) validateSized(ctx context.Context, timeout time.Duration, size inputSize, fast func(stop *atomic.Bool) bool, value func() (any, error)) (finished bool, err error) {
+// against the limits already: in's fast check first (a yes is final),
+// then the library's path on its value. finished is false when ctx ended
+// first (the validation goes on, on its goroutine and its own copy of in,
+// until it stops); when true, in holds what was decoded.
+func (s *Schema) validateSized(ctx context.Context, timeout time.Duration, size inputSize, in *inputCheck) (finished bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return true, err
 	}
@@ -121,10 +142,10 @@ func (s *Schema) validateSized(ctx context.Context, timeout time.Duration, size 
 	// problems.
 	worst := size.nodes*s.expansion + size.bytes*s.maxInsts/64
 	if worst <= maxInlineWork {
-		if fast(&neverStop) {
+		if in.fast(&neverStop) {
 			return true, nil
 		}
-		v, err := value()
+		v, err := in.value()
 		if err != nil {
 			return true, err
 		}
@@ -136,11 +157,13 @@ func (s *Schema) validateSized(ctx context.Context, timeout time.Duration, size 
 		return true, c.validate(v, false)
 	}
 	stop := new(atomic.Bool) // this validation's; its copy may serve another later
+	own := new(inputCheck)   // the goroutine's, copied back once it is done
+	*own = *in
 	run := func() error {
-		if fast(stop) {
+		if own.fast(stop) {
 			return nil
 		}
-		v, err := value()
+		v, err := own.value()
 		if err != nil {
 			return err
 		}
@@ -157,12 +180,15 @@ func (s *Schema) validateSized(ctx context.Context, timeout time.Duration, size 
 		defer cancel()
 	}
 	if ctx.Done() == nil {
-		return true, run()
+		err := run()
+		*in = *own
+		return true, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- run() }()
 	select {
 	case err := <-done:
+		*in = *own
 		return true, err
 	case <-ctx.Done():
 		stop.Store(true)
