@@ -100,6 +100,8 @@ type parser struct {
 	lim  Limits
 	sc   Scanned
 	keys []string
+	// plainStr: the last string scanStr read had no escape.
+	plainStr bool
 }
 
 func (p *parser) fail(msg string) error {

@@ -42,6 +42,9 @@ type Scanned struct {
 type Member struct {
 	Key   string
 	Value string // its text, a substring of the input
+	// Plain: the value is a string with no escape (valid UTF-8, as Scan
+	// checked), so its value is Value without the quotes.
+	Plain bool
 }
 
 // Scan checks s as ParseStrict does, refusing exactly what it refuses with
@@ -137,6 +140,7 @@ func (p *parser) scanStr() (int, error) {
 	if i < len(s) && s[i] == '"' {
 		if v := s[start:i]; !nonASCII || utf8.ValidString(v) {
 			p.i = i + 1
+			p.plainStr = true
 			return i - start, nil
 		}
 	}
@@ -231,6 +235,7 @@ func (p *parser) scanObject() error {
 		p.i++
 		p.skipSpace()
 		vstart := p.i
+		p.plainStr = false
 		if err := p.scanValue(); err != nil {
 			return err
 		}
@@ -259,7 +264,7 @@ func (p *parser) scanObject() error {
 			return p.fail("duplicate key " + strconv.Quote(key))
 		}
 		if top {
-			p.sc.Members = append(p.sc.Members, Member{Key: key, Value: p.s[vstart:p.i]})
+			p.sc.Members = append(p.sc.Members, Member{Key: key, Value: p.s[vstart:p.i], Plain: p.plainStr && p.s[vstart] == '"'})
 		}
 		p.skipSpace()
 		if p.i >= len(p.s) {

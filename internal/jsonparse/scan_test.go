@@ -91,6 +91,9 @@ func checkScan(t *testing.T, s string) {
 		if err != nil || !ok || !reflect.DeepEqual(v, w) {
 			t.Fatalf("Scan(%q): member %q = %q (%v), the object's %#v", s, mem.Key, mem.Value, err, w)
 		}
+		if str, isStr := w.(string); mem.Plain && (!isStr || `"`+str+`"` != mem.Value) {
+			t.Fatalf("Scan(%q): member %q = %q is not a plain string", s, mem.Key, mem.Value)
+		}
 	}
 }
 
@@ -122,7 +125,7 @@ func scanCases() []string {
 		`[123456]`, `[1234567]`, `{"n":-1.5e300}`, `{"n":1e1000000}`, `[1.25,12345678901234567890]`,
 		"{\"\xff\":1}", "{\"a\":\"\xc3\"}", `{"\ud800":1}`, `{"a":"\udc00"}`, `{"a":1} x`, `{"a":1}{}`,
 		`{"message":"m","data":[{"id":123,"ok":true,"tag":"abc"},{"id":124,"ok":false,"tag":"d\ne"}]}`,
-		` { "a" : 1 , "b" : [ 1 , 2 ] } `, `{"a":{"a":1},"a":{"a":2}}`, `{"":1,"":2}`, `{"a":1,"b":2,"a":[1}`,
+		` { "a" : 1 , "b" : [ 1 , 2 ] } `, `{"a":"x\ny","b":"\u00e9","c":"é","d":"\""}`, `{"a":{"a":1},"a":{"a":2}}`, `{"":1,"":2}`, `{"a":1,"b":2,"a":[1}`,
 	}
 }
 
@@ -139,7 +142,7 @@ func TestScanMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []jsonparse.Member{{Key: "ab", Value: "[ 1 , 2 ]"}, {Key: "c", Value: `"d"`}}
+	want := []jsonparse.Member{{Key: "ab", Value: "[ 1 , 2 ]"}, {Key: "c", Value: `"d"`, Plain: true}}
 	if !sc.Object || !reflect.DeepEqual(sc.Members, want) || sc.Problem {
 		t.Fatalf("%+v", sc)
 	}

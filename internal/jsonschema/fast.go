@@ -328,6 +328,10 @@ func (f *fastSchema) fitsMembers(ms []jsonparse.Member, w *fastWalk) bool {
 			if !s.fits(nil, w) { // reads no value
 				return false
 			}
+		case m.Plain:
+			if !s.fits(m.Value[1:len(m.Value)-1], w) {
+				return false
+			}
 		default:
 			v, err := jsonparse.ParseStrict(m.Value)
 			if err != nil || !s.fits(v, w) {
