@@ -185,7 +185,7 @@ func (inv *invocation) renderText() string {
 // never a verdict on the input.
 func (inv *invocation) value() (any, error) {
 	if !inv.decoded {
-		v, err := jsonparse.ParseStrict(inv.inputText)
+		v, err := parseInput(inv.inputText)
 		if err != nil {
 			return nil, fmt.Errorf("internal error: the input's scan accepted what its parse refuses: %w", err)
 		}
@@ -323,7 +323,7 @@ func (h *Host) pipeline() handler {
 		{"maiden.policy", policy.resolve},       // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
 		{"", audit.call},                        // how the call ended → the call-refused / call-failed / call-succeeded record (internal/callaudit)
 		{"", approvals.markDone},                // the approvals the run consumed → marked done after it (middleware_approve.go)
-		{"maiden.input", input.check},           // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
+		{"maiden.input", input.check},           // call.Input → refused over MaxInputBytes or ambiguous, else inputText, scanned (checked strictly, not decoded: input, which every view derives from, is decoded once by the first stage that needs it: value)
 		{"", secrets.handles},                   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
 		{"", parse},                             // a command tool's input → cmd and its rendering (backend.parse → useCommand); a WebAssembly tool's opened version
 		{"maiden.decision", authorize.decide},   // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
@@ -437,11 +437,13 @@ func parse(next handler) handler {
 }
 
 // inputStage refuses input over the size cap (limit: Options.MaxInputBytes,
-// else the configuration's) before parsing it, then decodes it once, into
-// the value every later stage reads. Input JSON readers would read
-// differently (a duplicate key, invalid UTF-8, a lone surrogate escape) is
-// refused here, for every tool and agent: the schema check, the cards and
-// the tool must all read one value.
+// else the configuration's) before reading it, then scans it (scanInput):
+// input JSON readers would read differently (a duplicate key, invalid
+// UTF-8, a lone surrogate escape) is refused here, for every tool and
+// agent, since the schema check, the cards and the tool must all read one
+// value. That value is decoded later, once, by the first stage that needs
+// it (value); a call that needs none (the implicit agent, a plain schema,
+// no secret, no middleware) builds no tree of it.
 type inputStage struct{ limit func(*config.Config) int64 }
 
 func (s inputStage) check(next handler) handler {
