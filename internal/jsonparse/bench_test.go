@@ -27,8 +27,9 @@ func shapes(n int) []struct{ name, input string } {
 }
 
 // BenchmarkParse compares Parse with encoding/json's Decoder (UseNumber,
-// then a check for trailing data: what maiden used before) on the same
-// inputs in the same run; MB/s is the input's size over the parse's time.
+// then a check for trailing data: what maiden used before) and with Scan
+// (ParseStrict's checks, building nothing) on the same inputs in the same
+// run; MB/s is the input's size over the parse's time.
 //
 //	go test -run '^$' -bench Parse ./internal/jsonparse/
 func BenchmarkParse(b *testing.B) {
@@ -40,7 +41,7 @@ func BenchmarkParse(b *testing.B) {
 			for _, impl := range []struct {
 				name  string
 				parse func(string) (any, error)
-			}{{"jsonparse", jsonparse.Parse}, {"encoding_json", reference}} {
+			}{{"jsonparse", jsonparse.Parse}, {"encoding_json", reference}, {"scan", scan}} {
 				b.Run(size.name+"/"+shape.name+"/"+impl.name, func(b *testing.B) {
 					b.SetBytes(int64(len(shape.input)))
 					b.ReportAllocs()
@@ -53,4 +54,10 @@ func BenchmarkParse(b *testing.B) {
 			}
 		}
 	}
+}
+
+// scan is Scan under testLimits, as the benchmark's parse.
+func scan(s string) (any, error) {
+	_, err := jsonparse.Scan(s, testLimits)
+	return nil, err
 }

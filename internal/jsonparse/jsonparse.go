@@ -95,6 +95,13 @@ type parser struct {
 	// strict: refuse duplicate keys, invalid UTF-8 and lone surrogates
 	// (ParseStrict).
 	strict bool
+	// Scan's: its limits, what it found, and the keys of the objects it
+	// is in (each object's after its parent's), for duplicates.
+	lim  Limits
+	sc   Scanned
+	keys []string
+	// plainStr: the last string scanStr read had no escape.
+	plainStr bool
 }
 
 func (p *parser) fail(msg string) error {
@@ -195,8 +202,24 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // number parses the RFC 8259 number at p.i; its text is the json.Number.
 func (p *parser) number() (any, error) {
+	start := p.i
+	if err := p.numberEnd(); err != nil {
+		return nil, err
+	}
 	s, i := p.s, p.i
-	start := i
+	if n := i - start; n <= 3 && s[start] != '-' && s[i-1] != '.' {
+		// An integer below 1000 (no leading zeros in JSON: its text is
+		// its value's), already boxed.
+		if v := smallInt(s[start:i]); v >= 0 {
+			return smallInts[v], nil
+		}
+	}
+	return json.Number(s[start:i]), nil
+}
+
+// numberEnd moves p.i past the RFC 8259 number at p.i.
+func (p *parser) numberEnd() error {
+	s, i := p.s, p.i
 	if s[i] == '-' {
 		i++
 	}
@@ -210,13 +233,13 @@ func (p *parser) number() (any, error) {
 		}
 	default:
 		p.i = i
-		return nil, p.failChar("in numeric literal")
+		return p.failChar("in numeric literal")
 	}
 	if i < len(s) && s[i] == '.' {
 		i++
 		if i >= len(s) || !isDigit(s[i]) {
 			p.i = i
-			return nil, p.failChar("after decimal point in numeric literal")
+			return p.failChar("after decimal point in numeric literal")
 		}
 		for i < len(s) && isDigit(s[i]) {
 			i++
@@ -229,21 +252,14 @@ func (p *parser) number() (any, error) {
 		}
 		if i >= len(s) || !isDigit(s[i]) {
 			p.i = i
-			return nil, p.failChar("in exponent of numeric literal")
+			return p.failChar("in exponent of numeric literal")
 		}
 		for i < len(s) && isDigit(s[i]) {
 			i++
 		}
 	}
 	p.i = i
-	if n := i - start; n <= 3 && s[start] != '-' && s[i-1] != '.' {
-		// An integer below 1000 (no leading zeros in JSON: its text is
-		// its value's), already boxed.
-		if v := smallInt(s[start:i]); v >= 0 {
-			return smallInts[v], nil
-		}
-	}
-	return json.Number(s[start:i]), nil
+	return nil
 }
 
 // smallInts holds json.Number("0") to json.Number("999") as interface
@@ -505,14 +521,18 @@ func (p *parser) str() (string, error) {
 			return v, nil
 		}
 	}
-	return p.strSlow(start, i, nonASCII)
+	if err := p.strSlow(start, i, nonASCII); err != nil {
+		return "", err
+	}
+	return string(p.buf), nil
 }
 
 // strSlow goes on with the string starting at start (after the quote)
 // whose first run of plain bytes ends at i, at an escape, a control
 // character, the end of the input, or a quote after invalid UTF-8: it
-// unescapes and replaces invalid UTF-8 as encoding/json does.
-func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
+// unescapes (into p.buf, which holds the string's value when it returns
+// nil) and replaces invalid UTF-8 as encoding/json does.
+func (p *parser) strSlow(start, i int, nonASCII bool) error {
 	s := p.s
 	buf := p.buf[:0]
 	run := s[start:i]
@@ -520,7 +540,7 @@ func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 		if nonASCII && !utf8.ValidString(run) {
 			if p.strict {
 				p.i = start + invalidAt(run)
-				return "", p.fail("invalid UTF-8 in string")
+				return p.fail("invalid UTF-8 in string")
 			}
 			buf = appendValid(buf, run)
 		} else {
@@ -528,21 +548,21 @@ func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 		}
 		if i >= len(s) {
 			p.i = i
-			return "", p.fail("unexpected end of JSON input")
+			return p.fail("unexpected end of JSON input")
 		}
 		switch c := s[i]; {
 		case c == '"':
 			p.i = i + 1
 			p.buf = buf
-			return string(buf), nil
+			return nil
 		case c < 0x20:
 			p.i = i
-			return "", p.failChar("in string literal")
+			return p.failChar("in string literal")
 		}
 		// A backslash.
 		if i+1 >= len(s) {
 			p.i = i + 1
-			return "", p.fail("unexpected end of JSON input")
+			return p.fail("unexpected end of JSON input")
 		}
 		switch e := s[i+1]; e {
 		case '"', '\\', '/':
@@ -567,7 +587,7 @@ func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 			r, n := hex4(s, i+2)
 			if n < 4 {
 				p.i = i + 2 + n
-				return "", p.failChar("in \\u hexadecimal character escape")
+				return p.failChar("in \\u hexadecimal character escape")
 			}
 			i += 6
 			if utf16.IsSurrogate(r) {
@@ -585,14 +605,14 @@ func (p *parser) strSlow(start, i int, nonASCII bool) (string, error) {
 				}
 				if d == utf8.RuneError && p.strict {
 					p.i = at
-					return "", p.fail("lone UTF-16 surrogate " + s[at:at+6] + " in string")
+					return p.fail("lone UTF-16 surrogate " + s[at:at+6] + " in string")
 				}
 				r = d
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
 			p.i = i + 1
-			return "", p.failChar("in string escape code")
+			return p.failChar("in string escape code")
 		}
 		start = i
 		i, nonASCII = plain(s, start)

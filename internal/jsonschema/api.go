@@ -3,6 +3,8 @@ package jsonschema
 import (
 	"context"
 	"time"
+
+	"github.com/maiden-run/maiden/internal/jsonparse"
 )
 
 // MaxSchemaBytes is the most text a tool's schema() may return.
@@ -27,6 +29,28 @@ func (s *Schema) Err() error { return s.err }
 // Err). See validateCtx for the bounds.
 func (s *Schema) Validate(ctx context.Context, timeout time.Duration, v any) error {
 	return s.validateWithin(ctx, timeout, v)
+}
+
+// ScanInput checks an input's text as jsonparse.ParseStrict does (the
+// same refusals, as its *SyntaxError) without decoding it, and measures it
+// against the limits Validate applies (depth, numbers) in the same pass:
+// what ValidateScanned needs.
+func ScanInput(text string) (jsonparse.Scanned, error) { return jsonparse.Scan(text, inputLimits) }
+
+// inputLimits are checkInput's limits, for the scan.
+var inputLimits = jsonparse.Limits{
+	Depth:      maxInputDepth,
+	LongNumber: func(s string) bool { return numberProblem(s) != "" },
+}
+
+// ValidateScanned is Validate for an input given as its text and its
+// ScanInput: the same verdict and report, but the text is decoded only
+// when the check needs the whole value (a schema without a fast form, a
+// fast check that cannot say yes, an input past the limits); a plain
+// schema reads only the top-level members it names. It returns the value
+// it decoded, if any (decoded), for the caller to keep.
+func (s *Schema) ValidateScanned(ctx context.Context, timeout time.Duration, text string, sc *jsonparse.Scanned) (v any, decoded bool, err error) {
+	return s.validateScanned(ctx, timeout, text, sc)
 }
 
 // EscapePointer escapes one token of a JSON Pointer (RFC 6901).

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/maiden-run/maiden/internal/jsonparse"
 )
 
 // fastSchema is a schema of the plain kind most tools declare (types,
@@ -275,4 +277,93 @@ func inEnum(v any, enum []any) bool {
 		}
 	}
 	return false
+}
+
+// fastFitsMembers is fastFits for an object given as its members' text
+// (jsonparse.Scanned.Members, no key twice): it decodes only the members
+// a subschema other than a boolean one applies to, and counts its work as
+// fits does on the decoded object. It says no where it would need the
+// whole object (const or enum at the top).
+func (f *fastSchema) fastFitsMembers(ms []jsonparse.Member, stop *atomic.Bool) bool {
+	w := fastWalk{checks: 6, limit: maxChecks, stop: stop}
+	return f.fitsMembers(ms, &w)
+}
+
+func (f *fastSchema) fitsMembers(ms []jsonparse.Member, w *fastWalk) bool {
+	if w.sinceStop++; w.sinceStop >= stopEvery {
+		w.sinceStop = 0
+		if w.stop.Load() {
+			return false
+		}
+	}
+	if f.always != nil {
+		w.checks++
+		return *f.always && w.checks <= w.limit
+	}
+	if w.checks += f.cost + f.perPart*len(ms); w.checks > w.limit {
+		return false
+	}
+	if f.types != nil {
+		if _, ok := typeMatches(map[string]any(nil), f.types); !ok {
+			return false
+		}
+	}
+	if f.hasConst || f.hasEnum {
+		return false
+	}
+	if len(ms) < f.minProps || f.maxProps >= 0 && len(ms) > f.maxProps {
+		return false
+	}
+	if len(f.required) > 0 && !hasKeys(ms, f.required) {
+		return false
+	}
+	for _, m := range ms {
+		s, ok := f.props[m.Key]
+		if !ok {
+			s = f.additional
+		}
+		switch {
+		case s == nil:
+		case s.always != nil:
+			if !s.fits(nil, w) { // reads no value
+				return false
+			}
+		case m.Plain:
+			if !s.fits(m.Value[1:len(m.Value)-1], w) {
+				return false
+			}
+		default:
+			v, err := jsonparse.ParseStrict(m.Value)
+			if err != nil || !s.fits(v, w) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasKeys tells whether ms has a member of each of keys.
+func hasKeys(ms []jsonparse.Member, keys []string) bool {
+	if len(ms)*len(keys) > 256 {
+		set := make(map[string]struct{}, len(ms))
+		for _, m := range ms {
+			set[m.Key] = struct{}{}
+		}
+		for _, k := range keys {
+			if _, ok := set[k]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+next:
+	for _, k := range keys {
+		for _, m := range ms {
+			if m.Key == k {
+				continue next
+			}
+		}
+		return false
+	}
+	return true
 }

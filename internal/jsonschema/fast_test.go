@@ -152,7 +152,8 @@ func TestFastStops(t *testing.T) {
 // FuzzFastAgreesWithLibrary builds a plain schema and an input from the
 // fuzzer's bytes (the input mostly following the schema, so both answers
 // come up) and holds the fast check to the library's answer and maiden's
-// path's: a fast yes where either says no fails.
+// path's: a fast yes where either says no fails; and the check on an
+// object's members to the check on its value.
 //
 //	go test -run '^$' -fuzz FuzzFastAgreesWithLibrary ./internal/jsonschema/
 func FuzzFastAgreesWithLibrary(f *testing.F) {
@@ -187,6 +188,15 @@ func FuzzFastAgreesWithLibrary(f *testing.F) {
 		}
 		if d := disagreement(t, string(text), s, v); d != "" {
 			t.Errorf("%s\nschema %s\ninput %s", d, text, in)
+		}
+		// The check on an object's members (ValidateScanned's) says yes
+		// only where the check on the value does, after as much work.
+		if sc, err := ScanInput(string(in)); err == nil && sc.Object {
+			full := fastWalk{checks: 6, limit: maxChecks, stop: new(atomic.Bool)}
+			members := full
+			if s.fast.fitsMembers(sc.Members, &members) && (!s.fast.fits(v, &full) || members.checks != full.checks) {
+				t.Errorf("the members' check says yes after %d checks, the value's %v after %d\nschema %s\ninput %s", members.checks, s.fast.fits(v, &fastWalk{checks: 6, limit: maxChecks, stop: new(atomic.Bool)}), full.checks, text, in)
+			}
 		}
 	})
 }

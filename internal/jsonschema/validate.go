@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/jsonparse"
 	lib "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -45,10 +46,95 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 	}
 	var size inputSize
 	if err := checkInput(v, &size); err != nil {
-		return fmt.Errorf("input does not match the tool's schema:\n  %v", err)
+		return inputLimitError(err)
 	}
+	in := inputCheck{s: s, v: v, decoded: true}
+	_, err := s.validateSized(ctx, timeout, size, &in)
+	return err
+}
+
+func inputLimitError(err error) error {
+	return fmt.Errorf("input does not match the tool's schema:\n  %v", err)
+}
+
+// validateScanned is validateWithin for an input given as its text and
+// its scan (ScanInput): the fast check reads the top-level object's
+// members, decoding only those the schema says something of, and the text
+// is decoded (jsonparse.ParseStrict) only when the fast check cannot say
+// yes or the input is past the limits (for checkInput's report). It
+// returns the value it decoded, if it did and finished (decoded), for the
+// caller to keep.
+func (s *Schema) validateScanned(ctx context.Context, timeout time.Duration, text string, sc *jsonparse.Scanned) (v any, decoded bool, err error) {
+	if s.err != nil {
+		return nil, false, s.err
+	}
+	if sc.Problem || !sc.Object || s.fast == nil {
+		// checkInput reports the problem where it is; the library needs
+		// the value anyway.
+		if v, err = decodeScanned(text); err != nil {
+			return nil, false, err
+		}
+		return v, true, s.validateWithin(ctx, timeout, v)
+	}
+	in := inputCheck{s: s, text: text, members: sc.Members}
+	finished, err := s.validateSized(ctx, timeout, inputSize{nodes: sc.Nodes, bytes: sc.Bytes}, &in)
+	if finished && in.decoded {
+		return in.v, true, err
+	}
+	return nil, false, err
+}
+
+// inputCheck is the input of one validation: its value (decoded), or its
+// text and its top-level members, decoded when the library's path needs
+// the value.
+type inputCheck struct {
+	s       *Schema
+	v       any
+	decoded bool
+	text    string
+	members []jsonparse.Member
+}
+
+// fast is the fast check, on the value or on the members.
+func (in *inputCheck) fast(stop *atomic.Bool) bool {
+	switch {
+	case in.s.fast == nil:
+		return false
+	case in.decoded:
+		return in.s.fast.fastFits(in.v, stop)
+	}
+	return in.s.fast.fastFitsMembers(in.members, stop)
+}
+
+// value is the input's value, decoded once.
+func (in *inputCheck) value() (any, error) {
+	if !in.decoded {
+		v, err := decodeScanned(in.text)
+		if err != nil {
+			return nil, err
+		}
+		in.v, in.decoded = v, true
+	}
+	return in.v, nil
+}
+
+// decodeScanned decodes a text ScanInput accepted, which cannot fail.
+func decodeScanned(text string) (any, error) {
+	v, err := jsonparse.ParseStrict(text)
+	if err != nil {
+		return nil, fmt.Errorf("internal error: the input's scan accepted what its parse refuses: %v", err)
+	}
+	return v, nil
+}
+
+// validateSized is the validation of an input of the given size, checked
+// against the limits already: in's fast check first (a yes is final),
+// then the library's path on its value. finished is false when ctx ended
+// first (the validation goes on, on its goroutine and its own copy of in,
+// until it stops); when true, in holds what was decoded.
+func (s *Schema) validateSized(ctx context.Context, timeout time.Duration, size inputSize, in *inputCheck) (finished bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return true, err
 	}
 	// A goroutine and a channel cost ~10 µs here, as much as a tiny
 	// tool's whole call, so a validation whose worst case is short
@@ -56,20 +142,30 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 	// problems.
 	worst := size.nodes*s.expansion + size.bytes*s.maxInsts/64
 	if worst <= maxInlineWork {
-		if s.fast != nil && s.fast.fastFits(v, &neverStop) {
-			return nil
+		if in.fast(&neverStop) {
+			return true, nil
+		}
+		v, err := in.value()
+		if err != nil {
+			return true, err
 		}
 		c, err := s.take(&neverStop)
 		if err != nil {
-			return err
+			return true, err
 		}
 		defer s.put(c)
-		return c.validate(v, false)
+		return true, c.validate(v, false)
 	}
 	stop := new(atomic.Bool) // this validation's; its copy may serve another later
+	own := new(inputCheck)   // the goroutine's, copied back once it is done
+	*own = *in
 	run := func() error {
-		if s.fast != nil && s.fast.fastFits(v, stop) {
+		if own.fast(stop) {
 			return nil
+		}
+		v, err := own.value()
+		if err != nil {
+			return err
 		}
 		c, err := s.take(stop) // may compile a copy: on the goroutine too
 		if err != nil {
@@ -84,16 +180,19 @@ func (s *Schema) validateWithin(ctx context.Context, timeout time.Duration, v an
 		defer cancel()
 	}
 	if ctx.Done() == nil {
-		return run()
+		err := run()
+		*in = *own
+		return true, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- run() }()
 	select {
 	case err := <-done:
-		return err
+		*in = *own
+		return true, err
 	case <-ctx.Done():
 		stop.Store(true)
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 

@@ -66,7 +66,11 @@ func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
 // offending argument named. Its rendering is what cards, conditions and
 // approvals see.
 func (b *cliBackend) parse(_ context.Context, inv *invocation) (parsed, *ToolError, error) {
-	cmd, err := clitool.Spec(inv.tool.CLI).ParseValue(inv.input)
+	v, err := inv.value()
+	if err != nil {
+		return parsed{}, nil, err
+	}
+	cmd, err := clitool.Spec(inv.tool.CLI).ParseValue(v)
 	if err != nil {
 		return parsed{}, &ToolError{Kind: KindInput, Message: inv.tool.Name + ": " + err.Error()}, nil
 	}

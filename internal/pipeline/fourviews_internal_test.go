@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,15 +132,23 @@ func sha256Hex(s string) string {
 // is a call of fourViewsSpec, for a wrapped CLI and a command-tree tool.
 func fourViews(t *testing.T, schema *inputSchema, spec *command.Spec, input string) {
 	t.Helper()
-	doc, err := parseInput(input) // input.check
-	if err != nil {
+	// input.check scans the text; the schema check reads the scan (the
+	// value is decoded later, by whichever stage needs it first).
+	inv := &invocation{call: Call{Input: input}}
+	if err := inv.scanInput(); err != nil {
+		if _, perr := parseInput(input); perr == nil || perr.Error() != err.Error() {
+			t.Fatalf("%q: the input stage's scan refuses with %v, ParseStrict with %v", input, err, perr)
+		}
 		return
 	}
-	if schema.validateWithin(context.Background(), 0, doc) != nil {
+	if inv.validateInput(context.Background(), schema, 0) != nil {
 		return
 	}
-	inv := &invocation{call: Call{Input: input}, input: doc}
 	rerr := inv.render() // authorize, or the middleware
+	doc, err := parseInput(input)
+	if v, verr := inv.value(); err != nil || verr != nil || !reflect.DeepEqual(v, doc) {
+		t.Fatalf("%q: the value decoded lazily (%v) is not ParseStrict's of the text (%v)", input, verr, err)
+	}
 	// The text path (what authorize did before the one parse) agrees, but
 	// for numbers a binary64 reader rounds, which it rendered exactly and
 	// a JSON tool's reader may not read so (grant.RenderJSONInput).
@@ -174,8 +183,11 @@ func fourViews(t *testing.T, schema *inputSchema, spec *command.Spec, input stri
 	// argv and a command-tree tool's input read back as the rendering.
 	// The call's own parse stage and a wrapped CLI's backend (parse, then
 	// useCommand), as a call runs them.
-	inv = &invocation{call: Call{Input: input}, input: doc, backend: &cliBackend{},
+	inv = &invocation{call: Call{Input: input}, backend: &cliBackend{},
 		tool: &config.Tool{Name: "t", CLI: &config.CLI{Command: spec}}}
+	if err := inv.scanInput(); err != nil {
+		t.Fatalf("%q: scanned once, refused again: %v", input, err)
+	}
 	err = parse(func(context.Context, *invocation) error { return nil })(context.Background(), inv)
 	if err != nil {
 		t.Fatalf("%q: the parse stage failed: %v", input, err)

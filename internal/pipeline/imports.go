@@ -82,7 +82,7 @@ func (b *importBackend) open(ctx context.Context, inv *invocation, _ bool) (load
 	if schema.err != nil {
 		return found, &ToolError{Kind: KindInvalid, Message: "the MCP server's input schema: " + schema.err.Error()}, nil
 	}
-	if err := schema.validateWithin(ctx, inv.tool.Timeout, inv.input); err != nil {
+	if err := inv.validateInput(ctx, schema, inv.tool.Timeout); err != nil {
 		if ctx.Err() != nil {
 			return found, nil, ctx.Err()
 		}

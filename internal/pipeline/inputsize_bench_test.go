@@ -66,8 +66,11 @@ func BenchmarkInputSize(b *testing.B) {
 }
 
 // BenchmarkInputStages is where a call's time goes, stage by stage, for
-// the inputs of BenchmarkInputSize: parsing it (once per call), checking it
-// against echo's schema, and the run alone (the input into the
+// the inputs of BenchmarkInputSize: scanning it (input.check, once per
+// call), the schema check on the scan (what a call without a declared
+// agent, secrets or middleware does: check), decoding it (parse: done
+// only when a stage needs the value) and the check on the decoded value
+// (validate), against echo's schema, and the run alone (the input into the
 // component and the output back, through internal/sandbox with no
 // pipeline around it). What BenchmarkInputSize/process takes beyond their
 // sum is the rest of the pipeline and the garbage collector. docs/input-speed.md
@@ -94,6 +97,32 @@ func BenchmarkInputStages(b *testing.B) {
 				for b.Loop() {
 					if _, err := parseInput(shape.input); err != nil {
 						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("scan/"+size.name+"/"+shape.name, func(b *testing.B) {
+				b.SetBytes(int64(len(shape.input)))
+				defer reportCPU(b, len(shape.input))()
+				for b.Loop() {
+					inv := invocation{call: Call{Input: shape.input}}
+					if err := inv.scanInput(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			inv := invocation{call: Call{Input: shape.input}}
+			if err := inv.scanInput(); err != nil {
+				b.Fatal(err)
+			}
+			b.Run("check/"+size.name+"/"+shape.name, func(b *testing.B) {
+				b.SetBytes(int64(len(shape.input)))
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // as a call's
+				defer cancel()
+				defer reportCPU(b, len(shape.input))()
+				for b.Loop() {
+					inv := inv
+					if err := inv.validateInput(ctx, schema, 0); err != nil || inv.decoded {
+						b.Fatal(err, inv.decoded)
 					}
 				}
 			})

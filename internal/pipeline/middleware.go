@@ -63,6 +63,10 @@ func (s middlewareStage) chain(next handler) handler {
 			inv.chainDone = true
 			return next(ctx, inv)
 		}
+		// The layers read the value (chainCall): decoded here, once.
+		if _, err := inv.value(); err != nil {
+			return err
+		}
 		if err := inv.render(); err != nil {
 			return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
 		}
@@ -256,7 +260,7 @@ func (r rewriteCheck) check(ctx context.Context, inv *invocation, m config.Middl
 			return reject(KindDenied, "the rewritten input does not match the tool's schema: "+err.Error())
 		}
 	}
-	inv.call.Input, inv.input = input, doc
+	inv.setInput(input, doc)
 	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "rewrite", Detail: grant.Rendering(args)})
 	return false, nil
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/jsonparse"
+	"github.com/maiden-run/maiden/internal/jsonschema"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/secret"
 	"github.com/maiden-run/maiden/internal/store"
@@ -55,10 +57,16 @@ type invocation struct {
 	// so read, never written through; nil until the policy stage.
 	tool   *config.Tool
 	policy *egress.Policy
-	// The call's input is decoded once (input.check: strictly, so that
-	// every JSON reader reads its text as this one value), and every view
-	// of it derives from that value: input is the value; call.Input its
-	// text, which the tool receives (or, with secret handles, the value
+	// The call's input is checked once (input.check: scanned as
+	// jsonparse.ParseStrict reads it, strictly, so that every JSON reader
+	// reads its text as one value) and decoded at most once, by the first
+	// stage that needs the value (value: a declared agent's rendering,
+	// secret references, middleware, a command tool's parse, a schema the
+	// fast check cannot decide on), and every view of it derives from
+	// that value: input is the value (when decoded); inputText the text
+	// it is of and scanned that text's scan (what the schema check reads
+	// while the value is not decoded: validateInput); call.Input the text
+	// the tool receives (inputText, or with secret handles the value
 	// encoded again: secretRunInput); rendered its canonical arguments,
 	// what cards, conditions, approvals and the audit see (render, or a
 	// command tool's parse: nil until then, and for the implicit agent
@@ -66,8 +74,11 @@ type invocation struct {
 	// the SHA-256 of the text, what an approval is bound to (digest). A
 	// middleware's rewrite is decoded once in turn and re-derives them all
 	// (rewrite).
-	input    any
-	rendered []grant.Arg
+	input     any
+	decoded   bool // input holds inputText's value
+	inputText string
+	scanned   jsonparse.Scanned
+	rendered  []grant.Arg
 	// renderedText caches grant.Rendering(rendered); "" until asked
 	// (renderText), reset when a layer rewrites the input.
 	renderedText string
@@ -168,13 +179,69 @@ func (inv *invocation) renderText() string {
 	return inv.renderedText
 }
 
+// value is the call's decoded input, decoded on first use from the text
+// input.check scanned. The scan refused everything ParseStrict refuses, so
+// an error here is a bug: an internal error (the call could not be made),
+// never a verdict on the input.
+func (inv *invocation) value() (any, error) {
+	if !inv.decoded {
+		v, err := parseInput(inv.inputText)
+		if err != nil {
+			return nil, fmt.Errorf("internal error: the input's scan accepted what its parse refuses: %w", err)
+		}
+		inv.input, inv.decoded = v, true
+	}
+	return inv.input, nil
+}
+
+// scanInput checks the call's input text (input.check): nil, or the
+// *jsonparse.SyntaxError of ParseStrict. The value is decoded later, if
+// a stage needs it (value).
+func (inv *invocation) scanInput() error {
+	sc, err := jsonschema.ScanInput(inv.call.Input)
+	if err != nil {
+		return err
+	}
+	inv.inputText, inv.scanned, inv.input, inv.decoded = inv.call.Input, sc, nil, false
+	return nil
+}
+
+// setInput makes text, whose value is doc, the call's input (secret
+// markers in place of references, a middleware's rewrite).
+func (inv *invocation) setInput(text string, doc any) {
+	inv.call.Input, inv.inputText, inv.input, inv.decoded = text, text, doc, true
+	inv.scanned = jsonparse.Scanned{}
+}
+
+// validateInput checks the call's input against s under ctx and an extra
+// timeout: on its scan while the value is not decoded (the fast check
+// decodes only the members it reads; a value the check decodes is kept),
+// else on the value.
+func (inv *invocation) validateInput(ctx context.Context, s *inputSchema, timeout time.Duration) error {
+	if s.err != nil {
+		return s.err
+	}
+	if inv.decoded {
+		return s.checker.Validate(ctx, timeout, inv.input)
+	}
+	v, decoded, err := s.checker.ValidateScanned(ctx, timeout, inv.inputText, &inv.scanned)
+	if decoded {
+		inv.input, inv.decoded = v, true
+	}
+	return err
+}
+
 // render derives the call's canonical arguments from its decoded input,
 // once: a command tool's parse has them already.
 func (inv *invocation) render() error {
 	if inv.rendered != nil || inv.cmd != nil {
 		return nil
 	}
-	args, err := grant.RenderJSONInput(inv.input)
+	v, err := inv.value()
+	if err != nil {
+		return err
+	}
+	args, err := grant.RenderJSONInput(v)
 	if err != nil {
 		return err
 	}
@@ -256,7 +323,7 @@ func (h *Host) pipeline() handler {
 		{"maiden.policy", policy.resolve},       // the configuration in force → backend; cfg, agent, tool, policy, bindName (agents.go, backend.go)
 		{"", audit.call},                        // how the call ended → the call-refused / call-failed / call-succeeded record (internal/callaudit)
 		{"", approvals.markDone},                // the approvals the run consumed → marked done after it (middleware_approve.go)
-		{"maiden.input", input.check},           // call.Input → refused over MaxInputBytes or ambiguous, else input (decoded once, strictly: every view derives from it)
+		{"maiden.input", input.check},           // call.Input → refused over MaxInputBytes or ambiguous, else inputText, scanned (checked strictly, not decoded: input, which every view derives from, is decoded once by the first stage that needs it: value)
 		{"", secrets.handles},                   // input → {"$secret": NAME} → its marker in input, the call's handles in secrets; refused for a secret the tool may not use (internal/secret)
 		{"", parse},                             // a command tool's input → cmd and its rendering (backend.parse → useCommand); a WebAssembly tool's opened version
 		{"maiden.decision", authorize.decide},   // input or cmd → rendered (render), wallet, decision; refused by the cards (authorize.go, internal/decide)
@@ -370,11 +437,13 @@ func parse(next handler) handler {
 }
 
 // inputStage refuses input over the size cap (limit: Options.MaxInputBytes,
-// else the configuration's) before parsing it, then decodes it once, into
-// the value every later stage reads. Input JSON readers would read
-// differently (a duplicate key, invalid UTF-8, a lone surrogate escape) is
-// refused here, for every tool and agent: the schema check, the cards and
-// the tool must all read one value.
+// else the configuration's) before reading it, then scans it (scanInput):
+// input JSON readers would read differently (a duplicate key, invalid
+// UTF-8, a lone surrogate escape) is refused here, for every tool and
+// agent, since the schema check, the cards and the tool must all read one
+// value. That value is decoded later, once, by the first stage that needs
+// it (value); a call that needs none (the implicit agent, a plain schema,
+// no secret, no middleware) builds no tree of it.
 type inputStage struct{ limit func(*config.Config) int64 }
 
 func (s inputStage) check(next handler) handler {
@@ -383,11 +452,9 @@ func (s inputStage) check(next handler) handler {
 		if n := int64(len(inv.call.Input)); n > limit {
 			return inv.fail(KindInput, InputTooLarge(n, limit))
 		}
-		doc, err := parseInput(inv.call.Input)
-		if err != nil {
+		if err := inv.scanInput(); err != nil {
 			return inv.fail(KindInput, inputProblem(inv.call.Input, err))
 		}
-		inv.input = doc
 		return next(ctx, inv)
 	}
 }

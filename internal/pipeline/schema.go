@@ -66,12 +66,13 @@ func (c *schemaCache) getTool(digest, text string) *inputSchema {
 // peek is the schema compiled for digest, if there is one.
 func (c *schemaCache) peek(digest string) (*inputSchema, bool) { return c.c.Peek(digest) }
 
-// parseInput decodes a call's input once, for every stage that reads it
-// and the schema check. Numbers stay json.Number, as the validator
-// expects; trailing data is an error; so is what JSON readers read
-// differently (jsonparse.ParseStrict: a duplicate key, invalid UTF-8, a
-// lone surrogate escape). Its strings share the input's bytes, which live
-// as long as the call.
+// parseInput decodes a call's input (invocation.value, once, for every
+// stage that reads the value; a middleware's rewrite). Numbers stay
+// json.Number, as the validator expects; trailing data is an error; so is
+// what JSON readers read differently (jsonparse.ParseStrict: a duplicate
+// key, invalid UTF-8, a lone surrogate escape), which the input stage's
+// scan (jsonschema.ScanInput) refuses alike. Its strings share the input's
+// bytes, which live as long as the call.
 func parseInput(input string) (any, error) { return jsonparse.ParseStrict(input) }
 
 // parseOutput parses a tool's output for its output schema: as JSON

@@ -45,7 +45,11 @@ func (secretStages) handles(next handler) handler {
 		if !inv.backend.secretHandles() || !secret.MayRefer(inv.call.Input) {
 			return next(ctx, inv)
 		}
-		hs, doc, err := secret.Issue(inv.input, inv.tool.Secrets)
+		v, err := inv.value()
+		if err != nil {
+			return err
+		}
+		hs, doc, err := secret.Issue(v, inv.tool.Secrets)
 		if err != nil {
 			return inv.fail(KindInput, err.Error())
 		}
@@ -56,7 +60,8 @@ func (secretStages) handles(next handler) handler {
 		if err != nil {
 			return inv.fail(KindInput, "input with secret references cannot be re-encoded: "+err.Error())
 		}
-		inv.call.Input, inv.input, inv.secrets = text, doc, hs
+		inv.setInput(text, doc)
+		inv.secrets = hs
 		err = next(ctx, inv)
 		hs.ExplainSchemaProblem(inv.res.Error)
 		return err

@@ -67,7 +67,11 @@ func (b *wasmBackend) parse(ctx context.Context, inv *invocation) (parsed, *Tool
 	if s.cmd == nil {
 		return parsed{opened: t}, nil, nil // a JSON-input tool (or an unusable schema: refused by open)
 	}
-	cmd, err := s.cmd.ParseValue(inv.input)
+	v, err := inv.value()
+	if err != nil {
+		return parsed{opened: t}, nil, err
+	}
+	cmd, err := s.cmd.ParseValue(v)
 	if err != nil {
 		return parsed{opened: t}, &ToolError{Kind: KindInput, Message: inv.tool.Name + ": " + err.Error()}, nil
 	}
@@ -119,7 +123,7 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, replaced bool) 
 	}
 	err = nil
 	if inv.toolCmd == nil { // a command tree's call was validated by parse
-		err = schema.validateWithin(ctx, lim.Timeout, inv.input)
+		err = inv.validateInput(ctx, schema, lim.Timeout)
 	}
 	switch {
 	case err == nil:

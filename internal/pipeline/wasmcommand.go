@@ -82,7 +82,11 @@ func sameCommand(inv *invocation, t *sandbox.Tool, s *inputSchema) (*command.Inv
 	case inv.toolCmd != nil && inv.toolCmd.digest == t.Digest:
 		return nil, nil, true
 	case inv.toolCmd != nil && s.cmd != nil:
-		cmd, err := s.cmd.ParseValue(inv.input)
+		v, err := inv.value() // decoded by parse already
+		if err != nil {
+			return nil, nil, false
+		}
+		cmd, err := s.cmd.ParseValue(v)
 		if err != nil || cmd.String() != inv.cmd.String() {
 			return nil, nil, false
 		}

@@ -39,11 +39,12 @@ func TestSameToolCommand(t *testing.T) {
 	jsonTool := load(`{"type":"object"}`)
 
 	authorized := func(s *inputSchema, digest, input string) *invocation {
-		doc, err := parseInput(input) // as input.check decodes it
+		doc, err := parseInput(input) // as the parse stage decodes it
 		if err != nil {
 			t.Fatal(err)
 		}
-		inv := &invocation{call: Call{Input: input}, input: doc}
+		inv := &invocation{call: Call{Input: input}}
+		inv.setInput(input, doc)
 		if s.cmd == nil {
 			return inv
 		}

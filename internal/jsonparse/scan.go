@@ -1,0 +1,301 @@
+package jsonparse
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// Limits are what Scan checks of an accepted document besides its
+// validity: the limits a consumer (internal/jsonschema's input check) puts
+// on the values it is given. A value past them is not a syntax error: Scan
+// accepts the document and says so in Scanned.Problem.
+type Limits struct {
+	// Depth is how deeply arrays and objects may nest (the top-level one
+	// is at depth 1); 0: no limit below MaxDepth.
+	Depth int
+	// LongNumber, if set, says whether a number longer than 4 bytes is
+	// past the limits (a number of at most 4 bytes never is: it is called
+	// for no other).
+	LongNumber func(text string) bool
+}
+
+// Scanned is what Scan found in a document it accepted.
+type Scanned struct {
+	// Nodes counts the values and the objects' keys; Bytes the bytes of
+	// the strings' and keys' values (unescaped): jsonschema's measures of
+	// an input's size.
+	Nodes, Bytes int
+	// Problem: a value is past the Limits (the first one found starts at
+	// byte ProblemAt).
+	Problem   bool
+	ProblemAt int
+	// Object: the document is an object; Members are then its members in
+	// order, each key unescaped and its value's text as it is in the
+	// input (no whitespace around it). Decoding a member's text with
+	// ParseStrict gives the value ParseStrict gives for it in the whole
+	// document, and cannot fail.
+	Object  bool
+	Members []Member
+}
+
+// Member is one member of a scanned object.
+type Member struct {
+	Key   string
+	Value string // its text, a substring of the input
+	// Plain: the value is a string with no escape (valid UTF-8, as Scan
+	// checked), so its value is Value without the quotes.
+	Plain bool
+}
+
+// Scan checks s as ParseStrict does, refusing exactly what it refuses with
+// the same *SyntaxError, but builds no value: it measures the document and
+// checks it against lim in the same pass, and returns the top-level
+// object's members as text. Keys and values without an escape are
+// substrings of s.
+func Scan(s string, lim Limits) (Scanned, error) {
+	p := pool.Get().(*parser)
+	p.s, p.i, p.depth, p.strict = s, 0, 0, true
+	p.lim = lim
+	if p.lim.Depth <= 0 {
+		p.lim.Depth = MaxDepth
+	}
+	p.sc = Scanned{}
+	err := p.scanTop()
+	out := p.sc
+	p.s, p.sc, p.lim = "", Scanned{}, Limits{}
+	clear(p.keys[:cap(p.keys)]) // the keys of objects left, and of an error's
+	p.keys = p.keys[:0]
+	if cap(p.keys) <= maxPooled && cap(p.buf) <= maxPooled*16 {
+		pool.Put(p)
+	}
+	if err != nil {
+		return Scanned{}, err
+	}
+	return out, nil
+}
+
+func (p *parser) scanTop() error {
+	p.skipSpace()
+	if err := p.scanValue(); err != nil {
+		return err
+	}
+	p.skipSpace()
+	if p.i < len(p.s) {
+		return p.failChar("after top-level value")
+	}
+	return nil
+}
+
+// problem records a value past the limits starting at byte at.
+func (p *parser) problem(at int) {
+	if !p.sc.Problem {
+		p.sc.Problem, p.sc.ProblemAt = true, at
+	}
+}
+
+// scanValue is value, building nothing.
+func (p *parser) scanValue() error {
+	if p.i >= len(p.s) {
+		return p.fail("unexpected end of JSON input")
+	}
+	p.sc.Nodes++
+	switch c := p.s[p.i]; c {
+	case '"':
+		n, err := p.scanStr()
+		p.sc.Bytes += n
+		return err
+	case '{':
+		return p.scanObject()
+	case '[':
+		return p.scanArray()
+	case 't':
+		_, err := p.literal("true", true)
+		return err
+	case 'f':
+		_, err := p.literal("false", false)
+		return err
+	case 'n':
+		_, err := p.literal("null", nil)
+		return err
+	default:
+		if c == '-' || '0' <= c && c <= '9' {
+			start := p.i
+			if err := p.numberEnd(); err != nil {
+				return err
+			}
+			if p.i-start > 4 && p.lim.LongNumber != nil && p.lim.LongNumber(p.s[start:p.i]) {
+				p.problem(start)
+			}
+			return nil
+		}
+		return p.failChar("looking for beginning of value")
+	}
+}
+
+// scanStr is str, building nothing: the length of the string's value.
+func (p *parser) scanStr() (int, error) {
+	s := p.s
+	start := p.i + 1
+	i, nonASCII := plain(s, start)
+	if i < len(s) && s[i] == '"' {
+		if v := s[start:i]; !nonASCII || utf8.ValidString(v) {
+			p.i = i + 1
+			p.plainStr = true
+			return i - start, nil
+		}
+	}
+	if err := p.strSlow(start, i, nonASCII); err != nil {
+		return 0, err
+	}
+	return len(p.buf), nil
+}
+
+// enter is one level deeper for the array or object at p.i.
+func (p *parser) enter() error {
+	if p.depth++; p.depth > MaxDepth {
+		return p.fail("exceeded max depth")
+	}
+	if p.depth > p.lim.Depth {
+		p.problem(p.i)
+	}
+	return nil
+}
+
+func (p *parser) scanArray() error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	p.i++
+	p.skipSpace()
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		p.depth--
+		return nil
+	}
+	for {
+		if err := p.scanValue(); err != nil {
+			return err
+		}
+		p.skipSpace()
+		if p.i >= len(p.s) {
+			return p.fail("unexpected end of JSON input")
+		}
+		c := p.s[p.i]
+		p.i++
+		if c == ',' {
+			p.skipSpace()
+			continue
+		}
+		if c == ']' {
+			break
+		}
+		p.i--
+		return p.failChar("after array element")
+	}
+	p.depth--
+	return nil
+}
+
+// dupMapAfter is how many keys an object has before its duplicates are
+// looked for in a map: below it, each key is compared with those before.
+const dupMapAfter = 16
+
+func (p *parser) scanObject() error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	top := p.depth == 1
+	if top {
+		p.sc.Object = true
+	}
+	p.i++
+	p.skipSpace()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		p.depth--
+		return nil
+	}
+	mark := len(p.keys) // this object's keys are p.keys[mark:]
+	var seen map[string]struct{}
+	for {
+		if p.i >= len(p.s) || p.s[p.i] != '"' {
+			return p.failChar("looking for beginning of object key string")
+		}
+		at := p.i
+		key, err := p.scanKey()
+		if err != nil {
+			return err
+		}
+		p.sc.Nodes++
+		p.sc.Bytes += len(key)
+		p.skipSpace()
+		if p.i >= len(p.s) || p.s[p.i] != ':' {
+			return p.failChar("after object key")
+		}
+		p.i++
+		p.skipSpace()
+		vstart := p.i
+		p.plainStr = false
+		if err := p.scanValue(); err != nil {
+			return err
+		}
+		// A duplicate is refused after its value, as ParseStrict does
+		// (an error inside the value is reported first).
+		dup := false
+		if seen != nil {
+			_, dup = seen[key]
+			seen[key] = struct{}{}
+		} else {
+			for _, k := range p.keys[mark:] {
+				if k == key {
+					dup = true
+					break
+				}
+			}
+			if p.keys = append(p.keys, key); len(p.keys)-mark > dupMapAfter {
+				seen = make(map[string]struct{}, 2*dupMapAfter)
+				for _, k := range p.keys[mark:] {
+					seen[k] = struct{}{}
+				}
+			}
+		}
+		if dup {
+			p.i = at
+			return p.fail("duplicate key " + strconv.Quote(key))
+		}
+		if top {
+			p.sc.Members = append(p.sc.Members, Member{Key: key, Value: p.s[vstart:p.i], Plain: p.plainStr && p.s[vstart] == '"'})
+		}
+		p.skipSpace()
+		if p.i >= len(p.s) {
+			return p.fail("unexpected end of JSON input")
+		}
+		c := p.s[p.i]
+		p.i++
+		if c == ',' {
+			p.skipSpace()
+			continue
+		}
+		if c == '}' {
+			break
+		}
+		p.i--
+		return p.failChar("after object key:value pair")
+	}
+	p.keys = p.keys[:mark] // cleared when the scan ends
+	p.depth--
+	return nil
+}
+
+// scanKey is str for a key: a substring of the input unless it holds an
+// escape (or invalid UTF-8, which ParseStrict refuses).
+func (p *parser) scanKey() (string, error) {
+	s := p.s
+	start := p.i + 1
+	i, nonASCII := plain(s, start)
+	if i < len(s) && s[i] == '"' && !nonASCII {
+		p.i = i + 1
+		return s[start:i], nil
+	}
+	return p.str()
+}

@@ -1,0 +1,167 @@
+package jsonparse_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/maiden-run/maiden/internal/jsonparse"
+)
+
+// testLimits are the limits the scan tests check: a shallow depth (so the
+// fuzzer reaches it) and numbers of more than 6 bytes.
+var testLimits = jsonparse.Limits{Depth: 4, LongNumber: func(s string) bool { return len(s) > 6 }}
+
+// refMeasure is what Scan must find of a value ParseStrict returned: the
+// walk jsonschema's checkInput makes (values and keys counted, strings'
+// and keys' bytes, containers deeper than lim.Depth and numbers
+// lim.LongNumber flags are problems).
+func refMeasure(v any, depth int, lim jsonparse.Limits, nodes, bytes *int) (problem bool) {
+	*nodes++
+	switch v := v.(type) {
+	case map[string]any:
+		problem = depth > lim.Depth
+		for k, e := range v {
+			*nodes++
+			*bytes += len(k)
+			problem = refMeasure(e, depth+1, lim, nodes, bytes) || problem
+		}
+	case []any:
+		problem = depth > lim.Depth
+		for _, e := range v {
+			problem = refMeasure(e, depth+1, lim, nodes, bytes) || problem
+		}
+	case string:
+		*bytes += len(v)
+	case json.Number:
+		problem = len(v) > 4 && lim.LongNumber(string(v))
+	}
+	return problem
+}
+
+// checkScan fails t unless Scan agrees with ParseStrict on s: the same
+// refusal (message and offset), or for what both accept, the measures and
+// the limits' verdict of the value ParseStrict returns, and the top-level
+// object's members decoding to its members.
+func checkScan(t *testing.T, s string) {
+	t.Helper()
+	got, err := jsonparse.Scan(s, testLimits)
+	want, werr := jsonparse.ParseStrict(s)
+	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+		t.Fatalf("Scan(%q): error %v, ParseStrict's %v", s, err, werr)
+	}
+	if err != nil {
+		return
+	}
+	var nodes, bytes int
+	problem := refMeasure(want, 1, testLimits, &nodes, &bytes)
+	if got.Nodes != nodes || got.Bytes != bytes || got.Problem != problem {
+		t.Fatalf("Scan(%q): %d nodes, %d bytes, problem %v; the value has %d, %d, %v", s, got.Nodes, got.Bytes, got.Problem, nodes, bytes, problem)
+	}
+	if got.Problem {
+		// It points at a value past the limits: a container or a long number.
+		at := s[got.ProblemAt:]
+		if at[0] != '[' && at[0] != '{' {
+			n := strings.IndexAny(at, ",]} \t\r\n")
+			if n < 0 {
+				n = len(at)
+			}
+			if !testLimits.LongNumber(at[:n]) {
+				t.Fatalf("Scan(%q): problem at %d, %q is within the limits", s, got.ProblemAt, at)
+			}
+		}
+	}
+	m, isObject := want.(map[string]any)
+	if got.Object != isObject {
+		t.Fatalf("Scan(%q): object %v", s, got.Object)
+	}
+	if !isObject {
+		if got.Members != nil {
+			t.Fatalf("Scan(%q): members of a non-object", s)
+		}
+		return
+	}
+	if len(got.Members) != len(m) {
+		t.Fatalf("Scan(%q): %d members, the object has %d", s, len(got.Members), len(m))
+	}
+	for _, mem := range got.Members {
+		v, err := jsonparse.ParseStrict(mem.Value)
+		w, ok := m[mem.Key]
+		if err != nil || !ok || !reflect.DeepEqual(v, w) {
+			t.Fatalf("Scan(%q): member %q = %q (%v), the object's %#v", s, mem.Key, mem.Value, err, w)
+		}
+		if str, isStr := w.(string); mem.Plain && (!isStr || `"`+str+`"` != mem.Value) {
+			t.Fatalf("Scan(%q): member %q = %q is not a plain string", s, mem.Key, mem.Value)
+		}
+	}
+}
+
+// scanCases are hostile inputs for the scan beside the parser's edge cases:
+// duplicates behind escapes and past the map threshold, depth around both
+// limits, long numbers, invalid UTF-8 and lone surrogates in keys.
+func scanCases() []string {
+	var keys17, keys40 []string
+	for i := range 40 {
+		k := `"k` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":` + "1"
+		if i < 17 {
+			keys17 = append(keys17, k)
+		}
+		keys40 = append(keys40, k)
+	}
+	obj17 := "{" + strings.Join(keys17, ",") + "}"
+	obj40 := "{" + strings.Join(keys40, ",") + "}"
+	deep := func(d int) string { return strings.Repeat("[", d) + strings.Repeat("]", d) }
+	deepObj := func(d int) string { return strings.Repeat(`{"a":`, d-1) + "{}" + strings.Repeat("}", d-1) }
+	return []string{
+		`{"a":1,"\u0061":2}`, `{"\u0061":1,"a":2}`, `{"a\u0062":1,"ab":2}`, `{"\/":1,"/":2}`,
+		`{"\ud83d\ude00":1,"😀":2}`, `{"a":{"b":1,"b":2},"a":3}`, `{"a":[{"b":1,"\u0062":2}]}`,
+		`{"a":1,"b":{"a":1},"c":{"a":{"a":1}}}`, `{"a":1,"b":[1,"\u00e9"],"c":true}`,
+		obj17, obj40, strings.Replace(obj17, "}", `,"kaa":2}`, 1), strings.Replace(obj40, "}", `,"kza":2}`, 1),
+		strings.Replace(obj40, "}", `,"k\u007aa":2}`, 1), strings.Replace(obj40, "}", `,"kzb":2,"kzb":3}`, 1),
+		deep(3), deep(4), deep(5), deepObj(3), deepObj(4), deepObj(5),
+		deep(jsonparse.MaxDepth - 1), deep(jsonparse.MaxDepth), deep(jsonparse.MaxDepth + 1),
+		deepObj(jsonparse.MaxDepth), deepObj(jsonparse.MaxDepth + 1),
+		`[123456]`, `[1234567]`, `{"n":-1.5e300}`, `{"n":1e1000000}`, `[1.25,12345678901234567890]`,
+		"{\"\xff\":1}", "{\"a\":\"\xc3\"}", `{"\ud800":1}`, `{"a":"\udc00"}`, `{"a":1} x`, `{"a":1}{}`,
+		`{"message":"m","data":[{"id":123,"ok":true,"tag":"abc"},{"id":124,"ok":false,"tag":"d\ne"}]}`,
+		` { "a" : 1 , "b" : [ 1 , 2 ] } `, `{"a":"x\ny","b":"\u00e9","c":"é","d":"\""}`, `{"a":{"a":1},"a":{"a":2}}`, `{"":1,"":2}`, `{"a":1,"b":2,"a":[1}`,
+	}
+}
+
+func TestScanAgreesWithParseStrict(t *testing.T) {
+	for _, s := range append(edgeCases, scanCases()...) {
+		checkScan(t, s)
+	}
+}
+
+// TestScanMembers pins the members' form: keys unescaped, values' text
+// without the whitespace around them.
+func TestScanMembers(t *testing.T) {
+	sc, err := jsonparse.Scan(` { "a\u0062" : [ 1 , 2 ] ,"c":"d" } `, jsonparse.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []jsonparse.Member{{Key: "ab", Value: "[ 1 , 2 ]"}, {Key: "c", Value: `"d"`, Plain: true}}
+	if !sc.Object || !reflect.DeepEqual(sc.Members, want) || sc.Problem {
+		t.Fatalf("%+v", sc)
+	}
+}
+
+// TestScanBuildsNothing: the scan of many small objects allocates only
+// its members' slice.
+func TestScanBuildsNothing(t *testing.T) {
+	s := `{"message":"m","data":[` + strings.TrimSuffix(strings.Repeat(`{"id":123,"ok":true,"tag":"abc"},`, 1000), ",") + `]}`
+	if n := testing.AllocsPerRun(20, func() { jsonparse.Scan(s, testLimits) }); n > 2 {
+		t.Errorf("%v allocations scanning %d bytes", n, len(s))
+	}
+}
+
+func FuzzScan(f *testing.F) {
+	for _, s := range append(edgeCases, scanCases()...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		checkScan(t, s)
+	})
+}
