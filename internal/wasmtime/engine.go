@@ -87,6 +87,7 @@ type Engine struct {
 	tickStop    chan struct{}
 	tickRunning bool
 	tickWG      sync.WaitGroup
+	tickIdle    int // ticks since a store last opened or closed
 
 	closed atomic.Bool
 }
@@ -176,6 +177,7 @@ func (e *Engine) storeOpened() {
 	e.tickMu.Lock()
 	defer e.tickMu.Unlock()
 	e.tickStores++
+	e.tickIdle = 0
 	if !e.tickRunning && !e.closed.Load() {
 		e.tickRunning = true
 		e.tickStop = make(chan struct{})
@@ -187,18 +189,27 @@ func (e *Engine) storeOpened() {
 func (e *Engine) storeClosed() {
 	e.tickMu.Lock()
 	e.tickStores--
+	e.tickIdle = 0
 	e.tickMu.Unlock()
 }
 
-// tick advances the epoch until stop is closed or no store has existed for a
-// while. The grace period keeps a busy host from starting and stopping the
-// goroutine on every call.
+// idleTicks is how many ticks the ticker goes on with no store: a short
+// grace, so that calls one after the other (a busy host, a worker serving a
+// busy pool) do not start and stop its goroutine for each call, and no
+// longer. Each tick wakes a thread of the process for a cgo call, which
+// wakes the runtime's sysmon out of its deep sleep and sets it polling again
+// from 20 µs: with 200 ticks (before), a worker that served one call burnt
+// 3-14 ms of CPU and 140-690 context switches in the second after it, and
+// ~3 ms of CPU per call with calls 30 ms apart (bench/README.md, "Sparse
+// calls"); a host in process paid the same after each call.
+const idleTicks = 2
+
+// tick advances the epoch until stop is closed or idleTicks ticks passed
+// with no store open and none opened or closed.
 func (e *Engine) tick(stop chan struct{}) {
 	defer e.tickWG.Done()
 	t := time.NewTicker(e.cfg.EpochTick)
 	defer t.Stop()
-	idle := 0
-	const idleTicks = 200
 	for {
 		select {
 		case <-stop:
@@ -208,8 +219,8 @@ func (e *Engine) tick(stop chan struct{}) {
 		C.wasmtime_engine_increment_epoch(e.ptr)
 		e.tickMu.Lock()
 		if e.tickStores > 0 {
-			idle = 0
-		} else if idle++; idle >= idleTicks {
+			e.tickIdle = 0
+		} else if e.tickIdle++; e.tickIdle >= idleTicks {
 			e.tickRunning = false
 			e.tickMu.Unlock()
 			return
