@@ -81,7 +81,7 @@ type Engine struct {
 	// after) woke a thread of the process each millisecond for a cgo call,
 	// which woke the runtime's sysmon out of its deep sleep; a worker that
 	// served one call burnt 3-14 ms of CPU and 140-690 context switches in
-	// the second after it (bench/README.md, "Sparse calls").
+	// the second after it (bench/README.md, "An idle worker's CPU").
 	//
 	// epochMu orders increments before Close deletes the engine; stores
 	// counts the stores open.
