@@ -193,7 +193,8 @@ func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, exp
 	defer store.Close()
 	s.watch(store)
 	watched = store
-	// The caller's cancellation reaches a running guest within an epoch tick.
+	// The caller's cancellation reaches a running guest at its next epoch
+	// check (Interrupt advances the epoch).
 	stop := context.AfterFunc(ctx, store.Interrupt)
 	defer stop()
 

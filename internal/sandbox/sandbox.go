@@ -159,8 +159,8 @@ func New(opts *Options) (*Sandbox, error) {
 // progress, waits for them and frees the engine.
 func (s *Sandbox) Close() error { return s.Shutdown(context.Background()) }
 
-// Shutdown stops new calls, interrupts every running call (each ends within
-// an epoch tick as kind trap, "interrupted"), waits for them to return, then
+// Shutdown stops new calls, interrupts every running call (each ends at its
+// next epoch check as kind trap, "interrupted"), waits for them to return, then
 // frees the engine and every compiled component. If ctx ends first, Shutdown
 // returns ctx's error and frees nothing: memory is leaked rather than freed
 // under a running guest.

@@ -35,7 +35,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Version is the wasmtime release this layer links. It is part of every
@@ -68,10 +67,6 @@ type Config struct {
 	// MaxWasmStack is the guest stack limit in bytes; 0 means wasmtime's
 	// default (512 KiB).
 	MaxWasmStack int
-	// EpochTick is how often the engine epoch advances while any store is
-	// alive; 0 means 1 ms. A guest notices a deadline or interruption within
-	// about one tick.
-	EpochTick time.Duration
 }
 
 // Engine is a compilation and execution environment. It is safe for
@@ -80,13 +75,18 @@ type Engine struct {
 	ptr *C.wasm_engine_t
 	cfg Config
 
-	// The epoch ticker runs only while stores exist, so an idle host does not
-	// wake up every millisecond.
-	tickMu      sync.Mutex
-	tickStores  int
-	tickStop    chan struct{}
-	tickRunning bool
-	tickWG      sync.WaitGroup
+	// The epoch advances only when a store needs it to: at a store's
+	// deadline (its timer) and when a store is interrupted, never on a
+	// clock. A ticker (every 1 ms while any store existed and for 200 ms
+	// after) woke a thread of the process each millisecond for a cgo call,
+	// which woke the runtime's sysmon out of its deep sleep; a worker that
+	// served one call burnt 3-14 ms of CPU and 140-690 context switches in
+	// the second after it (bench/README.md, "An idle worker's CPU").
+	//
+	// epochMu orders increments before Close deletes the engine; stores
+	// counts the stores open.
+	epochMu sync.RWMutex
+	stores  atomic.Int64
 
 	closed atomic.Bool
 }
@@ -101,9 +101,6 @@ func NewEngine(cfg *Config) (*Engine, error) {
 	var c Config
 	if cfg != nil {
 		c = *cfg
-	}
-	if c.EpochTick <= 0 {
-		c.EpochTick = time.Millisecond
 	}
 	conf := C.wasm_config_new()
 	C.wasmtime_config_wasm_component_model_set(conf, true)
@@ -146,9 +143,13 @@ func (e *Engine) Fingerprint() string {
 		Version, runtime.GOOS, runtime.GOARCH, !e.cfg.NoEpochInterruption, e.cfg.Pooling, e.cfg.MaxWasmStack)
 }
 
-// IncrementEpoch advances the engine epoch by one. The engine's own ticker
-// does this while stores exist; tests call it to step time deterministically.
+// IncrementEpoch advances the engine epoch by one: every store's guest
+// code, at its next epoch check, looks whether it was interrupted or its
+// deadline passed (shim.c, maiden_epoch_callback). Stores call it at their
+// deadline and on Interrupt; tests call it to step time deterministically.
 func (e *Engine) IncrementEpoch() {
+	e.epochMu.RLock()
+	defer e.epochMu.RUnlock()
 	if e.closed.Load() {
 		return
 	}
@@ -158,62 +159,18 @@ func (e *Engine) IncrementEpoch() {
 // Close releases the engine. Every component, linker and store made from it
 // must be closed first.
 func (e *Engine) Close() error {
-	if e.closed.Swap(true) {
+	e.epochMu.Lock()
+	was := e.closed.Swap(true)
+	e.epochMu.Unlock()
+	if was {
 		return nil
 	}
-	e.tickMu.Lock()
-	if e.tickRunning {
-		close(e.tickStop)
-		e.tickRunning = false
-	}
-	e.tickMu.Unlock()
-	e.tickWG.Wait() // the ticker must not touch a deleted engine
+	// No increment runs now or later: a store's timer that fires after
+	// this finds the engine closed.
 	C.wasm_engine_delete(e.ptr)
 	return nil
 }
 
-func (e *Engine) storeOpened() {
-	e.tickMu.Lock()
-	defer e.tickMu.Unlock()
-	e.tickStores++
-	if !e.tickRunning && !e.closed.Load() {
-		e.tickRunning = true
-		e.tickStop = make(chan struct{})
-		e.tickWG.Add(1)
-		go e.tick(e.tickStop)
-	}
-}
+func (e *Engine) storeOpened() { e.stores.Add(1) }
 
-func (e *Engine) storeClosed() {
-	e.tickMu.Lock()
-	e.tickStores--
-	e.tickMu.Unlock()
-}
-
-// tick advances the epoch until stop is closed or no store has existed for a
-// while. The grace period keeps a busy host from starting and stopping the
-// goroutine on every call.
-func (e *Engine) tick(stop chan struct{}) {
-	defer e.tickWG.Done()
-	t := time.NewTicker(e.cfg.EpochTick)
-	defer t.Stop()
-	idle := 0
-	const idleTicks = 200
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		C.wasmtime_engine_increment_epoch(e.ptr)
-		e.tickMu.Lock()
-		if e.tickStores > 0 {
-			idle = 0
-		} else if idle++; idle >= idleTicks {
-			e.tickRunning = false
-			e.tickMu.Unlock()
-			return
-		}
-		e.tickMu.Unlock()
-	}
-}
+func (e *Engine) storeClosed() { e.stores.Add(-1) }

@@ -110,9 +110,7 @@ func TestPreopenErrors(t *testing.T) {
 			t.Errorf("%s: error %q does not name the directory", name, err)
 		}
 	}
-	f.engine.tickMu.Lock()
-	n := f.engine.tickStores
-	f.engine.tickMu.Unlock()
+	n := f.engine.stores.Load()
 	if n != 0 {
 		t.Errorf("%d stores still counted after failed creations", n)
 	}

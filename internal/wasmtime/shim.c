@@ -73,10 +73,11 @@ int64_t maiden_monotonic_ns(void) {
 // ---- epoch deadline --------------------------------------------------------
 
 // Runs on the guest's thread each time the engine epoch passes the store's
-// epoch deadline, which maiden keeps one tick ahead. Checking a flag and the
-// clock here (rather than computing a tick count up front) makes the deadline
-// exact to one tick whatever the ticker's drift, and lets cancellation reach a
-// running guest without any Go code on the guest's thread.
+// epoch deadline, which maiden keeps one increment ahead. The epoch advances
+// only at a store's deadline and when a store is interrupted (engine.go,
+// store.go: no ticker); checking a flag and the clock here (rather than
+// counting increments) makes the deadline exact, and lets cancellation reach
+// a running guest without any Go code on the guest's thread.
 static wasmtime_error_t *maiden_epoch_callback(
     wasmtime_context_t *context, void *data, uint64_t *epoch_deadline_delta,
     wasmtime_update_deadline_kind_t *update_kind) {

@@ -92,10 +92,14 @@ type Store struct {
 	output func(int, []byte)
 	data   any
 
-	mu      sync.Mutex // guards closed against Interrupt
-	closed  bool
-	busy    bool
-	hostErr error
+	mu     sync.Mutex // guards closed against Interrupt
+	closed bool
+	// deadline is the CLOCK_MONOTONIC nanoseconds of the deadline (0:
+	// none); timer advances the engine's epoch then (deadlinePassed).
+	deadline int64
+	timer    *time.Timer
+	busy     bool
+	hostErr  error
 	// lifted is set by a host call whose arguments wasmtime lifted at a
 	// cost past TrimArgumentBytes (see Lifted).
 	lifted bool
@@ -220,15 +224,46 @@ func (s *Store) SetDeadline(t time.Time) {
 		}
 	}
 	C.maiden_store_set_deadline(s.state, C.int64_t(ns))
+	s.deadline = ns
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if ns != 0 {
+		s.timer = time.AfterFunc(time.Until(t), s.deadlinePassed)
+	}
+}
+
+// deadlinePassed advances the epoch once the deadline has passed by the
+// clock the epoch callback reads, so that guest code running in the store
+// traps at its next epoch check; early (Go's timer and that clock can
+// disagree by a little), it waits for the rest.
+func (s *Store) deadlinePassed() {
+	s.mu.Lock()
+	if s.closed || s.deadline == 0 {
+		s.mu.Unlock()
+		return
+	}
+	if left := s.deadline - int64(C.maiden_monotonic_ns()); left > 0 {
+		if s.timer != nil {
+			s.timer.Reset(time.Duration(left))
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.engine.IncrementEpoch()
 }
 
 // Interrupt makes running (or future) guest code in the store trap with
-// StopInterrupt within about one epoch tick. Safe from any goroutine.
+// StopInterrupt at its next epoch check: it advances the engine's epoch.
+// Safe from any goroutine.
 func (s *Store) Interrupt() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
 		C.maiden_store_interrupt(s.state)
+		s.engine.IncrementEpoch()
 	}
 }
 
@@ -276,6 +311,10 @@ func (s *Store) Close() {
 	s.final.denied = C.maiden_store_memory_denied(s.state) != 0
 	s.final.peak = uint64(C.maiden_store_memory_peak(s.state))
 	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
 	s.mu.Unlock()
 	s.free()
 	s.engine.storeClosed()

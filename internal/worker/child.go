@@ -143,9 +143,10 @@ func (c *child) loop(rd *bufio.Reader) {
 
 // readerDelay is how long a call runs before its cancellation can be read:
 // the parent allows Options.Grace (10 ms by default) between a cancel and
-// the kill. Not shorter than the engine's epoch tick (1 ms), whose timer
-// wakes the worker anyway: an earlier timer would wake the sleeping
-// netpoller for itself.
+// the kill. Arming it is a timer per call: when no other timer is pending
+// (the engine no longer ticks: internal/wasmtime), Go wakes an idle thread
+// to watch it, a cost measured within the noise of a dense row (+0.1
+// threads on a CPU per call, bench/README.md "Sparse calls").
 const readerDelay = time.Millisecond
 
 // readUntilRun serves frames until a run frame, which it returns

@@ -25,7 +25,14 @@ import (
 // Not Go's network poller: a socket in the process's epoll set wakes the
 // thread parked in epoll_wait for every frame the parent writes and every
 // read of the parent's that makes room, whether or not anyone waits on it
-// (bench/README.md, "Off the network poller").
+// (bench/README.md, "Off the network poller"). Registering it only while
+// asleep (a duplicate descriptor, closed when the frame came) was measured
+// too: with the goroutine parked every P is idle and sysmon sleeps, but
+// each wake through the poller cost more than one from read(2) (a WAT
+// worker call's CPU 51-85 µs against 32-38 at gap 0; bench/README.md, "An
+// idle worker's CPU"). So the thread sleeps in read(2), and sysmon polls
+// meanwhile until it retakes the P after 10 ms; the engine no longer ticks,
+// which was most of a sleeping worker's CPU.
 type spinReader struct {
 	f  *os.File
 	rc syscall.RawConn // reads under the file's own reference to the fd
