@@ -150,10 +150,15 @@ func TestScanMembers(t *testing.T) {
 
 // TestScanBuildsNothing: the scan of many small objects allocates only
 // its members' slice.
+// TestScanBuildsNothing: scanning 10,000 objects makes a handful of
+// allocations (the members of the top-level object, and a parser when the
+// pool has none: the race detector's sync.Pool drops a quarter of what it
+// is given, so the count moves from run to run), where decoding them makes
+// tens of thousands.
 func TestScanBuildsNothing(t *testing.T) {
-	s := `{"message":"m","data":[` + strings.TrimSuffix(strings.Repeat(`{"id":123,"ok":true,"tag":"abc"},`, 1000), ",") + `]}`
-	if n := testing.AllocsPerRun(20, func() { jsonparse.Scan(s, testLimits) }); n > 2 {
-		t.Errorf("%v allocations scanning %d bytes", n, len(s))
+	s := `{"message":"m","data":[` + strings.TrimSuffix(strings.Repeat(`{"id":123,"ok":true,"tag":"abc"},`, 10000), ",") + `]}`
+	if n := testing.AllocsPerRun(20, func() { jsonparse.Scan(s, testLimits) }); n > 10 {
+		t.Errorf("%v allocations scanning %d bytes of 10,000 objects, want at most 10", n, len(s))
 	}
 }
 

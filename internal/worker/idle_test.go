@@ -15,8 +15,9 @@ import (
 // sleep), not a timer's worth: an engine that advanced its epoch on a
 // ticker woke the worker every millisecond for 200 ms after each call,
 // 9.5-12 ms of CPU and 540-620 context switches in that second (measured on
-// main before the ticker went; without it 0.05-0.07 ms and 3-6 switches).
-// The bounds leave a wide margin either way.
+// main before the ticker went; without it 0.05-0.07 ms and 3-6 switches,
+// and up to 0.81 ms and 56 in a second that holds a garbage collection of
+// the race-instrumented worker). The bounds leave a wide margin either way.
 func TestIdleWorkerSleeps(t *testing.T) {
 	p := newPool(t, &Options{Size: 1})
 	echo := testkit.Component(t, "echo")
@@ -42,7 +43,7 @@ func TestIdleWorkerSleeps(t *testing.T) {
 	after := processStat(pid)
 	cpu, switches := after.cpu-before.cpu, after.switches-before.switches
 	t.Logf("worker %d over 1 s idle after a call: %v of CPU, %d context switches", pid, cpu, switches)
-	if cpu > 2*time.Millisecond || switches > 100 {
-		t.Errorf("an idle worker used %v of CPU and %d context switches in 1 s; want at most 2ms and 100", cpu, switches)
+	if cpu > 4*time.Millisecond || switches > 250 {
+		t.Errorf("an idle worker used %v of CPU and %d context switches in 1 s; want at most 4ms and 250", cpu, switches)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,33 +198,8 @@ func (a procStat) add(b procStat) procStat {
 }
 
 func processStat(pid int) procStat {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return procStat{}
-	}
-	var st procStat
-	for _, e := range ents {
-		if b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat"); err == nil {
-			var ns int64
-			if _, err := fmt.Sscan(string(b), &ns); err == nil {
-				st.cpu += time.Duration(ns)
-			}
-		}
-		b, err := os.ReadFile(dir + "/" + e.Name() + "/status")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
-				var n int64
-				if _, err := fmt.Sscan(strings.TrimSpace(v), &n); err == nil {
-					st.switches += n
-				}
-			}
-		}
-	}
-	return st
+	th := testkit.ReadThreadStats(strconv.Itoa(pid))
+	return procStat{cpu: th.OnCPU, switches: int64(th.Voluntary + th.Involuntary)}
 }
 
 // envPong makes this test binary a bare ping-pong process (the floor rows):
