@@ -249,7 +249,7 @@ func TestLogsAndProgress(t *testing.T) {
 }
 
 // TestCancellationStopsTool: a client cancelling its request interrupts the
-// running tool within its epoch tick; with one call slot, the next call
+// running tool at its next epoch check; with one call slot, the next call
 // proves the slot is free again.
 func TestCancellationStopsTool(t *testing.T) {
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}, {"echo", "echo", ""}},

@@ -216,8 +216,8 @@ func TestLogIsBounded(t *testing.T) {
 	}
 }
 
-// TestCancellation: a caller giving up stops a runaway guest within about
-// one epoch tick, and the call reports the caller's error, not a tool kind.
+// TestCancellation: a caller giving up stops a runaway guest at its next
+// epoch check, and the call reports the caller's error, not a tool kind.
 func TestCancellation(t *testing.T) {
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "loop")
