@@ -200,23 +200,34 @@ func (f *fastSchema) fastFits(v any, stop *atomic.Bool) bool {
 	return f.fits(v, &w)
 }
 
+// enter begins one evaluation of f, by fits or fitsMembers, of a value
+// of n parts (an object's members, an array's items): it reads the stop
+// flag now and then, and charges the evaluation as early.check does (a
+// boolean schema 1). done: the answer is known, ok; else go on.
+func (f *fastSchema) enter(w *fastWalk, n int) (done, ok bool) {
+	if w.sinceStop++; w.sinceStop >= stopEvery {
+		w.sinceStop = 0
+		if w.stop.Load() {
+			return true, false
+		}
+	}
+	if f.always != nil {
+		w.checks++
+		return true, *f.always && w.checks <= w.limit
+	}
+	if w.checks += f.cost + f.perPart*n; w.checks > w.limit {
+		return true, false
+	}
+	return false, true
+}
+
 // fits is the library's path with maiden's hook (early.check: type, const,
 // enum, the charge; then the library's keywords) for the plain kind. It
 // charges each evaluation as early.check does (cost, perPart × parts),
 // and a boolean schema 1 where the library charges nothing.
 func (f *fastSchema) fits(v any, w *fastWalk) bool {
-	if w.sinceStop++; w.sinceStop >= stopEvery {
-		w.sinceStop = 0
-		if w.stop.Load() {
-			return false
-		}
-	}
-	if f.always != nil {
-		w.checks++
-		return *f.always && w.checks <= w.limit
-	}
-	if w.checks += f.cost + f.perPart*parts(v); w.checks > w.limit {
-		return false
+	if done, ok := f.enter(w, parts(v)); done {
+		return ok
 	}
 	if f.types != nil {
 		if _, ok := typeMatches(v, f.types); !ok {
@@ -290,18 +301,8 @@ func (f *fastSchema) fastFitsMembers(ms []jsonparse.Member, stop *atomic.Bool) b
 }
 
 func (f *fastSchema) fitsMembers(ms []jsonparse.Member, w *fastWalk) bool {
-	if w.sinceStop++; w.sinceStop >= stopEvery {
-		w.sinceStop = 0
-		if w.stop.Load() {
-			return false
-		}
-	}
-	if f.always != nil {
-		w.checks++
-		return *f.always && w.checks <= w.limit
-	}
-	if w.checks += f.cost + f.perPart*len(ms); w.checks > w.limit {
-		return false
+	if done, ok := f.enter(w, len(ms)); done {
+		return ok
 	}
 	if f.types != nil {
 		if _, ok := typeMatches(map[string]any(nil), f.types); !ok {
