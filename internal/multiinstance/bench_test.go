@@ -89,54 +89,91 @@ func BenchmarkCallsPerSecond(b *testing.B) {
 			for i := range benchClients {
 				sessions = append(sessions, connectGo(b, ins[i%len(ins)], e.token))
 			}
-			ctx := context.Background()
-			for _, cs := range sessions { // warm: each instance's store, wallet and tool
+			measureCalls(b, ins, sessions)
+			for _, in := range ins {
+				in.stop(b)
+			}
+		})
+	}
+}
+
+// measureCalls makes b.N calls of echo over sessions (benchClients of
+// them, spread over the instances ins), benchClients at once, and reports
+// calls/s and the CPU per call of every process (cpu_test.go).
+func measureCalls(b *testing.B, ins []*instance, sessions []*mcp.ClientSession) {
+	ctx := context.Background()
+	for _, cs := range sessions { // warm: each instance's store, wallet and tool
+		if r, err := echo(ctx, cs); err != nil || r.IsError {
+			b.Fatalf("warm-up call: %v %+v", err, r)
+		}
+	}
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	var pids []int
+	for _, in := range ins {
+		pids = append(pids, in.cmd.Process.Pid)
+	}
+	b.ResetTimer()
+	before := takeCPU()
+	start := time.Now()
+	for _, cs := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
 				if r, err := echo(ctx, cs); err != nil || r.IsError {
-					b.Fatalf("warm-up call: %v %+v", err, r)
+					failed.Add(1)
 				}
 			}
-			var next atomic.Int64
-			var failed atomic.Int64
-			var wg sync.WaitGroup
-			var pids []int
-			for _, in := range ins {
-				pids = append(pids, in.cmd.Process.Pid)
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	cpu := before.to(takeCPU(), pids)
+	b.StopTimer()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d of %d calls failed", n, b.N)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "calls/s")
+	// CPU per call (µs), summed over the instances, the database
+	// and the client, and each part (see cpu_test.go).
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	var inst time.Duration
+	for _, d := range cpu.instances {
+		inst += d
+	}
+	b.ReportMetric(per(inst+cpu.postgres+cpu.client), "cpu-us/call")
+	b.ReportMetric(per(cpu.own), "maiden-us/call")
+	b.ReportMetric(per(inst-cpu.own), "workers-us/call")
+	b.ReportMetric(per(cpu.postgres), "pg-us/call")
+	b.ReportMetric(per(cpu.client), "client-us/call")
+	b.ReportMetric(float64(cpu.cs)/float64(b.N), "switches/call")
+}
+
+// BenchmarkNativeFloor is BenchmarkCallsPerSecond's load and accounting
+// over 1 and 3 processes that are not maiden: each a native Go MCP server
+// (the same SDK's streamable HTTP handler, stateless as maiden serves this
+// client, an echo tool that returns its input; this test binary run again
+// as a server), with no sandbox, no store, no audit and no worker. It
+// shows what spreading the same calls over three Go processes instead of
+// one costs on this machine with nothing of maiden's in them, the part of
+// BenchmarkCallsPerSecond's 3-against-1 ratio that maiden cannot remove.
+// Its maiden-us/call column is the native servers' CPU.
+//
+//	go test -run '^$' -bench NativeFloor -benchtime 3000x ./internal/multiinstance
+func BenchmarkNativeFloor(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprint("native-", n), func(b *testing.B) {
+			var ins []*instance
+			for i := range n {
+				ins = append(ins, startNative(b, fmt.Sprint("N", i)))
 			}
-			b.ResetTimer()
-			before := takeCPU()
-			start := time.Now()
-			for _, cs := range sessions {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for next.Add(1) <= int64(b.N) {
-						if r, err := echo(ctx, cs); err != nil || r.IsError {
-							failed.Add(1)
-						}
-					}
-				}()
+			var sessions []*mcp.ClientSession
+			for i := range benchClients {
+				sessions = append(sessions, connectGo(b, ins[i%len(ins)], "unused"))
 			}
-			wg.Wait()
-			el := time.Since(start)
-			cpu := before.to(takeCPU(), pids)
-			b.StopTimer()
-			if n := failed.Load(); n > 0 {
-				b.Fatalf("%d of %d calls failed", n, b.N)
-			}
-			b.ReportMetric(float64(b.N)/el.Seconds(), "calls/s")
-			// CPU per call (µs), summed over the instances, the database
-			// and the client, and each part (see cpu_test.go).
-			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
-			var inst time.Duration
-			for _, d := range cpu.instances {
-				inst += d
-			}
-			b.ReportMetric(per(inst+cpu.postgres+cpu.client), "cpu-us/call")
-			b.ReportMetric(per(cpu.own), "maiden-us/call")
-			b.ReportMetric(per(inst-cpu.own), "workers-us/call")
-			b.ReportMetric(per(cpu.postgres), "pg-us/call")
-			b.ReportMetric(per(cpu.client), "client-us/call")
-			b.ReportMetric(float64(cpu.cs)/float64(b.N), "switches/call")
+			measureCalls(b, ins, sessions)
 			for _, in := range ins {
 				in.stop(b)
 			}

@@ -27,6 +27,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envNative) == "1" {
+		os.Exit(serveNative())
+	}
 	os.Exit(pgtest.Run(m))
 }
 
