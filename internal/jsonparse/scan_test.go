@@ -159,13 +159,15 @@ func wordCases() []string {
 			out = append(out,
 				str, `[`+str+`]`, `{"k":`+str+`}`, `{"k":`+str+`,"l":1}`, // as a value
 				`{`+str+`:1}`, `{`+str+`:1,"z":2}`, `{"z":1,`+str+` :2}`, // as a key
+				`[{`+str+`:1}]`, `{"o":{"z":1,`+str+`:2}}`, `[{"z":1,`+str+` :2,"y":3}]`, // below the top level
 				`"`+pre+b, `{"`+pre+b, // cut at the end
 			)
 		}
 		// A string or key of n bytes ending where the input ends, or one
 		// byte short of its quote.
 		out = append(out, `"`+pre+`"`, `"`+pre, `{"`+pre+`"`, `{"`+pre+`":`, `{"`+pre+`":1}`, `{"`+pre+`" :1}`,
-			`{"`+pre+"\":\t1}", `{"`+pre+`":"`+pre+`"}`, `["`+pre+`",1]`)
+			`{"`+pre+"\":\t1}", `{"`+pre+`":"`+pre+`"}`, `["`+pre+`",1]`,
+			`[{"`+pre+`"`, `[{"`+pre+`":`, `[{"`+pre+`":1}]`, `[{"`+pre+`" :1}]`, `[{"`+pre+`"1}]`, `[{"`+pre+`"}]`)
 	}
 	// Multi-byte sequences across a word's end: at offsets 5 to 9 of a
 	// string's bytes, whole, cut, and with a bad continuation byte.
@@ -196,15 +198,21 @@ func wordCases() []string {
 		b.WriteString(extra + `}`)
 		return b.String()
 	}
-	out = append(out,
+	dups := []string{
 		`{"abcdefg":1,"abcdefg":2}`, `{"abcdefg":1,"abcdef\u0067":2}`, `{"abcdefgh":1,"abcdefgh":2}`,
 		`{"abcdefgh":1,"abcdefg\u0068":2}`, `{"abcdefgh":1,"abcdefg":2,"abcdefghi":3}`, `{"a":1,"a ":2}`,
-		`{"`+long+`":{"`+long+`":1},"`+long+`":2}`, `{"`+long+`":{"`+long+`":1},"x":2}`,
-		`[{"`+long+`":1},{"`+long+`":2}]`, `{"a":{"b":{"`+long+`":1,"c":2},"`+long+`":3},"`+long+`":4}`,
+		`{"` + long + `":{"` + long + `":1},"` + long + `":2}`, `{"` + long + `":{"` + long + `":1},"x":2}`,
+		`[{"` + long + `":1},{"` + long + `":2}]`, `{"a":{"b":{"` + long + `":1,"c":2},"` + long + `":3},"` + long + `":4}`,
 		`{"x":1,"y":{"x":2,"y":3},"x":4}`, `{"":1,"\u0000":2,"":3}`, "{\"\x00\":1}",
-		many(`"z":2`), many(`"kxxc":2`), many(`"`+long+`":2`), many(`"k\u0078xc":2`), many(`"kq":{"kq":1}`),
-		`[`+many(`"z":2`)+`,`+many(`"`+long+`":3`)+`]`, `{"o":`+many(`"z":2`)+`,"o":1}`,
-	)
+		many(`"z":2`), many(`"kxxc":2`), many(`"` + long + `":2`), many(`"k\u0078xc":2`), many(`"kq":{"kq":1}`),
+		`[` + many(`"z":2`) + `,` + many(`"`+long+`":3`) + `]`, `{"o":` + many(`"z":2`) + `,"o":1}`,
+		`{"a":1,"b":2,"a":3}`, `{"a":1,"b":2,"c":3,"b":4}`, `{"":1,"":2}`, `{"ab":1,"a\u0062":2}`,
+	}
+	// Each at the top level (whose keys go the longer way, for its
+	// members) and below it (whose short keys are words only).
+	for _, d := range dups {
+		out = append(out, d, `[`+d+`]`, `{"o":`+d+`}`, `[{"x":[`+d+`,`+d+`]}]`)
+	}
 	return out
 }
 
