@@ -102,6 +102,19 @@ type parser struct {
 	keys []string
 	// plainStr: the last string scanStr read had no escape.
 	plainStr bool
+	// scanFast's: the frames of the containers around the innermost one
+	// (outer[:nout]), the words of open objects' keys (kw[:nkw]; long
+	// keys in keys), a bit for each short key of the innermost object
+	// (sig), the maps of objects with many keys, and the top-level
+	// object's member being read.
+	outer     []outer
+	nout      int
+	kw        []uint64
+	nkw       int
+	sig       uint64
+	seen      []map[string]struct{}
+	memberKey string
+	memberAt  int
 }
 
 func (p *parser) fail(msg string) error {

@@ -51,8 +51,19 @@ func checkScan(t *testing.T, s string) {
 	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
 		t.Fatalf("Scan(%q): error %v, ParseStrict's %v", s, err, werr)
 	}
+	// Scan's first pass alone accepts exactly what ParseStrict accepts (it
+	// leaves no valid document to the second), and finds what the second
+	// alone finds, to the problem's offset.
+	fast, ok := jsonparse.ScanFast(s, testLimits)
+	slow, serr := jsonparse.ScanTop(s, testLimits)
+	if ok != (err == nil) || (serr == nil) != (err == nil) || serr != nil && serr.Error() != err.Error() {
+		t.Fatalf("Scan(%q): the fast pass says %v, the recursive one %v, ParseStrict %v", s, ok, serr, werr)
+	}
 	if err != nil {
 		return
+	}
+	if !reflect.DeepEqual(fast, slow) || !reflect.DeepEqual(got, slow) {
+		t.Fatalf("Scan(%q) = %+v; the fast pass alone %+v, the recursive one %+v", s, got, fast, slow)
 	}
 	var nodes, bytes int
 	problem := refMeasure(want, 1, testLimits, &nodes, &bytes)
@@ -129,8 +140,84 @@ func scanCases() []string {
 	}
 }
 
+// wordCases are inputs at the edges of the scan's word reads (scanFast
+// reads a string or a key in one 8-byte word, and the colon after a key
+// with it; plain reads the rest a word at a time): a quote, a backslash, a
+// control byte, a valid and an invalid non-ASCII byte at each offset of the
+// first two words of a string value and of a key; multi-byte UTF-8 split
+// across two words, whole and cut; strings, keys and literals ending where
+// the input ends; keys of 0 to 9 bytes with and without whitespace before
+// their colon; and duplicate keys as words (up to 7 bytes), as long keys,
+// behind escapes, in nested objects and around the move to a map.
+func wordCases() []string {
+	var out []string
+	stopsAt := []string{`"`, `\n`, `\u00e9`, "\x01", "\x1f", "\x7f", "é", "\xff", "\xc3", "€"}
+	for n := 0; n < 17; n++ {
+		pre := strings.Repeat("a", n)
+		for _, b := range stopsAt {
+			str := `"` + pre + b + `bc"`
+			out = append(out,
+				str, `[`+str+`]`, `{"k":`+str+`}`, `{"k":`+str+`,"l":1}`, // as a value
+				`{`+str+`:1}`, `{`+str+`:1,"z":2}`, `{"z":1,`+str+` :2}`, // as a key
+				`[{`+str+`:1}]`, `{"o":{"z":1,`+str+`:2}}`, `[{"z":1,`+str+` :2,"y":3}]`, // below the top level
+				`"`+pre+b, `{"`+pre+b, // cut at the end
+			)
+		}
+		// A string or key of n bytes ending where the input ends, or one
+		// byte short of its quote.
+		out = append(out, `"`+pre+`"`, `"`+pre, `{"`+pre+`"`, `{"`+pre+`":`, `{"`+pre+`":1}`, `{"`+pre+`" :1}`,
+			`{"`+pre+"\":\t1}", `{"`+pre+`":"`+pre+`"}`, `["`+pre+`",1]`,
+			`[{"`+pre+`"`, `[{"`+pre+`":`, `[{"`+pre+`":1}]`, `[{"`+pre+`" :1}]`, `[{"`+pre+`"1}]`, `[{"`+pre+`"}]`)
+	}
+	// Multi-byte sequences across a word's end: at offsets 5 to 9 of a
+	// string's bytes, whole, cut, and with a bad continuation byte.
+	for _, seq := range []string{"é", "€", "😀", "\xc3", "\xe2\x82", "\xf0\x9f\x98", "\xe2\x28\xa1", "\xed\xa0\x80"} {
+		for n := 5; n < 10; n++ {
+			str := `"` + strings.Repeat("x", n) + seq + `yz"`
+			out = append(out, str, `{`+str+`:1}`, `{"k":`+str+`}`)
+		}
+	}
+	// Literals and numbers cut at the end, and followed by what ends them.
+	for _, v := range []string{"true", "false", "null", "0", "-1", "123", "12345", "1234567", "1.5", "1e5", "-0.5E+3"} {
+		for k := 1; k <= len(v); k++ {
+			out = append(out, `[`+v[:k], `{"a":`+v[:k], `[`+v[:k]+`]`, `{"a":`+v[:k]+`}`)
+		}
+		out = append(out, v+` `, `[`+v+`,`+v+`]`, `[`+v+"\n]", `{"a":`+v+` ,"b":`+v+`}`, `[`+v+`x]`, `[`+v+`"]`)
+	}
+	// Duplicates: as words, long, escaped, nested, past the move to a map.
+	long := strings.Repeat("k", 12)
+	many := func(extra string) string {
+		var b strings.Builder
+		b.WriteString(`{`)
+		for i := range 20 {
+			if i == 7 {
+				b.WriteString(`"` + long + `":0,`)
+			}
+			b.WriteString(`"k` + strings.Repeat("x", i%9) + string(rune('a'+i)) + `":1,`)
+		}
+		b.WriteString(extra + `}`)
+		return b.String()
+	}
+	dups := []string{
+		`{"abcdefg":1,"abcdefg":2}`, `{"abcdefg":1,"abcdef\u0067":2}`, `{"abcdefgh":1,"abcdefgh":2}`,
+		`{"abcdefgh":1,"abcdefg\u0068":2}`, `{"abcdefgh":1,"abcdefg":2,"abcdefghi":3}`, `{"a":1,"a ":2}`,
+		`{"` + long + `":{"` + long + `":1},"` + long + `":2}`, `{"` + long + `":{"` + long + `":1},"x":2}`,
+		`[{"` + long + `":1},{"` + long + `":2}]`, `{"a":{"b":{"` + long + `":1,"c":2},"` + long + `":3},"` + long + `":4}`,
+		`{"x":1,"y":{"x":2,"y":3},"x":4}`, `{"":1,"\u0000":2,"":3}`, "{\"\x00\":1}",
+		many(`"z":2`), many(`"kxxc":2`), many(`"` + long + `":2`), many(`"k\u0078xc":2`), many(`"kq":{"kq":1}`),
+		`[` + many(`"z":2`) + `,` + many(`"`+long+`":3`) + `]`, `{"o":` + many(`"z":2`) + `,"o":1}`,
+		`{"a":1,"b":2,"a":3}`, `{"a":1,"b":2,"c":3,"b":4}`, `{"":1,"":2}`, `{"ab":1,"a\u0062":2}`,
+	}
+	// Each at the top level (whose keys go the longer way, for its
+	// members) and below it (whose short keys are words only).
+	for _, d := range dups {
+		out = append(out, d, `[`+d+`]`, `{"o":`+d+`}`, `[{"x":[`+d+`,`+d+`]}]`)
+	}
+	return out
+}
+
 func TestScanAgreesWithParseStrict(t *testing.T) {
-	for _, s := range append(edgeCases, scanCases()...) {
+	for _, s := range append(append(edgeCases, scanCases()...), wordCases()...) {
 		checkScan(t, s)
 	}
 }
@@ -163,7 +250,7 @@ func TestScanBuildsNothing(t *testing.T) {
 }
 
 func FuzzScan(f *testing.F) {
-	for _, s := range append(edgeCases, scanCases()...) {
+	for _, s := range append(append(edgeCases, scanCases()...), wordCases()...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
