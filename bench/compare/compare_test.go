@@ -146,7 +146,9 @@ func BenchmarkCompare(b *testing.B) {
 							if rn.done != nil {
 								defer rn.done()
 							}
+							cpu0 := serverCPU(rn.pid)
 							measure(b, rn.ops)
+							reportServerCPU(b, rn.pid, cpu0)
 							reportRSS(b, rn.pid)
 						})
 					}

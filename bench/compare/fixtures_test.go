@@ -293,3 +293,45 @@ func vmHWM(pid int) int64 {
 	}
 	return 0
 }
+
+// cpuTree is the CPU time of a server process (its own threads and the
+// children it reaped) and of its live child processes (maiden's workers).
+type cpuTree struct{ server, children time.Duration }
+
+// serverCPU reads pid's cpuTree from /proc; zero when pid is 0 (the tool
+// runs in this process) or gone.
+func serverCPU(pid int) cpuTree {
+	if pid == 0 {
+		return cpuTree{}
+	}
+	var t cpuTree
+	if st, ok := testkit.ReadProcStat(strconv.Itoa(pid)); ok {
+		t.server = st.Self + st.Reaped
+	}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if d.Name()[0] < '1' || d.Name()[0] > '9' {
+			continue
+		}
+		if st, ok := testkit.ReadProcStat(d.Name()); ok && st.PPID == pid {
+			t.children += st.Self + st.Reaped
+		}
+	}
+	return t
+}
+
+// reportServerCPU reports the CPU a call cost the server process
+// (server-cpu-us/call) and its child processes (children-cpu-us/call:
+// maiden's workers), from /proc before and after the calls: unlike the
+// latency rows, less moved by other work on a loaded machine. A child
+// that exits during the calls takes its CPU out of the sum (reaped, it is
+// counted in the server's), so the sum of both is what to compare.
+func reportServerCPU(b *testing.B, pid int, before cpuTree) {
+	if pid == 0 || b.N == 0 {
+		return
+	}
+	after := serverCPU(pid)
+	n := float64(b.N)
+	b.ReportMetric(float64(after.server-before.server)/1e3/n, "server-cpu-us/call")
+	b.ReportMetric(float64(after.children-before.children)/1e3/n, "children-cpu-us/call")
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "maiden serve: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	tuneGC(os.Getenv)
 	// In stdio mode stdout is the protocol: diagnostics go to stderr only.
 	level := slog.LevelInfo
 	if c.verbose {
@@ -337,5 +339,22 @@ func (a *answering) wait(ctx context.Context) {
 	select {
 	case <-z:
 	case <-ctx.Done():
+	}
+}
+
+// serveGCPercent is the garbage collector's target in `maiden serve` when
+// GOGC is not set: a server's live heap is small and every request
+// allocates the MCP SDK's decoding buffers, so at Go's default (100) the
+// collector ran every few dozen calls and took about a quarter of the
+// server's CPU (perf record of bench/compare's stdio row). At 400 the
+// server's CPU per tools/call was ~0.6x and its peak RSS ~11 MiB more
+// (bench/README.md, "The server's garbage collector").
+const serveGCPercent = 400
+
+// tuneGC sets serveGCPercent unless the environment sets GOGC (an
+// operator's own setting, GOGC=off included, is kept).
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
 	}
 }
