@@ -143,11 +143,18 @@ func (c *child) loop(rd *bufio.Reader) {
 
 // readerDelay is how long a call runs before its cancellation can be read:
 // the parent allows Options.Grace (10 ms by default) between a cancel and
-// the kill. Arming it is a timer per call: when no other timer is pending
-// (the engine no longer ticks: internal/wasmtime), Go wakes an idle thread
-// to watch it, a cost measured within the noise of a dense row (+0.1
-// threads on a CPU per call, bench/README.md "Sparse calls").
-const readerDelay = time.Millisecond
+// the kill, so a cancel is read at most readerDelay after the call began
+// and the guest interrupted well inside the grace. Arming it is a timer per
+// call: when no other timer is pending (the engine no longer ticks:
+// internal/wasmtime), Go wakes an idle thread to watch it, a cost measured
+// within the noise of a dense row (+0.1 threads on a CPU per call,
+// bench/README.md "Sparse calls"). When it fires, a thread is woken for
+// the timer and the reading goroutine, and the next call is served from
+// that goroutine's thread: about two more threads on a CPU per call. At
+// 1 ms it fired in most calls of the JS echo tool (0.6-1.2 ms in a worker
+// on this VM); at 3 ms in few (bench/README.md, "Go and JS tools in a
+// worker", gojs23).
+const readerDelay = 3 * time.Millisecond
 
 // readUntilRun serves frames until a run frame, which it returns
 // registered as the call in progress.
