@@ -81,3 +81,15 @@ func TestCancelReachesComputingGuest(t *testing.T) {
 		t.Fatalf("idle workers %v, want the cancelled call's worker %d, interrupted and kept", idle, w.pid)
 	}
 }
+
+// TestReaderDelayWithinGrace: a cancel frame that comes early in a call is
+// read only once the call has run for readerDelay (child.go), and the
+// parent kills a worker that has not answered the cancel within its grace.
+// readerDelay takes at most a third of the default grace, so that the
+// interrupt and the answer have the rest even on a loaded machine and an
+// early cancel does not cost the worker.
+func TestReaderDelayWithinGrace(t *testing.T) {
+	if readerDelay*3 > defaultGrace {
+		t.Fatalf("readerDelay %v is more than a third of the default grace %v: an early cancel would leave too little time to interrupt and answer", readerDelay, defaultGrace)
+	}
+}

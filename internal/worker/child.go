@@ -143,11 +143,18 @@ func (c *child) loop(rd *bufio.Reader) {
 
 // readerDelay is how long a call runs before its cancellation can be read:
 // the parent allows Options.Grace (10 ms by default) between a cancel and
-// the kill. Arming it is a timer per call: when no other timer is pending
-// (the engine no longer ticks: internal/wasmtime), Go wakes an idle thread
-// to watch it, a cost measured within the noise of a dense row (+0.1
-// threads on a CPU per call, bench/README.md "Sparse calls").
-const readerDelay = time.Millisecond
+// the kill, so a cancel is read at most readerDelay after the call began
+// and the guest interrupted well inside the grace. Arming it is a timer per
+// call: when no other timer is pending (the engine no longer ticks:
+// internal/wasmtime), Go wakes an idle thread to watch it, a cost measured
+// within the noise of a dense row (+0.1 threads on a CPU per call,
+// bench/README.md "Sparse calls"). When it fires, threads are woken for
+// the timer and the reading goroutine, and the next call is served from
+// that goroutine's thread. At 1 ms it fired in most calls of the JS echo
+// tool (0.6-1.2 ms in a worker on this VM); at 3 ms that worker's threads
+// were put on a CPU 6.4 times a call instead of 12.8, and its p50 was
+// 0.59-0.94x (bench/README.md, "Go and JS tools in a worker").
+const readerDelay = 3 * time.Millisecond
 
 // readUntilRun serves frames until a run frame, which it returns
 // registered as the call in progress.

@@ -82,6 +82,9 @@ type Options struct {
 // 64 MiB matches the most per-instance state wasmscan admits at load.
 const DefaultAllowance = 64 << 20
 
+// defaultGrace is Options.Grace when none is given.
+const defaultGrace = 10 * time.Millisecond
+
 // The parent waits awake for a call's answer for about the worker's
 // typical call time, between minSpin and maxSpin; a worker waits awake for
 // workerSpinWait after it answered (see spinReader).
@@ -166,7 +169,7 @@ func New(opts *Options) (*Pool, error) {
 		o.MaxOutputBytes = sandbox.DefaultMaxOutputBytes
 	}
 	if o.Grace <= 0 {
-		o.Grace = 10 * time.Millisecond
+		o.Grace = defaultGrace
 	}
 	if o.Allowance == 0 {
 		o.Allowance = DefaultAllowance
