@@ -664,6 +664,40 @@ func TestLimitFailureOfAKilledWorker(t *testing.T) {
 	}
 }
 
+// A worker runs with its collector's target at 400 (proc.go, workerGOGC),
+// whatever the parent's environment says.
+func TestWorkerGOGC(t *testing.T) {
+	t.Setenv("GOGC", "50")
+	p := newPool(t, &Options{Size: 1})
+	if out := call(t, p, testkit.Component(t, "echo"), `{"message":"x"}`, sandbox.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}); out.Failure != nil {
+		t.Fatalf("call: %+v", out.Failure)
+	}
+	p.mu.Lock()
+	var pids []int
+	for _, w := range p.idle {
+		pids = append(pids, w.pid)
+	}
+	p.mu.Unlock()
+	if len(pids) == 0 {
+		t.Fatal("no idle worker after the call")
+	}
+	for _, pid := range pids {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gogc []string
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if strings.HasPrefix(kv, "GOGC=") {
+				gogc = append(gogc, kv)
+			}
+		}
+		if len(gogc) != 1 || gogc[0] != workerGOGC {
+			t.Errorf("worker %d's environment has %q, want exactly %s", pid, gogc, workerGOGC)
+		}
+	}
+}
+
 // A worker's wasmtime runs one tokio thread, not one per CPU (proc.go,
 // tokioThreads): a Go tool's call wakes that runtime for its stdout and
 // stderr streams, and with two threads they also woke each other.
