@@ -251,7 +251,14 @@ var serveAddr = regexp.MustCompile(`at (http://\S+/mcp)`)
 func (e *env) serve(t testing.TB, name string, extra ...string) *instance {
 	t.Helper()
 	args := append([]string{"serve", "-http", "127.0.0.1:0", "-config", e.cfg, "-cache", e.cache, "-approval-wait", "30s", "-watch=false"}, extra...)
-	cmd := exec.Command(e.bin, args...)
+	return startInstance(t, name, exec.Command(e.bin, args...))
+}
+
+// startInstance starts cmd, a server that says on stderr where it serves
+// ("at http://…/mcp", as maiden serve does), and waits for that line; the
+// process is killed at the test's end if it still runs.
+func startInstance(t testing.TB, name string, cmd *exec.Cmd) *instance {
+	t.Helper()
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +279,10 @@ func (e *env) serve(t testing.TB, name string, extra ...string) *instance {
 		for sc.Scan() {
 			in.stderr.Write([]byte(sc.Text() + "\n"))
 			if m := serveAddr.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
+				select {
+				case found <- m[1]:
+				default:
+				}
 			}
 		}
 	}()

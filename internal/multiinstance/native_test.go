@@ -1,7 +1,6 @@
 package multiinstance
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // envNative makes this test binary a native Go MCP server instead of
@@ -69,34 +66,5 @@ func startNative(tb testing.TB, name string) *instance {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envNative+"=1")
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	in := &instance{name: name, cmd: cmd, stderr: &testkit.SyncBuffer{}}
-	tb.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill() // only the process this test started, by its PID
-			cmd.Wait()
-		}
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			in.stderr.Write([]byte(sc.Text() + "\n"))
-			if m := serveAddr.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case in.url = <-found:
-	case <-time.After(60 * time.Second):
-		tb.Fatalf("native server %s did not report its address:\n%s", name, in.stderr.String())
-	}
-	return in
+	return startInstance(tb, name, cmd)
 }

@@ -664,6 +664,21 @@ func TestLimitFailureOfAKilledWorker(t *testing.T) {
 	}
 }
 
+// idlePIDs is the pool's idle workers' PIDs, after a call; at least one.
+func idlePIDs(t *testing.T, p *Pool) []int {
+	t.Helper()
+	p.mu.Lock()
+	var pids []int
+	for _, w := range p.idle {
+		pids = append(pids, w.pid)
+	}
+	p.mu.Unlock()
+	if len(pids) == 0 {
+		t.Fatal("no idle worker after the calls")
+	}
+	return pids
+}
+
 // A worker runs with its collector's target at 400 (proc.go, workerGOGC),
 // whatever the parent's environment says.
 func TestWorkerGOGC(t *testing.T) {
@@ -672,16 +687,7 @@ func TestWorkerGOGC(t *testing.T) {
 	if out := call(t, p, testkit.Component(t, "echo"), `{"message":"x"}`, sandbox.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}); out.Failure != nil {
 		t.Fatalf("call: %+v", out.Failure)
 	}
-	p.mu.Lock()
-	var pids []int
-	for _, w := range p.idle {
-		pids = append(pids, w.pid)
-	}
-	p.mu.Unlock()
-	if len(pids) == 0 {
-		t.Fatal("no idle worker after the call")
-	}
-	for _, pid := range pids {
+	for _, pid := range idlePIDs(t, p) {
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		if err != nil {
 			t.Fatal(err)
@@ -710,16 +716,7 @@ func TestWorkerRunsOneTokioThread(t *testing.T) {
 			t.Fatalf("call: %+v", out.Failure)
 		}
 	}
-	p.mu.Lock()
-	var pids []int
-	for _, w := range p.idle {
-		pids = append(pids, w.pid)
-	}
-	p.mu.Unlock()
-	if len(pids) == 0 {
-		t.Fatal("no idle worker after the calls")
-	}
-	for _, pid := range pids {
+	for _, pid := range idlePIDs(t, p) {
 		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		if err != nil {
 			t.Fatal(err)
