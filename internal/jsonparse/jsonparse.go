@@ -158,6 +158,27 @@ func isSpace(c byte) bool {
 	return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r')
 }
 
+// next reads what follows an element of an array or object, after any
+// whitespace: a comma (more elements: true, the whitespace after it
+// skipped too) or the container's close; anything else is after's error.
+func (p *parser) next(close byte, after string) (more bool, err error) {
+	p.skipSpace()
+	if p.i >= len(p.s) {
+		return false, p.fail("unexpected end of JSON input")
+	}
+	c := p.s[p.i]
+	p.i++
+	if c == ',' {
+		p.skipSpace()
+		return true, nil
+	}
+	if c == close {
+		return false, nil
+	}
+	p.i--
+	return false, p.failChar(after)
+}
+
 func (p *parser) skipSpace() {
 	s, i := p.s, p.i
 	for i < len(s) && isSpace(s[i]) {
@@ -316,21 +337,11 @@ func (p *parser) array() (any, error) {
 			return nil, err
 		}
 		p.vals = append(p.vals, v)
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return nil, p.fail("unexpected end of JSON input")
-		}
-		c := p.s[p.i]
-		p.i++
-		if c == ',' {
-			p.skipSpace()
-			continue
-		}
-		if c == ']' {
+		if more, err := p.next(']', "after array element"); err != nil {
+			return nil, err
+		} else if !more {
 			break
 		}
-		p.i--
-		return nil, p.failChar("after array element")
 	}
 	out := make([]any, len(p.vals)-mark)
 	copy(out, p.vals[mark:])
@@ -377,21 +388,11 @@ func (p *parser) object() (any, error) {
 			p.i = at
 			return nil, p.fail("duplicate key " + strconv.Quote(key))
 		}
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return nil, p.fail("unexpected end of JSON input")
-		}
-		c := p.s[p.i]
-		p.i++
-		if c == ',' {
-			p.skipSpace()
-			continue
-		}
-		if c == '}' {
+		if more, err := p.next('}', "after object key:value pair"); err != nil {
+			return nil, err
+		} else if !more {
 			break
 		}
-		p.i--
-		return nil, p.failChar("after object key:value pair")
 	}
 	p.depth--
 	return m, nil

@@ -193,21 +193,11 @@ func (p *parser) scanArray() error {
 		if err := p.scanValue(); err != nil {
 			return err
 		}
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return p.fail("unexpected end of JSON input")
-		}
-		c := p.s[p.i]
-		p.i++
-		if c == ',' {
-			p.skipSpace()
-			continue
-		}
-		if c == ']' {
+		if more, err := p.next(']', "after array element"); err != nil {
+			return err
+		} else if !more {
 			break
 		}
-		p.i--
-		return p.failChar("after array element")
 	}
 	p.depth--
 	return nil
@@ -283,21 +273,11 @@ func (p *parser) scanObject() error {
 		if top {
 			p.sc.Members = append(p.sc.Members, Member{Key: key, Value: p.s[vstart:p.i], Plain: p.plainStr && p.s[vstart] == '"'})
 		}
-		p.skipSpace()
-		if p.i >= len(p.s) {
-			return p.fail("unexpected end of JSON input")
-		}
-		c := p.s[p.i]
-		p.i++
-		if c == ',' {
-			p.skipSpace()
-			continue
-		}
-		if c == '}' {
+		if more, err := p.next('}', "after object key:value pair"); err != nil {
+			return err
+		} else if !more {
 			break
 		}
-		p.i--
-		return p.failChar("after object key:value pair")
 	}
 	p.keys = p.keys[:mark] // cleared when the scan ends
 	p.depth--
