@@ -187,3 +187,46 @@ func testJournalAbandonedNewFile(t *testing.T, be backend) {
 		t.Fatalf("the file being made was removed: %v", err)
 	}
 }
+
+// TestJournalIngesterYields: the low-priority ingester (run, not a Flush
+// or a backlog past a quarter of its bound) gives its P back while it
+// works, so that a batch does not hold one of the process's Ps for its
+// whole length (yieldP); and what it ingests so is the chain, exactly
+// once.
+func TestJournalIngesterYields(t *testing.T) {
+	const n = 6000 // two batches of thousands of rows: each well over yieldEvery
+	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Millisecond, JournalBacklog: 4 << 30})
+	j := s.Journal()
+	for i := range n {
+		if err := j.Append(journalRec("t", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait for the ingester's own pace (Flush would make it urgent).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		j.pmu.Lock()
+		got, ch, err := j.ingested, j.progress, j.lastErr
+		j.pmu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d records ingested: %v", got, n, ctx.Err())
+		}
+	}
+	if y := j.yields.Load(); y == 0 {
+		t.Fatalf("the low-priority ingester ingested %d records without giving its P back", n)
+	}
+	got, damaged := chainByTool(t, s)
+	if len(damaged) > 0 {
+		t.Fatalf("damaged: %v", damaged)
+	}
+	wantSeq(t, "t", got["t"], n)
+}
