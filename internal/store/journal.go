@@ -189,7 +189,15 @@ type Journal struct {
 	yielding  atomic.Bool
 	lastYield atomic.Int64 // when it last did (UnixNano)
 	yields    atomic.Int64 // how many times it did (tests)
+	behind    atomic.Int64 // low-priority attempts ended by errIngestBehind (tests)
 }
+
+// errIngestBehind ends a low-priority ingestion attempt whose backlog
+// has passed a quarter of its bound while it ran: run goes on with it at
+// normal priority. Checked between batches (an attempt ingests until no
+// complete line is left, and one at low priority on a busy machine could
+// otherwise go on until Append refused).
+var errIngestBehind = errors.New("audit journal: the low-priority ingester is behind")
 
 // yieldEvery is how much ingestion work the low-priority ingester does
 // before it gives its P back (runtime.Gosched). SQLite here is Go code: a
@@ -727,6 +735,12 @@ func (j *Journal) run() {
 			j.yielding.Store(low)
 			err = attempt()
 			j.yielding.Store(false)
+			if errors.Is(err, errIngestBehind) {
+				j.behind.Add(1)
+				done := make(chan error, 1)
+				go func() { done <- attempt() }()
+				err = <-done
+			}
 		}
 		j.publish(err)
 		if err != nil {
@@ -801,6 +815,11 @@ func (j *Journal) ingestOwn(ctx context.Context) error {
 				return fmt.Errorf("audit journal %s: a sealed file that is neither finished nor has more lines", f.name)
 			}
 			return nil
+		}
+		if j.yielding.Load() && j.backlog() > j.backlogMax/4 {
+			// The low-priority ingester is falling behind: the rest at
+			// normal priority (run), before Append refuses.
+			return errIngestBehind
 		}
 	}
 }

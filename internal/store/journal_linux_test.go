@@ -230,3 +230,57 @@ func TestJournalIngesterYields(t *testing.T) {
 	}
 	wantSeq(t, "t", got["t"], n)
 }
+
+// TestJournalIngesterBehindGoesUrgent: a low-priority ingestion attempt
+// that finds, between batches, a backlog past a quarter of its bound
+// hands the rest to a normal-priority attempt (an attempt ingests until no
+// complete line is left: at low priority on a busy machine it could
+// otherwise go on until Append refused calls).
+func TestJournalIngesterBehindGoesUrgent(t *testing.T) {
+	const n1, n = 100, 300 // ~110 bytes a line: a sixth of the bound, then half; many windows
+	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Millisecond, JournalBacklog: 64 << 10, journalWindow: 2 << 10})
+	j := s.Journal()
+	// Hold the ingester at its first batch (it takes the batch buffers'
+	// lock): its attempt begins at low priority (the backlog is under a
+	// quarter of the bound), and the rest of the backlog is written while
+	// it waits.
+	s.ingestBufs.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.ingestBufs.mu.Unlock()
+		}
+	}()
+	appendRecs := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := j.Append(journalRec("t", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendRecs(0, n1)
+	deadline := time.Now().Add(time.Minute)
+	for !j.yielding.Load() { // the low-priority attempt has begun
+		if time.Now().After(deadline) {
+			t.Fatal("the ingester's low-priority attempt did not begin")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	appendRecs(n1, n)
+	if b := j.backlog(); b <= j.backlogMax/4 {
+		t.Fatalf("backlog %d, not over a quarter of %d: the test does not test", b, j.backlogMax)
+	}
+	s.ingestBufs.mu.Unlock()
+	locked = false
+	if err := j.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.behind.Load(); got != 1 {
+		t.Fatalf("low-priority attempts handed to normal priority: %d, want 1", got)
+	}
+	got, damaged := chainByTool(t, s)
+	if len(damaged) > 0 {
+		t.Fatalf("damaged: %v", damaged)
+	}
+	wantSeq(t, "t", got["t"], n)
+}
