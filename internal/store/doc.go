@@ -255,6 +255,15 @@
 //     AuditTail does not: it sees journal records once ingested (within
 //     the interval), and another process's only once that process's
 //     ingester committed them.
+//   - Priority: on Linux the ingester's thread runs at nice 10, and it
+//     gives its P back every 500 µs of work (runtime.Gosched between
+//     INSERT statements and every 64 lines): SQLite here is Go code, and a
+//     batch would otherwise hold one of the process's Ps for tens of
+//     milliseconds, queueing the collector's workers and the rest behind
+//     the calls. A Flush, or a backlog past a quarter of its bound when an
+//     attempt begins (or past half between two batches of an attempt at
+//     low priority), has the ingestion run at normal priority instead,
+//     without yielding, so that it does not lag until Append refuses.
 //   - Cost (BenchmarkAuditJournalAppend against BenchmarkAuditAppend,
 //     -count 6 in one run, two runs on the 2-core VM): an Append is
 //     0.9-1.8 µs, 1/75-1/70 of AppendAudit with NORMAL (66-126 µs), 4-8 %

@@ -15,6 +15,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -92,6 +93,7 @@ func (s *DB) insertAuditRows(ctx context.Context, tx *sql.Tx, rows []AuditRecord
 		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...); err != nil {
 			return args, fmt.Errorf("append audit records: %w", err)
 		}
+		s.journal.yieldP()
 		rows = rows[k:]
 	}
 	clear(args) // the next batch's rows are other values: let these go
@@ -181,6 +183,47 @@ type Journal struct {
 
 	torn, damaged, swept atomic.Int64
 	sweepSoon            atomic.Bool // Open could not sweep (the store was busy): the ingester sweeps at its first run
+
+	// yielding: the ingestion running now is the low-priority thread's
+	// (run), which gives its P back every yieldEvery of work (yieldP).
+	yielding  atomic.Bool
+	lastYield atomic.Int64 // when it last did (UnixNano)
+	yields    atomic.Int64 // how many times it did (tests)
+	behind    atomic.Int64 // low-priority attempts ended by errIngestBehind (tests)
+}
+
+// errIngestBehind ends a low-priority ingestion attempt whose backlog
+// has passed half its bound while it ran: run goes on with it at normal
+// priority. Checked between batches (an attempt ingests until no complete
+// line is left, and one at low priority on a busy machine could otherwise
+// go on until Append refused). Half, not the quarter run checks before an
+// attempt: at a quarter, BenchmarkAuditedCall/on on a loaded machine
+// handed over in most runs, and the calls then paid for ingestion at
+// normal priority (on/off 1.90 against 1.51, six alternating rounds).
+var errIngestBehind = errors.New("audit journal: the low-priority ingester is behind")
+
+// yieldEvery is how much ingestion work the low-priority ingester does
+// before it gives its P back (runtime.Gosched). SQLite here is Go code: a
+// batch of a few thousand records holds one of the process's Ps for tens
+// of milliseconds whatever the thread's nice value, and on a machine with
+// two Ps everything else the process runs besides its calls (the
+// collector's mark workers, the journal's page populator, timers) then
+// queues on the P of the call being made, and a stop-the-world waits
+// until the ingester's thread next runs. The measured cost to the calls
+// and the yield's cost are in bench/README.md (issue 23).
+const yieldEvery = 500 * time.Microsecond
+
+// yieldP gives the ingester's P back if it is the low-priority ingester
+// and has worked yieldEvery since it last did.
+func (j *Journal) yieldP() {
+	if j == nil || !j.yielding.Load() {
+		return
+	}
+	if time.Now().UnixNano()-j.lastYield.Load() >= int64(yieldEvery) {
+		runtime.Gosched()
+		j.yields.Add(1)
+		j.lastYield.Store(time.Now().UnixNano())
+	}
 }
 
 // journalFile is one of this journal's files. name, lines, size and sealed
@@ -691,7 +734,16 @@ func (j *Journal) run() {
 			go func() { done <- attempt() }()
 			err = <-done
 		} else {
+			j.lastYield.Store(time.Now().UnixNano())
+			j.yielding.Store(low)
 			err = attempt()
+			j.yielding.Store(false)
+			if errors.Is(err, errIngestBehind) {
+				j.behind.Add(1)
+				done := make(chan error, 1)
+				go func() { done <- attempt() }()
+				err = <-done
+			}
 		}
 		j.publish(err)
 		if err != nil {
@@ -766,6 +818,11 @@ func (j *Journal) ingestOwn(ctx context.Context) error {
 				return fmt.Errorf("audit journal %s: a sealed file that is neither finished nor has more lines", f.name)
 			}
 			return nil
+		}
+		if j.yielding.Load() && j.backlog() > j.backlogMax/2 {
+			// The low-priority ingester is falling behind: the rest at
+			// normal priority (run), before Append refuses.
+			return errIngestBehind
 		}
 	}
 }
@@ -927,6 +984,9 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, lim
 		seed := journalSeed(name)
 		pos, next0 := off, next
 		for n := 0; n < batch; n++ {
+			if n%64 == 63 {
+				s.journal.yieldP()
+			}
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
 				break

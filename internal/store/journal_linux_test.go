@@ -187,3 +187,100 @@ func testJournalAbandonedNewFile(t *testing.T, be backend) {
 		t.Fatalf("the file being made was removed: %v", err)
 	}
 }
+
+// TestJournalIngesterYields: the low-priority ingester (run, not a Flush
+// or a backlog past a quarter of its bound) gives its P back while it
+// works, so that a batch does not hold one of the process's Ps for its
+// whole length (yieldP); and what it ingests so is the chain, exactly
+// once.
+func TestJournalIngesterYields(t *testing.T) {
+	const n = 6000 // two batches of thousands of rows: each well over yieldEvery
+	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Millisecond, JournalBacklog: 4 << 30})
+	j := s.Journal()
+	for i := range n {
+		if err := j.Append(journalRec("t", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait for the ingester's own pace (Flush would make it urgent).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		j.pmu.Lock()
+		got, ch, err := j.ingested, j.progress, j.lastErr
+		j.pmu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d records ingested: %v", got, n, ctx.Err())
+		}
+	}
+	if y := j.yields.Load(); y == 0 {
+		t.Fatalf("the low-priority ingester ingested %d records without giving its P back", n)
+	}
+	got, damaged := chainByTool(t, s)
+	if len(damaged) > 0 {
+		t.Fatalf("damaged: %v", damaged)
+	}
+	wantSeq(t, "t", got["t"], n)
+}
+
+// TestJournalIngesterBehindGoesUrgent: a low-priority ingestion attempt
+// that finds, between batches, a backlog past half its bound
+// hands the rest to a normal-priority attempt (an attempt ingests until no
+// complete line is left: at low priority on a busy machine it could
+// otherwise go on until Append refused calls).
+func TestJournalIngesterBehindGoesUrgent(t *testing.T) {
+	const n1, n = 100, 400 // ~110 bytes a line: a sixth of the bound, then over half; many windows
+	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Millisecond, JournalBacklog: 64 << 10, journalWindow: 2 << 10})
+	j := s.Journal()
+	// Hold the ingester at its first batch (it takes the batch buffers'
+	// lock): its attempt begins at low priority (the backlog is under a
+	// quarter of the bound), and the rest of the backlog is written while
+	// it waits.
+	s.ingestBufs.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.ingestBufs.mu.Unlock()
+		}
+	}()
+	appendRecs := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := j.Append(journalRec("t", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendRecs(0, n1)
+	deadline := time.Now().Add(time.Minute)
+	for !j.yielding.Load() { // the low-priority attempt has begun
+		if time.Now().After(deadline) {
+			t.Fatal("the ingester's low-priority attempt did not begin")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	appendRecs(n1, n)
+	if b := j.backlog(); b <= j.backlogMax/2 || b > j.backlogMax {
+		t.Fatalf("backlog %d, not between half of %d and all of it: the test does not test", b, j.backlogMax)
+	}
+	s.ingestBufs.mu.Unlock()
+	locked = false
+	if err := j.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.behind.Load(); got != 1 {
+		t.Fatalf("low-priority attempts handed to normal priority: %d, want 1", got)
+	}
+	got, damaged := chainByTool(t, s)
+	if len(damaged) > 0 {
+		t.Fatalf("damaged: %v", damaged)
+	}
+	wantSeq(t, "t", got["t"], n)
+}
