@@ -29,18 +29,19 @@ type freeCPUs struct {
 	once sync.Once
 	f    *os.File // /proc/loadavg, nil when unreadable
 
-	mu   sync.Mutex
-	at   atomic.Int64 // UnixNano of the last reading
-	free atomic.Bool  // the last reading's answer
+	mu      sync.Mutex
+	at      atomic.Int64 // UnixNano of the last reading
+	running atomic.Int64 // the last reading's runnable count; -1 unreadable
 }
 
 var cpus freeCPUs
 
 // spinnable tells whether a spinner has a CPU to itself now: fewer
 // runnable tasks than CPUs, counting the caller and the worker it waits
-// for (which will be running once the call is sent). Without
-// /proc/loadavg, never.
-func (c *freeCPUs) spinnable() bool {
+// for (which will be running once the call is sent). ownSpinning says the
+// worker is already counted: it is waiting awake after its last answer,
+// so the reading holds it. Without /proc/loadavg, never.
+func (c *freeCPUs) spinnable(ownSpinning bool) bool {
 	c.once.Do(func() {
 		if f, err := os.Open("/proc/loadavg"); err == nil {
 			c.f = f
@@ -50,22 +51,28 @@ func (c *freeCPUs) spinnable() bool {
 		return false
 	}
 	now := time.Now().UnixNano()
-	if now-c.at.Load() < int64(freeCPUSample) {
-		return c.free.Load()
+	if now-c.at.Load() >= int64(freeCPUSample) && c.mu.TryLock() {
+		// One reader at a time; the others use the last reading.
+		var buf [128]byte
+		n, _ := c.f.ReadAt(buf[:], 0)
+		running, ok := runnableCount(buf[:n])
+		if !ok {
+			running = -1
+		}
+		c.running.Store(int64(running))
+		c.at.Store(now)
+		c.mu.Unlock()
 	}
-	if !c.mu.TryLock() {
-		return c.free.Load() // another caller is reading it
+	running := c.running.Load()
+	if running < 0 || c.at.Load() == 0 { // unreadable, or no reading yet
+		return false
 	}
-	defer c.mu.Unlock()
-	var buf [128]byte
-	n, _ := c.f.ReadAt(buf[:], 0)
-	running, ok := runnableCount(buf[:n])
-	// running counts this thread; the worker makes one more (or is
-	// already counted, spinning after its last answer: then the next
-	// reading decides).
-	c.free.Store(ok && running+1 <= runtime.NumCPU())
-	c.at.Store(now)
-	return c.free.Load()
+	// running counts this thread; the worker makes one more, unless it is
+	// already counted, spinning after its last answer.
+	if !ownSpinning {
+		running++
+	}
+	return running <= int64(runtime.NumCPU())
 }
 
 // runnableCount parses the runnable count of /proc/loadavg:

@@ -40,14 +40,36 @@ func TestSpinOnlyWithAFreeCPU(t *testing.T) {
 			var fc freeCPUs
 			fc.once.Do(func() {})
 			fc.f = f
-			if got := fc.spinnable(); got != c.want {
+			if got := fc.spinnable(false); got != c.want {
 				t.Errorf("spinnable with %q = %t, want %t", c.loadavg, got, c.want)
 			}
 		})
 	}
+	// The call's own worker, waiting awake after its last answer, is in
+	// the count already: counted once, not twice.
+	for _, c := range []struct {
+		running int
+		want    bool
+	}{{runtime.NumCPU(), true}, {runtime.NumCPU() + 1, false}} {
+		path := filepath.Join(t.TempDir(), "loadavg")
+		if err := os.WriteFile(path, []byte("2.00 2.00 2.00 "+strconv.Itoa(c.running)+"/255 1624\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fc freeCPUs
+		fc.once.Do(func() {})
+		fc.f = f
+		if got := fc.spinnable(true); got != c.want {
+			t.Errorf("spinnable beside its own spinning worker with %d runnable = %t, want %t", c.running, got, c.want)
+		}
+		f.Close()
+	}
 	var none freeCPUs
 	none.once.Do(func() {}) // no /proc/loadavg
-	if none.spinnable() {
+	if none.spinnable(false) {
 		t.Error("spinnable without /proc/loadavg = true, want false")
 	}
 }

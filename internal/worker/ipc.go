@@ -3,7 +3,6 @@ package worker
 import (
 	"io"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,7 +136,6 @@ func (c *ipcConn) Read(p []byte) (int, error) {
 		}
 		if spinning {
 			if spinning = c.until.Load() > time.Now().UnixNano(); spinning {
-				runtime.Gosched()
 				continue
 			}
 		}

@@ -40,6 +40,10 @@ type proc struct {
 
 	deadOnce sync.Once
 	typical  time.Duration // a moving average of this worker's call times
+	// spinUntil is when the worker stops waiting awake after its last
+	// answer (UnixNano): until then it is in /proc/loadavg's runnable
+	// count already (freecpu.go).
+	spinUntil int64
 
 	fingerprint string
 	confinement string // the worker's own account of its confinement

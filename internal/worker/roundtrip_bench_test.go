@@ -65,13 +65,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 		// load (as before freecpu.go): the comparison for the row above.
 		{"worker-alwaysspin", func(b *testing.B) (func() error, func()) {
 			op, done := workerRow(b, echo, in)
-			spinPolicy = func(*freeCPUs) bool { return true }
+			spinPolicy = func(*freeCPUs, bool) bool { return true }
 			return op, func() { spinPolicy = (*freeCPUs).spinnable; done() }
 		}, false},
 		// Neither end ever spinning.
 		{"worker-nospin", func(b *testing.B) (func() error, func()) {
 			op, done := workerRow(b, echo, in)
-			spinPolicy = func(*freeCPUs) bool { return false }
+			spinPolicy = func(*freeCPUs, bool) bool { return false }
 			return op, func() { spinPolicy = (*freeCPUs).spinnable; done() }
 		}, false},
 		{"floor-blocking", pongSetup("blocking"), true},

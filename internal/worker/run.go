@@ -62,14 +62,17 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	// of its own beside the workers': a spinner that takes a worker's CPU
 	// slows the call it waits for.
 	var workerSpin time.Duration
-	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) && spinPolicy(&cpus) {
+	if n := p.inflight.Add(1); 2*n <= int64(runtime.NumCPU()) && spinPolicy(&cpus, callStart.UnixNano() < w.spinUntil) {
 		w.conn.spinFor(w.spinBudget())
 		workerSpin = workerSpinWait
 	}
 	defer func() {
 		w.conn.stop()
 		p.inflight.Add(-1)
-		w.observe(time.Since(callStart))
+		end := time.Now()
+		w.observe(end.Sub(callStart))
+		// The worker now waits awake for workerSpin (or not at all).
+		w.spinUntil = end.Add(workerSpin).UnixNano()
 	}()
 	// A worker that stops reading must not hold the parent's writes (the
 	// call, a fetch reply) past the deadline, nor its answer: killing it

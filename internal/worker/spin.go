@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -92,7 +91,6 @@ func (r *spinReader) Read(p []byte) (int, error) {
 		if !errors.Is(err, syscall.EAGAIN) {
 			break // let the plain read report it
 		}
-		runtime.Gosched()
 	}
 	return r.f.Read(p)
 }
