@@ -88,7 +88,12 @@ func TestHostCallArgumentsInProcess(t *testing.T) {
 			if peak > tc.maxPeak {
 				t.Errorf("host peak grew by %d MiB, the bound is %d MiB", peak>>20, tc.maxPeak>>20)
 			}
-			if rss1 > rss0+128<<20 {
+			// Given back means not the call's peak (without the trim, a
+			// 3.7M-header call kept ~1.1 GiB of it, and 3.6 GB once): full
+			// runs read 46-137 MiB left (the Go heap and the C allocator's
+			// arenas beside three other test binaries), once past the
+			// 128 MiB this bound was until 2026-12-03.
+			if rss1 > rss0+256<<20 {
 				t.Errorf("RSS %d MiB after the call, %d MiB before: the lifted arguments were not given back", rss1>>20, rss0>>20)
 			}
 		})
