@@ -47,7 +47,16 @@ func BenchmarkCallInterleaved(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	var p50, mean [2]float64
+	p50, mean := p50AndMean(durs)
+	b.ReportMetric(p50[0], "maiden-p50-ns")
+	b.ReportMetric(p50[1], "sandbox-p50-ns")
+	b.ReportMetric(p50[0]/p50[1], "p50-ratio")
+	b.ReportMetric(mean[0]/mean[1], "mean-ratio")
+}
+
+// p50AndMean returns each row's median and mean call time in ns (it
+// sorts the rows in place).
+func p50AndMean(durs [2][]time.Duration) (p50, mean [2]float64) {
 	for j, d := range durs {
 		var sum time.Duration
 		for _, x := range d {
@@ -57,10 +66,7 @@ func BenchmarkCallInterleaved(b *testing.B) {
 		slices.Sort(d)
 		p50[j] = float64(percentile(d, 50))
 	}
-	b.ReportMetric(p50[0], "maiden-p50-ns")
-	b.ReportMetric(p50[1], "sandbox-p50-ns")
-	b.ReportMetric(p50[0]/p50[1], "p50-ratio")
-	b.ReportMetric(mean[0]/mean[1], "mean-ratio")
+	return p50, mean
 }
 
 // workerBlock is how many calls BenchmarkCallWorkerBlocks makes in a row on
@@ -111,16 +117,7 @@ func BenchmarkCallWorkerBlocks(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			var p50, mean [2]float64
-			for j, d := range durs {
-				var sum time.Duration
-				for _, x := range d {
-					sum += x
-				}
-				mean[j] = float64(sum) / float64(len(d))
-				slices.Sort(d)
-				p50[j] = float64(percentile(d, 50))
-			}
+			p50, mean := p50AndMean(durs)
 			b.ReportMetric(p50[0], "inproc-p50-ns")
 			b.ReportMetric(p50[1], "worker-p50-ns")
 			b.ReportMetric(p50[1]/p50[0], "p50-ratio")
