@@ -126,6 +126,9 @@ var rows = []row{
 	// tool served by the official Go SDK.
 	{"native-go", "go", "none", hasNative, nativeRow},
 	{"native-mcp-stdio-go", "go", "none", hasNative, nativeStdioRow},
+	// The floor of a tool in another process over MCP stdio: the native
+	// stdio server relaying each call to a child process (nativechild_test.go).
+	{"native-mcp-stdio-child-go", "go", "none", hasNative, nativeChildStdioRow},
 	{"native-mcp-http-go", "go", "none", hasNative, nativeHTTPRow},
 }
 
@@ -204,14 +207,18 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(rank, 1)-1]
 }
 
-// TestMain doubles as the native MCP server of the native-mcp-stdio row
-// (the benchmark starts this same binary with $COMPARE_SERVE set), lists the
-// configurations for ./run ($COMPARE_LIST), and closes shared fixtures after
-// the tests.
+// TestMain doubles as the native MCP servers of the native-mcp-stdio rows
+// and as the relaying server's child (the benchmark starts this same binary
+// with $COMPARE_SERVE set), lists the configurations for ./run
+// ($COMPARE_LIST), and closes shared fixtures after the tests.
 func TestMain(m *testing.M) {
 	switch {
 	case os.Getenv("COMPARE_SERVE") == "native-mcp":
 		os.Exit(serveNativeStdio())
+	case os.Getenv("COMPARE_SERVE") == "native-mcp-child":
+		os.Exit(serveNativeChildStdio())
+	case os.Getenv("COMPARE_SERVE") == "native-child":
+		os.Exit(serveNativeChild())
 	case os.Getenv("COMPARE_LIST") != "":
 		for _, w := range workloads {
 			for _, r := range rows {

@@ -149,30 +149,38 @@ func connect(tb testing.TB, t mcp.Transport) *mcp.ClientSession {
 }
 
 // mcpOps are g operations calling w's tool over cs, the first made once
-// here (outside the samples). The arguments are w's input verbatim.
+// here (outside the samples). The arguments are w's input verbatim. Each
+// operation has its own CallToolParams: the SDK's CallTool writes the
+// request's _meta into them, a data race if goroutines shared them.
 func mcpOps(tb testing.TB, cs *mcp.ClientSession, w *workload, g int) []func() error {
-	params := &mcp.CallToolParams{Name: w.name, Arguments: json.RawMessage(w.input)}
-	op := func() error {
-		res, err := cs.CallTool(ctxBG, params)
-		if err != nil {
-			return err
+	newOp := func() func() error {
+		params := &mcp.CallToolParams{Name: w.name, Arguments: json.RawMessage(w.input)}
+		return func() error {
+			res, err := cs.CallTool(ctxBG, params)
+			if err != nil {
+				return err
+			}
+			if len(res.Content) != 1 {
+				return fmt.Errorf("%d content items, want 1", len(res.Content))
+			}
+			text, ok := res.Content[0].(*mcp.TextContent)
+			if !ok {
+				return fmt.Errorf("content is a %T, want text", res.Content[0])
+			}
+			if res.IsError {
+				return errors.New("tool error: " + text.Text)
+			}
+			return check(text.Text, w.want)
 		}
-		if len(res.Content) != 1 {
-			return fmt.Errorf("%d content items, want 1", len(res.Content))
-		}
-		text, ok := res.Content[0].(*mcp.TextContent)
-		if !ok {
-			return fmt.Errorf("content is a %T, want text", res.Content[0])
-		}
-		if res.IsError {
-			return errors.New("tool error: " + text.Text)
-		}
-		return check(text.Text, w.want)
 	}
-	if err := op(); err != nil {
+	ops := make([]func() error, g)
+	for i := range ops {
+		ops[i] = newOp()
+	}
+	if err := ops[0](); err != nil {
 		tb.Fatal(err)
 	}
-	return repeat(g, op)
+	return ops
 }
 
 // repeat is g copies of op.

@@ -36,20 +36,22 @@ import (
 // related names, for a row, other rows of the same workload whose ratio
 // goes in the notes, and what that ratio means.
 var related = map[string][]note{
-	"maiden-go":            {{"maiden-wat", ""}, {"maiden-nopreinit-go", "before pre-initialisation"}},
-	"maiden-js":            {{"maiden-wat", ""}},
-	"maiden-wat":           {{"maiden-noepoch-wat", "epoch tax"}, {"wazero-fresh-wat", ""}},
-	"maiden-mcp-stdio-wat": {{"native-mcp-stdio-go", ""}},
-	"maiden-mcp-http-wat":  {{"native-mcp-http-go", ""}},
-	"maiden-mcp-stdio-go":  {{"native-mcp-stdio-go", ""}},
-	"maiden-mcp-http-go":   {{"native-mcp-http-go", ""}},
-	"extism-reused-wat":    {{"extism-fresh-wat", ""}},
-	"extism-fresh-wat":     {{"extism-notimeout-wat", "CloseOnContextDone tax"}},
-	"wazero-reused-wat":    {{"wazero-fresh-wat", ""}},
-	"wazero-fresh-wat":     {{"wazero-noclose-wat", "CloseOnContextDone tax"}},
-	"native-go":            {{"maiden-wat", ""}},
-	"native-mcp-stdio-go":  {{"maiden-mcp-stdio-go", ""}, {"maiden-mcp-stdio-wat", ""}},
-	"native-mcp-http-go":   {{"maiden-mcp-http-go", ""}, {"maiden-mcp-http-wat", ""}},
+	"maiden-go":                   {{"maiden-wat", ""}, {"maiden-nopreinit-go", "before pre-initialisation"}},
+	"maiden-js":                   {{"maiden-wat", ""}},
+	"maiden-wat":                  {{"maiden-noepoch-wat", "epoch tax"}, {"wazero-fresh-wat", ""}},
+	"maiden-mcp-stdio-wat":        {{"native-mcp-stdio-go", ""}, {"native-mcp-stdio-child-go", "floor with the tool in another process"}},
+	"maiden-mcp-stdio-inproc-wat": {{"native-mcp-stdio-go", ""}},
+	"maiden-mcp-http-wat":         {{"native-mcp-http-go", ""}},
+	"maiden-mcp-stdio-go":         {{"native-mcp-stdio-go", ""}},
+	"maiden-mcp-http-go":          {{"native-mcp-http-go", ""}},
+	"extism-reused-wat":           {{"extism-fresh-wat", ""}},
+	"extism-fresh-wat":            {{"extism-notimeout-wat", "CloseOnContextDone tax"}},
+	"wazero-reused-wat":           {{"wazero-fresh-wat", ""}},
+	"wazero-fresh-wat":            {{"wazero-noclose-wat", "CloseOnContextDone tax"}},
+	"native-go":                   {{"maiden-wat", ""}},
+	"native-mcp-stdio-go":         {{"maiden-mcp-stdio-go", ""}, {"maiden-mcp-stdio-wat", ""}},
+	"native-mcp-stdio-child-go":   {{"native-mcp-stdio-go", "the hop to the child"}},
+	"native-mcp-http-go":          {{"maiden-mcp-http-go", ""}, {"maiden-mcp-http-wat", ""}},
 }
 
 type note struct{ row, meaning string }
