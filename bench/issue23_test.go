@@ -22,7 +22,7 @@ BenchmarkRoundTrip/floor-blocking/g1-2      	    8952	     37162 ns/op	     2706
 BenchmarkRoundTrip/floor-futex/g1-2         	   16690	     24226 ns/op	     41544 calls/s	     23692 cpu-ns/call	     23913 mean-ns	     12000 p50-ns	     75994 p99-ns
 BenchmarkCompare/echo/maiden-mcp-stdio-wat/g1-2 	 1000	 500000 ns/op	 450000 p50-ns
 BenchmarkCompare/echo/native-mcp-stdio-go/g1-2 	 1000	 300000 ns/op	 300000 p50-ns
-BenchmarkCompare/echo/native-mcp-stdio-go-child/g1-2 	 1000	 360000 ns/op	 360000 p50-ns
+BenchmarkCompare/echo/native-mcp-stdio-child-go/g1-2 	 1000	 360000 ns/op	 360000 p50-ns
 BenchmarkCallsPerSecond/sqlite-1-2 	 3000	 1 ns/op	 1000 calls/s
 BenchmarkCallsPerSecond/postgres-1-2 	 3000	 1 ns/op	 1000 calls/s
 BenchmarkCallsPerSecond/postgres-3-2 	 3000	 1 ns/op	 700 calls/s
