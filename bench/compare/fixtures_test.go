@@ -308,16 +308,27 @@ func serverCPU(pid int) cpuTree {
 	if st, ok := testkit.ReadProcStat(strconv.Itoa(pid)); ok {
 		t.server = st.Self + st.Reaped
 	}
+	for _, st := range childStats(pid) {
+		t.children += st.Self + st.Reaped
+	}
+	return t
+}
+
+// childStats are the /proc/PID/stat of the live processes whose parent is
+// pid, by their pids.
+func childStats(pid int) map[int]testkit.ProcStat {
+	kids := map[int]testkit.ProcStat{}
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
-		if d.Name()[0] < '1' || d.Name()[0] > '9' {
+		n, err := strconv.Atoi(d.Name())
+		if err != nil {
 			continue
 		}
 		if st, ok := testkit.ReadProcStat(d.Name()); ok && st.PPID == pid {
-			t.children += st.Self + st.Reaped
+			kids[n] = st
 		}
 	}
-	return t
+	return kids
 }
 
 // reportServerCPU reports the CPU a call cost the server process

@@ -20,7 +20,6 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -340,7 +339,10 @@ func TestFloorRowGoesThroughItsChild(t *testing.T) {
 	}()
 	// connect has had the server's answer to initialize, which it gives
 	// after starting its children.
-	kids := childPIDs(s.pid)
+	var kids []int
+	for pid := range childStats(s.pid) {
+		kids = append(kids, pid)
+	}
 	if len(kids) != childPool {
 		t.Fatalf("the server has %d child processes, want %d", len(kids), childPool)
 	}
@@ -389,22 +391,6 @@ func TestFloorRowGoesThroughItsChild(t *testing.T) {
 			t.Errorf("child %d outlived the server (kill 0: %v)", pid, err)
 		}
 	}
-}
-
-// childPIDs are the processes whose parent is pid.
-func childPIDs(pid int) []int {
-	var kids []int
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		n, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := testkit.ReadProcStat(d.Name()); ok && st.PPID == pid {
-			kids = append(kids, n)
-		}
-	}
-	return kids
 }
 
 // ioCount is what /proc/PID/io says a process read and wrote through
