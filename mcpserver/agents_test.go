@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -431,5 +433,66 @@ func TestWatchToolBuiltLater(t *testing.T) {
 	cs := e.client(nil)
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"echo", "later"}) {
 		t.Errorf("after the build: %v", got)
+	}
+}
+
+// reloadHook is a slog handler that runs do, once, when the watch logs a
+// reload: the moment an operator (or a script waiting for the line) saves
+// the next edit.
+type reloadHook struct {
+	slog.Handler
+	once *sync.Once
+	do   func()
+}
+
+func (h reloadHook) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "reloaded" {
+		h.once.Do(h.do)
+	}
+	return nil
+}
+
+// Enabled: slog asks before Handle, and the wrapped DiscardHandler says no.
+func (h reloadHook) Enabled(context.Context, slog.Level) bool { return true }
+func (h reloadHook) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h reloadHook) WithGroup(string) slog.Handler            { return h }
+
+// TestWatchEditRightAfterReload: an edit saved as soon as a reload's line
+// is logged is loaded too (it once was taken as already loaded and lost:
+// cmd/maiden's TestServeReloadLog flaked on it).
+func TestWatchEditRightAfterReload(t *testing.T) {
+	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
+	broken := make(chan error, 1)
+	e.server.log = slog.New(reloadHook{Handler: slog.DiscardHandler, once: new(sync.Once), do: func() {
+		broken <- os.WriteFile(e.cfg, []byte("version = 1\nbroken = [\n"), 0o644)
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reloads := make(chan error, 16)
+	e.server.Watch(ctx, e.cfg, WatchOptions{Interval: 20 * time.Millisecond, Settle: 50 * time.Millisecond, OnReload: func(err error, _ []Problem) { reloads <- err }})
+	writeAgentTOML(t, e.cfg, []toolLine{{"echo", "echo", ""}, {"logger", "logger", ""}})
+	next := func(what string) error {
+		t.Helper()
+		select {
+		case err := <-reloads:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no reload after %s", what)
+			return nil
+		}
+	}
+	if err := next("the first edit"); err != nil {
+		t.Fatalf("the first edit: %v", err)
+	}
+	select {
+	case err := <-broken:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("the reload logged no line")
+	}
+	if err := next("the edit saved as the first reload was logged"); !errors.As(err, new(config.Errors)) {
+		t.Fatalf("the edit saved as the first reload was logged: %v, want config errors", err)
 	}
 }

@@ -94,8 +94,17 @@ func (s *Server) watch(ctx context.Context, path string, o WatchOptions, last fi
 			s.log.Info("reloaded", "file", path, "changes", changes)
 		}
 		wasBad = bad
-		// The new configuration may name other files.
+		// The new configuration may name other files. A file this reload
+		// saw keeps the stamp it had before loading: an edit saved while
+		// the reload ran (or just after its line was logged, by someone
+		// who waited for it) differs from that stamp and is loaded next;
+		// stamping it now would take it as loaded and lose it.
 		last = s.snapshot(path, extra)
+		for p, st := range now {
+			if _, ok := last[p]; ok {
+				last[p] = st
+			}
+		}
 		if o.OnReload != nil {
 			o.OnReload(err, problems)
 		}
