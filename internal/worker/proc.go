@@ -56,7 +56,19 @@ type proc struct {
 	base   uint64   // VmData after the last load, bytes
 	limit  uint64   // the RLIMIT_DATA soft limit in force (0: none set)
 	calls  int
-	guard  *time.Timer // kills the worker at a call's deadline + grace (runOn)
+	guard  *time.Timer // kills the worker at a call's deadline + grace (armGuard)
+
+	// The kills that timers and callbacks make on behalf of one operation
+	// (a load, a call) are ordered with its end under opMu: a timer that
+	// fired as the call ended runs its function on a goroutine of its own,
+	// which a loaded machine may run after the worker was released and
+	// taken by the next call (it once failed a 20 s call after 14 ms as
+	// past its deadline: the previous call's guard). So such a kill names
+	// the operation it is for (killFor), and one that ended is not killed.
+	opMu    sync.Mutex
+	op      uint64    // the operation holding the worker (begin); moved on by end
+	guardOp uint64    // the operation the guard is armed for
+	guardAt time.Time // when that operation's guard may kill
 	// idlePriority: the worker's threads are at SCHED_IDLE (priority.go).
 	idlePriority bool
 	killed       killReason
@@ -264,6 +276,60 @@ func (p *proc) pending() bool {
 func (p *proc) send(b []byte) error {
 	_, err := p.conn.Write(b)
 	return err
+}
+
+// begin starts an operation (a load, a call) on the worker, whose kills
+// by timers and callbacks go through killFor(n).
+func (p *proc) begin() (n uint64) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	p.op++
+	return p.op
+}
+
+// end ends operation n: a kill for it that has not happened yet never
+// will.
+func (p *proc) end(n uint64) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if p.op == n {
+		p.op++
+	}
+}
+
+// killFor kills the worker if operation n still holds it.
+func (p *proc) killFor(n uint64, why killReason) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if p.op == n {
+		p.kill(why)
+	}
+}
+
+// armGuard has the worker killed d from now unless operation n has ended
+// by then. One timer per worker, reset for each call (a timer a call was
+// an allocation on the call's path).
+func (p *proc) armGuard(n uint64, d time.Duration) {
+	p.opMu.Lock()
+	p.guardOp, p.guardAt = n, time.Now().Add(d)
+	p.opMu.Unlock()
+	if p.guard == nil {
+		p.guard = time.AfterFunc(d, p.guardFired)
+	} else {
+		p.guard.Reset(d)
+	}
+}
+
+// guardFired kills the worker if the operation the guard was last armed
+// for still holds it and its time has come. A firing meant for an earlier
+// call that runs late finds another operation, or the same timer armed
+// for a later time (which then fires again).
+func (p *proc) guardFired() {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if p.guardOp == p.op && !time.Now().Before(p.guardAt) {
+		p.kill(killedDeadline)
+	}
 }
 
 // kill ends the process at once. Safe to call more than once.

@@ -51,6 +51,8 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	}
 	w.calls++
 	id := uint64(w.calls)
+	op := w.begin()
+	defer w.end(op) // before the caller releases w
 	// The deadline starts now: starting a worker and handing it compiled
 	// code are maiden's costs, like a compile-cache lookup in process. One
 	// clock reading serves the deadline, the call's own timing and the
@@ -80,28 +82,19 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	// read of the answer (readDirect below), and the call ends as past
 	// its deadline (lost). The select loop below has a timer of its own
 	// for the same instant. One timer per worker, reset for each call.
-	if w.guard == nil {
-		w.guard = time.AfterFunc(c.Limits.Timeout+p.opts.Grace, func() { w.kill(killedDeadline) })
-	} else {
-		w.guard.Reset(c.Limits.Timeout + p.opts.Grace)
-	}
+	w.armGuard(op, c.Limits.Timeout+p.opts.Grace)
 	defer w.guard.Stop()
 	// Cancellation: one callback on ctx (none if ctx cannot be cancelled)
 	// sends the cancel frame, once the run frame is out (a cancel before
 	// it would find no call in the worker and be ignored), and kills a
 	// worker that does not end the call within the grace period.
 	cs := &cancelState{w: w, id: id}
-	defer cs.finished.Store(true)
 	if ctx.Done() != nil {
 		stopOnCancel := context.AfterFunc(ctx, func() {
 			if cs.runSent.Load() {
 				cs.send()
 			}
-			time.AfterFunc(p.opts.Grace, func() {
-				if !cs.finished.Load() {
-					w.kill(killedCancel)
-				}
-			})
+			time.AfterFunc(p.opts.Grace, func() { w.killFor(op, killedCancel) })
 		})
 		defer stopOnCancel()
 	}
@@ -275,11 +268,10 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 
 // cancelState is what a call's cancellation callback shares with the call.
 type cancelState struct {
-	w        *proc
-	id       uint64
-	runSent  atomic.Bool // the run frame is out
-	sent     atomic.Bool // the cancel frame is (being) sent
-	finished atomic.Bool // the call returned
+	w       *proc
+	id      uint64
+	runSent atomic.Bool // the run frame is out
+	sent    atomic.Bool // the cancel frame is (being) sent
 }
 
 // send sends the cancel frame, once.
@@ -425,9 +417,11 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	}
 	// Bounded like a start: a worker that neither reads nor answers is
 	// killed, which also ends a write it blocks.
-	guard := time.AfterFunc(loadTimeout, func() { w.kill(killedDeadline) })
+	op := w.begin()
+	defer w.end(op) // before the call that follows, on the same worker
+	guard := time.AfterFunc(loadTimeout, func() { w.killFor(op, killedDeadline) })
 	defer guard.Stop()
-	stopOnCancel := context.AfterFunc(ctx, func() { w.kill(killedCancel) })
+	stopOnCancel := context.AfterFunc(ctx, func() { w.killFor(op, killedCancel) })
 	defer stopOnCancel()
 	go w.read() // until the loaded answer
 	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {

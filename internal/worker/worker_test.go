@@ -165,6 +165,61 @@ func TestDeadlineReachesWASISleep(t *testing.T) {
 	})
 }
 
+// TestLateKillSparesTheNextCall: a deadline guard or a cancellation's
+// kill that fired as a call ended runs on a goroutine of its own, which a
+// loaded machine can run after the worker went back to the pool. It must
+// not kill the worker under the next call (a full run once saw a 20 s call
+// fail after 14 ms as past its deadline, on the worker whose 1 s call had
+// just ended at its deadline). Here the late kills are run by hand, at the
+// worst moment: the worker idle, its last call over.
+func TestLateKillSparesTheNextCall(t *testing.T) {
+	p := newPool(t, &Options{Size: 1})
+	echo := testkit.Component(t, "echo")
+	if out := call(t, p, echo, `{"message":"one"}`, lim); out.Failure != nil {
+		t.Fatalf("first call: %+v", out)
+	}
+	p.mu.Lock()
+	w := p.idle[0]
+	p.mu.Unlock()
+	w.opMu.Lock()
+	last := w.op - 1 // end moved op on past the last call's number
+	w.opMu.Unlock()
+	w.guardFired()
+	w.killFor(last, killedCancel)
+	if r := w.killReason(); r != notKilled {
+		t.Fatalf("a late kill for an ended call killed the idle worker (reason %d)", r)
+	}
+	out := call(t, p, echo, `{"message":"two"}`, lim)
+	if out.Failure != nil || out.WorkerLost || !strings.Contains(out.Output, "two") {
+		t.Fatalf("the next call: %+v", out)
+	}
+	if pids := idlePIDs(t, p); len(pids) != 1 || pids[0] != w.pid {
+		t.Errorf("idle workers %v, want the same worker %d", pids, w.pid)
+	}
+	// The late firing runs while the next call holds the worker, its guard
+	// armed for later: that call is not killed before its time.
+	n := w.begin()
+	w.armGuard(n, time.Hour)
+	w.guardFired()
+	if r := w.killReason(); r != notKilled {
+		t.Fatalf("a late firing killed the next call before its time (reason %d)", r)
+	}
+	w.guard.Stop()
+	w.end(n)
+	// The guard still kills a call that outlives its time: armed for an
+	// operation that holds the worker, with its time passed.
+	n = w.begin()
+	w.armGuard(n, 0)
+	deadline := time.Now().Add(testkit.Slack(t, 5*time.Second))
+	for w.killReason() != killedDeadline {
+		if time.Now().After(deadline) {
+			t.Fatalf("the guard of a running operation did not kill: reason %d", w.killReason())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w.end(n)
+}
+
 func TestHostileToolsInWorkers(t *testing.T) {
 	p := newPool(t, nil)
 	for _, tc := range []struct {
