@@ -21,6 +21,7 @@ BenchmarkCallInterleaved-2   	    5808	     51920 ns/op	     19427 maiden-p50-ns
 BenchmarkRoundTrip/floor-blocking/g1-2      	    8952	     37162 ns/op	     27063 calls/s	     30000 cpu-ns/call	     36797 mean-ns	     20000 p50-ns	    100019 p99-ns
 BenchmarkRoundTrip/floor-futex/g1-2         	   16690	     24226 ns/op	     41544 calls/s	     23692 cpu-ns/call	     23913 mean-ns	     12000 p50-ns	     75994 p99-ns
 BenchmarkRoundTrip/floor-futex-spin/g1-2    	   16690	     24226 ns/op	     41544 calls/s	     23692 cpu-ns/call	     23913 mean-ns	      5000 p50-ns	     75994 p99-ns
+BenchmarkRoundTrip/floor-socket-spin/g1-2   	   16690	     24226 ns/op	     41544 calls/s	     23692 cpu-ns/call	     23913 mean-ns	      9000 p50-ns	     75994 p99-ns
 BenchmarkCompare/echo/maiden-mcp-stdio-wat/g1-2 	 1000	 500000 ns/op	 450000 p50-ns
 BenchmarkCompare/echo/native-mcp-stdio-go/g1-2 	 1000	 300000 ns/op	 300000 p50-ns
 BenchmarkCompare/echo/native-mcp-stdio-child-go/g1-2 	 1000	 360000 ns/op	 360000 p50-ns
@@ -80,10 +81,11 @@ func issue23Table(t *testing.T, raw string) map[string][]string {
 func TestIssue23Table(t *testing.T) {
 	rows := issue23Table(t, issue23Raw)
 	want := map[string][]string{
-		// 46-16, 50-16, 45-16 µs; floors 20 and 12 µs (round 1 only).
+		// 46-16, 50-16, 45-16 µs; floors 20, 12, 5 and 9 µs (round 1 only).
 		"tiny WAT call, worker p50 - in-process p50 (µs)": {"<= 8", "30.0, 34.0, 29.0", "30.0", "0/3", "20.0 µs: one round trip of two bare Go processes over a socketpair"},
 		"(the same gap, against a futex floor)":           {"<= 8", "30.0, 34.0, 29.0", "30.0", "0/3", "12.0 µs: the same over a shared page with futex wake-ups"},
 		"(the same gap, against a spinning futex floor)":  {"<= 8", "30.0, 34.0, 29.0", "30.0", "0/3", "5.0 µs: the same, each end polling the page before it sleeps"},
+		"(the same gap, against a spinning socket floor)": {"<= 8", "30.0, 34.0, 29.0", "30.0", "0/3", "9.0 µs: the socketpair, each end going round read(2) before it sleeps"},
 		// 36k, 24k, 30k against 60k; floor 30000/(30000+30000).
 		"tiny WAT calls/s at 2 goroutines, worker / in process":   {">= 0.5", "0.60, 0.40, 0.50", "0.50", "2/3", "0.50 (in-process CPU / (in-process CPU + a bare round trip of CPU))"},
 		"tiny WAT mean per call (ns/op, g1), worker / in process": {"<= 1.5", "2.50, 2.00, 1.00", "2.00", "1/3", "-"},

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -32,6 +33,10 @@ import (
 //     cross-process wake-ups, the least any socket-based worker can pay.
 //   - floor-netpoll: the same with both ends non-blocking under Go's
 //     network poller (how a worker's socket was read before).
+//   - floor-socket-spin: the same with both ends non-blocking on locked
+//     threads, each going round read(2) for up to futexSpin before it
+//     sleeps in ppoll(2): what a socket costs when both ends spin (as a
+//     maiden worker call's do at rest), against floor-futex-spin.
 //   - floor-futex, floor-futex-spin: the same over a shared page with
 //     futex wake-ups, sleeping at once or after polling for futexSpin
 //     (futexfloor_bench_test.go): what a shared-memory ring could win.
@@ -76,6 +81,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}, false},
 		{"floor-blocking", pongSetup("blocking"), true},
 		{"floor-netpoll", pongSetup("netpoll"), true},
+		{"floor-socket-spin", pongSetup("socket-spin"), true},
 		{"floor-futex", futexSetup(0), true},
 		{"floor-futex-spin", futexSetup(futexSpin), true},
 	}
@@ -217,6 +223,18 @@ func pongMain(mode string) int {
 		return futexPongMain(futexSpin)
 	}
 	var buf [64]byte
+	if mode == "socket-spin" {
+		runtime.LockOSThread()
+		_ = syscall.SetNonblock(3, true)
+		for {
+			if err := readSpin(3, buf[:], futexSpin); err != nil {
+				return 0
+			}
+			if err := writeAll(3, buf[:]); err != nil {
+				return 0
+			}
+		}
+	}
 	if mode == "blocking" {
 		runtime.LockOSThread()
 		for {
@@ -236,6 +254,63 @@ func pongMain(mode string) int {
 		}
 		if _, err := f.Write(buf[:]); err != nil {
 			return 0
+		}
+	}
+}
+
+// readSpin fills p from the non-blocking fd, going round read(2) for up
+// to spin before each sleep in ppoll(2).
+func readSpin(fd int, p []byte, spin time.Duration) error {
+	n := 0
+	until := time.Now().Add(spin)
+	for i := 0; n < len(p); i++ {
+		k, err := unix.Read(fd, p[n:])
+		switch {
+		case err == nil && k == 0:
+			return io.EOF
+		case err == nil:
+			n += k
+			continue
+		case err == unix.EINTR:
+			continue
+		case err != unix.EAGAIN:
+			return err
+		}
+		if i&15 == 15 && time.Now().After(until) {
+			if err := pollFD(fd, unix.POLLIN); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeAll writes p to the non-blocking fd, sleeping in ppoll(2) while
+// the socket is full.
+func writeAll(fd int, p []byte) error {
+	for len(p) > 0 {
+		k, err := unix.Write(fd, p)
+		switch {
+		case err == nil:
+			p = p[k:]
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			if err := pollFD(fd, unix.POLLOUT); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+func pollFD(fd int, events int16) error {
+	fds := [1]unix.PollFd{{Fd: int32(fd), Events: events}}
+	for {
+		_, err := unix.Ppoll(fds[:], nil, nil)
+		if err != unix.EINTR {
+			return err
 		}
 	}
 }
@@ -301,6 +376,18 @@ func pongSetup(mode string) func(b *testing.B) (func() error, func()) {
 				}
 				_, err := readFull(fd, buf[:])
 				return err
+			}
+			closeFn = func() { unix.Close(fd) }
+		} else if mode == "socket-spin" {
+			fd := fds[0]
+			_ = unix.SetNonblock(fd, true)
+			op = func() error {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				if err := writeAll(fd, buf[:]); err != nil {
+					return err
+				}
+				return readSpin(fd, buf[:], futexSpin)
 			}
 			closeFn = func() { unix.Close(fd) }
 		} else {
