@@ -27,7 +27,7 @@ const freeCPUSample = 500 * time.Microsecond
 
 type freeCPUs struct {
 	once sync.Once
-	f    *os.File // /proc/loadavg, nil when unreadable
+	load *filePread // /proc/loadavg in one pread(2), nil when unreadable
 
 	mu      sync.Mutex
 	at      atomic.Int64 // UnixNano of the last reading
@@ -44,17 +44,21 @@ var cpus freeCPUs
 func (c *freeCPUs) spinnable(ownSpinning bool) bool {
 	c.once.Do(func() {
 		if f, err := os.Open("/proc/loadavg"); err == nil {
-			c.f = f
+			if r, err := newFilePread(f); err == nil {
+				c.load = r
+			} else {
+				f.Close()
+			}
 		}
 	})
-	if c.f == nil {
+	if c.load == nil {
 		return false
 	}
 	now := time.Now().UnixNano()
 	if now-c.at.Load() >= int64(freeCPUSample) && c.mu.TryLock() {
 		// One reader at a time; the others use the last reading.
 		var buf [128]byte
-		n, _ := c.f.ReadAt(buf[:], 0)
+		n, _ := c.load.read(buf[:])
 		running, ok := runnableCount(buf[:n])
 		if !ok {
 			running = -1

@@ -39,7 +39,9 @@ func TestSpinOnlyWithAFreeCPU(t *testing.T) {
 			defer f.Close()
 			var fc freeCPUs
 			fc.once.Do(func() {})
-			fc.f = f
+			if fc.load, err = newFilePread(f); err != nil {
+				t.Fatal(err)
+			}
 			if got := fc.spinnable(false); got != c.want {
 				t.Errorf("spinnable with %q = %t, want %t", c.loadavg, got, c.want)
 			}
@@ -61,7 +63,9 @@ func TestSpinOnlyWithAFreeCPU(t *testing.T) {
 		}
 		var fc freeCPUs
 		fc.once.Do(func() {})
-		fc.f = f
+		if fc.load, err = newFilePread(f); err != nil {
+			t.Fatal(err)
+		}
 		if got := fc.spinnable(true); got != c.want {
 			t.Errorf("spinnable beside its own spinning worker with %d runnable = %t, want %t", c.running, got, c.want)
 		}

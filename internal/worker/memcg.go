@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -114,6 +115,7 @@ func memcgMount() (string, error) {
 type memcg struct {
 	dir   string
 	usage *os.File
+	read  *filePread // the usage's, in one pread(2)
 	limit *os.File
 	set   uint64 // the limit last written (0: none)
 }
@@ -163,6 +165,9 @@ func openMemcg(dir string) (*memcg, error) {
 	if m.usage, err = os.Open(filepath.Join(dir, "memory.usage_in_bytes")); err != nil {
 		return m, err
 	}
+	if m.read, err = newFilePread(m.usage); err != nil {
+		return m, err
+	}
 	m.limit, err = os.OpenFile(filepath.Join(dir, "memory.limit_in_bytes"), os.O_WRONLY, 0)
 	return m, err
 }
@@ -184,9 +189,10 @@ func (m *memcg) leave() {
 // headroom and memcgSlack (math.MaxUint64: no limit, while the parent
 // loads code).
 //
-// The usage is read at every call, on the call's path (a pread of the
-// cgroup file: ~1.5 µs hot, 2–3 µs in a call's profile here, the largest
-// single cost of the parent's side of a tiny call after the socket). It
+// The usage is read at every call, on the call's path (one pread(2) of the
+// cgroup file, filePread: ~1.5 µs hot, 2–3 µs in a call's profile here,
+// the largest single cost of the parent's side of a tiny call after the
+// socket; os.File.ReadAt made it two, reading on to the end). It
 // stays there because nothing cheaper says the same thing. A usage read
 // earlier (when the worker went idle, every N calls, or while younger than
 // some age) is too high by whatever the worker let go since, and the next
@@ -204,8 +210,11 @@ func (m *memcg) setLimit(headroom uint64) error {
 	want := uint64(math.MaxUint64)
 	if headroom != math.MaxUint64 {
 		var buf [32]byte
-		n, err := m.usage.ReadAt(buf[:], 0)
+		n, err := m.read.read(buf[:])
 		if n == 0 {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
 			return fmt.Errorf("read %s: %w", m.usage.Name(), err)
 		}
 		used, err := strconv.ParseUint(string(bytes.TrimSpace(buf[:n])), 10, 64)
