@@ -11,10 +11,10 @@ import (
 )
 
 // TestCancelReachesComputingGuest: a worker runs a call on the goroutine
-// that read it and starts reading the parent's frames again only once the
-// call has run for readerDelay (child.go). A guest that computes without
-// end must still be reached by the parent's cancel frame: the worker reads
-// it, interrupts the guest and answers, and stays in the pool. The grace
+// that read it and starts reading the parent's frames again only when the
+// parent signals a cancel (cancel.go). A guest that computes without end
+// must still be reached by the parent's cancel frame: the worker reads it,
+// interrupts the guest and answers, and stays in the pool. The grace
 // before the parent's kill is two minutes here, so a worker that never
 // read the cancel would be killed (and replaced) only long after the bound
 // below.
@@ -82,14 +82,57 @@ func TestCancelReachesComputingGuest(t *testing.T) {
 	}
 }
 
-// TestReaderDelayWithinGrace: a cancel frame that comes early in a call is
-// read only once the call has run for readerDelay (child.go), and the
-// parent kills a worker that has not answered the cancel within its grace.
-// readerDelay takes at most a third of the default grace, so that the
-// interrupt and the answer have the rest even on a loaded machine and an
-// early cancel does not cost the worker.
-func TestReaderDelayWithinGrace(t *testing.T) {
-	if readerDelay*3 > defaultGrace {
-		t.Fatalf("readerDelay %v is more than a third of the default grace %v: an early cancel would leave too little time to interrupt and answer", readerDelay, defaultGrace)
+// TestCancelSignalStates: the worker's reader for a call starts once, when
+// the parent's signal or a question to the parent comes while the call
+// runs, or as the call is armed if the signal came before; and the goroutine
+// that served the call knows whether it still reads.
+func TestCancelSignalStates(t *testing.T) {
+	signal := func(c *child) bool { // what the signal goroutine does
+		c.cancelSignal.Store(true)
+		return c.claimReader()
+	}
+	c := &child{}
+	c.reader.Store(readerIdle)
+	// A call with no cancel: nobody else reads; the server still does.
+	if c.armReader() {
+		t.Fatal("armed with no signal: a reader was started")
+	}
+	if !c.disarmReader() {
+		t.Fatal("a call without a reader: the serving goroutine no longer reads")
+	}
+	// A signal during a call starts the reader, once.
+	c.armReader()
+	if !signal(c) {
+		t.Fatal("a signal during a call started no reader")
+	}
+	if signal(c) || c.claimReader() {
+		t.Fatal("a second reader was started for one call")
+	}
+	if c.disarmReader() {
+		t.Fatal("a call whose reader was started: the serving goroutine still thinks it reads")
+	}
+	// That second signal is kept: the next call starts its reader at
+	// once, the price of a late signal (never a reader missing).
+	if !c.armReader() || c.disarmReader() {
+		t.Fatal("a kept signal did not start the next call's reader")
+	}
+	// A signal between calls (its cancel frame behind the run frame the
+	// server is still reading) starts the next call's reader as it is armed.
+	if signal(c) {
+		t.Fatal("a signal with no call armed started a reader")
+	}
+	if !c.armReader() {
+		t.Fatal("the call armed after a signal did not start its reader")
+	}
+	if c.claimReader() || c.disarmReader() {
+		t.Fatal("the reader started at arming was started again, or not seen at the end")
+	}
+	// A question to the parent (a fetch) starts the reader without a signal.
+	c.armReader()
+	if !c.claimReader() {
+		t.Fatal("a fetch during a call started no reader")
+	}
+	if c.disarmReader() {
+		t.Fatal("a call whose fetch started a reader: the serving goroutine still thinks it reads")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -49,9 +50,15 @@ type child struct {
 	// one-call worker: see preopen.go); every call gets them.
 	preopens []sandbox.OpenedPreopen
 
-	// reader starts the goroutine that reads the parent's frames during a
-	// call (serveRun); only the goroutine serving a call touches it.
-	reader *time.Timer
+	// rd is what the parent's frames are read from, by one goroutine at a
+	// time (loop).
+	rd *bufio.Reader
+	// reader is the state of a goroutine reading the parent's frames
+	// while a call runs (readerIdle, readerArmed, readerStarted: serveRun,
+	// startReader); cancelSignal says that the parent's wake-up signal
+	// came while no call was armed, for the next call to see (cancel.go).
+	reader       atomic.Int32
+	cancelSignal atomic.Bool
 
 	mu    sync.Mutex
 	comps map[string]*sandbox.Compiled
@@ -63,12 +70,8 @@ type child struct {
 }
 
 type childRun struct {
-	m   runMsg
-	ctx context.Context
-	// reader starts a goroutine reading the parent's frames during the
-	// call (serveRun); rd is what it reads.
-	reader  *time.Timer
-	rd      *bufio.Reader
+	m       runMsg
+	ctx     context.Context
 	id      uint64
 	cancel  context.CancelFunc
 	replies chan fetchReplyMsg
@@ -97,11 +100,15 @@ func serve(conn *os.File) int {
 		return 2
 	}
 	c := &child{conn: conn, spin: newSpinReader(conn), sb: sb, comps: map[string]*sandbox.Compiled{}, preopens: preopens}
+	c.reader.Store(readerIdle)
+	// Before the hello: no call, and so no cancel, can come earlier.
+	c.watchCancelSignal()
 	if err := c.send(hello{Version: protocolVersion, Fingerprint: sb.Engine().Fingerprint(), Confinement: confinementNote()}.encode()); err != nil {
 		return 0
 	}
 	c.exit = make(chan error, 1)
-	go c.loop(bufio.NewReaderSize(c.spin, 64<<10))
+	c.rd = bufio.NewReaderSize(c.spin, 64<<10)
+	go c.loop(c.rd)
 	err = <-c.exit
 	if errors.Is(err, io.EOF) {
 		// The parent closed the socket: it is done with this worker.
@@ -124,10 +131,10 @@ func (c *child) send(frame []byte) error {
 // take it and park one when it ended, two context switches per call that
 // cost ~10 µs each on this kind of VM (issue 23; the worker made ~5 per
 // call in all). Cancellations and fetch and reveal replies are read
-// meanwhile by a goroutine started only when a call runs longer than
-// readerDelay or asks the parent something (ensureReader); the reading
-// then stays with that goroutine and this one ends. Only one goroutine
-// reads at a time, so frames keep their order.
+// meanwhile by a goroutine started only when the parent signals a cancel
+// (cancel.go) or the call asks the parent something (ensureReader); the
+// reading then stays with that goroutine and this one ends. Only one
+// goroutine reads at a time, so frames keep their order.
 func (c *child) loop(rd *bufio.Reader) {
 	for {
 		r, err := c.readUntilRun(rd)
@@ -140,21 +147,6 @@ func (c *child) loop(rd *bufio.Reader) {
 		}
 	}
 }
-
-// readerDelay is how long a call runs before its cancellation can be read:
-// the parent allows Options.Grace (10 ms by default) between a cancel and
-// the kill, so a cancel is read at most readerDelay after the call began
-// and the guest interrupted well inside the grace. Arming it is a timer per
-// call: when no other timer is pending (the engine no longer ticks:
-// internal/wasmtime), Go wakes an idle thread to watch it, a cost measured
-// within the noise of a dense row (+0.1 threads on a CPU per call,
-// bench/README.md "Sparse calls"). When it fires, threads are woken for
-// the timer and the reading goroutine, and the next call is served from
-// that goroutine's thread. At 1 ms it fired in most calls of the JS echo
-// tool (0.6-1.2 ms in a worker on this VM); at 3 ms that worker's threads
-// were put on a CPU 6.4 times a call instead of 12.8, and its p50 was
-// 0.59-0.94x (bench/README.md, "Go and JS tools in a worker").
-const readerDelay = 3 * time.Millisecond
 
 // readUntilRun serves frames until a run frame, which it returns
 // registered as the call in progress.
@@ -276,22 +268,16 @@ func (c *child) start(m runMsg) (*childRun, error) {
 // the parent's frames (no other goroutine was started to read them during
 // the call).
 func (c *child) serveRun(rd *bufio.Reader, r *childRun) bool {
-	r.rd = rd
-	// One timer for the worker's life, reset for each call (rd is the
-	// same reader every time): a timer a call was two allocations.
-	if c.reader == nil {
-		c.reader = time.AfterFunc(readerDelay, func() { c.loop(rd) })
-	} else {
-		c.reader.Reset(readerDelay)
+	if c.armReader() {
+		go c.loop(rd)
 	}
-	r.reader = c.reader
 	m := r.m
 	c.mu.Lock()
 	comp := c.comps[m.Digest]
 	c.mu.Unlock()
 	done := c.execute(r.ctx, r, comp, m)
 	r.cancel()
-	reading := r.reader.Stop()
+	reading := c.disarmReader()
 	c.mu.Lock()
 	c.run = nil
 	c.mu.Unlock()
@@ -305,13 +291,9 @@ func (c *child) serveRun(rd *bufio.Reader, r *childRun) bool {
 }
 
 // ensureReader has the parent's frames read while the call r waits for an
-// answer (a fetch, a reveal): it starts the reading goroutine now unless
-// readerDelay already did.
-func (c *child) ensureReader(r *childRun) {
-	if r.reader.Stop() {
-		go c.loop(r.rd)
-	}
-}
+// answer (a fetch, a reveal): it starts the reading goroutine now unless a
+// cancel signal already did.
+func (c *child) ensureReader() { c.startReader() }
 
 func (c *child) execute(ctx context.Context, r *childRun, comp *sandbox.Compiled, m runMsg) doneMsg {
 	done := doneMsg{ID: m.ID}
@@ -360,7 +342,7 @@ func (c *child) fetch(ctx context.Context, r *childRun, req sandbox.FetchRequest
 	for _, h := range req.Headers {
 		m.Headers = append(m.Headers, header{Name: h.Name, Value: h.Value})
 	}
-	c.ensureReader(r)
+	c.ensureReader()
 	if err := c.send(m.encode()); err != nil {
 		return nil, &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: "worker lost its parent"}
 	}
@@ -387,7 +369,7 @@ func (c *child) reveal(ctx context.Context, r *childRun, handle string) (string,
 	if len(handle) > maxHandleBytes {
 		return "", fmt.Errorf("not a secret handle of this call (%d bytes; handles are much shorter)", len(handle))
 	}
-	c.ensureReader(r)
+	c.ensureReader()
 	if err := c.send(revealMsg{ID: r.id, Handle: handle}.encode()); err != nil {
 		return "", errors.New("worker lost its parent")
 	}

@@ -115,7 +115,7 @@ func memcgMount() (string, error) {
 type memcg struct {
 	dir   string
 	usage *os.File
-	read  *filePread // the usage's, in one pread(2)
+	pread *filePread // usage's, in one pread(2)
 	limit *os.File
 	set   uint64 // the limit last written (0: none)
 }
@@ -165,7 +165,7 @@ func openMemcg(dir string) (*memcg, error) {
 	if m.usage, err = os.Open(filepath.Join(dir, "memory.usage_in_bytes")); err != nil {
 		return m, err
 	}
-	if m.read, err = newFilePread(m.usage); err != nil {
+	if m.pread, err = newFilePread(m.usage); err != nil {
 		return m, err
 	}
 	m.limit, err = os.OpenFile(filepath.Join(dir, "memory.limit_in_bytes"), os.O_WRONLY, 0)
@@ -210,7 +210,7 @@ func (m *memcg) setLimit(headroom uint64) error {
 	want := uint64(math.MaxUint64)
 	if headroom != math.MaxUint64 {
 		var buf [32]byte
-		n, err := m.read.read(buf[:])
+		n, err := m.pread.read(buf[:])
 		if n == 0 {
 			if err == nil {
 				err = io.ErrUnexpectedEOF

@@ -11,7 +11,7 @@ import (
 // filePread reads a small file from its start in one pread(2): the
 // parent's per-call reads of a worker's cgroup usage and of /proc/loadavg.
 // os.File.ReadAt would make two, since it reads on until its buffer is
-// full or the file ends, and a system call costs ~1.1 µs on this VM
+// full or the file ends, and a system call costs ~1.3 µs on this VM
 // (kernel page-table isolation without PCID: bench/README.md, "System
 // calls"), on the path of every call. Both files give their whole content
 // to the first read (the kernel renders them at once). It reads through

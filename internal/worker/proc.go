@@ -344,6 +344,11 @@ func (p *proc) kill(why killReason) {
 	_ = p.conn.Close()
 }
 
+// wake sends the worker wakeSignal (cancel.go): through os.Process, a
+// pidfd on Linux, so never to a process that reused an exited worker's
+// PID; an error (the worker is gone) needs nothing done.
+func (p *proc) wake() { _ = p.cmd.Process.Signal(wakeSignal) }
+
 func (p *proc) killReason() killReason {
 	p.killedMu.Lock()
 	defer p.killedMu.Unlock()

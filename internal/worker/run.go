@@ -274,10 +274,12 @@ type cancelState struct {
 	sent    atomic.Bool // the cancel frame is (being) sent
 }
 
-// send sends the cancel frame, once.
+// send sends the cancel frame, once, and the signal that has the worker
+// read it (cancel.go).
 func (s *cancelState) send() {
 	if s.sent.CompareAndSwap(false, true) {
 		_ = s.w.send(cancelMsg{ID: s.id}.encode())
+		s.w.wake()
 	}
 }
 

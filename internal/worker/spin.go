@@ -60,7 +60,7 @@ func newSpinReader(f *os.File) *spinReader {
 // readOnce tries one read that does not wait on the blocking socket:
 // preadv2(2) with RWF_NOWAIT, which on a socket is a recv with
 // MSG_DONTWAIT, one system call for an attempt that finds nothing and one
-// for the frame (a system call costs ~1.1 µs on this VM: bench/README.md,
+// for the frame (a system call costs ~1.3 µs on this VM: bench/README.md,
 // "System calls"). (Not recv itself: the worker's seccomp filter allows
 // read, preadv2 and ppoll, not recvfrom.) A kernel that does not take the
 // flag on a socket gets what every kernel does: ppoll with no timeout, and
