@@ -44,6 +44,9 @@ type httpUpstream struct {
 	cancelled atomic.Int64
 	// release ends the "wait" tool's calls.
 	release chan struct{}
+	// together, when set before the calls, holds each "wait" call's log
+	// until that many calls have arrived (a sync.WaitGroup of that count).
+	together *sync.WaitGroup
 }
 
 func newHTTPUpstream(t testing.TB) *httpUpstream { return newHTTPUpstreamAt(t, "") }
@@ -71,6 +74,10 @@ func newHTTPUpstreamAt(t testing.TB, addr string) *httpUpstream {
 		})
 	mcp.AddTool(h.srv, &mcp.Tool{Name: "wait", Description: "logs, then waits for the test or its cancellation"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			if h.together != nil {
+				h.together.Done()
+				h.together.Wait()
+			}
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "secret of " + in.Message})
 			select {
 			case <-h.release:
@@ -356,6 +363,15 @@ func TestHTTPURLRules(t *testing.T) {
 // line produced by another's call. It goes to the operator's log.
 func TestHTTPOverlappingCallsKeepLogs(t *testing.T) {
 	h := newHTTPUpstream(t)
+	// Each call logs only once both have reached the upstream, and so once
+	// both are in flight here (a call is registered before its request is
+	// sent): a log that came while one call alone was in flight is that
+	// call's, by design, and not the operator's (the test once raced on it).
+	h.together = new(sync.WaitGroup)
+	h.together.Add(2)
+	// The calls end even if the test fails before it releases them.
+	release := sync.OnceFunc(func() { close(h.release) })
+	defer release()
 	logger, logged := capturingLogger(t)
 	u, err := mcpimport.New(mcpimport.Options{Name: "remote", URL: h.url(), Credential: tokenCredential(testToken), Logger: logger})
 	if err != nil {
@@ -388,7 +404,7 @@ func TestHTTPOverlappingCallsKeepLogs(t *testing.T) {
 		l := logged()
 		return strings.Contains(l, "secret of alice") && strings.Contains(l, "secret of bob")
 	})
-	close(h.release)
+	release()
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
