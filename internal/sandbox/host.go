@@ -131,9 +131,10 @@ func hostReveal(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, error) {
 	if reveal == nil {
 		reveal = NoReveal
 	}
-	v, refusal := reveal(cs.ctx, p[0].Str)
-	if err := cs.ctx.Err(); err != nil {
-		return nil, fmt.Errorf("reveal: %w", context.Cause(cs.ctx))
+	ctx := cs.context()
+	v, refusal := reveal(ctx, p[0].Str)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("reveal: %w", context.Cause(ctx))
 	}
 	if refusal != nil {
 		msg := wasmtime.String(refusal.Error())
@@ -157,6 +158,7 @@ func hostFetchString(c *wasmtime.Caller, p []wasmtime.Val) ([]wasmtime.Val, erro
 
 func hostFetch(c *wasmtime.Caller, p []wasmtime.Val, stringBodies bool) ([]wasmtime.Val, error) {
 	cs := stateOf(c)
+	ctx := cs.context()
 	req, ferr, err := fetchRequestFromVal(p, stringBodies)
 	if err != nil {
 		return nil, err
@@ -167,12 +169,12 @@ func hostFetch(c *wasmtime.Caller, p []wasmtime.Val, stringBodies bool) ([]wasmt
 		if fetch == nil {
 			fetch = NoNetwork
 		}
-		resp, ferr = fetch(cs.ctx, req)
+		resp, ferr = fetch(ctx, req)
 	}
-	if err := cs.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		// The deadline (or the caller) ended the call while it waited: stop
 		// the guest now rather than let it run on past its budget.
-		return nil, fmt.Errorf("http-fetch: %w", context.Cause(cs.ctx))
+		return nil, fmt.Errorf("http-fetch: %w", context.Cause(ctx))
 	}
 	if ferr == nil && resp == nil {
 		ferr = &FetchError{Kind: FetchFailed, Message: "no response"}

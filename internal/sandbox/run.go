@@ -138,23 +138,45 @@ type runResult struct {
 
 // callState is what host functions reach through the store.
 type callState struct {
-	ctx    context.Context // carries the call's deadline
-	fetch  FetchFunc
-	reveal RevealFunc
-	logs   *logBuffer
+	// parent is the caller's context and deadline the call's; ctx carries
+	// both to a host call that waits (fetch, reveal), made at the first:
+	// context.WithDeadline is a Go timer, and a timer armed at every call
+	// had Go wake an idle thread to watch it (the guest's own deadline is
+	// the store's: wasmtime.StoreOptions.Deadline). Host calls come one at
+	// a time, on the call's goroutine.
+	parent   context.Context
+	deadline time.Time
+	ctx      context.Context
+	cancel   context.CancelFunc
+	fetch    FetchFunc
+	reveal   RevealFunc
+	logs     *logBuffer
+}
+
+// context is the call's context for a host call: the caller's, ending at
+// the call's deadline.
+func (cs *callState) context() context.Context {
+	if cs.ctx == nil {
+		cs.ctx, cs.cancel = context.WithDeadline(cs.parent, cs.deadline)
+	}
+	return cs.ctx
 }
 
 // run calls one export in a fresh store and instance.
 func (s *Sandbox) run(ctx context.Context, comp *wasmtime.Component, c Call, export string) runResult {
 	deadline := time.Now().Add(c.Limits.Timeout)
-	callCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	cs := &callState{
-		ctx:    callCtx,
-		fetch:  c.Fetch,
-		reveal: c.Reveal,
-		logs:   newLogBuffer(s.opts.MaxLogBytes, c.Redact, c.OnLog),
+		parent:   ctx,
+		deadline: deadline,
+		fetch:    c.Fetch,
+		reveal:   c.Reveal,
+		logs:     newLogBuffer(s.opts.MaxLogBytes, c.Redact, c.OnLog),
 	}
+	defer func() {
+		if cs.cancel != nil {
+			cs.cancel()
+		}
+	}()
 	// Counted before the store exists: creating it uses the engine, which
 	// Shutdown must not free meanwhile.
 	if err := s.enter(); err != nil {

@@ -249,11 +249,18 @@ func TestFetchWithoutNetwork(t *testing.T) {
 func TestDeadlineCoversHostCalls(t *testing.T) {
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "fetcher")
+	start := time.Now()
+	var deadline time.Time
+	var hasDeadline bool
 	slow := func(ctx context.Context, req FetchRequest) (*FetchResponse, *FetchError) {
-		<-ctx.Done()
+		// What a dialer or an HTTP client bounds its own waits by.
+		deadline, hasDeadline = ctx.Deadline()
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second): // a context the deadline never ends
+		}
 		return nil, &FetchError{Kind: FetchTimeout}
 	}
-	start := time.Now()
 	out, err := sb.Execute(context.Background(), Call{Path: path, Limits: Limits{Timeout: 300 * time.Millisecond, Memory: 16 << 20}, Input: "https://example.com/", Fetch: slow})
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +270,9 @@ func TestDeadlineCoversHostCalls(t *testing.T) {
 	}
 	if took := time.Since(start); took < 300*time.Millisecond || took > 2*time.Second {
 		t.Errorf("took %v for a 300ms deadline", took)
+	}
+	if !hasDeadline || deadline.Before(start.Add(300*time.Millisecond)) || deadline.After(time.Now()) {
+		t.Errorf("the fetch's context: deadline %v (set %t), want the call's (300ms after %v)", deadline, hasDeadline, start)
 	}
 }
 
