@@ -76,7 +76,8 @@ type Engine struct {
 	cfg Config
 
 	// The epoch advances only when a store needs it to: at a store's
-	// deadline (its timer) and when a store is interrupted, never on a
+	// deadline (the engine's one timer, deadlines.go) and when a store is
+	// interrupted, never on a
 	// clock. A ticker (every 1 ms while any store existed and for 200 ms
 	// after) woke a thread of the process each millisecond for a cgo call,
 	// which woke the runtime's sysmon out of its deep sleep; a worker that
@@ -85,8 +86,9 @@ type Engine struct {
 	//
 	// epochMu orders increments before Close deletes the engine; stores
 	// counts the stores open.
-	epochMu sync.RWMutex
-	stores  atomic.Int64
+	epochMu   sync.RWMutex
+	stores    atomic.Int64
+	deadlines deadlines
 
 	closed atomic.Bool
 }
@@ -128,7 +130,9 @@ func NewEngine(cfg *Config) (*Engine, error) {
 	if ptr == nil {
 		return nil, errors.New("wasmtime: cannot create engine")
 	}
-	return &Engine{ptr: ptr, cfg: c}, nil
+	e := &Engine{ptr: ptr, cfg: c}
+	e.deadlines.e = e
+	return e, nil
 }
 
 // Config returns the configuration the engine was created with, defaults
@@ -165,8 +169,8 @@ func (e *Engine) Close() error {
 	if was {
 		return nil
 	}
-	// No increment runs now or later: a store's timer that fires after
-	// this finds the engine closed.
+	// No increment runs now or later: the deadlines' timer that fires
+	// after this finds the engine closed.
 	C.wasm_engine_delete(e.ptr)
 	return nil
 }

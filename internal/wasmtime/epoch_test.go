@@ -8,8 +8,8 @@ import (
 
 // TestNoEpochTickerWhileIdle: nothing of the engine runs on a clock. A
 // store, open or closed, with or without a deadline, leaves no goroutine
-// behind: the epoch advances at a store's deadline (its timer) and on
-// Interrupt only. A ticker advancing it every millisecond woke a thread of
+// behind: the epoch advances at a store's deadline (the engine's one
+// timer, deadlines.go) and on Interrupt only. A ticker advancing it every millisecond woke a thread of
 // an otherwise idle process each time and, through its cgo call, the Go
 // runtime's sysmon; a worker between sparse calls paid milliseconds of CPU
 // a second for it.
@@ -25,11 +25,57 @@ func TestNoEpochTickerWhileIdle(t *testing.T) {
 			t.Errorf("deadline %v: %d goroutines with a store open, %d before", deadline, n, before)
 		}
 		s.Close()
-		if s.timer != nil {
-			t.Errorf("deadline %v: the deadline's timer outlives the store", deadline)
+		if n := f.engine.deadlines.pending(); n != 0 {
+			t.Errorf("deadline %v: %d deadlines registered after the store closed", deadline, n)
 		}
 	}
 	if n := f.engine.stores.Load(); n != 0 {
 		t.Errorf("%d stores counted after closing all", n)
+	}
+}
+
+// TestEarlierDeadlineSetsTheSharedTimer: the engine has one timer for all
+// its stores' deadlines, set for the earliest. A store opened with a
+// deadline an hour away, then a call with a 100 ms deadline in another
+// store: the call must still stop at its own deadline, which needs the
+// timer moved earlier. Closing the stores leaves no deadline registered.
+func TestEarlierDeadlineSetsTheSharedTimer(t *testing.T) {
+	f := newFixture(t, nil)
+	late, err := NewStore(f.engine, &StoreOptions{MemoryLimit: 1 << 20, Deadline: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.component(t, "loop")
+	// Should the timer stay set for the hour, a watchdog advances the
+	// engine's epoch after 3 s (the loop then finds its deadline passed),
+	// so that the test fails on the time taken instead of hanging.
+	wd := time.AfterFunc(3*time.Second, late.Interrupt)
+	defer wd.Stop()
+	start := time.Now()
+	_, s, err := f.call(t, c, &StoreOptions{MemoryLimit: 16 << 20, Deadline: time.Now().Add(100 * time.Millisecond)}, "execute", String("{}"))
+	if err == nil {
+		t.Fatal("loop returned")
+	}
+	if s.StopReason() != StopDeadline {
+		t.Fatalf("stop reason %v, error %v", s.StopReason(), err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
+		t.Errorf("took %v for a 100ms deadline behind one an hour away", took)
+	}
+	late.Close()
+	s.Close()
+	if n := f.engine.deadlines.pending(); n != 0 {
+		t.Errorf("%d deadlines registered after every store closed", n)
+	}
+	// Many stores in turn, as calls: each deadline goes at Close.
+	for range 1000 {
+		st, err := NewStore(f.engine, &StoreOptions{MemoryLimit: 1 << 20, Deadline: time.Now().Add(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	}
+	if n := f.engine.deadlines.pending(); n != 0 {
+		t.Errorf("%d deadlines registered after 1000 stores opened and closed", n)
 	}
 }

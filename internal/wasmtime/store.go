@@ -94,12 +94,11 @@ type Store struct {
 
 	mu     sync.Mutex // guards closed against Interrupt
 	closed bool
-	// deadline is the CLOCK_MONOTONIC nanoseconds of the deadline (0:
-	// none); timer advances the engine's epoch then (deadlinePassed).
-	deadline int64
-	timer    *time.Timer
-	busy     bool
-	hostErr  error
+	// dl is the store's deadline (CLOCK_MONOTONIC ns) as registered in
+	// the engine's deadlines, whose timer advances the epoch then.
+	dl      deadlineEntry
+	busy    bool
+	hostErr error
 	// lifted is set by a host call whose arguments wasmtime lifted at a
 	// cost past TrimArgumentBytes (see Lifted).
 	lifted bool
@@ -123,7 +122,7 @@ func NewStore(e *Engine, opts *StoreOptions) (*Store, error) {
 	if opts == nil || opts.MemoryLimit == 0 {
 		return nil, ErrMemoryLimit
 	}
-	s := &Store{engine: e, output: opts.Output, data: opts.Data}
+	s := &Store{engine: e, output: opts.Output, data: opts.Data, dl: deadlineEntry{index: -1}}
 	s.handle = cgo.NewHandle(s)
 	s.state = C.maiden_store_state_new(C.uintptr_t(s.handle), C.uint64_t(opts.MemoryLimit))
 	if s.state == nil {
@@ -224,35 +223,10 @@ func (s *Store) SetDeadline(t time.Time) {
 		}
 	}
 	C.maiden_store_set_deadline(s.state, C.int64_t(ns))
-	s.deadline = ns
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
+	s.engine.deadlines.remove(&s.dl)
 	if ns != 0 {
-		s.timer = time.AfterFunc(time.Until(t), s.deadlinePassed)
+		s.engine.deadlines.add(&s.dl, ns)
 	}
-}
-
-// deadlinePassed advances the epoch once the deadline has passed by the
-// clock the epoch callback reads, so that guest code running in the store
-// traps at its next epoch check; early (Go's timer and that clock can
-// disagree by a little), it waits for the rest.
-func (s *Store) deadlinePassed() {
-	s.mu.Lock()
-	if s.closed || s.deadline == 0 {
-		s.mu.Unlock()
-		return
-	}
-	if left := s.deadline - int64(C.maiden_monotonic_ns()); left > 0 {
-		if s.timer != nil {
-			s.timer.Reset(time.Duration(left))
-		}
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	s.engine.IncrementEpoch()
 }
 
 // Interrupt makes running (or future) guest code in the store trap with
@@ -311,10 +285,7 @@ func (s *Store) Close() {
 	s.final.denied = C.maiden_store_memory_denied(s.state) != 0
 	s.final.peak = uint64(C.maiden_store_memory_peak(s.state))
 	s.closed = true
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
+	s.engine.deadlines.remove(&s.dl)
 	s.mu.Unlock()
 	s.free()
 	s.engine.storeClosed()
