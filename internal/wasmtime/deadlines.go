@@ -16,10 +16,12 @@ import (
 // serves them all. A store adds its deadline and removes it at Close, under
 // a mutex; the timer is reset only when a new deadline is earlier than the
 // one it is set for, or when it fires. With calls of equal timeouts that is
-// never on a call's path: each call's deadline is later than the earliest
-// in force (a store's own time.AfterFunc was a Go timer a call, and arming
-// one, the earliest of an otherwise idle process, had Go wake an idle
-// thread to watch it: bench/README.md, "No timer a call").
+// about once a timeout, not once a call: each call's deadline is later than
+// the one the timer is set for, until it fires (for nothing, its store long
+// closed) and the next call sets it again (a store's own time.AfterFunc was
+// a Go timer a call, and arming one, the earliest of an otherwise idle
+// process, had Go wake an idle thread to watch it: bench/README.md, "No
+// timer a call").
 type deadlines struct {
 	e  *Engine
 	mu sync.Mutex
