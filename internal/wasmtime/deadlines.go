@@ -113,10 +113,3 @@ func (d *deadlines) fire() {
 		d.e.IncrementEpoch()
 	}
 }
-
-// pending is how many deadlines are registered (tests).
-func (d *deadlines) pending() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.h)
-}

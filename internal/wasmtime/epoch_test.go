@@ -69,3 +69,10 @@ func TestEarlierDeadlineSetsTheSharedTimer(t *testing.T) {
 		t.Errorf("%d deadlines registered after 1000 stores opened and closed", n)
 	}
 }
+
+// pending is how many deadlines the engine has registered.
+func (d *deadlines) pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.h)
+}

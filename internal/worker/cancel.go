@@ -12,7 +12,7 @@ import (
 // worker wakeSignal; the worker's signal goroutine starts a goroutine that
 // reads the parent's frames (startReader), which finds the cancel and
 // interrupts the guest. A call that asks the parent something (a fetch, a
-// reveal) starts the same reader at once (ensureReader).
+// reveal) starts the same reader at once (startReader).
 //
 // This replaced a timer each call that started the reader 3 ms into the
 // call whether or not a cancel ever came: arming it was the earliest timer
@@ -62,7 +62,9 @@ func (c *child) armReader() bool {
 }
 
 // startReader starts the goroutine that reads the parent's frames while
-// the armed call runs, once per call.
+// the armed call runs, once per call: at the parent's signal, or when the
+// call asks the parent something (a fetch, a reveal) and waits for its
+// answer.
 func (c *child) startReader() {
 	if c.claimReader() {
 		go c.loop(c.rd)

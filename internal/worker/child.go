@@ -132,7 +132,7 @@ func (c *child) send(frame []byte) error {
 // cost ~10 µs each on this kind of VM (issue 23; the worker made ~5 per
 // call in all). Cancellations and fetch and reveal replies are read
 // meanwhile by a goroutine started only when the parent signals a cancel
-// (cancel.go) or the call asks the parent something (ensureReader); the
+// (cancel.go) or the call asks the parent something (startReader); the
 // reading then stays with that goroutine and this one ends. Only one
 // goroutine reads at a time, so frames keep their order.
 func (c *child) loop(rd *bufio.Reader) {
@@ -290,11 +290,6 @@ func (c *child) serveRun(rd *bufio.Reader, r *childRun) bool {
 	return reading
 }
 
-// ensureReader has the parent's frames read while the call r waits for an
-// answer (a fetch, a reveal): it starts the reading goroutine now unless a
-// cancel signal already did.
-func (c *child) ensureReader() { c.startReader() }
-
 func (c *child) execute(ctx context.Context, r *childRun, comp *sandbox.Compiled, m runMsg) doneMsg {
 	done := doneMsg{ID: m.ID}
 	if comp == nil {
@@ -342,7 +337,7 @@ func (c *child) fetch(ctx context.Context, r *childRun, req sandbox.FetchRequest
 	for _, h := range req.Headers {
 		m.Headers = append(m.Headers, header{Name: h.Name, Value: h.Value})
 	}
-	c.ensureReader()
+	c.startReader() // the answer comes as a frame: read them now
 	if err := c.send(m.encode()); err != nil {
 		return nil, &sandbox.FetchError{Kind: sandbox.FetchFailed, Message: "worker lost its parent"}
 	}
@@ -369,7 +364,7 @@ func (c *child) reveal(ctx context.Context, r *childRun, handle string) (string,
 	if len(handle) > maxHandleBytes {
 		return "", fmt.Errorf("not a secret handle of this call (%d bytes; handles are much shorter)", len(handle))
 	}
-	c.ensureReader()
+	c.startReader() // the answer comes as a frame: read them now
 	if err := c.send(revealMsg{ID: r.id, Handle: handle}.encode()); err != nil {
 		return "", errors.New("worker lost its parent")
 	}

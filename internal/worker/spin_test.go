@@ -14,7 +14,7 @@ import (
 
 // socketPair gives the worker's end of a socketpair as the worker holds it
 // (blocking, an *os.File) and the parent's as a descriptor.
-func socketPair(t *testing.T) (*os.File, int) {
+func socketPair(t testing.TB) (*os.File, int) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

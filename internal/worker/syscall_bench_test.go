@@ -66,19 +66,13 @@ func BenchmarkSystemCall(b *testing.B) {
 			name = "frame-ppoll-read"
 		}
 		b.Run(name, func(b *testing.B) {
-			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			f := os.NewFile(uintptr(fds[0]), "worker-end")
-			defer f.Close()
-			defer unix.Close(fds[1])
+			f, peer := socketPair(b)
 			r := newSpinReader(f)
 			r.noNowait = fallback
 			frame := make([]byte, 64)
 			buf := make([]byte, 4096)
 			for b.Loop() {
-				if _, err := unix.Write(fds[1], frame); err != nil {
+				if _, err := unix.Write(peer, frame); err != nil {
 					b.Fatal(err)
 				}
 				r.buf = buf
