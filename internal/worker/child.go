@@ -45,6 +45,9 @@ type child struct {
 	spin *spinReader
 	sb   *sandbox.Sandbox
 	wmu  sync.Mutex
+	// out is the worker's mailbox to the parent (mailbox.go), nil without
+	// the shared region; send uses it under wmu.
+	out *mailbox
 
 	// preopens are the directories this worker was started with (a
 	// one-call worker: see preopen.go); every call gets them.
@@ -100,6 +103,10 @@ func serve(conn *os.File) int {
 		return 2
 	}
 	c := &child{conn: conn, spin: newSpinReader(conn), sb: sb, comps: map[string]*sandbox.Compiled{}, preopens: preopens}
+	if region := childMailboxes(); region != nil {
+		c.spin.useMailbox(mailboxAt(region, toWorker))
+		c.out = mailboxAt(region, toParent)
+	}
 	c.reader.Store(readerIdle)
 	// Before the hello: no call, and so no cancel, can come earlier.
 	c.watchCancelSignal()
@@ -121,8 +128,24 @@ func serve(conn *os.File) int {
 func (c *child) send(frame []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.out != nil {
+		return c.out.send(frame, c.writeSocket, waitSlot)
+	}
+	return c.writeSocket(frame)
+}
+
+func (c *child) writeSocket(frame []byte) error {
 	_, err := c.conn.Write(frame)
 	return err
+}
+
+// waitSlot waits while the parent's mailbox still holds this worker's last
+// frame: the parent reads on until the call's answer, so it takes it soon.
+func waitSlot(spins int) error {
+	if spins >= 1<<12 {
+		time.Sleep(20 * time.Microsecond)
+	}
+	return nil
 }
 
 // loop reads the parent's frames; the error that ends the reading goes to

@@ -49,6 +49,7 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,6 +60,37 @@ static char confine_ids[128];
 const char *maiden_confine_error(void) { return confine_error; }
 const char *maiden_confine_note(void) { return confine_note; }
 const char *maiden_confine_ids(void) { return confine_ids; }
+
+// The shared mailboxes (mailbox.go): the region the parent made, mapped here
+// because the seccomp filter refuses shared mappings, and its descriptor
+// closed, so the worker can neither map it again nor resize it (the parent
+// sealed its size too). Without it the worker speaks over its socket alone.
+static void *mailbox;
+static size_t mailbox_size;
+
+void *maiden_mailbox(void) { return mailbox; }
+size_t maiden_mailbox_size(void) { return mailbox_size; }
+
+static void map_mailbox(void) {
+	const char *v = getenv("MAIDEN_WORKER_MAILBOX");
+	if (v == NULL || v[0] == 0) {
+		return;
+	}
+	char *end;
+	long fd = strtol(v, &end, 10);
+	if (*end != 0 || fd < 3 || fd > 255) {
+		return;
+	}
+	struct stat st;
+	if (fstat((int)fd, &st) == 0 && st.st_size > 0 && st.st_size <= (1 << 20)) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+		if (p != MAP_FAILED) {
+			mailbox = p;
+			mailbox_size = (size_t)st.st_size;
+		}
+	}
+	close((int)fd);
+}
 
 #ifndef __NR_landlock_create_ruleset
 #define __NR_landlock_create_ruleset 444
@@ -646,6 +678,7 @@ __attribute__((constructor)) static void maiden_confine(void) {
 		return;
 	}
 	const pid_t parent = getppid();
+	map_mailbox();
 	const char *p = getenv("MAIDEN_WORKER_PREOPENS");
 	if (p != NULL) {
 		size_t n = strlen(p);

@@ -19,6 +19,16 @@ func hostileWorker(mode string) int {
 	conn := os.NewFile(ipcFD, "ipc")
 	r := bufio.NewReader(conn)
 	write := func(b []byte) { _, _ = conn.Write(b) }
+	// The shared mailboxes, for the modes that write them out of turn.
+	var toW, toP *mailbox
+	if strings.HasPrefix(mode, "hostile-mailbox-") {
+		region := childMailboxes()
+		if region == nil {
+			fmt.Fprintln(os.Stderr, "hostile worker: no mailbox region")
+			return 1
+		}
+		toW, toP = mailboxAt(region, toWorker), mailboxAt(region, toParent)
+	}
 	write(hello{Version: protocolVersion, Fingerprint: "hostile", Confinement: "none"}.encode())
 	for {
 		typ, p, err := readFrame(r, maxFrame)
@@ -29,6 +39,11 @@ func hostileWorker(mode string) int {
 		case msgLoad:
 			m, _ := decodeLoad(p)
 			write(loadedMsg{Digest: m.Digest}.encode())
+			if mode == "hostile-mailbox-deaf" {
+				// Say a frame of the parent's is being read from the
+				// slot, forever: the parent's next frame waits for it.
+				toW.state.Store(mbReading)
+			}
 		case msgCompile:
 			if mode == "hostile-crash-on-compile" {
 				// As cranelift's panic would: abort the process.
@@ -39,6 +54,22 @@ func hostileWorker(mode string) int {
 		case msgRun:
 			m, _ := decodeRun(p)
 			switch mode {
+			case "hostile-mailbox-overrun":
+				// Once the parent polls, a frame "in the slot" longer
+				// than the slot (and the whole region).
+				for end := time.Now().Add(5 * time.Second); toP.state.Load() != mbWaiting && time.Now().Before(end); {
+				}
+				toP.state.Store(mbTaken)
+				toP.n.Store(1 << 30)
+				toP.state.Store(mbFull)
+			case "hostile-mailbox-stray":
+				// Answer by the socket, then, idle, a frame in the
+				// slot nobody asked for.
+				write(doneMsg{ID: m.ID, Output: `"ok"`}.encode())
+				time.Sleep(10 * time.Millisecond)
+				copy(toP.slot, doneMsg{ID: m.ID + 1, Output: `"forged"`}.encode())
+				toP.n.Store(32)
+				toP.state.Store(mbFull)
 			case "hostile-garbage":
 				write([]byte{0, 0, 0, 5, 67, 1, 2, 3, 4})
 			case "hostile-huge-frame":

@@ -46,6 +46,17 @@ type ipcConn struct {
 	// until is the UnixNano time up to which Read spins before sleeping;
 	// 0: do not.
 	until atomic.Int64
+
+	// The shared mailboxes (mailbox.go), nil without them: in holds the
+	// worker's frames while Read polls, out the parent's while the worker
+	// polls. region is unmapped with the descriptors.
+	region  []byte
+	in      *mailboxReader
+	out     *mailbox
+	polling func() bool               // Read's: still spinning?
+	try     func([]byte) (int, error) // Read's: one read that does not wait
+	write   func([]byte) error        // Write's through the socket
+	wait    func(int) error           // Write's while the slot holds a frame
 }
 
 // newIPCConn takes over fd, the parent's end of a worker's socket, already
@@ -55,7 +66,17 @@ func newIPCConn(fd int) (*ipcConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ipcConn{fd: fd, wake: wake}, nil
+	c := &ipcConn{fd: fd, wake: wake}
+	c.polling, c.try, c.write, c.wait = c.spinning, c.tryRead, c.writeSocket, c.waitSlot
+	return c, nil
+}
+
+// useMailboxes makes c carry frames through the shared region too
+// (mailboxSize bytes, mapped by the caller; unmapped with c's descriptors).
+func (c *ipcConn) useMailboxes(region []byte) {
+	c.region = region
+	c.in = &mailboxReader{m: mailboxAt(region, toParent)}
+	c.out = mailboxAt(region, toWorker)
 }
 
 func (c *ipcConn) acquire() bool {
@@ -81,6 +102,9 @@ func (c *ipcConn) release() {
 func (c *ipcConn) closeFDs() {
 	_ = unix.Close(c.fd)
 	_ = unix.Close(c.wake)
+	if c.region != nil {
+		_ = unix.Munmap(c.region)
+	}
 }
 
 // Close wakes every reader and writer sleeping on the socket; they return
@@ -110,6 +134,8 @@ func (c *ipcConn) spinFor(d time.Duration) { c.until.Store(time.Now().Add(d).Uni
 // stop ends spinning.
 func (c *ipcConn) stop() { c.until.Store(0) }
 
+func (c *ipcConn) spinning() bool { return c.until.Load() > time.Now().UnixNano() }
+
 func (c *ipcConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -118,24 +144,26 @@ func (c *ipcConn) Read(p []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	defer c.release()
-	spinning := c.until.Load() > time.Now().UnixNano()
-	for {
-		n, err := unix.Read(c.fd, p)
-		switch {
-		case err == nil && n > 0:
-			return n, nil
-		case err == nil:
-			return 0, io.EOF
-		case err == unix.EINTR:
-			continue
-		case err != unix.EAGAIN:
-			return 0, err
+	spinning := c.spinning()
+	if in := c.in; in != nil && (spinning || in.armed || in.buffered()) {
+		// Poll the slot and the socket without a system call while
+		// nothing came by the socket (mailbox.go); then sleep.
+		n, err := in.read(p, c.polling, c.try)
+		if err != errMailboxSleep {
+			return n, err
 		}
-		if c.closed.Load() {
+		spinning = false
+	}
+	for {
+		n, err := c.tryRead(p)
+		switch {
+		case n > 0 || err != unix.EAGAIN:
+			return n, err
+		case c.closed.Load():
 			return 0, os.ErrClosed
 		}
 		if spinning {
-			if spinning = c.until.Load() > time.Now().UnixNano(); spinning {
+			if spinning = c.spinning(); spinning {
 				continue
 			}
 		}
@@ -145,7 +173,25 @@ func (c *ipcConn) Read(p []byte) (int, error) {
 	}
 }
 
-// Write writes all of b (one frame), sleeping while the socket is full.
+// tryRead reads what the socket holds, without waiting (unix.EAGAIN: it
+// holds nothing).
+func (c *ipcConn) tryRead(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(c.fd, p)
+		switch {
+		case err == nil && n > 0:
+			return n, nil
+		case err == nil:
+			return 0, io.EOF
+		case err == unix.EINTR:
+			continue
+		}
+		return 0, err
+	}
+}
+
+// Write writes all of b (one frame), through the worker's mailbox while
+// the worker polls it, else through the socket, sleeping while it is full.
 func (c *ipcConn) Write(b []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -153,6 +199,19 @@ func (c *ipcConn) Write(b []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	defer c.release()
+	if c.out != nil {
+		if err := c.out.send(b, c.write, c.wait); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	if err := c.writeSocket(b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (c *ipcConn) writeSocket(b []byte) error {
 	done := 0
 	for done < len(b) {
 		n, err := unix.Write(c.fd, b[done:])
@@ -163,13 +222,35 @@ func (c *ipcConn) Write(b []byte) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err != unix.EAGAIN:
-			return done, err
+			return err
 		}
 		if err := c.sleep(unix.POLLOUT); err != nil {
-			return done, err
+			return err
 		}
 	}
-	return done, nil
+	return nil
+}
+
+// waitSlot waits while the worker's mailbox still holds the parent's last
+// frame: spinning for a while (the worker is taking it), then in short
+// sleeps that a Close ends (a worker that never takes it is killed by its
+// guard, which closes c).
+func (c *ipcConn) waitSlot(spins int) error {
+	if c.closed.Load() {
+		return os.ErrClosed
+	}
+	if spins < 1<<12 {
+		return nil
+	}
+	fds := [1]unix.PollFd{{Fd: int32(c.wake), Events: unix.POLLIN}}
+	ts := unix.NsecToTimespec(int64(50 * time.Microsecond))
+	if _, err := unix.Ppoll(fds[:], &ts, nil); err != nil && err != unix.EINTR {
+		return err
+	}
+	if fds[0].Revents != 0 {
+		return os.ErrClosed
+	}
+	return nil
 }
 
 // sleep waits until the socket is ready for events (or hung up), or
@@ -194,14 +275,17 @@ func (c *ipcConn) sleep(events int16) error {
 	}
 }
 
-// pending tells whether bytes wait to be read, or the worker's end is
-// closed, or the socket cannot be read: a worker in that state between
-// calls is not to be trusted with another.
+// pending tells whether bytes wait to be read (in the socket or the
+// mailbox), or the worker's end is closed, or the socket cannot be read: a
+// worker in that state between calls is not to be trusted with another.
 func (c *ipcConn) pending() bool {
 	if !c.acquire() {
 		return true
 	}
 	defer c.release()
+	if c.in != nil && (c.in.buffered() || c.in.m.stray()) {
+		return true
+	}
 	var b [1]byte
 	// Raw: no source address to parse on a socketpair.
 	_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(c.fd), uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)

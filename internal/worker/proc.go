@@ -144,6 +144,14 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append([]string{envWorker + "=" + strconv.Itoa(protocolVersion), tokioThreads, workerGOGC}, env...)
 	cmd.ExtraFiles = append([]*os.File{childEnd}, files...) // fd 3, then files
+	// The shared mailboxes, after the files; without them (no memfd
+	// here) the socket carries everything.
+	if mf, region, err := newMailboxRegion(); err == nil {
+		cmd.Env = append(cmd.Env, envMailbox+"="+strconv.Itoa(3+len(cmd.ExtraFiles)))
+		cmd.ExtraFiles = append(cmd.ExtraFiles, mf)
+		defer mf.Close() // the worker has its copy once started
+		parentEnd.useMailboxes(region)
+	}
 	cmd.Dir = "/"
 	tail := &tailBuffer{max: 8 << 10}
 	cmd.Stderr = tail

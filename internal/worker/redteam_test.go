@@ -137,7 +137,15 @@ func TestRedTeamFloodWhileIdleKilledOnNextCall(t *testing.T) {
 // on a fresh worker instead of failing on the stale frame.
 func TestRedTeamIdleWorkerThatSpokeIsNotTaken(t *testing.T) {
 	t.Parallel()
-	p := fakePool(t, "redteam-talk-later", 1)
+	spokeWhileIdleIsNotTaken(t, "redteam-talk-later")
+}
+
+// spokeWhileIdleIsNotTaken checks that a worker of the given mode, which
+// answers its first call and then speaks while idle (its bytes in the
+// socket, or a frame in its mailbox), is killed and the next call runs on a
+// fresh worker.
+func spokeWhileIdleIsNotTaken(t *testing.T, mode string) {
+	p := fakePool(t, mode, 1)
 	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
 	if err != nil || out.Failure != nil || out.Output != `"ok"` {
 		t.Fatalf("first call: %+v %v", out, err)
@@ -149,7 +157,8 @@ func TestRedTeamIdleWorkerThatSpokeIsNotTaken(t *testing.T) {
 	}
 	w := p.idle[0]
 	p.mu.Unlock()
-	// Wait for the worker to speak while idle (its bytes in the socket).
+	// Wait for the worker to speak while idle (bytes in the socket, a
+	// frame in the mailbox).
 	bound := time.Now().Add(testkit.Slack(t, 5*time.Second))
 	for !w.pending() {
 		if time.Now().After(bound) {

@@ -48,14 +48,25 @@ type spinReader struct {
 	noNowait bool
 	// until is the UnixNano time up to which Read spins; 0: do not.
 	until atomic.Int64
+
+	// in is the parent's mailbox to this worker (mailbox.go), nil
+	// without the shared region; polling and try are its Read's
+	// callbacks, made once.
+	in      *mailboxReader
+	polling func() bool
+	try     func([]byte) (int, error)
 }
 
 func newSpinReader(f *os.File) *spinReader {
 	rc, _ := f.SyscallConn()
 	r := &spinReader{f: f, rc: rc}
 	r.attempt = r.readOnce
+	r.polling, r.try = r.spinning, r.tryRead
 	return r
 }
+
+// useMailbox makes Read take the parent's frames from m too.
+func (r *spinReader) useMailbox(m *mailbox) { r.in = &mailboxReader{m: m} }
 
 // readOnce tries one read that does not wait on the blocking socket:
 // preadv2(2) with RWF_NOWAIT, which on a socket is a recv with
@@ -100,7 +111,39 @@ func (r *spinReader) readOnce(fd uintptr) bool {
 // spinFor makes reads spin for d from now.
 func (r *spinReader) spinFor(d time.Duration) { r.until.Store(time.Now().Add(d).UnixNano()) }
 
+func (r *spinReader) spinning() bool { return r.until.Load() > time.Now().UnixNano() }
+
+// tryRead is one attempt, as the mailbox's reader wants it: syscall.EAGAIN
+// when nothing waits.
+func (r *spinReader) tryRead(p []byte) (int, error) {
+	if r.rc == nil {
+		return 0, syscall.EAGAIN
+	}
+	r.buf = p
+	cerr := r.rc.Read(r.attempt)
+	n, err := r.n, r.err
+	r.buf = nil
+	switch {
+	case cerr != nil:
+		return 0, cerr
+	case n > 0:
+		return n, nil
+	case err == nil:
+		return 0, io.EOF
+	}
+	return 0, err
+}
+
 func (r *spinReader) Read(p []byte) (int, error) {
+	if in := r.in; in != nil && (r.spinning() || in.armed || in.buffered()) {
+		// The parent's mailbox and the socket, polled without a
+		// system call while nothing came by the socket (mailbox.go).
+		n, err := in.read(p, r.polling, r.try)
+		if err != errMailboxSleep {
+			return n, err
+		}
+		return r.f.Read(p)
+	}
 	for r.rc != nil && r.until.Load() > time.Now().UnixNano() {
 		// Through the RawConn, so a Close meanwhile cannot hand the fd
 		// number to another file under this read.

@@ -1,0 +1,271 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/testkit"
+	"golang.org/x/sys/unix"
+)
+
+// mailboxPair is a parent's end (an ipcConn with the mailboxes) and a
+// worker's end (its blocking socket) over one socketpair and one shared
+// region, in this process.
+func mailboxPair(t *testing.T) (*ipcConn, *os.File, []byte) {
+	t.Helper()
+	region, err := unix.Mmap(-1, 0, mailboxSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, fd := ipcPair(t)
+	c.useMailboxes(region)
+	// Not unmapped by c's Close: a failed test's goroutines may still
+	// touch it. The test process leaks it.
+	c.region = nil
+	// The worker's end, blocking; ipcPair closes its own descriptor.
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(dup), "worker-end")
+	t.Cleanup(func() { f.Close(); c.Close() })
+	return c, f, region
+}
+
+// mailboxFrame is frame i of the stream test: a log frame carrying i and
+// bytes derived from it, of a size that is now small, now near the slot's,
+// now over it (so it must go by the socket).
+func mailboxFrame(rng *rand.Rand, i int) []byte {
+	var n int
+	switch rng.IntN(10) {
+	case 0:
+		n = mailboxSlot + rng.IntN(2*mailboxSlot)
+	case 1, 2:
+		n = rng.IntN(mailboxSlot)
+	default:
+		n = rng.IntN(200)
+	}
+	p := make([]byte, n)
+	for j := range p {
+		p[j] = byte(i + j)
+	}
+	e := newEnc(msgLog)
+	e.u32(uint32(i))
+	e.bytes(p)
+	return e.frame()
+}
+
+// checkMailboxFrame reads frame i from rd.
+func checkMailboxFrame(rd *bufio.Reader, i int) error {
+	typ, body, err := readFrame(rd, maxFrame)
+	if err != nil {
+		return err
+	}
+	d := &dec{b: body}
+	got, p := d.u32(), d.bytes()
+	if typ != msgLog || d.err != nil || int(got) != i {
+		return fmt.Errorf("frame out of order or mangled: want %d, got %d (type %d, %v)", i, got, typ, d.err)
+	}
+	for j := range p {
+		if p[j] != byte(i+j) {
+			return fmt.Errorf("frame %d: byte %d mangled", i, j)
+		}
+	}
+	return nil
+}
+
+// TestMailboxKeepsTheStreamInOrder: frames both ways, some through the slot,
+// some by the socket (over the slot's size, or while the receiver does not
+// poll), with the receivers polling now and then and the senders pausing now
+// and then, arrive whole and in the order they were sent. The slot and the
+// socket are both used in each direction, or the test proves nothing.
+func TestMailboxKeepsTheStreamInOrder(t *testing.T) {
+	c, f, region := mailboxPair(t)
+	const frames = 3000
+	toP := mailboxAt(region, toParent)
+	worker := newSpinReader(f)
+	worker.useMailbox(mailboxAt(region, toWorker))
+	errs := make(chan error, 4)
+	pause := func(rng *rand.Rand) {
+		if rng.IntN(8) == 0 {
+			time.Sleep(time.Duration(rng.IntN(100)) * time.Microsecond)
+		}
+	}
+	// Worker → parent: the worker's sender, the parent's ipcConn.Read.
+	go func() {
+		rng := rand.New(rand.NewPCG(1, 2))
+		write := func(b []byte) error { _, err := f.Write(b); return err }
+		for i := range frames {
+			if err := toP.send(mailboxFrame(rng, i), write, waitSlot); err != nil {
+				errs <- err
+				return
+			}
+			pause(rng)
+		}
+		errs <- nil
+	}()
+	go func() {
+		rng := rand.New(rand.NewPCG(3, 4))
+		rd := bufio.NewReaderSize(c, 64<<10)
+		for i := range frames {
+			if rng.IntN(3) == 0 {
+				c.stop()
+			} else {
+				c.spinFor(time.Duration(rng.IntN(300)) * time.Microsecond)
+			}
+			if err := checkMailboxFrame(rd, i); err != nil {
+				errs <- fmt.Errorf("worker → parent: %w", err)
+				return
+			}
+		}
+		errs <- nil
+	}()
+	// Parent → worker: ipcConn.Write, the worker's spinReader.
+	go func() {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for i := range frames {
+			if _, err := c.Write(mailboxFrame(rng, i)); err != nil {
+				errs <- err
+				return
+			}
+			pause(rng)
+		}
+		errs <- nil
+	}()
+	go func() {
+		rng := rand.New(rand.NewPCG(7, 8))
+		rd := bufio.NewReaderSize(worker, 64<<10)
+		for i := range frames {
+			if rng.IntN(3) == 0 {
+				worker.spinFor(0)
+			} else {
+				worker.spinFor(time.Duration(rng.IntN(300)) * time.Microsecond)
+			}
+			if err := checkMailboxFrame(rd, i); err != nil {
+				errs <- fmt.Errorf("parent → worker: %w", err)
+				return
+			}
+		}
+		errs <- nil
+	}()
+	bound := time.After(testkit.Slack(t, time.Minute))
+	for range 4 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-bound:
+			t.Fatal("the stream stalled")
+		}
+	}
+	t.Logf("worker → parent: %d of %d frames through the slot (%d taken); parent → worker: %d (%d taken)",
+		toP.sent, frames, c.in.taken, c.out.sent, worker.in.taken)
+	for _, n := range []uint64{toP.sent, c.out.sent} {
+		if n == 0 || n == frames {
+			t.Errorf("%d of %d frames through the slot: the test did not mix the slot and the socket", n, frames)
+		}
+	}
+	if c.in.taken != toP.sent || worker.in.taken != c.out.sent {
+		t.Errorf("frames taken %d, %d; sent through the slot %d, %d", c.in.taken, worker.in.taken, toP.sent, c.out.sent)
+	}
+}
+
+// TestWorkerCallsUseTheMailboxes: with both ends spinning, a worker's calls
+// go through the shared slot (the run frame one way, the answer the other),
+// not only the socket: the region was mapped by the worker's constructor
+// before its seccomp filter.
+func TestWorkerCallsUseTheMailboxes(t *testing.T) {
+	spinPolicy = func(*freeCPUs, bool) bool { return true }
+	defer func() { spinPolicy = (*freeCPUs).spinnable }()
+	p := newPool(t, &Options{Size: 1})
+	echo := testkit.Component(t, "echo")
+	if _, err := p.Open(context.Background(), echo, lim); err != nil {
+		t.Fatal(err)
+	}
+	key := firstKey(p)
+	const calls = 200
+	for i := range calls {
+		out, err := p.run(context.Background(), key, "execute", sandbox.Call{Limits: lim, Input: `{"i":` + strconv.Itoa(i) + `}`})
+		if err != nil || out.Failure != nil {
+			t.Fatalf("call %d: %+v %v", i, out, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) != 1 {
+		t.Fatalf("%d idle workers, want 1", len(p.idle))
+	}
+	w := p.idle[0]
+	if w.conn.in == nil {
+		t.Fatal("the parent's end has no mailboxes")
+	}
+	t.Logf("%d calls: %d frames to the worker through the slot, %d from it", calls, w.conn.out.sent, w.conn.in.taken)
+	if w.conn.out.sent == 0 || w.conn.in.taken == 0 {
+		t.Errorf("frames through the slot: %d to the worker, %d from it; want some each way", w.conn.out.sent, w.conn.in.taken)
+	}
+}
+
+// TestRedTeamMailboxOverrun: a worker that marks a frame in the slot longer
+// than the slot (and the region) is refused as breaking the protocol; the
+// parent reads no byte past the slot.
+func TestRedTeamMailboxOverrun(t *testing.T) {
+	w, err := spawn(context.Background(), []string{mustExe(t), "hostile-mailbox-overrun"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.kill(killedProtocol)
+	if w.conn.in == nil {
+		t.Fatal("no mailboxes")
+	}
+	w.conn.spinFor(testkit.Slack(t, 10*time.Second))
+	if err := w.send(runMsg{ID: 1, Digest: "x", Export: "execute", TimeoutNS: uint64(time.Second)}.encode()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.readDirect()
+	if !errors.Is(err, errSlotOverrun) {
+		t.Fatalf("read %v, want %v", err, errSlotOverrun)
+	}
+}
+
+// TestRedTeamMailboxStrayIsNotTaken: a worker that puts a frame in its slot
+// while idle (after answering by the socket) is not given another call.
+func TestRedTeamMailboxStrayIsNotTaken(t *testing.T) {
+	spokeWhileIdleIsNotTaken(t, "hostile-mailbox-stray")
+}
+
+// TestRedTeamMailboxDeafWorker: a worker that claims forever to be reading
+// the parent's last frame from the slot does not hold the parent's next one
+// past the call's deadline: the call ends as a deadline, the worker killed.
+func TestRedTeamMailboxDeafWorker(t *testing.T) {
+	spinPolicy = func(*freeCPUs, bool) bool { return true }
+	defer func() { spinPolicy = (*freeCPUs).spinnable }()
+	p := fakePool(t, "hostile-mailbox-deaf", 1)
+	type result struct {
+		out sandbox.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil || r.out.Failure == nil || r.out.Failure.Kind != sandbox.KindDeadline {
+			t.Fatalf("%+v %v, want a deadline failure", r.out, r.err)
+		}
+		t.Logf("ended after %v (timeout %v)", time.Since(start), fastLim.Timeout)
+	case <-time.After(testkit.Slack(t, 10*time.Second)):
+		t.Fatal("the call is held past its deadline by a worker that never takes its frame")
+	}
+}
