@@ -53,7 +53,7 @@ type ipcConn struct {
 	region  []byte
 	in      *mailboxReader
 	out     *mailbox
-	polling func() bool               // Read's: still spinning?
+	polling func() bool               // Read's: still spinning and open?
 	try     func([]byte) (int, error) // Read's: one read that does not wait
 	write   func([]byte) error        // Write's through the socket
 	wait    func(int) error           // Write's while the slot holds a frame
@@ -67,9 +67,14 @@ func newIPCConn(fd int) (*ipcConn, error) {
 		return nil, err
 	}
 	c := &ipcConn{fd: fd, wake: wake}
-	c.polling, c.try, c.write, c.wait = c.spinning, c.tryRead, c.writeSocket, c.waitSlot
+	c.polling, c.try, c.write, c.wait = c.pollingMailbox, c.tryRead, c.writeSocket, c.waitSlot
 	return c, nil
 }
+
+// pollingMailbox tells Read's mailbox to go on polling: while spinning and
+// not closed (a kill ends the polling at once; a worker that dies unkilled
+// is seen at the socket once the spin ends, within maxSpin).
+func (c *ipcConn) pollingMailbox() bool { return !c.closed.Load() && c.spinning() }
 
 // useMailboxes makes c carry frames through the shared region too
 // (mailboxSize bytes, mapped by the caller; unmapped with c's descriptors).

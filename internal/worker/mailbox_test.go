@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -273,5 +274,38 @@ func TestRedTeamMailboxDeafWorker(t *testing.T) {
 		t.Logf("ended after %v (timeout %v)", time.Since(start), fastLim.Timeout)
 	case <-time.After(testkit.Slack(t, 10*time.Second)):
 		t.Fatal("the call is held past its deadline by a worker that never takes its frame")
+	}
+}
+
+// TestMailboxReadEndsAtClose: a parent polling its mailbox for an answer
+// stops at once when the worker is killed (Close), not at the end of its
+// spin: a deadline's kill must end the call's read within its 10 ms.
+func TestMailboxReadEndsAtClose(t *testing.T) {
+	c, _, region := mailboxPair(t)
+	c.spinFor(time.Minute)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 64))
+		errs <- err
+	}()
+	// Close once the Read polls (its word says so).
+	for toP := mailboxAt(region, toParent); toP.state.Load() != mbWaiting; {
+		select {
+		case err := <-errs:
+			t.Fatalf("the read ended before Close: %v", err)
+		default:
+		}
+		runtime.Gosched()
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Fatalf("read ended with %v, want %v", err, os.ErrClosed)
+		}
+	case <-time.After(testkit.Slack(t, 5*time.Second)):
+		t.Fatal("the read went on polling after Close")
 	}
 }
