@@ -46,6 +46,8 @@ type ipcConn struct {
 	// until is the UnixNano time up to which Read spins before sleeping;
 	// 0: do not.
 	until atomic.Int64
+	// peerExited: the worker process has exited (set by its waiter).
+	peerExited atomic.Bool
 
 	// The shared mailboxes (mailbox.go), nil without them: in holds the
 	// worker's frames while Read polls, out the parent's while the worker
@@ -71,10 +73,14 @@ func newIPCConn(fd int) (*ipcConn, error) {
 	return c, nil
 }
 
-// pollingMailbox tells Read's mailbox to go on polling: while spinning and
-// not closed (a kill ends the polling at once; a worker that dies unkilled
-// is seen at the socket once the spin ends, within maxSpin).
-func (c *ipcConn) pollingMailbox() bool { return !c.closed.Load() && c.spinning() }
+// pollingMailbox tells Read's mailbox to go on polling: while spinning,
+// not closed (a kill) and the worker not known to have exited (a crash,
+// which the socket then reports as its end). The polling reads the socket
+// only when the worker marked a write, so without these a dead worker
+// would be seen only when the spin ran out (up to maxSpin).
+func (c *ipcConn) pollingMailbox() bool {
+	return !c.closed.Load() && !c.peerExited.Load() && c.spinning()
+}
 
 // useMailboxes makes c carry frames through the shared region too
 // (mailboxSize bytes, mapped by the caller; unmapped with c's descriptors).

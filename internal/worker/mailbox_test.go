@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -307,5 +308,45 @@ func TestMailboxReadEndsAtClose(t *testing.T) {
 		}
 	case <-time.After(testkit.Slack(t, 5*time.Second)):
 		t.Fatal("the read went on polling after Close")
+	}
+}
+
+// TestMailboxReadSeesAWorkerDie: a worker that dies (not killed by the
+// parent, so its socket is not closed by it) while the parent polls its
+// mailbox for the answer is seen as gone at once, not when the spin ends:
+// the polling reads the socket only when the worker marked a write.
+func TestMailboxReadSeesAWorkerDie(t *testing.T) {
+	w, err := spawn(context.Background(), []string{mustExe(t)}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.kill(killedProtocol)
+	if w.conn.in == nil {
+		t.Fatal("no mailboxes")
+	}
+	w.conn.spinFor(time.Minute)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := w.readDirect()
+		errs <- err
+	}()
+	for w.conn.in.m.state.Load() != mbWaiting {
+		select {
+		case err := <-errs:
+			t.Fatalf("the read ended before the worker died: %v", err)
+		default:
+		}
+		runtime.Gosched()
+	}
+	if err := unix.Kill(w.pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("read ended with %v, want the socket's end", err)
+		}
+	case <-time.After(testkit.Slack(t, 5*time.Second)):
+		t.Fatal("the read went on polling after the worker died")
 	}
 }
