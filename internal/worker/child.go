@@ -106,6 +106,7 @@ func serve(conn *os.File) int {
 	if region := childMailboxes(); region != nil {
 		c.spin.useMailbox(mailboxAt(region, toWorker))
 		c.out = mailboxAt(region, toParent)
+		mailboxReady(region).Store(1)
 	}
 	c.reader.Store(readerIdle)
 	// Before the hello: no call, and so no cancel, can come earlier.

@@ -53,6 +53,7 @@ type ipcConn struct {
 	// worker's frames while Read polls, out the parent's while the worker
 	// polls. region is unmapped with the descriptors.
 	region  []byte
+	ready   *atomic.Uint32 // the worker's mailboxReady word
 	in      *mailboxReader
 	out     *mailbox
 	polling func() bool               // Read's: still spinning and open?
@@ -86,8 +87,32 @@ func (c *ipcConn) pollingMailbox() bool {
 // (mailboxSize bytes, mapped by the caller; unmapped with c's descriptors).
 func (c *ipcConn) useMailboxes(region []byte) {
 	c.region = region
-	c.in = &mailboxReader{m: mailboxAt(region, toParent)}
+	c.in = &mailboxReader{m: mailboxAt(region, toParent), nap: parentNap, napping: c.mayNap}
 	c.out = mailboxAt(region, toWorker)
+	c.ready = mailboxReady(region)
+}
+
+// parentNap is how long the parent waiting for a worker's frame sleeps on
+// its mailbox's word (woken by the worker's frame) before it sleeps on the
+// socket: a futex wake-up costs less than a socket's (bench/README.md,
+// "Shared mailboxes"), and a call longer than this pays one wake-up more.
+const parentNap = 20 * time.Millisecond
+
+// mayNap tells Read's mailbox it may sleep on the word: the worker speaks
+// through the mailboxes (mailboxReady), the conn is not closed and the
+// worker not known to have exited (Close and peerGone wake a sleeper).
+func (c *ipcConn) mayNap() bool {
+	return c.ready.Load() == 1 && !c.closed.Load() && !c.peerExited.Load()
+}
+
+// peerGone records that the worker process exited, and wakes a reader
+// asleep on its mailbox.
+func (c *ipcConn) peerGone() {
+	c.peerExited.Store(true)
+	if c.in != nil && c.acquire() {
+		c.in.m.wake()
+		c.release()
+	}
 }
 
 func (c *ipcConn) acquire() bool {
@@ -127,6 +152,9 @@ func (c *ipcConn) Close() error {
 		return os.ErrClosed
 	}
 	c.closed.Store(true)
+	if c.in != nil {
+		c.in.m.wake() // the region is mapped until the last reference goes
+	}
 	var one [8]byte
 	*(*uint64)(unsafe.Pointer(&one[0])) = 1 // the eventfd's counter, native-endian
 	_, _ = unix.Write(c.wake, one[:])
@@ -156,9 +184,10 @@ func (c *ipcConn) Read(p []byte) (int, error) {
 	}
 	defer c.release()
 	spinning := c.spinning()
-	if in := c.in; in != nil && (spinning || in.armed || in.buffered()) {
+	if in := c.in; in != nil {
 		// Poll the slot and the socket without a system call while
-		// nothing came by the socket (mailbox.go); then sleep.
+		// nothing came by the socket (mailbox.go), sleep on the
+		// mailbox's word, then sleep on the socket.
 		n, err := in.read(p, c.polling, c.try)
 		if err != errMailboxSleep {
 			return n, err

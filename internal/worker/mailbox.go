@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -23,14 +24,18 @@ import (
 // shared mappings, and closes the descriptor): one mailbox each way, a slot
 // for one frame and four words.
 //
-// The socket stays: it carries every frame the slot cannot (the receiver not
-// polling, a frame over the slot's size), the wake-up of a receiver asleep,
-// and a dead worker's end. The slot is only a way round it while the
-// receiver polls: a receiver that wants to poll says so (mbWaiting), a
-// sender that sees that takes the slot (mbTaken), copies the frame in and
-// marks it there (mbFull); a receiver that stops polling takes back its
-// word (mbIdle), or, if a sender is copying, tells it to use the socket
-// instead (mbAbandoned). The two together are one byte stream, in order:
+// The socket stays: it carries every frame the slot cannot (the receiver
+// asleep on the socket, a frame over the slot's size), the wake-up of a
+// receiver asleep there, and a dead worker's end. A receiver that wants a
+// frame says so in its word (mbWaiting) and polls; a sender that sees that
+// takes the slot (mbTaken), copies the frame in and marks it there
+// (mbFull). A receiver done polling sleeps on the word, a futex
+// (mbSleeping), for a while (a parent only once its worker said it speaks
+// this way, mailboxReady): a sender then wakes it, whether it put the frame
+// in the slot or wrote it to the socket, which costs less than a wake-up
+// through the socket. After that the receiver takes back its word (mbIdle)
+// and sleeps on the socket, or, if a sender is copying, tells it to use the
+// socket instead (mbAbandoned). The two together are one byte stream, in order:
 //   - a sender writes to the socket only while the slot is not taken: a
 //     frame waiting in it goes first, so the sender waits for the receiver
 //     to take it (a receiver that polled and stopped takes it before it
@@ -70,7 +75,42 @@ const (
 	mbFull                    // a frame waits in the slot
 	mbReading                 // the receiver is copying it out
 	mbAbandoned               // the receiver stopped polling while a sender copied: the frame goes by the socket
+	mbSleeping                // the receiver sleeps on this word (a futex): a sender may take the slot, and wakes it
 )
+
+// napSlice bounds one futex sleep of a parent, so that what does not wake
+// it (a worker that broke the protocol, a frame written to the socket
+// unmarked) is seen within it. A variable: the tests make it long, so that
+// a wake-up that should come and does not shows as a hang.
+var napSlice atomic.Int64 // nanoseconds
+
+func init() { napSlice.Store(int64(2 * time.Millisecond)) }
+
+// Linux futex operations on a shared (not process-private) word.
+const (
+	opFutexWait = 0 // FUTEX_WAIT
+	opFutexWake = 1 // FUTEX_WAKE
+)
+
+// sleepOn sleeps while *w holds val, at most d (or until woken, or a
+// signal).
+func sleepOn(w *atomic.Uint32, val uint32, d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), opFutexWait, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+// wakeOn wakes a receiver sleeping on w.
+func wakeOn(w *atomic.Uint32) {
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), opFutexWake, 1, 0, 0, 0)
+}
+
+// wake wakes this mailbox's receiver if it sleeps on its word, moving the
+// word first so that a receiver about to sleep does not.
+func (m *mailbox) wake() {
+	if m.state.CompareAndSwap(mbSleeping, mbWaiting) {
+		wakeOn(m.state)
+	}
+}
 
 // Directions: each names the mailbox its receiver reads.
 const (
@@ -96,6 +136,15 @@ type mailbox struct {
 	sent    uint64 // frames this end sent through the slot (the sender's, in its own memory)
 }
 
+// mailboxReady is the region's word a worker sets once it speaks through
+// the mailboxes (it marks its socket writes and wakes a sleeping parent):
+// until then the parent does not sleep on a mailbox's word, since a frame
+// written to the socket alone would not wake it. A worker that sets it and
+// then does not mark its writes delays only its own frames, by napSlice.
+func mailboxReady(region []byte) *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&region[1024]))
+}
+
 // mailboxAt is direction dir's mailbox in region (mailboxSize bytes).
 func mailboxAt(region []byte, dir int) *mailbox {
 	if len(region) != mailboxSize {
@@ -115,20 +164,28 @@ func mailboxAt(region []byte, dir int) *mailbox {
 // sender at a time.
 func (m *mailbox) send(b []byte, writeSocket func([]byte) error, wait func(spins int) error) error {
 	for spins := 0; ; spins++ {
-		switch m.state.Load() {
-		case mbWaiting:
+		switch s := m.state.Load(); s {
+		case mbWaiting, mbSleeping:
 			if len(b) > len(m.slot) {
 				return m.socket(b, writeSocket)
 			}
-			if !m.state.CompareAndSwap(mbWaiting, mbTaken) {
-				// The receiver stopped polling (mbIdle): it reads
-				// the socket.
-				return m.socket(b, writeSocket)
+			if !m.state.CompareAndSwap(s, mbTaken) {
+				// The receiver stopped polling (mbIdle, and it reads
+				// the socket) or went to sleep on the word: look
+				// again (a receiver that keeps moving it, which
+				// breaks the protocol, gets the socket).
+				if spins > 1<<10 {
+					return m.socket(b, writeSocket)
+				}
+				continue
 			}
 			copy(m.slot, b)
 			m.n.Store(uint32(len(b)))
 			if m.state.CompareAndSwap(mbTaken, mbFull) {
 				m.sent++
+				if s == mbSleeping {
+					wakeOn(m.state)
+				}
 				return nil
 			}
 			// The receiver stopped polling while this copied
@@ -152,6 +209,8 @@ func (m *mailbox) socket(b []byte, writeSocket func([]byte) error) error {
 	err := writeSocket(b)
 	m.writing.Store(0)
 	m.sock.Store(1)
+	// A receiver asleep on the word does not see the socket.
+	m.wake()
 	return err
 }
 
@@ -167,6 +226,13 @@ type mailboxReader struct {
 	buf  []byte // rest's storage, reused
 	// taken counts the frames read from the slot.
 	taken uint64
+
+	// nap is how long the receiver sleeps on its word (a futex the
+	// sender wakes) once it stops polling, before it reads the socket,
+	// waiting; 0: it does not. napping, if set, says whether it may
+	// (a parent stops at a kill or the worker's exit).
+	nap     time.Duration
+	napping func() bool
 }
 
 // buffered tells whether read has bytes without looking anywhere.
@@ -190,6 +256,7 @@ func (r *mailboxReader) read(p []byte, polling func() bool, try func([]byte) (in
 		r.armed = true
 	}
 	stopping, stopSpins := false, 0
+	var napUntil int64 // UnixNano; 0: not napped yet
 	for i := 0; ; i++ {
 		// The state before the socket: a frame seen in the slot now
 		// was put there after every socket write it follows had ended
@@ -231,6 +298,35 @@ func (r *mailboxReader) read(p []byte, polling func() bool, try func([]byte) (in
 		stopSpins++
 		switch s {
 		case mbWaiting:
+			if r.nap > 0 && m.writing.Load() == 0 && (r.napping == nil || r.napping()) {
+				now := time.Now().UnixNano()
+				if napUntil == 0 {
+					napUntil = now + int64(r.nap)
+				}
+				if now < napUntil && m.state.CompareAndSwap(mbWaiting, mbSleeping) {
+					// Asleep on the word: a sender that takes the
+					// slot wakes this, and so does one that writes
+					// the socket after marking it (looked at again
+					// here, after the word says asleep).
+					if m.sock.Load() == 0 && m.writing.Load() == 0 {
+						// In slices where something other than the
+						// sender may end the nap (a parent's, for a
+						// kill); a worker's in one.
+						d := napUntil - now
+						if r.napping != nil {
+							d = min(d, napSlice.Load())
+						}
+						sleepOn(m.state, mbSleeping, time.Duration(d))
+					}
+					if m.state.CompareAndSwap(mbSleeping, mbWaiting) {
+						// Woken by no frame in the slot (or not
+						// woken): read the socket once, for a
+						// frame written there unmarked.
+						r.drain = true
+					}
+					continue
+				}
+			}
 			if m.state.CompareAndSwap(mbWaiting, mbIdle) {
 				r.armed = false
 				return 0, errMailboxSleep

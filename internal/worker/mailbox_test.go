@@ -91,6 +91,7 @@ func checkMailboxFrame(rd *bufio.Reader, i int) error {
 // socket are both used in each direction, or the test proves nothing.
 func TestMailboxKeepsTheStreamInOrder(t *testing.T) {
 	c, f, region := mailboxPair(t)
+	mailboxReady(region).Store(1) // the worker's side here marks its writes: the parent may sleep on the word
 	frames := 3000
 	if raceExtra > 0 {
 		frames = 600 // the detector makes each frame's copy ~20 times slower
@@ -278,36 +279,102 @@ func TestRedTeamMailboxDeafWorker(t *testing.T) {
 	}
 }
 
-// TestMailboxReadEndsAtClose: a parent polling its mailbox for an answer
-// stops at once when the worker is killed (Close), not at the end of its
-// spin: a deadline's kill must end the call's read within its 10 ms.
+// TestMailboxReadEndsAtClose: a parent waiting for an answer on its
+// mailbox, polling it or asleep on its word, stops at once when the worker
+// is killed (Close), not at the end of its spin or nap: a deadline's kill
+// must end the call's read within its 10 ms.
 func TestMailboxReadEndsAtClose(t *testing.T) {
-	c, _, region := mailboxPair(t)
-	c.spinFor(time.Minute)
-	errs := make(chan error, 1)
-	go func() {
-		_, err := c.Read(make([]byte, 64))
-		errs <- err
-	}()
-	// Close once the Read polls (its word says so).
-	for toP := mailboxAt(region, toParent); toP.state.Load() != mbWaiting; {
+	for _, mode := range []struct {
+		name string
+		want uint32 // the word once the read waits
+	}{{"polling", mbWaiting}, {"asleep", mbSleeping}} {
+		t.Run(mode.name, func(t *testing.T) {
+			c, _, region := mailboxPair(t)
+			mailboxReady(region).Store(1)
+			defer longNaps(c.in)()
+			if mode.want == mbWaiting {
+				c.spinFor(time.Minute)
+			}
+			errs := make(chan error, 1)
+			go func() {
+				_, err := c.Read(make([]byte, 64))
+				errs <- err
+			}()
+			awaitWord(t, mailboxAt(region, toParent), mode.want, errs)
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-errs:
+				if !errors.Is(err, os.ErrClosed) {
+					t.Fatalf("read ended with %v, want %v", err, os.ErrClosed)
+				}
+			case <-time.After(testkit.Slack(t, 5*time.Second)):
+				t.Fatal("the read went on waiting after Close")
+			}
+		})
+	}
+}
+
+// longNaps makes a receiver's futex sleep last a minute, each slice and
+// the whole nap of the readers given, so that a wake-up that does not come
+// shows as a hang (the tests' bounds) rather than as a delay of a few ms;
+// it returns the undo of the slice.
+func longNaps(readers ...*mailboxReader) func() {
+	for _, r := range readers {
+		r.nap = time.Minute
+	}
+	old := napSlice.Swap(int64(time.Minute))
+	return func() { napSlice.Store(old) }
+}
+
+// awaitWord waits until m's state word is want (a reader polling, or
+// asleep on it), failing if the read ended first.
+func awaitWord(t *testing.T, m *mailbox, want uint32, errs <-chan error) {
+	t.Helper()
+	for m.state.Load() != want {
 		select {
 		case err := <-errs:
-			t.Fatalf("the read ended before Close: %v", err)
+			t.Fatalf("the read ended before the test was ready: %v", err)
 		default:
 		}
 		runtime.Gosched()
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-errs:
-		if !errors.Is(err, os.ErrClosed) {
-			t.Fatalf("read ended with %v, want %v", err, os.ErrClosed)
-		}
-	case <-time.After(testkit.Slack(t, 5*time.Second)):
-		t.Fatal("the read went on polling after Close")
+}
+
+// TestMailboxSleeperIsWoken: a receiver asleep on its word is woken by a
+// frame put in the slot and by one written to the socket (over the slot's
+// size), each on its own, not by its nap running out.
+func TestMailboxSleeperIsWoken(t *testing.T) {
+	for _, size := range []int{100, mailboxSlot + 100} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			c, f, region := mailboxPair(t)
+			mailboxReady(region).Store(1)
+			defer longNaps(c.in)()
+			toP := mailboxAt(region, toParent)
+			got := make(chan error, 1)
+			go func() {
+				rd := bufio.NewReaderSize(c, 64<<10)
+				got <- checkMailboxFrame(rd, 7)
+			}()
+			awaitWord(t, toP, mbSleeping, got)
+			rng := rand.New(rand.NewPCG(1, uint64(size)))
+			var frame []byte
+			for frame = mailboxFrame(rng, 7); (len(frame) <= mailboxSlot) != (size < mailboxSlot); frame = mailboxFrame(rng, 7) {
+			}
+			write := func(b []byte) error { _, err := f.Write(b); return err }
+			if err := toP.send(frame, write, waitSlot); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(testkit.Slack(t, 5*time.Second)):
+				t.Fatal("the sleeping reader was not woken")
+			}
+		})
 	}
 }
 
@@ -316,37 +383,46 @@ func TestMailboxReadEndsAtClose(t *testing.T) {
 // mailbox for the answer is seen as gone at once, not when the spin ends:
 // the polling reads the socket only when the worker marked a write.
 func TestMailboxReadSeesAWorkerDie(t *testing.T) {
-	w, err := spawn(context.Background(), []string{mustExe(t)}, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.kill(killedProtocol)
-	if w.conn.in == nil {
-		t.Fatal("no mailboxes")
-	}
-	w.conn.spinFor(time.Minute)
-	errs := make(chan error, 1)
-	go func() {
-		_, err := w.readDirect()
-		errs <- err
-	}()
-	for w.conn.in.m.state.Load() != mbWaiting {
-		select {
-		case err := <-errs:
-			t.Fatalf("the read ended before the worker died: %v", err)
-		default:
-		}
-		runtime.Gosched()
-	}
-	if err := unix.Kill(w.pid, unix.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-errs:
-		if !errors.Is(err, io.EOF) {
-			t.Fatalf("read ended with %v, want the socket's end", err)
-		}
-	case <-time.After(testkit.Slack(t, 5*time.Second)):
-		t.Fatal("the read went on polling after the worker died")
+	for _, mode := range []struct {
+		name string
+		want uint32
+	}{{"polling", mbWaiting}, {"asleep", mbSleeping}} {
+		t.Run(mode.name, func(t *testing.T) {
+			w, err := spawn(context.Background(), []string{mustExe(t)}, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.kill(killedProtocol)
+			if w.conn.in == nil {
+				t.Fatal("no mailboxes")
+			}
+			defer longNaps(w.conn.in)()
+			// The worker may still be marking the end of its hello's
+			// socket write, which a reader would take for a frame on
+			// its way by the socket (and sleep there instead).
+			for w.conn.in.m.writing.Load() != 0 {
+				runtime.Gosched()
+			}
+			if mode.want == mbWaiting {
+				w.conn.spinFor(time.Minute)
+			}
+			errs := make(chan error, 1)
+			go func() {
+				_, err := w.readDirect()
+				errs <- err
+			}()
+			awaitWord(t, w.conn.in.m, mode.want, errs)
+			if err := unix.Kill(w.pid, unix.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-errs:
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("read ended with %v, want the socket's end", err)
+				}
+			case <-time.After(testkit.Slack(t, 5*time.Second)):
+				t.Fatal("the read went on waiting after the worker died")
+			}
+		})
 	}
 }

@@ -180,7 +180,7 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	go p.read()
 	go func() {
 		_ = cmd.Wait()
-		p.conn.peerExited.Store(true)
+		p.conn.peerGone()
 		if p.memcg != nil {
 			p.memcgOOM.Store(p.memcg.oomKilled())
 			p.memcg.leave()

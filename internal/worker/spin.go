@@ -66,7 +66,11 @@ func newSpinReader(f *os.File) *spinReader {
 }
 
 // useMailbox makes Read take the parent's frames from m too.
-func (r *spinReader) useMailbox(m *mailbox) { r.in = &mailboxReader{m: m} }
+func (r *spinReader) useMailbox(m *mailbox) { r.in = &mailboxReader{m: m, nap: workerNap} }
+
+// workerNap is how long an idle worker sleeps on its mailbox's word (the
+// parent's next frame wakes it) before it sleeps in read(2) on the socket.
+const workerNap = 10 * time.Millisecond
 
 // readOnce tries one read that does not wait on the blocking socket:
 // preadv2(2) with RWF_NOWAIT, which on a socket is a recv with
@@ -135,9 +139,10 @@ func (r *spinReader) tryRead(p []byte) (int, error) {
 }
 
 func (r *spinReader) Read(p []byte) (int, error) {
-	if in := r.in; in != nil && (r.spinning() || in.armed || in.buffered()) {
+	if in := r.in; in != nil {
 		// The parent's mailbox and the socket, polled without a
-		// system call while nothing came by the socket (mailbox.go).
+		// system call while nothing came by the socket, then a sleep
+		// on the mailbox's word (mailbox.go).
 		n, err := in.read(p, r.polling, r.try)
 		if err != errMailboxSleep {
 			return n, err
