@@ -790,7 +790,7 @@ func (j *Journal) ingestOwn(ctx context.Context) error {
 		if sealed {
 			want = written
 		}
-		res, err := j.s.ingestBatch(ctx, f.rd, j.dir, f.name, f.committed.Load(), sealed, want, j.batch)
+		res, err := j.s.ingestBatch(ctx, f.rd, j.dir, f.name, &f.committed, sealed, want, j.batch)
 		if err != nil {
 			return err
 		}
@@ -925,15 +925,22 @@ func (b *ingestBufs) release() {
 // sealed means no line will be added: a trailing partial line is then a
 // write cut short by the writer's death (torn: dropped, counted, logged).
 // written, if not -1, is how many lines the writer wrote: fewer in the
-// file is reported as lines missing at its end. limit, if not -1, is how
-// far this process's own writer has committed whole lines.
-func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, limit int64, sealed bool, written int64, batch int) (ingestResult, error) {
+// file is reported as lines missing at its end. committed, if not nil, is
+// how far this process's own writer has committed whole lines, read once
+// the batch holds its buffers.
+func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, committed *atomic.Int64, sealed bool, written int64, batch int) (ingestResult, error) {
 	var res ingestResult
 	var notes []journalNote
 	bufs := &s.ingestBufs
 	bufs.mu.Lock()
 	defer bufs.mu.Unlock()
 	defer bufs.release()
+	// Read once the batch may run: lines committed while it waited for
+	// the buffers are in it too.
+	limit := int64(-1)
+	if committed != nil {
+		limit = committed.Load()
+	}
 	err := s.writeAudit(ctx, func(tx *sql.Tx) error {
 		res, notes = ingestResult{}, nil
 		var off, next int64
@@ -1269,7 +1276,7 @@ func (s *DB) sweepFile(ctx context.Context, dir, name, host, runner string) (swe
 // removes it.
 func (s *DB) ingestFile(ctx context.Context, rd *os.File, dir, name string) error {
 	for {
-		res, err := s.ingestBatch(ctx, rd, dir, name, -1, true, -1, defaultJournalBatch)
+		res, err := s.ingestBatch(ctx, rd, dir, name, nil, true, -1, defaultJournalBatch)
 		if err != nil {
 			return err
 		}
