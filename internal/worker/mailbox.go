@@ -78,6 +78,19 @@ const (
 	mbSleeping                // the receiver sleeps on this word (a futex): a sender may take the slot, and wakes it
 )
 
+// Bounds on the loops that a word the other end keeps moving would make
+// endless: a sender's tries to take a slot whose receiver keeps changing
+// its word (then the frame goes by the socket); a receiver that stopped
+// polling, its rounds waiting for a sender that took the slot to fill it
+// (then the frame goes by the socket: mbAbandoned) and its rounds in all
+// (then errMailboxMoved: the call fails as a worker that broke the
+// protocol).
+const (
+	maxTakeTries  = 1 << 10
+	abandonAfter  = 1 << 14
+	maxStopRounds = 1 << 16
+)
+
 // napSlice bounds one futex sleep of a parent, so that what does not wake
 // it (a worker that broke the protocol, a frame written to the socket
 // unmarked) is seen within it. A variable: the tests make it long, so that
@@ -134,6 +147,13 @@ type mailbox struct {
 	writing *atomic.Uint32 // 1: a socket write is under way
 	slot    []byte
 	sent    uint64 // frames this end sent through the slot (the sender's, in its own memory)
+	// moved, when set, runs between each load of the state word and the
+	// compare-and-swap that depends on it: the other process writes the
+	// page whenever it likes, so a hostile one can move the word there
+	// every time, which real concurrency shows only now and then. The
+	// tests set it to do that (TestRedTeamMailboxMovingWord); nil
+	// otherwise.
+	moved func()
 }
 
 // mailboxReady is the region's word a worker sets once it speaks through
@@ -169,12 +189,15 @@ func (m *mailbox) send(b []byte, writeSocket func([]byte) error, wait func(spins
 			if len(b) > len(m.slot) {
 				return m.socket(b, writeSocket)
 			}
+			if m.moved != nil {
+				m.moved()
+			}
 			if !m.state.CompareAndSwap(s, mbTaken) {
 				// The receiver stopped polling (mbIdle, and it reads
 				// the socket) or went to sleep on the word: look
 				// again (a receiver that keeps moving it, which
 				// breaks the protocol, gets the socket).
-				if spins > 1<<10 {
+				if spins > maxTakeTries {
 					return m.socket(b, writeSocket)
 				}
 				continue
@@ -264,6 +287,9 @@ func (r *mailboxReader) read(p []byte, polling func() bool, try func([]byte) (in
 		// state loaded after that read could show a frame that follows
 		// a write the read missed.)
 		s := m.state.Load()
+		if m.moved != nil {
+			m.moved()
+		}
 		if r.drain || m.sock.Load() != 0 {
 			m.sock.Store(0)
 			n, err := try(p)
@@ -332,7 +358,7 @@ func (r *mailboxReader) read(p []byte, polling func() bool, try func([]byte) (in
 				return 0, errMailboxSleep
 			}
 		case mbTaken:
-			if stopSpins > 1<<14 && m.state.CompareAndSwap(mbTaken, mbAbandoned) {
+			if stopSpins > abandonAfter && m.state.CompareAndSwap(mbTaken, mbAbandoned) {
 				r.armed = false
 				return 0, errMailboxSleep
 			}
@@ -343,7 +369,7 @@ func (r *mailboxReader) read(p []byte, polling func() bool, try func([]byte) (in
 			r.armed = false
 			return 0, errMailboxSleep
 		}
-		if stopSpins > 1<<16 {
+		if stopSpins > maxStopRounds {
 			// Only a sender that keeps moving the word gets here.
 			m.state.Store(mbIdle)
 			r.armed = false

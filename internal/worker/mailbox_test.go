@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -277,6 +278,92 @@ func TestRedTeamMailboxDeafWorker(t *testing.T) {
 	case <-time.After(testkit.Slack(t, 10*time.Second)):
 		t.Fatal("the call is held past its deadline by a worker that never takes its frame")
 	}
+}
+
+// TestRedTeamMailboxMovingWord: the other end moves a mailbox's state word
+// between every load and the compare-and-swap that depends on it (the
+// mailbox's moved seam does it every time, as a hostile worker writing the
+// shared page from a loop of its own could only now and then). Neither end
+// loops forever on it:
+//   - sender: a receiver whose word keeps changing between waiting and
+//     asleep gets the frame by the socket after maxTakeTries tries;
+//   - receiver: a receiver that stopped polling, whose word keeps moving
+//     between waiting, taken and full, gives up after maxStopRounds rounds
+//     with errMailboxMoved (the parent fails the call: a worker that broke
+//     the protocol).
+//
+// The adversary stops moving the word after four times the bound, so that
+// a loop without it ends (the test then fails on what it returned, not by
+// hanging).
+func TestRedTeamMailboxMovingWord(t *testing.T) {
+	region, err := unix.Mmap(-1, 0, mailboxSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(region)
+
+	t.Run("sender", func(t *testing.T) {
+		m := mailboxAt(region, toWorker)
+		m.state.Store(mbWaiting)
+		defer m.state.Store(mbIdle)
+		moves := 0
+		m.moved = func() {
+			moves++
+			if moves > 4*maxTakeTries {
+				return
+			}
+			if m.state.Load() == mbWaiting {
+				m.state.Store(mbSleeping)
+			} else {
+				m.state.Store(mbWaiting)
+			}
+		}
+		frame := []byte("a frame for a receiver that keeps moving its word")
+		var socket []byte
+		err := m.send(frame, func(b []byte) error { socket = append(socket, b...); return nil },
+			func(int) error { return errors.New("wait: the slot is not the sender's to wait for here") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(socket) != string(frame) {
+			t.Fatalf("after %d moves of the word the frame went by the slot (state %d), want the socket after at most %d tries",
+				moves, m.state.Load(), maxTakeTries+2)
+		}
+		if moves > maxTakeTries+2 || m.sock.Load() != 1 {
+			t.Fatalf("socket after %d moves (want at most %d), sock mark %d", moves, maxTakeTries+2, m.sock.Load())
+		}
+		t.Logf("the frame went by the socket after %d moves of the word", moves)
+	})
+
+	t.Run("receiver", func(t *testing.T) {
+		m := mailboxAt(region, toParent)
+		defer m.state.Store(mbIdle)
+		moves := 0
+		m.moved = func() {
+			moves++
+			if moves > 4*maxStopRounds {
+				return
+			}
+			switch m.state.Load() {
+			case mbWaiting:
+				m.state.Store(mbTaken)
+			case mbTaken:
+				m.state.Store(mbFull)
+			default:
+				m.state.Store(mbWaiting)
+			}
+		}
+		r := &mailboxReader{m: m}
+		var p [64]byte
+		n, err := r.read(p[:], func() bool { return false }, func([]byte) (int, error) { return 0, syscall.EAGAIN })
+		if !errors.Is(err, errMailboxMoved) {
+			t.Fatalf("read %d bytes, %v after %d moves of the word, want %v", n, err, moves, errMailboxMoved)
+		}
+		if limit := maxStopRounds + 64; moves > limit {
+			t.Fatalf("gave up after %d moves, want at most %d", moves, limit)
+		}
+		t.Logf("the reader gave up after %d moves of the word", moves)
+	})
 }
 
 // TestMailboxReadEndsAtClose: a parent waiting for an answer on its
