@@ -258,7 +258,7 @@ static size_t maiden_kept_resident;
 // madvise cost more than zeroing sixteen pages, and once zeroed whole the
 // memory stays resident, so the next release faults nothing in. Measured
 // (bench/README.md, "Zeroing a tiny memory whole"): the tiny WAT call 0.73x
-// the p50 in process and 0.69x in a worker.
+// the p50 in process and 0.71x in a worker.
 #define MAIDEN_ZERO_WHOLE_MAX ((size_t)64 << 10)
 
 // maiden_zero_resident makes [base, base+len) read as zeros for the next
