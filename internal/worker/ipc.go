@@ -183,7 +183,7 @@ func (c *ipcConn) Read(p []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	defer c.release()
-	spinning := c.spinning()
+	spinning := false // with the mailboxes, in.read did the polling
 	if in := c.in; in != nil {
 		// Poll the slot and the socket without a system call while
 		// nothing came by the socket (mailbox.go), sleep on the
@@ -192,7 +192,8 @@ func (c *ipcConn) Read(p []byte) (int, error) {
 		if err != errMailboxSleep {
 			return n, err
 		}
-		spinning = false
+	} else {
+		spinning = c.spinning()
 	}
 	for {
 		n, err := c.tryRead(p)
