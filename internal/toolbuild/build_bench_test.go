@@ -1,0 +1,45 @@
+package toolbuild
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// BenchmarkBuildWAT builds testdata/tools/echo.wat into a component as
+// maiden build does (one node driver process a build) and reports, besides
+// ns/op, the CPU the build's child processes took (child-cpu-ms/op: user
+// and system time from getrusage(RUSAGE_CHILDREN), which counts a child
+// once it has been waited for): the node driver's work, which a wall time
+// on a loaded two-CPU machine hides. Compare commits by building this test
+// binary at each and running them in alternating rounds:
+//
+//	go test -c -o /tmp/X-toolbuild.test ./internal/toolbuild
+//	(cd internal/toolbuild && /tmp/X-toolbuild.test -test.run '^$' -test.bench '^BenchmarkBuildWAT$' -test.benchtime 20x)
+func BenchmarkBuildWAT(b *testing.B) {
+	tc := toolchain(b)
+	wat, err := os.ReadFile(filepath.Join(toolsDir(b), "echo.wat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := ctxFor(b)
+	before := childCPU(b)
+	for b.Loop() {
+		if _, err := tc.ComponentFromWAT(ctx, wat); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(childCPU(b)-before)/1e6/float64(b.N), "child-cpu-ms/op")
+}
+
+// childCPU is the user and system CPU time, in nanoseconds, of this
+// process's children that have ended and been waited for.
+func childCPU(b *testing.B) int64 {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
