@@ -22,14 +22,14 @@ import { setFlagsFromString } from 'node:v8';
 
 // V8 compiles a WebAssembly module twice by default: a quick baseline
 // (Liftoff) for every function, then an optimised tier (TurboFan) in
-// background threads for the functions that run often. wasm-tools and the
-// splicer are megabytes of code that each build runs once, for
-// milliseconds: the second tier cost more CPU than it saved (a WAT build's
-// node: ~1.2 against ~0.55 CPU-seconds, a Go tool's ~1.2 against ~0.75; a
-// JS build's ~13 either way, its time being in the snapshot). Set here
-// rather than on the command line so that a node without the flag warns
-// instead of refusing to start; every wasm module is imported below, after
-// this line.
+// background threads for the functions that run often. wasm-tools is
+// megabytes of code that a WAT or Go tool's build runs for milliseconds:
+// the second tier cost more CPU than it saved (the driver's CPU for a WAT
+// build ~1.1 against ~0.5 seconds, internal/toolbuild's BenchmarkBuildWAT;
+// a Go tool's ~1.2 against ~0.75). A JS build, whose splicer runs for
+// seconds, costs the same either way (~11-15 s). Set here rather than on
+// the command line so that a node without the flag warns instead of
+// refusing to start; every wasm module is imported below, after this line.
 setFlagsFromString('--liftoff-only');
 
 const ERROR_PREFIX = 'maiden-toolbuild-error: ';
