@@ -17,7 +17,8 @@
 // Entries are named by the digest of the component's .wasm bytes plus a
 // fingerprint of the engine that compiled them (wasmtime version and
 // configuration): the same component compiled by another engine is another
-// entry, since wasmtime refuses mismatched code anyway.
+// entry, since wasmtime refuses mismatched code anyway. The cache trims
+// itself, least recently used first, under a size limit (trim.go).
 //
 //	c, err := compcache.Open(dir, engine.Fingerprint(), log)
 //	if err != nil { /* warn; run without a disk cache */ }
@@ -36,6 +37,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,6 +68,10 @@ type Cache struct {
 	tag string // engine fingerprint, hashed for file names
 	log *slog.Logger
 	uid int
+
+	maxBytes atomic.Int64 // size limit (0: none); see trim.go
+	written  atomic.Int64 // bytes this process put since its last trim
+	trimming sync.Mutex   // held by the trim in progress
 }
 
 // Open creates dir if needed (mode 0700), checks it and every ancestor, and
@@ -93,7 +101,13 @@ func Open(dir, fingerprint string, log *slog.Logger) (*Cache, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte("maiden-compcache-" + format + "\x00" + fingerprint))
-	return &Cache{dir: real, fd: fd, tag: hex.EncodeToString(sum[:8]), log: log, uid: uid}, nil
+	c := &Cache{dir: real, fd: fd, tag: hex.EncodeToString(sum[:8]), log: log, uid: uid}
+	max, err := maxBytesFromEnv()
+	if err != nil {
+		log.Warn("compiled-component cache size limit", "error", err)
+	}
+	c.SetMaxBytes(max)
+	return c, nil
 }
 
 // format changes when the layout or record format of the cache changes, so
@@ -187,7 +201,8 @@ func (c *Cache) name(digest string) (sub, file string, err error) {
 const recordSuffix = ".sha256"
 
 // Put stores serialized (the compiled form of the component whose .wasm
-// has this digest) and the record of its SHA-256, each written atomically.
+// has this digest) and the record of its SHA-256, each written atomically,
+// then trims the cache when a trim is due (trim.go).
 func (c *Cache) Put(digest string, serialized []byte) error {
 	sub, file, err := c.name(digest)
 	if err != nil {
@@ -207,7 +222,11 @@ func (c *Cache) Put(digest string, serialized []byte) error {
 	if err := c.writeAt(dfd, sub, file, serialized); err != nil {
 		return err
 	}
-	return c.writeAt(dfd, sub, file+recordSuffix, []byte(hex.EncodeToString(sum[:])+"\n"))
+	if err := c.writeAt(dfd, sub, file+recordSuffix, []byte(hex.EncodeToString(sum[:])+"\n")); err != nil {
+		return err
+	}
+	c.maybeTrim(file, int64(len(serialized)))
+	return nil
 }
 
 // openSub opens a subdirectory of the cache without following a link and
@@ -339,7 +358,8 @@ func (c *Cache) verified(digest string, hash func(f *os.File, size int64) (strin
 	if err == nil {
 		var f *os.File
 		var size int64
-		f, size, err = c.openFile(dfd, sub, file, MaxArtifactBytes)
+		var mtime time.Time
+		f, size, mtime, err = c.openFile(dfd, sub, file, MaxArtifactBytes)
 		if err == nil {
 			name := f.Name()
 			var got string
@@ -351,6 +371,8 @@ func (c *Cache) verified(digest string, hash func(f *os.File, size int64) (strin
 			case got != want:
 				f.Close()
 				err = fmt.Errorf("%w: %s: SHA-256 %s does not match the %s recorded when it was written", ErrRefused, name, got, want)
+			default:
+				c.touch(dfd, file, mtime)
 			}
 		}
 	}
@@ -362,15 +384,16 @@ func (c *Cache) verified(digest string, hash func(f *os.File, size int64) (strin
 
 // openFile opens one entry file relative to the checked subdirectory,
 // never through a link, and checks it: a regular file of this user's,
-// writable by nobody else, with no other names, at most max bytes.
-func (c *Cache) openFile(dfd int, sub, file string, max int64) (*os.File, int64, error) {
+// writable by nobody else, with no other names, at most max bytes. It
+// returns the file, its size and its modification time.
+func (c *Cache) openFile(dfd int, sub, file string, max int64) (*os.File, int64, time.Time, error) {
 	path := filepath.Join(c.dir, sub, file)
 	fd, err := unix.Openat(dfd, file, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, path)
+		return nil, 0, time.Time{}, fmt.Errorf("%w: %s", ErrNotFound, path)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %s: %v (a link?)", ErrRefused, path, err)
+		return nil, 0, time.Time{}, fmt.Errorf("%w: %s: %v (a link?)", ErrRefused, path, err)
 	}
 	var st unix.Stat_t
 	err = unix.Fstat(fd, &st)
@@ -390,13 +413,13 @@ func (c *Cache) openFile(dfd int, sub, file string, max int64) (*os.File, int64,
 	}
 	if err != nil {
 		unix.Close(fd)
-		return nil, 0, err
+		return nil, 0, time.Time{}, err
 	}
-	return os.NewFile(uintptr(fd), path), st.Size, nil
+	return os.NewFile(uintptr(fd), path), st.Size, time.Unix(st.Mtim.Unix()), nil
 }
 
 func (c *Cache) readRecord(dfd int, sub, file string) (string, error) {
-	f, size, err := c.openFile(dfd, sub, file, 128)
+	f, size, _, err := c.openFile(dfd, sub, file, 128)
 	if err != nil {
 		return "", err
 	}
