@@ -108,6 +108,7 @@ func build(root, name string, logf func(string, ...any)) (string, error) {
 	}
 	out := filepath.Join(cacheDir, sanitize(name)+"-"+src.key()+".wasm")
 	if fileExists(out) {
+		markUsed(out, time.Now())
 		return out, nil
 	}
 
@@ -136,7 +137,56 @@ func build(root, name string, logf func(string, ...any)) (string, error) {
 		return "", fmt.Errorf("caching %s: %w", out, err)
 	}
 	logf("testkit: built %s (%d bytes) in %s", name, len(comp), time.Since(start).Round(time.Millisecond))
+	if n := pruneFixtures(cacheDir, time.Now()); n > 0 {
+		logf("testkit: removed %d built test tools unused for %s", n, fixtureMaxAge)
+	}
 	return out, nil
+}
+
+// Built test tools are keyed by their sources and the build driver, so
+// every change to either builds new ones, and without pruning the old ones
+// stay forever (5 GB on a developer's machine after a few weeks). A use
+// marks a build (its modification time, at most once per
+// fixtureUseInterval), and building a new one removes builds unused for
+// fixtureMaxAge.
+const (
+	fixtureMaxAge      = 7 * 24 * time.Hour
+	fixtureUseInterval = 24 * time.Hour
+)
+
+var fixtureRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+-[0-9a-f]{16}\.wasm$`)
+
+func markUsed(path string, now time.Time) {
+	if fi, err := os.Stat(path); err == nil && now.Sub(fi.ModTime()) >= fixtureUseInterval {
+		_ = os.Chtimes(path, now, now)
+	}
+}
+
+// pruneFixtures removes the builds in dir (and their lock files) unused for
+// fixtureMaxAge, and returns how many. It removes only regular files named
+// as build writes them; subdirectories (compiled code, binaries) have
+// their own owners.
+func pruneFixtures(dir string, now time.Time) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !fixtureRE.MatchString(e.Name()) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || now.Sub(fi.ModTime()) < fixtureMaxAge {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if os.Remove(p) == nil {
+			n++
+			_ = os.Remove(p + ".lock")
+		}
+	}
+	return n
 }
 
 // CompileCache returns a compiled-component cache directory shared by every

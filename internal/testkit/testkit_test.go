@@ -2,11 +2,13 @@ package testkit
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // componentMagic is "\0asm" followed by the component-model layer version.
@@ -212,4 +214,63 @@ func TestGoKeyCoversWhatDecidesTheBytes(t *testing.T) {
 			t.Errorf("changed sources have the same key")
 		}
 	})
+}
+
+// TestPruneFixtures: building a test tool removes the builds nobody used
+// for fixtureMaxAge, and only those: other files and the subdirectories of
+// the cache (compiled code, binaries) are not the fixtures'.
+func TestPruneFixtures(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	file := func(name string, age time.Duration) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := file("echo-0123456789abcdef.wasm", fixtureMaxAge+time.Hour)
+	oldLock := file("echo-0123456789abcdef.wasm.lock", fixtureMaxAge+time.Hour)
+	keep := []string{
+		file("echo-fedcba9876543210.wasm", fixtureMaxAge-time.Hour),
+		file("notes.txt", 10*fixtureMaxAge),
+		file("echo-0123456789ABCDEF.wasm", 10*fixtureMaxAge),
+		file("echo.wasm", 10*fixtureMaxAge),
+	}
+	sub := filepath.Join(dir, "compiled-0123456789abcdef.wasm")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(sub, now.Add(-10*fixtureMaxAge), now.Add(-10*fixtureMaxAge)); err != nil {
+		t.Fatal(err)
+	}
+	keep = append(keep, sub)
+	if n := pruneFixtures(dir, now); n != 1 {
+		t.Errorf("pruneFixtures removed %d, want 1", n)
+	}
+	for _, p := range []string{old, oldLock} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s unused for longer than %s is still there (%v)", filepath.Base(p), fixtureMaxAge, err)
+		}
+	}
+	for _, p := range keep {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s removed: %v", filepath.Base(p), err)
+		}
+	}
+
+	// A use marks a build at most once per fixtureUseInterval.
+	used := file("used-0123456789abcdef.wasm", fixtureUseInterval+time.Hour)
+	recent := file("recent-0123456789abcdef.wasm", time.Hour)
+	markUsed(used, now)
+	markUsed(recent, now)
+	if fi, _ := os.Stat(used); !fi.ModTime().Equal(now) {
+		t.Errorf("a use did not mark a build last marked %s ago", fixtureUseInterval+time.Hour)
+	}
+	if fi, _ := os.Stat(recent); fi.ModTime().Equal(now) {
+		t.Error("a use marked a build marked an hour ago")
+	}
 }
