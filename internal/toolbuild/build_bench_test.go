@@ -33,6 +33,35 @@ func BenchmarkBuildWAT(b *testing.B) {
 	b.ReportMetric(float64(childCPU(b)-before)/1e6/float64(b.N), "child-cpu-ms/op")
 }
 
+// BenchmarkBuildGo builds examples/echo as maiden build does (go build to
+// WASI, pre-initialised, wrapped into a component by the node driver) and
+// reports child-cpu-ms/op like BenchmarkBuildWAT: go build's own processes
+// (the go command, and the compiler and linker for what Go's build cache
+// does not hold: after the first build, only the link) and the driver's.
+//
+//	go test -c -o /tmp/X-toolbuild.test ./internal/toolbuild
+//	(cd internal/toolbuild && /tmp/X-toolbuild.test -test.run '^$' -test.bench '^BenchmarkBuildGo$' -test.benchtime 5x)
+func BenchmarkBuildGo(b *testing.B) {
+	tc := toolchain(b)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "examples", "echo"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := DetectProject(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := filepath.Join(b.TempDir(), "echo.wasm")
+	ctx := ctxFor(b)
+	before := childCPU(b)
+	for b.Loop() {
+		if err := tc.Build(ctx, p, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(childCPU(b)-before)/1e6/float64(b.N), "child-cpu-ms/op")
+}
+
 // childCPU is the user and system CPU time, in nanoseconds, of this
 // process's children that have ended and been waited for.
 func childCPU(b *testing.B) int64 {
