@@ -35,6 +35,10 @@ import (
 // removed while another process maps it stays readable to that process
 // (Linux keeps an unlinked inode until its last user lets go); its next
 // load compiles again.
+//
+// A trim runs inside the Put that found it due, after the write: listing
+// 10,000 entries took ~85 ms here, and removing 6,342 of them ~270 ms (a
+// Put of a fresh compile, at most hourly).
 const (
 	// DefaultMaxBytes is the size limit when MAIDEN_CACHE_MAX is unset:
 	// room for about forty JavaScript tools or thousands of small ones.
