@@ -139,7 +139,7 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *common) {
 		def = "agent.toml"
 	}
 	fs.StringVar(&c.config, "config", def, "the agent configuration `FILE`")
-	fs.StringVar(&c.cache, "cache", "", "compiled-component cache `DIR` (\"off\" disables it; default: the user cache directory)")
+	fs.StringVar(&c.cache, "cache", "", "compiled-component cache `DIR` (\"off\" disables it; default: the user cache directory; $MAIDEN_CACHE_MAX bounds its size, default 2GiB)")
 	fs.BoolVar(&c.verbose, "v", false, "log maiden's diagnostics to stderr")
 	fs.Var(&c.isolation, "isolation", "`MODE`: where tool code runs; \"workers\" (supervised, confined processes; the default) or \"process\" (in this process: faster, the weaker wall)")
 	// The flag package quotes a refused value in its message: a -state URL
