@@ -181,6 +181,11 @@ func pruneFixtures(dir string, now time.Time) int {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
+		// Once more just before removing: another test process may have
+		// marked it used since the listing.
+		if fi, err := os.Stat(p); err != nil || now.Sub(fi.ModTime()) < fixtureMaxAge {
+			continue
+		}
 		if os.Remove(p) == nil {
 			n++
 			_ = os.Remove(p + ".lock")
