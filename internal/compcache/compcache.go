@@ -118,8 +118,13 @@ const format = "2"
 // a confined worker read-only access to it.
 func (c *Cache) Dir() string { return c.dir }
 
-// Close releases the directory handle.
-func (c *Cache) Close() error { return unix.Close(c.fd) }
+// Close releases the directory handle, after a trim in progress ends (a
+// trim works through the handle). Nothing may use the cache after it.
+func (c *Cache) Close() error {
+	c.trimming.Lock()
+	defer c.trimming.Unlock()
+	return unix.Close(c.fd)
+}
 
 // openChecked walks path from the root, one component at a time relative
 // to the previous one's handle, refusing links and checking each directory
@@ -406,6 +411,10 @@ func (c *Cache) openFile(dfd int, sub, file string, max int64) (*os.File, int64,
 		err = fmt.Errorf("%w: %s is owned by uid %d, not this user (uid %d)", ErrRefused, path, st.Uid, c.uid)
 	case st.Mode&0o022 != 0:
 		err = fmt.Errorf("%w: %s is writable by group or others (mode %#o)", ErrRefused, path, st.Mode&0o7777)
+	case st.Nlink == 0:
+		// Removed (a trim) or replaced (a Put renamed a new file over it)
+		// since the open: not the cache's any more, and nothing wrong.
+		err = fmt.Errorf("%w: %s (removed while it was being opened)", ErrNotFound, path)
 	case st.Nlink != 1:
 		err = fmt.Errorf("%w: %s has %d names (a hard link into the cache)", ErrRefused, path, st.Nlink)
 	case st.Size > max:
