@@ -37,8 +37,9 @@ import (
 // load compiles again.
 //
 // A trim runs inside the Put that found it due, after the write: listing
-// 10,000 entries took ~85 ms here, and removing 6,342 of them ~270 ms (a
-// Put of a fresh compile, at most hourly).
+// 10,000 entries took ~85 ms here, and removing 6,342 of them ~270 ms, paid
+// by the Put of a fresh compile at most hourly (or sooner when this process
+// writes an eighth of the limit).
 const (
 	// DefaultMaxBytes is the size limit when MAIDEN_CACHE_MAX is unset:
 	// room for about forty JavaScript tools or thousands of small ones.
