@@ -197,13 +197,16 @@ func checkDir(fd int, path string, uid int, cacheDir bool) error {
 // record is the same name plus ".sha256". The digest is checked to be what
 // maiden computes (64 lowercase hex digits), so it cannot name a path.
 func (c *Cache) name(digest string) (sub, file string, err error) {
-	if len(digest) != 64 || strings.Trim(digest, "0123456789abcdef") != "" {
+	if len(digest) != 64 || !isHex(digest) {
 		return "", "", fmt.Errorf("compiled-component cache: %q is not a SHA-256 hex digest", digest)
 	}
 	return digest[:2], digest + "-" + c.tag + ".cwasm", nil
 }
 
 const recordSuffix = ".sha256"
+
+// isHex reports whether s is lowercase hexadecimal digits, at least one.
+func isHex(s string) bool { return s != "" && strings.Trim(s, "0123456789abcdef") == "" }
 
 // Put stores serialized (the compiled form of the component whose .wasm
 // has this digest) and the record of its SHA-256, each written atomically,
@@ -438,7 +441,7 @@ func (c *Cache) readRecord(dfd int, sub, file string) (string, error) {
 		return "", fmt.Errorf("%w: read %s: %v", ErrRefused, f.Name(), err)
 	}
 	rec := strings.TrimSuffix(string(b), "\n")
-	if len(rec) != 64 || strings.Trim(rec, "0123456789abcdef") != "" {
+	if len(rec) != 64 || !isHex(rec) {
 		return "", fmt.Errorf("%w: %s does not hold a SHA-256 digest", ErrRefused, f.Name())
 	}
 	return rec, nil
@@ -466,15 +469,14 @@ func (c *Cache) removeSub(sub string) {
 	if err == nil || errors.Is(err, unix.ENOENT) {
 		return
 	}
-	fd, err := unix.Openat(c.fd, sub, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	d, err := c.openList(sub)
 	if err != nil {
 		return
 	}
-	d := os.NewFile(uintptr(fd), sub)
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
 	for _, n := range names {
-		_ = unix.Unlinkat(fd, n, 0)
+		_ = unix.Unlinkat(int(d.Fd()), n, 0)
 	}
 	_ = unix.Unlinkat(c.fd, sub, unix.AT_REMOVEDIR)
 }

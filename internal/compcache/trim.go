@@ -1,7 +1,6 @@
 package compcache
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -166,14 +165,14 @@ func (c *Cache) stamp() {
 	_ = unix.UtimesNanoAt(c.fd, stampName, []unix.Timespec{now, now}, unix.AT_SYMLINK_NOFOLLOW)
 }
 
-// TrimStats says what a trim did.
-type TrimStats struct {
+// trimStats says what a trim did.
+type trimStats struct {
 	Removed int   // entries and stray files removed
 	Freed   int64 // bytes they held
 	Kept    int64 // bytes of the entries left
 }
 
-// cached is one entry found by Trim.
+// cached is one entry found by a trim.
 type cached struct {
 	sub, file   string // file is the artifact's name
 	bytes       int64  // artifact and record
@@ -184,14 +183,13 @@ type cached struct {
 	recordTime  time.Time
 }
 
-// Trim removes what the policy above says should go, now. It returns what
-// it removed and how much is left; an error means the cache directory
-// could not be listed (a subdirectory that cannot be is skipped).
-func (c *Cache) Trim() (TrimStats, error) { return c.trim("") }
-
-func (c *Cache) trim(keep string) (TrimStats, error) {
-	var st TrimStats
-	subs, err := c.readDir(c.fd, ".")
+// trim removes what the policy above says should go, now, except the
+// artifact named keep (the one just put; "" for none). It returns what it
+// removed and how much is left; an error means the cache directory could
+// not be listed (a subdirectory that cannot be is skipped).
+func (c *Cache) trim(keep string) (trimStats, error) {
+	var st trimStats
+	subs, err := c.list(".")
 	if err != nil {
 		return st, err
 	}
@@ -243,15 +241,16 @@ func (c *Cache) trim(keep string) (TrimStats, error) {
 // scanSub lists one subdirectory: the cache's entries in it, and stale
 // temporary files, which it removes.
 func (c *Cache) scanSub(sub string, now time.Time) (entries []*cached, removed int, freed int64) {
-	dfd, err := unix.Openat(c.fd, sub, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	d, err := c.openList(sub)
 	if err != nil {
 		return nil, 0, 0 // a link or not a directory: not the cache's
 	}
-	defer unix.Close(dfd)
+	defer d.Close()
+	dfd := int(d.Fd())
 	if checkDir(dfd, sub, c.uid, true) != nil {
 		return nil, 0, 0 // refused (and removed) when an entry in it is used
 	}
-	names, err := c.readDir(dfd, ".")
+	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return nil, 0, 0
 	}
@@ -266,7 +265,7 @@ func (c *Cache) scanSub(sub string, now time.Time) (entries []*cached, removed i
 		return e
 	}
 	for _, name := range names {
-		kind, file := c.classify(name)
+		kind, file := classify(name)
 		if kind == notOurs {
 			continue
 		}
@@ -307,7 +306,7 @@ const (
 // writes: "<64 hex>-<16 hex>.cwasm", the same plus recordSuffix, and either
 // of those as ".<name>.tmp-<16 hex>". It returns the artifact's name for
 // an artifact or record. Anything else is not the cache's.
-func (c *Cache) classify(name string) (fileKind, string) {
+func classify(name string) (fileKind, string) {
 	isArtifact := func(s string) bool {
 		const n = 64 + 1 + 16 + len(".cwasm")
 		return len(s) == n && s[64] == '-' && strings.HasSuffix(s, ".cwasm") && isHex(s[:64]) && isHex(s[65:81])
@@ -354,20 +353,27 @@ func (c *Cache) removeEntry(e *cached) int64 {
 	return freed
 }
 
-// readDir lists a directory opened relative to dfd without following a
-// link.
-func (c *Cache) readDir(dfd int, name string) ([]string, error) {
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// openList opens the directory name (relative to the cache's handle)
+// for listing, without following a link.
+func (c *Cache) openList(name string) (*os.File, error) {
+	fd, err := unix.Openat(c.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// list names what the directory name (relative to the cache's handle)
+// holds.
+func (c *Cache) list(name string) ([]string, error) {
+	d, err := c.openList(name)
 	if err != nil {
 		return nil, fmt.Errorf("compiled-component cache: list %s: %w", c.dir, err)
 	}
-	d := os.NewFile(uintptr(fd), name)
 	defer d.Close()
 	names, err := d.Readdirnames(-1)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err != nil {
 		return nil, fmt.Errorf("compiled-component cache: list %s: %w", c.dir, err)
 	}
 	return names, nil
 }
-
-func isHex(s string) bool { return s != "" && strings.Trim(s, "0123456789abcdef") == "" }

@@ -74,7 +74,7 @@ func TestTrimRemovesLeastRecentlyUsed(t *testing.T) {
 	}
 	entry := int64(len(artifact)) + 65 // the artifact and its record
 	c.SetMaxBytes(3 * entry)           // over by two; trimmed to 2.1 entries
-	st, err := c.Trim()
+	st, err := c.trim("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestTrimRemovesLeastRecentlyUsed(t *testing.T) {
 		}
 	}
 	// Under the limit, a trim removes nothing.
-	if st, err := c.Trim(); err != nil || st.Removed != 0 || st.Kept != 2*entry {
+	if st, err := c.trim(""); err != nil || st.Removed != 0 || st.Kept != 2*entry {
 		t.Errorf("second Trim: %+v, %v", st, err)
 	}
 }
@@ -111,7 +111,7 @@ func TestLoadMarksUsed(t *testing.T) {
 		t.Fatalf("Load left entry 0 dated %v ago", time.Since(fi.ModTime()))
 	}
 	c.SetMaxBytes(3 * (int64(len(artifact)) + 65) / 2) // 70 % of it holds one
-	if _, err := c.Trim(); err != nil {
+	if _, err := c.trim(""); err != nil {
 		t.Fatal(err)
 	}
 	if !isCached(t, c, 0) || isCached(t, c, 1) {
@@ -156,7 +156,7 @@ func TestTrimRemovesWhatNobodyUsed(t *testing.T) {
 	_, file4, _ := c.name(entryKey(4))
 	newArtifact := stray(file4, time.Minute) // its record not written yet
 
-	st, err := c.Trim()
+	st, err := c.trim("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,15 +221,28 @@ func TestTrimTouchesOnlyTheCachesOwnFiles(t *testing.T) {
 		symlink(t, filepath.Join(outside, "target"), l)
 		lsetTime(t, l, ancient)
 	}
-	putAt(t, c, 1, ancient) // a real entry, so the trim has work
+	// The stamp as a link to a file outside, dated so that the next Put
+	// trims: stamping must set the link's own time, not the file's.
+	stampTarget := plant(filepath.Join(outside, "stamp-target"))
+	keep = append(keep, stampTarget)
+	symlink(t, stampTarget, filepath.Join(c.Dir(), stampName))
+	lsetTime(t, filepath.Join(c.Dir(), stampName), ancient)
+	putAt(t, c, 1, ancient) // a real entry, so the trim has work; its Put stamps
+	if fi, err := os.Lstat(filepath.Join(c.Dir(), stampName)); err != nil || time.Since(fi.ModTime()) > time.Minute {
+		t.Errorf("the Put did not stamp (the link's own time): %v", err)
+	}
 	c.SetMaxBytes(1)
 
-	if _, err := c.Trim(); err != nil {
+	if _, err := c.trim(""); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range keep {
-		if !exists(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
 			t.Errorf("trim removed %s, which is not the cache's", p)
+		case !fi.ModTime().Equal(ancient) && !fi.IsDir():
+			t.Errorf("trim changed the time of %s, which is not the cache's, to %v", p, fi.ModTime())
 		}
 	}
 	if isCached(t, c, 1) {
@@ -346,7 +359,7 @@ func TestTrimDuringUse(t *testing.T) {
 				return
 			default:
 			}
-			st, err := caches[1].Trim()
+			st, err := caches[1].trim("")
 			if err != nil {
 				t.Error(err)
 			}

@@ -107,8 +107,7 @@ func build(root, name string, logf func(string, ...any)) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(cacheDir, sanitize(name)+"-"+src.key()+".wasm")
-	if fileExists(out) {
-		markUsed(out, time.Now())
+	if markUsed(out, time.Now()) {
 		return out, nil
 	}
 
@@ -156,10 +155,16 @@ const (
 
 var fixtureRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+-[0-9a-f]{16}\.wasm$`)
 
-func markUsed(path string, now time.Time) {
-	if fi, err := os.Stat(path); err == nil && now.Sub(fi.ModTime()) >= fixtureUseInterval {
+// markUsed marks the build at path used, and reports whether it exists.
+func markUsed(path string, now time.Time) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if now.Sub(fi.ModTime()) >= fixtureUseInterval {
 		_ = os.Chtimes(path, now, now)
 	}
+	return true
 }
 
 // pruneFixtures removes the builds in dir (and their lock files) unused for
