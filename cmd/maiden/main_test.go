@@ -103,6 +103,11 @@ func TestCallExitCodes(t *testing.T) {
 			if tc.kind != "" && (env.Error == nil || env.Error.Kind != tc.kind || env.Error.Message == "") {
 				t.Errorf("envelope error %+v, want kind %s", env.Error, tc.kind)
 			}
+			// The timeout as configured, not the time left when the
+			// call reached the worker (it said "199.99ms").
+			if tc.kind == "deadline" && env.Error != nil && env.Error.Message != "did not finish within its 200ms timeout" {
+				t.Errorf("deadline message %q", env.Error.Message)
+			}
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -271,8 +272,9 @@ func TestRedTeamMailboxDeafWorker(t *testing.T) {
 	}()
 	select {
 	case r := <-done:
-		if r.err != nil || r.out.Failure == nil || r.out.Failure.Kind != sandbox.KindDeadline {
-			t.Fatalf("%+v %v, want a deadline failure", r.out, r.err)
+		if r.err != nil || r.out.Failure == nil || r.out.Failure.Kind != sandbox.KindDeadline ||
+			!strings.HasSuffix(r.out.Failure.Message, "timeout (its worker had not answered by then and was stopped)") {
+			t.Fatalf("%+v %v, want a deadline failure saying the worker did not answer", r.out, r.err)
 		}
 		t.Logf("ended after %v (timeout %v)", time.Since(start), fastLim.Timeout)
 	case <-time.After(testkit.Slack(t, 10*time.Second)):

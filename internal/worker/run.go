@@ -101,7 +101,7 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	if err := w.send(runMsg{ID: id, Digest: art, Export: export, Input: c.Input,
 		TimeoutNS: uint64(time.Until(deadline)), Memory: c.Limits.Memory, SpinNS: uint64(workerSpin)}.encode()); err != nil {
 		if w.killReason() == killedDeadline {
-			return sandbox.Outcome{Failure: &sandbox.Failure{Kind: sandbox.KindDeadline, Message: fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout)},
+			return sandbox.Outcome{Failure: &sandbox.Failure{Kind: sandbox.KindDeadline, Message: p.unanswered(w, c, export)},
 				Duration: time.Since(start)}, nil
 		}
 		return p.crashed(w, c, start, ctx)
@@ -177,13 +177,13 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				continue
 			case <-w.dead:
 				cancelled = cancelled || cs.sent.Load()
-				return p.lost(ctx, w, c, start, cancelled, fail, finish)
+				return p.lost(ctx, w, c, export, start, cancelled, fail, finish)
 			case <-lp.kill.C:
 				w.kill(killedDeadline)
 				if cancelled || cs.sent.Load() {
 					return finish(), context.Cause(ctx)
 				}
-				return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
+				return fail(sandbox.KindDeadline, p.unanswered(w, c, export))
 			case <-done:
 				done = nil // once is enough
 				// Ask the worker to interrupt the guest; if it does not answer
@@ -252,6 +252,12 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				// failed is not reused, so a second opinion comes from
 				// another worker.
 				*healthy = export == "execute"
+				if m.FailKind == string(sandbox.KindDeadline) {
+					// The worker's sandbox counted the time left when
+					// the call reached it (499.97ms of 500ms): the
+					// message names the call's timeout.
+					return fail(sandbox.KindDeadline, timedOut(c))
+				}
 				return fail(sandbox.Kind(m.FailKind), m.FailMessage)
 			}
 			if len(m.Output) > p.opts.MaxOutputBytes {
@@ -306,9 +312,28 @@ func (lp *callLoop) stop() {
 	lp.cancel()
 }
 
+// unanswered is the failure of a call whose worker was killed at the
+// call's deadline plus the grace period because it had not answered: it
+// stopped reading or writing, was hostile, or got no CPU. A tool that runs
+// too long is not this: the worker's own sandbox ends it at the deadline
+// and answers, with the sandbox's message. The two share the kind and the
+// start of the message; the rest, and the warning, tell a stalled worker
+// (or machine) from a slow tool.
+func (p *Pool) unanswered(w *proc, c sandbox.Call, export string) string {
+	p.log.Warn("worker killed: it had not answered by its call's deadline plus grace",
+		"pid", w.pid, "export", export, "timeout", c.Limits.Timeout, "grace", p.opts.Grace)
+	return timedOut(c) + " (its worker had not answered by then and was stopped)"
+}
+
+// timedOut is the message of a call that reached its deadline, as the
+// sandbox words it in process.
+func timedOut(c sandbox.Call) string {
+	return fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout)
+}
+
 // lost ends a call whose worker can no longer be read (it died, was
 // killed, or sent bytes that are no frame).
-func (p *Pool) lost(ctx context.Context, w *proc, c sandbox.Call, start time.Time, cancelled bool,
+func (p *Pool) lost(ctx context.Context, w *proc, c sandbox.Call, export string, start time.Time, cancelled bool,
 	fail func(sandbox.Kind, string) (sandbox.Outcome, error), finish func() sandbox.Outcome) (sandbox.Outcome, error) {
 	switch reason := w.killReason(); {
 	case cancelled || (reason == killedCancel && ctx.Err() != nil):
@@ -316,8 +341,8 @@ func (p *Pool) lost(ctx context.Context, w *proc, c sandbox.Call, start time.Tim
 	case reason == killedShutdown:
 		return finish(), api.ErrClosed
 	case reason == killedDeadline:
-		// The write guard: the worker stopped reading.
-		return fail(sandbox.KindDeadline, fmt.Sprintf("did not finish within its %v timeout", c.Limits.Timeout))
+		// The write guard: the worker stopped reading, or answering.
+		return fail(sandbox.KindDeadline, p.unanswered(w, c, export))
 	}
 	if !errors.Is(w.err, io.EOF) && !errors.Is(w.err, io.ErrUnexpectedEOF) && !errors.Is(w.err, os.ErrClosed) {
 		return p.violation(w, c, start, "unreadable message: "+w.err.Error())

@@ -254,6 +254,11 @@ func TestHostileToolsInWorkers(t *testing.T) {
 			if out.Failure == nil || out.Failure.Kind != tc.kind {
 				t.Fatalf("outcome %+v, want kind %s", out, tc.kind)
 			}
+			// A tool that runs too long is ended by its worker's own
+			// sandbox, which answers: not a worker that went silent.
+			if tc.kind == sandbox.KindDeadline && out.Failure.Message != "did not finish within its 500ms timeout" {
+				t.Errorf("message %q, want the sandbox's own", out.Failure.Message)
+			}
 		})
 	}
 	if out := call(t, p, testkit.Component(t, "echo"), `{"message":"still here"}`, lim); out.Failure != nil {
@@ -337,6 +342,10 @@ func TestHostileWorkers(t *testing.T) {
 			out, err := bad.run(context.Background(), firstKey(good), "execute", sandbox.Call{Limits: l, Input: "{}"})
 			if err == nil && out.Failure == nil {
 				t.Fatalf("a hostile worker's call succeeded: %+v", out)
+			}
+			if mode == "hostile-silent" && (out.Failure == nil || out.Failure.Kind != sandbox.KindDeadline ||
+				out.Failure.Message != "did not finish within its 500ms timeout (its worker had not answered by then and was stopped)") {
+				t.Errorf("silent worker: %+v %v, want a deadline failure saying its worker did not answer", out.Failure, err)
 			}
 			if took := time.Since(start); took > testkit.Slack(t, 5*time.Second) {
 				t.Errorf("took %v", took)
