@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/compcache"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 	"github.com/maiden-run/maiden/internal/worker"
@@ -43,9 +43,7 @@ func (b builder) checkMiddleware(ctx context.Context) int {
 		case "off":
 			dir = ""
 		case "":
-			if d, err := os.UserCacheDir(); err == nil {
-				dir = filepath.Join(d, "maiden", "components")
-			}
+			dir = compcache.DefaultDir()
 		}
 		runner, err = worker.New(&worker.Options{Size: 1, CacheDir: dir, Command: workerCommand()})
 	}

@@ -165,8 +165,8 @@ func (c *Cache) stamp() {
 	_ = unix.UtimesNanoAt(c.fd, stampName, []unix.Timespec{now, now}, unix.AT_SYMLINK_NOFOLLOW)
 }
 
-// trimStats says what a trim did.
-type trimStats struct {
+// TrimStats says what a trim did.
+type TrimStats struct {
 	Removed int   // entries and stray files removed
 	Freed   int64 // bytes they held
 	Kept    int64 // bytes of the entries left
@@ -187,22 +187,11 @@ type cached struct {
 // artifact named keep (the one just put; "" for none). It returns what it
 // removed and how much is left; an error means the cache directory could
 // not be listed (a subdirectory that cannot be is skipped).
-func (c *Cache) trim(keep string) (trimStats, error) {
-	var st trimStats
-	subs, err := c.list(".")
+func (c *Cache) trim(keep string) (TrimStats, error) {
+	now := time.Now()
+	entries, st, err := c.scan(now, true)
 	if err != nil {
 		return st, err
-	}
-	now := time.Now()
-	var entries []*cached
-	for _, sub := range subs {
-		if len(sub) != 2 || !isHex(sub) {
-			continue
-		}
-		found, removed, freed := c.scanSub(sub, now)
-		entries = append(entries, found...)
-		st.Removed += removed
-		st.Freed += freed
 	}
 	var live []*cached
 	var total int64
@@ -238,9 +227,30 @@ func (c *Cache) trim(keep string) (trimStats, error) {
 	return st, nil
 }
 
+// scan lists the cache's entries in every subdirectory, removing stale
+// temporary files on the way if removeStale (the stats count those).
+func (c *Cache) scan(now time.Time, removeStale bool) ([]*cached, TrimStats, error) {
+	var st TrimStats
+	subs, err := c.list(".")
+	if err != nil {
+		return nil, st, err
+	}
+	var entries []*cached
+	for _, sub := range subs {
+		if len(sub) != 2 || !isHex(sub) {
+			continue
+		}
+		found, removed, freed := c.scanSub(sub, now, removeStale)
+		entries = append(entries, found...)
+		st.Removed += removed
+		st.Freed += freed
+	}
+	return entries, st, nil
+}
+
 // scanSub lists one subdirectory: the cache's entries in it, and stale
-// temporary files, which it removes.
-func (c *Cache) scanSub(sub string, now time.Time) (entries []*cached, removed int, freed int64) {
+// temporary files, which it removes if removeStale.
+func (c *Cache) scanSub(sub string, now time.Time, removeStale bool) (entries []*cached, removed int, freed int64) {
 	d, err := c.openList(sub)
 	if err != nil {
 		return nil, 0, 0 // a link or not a directory: not the cache's
@@ -276,7 +286,7 @@ func (c *Cache) scanSub(sub string, now time.Time) (entries []*cached, removed i
 		mtime := time.Unix(fst.Mtim.Unix())
 		switch kind {
 		case tempFile:
-			if now.Sub(mtime) >= staleAfter && unix.Unlinkat(dfd, name, 0) == nil {
+			if removeStale && now.Sub(mtime) >= staleAfter && unix.Unlinkat(dfd, name, 0) == nil {
 				removed++
 				freed += fst.Size
 			}

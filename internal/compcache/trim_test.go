@@ -184,6 +184,23 @@ func TestTrimRemovesWhatNobodyUsed(t *testing.T) {
 // far past MaxAge and the limit is tiny, so a trim that took any of them
 // for an entry would remove it.
 func TestTrimTouchesOnlyTheCachesOwnFiles(t *testing.T) {
+	ops := []struct {
+		name string
+		run  func(c *Cache) error
+	}{
+		{"trim", func(c *Cache) error { _, err := c.trim(""); return err }},
+		{"Trim", func(c *Cache) error { _, err := c.Trim(); return err }},
+		{"Clear", func(c *Cache) error { _, err := c.Clear(); return err }},
+	}
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) { touchesOnlyOwnFiles(t, op.name, op.run) })
+	}
+}
+
+// touchesOnlyOwnFiles plants look-alikes of the cache's files and links
+// out of it, then runs op, which must remove the one real entry and
+// nothing else (Usage, before it, counts that entry alone).
+func touchesOnlyOwnFiles(t *testing.T, name string, op func(c *Cache) error) {
 	c := open(t, filepath.Join(t.TempDir(), "cache"))
 	ancient := time.Now().Add(-10 * MaxAge)
 	_, file, _ := c.name(entryKey(0))
@@ -233,20 +250,23 @@ func TestTrimTouchesOnlyTheCachesOwnFiles(t *testing.T) {
 	}
 	c.SetMaxBytes(1)
 
-	if _, err := c.trim(""); err != nil {
+	if u, err := c.Usage(); err != nil || u.Entries != 1 {
+		t.Errorf("Usage = %+v, %v; want the one real entry", u, err)
+	}
+	if err := op(c); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range keep {
 		fi, err := os.Stat(p)
 		switch {
 		case err != nil:
-			t.Errorf("trim removed %s, which is not the cache's", p)
+			t.Errorf("%s removed %s, which is not the cache's", name, p)
 		case !fi.ModTime().Equal(ancient) && !fi.IsDir():
-			t.Errorf("trim changed the time of %s, which is not the cache's, to %v", p, fi.ModTime())
+			t.Errorf("%s changed the time of %s, which is not the cache's, to %v", name, p, fi.ModTime())
 		}
 	}
 	if isCached(t, c, 1) {
-		t.Error("trim left the real entry (dated 10×MaxAge ago, over a 1-byte limit)")
+		t.Errorf("%s left the real entry (dated 10×MaxAge ago, over a 1-byte limit)", name)
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +18,7 @@ import (
 	"github.com/maiden-run/maiden/internal/cards"
 	"github.com/maiden-run/maiden/internal/chain"
 	"github.com/maiden-run/maiden/internal/command"
+	"github.com/maiden-run/maiden/internal/compcache"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/jsonparse"
@@ -606,9 +605,7 @@ func newRunner(o Options, size int) (sandbox.Runner, error) {
 	case "off":
 		dir = ""
 	case "":
-		if d, err := os.UserCacheDir(); err == nil {
-			dir = filepath.Join(d, "maiden", "components")
-		}
+		dir = compcache.DefaultDir()
 	}
 	return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger, CacheDir: dir, MaxCacheBytes: o.MaxCacheBytes})
 }

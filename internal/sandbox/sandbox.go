@@ -17,13 +17,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/maiden-run/maiden/api"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/compcache"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 	"github.com/maiden-run/maiden/wit"
 )
@@ -122,9 +121,7 @@ func New(opts *Options) (*Sandbox, error) {
 	case "off":
 		o.CacheDir = ""
 	case "":
-		if d, err := os.UserCacheDir(); err == nil {
-			o.CacheDir = filepath.Join(d, "maiden", "components")
-		}
+		o.CacheDir = compcache.DefaultDir()
 	}
 	if o.CacheDir != "" {
 		if err := prepareCacheDir(o.CacheDir); err != nil {
