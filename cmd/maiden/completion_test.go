@@ -74,9 +74,11 @@ func TestCompleteArgs(t *testing.T) {
 		kind  completeKind
 		want  []string
 	}{
-		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "pending", "approve", "deny", "sessions", "audit", "state", "operators", "mcp", "add", "pull", "publish", "client", "completion", "version", "help"}},
+		{"commands", []string{""}, completeWords, []string{"check", "tools", "call", "new", "build", "serve", "agents", "cards", "pending", "approve", "deny", "sessions", "audit", "state", "cache", "operators", "mcp", "add", "pull", "publish", "client", "completion", "version", "help"}},
 		{"audit subcommands", []string{"audit", ""}, completeWords, []string{"verify", "tail", "export", "whatif"}},
 		{"operators subcommands", []string{"operators", ""}, completeWords, []string{"token", "ls", "revoke-token"}},
+		{"cache subcommands", []string{"cache", ""}, completeWords, []string{"show", "trim", "clear"}},
+		{"cache show flags", []string{"cache", "show", "-"}, completeWords, []string{"-cache", "-json"}},
 		{"audit tail flags", []string{"audit", "tail", "-"}, completeWords, []string{"-cache", "-config", "-f", "-isolation", "-json", "-n", "-state", "-v"}},
 		{"approve flags", []string{"approve", "apr_1", "-al"}, completeWords, []string{"-always"}},
 		{"deny flags", []string{"deny", "-r"}, completeWords, []string{"-reason"}},

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/compcache"
+)
+
+// maiden cache show|trim|clear: the compiled-component cache on disk
+// (internal/compcache), which otherwise only maiden itself looks after
+// (a Put trims it at most hourly).
+
+const cacheShowHelp = `Shows the compiled-component cache: its folder, how many compiled components it holds
+and their size (every engine version's), the size limit and where it comes from
+($MAIDEN_CACHE_MAX, default 2GiB; "off": none), the least and most recent use of an entry,
+and the last trim. Nothing is changed. With -json: {"dir", "entries", "bytes", "oldest_use",
+"newest_use", "last_trim", "limit_bytes", "max_age_seconds"} (times in RFC 3339; zero times
+when there is no entry or no trim yet).`
+
+const cacheTrimHelp = `Trims the compiled-component cache now, as maiden does by itself at most hourly when it
+writes an entry: entries unused for 14 days go, then, while the rest is over the size limit
+($MAIDEN_CACHE_MAX, default 2GiB), the least recently used until 70% of the limit is left.
+Prints what was removed and what is left. With -json: {"removed", "freed_bytes", "kept_bytes"}.`
+
+const cacheClearHelp = `Removes every entry of the compiled-component cache, of every engine version: the next load
+of each tool compiles it again. Only the files the cache writes are removed (anything else in
+the folder stays), and an entry another maiden is writing right now is left to finish. A
+running maiden keeps the code it has loaded. With -json: {"removed", "freed_bytes"}.`
+
+// exitCacheFailed: the cache folder could not be listed.
+const exitCacheFailed = 1
+
+// cacheFlags parses the flags of maiden cache's subcommands and opens the
+// cache; a folder that does not exist yet is reported as (nil, "", -1)
+// without creating it.
+func cacheFlags(name string, args []string, stderr io.Writer) (c *compcache.Cache, dir string, asJSON bool, code int) {
+	fl := bareFlags(name, stderr)
+	fl.StringVar(&dir, "cache", "", "the compiled-component cache `DIR` (default: the user cache directory's maiden/components)")
+	j := fl.Bool("json", false, "print the result as JSON")
+	pos, err := parseInterspersed(fl, args)
+	if err != nil {
+		return nil, "", false, parseFailed(err)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "maiden %s: unexpected argument %q\n", name, pos[0])
+		return nil, "", false, exitUsage
+	}
+	switch dir {
+	case "off":
+		fmt.Fprintf(stderr, "maiden %s: -cache off names no cache; give its folder, or leave -cache out for the default\n", name)
+		return nil, "", false, exitUsage
+	case "":
+		if dir = compcache.DefaultDir(); dir == "" {
+			fmt.Fprintf(stderr, "maiden %s: no user cache directory ($XDG_CACHE_HOME or $HOME); give the cache's folder with -cache DIR\n", name)
+			return nil, "", false, exitUsage
+		}
+	}
+	// A limit it cannot read is named here; Open then uses the default.
+	if v := os.Getenv(compcache.MaxBytesEnv); strings.TrimSpace(v) != "" {
+		if _, err := compcache.ParseSize(v); err != nil {
+			fmt.Fprintf(stderr, "maiden %s: %s=%q: %v; using the default limit\n", name, compcache.MaxBytesEnv, v, err)
+		}
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, dir, *j, -1
+	}
+	c, err = compcache.Open(dir, "", nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "maiden %s: %v\n", name, err)
+		return nil, "", false, exitUsage
+	}
+	return c, c.Dir(), *j, -1
+}
+
+func cmdCacheShow(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	c, dir, asJSON, code := cacheFlags("cache show", args, stderr)
+	if code >= 0 {
+		return code
+	}
+	var u compcache.Usage
+	if c == nil {
+		// No folder yet: empty, with the limit a cache would get.
+		lim, err := compcache.ParseSize(os.Getenv(compcache.MaxBytesEnv))
+		if strings.TrimSpace(os.Getenv(compcache.MaxBytesEnv)) == "" || err != nil {
+			lim = compcache.DefaultMaxBytes
+		}
+		u = compcache.Usage{MaxBytes: lim, MaxAge: compcache.MaxAge.Seconds()}
+	} else {
+		defer c.Close()
+		var err error
+		if u, err = c.Usage(); err != nil {
+			fmt.Fprintf(stderr, "maiden cache show: %v\n", err)
+			return exitCacheFailed
+		}
+	}
+	if asJSON {
+		printJSON(stdout, struct {
+			Dir string `json:"dir"`
+			compcache.Usage
+		}{dir, u})
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "compiled-component cache %s\n", dir)
+	entries := "entries"
+	if u.Entries == 1 {
+		entries = "entry"
+	}
+	fmt.Fprintf(stdout, "%d %s, %s; %s\n", u.Entries, entries, byteSize(u.Bytes), cacheLimit(u.MaxBytes))
+	if u.Entries > 0 {
+		fmt.Fprintf(stdout, "used: least recently %s, most recently %s (an entry unused for %d days goes at the next trim)\n",
+			u.Oldest.Local().Format(time.DateTime), u.Newest.Local().Format(time.DateTime), int(compcache.MaxAge.Hours()/24))
+	}
+	if u.LastTrim.IsZero() {
+		fmt.Fprintln(stdout, "last trim: never (maiden trims at most hourly when it writes an entry; maiden cache trim does it now)")
+	} else {
+		fmt.Fprintf(stdout, "last trim: %s (maiden trims at most hourly when it writes an entry; maiden cache trim does it now)\n",
+			u.LastTrim.Local().Format(time.DateTime))
+	}
+	return exitOK
+}
+
+// cacheLimit says what bounds the cache's size and where the bound comes
+// from.
+func cacheLimit(max int64) string {
+	env, set := os.LookupEnv(compcache.MaxBytesEnv)
+	switch {
+	case max == 0:
+		return fmt.Sprintf("no size limit (%s=%s)", compcache.MaxBytesEnv, env)
+	case set && env != "" && max != compcache.DefaultMaxBytes:
+		return fmt.Sprintf("limit %s (%s=%s)", byteSize(max), compcache.MaxBytesEnv, env)
+	}
+	return fmt.Sprintf("limit %s (the default; %s sets it)", byteSize(max), compcache.MaxBytesEnv)
+}
+
+func cmdCacheTrim(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return cacheRemove("cache trim", args, stdout, stderr, (*compcache.Cache).Trim)
+}
+
+func cmdCacheClear(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return cacheRemove("cache clear", args, stdout, stderr, (*compcache.Cache).Clear)
+}
+
+// cacheRemove runs trim or clear and says what it removed.
+func cacheRemove(name string, args []string, stdout, stderr io.Writer, op func(*compcache.Cache) (compcache.TrimStats, error)) int {
+	c, dir, asJSON, code := cacheFlags(name, args, stderr)
+	if code >= 0 {
+		return code
+	}
+	var st compcache.TrimStats
+	if c != nil {
+		defer c.Close()
+		var err error
+		if st, err = op(c); err != nil {
+			fmt.Fprintf(stderr, "maiden %s: %v\n", name, err)
+			return exitCacheFailed
+		}
+	}
+	if asJSON {
+		if name == "cache clear" {
+			printJSON(stdout, map[string]any{"removed": st.Removed, "freed_bytes": st.Freed})
+		} else {
+			printJSON(stdout, map[string]any{"removed": st.Removed, "freed_bytes": st.Freed, "kept_bytes": st.Kept})
+		}
+		return exitOK
+	}
+	entries := "entries"
+	if st.Removed == 1 {
+		entries = "entry"
+	}
+	fmt.Fprintf(stdout, "%s: removed %d %s (%s)", dir, st.Removed, entries, byteSize(st.Freed))
+	if name == "cache trim" {
+		fmt.Fprintf(stdout, "; %s left", byteSize(st.Kept))
+	}
+	fmt.Fprintln(stdout)
+	return exitOK
+}
+
+// byteSize prints n bytes in the largest binary unit it fills, as
+// $MAIDEN_CACHE_MAX reads them (1.5 GiB, 320 MiB, 12 KiB, 7 bytes).
+func byteSize(n int64) string {
+	units := []string{"KiB", "MiB", "GiB", "TiB"}
+	if n < 1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	v, u := float64(n)/1024, 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.1f %s", v, units[u])
+	}
+	return fmt.Sprintf("%.0f %s", v, units[u])
+}
