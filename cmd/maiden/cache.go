@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/compcache"
@@ -37,69 +36,71 @@ running maiden keeps the code it has loaded. With -json: {"removed", "freed_byte
 // exitCacheFailed: the cache folder could not be listed.
 const exitCacheFailed = 1
 
+// cacheCmd is what maiden cache's subcommands parsed: the cache (nil when
+// its folder does not exist yet: nothing is created), the folder, -json,
+// and the size limit $MAIDEN_CACHE_MAX sets.
+type cacheCmd struct {
+	c      *compcache.Cache
+	dir    string
+	asJSON bool
+	limit  int64
+}
+
 // cacheFlags parses the flags of maiden cache's subcommands and opens the
-// cache; a folder that does not exist yet is reported as (nil, "", -1)
-// without creating it.
-func cacheFlags(name string, args []string, stderr io.Writer) (c *compcache.Cache, dir string, asJSON bool, code int) {
+// cache; code is -1 to go on, else the exit code (the problem printed).
+func cacheFlags(name string, args []string, stderr io.Writer) (cc cacheCmd, code int) {
 	fl := bareFlags(name, stderr)
-	fl.StringVar(&dir, "cache", "", "the compiled-component cache `DIR` (default: the user cache directory's maiden/components)")
-	j := fl.Bool("json", false, "print the result as JSON")
+	fl.StringVar(&cc.dir, "cache", "", "the compiled-component cache `DIR` (default: the user cache directory's maiden/components)")
+	fl.BoolVar(&cc.asJSON, "json", false, "print the result as JSON")
 	pos, err := parseInterspersed(fl, args)
 	if err != nil {
-		return nil, "", false, parseFailed(err)
+		return cc, parseFailed(err)
 	}
 	if len(pos) != 0 {
 		fmt.Fprintf(stderr, "maiden %s: unexpected argument %q\n", name, pos[0])
-		return nil, "", false, exitUsage
+		return cc, exitUsage
 	}
-	switch dir {
+	switch cc.dir {
 	case "off":
 		fmt.Fprintf(stderr, "maiden %s: -cache off names no cache; give its folder, or leave -cache out for the default\n", name)
-		return nil, "", false, exitUsage
+		return cc, exitUsage
 	case "":
-		if dir = compcache.DefaultDir(); dir == "" {
+		if cc.dir = compcache.DefaultDir(); cc.dir == "" {
 			fmt.Fprintf(stderr, "maiden %s: no user cache directory ($XDG_CACHE_HOME or $HOME); give the cache's folder with -cache DIR\n", name)
-			return nil, "", false, exitUsage
+			return cc, exitUsage
 		}
 	}
-	// A limit it cannot read is named here; Open then uses the default.
-	if v := os.Getenv(compcache.MaxBytesEnv); strings.TrimSpace(v) != "" {
-		if _, err := compcache.ParseSize(v); err != nil {
-			fmt.Fprintf(stderr, "maiden %s: %s=%q: %v; using the default limit\n", name, compcache.MaxBytesEnv, v, err)
-		}
-	}
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, dir, *j, -1
-	}
-	c, err = compcache.Open(dir, "", nil)
-	if err != nil {
+	// A limit it cannot read is named; the default applies (as in Open).
+	if cc.limit, err = compcache.MaxBytesFromEnv(); err != nil {
 		fmt.Fprintf(stderr, "maiden %s: %v\n", name, err)
-		return nil, "", false, exitUsage
 	}
-	return c, c.Dir(), *j, -1
+	if _, err := os.Stat(cc.dir); errors.Is(err, fs.ErrNotExist) {
+		return cc, -1
+	}
+	if cc.c, err = compcache.Open(cc.dir, "", nil); err != nil {
+		fmt.Fprintf(stderr, "maiden %s: %v\n", name, err)
+		return cc, exitUsage
+	}
+	cc.dir = cc.c.Dir()
+	return cc, -1
 }
 
 func cmdCacheShow(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	c, dir, asJSON, code := cacheFlags("cache show", args, stderr)
+	cc, code := cacheFlags("cache show", args, stderr)
 	if code >= 0 {
 		return code
 	}
-	var u compcache.Usage
-	if c == nil {
-		// No folder yet: empty, with the limit a cache would get.
-		lim, err := compcache.ParseSize(os.Getenv(compcache.MaxBytesEnv))
-		if strings.TrimSpace(os.Getenv(compcache.MaxBytesEnv)) == "" || err != nil {
-			lim = compcache.DefaultMaxBytes
-		}
-		u = compcache.Usage{MaxBytes: lim, MaxAge: compcache.MaxAge.Seconds()}
-	} else {
-		defer c.Close()
+	// No folder yet: empty, with the limit a cache would get.
+	u := compcache.Usage{MaxBytes: cc.limit, MaxAge: compcache.MaxAge.Seconds()}
+	if cc.c != nil {
+		defer cc.c.Close()
 		var err error
-		if u, err = c.Usage(); err != nil {
+		if u, err = cc.c.Usage(); err != nil {
 			fmt.Fprintf(stderr, "maiden cache show: %v\n", err)
 			return exitCacheFailed
 		}
 	}
+	dir, asJSON := cc.dir, cc.asJSON
 	if asJSON {
 		printJSON(stdout, struct {
 			Dir string `json:"dir"`
@@ -117,12 +118,11 @@ func cmdCacheShow(_ context.Context, args []string, _ io.Reader, stdout, stderr 
 		fmt.Fprintf(stdout, "used: least recently %s, most recently %s (an entry unused for %d days goes at the next trim)\n",
 			u.Oldest.Local().Format(time.DateTime), u.Newest.Local().Format(time.DateTime), int(compcache.MaxAge.Hours()/24))
 	}
-	if u.LastTrim.IsZero() {
-		fmt.Fprintln(stdout, "last trim: never (maiden trims at most hourly when it writes an entry; maiden cache trim does it now)")
-	} else {
-		fmt.Fprintf(stdout, "last trim: %s (maiden trims at most hourly when it writes an entry; maiden cache trim does it now)\n",
-			u.LastTrim.Local().Format(time.DateTime))
+	last := "never"
+	if !u.LastTrim.IsZero() {
+		last = u.LastTrim.Local().Format(time.DateTime)
 	}
+	fmt.Fprintf(stdout, "last trim: %s (maiden trims at most hourly when it writes an entry; maiden cache trim does it now)\n", last)
 	return exitOK
 }
 
@@ -149,19 +149,20 @@ func cmdCacheClear(_ context.Context, args []string, _ io.Reader, stdout, stderr
 
 // cacheRemove runs trim or clear and says what it removed.
 func cacheRemove(name string, args []string, stdout, stderr io.Writer, op func(*compcache.Cache) (compcache.TrimStats, error)) int {
-	c, dir, asJSON, code := cacheFlags(name, args, stderr)
+	cc, code := cacheFlags(name, args, stderr)
 	if code >= 0 {
 		return code
 	}
 	var st compcache.TrimStats
-	if c != nil {
-		defer c.Close()
+	if cc.c != nil {
+		defer cc.c.Close()
 		var err error
-		if st, err = op(c); err != nil {
+		if st, err = op(cc.c); err != nil {
 			fmt.Fprintf(stderr, "maiden %s: %v\n", name, err)
 			return exitCacheFailed
 		}
 	}
+	dir, asJSON := cc.dir, cc.asJSON
 	if asJSON {
 		if name == "cache clear" {
 			printJSON(stdout, map[string]any{"removed": st.Removed, "freed_bytes": st.Freed})

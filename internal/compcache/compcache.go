@@ -102,7 +102,7 @@ func Open(dir, fingerprint string, log *slog.Logger) (*Cache, error) {
 	}
 	sum := sha256.Sum256([]byte("maiden-compcache-" + format + "\x00" + fingerprint))
 	c := &Cache{dir: real, fd: fd, tag: hex.EncodeToString(sum[:8]), log: log, uid: uid}
-	max, err := maxBytesFromEnv()
+	max, err := MaxBytesFromEnv()
 	if err != nil {
 		log.Warn("compiled-component cache size limit", "error", err)
 	}

@@ -62,9 +62,10 @@ const (
 	stampName  = "trim-stamp"
 )
 
-// maxBytesFromEnv reads the size limit from MaxBytesEnv: DefaultMaxBytes
-// when unset, 0 (no size limit) for "off".
-func maxBytesFromEnv() (int64, error) {
+// MaxBytesFromEnv reads the size limit from MaxBytesEnv: DefaultMaxBytes
+// when unset, 0 (no size limit) for "off". A value it cannot read is an
+// error naming it, with DefaultMaxBytes.
+func MaxBytesFromEnv() (int64, error) {
 	v, ok := os.LookupEnv(MaxBytesEnv)
 	if !ok || strings.TrimSpace(v) == "" {
 		return DefaultMaxBytes, nil
