@@ -83,7 +83,7 @@ func TestCompleteArgs(t *testing.T) {
 		{"approve flags", []string{"approve", "apr_1", "-al"}, completeWords, []string{"-always"}},
 		{"deny flags", []string{"deny", "-r"}, completeWords, []string{"-reason"}},
 		{"operators of -config", []string{"operators", "token", "-config", opsCfg, ""}, completeWords, []string{"alice", "bob"}},
-		{"command prefix", []string{"c"}, completeWords, []string{"check", "call", "cards", "client", "completion"}},
+		{"command prefix", []string{"c"}, completeWords, []string{"check", "call", "cards", "cache", "client", "completion"}},
 		{"hidden command not offered", []string{"__"}, completeWords, nil},
 		{"unknown command", []string{"frob", ""}, completeWords, nil},
 		{"subcommand", []string{"client", ""}, completeWords, []string{"config"}},

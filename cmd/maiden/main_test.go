@@ -104,8 +104,9 @@ func TestCallExitCodes(t *testing.T) {
 				t.Errorf("envelope error %+v, want kind %s", env.Error, tc.kind)
 			}
 			// The timeout as configured, not the time left when the
-			// call reached the worker (it said "199.99ms").
-			if tc.kind == "deadline" && env.Error != nil && env.Error.Message != "did not finish within its 200ms timeout" {
+			// call reached the worker (it said "199.99ms"); a worker
+			// killed before it answered (a loaded machine) adds that.
+			if tc.kind == "deadline" && env.Error != nil && !strings.HasPrefix(env.Error.Message, "did not finish within its 200ms timeout") {
 				t.Errorf("deadline message %q", env.Error.Message)
 			}
 		})

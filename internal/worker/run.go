@@ -314,13 +314,13 @@ func (lp *callLoop) stop() {
 
 // unanswered is the failure of a call whose worker was killed at the
 // call's deadline plus the grace period because it had not answered: it
-// stopped reading or writing, was hostile, or got no CPU. A tool that runs
-// too long is not this: the worker's own sandbox ends it at the deadline
-// and answers, with the sandbox's message. The two share the kind and the
-// start of the message; the rest, and the warning, tell a stalled worker
-// (or machine) from a slow tool.
+// stopped reading or writing, was hostile, got no CPU, or (on a loaded
+// machine) its sandbox's own deadline, which ends a tool that runs too long
+// with the plain message, came too late for the grace period. The kind and
+// the start of the message are the same either way; the rest tells a
+// worker killed and replaced from one that answered.
 func (p *Pool) unanswered(w *proc, c sandbox.Call, export string) string {
-	p.log.Warn("worker killed: it had not answered by its call's deadline plus grace",
+	p.log.Debug("worker killed: it had not answered by its call's deadline plus grace",
 		"pid", w.pid, "export", export, "timeout", c.Limits.Timeout, "grace", p.opts.Grace)
 	return timedOut(c) + " (its worker had not answered by then and was stopped)"
 }

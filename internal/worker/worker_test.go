@@ -254,10 +254,13 @@ func TestHostileToolsInWorkers(t *testing.T) {
 			if out.Failure == nil || out.Failure.Kind != tc.kind {
 				t.Fatalf("outcome %+v, want kind %s", out, tc.kind)
 			}
-			// A tool that runs too long is ended by its worker's own
-			// sandbox, which answers: not a worker that went silent.
-			if tc.kind == sandbox.KindDeadline && out.Failure.Message != "did not finish within its 500ms timeout" {
-				t.Errorf("message %q, want the sandbox's own", out.Failure.Message)
+			// The call's timeout, not the time left when the call
+			// reached the worker ("499.97ms"). (Usually the worker's
+			// sandbox ends the tool and answers; on a loaded machine
+			// the parent may kill the worker first, which the message
+			// then adds.)
+			if tc.kind == sandbox.KindDeadline && !strings.HasPrefix(out.Failure.Message, "did not finish within its 500ms timeout") {
+				t.Errorf("message %q, want the call's timeout named", out.Failure.Message)
 			}
 		})
 	}
