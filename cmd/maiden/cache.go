@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/maiden-run/maiden/internal/compcache"
@@ -129,11 +130,12 @@ func cmdCacheShow(_ context.Context, args []string, _ io.Reader, stdout, stderr 
 // cacheLimit says what bounds the cache's size and where the bound comes
 // from.
 func cacheLimit(max int64) string {
-	env, set := os.LookupEnv(compcache.MaxBytesEnv)
+	env := strings.TrimSpace(os.Getenv(compcache.MaxBytesEnv))
+	_, err := compcache.ParseSize(env)
 	switch {
 	case max == 0:
 		return fmt.Sprintf("no size limit (%s=%s)", compcache.MaxBytesEnv, env)
-	case set && env != "" && max != compcache.DefaultMaxBytes:
+	case env != "" && err == nil:
 		return fmt.Sprintf("limit %s (%s=%s)", byteSize(max), compcache.MaxBytesEnv, env)
 	}
 	return fmt.Sprintf("limit %s (the default; %s sets it)", byteSize(max), compcache.MaxBytesEnv)

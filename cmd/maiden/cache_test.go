@@ -91,6 +91,11 @@ func TestCacheShowTrimClear(t *testing.T) {
 	if u := show(); u.Entries != 1 || u.Limit != 0 || u.LastTrim.IsZero() {
 		t.Fatalf("show after the trim: %+v", u)
 	}
+	// A limit set to the default's value is still the variable's.
+	t.Setenv("MAIDEN_CACHE_MAX", "2G")
+	if r := cli(t, "", "cache", "show", "-cache", cache); !strings.Contains(r.stdout, "limit 2.0 GiB (MAIDEN_CACHE_MAX=2G)") {
+		t.Fatalf("show with MAIDEN_CACHE_MAX=2G: %+v", r)
+	}
 
 	// Size: over a 1 KiB limit the last entry goes too.
 	t.Setenv("MAIDEN_CACHE_MAX", "1K")
