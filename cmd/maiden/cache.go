@@ -142,15 +142,16 @@ func cacheLimit(max int64) string {
 }
 
 func cmdCacheTrim(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	return cacheRemove("cache trim", args, stdout, stderr, (*compcache.Cache).Trim)
+	return cacheRemove("cache trim", args, stdout, stderr, (*compcache.Cache).Trim, true)
 }
 
 func cmdCacheClear(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	return cacheRemove("cache clear", args, stdout, stderr, (*compcache.Cache).Clear)
+	return cacheRemove("cache clear", args, stdout, stderr, (*compcache.Cache).Clear, false)
 }
 
-// cacheRemove runs trim or clear and says what it removed.
-func cacheRemove(name string, args []string, stdout, stderr io.Writer, op func(*compcache.Cache) (compcache.TrimStats, error)) int {
+// cacheRemove runs trim or clear and says what it removed (and, if
+// withKept, what is left).
+func cacheRemove(name string, args []string, stdout, stderr io.Writer, op func(*compcache.Cache) (compcache.TrimStats, error), withKept bool) int {
 	cc, code := cacheFlags(name, args, stderr)
 	if code >= 0 {
 		return code
@@ -166,11 +167,11 @@ func cacheRemove(name string, args []string, stdout, stderr io.Writer, op func(*
 	}
 	dir, asJSON := cc.dir, cc.asJSON
 	if asJSON {
-		if name == "cache clear" {
-			printJSON(stdout, map[string]any{"removed": st.Removed, "freed_bytes": st.Freed})
-		} else {
-			printJSON(stdout, map[string]any{"removed": st.Removed, "freed_bytes": st.Freed, "kept_bytes": st.Kept})
+		out := map[string]any{"removed": st.Removed, "freed_bytes": st.Freed}
+		if withKept {
+			out["kept_bytes"] = st.Kept
 		}
+		printJSON(stdout, out)
 		return exitOK
 	}
 	entries := "entries"
@@ -178,7 +179,7 @@ func cacheRemove(name string, args []string, stdout, stderr io.Writer, op func(*
 		entries = "entry"
 	}
 	fmt.Fprintf(stdout, "%s: removed %d %s (%s)", dir, st.Removed, entries, byteSize(st.Freed))
-	if name == "cache trim" {
+	if withKept {
 		fmt.Fprintf(stdout, "; %s left", byteSize(st.Kept))
 	}
 	fmt.Fprintln(stdout)

@@ -67,25 +67,27 @@ func (c *Cache) Usage() (Usage, error) {
 func (c *Cache) Trim() (TrimStats, error) {
 	c.trimming.Lock()
 	defer c.trimming.Unlock()
-	c.written.Store(0)
-	c.stamp()
-	return c.trim("")
+	return c.startTrim("")
 }
 
-// Clear removes every entry, whatever its age or engine, and stale
-// temporary files. A Put in progress elsewhere (a temporary file younger
-// than an hour) is left to finish; a process that still maps a removed
-// artifact keeps reading it, and its next load compiles again.
+// Clear removes every entry, whatever its age or engine, and what a trim
+// removes of half-written ones. A Put in progress elsewhere (its temporary
+// file, or its artifact before the record, younger than an hour) is left to
+// finish; a process that still maps a removed artifact keeps reading it,
+// and its next load compiles again.
 func (c *Cache) Clear() (TrimStats, error) {
 	c.trimming.Lock()
 	defer c.trimming.Unlock()
-	entries, st, err := c.scan(time.Now(), true)
+	now := time.Now()
+	entries, st, err := c.scan(now, true)
 	if err != nil {
 		return st, err
 	}
 	for _, e := range entries {
-		st.Removed++
-		st.Freed += c.removeEntry(e)
+		if e.artifact && e.record || e.staleHalf(now) {
+			st.Removed++
+			st.Freed += c.removeEntry(e)
+		}
 	}
 	return st, nil
 }

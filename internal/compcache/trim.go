@@ -143,9 +143,7 @@ func (c *Cache) maybeTrim(justPut string, n int64) {
 		return
 	}
 	defer c.trimming.Unlock()
-	c.written.Store(0)
-	c.stamp()
-	st, err := c.trim(justPut)
+	st, err := c.startTrim(justPut)
 	if err != nil {
 		c.log.Warn("trimming the compiled-component cache", "dir", c.dir, "error", err)
 		return
@@ -153,6 +151,14 @@ func (c *Cache) maybeTrim(justPut string, n int64) {
 	if st.Removed > 0 {
 		c.log.Debug("compiled-component cache trimmed", "dir", c.dir, "removed", st.Removed, "freed_bytes", st.Freed, "kept_bytes", st.Kept)
 	}
+}
+
+// startTrim stamps and trims, keeping the artifact named keep; the caller
+// holds c.trimming.
+func (c *Cache) startTrim(keep string) (TrimStats, error) {
+	c.written.Store(0)
+	c.stamp()
+	return c.trim(keep)
 }
 
 // stamp records that a trim starts now, for every process sharing the
@@ -184,6 +190,19 @@ type cached struct {
 	recordTime  time.Time
 }
 
+// staleHalf tells whether e is half an entry (a record without its
+// artifact, or an artifact without its record) old enough not to be a Put
+// in progress in another process.
+func (e *cached) staleHalf(now time.Time) bool {
+	switch {
+	case !e.artifact:
+		return now.Sub(e.recordTime) >= staleAfter
+	case !e.record:
+		return now.Sub(e.used) >= staleAfter
+	}
+	return false
+}
+
 // trim removes what the policy above says should go, now, except the
 // artifact named keep (the one just put; "" for none). It returns what it
 // removed and how much is left; an error means the cache directory could
@@ -198,9 +217,7 @@ func (c *Cache) trim(keep string) (TrimStats, error) {
 	var total int64
 	for _, e := range entries {
 		switch {
-		case !e.artifact && now.Sub(e.recordTime) >= staleAfter,
-			e.artifact && !e.record && now.Sub(e.used) >= staleAfter,
-			e.artifact && now.Sub(e.used) >= MaxAge:
+		case e.staleHalf(now), e.artifact && now.Sub(e.used) >= MaxAge:
 			st.Removed++
 			st.Freed += c.removeEntry(e)
 		case e.artifact:

@@ -133,8 +133,16 @@ func TestLoadMarksUsed(t *testing.T) {
 
 // TestTrimRemovesWhatNobodyUsed: whatever the size, an entry unused for
 // MaxAge goes, with stray halves of entries and temporary files left by a
-// writer that died; young ones may be a Put in progress and stay.
+// writer that died; young ones may be a Put in progress and stay. Clear
+// removes the entry used an hour ago too, and leaves the same young halves.
 func TestTrimRemovesWhatNobodyUsed(t *testing.T) {
+	t.Run("trim", func(t *testing.T) {
+		removesWhatNobodyUsed(t, func(c *Cache) (TrimStats, error) { return c.trim("") }, false)
+	})
+	t.Run("Clear", func(t *testing.T) { removesWhatNobodyUsed(t, (*Cache).Clear, true) })
+}
+
+func removesWhatNobodyUsed(t *testing.T, op func(*Cache) (TrimStats, error), clear bool) {
 	c := open(t, filepath.Join(t.TempDir(), "cache"))
 	c.SetMaxBytes(0)
 	now := time.Now()
@@ -156,12 +164,12 @@ func TestTrimRemovesWhatNobodyUsed(t *testing.T) {
 	_, file4, _ := c.name(entryKey(4))
 	newArtifact := stray(file4, time.Minute) // its record not written yet
 
-	st, err := c.trim("")
+	st, err := op(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if isCached(t, c, 0) || !isCached(t, c, 1) {
-		t.Errorf("unused for MaxAge+1h cached: %v, for MaxAge-1h: %v; want false, true", isCached(t, c, 0), isCached(t, c, 1))
+	if isCached(t, c, 0) || isCached(t, c, 1) != !clear {
+		t.Errorf("unused for MaxAge+1h cached: %v, for MaxAge-1h: %v; want false, %v", isCached(t, c, 0), isCached(t, c, 1), !clear)
 	}
 	for _, p := range []string{oldTemp, oldRecord, oldArtifact} {
 		if exists(p) {
@@ -173,8 +181,12 @@ func TestTrimRemovesWhatNobodyUsed(t *testing.T) {
 			t.Errorf("young %s (a Put in progress?) removed", filepath.Base(p))
 		}
 	}
-	if st.Removed != 4 {
-		t.Errorf("Trim removed %d, want 4 (an entry, a temporary file, a record, an artifact)", st.Removed)
+	want := 4 // an entry, a temporary file, a record, an artifact
+	if clear {
+		want = 5 // and the entry used an hour ago
+	}
+	if st.Removed != want {
+		t.Errorf("removed %d, want %d", st.Removed, want)
 	}
 }
 
