@@ -162,6 +162,9 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
+	// Its answer may be compiled code of any frame's size (its hello, the
+	// only frame read before, was read under workerFrameLimit).
+	w.limits = compileFrameLimit
 	p.track(w, true) // Shutdown kills a compile in progress
 	defer p.track(w, false)
 	defer w.kill(killedShutdown)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -30,6 +31,7 @@ func hostileWorker(mode string) int {
 		toW, toP = mailboxAt(region, toWorker), mailboxAt(region, toParent)
 	}
 	write(hello{Version: protocolVersion, Fingerprint: "hostile", Confinement: "none"}.encode())
+	loads := 0
 	for {
 		typ, p, err := readFrame(r, maxFrame)
 		if err != nil {
@@ -37,6 +39,7 @@ func hostileWorker(mode string) int {
 		}
 		switch typ {
 		case msgLoad:
+			loads++
 			m, _ := decodeLoad(p)
 			write(loadedMsg{Digest: m.Digest}.encode())
 			if mode == "hostile-mailbox-deaf" {
@@ -103,6 +106,31 @@ func hostileWorker(mode string) int {
 				write(doneMsg{ID: m.ID, Output: fmt.Sprintf(`"survived %d"`, sum)}.encode())
 			case "hostile-silent":
 				// Never answers: the deadline kill must end the call.
+			case "hostile-mailbox-deaf-silent":
+				// Never answers, and says forever that a frame of the
+				// parent's is being read from the slot: a cancel frame
+				// cannot be written.
+				toW.state.Store(mbReading)
+			case "hostile-mailbox-deaf-when-full":
+				// Honest until it holds as many codes as a worker
+				// keeps; then, answered and idle, it says forever that
+				// a frame of the parent's is being read from the slot.
+				// Between calls the parent watches only the other
+				// mailbox and the socket, so it is reused, and the
+				// next new code's drop frame waits for the slot.
+				write(doneMsg{ID: m.ID, Output: `"ok"`}.encode())
+				if loads >= maxLoadedPerWorker {
+					toW.state.Store(mbReading)
+				}
+			case "hostile-compiled-frame":
+				// A call worker announcing compiled code of the
+				// largest frame's size, which only a compile worker
+				// sends; then gone.
+				var hdr [5]byte
+				binary.BigEndian.PutUint32(hdr[:4], maxFrame)
+				hdr[4] = msgCompiled
+				write(hdr[:])
+				return 0
 			case "hostile-reveal-twice":
 				// A tool is one thread: a second reveal before the first
 				// answer cannot come from a sandbox.

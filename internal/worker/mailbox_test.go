@@ -282,6 +282,97 @@ func TestRedTeamMailboxDeafWorker(t *testing.T) {
 	}
 }
 
+// TestRedTeamMailboxDeafAtDrop: a worker holding as many codes as a worker
+// keeps, which then says forever (answered and idle) that a frame of the
+// parent's is being read from its slot, is reused: the parent does not
+// watch that mailbox between calls. The next call of a new code sends it
+// a drop frame first, which waits for the slot; that wait is bounded by
+// the call's context (and the load's guard), not by the pool's Shutdown.
+func TestRedTeamMailboxDeafAtDrop(t *testing.T) {
+	p := fakePool(t, "hostile-mailbox-deaf-when-full", 1)
+	code := func(i int) string { return fmt.Sprintf("fake%d", i) }
+	for i := range maxLoadedPerWorker + 1 {
+		_ = p.mem.Put(code(i), []byte("not code"))
+	}
+	for i := range maxLoadedPerWorker {
+		out, err := p.run(context.Background(), code(i), "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+		if err != nil || out.Failure != nil {
+			t.Fatalf("call %d: %+v %v", i, out.Failure, err)
+		}
+	}
+	p.mu.Lock()
+	if len(p.idle) != 1 {
+		p.mu.Unlock()
+		t.Fatalf("%d idle workers, want the one that answered", len(p.idle))
+	}
+	w := p.idle[0]
+	p.mu.Unlock()
+	waitUntil(t, "the worker holds its slot", func() bool { return w.conn.out.state.Load() == mbReading })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	type result struct {
+		out sandbox.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		out, err := p.run(ctx, code(maxLoadedPerWorker), "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Fatalf("%+v %v, want the call's context's end", r.out, r.err)
+		}
+		t.Logf("ended after %v: %v", time.Since(start), r.err)
+	case <-time.After(testkit.Slack(t, 10*time.Second)):
+		t.Fatal("the call is held past its context by a worker that never takes its drop frame")
+	}
+}
+
+// TestRedTeamMailboxDeafCancel: a worker that never answers and says
+// forever that the parent's last frame is being read from its slot keeps
+// the cancel frame from being written; the call still ends at its
+// cancellation plus the grace (the kill is armed before the cancel frame
+// is written), not at its deadline.
+func TestRedTeamMailboxDeafCancel(t *testing.T) {
+	p := fakePool(t, "hostile-mailbox-deaf-silent", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	l := sandbox.Limits{Timeout: time.Minute, Memory: 16 << 20}
+	type result struct {
+		out sandbox.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := p.run(ctx, "fake", "execute", sandbox.Call{Limits: l, Input: "{}"})
+		done <- result{out, err}
+	}()
+	// The call is out once the worker holds its slot.
+	waitUntil(t, "the worker holds its slot", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for w := range p.busy {
+			if w.conn.out.state.Load() == mbReading {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	start := time.Now()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("%+v %v, want cancelled", r.out, r.err)
+		}
+		t.Logf("ended %v after the cancel: %v", time.Since(start), r.err)
+	case <-time.After(testkit.Slack(t, 10*time.Second)):
+		t.Fatalf("a call cancelled is held past the grace (%v) by a worker that never takes its cancel frame", p.opts.Grace)
+	}
+}
+
 // TestRedTeamMailboxMovingWord: the other end moves a mailbox's state word
 // between every load and the compare-and-swap that depends on it (the
 // mailbox's moved seam does it every time, as a hostile worker writing the

@@ -37,6 +37,9 @@ type proc struct {
 
 	stderr *tailBuffer
 	rd     *bufio.Reader // frames from conn (one reader at a time: read)
+	// limits bounds each frame the worker may send (workerFrameLimit; a
+	// compile worker's, compileFrameLimit), set before its reader starts.
+	limits func(typ byte) int
 
 	deadOnce sync.Once
 	typical  time.Duration // a moving average of this worker's call times
@@ -169,7 +172,7 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 		return nil, fmt.Errorf("start worker %s: %w", argv[0], err)
 	}
 	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
-		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail}
+		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, limits: workerFrameLimit}
 	p.rd = bufio.NewReaderSize(p.conn, 64<<10)
 	p.memcg = joinMemcg(p.pid)
 	if idle {
@@ -256,7 +259,7 @@ func (p *proc) read() {
 // readDirect reads one frame; an error ends the worker's reading for good
 // (p.dead).
 func (p *proc) readDirect() (frame, error) {
-	typ, body, err := readFrameLimited(p.rd, workerFrameLimit)
+	typ, body, err := readFrameLimited(p.rd, p.limits)
 	if err == nil && typ < 64 {
 		err = fmt.Errorf("worker sent a parent's message type %d", typ)
 	}
@@ -657,7 +660,9 @@ func (p *proc) alive() error {
 
 // workerFrameLimit bounds each kind of frame a worker may send before any
 // of it is read: a log line, a result or a fetch cannot be larger than the
-// limits on them (with room for the envelope); only compiled code is big.
+// limits on them (with room for the envelope). Compiled code, the one big
+// frame, only a compile worker sends (compileFrameLimit): a call worker's
+// frame that claims to be one is refused before its body is allocated.
 func workerFrameLimit(typ byte) int {
 	switch typ {
 	case msgHello, msgLoaded:
@@ -670,8 +675,15 @@ func workerFrameLimit(typ byte) int {
 		return 64 << 20 // a request body (capped by the gate) and headers
 	case msgReveal:
 		return maxHandleBytes + 64
-	case msgCompiled:
-		return maxFrame
 	}
 	return 64 << 10
+}
+
+// compileFrameLimit is a compile worker's: its answer may be as big as a
+// frame may be.
+func compileFrameLimit(typ byte) int {
+	if typ == msgCompiled {
+		return maxFrame
+	}
+	return workerFrameLimit(typ)
 }

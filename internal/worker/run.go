@@ -91,10 +91,12 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 	cs := &cancelState{w: w, id: id}
 	if ctx.Done() != nil {
 		stopOnCancel := context.AfterFunc(ctx, func() {
+			// The kill first: the cancel frame's write may wait on a
+			// worker that holds its slot (mailbox.go) until a kill ends it.
+			time.AfterFunc(p.opts.Grace, func() { w.killFor(op, killedCancel) })
 			if cs.runSent.Load() {
 				cs.send()
 			}
-			time.AfterFunc(p.opts.Grace, func() { w.killFor(op, killedCancel) })
 		})
 		defer stopOnCancel()
 	}
@@ -431,25 +433,29 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	if !ok {
 		return errLost
 	}
-	if len(w.loaded) >= maxLoadedPerWorker {
-		if err := w.send(dropMsg{Digest: w.loaded[0]}.encode()); err != nil {
-			return deadErr(w, "")
-		}
-		w.loaded = w.loaded[1:]
-	}
 	// Loading maps code the parent chose (no guest code runs): lift the
 	// limit while it loads, then measure the worker's new resting size.
 	if err := w.setDataLimit(math.MaxUint64); err != nil {
 		return limitErr(w, err)
 	}
 	// Bounded like a start: a worker that neither reads nor answers is
-	// killed, which also ends a write it blocks.
+	// killed, which also ends a write it blocks (the drop's too: a worker
+	// that holds its mailbox's slot "being read" holds a frame of any size).
 	op := w.begin()
 	defer w.end(op) // before the call that follows, on the same worker
 	guard := time.AfterFunc(loadTimeout, func() { w.killFor(op, killedDeadline) })
 	defer guard.Stop()
 	stopOnCancel := context.AfterFunc(ctx, func() { w.killFor(op, killedCancel) })
 	defer stopOnCancel()
+	if len(w.loaded) >= maxLoadedPerWorker {
+		if err := w.send(dropMsg{Digest: w.loaded[0]}.encode()); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return deadErr(w, "")
+		}
+		w.loaded = w.loaded[1:]
+	}
 	go w.read() // until the loaded answer
 	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {
 		if ctx.Err() != nil {

@@ -367,6 +367,26 @@ func TestHostileWorkers(t *testing.T) {
 	}
 }
 
+// TestHostileCompiledFrameFromACallWorker: compiled code is the one frame
+// allowed up to maxFrame (512 MiB), and only a compile worker sends it; a
+// call worker's header claiming one is refused before the parent allocates
+// its body (it was allocated, then the body waited for: 512 MiB of the
+// parent's heap per hostile worker).
+func TestHostileCompiledFrameFromACallWorker(t *testing.T) {
+	w, err := spawn(context.Background(), []string{mustExe(t), "hostile-compiled-frame"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.kill(killedProtocol)
+	if err := w.send(runMsg{ID: 1, Digest: "x", Export: "execute", TimeoutNS: uint64(time.Second)}.encode()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.readDirect()
+	if want := fmt.Sprintf("type %d, %d bytes, limit %d", msgCompiled, maxFrame, 64<<10); !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("read %v, want %v (%s)", err, errTooLarge, want)
+	}
+}
+
 func firstKey(p *Pool) string {
 	p.mem.mu.Lock()
 	defer p.mem.mu.Unlock()
