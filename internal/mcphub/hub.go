@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
@@ -358,6 +359,10 @@ func RetiredMessage(imp string) string {
 	return fmt.Sprintf("the MCP server %q was %v while the call was on its way; call again", imp, ErrRetired)
 }
 
+// MaxLogBytes bounds the log lines one call keeps of its upstream's log
+// messages: a WebAssembly tool's default (sandbox.DefaultMaxLogBytes).
+const MaxLogBytes = 64 << 10
+
 // Call sends c to its upstream under c.Timeout (past it, the upstream is
 // sent notifications/cancelled and the call is kind deadline). The error
 // is ctx's, api.ErrClosed, or an upstream that could not be made.
@@ -374,17 +379,32 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 	redact := c.Redact
 	var logs []api.LogEntry
 	var mu sync.Mutex
+	used, dropped, droppedB := 0, 0, 0
 	res, err := up.Call(callCtx, c.Tool, c.Input, func(e api.LogEntry) {
+		// The upstream may send log messages as fast as it likes until
+		// the deadline: a call keeps (and relays) them within the budget
+		// of a WebAssembly tool's log, and counts the rest.
 		e.Message = redact(e.Message)
+		mu.Lock()
+		if dropped > 0 || used+len(e.Message) > MaxLogBytes {
+			dropped++
+			droppedB += len(e.Message)
+			mu.Unlock()
+			return
+		}
+		used += len(e.Message)
+		logs = append(logs, e)
+		mu.Unlock()
 		if c.OnLog != nil {
 			c.OnLog(e)
 		}
-		mu.Lock()
-		logs = append(logs, e)
-		mu.Unlock()
 	}, c.OnProgress)
 	mu.Lock()
 	out := Outcome{Logs: append([]api.LogEntry{}, logs...)}
+	if dropped > 0 {
+		out.Logs = append(out.Logs, api.LogEntry{Level: api.LevelWarn, Source: api.SourceHost,
+			Message: fmt.Sprintf("log truncated: %d more lines (%d bytes) dropped past the %d-byte limit", dropped, droppedB, MaxLogBytes)})
+	}
 	mu.Unlock()
 	fail := func(kind api.ErrorKind, msg string) (Outcome, error) {
 		out.Failure = &Failure{kind, msg}
@@ -400,14 +420,40 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 	case errors.Is(err, api.ErrClosed):
 		return fail(api.KindUnavailable, fmt.Sprintf("the MCP server %q was stopped during the call (maiden is closing)", c.Import))
 	case err != nil:
-		return fail(api.KindTool, redact(err.Error()))
+		return fail(api.KindTool, redact(capText(err.Error())))
 	case res.IsError:
-		return fail(api.KindTool, redact(res.Text))
+		return fail(api.KindTool, redact(capText(res.Text)))
 	}
 	text := res.Text
 	if len(res.Structured) > 0 {
 		text = string(res.Structured)
 	}
+	if len(text) > MaxOutputBytes {
+		return fail(api.KindTool, fmt.Sprintf("the MCP server %q answered %s with %d bytes, over the %d-byte output limit", c.Import, c.Exposed, len(text), MaxOutputBytes))
+	}
 	out.Output = redact(text)
 	return out, nil
+}
+
+// MaxOutputBytes bounds what a call passes on of its upstream's answer: a
+// WebAssembly tool's default output limit (sandbox.DefaultMaxOutputBytes)
+// and a wrapped CLI's (config.DefaultCLIOutputBytes). The upstream's own
+// message cap (4 MiB) is larger, and a structuredContent re-encoded may
+// grow past it.
+const MaxOutputBytes = 1 << 20
+
+// capText cuts an upstream's error text at MaxOutputBytes (on a character
+// boundary).
+func capText(s string) string {
+	if len(s) <= MaxOutputBytes {
+		return s
+	}
+	s = s[:MaxOutputBytes]
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
+			break
+		}
+		s = s[:len(s)-1] // part of a character cut in two
+	}
+	return s + " [truncated by maiden]"
 }

@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -50,6 +52,43 @@ type tapConn struct {
 	gen uint64
 }
 
+// writeGrace is how long a write to the upstream's stdin may go on after
+// its context ended (a deadline, a cancellation) before the connection is
+// judged wedged and closed.
+const writeGrace = time.Second
+
+// Write honours ctx, which the SDK's stdio connection does not: its write
+// to the command's stdin blocks while the upstream does not read it, and
+// would hold the call (and every later write, behind the connection's
+// lock) past its deadline. When ctx ends first, Write returns its error at
+// once and leaves the write running; one still blocked writeGrace later
+// means the upstream has not read its stdin for that long, and the
+// connection is closed, which ends the write and the session and has the
+// upstream restarted. (A write that finishes within the grace leaves the
+// session alone, so an agent cancelling a call cannot restart an upstream
+// other agents use.)
+func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if ctx.Done() == nil {
+		return c.Connection.Write(ctx, msg)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Connection.Write(ctx, msg) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	wedged := time.AfterFunc(writeGrace, func() {
+		c.u.log.Warn("MCP upstream does not read its stdin; closing the connection", "grace", writeGrace)
+		_ = c.Connection.Close()
+	})
+	go func() {
+		<-done
+		wedged.Stop()
+	}()
+	return ctx.Err()
+}
+
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
@@ -76,9 +115,40 @@ func (t *sseTapTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
 		resp.Body = &sseTap{rc: resp.Body, u: t.u, gen: t.gen}
+	} else {
+		// The SDK reads any other answer (application/json: one message)
+		// whole, with no limit of its own: bound it as a message.
+		max := int64(t.u.opts.MaxMessageBytes)
+		resp.Body = &cappedBody{rc: resp.Body, max: max, left: max}
 	}
 	return resp, nil
 }
+
+// cappedBody fails a read past the message cap.
+type cappedBody struct {
+	rc        io.ReadCloser
+	max, left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the cap from a longer one.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("an HTTP answer of the MCP upstream is over the %d-byte message cap", b.max)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
 
 // maxTapEvent bounds an event the tap decodes; a larger one passes through
 // undecoded (it is not a notification maiden relays, or is not one worth

@@ -318,9 +318,11 @@ func (b *importBackend) toolsOf(ctx context.Context, t config.Tool) (infos []Too
 			info.Title, info.Description = safetext.Text(x.served.Title), safetext.Text(x.served.Description)
 			info.InputSchema = safetext.JSON(string(x.served.InputSchema)) // the same schema, no raw bidi controls
 			info.Digest = schemaDigest(x.Full, x.served.InputSchema)
-			if len(x.OutputSchema) > 0 {
-				info.OutputSchema = safetext.JSON(string(x.OutputSchema))
-			}
+			// The upstream's output schema is not served: it is not
+			// pinned (its descriptions would reach agents unreviewed, and
+			// change whenever the upstream likes), and maiden holds no
+			// output to it (a client that checks structuredContent
+			// against it would fail the call).
 		}
 		if !x.Available && x.refusal == nil {
 			info.Error = &ToolError{Kind: KindUnavailable, Message: fmt.Sprintf("the MCP server %q is down; maiden restarts it", t.Name)}

@@ -1,0 +1,156 @@
+package mcpimport_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/internal/mcpimport"
+	"github.com/maiden-run/maiden/internal/testkit"
+)
+
+// TestFakeStdioUpstream is not a test: run by the tests below as a child
+// process (MAIDEN_FAKE_UPSTREAM set), it is a minimal hostile stdio MCP
+// server. Mode "wedge" answers initialize and tools/list, then never reads
+// its stdin again (nor exits).
+func TestFakeStdioUpstream(t *testing.T) {
+	mode := os.Getenv("MAIDEN_FAKE_UPSTREAM")
+	if mode == "" {
+		t.Skip("a helper process, not a test")
+	}
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	reply := func(id json.RawMessage, result string) {
+		out.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
+		out.Flush()
+	}
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			os.Exit(0)
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &m) != nil || m.ID == nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			v, _ := json.Marshal(m.Params.ProtocolVersion)
+			reply(m.ID, `{"protocolVersion":`+string(v)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`)
+		case "tools/list":
+			reply(m.ID, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+			if mode == "wedge" {
+				time.Sleep(time.Hour) // never reads stdin again
+			}
+		default:
+			reply(m.ID, `{"content":[{"type":"text","text":"ok"}]}`)
+		}
+	}
+}
+
+func fakeUpstream(t *testing.T, mode string) *mcpimport.Upstream {
+	t.Helper()
+	u, err := mcpimport.New(mcpimport.Options{
+		Name:           "fake",
+		Command:        []string{os.Args[0], "-test.run=^TestFakeStdioUpstream$"},
+		Env:            []string{"MAIDEN_FAKE_UPSTREAM=" + mode},
+		BackoffInitial: time.Hour,
+		Logger:         testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := u.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestCallDeadlineUpstreamNotReading: an upstream that stops reading its
+// stdin must not hold a call past its deadline. The request (larger than a
+// pipe's buffer) cannot be written; the call still returns at its deadline
+// (plus a short grace), not when the upstream chooses to read or die.
+func TestCallDeadlineUpstreamNotReading(t *testing.T) {
+	u := fakeUpstream(t, "wedge")
+	big, _ := json.Marshal(map[string]string{"m": strings.Repeat("x", 1<<20)})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := u.Call(ctx, "echo", big, nil, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the call succeeded against an upstream that reads nothing")
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("the call's error: %v, want its deadline's", err)
+		}
+		t.Logf("returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(testkit.Slack(t, 10*time.Second)):
+		t.Fatalf("the call is still running %v after its 500ms deadline: an upstream that does not read its stdin holds it", time.Since(start).Round(time.Second))
+	}
+}
+
+// TestHTTPJSONResponseBounded: a streamable HTTP upstream answers a POST
+// with Content-Type application/json and a body that does not end. The
+// SDK reads such a body whole (io.ReadAll; only SSE events are bounded by
+// MaxEventSize), so maiden must bound it itself: MaxMessageBytes, as for a
+// stdio line or an SSE event. Here the server gives up after 256 MiB and
+// counts what maiden read.
+func TestHTTPJSONResponseBounded(t *testing.T) {
+	var written atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "no", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		chunk := []byte(`{"jsonrpc":"2.0","id":1,"result":"` + strings.Repeat("x", 1<<20))
+		for i := 0; i < 256; i++ {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+			chunk = []byte(strings.Repeat("x", 1<<20))
+		}
+	}))
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	u, err := mcpimport.New(mcpimport.Options{Name: "endless", URL: ts.URL, BackoffInitial: time.Hour, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = u.Start(ctx)
+	t.Logf("start: %v; the server wrote %d MiB", err, written.Load()>>20)
+	if err == nil || !strings.Contains(err.Error(), "over the 4194304-byte message cap") {
+		t.Fatalf("start: %v; want a refusal naming the 4 MiB message cap", err)
+	}
+	if n := written.Load(); n > 32<<20 {
+		t.Errorf("maiden read %d MiB of one application/json answer: want it cut at MaxMessageBytes (4 MiB)", n>>20)
+	}
+}
