@@ -42,9 +42,12 @@ func newTransport(d *dialer, p *Policy) *http.Transport {
 		DialContext:    d.dialPlain,
 		DialTLSContext: d.dialTLS,
 		Protocols:      &protos,
-		// The transport asks for gzip itself and decodes it while the body
-		// is read, under the cap; see the package documentation.
-		DisableCompression:     false,
+		// The gate asks for gzip itself and decodes it while the body is
+		// read, under the cap (gate.go: onlyGzip, gunzip): the transport's
+		// own decoding reads only the first Content-Encoding line and
+		// deletes them all, so "gzip" on two lines (gzipped twice) would
+		// reach the tool still gzipped once, out of the redactor's sight.
+		DisableCompression:     true,
 		MaxIdleConnsPerHost:    4,
 		IdleConnTimeout:        idleTimeout,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,

@@ -52,6 +52,9 @@
 // The request spends from the call's deadline (ctx): DNS, connect, TLS,
 // headers and body all stop at it and the tool gets "timeout". The decoded
 // response body is capped (2 MiB by default); one byte more is "too-large".
+// The cap counts the body the tool gets, after redaction (the server's
+// bytes are read up to 64 KiB further when a secret could be redacted), so
+// where an echo turns too-large says nothing of a secret's length.
 //
 // # Beyond the seed (maiden's own promises)
 //
@@ -166,9 +169,12 @@
 //     by the transport within the header size limit. Every read of a
 //     response body is also closed at the call's deadline, whatever the
 //     server sends.
-//   - Content coding: the gate asks for gzip itself and the standard library
-//     decodes it as the body is read; the cap counts decoded bytes, so a
-//     gzip bomb stops at cap+1 bytes of output and never inflates further.
+//   - Content coding: the gate asks for gzip itself and decodes it as the
+//     body is read, when every Content-Encoding line together names gzip
+//     once (the standard library's decoding reads only the first line and
+//     deletes the rest, so a body gzipped twice would reach the tool still
+//     gzipped); the cap counts decoded bytes, so a gzip bomb stops at
+//     cap+1 bytes of output and never inflates further.
 //     A tool may not choose the coding (Accept-Encoding is refused), and a
 //     non-empty body in any coding the gate did not ask for is refused
 //     ("content-encoding"): redaction can only see bytes it can read.

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/subtle"
 	"crypto/x509"
@@ -313,6 +314,13 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		Header:     header,
 		Host:       t.hostPort(),
 	}
+	// The gate negotiates the coding, as the transport would (not for
+	// HEAD, nor for a byte range, whose offsets would be the encoded
+	// body's): the tool may not set Accept-Encoding (checkHeaders).
+	askedGzip := method != http.MethodHead && header.Get("Range") == ""
+	if askedGzip {
+		header.Set("Accept-Encoding", "gzip")
+	}
 	if len(req.Body) > 0 {
 		body := req.Body
 		hreq.ContentLength = int64(len(body))
@@ -386,15 +394,32 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		ev.reason = fmt.Sprintf("server answered %d (%s); http-fetch takes only final responses and never switches protocols", resp.StatusCode, http.StatusText(resp.StatusCode))
 		return nil, &FetchError{Kind: FetchFailed, Message: ev.reason}
 	}
-	if resp.ContentLength > p.maxBytes {
-		return nil, ev.tooLarge(p.maxBytes, resp.ContentLength)
+	rd, declared := io.Reader(resp.Body), resp.ContentLength
+	if askedGzip && hreq.Method != http.MethodHead && declared != 0 && onlyGzip(resp.Header) {
+		// Decoded as it is read, so the cap counts decoded bytes.
+		rd, declared = &gunzip{r: resp.Body}, -1
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
 	}
-	body, err := readCapped(resp.Body, p.maxBytes, resp.ContentLength)
+	// The cap is on the body the tool gets, after redaction: on the
+	// server's bytes, the padding at which an echo turns too-large would
+	// tell the tool the length of the secret inside it (the tool sees
+	// the marker, not the secret). The read stops redactSlack past the
+	// cap, more than redaction could shorten the body by, so stopping
+	// there says "too large" for the redacted body too.
+	limit := p.maxBytes
+	if !red.empty() {
+		limit += redactSlack
+	}
+	if declared > limit {
+		return nil, ev.tooLarge(p.maxBytes, declared)
+	}
+	body, err := readCapped(rd, limit, declared)
 	ev.bytes = int64(len(body))
 	if err != nil {
 		return nil, ev.fail(ctx, err, red)
 	}
-	if int64(len(body)) > p.maxBytes {
+	if int64(len(body)) > limit {
 		return nil, ev.tooLarge(p.maxBytes, -1)
 	}
 	if ce := contentEncoding(resp); ce != "" && len(body) > 0 {
@@ -404,6 +429,9 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		return nil, &FetchError{Kind: FetchFailed, Message: ev.reason}
 	}
 	visible := red.Bytes(body)
+	if int64(len(visible)) > p.maxBytes {
+		return nil, ev.tooLarge(p.maxBytes, -1)
+	}
 	describeVisibleBody(resp.Header, hreq.Method, resp.StatusCode, body, visible)
 	headers, bad := responseHeaders(resp.Header, red)
 	if bad != "" {
@@ -487,6 +515,12 @@ func resolveCredential(vals []secretValue, name string) (string, Ruling) {
 	return vals[i].value, allowed
 }
 
+// redactSlack is how far past the cap a body is read when a secret could
+// be redacted from it: more than the markers of any plausible number of
+// echoes could save (a body that is over the cap by more is over it
+// after redaction too).
+const redactSlack = 64 << 10
+
 // readCapped reads at most max+1 bytes, so the caller can tell "exactly
 // max" from "more than max" without reading further. The buffer grows with
 // the data rather than to the cap, except when the server declared a length.
@@ -512,8 +546,45 @@ func readCapped(r io.Reader, max, declared int64) ([]byte, error) {
 	}
 }
 
-// contentEncoding returns the coding of a body the transport did not
-// decode, or "" for an identity body.
+// onlyGzip reports whether h's Content-Encoding lines, all of them, name
+// exactly one coding besides identity, and it is gzip: the one coding the
+// gate asked for, applied once.
+func onlyGzip(h http.Header) bool {
+	n := 0
+	for _, v := range h.Values("Content-Encoding") {
+		for _, c := range strings.Split(v, ",") {
+			switch c = strings.TrimSpace(c); {
+			case c == "" || strings.EqualFold(c, "identity"):
+			case strings.EqualFold(c, "gzip"):
+				n++
+			default:
+				return false
+			}
+		}
+	}
+	return n == 1
+}
+
+// gunzip decodes a gzip body as it is read, starting at the first Read
+// (as net/http's own decoding does); an empty body is an empty body.
+type gunzip struct {
+	r  io.Reader
+	zr *gzip.Reader
+}
+
+func (g *gunzip) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.r)
+		if err != nil {
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+// contentEncoding returns the coding of a body the gate did not decode,
+// or "" for an identity body.
 func contentEncoding(resp *http.Response) string {
 	if resp.Uncompressed {
 		return ""
