@@ -154,6 +154,14 @@ func (u *Hub) entry(ctx context.Context, name string, imp *config.MCPImport, acq
 			}
 			return "Bearer " + v, nil
 		}
+		// What the upstream echoes of it in log messages no call owns
+		// (those go to the operator's log).
+		opts.Redact = func(s string) string {
+			if v, ok := u.o.Secret(secret); ok && len(v) >= 4 {
+				return strings.ReplaceAll(s, v, "[REDACTED:"+secret+"]")
+			}
+			return s
+		}
 	}
 	if len(imp.Command) > 0 {
 		// A stdio server is someone else's program: it runs under the

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,6 +55,14 @@ func TestFakeStdioUpstream(t *testing.T) {
 			v, _ := json.Marshal(m.Params.ProtocolVersion)
 			reply(m.ID, `{"protocolVersion":`+string(v)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`)
 		case "tools/list":
+			if mode == "chatty" {
+				// Before its answer, so that they are all read by
+				// the time Start returns: log messages no call owns,
+				// each echoing the credential.
+				for i := range chattyLines {
+					out.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"line ` + strconv.Itoa(i) + ` ` + chattyToken + `"}}` + "\n")
+				}
+			}
 			reply(m.ID, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
 			if mode == "wedge" {
 				time.Sleep(time.Hour) // never reads stdin again
@@ -62,15 +73,22 @@ func TestFakeStdioUpstream(t *testing.T) {
 	}
 }
 
+const (
+	chattyLines = 500
+	chattyToken = "tok-7f3a9c1e55d2"
+)
+
 func fakeUpstream(t *testing.T, mode string) *mcpimport.Upstream {
 	t.Helper()
-	u, err := mcpimport.New(mcpimport.Options{
-		Name:           "fake",
-		Command:        []string{os.Args[0], "-test.run=^TestFakeStdioUpstream$"},
-		Env:            []string{"MAIDEN_FAKE_UPSTREAM=" + mode},
-		BackoffInitial: time.Hour,
-		Logger:         testLogger(t),
-	})
+	return fakeUpstreamWith(t, mode, mcpimport.Options{Logger: testLogger(t)})
+}
+
+func fakeUpstreamWith(t *testing.T, mode string, o mcpimport.Options) *mcpimport.Upstream {
+	t.Helper()
+	o.Name, o.BackoffInitial = "fake", time.Hour
+	o.Command = []string{os.Args[0], "-test.run=^TestFakeStdioUpstream$"}
+	o.Env = []string{"MAIDEN_FAKE_UPSTREAM=" + mode}
+	u, err := mcpimport.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,4 +171,47 @@ func TestHTTPJSONResponseBounded(t *testing.T) {
 	if n := written.Load(); n > 32<<20 {
 		t.Errorf("maiden read %d MiB of one application/json answer: want it cut at MaxMessageBytes (4 MiB)", n>>20)
 	}
+}
+
+// TestOperatorLogPacedAndRedacted: an upstream's log messages that no call
+// owns go to the operator's log; nothing else bounds how many an upstream
+// sends, and it holds the credential maiden sends it. 500 such messages,
+// each echoing the credential, reach the log at most opLogPerSecond (20)
+// a second (the burst may straddle two seconds), none with the value.
+func TestOperatorLogPacedAndRedacted(t *testing.T) {
+	var buf lockedBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	start := time.Now().Unix()
+	fakeUpstreamWith(t, "chatty", mcpimport.Options{Logger: log,
+		Redact: func(s string) string { return strings.ReplaceAll(s, chattyToken, "[REDACTED:TOKEN]") }})
+	seconds := int(time.Now().Unix()-start) + 1 // the clock's seconds the burst can span
+	text := buf.String()
+	logged := strings.Count(text, `msg="MCP upstream log message"`)
+	t.Logf("%d of %d log messages logged, over at most %d seconds", logged, chattyLines, seconds)
+	if logged == 0 || logged > 20*seconds {
+		t.Errorf("%d of the upstream's %d log messages reached the operator's log in at most %d seconds, want 1 to %d (20 a second)", logged, chattyLines, seconds, 20*seconds)
+	}
+	if strings.Contains(text, chattyToken) {
+		t.Errorf("the credential reached the operator's log:\n%.500s", text)
+	}
+	if !strings.Contains(text, "[REDACTED:TOKEN]") {
+		t.Errorf("no redacted line in the operator's log:\n%.500s", text)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

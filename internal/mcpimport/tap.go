@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
@@ -282,6 +283,46 @@ func (u *Upstream) dispatch(gen uint64, method string, params json.RawMessage) {
 			sole.onLog(entry)
 			return
 		}
-		u.log.Info("MCP upstream log message", "level", string(p.Level), "message", msg)
+		u.logToOperator(string(p.Level), msg)
 	}
+}
+
+// opLogPerSecond bounds the upstream's log messages that reach the
+// operator's log (those no single call owns) in one second; the rest are
+// counted and said in one line when the next second's first one is logged.
+// Nothing else bounds them: an idle upstream may send as many as it likes.
+const opLogPerSecond = 20
+
+type opLogPace struct {
+	mu      sync.Mutex
+	second  int64 // the Unix second n counts
+	n       int
+	dropped int
+}
+
+// logToOperator logs one of the upstream's log messages no call owns,
+// redacted (Options.Redact) and paced (opLogPerSecond).
+func (u *Upstream) logToOperator(level, msg string) {
+	pace := &u.opLog
+	now := time.Now().Unix()
+	pace.mu.Lock()
+	if now != pace.second {
+		pace.second, pace.n = now, 0
+	}
+	if pace.n >= opLogPerSecond {
+		pace.dropped++
+		pace.mu.Unlock()
+		return
+	}
+	pace.n++
+	dropped := pace.dropped
+	pace.dropped = 0
+	pace.mu.Unlock()
+	if dropped > 0 {
+		u.log.Warn("MCP upstream log messages dropped", "dropped", dropped, "limit_per_second", opLogPerSecond)
+	}
+	if u.opts.Redact != nil {
+		msg = u.opts.Redact(msg)
+	}
+	u.log.Info("MCP upstream log message", "level", level, "message", msg)
 }

@@ -81,6 +81,12 @@ type Options struct {
 	// SSE event); default 4 MiB. A larger one ends the session (the
 	// upstream is restarted) and fails the call in flight as unavailable.
 	MaxMessageBytes int
+
+	// Redact, if set, is applied to the upstream's log messages that go to
+	// Logger (those no single call owns): the upstream holds the
+	// Credential maiden sends it, and what it echoes of it must not reach
+	// the operator's log either.
+	Redact func(string) string
 }
 
 // Tool is one tool as the upstream lists it.
@@ -189,6 +195,9 @@ type Upstream struct {
 	cancel context.CancelFunc
 	done   chan struct{}  // closed when the supervisor has stopped
 	bg     sync.WaitGroup // the relisters, which Close waits for
+
+	// opLog paces the upstream's log messages to Logger (opLogPerSecond).
+	opLog opLogPace
 
 	mu        sync.Mutex
 	started   bool
