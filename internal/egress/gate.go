@@ -138,6 +138,42 @@ func (g *Gate) secretValues(p *Policy) []secretValue {
 	return vals
 }
 
+// withTokens is vals and the access and refresh tokens the gate holds for
+// p's oauth2 secrets, each under its secret's name, for the redactor of
+// every request of p: a token is derived from its secret and attached by
+// the host like one, and an API may echo it in the answer to a later
+// request that carries no credential (one that shows what it was sent).
+// In a fixed order, so that the policy's cached redactor is reused while
+// the tokens stay the same.
+func (g *Gate) withTokens(p *Policy, vals []secretValue) []secretValue {
+	out := vals
+	for _, name := range p.secrets {
+		if p.spec(name).Kind != credential.OAuth2 {
+			continue
+		}
+		var toks []string
+		g.tokens.Range(func(k, c any) bool {
+			if k.(tokenKey).name == name {
+				tc := c.(*tokenCache)
+				tc.mu.Lock()
+				e := tc.entry
+				tc.mu.Unlock()
+				for _, v := range []string{e.Token, e.Refresh} {
+					if v != "" {
+						toks = append(toks, v)
+					}
+				}
+			}
+			return true
+		})
+		slices.Sort(toks)
+		for _, v := range toks {
+			out = append(slices.Clip(out), secretValue{name, v})
+		}
+	}
+	return out
+}
+
 // redactorFor returns the redactor for vals. Building one costs tens of
 // microseconds, so the last one is kept on the policy and reused while the
 // values stay the same.
@@ -188,8 +224,9 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *F
 	// attaches and the redactor everything the tool, the error and the
 	// audit event see.
 	vals := g.secretValues(p)
-	red := p.redactorFor(vals)
-	resp, ferr := g.fetch(ctx, p, req, vals, &red, &ev)
+	hidden := g.withTokens(p, vals)
+	red := p.redactorFor(hidden)
+	resp, ferr := g.fetch(ctx, p, req, vals, hidden, &red, &ev)
 	if ferr != nil {
 		ferr.Message = message(red, ferr)
 		ferr.Rule = ev.rule
@@ -239,7 +276,7 @@ func clean(red *redactor, s string) string {
 // red is the request's redactor; fetch replaces it with one that also
 // hides what attaching the credential derived (a signature), so the
 // caller's copy redacts the error and the audit event with it too.
-func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretValue, redp **redactor, ev *event) (*Response, *FetchError) {
+func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden []secretValue, redp **redactor, ev *event) (*Response, *FetchError) {
 	red := *redp
 	// Policy first: every check below is pure or reads the secret store;
 	// nothing touches the network until all of them pass.
@@ -342,7 +379,7 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 			tr = mtls
 		}
 		if len(derived) > 0 {
-			red = newRedactor(append(slices.Clip(vals), derived...))
+			red = newRedactor(append(slices.Clip(hidden), derived...))
 			*redp = red
 		}
 	}
@@ -363,7 +400,7 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals []secretV
 		if !d.Allow {
 			return nil, ev.refuse(d)
 		}
-		red = newRedactor(append(slices.Clip(vals), append(derived, secretValue{req.Credential, used})...))
+		red = newRedactor(append(slices.Clip(hidden), append(derived, secretValue{req.Credential, used})...))
 		*redp = red
 		hreq = retry
 		resp, err = tr.RoundTrip(hreq)

@@ -173,6 +173,12 @@ func (w *oauthWorld) seen() string {
 func newOAuthWorld(t *testing.T, secret string) *oauthWorld {
 	w := &oauthWorld{as: startAuthServer(t)}
 	w.api = startServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/seen" {
+			// What the API was sent so far, to anyone (an API's
+			// request log): the access token in it.
+			rw.Write([]byte(w.seen()))
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		w.mu.Lock()
 		r.Header.Write(&w.apiSeen)
@@ -244,6 +250,31 @@ func TestOAuth2ClientCredentials(t *testing.T) {
 		if strings.Contains(w.e.audit.raw(), tok) || strings.Contains(w.e.audit.raw(), "verysecret") {
 			t.Error("the audit log holds a token or the client secret")
 		}
+	}
+}
+
+// TestOAuth2TokenRedactedFromEveryAnswer: an access token is redacted not
+// only from the answer to the request it was attached to, but from every
+// answer of the policy: here the API shows a later request, which carries
+// no credential, the requests it was sent (the token in them).
+func TestOAuth2TokenRedactedFromEveryAnswer(t *testing.T) {
+	w := newOAuthWorld(t, "verysecret")
+	if _, ferr := w.fetch(t); ferr != nil {
+		t.Fatal(ferr)
+	}
+	resp, ferr := w.e.gate.Fetch(ctxTimeout(t, 20*time.Second), w.p, get(urlFor(w.api, "api.example.com", "/v1/seen")))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	toks := w.as.accessTokens()
+	if len(toks) != 1 {
+		t.Fatalf("%d access tokens issued, want 1", len(toks))
+	}
+	if bytes.Contains(resp.Body, []byte(toks[0])) {
+		t.Fatalf("a request without the credential got the access token back: %s", resp.Body)
+	}
+	if !bytes.Contains(resp.Body, []byte("Authorization: Bearer [REDACTED:API_TOKEN]")) {
+		t.Errorf("the API's log, as the tool got it, has no redacted token: %s", resp.Body)
 	}
 }
 
