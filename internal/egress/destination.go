@@ -3,6 +3,9 @@ package egress
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
@@ -125,6 +128,61 @@ func (p *Policy) checkDestination(secret string, t target, method string) Ruling
 			if !slices.ContainsFunc(d.PathPrefixes, func(pre string) bool { return underPrefix(path, pre) }) {
 				return deny(RuleCredentialDestination, "credential %s may not be sent to path %s: its binding %s allows path_prefixes = %s",
 					quote(secret), quote(t.path), d.Source, list(d.PathPrefixes))
+			}
+		}
+	}
+	return allowed
+}
+
+// overrideHeaders are the request headers by which common servers run
+// another method (Google's APIs, Express's and Symfony's method override:
+// X-HTTP-Method-Override and its spellings) or route another path (IIS
+// URL Rewrite, Symfony: X-Original-URL, X-Rewrite-URL) than the request
+// line's, each with what it overrides.
+var overrideHeaders = map[string]string{
+	"X-Http-Method-Override": "methods", "X-Http-Method": "methods", "X-Method-Override": "methods",
+	"X-Original-Url": "path_prefixes", "X-Rewrite-Url": "path_prefixes",
+}
+
+// noOverride refuses, for a request carrying secret whose bindings narrow
+// methods or path_prefixes, what would have such servers run another
+// method or path than the one checked: the headers above, and a _method
+// parameter (Rails, Laravel, Symfony, Express) in the query or in a form
+// body. A _method a server reads from a JSON or multipart body is not
+// seen: a binding that must hold against such a server should not allow
+// the methods that carry bodies (docs/credentials.md).
+func (p *Policy) noOverride(secret string, header http.Header, query string, body []byte) Ruling {
+	var methods, paths bool
+	var source string
+	for i := range p.dests {
+		if d := &p.dests[i]; d.Secret == secret {
+			methods, paths, source = methods || len(d.Methods) > 0, paths || len(d.PathPrefixes) > 0, d.Source
+		}
+	}
+	if !methods && !paths {
+		return allowed
+	}
+	for _, k := range slices.Sorted(maps.Keys(header)) {
+		// '_' is '-' to CGI-style servers, as in checkHeaders.
+		if what, ok := overrideHeaders[textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(k, "_", "-"))]; ok && (what == "methods" && methods || what == "path_prefixes" && paths) {
+			return deny(RuleCredentialDestination, "header %s may not be sent with credential %s: servers that honour it would run another request than the one its binding %s checks (%s)",
+				quote(k), quote(secret), source, what)
+		}
+	}
+	if !methods {
+		return allowed
+	}
+	form := ""
+	if ct, _, _ := strings.Cut(header.Get("Content-Type"), ";"); strings.EqualFold(strings.TrimSpace(ct), "application/x-www-form-urlencoded") {
+		form = string(body)
+	}
+	for _, in := range [...]struct{ where, raw string }{{"query", query}, {"form body", form}} {
+		where, raw := in.where, in.raw
+		for _, part := range strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' }) {
+			k, _, _ := strings.Cut(part, "=")
+			if k, err := url.QueryUnescape(k); err != nil || strings.EqualFold(strings.TrimSpace(k), "_method") {
+				return deny(RuleCredentialDestination, "a _method parameter (or an escape that does not decode) in the %s may not be sent with credential %s: servers that honour it would run another method than its binding %s checks (methods)",
+					where, quote(secret), source)
 			}
 		}
 	}

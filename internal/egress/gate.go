@@ -302,9 +302,15 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden [
 	if d.Allow && req.HasCredential {
 		d = p.mayAttach(req.Credential, t, method)
 	}
+	if d.Allow && req.HasCredential {
+		d = p.noOverride(req.Credential, header, t.query, req.Body)
+	}
 	for _, name := range req.HeaderSecrets {
 		if d.Allow {
 			d = p.mayAttach(name, t, method)
+		}
+		if d.Allow {
+			d = p.noOverride(name, header, t.query, req.Body)
 		}
 		if d.Allow {
 			d = p.headerKindOnly(name)
