@@ -175,6 +175,10 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 		return nil, fmt.Errorf("limit compile worker: %w", err)
 	}
 	start := time.Now()
+	// A compile worker that neither answers nor uses CPU (a code generator
+	// taken over, asleep) is not ended by its CPU limit; the clock ends it.
+	wall := time.AfterFunc(compileWall(p.opts.CompileCPU), func() { w.kill(killedDeadline) })
+	defer wall.Stop()
 	// A worker that stops reading must not hold the parent's write.
 	stopWrite := context.AfterFunc(ctx, func() { w.kill(killedCancel) })
 	err = w.send(compileMsg{ID: 1, Wasm: wasm}.encode())
@@ -206,8 +210,15 @@ func (p *Pool) compile(ctx context.Context, path string, wasm []byte) ([]byte, e
 	}
 }
 
+// compileWall bounds a compilation on the clock: twice its CPU limit
+// (cpuSeconds), which a compiler that works reaches first on a machine
+// that gives it even half a CPU.
+func compileWall(cpuSeconds uint64) time.Duration {
+	return 2 * time.Duration(cpuSeconds) * time.Second
+}
+
 // compileDeath explains a compile worker that died. A crash of the code
-// generator, or the CPU or memory limit, belongs to the component: it is
+// generator, or the CPU, memory or clock limit, belongs to the component: it is
 // invalid (and remembered until the file changes). A kill from elsewhere
 // (Shutdown, the caller giving up, an operator or the OOM killer) does not:
 // the next call compiles again.
@@ -222,6 +233,8 @@ func (p *Pool) compileDeath(ctx context.Context, w *proc, path string) error {
 	}
 	why := w.diagnosis()
 	switch {
+	case w.killReason() == killedDeadline:
+		why = fmt.Sprintf("it did not finish within %v (twice its CPU limit, on the clock) (%s)", compileWall(p.opts.CompileCPU), why)
 	case w.outOfMemory():
 		why = fmt.Sprintf("it needs more than %d MiB to compile (%s)", p.opts.CompileMemory>>20, why)
 	case w.signal() == syscall.SIGXCPU || (w.signal() == syscall.SIGKILL && w.cpuTime() >= time.Duration(p.opts.CompileCPU)*time.Second):

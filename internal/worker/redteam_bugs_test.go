@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -149,6 +150,27 @@ func TestRedTeamBugProbe(t *testing.T) {
 		if err == nil {
 			t.Error("a SysV shm segment made by a worker outlives it")
 		}
+	}
+}
+
+// TestRedTeamCompileAsleepIsBounded (the fourth review): a compile worker
+// whose code generator was taken over and sleeps (no CPU, so its CPU limit
+// never fires) does not hold the Open waiting for it, which may have no
+// deadline of its own: the clock ends it at twice the CPU limit, and the
+// component is invalid, saying so.
+func TestRedTeamCompileAsleepIsBounded(t *testing.T) {
+	p := newPool(t, &Options{Command: []string{mustExe(t), "redteam-hang-compile"}, Size: 1, CompileCPU: 1})
+	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
+	opened := make(chan error, 1)
+	go func() { _, err := p.Open(context.Background(), path, lim); opened <- err }()
+	select {
+	case err := <-opened:
+		if !errors.Is(err, sandbox.ErrInvalidTool) || !strings.Contains(err.Error(), "did not finish within 2s") {
+			t.Fatalf("open: %v, want invalid: did not finish within 2s", err)
+		}
+		t.Logf("open: %v", err)
+	case <-time.After(testkit.Slack(t, 30*time.Second)):
+		t.Fatal("an Open without a deadline is held by a compile worker that sleeps")
 	}
 }
 
