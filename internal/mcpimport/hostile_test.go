@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,7 +178,7 @@ func TestHTTPJSONResponseBounded(t *testing.T) {
 // each echoing the credential, reach the log at most opLogPerSecond (20)
 // a second (the burst may straddle two seconds), none with the value.
 func TestOperatorLogPacedAndRedacted(t *testing.T) {
-	var buf lockedBuffer
+	var buf testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	start := time.Now().Unix()
 	fakeUpstreamWith(t, "chatty", mcpimport.Options{Logger: log,
@@ -197,21 +196,4 @@ func TestOperatorLogPacedAndRedacted(t *testing.T) {
 	if !strings.Contains(text, "[REDACTED:TOKEN]") {
 		t.Errorf("no redacted line in the operator's log:\n%.500s", text)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

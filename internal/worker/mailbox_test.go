@@ -260,25 +260,43 @@ func TestRedTeamMailboxDeafWorker(t *testing.T) {
 	spinPolicy = func(*freeCPUs, bool) bool { return true }
 	defer func() { spinPolicy = (*freeCPUs).spinnable }()
 	p := fakePool(t, "hostile-mailbox-deaf", 1)
-	type result struct {
-		out sandbox.Outcome
-		err error
-	}
-	done := make(chan result, 1)
 	start := time.Now()
+	r := awaitRun(t, runInBackground(context.Background(), p, "fake", sandbox.Call{Limits: fastLim, Input: "{}"}), 10*time.Second,
+		"the call is held past its deadline by a worker that never takes its frame")
+	if r.err != nil || r.out.Failure == nil || r.out.Failure.Kind != sandbox.KindDeadline ||
+		!strings.HasSuffix(r.out.Failure.Message, "timeout (its worker had not answered by then and was stopped)") {
+		t.Fatalf("%+v %v, want a deadline failure saying the worker did not answer", r.out, r.err)
+	}
+	t.Logf("ended after %v (timeout %v)", time.Since(start), fastLim.Timeout)
+}
+
+// runResult is what p.run returned.
+type runResult struct {
+	out sandbox.Outcome
+	err error
+}
+
+// runInBackground starts p.run of code's execute and returns where its
+// result arrives.
+func runInBackground(ctx context.Context, p *Pool, code string, c sandbox.Call) <-chan runResult {
+	done := make(chan runResult, 1)
 	go func() {
-		out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
-		done <- result{out, err}
+		out, err := p.run(ctx, code, "execute", c)
+		done <- runResult{out, err}
 	}()
+	return done
+}
+
+// awaitRun waits for done up to bound (scaled for the machine's load) and
+// fails the test with held if it has not arrived by then.
+func awaitRun(t *testing.T, done <-chan runResult, bound time.Duration, held string) runResult {
+	t.Helper()
 	select {
 	case r := <-done:
-		if r.err != nil || r.out.Failure == nil || r.out.Failure.Kind != sandbox.KindDeadline ||
-			!strings.HasSuffix(r.out.Failure.Message, "timeout (its worker had not answered by then and was stopped)") {
-			t.Fatalf("%+v %v, want a deadline failure saying the worker did not answer", r.out, r.err)
-		}
-		t.Logf("ended after %v (timeout %v)", time.Since(start), fastLim.Timeout)
-	case <-time.After(testkit.Slack(t, 10*time.Second)):
-		t.Fatal("the call is held past its deadline by a worker that never takes its frame")
+		return r
+	case <-time.After(testkit.Slack(t, bound)):
+		t.Fatal(held)
+		return runResult{}
 	}
 }
 
@@ -310,25 +328,13 @@ func TestRedTeamMailboxDeafAtDrop(t *testing.T) {
 	waitUntil(t, "the worker holds its slot", func() bool { return w.conn.out.state.Load() == mbReading })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	type result struct {
-		out sandbox.Outcome
-		err error
-	}
-	done := make(chan result, 1)
 	start := time.Now()
-	go func() {
-		out, err := p.run(ctx, code(maxLoadedPerWorker), "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
-		done <- result{out, err}
-	}()
-	select {
-	case r := <-done:
-		if !errors.Is(r.err, context.DeadlineExceeded) {
-			t.Fatalf("%+v %v, want the call's context's end", r.out, r.err)
-		}
-		t.Logf("ended after %v: %v", time.Since(start), r.err)
-	case <-time.After(testkit.Slack(t, 10*time.Second)):
-		t.Fatal("the call is held past its context by a worker that never takes its drop frame")
+	r := awaitRun(t, runInBackground(ctx, p, code(maxLoadedPerWorker), sandbox.Call{Limits: fastLim, Input: "{}"}), 10*time.Second,
+		"the call is held past its context by a worker that never takes its drop frame")
+	if !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Fatalf("%+v %v, want the call's context's end", r.out, r.err)
 	}
+	t.Logf("ended after %v: %v", time.Since(start), r.err)
 }
 
 // TestRedTeamMailboxDeafCancel: a worker that never answers and says
@@ -339,16 +345,7 @@ func TestRedTeamMailboxDeafAtDrop(t *testing.T) {
 func TestRedTeamMailboxDeafCancel(t *testing.T) {
 	p := fakePool(t, "hostile-mailbox-deaf-silent", 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	l := sandbox.Limits{Timeout: time.Minute, Memory: 16 << 20}
-	type result struct {
-		out sandbox.Outcome
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := p.run(ctx, "fake", "execute", sandbox.Call{Limits: l, Input: "{}"})
-		done <- result{out, err}
-	}()
+	done := runInBackground(ctx, p, "fake", sandbox.Call{Limits: sandbox.Limits{Timeout: time.Minute, Memory: 16 << 20}, Input: "{}"})
 	// The call is out once the worker holds its slot.
 	waitUntil(t, "the worker holds its slot", func() bool {
 		p.mu.Lock()
@@ -362,15 +359,11 @@ func TestRedTeamMailboxDeafCancel(t *testing.T) {
 	})
 	cancel()
 	start := time.Now()
-	select {
-	case r := <-done:
-		if !errors.Is(r.err, context.Canceled) {
-			t.Fatalf("%+v %v, want cancelled", r.out, r.err)
-		}
-		t.Logf("ended %v after the cancel: %v", time.Since(start), r.err)
-	case <-time.After(testkit.Slack(t, 10*time.Second)):
-		t.Fatalf("a call cancelled is held past the grace (%v) by a worker that never takes its cancel frame", p.opts.Grace)
+	r := awaitRun(t, done, 10*time.Second, "a cancelled call is held past the grace by a worker that never takes its cancel frame")
+	if !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("%+v %v, want cancelled", r.out, r.err)
 	}
+	t.Logf("ended %v after the cancel: %v", time.Since(start), r.err)
 }
 
 // TestRedTeamMailboxMovingWord: the other end moves a mailbox's state word
