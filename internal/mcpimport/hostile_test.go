@@ -19,15 +19,19 @@ import (
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
-// TestFakeStdioUpstream is not a test: run by the tests below as a child
-// process (MAIDEN_FAKE_UPSTREAM set), it is a minimal hostile stdio MCP
-// server. Mode "wedge" answers initialize and tools/list, then never reads
-// its stdin again (nor exits).
-func TestFakeStdioUpstream(t *testing.T) {
-	mode := os.Getenv("MAIDEN_FAKE_UPSTREAM")
-	if mode == "" {
-		t.Skip("a helper process, not a test")
+// This test binary re-executed with MAIDEN_FAKE_UPSTREAM set is a minimal
+// hostile stdio MCP server (an init runs before any test).
+func init() {
+	if mode := os.Getenv("MAIDEN_FAKE_UPSTREAM"); mode != "" {
+		fakeStdioUpstream(mode)
+		os.Exit(0)
 	}
+}
+
+// fakeStdioUpstream serves stdin and stdout. Mode "wedge" answers
+// initialize and tools/list, then never reads its stdin again (nor exits);
+// "chatty" sends chattyLines log messages before its tools/list answer.
+func fakeStdioUpstream(mode string) {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
 	reply := func(id json.RawMessage, result string) {
@@ -37,7 +41,7 @@ func TestFakeStdioUpstream(t *testing.T) {
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
-			os.Exit(0)
+			return
 		}
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -85,7 +89,7 @@ func fakeUpstream(t *testing.T, mode string) *mcpimport.Upstream {
 func fakeUpstreamWith(t *testing.T, mode string, o mcpimport.Options) *mcpimport.Upstream {
 	t.Helper()
 	o.Name, o.BackoffInitial = "fake", time.Hour
-	o.Command = []string{os.Args[0], "-test.run=^TestFakeStdioUpstream$"}
+	o.Command = []string{os.Args[0]}
 	o.Env = []string{"MAIDEN_FAKE_UPSTREAM=" + mode}
 	u, err := mcpimport.New(o)
 	if err != nil {
