@@ -227,6 +227,16 @@ func (f *Func) Call(params ...Val) (Val, error) {
 		// Zeroed: wasmtime overwrites results, and they are ours to delete.
 		results = (*C.wasmtime_component_val_t)(C.calloc(C.size_t(f.results), size))
 		defer C.free(unsafe.Pointer(results))
+		// Deleted whatever the outcome: wasmtime writes the results when the
+		// export returns, before post-return runs, so a post-return that
+		// traps or meets the deadline still leaves them here to free (a zeroed
+		// result, when the call itself failed, frees nothing).
+		defer func() {
+			rs := unsafe.Slice(results, f.results)
+			for i := range rs {
+				C.wasmtime_component_val_delete(&rs[i])
+			}
+		}()
 	}
 	err := s.takeCallError(C.maiden_func_call(&f.fn, s.ctx, args, C.size_t(len(params)), results, C.size_t(f.results), s.state))
 	if err != nil {
@@ -235,7 +245,6 @@ func (f *Func) Call(params ...Val) (Val, error) {
 	if f.results == 0 {
 		return Val{}, nil
 	}
-	defer C.wasmtime_component_val_delete(results)
 	return valFromC(results)
 }
 
