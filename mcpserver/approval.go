@@ -78,15 +78,18 @@ var errDeclined = errors.New("the client declined the approval elicitation")
 var errDraining = errors.New("the server is stopping")
 
 // inboxBaseFor is the base URL of the inbox for an HTTP request: the
-// configured public URL, else the request's own scheme and Host when that
-// host is loopback (a human on this machine can open it), else none.
+// configured public URL, else the request's own scheme and host name when
+// that host is loopback (a human on this machine can open it) with the
+// port the request really reached (the listener's: a client's Host
+// header could name another local port, where another program answers),
+// else none.
 func (s *Server) inboxBaseFor(r *http.Request) string {
 	if s.opts.PublicURL != "" {
 		return s.opts.PublicURL
 	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	host, port := r.Host, ""
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		host, port = h, p
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	loop := strings.EqualFold(host, "localhost")
@@ -96,11 +99,22 @@ func (s *Server) inboxBaseFor(r *http.Request) string {
 	if !loop {
 		return ""
 	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
+		if _, p, err := net.SplitHostPort(local.String()); err == nil {
+			port = p
+		}
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host
+	switch {
+	case port != "":
+		host = net.JoinHostPort(host, port)
+	case strings.Contains(host, ":"):
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host
 }
 
 // inboxBase is the inbox base URL for one tools/call: what the HTTP front

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -674,23 +676,34 @@ func TestApprovalStdio(t *testing.T) {
 func TestInboxBase(t *testing.T) {
 	for _, tc := range []struct {
 		public, host string
+		local        string // the listener's address the request reached, if known
 		tls          bool
 		want         string
 	}{
-		{"", "127.0.0.1:8700", false, "http://127.0.0.1:8700"},
-		{"", "localhost:8700", true, "https://localhost:8700"},
-		{"", "[::1]:8700", false, "http://[::1]:8700"},
-		{"", "maiden.example:8700", false, ""},
-		{"", "10.0.0.1:8700", false, ""},
-		{"https://maiden.example/", "10.0.0.1:8700", false, "https://maiden.example"},
+		{"", "127.0.0.1:8700", "", false, "http://127.0.0.1:8700"},
+		{"", "localhost:8700", "", true, "https://localhost:8700"},
+		{"", "[::1]:8700", "", false, "http://[::1]:8700"},
+		{"", "maiden.example:8700", "", false, ""},
+		{"", "10.0.0.1:8700", "", false, ""},
+		{"https://maiden.example/", "10.0.0.1:8700", "", false, "https://maiden.example"},
+		// The port is the one the request reached, not one a client's Host
+		// names (another local program may answer there: the fourth review).
+		{"", "localhost:6666", "127.0.0.1:8700", false, "http://localhost:8700"},
+		{"", "127.0.0.1:6666", "127.0.0.1:8700", false, "http://127.0.0.1:8700"},
+		{"", "[::1]", "[::1]:8700", false, "http://[::1]:8700"},
+		{"", "::1", "", false, "http://[::1]"},
 	} {
 		s := New(nil, &Options{PublicURL: tc.public})
-		r := httptest.NewRequest(http.MethodPost, "http://"+tc.host+Path, nil)
+		r := httptest.NewRequest(http.MethodPost, "http://example.invalid"+Path, nil)
+		r.Host = tc.host
+		if tc.local != "" {
+			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.TCPAddrFromAddrPort(netip.MustParseAddrPort(tc.local))))
+		}
 		if tc.tls {
 			r.TLS = &tls.ConnectionState{}
 		}
 		if got := s.inboxBaseFor(r); got != tc.want {
-			t.Errorf("public %q host %q: %q, want %q", tc.public, tc.host, got, tc.want)
+			t.Errorf("public %q host %q local %q: %q, want %q", tc.public, tc.host, tc.local, got, tc.want)
 		}
 	}
 }

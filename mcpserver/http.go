@@ -46,6 +46,13 @@ type HTTPOptions struct {
 	// Without it every initialize held its session forever (20,000 of them
 	// held 350 MB), and each tool-list change was sent to every one.
 	SessionIdle time.Duration
+	// MaxSessionsPerAgent bounds the HTTP sessions (2025-11-25 era) one
+	// agent holds open at once; an initialize beyond it is answered 429
+	// until one of the agent's sessions ends (DELETE, or SessionIdle). 0
+	// means DefaultMaxSessionsPerAgent, negative no bound. Without it one
+	// token could open sessions until the server ran out of memory, each
+	// held for SessionIdle.
+	MaxSessionsPerAgent int
 	// Handlers, if set, are further paths served by the same handler
 	// behind the same Origin and token checks as Path (an agent's token
 	// with [agents]). A key is a net/http ServeMux pattern; Path,
@@ -74,6 +81,9 @@ const (
 // client that wants a session kept longer without calls can ping.
 const DefaultSessionIdle = 30 * time.Minute
 
+// DefaultMaxSessionsPerAgent is HTTPOptions.MaxSessionsPerAgent's default.
+const DefaultMaxSessionsPerAgent = 1000
+
 // ModernProtocol is the first MCP revision without sessions (2026-07-28):
 // every request carries its protocol version, in the MCP-Protocol-Version
 // header and in its _meta, and there is no initialize handshake.
@@ -94,6 +104,10 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	idle := o.SessionIdle
 	if idle == 0 {
 		idle = DefaultSessionIdle
+	}
+	maxSessions := o.MaxSessionsPerAgent
+	if maxSessions == 0 {
+		maxSessions = DefaultMaxSessionsPerAgent
 	}
 	// Each request is served by the SDK server of the agent its token
 	// authenticated (guard puts it in the context). The SDK asks for a
@@ -147,6 +161,17 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		}
 		if !s.sessionOwned(w, r) {
 			return
+		}
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			// A POST without a session may open one (initialize): within the
+			// agent's bound, counting the initializes in flight.
+			release, ok := s.reserveSession(requestAgent(r), maxSessions)
+			if !ok {
+				s.log.Warn("refused a new session: the agent holds as many as it may", "agent", requestAgent(r), "max", maxSessions, "remote", r.RemoteAddr)
+				http.Error(w, fmt.Sprintf("maiden: this agent already holds %d open sessions, the most it may; end one (DELETE with its Mcp-Session-Id) or let one expire, then initialize again", maxSessions), http.StatusTooManyRequests)
+				return
+			}
+			defer release()
 		}
 		w, done, answered := s.trackHTTP(w, r.Header.Get("Mcp-Session-Id"), body)
 		if answered {
@@ -349,15 +374,52 @@ func allowedOrigins(o HTTPOptions) map[string]bool {
 }
 
 // foreignOrigin answers 403 and reports true for a request whose Origin is
-// neither allowed nor the server's own loopback origin.
+// neither allowed nor the server's own loopback origin, or that reached a
+// loopback listener under a name that is not loopback (reboundHost).
 func (s *Server) foreignOrigin(allowed map[string]bool, w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
-	if origin == "" || allowed[strings.ToLower(origin)] || ownLoopbackOrigin(origin, r) {
+	if origin != "" && !allowed[strings.ToLower(origin)] && !ownLoopbackOrigin(origin, r) {
+		s.log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
+		http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
+		return true
+	}
+	if reboundHost(r) {
+		s.log.Warn("refused a request to a loopback listener under another name (DNS rebinding?)", "host", r.Host, "remote", r.RemoteAddr)
+		http.Error(w, "maiden: this server listens on loopback and answers only to localhost or a loopback address in the Host header, not "+r.Host, http.StatusForbidden)
+		return true
+	}
+	return false
+}
+
+// reboundHost reports whether r came to a loopback listener with a Host
+// that is not a loopback name: what a DNS-rebinding page's requests look
+// like. Its same-origin GETs carry no Origin header, so the Origin check
+// alone does not see them. (The SDK's handler makes the same check for
+// Path; this makes it for every path, /metrics and the inbox included.)
+func reboundHost(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
 		return false
 	}
-	s.log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
-	http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
-	return true
+	if !loopbackHost(local.String()) {
+		return false
+	}
+	return !loopbackHost(r.Host)
+}
+
+// loopbackHost reports whether hostport (a port is optional) names
+// localhost or a loopback address.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // originCheck wraps a handler in the Origin check alone (the inbox, which

@@ -106,6 +106,8 @@ type Server struct {
 
 	bindMu   sync.Mutex
 	sessions map[string]string // HTTP session ID -> the agent that opened it
+	perAgent map[string]int    // agent -> its sessions in sessions
+	opening  map[string]int    // agent -> its session-less POSTs in flight (reserveSession)
 
 	httpCalls inflight     // requests in flight over HTTP, by session
 	calls     callHandlers // running tools/call handlers: by HTTP session (DELETE), all (Drain)
@@ -162,7 +164,7 @@ func New(h *maiden.Host, opts *Options) *Server {
 		o.Agent = maiden.DefaultAgent
 	}
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
-	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{},
+	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{}, perAgent: map[string]int{}, opening: map[string]int{},
 		states: newStateKey(), warm: newWarmRunners(), stdioSession: maiden.NewSessionID()}
 	s.agents[o.Agent] = s.newAgentServer(o.Agent)
 	// An imported MCP server's tool list changed: list again, which tells
@@ -281,15 +283,23 @@ func (s *Server) bindSession(ss *mcp.ServerSession, agent string) {
 	}
 	s.bindMu.Lock()
 	_, known := s.sessions[id]
-	s.sessions[id] = agent
+	if !known {
+		s.sessions[id] = agent
+		s.perAgent[agent]++
+	}
 	s.bindMu.Unlock()
 	if known {
-		return // initialize again on the same session: one watcher is enough
+		// initialize again on the same session (which sessionOwned let
+		// through only with its own agent's token): one watcher is enough.
+		return
 	}
 	go func() {
 		ss.Wait()
 		s.bindMu.Lock()
 		delete(s.sessions, id)
+		if s.perAgent[agent]--; s.perAgent[agent] <= 0 {
+			delete(s.perAgent, agent)
+		}
 		s.bindMu.Unlock()
 		// The maiden session of the MCP session ends with it: its
 		// boundary stops applying and its secret material is dropped.
@@ -297,6 +307,29 @@ func (s *Server) bindSession(ss *mcp.ServerSession, agent string) {
 			s.log.Warn("could not end the session", "session", id, "err", err)
 		}
 	}()
+}
+
+// reserveSession holds one of agent's max session places for a request
+// that may open a session (a POST without Mcp-Session-Id), until release:
+// the places are agent's bound sessions and such requests in flight. A
+// max of 0 or below bounds nothing.
+func (s *Server) reserveSession(agent string, max int) (release func(), ok bool) {
+	if max <= 0 {
+		return func() {}, true
+	}
+	s.bindMu.Lock()
+	defer s.bindMu.Unlock()
+	if s.perAgent[agent]+s.opening[agent] >= max {
+		return nil, false
+	}
+	s.opening[agent]++
+	return func() {
+		s.bindMu.Lock()
+		defer s.bindMu.Unlock()
+		if s.opening[agent]--; s.opening[agent] <= 0 {
+			delete(s.opening, agent)
+		}
+	}, true
 }
 
 // sessionAgent returns the agent that opened HTTP session id.
