@@ -90,10 +90,14 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		fmt.Fprintln(stderr, "maiden add:", err)
 		return exitUsage
 	}
-	pinned, err := oci.Resolve(ctx, r, opts)
-	if err != nil {
-		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
-		return exitUsage
+	// A digest the operator gave is the pin: Pull checks that the tag,
+	// if one is named too, still names it; only a tag alone is resolved.
+	pinned := r
+	if !r.Pinned() {
+		if pinned, err = oci.Resolve(ctx, r, opts); err != nil {
+			fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
+			return exitUsage
+		}
 	}
 	st, err := oci.OpenStore(oci.DefaultStoreDir())
 	if err != nil {

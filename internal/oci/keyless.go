@@ -45,7 +45,8 @@ const (
 	// provenance attestation) over the digest is an attestation, not a
 	// signature, and is not accepted as one.
 	cosignSignPredicate = "https://sigstore.dev/cosign/sign/v1"
-	// maxBundles bounds the referrers read for one digest.
+	// maxBundles bounds the referrers read for one digest, and the
+	// bundles read from all of them.
 	maxBundles = 16
 )
 
@@ -382,6 +383,9 @@ func fetchBundles(ref name.Reference, r Ref, ro []remote.Option) ([][]byte, erro
 		for _, l := range m.Layers {
 			if !strings.HasPrefix(string(l.MediaType), bundleMediaTypePrefix) {
 				continue
+			}
+			if len(all) == maxBundles {
+				break // each a download held until verification
 			}
 			if l.Size > maxSignatureBytes {
 				return nil, fmt.Errorf("bundle of %d bytes: %w", l.Size, ErrTooLarge)

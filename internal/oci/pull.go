@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -278,8 +279,7 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	limit := int64(MaxManifestBytes) // manifests, tokens, errors
-	if strings.Contains(req.URL.Path, "/blobs/") || !strings.Contains(req.URL.Path, "/v2/") {
-		// A blob, or a blob's redirect to storage elsewhere.
+	if blobRequest(req) {
 		limit = MaxLayerBytes
 	}
 	if resp.ContentLength > limit {
@@ -288,6 +288,25 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &capBody{rc: resp.Body, left: limit}
 	return resp, nil
+}
+
+// blobRequest reports whether req fetches a blob: the request that began
+// its redirect chain is GET /v2/NAME/blobs/DIGEST. A redirect keeps the
+// cap of the request that began the chain, so a manifest sent off /v2/
+// is still capped as a manifest, and a repository named .../blobs/...
+// does not make its manifests blobs. A redirect whose chain cannot be
+// followed back (a transport that does not set Response.Request) is
+// taken as a blob's redirect to storage elsewhere when it leaves /v2/.
+func blobRequest(req *http.Request) bool {
+	first := req
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	if first.Response != nil {
+		return !strings.HasPrefix(req.URL.Path, "/v2/")
+	}
+	p := first.URL.Path
+	return strings.HasPrefix(p, "/v2/") && path.Base(path.Dir(p)) == "blobs"
 }
 
 // capBody fails a read past its limit (a registry that declared no size,

@@ -31,6 +31,9 @@ import (
 const (
 	cosignSigMediaType  = "application/vnd.dev.cosign.simplesigning.v1+json"
 	cosignSigAnnotation = "dev.cosignproject.cosign/signature"
+	// maxSignatures bounds the signatures read from one .sig manifest
+	// (cosign appends one per signing key).
+	maxSignatures = 16
 )
 
 // Key is a cosign-compatible public key (cosign.pub: a PEM public key,
@@ -113,6 +116,12 @@ func fetchSignatures(ref name.Reference, r Ref, ro []remote.Option) ([]signature
 	for _, l := range m.Layers {
 		if l.MediaType != cosignSigMediaType || l.Annotations[cosignSigAnnotation] == "" {
 			continue
+		}
+		if len(all) == maxSignatures {
+			// Each candidate is a download held until verification: a
+			// manifest of thousands of layers naming one blob must not
+			// cost thousands of them.
+			break
 		}
 		if l.Size > maxSignatureBytes {
 			return nil, fmt.Errorf("signature payload of %d bytes: %w", l.Size, ErrTooLarge)
