@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
@@ -217,18 +218,52 @@ type wasmHostCalls struct {
 	fetchChain sandbox.FetchFunc
 	revealOnce sync.Once
 	revealFunc sandbox.RevealFunc
+	// recorded counts the call's http-fetch requests and reveals, each an
+	// audit record (or, unaudited, a log line): maxRecordedHostCalls.
+	recorded atomic.Int32
+}
+
+// maxRecordedHostCalls bounds the http-fetch requests and reveals of one
+// call. Each is recorded (an audit record of a declared agent's call, the
+// gate's log line), and a refused one costs the tool microseconds: a tool
+// asking in a loop until its deadline wrote records faster than the
+// journal's ingestion, until Append refused every audited call of every
+// agent (the fourth review). Past the bound a request is refused unsent
+// and unrecorded; the tool gets the refusal. 1,024 is far more than a
+// call's timeout leaves time for over a real network.
+const maxRecordedHostCalls = 1024
+
+// overRecorded counts one host call that would be recorded and reports
+// whether it is past maxRecordedHostCalls.
+func (hc *wasmHostCalls) overRecorded() bool {
+	return hc.recorded.Add(1) > maxRecordedHostCalls
+}
+
+var tooManyRecorded = fmt.Sprintf("this call has made %d http-fetch requests and reveals, the most one call may (each is recorded); the rest are refused", maxRecordedHostCalls)
+
+// capRecorded refuses the call's requests past maxRecordedHostCalls.
+func (hc *wasmHostCalls) capRecorded(fetch sandbox.FetchFunc) sandbox.FetchFunc {
+	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		if hc.overRecorded() {
+			return nil, &sandbox.FetchError{Kind: sandbox.FetchDenied, Message: tooManyRecorded}
+		}
+		return fetch(ctx, req)
+	}
 }
 
 func (hc *wasmHostCalls) fetch(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
 	hc.fetchOnce.Do(func() {
 		b, inv := hc.b, hc.inv
-		hc.fetchChain = inv.budget.Fetch(hc.refusals.watch(inv.traceFetch(hc.ctx, b.secrets.fetch(hc.ctx, inv, auditFetch(hc.ctx, b.trail, inv, fetchFunc(b.gate, inv.policy, b.observer, inv.tool.Name, inv.agent, inv.wallet))))))
+		hc.fetchChain = inv.budget.Fetch(hc.refusals.watch(hc.capRecorded(inv.traceFetch(hc.ctx, b.secrets.fetch(hc.ctx, inv, auditFetch(hc.ctx, b.trail, inv, fetchFunc(b.gate, inv.policy, b.observer, inv.tool.Name, inv.agent, inv.wallet)))))))
 	})
 	return hc.fetchChain(ctx, req)
 }
 
 func (hc *wasmHostCalls) reveal(ctx context.Context, handle string) (string, error) {
 	hc.revealOnce.Do(func() { hc.revealFunc = hc.b.secrets.reveal(hc.ctx, hc.inv) })
+	if hc.overRecorded() {
+		return "", errors.New(tooManyRecorded)
+	}
 	return hc.revealFunc(ctx, handle)
 }
 
