@@ -17,7 +17,12 @@ import (
 // lower-negative grant of the allowing card, an upper-negative grant of
 // any card) or a ceiling that does not cover it refuses.
 func subtree(w *cards.Wallet, verb, dir string) cards.Decision {
-	want, err := grant.Parse("fs:" + verb + " " + strings.TrimSuffix(dir, "/") + "/**")
+	if dir != "/" {
+		dir = strings.TrimSuffix(dir, "/")
+	}
+	// Built from dir's segments, never by parsing dir as grant syntax: a
+	// '\' or a space in a directory's name is part of the name.
+	want, err := grant.FSSubtree(verb, dir)
 	if err != nil {
 		// A path the grant language cannot name: no card can cover it.
 		return refuse(grant.Target{}, PolicyTarget, "the directory cannot be checked against the agent's cards: "+err.Error())
@@ -33,7 +38,11 @@ func subtree(w *cards.Wallet, verb, dir string) cards.Decision {
 		return g.Class == grant.FS && (g.Verb == "" || g.Verb == verb)
 	}
 	touches := func(g grant.Grant) bool {
-		return applies(g) && (g.Covers(want) || want.Covers(g) || prefixRelated(fsLiteralPrefix(g), dir))
+		if !applies(g) {
+			return false
+		}
+		p, ok := g.LiteralPathPrefix()
+		return !ok || g.Covers(want) || want.Covers(g) || prefixRelated(p, dir)
 	}
 	var allowed cards.Decision
 	for _, c := range w.Cards() {
@@ -63,21 +72,6 @@ func subtree(w *cards.Wallet, verb, dir string) cards.Decision {
 	}
 	return deny("", "", grant.Grant{},
 		fmt.Sprintf("no card of agent %q allows all of %s, without an exception that may reach inside it, so the directory is not handed over whole", w.Agent(), target))
-}
-
-// fsLiteralPrefix is the path of an fs grant up to its first wildcard
-// segment ("/srv/work/secret" for /srv/work/secret/**, "/" for /*/x).
-func fsLiteralPrefix(g grant.Grant) string {
-	f := strings.Fields(g.String())
-	p := f[len(f)-1]
-	var lit []string
-	for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		if strings.Contains(seg, "*") {
-			break
-		}
-		lit = append(lit, seg)
-	}
-	return "/" + strings.Join(lit, "/")
 }
 
 // prefixRelated reports whether one of two clean absolute paths is within

@@ -376,3 +376,45 @@ func coverPath(parent, child []seg) bool {
 	}
 	return wildcardMatch(tok(parent), tok(child), true)
 }
+
+// FSSubtree is the grant fs:VERB DIR/** (verb "" for any verb): everything
+// beneath the directory dir, absolute and clean (FSTarget's rules), each of
+// whose segments is taken literally whatever bytes it holds (a space, a
+// '\', a '*'). It is built from the segments, never by parsing dir as grant
+// syntax, so the directory it names is the directory given.
+func FSSubtree(verb, dir string) (Grant, error) {
+	t, err := FSTarget(verb, dir)
+	if err != nil {
+		return Grant{}, err
+	}
+	if verb != "" && !slices.Contains(verbs[FS], verb) {
+		return Grant{}, fmt.Errorf("%w: verb %q is not a verb of class fs", ErrTarget, verb)
+	}
+	p := make([]seg, 0, len(t.segs)+1)
+	for _, s := range t.segs {
+		p = append(p, seg{kind: segLit, lit: s})
+	}
+	return Grant{Class: FS, Verb: verb, path: append(p, seg{kind: segMany})}, nil
+}
+
+// LiteralPathPrefix is the path of fs grant g up to its first wildcard
+// segment, its literal segments joined by '/' as they are ("/srv/work" for
+// fs:read /srv/work/*/key, "/" when the first segment is a wildcard), and
+// ok false for a grant of another class.
+func (g Grant) LiteralPathPrefix() (prefix string, ok bool) {
+	if g.Class != FS || g.path == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, s := range g.path {
+		if s.kind != segLit {
+			break
+		}
+		b.WriteByte('/')
+		b.WriteString(s.lit)
+	}
+	if b.Len() == 0 {
+		return "/", true
+	}
+	return b.String(), true
+}

@@ -637,19 +637,21 @@ func invokeOf(tool, rendered, component string) (decide.Question, bool) {
 // treeOf reads "fs:VERB DIR/**", a preopen's decision's target as
 // decide.AccessTree names it, back into that question.
 func treeOf(target string) (decide.Question, bool) {
-	rest, ok := strings.CutPrefix(target, "fs:")
+	g, err := grant.Parse(target)
+	if err != nil || g.Class != grant.FS || (g.Verb != "read" && g.Verb != "write") {
+		return decide.Question{}, false
+	}
+	// The directory is the grant's literal prefix, and the grant exactly
+	// that directory's subtree (its names as they are: a quoted space, an
+	// escaped '\').
+	dir, ok := g.LiteralPathPrefix()
 	if !ok {
 		return decide.Question{}, false
 	}
-	verb, p, ok := strings.Cut(rest, " ")
-	dir, tree := strings.CutSuffix(p, "/**")
-	if !ok || !tree || (verb != "read" && verb != "write") {
+	if want, err := grant.FSSubtree(g.Verb, dir); err != nil || !want.Equal(g) {
 		return decide.Question{}, false
 	}
-	if dir == "" {
-		dir = "/"
-	}
-	return decide.AccessTree(verb, dir), true
+	return decide.AccessTree(g.Verb, dir), true
 }
 
 func boolInt(b bool) int {
