@@ -390,6 +390,9 @@ func VerifyExport(r io.Reader, wantHead string) (n int64, head string, err error
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	var recs []AuditRecord
 	var trailer *auditExportHead
+	var canon bytes.Buffer
+	canonEnc := json.NewEncoder(&canon)
+	canonEnc.SetEscapeHTML(false) // as ExportAudit
 	line := 0
 	for sc.Scan() {
 		line++
@@ -411,6 +414,15 @@ func VerifyExport(r io.Reader, wantHead string) (n int64, head string, err error
 		var rec AuditRecord
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return 0, "", fmt.Errorf("%w: line %d: %v", ErrAuditBroken, line, err)
+		}
+		// Only the exact line ExportAudit writes for the record: what
+		// encoding/json decoded (keys matched case-insensitively, the last
+		// duplicate winning, unknown keys ignored) is what is hashed, and
+		// another reader of a line with a second "BODY" or "agent" would
+		// read what the chain never held.
+		canon.Reset()
+		if err := canonEnc.Encode(rec); err != nil || !bytes.Equal(bytes.TrimSuffix(canon.Bytes(), []byte("\n")), sc.Bytes()) {
+			return 0, "", fmt.Errorf("%w: line %d is not the record as exported (duplicate, differently cased or unknown keys, or re-encoded)", ErrAuditBroken, line)
 		}
 		recs = append(recs, rec)
 	}
