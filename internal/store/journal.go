@@ -297,10 +297,16 @@ func (j *Journal) Append(r AuditRecord) error {
 	if err := checkName("audit kind", r.Kind); err != nil { // the body is checked as it is encoded
 		return fmt.Errorf("audit journal %s: %w", r.Kind, err)
 	}
+	// Not UTF-8, or a NUL: PostgreSQL's text columns refuse them, so such
+	// a line would fail its ingestion batch on every retry and hold the
+	// journal (and with it every audited call) until it is removed.
 	for _, f := range [...]struct{ what, v string }{{"kind", r.Kind}, {"actor", r.Actor}, {"agent", r.Agent}, {"tool", r.Tool}} {
-		if !utf8.ValidString(f.v) {
-			return fmt.Errorf("audit journal %s: %w: the record's %s is not UTF-8", r.Kind, ErrBadInput, f.what)
+		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
+			return fmt.Errorf("audit journal %s: %w: the record's %s is not UTF-8 text without NUL", r.Kind, ErrBadInput, f.what)
 		}
+	}
+	if !utf8.Valid(r.Body) || bytes.IndexByte(r.Body, 0) >= 0 {
+		return fmt.Errorf("audit journal %s: %w: the record's body is not UTF-8 text without NUL", r.Kind, ErrBadInput)
 	}
 	if r.At.IsZero() {
 		r.At = j.s.now()
