@@ -438,7 +438,7 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden [
 		return nil, &FetchError{Kind: FetchFailed, Message: ev.reason}
 	}
 	rd, declared := io.Reader(resp.Body), resp.ContentLength
-	if askedGzip && hreq.Method != http.MethodHead && declared != 0 && onlyGzip(resp.Header) {
+	if askedGzip && declared != 0 && onlyGzip(resp.Header) {
 		// Decoded as it is read, so the cap counts decoded bytes.
 		rd, declared = &gunzip{r: resp.Body}, -1
 		resp.Header.Del("Content-Encoding")
@@ -465,7 +465,7 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden [
 	if int64(len(body)) > limit {
 		return nil, ev.tooLarge(p.maxBytes, -1)
 	}
-	if ce := contentEncoding(resp); ce != "" && len(body) > 0 {
+	if ce := contentEncoding(resp.Header); ce != "" && len(body) > 0 {
 		// The coding is the server's text: redacted before it is quoted
 		// (quote shortens, and a shortened secret would no longer match).
 		ev.rule, ev.reason = RuleContentEncoding, fmt.Sprintf("response body uses content-encoding %s, which maiden did not ask for and cannot inspect", quote(red.String(ce)))
@@ -589,23 +589,25 @@ func readCapped(r io.Reader, max, declared int64) ([]byte, error) {
 	}
 }
 
-// onlyGzip reports whether h's Content-Encoding lines, all of them, name
-// exactly one coding besides identity, and it is gzip: the one coding the
-// gate asked for, applied once.
-func onlyGzip(h http.Header) bool {
-	n := 0
+// codings are the codings h's Content-Encoding lines name, all of them in
+// order, identity left out.
+func codings(h http.Header) []string {
+	var out []string
 	for _, v := range h.Values("Content-Encoding") {
 		for _, c := range strings.Split(v, ",") {
-			switch c = strings.TrimSpace(c); {
-			case c == "" || strings.EqualFold(c, "identity"):
-			case strings.EqualFold(c, "gzip"):
-				n++
-			default:
-				return false
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				out = append(out, c)
 			}
 		}
 	}
-	return n == 1
+	return out
+}
+
+// onlyGzip reports whether h's Content-Encoding lines together name one
+// coding, gzip: the one coding the gate asked for, applied once.
+func onlyGzip(h http.Header) bool {
+	c := codings(h)
+	return len(c) == 1 && strings.EqualFold(c[0], "gzip")
 }
 
 // gunzip decodes a gzip body as it is read, starting at the first Read
@@ -626,20 +628,10 @@ func (g *gunzip) Read(p []byte) (int, error) {
 	return g.zr.Read(p)
 }
 
-// contentEncoding returns the coding of a body the gate did not decode,
+// contentEncoding returns the codings of a body the gate did not decode,
 // or "" for an identity body.
-func contentEncoding(resp *http.Response) string {
-	if resp.Uncompressed {
-		return ""
-	}
-	for _, v := range resp.Header.Values("Content-Encoding") {
-		for _, c := range strings.Split(v, ",") {
-			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
-				return v
-			}
-		}
-	}
-	return ""
+func contentEncoding(h http.Header) string {
+	return strings.Join(codings(h), ", ")
 }
 
 // responseHeaders flattens h in name order, redacting names and values.
