@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -87,18 +86,14 @@ func (s *Server) inboxBaseFor(r *http.Request) string {
 	if s.opts.PublicURL != "" {
 		return s.opts.PublicURL
 	}
+	if !loopbackHost(r.Host) {
+		return ""
+	}
 	host, port := r.Host, ""
 	if h, p, err := net.SplitHostPort(host); err == nil {
 		host, port = h, p
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	loop := strings.EqualFold(host, "localhost")
-	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
-		loop = true
-	}
-	if !loop {
-		return ""
-	}
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
 		if _, p, err := net.SplitHostPort(local.String()); err == nil {
 			port = p

@@ -484,15 +484,7 @@ func ownLoopbackOrigin(origin string, r *http.Request) bool {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if !strings.EqualFold(u.Scheme, scheme) || !strings.EqualFold(u.Host, r.Host) {
-		return false
-	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
+	return strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host) && loopbackHost(u.Host)
 }
 
 // readBody reads a POST body of at most max_input_bytes plus the envelope
@@ -518,13 +510,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 // loopback interface. An empty host, 0.0.0.0 or :: bind everything; a name
 // other than localhost could resolve anywhere.
 func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	_, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(addr)
 }
