@@ -33,15 +33,7 @@ func TestCallLogsBounded(t *testing.T) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, struct{}{}, nil
 		})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
-
-	imp := &config.MCPImport{URL: ts.URL}
-	hub := New(Options{
-		Current: func(name string, got *config.MCPImport) bool { return got == imp },
-		Secret:  func(string) (string, bool) { return "", false },
-	})
-	t.Cleanup(hub.Close)
+	hub, imp := hubOver(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	relayed := 0
@@ -73,14 +65,7 @@ func TestCallOutputBounded(t *testing.T) {
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]any, error) {
 			return nil, map[string]any{"x": strings.Repeat("x", 3<<19)}, nil
 		})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
-	imp := &config.MCPImport{URL: ts.URL}
-	hub := New(Options{
-		Current: func(name string, got *config.MCPImport) bool { return got == imp },
-		Secret:  func(string) (string, bool) { return "", false },
-	})
-	t.Cleanup(hub.Close)
+	hub, imp := hubOver(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := hub.Call(ctx, Call{Import: "big", Table: imp, Exposed: "big.big", Tool: "big", Input: []byte(`{}`),
@@ -92,4 +77,19 @@ func TestCallOutputBounded(t *testing.T) {
 		t.Fatalf("an upstream answer of 1.5 MiB: output %d bytes, failure %+v; want kind tool naming the 1 MiB output limit", len(out.Output), out.Failure)
 	}
 	t.Logf("failure: %s: %s", out.Failure.Kind, out.Failure.Message)
+}
+
+// hubOver is a hub of one import: srv, an SDK server over streamable HTTP
+// on loopback.
+func hubOver(t *testing.T, srv *mcp.Server) (*Hub, *config.MCPImport) {
+	t.Helper()
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	imp := &config.MCPImport{URL: ts.URL}
+	hub := New(Options{
+		Current: func(name string, got *config.MCPImport) bool { return got == imp },
+		Secret:  func(string) (string, bool) { return "", false },
+	})
+	t.Cleanup(hub.Close)
+	return hub, imp
 }

@@ -157,10 +157,8 @@ func (u *Hub) entry(ctx context.Context, name string, imp *config.MCPImport, acq
 		// What the upstream echoes of it in log messages no call owns
 		// (those go to the operator's log).
 		opts.Redact = func(s string) string {
-			if v, ok := u.o.Secret(secret); ok && len(v) >= 4 {
-				return strings.ReplaceAll(s, v, "[REDACTED:"+secret+"]")
-			}
-			return s
+			v, _ := u.o.Secret(secret)
+			return RedactCredential(s, secret, v)
 		}
 	}
 	if len(imp.Command) > 0 {
@@ -365,6 +363,17 @@ type Outcome struct {
 // or changed while the call was on its way.
 func RetiredMessage(imp string) string {
 	return fmt.Sprintf("the MCP server %q was %v while the call was on its way; call again", imp, ErrRetired)
+}
+
+// RedactCredential is s with every copy of value, the credential NAME
+// maiden sends an upstream, replaced by [REDACTED:NAME]: what the upstream
+// echoes of it (output, logs, errors). A value under 4 bytes is left, as
+// too short to find without mangling other text.
+func RedactCredential(s, name, value string) string {
+	if len(value) < 4 {
+		return s
+	}
+	return strings.ReplaceAll(s, value, "[REDACTED:"+name+"]")
 }
 
 // MaxLogBytes bounds the log lines one call keeps of its upstream's log

@@ -350,8 +350,8 @@ func (b *importBackend) run(ctx context.Context, inv *invocation) (ran, *ToolErr
 		// The upstream holds the credential maiden sends it: whatever it
 		// echoes back of it (output, logs, errors) is redacted like a
 		// tool's secrets.
-		if v, ok := b.lookupSecret(name); ok && len(v) >= 4 {
-			redact = func(s string) string { return gate(strings.ReplaceAll(s, v, "[REDACTED:"+name+"]")) }
+		if v, ok := b.lookupSecret(name); ok {
+			redact = func(s string) string { return gate(mcphub.RedactCredential(s, name, v)) }
 		}
 	}
 	var onProgress func(mcpimport.Progress)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/mcphub"
+	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
 // TestRetiredImportNotRestarted: a call that began on the configuration
@@ -35,5 +37,15 @@ func TestRetiredImportNotRestarted(t *testing.T) {
 	infos, _, err := imp.tools(context.Background(), old)
 	if err != nil || len(infos) != 0 {
 		t.Errorf("listing the removed import on the old configuration: %v %+v, want nothing", err, infos)
+	}
+}
+
+// TestImportLimitsAreEveryTools: an imported tool's log budget and output
+// limit (internal/mcphub's, which cannot import internal/sandbox) are a
+// WebAssembly tool's defaults, as their docs say.
+func TestImportLimitsAreEveryTools(t *testing.T) {
+	if mcphub.MaxLogBytes != sandbox.DefaultMaxLogBytes || mcphub.MaxOutputBytes != sandbox.DefaultMaxOutputBytes {
+		t.Errorf("imports keep %d bytes of log and %d of output; WebAssembly tools %d and %d",
+			mcphub.MaxLogBytes, mcphub.MaxOutputBytes, sandbox.DefaultMaxLogBytes, sandbox.DefaultMaxOutputBytes)
 	}
 }
