@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/capread"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -119,37 +120,11 @@ func (t *sseTapTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		// The SDK reads any other answer (application/json: one message)
 		// whole, with no limit of its own: bound it as a message.
-		max := int64(t.u.opts.MaxMessageBytes)
-		resp.Body = &cappedBody{rc: resp.Body, max: max, left: max}
+		resp.Body = capread.New(resp.Body, int64(t.u.opts.MaxMessageBytes),
+			fmt.Errorf("an HTTP answer of the MCP upstream is over the %d-byte message cap", t.u.opts.MaxMessageBytes))
 	}
 	return resp, nil
 }
-
-// cappedBody fails a read past the message cap.
-type cappedBody struct {
-	rc        io.ReadCloser
-	max, left int64
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more tells a body of exactly the cap from a longer one.
-		var one [1]byte
-		n, err := b.rc.Read(one[:])
-		if n > 0 {
-			return 0, fmt.Errorf("an HTTP answer of the MCP upstream is over the %d-byte message cap", b.max)
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *cappedBody) Close() error { return b.rc.Close() }
 
 // maxTapEvent bounds an event the tap decodes; a larger one passes through
 // undecoded (it is not a notification maiden relays, or is not one worth

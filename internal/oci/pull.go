@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/maiden-run/maiden/internal/capread"
 )
 
 // PullOptions configure Resolve and Pull. nil means defaults.
@@ -286,7 +288,7 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, fmt.Errorf("%s declares %d bytes: %w (%d bytes)", req.URL.Path, resp.ContentLength, ErrTooLarge, limit)
 	}
-	resp.Body = &capBody{rc: resp.Body, left: limit}
+	resp.Body = capread.New(resp.Body, limit, fmt.Errorf("response body: %w", ErrTooLarge))
 	return resp, nil
 }
 
@@ -308,33 +310,6 @@ func blobRequest(req *http.Request) bool {
 	p := first.URL.Path
 	return strings.HasPrefix(p, "/v2/") && path.Base(path.Dir(p)) == "blobs"
 }
-
-// capBody fails a read past its limit (a registry that declared no size,
-// or a smaller one than it sends).
-type capBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *capBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		var one [1]byte
-		if n, _ := b.rc.Read(one[:]); n > 0 {
-			return 0, fmt.Errorf("response body: %w", ErrTooLarge)
-		}
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return 0, fmt.Errorf("response body: %w", ErrTooLarge)
-	}
-	return n, err
-}
-
-func (b *capBody) Close() error { return b.rc.Close() }
 
 // classify gives go-containerregistry's own digest checks (which run
 // before ours and return unexported error types) the sentinel our callers
