@@ -6,7 +6,7 @@
 // seen at the next poll. The package knows nothing of the store: the
 // caller's check reads the request's state at every wake.
 //
-//	done := waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+//	done := waiters.Wait(ctx, agent, id, wait, poll, inv.suspend, check)
 package humanwait
 
 import (
@@ -15,11 +15,21 @@ import (
 	"time"
 )
 
+// MaxPerOwner is how many calls of one owner (an agent) may wait for a
+// human at once in one Host. Each waiting call holds a goroutine and asks
+// the store at every poll; identical calls share one request (and the
+// store bounds an agent's distinct requests), so without this bound an
+// agent repeating one call could pile up waiters, and store reads, without
+// end. A call beyond it does not wait: its caller answers it pending with
+// the request's ID at once, and the request stays for the human.
+const MaxPerOwner = 100
+
 // Waiters are the calls of one Host waiting for a decision, by request
 // ID. The zero value is ready.
 type Waiters struct {
-	mu sync.Mutex
-	m  map[string][]chan struct{}
+	mu     sync.Mutex
+	m      map[string][]chan struct{}
+	owners map[string]int // waiting calls by owner
 }
 
 // Wait waits for the request id to be settled: it registers the wait (so
@@ -29,13 +39,18 @@ type Waiters struct {
 // all) or ctx ends. check reports done when the request is settled; an
 // error is the store failing, retried at the next poll (the wait's end
 // bounds it). Wait returns true when check said done, false when the wait
-// ended first. The admission turn is not taken again here.
-func (w *Waiters) Wait(ctx context.Context, id string, wait, poll time.Duration, suspend func(), check func(context.Context) (done bool, err error)) bool {
+// ended first. The admission turn is not taken again here. A call whose
+// owner already has MaxPerOwner calls waiting does not wait (false at
+// once, suspend not called), as with a wait below zero.
+func (w *Waiters) Wait(ctx context.Context, owner, id string, wait, poll time.Duration, suspend func(), check func(context.Context) (done bool, err error)) bool {
 	if wait < 0 {
 		return false
 	}
-	wake := w.add(id)
-	defer w.remove(id, wake)
+	wake := w.add(owner, id)
+	if wake == nil {
+		return false
+	}
+	defer w.remove(owner, id, wake)
 	suspend()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -63,20 +78,37 @@ func (w *Waiters) Wait(ctx context.Context, id string, wait, poll time.Duration,
 	}
 }
 
-func (w *Waiters) add(id string) chan struct{} {
-	ch := make(chan struct{}, 1)
+// Waiting is how many calls of owner wait now.
+func (w *Waiters) Waiting(owner string) int {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.owners[owner]
+}
+
+// add registers a wait for id by owner, or returns nil when owner has
+// MaxPerOwner waits already.
+func (w *Waiters) add(owner, id string) chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.owners[owner] >= MaxPerOwner {
+		return nil
+	}
 	if w.m == nil {
 		w.m = map[string][]chan struct{}{}
+		w.owners = map[string]int{}
 	}
+	w.owners[owner]++
+	ch := make(chan struct{}, 1)
 	w.m[id] = append(w.m[id], ch)
-	w.mu.Unlock()
 	return ch
 }
 
-func (w *Waiters) remove(id string, ch chan struct{}) {
+func (w *Waiters) remove(owner, id string, ch chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.owners[owner]--; w.owners[owner] <= 0 {
+		delete(w.owners, owner)
+	}
 	list := w.m[id]
 	for i, c := range list {
 		if c == ch {

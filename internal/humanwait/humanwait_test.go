@@ -18,7 +18,7 @@ func TestWakeEndsTheWait(t *testing.T) {
 	answer := make(chan func() (bool, error)) // what it answers
 	done := make(chan bool)
 	go func() {
-		done <- w.Wait(context.Background(), "a1", time.Hour, time.Hour, func() { close(registered) }, func(context.Context) (bool, error) {
+		done <- w.Wait(context.Background(), "agent", "a1", time.Hour, time.Hour, func() { close(registered) }, func(context.Context) (bool, error) {
 			asked <- struct{}{}
 			return (<-answer)()
 		})
@@ -45,7 +45,66 @@ func TestWakeEndsTheWait(t *testing.T) {
 	if left != 0 {
 		t.Errorf("%d waiters left behind", left)
 	}
-	if w.Wait(context.Background(), "a2", -1, time.Hour, func() { t.Error("suspended with no wait") }, nil) {
+	if w.Wait(context.Background(), "agent", "a2", -1, time.Hour, func() { t.Error("suspended with no wait") }, nil) {
 		t.Error("a wait below zero returned true")
+	}
+}
+
+// TestWaitsBoundedPerOwner: an owner (an agent) with MaxPerOwner calls
+// waiting gets no more: the next call returns false at once, without
+// giving its turn back (suspend); another owner still waits; once one of
+// the first owner's waits ends, it may wait again.
+func TestWaitsBoundedPerOwner(t *testing.T) {
+	var w Waiters
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	never := func(context.Context) (bool, error) { return false, nil }
+	// wait starts a wait of owner on id and returns when it has registered
+	// (suspend called) or ended, telling which.
+	type started struct {
+		suspended bool
+		done      chan bool
+	}
+	wait := func(ctx context.Context, owner, id string) started {
+		s := started{done: make(chan bool, 1)}
+		reg := make(chan struct{})
+		go func() {
+			s.done <- w.Wait(ctx, owner, id, time.Hour, time.Hour, func() { close(reg) }, never)
+		}()
+		select {
+		case <-reg:
+			s.suspended = true
+		case d := <-s.done:
+			s.done <- d
+		}
+		return s
+	}
+	firstCtx, endFirst := context.WithCancel(ctx)
+	defer endFirst()
+	first := wait(firstCtx, "agent-a", "apr_0")
+	if !first.suspended {
+		t.Fatal("the first wait did not wait")
+	}
+	for i := 1; i < MaxPerOwner; i++ {
+		if s := wait(ctx, "agent-a", "apr_same"); !s.suspended {
+			t.Fatalf("wait %d of %d did not wait", i+1, MaxPerOwner)
+		}
+	}
+	over := wait(ctx, "agent-a", "apr_same")
+	if over.suspended {
+		t.Fatalf("wait %d of one owner waited: the bound is %d", MaxPerOwner+1, MaxPerOwner)
+	}
+	if <-over.done {
+		t.Error("a wait over the bound reported the request settled")
+	}
+	if s := wait(ctx, "agent-b", "apr_same"); !s.suspended {
+		t.Error("another owner's wait was refused by agent-a's bound")
+	}
+	endFirst()
+	if <-first.done {
+		t.Error("a cancelled wait reported the request settled")
+	}
+	if s := wait(ctx, "agent-a", "apr_1"); !s.suspended {
+		t.Error("after one of agent-a's waits ended, a new one did not wait")
 	}
 }

@@ -29,7 +29,8 @@ type humanWait struct {
 // through this Host (Decide wakes the waiter at once, by id), a poll
 // (Options.ApprovalPoll; another process may have decided), until the
 // wait ends (Call.ApprovalWait, else Options.ApprovalWait, else
-// DefaultApprovalWait; below zero, no wait at all) or ctx does. It returns
+// DefaultApprovalWait; below zero, no wait at all, nor for an agent
+// with humanwait.MaxPerOwner calls waiting already) or ctx does. It returns
 // true when check said done, false when the wait ended first: the caller
 // answers kind pending with the request's ID, and the request stays for a
 // human. The admission turn is given back while it waits and not taken
@@ -54,11 +55,11 @@ func (w humanWait) wait(ctx context.Context, inv *invocation, id string, view Ap
 		var sp oteltrace.Span
 		ctx, sp = inv.humanWaitSpan(ctx, id)
 		defer sp.End()
-		done := w.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+		done := w.waiters.Wait(ctx, inv.agent, id, wait, poll, inv.suspend, check)
 		sp.SetAttributes(attribute.Bool("maiden.human_wait.decided", done))
 		return done
 	}
-	return w.waiters.Wait(ctx, id, wait, poll, inv.suspend, check)
+	return w.waiters.Wait(ctx, inv.agent, id, wait, poll, inv.suspend, check)
 }
 
 // resume takes an admission turn again for a call that gave its turn back

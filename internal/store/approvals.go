@@ -35,7 +35,18 @@ var (
 	// needs (already decided, already consumed, expired, ...); the message
 	// names the state it is in.
 	ErrApprovalState = errors.New("approval request is not in that state")
+	// ErrTooManyPending: the agent already has MaxPendingApprovals
+	// requests waiting for a human; no new one is made.
+	ErrTooManyPending = errors.New("too many approval requests waiting for a human")
 )
+
+// MaxPendingApprovals is how many approval requests of one agent may wait
+// for a human at once (pending and not expired). A human's attention is
+// the scarce resource behind the inbox: an agent (or a prompt injected
+// into it) that varies its input could otherwise fill the inbox without
+// bound, burying the requests of every other agent. Identical calls share
+// one request, so the bound counts distinct questions.
+const MaxPendingApprovals = 100
 
 // Approval is a durable request for a human's decision on one call.
 type Approval struct {
@@ -144,7 +155,9 @@ func (s *DB) queryApprovals(ctx context.Context, where string, args ...any) ([]A
 
 // CreateApproval persists a pending request before anything runs and
 // returns it with its ID, Created and State set. Expires must be later
-// than now.
+// than now. An agent with MaxPendingApprovals requests pending and not
+// expired gets ErrTooManyPending (the count and the check in the insert's
+// transaction) and nothing is stored.
 func (s *DB) CreateApproval(ctx context.Context, a Approval) (Approval, error) {
 	for what, v := range map[string]string{"agent name": a.Agent, "tool name": a.Tool, "input digest": a.Digest, "middleware": a.Middleware} {
 		if err := checkName(what, v); err != nil {
@@ -161,6 +174,14 @@ func (s *DB) CreateApproval(ctx context.Context, a Approval) (Approval, error) {
 	a.State = ApprovalPending
 	a.DecidedBy, a.Decided, a.DecisionReason, a.Runner, a.Started, a.Done = "", time.Time{}, "", "", time.Time{}, time.Time{}
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		var waiting int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM approvals WHERE agent = ? AND state = ? AND expires_at > ?`,
+			a.Agent, ApprovalPending, now.UnixNano()).Scan(&waiting); err != nil {
+			return err
+		}
+		if waiting >= MaxPendingApprovals {
+			return fmt.Errorf("%w: %d of agent %q are pending, the most one agent may have", ErrTooManyPending, waiting, a.Agent)
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL, ?, ?)`,
 			a.ID, a.Agent, a.Session, a.Tool, a.Rendered, a.Digest, a.Middleware, a.Reason, a.CardGeneration,
 			a.Created.UnixNano(), a.Expires.UnixNano(), a.State, a.ToolDigest, a.Policy)

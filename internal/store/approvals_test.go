@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -313,5 +314,91 @@ func testApprovalKill9(t *testing.T, be backend) {
 	integrityCheck(t, s)
 	if _, _, err := s.VerifyAudit(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPendingApprovalsBoundedPerAgent: an agent has at most
+// MaxPendingApprovals requests pending and not expired; the next is
+// ErrTooManyPending and stores nothing; another agent is not held by it;
+// a decided or an expired request frees a place. On PostgreSQL two
+// instances filling the same agent's places at once store exactly the
+// bound between them (the count and the insert in one locked write).
+func TestPendingApprovalsBoundedPerAgent(t *testing.T) {
+	eachBackend(t, testPendingApprovalsBoundedPerAgent)
+}
+
+func testPendingApprovalsBoundedPerAgent(t *testing.T, be backend) {
+	ctx := context.Background()
+	c := newClock()
+	target := be.target(t)
+	s := open(t, target, c)
+	ask := func(s *DB, agent, digest string, ttl time.Duration) (Approval, error) {
+		return s.CreateApproval(ctx, Approval{Agent: agent, Tool: "pay", Digest: digest, Middleware: "approve#1", Expires: c.now().Add(ttl)})
+	}
+	var short Approval
+	for i := range MaxPendingApprovals {
+		ttl := time.Hour
+		if i == 1 {
+			ttl = time.Minute
+		}
+		a, err := ask(s, "a", "d"+strconv.Itoa(i), ttl)
+		if err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		if i == 1 {
+			short = a
+		}
+	}
+	if _, err := ask(s, "a", "over", time.Hour); !errors.Is(err, ErrTooManyPending) || !strings.Contains(err.Error(), `agent "a"`) {
+		t.Fatalf("request %d: %v, want ErrTooManyPending naming the agent", MaxPendingApprovals+1, err)
+	}
+	if p, err := s.PendingApprovals(ctx, c.now()); err != nil || len(p) != MaxPendingApprovals {
+		t.Fatalf("%d pending (%v), want %d", len(p), err, MaxPendingApprovals)
+	}
+	if _, err := ask(s, "b", "d0", time.Hour); err != nil {
+		t.Fatalf("another agent's request: %v", err)
+	}
+	first, err := s.PendingApprovals(ctx, c.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(ctx, first[0].ID, false, "operator:ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ask(s, "a", "after-decide", time.Hour); err != nil {
+		t.Fatalf("after a decision: %v", err)
+	}
+	c.add(2 * time.Minute) // short expires, not yet marked expired
+	if _, err := ask(s, "a", "after-expiry", time.Hour); err != nil {
+		t.Fatalf("after request %s expired: %v", short.ID, err)
+	}
+	if _, err := ask(s, "a", "over", time.Hour); !errors.Is(err, ErrTooManyPending) {
+		t.Fatalf("full again: %v", err)
+	}
+	if !be.pg {
+		return
+	}
+	// Two instances, one new agent, each asking more than the bound.
+	other := open(t, target, c)
+	var stored atomic.Int32
+	var wg sync.WaitGroup
+	for n, inst := range []*DB{s, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range MaxPendingApprovals {
+				_, err := ask(inst, "racer", "i"+strconv.Itoa(n)+"-"+strconv.Itoa(i), time.Hour)
+				switch {
+				case err == nil:
+					stored.Add(1)
+				case !errors.Is(err, ErrTooManyPending):
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := stored.Load(); n != MaxPendingApprovals {
+		t.Errorf("two instances stored %d requests of one agent, want %d", n, MaxPendingApprovals)
 	}
 }
