@@ -115,6 +115,12 @@ const AuditJournalDamaged = "audit-journal-damaged"
 // closed.
 var ErrJournalClosed = errors.New("audit journal is closed")
 
+// ErrJournalDirUnsafe: the journal's directory is owned by another user
+// or writable by its group or other users, who could then add records to
+// the audit chain by dropping a file there; the store refuses to open (or
+// to start a journal file) until it is fixed.
+var ErrJournalDirUnsafe = errors.New("audit journal directory is writable by others")
+
 const (
 	journalExt             = ".jl"
 	defaultJournalInterval = 20 * time.Millisecond
@@ -413,6 +419,9 @@ func copyLine(m []byte, off int64, line []byte) (err error) {
 func (j *Journal) openNextLocked(need int64) error {
 	if err := os.MkdirAll(j.dir, 0o700); err != nil {
 		return fmt.Errorf("audit journal: create %s: %w", j.dir, err)
+	}
+	if err := checkJournalDir(j.dir); err != nil {
+		return fmt.Errorf("audit journal: %w", err)
 	}
 	name := j.prefix + strconv.Itoa(j.num+1) + journalExt
 	path := filepath.Join(j.dir, name)
@@ -1159,6 +1168,9 @@ func (s *DB) removeJournal(ctx context.Context, dir, name string) error {
 // gone if it ran on this host and its PID no longer exists (runnerGone).
 func (s *DB) sweepJournals(ctx context.Context) error {
 	dir := s.journal.dir
+	if err := checkJournalDir(dir); err != nil {
+		return fmt.Errorf("audit journal: %w", err)
+	}
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil // no journal was ever written (or can be: Append says so)

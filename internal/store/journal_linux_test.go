@@ -5,6 +5,7 @@ package store
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -283,4 +284,55 @@ func TestJournalIngesterBehindGoesUrgent(t *testing.T) {
 		t.Fatalf("damaged: %v", damaged)
 	}
 	wantSeq(t, "t", got["t"], n)
+}
+
+// TestJournalDirMustBePrivate: every file in the journal directory is
+// ingested into the audit chain, so a directory another user can write
+// to (group- or other-writable, or owned by another uid) would let them
+// forge audit records: Open refuses it with ErrJournalDirUnsafe, naming
+// the directory and the fix; a directory only its owner writes (0700,
+// 0755) opens.
+func TestJournalDirMustBePrivate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path, nil)
+	if err := s.Journal().Append(journalRec("made the directory", 0)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	dir := journalDirOf(t, path)
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the journal directory %s: %v %v, want mode 0700", dir, fi.Mode(), err)
+	}
+	for _, mode := range []os.FileMode{0o777, 0o770, 0o702, 0o720} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(ctx, path, &Options{})
+		if !errors.Is(err, ErrJournalDirUnsafe) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "chmod go-w") {
+			t.Errorf("mode %#o: Open = %v, want ErrJournalDirUnsafe naming %s and the fix", mode, err, dir)
+		}
+	}
+	for _, mode := range []os.FileMode{0o755, 0o700} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(ctx, path, &Options{})
+		if err != nil {
+			t.Fatalf("mode %#o: %v", mode, err)
+		}
+		s.Close()
+	}
+	if os.Geteuid() != 0 {
+		t.Log("not root: the owner case needs a directory owned by another uid")
+		return
+	}
+	if err := os.Chown(dir, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chown(dir, 0, 0)
+	if _, err := Open(ctx, path, &Options{}); !errors.Is(err, ErrJournalDirUnsafe) || !strings.Contains(err.Error(), "owned by uid 4242") {
+		t.Errorf("a directory owned by uid 4242: Open = %v, want ErrJournalDirUnsafe naming the owner", err)
+	}
 }

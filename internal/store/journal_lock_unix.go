@@ -4,6 +4,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -23,4 +25,34 @@ func lockJournal(f *os.File) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// checkJournalDir refuses a journal directory another user could write
+// to: every file in it is ingested into the audit chain as this store's
+// records, so whoever can add a file there can forge history. The
+// directory (followed if it is a link) must be owned by this process's
+// user and writable by no group or other user. One that does not exist
+// yet passes (it is made 0700), as does a path that is not a directory
+// (nothing can be ingested from it; Append reports it).
+func checkJournalDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		return fmt.Errorf("%w: %s is owned by uid %d, not by this process's uid %d; any file in it would be ingested into the audit chain (chown it, or set another directory)",
+			ErrJournalDirUnsafe, dir, st.Uid, uid)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("%w: %s has mode %#o, writable by its group or other users; any file they put there would be ingested into the audit chain (chmod go-w %s)",
+			ErrJournalDirUnsafe, dir, perm, dir)
+	}
+	return nil
 }
