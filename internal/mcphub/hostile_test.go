@@ -3,15 +3,20 @@
 package mcphub
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -92,4 +97,126 @@ func hubOver(t *testing.T, srv *mcp.Server) (*Hub, *config.MCPImport) {
 	})
 	t.Cleanup(hub.Close)
 	return hub, imp
+}
+
+// TestCutNeverKeepsACredentialsBeginning: an upstream's text is cut to a
+// limit (a log message at mcpimport.MaxLogMessage, an error at
+// MaxOutputBytes). Cut first, a credential straddling the limit would
+// lose its end, and redaction, which looks for the whole value, would let
+// its beginning through: into the call's log, the agent's error and the
+// operator's log. Each is redacted whole, then cut.
+func TestCutNeverKeepsACredentialsBeginning(t *testing.T) {
+	const secret = "Zq7-upstream-credential-9f31"
+	// across puts the credential across a limit, its first before bytes
+	// before it, and more text after, so that the message is cut whether
+	// or not the credential was redacted first. A cut at the limit itself
+	// falls inside it with before 8; one that leaves room for the marker
+	// (" [truncated by maiden]", 22 bytes) with before 30.
+	across := func(limit, before int) string {
+		return strings.Repeat("x", limit-before) + secret + strings.Repeat("y", 64)
+	}
+	type at struct {
+		Before int `json:"before"`
+	}
+	release := make(chan struct{})
+	holding := make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "leaky", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "log", Description: "logs the credential across the cut"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in at) (*mcp.CallToolResult, struct{}, error) {
+			err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: across(mcpimport.MaxLogMessage, in.Before)})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, struct{}{}, err
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "fails with the credential across the cut"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in at) (*mcp.CallToolResult, struct{}, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: across(MaxOutputBytes, in.Before)}}}, struct{}{}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "hold", Description: "waits, so that another call's log is no single call's"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+			close(holding)
+			<-release
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "held"}}}, struct{}{}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	imp := &config.MCPImport{URL: ts.URL, Credential: "LEAKY_TOKEN"}
+	var oplog lockedBuffer
+	hub := New(Options{
+		Current: func(name string, got *config.MCPImport) bool { return got == imp },
+		Secret:  func(name string) (string, bool) { return secret, name == "LEAKY_TOKEN" },
+		Logger:  slog.New(slog.NewTextHandler(&oplog, nil)),
+	})
+	t.Cleanup(hub.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	redact := func(s string) string { return RedactCredential(s, "LEAKY_TOKEN", secret) }
+	call := func(tool string, before int) Outcome {
+		t.Helper()
+		out, err := hub.Call(ctx, Call{Import: "leaky", Table: imp, Exposed: "leaky." + tool, Tool: tool, Input: fmt.Appendf(nil, `{"before":%d}`, before),
+			Timeout: 50 * time.Second, Redact: redact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	leaked := func(where, s string) {
+		t.Helper()
+		if strings.Contains(s, secret[:6]) {
+			i := strings.Index(s, secret[:6])
+			t.Errorf("%s keeps the credential's beginning: ...%s", where, s[max(0, i-10):min(len(s), i+12)])
+		}
+	}
+	var out Outcome
+	for _, before := range []int{8, 30} {
+		out = call("log", before)
+		if out.Failure != nil || len(out.Logs) != 1 || !strings.HasSuffix(out.Logs[0].Message, "[truncated by maiden]") {
+			t.Fatalf("log: %+v, %d lines", out.Failure, len(out.Logs))
+		}
+		leaked(fmt.Sprintf("the call's log (%d bytes before the limit)", before), out.Logs[0].Message)
+		if out = call("fail", before); out.Failure == nil || !strings.HasSuffix(out.Failure.Message, "[truncated by maiden]") {
+			t.Fatalf("fail: %+v", out.Failure)
+		}
+		leaked(fmt.Sprintf("the call's error (%d bytes before the limit)", before), out.Failure.Message)
+	}
+
+	// With two calls on the upstream, a log message is no single call's:
+	// it goes to the operator's log.
+	held := make(chan Outcome, 1)
+	go func() {
+		out, _ := hub.Call(ctx, Call{Import: "leaky", Table: imp, Exposed: "leaky.hold", Tool: "hold", Input: []byte(`{}`), Timeout: 50 * time.Second, Redact: redact})
+		held <- out
+	}()
+	select {
+	case <-holding:
+	case out := <-held:
+		t.Fatalf("the holding call ended before it held: %+v", out.Failure)
+	}
+	for _, before := range []int{8, 30} {
+		if out = call("log", before); len(out.Logs) != 0 {
+			t.Errorf("a log message with two calls in flight went to a call: %d lines", len(out.Logs))
+		}
+	}
+	close(release)
+	<-held
+	if !strings.Contains(oplog.String(), "MCP upstream log message") {
+		t.Fatalf("the operator's log has no upstream message: %q", oplog.String())
+	}
+	leaked("the operator's log", oplog.String())
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and the test at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -26,12 +26,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/confine"
 	"github.com/maiden-run/maiden/internal/mcpimport"
+	"github.com/maiden-run/maiden/internal/progress"
 )
 
 var (
@@ -339,7 +339,8 @@ type Call struct {
 	Input   []byte
 	Timeout time.Duration // the import's timeout_ms: the call's deadline
 	// Redact is applied to everything the upstream sends back (output,
-	// logs, errors, progress messages are the caller's to redact).
+	// logs, errors) before it is cut to its limit; progress messages are
+	// the caller's to redact, and come whole (redact, then cut).
 	Redact     func(string) string
 	OnLog      func(api.LogEntry) // each log line as it arrives, redacted; may be nil
 	OnProgress func(mcpimport.Progress)
@@ -401,7 +402,9 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 		// The upstream may send log messages as fast as it likes until
 		// the deadline: a call keeps (and relays) them within the budget
 		// of a WebAssembly tool's log, and counts the rest.
-		e.Message = redact(e.Message)
+		// Redacted whole, then cut: a cut first could keep a credential's
+		// beginning where redaction no longer finds it.
+		e.Message = progress.CapMessage(redact(e.Message), mcpimport.MaxLogMessage)
 		mu.Lock()
 		if dropped > 0 || used+len(e.Message) > MaxLogBytes {
 			dropped++
@@ -437,9 +440,9 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 	case errors.Is(err, api.ErrClosed):
 		return fail(api.KindUnavailable, fmt.Sprintf("the MCP server %q was stopped during the call (maiden is closing)", c.Import))
 	case err != nil:
-		return fail(api.KindTool, redact(capText(err.Error())))
+		return fail(api.KindTool, progress.CapMessage(redact(err.Error()), MaxOutputBytes))
 	case res.IsError:
-		return fail(api.KindTool, redact(capText(res.Text)))
+		return fail(api.KindTool, progress.CapMessage(redact(res.Text), MaxOutputBytes))
 	}
 	text := res.Text
 	if len(res.Structured) > 0 {
@@ -458,19 +461,3 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 // message cap (4 MiB) is larger, and a structuredContent re-encoded may
 // grow past it.
 const MaxOutputBytes = 1 << 20
-
-// capText cuts an upstream's error text at MaxOutputBytes (on a character
-// boundary).
-func capText(s string) string {
-	if len(s) <= MaxOutputBytes {
-		return s
-	}
-	s = s[:MaxOutputBytes]
-	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
-		if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size > 1 {
-			break
-		}
-		s = s[:len(s)-1] // part of a character cut in two
-	}
-	return s + " [truncated by maiden]"
-}

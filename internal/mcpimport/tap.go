@@ -15,6 +15,7 @@ import (
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/capread"
+	"github.com/maiden-run/maiden/internal/progress"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -221,11 +222,8 @@ func (u *Upstream) dispatch(gen uint64, method string, params json.RawMessage) {
 		if c == nil || c.gen != gen || c.onProgress == nil {
 			return
 		}
-		msg := p.Message
-		if len(msg) > maxLogMessage {
-			msg = msg[:maxLogMessage] + " [truncated by maiden]"
-		}
-		c.onProgress(Progress{Progress: p.Progress, Total: p.Total, Message: msg})
+		// Whole: the caller redacts, then cuts (MaxLogMessage).
+		c.onProgress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 	case methodLog:
 		var p mcp.LoggingMessageParams
 		if json.Unmarshal(params, &p) != nil {
@@ -240,9 +238,8 @@ func (u *Upstream) dispatch(gen uint64, method string, params json.RawMessage) {
 		if p.Logger != "" {
 			msg = p.Logger + ": " + msg
 		}
-		if len(msg) > maxLogMessage {
-			msg = msg[:maxLogMessage] + " [truncated by maiden]"
-		}
+		// Whole: a call's onLog redacts, then cuts (MaxLogMessage), and
+		// so does logToOperator.
 		entry := api.LogEntry{Level: mapLevel(p.Level), Source: api.SourceLog, Message: msg}
 		u.mu.Lock()
 		var sole *call
@@ -299,5 +296,6 @@ func (u *Upstream) logToOperator(level, msg string) {
 	if u.opts.Redact != nil {
 		msg = u.opts.Redact(msg)
 	}
+	msg = progress.CapMessage(msg, MaxLogMessage)
 	u.log.Info("MCP upstream log message", "level", level, "message", msg)
 }

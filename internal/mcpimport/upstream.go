@@ -795,8 +795,12 @@ func (u *Upstream) onToolListChanged(context.Context, *mcp.ToolListChangedReques
 	}
 }
 
-// maxLogMessage caps one relayed log message.
-const maxLogMessage = 16 << 10
+// MaxLogMessage caps one of the upstream's log messages as it is logged
+// or kept. The cut comes after redaction: Call hands its onLog and
+// onProgress the messages whole (up to the upstream's message cap), and
+// the caller redacts, then cuts; the operator's log is redacted
+// (Options.Redact), then cut, here.
+const MaxLogMessage = 16 << 10
 
 func mapLevel(l mcp.LoggingLevel) api.Level {
 	switch l {
