@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
+	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -565,5 +567,38 @@ protected = [".git"]
 	res = sessCall(t, h, "s1", "touch", map[string]any{"files": []string{hook}})
 	if _, err := os.Stat(hook); err == nil {
 		t.Fatalf("the CLI created %s under the protected .git (result ok=%v)", hook, res.OK)
+	}
+}
+
+// TestBoundaryRequestsBoundedThroughTheHost: an agent asking to widen its
+// sessions' boundaries with ever new requests is stopped at
+// store.MaxPendingApprovals pending: request_sandbox_boundary answers
+// denied, naming the bound; nothing new is stored for a human.
+func TestBoundaryRequestsBoundedThroughTheHost(t *testing.T) {
+	h, dir := sessionHost(t, "")
+	ask := func(i int) maiden.Result {
+		in, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("r%d", i), "justification": "more",
+			"expansion": map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": filepath.Join(dir, "other", strconv.Itoa(i)), "access": "read", "scope": "exact"}}}}})
+		res, err := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Session: "s1", ApprovalWait: -1, Input: string(in)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for i := range store.MaxPendingApprovals {
+		if res := ask(i); res.OK || res.Error.Kind != maiden.KindPending {
+			t.Fatalf("request %d: %+v", i+1, res.Error)
+		}
+	}
+	res := ask(store.MaxPendingApprovals)
+	if res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, fmt.Sprintf("already has %d boundary requests waiting", store.MaxPendingApprovals)) {
+		t.Fatalf("request %d: %+v, want denied naming the bound", store.MaxPendingApprovals+1, res.Error)
+	}
+	pend, err := h.Pending(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pend) != store.MaxPendingApprovals {
+		t.Errorf("%d requests pending, want %d: the refused one was stored", len(pend), store.MaxPendingApprovals)
 	}
 }

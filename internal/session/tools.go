@@ -97,6 +97,9 @@ func Request(ctx context.Context, st store.Store, s store.Session, id string, ex
 		return r, Outcome("invalid", ve.Reason, id, "", fmt.Sprintf("the request is not valid: %s", ve.Error())), nil
 	case errors.Is(err, store.ErrNotAllowed):
 		return r, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf("session %q belongs to another agent", s.ID)}, nil
+	case errors.Is(err, store.ErrTooManyPending):
+		return r, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf("agent %s already has %d boundary requests waiting for a human, the most one agent may have: nothing was asked. Repeat the call once the operator has decided some of them (maiden pending lists them) or they have expired",
+			s.Agent, store.MaxPendingApprovals)}, nil
 	case err != nil:
 		return r, nil, fmt.Errorf("%w: storing the boundary request: %v", errState, err)
 	}

@@ -45,7 +45,8 @@ var (
 // the scarce resource behind the inbox: an agent (or a prompt injected
 // into it) that varies its input could otherwise fill the inbox without
 // bound, burying the requests of every other agent. Identical calls share
-// one request, so the bound counts distinct questions.
+// one request, so the bound counts distinct questions. An agent's
+// boundary requests (RequestBoundary) are bounded alike, counted apart.
 const MaxPendingApprovals = 100
 
 // Approval is a durable request for a human's decision on one call.

@@ -538,7 +538,9 @@ func requestByHandle(ctx context.Context, q querier, handle string) (BoundaryReq
 // transaction; one that can only conflict (boundary.Assess: explicit_deny,
 // payload_too_large) is settled conflict by the host in the same
 // transaction (boundary-settled), never pending. An unknown session is ErrUnknownSession, an ended one
-// ErrSessionEnded.
+// ErrSessionEnded. A new request that would be pending while the session's
+// agent has MaxPendingApprovals boundary requests pending and not expired
+// is ErrTooManyPending, and nothing is stored.
 func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, expansion []byte, justification string, expires time.Time) (BoundaryRequest, bool, error) {
 	now := unixTime(s.now().UnixNano())
 	if expires.IsZero() {
@@ -583,6 +585,19 @@ func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, 
 		if err != nil {
 			return err
 		}
+		conflict := boundary.Assess(ss.Boundary, r.Expansion).Status == boundary.Conflict
+		if !conflict {
+			// A request that would wait for a human counts against the
+			// agent's bound (MaxPendingApprovals, as approvals do).
+			var waiting int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM boundary_requests WHERE agent = ? AND status = ? AND expires_at > ?`,
+				ss.Agent, string(boundary.Pending), now.UnixNano()).Scan(&waiting); err != nil {
+				return err
+			}
+			if waiting >= MaxPendingApprovals {
+				return fmt.Errorf("%w: %d boundary requests of agent %q are pending, the most one agent may have", ErrTooManyPending, waiting, ss.Agent)
+			}
+		}
 		b := BoundaryRequest{Handle: "bnd_" + randomHex(10), Session: session, Agent: ss.Agent, Request: r,
 			Created: now, Expires: unixTime(expires.UnixNano())}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO boundary_requests (id, session, agent, client_id, status, base_revision, base_kind, expansion,
@@ -596,7 +611,7 @@ func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, 
 				"expansion": json.RawMessage(x), "justification": r.Justification, "expires": b.Expires.Format(time.RFC3339)})}); err != nil {
 			return err
 		}
-		if boundary.Assess(ss.Boundary, r.Expansion).Status == boundary.Conflict {
+		if conflict {
 			// No approval could apply it (an entry under an explicit deny
 			// root, a write under a protected name: neither ever changes,
 			// and a boundary only grows): it is answered at once, with the

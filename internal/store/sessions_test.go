@@ -813,3 +813,45 @@ func BenchmarkOpenSession(b *testing.B) {
 		}
 	})
 }
+
+// TestBoundaryRequestsBoundedPerAgent: an agent has at most
+// MaxPendingApprovals boundary requests pending (over all its sessions):
+// the next is ErrTooManyPending and stores nothing; the same ID again
+// still finds its request; one that can only conflict (never pending) is
+// still answered; another agent is not held; a settled request frees a
+// place.
+func TestBoundaryRequestsBoundedPerAgent(t *testing.T) {
+	eachBackend(t, testBoundaryRequestsBoundedPerAgent)
+}
+
+func testBoundaryRequestsBoundedPerAgent(t *testing.T, be backend) {
+	ctx := context.Background()
+	s := open(t, be.target(t), nil)
+	openSession(t, s, "a", "coder")
+	openSession(t, s, "a2", "coder")
+	openSession(t, s, "b", "other")
+	var first BoundaryRequest
+	for i := range MaxPendingApprovals {
+		sess := []string{"a", "a2"}[i%2]
+		r := request(t, s, sess, fmt.Sprintf("r%d", i), expansion(fmt.Sprintf("/srv/%d", i), "read", "exact"))
+		if i == 0 {
+			first = r
+		}
+	}
+	if _, _, err := s.RequestBoundary(ctx, "a", "over", expansion("/srv/over", "read", "exact"), "j", time.Time{}); !errors.Is(err, ErrTooManyPending) ||
+		!strings.Contains(err.Error(), `agent "coder"`) {
+		t.Fatalf("request %d: %v, want ErrTooManyPending naming the agent", MaxPendingApprovals+1, err)
+	}
+	if again, created, err := s.RequestBoundary(ctx, "a", "r0", expansion("/srv/0", "read", "exact"), "j", time.Time{}); err != nil || created || again.Handle != first.Handle {
+		t.Fatalf("the same ID again: %+v, %v, %v", again, created, err)
+	}
+	if r, created, err := s.RequestBoundary(ctx, "a", "deny", expansion("/srv/work/secrets/k", "read", "exact"), "j", time.Time{}); err != nil || !created || r.Request.Status != boundary.Conflict {
+		t.Fatalf("a request that can only conflict: %+v, %v, %v", r, created, err)
+	}
+	request(t, s, "b", "b1", expansion("/srv/b", "read", "exact"))
+	settle(t, s, first.Handle, boundary.Deny("not now"))
+	request(t, s, "a", "after", expansion("/srv/after", "read", "exact"))
+	if _, _, err := s.RequestBoundary(ctx, "a2", "over2", expansion("/srv/over2", "read", "exact"), "j", time.Time{}); !errors.Is(err, ErrTooManyPending) {
+		t.Fatalf("full again: %v", err)
+	}
+}
