@@ -3,20 +3,19 @@
 package mcphub
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/mcpimport"
+	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -139,7 +138,7 @@ func TestCutNeverKeepsACredentialsBeginning(t *testing.T) {
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 	imp := &config.MCPImport{URL: ts.URL, Credential: "LEAKY_TOKEN"}
-	var oplog lockedBuffer
+	var oplog testkit.SyncBuffer
 	hub := New(Options{
 		Current: func(name string, got *config.MCPImport) bool { return got == imp },
 		Secret:  func(name string) (string, bool) { return secret, name == "LEAKY_TOKEN" },
@@ -201,22 +200,4 @@ func TestCutNeverKeepsACredentialsBeginning(t *testing.T) {
 		t.Fatalf("the operator's log has no upstream message: %q", oplog.String())
 	}
 	leaked("the operator's log", oplog.String())
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger and the test at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
