@@ -403,7 +403,17 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 		// the deadline: a call keeps (and relays) them within the budget
 		// of a WebAssembly tool's log, and counts the rest.
 		// Redacted whole, then cut: a cut first could keep a credential's
-		// beginning where redaction no longer finds it.
+		// beginning where redaction no longer finds it. Once the budget is
+		// spent nothing is kept, so nothing more is redacted either (a
+		// message may be megabytes).
+		mu.Lock()
+		if dropped > 0 {
+			dropped++
+			droppedB += len(e.Message)
+			mu.Unlock()
+			return
+		}
+		mu.Unlock()
 		e.Message = progress.CapMessage(redact(e.Message), mcpimport.MaxLogMessage)
 		mu.Lock()
 		if dropped > 0 || used+len(e.Message) > MaxLogBytes {
