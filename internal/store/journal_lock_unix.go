@@ -31,7 +31,8 @@ func lockJournal(f *os.File) (bool, error) {
 // to: every file in it is ingested into the audit chain as this store's
 // records, so whoever can add a file there can forge history. The
 // directory (followed if it is a link) must be owned by this process's
-// user and writable by no group or other user. One that does not exist
+// user (or by root, who can write anywhere anyway) and writable by no
+// group or other user. One that does not exist
 // yet passes (it is made 0700), as does a path that is not a directory
 // (nothing can be ingested from it; Append reports it).
 func checkJournalDir(dir string) error {
@@ -46,7 +47,7 @@ func checkJournalDir(dir string) error {
 	if !ok {
 		return nil
 	}
-	if uid := os.Geteuid(); int(st.Uid) != uid {
+	if uid := os.Geteuid(); int(st.Uid) != uid && st.Uid != 0 {
 		return fmt.Errorf("%w: %s is owned by uid %d, not by this process's uid %d; any file in it would be ingested into the audit chain (chown it, or set another directory)",
 			ErrJournalDirUnsafe, dir, st.Uid, uid)
 	}
