@@ -645,6 +645,11 @@ func testJournalRefuses(t *testing.T, be backend) {
 	// The journal's directory is taken by a file (as root, which this
 	// test may run as, a read-only directory would not stop a write).
 	path := be.target(t)
+	// (PostgreSQL's default directory sits under the test's state home,
+	// which no earlier test may have made when this one runs alone.)
+	if err := os.MkdirAll(filepath.Dir(journalDirOf(t, path)), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(journalDirOf(t, path), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
