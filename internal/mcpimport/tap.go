@@ -222,7 +222,8 @@ func (u *Upstream) dispatch(gen uint64, method string, params json.RawMessage) {
 		if c == nil || c.gen != gen || c.onProgress == nil {
 			return
 		}
-		// Whole: the caller redacts, then cuts (MaxLogMessage).
+		// Whole: the caller redacts, then cuts (the progress relay, at
+		// progress.MaxMessage).
 		c.onProgress(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 	case methodLog:
 		var p mcp.LoggingMessageParams
