@@ -41,12 +41,7 @@ grants = ["tool:invoke t --..."]
 	// Host's waiters show; OnApproval comes just before a call registers).
 	registered := func(agent string, n int) {
 		t.Helper()
-		for h.waiters.Waiting(agent) != n {
-			if ctx.Err() != nil {
-				t.Fatalf("agent %s has %d calls waiting, want %d", agent, h.waiters.Waiting(agent), n)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, func() bool { return h.waiters.Waiting(agent) == n })
 	}
 	var wg sync.WaitGroup
 	results := make(chan Result, humanwait.MaxPerOwner+1)
