@@ -82,8 +82,9 @@ func TestConformance(t *testing.T) {
 	}
 	wg.Wait()
 	ran := map[string][]string{} // era → the scenarios that ran
+	var failures []string        // every problem, repeated after the server's log
 	for i, era := range conformanceEras {
-		t.Run(era, func(t *testing.T) { ran[era] = judgeConformanceEra(t, runs[i], era) })
+		t.Run(era, func(t *testing.T) { ran[era] = judgeConformanceEra(t, runs[i], era, &failures) })
 	}
 	// An entry for a scenario that never ran is stale too.
 	for _, x := range conformanceExpected {
@@ -92,11 +93,16 @@ func TestConformance(t *testing.T) {
 			found = found || ((x.era == "" || x.era == era) && slices.Contains(scenarios, x.scenario))
 		}
 		if !found && len(ran) == len(conformanceEras) {
-			t.Errorf("conformanceExpected lists %s (era %q), which the suite did not run: remove or correct the entry", x.scenario, x.era)
+			msg := fmt.Sprintf("conformanceExpected lists %s (era %q), which the suite did not run: remove or correct the entry", x.scenario, x.era)
+			failures = append(failures, msg)
+			t.Error(msg)
 		}
 	}
 	if t.Failed() {
 		t.Logf("maiden serve's log:\n%s", srv.log.String())
+		// Last, so that a summary showing only the lines before the
+		// failure (CI's) shows which check failed and why.
+		t.Logf("what failed:\n%s", strings.Join(failures, "\n"))
 	}
 }
 
@@ -349,6 +355,17 @@ func conformanceAgent(t *testing.T, bin string) string {
 			t.Fatal(err)
 		}
 	}
+	// server-stateless gives its test_logging_tool call 500 ms in all,
+	// which a tool that sleeps 100 ms (test_tool_with_logging) leaves little
+	// of on a loaded machine; testdata/tools/logger.wat logs four lines at
+	// once and returns.
+	logger, err := os.ReadFile(testkit.Component(t, "logger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "test_logging_tool.wasm"), logger, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	toml, err := os.ReadFile(filepath.Join(src, "agent.toml"))
 	if err != nil {
 		t.Fatal(err)
@@ -531,9 +548,11 @@ func runConformanceSuite(suite conformanceSuite, work, url, era string) (r confo
 }
 
 // judgeConformanceEra judges each scenario of r, the suite's run at era,
-// as a subtest, and returns the scenarios that ran.
-func judgeConformanceEra(t *testing.T, r conformanceRun, era string) []string {
+// as a subtest, appends each problem to failures, and returns the scenarios
+// that ran.
+func judgeConformanceEra(t *testing.T, r conformanceRun, era string, failures *[]string) []string {
 	if r.err != nil {
+		*failures = append(*failures, era+": "+conformanceClip(r.err.Error(), 2000))
 		t.Fatal(r.err)
 	}
 	t.Logf("the suite ran %d scenarios at %s in %s", len(r.scenarios), era, r.took.Round(time.Millisecond))
@@ -541,6 +560,7 @@ func judgeConformanceEra(t *testing.T, r conformanceRun, era string) []string {
 		t.Run(sc, func(t *testing.T) {
 			checks, ok := r.results[sc]
 			if !ok {
+				*failures = append(*failures, fmt.Sprintf("%s/%s: the suite wrote no results", era, sc))
 				t.Fatalf("the suite wrote no results for %s (it failed to run it):\n%s", sc, r.sections[sc])
 			}
 			problems, notes := judgeScenario(sc, checks, expectedFor(era, sc))
@@ -548,6 +568,7 @@ func judgeConformanceEra(t *testing.T, r conformanceRun, era string) []string {
 				t.Log(n)
 			}
 			for _, p := range problems {
+				*failures = append(*failures, era+"/"+sc+": "+p)
 				t.Error(p)
 			}
 		})

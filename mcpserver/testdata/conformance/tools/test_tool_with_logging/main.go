@@ -1,7 +1,6 @@
 // test_tool_with_logging: the conformance suite's tools-call-with-logging
-// tool (also served as test_logging_tool for server-stateless). It writes
-// three info lines about 50 ms apart; maiden forwards them to the client as
-// notifications/message.
+// tool. It writes three info lines about 50 ms apart, as the scenario asks;
+// maiden forwards them to the client as notifications/message.
 package main
 
 import (
