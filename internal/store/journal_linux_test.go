@@ -332,7 +332,10 @@ func TestJournalDirMustBePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chown(dir, 0, 0)
-	if _, err := Open(ctx, path, &Options{}); !errors.Is(err, ErrJournalDirUnsafe) || !strings.Contains(err.Error(), "owned by uid 4242") {
-		t.Errorf("a directory owned by uid 4242: Open = %v, want ErrJournalDirUnsafe naming the owner", err)
+	// Root (sudo maiden audit over a service user's state) is told to run
+	// as the owner, not to chown the service's directory.
+	if _, err := Open(ctx, path, &Options{}); !errors.Is(err, ErrJournalDirUnsafe) || !strings.Contains(err.Error(), "owned by uid 4242") ||
+		!strings.Contains(err.Error(), "sudo -u '#4242' maiden") {
+		t.Errorf("a directory owned by uid 4242: Open = %v, want ErrJournalDirUnsafe naming the owner and how to run as it", err)
 	}
 }

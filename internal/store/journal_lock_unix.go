@@ -48,8 +48,15 @@ func checkJournalDir(dir string) error {
 		return nil
 	}
 	if uid := os.Geteuid(); int(st.Uid) != uid && st.Uid != 0 {
-		return fmt.Errorf("%w: %s is owned by uid %d, not by this process's uid %d; any file in it would be ingested into the audit chain (chown it, or set another directory)",
-			ErrJournalDirUnsafe, dir, st.Uid, uid)
+		fix := "chown it, or set another directory"
+		if uid == 0 {
+			// sudo maiden ... over a service user's state: root would
+			// read files that user controls and leave root's files in its
+			// directory.
+			fix = fmt.Sprintf("run maiden as its owner, e.g. sudo -u '#%d' maiden ...", st.Uid)
+		}
+		return fmt.Errorf("%w: %s is owned by uid %d, not by this process's uid %d; any file in it would be ingested into the audit chain (%s)",
+			ErrJournalDirUnsafe, dir, st.Uid, uid, fix)
 	}
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
 		return fmt.Errorf("%w: %s has mode %#o, writable by its group or other users; any file they put there would be ingested into the audit chain (chmod go-w %s)",
