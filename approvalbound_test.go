@@ -6,16 +6,27 @@ import (
 	"testing"
 
 	"github.com/maiden-run/maiden"
-	"github.com/maiden-run/maiden/internal/store"
+	"github.com/maiden-run/maiden/config"
 )
 
 // TestApprovalRequestsBoundedPerAgent: an agent that varies its input
-// cannot fill the human's inbox. With store.MaxPendingApprovals requests
-// of agent a pending, a new question is refused (denied, naming the bound;
-// nothing stored, nothing run); repeating one already asked still gets its
-// request; agent b still asks; once a human decides one, a asks again.
+// cannot fill the human's inbox. With its bound of requests pending
+// (config.DefaultMaxPending, or its max_pending in agent.toml, below or
+// above the default), a new question is refused (denied, naming the
+// bound; nothing stored, nothing run); repeating one already asked still
+// gets its request; agent b still asks; once a human decides one, a asks
+// again.
 func TestApprovalRequestsBoundedPerAgent(t *testing.T) {
-	h := approvalHost(t, `[agents.b]
+	for _, tc := range []struct {
+		keys  string
+		bound int
+	}{{"", config.DefaultMaxPending}, {"max_pending = 3\n", 3}, {"max_pending = 104\n", 104}} {
+		t.Run(fmt.Sprintf("bound %d", tc.bound), func(t *testing.T) { testApprovalRequestsBounded(t, tc.keys, tc.bound) })
+	}
+}
+
+func testApprovalRequestsBounded(t *testing.T, keys string, bound int) {
+	h := approvalHost(t, keys+`[agents.b]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]
 `)
@@ -24,7 +35,7 @@ grants = ["tool:invoke echo --..."]
 		return mustCall(t, h, maiden.Call{Agent: agent, Tool: "echo", Input: `{"message":"` + msg + `"}`, ApprovalWait: -1})
 	}
 	var first string
-	for i := range store.MaxPendingApprovals {
+	for i := range bound {
 		res := call("a", fmt.Sprintf("pay %d", i))
 		wantKind(t, res, maiden.KindPending, "")
 		if i == 0 {
@@ -32,7 +43,7 @@ grants = ["tool:invoke echo --..."]
 		}
 	}
 	res := call("a", "pay more")
-	wantKind(t, res, maiden.KindDenied, fmt.Sprintf("agent a already has %d approval requests waiting for a human", store.MaxPendingApprovals))
+	wantKind(t, res, maiden.KindDenied, fmt.Sprintf("agent a already has %d approval requests waiting for a human", bound))
 	if res.Error.Approval != "" {
 		t.Errorf("the refused call names request %s", res.Error.Approval)
 	}
@@ -40,8 +51,8 @@ grants = ["tool:invoke echo --..."]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pend) != store.MaxPendingApprovals {
-		t.Fatalf("%d requests pending, want %d: the refused one was stored", len(pend), store.MaxPendingApprovals)
+	if len(pend) != bound {
+		t.Fatalf("%d requests pending, want %d: the refused one was stored", len(pend), bound)
 	}
 	res = call("a", "pay 0")
 	wantKind(t, res, maiden.KindPending, "")

@@ -20,7 +20,6 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
-	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -28,6 +27,13 @@ import (
 // the boundary of issue 14's interface, over a real directory: work (read
 // subtree), work/secrets (explicit deny), .git protected.
 func sessionHost(t *testing.T, grants string) (*maiden.Host, string) {
+	t.Helper()
+	return sessionHostWith(t, grants, "")
+}
+
+// sessionHostWith is sessionHost with more keys of [agents.coder] (lines
+// of TOML).
+func sessionHostWith(t *testing.T, grants, agentKeys string) (*maiden.Host, string) {
 	t.Helper()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
@@ -50,6 +56,7 @@ path = %q
 [agents.coder]
 tools = ["fs_read", "fs_write", "fs_list", "request_sandbox_boundary", "session_open", "echo"]
 grants = [`+grants+`]
+`+agentKeys+`
 [agents.coder.boundary]
 network = false
 fs      = [{ path = "`+work+`", access = "read", match = "subtree" }]
@@ -571,34 +578,41 @@ protected = [".git"]
 }
 
 // TestBoundaryRequestsBoundedThroughTheHost: an agent asking to widen its
-// sessions' boundaries with ever new requests is stopped at
-// store.MaxPendingApprovals pending: request_sandbox_boundary answers
-// denied, naming the bound; nothing new is stored for a human.
+// sessions' boundaries with ever new requests is stopped at its bound
+// (config.DefaultMaxPending, or its max_pending): request_sandbox_boundary
+// answers denied, naming the bound; nothing new is stored for a human.
 func TestBoundaryRequestsBoundedThroughTheHost(t *testing.T) {
-	h, dir := sessionHost(t, "")
-	ask := func(i int) maiden.Result {
-		in, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("r%d", i), "justification": "more",
-			"expansion": map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": filepath.Join(dir, "other", strconv.Itoa(i)), "access": "read", "scope": "exact"}}}}})
-		res, err := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Session: "s1", ApprovalWait: -1, Input: string(in)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	for i := range store.MaxPendingApprovals {
-		if res := ask(i); res.OK || res.Error.Kind != maiden.KindPending {
-			t.Fatalf("request %d: %+v", i+1, res.Error)
-		}
-	}
-	res := ask(store.MaxPendingApprovals)
-	if res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, fmt.Sprintf("already has %d boundary requests waiting", store.MaxPendingApprovals)) {
-		t.Fatalf("request %d: %+v, want denied naming the bound", store.MaxPendingApprovals+1, res.Error)
-	}
-	pend, err := h.Pending(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pend) != store.MaxPendingApprovals {
-		t.Errorf("%d requests pending, want %d: the refused one was stored", len(pend), store.MaxPendingApprovals)
+	for _, tc := range []struct {
+		keys  string
+		bound int
+	}{{"", config.DefaultMaxPending}, {"max_pending = 4", 4}} {
+		t.Run(fmt.Sprintf("bound %d", tc.bound), func(t *testing.T) {
+			h, dir := sessionHostWith(t, "", tc.keys)
+			ask := func(i int) maiden.Result {
+				in, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("r%d", i), "justification": "more",
+					"expansion": map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": filepath.Join(dir, "other", strconv.Itoa(i)), "access": "read", "scope": "exact"}}}}})
+				res, err := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Session: "s1", ApprovalWait: -1, Input: string(in)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			for i := range tc.bound {
+				if res := ask(i); res.OK || res.Error.Kind != maiden.KindPending {
+					t.Fatalf("request %d: %+v", i+1, res.Error)
+				}
+			}
+			res := ask(tc.bound)
+			if res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, fmt.Sprintf("already has %d boundary requests waiting", tc.bound)) {
+				t.Fatalf("request %d: %+v, want denied naming the bound", tc.bound+1, res.Error)
+			}
+			pend, err := h.Pending(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pend) != tc.bound {
+				t.Errorf("%d requests pending, want %d: the refused one was stored", len(pend), tc.bound)
+			}
+		})
 	}
 }

@@ -47,7 +47,11 @@ type Agent struct {
 	// has none (its sessions then start at DefaultBoundary, and wrapped
 	// CLIs keep their declared write_paths).
 	BoundaryLine int
-	Line         int
+	// MaxPending is max_pending: how many of the agent's questions to a
+	// human may wait at once (DefaultMaxPending when not set); see
+	// Config.MaxPending.
+	MaxPending int
+	Line       int
 }
 
 // Binding exposes one tool to one agent. A zero field keeps the tool's own
@@ -162,6 +166,29 @@ func (c *Config) AgentBinding(agent, tool string) (b Binding, agentOK, bound boo
 	return b, true, true
 }
 
+// DefaultMaxPending is an agent's max_pending when agent.toml does not set
+// it, and the implicit agent's. MaxMaxPending is the largest accepted.
+const (
+	DefaultMaxPending = 100
+	MaxMaxPending     = 10000
+)
+
+// MaxPending is how many of agent's questions to a human may wait at once:
+// its approval requests pending and not expired, its boundary requests
+// likewise (counted apart), and its calls waiting for a decision in one
+// process. A human's attention is the scarce resource behind the inbox:
+// an agent (or a prompt injected into it) that varies its input could
+// otherwise fill the inbox without bound, burying every other agent's
+// requests. It is [agents.NAME] max_pending, else DefaultMaxPending (for
+// an undeclared agent and the implicit one too).
+func (c *Config) MaxPending(agent string) int {
+	i, ok := slices.BinarySearchFunc(c.agents, agent, func(a Agent, name string) int { return strings.Compare(a.Name, name) })
+	if !ok || c.agents[i].MaxPending <= 0 {
+		return DefaultMaxPending
+	}
+	return c.agents[i].MaxPending
+}
+
 // Implicit reports whether the configuration declares no agents, so every
 // call runs as DefaultAgent with every tool bound and everything allowed.
 func (c *Config) Implicit() bool { return len(c.agents) == 0 }
@@ -223,7 +250,7 @@ func CheckStateURL(raw string) error {
 }
 
 var (
-	agentKeys   = []string{"tools", "grants", "boundary"}
+	agentKeys   = []string{"tools", "grants", "boundary", "max_pending"}
 	bindingKeys = []string{"http_allow", "secrets", "timeout_ms", "memory_mb", "middleware", "middleware_mode", "reveal"}
 	stateKeys   = []string{"path", "url"}
 )
@@ -276,6 +303,10 @@ func (c *checker) agent(name string, n *tnode, tools map[string]*Tool) (Agent, b
 		case "boundary":
 			if b, ok := c.agentBoundary(v, kpath); ok {
 				a.Boundary, a.BoundaryLine = b, v.line
+			}
+		case "max_pending":
+			if n, ok := c.intKey(v, formatKey(kpath), 1, MaxMaxPending); ok {
+				a.MaxPending = int(n)
 			}
 		default:
 			c.unknownKey(v, kpath, agentKeys)

@@ -108,6 +108,30 @@ func TestNoAgentsIsImplicit(t *testing.T) {
 	}
 }
 
+// TestMaxPending: an agent's max_pending, else DefaultMaxPending, for an
+// agent that does not set it, an undeclared one and the implicit one.
+func TestMaxPending(t *testing.T) {
+	cfg, err := parse("agent.toml", []byte(agentsTools+"[agents.busy]\ntools = [\"echo\"]\nmax_pending = 250\n[agents.quiet]\ntools = [\"echo\"]\n"), "/cfg", fakeFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for agent, want := range map[string]int{"busy": 250, "quiet": DefaultMaxPending, "nobody": DefaultMaxPending} {
+		if got := cfg.MaxPending(agent); got != want {
+			t.Errorf("MaxPending(%q) = %d, want %d", agent, got, want)
+		}
+	}
+	if a, _ := cfg.Agent("busy"); a.MaxPending != 250 {
+		t.Errorf("Agent(busy).MaxPending = %d", a.MaxPending)
+	}
+	implicit, err := parse("agent.toml", []byte(agentsTools), "/cfg", fakeFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := implicit.MaxPending(DefaultAgent); got != DefaultMaxPending {
+		t.Errorf("the implicit agent's MaxPending = %d, want %d", got, DefaultMaxPending)
+	}
+}
+
 // TestAgentErrors: a binding can only narrow, names only known tools, and a
 // malformed grant is refused with its column; each with its line. A binding
 // of a tool whose own table is broken is not a second error (issue 27,
@@ -166,6 +190,11 @@ func TestAgentErrors(t *testing.T) {
 		}},
 		{"bad agent name", "[agents.Research]\ntools = [\"echo\"]\n", []string{
 			`agent.toml:11: agents.Research: invalid agent name "Research"`,
+		}},
+		{"max_pending out of range or not a number", "[agents.a]\nmax_pending = 0\n[agents.b]\nmax_pending = 10001\n[agents.c]\nmax_pending = \"many\"\n", []string{
+			"agent.toml:12: agents.a.max_pending: must be an integer in 1..10000, got 0",
+			"agent.toml:14: agents.b.max_pending: must be an integer in 1..10000, got 10001",
+			"agent.toml:16: agents.c.max_pending: must be an integer in 1..10000, got string \"many\"",
 		}},
 		{"unknown agent key", "[agents.a]\ntool = [\"echo\"]\n", []string{
 			`agent.toml:12: agents.a.tool: unknown key (did you mean "tools"?)`,

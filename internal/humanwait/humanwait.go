@@ -6,7 +6,7 @@
 // seen at the next poll. The package knows nothing of the store: the
 // caller's check reads the request's state at every wake.
 //
-//	done := waiters.Wait(ctx, agent, id, wait, poll, inv.suspend, check)
+//	done := waiters.Wait(ctx, agent, maxPending, id, wait, poll, inv.suspend, check)
 package humanwait
 
 import (
@@ -15,14 +15,16 @@ import (
 	"time"
 )
 
-// MaxPerOwner is how many calls of one owner (an agent) may wait for a
-// human at once in one Host. Each waiting call holds a goroutine and asks
-// the store at every poll; identical calls share one request (and the
-// store bounds an agent's distinct requests), so without this bound an
-// agent repeating one call could pile up waiters, and store reads, without
-// end. A call beyond it does not wait: its caller answers it pending with
-// the request's ID at once, and the request stays for the human.
-const MaxPerOwner = 100
+// DefaultPerOwner is how many calls of one owner (an agent) may wait for a
+// human at once in one Host when Wait is given no bound (the host gives
+// the agent's max_pending, whose default is the same). Each waiting call
+// holds a goroutine and asks the store at every poll; identical calls
+// share one request (and the store bounds an agent's distinct requests),
+// so without this bound an agent repeating one call could pile up
+// waiters, and store reads, without end. A call beyond it does not wait:
+// its caller answers it pending with the request's ID at once, and the
+// request stays for the human.
+const DefaultPerOwner = 100
 
 // Waiters are the calls of one Host waiting for a decision, by request
 // ID. The zero value is ready.
@@ -40,13 +42,16 @@ type Waiters struct {
 // error is the store failing, retried at the next poll (the wait's end
 // bounds it). Wait returns true when check said done, false when the wait
 // ended first. The admission turn is not taken again here. A call whose
-// owner already has MaxPerOwner calls waiting does not wait (false at
-// once, suspend not called), as with a wait below zero.
-func (w *Waiters) Wait(ctx context.Context, owner, id string, wait, poll time.Duration, suspend func(), check func(context.Context) (done bool, err error)) bool {
+// owner already has max calls waiting (DefaultPerOwner when max is 0) does
+// not wait (false at once, suspend not called), as with a wait below zero.
+func (w *Waiters) Wait(ctx context.Context, owner string, max int, id string, wait, poll time.Duration, suspend func(), check func(context.Context) (done bool, err error)) bool {
 	if wait < 0 {
 		return false
 	}
-	wake := w.add(owner, id)
+	if max <= 0 {
+		max = DefaultPerOwner
+	}
+	wake := w.add(owner, max, id)
 	if wake == nil {
 		return false
 	}
@@ -85,12 +90,12 @@ func (w *Waiters) Waiting(owner string) int {
 	return w.owners[owner]
 }
 
-// add registers a wait for id by owner, or returns nil when owner has
-// MaxPerOwner waits already.
-func (w *Waiters) add(owner, id string) chan struct{} {
+// add registers a wait for id by owner, or returns nil when owner has max
+// waits already.
+func (w *Waiters) add(owner string, max int, id string) chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.owners[owner] >= MaxPerOwner {
+	if w.owners[owner] >= max {
 		return nil
 	}
 	if w.m == nil {

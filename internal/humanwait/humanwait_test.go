@@ -3,6 +3,7 @@ package humanwait
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -18,7 +19,7 @@ func TestWakeEndsTheWait(t *testing.T) {
 	answer := make(chan func() (bool, error)) // what it answers
 	done := make(chan bool)
 	go func() {
-		done <- w.Wait(context.Background(), "agent", "a1", time.Hour, time.Hour, func() { close(registered) }, func(context.Context) (bool, error) {
+		done <- w.Wait(context.Background(), "agent", 0, "a1", time.Hour, time.Hour, func() { close(registered) }, func(context.Context) (bool, error) {
 			asked <- struct{}{}
 			return (<-answer)()
 		})
@@ -45,16 +46,23 @@ func TestWakeEndsTheWait(t *testing.T) {
 	if left != 0 {
 		t.Errorf("%d waiters left behind", left)
 	}
-	if w.Wait(context.Background(), "agent", "a2", -1, time.Hour, func() { t.Error("suspended with no wait") }, nil) {
+	if w.Wait(context.Background(), "agent", 0, "a2", -1, time.Hour, func() { t.Error("suspended with no wait") }, nil) {
 		t.Error("a wait below zero returned true")
 	}
 }
 
-// TestWaitsBoundedPerOwner: an owner (an agent) with MaxPerOwner calls
-// waiting gets no more: the next call returns false at once, without
-// giving its turn back (suspend); another owner still waits; once one of
-// the first owner's waits ends, it may wait again.
+// TestWaitsBoundedPerOwner: an owner (an agent) with its bound of calls
+// waiting (the default when Wait is given none, or the one given: the
+// agent's max_pending) gets no more: the next call returns false at once,
+// without giving its turn back (suspend); another owner still waits; once
+// one of the first owner's waits ends, it may wait again.
 func TestWaitsBoundedPerOwner(t *testing.T) {
+	for _, tc := range []struct{ given, bound int }{{0, DefaultPerOwner}, {3, 3}} {
+		t.Run(fmt.Sprintf("given %d", tc.given), func(t *testing.T) { testWaitsBounded(t, tc.given, tc.bound) })
+	}
+}
+
+func testWaitsBounded(t *testing.T, given, bound int) {
 	var w Waiters
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -69,7 +77,7 @@ func TestWaitsBoundedPerOwner(t *testing.T) {
 		s := started{done: make(chan bool, 1)}
 		reg := make(chan struct{})
 		go func() {
-			s.done <- w.Wait(ctx, owner, id, time.Hour, time.Hour, func() { close(reg) }, never)
+			s.done <- w.Wait(ctx, owner, given, id, time.Hour, time.Hour, func() { close(reg) }, never)
 		}()
 		select {
 		case <-reg:
@@ -85,14 +93,14 @@ func TestWaitsBoundedPerOwner(t *testing.T) {
 	if !first.suspended {
 		t.Fatal("the first wait did not wait")
 	}
-	for i := 1; i < MaxPerOwner; i++ {
+	for i := 1; i < bound; i++ {
 		if s := wait(ctx, "agent-a", "apr_same"); !s.suspended {
-			t.Fatalf("wait %d of %d did not wait", i+1, MaxPerOwner)
+			t.Fatalf("wait %d of %d did not wait", i+1, bound)
 		}
 	}
 	over := wait(ctx, "agent-a", "apr_same")
 	if over.suspended {
-		t.Fatalf("wait %d of one owner waited: the bound is %d", MaxPerOwner+1, MaxPerOwner)
+		t.Fatalf("wait %d of one owner waited: the bound is %d", bound+1, bound)
 	}
 	if <-over.done {
 		t.Error("a wait over the bound reported the request settled")

@@ -9,12 +9,15 @@ import (
 
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/humanwait"
+	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
-// TestApprovalWaitersBoundedPerAgent: humanwait.MaxPerOwner identical
-// calls of agent a wait for a human in one Host; the next one does not
+// TestApprovalWaitersBoundedPerAgent: as many identical calls of agent a
+// as its max_pending (5 here) wait for a human in one Host (the default,
+// humanwait.DefaultPerOwner, is humanwait's own test); the next one does not
 // wait but is answered pending with the same request at once (it returns
 // while its context is live, though it asked to wait an hour); agent b's
 // call still waits. Then the human approves: exactly one of a's calls
@@ -29,10 +32,12 @@ use = "approve"
 [agents.a]
 tools = ["t"]
 grants = ["tool:invoke t --..."]
+max_pending = 5
 [agents.b]
 tools = ["t"]
 grants = ["tool:invoke t --..."]
 `, testkit.Component(t, "logger"))
+	const bound = 5
 	h, _ := testHost(t, dir, body, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), ApprovalPoll: time.Hour})
 	defer h.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -44,7 +49,7 @@ grants = ["tool:invoke t --..."]
 		waitFor(t, func() bool { return h.waiters.Waiting(agent) == n })
 	}
 	var wg sync.WaitGroup
-	results := make(chan Result, humanwait.MaxPerOwner+1)
+	results := make(chan Result, bound+1)
 	wait := func(agent string) string {
 		asked := make(chan string, 1)
 		wg.Add(1)
@@ -60,12 +65,12 @@ grants = ["tool:invoke t --..."]
 		return <-asked
 	}
 	id := wait("a")
-	for range humanwait.MaxPerOwner - 1 {
+	for range bound - 1 {
 		if got := wait("a"); got != id {
 			t.Fatalf("an identical call waits on %s, want %s", got, id)
 		}
 	}
-	registered("a", humanwait.MaxPerOwner)
+	registered("a", bound)
 	over, err := h.Call(ctx, Call{Agent: "a", Tool: "t", Input: `{}`, ApprovalWait: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -102,5 +107,17 @@ grants = ["tool:invoke t --..."]
 	}
 	if n := h.waiters.Waiting("a") + h.waiters.Waiting("b"); n != 0 {
 		t.Errorf("%d waiters left", n)
+	}
+}
+
+// TestMaxPendingDefaultsAgree: the host always passes the agent's
+// max_pending (config.DefaultMaxPending when unset), but the store's and
+// humanwait's own defaults, for a caller that passes none, must be the
+// same bound.
+func TestMaxPendingDefaultsAgree(t *testing.T) {
+	for name, n := range map[string]int{"store.DefaultMaxPending": store.DefaultMaxPending, "humanwait.DefaultPerOwner": humanwait.DefaultPerOwner} {
+		if n != config.DefaultMaxPending {
+			t.Errorf("%s is %d, config.DefaultMaxPending %d: want one bound", name, n, config.DefaultMaxPending)
+		}
 	}
 }

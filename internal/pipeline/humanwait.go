@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/humanwait"
 )
 
@@ -30,7 +31,7 @@ type humanWait struct {
 // (Options.ApprovalPoll; another process may have decided), until the
 // wait ends (Call.ApprovalWait, else Options.ApprovalWait, else
 // DefaultApprovalWait; below zero, no wait at all, nor for an agent
-// with humanwait.MaxPerOwner calls waiting already) or ctx does. It returns
+// with its max_pending calls waiting already) or ctx does. It returns
 // true when check said done, false when the wait ended first: the caller
 // answers kind pending with the request's ID, and the request stays for a
 // human. The admission turn is given back while it waits and not taken
@@ -55,11 +56,21 @@ func (w humanWait) wait(ctx context.Context, inv *invocation, id string, view Ap
 		var sp oteltrace.Span
 		ctx, sp = inv.humanWaitSpan(ctx, id)
 		defer sp.End()
-		done := w.waiters.Wait(ctx, inv.agent, id, wait, poll, inv.suspend, check)
+		done := w.waiters.Wait(ctx, inv.agent, inv.maxPending(), id, wait, poll, inv.suspend, check)
 		sp.SetAttributes(attribute.Bool("maiden.human_wait.decided", done))
 		return done
 	}
-	return w.waiters.Wait(ctx, inv.agent, id, wait, poll, inv.suspend, check)
+	return w.waiters.Wait(ctx, inv.agent, inv.maxPending(), id, wait, poll, inv.suspend, check)
+}
+
+// maxPending is how many of the call's agent's questions may wait for a
+// human at once (its max_pending): its approval requests, its boundary
+// requests, and its calls waiting in this process, each counted apart.
+func (inv *invocation) maxPending() int {
+	if inv.cfg == nil {
+		return config.DefaultMaxPending
+	}
+	return inv.cfg.MaxPending(inv.agent)
 }
 
 // resume takes an admission turn again for a call that gave its turn back

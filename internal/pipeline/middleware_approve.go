@@ -131,14 +131,14 @@ func (l approveLayer) run(ctx context.Context, inv *invocation, m config.Middlew
 	a, err = st.CreateApproval(ctx, store.Approval{
 		Agent: inv.agent, Session: inv.call.Session, Tool: inv.tool.Name, Rendered: inv.renderText(),
 		Digest: digest, Middleware: m.Rule, Reason: reason, CardGeneration: rev, Binding: bind, Expires: now.Add(m.Expires),
-	})
+	}, inv.maxPending())
 	if errors.Is(err, store.ErrTooManyPending) {
 		// The human's inbox is full of this agent's questions: nothing is
 		// asked and nothing runs; the identical calls of a pending request
 		// still wait on it (the case above).
 		inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "too many approval requests pending"})
-		return true, inv.fail(KindDenied, fmt.Sprintf("rule %s needs a human's approval, and agent %s already has %d approval requests waiting for a human, the most one agent may have: nothing was asked or run. Repeat the call once the operator has decided some of them (maiden pending lists them) or they have expired",
-			m.Rule, inv.agent, store.MaxPendingApprovals))
+		return true, inv.fail(KindDenied, fmt.Sprintf("rule %s needs a human's approval, and agent %s already has %d approval requests waiting for a human, the most one agent may have (its max_pending): nothing was asked or run. Repeat the call once the operator has decided some of them (maiden pending lists them) or they have expired",
+			m.Rule, inv.agent, inv.maxPending()))
 	}
 	if err != nil {
 		return true, fmt.Errorf("%w: storing the approval request: %v", ErrState, err)

@@ -83,7 +83,7 @@ func (d *builtinDeps) requestBoundary(ctx context.Context, inv *invocation, st s
 	if err != nil || terr != nil {
 		return nil, found, terr, err
 	}
-	r, terr, err := session.Request(ctx, st, s, in.ID, in.Expansion, in.Justification, d.log, ErrState)
+	r, terr, err := session.Request(ctx, st, s, in.ID, in.Expansion, in.Justification, inv.maxPending(), d.log, ErrState)
 	if err != nil || terr != nil {
 		return nil, found, terr, err
 	}

@@ -80,9 +80,13 @@ const DefaultRequestExpiry = store.DefaultBoundaryRequestExpiry
 // Request stores request_sandbox_boundary's request in session s (or finds
 // it again: the same id in the same session is the same request; without
 // an id, the same expansion and justification are), logging a new one. A
-// request the boundary model refuses, or a session of another agent, is
-// the answer; an error is the store's (wrapped with errState).
-func Request(ctx context.Context, st store.Store, s store.Session, id string, expansion []byte, justification string, log *slog.Logger, errState error) (store.BoundaryRequest, *api.ToolError, error) {
+// request the boundary model refuses, a session of another agent, or one
+// beyond the agent's maxPending requests waiting (config.Config.MaxPending)
+// is the answer; an error is the store's (wrapped with errState).
+func Request(ctx context.Context, st store.Store, s store.Session, id string, expansion []byte, justification string, maxPending int, log *slog.Logger, errState error) (store.BoundaryRequest, *api.ToolError, error) {
+	if maxPending <= 0 {
+		maxPending = store.DefaultMaxPending
+	}
 	if id == "" {
 		// A repeated call, a 2026-era client's retry after the inbox
 		// page, finds it again instead of asking twice; a new id asks
@@ -90,7 +94,7 @@ func Request(ctx context.Context, st store.Store, s store.Session, id string, ex
 		sum := sha256.Sum256([]byte(string(expansion) + "\x00" + justification))
 		id = fmt.Sprintf("auto_%x", sum[:16])
 	}
-	r, created, err := st.RequestBoundary(ctx, s.ID, id, expansion, justification, time.Now().Add(DefaultRequestExpiry))
+	r, created, err := st.RequestBoundary(ctx, s.ID, id, expansion, justification, time.Now().Add(DefaultRequestExpiry), maxPending)
 	var ve *boundary.ValidationError
 	switch {
 	case errors.As(err, &ve):
@@ -98,8 +102,8 @@ func Request(ctx context.Context, st store.Store, s store.Session, id string, ex
 	case errors.Is(err, store.ErrNotAllowed):
 		return r, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf("session %q belongs to another agent", s.ID)}, nil
 	case errors.Is(err, store.ErrTooManyPending):
-		return r, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf("agent %s already has %d boundary requests waiting for a human, the most one agent may have: nothing was asked. Repeat the call once the operator has decided some of them (maiden pending lists them) or they have expired",
-			s.Agent, store.MaxPendingApprovals)}, nil
+		return r, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf("agent %s already has %d boundary requests waiting for a human, the most one agent may have (its max_pending): nothing was asked. Repeat the call once the operator has decided some of them (maiden pending lists them) or they have expired",
+			s.Agent, maxPending)}, nil
 	case err != nil:
 		return r, nil, fmt.Errorf("%w: storing the boundary request: %v", errState, err)
 	}

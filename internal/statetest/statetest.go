@@ -58,7 +58,7 @@ func Approval(t testing.TB, path string, r Request) api.ApprovalRequest {
 	}
 	a, err := st.CreateApproval(ctx, store.Approval{Agent: r.Agent, Session: r.Session, Tool: r.Tool, Rendered: r.Rendered,
 		Digest: r.Digest, Middleware: r.Rule, Reason: r.Reason, Binding: store.Binding{ToolDigest: r.ToolDigest, Policy: r.Policy},
-		Expires: time.Now().Add(r.ExpiresIn)})
+		Expires: time.Now().Add(r.ExpiresIn)}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func BoundaryRequest(t testing.TB, path, agent, session string, b api.Boundary, 
 	if _, _, err := st.OpenSession(ctx, session, agent, adminlink.FromBoundary(b)); err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := st.RequestBoundary(ctx, session, id, []byte(expansion), justification, expires)
+	r, _, err := st.RequestBoundary(ctx, session, id, []byte(expansion), justification, expires, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,19 +35,31 @@ var (
 	// needs (already decided, already consumed, expired, ...); the message
 	// names the state it is in.
 	ErrApprovalState = errors.New("approval request is not in that state")
-	// ErrTooManyPending: the agent already has MaxPendingApprovals
-	// requests waiting for a human; no new one is made.
+	// ErrTooManyPending: the agent already has as many requests waiting
+	// for a human as its bound allows; no new one is made.
 	ErrTooManyPending = errors.New("too many approval requests waiting for a human")
 )
 
-// MaxPendingApprovals is how many approval requests of one agent may wait
-// for a human at once (pending and not expired). A human's attention is
-// the scarce resource behind the inbox: an agent (or a prompt injected
-// into it) that varies its input could otherwise fill the inbox without
-// bound, burying the requests of every other agent. Identical calls share
-// one request, so the bound counts distinct questions. An agent's
-// boundary requests (RequestBoundary) are bounded alike, counted apart.
-const MaxPendingApprovals = 100
+// DefaultMaxPending is how many approval requests of one agent may wait
+// for a human at once (pending and not expired) when the caller gives no
+// bound (a maxPending of 0; the host passes the agent's max_pending,
+// config.Config.MaxPending, whose default is the same). A human's
+// attention is the scarce resource behind the inbox: an agent (or a
+// prompt injected into it) that varies its input could otherwise fill the
+// inbox without bound, burying the requests of every other agent.
+// Identical calls share one request, so the bound counts distinct
+// questions. An agent's boundary requests (RequestBoundary) are bounded
+// alike, counted apart.
+const DefaultMaxPending = 100
+
+// pendingBound is a caller's bound on an agent's pending requests, or
+// DefaultMaxPending when it gives none.
+func pendingBound(n int) int {
+	if n <= 0 {
+		return DefaultMaxPending
+	}
+	return n
+}
 
 // Approval is a durable request for a human's decision on one call.
 type Approval struct {
@@ -156,10 +168,10 @@ func (s *DB) queryApprovals(ctx context.Context, where string, args ...any) ([]A
 
 // CreateApproval persists a pending request before anything runs and
 // returns it with its ID, Created and State set. Expires must be later
-// than now. An agent with MaxPendingApprovals requests pending and not
-// expired gets ErrTooManyPending (the count and the check in the insert's
-// transaction) and nothing is stored.
-func (s *DB) CreateApproval(ctx context.Context, a Approval) (Approval, error) {
+// than now. An agent with maxPending requests pending and not expired
+// (DefaultMaxPending when 0) gets ErrTooManyPending (the count and the
+// check in the insert's transaction) and nothing is stored.
+func (s *DB) CreateApproval(ctx context.Context, a Approval, maxPending int) (Approval, error) {
 	for what, v := range map[string]string{"agent name": a.Agent, "tool name": a.Tool, "input digest": a.Digest, "middleware": a.Middleware} {
 		if err := checkName(what, v); err != nil {
 			return Approval{}, fmt.Errorf("create approval: %w", err)
@@ -180,7 +192,7 @@ func (s *DB) CreateApproval(ctx context.Context, a Approval) (Approval, error) {
 			a.Agent, ApprovalPending, now.UnixNano()).Scan(&waiting); err != nil {
 			return err
 		}
-		if waiting >= MaxPendingApprovals {
+		if waiting >= pendingBound(maxPending) {
 			return fmt.Errorf("%w: %d of agent %q are pending, the most one agent may have", ErrTooManyPending, waiting, a.Agent)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL, ?, ?)`,

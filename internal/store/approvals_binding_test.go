@@ -53,7 +53,7 @@ func testApprovalBinding(t *testing.T, be backend) {
 	c := newClock()
 	s := open(t, be.target(t), c)
 	bound := Binding{ToolDigest: "sha256:0123", Policy: `{"network":false,"hosts":[]}`}
-	a, err := s.CreateApproval(ctx, Approval{Agent: "a", Tool: "t", Digest: "d", Middleware: "m", Binding: bound, Expires: c.now().Add(time.Hour)})
+	a, err := s.CreateApproval(ctx, Approval{Agent: "a", Tool: "t", Digest: "d", Middleware: "m", Binding: bound, Expires: c.now().Add(time.Hour)}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

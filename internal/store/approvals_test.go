@@ -19,7 +19,7 @@ func newApproval(t *testing.T, s *DB, digest string, ttl time.Duration) Approval
 	a, err := s.CreateApproval(context.Background(), Approval{
 		Agent: "a", Session: "s1", Tool: "pay", Rendered: "pay --amount=250", Digest: digest,
 		Middleware: "approve#1", Reason: "args.amount > 100", CardGeneration: 7, Expires: s.now().Add(ttl),
-	})
+	}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +138,10 @@ func testApprovalLifecycle(t *testing.T, be backend) {
 		t.Fatalf("pending after expiry: %+v", p)
 	}
 	// Bad input.
-	if _, err := s.CreateApproval(ctx, Approval{Agent: "a", Tool: "t", Digest: "d", Middleware: "m", Expires: c.now()}); !errors.Is(err, ErrBadInput) {
+	if _, err := s.CreateApproval(ctx, Approval{Agent: "a", Tool: "t", Digest: "d", Middleware: "m", Expires: c.now()}, 0); !errors.Is(err, ErrBadInput) {
 		t.Fatalf("an already expired request: %v", err)
 	}
-	if _, err := s.CreateApproval(ctx, Approval{Tool: "t", Digest: "d", Middleware: "m", Expires: c.now().Add(time.Hour)}); !errors.Is(err, ErrBadInput) {
+	if _, err := s.CreateApproval(ctx, Approval{Tool: "t", Digest: "d", Middleware: "m", Expires: c.now().Add(time.Hour)}, 0); !errors.Is(err, ErrBadInput) {
 		t.Fatalf("no agent: %v", err)
 	}
 }
@@ -318,7 +318,8 @@ func testApprovalKill9(t *testing.T, be backend) {
 }
 
 // TestPendingApprovalsBoundedPerAgent: an agent has at most
-// MaxPendingApprovals requests pending and not expired; the next is
+// DefaultMaxPending requests pending and not expired (or the bound the
+// caller gives: its max_pending, lower or higher); the next is
 // ErrTooManyPending and stores nothing; another agent is not held by it;
 // a decided or an expired request frees a place. On PostgreSQL two
 // instances filling the same agent's places at once store exactly the
@@ -333,10 +334,10 @@ func testPendingApprovalsBoundedPerAgent(t *testing.T, be backend) {
 	target := be.target(t)
 	s := open(t, target, c)
 	ask := func(s *DB, agent, digest string, ttl time.Duration) (Approval, error) {
-		return s.CreateApproval(ctx, Approval{Agent: agent, Tool: "pay", Digest: digest, Middleware: "approve#1", Expires: c.now().Add(ttl)})
+		return s.CreateApproval(ctx, Approval{Agent: agent, Tool: "pay", Digest: digest, Middleware: "approve#1", Expires: c.now().Add(ttl)}, 0)
 	}
 	var short Approval
-	for i := range MaxPendingApprovals {
+	for i := range DefaultMaxPending {
 		ttl := time.Hour
 		if i == 1 {
 			ttl = time.Minute
@@ -350,10 +351,10 @@ func testPendingApprovalsBoundedPerAgent(t *testing.T, be backend) {
 		}
 	}
 	if _, err := ask(s, "a", "over", time.Hour); !errors.Is(err, ErrTooManyPending) || !strings.Contains(err.Error(), `agent "a"`) {
-		t.Fatalf("request %d: %v, want ErrTooManyPending naming the agent", MaxPendingApprovals+1, err)
+		t.Fatalf("request %d: %v, want ErrTooManyPending naming the agent", DefaultMaxPending+1, err)
 	}
-	if p, err := s.PendingApprovals(ctx, c.now()); err != nil || len(p) != MaxPendingApprovals {
-		t.Fatalf("%d pending (%v), want %d", len(p), err, MaxPendingApprovals)
+	if p, err := s.PendingApprovals(ctx, c.now()); err != nil || len(p) != DefaultMaxPending {
+		t.Fatalf("%d pending (%v), want %d", len(p), err, DefaultMaxPending)
 	}
 	if _, err := ask(s, "b", "d0", time.Hour); err != nil {
 		t.Fatalf("another agent's request: %v", err)
@@ -375,6 +376,18 @@ func testPendingApprovalsBoundedPerAgent(t *testing.T, be backend) {
 	if _, err := ask(s, "a", "over", time.Hour); !errors.Is(err, ErrTooManyPending) {
 		t.Fatalf("full again: %v", err)
 	}
+	// A bound given by the caller, below and above the default.
+	for agent, bound := range map[string]int{"low": 3, "high": DefaultMaxPending + 5} {
+		for i := range bound + 1 {
+			_, err := s.CreateApproval(ctx, Approval{Agent: agent, Tool: "pay", Digest: "d" + strconv.Itoa(i), Middleware: "approve#1", Expires: c.now().Add(time.Hour)}, bound)
+			if i < bound && err != nil {
+				t.Fatalf("agent %s, bound %d: request %d: %v", agent, bound, i+1, err)
+			}
+			if i == bound && !errors.Is(err, ErrTooManyPending) {
+				t.Fatalf("agent %s, bound %d: request %d: %v, want ErrTooManyPending", agent, bound, i+1, err)
+			}
+		}
+	}
 	if !be.pg {
 		return
 	}
@@ -386,7 +399,7 @@ func testPendingApprovalsBoundedPerAgent(t *testing.T, be backend) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range MaxPendingApprovals {
+			for i := range DefaultMaxPending {
 				_, err := ask(inst, "racer", "i"+strconv.Itoa(n)+"-"+strconv.Itoa(i), time.Hour)
 				switch {
 				case err == nil:
@@ -398,7 +411,7 @@ func testPendingApprovalsBoundedPerAgent(t *testing.T, be backend) {
 		}()
 	}
 	wg.Wait()
-	if n := stored.Load(); n != MaxPendingApprovals {
-		t.Errorf("two instances stored %d requests of one agent, want %d", n, MaxPendingApprovals)
+	if n := stored.Load(); n != DefaultMaxPending {
+		t.Errorf("two instances stored %d requests of one agent, want %d", n, DefaultMaxPending)
 	}
 }

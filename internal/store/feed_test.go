@@ -260,7 +260,7 @@ func TestPostgresAuditWakesNoOne(t *testing.T) {
 	notify := func() {
 		t.Helper()
 		before := f.notes.Load()
-		if _, err := a.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Expires: time.Now().Add(time.Hour)}); err != nil {
+		if _, err := a.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Expires: time.Now().Add(time.Hour)}, 0); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(30 * time.Second)

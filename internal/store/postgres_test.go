@@ -314,7 +314,7 @@ func TestPostgresTwoInstances(t *testing.T) {
 		t.Fatalf("B's wallet after A's revocation: %v, %v", w.Cards(), err)
 	}
 
-	ap, err := b.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Expires: time.Now().Add(time.Hour)})
+	ap, err := b.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Expires: time.Now().Add(time.Hour)}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +655,7 @@ func TestNULStrings(t *testing.T) { eachBackend(t, testNULStrings) }
 func testNULStrings(t *testing.T, be backend) {
 	ctx := context.Background()
 	s := open(t, be.target(t), nil)
-	_, err := s.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Rendered: "t --a=\x00", Expires: time.Now().Add(time.Hour)})
+	_, err := s.CreateApproval(ctx, Approval{Agent: "x", Tool: "t", Digest: "d", Middleware: "m", Rendered: "t --a=\x00", Expires: time.Now().Add(time.Hour)}, 0)
 	if be.pg != (err != nil) {
 		t.Fatalf("CreateApproval with a NUL: %v", err)
 	}

@@ -539,9 +539,9 @@ func requestByHandle(ctx context.Context, q querier, handle string) (BoundaryReq
 // payload_too_large) is settled conflict by the host in the same
 // transaction (boundary-settled), never pending. An unknown session is ErrUnknownSession, an ended one
 // ErrSessionEnded. A new request that would be pending while the session's
-// agent has MaxPendingApprovals boundary requests pending and not expired
-// is ErrTooManyPending, and nothing is stored.
-func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, expansion []byte, justification string, expires time.Time) (BoundaryRequest, bool, error) {
+// agent has maxPending boundary requests pending and not expired
+// (DefaultMaxPending when 0) is ErrTooManyPending, and nothing is stored.
+func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, expansion []byte, justification string, expires time.Time, maxPending int) (BoundaryRequest, bool, error) {
 	now := unixTime(s.now().UnixNano())
 	if expires.IsZero() {
 		expires = now.Add(DefaultBoundaryRequestExpiry)
@@ -588,13 +588,13 @@ func (s *SQLite) RequestBoundary(ctx context.Context, session, clientID string, 
 		conflict := boundary.Assess(ss.Boundary, r.Expansion).Status == boundary.Conflict
 		if !conflict {
 			// A request that would wait for a human counts against the
-			// agent's bound (MaxPendingApprovals, as approvals do).
+			// agent's bound (maxPending, as approvals do).
 			var waiting int
 			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM boundary_requests WHERE agent = ? AND status = ? AND expires_at > ?`,
 				ss.Agent, string(boundary.Pending), now.UnixNano()).Scan(&waiting); err != nil {
 				return err
 			}
-			if waiting >= MaxPendingApprovals {
+			if waiting >= pendingBound(maxPending) {
 				return fmt.Errorf("%w: %d boundary requests of agent %q are pending, the most one agent may have", ErrTooManyPending, waiting, ss.Agent)
 			}
 		}

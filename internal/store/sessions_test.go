@@ -46,9 +46,9 @@ func openSession(t *testing.T, s *SQLite, id, agent string) Session {
 
 func request(t *testing.T, s *SQLite, session, id string, x []byte) BoundaryRequest {
 	t.Helper()
-	r, created, err := s.RequestBoundary(context.Background(), session, id, x, "the build writes there", time.Time{})
+	r, created, err := s.RequestBoundary(context.Background(), session, id, x, "the build writes there", time.Time{}, 0)
 	if err != nil || !created {
-		t.Fatalf("RequestBoundary(%s, %s) = %+v, %v, %v", session, id, r, created, err)
+		t.Fatalf("RequestBoundary(%s, %s, 0) = %+v, %v, %v", session, id, r, created, err)
 	}
 	return r
 }
@@ -237,14 +237,14 @@ func testRequestIdempotent(t *testing.T, be backend) {
 	openSession(t, s, "b", "coder")
 	first := request(t, s, "a", "req-1", expansion("/srv/out", "write", "subtree"))
 	for _, body := range [][]byte{expansion("/etc", "write", "subtree"), []byte(`{}`), []byte(`not json`)} {
-		again, created, err := s.RequestBoundary(ctx, "a", "req-1", body, "something else", time.Time{})
+		again, created, err := s.RequestBoundary(ctx, "a", "req-1", body, "something else", time.Time{}, 0)
 		if err != nil || created || !reflect.DeepEqual(again, first) {
 			t.Fatalf("same ID, body %s: %+v, %v, %v; want %+v", body, again, created, err, first)
 		}
 	}
 	// Still the same after it was settled.
 	settled, _ := settle(t, s, first.Handle, boundary.Deny("no"))
-	if again, created, err := s.RequestBoundary(ctx, "a", "req-1", expansion("/srv/out", "write", "subtree"), "please", time.Time{}); err != nil || created ||
+	if again, created, err := s.RequestBoundary(ctx, "a", "req-1", expansion("/srv/out", "write", "subtree"), "please", time.Time{}, 0); err != nil || created ||
 		!reflect.DeepEqual(again, settled) {
 		t.Fatalf("same ID after settling: %+v, %v, %v", again, created, err)
 	}
@@ -273,7 +273,7 @@ func testRequestIdempotent(t *testing.T, be backend) {
 		{"bad id", "no spaces", "j", expansion("/srv/out", "read", "exact"), boundary.ReasonInvalidID},
 		{"empty justification", "v8", "   ", expansion("/srv/out", "read", "exact"), boundary.ReasonInvalidJustification},
 	} {
-		r, created, err := s.RequestBoundary(ctx, "a", c.id, c.x, c.why, time.Time{})
+		r, created, err := s.RequestBoundary(ctx, "a", c.id, c.x, c.why, time.Time{}, 0)
 		ve, ok := err.(*boundary.ValidationError)
 		if !ok || ve.Reason != c.reason || created || r.Handle != "" {
 			t.Fatalf("%s: %+v, %v, %v (%T); want *boundary.ValidationError %s", c.name, r, created, err, err, c.reason)
@@ -287,10 +287,10 @@ func testRequestIdempotent(t *testing.T, be backend) {
 	}
 	// A refused ID is not taken: the next valid request with it is new.
 	request(t, s, "a", "v1", []byte(`{"network":{"enabled":true}}`))
-	if _, _, err := s.RequestBoundary(ctx, "nope", "v1", expansion("/x", "read", "exact"), "j", time.Time{}); !errors.Is(err, ErrUnknownSession) {
+	if _, _, err := s.RequestBoundary(ctx, "nope", "v1", expansion("/x", "read", "exact"), "j", time.Time{}, 0); !errors.Is(err, ErrUnknownSession) {
 		t.Fatalf("unknown session: %v", err)
 	}
-	if _, _, err := s.RequestBoundary(ctx, "a", "v9", expansion("/x", "read", "exact"), "j", time.Now().Add(-time.Second)); !errors.Is(err, ErrBadInput) {
+	if _, _, err := s.RequestBoundary(ctx, "a", "v9", expansion("/x", "read", "exact"), "j", time.Now().Add(-time.Second), 0); !errors.Is(err, ErrBadInput) {
 		t.Fatalf("an expiry in the past: %v", err)
 	}
 	// A session whose boundary is not managed cannot ask.
@@ -299,7 +299,7 @@ func testRequestIdempotent(t *testing.T, be backend) {
 	if _, _, err := s.OpenSession(ctx, "ext", "coder", ext); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.RequestBoundary(ctx, "ext", "e1", expansion("/x", "read", "exact"), "j", time.Time{}); err == nil ||
+	if _, _, err := s.RequestBoundary(ctx, "ext", "e1", expansion("/x", "read", "exact"), "j", time.Time{}, 0); err == nil ||
 		err.(*boundary.ValidationError).Reason != boundary.ReasonBoundaryNotManaged {
 		t.Fatalf("a request of an external boundary: %v", err)
 	}
@@ -320,7 +320,7 @@ func testConcurrentSameRequest(t *testing.T, be backend) {
 	for i := range handles {
 		st := []*SQLite{s1, s2}[i%2]
 		wg.Go(func() {
-			r, created, err := st.RequestBoundary(ctx, "a", "same", expansion(fmt.Sprintf("/srv/%d", i), "read", "exact"), "j", time.Time{})
+			r, created, err := st.RequestBoundary(ctx, "a", "same", expansion(fmt.Sprintf("/srv/%d", i), "read", "exact"), "j", time.Time{}, 0)
 			if err != nil {
 				t.Error(err)
 				return
@@ -537,12 +537,12 @@ func testEndSessionAndExpiry(t *testing.T, be backend) {
 	s := open(t, be.target(t), c)
 	openSession(t, s, "a", "coder")
 	openSession(t, s, "b", "coder")
-	short, _, err := s.RequestBoundary(ctx, "b", "short", expansion("/srv/1", "read", "exact"), "j", c.now().Add(time.Minute))
+	short, _, err := s.RequestBoundary(ctx, "b", "short", expansion("/srv/1", "read", "exact"), "j", c.now().Add(time.Minute), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	short2, _, _ := s.RequestBoundary(ctx, "b", "short2", expansion("/srv/2", "read", "exact"), "j", c.now().Add(time.Minute))
-	short3, _, _ := s.RequestBoundary(ctx, "b", "short3", expansion("/srv/3", "read", "exact"), "j", c.now().Add(time.Minute))
+	short2, _, _ := s.RequestBoundary(ctx, "b", "short2", expansion("/srv/2", "read", "exact"), "j", c.now().Add(time.Minute), 0)
+	short3, _, _ := s.RequestBoundary(ctx, "b", "short3", expansion("/srv/3", "read", "exact"), "j", c.now().Add(time.Minute), 0)
 	long := request(t, s, "b", "long", expansion("/srv/4", "read", "exact"))
 	if !long.Expires.Equal(c.now().Add(DefaultBoundaryRequestExpiry)) {
 		t.Fatalf("default expiry %s", long.Expires)
@@ -558,7 +558,7 @@ func testEndSessionAndExpiry(t *testing.T, be backend) {
 	if cur, _ := s.BoundaryRequest(ctx, short.Handle); cur.Request.Reason != BoundaryReasonExpired || cur.DecidedBy != "expiry" {
 		t.Fatalf("the expiry was not stored: %+v", cur)
 	}
-	again, created, err := s.RequestBoundary(ctx, "b", "short2", expansion("/srv/2", "read", "exact"), "j", time.Time{})
+	again, created, err := s.RequestBoundary(ctx, "b", "short2", expansion("/srv/2", "read", "exact"), "j", time.Time{}, 0)
 	if err != nil || created || again.Handle != short2.Handle || again.Request.Reason != BoundaryReasonExpired {
 		t.Fatalf("the same ID after its expiry: %+v, %v, %v", again, created, err)
 	}
@@ -582,7 +582,7 @@ func testEndSessionAndExpiry(t *testing.T, be backend) {
 	if ended.Live() || ended.Ended.IsZero() {
 		t.Fatalf("ended session %+v", ended)
 	}
-	if _, _, err := s.RequestBoundary(ctx, "b", "new", expansion("/srv/5", "read", "exact"), "j", time.Time{}); !errors.Is(err, ErrSessionEnded) {
+	if _, _, err := s.RequestBoundary(ctx, "b", "new", expansion("/srv/5", "read", "exact"), "j", time.Time{}, 0); !errors.Is(err, ErrSessionEnded) {
 		t.Fatalf("a request in an ended session: %v", err)
 	}
 	if _, _, err := s.OpenSession(ctx, "b", "coder", workBoundary()); !errors.Is(err, ErrSessionEnded) {
@@ -815,7 +815,7 @@ func BenchmarkOpenSession(b *testing.B) {
 }
 
 // TestBoundaryRequestsBoundedPerAgent: an agent has at most
-// MaxPendingApprovals boundary requests pending (over all its sessions):
+// DefaultMaxPending boundary requests pending (over all its sessions):
 // the next is ErrTooManyPending and stores nothing; the same ID again
 // still finds its request; one that can only conflict (never pending) is
 // still answered; another agent is not held; a settled request frees a
@@ -831,27 +831,35 @@ func testBoundaryRequestsBoundedPerAgent(t *testing.T, be backend) {
 	openSession(t, s, "a2", "coder")
 	openSession(t, s, "b", "other")
 	var first BoundaryRequest
-	for i := range MaxPendingApprovals {
+	for i := range DefaultMaxPending {
 		sess := []string{"a", "a2"}[i%2]
 		r := request(t, s, sess, fmt.Sprintf("r%d", i), expansion(fmt.Sprintf("/srv/%d", i), "read", "exact"))
 		if i == 0 {
 			first = r
 		}
 	}
-	if _, _, err := s.RequestBoundary(ctx, "a", "over", expansion("/srv/over", "read", "exact"), "j", time.Time{}); !errors.Is(err, ErrTooManyPending) ||
+	if _, _, err := s.RequestBoundary(ctx, "a", "over", expansion("/srv/over", "read", "exact"), "j", time.Time{}, 0); !errors.Is(err, ErrTooManyPending) ||
 		!strings.Contains(err.Error(), `agent "coder"`) {
-		t.Fatalf("request %d: %v, want ErrTooManyPending naming the agent", MaxPendingApprovals+1, err)
+		t.Fatalf("request %d: %v, want ErrTooManyPending naming the agent", DefaultMaxPending+1, err)
 	}
-	if again, created, err := s.RequestBoundary(ctx, "a", "r0", expansion("/srv/0", "read", "exact"), "j", time.Time{}); err != nil || created || again.Handle != first.Handle {
+	if again, created, err := s.RequestBoundary(ctx, "a", "r0", expansion("/srv/0", "read", "exact"), "j", time.Time{}, 0); err != nil || created || again.Handle != first.Handle {
 		t.Fatalf("the same ID again: %+v, %v, %v", again, created, err)
 	}
-	if r, created, err := s.RequestBoundary(ctx, "a", "deny", expansion("/srv/work/secrets/k", "read", "exact"), "j", time.Time{}); err != nil || !created || r.Request.Status != boundary.Conflict {
+	if r, created, err := s.RequestBoundary(ctx, "a", "deny", expansion("/srv/work/secrets/k", "read", "exact"), "j", time.Time{}, 0); err != nil || !created || r.Request.Status != boundary.Conflict {
 		t.Fatalf("a request that can only conflict: %+v, %v, %v", r, created, err)
 	}
 	request(t, s, "b", "b1", expansion("/srv/b", "read", "exact"))
 	settle(t, s, first.Handle, boundary.Deny("not now"))
 	request(t, s, "a", "after", expansion("/srv/after", "read", "exact"))
-	if _, _, err := s.RequestBoundary(ctx, "a2", "over2", expansion("/srv/over2", "read", "exact"), "j", time.Time{}); !errors.Is(err, ErrTooManyPending) {
+	if _, _, err := s.RequestBoundary(ctx, "a2", "over2", expansion("/srv/over2", "read", "exact"), "j", time.Time{}, 0); !errors.Is(err, ErrTooManyPending) {
 		t.Fatalf("full again: %v", err)
+	}
+	// The bound the caller gives (the agent's max_pending) instead: agent
+	// "other" has b1 pending, so with 3, g0 and g1 fit and g2 does not.
+	for i := range 3 {
+		_, _, err := s.RequestBoundary(ctx, "b", fmt.Sprintf("g%d", i), expansion(fmt.Sprintf("/srv/g%d", i), "read", "exact"), "j", time.Time{}, 3)
+		if want := i == 2; errors.Is(err, ErrTooManyPending) != want || !want && err != nil {
+			t.Fatalf("request g%d with a bound of 3 (b1 pending): %v, want refused: %v", i, err, want)
+		}
 	}
 }

@@ -183,8 +183,10 @@ type Store interface {
 	// it ends.
 	ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut int64) error
 
-	// CreateApproval persists a pending approval request.
-	CreateApproval(ctx context.Context, a Approval) (Approval, error)
+	// CreateApproval persists a pending approval request; one beyond the
+	// agent's maxPending waiting (DefaultMaxPending when 0) is
+	// ErrTooManyPending.
+	CreateApproval(ctx context.Context, a Approval, maxPending int) (Approval, error)
 	// Approval returns one request.
 	Approval(ctx context.Context, id string) (Approval, error)
 	// PendingApprovals lists the requests waiting for a decision.
@@ -260,8 +262,10 @@ type Store interface {
 	// RequestBoundary stores a pending request to widen session's
 	// boundary, idempotent on the client's ID within the session; a
 	// refused expansion, ID or justification is the
-	// *boundary.ValidationError itself, nothing stored. Audited.
-	RequestBoundary(ctx context.Context, session, clientID string, expansion []byte, justification string, expires time.Time) (r BoundaryRequest, created bool, err error)
+	// *boundary.ValidationError itself, nothing stored. Audited. A new
+	// request that would wait while the agent has maxPending waiting
+	// (DefaultMaxPending when 0) is ErrTooManyPending.
+	RequestBoundary(ctx context.Context, session, clientID string, expansion []byte, justification string, expires time.Time, maxPending int) (r BoundaryRequest, created bool, err error)
 	// BoundaryRequest returns one request by its handle ("bnd_...");
 	// unknown: ErrUnknownBoundaryRequest.
 	BoundaryRequest(ctx context.Context, handle string) (BoundaryRequest, error)
