@@ -56,6 +56,7 @@ func TestCardBuiltinsAsAgent(t *testing.T) {
 		return c.ID
 	}
 	grantTo("parent", "card:derive *")
+	grantTo("parent", "card:install child") // placing a card in child's wallet (CARDS.md, Install)
 	grantTo("parent", "card:revoke *")
 	weather := grantTo("parent", "tool:invoke weather --...")
 	g, _ := grant.Parse("tool:invoke metered --...")

@@ -335,7 +335,7 @@ func TestBuiltins(t *testing.T) {
 	if _, err := alice.CallTool(context.Background(), &mcp.CallToolParams{Name: "cards_list", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("cards_list without a card: %v, want unknown tool", err)
 	}
-	parent := e.grant("alice", "tool:invoke echo --...", "card:derive *", "card:revoke *", "card:inspect *")
+	parent := e.grant("alice", "tool:invoke echo --...", "card:derive *", "card:revoke *", "card:inspect *", "card:install bob")
 	if got := toolNames(t, alice); !slices.Equal(got, []string{"cards_derive", "cards_list", "cards_revoke", "echo"}) {
 		t.Errorf("alice with derive, revoke, inspect sees %v (cards_transfer needs card:transfer)", got)
 	}
@@ -350,6 +350,12 @@ func TestBuiltins(t *testing.T) {
 		t.Fatalf("cards_list: %s", text(r))
 	}
 
+	// Placing a card in a wallet needs card:install for it (CARDS.md,
+	// Install): alice may install in bob's wallet, not in her own.
+	_, r = callJSON(t, alice, "cards_derive", map[string]any{"card": parent.ID, "to": "alice", "grants": []string{"tool:invoke echo --message=hi"}})
+	if !r.IsError || !strings.HasPrefix(text(r), "denied: ") || !strings.Contains(text(r), "card:install alice") {
+		t.Errorf("derive for alice without card:install alice: %q", text(r))
+	}
 	// Broadening is refused with the store's named error.
 	_, r = callJSON(t, alice, "cards_derive", map[string]any{"card": parent.ID, "to": "bob", "grants": []string{"tool:invoke logger"}})
 	if !r.IsError || !strings.HasPrefix(text(r), "denied: ") || !strings.Contains(text(r), "lower-bound-too-broad") {

@@ -81,7 +81,7 @@ var Tools = map[string]Tool{
 	"cards_derive": {
 		Verb: "derive",
 		Description: "Derive a narrower card from a card you hold and put it in another agent's wallet (attenuation only: every grant must be under the parent card's, and the parent's exceptions, ceiling and expiry are kept). " +
-			"Grants are strings like \"tool:invoke weather --city=Paris\".",
+			"Grants are strings like \"tool:invoke weather --city=Paris\". Needs card:derive on the parent card and card:install for the receiving agent's wallet.",
 		Input: `{"type":"object","properties":{` +
 			`"card":{"type":"string","description":"the ID of the parent card, which you hold"},` +
 			`"to":{"type":"string","description":"the agent that receives the new card"},` +
@@ -94,7 +94,7 @@ var Tools = map[string]Tool{
 	},
 	"cards_transfer": {
 		Verb:        "transfer",
-		Description: "Move a card you hold to another agent's wallet (system cards stay put).",
+		Description: "Move a card you hold to another agent's wallet (system cards stay put). Needs card:transfer on the card and card:install for the receiving agent's wallet.",
 		Input: `{"type":"object","properties":{` +
 			`"card":{"type":"string","description":"the ID of the card, which you hold"},` +
 			`"to":{"type":"string","description":"the agent that receives it"}},"required":["card","to"],"additionalProperties":false}`,

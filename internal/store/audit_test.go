@@ -50,7 +50,7 @@ func testAuditCardAndTokenChanges(t *testing.T, be backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := s.Grant(ctx, "a", spec(t, "tool:invoke t", "card:derive *", "card:transfer *"))
+	root, err := s.Grant(ctx, "a", spec(t, "tool:invoke t", "card:derive *", "card:transfer *", "card:install *"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -435,7 +435,10 @@ func testCardErrorsWriteNothing(t *testing.T, be backend) {
 }
 
 // TestAgentCardOperations: a parent agent hands a sub-agent a narrower
-// card and takes it back; what it may not do, it cannot.
+// card and takes it back; what it may not do, it cannot. Placing a card in
+// a wallet (derive for an agent, transfer) needs card:install for that
+// wallet (CARDS.md, Install): without it an agent holding card:derive
+// could put a prohibition in any agent's wallet and deny its calls.
 func TestAgentCardOperations(t *testing.T) { eachBackend(t, testAgentCardOperations) }
 
 func testAgentCardOperations(t *testing.T, be backend) {
@@ -447,6 +450,16 @@ func testAgentCardOperations(t *testing.T, be backend) {
 		t.Fatal(err)
 	}
 	lead := AgentActor("lead")
+	if _, err := s.Derive(ctx, lead, root.ID, "sub", spec(t, "tool:invoke search --q=cart*")); !errors.Is(err, ErrNotAllowed) ||
+		!strings.Contains(err.Error(), "card:install sub") {
+		t.Fatalf("derive for sub without card:install sub: %v, want refused naming card:install sub", err)
+	}
+	if w, err := s.Wallet(ctx, "sub", time.Now()); err != nil || len(w.Cards()) != 0 {
+		t.Fatalf("sub's wallet after the refused derive: %v, %v", w, err)
+	}
+	if _, err := s.Grant(ctx, "lead", spec(t, "card:install sub")); err != nil {
+		t.Fatal(err)
+	}
 	child, err := s.Derive(ctx, lead, root.ID, "sub", spec(t, "tool:invoke search --q=cart*"))
 	if err != nil {
 		t.Fatal(err)
@@ -467,6 +480,19 @@ func testAgentCardOperations(t *testing.T, be backend) {
 	}
 	if !w.Decide(target(`{"q":"cartwheel"}`)).Allow || w.Decide(target(`{"q":"x"}`)).Allow {
 		t.Fatal("the sub-agent's wallet does not decide as its card says")
+	}
+	// Another agent with card:derive on a card of its own, but no
+	// card:install sub, cannot put a prohibition in sub's wallet.
+	own, err := s.Grant(ctx, "other", spec(t, "tool:invoke search --...", "card:derive *"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ban := spec(t, "!tool:invoke search --...") // a prohibition: upper-negative only
+	if _, err := s.Derive(ctx, AgentActor("other"), own.ID, "sub", ban); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "card:install sub") {
+		t.Fatalf("other derives a prohibition for sub: %v, want refused naming card:install sub", err)
+	}
+	if w, err := s.Wallet(ctx, "sub", time.Now()); err != nil || !w.Decide(target(`{"q":"cartwheel"}`)).Allow {
+		t.Fatalf("sub's wallet after the refused prohibition: %v", err)
 	}
 	// The sub-agent holds no card:derive, card:transfer or card:revoke.
 	if _, err := s.Derive(ctx, AgentActor("sub"), child.ID, "other", spec(t, "tool:invoke search --q=cart")); !errors.Is(err, ErrNotAllowed) ||
@@ -499,12 +525,22 @@ func testAgentCardOperations(t *testing.T, be backend) {
 	if !w.Decide(target(`{"q":"cartwheel"}`)).Allow {
 		t.Fatal("a pinned wallet changed under its call")
 	}
-	// Transfer with card:transfer.
-	if _, err := s.Grant(ctx, "lead", spec(t, "card:transfer *")); err != nil {
+	// Transfer with card:transfer, and card:install for each wallet the
+	// card goes to (the lead's own too).
+	if _, err := s.Grant(ctx, "lead", spec(t, "card:transfer *", "card:install lead")); err != nil {
 		t.Fatal(err)
 	}
 	c2, err := s.Derive(ctx, lead, root.ID, "lead", spec(t, "tool:invoke search --q=a"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transfer(ctx, lead, c2.ID, "other"); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "card:install other") {
+		t.Fatalf("transfer to other without card:install other: %v", err)
+	}
+	if got, _ := s.Card(ctx, c2.ID); got.Holder != "lead" {
+		t.Fatalf("holder after a refused transfer: %q", got.Holder)
+	}
+	if _, err := s.Grant(ctx, "lead", spec(t, "card:install other")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Transfer(ctx, lead, c2.ID, "other"); err != nil {
