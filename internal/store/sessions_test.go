@@ -48,7 +48,7 @@ func request(t *testing.T, s *SQLite, session, id string, x []byte) BoundaryRequ
 	t.Helper()
 	r, created, err := s.RequestBoundary(context.Background(), session, id, x, "the build writes there", time.Time{}, 0)
 	if err != nil || !created {
-		t.Fatalf("RequestBoundary(%s, %s, 0) = %+v, %v, %v", session, id, r, created, err)
+		t.Fatalf("RequestBoundary(%s, %s) = %+v, %v, %v", session, id, r, created, err)
 	}
 	return r
 }
