@@ -459,11 +459,16 @@ func (a Actor) check() error {
 	return nil
 }
 
-// authorize checks, inside tx, that actor may do verb on resource (a
-// card's ID; for install, the agent whose wallet receives the card): the
-// operator always; an agent only with a live card of its own allowing
-// card:verb on it.
-func (s *DB) authorize(ctx context.Context, tx *sql.Tx, actor Actor, verb, resource string) error {
+// cardOp is a card operation an agent's wallet must allow: card:verb on
+// resource (a card's ID; for install, the agent whose wallet receives the
+// card).
+type cardOp struct{ verb, resource string }
+
+// authorize checks, inside tx, that actor may do every one of ops, in
+// order, on one read of its wallet: the operator always; an agent only
+// with a live card of its own allowing each. The first refused is the
+// error.
+func (s *DB) authorize(ctx context.Context, tx *sql.Tx, actor Actor, ops ...cardOp) error {
 	if actor.operator {
 		return nil
 	}
@@ -475,9 +480,11 @@ func (s *DB) authorize(ctx context.Context, tx *sql.Tx, actor Actor, verb, resou
 	if err != nil {
 		return err
 	}
-	d := decide.Decide(decide.Basis{Wallet: cards.NewWallet(actor.agent, now, cs)}, decide.Operate(verb, resource))
-	if !d.Allow {
-		return fmt.Errorf("%w: %s", ErrNotAllowed, d.Reason)
+	basis := decide.Basis{Wallet: cards.NewWallet(actor.agent, now, cs)}
+	for _, op := range ops {
+		if d := decide.Decide(basis, decide.Operate(op.verb, op.resource)); !d.Allow {
+			return fmt.Errorf("%w: %s", ErrNotAllowed, d.Reason)
+		}
 	}
 	return nil
 }
@@ -499,15 +506,12 @@ func (s *DB) Derive(ctx context.Context, actor Actor, parentID, to string, spec 
 		if !actor.operator && parent.Holder != actor.agent {
 			return fmt.Errorf("%w: agent %q does not hold card %s", ErrNotAllowed, actor.agent, parentID)
 		}
-		if err := s.authorize(ctx, tx, actor, "derive", parent.ID); err != nil {
-			return err
-		}
 		// Installing a card in a wallet needs card:install for that
 		// wallet (CARDS.md, Install), the agent's own too: a card:derive
 		// grant alone must not let an agent place cards in others'
 		// wallets (a prohibition of upper-negative grants only would
 		// deny every call of theirs it covers).
-		if err := s.authorize(ctx, tx, actor, "install", to); err != nil {
+		if err := s.authorize(ctx, tx, actor, cardOp{"derive", parent.ID}, cardOp{"install", to}); err != nil {
 			return err
 		}
 		if err := cards.CheckDerive(parent, spec, s.now()); err != nil {
@@ -570,10 +574,7 @@ func (s *DB) Transfer(ctx context.Context, actor Actor, id, to string) error {
 		if err := mustAgent(ctx, tx, to); err != nil {
 			return err
 		}
-		if err := s.authorize(ctx, tx, actor, "transfer", c.ID); err != nil {
-			return err
-		}
-		if err := s.authorize(ctx, tx, actor, "install", to); err != nil {
+		if err := s.authorize(ctx, tx, actor, cardOp{"transfer", c.ID}, cardOp{"install", to}); err != nil {
 			return err
 		}
 		if err := cards.CheckInstall(c.Spec, to); err != nil {
@@ -615,7 +616,7 @@ func (s *DB) Revoke(ctx context.Context, actor Actor, id string) (int, error) {
 		case c.System && !actor.operator:
 			return fmt.Errorf("%w: card %s comes from the configuration; only the operator revokes it", cards.ErrSystemCard, id)
 		}
-		if err := s.authorize(ctx, tx, actor, "revoke", c.ID); err != nil {
+		if err := s.authorize(ctx, tx, actor, cardOp{"revoke", c.ID}); err != nil {
 			return err
 		}
 		if n, err = s.revokeCascade(ctx, tx, id, actor, "revoked "+id); err != nil {
