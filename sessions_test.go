@@ -48,7 +48,9 @@ func sessionHostWith(t *testing.T, grants, agentKeys string) (*maiden.Host, stri
 		}
 	}
 	if grants == "" {
-		grants = `"tool:invoke fs_read --...", "tool:invoke fs_write --...", "tool:invoke fs_list --...", "tool:invoke request_sandbox_boundary --...", "tool:invoke session_open --..."`
+		// fs cards over everything: the boundary decides (CARDS.md: the
+		// file built-ins need fs:read / fs:write cards besides tool:invoke).
+		grants = `"tool:invoke fs_read --...", "tool:invoke fs_write --...", "tool:invoke fs_list --...", "tool:invoke request_sandbox_boundary --...", "tool:invoke session_open --...", "fs:read /**", "fs:write /**"`
 	}
 	h := newHostWith(t, `version = 1
 [tools.echo]
@@ -238,12 +240,22 @@ func requestAndDecideAs(t *testing.T, h *maiden.Host, agent, session string, inp
 }
 
 // TestSessionBuiltinsNeedCards: a session built-in is not a bypass: a card
-// must allow tool:invoke NAME with its arguments.
+// must allow tool:invoke NAME with its arguments; and a file built-in needs
+// a card for the read too, which does not grant calling the tool (CARDS.md:
+// "Resource grants are separate from tool grants").
 func TestSessionBuiltinsNeedCards(t *testing.T) {
-	h, dir := sessionHost(t, `"tool:invoke fs_read --path=`+"/nowhere/*"+`"`)
-	res := sessCall(t, h, "s1", "fs_read", map[string]any{"path": filepath.Join(dir, "work", "a.txt")})
-	if res.OK || res.Error.Kind != maiden.KindDenied || strings.Contains(res.Output, "alpha") {
-		t.Errorf("fs_read without a matching card: %+v", res)
+	for _, tc := range []struct{ name, grants, want string }{
+		{"no tool:invoke card for its arguments", `"tool:invoke fs_read --path=/nowhere/*", "fs:read /**"`, "allows tool:invoke fs_read --path="},
+		{"no fs:read card", `"tool:invoke fs_read --..."`, "allows fs:read "},
+		{"an fs:read card only", `"fs:read /**"`, "allows tool:invoke fs_read --path="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, dir := sessionHost(t, tc.grants)
+			res := sessCall(t, h, "s1", "fs_read", map[string]any{"path": filepath.Join(dir, "work", "a.txt")})
+			if res.OK || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, tc.want) || strings.Contains(res.Output, "alpha") {
+				t.Errorf("fs_read: %+v, want denied saying %q", res, tc.want)
+			}
+		})
 	}
 }
 
@@ -257,12 +269,12 @@ func TestSessionOfAnotherAgent(t *testing.T) {
 path = %q
 [agents.a]
 tools = ["fs_list"]
-grants = ["tool:invoke fs_list --..."]
+grants = ["tool:invoke fs_list --...", "fs:read /**"]
 [agents.a.boundary]
 fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
 [agents.b]
 tools = ["fs_list"]
-grants = ["tool:invoke fs_list --..."]
+grants = ["tool:invoke fs_list --...", "fs:read /**"]
 `, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	id, err := h.OpenSession(ctx, "a")
@@ -561,7 +573,7 @@ command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "posit
 write_paths = ["`+ws+`"]
 [agents.coder]
 tools = ["touch", "fs_write"]
-grants = ["tool:invoke touch --... -- ...", "tool:invoke fs_write --..."]
+grants = ["tool:invoke touch --... -- ...", "tool:invoke fs_write --...", "fs:write /**"]
 [agents.coder.boundary]
 fs = [{ path = "`+ws+`", access = "write", match = "subtree" }]
 protected = [".git"]

@@ -74,7 +74,7 @@ func TestNodeClientBoundaryInbox(t *testing.T) {
 
 [agents.coder]
 tools = ["fs_read", "request_sandbox_boundary"]
-grants = ["tool:invoke fs_read --...", "tool:invoke request_sandbox_boundary --..."]
+grants = ["tool:invoke fs_read --...", "tool:invoke request_sandbox_boundary --...", "fs:read /**"]
 
 [agents.coder.boundary]
 network = false

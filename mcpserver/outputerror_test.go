@@ -35,7 +35,7 @@ func TestStructuredErrorFitsOutputSchema(t *testing.T) {
 	e := newAgentsEnv(t, `
 [agents.alice]
 tools = ["fs_read"]
-grants = ["tool:invoke fs_read --..."]
+grants = ["tool:invoke fs_read --...", "fs:read /**"]
 [agents.alice.boundary]
 fs = [{ path = "`+inside+`", access = "read", match = "subtree" }]
 `)

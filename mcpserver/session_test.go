@@ -26,13 +26,13 @@ func TestSessionsOverMCP(t *testing.T) {
 	e := newAgentsEnv(t, `
 [agents.alice]
 tools = ["fs_read", "session_open"]
-grants = ["tool:invoke fs_read --...", "tool:invoke session_open --..."]
+grants = ["tool:invoke fs_read --...", "tool:invoke session_open --...", "fs:read /**"]
 [agents.alice.boundary]
 fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
 
 [agents.bob]
 tools = ["fs_read", "session_open"]
-grants = ["tool:invoke fs_read --...", "tool:invoke session_open --..."]
+grants = ["tool:invoke fs_read --...", "tool:invoke session_open --...", "fs:read /**"]
 `)
 	srv := e.httpServer(HTTPOptions{})
 	aliceTok, _ := e.token("alice")

@@ -40,7 +40,7 @@ func BenchmarkRead(b *testing.B) {
 	})
 	b.Run("FSRead", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := FSRead(context.Background(), bd, in); err != nil {
+			if _, err := FSRead(context.Background(), bd, nil, in); err != nil {
 				b.Fatal(err)
 			}
 		}

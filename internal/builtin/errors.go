@@ -24,6 +24,7 @@ const (
 	ReasonFetchTimeout  = "fetch_timeout"  // the call's deadline passed during the fetch
 	ReasonFetchTooLarge = "fetch_too_large"
 	ReasonFetchFailed   = "fetch_failed" // the exchange failed or the response was refused
+	ReasonNoCard        = "no_card"      // the agent's cards do not allow the read or write (fs:read, fs:write) where the path led
 	ReasonIO            = "io"           // anything else the system said
 )
 

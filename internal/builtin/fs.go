@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -45,6 +46,49 @@ const ReasonExplicitDeny = "explicit_deny"
 // ReasonNotManaged is the CommandError reason when the boundary is someone else's (kind external): maiden can
 // neither check nor widen it, so nothing runs.
 const ReasonNotManaged = "boundary_not_managed"
+
+// Allow is the caller's cards on the file tools (CARDS.md: resource grants are separate from tool grants, so the
+// call's tool:invoke does not grant the read or write it performs): it returns nil when the cards allow access a
+// (boundary.Read, or boundary.Write) to path, else the refusal to report (its text names the grant missing). The
+// tools ask it about where the path resolved, beneath the boundary's directory it was resolved under (a symlink
+// beneath that directory can lead elsewhere in it), right before a byte is read, listed or written; the caller
+// decides the path as asked itself, before the call runs (Target). nil allows what the boundary allows.
+type Allow func(path string, a boundary.Access) error
+
+// Target is the path a call of the file tool named tool (fs_read, fs_write, fs_list) with input in would touch in
+// b, as the tool resolves it (a relative path beneath the workspace), and the access it needs: what the caller's
+// cards decide before the call runs. ok is false for another tool, or an input or path the tool itself refuses
+// (it says why when it runs).
+func Target(tool string, b boundary.Boundary, in []byte) (p string, a boundary.Access, ok bool) {
+	var x struct {
+		Path string `json:"path"`
+	}
+	switch tool {
+	case ToolFSRead, ToolFSList:
+		a = boundary.Read
+	case ToolFSWrite:
+		a = boundary.Write
+	default:
+		return "", "", false
+	}
+	// The field alone, as leniently as the tool is strict: when the tool refuses the input, nothing is touched.
+	if len(in) > MaxFSInput || json.Unmarshal(in, &x) != nil {
+		return "", "", false
+	}
+	p, err := resolvePath(tool, b, x.Path)
+	if err != nil {
+		return "", "", false
+	}
+	return p, a, true
+}
+
+// authorizing is allow as safefs's Authorize option for access a: none when allow is nil.
+func authorizing(allow Allow, a boundary.Access) []safefs.Option {
+	if allow == nil {
+		return nil
+	}
+	return []safefs.Option{safefs.Authorize(func(p string) error { return allow(p, a) })}
+}
 
 // FSReadInput is fs_read's input.
 type FSReadInput struct {
@@ -96,7 +140,7 @@ type ListEntry struct {
 }
 
 // FSRead reads one file inside b. Its output is a *FSReadOutput.
-func FSRead(ctx context.Context, b boundary.Boundary, in []byte) (out any, err error) {
+func FSRead(ctx context.Context, b boundary.Boundary, allow Allow, in []byte) (out any, err error) {
 	var x FSReadInput
 	if err := decode(ToolFSRead, in, MaxFSInput, &x); err != nil {
 		return nil, err
@@ -114,7 +158,7 @@ func FSRead(ctx context.Context, b boundary.Boundary, in []byte) (out any, err e
 	if err := ctx.Err(); err != nil {
 		return nil, errorf(ToolFSRead, p, ReasonIO, "%v", err)
 	}
-	c, err := safefs.Read(roots(b, p), p, MaxReadBytes)
+	c, err := safefs.Read(roots(b, p), p, MaxReadBytes, authorizing(allow, boundary.Read)...)
 	if err != nil {
 		return nil, fsError(ToolFSRead, p, err)
 	}
@@ -130,7 +174,7 @@ func FSRead(ctx context.Context, b boundary.Boundary, in []byte) (out any, err e
 
 // FSWrite replaces (or creates) one file inside b, atomically: readers see the old content or the new. Its output
 // is a *FSWriteOutput.
-func FSWrite(ctx context.Context, b boundary.Boundary, in []byte) (out any, err error) {
+func FSWrite(ctx context.Context, b boundary.Boundary, allow Allow, in []byte) (out any, err error) {
 	var x FSWriteInput
 	if err := decode(ToolFSWrite, in, MaxFSInput, &x); err != nil {
 		return nil, err
@@ -164,9 +208,11 @@ func FSWrite(ctx context.Context, b boundary.Boundary, in []byte) (out any, err 
 		return nil, errorf(ToolFSWrite, p, ReasonIO, "%v", err)
 	}
 	rs := roots(b, p)
+	auth := authorizing(allow, boundary.Write)
 	if x.Create != nil && !*x.Create {
 		// Existence only (a convenience, not a security check): a zero-byte read limit answers without reading.
-		_, err := safefs.Read(rs, p, 0)
+		// Asked as the write is, so that it tells nothing of a path the cards do not let the call write.
+		_, err := safefs.Read(rs, p, 0, auth...)
 		switch {
 		case errors.Is(err, safefs.ErrNotFound):
 			return nil, errorf(ToolFSWrite, p, ReasonNotFound, "no such file, and create is false")
@@ -174,14 +220,14 @@ func FSWrite(ctx context.Context, b boundary.Boundary, in []byte) (out any, err 
 			return nil, fsError(ToolFSWrite, p, err)
 		}
 	}
-	if err := safefs.WriteAtomic(rs, p, data, MaxWriteBytes, protect(b)); err != nil {
+	if err := safefs.WriteAtomic(rs, p, data, MaxWriteBytes, append(auth, protect(b))...); err != nil {
 		return nil, fsError(ToolFSWrite, p, err)
 	}
 	return &FSWriteOutput{Path: p, Bytes: int64(len(data))}, nil
 }
 
 // FSList lists one directory inside b. Its output is a *FSListOutput.
-func FSList(ctx context.Context, b boundary.Boundary, in []byte) (out any, err error) {
+func FSList(ctx context.Context, b boundary.Boundary, allow Allow, in []byte) (out any, err error) {
 	var x FSListInput
 	if err := decode(ToolFSList, in, MaxFSInput, &x); err != nil {
 		return nil, err
@@ -196,7 +242,7 @@ func FSList(ctx context.Context, b boundary.Boundary, in []byte) (out any, err e
 	if err := ctx.Err(); err != nil {
 		return nil, errorf(ToolFSList, p, ReasonIO, "%v", err)
 	}
-	l, err := safefs.List(roots(b, p), p, MaxListEntries)
+	l, err := safefs.List(roots(b, p), p, MaxListEntries, authorizing(allow, boundary.Read)...)
 	if err != nil {
 		return nil, fsError(ToolFSList, p, err)
 	}
@@ -393,6 +439,9 @@ func fsError(tool, p string, err error) error {
 		return errorf(tool, p, ReasonInvalidPath, "%s", causeOf(se))
 	case safefs.KindPathTooLong:
 		return errorf(tool, p, ReasonPathTooLong, "%s", causeOf(se))
+	case safefs.KindRefused:
+		// The caller's cards (Allow) said no: their words, which name the path decided and the grant missing.
+		return errorf(tool, p, ReasonNoCard, "%s", causeOf(se))
 	}
 	// outside and read_only cannot happen once boundary.Check passed (the roots are built from the same boundary):
 	// reported as they are, never as allowed.

@@ -204,7 +204,7 @@ func TestInvalidInput(t *testing.T) {
 		t.Fatal("an invalid write created the file")
 	}
 	// Over the input cap, before parsing.
-	_, err := FSRead(context.Background(), b, make([]byte, MaxFSInput+1))
+	_, err := FSRead(context.Background(), b, nil, make([]byte, MaxFSInput+1))
 	wantError(t, err, ReasonInvalidInput)
 }
 
@@ -611,7 +611,7 @@ func TestCanceledContext(t *testing.T) {
 	b := restricted([]boundary.Entry{sub(dir, boundary.Write)}, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := FSWrite(ctx, b, []byte(`{"path":"`+dir+`/f","content":"x"}`))
+	_, err := FSWrite(ctx, b, nil, []byte(`{"path":"`+dir+`/f","content":"x"}`))
 	wantError(t, err, ReasonIO)
 	if _, serr := os.Lstat(dir + "/f"); !os.IsNotExist(serr) {
 		t.Fatal("a canceled write wrote")

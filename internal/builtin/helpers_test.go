@@ -15,10 +15,17 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-type toolFunc func(ctx context.Context, b boundary.Boundary, in []byte) (any, error)
+type toolFunc func(ctx context.Context, b boundary.Boundary, allow Allow, in []byte) (any, error)
 
-// call runs fn with in marshalled to JSON; a successful output is checked against the tool's output schema.
+// call runs fn with in marshalled to JSON, with no cards to ask (the boundary alone decides); a successful output
+// is checked against the tool's output schema.
 func call(t *testing.T, fn toolFunc, b boundary.Boundary, in any) (any, error) {
+	t.Helper()
+	return callAllow(t, fn, b, nil, in)
+}
+
+// callAllow is call with the caller's cards, allow.
+func callAllow(t *testing.T, fn toolFunc, b boundary.Boundary, allow Allow, in any) (any, error) {
 	t.Helper()
 	raw, ok := in.([]byte)
 	if !ok {
@@ -27,7 +34,7 @@ func call(t *testing.T, fn toolFunc, b boundary.Boundary, in any) (any, error) {
 			t.Fatal(err)
 		}
 	}
-	out, err := fn(context.Background(), b, raw)
+	out, err := fn(context.Background(), b, allow, raw)
 	if err == nil {
 		checkOutput(t, toolName(fn), out)
 	} else if out != nil {

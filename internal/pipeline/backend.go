@@ -91,6 +91,10 @@ type backend interface {
 	// (the session stage, sessions.hold).
 	secretHandles() bool
 	preopens() bool
+	// files tells whether it is a file built-in (fs_read, fs_write,
+	// fs_list), whose path the wallet's fs cards decide before it runs
+	// (the session stage) and where it led as it runs (sessionbuiltins.go).
+	files() bool
 	// pooled tells whether its calls run in the sandbox's runner (a
 	// worker of the pool), whose unproven tools' first calls admission
 	// runs one at a time (backoff.go, firstCalls).

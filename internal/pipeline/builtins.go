@@ -46,6 +46,9 @@ type builtin struct {
 	// has runInv instead of verb and card.
 	session bool
 	runInv  sessionRun
+	// files: a file built-in (fs_read, fs_write, fs_list), whose path the
+	// agent's fs:read / fs:write cards decide besides its tool:invoke.
+	files bool
 }
 
 // sessionRun is a session built-in's operation, given what it needs of the
@@ -190,6 +193,7 @@ func (b *builtinBackend) carded() bool { return b.op.session }
 
 func (b *builtinBackend) secretHandles() bool         { return false }
 func (b *builtinBackend) preopens() bool              { return false }
+func (b *builtinBackend) files() bool                 { return b.op.files }
 func (b *builtinBackend) pooled() bool                { return false }
 func (b *builtinBackend) confined(config.Tool) bool   { return false }
 func (b *builtinBackend) typedCommands(ToolInfo) bool { return false }

@@ -67,6 +67,9 @@ func (a auditStages) call(next handler) handler {
 		a.provenance(inv, &rec)
 		if !inv.admitted {
 			rec.BeforeRewrite, rec.RewritesTruncated = inv.beforeRewrite, inv.rewritesCut
+			// The fs decisions made before the refusal: a file built-in's
+			// path its cards refused is one (the session stage).
+			rec.FS, rec.FSTruncated = recordedFS(inv.fsDecisions)
 		}
 		if inv.res.Error != nil {
 			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval

@@ -56,6 +56,7 @@ func (b *cliBackend) resolve(_ context.Context, cfg *config.Config, call Call, _
 func (b *cliBackend) carded() bool                { return true }
 func (b *cliBackend) secretHandles() bool         { return false } // its secrets are environment variables (clitool.Env)
 func (b *cliBackend) preopens() bool              { return false } // its paths are Landlock's (runCLI)
+func (b *cliBackend) files() bool                 { return false }
 func (b *cliBackend) pooled() bool                { return false } // its own confined process
 func (b *cliBackend) confined(config.Tool) bool   { return true }
 func (b *cliBackend) typedCommands(ToolInfo) bool { return true }

@@ -125,16 +125,7 @@ fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[
 		}
 	}
 
-	replay := func(change api.WhatIfChange) api.WhatIfReport {
-		r, err := whatif.New(whatif.State{Now: time.Now(), Agents: []string{"a", "narrow"}, Cards: all}, change)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rec := range recs {
-			r.Add(rec)
-		}
-		return r.Report()
-	}
+	replay := func(change api.WhatIfChange) api.WhatIfReport { return replayTrail(t, []string{"a", "narrow"}, all, recs, change) }
 	if rep := replay(api.WhatIfChange{}); rep.Replayed != 2 || rep.Verified != 2 || rep.Flips != 0 {
 		t.Fatalf("unchanged: replayed %d, verified %d, flips %d, inexact %+v: want 2, 2, 0", rep.Replayed, rep.Verified, rep.Flips, rep.Inexact)
 	}
@@ -152,6 +143,20 @@ fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[
 			t.Errorf("revoking %s: flips %d, groups %+v; want the call allowed -> denied at %s", tc.revoke, rep.Flips, rep.Groups, tc.target)
 		}
 	}
+}
+
+// replayTrail is what-if change replayed over the records recs, with the
+// agents' cards all as today's.
+func replayTrail(t *testing.T, agents []string, all []cards.Card, recs []AuditRecord, change api.WhatIfChange) api.WhatIfReport {
+	t.Helper()
+	r, err := whatif.New(whatif.State{Now: time.Now(), Agents: agents, Cards: all}, change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		r.Add(rec)
+	}
+	return r.Report()
 }
 
 // TestRecordedFSCapped: a record keeps at most callaudit.MaxFSDecisions

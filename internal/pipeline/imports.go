@@ -60,6 +60,7 @@ func (b *importBackend) resolve(_ context.Context, cfg *config.Config, call Call
 func (b *importBackend) carded() bool                { return true }
 func (b *importBackend) secretHandles() bool         { return false } // the upstream gets the input as sent
 func (b *importBackend) preopens() bool              { return false }
+func (b *importBackend) files() bool                 { return false }
 func (b *importBackend) pooled() bool                { return false }
 func (b *importBackend) confined(t config.Tool) bool { return len(t.MCP.Command) > 0 }
 func (b *importBackend) typedCommands(ToolInfo) bool { return false }

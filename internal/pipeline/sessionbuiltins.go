@@ -35,18 +35,21 @@ func init() {
 			panic("maiden: session built-in " + name + " has no run")
 		}
 		builtins[name] = builtin{session: true, description: t.Description, input: t.Input, output: t.Output,
-			readOnly: t.ReadOnly, destructive: t.Destructive, idempotent: t.Idempotent, runInv: runs[name]}
+			readOnly: t.ReadOnly, destructive: t.Destructive, idempotent: t.Idempotent, runInv: runs[name],
+			files: name == hostfs.ToolFSRead || name == hostfs.ToolFSWrite || name == hostfs.ToolFSList}
 	}
 }
 
-// fsTool runs a file built-in of internal/builtin on the session's boundary.
-func fsTool(op func(context.Context, boundary.Boundary, []byte) (any, error)) sessionRun {
+// fsTool runs a file built-in of internal/builtin on the session's boundary,
+// with the call's pinned wallet deciding where the path led (the session
+// stage decided the path as asked: session.Gate.Hold).
+func fsTool(op func(context.Context, boundary.Boundary, hostfs.Allow, []byte) (any, error)) sessionRun {
 	return func(d *builtinDeps, ctx context.Context, inv *invocation, _ store.Store) (any, *store.Session, *ToolError, error) {
 		s, found, terr, err := lookupSession(ctx, d.sessions, inv)
 		if err != nil || terr != nil {
 			return nil, found, terr, err
 		}
-		res, err := op(ctx, s.Boundary, []byte(inv.call.Input))
+		res, err := op(ctx, s.Boundary, session.FileAllow(inv.wallet), []byte(inv.call.Input))
 		if err != nil {
 			return nil, found, session.Failure(err), nil
 		}

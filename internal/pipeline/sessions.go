@@ -24,8 +24,12 @@ func NewSessionID() string { return session.NewID() }
 
 // sessionCall is what the session stages read of the call.
 func (inv *invocation) sessionCall() session.Call {
-	return session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Tool: inv.tool,
+	c := session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Tool: inv.tool,
 		Preopens: inv.backend.preopens(), Wallet: inv.wallet, Sess: inv.sess}
+	if inv.backend.files() {
+		c.Files, c.Input = true, inv.call.Input
+	}
+	return c
 }
 
 // sessionID is the session a call runs in.

@@ -43,6 +43,7 @@ func (b *wasmBackend) resolve(_ context.Context, cfg *config.Config, call Call, 
 func (b *wasmBackend) carded() bool        { return true }
 func (b *wasmBackend) secretHandles() bool { return true }
 func (b *wasmBackend) preopens() bool      { return true }
+func (b *wasmBackend) files() bool         { return false }
 func (b *wasmBackend) pooled() bool        { return true }
 
 // parse opens the tool and, if its schema() is a command description,

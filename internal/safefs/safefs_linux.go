@@ -40,7 +40,28 @@ type Root struct {
 // Option changes one call.
 type Option func(*options)
 
-type options struct{ protected []string }
+type options struct {
+	protected []string
+	authorize func(string) error
+}
+
+// Authorize has every operation ask authorize before a byte is read, listed or written: it is given the path the
+// kernel resolved (the file read, the directory listed, or a write's target: its parent as resolved plus its last
+// component), named as the caller names the root it was resolved beneath (the chosen root's own path, then the rest
+// of the resolved path below it), so that it can decide on where a symlink beneath the root led, not only on the
+// path asked. A non-nil error refuses the operation (KindRefused, wrapping it) and nothing is read or changed. When
+// where it resolved cannot be told, the answer is a refusal without asking.
+func Authorize(authorize func(resolved string) error) Option {
+	return func(o *options) { o.authorize = authorize }
+}
+
+func optionsOf(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
 
 // ProtectNames makes a write refuse (KindProtected) a path with a component, beneath the root it was resolved under,
 // named one of names (".git"): both as given and on the path the kernel actually resolved, so a symlink elsewhere
@@ -79,7 +100,8 @@ const (
 	KindEscape      Kind = "symlink_escape" // resolution (a symlink or "..") would leave the root
 	KindSymlink     Kind = "symlink"        // a symlink that is not followed here: the last component of a write, a
 	// /proc magic link, a loop, or any symlink under the openat fallback
-	KindIO Kind = "io" // anything else the kernel said
+	KindIO      Kind = "io"      // anything else the kernel said
+	KindRefused Kind = "refused" // the caller's Authorize refused where the path resolved (Err is its error)
 )
 
 // Error is every error this package returns. Path is the caller's path; Root the root it was resolved under, if any.
@@ -134,6 +156,7 @@ var (
 	ErrNotRegular  = &Error{Kind: KindNotRegular}
 	ErrEscape      = &Error{Kind: KindEscape}
 	ErrSymlink     = &Error{Kind: KindSymlink}
+	ErrRefused     = &Error{Kind: KindRefused}
 )
 
 // Content is what Read returns: the file as text when it is valid UTF-8 without NUL bytes, else base64.
@@ -168,8 +191,10 @@ type Listing struct {
 	Truncated bool
 }
 
-// Read returns the regular file at path, beneath one of roots, if it is at most maxBytes long.
-func Read(roots []Root, path string, maxBytes int64) (Content, error) {
+// Read returns the regular file at path, beneath one of roots, if it is at most maxBytes long. Of opts, it reads
+// Authorize.
+func Read(roots []Root, path string, maxBytes int64, opts ...Option) (Content, error) {
+	o := optionsOf(opts)
 	t, err := pick("read", roots, path, false, nil)
 	if err != nil {
 		return Content{}, err
@@ -182,6 +207,9 @@ func Read(roots []Root, path string, maxBytes int64) (Content, error) {
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	if err := checkResolved("read", path, t, fd, "", false, nil); err != nil {
+		return Content{}, err
+	}
+	if err := authorize("read", path, t, fd, "", o.authorize); err != nil {
 		return Content{}, err
 	}
 	var st unix.Stat_t
@@ -232,10 +260,7 @@ func WriteAtomic(roots []Root, path string, content []byte, maxBytes int64, opts
 }
 
 func write(roots []Root, path string, content []byte, maxBytes int64, whole bool, opts []Option) error {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := optionsOf(opts)
 	if int64(len(content)) > maxBytes {
 		return &Error{Op: "write", Path: path, Kind: KindTooLarge,
 			Err: errors.New("content is " + itoa(int64(len(content))) + " bytes, limit " + itoa(maxBytes))}
@@ -257,6 +282,9 @@ func write(roots []Root, path string, content []byte, maxBytes int64, whole bool
 	}
 	defer unix.Close(pfd)
 	if err := checkResolved("write", path, t, pfd, base, true, o.protected); err != nil {
+		return err
+	}
+	if err := authorize("write", path, t, pfd, base, o.authorize); err != nil {
 		return err
 	}
 	if whole {
@@ -340,8 +368,10 @@ func replace(pfd int, base, path, root string, content []byte) error {
 	return nil
 }
 
-// List returns the entries of the directory at path, beneath one of roots, at most maxEntries of them.
-func List(roots []Root, path string, maxEntries int) (Listing, error) {
+// List returns the entries of the directory at path, beneath one of roots, at most maxEntries of them. Of opts, it
+// reads Authorize.
+func List(roots []Root, path string, maxEntries int, opts ...Option) (Listing, error) {
+	o := optionsOf(opts)
 	t, err := pick("list", roots, path, false, nil)
 	if err != nil {
 		return Listing{}, err
@@ -354,6 +384,9 @@ func List(roots []Root, path string, maxEntries int) (Listing, error) {
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	if err := checkResolved("list", path, t, fd, "", false, nil); err != nil {
+		return Listing{}, err
+	}
+	if err := authorize("list", path, t, fd, "", o.authorize); err != nil {
 		return Listing{}, err
 	}
 	if maxEntries < 0 {
@@ -539,6 +572,34 @@ func checkResolved(op, path string, t target, fd int, name string, write bool, p
 			return &Error{Op: op, Path: path, Root: root, Kind: KindProtected,
 				Err: errors.New("resolves to " + real + ", under the protected name " + n)}
 		}
+	}
+	return nil
+}
+
+// authorize asks fn (Authorize's) about the descriptor fd (plus name, for a write's parent): where the kernel resolved
+// it, named beneath the root as the caller names it (t.dir, the root or an Exact root's parent, then the resolved
+// path below t.dir's own resolved path). Nothing to ask without fn; a refusal when the resolved path cannot be read
+// or is not beneath t.dir (which resolution beneath the root rules out: refused rather than guessed).
+func authorize(op, path string, t target, fd int, name string, fn func(string) error) error {
+	if fn == nil {
+		return nil
+	}
+	real, err := os.Readlink("/proc/self/fd/" + itoa(int64(fd)))
+	if err != nil || !filepath.IsAbs(real) {
+		return &Error{Op: op, Path: path, Root: t.root, Kind: KindIO,
+			Err: errors.New("cannot tell where the path resolved (is /proc mounted?), so it cannot be authorized")}
+	}
+	if name != "" {
+		real = filepath.Join(real, name)
+	}
+	dirReal, err := filepath.EvalSymlinks(t.dir)
+	if err != nil || !within(dirReal, real) {
+		return &Error{Op: op, Path: path, Root: t.root, Kind: KindIO,
+			Err: errors.New("cannot tell where beneath its root the path resolved, so it cannot be authorized")}
+	}
+	named := filepath.Join(t.dir, strings.TrimPrefix(real, dirReal))
+	if err := fn(named); err != nil {
+		return &Error{Op: op, Path: path, Root: t.root, Kind: KindRefused, Err: err}
 	}
 	return nil
 }

@@ -770,3 +770,88 @@ func TestProtectNames(t *testing.T) {
 		must(t, Write([]Root{{Path: filepath.Join(git, "hooks"), Access: AccessWrite}}, filepath.Join(git, "hooks", "ok"), []byte("x"), 10, prot))
 	})
 }
+
+// TestAuthorize: the caller's Authorize is asked about where the kernel resolved the path (a symlink beneath the root
+// followed: its target, named beneath the root as the caller names it), right before any byte moves; its refusal is
+// KindRefused wrapping its error, with nothing read, listed or created.
+func TestAuthorize(t *testing.T) {
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		sub := filepath.Join(f.root, "sub")
+		must(t, os.WriteFile(filepath.Join(sub, "f.txt"), []byte("SUBFILE"), 0o644))
+		must(t, os.Symlink("sub/f.txt", filepath.Join(f.root, "link")))
+		must(t, os.Symlink("sub", filepath.Join(f.root, "dlink")))
+		rw := []Root{{Path: f.root, Access: AccessWrite}}
+		var asked []string
+		allowAll := Authorize(func(p string) error { asked = append(asked, p); return nil })
+		no := errors.New("no card allows it")
+		refuse := Authorize(func(p string) error { asked = append(asked, p); return no })
+		wantAsked := func(what string, want ...string) {
+			t.Helper()
+			if strings.Join(asked, " ") != strings.Join(want, " ") {
+				t.Errorf("%s: asked about %q, want %q", what, asked, want)
+			}
+			asked = nil
+		}
+		wantRefused := func(what string, err error) {
+			t.Helper()
+			wantKind(t, err, KindRefused)
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), no.Error()) {
+				t.Errorf("%s: %v, want the refusal wrapping %q", what, err, no)
+			}
+		}
+
+		c, err := Read(rw, filepath.Join(f.root, "in.txt"), 100, allowAll)
+		must(t, err)
+		wantAsked("a plain read", filepath.Join(f.root, "in.txt"))
+		if c.Data != "hello" {
+			t.Fatalf("read %q", c.Data)
+		}
+		c, err = Read(rw, filepath.Join(f.root, "in.txt"), 100, refuse)
+		wantRefused("a refused read", err)
+		wantAsked("a refused read", filepath.Join(f.root, "in.txt"))
+		if c.Data != "" {
+			t.Errorf("a refused read returned %q", c.Data)
+		}
+		l, err := List(rw, sub, 10, refuse)
+		wantRefused("a refused list", err)
+		wantAsked("a refused list", sub)
+		if len(l.Entries) != 0 {
+			t.Errorf("a refused list returned %+v", l.Entries)
+		}
+		err = WriteAtomic(rw, filepath.Join(f.root, "new.txt"), []byte("x"), 10, refuse)
+		wantRefused("a refused write", err)
+		wantAsked("a refused write", filepath.Join(f.root, "new.txt"))
+		if _, err := os.Lstat(filepath.Join(f.root, "new.txt")); !os.IsNotExist(err) {
+			t.Errorf("a refused write created its file: %v", err)
+		}
+
+		if method == "openat" {
+			// The walk follows no symlink, so the path asked is the path resolved.
+			_, err = Read(rw, filepath.Join(f.root, "link"), 100, allowAll)
+			wantKind(t, err, KindSymlink)
+			wantAsked("a symlink under the walk")
+			return
+		}
+		// Where the symlinks led, not the names asked for.
+		c, err = Read(rw, filepath.Join(f.root, "link"), 100, refuse)
+		wantRefused("a read through a symlink", err)
+		wantAsked("a read through a symlink", filepath.Join(sub, "f.txt"))
+		if strings.Contains(c.Data, "SUBFILE") {
+			t.Error("a refused read through a symlink returned the file")
+		}
+		_, err = List(rw, filepath.Join(f.root, "dlink"), 10, allowAll)
+		must(t, err)
+		wantAsked("a list through a symlink", sub)
+		err = WriteAtomic(rw, filepath.Join(f.root, "dlink", "new.txt"), []byte("x"), 10, refuse)
+		wantRefused("a write through a symlinked parent", err)
+		wantAsked("a write through a symlinked parent", filepath.Join(sub, "new.txt"))
+		if _, err := os.Lstat(filepath.Join(sub, "new.txt")); !os.IsNotExist(err) {
+			t.Errorf("a refused write created its file: %v", err)
+		}
+		// An exact root: its own path, named as the caller names it.
+		_, err = Read([]Root{{Path: filepath.Join(sub, "f.txt"), Access: AccessRead, Exact: true}}, filepath.Join(sub, "f.txt"), 100, allowAll)
+		must(t, err)
+		wantAsked("an exact root", filepath.Join(sub, "f.txt"))
+	})
+}

@@ -72,7 +72,7 @@ func Failure(err error) *api.ToolError {
 		case hostfs.ReasonInvalidInput, hostfs.ReasonInvalidPath, hostfs.ReasonPathTooLong, hostfs.ReasonNotFound,
 			hostfs.ReasonIsDirectory, hostfs.ReasonNotDirectory, hostfs.ReasonNotRegular, hostfs.ReasonTooLarge:
 			kind = api.KindInput
-		case hostfs.ReasonSymlinkEscape, hostfs.ReasonSymlink, hostfs.ReasonFetchDenied:
+		case hostfs.ReasonSymlinkEscape, hostfs.ReasonSymlink, hostfs.ReasonFetchDenied, hostfs.ReasonNoCard:
 			kind = api.KindDenied
 		case hostfs.ReasonFetchTimeout:
 			kind = api.KindDeadline

@@ -93,9 +93,17 @@ type Call struct {
 	// Sess is the call's session once looked up (Session), read again
 	// when Recheck clears it.
 	Sess *store.Session
+	// Files: the call is a file built-in (fs_read, fs_write, fs_list),
+	// whose path, as the tool resolves Input's in the session's boundary,
+	// the wallet's fs cards decide before it runs (Hold: FileDecision).
+	Files bool
+	// Input is the call's input as the tool will receive it (read when
+	// Files).
+	Input string
 	// FS are the decisions of the wallet's fs cards Hold made about the
-	// directories it returns (CardPreopens), for the call's audit record;
-	// nil when it asked none.
+	// directories it returns (CardPreopens), or about a file built-in's
+	// path (FileDecision), for the call's audit record; nil when it asked
+	// none.
 	FS []cards.Decision
 }
 
@@ -112,7 +120,9 @@ func (c *Call) SessionID() string {
 // session (setting c.Sess when it looks it up); it returns the directories
 // a tool with fs gets (the tool's fs ∩ the boundary ∩ the wallet's fs
 // cards), or the refusal: network first (a tool whose policy reaches the
-// network needs a boundary with network enabled).
+// network needs a boundary with network enabled). A file built-in's path
+// is decided by the wallet's fs cards (FileDecision): a path they do not
+// allow is refused here, before the boundary is asked about it.
 func (g *Gate) Hold(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolError, error) {
 	if UsesNetwork(*c.Tool) {
 		s, terr, err := g.Session(ctx, c)
@@ -122,6 +132,21 @@ func (g *Gate) Hold(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolE
 		if terr := NetworkRefusal(s, *c.Tool); terr != nil {
 			return nil, terr, nil
 		}
+	}
+	if c.Files {
+		s, terr, err := g.Session(ctx, c)
+		if err != nil || terr != nil {
+			return nil, terr, err
+		}
+		d, p, ok := FileDecision(c.Tool.Name, s.Boundary, c.Input, c.Wallet)
+		if !ok {
+			return nil, nil, nil // the tool refuses the input itself, touching nothing
+		}
+		c.FS = []cards.Decision{d}
+		if !d.Allow {
+			return nil, &api.ToolError{Kind: api.KindDenied, Message: c.Tool.Name + " " + p + ": " + d.Reason}, nil
+		}
+		return nil, nil, nil
 	}
 	if c.Tool.FS == config.FSNone || !c.Preopens {
 		return nil, nil, nil

@@ -25,6 +25,12 @@ const (
 	toolWebFetch = "web_fetch"
 )
 
+// fileTool reports whether tool is a file built-in, whose path a call's
+// fs decision is (not a directory it was handed).
+func fileTool(tool string) bool {
+	return tool == toolFSRead || tool == toolFSWrite || tool == toolFSList
+}
+
 // BoundaryBeyond says in words what expansion x adds to boundary b, one
 // line per entry (and one for the network): "write under /srv/app/**
 // (today read only)", or "nothing new: ..." for what b allows already;

@@ -561,7 +561,7 @@ func read(rec api.AuditRecord, u *unit) bool {
 			return false
 		}
 		u.q[0], u.n = q, 1
-		if len(b.BeforeRewrite) == 0 && len(b.FS) == 0 {
+		if len(b.BeforeRewrite) == 0 && len(b.FS) == 0 && !fileTool(rec.Tool) {
 			u.recorded = []api.Decision{*b.Decision}
 			break
 		}
@@ -576,8 +576,26 @@ func read(rec api.AuditRecord, u *unit) bool {
 			u.recorded = append(u.recorded, *p.Decision)
 		}
 		u.recorded = append(u.recorded, *b.Decision)
+		if fileTool(rec.Tool) {
+			// A file built-in's path: asked once its tool:invoke allowed
+			// the call, and deciding whether it ran (as a fetch's
+			// credential is), not a directory it ran with or without.
+			if len(b.FS) > 1 || b.FSTruncated {
+				return false
+			}
+			if len(b.FS) == 1 {
+				q, ok := fsOf(b.FS[0].Target)
+				if !ok || q.Kind != decide.FS || !cardsAsked(&b.FS[0]) {
+					return false
+				}
+				u.q[1], u.n = q, 2
+				u.recorded = append(u.recorded, b.FS[0])
+			}
+			u.partial = b.RewritesTruncated
+			break
+		}
 		for i := range b.FS {
-			q, ok := treeOf(b.FS[i].Target)
+			q, ok := fsOf(b.FS[i].Target)
 			if !ok || !cardsAsked(&b.FS[i]) {
 				return false
 			}
@@ -634,9 +652,10 @@ func invokeOf(tool, rendered, component string) (decide.Question, bool) {
 	return decide.Invoke(t), true
 }
 
-// treeOf reads "fs:VERB DIR/**", a preopen's decision's target as
-// decide.AccessTree names it, back into that question.
-func treeOf(target string) (decide.Question, bool) {
+// fsOf reads a recorded fs decision's target back into its question:
+// "fs:VERB DIR/**", a preopen's, as decide.AccessTree names it, or
+// "fs:VERB PATH", a file built-in's path, as decide.Access names it.
+func fsOf(target string) (decide.Question, bool) {
 	g, err := grant.Parse(target)
 	if err != nil || g.Class != grant.FS || (g.Verb != "read" && g.Verb != "write") {
 		return decide.Question{}, false
@@ -648,10 +667,14 @@ func treeOf(target string) (decide.Question, bool) {
 	if !ok {
 		return decide.Question{}, false
 	}
-	if want, err := grant.FSSubtree(g.Verb, dir); err != nil || !want.Equal(g) {
-		return decide.Question{}, false
+	if want, err := grant.FSSubtree(g.Verb, dir); err == nil && want.Equal(g) {
+		return decide.AccessTree(g.Verb, dir), true
 	}
-	return decide.AccessTree(g.Verb, dir), true
+	// A path: every segment literal, written back exactly as it was.
+	if t, err := grant.FSTarget(g.Verb, dir); err == nil && t.String() == target {
+		return decide.Access(g.Verb, dir), true
+	}
+	return decide.Question{}, false
 }
 
 func boolInt(b bool) int {

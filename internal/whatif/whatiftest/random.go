@@ -122,8 +122,9 @@ var (
 )
 
 // builtinCalls are calls of maiden's built-in tools (their tool:invoke is
-// the cards' like any tool's; the session boundary's own checks of their
-// paths are not the cards' and not recorded as decisions).
+// the cards' like any tool's, and a file built-in's path is decided by the
+// agent's fs cards too: Trail.CallWith; the session boundary's own checks
+// of their paths are not the cards' and not recorded as decisions).
 var builtinCalls = [][2]string{
 	{"fs_read", "--path=/srv/work/a.txt"}, {"fs_read", "--path=/etc/passwd"}, {"fs_write", "--content=x --path=/srv/work/b.txt"},
 	{"fs_list", "--path=/srv"}, {"web_fetch", "--url=https://api.example.com/v1"}, {"web_fetch", "--url=https://example.org/"},
@@ -189,6 +190,9 @@ func RandomPlan(rng *rand.Rand, agent string) Plan {
 	}
 	for range 1 + rng.IntN(3) {
 		p.Dirs = append(p.Dirs, Preopen{Dir: dirsOffered[rng.IntN(len(dirsOffered))], Write: rng.IntN(2) == 0})
+	}
+	if fileVerb(tool) != "" {
+		p.Dirs = nil // a file built-in is handed no directory: its path is decided instead (CallWith)
 	}
 	return p
 }

@@ -108,7 +108,8 @@ func Recorded(d cards.Decision) api.Decision {
 func (tr *Trail) Call(agent, tool, rendered string) bool { return tr.CallOf(agent, tool, rendered, "") }
 
 // CallOf records a call of tool running the component comp ("" not
-// known).
+// known); a file built-in's fs decision on its path too, once its
+// tool:invoke allowed it (CallWith).
 func (tr *Trail) CallOf(agent, tool, rendered, comp string) bool {
 	c, err := grant.ParseRendering(rendered)
 	if err != nil {
@@ -116,14 +117,21 @@ func (tr *Trail) CallOf(agent, tool, rendered, comp string) bool {
 	}
 	target := grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)
 	target.Component = comp
-	d := decide.Decide(decide.Basis{Wallet: tr.Wallet(agent)}, decide.Invoke(target))
+	b := decide.Basis{Wallet: tr.Wallet(agent)}
+	d := decide.Decide(b, decide.Invoke(target))
+	ok := d.Allow
+	rd := Recorded(d)
+	body := map[string]any{"rendered": rendered, "decision": &rd}
+	if verb := fileVerb(tool); verb != "" && ok {
+		fs := tr.fileDecision(b, verb, rendered)
+		body["fs"], ok = []api.Decision{fs}, fs.Allow
+	}
 	kind := KindCallAdmitted
-	if !d.Allow {
+	if !ok {
 		kind = KindCallRefused
 	}
-	rd := Recorded(d)
-	tr.Add(kind, agent, tool, map[string]any{"rendered": rendered, "decision": &rd})
-	return d.Allow
+	tr.Add(kind, agent, tool, body)
+	return ok
 }
 
 // Preopen is a directory a session's boundary offers a call's tool, and
@@ -148,9 +156,11 @@ type Plan struct {
 // input refused and keeps the decisions on the inputs before it:
 // before_rewrite), then the fs decisions of the session's preopens
 // (session.CardPreopens: each directory's fs:read DIR/**, then its
-// fs:write DIR/** when read and writable), in the call-admitted record.
-// It returns the call's outcome: "refused", or "ran" with each fs
-// decision's.
+// fs:write DIR/** when read and writable), in the call-admitted record;
+// a file built-in's (fs_read, fs_list: fs:read PATH; fs_write: fs:write
+// PATH, its --path argument) instead, which refuses the call when denied
+// (session.Gate.Hold; the call-refused record keeps it). It returns the
+// call's outcome: "refused", or "ran" with each fs decision's.
 func (tr *Trail) CallWith(p Plan) string {
 	b := decide.Basis{Wallet: tr.Wallet(p.Agent)}
 	var before []map[string]any
@@ -174,6 +184,18 @@ func (tr *Trail) CallWith(p Plan) string {
 			}
 			return "refused"
 		}
+	}
+	if verb := fileVerb(p.Tool); verb != "" {
+		fs := []api.Decision{tr.fileDecision(b, verb, p.Rendered[len(p.Rendered)-1])}
+		kind, out := KindCallAdmitted, "ran"
+		if !fs[0].Allow {
+			kind, out = KindCallRefused, "refused"
+		}
+		tr.Add(kind, p.Agent, p.Tool, map[string]any{"rendered": p.Rendered[len(p.Rendered)-1], "decision": &last, "before_rewrite": before, "fs": fs})
+		if tr.Plans != nil {
+			tr.Plans[tr.Recs[len(tr.Recs)-1].Seq] = p
+		}
+		return out
 	}
 	out := "ran"
 	var fs []api.Decision
@@ -200,6 +222,44 @@ func (tr *Trail) CallWith(p Plan) string {
 		tr.Plans[tr.Recs[len(tr.Recs)-1].Seq] = p
 	}
 	return out
+}
+
+// fileVerb is the fs verb a file built-in's path needs, "" for another
+// tool.
+func fileVerb(tool string) string {
+	switch tool {
+	case "fs_read", "fs_list":
+		return "read"
+	case "fs_write":
+		return "write"
+	}
+	return ""
+}
+
+// fileDecision is a file built-in's fs decision on the --path of its
+// rendering, as the call's record keeps it.
+func (tr *Trail) fileDecision(b decide.Basis, verb, rendered string) api.Decision {
+	d := decide.Decide(b, decide.Access(verb, tr.pathOf(rendered)))
+	a := d.API()
+	if d.Allow {
+		a.Rule = ""
+	}
+	return a
+}
+
+// pathOf is the --path argument of a file built-in's rendering.
+func (tr *Trail) pathOf(rendered string) string {
+	c, err := grant.ParseRendering(rendered)
+	if err != nil {
+		tr.fatalf("rendering %q: %v", rendered, err)
+	}
+	for _, a := range c.Args {
+		if a.Name == "path" {
+			return a.Value
+		}
+	}
+	tr.fatalf("rendering %q has no --path", rendered)
+	return ""
 }
 
 // Fetch records an http-fetch of host:port with credential cred ("" for
