@@ -138,7 +138,9 @@ fs = [{ path = "` + work + `", access = "write", match = "subtree" }]
 	if len(refused.FS) != 1 || refused.FS[0].Allow || refused.FS[0].Target != "fs:read "+work+"/private/key" {
 		t.Fatalf("the refused read's record: fs %+v, want its one denied fs:read decision", refused.FS)
 	}
-	replay := func(change api.WhatIfChange) api.WhatIfReport { return replayTrail(t, []string{"a"}, all, recs, change) }
+	replay := func(change api.WhatIfChange) api.WhatIfReport {
+		return replayTrail(t, []string{"a"}, all, recs, change)
+	}
 	// 8 calls, each with its tool:invoke and fs decisions.
 	if rep := replay(api.WhatIfChange{}); rep.Replayed != 8 || rep.Verified != 8 || rep.Flips != 0 {
 		t.Fatalf("unchanged: replayed %d, verified %d, flips %d, inexact %+v: want 8, 8, 0", rep.Replayed, rep.Verified, rep.Flips, rep.Inexact)

@@ -125,7 +125,9 @@ fs = [{ path = "%[3]s/work", access = "write", match = "subtree" }, { path = "%[
 		}
 	}
 
-	replay := func(change api.WhatIfChange) api.WhatIfReport { return replayTrail(t, []string{"a", "narrow"}, all, recs, change) }
+	replay := func(change api.WhatIfChange) api.WhatIfReport {
+		return replayTrail(t, []string{"a", "narrow"}, all, recs, change)
+	}
 	if rep := replay(api.WhatIfChange{}); rep.Replayed != 2 || rep.Verified != 2 || rep.Flips != 0 {
 		t.Fatalf("unchanged: replayed %d, verified %d, flips %d, inexact %+v: want 2, 2, 0", rep.Replayed, rep.Verified, rep.Flips, rep.Inexact)
 	}

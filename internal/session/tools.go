@@ -51,13 +51,15 @@ var Tools = map[string]Tool{
 		Output:      `{"type":"object","properties":{"session":{"type":"string"}},"required":["session"]}`,
 	},
 	hostfs.ToolFSRead: {
-		Description: "Read a file inside this session's sandbox boundary: its text, or base64 with encoding \"base64\" (binary files). A path outside the boundary fails with sandbox_boundary_required and the requiredExpansion to ask for with request_sandbox_boundary.",
-		Input:       hostfs.FSReadInputSchema, Output: hostfs.FSReadOutputSchema,
+		Description: "Read a file inside this session's sandbox boundary: its text, or base64 with encoding \"base64\" (binary files). A path outside the boundary fails with sandbox_boundary_required and the requiredExpansion to ask for with request_sandbox_boundary; " +
+			"one the agent's cards do not let it read fails kind denied, which no boundary request changes.",
+		Input: hostfs.FSReadInputSchema, Output: hostfs.FSReadOutputSchema,
 		ReadOnly: true, Idempotent: true, Destructive: false,
 	},
 	hostfs.ToolFSWrite: {
-		Description: "Write (create or replace, atomically) a file inside this session's sandbox boundary; content is text, or base64 with encoding \"base64\". A path outside the boundary, or read-only in it, fails with sandbox_boundary_required and the requiredExpansion.",
-		Input:       hostfs.FSWriteInputSchema, Output: hostfs.FSWriteOutputSchema,
+		Description: "Write (create or replace, atomically) a file inside this session's sandbox boundary; content is text, or base64 with encoding \"base64\". A path outside the boundary, or read-only in it, fails with sandbox_boundary_required and the requiredExpansion; " +
+			"one the agent's cards do not let it write fails kind denied, which no boundary request changes.",
+		Input: hostfs.FSWriteInputSchema, Output: hostfs.FSWriteOutputSchema,
 		ReadOnly: false, Idempotent: true, Destructive: true,
 	},
 	hostfs.ToolFSList: {
