@@ -293,6 +293,13 @@ var watFixtures = map[string]world{
 		"wasi:filesystem/preopens@0.2.12", "wasi:filesystem/types@0.2.12",
 		"wasi:io/error@0.2.12", "wasi:io/streams@0.2.12",
 	}, Exports: toolExports},
+	// stdout writes to WASI stdout and stderr (StoreOptions.Output's tests).
+	"stdout": {Imports: []string{
+		"wasi:cli/stderr@0.2.12", "wasi:cli/stdin@0.2.12", "wasi:cli/stdout@0.2.12",
+		"wasi:clocks/wall-clock@0.2.12", "wasi:filesystem/preopens@0.2.12",
+		"wasi:filesystem/types@0.2.12", "wasi:io/error@0.2.12",
+		"wasi:io/streams@0.2.12",
+	}, Exports: toolExports},
 	"wrongsig": {Exports: []string{
 		"describe: func() -> string",
 		"execute: func(input: u32) -> string",

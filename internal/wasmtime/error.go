@@ -23,7 +23,8 @@ type Error struct {
 	// ExitStatus is the status a guest passed to WASI exit, when it exited.
 	ExitStatus *int
 	// Host is the error a host function returned, when that is what stopped
-	// the guest.
+	// the guest, or the panic of the store's Output handler, which fails
+	// the call whatever the guest did next.
 	Host error
 }
 

@@ -1,5 +1,6 @@
 #include "shim.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,17 +112,24 @@ void maiden_store_watch(wasmtime_store_t *store, maiden_store_state *st) {
 
 // ---- WASI output -----------------------------------------------------------
 
+// Go returns nonzero when it dropped the output (the store's Output handler
+// panicked). wasmtime takes a negative return for an OS error code: the
+// guest's write then fails with an I/O error instead of seeming to succeed.
 static ptrdiff_t maiden_stdout(void *data, const unsigned char *buf,
                                size_t len) {
   maiden_store_state *st = data;
-  maidenWASIOutput(st->handle, 1, (unsigned char *)buf, len);
+  if (maidenWASIOutput(st->handle, 1, (unsigned char *)buf, len) != 0) {
+    return -EIO;
+  }
   return (ptrdiff_t)len;
 }
 
 static ptrdiff_t maiden_stderr(void *data, const unsigned char *buf,
                                size_t len) {
   maiden_store_state *st = data;
-  maidenWASIOutput(st->handle, 2, (unsigned char *)buf, len);
+  if (maidenWASIOutput(st->handle, 2, (unsigned char *)buf, len) != 0) {
+    return -EIO;
+  }
   return (ptrdiff_t)len;
 }
 

@@ -55,7 +55,10 @@ type StoreOptions struct {
 	// Deadline, if not zero, is when guest code traps with StopDeadline.
 	Deadline time.Time
 	// Output receives what the guest writes to WASI stdout (fd 1) and stderr
-	// (fd 2). It runs on the guest's thread and must not block. nil discards.
+	// (fd 2). wasmtime calls it from a thread of its own while the guest
+	// waits for the write, so it must not block. If it panics, the bytes
+	// are lost, the guest's write fails, the rest of the call's output is
+	// refused and the call fails with the panic. nil discards.
 	Output func(fd int, p []byte)
 	// Data is anything the embedder wants host functions to reach.
 	Data any
@@ -99,6 +102,10 @@ type Store struct {
 	dl      deadlineEntry
 	busy    bool
 	hostErr error
+	// outputErr is set when the Output handler panicked during the current
+	// call (maidenWASIOutput). Guarded by mu: wasmtime calls the handler
+	// from a thread of its own.
+	outputErr error
 	// lifted is set by a host call whose arguments wasmtime lifted at a
 	// cost past TrimArgumentBytes (see Lifted).
 	lifted bool
@@ -310,6 +317,7 @@ func (s *Store) enter() error {
 	}
 	s.busy = true
 	s.hostErr = nil
+	s.outputErr = nil
 	return nil
 }
 
@@ -326,6 +334,19 @@ func (s *Store) leave() {
 
 func (s *Store) takeCallError(cerr *C.wasmtime_error_t) error {
 	err := takeError(cerr)
+	s.mu.Lock()
+	outErr := s.outputErr
+	s.mu.Unlock()
+	if outErr != nil {
+		// The host lost the guest's output, so the call failed, whatever
+		// the guest made of its failed write; wasmtime's report, if the
+		// guest then trapped or exited, stays in Detail.
+		detail := outErr.Error()
+		if err != nil {
+			detail = err.Detail
+		}
+		return &Error{Message: outErr.Error(), Detail: detail, Host: outErr}
+	}
 	if err == nil {
 		return nil
 	}
@@ -333,11 +354,37 @@ func (s *Store) takeCallError(cerr *C.wasmtime_error_t) error {
 	return err
 }
 
+// maidenWASIOutput hands the guest's WASI output to the Output handler and
+// returns 0, or -1 when the output was dropped because the handler panicked
+// (in this write or an earlier one of the call). A panic must never unwind
+// into wasmtime's frames: it is recovered and fails the call
+// (takeCallError).
+//
 //export maidenWASIOutput
-func maidenWASIOutput(handle C.uintptr_t, fd C.int, buf *C.uchar, n C.size_t) {
-	s, ok := cgo.Handle(handle).Value().(*Store)
-	if !ok || s.output == nil || n == 0 {
-		return
+func maidenWASIOutput(handle C.uintptr_t, fd C.int, buf *C.uchar, n C.size_t) (ret C.int) {
+	var s *Store
+	defer func() {
+		if r := recover(); r != nil {
+			ret = -1
+			if s != nil {
+				s.mu.Lock()
+				if s.outputErr == nil {
+					s.outputErr = fmt.Errorf("output handler panicked: %v", r)
+				}
+				s.mu.Unlock()
+			}
+		}
+	}()
+	s, _ = cgo.Handle(handle).Value().(*Store)
+	if s == nil || s.output == nil || n == 0 {
+		return 0
+	}
+	s.mu.Lock()
+	failed := s.outputErr != nil
+	s.mu.Unlock()
+	if failed {
+		return -1
 	}
 	s.output(int(fd), C.GoBytes(unsafe.Pointer(buf), C.int(n)))
+	return 0
 }

@@ -355,3 +355,58 @@ func TestRootCause(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputHandlerPanic: the guest's WASI stdout and stderr reach
+// StoreOptions.Output, and a panic there, which wasmtime's frames beneath
+// it cannot unwind through, fails the call naming the panic rather than
+// the process; the next store works.
+func TestOutputHandlerPanic(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.component(t, "stdout")
+	// wasmtime calls Output from a thread of its own: hence the lock.
+	var mu sync.Mutex
+	got := map[int]string{}
+	calls := 0
+	record := func(fd int, p []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[fd] += string(p)
+		calls++
+	}
+	check := func(what string) {
+		t.Helper()
+		v, _, err := f.call(t, c, &StoreOptions{MemoryLimit: 16 << 20, Output: record}, "execute", String("{}"))
+		if err != nil || v.Kind != KindResult || !v.OK || v.Payload.Str != "written" {
+			t.Fatalf("%s: got %+v, %v", what, v, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := map[int]string{1: "hello, stdout\n", 2: "hello, stderr\n"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: output by fd (-want +got):\n%s", what, diff)
+		}
+		clear(got)
+	}
+	check("before the panic")
+
+	panicky := func(fd int, p []byte) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		panic("output boom")
+	}
+	calls = 0
+	v, _, err := f.call(t, c, &StoreOptions{MemoryLimit: 16 << 20, Output: panicky}, "execute", String("{}"))
+	var werr *Error
+	if !errors.As(err, &werr) || !strings.Contains(err.Error(), "output handler panicked: output boom") ||
+		werr.Host == nil || !strings.Contains(werr.Host.Error(), "output boom") {
+		t.Fatalf("panicking Output: got %+v, %v; want an error naming the panic", v, err)
+	}
+	mu.Lock()
+	if calls != 1 {
+		t.Errorf("Output called %d times; want 1 (the failed write stops the guest)", calls)
+	}
+	mu.Unlock()
+
+	check("after the panic")
+}
