@@ -95,6 +95,35 @@ type SystemGrant struct {
 	Line   int
 }
 
+// FileGrantGap is a file built-in an agent binds whose reads or writes
+// none of its grants in agent.toml can allow (FileGrantGaps).
+type FileGrantGap struct {
+	Tool string // fs_read, fs_list or fs_write
+	Verb string // the fs verb its path needs: read, or write
+	Line int    // the binding's line
+}
+
+// FileGrantGaps are the file built-ins a binds (fs_read and fs_list need
+// fs:read of their path, fs_write fs:write, besides tool:invoke: CARDS.md's
+// resource grants) for which none of a's grants is an fs grant of that
+// verb (or of any verb). Their calls are refused unless a card from the
+// store allows the path (maiden cards grant): what maiden check warns of.
+func (a Agent) FileGrantGaps() []FileGrantGap {
+	var gaps []FileGrantGap
+	for _, b := range a.Bindings {
+		verb := map[string]string{"fs_read": "read", "fs_list": "read", "fs_write": "write"}[b.Tool]
+		if !b.Builtin || verb == "" {
+			continue
+		}
+		if !slices.ContainsFunc(a.Grants, func(g SystemGrant) bool {
+			return g.Grant.Class == grant.FS && (g.Grant.Verb == "" || g.Grant.Verb == verb)
+		}) {
+			gaps = append(gaps, FileGrantGap{Tool: b.Tool, Verb: verb, Line: b.Line})
+		}
+	}
+	return gaps
+}
+
 func (a Agent) clone() Agent {
 	a.Bindings = slices.Clone(a.Bindings)
 	for i := range a.Bindings {

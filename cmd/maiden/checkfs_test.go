@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckWarnsOfFileBuiltinsWithoutFSGrants: maiden check warns, at the
+// binding's line, of a file built-in whose reads or writes no grant of its
+// agent can allow (each call would be refused unless a card from the store
+// allows the path), and of nothing when a grant of that verb, or of any
+// verb, is there.
+func TestCheckWarnsOfFileBuiltinsWithoutFSGrants(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "agent.toml")
+	body := `version = 1
+
+[agents.coder]
+tools = ["fs_read", "fs_list", "fs_write"]
+grants = ["tool:invoke fs_read --...", "tool:invoke fs_list --...", "tool:invoke fs_write --...", "fs:read /srv/**"]
+
+[agents.ops]
+tools = ["fs_write"]
+grants = ["tool:invoke fs_write --...", "fs /srv/ops/**"]
+
+[agents.bare]
+tools = ["fs_read"]
+grants = ["tool:invoke fs_read --..."]
+`
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "check", "-config", cfg, "-isolation", "process", "-state", filepath.Join(dir, "state.db"))
+	if r.code != exitOK {
+		t.Fatalf("check: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	want := []string{
+		cfg + `:4: warning: agent coder binds fs_write, but none of its grants is an fs:write grant: each call is refused unless a card allows fs:write of its path`,
+		cfg + `:12: warning: agent bare binds fs_read, but none of its grants is an fs:read grant:`,
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("check's stderr lacks %q:\n%s", w, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stderr, "warning:"); n != len(want) {
+		t.Errorf("%d warnings, want %d (none for coder's reads, none for ops):\n%s", n, len(want), r.stderr)
+	}
+}
