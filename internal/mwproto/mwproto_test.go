@@ -35,6 +35,11 @@ func TestMiddlewareEventJSON(t *testing.T) {
 	}
 }
 
+// TestMiddlewareParseVerdict: a layer's verdict is parsed strictly. A verdict
+// that tries to skip a layer ({"verdict":"pass","skip":true}) or say anything
+// beyond pass, reject or rewrite is an error, not a way round the chain
+// (CARDS.md A14: skipping a layer is impossible by construction or an error;
+// a layer is given no handle to act with after it returned).
 func TestMiddlewareParseVerdict(t *testing.T) {
 	good := []struct {
 		phase Phase
