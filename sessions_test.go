@@ -456,7 +456,7 @@ command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "posit
 write_paths = ["`+root+`"]
 [agents.coder]
 tools = ["touch", "request_sandbox_boundary"]
-grants = ["tool:invoke touch --... -- ...", "tool:invoke request_sandbox_boundary --..."]
+grants = ["tool:invoke touch --... -- ...", "tool:invoke request_sandbox_boundary --...", "fs:write `+root+`/**"]
 [agents.coder.boundary]
 fs = [{ path = "`+ok+`", access = "write", match = "subtree" }]
 deny = ["`+denied+`"]
@@ -487,6 +487,80 @@ deny = ["`+denied+`"]
 	}
 	if res := touch("s2", filepath.Join(later, "g")); res.OK {
 		t.Error("another session writes in s1's approved entry")
+	}
+}
+
+// TestWrappedCLIWritesNeedFSCards: a wrapped CLI writes only where its
+// agent's cards allow fs:write of the whole directory, as a WebAssembly
+// tool's preopen stays writable (CARDS.md: resource grants are separate
+// from tool grants): of two write_paths, touch succeeds in the one the
+// agent's fs:write card covers and is refused by Landlock in the other
+// (left read-only), with or without a declared boundary; the call's audit
+// record holds both decisions.
+func TestWrappedCLIWritesNeedFSCards(t *testing.T) {
+	root := t.TempDir()
+	mine, theirs := filepath.Join(root, "mine"), filepath.Join(root, "theirs")
+	for _, d := range []string{mine, theirs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, boundaryTable := range []string{"", "[agents.coder.boundary]\nfs = [{ path = \"" + root + "\", access = \"write\", match = \"subtree\" }]\n"} {
+		name := map[bool]string{true: "no boundary", false: "a boundary allowing both"}[boundaryTable == ""]
+		t.Run(name, func(t *testing.T) {
+			h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.touch]
+path = "/usr/bin/touch"
+command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+write_paths = ["`+mine+`", "`+theirs+`"]
+[agents.coder]
+tools = ["touch"]
+grants = ["tool:invoke touch --... -- ...", "fs:write `+mine+`/**"]
+`+boundaryTable, maiden.Options{Isolation: maiden.InProcess}, "echo")
+			touch := func(path string) maiden.Result {
+				t.Helper()
+				res := sessCall(t, h, "s1", "touch", map[string]any{"files": []string{path}})
+				if _, err := os.Stat(path); res.OK != (err == nil) {
+					t.Fatalf("touch %s: result %+v but stat says %v", path, res, err)
+				}
+				return res
+			}
+			a, b := filepath.Join(mine, name), filepath.Join(theirs, name)
+			if res := touch(a); !res.OK {
+				t.Fatalf("touch where the card allows writing: %+v", res.Error)
+			}
+			if res := touch(b); res.OK || !strings.Contains(res.Error.Message, "Permission denied") {
+				t.Errorf("touch where no card allows writing: %+v, want refused (Permission denied)", res.Error)
+			}
+			recs, err := h.AuditTail(context.Background(), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				FS []struct {
+					Allow  bool
+					Target string
+				}
+			}
+			n := 0
+			for _, r := range recs {
+				if r.Kind != "call-admitted" {
+					continue
+				}
+				n++
+				if err := json.Unmarshal(r.Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				if len(body.FS) != 2 || !body.FS[0].Allow || body.FS[0].Target != "fs:write "+mine+"/**" || body.FS[1].Allow || body.FS[1].Target != "fs:write "+theirs+"/**" {
+					t.Errorf("record %d: fs %+v, want fs:write %s/** allowed, then fs:write %s/** denied", r.Seq, body.FS, mine, theirs)
+				}
+			}
+			if n != 2 {
+				t.Errorf("%d call-admitted records, want 2", n)
+			}
+		})
 	}
 }
 

@@ -270,19 +270,16 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 		}
 	}
 	var r ran
-	writable := cli.WritePaths
-	if a, ok := inv.cfg.Agent(inv.agent); ok && a.BoundaryLine > 0 && len(writable) > 0 {
-		// An agent with a declared boundary: its sessions' boundary
-		// narrows what the CLI may write.
-		s, found, terr, err := lookupSession(ctx, b.sessions, inv)
-		r.sess = found
-		if err != nil || terr != nil {
-			return r, terr, err
-		}
-		var lost []string
-		writable, lost = session.NarrowWritable(writable, s.Boundary)
-		readOnly = append(slices.Clone(readOnly), lost...)
+	// What it may write: its write_paths narrowed by the session's
+	// boundary (an agent with a declared boundary) and the agent's
+	// fs:write cards; the rest of them it may only read.
+	sc := inv.sessionCall()
+	writable, lost, _, terr, err := b.sessions.CLIWritable(ctx, &sc)
+	r.sess = sc.Sess
+	if err != nil || terr != nil {
+		return r, terr, err
 	}
+	readOnly = append(slices.Clone(readOnly), lost...)
 	out, err := clitool.Run(ctx, clitool.Call{
 		Tool: t, Cmd: inv.cmd, Dir: dir, Env: env, ReadOnly: readOnly, Writable: writable, ProxyPort: proxyPort,
 		Redact: b.gate.Redactor(inv.policy),

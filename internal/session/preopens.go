@@ -1,10 +1,12 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/boundary"
 	"github.com/maiden-run/maiden/internal/cards"
@@ -172,6 +174,50 @@ func CardPreopens(dirs []sandbox.Preopen, w *cards.Wallet) ([]sandbox.Preopen, [
 // might touch the subtree counts against it.
 func subtree(w *cards.Wallet, verb, dir string) cards.Decision {
 	return decide.Decide(decide.Basis{Wallet: w}, decide.AccessTree(verb, dir))
+}
+
+// CardWritable keeps the wrapped CLI's writable paths whose whole subtree
+// the agent's cards allow writing (fs:write DIR/**, decided as a preopen's
+// write: decide.AccessTree); the others become read-only (lost), as the
+// boundary's narrowing leaves a path it does not let the session write. A
+// nil wallet (the implicit agent) keeps them all. It returns the decisions
+// too, in the paths' order, for the call's audit record.
+func CardWritable(paths []string, w *cards.Wallet) (writable, lost []string, ds []cards.Decision) {
+	if w == nil {
+		return paths, nil, nil
+	}
+	for _, p := range paths {
+		d := subtree(w, "write", p)
+		ds = append(ds, d)
+		if d.Allow {
+			writable = append(writable, p)
+		} else {
+			lost = append(lost, p)
+		}
+	}
+	return writable, lost, ds
+}
+
+// CLIWritable is what a wrapped CLI call may write, and what it may only
+// read of its write_paths: for an agent with a declared boundary, the
+// paths narrowed to what the session's boundary lets it write
+// (NarrowWritable), then, for every declared agent, to what its cards let
+// it write (CardWritable), with the cards' decisions. The session is c's
+// (looked up once, kept in c.Sess).
+func (g *Gate) CLIWritable(ctx context.Context, c *Call) (writable, lost []string, ds []cards.Decision, terr *api.ToolError, err error) {
+	if c.Tool.CLI == nil || len(c.Tool.CLI.WritePaths) == 0 {
+		return nil, nil, nil, nil, nil
+	}
+	writable = c.Tool.CLI.WritePaths
+	if a, ok := c.Cfg.Agent(c.Agent); ok && a.BoundaryLine > 0 {
+		s, terr, err := g.Session(ctx, c)
+		if err != nil || terr != nil {
+			return nil, nil, nil, terr, err
+		}
+		writable, lost = NarrowWritable(writable, s.Boundary)
+	}
+	writable, cardLost, ds := CardWritable(writable, c.Wallet)
+	return writable, append(lost, cardLost...), ds, nil, nil
 }
 
 // NarrowWritable narrows a wrapped CLI's writable paths (its [clis.NAME]

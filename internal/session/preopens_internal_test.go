@@ -127,6 +127,52 @@ func TestCardPreopens(t *testing.T) {
 	}
 }
 
+// TestCardWritable: a wrapped CLI's write path stays writable only when the
+// cards allow writing its whole subtree, as a preopen's write: a grant of
+// the subtree keeps it, an exception inside or a read grant alone makes it
+// read-only; the implicit agent (no wallet) keeps them all, deciding none.
+func TestCardWritable(t *testing.T) {
+	wallet := func(lowerPos, lowerNeg []string) *cards.Wallet {
+		parse := func(ss []string) []cards.Grant {
+			var gs []grant.Grant
+			for _, s := range ss {
+				g, err := grant.Parse(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gs = append(gs, g)
+			}
+			return cards.Any(gs...)
+		}
+		return cards.NewWallet("a", time.Now(), []cards.Card{{ID: "c", Holder: "a", Spec: cards.Spec{LowerPos: parse(lowerPos), LowerNeg: parse(lowerNeg)}}})
+	}
+	paths := []string{"/srv/work", "/srv/data"}
+	for _, tc := range []struct {
+		name                     string
+		w                        *cards.Wallet
+		writable, lost, decision string
+	}{
+		{"a subtree grant", wallet([]string{"fs:write /srv/**"}, nil), "[/srv/work /srv/data]", "[]", "[fs:write /srv/work/**=true fs:write /srv/data/**=true]"},
+		{"one of two", wallet([]string{"fs:write /srv/work/**"}, nil), "[/srv/work]", "[/srv/data]", "[fs:write /srv/work/**=true fs:write /srv/data/**=false]"},
+		{"an exception inside", wallet([]string{"fs /srv/**"}, []string{"fs:write /srv/work/.git/**"}), "[/srv/data]", "[/srv/work]", "[fs:write /srv/work/**=false fs:write /srv/data/**=true]"},
+		{"read is not write", wallet([]string{"fs:read /srv/**"}, nil), "[]", "[/srv/work /srv/data]", "[fs:write /srv/work/**=false fs:write /srv/data/**=false]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writable, lost, ds := CardWritable(paths, tc.w)
+			var decided []string
+			for _, d := range ds {
+				decided = append(decided, fmt.Sprintf("%s=%v", d.API().Target, d.Allow))
+			}
+			if got := fmt.Sprint(nilEmpty(writable), nilEmpty(lost), nilEmpty(decided)); got != tc.writable+" "+tc.lost+" "+tc.decision {
+				t.Errorf("got %s, want %s %s %s", got, tc.writable, tc.lost, tc.decision)
+			}
+		})
+	}
+	if writable, lost, ds := CardWritable(paths, nil); len(writable) != 2 || lost != nil || ds != nil {
+		t.Errorf("the implicit agent: writable %v, lost %v, decisions %v", writable, lost, ds)
+	}
+}
+
 // TestNarrowWritableProtected (found by a security review): with protected
 // names, a wrapped CLI's write paths are all read-only, since Landlock
 // cannot refuse writes under a .git inside a writable directory.
