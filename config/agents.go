@@ -95,30 +95,40 @@ type SystemGrant struct {
 	Line   int
 }
 
-// FileGrantGap is a file built-in an agent binds whose reads or writes
-// none of its grants in agent.toml can allow (FileGrantGaps).
+// FileGrantGap is a tool an agent binds whose file access none of its
+// grants in agent.toml can allow (FileGrantGaps).
 type FileGrantGap struct {
-	Tool string // fs_read, fs_list or fs_write
-	Verb string // the fs verb its path needs: read, or write
+	Tool string // fs_read, fs_list, fs_write, or a wrapped CLI with write_paths
+	Verb string // the fs verb it needs: read, or write
+	CLI  bool   // a wrapped CLI: without the grant it only reads its write_paths
 	Line int    // the binding's line
 }
 
-// FileGrantGaps are the file built-ins a binds (fs_read and fs_list need
-// fs:read of their path, fs_write fs:write, besides tool:invoke: CARDS.md's
-// resource grants) for which none of a's grants is an fs grant of that
-// verb (or of any verb). Their calls are refused unless a card from the
-// store allows the path (maiden cards grant): what maiden check warns of.
-func (a Agent) FileGrantGaps() []FileGrantGap {
+// FileGrantGaps are the tools agent a binds whose file access needs an fs
+// card (CARDS.md's resource grants, besides tool:invoke) while none of a's
+// grants is an fs grant of that verb (or of any verb): the file built-ins
+// (fs_read and fs_list read their path, fs_write writes it), whose calls
+// are then refused, and the wrapped CLIs with write_paths, which then only
+// read them; unless a card from the store allows it (maiden cards grant).
+// What maiden check warns of.
+func (c *Config) FileGrantGaps(a Agent) []FileGrantGap {
 	var gaps []FileGrantGap
 	for _, b := range a.Bindings {
-		verb := map[string]string{"fs_read": "read", "fs_list": "read", "fs_write": "write"}[b.Tool]
-		if !b.Builtin || verb == "" {
+		verb, cli := map[string]string{"fs_read": "read", "fs_list": "read", "fs_write": "write"}[b.Tool], false
+		if !b.Builtin {
+			t, ok := c.Tool(b.Tool)
+			verb, cli = "", ok && t.CLI != nil && len(t.CLI.WritePaths) > 0
+			if cli {
+				verb = "write"
+			}
+		}
+		if verb == "" {
 			continue
 		}
 		if !slices.ContainsFunc(a.Grants, func(g SystemGrant) bool {
 			return g.Grant.Class == grant.FS && (g.Grant.Verb == "" || g.Grant.Verb == verb)
 		}) {
-			gaps = append(gaps, FileGrantGap{Tool: b.Tool, Verb: verb, Line: b.Line})
+			gaps = append(gaps, FileGrantGap{Tool: b.Tool, Verb: verb, CLI: cli, Line: b.Line})
 		}
 	}
 	return gaps

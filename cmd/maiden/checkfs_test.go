@@ -10,8 +10,9 @@ import (
 // TestCheckWarnsOfFileBuiltinsWithoutFSGrants: maiden check warns, at the
 // binding's line, of a file built-in whose reads or writes no grant of its
 // agent can allow (each call would be refused unless a card from the store
-// allows the path), and of nothing when a grant of that verb, or of any
-// verb, is there.
+// allows the path) and of a wrapped CLI with write_paths none of whose
+// agent's grants can make them writable, and of nothing when a grant of
+// that verb, or of any verb, is there.
 func TestCheckWarnsOfFileBuiltinsWithoutFSGrants(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
@@ -28,6 +29,23 @@ grants = ["tool:invoke fs_write --...", "fs /srv/ops/**"]
 [agents.bare]
 tools = ["fs_read"]
 grants = ["tool:invoke fs_read --..."]
+
+[clis.touch]
+path = "/usr/bin/touch"
+command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+write_paths = ["/tmp"]
+
+[clis.true]
+path = "/bin/true"
+command = '{"maiden_command": 1, "name": "true"}'
+
+[agents.cli]
+tools = ["touch", "true"]
+grants = ["tool:invoke touch --... -- ...", "tool:invoke true", "fs:read /tmp/**"]
+
+[agents.cliw]
+tools = ["touch"]
+grants = ["tool:invoke touch --... -- ...", "fs:write /tmp/**"]
 `
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -39,6 +57,7 @@ grants = ["tool:invoke fs_read --..."]
 	want := []string{
 		cfg + `:4: warning: agent coder binds fs_write, but none of its grants is an fs:write grant: each call is refused unless a card allows fs:write of its path`,
 		cfg + `:12: warning: agent bare binds fs_read, but none of its grants is an fs:read grant:`,
+		cfg + `:25: warning: agent cli binds touch, but none of its grants is an fs:write grant: the CLI only reads its write_paths unless a card allows fs:write of each, whole`,
 	}
 	for _, w := range want {
 		if !strings.Contains(r.stderr, w) {
@@ -46,6 +65,6 @@ grants = ["tool:invoke fs_read --..."]
 		}
 	}
 	if n := strings.Count(r.stderr, "warning:"); n != len(want) {
-		t.Errorf("%d warnings, want %d (none for coder's reads, none for ops):\n%s", n, len(want), r.stderr)
+		t.Errorf("%d warnings, want %d (none for coder's reads, ops, true or cliw):\n%s", n, len(want), r.stderr)
 	}
 }

@@ -254,7 +254,12 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		// What will certainly be refused at call time unless the store
 		// holds a card for it: a file built-in without an fs grant.
 		for _, a := range cfg.Agents() {
-			for _, g := range a.FileGrantGaps() {
+			for _, g := range cfg.FileGrantGaps(a) {
+				if g.CLI {
+					fmt.Fprintf(stderr, "%s:%d: warning: agent %s binds %s, but none of its grants is an fs:write grant: the CLI only reads its write_paths unless a card allows fs:write of each, whole (add one to grants, e.g. \"fs:write /srv/work/**\", or maiden cards grant -agent %s ...)\n",
+						c.config, g.Line, a.Name, g.Tool, a.Name)
+					continue
+				}
 				fmt.Fprintf(stderr, "%s:%d: warning: agent %s binds %s, but none of its grants is an fs:%s grant: each call is refused unless a card allows fs:%s of its path (add one to grants, e.g. \"fs:%s /srv/work/**\", or maiden cards grant -agent %s ...)\n",
 					c.config, g.Line, a.Name, g.Tool, g.Verb, g.Verb, g.Verb, a.Name)
 			}
