@@ -53,24 +53,27 @@ func nilEmpty(s []string) []string {
 	return s
 }
 
+// grantsOf parses ss as grants for any recipient.
+func grantsOf(t *testing.T, ss []string) []cards.Grant {
+	t.Helper()
+	var gs []grant.Grant
+	for _, s := range ss {
+		g, err := grant.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, g)
+	}
+	return cards.Any(gs...)
+}
+
 // TestCardPreopens (a security review found the first version decided on
 // the directory's own path only): a directory is preopened only when the
 // cards allow its whole subtree, and any exception, prohibition or ceiling
 // that may reach inside drops it.
 func TestCardPreopens(t *testing.T) {
 	card := func(id string, lowerPos, lowerNeg, upperPos, upperNeg []string) cards.Card {
-		parse := func(ss []string) []cards.Grant {
-			var gs []grant.Grant
-			for _, s := range ss {
-				g, err := grant.Parse(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				gs = append(gs, g)
-			}
-			return cards.Any(gs...)
-		}
-		return cards.Card{ID: id, Holder: "a", Spec: cards.Spec{LowerPos: parse(lowerPos), LowerNeg: parse(lowerNeg), UpperPos: parse(upperPos), UpperNeg: parse(upperNeg)}}
+		return cards.Card{ID: id, Holder: "a", Spec: cards.Spec{LowerPos: grantsOf(t, lowerPos), LowerNeg: grantsOf(t, lowerNeg), UpperPos: grantsOf(t, upperPos), UpperNeg: grantsOf(t, upperNeg)}}
 	}
 	dirs := []sandbox.Preopen{{HostPath: "/srv/work", GuestPath: "/srv/work", Write: true}, {HostPath: "/data/x", GuestPath: "/data/x"}}
 	for _, tc := range []struct {
@@ -133,18 +136,7 @@ func TestCardPreopens(t *testing.T) {
 // read-only; the implicit agent (no wallet) keeps them all, deciding none.
 func TestCardWritable(t *testing.T) {
 	wallet := func(lowerPos, lowerNeg []string) *cards.Wallet {
-		parse := func(ss []string) []cards.Grant {
-			var gs []grant.Grant
-			for _, s := range ss {
-				g, err := grant.Parse(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				gs = append(gs, g)
-			}
-			return cards.Any(gs...)
-		}
-		return cards.NewWallet("a", time.Now(), []cards.Card{{ID: "c", Holder: "a", Spec: cards.Spec{LowerPos: parse(lowerPos), LowerNeg: parse(lowerNeg)}}})
+		return cards.NewWallet("a", time.Now(), []cards.Card{{ID: "c", Holder: "a", Spec: cards.Spec{LowerPos: grantsOf(t, lowerPos), LowerNeg: grantsOf(t, lowerNeg)}}})
 	}
 	paths := []string{"/srv/work", "/srv/data"}
 	for _, tc := range []struct {
