@@ -252,7 +252,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintf(stdout, "%s: agents %s; state store %s\n", c.config, strings.Join(names, ", "), c.statePath(cfg))
 		// What will certainly be refused at call time unless the store
-		// holds a card for it: a file built-in without an fs grant.
+		// holds a card for it: a file built-in, or a wrapped CLI's writes,
+		// without an fs grant.
 		for _, a := range cfg.Agents() {
 			for _, g := range cfg.FileGrantGaps(a) {
 				if g.CLI {
