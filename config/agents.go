@@ -114,15 +114,15 @@ type FileGrantGap struct {
 func (c *Config) FileGrantGaps(a Agent) []FileGrantGap {
 	var gaps []FileGrantGap
 	for _, b := range a.Bindings {
-		verb, cli := map[string]string{"fs_read": "read", "fs_list": "read", "fs_write": "write"}[b.Tool], false
-		if !b.Builtin {
-			t, ok := c.Tool(b.Tool)
-			verb, cli = "", ok && t.CLI != nil && len(t.CLI.WritePaths) > 0
-			if cli {
-				verb = "write"
-			}
-		}
-		if verb == "" {
+		var verb string
+		t, _ := c.Tool(b.Tool)
+		cli := !b.Builtin && t.CLI != nil && len(t.CLI.WritePaths) > 0
+		switch {
+		case cli, b.Builtin && b.Tool == "fs_write":
+			verb = "write"
+		case b.Builtin && (b.Tool == "fs_read" || b.Tool == "fs_list"):
+			verb = "read"
+		default:
 			continue
 		}
 		if !slices.ContainsFunc(a.Grants, func(g SystemGrant) bool {

@@ -47,9 +47,8 @@ type options struct {
 
 // Authorize has every operation ask authorize before a byte is read, listed or written: it is given the path the
 // kernel resolved (the file read, the directory listed, or a write's target: its parent as resolved plus its last
-// component), named as the caller names the root it was resolved beneath (the chosen root's own path, then the rest
-// of the resolved path below it), so that it can decide on where a symlink beneath the root led, not only on the
-// path asked. A non-nil error refuses the operation (KindRefused, wrapping it) and nothing is read or changed. When
+// component), beneath the root it was resolved under (roots hold no symlink, so that is the caller's own naming), so
+// that it can decide on where a symlink beneath the root led, not only on the path asked. A non-nil error refuses the operation (KindRefused, wrapping it) and nothing is read or changed. When
 // where it resolved cannot be told, the answer is a refusal without asking.
 func Authorize(authorize func(resolved string) error) Option {
 	return func(o *options) { o.authorize = authorize }
@@ -577,9 +576,10 @@ func checkResolved(op, path string, t target, fd int, name string, write bool, p
 }
 
 // authorize asks fn (Authorize's) about the descriptor fd (plus name, for a write's parent): where the kernel resolved
-// it, named beneath the root as the caller names it (t.dir, the root or an Exact root's parent, then the resolved
-// path below t.dir's own resolved path). Nothing to ask without fn; a refusal when the resolved path cannot be read
-// or is not beneath t.dir (which resolution beneath the root rules out: refused rather than guessed).
+// it. t.dir (the root, or an Exact root's parent) was opened without following any symlink (openRoot), so its path
+// is its real path and the resolved path beneath it is already named as the caller names the root. Nothing to ask
+// without fn; a refusal when the resolved path cannot be read or is not beneath t.dir (the directory moved since:
+// refused rather than guessed).
 func authorize(op, path string, t target, fd int, name string, fn func(string) error) error {
 	if fn == nil {
 		return nil
@@ -592,13 +592,11 @@ func authorize(op, path string, t target, fd int, name string, fn func(string) e
 	if name != "" {
 		real = filepath.Join(real, name)
 	}
-	dirReal, err := filepath.EvalSymlinks(t.dir)
-	if err != nil || !within(dirReal, real) {
+	if !within(t.dir, real) {
 		return &Error{Op: op, Path: path, Root: t.root, Kind: KindIO,
-			Err: errors.New("cannot tell where beneath its root the path resolved, so it cannot be authorized")}
+			Err: errors.New("the path resolved outside " + t.dir + ", which moved while it was opened, so it cannot be authorized")}
 	}
-	named := filepath.Join(t.dir, strings.TrimPrefix(real, dirReal))
-	if err := fn(named); err != nil {
+	if err := fn(real); err != nil {
 		return &Error{Op: op, Path: path, Root: t.root, Kind: KindRefused, Err: err}
 	}
 	return nil
