@@ -564,6 +564,77 @@ grants = ["tool:invoke touch --... -- ...", "fs:write `+mine+`/**"]
 	}
 }
 
+// TestWrappedCLIWritePathThroughSymlink (security review of the fs
+// cards): a wrapped CLI's write_paths are decided by name (the session's
+// boundary, the agent's fs:write DIR/** cards), and Landlock's rule binds
+// what the name resolves to when the run starts. An agent whose cards and
+// boundary let it write mine only has ln (writing mine) make
+// mine/cache a symlink to theirs; touch, whose write_paths name
+// mine/cache, must then not write in theirs (the run is refused, naming
+// the path and its symlink), nor record a decision on mine/cache/** for a
+// write that landed elsewhere.
+func TestWrappedCLIWritePathThroughSymlink(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := filepath.Join(root, "mine"), filepath.Join(root, "theirs")
+	for _, d := range []string{mine, theirs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := filepath.Join(mine, "cache")
+	if err := os.Mkdir(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.ln]
+path = "/usr/bin/ln"
+command = '{"maiden_command": 1, "name": "ln", "end_of_options": "--", "options": [{"name": "symbolic", "kind": "bool"}, {"name": "no-target-directory", "kind": "bool"}, {"name": "force", "kind": "bool"}], "positionals": [{"name": "args", "variadic": true}]}'
+write_paths = ["`+mine+`"]
+[clis.rmdir]
+path = "/usr/bin/rmdir"
+command = '{"maiden_command": 1, "name": "rmdir", "end_of_options": "--", "positionals": [{"name": "dirs", "variadic": true}]}'
+write_paths = ["`+mine+`"]
+[clis.touch]
+path = "/usr/bin/touch"
+command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+write_paths = ["`+cache+`"]
+[agents.coder]
+tools = ["ln", "rmdir", "touch"]
+grants = ["tool:invoke ln --... -- ...", "tool:invoke rmdir -- ...", "tool:invoke touch -- ...", "fs:write `+mine+`/**"]
+[agents.coder.boundary]
+fs = [{ path = "`+mine+`", access = "write", match = "subtree" }]
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+	if res := sessCall(t, h, "s1", "touch", map[string]any{"files": []string{filepath.Join(cache, "before")}}); !res.OK {
+		t.Fatalf("touch in the write path while it is a directory: %+v", res.Error)
+	}
+	if err := os.Remove(filepath.Join(cache, "before")); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's own doing, within what its cards and boundary allow.
+	if res := sessCall(t, h, "s1", "rmdir", map[string]any{"dirs": []string{cache}}); !res.OK {
+		t.Fatalf("rmdir %s: %+v", cache, res.Error)
+	}
+	if res := sessCall(t, h, "s1", "ln", map[string]any{"symbolic": true, "args": []string{"../theirs", cache}}); !res.OK {
+		t.Fatalf("ln -s ../theirs %s: %+v", cache, res.Error)
+	}
+	if fi, err := os.Lstat(cache); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("%s: %v, %v: want the symlink the agent made", cache, fi, err)
+	}
+	planted := filepath.Join(cache, "planted")
+	res := sessCall(t, h, "s1", "touch", map[string]any{"files": []string{planted}})
+	if _, err := os.Lstat(filepath.Join(theirs, "planted")); !os.IsNotExist(err) {
+		t.Fatalf("touch %s wrote %s/planted (%v), where neither the cards nor the boundary let the agent write", planted, theirs, err)
+	}
+	if res.OK || !strings.Contains(res.Error.Message, cache) || !strings.Contains(res.Error.Message, "symlink") {
+		t.Errorf("touch through the symlinked write path: %+v, want the run refused naming %s and its symlink", res.Error, cache)
+	}
+}
+
 // TestBoundaryRecheckedAfterApproval (found by a security review): the
 // session's boundary is read again after the approval wait, so a downgrade
 // (network off) or the session's end while a human decides stops the

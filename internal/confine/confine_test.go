@@ -487,3 +487,56 @@ func TestProbe(t *testing.T) {
 }
 
 func syscallKill(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }
+
+// TestWritableSymlinkRefused (security review of the fs cards): a writable path is decided by its name (a wrapped
+// CLI's write_paths, lexically, by the session's boundary and the agent's fs:write cards), while a Landlock rule
+// binds whatever the name resolves to when the run starts. A writable path that is a symlink, or has one on its way
+// (which a CLI writing the parent directory, or any tool writing there, can make between two runs), would make the
+// link's target writable: the run is refused with an error naming the path, and nothing is written there. A
+// symlink inside a writable path still leads nowhere (the control), and read-only paths still follow links (the
+// system's library directories are links on merged-/usr systems).
+func TestWritableSymlinkRefused(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := filepath.Join(dir, "mine"), filepath.Join(dir, "theirs")
+	for _, d := range []string{mine, filepath.Join(theirs, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache, alink := filepath.Join(mine, "cache"), filepath.Join(dir, "alink")
+	if err := os.Symlink("../theirs", cache); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("theirs", alink); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, writable, write string }{
+		{"the path is a symlink", cache, filepath.Join(cache, "planted")},
+		{"a symlink on its way", filepath.Join(alink, "sub"), filepath.Join(alink, "sub", "planted")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := confine.Run(ctx, confine.Spec{Path: self(t), Args: []string{c.write}, Env: []string{modeEnv + "=write"},
+				Writable: []string{mine, c.writable}})
+			if err == nil || !strings.Contains(err.Error(), c.writable) || !strings.Contains(err.Error(), "symlink") {
+				t.Errorf("writable %s: err %v (stdout %q), want the run refused naming the path and its symlink", c.writable, err, res.Stdout)
+			}
+			for _, d := range []string{theirs, filepath.Join(theirs, "sub")} {
+				if _, err := os.Lstat(filepath.Join(d, "planted")); !os.IsNotExist(err) {
+					t.Fatalf("%s/planted: %v, want nothing written through the link", d, err)
+				}
+			}
+		})
+	}
+	// The control: a link inside a writable path is not its target.
+	mustRefuse(t, "through a link inside a writable path", mode(t, "write", confine.Spec{Writable: []string{mine}}, filepath.Join(cache, "planted")))
+	// Read-only paths follow links, as before.
+	if err := os.WriteFile(filepath.Join(theirs, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustAllow(t, "a read-only path through a link", mode(t, "read", confine.Spec{ReadOnly: []string{alink}}, filepath.Join(alink, "f")))
+}

@@ -1,9 +1,11 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -57,6 +59,9 @@ type pathRule struct {
 	write bool
 	// optional paths are skipped when missing (the start paths).
 	optional bool
+	// noFollow: opened without following a symlink anywhere on the path
+	// (the declared writable paths: openNoFollow).
+	noFollow bool
 }
 
 // rules lists the path rules of s, start paths first.
@@ -74,7 +79,7 @@ func rules(s *wireSpec) []pathRule {
 		out = append(out, pathRule{path: p})
 	}
 	for _, p := range s.Writable {
-		out = append(out, pathRule{path: p, write: true})
+		out = append(out, pathRule{path: p, write: true, noFollow: true})
 	}
 	return out
 }
@@ -118,10 +123,17 @@ func buildRuleset(s *wireSpec, abi int) (int, error) {
 		}
 	}()
 	for _, r := range rules(s) {
-		pfd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		open := openFollow
+		if r.noFollow {
+			open = openNoFollow
+		}
+		pfd, err := open(r.path)
 		if err != nil {
 			if r.optional && os.IsNotExist(err) {
 				continue
+			}
+			if r.noFollow && errors.Is(err, unix.ELOOP) {
+				return -1, fmt.Errorf("writable path %s: a symlink is on its path (writable paths are named by their real path: a link there could lead anywhere)", r.path)
 			}
 			return -1, fmt.Errorf("path %s: %v", r.path, err)
 		}
@@ -158,3 +170,61 @@ func buildRuleset(s *wireSpec, abi int) (int, error) {
 	ok = true
 	return int(fd), nil
 }
+
+// openFollow opens path as O_PATH, following symlinks: a read-only path (the system's library directories are links
+// on merged-/usr systems, the CA bundle's directory on some).
+func openFollow(path string) (int, error) {
+	return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+}
+
+// openNoFollow opens path as O_PATH without following a symlink anywhere on it (ELOOP if there is one): a writable
+// path is decided by its name (a wrapped CLI's write_paths by the session's boundary and the agent's fs:write cards),
+// and a Landlock rule binds what the name resolves to, so a link there (which whoever writes its parent can make
+// between two runs) would make its target writable. openat2 with RESOLVE_NO_SYMLINKS, else a walk from / opening
+// one component at a time with O_NOFOLLOW.
+func openNoFollow(path string) (int, error) {
+	if !walkForTesting {
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if err == nil || !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
+			return fd, err
+		}
+	}
+	// No openat2 (or a seccomp filter refuses it): walk.
+	if !filepath.IsAbs(path) {
+		return -1, unix.EINVAL
+	}
+	cur, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, name := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+		if name == "" || name == "." {
+			continue
+		}
+		if name == ".." {
+			unix.Close(cur)
+			return -1, unix.EINVAL
+		}
+		next, err := unix.Openat(cur, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(cur)
+		if err != nil {
+			return -1, err
+		}
+		cur = next
+		// O_PATH|O_NOFOLLOW opens a symlink itself: refuse it, whichever component it is.
+		var st unix.Stat_t
+		if err := unix.Fstat(cur, &st); err != nil {
+			unix.Close(cur)
+			return -1, err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(cur)
+			return -1, unix.ELOOP
+		}
+	}
+	return cur, nil
+}
+
+// walkForTesting makes openNoFollow take the walk on kernels that have openat2.
+var walkForTesting bool
