@@ -537,10 +537,10 @@ func checkResolved(op, path string, t target, fd int, name string, write bool, p
 		return nil
 	}
 	root := t.root
-	real, err := os.Readlink("/proc/self/fd/" + itoa(int64(fd)))
-	if err != nil || !filepath.IsAbs(real) {
+	real, err := resolved(fd)
+	if err != nil {
 		return &Error{Op: op, Path: path, Root: root, Kind: KindIO,
-			Err: errors.New("cannot tell where the path resolved (is /proc mounted?), so deny entries and protected names cannot be checked")}
+			Err: errors.New("cannot tell where the path resolved (" + err.Error() + "), so deny entries and protected names cannot be checked")}
 	}
 	if name != "" {
 		real = filepath.Join(real, name)
@@ -584,10 +584,10 @@ func authorize(op, path string, t target, fd int, name string, fn func(string) e
 	if fn == nil {
 		return nil
 	}
-	real, err := os.Readlink("/proc/self/fd/" + itoa(int64(fd)))
-	if err != nil || !filepath.IsAbs(real) {
+	real, err := resolved(fd)
+	if err != nil {
 		return &Error{Op: op, Path: path, Root: t.root, Kind: KindIO,
-			Err: errors.New("cannot tell where the path resolved (is /proc mounted?), so it cannot be authorized")}
+			Err: errors.New("cannot tell where the path resolved (" + err.Error() + "), so it cannot be authorized")}
 	}
 	if name != "" {
 		real = filepath.Join(real, name)
@@ -600,6 +600,25 @@ func authorize(op, path string, t target, fd int, name string, fn func(string) e
 		return &Error{Op: op, Path: path, Root: t.root, Kind: KindRefused, Err: err}
 	}
 	return nil
+}
+
+// resolved is the path the kernel resolved the descriptor fd to, from /proc/self/fd, once that path is known to name
+// the very file fd is (lstat finds the same device and inode there): a file removed since it was opened is named
+// "PATH (deleted)" there, a path no exact deny or refusal names, and one moved or replaced meanwhile may be named by
+// a path that is now another file's. Either is an error, never a path to decide on.
+func resolved(fd int) (string, error) {
+	real, err := os.Readlink("/proc/self/fd/" + itoa(int64(fd)))
+	if err != nil || !filepath.IsAbs(real) {
+		return "", errors.New("is /proc mounted?")
+	}
+	var st, at unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", err
+	}
+	if err := unix.Fstatat(unix.AT_FDCWD, real, &at, unix.AT_SYMLINK_NOFOLLOW); err != nil || at.Dev != st.Dev || at.Ino != st.Ino {
+		return "", errors.New("it was removed or moved while it was opened")
+	}
+	return real, nil
 }
 
 func within(root, path string) bool {
