@@ -146,7 +146,10 @@ func (p *Pool) takePreopenWorker(key string, ids []dirID) *preopenWorker {
 			continue
 		}
 		p.preIdle = slices.Delete(p.preIdle, i, i+1)
-		if pw.w.gone() {
+		if pw.w.gone() || pw.w.pending() {
+			// Dead, or it spoke while idle (bytes in its socket, a
+			// frame in its mailbox: see Pool.acquireFor): not to be
+			// trusted with another call.
 			p.retirePreopenWorker(pw)
 			return nil
 		}
@@ -156,9 +159,15 @@ func (p *Pool) takePreopenWorker(key string, ids []dirID) *preopenWorker {
 }
 
 // releasePreopenWorker keeps a healthy worker for reuse (the oldest idle
-// one makes room) or ends it.
+// one makes room) or ends it, as Pool.release does: one that sent anything
+// after its answer is not reused either.
 func (p *Pool) releasePreopenWorker(pw *preopenWorker, healthy bool) {
 	if !healthy || pw.w.gone() || p.isClosing() {
+		p.retirePreopenWorker(pw)
+		return
+	}
+	if len(pw.w.frames) > 0 || pw.w.rd.Buffered() > 0 {
+		pw.w.kill(killedProtocol)
 		p.retirePreopenWorker(pw)
 		return
 	}

@@ -31,7 +31,7 @@ type proc struct {
 
 	exited chan struct{} // closed once the process is reaped
 	stop   chan struct{} // closed by kill
-	frames chan frame    // read by the reader goroutine
+	frames chan frame    // read by the reader goroutine; unbuffered (read says why)
 	dead   chan struct{} // closed when the reader stops (EOF, bad frame)
 	err    error         // why the reader stopped; set before dead closes
 
@@ -171,7 +171,7 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 		parentEnd.Close()
 		return nil, fmt.Errorf("start worker %s: %w", argv[0], err)
 	}
-	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame, 16),
+	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame),
 		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, limits: workerFrameLimit}
 	p.rd = bufio.NewReaderSize(p.conn, 64<<10)
 	p.memcg = joinMemcg(p.pid)
@@ -234,7 +234,12 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 // read delivers the worker's frames on p.frames until an answer (hello,
 // loaded, compiled, done), after which it ends without reading on; any
 // malformed frame ends the worker (a worker that breaks the protocol is
-// compromised or broken).
+// compromised or broken). It reads the next frame only once the last was
+// taken (p.frames has no buffer): a frame's body is allocated at the size
+// its header claims, up to its type's limit (a fetch's is 64 MiB), and a
+// holder that waits meanwhile (writing a fetch's reply or a load to a
+// worker that does not read them, until the guard's kill) would otherwise
+// have the parent hold as many such frames as the channel buffered.
 func (p *proc) read() {
 	for {
 		f, err := p.readDirect()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/maiden-run/maiden/api"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -433,9 +432,12 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	if !ok {
 		return errLost
 	}
-	// Loading maps code the parent chose (no guest code runs): lift the
+	// Loading maps code the parent chose (no guest code runs): raise the
 	// limit while it loads, then measure the worker's new resting size.
-	if err := w.setDataLimit(math.MaxUint64); err != nil {
+	// Raise it, not lift it: the worker may have been taken over by an
+	// earlier call, and what it took while "loading" would be its resting
+	// size for good, each later call's limit set over it.
+	if err := w.setDataLimit(w.loadLimit(len(code), p.opts.Allowance)); err != nil {
 		return limitErr(w, err)
 	}
 	// Bounded like a start: a worker that neither reads nor answers is
@@ -490,6 +492,21 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 }
 
 var errLost = fmt.Errorf("%w", ErrLost)
+
+// loadGrowth bounds what loading compiled code may add to a worker's data,
+// per byte of code: measured, a Go tool's code adds 2.6 times its size
+// to VmData, a JS tool's 1.3 times, a WAT tool's nothing seen.
+const loadGrowth = 4
+
+// loadLimit is the worker's data limit while it loads code of n bytes:
+// what it holds now, loadGrowth times the code, and the allowance.
+func (p *proc) loadLimit(n int, allowance uint64) uint64 {
+	held, err := vmData(p.pid)
+	if err != nil || held < p.base {
+		held = p.base
+	}
+	return held + loadGrowth*uint64(n) + allowance
+}
 
 // loadTimeout bounds handing a worker compiled code (deserializing a 46 MB
 // JS artifact takes ~50 ms here).
