@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,22 @@ import (
 // RuleProxyCredential is the rule of a CONNECT refused because its
 // Proxy-Authorization named no live session or the wrong token.
 const RuleProxyCredential = "proxy-credential"
+
+// RuleServerName is the rule of a tunnel whose first bytes were not a TLS
+// ClientHello naming the host its CONNECT was checked for: no SNI, another
+// name, an encrypted ClientHello (whose real name the proxy cannot read),
+// or no TLS at all. A server holding many names on one address (a CDN,
+// a cloud front end, shared hosting) answers for the name the client
+// sends, so the CONNECT's host alone would not bound where a CLI reaches.
+const RuleServerName = "tls-server-name"
+
+const (
+	// helloTimeout bounds the wait for a tunnel's ClientHello.
+	helloTimeout = 10 * time.Second
+	// maxHelloBytes bounds what is read for it (a ClientHello with
+	// post-quantum key shares is a few KiB).
+	maxHelloBytes = 64 << 10
+)
 
 // ConnectProxy is an HTTPS CONNECT proxy on 127.0.0.1 through which a
 // wrapped CLI (operator-chosen native code, confined so that the proxy's
@@ -33,7 +51,12 @@ const RuleProxyCredential = "proxy-credential"
 // unless the policy's AllowCIDRs open them) and exactly those addresses are
 // dialled. Each CONNECT is one audit event (message "http-fetch", method
 // CONNECT, no path), allowed or refused. The bytes of an allowed tunnel are
-// opaque to the proxy (TLS end to end between the CLI and the server).
+// opaque to the proxy (TLS end to end between the CLI and the server),
+// except the first: they must be a TLS ClientHello whose SNI is the checked
+// host (for an IP literal, no name), not encrypted (ECH), or the tunnel is
+// refused (rule tls-server-name) before the server gets a byte. A server
+// holding many names on one address (a CDN) answers for the name the
+// client sends, so without this a CLI allowed one name there reaches all.
 //
 // Identity is per call: [ConnectProxy.Open] makes a session with a random
 // user name and token; the CLI gets them in HTTPS_PROXY and sends them as
@@ -161,10 +184,12 @@ type Tunnel struct {
 // reported on their own: for every CONNECT carrying the session's
 // credential, each is called once; the Authorizer it returns decides that
 // request after the policy (nil: the policy alone), and done is called
-// once with the outcome, after the gate decided and before a byte is
-// tunnelled. Concurrent CONNECTs of one session never share a pair, so
-// what the caller notes per request stays that request's (the host's
-// audit records each tunnel with the decisions of the agent's cards).
+// once with the outcome, after the gate decided (the tunnel's ClientHello
+// too: a refusal of rule RuleServerName) and before a byte is tunnelled to
+// the server. Concurrent CONNECTs of one session never
+// share a pair, so what the caller notes per request stays that request's
+// (the host's audit records each tunnel with the decisions of the agent's
+// cards).
 func (p *ConnectProxy) OpenEach(policy *Policy, caller string, each func() (Authorizer, func(Tunnel))) (*ProxySession, error) {
 	return p.open(policy, nil, each, caller)
 }
@@ -314,9 +339,17 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ev.addr = conn.RemoteAddr().String()
 	ev.rule = RuleAllowed
-	ev.duration = time.Since(start)
-	p.gate.record(r.Context(), &ev)
-	report()
+	// Reported once the ClientHello below is decided (a tunnel it refuses
+	// is a refusal in the caller's record too), or when the tunnel ends
+	// before that.
+	reported := false
+	reportOnce := func() {
+		if !reported {
+			reported = true
+			report()
+		}
+	}
+	defer reportOnce()
 
 	hj, ok := w.(http.Hijacker)
 	if !ok {
@@ -341,8 +374,137 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 		return
 	}
+	// Nothing reaches the server before the ClientHello names the host
+	// that was checked.
+	hello, d, gone := awaitHello(client, buf.Reader, conn, t)
+	if gone {
+		// The server ended the tunnel before the CLI's TLS began: a
+		// failure of an allowed tunnel, not a refusal.
+		ev.rule, ev.reason = RuleFailed, "the server closed the connection (or spoke) before the tunnel's TLS ClientHello"
+		ev.duration = time.Since(start)
+		p.gate.record(r.Context(), &ev)
+		reportOnce()
+		client.Close()
+		conn.Close()
+		return
+	}
+	if !d.Allow {
+		// Recorded before the CLI sees its connection end.
+		s.refuseTunnel(r, &ev, d, start)
+		reportOnce()
+		client.Close()
+		conn.Close()
+		return
+	}
+	ev.duration = time.Since(start)
+	p.gate.record(r.Context(), &ev)
+	reportOnce()
+	if _, err := conn.Write(hello); err != nil {
+		client.Close()
+		conn.Close()
+		return
+	}
 	tunnel(client, buf.Reader, conn)
 }
+
+// refuseTunnel records the refusal of a tunnel the CONNECT's checks
+// allowed, after its 200 (so the CLI is told nothing but a closed
+// connection; the session keeps the reason, as for a 403).
+func (s *ProxySession) refuseTunnel(r *http.Request, ev *event, d Ruling, start time.Time) {
+	ev.refuse(d)
+	ev.duration = time.Since(start)
+	s.proxy.gate.record(r.Context(), ev)
+	s.mu.Lock()
+	if s.refused == "" {
+		s.refused = d.Reason
+	}
+	s.mu.Unlock()
+}
+
+// awaitHello reads the ClientHello of a tunnel to t (readHello) from
+// client, whose buffered reader is in, within helloTimeout. A server that
+// closes the connection (or speaks first, which a TLS server never does)
+// meanwhile ends the wait at once: gone.
+func awaitHello(client net.Conn, in io.Reader, server net.Conn, t target) (hello []byte, d Ruling, gone bool) {
+	_ = client.SetReadDeadline(time.Now().Add(helloTimeout))
+	spoke := make(chan bool, 1)
+	go func() {
+		var b [1]byte
+		n, err := server.Read(b[:])
+		var ne net.Error
+		if n == 0 && errors.As(err, &ne) && ne.Timeout() {
+			spoke <- false // the wait was ended below
+			return
+		}
+		spoke <- true
+		client.Close()
+	}()
+	hello, d = readHello(in, t)
+	_ = server.SetReadDeadline(time.Unix(1, 0))
+	gone = <-spoke
+	_ = server.SetReadDeadline(time.Time{})
+	_ = client.SetReadDeadline(time.Time{})
+	return hello, d, gone
+}
+
+// TLS extensions that hide the server name from the proxy: Encrypted
+// Client Hello, and the draft ESNI before it.
+const (
+	extECH  = 0xfe0d
+	extESNI = 0xffce
+)
+
+// readHello reads the ClientHello a tunnel to t starts with from r and
+// returns the bytes read (to send on, none consumed) and whether it names
+// t: the checked name as SNI, or, for an IP literal, no name (RFC 6066
+// has none for an address) or the literal itself.
+func readHello(r io.Reader, t target) ([]byte, Ruling) {
+	c := &helloConn{r: io.LimitReader(r, maxHelloBytes)}
+	var name string
+	var seen, hidden bool
+	stop := errors.New("seen")
+	_ = tls.Server(c, &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		seen, name = true, h.ServerName
+		hidden = slices.Contains(h.Extensions, extECH) || slices.Contains(h.Extensions, extESNI)
+		return nil, stop
+	}}).Handshake()
+	want := "the name " + quote(t.host)
+	if t.ip.IsValid() {
+		want = "no name"
+	}
+	switch name = strings.TrimSuffix(strings.ToLower(name), "."); {
+	case !seen:
+		return nil, deny(RuleServerName, "the tunnel to %s did not start with a TLS ClientHello; the proxy carries TLS only, to the host its CONNECT named", t.hostPort())
+	case hidden:
+		return nil, deny(RuleServerName, "the tunnel to %s started with an encrypted ClientHello, which hides the server's name from the proxy", t.hostPort())
+	case name == t.host, name == "" && t.ip.IsValid():
+		return c.seen, allowed
+	case name == "":
+		return nil, deny(RuleServerName, "the TLS ClientHello through the tunnel to %s names no server; it must name %s, the host the CONNECT was allowed for", t.hostPort(), quote(t.host))
+	}
+	return nil, deny(RuleServerName, "the TLS ClientHello through the tunnel to %s names %s; it must name %s, the host the CONNECT was allowed for", t.hostPort(), quote(name), want)
+}
+
+// helloConn is the read side of a tunnel's client, for crypto/tls to parse
+// a ClientHello from: it keeps every byte read and writes nothing.
+type helloConn struct {
+	r    io.Reader
+	seen []byte
+}
+
+func (c *helloConn) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.seen = append(c.seen, p[:n]...)
+	return n, err
+}
+
+func (c *helloConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (c *helloConn) Close() error                     { return nil }
+func (c *helloConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+func (c *helloConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
+func (c *helloConn) SetDeadline(time.Time) error      { return nil }
+func (c *helloConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *helloConn) SetWriteDeadline(time.Time) error { return nil }
 
 func (s *ProxySession) refuse(w http.ResponseWriter, r *http.Request, ev *event, d Ruling, start time.Time) {
 	ev.refuse(d)

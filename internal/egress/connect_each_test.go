@@ -2,6 +2,7 @@ package egress_test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/testkit"
@@ -20,7 +22,7 @@ import (
 // be decided by another request's Authorizer, go unreported, or be
 // reported twice — also when a CLI opens tunnels concurrently.
 func TestConnectProxyOpenEachReportsEveryConnect(t *testing.T) {
-	lport, _ := countingListener(t)
+	lport := holdingListener(t)
 	e := newProxyEnv(t, testkit.Loopback("api.example.com", "card.example.com"))
 	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 
@@ -75,9 +77,12 @@ func TestConnectProxyOpenEachReportsEveryConnect(t *testing.T) {
 			mu.Lock()
 			before := len(pairs)
 			mu.Unlock()
-			if status, body := rawConnect(t, e.proxy.Port(), c.target, basic(s)); status != c.status {
-				t.Fatalf("status %d (%s), want %d", status, body, c.status)
+			if status, err := connectStatus(e.proxy.Port(), c.target, basic(s)); err != nil || status != c.status {
+				t.Fatalf("status %d (%v), want %d", status, err, c.status)
 			}
+			// A refusal is reported before its 403; an allowed tunnel once
+			// its ClientHello is decided.
+			waitReports(t, &mu, func() bool { return len(pairs) == before+1 && len(pairs[before].reports) > 0 })
 			mu.Lock()
 			defer mu.Unlock()
 			if len(pairs) != before+1 {
@@ -122,6 +127,14 @@ func TestConnectProxyOpenEachReportsEveryConnect(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	waitReports(t, &mu, func() bool {
+		for _, p := range pairs {
+			if len(p.reports) == 0 {
+				return false
+			}
+		}
+		return len(pairs) == n
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(pairs) != n {
@@ -140,8 +153,53 @@ func TestConnectProxyOpenEachReportsEveryConnect(t *testing.T) {
 	}
 }
 
+// holdingListener accepts connections on loopback and holds each until its
+// peer closes it: a server that never ends a tunnel first, so an allowed
+// tunnel's report is decided by its ClientHello alone.
+func holdingListener(t *testing.T) (port int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// waitReports waits (at most 10 s) until done, read under mu, holds: an
+// allowed tunnel is reported once its ClientHello is decided, after the 200
+// its client saw.
+func waitReports(t *testing.T, mu *sync.Mutex, done func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		mu.Lock()
+		ok := done()
+		mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatal("the proxy did not report every CONNECT within 10 s")
+		}
+	}
+}
+
 // connectStatus is rawConnect for another goroutine than the test's: it
-// returns its error instead of failing the test.
+// returns its error instead of failing the test. Once a tunnel is open it
+// starts a TLS handshake naming the target's host, which the proxy checks
+// (the listener behind it speaks no TLS, so the handshake itself fails).
 func connectStatus(proxyPort int, target, auth string) (int, error) {
 	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(proxyPort))
 	if err != nil {
@@ -156,5 +214,10 @@ func connectStatus(proxyPort int, target, auth string) (int, error) {
 		return 0, err
 	}
 	resp.Body.Close()
+	if resp.StatusCode == 200 {
+		host, _, _ := net.SplitHostPort(target)
+		c.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		_ = tls.Client(c, &tls.Config{ServerName: host, InsecureSkipVerify: true}).Handshake()
+	}
 	return resp.StatusCode, nil
 }

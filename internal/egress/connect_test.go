@@ -385,10 +385,20 @@ func slogJSON(w io.Writer) *slog.Logger {
 // Closing a session (the call ended) closes its open tunnels and refuses
 // its credential from then on.
 func TestConnectProxySessionCloseEndsTunnels(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// An echo server speaking TLS as echo.example.com: the proxy carries
+	// only a tunnel whose ClientHello names the host it checked.
+	named, ca := testkit.TLSServer(t, http.NotFoundHandler(), "echo.example.com")
+	pemCA, err := os.ReadFile(ca)
 	if err != nil {
 		t.Fatal(err)
 	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pemCA)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := tls.NewListener(raw, &tls.Config{Certificates: named.TLS.Certificates})
 	defer ln.Close()
 	go func() {
 		for {
@@ -422,12 +432,14 @@ func TestConnectProxySessionCloseEndsTunnels(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
-	io.WriteString(c, "ping\n")
-	if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+	tc := tls.Client(&readerConn{c, br}, &tls.Config{ServerName: "echo.example.com", RootCAs: roots})
+	tr := bufio.NewReader(tc)
+	io.WriteString(tc, "ping\n")
+	if line, err := tr.ReadString('\n'); err != nil || line != "ping\n" {
 		t.Fatalf("through the tunnel: %q %v", line, err)
 	}
 	s.Close()
-	if _, err := br.ReadString('\n'); err == nil {
+	if _, err := tr.ReadString('\n'); err == nil {
 		t.Fatal("the tunnel is still open after the session closed")
 	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("the tunnel is still open after the session closed (read timed out)")
@@ -436,3 +448,12 @@ func TestConnectProxySessionCloseEndsTunnels(t *testing.T) {
 		t.Fatalf("a closed session's credential: %d", status)
 	}
 }
+
+// readerConn is a connection whose reads come through r (which may hold
+// bytes already read from it).
+type readerConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
