@@ -68,19 +68,19 @@ func normalizeURL(raw string) (target, Ruling) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return target{}, deny(RuleURL, "URL %s does not parse: %s", quote(raw), urlErrText(err))
+		return target{}, deny(RuleURL, "URL %s does not parse: %s", quote(shownURL(raw)), urlErrText(err))
 	}
 	if u.Scheme == "" {
-		return target{}, deny(RuleURL, "URL %s is not absolute; want https://host/path", quote(raw))
+		return target{}, deny(RuleURL, "URL %s is not absolute; want https://host/path", quote(shownURL(raw)))
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
 		return target{}, deny(RuleHTTPSRequired, "scheme %s is not allowed; http-fetch speaks https (plain http only to loopback)", quote(u.Scheme))
 	}
 	if u.Opaque != "" || len(raw) < len(u.Scheme)+3 || !strings.EqualFold(raw[:len(u.Scheme)+3], u.Scheme+"://") {
-		return target{}, deny(RuleURL, "URL %s is not of the form %s://host/path", quote(raw), u.Scheme)
+		return target{}, deny(RuleURL, "URL %s is not of the form %s://host/path", quote(shownURL(raw)), u.Scheme)
 	}
 	if u.User != nil {
-		return target{}, deny(RuleUserinfo, "URL %s contains user info before '@'; the host is what follows it, and credentials are attached by name", quote(raw))
+		return target{}, deny(RuleUserinfo, "URL %s contains user info before '@'; the host is what follows it, and credentials are attached by name", quote(shownURL(raw)))
 	}
 	// The authority as written must be exactly what the parser took as the
 	// host: url.Parse decodes escapes in hosts, so "%c3%a4pi" would
@@ -95,10 +95,10 @@ func normalizeURL(raw string) (target, Ruling) {
 	if auth != u.Host {
 		// Unreachable with today's net/url once '@' and '%' are refused;
 		// kept so a parser change fails closed.
-		return target{}, deny(RuleURL, "URL %s does not parse unambiguously", quote(raw))
+		return target{}, deny(RuleURL, "URL %s does not parse unambiguously", quote(shownURL(raw)))
 	}
 	if u.Host == "" {
-		return target{}, deny(RuleURL, "URL %s has no host", quote(raw))
+		return target{}, deny(RuleURL, "URL %s has no host", quote(shownURL(raw)))
 	}
 
 	t := target{scheme: u.Scheme}
@@ -118,7 +118,7 @@ func normalizeURL(raw string) (target, Ruling) {
 		rawPath = "/"
 	}
 	if !strings.HasPrefix(rawPath, "/") {
-		return target{}, deny(RuleURL, "path of URL %s does not start with '/'", quote(raw))
+		return target{}, deny(RuleURL, "path of URL %s does not start with '/'", quote(shownURL(raw)))
 	}
 	var d Ruling
 	if t.path, d = escapeRaw(rawPath, "path", pathByteOK); !d.Allow {
@@ -128,6 +128,33 @@ func normalizeURL(raw string) (target, Ruling) {
 		return target{}, d
 	}
 	return t, allowed
+}
+
+// shownURL is raw as a refusal quotes it: without its query and fragment,
+// and with the password of any user info masked (as url.URL.Redacted
+// does). A refusal is the reason of an audit event, which never holds the
+// query string (a caller's own keys travel there), and web_fetch's error,
+// which reaches the call's audit record.
+func shownURL(raw string) string {
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	auth, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		auth, path = rest[:i], rest[i:]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 {
+		return raw
+	}
+	if user, _, hasPass := strings.Cut(auth[:at], ":"); hasPass {
+		auth = user + ":xxxxx" + auth[at:]
+	}
+	return scheme + "://" + auth + path
 }
 
 func (t *target) setHost(u *url.URL) Ruling {
