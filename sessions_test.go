@@ -635,6 +635,84 @@ fs = [{ path = "`+mine+`", access = "write", match = "subtree" }]
 	}
 }
 
+// TestWrappedCLIReadPathThroughSymlink (security review of the fs cards,
+// its read half): a wrapped CLI's read_paths are the operator's names,
+// and Landlock's rule binds what a name resolves to when the run starts.
+// A read path beneath a directory the agent may write (another CLI's
+// write_paths) the agent can turn into a symlink to anything maiden can
+// read: here rmdir and ln (write_paths mine) make mine/ref a link to
+// secret; cat, whose read_paths name mine/ref, must then not print
+// secret/key: the run is refused, naming the path and its symlink.
+func TestWrappedCLIReadPathThroughSymlink(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, secret := filepath.Join(root, "mine"), filepath.Join(root, "secret")
+	ref := filepath.Join(mine, "ref")
+	for _, d := range []string{ref, secret} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const key = "s3cret-key-material"
+	if err := os.WriteFile(filepath.Join(secret, "key"), []byte(key), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ref, "key"), []byte("public"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.ln]
+path = "/usr/bin/ln"
+command = '{"maiden_command": 1, "name": "ln", "end_of_options": "--", "options": [{"name": "symbolic", "kind": "bool"}, {"name": "no-target-directory", "kind": "bool"}, {"name": "force", "kind": "bool"}], "positionals": [{"name": "args", "variadic": true}]}'
+write_paths = ["`+mine+`"]
+[clis.rmdir]
+path = "/usr/bin/rmdir"
+command = '{"maiden_command": 1, "name": "rmdir", "end_of_options": "--", "positionals": [{"name": "dirs", "variadic": true}]}'
+write_paths = ["`+mine+`"]
+[clis.cat]
+path = "/usr/bin/cat"
+command = '{"maiden_command": 1, "name": "cat", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+read_paths = ["`+ref+`"]
+[agents.coder]
+tools = ["ln", "rmdir", "cat"]
+grants = ["tool:invoke ln --... -- ...", "tool:invoke rmdir -- ...", "tool:invoke cat -- ...", "fs:write `+mine+`/**"]
+[agents.coder.boundary]
+fs = [{ path = "`+mine+`", access = "write", match = "subtree" }]
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+	// The controls: cat reads its read path while it is a directory, and
+	// not the secret beside it.
+	if res := sessCall(t, h, "s1", "cat", map[string]any{"files": []string{filepath.Join(ref, "key")}}); !res.OK || res.Output != "public" {
+		t.Fatalf("cat in the read path while it is a directory: %+v %+v", res, res.Error)
+	}
+	if res := sessCall(t, h, "s1", "cat", map[string]any{"files": []string{filepath.Join(secret, "key")}}); res.OK || strings.Contains(res.Output, key) {
+		t.Fatalf("cat outside its read path: %+v", res)
+	}
+	if err := os.Remove(filepath.Join(ref, "key")); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's own doing, within what its cards and boundary allow.
+	if res := sessCall(t, h, "s1", "rmdir", map[string]any{"dirs": []string{ref}}); !res.OK {
+		t.Fatalf("rmdir %s: %+v", ref, res.Error)
+	}
+	if res := sessCall(t, h, "s1", "ln", map[string]any{"symbolic": true, "args": []string{"../secret", ref}}); !res.OK {
+		t.Fatalf("ln -s ../secret %s: %+v", ref, res.Error)
+	}
+	if fi, err := os.Lstat(ref); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("%s: %v, %v: want the symlink the agent made", ref, fi, err)
+	}
+	res := sessCall(t, h, "s1", "cat", map[string]any{"files": []string{filepath.Join(ref, "key")}})
+	if b, _ := json.Marshal(res); strings.Contains(string(b), key) {
+		t.Fatalf("cat %s/key printed %s/key through the link, which the operator never let it read: %s", ref, secret, b)
+	}
+	if res.OK || !strings.Contains(res.Error.Message, ref) || !strings.Contains(res.Error.Message, "symlink") {
+		t.Errorf("cat through the symlinked read path: %+v %+v, want the run refused naming %s and its symlink", res, res.Error, ref)
+	}
+}
+
 // TestBoundaryRecheckedAfterApproval (found by a security review): the
 // session's boundary is read again after the approval wait, so a downgrade
 // (network off) or the session's end while a human decides stops the

@@ -101,10 +101,12 @@ type Call struct {
 	Cmd  *command.Invocation // the validated call: argv and stdin come from it only
 	Dir  string
 	Env  []string
-	// ReadOnly and Writable are the Landlock paths; ProxyPort the one TCP
-	// port it may connect to (0: none).
-	ReadOnly, Writable []string
-	ProxyPort          int
+	// ReadOnly and Writable are the Landlock paths (named by their real
+	// path: a symlink on one refuses the run); SystemReadOnly the system
+	// files the host adds (the CA bundle), which may be reached through
+	// links; ProxyPort the one TCP port it may connect to (0: none).
+	ReadOnly, Writable, SystemReadOnly []string
+	ProxyPort                          int
 	// Redact is applied to its stdout and stderr.
 	Redact func(string) string
 }
@@ -141,7 +143,8 @@ func Run(ctx context.Context, c Call) (Outcome, error) {
 	}
 	res, err := confine.Run(ctx, confine.Spec{
 		Path: t.Path, Args: c.Cmd.Argv(style), Dir: c.Dir, Env: c.Env, Stdin: stdin,
-		ReadOnly: c.ReadOnly, Writable: c.Writable, ProxyPort: c.ProxyPort, Timeout: t.Timeout, MaxOutput: cli.MaxOutputBytes,
+		ReadOnly: c.ReadOnly, Writable: c.Writable, SystemReadOnly: c.SystemReadOnly, ProxyPort: c.ProxyPort,
+		Timeout: t.Timeout, MaxOutput: cli.MaxOutputBytes,
 		Limits: confine.Limits{Memory: t.MemoryBytes}, Unconfined: cli.Unconfined,
 	})
 	if err != nil {

@@ -38,12 +38,12 @@ type Started struct {
 
 // StartCmd starts cmd confined as s says, for a process that outlives one
 // call (a stdio MCP upstream): the caller keeps cmd's pipes and waits for
-// it with cmd.Wait as usual. From s it takes ReadOnly, Writable, ProxyPort,
-// Limits and Unconfined; the program, arguments, environment (nil means
-// empty, never maiden's) and directory are cmd's; cmd.Path must be
-// absolute and cmd.ExtraFiles empty. cmd gets its own process group
-// (SysProcAttr.Setpgid) and is killed if maiden dies; ending it (the whole
-// group) is the caller's job.
+// it with cmd.Wait as usual. From s it takes ReadOnly, Writable,
+// SystemReadOnly, ProxyPort, Limits and Unconfined; the program,
+// arguments, environment (nil means empty, never maiden's) and directory
+// are cmd's; cmd.Path must be absolute and cmd.ExtraFiles empty. cmd gets
+// its own process group (SysProcAttr.Setpgid) and is killed if maiden
+// dies; ending it (the whole group) is the caller's job.
 //
 // Unlike Run, it starts this program again as a trampoline (exec.Cmd has no
 // way to run code between fork and exec): a C constructor that runs before

@@ -27,8 +27,16 @@ type Spec struct {
 	// ReadOnly are paths (files or directory trees) the program may read
 	// and execute. Writable are paths it may also write, create and remove
 	// in. Both are added to [StartPaths]. A path that does not exist is an
-	// error.
+	// error, and so is one with a symlink anywhere on it: they are decided
+	// by name (the configuration's read_paths and write_paths, the cards),
+	// and a link there, which whoever writes its parent can make between
+	// two runs, would lead the rule anywhere.
 	ReadOnly, Writable []string
+	// SystemReadOnly are read-only paths the caller adds itself, fixed
+	// system files no one it confines names (the CA bundle, OpenSSL's
+	// configuration): like the start paths they are opened following
+	// links (/etc/ssl/certs is one on some systems).
+	SystemReadOnly []string
 	// ProxyPort, if not 0, is the one TCP port the program may connect to
 	// (the egress CONNECT proxy on 127.0.0.1); 0 means no network at all.
 	// Landlock rules are per port, not per address: see docs/confinement.md.

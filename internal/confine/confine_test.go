@@ -493,8 +493,9 @@ func syscallKill(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }
 // binds whatever the name resolves to when the run starts. A writable path that is a symlink, or has one on its way
 // (which a CLI writing the parent directory, or any tool writing there, can make between two runs), would make the
 // link's target writable: the run is refused with an error naming the path, and nothing is written there. A
-// symlink inside a writable path still leads nowhere (the control), and read-only paths still follow links (the
-// system's library directories are links on merged-/usr systems).
+// symlink inside a writable path still leads nowhere (the control), and SystemReadOnly paths still follow links (as
+// the start paths do: the system's library directories are links on merged-/usr systems; TestReadPathSymlinkRefused
+// has the declared read-only paths).
 func TestWritableSymlinkRefused(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -534,9 +535,73 @@ func TestWritableSymlinkRefused(t *testing.T) {
 	}
 	// The control: a link inside a writable path is not its target.
 	mustRefuse(t, "through a link inside a writable path", mode(t, "write", confine.Spec{Writable: []string{mine}}, filepath.Join(cache, "planted")))
-	// Read-only paths follow links, as before.
+	// The system paths the caller adds follow links, as the start paths do.
 	if err := os.WriteFile(filepath.Join(theirs, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustAllow(t, "a read-only path through a link", mode(t, "read", confine.Spec{ReadOnly: []string{alink}}, filepath.Join(alink, "f")))
+	mustAllow(t, "a system read-only path through a link", mode(t, "read", confine.Spec{SystemReadOnly: []string{alink}}, filepath.Join(alink, "f")))
+}
+
+// TestReadPathSymlinkRefused (security review of the fs cards, its read half): a declared read-only path (a wrapped
+// CLI's read_paths, an MCP server's read_paths and dir) is decided by its name, the operator's, while a Landlock rule
+// binds whatever the name resolves to when the run starts. One beneath a directory the agent can write (through a
+// CLI's write_paths) it can replace with a symlink to anything maiden can read (~/.ssh, /etc): a read path that is a
+// symlink, or has one on its way, refuses the run with an error naming it, and the file behind the link is not read.
+// The controls: the same tree named by its real path is readable, and SystemReadOnly (the CA bundle, the paths the
+// caller adds itself) follows links as the start paths do.
+func TestReadPathSymlinkRefused(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, secret := filepath.Join(dir, "mine"), filepath.Join(dir, "secret")
+	for _, d := range []string{mine, filepath.Join(secret, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(secret, "key"), filepath.Join(secret, "sub", "key")} {
+		if err := os.WriteFile(f, []byte("s3cret"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref, alink, flink := filepath.Join(mine, "ref"), filepath.Join(dir, "alink"), filepath.Join(mine, "key")
+	for link, target := range map[string]string{ref: "../secret", alink: "secret", flink: "../secret/key"} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ name, readable, read string }{
+		{"the path is a symlink", ref, filepath.Join(ref, "key")},
+		{"a symlink on its way", filepath.Join(alink, "sub"), filepath.Join(alink, "sub", "key")},
+		{"a symlink to a file", flink, flink},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := confine.Run(ctx, confine.Spec{Path: self(t), Args: []string{c.read}, Env: []string{modeEnv + "=read"},
+				ReadOnly: []string{mine, c.readable}})
+			if string(res.Stdout) == "ok" {
+				t.Errorf("read path %s: %s was read through the link", c.readable, c.read)
+			}
+			if err == nil || !strings.Contains(err.Error(), "read path "+c.readable) || !strings.Contains(err.Error(), "symlink") {
+				t.Errorf("read path %s: err %v (stdout %q), want the run refused naming the path and its symlink", c.readable, err, res.Stdout)
+			}
+		})
+	}
+	// The controls: the real path reads; a system path through a link too.
+	mustAllow(t, "the real path", mode(t, "read", confine.Spec{ReadOnly: []string{secret}}, filepath.Join(secret, "sub", "key")))
+	mustAllow(t, "a system path through a link", mode(t, "read", confine.Spec{SystemReadOnly: []string{ref}}, filepath.Join(ref, "key")))
+	// A link inside a declared read path still leads nowhere.
+	mustRefuse(t, "through a link inside a read path", mode(t, "read", confine.Spec{ReadOnly: []string{mine}}, filepath.Join(ref, "key")))
+	// StartCmd (a stdio MCP server's read_paths and dir) refuses it too.
+	cmd := exec.Command(self(t))
+	cmd.Env = []string{modeEnv + "=serve"}
+	if _, err := confine.StartCmd(cmd, confine.Spec{ReadOnly: []string{ref}}); err == nil || !strings.Contains(err.Error(), "read path "+ref) || !strings.Contains(err.Error(), "symlink") {
+		if err == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		t.Errorf("StartCmd with read path %s: %v, want it refused naming the path and its symlink", ref, err)
+	}
 }

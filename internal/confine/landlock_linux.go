@@ -60,7 +60,7 @@ type pathRule struct {
 	// optional paths are skipped when missing (the start paths).
 	optional bool
 	// noFollow: opened without following a symlink anywhere on the path
-	// (the declared writable paths: openNoFollow).
+	// (the declared read-only and writable paths: openNoFollow).
 	noFollow bool
 }
 
@@ -75,8 +75,11 @@ func rules(s *wireSpec) []pathRule {
 		out = append(out, pathRule{path: real})
 	}
 	out = append(out, pathRule{path: "/dev/null", write: true, optional: true})
-	for _, p := range s.ReadOnly {
+	for _, p := range s.SystemReadOnly {
 		out = append(out, pathRule{path: p})
+	}
+	for _, p := range s.ReadOnly {
+		out = append(out, pathRule{path: p, noFollow: true})
 	}
 	for _, p := range s.Writable {
 		out = append(out, pathRule{path: p, write: true, noFollow: true})
@@ -133,7 +136,11 @@ func buildRuleset(s *wireSpec, abi int) (int, error) {
 				continue
 			}
 			if r.noFollow && errors.Is(err, unix.ELOOP) {
-				return -1, fmt.Errorf("writable path %s: a symlink is on its path (writable paths are named by their real path: a link there could lead anywhere)", r.path)
+				kind := "read path"
+				if r.write {
+					kind = "writable path"
+				}
+				return -1, fmt.Errorf("%s %s: a symlink is on its path (%ss are named by their real path: a link there could lead anywhere)", kind, r.path, kind)
 			}
 			return -1, fmt.Errorf("path %s: %v", r.path, err)
 		}
@@ -171,17 +178,19 @@ func buildRuleset(s *wireSpec, abi int) (int, error) {
 	return int(fd), nil
 }
 
-// openFollow opens path as O_PATH, following symlinks: a read-only path (the system's library directories are links
-// on merged-/usr systems, the CA bundle's directory on some).
+// openFollow opens path as O_PATH, following symlinks: a path maiden adds itself (the start paths: the system's
+// library directories are links on merged-/usr systems; the executable; Spec.SystemReadOnly, the CA bundle's
+// directory is a link on some).
 func openFollow(path string) (int, error) {
 	return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 }
 
-// openNoFollow opens path as O_PATH without following a symlink anywhere on it (ELOOP if there is one): a writable
-// path is decided by its name (a wrapped CLI's write_paths by the session's boundary and the agent's fs:write cards),
-// and a Landlock rule binds what the name resolves to, so a link there (which whoever writes its parent can make
-// between two runs) would make its target writable. openat2 with RESOLVE_NO_SYMLINKS, else a walk from / opening
-// one component at a time with O_NOFOLLOW.
+// openNoFollow opens path as O_PATH without following a symlink anywhere on it (ELOOP if there is one): a declared
+// path is decided by its name (a wrapped CLI's write_paths by the session's boundary and the agent's fs:write cards,
+// its read_paths and an MCP server's by the operator), and a Landlock rule binds what the name resolves to, so a
+// link there (which whoever writes its parent can make between two runs: the agent, through a CLI whose
+// write_paths hold it) would make its target writable, or readable. openat2 with RESOLVE_NO_SYMLINKS, else a walk
+// from / opening one component at a time with O_NOFOLLOW.
 func openNoFollow(path string) (int, error) {
 	if !walkForTesting {
 		fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,

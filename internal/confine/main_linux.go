@@ -13,6 +13,9 @@ type wireSpec struct {
 	Limits    Limits
 	// Landlock is the ABI to confine with; 0 means none (Unconfined).
 	Landlock int
+	// SystemReadOnly are opened following links; ReadOnly and Writable
+	// are not.
+	SystemReadOnly []string
 }
 
 // Main must be called first thing in main by a program that uses Probe:

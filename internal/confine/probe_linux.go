@@ -112,6 +112,10 @@ func Probe(ctx context.Context) (Status, error) {
 		return st, fmt.Errorf("confine: probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	// Declared paths are named by their real path (a TMPDIR may be a link).
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return st, fmt.Errorf("confine: probe: %w", err)
+	}
 	ro, rw := filepath.Join(dir, "ro"), filepath.Join(dir, "rw")
 	secret := filepath.Join(dir, "secret")
 	for _, d := range []string{ro, rw} {

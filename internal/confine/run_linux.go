@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,7 +187,7 @@ func prepare(s Spec) (*wireSpec, bool, error) {
 	if !filepath.IsAbs(s.Path) {
 		return nil, false, fmt.Errorf("confine: executable %q is not an absolute path", s.Path)
 	}
-	for _, p := range append(append([]string{}, s.ReadOnly...), s.Writable...) {
+	for _, p := range slices.Concat(s.ReadOnly, s.Writable, s.SystemReadOnly) {
 		if !filepath.IsAbs(p) {
 			return nil, false, fmt.Errorf("confine: path %q is not absolute", p)
 		}
@@ -199,7 +200,7 @@ func prepare(s Spec) (*wireSpec, bool, error) {
 	}
 	ws := &wireSpec{
 		Path: s.Path, Argv: append([]string{s.Path}, s.Args...), Env: s.Env,
-		ReadOnly: s.ReadOnly, Writable: s.Writable, ProxyPort: s.ProxyPort,
+		ReadOnly: s.ReadOnly, Writable: s.Writable, SystemReadOnly: s.SystemReadOnly, ProxyPort: s.ProxyPort,
 		Limits: s.Limits.withDefaults(),
 	}
 	abi, why := landlockABI()

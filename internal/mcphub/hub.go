@@ -165,6 +165,9 @@ func (u *Hub) entry(ctx context.Context, name string, imp *config.MCPImport, acq
 		// A stdio server is someone else's program: it runs under the
 		// confinement of wrapped CLIs (Landlock to its paths, no network,
 		// rlimits, its own process group), proven by the probe first.
+		// Its read_paths and dir, as its write_paths, are named by their
+		// real path: confine refuses to start it with a symlink on one
+		// (the agent may have made it, writing the parent through a CLI).
 		spec := confine.Spec{ReadOnly: imp.ReadPaths, Writable: imp.WritePaths, Unconfined: imp.Unconfined}
 		if imp.Dir != "" {
 			spec.ReadOnly = append(slices.Clone(spec.ReadOnly), imp.Dir)
@@ -172,8 +175,8 @@ func (u *Hub) entry(ctx context.Context, name string, imp *config.MCPImport, acq
 		if _, err := os.Stat(OpenSSLConfig); err == nil {
 			// Node (and any program linked with OpenSSL 3) reads it as it
 			// starts and exits if it cannot; the file only, not /etc/ssl
-			// (whose private/ holds keys).
-			spec.ReadOnly = append(slices.Clone(spec.ReadOnly), OpenSSLConfig)
+			// (whose private/ holds keys). A system file: it may be a link.
+			spec.SystemReadOnly = []string{OpenSSLConfig}
 		}
 		opts.Start = func(cmd *exec.Cmd) error {
 			if u.o.Confinement != nil {

@@ -222,7 +222,11 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 	if dir == "" {
 		dir = inv.cfg.Dir()
 	}
-	readOnly, proxyPort := cli.ReadPaths, 0
+	// Its read_paths are named by their real path: confine refuses a run
+	// with a symlink on one (the agent may have made it, writing its
+	// parent through a CLI); the system's CA bundle, added here, may be
+	// reached through links.
+	readOnly, system, proxyPort := cli.ReadPaths, []string(nil), 0
 	refusal := func() string { return "" } // the proxy's first refused CONNECT
 	if len(t.HTTPAllow) > 0 {
 		// Its only road out: maiden's CONNECT proxy on loopback, which
@@ -265,7 +269,7 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 		refusal = sess.Refusal
 		for _, p := range []string{"/etc/ssl/certs", "/usr/share/ca-certificates", "/etc/ssl/openssl.cnf"} {
 			if _, err := os.Stat(p); err == nil {
-				readOnly = append(slices.Clone(readOnly), p) // the system's CA bundle, to verify the servers
+				system = append(system, p) // the system's CA bundle, to verify the servers
 			}
 		}
 	}
@@ -281,7 +285,7 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 	}
 	readOnly = append(slices.Clone(readOnly), lost...)
 	out, err := clitool.Run(ctx, clitool.Call{
-		Tool: t, Cmd: inv.cmd, Dir: dir, Env: env, ReadOnly: readOnly, Writable: writable, ProxyPort: proxyPort,
+		Tool: t, Cmd: inv.cmd, Dir: dir, Env: env, ReadOnly: readOnly, Writable: writable, SystemReadOnly: system, ProxyPort: proxyPort,
 		Redact: b.gate.Redactor(inv.policy),
 	})
 	if err != nil {
