@@ -89,7 +89,7 @@ func genGrant(r *reader) (grant.Grant, bool) {
 	default:
 		s = "tool:" + r.pick("invoke", "*") + " " + r.pick("t", "x", "*", "t*")
 		for n := r.next() % 3; n > 0; n-- {
-			name := r.pick("a", "b")
+			name := r.pick("a", "b", "A")
 			switch r.next() % 4 {
 			case 0:
 				s += " --" + name
@@ -147,7 +147,7 @@ func genTarget(r *reader) grant.Target {
 	}
 	var args []grant.Arg
 	for n := r.next() % 3; n > 0; n-- {
-		name := r.pick("a", "b", "c")
+		name := r.pick("a", "b", "c", "A")
 		switch r.next() % 3 {
 		case 0:
 			args = append(args, grant.Arg{Name: name, Form: grant.FormTrue})

@@ -262,7 +262,7 @@ func (d Decision) API() api.Decision {
 // allowed decision allocates nothing.
 func (w *Wallet) Decide(t grant.Target) Decision {
 	for _, c := range w.upper {
-		if g, ok := first(c.UpperNeg, &t); ok {
+		if g, ok := firstForbidding(c.UpperNeg, &t); ok {
 			return w.deny(t, c.ID, api.DecisionUpperNegative, g.Grant, revoke(c.ID),
 				fmt.Sprintf("card %s of agent %q forbids %s (its upper-negative grant %q; only revoking that card lifts it: maiden cards revoke %s)",
 					c.ID, w.agent, short(t), g.Grant.String(), c.ID))
@@ -282,7 +282,7 @@ func (w *Wallet) Decide(t grant.Target) Decision {
 			if !e.g.Grant.AllowsRef(&t) {
 				continue
 			}
-			if n, neg := first(e.card.LowerNeg, &t); neg {
+			if n, neg := firstForbidding(e.card.LowerNeg, &t); neg {
 				if excepted == nil {
 					excepted, exceptedBy = e.card, n
 				}
@@ -389,6 +389,19 @@ func revoke(id string) string { return "maiden cards revoke " + id }
 func first(gs []Grant, t *grant.Target) (Grant, bool) {
 	for i := range gs {
 		if gs[i].Grant.AllowsRef(t) {
+			return gs[i], true
+		}
+	}
+	return Grant{}, false
+}
+
+// firstForbidding returns the first prohibiting grant of gs (a card's
+// lower- or upper-negative list) that forbids t (grant.ForbidsRef: a case
+// variant of a name it names, which Go's JSON decoder reads as that name,
+// does not escape it).
+func firstForbidding(gs []Grant, t *grant.Target) (Grant, bool) {
+	for i := range gs {
+		if gs[i].Grant.ForbidsRef(t) {
 			return gs[i], true
 		}
 	}

@@ -139,7 +139,10 @@ func coverArgs(parent []argPattern, prest bool, child []argPattern, crest bool) 
 		case j >= len(child) || i < len(parent) && parent[i].name < child[j].name:
 			return false // the child allows calls without this parent-required name
 		case i >= len(parent) || child[j].name < parent[i].name:
-			if !prest {
+			// A name only the child names is allowed by the parent's
+			// "--..." unless it is a case variant of a name the parent
+			// names, which the parent refuses (foldsOnto).
+			if !prest || foldsOnto(parent, child[j].name) {
 				return false
 			}
 			j++
@@ -165,4 +168,94 @@ func coverArgs(parent []argPattern, prest bool, child []argPattern, crest bool) 
 		}
 	}
 	return true
+}
+
+// forbidArgs reports whether a prohibiting grant's patterns (a card's
+// lower-negative or upper-negative grant) forbid args: when they match
+// args, and when they match what a JSON reader that folds case reads of
+// them. Go's encoding/json fills a field from any case variant of its
+// name, the last key winning, so {"MESSAGE":"hello"} and {"message":"hi",
+// "MESSAGE":"hello"} reach a Go tool as message=hello: for each name the
+// patterns name, any one of the call's arguments whose name folds onto it
+// may be the one the tool reads (the others are then read by nobody), and
+// if some such reading matches, the call is forbidden. A call with no case
+// variant of a named name costs nothing more than matchArgs.
+func forbidArgs(pats []argPattern, rest bool, args []Arg) bool {
+	if matchArgs(pats, rest, args) {
+		return true
+	}
+	variant := false
+	for j := range args {
+		if foldsOnto(pats, args[j].Name) && !namedExactly(pats, args[j].Name) {
+			variant = true
+			break
+		}
+	}
+	if !variant {
+		return false
+	}
+	// Each group of patterns of one name must be matched by the group of
+	// arguments of some name folding onto it; arguments folding onto no
+	// named name need rest.
+	for i := 0; i < len(pats); {
+		name := pats[i].name
+		i2 := i + 1
+		for i2 < len(pats) && pats[i2].name == name {
+			i2++
+		}
+		for k := range pats {
+			if pats[k].name != name && strings.EqualFold(pats[k].name, name) {
+				// The grant names two case variants itself: which one a
+				// folding reader fills is not known; forbid.
+				return true
+			}
+		}
+		found := false
+		for j := 0; j < len(args) && !found; {
+			j2 := j + 1
+			for j2 < len(args) && args[j2].Name == args[j].Name {
+				j2++
+			}
+			if strings.EqualFold(args[j].Name, name) && groupMatches(pats[i:i2], args[j:j2]) {
+				found = true
+			}
+			j = j2
+		}
+		if !found {
+			return false
+		}
+		i = i2
+	}
+	if !rest {
+		for j := range args {
+			if !foldsOnto(pats, args[j].Name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// groupMatches: the arguments of one name match the patterns of one name,
+// as many, in order, each with the same form and a matching value.
+func groupMatches(pats []argPattern, args []Arg) bool {
+	if len(pats) != len(args) {
+		return false
+	}
+	for k := range pats {
+		if pats[k].form != args[k].Form || pats[k].form == FormValue && !pats[k].value.Match(args[k].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// namedExactly reports whether a pattern names name exactly.
+func namedExactly(pats []argPattern, name string) bool {
+	for i := range pats {
+		if pats[i].name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -129,7 +129,7 @@ func genGrant(b []byte) Grant {
 	}
 	s := "tool:invoke " + []string{"t", "*", "t*"}[r.next()%3]
 	for n := r.next() % 4; n > 0; n-- {
-		name := []string{"a", "b"}[r.next()%2]
+		name := []string{"a", "b", "A"}[r.next()%3]
 		switch r.next() % 4 {
 		case 0:
 			s += " --" + name
@@ -206,7 +206,7 @@ func genTargets(child Grant, tb []byte) []Target {
 			}
 		}
 		if r.next()%2 == 0 {
-			args = append(args, Arg{Name: []string{"a", "b", "c"}[r.next()%3], Value: "a"})
+			args = append(args, Arg{Name: []string{"a", "b", "c", "A"}[r.next()%4], Value: "a"})
 		}
 		tg := ToolTarget([]string{"t", "tx", "x"}[r.next()%3], args)
 		tg.Component = fuzzComponents[r.next()%3]

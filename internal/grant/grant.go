@@ -342,6 +342,25 @@ func (g *Grant) AllowsRef(t *Target) bool {
 	}
 }
 
+// ForbidsRef reports whether g, as a prohibition (a card's lower-negative
+// exception or upper-negative grant), forbids t: whenever it allows t, and
+// also when a JSON reader that folds case (Go's encoding/json) reads t's
+// arguments as a call g allows (forbidArgs). A tool grant's name, command
+// words, positionals and component are matched as AllowsRef matches them.
+// Allowing grants and ceilings use AllowsRef, which refuses such variants.
+// Covers stays sound for prohibitions: a grant covering another names no
+// name the other does not, so it forbids every reading the other forbids.
+func (g *Grant) ForbidsRef(t *Target) bool {
+	if g.AllowsRef(t) {
+		return true
+	}
+	if g.Class != Tool && g.Class != Approve || len(g.args) == 0 || g.Class != t.Class || (g.Verb != "" && g.Verb != t.Verb) {
+		return false
+	}
+	return g.name.Match(t.Name) && (g.component == "" || sameComponent(g.component, t.Component)) &&
+		slices.Equal(g.cmd, t.Command) && matchPositionals(g.pos, g.posRest, t.Positionals) && forbidArgs(g.args, g.rest, t.Args)
+}
+
 // Covers reports whether every target child allows, g allows too: the
 // attenuation check of derivation. It is sound (true only when the
 // inclusion holds) and may be false for a few exotic glob pairs whose
