@@ -95,6 +95,9 @@ type parser struct {
 	// strict: refuse duplicate keys, invalid UTF-8 and lone surrogates
 	// (ParseStrict).
 	strict bool
+	// fold: scanTop compares keys folded (Scan's second pass over a
+	// document with FoldableKeys).
+	fold bool
 	// Scan's: its limits, what it found, and the keys of the objects it
 	// is in (each object's after its parent's), for duplicates.
 	lim  Limits

@@ -2,6 +2,7 @@ package jsonparse
 
 import (
 	"strconv"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -36,6 +37,10 @@ type Scanned struct {
 	// document, and cannot fail.
 	Object  bool
 	Members []Member
+	// FoldableKeys: some key holds an ASCII capital letter or a non-ASCII
+	// character, so two keys of one object might differ only in case (Scan
+	// then compares them folded: foldScan).
+	FoldableKeys bool
 }
 
 // Member is one member of a scanned object.
@@ -47,8 +52,12 @@ type Member struct {
 	Plain bool
 }
 
-// Scan checks s as ParseStrict does, refusing exactly what it refuses with
-// the same *SyntaxError, but builds no value: it measures the document and
+// Scan checks s as ParseStrict does, refusing what it refuses with the
+// same *SyntaxError, and besides an object two of whose keys differ only
+// in case (strings.EqualFold: Go's encoding/json fills a struct field from
+// any of them, the last winning, where other readers keep both; a second
+// pass, only over a document with a key that has a capital letter or a
+// non-ASCII character, FoldableKeys), but builds no value: it measures the document and
 // checks it against lim in the same pass, and returns the top-level
 // object's members as text. Keys and values without an escape are
 // substrings of s.
@@ -72,6 +81,15 @@ func Scan(s string, lim Limits) (Scanned, error) {
 		clear(p.keys[:cap(p.keys)])
 		p.i, p.depth, p.sc, p.keys = 0, 0, Scanned{}, p.keys[:0]
 		err = p.scanTop()
+	}
+	if err == nil && p.sc.FoldableKeys {
+		// Rare (most inputs' keys are lower-case ASCII): scan again, each
+		// key compared folded.
+		out := p.sc
+		clear(p.keys[:cap(p.keys)])
+		p.i, p.depth, p.sc, p.keys, p.fold = 0, 0, Scanned{}, p.keys[:0], true
+		err = p.scanTop()
+		p.sc, p.fold = out, false
 	}
 	out := p.sc
 	p.s, p.sc, p.lim, p.memberKey = "", Scanned{}, Limits{}, ""
@@ -233,6 +251,12 @@ func (p *parser) scanObject() error {
 		if err != nil {
 			return err
 		}
+		if !p.sc.FoldableKeys && foldable(key) {
+			p.sc.FoldableKeys = true
+		}
+		if p.fold {
+			key = foldKey(key)
+		}
 		p.sc.Nodes++
 		p.sc.Bytes += len(key)
 		p.skipSpace()
@@ -268,6 +292,11 @@ func (p *parser) scanObject() error {
 		}
 		if dup {
 			p.i = at
+			if p.fold {
+				k, _ := p.scanKey() // as written, for the message
+				p.i = at
+				return p.fail("key " + strconv.Quote(k) + " differs from an earlier key of the object only in case (readers that match keys case-insensitively, as Go's encoding/json does, take one for the other)")
+			}
 			return p.fail("duplicate key " + strconv.Quote(key))
 		}
 		if top {
@@ -295,4 +324,51 @@ func (p *parser) scanKey() (string, error) {
 		return s[start:i], nil
 	}
 	return p.str()
+}
+
+// foldable says whether key holds an ASCII capital letter or a non-ASCII
+// byte: a key with neither equals no other key under case folding but
+// itself (two different strings of lower-case ASCII, digits and
+// punctuation differ in a byte no folding maps onto another).
+func foldable(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c >= utf8.RuneSelf || c-'A' < 26 {
+			return true
+		}
+	}
+	return false
+}
+
+// foldKey maps key to one representative of the strings strings.EqualFold
+// (and Go's encoding/json, matching keys to struct fields) holds equal to
+// it, rune by rune (foldRune); a key foldable says no to is its own.
+func foldKey(key string) string {
+	if !foldable(key) {
+		return key
+	}
+	b := make([]byte, 0, len(key))
+	for _, r := range key {
+		b = utf8.AppendRune(b, foldRune(r))
+	}
+	return string(b)
+}
+
+// foldRune is one member of r's simple case-folding orbit, the same for
+// every member: an ASCII letter's lower case (also for the Kelvin sign and
+// the long s, whose orbits hold K and S), else the orbit's least rune.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		return r
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f < utf8.RuneSelf {
+			return foldRune(f)
+		}
+		least = min(least, f)
+	}
+	return least
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/internal/jsonparse"
 )
@@ -48,7 +49,15 @@ func checkScan(t *testing.T, s string) {
 	t.Helper()
 	got, err := jsonparse.Scan(s, testLimits)
 	want, werr := jsonparse.ParseStrict(s)
-	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+	// Scan refuses what ParseStrict refuses, with its error, and besides
+	// that an object two of whose keys differ only in case.
+	folded := werr == nil && foldedKeys(want)
+	switch {
+	case folded:
+		if err == nil || !strings.Contains(err.Error(), "only in case") {
+			t.Fatalf("Scan(%q): error %v, want keys differing only in case refused", s, err)
+		}
+	case (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error():
 		t.Fatalf("Scan(%q): error %v, ParseStrict's %v", s, err, werr)
 	}
 	// Scan's first pass alone accepts exactly what ParseStrict accepts (it
@@ -56,13 +65,22 @@ func checkScan(t *testing.T, s string) {
 	// alone finds, to the problem's offset.
 	fast, ok := jsonparse.ScanFast(s, testLimits)
 	slow, serr := jsonparse.ScanTop(s, testLimits)
-	if ok != (err == nil) || (serr == nil) != (err == nil) || serr != nil && serr.Error() != err.Error() {
+	if ok != (werr == nil) || (serr == nil) != (werr == nil) || serr != nil && serr.Error() != werr.Error() {
 		t.Fatalf("Scan(%q): the fast pass says %v, the recursive one %v, ParseStrict %v", s, ok, serr, werr)
+	}
+	if werr != nil {
+		return
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("Scan(%q): the fast pass alone %+v, the recursive one %+v", s, fast, slow)
+	}
+	if fast.FoldableKeys != foldableKeys(want) {
+		t.Fatalf("Scan(%q): FoldableKeys %v, the value's keys say %v", s, fast.FoldableKeys, !fast.FoldableKeys)
 	}
 	if err != nil {
 		return
 	}
-	if !reflect.DeepEqual(fast, slow) || !reflect.DeepEqual(got, slow) {
+	if !reflect.DeepEqual(got, slow) {
 		t.Fatalf("Scan(%q) = %+v; the fast pass alone %+v, the recursive one %+v", s, got, fast, slow)
 	}
 	var nodes, bytes int
@@ -108,6 +126,53 @@ func checkScan(t *testing.T, s string) {
 	}
 }
 
+// foldedKeys says whether an object in v has two keys that differ but are
+// equal under case folding (strings.EqualFold), compared pair by pair.
+func foldedKeys(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k, e := range v {
+			for _, o := range keys {
+				if strings.EqualFold(k, o) {
+					return true
+				}
+			}
+			keys = append(keys, k)
+			if foldedKeys(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if foldedKeys(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// foldableKeys says whether a key in v holds a capital ASCII letter or a
+// non-ASCII character.
+func foldableKeys(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if strings.ToLower(k) != k || strings.IndexFunc(k, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 || foldableKeys(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if foldableKeys(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // scanCases are hostile inputs for the scan beside the parser's edge cases:
 // duplicates behind escapes and past the map threshold, depth around both
 // limits, long numbers, invalid UTF-8 and lone surrogates in keys.
@@ -125,6 +190,12 @@ func scanCases() []string {
 	deep := func(d int) string { return strings.Repeat("[", d) + strings.Repeat("]", d) }
 	deepObj := func(d int) string { return strings.Repeat(`{"a":`, d-1) + "{}" + strings.Repeat("}", d-1) }
 	return []string{
+		// Keys differing only in case (Go's encoding/json takes one for the
+		// other), nested, past the map threshold, through escapes, the
+		// Kelvin sign and the long s; and look-alikes that are not.
+		`{"city":"a","CITY":"b"}`, `{"a":{"Kind":1,"\u212aind":2}}`, `{"a":[{"s":1,"\u017f":2}]}`,
+		`{"x":{"ab":1,"Ab":2}}`, `{"City":1,"cities":2,"CITY_ID":3}`, `{"é":1,"É":2}`, `{"é":1,"e":2}`,
+		strings.Replace(obj40, `"kaa"`, `"KAA"`, 1), strings.Replace(obj40, `"kzz"`, `"KAA"`, 1),
 		`{"a":1,"\u0061":2}`, `{"\u0061":1,"a":2}`, `{"a\u0062":1,"ab":2}`, `{"\/":1,"/":2}`,
 		`{"\ud83d\ude00":1,"😀":2}`, `{"a":{"b":1,"b":2},"a":3}`, `{"a":[{"b":1,"\u0062":2}]}`,
 		`{"a":1,"b":{"a":1},"c":{"a":{"a":1}}}`, `{"a":1,"b":[1,"\u00e9"],"c":true}`,

@@ -189,6 +189,9 @@ key: // an object's key at s[i], maybe after whitespace; top is the object's fra
 		// With no stop in x, k is 8 and the byte at 8*k is 0: no quote.
 		k := bits.TrailingZeros64(stops(x)) >> 3
 		if low := x & (1<<(8*k) - 1); low&msb == 0 && byte(x>>(8*k)) == '"' {
+			if (low+0x3f3f3f3f3f3f3f3f)&^(low+0x2525252525252525)&msb != 0 {
+				p.sc.FoldableKeys = true // a byte in 'A'..'Z' (foldable)
+			}
 			w := low | uint64(k)<<56
 			// The object's earlier short keys are compared only when one
 			// of them has this key's bit in sig.
@@ -228,6 +231,9 @@ key: // an object's key at s[i], maybe after whitespace; top is the object's fra
 			}
 			key = k
 			i = p.i
+		}
+		if !p.sc.FoldableKeys && foldable(key) {
+			p.sc.FoldableKeys = true
 		}
 		w = keyWord(key)
 		p.sc.Bytes += len(key)

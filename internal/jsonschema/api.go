@@ -32,7 +32,8 @@ func (s *Schema) Validate(ctx context.Context, timeout time.Duration, v any) err
 }
 
 // ScanInput checks an input's text as jsonparse.ParseStrict does (the
-// same refusals, as its *SyntaxError) without decoding it, and measures it
+// same refusals, as its *SyntaxError, and two keys of one object that
+// differ only in case: jsonparse.Scan) without decoding it, and measures it
 // against the limits Validate applies (depth, numbers) in the same pass:
 // what ValidateScanned needs.
 func ScanInput(text string) (jsonparse.Scanned, error) { return jsonparse.Scan(text, inputLimits) }

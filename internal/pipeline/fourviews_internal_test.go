@@ -136,7 +136,11 @@ func fourViews(t *testing.T, schema *inputSchema, spec *command.Spec, input stri
 	// value is decoded later, by whichever stage needs it first).
 	inv := &invocation{call: Call{Input: input}}
 	if err := inv.scanInput(); err != nil {
-		if _, perr := parseInput(input); perr == nil || perr.Error() != err.Error() {
+		// What ParseStrict refuses, with its error; besides, two keys of
+		// an object that differ only in case, which readers that fold
+		// case (Go's encoding/json) take one for the other.
+		_, perr := parseInput(input)
+		if perr == nil && !strings.Contains(err.Error(), "only in case") || perr != nil && perr.Error() != err.Error() {
 			t.Fatalf("%q: the input stage's scan refuses with %v, ParseStrict with %v", input, err, perr)
 		}
 		return

@@ -7,6 +7,7 @@ import (
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/chain"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/jsonschema"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -224,7 +225,13 @@ func (r rewriteCheck) check(ctx context.Context, inv *invocation, m config.Middl
 	if int64(len(input)) > r.limit(inv.cfg) {
 		return reject(KindDenied, "a middleware rewrote the input past the size limit")
 	}
-	doc, err := parseInput(input)
+	// Scanned as the agent's input is (input.check), which refuses what
+	// readers read differently, two keys differing only in case included.
+	_, err = jsonschema.ScanInput(input)
+	var doc any
+	if err == nil {
+		doc, err = parseInput(input)
+	}
 	if err != nil {
 		if _, lax := parseOutput(input); lax == nil {
 			return reject(KindDenied, "a middleware rewrote the input into JSON that readers read differently: "+err.Error())

@@ -437,9 +437,11 @@ func parse(next handler) handler {
 
 // inputStage refuses input over the size cap (limit: Options.MaxInputBytes,
 // else the configuration's) before reading it, then scans it (scanInput):
-// input JSON readers would read differently (a duplicate key, invalid
-// UTF-8, a lone surrogate escape) is refused here, for every tool and
-// agent, since the schema check, the cards and the tool must all read one
+// input JSON readers would read differently (a duplicate key, two keys of
+// one object differing only in case, which Go's encoding/json takes one
+// for the other, invalid UTF-8, a lone surrogate escape) is refused here,
+// for every tool and agent, since the schema check, the cards, the
+// middleware's conditions and components and the tool must all read one
 // value. That value is decoded later, once, by the first stage that needs
 // it (value); a call that needs none (the implicit agent, a plain schema,
 // no secret, no middleware) builds no tree of it.
