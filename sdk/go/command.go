@@ -190,13 +190,15 @@ func (c *Invocation) Map(name string) map[string]string {
 }
 
 // DecodeOptions decodes the call's options, a JSON object keyed by option
-// name, into v (usually a pointer to a struct with json tags).
+// name, into v (usually a pointer to a struct with json tags). Keys match
+// struct fields exactly: one that differs from a field's JSON name only in
+// case is an error, as for Func's input.
 func (c *Invocation) DecodeOptions(v any) error {
 	b, err := json.Marshal(c.options)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(b, v)
+	return unmarshalExact(b, v)
 }
 
 func scalarText(r json.RawMessage) string {

@@ -104,6 +104,12 @@ func TestCommandsExecute(t *testing.T) {
 	if err := got.DecodeOptions(&opts); err != nil || opts.Times != 3 || len(opts.Tag) != 2 {
 		t.Errorf("DecodeOptions = %+v, %v", opts, err)
 	}
+	var loud struct {
+		Times int `json:"TIMES"`
+	}
+	if err := got.DecodeOptions(&loud); err == nil || !strings.Contains(err.Error(), `key "times" is not the field "TIMES"`) {
+		t.Errorf("DecodeOptions(TIMES) = %+v, %v", loud, err)
+	}
 
 	if _, err := tool.Execute(ctx, []byte(`{"command":["remote","show"],"options":{},"positionals":[]}`)); err != nil || strings.Join(got.Command, " ") != "remote show" || got.HasStdin {
 		t.Errorf("remote show: %v, %+v", err, got)

@@ -76,6 +76,15 @@
 // must allow (agent.toml reveal, a secret:reveal card) and which is
 // audited.
 //
+// # Input keys
+//
+// [Func], [Event.DecodeInput] and [Invocation.DecodeOptions] decode JSON as
+// encoding/json does, except that an object key fills a struct field only
+// when it is the field's JSON name exactly: a key that differs from it only
+// in case ("CITY" for `json:"city"`) is an error, because maiden's schema
+// checks, cards and middleware conditions read keys exactly. Keys that match
+// no field are ignored, and a map field takes any key.
+//
 // # Errors and panics
 //
 // An error returned by Execute becomes the call's tool error (kind "tool"),

@@ -35,9 +35,12 @@ type Event struct {
 	Output string `json:"output,omitempty"`
 }
 
-// DecodeInput decodes the call's input into v.
+// DecodeInput decodes the call's input into v as json.Unmarshal does,
+// except that a key must be exactly a struct field's JSON name: one that
+// differs from it only in case ("CITY" for "city") is an error, since
+// maiden's schema, cards and conditions never read it as that field.
 func (e Event) DecodeInput(v any) error {
-	if err := json.Unmarshal(e.Input, v); err != nil {
+	if err := unmarshalExact(e.Input, v); err != nil {
 		return fmt.Errorf("decoding the %s event's input: %w", e.Tool, err)
 	}
 	return nil

@@ -154,6 +154,24 @@ func TestNoRegister(t *testing.T) {
 	}
 }
 
+// TestFuncKeysExactlyInSandbox: testdata/tools/go/echo (a Func reading
+// "message") built as maiden build builds it refuses a lone "MESSAGE",
+// which encoding/json alone would have read as "message" although the
+// host's schema, cards and conditions never saw that key.
+func TestFuncKeysExactlyInSandbox(t *testing.T) {
+	sb, err := sharedSandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sandboxRun{sb, testkit.Component(t, "go/echo")}
+	wantOK(t, r.call(t, `{"message":"hi"}`, nil), `{"message":"hi"}`)
+	out := r.call(t, `{"MESSAGE":"hi"}`, nil)
+	if want := `invalid input: key "MESSAGE" is not the field "message"`; out.Failure == nil || out.Failure.Kind != sandbox.KindTool ||
+		!strings.HasPrefix(out.Failure.Message, want) || out.Output != "" {
+		t.Errorf("MESSAGE: %+v, want a tool error starting %q", out, want)
+	}
+}
+
 func TestExecuteGetsInput(t *testing.T) {
 	r := newRun(t)
 	wantOK(t, r.call(t, op(map[string]any{"op": "echo", "msg": "héllo, wörld ✓"}), nil), "héllo, wörld ✓")

@@ -72,7 +72,9 @@ func Registered() Tool { return registered }
 // OutputSchemer) is SchemaFor[Out]() when Out is a struct or a pointer to
 // one whose JSON encoding is not custom, and none otherwise: MCP's output
 // schemas describe JSON objects. Input that does not decode into In is a
-// tool error that names the problem.
+// tool error that names the problem, and so is a key that differs from a
+// field's JSON name only in case (see "Input keys" in the package
+// documentation).
 func Func[In, Out any](description string, fn func(ctx context.Context, in In) (Out, error)) Tool {
 	return &funcTool[In, Out]{desc: description, fn: fn}
 }
@@ -124,7 +126,7 @@ func isPlainStruct(t reflect.Type) bool {
 
 func (f *funcTool[In, Out]) Execute(ctx context.Context, input []byte) ([]byte, error) {
 	var in In
-	if err := json.Unmarshal(input, &in); err != nil {
+	if err := unmarshalExact(input, &in); err != nil {
 		return nil, fmt.Errorf("invalid input: %w", err)
 	}
 	out, err := f.fn(ctx, in)
