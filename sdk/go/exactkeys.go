@@ -160,7 +160,8 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 		index []int
 	}
 	current, next := []level{}, []level{{typ: t}}
-	count, nextCount := map[reflect.Type]int{}, map[reflect.Type]int{t: 1}
+	var count map[reflect.Type]int // the structs of the level being read, by how many times they appear there
+	nextCount := map[reflect.Type]int{t: 1}
 	visited := map[reflect.Type]bool{}
 	for len(next) > 0 {
 		current, next = next, current[:0]

@@ -29,19 +29,20 @@ type ExactOther struct {
 type exactInput struct {
 	exactBase
 	*ExactOther `json:"other,omitempty"`
-	Kind        string                       `json:"kind"`
-	Untagged    string                       // named by its Go name
-	Skipped     string                       `json:"-"`
-	Dash        string                       `json:"-,"` // named "-"
-	Trip        *struct{ Stops []exactCity } `json:"trip,omitempty"`
-	Labels      map[string]string            `json:"labels,omitempty"`
-	ByName      map[string]exactCity         `json:"by_name,omitempty"`
-	Raw         json.RawMessage              `json:"raw,omitempty"`
-	When        *time.Time                   `json:"when,omitempty"`
-	Extra       any                          `json:"extra,omitempty"`
-	Pair        [2]exactCity                 `json:"pair,omitzero"`
-	Upper       string                       `json:"Town"`
-	Lower       string                       `json:"town"`
+	Kind        string `json:"kind"`
+	Untagged    string // named by its Go name
+	Skipped     string `json:"-"`
+	//lint:ignore SA5008 the tag names the field "-" (encoding/json's rule for "-,"), which this test covers
+	Dash   string                       `json:"-,"`
+	Trip   *struct{ Stops []exactCity } `json:"trip,omitempty"`
+	Labels map[string]string            `json:"labels,omitempty"`
+	ByName map[string]exactCity         `json:"by_name,omitempty"`
+	Raw    json.RawMessage              `json:"raw,omitempty"`
+	When   *time.Time                   `json:"when,omitempty"`
+	Extra  any                          `json:"extra,omitempty"`
+	Pair   [2]exactCity                 `json:"pair,omitzero"`
+	Upper  string                       `json:"Town"`
+	Lower  string                       `json:"town"`
 }
 
 // TestDecodeKeysExactly: a key fills a field only when it is the field's
