@@ -39,7 +39,7 @@ type Scanned struct {
 	Members []Member
 	// FoldableKeys: some key holds an ASCII capital letter or a non-ASCII
 	// character, so two keys of one object might differ only in case (Scan
-	// then compares them folded: foldScan).
+	// then scans again, comparing keys folded).
 	FoldableKeys bool
 }
 
@@ -55,16 +55,16 @@ type Member struct {
 // Scan checks s as ParseStrict does, refusing what it refuses with the
 // same *SyntaxError, and besides an object two of whose keys differ only
 // in case (strings.EqualFold: Go's encoding/json fills a struct field from
-// any of them, the last winning, where other readers keep both; a second
-// pass, only over a document with a key that has a capital letter or a
-// non-ASCII character, FoldableKeys), but builds no value: it measures the document and
-// checks it against lim in the same pass, and returns the top-level
-// object's members as text. Keys and values without an escape are
-// substrings of s.
+// any of them, the last winning, where other readers keep both; found by
+// a second pass, made only over a document with a key that has a capital
+// letter or a non-ASCII character: FoldableKeys). It builds no value: it
+// measures the document and checks it against lim in the same pass, and
+// returns the top-level object's members as text. Keys and values without
+// an escape are substrings of s.
 //
 // It reads s in one loop (scanFast), and only when that loop does not
 // accept s, again with the recursive scan (scanTop) that words the error:
-// a refused document costs at most two passes.
+// a document costs at most two passes (the folded one is scanTop's).
 func Scan(s string, lim Limits) (Scanned, error) {
 	p := pool.Get().(*parser)
 	p.s, p.i, p.depth, p.strict = s, 0, 0, true
