@@ -407,9 +407,10 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	tunnel(client, buf.Reader, conn)
 }
 
-// refuseTunnel records the refusal of a tunnel the CONNECT's checks
-// allowed, after its 200 (so the CLI is told nothing but a closed
-// connection; the session keeps the reason, as for a 403).
+// refuseTunnel records a refusal: the gate's audit event, and the
+// session's first refusal. A CONNECT refused before its 200 then gets a
+// 403 (refuse); a tunnel refused after it, for its ClientHello, is told
+// nothing but a closed connection.
 func (s *ProxySession) refuseTunnel(r *http.Request, ev *event, d Ruling, start time.Time) {
 	ev.refuse(d)
 	ev.duration = time.Since(start)
@@ -507,14 +508,7 @@ func (c *helloConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *helloConn) SetWriteDeadline(time.Time) error { return nil }
 
 func (s *ProxySession) refuse(w http.ResponseWriter, r *http.Request, ev *event, d Ruling, start time.Time) {
-	ev.refuse(d)
-	ev.duration = time.Since(start)
-	s.proxy.gate.record(r.Context(), ev)
-	s.mu.Lock()
-	if s.refused == "" {
-		s.refused = d.Reason
-	}
-	s.mu.Unlock()
+	s.refuseTunnel(r, ev, d, start)
 	// The reason is the gate's words about the CLI's own request (nothing
 	// from a server): the CLI's error says what was refused and why.
 	http.Error(w, d.Reason, http.StatusForbidden)
