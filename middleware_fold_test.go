@@ -46,3 +46,24 @@ when = 'args.message == "pay" && args.amount > 100'
 		t.Fatalf("keys that only look alike were refused: %+v", res.Error)
 	}
 }
+
+// TestRewriteKeysDifferingOnlyInCaseRefused: a middleware's rewrite is
+// checked as the agent's input is, so a layer cannot hand the tool what the
+// input stage refuses: foldrewrite rewrites every call to
+// {"message":"hi","MESSAGE":"evil"}, and the call is refused, kind denied,
+// naming the keys, before the tool runs.
+func TestRewriteKeysDifferingOnlyInCaseRefused(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[middleware.fold]
+path = "`+testkit.Middleware(t, "foldrewrite")+`"
+[[middleware]]
+use = "fold"
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+	res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"hi"}`})
+	wantKind(t, res, maiden.KindDenied, "differs from an earlier key of the object only in case")
+	if n := len(trail(t, h, "call-admitted")); n != 0 {
+		t.Errorf("the tool ran on the rewritten input (%d admitted records)", n)
+	}
+}

@@ -75,6 +75,7 @@ func Component(t testing.TB, name string) string {
 //	           "paris" to "Paris", passes everything else and every output
 //	"js/city"  the same in JavaScript (js/city.js)
 //	"pass"     WAT: logs one line and passes
+//	"foldrewrite" WAT: rewrites every input to two keys that differ only in case
 //	"trap"     WAT: handle traps
 //	"loop"     WAT: handle never returns (deadline)
 //	"memhog"   WAT: handle grows memory until refused (memory)
