@@ -184,3 +184,40 @@ func (c *checker) absPath(p string) string {
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// SymlinkedPath is a configured path of a wrapped CLI or a stdio MCP
+// server with a symlink on it: Table is clis.NAME or mcp.NAME, Key the key
+// that names it (read_paths, write_paths, dir), Real where it leads now.
+type SymlinkedPath struct {
+	Table, Key, Path, Real string
+}
+
+// SymlinkedPaths lists the configured paths with a symlink on them. The
+// confinement refuses to run a CLI (or start a server) with one, since a
+// link there, which whoever writes its parent can change, could lead
+// anywhere (docs/confinement.md): what maiden check warns of, so that the
+// operator names the real path before the first call fails.
+func (c *Config) SymlinkedPaths() []SymlinkedPath {
+	var out []SymlinkedPath
+	check := func(table, key string, paths ...string) {
+		for _, p := range paths {
+			if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+				out = append(out, SymlinkedPath{Table: table, Key: key, Path: p, Real: real})
+			}
+		}
+	}
+	for _, t := range c.tools {
+		switch {
+		case t.CLI != nil:
+			check("clis."+t.Name, "read_paths", t.CLI.ReadPaths...)
+			check("clis."+t.Name, "write_paths", t.CLI.WritePaths...)
+		case t.MCP != nil && len(t.MCP.Command) > 0:
+			check("mcp."+t.Name, "read_paths", t.MCP.ReadPaths...)
+			check("mcp."+t.Name, "write_paths", t.MCP.WritePaths...)
+			if t.MCP.Dir != "" {
+				check("mcp."+t.Name, "dir", t.MCP.Dir)
+			}
+		}
+	}
+	return out
+}

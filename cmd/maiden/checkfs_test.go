@@ -68,3 +68,48 @@ grants = ["tool:invoke touch --... -- ...", "fs:write /tmp/**"]
 		t.Errorf("%d warnings, want %d (none for coder's reads, ops, true or cliw):\n%s", n, len(want), r.stderr)
 	}
 }
+
+// TestCheckWarnsOfSymlinkedPaths: a wrapped CLI's read_paths or
+// write_paths with a symlink on them make every run fail (the confinement
+// opens declared paths without following links), so maiden check warns of
+// each, naming the key and where the link leads now; real paths are not
+// named, and the check still passes.
+func TestCheckWarnsOfSymlinkedPaths(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	realDir := filepath.Join(dir, "releases", "v3")
+	if err := os.MkdirAll(realDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "current")
+	if err := os.Symlink(filepath.Join("releases", "v3"), link); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "agent.toml")
+	body := `version = 1
+
+[clis.true]
+path = "/bin/true"
+command = '{"maiden_command": 1, "name": "true"}'
+read_paths = ["` + link + `", "` + realDir + `"]
+write_paths = ["` + link + `"]
+`
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "check", "-config", cfg, "-isolation", "process", "-state", filepath.Join(dir, "state.db"))
+	if r.code != exitOK {
+		t.Fatalf("check: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, key := range []string{"read_paths", "write_paths"} {
+		want := "warning: clis.true." + key + " names " + link + ", which has a symlink on its path (it leads to " + realDir + " now)"
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stderr, "has a symlink on its path"); n != 2 {
+		t.Errorf("%d symlink warnings, want 2 (the real path named too?):\n%s", n, r.stderr)
+	}
+}

@@ -266,6 +266,12 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 	}
+	// What the confinement will refuse at the first call: a configured
+	// path with a symlink on it.
+	for _, p := range cfg.SymlinkedPaths() {
+		fmt.Fprintf(stderr, "%s: warning: %s.%s names %s, which has a symlink on its path (it leads to %s now): the confinement refuses to run with it, since a link there could lead anywhere; name the real path\n",
+			c.config, p.Table, p.Key, p.Path, p.Real)
+	}
 	return exitOK
 }
 
