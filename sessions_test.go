@@ -591,15 +591,7 @@ func TestWrappedCLIWritePathThroughSymlink(t *testing.T) {
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
-[clis.ln]
-path = "/usr/bin/ln"
-command = '{"maiden_command": 1, "name": "ln", "end_of_options": "--", "options": [{"name": "symbolic", "kind": "bool"}, {"name": "no-target-directory", "kind": "bool"}, {"name": "force", "kind": "bool"}], "positionals": [{"name": "args", "variadic": true}]}'
-write_paths = ["`+mine+`"]
-[clis.rmdir]
-path = "/usr/bin/rmdir"
-command = '{"maiden_command": 1, "name": "rmdir", "end_of_options": "--", "positionals": [{"name": "dirs", "variadic": true}]}'
-write_paths = ["`+mine+`"]
-[clis.touch]
+`+swapCLIs(mine)+`[clis.touch]
 path = "/usr/bin/touch"
 command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
 write_paths = ["`+cache+`"]
@@ -615,16 +607,7 @@ fs = [{ path = "`+mine+`", access = "write", match = "subtree" }]
 	if err := os.Remove(filepath.Join(cache, "before")); err != nil {
 		t.Fatal(err)
 	}
-	// The agent's own doing, within what its cards and boundary allow.
-	if res := sessCall(t, h, "s1", "rmdir", map[string]any{"dirs": []string{cache}}); !res.OK {
-		t.Fatalf("rmdir %s: %+v", cache, res.Error)
-	}
-	if res := sessCall(t, h, "s1", "ln", map[string]any{"symbolic": true, "args": []string{"../theirs", cache}}); !res.OK {
-		t.Fatalf("ln -s ../theirs %s: %+v", cache, res.Error)
-	}
-	if fi, err := os.Lstat(cache); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Fatalf("%s: %v, %v: want the symlink the agent made", cache, fi, err)
-	}
+	swapForLink(t, h, cache, "../theirs")
 	planted := filepath.Join(cache, "planted")
 	res := sessCall(t, h, "s1", "touch", map[string]any{"files": []string{planted}})
 	if _, err := os.Lstat(filepath.Join(theirs, "planted")); !os.IsNotExist(err) {
@@ -665,15 +648,7 @@ func TestWrappedCLIReadPathThroughSymlink(t *testing.T) {
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
-[clis.ln]
-path = "/usr/bin/ln"
-command = '{"maiden_command": 1, "name": "ln", "end_of_options": "--", "options": [{"name": "symbolic", "kind": "bool"}, {"name": "no-target-directory", "kind": "bool"}, {"name": "force", "kind": "bool"}], "positionals": [{"name": "args", "variadic": true}]}'
-write_paths = ["`+mine+`"]
-[clis.rmdir]
-path = "/usr/bin/rmdir"
-command = '{"maiden_command": 1, "name": "rmdir", "end_of_options": "--", "positionals": [{"name": "dirs", "variadic": true}]}'
-write_paths = ["`+mine+`"]
-[clis.cat]
+`+swapCLIs(mine)+`[clis.cat]
 path = "/usr/bin/cat"
 command = '{"maiden_command": 1, "name": "cat", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
 read_paths = ["`+ref+`"]
@@ -694,22 +669,43 @@ fs = [{ path = "`+mine+`", access = "write", match = "subtree" }]
 	if err := os.Remove(filepath.Join(ref, "key")); err != nil {
 		t.Fatal(err)
 	}
-	// The agent's own doing, within what its cards and boundary allow.
-	if res := sessCall(t, h, "s1", "rmdir", map[string]any{"dirs": []string{ref}}); !res.OK {
-		t.Fatalf("rmdir %s: %+v", ref, res.Error)
-	}
-	if res := sessCall(t, h, "s1", "ln", map[string]any{"symbolic": true, "args": []string{"../secret", ref}}); !res.OK {
-		t.Fatalf("ln -s ../secret %s: %+v", ref, res.Error)
-	}
-	if fi, err := os.Lstat(ref); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Fatalf("%s: %v, %v: want the symlink the agent made", ref, fi, err)
-	}
+	swapForLink(t, h, ref, "../secret")
 	res := sessCall(t, h, "s1", "cat", map[string]any{"files": []string{filepath.Join(ref, "key")}})
 	if b, _ := json.Marshal(res); strings.Contains(string(b), key) {
 		t.Fatalf("cat %s/key printed %s/key through the link, which the operator never let it read: %s", ref, secret, b)
 	}
 	if res.OK || !strings.Contains(res.Error.Message, ref) || !strings.Contains(res.Error.Message, "symlink") {
 		t.Errorf("cat through the symlinked read path: %+v %+v, want the run refused naming %s and its symlink", res, res.Error, ref)
+	}
+}
+
+// swapCLIs are the wrapped CLIs rmdir and ln, both writing dir: what an
+// agent needs to turn a directory beneath dir into a symlink (swapForLink).
+func swapCLIs(dir string) string {
+	return `[clis.ln]
+path = "/usr/bin/ln"
+command = '{"maiden_command": 1, "name": "ln", "end_of_options": "--", "options": [{"name": "symbolic", "kind": "bool"}, {"name": "no-target-directory", "kind": "bool"}, {"name": "force", "kind": "bool"}], "positionals": [{"name": "args", "variadic": true}]}'
+write_paths = ["` + dir + `"]
+[clis.rmdir]
+path = "/usr/bin/rmdir"
+command = '{"maiden_command": 1, "name": "rmdir", "end_of_options": "--", "positionals": [{"name": "dirs", "variadic": true}]}'
+write_paths = ["` + dir + `"]
+`
+}
+
+// swapForLink has the agent of session s1 replace the empty directory path
+// with a symlink to target, with swapCLIs, within what its cards and
+// boundary allow.
+func swapForLink(t *testing.T, h *maiden.Host, path, target string) {
+	t.Helper()
+	if res := sessCall(t, h, "s1", "rmdir", map[string]any{"dirs": []string{path}}); !res.OK {
+		t.Fatalf("rmdir %s: %+v", path, res.Error)
+	}
+	if res := sessCall(t, h, "s1", "ln", map[string]any{"symbolic": true, "args": []string{target, path}}); !res.OK {
+		t.Fatalf("ln -s %s %s: %+v", target, path, res.Error)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("%s: %v, %v: want the symlink the agent made", path, fi, err)
 	}
 }
 
