@@ -158,3 +158,43 @@ func TestIPCReadWritePending(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestPeerClosedWithUnreadBytesIsHangUp: a worker killed before it read a
+// frame the parent sent it leaves that frame in its end's receive queue,
+// and the kernel then reports the parent's read as ECONNRESET, not end of
+// file. It is the worker going away all the same: a call it was running
+// fails as its worker having died, not as a worker that sent bytes that
+// are no frame (TestWorkerKilledMidCall read "misbehaved (unreadable
+// message: connection reset by peer)" once in a full run).
+func TestPeerClosedWithUnreadBytesIsHangUp(t *testing.T) {
+	// Not ipcPair: its cleanup closes the peer's descriptor, closed here.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newIPCConn(fds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	peer := fds[1]
+	if _, err := c.Write([]byte("a frame the worker never reads")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Close(peer); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Read(make([]byte, 16))
+	if !errors.Is(err, unix.ECONNRESET) {
+		t.Fatalf("read after the peer closed with bytes unread: %v, want ECONNRESET (the case this test is about)", err)
+	}
+	if !hungUp(err) {
+		t.Errorf("hungUp(%v) = false: the call would be failed as a worker that misbehaved", err)
+	}
+	if hungUp(errors.New("frame type 99 is unknown")) {
+		t.Error("hungUp of a malformed frame's error = true")
+	}
+}

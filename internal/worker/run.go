@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/maiden-run/maiden/api"
 	"io"
 	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // run runs one export of the compiled code art in a worker and supervises
@@ -345,7 +346,7 @@ func (p *Pool) lost(ctx context.Context, w *proc, c sandbox.Call, export string,
 		// The write guard: the worker stopped reading, or answering.
 		return fail(sandbox.KindDeadline, p.unanswered(w, c, export))
 	}
-	if !errors.Is(w.err, io.EOF) && !errors.Is(w.err, io.ErrUnexpectedEOF) && !errors.Is(w.err, os.ErrClosed) {
+	if !hungUp(w.err) {
 		return p.violation(w, c, start, "unreadable message: "+w.err.Error())
 	}
 	why := w.diagnosis()
@@ -354,6 +355,19 @@ func (p *Pool) lost(ctx context.Context, w *proc, c sandbox.Call, export string,
 			mib(c.Limits.Memory), p.opts.Allowance>>20, why))
 	}
 	return fail(sandbox.KindTrap, "the tool's worker process died: "+why)
+}
+
+// hungUp reports whether err, the error that ended the reading of a
+// worker's socket, is the worker's end going away (it died, was killed, or
+// closed it) rather than bytes that are no frame: end of file, or
+// ECONNRESET, which the kernel reports instead when the worker's end was
+// closed with bytes from the parent still unread in it (a worker killed
+// before it read a frame sent to it; TestWorkerKilledMidCall read
+// "misbehaved (unreadable message: connection reset by peer)" once in a
+// full run), or the parent's own close.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) ||
+		errors.Is(err, unix.ECONNRESET)
 }
 
 // fetch serves one http-fetch of a worker with the call's FetchFunc (the
