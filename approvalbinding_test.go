@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -534,5 +535,95 @@ func TestAlwaysCardBoundToCredentialKind(t *testing.T) {
 	h.SetConfig(f.config(t, bearer))
 	if res := call(); !res.OK || f.hits.Load() != sent+1 {
 		t.Fatalf("back to the bearer token the human approved: %+v %+v", res, res.Error)
+	}
+}
+
+// TestFileApprovalBoundToResolvedPath (found by a security review): an
+// approval is not bound to the session (a pending call is repeated in a
+// new one), so it must be bound to what the call does there. fs_write
+// with a relative path writes beneath its session's workspace: a human
+// who approved "notes.txt" in session s1 (workspace A) approved writing
+// A/notes.txt, not B/notes.txt. The same input in session s2 (workspace B)
+// must ask again rather than run on s1's approval, and so must s1's own
+// call once an operator resets s1 onto workspace B; the approval still
+// runs the call the human saw.
+func TestFileApprovalBoundToResolvedPath(t *testing.T) {
+	for _, where := range []string{"another session", "the session reset"} {
+		t.Run(where, func(t *testing.T) {
+			h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "approve"
+when = 'tool == "fs_write"'
+reason = "writes need a human"
+[agents.coder]
+tools = ["fs_write"]
+grants = ["tool:invoke fs_write --...", "fs:write /**"]
+`, maiden.Options{Isolation: maiden.InProcess, ApprovalPoll: 20 * time.Millisecond}, "echo")
+			ctx := context.Background()
+			root := t.TempDir()
+			wsA, wsB := filepath.Join(root, "a"), filepath.Join(root, "b")
+			for _, d := range []string{wsA, wsB} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			workspace := func(id, ws string) {
+				t.Helper()
+				if _, err := h.ResetSession(ctx, id, api.Boundary{Kind: api.BoundaryManaged, Filesystem: api.FSWorkspaceWrite, Workspace: ws,
+					Entries: []api.BoundaryEntry{}, Deny: []string{}, Protected: []string{}}, "operator:test"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			open := func(ws string) string {
+				t.Helper()
+				id, err := h.OpenSession(ctx, "coder")
+				if err != nil {
+					t.Fatal(err)
+				}
+				workspace(id, ws)
+				return id
+			}
+			write := func(session string) maiden.Result {
+				return mustCall(t, h, maiden.Call{Agent: "coder", Tool: "fs_write", Session: session, ApprovalWait: -1,
+					Input: `{"path":"notes.txt","content":"approved for A"}`})
+			}
+			s1 := open(wsA)
+			res := write(s1)
+			wantKind(t, res, maiden.KindPending, "")
+			id := res.Error.Approval
+			if _, err := h.Decide(ctx, id, maiden.Answer{Approve: true, By: "operator:test"}); err != nil {
+				t.Fatal(err)
+			}
+
+			replay := s1
+			if where == "another session" {
+				replay = open(wsB)
+			} else {
+				workspace(s1, wsB)
+			}
+			res = write(replay)
+			if _, err := os.Stat(filepath.Join(wsB, "notes.txt")); err == nil {
+				t.Fatalf("%s: %s/notes.txt was written on the approval %s given for %s/notes.txt (result ok=%v %+v)", where, wsB, id, wsA, res.OK, res.Error)
+			}
+			wantKind(t, res, maiden.KindPending, "asks again")
+			if res.Error.Approval == id {
+				t.Fatalf("%s: the call in workspace B waits on request %s, made for workspace A", where, id)
+			}
+			if r := approvalOf(t, h, id); r.State != "approved" {
+				t.Errorf("request %s is %s after a call it does not cover, want approved (unused)", id, r.State)
+			}
+
+			if where == "another session" {
+				// The approved call, where it was approved, runs once.
+				if res := write(s1); !res.OK {
+					t.Fatalf("the approved call in %s: %+v", s1, res.Error)
+				}
+				if b, err := os.ReadFile(filepath.Join(wsA, "notes.txt")); err != nil || string(b) != "approved for A" {
+					t.Fatalf("%s/notes.txt: %q, %v", wsA, b, err)
+				}
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/adminlink"
+	"github.com/maiden-run/maiden/internal/boundary"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/cards"
@@ -215,7 +216,11 @@ func (b *builtinBackend) reparse(_ *invocation, doc any) ([]grant.Arg, *command.
 func (b *builtinBackend) identity(*invocation) string { return "builtin:" + b.name }
 
 // approvalPolicy is its binding's (web_fetch's hosts and secret
-// material); the others reach nothing.
+// material); a file built-in's, the path it would touch as resolved in the
+// call's session (a relative path is beneath the session's workspace, so
+// the same input is another file in another session, or after a reset:
+// an approval is not bound to the session, so it is bound to the path);
+// the others reach nothing.
 func (b *builtinBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
 	bnd, _, _ := inv.cfg.AgentBinding(inv.agent, b.name)
 	t := config.Tool{Name: b.name, Timeout: inv.tool.Timeout}
@@ -226,7 +231,19 @@ func (b *builtinBackend) approvalPolicy(inv *invocation) ApprovalPolicy {
 			t.Secrets = append(t.Secrets, bnd.ProxySecret)
 		}
 	}
-	return basePolicy(inv.cfg, t)
+	p := basePolicy(inv.cfg, t)
+	if b.op.files && inv.sess != nil {
+		// inv.sess is the session the session stages held (and held
+		// again after the wait): the boundary the run resolves the path in.
+		if path, a, ok := hostfs.Target(b.name, inv.sess.Boundary, []byte(inv.call.Input)); ok {
+			if a == boundary.Write {
+				p.WritePaths = []string{path}
+			} else {
+				p.ReadPaths = []string{path}
+			}
+		}
+	}
+	return p
 }
 
 // describe is the built-in as tools/list shows it (BuiltinsFor lists the

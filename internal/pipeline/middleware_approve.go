@@ -85,7 +85,7 @@ func (l approveLayer) run(ctx context.Context, inv *invocation, m config.Middlew
 			// always-card was minted from) is used up by this run too:
 			// otherwise it would outlive the card and run the call once
 			// more after the card is revoked.
-			if a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule); err != nil {
+			if a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule, bind); err != nil {
 				return true, fmt.Errorf("%w: %v", ErrState, err)
 			} else if found && a.State == store.ApprovalApproved && a.Expires.After(now) && a.Binding == bind {
 				approved(inv, m, a)
@@ -99,7 +99,7 @@ func (l approveLayer) run(ctx context.Context, inv *invocation, m config.Middlew
 	} else if found {
 		return denied(inv, m, a, "this same call was denied")
 	}
-	a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule)
+	a, found, err := st.LatestApproval(ctx, inv.agent, inv.tool.Name, digest, m.Rule, bind)
 	if err != nil {
 		return true, fmt.Errorf("%w: %v", ErrState, err)
 	}

@@ -292,12 +292,17 @@ func (s *DB) FindApproved(ctx context.Context, agent, tool, digest string, now t
 }
 
 // LatestApproval returns the most recent request that rule (a middleware
-// layer) made for agent's call of tool with input digest, in any state
-// (found false if there is none): a repeated call finds the request it is
-// already waiting for, or learns that its approved run was interrupted.
-// Each approve layer needs its own approval.
-func (s *DB) LatestApproval(ctx context.Context, agent, tool, digest, rule string) (a Approval, found bool, err error) {
-	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? AND middleware = ? ORDER BY created_at DESC, id DESC LIMIT 1`, agent, tool, digest, rule)
+// layer) made for agent's call of tool with input digest under binding
+// prefer, else under any binding, in any state (found false if there is
+// none): a repeated call finds the request it is already waiting for, or
+// learns that its approved run was interrupted. The same input can run
+// under several bindings at once (a file built-in's relative path is
+// another file in another session), so a request made for one does not
+// hide another's. Each approve layer needs its own approval.
+func (s *DB) LatestApproval(ctx context.Context, agent, tool, digest, rule string, prefer Binding) (a Approval, found bool, err error) {
+	as, err := s.queryApprovals(ctx, `WHERE agent = ? AND tool = ? AND digest = ? AND middleware = ?
+		ORDER BY CASE WHEN tool_digest = ? AND policy = ? THEN 0 ELSE 1 END, created_at DESC, id DESC LIMIT 1`,
+		agent, tool, digest, rule, prefer.ToolDigest, prefer.Policy)
 	if err != nil || len(as) == 0 {
 		return Approval{}, false, err
 	}

@@ -28,7 +28,7 @@ func testApprovalOfOneInputNeverReleasesAnother(t *testing.T, be backend) {
 	if got, found, err := s.FindApproved(ctx, "a", "pay", "digest-of-B", c.now()); err != nil || found {
 		t.Fatalf("FindApproved(B) = %+v, %v, %v: A's approval released B", got, found, err)
 	}
-	got, found, err := s.LatestApproval(ctx, "a", "pay", "digest-of-B", "approve#1")
+	got, found, err := s.LatestApproval(ctx, "a", "pay", "digest-of-B", "approve#1", Binding{})
 	if err != nil || !found || got.ID != b.ID || got.State != ApprovalPending {
 		t.Fatalf("LatestApproval(B) = %+v, %v, %v; want B's own request %s, pending", got, found, err, b.ID)
 	}

@@ -199,8 +199,8 @@ type Store interface {
 	// the same agent, tool and input digest.
 	FindApproved(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
 	// LatestApproval finds the most recent request for the same call, in
-	// any state.
-	LatestApproval(ctx context.Context, agent, tool, digest, rule string) (Approval, bool, error)
+	// any state: under the binding prefer if there is one.
+	LatestApproval(ctx context.Context, agent, tool, digest, rule string, prefer Binding) (Approval, bool, error)
 	// RecentDenial finds an unexpired denial of the same call.
 	RecentDenial(ctx context.Context, agent, tool, digest string, now time.Time) (Approval, bool, error)
 	// ConsumeAndStart consumes an approval exactly once and marks its call
