@@ -118,3 +118,82 @@ func TestTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestNoExistenceOracleThroughSymlink: a path the cards allow that is a symlink leading where they do not answers
+// the same whether or not something is there (no_card, the cards' words about where it led), as the same path named
+// directly is refused before anything is looked up (session.FileDecision): the answer never says whether a file the
+// agent may not read exists, is a file or a directory. Before the fix a dangling link answered not_found (and a
+// component that is a file not_directory) where an existing target answered no_card.
+func TestNoExistenceOracleThroughSymlink(t *testing.T) {
+	if safefs.Method() != "openat2" {
+		t.Skip("the openat walk follows no symlink: every link answers symlink, whatever is behind it")
+	}
+	work := tempDir(t)
+	writeFile(t, work+"/private/key", "hunter2")
+	writeFile(t, work+"/pub/a.txt", "alpha")
+	for link, target := range map[string]string{
+		"pub/there":   "../private/key",         // exists
+		"pub/missing": "../private/nope",        // does not
+		"pub/deeper":  "../private/nope/x",      // a missing directory on the way
+		"pub/notdir":  "../private/key/x",       // a file where a directory would be
+		"pub/dthere":  "../private",             // a directory, for fs_list and fs_write's parent
+		"pub/dnone":   "../private/nodir",       // no such directory
+		"pub/chain":   "missing",                // a link to a dangling link
+		"pub/ok":      "a.txt",                  // control: allowed, exists
+		"pub/okgone":  "gone.txt",               // control: allowed, missing
+		"pub/up":      "../pub/../private/nope", // ".." on the way
+	} {
+		if err := os.Symlink(target, filepath.Join(work, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := restricted([]boundary.Entry{sub(work, boundary.Write)}, nil, nil)
+	private := work + "/private"
+	allow := func(p string, a boundary.Access) error {
+		if p == private || strings.HasPrefix(p, private+"/") {
+			return errors.New("no card allows fs:" + string(a) + " " + p)
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		fn     toolFunc
+		in     map[string]any
+		reason string
+	}{
+		{FSRead, map[string]any{"path": work + "/pub/there"}, ReasonNoCard},
+		{FSRead, map[string]any{"path": work + "/pub/missing"}, ReasonNoCard},
+		{FSRead, map[string]any{"path": work + "/pub/deeper"}, ReasonNoCard},
+		{FSRead, map[string]any{"path": work + "/pub/notdir"}, ReasonNoCard},
+		{FSRead, map[string]any{"path": work + "/pub/chain"}, ReasonNoCard},
+		{FSRead, map[string]any{"path": work + "/pub/up"}, ReasonNoCard},
+		{FSList, map[string]any{"path": work + "/pub/dthere"}, ReasonNoCard},
+		{FSList, map[string]any{"path": work + "/pub/dnone"}, ReasonNoCard},
+		{FSList, map[string]any{"path": work + "/pub/there"}, ReasonNoCard}, // a file, not a directory
+		{FSWrite, map[string]any{"path": work + "/pub/dthere/new", "content": "x"}, ReasonNoCard},
+		{FSWrite, map[string]any{"path": work + "/pub/dnone/new", "content": "x"}, ReasonNoCard},
+		{FSWrite, map[string]any{"path": work + "/pub/there/new", "content": "x"}, ReasonNoCard}, // a file as the parent
+		// Controls: where the cards allow, the filesystem's own answers stay.
+		{FSRead, map[string]any{"path": work + "/pub/okgone"}, ReasonNotFound},
+		{FSRead, map[string]any{"path": work + "/pub/nothing"}, ReasonNotFound},
+		{FSWrite, map[string]any{"path": work + "/pub/nodir/new", "content": "x"}, ReasonNotFound},
+		{FSList, map[string]any{"path": work + "/pub/a.txt"}, ReasonNotDirectory},
+	} {
+		_, err := callAllow(t, tc.fn, b, allow, tc.in)
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != tc.reason {
+			t.Errorf("%s %v: %v, want reason %s", toolName(tc.fn), tc.in["path"], err, tc.reason)
+			continue
+		}
+		if tc.reason == ReasonNoCard && !strings.Contains(e.Message, "no card allows fs:") {
+			t.Errorf("%s %v: %v, want the cards' words", toolName(tc.fn), tc.in["path"], err)
+		}
+	}
+	if out, err := callAllow(t, FSRead, b, allow, map[string]any{"path": work + "/pub/ok"}); err != nil || out.(*FSReadOutput).Content != "alpha" {
+		t.Errorf("read through an allowed link: %v %v", out, err)
+	}
+	for _, p := range []string{private + "/new", private + "/nodir"} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s was created: %v", p, err)
+		}
+	}
+}

@@ -201,7 +201,7 @@ func Read(roots []Root, path string, maxBytes int64, opts ...Option) (Content, e
 	root := t.root
 	fd, err := openBeneath(t, t.rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
-		return Content{}, fail("read", path, root, err)
+		return Content{}, failAuthorized("read", path, t, t.rel, err, o.authorize)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
@@ -277,7 +277,7 @@ func write(roots []Root, path string, content []byte, maxBytes int64, whole bool
 	dir, base := filepath.Dir(rel), filepath.Base(rel)
 	pfd, err := openBeneath(t, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return fail("write", path, root, err)
+		return failAuthorized("write", path, t, rel, err, o.authorize)
 	}
 	defer unix.Close(pfd)
 	if err := checkResolved("write", path, t, pfd, base, true, o.protected); err != nil {
@@ -378,7 +378,7 @@ func List(roots []Root, path string, maxEntries int, opts ...Option) (Listing, e
 	root := t.root
 	fd, err := openBeneath(t, t.rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return Listing{}, fail("list", path, root, err)
+		return Listing{}, failAuthorized("list", path, t, t.rel, err, o.authorize)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
@@ -600,6 +600,97 @@ func authorize(op, path string, t target, fd int, name string, fn func(string) e
 		return &Error{Op: op, Path: path, Root: t.root, Kind: KindRefused, Err: err}
 	}
 	return nil
+}
+
+// failAuthorized is fail for an open of rel beneath t that failed, asking fn (Authorize's) first about where the
+// path led as far as it exists (stoppedAt): a path the caller may not touch is refused in the caller's words whether
+// or not something is there, as an open that succeeded would be, so that not_found or not_directory never tells
+// through a symlink what exists where the caller may not look. Only for the errors that depend on what is there
+// (ENOENT, ENOTDIR), and only where symlinks are followed (openat2, not an Exact target): the walk refuses any link.
+func failAuthorized(op, path string, t target, rel string, err error, fn func(string) error) error {
+	if fn != nil && !t.exact && Method() == "openat2" && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
+		if p, ok := stoppedAt(t, rel); ok {
+			if ferr := fn(p); ferr != nil {
+				return &Error{Op: op, Path: path, Root: t.root, Kind: KindRefused, Err: ferr}
+			}
+		}
+	}
+	return fail(op, path, t.root, err)
+}
+
+// stoppedAt is the path beneath t.dir that rel (whose open failed) leads to, following symlinks beneath t.dir as the
+// open did: the longest prefix that opens as a directory, resolved, then the component the kernel stopped at (one
+// missing, or not a directory) and the rest of rel after it. ok is false when it cannot tell (the filesystem changed
+// meanwhile, a link leaves t.dir, too many links): the caller then answers as it would have.
+func stoppedAt(t target, rel string) (string, bool) {
+	rootfd, err := openRoot(t.dir)
+	if err != nil {
+		return "", false
+	}
+	defer unix.Close(rootfd)
+	for range 40 { // the kernel's own limit on links followed
+		comps := strings.Split(rel, "/")
+		i := len(comps) - 1
+		pfd := -1
+		for ; i >= 0; i-- {
+			prefix := strings.Join(comps[:i], "/")
+			if prefix == "" {
+				prefix = "."
+			}
+			if fd, err := openBeneathFD(rootfd, prefix, unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
+				pfd = fd
+				break
+			}
+		}
+		if pfd < 0 {
+			return "", false
+		}
+		dir, err := resolved(pfd)
+		c := comps[i]
+		var st unix.Stat_t
+		serr := unix.Fstatat(pfd, c, &st, unix.AT_SYMLINK_NOFOLLOW)
+		var link string
+		if serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			link, serr = readlinkAt(pfd, c)
+		}
+		unix.Close(pfd)
+		if err != nil || !within(t.dir, dir) || c == "." || c == ".." || c == "" {
+			return "", false
+		}
+		switch {
+		case serr != nil && !errors.Is(serr, unix.ENOENT):
+			return "", false
+		case serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			if filepath.IsAbs(link) {
+				return "", false // RESOLVE_BENEATH refuses it anyway (an escape)
+			}
+			// Go on from the link's target, taken in the directory holding the link.
+			here := strings.TrimPrefix(strings.TrimPrefix(dir, t.dir), "/")
+			rel = strings.Join(append([]string{here, link}, comps[i+1:]...), "/")
+			rel = strings.TrimPrefix(rel, "/")
+			continue
+		}
+		// Missing, or there but not a directory with more after it: nothing beneath it exists.
+		p := filepath.Join(append([]string{dir, c}, comps[i+1:]...)...)
+		if !within(t.dir, p) {
+			return "", false
+		}
+		return p, true
+	}
+	return "", false
+}
+
+// readlinkAt is the target of the symlink name in the directory dirfd.
+func readlinkAt(dirfd int, name string) (string, error) {
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(dirfd, name, buf)
+	if err != nil {
+		return "", err
+	}
+	if n >= len(buf) {
+		return "", unix.ENAMETOOLONG
+	}
+	return string(buf[:n]), nil
 }
 
 // resolved is the path the kernel resolved the descriptor fd to, from /proc/self/fd, once that path is known to name
