@@ -97,8 +97,10 @@ type Record[V any] struct {
 	Message    string        `json:"message,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	DurationMS int64         `json:"duration_ms,omitempty"`
-	// ToolKind is the tool's kind (wasm, cli, mcp, builtin) and
-	// OutputBytes the size of what it returned: an outcome record's.
+	// ToolKind is the tool's kind (wasm, cli, mcp, builtin), in an
+	// outcome record and a refused call's (so that a replay tells a
+	// built-in from a [tools] entry of its name); OutputBytes the size of
+	// what it returned: an outcome record's.
 	ToolKind    string `json:"tool_kind,omitempty"`
 	OutputBytes int64  `json:"output_bytes,omitempty"`
 	// BoundaryRevision is the revision of the session's boundary the call

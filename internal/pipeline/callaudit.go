@@ -80,12 +80,14 @@ func (a auditStages) call(next handler) handler {
 			rev := inv.sess.Boundary.Revision // the boundary the call was decided under
 			rec.BoundaryRevision = &rev
 		}
+		// A refused call's kind too: a replay of a boundary expansion
+		// must not take a [tools] entry named like a built-in for it.
+		rec.ToolKind = toolKind(inv.backend)
 		kind := store.AuditCallRefused
 		if inv.admitted {
 			kind = AuditCallFailed
 			rec.Middleware = inv.trail[inv.trailAtAdmit:] // the rest are in its call-admitted record
 			rec.DurationMS = time.Since(inv.start).Milliseconds()
-			rec.ToolKind = toolKind(inv.backend)
 		}
 		if aerr := callaudit.AppendRecord(context.WithoutCancel(ctx), a.trail, inv.auditCall(), kind, &rec); aerr != nil {
 			a.trail.Log.Error("audit record not written", "kind", kind, "agent", inv.agent, "tool", inv.tool.Name, "err", aerr)

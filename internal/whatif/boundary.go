@@ -25,6 +25,10 @@ const (
 	toolWebFetch = "web_fetch"
 )
 
+// toolKindBuiltin is the tool_kind of a built-in's call record
+// (internal/pipeline's toolKind).
+const toolKindBuiltin = "builtin"
+
 // fileTool reports whether tool is a file built-in, whose path a call's
 // fs decision is (not a directory it was handed).
 func fileTool(tool string) bool {
@@ -112,8 +116,12 @@ func (r *BoundaryReplay) Add(rec api.AuditRecord) {
 		Session  string `json:"session"`
 		Rendered string `json:"rendered"`
 		Revision *int64 `json:"boundary_revision"`
+		ToolKind string `json:"tool_kind"`
 	}
-	if json.Unmarshal(rec.Body, &b) != nil || b.Session != r.session {
+	// A [tools], [clis] or [mcp] entry of a built-in's name shadows the
+	// built-in (its record names its kind): its calls are not the
+	// built-in's, whatever their arguments say.
+	if json.Unmarshal(rec.Body, &b) != nil || b.Session != r.session || b.ToolKind != "" && b.ToolKind != toolKindBuiltin {
 		return
 	}
 	var then boundary.Boundary

@@ -114,3 +114,34 @@ func TestBoundaryReplay(t *testing.T) {
 		t.Errorf("calls %d, not replayable %d (want 2, 2), examples (-want +got):\n%s", n, unknown, diff)
 	}
 }
+
+// TestBoundaryReplayShadowedBuiltin: a record whose tool_kind is not the
+// built-in's (a [tools], [clis] or [mcp] entry named fs_write, which
+// shadows the built-in) is passed over, refused or failed; the built-in's
+// own record (tool_kind builtin, or none in a refused record made before
+// refused records named it) is replayed.
+func TestBoundaryReplayShadowedBuiltin(t *testing.T) {
+	b := restricted()
+	b.Revision = 0
+	after := b
+	after.Entries = []boundary.Entry{{Path: "/srv/app", Access: boundary.Write, Match: boundary.Subtree}}
+	r := whatif.NewBoundaryReplay("s1", map[int64]boundary.Boundary{0: b}, b, after)
+	for i, c := range []struct{ record, kind, path string }{
+		{whatif.KindCallFailed, "wasm", "/srv/app/a"},
+		{whatif.KindCallRefused, "cli", "/srv/app/b"},
+		{whatif.KindCallFailed, "mcp", "/srv/app/c"},
+		{whatif.KindCallFailed, "builtin", "/srv/app/d"},
+		{whatif.KindCallRefused, "", "/srv/app/e"},
+	} {
+		body, _ := json.Marshal(map[string]any{"session": "s1", "rendered": "--content=x --path=" + c.path, "boundary_revision": 0, "tool_kind": c.kind})
+		r.Add(api.AuditRecord{Seq: int64(i + 1), Kind: c.record, Agent: "coder", Tool: builtin.ToolFSWrite, Body: body})
+	}
+	n, ex, unknown := r.Result()
+	var got []string
+	for _, e := range ex {
+		got = append(got, e.Target)
+	}
+	if diff := cmp.Diff([]string{"fs_write: write /srv/app/d", "fs_write: write /srv/app/e"}, got); diff != "" || n != 2 || unknown != 0 {
+		t.Errorf("calls %d, not replayable %d (want 2, 0), examples (-want +got):\n%s", n, unknown, diff)
+	}
+}
