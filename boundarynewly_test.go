@@ -40,21 +40,7 @@ func TestBoundaryNewlyAgainstTheRevisionItRanUnder(t *testing.T) {
 
 	// The widening to write under other/: asked, and looked at while it
 	// waits, then denied.
-	raw, _ := json.Marshal(map[string]any{"id": "r2", "justification": "write there",
-		"expansion": map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": other, "access": "write", "scope": "subtree"}}}}})
-	asked := make(chan string, 1)
-	done := make(chan maiden.Result, 1)
-	go func() {
-		res, _ := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Input: string(raw), Session: "s1",
-			ApprovalWait: 20 * time.Second, OnApproval: func(r maiden.ApprovalRequest) { asked <- r.ID }})
-		done <- res
-	}()
-	var id string
-	select {
-	case id = <-asked:
-	case res := <-done:
-		t.Fatalf("the request ended without waiting: %+v", res)
-	}
+	id, done := askToWrite(t, h, "r2", other)
 	np, err := h.ApprovalNewlyPossible(context.Background(), id, "", time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -108,21 +94,7 @@ fs = [{ path = "`+work+`", access = "read", match = "subtree" }]
 	if res.OK || res.Error == nil || res.Error.Message != "the tool refused: bad input" {
 		t.Fatalf("the WebAssembly fs_write: %+v, want its own tool error", res)
 	}
-	raw, _ := json.Marshal(map[string]any{"id": "r1", "justification": "write there",
-		"expansion": map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": other, "access": "write", "scope": "subtree"}}}}})
-	asked := make(chan string, 1)
-	done := make(chan maiden.Result, 1)
-	go func() {
-		res, _ := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Input: string(raw), Session: "s1",
-			ApprovalWait: 20 * time.Second, OnApproval: func(r maiden.ApprovalRequest) { asked <- r.ID }})
-		done <- res
-	}()
-	var id string
-	select {
-	case id = <-asked:
-	case res := <-done:
-		t.Fatalf("the request ended without waiting: %+v", res)
-	}
+	id, done := askToWrite(t, h, "r1", other)
 	np, err := h.ApprovalNewlyPossible(context.Background(), id, "", time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -134,4 +106,27 @@ fs = [{ path = "`+work+`", access = "read", match = "subtree" }]
 		t.Fatal(err)
 	}
 	<-done
+}
+
+// askToWrite has session s1 of agent coder ask (request ID id) to widen
+// its boundary to write under dir, and returns the approval's ID once the
+// request waits for it, and where its result comes when it is answered.
+func askToWrite(t *testing.T, h *maiden.Host, id, dir string) (string, <-chan maiden.Result) {
+	t.Helper()
+	raw, _ := json.Marshal(map[string]any{"id": id, "justification": "write there",
+		"expansion": map[string]any{"filesystem": map[string]any{"entries": []any{map[string]any{"path": dir, "access": "write", "scope": "subtree"}}}}})
+	asked := make(chan string, 1)
+	done := make(chan maiden.Result, 1)
+	go func() {
+		res, _ := h.Call(context.Background(), maiden.Call{Agent: "coder", Tool: "request_sandbox_boundary", Input: string(raw), Session: "s1",
+			ApprovalWait: 20 * time.Second, OnApproval: func(r maiden.ApprovalRequest) { asked <- r.ID }})
+		done <- res
+	}()
+	select {
+	case approval := <-asked:
+		return approval, done
+	case res := <-done:
+		t.Fatalf("the request ended without waiting: %+v", res)
+	}
+	return "", nil
 }

@@ -19,6 +19,14 @@ import (
 // parent's reader or writer asleep.
 func ipcPair(t *testing.T) (*ipcConn, int) {
 	t.Helper()
+	c, peer := ipcPairOpen(t)
+	t.Cleanup(func() { unix.Close(peer) })
+	return c, peer
+}
+
+// ipcPairOpen is ipcPair whose peer descriptor the caller closes.
+func ipcPairOpen(t *testing.T) (*ipcConn, int) {
+	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +38,6 @@ func ipcPair(t *testing.T) (*ipcConn, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(fds[1]) })
 	return c, fds[1]
 }
 
@@ -167,27 +174,15 @@ func TestIPCReadWritePending(t *testing.T) {
 // are no frame (TestWorkerKilledMidCall read "misbehaved (unreadable
 // message: connection reset by peer)" once in a full run).
 func TestPeerClosedWithUnreadBytesIsHangUp(t *testing.T) {
-	// Not ipcPair: its cleanup closes the peer's descriptor, closed here.
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		t.Fatal(err)
-	}
-	c, err := newIPCConn(fds[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, peer := ipcPairOpen(t) // the peer is closed here, not by a cleanup
 	defer c.Close()
-	peer := fds[1]
 	if _, err := c.Write([]byte("a frame the worker never reads")); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Close(peer); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Read(make([]byte, 16))
+	_, err := c.Read(make([]byte, 16))
 	if !errors.Is(err, unix.ECONNRESET) {
 		t.Fatalf("read after the peer closed with bytes unread: %v, want ECONNRESET (the case this test is about)", err)
 	}
