@@ -456,7 +456,7 @@ command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "posit
 write_paths = ["`+root+`"]
 [agents.coder]
 tools = ["touch", "request_sandbox_boundary"]
-grants = ["tool:invoke touch --... -- ...", "tool:invoke request_sandbox_boundary --...", "fs:write `+root+`/**"]
+grants = ["tool:invoke touch --... -- ...", "tool:invoke request_sandbox_boundary --...", "fs:read `+root+`/**", "fs:write `+root+`/**"]
 [agents.coder.boundary]
 fs = [{ path = "`+ok+`", access = "write", match = "subtree" }]
 deny = ["`+denied+`"]
@@ -493,10 +493,11 @@ deny = ["`+denied+`"]
 // TestWrappedCLIWritesNeedFSCards: a wrapped CLI writes only where its
 // agent's cards allow fs:write of the whole directory, as a WebAssembly
 // tool's preopen stays writable (CARDS.md: resource grants are separate
-// from tool grants): of two write_paths, touch succeeds in the one the
+// from tool grants): of two write_paths, both readable (fs:read, see
+// TestWrappedCLIWritePathsNeedFSRead), touch succeeds in the one the
 // agent's fs:write card covers and is refused by Landlock in the other
 // (left read-only), with or without a declared boundary; the call's audit
-// record holds both decisions.
+// record holds the four decisions (each path's fs:read, then its fs:write).
 func TestWrappedCLIWritesNeedFSCards(t *testing.T) {
 	root := t.TempDir()
 	mine, theirs := filepath.Join(root, "mine"), filepath.Join(root, "theirs")
@@ -517,7 +518,7 @@ command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "posit
 write_paths = ["`+mine+`", "`+theirs+`"]
 [agents.coder]
 tools = ["touch"]
-grants = ["tool:invoke touch --... -- ...", "fs:write `+mine+`/**"]
+grants = ["tool:invoke touch --... -- ...", "fs:read `+root+`/**", "fs:write `+mine+`/**"]
 `+boundaryTable, maiden.Options{Isolation: maiden.InProcess}, "echo")
 			touch := func(path string) maiden.Result {
 				t.Helper()
@@ -553,8 +554,9 @@ grants = ["tool:invoke touch --... -- ...", "fs:write `+mine+`/**"]
 				if err := json.Unmarshal(r.Body, &body); err != nil {
 					t.Fatal(err)
 				}
-				if len(body.FS) != 2 || !body.FS[0].Allow || body.FS[0].Target != "fs:write "+mine+"/**" || body.FS[1].Allow || body.FS[1].Target != "fs:write "+theirs+"/**" {
-					t.Errorf("record %d: fs %+v, want fs:write %s/** allowed, then fs:write %s/** denied", r.Seq, body.FS, mine, theirs)
+				if len(body.FS) != 4 || !body.FS[0].Allow || body.FS[0].Target != "fs:read "+mine+"/**" || !body.FS[1].Allow || body.FS[1].Target != "fs:write "+mine+"/**" ||
+					!body.FS[2].Allow || body.FS[2].Target != "fs:read "+theirs+"/**" || body.FS[3].Allow || body.FS[3].Target != "fs:write "+theirs+"/**" {
+					t.Errorf("record %d: fs %+v, want fs:read and fs:write %s/** allowed, then fs:read %s/** allowed and fs:write %s/** denied", r.Seq, body.FS, mine, theirs, theirs)
 				}
 			}
 			if n != 2 {
@@ -564,9 +566,149 @@ grants = ["tool:invoke touch --... -- ...", "fs:write `+mine+`/**"]
 	}
 }
 
+// TestWrappedCLIWritePathsNeedFSRead (found by a review): a wrapped CLI's
+// write_paths are held to the agent's cards as a WebAssembly tool's
+// preopens are (CARDS.md: permission to call a tool does not grant the
+// filesystem access it then performs): each is given to Landlock only
+// under fs:read DIR/**, and writable only under fs:write DIR/** too. An
+// agent with tool:invoke cat and fs:write of the write path but no
+// fs:read of it cannot cat the secret there (nor write there: the path is
+// left out of the sandbox); with fs:read alone it reads it but its touch
+// is refused (read-only); with both it does both. With or without a
+// declared boundary; the call's audit record holds the fs:read decision.
+func TestWrappedCLIWritePathsNeedFSRead(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "work")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const key = "s3cret-in-the-write-path"
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(key), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, withBoundary := range []bool{false, true} {
+		name := map[bool]string{false: "no boundary", true: "a boundary allowing writing"}[withBoundary]
+		t.Run(name, func(t *testing.T) {
+			var cfg strings.Builder
+			cfg.WriteString(`version = 1
+[tools.echo]
+path = %q
+[clis.cat]
+path = "/usr/bin/cat"
+command = '{"maiden_command": 1, "name": "cat", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+write_paths = ["` + dir + `"]
+[clis.touch]
+path = "/usr/bin/touch"
+command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+write_paths = ["` + dir + `"]
+`)
+			for _, a := range []string{"writer", "reader", "both"} {
+				g := map[string]string{"writer": `"fs:write ` + dir + `/**"`, "reader": `"fs:read ` + dir + `/**"`, "both": `"fs:read ` + dir + `/**", "fs:write ` + dir + `/**"`}[a]
+				fmt.Fprintf(&cfg, "[agents.%s]\ntools = [\"cat\", \"touch\"]\ngrants = [\"tool:invoke cat -- ...\", \"tool:invoke touch -- ...\", %s]\n", a, g)
+				if withBoundary {
+					fmt.Fprintf(&cfg, "[agents.%s.boundary]\nfs = [{ path = %q, access = \"write\", match = \"subtree\" }]\n", a, root)
+				}
+			}
+			h := newHostWith(t, cfg.String(), maiden.Options{Isolation: maiden.InProcess}, "echo")
+			call := func(agent, tool, path string) maiden.Result {
+				t.Helper()
+				raw, _ := json.Marshal(map[string]any{"files": []string{path}})
+				res, err := h.Call(context.Background(), maiden.Call{Agent: agent, Tool: tool, Input: string(raw), Session: agent + "-s"})
+				if err != nil {
+					t.Fatalf("%s %s: %v", agent, tool, err)
+				}
+				return res
+			}
+			refused := func(res maiden.Result) bool {
+				return !res.OK && res.Error != nil && strings.Contains(res.Error.Message, "Permission denied")
+			}
+			// fs:write without fs:read: the write path is not in the
+			// sandbox at all.
+			res := call("writer", "cat", secret)
+			if b, _ := json.Marshal(res); strings.Contains(string(b), key) {
+				t.Fatalf("cat %s without fs:read printed the secret: %s", secret, b)
+			}
+			if !refused(res) {
+				t.Errorf("cat %s without fs:read: %+v %+v, want refused (Permission denied)", secret, res, res.Error)
+			}
+			w := filepath.Join(dir, "writer-"+map[bool]string{false: "a", true: "b"}[withBoundary])
+			if res := call("writer", "touch", w); !refused(res) {
+				t.Errorf("touch %s without fs:read: %+v %+v, want refused (Permission denied)", w, res, res.Error)
+			}
+			if _, err := os.Lstat(w); !os.IsNotExist(err) {
+				t.Errorf("touch without fs:read created %s (%v)", w, err)
+			}
+			// fs:read without fs:write: read-only.
+			if res := call("reader", "cat", secret); !res.OK || res.Output != key {
+				t.Errorf("cat %s with fs:read: %+v %+v, want %q", secret, res, res.Error, key)
+			}
+			r := filepath.Join(dir, "reader-"+map[bool]string{false: "a", true: "b"}[withBoundary])
+			if res := call("reader", "touch", r); !refused(res) {
+				t.Errorf("touch %s with fs:read alone: %+v %+v, want refused (Permission denied)", r, res, res.Error)
+			}
+			if _, err := os.Lstat(r); !os.IsNotExist(err) {
+				t.Errorf("touch with fs:read alone created %s (%v)", r, err)
+			}
+			// Both: reads and writes.
+			if res := call("both", "cat", secret); !res.OK || res.Output != key {
+				t.Errorf("cat %s with fs:read and fs:write: %+v %+v, want %q", secret, res, res.Error, key)
+			}
+			bw := filepath.Join(dir, "both-"+map[bool]string{false: "a", true: "b"}[withBoundary])
+			if res := call("both", "touch", bw); !res.OK {
+				t.Errorf("touch %s with fs:read and fs:write: %+v", bw, res.Error)
+			}
+			if _, err := os.Lstat(bw); err != nil {
+				t.Errorf("touch with fs:read and fs:write: %v", err)
+			}
+			// The records: the writer's cat asked fs:read DIR/** (refused)
+			// and nothing more; the reader's touch fs:read (allowed), then
+			// fs:write (refused).
+			recs, err := h.AuditTail(context.Background(), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{
+				"writer cat":   "[fs:read " + dir + "/**=false]",
+				"reader touch": "[fs:read " + dir + "/**=true fs:write " + dir + "/**=false]",
+				"both touch":   "[fs:read " + dir + "/**=true fs:write " + dir + "/**=true]",
+			}
+			for _, rec := range recs {
+				if rec.Kind != "call-admitted" {
+					continue
+				}
+				k := rec.Agent + " " + rec.Tool
+				if _, ok := want[k]; !ok {
+					continue
+				}
+				var body struct {
+					FS []struct {
+						Allow  bool
+						Target string
+					}
+				}
+				if err := json.Unmarshal(rec.Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, d := range body.FS {
+					got = append(got, fmt.Sprintf("%s=%v", d.Target, d.Allow))
+				}
+				if fmt.Sprint(got) != want[k] {
+					t.Errorf("%s: recorded fs %v, want %s", k, got, want[k])
+				}
+				delete(want, k)
+			}
+			if len(want) > 0 {
+				t.Errorf("no call-admitted record for %v", want)
+			}
+		})
+	}
+}
+
 // TestWrappedCLIWritePathThroughSymlink (security review of the fs
 // cards): a wrapped CLI's write_paths are decided by name (the session's
-// boundary, the agent's fs:write DIR/** cards), and Landlock's rule binds
+// boundary, the agent's fs:read and fs:write DIR/** cards), and Landlock's rule binds
 // what the name resolves to when the run starts. An agent whose cards and
 // boundary let it write mine only has ln (writing mine) make
 // mine/cache a symlink to theirs; touch, whose write_paths name
@@ -597,7 +739,7 @@ command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "posit
 write_paths = ["`+cache+`"]
 [agents.coder]
 tools = ["ln", "rmdir", "touch"]
-grants = ["tool:invoke ln --... -- ...", "tool:invoke rmdir -- ...", "tool:invoke touch -- ...", "fs:write `+mine+`/**"]
+grants = ["tool:invoke ln --... -- ...", "tool:invoke rmdir -- ...", "tool:invoke touch -- ...", "fs:read `+mine+`/**", "fs:write `+mine+`/**"]
 [agents.coder.boundary]
 fs = [{ path = "`+mine+`", access = "write", match = "subtree" }]
 `, maiden.Options{Isolation: maiden.InProcess}, "echo")
@@ -654,7 +796,7 @@ command = '{"maiden_command": 1, "name": "cat", "end_of_options": "--", "positio
 read_paths = ["`+ref+`"]
 [agents.coder]
 tools = ["ln", "rmdir", "cat"]
-grants = ["tool:invoke ln --... -- ...", "tool:invoke rmdir -- ...", "tool:invoke cat -- ...", "fs:write `+mine+`/**"]
+grants = ["tool:invoke ln --... -- ...", "tool:invoke rmdir -- ...", "tool:invoke cat -- ...", "fs:read `+mine+`/**", "fs:write `+mine+`/**"]
 [agents.coder.boundary]
 fs = [{ path = "`+mine+`", access = "write", match = "subtree" }]
 `, maiden.Options{Isolation: maiden.InProcess}, "echo")
@@ -792,7 +934,7 @@ command = '{"maiden_command": 1, "name": "touch", "end_of_options": "--", "posit
 write_paths = ["`+ws+`"]
 [agents.coder]
 tools = ["touch", "fs_write"]
-grants = ["tool:invoke touch --... -- ...", "tool:invoke fs_write --...", "fs:write /**"]
+grants = ["tool:invoke touch --... -- ...", "tool:invoke fs_write --...", "fs:read /**", "fs:write /**"]
 [agents.coder.boundary]
 fs = [{ path = "`+ws+`", access = "write", match = "subtree" }]
 protected = [".git"]

@@ -100,24 +100,35 @@ type SystemGrant struct {
 type FileGrantGap struct {
 	Tool string // fs_read, fs_list, fs_write, or a wrapped CLI with write_paths
 	Verb string // the fs verb it needs: read, or write
-	CLI  bool   // a wrapped CLI: without the grant it only reads its write_paths
-	Line int    // the binding's line
+	// CLI: a wrapped CLI, which without an fs:read grant is given none of
+	// its write_paths (Verb read), and with one but without an fs:write
+	// grant only reads them (Verb write).
+	CLI  bool
+	Line int // the binding's line
 }
 
 // FileGrantGaps are the tools agent a binds whose file access needs an fs
 // card (CARDS.md's resource grants, besides tool:invoke) while none of a's
 // grants is an fs grant of that verb (or of any verb): the file built-ins
 // (fs_read and fs_list read their path, fs_write writes it), whose calls
-// are then refused, and the wrapped CLIs with write_paths, which then only
-// read them; unless a card from the store allows it (maiden cards grant).
-// What maiden check warns of.
+// are then refused, and the wrapped CLIs with write_paths, which are given
+// none of them without an fs:read grant (one gap, of verb read) and only
+// read them without an fs:write grant (of verb write); unless a card from
+// the store allows it (maiden cards grant). What maiden check warns of.
 func (c *Config) FileGrantGaps(a Agent) []FileGrantGap {
 	var gaps []FileGrantGap
+	granted := func(verb string) bool {
+		return slices.ContainsFunc(a.Grants, func(g SystemGrant) bool {
+			return g.Grant.Class == grant.FS && (g.Grant.Verb == "" || g.Grant.Verb == verb)
+		})
+	}
 	for _, b := range a.Bindings {
 		var verb string
 		t, _ := c.Tool(b.Tool)
 		cli := !b.Builtin && t.CLI != nil && len(t.CLI.WritePaths) > 0
 		switch {
+		case cli && !granted("read"):
+			verb = "read"
 		case cli, b.Builtin && b.Tool == "fs_write":
 			verb = "write"
 		case b.Builtin && (b.Tool == "fs_read" || b.Tool == "fs_list"):
@@ -125,9 +136,7 @@ func (c *Config) FileGrantGaps(a Agent) []FileGrantGap {
 		default:
 			continue
 		}
-		if !slices.ContainsFunc(a.Grants, func(g SystemGrant) bool {
-			return g.Grant.Class == grant.FS && (g.Grant.Verb == "" || g.Grant.Verb == verb)
-		}) {
+		if !granted(verb) {
 			gaps = append(gaps, FileGrantGap{Tool: b.Tool, Verb: verb, CLI: cli, Line: b.Line})
 		}
 	}

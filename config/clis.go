@@ -24,7 +24,10 @@ type CLI struct {
 	// of NAME, "NAME=value" sets it; everything else is scrubbed.
 	Env []string
 	// ReadPaths and WritePaths are what Landlock lets it read, and read
-	// and write (absolute, cleaned).
+	// and write (absolute, cleaned). For a declared agent, each write
+	// path is held to its session's boundary and its fs:read / fs:write
+	// DIR/** cards (session.CLIWritable); the read paths, its runtime,
+	// are not.
 	ReadPaths, WritePaths []string
 	// MaxOutputBytes caps stdout and stderr each.
 	MaxOutputBytes int64

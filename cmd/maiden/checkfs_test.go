@@ -10,9 +10,10 @@ import (
 // TestCheckWarnsOfFileBuiltinsWithoutFSGrants: maiden check warns, at the
 // binding's line, of a file built-in whose reads or writes no grant of its
 // agent can allow (each call would be refused unless a card from the store
-// allows the path) and of a wrapped CLI with write_paths none of whose
-// agent's grants can make them writable, and of nothing when a grant of
-// that verb, or of any verb, is there.
+// allows the path), of a wrapped CLI with write_paths none of whose
+// agent's grants can make them readable (the CLI is then given none of
+// them), or, readable, writable, and of nothing when a grant of that verb,
+// or of any verb, is there.
 func TestCheckWarnsOfFileBuiltinsWithoutFSGrants(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
@@ -46,6 +47,10 @@ grants = ["tool:invoke touch --... -- ...", "tool:invoke true", "fs:read /tmp/**
 [agents.cliw]
 tools = ["touch"]
 grants = ["tool:invoke touch --... -- ...", "fs:write /tmp/**"]
+
+[agents.clirw]
+tools = ["touch"]
+grants = ["tool:invoke touch --... -- ...", "fs /tmp/**"]
 `
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -58,6 +63,7 @@ grants = ["tool:invoke touch --... -- ...", "fs:write /tmp/**"]
 		cfg + `:4: warning: agent coder binds fs_write, but none of its grants is an fs:write grant: each call is refused unless a card allows fs:write of its path`,
 		cfg + `:12: warning: agent bare binds fs_read, but none of its grants is an fs:read grant:`,
 		cfg + `:25: warning: agent cli binds touch, but none of its grants is an fs:write grant: the CLI only reads its write_paths unless a card allows fs:write of each, whole`,
+		cfg + `:29: warning: agent cliw binds touch, but none of its grants is an fs:read grant: the CLI is given none of its write_paths, neither to read nor to write, unless a card allows fs:read of each, whole`,
 	}
 	for _, w := range want {
 		if !strings.Contains(r.stderr, w) {
@@ -65,7 +71,7 @@ grants = ["tool:invoke touch --... -- ...", "fs:write /tmp/**"]
 		}
 	}
 	if n := strings.Count(r.stderr, "warning:"); n != len(want) {
-		t.Errorf("%d warnings, want %d (none for coder's reads, ops, true or cliw):\n%s", n, len(want), r.stderr)
+		t.Errorf("%d warnings, want %d (none for coder's reads, ops, true or clirw):\n%s", n, len(want), r.stderr)
 	}
 }
 

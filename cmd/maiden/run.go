@@ -252,10 +252,15 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintf(stdout, "%s: agents %s; state store %s\n", c.config, strings.Join(names, ", "), c.statePath(cfg))
 		// What will certainly be refused at call time unless the store
-		// holds a card for it: a file built-in, or a wrapped CLI's writes,
-		// without an fs grant.
+		// holds a card for it: a file built-in, or a wrapped CLI's reads
+		// or writes of its write_paths, without an fs grant.
 		for _, a := range cfg.Agents() {
 			for _, g := range cfg.FileGrantGaps(a) {
+				if g.CLI && g.Verb == "read" {
+					fmt.Fprintf(stderr, "%s:%d: warning: agent %s binds %s, but none of its grants is an fs:read grant: the CLI is given none of its write_paths, neither to read nor to write, unless a card allows fs:read of each, whole (and fs:write, to write there) (add one to grants, e.g. \"fs:read /srv/work/**\", or maiden cards grant -agent %s ...)\n",
+						c.config, g.Line, a.Name, g.Tool, a.Name)
+					continue
+				}
 				if g.CLI {
 					fmt.Fprintf(stderr, "%s:%d: warning: agent %s binds %s, but none of its grants is an fs:write grant: the CLI only reads its write_paths unless a card allows fs:write of each, whole (add one to grants, e.g. \"fs:write /srv/work/**\", or maiden cards grant -agent %s ...)\n",
 						c.config, g.Line, a.Name, g.Tool, a.Name)

@@ -186,7 +186,7 @@ func openFollow(path string) (int, error) {
 }
 
 // openNoFollow opens path as O_PATH without following a symlink anywhere on it (ELOOP if there is one): a declared
-// path is decided by its name (a wrapped CLI's write_paths by the session's boundary and the agent's fs:write cards,
+// path is decided by its name (a wrapped CLI's write_paths by the session's boundary and the agent's fs:read/fs:write cards,
 // its read_paths and an MCP server's by the operator), and a Landlock rule binds what the name resolves to, so a
 // link there (which whoever writes its parent can make between two runs: the agent, through a CLI whose
 // write_paths hold it) would make its target writable, or readable. openat2 with RESOLVE_NO_SYMLINKS, else a walk

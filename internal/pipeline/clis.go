@@ -276,7 +276,9 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 	var r ran
 	// What it may write: its write_paths narrowed by the session's
 	// boundary (an agent with a declared boundary) and the agent's
-	// fs:write cards; the rest of them it may only read.
+	// fs:write cards; the rest of them it may only read, those the
+	// agent's fs:read cards allow: one they do not is left out of the
+	// sandbox altogether (session.CardWritable).
 	sc := inv.sessionCall()
 	writable, lost, _, terr, err := b.sessions.CLIWritable(ctx, &sc)
 	r.sess = sc.Sess

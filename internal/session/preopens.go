@@ -176,34 +176,56 @@ func subtree(w *cards.Wallet, verb, dir string) cards.Decision {
 	return decide.Decide(decide.Basis{Wallet: w}, decide.AccessTree(verb, dir))
 }
 
-// CardWritable keeps the wrapped CLI's writable paths whose whole subtree
-// the agent's cards allow writing (fs:write DIR/**, decided as a preopen's
-// write: decide.AccessTree); the others become read-only (lost), as the
-// boundary's narrowing leaves a path it does not let the session write. A
-// nil wallet (the implicit agent) keeps them all. It returns the decisions
-// too, in the paths' order, for the call's audit record.
-func CardWritable(paths []string, w *cards.Wallet) (writable, lost []string, ds []cards.Decision) {
+// CardWritable holds a wrapped CLI's write_paths to the agent's cards as
+// CardPreopens holds a WebAssembly tool's directories (CARDS.md: resource
+// grants are separate from tool grants): each path, whether the boundary
+// left it writable (writable) or read-only (readOnly), is given to the
+// sandbox only if the cards allow fs:read DIR/** (decided as a preopen's:
+// decide.AccessTree), and is dropped from it otherwise (Landlock then
+// grants nothing beneath it: neither read nor write); a writable one stays
+// writable only if they allow fs:write DIR/** too, and is read-only (in
+// lost) otherwise. A nil wallet (the implicit agent, which holds every
+// card) keeps them all as they are. It returns the decisions too, in the
+// order it asked them (each writable path's read, then its write when the
+// read was allowed; then each read-only path's read), for the call's audit
+// record. The CLI's read_paths are not asked about: they are its runtime
+// (binaries, libraries, configuration), which the operator declared.
+func CardWritable(writable, readOnly []string, w *cards.Wallet) (keep, lost []string, ds []cards.Decision) {
 	if w == nil {
-		return paths, nil, nil
+		return writable, readOnly, nil
 	}
-	for _, p := range paths {
+	for _, p := range writable {
+		r := subtree(w, "read", p)
+		ds = append(ds, r)
+		if !r.Allow {
+			continue
+		}
 		d := subtree(w, "write", p)
 		ds = append(ds, d)
 		if d.Allow {
-			writable = append(writable, p)
+			keep = append(keep, p)
 		} else {
 			lost = append(lost, p)
 		}
 	}
-	return writable, lost, ds
+	for _, p := range readOnly {
+		r := subtree(w, "read", p)
+		ds = append(ds, r)
+		if r.Allow {
+			lost = append(lost, p)
+		}
+	}
+	return keep, lost, ds
 }
 
-// CLIWritable is what a wrapped CLI call may write, and what it may only
-// read of its write_paths: for an agent with a declared boundary, the
-// paths narrowed to what the session's boundary lets it write
-// (NarrowWritable), then, for every declared agent, to what its cards let
-// it write (CardWritable), with the cards' decisions. The session is c's
-// (looked up once, kept in c.Sess).
+// CLIWritable is what a wrapped CLI call may write (writable), and what it
+// may only read (lost), of its write_paths: for an agent with a declared
+// boundary, the paths narrowed to what the session's boundary lets it
+// write (NarrowWritable; the rest read-only), then, for every declared
+// agent, held to its cards (CardWritable: a path it has no fs:read DIR/**
+// for is in neither list, so the sandbox gets nothing of it; one without
+// fs:write DIR/** is read-only), with the cards' decisions. The session
+// is c's (looked up once, kept in c.Sess).
 func (g *Gate) CLIWritable(ctx context.Context, c *Call) (writable, lost []string, ds []cards.Decision, terr *api.ToolError, err error) {
 	if c.Tool.CLI == nil || len(c.Tool.CLI.WritePaths) == 0 {
 		return nil, nil, nil, nil, nil
@@ -216,8 +238,8 @@ func (g *Gate) CLIWritable(ctx context.Context, c *Call) (writable, lost []strin
 		}
 		writable, lost = NarrowWritable(writable, s.Boundary)
 	}
-	writable, cardLost, ds := CardWritable(writable, c.Wallet)
-	return writable, append(lost, cardLost...), ds, nil, nil
+	writable, lost, ds = CardWritable(writable, lost, c.Wallet)
+	return writable, lost, ds, nil, nil
 }
 
 // NarrowWritable narrows a wrapped CLI's writable paths (its [clis.NAME]

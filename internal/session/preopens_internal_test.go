@@ -130,10 +130,13 @@ func TestCardPreopens(t *testing.T) {
 	}
 }
 
-// TestCardWritable: a wrapped CLI's write path stays writable only when the
-// cards allow writing its whole subtree, as a preopen's write: a grant of
+// TestCardWritable: a wrapped CLI's write path is held to the cards as a
+// preopen is: given to the sandbox only when they allow reading its whole
+// subtree (dropped otherwise, even with a write grant: CARDS.md's resource
+// grants), and writable only when they allow writing it too: a grant of
 // the subtree keeps it, an exception inside or a read grant alone makes it
-// read-only; the implicit agent (no wallet) keeps them all, deciding none.
+// read-only; a path the boundary left read-only stays so, when readable;
+// the implicit agent (no wallet) keeps them all, deciding none.
 func TestCardWritable(t *testing.T) {
 	wallet := func(lowerPos, lowerNeg []string) *cards.Wallet {
 		return cards.NewWallet("a", time.Now(), []cards.Card{{ID: "c", Holder: "a", Spec: cards.Spec{LowerPos: grantsOf(t, lowerPos), LowerNeg: grantsOf(t, lowerNeg)}}})
@@ -142,15 +145,20 @@ func TestCardWritable(t *testing.T) {
 	for _, tc := range []struct {
 		name                     string
 		w                        *cards.Wallet
+		readOnly                 []string
 		writable, lost, decision string
 	}{
-		{"a subtree grant", wallet([]string{"fs:write /srv/**"}, nil), "[/srv/work /srv/data]", "[]", "[fs:write /srv/work/**=true fs:write /srv/data/**=true]"},
-		{"one of two", wallet([]string{"fs:write /srv/work/**"}, nil), "[/srv/work]", "[/srv/data]", "[fs:write /srv/work/**=true fs:write /srv/data/**=false]"},
-		{"an exception inside", wallet([]string{"fs /srv/**"}, []string{"fs:write /srv/work/.git/**"}), "[/srv/data]", "[/srv/work]", "[fs:write /srv/work/**=false fs:write /srv/data/**=true]"},
-		{"read is not write", wallet([]string{"fs:read /srv/**"}, nil), "[]", "[/srv/work /srv/data]", "[fs:write /srv/work/**=false fs:write /srv/data/**=false]"},
+		{"a subtree grant", wallet([]string{"fs /srv/**"}, nil), nil, "[/srv/work /srv/data]", "[]", "[fs:read /srv/work/**=true fs:write /srv/work/**=true fs:read /srv/data/**=true fs:write /srv/data/**=true]"},
+		{"one of two", wallet([]string{"fs:read /srv/**", "fs:write /srv/work/**"}, nil), nil, "[/srv/work]", "[/srv/data]", "[fs:read /srv/work/**=true fs:write /srv/work/**=true fs:read /srv/data/**=true fs:write /srv/data/**=false]"},
+		{"an exception inside", wallet([]string{"fs /srv/**"}, []string{"fs:write /srv/work/.git/**"}), nil, "[/srv/data]", "[/srv/work]", "[fs:read /srv/work/**=true fs:write /srv/work/**=false fs:read /srv/data/**=true fs:write /srv/data/**=true]"},
+		{"read is not write", wallet([]string{"fs:read /srv/**"}, nil), nil, "[]", "[/srv/work /srv/data]", "[fs:read /srv/work/**=true fs:write /srv/work/**=false fs:read /srv/data/**=true fs:write /srv/data/**=false]"},
+		{"write is not read", wallet([]string{"fs:write /srv/**"}, nil), nil, "[]", "[]", "[fs:read /srv/work/**=false fs:read /srv/data/**=false]"},
+		{"read of one", wallet([]string{"fs:write /srv/**", "fs:read /srv/data/**"}, nil), nil, "[/srv/data]", "[]", "[fs:read /srv/work/**=false fs:read /srv/data/**=true fs:write /srv/data/**=true]"},
+		{"an exception to the read", wallet([]string{"fs /srv/**"}, []string{"fs:read /srv/work/secret"}), nil, "[/srv/data]", "[]", "[fs:read /srv/work/**=false fs:read /srv/data/**=true fs:write /srv/data/**=true]"},
+		{"read-only by the boundary", wallet([]string{"fs /srv/work/**"}, nil), []string{"/srv/old", "/srv/work/ro"}, "[/srv/work]", "[/srv/work/ro]", "[fs:read /srv/work/**=true fs:write /srv/work/**=true fs:read /srv/data/**=false fs:read /srv/old/**=false fs:read /srv/work/ro/**=true]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			writable, lost, ds := CardWritable(paths, tc.w)
+			writable, lost, ds := CardWritable(paths, tc.readOnly, tc.w)
 			var decided []string
 			for _, d := range ds {
 				decided = append(decided, fmt.Sprintf("%s=%v", d.API().Target, d.Allow))
@@ -160,7 +168,7 @@ func TestCardWritable(t *testing.T) {
 			}
 		})
 	}
-	if writable, lost, ds := CardWritable(paths, nil); len(writable) != 2 || lost != nil || ds != nil {
+	if writable, lost, ds := CardWritable(paths, []string{"/srv/old"}, nil); len(writable) != 2 || len(lost) != 1 || ds != nil {
 		t.Errorf("the implicit agent: writable %v, lost %v, decisions %v", writable, lost, ds)
 	}
 }

@@ -149,9 +149,11 @@ func (g *Gate) Hold(ctx context.Context, c *Call) ([]sandbox.Preopen, *api.ToolE
 		return nil, nil, nil
 	}
 	if c.Tool.CLI != nil {
-		// A wrapped CLI's write_paths: the cards' decisions, for the
-		// call's record (the run narrows them again, CLIWritable, on the
-		// same pinned wallet and the session kept in c.Sess).
+		// A wrapped CLI's write_paths: the cards' decisions (fs:read
+		// DIR/** of each, fs:write DIR/** of a readable one the
+		// boundary lets it write), for the call's record (the run
+		// narrows them again, CLIWritable, on the same pinned wallet
+		// and the session kept in c.Sess).
 		_, _, ds, terr, err := g.CLIWritable(ctx, c)
 		c.FS = ds
 		return nil, terr, err
