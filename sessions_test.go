@@ -490,6 +490,58 @@ deny = ["`+denied+`"]
 	}
 }
 
+// TestWrappedCLIReadsHeldToTheBoundary: a wrapped CLI's write path that
+// the session's boundary does not let it write is read-only only where
+// the boundary lets the session read: not in a deny root inside it, nor
+// outside every entry of a restricted boundary, as fs_read is refused
+// there. Before the review of the CLIs' reads, the whole write path was
+// left read-only, so cat printed the deny root's secret (and one outside
+// the boundary) although the session could not fs_read it.
+func TestWrappedCLIReadsHeldToTheBoundary(t *testing.T) {
+	root := t.TempDir()
+	ok, locked, other := filepath.Join(root, "ok"), filepath.Join(root, "locked"), filepath.Join(root, "other")
+	files := map[string]string{filepath.Join(ok, "note"): "fine", filepath.Join(locked, "secret"): "s3cret-behind-deny", filepath.Join(other, "secret"): "s3cret-outside"}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.cat]
+path = "/usr/bin/cat"
+command = '{"maiden_command": 1, "name": "cat", "end_of_options": "--", "positionals": [{"name": "files", "variadic": true}]}'
+write_paths = ["`+root+`"]
+[agents.coder]
+tools = ["cat"]
+grants = ["tool:invoke cat -- ...", "fs:read `+root+`/**", "fs:write `+root+`/**"]
+[agents.coder.boundary]
+fs = [{ path = "`+ok+`", access = "write", match = "subtree" }]
+deny = ["`+locked+`"]
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+	cat := func(path string) maiden.Result {
+		t.Helper()
+		return sessCall(t, h, "s1", "cat", map[string]any{"files": []string{path}})
+	}
+	if res := cat(filepath.Join(ok, "note")); !res.OK || res.Output != "fine" {
+		t.Fatalf("cat in the boundary's write entry: %+v %+v", res, res.Error)
+	}
+	for _, p := range []string{filepath.Join(locked, "secret"), filepath.Join(other, "secret")} {
+		res := cat(p)
+		if b, _ := json.Marshal(res); strings.Contains(string(b), "s3cret") {
+			t.Errorf("cat %s printed what the boundary does not let the session read: %s", p, b)
+			continue
+		}
+		if res.OK || res.Error == nil || !strings.Contains(res.Error.Message, "Permission denied") {
+			t.Errorf("cat %s: %+v %+v, want refused by Landlock (Permission denied)", p, res, res.Error)
+		}
+	}
+}
+
 // TestWrappedCLIWritesNeedFSCards: a wrapped CLI writes only where its
 // agent's cards allow fs:write of the whole directory, as a WebAssembly
 // tool's preopen stays writable (CARDS.md: resource grants are separate

@@ -242,47 +242,66 @@ func (g *Gate) CLIWritable(ctx context.Context, c *Call) (writable, lost []strin
 	return writable, lost, ds, nil, nil
 }
 
-// NarrowWritable narrows a wrapped CLI's writable paths (its [clis.NAME]
-// write_paths) to what the session's boundary lets it write: a path the
-// boundary allows writing as a whole subtree stays; otherwise only the
-// boundary's write entries inside it stay writable (Landlock grants
-// subtrees, so an entry is kept only when it is a subtree entry, not
-// inside a deny root and not containing one, and without a protected name
-// on its path), and the path itself becomes read-only (returned in lost,
-// for the caller's read-only list). A boundary with protected names makes
-// every write path read-only (Landlock cannot carve them out). The CLI's read paths are its runtime
-// (binaries, libraries, configuration) and stay as the operator declared
-// them.
+// NarrowWritable holds a wrapped CLI's write_paths (its [clis.NAME]
+// write_paths) to the session's boundary, for reads as well as writes (a
+// path the CLI is given read-only is read by it as fs_read would read it):
+//
+//   - a path the boundary lets the session write as a whole subtree stays
+//     writable;
+//   - otherwise, one it lets the session read as a whole subtree is
+//     read-only (in lost, for the caller's read-only list); and one it
+//     does not is given no access at all;
+//   - and, inside a path not writable whole, each of the boundary's subtree
+//     entries (and a workspace-write boundary's workspace) that the
+//     boundary lets the session write is writable, and one it lets it read
+//     is read-only where the path itself is not readable.
+//
+// Landlock grants subtrees, so "as a whole subtree" means what
+// boundary.Allows decides for a subtree need: an entry inside a deny root or
+// containing one is neither writable nor readable (the CLI could otherwise
+// read what the deny root holds); nor is a path outside every entry of a
+// restricted boundary. A boundary with protected names makes nothing
+// writable (Landlock cannot refuse writes under a .git inside a writable
+// directory; writes go through fs_write, which checks each path). The
+// CLI's read paths are its runtime (binaries, libraries, configuration)
+// and stay as the operator declared them.
 func NarrowWritable(paths []string, b boundary.Boundary) (writable, lost []string) {
-	if len(b.Protected) > 0 {
-		// Landlock cannot refuse writes under a protected name inside a
-		// writable directory (a .git anywhere beneath it): with protected
-		// names, nothing is writable for a CLI, as for preopens; writes
-		// go through fs_write, which checks each path.
-		return nil, slices.Clone(paths)
+	allows := func(p string, a boundary.Access) bool {
+		if a == boundary.Write && len(b.Protected) > 0 {
+			return false
+		}
+		return boundary.Allows(b, boundary.Need{Path: p, Access: a, Match: boundary.Subtree})
+	}
+	entries := b.Entries
+	if b.Filesystem == boundary.WorkspaceWrite && b.Workspace != "" {
+		entries = append(slices.Clone(entries), boundary.Entry{Path: b.Workspace, Access: boundary.Write, Match: boundary.Subtree})
+	}
+	add := func(list []string, p string) []string {
+		if slices.Contains(list, p) {
+			return list
+		}
+		return append(list, p)
 	}
 	for _, p := range paths {
-		if boundary.Allows(b, boundary.Need{Path: p, Access: boundary.Write, Match: boundary.Subtree}) && !underProtected(p, b.Protected) {
-			writable = append(writable, p)
+		if allows(p, boundary.Write) {
+			writable = add(writable, p)
 			continue
 		}
-		lost = append(lost, p)
-		for _, e := range b.Entries {
-			if e.Access == boundary.Write && e.Match == boundary.Subtree && pathWithin(e.Path, p) && e.Path != p &&
-				boundary.Allows(b, boundary.Need{Path: e.Path, Access: boundary.Write, Match: boundary.Subtree}) && !underProtected(e.Path, b.Protected) {
-				writable = append(writable, e.Path)
+		readable := allows(p, boundary.Read)
+		if readable {
+			lost = add(lost, p)
+		}
+		for _, e := range entries {
+			if e.Match != boundary.Subtree || e.Path == p || !pathWithin(e.Path, p) {
+				continue
+			}
+			switch {
+			case e.Access == boundary.Write && allows(e.Path, boundary.Write):
+				writable = add(writable, e.Path)
+			case !readable && allows(e.Path, boundary.Read):
+				lost = add(lost, e.Path)
 			}
 		}
 	}
 	return writable, lost
-}
-
-// underProtected reports whether a path component of p is a protected name.
-func underProtected(p string, protected []string) bool {
-	for _, c := range strings.Split(p, "/") {
-		if slices.Contains(protected, c) {
-			return true
-		}
-	}
-	return false
 }

@@ -15,9 +15,13 @@ import (
 
 // TestNarrowWritable: a wrapped CLI's write_paths against the session's
 // boundary: kept whole when the boundary allows writing the subtree,
-// otherwise only the boundary's write subtree entries inside stay
-// writable; an entry containing a deny root is never writable (Landlock
-// cannot carve it out).
+// otherwise read-only when it allows reading it, and inside only the
+// boundary's write subtree entries stay writable (its read entries
+// read-only); an entry containing a deny root is neither writable nor
+// readable (Landlock cannot carve it out), nor is a path outside every
+// entry. Before the review of the CLIs' reads, a path not writable was
+// read-only whatever the boundary said: /w, /w/mixed and /elsewhere were
+// readable, deny root and all.
 func TestNarrowWritable(t *testing.T) {
 	b := boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted, Deny: []string{"/w/mixed/locked"},
 		Entries: []boundary.Entry{
@@ -33,11 +37,13 @@ func TestNarrowWritable(t *testing.T) {
 	}{
 		{[]string{"/w/ok"}, "[/w/ok]", "[]"},
 		{[]string{"/w/ok/sub"}, "[/w/ok/sub]", "[]"},
-		{[]string{"/w"}, "[/w/ok /w/repo/.git]", "[/w]"},
+		{[]string{"/w"}, "[/w/ok /w/repo/.git]", "[/w/ro]"},
 		{[]string{"/w/ro"}, "[]", "[/w/ro]"},
-		{[]string{"/w/mixed"}, "[]", "[/w/mixed]"},
-		{[]string{"/w/repo"}, "[/w/repo/.git]", "[/w/repo]"}, // no protected names here: see TestNarrowWritableProtected
-		{[]string{"/elsewhere"}, "[]", "[/elsewhere]"},
+		{[]string{"/w/ro/sub"}, "[]", "[/w/ro/sub]"},
+		{[]string{"/w/mixed"}, "[]", "[]"},
+		{[]string{"/w/repo"}, "[/w/repo/.git]", "[]"}, // no protected names here: see TestNarrowWritableProtected
+		{[]string{"/elsewhere"}, "[]", "[]"},
+		{[]string{"/w/ok", "/w"}, "[/w/ok /w/repo/.git]", "[/w/ro]"},
 	} {
 		w, l := NarrowWritable(tc.paths, b)
 		if fmt.Sprint(nilEmpty(w)) != tc.writable || fmt.Sprint(nilEmpty(l)) != tc.lost {
@@ -174,12 +180,19 @@ func TestCardWritable(t *testing.T) {
 }
 
 // TestNarrowWritableProtected (found by a security review): with protected
-// names, a wrapped CLI's write paths are all read-only, since Landlock
-// cannot refuse writes under a .git inside a writable directory.
+// names, nothing a wrapped CLI is given is writable, since Landlock
+// cannot refuse writes under a .git inside a writable directory; what the
+// boundary lets the session read stays readable, and no more.
 func TestNarrowWritableProtected(t *testing.T) {
 	b := boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.Restricted, Protected: []string{".git"},
 		Entries: []boundary.Entry{{Path: "/w/ok", Access: boundary.Write, Match: boundary.Subtree}}}
-	if w, lost := NarrowWritable([]string{"/w/ok", "/w"}, b); len(w) != 0 || len(lost) != 2 {
-		t.Errorf("writable %v, lost %v; want none writable", w, lost)
+	if w, lost := NarrowWritable([]string{"/w/ok", "/w"}, b); len(w) != 0 || fmt.Sprint(lost) != "[/w/ok]" {
+		t.Errorf("writable %v, lost %v; want none writable, only /w/ok read-only", w, lost)
+	}
+	// A workspace-write boundary: everything readable but deny roots, the
+	// workspace writable.
+	ws := boundary.Boundary{Kind: boundary.Managed, Filesystem: boundary.WorkspaceWrite, Workspace: "/w/proj", Deny: []string{"/w/keys"}}
+	if w, lost := NarrowWritable([]string{"/w", "/w/proj", "/srv"}, ws); fmt.Sprint(nilEmpty(w)) != "[/w/proj]" || fmt.Sprint(lost) != "[/srv]" {
+		t.Errorf("workspace-write: writable %v, lost %v; want [/w/proj] writable, /srv read-only, /w (holding a deny root) neither", w, lost)
 	}
 }
