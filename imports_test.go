@@ -478,3 +478,53 @@ func waitUntil(t *testing.T, d time.Duration, cond func() bool, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestImportedCredentialRedactedInEscapedForms: the credential maiden sends
+// an upstream is redacted from what the upstream answers in the forms a
+// secret of the egress gate is (JSON and HTML escapes, percent and base64
+// encodings), not only as its raw bytes. An upstream that echoes it in
+// structuredContent has it re-encoded by maiden itself (encoding/json
+// writes & as \u0026), and one that answers JSON text written by another
+// encoder (PHP's json_encode writes / as \/) escapes it on its own; a
+// plain search for the value found neither, and the agent read the token.
+func TestImportedCredentialRedactedInEscapedForms(t *testing.T) {
+	const token = "s3cret&tok/en"
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echoer", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "structured", Description: "echoes the credential as structured content"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, leakOut, error) {
+			return nil, leakOut{Got: req.Extra.Header.Get("Authorization")}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "text", Description: "echoes the credential as JSON text with / escaped"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+			got := strings.ReplaceAll(req.Extra.Header.Get("Authorization"), "/", `\/`)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"headers":{"Authorization":"` + got + `"}}`}}}, nil, nil
+		})
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(mcpHandler)
+	t.Cleanup(hs.Close)
+	h := newHostWith(t, `version = 1
+[mcp.up]
+accept_new_tools = true
+url = "`+hs.URL+`"
+credential = "UP_TOKEN"
+[agents.a]
+tools = ["up"]
+grants = ["tool:invoke up.structured --...", "tool:invoke up.text --..."]
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return token, name == "UP_TOKEN" }})
+	for _, tool := range []string{"up.structured", "up.text"} {
+		res := mustCall(t, h, maiden.Call{Agent: "a", Tool: tool, Input: `{"a":1,"b":1}`})
+		if !res.OK {
+			t.Fatalf("%s: %+v", tool, res.Error)
+		}
+		var decoded any
+		if err := json.Unmarshal([]byte(res.Output), &decoded); err != nil {
+			t.Fatalf("%s: output %q is not JSON: %v", tool, res.Output, err)
+		}
+		if again, _ := json.Marshal(decoded); strings.Contains(string(again), "tok") || strings.Contains(fmt.Sprint(decoded), token) {
+			t.Errorf("%s: the agent reads the credential: output %s (decoded %v)", tool, res.Output, decoded)
+		}
+		if !strings.Contains(res.Output, "[REDACTED:UP_TOKEN]") {
+			t.Errorf("%s: output %s, want the credential [REDACTED:UP_TOKEN]", tool, res.Output)
+		}
+	}
+}

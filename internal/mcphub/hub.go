@@ -30,6 +30,7 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/maiden-run/maiden/internal/progress"
 )
@@ -371,13 +372,22 @@ func RetiredMessage(imp string) string {
 
 // RedactCredential is s with every copy of value, the credential NAME
 // maiden sends an upstream, replaced by [REDACTED:NAME]: what the upstream
-// echoes of it (output, logs, errors). A value under 4 bytes is left, as
-// too short to find without mangling other text.
+// echoes of it (output, logs, errors), in any ASCII case and in the
+// encodings a tool's secrets are redacted in (base64, hex, percent and
+// JSON escapes: egress.ValueRedactor), since a server echoes a header
+// re-encoded as often as verbatim. A value under 4 bytes is left, as too
+// short to find without mangling other text.
 func RedactCredential(s, name, value string) string {
+	return CredentialRedactor(name, value)(s)
+}
+
+// CredentialRedactor is RedactCredential for one credential, built once
+// (for the many strings of one call).
+func CredentialRedactor(name, value string) func(string) string {
 	if len(value) < 4 {
-		return s
+		return func(s string) string { return s }
 	}
-	return strings.ReplaceAll(s, value, "[REDACTED:"+name+"]")
+	return egress.ValueRedactor(map[string]string{name: value})
 }
 
 // MaxLogBytes bounds the log lines one call keeps of its upstream's log

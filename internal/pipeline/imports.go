@@ -352,7 +352,8 @@ func (b *importBackend) run(ctx context.Context, inv *invocation) (ran, *ToolErr
 		// echoes back of it (output, logs, errors) is redacted like a
 		// tool's secrets.
 		if v, ok := b.lookupSecret(name); ok {
-			redact = func(s string) string { return gate(mcphub.RedactCredential(s, name, v)) }
+			cred := mcphub.CredentialRedactor(name, v)
+			redact = func(s string) string { return gate(cred(s)) }
 		}
 	}
 	var onProgress func(mcpimport.Progress)
