@@ -30,7 +30,8 @@ func init() {
 
 // fakeStdioUpstream serves stdin and stdout. Mode "wedge" answers
 // initialize and tools/list, then never reads its stdin again (nor exits);
-// "chatty" sends chattyLines log messages before its tools/list answer.
+// "chatty" sends chattyLines log messages before its tools/list answer;
+// "relist" follows each tools/list answer with a list_changed.
 func fakeStdioUpstream(mode string) {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
@@ -67,6 +68,13 @@ func fakeStdioUpstream(mode string) {
 				}
 			}
 			reply(m.ID, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+			if mode == "relist" {
+				// Every answer is followed by a list_changed: the
+				// client lists again, and again, for as long as it
+				// lets itself.
+				out.WriteString(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n")
+				out.Flush()
+			}
 			if mode == "wedge" {
 				time.Sleep(time.Hour) // never reads stdin again
 			}
@@ -199,5 +207,48 @@ func TestOperatorLogPacedAndRedacted(t *testing.T) {
 	}
 	if !strings.Contains(text, "[REDACTED:TOKEN]") {
 		t.Errorf("no redacted line in the operator's log:\n%.500s", text)
+	}
+}
+
+// TestListChangedFloodPaced: an upstream that follows every tools/list
+// answer with notifications/tools/list_changed makes the client list
+// again as fast as the round trip allows, forever. Each re-list calls the
+// OnChange callbacks, which the host's front end answers by listing every
+// agent's tools again (mcpserver's Sync): one goroutine each, unbounded,
+// had thousands of them pile up behind a slow callback. Re-lists are
+// paced, and the callbacks of one upstream never run concurrently.
+func TestListChangedFloodPaced(t *testing.T) {
+	u := fakeUpstream(t, "relist")
+	var running, maxRunning, calls atomic.Int32
+	u.OnChange(func() {
+		n := running.Add(1)
+		for {
+			m := maxRunning.Load()
+			if n <= m || maxRunning.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		calls.Add(1)
+		time.Sleep(20 * time.Millisecond) // a front end listing for its clients
+		running.Add(-1)
+	})
+	// The flood has begun once the first callback ran (a loaded machine
+	// can take seconds to start the upstream); then a rate over 2 s.
+	bound := time.Now().Add(testkit.Slack(t, 10*time.Second))
+	for calls.Load() == 0 && time.Now().Before(bound) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if calls.Load() == 0 {
+		t.Fatal("the upstream's first listing never reached OnChange")
+	}
+	before := calls.Load()
+	time.Sleep(2 * time.Second) // the window the rate is measured over
+	n := calls.Load() - before
+	t.Logf("%d OnChange calls in 2s, at most %d at once", n, maxRunning.Load())
+	if m := maxRunning.Load(); m > 1 {
+		t.Errorf("%d OnChange callbacks of one upstream ran at once, want 1", m)
+	}
+	if n > 40 {
+		t.Errorf("%d OnChange calls in 2s of a list_changed flood, want at most 40 (re-lists paced at ten a second)", n)
 	}
 }

@@ -213,6 +213,11 @@ type Upstream struct {
 	seq        uint64
 	relist     chan struct{} // the current session's re-list signal
 	gen        uint64        // the current (or next) session's number
+
+	// notifyMu guards the OnChange runner (changed): notifying while a
+	// run is under way, notifyDue when another is due after it.
+	notifyMu             sync.Mutex
+	notifying, notifyDue bool
 }
 
 // New checks the options and returns an Upstream that is not started yet.
@@ -270,10 +275,12 @@ func New(o Options) (*Upstream, error) {
 	return u, nil
 }
 
-// OnChange registers f, called (from its own goroutine, never while a lock
-// is held) after the tool list changed: an upstream list_changed (after the
-// re-list), a (re)start that listed tools, and the upstream going down (the
-// tools then report Available false).
+// OnChange registers f, called (from a goroutine of its own, never while a
+// lock is held) after the tool list changed: an upstream list_changed (after
+// the re-list), a (re)start that listed tools, and the upstream going down
+// (the tools then report Available false). Calls are coalesced: the
+// callbacks of one upstream never run concurrently, and changes that come
+// while they run are told by one more run after it.
 func (u *Upstream) OnChange(f func()) {
 	u.mu.Lock()
 	u.onChange = append(u.onChange, f)
@@ -586,17 +593,44 @@ func (u *Upstream) setDown(cause error, retryIn time.Duration) {
 		close(u.relist)
 		u.relist = nil
 	}
-	fs := append([]func(){}, u.onChange...)
 	u.mu.Unlock()
 	if wasUp {
-		notify(fs)
+		u.changed()
 	}
 }
 
-func notify(fs []func()) {
-	for _, f := range fs {
-		go f()
+// changed runs the OnChange callbacks on a goroutine of their own: one run
+// at a time per upstream, and changes during a run coalesced into one more
+// run after it. An upstream that sends list_changed as fast as it can must
+// not start a callback (a front end's re-listing of every agent's tools)
+// per re-list, each on a goroutine of its own, without bound.
+func (u *Upstream) changed() {
+	u.notifyMu.Lock()
+	if u.notifying {
+		u.notifyDue = true
+		u.notifyMu.Unlock()
+		return
 	}
+	u.notifying = true
+	u.notifyMu.Unlock()
+	go func() {
+		for {
+			u.mu.Lock()
+			fs := append([]func(){}, u.onChange...)
+			u.mu.Unlock()
+			for _, f := range fs {
+				f()
+			}
+			u.notifyMu.Lock()
+			if !u.notifyDue {
+				u.notifying = false
+				u.notifyMu.Unlock()
+				return
+			}
+			u.notifyDue = false
+			u.notifyMu.Unlock()
+		}
+	}()
 }
 
 // connect starts the command (or dials the URL), initialises the session and
@@ -661,7 +695,6 @@ func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) 
 	u.tools = tools
 	u.downCause = nil
 	u.nextTry = time.Time{}
-	fs := append([]func(){}, u.onChange...)
 	u.mu.Unlock()
 	u.bg.Add(1)
 	go func() {
@@ -673,7 +706,7 @@ func (u *Upstream) connect() (*mcp.ClientSession, *exec.Cmd, chan error, error) 
 	} else {
 		u.log.Info("MCP upstream connected", "tools", len(tools))
 	}
-	notify(fs)
+	u.changed()
 	return sess, proc, exited, nil
 }
 
@@ -754,10 +787,22 @@ func convertTool(t *mcp.Tool) (Tool, error) {
 	return out, nil
 }
 
+// relistInterval is the least time between two re-lists of one session:
+// an upstream that sends list_changed after every tools/list answer gets
+// at most ten re-lists a second, the signals meanwhile coalesced.
+const relistInterval = 100 * time.Millisecond
+
 // relister re-lists the tools on each list_changed signal of one session
-// (coalesced) until the session ends.
+// (coalesced, and at most one per relistInterval) until the session ends.
 func (u *Upstream) relister(sess *mcp.ClientSession, signal chan struct{}) {
+	var last time.Time
 	for range signal {
+		if wait := relistInterval - time.Since(last); !last.IsZero() && wait > 0 {
+			if !u.sleep(wait) {
+				return
+			}
+		}
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(u.ctx, u.opts.ConnectTimeout)
 		tools, err := listTools(ctx, sess)
 		cancel()
@@ -774,10 +819,9 @@ func (u *Upstream) relister(sess *mcp.ClientSession, signal chan struct{}) {
 			return
 		}
 		u.tools = tools
-		fs := append([]func(){}, u.onChange...)
 		u.mu.Unlock()
 		u.log.Info("MCP upstream's tools changed", "tools", len(tools))
-		notify(fs)
+		u.changed()
 	}
 }
 
