@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -59,6 +60,10 @@ func fakeStdioUpstream(mode string) {
 			v, _ := json.Marshal(m.Params.ProtocolVersion)
 			reply(m.ID, `{"protocolVersion":`+string(v)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`)
 		case "tools/list":
+			if mode == "many" {
+				manyToolsPage(out, line)
+				continue
+			}
 			if mode == "chatty" {
 				// Before its answer, so that they are all read by
 				// the time Start returns: log messages no call owns,
@@ -83,6 +88,36 @@ func fakeStdioUpstream(mode string) {
 		}
 	}
 }
+
+// manyToolsPage answers a tools/list request (line) with a page of
+// manyPerPage tools, and a cursor to the next page for manyPages pages.
+func manyToolsPage(out *bufio.Writer, line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Params struct {
+			Cursor string `json:"cursor"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(line, &m)
+	page, _ := strconv.Atoi(m.Params.Cursor)
+	out.WriteString(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":[`)
+	for i := range manyPerPage {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		out.WriteString(`{"name":"t` + strconv.Itoa(page*manyPerPage+i) + `","inputSchema":{"type":"object"}}`)
+	}
+	out.WriteString(`]`)
+	if page+1 < manyPages {
+		out.WriteString(`,"nextCursor":"` + strconv.Itoa(page+1) + `"`)
+	}
+	out.WriteString("}}\n")
+	out.Flush()
+}
+
+const (
+	manyPages, manyPerPage = 100, 2000
+)
 
 const (
 	chattyLines = 500
@@ -250,5 +285,31 @@ func TestListChangedFloodPaced(t *testing.T) {
 	}
 	if n > 40 {
 		t.Errorf("%d OnChange calls in 2s of a list_changed flood, want at most 40 (re-lists paced at ten a second)", n)
+	}
+}
+
+// TestToolCountBounded: at most 100 pages of tools are read, but nothing
+// bounded a page but the 4 MiB message cap, so an upstream could list
+// millions of tools (some 90,000 names fit in one page), each then named,
+// pinned against the pin file and described on every listing of every
+// agent. Here 100 pages of 2,000: the listing is refused past MaxTools,
+// as past 100 pages.
+func TestToolCountBounded(t *testing.T) {
+	u, err := mcpimport.New(mcpimport.Options{Name: "many", Command: []string{os.Args[0]}, Env: []string{"MAIDEN_FAKE_UPSTREAM=many"},
+		BackoffInitial: time.Hour, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = u.Start(ctx)
+	n := len(u.Tools())
+	t.Logf("start: %v; %d tools kept", err, n)
+	if n > mcpimport.MaxTools {
+		t.Errorf("%d tools of one upstream kept, want at most %d", n, mcpimport.MaxTools)
+	}
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d tools", mcpimport.MaxTools)) {
+		t.Errorf("start: %v; want the listing refused naming the cap", err)
 	}
 }

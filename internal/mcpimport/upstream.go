@@ -742,6 +742,11 @@ func killGroup(proc *exec.Cmd, exited chan error, grace time.Duration) {
 	exited <- err
 }
 
+// MaxTools bounds the tools of one upstream: a listing of more is refused,
+// as one of more than 100 pages is (a page is bounded only by the message
+// cap, which holds some 90,000 names).
+const MaxTools = 1000
+
 func listTools(ctx context.Context, sess *mcp.ClientSession) ([]Tool, error) {
 	var out []Tool
 	params := &mcp.ListToolsParams{}
@@ -752,6 +757,9 @@ func listTools(ctx context.Context, sess *mcp.ClientSession) ([]Tool, error) {
 		res, err := sess.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
+		}
+		if len(out)+len(res.Tools) > MaxTools {
+			return nil, fmt.Errorf("more than %d tools", MaxTools)
 		}
 		for _, t := range res.Tools {
 			tool, err := convertTool(t)
