@@ -112,7 +112,13 @@ func (in *inbox) authed(next func(http.ResponseWriter, *http.Request, operator))
 			if sid == "" && crossSiteNavigation(r) {
 				// A link from another site (an MCP client's elicitation):
 				// the SameSite=Strict cookie was not sent. Load the same
-				// URL again from this origin, which sends it.
+				// URL again from this origin, which sends it; without the
+				// query another site wrote (a ?grant= the always form would
+				// carry into the operator's session).
+				if r.URL.RawQuery != "" {
+					http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
+					return
+				}
 				in.render(w, http.StatusOK, "bounce", &page{Title: "Opening the inbox"})
 				return
 			}
@@ -276,7 +282,11 @@ func (in *inbox) newly(r *http.Request, a Approval) *newlyView {
 	}
 	v := &newlyView{}
 	if a.Kind != KindBoundary {
-		v.Grant = strings.TrimSpace(r.URL.Query().Get("grant"))
+		// A grant to preview comes from the page's own preview form, never
+		// from another site's link: the always form carries it.
+		if site := r.Header.Get("Sec-Fetch-Site"); site == "" || site == "same-origin" || site == "none" {
+			v.Grant = strings.TrimSpace(r.URL.Query().Get("grant"))
+		}
 		if v.Grant == "" {
 			v.Grant = a.AlwaysGrant
 		}
