@@ -119,6 +119,18 @@ func (h *Host) EndSession(ctx context.Context, id string) error {
 	return err
 }
 
+// TouchSession records that session id was used now, to within a minute
+// (the store writes only when its time is older): what a front end that
+// expires idle sessions reads back as SessionInfo.LastUsed, in every
+// instance sharing the store.
+func (h *Host) TouchSession(ctx context.Context, id string) error {
+	err := h.p.TouchSession(ctx, id)
+	if errors.Is(err, store.ErrUnknownSession) {
+		return fmt.Errorf("%w %q", ErrUnknownSession, id)
+	}
+	return err
+}
+
 // ResetSession replaces session id's boundary by b as the operator (by
 // names who): a new revision, audited. A boundary without network, or no
 // longer managed, is a downgrade: the session's secret material is dropped

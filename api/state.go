@@ -195,6 +195,7 @@ type SessionInfo struct {
 	ID        string            `json:"id"`
 	Agent     string            `json:"agent"`
 	Created   time.Time         `json:"created"`
+	LastUsed  time.Time         `json:"last_used,omitzero"` // to within a minute (Host.TouchSession)
 	Ended     time.Time         `json:"ended,omitzero"`
 	Boundary  Boundary          `json:"boundary"`
 	Revisions []SessionRevision `json:"revisions,omitempty"`

@@ -234,6 +234,9 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 	var res maiden.Result
 	var err error
 	s.warm.run(func() { res, err = s.host.Call(waitCtx, c) })
+	if modern {
+		s.touchHandle(ctx, sess)
+	}
 	stopProgress()
 	w.end()
 	if err != nil {

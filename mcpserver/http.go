@@ -105,6 +105,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if idle == 0 {
 		idle = DefaultSessionIdle
 	}
+	if idle > 0 {
+		s.handleIdle.Store(int64(idle))
+	}
 	maxSessions := o.MaxSessionsPerAgent
 	if maxSessions == 0 {
 		maxSessions = DefaultMaxSessionsPerAgent

@@ -118,6 +118,14 @@ type Server struct {
 
 	warm *warmRunners // the goroutines Host.Call runs on
 
+	// handleIdle is the HTTP front end's session idle time (ns; 0: none),
+	// after which a modern _meta["maiden/session"] handle no request named
+	// expires, and handleUsed when each handle was last named (and
+	// recorded in the store).
+	handleIdle atomic.Int64
+	handleMu   sync.Mutex
+	handleUsed map[string]handleUse
+
 	// stdioSession is the maiden session of a stdio client: the process.
 	stdioSession string
 	stdio        atomic.Bool // RunStdio is serving

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	maiden "github.com/maiden-run/maiden"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,6 +41,14 @@ func (s *Server) callSession(ctx context.Context, req *mcp.CallToolRequest, agen
 		case !info.Ended.IsZero():
 			return "", errorResult(maiden.KindInput, fmt.Sprintf("_meta[%q]: session %q has ended; open another with session_open", MetaSession, id))
 		}
+		if s.handleExpired(ctx, id, info) {
+			// Idle past -session-idle, as a legacy session would have been
+			// closed: its boundary stops applying.
+			if err := s.host.EndSession(context.WithoutCancel(ctx), id); err != nil && !errors.Is(err, maiden.ErrUnknownSession) {
+				s.log.Warn("could not end an idle session", "session", id, "err", err)
+			}
+			return "", errorResult(maiden.KindInput, fmt.Sprintf("_meta[%q]: session %q has expired (no request named it for %v); open another with session_open", MetaSession, id, time.Duration(s.handleIdle.Load())))
+		}
 		return id, nil
 	}
 	if req.Session != nil && req.Session.ID() != "" {
@@ -49,4 +58,79 @@ func (s *Server) callSession(ctx context.Context, req *mcp.CallToolRequest, agen
 		return s.stdioSession, nil
 	}
 	return "", nil
+}
+
+// handleUse is when a modern session handle was last named in this
+// process, and when this process last recorded a use in the store.
+type handleUse struct{ used, stored time.Time }
+
+// handleExpired reports whether the modern session handle id (its session
+// info) has gone unnamed longer than the HTTP front end's session idle
+// time (never, without one), and otherwise records its use now. Its last
+// use is the latest of its creation, its last use in this process, and the
+// last use the store holds (which every instance sharing the store records,
+// to within a minute: Host.TouchSession), so a handle named on another
+// instance, or before a restart, is not ended here for being unseen. A
+// live legacy session named as a handle is left to its own expiry.
+func (s *Server) handleExpired(ctx context.Context, id string, info maiden.SessionInfo) bool {
+	idle := time.Duration(s.handleIdle.Load())
+	if idle <= 0 || id == s.stdioSession {
+		return false
+	}
+	if _, legacy := s.sessionAgent(id); legacy {
+		return false
+	}
+	now := time.Now()
+	s.handleMu.Lock()
+	u := s.handleUsed[id]
+	last := info.Created
+	for _, t := range []time.Time{info.LastUsed, u.used} {
+		if t.After(last) {
+			last = t
+		}
+	}
+	if now.Sub(last) > idle {
+		delete(s.handleUsed, id)
+		s.handleMu.Unlock()
+		return true
+	}
+	s.handleMu.Unlock()
+	s.touchHandle(ctx, id)
+	return false
+}
+
+// touchHandle records that modern session handle id was used now (a
+// request named it, or a call in it ended: a session with a call in
+// flight does not count as idle), in this process and, at most once a
+// minute per handle, in the store.
+func (s *Server) touchHandle(ctx context.Context, id string) {
+	idle := time.Duration(s.handleIdle.Load())
+	if id == "" || idle <= 0 {
+		return
+	}
+	now := time.Now()
+	s.handleMu.Lock()
+	if s.handleUsed == nil {
+		s.handleUsed = map[string]handleUse{}
+	}
+	if len(s.handleUsed) >= 4096 {
+		for k, h := range s.handleUsed {
+			if now.Sub(h.used) > idle {
+				delete(s.handleUsed, k)
+			}
+		}
+	}
+	u := s.handleUsed[id]
+	u.used = now
+	store := now.Sub(u.stored) >= time.Minute
+	if store {
+		u.stored = now
+	}
+	s.handleUsed[id] = u
+	s.handleMu.Unlock()
+	if store {
+		if err := s.host.TouchSession(context.WithoutCancel(ctx), id); err != nil {
+			s.log.Debug("could not record a session's use", "session", id, "err", err)
+		}
+	}
 }

@@ -119,6 +119,17 @@ func (h *Host) OpenSession(ctx context.Context, agent string) (string, error) {
 // EndSession ends session id: its boundary stops applying (a later call
 // naming it is refused), the secret material it held is dropped, and the
 // calls waiting on its boundary requests are woken.
+func (h *Host) TouchSession(ctx context.Context, id string) error {
+	h.stateHolder.mu.Lock()
+	st := h.stateHolder.st
+	h.stateHolder.mu.Unlock()
+	if st == nil {
+		return nil // no call of this Host has opened the store
+	}
+	return st.TouchSession(ctx, id)
+}
+
+// EndSession ends session id in the store and drops its secret material.
 func (h *Host) EndSession(ctx context.Context, id string) error {
 	h.stateHolder.mu.Lock()
 	st := h.stateHolder.st
