@@ -12,10 +12,19 @@ import (
 // Render is the call's options as canonical grant arguments (sorted by
 // name): a value option --name=V, a list one --name=V per element in
 // order, a map one --name=K=V per key in key order, a bool flag --name (a
-// flag named no-X: --no-X, the boolean false of X), a count flag --name=N.
-// Defaults and environment fallbacks are included: a grant sees every value
-// the program will be given.
-func (inv *Invocation) Render() []grant.Arg { return slices.Clone(inv.args) }
+// flag named no-X: --no-X, the boolean false of X), a count flag --name=N;
+// and the call's stdin, when it has one, --stdin=TEXT (the JSON
+// projection's property, as a JSON-input tool's renders; no option may be
+// named stdin). Defaults and environment fallbacks are included: a grant
+// sees every value the program will be given.
+func (inv *Invocation) Render() []grant.Arg {
+	args := slices.Clone(inv.args)
+	if inv.stdin != nil {
+		args = append(args, grant.Arg{Name: "stdin", Value: *inv.stdin})
+		grant.SortArgs(args)
+	}
+	return args
+}
 
 // Path is the called command's path of canonical names.
 func (inv *Invocation) Path() []string { return inv.cmd.Path() }
@@ -25,13 +34,13 @@ func (inv *Invocation) Positionals() []string { return slices.Clone(inv.pos) }
 
 // Target is what a card grant is matched against for a call of tool.
 func (inv *Invocation) Target(tool string) grant.Target {
-	return grant.CommandTarget(tool, inv.cmd.path, inv.args, inv.pos)
+	return grant.CommandTarget(tool, inv.cmd.path, inv.Render(), inv.pos)
 }
 
 // String is the canonical rendering without the tool's name
 // ("log --max-count=5 -- README.md"), as approvals show it.
 func (inv *Invocation) String() string {
-	return grant.CommandRendering(inv.cmd.path, inv.args, inv.pos)
+	return grant.CommandRendering(inv.cmd.path, inv.Render(), inv.pos)
 }
 
 // Words is the canonical rendering as argv words ParseArgv reads back to

@@ -539,6 +539,9 @@ func checkNames(o *obj, c *Command) error {
 			return o.errAt("options", fmt.Sprintf("option %q: the name is %s", opt.Name, why))
 		}
 		seen[opt.Name] = "taken by " + where
+		if slices.Contains(reserved, opt.argName()) {
+			return o.errAt("options", fmt.Sprintf("option %q renders as --%s, which is reserved for the JSON projection", opt.Name, opt.argName()))
+		}
 		if args[opt.argName()] {
 			return o.errAt("options", fmt.Sprintf("option %q renders as --%s or --no-%s, as another option does", opt.Name, opt.argName(), opt.argName()))
 		}
