@@ -310,8 +310,11 @@ func (s approvalStages) runApproved(next handler) handler {
 			return err
 		}
 		ids := append([]string{inv.approval}, inv.extraApprovals...)
-		for _, id := range ids {
+		for i, id := range ids {
 			if _, err := st.ConsumeAndStart(ctx, id, *inv.approvedBinding); err != nil {
+				// The ones consumed before it are given back: the call
+				// does not run.
+				s.unstart(ctx, st, ids[:i])
 				if errors.Is(err, store.ErrApprovalState) {
 					inv.res.Error = &ToolError{Kind: KindPending, Approval: id,
 						Message: fmt.Sprintf("the approval %s was used by another identical call or expired (%v); repeat the call to ask again", id, err)}
@@ -321,15 +324,36 @@ func (s approvalStages) runApproved(next handler) handler {
 			}
 		}
 		inv.started, inv.startedIDs = true, ids
-		return next(ctx, inv) // marked done by markDone once the run is over
+		err = next(ctx, inv) // marked done by markDone once the run is over
+		if !inv.ran {
+			// Refused after the consumption and before the run (a budget
+			// exhausted, the audit record not written): the tool never
+			// ran, so the approvals are given back, as a layer's refusal
+			// before the consumption leaves them.
+			s.unstart(ctx, st, ids)
+			inv.started, inv.startedIDs = false, nil
+		}
+		return err
+	}
+}
+
+// unstart gives back approvals consumed for a call that did not run; one
+// that cannot be given back stays started (the next process marks it
+// interrupted), which is logged.
+func (s approvalStages) unstart(ctx context.Context, st store.Store, ids []string) {
+	for _, id := range ids {
+		if err := st.Unstart(context.WithoutCancel(ctx), id); err != nil {
+			s.log.Warn("could not give back an approval whose call did not run", "approval", id, "err", err)
+		}
 	}
 }
 
 // markDone records that the approved calls started by runApproved
 // finished, once the run is really over (outside the stale-version retry).
-// A call refused after its approval was consumed (its audit record could
-// not be written) stays started: the next process marks it interrupted,
-// and it is never re-run by itself.
+// A call refused after its approval was consumed and before its run (a
+// budget exhausted, its audit record not written) gives its approvals back
+// (runApproved); one that cannot be given back stays started: the next
+// process marks it interrupted, and it is never re-run by itself.
 func (s approvalStages) markDone(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		err := next(ctx, inv)

@@ -403,6 +403,34 @@ func (s *DB) MarkDone(ctx context.Context, id string) error {
 	return nil
 }
 
+// Unstart gives back approval id, consumed by this store's process
+// (ConsumeAndStart) for a call that was then refused before its tool ran
+// (a budget exhausted, the audit record not written): it is approved and
+// unconsumed again, so the repeated call uses it, as a call refused by a
+// layer before the consumption would. Only a call this process started is
+// given back; one started elsewhere, or already done, is ErrApprovalState.
+func (s *DB) Unstart(ctx context.Context, id string) error {
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, runner = '', started_at = NULL WHERE id = ? AND state = ? AND runner = ?`,
+			ApprovalApproved, id, ApprovalStarted, s.runner)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		a, err := s.loadApproval(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: it is %s (runner %q), not started by this process", ErrApprovalState, a.State, a.Runner)
+	})
+	if err != nil {
+		return fmt.Errorf("give back approved call %s: %w", id, err)
+	}
+	return nil
+}
+
 // MarkInterruptedOnStartup marks interrupted the started calls whose
 // process is gone, and returns how many: those started by a process of
 // this host whose PID no longer exists. A call started by a live process

@@ -209,6 +209,9 @@ type Store interface {
 	ConsumeAndStart(ctx context.Context, id string, b Binding) (Approval, error)
 	// MarkDone records that a started call finished.
 	MarkDone(ctx context.Context, id string) error
+	// Unstart gives back an approval this process consumed for a call
+	// that then never reached its run: approved again, unconsumed.
+	Unstart(ctx context.Context, id string) error
 	// MarkInterruptedOnStartup marks interrupted the calls started by a
 	// process that is gone.
 	MarkInterruptedOnStartup(ctx context.Context) (int, error)
