@@ -167,7 +167,9 @@ func (s *DB) queryApprovals(ctx context.Context, where string, args ...any) ([]A
 }
 
 // CreateApproval persists a pending request before anything runs and
-// returns it with its ID, Created and State set. Expires must be later
+// returns it with its ID, Created and State set; if the same call (agent,
+// tool, digest, rule, card revision and binding) is already pending, it
+// returns that request instead and stores nothing. Expires must be later
 // than now. An agent with maxPending requests pending and not expired
 // (DefaultMaxPending when 0) gets ErrTooManyPending (the count and the
 // check in the insert's transaction) and nothing is stored.
@@ -187,6 +189,21 @@ func (s *DB) CreateApproval(ctx context.Context, a Approval, maxPending int) (Ap
 	a.State = ApprovalPending
 	a.DecidedBy, a.Decided, a.DecisionReason, a.Runner, a.Started, a.Done = "", time.Time{}, "", "", time.Time{}, time.Time{}
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		// The same call already waiting for a human under the same rule,
+		// card revision and binding: identical calls share one request
+		// (concurrent ones each found none before they got here), so the
+		// human is asked one question, whose approval runs the call once.
+		same, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals
+			WHERE agent = ? AND tool = ? AND digest = ? AND middleware = ? AND card_generation = ? AND tool_digest = ? AND policy = ?
+			AND state = ? AND expires_at > ? ORDER BY created_at, id LIMIT 1`,
+			a.Agent, a.Tool, a.Digest, a.Middleware, a.CardGeneration, a.ToolDigest, a.Policy, ApprovalPending, now.UnixNano()))
+		switch {
+		case err == nil:
+			a = same
+			return nil
+		case !isNoRows(err):
+			return err
+		}
 		var waiting int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM approvals WHERE agent = ? AND state = ? AND expires_at > ?`,
 			a.Agent, ApprovalPending, now.UnixNano()).Scan(&waiting); err != nil {
@@ -195,7 +212,7 @@ func (s *DB) CreateApproval(ctx context.Context, a Approval, maxPending int) (Ap
 		if waiting >= pendingBound(maxPending) {
 			return fmt.Errorf("%w: %d of agent %q are pending, the most one agent may have", ErrTooManyPending, waiting, a.Agent)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL, ?, ?)`,
+		_, err = tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL, ?, ?)`,
 			a.ID, a.Agent, a.Session, a.Tool, a.Rendered, a.Digest, a.Middleware, a.Reason, a.CardGeneration,
 			a.Created.UnixNano(), a.Expires.UnixNano(), a.State, a.ToolDigest, a.Policy)
 		return err

@@ -127,3 +127,31 @@ func testApprovalBindingMigration(t *testing.T, be backend) {
 	}
 	wantState(t, s, "apr_old", ApprovalApproved)
 }
+
+// TestIdenticalPendingShared: CreateApproval for a call already pending
+// (same agent, tool, digest, rule, card revision and binding) returns that
+// request and stores nothing, so identical calls that each found no
+// request before creating one put one question before the human (each
+// approval of another would run the call once more); one decided, or
+// made under another binding, is not shared.
+func TestIdenticalPendingShared(t *testing.T) { eachBackend(t, testIdenticalPendingShared) }
+
+func testIdenticalPendingShared(t *testing.T, be backend) {
+	ctx := context.Background()
+	s := open(t, be.target(t), newClock())
+	a := newApproval(t, s, "digest-of-A", time.Hour)
+	if again := newApproval(t, s, "digest-of-A", time.Hour); again.ID != a.ID || again.State != ApprovalPending {
+		t.Fatalf("the same call pending: a second request %s (%s), want %s shared", again.ID, again.State, a.ID)
+	}
+	other, err := s.CreateApproval(ctx, Approval{Agent: "a", Session: "s1", Tool: "pay", Rendered: "pay --amount=250", Digest: "digest-of-A",
+		Middleware: "approve#1", Reason: "args.amount > 100", CardGeneration: 7, Expires: s.now().Add(time.Hour), Binding: Binding{ToolDigest: "sha256:other"}}, 0)
+	if err != nil || other.ID == a.ID {
+		t.Fatalf("another binding: %+v %v, want a request of its own", other, err)
+	}
+	if _, err := s.Decide(ctx, a.ID, true, "operator:ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	if next := newApproval(t, s, "digest-of-A", time.Hour); next.ID == a.ID {
+		t.Fatalf("a decided request was shared: %s", next.ID)
+	}
+}
