@@ -92,11 +92,13 @@ func TestViewsPrintTheSameJSON(t *testing.T) {
 		{Handle: "bnd_2", Session: "s1", Agent: "a", Created: at, Expires: at,
 			Request: boundary.Request{ID: "r2", Status: boundary.Pending, BaseKind: boundary.Managed, Expansion: boundary.Expansion{Network: true}, Justification: "k"}},
 	}
-	// What LookupSession returned before (the store's records as they are).
+	// What LookupSession returned before (the store's records as they
+	// are), and since the idle expiry of modern handles its last use.
 	type sessionInfo struct {
 		ID        string                  `json:"id"`
 		Agent     string                  `json:"agent"`
 		Created   time.Time               `json:"created"`
+		LastUsed  time.Time               `json:"last_used,omitzero"`
 		Ended     time.Time               `json:"ended,omitzero"`
 		Boundary  boundary.Boundary       `json:"boundary"`
 		Revisions []store.SessionRevision `json:"revisions,omitempty"`
@@ -104,7 +106,7 @@ func TestViewsPrintTheSameJSON(t *testing.T) {
 	}
 	view := Session(s)
 	view.Revisions, view.Requests = Revisions(revs), BoundaryRequests(reqs)
-	sameJSON(t, "session", sessionInfo{s.ID, s.Agent, s.Created, s.Ended, s.Boundary, revs, reqs}, view)
+	sameJSON(t, "session", sessionInfo{s.ID, s.Agent, s.Created, s.LastUsed, s.Ended, s.Boundary, revs, reqs}, view)
 	sameJSON(t, "session without history", sessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, Boundary: s.Boundary}, Session(store.Session{ID: "s1", Agent: "a", Created: at, Boundary: bs[2]}))
 	if got := string(BoundaryRequests(reqs)[0].Request.Expansion); got != mustJSON(t, x) {
 		t.Errorf("expansion text %s, want %s", got, mustJSON(t, x))
