@@ -139,9 +139,10 @@ func (h *Host) EndSession(ctx context.Context, id string) error {
 		return nil // no call of this Host has opened the store: no session to end
 	}
 	err := st.EndSession(ctx, id)
-	// Dropped once the session is ended in the store, so that a web_fetch
-	// racing with the end cannot resolve it again afterwards (its next
-	// call finds the session ended).
+	// Dropped once the session is ended in the store, so that its next
+	// call finds the session ended; a web_fetch that read the session
+	// before the end and resolves after this drop is refused by the drop's
+	// generation (session.Materials.ResolveSince).
 	h.material.Drop(id)
 	return err // store.ErrUnknownSession for an unknown ID: the root says it as admin's
 }

@@ -24,11 +24,14 @@ import (
 // is downgraded) in the call's session, on the wallet the call was
 // authorized on.
 func (d *builtinDeps) webFetch(ctx context.Context, inv *invocation, _ store.Store) (any, *store.Session, *ToolError, error) {
+	// Marked before the session is read: an end or a downgrade that drops
+	// its material after the read refuses this call's material.
+	mark := d.materials.Mark()
 	s, found, terr, err := lookupSession(ctx, d.sessions, inv)
 	if err != nil || terr != nil {
 		return nil, found, terr, err
 	}
-	w := session.WebFetch{Gate: d.gate, Lookup: d.lookupSecret, Materials: d.materials, Observer: d.observer}
+	w := session.WebFetch{Gate: d.gate, Lookup: d.lookupSecret, Materials: d.materials, Observer: d.observer, Mark: mark}
 	if audited := inv.audited(); audited || inv.tr != nil {
 		// Each request a record of the trail, with the decisions of the
 		// agent's cards about it, and a span, as an http-fetch's

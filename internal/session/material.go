@@ -22,7 +22,18 @@ import (
 type Materials struct {
 	mu sync.Mutex
 	m  map[string]sessionMaterial
+	// gen counts drops; dropped is the gen of each session's latest
+	// drop, so that a web_fetch that read its session before a drop
+	// (ResolveSince's mark) cannot resolve the material again from what
+	// it read. Past maxDropped entries they are forgotten and floor
+	// refuses every mark taken before.
+	gen     uint64
+	floor   uint64
+	dropped map[string]uint64
 }
+
+// maxDropped bounds Materials.dropped.
+const maxDropped = 4096
 
 type sessionMaterial struct {
 	revision int64             // the boundary revision it was last used under
@@ -42,8 +53,20 @@ func (ms *Materials) Held(id string) bool {
 // Drop forgets session's material.
 func (ms *Materials) Drop(session string) {
 	ms.mu.Lock()
+	defer ms.mu.Unlock()
 	delete(ms.m, session)
-	ms.mu.Unlock()
+	ms.gen++
+	if ms.dropped == nil || len(ms.dropped) >= maxDropped {
+		ms.dropped, ms.floor = map[string]uint64{}, ms.gen
+	}
+	ms.dropped[session] = ms.gen
+}
+
+// Mark is taken before a web_fetch reads its session, for ResolveSince.
+func (ms *Materials) Mark() uint64 {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.gen
 }
 
 // WebFetchRules are the egress rules of agent's web_fetch binding b: its
@@ -96,8 +119,19 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 // needed. A secret the binding names and the host cannot resolve is
 // credential_not_configured (BOUNDARIES.md), before anything is sent.
 func (ms *Materials) Resolve(s store.Session, b config.Binding, lookup func(string) (string, bool)) (hostfs.Material, *api.ToolError) {
+	return ms.ResolveSince(ms.Mark(), s, b, lookup)
+}
+
+// ResolveSince is Resolve for a session read after mark (Mark): if its
+// material was dropped since (the session ended or was downgraded while
+// the web_fetch was starting), s is stale and nothing is resolved or kept.
+func (ms *Materials) ResolveSince(mark uint64, s store.Session, b config.Binding, lookup func(string) (string, bool)) (hostfs.Material, *api.ToolError) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
+	if mark < ms.floor || ms.dropped[s.ID] > mark {
+		return hostfs.Material{}, BoundaryError(boundary.Refused(boundary.DomainNetwork, hostfs.ToolWebFetch, store.BoundaryReasonSessionEnded,
+			"web_fetch: the session ended or its boundary changed while this call was starting; its secret material was dropped"))
+	}
 	if ms.m == nil {
 		ms.m = map[string]sessionMaterial{}
 	}

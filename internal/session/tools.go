@@ -128,6 +128,9 @@ type WebFetch struct {
 	// cards' decisions, a record per request). The request arrives with
 	// Authorize and Caller set as Run would send them.
 	Send func(ctx context.Context, p *egress.Policy, r egress.Request) (*egress.Response, *egress.FetchError)
+	// Mark is Materials.Mark taken before the session given to Run was
+	// read, so that material dropped since is not resolved again.
+	Mark uint64
 }
 
 // Run fetches input for agent in session s under its web_fetch binding b
@@ -135,7 +138,7 @@ type WebFetch struct {
 // implicit agent) as well as the binding's policy.
 func (w *WebFetch) Run(ctx context.Context, cfg *config.Config, agent string, s store.Session, authz egress.Authorizer, input []byte) (any, *api.ToolError) {
 	b, _, _ := cfg.AgentBinding(agent, hostfs.ToolWebFetch)
-	m, terr := w.Materials.Resolve(s, b, w.Lookup)
+	m, terr := w.Materials.ResolveSince(w.Mark, s, b, w.Lookup)
 	if terr != nil {
 		return nil, terr
 	}
