@@ -450,3 +450,31 @@ secrets = ["SIGNING_KEY"]
 		}
 	}
 }
+
+// TestRevealedValueNotInFetchRecords: a tool that may reveal a key and then
+// puts it where the request is recorded (in the URL's path, as APIs that
+// take a key in the path want, or as the name of its credential) leaves no
+// trace of the value in the fetch audit records or the egress audit log:
+// every record of the call is kept from the value like its output is, and
+// so is the call's failure that quotes the gate's refusal.
+func TestRevealedValueNotInFetchRecords(t *testing.T) {
+	for _, iso := range isolations {
+		t.Run(iso.name, func(t *testing.T) {
+			w := newSecretsWorld(t)
+			h := w.host(t, iso.iso)
+			res, _ := callSecretUser(t, h, "user", "s-user", map[string]any{"token": map[string]any{"$secret": "SIGNING_KEY"}, "mode": "revealfetch", "url": w.url()})
+			// The tool gives up after its second request is refused: the
+			// failure names the refusal, which quotes the credential.
+			if res.OK || res.Error == nil || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, "[REDACTED:SIGNING_KEY]") {
+				t.Errorf("reveal, fetch, give up: %+v, want denied naming the refusal with the value redacted", res.Error)
+			}
+			if all := everything(t, h, w, res); strings.Contains(all, signingValue) {
+				for _, l := range strings.Split(all, "\n") {
+					if strings.Contains(l, signingValue) {
+						t.Errorf("the revealed value is recorded: %s", l)
+					}
+				}
+			}
+		})
+	}
+}

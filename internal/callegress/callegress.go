@@ -191,6 +191,7 @@ func Fetch(g *egress.Gate, p *egress.Policy, obs api.Observer, tool, agent strin
 			HasCredential: req.HasCredential,
 			Authorize:     authz,
 			Caller:        agent,
+			Redact:        recordRedactor(ctx),
 		})
 		if obs != nil {
 			ev := api.FetchEvent{Tool: tool, Allowed: true, Rule: egress.RuleAllowed}
@@ -317,4 +318,23 @@ func (s *Set) Policy(agent string, t config.Tool, narrowed bool) (*egress.Policy
 	v, _ := s.narrowed.LoadOrStore(key, compiled{pol, err})
 	c := v.(compiled)
 	return c.pol, c.err
+}
+
+// recordRedactorKey carries a call's redactor of the values revealed to
+// its tool (WithRecordRedactor).
+type recordRedactorKey struct{}
+
+// WithRecordRedactor has Fetch pass redact to the gate for its audit
+// event (egress.Request.Redact): a value revealed to the tool during its
+// call, put in a URL or as a credential's name, is not logged.
+func WithRecordRedactor(ctx context.Context, redact func(string) string) context.Context {
+	if redact == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, recordRedactorKey{}, redact)
+}
+
+func recordRedactor(ctx context.Context) func(string) string {
+	f, _ := ctx.Value(recordRedactorKey{}).(func(string) string)
+	return f
 }

@@ -233,6 +233,9 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *F
 	}
 	ev.duration = time.Since(start)
 	ev.redact(red)
+	if req.Redact != nil {
+		ev.host, ev.path, ev.credential, ev.reason = req.Redact(ev.host), req.Redact(ev.path), req.Redact(ev.credential), req.Redact(ev.reason)
+	}
 	g.record(ctx, &ev)
 	return resp, ferr
 }

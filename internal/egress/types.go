@@ -37,6 +37,10 @@ type Request struct {
 	// Caller names who made the request (the calling agent), for the audit
 	// event only; "" leaves it out. It grants nothing.
 	Caller string
+	// Redact, if not nil, hides values the gate did not look up itself
+	// (a secret revealed to the tool during its call) in the audit event's
+	// text the tool chose: the path, the credential's name and the reason.
+	Redact func(string) string
 }
 
 // Authorizer decides one request on the caller's behalf: host is the

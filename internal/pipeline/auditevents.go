@@ -26,5 +26,24 @@ func auditFetch(ctx context.Context, trail *callaudit.Trail, inv *invocation, fe
 	if !inv.audited() {
 		return fetch
 	}
-	return callaudit.Fetch(fetch, callegress.Decisions, func(body map[string]any) { auditEvent(ctx, trail, inv, store.AuditFetch, body) })
+	return callaudit.Fetch(fetch, callegress.Decisions, func(body map[string]any) {
+		auditEvent(ctx, trail, inv, store.AuditFetch, redactFetchBody(inv, body))
+	})
+}
+
+// redactFetchBody hides, in the text of a fetch record the tool chose
+// (host, path, credential), the values revealed to it during the call: a
+// tool that reveals a key and puts it in a URL's path (or names it as its
+// credential) leaves no copy of it in the trail.
+func redactFetchBody(inv *invocation, body map[string]any) map[string]any {
+	red := inv.secrets.Redactor(nil)
+	if red == nil {
+		return body
+	}
+	for _, k := range []string{"host", "path", "credential"} {
+		if s, ok := body[k].(string); ok {
+			body[k] = red(s)
+		}
+	}
+	return body
 }

@@ -101,7 +101,7 @@ type callSecrets struct {
 func (c callSecrets) fetch(ctx context.Context, inv *invocation, next sandbox.FetchFunc) sandbox.FetchFunc {
 	return secret.Fetch(inv.secrets, next, func(body map[string]any) {
 		if inv.audited() {
-			auditEvent(ctx, c.trail, inv, store.AuditFetch, body)
+			auditEvent(ctx, c.trail, inv, store.AuditFetch, redactFetchBody(inv, body))
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/callaudit"
+	"github.com/maiden-run/maiden/internal/callegress"
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
@@ -154,6 +155,10 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, replaced bool) 
 func (b *wasmBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError, error) {
 	hc := &wasmHostCalls{ctx: ctx, b: b, inv: inv}
 	refusals := &hc.refusals
+	// nil when there is nothing to redact: neither the tool's secrets
+	// (their values looked up now, as the gate's redactor does) nor
+	// secret handles whose reveal could add a value.
+	redact := inv.secrets.Redactor(b.gate.RedactorIfAny(inv.policy))
 	out, err := inv.opened.Execute(ctx, sandbox.Call{
 		Limits: limitsOf(inv.tool),
 		Input:  inv.toolInput(),
@@ -162,11 +167,8 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError
 		Preopens: inv.preopens,
 		OnLog:    inv.call.OnLog,
 		Fetch:    hc.fetch,
-		// nil when there is nothing to redact: neither the tool's secrets
-		// (their values looked up now, as the gate's redactor does) nor
-		// secret handles whose reveal could add a value.
-		Redact: inv.secrets.Redactor(b.gate.RedactorIfAny(inv.policy)),
-		Reveal: hc.reveal,
+		Redact:   redact,
+		Reveal:   hc.reveal,
 		// A tool losing its workers computes only on CPU nobody else wants.
 		LowPriority: lowPriorityInTrouble && b.crashes.troubled(inv.tool.Name),
 	})
@@ -185,7 +187,14 @@ func (b *wasmBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError
 		return r, nil, err
 	}
 	if out.Failure != nil {
-		if first := refusals.first(); first != "" && (out.Failure.Kind == KindTool || out.Failure.Kind == KindTrap) {
+		first := refusals.first()
+		if redact != nil {
+			// The gate's refusal quotes the tool's request, which may
+			// hold a value revealed to it (the gate knows only the
+			// values it looked up).
+			first = redact(first)
+		}
+		if first != "" && (out.Failure.Kind == KindTool || out.Failure.Kind == KindTrap) {
 			// The tool gave up after the host refused its request: the
 			// cause is the policy (a missing credential, a host or port
 			// not allowed), and the refusal names the key that changes it.
@@ -257,6 +266,9 @@ func (hc *wasmHostCalls) fetch(ctx context.Context, req sandbox.FetchRequest) (*
 		b, inv := hc.b, hc.inv
 		hc.fetchChain = inv.budget.Fetch(hc.refusals.watch(hc.capRecorded(inv.traceFetch(hc.ctx, b.secrets.fetch(hc.ctx, inv, auditFetch(hc.ctx, b.trail, inv, fetchFunc(b.gate, inv.policy, b.observer, inv.tool.Name, inv.agent, inv.wallet)))))))
 	})
+	if hc.inv.secrets != nil {
+		ctx = callegress.WithRecordRedactor(ctx, hc.inv.secrets.Redactor(nil))
+	}
 	return hc.fetchChain(ctx, req)
 }
 

@@ -7,6 +7,11 @@
 //	"reveal"  asks the host to reveal the token and echoes the answer into
 //	          its log, its stdout and its output (the hostile part: a
 //	          revealed value must come back redacted)
+//	"revealfetch" reveals the token, then GETs url + "/" + the value with the
+//	          value as http-fetch's credential (a key that belongs in the path,
+//	          as some APIs want; the hostile part: the host's records of the
+//	          request must not keep the value), and fails once the second
+//	          request is refused
 //	""        nothing more
 //
 // count is there so that a schema place wants a number.
@@ -14,6 +19,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	maiden "github.com/maiden-run/maiden/sdk/go"
@@ -57,6 +63,19 @@ func init() {
 			maiden.Log(maiden.LevelInfo, "revealed "+v)
 			fmt.Println("stdout " + v)
 			out.Revealed = v
+		case "revealfetch":
+			v, err := maiden.Reveal(in.Token)
+			if err != nil {
+				out.Error = err.Error()
+				return out, nil
+			}
+			resp, err := maiden.Fetch(maiden.Request{URL: in.URL + "/" + v})
+			if err == nil {
+				out.Status = resp.Status
+			}
+			if _, err := maiden.Fetch(maiden.Request{URL: in.URL, Credential: v}); err != nil {
+				return out, errors.New("gave up")
+			}
 		}
 		return out, nil
 	}))
