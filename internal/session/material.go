@@ -112,9 +112,10 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-// Resolve returns session s's material for binding b, resolving it on the
-// session's first web_fetch and keeping it while the session's boundary
-// keeps the network at the same or a later revision. A boundary without
+// Resolve returns session s's material for binding b, read from the host
+// at every web_fetch (a rotated secret is sent with its new value from the
+// next call on) and held for the session while its boundary keeps the
+// network (Held; dropped when it ends or is downgraded). A boundary without
 // network (downgraded) drops it: web_fetch then fails before any of it is
 // needed. A secret the binding names and the host cannot resolve is
 // credential_not_configured (BOUNDARIES.md), before anything is sent.
@@ -139,23 +140,23 @@ func (ms *Materials) ResolveSince(mark uint64, s store.Session, b config.Binding
 		delete(ms.m, s.ID)
 		return hostfs.Material{}, nil
 	}
-	cur, ok := ms.m[s.ID]
-	if !ok || !sameNames(cur.names, MaterialNames(b)) {
-		cur = sessionMaterial{names: MaterialNames(b), values: map[string]string{}}
-		for _, name := range cur.names {
-			v, found := "", false
-			if lookup != nil {
-				v, found = lookup(name)
-			}
-			if !found || v == "" {
-				return hostfs.Material{}, BoundaryError(boundary.Refused(boundary.DomainNetwork, hostfs.ToolWebFetch, "credential_not_configured",
-					fmt.Sprintf("web_fetch: the secret %s that this agent's web_fetch binding names is not configured on the host", name)))
-			}
-			cur.values[name] = v
+	// Every value is read again at every call, as an http-fetch's
+	// credential is: a secret the operator rotated is sent with its new
+	// value from the next call on (and one removed refuses the call),
+	// not the value the session first resolved.
+	cur := sessionMaterial{names: MaterialNames(b), values: map[string]string{}, revision: s.Boundary.Revision}
+	for _, name := range cur.names {
+		v, found := "", false
+		if lookup != nil {
+			v, found = lookup(name)
 		}
-		ms.m[s.ID] = cur
+		if !found || v == "" {
+			delete(ms.m, s.ID)
+			return hostfs.Material{}, BoundaryError(boundary.Refused(boundary.DomainNetwork, hostfs.ToolWebFetch, "credential_not_configured",
+				fmt.Sprintf("web_fetch: the secret %s that this agent's web_fetch binding names is not configured on the host", name)))
+		}
+		cur.values[name] = v
 	}
-	cur.revision = s.Boundary.Revision
 	ms.m[s.ID] = cur
 	var m hostfs.Material
 	if b.Credential != "" {
@@ -170,5 +171,3 @@ func (ms *Materials) ResolveSince(mark uint64, s store.Session, b config.Binding
 	}
 	return m, nil
 }
-
-func sameNames(a, b []string) bool { return slices.Equal(a, b) }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/maiden-run/maiden/config"
@@ -33,5 +34,33 @@ func TestMaterialNotResurrectedByStaleSession(t *testing.T) {
 	// A web_fetch that read the session after the drop resolves it again.
 	if m, terr := ms.ResolveSince(ms.Mark(), s, b, lookup); terr != nil || m.Connection == nil || !ms.Held("s1") {
 		t.Errorf("a fresh web_fetch: material %+v, refusal %v; want it resolved", m, terr)
+	}
+}
+
+// TestMaterialReadAtEveryCall: a session's web_fetch material is read from
+// the host at every call (docs/credentials.md, "Rotation": a secret's
+// value is read at every call), so a secret the operator rotated is sent
+// with its new value from the next call on, and one removed refuses the
+// call; before, the value the session first resolved was kept for the
+// whole session, old key and all.
+func TestMaterialReadAtEveryCall(t *testing.T) {
+	var ms Materials
+	s := store.Session{ID: "s1", Boundary: boundary.Boundary{Kind: boundary.Managed, Network: true}}
+	b := config.Binding{Credential: "API_TOKEN"}
+	value, set := "key-old", true
+	lookup := func(name string) (string, bool) { return value, set && name == "API_TOKEN" }
+	for _, want := range []string{"key-old", "key-new"} {
+		value = want
+		m, terr := ms.Resolve(s, b, lookup)
+		if terr != nil || m.Connection == nil || m.Connection.Value != want {
+			t.Fatalf("material %+v, refusal %v; want the credential's current value %q", m, terr, want)
+		}
+	}
+	set = false
+	if _, terr := ms.Resolve(s, b, lookup); terr == nil || !strings.Contains(terr.Message, "not configured") {
+		t.Fatalf("a secret removed from the host: refusal %v, want credential_not_configured", terr)
+	}
+	if ms.Held("s1") {
+		t.Error("the session still holds material whose secret is gone")
 	}
 }
