@@ -399,25 +399,8 @@ func orNone(s string) string {
 
 // MarkDone records that started call id finished (whatever its result).
 func (s *DB) MarkDone(ctx context.Context, id string) error {
-	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, done_at = ? WHERE id = ? AND state = ?`,
-			ApprovalDone, s.now().UnixNano(), id, ApprovalStarted)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		a, err := s.loadApproval(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: it is %s, not started", ErrApprovalState, a.State)
-	})
-	if err != nil {
-		return fmt.Errorf("mark approved call %s done: %w", id, err)
-	}
-	return nil
+	return s.leaveStarted(ctx, id, "mark approved call "+id+" done", "not started",
+		`UPDATE approvals SET state = ?, done_at = ? WHERE id = ? AND state = ?`, ApprovalDone, s.now().UnixNano(), id, ApprovalStarted)
 }
 
 // Unstart gives back approval id, consumed by this store's process
@@ -427,9 +410,18 @@ func (s *DB) MarkDone(ctx context.Context, id string) error {
 // layer before the consumption would. Only a call this process started is
 // given back; one started elsewhere, or already done, is ErrApprovalState.
 func (s *DB) Unstart(ctx context.Context, id string) error {
+	return s.leaveStarted(ctx, id, "give back approved call "+id, "not started by this process",
+		`UPDATE approvals SET state = ?, runner = '', started_at = NULL WHERE id = ? AND state = ? AND runner = ?`,
+		ApprovalApproved, id, ApprovalStarted, s.runner)
+}
+
+// leaveStarted moves started approval id out of that state with update,
+// which changes its one row or none: none is ErrApprovalState naming the
+// state (and runner) it is in instead, and why; op names the operation in
+// the error.
+func (s *DB) leaveStarted(ctx context.Context, id, op, why, update string, args ...any) error {
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, runner = '', started_at = NULL WHERE id = ? AND state = ? AND runner = ?`,
-			ApprovalApproved, id, ApprovalStarted, s.runner)
+		res, err := tx.ExecContext(ctx, update, args...)
 		if err != nil {
 			return err
 		}
@@ -440,10 +432,10 @@ func (s *DB) Unstart(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: it is %s (runner %q), not started by this process", ErrApprovalState, a.State, a.Runner)
+		return fmt.Errorf("%w: it is %s (runner %q), %s", ErrApprovalState, a.State, a.Runner, why)
 	})
 	if err != nil {
-		return fmt.Errorf("give back approved call %s: %w", id, err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
 }
