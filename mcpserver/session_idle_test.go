@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,17 +20,7 @@ import (
 // only" does not outlive the idle time the operator configured. A handle
 // in use keeps its session.
 func TestModernSessionHandleExpires(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("file body"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e := newAgentsEnv(t, `
-[agents.alice]
-tools = ["fs_read", "session_open"]
-grants = ["tool:invoke fs_read --...", "tool:invoke session_open --...", "fs:read /**"]
-[agents.alice.boundary]
-fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
-`)
+	e, dir := aliceReadsADir(t, "")
 	idle := testkit.Slack(t, time.Second)
 	srv := e.httpServer(HTTPOptions{SessionIdle: idle})
 	tok, _ := e.token("alice")
@@ -42,18 +30,11 @@ fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
 		t.Fatal(err)
 	}
 	defer modern.Close()
-	opened, err := modern.CallTool(ctx, &mcp.CallToolParams{Name: "session_open", Arguments: map[string]any{}})
-	if err != nil || opened.IsError {
-		t.Fatalf("session_open: %v %s", err, text(opened))
-	}
-	var o struct{ Session string }
-	if err := json.Unmarshal([]byte(text(opened)), &o); err != nil {
-		t.Fatalf("session_open answered %s", text(opened))
-	}
+	session := openSession(t, modern)
 	read := func() *mcp.CallToolResult {
 		t.Helper()
 		r, err := modern.CallTool(ctx, &mcp.CallToolParams{Name: "fs_read", Arguments: map[string]any{"path": filepath.Join(dir, "f.txt")},
-			Meta: mcp.Meta{MetaSession: o.Session}})
+			Meta: mcp.Meta{MetaSession: session}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,10 +48,10 @@ fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
 		time.Sleep(idle / 4) // a client's pause between requests
 	}
 	time.Sleep(idle + idle/2) // idle past the idle time
-	if r := read(); !r.IsError || !strings.Contains(text(r), o.Session) {
+	if r := read(); !r.IsError || !strings.Contains(text(r), session) {
 		t.Errorf("a handle idle past -session-idle (%v) was accepted: isError %v, %s", idle, r.IsError, text(r))
 	}
-	if info, err := e.host.Session(ctx, o.Session); err != nil || info.Ended.IsZero() {
+	if info, err := e.host.Session(ctx, session); err != nil || info.Ended.IsZero() {
 		t.Errorf("the idle session was not ended: %+v %v", info, err)
 	}
 }

@@ -19,17 +19,7 @@ import (
 // a made-up one is refused, and naming none runs in the agent's default
 // session.
 func TestSessionsOverMCP(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("file body"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e := newAgentsEnv(t, `
-[agents.alice]
-tools = ["fs_read", "session_open"]
-grants = ["tool:invoke fs_read --...", "tool:invoke session_open --...", "fs:read /**"]
-[agents.alice.boundary]
-fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
-
+	e, dir := aliceReadsADir(t, `
 [agents.bob]
 tools = ["fs_read", "session_open"]
 grants = ["tool:invoke fs_read --...", "tool:invoke session_open --...", "fs:read /**"]
@@ -80,18 +70,11 @@ grants = ["tool:invoke fs_read --...", "tool:invoke session_open --...", "fs:rea
 		t.Fatal(err)
 	}
 	defer modern.Close()
-	opened, err := modern.CallTool(ctx, &mcp.CallToolParams{Name: "session_open", Arguments: map[string]any{}})
-	if err != nil || opened.IsError {
-		t.Fatalf("session_open: %v %s", err, text(opened))
-	}
-	var o struct{ Session string }
-	if err := json.Unmarshal([]byte(text(opened)), &o); err != nil || !strings.HasPrefix(o.Session, "ses_") {
-		t.Fatalf("session_open answered %s", text(opened))
-	}
-	if r := read(modern, mcp.Meta{MetaSession: o.Session}); r.IsError || !strings.Contains(text(r), "file body") {
+	session := openSession(t, modern)
+	if r := read(modern, mcp.Meta{MetaSession: session}); r.IsError || !strings.Contains(text(r), "file body") {
 		t.Errorf("alice in her opened session: %s", text(r))
 	}
-	info, err := e.host.Session(ctx, o.Session)
+	info, err := e.host.Session(ctx, session)
 	if err != nil || info.Agent != "alice" {
 		t.Errorf("the opened session: %+v %v", info, err)
 	}
@@ -103,9 +86,42 @@ grants = ["tool:invoke fs_read --...", "tool:invoke session_open --...", "fs:rea
 		t.Fatal(err)
 	}
 	defer bobModern.Close()
-	for _, id := range []string{o.Session, "ses_madeup"} {
+	for _, id := range []string{session, "ses_madeup"} {
 		if r := read(bobModern, mcp.Meta{MetaSession: id}); !r.IsError || !strings.Contains(text(r), "no session") {
 			t.Errorf("bob naming session %s: %s", id, text(r))
 		}
 	}
+}
+
+// aliceReadsADir is an agents environment where alice's boundary lets her
+// read one directory, holding f.txt ("file body"), with fs_read and
+// session_open bound, and more agents as declared; and the directory.
+func aliceReadsADir(t *testing.T, more string) (*agentsEnv, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("file body"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return newAgentsEnv(t, `
+[agents.alice]
+tools = ["fs_read", "session_open"]
+grants = ["tool:invoke fs_read --...", "tool:invoke session_open --...", "fs:read /**"]
+[agents.alice.boundary]
+fs = [{ path = "`+dir+`", access = "read", match = "subtree" }]
+`+more), dir
+}
+
+// openSession calls session_open over a 2026-07-28 client and returns the
+// session's ID (a handle for _meta["maiden/session"]).
+func openSession(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	opened, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "session_open", Arguments: map[string]any{}})
+	if err != nil || opened.IsError {
+		t.Fatalf("session_open: %v %s", err, text(opened))
+	}
+	var o struct{ Session string }
+	if err := json.Unmarshal([]byte(text(opened)), &o); err != nil || !strings.HasPrefix(o.Session, "ses_") {
+		t.Fatalf("session_open answered %s", text(opened))
+	}
+	return o.Session
 }
