@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,7 +25,7 @@ import (
 // of an import is a secret like them.
 func TestImportedCredentialEncodedEcho(t *testing.T) {
 	const secret = "tok3n-Of-Calc/Upstream+x"
-	srv := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "leak", Description: "echoes the credential it was sent, encoded"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, leakOut, error) {
 			got := strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
@@ -40,6 +42,64 @@ func TestImportedCredentialEncodedEcho(t *testing.T) {
 			}
 			return nil, leakOut{Got: "I got " + form}, nil
 		})
+	h := credentialEchoHost(t, srv, secret)
+	forms := []string{strings.ToUpper(secret), base64.StdEncoding.EncodeToString([]byte(secret)), hex.EncodeToString([]byte(secret)), url.QueryEscape(secret)}
+	for i, form := range forms {
+		res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "up.leak", Input: `{"a":` + string(rune('0'+i)) + `,"b":0}`})
+		if !res.OK {
+			t.Fatalf("form %d: %+v", i, res.Error)
+		}
+		if strings.Contains(res.Output, form) || !strings.Contains(res.Output, "[REDACTED:UP_TOKEN]") {
+			t.Errorf("form %d: the upstream's encoded echo of the credential reached the agent: %s", i, res.Output)
+		}
+	}
+}
+
+// TestImportedCredentialRedactedInEscapedForms: the credential maiden sends
+// an upstream is redacted from what the upstream answers in the forms a
+// secret of the egress gate is (JSON and HTML escapes, percent and base64
+// encodings), not only as its raw bytes. An upstream that echoes it in
+// structuredContent has it re-encoded by maiden itself (encoding/json
+// writes & as \u0026), and one that answers JSON text written by another
+// encoder (PHP's json_encode writes / as \/) escapes it on its own; a
+// plain search for the value found neither, and the agent read the token.
+func TestImportedCredentialRedactedInEscapedForms(t *testing.T) {
+	const token = "s3cret&tok/en"
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echoer", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "structured", Description: "echoes the credential as structured content"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, leakOut, error) {
+			return nil, leakOut{Got: req.Extra.Header.Get("Authorization")}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "text", Description: "echoes the credential as JSON text with / escaped"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+			got := strings.ReplaceAll(req.Extra.Header.Get("Authorization"), "/", `\/`)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"headers":{"Authorization":"` + got + `"}}`}}}, nil, nil
+		})
+	h := credentialEchoHost(t, srv, token)
+	for _, tool := range []string{"up.structured", "up.text"} {
+		res := mustCall(t, h, maiden.Call{Agent: "a", Tool: tool, Input: `{"a":1,"b":1}`})
+		if !res.OK {
+			t.Fatalf("%s: %+v", tool, res.Error)
+		}
+		var decoded any
+		if err := json.Unmarshal([]byte(res.Output), &decoded); err != nil {
+			t.Fatalf("%s: output %q is not JSON: %v", tool, res.Output, err)
+		}
+		if again, _ := json.Marshal(decoded); strings.Contains(string(again), "tok") || strings.Contains(fmt.Sprint(decoded), token) {
+			t.Errorf("%s: the agent reads the credential: output %s (decoded %v)", tool, res.Output, decoded)
+		}
+		if !strings.Contains(res.Output, "[REDACTED:UP_TOKEN]") {
+			t.Errorf("%s: output %s, want the credential [REDACTED:UP_TOKEN]", tool, res.Output)
+		}
+	}
+}
+
+// credentialEchoHost serves srv over loopback HTTP, answering only requests
+// that carry the credential (Bearer secret), and returns a host importing
+// it as [mcp.up] with credential UP_TOKEN = secret, whose agent a may call
+// every tool of it.
+func credentialEchoHost(t *testing.T, srv *mcp.Server, secret string) *maiden.Host {
+	t.Helper()
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+secret {
@@ -49,23 +109,13 @@ func TestImportedCredentialEncodedEcho(t *testing.T) {
 		mcpHandler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	h := newHostWith(t, `version = 1
-[mcp.calc]
+	return newHostWith(t, `version = 1
+[mcp.up]
 accept_new_tools = true
 url = "`+hs.URL+`"
-credential = "CALC_TOKEN"
+credential = "UP_TOKEN"
 [agents.a]
-tools = ["calc"]
-grants = ["tool:invoke calc.leak --..."]
-`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return secret, name == "CALC_TOKEN" }})
-	forms := []string{strings.ToUpper(secret), base64.StdEncoding.EncodeToString([]byte(secret)), hex.EncodeToString([]byte(secret)), url.QueryEscape(secret)}
-	for i, form := range forms {
-		res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "calc.leak", Input: `{"a":` + string(rune('0'+i)) + `,"b":0}`})
-		if !res.OK {
-			t.Fatalf("form %d: %+v", i, res.Error)
-		}
-		if strings.Contains(res.Output, form) || !strings.Contains(res.Output, "[REDACTED:CALC_TOKEN]") {
-			t.Errorf("form %d: the upstream's encoded echo of the credential reached the agent: %s", i, res.Output)
-		}
-	}
+tools = ["up"]
+grants = ["tool:invoke up.* --..."]
+`, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return secret, name == "UP_TOKEN" }})
 }
