@@ -15,13 +15,14 @@ import (
 	"github.com/maiden-run/maiden/internal/store"
 )
 
-// Materials holds the secret material resolved for each session's
-// web_fetch calls (never stored, never returned): dropped when the session
-// ends and when its boundary is downgraded (network disabled, or no longer
-// managed).
+// Materials resolves the secret material of each session's web_fetch
+// calls, read from the host at every call (never stored, never returned
+// to the agent), and records which sessions hold some: dropped when the
+// session ends and when its boundary is downgraded (network disabled, or
+// no longer managed).
 type Materials struct {
-	mu sync.Mutex
-	m  map[string]sessionMaterial
+	mu   sync.Mutex
+	held map[string]bool // the sessions whose web_fetch resolved material
 	// gen counts drops; dropped is the gen of each session's latest
 	// drop, so that a web_fetch that read its session before a drop
 	// (ResolveSince's mark) cannot resolve the material again from what
@@ -35,26 +36,19 @@ type Materials struct {
 // maxDropped bounds Materials.dropped.
 const maxDropped = 4096
 
-type sessionMaterial struct {
-	revision int64             // the boundary revision it was last used under
-	names    []string          // the secret names resolved
-	values   map[string]string // secret name -> value
-}
-
 // Held reports whether session id holds resolved material (for the tests
 // of its stripping).
 func (ms *Materials) Held(id string) bool {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	_, ok := ms.m[id]
-	return ok
+	return ms.held[id]
 }
 
 // Drop forgets session's material.
 func (ms *Materials) Drop(session string) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	delete(ms.m, session)
+	delete(ms.held, session)
 	ms.gen++
 	if ms.dropped == nil || len(ms.dropped) >= maxDropped {
 		ms.dropped, ms.floor = map[string]uint64{}, ms.gen
@@ -133,38 +127,38 @@ func (ms *Materials) ResolveSince(mark uint64, s store.Session, b config.Binding
 		return hostfs.Material{}, BoundaryError(boundary.Refused(boundary.DomainNetwork, hostfs.ToolWebFetch, store.BoundaryReasonSessionEnded,
 			"web_fetch: the session ended or its boundary changed while this call was starting; its secret material was dropped"))
 	}
-	if ms.m == nil {
-		ms.m = map[string]sessionMaterial{}
-	}
 	if !s.Boundary.Network || s.Boundary.Kind != boundary.Managed && s.Boundary.Kind != boundary.Bypass {
-		delete(ms.m, s.ID)
+		delete(ms.held, s.ID)
 		return hostfs.Material{}, nil
 	}
 	// Every value is read again at every call, as an http-fetch's
 	// credential is: a secret the operator rotated is sent with its new
 	// value from the next call on (and one removed refuses the call),
 	// not the value the session first resolved.
-	cur := sessionMaterial{names: MaterialNames(b), values: map[string]string{}, revision: s.Boundary.Revision}
-	for _, name := range cur.names {
+	values := map[string]string{}
+	for _, name := range MaterialNames(b) {
 		v, found := "", false
 		if lookup != nil {
 			v, found = lookup(name)
 		}
 		if !found || v == "" {
-			delete(ms.m, s.ID)
+			delete(ms.held, s.ID)
 			return hostfs.Material{}, BoundaryError(boundary.Refused(boundary.DomainNetwork, hostfs.ToolWebFetch, "credential_not_configured",
 				fmt.Sprintf("web_fetch: the secret %s that this agent's web_fetch binding names is not configured on the host", name)))
 		}
-		cur.values[name] = v
+		values[name] = v
 	}
-	ms.m[s.ID] = cur
+	if ms.held == nil {
+		ms.held = map[string]bool{}
+	}
+	ms.held[s.ID] = true
 	var m hostfs.Material
 	if b.Credential != "" {
-		m.Connection = &hostfs.Credential{Name: b.Credential, Value: cur.values[b.Credential]}
+		m.Connection = &hostfs.Credential{Name: b.Credential, Value: values[b.Credential]}
 	}
 	for _, hdr := range slices.Sorted(mapsKeys(b.SecretHeaders)) {
 		name := b.SecretHeaders[hdr]
-		m.Headers = append(m.Headers, hostfs.SecretHeader{Name: hdr, Secret: name, Value: cur.values[name]})
+		m.Headers = append(m.Headers, hostfs.SecretHeader{Name: hdr, Secret: name, Value: values[name]})
 	}
 	if b.ProxySecret != "" {
 		m.Proxy = &hostfs.ProxySecret{} // refused by web_fetch (proxy_not_supported) before anything is resolved or sent
