@@ -101,6 +101,7 @@ func testApprovalBindingMigration(t *testing.T, be backend) {
 		`ALTER TABLE approvals DROP COLUMN policy`,
 		`DROP TABLE card_spend`,        // step 8
 		`DROP TABLE credential_tokens`, // step 9
+		`DROP TABLE feed_leases`,       // step 10
 		`DELETE FROM schema_migrations WHERE version >= 7`,
 	} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {

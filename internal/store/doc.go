@@ -111,8 +111,10 @@
 //     every feedSync however many notifications come meanwhile:
 //     TestPostgresFeedRenewsUnderNotifications); a write
 //     of cards returns only once every listening feed acknowledged it or
-//     that lease ran out (changeFeed.barrier), so a revocation on one
-//     instance holds from every instance's next call
+//     that lease ran out (changeFeed.barrier), and once the lease a feed
+//     no longer listening recorded in feed_leases ran out (its backend
+//     ended, its instance may not know: TestPostgresRevokeWhileFeedVanishes),
+//     so a revocation on one instance holds from every instance's next call
 //     (TestPostgresRevokeThenCallElsewhere). WaitChange waits
 //     on a LISTEN connection of its own (a notification is delivered on
 //     commit only), polls every second as a safety net, and every 100 ms

@@ -278,6 +278,7 @@ var pgTablePrivileges = map[string][]string{
 	"session_revisions": {"SELECT", "INSERT"},
 	"boundary_requests": {"SELECT", "INSERT", "UPDATE"},
 	"credential_tokens": {"SELECT", "INSERT", "UPDATE"},
+	"feed_leases":       {"SELECT", "INSERT", "UPDATE", "DELETE"},
 }
 
 // TablePrivileges returns (a copy of) the privileges the PostgreSQL store
@@ -660,7 +661,35 @@ const (
 	// past the lease (and a margin for the counter read's own time), a feed
 	// that did not acknowledge no longer trusts what it keeps.
 	feedBarrier = feedLease + feedLease/4
+	// pgFeedSyncSQL is a feed's counter read, which also records in
+	// feed_leases, by the database's clock, until when the feed may trust
+	// what it keeps after it ($1: feedBarrier in milliseconds, the lease
+	// and a margin; the statement runs after the feed took the time its
+	// lease counts from). The row is committed before the feed trusts
+	// anything on it. A writer that no longer finds the feed's backend in
+	// pg_stat_activity (it ended, and the instance may not know yet) waits
+	// out the row instead of an acknowledgement (pgVanishedSQL).
+	pgFeedSyncSQL = `WITH l AS (INSERT INTO feed_leases (pid, until_ms)
+VALUES (pg_backend_pid(), (extract(epoch FROM clock_timestamp()) * 1000)::bigint + $1)
+ON CONFLICT (pid) DO UPDATE SET until_ms = excluded.until_ms RETURNING 1)
+SELECT value FROM counters, l WHERE name = 'generation'`
+	// pgVanishedSQL is how many milliseconds from now the longest lease
+	// of a feed that is no longer listening runs (0 if none): its backend
+	// is gone from pg_stat_activity, and its instance may trust its epoch
+	// until then (a partition: the server's goodbye lost on the way).
+	pgVanishedSQL = `WITH t AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
+SELECT COALESCE(MAX(l.until_ms - t.ms), 0) FROM feed_leases l, t
+WHERE l.until_ms > t.ms AND l.pid NOT IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ?)`
 )
+
+// feedLeaseMigration is migration 10: until when each PostgreSQL change
+// feed (by its backend's PID) trusts what its instance keeps, by the
+// database's clock (unused on SQLite).
+const feedLeaseMigration = `
+CREATE TABLE feed_leases (
+	pid      BIGINT PRIMARY KEY,
+	until_ms BIGINT NOT NULL
+)`
 
 // changeFeed listens on its own connection for the notification every
 // write transaction sends on commit (pgWriteLockSQL: KIND:VALUE), wakes
@@ -678,6 +707,10 @@ const (
 // time that feed's lease (counted from before its last counter read) has
 // run out, so its instance reads the counter on every call. A feed that
 // connects after the commit reads the counter before it trusts anything.
+// A feed the writer does not find in pg_stat_activity (its backend ended
+// at the server, which its instance may not have heard yet) is waited for
+// by the lease it recorded at its last counter read (pgFeedSyncSQL,
+// pgVanishedSQL).
 type changeFeed struct {
 	mu   sync.Mutex
 	ch   chan struct{} // closed and replaced on every notification
@@ -767,12 +800,24 @@ func (f *changeFeed) run(ctx context.Context, cfg *pgx.ConnConfig) {
 		}
 		c := cfg.Copy()
 		c.RuntimeParams["application_name"] = pgFeedApp
+		// The feed's one write is its lease (pgFeedSyncSQL), renewed
+		// every feedSync: it need not wait for the WAL's flush (a crash
+		// ends every feed's backend anyway, and the row's visibility to
+		// writers does not depend on the flush), so two fsyncs a second
+		// per instance are not added to the server's.
+		c.RuntimeParams["synchronous_commit"] = "off"
 		conn, err := pgx.ConnectConfig(ctx, c)
 		if err == nil {
 			err = f.listen(ctx, conn, func() { backoff = 50 * time.Millisecond })
 			f.up.Store(false)
 			f.trusted.Store(0)
 			f.epoch.Add(1) // whatever it misses until it is back
+			// Trusting nothing now, its lease row is a writer's wait for
+			// nothing (a closed store's, above all): gone, if the
+			// connection still answers.
+			dctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			conn.Exec(dctx, `DELETE FROM feed_leases WHERE pid = pg_backend_pid()`)
+			cancel()
 			conn.Close(context.Background())
 		}
 		if ctx.Err() != nil {
@@ -803,6 +848,11 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 	// sync reads the counter: everything committed before it is taken in,
 	// and the lease runs from before the read.
 	f.lastGen = -1
+	// Rows of feeds long gone (killed instances; a reused PID overwrites
+	// its own): none can be trusted by anyone now.
+	if _, err := conn.Exec(ctx, `DELETE FROM feed_leases WHERE until_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000`); err != nil {
+		return err
+	}
 	// next is when the lease is renewed again: every feedSync, whether
 	// or not notifications come meanwhile (a steady stream of them, such
 	// as another instance's writes under load, must not let it lapse:
@@ -812,7 +862,7 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 		sent := time.Since(f.start)
 		next = time.Now().Add(feedSync)
 		var g int64
-		if err := conn.QueryRow(ctx, `SELECT value FROM counters WHERE name = 'generation'`).Scan(&g); err != nil {
+		if err := conn.QueryRow(ctx, pgFeedSyncSQL, feedBarrier.Milliseconds()).Scan(&g); err != nil {
 			return err
 		}
 		f.syncs.Add(1)
@@ -893,11 +943,13 @@ func parseAck(p string) (pid uint32, v int64, ok bool) {
 
 // barrier returns once every feed listening on the database has
 // acknowledged generation gen (a change of kindCards this store just
-// committed), or after feedBarrier, by when a feed that did not can no
+// committed) and the lease of every feed no longer listening has run out
+// (feed_leases), or after feedBarrier, by when a feed that did not can no
 // longer trust what it keeps (see changeFeed). A feed's acknowledgement
 // reaches this store through its own feed; if that is down, the wait is
 // the whole bound.
 func (f *changeFeed) barrier(ctx context.Context, db *sql.DB, gen int64) {
+	start := time.Now()
 	deadline := time.NewTimer(feedBarrier)
 	defer deadline.Stop()
 	var pids []uint32
@@ -912,6 +964,20 @@ func (f *changeFeed) barrier(ctx context.Context, db *sql.DB, gen int64) {
 		err = rows.Err()
 		rows.Close()
 	}
+	// A feed no longer listed has ended at the server, but its instance
+	// may not know (the server's goodbye lost in a partition) and trust
+	// its epoch until its lease runs out: wait for that instead of an
+	// acknowledgement that cannot come (pgVanishedSQL; read after the
+	// listing, so a feed that ended in between is one or the other).
+	var vanishedMS int64
+	if err == nil {
+		err = db.QueryRowContext(context.WithoutCancel(ctx), pgVanishedSQL, pgFeedApp).Scan(&vanishedMS)
+	}
+	// From now: the database's clock read the remaining time before the
+	// answer reached here. (The lease a row records is the feed's own and
+	// a margin, feedBarrier from its counter read, so the bound below
+	// still covers it: that read was before the feed ended.)
+	vanished := time.Now().Add(min(time.Duration(vanishedMS)*time.Millisecond, feedBarrier-time.Since(start)))
 	for {
 		f.ackMu.Lock()
 		ch := f.ackCh
@@ -922,11 +988,17 @@ func (f *changeFeed) barrier(ctx context.Context, db *sql.DB, gen int64) {
 			}
 		}
 		f.ackMu.Unlock()
-		if err == nil && missing == 0 {
+		wait := time.Until(vanished)
+		if err == nil && missing == 0 && wait <= 0 {
 			return
+		}
+		var lapse <-chan time.Time
+		if err == nil && missing == 0 {
+			lapse = time.After(wait)
 		}
 		select {
 		case <-ch:
+		case <-lapse:
 		case <-deadline.C:
 			if f.log != nil {
 				f.log.Warn("state store: not every instance acknowledged a change of cards or tokens; waited until their leases ran out", "missing", missing, "err", err)

@@ -397,8 +397,9 @@ CREATE TABLE audit_journal (
 ALTER TABLE approvals ADD COLUMN tool_digest TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN policy TEXT NOT NULL DEFAULT ''
 `,
-	8: budgetMigration,          // what each card has spent of its budgets (budgets.go)
-	9: credentialTokenMigration, // OAuth 2.0 tokens shared by instances, sealed (credtokens.go)
+	8:  budgetMigration,          // what each card has spent of its budgets (budgets.go)
+	9:  credentialTokenMigration, // OAuth 2.0 tokens shared by instances, sealed (credtokens.go)
+	10: feedLeaseMigration,       // how long each PostgreSQL change feed trusts what it keeps (postgres.go)
 }
 
 // SchemaVersion is the schema version this binary writes.
