@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/budget"
+	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 )
 
@@ -15,7 +17,10 @@ import (
 // its ancestors before it runs, or is denied naming the card, the budget
 // and what is left; its wall time and http-fetch bytes are charged when
 // it ends, however it ends. It runs after the approvals, so a human's
-// wait is not the tool's time.
+// wait is not the tool's time. One agent call is one charge: when the
+// version it opened was replaced as it started (sandbox.ErrStale) and
+// loadAndValidate runs the rest again, the retry runs on the reservation
+// already made, and it is ended once, after the last attempt.
 type budgetStage struct {
 	state func(ctx context.Context, cfg *config.Config) (store.Store, error)
 	log   *slog.Logger
@@ -32,6 +37,11 @@ func (inv *invocation) decidedCard() string {
 
 func (b budgetStage) spend(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
+		if inv.budget != nil {
+			// Reserved by an earlier attempt of this call (a stale version's
+			// retry): not again.
+			return b.endAfter(ctx, inv, next)
+		}
 		if inv.decision == nil || !inv.decision.Allow || !budget.Applies(inv.wallet, inv.decision.Card) {
 			return next(ctx, inv)
 		}
@@ -47,7 +57,18 @@ func (b budgetStage) spend(next handler) handler {
 			return inv.fail(KindDenied, denial)
 		}
 		inv.budget = m
-		defer m.End(context.WithoutCancel(ctx), b.log)
-		return next(ctx, inv)
+		return b.endAfter(ctx, inv, next)
 	}
+}
+
+// endAfter runs the rest of the call and then charges its wall time and
+// bytes, unless it found its version stale and loadAndValidate will run
+// it again on the same reservation.
+func (b budgetStage) endAfter(ctx context.Context, inv *invocation, next handler) (err error) {
+	defer func() {
+		if !(inv.staleRetry && errors.Is(err, sandbox.ErrStale)) {
+			inv.budget.End(context.WithoutCancel(ctx), b.log)
+		}
+	}()
+	return next(ctx, inv)
 }

@@ -157,8 +157,11 @@ type invocation struct {
 	span oteltrace.Span
 
 	// budget meters the call on its card's budgets (budgetStage); nil
-	// when none applies.
-	budget *budget.Meter
+	// when none applies. Reserved once per call: a stale version's retry
+	// (loadAndValidate, which sets staleRetry while another attempt may
+	// follow) runs on the same meter, ended once after the last attempt.
+	budget     *budget.Meter
+	staleRetry bool
 
 	// secrets are the call's secret handles (internal/secret); nil if its
 	// input had no {"$secret": ...}.
@@ -514,8 +517,9 @@ func loadAndValidate(next handler) handler {
 					return inv.fail(KindDenied, d.Reason)
 				}
 			}
+			inv.staleRetry = attempt < maxStaleRetries
 			err = next(ctx, inv)
-			if errors.Is(err, sandbox.ErrStale) && attempt < 3 {
+			if errors.Is(err, sandbox.ErrStale) && attempt < maxStaleRetries {
 				inv.res.Logs, inv.res.Error = nil, nil
 				continue
 			}
@@ -523,6 +527,10 @@ func loadAndValidate(next handler) handler {
 		}
 	}
 }
+
+// maxStaleRetries is how many times loadAndValidate opens a stale version
+// again.
+const maxStaleRetries = 3
 
 // useLoaded writes what a backend's open found (each field it set).
 func (inv *invocation) useLoaded(l loaded) {
