@@ -201,10 +201,13 @@ func Read(roots []Root, path string, maxBytes int64, opts ...Option) (Content, e
 	root := t.root
 	fd, err := openBeneath(t, t.rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
-		return Content{}, failAuthorized("read", path, t, t.rel, err, o.authorize)
+		return Content{}, failAuthorized("read", path, t, t.rel, "", err, o.authorize, false, nil)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if err := checkPassage("read", path, t, fd, t.rel, "", o.authorize); err != nil {
+		return Content{}, err
+	}
 	if err := checkResolved("read", path, t, fd, "", false, nil); err != nil {
 		return Content{}, err
 	}
@@ -277,9 +280,12 @@ func write(roots []Root, path string, content []byte, maxBytes int64, whole bool
 	dir, base := filepath.Dir(rel), filepath.Base(rel)
 	pfd, err := openBeneath(t, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return failAuthorized("write", path, t, rel, err, o.authorize)
+		return failAuthorized("write", path, t, dir, base, err, o.authorize, true, o.protected)
 	}
 	defer unix.Close(pfd)
+	if err := checkPassage("write", path, t, pfd, dir, base, o.authorize); err != nil {
+		return err
+	}
 	if err := checkResolved("write", path, t, pfd, base, true, o.protected); err != nil {
 		return err
 	}
@@ -378,10 +384,13 @@ func List(roots []Root, path string, maxEntries int, opts ...Option) (Listing, e
 	root := t.root
 	fd, err := openBeneath(t, t.rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return Listing{}, failAuthorized("list", path, t, t.rel, err, o.authorize)
+		return Listing{}, failAuthorized("list", path, t, t.rel, "", err, o.authorize, false, nil)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if err := checkPassage("list", path, t, fd, t.rel, "", o.authorize); err != nil {
+		return Listing{}, err
+	}
 	if err := checkResolved("list", path, t, fd, "", false, nil); err != nil {
 		return Listing{}, err
 	}
@@ -536,16 +545,45 @@ func checkResolved(op, path string, t target, fd int, name string, write bool, p
 	if len(t.restr) == 0 && (!write || len(protected) == 0) {
 		return nil
 	}
-	root := t.root
 	real, err := resolved(fd)
 	if err != nil {
-		return &Error{Op: op, Path: path, Root: root, Kind: KindIO,
+		return &Error{Op: op, Path: path, Root: t.root, Kind: KindIO,
 			Err: errors.New("cannot tell where the path resolved (" + err.Error() + "), so deny entries and protected names cannot be checked")}
 	}
 	if name != "" {
 		real = filepath.Join(real, name)
 	}
+	return checkPath(op, path, t, real, write, protected)
+}
+
+// checkPath is checkResolved for a path real beneath t.dir, resolved or (a failed open) as far as it would have
+// led: beneath a Deny root, or for a write beneath a NoWrite root or under a protected name.
+func checkPath(op, path string, t target, real string, write bool, protected []string) error {
+	if err := checkDeny(op, path, t, real, write); err != nil {
+		return err
+	}
+	if write && len(protected) > 0 {
+		// The components beneath the directory resolved from (opened without symlinks, so its real path is t.dir
+		// unless it was moved meanwhile: then every component counts).
+		rel := real
+		if within(t.dir, real) {
+			rel = strings.TrimPrefix(strings.TrimPrefix(real, t.dir), "/")
+		}
+		if n := protectedIn(rel, protected); n != "" {
+			return &Error{Op: op, Path: path, Root: t.root, Kind: KindProtected,
+				Err: errors.New("resolves to " + real + ", under the protected name " + n)}
+		}
+	}
+	return nil
+}
+
+// checkDeny refuses real when it is beneath one of the Deny roots of t.restr (or, write, of its NoWrite roots),
+// named as given or with symlinks evaluated.
+func checkDeny(op, path string, t target, real string, write bool) error {
 	for _, r := range t.restr {
+		if r.Access != AccessDeny && !write {
+			continue
+		}
 		rp := r.Path
 		if ev, err := filepath.EvalSymlinks(rp); err == nil {
 			rp = ev
@@ -556,21 +594,7 @@ func checkResolved(op, path string, t target, fd int, name string, write bool, p
 		if r.Access == AccessDeny {
 			return &Error{Op: op, Path: path, Root: r.Path, Kind: KindDenied, Err: errors.New("resolves to " + real)}
 		}
-		if write {
-			return &Error{Op: op, Path: path, Root: r.Path, Kind: KindProtected, Err: errors.New("resolves to " + real)}
-		}
-	}
-	if write && len(protected) > 0 {
-		// The components beneath the directory resolved from (opened without symlinks, so its real path is t.dir
-		// unless it was moved meanwhile: then every component counts).
-		rel := real
-		if within(t.dir, real) {
-			rel = strings.TrimPrefix(strings.TrimPrefix(real, t.dir), "/")
-		}
-		if n := protectedIn(rel, protected); n != "" {
-			return &Error{Op: op, Path: path, Root: root, Kind: KindProtected,
-				Err: errors.New("resolves to " + real + ", under the protected name " + n)}
-		}
+		return &Error{Op: op, Path: path, Root: r.Path, Kind: KindProtected, Err: errors.New("resolves to " + real)}
 	}
 	return nil
 }
@@ -602,82 +626,224 @@ func authorize(op, path string, t target, fd int, name string, fn func(string) e
 	return nil
 }
 
-// failAuthorized is fail for an open of rel beneath t that failed, asking fn (Authorize's) first about where the
-// path led as far as it exists (stoppedAt): a path the caller may not touch is refused in the caller's words whether
-// or not something is there, as an open that succeeded would be, so that not_found or not_directory never tells
-// through a symlink what exists where the caller may not look. Only for the errors that depend on what is there
-// (ENOENT, ENOTDIR), and only where symlinks are followed (openat2, not an Exact target): the walk refuses any link.
-func failAuthorized(op, path string, t target, rel string, err error, fn func(string) error) error {
-	if fn != nil && !t.exact && Method() == "openat2" && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
-		if p, ok := stoppedAt(t, rel); ok {
-			if ferr := fn(p); ferr != nil {
-				return &Error{Op: op, Path: path, Root: t.root, Kind: KindRefused, Err: ferr}
-			}
+// failAuthorized is fail for an open of rel beneath t (a write: of its parent rel, then name) that failed. Where
+// symlinks are followed (openat2, not an Exact target), whatever the error (ENOENT, ENOTDIR, and EXDEV or ELOOP from
+// a link found on the way: each depends on what is there), it first follows the way the path went as far as it
+// exists (retrace), asking what an open that succeeded would have asked (checkPassage, checkResolved, authorize):
+// beneath a Deny root (a write: a NoWrite root, a protected name) it is refused as such, and where fn (Authorize's)
+// says no, in its words. Where the way stopped (nothing there, or a file with more to come) it asks about the place
+// the path names from there up to a "..", as if what it names were there. So neither not_found nor not_directory
+// tells, through a symlink, what exists where the caller may not look. When the way cannot be told (the filesystem
+// changed meanwhile, a link leaves t.dir, too many links), the open's own answer stands.
+func failAuthorized(op, path string, t target, rel, name string, err error, fn func(string) error, write bool, protected []string) error {
+	if (fn == nil && len(t.restr) == 0 && (!write || len(protected) == 0)) || t.exact || Method() != "openat2" {
+		return fail(op, path, t.root, err)
+	}
+	named := filepath.Join(t.dir, rel, name)
+	ask := asker(op, path, t, named, fn)
+	w, ok, ferr := retrace(t, rel, tail(name), ask)
+	switch {
+	case ferr != nil:
+		return ferr
+	case !ok:
+		return fail(op, path, t.root, err)
+	}
+	// Where it would have ended: past the stop as the path names it (a ".." first: only the place it would turn back
+	// from is known, asked as such), or where it resolved (a file where the open wanted a directory), plus a write's
+	// last component.
+	p, rest := w.stop, w.rest
+	if p == "" {
+		p, rest = w.end, nil
+	}
+	if name != "" {
+		rest = append(append([]string(nil), rest...), name)
+	}
+	p, back := project(p, rest)
+	if back {
+		if ferr := ask(p); ferr != nil {
+			return ferr
+		}
+		return fail(op, path, t.root, err)
+	}
+	if ferr := checkPath(op, path, t, p, write, protected); ferr != nil {
+		return ferr
+	}
+	if fn != nil {
+		if ferr := fn(p); ferr != nil {
+			return &Error{Op: op, Path: path, Root: t.root, Kind: KindRefused, Err: ferr}
 		}
 	}
 	return fail(op, path, t.root, err)
 }
 
-// stoppedAt is the path beneath t.dir that rel (whose open failed) leads to, following symlinks beneath t.dir as the
-// open did: the longest prefix that opens as a directory, resolved, then the component the kernel stopped at (one
-// missing, or not a directory) and the rest of rel after it. ok is false when it cannot tell (the filesystem changed
-// meanwhile, a link leaves t.dir, too many links): the caller then answers as it would have.
-func stoppedAt(t target, rel string) (string, bool) {
+// checkPassage asks about the way an open that succeeded went, when it followed a symlink (the descriptor fd's
+// resolved path is not the path named, t.dir/rel): retrace asks about every place the way turned back from (a ".."
+// leaving it, a symlink not on the path named). Where the open ended is checked after it (checkResolved, authorize),
+// as for every open. A link "../private/x/../../pub/f" thus answers as its twin "../private/nox/../../pub/f", whose
+// open fails (failAuthorized): refused at private/x whether or not it exists. Without fn and Deny roots, or where no
+// symlink is followed (the walk, an Exact target), there is nothing to ask. When the way cannot be retraced (it
+// changed meanwhile), the open is refused.
+func checkPassage(op, path string, t target, fd int, rel, name string, fn func(string) error) error {
+	if (fn == nil && len(t.restr) == 0) || t.exact || Method() != "openat2" {
+		return nil
+	}
+	named := filepath.Join(t.dir, rel, name)
+	real, err := resolved(fd)
+	if err != nil || real == filepath.Join(t.dir, rel) {
+		return nil // not through a symlink; or unreadable, which checkResolved and authorize refuse
+	}
+	w, ok, ferr := retrace(t, rel, tail(name), asker(op, path, t, named, fn))
+	switch {
+	case ferr != nil:
+		return ferr
+	case !ok || w.stop != "" || w.end != real:
+		// (The kernel followed the links one way, the retrace another: they changed in between.)
+		return &Error{Op: op, Path: path, Root: t.root, Kind: KindIO,
+			Err: errors.New("the symlinks on the way changed while it was opened, so where it went cannot be checked")}
+	}
+	return nil
+}
+
+// asker is how retrace asks about a place p on the way: refused beneath a Deny root (KindDenied) or where fn says no
+// (KindRefused, in fn's words). The path named and the directories above it, which the caller named itself, are not
+// asked about.
+func asker(op, path string, t target, named string, fn func(string) error) func(p string) error {
+	return func(p string) error {
+		if within(p, named) {
+			return nil
+		}
+		if err := checkDeny(op, path, t, p, false); err != nil {
+			return err
+		}
+		if fn != nil {
+			if err := fn(p); err != nil {
+				return &Error{Op: op, Path: path, Root: t.root, Kind: KindRefused, Err: err}
+			}
+		}
+		return nil
+	}
+}
+
+// way is where a path beneath t.dir resolved, followed in user space (retrace).
+type way struct {
+	stop string   // where it stopped (missing, or not a directory with more to come); "" when it resolved
+	rest []string // after stop, what the path (and the links it followed) named next
+	end  string   // where it resolved, when it did
+}
+
+// retrace follows rel beneath t.dir as openat2 with RESOLVE_BENEATH does, one component at a time without letting
+// the kernel follow anything: a symlink's target (relative; an absolute one is refused, as RESOLVE_BENEATH refuses it)
+// is taken in the directory holding it and ".." goes back to the directory it came from. A last component that is
+// a symlink is followed too. ok is false when it cannot tell: a ".." above t.dir, an absolute link, more than 40
+// links (the kernel's limit), or an error other than a missing component. last (a write's last component, which is
+// not followed) counts only in what is asked.
+//
+// On the way it asks (ask; its first error ends the way, err) about each place the way turns back from, named as
+// the path in hand names it, never by what is found beyond it: a directory that a ".." leaves, and a symlink (before
+// its target is read), asked as the place the path names from there up to a ".." (project). Everything asked is
+// thus named by the path and the targets of the links already allowed, and a refused place answers the same whether
+// it exists, is a file, a directory or a link: what the caller may not look at does not change the question.
+// A way that only goes down (a link to "sub/f", or "../private/key") asks nothing here: where it ends is asked after.
+func retrace(t target, rel string, last []string, ask func(string) error) (w way, ok bool, err error) {
 	rootfd, err := openRoot(t.dir)
 	if err != nil {
-		return "", false
+		return way{}, false, nil
 	}
-	defer unix.Close(rootfd)
-	for range 40 { // the kernel's own limit on links followed
-		comps := strings.Split(rel, "/")
-		i := len(comps) - 1
-		pfd := -1
-		for ; i >= 0; i-- {
-			prefix := strings.Join(comps[:i], "/")
-			if prefix == "" {
-				prefix = "."
+	fds, dirs := []int{rootfd}, []string{t.dir}
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	queue := strings.Split(rel, "/")
+	for links := 0; len(queue) > 0; {
+		c := queue[0]
+		queue = queue[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(fds) == 1 {
+				return way{}, false, nil // RESOLVE_BENEATH refuses it (an escape)
 			}
-			if fd, err := openBeneathFD(rootfd, prefix, unix.O_PATH|unix.O_DIRECTORY, 0); err == nil {
-				pfd = fd
-				break
+			if err := ask(dirs[len(dirs)-1]); err != nil {
+				return way{}, false, err
 			}
-		}
-		if pfd < 0 {
-			return "", false
-		}
-		dir, err := resolved(pfd)
-		c := comps[i]
-		var st unix.Stat_t
-		serr := unix.Fstatat(pfd, c, &st, unix.AT_SYMLINK_NOFOLLOW)
-		var link string
-		if serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			link, serr = readlinkAt(pfd, c)
-		}
-		unix.Close(pfd)
-		if err != nil || !within(t.dir, dir) || c == "." || c == ".." || c == "" {
-			return "", false
-		}
-		switch {
-		case serr != nil && !errors.Is(serr, unix.ENOENT):
-			return "", false
-		case serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK:
-			if filepath.IsAbs(link) {
-				return "", false // RESOLVE_BENEATH refuses it anyway (an escape)
-			}
-			// Go on from the link's target, taken in the directory holding the link.
-			here := strings.TrimPrefix(strings.TrimPrefix(dir, t.dir), "/")
-			rel = strings.Join(append([]string{here, link}, comps[i+1:]...), "/")
-			rel = strings.TrimPrefix(rel, "/")
+			unix.Close(fds[len(fds)-1])
+			fds, dirs = fds[:len(fds)-1], dirs[:len(dirs)-1]
 			continue
 		}
-		// Missing, or there but not a directory with more after it: nothing beneath it exists.
-		p := filepath.Join(append([]string{dir, c}, comps[i+1:]...)...)
-		if !within(t.dir, p) {
-			return "", false
+		cur := fds[len(fds)-1]
+		p := filepath.Join(dirs[len(dirs)-1], c)
+		var st unix.Stat_t
+		if err := unix.Fstatat(cur, c, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return way{stop: p, rest: queue}, true, nil
+			}
+			return way{}, false, nil
 		}
-		return p, true
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			if links++; links > 40 {
+				return way{}, false, nil
+			}
+			if q, _ := project(p, append(append([]string(nil), queue...), last...)); p != "" {
+				if err := ask(q); err != nil {
+					return way{}, false, err
+				}
+			}
+			target, err := readlinkAt(cur, c)
+			if err != nil || filepath.IsAbs(target) {
+				return way{}, false, nil
+			}
+			queue = append(strings.Split(target, "/"), queue...)
+		case unix.S_IFDIR:
+			fd, err := unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return way{}, false, nil
+			}
+			fds, dirs = append(fds, fd), append(dirs, p)
+		default:
+			if more(queue) {
+				return way{stop: p, rest: queue}, true, nil // ENOTDIR
+			}
+			return way{end: p}, true, nil
+		}
 	}
-	return "", false
+	return way{end: dirs[len(dirs)-1]}, true, nil
+}
+
+// tail is a write's last component as retrace's last (none for a read or list).
+func tail(name string) []string {
+	if name == "" {
+		return nil
+	}
+	return []string{name}
+}
+
+// project is p followed by the names of comps up to the first ".." (back: there was one), as if each were a
+// directory: where a path that stopped at p, or reached a symlink there, would have gone before turning back.
+func project(p string, comps []string) (q string, back bool) {
+	for _, c := range comps {
+		switch c {
+		case "", ".":
+		case "..":
+			return p, true
+		default:
+			p = filepath.Join(p, c)
+		}
+	}
+	return p, false
+}
+
+// more: comps holds a component other than "" and ".".
+func more(comps []string) bool {
+	for _, c := range comps {
+		if c != "" && c != "." {
+			return true
+		}
+	}
+	return false
 }
 
 // readlinkAt is the target of the symlink name in the directory dirfd.
