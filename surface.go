@@ -302,6 +302,12 @@ func (h *Host) Authenticate(ctx context.Context, token string) (agent string, er
 	return h.p.Authenticate(ctx, token)
 }
 
+// TokenCredential is the credential of an agent token Authenticate
+// accepted, as Call.Credential names it: "token:" and the token's ID (what
+// maiden agents tokens lists; never its secret). "" for a string that is
+// not an agent token.
+func TokenCredential(token string) string { return pipeline.TokenCredential(token) }
+
 // Tools loads every configured tool (compiling it if needed) and returns
 // what each says about itself, in name order. A tool that cannot be loaded
 // is listed with its Error set. The error is ctx's when ctx ended,

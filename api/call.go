@@ -28,6 +28,12 @@ type Call struct {
 	// Session names the caller's session ("" for none); middleware
 	// conditions and approvals see it.
 	Session string
+	// Credential names the credential the caller authenticated with
+	// beyond its agent ("token:" and an agent token's ID over HTTP; ""
+	// for none), never a secret. A session the session_open built-in
+	// opens is bound to it (SessionInfo.Credential), so that a front end
+	// can refuse its handle to any other credential of the same agent.
+	Credential string
 	// ApprovalWait is how long the call waits for a human when a rule asks
 	// for approval: 0 means maiden.Options.ApprovalWait; < 0 means not at all
 	// (the result is kind pending at once, with the request's ID).

@@ -192,14 +192,18 @@ func (g CardGrant) String() string {
 // agent, times and current boundary, and (from a lookup of one session)
 // every revision of the boundary and every boundary request.
 type SessionInfo struct {
-	ID        string            `json:"id"`
-	Agent     string            `json:"agent"`
-	Created   time.Time         `json:"created"`
-	LastUsed  time.Time         `json:"last_used,omitzero"` // to within a minute (Host.TouchSession)
-	Ended     time.Time         `json:"ended,omitzero"`
-	Boundary  Boundary          `json:"boundary"`
-	Revisions []SessionRevision `json:"revisions,omitempty"`
-	Requests  []BoundaryRequest `json:"requests,omitempty"`
+	ID       string    `json:"id"`
+	Agent    string    `json:"agent"`
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used,omitzero"` // to within a minute (Host.TouchSession)
+	Ended    time.Time `json:"ended,omitzero"`
+	Boundary Boundary  `json:"boundary"`
+	// Credential is the credential the session is bound to besides its
+	// agent (Call.Credential of the session_open call that opened it;
+	// "" for none). Not a secret: a token's ID.
+	Credential string            `json:"credential,omitempty"`
+	Revisions  []SessionRevision `json:"revisions,omitempty"`
+	Requests   []BoundaryRequest `json:"requests,omitempty"`
 }
 
 // Boundary is a session's ExecutionBoundary (docs/boundaries.md): who

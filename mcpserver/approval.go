@@ -67,6 +67,21 @@ const approvalInput = "approval"
 // The front end sets it itself after dropping any value a client sent.
 const inboxHeader = "Maiden-Inbox-Base"
 
+// credentialHeader carries the credential the HTTP front end authenticated
+// for one request (maiden.TokenCredential) from the HTTP handler to the
+// tool handler, like inboxHeader: set by the handler after deleting any
+// the client sent.
+const credentialHeader = "Maiden-Credential"
+
+// callCredential is the credential req was authenticated with ("" over
+// stdio, and over HTTP without [agents]).
+func callCredential(req *mcp.CallToolRequest) string {
+	if req.Extra != nil && req.Extra.Header != nil {
+		return req.Extra.Header.Get(credentialHeader)
+	}
+	return ""
+}
+
 // errDeclined ends an approval wait early: the client's user declined (or
 // dismissed) the elicitation that opens the inbox page.
 var errDeclined = errors.New("the client declined the approval elicitation")
@@ -219,7 +234,8 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 		c.ApprovalWait = s.opts.ApprovalWait
 		w.elicit = urlElicit
 	}
-	sess, bad := s.callSession(ctx, req, c.Agent, modern)
+	c.Credential = callCredential(req)
+	sess, bad := s.callSession(ctx, req, c.Agent, c.Credential, modern)
 	if bad != nil {
 		return bad, nil
 	}

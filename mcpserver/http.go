@@ -141,7 +141,16 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		if base := s.inboxBaseFor(r); base != "" {
 			r.Header.Set(inboxHeader, base)
 		}
+		// The credential guard authenticated, which a session handle is
+		// bound to (session.go); likewise never what a client says.
+		r.Header.Del(credentialHeader)
+		if c := requestCredential(r); c != "" {
+			r.Header.Set(credentialHeader, c)
+		}
 		if r.Method != http.MethodPost {
+			if mixedEra(w, r, nil) {
+				return
+			}
 			if isModern(r.Header.Get("MCP-Protocol-Version"), nil) {
 				stateless.ServeHTTP(w, r) // 405: no GET stream, no DELETE
 			} else if s.sessionOwned(w, r) {
@@ -158,6 +167,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if mixedEra(w, r, body) {
+			return
+		}
 		if isModern(r.Header.Get("MCP-Protocol-Version"), body) {
 			stateless.ServeHTTP(w, r)
 			return
@@ -233,6 +245,26 @@ func isModern(header string, body []byte) bool {
 	return ok
 }
 
+// mixedEra answers 400 and reports true for a request that names a
+// 2025-11-25 session (Mcp-Session-Id) and yet the sessionless protocol (a
+// modern MCP-Protocol-Version, or a protocol version in its _meta). The
+// era is decided once, here, from the transport; deciding it from the
+// header alone would serve such a request statelessly, outside the
+// session it names and that session's boundary, and deciding it from the
+// session would run it under a protocol it did not ask for. Neither is
+// what the client meant, so it is told to drop one.
+func mixedEra(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	header := r.Header.Get("MCP-Protocol-Version")
+	if r.Header.Get("Mcp-Session-Id") == "" || !(isModern(header, body) || isModern("", body)) {
+		return false
+	}
+	http.Error(w, fmt.Sprintf("maiden: a request is of one protocol era: this one carries an Mcp-Session-Id (a %s-era session) and names the sessionless protocol (%s or later, in MCP-Protocol-Version or _meta); a 2026-07-28 client sends no Mcp-Session-Id and names its maiden session in _meta[%q], a session client names no 2026 protocol version", legacyEra, ModernProtocol, MetaSession), http.StatusBadRequest)
+	return true
+}
+
+// legacyEra is the newest protocol revision with sessions.
+const legacyEra = "2025-11-25"
+
 // isDate reports whether v has the form of a protocol revision, YYYY-MM-DD,
 // so that comparing it as a string compares dates.
 func isDate(v string) bool {
@@ -300,6 +332,8 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 					return
 				}
 				agent = a
+				ctx := context.WithValue(r.Context(), credentialKey{}, maiden.TokenCredential(got))
+				r = r.WithContext(ctx)
 			} else if o.AuthToken != "" {
 				// Comparing digests keeps the comparison constant-time whatever
 				// the lengths.
@@ -440,6 +474,17 @@ func (s *Server) originCheck(o HTTPOptions) func(http.Handler) http.Handler {
 
 // agentKey is the request-context key of the authenticated agent.
 type agentKey struct{}
+
+// credentialKey is the request-context key of the credential guard
+// authenticated (maiden.TokenCredential: a token's ID, not its secret).
+type credentialKey struct{}
+
+// requestCredential is the credential guard authenticated for r: "" for
+// none (no [agents]: the static token or none, one credential for all).
+func requestCredential(r *http.Request) string {
+	c, _ := r.Context().Value(credentialKey{}).(string)
+	return c
+}
 
 // requestAgent is the agent guard authenticated for r.
 func requestAgent(r *http.Request) string {

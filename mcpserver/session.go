@@ -18,10 +18,16 @@ const MetaSession = "maiden/session"
 // callSession is the maiden session a tools/call runs in (issue 14, K1):
 // over stdio, the process's; over HTTP on the 2025-11-25 protocol, the
 // Mcp-Session-Id; on the 2026-07-28 protocol, the one named in the
-// request's _meta, which must be a live session of the same agent (else the
-// call fails here), or the agent's default session when it names none. A
+// request's _meta, which must be a live session of the same agent opened
+// with the same credential (cred: the token's ID over HTTP; else the call
+// fails here), or the agent's default session when it names none. A
 // failure is returned as the call's result.
-func (s *Server) callSession(ctx context.Context, req *mcp.CallToolRequest, agent string, modern bool) (string, *mcp.CallToolResult) {
+func (s *Server) callSession(ctx context.Context, req *mcp.CallToolRequest, agent, cred string, modern bool) (string, *mcp.CallToolResult) {
+	if modern && req.Session != nil && req.Session.ID() != "" {
+		// A request of a session that claims the sessionless protocol in
+		// its _meta (the HTTP front end refuses it first: mixedEra).
+		return "", errorResult(maiden.KindInput, fmt.Sprintf("this request belongs to a %s-era session but names protocol %s in _meta: a request is of one protocol era; drop one", legacyEra, req.ProtocolVersion()))
+	}
 	if modern {
 		v, named := req.Params.GetMeta()[MetaSession]
 		if !named {
@@ -33,8 +39,13 @@ func (s *Server) callSession(ctx context.Context, req *mcp.CallToolRequest, agen
 		}
 		info, err := s.host.Session(ctx, id)
 		switch {
-		case errors.Is(err, maiden.ErrUnknownSession), err == nil && info.Agent != agent:
-			// One answer for both: an agent learns nothing of others' sessions.
+		case errors.Is(err, maiden.ErrUnknownSession), err == nil && (info.Agent != agent || info.Credential != cred):
+			// One answer for all three: an agent learns nothing of others'
+			// sessions, nor a token of its agent's other tokens' (a
+			// sub-agent given a second token does not inherit a boundary a
+			// human widened for the first's session). A session bound to
+			// no credential (opened over stdio, by an embedder, or a
+			// 2025-11-25 session's) is no token's handle.
 			return "", errorResult(maiden.KindInput, fmt.Sprintf("_meta[%q]: no session %q of this agent; open one with session_open", MetaSession, id))
 		case err != nil:
 			return "", errorResult(maiden.KindUnavailable, "looking up the session: "+err.Error())

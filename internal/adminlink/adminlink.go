@@ -170,7 +170,7 @@ func FromBoundary(b api.Boundary) boundary.Boundary {
 
 // Session is s without its revisions and requests.
 func Session(s store.Session) api.SessionInfo {
-	return api.SessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, LastUsed: s.LastUsed, Ended: s.Ended, Boundary: Boundary(s.Boundary)}
+	return api.SessionInfo{ID: s.ID, Agent: s.Agent, Created: s.Created, LastUsed: s.LastUsed, Ended: s.Ended, Boundary: Boundary(s.Boundary), Credential: s.Credential}
 }
 
 // Revisions is each revision in api's words (nil stays nil).

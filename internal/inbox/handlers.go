@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -44,6 +45,7 @@ type inbox struct {
 	opts     Options
 	log      *slog.Logger
 	sessions *sessions
+	limits   *loginLimiter
 	pages    map[string]*template.Template
 }
 
@@ -196,6 +198,21 @@ func (in *inbox) login(w http.ResponseWriter, r *http.Request) {
 		in.render(w, http.StatusForbidden, "error", &page{Title: "Refused", Error: "The login form's CSRF token is missing or wrong: open the login page again."})
 		return
 	}
+	// Bounded before the token is looked at: a source past its bound
+	// learns nothing of the token it sent.
+	src := sourceOf(r.RemoteAddr)
+	if retry, global := in.limits.take(src); retry > 0 {
+		secs := int((retry + time.Second - 1) / time.Second)
+		who := "from your address"
+		if global {
+			who = "from many addresses at once"
+		}
+		in.log.Warn("inbox: refused a login: too many failed logins", "global", global, "remote", r.RemoteAddr, "retry_after_s", secs)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		in.render(w, http.StatusTooManyRequests, "error", &page{Title: "Too many failed logins", Error: fmt.Sprintf(
+			"Too many failed logins %s: try again in %d seconds. Open inbox sessions are not affected, and maiden approve / maiden deny work from the command line meanwhile.", who, secs)})
+		return
+	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))
 	name, err := in.b.AuthenticateOperator(r.Context(), token)
 	switch {
@@ -205,9 +222,11 @@ func (in *inbox) login(w http.ResponseWriter, r *http.Request) {
 			Error: "That is not an operator token. Mint one with: maiden operators token NAME (an agent's token does not log in here)."})
 		return
 	case err != nil:
+		in.limits.refund(src, false) // not a failed guess
 		in.unavailable(w, operator{}, "checking an operator token", err)
 		return
 	}
+	in.limits.refund(src, true)
 	sid := in.sessions.open(name, token, time.Now())
 	if sid == "" {
 		in.log.Error("inbox: refused a login: the session table is full", "max", in.opts.MaxSessions)

@@ -240,17 +240,42 @@ type Options struct {
 	// AuditLimit is how many audit records the audit page shows; 0 means
 	// 100.
 	AuditLimit int
+	// LoginBurst failed logins a source address (an IPv4 address, an IPv6
+	// /64) may make at once, then one more each LoginEvery; past that its
+	// logins are answered 429 with Retry-After, the right token included
+	// (no oracle). 0 means DefaultLoginBurst and DefaultLoginEvery.
+	LoginBurst int
+	LoginEvery time.Duration
+	// GlobalLoginBurst and GlobalLoginEvery are the same bound for all
+	// sources together (a guesser with many addresses); a source that
+	// logged in successfully within a day passes it (its own bound still
+	// holds). 0 means DefaultGlobalLoginBurst and DefaultGlobalLoginEvery.
+	GlobalLoginBurst int
+	GlobalLoginEvery time.Duration
 }
 
-// Defaults of Options.
+// Defaults of Options. A source may fail 10 logins at once and then 10 a
+// minute; all sources together 100 at once and then 10 a second. An
+// operator token is 256 random bits, so the bound is not what keeps it
+// from being guessed; it keeps a guesser from using the inbox (and the
+// store behind it) as a free oracle at line rate.
 const (
-	DefaultSessionTTL  = 12 * time.Hour
-	DefaultMaxSessions = 1000
+	DefaultSessionTTL       = 12 * time.Hour
+	DefaultMaxSessions      = 1000
+	DefaultLoginBurst       = 10
+	DefaultLoginEvery       = 6 * time.Second
+	DefaultGlobalLoginBurst = 100
+	DefaultGlobalLoginEvery = 100 * time.Millisecond
 )
 
 // New returns the inbox's handler. Mount it at Path and Path+"/" behind
 // the server's Origin check.
 func New(b Backend, o *Options) http.Handler {
+	return build(b, o, time.Now)
+}
+
+// build is New with the login limiter's clock.
+func build(b Backend, o *Options, now func() time.Time) http.Handler {
 	var opts Options
 	if o != nil {
 		opts = *o
@@ -267,6 +292,13 @@ func New(b Backend, o *Options) http.Handler {
 	if opts.AuditLimit <= 0 {
 		opts.AuditLimit = 100
 	}
-	in := &inbox{b: b, opts: opts, log: opts.Logger, sessions: newSessions(opts.SessionTTL, opts.MaxSessions)}
+	if opts.LoginBurst <= 0 || opts.LoginEvery <= 0 {
+		opts.LoginBurst, opts.LoginEvery = DefaultLoginBurst, DefaultLoginEvery
+	}
+	if opts.GlobalLoginBurst <= 0 || opts.GlobalLoginEvery <= 0 {
+		opts.GlobalLoginBurst, opts.GlobalLoginEvery = DefaultGlobalLoginBurst, DefaultGlobalLoginEvery
+	}
+	in := &inbox{b: b, opts: opts, log: opts.Logger, sessions: newSessions(opts.SessionTTL, opts.MaxSessions),
+		limits: newLoginLimiter(rate{opts.LoginBurst, opts.LoginEvery}, rate{opts.GlobalLoginBurst, opts.GlobalLoginEvery}, now)}
 	return in.routes()
 }

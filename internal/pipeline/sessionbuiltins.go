@@ -66,6 +66,13 @@ func (*builtinDeps) sessionOpen(ctx context.Context, inv *invocation, st store.S
 	if _, _, err := st.OpenSession(ctx, id, inv.agent, session.Initial(inv.cfg, inv.agent)); err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: opening a session: %v", ErrState, err)
 	}
+	// Bound to the caller's credential before anyone learns the ID: a
+	// front end refuses the handle to another token of the same agent.
+	if c := inv.call.Credential; c != "" {
+		if err := st.BindSession(ctx, id, c); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: binding a session: %v", ErrState, err)
+		}
+	}
 	return map[string]any{"session": id}, nil, nil, nil
 }
 

@@ -41,3 +41,14 @@ func (h *Host) Authenticate(ctx context.Context, token string) (agent string, er
 	}
 	return agent, nil
 }
+
+// TokenCredential is the credential of an agent token Authenticate
+// accepted, as Call.Credential names it: "token:" and the token's ID (what
+// maiden agents tokens lists; never its secret). "" for a string that is
+// not an agent token.
+func TokenCredential(token string) string {
+	if id := store.TokenID(token); id != "" {
+		return "token:" + id
+	}
+	return ""
+}

@@ -99,9 +99,10 @@ func testApprovalBindingMigration(t *testing.T, be backend) {
 	for _, q := range []string{
 		`ALTER TABLE approvals DROP COLUMN tool_digest`,
 		`ALTER TABLE approvals DROP COLUMN policy`,
-		`DROP TABLE card_spend`,        // step 8
-		`DROP TABLE credential_tokens`, // step 9
-		`DROP TABLE feed_leases`,       // step 10
+		`DROP TABLE card_spend`,                       // step 8
+		`DROP TABLE credential_tokens`,                // step 9
+		`DROP TABLE feed_leases`,                      // step 10
+		`ALTER TABLE sessions DROP COLUMN credential`, // step 11
 		`DELETE FROM schema_migrations WHERE version >= 7`,
 	} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {

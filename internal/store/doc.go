@@ -331,7 +331,9 @@
 //
 // Sessions (sessions.go, migration 5; issue 14, ../shared/BOUNDARIES.md):
 // a session belongs to one agent for its whole life (OpenSession is
-// idempotent on the ID; another agent's open is ErrNotAllowed) and runs
+// idempotent on the ID; another agent's open is ErrNotAllowed), and from
+// migration 11 may be bound, once, to one credential besides (BindSession:
+// a token's ID, for a 2026-07-28 handle only that token may name), and runs
 // inside an ExecutionBoundary (internal/boundary). Every revision of the
 // boundary is a row of session_revisions (its canonical JSON, its number,
 // when and why: "initial", "approved request ID (bnd_...) by BY", "reset by

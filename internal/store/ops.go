@@ -115,6 +115,18 @@ func (s *DB) MintToken(ctx context.Context, agent string) (string, TokenInfo, er
 	return tokenPrefix + id + "_" + secret, info, nil
 }
 
+// TokenID is the ID part of an agent token (what Tokens lists and
+// RevokeToken takes; not secret), or "" for a string not of a token's
+// form. It checks nothing: call it on a token Authenticate accepted.
+func TokenID(token string) string {
+	rest, ok := strings.CutPrefix(token, tokenPrefix)
+	id, secret, ok2 := strings.Cut(rest, "_")
+	if !ok || !ok2 || len(id) != 16 || secret == "" {
+		return ""
+	}
+	return id
+}
+
 // Authenticate checks a token.
 func (s *DB) Authenticate(ctx context.Context, token string) (string, error) {
 	rest, ok := strings.CutPrefix(token, tokenPrefix)

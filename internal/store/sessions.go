@@ -76,6 +76,12 @@ type Session struct {
 	LastUsed time.Time         `json:"last_used"` // to within a minute (TouchSession)
 	Ended    time.Time         `json:"ended,omitzero"`
 	Boundary boundary.Boundary `json:"boundary"`
+	// Credential is what the session is bound to besides its agent
+	// (BindSession): "token:" and an agent token's ID for a handle
+	// session_open gave over HTTP; "" for none (a session opened over
+	// stdio, by an embedder, or for a 2025-11-25 MCP session). Never a
+	// secret.
+	Credential string `json:"credential,omitempty"`
 }
 
 // Live reports whether the session has not ended.
@@ -178,7 +184,7 @@ func nullTime(v sql.NullInt64) time.Time {
 
 // --- sessions ----------------------------------------------------------------
 
-const sessionColumns = `s.id, s.agent, s.created_at, s.used_at, s.ended_at, s.revision, r.boundary`
+const sessionColumns = `s.id, s.agent, s.created_at, s.used_at, s.ended_at, s.revision, r.boundary, s.credential`
 
 const sessionFrom = ` FROM sessions s JOIN session_revisions r ON r.session = s.id AND r.revision = s.revision `
 
@@ -187,7 +193,7 @@ func scanSession(row scanner) (Session, error) {
 	var created, used, rev int64
 	var ended sql.NullInt64
 	var raw string
-	if err := row.Scan(&ss.ID, &ss.Agent, &created, &used, &ended, &rev, &raw); err != nil {
+	if err := row.Scan(&ss.ID, &ss.Agent, &created, &used, &ended, &rev, &raw, &ss.Credential); err != nil {
 		return ss, err
 	}
 	ss.Created, ss.LastUsed, ss.Ended = unixTime(created), unixTime(used), nullTime(ended)
@@ -361,6 +367,35 @@ func (s *SQLite) Revisions(ctx context.Context, id string) ([]SessionRevision, e
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// BindSession binds live session id to credential (not empty; a token's
+// ID, never its secret), once: binding it again to the same credential
+// changes nothing, to another is ErrNotAllowed (a session never moves
+// between credentials). An ended session is ErrSessionEnded.
+func (s *SQLite) BindSession(ctx context.Context, id, credential string) error {
+	if credential == "" {
+		return fmt.Errorf("bind session %s: %w: an empty credential", id, ErrBadInput)
+	}
+	err := s.writeSessions(ctx, func(tx *sql.Tx) error {
+		cur, err := loadSession(ctx, tx, id)
+		switch {
+		case err != nil:
+			return err
+		case !cur.Live():
+			return fmt.Errorf("%w %q", ErrSessionEnded, id)
+		case cur.Credential == credential:
+			return errUnchanged
+		case cur.Credential != "":
+			return fmt.Errorf("%w: it is bound to another credential", ErrNotAllowed)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET credential = ? WHERE id = ? AND credential = ''`, credential, id)
+		return err
+	})
+	if err != nil && !errors.Is(err, errUnchanged) {
+		return fmt.Errorf("bind session %s: %w", id, err)
+	}
+	return nil
 }
 
 // TouchSession records that session id was used now (to within a minute:

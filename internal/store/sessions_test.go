@@ -863,3 +863,43 @@ func testBoundaryRequestsBoundedPerAgent(t *testing.T, be backend) {
 		}
 	}
 }
+
+// TestBindSession: a session is bound to one credential, once (a
+// 2026-07-28 handle is usable only with the token that opened it); binding
+// it again to the same is nothing, to another ErrNotAllowed, and an empty
+// credential or an ended session is refused. Sessions read back with it.
+func TestBindSession(t *testing.T) { eachBackend(t, testBindSession) }
+
+func testBindSession(t *testing.T, be backend) {
+	ctx := context.Background()
+	s := open(t, be.target(t), nil)
+	a := openSession(t, s, "", "coder")
+	if a.Credential != "" {
+		t.Fatalf("a new session is bound: %q", a.Credential)
+	}
+	if err := s.BindSession(ctx, a.ID, ""); !errors.Is(err, ErrBadInput) {
+		t.Errorf("binding to no credential: %v", err)
+	}
+	for range 2 {
+		if err := s.BindSession(ctx, a.ID, "token:0123456789abcdef"); err != nil {
+			t.Fatalf("bind: %v", err)
+		}
+	}
+	if err := s.BindSession(ctx, a.ID, "token:fedcba9876543210"); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("binding to another credential: %v", err)
+	}
+	if got, err := s.Session(ctx, a.ID); err != nil || got.Credential != "token:0123456789abcdef" {
+		t.Errorf("read back: %q %v", got.Credential, err)
+	}
+	if list, err := s.Sessions(ctx, "coder"); err != nil || len(list) != 1 || list[0].Credential != "token:0123456789abcdef" {
+		t.Errorf("listed: %+v %v", list, err)
+	}
+	if err := s.EndSession(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	b := openSession(t, s, "", "coder")
+	s.EndSession(ctx, b.ID)
+	if err := s.BindSession(ctx, b.ID, "token:0123456789abcdef"); !errors.Is(err, ErrSessionEnded) {
+		t.Errorf("binding an ended session: %v", err)
+	}
+}

@@ -400,6 +400,11 @@ ALTER TABLE approvals ADD COLUMN policy TEXT NOT NULL DEFAULT ''
 	8:  budgetMigration,          // what each card has spent of its budgets (budgets.go)
 	9:  credentialTokenMigration, // OAuth 2.0 tokens shared by instances, sealed (credtokens.go)
 	10: feedLeaseMigration,       // how long each PostgreSQL change feed trusts what it keeps (postgres.go)
+	// 11: the credential a session is bound to besides its agent
+	// (sessions.go, BindSession): a 2026-07-28 handle is usable only with
+	// the token that opened it. Sessions from before this step have none,
+	// so no token can name them as a handle.
+	11: `ALTER TABLE sessions ADD COLUMN credential TEXT NOT NULL DEFAULT ''`,
 }
 
 // SchemaVersion is the schema version this binary writes.

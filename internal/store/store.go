@@ -245,6 +245,9 @@ type Store interface {
 	// false, the stored session back). A session of another agent is
 	// ErrNotAllowed, an ended one ErrSessionEnded. Audited.
 	OpenSession(ctx context.Context, id, agent string, initial boundary.Boundary) (s Session, created bool, err error)
+	// BindSession binds a live session to a credential (a token's ID),
+	// once; another credential is ErrNotAllowed.
+	BindSession(ctx context.Context, id, credential string) error
 	// Session returns one session with its current boundary; unknown:
 	// ErrUnknownSession.
 	Session(ctx context.Context, id string) (Session, error)
