@@ -46,7 +46,7 @@ func TestWrappedCLIHostileNetwork(t *testing.T) {
 path = %q
 [clis.hostile]
 path = "`+exe+`"
-command = '{"maiden_command": 1, "name": "hostile", "positionals": [{"name": "args", "variadic": true}]}'
+command = '{"maiden_command": 1, "name": "hostile", "positionals": [{"name": "args", "variadic": true, "accept": ["first-word"]}]}'
 http_allow = ["api.example.com"]
 timeout_ms = 20000
 `, maiden.Options{Isolation: maiden.InProcess}, "echo")

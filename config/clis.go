@@ -159,7 +159,7 @@ func (c *checker) cli(name string, n *tnode) (Tool, bool) {
 	case cmdText == nil && len(c.errs) == before:
 		c.errorf(n.line, key, "missing key command_file (or command): the program's command description (docs/command-model.md)")
 	case cmdText != nil:
-		spec, err := command.Load(cmdText)
+		spec, err := command.LoadProgram(cmdText)
 		if err != nil {
 			c.errorf(cmdLine, cmdKey, "command description: %v", err)
 		} else {
@@ -169,6 +169,22 @@ func (c *checker) cli(name string, n *tnode) (Tool, bool) {
 	if _, both := n.keys["command"]; both {
 		if _, file := n.keys["command_file"]; file {
 			c.errorf(n.line, key, "both command and command_file: keep one")
+		}
+	}
+	if cli.Command != nil {
+		// A secret reaches the program as an environment variable; if an
+		// option falls back to that variable, the program reads the
+		// secret as the option's value whenever a call omits it, a value
+		// no card sees (and rendering it instead would put the secret in
+		// approvals and the audit trail).
+		line := n.line
+		if sn, ok := n.keys["secrets"]; ok {
+			line = sn.line
+		}
+		for _, name := range cli.Command.EnvNames() {
+			if slices.Contains(t.Secrets, name) {
+				c.errorf(line, key+".secrets", "secret %s is also the env fallback of an option in the command description: the program would read the secret as that option's value whenever a call omits it, which no card sees; drop the option's \"env\" or pass the secret under another name", name)
+			}
 		}
 	}
 	if len(c.errs) != before {

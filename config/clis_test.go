@@ -57,6 +57,10 @@ tools = ["git"]
 		{"[clis.x]\npath = \"/usr/bin/git\"\ncommand_file = \"git.json\"\nenv = [\"BAD NAME\"]\n", "is not NAME or NAME=value"},
 		{"[tools.git]\npath = \"git.json\"\n[clis.git]\npath = \"/usr/bin/git\"\ncommand_file = \"git.json\"\n", "also a [tools] name"},
 		{"[clis.x]\npath = \"/usr/bin/git\"\ncommand_file = \"git.json\"\nshell = true\n", "clis.x.shell: unknown key"},
+		// An option's env fallback that is also a secret: the program
+		// would read the secret as the option's value, unseen by cards.
+		{"[clis.x]\npath = \"/usr/bin/git\"\ncommand = '{\"maiden_command\": 1, \"name\": \"x\", \"options\": [{\"name\": \"token\", \"env\": \"X_TOKEN\"}]}'\nsecrets = [\"X_TOKEN\"]\n",
+			"clis.x.secrets: secret X_TOKEN is also the env fallback of an option in the command description: the program would read the secret as that option's value whenever a call omits it, which no card sees"},
 	} {
 		_, err := load(tc.body)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

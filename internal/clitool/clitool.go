@@ -86,6 +86,12 @@ func Env(t config.Tool, secret func(name string) (string, bool)) ([]string, erro
 		}
 	}
 	for _, name := range t.Secrets {
+		if slices.Contains(fallbacks, name) {
+			// config refuses this; a Tool built another way is refused
+			// here: the program would read the secret as an option's
+			// value the cards never saw.
+			return nil, fmt.Errorf("%s: secret %s is also an option's env fallback: the program would read it as that option's value, which no card sees", t.Name, name)
+		}
 		v, ok := secret(name)
 		if !ok {
 			return nil, fmt.Errorf("%s: secret %s has no value: set MAIDEN_SECRET_%s", t.Name, name, name)

@@ -46,3 +46,24 @@ func TestEnvAndSpec(t *testing.T) {
 		t.Errorf("Describe: %q %q %q", desc, schema, digest)
 	}
 }
+
+// TestEnvRefusesSecretFallback: a secret named like an option's env
+// fallback would reach the program as that option's value while the call's
+// rendering (what the cards decide on) shows no such option; Env refuses
+// it (config refuses it at load, this is the same rule for a Tool built
+// without config).
+func TestEnvRefusesSecretFallback(t *testing.T) {
+	spec, err := command.Load([]byte(`{"maiden_command":1,"name":"t","options":[{"name":"token","env":"T_TOKEN"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := config.Tool{Name: "t", Path: "/bin/t", Secrets: []string{"T_TOKEN"}, CLI: &config.CLI{Command: spec}}
+	inv, err := Spec(tool.CLI).ParseJSON([]byte(`{}`))
+	if err != nil || inv.String() != "" {
+		t.Fatalf("rendering %v %v: the cards see no --token", inv, err)
+	}
+	env, err := Env(tool, func(name string) (string, bool) { return "s3cret", name == "T_TOKEN" })
+	if err == nil || !strings.Contains(err.Error(), "t: secret T_TOKEN is also an option's env fallback: the program would read it as that option's value, which no card sees") {
+		t.Fatalf("Env = %q, %v; want the secret refused as an option's fallback", env, err)
+	}
+}

@@ -486,6 +486,14 @@ func (s *Spec) finish(g *given) (*Invocation, error) {
 	if max >= 0 && len(g.pos) > max {
 		return nil, &ArgError{Index: g.posAt[max], Arg: g.pos[max], Why: fmt.Sprintf("%s takes at most %d positionals", quoteCmd(s, c), max)}
 	}
+	// The first positional is a program's first argument when argv has
+	// nothing before it: a top-level command, no end-of-options marker, no
+	// option given or defaulted (Argv writes the top command's options
+	// first).
+	firstWord := s.program && c.parent == nil && c.EndOfOptions == "" && len(g.vals) == 0
+	for _, opt := range visible {
+		firstWord = firstWord && !opt.HasDef
+	}
 	givenNames := map[string]bool{}
 	for i, v := range g.pos {
 		pi := min(i, len(c.Positionals)-1)
@@ -502,6 +510,11 @@ func (s *Spec) finish(g *given) (*Invocation, error) {
 		}
 		if strings.HasPrefix(v, "-") && c.EndOfOptions == "" {
 			return nil, fail(fmt.Sprintf("starts with '-' and %s has no end-of-options marker, so the program would read it as an option", quoteCmd(s, c)))
+		}
+		if s.program {
+			if why := refusedShape(v, p, i == 0 && firstWord, quoteCmd(s, c)); why != "" {
+				return nil, fail(why)
+			}
 		}
 		g.pos[i] = canonical(v, p.Type)
 	}
@@ -574,4 +587,38 @@ func (s *Spec) finish(g *given) (*Invocation, error) {
 	}
 	grant.SortArgs(inv.args)
 	return inv, nil
+}
+
+// refusedShape says why positional value v of p is refused for its shape
+// ("" if it is not): a word that does not start with '-' but that
+// programs read as a command, a file of arguments, an assignment or
+// bundled options. An end-of-options marker does not help: make and env
+// read assignments after "--", and response files are expanded before
+// any option is parsed. An integer's canonical form has none of these
+// shapes.
+func refusedShape(v string, p *Positional, first bool, cmd string) string {
+	if p.Type == TypeInteger {
+		return ""
+	}
+	optIn := func(sh Shape) string {
+		return fmt.Sprintf("; refused unless the description lists %q in the positional's \"accept\"", sh)
+	}
+	switch {
+	case strings.HasPrefix(v, "+") && !slices.Contains(p.Accept, ShapePlus):
+		return "starts with '+', which less, more and vim read as a command to run (+CMD)" + optIn(ShapePlus)
+	case strings.HasPrefix(v, "@") && !slices.Contains(p.Accept, ShapeAt):
+		return "starts with '@', which many programs read as a file of further arguments (gcc, javac, java: @FILE) or of data (curl)" + optIn(ShapeAt)
+	case isAssignment(v) && !slices.Contains(p.Accept, ShapeAssignment):
+		return "has an '=' before any '/', which make and env read as a variable assignment (NAME=VALUE) and dd as an operand" + optIn(ShapeAssignment) + " (a file of that name can be written ./NAME=VALUE)"
+	case first && !slices.Contains(p.Accept, ShapeFirstWord):
+		return fmt.Sprintf("would be the program's first argument and %s has no end-of-options marker, so tar and ar would read it as bundled options (tar xf); declare the command's end_of_options, or list %q in the positional's \"accept\"", cmd, ShapeFirstWord)
+	}
+	return ""
+}
+
+// isAssignment: an '=' with no '/' before it (NAME=VALUE, of=FILE; not
+// ./a=b, a path).
+func isAssignment(v string) bool {
+	eq := strings.IndexByte(v, '=')
+	return eq >= 0 && !strings.Contains(v[:eq], "/")
 }

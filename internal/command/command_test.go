@@ -504,3 +504,89 @@ func TestLateErrorsNameTheWord(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestPositionalShapes: a program's (LoadProgram) positional value that
+// does not start with '-' but that programs read as something other than
+// data (less +!sh, gcc @FILE, env and make NAME=VALUE, tar's bundled
+// first word) is refused, naming the positional and the shape,
+// end-of-options marker or not, unless the description lists the shape
+// in the positional's "accept"; a WebAssembly tool's (Load) is not.
+func TestPositionalShapes(t *testing.T) {
+	s, err := LoadProgram([]byte(`{"maiden_command":1,"name":"tool","commands":[
+		{"name":"mark","end_of_options":"--","positionals":[{"name":"file","variadic":true}]},
+		{"name":"open","end_of_options":"--","positionals":[{"name":"expr","accept":["plus","at","assignment"]},{"name":"n","type":"integer","variadic":true}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, why string }{
+		{`{"command":"mark","file":["+!sh"]}`, `starts with '+', which less, more and vim read as a command to run (+CMD); refused unless the description lists "plus" in the positional's "accept"`},
+		{`{"command":"mark","file":["ok","@/etc/passwd"]}`, `starts with '@', which many programs read as a file of further arguments`},
+		{`{"command":"mark","file":["LD_PRELOAD=/tmp/x.so"]}`, `has an '=' before any '/', which make and env read as a variable assignment (NAME=VALUE)`},
+		{`{"command":"mark","file":["SHELL=sh"]}`, `refused unless the description lists "assignment"`},
+	} {
+		_, err := s.ParseJSON([]byte(tc.in))
+		var ae *ArgError
+		if !errors.As(err, &ae) || ae.Name != `positional "file"` || !strings.Contains(ae.Why, tc.why) {
+			t.Errorf("ParseJSON(%s) = %v; want positional \"file\" refused: %s", tc.in, err, tc.why)
+		}
+	}
+	// The same through argv, naming the word.
+	_, err = s.ParseArgv([]string{"mark", "--", "a", "+!sh"})
+	var ae *ArgError
+	if !errors.As(err, &ae) || ae.Index != 3 || ae.Arg != "+!sh" || !strings.Contains(ae.Why, "starts with '+'") {
+		t.Errorf("ParseArgv: %v; want the word at index 3 refused for its '+'", err)
+	}
+	// Not these shapes: a path before the '=', a '+' or '@' inside, and
+	// an integer (canonical: "+5" is 5).
+	for _, in := range []string{
+		`{"command":"mark","file":["./a=b","dir/x=y","a+b","x@y","-x"]}`,
+		`{"command":"open","expr":"+!sh","n":[5]}`,
+		`{"command":"open","expr":"@args","n":[1]}`,
+		`{"command":"open","expr":"A=b"}`,
+	} {
+		if _, err := s.ParseJSON([]byte(in)); err != nil {
+			t.Errorf("ParseJSON(%s): %v", in, err)
+		}
+	}
+	if inv, err := s.ParseArgv([]string{"open", "--", "x", "+5"}); err != nil || inv.Positionals()[1] != "5" {
+		t.Errorf("an integer positional +5: %v %v", inv, err)
+	}
+	// tar's first word: a top-level positional with no end-of-options
+	// marker and no option before it is the program's first argument.
+	tar, err := LoadProgram([]byte(`{"maiden_command":1,"name":"tar","options":[{"name":"list","short":"t","kind":"bool"}],"positionals":[{"name":"member","variadic":true}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tar.ParseJSON([]byte(`{"member":["xfI","a.tar","prog"]}`))
+	if !errors.As(err, &ae) || ae.Name != `positional "member"` || !strings.Contains(ae.Why, `would be the program's first argument and "tar" has no end-of-options marker, so tar and ar would read it as bundled options (tar xf); declare the command's end_of_options, or list "first-word" in the positional's "accept"`) {
+		t.Errorf("tar's first word: %v", err)
+	}
+	if inv, err := tar.ParseJSON([]byte(`{"list":true,"member":["xfI","a.tar"]}`)); err != nil || !slices.Equal(inv.Argv(StyleEquals), []string{"--list", "xfI", "a.tar"}) {
+		t.Errorf("after an option it is not the first word: %v %v", inv, err)
+	}
+	opted, err := LoadProgram([]byte(`{"maiden_command":1,"name":"hostile","positionals":[{"name":"args","variadic":true,"accept":["first-word"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := opted.ParseJSON([]byte(`{"args":["listen"]}`)); err != nil {
+		t.Errorf("accept first-word: %v", err)
+	}
+	for in, why := range map[string]string{
+		`{"maiden_command":1,"name":"x","positionals":[{"name":"p","accept":["dash"]}]}`:    `$.positionals[0].accept[0]: must be plus, at, assignment or first-word; got "dash"`,
+		`{"maiden_command":1,"name":"x","positionals":[{"name":"p","accept":["at","at"]}]}`: `$.positionals[0].accept[1]: "at" is listed twice`,
+		`{"maiden_command":1,"name":"x","positionals":[{"name":"p","accept":"plus"}]}`:      `$.positionals[0].accept: want an array of strings`,
+	} {
+		if _, err := Load([]byte(in)); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("Load(%s) = %v; want %q", in, err, why)
+		}
+	}
+	// A WebAssembly tool's description (Load): its positionals are JSON
+	// values, never a program's argv, so no shape is refused there.
+	wasm, err := Load([]byte(`{"maiden_command":1,"name":"tool","positionals":[{"name":"file","variadic":true}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wasm.ParseJSON([]byte(`{"file":["+x","@y","A=b"]}`)); err != nil {
+		t.Errorf("a WebAssembly tool's positionals: %v", err)
+	}
+}

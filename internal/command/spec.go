@@ -64,6 +64,10 @@ type Spec struct {
 	Root *Command // the top command; its Path is empty
 
 	env func(string) (string, bool)
+	// program: the description is a program's, whose calls become argv
+	// (LoadProgram): positionals of the shapes programs read as more
+	// than data are refused (refusedShape).
+	program bool
 }
 
 // Command is one node of the tree.
@@ -119,7 +123,33 @@ type Positional struct {
 	Variadic bool
 	Enum     []string
 	Min, Max *int64
+	Accept   []Shape `json:",omitempty"` // the shapes refused by default that this positional may take (omitted: a wrapped CLI's identity digest is unchanged without it)
 }
+
+// Shape is a form of positional value that programs read as something
+// other than data, although it does not start with '-'. A value of such a
+// shape is refused unless its positional lists the shape in "accept": the
+// description's author says the program reads it as data.
+type Shape string
+
+// The shapes refused by default.
+const (
+	// ShapePlus: starts with '+', which less, more and vim read as a
+	// command to run (less +!sh).
+	ShapePlus Shape = "plus"
+	// ShapeAt: starts with '@', which many programs read as a file of
+	// further arguments (gcc, javac, java: @FILE) or of data (curl).
+	ShapeAt Shape = "at"
+	// ShapeAssignment: an '=' before any '/', which make and env read as
+	// a variable assignment (NAME=VALUE) and dd as an operand (of=FILE).
+	ShapeAssignment Shape = "assignment"
+	// ShapeFirstWord: the program's first argument (a top-level command
+	// without an end-of-options marker, no option before it), which tar
+	// and ar read as bundled options (tar xf).
+	ShapeFirstWord Shape = "first-word"
+)
+
+var shapes = []Shape{ShapePlus, ShapeAt, ShapeAssignment, ShapeFirstWord}
 
 // Constraint is one rule over the names of a command's options and
 // positionals: exactly one (one_of), at most one (exclusive) or at least
@@ -281,6 +311,21 @@ func (o *Option) argName() string {
 // reserved are JSON properties of the projection that no option or
 // positional may be named.
 var reserved = []string{"command", "stdin"}
+
+// LoadProgram is Load for a program's description (a wrapped CLI's),
+// whose calls become argv: a string positional whose value a program
+// reads as more than data (+CMD, @FILE, NAME=VALUE, bundled options as the
+// first word) is refused unless the positional's "accept" lists its shape.
+// A WebAssembly tool's description (Load) gets its positionals as JSON
+// values, which no program parses, so the shapes are not refused there.
+func LoadProgram(b []byte) (*Spec, error) {
+	s, err := Load(b)
+	if err != nil {
+		return nil, err
+	}
+	s.program = true
+	return s, nil
+}
 
 // Load reads a description. Every error is a *SpecError naming the JSON
 // path of the problem.
@@ -703,6 +748,20 @@ func loadPositional(o *obj) (*Positional, error) {
 	}
 	if p.Min, p.Max, err = loadRange(o, p.Type); err != nil {
 		return nil, err
+	}
+	acc, err := o.strs("accept")
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range acc {
+		sh := Shape(a)
+		if !slices.Contains(shapes, sh) {
+			return nil, &SpecError{Path: fmt.Sprintf("%s.accept[%d]", o.path, i), Why: fmt.Sprintf("must be plus, at, assignment or first-word; got %q", a)}
+		}
+		if slices.Contains(p.Accept, sh) {
+			return nil, &SpecError{Path: fmt.Sprintf("%s.accept[%d]", o.path, i), Why: fmt.Sprintf("%q is listed twice", a)}
+		}
+		p.Accept = append(p.Accept, sh)
 	}
 	return p, o.done()
 }

@@ -99,6 +99,7 @@ func FuzzRender(f *testing.F) {
 func FuzzCovers(f *testing.F) {
 	f.Add([]byte("\x00\x01\x02\x03\x04\x05\x06\x07"), []byte("\x07\x06\x05\x04\x03\x02\x01\x00"), []byte("abc"))
 	f.Add([]byte("pattern=cart*"), []byte("pattern=cart"), []byte("cart"))
+	f.Add([]byte("\x01\x01\x02\x05\x02\x04\x04\x05\x02"), []byte("\x01\x01\x02\x05\x02\x04\x04\x02"), []byte("\x06\x06\x06\x06"))
 	f.Fuzz(func(t *testing.T, pb, cb, tb []byte) {
 		parent, child := genGrant(pb), genGrant(cb)
 		if !parent.Covers(child) {
@@ -158,7 +159,7 @@ var fuzzComponents = [3]string{"", "sha256:" + strings.Repeat("0", 64), "sha256:
 func genValue(r *byteReader, glob bool) string {
 	v := ""
 	for n := r.next() % 5; n > 0; n-- {
-		c := []string{"a", "b", "*", `\*`}[r.next()%4]
+		c := []string{"a", "b", "*", `\*`, ".", "/"}[r.next()%6]
 		if !glob && c == "*" {
 			c = `\*`
 		}
@@ -196,7 +197,7 @@ func genTargets(child Grant, tb []byte) []Target {
 				v := ""
 				for i, part := range p.value.parts {
 					if i > 0 {
-						v += []string{"", "a", "b", "*", "ab"}[r.next()%5]
+						v += []string{"", "a", "b", "*", "ab", ".", "/../"}[r.next()%7]
 					}
 					v += part
 				}

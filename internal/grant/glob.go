@@ -18,12 +18,22 @@ func (g Glob) IsLiteral() bool { return len(g.parts) == 1 }
 
 // Match reports whether g matches s. The middle pieces are found leftmost
 // first, which is exact for patterns whose only wildcard is '*'.
+//
+// A wildcard never matches into a ".." path segment (".." between '/' or
+// the value's ends): a value with one matches only where the pattern spells
+// that segment's two dots itself, so "docs/*" does not match
+// "docs/../secret" (a program resolving it leaves docs/) while
+// "docs/../*" does, and "HEAD..main" (no such segment) is matched as
+// before. A "." segment names the same directory, so it is not refused.
 func (g Glob) Match(s string) bool {
 	if len(g.parts) == 0 {
 		return false // the zero Glob matches nothing (deny by default)
 	}
 	if len(g.parts) == 1 {
 		return s == g.parts[0]
+	}
+	if hasDotDotSegment(s) {
+		return g.matchAroundDotDot(s)
 	}
 	first, last := g.parts[0], g.parts[len(g.parts)-1]
 	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
@@ -45,11 +55,88 @@ func (g Glob) Match(s string) bool {
 // star of child is a symbol that only a star of g can consume. That is sound
 // (a true answer is always right); it can say false for a few exotic pairs
 // whose inclusion holds, which only makes a derivation stricter.
+//
+// Match's ".." rule holds here too: a ".." segment in a value child
+// matches is spelt by child's own dots (child's wildcards cannot make one),
+// so g covers child only if g spells those dots too.
 func (g Glob) Covers(child Glob) bool {
 	if len(g.parts) == 0 || len(child.parts) == 0 {
 		return len(child.parts) == 0 // the empty language is under everything
 	}
-	return wildcardMatch(g.tokens(), child.tokens(), false)
+	p, c := g.tokens(), child.tokens()
+	if guard := dotDotTokens(c); guard != nil {
+		return guardedMatch(p, c, guard)
+	}
+	return wildcardMatch(p, c, false)
+}
+
+// hasDotDotSegment reports whether s has a path segment "..".
+func hasDotDotSegment(s string) bool {
+	for {
+		i := strings.Index(s, "..")
+		if i < 0 {
+			return false
+		}
+		if (i == 0 || s[i-1] == '/') && (i+2 == len(s) || s[i+2] == '/') {
+			return true
+		}
+		s = s[i+1:]
+	}
+}
+
+// matchAroundDotDot is Match for a value with a ".." segment: an exact
+// search over every alignment in which no wildcard matches a dot of such a
+// segment, nor sits (matching nothing) between its two dots.
+func (g Glob) matchAroundDotDot(s string) bool {
+	v := make([]int, len(s))
+	guard := make([]bool, len(s))
+	for i := range len(s) {
+		v[i] = int(s[i])
+		if i+1 < len(s) && s[i] == '.' && s[i+1] == '.' && (i == 0 || s[i-1] == '/') && (i+2 == len(s) || s[i+2] == '/') {
+			guard[i], guard[i+1] = true, true
+		}
+	}
+	return guardedMatch(g.tokens(), v, guard)
+}
+
+// dotDotTokens marks the symbols of a pattern (tokens) that can be the dots
+// of a ".." segment in a value it matches: two literal dots with a '/', an
+// end or a wildcard on each side. It is nil when there are none.
+func dotDotTokens(t []int) []bool {
+	var guard []bool
+	edge := func(i int) bool { return i < 0 || i >= len(t) || t[i] == '/' || t[i] == star }
+	for i := 0; i+1 < len(t); i++ {
+		if t[i] == '.' && t[i+1] == '.' && edge(i-1) && edge(i+2) {
+			if guard == nil {
+				guard = make([]bool, len(t))
+			}
+			guard[i], guard[i+1] = true, true
+		}
+	}
+	return guard
+}
+
+// guardedMatch reports whether pattern p matches the symbols s (a star in
+// p matches any run of s, stars of s included; any other symbol itself)
+// where no star of p matches a guarded symbol of s or matches nothing
+// between two guarded ones. It is exact (a table over p × s), for the rare
+// values and patterns that have a ".." segment.
+func guardedMatch(p, s []int, guard []bool) bool {
+	// prev[j]: p[:i] matches s[:j]; cur: p[:i+1].
+	prev, cur := make([]bool, len(s)+1), make([]bool, len(s)+1)
+	prev[0] = true
+	for i := range p {
+		for j := 0; j <= len(s); j++ {
+			if p[i] == star {
+				between := j > 0 && j < len(s) && guard[j-1] && guard[j]
+				cur[j] = prev[j] && !between || j > 0 && cur[j-1] && !guard[j-1]
+			} else {
+				cur[j] = j > 0 && prev[j-1] && s[j-1] != star && p[i] == s[j-1]
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(s)]
 }
 
 // String renders g in grant syntax: '*' for each wildcard, and the

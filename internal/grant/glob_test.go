@@ -11,37 +11,66 @@ import (
 // spells: every '*' a wildcard.
 func globOfPattern(pat string) Glob { return Glob{parts: strings.Split(pat, "*")} }
 
-// refMatch is the reference matcher Glob.Match is checked against: the
-// textbook dynamic programme over (pattern position, value position),
-// every '*' of pat a wildcard for any run of bytes, every other byte itself.
+// refMatch is the reference matcher Glob.Match is checked against: a
+// memoised search over (pattern position, value position), every '*' of
+// pat a wildcard for any run of bytes, every other byte itself, except
+// that a '*' never matches a dot of a ".." path segment of s, nor nothing
+// between its two dots (Match's ".." rule).
 func refMatch(pat, s string) bool {
-	// m[j] is whether pat[:i] matches s[:j], row by row.
-	m := make([]bool, len(s)+1)
-	m[0] = true
-	for i := 0; i < len(pat); i++ {
-		next := make([]bool, len(s)+1)
+	guard := make([]bool, len(s))
+	for _, seg := range dotDotSegments(s) {
+		guard[seg], guard[seg+1] = true, true
+	}
+	memo := map[[2]int]bool{}
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		if i == len(pat) {
+			return j == len(s)
+		}
+		key := [2]int{i, j}
+		if v, ok := memo[key]; ok {
+			return v
+		}
+		ok := false
 		if pat[i] == '*' {
-			// '*' matches s[k:j] for any k <= j.
-			seen := false
-			for j := 0; j <= len(s); j++ {
-				seen = seen || m[j]
-				next[j] = seen
+			for k := j; k <= len(s) && !ok; k++ {
+				if k > j && guard[k-1] {
+					break // the star would take a dot of ".."
+				}
+				if k == j && j > 0 && j < len(s) && guard[j-1] && guard[j] {
+					continue // the star would sit between the dots
+				}
+				ok = m(i+1, k)
 			}
 		} else {
-			for j := 1; j <= len(s); j++ {
-				next[j] = m[j-1] && s[j-1] == pat[i]
-			}
+			ok = j < len(s) && s[j] == pat[i] && m(i+1, j+1)
 		}
-		m = next
+		memo[key] = ok
+		return ok
 	}
-	return m[len(s)]
+	return m(0, 0)
+}
+
+// dotDotSegments lists where each ".." segment of s starts.
+func dotDotSegments(s string) []int {
+	var out []int
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '/' {
+			if s[start:i] == ".." {
+				out = append(out, start)
+			}
+			start = i + 1
+		}
+	}
+	return out
 }
 
 // regexpMatch is a second reference: the pieces quoted and joined by
 // "(?s:.*)", anchored. It answers only for valid UTF-8 (regexp reads
 // runes; an invalid pattern byte is a compile error).
 func regexpMatch(pat, s string) (match, ok bool) {
-	if !utf8.ValidString(pat) || !utf8.ValidString(s) {
+	if !utf8.ValidString(pat) || !utf8.ValidString(s) || strings.Contains(pat, "*") && dotDotSegments(s) != nil {
 		return false, false
 	}
 	parts := strings.Split(pat, "*")
@@ -98,6 +127,7 @@ func FuzzGlobMatch(f *testing.F) {
 	for _, c := range [][2]string{
 		{"a*b*b*c", "abc"}, {"a*b*b*c", "abbc"}, {"ab*ba", "aba"}, {"*a*a*", "a"}, {"*", ""}, {"", ""},
 		{"x*y", "x*y"}, {"é*é", "é"}, {"\xff*\xfe", "\xff\xfe"}, {"a**b", "ab"},
+		{"docs/*", "docs/../x"}, {".*.", ".."}, {"*..", "a/.."}, {"docs/../*", "docs/../x"},
 	} {
 		f.Add(c[0], c[1])
 	}
@@ -109,6 +139,8 @@ func FuzzGlobMatch(f *testing.F) {
 		// The same bytes over the alphabet {a, b, *} and {a, b}: pieces
 		// that repeat and overlap, where a leftmost-first matcher errs.
 		checkGlob(t, fold(pat, "ab*"), fold(s, "ab"))
+		// And over {., /, a, *}: ".." segments, which no wildcard matches.
+		checkGlob(t, fold(pat, "./a*"), fold(s, "./a"))
 	})
 }
 
@@ -146,5 +178,92 @@ func checkGlob(t *testing.T, pat, s string) {
 	}
 	if a := gr.Allows(ToolTarget("t", []Arg{{Name: "p", Value: s}})); a != got {
 		t.Fatalf("grant %q allows --p=%q = %v, the glob %q matches it = %v", gr, s, a, pat, got)
+	}
+}
+
+// TestGlobDotDotSegment: a wildcard never matches into a ".." path
+// segment, in a value (CARDS.md A11, the glob extension) or a positional
+// (docs/command-model.md), so `tool:invoke cat -- docs/*` does not allow
+// `cat -- docs/../secret`; a pattern that spells the segment itself does,
+// and ".." inside a segment (a git range) is not a segment. Covers, the
+// attenuation check, agrees (A5: a child cannot reach what its parent
+// cannot).
+func TestGlobDotDotSegment(t *testing.T) {
+	for _, tc := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"docs/*", "docs/../secret", false},
+		{"docs/*", "docs/a/../../secret", false},
+		{"docs/*", "docs/..", false},
+		{"*", "..", false},
+		{"*", "../x", false},
+		{"*.md", "../x.md", false},
+		{".*.", "..", false},         // the star would sit between the dots
+		{"*.*", "..", false},         // either star takes a dot
+		{"docs/*", "docs/./x", true}, // "." stays in docs/
+		{"docs/*", "docs/a..b", true},
+		{"*", "HEAD..main", true},
+		{"docs/../*", "docs/../x", true}, // the pattern spells it
+		{"*/../*", "a/../b", true},
+		{"*..", "a/..", true},
+		{"docs/..", "docs/..", true},
+	} {
+		g := globOfPattern(tc.pat)
+		if got := g.Match(tc.s); got != tc.want {
+			t.Errorf("glob %q matches %q = %v, want %v", tc.pat, tc.s, got, tc.want)
+		}
+		if ref := refMatch(tc.pat, tc.s); ref != tc.want {
+			t.Errorf("the reference says %q matches %q = %v, want %v (the test is wrong)", tc.pat, tc.s, ref, tc.want)
+		}
+		if c := g.Covers(Literal(tc.s)); c != tc.want {
+			t.Errorf("glob %q covers the literal %q = %v, want %v", tc.pat, tc.s, c, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		grant, positional, arg string
+		want                   bool
+	}{
+		{"tool:invoke cat -- docs/*", "docs/../secret", "", false},
+		{"tool:invoke cat -- docs/*", "docs/report.txt", "", true},
+		{"tool:invoke cat --path=docs/*", "", "docs/../secret", false},
+		{"tool:invoke cat --path=docs/*", "", "docs/report.txt", true},
+		{"tool:invoke cat -- ...", "docs/../secret", "", true}, // "any positionals" is any
+	} {
+		g, err := Parse(tc.grant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var args []Arg
+		var pos []string
+		if tc.arg != "" {
+			args = []Arg{{Name: "path", Value: tc.arg}}
+		} else {
+			pos = []string{tc.positional}
+		}
+		if got := g.Allows(CommandTarget("cat", nil, args, pos)); got != tc.want {
+			t.Errorf("%s allows %q%q = %v, want %v", tc.grant, tc.arg, tc.positional, got, tc.want)
+		}
+	}
+	// Attenuation: a child naming the escape literally is not under a
+	// parent whose wildcard would not match it.
+	for _, tc := range []struct {
+		parent, child string
+		want          bool
+	}{
+		{"tool:invoke cat -- docs/*", "tool:invoke cat -- docs/../secret", false},
+		{"tool:invoke cat -- docs/*", "tool:invoke cat -- docs/..*", false},
+		{"tool:invoke cat -- docs/*", "tool:invoke cat -- docs/*.md", true},
+		{"tool:invoke cat -- *", "tool:invoke cat -- */../*", false},
+		{"tool:invoke cat -- */../*", "tool:invoke cat -- a/../b", true},
+	} {
+		p, err1 := Parse(tc.parent)
+		c, err2 := Parse(tc.child)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if got := p.Covers(c); got != tc.want {
+			t.Errorf("%s covers %s = %v, want %v", tc.parent, tc.child, got, tc.want)
+		}
 	}
 }
