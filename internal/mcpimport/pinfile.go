@@ -27,7 +27,8 @@ type AcceptedPin struct {
 	AcceptedAt time.Time `json:"accepted_at"`
 }
 
-// maxPinsBytes caps the pin file maiden reads.
+// maxPinsBytes caps the pin file maiden reads, and so the file Save
+// writes: a file past it would refuse every imported tool at its next read.
 const maxPinsBytes = 16 << 20
 
 type pinsFile struct {
@@ -104,6 +105,20 @@ func (s *PinFile) Get(path, full string) (AcceptedPin, bool, error) {
 	return e, ok, nil
 }
 
+// count is the number of pins of import imp (NAME.*) in the file at path.
+func (s *PinFile) count(path, imp string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loadLocked(path)
+	n := 0
+	for k := range s.m {
+		if strings.HasPrefix(k, imp+".") {
+			n++
+		}
+	}
+	return n
+}
+
 // Save adds pins (by NAME.TOOL) to the file at path, atomically (a
 // temporary file renamed over it); path "" keeps them in memory only.
 func (s *PinFile) Save(path string, pins map[string]Pin) error {
@@ -127,6 +142,9 @@ func (s *PinFile) Save(path string, pins map[string]Pin) error {
 	data, err := json.MarshalIndent(pinsFile{Version: 1, Tools: m}, "", "  ")
 	if err != nil {
 		return err
+	}
+	if len(data)+1 > maxPinsBytes {
+		return fmt.Errorf("write the pins of imported MCP tools: %s would be %d bytes, over the %d bytes maiden reads; remove from it the pins of tools their servers no longer offer", path, len(data)+1, maxPinsBytes)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".maiden-pins-*.json")
 	if err != nil {
@@ -166,6 +184,18 @@ func (s *PinFile) Decide(path, imp string, acceptNew bool, full string, x Tool, 
 	case err != nil:
 		return Pin{}, &api.ToolError{Kind: api.KindDenied, Message: err.Error()}
 	case !ok && acceptNew:
+		if n := s.count(path, imp); n >= MaxTools {
+			where := path
+			if where == "" {
+				where = "memory (no pin file)"
+			}
+			// No pin is dropped to make room: a tool renamed away and
+			// back with another definition would be pinned anew.
+			log.Warn("MCP tool not pinned: the import holds the most pins it may (accept_new_tools)", "import", imp, "tool", full, "pins", n)
+			return Pin{}, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf(
+				"accept_new_tools did not pin %s: the MCP server %q already has %d tools pinned in %s, the most one import may hold (%d, the most it may list), so it has renamed or dropped tools it offered before; an operator must remove the pins of the tools it no longer offers from that file (or remove accept_new_tools and accept tools with maiden mcp accept %s)",
+				full, imp, n, where, MaxTools, imp)}
+		}
 		if err := s.Save(path, map[string]Pin{full: now}); err != nil {
 			return Pin{}, &api.ToolError{Kind: api.KindDenied, Message: fmt.Sprintf("%s: accept_new_tools could not pin it: %v", full, err)}
 		}
