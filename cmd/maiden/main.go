@@ -18,7 +18,7 @@
 //	maiden new    go|js|js-command|middleware-go|middleware-js DIR [-add] [-config agent.toml]
 //	maiden build  [-o OUT.wasm] [-watch] [DIR]
 //	maiden add    [-config agent.toml] [-key cosign.pub] oci://REGISTRY/REPO:TAG [NAME]
-//	maiden pull   [-config agent.toml]
+//	maiden pull   [-config agent.toml] [-timeout 10m]
 //	maiden publish [-sign-key cosign.key] FILE.wasm|DIR oci://REGISTRY/REPO:TAG
 //	maiden client config claude|cursor|vscode [-write]
 //	maiden completion bash|zsh|fish
@@ -225,7 +225,7 @@ func init() {
 		{name: "add", args: "[-config agent.toml] [-key cosign.pub] oci://REGISTRY/REPO:TAG [NAME]",
 			summary: "pin a component from an OCI registry: resolve, verify, pull, and add [tools.NAME] to agent.toml",
 			help:    addHelp, run: cmdAdd, interspersed: true},
-		{name: "pull", args: "[-config agent.toml]",
+		{name: "pull", args: "[-config agent.toml] [-timeout 10m]",
 			summary: "fetch every pinned oci:// tool of agent.toml into the local store (then it loads offline)",
 			run:     noStdin(cmdPull)},
 		{name: "publish", args: "[-sign-key cosign.key] FILE.wasm|DIR oci://REGISTRY/REPO:TAG",

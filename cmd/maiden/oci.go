@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/oci"
@@ -47,12 +48,13 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	trustedRoot := fs.String("trusted-root", "", "keyless: Sigstore's trusted_root.json `FILE` the certificate and its evidence must verify against (written as verify.trusted_root)")
 	tlog := fs.Bool("transparency-log", true, "keyless: require a transparency-log entry (false: a signed timestamp instead)")
 	credential := credentialFlag(fs)
+	timeout := timeoutFlag(fs)
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
 	}
 	if len(rest) < 1 || len(rest) > 2 {
-		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub | -issuer URL -identity ID -trusted-root trusted_root.json] [-credential NAME] oci://REGISTRY/REPO:TAG [NAME]")
+		fmt.Fprintln(stderr, "usage: maiden add [-config agent.toml] [-key cosign.pub | -issuer URL -identity ID -trusted-root trusted_root.json] [-credential NAME] [-timeout 10m] oci://REGISTRY/REPO:TAG [NAME]")
 		return exitUsage
 	}
 	keyless := *issuer != "" || *identity != "" || *trustedRoot != ""
@@ -85,7 +87,7 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 			return exitUsage
 		}
 	}
-	opts, err := registryOptions(r, key, kl, *credential)
+	opts, err := registryOptions(r, key, kl, *credential, *timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden add:", err)
 		return exitUsage
@@ -246,9 +248,9 @@ func keyPathFor(cfg, key string) string {
 // registryOptions are the pull options for r with key or keyless policy
 // kl, logging in with the secret named credential (MAIDEN_SECRET_NAME)
 // when one is named; else docker's config.json and credential helpers. The
-// value is never printed.
-func registryOptions(r oci.Ref, key *oci.Key, kl *oci.Keyless, credential string) (*oci.PullOptions, error) {
-	o := &oci.PullOptions{Key: key, Keyless: kl}
+// value is never printed. timeout bounds each operation (0: oci's default).
+func registryOptions(r oci.Ref, key *oci.Key, kl *oci.Keyless, credential string, timeout time.Duration) (*oci.PullOptions, error) {
+	o := &oci.PullOptions{Key: key, Keyless: kl, Timeout: timeout}
 	if credential == "" {
 		return o, nil
 	}
@@ -265,6 +267,23 @@ func credentialFlag(fs interface {
 	String(name, value, usage string) *string
 }) *string {
 	return fs.String("credential", "", "log in to the registry with the secret `NAME`: MAIDEN_SECRET_NAME holds USER:PASSWORD or a registry token (add writes it as registry_credential; default: docker's config.json and credential helpers)")
+}
+
+// timeoutFlag is -timeout of add and pull: how long one component's pull
+// (resolve, manifest, signatures, layer) may take before the registry is
+// given up on, naming the stage it was at.
+func timeoutFlag(fs interface {
+	Duration(name string, value time.Duration, usage string) *time.Duration
+}) *time.Duration {
+	return fs.Duration("timeout", oci.DefaultTimeout, "give up on a registry that has not delivered a component (its manifest, signatures and layer) within `DURATION`")
+}
+
+// pullFailed prints a refused pull; a deadline says how to allow more time.
+func pullFailed(stderr io.Writer, err error) {
+	fmt.Fprintln(stderr, "maiden pull:", terminalSafe(err.Error()))
+	if errors.Is(err, oci.ErrDeadline) {
+		fmt.Fprintln(stderr, "maiden pull: a slow registry or link: -timeout allows more time")
+	}
 }
 
 func loadKey(file string) (*oci.Key, error) {
@@ -284,6 +303,7 @@ func loadKey(file string) (*oci.Key, error) {
 // file loads offline from then on.
 func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, c := newFlags("pull", stderr)
+	timeout := timeoutFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(err)
 	}
@@ -335,14 +355,14 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		verb := "have"
 		if have() != nil {
-			opts, err := registryOptions(r, key, kl, s.Credential)
+			opts, err := registryOptions(r, key, kl, s.Credential, *timeout)
 			if err != nil {
 				fmt.Fprintf(stderr, "maiden pull: %s: %v\n", r, err)
 				bad++
 				continue
 			}
 			if _, err := oci.Pull(ctx, r, st, opts); err != nil {
-				fmt.Fprintln(stderr, "maiden pull:", terminalSafe(err.Error()))
+				pullFailed(stderr, err)
 				bad++
 				continue
 			}
@@ -431,7 +451,7 @@ func cmdPublish(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 			return exitUsage
 		}
 	}
-	opts, err := registryOptions(r, nil, nil, *credential)
+	opts, err := registryOptions(r, nil, nil, *credential, 0)
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden publish:", err)
 		return exitUsage

@@ -493,3 +493,36 @@ func TestOCICosignSigned(t *testing.T) {
 		t.Fatalf("audit verify -provenance: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestOCIPullTimeout (finding 1 of the fifth review): maiden pull from a
+// registry that never finishes answering gives up after -timeout, naming
+// the registry, the stage and the artifact, and says how to allow more.
+func TestOCIPullTimeout(t *testing.T) {
+	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
+	digest := "sha256:" + strings.Repeat("5", 64)
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	gone := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v2/slow/echo/manifests/"+digest {
+			reg.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", "4096")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("{"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the rest never comes
+		gone <- struct{}{}
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	cfg := filepath.Join(t.TempDir(), "agent.toml")
+	writeFile(t, cfg, "version = 1\n[tools.echo]\npath = \"oci://"+host+"/slow/echo@"+digest+"\"\n")
+
+	r := cli(t, "", "pull", "-config", cfg, "-timeout", "1s")
+	want := "registry " + host + ": manifest " + digest + ": not finished within the deadline of 1s"
+	if r.code != exitUsage || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "-timeout allows more time") {
+		t.Fatalf("pull from a stalled registry: exit %d, stderr:\n%s\nwant %q", r.code, r.stderr, want)
+	}
+	<-gone
+}

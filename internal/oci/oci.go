@@ -22,6 +22,9 @@
 // Registry credentials come from go-containerregistry's default keychain
 // (docker config.json and its credential helpers); they are never written
 // anywhere by this package. Plain HTTP is used only for a loopback registry.
+// Each operation is bounded by a deadline (PullOptions.Timeout); a
+// registry's redirect goes to https only, and every host but the
+// registry's own is resolved and checked before it is dialled (net.go).
 package oci
 
 import (

@@ -512,7 +512,7 @@ func TestRegistryDown(t *testing.T) {
 // other address before dialing.
 func TestPlainHTTPOnlyToLoopback(t *testing.T) {
 	dialed := false
-	tr := capTransport{roundTripFunc(func(*http.Request) (*http.Response, error) {
+	tr := capTransport{base: roundTripFunc(func(*http.Request) (*http.Response, error) {
 		dialed = true
 		return nil, errors.New("unreachable")
 	})}

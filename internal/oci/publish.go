@@ -37,8 +37,12 @@ func Push(ctx context.Context, r Ref, wasm []byte, opts *PullOptions) (Ref, erro
 	if err != nil {
 		return Ref{}, fmt.Errorf("push %s: %w", r, err)
 	}
-	if err := remote.Write(ref, img, opts.remote(ctx)...); err != nil {
-		return Ref{}, fmt.Errorf("push %s to registry %s: %w", r, r.Registry, err)
+	ctx, cancel, limit := opts.withDeadline(ctx)
+	defer cancel()
+	ro, done := opts.remote(ctx, r)
+	defer done()
+	if err := remote.Write(ref, img, ro...); err != nil {
+		return Ref{}, fmt.Errorf("push %s to registry %s: %w", r, r.Registry, overdue(ctx, err, limit, r.Registry, StageUpload, r.String()))
 	}
 	pinned := r
 	pinned.Digest = d.String()
@@ -95,7 +99,10 @@ func Sign(ctx context.Context, r Ref, s *Signer, opts *PullOptions) error {
 		return fmt.Errorf("sign %s: %w", r, err)
 	}
 	layer := static.NewLayer(body, cosignSigMediaType)
-	ro := opts.remote(ctx)
+	ctx, cancel, d := opts.withDeadline(ctx)
+	defer cancel()
+	ro, done := opts.remote(ctx, r)
+	defer done()
 	tag := ref.Context().Tag(signatureTag(r.Digest))
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	if desc, err := remote.Get(tag, ro...); err == nil {
@@ -114,7 +121,7 @@ func Sign(ctx context.Context, r Ref, s *Signer, opts *PullOptions) error {
 		return fmt.Errorf("sign %s: %w", r, err)
 	}
 	if err := remote.Write(tag, img, ro...); err != nil {
-		return fmt.Errorf("sign %s: push signature: %w", r, err)
+		return fmt.Errorf("sign %s: push signature: %w", r, overdue(ctx, err, d, r.Registry, StageUpload, tag.TagStr()))
 	}
 	return nil
 }

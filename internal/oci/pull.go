@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -36,32 +38,48 @@ type PullOptions struct {
 	// go-containerregistry's default (docker config.json and credential
 	// helpers, anonymous otherwise).
 	Keychain authn.Keychain
-	// Transport is the HTTP transport under the size caps and the
-	// plain-HTTP rule; nil means http.DefaultTransport.
-	Transport http.RoundTripper
+	// Transport supplies the TLS settings and timeouts of the HTTP
+	// transport (a test's certificate authority); nil means
+	// http.DefaultTransport's. Its Proxy, DialContext and DialTLSContext
+	// are replaced: connections are made by the address rule's dialer
+	// (net.go), requests pass the size caps, the plain-HTTP rule and the
+	// redirect rules.
+	Transport *http.Transport
+	// Timeout bounds each Resolve, Pull, Push and Sign as a whole (every
+	// request and body); zero means DefaultTimeout. When it passes, the
+	// error is a *DeadlineError naming the registry, the stage and the
+	// artifact.
+	Timeout time.Duration
+	// Resolver resolves the hosts a registry sends maiden to, whose
+	// addresses are checked before they are dialled; nil means
+	// net.DefaultResolver.
+	Resolver Resolver
+
+	// dial connects to an address the guard checked (tests: a registry
+	// that resolves to a public address is served on loopback); nil means
+	// a net.Dialer.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-func (o *PullOptions) remote(ctx context.Context) []remote.Option {
-	var opts PullOptions
+// remote is go-containerregistry's options for one operation against the
+// registry of r; done releases the transport's connections.
+func (o *PullOptions) remote(ctx context.Context, r Ref) (ro []remote.Option, done func()) {
+	var kc authn.Keychain
 	if o != nil {
-		opts = *o
+		kc = o.Keychain
 	}
-	kc := opts.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	base := opts.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
+	base, _ := o.transport(registryHost(r.Registry))
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(kc),
-		remote.WithTransport(capTransport{base}),
+		remote.WithTransport(capTransport{base: base, registry: registryHost(r.Registry), loopback: r.Loopback()}),
 		// One attempt: a registry that is down is reported at once, naming
 		// it, rather than after a backoff.
 		remote.WithRetryBackoff(remote.Backoff{Steps: 1}),
-	}
+	}, base.CloseIdleConnections
 }
 
 // parsed is r in go-containerregistry's form. name.Insecure only permits
@@ -85,13 +103,25 @@ func Resolve(ctx context.Context, r Ref, opts *PullOptions) (Ref, error) {
 	if r.Tag == "" {
 		return r, nil
 	}
+	ctx, cancel, d := opts.withDeadline(ctx)
+	defer cancel()
+	ro, done := opts.remote(ctx, r)
+	defer done()
+	return resolve(ctx, d, r, ro)
+}
+
+// resolve is Resolve under a deadline d already set on ctx.
+func resolve(ctx context.Context, d time.Duration, r Ref, ro []remote.Option) (Ref, error) {
 	r.Digest = ""
 	ref, err := r.parsed()
 	if err != nil {
 		return Ref{}, err
 	}
-	desc, err := remote.Head(ref, opts.remote(ctx)...)
+	desc, err := remote.Head(ref, ro...)
 	if err != nil {
+		if late := overdue(ctx, err, d, r.Registry, StageManifest, "tag "+r.Tag); errors.Is(late, ErrDeadline) {
+			return Ref{}, fmt.Errorf("resolve %s: %w", r, late)
+		}
 		return Ref{}, fmt.Errorf("resolve %s at registry %s: %w", r, r.Registry, err)
 	}
 	if desc.Size > MaxManifestBytes {
@@ -107,7 +137,8 @@ func Resolve(ctx context.Context, r Ref, opts *PullOptions) (Ref, error) {
 // manifest), and with opts.Key the signature (verified against the key
 // and r's digest), with opts.Keyless a Sigstore bundle (verified against
 // the policy's trusted root, identity and issuer, and r's digest). Nothing is stored unless everything verified; the
-// result is what Store.Load returns for it.
+// result is what Store.Load returns for it. The whole pull is bounded by
+// opts.Timeout (DefaultTimeout).
 func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, error) {
 	if !r.Pinned() {
 		return Component{}, fmt.Errorf("pull %s: %w", r, ErrNotPinned)
@@ -116,8 +147,16 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 	if err != nil {
 		return Component{}, err
 	}
+	ctx, cancel, d := opts.withDeadline(ctx)
+	defer cancel()
+	ro, done := opts.remote(ctx, r)
+	defer done()
+	// late is err, or the DeadlineError of stage when the deadline ended it.
+	late := func(err error, stage, artifact string) error {
+		return overdue(ctx, err, d, r.Registry, stage, artifact)
+	}
 	if r.Tag != "" {
-		now, err := Resolve(ctx, r, opts)
+		now, err := resolve(ctx, d, r, ro)
 		if err != nil {
 			return Component{}, fmt.Errorf("pull %s: %w", r, err)
 		}
@@ -125,9 +164,11 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 			return Component{}, fmt.Errorf("pull %s: %w: tag %s now names %s; review it and pin it with maiden add %s", r, ErrTagMoved, r.Tag, now.Digest, Ref{Registry: r.Registry, Repository: r.Repository, Tag: r.Tag})
 		}
 	}
-	ro := opts.remote(ctx)
 	desc, err := remote.Get(ref, ro...)
 	if err != nil {
+		if err := late(err, StageManifest, r.Digest); errors.Is(err, ErrDeadline) {
+			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+		}
 		return Component{}, fmt.Errorf("pull %s from registry %s: %w", r, r.Registry, classify(err))
 	}
 	manifest := desc.Manifest
@@ -154,11 +195,11 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 	case key != nil:
 		cands, err := fetchKeySignatures(ref, r, ro, key)
 		if err != nil {
-			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+			return Component{}, fmt.Errorf("pull %s: %w", r, late(err, StageSignature, "of "+r.Digest))
 		}
 		good, err := key.verify(cands, r.Digest)
 		if err != nil {
-			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+			return Component{}, fmt.Errorf("pull %s: %w", r, late(err, StageSignature, "of "+r.Digest))
 		}
 		if evidence, err = json.Marshal(good); err != nil {
 			return Component{}, err
@@ -167,15 +208,18 @@ func Pull(ctx context.Context, r Ref, st *Store, opts *PullOptions) (Component, 
 	case kl != nil:
 		cands, err := fetchKeylessCandidates(ref, r, ro, kl)
 		if err != nil {
-			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+			return Component{}, fmt.Errorf("pull %s: %w", r, late(err, StageSignature, "of "+r.Digest))
 		}
 		if evidence, err = kl.verify(cands, r.Digest); err != nil {
-			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+			return Component{}, fmt.Errorf("pull %s: %w", r, late(err, StageSignature, "of "+r.Digest))
 		}
 		evidenceFile = st.bundleFile(r.Digest, kl.ID)
 	}
 	body, err := fetchBlob(ref, layer.Digest.String(), layer.Size, ro)
 	if err != nil {
+		if err := late(err, StageBlob, layer.Digest.String()); errors.Is(err, ErrDeadline) {
+			return Component{}, fmt.Errorf("pull %s: %w", r, err)
+		}
 		return Component{}, fmt.Errorf("pull %s: component layer: %w", r, err)
 	}
 	if err := checkComponent(body); err != nil {
@@ -267,14 +311,23 @@ func checkDigest(b []byte, want string) error {
 	return nil
 }
 
-// capTransport enforces the size caps on what a registry sends and the
-// plain-HTTP rule on every request go-containerregistry makes (the
-// registry, its token service, a blob redirect).
-type capTransport struct{ base http.RoundTripper }
+// capTransport enforces the size caps on what a registry sends, the
+// plain-HTTP rule and the redirect rules (checkRedirect) on every request
+// go-containerregistry makes (the registry, its token service, a blob
+// redirect).
+type capTransport struct {
+	base     http.RoundTripper
+	registry string // host[:port] as go-containerregistry names it
+	loopback bool   // the registry is on loopback
+}
 
 func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "https" && !(Ref{Registry: req.URL.Host}).Loopback() {
 		return nil, fmt.Errorf("plain %s to %s refused: only a loopback registry may be reached without TLS", req.URL.Scheme, req.URL.Host)
+	}
+	req, err := t.checkRedirect(req)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || req.Method != http.MethodGet {
