@@ -480,8 +480,12 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		b, _ := json.Marshal(res)
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
+		// The tool's words on the operator's terminal, escaped: a log line
+		// or an error is not to set the title, hide or clear text, or
+		// start a line that reads as maiden's own. The output on stdout is
+		// the tool's data, as it gave it (-json escapes it all).
 		for _, l := range res.Logs {
-			fmt.Fprintf(stderr, "[%s] %s\n", l.Level, l.Message)
+			fmt.Fprintf(stderr, "[%s] %s\n", l.Level, terminalSafe(l.Message))
 		}
 		if res.OK {
 			fmt.Fprint(stdout, res.Output)
@@ -489,7 +493,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 				fmt.Fprintln(stdout)
 			}
 		} else {
-			fmt.Fprintf(stderr, "maiden: %s failed (%s): %s\n", tool, res.Error.Kind, res.Error.Message)
+			fmt.Fprintf(stderr, "maiden: %s failed (%s): %s\n", tool, res.Error.Kind, terminalSafe(res.Error.Message))
 		}
 	}
 	if res.OK {

@@ -33,7 +33,9 @@ type LogEntry = api.LogEntry
 // logBuffer collects a call's log within a byte budget. Lines past the
 // budget are counted, not kept, and one marker says how much was dropped:
 // a tool cannot make the host hold more than the budget, and the reader
-// still learns that something was lost.
+// still learns that something was lost. Each line costs its bytes and
+// logLineCost more, so that the budget bounds the lines too: an empty line
+// costs the host an entry (and the agent a notification) all the same.
 type logBuffer struct {
 	mu       sync.Mutex
 	budget   int
@@ -50,22 +52,54 @@ func newLogBuffer(budget int, redact func(string) string, notify func(LogEntry))
 	return &logBuffer{budget: budget, redact: redact, notify: notify}
 }
 
+// logLineCost is what a log line costs the budget besides its bytes: about
+// what the host holds for its entry (LogEntry's three string headers are
+// 48 bytes) and what its JSON envelope costs the agent. With the default
+// 64 KiB budget a call keeps at most 4,088 lines (see logMarkerRoom); without it a tool kept
+// every empty line it wrote (millions within a deadline, by the host's log
+// or a stdout of newlines), each an entry in the host's memory and a
+// notification to the agent.
+const logLineCost = 16
+
+// logMarkerRoom is the part of the budget a tool's lines leave for the
+// truncation marker (at most ~110 bytes with its cost), so that the log a
+// call returns, marker included, is within the budget. A worker's sandbox
+// passes its marker on as a host line, which the parent's collector keeps
+// in that room: the count of dropped lines the caller reads is the
+// worker's.
+const logMarkerRoom = 128
+
 func (b *logBuffer) add(level Level, source, msg string) {
+	b.mu.Lock()
+	if b.dropped > 0 {
+		// Past the budget every line is dropped: no need to validate or
+		// redact one, which a tool could make cost the host a copy of the
+		// largest string it may pass, again and again.
+		b.dropped++
+		b.droppedB += len(msg)
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
 	if !utf8.ValidString(msg) {
 		msg = string(bytes.ToValidUTF8([]byte(msg), []byte("\uFFFD")))
 	}
 	if b.redact != nil {
 		msg = b.redact(msg)
 	}
+	limit := b.budget - logMarkerRoom
+	if source == SourceHost {
+		limit = b.budget
+	}
 	b.mu.Lock()
-	if b.dropped > 0 || b.used+len(msg) > b.budget {
+	if b.dropped > 0 || b.used+len(msg)+logLineCost > limit {
 		b.dropped++
 		b.droppedB += len(msg)
 		b.mu.Unlock()
 		return
 	}
 	e := LogEntry{Level: level, Source: source, Message: msg}
-	b.used += len(msg)
+	b.used += len(msg) + logLineCost
 	b.entries = append(b.entries, e)
 	b.mu.Unlock()
 	if b.notify != nil {

@@ -225,6 +225,47 @@ func TestLogIsBounded(t *testing.T) {
 	}
 }
 
+// TestEmptyLogLinesBounded: a line costs the host an entry whatever its
+// length, so the budget counts every line (logLineCost): millions of empty
+// lines, by the host's log or by WASI stdout, leave at most the budget's
+// worth of entries, each seen live once, and the marker counts the rest.
+func TestEmptyLogLinesBounded(t *testing.T) {
+	sb := newSandbox(t, nil)
+	path := testkit.Component(t, "emptylines")
+	maxLines := DefaultMaxLogBytes / logLineCost
+	for _, tc := range []struct {
+		name, input string
+		lines       int
+	}{
+		{"log", "log", 2_000_000},
+		{"stdout", "stdout", 200 * 32768},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := 0
+			out, err := sb.Execute(context.Background(), Call{Path: path, Input: tc.input,
+				Limits: Limits{Timeout: 60 * time.Second, Memory: 16 << 20}, OnLog: func(LogEntry) { live++ }})
+			if err != nil || out.Failure != nil || out.Output != "flooded" {
+				t.Fatalf("got %+v, %v", out.Failure, err)
+			}
+			kept := len(out.Logs) - 1
+			if kept > maxLines || live > maxLines {
+				t.Errorf("kept %d empty lines (%d seen live), want at most %d (%d bytes at %d a line)", kept, live, maxLines, DefaultMaxLogBytes, logLineCost)
+			}
+			want := fmt.Sprintf("log truncated: %d more lines (0 bytes) dropped past the 65536-byte limit", tc.lines-kept)
+			if last := out.Logs[len(out.Logs)-1]; last.Source != SourceHost || last.Message != want {
+				t.Errorf("last entry %+v, want the marker %q", last, want)
+			}
+			total := 0
+			for _, l := range out.Logs {
+				total += len(l.Message) + logLineCost
+			}
+			if total > DefaultMaxLogBytes {
+				t.Errorf("the log, marker included, costs %d bytes of its %d-byte budget", total, DefaultMaxLogBytes)
+			}
+		})
+	}
+}
+
 // TestCancellation: a caller giving up stops a runaway guest at its next
 // epoch check, and the call reports the caller's error, not a tool kind.
 func TestCancellation(t *testing.T) {

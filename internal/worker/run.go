@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/sandbox"
@@ -230,6 +231,9 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 				// a kind the sandbox never reports, is lying.
 				return p.violation(w, c, start, "bad done message")
 			}
+			if bad := badDone(m, p.opts.MaxOutputBytes); bad != "" {
+				return p.violation(w, c, start, "bad done message: "+bad)
+			}
 			if fetching {
 				// A fetch may still be running in the parent: the worker
 				// stays healthy, the reply goes nowhere.
@@ -260,6 +264,12 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 					// message names the call's timeout.
 					return fail(sandbox.KindDeadline, timedOut(c))
 				}
+				if len(m.FailMessage) > p.opts.MaxOutputBytes {
+					// As in process, where the err variant is held to the
+					// output limit (a worker's own sandbox may have a
+					// larger one, or the worker may lie).
+					return fail(sandbox.KindTrap, fmt.Sprintf("%s returned an error message of %d bytes, over the %d-byte limit", export, len(m.FailMessage), p.opts.MaxOutputBytes))
+				}
 				return fail(sandbox.Kind(m.FailKind), m.FailMessage)
 			}
 			if len(m.Output) > p.opts.MaxOutputBytes {
@@ -272,6 +282,21 @@ func (p *Pool) runOn(ctx context.Context, w *proc, art, export string, c sandbox
 			return p.violation(w, c, start, fmt.Sprintf("unexpected message type %d", f.typ))
 		}
 	}
+}
+
+// badDone says what in a worker's answer no sandbox could have sent (""
+// if nothing): text that is not UTF-8 (the canonical ABI lifts only valid
+// UTF-8, and every message a sandbox writes is Go's or wasmtime's text), or
+// a host error over the output limit (a sandbox's own failure is a short
+// message). Both are a worker that lies; the agent would read them.
+func badDone(m doneMsg, maxOutput int) string {
+	if len(m.HostErr) > maxOutput {
+		return fmt.Sprintf("a host error of %d bytes, over the %d-byte limit", len(m.HostErr), maxOutput)
+	}
+	if !utf8.ValidString(m.Output) || !utf8.ValidString(m.FailMessage) || !utf8.ValidString(m.HostErr) {
+		return "not UTF-8 text"
+	}
+	return ""
 }
 
 // cancelState is what a call's cancellation callback shares with the call.
