@@ -244,3 +244,50 @@ secret_headers = { "X-Api-Key" = "KEY_ONE" }
 		t.Errorf("the server saw %v", seen)
 	}
 }
+
+// TestWebFetchRecordNamesTheCheckedHost (hostile review of web_fetch): the
+// fetch record of a request names the host the gate checked and sent to,
+// not the agent's spelling of it. An agent that writes the allowed host
+// in capitals with a trailing dot reached api.example.com, and the record
+// said "API.Example.COM.:PORT" (as did every export of it): a trail
+// searched or exported for api.example.com missed it.
+func TestWebFetchRecordNamesTheCheckedHost(t *testing.T) {
+	var hosts []string
+	var mu sync.Mutex
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hosts = append(hosts, r.Host)
+		mu.Unlock()
+	}), "api.example.com")
+	u, _ := url.Parse(srv.URL)
+	port := u.Port()
+	h := newHostWith(t, `version = 1
+[agents.a]
+grants = ["tool:invoke web_fetch --...", "network:connect api.example.com"]
+[agents.a.boundary]
+network = true
+[agents.a.tools.web_fetch]
+http_allow = ["api.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+`, maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com")})
+	for _, spelled := range []string{"API.Example.COM.", "api.example.com"} {
+		res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: "web_fetch", Input: `{"url":"https://` + spelled + `:` + port + `/x"}`})
+		if err != nil || !res.OK {
+			t.Fatalf("%s: %v %+v", spelled, err, res.Error)
+		}
+	}
+	mu.Lock()
+	if want := []string{"api.example.com:" + port, "api.example.com:" + port}; !slices.Equal(hosts, want) {
+		t.Errorf("the server saw Host %q, want %q", hosts, want)
+	}
+	mu.Unlock()
+	var recorded []string
+	for _, f := range auditOf(t, h, store.AuditFetch) {
+		recorded = append(recorded, fmt.Sprint(f["host"]))
+	}
+	if want := []string{"api.example.com:" + port, "api.example.com:" + port}; !slices.Equal(recorded, want) {
+		t.Errorf("the fetch records name hosts %q, want %q (the host checked and sent to)", recorded, want)
+	}
+}

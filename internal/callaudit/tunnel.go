@@ -74,6 +74,12 @@ func fetchBody(method, rawURL, credential string, decisions []api.Decision, out 
 	if u, err := url.Parse(rawURL); err == nil {
 		body["host"], body["path"] = u.Host, u.Path
 	}
+	// The host the gate checked and sent to, not the tool's spelling of
+	// it; as written only when the gate refused its syntax (nothing was
+	// sent).
+	if host, ok := egress.CheckedHost(rawURL); ok {
+		body["host"] = host
+	}
 	switch {
 	case out.err != "":
 		body["allowed"] = !out.denied

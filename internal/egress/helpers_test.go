@@ -337,3 +337,23 @@ func header(hs []Header, name string) string {
 	}
 	return ""
 }
+
+// offLoopback counts the connections the gate tried to open off loopback
+// during the package's tests (TestMain fails the run if any): every
+// refusal test must refuse before the dial, and a planted bug that lets an
+// address through must not send a packet anywhere.
+var offLoopback atomic.Int64
+
+// loopbackOnly wraps the gate's TCP connect (connectTCP) so that only
+// loopback addresses (127.0.0.0/8, ::1, and their IPv4-mapped forms) are
+// connected to; any other is refused before the kernel sees it.
+func loopbackOnly(next func(context.Context, netip.AddrPort) (net.Conn, error)) func(context.Context, netip.AddrPort) (net.Conn, error) {
+	return func(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+		if !ap.Addr().Unmap().IsLoopback() {
+			offLoopback.Add(1)
+			fmt.Fprintf(os.Stderr, "egress test guard: refused a connection to %s: a test connects only to loopback\n", ap)
+			return nil, fmt.Errorf("test guard: %s is not loopback; a test connects only to loopback", ap)
+		}
+		return next(ctx, ap)
+	}
+}

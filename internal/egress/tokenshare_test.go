@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -14,7 +15,15 @@ import (
 	"github.com/maiden-run/maiden/internal/store"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+func TestMain(m *testing.M) {
+	connectTCP = loopbackOnly(connectTCP)
+	code := pgtest.Run(m)
+	if n := offLoopback.Load(); n > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the gate tried to connect off loopback %d times (refused by the test's guard)\n", n)
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // instances are n gates of one world, each with its own store handle on
 // one PostgreSQL database (each its own connection pool, as separate

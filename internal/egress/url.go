@@ -130,6 +130,20 @@ func normalizeURL(raw string) (target, Ruling) {
 	return t, allowed
 }
 
+// CheckedHost returns the authority of raw as the gate normalises, checks
+// and sends it: the host lowercased, without a trailing dot, an IP literal
+// in its canonical form (bracketed if IPv6), with the port unless it is
+// the scheme's default. ok is false when the gate refuses raw's syntax. A
+// record of a request names the host the gate decided about, not the
+// tool's spelling of it ("API.Example.COM.:443", "[0:0::1]").
+func CheckedHost(raw string) (authority string, ok bool) {
+	t, d := normalizeURL(raw)
+	if !d.Allow {
+		return "", false
+	}
+	return t.hostPort(), true
+}
+
 // shownURL is raw as a refusal quotes it: without its query and fragment,
 // and with the password of any user info masked (as url.URL.Redacted
 // does). A refusal is the reason of an audit event, which never holds the

@@ -146,6 +146,11 @@ func (w *WebFetch) Run(ctx context.Context, cfg *config.Config, agent string, s 
 	if err != nil {
 		return nil, &api.ToolError{Kind: api.KindConfig, Message: "web_fetch's policy: " + err.Error()}
 	}
+	// The policy, and with it its connection pool, is this call's alone:
+	// nothing can reuse a connection it leaves idle, which would hold a
+	// socket and two goroutines for the pool's idle timeout (30 s) after
+	// the call, one per call an agent makes.
+	defer pol.CloseIdleConnections()
 	fetch := func(ctx context.Context, r egress.Request) (*egress.Response, *egress.FetchError) {
 		r.Authorize, r.Caller = authz, agent
 		send := w.Gate.Fetch
