@@ -194,7 +194,8 @@ type Answer = admin.Answer
 type SessionInfo = api.SessionInfo
 
 // DefaultSession is the ID of agent's default session: the one its calls
-// run in when they name none.
+// run in when they name none and carry no Call.Credential (a call with
+// one runs in that credential's own default session).
 func DefaultSession(agent string) string { return pipeline.DefaultSession(agent) }
 
 // NewSessionID makes a fresh session ID for OpenSession.

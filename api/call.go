@@ -25,14 +25,20 @@ type Call struct {
 	// wins), the message redacted like the logs and capped; all before
 	// Call returns. It must not block. See Progress.
 	OnProgress func(Progress)
-	// Session names the caller's session ("" for none); middleware
-	// conditions and approvals see it.
+	// Session names the caller's session ("" for none: the default
+	// session of Agent and Credential); middleware conditions and
+	// approvals see it.
 	Session string
 	// Credential names the credential the caller authenticated with
 	// beyond its agent ("token:" and an agent token's ID over HTTP; ""
 	// for none), never a secret. A session the session_open built-in
 	// opens is bound to it (SessionInfo.Credential), so that a front end
-	// can refuse its handle to any other credential of the same agent.
+	// can refuse its handle to any other credential of the same agent;
+	// and a call naming no Session runs in this credential's own default
+	// session ("default-AGENT/" and the credential; the agent's,
+	// "default-AGENT", without one), so that a boundary widened there is
+	// not another credential's. It must then be visible ASCII (a session
+	// ID's characters).
 	Credential string
 	// ApprovalWait is how long the call waits for a human when a rule asks
 	// for approval: 0 means maiden.Options.ApprovalWait; < 0 means not at all

@@ -30,7 +30,7 @@
 // Every call has an agent (maiden.Call.Agent): Options.Agent over stdio;
 // over HTTP the agent whose token the request carries (checked with the
 // state store at every request when agent.toml declares [agents]; see
-// HTTPOptions.AuthToken otherwise), and a session answers only the agent
+// HTTPOptions.AuthToken otherwise), and a session answers only the token
 // that opened it. Each agent gets its own tools/list: the tools bound to
 // it, and the card built-ins (cards_list, ...) its cards allow.
 //
@@ -105,9 +105,9 @@ type Server struct {
 	reported map[string]string       // tools not served: the problem last logged, by name
 
 	bindMu   sync.Mutex
-	sessions map[string]string // HTTP session ID -> the agent that opened it
-	perAgent map[string]int    // agent -> its sessions in sessions
-	opening  map[string]int    // agent -> its session-less POSTs in flight (reserveSession)
+	sessions map[string]sessionOwner // HTTP session ID -> who opened it
+	perAgent map[string]int          // agent -> its sessions in sessions
+	opening  map[string]int          // agent -> its session-less POSTs in flight (reserveSession)
 
 	httpCalls inflight     // requests in flight over HTTP, by session
 	calls     callHandlers // running tools/call handlers: by HTTP session (DELETE), all (Drain)
@@ -172,7 +172,7 @@ func New(h *maiden.Host, opts *Options) *Server {
 		o.Agent = maiden.DefaultAgent
 	}
 	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
-	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]string{}, perAgent: map[string]int{}, opening: map[string]int{},
+	s := &Server{host: h, log: o.Logger, opts: o, agents: map[string]*agentServer{}, reported: map[string]string{}, sessions: map[string]sessionOwner{}, perAgent: map[string]int{}, opening: map[string]int{},
 		states: newStateKey(), warm: newWarmRunners(), stdioSession: maiden.NewSessionID()}
 	s.agents[o.Agent] = s.newAgentServer(o.Agent)
 	// An imported MCP server's tool list changed: list again, which tells
@@ -267,7 +267,7 @@ func (s *Server) middleware(as *agentServer) mcp.Middleware {
 			res, err := next(ctx, method, req)
 			if method == "initialize" && err == nil {
 				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-					s.bindSession(ss, as.agent)
+					s.bindSession(ss, sessionOwner{agent: as.agent, credential: requestExtraCredential(req)})
 					// What logging/setLevel would do; a later setLevel from the
 					// client replaces it.
 					//lint:ignore SA1019 logging is deprecated upstream (SEP-2577) but clients still use it for tool logs
@@ -282,23 +282,47 @@ func (s *Server) middleware(as *agentServer) mcp.Middleware {
 	}
 }
 
-// bindSession records which agent opened an HTTP session, until it ends,
-// so that a request on it with another agent's token is refused.
-func (s *Server) bindSession(ss *mcp.ServerSession, agent string) {
+// sessionOwner is who opened an HTTP session (2025-11-25 era): the agent,
+// and the credential its initialize was authenticated with
+// (maiden.TokenCredential: "token:" and the token's ID; "" without
+// [agents], where one credential serves all).
+type sessionOwner struct{ agent, credential string }
+
+// requestExtraCredential is the credential the HTTP front end
+// authenticated for req (credentialHeader, which it sets itself), "" over
+// stdio.
+func requestExtraCredential(req mcp.Request) string {
+	if x := req.GetExtra(); x != nil && x.Header != nil {
+		return x.Header.Get(credentialHeader)
+	}
+	return ""
+}
+
+// bindSession records who opened an HTTP session, until it ends, so that
+// a request on it with another agent's token, or another token of its
+// agent, is refused (sessionOwned). The binding lives here, in memory,
+// because the transport session does: only this process's SDK handler
+// can serve the Mcp-Session-Id, and another instance sharing the store
+// answers it 404 as a session it never bound. The store's session of the
+// same ID is left bound to no credential, which no token can name as a
+// 2026-07-28 handle (callSession).
+func (s *Server) bindSession(ss *mcp.ServerSession, owner sessionOwner) {
 	id := ss.ID()
 	if id == "" {
 		return // stdio: the process is the agent
 	}
+	agent := owner.agent
 	s.bindMu.Lock()
 	_, known := s.sessions[id]
 	if !known {
-		s.sessions[id] = agent
+		s.sessions[id] = owner
 		s.perAgent[agent]++
 	}
 	s.bindMu.Unlock()
 	if known {
 		// initialize again on the same session (which sessionOwned let
-		// through only with its own agent's token): one watcher is enough.
+		// through only with its own token): one watcher is enough, and
+		// the session keeps its first owner.
 		return
 	}
 	go func() {
@@ -342,10 +366,16 @@ func (s *Server) reserveSession(agent string, max int) (release func(), ok bool)
 
 // sessionAgent returns the agent that opened HTTP session id.
 func (s *Server) sessionAgent(id string) (string, bool) {
+	o, ok := s.sessionOwnerOf(id)
+	return o.agent, ok
+}
+
+// sessionOwnerOf returns who opened HTTP session id.
+func (s *Server) sessionOwnerOf(id string) (sessionOwner, bool) {
 	s.bindMu.Lock()
 	defer s.bindMu.Unlock()
-	a, ok := s.sessions[id]
-	return a, ok
+	o, ok := s.sessions[id]
+	return o, ok
 }
 
 // MCP exposes the underlying SDK server of Options.Agent (for transports

@@ -20,8 +20,9 @@ const MetaSession = "maiden/session"
 // Mcp-Session-Id; on the 2026-07-28 protocol, the one named in the
 // request's _meta, which must be a live session of the same agent opened
 // with the same credential (cred: the token's ID over HTTP; else the call
-// fails here), or the agent's default session when it names none. A
-// failure is returned as the call's result.
+// fails here), or, when it names none, "" for the default session of its
+// agent and credential (the pipeline's: one per token). A failure is
+// returned as the call's result.
 func (s *Server) callSession(ctx context.Context, req *mcp.CallToolRequest, agent, cred string, modern bool) (string, *mcp.CallToolResult) {
 	if modern && req.Session != nil && req.Session.ID() != "" {
 		// A request of a session that claims the sessionless protocol in

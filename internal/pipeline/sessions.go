@@ -16,7 +16,8 @@ import (
 // operators' and embedders' session methods.
 
 // DefaultSession is the ID of agent's default session: the one its calls
-// run in when they name none.
+// run in when they name none and carry no Credential (a call with one runs
+// in that credential's own default: session.DefaultIDFor).
 func DefaultSession(agent string) string { return session.DefaultID(agent) }
 
 // NewSessionID makes a fresh session ID for OpenSession.
@@ -24,7 +25,7 @@ func NewSessionID() string { return session.NewID() }
 
 // sessionCall is what the session stages read of the call.
 func (inv *invocation) sessionCall() session.Call {
-	c := session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Tool: inv.tool,
+	c := session.Call{Cfg: inv.cfg, Agent: inv.agent, ID: inv.call.Session, Credential: inv.call.Credential, Tool: inv.tool,
 		Preopens: inv.backend.preopens(), Wallet: inv.wallet, Sess: inv.sess}
 	if inv.backend.files() {
 		c.Files, c.Input = true, inv.call.Input
@@ -34,7 +35,7 @@ func (inv *invocation) sessionCall() session.Call {
 
 // sessionID is the session a call runs in.
 func (inv *invocation) sessionID() string {
-	return (&session.Call{Agent: inv.agent, ID: inv.call.Session}).SessionID()
+	return (&session.Call{Agent: inv.agent, ID: inv.call.Session, Credential: inv.call.Credential}).SessionID()
 }
 
 // lookupSession is the call's session (session.Gate.Session, over the

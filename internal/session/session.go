@@ -21,7 +21,8 @@
 // Session IDs: the MCP front end passes the stdio process's session, the
 // 2025-era HTTP Mcp-Session-Id, or (2026 era) the ID a client got from
 // session_open and names in its request's _meta; embedders pass one on
-// Call. A call without one runs in the agent's default session (DefaultID).
+// Call. A call without one runs in the default session of its agent and
+// credential (DefaultIDFor: over HTTP, one per token).
 // A session belongs to the agent that opened it: another agent naming its
 // ID is refused.
 package session
@@ -44,8 +45,26 @@ import (
 )
 
 // DefaultID is the ID of agent's default session: the one its calls run
-// in when they name none.
+// in when they name none and carry no credential (DefaultIDFor).
 func DefaultID(agent string) string { return "default-" + agent }
+
+// DefaultIDFor is the ID of the session a call of agent authenticated
+// with credential (Call.Credential) runs in when it names none: the
+// agent's default session without a credential (an embedder's call, HTTP
+// without [agents]), else that credential's own ("default-AGENT/token:ID"
+// over HTTP). One default per token, not per agent, because a boundary is
+// widened for a session: a human approving a widening asked for in a
+// token's handle-less calls widens it for that token, and another token
+// of the same agent (one handed to a less trusted sub-agent) does not
+// inherit it, as it inherits no session_open handle's
+// (ARCHITECTURE.md, "two protocol eras"). No agent name holds a '/', so
+// no agent's default is another's.
+func DefaultIDFor(agent, credential string) string {
+	if credential == "" {
+		return DefaultID(agent)
+	}
+	return DefaultID(agent) + "/" + credential
+}
 
 // NewID makes a fresh session ID.
 func NewID() string {
@@ -79,8 +98,13 @@ type Gate struct {
 type Call struct {
 	Cfg   *config.Config
 	Agent string
-	// ID is the session the caller named; "" is the agent's default.
+	// ID is the session the caller named; "" is the default session of
+	// Agent and Credential (DefaultIDFor).
 	ID string
+	// Credential is the credential the caller authenticated with beyond
+	// its agent (api.Call.Credential; "" for none): only which default
+	// session a call naming none runs in.
+	Credential string
 	// Tool is the tool as the agent's binding narrows it (the caller's,
 	// not copied).
 	Tool *config.Tool
@@ -112,7 +136,7 @@ func (c *Call) SessionID() string {
 	if c.ID != "" {
 		return c.ID
 	}
-	return DefaultID(c.Agent)
+	return DefaultIDFor(c.Agent, c.Credential)
 }
 
 // Hold is the first session stage: the call held to its session's boundary

@@ -46,7 +46,7 @@ var Tools = map[string]Tool{
 		Output: `{"type":"object","properties":{"status":{"type":"string"},"reason":{"type":"string"},"requestId":{"type":"string"},"handle":{"type":"string"},"revision":{"type":"integer"}},"required":["status","reason","requestId"]}`,
 	},
 	"session_open": {
-		Description: "Open a new maiden session for this agent and return its ID. Name it in a request's _meta as \"maiden/session\" to run the call in that session (its own sandbox boundary); calls that name none run in the agent's default session.",
+		Description: "Open a new maiden session for this agent and return its ID. Name it in a request's _meta as \"maiden/session\" to run the call in that session (its own sandbox boundary); calls that name none run in a default session (over HTTP, one per token).",
 		Input:       `{"type":"object","properties":{},"additionalProperties":false}`,
 		Output:      `{"type":"object","properties":{"session":{"type":"string"}},"required":["session"]}`,
 	},
