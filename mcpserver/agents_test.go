@@ -216,12 +216,20 @@ func TestAgentsOverHTTP(t *testing.T) {
 
 // TestSessionBinding: agent B's valid token on agent A's session ID is
 // refused, for every method of the session (POST, the GET stream,
-// DELETE), and does not reach A's tools; A goes on unharmed.
+// DELETE), and does not reach A's tools; A goes on unharmed. The refusal
+// is the answer a session that never existed gets, byte for byte, as is
+// that of another token of A (TestLegacySessionBoundToToken): a distinct
+// answer for another agent's session told a caller that the ID it holds
+// (guessed, or leaked from a log) is a live session. The operator's log
+// says who was refused on whose session, with no token in it.
 func TestSessionBinding(t *testing.T) {
 	e := newAgentsEnv(t, agentsTOML)
+	var oplog testkit.SyncBuffer
+	e.server.log = slog.New(slog.NewTextHandler(&oplog, nil))
 	srv := e.httpServer(HTTPOptions{})
 	aliceTok, _ := e.token("alice")
-	bobTok, _ := e.token("bob")
+	alice2Tok, _ := e.token("alice")
+	bobTok, bobID := e.token("bob")
 	e.grant("alice", "tool:invoke echo --...")
 	e.grant("bob", "tool:invoke echo --...", "tool:invoke logger")
 	alice, err := e.httpClient(srv.URL, bearer(aliceTok))
@@ -233,42 +241,33 @@ func TestSessionBinding(t *testing.T) {
 	if sid == "" {
 		t.Fatal("no session ID")
 	}
+	const notFound = "maiden: session not found (it expired or never existed; initialize a new one)\n"
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		var body io.Reader
+		body := ""
 		if m == http.MethodPost {
-			body = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hijack"}}}`)
+			body = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hijack"}}}`
 		}
-		req, _ := http.NewRequest(m, srv.URL+Path, body)
-		req.Header.Set("Authorization", "Bearer "+bobTok)
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", legacyProtocol)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(got), "another agent") || strings.Contains(string(got), "hijack") {
-			t.Errorf("bob's token on alice's session, %s: %d %s; want 403", m, resp.StatusCode, got)
+		for _, tc := range []struct{ name, tok, sid string }{
+			{"bob's token on a session nobody opened", bobTok, "made-up-session"},
+			{"bob's token on alice's session", bobTok, sid},
+			{"alice's other token on alice's session", alice2Tok, sid},
+		} {
+			code, got := rawLegacy(t, srv.URL, m, tc.tok, tc.sid, body)
+			if code != http.StatusNotFound || got != notFound {
+				t.Errorf("%s, %s: %d %q; want %d %q", tc.name, m, code, got, http.StatusNotFound, notFound)
+			}
 		}
 	}
-	// A session ID nobody opened is not found, whoever asks.
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+Path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	req.Header.Set("Authorization", "Bearer "+bobTok)
-	req.Header.Set("Mcp-Session-Id", "made-up-session")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if resp, err := http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	} else {
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound {
-			t.Errorf("a made-up session: %d, want 404", resp.StatusCode)
+	log := oplog.String()
+	if !strings.Contains(log, `msg="refused a request on another agent's session" agent=bob credential=token:`+bobID+` owner=alice`) {
+		t.Errorf("the operator's log does not name bob refused on alice's session:\n%s", log)
+	}
+	for _, tok := range []string{aliceTok, alice2Tok, bobTok} {
+		if strings.Contains(log, tok) {
+			t.Errorf("the operator's log holds a token:\n%s", log)
 		}
 	}
-	// alice's session was not closed by bob's DELETE.
+	// alice's session was not closed by bob's DELETE, nor reached by his POST.
 	if r := call(t, alice, "echo", map[string]any{"message": "still mine"}); r.IsError {
 		t.Errorf("alice after the attempts: %s", text(r))
 	}

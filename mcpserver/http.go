@@ -497,13 +497,17 @@ func requestAgent(r *http.Request) string {
 // sessionOwned checks that a request naming an HTTP session comes with
 // the credential that opened it, and answers it if not:
 //   - another agent's valid token does not let its holder into the session
-//     (it would reach the first agent's tools): 403;
+//     (it would reach the first agent's tools);
 //   - another token of the same agent (one handed to a less trusted
 //     sub-agent) does not either: it would post in the session, open its
 //     stream or end it, and run under the boundary a human widened for
-//     that session. It gets the answer of a session that never existed,
-//     byte for byte, so that it learns nothing of its agent's other
-//     tokens' sessions (as a 2026-07-28 handle: callSession).
+//     that session.
+//
+// Both get the answer of a session that never existed, byte for byte, so
+// that a token learns nothing of sessions it cannot use: not that they
+// exist, nor that their owner is another agent (a distinct answer was an
+// oracle for guessed or leaked IDs). As a 2026-07-28 handle: callSession.
+// The operator's log says who was refused on whose session.
 //
 // A session this server never bound is answered 404, as the SDK answers
 // an unknown session, without reaching it.
@@ -513,21 +517,19 @@ func (s *Server) sessionOwned(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	owner, ok := s.sessionOwnerOf(id)
-	otherToken := ok && owner.agent == requestAgent(r) && owner.credential != requestCredential(r)
-	if otherToken {
-		// The token's ID, never the token: not a secret.
-		s.log.Warn("refused a request on a session another token of its agent opened", "agent", owner.agent, "credential", requestCredential(r), "remote", r.RemoteAddr)
+	if ok && owner.agent == requestAgent(r) && owner.credential == requestCredential(r) {
+		return true
 	}
+	// The tokens' IDs, never a token: not secrets.
 	switch {
-	case !ok, otherToken:
-		http.Error(w, "maiden: session not found (it expired or never existed; initialize a new one)", http.StatusNotFound)
-		return false
-	case owner.agent != requestAgent(r):
-		s.log.Warn("refused a request on another agent's session", "agent", requestAgent(r), "remote", r.RemoteAddr)
-		http.Error(w, "maiden: this session belongs to another agent; the bearer token's agent must be the one that opened it (initialize a session of your own)", http.StatusForbidden)
-		return false
+	case !ok:
+	case owner.agent == requestAgent(r):
+		s.log.Warn("refused a request on a session another token of its agent opened", "agent", owner.agent, "credential", requestCredential(r), "remote", r.RemoteAddr)
+	default:
+		s.log.Warn("refused a request on another agent's session", "agent", requestAgent(r), "credential", requestCredential(r), "owner", owner.agent, "remote", r.RemoteAddr)
 	}
-	return true
+	http.Error(w, "maiden: session not found (it expired or never existed; initialize a new one)", http.StatusNotFound)
+	return false
 }
 
 // ownLoopbackOrigin reports whether origin is the server's own address on

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +57,68 @@ func TestCallLogsBounded(t *testing.T) {
 	}
 	if last := out.Logs[len(out.Logs)-1]; !strings.Contains(last.Message, "dropped") {
 		t.Errorf("the last log line (%d bytes) does not say lines were dropped", len(last.Message))
+	}
+}
+
+// TestEmptyLogMessagesBounded: a log message costs the budget its bytes
+// and logLineCost more, so an upstream sending empty log messages (20,000
+// in one call, five times the budget's worth; 200,000 take minutes under
+// -race on two cores and prove no more) gets at most (MaxLogBytes-logMarkerRoom)/logLineCost =
+// 4,088 kept and relayed to the agent, and one marker counting the rest;
+// the log, marker included, costs at most MaxLogBytes. The sandbox's rule
+// for a WebAssembly tool's log (TestEmptyLogLinesBounded).
+func TestEmptyLogMessagesBounded(t *testing.T) {
+	const lines = 20_000
+	srv := mcp.NewServer(&mcp.Implementation{Name: "empty", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "empty", Description: "logs empty messages"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+			for i := 0; i < lines; i++ {
+				if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: ""}); err != nil {
+					return nil, struct{}{}, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, struct{}{}, nil
+		})
+	hub, imp := hubOver(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	relayed := 0
+	out, err := hub.Call(ctx, Call{Import: "empty", Table: imp, Exposed: "empty.empty", Tool: "empty", Input: []byte(`{}`),
+		Timeout: 50 * time.Second, Redact: func(s string) string { return s },
+		OnLog: func(api.LogEntry) { mu.Lock(); relayed++; mu.Unlock() }})
+	if err != nil || out.Failure != nil {
+		t.Fatalf("call: %+v %v", out.Failure, err)
+	}
+	const want = (MaxLogBytes - logMarkerRoom) / logLineCost // 4,088
+	if len(out.Logs) == 0 {
+		t.Fatal("no log at all: want the upstream's first lines and a marker")
+	}
+	kept, marker := out.Logs[:len(out.Logs)-1], out.Logs[len(out.Logs)-1]
+	mu.Lock()
+	gotRelayed := relayed
+	mu.Unlock()
+	t.Logf("%d of %d empty messages kept, %d relayed; marker %q", len(kept), lines, gotRelayed, marker.Message)
+	if len(kept) != want || gotRelayed != want {
+		t.Errorf("%d empty log messages: %d kept, %d relayed to the agent; want %d each (MaxLogBytes-logMarkerRoom)/logLineCost",
+			lines, len(kept), gotRelayed, want)
+	}
+	for i, e := range kept {
+		if e.Source != api.SourceLog || e.Message != "" {
+			t.Fatalf("kept line %d is %+v: want an empty line of the upstream's log", i, e)
+		}
+	}
+	wantMarker := api.LogEntry{Level: api.LevelWarn, Source: api.SourceHost,
+		Message: fmt.Sprintf("log truncated: %d more lines (0 bytes) dropped past the %d-byte limit", lines-want, MaxLogBytes)}
+	if marker != wantMarker {
+		t.Errorf("marker %+v\nwant   %+v", marker, wantMarker)
+	}
+	cost := 0
+	for _, e := range out.Logs {
+		cost += len(e.Message) + logLineCost
+	}
+	if cost > MaxLogBytes {
+		t.Errorf("the log, marker included, costs %d bytes: want at most %d", cost, MaxLogBytes)
 	}
 }
 

@@ -394,6 +394,20 @@ func CredentialRedactor(name, value string) func(string) string {
 // messages: a WebAssembly tool's default (sandbox.DefaultMaxLogBytes).
 const MaxLogBytes = 64 << 10
 
+// logLineCost is what a log message costs the budget besides its bytes,
+// and logMarkerRoom the part of the budget kept for the truncation marker:
+// the rule of a WebAssembly tool's log (internal/sandbox's logbuf.go, same
+// names, same values). Copied, not imported: mcphub sits beside the
+// sandbox and does not import it (ARCHITECTURE.md). Without the line cost
+// an upstream sending empty log messages had every one kept and relayed
+// to the agent; with it a call keeps at most (MaxLogBytes-logMarkerRoom)/
+// logLineCost = 4,088 of them, and the log, marker included, is within
+// MaxLogBytes.
+const (
+	logLineCost   = 16
+	logMarkerRoom = 128
+)
+
 // Call sends c to its upstream under c.Timeout (past it, the upstream is
 // sent notifications/cancelled and the call is kind deadline). The error
 // is ctx's, api.ErrClosed, or an upstream that could not be made.
@@ -414,7 +428,8 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 	res, err := up.Call(callCtx, c.Tool, c.Input, func(e api.LogEntry) {
 		// The upstream may send log messages as fast as it likes until
 		// the deadline: a call keeps (and relays) them within the budget
-		// of a WebAssembly tool's log, and counts the rest.
+		// of a WebAssembly tool's log, each costing its bytes and
+		// logLineCost more (an empty message too), and counts the rest.
 		// Redacted whole, then cut: a cut first could keep a credential's
 		// beginning where redaction no longer finds it. Once the budget is
 		// spent nothing is kept, so nothing more is redacted either (a
@@ -429,13 +444,13 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 		mu.Unlock()
 		e.Message = progress.CapMessage(redact(e.Message), mcpimport.MaxLogMessage)
 		mu.Lock()
-		if dropped > 0 || used+len(e.Message) > MaxLogBytes {
+		if dropped > 0 || used+len(e.Message)+logLineCost > MaxLogBytes-logMarkerRoom {
 			dropped++
 			droppedB += len(e.Message)
 			mu.Unlock()
 			return
 		}
-		used += len(e.Message)
+		used += len(e.Message) + logLineCost
 		logs = append(logs, e)
 		mu.Unlock()
 		if c.OnLog != nil {
