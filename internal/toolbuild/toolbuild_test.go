@@ -300,6 +300,14 @@ var watFixtures = map[string]world{
 		"wasi:filesystem/types@0.2.12", "wasi:io/error@0.2.12",
 		"wasi:io/streams@0.2.12",
 	}, Exports: toolExports},
+	// emptylines logs through the host and writes newlines to WASI stdout
+	// (the log budget's empty lines, both ways).
+	"emptylines": {Imports: []string{
+		"maiden:tool/host@0.1.0", "wasi:cli/stderr@0.2.12", "wasi:cli/stdin@0.2.12",
+		"wasi:cli/stdout@0.2.12", "wasi:clocks/wall-clock@0.2.12",
+		"wasi:filesystem/preopens@0.2.12", "wasi:filesystem/types@0.2.12",
+		"wasi:io/error@0.2.12", "wasi:io/streams@0.2.12",
+	}, Exports: toolExports},
 	"wrongsig": {Exports: []string{
 		"describe: func() -> string",
 		"execute: func(input: u32) -> string",
