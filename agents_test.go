@@ -393,14 +393,17 @@ func TestExpiredCardLeavesTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := grant.Parse("tool:invoke echo --...")
-	if _, err := st.Grant(ctx, "a", cards.Spec{LowerPos: cards.Any(g), Expires: time.Now().Add(400 * time.Millisecond)}); err != nil {
+	// Long enough for the call below to come before it on a loaded
+	// machine (400 ms was not, once, in a full run beside other work).
+	expires := time.Now().Add(2 * time.Second)
+	if _, err := st.Grant(ctx, "a", cards.Spec{LowerPos: cards.Any(g), Expires: expires}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 	if res := call(); !res.OK {
-		t.Fatalf("before expiry: %+v", res)
+		t.Fatalf("before expiry (%v before it): %+v", time.Until(expires), res)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(time.Until(expires) + 100*time.Millisecond) // the card's clock, not another process
 	if res := call(); res.OK || res.Error.Kind != maiden.KindDenied {
 		t.Fatalf("after expiry, with the wallet cached: %+v", res)
 	}
