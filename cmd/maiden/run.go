@@ -493,7 +493,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 				fmt.Fprintln(stdout)
 			}
 		} else {
-			fmt.Fprintf(stderr, "maiden: %s failed (%s): %s\n", tool, res.Error.Kind, terminalSafe(res.Error.Message))
+			fmt.Fprintf(stderr, "maiden: %s failed (%s): %s\n", tool, res.Error.Kind, indentedSafe(res.Error.Message))
 		}
 	}
 	if res.OK {
@@ -532,4 +532,16 @@ func exitCode(k maiden.ErrorKind) int {
 	default:
 		return exitUsage
 	}
+}
+
+// indentedSafe is an error message for the terminal: each line escaped
+// (terminalSafe), and lines after the first indented by two spaces, so a
+// multi-line report (an input's problems, one a line) stays readable while
+// no line of a tool's text can start where maiden's own lines do.
+func indentedSafe(msg string) string {
+	lines := strings.Split(msg, "\n")
+	for i, l := range lines {
+		lines[i] = terminalSafe(l)
+	}
+	return strings.Join(lines, "\n  ")
 }
