@@ -431,14 +431,8 @@ func (j *Journal) openNextLocked(need int64) error {
 	// sweeper never sees the file unlocked while this process lives (see
 	// lockJournal).
 	tmp := path + ".new"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	f, rd, err := createLockedNew(tmp)
 	if err != nil {
-		return fmt.Errorf("audit journal: %w", err)
-	}
-	rd, err := os.Open(tmp)
-	if err != nil {
-		f.Close()
-		os.Remove(tmp)
 		return fmt.Errorf("audit journal: %w", err)
 	}
 	fail := func(err error) error {
@@ -447,9 +441,6 @@ func (j *Journal) openNextLocked(need int64) error {
 		os.Remove(tmp)
 		os.Remove(path)
 		return fmt.Errorf("audit journal: %w", err)
-	}
-	if ok, err := lockJournal(rd); err != nil && !errors.Is(err, errNoLock) || err == nil && !ok {
-		return fail(fmt.Errorf("lock %s: %v", tmp, err))
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(err)
@@ -493,6 +484,52 @@ func (j *Journal) openNextLocked(need int64) error {
 		go j.run()
 	}
 	return nil
+}
+
+// createLockedNew creates tmp (which must not exist) for appending, with a
+// second descriptor for reading that holds its lock (lockJournal). Between
+// the create and the lock another process's sweep may take the new file
+// for an abandoned one (removeAbandoned: unlocked, so its maker is gone)
+// and remove it: the open or the lock then finds nothing, or tmp no longer
+// names the file locked. Then it is made again, a few times.
+func createLockedNew(tmp string) (f, rd *os.File, err error) {
+	for range 5 {
+		f, err = os.OpenFile(tmp, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, nil, err
+		}
+		rd, err = os.Open(tmp)
+		if errors.Is(err, fs.ErrNotExist) {
+			f.Close()
+			continue // swept before it was locked
+		}
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return nil, nil, err
+		}
+		if ok, lerr := lockJournal(rd); lerr != nil && !errors.Is(lerr, errNoLock) || lerr == nil && !ok {
+			f.Close()
+			rd.Close()
+			os.Remove(tmp)
+			return nil, nil, fmt.Errorf("lock %s: %v", tmp, lerr)
+		}
+		// Locked: no sweep removes it from now on. Still the file made?
+		held, herr := rd.Stat()
+		named, nerr := os.Stat(tmp)
+		if herr == nil && nerr == nil && os.SameFile(held, named) {
+			return f, rd, nil
+		}
+		f.Close()
+		rd.Close()
+		if nerr != nil && !errors.Is(nerr, fs.ErrNotExist) {
+			return nil, nil, nerr
+		}
+		if nerr == nil {
+			return nil, nil, fmt.Errorf("%s was replaced while it was made", tmp)
+		}
+	}
+	return nil, nil, fmt.Errorf("%s was removed by another process's sweep five times while it was made", tmp)
 }
 
 // sealLocked stops appending to the current file: unmapped and cut to
