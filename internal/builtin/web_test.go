@@ -107,7 +107,7 @@ func newWebEnv(t *testing.T, declared ...string) *webEnv {
 	g := egress.New(&egress.Options{
 		Resolver: resolverFunc(func(_ context.Context, _, host string) ([]netip.Addr, error) {
 			e.lookups.Add(1)
-			if host == "api.example.com" {
+			if host == "api.example.com." { // the gate asks for the absolute name
 				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 			}
 			return nil, fmt.Errorf("no such host %s in the test resolver", host)

@@ -74,10 +74,7 @@ type countingResolver struct {
 
 func (r *countingResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	r.n.Add(1)
-	if a, ok := r.hosts[host]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	return r.hosts.LookupNetIP(ctx, network, host)
 }
 
 func newProxyEnv(t *testing.T, hosts testkit.Hosts) *proxyEnv {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/lookupname"
 	"github.com/maiden-run/maiden/internal/netguard"
 )
 
@@ -194,12 +195,12 @@ var connectTCP = func(ctx context.Context, addr netip.AddrPort) (net.Conn, error
 }
 
 // resolve returns the addresses to check and dial: the literal itself, or
-// the answers of exactly one lookup.
+// the answers of exactly one lookup of the absolute name (lookupName).
 func (d *dialer) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	if t.ip.IsValid() {
 		return []netip.Addr{t.ip}, nil
 	}
-	answers, err := d.resolver.LookupNetIP(ctx, "ip", t.host)
+	answers, err := d.resolver.LookupNetIP(ctx, "ip", lookupName(t.host))
 	if err != nil {
 		return nil, &resolveError{host: t.host, err: err}
 	}
@@ -213,6 +214,20 @@ func (d *dialer) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 		return nil, &resolveError{host: t.host, err: errors.New("no addresses")}
 	}
 	return addrs, nil
+}
+
+// lookupName is the name the resolver is asked for the checked host:
+// lookupname.For's, the fully qualified name (with its trailing dot)
+// unless the hosts file lists the name or it has one label. A relative name
+// would go through resolv.conf's search list first (Kubernetes sets ndots:5
+// and search domains such as NS.svc.cluster.local), so an allowed
+// api.example.com could be answered by api.example.com.NS.svc.cluster.local,
+// a name anyone who can create a service or record in that domain chooses.
+// The dot is for the lookup alone: the name checked, the TLS server name,
+// the Host header and every record keep the host without it (normalizeURL
+// strips one trailing dot, so host never ends in one here).
+func lookupName(host string) string {
+	return lookupname.For(host)
 }
 
 func contains(as []netip.Addr, a netip.Addr) bool {

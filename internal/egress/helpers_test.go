@@ -170,6 +170,9 @@ func readAllLimited(r *http.Request) ([]byte, error) {
 // resolver answers for test names. answers(n) gives the answer to the
 // n-th lookup of a name (from 1), so a test can change its mind the way a
 // rebinding DNS server does. It is the only simulated part of these tests.
+// Names are set and counted without a trailing dot, as the gate checks
+// them; the gate asks for the absolute name (api.example.com.), which
+// TestLookupAbsoluteName holds it to.
 type resolver struct {
 	mu      sync.Mutex
 	answers map[string]func(n int) []netip.Addr
@@ -213,9 +216,10 @@ func (r *resolver) LookupNetIP(ctx context.Context, network, host string) ([]net
 		return nil, ctx.Err()
 	}
 	r.mu.Lock()
-	r.count[host]++
-	n := r.count[host]
-	f := r.answers[host]
+	key := strings.TrimSuffix(host, ".")
+	r.count[key]++
+	n := r.count[key]
+	f := r.answers[key]
 	r.mu.Unlock()
 	if network != "ip" {
 		return nil, fmt.Errorf("unexpected network %q", network)

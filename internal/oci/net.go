@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/maiden-run/maiden/internal/lookupname"
 	"github.com/maiden-run/maiden/internal/netguard"
 )
 
@@ -152,12 +153,13 @@ func hostOnly(hostport string) string {
 	return strings.ToLower(strings.Trim(h, "[]"))
 }
 
-// lookup is host's addresses: the literal itself, or the resolver's answer.
-func (g *guard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+// lookup is host's addresses: the literal itself, or the resolver's answer
+// for name (host, or host made absolute: see dial).
+func (g *guard) lookup(ctx context.Context, host, name string) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a.Unmap()}, nil
 	}
-	addrs, err := g.resolver.LookupNetIP(ctx, "ip", host)
+	addrs, err := g.resolver.LookupNetIP(ctx, "ip", name)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +193,7 @@ func (g *guard) registryKinds(ctx context.Context) ([]string, error) {
 	known := g.known
 	g.mu.Unlock()
 	if !known {
-		addrs, err := g.lookup(ctx, g.registry)
+		addrs, err := g.lookup(ctx, g.registry, g.registry)
 		if err != nil {
 			return nil, fmt.Errorf("resolve the registry %s: %w", g.registry, err)
 		}
@@ -229,7 +231,18 @@ func (g *guard) dial(ctx context.Context, network, addr string) (net.Conn, error
 	g.mu.Lock()
 	viaProxy := g.proxies[net.JoinHostPort(host, port)]
 	g.mu.Unlock()
-	addrs, err := g.lookup(ctx, host)
+	// The registry and the proxy are names the operator chose, resolved as
+	// the operator's system resolves them (a cluster's short name such as
+	// registry.infra is theirs to use). Any other host is a name the
+	// registry chose, meant as it is in public DNS: it is looked up as
+	// the absolute name, so a resolv.conf search list (Kubernetes: ndots:5,
+	// search NS.svc.cluster.local) cannot answer cdn.example.com with an
+	// in-cluster service named cdn.example.com.NS.svc.cluster.local.
+	name := host
+	if host != g.registry && !viaProxy {
+		name = lookupname.For(host)
+	}
+	addrs, err := g.lookup(ctx, host, name)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -255,7 +256,8 @@ func TestRedirectRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := &PullOptions{Transport: tr, Resolver: hosts, Keychain: kc, dial: dl.dial}
+			res := &askedResolver{hosts: hosts}
+			opts := &PullOptions{Transport: tr, Resolver: res, Keychain: kc, dial: dl.dial}
 			repo := "redirect/" + strings.NewReplacer(" ", "-", ",", "").Replace(tt.name)
 			pinned := pushWith(t, "oci://"+host+"/"+repo+":v1", echo(t), opts)
 			pinned.Tag = ""
@@ -263,10 +265,17 @@ func TestRedirectRules(t *testing.T) {
 				http.Redirect(w, r, tt.to, http.StatusTemporaryRedirect)
 			})
 			before := len(dl.dialled())
+			res.reset()
 			_, err = Pull(context.Background(), pinned, newStore(t), opts)
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("Pull through an allowed redirect: %v", err)
+				}
+				// The registry's name is the operator's, resolved as the
+				// system does; the redirect's is the registry's, resolved
+				// as the absolute name, out of reach of a search list.
+				if asked := res.names(); !slices.Contains(asked, "cdn.registry.test.") || slices.Contains(asked, "cdn.registry.test") {
+					t.Errorf("names asked of the resolver %q; want the redirect's host only as cdn.registry.test.", asked)
 				}
 				authMu.Lock()
 				defer authMu.Unlock()
@@ -295,6 +304,32 @@ func TestRedirectRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// askedResolver answers from hosts and keeps every name exactly as asked.
+type askedResolver struct {
+	hosts testkit.Hosts
+	mu    sync.Mutex
+	asked []string
+}
+
+func (r *askedResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	r.asked = append(r.asked, host)
+	r.mu.Unlock()
+	return r.hosts.LookupNetIP(ctx, network, host)
+}
+
+func (r *askedResolver) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.asked)
+}
+
+func (r *askedResolver) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked = nil
 }
 
 // pushWith is push with options (a TLS registry's transport, a resolver).

@@ -29,7 +29,9 @@ import (
 // maiden.Options.Resolver and egress.Options.Resolver accept it.
 type Hosts map[string][]netip.Addr
 
-// LookupNetIP implements the resolver interface.
+// LookupNetIP implements the resolver interface. A name is found with or
+// without its trailing dot: the egress gate asks for the absolute name
+// (api.example.com.), the map holds it as written.
 func (h Hosts) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
 	if a, ok := h[strings.TrimSuffix(host, ".")]; ok {
 		return a, nil
