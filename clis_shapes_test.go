@@ -4,6 +4,7 @@ package maiden_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,58 @@ grants = ["tool:invoke cat -- docs/*"]
 		if strings.Contains(res.Output, "the secret") {
 			t.Fatalf("%s: the secret was read", p)
 		}
+	}
+}
+
+// TestWrappedCLIOptionValueAt: an option's value that starts with '@' is
+// refused before anything runs, though the agent's card allows any value
+// (docs/command-model.md, "Option values the program reads as a file"):
+// the real curl (which reads --write-out VALUE, separate) reads -w @FILE
+// as the name of a file to print, so a card
+// allowing `--write-out=*` would print any file the CLI may read. An
+// option whose description lists "at" in its accept passes the value on
+// (curl then prints the file: the program really reads it so).
+func TestWrappedCLIOptionValueAt(t *testing.T) {
+	work := t.TempDir()
+	secret := filepath.Join(work, "secret.txt")
+	if err := os.WriteFile(secret, []byte("the secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const desc = `{"maiden_command": 1, "name": "curl", "options": [{"name": "silent", "short": "s", "kind": "bool"}, {"name": "write-out", "short": "w"%s}], "positionals": [{"name": "url"}]}`
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[clis.curl]
+path = "/usr/bin/curl"
+command = '`+fmt.Sprintf(desc, "")+`'
+option_style = "separate"
+dir = "`+work+`"
+read_paths = ["`+work+`"]
+[clis.curlat]
+path = "/usr/bin/curl"
+command = '`+fmt.Sprintf(desc, `, "accept": ["at"]`)+`'
+option_style = "separate"
+dir = "`+work+`"
+read_paths = ["`+work+`"]
+[agents.dev]
+tools = ["curl", "curlat"]
+grants = ["tool:invoke curl --... -- ...", "tool:invoke curlat --... -- ..."]
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+	ctx := context.Background()
+	in := `{"silent":true,"write-out":"@` + secret + `","url":"file:///dev/null"}`
+	res, err := h.Call(ctx, maiden.Call{Agent: "dev", Tool: "curl", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Output, "the secret") {
+		t.Fatalf("curl -w @%s printed the file: %q", secret, res.Output)
+	}
+	wantKind(t, res, maiden.KindInput, `property "write-out": starts with '@', which many programs read as a file to take the value from (curl -d @FILE`)
+	res, err = h.Call(ctx, maiden.Call{Agent: "dev", Tool: "curlat", Input: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Output != "the secret" {
+		t.Fatalf("curl -w @FILE with \"accept\": [\"at\"]: %+v %+v", res, res.Error)
 	}
 }

@@ -455,6 +455,9 @@ func (s *Spec) finish(g *given) (*Invocation, error) {
 			if strings.IndexByte(v, 0) >= 0 {
 				return nil, g.fail(opt, "a NUL byte cannot be passed as an argument", g.at[opt], g.atWord[opt])
 			}
+			if s.program && strings.HasPrefix(v, "@") && !slices.Contains(opt.Accept, ShapeAt) {
+				return nil, g.fail(opt, fmt.Sprintf("starts with '@', which many programs read as a file to take the value from (curl -d @FILE, -H @FILE, --json @FILE); refused unless the description lists %q in the option's \"accept\"", ShapeAt), g.at[opt], g.atWord[opt])
+			}
 		}
 	}
 	// Environment fallbacks count as given (the grant sees them).

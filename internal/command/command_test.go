@@ -590,3 +590,69 @@ func TestPositionalShapes(t *testing.T) {
 		t.Errorf("a WebAssembly tool's positionals: %v", err)
 	}
 }
+
+// TestOptionValueAt: a program's option value that starts with '@' (curl
+// -d @FILE, -w @FILE) is refused, named by the option, in JSON and argv
+// alike, unless the option's accept lists "at"; a WebAssembly tool's is
+// not; accept on an option lists "at" only, and never on a flag.
+func TestOptionValueAt(t *testing.T) {
+	const desc = `{"maiden_command":1,"name":"curl","options":[
+		{"name":"data","short":"d","kind":"list"},
+		{"name":"header","short":"H"},
+		{"name":"define","kind":"map"},
+		{"name":"config","short":"K","short_only":true},
+		{"name":"query","accept":["at"]}],
+		"positionals":[{"name":"url"}]}`
+	s, err := LoadProgram([]byte(desc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = `starts with '@', which many programs read as a file to take the value from (curl -d @FILE, -H @FILE, --json @FILE); refused unless the description lists "at" in the option's "accept"`
+	for in, name := range map[string]string{
+		`{"data":["a=1","@/etc/passwd"],"url":"u"}`: `property "data"`,
+		`{"header":"@h.txt","url":"u"}`:             `property "header"`,
+		`{"define":{"@k":"v"},"url":"u"}`:           `property "define"`,
+		`{"config":"@x","url":"u"}`:                 `property "config"`,
+	} {
+		_, err := s.ParseJSON([]byte(in))
+		var ae *ArgError
+		if !errors.As(err, &ae) || ae.Name != name || ae.Why != why {
+			t.Errorf("ParseJSON(%s) = %v; want %s refused: %s", in, err, name, why)
+		}
+	}
+	for _, argv := range [][]string{{"-d", "@/etc/passwd", "u"}, {"--data=@/etc/passwd", "u"}, {"-d@/etc/passwd", "u"}, {"-K@x", "u"}} {
+		_, err := s.ParseArgv(argv)
+		var ae *ArgError
+		if !errors.As(err, &ae) || ae.Why != why {
+			t.Errorf("ParseArgv(%q) = %v; want refused: %s", argv, err, why)
+		}
+	}
+	// Not this shape: an '@' inside, a map's value, an option that
+	// accepts it.
+	for _, in := range []string{
+		`{"data":["user@example.com"],"header":"X: @y","url":"u"}`,
+		`{"define":{"k":"@v"},"url":"u"}`,
+		`{"query":"@q.txt","url":"u"}`,
+	} {
+		if _, err := s.ParseJSON([]byte(in)); err != nil {
+			t.Errorf("ParseJSON(%s): %v", in, err)
+		}
+	}
+	// A WebAssembly tool's options are JSON values, never argv.
+	wasm, err := Load([]byte(desc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wasm.ParseJSON([]byte(`{"data":["@x"],"header":"@y","url":"u"}`)); err != nil {
+		t.Errorf("a WebAssembly tool's options: %v", err)
+	}
+	for in, want := range map[string]string{
+		`{"maiden_command":1,"name":"x","options":[{"name":"o","accept":["plus"]}]}`:             `$.options[0].accept[0]: an option's value is refused for one shape only, so its accept can list only "at"; got "plus"`,
+		`{"maiden_command":1,"name":"x","options":[{"name":"o","accept":["at","at"]}]}`:          `$.options[0].accept[1]: "at" is listed twice`,
+		`{"maiden_command":1,"name":"x","options":[{"name":"o","kind":"bool","accept":["at"]}]}`: `a bool or count flag takes no value`,
+	} {
+		if _, err := Load([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%s) = %v; want %q", in, err, want)
+		}
+	}
+}

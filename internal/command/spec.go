@@ -110,6 +110,7 @@ type Option struct {
 	Enum      []string
 	Min, Max  *int64
 	Global    bool
+	Accept    []Shape `json:",omitempty"` // ShapeAt, when a program reads a value starting with '@' as data (omitted: a wrapped CLI's identity digest is unchanged without it)
 
 	owner *Command
 }
@@ -315,7 +316,9 @@ var reserved = []string{"command", "stdin"}
 // LoadProgram is Load for a program's description (a wrapped CLI's),
 // whose calls become argv: a string positional whose value a program
 // reads as more than data (+CMD, @FILE, NAME=VALUE, bundled options as the
-// first word) is refused unless the positional's "accept" lists its shape.
+// first word) is refused unless the positional's "accept" lists its shape,
+// and so is an option's value that starts with '@' (curl -d @FILE) unless
+// the option's "accept" lists "at".
 // A WebAssembly tool's description (Load) gets its positionals as JSON
 // values, which no program parses, so the shapes are not refused there.
 func LoadProgram(b []byte) (*Spec, error) {
@@ -676,6 +679,22 @@ func loadOption(o *obj) (*Option, error) {
 	}
 	if opt.Env != "" && strings.ContainsAny(opt.Env, "=\x00") {
 		return nil, o.errAt("env", "not a variable name")
+	}
+	acc, err := o.strs("accept")
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range acc {
+		if Shape(a) != ShapeAt {
+			return nil, &SpecError{Path: fmt.Sprintf("%s.accept[%d]", o.path, i), Why: fmt.Sprintf("an option's value is refused for one shape only, so its accept can list only \"at\"; got %q", a)}
+		}
+		if opt.Kind == KindBool || opt.Kind == KindCount {
+			return nil, o.errAt("accept", "a bool or count flag takes no value")
+		}
+		if slices.Contains(opt.Accept, ShapeAt) {
+			return nil, &SpecError{Path: fmt.Sprintf("%s.accept[%d]", o.path, i), Why: fmt.Sprintf("%q is listed twice", a)}
+		}
+		opt.Accept = append(opt.Accept, ShapeAt)
 	}
 	check := func(key, v string) error {
 		if why := checkValue(v, opt.Type, opt.Enum, opt.Min, opt.Max); why != "" {
