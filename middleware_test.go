@@ -727,3 +727,33 @@ use = "redact"
 		}
 	}
 }
+
+// TestWithheldOutputStillRedacted (security review of the middleware
+// chain): a component that withholds a call's output ended the after
+// phase, so the redact layers outside it never saw the result: its log
+// lines reached `maiden run` and embedders unredacted (the live copy was
+// redacted). A withheld call is a failed call, whose message and logs
+// still pass every redact layer outside the layer that withheld it.
+func TestWithheldOutputStillRedacted(t *testing.T) {
+	h := newHostWith(t, `version = 1
+[tools.logger]
+path = %q
+[middleware.withhold]
+path = "`+testkit.Middleware(t, "withhold")+`"
+[[middleware]]
+use = "redact"
+patterns = [{ name = "ticket", expr = "info line" }]
+[[middleware]]
+use = "withhold"
+`, maiden.Options{Isolation: maiden.InProcess}, "logger")
+	res := mustCall(t, h, maiden.Call{Tool: "logger", Input: `{}`})
+	wantKind(t, res, maiden.KindDenied, "output withheld by withhold")
+	var lines []string
+	for _, l := range res.Logs {
+		lines = append(lines, l.Message)
+	}
+	joined := strings.Join(lines, "|")
+	if strings.Contains(joined, "info line") || !strings.Contains(joined, "[REDACTED:ticket]") {
+		t.Fatalf("the withheld call's log lines passed no redact layer: %q", lines)
+	}
+}

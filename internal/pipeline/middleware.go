@@ -52,33 +52,36 @@ func chainState(state func(ctx context.Context, cfg *config.Config) (store.Store
 // chain runs the call's chain around the rest of the pipeline.
 func (s middlewareStage) chain(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if inv.chainDone {
-			// The tool's file changed as it started (sandbox.ErrStale) and
-			// loadAndValidate runs the rest again: the layers have
-			// decided already, and the approval is consumed.
-			return next(ctx, inv)
-		}
 		// An imported tool has its [mcp.NAME]'s and binding's layers.
 		layers := inv.cfg.Chain(inv.agent, inv.bindName)
 		if len(layers) == 0 {
 			inv.chainDone = true
 			return next(ctx, inv)
 		}
-		// The layers read the value (chainCall): decoded here, once.
-		if _, err := inv.value(); err != nil {
-			return err
-		}
-		if err := inv.render(); err != nil {
-			return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
-		}
-		for _, m := range layers {
-			done, err := s.beforeTraced(ctx, inv, m)
-			if err != nil || done {
+		// chainDone: the tool's file changed as it started
+		// (sandbox.ErrStale) and loadAndValidate runs the rest again. The
+		// layers have decided already (and the approval is consumed), so
+		// the before phase is not run twice; the after phase, which the
+		// stale attempt never reached, still is: skipping it would hand
+		// the retried run's output to the agent past every redact layer
+		// and component.
+		if !inv.chainDone {
+			// The layers read the value (chainCall): decoded here, once.
+			if _, err := inv.value(); err != nil {
 				return err
 			}
+			if err := inv.render(); err != nil {
+				return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
+			}
+			for _, m := range layers {
+				done, err := s.beforeTraced(ctx, inv, m)
+				if err != nil || done {
+					return err
+				}
+			}
+			inv.wrapLogs()
+			inv.chainDone = true
 		}
-		inv.wrapLogs()
-		inv.chainDone = true
 		if err := next(ctx, inv); err != nil {
 			return err
 		}
@@ -286,7 +289,10 @@ func (s middlewareStage) componentBefore(ctx context.Context, inv *invocation, m
 }
 
 // componentAfter asks a middleware component about a successful call's
-// output; a refusal withholds the result.
+// output; a refusal withholds the result. A withheld call is a failed
+// one, and the after phase goes on as for any failed call: the redact
+// layers outside this one still see its message and its log lines
+// (ending here would hand them on unredacted).
 func (s middlewareStage) componentAfter(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
 	step, out, err := s.components.After(ctx, m, inv.chainCall(), inv.res.Output)
 	if err != nil {
@@ -294,8 +300,9 @@ func (s middlewareStage) componentAfter(ctx context.Context, inv *invocation, m 
 	}
 	if step.Refused != nil {
 		inv.res.OK, inv.res.Output = false, ""
-	} else {
-		inv.res.Output = out
+		_, err := inv.step(step)
+		return false, err
 	}
+	inv.res.Output = out
 	return inv.step(step)
 }

@@ -114,7 +114,8 @@ type invocation struct {
 	rewritesCut   bool
 	fsDecisions   []cards.Decision
 	// The middleware chain (middleware.go): whether its layers decided
-	// already (a stale tool version retried does not ask again), their
+	// already (a stale tool version retried does not ask them again before
+	// the run; their after phase sees the run that ends the call), their
 	// verdicts in order, and the approval(s) the call runs under.
 	chainDone      bool
 	trail          []verdict

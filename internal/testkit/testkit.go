@@ -76,6 +76,7 @@ func Component(t testing.TB, name string) string {
 //	"js/city"  the same in JavaScript (js/city.js)
 //	"pass"     WAT: logs one line and passes
 //	"foldrewrite" WAT: rewrites every input to two keys that differ only in case
+//	"withhold" WAT: passes every call, rejects every output (after phase)
 //	"trap"     WAT: handle traps
 //	"loop"     WAT: handle never returns (deadline)
 //	"memhog"   WAT: handle grows memory until refused (memory)
