@@ -9,10 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -118,4 +123,85 @@ credential = "UP_TOKEN"
 tools = ["up"]
 grants = ["tool:invoke up.* --..."]
 `, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return secret, name == "UP_TOKEN" }})
+}
+
+// TestImportedCredentialHeldToItsBinding: an import sends its credential
+// itself ("Authorization: Bearer VALUE" to its url), so a [secrets.NAME]
+// binding of that secret must allow the url, as a bearer token. A secret
+// bound to one API (here GH_TOKEN, bound to api.example.com for the tool
+// that uses it), named as the credential of an import whose url is another
+// server, is refused when the configuration is read, naming the binding,
+// and that server never receives it; so is a signing key (kind hmac),
+// which the import would otherwise send as a bearer token.
+func TestImportedCredentialHeldToItsBinding(t *testing.T) {
+	const secret = "gh-token-bound-to-api-example-0123"
+	var mu sync.Mutex
+	var got []string
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "adds two integers"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+			return nil, addOut{Sum: in.A + in.B}, nil
+		})
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Authorization"))
+		mu.Unlock()
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	for _, tt := range []struct{ name, binding, want string }{
+		{"another host", "hosts = [\"api.example.com\"]\n",
+			`mcp.up.credential: the credential "GH_TOKEN" may not be sent to this import's url: its host "127.0.0.1" is not in the hosts of [secrets.GH_TOKEN]`},
+		{"signing key", "hosts = [\"127.0.0.1\"]\nkind = \"hmac\"\nalgorithm = \"sha256\"\n",
+			`mcp.up.credential: the credential "GH_TOKEN" is of kind "hmac"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			path := filepath.Join(t.TempDir(), "agent.toml")
+			body := fmt.Sprintf(`version = 1
+[tools.echo]
+path = %q
+secrets = ["GH_TOKEN"]
+[secrets.GH_TOKEN]
+`+tt.binding+`
+[mcp.up]
+accept_new_tools = true
+url = "`+hs.URL+`"
+credential = "GH_TOKEN"
+[agents.a]
+tools = ["up"]
+grants = ["tool:invoke up.* --..."]
+`, testkit.Component(t, "echo"))
+			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(path)
+			if err == nil {
+				// The configuration was taken: call the import and see
+				// where the secret went.
+				h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t),
+					LookupSecret: func(name string) (string, bool) { return secret, name == "GH_TOKEN" }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer h.Close(context.Background())
+				res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: "up.add", Input: `{"a":1,"b":2}`})
+				t.Logf("call: %+v, %v", res, err)
+			}
+			mu.Lock()
+			for _, a := range got {
+				if strings.Contains(a, secret) {
+					t.Errorf("the upstream at %s received GH_TOKEN (%q), which [secrets.GH_TOKEN] does not allow there", hs.URL, a)
+					break
+				}
+			}
+			mu.Unlock()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("config.Load: %v; want an error containing %s", err, tt.want)
+			}
+		})
+	}
 }

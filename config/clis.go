@@ -171,6 +171,9 @@ func (c *checker) cli(name string, n *tnode) (Tool, bool) {
 			c.errorf(n.line, key, "both command and command_file: keep one")
 		}
 	}
+	if sn, ok := n.keys["secrets"]; ok {
+		c.noteSecretKeyLine(key+".secrets", sn.line) // for boundSecrets
+	}
 	if cli.Command != nil {
 		// A secret reaches the program as an environment variable; if an
 		// option falls back to that variable, the program reads the

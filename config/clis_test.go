@@ -68,3 +68,45 @@ tools = ["git"]
 		}
 	}
 }
+
+// TestCLISecretBinding: a wrapped CLI gets its secrets as environment
+// variables and reaches the network through maiden's CONNECT proxy, which
+// sees each tunnel's host and nothing inside its TLS. A [secrets.NAME]
+// binding of such a secret must therefore cover every host the CLI may
+// reach, and cannot narrow methods or paths; otherwise the configuration
+// is refused, since the CLI (steered by an agent's arguments) could send
+// the secret to a host its binding does not allow.
+func TestCLISecretBinding(t *testing.T) {
+	dir := t.TempDir()
+	load := func(body string) (*Config, error) {
+		p := filepath.Join(dir, "agent.toml")
+		if err := os.WriteFile(p, []byte("version = 1\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Load(p)
+	}
+	const cli = "[clis.gh]\npath = \"/usr/bin/git\"\ncommand = '{\"maiden_command\": 1, \"name\": \"git\"}'\nsecrets = [\"GH_TOKEN\"]\n"
+	for _, tc := range []struct{ name, body, want string }{
+		{"hosts covered", cli + "http_allow = [\"api.github.com\", \"a.cdn.example.com\"]\n[secrets.GH_TOKEN]\nhosts = [\"api.github.com\", \"*.cdn.example.com\"]\n", ""},
+		{"no network", cli + "[secrets.GH_TOKEN]\nhosts = [\"api.github.com\"]\nmethods = [\"GET\"]\n", ""},
+		{"another host", cli + "http_allow = [\"api.github.com\", \"gitlab.com\"]\n[secrets.GH_TOKEN]\nhosts = [\"api.github.com\"]\n",
+			`agent.toml:5: clis.gh.secrets: the secret "GH_TOKEN" reaches this CLI as an environment variable, and its http_allow entry "gitlab.com" is not within the hosts of [secrets.GH_TOKEN] (agent.toml:7): ["api.github.com"]`},
+		{"wider wildcard", cli + "http_allow = [\"*.github.com\"]\n[secrets.GH_TOKEN]\nhosts = [\"api.github.com\"]\n",
+			`agent.toml:5: clis.gh.secrets: the secret "GH_TOKEN" reaches this CLI as an environment variable, and its http_allow entry "*.github.com" is not within the hosts of [secrets.GH_TOKEN]`},
+		{"methods", cli + "http_allow = [\"api.github.com\"]\n[secrets.GH_TOKEN]\nhosts = [\"api.github.com\"]\nmethods = [\"GET\"]\n",
+			`agent.toml:5: clis.gh.secrets: the secret "GH_TOKEN" reaches this CLI as an environment variable, and [secrets.GH_TOKEN] (agent.toml:7) narrows methods or path_prefixes, which maiden cannot hold a CLI's requests to`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(tc.body)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,11 +1,14 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/hostpattern"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
@@ -105,6 +108,7 @@ func (c *checker) mcpImports(n *tnode) []Tool {
 						c.errorf(line, kkey, "must be a secret's NAME (A-Z, 0-9, _), whose value comes from MAIDEN_SECRET_NAME, got %s", quoteShort(s))
 					}
 					t.MCP.Credential = s
+					c.noteSecretKeyLine(kkey, line)
 				}
 			case "timeout_ms":
 				if kv.kind == valueNode && kv.val.kind == unstable.Integer {
@@ -154,6 +158,142 @@ func (c *checker) mcpImports(n *tnode) []Tool {
 		}
 	}
 	return out
+}
+
+// importMethods are the methods streamable HTTP sends an import's
+// credential with: POST for every message, GET for the server's stream,
+// DELETE to end the session.
+var importMethods = []string{"POST", "GET", "DELETE"}
+
+// boundSecrets checks the secrets that leave maiden outside the egress
+// gate against their [secrets.NAME] bindings, which the gate enforces for
+// http-fetch and web_fetch only: an import's credential and a wrapped
+// CLI's secrets. Without it a secret bound to one API went to any upstream
+// that named it, or to any host a CLI that holds it may reach.
+func (c *checker) boundSecrets(tools []Tool) {
+	for _, t := range tools {
+		switch {
+		case t.MCP != nil && t.MCP.Credential != "" && t.MCP.URL != "":
+			if b, ok := c.binding(t.MCP.Credential); ok {
+				key := formatKey([]string{"mcp", t.Name, "credential"})
+				c.importCredential(t, b, c.secretKeyLine(key, t.Line), key)
+			}
+		case t.CLI != nil:
+			key := formatKey([]string{"clis", t.Name, "secrets"})
+			for _, name := range t.Secrets {
+				if b, ok := c.binding(name); ok {
+					c.cliSecret(t, b, c.secretKeyLine(key, t.Line), key)
+				}
+			}
+		}
+	}
+}
+
+// importCredential checks an import's credential against its binding b.
+// The import attaches the value itself, as "Authorization: Bearer VALUE"
+// on every request to its url: the binding must allow the url's host and
+// path, the methods streamable HTTP uses, and be a bearer token (a signing
+// key, a client's private key or an OAuth client secret sent as one would
+// be the key itself on the wire).
+func (c *checker) importCredential(t Tool, b SecretDestination, line int, key string) {
+	where := fmt.Sprintf("%s:%d", filepath.Base(c.file), b.Line)
+	if b.Kind != "" && b.Kind != "bearer" {
+		c.errorf(line, key, "the credential %s is of kind %s ([secrets.%s], %s): an import sends its value itself as \"Authorization: Bearer VALUE\", so only a bearer secret may be an import's credential",
+			quoteShort(b.Name), quoteShort(b.Kind), b.Name, where)
+		return
+	}
+	u, err := url.Parse(t.MCP.URL)
+	if err != nil {
+		return // reported with the url
+	}
+	binding := fmt.Sprintf("[secrets.%s] (%s)", b.Name, where)
+	refuse := func(format string, args ...any) {
+		c.errorf(line, key, "the credential %s may not be sent to this import's url: %s", quoteShort(b.Name), fmt.Sprintf(format, args...))
+	}
+	host, why := hostpattern.Normalize(u.Hostname())
+	if why != "" || !slices.ContainsFunc(b.Hosts, func(p string) bool { return hostpattern.Match(p, host) }) {
+		refuse("its host %s is not in the hosts of %s: %s", quoteShort(host), binding, tomlList(b.Hosts))
+		return
+	}
+	if len(b.PathPrefixes) > 0 {
+		// The path as the server reads it, in the one spelling a prefix
+		// has (no escapes, no dot segments), as http-fetch compares a
+		// request's.
+		p := u.EscapedPath()
+		if p == "" {
+			p = "/"
+		}
+		if pathPrefixProblem(p) != "" || !slices.ContainsFunc(b.PathPrefixes, func(pre string) bool { return underPathPrefix(p, pre) }) {
+			refuse("its path %s is not under the path_prefixes of %s: %s", quoteShort(p), binding, tomlList(b.PathPrefixes))
+			return
+		}
+	}
+	if len(b.Methods) > 0 && slices.ContainsFunc(importMethods, func(m string) bool { return !slices.Contains(b.Methods, m) }) {
+		refuse("streamable HTTP sends it with POST, GET and DELETE, and the methods of %s are %s", binding, tomlList(b.Methods))
+	}
+}
+
+// cliSecret checks a wrapped CLI's secret against its binding b. The
+// program gets the value as an environment variable and may send it on
+// any tunnel through maiden's CONNECT proxy, which sees each tunnel's host
+// and nothing inside its TLS: so every host the CLI may reach must be one
+// the secret may go to, and the binding cannot narrow methods or paths.
+func (c *checker) cliSecret(t Tool, b SecretDestination, line int, key string) {
+	binding := fmt.Sprintf("[secrets.%s] (%s:%d)", b.Name, filepath.Base(c.file), b.Line)
+	for _, h := range t.HTTPAllow {
+		if !patternWithin(h, b.Hosts) {
+			c.errorf(line, key, "the secret %s reaches this CLI as an environment variable, and its http_allow entry %s is not within the hosts of %s: %s; the CLI could send the secret there (bind the secret to every host the CLI may reach, or do not give it the secret)",
+				quoteShort(b.Name), quoteShort(h), binding, tomlList(b.Hosts))
+			return
+		}
+	}
+	if len(t.HTTPAllow) > 0 && (len(b.Methods) > 0 || len(b.PathPrefixes) > 0) {
+		c.errorf(line, key, "the secret %s reaches this CLI as an environment variable, and %s narrows methods or path_prefixes, which maiden cannot hold a CLI's requests to: its proxy sees only each TLS tunnel's host",
+			quoteShort(b.Name), binding)
+	}
+}
+
+// binding is the [secrets.NAME] table of secret name, if there is one.
+func (c *checker) binding(name string) (SecretDestination, bool) {
+	i, ok := slices.BinarySearchFunc(c.secretDests, name, func(d SecretDestination, name string) int { return strings.Compare(d.Name, name) })
+	if !ok {
+		return SecretDestination{}, false
+	}
+	return c.secretDests[i], true
+}
+
+func (c *checker) noteSecretKeyLine(key string, line int) {
+	if c.secretKeyLines == nil {
+		c.secretKeyLines = map[string]int{}
+	}
+	c.secretKeyLines[key] = line
+}
+
+// secretKeyLine is the line noteSecretKeyLine recorded for key, else def.
+func (c *checker) secretKeyLine(key string, def int) int {
+	if l, ok := c.secretKeyLines[key]; ok {
+		return l
+	}
+	return def
+}
+
+// underPathPrefix is internal/egress's rule: a prefix ending in '/' is a
+// plain prefix; any other stops at a segment boundary ("/v1" covers "/v1"
+// and "/v1/x", not "/v10").
+func underPathPrefix(path, pre string) bool {
+	if strings.HasSuffix(pre, "/") {
+		return strings.HasPrefix(path, pre)
+	}
+	return path == pre || strings.HasPrefix(path, pre+"/")
+}
+
+// tomlList renders names as TOML would: ["a", "b"].
+func tomlList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = quoteShort(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // ImportOf splits an imported tool's name (NAME.TOOL) into the import and

@@ -119,6 +119,11 @@ func (c *checker) secretDestinations(n *tnode, tools []Tool) []SecretDestination
 		for _, s := range t.Secrets {
 			used[s] = true
 		}
+		if t.MCP != nil && t.MCP.Credential != "" {
+			// An import's credential is bound like a tool's secret
+			// (importCredentials).
+			used[t.MCP.Credential] = true
+		}
 	}
 	var out []SecretDestination
 	for _, name := range n.order {

@@ -205,3 +205,54 @@ func TestCredentialKindErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestImportCredentialBinding: an [mcp.NAME] import sends its credential
+// itself, as "Authorization: Bearer VALUE" to its url, outside the egress
+// gate; a [secrets.NAME] binding of that secret must allow exactly that
+// (the url's host and path, the methods streamable HTTP sends it with, a
+// bearer token), or the configuration is refused. A secret bound to one
+// API otherwise went to any upstream that named it, and a signing key or
+// client key went out as a bearer token.
+func TestImportCredentialBinding(t *testing.T) {
+	const base = agentsTools + "\n[mcp.up]\nurl = \"https://MCP.Example.com./v1/mcp\"\ncredential = \"WEATHER_TOKEN\"\n" +
+		"\n[secrets.WEATHER_TOKEN]\n"
+	for _, tt := range []struct {
+		name, src string
+		want      string // "" accepted
+	}{
+		{"host bound", "hosts = [\"mcp.example.com\"]\n", ""},
+		{"wildcard host and prefix", "hosts = [\"*.example.com\"]\npath_prefixes = [\"/v1/\"]\nmethods = [\"DELETE\", \"GET\", \"POST\"]\n", ""},
+		{"another host", "hosts = [\"api.example.com\"]\n",
+			`agent.toml:13: mcp.up.credential: the credential "WEATHER_TOKEN" may not be sent to this import's url: its host "mcp.example.com" is not in the hosts of [secrets.WEATHER_TOKEN] (agent.toml:15): ["api.example.com"]`},
+		{"another path", "hosts = [\"mcp.example.com\"]\npath_prefixes = [\"/v2/\"]\n",
+			`agent.toml:13: mcp.up.credential: the credential "WEATHER_TOKEN" may not be sent to this import's url: its path "/v1/mcp" is not under the path_prefixes of [secrets.WEATHER_TOKEN] (agent.toml:15): ["/v2/"]`},
+		{"methods without DELETE", "hosts = [\"mcp.example.com\"]\nmethods = [\"GET\", \"POST\"]\n",
+			`agent.toml:13: mcp.up.credential: the credential "WEATHER_TOKEN" may not be sent to this import's url: streamable HTTP sends it with POST, GET and DELETE, and the methods of [secrets.WEATHER_TOKEN] (agent.toml:15) are ["GET", "POST"]`},
+		{"signing kind", "hosts = [\"mcp.example.com\"]\nkind = \"hmac\"\nalgorithm = \"sha256\"\n",
+			`agent.toml:13: mcp.up.credential: the credential "WEATHER_TOKEN" is of kind "hmac" ([secrets.WEATHER_TOKEN], agent.toml:15): an import sends its value itself as "Authorization: Bearer VALUE", so only a bearer secret may be an import's credential`},
+		{"oauth2 client secret", "hosts = [\"mcp.example.com\"]\nkind = \"oauth2\"\ntoken_url = \"https://mcp.example.com/token\"\nclient_id = \"c\"\n",
+			`agent.toml:13: mcp.up.credential: the credential "WEATHER_TOKEN" is of kind "oauth2" ([secrets.WEATHER_TOKEN], agent.toml:15): an import sends its value itself`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse("agent.toml", []byte(base+tt.src), "/cfg", fakeFiles(t))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted; want %s", tt.want)
+			}
+			errs := err.(Errors)
+			if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), tt.want) {
+				t.Fatalf("got:\n%v\nwant one error starting:\n%s", err, tt.want)
+			}
+		})
+	}
+	// A binding for a secret only an import uses is a binding, not a typo.
+	src := "version = 1\n[mcp.up]\nurl = \"https://mcp.example.com/mcp\"\ncredential = \"UP_TOKEN\"\n[secrets.UP_TOKEN]\nhosts = [\"mcp.example.com\"]\n"
+	if _, err := parse("agent.toml", []byte(src), "/cfg", fakeFiles(t)); err != nil {
+		t.Errorf("a binding of an import's own credential was refused: %v", err)
+	}
+}

@@ -74,6 +74,11 @@ type checker struct {
 	// not, so that an agent binding a tool whose table has an error is not
 	// reported again as binding an unknown tool.
 	declared map[string]bool
+
+	// secretKeyLines: the line of each [mcp.NAME]'s credential key and
+	// [clis.NAME]'s secrets key (by key path), for the errors of
+	// boundSecrets, which runs once the [secrets] tables are read.
+	secretKeyLines map[string]int
 }
 
 func (c *checker) errorf(line int, key string, format string, args ...any) {
@@ -162,6 +167,7 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	if secretsNode != nil {
 		c.secretDests = c.secretDestinations(secretsNode, tools)
 	}
+	c.boundSecrets(tools)
 	lists := [][]Middleware{c.universal}
 	for _, t := range tools {
 		lists = append(lists, t.Middleware)
