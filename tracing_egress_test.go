@@ -155,3 +155,56 @@ http_ca_files = ["`+ca+`"]
 		t.Errorf("traceparents at api.example.com: %q, want one of the client's trace (web_fetch's)", parents["api.example.com:"+port])
 	}
 }
+
+// TestRevealedValueNotInSpans: a tool that may reveal a key and then puts
+// it in the host of an http-fetch's URL (https://VALUE) leaves no copy of
+// it in the spans the collector receives, as it leaves none in the trail
+// (TestRevealedValueNotInFetchRecords): the fetch span's server.address
+// is kept from the values revealed to the call, like the fetch record's
+// host. The spans go to whatever collector the operator exports to, which
+// is not where a secret's value may be kept either.
+func TestRevealedValueNotInSpans(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	h := newHostWith(t, `version = 1
+[tools.secretuser]
+path = %q
+http_allow = ["api.example.com"]
+secrets = ["SIGNING_KEY"]
+reveal = ["SIGNING_KEY"]
+
+[agents.user]
+tools = ["secretuser"]
+grants = ["tool:invoke secretuser --...", "network:connect api.example.com", "secret:reveal SIGNING_KEY"]
+`, maiden.Options{Isolation: maiden.InProcess, TracerProvider: tp, Resolver: testkit.Loopback("api.example.com"),
+		LookupSecret: func(name string) (string, bool) { return signingValue, name == "SIGNING_KEY" }}, "go/secretuser")
+	// "https:/" + "/" + the value: the value is the URL's host.
+	res, err := h.Call(context.Background(), maiden.Call{Agent: "user", Tool: "secretuser",
+		Input: `{"token": {"$secret": "SIGNING_KEY"}, "mode": "revealfetch", "url": "https:/"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tool gives up when its second request is refused: the failure
+	// names the refusal.
+	if res.OK || res.Error == nil || res.Error.Kind != maiden.KindDenied {
+		t.Fatalf("reveal, fetch, give up: %+v, want denied", res)
+	}
+	fetches := 0
+	for _, s := range spans.GetSpans() {
+		if s.Name == "maiden.http_fetch" {
+			fetches++
+		}
+		for _, a := range s.Attributes {
+			if v := a.Value.String(); strings.Contains(strings.ToLower(v), strings.ToLower(signingValue)) {
+				t.Errorf("span %s carries the revealed value: %s=%q", s.Name, a.Key, v)
+			}
+		}
+		if strings.Contains(strings.ToLower(s.Status.Description), strings.ToLower(signingValue)) {
+			t.Errorf("span %s's status carries the revealed value: %q", s.Name, s.Status.Description)
+		}
+	}
+	if fetches != 2 {
+		t.Fatalf("%d maiden.http_fetch spans, want the tool's 2 fetches", fetches)
+	}
+}

@@ -12,7 +12,9 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -24,6 +26,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
+
+// ErrRedirect is the error of an export the collector answered with a
+// redirect: the exporter does not follow one (noRedirect).
+var ErrRedirect = errors.New("the OTLP collector answered with a redirect, which maiden does not follow: set the endpoint to where it points")
 
 // Enabled reports whether the environment asks for traces to be exported:
 // an OTLP endpoint is set (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
@@ -71,8 +77,10 @@ func FromEnv(ctx context.Context) (oteltrace.TracerProvider, func(context.Contex
 
 // New is the tracer provider the environment, else s, asks for, batching
 // spans to an OTLP exporter, with service.name maiden unless
-// OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say another; shutdown
-// flushes and stops it. An endpoint set in the environment
+// OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say another, sampling
+// every call whatever the client's traceparent says unless
+// OTEL_TRACES_SAMPLER names a sampler, and never following a collector's
+// redirect (ErrRedirect); shutdown flushes and stops it. An endpoint set in the environment
 // (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT) wins
 // over s.Endpoint, and a protocol set there over s.Protocol; the exporter
 // reads its headers, timeout, certificates and compression from the same
@@ -101,7 +109,7 @@ func New(ctx context.Context, s Settings, getenv func(string) string) (tp oteltr
 		}
 		exp, err = otlptracegrpc.New(ctx, opts...)
 	case "http/protobuf":
-		var opts []otlptracehttp.Option
+		opts := []otlptracehttp.Option{otlptracehttp.WithProxy(noRedirect)}
 		if !fromEnv {
 			opts = append(opts, otlptracehttp.WithEndpointURL(tracesURL(s.Endpoint)))
 		}
@@ -116,8 +124,39 @@ func New(ctx context.Context, s Settings, getenv func(string) string) (tp oteltr
 	if err != nil {
 		return nil, none, fmt.Errorf("OTLP trace exporter: resource: %w", err)
 	}
-	p := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	popts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
+	if getenv("OTEL_TRACES_SAMPLER") == "" {
+		// The SDK's default sampler follows the parent's sampled flag,
+		// and a call's parent is the client's traceparent: any agent
+		// could then keep its calls out of the operator's traces by
+		// sending flags 00. The client's trace context says which trace
+		// a call joins, never whether maiden records it. An operator's
+		// OTEL_TRACES_SAMPLER is the SDK's to apply, as written.
+		popts = append(popts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample(),
+			sdktrace.WithRemoteParentNotSampled(sdktrace.AlwaysSample()))))
+	}
+	p := sdktrace.NewTracerProvider(popts...)
 	return p, p.Shutdown, nil
+}
+
+// noRedirect is the OTLP/HTTP exporter's proxy function: the
+// environment's proxy, as the exporter's own default, for the exports it
+// posts, and ErrRedirect for a request a redirect made (http.Client
+// follows them, and sets Response only on those). A redirect would send
+// the spans, which name hosts and tools, and the collector's credentials
+// in OTEL_EXPORTER_OTLP_HEADERS (copied onto the next request whatever
+// their name, unlike Authorization) wherever the collector points, plain
+// http to another machine included: the endpoint checked
+// (config.checkOTLPEndpoint) is the only place they go. It is the proxy
+// function rather than an http.Client's CheckRedirect because
+// WithHTTPClient would drop the certificates and timeout the exporter
+// reads from OTEL_EXPORTER_OTLP_*, while a proxy function keeps them.
+// gRPC has no redirects.
+func noRedirect(r *http.Request) (*url.URL, error) {
+	if r.Response != nil {
+		return nil, fmt.Errorf("%w (%s to %s://%s)", ErrRedirect, r.Response.Status, r.URL.Scheme, r.URL.Host)
+	}
+	return http.ProxyFromEnvironment(r)
 }
 
 // tracesURL is the URL spans are posted to over OTLP/HTTP for endpoint,

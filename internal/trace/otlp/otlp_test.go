@@ -2,13 +2,19 @@ package otlp
 
 import (
 	"context"
+	"encoding/pem"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/maiden-run/maiden/internal/trace"
 )
 
 // TestEnabledOnlyWhenAsked: off unless an OTLP endpoint is set; the SDK's
@@ -115,5 +121,105 @@ func TestNewFromSettings(t *testing.T) {
 		return map[string]string{"MAIDEN_TRACE_PROPAGATE": "a.example.com, b.example.com"}[k]
 	}, []string{"api.example.com"}); !slices.Equal(got, []string{"a.example.com", "b.example.com"}) {
 		t.Errorf("PropagateTo, environment over file: %v", got)
+	}
+}
+
+// TestExportFollowsNoRedirect: a collector that answers an export with a
+// redirect (to plain http on another port here) gets the export refused
+// with ErrRedirect, and the place it points to receives nothing: not the
+// spans, and not the collector's credentials (OTEL_EXPORTER_OTLP_HEADERS,
+// which net/http copies onto a redirect whatever their name). The
+// collector is a real TLS server on loopback whose certificate the
+// exporter trusts through OTEL_EXPORTER_OTLP_CERTIFICATE, so the
+// environment's TLS settings are shown to still apply; each way of
+// configuring the endpoint (agent.toml's, the environment's) and each kind
+// of redirect (a 307 re-posts the body, a 302 only the headers) is tried.
+func TestExportFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int64
+	var leaked atomic.Value
+	away := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		leaked.Store(r.Header.Get("X-Collector-Key"))
+	}))
+	t.Cleanup(away.Close)
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusFound} {
+		for _, fromEnv := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d/env=%v", code, fromEnv), func(t *testing.T) {
+				var reached atomic.Int64
+				collector := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					reached.Add(1)
+					http.Redirect(w, r, away.URL+"/v1/traces", code)
+				}))
+				t.Cleanup(collector.Close)
+				ca := filepath.Join(t.TempDir(), "collector.pem")
+				pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: collector.Certificate().Raw})
+				if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", ca)
+				t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-collector-key=s3cret")
+				t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+				s := Settings{Endpoint: collector.URL}
+				if fromEnv {
+					t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+					s = Settings{}
+				} else {
+					t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+				}
+				tp, stop, err := New(context.Background(), s, os.Getenv)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = stop(context.Background()) })
+				_, sp := tp.Tracer("test").Start(context.Background(), "maiden.call")
+				sp.End()
+				// ForceFlush returns once the export has been answered.
+				err = tp.(interface{ ForceFlush(context.Context) error }).ForceFlush(context.Background())
+				if reached.Load() == 0 {
+					t.Fatalf("the collector was never reached (flush: %v)", err)
+				}
+				if n := elsewhere.Load(); n != 0 {
+					t.Fatalf("the exporter followed the collector's %d redirect: %d request(s) reached %s, X-Collector-Key %q", code, n, away.URL, leaked.Load())
+				}
+				if !errors.Is(err, ErrRedirect) {
+					t.Fatalf("flush after a %d: %v, want ErrRedirect", code, err)
+				}
+			})
+		}
+	}
+}
+
+// TestClientCannotUnsampleTheCall: the agent's traceparent decides which
+// trace maiden's spans join, not whether they exist: a client whose
+// traceparent says "not sampled" (flags 00) still has its call's span
+// recorded and exported, since otherwise any agent could keep its calls
+// out of the operator's traces. An operator's own OTEL_TRACES_SAMPLER is
+// left to the SDK.
+func TestClientCannotUnsampleTheCall(t *testing.T) {
+	var got atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/traces" {
+			got.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(collector.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OTEL_TRACES_SAMPLER", "")
+	tp, stop, err := New(context.Background(), Settings{Endpoint: collector.URL}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	ctx := trace.Remote(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", "")
+	_, sp := tp.Tracer(trace.Scope).Start(ctx, "maiden.call")
+	recording, sampled := sp.IsRecording(), sp.SpanContext().IsSampled()
+	sp.End()
+	if err := tp.(interface{ ForceFlush(context.Context) error }).ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !recording || !sampled || got.Load() != 1 {
+		t.Fatalf("a client's traceparent with flags 00: span recording %v, sampled %v, %d exports reached the collector; want the call's span exported", recording, sampled, got.Load())
 	}
 }
