@@ -2,6 +2,7 @@ package callaudit
 
 import (
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 
@@ -18,7 +19,13 @@ import (
 func TunnelBody(t egress.Tunnel, decisions []api.Decision) map[string]any {
 	host := t.Host
 	if t.Port > 0 {
-		host = net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
+		// Brackets for an IPv6 literal only: a host the proxy redacted
+		// ([REDACTED:NAME].example.net) has a ':' and is not one.
+		if a, err := netip.ParseAddr(t.Host); err == nil && a.Is6() {
+			host = net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
+		} else {
+			host = t.Host + ":" + strconv.Itoa(t.Port)
+		}
 	}
 	body := map[string]any{"method": "CONNECT", "host": host, "allowed": t.Allowed, "rule": t.Rule}
 	if t.Reason != "" {

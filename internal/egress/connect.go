@@ -277,14 +277,20 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev.tool, ev.caller = s.policy.tool, s.caller
+	// A wrapped CLI holds its secrets' values (environment variables), so
+	// its CONNECT target, and the gate's words quoting it, may carry one
+	// (CONNECT VALUE.example.net:443): kept from the record, the caller's
+	// tunnel report (its audit record and span) and the session's
+	// refusal (shown to the agent), as the CLI's output is.
+	ev.scrub = p.gate.RedactorIfAny(s.policy)
 	authz, done := s.authorize, func(Tunnel) {}
 	if s.each != nil {
 		authz, done = s.each()
 	}
 	report := func() {
-		t := Tunnel{Host: ev.host, Port: ev.port, Allowed: ev.decision != "deny", Rule: ev.rule}
+		t := Tunnel{Host: ev.scrubbed(ev.host), Port: ev.port, Allowed: ev.decision != "deny", Rule: ev.rule}
 		if !t.Allowed {
-			t.Reason = ev.reason
+			t.Reason = ev.scrubbed(ev.reason)
 		}
 		done(t)
 	}
@@ -417,7 +423,7 @@ func (s *ProxySession) refuseTunnel(r *http.Request, ev *event, d Ruling, start 
 	s.proxy.gate.record(r.Context(), ev)
 	s.mu.Lock()
 	if s.refused == "" {
-		s.refused = d.Reason
+		s.refused = ev.scrubbed(d.Reason)
 	}
 	s.mu.Unlock()
 }

@@ -703,6 +703,18 @@ type event struct {
 	bytes                                        int64
 	addr                                         string
 	duration                                     time.Duration
+	// scrub, when set, is applied to the host, path and reason as they
+	// are recorded (scrubbed): a CONNECT's target is the text of a
+	// wrapped CLI that holds its secrets' values (ConnectProxy.serve).
+	scrub func(string) string
+}
+
+// scrubbed is s passed through e.scrub, if any.
+func (e *event) scrubbed(s string) string {
+	if e.scrub == nil {
+		return s
+	}
+	return e.scrub(s)
 }
 
 func (e *event) setTarget(t target) {
@@ -786,15 +798,15 @@ func (g *Gate) record(ctx context.Context, e *event) {
 	}
 	attrs = append(attrs,
 		slog.String("method", truncate(e.method, maxMethodLength)),
-		slog.String("host", e.host),
+		slog.String("host", e.scrubbed(e.host)),
 		slog.Int("port", e.port),
-		slog.String("path", e.path),
+		slog.String("path", e.scrubbed(e.path)),
 		slog.String("credential", truncate(e.credential, 128)),
 		slog.String("decision", e.decision),
 		slog.String("rule", e.rule),
 	)
 	if e.reason != "" {
-		attrs = append(attrs, slog.String("reason", e.reason))
+		attrs = append(attrs, slog.String("reason", e.scrubbed(e.reason)))
 	}
 	attrs = append(attrs,
 		slog.Int("status", e.status),

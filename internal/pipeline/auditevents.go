@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"github.com/maiden-run/maiden/api"
 
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/callegress"
@@ -45,5 +46,23 @@ func redactFetchBody(inv *invocation, body map[string]any) map[string]any {
 			body[k] = red(s)
 		}
 	}
+	redactDecisions(body, red)
 	return body
+}
+
+// redactDecisions passes the text of a fetch record's card decisions that
+// quotes what was asked (its target, the reason, the fix) through red:
+// the host and path a decision names are the tool's text as the record's
+// own are.
+func redactDecisions(body map[string]any, red func(string) string) {
+	ds, ok := body["decisions"].([]api.Decision)
+	if !ok || red == nil {
+		return
+	}
+	out := make([]api.Decision, len(ds))
+	for i, d := range ds {
+		d.Target, d.Reason, d.Fix = red(d.Target), red(d.Reason), red(d.Fix)
+		out[i] = d
+	}
+	body["decisions"] = out
 }

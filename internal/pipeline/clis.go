@@ -253,7 +253,12 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 				return authz, func(t egress.Tunnel) {
 					end(t.Host, t.Port, t.Allowed, t.Rule)
 					if audited {
-						auditEvent(ctx, b.trail, inv, store.AuditFetch, callaudit.TunnelBody(t, noted.list()))
+						// The proxy redacted the host and reason (the CLI
+						// holds its secrets' values); the cards' decisions
+						// quote the same host.
+						body := callaudit.TunnelBody(t, noted.list())
+						redactDecisions(body, b.gate.RedactorIfAny(inv.policy))
+						auditEvent(ctx, b.trail, inv, store.AuditFetch, body)
 					}
 				}
 			})
