@@ -13,6 +13,7 @@ import (
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/safetext"
 )
 
 // This file is the operator's side of agents: tokens, and the state store
@@ -123,11 +124,17 @@ func failed(stderr io.Writer, name string, err error) int {
 	return stateCode(err)
 }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, with the bidirectional, zero-width
+// and C1 controls an agent's text may hold as \u escapes (safetext.JSON):
+// the same JSON value for a script, which no longer reorders or hides
+// anything on the terminal an operator reads it on (encoding/json escapes
+// only the C0 controls).
 func printJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+	io.WriteString(w, safetext.JSON(b.String()))
 }
 
 func cmdAgentsToken(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {

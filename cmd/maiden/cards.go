@@ -340,7 +340,10 @@ func budgetLines(c api.Card) []string {
 	return out
 }
 
-// grantLists names a card's non-empty grant lists.
+// grantLists names a card's non-empty grant lists, escaped for the
+// terminal: a grant can hold what an agent wrote (an always-card is the
+// approved call's rendering, whose quoted values keep control and bidi
+// characters; a derived card's grants are the deriving agent's text).
 func grantLists(c api.Card) [][2]string {
 	var out [][2]string
 	for _, l := range []struct {
@@ -354,7 +357,7 @@ func grantLists(c api.Card) [][2]string {
 		for i, g := range l.gs {
 			s[i] = g.String()
 		}
-		out = append(out, [2]string{l.name, strings.Join(s, "; ")})
+		out = append(out, [2]string{l.name, terminalSafe(strings.Join(s, "; "))})
 	}
 	return out
 }

@@ -71,7 +71,7 @@ func (in *inbox) routes() http.Handler {
 	mux.HandleFunc("POST "+Path+"/cards/{id}/revoke", in.authed(in.revoke))
 	mux.HandleFunc("GET "+Path+"/static/{name}", in.static)
 	mux.HandleFunc(Path+"/", func(w http.ResponseWriter, r *http.Request) {
-		in.render(w, http.StatusNotFound, "error", &page{Title: "Not found", Error: "There is no page " + r.URL.Path + " in the inbox."})
+		in.render(w, http.StatusNotFound, "error", &page{Title: "Not found", Error: "There is no page " + linkText(r.URL.Path) + " in the inbox."})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range securityHeaders {
@@ -247,16 +247,25 @@ func (in *inbox) logout(w http.ResponseWriter, r *http.Request, op operator) {
 }
 
 // safeNext is where to go after logging in: a path of the inbox, never
-// another host (an open redirect).
+// another host (an open redirect), and never with a grant to preview: the
+// login form's next is whatever the link to it said, and the redirect
+// after the login is a same-origin navigation, which newly would take the
+// grant from.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, Path) || strings.ContainsAny(next, "\\\r\n\t") || strings.Contains(next, "..") {
 		return Path
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || (u.Path != Path && !strings.HasPrefix(u.Path, Path+"/")) {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || strings.Contains(u.Path, "..") || (u.Path != Path && !strings.HasPrefix(u.Path, Path+"/")) {
 		return Path
 	}
-	return next
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return Path
+	}
+	q.Del("grant")
+	out := url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: q.Encode()}
+	return out.String()
 }
 
 func (in *inbox) pending(w http.ResponseWriter, r *http.Request, op operator) {
@@ -273,7 +282,7 @@ func (in *inbox) pending(w http.ResponseWriter, r *http.Request, op operator) {
 func (in *inbox) approval(w http.ResponseWriter, r *http.Request, op operator) {
 	a, err := in.b.Approval(r.Context(), r.PathValue("id"))
 	if err != nil {
-		in.failed(w, op, "loading approval request "+r.PathValue("id"), err)
+		in.failed(w, op, "loading approval request "+linkText(r.PathValue("id")), err)
 		return
 	}
 	p := in.page(op, "pending", "Approval "+a.ID)
@@ -302,8 +311,14 @@ func (in *inbox) newly(r *http.Request, a Approval) *newlyView {
 	v := &newlyView{}
 	if a.Kind != KindBoundary {
 		// A grant to preview comes from the page's own preview form, never
-		// from another site's link: the always form carries it.
-		if site := r.Header.Get("Sec-Fetch-Site"); site == "" || site == "same-origin" || site == "none" {
+		// from a link an agent wrote: the always form carries it. Only a
+		// same-origin navigation is the form's. A link opened from another
+		// application (an MCP client, a terminal, a chat) is a navigation
+		// the user started (Sec-Fetch-Site: none), which sends the Strict
+		// cookie; a browser without Fetch Metadata sends no Sec-Fetch-Site;
+		// neither says where the query came from. (The login form's next
+		// never carries a grant: safeNext.)
+		if r.Header.Get("Sec-Fetch-Site") == "same-origin" {
 			v.Grant = strings.TrimSpace(r.URL.Query().Get("grant"))
 		}
 		if v.Grant == "" {
@@ -471,6 +486,18 @@ func (in *inbox) static(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 	}
 	w.Write(data)
+}
+
+// linkText is a part of a URL as an error page repeats it: whoever wrote
+// the link (an agent's "approve it here") chose it, so it is escaped as
+// agent text is and cut, and cannot put a bidi-reordered or page-long
+// sentence of its own on the inbox's pages.
+func linkText(s string) string {
+	v := show(s)
+	if v.More > 0 {
+		return v.Head + "…"
+	}
+	return v.Head
 }
 
 // failed answers a backend error of an operator's action: the backend's

@@ -707,15 +707,18 @@ func TestSessionTable(t *testing.T) {
 // FuzzSafeNext: whatever the login's next parameter says, the redirect
 // stays on this server and inside the inbox.
 func FuzzSafeNext(f *testing.F) {
-	for _, s := range []string{"/ui", "/ui/approvals/x", "//evil.example", "https://evil.example/ui", `/ui\evil`, "/ui/../x", "/ui%2f..%2f", "/ui/?next=//x"} {
+	for _, s := range []string{"/ui", "/ui/approvals/x", "//evil.example", "https://evil.example/ui", `/ui\evil`, "/ui/../x", "/ui%2f..%2f", "/ui/?next=//x", "/ui/%2E%2E/mcp", "/ui/approvals/x?grant=approve%3Aalways+x&grant=y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, next string) {
 		got := safeNext(next)
 		u, err := url.Parse(got)
 		if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.HasPrefix(got, "//") ||
-			(u.Path != "/ui" && !strings.HasPrefix(u.Path, "/ui/")) || strings.ContainsAny(got, "\\\r\n\t") {
+			(u.Path != "/ui" && !strings.HasPrefix(u.Path, "/ui/")) || strings.ContainsAny(got, "\\\r\n\t") || strings.Contains(u.Path, "..") {
 			t.Fatalf("safeNext(%q) = %q leaves the inbox", next, got)
+		}
+		if u.Query().Has("grant") {
+			t.Fatalf("safeNext(%q) = %q carries a grant to preview", next, got)
 		}
 	})
 }

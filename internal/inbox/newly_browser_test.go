@@ -2,6 +2,7 @@ package inbox_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,17 @@ func TestBrowserNewlyPossible(t *testing.T) {
 	}
 	if strings.Contains(got, "--message=alice") {
 		t.Fatalf("bob's own always-grant would not have let alice's call through, yet the page lists it:\n%s", got)
+	}
+
+	// The same broader grant in a link opened from outside the page (an
+	// agent's "approve it here", opened from an MCP client or typed in):
+	// Chromium sends it as a navigation the user started, with the Strict
+	// cookie, but the always form keeps the request's own grant.
+	do("open a link naming a broader grant",
+		chromedp.Navigate(e.url+"/ui/approvals/"+idBob+"?grant="+url.QueryEscape("approve:always echo --message=*")),
+		chromedp.WaitVisible(chromedp.ID("newly-"+idBob)))
+	if v, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS("#req-"+idBob+" form.always input[name=grant]"))); err != nil || v != "approve:always echo --message=bob" {
+		t.Fatalf("a link from outside the page chose the always form's grant: %q (%v), want the request's own", v, err)
 	}
 
 	// A broader grant, previewed: both asked calls.
