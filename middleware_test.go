@@ -757,3 +757,43 @@ use = "withhold"
 		t.Fatalf("the withheld call's log lines passed no redact layer: %q", lines)
 	}
 }
+
+// TestRewriteRecheckedByOuterLayers (review of the middleware chain): a
+// layer that rewrites the input after a validate or an approve layer
+// cannot carry the call past them. The validate layer's check is asked
+// again on the rewritten input and refuses it; an approve layer whose
+// condition did not hold on the agent's input and holds on the rewritten
+// one refuses the call (a human would have been asked). Before, the call
+// ran as rewritten (paris → Paris) with neither.
+func TestRewriteRecheckedByOuterLayers(t *testing.T) {
+	for _, tc := range []struct{ name, layer, want string }{
+		{"validate", `use = "validate"
+check = 'args.city != "Paris"'
+message = "Paris is closed"`, `refused by policy: the input a middleware rewrote is refused by an earlier rule: Paris is closed`},
+		{"approve", `use = "approve"
+when = 'args.city == "Paris"'`, `refused by policy: a middleware rewrote the input into a call an earlier approve rule would ask a human about`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[middleware.city]
+path = "`+testkit.Middleware(t, "city")+`"
+[[middleware]]
+`+tc.layer+`
+[[middleware]]
+use = "city"
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+			res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"x","city":"paris"}`, ApprovalWait: -1})
+			wantKind(t, res, maiden.KindDenied, tc.want)
+			if n := len(trail(t, h, "call-admitted")); n != 0 {
+				t.Errorf("the rewritten call ran (%d admitted records)", n)
+			}
+			// Not rewritten: the layers decide as before.
+			res = mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"message":"x","city":"Rome"}`, ApprovalWait: -1})
+			if !res.OK {
+				t.Fatalf("a call no layer minds: %+v %+v", res, res.Error)
+			}
+		})
+	}
+}

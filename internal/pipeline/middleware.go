@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/callaudit"
@@ -73,10 +74,19 @@ func (s middlewareStage) chain(next handler) handler {
 			if err := inv.render(); err != nil {
 				return inv.fail(KindInput, "input cannot be rendered for the policy: "+err.Error())
 			}
-			for _, m := range layers {
+			// seen: the call as each layer saw it (recheckOuter).
+			seen := make([]chain.Call, 0, len(layers))
+			for i, m := range layers {
+				seen = append(seen, inv.chainCall())
+				n := len(inv.trail)
 				done, err := s.beforeTraced(ctx, inv, m)
 				if err != nil || done {
 					return err
+				}
+				if len(inv.trail) > n && inv.trail[len(inv.trail)-1].Verdict == "rewrite" {
+					if done, err := s.recheckOuter(ctx, inv, layers[:i], seen, m); err != nil || done {
+						return err
+					}
 				}
 			}
 			inv.wrapLogs()
@@ -98,6 +108,52 @@ func (s middlewareStage) chain(next handler) handler {
 		}
 		return nil
 	}
+}
+
+// recheckOuter asks the layers before by (outer, which saw the calls in
+// seen) about the input by rewrote, where their decision reads only the
+// arguments: a validate layer's check, and whether an approve layer's
+// condition holds. Otherwise an inner layer could rewrite a call into one
+// an outer validate refuses, or one an approve layer would have sent to a
+// human, and it would run (the docs' advice, rewriting layers first, was
+// the only guard). An approve layer whose condition held already asked a
+// human about the call before the rewrite; runApproved refuses the call
+// then (its input changed after it was approved). Rate limits and quotas
+// (they count) and components (they may rewrite in turn) are not asked
+// again.
+func (s middlewareStage) recheckOuter(ctx context.Context, inv *invocation, outer []config.Middleware, seen []chain.Call, by config.Middleware) (done bool, err error) {
+	refuse := func(msg string) (bool, error) {
+		inv.trail = append(inv.trail, verdict{Rule: by.Rule, Use: by.Use, Verdict: "reject", Detail: "rewrite refused: " + msg})
+		return true, inv.fail(KindDenied, "refused by policy: "+msg)
+	}
+	now := inv.chainCall()
+	for j, o := range outer {
+		if o.Use != config.UseValidate && o.Use != config.UseApprove {
+			continue
+		}
+		ok, step := chain.Applies(ctx, o, now)
+		if step.Refused != nil {
+			return inv.step(step) // a condition that cannot be evaluated denies
+		}
+		if !ok {
+			continue
+		}
+		switch o.Use {
+		case config.UseValidate:
+			step, _, err := s.layers.Before(ctx, o, now)
+			if err != nil {
+				return true, err
+			}
+			if step.Refused != nil {
+				return refuse(fmt.Sprintf("the input a middleware rewrote is refused by an earlier rule: %s", step.Refused.Message))
+			}
+		case config.UseApprove:
+			if before, _ := chain.Applies(ctx, o, seen[j]); !before {
+				return refuse("a middleware rewrote the input into a call an earlier approve rule would ask a human about; put layers that rewrite before approve layers")
+			}
+		}
+	}
+	return false, nil
 }
 
 // beforeTraced is before in a span of its own when tracing is on.
