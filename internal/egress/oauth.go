@@ -41,6 +41,14 @@ const RuleOAuth2Token = "oauth2-token"
 // maxTokenResponse bounds a token endpoint's answer.
 const maxTokenResponse = 64 << 10
 
+// maxTokenLife bounds how long an access token is used before the host
+// asks for a new one, whatever expires_in the endpoint gave: the endpoint
+// is not trusted to say "for ever" (a lifetime in seconds that does not fit
+// a time.Duration would otherwise wrap around, to a token asked for on
+// every call), and a token the issuer can no longer revoke by expiry
+// should not outlive a day. Asking once a day costs nothing.
+const maxTokenLife = 24 * time.Hour
+
 // tokenKey names one cached token: the secret, its endpoint, client,
 // scopes and grant, and the digest of its values (the client secret or
 // refresh token, and a client secret part): a rotated secret, or a changed
@@ -284,9 +292,10 @@ func (g *Gate) requestToken(ctx context.Context, p *Policy, name string, spec cr
 	if !strings.EqualFold(tr.TokenType, "bearer") || !credential.HeaderValue(tr.AccessToken) {
 		return tokenEntry{}, deny(RuleOAuth2Token, "credential %s: the token endpoint %s gave a token maiden cannot send as a bearer token", quote(name), quote(t.host))
 	}
-	life := time.Duration(tr.ExpiresIn) * time.Second
-	if tr.ExpiresIn <= 0 {
-		life = 5 * time.Minute // no expiry given: ask again soon rather than never
+	life := 5 * time.Minute // no expiry given: ask again soon rather than never
+	if tr.ExpiresIn > 0 {
+		// Bounded in seconds, before the multiplication can overflow.
+		life = time.Duration(min(tr.ExpiresIn, int64(maxTokenLife/time.Second))) * time.Second
 	}
 	now := g.now()
 	e := tokenEntry{Token: tr.AccessToken, Expires: now.Add(life), Scopes: strings.Join(spec.Scopes, " ")}

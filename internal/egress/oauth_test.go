@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -44,6 +45,9 @@ type authServer struct {
 	// The refresh grant: each refresh token a token request sent, and
 	// each one the server answered with (it rotates them).
 	refreshSent, refreshIssued []string
+	// expiresIn, when not 0, replaces the expires_in of every token the
+	// server issues (a hostile or broken endpoint's lifetime).
+	expiresIn atomic.Int64
 }
 
 func startAuthServer(t *testing.T) *authServer {
@@ -89,11 +93,19 @@ func startAuthServer(t *testing.T) *authServer {
 			as.refreshIssued = append(as.refreshIssued, tr.RefreshToken)
 		}
 		as.mu.Unlock()
+		body := rec.Body.Bytes()
+		if n := as.expiresIn.Load(); n != 0 && tr.AccessToken != "" {
+			var m map[string]any
+			json.Unmarshal(body, &m)
+			m["expires_in"] = n
+			body, _ = json.Marshal(m)
+			rec.Header().Del("Content-Length")
+		}
 		for k, v := range rec.Header() {
 			w.Header()[k] = v
 		}
 		w.WriteHeader(rec.Code)
-		w.Write(rec.Body.Bytes())
+		w.Write(body)
 	}))
 	as.srv.Listener.Close()
 	as.srv.Listener = l
@@ -250,6 +262,47 @@ func TestOAuth2ClientCredentials(t *testing.T) {
 		if strings.Contains(w.e.audit.raw(), tok) || strings.Contains(w.e.audit.raw(), "verysecret") {
 			t.Error("the audit log holds a token or the client secret")
 		}
+	}
+}
+
+// TestOAuth2HostileExpiresIn: the token endpoint's expires_in is its own
+// word, and a lifetime that does not fit a time.Duration in nanoseconds
+// (more than some 292 years) must not wrap around: to a negative lifetime,
+// which made every call ask for a new token (the endpoint hammered, the
+// cache useless), or to one of a fraction of a second. However long the
+// endpoint says, a token is used for at most maxTokenLife before the host
+// asks again; a 401 still replaces it sooner.
+func TestOAuth2HostileExpiresIn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		secs int64
+	}{
+		{"wraps negative", 9223372037},      // * 1e9 is past math.MaxInt64
+		{"wraps to 0.29s", 18446744074},     // * 1e9 wraps to 290448384 ns
+		{"largest int64", math.MaxInt64},    // the most JSON can say here
+		{"ten years", 10 * 365 * 24 * 3600}, // fits, but beyond the bound
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newOAuthWorld(t, "verysecret")
+			w.as.expiresIn.Store(tc.secs)
+			for i := range 3 {
+				if _, ferr := w.fetch(t); ferr != nil {
+					t.Fatalf("call %d: %v", i, ferr)
+				}
+			}
+			if n := w.as.requests.Load(); n != 1 {
+				t.Fatalf("expires_in %d: 3 calls made %d token requests, want 1 (the token cached)", tc.secs, n)
+			}
+			w.clock.Store(int64(maxTokenLife - 2*time.Minute))
+			if _, ferr := w.fetch(t); ferr != nil || w.as.requests.Load() != 1 {
+				t.Fatalf("before the bound: %v, %d token requests, want 1", ferr, w.as.requests.Load())
+			}
+			w.clock.Store(int64(maxTokenLife))
+			if _, ferr := w.fetch(t); ferr != nil || w.as.requests.Load() != 2 {
+				t.Fatalf("expires_in %d, %s later: %v, %d token requests, want 2 (a token is used for at most %s)",
+					tc.secs, maxTokenLife, ferr, w.as.requests.Load(), maxTokenLife)
+			}
+		})
 	}
 }
 

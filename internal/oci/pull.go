@@ -72,10 +72,11 @@ func (o *PullOptions) remote(ctx context.Context, r Ref) (ro []remote.Option, do
 		kc = authn.DefaultKeychain
 	}
 	base, _ := o.transport(registryHost(r.Registry))
+	sk, _ := kc.(secretKeychain)
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(kc),
-		remote.WithTransport(capTransport{base: base, registry: registryHost(r.Registry), loopback: r.Loopback()}),
+		remote.WithTransport(capTransport{base: base, registry: registryHost(r.Registry), loopback: r.Loopback(), login: sk.login}),
 		// One attempt: a registry that is down is reported at once, naming
 		// it, rather than after a backoff.
 		remote.WithRetryBackoff(remote.Backoff{Steps: 1}),
@@ -312,13 +313,15 @@ func checkDigest(b []byte, want string) error {
 }
 
 // capTransport enforces the size caps on what a registry sends, the
-// plain-HTTP rule and the redirect rules (checkRedirect) on every request
+// plain-HTTP rule, the redirect rules (checkRedirect) and where a secret's
+// login may go (checkLogin) on every request
 // go-containerregistry makes (the registry, its token service, a blob
 // redirect).
 type capTransport struct {
 	base     http.RoundTripper
 	registry string // host[:port] as go-containerregistry names it
 	loopback bool   // the registry is on loopback
+	login    bool   // a maiden secret's USER:PASSWORD logs in (checkLogin)
 }
 
 func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -327,6 +330,9 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	req, err := t.checkRedirect(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.checkLogin(req); err != nil {
 		return nil, err
 	}
 	resp, err := t.base.RoundTrip(req)
