@@ -3,11 +3,17 @@ package maiden_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // TestBudgetsOnCalls: system grants with budgets (agent.toml) through
@@ -95,5 +101,136 @@ grants = [
 	}
 	if refused != 2 {
 		t.Fatalf("%d call-refused records name the exhausted budget, want 2", refused)
+	}
+}
+
+// TestBudgetBytesOutWebFetch: the bytes a web_fetch call sends (method,
+// URL, headers and body, as an http-fetch's) are charged to the bytes_out
+// budget of the card that allowed it, so a card of bytes_out=100 lets one
+// call send its 4,000-byte body and refuses the next before it reaches the
+// server. (Metered only for http-fetch, web_fetch's requests were charged
+// nothing: every call was admitted, each sending up to 2 MiB.)
+func TestBudgetBytesOutWebFetch(t *testing.T) {
+	var hits, got atomic.Int64
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		n, _ := io.Copy(io.Discard, r.Body)
+		got.Add(n)
+	}), "api.example.com")
+	u, _ := url.Parse(srv.URL)
+	port := u.Port()
+	h := newHostWith(t, `version = 1
+[agents.a]
+grants = [{ grant = "tool:invoke web_fetch --...", budget = "bytes_out=100" }, "network:connect api.example.com"]
+[agents.a.tools.web_fetch]
+http_allow = ["api.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = ["`+ca+`"]
+`, maiden.Options{Resolver: testkit.Loopback("api.example.com")})
+	ctx := context.Background()
+	in, _ := json.Marshal(map[string]any{"url": "https://api.example.com:" + port + "/upload", "method": "POST", "body": strings.Repeat("x", 4000)})
+	call := func() maiden.Result {
+		t.Helper()
+		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "web_fetch", Input: string(in)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call(); !res.OK || hits.Load() != 1 || got.Load() != 4000 {
+		t.Fatalf("the first web_fetch (100 bytes_out left): %+v (hits %d, %d bytes received)", res, hits.Load(), got.Load())
+	}
+	res := call()
+	exhausted := regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its bytes_out budget of 100 left, this call needs 1 \(agent "a"`)
+	if res.OK || res.Error.Kind != maiden.KindDenied || !exhausted.MatchString(res.Error.Message) {
+		t.Fatalf("a web_fetch after one that sent 4,000 bytes on bytes_out=100: %+v (hits %d), want denied budget-exhausted", res, hits.Load())
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the server was reached %d times, want once", n)
+	}
+	var charged int64
+	cs, err := h.Cards(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		for _, b := range c.Budgets {
+			if b.Key == "bytes_out" {
+				charged = b.Spent
+			}
+		}
+	}
+	// At least the body, the method and the URL.
+	if min := int64(4000 + len("POST") + len("https://api.example.com:"+port+"/upload")); charged < min {
+		t.Fatalf("bytes_out spent %d, want at least %d", charged, min)
+	}
+}
+
+// TestBudgetBytesOutWrappedCLI: what a wrapped CLI sends through maiden's
+// CONNECT proxy (each tunnel's ClientHello and every byte after it) is
+// charged to the bytes_out budget of the card that allowed the call, as a
+// tool's http-fetches are: a curl posting 4,000 bytes on bytes_out=100
+// runs once, and the next call is refused before it starts. (The proxy
+// counted nothing: every call was admitted.)
+func TestBudgetBytesOutWrappedCLI(t *testing.T) {
+	var hits, got atomic.Int64
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		n, _ := io.Copy(io.Discard, r.Body)
+		got.Add(n)
+	}), "api.example.com")
+	u, _ := url.Parse(srv.URL)
+	port := u.Port()
+	h := newHostWith(t, `version = 1
+[clis.curl]
+path = "/usr/bin/curl"
+option_style = "separate"
+command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "show-error", "kind": "bool"}, {"name": "data"}], "positionals": [{"name": "url"}]}'
+read_paths = ["`+filepath.Dir(ca)+`"]
+http_allow = ["api.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+timeout_ms = 10000
+[agents.a]
+tools = ["curl"]
+grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100" }, "network:connect api.example.com"]
+`, maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com")})
+	ctx := context.Background()
+	in, _ := json.Marshal(map[string]any{"cacert": ca, "silent": true, "show-error": true, "data": strings.Repeat("x", 4000), "url": "https://api.example.com:" + port + "/upload"})
+	call := func() maiden.Result {
+		t.Helper()
+		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "curl", Input: string(in)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call(); !res.OK || hits.Load() != 1 || got.Load() != 4000 {
+		t.Fatalf("the first curl (100 bytes_out left): %+v %+v (hits %d, %d bytes received)", res, res.Error, hits.Load(), got.Load())
+	}
+	res := call()
+	exhausted := regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its bytes_out budget of 100 left, this call needs 1 \(agent "a"`)
+	if res.OK || res.Error.Kind != maiden.KindDenied || !exhausted.MatchString(res.Error.Message) {
+		t.Fatalf("a curl after one that sent 4,000 bytes on bytes_out=100: %+v %+v (hits %d), want denied budget-exhausted", res, res.Error, hits.Load())
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the server was reached %d times, want once", n)
+	}
+	cs, err := h.Cards(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var charged int64
+	for _, c := range cs {
+		for _, b := range c.Budgets {
+			if b.Key == "bytes_out" {
+				charged = b.Spent
+			}
+		}
+	}
+	// At least the body (inside TLS, with the ClientHello before it).
+	if charged < 4000 {
+		t.Fatalf("bytes_out spent %d, want at least the 4,000 bytes of the body", charged)
 	}
 }

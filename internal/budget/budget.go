@@ -3,7 +3,8 @@
 // allowed a call by a card with a budget, Reserve spends one call and the
 // tool's cost on that card and its ancestors in the store (or refuses the
 // call, naming the card, the budget and what is left); the Meter then
-// counts the bytes the call sends through http-fetch, and End charges them
+// counts the bytes the call sends (through http-fetch, web_fetch, or a
+// wrapped CLI's CONNECT tunnels), and End charges them
 // and the call's wall time however the call ended (a result, a crash, a
 // deadline, a kill).
 //
@@ -40,6 +41,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/cards"
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/store"
 )
@@ -113,6 +115,41 @@ func (m *Meter) Fetch(f sandbox.FetchFunc) sandbox.FetchFunc {
 			m.bytes.Add(RequestBytes(req))
 		}
 		return resp, ferr
+	}
+}
+
+// SendFunc is how a host built-in sends a request through the egress gate
+// (web_fetch's: session.WebFetch.Send).
+type SendFunc func(ctx context.Context, p *egress.Policy, r egress.Request) (*egress.Response, *egress.FetchError)
+
+// Send wraps a host built-in's egress send as Fetch wraps a tool's
+// http-fetch: web_fetch sends what its input says (a body of up to 2 MiB
+// a call) to the hosts its binding allows, and a bytes_out budget that
+// counted only http-fetch would admit every such call, each charged
+// nothing. A request the policy refused sent nothing.
+func (m *Meter) Send(send SendFunc) SendFunc {
+	if m == nil {
+		return send
+	}
+	return func(ctx context.Context, p *egress.Policy, r egress.Request) (*egress.Response, *egress.FetchError) {
+		resp, ferr := send(ctx, p, r)
+		if ferr == nil || ferr.Kind != egress.FetchDenied {
+			n := len(r.Method) + len(r.URL) + len(r.Body)
+			for _, h := range r.Headers {
+				n += len(h.Name) + len(h.Value)
+			}
+			m.bytes.Add(int64(n))
+		}
+		return resp, ferr
+	}
+}
+
+// Tunnelled counts n bytes a wrapped CLI sent through maiden's CONNECT
+// proxy (egress.ProxySession.Sent) against bytes_out: the same budget
+// must not be spent through http-fetch and be free through a tunnel.
+func (m *Meter) Tunnelled(n int64) {
+	if m != nil && n > 0 {
+		m.bytes.Add(n)
 	}
 }
 

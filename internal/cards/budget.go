@@ -22,7 +22,8 @@ const (
 	// such as http-fetch included, a human's approval not).
 	BudgetWallMS = "wall_ms"
 	// BudgetBytesOut counts the bytes the calls sent through http-fetch
-	// (URL, headers and body of each request).
+	// and web_fetch (method, URL, headers and body of each request) and
+	// through a wrapped CLI's CONNECT tunnels.
 	BudgetBytesOut = "bytes_out"
 	// BudgetCost counts cost units: each call costs its tool's cost
 	// (agent.toml, the tool's cost key; 1 when it declares none).

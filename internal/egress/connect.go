@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -90,7 +91,16 @@ type ProxySession struct {
 	tunnels map[net.Conn]struct{}
 	closed  bool
 	refused string // the first CONNECT the gate refused: its reason, rule included
+
+	sent atomic.Int64 // bytes its tunnels sent to servers (Sent)
 }
+
+// Sent is how many bytes the session's tunnels have sent to servers: each
+// allowed tunnel's ClientHello and everything the CLI sent after it (TLS
+// records, opaque to the proxy). The call's bytes_out budget charges them
+// as it charges a tool's http-fetch requests; read it after Close, when no
+// tunnel sends more.
+func (s *ProxySession) Sent() int64 { return s.sent.Load() }
 
 // Refusal is the reason (naming its rule) of the first CONNECT of this
 // session the gate refused, or "" if none was: what a CLI that then failed
@@ -405,12 +415,14 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	ev.duration = time.Since(start)
 	p.gate.record(r.Context(), &ev)
 	reportOnce()
-	if _, err := conn.Write(hello); err != nil {
+	n, err := conn.Write(hello)
+	s.sent.Add(int64(n))
+	if err != nil {
 		client.Close()
 		conn.Close()
 		return
 	}
-	tunnel(client, buf.Reader, conn)
+	tunnel(client, buf.Reader, conn, &s.sent)
 }
 
 // refuseTunnel records a refusal: the gate's audit event, and the
@@ -522,11 +534,11 @@ func (s *ProxySession) refuse(w http.ResponseWriter, r *http.Request, ev *event,
 
 // tunnel copies bytes both ways until either side ends, then closes both.
 // in holds what the client sent after the CONNECT head (a TLS ClientHello
-// may already be buffered).
-func tunnel(client net.Conn, in *bufio.Reader, server net.Conn) {
+// may already be buffered). What reaches the server is added to sent.
+func tunnel(client net.Conn, in *bufio.Reader, server net.Conn, sent *atomic.Int64) {
 	done := make(chan struct{}, 2)
 	go func() {
-		_, _ = io.Copy(server, in)
+		_, _ = io.Copy(countingWriter{server, sent}, in)
 		if tc, ok := server.(*net.TCPConn); ok {
 			_ = tc.CloseWrite()
 		}
@@ -543,4 +555,16 @@ func tunnel(client net.Conn, in *bufio.Reader, server net.Conn) {
 	<-done
 	client.Close()
 	server.Close()
+}
+
+// countingWriter adds what each Write sent to n.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n.Add(int64(k))
+	return k, err
 }

@@ -268,7 +268,13 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 		if err != nil {
 			return ran{}, nil, fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
 		}
-		defer sess.Close()
+		defer func() {
+			sess.Close()
+			// What its tunnels sent counts against the bytes_out budget of
+			// the card that allowed the call, as a tool's http-fetches do
+			// (read once closed: no tunnel sends more).
+			inv.budget.Tunnelled(sess.Sent())
+		}()
 		env = append(env, "HTTPS_PROXY="+sess.URL(), "https_proxy="+sess.URL())
 		proxyPort = proxy.Port()
 		refusal = sess.Refusal

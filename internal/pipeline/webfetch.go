@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/budget"
 	hostfs "github.com/maiden-run/maiden/internal/builtin"
 	"github.com/maiden-run/maiden/internal/callaudit"
 	"github.com/maiden-run/maiden/internal/callegress"
@@ -64,6 +65,15 @@ func (d *builtinDeps) webFetch(ctx context.Context, inv *invocation, _ store.Sto
 			}
 			return resp, ferr
 		}
+	}
+	if inv.budget != nil {
+		// Its requests count against the bytes_out budget of the card that
+		// allowed the call, as a tool's http-fetches do.
+		send := budget.SendFunc(d.gate.Fetch)
+		if w.Send != nil {
+			send = w.Send
+		}
+		w.Send = inv.budget.Send(send)
 	}
 	out, terr := w.Run(ctx, inv.cfg, inv.agent, s, walletAuthorizer(inv.wallet), []byte(inv.call.Input))
 	return out, found, terr, nil

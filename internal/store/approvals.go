@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -341,10 +342,22 @@ func (s *DB) RecentDenial(ctx context.Context, agent, tool, digest string, now t
 // runnerID names this process for the started calls it runs:
 // "HOST/PID/NONCE" (the nonce tells a reused PID apart from this process
 // only within this store instance's life; see MarkInterruptedOnStartup).
+// Every one made is kept in ownRunners.
 func runnerID() string {
 	host, _ := os.Hostname()
-	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + randomHex(4)
+	id := host + "/" + strconv.Itoa(os.Getpid()) + "/" + randomHex(4)
+	ownRunners.Store(id, struct{}{})
+	return id
 }
+
+// ownRunners are the runner IDs of this process's stores (runnerID): a
+// runner of this host and this process's PID that is not among them was
+// an earlier process that had the same PID, and is gone (runnerGone).
+// A container's maiden is PID 1 after every restart, and its hostname is
+// often stable: judged by the PID alone, the requests and started calls
+// of the maiden before the restart would never count as interrupted
+// (BOUNDARIES.md B16: pending boundary requests denied host_restarted).
+var ownRunners sync.Map
 
 // ConsumeAndStart consumes approved request id and marks its call started
 // by this process, in one transaction, if the call is to run under the

@@ -491,19 +491,30 @@ func testHostRestarted(t *testing.T, be backend) {
 	gone.runner = deadRunner(t) // the handle of a process that died
 	far := open(t, path, nil)
 	far.runner = "elsewhere.example/1/x" // a process of another host
+	// An earlier process of this host that had this process's PID (maiden
+	// restarted as PID 1 of a container with a stable hostname): its PID
+	// exists, yet it is gone.
+	host, _ := os.Hostname()
+	earlier := open(t, path, nil)
+	earlier.runner = host + "/" + strconv.Itoa(os.Getpid()) + "/earlier"
 	openSession(t, live, "a", "coder")
 	pendingGone := request(t, gone, "a", "p-gone", expansion("/srv/1", "read", "exact"))
+	pendingEarlier := request(t, earlier, "a", "p-earlier", expansion("/srv/5", "read", "exact"))
 	settledGone := request(t, gone, "a", "s-gone", expansion("/srv/2", "read", "exact"))
 	approved, _ := settle(t, live, settledGone.Handle, boundary.Allow())
 	pendingLive := request(t, live, "a", "p-live", expansion("/srv/3", "read", "exact"))
 	pendingFar := request(t, far, "a", "p-far", expansion("/srv/4", "read", "exact"))
 	n, err := live.DenyPendingBoundaryRequests(ctx, boundary.ReasonHostRestarted)
-	if err != nil || n != 1 {
-		t.Fatalf("DenyPendingBoundaryRequests = %d, %v; want 1", n, err)
+	if err != nil || n != 2 {
+		t.Fatalf("DenyPendingBoundaryRequests = %d, %v; want 2 (the dead process's and the earlier process's of the same PID)", n, err)
 	}
 	got, _ := live.BoundaryRequest(ctx, pendingGone.Handle)
 	if got.Request.Status != boundary.Denied || got.Request.Reason != boundary.ReasonHostRestarted || got.DecidedBy != "host" {
 		t.Fatalf("the dead process's request: %+v", got)
+	}
+	got, _ = live.BoundaryRequest(ctx, pendingEarlier.Handle)
+	if got.Request.Status != boundary.Denied || got.Request.Reason != boundary.ReasonHostRestarted || got.DecidedBy != "host" {
+		t.Fatalf("the request of an earlier process with this PID (B16): %+v, want denied host_restarted", got)
 	}
 	if cur, _ := live.BoundaryRequest(ctx, settledGone.Handle); !reflect.DeepEqual(cur, approved) {
 		t.Fatalf("a settled request changed: %+v", cur)
