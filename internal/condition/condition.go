@@ -77,7 +77,8 @@ var env = func() *cel.Env {
 		cel.ParserExpressionSizeLimit(MaxLen),
 		cel.ParserRecursionLimit(100),
 		cel.ExpressionNodeLimit(2000),
-		cel.RegexProgramSizeLimit(1000),
+		// Not cel.RegexProgramSizeLimit: it panics on "^[0-9]{4}$"
+		// (regex.go: MaxRegexInsts, checkRegexConstants, limitRegex).
 	)
 	if err != nil {
 		panic("condition: environment: " + err.Error())
@@ -123,6 +124,9 @@ func compile(expr string, want *types.Type) (*Condition, error) {
 		}
 		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("the result is %s, %s", t, what)}
 	}
+	if e := checkRegexConstants(ast.NativeRep()); e != nil {
+		return nil, e
+	}
 	est, err := env.EstimateCost(ast, sizeHint{})
 	if err != nil {
 		return nil, &Error{Msg: "cost estimate: " + err.Error()}
@@ -130,7 +134,7 @@ func compile(expr string, want *types.Type) (*Condition, error) {
 	if est.Max > MaxCost {
 		return nil, &Error{Line: 1, Column: 1, Msg: fmt.Sprintf("estimated cost %s exceeds the limit of %d (assuming inputs of at most %d elements or characters)", costString(est.Max), MaxCost, SizeHint)}
 	}
-	prg, err := env.Program(ast, cel.CostLimit(MaxCost), cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(64))
+	prg, err := env.Program(ast, cel.CostLimit(MaxCost), cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(64), cel.CustomDecoratorV2(limitRegex))
 	if err != nil {
 		return nil, &Error{Msg: err.Error()}
 	}

@@ -25,6 +25,13 @@
 // 100` works whether the JSON had 100 or 100.5. No extension library is
 // loaded: no function reads a clock, the environment, a file or the network,
 // and an unknown identifier (`env`, `request`) is a compile error.
+// A pattern of matches compiles to at most MaxRegexInsts instructions of
+// Go's matcher: a constant one over it is a compile error, one computed
+// from the call (`args.s.matches(args.p)`) a run-time error (regex.go;
+// cel-go's own limit panics on a counted repetition, `[0-9]{4}`). A
+// matches whose instructions × string bytes pass 4 M is a run-time error
+// before it runs: Go's matcher cannot be interrupted and the cost limit
+// is charged only after a call returns.
 // ArgsFromJSON gives integral JSON numbers that fit an int64 as int, other
 // numbers as double, so `args.count + 1` works.
 //

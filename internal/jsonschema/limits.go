@@ -259,10 +259,10 @@ func children(s *lib.Schema) []*lib.Schema {
 }
 
 // patternBudget enforces the pattern limits while a schema is compiled.
-// The library also compiles regular expressions during validation (format
-// "regex" on input strings); those are the input's, not the schema's, and
-// are only compiled (Go's compiler is linear in the pattern), so done turns
-// the budget off.
+// The library also asks the engine during validation (format "regex" on
+// input strings); those are the input's, not the schema's: done turns the
+// budget off, and once the copy is compiled the engine only parses them,
+// charged (parseRegex).
 type patternBudget struct {
 	seen     map[string]bool // the metaschema check sees each pattern again
 	bytes    int
@@ -273,6 +273,9 @@ type patternBudget struct {
 
 func (b *patternBudget) engine(c *compiledSchema) lib.RegexpEngine {
 	return func(p string) (lib.Regexp, error) {
+		if c.validating {
+			return c.parseRegex(p)
+		}
 		if b != nil && !b.done && !b.seen[p] {
 			if err := b.admit(p); err != nil {
 				if b.err == nil {
@@ -304,6 +307,23 @@ func (b *patternBudget) admit(p string) error {
 	}
 	b.maxInsts = max(b.maxInsts, n)
 	return nil
+}
+
+// parseRegex is format "regex" on an input's string: is it a regular
+// expression? Parsing says (compiling a parsed pattern cannot fail), and
+// only parsing is done, charged per byte first and refused past
+// maxRegexFormatBytes: Go's parser takes up to ~6 µs and ~2 KB per byte
+// (\pL is a class of hundreds of ranges), and its compiler turns \pL{1000}
+// (9 bytes) into a million instructions (~0.5 s and ~240 MB).
+func (c *compiledSchema) parseRegex(p string) (lib.Regexp, error) {
+	if len(p) > maxRegexFormatBytes {
+		return nil, fmt.Errorf("a pattern of %d bytes; maiden checks patterns of at most %d", len(p), maxRegexFormatBytes)
+	}
+	c.charge(0, 1+len(p)*regexParseUnits)
+	if _, err := syntax.Parse(p, syntax.Perl); err != nil {
+		return nil, err
+	}
+	return nil, nil // the library only asks whether it is one
 }
 
 // instructions is the size of the program Go's matcher runs for p, parsed

@@ -63,6 +63,16 @@ const (
 	maxNumberExponent = 1000
 )
 
+// Limits on format "regex" (asserted by drafts before 2019-09), which asks
+// of an input's string whether it is a regular expression: the string is
+// the agent's, parsed (parseRegex) at up to ~6 µs per byte, so it is
+// charged regexParseUnits match units per byte and one longer than
+// maxRegexFormatBytes is refused unparsed.
+const (
+	maxRegexFormatBytes = 16 << 10
+	regexParseUnits     = 4
+)
+
 // Limits on the work of one validation, whatever the call's deadline: with
 // the schema limits above they bound the host CPU and memory an input costs.
 // A check is one schema evaluated on one value, or one value a schema's
@@ -122,6 +132,9 @@ type Schema struct {
 	// subschema) and the largest pattern, to tell a validation that is
 	// surely short (run on the caller's goroutine) from one that may not be.
 	expansion, maxInsts int
+	// regexFormat: some schema says format "regex", whose check parses
+	// an input's strings (regexParseUnits a byte).
+	regexFormat bool
 
 	// fast checks inputs of a plain schema for a yes without the library
 	// (fast.go); nil for any other schema.
@@ -154,7 +167,12 @@ type compiledSchema struct {
 	match              int
 	explaining         bool
 
-	expansion int // see Schema
+	expansion   int  // see Schema
+	regexFormat bool // see Schema
+
+	// validating: the copy is compiled, so the regexp engine is asked
+	// only by format "regex", of an input's strings.
+	validating bool
 }
 
 // stopPanic unwinds a validation whose caller has gone; overPanic one that
@@ -219,7 +237,7 @@ func compileSchema(text string) *Schema {
 	if err != nil {
 		return &Schema{err: err}
 	}
-	return &Schema{text: text, idle: []*compiledSchema{c}, expansion: c.expansion, maxInsts: budget.maxInsts, fast: buildFast(doc, true)}
+	return &Schema{text: text, idle: []*compiledSchema{c}, expansion: c.expansion, maxInsts: budget.maxInsts, regexFormat: c.regexFormat, fast: buildFast(doc, true)}
 }
 
 const (
@@ -260,6 +278,7 @@ func compileCopy(doc any, budget *patternBudget) (*compiledSchema, error) {
 		return nil, fmt.Errorf("schema() is over a limit: %v", err)
 	}
 	instrument(s, cs)
+	cs.validating = true
 	return cs, nil
 }
 
@@ -280,6 +299,9 @@ func instrument(root *lib.Schema, c *compiledSchema) {
 			return // a metaschema is shared by every compiler; checkCompiled refuses it
 		}
 		e := &early{orig: s.Format}
+		if s.Format != nil && s.Format.Name == "regex" {
+			c.regexFormat = true
+		}
 		e.inPlace, e.perPart = fanOut(s)
 		hooks[s] = e
 		for _, k := range children(s) {
@@ -293,9 +315,10 @@ func instrument(root *lib.Schema, c *compiledSchema) {
 }
 
 func hook(s *lib.Schema, e *early, c *compiledSchema) {
-	if s.Format != nil && s.Format.Name == "regex" {
-		return // the library sends "regex" to the regexp engine, not the hook
-	}
+	// A format "regex" is hooked too: the library sends it to the
+	// regexp engine only when validating a schema against its
+	// metaschema; an input meets Format.Validate (the engine's
+	// parseRegex), as any other format.
 	if s.Types != nil && !s.Types.IsEmpty() {
 		e.types = s.Types.ToStrings()
 	}

@@ -141,6 +141,9 @@ func (s *Schema) validateSized(ctx context.Context, timeout time.Duration, size 
 	// (~10 ms) runs here, whatever ctx, in one pass: it can record few
 	// problems.
 	worst := size.nodes*s.expansion + size.bytes*s.maxInsts/64
+	if s.regexFormat {
+		worst += size.bytes * regexParseUnits
+	}
 	if worst <= maxInlineWork {
 		if in.fast(&neverStop) {
 			return true, nil
