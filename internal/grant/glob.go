@@ -71,32 +71,170 @@ func (g Glob) Covers(child Glob) bool {
 }
 
 // hasDotDotSegment reports whether s has a path segment "..".
-func hasDotDotSegment(s string) bool {
+func hasDotDotSegment(s string) bool { return nextDotDot(s, 0) >= 0 }
+
+// matchAroundDotDot is Match for a value with a ".." segment. No wildcard
+// may match a dot of such a segment, nor sit (matching nothing) between
+// its two dots, so the two dots of each segment are matched by two
+// adjacent dots the pattern spells, and the value between two segments by
+// the pattern between those spellings, as Match matches any value. The
+// search is over which spelling each segment's dots are: a pattern spells
+// ".." a few times at most, so it is linear in the value (an agent's, up
+// to the input limit, matched against every glob of a wallet), where the
+// exact table over pattern × value (guardedMatch) cost ~25 ms a glob for
+// a 1 MiB value. A pattern with more than maxDotDotSpellings of them (one
+// no grant needs) takes the table.
+func (g Glob) matchAroundDotDot(s string) bool {
+	t := g.tokens()
+	var spelt []int // where the pattern spells "..": two literal dots
+	for i := 0; i+1 < len(t); i++ {
+		if t[i] == '.' && t[i+1] == '.' {
+			spelt = append(spelt, i)
+		}
+	}
+	if len(spelt) == 0 {
+		return false
+	}
+	if len(spelt) > maxDotDotSpellings {
+		if !pieceMatch(t, s) {
+			return false // the table only refuses more
+		}
+		v := make([]int, len(s))
+		guard := make([]bool, len(s))
+		for i := range len(s) {
+			v[i] = int(s[i])
+			if isDotDotAt(s, i) {
+				guard[i], guard[i+1] = true, true
+			}
+		}
+		return guardedMatch(t, v, guard)
+	}
+	// at[x]: the segments so far can end with the last one's dots matched
+	// by the spelling spelt[x]. The segments are found as the search goes
+	// (nothing is kept per segment).
+	at, next := make([]bool, len(spelt)), make([]bool, len(spelt))
+	seg := nextDotDot(s, 0) // hasDotDotSegment: there is one
+	for x, o := range spelt {
+		at[x] = pieceMatch(t[:o], s[:seg])
+	}
 	for {
-		i := strings.Index(s, "..")
-		if i < 0 {
+		after := nextDotDot(s, seg+2)
+		if after < 0 {
+			break
+		}
+		between := s[seg+2 : after]
+		clear(next)
+		moved := false
+		for x, o := range spelt {
+			if !at[x] {
+				continue
+			}
+			for y := x + 1; y < len(spelt); y++ {
+				if !next[y] && spelt[y] >= o+2 && pieceMatch(t[o+2:spelt[y]], between) {
+					next[y], moved = true, true
+				}
+			}
+		}
+		if !moved {
 			return false
 		}
-		if (i == 0 || s[i-1] == '/') && (i+2 == len(s) || s[i+2] == '/') {
+		at, next, seg = next, at, after
+	}
+	rest := s[seg+2:]
+	for x, o := range spelt {
+		if at[x] && pieceMatch(t[o+2:], rest) {
 			return true
 		}
-		s = s[i+1:]
 	}
+	return false
 }
 
-// matchAroundDotDot is Match for a value with a ".." segment: an exact
-// search over every alignment in which no wildcard matches a dot of such a
-// segment, nor sits (matching nothing) between its two dots.
-func (g Glob) matchAroundDotDot(s string) bool {
-	v := make([]int, len(s))
-	guard := make([]bool, len(s))
-	for i := range len(s) {
-		v[i] = int(s[i])
-		if i+1 < len(s) && s[i] == '.' && s[i+1] == '.' && (i == 0 || s[i-1] == '/') && (i+2 == len(s) || s[i+2] == '/') {
-			guard[i], guard[i+1] = true, true
+// isDotDotAt reports whether a ".." segment of s starts at i.
+func isDotDotAt(s string, i int) bool {
+	return i+1 < len(s) && s[i] == '.' && s[i+1] == '.' && (i == 0 || s[i-1] == '/') && (i+2 == len(s) || s[i+2] == '/')
+}
+
+// nextDotDot is where the first ".." segment of s at or after from
+// starts, or -1.
+func nextDotDot(s string, from int) int {
+	for from < len(s) {
+		i := strings.Index(s[from:], "..")
+		if i < 0 {
+			return -1
+		}
+		if isDotDotAt(s, from+i) {
+			return from + i
+		}
+		from += i + 1
+	}
+	return -1
+}
+
+// maxDotDotSpellings bounds matchAroundDotDot's search (its work grows
+// with the square of the spellings).
+const maxDotDotSpellings = 8
+
+// pieceMatch reports whether the pattern symbols p (star for a wildcard,
+// any run of bytes) match all of v, as Match does: the literal runs before
+// the first star and after the last anchored, those between found leftmost
+// first (exact with '*' the only wildcard).
+func pieceMatch(p []int, v string) bool {
+	first := 0
+	for first < len(p) && p[first] != star {
+		first++
+	}
+	if first == len(p) {
+		return runAt(p, v, 0) && len(p) == len(v)
+	}
+	last := len(p)
+	for p[last-1] != star {
+		last--
+	}
+	pre, suf := p[:first], p[last:]
+	if len(pre)+len(suf) > len(v) || !runAt(pre, v, 0) || !runAt(suf, v, len(v)-len(suf)) {
+		return false
+	}
+	mid, rest := p[first:last], v[len(pre):len(v)-len(suf)]
+	for i := 0; i < len(mid); {
+		if mid[i] == star {
+			i++
+			continue
+		}
+		j := i
+		for j < len(mid) && mid[j] != star {
+			j++
+		}
+		k := indexRun(rest, mid[i:j])
+		if k < 0 {
+			return false
+		}
+		rest = rest[k+j-i:]
+		i = j
+	}
+	return true
+}
+
+// runAt reports whether the literal symbols r are v's bytes from i on.
+func runAt(r []int, v string, i int) bool {
+	if i < 0 || i+len(r) > len(v) {
+		return false
+	}
+	for k, c := range r {
+		if int(v[i+k]) != c {
+			return false
 		}
 	}
-	return guardedMatch(g.tokens(), v, guard)
+	return true
+}
+
+// indexRun is the first index of the literal symbols r in v, or -1.
+func indexRun(v string, r []int) int {
+	for i := 0; i+len(r) <= len(v); i++ {
+		if runAt(r, v, i) {
+			return i
+		}
+	}
+	return -1
 }
 
 // dotDotTokens marks the symbols of a pattern (tokens) that can be the dots
