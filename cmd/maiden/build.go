@@ -14,6 +14,7 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/safetext"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
@@ -88,7 +89,9 @@ func newBuilder(ctx context.Context, c *common, path, out string, stdout, stderr
 	if out == "" {
 		out = p.DefaultOutput()
 	}
-	tc, err := toolbuild.EnsureToolchain(ctx, &toolbuild.Options{Progress: stderr})
+	// The toolchain's progress quotes the project (a Go tool's own output
+	// while its init ran, in a snapshot warning): escaped, like its errors.
+	tc, err := toolbuild.EnsureToolchain(ctx, &toolbuild.Options{Progress: textWriter{stderr}})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden build:", err)
 		return builder{}, exitUsage
@@ -164,7 +167,7 @@ func (b builder) build(ctx context.Context) int {
 	fmt.Fprintf(b.stderr, "building %s (%s) from %s\n", p.Name, langNames[p.Lang], p.Source)
 	start := time.Now()
 	if err := b.tc.Build(ctx, p, b.out); err != nil {
-		fmt.Fprintln(b.stderr, "maiden build:", err)
+		fmt.Fprintln(b.stderr, "maiden build:", safetext.Text(err.Error()))
 		if errors.Is(err, toolbuild.ErrBuild) {
 			return exitTool
 		}
@@ -193,15 +196,29 @@ func (b builder) build(ctx context.Context) int {
 		err = infos[0].Error
 	}
 	if err != nil {
-		fmt.Fprintf(b.stderr, "maiden build: %s built but cannot be loaded: %v\n", b.out, err)
+		fmt.Fprintf(b.stderr, "maiden build: %s built but cannot be loaded: %s\n", b.out, safetext.Text(err.Error()))
 		if p.Lang == toolbuild.LangGo {
 			fmt.Fprintln(b.stderr, "  (a Go tool must call maiden.Register from an init function; `maiden call` shows the tool's log, where a panic's message is)")
 		}
 		return exitTrap
 	}
 	info := infos[0]
-	fmt.Fprintf(b.stdout, "%s: %s\n", p.Name, info.Description)
+	fmt.Fprintf(b.stdout, "%s: %s\n", terminalSafe(p.Name), terminalSafe(info.Description))
 	return exitOK
+}
+
+// textWriter escapes what is written through it as safetext.Text does
+// (lines stay lines): the messages of a build quote the project being
+// built, which can be anyone's (a project cloned from the internet), and
+// must not drive the terminal of whoever builds it. One write is one
+// message (the toolchain writes each progress line whole).
+type textWriter struct{ w io.Writer }
+
+func (t textWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, safetext.Text(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // watchInterval is how often -watch looks at the sources. Polling a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/internal/compcache"
+	"github.com/maiden-run/maiden/internal/safetext"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 	"github.com/maiden-run/maiden/internal/worker"
@@ -58,10 +59,10 @@ func (b builder) checkMiddleware(ctx context.Context) int {
 		err = fmt.Errorf("it is a %s component, not a middleware", t.World)
 	}
 	if err != nil {
-		fmt.Fprintf(b.stderr, "maiden build: %s built but cannot be loaded as a middleware: %v\n", b.out, err)
+		fmt.Fprintf(b.stderr, "maiden build: %s built but cannot be loaded as a middleware: %s\n", b.out, safetext.Text(err.Error()))
 		return exitTrap
 	}
-	fmt.Fprintf(b.stdout, "%s: %s\n", b.p.Name, t.Description)
+	fmt.Fprintf(b.stdout, "%s: %s\n", terminalSafe(b.p.Name), terminalSafe(t.Description))
 	return exitOK
 }
 

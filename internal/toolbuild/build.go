@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/maiden-run/maiden/wit"
 )
@@ -326,9 +327,18 @@ func (t *Toolchain) run(ctx context.Context, op string, req request, input []byt
 	return t.drive(ctx, op, work, req)
 }
 
+// driverTimeout bounds one run of the driver. componentize-js runs a
+// JavaScript tool's top-level code (under wizer) while it builds it: a
+// module whose top level never returns (a hostile or broken project) must
+// not hang maiden build, as snapshotTimeout bounds a Go tool's init. A JS
+// build takes 7-25 s, anything else about a second.
+var driverTimeout = 10 * time.Minute
+
 // drive runs the driver on req in work, a private temp dir holding its
 // input files, and returns what it wrote to its output.
 func (t *Toolchain) drive(ctx context.Context, op, work string, req request) ([]byte, error) {
+	runCtx, cancel := context.WithTimeout(ctx, driverTimeout)
+	defer cancel()
 	req.WorkDir = work
 	req.Output = filepath.Join(work, "out")
 	reqJSON, err := json.Marshal(req)
@@ -336,7 +346,7 @@ func (t *Toolchain) drive(ctx context.Context, op, work string, req request) ([]
 		return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
 	}
 
-	cmd := exec.CommandContext(ctx, t.node, t.driver)
+	cmd := exec.CommandContext(runCtx, t.node, t.driver)
 	cmd.Dir = work
 	// TMPDIR: componentize-js and wizer put their scratch files under
 	// os.tmpdir() and do not always clean up on failure; keeping them in
@@ -350,6 +360,9 @@ func (t *Toolchain) drive(ctx context.Context, op, work string, req request) ([]
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("toolbuild: %s: %w", op, ctx.Err())
+	}
+	if runCtx.Err() != nil {
+		return nil, &BuildError{Op: op, Msg: fmt.Sprintf("the build did not finish within %v and was stopped (a JavaScript tool's top-level code runs while it is built: does it return?)", driverTimeout)}
 	}
 	if runErr != nil {
 		for _, line := range strings.Split(stderr.String(), "\n") {

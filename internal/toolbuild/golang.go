@@ -107,7 +107,11 @@ func (t *Toolchain) buildGo(ctx context.Context, p Project) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("toolbuild: go build: %w", ctx.Err())
 		}
-		return nil, &BuildError{Op: "go build", Msg: goBuildMessage(out, err, displayDir(p.Dir))}
+		msg := goBuildMessage(out, err, displayDir(p.Dir))
+		if strings.Contains(out, "GOTOOLCHAIN=local") {
+			msg += " (maiden build does not let a project's go.mod download a Go toolchain: install that Go release, or set GOTOOLCHAIN, e.g. GOTOOLCHAIN=auto, to allow it)"
+		}
+		return nil, &BuildError{Op: "go build", Msg: msg}
 	}
 	b, err := os.ReadFile(core)
 	if err != nil {
@@ -156,7 +160,7 @@ func goBuild(ctx context.Context, gobin, dir, core string, extra []string) (stri
 	args := append([]string{"build", "-buildmode=c-shared", "-trimpath"}, extra...)
 	cmd := exec.CommandContext(ctx, gobin, append(args, "-o", core, ".")...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	cmd.Env = append(goEnviron(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	setProcessGroup(cmd)
@@ -166,13 +170,29 @@ func goBuild(ctx context.Context, gobin, dir, core string, extra []string) (stri
 
 var goVersionRE = regexp.MustCompile(`^go1\.(\d+)`)
 
-// checkGoVersion runs `go env GOVERSION` in dir (so that a go.mod toolchain
-// line takes effect) and refuses versions before 1.24.
+// goEnviron is the environment of every go command maiden build runs in a
+// project: maiden's own, with GOTOOLCHAIN=local unless that sets
+// GOTOOLCHAIN. Go's default (auto) lets a go.mod's go or toolchain line
+// name a newer release, which the go command then downloads and runs: a
+// project cloned from the internet would choose the compiler and make the
+// build fetch it. The operator's Go builds, or the one their environment's
+// GOTOOLCHAIN names.
+func goEnviron() []string {
+	env := os.Environ()
+	if _, set := os.LookupEnv("GOTOOLCHAIN"); !set {
+		env = append(env, "GOTOOLCHAIN=local")
+	}
+	return env
+}
+
+// checkGoVersion runs `go env GOVERSION` in dir (as the build will run, with
+// goEnviron) and refuses versions before 1.24.
 func checkGoVersion(ctx context.Context, gobin, dir string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gobin, "env", "GOVERSION")
 	cmd.Dir = dir
+	cmd.Env = goEnviron()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -1,12 +1,14 @@
 package toolbuild
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -231,5 +233,80 @@ func TestGoTemplateOnHost(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// TestGoModCannotSwitchToolchain: a project's go.mod does not make maiden
+// build download and run another Go toolchain (a go or toolchain line newer
+// than the installed Go, which GOTOOLCHAIN=auto, Go's default, fetches and
+// executes): the build runs the Go the operator installed, unless the
+// operator's environment sets GOTOOLCHAIN. GOPROXY=off: an attempt to
+// download fails at once, without dialling anything.
+func TestGoModCannotSwitchToolchain(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go in PATH")
+	}
+	out, err := exec.Command(gobin, "env", "GOVERSION").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := strings.TrimSpace(string(out))
+	// Go's own default, whatever this machine's go.env says: GOTOOLCHAIN
+	// auto in the go env file, nothing in the environment.
+	goenv := filepath.Join(t.TempDir(), "goenv")
+	if err := os.WriteFile(goenv, []byte("GOTOOLCHAIN=auto\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOENV", goenv)
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOTOOLCHAIN", "")
+	os.Unsetenv("GOTOOLCHAIN")
+
+	for _, gomod := range []string{
+		"module x\n\ngo 1.24\n\ntoolchain go1.99.0\n",
+		"module x\n\ngo 1.99.0\n",
+	} {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"go.mod": gomod, "main.go": "package main\n"})
+		v, err := checkGoVersion(ctxFor(t), gobin, dir)
+		if err != nil || v != local {
+			t.Errorf("go.mod %q: checkGoVersion = %q, %v; want the installed %s, not a download of go1.99.0", gomod, v, err, local)
+		}
+		if v, err := goEnv(ctxFor(t), gobin, dir, "GOVERSION"); err != nil || v != local {
+			t.Errorf("go.mod %q: go env GOVERSION = %q, %v; want the installed %s", gomod, v, err, local)
+		}
+	}
+
+	t.Run("the operator's GOTOOLCHAIN", func(t *testing.T) {
+		t.Setenv("GOTOOLCHAIN", "auto")
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"go.mod": "module x\n\ngo 1.24\n\ntoolchain go1.99.0\n", "main.go": "package main\n"})
+		_, err := checkGoVersion(ctxFor(t), gobin, dir)
+		if err == nil || !strings.Contains(err.Error(), "go1.99.0") {
+			t.Fatalf("err = %v, want go's download of go1.99.0 tried (and refused by GOPROXY=off): GOTOOLCHAIN set in the environment is the operator's choice", err)
+		}
+	})
+}
+
+// TestDriverRunIsBounded: componentize-js runs a JavaScript tool's top-level
+// code (under wizer) while it builds it, so a project whose top level never
+// returns (`while (true) {}`) would hang maiden build for ever. The driver's
+// run is bounded like the Go snapshot run (snapshotTimeout); here a node that
+// never finishes stands for it, since a real one spins at full CPU.
+func TestDriverRunIsBounded(t *testing.T) {
+	prev := driverTimeout
+	driverTimeout = 2 * time.Second
+	t.Cleanup(func() { driverTimeout = prev })
+	tc := &Toolchain{node: fakeExecutable(t, "node", "exec sleep 600\n"), driver: "build.mjs"}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "index.js")
+	writeFiles(t, dir, map[string]string{"index.js": "export function describe() { return 'x'; }\nwhile (true) {}\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := tc.Build(ctx, Project{Dir: dir, Name: "spin", Lang: LangJS, Source: src}, filepath.Join(dir, "spin.wasm"))
+	if !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), "did not finish within 2s") || !strings.Contains(err.Error(), "index.js") {
+		t.Fatalf("after %v: err = %v; want a build error of index.js saying the build did not finish within 2s", time.Since(start).Round(time.Millisecond), err)
 	}
 }

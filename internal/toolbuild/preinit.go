@@ -197,6 +197,7 @@ func goEnv(ctx context.Context, gobin, dir, name string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gobin, "env", name)
 	cmd.Dir = dir
+	cmd.Env = goEnviron()
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("running %s env %s: %w", gobin, name, err)
