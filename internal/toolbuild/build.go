@@ -351,7 +351,7 @@ func (t *Toolchain) drive(ctx context.Context, op, work string, req request) ([]
 	// TMPDIR: componentize-js and wizer put their scratch files under
 	// os.tmpdir() and do not always clean up on failure; keeping them in
 	// work means RemoveAll above does.
-	cmd.Env = append(os.Environ(), "TMPDIR="+work, "NODE_NO_WARNINGS=1")
+	cmd.Env = buildEnv("TMPDIR="+work, "NODE_NO_WARNINGS=1")
 	cmd.Stdin = bytes.NewReader(reqJSON)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout

@@ -178,7 +178,7 @@ var goVersionRE = regexp.MustCompile(`^go1\.(\d+)`)
 // build fetch it. The operator's Go builds, or the one their environment's
 // GOTOOLCHAIN names.
 func goEnviron() []string {
-	env := os.Environ()
+	env := buildEnv()
 	if _, set := os.LookupEnv("GOTOOLCHAIN"); !set {
 		env = append(env, "GOTOOLCHAIN=local")
 	}
@@ -477,4 +477,26 @@ func (r *wasmReader) u32() uint32 {
 	}
 	r.err = errors.New("malformed LEB128 number")
 	return 0
+}
+
+// secretEnvPrefix is egress.SecretEnvPrefix (toolbuild does not import the
+// gate; TestBuildEnvHoldsNoSecret checks they agree): the variables that
+// hold the values of maiden's secrets.
+const secretEnvPrefix = "MAIDEN_SECRET_"
+
+// buildEnv is the environment of the programs a build runs (go, node and
+// npm, wizer), extra appended: maiden's own without the values of its
+// secrets. No build needs one, and none of those programs runs a project's
+// code natively today (componentize-js gives the JS engine no environment,
+// the Go snapshot runs with --inherit-env false); kept out of their
+// environment, a secret cannot reach a component, a log or an error
+// through one of them later.
+func buildEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, secretEnvPrefix) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/maiden-run/maiden/internal/egress"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -308,5 +309,37 @@ func TestDriverRunIsBounded(t *testing.T) {
 	err := tc.Build(ctx, Project{Dir: dir, Name: "spin", Lang: LangJS, Source: src}, filepath.Join(dir, "spin.wasm"))
 	if !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), "did not finish within 2s") || !strings.Contains(err.Error(), "index.js") {
 		t.Fatalf("after %v: err = %v; want a build error of index.js saying the build did not finish within 2s", time.Since(start).Round(time.Millisecond), err)
+	}
+}
+
+// TestBuildEnvHoldsNoSecret: the programs a build runs get maiden's
+// environment without the values of its secrets (MAIDEN_SECRET_*): the
+// JS driver (a fake node here, which writes its environment down) and the
+// go command's environment (goEnviron). Other variables pass.
+func TestBuildEnvHoldsNoSecret(t *testing.T) {
+	if secretEnvPrefix != egress.SecretEnvPrefix {
+		t.Fatalf("secretEnvPrefix %q, the gate's %q", secretEnvPrefix, egress.SecretEnvPrefix)
+	}
+	t.Setenv("MAIDEN_SECRET_BUILDTEST", "s3cret-build-value")
+	t.Setenv("MAIDEN_BUILDTEST_PLAIN", "plain-value")
+	seen := filepath.Join(t.TempDir(), "env")
+	tc := &Toolchain{node: fakeExecutable(t, "node", "env > '"+seen+"'\nexit 1\n"), driver: "build.mjs"}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"index.js": "export function describe() { return 'x'; }\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := tc.Build(ctx, Project{Dir: dir, Name: "env", Lang: LangJS, Source: filepath.Join(dir, "index.js")}, filepath.Join(dir, "env.wasm")); err == nil {
+		t.Fatal("the fake driver's build succeeded")
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatalf("the fake node wrote no environment: %v", err)
+	}
+	if strings.Contains(string(b), "s3cret-build-value") || !strings.Contains(string(b), "MAIDEN_BUILDTEST_PLAIN=plain-value") {
+		t.Errorf("the build driver's environment: want MAIDEN_BUILDTEST_PLAIN and no MAIDEN_SECRET_ value:\n%s", b)
+	}
+	env := strings.Join(goEnviron(), "\n")
+	if strings.Contains(env, "s3cret-build-value") || !strings.Contains(env, "MAIDEN_BUILDTEST_PLAIN=plain-value") {
+		t.Errorf("the go command's environment holds a secret's value or lacks the plain variable")
 	}
 }

@@ -269,7 +269,7 @@ func (t *Toolchain) snapshotGo(ctx context.Context, core []byte, work string) ([
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, wizer, "--allow-wasi", "--inherit-env", "false", "--init-func", "_initialize", "-o", out, in)
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "RUST_BACKTRACE=0", "RUST_LIB_BACKTRACE=0", "WASMTIME_BACKTRACE_DETAILS=0")
+	cmd.Env = buildEnv("RUST_BACKTRACE=0", "RUST_LIB_BACKTRACE=0", "WASMTIME_BACKTRACE_DETAILS=0")
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	setProcessGroup(cmd)

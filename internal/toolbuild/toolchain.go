@@ -286,7 +286,7 @@ func install(ctx context.Context, cacheDir, dir, node, npm string, progress io.W
 	cmd.Dir = dir
 	// npm is a node script: make sure it runs on the node we validated,
 	// even if another one comes first in PATH.
-	cmd.Env = append(os.Environ(),
+	cmd.Env = buildEnv(
 		"PATH="+filepath.Dir(node)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"npm_config_update_notifier=false",
 	)
