@@ -111,14 +111,7 @@ grants = [
 // server. (Metered only for http-fetch, web_fetch's requests were charged
 // nothing: every call was admitted, each sending up to 2 MiB.)
 func TestBudgetBytesOutWebFetch(t *testing.T) {
-	var hits, got atomic.Int64
-	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		n, _ := io.Copy(io.Discard, r.Body)
-		got.Add(n)
-	}), "api.example.com")
-	u, _ := url.Parse(srv.URL)
-	port := u.Port()
+	hits, got, port, ca := uploadServer(t)
 	h := newHostWith(t, `version = 1
 [agents.a]
 grants = [{ grant = "tool:invoke web_fetch --...", budget = "bytes_out=100" }, "network:connect api.example.com"]
@@ -149,18 +142,7 @@ http_ca_files = ["`+ca+`"]
 	if n := hits.Load(); n != 1 {
 		t.Fatalf("the server was reached %d times, want once", n)
 	}
-	var charged int64
-	cs, err := h.Cards(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cs {
-		for _, b := range c.Budgets {
-			if b.Key == "bytes_out" {
-				charged = b.Spent
-			}
-		}
-	}
+	charged := budgetSpent(t, h, "a", "bytes_out")
 	// At least the body, the method and the URL.
 	if min := int64(4000 + len("POST") + len("https://api.example.com:"+port+"/upload")); charged < min {
 		t.Fatalf("bytes_out spent %d, want at least %d", charged, min)
@@ -174,14 +156,7 @@ http_ca_files = ["`+ca+`"]
 // runs once, and the next call is refused before it starts. (The proxy
 // counted nothing: every call was admitted.)
 func TestBudgetBytesOutWrappedCLI(t *testing.T) {
-	var hits, got atomic.Int64
-	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		n, _ := io.Copy(io.Discard, r.Body)
-		got.Add(n)
-	}), "api.example.com")
-	u, _ := url.Parse(srv.URL)
-	port := u.Port()
+	hits, got, port, ca := uploadServer(t)
 	h := newHostWith(t, `version = 1
 [clis.curl]
 path = "/usr/bin/curl"
@@ -217,20 +192,41 @@ grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100" },
 	if n := hits.Load(); n != 1 {
 		t.Fatalf("the server was reached %d times, want once", n)
 	}
-	cs, err := h.Cards(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var charged int64
-	for _, c := range cs {
-		for _, b := range c.Budgets {
-			if b.Key == "bytes_out" {
-				charged = b.Spent
-			}
-		}
-	}
+	charged := budgetSpent(t, h, "a", "bytes_out")
 	// At least the body (inside TLS, with the ClientHello before it).
 	if charged < 4000 {
 		t.Fatalf("bytes_out spent %d, want at least the 4,000 bytes of the body", charged)
 	}
+}
+
+// uploadServer is a TLS server on loopback for api.example.com that
+// counts the requests it gets (hits) and the body bytes it reads (got).
+func uploadServer(t *testing.T) (hits, got *atomic.Int64, port, ca string) {
+	hits, got = new(atomic.Int64), new(atomic.Int64)
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		n, _ := io.Copy(io.Discard, r.Body)
+		got.Add(n)
+	}), "api.example.com")
+	u, _ := url.Parse(srv.URL)
+	return hits, got, u.Port(), ca
+}
+
+// budgetSpent is what agent's cards have spent of their budget key (the
+// last card that has one).
+func budgetSpent(t *testing.T, h *maiden.Host, agent, key string) int64 {
+	t.Helper()
+	cs, err := h.Cards(context.Background(), agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spent int64
+	for _, c := range cs {
+		for _, b := range c.Budgets {
+			if b.Key == key {
+				spent = b.Spent
+			}
+		}
+	}
+	return spent
 }
