@@ -293,6 +293,11 @@ func CheckStateURL(raw string) error {
 		if strings.EqualFold(k, "password") {
 			return fmt.Errorf("the URL carries a password parameter: remove it and set PGPASSWORD or a ~/.pgpass entry instead")
 		}
+		// The passphrase of the client's TLS key (sslkey), which the
+		// driver reads from PGSSLPASSWORD too.
+		if strings.EqualFold(k, "sslpassword") {
+			return fmt.Errorf("the URL carries an sslpassword parameter (the passphrase of the client key): remove it and set PGSSLPASSWORD instead")
+		}
 	}
 	return nil
 }

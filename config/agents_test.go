@@ -258,6 +258,8 @@ func TestStateURL(t *testing.T) {
 			`agent.toml:12: state.url: the URL carries a password`},
 		{"password parameter", "[state]\nurl = \"postgres://maiden@db/maiden?sslmode=require&PassWord=" + secret + "\"\n",
 			`agent.toml:12: state.url: the URL carries a password parameter`},
+		{"sslpassword parameter", "[state]\nurl = \"postgres://maiden@db/maiden?sslmode=verify-full&sslkey=/k.pem&SSLPassword=" + secret + "\"\n",
+			`agent.toml:12: state.url: the URL carries an sslpassword parameter (the passphrase of the client key): remove it and set PGSSLPASSWORD instead`},
 		{"other scheme", "[state]\nurl = \"mysql://maiden@db/maiden\"\n",
 			`agent.toml:12: state.url: scheme "mysql": want postgres:// or postgresql://`},
 		{"not a URL", "[state]\nurl = \"postgres://maiden:" + secret + "@db:port/x\"\n",
