@@ -656,3 +656,32 @@ func TestOptionValueAt(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpShowsAccept: a program's help names the shapes a positional or
+// an option accepts (docs/command-model.md), so a caller knows which
+// values are refused before sending one; a WebAssembly tool's help does
+// not (its command tree refuses no shape).
+func TestHelpShowsAccept(t *testing.T) {
+	const desc = `{"maiden_command":1,"name":"tool","options":[{"name":"data","accept":["at"]},{"name":"plain"}],
+		"positionals":[{"name":"expr","accept":["plus","assignment"]},{"name":"file","variadic":true}]}`
+	prog, err := LoadProgram([]byte(desc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := prog.Help()
+	for _, want := range []string{"EXPR", "[accepts: plus, assignment]", "--data=STRING", "[accepts: at]"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q:\n%s", want, help)
+		}
+	}
+	if n := strings.Count(help, "[accepts:"); n != 2 {
+		t.Errorf("help names accepted shapes %d times, want 2 (expr, data):\n%s", n, help)
+	}
+	wasm, err := Load([]byte(desc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := wasm.Help(); strings.Contains(h, "accepts") {
+		t.Errorf("a WebAssembly tool's help names accepted shapes:\n%s", h)
+	}
+}

@@ -61,7 +61,7 @@ func (s *Spec) Help(path ...string) string {
 	if len(c.Positionals) > 0 {
 		b.WriteString("\nPositionals:\n")
 		for _, p := range c.Positionals {
-			fmt.Fprintf(&b, "  %-24s %s%s\n", strings.ToUpper(p.Name), p.Summary, valueNotes(p.Type, p.Enum, p.Required, "", false))
+			fmt.Fprintf(&b, "  %-24s %s%s%s\n", strings.ToUpper(p.Name), p.Summary, valueNotes(p.Type, p.Enum, p.Required, "", false), s.acceptNote(p.Accept))
 		}
 	}
 	if opts := c.visible(); len(opts) > 0 {
@@ -91,6 +91,7 @@ func (s *Spec) Help(path ...string) string {
 			if o.Env != "" {
 				notes += " [env " + o.Env + "]"
 			}
+			notes += s.acceptNote(o.Accept)
 			if o.owner != c {
 				notes += " (global)"
 			}
@@ -256,4 +257,19 @@ func (c *Command) ErrorFor(exitCode int) (DeclaredError, bool) {
 		}
 	}
 	return DeclaredError{}, false
+}
+
+// acceptNote names the shapes a program's positional or option takes
+// although programs read them as more than data ("" when none, and for a
+// WebAssembly tool, which refuses none): a caller reading help learns which
+// values are refused before it sends one.
+func (s *Spec) acceptNote(acc []Shape) string {
+	if !s.program || len(acc) == 0 {
+		return ""
+	}
+	names := make([]string, len(acc))
+	for i, a := range acc {
+		names[i] = string(a)
+	}
+	return " [accepts: " + strings.Join(names, ", ") + "]"
 }
