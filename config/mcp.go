@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/hostpattern"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -223,7 +224,7 @@ func (c *checker) importCredential(t Tool, b SecretDestination, line int, key st
 		if p == "" {
 			p = "/"
 		}
-		if pathPrefixProblem(p) != "" || !slices.ContainsFunc(b.PathPrefixes, func(pre string) bool { return underPathPrefix(p, pre) }) {
+		if pathPrefixProblem(p) != "" || !slices.ContainsFunc(b.PathPrefixes, func(pre string) bool { return egress.UnderPathPrefix(p, pre) }) {
 			refuse("its path %s is not under the path_prefixes of %s: %s", quoteShort(p), binding, tomlList(b.PathPrefixes))
 			return
 		}
@@ -275,16 +276,6 @@ func (c *checker) secretKeyLine(key string, def int) int {
 		return l
 	}
 	return def
-}
-
-// underPathPrefix is internal/egress's rule: a prefix ending in '/' is a
-// plain prefix; any other stops at a segment boundary ("/v1" covers "/v1"
-// and "/v1/x", not "/v10").
-func underPathPrefix(path, pre string) bool {
-	if strings.HasSuffix(pre, "/") {
-		return strings.HasPrefix(path, pre)
-	}
-	return path == pre || strings.HasPrefix(path, pre+"/")
 }
 
 // tomlList renders names as TOML would: ["a", "b"].

@@ -125,7 +125,7 @@ func (p *Policy) checkDestination(secret string, t target, method string) Ruling
 				return deny(RuleCredentialDestination, "credential %s may not be sent to path %s: %s, and its binding %s allows only path_prefixes = %s",
 					quote(secret), quote(t.path), why, d.Source, list(d.PathPrefixes))
 			}
-			if !slices.ContainsFunc(d.PathPrefixes, func(pre string) bool { return underPrefix(path, pre) }) {
+			if !slices.ContainsFunc(d.PathPrefixes, func(pre string) bool { return UnderPathPrefix(path, pre) }) {
 				return deny(RuleCredentialDestination, "credential %s may not be sent to path %s: its binding %s allows path_prefixes = %s",
 					quote(secret), quote(t.path), d.Source, list(d.PathPrefixes))
 			}
@@ -223,10 +223,11 @@ func dotSegment(seg string) bool {
 	return seg == "." || seg == ".."
 }
 
-// underPrefix reports whether path is pre or under it: a prefix ending in
-// '/' is a plain prefix; any other stops at a segment boundary, so "/v1"
-// covers "/v1" and "/v1/x" but not "/v10".
-func underPrefix(path, pre string) bool {
+// UnderPathPrefix reports whether path is pre or under it: a prefix ending
+// in '/' is a plain prefix; any other stops at a segment boundary, so "/v1"
+// covers "/v1" and "/v1/x" but not "/v10". config holds an import's
+// credential to its binding by the same rule.
+func UnderPathPrefix(path, pre string) bool {
 	if strings.HasSuffix(pre, "/") {
 		return strings.HasPrefix(path, pre)
 	}
