@@ -35,12 +35,18 @@ func (g Glob) Match(s string) bool {
 	if hasDotDotSegment(s) {
 		return g.matchAroundDotDot(s)
 	}
-	first, last := g.parts[0], g.parts[len(g.parts)-1]
+	return plainMatch(g.parts[0], g.parts[1:len(g.parts)-1], g.parts[len(g.parts)-1], s)
+}
+
+// plainMatch reports whether first, the pieces of mid and last, with a
+// wildcard between each two, match all of s: first and last anchored, the
+// pieces between found leftmost first (exact with '*' the only wildcard).
+func plainMatch(first string, mid []string, last, s string) bool {
 	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
 		return false
 	}
 	s = s[len(first) : len(s)-len(last)]
-	for _, p := range g.parts[1 : len(g.parts)-1] {
+	for _, p := range mid {
 		i := strings.Index(s, p)
 		if i < 0 {
 			return false
@@ -85,18 +91,20 @@ func hasDotDotSegment(s string) bool { return nextDotDot(s, 0) >= 0 }
 // a 1 MiB value. A pattern with more than maxDotDotSpellings of them (one
 // no grant needs) takes the table.
 func (g Glob) matchAroundDotDot(s string) bool {
-	t := g.tokens()
-	var spelt []int // where the pattern spells "..": two literal dots
-	for i := 0; i+1 < len(t); i++ {
-		if t[i] == '.' && t[i+1] == '.' {
-			spelt = append(spelt, i)
+	var spelt [][2]int // where the pattern spells "..": part, offset
+	for a, p := range g.parts {
+		for o := 0; o+1 < len(p); o++ {
+			if p[o] == '.' && p[o+1] == '.' {
+				spelt = append(spelt, [2]int{a, o})
+			}
 		}
 	}
 	if len(spelt) == 0 {
 		return false
 	}
+	end := [2]int{len(g.parts) - 1, len(g.parts[len(g.parts)-1])}
 	if len(spelt) > maxDotDotSpellings {
-		if !pieceMatch(t, s) {
+		if !g.span([2]int{}, end, s) {
 			return false // the table only refuses more
 		}
 		v := make([]int, len(s))
@@ -107,7 +115,7 @@ func (g Glob) matchAroundDotDot(s string) bool {
 				guard[i], guard[i+1] = true, true
 			}
 		}
-		return guardedMatch(t, v, guard)
+		return guardedMatch(g.tokens(), v, guard)
 	}
 	// at[x]: the segments so far can end with the last one's dots matched
 	// by the spelling spelt[x]. The segments are found as the search goes
@@ -115,7 +123,7 @@ func (g Glob) matchAroundDotDot(s string) bool {
 	at, next := make([]bool, len(spelt)), make([]bool, len(spelt))
 	seg := nextDotDot(s, 0) // hasDotDotSegment: there is one
 	for x, o := range spelt {
-		at[x] = pieceMatch(t[:o], s[:seg])
+		at[x] = g.span([2]int{}, o, s[:seg])
 	}
 	for {
 		after := nextDotDot(s, seg+2)
@@ -129,8 +137,9 @@ func (g Glob) matchAroundDotDot(s string) bool {
 			if !at[x] {
 				continue
 			}
+			from := [2]int{o[0], o[1] + 2}
 			for y := x + 1; y < len(spelt); y++ {
-				if !next[y] && spelt[y] >= o+2 && pieceMatch(t[o+2:spelt[y]], between) {
+				if to := spelt[y]; !next[y] && (to[0] > from[0] || to[1] >= from[1]) && g.span(from, to, between) {
 					next[y], moved = true, true
 				}
 			}
@@ -142,11 +151,20 @@ func (g Glob) matchAroundDotDot(s string) bool {
 	}
 	rest := s[seg+2:]
 	for x, o := range spelt {
-		if at[x] && pieceMatch(t[o+2:], rest) {
+		if at[x] && g.span([2]int{o[0], o[1] + 2}, end, rest) {
 			return true
 		}
 	}
 	return false
+}
+
+// span reports whether the pattern from one place to another (part,
+// offset; the parts between joined by wildcards) matches all of v.
+func (g Glob) span(from, to [2]int, v string) bool {
+	if from[0] == to[0] {
+		return v == g.parts[from[0]][from[1]:to[1]]
+	}
+	return plainMatch(g.parts[from[0]][from[1]:], g.parts[from[0]+1:to[0]], g.parts[to[0]][:to[1]], v)
 }
 
 // isDotDotAt reports whether a ".." segment of s starts at i.
@@ -173,69 +191,6 @@ func nextDotDot(s string, from int) int {
 // maxDotDotSpellings bounds matchAroundDotDot's search (its work grows
 // with the square of the spellings).
 const maxDotDotSpellings = 8
-
-// pieceMatch reports whether the pattern symbols p (star for a wildcard,
-// any run of bytes) match all of v, as Match does: the literal runs before
-// the first star and after the last anchored, those between found leftmost
-// first (exact with '*' the only wildcard).
-func pieceMatch(p []int, v string) bool {
-	first := 0
-	for first < len(p) && p[first] != star {
-		first++
-	}
-	if first == len(p) {
-		return runAt(p, v, 0) && len(p) == len(v)
-	}
-	last := len(p)
-	for p[last-1] != star {
-		last--
-	}
-	pre, suf := p[:first], p[last:]
-	if len(pre)+len(suf) > len(v) || !runAt(pre, v, 0) || !runAt(suf, v, len(v)-len(suf)) {
-		return false
-	}
-	mid, rest := p[first:last], v[len(pre):len(v)-len(suf)]
-	for i := 0; i < len(mid); {
-		if mid[i] == star {
-			i++
-			continue
-		}
-		j := i
-		for j < len(mid) && mid[j] != star {
-			j++
-		}
-		k := indexRun(rest, mid[i:j])
-		if k < 0 {
-			return false
-		}
-		rest = rest[k+j-i:]
-		i = j
-	}
-	return true
-}
-
-// runAt reports whether the literal symbols r are v's bytes from i on.
-func runAt(r []int, v string, i int) bool {
-	if i < 0 || i+len(r) > len(v) {
-		return false
-	}
-	for k, c := range r {
-		if int(v[i+k]) != c {
-			return false
-		}
-	}
-	return true
-}
-
-// indexRun is the first index of the literal symbols r in v, or -1.
-func indexRun(v string, r []int) int {
-	for i := 0; i+len(r) <= len(v); i++ {
-		if runAt(r, v, i) {
-			return i
-		}
-	}
-	return -1
-}
 
 // dotDotTokens marks the symbols of a pattern (tokens) that can be the dots
 // of a ".." segment in a value it matches: two literal dots with a '/', an
