@@ -464,6 +464,56 @@ grants = ["tool:invoke echo --..."]
 	}
 }
 
+// TestApprovalAlwaysAfterRulesReordered: a rule is named by its position
+// (middleware[1]), so once agent.toml's rules are reordered the name of
+// an allow_always = false rule that asked can stand for another rule. A
+// pending request keeps what its own rule said: "always" stays refused,
+// whatever the rule of that name now allows.
+func TestApprovalAlwaysAfterRulesReordered(t *testing.T) {
+	const never = `version = 1
+[tools.echo]
+path = %q
+[[middleware]]
+use = "approve"
+allow_always = false
+reason = "payments: once at a time"
+[agents.a]
+tools = ["echo"]
+grants = ["tool:invoke echo --..."]
+`
+	path := filepath.Join(t.TempDir(), "agent.toml")
+	h := newHost(t, writeConfigAt(t, path, never, "echo"))
+	ctx := context.Background()
+	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 30"}`, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindPending, "")
+	id := res.Error.Approval
+	// A rule inserted before it: middleware[1] is now a rule that allows
+	// always, and the never-always rule is middleware[2].
+	h.SetConfig(writeConfigAt(t, path, strings.Replace(never, "[[middleware]]", `[[middleware]]
+use = "approve"
+[[middleware]]`, 1), "echo"))
+	if r, err := h.Approval(ctx, id); err != nil || r.AllowAlways {
+		t.Errorf("the request of a never-always rule shows allow_always %v after its rules were reordered (%v)", r.AllowAlways, err)
+	}
+	if _, err := h.Decide(ctx, id, maiden.Answer{Approve: true, Always: true}); !errors.Is(err, maiden.ErrAlwaysRefused) {
+		t.Fatalf("always on a never-always rule's request after its rules were reordered: %v, want %v", err, maiden.ErrAlwaysRefused)
+	}
+	if r, err := h.Approval(ctx, id); err != nil || r.State != "pending" {
+		t.Fatalf("after a refused always: %+v %v", r, err)
+	}
+	// The other way round: a request of a rule that allows always, whose
+	// name now stands for the never-always rule, is refused too.
+	res = mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"pay 40"}`, ApprovalWait: -1})
+	wantKind(t, res, maiden.KindPending, "")
+	if r, err := h.Approval(ctx, res.Error.Approval); err != nil || !r.AllowAlways || r.Rule != "middleware[1]" {
+		t.Fatalf("the first rule's request: %+v %v", r, err)
+	}
+	h.SetConfig(writeConfigAt(t, path, never, "echo"))
+	if _, err := h.Decide(ctx, res.Error.Approval, maiden.Answer{Approve: true, Always: true}); !errors.Is(err, maiden.ErrAlwaysRefused) {
+		t.Fatalf("always on a request whose rule's name is now a never-always rule: %v, want %v", err, maiden.ErrAlwaysRefused)
+	}
+}
+
 // TestMiddlewareWrapsBuiltins: the built-in card tools go through the
 // universal chain and the audit trail like any tool.
 func TestMiddlewareWrapsBuiltins(t *testing.T) {

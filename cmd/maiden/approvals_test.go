@@ -68,7 +68,7 @@ func requestBound(t *testing.T, state, agent, rendered, rule, toolDigest, policy
 	t.Helper()
 	return statetest.Approval(t, state, statetest.Request{Agent: agent, Session: "s1", Tool: "echo", Rendered: rendered,
 		Digest: strings.Repeat("ab", 32), Rule: rule, Reason: "asks a human: " + rule, ToolDigest: toolDigest, Policy: policy,
-		ExpiresIn: time.Hour})
+		AllowAlways: true, ExpiresIn: time.Hour})
 }
 
 // approvalIn reads request id back from the store at state, as operators

@@ -52,8 +52,14 @@ func Approval(a store.Approval, cfg *config.Config) api.ApprovalRequest {
 		r.Hosts = append(r.Hosts, p.Hosts...)
 		r.Secrets = append(r.Secrets, p.Secrets...)
 	}
-	if cfg != nil {
-		if rule, ok := cfg.MiddlewareRule(a.Middleware); ok {
+	// "Always" needs both the rule as it asked (stored with the request)
+	// and the approve rule of that name now: a rule is named by its
+	// position, so once agent.toml's rules are reordered the name can
+	// stand for another rule, whose allow_always says nothing about this
+	// request; and a rule changed to allow_always = false since holds
+	// from then on.
+	if cfg != nil && a.AllowAlways {
+		if rule, ok := cfg.MiddlewareRule(a.Middleware); ok && rule.Use == config.UseApprove {
 			r.AllowAlways = rule.AllowAlways
 		}
 	}

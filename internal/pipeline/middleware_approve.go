@@ -130,7 +130,8 @@ func (l approveLayer) run(ctx context.Context, inv *invocation, m config.Middlew
 	}
 	a, err = st.CreateApproval(ctx, store.Approval{
 		Agent: inv.agent, Session: inv.call.Session, Tool: inv.tool.Name, Rendered: inv.renderText(),
-		Digest: digest, Middleware: m.Rule, Reason: reason, CardGeneration: rev, Binding: bind, Expires: now.Add(m.Expires),
+		Digest: digest, Middleware: m.Rule, Reason: reason, AllowAlways: m.AllowAlways, CardGeneration: rev, Binding: bind,
+		Expires: now.Add(m.Expires),
 	}, inv.maxPending())
 	if errors.Is(err, store.ErrTooManyPending) {
 		// The human's inbox is full of this agent's questions: nothing is

@@ -41,6 +41,10 @@ type Request struct {
 	// tool's code identity, its effective policy as JSON); empty: a
 	// request from before maiden recorded them.
 	ToolDigest, Policy string
+	// AllowAlways is the asking rule's allow_always as it was when it
+	// asked (store.Approval.AllowAlways); the rule of that name in the
+	// configuration must allow it too.
+	AllowAlways bool
 	// ExpiresIn is its lifetime from when it is stored (opening the store
 	// may take a while on a loaded machine).
 	ExpiresIn time.Duration
@@ -58,7 +62,7 @@ func Approval(t testing.TB, path string, r Request) api.ApprovalRequest {
 	}
 	a, err := st.CreateApproval(ctx, store.Approval{Agent: r.Agent, Session: r.Session, Tool: r.Tool, Rendered: r.Rendered,
 		Digest: r.Digest, Middleware: r.Rule, Reason: r.Reason, Binding: store.Binding{ToolDigest: r.ToolDigest, Policy: r.Policy},
-		Expires: time.Now().Add(r.ExpiresIn)}, 0)
+		AllowAlways: r.AllowAlways, Expires: time.Now().Add(r.ExpiresIn)}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,13 @@ type Approval struct {
 	Digest     string `json:"digest"`     // SHA-256 (hex) of the exact input
 	Middleware string `json:"middleware"` // the layer that asked
 	Reason     string `json:"reason"`     // and why
+	// AllowAlways is whether the rule that asked let a human approve
+	// "always" (its allow_always) when it asked. The rule is named by its
+	// position (middleware[N]), so after agent.toml's rules are reordered
+	// the name can stand for another rule: "always" needs this and the
+	// rule of that name now (adminlink.Approval). Requests from before
+	// schema version 12 have false.
+	AllowAlways bool `json:"allow_always"`
 	// CardGeneration is the card revision in force when it was asked: the
 	// caller asks again if it changed.
 	CardGeneration int64 `json:"card_generation"`
@@ -120,17 +127,19 @@ func (b Binding) Key() string {
 }
 
 const approvalColumns = `id, agent, session, tool, rendered, digest, middleware, reason, card_generation, created_at, expires_at,
-	state, decided_by, decided_at, decision_reason, runner, started_at, done_at, tool_digest, policy`
+	state, decided_by, decided_at, decision_reason, runner, started_at, done_at, tool_digest, policy, allow_always`
 
 func scanApproval(row scanner) (Approval, error) {
 	var a Approval
 	var created, expires int64
 	var decided, started, done sql.NullInt64
+	var always int64
 	err := row.Scan(&a.ID, &a.Agent, &a.Session, &a.Tool, &a.Rendered, &a.Digest, &a.Middleware, &a.Reason, &a.CardGeneration,
-		&created, &expires, &a.State, &a.DecidedBy, &decided, &a.DecisionReason, &a.Runner, &started, &done, &a.ToolDigest, &a.Policy)
+		&created, &expires, &a.State, &a.DecidedBy, &decided, &a.DecisionReason, &a.Runner, &started, &done, &a.ToolDigest, &a.Policy, &always)
 	if err != nil {
 		return a, err
 	}
+	a.AllowAlways = always == 1
 	a.Created, a.Expires = time.Unix(0, created).UTC(), time.Unix(0, expires).UTC()
 	nt := func(v sql.NullInt64) time.Time {
 		if !v.Valid {
@@ -213,9 +222,9 @@ func (s *DB) CreateApproval(ctx context.Context, a Approval, maxPending int) (Ap
 		if waiting >= pendingBound(maxPending) {
 			return fmt.Errorf("%w: %d of agent %q are pending, the most one agent may have", ErrTooManyPending, waiting, a.Agent)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL, ?, ?)`,
+		_, err = tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', NULL, '', '', NULL, NULL, ?, ?, ?)`,
 			a.ID, a.Agent, a.Session, a.Tool, a.Rendered, a.Digest, a.Middleware, a.Reason, a.CardGeneration,
-			a.Created.UnixNano(), a.Expires.UnixNano(), a.State, a.ToolDigest, a.Policy)
+			a.Created.UnixNano(), a.Expires.UnixNano(), a.State, a.ToolDigest, a.Policy, boolInt(a.AllowAlways))
 		return err
 	})
 	if err != nil {
@@ -519,4 +528,14 @@ func (s *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 		return 0, fmt.Errorf("expire approvals: %w", err)
 	}
 	return n, nil
+}
+
+// boolInt is b as the 0 or 1 a BIGINT column holds (portable between
+// SQLite and PostgreSQL, which have no common boolean literal for both
+// drivers' parameters).
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -87,7 +87,8 @@ func testApprovalBinding(t *testing.T, be backend) {
 
 // TestApprovalBindingMigration: a store made before migration 7 (no
 // binding columns) is migrated; its approvals have an empty binding, so
-// an approval made then releases no call of a tool that has one.
+// an approval made then releases no call of a tool that has one (and,
+// from step 12, it may not be approved always).
 func TestApprovalBindingMigration(t *testing.T) { eachBackend(t, testApprovalBindingMigration) }
 
 func testApprovalBindingMigration(t *testing.T, be backend) {
@@ -99,10 +100,11 @@ func testApprovalBindingMigration(t *testing.T, be backend) {
 	for _, q := range []string{
 		`ALTER TABLE approvals DROP COLUMN tool_digest`,
 		`ALTER TABLE approvals DROP COLUMN policy`,
-		`DROP TABLE card_spend`,                       // step 8
-		`DROP TABLE credential_tokens`,                // step 9
-		`DROP TABLE feed_leases`,                      // step 10
-		`ALTER TABLE sessions DROP COLUMN credential`, // step 11
+		`DROP TABLE card_spend`,                          // step 8
+		`DROP TABLE credential_tokens`,                   // step 9
+		`DROP TABLE feed_leases`,                         // step 10
+		`ALTER TABLE sessions DROP COLUMN credential`,    // step 11
+		`ALTER TABLE approvals DROP COLUMN allow_always`, // step 12
 		`DELETE FROM schema_migrations WHERE version >= 7`,
 	} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
@@ -121,7 +123,7 @@ func testApprovalBindingMigration(t *testing.T, be backend) {
 		t.Fatalf("version %d, %v; want %d", v, err, SchemaVersion())
 	}
 	old, err := s.Approval(ctx, "apr_old")
-	if err != nil || old.Binding != (Binding{}) || old.State != ApprovalApproved {
+	if err != nil || old.Binding != (Binding{}) || old.State != ApprovalApproved || old.AllowAlways {
 		t.Fatalf("the old approval after migration: %+v, %v", old, err)
 	}
 	if _, err := s.ConsumeAndStart(ctx, "apr_old", Binding{ToolDigest: "sha256:0123", Policy: "{}"}); !errors.Is(err, ErrApprovalState) || !strings.Contains(err.Error(), "none recorded") {

@@ -405,6 +405,11 @@ ALTER TABLE approvals ADD COLUMN policy TEXT NOT NULL DEFAULT ''
 	// the token that opened it. Sessions from before this step have none,
 	// so no token can name them as a handle.
 	11: `ALTER TABLE sessions ADD COLUMN credential TEXT NOT NULL DEFAULT ''`,
+	// 12: whether the rule that asked for an approval let it be approved
+	// "always" (approvals.go, Approval.AllowAlways), kept with the request
+	// because the rule's name is its position in agent.toml. Requests from
+	// before this step have 0: they can be approved once, not always.
+	12: `ALTER TABLE approvals ADD COLUMN allow_always BIGINT NOT NULL DEFAULT 0`,
 }
 
 // SchemaVersion is the schema version this binary writes.
