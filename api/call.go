@@ -30,8 +30,9 @@ type Call struct {
 	// approvals see it.
 	Session string
 	// Credential names the credential the caller authenticated with
-	// beyond its agent ("token:" and an agent token's ID over HTTP; ""
-	// for none), never a secret. A session the session_open built-in
+	// beyond its agent ("token:" and an agent token's ID over HTTP;
+	// "stdio" for mcpserver's stdio front end; "" for none), never a
+	// secret. A session the session_open built-in
 	// opens is bound to it (SessionInfo.Credential), so that a front end
 	// can refuse its handle to any other credential of the same agent;
 	// and a call naming no Session runs in this credential's own default

@@ -73,11 +73,29 @@ const inboxHeader = "Maiden-Inbox-Base"
 // the client sent.
 const credentialHeader = "Maiden-Credential"
 
-// callCredential is the credential req was authenticated with ("" over
-// stdio, and over HTTP without [agents]).
-func callCredential(req *mcp.CallToolRequest) string {
+// StdioCredential is the credential of every call of a stdio client
+// (RunStdio; maiden.Call.Credential): the stdio front end of its agent is
+// a principal of its own, as each of the agent's tokens is over HTTP. So
+// its session_open handles are bound to it, a 2026-07-28 request of it
+// naming no handle runs in a default session of its own
+// ("default-AGENT/stdio"), and it cannot name, as a handle, a session bound
+// to no credential: every token's default session (whose ID is made of the
+// token's ID, which is no secret) and every 2025-11-25 HTTP session are, and
+// naming one ran a stdio client under the boundary a human widened for
+// that token (TestStdioHandleNotAnotherCredentials). No token's credential
+// is this one ("token:" and its ID).
+const StdioCredential = "stdio"
+
+// callCredential is the credential req was authenticated with: over HTTP
+// the one the front end set (a token's, or "" without [agents], where one
+// credential serves all); StdioCredential over stdio; "" for a transport
+// this package does not wrap (MCP()), as for an embedder's Host.Call.
+func (s *Server) callCredential(req *mcp.CallToolRequest) string {
 	if req.Extra != nil && req.Extra.Header != nil {
 		return req.Extra.Header.Get(credentialHeader)
+	}
+	if s.stdio.Load() {
+		return StdioCredential
 	}
 	return ""
 }
@@ -234,7 +252,7 @@ func (s *Server) runCall(ctx context.Context, req *mcp.CallToolRequest, c maiden
 		c.ApprovalWait = s.opts.ApprovalWait
 		w.elicit = urlElicit
 	}
-	c.Credential = callCredential(req)
+	c.Credential = s.callCredential(req)
 	sess, bad := s.callSession(ctx, req, c.Agent, c.Credential, modern)
 	if bad != nil {
 		return bad, nil

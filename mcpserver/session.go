@@ -19,10 +19,10 @@ const MetaSession = "maiden/session"
 // over stdio, the process's; over HTTP on the 2025-11-25 protocol, the
 // Mcp-Session-Id; on the 2026-07-28 protocol, the one named in the
 // request's _meta, which must be a live session of the same agent opened
-// with the same credential (cred: the token's ID over HTTP; else the call
-// fails here), or, when it names none, "" for the default session of its
-// agent and credential (the pipeline's: one per token). A failure is
-// returned as the call's result.
+// with the same credential (cred: the token's over HTTP, StdioCredential
+// over stdio; else the call fails here), or, when it names none, "" for
+// the default session of its agent and credential (the pipeline's: one
+// per token, one for stdio). A failure is returned as the call's result.
 func (s *Server) callSession(ctx context.Context, req *mcp.CallToolRequest, agent, cred string, modern bool) (string, *mcp.CallToolResult) {
 	if modern && req.Session != nil && req.Session.ID() != "" {
 		// A request of a session that claims the sessionless protocol in
@@ -45,8 +45,8 @@ func (s *Server) callSession(ctx context.Context, req *mcp.CallToolRequest, agen
 			// sessions, nor a token of its agent's other tokens' (a
 			// sub-agent given a second token does not inherit a boundary a
 			// human widened for the first's session). A session bound to
-			// no credential (opened over stdio, by an embedder, or a
-			// 2025-11-25 session's) is no token's handle.
+			// no credential (a token's default, opened by an embedder, or
+			// a 2025-11-25 session's) is no token's handle, nor stdio's.
 			return "", errorResult(maiden.KindInput, fmt.Sprintf("_meta[%q]: no session %q of this agent; open one with session_open", MetaSession, id))
 		case err != nil:
 			return "", errorResult(maiden.KindUnavailable, "looking up the session: "+err.Error())

@@ -78,9 +78,9 @@ type Session struct {
 	Boundary boundary.Boundary `json:"boundary"`
 	// Credential is what the session is bound to besides its agent
 	// (BindSession): "token:" and an agent token's ID for a handle
-	// session_open gave over HTTP; "" for none (a session opened over
-	// stdio, by an embedder, or for a 2025-11-25 MCP session). Never a
-	// secret.
+	// session_open gave over HTTP, "stdio" for one it gave over stdio; ""
+	// for none (a default session, one opened by an embedder, or for a
+	// 2025-11-25 MCP session or a stdio process). Never a secret.
 	Credential string `json:"credential,omitempty"`
 }
 
