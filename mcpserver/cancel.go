@@ -42,6 +42,21 @@ type inflight struct {
 	mu      sync.Mutex
 	calls   map[callKey]bool      // true: cancelled
 	orphans map[callKey]time.Time // POST ended unanswered, at
+	// order is the orphans in the order they were made, the oldest first,
+	// so that making one drops the expired and the oldest from its front
+	// without looking at the others: one POST may carry thousands of
+	// requests (a batch), each made an orphan when the client closes the
+	// POST (or the SDK refuses the batch), and a scan of every orphan for
+	// each made a 1 MiB batch of pings cost 3.3 s of CPU, a share of it
+	// under the lock every HTTP request of every agent takes. An entry
+	// whose orphan was taken, or made again later, is stale: skipped.
+	order []orphan
+}
+
+// orphan is one entry of inflight.order.
+type orphan struct {
+	k  callKey
+	at time.Time
 }
 
 // maxOrphans bounds the orphans kept; beyond it the oldest is dropped (its
@@ -89,19 +104,32 @@ func (f *inflight) end(k callKey, now time.Time, ttl time.Duration) {
 	if f.orphans == nil {
 		f.orphans = map[callKey]time.Time{}
 	}
-	var oldest callKey
-	var oldestAt time.Time
-	for o, at := range f.orphans {
-		if now.Sub(at) > ttl {
-			delete(f.orphans, o)
-		} else if oldestAt.IsZero() || at.Before(oldestAt) {
-			oldest, oldestAt = o, at
+	for len(f.order) > 0 {
+		o := f.order[0]
+		at, live := f.orphans[o.k]
+		live = live && at.Equal(o.at)
+		if live && now.Sub(at) <= ttl && len(f.orphans) < maxOrphans {
+			break // the oldest is young enough, and there is room
 		}
-	}
-	if len(f.orphans) >= maxOrphans {
-		delete(f.orphans, oldest)
+		if live {
+			delete(f.orphans, o.k)
+		}
+		f.order[0] = orphan{}
+		f.order = f.order[1:]
 	}
 	f.orphans[k] = now
+	f.order = append(f.order, orphan{k, now})
+	if len(f.order) > 2*maxOrphans {
+		// Mostly stale entries (orphans taken): keep the live ones, once
+		// in maxOrphans orphans made at most.
+		live := make([]orphan, 0, len(f.orphans))
+		for _, o := range f.order {
+			if at, ok := f.orphans[o.k]; ok && at.Equal(o.at) {
+				live = append(live, o)
+			}
+		}
+		f.order = live
+	}
 }
 
 // takeOrphan reports whether k is an orphan younger than ttl, and forgets
@@ -159,12 +187,21 @@ func cancelledID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
 // POST's requests. A lone cancellation of a request that is not running is
 // accepted here (answered is true) and not passed on, because the SDK
 // cancels asynchronously and could hit a later request reusing the id.
-func (s *Server) trackHTTP(w http.ResponseWriter, session string, body []byte) (_ http.ResponseWriter, done func(), answered bool) {
+// version is the request's MCP-Protocol-Version header.
+func (s *Server) trackHTTP(w http.ResponseWriter, session, version string, body []byte) (_ http.ResponseWriter, done func(), answered bool) {
 	if session == "" {
 		return w, func() {}, false // initialize: nothing to cancel yet
 	}
 	var raws []json.RawMessage
 	if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '[' {
+		if !batchProtocols[version] {
+			// The SDK refuses the batch whole (400: batches are gone from
+			// 2025-06-18, and an unknown version is refused) and runs
+			// none of its requests. Tracked, every one would end an
+			// orphan, and one such POST would push out the orphans of
+			// every session.
+			return w, func() {}, false
+		}
 		if json.Unmarshal(b, &raws) != nil {
 			return w, func() {}, false // the SDK answers malformed bodies
 		}
@@ -204,6 +241,11 @@ func (s *Server) trackHTTP(w http.ResponseWriter, session string, body []byte) (
 		}
 	}, false
 }
+
+// batchProtocols are the MCP-Protocol-Version headers of a request whose
+// JSON-RPC batch the SDK serves: none (the SDK takes 2025-03-26) and the
+// revisions before batches were dropped in 2025-06-18.
+var batchProtocols = map[string]bool{"": true, "2025-03-26": true, "2024-11-05": true}
 
 // orphanTTL is how long a request whose POST ended may still be running:
 // the slowest tool, after the longest wait for a human's approval.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden"
+	"github.com/maiden-run/maiden/internal/testkit/cpuclock"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -85,4 +86,51 @@ func mustID(t *testing.T, n int64) jsonrpc.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestOrphansCostNoScan: making an orphan costs the same whether none or
+// maxOrphans are held. Each made one scanned every orphan held, so one
+// POST of a 1 MiB batch (24,000 requests, orphans all when the SDK refuses
+// the batch or the client closes the POST) cost 3.3 s of CPU, partly
+// under the lock every HTTP request takes. Measured in the process's CPU
+// time, as a ratio, so a loaded machine slows both sides alike; the full
+// side stops once it has cost the bound, so the test ends either way.
+func TestOrphansCostNoScan(t *testing.T) {
+	const n = 50000
+	k := func(i int) callKey { return callKey{session: "s", id: mustID(t, int64(i))} }
+	now := time.Now()
+	// Few held: each orphan is taken as soon as it is made.
+	var few inflight
+	start := cpuclock.Now()
+	for i := range n {
+		few.begin(k(i))
+		few.end(k(i), now, time.Hour)
+		few.takeOrphan(k(i), now, time.Hour)
+	}
+	base := cpuclock.Now() - start
+	if base == 0 {
+		t.Skip("no CPU clock here")
+	}
+	// maxOrphans held: each one made drops the oldest.
+	var full inflight
+	for i := range maxOrphans {
+		full.begin(k(i))
+		full.end(k(i), now, time.Hour)
+	}
+	const bound = 20
+	start = cpuclock.Now()
+	for i := range n {
+		full.begin(k(maxOrphans + i))
+		full.end(k(maxOrphans+i), now, time.Hour)
+		full.takeOrphan(k(1<<40+i), now, time.Hour) // as above: a lookup that finds nothing
+		if i%1000 == 999 {
+			if spent := cpuclock.Now() - start; spent > bound*base {
+				t.Fatalf("making %d orphans with %d held cost %v of CPU, more than %dx the %v of %d with none held: each one made looks at the orphans held", i+1, maxOrphans, spent, bound, base, n)
+			}
+		}
+	}
+	if len(full.orphans) != maxOrphans || len(full.order) > 2*maxOrphans {
+		t.Errorf("%d orphans and %d entries in their order held, want %d and at most %d", len(full.orphans), len(full.order), maxOrphans, 2*maxOrphans)
+	}
+	t.Logf("CPU: %v with none held, %v with %d held", base, cpuclock.Now()-start, maxOrphans)
 }

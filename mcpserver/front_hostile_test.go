@@ -3,10 +3,13 @@ package mcpserver
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // initializeRaw opens a 2025-11-25 session with one raw initialize POST and
@@ -114,5 +117,57 @@ func TestRebindingGETsRefused(t *testing.T) {
 				t.Errorf("GET %s with Host %s: %d %.80q, want refused=%v", p, tc.host, resp.StatusCode, body, tc.refused)
 			}
 		}
+	}
+}
+
+// TestRefusedRequestLogsBounded: what a client refused before any token is
+// checked writes to the operator's log is bounded, whatever it sends: an
+// Origin, a Host, a path or a Sec-Fetch-Site of half a megabyte (net/http
+// reads request heads up to a megabyte) was logged whole, so that anyone
+// who could reach the listener filled its log's disk at the speed of the
+// network. Each refusal still says what was refused, and how long it was.
+func TestRefusedRequestLogsBounded(t *testing.T) {
+	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
+	var logs testkit.SyncBuffer
+	e.server = New(e.host, &Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	srv := e.httpServer(HTTPOptions{})
+	const huge = 512 << 10
+	long := strings.Repeat("a", huge)
+	for _, tt := range []struct {
+		name, method, path, want string
+		set                      func(*http.Request)
+	}{
+		{"origin", http.MethodPost, Path, "refused request from a foreign origin", func(r *http.Request) { r.Header.Set("Origin", "https://"+long+".example") }},
+		{"host", http.MethodPost, Path, "refused a request to a loopback listener", func(r *http.Request) { r.Host = long + ".example" }},
+		{"inbox path", http.MethodPost, "/ui/approvals/" + long, "refused a POST without a live session", func(*http.Request) {}},
+		{"sec-fetch-site", http.MethodPost, "/ui/login", "refused a POST from another site", func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", long) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(logs.String())
+			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.set(req)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("status %d, want 403", resp.StatusCode)
+			}
+			if len(body) > 4<<10 {
+				t.Errorf("the refusal's body is %d bytes, want at most 4 KiB", len(body))
+			}
+			logged := logs.String()[before:]
+			if !strings.Contains(logged, tt.want) || !strings.Contains(logged, "bytes)") {
+				t.Errorf("logged %.300q; want %q and the value's length", logged, tt.want)
+			}
+			if len(logged) > 2<<10 {
+				t.Errorf("one refused request wrote %d bytes to the operator's log, want at most 2 KiB", len(logged))
+			}
+		})
 	}
 }

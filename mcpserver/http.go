@@ -19,6 +19,7 @@ import (
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/inbox"
+	"github.com/maiden-run/maiden/internal/safetext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -188,7 +189,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 			}
 			defer release()
 		}
-		w, done, answered := s.trackHTTP(w, r.Header.Get("Mcp-Session-Id"), body)
+		w, done, answered := s.trackHTTP(w, r.Header.Get("Mcp-Session-Id"), r.Header.Get("MCP-Protocol-Version"), body)
 		if answered {
 			return
 		}
@@ -416,13 +417,14 @@ func allowedOrigins(o HTTPOptions) map[string]bool {
 func (s *Server) foreignOrigin(allowed map[string]bool, w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin != "" && !allowed[strings.ToLower(origin)] && !ownLoopbackOrigin(origin, r) {
-		s.log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
-		http.Error(w, "maiden: origin "+origin+" is not allowed (see -allow-origin)", http.StatusForbidden)
+		// Clipped: this is before any token is checked (safetext.Clip).
+		s.log.Warn("refused request from a foreign origin", "origin", safetext.Clip(origin), "remote", r.RemoteAddr)
+		http.Error(w, "maiden: origin "+safetext.Clip(origin)+" is not allowed (see -allow-origin)", http.StatusForbidden)
 		return true
 	}
 	if reboundHost(r) {
-		s.log.Warn("refused a request to a loopback listener under another name (DNS rebinding?)", "host", r.Host, "remote", r.RemoteAddr)
-		http.Error(w, "maiden: this server listens on loopback and answers only to localhost or a loopback address in the Host header, not "+r.Host, http.StatusForbidden)
+		s.log.Warn("refused a request to a loopback listener under another name (DNS rebinding?)", "host", safetext.Clip(r.Host), "remote", r.RemoteAddr)
+		http.Error(w, "maiden: this server listens on loopback and answers only to localhost or a loopback address in the Host header, not "+safetext.Clip(r.Host), http.StatusForbidden)
 		return true
 	}
 	return false

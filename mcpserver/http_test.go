@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -231,3 +232,37 @@ type recorder struct {
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(p []byte) (int, error) { return r.body.Write(p) }
 func (r *recorder) WriteHeader(int)             {}
+
+// TestHTTPRefusedBatchLeavesNoOrphans: a JSON-RPC batch in a session of a
+// revision without batches is refused whole by the SDK (400), none of its
+// requests run, and none of them is kept as an orphan: one such POST of
+// a few thousand ids pushed out the orphans of every other session, whose
+// cancellations then no longer reached their calls.
+func TestHTTPRefusedBatchLeavesNoOrphans(t *testing.T) {
+	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
+	srv := e.httpServer(HTTPOptions{})
+	session := rawSession(t, srv.URL)
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 2 * maxOrphans {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 100+i)
+	}
+	b.WriteString("]")
+	code, _, body := post(t, srv.URL, session, strings.NewReader(b.String()))
+	if code != http.StatusBadRequest || !strings.Contains(body, "batching is not supported") {
+		t.Errorf("batch in a 2025-06-18 session: %d %q; want 400 refusing batches", code, body)
+	}
+	e.server.httpCalls.mu.Lock()
+	calls, orphans := len(e.server.httpCalls.calls), len(e.server.httpCalls.orphans)
+	e.server.httpCalls.mu.Unlock()
+	if calls != 0 || orphans != 0 {
+		t.Errorf("after a refused batch: %d requests tracked and %d orphans kept, want none", calls, orphans)
+	}
+	// The session still serves.
+	if code, _, body := post(t, srv.URL, session, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)); code != http.StatusOK || !strings.Contains(body, `"result":{}`) {
+		t.Errorf("ping after the batch: %d %q", code, body)
+	}
+}

@@ -107,7 +107,7 @@ func (in *inbox) authed(next func(http.ResponseWriter, *http.Request, operator))
 		}
 		if !ok {
 			if post {
-				in.log.Warn("inbox: refused a POST without a live session", "path", r.URL.Path, "remote", r.RemoteAddr)
+				in.log.Warn("inbox: refused a POST without a live session", "path", safetext.Clip(r.URL.Path), "remote", r.RemoteAddr)
 				in.render(w, http.StatusForbidden, "error", &page{Title: "Not logged in", Error: "You are not logged in (or your session ended): log in and try again."})
 				return
 			}
@@ -134,7 +134,7 @@ func (in *inbox) authed(next func(http.ResponseWriter, *http.Request, operator))
 				return
 			}
 			if !equalSecret(r.PostForm.Get("csrf"), s.csrf) {
-				in.log.Warn("inbox: refused a POST with a missing or wrong CSRF token", "operator", s.operator, "path", r.URL.Path, "remote", r.RemoteAddr)
+				in.log.Warn("inbox: refused a POST with a missing or wrong CSRF token", "operator", s.operator, "path", safetext.Clip(r.URL.Path), "remote", r.RemoteAddr)
 				in.render(w, http.StatusForbidden, "error", &page{Title: "Refused", Error: "The form's CSRF token is missing or wrong: reload the page and try again."})
 				return
 			}
@@ -151,8 +151,8 @@ func (in *inbox) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
 	switch site := r.Header.Get("Sec-Fetch-Site"); site {
 	case "", "same-origin", "none":
 	default:
-		in.log.Warn("inbox: refused a POST from another site", "sec-fetch-site", site, "path", r.URL.Path, "remote", r.RemoteAddr)
-		in.render(w, http.StatusForbidden, "error", &page{Title: "Refused", Error: "This form was posted from another site (Sec-Fetch-Site: " + site + "); the inbox only takes forms from its own pages."})
+		in.log.Warn("inbox: refused a POST from another site", "sec-fetch-site", safetext.Clip(site), "path", safetext.Clip(r.URL.Path), "remote", r.RemoteAddr)
+		in.render(w, http.StatusForbidden, "error", &page{Title: "Refused", Error: "This form was posted from another site (Sec-Fetch-Site: " + safetext.Clip(site) + "); the inbox only takes forms from its own pages."})
 		return false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)

@@ -125,3 +125,23 @@ func JSON(s string) string {
 	}
 	return b.String()
 }
+
+// MaxLogValue is how much of a client-supplied value Clip keeps.
+const MaxLogValue = 256
+
+// Clip is a value a client sent (a header, a path) as a log line may carry
+// it: its first MaxLogValue bytes, cut on a character boundary, and its
+// length. A client that is refused before it authenticates still chooses
+// what its refusal logs; whole, an Origin or a path of a megabyte (what
+// net/http reads of a request's head) made each refused request a
+// megabyte of the operator's log, a disk filled from outside.
+func Clip(s string) string {
+	if len(s) <= MaxLogValue {
+		return s
+	}
+	cut := MaxLogValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
+}

@@ -1,6 +1,7 @@
 package safetext
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,20 @@ func TestJSON(t *testing.T) {
 	want := "{\"d\":\"pay \\u202eevil\\u200b\",\n\"x\":\"\u00e9\"}"
 	if got := JSON(in); got != want {
 		t.Errorf("JSON(%q) = %q, want %q", in, got, want)
+	}
+}
+
+// TestClip: a long value keeps its first MaxLogValue bytes, cut on a
+// character boundary, and says its length; a short one is unchanged.
+func TestClip(t *testing.T) {
+	short := strings.Repeat("a", MaxLogValue)
+	if got := Clip(short); got != short {
+		t.Errorf("Clip of %d bytes changed it: %q", len(short), got)
+	}
+	long := strings.Repeat("a", MaxLogValue-1) + "é" + strings.Repeat("b", 1<<20)
+	got := Clip(long)
+	want := strings.Repeat("a", MaxLogValue-1) + fmt.Sprintf("... (%d bytes)", len(long))
+	if got != want {
+		t.Errorf("Clip = %.80q...; want %.80q...", got, want)
 	}
 }
