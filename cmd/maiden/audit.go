@@ -14,6 +14,7 @@ import (
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/safetext"
 )
 
 // This file is `maiden audit`: the hash-chained audit trail of the state
@@ -46,8 +47,10 @@ Exit codes: 0 intact (and, with -provenance, every component and pinned schema v
 2 bad command line or agent.toml.`
 
 const auditTailHelp = `Prints the last records of the audit trail (20, or -n), oldest first: sequence number,
-time, kind, actor, agent, tool and a summary of the body. -json prints each record whole as a
-JSON line (seq, at, kind, actor, agent, tool, body, prev, hash). -f keeps printing new records
+time, kind, actor, agent, tool and a summary of the body, what agents sent escaped for the
+terminal. -json prints each record whole as a JSON line (seq, at, kind, actor, agent, tool,
+body, prev, hash), with bidirectional, zero-width and C1 control characters as \u escapes (the
+same JSON values; "maiden audit export" writes the bytes as hashed). -f keeps printing new records
 as they are appended (by any process) until interrupted.
 
 Exit codes: 0 done; 1 the store is missing or failed; 2 bad command line or agent.toml.`
@@ -330,13 +333,17 @@ func auditFailed(stderr io.Writer, name string, err error) int {
 	return exitState
 }
 
-// jsonLine is r as one JSON line, its body as stored (not re-escaped).
+// jsonLine is r as one JSON line for a terminal: its fields and body hold
+// what agents, tools and upstream servers sent, and encoding/json leaves
+// the bidirectional, zero-width and C1 controls among it raw, so they are
+// written as \u escapes (safetext.JSON, as printJSON does): the same JSON
+// values. The bytes as hashed are audit export's.
 func jsonLine(r api.AuditRecord) ([]byte, error) {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(r)
-	return []byte(b.String()), err
+	return []byte(safetext.JSON(b.String())), err
 }
 
 // auditLine is r for a human: seq, local time, kind, actor, agent, tool and

@@ -178,6 +178,43 @@ func TestAuditTailAndExport(t *testing.T) {
 	}
 }
 
+// TestAuditTailEscapesAgentText: a record's fields hold what an agent
+// sent (its arguments as rendered, a session name, an upstream's error
+// text). Neither tail's table nor its -json lines pass a bidirectional
+// override, a zero-width character or a C1 control (U+009B is CSI to a
+// terminal that reads 8-bit controls) raw to the operator's terminal:
+// the table escapes them as the other commands do, and -json writes them
+// as \u escapes (the same JSON value, as every other -json output of
+// maiden does; audit export keeps the bytes as hashed).
+func TestAuditTailEscapesAgentText(t *testing.T) {
+	path := auditStore(t, 0)
+	evil := "hi\x1b[2J\u202edenied\u200b\u009b[31m\u2066"
+	body, err := json.Marshal(map[string]string{"rendered": evil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statetest.AppendAudit(t, path, api.AuditRecord{Kind: admin.AuditCallRefused, Actor: "agent:a", Agent: "a", Tool: "t\u202e", Body: body})
+	raws := []string{"\x1b", "\u202e", "\u200b", "\u009b", "\u2066"}
+	text := cli(t, "", "audit", "tail", "-state", path)
+	j := cli(t, "", "audit", "tail", "-state", path, "-json")
+	if text.code != exitOK || j.code != exitOK {
+		t.Fatalf("audit tail: %+v %+v", text, j)
+	}
+	for _, raw := range raws {
+		if strings.Contains(text.stdout, raw) {
+			t.Errorf("the table passes %q raw: %q", raw, text.stdout)
+		}
+		if strings.Contains(j.stdout, raw) {
+			t.Errorf("-json passes %q raw to the terminal: %q", raw, j.stdout)
+		}
+	}
+	var rec api.AuditRecord
+	var got map[string]string
+	if err := json.Unmarshal([]byte(j.stdout), &rec); err != nil || rec.Tool != "t\u202e" || json.Unmarshal(rec.Body, &got) != nil || got["rendered"] != evil {
+		t.Fatalf("-json must carry the same values: %q (%v)", j.stdout, err)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/store"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -65,5 +67,64 @@ func TestStaleRetryOfAnotherComponentIsDecidedAgain(t *testing.T) {
 				t.Fatalf("result %+v %+v, want denied naming both components", res, res.Error)
 			}
 		})
+	}
+}
+
+// TestStaleRetryOfAnotherComponentIsAdmittedAgain (security review of the
+// audit trail): as above, unpinned, the retry runs the replacement, which
+// the cards were asked about again. The trail's call-admitted record is
+// written before the run and names the component and the cards' decision
+// the call was admitted with: the one written for the version that turned
+// stale (and never started) named that version, and the replacement ran
+// with no call-admitted record naming it or the decision that let it run
+// (the what-if replay, reading call-admitted records, asked about a
+// component that did not run). The replacement's run has its own.
+func TestStaleRetryOfAnotherComponentIsAdmittedAgain(t *testing.T) {
+	path := testkit.Component(t, "logger")
+	replacement := "sha256:" + strings.Repeat("0", 64)
+	dir := t.TempDir()
+	body := fmt.Sprintf("version = 1\n[tools.t]\npath = %q\n[agents.a]\ntools = [\"t\"]\ngrants = [%q]\n", path, "tool:invoke t --...")
+	h, _ := testHost(t, dir, body, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
+	defer h.Close(context.Background())
+	r := &staleRunner{Runner: h.runner}
+	r.swap.Store(true)
+	h.useRunner(r)
+	res, err := h.Call(context.Background(), Call{Agent: "a", Tool: "t", Input: `{}`})
+	if err != nil || !res.OK || r.runs.Load() != 1 {
+		t.Fatalf("the replacement did not run once: %d runs, %+v %v", r.runs.Load(), res.Error, err)
+	}
+	st, _, err := h.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.AuditTail(t.Context(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last call-admitted record before the outcome is the run's.
+	var admitted, outcome *store.AuditRecord
+	for i := range recs {
+		switch recs[i].Kind {
+		case store.AuditCallAdmitted:
+			admitted = &recs[i]
+		case AuditCallSucceeded:
+			outcome = &recs[i]
+		}
+	}
+	if admitted == nil || outcome == nil || admitted.Seq > outcome.Seq {
+		t.Fatalf("no call-admitted record before the outcome: %+v", recs)
+	}
+	var rec struct {
+		Component string        `json:"component"`
+		Decision  *api.Decision `json:"decision"`
+	}
+	if err := json.Unmarshal(admitted.Body, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Component != replacement || rec.Decision == nil || rec.Decision.Component != replacement {
+		t.Fatalf("the call-admitted record of the run names component %q (decision %+v), want the one that ran, %s: %s", rec.Component, rec.Decision, replacement, admitted.Body)
 	}
 }

@@ -503,6 +503,7 @@ func (l inputLimit) of(cfg *config.Config) int64 {
 func loadAndValidate(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
 		for attempt := 0; ; attempt++ {
+			before := inv.component() // what the last attempt opened ("" before the first)
 			l, refusal, err := inv.backend.open(ctx, inv, attempt > 0)
 			inv.useLoaded(l)
 			if err != nil {
@@ -517,6 +518,15 @@ func loadAndValidate(next handler) handler {
 				if !d.Allow {
 					return inv.fail(KindDenied, d.Reason)
 				}
+			}
+			if attempt > 0 && inv.component() != before {
+				// The call-admitted record written for the stale version
+				// names that component and the decision about it; the
+				// run is of another, decided again above: it gets a
+				// call-admitted record of its own (audit.admit), written
+				// before it runs as any is, naming what does run. (The
+				// stale version never started: its record has no outcome.)
+				inv.admitted = false
 			}
 			inv.staleRetry = attempt < maxStaleRetries
 			err = next(ctx, inv)
