@@ -25,8 +25,9 @@ import (
 // Every Load hashes what it returns against the digest that names it. The
 // component file's path is handed to the runtime, which reads it again
 // after Load: the time-of-check/time-of-use gap is closed by the directory
-// being this user's own (OpenStore refuses one that others can write), the
-// same assumption as the compiled-component cache's.
+// being this user's own (OpenStore refuses one that another user owns or
+// can write, or that sits under a directory they could replace it from),
+// the same assumption as the compiled-component cache's.
 type Store struct{ dir string }
 
 // Component is a verified component in the store.
@@ -38,26 +39,35 @@ type Component struct {
 	Signer string // the verifying key's ID ("sha256:..."); "" when no key was asked for
 }
 
-// OpenStore creates dir (mode 0700) if needed and refuses it if it is a
-// link or writable by group or others.
+// OpenStore creates dir (mode 0700) if needed and refuses it unless it is
+// this user's own: dir (links resolved once, as the store then works
+// beneath the real path) and its subdirectories must be directories of
+// this user's that no group or other user can write, and every ancestor
+// must be root's or this user's and writable by no one else unless sticky
+// (checkOwnDirs). A directory another user owns, or one whose parent they
+// can write, lets them swap a component's file after Load verified it.
 func OpenStore(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrStore, dir, err)
 	}
-	for _, d := range []string{abs, filepath.Join(abs, "blobs", "sha256"), filepath.Join(abs, "signatures")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	subs := []string{filepath.Join(real, "blobs"), filepath.Join(real, "blobs", "sha256"), filepath.Join(real, "signatures")}
+	for _, d := range subs {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("%w: %v", ErrStore, err)
-		}
-		fi, err := os.Lstat(d)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrStore, err)
-		}
-		if !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
-			return nil, fmt.Errorf("%w: %s is %s; want a directory only its owner can write (chmod 700)", ErrStore, d, fi.Mode())
 		}
 	}
-	return &Store{dir: abs}, nil
+	if err := checkOwnDirs(real, subs); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStore, err)
+	}
+	return &Store{dir: real}, nil
 }
 
 // Dir is the store's absolute directory.

@@ -121,6 +121,13 @@ var ErrJournalClosed = errors.New("audit journal is closed")
 // to start a journal file) until it is fixed.
 var ErrJournalDirUnsafe = errors.New("audit journal directory is writable by others")
 
+// ErrStateUnsafe: a SQLite state file, one of the files SQLite keeps beside
+// it, or their directory is owned by another user or writable by other
+// users, who could then grant themselves cards, approve calls or rewrite
+// the audit trail; the store refuses to open until it is fixed
+// (prepareStateFile).
+var ErrStateUnsafe = errors.New("state store is writable by others")
+
 const (
 	journalExt             = ".jl"
 	defaultJournalInterval = 20 * time.Millisecond

@@ -151,6 +151,11 @@ func openSQLite(ctx context.Context, path string, opts *Options) (*DB, error) {
 	// does not apply to that upgrade), which is the classic multi-process
 	// failure of WAL databases.
 	q.Set("_txlock", "immediate")
+	// Checked and, when new, created private before SQLite opens it
+	// (statefile_unix.go).
+	if err := prepareStateFile(path); err != nil {
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
