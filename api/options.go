@@ -33,7 +33,9 @@ type Options struct {
 	MaxConcurrent int
 	// MaxQueued is how many calls may wait for a turn; 0 means 1024, a
 	// negative value means none may wait. A call beyond it fails at once
-	// with ErrOverloaded instead of piling up.
+	// with ErrOverloaded instead of piling up; so does one whose agent's
+	// calls already hold three quarters of the places (Call.Agent: the
+	// rest are kept for other agents).
 	MaxQueued int
 	// MaxInputBytes caps a call's input; a larger one is refused before it
 	// is parsed, as kind input. 0 means the configuration's

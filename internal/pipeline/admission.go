@@ -21,6 +21,18 @@ import (
 // waiting call whose tool runs the fewest calls, the oldest first among
 // equals, so no tool starves behind another's queue.
 //
+// Between agents (a review of tenant isolation: one agent's ~1,030
+// concurrent calls of a slow tool filled the queue, and every other
+// agent's calls were refused as overloaded, free turns or not): no agent
+// holds more than perAgentQueue of the queue's places (three quarters of
+// them), so another agent always finds a place; and a freed turn goes
+// first to the waiting call whose agent runs the fewest calls, then by
+// tool as above, so a newcomer waits for the next turn that frees, not
+// behind the flood. One agent alone still has every turn, and the rule
+// by tool is unchanged among its calls. Agent is the caller's
+// (Call.Agent, the one its token authenticates), "" for an embedder's
+// calls that name none.
+//
 // A tool in trouble (its last call lost its worker process: backoff.go)
 // runs one call at a time until a call keeps its worker: each of its calls
 // costs a worker's death and a replacement's start, CPU that a share of
@@ -32,6 +44,9 @@ type admission struct {
 	turns   int // calls that may run at once
 	perTool int // calls of one tool that may run at once
 	max     int // waiters allowed
+	// perAgentQueue is how many of the max waiters one agent's calls may
+	// be.
+	perAgentQueue int
 	// troubled, if set, names the tools whose calls run one at a time
 	// (firstCalls.oneAtATime).
 	troubled func(tool string) bool
@@ -40,7 +55,11 @@ type admission struct {
 	waiting int // calls in the queue, or granted and not yet counted as running
 	running int
 	byTool  map[string]int // running calls by tool
-	queue   *list.List     // of *admitWaiter, oldest first
+	byAgent map[string]int // running calls by agent
+	// waitingBy is waiting by agent (calls in the queue, or granted and
+	// not yet counted as running).
+	waitingBy map[string]int
+	queue     *list.List // of *admitWaiter, oldest first
 
 	obs Observer // nil: no events
 }
@@ -48,6 +67,7 @@ type admission struct {
 // admitWaiter is a call waiting for a turn; ready is closed once granted.
 type admitWaiter struct {
 	tool    string
+	agent   string
 	ready   chan struct{}
 	granted bool
 }
@@ -66,41 +86,46 @@ func newAdmission(concurrent, queued int) *admission {
 	if concurrent >= 4 {
 		perTool = concurrent - concurrent/4
 	}
-	return &admission{turns: concurrent, perTool: perTool, max: queued, byTool: map[string]int{}, queue: list.New()}
+	return &admission{turns: concurrent, perTool: perTool, max: queued, perAgentQueue: max(1, queued-queued/4),
+		byTool: map[string]int{}, byAgent: map[string]int{}, waitingBy: map[string]int{}, queue: list.New()}
 }
 
-// enter waits for a turn for a call of tool. The returned release must be
-// called when the call is done.
-func (a *admission) enter(ctx context.Context, tool string) (release func(), err error) {
-	if err := a.take(ctx, tool); err != nil {
+// enter waits for a turn for a call of tool by agent. The returned release
+// must be called when the call is done.
+func (a *admission) enter(ctx context.Context, tool, agent string) (release func(), err error) {
+	if err := a.take(ctx, tool, agent); err != nil {
 		return nil, err
 	}
-	return a.releaser(tool), nil
+	return a.releaser(tool, agent), nil
 }
 
 // take waits for a turn for a call of tool, as enter does, without making
 // a release function: the caller gives the turn back exactly once with
 // give (the call path keeps the turn in its invocation, invocation.turn,
 // so a call allocates no closure for it).
-func (a *admission) take(ctx context.Context, tool string) error {
+func (a *admission) take(ctx context.Context, tool, agent string) error {
 	a.mu.Lock()
 	if a.queue.Len() == 0 && a.fitsLocked(tool) {
-		a.grantLocked(tool)
+		a.grantLocked(tool, agent)
 		a.mu.Unlock()
 		a.observe(0, +1)
 		return nil
 	}
-	if a.waiting >= a.max {
+	if a.waiting >= a.max || a.waitingBy[agent] >= a.perAgentQueue {
 		err := fmt.Errorf("%w: %d calls running and %d waiting; retry later", ErrOverloaded, a.running, a.waiting)
-		if a.max == 0 && a.running < a.turns {
+		switch {
+		case a.max == 0 && a.running < a.turns:
 			err = fmt.Errorf("%w: tool %q already runs %d calls, its share of the %d turns, and no call may wait; retry later", ErrOverloaded, tool, a.shareLocked(tool), a.turns)
+		case a.waiting < a.max:
+			err = fmt.Errorf("%w: %d calls of this agent already wait, its share of the %d places (the rest are kept for other agents); retry later", ErrOverloaded, a.waitingBy[agent], a.max)
 		}
 		a.mu.Unlock()
 		return err
 	}
-	w := &admitWaiter{tool: tool, ready: make(chan struct{})}
+	w := &admitWaiter{tool: tool, agent: agent, ready: make(chan struct{})}
 	e := a.queue.PushBack(w)
 	a.waiting++
+	a.waitingBy[agent]++
 	// Turns may be free that the calls ahead cannot take (their tools are
 	// at their share): this call may take one at once.
 	a.dispatchLocked()
@@ -109,7 +134,7 @@ func (a *admission) take(ctx context.Context, tool string) error {
 	select {
 	case <-w.ready:
 		a.observe(-1, +1)
-		a.doneWaiting()
+		a.doneWaiting(agent)
 		return nil
 	case <-ctx.Done():
 		a.mu.Lock()
@@ -117,23 +142,26 @@ func (a *admission) take(ctx context.Context, tool string) error {
 			// Granted as ctx ended: take the turn, then give it back.
 			a.mu.Unlock()
 			a.observe(-1, +1)
-			a.doneWaiting()
-			a.give(tool)
+			a.doneWaiting(agent)
+			a.give(tool, agent)
 			return ctx.Err()
 		}
 		a.queue.Remove(e)
 		a.mu.Unlock()
 		a.observe(-1, 0)
-		a.doneWaiting()
+		a.doneWaiting(agent)
 		return ctx.Err()
 	}
 }
 
-// doneWaiting counts a waiter out of the queue's capacity, after its event:
-// an observer's queued count never exceeds the limit.
-func (a *admission) doneWaiting() {
+// doneWaiting counts a waiter of agent out of the queue's capacity, after
+// its event: an observer's queued count never exceeds the limit.
+func (a *admission) doneWaiting(agent string) {
 	a.mu.Lock()
 	a.waiting--
+	if a.waitingBy[agent]--; a.waitingBy[agent] == 0 {
+		delete(a.waitingBy, agent)
+	}
 	a.mu.Unlock()
 }
 
@@ -150,51 +178,57 @@ func (a *admission) shareLocked(tool string) int {
 	return a.perTool
 }
 
-func (a *admission) grantLocked(tool string) {
+func (a *admission) grantLocked(tool, agent string) {
 	a.running++
 	a.byTool[tool]++
+	a.byAgent[agent]++
 }
 
 // releaser gives a call's turn back once (give).
-func (a *admission) releaser(tool string) func() {
+func (a *admission) releaser(tool, agent string) func() {
 	var once sync.Once
-	return func() { once.Do(func() { a.give(tool) }) }
+	return func() { once.Do(func() { a.give(tool, agent) }) }
 }
 
 // give gives back a turn take granted for a call of tool; the caller sees
 // that it does so once. The event comes first, so that an observer's
 // running count never exceeds the number of turns.
-func (a *admission) give(tool string) {
+func (a *admission) give(tool, agent string) {
 	a.observe(0, -1)
 	a.mu.Lock()
 	a.running--
 	if a.byTool[tool]--; a.byTool[tool] == 0 {
 		delete(a.byTool, tool)
 	}
+	if a.byAgent[agent]--; a.byAgent[agent] == 0 {
+		delete(a.byAgent, agent)
+	}
 	a.dispatchLocked()
 	a.mu.Unlock()
 }
 
 // dispatchLocked hands free turns to waiters: each time to the waiting call
-// whose tool runs the fewest calls (the oldest among equals) and still fits
-// its share.
+// whose agent runs the fewest calls, then whose tool does (the oldest among
+// equals), that still fits its tool's share.
 func (a *admission) dispatchLocked() {
 	for a.running < a.turns {
-		var best *list.Element
+		var best *admitWaiter
+		var bestE *list.Element
 		for e := a.queue.Front(); e != nil; e = e.Next() {
 			w := e.Value.(*admitWaiter)
 			if !a.fitsLocked(w.tool) {
 				continue
 			}
-			if best == nil || a.byTool[w.tool] < a.byTool[best.Value.(*admitWaiter).tool] {
-				best = e
+			if best == nil || a.byAgent[w.agent] < a.byAgent[best.agent] ||
+				a.byAgent[w.agent] == a.byAgent[best.agent] && a.byTool[w.tool] < a.byTool[best.tool] {
+				best, bestE = w, e
 			}
 		}
 		if best == nil {
 			return
 		}
-		w := a.queue.Remove(best).(*admitWaiter)
-		a.grantLocked(w.tool)
+		w := a.queue.Remove(bestE).(*admitWaiter)
+		a.grantLocked(w.tool, w.agent)
 		w.granted = true
 		close(w.ready)
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -98,7 +99,7 @@ func TestAdmissionShare(t *testing.T) {
 	ctx := context.Background()
 	var bombs []func()
 	for range 6 {
-		r, err := a.enter(ctx, "bomb")
+		r, err := a.enter(ctx, "bomb", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,7 @@ func TestAdmissionShare(t *testing.T) {
 	// The seventh bomb waits though two turns are free.
 	got := make(chan func(), 8)
 	go func() {
-		r, err := a.enter(ctx, "bomb")
+		r, err := a.enter(ctx, "bomb", "")
 		if err != nil {
 			t.Error(err)
 			return
@@ -116,18 +117,18 @@ func TestAdmissionShare(t *testing.T) {
 	}()
 	waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.queue.Len() == 1 })
 	// echo finds a free turn at once, though a bomb queued before it.
-	echo, err := a.enter(ctx, "echo")
+	echo, err := a.enter(ctx, "echo", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second echo too: eight turns, six bombs, two echoes.
-	echo2, err := a.enter(ctx, "echo")
+	echo2, err := a.enter(ctx, "echo", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Now every turn is taken: a third echo queues behind the bomb.
 	go func() {
-		r, err := a.enter(ctx, "echo")
+		r, err := a.enter(ctx, "echo", "")
 		if err != nil {
 			t.Error(err)
 			return
@@ -168,21 +169,21 @@ func TestAdmissionFewestFirst(t *testing.T) {
 	ctx := context.Background()
 	var heavy []func()
 	for range 5 {
-		r, err := a.enter(ctx, "heavy")
+		r, err := a.enter(ctx, "heavy", "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		heavy = append(heavy, r)
 	}
 	for range 3 {
-		if _, err := a.enter(ctx, "light"); err != nil {
+		if _, err := a.enter(ctx, "light", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got := make(chan string, 2)
 	wait := func(tool string, queued int) {
 		go func() {
-			if _, err := a.enter(ctx, tool); err != nil {
+			if _, err := a.enter(ctx, tool, ""); err != nil {
 				t.Error(err)
 				return
 			}
@@ -208,13 +209,13 @@ func TestAdmissionTroubledToolOneAtATime(t *testing.T) {
 	a.troubled = c.troubled
 	ctx := context.Background()
 	c.record("bomb", "v1", true) // one lost worker
-	first, err := a.enter(ctx, "bomb")
+	first, err := a.enter(ctx, "bomb", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan func(), 1)
 	go func() {
-		r, err := a.enter(ctx, "bomb")
+		r, err := a.enter(ctx, "bomb", "")
 		if err != nil {
 			t.Error(err)
 			return
@@ -222,7 +223,7 @@ func TestAdmissionTroubledToolOneAtATime(t *testing.T) {
 		got <- r
 	}()
 	waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.queue.Len() == 1 })
-	echo, err := a.enter(ctx, "echo")
+	echo, err := a.enter(ctx, "echo", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestAdmissionTroubledToolOneAtATime(t *testing.T) {
 	first()
 	second := <-got
 	// Its share is back: more bombs run at once.
-	third, err := a.enter(ctx, "bomb")
+	third, err := a.enter(ctx, "bomb", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,13 +284,13 @@ func TestUnprovenToolOneAtATime(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	first, err := h.adm.enter(ctx, "echo")
+	first, err := h.adm.enter(ctx, "echo", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan func(), 1)
 	go func() {
-		r, err := h.adm.enter(ctx, "echo")
+		r, err := h.adm.enter(ctx, "echo", "")
 		if err != nil {
 			t.Error(err)
 			return
@@ -297,11 +298,11 @@ func TestUnprovenToolOneAtATime(t *testing.T) {
 		got <- r
 	}()
 	waitFor(t, func() bool { h.adm.mu.Lock(); defer h.adm.mu.Unlock(); return h.adm.queue.Len() == 1 })
-	git, err := h.adm.enter(ctx, "git")
+	git, err := h.adm.enter(ctx, "git", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	git2, err := h.adm.enter(ctx, "git")
+	git2, err := h.adm.enter(ctx, "git", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestUnprovenToolOneAtATime(t *testing.T) {
 	}
 	var releases []func()
 	for range 3 {
-		r, err := h.adm.enter(ctx, "echo")
+		r, err := h.adm.enter(ctx, "echo", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,5 +337,58 @@ func TestUnprovenToolOneAtATime(t *testing.T) {
 	}
 	if n := h.adm.active(); n != 0 {
 		t.Errorf("%d calls active after every turn was given back", n)
+	}
+}
+
+// TestAdmissionFairBetweenAgents: one agent flooding the host cannot
+// lock another out. Its calls hold at most three quarters of the queue's
+// places, so the other's call still finds one (and a free turn, if there
+// is one); and a freed turn goes to the waiting call of the agent running
+// fewer calls, though the flooding agent's calls of the same tool queued
+// first.
+func TestAdmissionFairBetweenAgents(t *testing.T) {
+	a := newAdmission(4, 4) // three calls of one tool at once, three places of one agent
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var flood []func()
+	for _, tool := range []string{"x", "x", "y"} {
+		r, err := a.enter(ctx, tool, "flood")
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, r)
+	}
+	if _, err := a.enter(ctx, "x", "b"); err != nil { // the fourth turn
+		t.Fatal(err)
+	}
+	got := make(chan string, 8)
+	wait := func(agent string, queued int) {
+		go func() {
+			if _, err := a.enter(ctx, "z", agent); err != nil {
+				if ctx.Err() == nil {
+					t.Error(err)
+				}
+				return
+			}
+			got <- agent
+		}()
+		waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.queue.Len() == queued })
+	}
+	for i := range 3 {
+		wait("flood", i+1)
+	}
+	// The flooding agent's fourth waiting call would fill the queue: it
+	// is refused, naming its share, and the last place stays another's.
+	// (Its context is over: had it been queued, it would end at once as
+	// canceled rather than wait.)
+	over, stop := context.WithCancel(ctx)
+	stop()
+	if _, err := a.enter(over, "z", "flood"); !errors.Is(err, ErrOverloaded) || !strings.Contains(err.Error(), "3 calls of this agent already wait, its share of the 4 places") {
+		t.Fatalf("the flooding agent's call past its share of the queue: %v", err)
+	}
+	wait("b", 4)
+	flood[2]() // a turn frees: flood runs 2, b runs 1
+	if first := <-got; first != "b" {
+		t.Errorf("the freed turn went to %s; want b, the agent running fewer calls", first)
 	}
 }

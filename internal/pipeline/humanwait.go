@@ -79,7 +79,7 @@ func (w humanWait) resume(ctx context.Context, inv *invocation) error {
 	if inv.turn != nil {
 		return nil
 	}
-	if err := w.adm.take(ctx, inv.call.Tool); err != nil {
+	if err := w.adm.take(ctx, inv.call.Tool, inv.call.Agent); err != nil {
 		return err
 	}
 	inv.turn = w.adm

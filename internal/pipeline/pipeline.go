@@ -284,7 +284,7 @@ func (inv *invocation) suspend() { inv.releaseTurn() }
 func (inv *invocation) releaseTurn() {
 	if a := inv.turn; a != nil {
 		inv.turn = nil
-		a.give(inv.call.Tool)
+		a.give(inv.call.Tool, inv.call.Agent)
 	}
 }
 
@@ -375,7 +375,7 @@ type admitStage struct{ adm *admission }
 
 func (s admitStage) enter(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if err := s.adm.take(ctx, inv.call.Tool); err != nil {
+		if err := s.adm.take(ctx, inv.call.Tool, inv.call.Agent); err != nil {
 			return err
 		}
 		inv.turn = s.adm
