@@ -111,6 +111,9 @@ func (s *Server) handleExpired(ctx context.Context, id string, info maiden.Sessi
 	return false
 }
 
+// maxHandleUses bounds the handles whose last use touchHandle keeps.
+const maxHandleUses = 4096
+
 // touchHandle records that modern session handle id was used now (a
 // request named it, or a call in it ended: a session with a call in
 // flight does not count as idle), in this process and, at most once a
@@ -125,11 +128,25 @@ func (s *Server) touchHandle(ctx context.Context, id string) {
 	if s.handleUsed == nil {
 		s.handleUsed = map[string]handleUse{}
 	}
-	if len(s.handleUsed) >= 4096 {
+	if len(s.handleUsed) >= maxHandleUses {
 		for k, h := range s.handleUsed {
 			if now.Sub(h.used) > idle {
 				delete(s.handleUsed, k)
 			}
+		}
+		// Still full: the handles are in use (an agent may open as many
+		// as it likes with session_open and name each). Kept whole, the
+		// map grew without bound, and every touch from then on scanned
+		// it all under this lock. Some are forgotten instead, down to
+		// three quarters, so the next sweep is a quarter of the bound of
+		// touches away. A forgotten handle's last use falls back to the
+		// store's, recorded within a minute of it (as a handle used on
+		// another instance does): it can expire up to a minute early.
+		for k := range s.handleUsed {
+			if len(s.handleUsed) <= maxHandleUses-maxHandleUses/4 {
+				break
+			}
+			delete(s.handleUsed, k)
 		}
 	}
 	u := s.handleUsed[id]

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,5 +82,31 @@ func TestHandleIdleCountsUsesRecordedElsewhere(t *testing.T) {
 	s.touchHandle(ctx, "used-here")
 	if s.handleExpired(ctx, "used-here", maiden.SessionInfo{Created: old, LastUsed: old}) {
 		t.Error("a handle used in this process just now expired")
+	}
+}
+
+// TestHandleUsesBounded: an agent can open as many session handles as it
+// likes and name each within the idle time; the uses this process keeps
+// stay bounded (they were kept whole, and each touch past the bound then
+// scanned them all under the lock every modern call takes), and a
+// handle just named is still known as used.
+func TestHandleUsesBounded(t *testing.T) {
+	e := newAgentsEnv(t, "")
+	s := e.server
+	s.handleIdle.Store(int64(time.Hour))
+	ctx := context.Background()
+	for i := range 3 * maxHandleUses {
+		s.touchHandle(ctx, fmt.Sprintf("ses_%d", i))
+	}
+	s.handleMu.Lock()
+	n := len(s.handleUsed)
+	s.handleMu.Unlock()
+	if n > maxHandleUses {
+		t.Fatalf("%d handle uses kept after %d handles in use were named, want at most %d", n, 3*maxHandleUses, maxHandleUses)
+	}
+	last := fmt.Sprintf("ses_%d", 3*maxHandleUses-1)
+	old := time.Now().Add(-3 * time.Hour)
+	if s.handleExpired(ctx, last, maiden.SessionInfo{Created: old, LastUsed: old}) {
+		t.Error("the handle named last expired")
 	}
 }
