@@ -164,10 +164,10 @@ func (b hostInbox) Agents(context.Context) ([]string, error) {
 }
 
 // cardHost is what the cards page needs of the Host: an agent's cards
-// (revoked ones included) and revoking one as an operator. The Host of
-// this build may not have these yet (issue 12 asks for them); the page then
-// answers that the cards are unavailable, and the log says why. A Host with
-// them, with exactly these signatures, serves the page without a change here.
+// (revoked ones included) and revoking one as an operator (Host.Cards,
+// Host.RevokeCard). Asked of the Host by interface, so that a Host
+// without them would answer that the cards are unavailable, the log
+// saying why (errNoCards).
 type cardHost interface {
 	Cards(ctx context.Context, agent string) ([]api.Card, error)
 	RevokeCard(ctx context.Context, id, by string) (revoked int, err error)
