@@ -29,7 +29,13 @@ output can later be checked against it), or names the first bad record and what 
 it: edited, deleted, inserted or reordered.
 
 The chain has no key: whoever can write the file can rewrite every record after some point and
-recompute the hashes, which verifies on its own. Compare the head with one noted earlier.
+recompute the hashes, which verifies on its own, or cut the last records off. -head HASH checks
+that the trail still extends a head noted earlier: a record of it must have that hash (exit 1
+if none has: the trail was cut or rewritten from before that record).
+
+-export FILE checks a "maiden audit export" file (-format jsonl, a whole export) instead of the
+state store, without agent.toml: its chain, and that its head line matches its last record (a
+truncated export fails); with -head, that it extends that head.
 
 -provenance also re-checks, offline, the chain from signature to record: every component digest
 the call records name (oci:// tools) must have been signed by a key or keyless identity
@@ -121,6 +127,8 @@ func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (
 
 func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("audit verify", stderr)
+	wantHead := fs.String("head", "", "also check that the trail extends this head, noted earlier from verify or export: a record must have this hash")
+	exportFile := fs.String("export", "", "check this audit export file (jsonl) instead of the state store (no agent.toml needed)")
 	provenance := fs.Bool("provenance", false, "also check, offline, that each oci:// component digest the call records name was signed by a key or identity agent.toml configures (verify), with the signature maiden pull kept in the component store, and that each recorded schema hash is the one agent.toml pins")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -129,6 +137,17 @@ func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, std
 	if len(pos) != 0 {
 		fmt.Fprintf(stderr, "maiden audit verify: unexpected argument %q\n", pos[0])
 		return exitUsage
+	}
+	if h := *wantHead; h != "" && !isHashHex(h) {
+		fmt.Fprintf(stderr, "maiden audit verify: -head %q is not a record hash (64 lowercase hex digits, as verify and export print it)\n", terminalSafe(h))
+		return exitUsage
+	}
+	if *exportFile != "" {
+		if *provenance || c.state != "" {
+			fmt.Fprintln(stderr, "maiden audit verify: -export checks a file without the state store: -provenance and -state do not apply")
+			return exitUsage
+		}
+		return verifyExportFile(*exportFile, *wantHead, stdout, stderr)
 	}
 	var cfg *config.Config
 	if *provenance {
@@ -149,6 +168,17 @@ func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, std
 		fmt.Fprintf(stderr, "maiden audit verify: %s: %v\n", st.Path(), err)
 		return exitState
 	}
+	if *wantHead != "" {
+		found, err := auditHasHash(ctx, st, *wantHead)
+		if err != nil {
+			fmt.Fprintf(stderr, "maiden audit verify: %s: %v\n", st.Path(), err)
+			return exitState
+		}
+		if !found {
+			fmt.Fprintf(stderr, "maiden audit verify: %s: no record has the head %s: the trail (%d records, head %s) was cut or rewritten from before the record it named\n", st.Path(), *wantHead, n, head)
+			return exitState
+		}
+	}
 	fmt.Fprintf(stdout, "ok: %d records\nhead: %s\n", n, head)
 	if !*provenance {
 		return exitOK
@@ -159,6 +189,61 @@ func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, std
 		return exitState
 	}
 	return printProvenance(stdout, stderr, p)
+}
+
+// isHashHex reports whether h is written as a record's hash is: 64
+// lowercase hex digits.
+func isHashHex(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for i := range len(h) {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// auditHasHash reports whether a record of st's trail has hash h, a page
+// at a time (the chain was verified just before; this only looks for h).
+func auditHasHash(ctx context.Context, st *admin.State, h string) (bool, error) {
+	if h == strings.Repeat("0", 64) {
+		return true, nil // the head of an empty trail, which every trail extends
+	}
+	for after := int64(0); ; {
+		recs, err := st.AuditTail(ctx, after, auditTailPage)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range recs {
+			if r.Hash == h {
+				return true, nil
+			}
+			after = r.Seq
+		}
+		if len(recs) < auditTailPage {
+			return false, nil
+		}
+	}
+}
+
+// verifyExportFile is audit verify -export: the file's chain and head line,
+// and with wantHead, that it extends that head (admin.VerifyExport).
+func verifyExportFile(path, wantHead string, stdout, stderr io.Writer) int {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "maiden audit verify: -export: %v\n", err)
+		return exitState
+	}
+	defer f.Close()
+	n, head, err := admin.VerifyExport(f, wantHead)
+	if err != nil {
+		fmt.Fprintf(stderr, "maiden audit verify: %s: %v\n", path, err)
+		return exitState
+	}
+	fmt.Fprintf(stdout, "ok: %d records\nhead: %s\n", n, head)
+	return exitOK
 }
 
 // printProvenance prints what audit verify -provenance found, a line per

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -174,6 +175,59 @@ func TestAuditTailAndExport(t *testing.T) {
 	for _, bad := range [][]string{{"-format", "cef"}, {"-from", "-1"}} {
 		if r := cli(t, "", append([]string{"audit", "export", "-state", path}, bad...)...); r.code != exitUsage {
 			t.Errorf("export %v: %+v", bad, r)
+		}
+	}
+}
+
+// TestAuditVerifyHead: the chain has no key, so records cut off its end
+// still verify; -head checks that the trail extends a head noted earlier,
+// in the store and in an export (-export, no store, no agent.toml).
+func TestAuditVerifyHead(t *testing.T) {
+	sqlite, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; make test installs it, see scripts/deps)")
+	}
+	path := auditStore(t, 6)
+	v := cli(t, "", "audit", "verify", "-state", path)
+	noted := strings.TrimSpace(strings.TrimPrefix(v.stdout, "ok: 6 records\nhead: "))
+	if v.code != exitOK || len(noted) != 64 {
+		t.Fatalf("verify: %+v", v)
+	}
+	appendRecords(t, path, 7, 9)
+	if r := cli(t, "", "audit", "verify", "-state", path, "-head", noted); r.code != exitOK || !strings.HasPrefix(r.stdout, "ok: 9 records\n") {
+		t.Fatalf("verify -head of a trail that grew since: %+v", r)
+	}
+	export := filepath.Join(t.TempDir(), "trail.jsonl")
+	e := cli(t, "", "audit", "export", "-state", path)
+	if err := os.WriteFile(export, []byte(e.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, "", "audit", "verify", "-export", export, "-head", noted); r.code != exitOK || !strings.HasPrefix(r.stdout, "ok: 9 records\n") {
+		t.Fatalf("verify -export -head: %+v", r)
+	}
+
+	// The last five records cut off: the rest verifies on its own, and
+	// -head says the trail no longer extends the noted head.
+	if out, err := exec.Command(sqlite, path, `DELETE FROM audit WHERE seq > 4`).CombinedOutput(); err != nil {
+		t.Fatalf("sqlite3: %v: %s", err, out)
+	}
+	if r := cli(t, "", "audit", "verify", "-state", path); r.code != exitOK || !strings.HasPrefix(r.stdout, "ok: 4 records\n") {
+		t.Fatalf("verify of the cut trail, without -head: %+v (a cut trail verifies on its own)", r)
+	}
+	r := cli(t, "", "audit", "verify", "-state", path, "-head", noted)
+	if r.code != exitState || r.stdout != "" || !strings.Contains(r.stderr, "no record has the head "+noted) || !strings.Contains(r.stderr, "cut or rewritten") {
+		t.Fatalf("verify -head of the cut trail: %+v; want exit 1 naming the head", r)
+	}
+	cut := cli(t, "", "audit", "export", "-state", path)
+	if err := os.WriteFile(export, []byte(cut.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, "", "audit", "verify", "-export", export, "-head", noted); r.code != exitState || !strings.Contains(r.stderr, "no record of the export has the expected head "+noted) {
+		t.Fatalf("verify -export -head of the cut trail's export: %+v", r)
+	}
+	for _, bad := range [][]string{{"-head", "abc"}, {"-head", strings.ToUpper(noted)}, {"-export", export, "-state", path}, {"-export", export, "-provenance"}} {
+		if r := cli(t, "", append([]string{"audit", "verify"}, bad...)...); r.code != exitUsage {
+			t.Errorf("verify %v: %+v, want exit 2", bad, r)
 		}
 	}
 }
