@@ -16,9 +16,11 @@ package callaudit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -408,6 +410,10 @@ type journalAudit struct{ j *store.Journal }
 
 func (a journalAudit) append(_ context.Context, r store.AuditRecord) error { return a.j.Append(r) }
 
+func (a journalAudit) appendReserved(r store.AuditRecord, res *store.Reservation) error {
+	return a.j.AppendReserved(r, res)
+}
+
 type storeAudit struct{ st store.Store }
 
 func (s storeAudit) append(ctx context.Context, r store.AuditRecord) error {
@@ -430,15 +436,123 @@ func Flush(ctx context.Context, st store.Store) error {
 	return nil
 }
 
+// Pending is the room taken in the trail for one record of a call that
+// is written after what it records has happened (Trail.Reserve): a
+// request's fetch record, written once the request went out.
+type Pending struct {
+	t     *Trail
+	c     Call
+	w     writer
+	res   store.Reservation // its owner: whoever set spent
+	spent atomic.Bool       // Event or Release was called
+}
+
+// Reserve makes sure a record of the call of about n bytes can be written
+// after what it records has happened, before that happens: it takes the
+// room in the store's audit journal (store.Journal.Reserve: an atomic
+// add), refused when the journal's backlog is past its bound or the
+// journal cannot be written. A refusal must stop what the record would
+// describe (RefusalReason says why to whoever asked): a fetch sent with
+// no record would have its effect unaudited. The record is then written
+// by Pending.Event, or the room given back by Release. A store without a
+// journal takes no room (its records are transactions of their own).
+func (t *Trail) Reserve(ctx context.Context, c Call, n int64) (*Pending, error) {
+	st, err := t.State(ctx, c.Cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pending{t: t, c: c, w: sink(st)}
+	if j, ok := p.w.(journalAudit); ok {
+		if p.res, err = j.j.Reserve(n); err != nil {
+			t.Log.Error("audit record refused before its request: the request is refused", "agent", c.Agent, "tool", c.Tool, "err", err)
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Event writes the record (body encoded by encoding/json) in the room
+// taken: not refused for the journal's backlog; another failure (a
+// journal closed meanwhile, a disk that failed) is logged, as Trail.Event
+// does. Once only: a second Event of one Pending is Trail.Event's.
+func (p *Pending) Event(ctx context.Context, kind string, body any) {
+	if p.spent.Swap(true) {
+		p.t.Event(ctx, p.c, kind, body)
+		return
+	}
+	b, err := json.Marshal(body)
+	if err == nil {
+		r := p.t.record(p.c, kind, b)
+		if j, ok := p.w.(journalAudit); ok {
+			err = j.appendReserved(r, &p.res)
+		} else {
+			err = p.w.append(context.WithoutCancel(ctx), r)
+		}
+	}
+	p.res.Release()
+	if err != nil {
+		p.t.Log.Error("audit record not written", "kind", kind, "agent", p.c.Agent, "tool", p.c.Tool, "err", err)
+	}
+}
+
+// Release gives back the room of a record that will not be written (a
+// no-op after Event; an Event after it writes the record without the
+// room, as Trail.Event). Safe to call concurrently with Event.
+func (p *Pending) Release() {
+	if !p.spent.Swap(true) {
+		p.res.Release()
+	}
+}
+
+// FetchRecordSize is the room Reserve takes for the fetch record of a
+// request to rawURL with credential: more than such a record takes (its
+// method, host, path, credential's name and the cards' decisions about
+// the request, encoded), so that the journal's bound holds.
+func FetchRecordSize(rawURL, credential string) int64 {
+	return 4<<10 + 2*int64(len(rawURL)+len(credential))
+}
+
+// TunnelRecordSize is the room Reserve takes for the record of one CONNECT
+// tunnel (TunnelBody: the host, the gate's rule and reason, the cards'
+// decisions), more than one takes.
+const TunnelRecordSize = 8 << 10
+
+// RuleAuditTrail is the rule of a request refused because its audit
+// record could not be written (Trail.Reserve refused): nothing was sent.
+const RuleAuditTrail = "audit-trail"
+
+// RefusalReason is what the tool (and its caller) is told of a request
+// refused because Trail.Reserve refused its record's room (err): what
+// (a "fetch", a "tunnel") and the cause in general terms, never the
+// journal's path (the full error goes to the operator's log).
+func RefusalReason(what string, err error) string {
+	cause := "it cannot be written"
+	switch {
+	case errors.Is(err, store.ErrJournalFull):
+		cause = "its journal's backlog is past its bound: the state store is not keeping up or cannot be written"
+	case errors.Is(err, store.ErrJournalClosed):
+		cause = "its journal is closed"
+	}
+	return "the audit trail cannot take this " + what + "'s record (" + cause + "), so it was not sent"
+}
+
 // Fetch wraps a call's http-fetch so that each request's decision is a
 // record of the trail (method, host, path without the query, the
 // credential's name, allowed or the rule that refused, the status; never a
-// secret value, never the body), written by record. decisions, if not
-// nil, gives each request a context in which the calling agent's cards
-// note what they decided about it (callegress.Decisions): the record
-// carries them as "decisions", as Decide returned them.
-func Fetch(fetch sandbox.FetchFunc, decisions func(context.Context) (context.Context, func() []api.Decision), record func(body map[string]any)) sandbox.FetchFunc {
+// secret value, never the body), written by record in the room reserve
+// took before the request was sent. A request whose room reserve refuses
+// is refused (denied, RefusalReason) before anything is sent: no request
+// goes out that its record could not follow. decisions, if not nil, gives
+// each request a context in which the calling agent's cards note what
+// they decided about it (callegress.Decisions): the record carries them
+// as "decisions", as Decide returned them.
+func Fetch(fetch sandbox.FetchFunc, decisions func(context.Context) (context.Context, func() []api.Decision), reserve func(context.Context, sandbox.FetchRequest) (*Pending, error), record func(p *Pending, body map[string]any)) sandbox.FetchFunc {
 	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		p, err := reserve(ctx, req)
+		if err != nil {
+			return nil, &sandbox.FetchError{Kind: sandbox.FetchDenied, Message: RefusalReason("fetch", err)}
+		}
+		defer p.Release() // a fetch that panicked: its room is not held forever
 		var decided func() []api.Decision
 		if decisions != nil {
 			ctx, decided = decisions(ctx)
@@ -454,7 +568,7 @@ func Fetch(fetch sandbox.FetchFunc, decisions func(context.Context) (context.Con
 		} else {
 			out.status = resp.Status
 		}
-		record(fetchBody(req.Method, req.URL, req.Credential, ds, out))
+		record(p, fetchBody(req.Method, req.URL, req.Credential, ds, out))
 		return resp, ferr
 	}
 }

@@ -22,13 +22,17 @@ func auditEvent(ctx context.Context, trail *callaudit.Trail, inv *invocation, ki
 
 // auditFetch wraps a call's http-fetch so that each request's decision is
 // a record of the trail, with the decisions of the agent's cards about it
-// (callaudit.Fetch, callegress.Decisions).
+// (callaudit.Fetch, callegress.Decisions); the record's room is taken in
+// the trail before the request is sent, and a request it cannot have is
+// refused (callaudit.Trail.Reserve).
 func auditFetch(ctx context.Context, trail *callaudit.Trail, inv *invocation, fetch sandbox.FetchFunc) sandbox.FetchFunc {
 	if !inv.audited() {
 		return fetch
 	}
-	return callaudit.Fetch(fetch, callegress.Decisions, func(body map[string]any) {
-		auditEvent(ctx, trail, inv, store.AuditFetch, redactFetchBody(inv, body))
+	return callaudit.Fetch(fetch, callegress.Decisions, func(ctx context.Context, req sandbox.FetchRequest) (*callaudit.Pending, error) {
+		return trail.Reserve(ctx, inv.auditCall(), callaudit.FetchRecordSize(req.URL, req.Credential))
+	}, func(p *callaudit.Pending, body map[string]any) {
+		p.Event(ctx, store.AuditFetch, redactFetchBody(inv, body))
 	})
 }
 

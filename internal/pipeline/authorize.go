@@ -87,6 +87,10 @@ type stateHolder struct {
 	path   string
 	synced *config.Config // the configuration the store holds the system cards of
 	closed bool           // set by closeState: the store is not opened again
+	// journalHeld (tests: Host.HoldAuditJournal), if not zero, is the
+	// bound of the audit journal's backlog, whose ingestion then waits
+	// for a Flush.
+	journalHeld int64
 	// wallets caches each agent's pinned wallet while the store's
 	// generation is unchanged and no card in it has expired since.
 	wallets map[string]cachedWallet
@@ -126,7 +130,11 @@ func (s *stateHolder) get(ctx context.Context, cfg *config.Config) (store.Store,
 		}
 		// The store reports what it handles on its own (an audit
 		// journal's torn or damaged lines) to the Host's logger.
-		st, err := store.Open(ctx, path, &store.Options{Logger: s.log})
+		opts := &store.Options{Logger: s.log}
+		if s.journalHeld != 0 {
+			opts.JournalBacklog, opts.JournalInterval = s.journalHeld, time.Hour
+		}
+		st, err := store.Open(ctx, path, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrState, err)
 		}

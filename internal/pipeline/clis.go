@@ -207,6 +207,29 @@ func (c *connectProxy) close() {
 	}
 }
 
+// tunnelRooms are the audit records' rooms a call's CONNECTs took
+// (callaudit.Trail.Reserve), given back when the call ends: a tunnel the
+// proxy never reported holds none after it.
+type tunnelRooms struct {
+	mu sync.Mutex
+	ps []*callaudit.Pending
+}
+
+func (r *tunnelRooms) add(p *callaudit.Pending) {
+	r.mu.Lock()
+	r.ps = append(r.ps, p)
+	r.mu.Unlock()
+}
+
+func (r *tunnelRooms) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.ps {
+		p.Release()
+	}
+	r.ps = nil
+}
+
 // run runs a wrapped CLI's validated call (internal/clitool) once the
 // host has decided its environment, paths and network.
 func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError, error) {
@@ -243,11 +266,32 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 		if audited := inv.audited(); audited || inv.tr != nil {
 			// Each CONNECT a record of the trail, with the decisions of
 			// the agent's cards about it (as an http-fetch's), and a span.
+			var held tunnelRooms
+			defer held.release()
 			sess, err = proxy.OpenEach(inv.policy, inv.agent, func() (egress.Authorizer, func(egress.Tunnel)) {
 				noted := &decisions{}
 				authz := walletAuthorizer(inv.wallet)
 				if audited && inv.wallet != nil {
 					authz = callegress.Noting(inv.wallet, noted.add)
+				}
+				// The tunnel's record's room is taken before the proxy
+				// dials: a CONNECT its record could not follow is refused
+				// (as an http-fetch's, callaudit.Fetch) by the last check
+				// before the dial, with the rule audit-trail; the room of
+				// a tunnel never reported is given back when the call
+				// ends.
+				var pending *callaudit.Pending
+				if audited {
+					p, err := b.trail.Reserve(ctx, inv.auditCall(), callaudit.TunnelRecordSize)
+					if err != nil {
+						reason := callaudit.RefusalReason("tunnel", err)
+						authz = func(string, int, string) error {
+							return &egress.Refusal{Rule: callaudit.RuleAuditTrail, Reason: reason}
+						}
+					} else {
+						pending = p
+						held.add(p)
+					}
 				}
 				end := inv.connectSpan(ctx)
 				return authz, func(t egress.Tunnel) {
@@ -258,7 +302,11 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 						// quote the same host.
 						body := callaudit.TunnelBody(t, noted.list())
 						redactDecisions(body, b.gate.RedactorIfAny(inv.policy))
-						auditEvent(ctx, b.trail, inv, store.AuditFetch, body)
+						if pending != nil {
+							pending.Event(ctx, store.AuditFetch, body)
+						} else {
+							auditEvent(ctx, b.trail, inv, store.AuditFetch, body)
+						}
 					}
 				}
 			})

@@ -38,6 +38,17 @@ func (d *builtinDeps) webFetch(ctx context.Context, inv *invocation, _ store.Sto
 		// agent's cards about it, and a span, as an http-fetch's
 		// (auditFetch, traceFetch).
 		w.Send = func(ctx context.Context, p *egress.Policy, r egress.Request) (*egress.Response, *egress.FetchError) {
+			// The record's room is taken before the request is sent: one
+			// its record could not follow is refused (as an http-fetch's,
+			// callaudit.Fetch).
+			var pending *callaudit.Pending
+			if audited {
+				var err error
+				if pending, err = d.trail.Reserve(ctx, inv.auditCall(), callaudit.FetchRecordSize(r.URL, r.Credential)); err != nil {
+					return nil, &egress.FetchError{Kind: egress.FetchDenied, Message: callaudit.RefusalReason("fetch", err), Rule: callaudit.RuleAuditTrail}
+				}
+				defer pending.Release()
+			}
 			var noted decisions
 			if audited && inv.wallet != nil {
 				r.Authorize = callegress.Noting(inv.wallet, noted.add)
@@ -61,7 +72,7 @@ func (d *builtinDeps) webFetch(ctx context.Context, inv *invocation, _ store.Sto
 				end(resp.Status, len(resp.Body), "")
 			}
 			if audited {
-				auditEvent(ctx, d.trail, inv, store.AuditFetch, callaudit.RequestBody(r, noted.list(), resp, ferr))
+				pending.Event(ctx, store.AuditFetch, callaudit.RequestBody(r, noted.list(), resp, ferr))
 			}
 			return resp, ferr
 		}

@@ -185,7 +185,11 @@
 //     (bad record, journal directory or file that cannot be made, a full
 //     disk, a backlog beyond Options.JournalBacklog because the store
 //     cannot keep up or cannot be written) writes nothing: the call it
-//     records must be refused.
+//     records must be refused. A record written after what it records
+//     (a request's, once sent) takes its room first (Reserve: an atomic
+//     add, refused past the bound with the room already reserved counted
+//     as written); AppendReserved spends it and is not refused for the
+//     backlog, so the request is refused before it is sent instead.
 //   - Writing: on Linux the file's blocks are reserved (fallocate, 8 MiB,
 //     then the next file) and mapped shared; a record is encoded (its body
 //     checked and compacted in one pass, scanJSON, held to encoding/json by

@@ -115,6 +115,12 @@ const AuditJournalDamaged = "audit-journal-damaged"
 // closed.
 var ErrJournalClosed = errors.New("audit journal is closed")
 
+// ErrJournalFull: the journal's backlog (bytes written and not yet
+// ingested, and the room reserved for records to come: Reserve) is past
+// Options.JournalBacklog, because the store cannot keep up or cannot be
+// written; Append and Reserve refuse until the ingester catches up.
+var ErrJournalFull = errors.New("the audit journal's backlog is past its bound")
+
 // ErrJournalDirUnsafe: the journal's directory is owned by another user
 // or writable by its group or other users, who could then add records to
 // the audit chain by dropping a file there; the store refuses to open (or
@@ -175,10 +181,17 @@ type Journal struct {
 	closed   bool
 	started  bool // the ingester runs
 	appended int64
-	wpos     int64      // bytes written to all of this journal's files
-	retired  []*os.File // rotated-away files the syncer has yet to close (sync mode)
-	syncErr  error      // a failed fsync: sticky (sync mode)
+	wpos     atomic.Int64 // bytes written to all of this journal's files (stored under mu; Reserve reads it without)
+	retired  []*os.File   // rotated-away files the syncer has yet to close (sync mode)
+	syncErr  error        // a failed fsync: sticky (sync mode)
 	buf      []byte
+
+	// reserved is the room taken by Reservations not yet spent or
+	// released (bytes): counted in the backlog as if written. unusable is
+	// set once appends fail whatever the backlog (closed, or an fsync
+	// failed), so that Reserve refuses without taking mu.
+	reserved atomic.Int64
+	unusable atomic.Bool
 
 	smu    sync.Mutex // one fsync at a time; later appenders share the next
 	synced int64      // wpos covered by the last fsync
@@ -306,7 +319,95 @@ var encodePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // that); an error means it was not written, and the call it records must
 // not be acknowledged. r's Seq, Prev and Hash are ignored (the chain
 // gives them at ingestion); a zero At is now.
-func (j *Journal) Append(r AuditRecord) error {
+func (j *Journal) Append(r AuditRecord) error { return j.append(r, nil) }
+
+// AppendReserved is Append for a record whose room res took (Reserve)
+// before what it records happened: it is not refused for the journal's
+// backlog (it may still be for its content, or a journal closed or
+// failing). res is spent whatever the outcome.
+func (j *Journal) AppendReserved(r AuditRecord, res *Reservation) error { return j.append(r, res) }
+
+// Reservation is room in the journal for one record, taken by Reserve
+// before what the record will describe happens (a request sent, a tunnel
+// opened) and spent by the record's AppendReserved after it, so that a
+// backlog that grew meanwhile does not refuse it. Release gives back the
+// room of one that will not be written. The zero Reservation holds
+// nothing (AppendReserved with it is Append). Not for concurrent use.
+type Reservation struct {
+	j *Journal
+	n int64
+}
+
+// Reserve takes room for one record of about n bytes (its encoded line;
+// one that turns out larger is still taken, and the backlog passes its
+// bound by the difference). It is refused, with ErrJournalFull, when the
+// backlog with the room already reserved would pass
+// Options.JournalBacklog, and when the journal is closed or its fsync
+// failed (what Append would say). Cheap: an atomic add and two loads, no
+// lock, no system call.
+func (j *Journal) Reserve(n int64) (Reservation, error) {
+	n = max(n, 1)
+	if j.unusable.Load() {
+		j.mu.Lock()
+		err := j.usableLocked()
+		j.mu.Unlock()
+		if err != nil {
+			return Reservation{}, err
+		}
+	}
+	total := j.reserved.Add(n)
+	if backlog := j.wpos.Load() + total - j.ingestedB.Load(); backlog > j.backlogMax {
+		j.reserved.Add(-n)
+		return Reservation{}, j.fullError(backlog - n)
+	}
+	return Reservation{j: j, n: n}, nil
+}
+
+// Release gives the reservation's room back, if it was neither spent nor
+// released.
+func (r *Reservation) Release() {
+	if r.j != nil && r.n > 0 {
+		r.j.reserved.Add(-r.n)
+	}
+	r.n = 0
+}
+
+// usableLocked is the error of an append to a journal that cannot take
+// one whatever its backlog: closed, or an earlier fsync failed. Called
+// with j.mu held.
+func (j *Journal) usableLocked() error {
+	if j.closed {
+		return ErrJournalClosed
+	}
+	if j.syncErr != nil {
+		return fmt.Errorf("audit journal: an earlier fsync failed, records may be lost: %w", j.syncErr)
+	}
+	return nil
+}
+
+// fullError is the refusal of a record when backlog bytes (reserved room
+// included) are waiting: ErrJournalFull, with why.
+func (j *Journal) fullError(backlog int64) error {
+	j.pmu.Lock()
+	why := "the ingester has not caught up"
+	if j.lastErr != nil {
+		why = "last ingestion error: " + j.lastErr.Error()
+	}
+	j.pmu.Unlock()
+	return fmt.Errorf("audit journal %s: %w: %d bytes are waiting to be ingested into the store, more than %d (%s)", j.dir, ErrJournalFull, backlog, j.backlogMax, why)
+}
+
+func (j *Journal) append(r AuditRecord, res *Reservation) error {
+	var reserved int64
+	if res != nil && res.j == j {
+		reserved = res.n
+		res.n = 0
+	}
+	if reserved > 0 {
+		// Given back once the line is written (then counted in wpos), or
+		// not: the record is not taken again.
+		defer j.reserved.Add(-reserved)
+	}
 	if err := checkName("audit kind", r.Kind); err != nil { // the body is checked as it is encoded
 		return fmt.Errorf("audit journal %s: %w", r.Kind, err)
 	}
@@ -337,7 +438,7 @@ func (j *Journal) Append(r AuditRecord) error {
 	}
 
 	j.mu.Lock()
-	pos, err := j.appendLocked(eb.Bytes())
+	pos, err := j.appendLocked(eb.Bytes(), reserved > 0)
 	j.mu.Unlock()
 	if err != nil {
 		return err
@@ -353,22 +454,19 @@ func (j *Journal) Append(r AuditRecord) error {
 }
 
 // appendLocked writes one line (fields is its encoded middle) and returns
-// the journal's write position after it. Called with j.mu held.
-func (j *Journal) appendLocked(fields []byte) (int64, error) {
-	if j.closed {
-		return 0, ErrJournalClosed
+// the journal's write position after it; reserved: the line spends a
+// Reservation. Called with j.mu held.
+func (j *Journal) appendLocked(fields []byte, reserved bool) (int64, error) {
+	if err := j.usableLocked(); err != nil {
+		return 0, err
 	}
-	if j.syncErr != nil {
-		return 0, fmt.Errorf("audit journal: an earlier fsync failed, records may be lost: %w", j.syncErr)
-	}
-	if backlog := j.wpos - j.ingestedB.Load(); backlog > j.backlogMax {
-		j.pmu.Lock()
-		why := "the ingester has not caught up"
-		if j.lastErr != nil {
-			why = "last ingestion error: " + j.lastErr.Error()
+	// A reserved record's room was counted when it was reserved: it is
+	// not refused for the backlog now (what it records has happened).
+	// Any other record counts the room reserved as written.
+	if !reserved {
+		if backlog := j.wpos.Load() + j.reserved.Load() - j.ingestedB.Load(); backlog > j.backlogMax {
+			return 0, j.fullError(backlog)
 		}
-		j.pmu.Unlock()
-		return 0, fmt.Errorf("audit journal %s: %d bytes are waiting to be ingested into the store, more than %d (%s)", j.dir, backlog, j.backlogMax, why)
 	}
 	// The line's length does not depend on which file it goes to (the
 	// line number may grow by a digit: room is kept for that).
@@ -401,9 +499,9 @@ func (j *Journal) appendLocked(fields []byte) (int64, error) {
 	cur.lines++
 	cur.size += int64(len(b))
 	cur.committed.Store(cur.size)
-	j.wpos += int64(len(b))
+	pos := j.wpos.Add(int64(len(b)))
 	j.appended++
-	return j.wpos, nil
+	return pos, nil
 }
 
 // copyLine copies line into the mapping at off, its final '\n' last: a
@@ -574,6 +672,7 @@ func (j *Journal) sealLocked() error {
 		err = j.f.Sync()
 		if err != nil {
 			j.syncErr = err
+			j.unusable.Store(true)
 		}
 	}
 	if j.sync {
@@ -636,7 +735,7 @@ func (j *Journal) syncTo(pos int64) error {
 		return nil
 	}
 	j.mu.Lock()
-	f, upto, retired, serr := j.f, j.wpos, j.retired, j.syncErr
+	f, upto, retired, serr := j.f, j.wpos.Load(), j.retired, j.syncErr
 	j.retired = nil
 	j.mu.Unlock()
 	for _, r := range retired {
@@ -649,6 +748,7 @@ func (j *Journal) syncTo(pos int64) error {
 		if err := f.Sync(); err != nil {
 			j.mu.Lock()
 			j.syncErr = err
+			j.unusable.Store(true)
 			j.mu.Unlock()
 			return fmt.Errorf("audit journal: fsync: %w", err)
 		}
@@ -722,13 +822,13 @@ type JournalStats struct {
 func (j *Journal) backlog() int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.wpos - j.ingestedB.Load()
+	return j.wpos.Load() - j.ingestedB.Load()
 }
 
 // Stats returns the journal's counters.
 func (j *Journal) Stats() JournalStats {
 	j.mu.Lock()
-	st := JournalStats{Appended: j.appended, Backlog: j.wpos - j.ingestedB.Load()}
+	st := JournalStats{Appended: j.appended, Backlog: j.wpos.Load() - j.ingestedB.Load()}
 	j.mu.Unlock()
 	j.pmu.Lock()
 	st.Ingested, st.LastError = j.ingested, j.lastErr
@@ -897,6 +997,7 @@ func (j *Journal) close() error {
 		return nil
 	}
 	j.closed = true
+	j.unusable.Store(true)
 	serr := j.sealLocked()
 	started := j.started
 	j.mu.Unlock()

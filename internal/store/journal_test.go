@@ -899,3 +899,97 @@ func FuzzJournalLine(f *testing.F) {
 		}
 	})
 }
+
+// TestJournalReserve: room reserved for a record to come (a fetch's,
+// written after its request went out) is counted in the backlog as if
+// written. Reserve is refused with ErrJournalFull once the backlog and
+// the room already reserved would pass the bound, and an unreserved
+// Append is refused once they do; a reserved record is written whatever
+// the backlog has become meanwhile; Release gives the room back; a closed
+// journal refuses a reservation as it refuses an Append.
+func TestJournalReserve(t *testing.T) {
+	ctx := context.Background()
+	const bound = 16 << 10
+	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Hour, JournalBacklog: bound})
+	j := s.Journal()
+	// fill appends unreserved records from number n until one is refused
+	// for the backlog; it returns the next number.
+	fill := func(n int) int {
+		t.Helper()
+		for k := 0; k < 1000; k, n = k+1, n+1 {
+			if err := j.Append(journalRec("t", n)); err != nil {
+				if !errors.Is(err, ErrJournalFull) || !strings.Contains(err.Error(), "waiting to be ingested") {
+					t.Fatal(err)
+				}
+				if k == 0 {
+					t.Fatal("no room for an unreserved record")
+				}
+				return n
+			}
+		}
+		t.Fatal("1000 records and the bound never refused one")
+		return n
+	}
+
+	// Reservations alone fill the bound.
+	a, err := j.Reserve(6 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := j.Reserve(6 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Reserve(6 << 10); !errors.Is(err, ErrJournalFull) {
+		t.Fatalf("a third reservation past the bound = %v; want ErrJournalFull", err)
+	}
+	// Unreserved records count the room reserved: 4 KiB are left.
+	n := fill(0)
+	if got := j.Stats().Backlog; got > 5<<10 {
+		t.Fatalf("backlog %d after the unreserved records: the 12 KiB reserved were not counted", got)
+	}
+	b.Release()
+	b.Release() // once only
+	if got := j.reserved.Load(); got != 6<<10 {
+		t.Fatalf("%d bytes reserved after one of two 6 KiB reservations was released", got)
+	}
+	n = fill(n)
+	// The backlog and a's room are past the bound: a's record is written
+	// anyway, and spends its room.
+	if err := j.AppendReserved(journalRec("r", 0), &a); err != nil {
+		t.Fatalf("a reserved record with the backlog past its bound: %v", err)
+	}
+	if got := j.reserved.Load(); got != 0 {
+		t.Fatalf("%d bytes still reserved after every reservation was spent or released", got)
+	}
+	a.Release() // spent: gives nothing back
+	if got := j.reserved.Load(); got != 0 {
+		t.Fatalf("%d bytes reserved after a spent reservation was released", got)
+	}
+	if _, err := j.Reserve(6 << 10); !errors.Is(err, ErrJournalFull) {
+		t.Fatalf("a reservation with the backlog near its bound = %v; want ErrJournalFull", err)
+	}
+
+	// Ingested, the room is there again.
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := j.Reserve(6 << 10)
+	if err != nil {
+		t.Fatalf("after Flush: %v", err)
+	}
+	if err := j.AppendReserved(journalRec("r", 1), &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := chainByTool(t, s)
+	wantSeq(t, "t", got["t"], n)
+	wantSeq(t, "r", got["r"], 2)
+
+	s.Close()
+	if _, err := j.Reserve(1); !errors.Is(err, ErrJournalClosed) {
+		t.Fatalf("Reserve on a closed journal = %v; want ErrJournalClosed", err)
+	}
+}

@@ -43,8 +43,9 @@ type Options struct {
 	// rate at which journal ingestion changes Generation.
 	JournalInterval time.Duration
 	// JournalBacklog bounds the bytes written to the journal and not yet
-	// ingested (the store cannot keep up, or cannot be written): Append
-	// refuses beyond it. Zero means 64 MiB.
+	// ingested (the store cannot keep up, or cannot be written), with the
+	// room reserved for records to come (Journal.Reserve): Append and
+	// Reserve refuse beyond it (ErrJournalFull). Zero means 64 MiB.
 	JournalBacklog int64
 	// Logger receives what the store reports on its own (journal lines
 	// refused or torn, ingestion failures); nil discards it.
