@@ -19,7 +19,13 @@ type OCISource struct {
 	Tool   string // the [tools.NAME] it is the path of
 	Ref    string // as written: oci://REGISTRY/REPO[:TAG]@sha256:HEX
 	Digest string // the pinned manifest digest
-	Key    string // absolute path of verify.key; "" when no key signature is checked
+	// Layer is the digest ("sha256:HEX") of the component layer the store
+	// verified Path as while loading. The file is read again later (to
+	// compile, describe, on each reload): the runtime opens it pinned to
+	// Layer and refuses bytes that hash to anything else, so a file
+	// replaced after the check does not run, whoever can write the store.
+	Layer string
+	Key   string // absolute path of verify.key; "" when no key signature is checked
 	// Keyless is verify = { issuer, identity, trusted_root }: a Sigstore
 	// bundle checked offline against a trusted root; nil when none is.
 	// At most one of Key and Keyless is set.
@@ -176,6 +182,7 @@ func (c *checker) resolveOCI(t *Tool, line int) {
 		return
 	}
 	t.Path = comp.Path
+	t.OCI.Layer = comp.Layer
 	t.OCI.Signer = comp.Signer
 	if t.OCI.Schema == "" {
 		return

@@ -21,7 +21,7 @@ func ociFiles(t *testing.T, err error) fileSystem {
 		if r.Digest != testDigest {
 			return oci.Component{}, fmt.Errorf("load %s: %w", r, err)
 		}
-		c := oci.Component{Ref: r, Path: "/store/blobs/sha256/layer", Digest: r.Digest}
+		c := oci.Component{Ref: r, Path: "/store/blobs/sha256/layer", Digest: r.Digest, Layer: testLayer}
 		if src.Key != "" {
 			c.Signer = "sha256:key-of-" + src.Key
 		}
@@ -40,6 +40,9 @@ func ociFiles(t *testing.T, err error) fileSystem {
 	return fs
 }
 
+// testLayer is the layer digest the fake store verified the component as.
+const testLayer = "sha256:" + "1a7e" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
+
 const testSchema = "sha256:" + "5c4e" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
 
 func TestOCIPath(t *testing.T) {
@@ -52,9 +55,9 @@ func TestOCIPath(t *testing.T) {
 		wantErr string
 	}{
 		{name: "pinned", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"`,
-			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest}},
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Layer: testLayer}},
 		{name: "pinned with its tag and a key", toml: `path = "oci://ghcr.io/acme/echo:v1@` + testDigest + `"` + "\nverify = { key = \"cosign.pub\" }",
-			want: &OCISource{Ref: "oci://ghcr.io/acme/echo:v1@" + testDigest, Digest: testDigest, Key: "/base/cosign.pub", Signer: "sha256:key-of-/base/cosign.pub"}},
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo:v1@" + testDigest, Digest: testDigest, Layer: testLayer, Key: "/base/cosign.pub", Signer: "sha256:key-of-/base/cosign.pub"}},
 		{name: "tag alone", toml: `path = "oci://ghcr.io/acme/echo:v1"`,
 			wantErr: `agent.toml:3: tools.w.path: "oci://ghcr.io/acme/echo:v1" names a tag, which can move: pin its digest (maiden check prints it; maiden add oci://ghcr.io/acme/echo:v1 NAME writes it)`},
 		{name: "malformed", toml: `path = "oci://ghcr.io/acme/echo@sha256:12"`,
@@ -66,13 +69,13 @@ func TestOCIPath(t *testing.T) {
 		{name: "verify on a local file", toml: `path = "w.wasm"` + "\nverify = { key = \"cosign.pub\" }",
 			wantErr: `agent.toml:4: tools.w.verify: verify checks the signature of an oci:// component; path is a local file`},
 		{name: "registry credential", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nregistry_credential = \"GHCR\"",
-			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Credential: "GHCR"}},
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Layer: testLayer, Credential: "GHCR"}},
 		{name: "registry credential not a name", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nregistry_credential = \"user:token\"",
 			wantErr: `agent.toml:4: tools.w.registry_credential: must be a secret's NAME (A-Z, 0-9, _), whose value (USER:PASSWORD, or a registry token) comes from MAIDEN_SECRET_NAME, got "user:token"`},
 		{name: "registry credential on a local file", toml: `path = "w.wasm"` + "\nregistry_credential = \"GHCR\"",
 			wantErr: `agent.toml:4: tools.w.registry_credential: registry_credential logs in to the registry of an oci:// component; path is a local file`},
 		{name: "schema pinned", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nschema = \"" + testSchema + "\"",
-			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Schema: testSchema}},
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Layer: testLayer, Schema: testSchema}},
 		{name: "schema not in the store", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nschema = \"" + other + "\"", storeIs: oci.ErrNotInStore,
 			wantErr: `agent.toml:3: tools.w.schema: the schema ` + other + ` pins is not in the local component store: run maiden pull (it records the schema of every pinned tool of this file)`},
 		{name: "schema changed in the store", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nschema = \"" + other + "\"", storeIs: oci.ErrDigestMismatch,
@@ -84,11 +87,11 @@ func TestOCIPath(t *testing.T) {
 		{name: "verify without key", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { keys = \"cosign.pub\" }",
 			wantErr: "agent.toml:4: tools.w.verify.keys: unknown key; valid keys here: key, issuer, identity, trusted_root, transparency_log\nagent.toml:4: tools.w.verify.key: required key is missing: the cosign public key file the component must be signed with (or issuer, identity and trusted_root for a keyless signature)"},
 		{name: "keyless", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", identity = \"ci@acme.example\", trusted_root = \"trusted_root.json\" }",
-			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest,
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Layer: testLayer,
 				Keyless: &KeylessVerify{Issuer: "https://token.example", Identity: "ci@acme.example", TrustedRoot: "/base/trusted_root.json", TransparencyLog: true},
 				Signer:  "keyless:https://token.example ci@acme.example under /base/trusted_root.json"}},
 		{name: "keyless without the log", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", identity = \"ci@acme.example\", trusted_root = \"trusted_root.json\", transparency_log = false }",
-			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest,
+			want: &OCISource{Ref: "oci://ghcr.io/acme/echo@" + testDigest, Digest: testDigest, Layer: testLayer,
 				Keyless: &KeylessVerify{Issuer: "https://token.example", Identity: "ci@acme.example", TrustedRoot: "/base/trusted_root.json"},
 				Signer:  "keyless:https://token.example ci@acme.example under /base/trusted_root.json"}},
 		{name: "keyless without identity", toml: `path = "oci://ghcr.io/acme/echo@` + testDigest + `"` + "\nverify = { issuer = \"https://token.example\", trusted_root = \"trusted_root.json\" }",

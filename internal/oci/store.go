@@ -24,10 +24,14 @@ import (
 //
 // Every Load hashes what it returns against the digest that names it. The
 // component file's path is handed to the runtime, which reads it again
-// after Load: the time-of-check/time-of-use gap is closed by the directory
-// being this user's own (OpenStore refuses one that another user owns or
-// can write, or that sits under a directory they could replace it from),
-// the same assumption as the compiled-component cache's.
+// after Load: that time-of-check/time-of-use gap is closed by the runtime
+// opening the file pinned to Component.Layer (config.OCISource.Layer,
+// sandbox.Runner.OpenPinned), each runner refusing bytes that hash to
+// another digest before compiling or running them. The directory must
+// also be this user's own (OpenStore refuses one that another user owns
+// or can write, or that sits under a directory they could replace it
+// from), as defence in depth: the same rule as the compiled-component
+// cache's.
 type Store struct{ dir string }
 
 // Component is a verified component in the store.
@@ -45,7 +49,8 @@ type Component struct {
 // this user's that no group or other user can write, and every ancestor
 // must be root's or this user's and writable by no one else unless sticky
 // (checkOwnDirs). A directory another user owns, or one whose parent they
-// can write, lets them swap a component's file after Load verified it.
+// can write, lets them swap a component's file after Load verified it
+// (which the runtime then refuses: the tool stops loading).
 func OpenStore(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {

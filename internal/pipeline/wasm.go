@@ -16,6 +16,7 @@ import (
 	"github.com/maiden-run/maiden/internal/command"
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
+	"github.com/maiden-run/maiden/internal/oci"
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
@@ -53,7 +54,7 @@ func (b *wasmBackend) pooled() bool        { return true }
 // is what the cards, conditions and approvals see. The opened version is
 // the one open runs.
 func (b *wasmBackend) parse(ctx context.Context, inv *invocation) (parsed, *ToolError, error) {
-	t, err := b.runner.Open(ctx, inv.tool.Path, limitsOf(inv.tool))
+	t, err := openComponent(ctx, b.runner, inv.tool, limitsOf(inv.tool))
 	if err != nil {
 		if ctx.Err() != nil {
 			return parsed{}, nil, ctx.Err()
@@ -90,7 +91,7 @@ func (b *wasmBackend) open(ctx context.Context, inv *invocation, replaced bool) 
 	lim := limitsOf(inv.tool)
 	t, err := inv.opened, inv.openErr // opened by parse
 	if replaced || (t == nil && err == nil) {
-		t, err = b.runner.Open(ctx, inv.tool.Path, lim)
+		t, err = openComponent(ctx, b.runner, inv.tool, lim)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -364,7 +365,7 @@ func (b *wasmBackend) typedCommands(info ToolInfo) bool {
 
 // load loads and describes the tool under its own limits and ctx.
 func (b *wasmBackend) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo, error) {
-	opened, err := b.runner.Open(ctx, t.Path, limitsOf(&t))
+	opened, err := openComponent(ctx, b.runner, &t, limitsOf(&t))
 	if err != nil {
 		return sandbox.LoadInfo{}, err
 	}
@@ -376,3 +377,46 @@ func (b *wasmBackend) load(ctx context.Context, t config.Tool) (sandbox.LoadInfo
 	}
 	return opened.LoadInfo, nil
 }
+
+// openComponent opens t's component in runner under lim: a local file as
+// it is, an oci:// tool's pinned to the layer digest the store verified its
+// file as when the configuration was loaded (config.OCISource.Layer). The
+// runner reads the file again (to compile, describe, and after each change
+// of it), hashing what it read as it does for its compile cache, and
+// refuses bytes hashing to another digest before compiling or running
+// them: so the gap between the store's check and this read is closed
+// whoever can write the store. Every load of a tool (each call's parse
+// and open, a stale version's reopen, tools/list, check) comes here.
+func openComponent(ctx context.Context, runner sandbox.Runner, t *config.Tool, lim sandbox.Limits) (*sandbox.Tool, error) {
+	o := t.OCI
+	if o == nil {
+		return runner.Open(ctx, t.Path, lim)
+	}
+	if o.Layer == "" {
+		// Not loaded through the store (config.Load always sets it):
+		// nothing verified the file, so nothing of it loads.
+		return nil, fmt.Errorf("%w: tool %s: %s has no layer digest verified by the component store", sandbox.ErrInvalidTool, t.Name, o.Ref)
+	}
+	opened, err := runner.OpenPinned(ctx, t.Path, o.Layer, lim)
+	var de *sandbox.DigestError
+	if errors.As(err, &de) {
+		return nil, &componentChanged{tool: t.Name, ref: o.Ref, de: de}
+	}
+	return opened, err
+}
+
+// componentChanged is an oci:// tool refused because its component file no
+// longer holds the layer the store verified: it wraps sandbox.ErrInvalidTool
+// (the tool does not load, nothing of it runs) and oci.ErrDigestMismatch.
+type componentChanged struct {
+	tool, ref string
+	de        *sandbox.DigestError
+}
+
+func (e *componentChanged) Error() string {
+	return fmt.Sprintf("tool %s: %v: the component file of %s in the local component store now holds bytes hashing to %s, not the layer %s the store verified when agent.toml was loaded, "+
+		"so it does not load and nothing of it runs; something changed the store: run maiden pull to fetch the component again",
+		e.tool, oci.ErrDigestMismatch, e.ref, e.de.Got, e.de.Want)
+}
+
+func (e *componentChanged) Unwrap() []error { return []error{e.de, oci.ErrDigestMismatch} }

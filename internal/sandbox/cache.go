@@ -72,11 +72,18 @@ type loaded struct {
 // created it finishes; until then other callers wait for it instead of
 // compiling the same file again.
 type entry struct {
-	path  string
-	key   FileKey
+	path string
+	key  FileKey
+	// want is the digest ("sha256:HEX") the caller that created the entry
+	// pinned the file to, "" for none: compile refused bytes hashing to
+	// anything else before compiling them (a *DigestError).
+	want  string
 	ready chan struct{}
-	tool  *loaded
-	err   error
+	// refused marks err as a *DigestError: the bytes hashed to another
+	// digest than want.
+	refused bool
+	tool    *loaded
+	err     error
 	// unsettled marks a failure to read a file that was modified moments
 	// ago: probably a build still writing it in place. It is not final
 	// until the file has been quiet for settleTime.
@@ -152,7 +159,15 @@ func newCache(engine *wasmtime.Engine, dir string, maxBytes int64, log *slog.Log
 // keeps failing from cache until it changes, except one modified moments ago
 // (see entry.unsettled), which is looked at again until it settles or ctx
 // ends.
-func (c *cache) get(ctx context.Context, path string) (*loaded, error) {
+//
+// want ("sha256:HEX", or "" for none) is the digest the caller verified the
+// file as: bytes read that hash to anything else are refused with a
+// *DigestError before they are compiled, and so is a version loaded for
+// another caller whose digest is not want. The hash is the one compile
+// takes anyway (the disk cache's key, LoadInfo.Digest); a version already
+// loaded under the same want costs nothing more (its want is the caller's
+// own string, compared by pointer).
+func (c *cache) get(ctx context.Context, path, want string) (*loaded, error) {
 	for {
 		key, err := StatKey(path)
 		if err != nil {
@@ -160,9 +175,9 @@ func (c *cache) get(ctx context.Context, path string) (*loaded, error) {
 		}
 		c.mu.Lock()
 		e := c.entries[path]
-		if e == nil || e.key != key || (e.unsettled && c.settled(key)) {
+		if e == nil || e.key != key || (e.unsettled && c.settled(key)) || e.refusedFor(want) {
 			old := e
-			e = &entry{path: path, key: key, ready: make(chan struct{})}
+			e = &entry{path: path, key: key, want: want, ready: make(chan struct{})}
 			c.entries[path] = e
 			if old != nil {
 				c.unlink(old)
@@ -171,10 +186,11 @@ func (c *cache) get(ctx context.Context, path string) (*loaded, error) {
 			if old != nil {
 				go c.retire(old)
 			}
-			tool, err := c.load(path, key)
+			tool, err := c.load(path, key, want)
 			c.mu.Lock()
 			e.tool, e.err = tool, err
 			e.unsettled = err != nil && unsettledFailure(err) && !c.settled(key)
+			e.refused = isDigestError(err)
 			if tool != nil && c.entries[path] == e {
 				e.lru = c.lru.PushFront(e)
 				c.bytes += tool.size
@@ -204,10 +220,28 @@ func (c *cache) get(ctx context.Context, path string) (*loaded, error) {
 				}
 				continue
 			}
+			if e.want != want && e.refused {
+				// Refused for another caller's digest: this one's
+				// compiles it, or is refused for its own (refusedFor).
+				continue
+			}
 			return nil, e.err
+		}
+		if e.want != want {
+			// Loaded for a caller pinning another digest, or none.
+			if err := checkDigest(path, want, e.tool.digest); err != nil {
+				return nil, err
+			}
 		}
 		return e.tool, nil
 	}
+}
+
+// refusedFor tells whether e is a version refused for its digest under
+// another want than the caller's: it is loaded again for the caller. c.mu
+// is held (e.refused is written under it).
+func (e *entry) refusedFor(want string) bool {
+	return e.want != want && e.refused
 }
 
 var errFileChanged = errors.New("file changed while being read")
@@ -320,8 +354,8 @@ func (c *cache) retire(e *entry) {
 	}
 }
 
-func (c *cache) load(path string, key FileKey) (*loaded, error) {
-	l, err := c.compile(path, key)
+func (c *cache) load(path string, key FileKey, want string) (*loaded, error) {
+	l, err := c.compile(path, key, want)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +368,7 @@ func (c *cache) load(path string, key FileKey) (*loaded, error) {
 	return l, nil
 }
 
-func (c *cache) compile(path string, key FileKey) (*loaded, error) {
+func (c *cache) compile(path string, key FileKey, want string) (*loaded, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidTool, err)
@@ -344,6 +378,11 @@ func (c *cache) compile(path string, key FileKey) (*loaded, error) {
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
+	// The bytes hashed are the bytes scanned, compiled and run: pinned to
+	// another digest, they are refused before any of that.
+	if err := checkDigest(path, want, digest); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if LooksLikeComponent(data) {
 		// Per-instance state is bounded before anything is compiled or

@@ -176,7 +176,7 @@ func loadSizes(t *testing.T, tools ...string) map[string]int64 {
 	sb := newSandbox(t, nil)
 	sizes := map[string]int64{}
 	for _, p := range tools {
-		l, err := sb.cache.get(context.Background(), p)
+		l, err := sb.cache.get(context.Background(), p, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +206,7 @@ func TestMemoryCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	sb := newSandbox(t, &Options{MaxCacheBytes: limit})
 	ctx := context.Background()
 	for _, p := range []string{a, b, a, c} { // a used after b: b is the oldest when c arrives
-		if _, err := sb.cache.get(ctx, p); err != nil {
+		if _, err := sb.cache.get(ctx, p, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -234,7 +234,7 @@ func TestEvictedToolStaysValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sb.cache.get(ctx, other); err != nil {
+	if _, err := sb.cache.get(ctx, other, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := cachedPaths(sb.cache); got[echo] {

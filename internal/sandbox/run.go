@@ -84,7 +84,7 @@ func (s *Sandbox) Execute(ctx context.Context, c Call) (Outcome, error) {
 		return Outcome{}, err
 	}
 	defer s.leave(nil)
-	l, err := s.cache.get(ctx, c.Path)
+	l, err := s.cache.get(ctx, c.Path, "")
 	if err != nil {
 		if ctx.Err() != nil {
 			return Outcome{Duration: time.Since(start)}, ctx.Err()

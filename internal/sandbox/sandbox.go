@@ -297,11 +297,16 @@ func NewTool(info LoadInfo, exec func(ctx context.Context, c Call) (Outcome, err
 
 // Runner runs tool components: Sandbox in this process, package worker in
 // supervised worker processes. Open loads (compiling on first use) and
-// describes one version of the tool at path under lim and ctx; Shutdown
-// stops admission, interrupts running calls, waits for them (or ctx) and
-// frees.
+// describes one version of the tool at path under lim and ctx. OpenPinned
+// is Open of a file verified as digest ("sha256:HEX"; "" pins nothing): the
+// bytes the runner reads from it, the ones it compiles and runs, must hash
+// to digest, or it returns a *DigestError before compiling or describing
+// them (the hash is the one it takes of every version anyway, for its
+// compile cache and LoadInfo.Digest). Shutdown stops admission, interrupts
+// running calls, waits for them (or ctx) and frees.
 type Runner interface {
 	Open(ctx context.Context, path string, lim Limits) (*Tool, error)
+	OpenPinned(ctx context.Context, path, digest string, lim Limits) (*Tool, error)
 	Shutdown(ctx context.Context) error
 }
 
@@ -311,13 +316,20 @@ var _ Runner = (*Sandbox)(nil)
 // run once per version of the file, under lim and ctx; a failure that the
 // deadline or ctx caused is not remembered, so the next Open tries again.
 func (s *Sandbox) Open(ctx context.Context, path string, lim Limits) (*Tool, error) {
+	return s.OpenPinned(ctx, path, "", lim)
+}
+
+// OpenPinned is Open of a file verified as digest (Runner): the cache
+// refuses a version whose bytes hash to another before compiling it, so
+// neither describe() nor a call runs it.
+func (s *Sandbox) OpenPinned(ctx context.Context, path, digest string, lim Limits) (*Tool, error) {
 	// Loading compiles or deserializes with the engine, which Shutdown must
 	// not free meanwhile: counted as a call in flight.
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.leave(nil)
-	l, err := s.cache.get(ctx, path)
+	l, err := s.cache.get(ctx, path, digest)
 	if err != nil {
 		return nil, err
 	}

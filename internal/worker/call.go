@@ -17,11 +17,18 @@ import (
 // asks it for its description and schema, in a call worker under lim and
 // ctx. A failure the deadline or ctx caused is not remembered.
 func (p *Pool) Open(ctx context.Context, path string, lim sandbox.Limits) (*sandbox.Tool, error) {
+	return p.OpenPinned(ctx, path, "", lim)
+}
+
+// OpenPinned is Open of a file verified as digest (sandbox.Runner): the
+// parent refuses a version whose bytes hash to another before a worker
+// compiles or describes it.
+func (p *Pool) OpenPinned(ctx context.Context, path, digest string, lim sandbox.Limits) (*sandbox.Tool, error) {
 	var v *version
 	var info sandbox.Info
 	for attempt := 0; ; attempt++ {
 		var err error
-		v, err = p.reg.get(ctx, path)
+		v, err = p.reg.get(ctx, path, digest)
 		if err != nil {
 			return nil, err
 		}

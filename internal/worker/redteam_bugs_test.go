@@ -220,7 +220,7 @@ func TestRedTeamBugCompileOutlivesShutdown(t *testing.T) {
 func TestRedTeamBugLostDuringDescribeIsPermanent(t *testing.T) {
 	p := newPool(t, &Options{Size: 1})
 	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
-	if _, err := p.reg.get(context.Background(), path); err != nil {
+	if _, err := p.reg.get(context.Background(), path, ""); err != nil {
 		t.Fatal(err)
 	}
 	p.mem = newMemArtifacts(1 << 30) // evicted (no disk cache)

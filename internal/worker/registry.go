@@ -26,7 +26,14 @@ type registry struct {
 }
 
 type version struct {
-	key     sandbox.FileKey
+	key sandbox.FileKey
+	// want is the digest the caller that loaded the version pinned the
+	// file to ("sha256:HEX", "" for none): bytes hashing to another were
+	// refused (a *sandbox.DigestError) before anything else read them.
+	want string
+	// refused marks err as a *sandbox.DigestError (set before ready is
+	// closed).
+	refused bool
 	ready   chan struct{}
 	digest  string // of the component bytes
 	world   string // sandbox.WorldTool or WorldMiddleware, read from the bytes here
@@ -43,7 +50,14 @@ const maxComponentBytes = 512 << 20
 // like a component is given to finish being written (an in-place rewrite).
 const settle = 2 * time.Second
 
-func (r *registry) get(ctx context.Context, path string) (*version, error) {
+// get returns the version of the file at path, loading it when the file
+// changed. want ("sha256:HEX", "" for none) is the digest the caller
+// verified the file as: bytes read that hash to another are refused with a
+// *sandbox.DigestError before they are scanned, compiled or run, and so is
+// a version loaded for another caller whose digest is not want. The hash is
+// the one load takes anyway (the artifact's key); a version loaded under
+// the caller's own want costs nothing more.
+func (r *registry) get(ctx context.Context, path, want string) (*version, error) {
 	for attempt := 0; ; attempt++ {
 		key, err := sandbox.StatKey(path)
 		if err != nil {
@@ -54,11 +68,12 @@ func (r *registry) get(ctx context.Context, path string) (*version, error) {
 			r.m = map[string]*version{}
 		}
 		v := r.m[path]
-		if v == nil || v.key != key {
-			v = &version{key: key, ready: make(chan struct{})}
+		if v == nil || v.key != key || v.refusedFor(want) {
+			v = &version{key: key, want: want, ready: make(chan struct{})}
 			r.m[path] = v
 			r.mu.Unlock()
 			r.load(ctx, path, v)
+			v.refused = isDigestError(v.err)
 			close(v.ready)
 		} else {
 			r.mu.Unlock()
@@ -70,6 +85,11 @@ func (r *registry) get(ctx context.Context, path string) (*version, error) {
 		}
 		if v.err != nil {
 			if errors.Is(v.err, errChanged) && attempt < 50 {
+				continue
+			}
+			if v.want != want && v.refused && attempt < 50 {
+				// Refused for another caller's digest: load it for this
+				// one's (refusedFor).
 				continue
 			}
 			if ctx.Err() == nil && (errors.Is(v.err, context.Canceled) || errors.Is(v.err, context.DeadlineExceeded)) && attempt < 50 {
@@ -88,8 +108,34 @@ func (r *registry) get(ctx context.Context, path string) (*version, error) {
 			}
 			return nil, v.err
 		}
+		if v.want != want {
+			// Loaded for a caller pinning another digest, or none.
+			if err := sandbox.CheckDigest(path, want, v.digest); err != nil {
+				return nil, err
+			}
+		}
 		return v, nil
 	}
+}
+
+// refusedFor tells whether v was refused for its digest under another want
+// than the caller's: it is loaded again for the caller. v.err is read only
+// once v is ready.
+func (v *version) refusedFor(want string) bool {
+	if v.want == want {
+		return false
+	}
+	select {
+	case <-v.ready:
+		return v.refused
+	default:
+		return false
+	}
+}
+
+func isDigestError(err error) bool {
+	var de *sandbox.DigestError
+	return errors.As(err, &de)
 }
 
 var errChanged = errors.New("file changed while being read")
@@ -109,6 +155,14 @@ func (r *registry) load(ctx context.Context, path string, v *version) {
 		v.err = err
 		return
 	}
+	sum := sha256.Sum256(data)
+	v.digest = hex.EncodeToString(sum[:])
+	// The bytes hashed are the bytes scanned, compiled and run: pinned to
+	// another digest, they are refused before any of that.
+	if err := sandbox.CheckDigest(path, v.want, v.digest); err != nil {
+		v.err = err
+		return
+	}
 	// Per-instance state is bounded by reading the bytes, before anything
 	// is compiled or instantiated, on a cache hit too.
 	if err := sandbox.CheckBinary(data); err != nil {
@@ -121,8 +175,6 @@ func (r *registry) load(ctx context.Context, path string, v *version) {
 		v.err = err
 		return
 	}
-	sum := sha256.Sum256(data)
-	v.digest = hex.EncodeToString(sum[:])
 	start := time.Now()
 	if err := r.pool.openDisk(ctx); err != nil {
 		v.err = err
