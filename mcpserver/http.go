@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/maiden-run/maiden"
@@ -158,6 +159,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 				if r.Method == http.MethodDelete {
 					// The client ends its session: its calls end with it.
 					s.calls.cancelSession(r.Header.Get("Mcp-Session-Id"))
+				}
+				if r.Method == http.MethodGet {
+					w, r = s.revocableStream(w, r)
 				}
 				sessions.ServeHTTP(w, r)
 			}
@@ -334,6 +338,13 @@ func (s *Server) guard(o HTTPOptions) func(http.Handler) http.Handler {
 				}
 				agent = a
 				ctx := context.WithValue(r.Context(), credentialKey{}, maiden.TokenCredential(got))
+				// A stream this request opens (the 2025-11-25 GET stream)
+				// outlives the check above: it asks again at each event
+				// (revocableStream).
+				ctx = context.WithValue(ctx, recheckKey{}, func(ctx context.Context) error {
+					_, err := s.host.Authenticate(ctx, got)
+					return err
+				})
 				r = r.WithContext(ctx)
 			} else if o.AuthToken != "" {
 				// Comparing digests keeps the comparison constant-time whatever
@@ -480,6 +491,65 @@ type agentKey struct{}
 // credentialKey is the request-context key of the credential guard
 // authenticated (maiden.TokenCredential: a token's ID, not its secret).
 type credentialKey struct{}
+
+// recheckKey is the request-context key of a function that authenticates
+// the request's agent token again (guard sets it; nil without [agents]).
+type recheckKey struct{}
+
+// revocableStream wraps the response of a 2025-11-25 session's GET stream,
+// which stays open for as long as the client holds it: guard checked its
+// token once, when it opened. Each event written to it checks the token
+// again (Host.Authenticate: a cached read while the store's cards are
+// unchanged), and a token revoked since (or a store that cannot say)
+// ends the stream before the event is sent, so a revoked token's open
+// stream receives nothing more. The client may open another only with a
+// valid token. Without agent tokens, w and r are returned as they are.
+func (s *Server) revocableStream(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+	recheck, _ := r.Context().Value(recheckKey{}).(func(context.Context) error)
+	if recheck == nil {
+		return w, r
+	}
+	// Ended with the request when not by a revocation.
+	ctx, cancel := context.WithCancel(r.Context())
+	return &streamWriter{ResponseWriter: w, ctx: ctx, cancel: cancel, recheck: recheck, s: s, r: r}, r.WithContext(ctx)
+}
+
+// errStreamRevoked is what a write to a revoked token's stream returns.
+var errStreamRevoked = errors.New("maiden: the stream's agent token is no longer valid")
+
+// streamWriter is revocableStream's response writer.
+type streamWriter struct {
+	http.ResponseWriter
+	ctx     context.Context
+	cancel  context.CancelFunc
+	recheck func(context.Context) error
+	s       *Server
+	r       *http.Request
+	ended   atomic.Bool
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	if w.ended.Load() {
+		return 0, errStreamRevoked
+	}
+	if err := w.recheck(w.ctx); err != nil {
+		if !w.ended.Swap(true) {
+			w.s.log.Warn("ended a GET stream whose agent token is no longer valid", "agent", requestAgent(w.r), "credential", requestCredential(w.r), "error", err, "remote", w.r.RemoteAddr)
+		}
+		w.cancel()
+		return 0, errStreamRevoked
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush and Unwrap let http.ResponseController reach the connection.
+func (w *streamWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.ended.Load() {
+		f.Flush()
+	}
+}
+
+func (w *streamWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // requestCredential is the credential guard authenticated for r: "" for
 // none (no [agents]: the static token or none, one credential for all).

@@ -143,7 +143,8 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	h.gate = egress.New(&egress.Options{Resolver: resolver, LookupSecret: o.LookupSecret, Audit: audit, Tokens: h.tokenShare()})
 	h.sessions.State, h.sessions.ErrState = st.get, ErrState
 	h.trail = callaudit.Trail{State: st.get, Log: h.log}
-	h.human = humanWait{waiters: &h.waiters, adm: h.adm, timeout: o.ApprovalWait, poll: o.ApprovalPoll}
+	h.human = humanWait{waiters: &h.waiters, adm: h.adm, timeout: o.ApprovalWait, poll: o.ApprovalPoll,
+		principal: principalCheck{cfg: &h.cfg, state: st.get}}
 	h.lookupSecret = secretLookup(o)
 	h.pins = importPins{explicit: o.MCPPinsPath, cfg: &h.cfg, log: h.log}
 	h.proxy = connectProxy{gate: h.gate, closed: &h.closed}

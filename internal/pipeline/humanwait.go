@@ -17,10 +17,14 @@ import (
 // sessionbuiltins.go). It holds what it needs of the Host, given in New:
 // the Host's waiters (Decide wakes them), its admission (the turn given
 // back while a call waits and taken again after), and
-// Options.ApprovalWait and Options.ApprovalPoll.
+// Options.ApprovalWait and Options.ApprovalPoll, and the check that the
+// caller may still make the call once the human answered (principal.go).
 type humanWait struct {
 	waiters *humanwait.Waiters
 	adm     *admission
+	// principal refuses a call whose token was revoked, or whose agent
+	// was removed, while it waited (resume).
+	principal principalCheck
 	// timeout is Options.ApprovalWait; poll is Options.ApprovalPoll.
 	timeout, poll time.Duration
 }
@@ -74,14 +78,17 @@ func (inv *invocation) maxPending() int {
 }
 
 // resume takes an admission turn again for a call that gave its turn back
-// to wait (invocation.suspend) and goes on to run.
-func (w humanWait) resume(ctx context.Context, inv *invocation) error {
-	if inv.turn != nil {
-		return nil
+// to wait (invocation.suspend) and goes on to run, then asks whether its
+// caller still may (principalCheck): refused is why not ("" when it may),
+// for the caller to end the call as denied with nothing run. It is asked
+// after the turn is taken, the last moment before the call goes on, so a
+// revocation made while it queued for the turn counts too.
+func (w humanWait) resume(ctx context.Context, inv *invocation) (refused string, err error) {
+	if inv.turn == nil {
+		if err := w.adm.take(ctx, inv.call.Tool, inv.call.Agent); err != nil {
+			return "", err
+		}
+		inv.turn = w.adm
 	}
-	if err := w.adm.take(ctx, inv.call.Tool, inv.call.Agent); err != nil {
-		return err
-	}
-	inv.turn = w.adm
-	return nil
+	return w.principal.refusal(ctx, inv)
 }

@@ -224,8 +224,17 @@ func (l approveLayer) await(ctx context.Context, inv *invocation, m config.Middl
 	}
 	switch {
 	case cur.State == store.ApprovalApproved:
-		if err := l.human.resume(ctx, inv); err != nil {
+		refused, err := l.human.resume(ctx, inv)
+		if err != nil {
 			return true, err
+		}
+		if refused != "" {
+			// The token the call was made with was revoked, or its agent
+			// removed, while it waited: the approval is left as the human
+			// gave it, and nothing runs for this caller.
+			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "caller's authority ended while it waited: " + refused})
+			inv.res.Error = &ToolError{Kind: KindDenied, Message: refused, Approval: cur.ID}
+			return true, nil
 		}
 		return l.afterWait(ctx, inv, m, cur)
 	case cur.State == store.ApprovalDenied:

@@ -137,5 +137,14 @@ func (d *builtinDeps) awaitBoundary(ctx context.Context, inv *invocation, st sto
 		return r, &ToolError{Kind: KindPending, Approval: r.Handle,
 			Message: fmt.Sprintf("boundary request %s (id %s) is waiting for a human's decision (maiden approve %s, or the inbox); repeat the call with the same id to wait again", r.Handle, r.Request.ID, r.Handle)}, nil
 	}
-	return cur, nil, d.human.resume(ctx, inv)
+	refused, err := d.human.resume(ctx, inv)
+	if err != nil {
+		return cur, nil, err
+	}
+	if refused != "" {
+		// The caller lost its token or its agent while the human decided:
+		// the decision stands in the store, but this caller is not told.
+		return cur, &ToolError{Kind: KindDenied, Approval: r.Handle, Message: refused}, nil
+	}
+	return cur, nil, nil
 }

@@ -1,0 +1,77 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/store"
+)
+
+// principalCheck asks, after a call waited for a human (an approval, a
+// boundary request), whether whoever made the call may still make it: a
+// front end authenticated the call's credential when the request came in,
+// and the wait may have lasted minutes, long enough for an operator to
+// revoke the token (maiden agents revoke-token) or a reload to remove the
+// agent from agent.toml. Neither may let the call run, nor send its result
+// to a client that lost its authority: a human's approval is an answer
+// about the call, not a renewal of the caller's credential.
+//
+// It holds what it needs of the Host: the configuration in force (the
+// agent must still be declared there) and the state store's getter (the
+// token must still be live there).
+type principalCheck struct {
+	cfg   *atomic.Pointer[config.Config]
+	state func(ctx context.Context, cfg *config.Config) (store.Store, error)
+}
+
+// refusal returns why the call must not go on ("" when it may): the
+// agent is no longer declared by the configuration in force, or the
+// call's credential is an agent token ("token:" and its ID, TokenCredential)
+// that the state store no longer holds live. A call with no credential (an
+// embedder's), or another front end's ("stdio"), is checked for its agent
+// only. A store that cannot answer is ErrState: nothing runs on a question
+// of authority left unanswered.
+func (p principalCheck) refusal(ctx context.Context, inv *invocation) (string, error) {
+	if p.cfg == nil {
+		return "", nil
+	}
+	cur := p.cfg.Load()
+	if cur != nil && !declares(cur, inv.agent) {
+		return fmt.Sprintf("agent removed: agent %q was removed from %s while this call waited for a human (the configuration was reloaded without it), so nothing was run, whatever the human decided", inv.agent, cur.File()), nil
+	}
+	id, ok := strings.CutPrefix(inv.call.Credential, "token:")
+	if !ok {
+		return "", nil
+	}
+	st, err := p.state(ctx, inv.cfg)
+	if err != nil {
+		return "", err
+	}
+	toks, err := st.Tokens(ctx, inv.agent)
+	if err != nil {
+		return "", fmt.Errorf("%w: checking the call's token after the wait: %v", ErrState, err)
+	}
+	for _, t := range toks {
+		if t.ID != id || t.Agent != inv.agent {
+			continue
+		}
+		if !t.Revoked.IsZero() {
+			return fmt.Sprintf("token revoked: the agent token this call was made with (ID %s) was revoked while the call waited for a human, so nothing was run, whatever the human decided; a client holding a valid token may repeat the call", id), nil
+		}
+		return "", nil
+	}
+	return fmt.Sprintf("token unknown: the agent token this call was made with (ID %s) is not one of agent %q's tokens in the state store, so nothing was run after the wait for a human", id, inv.agent), nil
+}
+
+// declares reports whether cfg has agent: one of its [agents], or, with
+// none declared, the implicit DefaultAgent.
+func declares(cfg *config.Config, agent string) bool {
+	if cfg.Implicit() {
+		return agent == DefaultAgent
+	}
+	_, ok, _ := cfg.AgentBinding(agent, "")
+	return ok
+}
