@@ -199,6 +199,38 @@ grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100" },
 	}
 }
 
+// TestBudgetBytesOutImportedTool: an imported MCP tool's call sends its
+// input to the upstream server, which is charged to bytes_out as a
+// tool's http-fetches are: a call carrying 4,000 bytes on bytes_out=100
+// runs once, and the next is refused before it reaches the upstream.
+// (Imports were charged nothing: every call was admitted.)
+func TestBudgetBytesOutImportedTool(t *testing.T) {
+	bin := buildMCPStdio(t)
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[mcp.local]
+accept_new_tools = true
+command = ["`+bin+`"]
+[agents.a]
+tools = ["local"]
+grants = [{ grant = "tool:invoke local.read --...", budget = "bytes_out=100" }]
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+	in, _ := json.Marshal(map[string]any{"path": "/nonexistent/" + strings.Repeat("x", 4000)})
+	first := mustCall(t, h, maiden.Call{Agent: "a", Tool: "local.read", Input: string(in)})
+	if first.Error != nil && first.Error.Kind == maiden.KindDenied {
+		t.Fatalf("the first call (100 bytes_out left): %+v", first.Error)
+	}
+	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "local.read", Input: string(in)})
+	exhausted := regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its bytes_out budget of 100 left, this call needs 1 \(agent "a"`)
+	if res.OK || res.Error.Kind != maiden.KindDenied || !exhausted.MatchString(res.Error.Message) {
+		t.Fatalf("an imported tool's call after one that sent 4,000 bytes upstream on bytes_out=100: %+v %+v, want denied budget-exhausted", res, res.Error)
+	}
+	if charged := budgetSpent(t, h, "a", "bytes_out"); charged < 4000 {
+		t.Fatalf("bytes_out spent %d, want at least the 4,000 bytes of the input", charged)
+	}
+}
+
 // uploadServer is a TLS server on loopback for api.example.com that
 // counts the requests it gets (hits) and the body bytes it reads (got).
 func uploadServer(t *testing.T) (hits, got *atomic.Int64, port, ca string) {

@@ -144,10 +144,12 @@ func (m *Meter) Send(send SendFunc) SendFunc {
 	}
 }
 
-// Tunnelled counts n bytes a wrapped CLI sent through maiden's CONNECT
-// proxy (egress.ProxySession.Sent) against bytes_out: the same budget
-// must not be spent through http-fetch and be free through a tunnel.
-func (m *Meter) Tunnelled(n int64) {
+// Sent counts n bytes a call sent by a way of its own against bytes_out:
+// what a wrapped CLI sent through maiden's CONNECT proxy
+// (egress.ProxySession.Sent), what an imported MCP tool's call sent its
+// upstream server (its input). The same budget must not be spent through
+// http-fetch and be free through a tunnel or an import.
+func (m *Meter) Sent(n int64) {
 	if m != nil && n > 0 {
 		m.bytes.Add(n)
 	}

@@ -321,7 +321,7 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 			// What its tunnels sent counts against the bytes_out budget of
 			// the card that allowed the call, as a tool's http-fetches do
 			// (read once closed: no tunnel sends more).
-			inv.budget.Tunnelled(sess.Sent())
+			inv.budget.Sent(sess.Sent())
 		}()
 		env = append(env, "HTTPS_PROXY="+sess.URL(), "https_proxy="+sess.URL())
 		proxyPort = proxy.Port()

@@ -368,6 +368,10 @@ func (b *importBackend) run(ctx context.Context, inv *invocation) (ran, *ToolErr
 		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
 		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
 	})
+	// The upstream got the call's input (and the tool's name), as a
+	// server an http-fetch reaches gets a request: bytes_out counts it,
+	// sent or not once the call was made (a bound that errs high).
+	inv.budget.Sent(int64(len(inv.upstreamTool) + len(inv.call.Input)))
 	switch {
 	case err != nil:
 		end("error")
