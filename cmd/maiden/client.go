@@ -119,7 +119,9 @@ paste or merge by hand. With -write, merges it into the client's file:
 (-file PATH names another), keeping every other entry and key, after
 copying the file to PATH.YYYYMMDD-HHMMSS.bak; the file is replaced
 atomically and rewritten with two-space indentation. A file that is not
-plain JSON (VS Code allows comments) is refused, with the position.
+plain JSON (VS Code allows comments) is refused, with the position; so
+is a file owned by another user, and (VS Code) one where another server
+already names maiden's token input.
 
 The entry runs "maiden serve -config /abs/agent.toml" with this binary's
 absolute path (and -cache, -isolation, -v if given). With -url the entry
@@ -580,6 +582,42 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
+// mentions reports whether s occurs in a string of the JSON value raw
+// (keys included), read after its escapes: "\u0024{input:x}" is
+// "${input:x}" to the client that reads it.
+func mentions(raw json.RawMessage, s string) bool {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return bytes.Contains(raw, []byte(s))
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return strings.Contains(v, s)
+		case []any:
+			return slices.ContainsFunc(v, walk)
+		case map[string]any:
+			for k, e := range v {
+				if strings.Contains(k, s) || walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
+}
+
+// describeTarget names the file written: path, and where a symlink at
+// path leads, if it does.
+func describeTarget(path, target string) string {
+	if target == path {
+		return path
+	}
+	return fmt.Sprintf("%s (a symlink to %s)", path, target)
+}
+
 // maxClientFile bounds what is read of a client's config file.
 const maxClientFile = 16 << 20
 
@@ -605,6 +643,9 @@ func mergeClientFile(path, key, name string, entry json.RawMessage, input *vscod
 		}
 		if fi.Size() > maxClientFile {
 			return "", fmt.Errorf("%s: %d bytes, more than a client config file should be (%d); nothing was written", abs, fi.Size(), maxClientFile)
+		}
+		if uid, other := ownedByOther(fi); other {
+			return "", fmt.Errorf("%s: owned by uid %d, not by you (uid %d): -write replaces the file, which would take it from its owner; nothing was written: run this as its owner, or print the entry (without -write) and add it by hand", describeTarget(abs, target), uid, os.Geteuid())
 		}
 		if data, err = os.ReadFile(target); err != nil {
 			return "", err
@@ -649,6 +690,18 @@ func mergeClientFile(path, key, name string, entry json.RawMessage, input *vscod
 	ni, err := find(servers, name)
 	if err != nil {
 		return "", err
+	}
+	if input != nil {
+		// VS Code keeps what is typed at an input's prompt and puts it
+		// wherever ${input:ID} appears: another entry naming maiden's
+		// token input (a workspace file comes with its repository) would
+		// be sent the maiden token.
+		ref := "${input:" + input.ID + "}"
+		for i, m := range servers {
+			if i != ni && mentions(m.val, ref) {
+				return "", fmt.Errorf("%s: server %q already names %s, the input maiden's entry asks the token with: VS Code would send that server the maiden token; nothing was written: remove or change that entry (or give this one another -name)", abs, m.key, ref)
+			}
+		}
 	}
 	var did []string
 	switch {
@@ -722,7 +775,7 @@ func mergeClientFile(path, key, name string, entry json.RawMessage, input *vscod
 	if !exists {
 		verb = "created"
 	}
-	fmt.Fprintf(&b, "%s %s: %s\n", verb, abs, strings.Join(did, "; "))
+	fmt.Fprintf(&b, "%s %s: %s\n", verb, describeTarget(abs, target), strings.Join(did, "; "))
 	return b.String(), nil
 }
 

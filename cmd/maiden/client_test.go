@@ -296,8 +296,8 @@ func TestClientConfigWrite(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if r := cli(t, "", "client", "config", "cursor", "-config", cfg, "-write", "-file", link); r.code != exitOK {
-		t.Fatalf("%+v", r)
+	if r := cli(t, "", "client", "config", "cursor", "-config", cfg, "-write", "-file", link); r.code != exitOK || !strings.Contains(r.stdout, link+" (a symlink to "+target+")") {
+		t.Fatalf("%+v; want the file written named, through the link", r)
 	}
 	if fi, _ := os.Lstat(link); fi.Mode()&os.ModeSymlink == 0 {
 		t.Error("the symlink was replaced by a file")

@@ -24,7 +24,8 @@ them in maiden-pins.json next to agent.toml. Until then maiden refuses a new or 
 (kind denied; a changed one keeps being listed to agents as it was accepted). TOOL... accepts
 only those tools (NAME.TOOL or TOOL); -dry-run shows and writes nothing. Control characters,
 escape sequences and bidirectional or zero-width characters of the upstream's text are shown as
-escapes (\x1b, \u202e). With -json: the reviews ({tool, state, changes, accepted, offered}).
+escapes (\x1b, \u202e). With -json: the reviews ({tool, state, changes, accepted, offered}), those
+characters as JSON \u escapes.
 Exit codes: 0 done (or nothing to accept); 2 bad command line or agent.toml, no such import, its
 server not up; 1 the pin file could not be written.`
 
@@ -72,9 +73,9 @@ func cmdMCPAccept(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		if todo == nil {
 			todo = []maiden.ImportReview{}
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(todo)
+		// The upstream's text, bidirectional controls and all: escaped
+		// (safetext.JSON) like every -json an operator may read.
+		printJSON(stdout, todo)
 	} else {
 		for _, r := range todo {
 			showReview(stdout, r)

@@ -25,6 +25,8 @@ const newUsage = "usage: maiden new go|js|js-command|middleware-go|middleware-js
 const newHelp = `
 Creates DIR with the tool's source, a README, a .gitignore and the WIT
 contract (a Go tool also gets a copy of the SDK, so it builds offline).
+DIR must be missing, or empty and yours; every file is written new (a
+symlink or file at its name is refused, never followed).
 
 Then it adds a [tools.NAME] table (path to the .wasm "maiden build DIR"
 writes, timeout_ms, memory_mb; network and secrets commented out) to

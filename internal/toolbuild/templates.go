@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -110,22 +111,94 @@ func NewProject(dir string, lang Lang) (Project, []string, error) {
 	if err != nil {
 		return Project{}, nil, err
 	}
-	if entries, err := os.ReadDir(abs); err == nil && len(entries) > 0 {
-		return Project{}, nil, fmt.Errorf("%w: %s", ErrProjectExists, dir)
+	root, err := openProjectDir(abs, dir)
+	if err != nil {
+		return Project{}, nil, err
 	}
-	var written []string
-	for _, f := range files {
-		p := filepath.Join(abs, filepath.FromSlash(f.path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return Project{}, written, err
-		}
-		if err := os.WriteFile(p, f.data, 0o644); err != nil {
-			return Project{}, written, err
-		}
-		written = append(written, f.path)
+	defer root.Close()
+	written, err := writeProject(root, files)
+	if err != nil {
+		return Project{}, written, fmt.Errorf("%s: %w", dir, err)
 	}
 	p, err := DetectProject(abs)
 	return p, written, err
+}
+
+// openProjectDir opens the directory a new project is written into: abs,
+// made here if missing, else one that is ours and empty. A directory
+// someone else owns (made in /tmp before us, say) can change while the
+// files are written: a symlink planted at one of their names would have
+// the write land on any file of ours. One that cannot be listed is not
+// taken for empty.
+func openProjectDir(abs, dir string) (*os.Root, error) {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, err
+	}
+	made := os.Mkdir(abs, 0o755) == nil
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s cannot be listed (%v)", ErrProjectExists, dir, err)
+	}
+	fi, err := root.Stat(".")
+	if err == nil && !made {
+		if uid, other := ownedByOther(fi); other {
+			err = fmt.Errorf("%w: %s belongs to uid %d, not to you (uid %d): someone else can change it while maiden writes into it; choose a directory of your own", ErrProjectExists, dir, uid, os.Geteuid())
+		}
+	}
+	if err == nil {
+		err = emptyDir(root, dir)
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return root, nil
+}
+
+// emptyDir is nil if root holds nothing, and ErrProjectExists otherwise,
+// also when it cannot be listed (deny by default).
+func emptyDir(root *os.Root, dir string) error {
+	d, err := root.Open(".")
+	if err != nil {
+		return fmt.Errorf("%w: %s cannot be listed (%v)", ErrProjectExists, dir, err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	switch {
+	case len(names) > 0:
+		return fmt.Errorf("%w: %s", ErrProjectExists, dir)
+	case err != nil && !errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: %s cannot be listed (%v)", ErrProjectExists, dir, err)
+	}
+	return nil
+}
+
+// writeProject writes files into root, each a new file: nothing already
+// there is overwritten, and no symlink is followed out of root or into a
+// file (os.Root; O_EXCL).
+func writeProject(root *os.Root, files []projectFile) ([]string, error) {
+	var written []string
+	for _, f := range files {
+		p := filepath.FromSlash(f.path)
+		if d := filepath.Dir(p); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return written, err
+			}
+		}
+		w, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return written, err
+		}
+		_, err = w.Write(f.data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return written, err
+		}
+		written = append(written, f.path)
+	}
+	return written, nil
 }
 
 type projectFile struct {
