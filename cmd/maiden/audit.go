@@ -127,8 +127,8 @@ func (c *common) openAudit(ctx context.Context, name string, stderr io.Writer) (
 
 func cmdAuditVerify(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("audit verify", stderr)
-	wantHead := fs.String("head", "", "also check that the trail extends this head, noted earlier from verify or export: a record must have this hash")
-	exportFile := fs.String("export", "", "check this audit export file (jsonl) instead of the state store (no agent.toml needed)")
+	wantHead := fs.String("head", "", "also check that the trail extends the head `HASH`, noted earlier from verify or export: a record must have this hash")
+	exportFile := fs.String("export", "", "check the audit export `FILE` (jsonl) instead of the state store (no agent.toml needed)")
 	provenance := fs.Bool("provenance", false, "also check, offline, that each oci:// component digest the call records name was signed by a key or identity agent.toml configures (verify), with the signature maiden pull kept in the component store, and that each recorded schema hash is the one agent.toml pins")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
