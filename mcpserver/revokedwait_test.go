@@ -50,7 +50,8 @@ func TestRevokedTokenWaitingCallDoesNotRun(t *testing.T) {
 		t.Fatalf("the waiting call of a revoked token, approved after the revocation: %q (isError %v, _meta %v); want denied naming the revoked token %s",
 			text(o.res), o.res.IsError, o.res.Meta, id)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The call has ended: a fetch of the tool's would have reached the
+	// counter before its result did.
 	if n := e.hits.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times for a revoked token", n)
 	}
@@ -128,7 +129,8 @@ func TestRemovedAgentWaitingCallDoesNotRun(t *testing.T) {
 		t.Fatalf("the waiting call of a removed agent, approved after the reload: %q (isError %v, _meta %v)", text(o.res), o.res.IsError, o.res.Meta)
 	}
 	waitFor(t, 20*time.Second, func() bool { return e.ended.Load() == 1 })
-	time.Sleep(300 * time.Millisecond)
+	// The call has ended: a fetch of the tool's would have reached the
+	// counter before then.
 	if n := e.hits.Load(); n != 0 {
 		t.Fatalf("the tool ran %d times for an agent agent.toml no longer declares", n)
 	}

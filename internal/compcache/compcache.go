@@ -96,7 +96,7 @@ func Open(dir, fingerprint string, log *slog.Logger) (*Cache, error) {
 		return nil, fmt.Errorf("compiled-component cache: %w", err)
 	}
 	uid := os.Geteuid()
-	fd, err := openChecked(real, uid)
+	fd, err := openChecked(real, uid, cacheWhat)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +109,9 @@ func Open(dir, fingerprint string, log *slog.Logger) (*Cache, error) {
 	c.SetMaxBytes(max)
 	return c, nil
 }
+
+// cacheWhat names the cache in the errors of its checks.
+const cacheWhat = "compiled-component cache"
 
 // format changes when the layout or record format of the cache changes, so
 // an older maiden's files are simply not found.
@@ -130,13 +133,13 @@ func (c *Cache) Close() error {
 // to the previous one's handle, refusing links and checking each directory
 // as it is opened (the check is on the handle, so it is of the directory
 // that will be used). It returns a handle to the last directory.
-func openChecked(path string, uid int) (int, error) {
+func openChecked(path string, uid int, what string) (int, error) {
 	if !filepath.IsAbs(path) {
-		return -1, fmt.Errorf("compiled-component cache %s: not an absolute path", path)
+		return -1, fmt.Errorf("%s %s: not an absolute path", what, path)
 	}
 	fd, err := unix.Open("/", dirFlags, 0)
 	if err != nil {
-		return -1, fmt.Errorf("compiled-component cache: open /: %w", err)
+		return -1, fmt.Errorf("%s: open /: %w", what, err)
 	}
 	parts := strings.Split(strings.TrimPrefix(filepath.Clean(path), "/"), "/")
 	if parts[0] == "" {
@@ -145,7 +148,7 @@ func openChecked(path string, uid int) (int, error) {
 	at := "/"
 	for i := 0; ; i++ {
 		last := i == len(parts)
-		if err := checkDir(fd, at, uid, last); err != nil {
+		if err := checkDir(fd, at, uid, last, what); err != nil {
 			unix.Close(fd)
 			return -1, err
 		}
@@ -156,39 +159,53 @@ func openChecked(path string, uid int) (int, error) {
 		unix.Close(fd)
 		at = filepath.Join(at, parts[i])
 		if err != nil {
-			return -1, fmt.Errorf("compiled-component cache: %s: %w (a link or not a directory)", at, err)
+			return -1, fmt.Errorf("%s: %s: %w (a link or not a directory)", what, at, err)
 		}
 		fd = next
 	}
+}
+
+// CheckPrivateDir checks dir (absolute, its links resolved) by the rules
+// the cache holds its own directory to, for another directory whose files
+// maiden trusts the same way (oci's component store): walked from the
+// root without following a link, every ancestor owned by root or this
+// user and writable by nobody else unless sticky, dir itself this user's
+// and writable by nobody else. what names it in errors.
+func CheckPrivateDir(dir, what string) error {
+	fd, err := openChecked(dir, os.Geteuid(), what)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
 }
 
 // checkDir applies the ownership rules to an open directory. An ancestor
 // may be owned by root or this user and may be writable by others only if
 // sticky (others can then add entries but not replace ours). The cache
 // directory itself must be this user's and writable by nobody else.
-func checkDir(fd int, path string, uid int, cacheDir bool) error {
+func checkDir(fd int, path string, uid int, cacheDir bool, what string) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("compiled-component cache: stat %s: %w", path, err)
+		return fmt.Errorf("%s: stat %s: %w", what, path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return fmt.Errorf("compiled-component cache: %s is not a directory", path)
+		return fmt.Errorf("%s: %s is not a directory", what, path)
 	}
 	perm := st.Mode & 0o7777
 	if cacheDir {
 		if int(st.Uid) != uid {
-			return fmt.Errorf("compiled-component cache: %s is owned by uid %d, not by this user (uid %d)", path, st.Uid, uid)
+			return fmt.Errorf("%s: %s is owned by uid %d, not by this user (uid %d)", what, path, st.Uid, uid)
 		}
 		if perm&0o022 != 0 {
-			return fmt.Errorf("compiled-component cache: %s is writable by group or others (mode %#o); make it private (chmod 700)", path, perm)
+			return fmt.Errorf("%s: %s is writable by group or others (mode %#o); make it private (chmod 700)", what, path, perm)
 		}
 		return nil
 	}
 	if st.Uid != 0 && int(st.Uid) != uid {
-		return fmt.Errorf("compiled-component cache: ancestor %s is owned by uid %d, neither root nor this user (uid %d), who could replace the cache", path, st.Uid, uid)
+		return fmt.Errorf("%s: ancestor %s is owned by uid %d, neither root nor this user (uid %d), who could replace the %s", what, path, st.Uid, uid, what)
 	}
 	if perm&0o022 != 0 && perm&unix.S_ISVTX == 0 {
-		return fmt.Errorf("compiled-component cache: ancestor %s is writable by group or others and not sticky (mode %#o), so they could replace the cache", path, perm)
+		return fmt.Errorf("%s: ancestor %s is writable by group or others and not sticky (mode %#o), so they could replace the %s", what, path, perm, what)
 	}
 	return nil
 }
@@ -248,7 +265,7 @@ func (c *Cache) openSub(sub string) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("%w: %s: %v (a link or not a directory)", ErrRefused, path, err)
 	}
-	if err := checkDir(fd, path, c.uid, true); err != nil {
+	if err := checkDir(fd, path, c.uid, true, cacheWhat); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("%w: %v", ErrRefused, err)
 	}

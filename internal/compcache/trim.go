@@ -275,7 +275,7 @@ func (c *Cache) scanSub(sub string, now time.Time, removeStale bool) (entries []
 	}
 	defer d.Close()
 	dfd := int(d.Fd())
-	if checkDir(dfd, sub, c.uid, true) != nil {
+	if checkDir(dfd, sub, c.uid, true, cacheWhat) != nil {
 		return nil, 0, 0 // refused (and removed) when an entry in it is used
 	}
 	names, err := d.Readdirnames(-1)
