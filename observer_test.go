@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -165,6 +166,14 @@ func TestObserverHammer(t *testing.T) {
 
 // TestObserverAddsNoAllocations: the hook's events are values, so a call
 // with an Observer (one that does nothing) allocates no more than without.
+//
+// The count is the mean over many calls, not testing.AllocsPerRun's
+// whole number of 50: under the race detector sync.Pool drops a quarter
+// of what is put back, at random, so a few calls allocate one or two
+// objects more than the next; over 50 calls that moved the whole number by
+// one now and then (the test failed 2 runs in 6 that way). Over 400 calls
+// that noise is a few hundredths of an allocation a call, against the one
+// or more a call an event put on the heap adds.
 func TestObserverAddsNoAllocations(t *testing.T) {
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo")
 	allocs := func(obs maiden.Observer) float64 {
@@ -179,17 +188,33 @@ func TestObserverAddsNoAllocations(t *testing.T) {
 			}
 		}
 		call() // compile and cache outside the count
-		return testing.AllocsPerRun(50, call)
+		return meanAllocs(400, call)
 	}
-	// The race detector's sync.Pool drops items at random, so one
-	// measurement can be off by one; the least of three is stable.
+	// The first Host of the process counts up to half an allocation a call
+	// fewer than those after it (seen: 23.18 against 23.7-23.9), so one is
+	// measured and dropped before the two are, in turn, twice each.
+	allocs(nil)
 	without, with := allocs(nil), allocs(nopObserver{})
-	for range 2 {
-		without, with = min(without, allocs(nil)), min(with, allocs(nopObserver{}))
+	without, with = min(without, allocs(nil)), min(with, allocs(nopObserver{}))
+	if with > without+0.5 {
+		t.Errorf("a call allocates %.2f times with a no-op Observer, %.2f without", with, without)
 	}
-	if with > without {
-		t.Errorf("a call allocates %.0f times with a no-op Observer, %.0f without", with, without)
+	t.Logf("allocations a call: %.2f with a no-op Observer, %.2f without", with, without)
+}
+
+// meanAllocs is testing.AllocsPerRun's count as a fraction: the heap
+// allocations of runs calls of f (after one call not counted) over runs,
+// with GOMAXPROCS 1 while it counts.
+func meanAllocs(runs int, f func()) float64 {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
 	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }
 
 type nopObserver struct{}
