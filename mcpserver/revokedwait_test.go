@@ -94,6 +94,49 @@ func TestRevokedTokenWaitingCallDoesNotRun(t *testing.T) {
 	recv(t, ch, 20*time.Second).ok(t, "200 hit 1")
 }
 
+// TestRevokedTokenWaitEndsUnanswered: a call of token A waits for a
+// human's approval over HTTP; the operator revokes token A from another
+// process (a second store over the same file, as maiden agents
+// revoke-token) and nobody answers. The call stops waiting at the next
+// poll of the store (the default ApprovalPoll, 250 ms; the wait is a
+// minute) and its client is told it was denied, naming the revoked token;
+// the tool never runs, the request stays pending for the human, and the
+// audit trail records the refusal.
+func TestRevokedTokenWaitEndsUnanswered(t *testing.T) {
+	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(filepath.Dir(e.cfg), "state.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id := store.TokenID(e.token)
+
+	cs := e.client(legacyProtocol, nil)
+	ch := callAsync(ctx, cs, &mcp.CallToolParams{Name: "fetcher", Arguments: e.fetch("a")})
+	req := e.pendingOne()
+	if err := st.RevokeToken(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	o := recv(t, ch, 20*time.Second)
+	if o.err != nil {
+		t.Fatalf("the waiting call of a revoked token: %v", o.err)
+	}
+	if !o.res.IsError || o.res.Meta[MetaErrorKind] != "denied" || !strings.Contains(text(o.res), "token revoked") || !strings.Contains(text(o.res), id) {
+		t.Fatalf("the waiting call of a revoked token, nobody having answered: %q (isError %v, _meta %v); want denied naming the revoked token %s",
+			text(o.res), o.res.IsError, o.res.Meta, id)
+	}
+	if n := e.hits.Load(); n != 0 {
+		t.Fatalf("the tool ran %d times for a revoked token", n)
+	}
+	if s := e.state(req.ID); s != "pending" {
+		t.Errorf("the approval request is %s after its caller stopped waiting, want pending (for the human)", s)
+	}
+	if !refusedInTrail(t, e.host, "fetcher", "token revoked") {
+		t.Errorf("no call-refused record naming the revoked token in the audit trail")
+	}
+}
+
 // TestRemovedAgentWaitingCallDoesNotRun: a reload that removes the agent
 // from agent.toml while its call waits for a human: approved afterwards,
 // the call ends denied naming the removed agent, and the tool never runs.

@@ -78,6 +78,10 @@ type builtinDeps struct {
 	observer     Observer
 	trail        *callaudit.Trail
 	log          *slog.Logger
+	// maxSessions bounds the live sessions an agent holds for
+	// session_open (store.OpenSessionWithin); 0 is
+	// store.DefaultMaxSessions. Only tests set it.
+	maxSessions int
 }
 
 var builtins = map[string]builtin{}

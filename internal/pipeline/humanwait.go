@@ -18,12 +18,13 @@ import (
 // the Host's waiters (Decide wakes them), its admission (the turn given
 // back while a call waits and taken again after), and
 // Options.ApprovalWait and Options.ApprovalPoll, and the check that the
-// caller may still make the call once the human answered (principal.go).
+// caller may still make the call, asked at every poll while it waits and
+// once the human answered (principal.go).
 type humanWait struct {
 	waiters *humanwait.Waiters
 	adm     *admission
 	// principal refuses a call whose token was revoked, or whose agent
-	// was removed, while it waited (resume).
+	// was removed, while it waits (wait, at every poll) or waited (resume).
 	principal principalCheck
 	// timeout is Options.ApprovalWait; poll is Options.ApprovalPoll.
 	timeout, poll time.Duration
@@ -36,12 +37,23 @@ type humanWait struct {
 // wait ends (Call.ApprovalWait, else Options.ApprovalWait, else
 // DefaultApprovalWait; below zero, no wait at all, nor for an agent
 // with its max_pending calls waiting already) or ctx does. It returns
-// true when check said done, false when the wait ended first: the caller
-// answers kind pending with the request's ID, and the request stays for a
-// human. The admission turn is given back while it waits and not taken
-// again here: each caller does (resume), for the outcomes that go on to
-// run.
-func (w humanWait) wait(ctx context.Context, inv *invocation, id string, view ApprovalRequest, check func(context.Context) (done bool, err error)) bool {
+// decided true when check said done, false when the wait ended first: the
+// caller answers kind pending with the request's ID, and the request stays
+// for a human. The admission turn is given back while it waits and not
+// taken again here: each caller does (resume), for the outcomes that go on
+// to run.
+//
+// At every wake that finds the request undecided it asks principalCheck
+// too, so a call whose token was revoked (by any process sharing the
+// store: maiden agents revoke-token) or whose agent a reload removed does
+// not hold its waiter slot, and its place among the agent's waiting calls,
+// until a human answers or the wait times out: the wait ends at the next
+// poll, refused is why (decided false), and the caller ends the call
+// denied with it, nothing run, the request left as it is. That is one
+// store read per poll of a waiting call (the token's), none for a call
+// that does not wait. A store that cannot answer is asked again at the
+// next poll, as check is.
+func (w humanWait) wait(ctx context.Context, inv *invocation, id string, view ApprovalRequest, check func(context.Context) (done bool, err error)) (decided bool, refused string) {
 	wait := inv.call.ApprovalWait
 	if wait == 0 {
 		wait = w.timeout
@@ -56,15 +68,29 @@ func (w humanWait) wait(ctx context.Context, inv *invocation, id string, view Ap
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
 	}
+	// Waiters.Wait calls it in this goroutine: refused needs no lock.
+	recheck := func(ctx context.Context) (bool, error) {
+		done, err := check(ctx)
+		if err != nil || done {
+			return done, err // a decided call's caller is asked again in resume
+		}
+		why, err := w.principal.refusal(ctx, inv)
+		if err != nil {
+			return false, err
+		}
+		refused = why
+		return why != "", nil
+	}
 	if inv.tr != nil {
 		var sp oteltrace.Span
 		ctx, sp = inv.humanWaitSpan(ctx, id)
 		defer sp.End()
-		done := w.waiters.Wait(ctx, inv.agent, inv.maxPending(), id, wait, poll, inv.suspend, check)
-		sp.SetAttributes(attribute.Bool("maiden.human_wait.decided", done))
-		return done
+		done := w.waiters.Wait(ctx, inv.agent, inv.maxPending(), id, wait, poll, inv.suspend, recheck)
+		sp.SetAttributes(attribute.Bool("maiden.human_wait.decided", done && refused == ""))
+		return done && refused == "", refused
 	}
-	return w.waiters.Wait(ctx, inv.agent, inv.maxPending(), id, wait, poll, inv.suspend, check)
+	done := w.waiters.Wait(ctx, inv.agent, inv.maxPending(), id, wait, poll, inv.suspend, recheck)
+	return done && refused == "", refused
 }
 
 // maxPending is how many of the call's agent's questions may wait for a

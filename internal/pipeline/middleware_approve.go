@@ -201,7 +201,7 @@ func pending(inv *invocation, m config.Middleware, a store.Approval, note string
 func (l approveLayer) await(ctx context.Context, inv *invocation, m config.Middleware, st store.Store, a store.Approval, note string) (bool, error) {
 	cur := a
 	expired := false
-	decided := l.human.wait(ctx, inv, a.ID, approvalRequest(a, inv.cfg), func(ctx context.Context) (bool, error) {
+	decided, refused := l.human.wait(ctx, inv, a.ID, approvalRequest(a, inv.cfg), func(ctx context.Context) (bool, error) {
 		got, err := st.Approval(ctx, a.ID)
 		if err != nil {
 			return false, err
@@ -219,6 +219,11 @@ func (l approveLayer) await(ctx context.Context, inv *invocation, m config.Middl
 		}
 		return false, nil
 	})
+	if refused != "" {
+		// Revoked or removed while nobody had answered: the request stays
+		// pending for a human, and this caller stops waiting for it.
+		return authorityEnded(inv, m, a.ID, refused)
+	}
 	if !decided {
 		return pending(inv, m, a, note)
 	}
@@ -230,11 +235,9 @@ func (l approveLayer) await(ctx context.Context, inv *invocation, m config.Middl
 		}
 		if refused != "" {
 			// The token the call was made with was revoked, or its agent
-			// removed, while it waited: the approval is left as the human
-			// gave it, and nothing runs for this caller.
-			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "caller's authority ended while it waited: " + refused})
-			inv.res.Error = &ToolError{Kind: KindDenied, Message: refused, Approval: cur.ID}
-			return true, nil
+			// removed, as the human answered: the approval is left as the
+			// human gave it, and nothing runs for this caller.
+			return authorityEnded(inv, m, cur.ID, refused)
 		}
 		return l.afterWait(ctx, inv, m, cur)
 	case cur.State == store.ApprovalDenied:
@@ -244,6 +247,15 @@ func (l approveLayer) await(ctx context.Context, inv *invocation, m config.Middl
 	default: // consumed by an identical call meanwhile
 		return pending(inv, m, cur, fmt.Sprintf("request %s was used by another identical call", cur.ID))
 	}
+}
+
+// authorityEnded ends a call whose caller lost its authority (its token
+// revoked, its agent removed: principalCheck) while it waited for request
+// id: denied with why, nothing run.
+func authorityEnded(inv *invocation, m config.Middleware, id, why string) (bool, error) {
+	inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "caller's authority ended while it waited: " + why})
+	inv.res.Error = &ToolError{Kind: KindDenied, Message: why, Approval: id}
+	return true, nil
 }
 
 // afterWait lets an approved call go on if the agent's cards are still

@@ -10,14 +10,17 @@ import (
 	"github.com/maiden-run/maiden/internal/store"
 )
 
-// principalCheck asks, after a call waited for a human (an approval, a
-// boundary request), whether whoever made the call may still make it: a
-// front end authenticated the call's credential when the request came in,
-// and the wait may have lasted minutes, long enough for an operator to
-// revoke the token (maiden agents revoke-token) or a reload to remove the
-// agent from agent.toml. Neither may let the call run, nor send its result
-// to a client that lost its authority: a human's approval is an answer
-// about the call, not a renewal of the caller's credential.
+// principalCheck asks, while a call waits for a human (an approval, a
+// boundary request: at every poll) and after, whether whoever made the
+// call may still make it: a front end authenticated the call's credential
+// when the request came in, and the wait may last minutes, long enough for
+// an operator to revoke the token (maiden agents revoke-token) or a reload
+// to remove the agent from agent.toml. Neither may let the call run, nor
+// send its result to a client that lost its authority: a human's approval
+// is an answer about the call, not a renewal of the caller's credential.
+// Nor may the call keep waiting: it would hold its place among its agent's
+// waiting calls, and a goroutine, until a human answered or the wait timed
+// out, only to be refused then.
 //
 // It holds what it needs of the Host: the configuration in force (the
 // agent must still be declared there) and the state store's getter (the
@@ -40,7 +43,7 @@ func (p principalCheck) refusal(ctx context.Context, inv *invocation) (string, e
 	}
 	cur := p.cfg.Load()
 	if cur != nil && !declares(cur, inv.agent) {
-		return fmt.Sprintf("agent removed: agent %q was removed from %s while this call waited for a human (the configuration was reloaded without it), so nothing was run, whatever the human decided", inv.agent, cur.File()), nil
+		return fmt.Sprintf("agent removed: agent %q was removed from %s while this call waited for a human (the configuration was reloaded without it), so nothing was run, whatever a human answers", inv.agent, cur.File()), nil
 	}
 	id, ok := strings.CutPrefix(inv.call.Credential, "token:")
 	if !ok {
@@ -52,18 +55,18 @@ func (p principalCheck) refusal(ctx context.Context, inv *invocation) (string, e
 	}
 	toks, err := st.Tokens(ctx, inv.agent)
 	if err != nil {
-		return "", fmt.Errorf("%w: checking the call's token after the wait: %v", ErrState, err)
+		return "", fmt.Errorf("%w: checking the call's token during or after its wait for a human: %v", ErrState, err)
 	}
 	for _, t := range toks {
 		if t.ID != id || t.Agent != inv.agent {
 			continue
 		}
 		if !t.Revoked.IsZero() {
-			return fmt.Sprintf("token revoked: the agent token this call was made with (ID %s) was revoked while the call waited for a human, so nothing was run, whatever the human decided; a client holding a valid token may repeat the call", id), nil
+			return fmt.Sprintf("token revoked: the agent token this call was made with (ID %s) was revoked while the call waited for a human, so nothing was run, whatever a human answers; a client holding a valid token may repeat the call", id), nil
 		}
 		return "", nil
 	}
-	return fmt.Sprintf("token unknown: the agent token this call was made with (ID %s) is not one of agent %q's tokens in the state store, so nothing was run after the wait for a human", id, inv.agent), nil
+	return fmt.Sprintf("token unknown: the agent token this call was made with (ID %s) is not one of agent %q's tokens in the state store, so the call stopped waiting for a human and nothing was run", id, inv.agent), nil
 }
 
 // declares reports whether cfg has agent: one of its [agents], or, with

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,13 +58,29 @@ func fsTool(op func(context.Context, boundary.Boundary, hostfs.Allow, []byte) (a
 	}
 }
 
-func (*builtinDeps) sessionOpen(ctx context.Context, inv *invocation, st store.Store) (any, *store.Session, *ToolError, error) {
+// sessionOpen opens a new session of the call's agent, bound to the
+// call's credential, within the agent's bound of live sessions
+// (store.OpenSessionWithin): each is a row in the state store that an
+// agent calling session_open in a loop would otherwise add without end.
+func (d *builtinDeps) sessionOpen(ctx context.Context, inv *invocation, st store.Store) (any, *store.Session, *ToolError, error) {
 	var in struct{}
 	if terr := decodeInput("session_open", []byte(inv.call.Input), &in); terr != nil {
 		return nil, nil, terr, nil
 	}
+	bound := d.maxSessions
+	if bound <= 0 {
+		bound = store.DefaultMaxSessions
+	}
 	id := session.NewID()
-	if _, _, err := st.OpenSession(ctx, id, inv.agent, session.Initial(inv.cfg, inv.agent)); err != nil {
+	_, _, err := st.OpenSessionWithin(ctx, id, inv.agent, session.Initial(inv.cfg, inv.agent), bound)
+	if errors.Is(err, store.ErrTooManySessions) {
+		hours := store.SessionCountedFor.Hours()
+		return nil, nil, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("session_open: agent %q already holds %d live sessions opened or used in the last %g hours, the most one agent may: nothing was opened. "+
+			"Run further calls in a session it holds (name it in _meta[%q]) rather than opening another, or end some first "+
+			"(a 2025-11-25 session ends with its MCP session, a session_open handle when a request names it after the server's -session-idle, any session through its embedder's EndSession); "+
+			"a session unused for %g hours stops counting", inv.agent, bound, hours, "maiden/session", hours)}, nil
+	}
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: opening a session: %v", ErrState, err)
 	}
 	// Bound to the caller's credential before anyone learns the ID: a
@@ -112,9 +129,11 @@ func (d *builtinDeps) requestBoundary(ctx context.Context, inv *invocation, st s
 // at the decision, at Options.ApprovalWait, or when the caller gives up:
 // then the result is kind pending with the request's handle, and
 // repeating the call with the same id waits for the same request again.
+// It ends denied at the poll after the caller's token is revoked or its
+// agent removed (humanWait.wait), the request left pending.
 func (d *builtinDeps) awaitBoundary(ctx context.Context, inv *invocation, st store.Store, r store.BoundaryRequest) (store.BoundaryRequest, *ToolError, error) {
 	cur := r
-	decided := d.human.wait(ctx, inv, r.Handle, boundaryApprovalView(r), func(ctx context.Context) (bool, error) {
+	decided, refused := d.human.wait(ctx, inv, r.Handle, boundaryApprovalView(r), func(ctx context.Context) (bool, error) {
 		got, err := st.BoundaryRequest(ctx, r.Handle)
 		if err != nil {
 			return false, err
@@ -133,6 +152,12 @@ func (d *builtinDeps) awaitBoundary(ctx context.Context, inv *invocation, st sto
 		}
 		return false, nil
 	})
+	if refused != "" {
+		// The caller lost its token or its agent while nobody had
+		// answered: the request stays pending for a human; this caller
+		// stops waiting for it.
+		return cur, &ToolError{Kind: KindDenied, Approval: r.Handle, Message: refused}, nil
+	}
 	if !decided {
 		return r, &ToolError{Kind: KindPending, Approval: r.Handle,
 			Message: fmt.Sprintf("boundary request %s (id %s) is waiting for a human's decision (maiden approve %s, or the inbox); repeat the call with the same id to wait again", r.Handle, r.Request.ID, r.Handle)}, nil

@@ -117,9 +117,13 @@ func (h *Host) OpenSession(ctx context.Context, agent string) (string, error) {
 	return id, nil
 }
 
-// EndSession ends session id: its boundary stops applying (a later call
-// naming it is refused), the secret material it held is dropped, and the
-// calls waiting on its boundary requests are woken.
+// TouchSession records in the store that session id was used now, to
+// within a minute (the store writes only when its record is older): the
+// last use a front end that expires idle session handles reads back
+// (SessionInfo.LastUsed), whichever instance sharing the store saw the
+// use. An unknown session is store.ErrUnknownSession, an ended one
+// store.ErrSessionEnded; with no store opened by a call of this Host yet,
+// there is nothing to record and it returns nil.
 func (h *Host) TouchSession(ctx context.Context, id string) error {
 	h.stateHolder.mu.Lock()
 	st := h.stateHolder.st

@@ -338,7 +338,11 @@
 // idempotent on the ID; another agent's open is ErrNotAllowed), and from
 // migration 11 may be bound, once, to one credential besides (BindSession:
 // a token's ID, for a 2026-07-28 handle only that token may name), and runs
-// inside an ExecutionBoundary (internal/boundary). Every revision of the
+// inside an ExecutionBoundary (internal/boundary). OpenSessionWithin, which
+// session_open uses, refuses a new session (ErrTooManySessions) while the
+// agent holds DefaultMaxSessions not ended and opened or used within
+// SessionCountedFor, counted in the inserting transaction; no session row
+// is deleted (an ended session is never reopened). Every revision of the
 // boundary is a row of session_revisions (its canonical JSON, its number,
 // when and why: "initial", "approved request ID (bnd_...) by BY", "reset by
 // BY"); sessions.revision points at the current one. A boundary request

@@ -33,7 +33,35 @@ var (
 	ErrSessionEnded = errors.New("session has ended")
 	// ErrUnknownBoundaryRequest: no boundary request of that handle.
 	ErrUnknownBoundaryRequest = errors.New("unknown boundary request")
+	// ErrTooManySessions: the agent already holds as many sessions as
+	// OpenSessionWithin's bound allows; no new one is opened.
+	ErrTooManySessions = errors.New("too many live sessions")
 )
+
+// DefaultMaxSessions is how many sessions one agent may hold for the
+// session_open built-in, and OpenSessionWithin's bound when it is given
+// none: a session counts while it has not ended and was opened or used
+// (TouchSession) within SessionCountedFor. Every session is a row, with
+// its revisions, that nothing deletes (an ended one stays, so that it is
+// never reopened and maiden sessions still shows it), and session_open
+// makes one per call: without a bound an agent calling it in a loop filled
+// the operator's disk and slowed every listing of sessions. 1,000 is the
+// bound the HTTP front end puts on one agent's open 2025-11-25 sessions
+// (mcpserver.DefaultMaxSessionsPerAgent), far above what a client opens
+// for its conversations or tasks in a day, and holds what one agent can
+// add with session_open to about a thousand sessions (a megabyte or so)
+// a day.
+const DefaultMaxSessions = 1000
+
+// SessionCountedFor is how long a live session counts against its
+// agent's bound after it was opened or last used as the store records
+// (TouchSession: the HTTP front end records a 2026-07-28 handle's use at
+// most once a minute). Nothing else ends a handle a client forgets (the
+// front end ends an idle one only when a request names it), so a bound on
+// every live session would lock a long-lived agent out after its
+// thousandth conversation; one unused for a day no longer holds a place
+// (it is not ended: it is still the session it was if named again).
+const SessionCountedFor = 24 * time.Hour
 
 // Audit record kinds of sessions.
 const (
@@ -260,6 +288,28 @@ func setRevision(ctx context.Context, tx *sql.Tx, id string, cur, next int64) er
 // between agents); an ended session is ErrSessionEnded. The opening is
 // audited (session-opened, with the boundary) in its transaction.
 func (s *SQLite) OpenSession(ctx context.Context, id, agent string, initial boundary.Boundary) (Session, bool, error) {
+	return s.openSession(ctx, id, agent, initial, 0)
+}
+
+// OpenSessionWithin is OpenSession for a session an agent asks for (the
+// session_open built-in), bounded: a session it would create is refused
+// with ErrTooManySessions, nothing stored, while agent holds max sessions
+// (DefaultMaxSessions when max is 0) that have not ended and were opened
+// or used within SessionCountedFor. They are counted in the transaction
+// that would create it, so concurrent opens, from any process sharing the
+// store, cannot pass the bound together. A live session of agent that
+// exists already is returned as OpenSession returns it, whatever the
+// count.
+func (s *SQLite) OpenSessionWithin(ctx context.Context, id, agent string, initial boundary.Boundary, max int) (Session, bool, error) {
+	if max <= 0 {
+		max = DefaultMaxSessions
+	}
+	return s.openSession(ctx, id, agent, initial, max)
+}
+
+// openSession is OpenSession, with a new session refused while agent
+// holds max counted sessions (none refused when max is 0).
+func (s *SQLite) openSession(ctx context.Context, id, agent string, initial boundary.Boundary, max int) (Session, bool, error) {
 	if err := checkName("agent name", agent); err != nil {
 		return Session{}, false, fmt.Errorf("open session %q: %w", id, err)
 	}
@@ -293,6 +343,16 @@ func (s *SQLite) OpenSession(ctx context.Context, id, agent string, initial boun
 			return err
 		}
 		now := unixTime(s.now().UnixNano())
+		if max > 0 {
+			var held int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE agent = ? AND ended_at IS NULL AND used_at > ?`,
+				agent, now.Add(-SessionCountedFor).UnixNano()).Scan(&held); err != nil {
+				return err
+			}
+			if held >= max {
+				return fmt.Errorf("%w: agent %q holds %d live sessions opened or used in the last %g hours, the most one agent may", ErrTooManySessions, agent, held, SessionCountedFor.Hours())
+			}
+		}
 		b := initial.Normalize()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, created_at, used_at, ended_at, revision) VALUES (?, ?, ?, ?, NULL, ?)`,
 			id, agent, now.UnixNano(), now.UnixNano(), b.Revision); err != nil {

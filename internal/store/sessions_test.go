@@ -914,3 +914,73 @@ func testBindSession(t *testing.T, be backend) {
 		t.Errorf("binding an ended session: %v", err)
 	}
 }
+
+// TestSessionsBoundedPerAgent: OpenSessionWithin refuses a new session,
+// ErrTooManySessions naming the agent and the bound and storing nothing,
+// while the agent holds max live sessions opened or used within
+// SessionCountedFor; a session of its own that exists comes back, another
+// agent is not held, OpenSession (a call's own session) is never refused;
+// ending one frees a place, and so does a day without use, while a use
+// (TouchSession) makes an old one count again.
+func TestSessionsBoundedPerAgent(t *testing.T) { eachBackend(t, testSessionsBoundedPerAgent) }
+
+func testSessionsBoundedPerAgent(t *testing.T, be backend) {
+	ctx := context.Background()
+	c := newClock()
+	s := open(t, be.target(t), c)
+	const max = 3
+	within := func(agent string) (Session, error) {
+		t.Helper()
+		ss, created, err := s.OpenSessionWithin(ctx, "", agent, workBoundary(), max)
+		if err == nil && !created {
+			t.Fatalf("OpenSessionWithin(%q) made no session: %+v", agent, ss)
+		}
+		return ss, err
+	}
+	refused := func(why string) {
+		t.Helper()
+		_, err := within("coder")
+		if !errors.Is(err, ErrTooManySessions) || !strings.Contains(err.Error(), `agent "coder" holds 3 live sessions`) {
+			t.Fatalf("%s: %v, want ErrTooManySessions naming agent coder and the bound of %d", why, err, max)
+		}
+	}
+	var held []Session
+	for i := range max {
+		ss, err := within("coder")
+		if err != nil {
+			t.Fatalf("session %d of %d: %v", i+1, max, err)
+		}
+		held = append(held, ss)
+	}
+	refused("session 4 of a bound of 3")
+	if list, err := s.Sessions(ctx, "coder"); err != nil || len(list) != max {
+		t.Fatalf("after a refusal: %d sessions (%v), want %d: nothing stored", len(list), err, max)
+	}
+	if ss, created, err := s.OpenSessionWithin(ctx, held[0].ID, "coder", workBoundary(), max); err != nil || created || ss.ID != held[0].ID {
+		t.Errorf("a held session opened again at the bound: %+v, %v, %v", ss, created, err)
+	}
+	if _, err := within("other"); err != nil {
+		t.Errorf("another agent held by coder's bound: %v", err)
+	}
+	if err := s.EndSession(ctx, held[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := within("coder"); err != nil {
+		t.Fatalf("after ending one: %v", err)
+	}
+	refused("full again")
+	// A call's own session (a default, an MCP session's) is not refused.
+	openSession(t, s, "call-session", "coder")
+
+	// A day later none counts; one used again counts again.
+	c.add(SessionCountedFor + time.Minute)
+	if err := s.TouchSession(ctx, held[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	for range max - 1 {
+		if _, err := within("coder"); err != nil {
+			t.Fatalf("a day later, with one old session used again: %v", err)
+		}
+	}
+	refused("a day later, two new sessions and an old one used again")
+}
