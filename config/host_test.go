@@ -27,6 +27,7 @@ func TestNormalizeHostPattern(t *testing.T) {
 		{"[2001:DB8:0:0::1]", "2001:db8::1"},
 		{"2001:0db8::0001", "2001:db8::1"},
 		{strings.Repeat("a", 63) + ".example", strings.Repeat("a", 63) + ".example"},
+		{strings.Repeat("a.", 126) + "a", strings.Repeat("a.", 126) + "a"}, // 253 characters, the most a name has
 	}
 	for _, tt := range ok {
 		t.Run(tt.in, func(t *testing.T) {
@@ -75,6 +76,7 @@ func TestNormalizeHostPattern(t *testing.T) {
 		{"api_v2.example.com", "invalid character '_'"},
 		{strings.Repeat("a", 64) + ".example", "is 64 characters long, the maximum is 63"},
 		{strings.Repeat("a.", 127) + "ab", "host name is 256 characters long, the maximum is 253"},
+		{strings.Repeat("a.", 126) + "ab", "host name is 254 characters long, the maximum is 253"},
 		{"127.1", "looks like an IPv4 address"},
 		{"256.0.0.1", "looks like an IPv4 address"},
 		{"0x7f.1", "looks like an IPv4 address"},

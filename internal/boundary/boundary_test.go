@@ -191,6 +191,8 @@ func TestAssessScenarios(t *testing.T) {
 		{"B12 but not writes outside", ws, fsJSON(entryJSON("/etc/x", "write", "exact")), Approved, ReasonApplied, 4},
 		{"network on", managed(Restricted), `{"network":{"enabled":true}}`, Approved, ReasonApplied, 4},
 		{"network already on", func() Boundary { b := managed(Restricted); b.Network = true; return b }(), `{"network":{"enabled":true}}`, Approved, ReasonAlreadyApplied, 3},
+		{"an external boundary is not widened", func() Boundary { b := managed(Restricted); b.Kind = External; return b }(), fsJSON(entryJSON("/etc", "write", "subtree")), Conflict, ReasonBoundaryKindChanged, 3},
+		{"a bypass boundary is not rewritten", func() Boundary { b := managed(Restricted); b.Kind = Bypass; return b }(), `{"network":{"enabled":true}}`, Conflict, ReasonBoundaryKindChanged, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,6 +270,7 @@ func TestCheck(t *testing.T) {
 		{"write exact entry", b, Need{Path: "/srv/out", Access: Write}, true, nil},
 		{"read through write", b, Need{Path: "/srv/out", Access: Read}, true, nil},
 		{"exact does not cover inside", b, Need{Path: "/srv/out/x", Access: Read}, false, exp("/srv/out/x", Read, Exact)},
+		{"exact does not cover its subtree", b, Need{Path: "/srv/out", Access: Write, Match: Subtree}, false, exp("/srv/out", Write, Subtree)},
 		{"subtree need asks for subtree", b, Need{Path: "/data", Access: Read, Match: Subtree}, false, exp("/data", Read, Subtree)},
 		{"denied root: nothing to ask", b, Need{Path: "/srv/work/secrets", Access: Read}, false, nil},
 		{"denied inside: nothing to ask", b, Need{Path: "/srv/work/secrets/k", Access: Read}, false, nil},

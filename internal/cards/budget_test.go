@@ -64,6 +64,14 @@ func TestBudgetArithmetic(t *testing.T) {
 	if FillBudget(nil, []Metered{{ID: "x"}}) != nil {
 		t.Error("FillBudget of an unlimited chain limits something")
 	}
+	// What is spent never goes down: a negative amount (a cost expression
+	// gone wrong) adds nothing, and a budget may not be negative.
+	if diff := cmp.Diff(Budget{"cost": 5, "calls": 1}, Add(Budget{"cost": 5}, Budget{"cost": -3, "calls": 1})); diff != "" {
+		t.Errorf("Add of a negative amount (-want +got):\n%s", diff)
+	}
+	if err := (Budget{"calls": -1}).Check(); !errors.Is(err, ErrBadBudget) {
+		t.Errorf("Budget{calls: -1}.Check() = %v, want %v", err, ErrBadBudget)
+	}
 
 	for _, tc := range []struct {
 		name  string

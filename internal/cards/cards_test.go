@@ -333,6 +333,17 @@ func TestCheckDerive(t *testing.T) {
 		{"a bound card's child keeping the binding accepted",
 			Card{ID: "P", Spec: Spec{LowerPos: gs(t, "approve:always pay --to=bob"), Bound: "tool=sha256:01 policy=sha256:02"}},
 			Spec{LowerPos: gs(t, "approve:always pay --to=bob"), Bound: "tool=sha256:01 policy=sha256:02"}, nil},
+		{"dropping a parent upper-negative is lower-bound-too-broad",
+			Card{ID: "P", Spec: Spec{LowerPos: gs(t, "tool:invoke * --..."), UpperNeg: gs(t, "tool:invoke shutdown --...")}},
+			Spec{LowerPos: gs(t, "tool:invoke search --q=x")}, ErrLowerBoundTooBroad},
+		{"a parent upper-negative kept only as a lower-negative is lower-bound-too-broad",
+			Card{ID: "P", Spec: Spec{LowerPos: gs(t, "tool:invoke * --..."), UpperNeg: gs(t, "tool:invoke shutdown --...")}},
+			Spec{LowerPos: gs(t, "tool:invoke search --q=x"), LowerNeg: gs(t, "tool:invoke shutdown --...")}, ErrLowerBoundTooBroad},
+		{"a parent negative kept only for another agent is lower-bound-too-broad", parent,
+			Spec{LowerPos: gs(t, "fs:read /data/a/**"), LowerNeg: []Grant{{Grant: gs(t, "fs:read /data/s/**")[0].Grant, Recipient: "other"}}}, ErrLowerBoundTooBroad},
+		{"a parent ceiling for a named agent, child without is upper-bound-too-broad",
+			Card{ID: "P", Spec: Spec{LowerPos: gs(t, "tool:invoke * --..."), UpperPos: []Grant{{Grant: gs(t, "tool:invoke search --...")[0].Grant, Recipient: "sub"}}}},
+			Spec{LowerPos: gs(t, "tool:invoke rm --...")}, ErrUpperBoundTooBroad},
 		{"child recipient broader is lower-bound-too-broad",
 			Card{ID: "P", Spec: Spec{LowerPos: []Grant{{Grant: gs(t, "tool:invoke x")[0].Grant, Recipient: "sub"}}}},
 			Spec{LowerPos: gs(t, "tool:invoke x")}, ErrLowerBoundTooBroad},
@@ -455,4 +466,37 @@ func childFunc(children map[string][]string) func([]string) ([]string, error) {
 		}
 		return out, nil
 	}
+}
+
+// TestBoundToDropsOtherBindings: an approve:always card minted from an
+// approval counts only for the tool and policy it was bound to; asked for
+// another binding, the wallet holds it no more and the standing approval
+// it gave is refused.
+func TestBoundToDropsOtherBindings(t *testing.T) {
+	bound := Card{ID: "always", Spec: Spec{LowerPos: gs(t, "approve:always pay --to=bob"), Bound: "tool=sha256:01 policy=sha256:02"}}
+	free := Card{ID: "free", Spec: Spec{LowerPos: gs(t, "tool:invoke pay --...")}}
+	args, err := grant.Render([]byte(`{"to":"bob"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	always := grant.AlwaysTarget("pay", args)
+	w := NewWallet("a", t0, []Card{bound, free})
+	if d := w.BoundTo(bound.Bound).Decide(always); !d.Allow || d.Card != "always" {
+		t.Fatalf("bound to its own binding: allow=%v rule %q, want allowed by card always", d.Allow, d.Rule())
+	}
+	other := w.BoundTo("tool=sha256:03 policy=sha256:02")
+	if ids := cardIDs(other.Cards()); !slices.Equal(ids, []string{"free"}) {
+		t.Errorf("BoundTo(another binding) holds %v, want [free]: a card bound elsewhere does not count", ids)
+	}
+	if d := other.Decide(always); d.Allow {
+		t.Errorf("a standing approval bound to another tool's code allowed %s by %s", always.String(), d.Rule())
+	}
+}
+
+func cardIDs(cs []Card) []string {
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	return ids
 }

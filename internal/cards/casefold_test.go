@@ -55,3 +55,22 @@ func TestDeriveCaseVariantWidens(t *testing.T) {
 		}
 	}
 }
+
+// TestCeilingRefusesCaseVariant: a ceiling (upper-positive) is met only by
+// a call it allows as spelt, never by one a case-folding reader would take
+// for an allowed call: {"CITY":"Paris"} is not under "--city=Paris" (a
+// reader that does not fold gets no city and an argument the ceiling never
+// named), so the ceiling refuses it, naming its card.
+func TestCeilingRefusesCaseVariant(t *testing.T) {
+	w := NewWallet("a", t0, []Card{
+		{ID: "all", Spec: Spec{LowerPos: gs(t, "tool:invoke weather --...")}},
+		{ID: "cap", Spec: Spec{UpperPos: gs(t, "tool:invoke weather --city=Paris")}},
+	})
+	if d := w.Decide(toolT(t, "weather", `{"city":"Paris"}`)); !d.Allow {
+		t.Fatalf(`{"city":"Paris"} refused under the ceiling that names it: %s`, d.Reason)
+	}
+	d := w.Decide(toolT(t, "weather", `{"CITY":"Paris"}`))
+	if d.Allow || d.Card != "cap" || d.Bound != api.DecisionUpperPositive {
+		t.Errorf(`{"CITY":"Paris"} under ceiling "tool:invoke weather --city=Paris": allow=%v rule %q; want refused by card cap's ceiling`, d.Allow, d.Rule())
+	}
+}

@@ -61,3 +61,60 @@ func TestAccessTreeDirectoryWithBackslash(t *testing.T) {
 		t.Errorf(`AccessTree(read, "/srv/my docs") refused: %s`, d.Reason)
 	}
 }
+
+// TestAccessTreeNegativeAddressedToTheAgent: a prohibition addressed to the
+// agent by name (a card grant's recipient) forbids as much as one addressed
+// to any holder. It forbids the file, so the directory that holds it is not
+// handed over whole; the same prohibition addressed to another agent does
+// not touch this one.
+func TestAccessTreeNegativeAddressedToTheAgent(t *testing.T) {
+	forbid := func(recipient string) []cards.Grant {
+		g := gs(t, "fs:read /home/ann/.ssh/**")
+		g[0].Recipient = recipient
+		return g
+	}
+	for _, tc := range []struct {
+		name   string
+		wallet func(recipient string) *cards.Wallet
+		rule   string
+	}{
+		{"upper-negative", func(r string) *cards.Wallet {
+			return wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /home/ann/**")}), card("f2", cards.Spec{UpperNeg: forbid(r)}))
+		}, "card f2: upper-negative fs:read /home/ann/.ssh/**"},
+		{"lower-negative", func(r string) *cards.Wallet {
+			return wallet(card("f1", cards.Spec{LowerPos: gs(t, "fs:read /home/**"), LowerNeg: forbid(r)}))
+		}, "no card"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.wallet("research")
+			if d := decide.Decide(decide.Basis{Wallet: w}, decide.Access("read", "/home/ann/.ssh/id_ed25519")); d.Allow {
+				t.Fatalf("the forbidden key is allowed: %+v", d.API())
+			}
+			d := decide.Decide(decide.Basis{Wallet: w}, decide.AccessTree("read", "/home/ann"))
+			if d.Allow || d.API().Rule != tc.rule {
+				t.Errorf("AccessTree(read, /home/ann) = allow %v by %q, want refused by %q: its prohibition for agent research forbids .ssh inside it", d.Allow, d.API().Rule, tc.rule)
+			}
+			if d := decide.Decide(decide.Basis{Wallet: tc.wallet("other")}, decide.AccessTree("read", "/home/ann")); !d.Allow {
+				t.Errorf("AccessTree(read, /home/ann) refused by a prohibition for agent other: %s", d.Reason)
+			}
+		})
+	}
+}
+
+// TestAccessTreeNegativeStartingWithWildcard: a prohibition whose first
+// segment is a wildcard (`/*/.ssh/**`: every top directory's .ssh) has the
+// root as its literal prefix, which holds every directory; it may reach
+// inside /home, so /home is not handed over whole.
+func TestAccessTreeNegativeStartingWithWildcard(t *testing.T) {
+	w := wallet(
+		card("f1", cards.Spec{LowerPos: gs(t, "fs:read /**")}),
+		card("f2", cards.Spec{UpperNeg: gs(t, "fs:read /*/.ssh/**")}),
+	)
+	if d := decide.Decide(decide.Basis{Wallet: w}, decide.Access("read", "/home/.ssh/id_ed25519")); d.Allow {
+		t.Fatalf("the forbidden key is allowed: %+v", d.API())
+	}
+	d := decide.Decide(decide.Basis{Wallet: w}, decide.AccessTree("read", "/home"))
+	if want := "card f2: upper-negative fs:read /*/.ssh/**"; d.Allow || d.API().Rule != want {
+		t.Errorf("AccessTree(read, /home) = allow %v by %q, want refused by %q: /home/.ssh is forbidden", d.Allow, d.API().Rule, want)
+	}
+}

@@ -79,6 +79,58 @@ func TestAuthorizerNarrowsAtFetchTime(t *testing.T) {
 	}
 }
 
+// TestHeaderSecretsPassTheCredentialChecks: a secret a host-side caller
+// (web_fetch) put in a header itself passes every check a credential
+// passes before anything is resolved or sent: declared, within its
+// [secrets.NAME] destination, and allowed by the caller's authority asked
+// with its name, not only the request's.
+func TestHeaderSecretsPassTheCredentialChecks(t *testing.T) {
+	e := newEnv(t)
+	e.secrets["API_TOKEN"] = testSecret
+	s := startServer(t, func(w http.ResponseWriter, r *http.Request) {}, false)
+	e.res.set("api.example.com", "127.0.0.1")
+	e.res.set("other.example.com", "127.0.0.1")
+	rules := toolFor(t, s.port)
+	rules.Hosts = append(rules.Hosts, "other.example.com")
+	rules.SecretDestinations = []SecretDestination{{Secret: "API_TOKEN", Hosts: []string{"api.example.com"}, Source: "[secrets.API_TOKEN] (agent.toml:3)"}}
+	p := mustPolicy(t, rules)
+	ctx := ctxTimeout(t, 10*time.Second)
+	withHeaderSecret := func(host, name string) Request {
+		return Request{URL: urlFor(s, host, "/"), Headers: []Header{{Name: "X-Api-Key", Value: testSecret}}, HeaderSecrets: []string{name}}
+	}
+	// The network is allowed to everyone; the secret is not.
+	secretCard := func(_ string, _ int, cred string) error {
+		if cred != "" {
+			return &Refusal{Rule: "secret-card", Reason: "no card allows secret:use " + cred}
+		}
+		return nil
+	}
+	carded := withHeaderSecret("api.example.com", "API_TOKEN")
+	carded.Authorize = secretCard
+	for _, tc := range []struct {
+		name string
+		req  Request
+		rule string
+	}{
+		{"to a host outside its destination", withHeaderSecret("other.example.com", "API_TOKEN"), RuleCredentialDestination},
+		{"not declared", withHeaderSecret("api.example.com", "STOLEN"), RuleCredentialUndeclared},
+		{"no card allows the secret", carded, "secret-card"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ferr := e.gate.Fetch(ctx, p, tc.req)
+			if ferr == nil || ferr.Kind != FetchDenied || ferr.Rule != tc.rule {
+				t.Fatalf("got %+v, want denied by rule %s", ferr, tc.rule)
+			}
+		})
+	}
+	if s.reqs.Load() != 0 || s.conns.Load() != 0 {
+		t.Fatalf("refused requests reached the server: %d requests, %d connections", s.reqs.Load(), s.conns.Load())
+	}
+	if _, ferr := e.gate.Fetch(ctx, p, withHeaderSecret("api.example.com", "API_TOKEN")); ferr != nil {
+		t.Errorf("the header secret to its own destination: %+v", ferr)
+	}
+}
+
 // TestSecretDestinationGate: a bound secret is attached only to its hosts,
 // methods and paths; anywhere else the request is refused before anything
 // is resolved or sent, naming the binding.

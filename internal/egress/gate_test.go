@@ -141,6 +141,10 @@ func TestRefusedBeforeNetwork(t *testing.T) {
 	hdr := func(name, value string) Request {
 		return Request{URL: api + "/", Headers: []Header{{Name: name, Value: value}}}
 	}
+	many := make([]Header, maxHeaders+1)
+	for i := range many {
+		many[i] = Header{Name: "X-H" + strconv.Itoa(i), Value: "v"}
+	}
 	for _, tc := range []struct {
 		name   string
 		p      *Policy
@@ -217,6 +221,10 @@ func TestRefusedBeforeNetwork(t *testing.T) {
 		{name: "space in a header name", req: hdr("X A", "b"), rule: RuleHeaderInvalid},
 		{name: "pseudo-header", req: hdr(":authority", "evil.example"), rule: RuleHeaderInvalid},
 		{name: "empty header name", req: hdr("", "b"), rule: RuleHeaderInvalid},
+		{name: "more headers than allowed", req: Request{URL: api + "/", Headers: many}, rule: RuleHeaderInvalid,
+			reason: `65 headers given, the maximum is 64 (rule: header-invalid)`},
+		{name: "headers longer than allowed", req: hdr("X-A", strings.Repeat("a", maxHeaderBytes)), rule: RuleHeaderInvalid,
+			reason: `headers add up to more than 65536 bytes (rule: header-invalid)`},
 		{name: "undeclared credential present in the environment", req: withCred(get(api+"/"), "STOLEN"), rule: RuleCredentialUndeclared,
 			reason: `credential "STOLEN" is not in this tool's secrets (rule: credential-undeclared)`},
 		{name: "declared credential without a value", req: withCred(get(api+"/"), "MISSING"), rule: RuleCredentialMissing,

@@ -50,6 +50,8 @@ func TestCredentialOverrideRefused(t *testing.T) {
 		{"_method in the query", req("POST", "/v1/items?a=1&_method=DELETE", nil, "{}"), "in the query"},
 		{"_method escaped in the query", req("POST", "/v1/items?%5Fmethod=DELETE", nil, "{}"), "in the query"},
 		{"_method in a form body", req("POST", "/v1/items", form, "a=1&_method=DELETE"), "in the form body"},
+		{"X_HTTP_Method_Override (the CGI spelling)", req("POST", "/v1/items", []Header{{Name: "X_HTTP_Method_Override", Value: "DELETE"}}, "{}"), `"X_http_method_override"`},
+		{"_method in a form body typed in capitals", req("POST", "/v1/items", []Header{{Name: "Content-Type", Value: "Application/X-WWW-Form-URLEncoded"}}, "_method=DELETE"), "in the form body"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := hits.Load()

@@ -31,6 +31,8 @@ func TestAllowsCommand(t *testing.T) {
 		{"tool:invoke git log --max-count=* -- *.md", call{[]string{"log"}, []Arg{{Name: "max-count", Value: "5"}}, []string{"README.md"}}, true},
 		{"tool:invoke git log --max-count=* -- *.md", call{[]string{"log"}, []Arg{{Name: "max-count", Value: "5"}}, []string{"README.md", "x.md"}}, false},
 		{"tool:invoke git log --max-count=* -- *.md ...", call{[]string{"log"}, []Arg{{Name: "max-count", Value: "5"}}, []string{"README.md", "x"}}, true},
+		{"tool:invoke git log --max-count=* -- *.md *.txt", call{[]string{"log"}, []Arg{{Name: "max-count", Value: "5"}}, []string{"README.md"}}, false},
+		{"tool:invoke git log --max-count=* -- *.md *.txt ...", call{[]string{"log"}, []Arg{{Name: "max-count", Value: "5"}}, nil}, false},
 		{"tool:invoke git log --... -- ...", log5, true},
 		{"tool:invoke git log --... -- ...", call{[]string{"show"}, nil, nil}, false},
 		{"tool:invoke git --...", log5, false},          // no command words: only the bare tool

@@ -63,6 +63,11 @@ func TestBuiltins(t *testing.T) {
 		{`{"password":"\u0068unter22"}`, `{"password":"[REDACTED:password]"}`},
 		{"DB_PASSWORD=s3cr3t-value", "DB_PASSWORD=[REDACTED:password]"},
 		{"export GITHUB_API_KEY=abcd1234", "export GITHUB_API_KEY=[REDACTED:password]"},
+		{"temporary key " + "ASIA" + awsID[4:] + " here", "temporary key [REDACTED:aws-access-key-id] here"},
+		// Matches longer than a short window: a spaced-out key name, and a
+		// long value, are redacted whole.
+		{"aws_secret_access_key      =      " + awsSecret + "\n", "aws_secret_access_key      =      [REDACTED:aws-secret-key]\n"},
+		{"password=" + strings.Repeat("s3cr3t", 50) + " next", "password=[REDACTED:password] next"},
 	}
 	for _, tt := range tests {
 		if got := r.Redact(tt.in); got != tt.want {
@@ -154,6 +159,18 @@ func TestJSONEscaped(t *testing.T) {
 func mustJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestOverlappingMatchesMergedWhole: two matches that overlap are replaced
+// as one span to the farther end, so no tail of the longer one is left.
+func TestOverlappingMatchesMergedWhole(t *testing.T) {
+	r, err := New([]Pattern{{Name: "head", Expr: `abc\d+`}, {Name: "tail", Expr: `\d+xyz`}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Redact("see abc123xyz end"), "see [REDACTED:head] end"; got != want {
+		t.Errorf("Redact = %q, want %q", got, want)
+	}
 }
 
 func TestOperatorPatterns(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func TestDotDotAndInvalidPaths(t *testing.T) {
 		roots := []Root{{Path: f.root, Access: AccessWrite}}
 		for _, p := range []string{
 			f.root + "/../outside/secret.txt", f.root + "/sub/../../outside/secret.txt", "root/in.txt",
-			f.root + "/./in.txt", f.root + "//in.txt", f.root + "/sub/", "",
+			f.root + "/./in.txt", f.root + "//in.txt", f.root + "/sub/", "", f.root + "/in\x00.txt",
 		} {
 			_, err := Read(roots, p, 1<<20)
 			wantKind(t, err, KindInvalidPath)
@@ -929,4 +930,117 @@ func TestRemovedWhileOpened(t *testing.T) {
 		t.Fatal(b)
 	}
 	t.Logf("%d rotations, %d reads refused as removed or moved meanwhile", rotations.Load(), removedSeen.Load())
+}
+
+// TestDeniedAnswersTheSame: beneath a Deny root every path is refused as denied, whether or not what it names exists,
+// whether it is named directly or reached through a symlink that ends there, and whether a symlink only passes
+// through it on the way elsewhere (a twin link through a missing directory answers the same). Otherwise not_found
+// against denied tells the caller what exists where it may not look. A Deny root named by a symlink denies where the
+// symlink leads.
+func TestDeniedAnswersTheSame(t *testing.T) {
+	eachMethod(t, func(t *testing.T, method string) {
+		f := newFixture(t)
+		private, pub := filepath.Join(f.root, "private"), filepath.Join(f.root, "pub")
+		must(t, os.MkdirAll(filepath.Join(private, "x"), 0o755))
+		must(t, os.Mkdir(pub, 0o755))
+		must(t, os.WriteFile(filepath.Join(private, "key"), []byte("KEY-MATERIAL"), 0o644))
+		must(t, os.Symlink("../private", filepath.Join(pub, "l")))
+		must(t, os.Symlink("../private/x/../../in.txt", filepath.Join(pub, "through")))
+		must(t, os.Symlink("../private/nox/../../in.txt", filepath.Join(pub, "twin")))
+		roots := []Root{{Path: f.root, Access: AccessWrite}, {Path: private, Access: AccessDeny}}
+		viaLink := []Kind{KindDenied}
+		if method == "openat" {
+			viaLink = append(viaLink, KindSymlink) // the walk refuses the symlink before it gets there
+		}
+		for _, c := range []struct {
+			path string
+			want []Kind
+		}{
+			{filepath.Join(private, "key"), []Kind{KindDenied}},
+			{filepath.Join(private, "missing"), []Kind{KindDenied}},
+			{filepath.Join(private, "nodir", "missing"), []Kind{KindDenied}},
+			{filepath.Join(pub, "l", "key"), viaLink},
+			{filepath.Join(pub, "l", "missing"), viaLink},
+			{filepath.Join(pub, "through"), viaLink},
+			{filepath.Join(pub, "twin"), viaLink},
+		} {
+			got, err := Read(roots, c.path, 100)
+			if err == nil {
+				t.Errorf("Read(%s) = %q, want it refused", c.path, got.Data)
+				continue
+			}
+			var e *Error
+			if !errors.As(err, &e) || !slices.Contains(c.want, e.Kind) {
+				t.Errorf("Read(%s): %v, want kind %v: a Deny root answers the same whatever lies beneath it", c.path, err, c.want)
+			}
+		}
+
+		// The Deny root names a symlink: what it leads to is denied.
+		alias := filepath.Join(f.root, "alias")
+		must(t, os.Symlink("private", alias))
+		roots = []Root{{Path: f.root, Access: AccessWrite}, {Path: alias, Access: AccessDeny}}
+		got, err := Read(roots, filepath.Join(private, "key"), 100)
+		if err == nil {
+			t.Fatalf("read %q beneath a Deny root named by its symlink %s", got.Data, alias)
+		}
+		wantKind(t, err, KindDenied)
+	})
+}
+
+// TestSizeIsCheckedBeforeReading: a file's size is checked before a buffer is made for it (a 1 GiB sparse file
+// under a 100-byte limit is refused by its size, nothing allocated for it), and a file that says it is smaller than
+// it is (/proc's files say 0 bytes) is refused once more than the limit arrives, never returned over it.
+func TestSizeIsCheckedBeforeReading(t *testing.T) {
+	eachMethod(t, func(t *testing.T, _ string) {
+		f := newFixture(t)
+		roots := []Root{{Path: f.root, Access: AccessWrite}}
+		sparse := filepath.Join(f.root, "sparse")
+		must(t, os.WriteFile(sparse, nil, 0o644))
+		must(t, os.Truncate(sparse, 1<<30))
+		_, err := Read(roots, sparse, 100)
+		wantKind(t, err, KindTooLarge)
+		if want := "file is 1073741824 bytes, limit 100"; !strings.Contains(err.Error(), want) {
+			t.Errorf("Read(1 GiB sparse file, 100): %v, want it refused by its size (%q) before a buffer is made", err, want)
+		}
+		c, err := Read([]Root{{Path: "/proc", Access: AccessRead}}, "/proc/version", 10)
+		if err == nil {
+			t.Fatalf("Read(/proc/version, 10) = %d bytes %q, over the limit", len(c.Data), c.Data)
+		}
+		wantKind(t, err, KindTooLarge)
+	})
+}
+
+// TestResolvedIsTheFileOpened: the path /proc/self/fd gives for a descriptor is used only when it still names that
+// file. A file removed after it was opened is named "PATH (deleted)" there; a file of that very name (which anyone
+// who may write beside it can make) is another file, so the descriptor's path is not known, and nothing is decided on
+// that name.
+func TestResolvedIsTheFileOpened(t *testing.T) {
+	f := newFixture(t)
+	key := filepath.Join(f.root, "key")
+	must(t, os.WriteFile(key, []byte("SECRET-0"), 0o644))
+	fd, err := unix.Open(key, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	must(t, os.Remove(key))
+	must(t, os.WriteFile(key+" (deleted)", []byte("decoy"), 0o644))
+	if real, err := resolved(fd); err == nil {
+		t.Fatalf("resolved(descriptor of the removed %s) = %q, a path that names another file", key, real)
+	}
+}
+
+// TestAuthorizeWhereTheRootMoved: Authorize is asked about a path beneath the root as the caller names it. A root
+// renamed after the open resolves elsewhere; that is refused (io), not asked about under the root's new name.
+func TestAuthorizeWhereTheRootMoved(t *testing.T) {
+	f := newFixture(t)
+	fd, err := unix.Open(filepath.Join(f.root, "in.txt"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	must(t, os.Rename(f.root, f.root+"-moved"))
+	var asked []string
+	err = authorize("read", filepath.Join(f.root, "in.txt"), target{root: f.root, dir: f.root, rel: "in.txt"}, fd, "",
+		func(p string) error { asked = append(asked, p); return nil })
+	if err == nil || asked != nil {
+		t.Fatalf("authorize after the root moved: %v, asked about %q; want it refused without asking", err, asked)
+	}
+	wantKind(t, err, KindIO)
 }
