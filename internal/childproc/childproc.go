@@ -25,8 +25,10 @@ var (
 	reqs chan func()
 )
 
-// Start is cmd.Start, run on the spawning thread.
-func Start(cmd *exec.Cmd) error {
+// Do runs f on the spawning thread and returns when f has: for a child
+// made some other way than exec.Cmd (internal/confine's vfork through
+// cgo). f must not block for long: every child maiden starts waits for it.
+func Do(f func()) {
 	once.Do(func() {
 		reqs = make(chan func())
 		go func() {
@@ -38,7 +40,14 @@ func Start(cmd *exec.Cmd) error {
 			}
 		}()
 	})
-	errc := make(chan error, 1)
-	reqs <- func() { errc <- cmd.Start() }
-	return <-errc
+	done := make(chan struct{})
+	reqs <- func() { defer close(done); f() }
+	<-done
+}
+
+// Start is cmd.Start, run on the spawning thread.
+func Start(cmd *exec.Cmd) error {
+	var err error
+	Do(func() { err = cmd.Start() })
+	return err
 }

@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/maiden-run/maiden/internal/childproc"
 )
 
 // spawn starts ws.Path confined (spawn_linux.c) with fds as its stdin,
@@ -80,9 +82,20 @@ func spawn(ws *wireSpec, dir string, ruleset, netns, userns int, filter []unix.S
 	// As os/exec does: no descriptor is half-made (without close-on-exec)
 	// while the child is created. The child also marks every descriptor
 	// above 2 close-on-exec itself.
-	syscall.ForkLock.Lock()
-	pid := C.maiden_spawn(a)
-	syscall.ForkLock.Unlock()
+	//
+	// The child's parent-death signal (SIGKILL, spawn_linux.c) follows
+	// the thread that forks it, not the process: forked from whatever
+	// thread this goroutine was on, it was killed as soon as any goroutine
+	// that had locked that thread returned (the journal's ingester at a
+	// Host's Close, every network namespace made), in the middle of a
+	// wrapped CLI's call or the probe before an MCP import starts. So it
+	// is forked from internal/childproc's thread, which never ends.
+	var pid C.int
+	childproc.Do(func() {
+		syscall.ForkLock.Lock()
+		pid = C.maiden_spawn(a)
+		syscall.ForkLock.Unlock()
+	})
 	for _, f := range fds {
 		_ = f.Fd()
 	}
