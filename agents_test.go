@@ -23,6 +23,7 @@ import (
 // the default agent, as before agents existed (CARDS.md A12 needs a
 // declared agent; this is the compatibility half).
 func TestImplicitAgent(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, "version = 1\n[tools.echo]\npath = %q\n", maiden.Options{Isolation: maiden.InProcess}, "echo")
 	ctx := context.Background()
 	for _, agent := range []string{"", maiden.DefaultAgent} {
@@ -47,6 +48,7 @@ func TestImplicitAgent(t *testing.T) {
 // a binding narrows the tool's policy for
 // that agent only: hosts, secrets and timeout.
 func TestBindingsExposeAndNarrow(t *testing.T) {
+	t.Parallel()
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "host=%s auth=%v", r.Host, r.Header.Get("Authorization") != "")
 	}), "api.example.com", "other.example.com")
@@ -171,6 +173,7 @@ timeout_ms = 100
 // it, argument by argument (CARDS.md A10, A11, A12), and a denial names
 // the grant that would allow it in the form an operator can paste.
 func TestCardsAuthorize(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -239,6 +242,7 @@ tools = ["echo"]
 // reload; and a store that cannot be opened refuses the call rather than
 // running it unauthorized.
 func TestCardsFromTheStore(t *testing.T) {
+	t.Parallel()
 	body := `version = 1
 [tools.echo]
 path = %q
@@ -328,6 +332,7 @@ func writeConfigAt(t *testing.T, path, body string, tools ...string) *config.Con
 // its cards in the store, but no longer reaches the card built-ins through
 // them; nor does any caller once the host is closed.
 func TestBuiltinsOnlyForDeclaredAgents(t *testing.T) {
+	t.Parallel()
 	body := `version = 1
 [tools.echo]
 path = %q
@@ -372,6 +377,7 @@ tools = ["echo"]
 // written to the store stops allowing calls at its expiry, though the
 // host keeps each agent's wallet cached while the store is unchanged.
 func TestExpiredCardLeavesTheCache(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n[agents.a]\ntools = [\"echo\"]\n", "echo")
 	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t)})
 	if err != nil {

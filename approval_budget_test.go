@@ -15,6 +15,7 @@ import (
 // approved (usable once the budget allows), not be left started (and,
 // after a restart, marked interrupted as if it had run).
 func TestApprovalNotUsedUpByBudgetRefusal(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q

@@ -13,6 +13,7 @@ import (
 // many times at once must put one question before the human, not one per
 // copy (each approval of which would run the call once more).
 func TestIdenticalCallsShareOneRequest(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q

@@ -165,6 +165,7 @@ func (c *child) kill(t *testing.T) {
 //     told it was interrupted and is not re-run by itself; approved again,
 //     it runs once more.
 func TestApprovalSurvivesKill(t *testing.T) {
+	t.Parallel()
 	var (
 		mu   sync.Mutex
 		hits = map[string]int{}

@@ -127,6 +127,7 @@ func approvalOf(t *testing.T, h *maiden.Host, id string) maiden.ApprovalRequest 
 // Approved anew, the call runs once with the credential (the test can
 // pass).
 func TestApprovalDoesNotOutliveToolChange(t *testing.T) {
+	t.Parallel()
 	f := newBindingFixture(t)
 	h := f.host(t, f.config(t, f.noNetwork(t)))
 	ctx := context.Background()
@@ -186,6 +187,7 @@ func TestApprovalDoesNotOutliveToolChange(t *testing.T) {
 // approval given when it had none releases nothing; the new request shows
 // the secret and says the policy changed.
 func TestApprovalAsksAgainWhenPolicyChanges(t *testing.T) {
+	t.Parallel()
 	f := newBindingFixture(t)
 	h := f.host(t, f.config(t, f.credentialed(t, true)))
 	ctx := context.Background()
@@ -220,6 +222,7 @@ func TestApprovalAsksAgainWhenPolicyChanges(t *testing.T) {
 // same call while t is unchanged, and after t becomes a credentialed
 // fetcher the call is pending under a new request (nothing sent).
 func TestAlwaysCardBoundToTool(t *testing.T) {
+	t.Parallel()
 	f := newBindingFixture(t)
 	h := f.host(t, f.config(t, f.noNetwork(t)))
 	ctx := context.Background()
@@ -246,6 +249,7 @@ func TestAlwaysCardBoundToTool(t *testing.T) {
 // release input B of the same agent, tool and rule: B stays pending under
 // its own request while A's approval is untouched, and A then runs.
 func TestApprovalOfInputAKeepsBPending(t *testing.T) {
+	t.Parallel()
 	h := approvalHost(t, "")
 	ctx := context.Background()
 	call := func(msg string) maiden.Result {
@@ -281,6 +285,7 @@ func TestApprovalOfInputAKeepsBPending(t *testing.T) {
 // component's file at the same path is replaced by another component (a
 // rebuild): the approval given for the old bytes releases nothing.
 func TestApprovalAsksAgainWhenComponentReplaced(t *testing.T) {
+	t.Parallel()
 	f := newBindingFixture(t)
 	path := testkit.CopyToTemp(t, testkit.Component(t, "logger"))
 	h := f.host(t, f.config(t, fmt.Sprintf("path = %q\n", path)))
@@ -313,6 +318,7 @@ func TestApprovalAsksAgainWhenComponentReplaced(t *testing.T) {
 // once per approval, like a tool: the approval is consumed with its start,
 // and the same call repeated asks again.
 func TestBuiltinApprovalConsumedOnce(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -425,6 +431,7 @@ type addC struct {
 // schema, the same call is pending under a new request and nothing reaches
 // the new server.
 func TestImportedToolApprovalBoundToUpstream(t *testing.T) {
+	t.Parallel()
 	serve := func(calls *atomic.Int32, wider bool) string {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)
 		if wider {
@@ -503,6 +510,7 @@ grants = ["tool:invoke calc.add --..."]
 // named header), or adds a destination, the call is pending under a new
 // request and nothing is sent; back as it was, the card holds again.
 func TestAlwaysCardBoundToCredentialKind(t *testing.T) {
+	t.Parallel()
 	f := newBindingFixture(t)
 	bearer := f.credentialed(t, false) + "[secrets.TOKEN]\nhosts = [\"api.example.com\"]\n"
 	h := f.host(t, f.config(t, bearer))
@@ -548,6 +556,7 @@ func TestAlwaysCardBoundToCredentialKind(t *testing.T) {
 // call once an operator resets s1 onto workspace B; the approval still
 // runs the call the human saw.
 func TestFileApprovalBoundToResolvedPath(t *testing.T) {
+	t.Parallel()
 	for _, where := range []string{"another session", "the session reset"} {
 		t.Run(where, func(t *testing.T) {
 			h := newHostWith(t, `version = 1

@@ -17,11 +17,15 @@ import (
 // gets its request; agent b still asks; once a human decides one, a asks
 // again.
 func TestApprovalRequestsBoundedPerAgent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		keys  string
 		bound int
 	}{{"", config.DefaultMaxPending}, {"max_pending = 3\n", 3}, {"max_pending = 104\n", 104}} {
-		t.Run(fmt.Sprintf("bound %d", tc.bound), func(t *testing.T) { testApprovalRequestsBounded(t, tc.keys, tc.bound) })
+		t.Run(fmt.Sprintf("bound %d", tc.bound), func(t *testing.T) {
+			t.Parallel()
+			testApprovalRequestsBounded(t, tc.keys, tc.bound)
+		})
 	}
 }
 

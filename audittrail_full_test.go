@@ -61,6 +61,7 @@ func auditKinds(t *testing.T, h *maiden.Host) map[string]int {
 // admission and outcome and no fetch record, and no request that has no
 // record. Once the backlog is ingested, the same fetch goes through.
 func TestFetchRefusedWhenAuditTrailFull(t *testing.T) {
+	t.Parallel()
 	w := newCardsWorld(t)
 	h := w.host(t, `
 [agents.apionly]
@@ -122,6 +123,7 @@ grants = ["tool:invoke fetcher --...", "network:connect api.example.com"]
 // reaches the server (a real TLS server on loopback, counting requests),
 // with the reason.
 func TestWebFetchRefusedWhenAuditTrailFull(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }), "api.example.com")
 	u, _ := url.Parse(srv.URL)

@@ -20,6 +20,7 @@ import (
 // counted as not replayable, and a write the widening would still refuse
 // is not shown.
 func TestBoundaryNewlyAgainstTheRevisionItRanUnder(t *testing.T) {
+	t.Parallel()
 	h, dir := sessionHost(t, "")
 	other := filepath.Join(dir, "other")
 	write := func(name string) {
@@ -68,6 +69,7 @@ func TestBoundaryNewlyAgainstTheRevisionItRanUnder(t *testing.T) {
 // nor its call the cards refused counted as one that cannot be replayed.
 // Before the fix the replay went by the tool's name alone and showed it.
 func TestBoundaryNewlyNotAShadowedBuiltin(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	work, other := filepath.Join(dir, "work"), filepath.Join(dir, "other")
 	for _, d := range []string{work, other} {

@@ -23,6 +23,7 @@ import (
 // deadline is charged its wall time, so the next is denied; the
 // call-admitted record names the budget the call spent.
 func TestBudgetsOnCalls(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -111,6 +112,7 @@ grants = [
 // server. (Metered only for http-fetch, web_fetch's requests were charged
 // nothing: every call was admitted, each sending up to 2 MiB.)
 func TestBudgetBytesOutWebFetch(t *testing.T) {
+	t.Parallel()
 	hits, got, port, ca := uploadServer(t)
 	h := newHostWith(t, `version = 1
 [agents.a]

@@ -27,6 +27,7 @@ import (
 // sign for another host or to set Host is refused with its rule; the audit
 // log names the secret and holds neither key nor signature.
 func TestSignedCredentialWithRealTool(t *testing.T) {
+	t.Parallel()
 	const key = "hmac-key-never-logged-0123"
 	var mu sync.Mutex
 	var sigs []string
@@ -110,6 +111,7 @@ algorithm = "sha256"
 // secret of kind hmac; the host refuses to send the signing key as a
 // header value (rule credential-kind) and the server sees nothing.
 func TestWebFetchSigningKeyNotAHeader(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []string
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

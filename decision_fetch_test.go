@@ -20,6 +20,7 @@ import (
 // bound and grant of an allowed one, the rule, reason and fix of a denial.
 // The tool still sees only the refusal's kind and message.
 func TestFetchAuditCarriesDecision(t *testing.T) {
+	t.Parallel()
 	w := newCardsWorld(t)
 	h := w.host(t, `
 [agents.apionly]

@@ -64,6 +64,7 @@ func replaceFile(t *testing.T, src, dst string) {
 // another digest flips nothing, the pinned fix flips exactly the refused
 // calls.
 func TestGrantNamingADigest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	echoSrc, loggerSrc := testkit.Component(t, "echo"), testkit.Component(t, "logger")

@@ -181,6 +181,7 @@ func denied(res maiden.Result, parts ...string) bool {
 // names the grant to paste, is audited once and reported to the Observer
 // with its rule, and nothing reaches the server.
 func TestNetworkCardsAtFetchTime(t *testing.T) {
+	t.Parallel()
 	w := newCardsWorld(t)
 	tool := `"tool:invoke fetcher --...", `
 	h := w.host(t, `
@@ -295,6 +296,7 @@ grants = [`+tool+`"network:connect *"]
 // refusal names the binding and happens before any byte reaches the other
 // host. A secret without a binding goes wherever its tool may fetch.
 func TestSecretDestinations(t *testing.T) {
+	t.Parallel()
 	w := newCardsWorld(t)
 	declared := w.host(t, `
 [agents.full]
@@ -363,6 +365,7 @@ grants = ["tool:invoke fetcher --...", "network:connect *", "secret:use *"]
 // fetch time (the implicit agent holds every card); only agent.toml's own
 // rules, secret destinations included, apply.
 func TestImplicitAgentNeedsNoCards(t *testing.T) {
+	t.Parallel()
 	w := newCardsWorld(t)
 	h := w.host(t, "")
 	for _, host := range []string{"api.example.com", "other.example.com"} {
@@ -385,6 +388,7 @@ func TestImplicitAgentNeedsNoCards(t *testing.T) {
 // runs (here by the server, between two requests of one call) still
 // allows that call's later requests; the next call is denied.
 func TestFetchWalletPinnedPerCall(t *testing.T) {
+	t.Parallel()
 	w := &cardsWorld{hits: &hits{}, audit: &testkit.SyncBuffer{}, obs: &recorder{maxRunning: 1 << 20, maxQueued: 1 << 20}}
 	var revoke func() error
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -451,6 +455,7 @@ grants = ["tool:invoke fetchseq --..."]
 // imports no config) apply the same rule to path prefixes, so every
 // agent.toml that loads compiles into policies.
 func TestSecretDestinationsAgreeWithEgress(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{
 		"/", "/v1", "/v1/", "/a;b=c/", "/~user/x:y@z", "/a-b_c.d!$&'()*+,=", "/...", "/.well-known/", "/a/..b/",
 		"", "v1", "/v1/../", "/v1/./", "/..;x/", "/%2e", "/a b", "/a?b", "/a#b", `/a\b`, "/é",
@@ -469,6 +474,7 @@ func TestSecretDestinationsAgreeWithEgress(t *testing.T) {
 // TestFetchAuthorityInWorkers: with worker isolation the fetch relay runs
 // in the parent under the same pinned wallet and secret bindings.
 func TestFetchAuthorityInWorkers(t *testing.T) {
+	t.Parallel()
 	w := newCardsWorld(t)
 	h := w.hostIn(t, `
 [agents.apionly]

@@ -27,6 +27,7 @@ import (
 // that is not UTF-8) come back as fetch errors rather than a stall or a
 // trap, and each request leaves one audit event without the secret.
 func TestFetchThroughHost(t *testing.T) {
+	t.Parallel()
 	const secret = "tok-s3cret-value-1234"
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")

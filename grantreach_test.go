@@ -16,6 +16,7 @@ import (
 // JSON projection not read as properties (its calls are command words,
 // options and positionals).
 func TestGrantReach(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q

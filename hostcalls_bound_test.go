@@ -16,8 +16,10 @@ import (
 // and reveals are bounded (1,024): past that they are refused unsent and
 // unrecorded. In process and in workers.
 func TestRecordedHostCallsBounded(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHostWith(t, `version = 1
 [tools.fetchloop]
 path = %q

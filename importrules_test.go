@@ -75,6 +75,7 @@ func rel(path string) string {
 // Host.
 // Each violation is named as "package -> import".
 func TestImportRules(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	report := func(from, to, rule string) {
 		key := rel(from) + " -> " + rel(to)
@@ -140,6 +141,7 @@ func TestImportRules(t *testing.T) {
 // TestPolicyCoresExist keeps the list above honest: a renamed or removed
 // core would otherwise silently drop out of the rule.
 func TestPolicyCoresExist(t *testing.T) {
+	t.Parallel()
 	have := map[string]bool{}
 	for _, p := range goList(t) {
 		have[rel(p.ImportPath)] = true
@@ -166,6 +168,7 @@ var publicSurfaces = []string{".", "admin", "api"}
 // signature names a package under internal/ (go doc -all would show it, and
 // no embedder could use it).
 func TestRootSurfaceNamesNoInternalPackage(t *testing.T) {
+	t.Parallel()
 	var found []string
 	for _, dir := range publicSurfaces {
 		names := surfaceNamingInternal(t, dir)

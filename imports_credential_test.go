@@ -29,6 +29,7 @@ import (
 // redacted in all of those forms (egress's redactor), and the credential
 // of an import is a secret like them.
 func TestImportedCredentialEncodedEcho(t *testing.T) {
+	t.Parallel()
 	const secret = "tok3n-Of-Calc/Upstream+x"
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "leak", Description: "echoes the credential it was sent, encoded"},
@@ -69,6 +70,7 @@ func TestImportedCredentialEncodedEcho(t *testing.T) {
 // encoder (PHP's json_encode writes / as \/) escapes it on its own; a
 // plain search for the value found neither, and the agent read the token.
 func TestImportedCredentialRedactedInEscapedForms(t *testing.T) {
+	t.Parallel()
 	const token = "s3cret&tok/en"
 	srv := mcp.NewServer(&mcp.Implementation{Name: "echoer", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "structured", Description: "echoes the credential as structured content"},
@@ -134,6 +136,7 @@ grants = ["tool:invoke up.* --..."]
 // and that server never receives it; so is a signing key (kind hmac),
 // which the import would otherwise send as a bearer token.
 func TestImportedCredentialHeldToItsBinding(t *testing.T) {
+	t.Parallel()
 	const secret = "gh-token-bound-to-api-example-0123"
 	var mu sync.Mutex
 	var got []string

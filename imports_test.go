@@ -42,6 +42,7 @@ type leakOut struct {
 // (checked by maiden before anything is sent), middleware and the audit
 // trail; a call the card denies never reaches the upstream.
 func TestImportedMCPTools(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	srv := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "adds two integers"},
@@ -268,6 +269,7 @@ func (s *progressSink) list() ([]maiden.Progress, []time.Time) {
 // MaxProgressMessage bytes on a character boundary. A call without
 // OnProgress asks the upstream for no progress.
 func TestImportedProgress(t *testing.T) {
+	t.Parallel()
 	url, tokens := progressUpstream(t, 0)
 	h := newHostWith(t, `version = 1
 [tools.echo]
@@ -320,6 +322,7 @@ middleware = [{ use = "redact", patterns = [{ name = "ticket", expr = "TCK-[0-9]
 // last one, flushed at the end), each above the one before, the last being
 // the upstream's last.
 func TestImportedProgressFlood(t *testing.T) {
+	t.Parallel()
 	const n = 2000
 	url, _ := progressUpstream(t, n)
 	h := newHostWith(t, `version = 1

@@ -108,6 +108,7 @@ const envNoWorkerMain = "MAIDEN_TEST_NO_WORKERMAIN"
 // worker on the first call. The check runs in this test binary re-executed
 // with TestMain skipping WorkerMain, as an embedder's main that forgot it.
 func TestDefaultIsolationWithoutWorkerMain(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(envNoWorkerMain) == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 // that appears or disappears with a toolchain update fails this test until
 // the documentation says so.
 func TestJSEngineFeatures(t *testing.T) {
+	t.Parallel()
 	documented := []string{
 		"Intl",
 		"Intl.DateTimeFormat",

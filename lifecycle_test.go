@@ -17,6 +17,13 @@ import (
 // TestMain lets this test binary serve as a worker process for the hosts
 // that use worker isolation, the default (it re-executes itself); not when
 // TestDefaultIsolationWithoutWorkerMain runs it as a program that forgot to.
+//
+// The tests that run a wrapped CLI or a stdio MCP import are not parallel:
+// confine.Run's child (and the confinement probe's) gets SIGKILL when the
+// OS thread that forked it ends (spawn_linux.c sets PR_SET_PDEATHSIG and
+// does not fork from internal/childproc's thread), and a test running
+// beside it ends threads (a Host's audit journal ingester at Close, every
+// network namespace made).
 func TestMain(m *testing.M) {
 	if os.Getenv(envNoWorkerMain) == "" {
 		maiden.WorkerMain()
@@ -53,6 +60,7 @@ var isolations = []struct {
 // finding through the public API: a Go tool's time.Sleep(30 s) under
 // timeout_ms = 1000 ends as a deadline in worker isolation.
 func TestWorkersStopAToolSleepingInWASI(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.sleeper]
 path = %q
@@ -82,6 +90,7 @@ timeout_ms = 1000
 // calls (loops and WASI sleeps), waits for them and frees; nothing is
 // still running after it returns, in either isolation.
 func TestCloseWithCallsInFlight(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			cfg := writeConfig(t, `version = 1
@@ -154,6 +163,7 @@ timeout_ms = 60000
 // TestHammerCallReloadClose: many goroutines calling, replacing the
 // configuration and closing at once, under -race.
 func TestHammerCallReloadClose(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			body := `version = 1
@@ -220,6 +230,7 @@ timeout_ms = 50
 // TestDescribeTimeoutIsNotRemembered: a describe() cut short by the
 // caller's context is not cached as the tool's failure.
 func TestDescribeTimeoutIsNotRemembered(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			h := newHostWith(t, `version = 1
@@ -243,6 +254,7 @@ path = %q
 // TestInputOverCapRefusedBeforeParsing: an input over MaxInputBytes is
 // kind input, naming the key, in both isolations.
 func TestInputOverCapRefusedBeforeParsing(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -261,6 +273,7 @@ path = %q
 // (derived by the SDK from its output type) reaches ToolInfo; a 0.1.0 tool
 // has none. Both isolations.
 func TestOutputSchemaIsRead(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			h := newHostWith(t, `version = 1
@@ -294,6 +307,7 @@ path = %q
 // breaks it fails as kind tool, with the problem listed, in both
 // isolations; one that keeps it passes.
 func TestOutputIsHeldToItsSchema(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			h := newHostWith(t, `version = 1

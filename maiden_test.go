@@ -64,6 +64,7 @@ path = %q
 `
 
 func TestCallKinds(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, kindsConfig, "echo", "toolerr", "loop", "memgrow", "trap", "notwasm")
 	h := newHost(t, cfg)
 	tests := []struct {
@@ -101,6 +102,7 @@ func TestCallKinds(t *testing.T) {
 }
 
 func TestCallRefusals(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo")
 	h := newHost(t, cfg)
 	ctx := context.Background()
@@ -120,6 +122,7 @@ func TestCallRefusals(t *testing.T) {
 }
 
 func TestCallCancelled(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "version = 1\n[tools.loop]\npath = %q\ntimeout_ms = 60000\n", "loop")
 	h := newHost(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -131,6 +134,7 @@ func TestCallCancelled(t *testing.T) {
 
 // TestPolicyIsReadPerCall: a new configuration applies to the next call.
 func TestPolicyIsReadPerCall(t *testing.T) {
+	t.Parallel()
 	loop := testkit.Component(t, "loop")
 	h := newHost(t, writeConfig(t, "version = 1\n[tools.loop]\npath = %q\ntimeout_ms = 100\n", "loop"))
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "loop", Input: "{}"})
@@ -149,6 +153,7 @@ func TestPolicyIsReadPerCall(t *testing.T) {
 }
 
 func TestResultJSON(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "version = 1\n[tools.toolerr]\npath = %q\n", "toolerr")
 	h := newHost(t, cfg)
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "toolerr", Input: "{}"})
@@ -179,6 +184,7 @@ func TestResultJSON(t *testing.T) {
 }
 
 func TestToolsAndCheck(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, `version = 1
 [tools.echo]
 path = %q
@@ -216,6 +222,7 @@ path = %q
 }
 
 func TestSchemaValidation(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo"))
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "echo", Input: `{"message":7,"extra":true}`})
 	if err != nil {
@@ -232,6 +239,7 @@ func TestSchemaValidation(t *testing.T) {
 // TestUnusableSchemas: a tool whose schema is not a JSON Schema for an
 // object is not served, and a $ref to a host file is not followed.
 func TestUnusableSchemas(t *testing.T) {
+	t.Parallel()
 	// A valid schema where the tool points: following the $ref would make
 	// refschema look fine.
 	target := "/tmp/maiden-refschema-target.json"
@@ -264,6 +272,7 @@ func TestUnusableSchemas(t *testing.T) {
 }
 
 func TestStartupLoopIsADeadline(t *testing.T) {
+	t.Parallel()
 	h := newHost(t, writeConfig(t, "version = 1\n[tools.startloop]\npath = %q\ntimeout_ms = 200\n", "startloop"))
 	res, err := h.Call(context.Background(), maiden.Call{Tool: "startloop", Input: `{}`})
 	if err != nil {
@@ -277,6 +286,7 @@ func TestStartupLoopIsADeadline(t *testing.T) {
 // TestOverload: beyond MaxConcurrent running and MaxQueued waiting, a call
 // is refused at once instead of waiting without bound.
 func TestOverload(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "version = 1\n[tools.loop]\npath = %q\ntimeout_ms = 1500\n", "loop")
 	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: t.TempDir(), MaxConcurrent: 1, MaxQueued: -1})
 	if err != nil {
@@ -312,6 +322,7 @@ func TestOverload(t *testing.T) {
 // call time although the tool loads, each with the key that changes it; a
 // clean policy has none.
 func TestCheckWarnings(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.net]
 path = %[1]q
@@ -373,6 +384,7 @@ secrets = ["HAS_VALUE"]
 // TestToolsShowSecretDestinations: the policy Tools reports includes where
 // each bound secret may go, so `maiden tools` shows the whole policy.
 func TestToolsShowSecretDestinations(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.net]
 path = %q

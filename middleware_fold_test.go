@@ -18,6 +18,7 @@ import (
 // input is refused as kind input before any layer or component runs,
 // naming the key; the same keys with no fold collision still run.
 func TestInputKeysDifferingOnlyInCaseRefused(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -53,6 +54,7 @@ when = 'args.message == "pay" && args.amount > 100'
 // {"message":"hi","MESSAGE":"evil"}, and the call is refused, kind denied,
 // naming the keys, before the tool runs.
 func TestRewriteKeysDifferingOnlyInCaseRefused(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q

@@ -71,6 +71,7 @@ func wantKind(t *testing.T, res maiden.Result, kind maiden.ErrorKind, msg string
 // M1, M2, then the binding's, then the tool; A15 — a layer that rejects
 // means the tool never runs (no call-admitted record, only a refusal).
 func TestMiddlewareChainOrder(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -127,6 +128,7 @@ middleware = [{ use = "validate", check = 'args.message != "b1"', message = "B1 
 // TestMiddlewareConditionErrorDenies: a condition that fails at run time
 // (a missing argument) denies, it does not skip the layer.
 func TestMiddlewareConditionErrorDenies(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -147,6 +149,7 @@ when = 'args.amount > 100'
 // it, it runs rewritten. A component that rejects, traps, loops or
 // hogs memory refuses the call, and the host keeps serving.
 func TestMiddlewareRewriteIsReauthorized(t *testing.T) {
+	t.Parallel()
 	city := testkit.Middleware(t, "city")
 	h := newHostWith(t, `version = 1
 [tools.echo]
@@ -210,6 +213,7 @@ grants = ["tool:invoke echo --..."]
 // third is denied with the time to wait, also by a new Host on the same
 // store (the bucket is durable), and another tool has its own bucket.
 func TestRateLimitSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	body := `version = 1
 [tools.echo]
 path = %q
@@ -250,6 +254,7 @@ per = "1m"
 // TestQuotaCost: a quota of 5 units per hour with the cost an expression
 // of the call.
 func TestQuotaCost(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -271,6 +276,7 @@ cost = 'size(args.message)'
 // TestRedactMiddleware: the output and the logs (live and in the result)
 // lose what the redact layer's patterns and the built-in detectors match.
 func TestRedactMiddleware(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -342,6 +348,7 @@ func callAndDecide(t *testing.T, h *maiden.Host, input string, d maiden.Answer) 
 // pending then repeated after the approval (runs once), and the request
 // shows what the human needs.
 func TestApprovalFlow(t *testing.T) {
+	t.Parallel()
 	h := approvalHost(t, "")
 	ctx := context.Background()
 	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "echo", Input: `{"message":"hello"}`}); !res.OK {
@@ -439,6 +446,7 @@ func TestApprovalFlow(t *testing.T) {
 // TestApprovalNeverAlways: a rule with allow_always = false refuses an
 // always-approval (nothing decided), and approves once.
 func TestApprovalNeverAlways(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -470,6 +478,7 @@ grants = ["tool:invoke echo --..."]
 // pending request keeps what its own rule said: "always" stays refused,
 // whatever the rule of that name now allows.
 func TestApprovalAlwaysAfterRulesReordered(t *testing.T) {
+	t.Parallel()
 	const never = `version = 1
 [tools.echo]
 path = %q
@@ -517,6 +526,7 @@ use = "approve"
 // TestMiddlewareWrapsBuiltins: the built-in card tools go through the
 // universal chain and the audit trail like any tool.
 func TestMiddlewareWrapsBuiltins(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -550,6 +560,7 @@ grants = ["card:inspect *"]
 // refused when called, a tool declared as middleware is a check error (and
 // refuses the calls it wraps), and check loads a good component.
 func TestMiddlewareWorldsApart(t *testing.T) {
+	t.Parallel()
 	echo := testkit.Component(t, "echo")
 	h := newHostWith(t, `version = 1
 [tools.mw]
@@ -586,6 +597,7 @@ when = 'args.message == "wrapped"'
 // does not run the call, which asks again (a new request); a card revoked
 // so that the call is no longer allowed denies it.
 func TestApprovalAsksAgainWhenCardsChange(t *testing.T) {
+	t.Parallel()
 	h := approvalHost(t, "")
 	ctx := context.Background()
 	asked := make(chan string, 4)
@@ -634,6 +646,7 @@ func TestApprovalAsksAgainWhenCardsChange(t *testing.T) {
 // does not run (it would fetch from a loopback server that counts): nothing
 // is run unaudited.
 func TestAuditUnwritableRefusesCall(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }), "api.example.com")
 	u, _ := url.Parse(srv.URL)
@@ -683,6 +696,7 @@ grants = ["tool:invoke fetcher --...", "network:connect *"]
 // and an always-card (minted from one rule's request) never passes a rule
 // with allow_always = false.
 func TestApprovalRulesStayApart(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -724,6 +738,7 @@ grants = ["tool:invoke echo --..."]
 // rewrites the input voids the approval (the human saw paris, Paris would
 // run): the call is refused, and the tool does not run.
 func TestRewriteAfterApprovalRefused(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q
@@ -754,6 +769,7 @@ grants = ["tool:invoke echo --..."]
 // TestConditionalRedactLiveLogs: a redact layer with a condition redacts
 // the live log lines too, not only the result's copy.
 func TestConditionalRedactLiveLogs(t *testing.T) {
+	t.Parallel()
 	for _, when := range []string{"", "when = 'tool == \"logger\"'\n"} {
 		h := newHostWith(t, `version = 1
 [tools.logger]
@@ -785,6 +801,7 @@ use = "redact"
 // redacted). A withheld call is a failed call, whose message and logs
 // still pass every redact layer outside the layer that withheld it.
 func TestWithheldOutputStillRedacted(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.logger]
 path = %q
@@ -816,6 +833,7 @@ use = "withhold"
 // one refuses the call (a human would have been asked). Before, the call
 // ran as rewritten (paris → Paris) with neither.
 func TestRewriteRecheckedByOuterLayers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, layer, want string }{
 		{"validate", `use = "validate"
 check = 'args.city != "Paris"'

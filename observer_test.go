@@ -60,6 +60,7 @@ func abs(n int) int { return max(n, -n) }
 // it sees each call end once, with the kind or error Host.Call returned,
 // and the tool's name only when the configuration defines it.
 func TestObserverHammer(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n[tools.toolerr]\npath = %q\n", "echo", "toolerr")
 	rec := &recorder{maxRunning: 2, maxQueued: 3}
 	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: t.TempDir(), MaxConcurrent: 2, MaxQueued: 3, Observer: rec})

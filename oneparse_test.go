@@ -16,6 +16,7 @@ import (
 // agents declared, {"target":"first","target":"second"} had the schema
 // check "second" and the tool run on "first".
 func TestAmbiguousInputIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, "version = 1\n[tools.jsonfield]\npath = %q\n", maiden.Options{Isolation: maiden.InProcess}, "jsonfield")
 	ctx := context.Background()
 	res, err := h.Call(ctx, maiden.Call{Tool: "jsonfield", Input: `{"target":"second"}`})
@@ -47,6 +48,7 @@ func TestAmbiguousInputIsRefused(t *testing.T) {
 // card allows. Before, the rendering kept the exact number and the card
 // allowed the call.
 func TestRoundedNumberIsNotAuthorized(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q

@@ -26,6 +26,7 @@ func (nopObserver) Fetch(FetchEvent)         {}
 // ignored. Every field is set here to a value that is not its zero (a new
 // field fails the test until it is), and each must arrive as given.
 func TestEveryOptionReachesThePipeline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agent.toml")
 	if err := os.WriteFile(path, []byte("version = 1\n"), 0o644); err != nil {

@@ -11,6 +11,7 @@ import (
 // BUG 9: a worker program that cannot start is reported as the tool being
 // invalid (a Result of kind invalid), not as a call that could not be made.
 func TestRedTeamBugMissingWorkerIsInvalidTool(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo")
 	h, err := maiden.New(cfg, &maiden.Options{CacheDir: testkit.CompileCache(t), Isolation: maiden.Workers,
 		WorkerCommand: []string{"/nonexistent/maiden"}})

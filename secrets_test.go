@@ -194,6 +194,7 @@ func auditOf(t *testing.T, h *maiden.Host, kind string) []map[string]any {
 // trail hold the handle or the marker, never the value. In process and in
 // worker processes.
 func TestSecretHandleFlow(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			w := newSecretsWorld(t)
@@ -255,6 +256,7 @@ func TestSecretHandleFlow(t *testing.T) {
 // can allow a call only with that secret reference; a literal string in
 // its place is another call.
 func TestSecretHandleGrants(t *testing.T) {
+	t.Parallel()
 	w := newSecretsWorld(t)
 	h := w.host(t, maiden.InProcess)
 	res, out := callSecretUser(t, h, "marker", "", map[string]any{"token": map[string]any{"$secret": "TOKEN"}, "mode": "fetch", "url": w.url()})
@@ -271,6 +273,7 @@ func TestSecretHandleGrants(t *testing.T) {
 // number, to a secret the tool (or the agent's binding) may not use, or
 // malformed, is refused before anything runs, naming the place.
 func TestSecretHandleRefused(t *testing.T) {
+	t.Parallel()
 	w := newSecretsWorld(t)
 	h := w.host(t, maiden.InProcess)
 	for _, tt := range []struct {
@@ -308,6 +311,7 @@ func TestSecretHandleRefused(t *testing.T) {
 // although it is not the value the call's redactor looked up at its start
 // (SIGNING_KEY rotates on every look-up).
 func TestReveal(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			w := newSecretsWorld(t)
@@ -385,6 +389,7 @@ func TestReveal(t *testing.T) {
 // unaffected by 0.3.0: they load and run as before, and take a handle where
 // they take a string: the fetcher passes it as its credential like a name.
 func TestSecretHandleInOlderTools(t *testing.T) {
+	t.Parallel()
 	w := newSecretsWorld(t)
 	h := w.host(t, maiden.InProcess)
 	in := fmt.Sprintf(`{"url": %q, "credential": {"$secret": "TOKEN"}}`, w.url())
@@ -413,6 +418,7 @@ func TestSecretHandleInOlderTools(t *testing.T) {
 // key (the quick check that skips inputs without references must not
 // skip it), and a marker typed as text without a reference stays text.
 func TestSecretHandleEscapedKey(t *testing.T) {
+	t.Parallel()
 	w := newSecretsWorld(t)
 	h := w.host(t, maiden.InProcess)
 	for _, in := range []string{`{"token": {"\u0024secret": "TOKEN"}}`, `{"token": {"\u0024\u0073ecret": "\u0054OKEN"}}`} {
@@ -431,6 +437,7 @@ func TestSecretHandleEscapedKey(t *testing.T) {
 // implicit agent, which holds every card: agent.toml's reveal alone
 // decides.
 func TestRevealImplicitAgent(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		reveal string
 		want   string
@@ -458,6 +465,7 @@ secrets = ["SIGNING_KEY"]
 // every record of the call is kept from the value like its output is, and
 // so is the call's failure that quotes the gate's refusal.
 func TestRevealedValueNotInFetchRecords(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			w := newSecretsWorld(t)

@@ -97,6 +97,7 @@ func sessCall(t *testing.T, h *maiden.Host, session, tool string, input any) mai
 // read succeeds in that session only; a denial carries the human's reason;
 // an explicit deny is never offered an expansion. (BOUNDARIES.md B13, B8.)
 func TestSessionBoundaryFlow(t *testing.T) {
+	t.Parallel()
 	h, dir := sessionHost(t, "")
 	inside := filepath.Join(dir, "work", "a.txt")
 	outside := filepath.Join(dir, "other", "b.txt")
@@ -244,6 +245,7 @@ func requestAndDecideAs(t *testing.T, h *maiden.Host, agent, session string, inp
 // a card for the read too, which does not grant calling the tool (CARDS.md:
 // "Resource grants are separate from tool grants").
 func TestSessionBuiltinsNeedCards(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, grants, want string }{
 		{"no tool:invoke card for its arguments", `"tool:invoke fs_read --path=/nowhere/*", "fs:read /**"`, "allows tool:invoke fs_read --path="},
 		{"no fs:read card", `"tool:invoke fs_read --..."`, "allows fs:read "},
@@ -263,6 +265,7 @@ func TestSessionBuiltinsNeedCards(t *testing.T) {
 // it; another agent naming it is refused, and an ended session takes no
 // more calls.
 func TestSessionOfAnotherAgent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := newHostWith(t, `version = 1
 [tools.echo]
@@ -308,6 +311,7 @@ grants = ["tool:invoke fs_list --...", "fs:read /**"]
 // processes share a store); once the waiting process is killed (-9), the
 // next Host to open the store denies it with host_restarted.
 func TestBoundaryRequestHostRestarted(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "agent.toml")
 	writeConfigAt(t, cfgPath, `version = 1
@@ -359,6 +363,7 @@ grants = ["tool:invoke request_sandbox_boundary --..."]
 // that session only. The tool is built the default way, pre-initialised
 // (go/fsprobesnap): its init ran at build time, with no directory.
 func TestPreopensFollowTheSession(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	work, more, nocard := filepath.Join(dir, "work"), filepath.Join(dir, "more"), filepath.Join(dir, "nocard")
 	for _, d := range []string{work, more, nocard} {
@@ -908,6 +913,7 @@ func swapForLink(t *testing.T, h *maiden.Host, path, target string) {
 // (network off) or the session's end while a human decides stops the
 // approved call before it runs.
 func TestBoundaryRecheckedAfterApproval(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"reset", "end"} {
 		t.Run(mode, func(t *testing.T) {
 			var hits atomic.Int64
@@ -1007,11 +1013,13 @@ protected = [".git"]
 // (config.DefaultMaxPending, or its max_pending): request_sandbox_boundary
 // answers denied, naming the bound; nothing new is stored for a human.
 func TestBoundaryRequestsBoundedThroughTheHost(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		keys  string
 		bound int
 	}{{"", config.DefaultMaxPending}, {"max_pending = 4", 4}} {
 		t.Run(fmt.Sprintf("bound %d", tc.bound), func(t *testing.T) {
+			t.Parallel()
 			h, dir := sessionHostWith(t, "", tc.keys)
 			ask := func(i int) maiden.Result {
 				in, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("r%d", i), "justification": "more",

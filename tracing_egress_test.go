@@ -164,6 +164,7 @@ http_ca_files = ["`+ca+`"]
 // host. The spans go to whatever collector the operator exports to, which
 // is not where a secret's value may be kept either.
 func TestRevealedValueNotInSpans(t *testing.T) {
+	t.Parallel()
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })

@@ -116,6 +116,7 @@ func (w *traceWorld) received(host string) []string {
 // listed destination receives a traceparent of the same trace, the other
 // destination none.
 func TestCallSpansJoinTheClientsTrace(t *testing.T) {
+	t.Parallel()
 	w := newTraceWorld(t, true)
 	res := w.call(t, "api.example.com", clientParent)
 	w.call(t, "other.example.com", clientParent)
@@ -202,6 +203,7 @@ func TestCallSpansJoinTheClientsTrace(t *testing.T) {
 // names its client's trace in its audit records, propagates nothing, and a
 // malformed traceparent names none.
 func TestUntracedCallRecordsTheClientsTrace(t *testing.T) {
+	t.Parallel()
 	w := newTraceWorld(t, false)
 	w.call(t, "api.example.com", clientParent)
 	w.call(t, "api.example.com", "00-"+clientTraceID+"-"+clientSpanID) // no flags: malformed
@@ -226,6 +228,7 @@ func attrs(s tracetest.SpanStub) map[string]string {
 // maiden.human_wait span naming the request and that it was decided,
 // inside the call's trace.
 func TestHumanWaitSpan(t *testing.T) {
+	t.Parallel()
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -267,6 +270,7 @@ grants = ["tool:invoke echo --..."]
 // any (api imports only the standard library); anything but an
 // OpenTelemetry TracerProvider is refused by New, never ignored.
 func TestTracerProviderMustBeOpenTelemetrys(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, "version = 1\n[tools.echo]\npath = %q\n", "echo")
 	if _, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, TracerProvider: "otel"}); err == nil || !strings.Contains(err.Error(), "TracerProvider is a string") {
 		t.Errorf("a string as TracerProvider: %v", err)

@@ -23,6 +23,7 @@ import (
 // and the tool receives the validated call, built from the invocation
 // (defaults filled in), never the text the agent sent. In both isolations.
 func TestCommandToolCall(t *testing.T) {
+	t.Parallel()
 	for _, iso := range isolations {
 		t.Run(iso.name, func(t *testing.T) {
 			h := newHostWith(t, "version = 1\n[tools.cmdecho]\npath = %q\n", maiden.Options{Isolation: iso.iso}, "cmdecho")
@@ -90,6 +91,7 @@ func TestCommandToolCall(t *testing.T) {
 // --times=* -- hi` allows exactly that positional. Middleware conditions
 // see the same rendering.
 func TestCommandToolCards(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.cmdecho]
 path = %q
@@ -145,6 +147,7 @@ grants = ["tool:invoke cmdecho add --times=* -- hi"]
 // JSON path of the problem), listed with kind invalid, and never runs,
 // whatever the agent's cards allow.
 func TestBadCommandDescription(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.badcommand]
 path = %q
@@ -183,6 +186,7 @@ grants = ["tool:invoke badcommand --...", "tool:invoke badcommand x --..."]
 // TestCommandHelp: the help of a command-tree tool, of its commands, and
 // the errors for a JSON tool and an unknown one.
 func TestCommandHelp(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, "version = 1\n[tools.cmdecho]\npath = %q\n[tools.echo]\npath = %q\n", maiden.Options{Isolation: maiden.InProcess}, "cmdecho", "echo")
 	ctx := context.Background()
 	top, err := h.CommandHelp(ctx, "cmdecho")
@@ -205,6 +209,7 @@ func TestCommandHelp(t *testing.T) {
 // version is read as one at the next call, and back (the kind of tool is
 // the version's, decided per call before authorization).
 func TestToolBecomesCommandTree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tool.wasm")
 	put := func(name string) {
@@ -250,6 +255,7 @@ func TestToolBecomesCommandTree(t *testing.T) {
 // the Host: its projection in tools/list, a card for one command, an
 // option out of range and an undeclared one refused by name, and help.
 func TestTextkitExample(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.textkit]
 path = %q
@@ -351,6 +357,7 @@ grants = ["tool:invoke echo --message=*", "tool:invoke cmdecho list --limit=*"]
 // the marker $secret:NAME in the rendering the cards decide on, and the
 // call's handle (never the value) in the call the tool receives.
 func TestCommandToolSecretHandle(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.cmdecho]
 path = %q
@@ -385,6 +392,7 @@ grants = ["tool:invoke cmdecho add --times=* -- $secret:API_TOKEN"]
 // rendering, and is what the tool receives; a card that allowed the
 // original call but not the rewritten one refuses it.
 func TestCommandToolRewriteIsReauthorized(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.cmdecho]
 path = %q

@@ -29,6 +29,7 @@ import (
 // material is dropped when the session's boundary is downgraded and when
 // the session ends.
 func TestNetworkOffAndWebFetch(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -169,6 +170,7 @@ secret_headers = { "X-Api-Key" = "KEY_ONE" }
 // its [secrets.NAME] destinations and the agent's secret:use card, before
 // anything is sent.
 func TestWebFetchSecretHeadersChecked(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	seen := map[string]string{}
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -252,6 +254,7 @@ secret_headers = { "X-Api-Key" = "KEY_ONE" }
 // said "API.Example.COM.:PORT" (as did every export of it): a trail
 // searched or exported for api.example.com missed it.
 func TestWebFetchRecordNamesTheCheckedHost(t *testing.T) {
+	t.Parallel()
 	var hosts []string
 	var mu sync.Mutex
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -131,6 +131,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 // revocation holds from the next call, and a revoked token is refused on
 // the next request of a session already open.
 func TestAgentsOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newAgentsEnv(t, agentsTOML)
 	srv := e.httpServer(HTTPOptions{AuthToken: "static-token-ignored"})
 	aliceTok, aliceID := e.token("alice")
@@ -223,6 +224,7 @@ func TestAgentsOverHTTP(t *testing.T) {
 // (guessed, or leaked from a log) is a live session. The operator's log
 // says who was refused on whose session, with no token in it.
 func TestSessionBinding(t *testing.T) {
+	t.Parallel()
 	e := newAgentsEnv(t, agentsTOML)
 	var oplog testkit.SyncBuffer
 	e.server.log = slog.New(slog.NewTextHandler(&oplog, nil))
@@ -276,6 +278,7 @@ func TestSessionBinding(t *testing.T) {
 // TestStdioAgent: a server for one agent (maiden serve -agent) lists that
 // agent's tools and runs every call as it.
 func TestStdioAgent(t *testing.T) {
+	t.Parallel()
 	e := newAgentsEnv(t, agentsTOML)
 	e.grant("bob", "tool:invoke echo --message=hello")
 	s := New(e.host, &Options{Agent: "bob"})
@@ -312,6 +315,7 @@ func callJSON(t *testing.T, cs *mcp.ClientSession, tool string, args any) (map[s
 // and allowed by its cards; derivation is attenuation only; revocation
 // cascades; and the listing follows the store.
 func TestBuiltins(t *testing.T) {
+	t.Parallel()
 	e := newAgentsEnv(t, agentsTOML)
 	srv := e.httpServer(HTTPOptions{})
 	aliceTok, _ := e.token("alice")
@@ -405,6 +409,7 @@ func TestBuiltins(t *testing.T) {
 // exists makes the reload fail; creating the file (maiden build) then
 // reloads without agent.toml being saved again.
 func TestWatchToolBuiltLater(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -466,6 +471,7 @@ func (h reloadHook) WithGroup(string) slog.Handler            { return h }
 // is logged is loaded too (it once was taken as already loaded and lost:
 // cmd/maiden's TestServeReloadLog flaked on it).
 func TestWatchEditRightAfterReload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	broken := make(chan error, 1)
 	e.server.log = slog.New(reloadHook{Handler: slog.DiscardHandler, once: new(sync.Once), do: func() {

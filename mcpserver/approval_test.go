@@ -276,6 +276,7 @@ var waitingRE = regexp.MustCompile(`^waiting for approval (\S+): fetches from th
 // tool does not run until a human approves through the host, then runs
 // once; a denial is the human's reason, and nothing runs.
 func TestApprovalProgress(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{})
 	var prog progressLog
 	cs := e.client(legacyProtocol, &mcp.ClientOptions{ProgressNotificationHandler: prog.handler})
@@ -381,6 +382,7 @@ func (l *elicitLog) options() *mcp.ClientOptions {
 // (pending) and approves nothing; after a human approves, repeating the
 // same call runs it once, and the approval is spent.
 func TestApprovalElicitation(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
 	el := &elicitLog{action: "accept"}
 	// A client that says where the inbox is: ignored.
@@ -461,6 +463,7 @@ func TestApprovalElicitation(t *testing.T) {
 // TestApprovalWaitEnds: a call whose wait ends undecided returns pending
 // with the request's ID; after a human approves, the same call runs once.
 func TestApprovalWaitEnds(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{ApprovalWait: 300 * time.Millisecond})
 	cs := e.client(legacyProtocol, nil)
 	args := e.fetch("a")
@@ -483,6 +486,7 @@ func TestApprovalWaitEnds(t *testing.T) {
 // while its call waits gets no result, and an approval given afterwards
 // runs nothing by itself; the repeated call runs once.
 func TestApprovalCancelWhileWaiting(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
 	cs := e.client(legacyProtocol, nil)
 	args := e.fetch("a")
@@ -541,6 +545,7 @@ func TestApprovalCancelWhileWaiting(t *testing.T) {
 // client without URL elicitation, get the pending result at once; a
 // forged or foreign request state counts for nothing.
 func TestApprovalModern(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
 	el := &elicitLog{action: "accept"}
 	var approvedBy sync.Once
@@ -635,6 +640,7 @@ func TestApprovalModern(t *testing.T) {
 // a client with URL elicitation gets progress only; with PublicURL, the
 // elicitation points there.
 func TestApprovalStdio(t *testing.T) {
+	t.Parallel()
 	for _, public := range []string{"", "https://maiden.example:8443/"} {
 		e := newApprovalEnv(t, Options{ApprovalWait: time.Minute, PublicURL: public})
 		el := &elicitLog{action: "accept"}
@@ -674,6 +680,7 @@ func TestApprovalStdio(t *testing.T) {
 // TestInboxBase: the inbox base of an HTTP request is the configured
 // public URL, else the request's own address on loopback only.
 func TestInboxBase(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		public, host string
 		local        string // the listener's address the request reached, if known
@@ -711,6 +718,7 @@ func TestInboxBase(t *testing.T) {
 // TestRequestState: a sealed state opens only for the same agent and tool,
 // unaltered, under the key that sealed it.
 func TestRequestState(t *testing.T) {
+	t.Parallel()
 	k := newStateKey()
 	s := k.seal("alice", "pay", "apr_1.x")
 	if id, ok := k.open(s, "alice", "pay"); !ok || id != "apr_1.x" {
@@ -732,6 +740,7 @@ func TestRequestState(t *testing.T) {
 // structuredContent to the tool's outputSchema, error or not); the _meta
 // names the request either way.
 func TestPendingResultOutputSchema(t *testing.T) {
+	t.Parallel()
 	s := New(nil, nil)
 	as := &agentServer{agent: "alice", served: map[string]servedTool{"typed": {outputSchema: `{"type":"object"}`}, "plain": {}}}
 	s.agents["alice"] = as

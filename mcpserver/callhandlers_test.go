@@ -14,6 +14,7 @@ import (
 // until every handler returned, or says how many still run when its
 // context ends.
 func TestCallHandlers(t *testing.T) {
+	t.Parallel()
 	var hs callHandlers
 	cancelled := map[string]int{}
 	add := func(session, name string) (*callHandler, func()) {
@@ -62,6 +63,7 @@ func TestCallHandlers(t *testing.T) {
 // ending contexts answer the call too: it stayed green with Drain's watches
 // gone.)
 func TestDrainAnswersWaitingCallsPending(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
 	var prog progressLog
 	cs := e.client(legacyProtocol, &mcp.ClientOptions{ProgressNotificationHandler: prog.handler})

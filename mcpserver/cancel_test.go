@@ -18,6 +18,7 @@ import (
 // tool (it was dropped as a cancellation of a request no longer in flight,
 // and the tool ran on to its deadline).
 func TestHTTPClientCancelStopsTool(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 2})
 	srv := e.httpServer(HTTPOptions{})
 	cs, err := e.httpClient(srv.URL, nil)
@@ -47,6 +48,7 @@ func TestHTTPClientCancelStopsTool(t *testing.T) {
 // TestOrphans: an orphan is kept for its ttl only, taken once, and their
 // number is bounded.
 func TestOrphans(t *testing.T) {
+	t.Parallel()
 	var f inflight
 	now := time.Now()
 	k := func(i int) callKey { return callKey{session: "s", id: mustID(t, int64(i))} }

@@ -10,6 +10,7 @@ import (
 // applies at the next start (the exporter is built once); one that moves
 // the table without changing it says nothing changed.
 func TestConfigChangesNamesTrace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	parse := func(src string) *config.Config {
 		t.Helper()

@@ -658,6 +658,7 @@ func expectedFor(era, scenario string) []xfail {
 // on an unexpected failure and on an expected failure that did not happen,
 // scenario-wide or per check.
 func TestConformanceJudge(t *testing.T) {
+	t.Parallel()
 	ok := func(id string) conformanceCheck { return conformanceCheck{ID: id, Status: "SUCCESS"} }
 	bad := func(id string) conformanceCheck {
 		return conformanceCheck{ID: id, Status: "FAILURE", ErrorMessage: "broken"}

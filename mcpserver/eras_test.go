@@ -22,6 +22,7 @@ import (
 // TestHTTPBothEras: one endpoint serves a 2025-11-25 client with a session
 // and a 2026-07-28 client without one, at the same time.
 func TestHTTPBothEras(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	srv := e.httpServer(HTTPOptions{})
 
@@ -111,6 +112,7 @@ func TestHTTPBothEras(t *testing.T) {
 // TestHTTPModernCancellation: in the modern era a client cancels by closing
 // the response; the running tool is interrupted and its slot freed.
 func TestHTTPModernCancellation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 1, MaxQueued: -1})
 	var logs testkit.SyncBuffer
 	e.server = New(e.host, &Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -146,6 +148,7 @@ func TestHTTPModernCancellation(t *testing.T) {
 // TestNotAdvertisedMethods: resources, prompts and completions are not
 // advertised, so their methods are not found (the SDK answered empty lists).
 func TestNotAdvertisedMethods(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	srv := e.httpServer(HTTPOptions{})
 	legacy, err := e.httpClient(srv.URL, nil)
@@ -214,6 +217,7 @@ func (c *logCollector) get() string {
 // setLevel still rules. A 2026-07-28 request gets logs only if it names a
 // level, as that revision requires.
 func TestLogsWithoutSetLevel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"logger", "logger", ""}}, nil)
 	srv := e.httpServer(HTTPOptions{})
 	ctx := context.Background()
@@ -283,6 +287,7 @@ func TestLogsWithoutSetLevel(t *testing.T) {
 // is first seen, not at every Sync; once fixed it is served, and a new
 // problem is logged again.
 func TestProblemReportedOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}, {"broken", "notwasm", ""}}, nil)
 	var logs testkit.SyncBuffer
 	e.server = New(e.host, &Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -312,6 +317,7 @@ func TestProblemReportedOnce(t *testing.T) {
 // TestHTTPExtraHandlers: paths added with HTTPOptions.Handlers sit behind
 // the same Origin and token checks as the MCP endpoint.
 func TestHTTPExtraHandlers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	hits := 0
 	srv := e.httpServer(HTTPOptions{

@@ -37,6 +37,7 @@ func initializeRaw(t *testing.T, hc *http.Client, base, token string) (int, stri
 // refused with 429, other agents are unaffected, and ending a session
 // frees a place.
 func TestSessionsPerAgentBounded(t *testing.T) {
+	t.Parallel()
 	e := newAgentsEnv(t, agentsTOML)
 	const bound = 20
 	srv := e.httpServer(HTTPOptions{MaxSessionsPerAgent: bound})
@@ -90,6 +91,7 @@ func TestSessionsPerAgentBounded(t *testing.T) {
 // counts, http-fetch decisions). A loopback listener now answers only to
 // a loopback name in Host, on every path (the SDK's rule for Path).
 func TestRebindingGETsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, `maiden_calls_total{tool="echo",kind="ok"} 1`)
@@ -127,6 +129,7 @@ func TestRebindingGETsRefused(t *testing.T) {
 // who could reach the listener filled its log's disk at the speed of the
 // network. Each refusal still says what was refused, and how long it was.
 func TestRefusedRequestLogsBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	var logs testkit.SyncBuffer
 	e.server = New(e.host, &Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})

@@ -20,6 +20,7 @@ import (
 // the one an unknown handle gets (no oracle). Each token's own handle
 // works for it.
 func TestModernHandleBoundToToken(t *testing.T) {
+	t.Parallel()
 	e, dir := aliceReadsADir(t, "")
 	srv := e.httpServer(HTTPOptions{})
 	tokA, _ := e.token("alice")
@@ -78,6 +79,7 @@ func TestModernHandleBoundToToken(t *testing.T) {
 // what to drop), rather than leaving that session's boundary for the
 // agent's default session. The session itself still works.
 func TestMixedEraRequestRefused(t *testing.T) {
+	t.Parallel()
 	e, dir := aliceReadsADir(t, "")
 	srv := e.httpServer(HTTPOptions{})
 	tok, _ := e.token("alice")

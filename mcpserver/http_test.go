@@ -61,6 +61,7 @@ type onlyReader struct{ io.Reader }
 // refused with 413 and a message naming the key, whether or not it declares
 // its length; arguments over the cap are kind input.
 func TestHTTPInputCap(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	e.setMaxInput(1024)
 	srv := e.httpServer(HTTPOptions{})
@@ -105,6 +106,7 @@ func (zeroes) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 // after the idle time, so they hold no memory and a tool-list change is not
 // sent (and warned about) once per dead session.
 func TestHTTPIdleSessionsExpire(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	var logs testkit.SyncBuffer
 	e.server = New(e.host, &Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -161,6 +163,7 @@ func countSessions(s *Server) int {
 // notifications/cancelled gets no response (the SDK wrote an error with
 // code 0 on the request's stream).
 func TestHTTPCancelledGetsNoResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 2})
 	srv := e.httpServer(HTTPOptions{})
 	session := rawSession(t, srv.URL)
@@ -201,6 +204,7 @@ func TestHTTPCancelledGetsNoResponse(t *testing.T) {
 // TestCancelFilterGivesCode: an error response without a code (the SDK's
 // code 0) gets the internal-error code on its way out.
 func TestCancelFilterGivesCode(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, in, want string }{
 		{"sse", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":0,\"message\":\"context canceled\"}}\n\n",
 			"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32603,\"message\":\"maiden: context canceled\"}}\n\n"},
@@ -239,6 +243,7 @@ func (r *recorder) WriteHeader(int)             {}
 // a few thousand ids pushed out the orphans of every other session, whose
 // cancellations then no longer reached their calls.
 func TestHTTPRefusedBatchLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	srv := e.httpServer(HTTPOptions{})
 	session := rawSession(t, srv.URL)

@@ -16,6 +16,7 @@ import (
 // message, naming the embedder's number. Before the fix the MCP front end
 // read only agent.toml's max_input_bytes.
 func TestEmbedderInputLimitOverMCP(t *testing.T) {
+	t.Parallel()
 	const limit = 200 << 10
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, &maiden.Options{Isolation: maiden.InProcess, MaxInputBytes: limit})
 	e.setMaxInput(1024) // agent.toml says 1 KiB; the embedder's option wins

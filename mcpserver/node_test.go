@@ -201,6 +201,7 @@ func TestNodeClientStaticToken(t *testing.T) {
 // fails (its output lacks the refusal) rather than hanging until go test's
 // -timeout.
 func TestServeRefusesOpenBindWithoutToken(t *testing.T) {
+	t.Parallel()
 	bin := buildMaiden(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

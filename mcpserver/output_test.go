@@ -13,6 +13,7 @@ import (
 // as an error result of kind tool (never structuredContent that breaks the
 // schema the client was shown).
 func TestOutputSchemaServed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{name: "out", fixture: "outschema"}, {name: "echo", fixture: "echo"}}, nil)
 	cs := e.client(nil)
 	ctx := context.Background()
@@ -48,6 +49,7 @@ func TestOutputSchemaServed(t *testing.T) {
 // be destructive; agent.toml's title and annotations override what was
 // derived, one hint at a time.
 func TestAnnotationsFollowPolicy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{
 		{name: "local", fixture: "echo"},
 		{name: "net", fixture: "echo", extra: `http_allow = ["api.example.com"]`},

@@ -22,6 +22,7 @@ import (
 // $-keywords is served as declared, and a failure of such a tool comes
 // without structuredContent.
 func TestStructuredErrorFitsOutputSchema(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	inside, outside := filepath.Join(dir, "in"), filepath.Join(t.TempDir(), "out.txt")
 	if err := os.MkdirAll(inside, 0o755); err != nil {

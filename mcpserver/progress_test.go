@@ -108,6 +108,7 @@ func ticked(n mcp.ProgressNotificationParams) bool {
 // instead of the ticker's (which speaks only until the tool does, and for a
 // tool that never reports); the values increase throughout.
 func TestImportedProgressRelayed(t *testing.T) {
+	t.Parallel()
 	e := progressEnv(t)
 	srv := e.httpServer(HTTPOptions{})
 	for _, era := range []string{legacyProtocol, ModernProtocol} {

@@ -24,6 +24,7 @@ import (
 // kind unavailable naming the server, not the JSON-RPC error "unknown
 // tool" (-32602); once it is back, the call runs.
 func TestImportRestartingAnswersUnavailable(t *testing.T) {
+	t.Parallel()
 	bin := testkit.Binary(t, "./testdata/mcpstdio")
 	flags := t.TempDir()
 	down := filepath.Join(flags, "down")

@@ -25,6 +25,7 @@ import (
 // sees no request, the approval is left unconsumed and the audit trail
 // records the refusal. Another token of the same agent is unaffected.
 func TestRevokedTokenWaitingCallDoesNotRun(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(filepath.Dir(e.cfg), "state.db"), nil)
@@ -103,6 +104,7 @@ func TestRevokedTokenWaitingCallDoesNotRun(t *testing.T) {
 // the tool never runs, the request stays pending for the human, and the
 // audit trail records the refusal.
 func TestRevokedTokenWaitEndsUnanswered(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(filepath.Dir(e.cfg), "state.db"), nil)
@@ -141,6 +143,7 @@ func TestRevokedTokenWaitEndsUnanswered(t *testing.T) {
 // from agent.toml while its call waits for a human: approved afterwards,
 // the call ends denied naming the removed agent, and the tool never runs.
 func TestRemovedAgentWaitingCallDoesNotRun(t *testing.T) {
+	t.Parallel()
 	e := newApprovalEnv(t, Options{ApprovalWait: time.Minute})
 	ctx := context.Background()
 	cs := e.client(legacyProtocol, nil)
@@ -208,6 +211,7 @@ func refusedInTrail(t *testing.T, h *maiden.Host, tool, why string) bool {
 // denied naming the revoked token: the revoked client is not told its
 // boundary was widened.
 func TestRevokedTokenBoundaryRequestRefused(t *testing.T) {
+	t.Parallel()
 	e, dir := aliceNoBoundary(t)
 	srv := e.httpServer(HTTPOptions{})
 	tok, id := e.token("alice")
@@ -251,6 +255,7 @@ func TestRevokedTokenBoundaryRequestRefused(t *testing.T) {
 // it: the token was checked when the stream opened, and is checked again
 // for each event.
 func TestRevokedTokenStreamEnds(t *testing.T) {
+	t.Parallel()
 	e := newAgentsEnv(t, agentsTOML)
 	srv := e.httpServer(HTTPOptions{})
 	tok, id := e.token("alice")

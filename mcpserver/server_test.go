@@ -119,6 +119,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) *mcp.CallT
 }
 
 func TestListTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{
 		{"echo", "echo", `http_allow = ["api.example.com"]`},
 		{"logger", "logger", ""},
@@ -153,6 +154,7 @@ func TestListTools(t *testing.T) {
 }
 
 func TestCallResults(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{
 		{"echo", "echo", ""},
 		{"toolerr", "toolerr", ""},
@@ -190,6 +192,7 @@ func TestCallResults(t *testing.T) {
 }
 
 func TestLogsAndProgress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"logger", "logger", ""}, {"loop", "loop", "timeout_ms = 700"}}, nil)
 	var mu sync.Mutex
 	var levels []string
@@ -250,7 +253,8 @@ func TestLogsAndProgress(t *testing.T) {
 
 // TestCancellationStopsTool: a client cancelling its request interrupts the
 // running tool at its next epoch check; with one call slot, the next call
-// proves the slot is free again.
+// proves the slot is free again. Not parallel: its bounds (a second to
+// start, half a second to stop) are for an otherwise idle test binary.
 func TestCancellationStopsTool(t *testing.T) {
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}, {"echo", "echo", ""}},
 		&maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 1, MaxQueued: -1})
@@ -290,6 +294,7 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 // TestHotReload: editing a .wasm or agent.toml while serving changes what
 // the next call runs, and clients are told the tool list changed.
 func TestHotReload(t *testing.T) {
+	t.Parallel()
 	wasm := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
 	e := newEnv(t, []toolLine{{"echo", wasm, ""}}, nil)
 	changed := make(chan struct{}, 10)
@@ -350,6 +355,7 @@ func expectSignal(t *testing.T, ch chan struct{}, what string) {
 // TestHostileToolDoesNotHurtOthers: one session running hostile tools
 // while another calls a good one; the good session sees only success.
 func TestHostileToolDoesNotHurtOthers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{
 		{"echo", "echo", ""},
 		{"loop", "loop", "timeout_ms = 300"},
@@ -379,6 +385,9 @@ func TestHostileToolDoesNotHurtOthers(t *testing.T) {
 	wg.Wait()
 }
 
+// TestOverloadIsAProtocolError: with the one call slot taken and no queue,
+// a call is refused as overloaded. Not parallel: the first call must start
+// within a second, and still run (for a second) when the second arrives.
 func TestOverloadIsAProtocolError(t *testing.T) {
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 1000"}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 1, MaxQueued: -1})
 	cs := e.client(nil)
@@ -428,6 +437,7 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestHTTPOriginAndAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	srv := e.httpServer(HTTPOptions{AllowedOrigins: []string{"https://app.example"}, AuthToken: "s3cret-token"})
 	with := func(h map[string]string) *http.Client {
@@ -531,6 +541,7 @@ func TestHTTPOriginAndAuth(t *testing.T) {
 // TestHTTPConcurrentCalls: 100 calls at once over HTTP, from several
 // sessions, all complete.
 func TestHTTPConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	srv := e.httpServer(HTTPOptions{})
 	const sessions, perSession = 4, 25
@@ -563,6 +574,7 @@ func TestHTTPConcurrentCalls(t *testing.T) {
 }
 
 func TestIsLoopback(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8700": true, "[::1]:8700": true, "localhost:8700": true, "127.9.9.9:1": true,
 		":8700": false, "0.0.0.0:8700": false, "[::]:8700": false, "10.0.0.1:8700": false,

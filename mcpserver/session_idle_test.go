@@ -21,6 +21,7 @@ import (
 // only" does not outlive the idle time the operator configured. A handle
 // in use keeps its session.
 func TestModernSessionHandleExpires(t *testing.T) {
+	t.Parallel()
 	e, dir := aliceReadsADir(t, "")
 	idle := testkit.Slack(t, time.Second)
 	srv := e.httpServer(HTTPOptions{SessionIdle: idle})
@@ -64,6 +65,7 @@ func TestModernSessionHandleExpires(t *testing.T) {
 // not seen it lately) does not end a session in use elsewhere; with no
 // recent use anywhere, it is expired.
 func TestHandleIdleCountsUsesRecordedElsewhere(t *testing.T) {
+	t.Parallel()
 	e := newAgentsEnv(t, "")
 	s := e.server
 	const idle = time.Hour
@@ -91,6 +93,7 @@ func TestHandleIdleCountsUsesRecordedElsewhere(t *testing.T) {
 // scanned them all under the lock every modern call takes), and a
 // handle just named is still known as used.
 func TestHandleUsesBounded(t *testing.T) {
+	t.Parallel()
 	e := newAgentsEnv(t, "")
 	s := e.server
 	s.handleIdle.Store(int64(time.Hour))

@@ -19,6 +19,7 @@ import (
 // a made-up one is refused, and naming none runs in the agent's default
 // session.
 func TestSessionsOverMCP(t *testing.T) {
+	t.Parallel()
 	e, dir := aliceReadsADir(t, `
 [agents.bob]
 tools = ["fs_read", "session_open"]

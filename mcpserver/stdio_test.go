@@ -108,6 +108,7 @@ func errCode(m map[string]any) (float64, string) {
 // ignored, for blank lines) and the session goes on. Before, the first such
 // line ended `maiden serve`.
 func TestStdioMalformedLines(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	c := e.rawStdio()
 	// Garbage before the handshake must not end the session either.
@@ -203,6 +204,7 @@ func (e *env) setMaxInput(n int) {
 // envelope allowance is refused by the transport (with its id, wherever the
 // client put it) without being buffered, and the session goes on.
 func TestStdioInputCap(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
 	e.setMaxInput(1024)
 	c := e.rawStdio()
@@ -252,6 +254,7 @@ func TestStdioInputCap(t *testing.T) {
 // being kept; what comes back is its head and tail only, and the next line
 // is intact.
 func TestReadLineBounded(t *testing.T) {
+	t.Parallel()
 	const limit = 1000
 	tests := []struct {
 		name, input string
@@ -288,6 +291,7 @@ func TestReadLineBounded(t *testing.T) {
 // response at all (MCP spec), where the SDK sent an error with code 0, which
 // is not a JSON-RPC code.
 func TestStdioCancelledGetsNoResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"loop", "loop", "timeout_ms = 60000"}, {"echo", "echo", ""}}, &maiden.Options{Isolation: maiden.InProcess, MaxConcurrent: 2})
 	c := e.rawStdio()
 	c.initialize()
@@ -316,6 +320,7 @@ func TestStdioCancelledGetsNoResponse(t *testing.T) {
 // is waited for before the result goes out). A call that logs nothing gets
 // its result alone.
 func TestStdioLogsPrecedeResult(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, []toolLine{{"logger", "logger", ""}, {"echo", "echo", ""}}, nil)
 	c := e.rawStdio()
 	c.initialize()

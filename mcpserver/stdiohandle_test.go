@@ -46,6 +46,7 @@ func stdioModern(t *testing.T, e *agentsEnv, agent string) *mcp.ClientSession {
 // front end is a credential of its own: such a name gets the answer an
 // unknown handle gets, and stdio's own session_open handles still work.
 func TestStdioHandleNotAnotherCredentials(t *testing.T) {
+	t.Parallel()
 	e, dir := aliceNoBoundary(t)
 	srv := e.httpServer(HTTPOptions{})
 	tokA, idA := e.token("alice")

@@ -91,6 +91,7 @@ func rawLegacy(t *testing.T, base, method, tok, sid, body string) (int, string) 
 // goes on in its session; the second's own session has only the agent's
 // initial boundary.
 func TestLegacySessionBoundToToken(t *testing.T) {
+	t.Parallel()
 	e, dir := aliceNoBoundary(t)
 	srv := e.httpServer(HTTPOptions{})
 	tokA, _ := e.token("alice")
@@ -150,6 +151,7 @@ func TestLegacySessionBoundToToken(t *testing.T) {
 // by token B's handle-less calls, which start from the agent's initial
 // boundary and have their own to widen; A keeps its widening.
 func TestDefaultSessionPerToken(t *testing.T) {
+	t.Parallel()
 	e, dir := aliceNoBoundary(t)
 	srv := e.httpServer(HTTPOptions{})
 	tokA, idA := e.token("alice")

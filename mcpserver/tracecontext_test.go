@@ -16,6 +16,7 @@ import (
 // nothing but the parsing is under test). _meta wins over the header; an
 // over-long traceparent names no trace.
 func TestTraceContextReachesTheCall(t *testing.T) {
+	t.Parallel()
 	const (
 		metaTrace   = "4bf92f3577b34da6a3ce929d0e0e4736"
 		headerTrace = "0af7651916cd43dd8448eb211c80319c"

@@ -12,6 +12,7 @@ import (
 // would serialize the host's concurrent calls, and deadlock a call waiting
 // for a human behind another).
 func TestWarmRunnersNeverMakeACallWait(t *testing.T) {
+	t.Parallel()
 	w := newWarmRunners()
 	x := 0
 	w.run(func() { x = 1 }) // a runner, idle from now on
@@ -41,6 +42,7 @@ func TestWarmRunnersNeverMakeACallWait(t *testing.T) {
 // runner of its own, leaves at most maxIdleRunners idle behind it, not
 // one per call of the burst.
 func TestWarmRunnersAfterABurst(t *testing.T) {
+	t.Parallel()
 	w := newWarmRunners()
 	const burst = 4 * maxIdleRunners
 	release := make(chan struct{})

@@ -21,6 +21,7 @@ import (
 // and injection attempts through arguments (--upload-pack, -c, a
 // positional starting with '-') are refused as input.
 func TestWrappedGitOverMCP(t *testing.T) {
+	t.Parallel()
 	repo := t.TempDir()
 	gitIn := func(args ...string) {
 		cmd := exec.Command("git", args...)
@@ -118,6 +119,7 @@ grants = ["tool:invoke git log --max-count=*"]
 // Landlock says so in its _meta, failed or not (the issue: "in every
 // result's metadata"); a confined one does not.
 func TestUnconfinedInMeta(t *testing.T) {
+	t.Parallel()
 	for _, res := range []maiden.Result{
 		{OK: true, Output: "x", Unconfined: true},
 		{Error: &maiden.ToolError{Kind: maiden.KindTool, Message: "exit 1"}, Unconfined: true},

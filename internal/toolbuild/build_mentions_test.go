@@ -11,6 +11,7 @@ import (
 // comment names maiden:tool/host@0.3.0 while its code imports 0.2.0; picking
 // 0.3.0 from the comment broke maiden new js).
 func TestContractFromCodeNotComments(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		src  string
 		want wit.Contract

@@ -28,6 +28,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestDetectProject(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{
 		"gomod/go.mod":       "module gomod\n",
@@ -91,6 +92,7 @@ func module(exports ...string) []byte {
 }
 
 func TestWasmExports(t *testing.T) {
+	t.Parallel()
 	got, err := wasmExports(module("describe", "schema", "execute"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +108,7 @@ func TestWasmExports(t *testing.T) {
 }
 
 func TestCheckGoExports(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		exports []string
 		want    string // "" means accepted
@@ -122,6 +125,7 @@ func TestCheckGoExports(t *testing.T) {
 }
 
 func TestGoBuildMessage(t *testing.T) {
+	t.Parallel()
 	out := "# broken\n./main.go:3:15: undefined: x\n\n./main.go:4:1: syntax error\n"
 	if got, want := goBuildMessage(out, errors.New("exit status 1"), "tools/broken"), "errors:\n  tools/broken/main.go:3:15: undefined: x\n  tools/broken/main.go:4:1: syntax error"; got != want {
 		t.Errorf("got %q, want %q", got, want)
@@ -139,6 +143,7 @@ func TestGoBuildMessage(t *testing.T) {
 }
 
 func TestBuildGoWithoutGo(t *testing.T) {
+	t.Parallel()
 	tc := &Toolchain{goPath: filepath.Join(t.TempDir(), "no-such-go")}
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"go.mod": "module x\n", "main.go": "package main\n"})
@@ -153,6 +158,7 @@ func TestBuildGoWithoutGo(t *testing.T) {
 }
 
 func TestBuildGoTooOld(t *testing.T) {
+	t.Parallel()
 	tc := &Toolchain{goPath: fakeExecutable(t, "go", "echo go1.21.5\n")}
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"go.mod": "module x\n", "main.go": "package main\n"})
@@ -164,6 +170,7 @@ func TestBuildGoTooOld(t *testing.T) {
 }
 
 func TestNewProject(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		lang Lang
 		want []string // a subset of the files written
@@ -220,6 +227,7 @@ func TestNewProject(t *testing.T) {
 // the module proxy off: the vendored SDK must be all it needs, and its
 // stand-in host must make the template's test pass.
 func TestGoTemplateOnHost(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}

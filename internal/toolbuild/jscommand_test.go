@@ -22,6 +22,7 @@ import (
 // refused naming the argument, a card for one command denies the other,
 // and help lists the commands.
 func TestJSCommandTemplate(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "wordy")

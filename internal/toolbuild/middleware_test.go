@@ -15,6 +15,7 @@ import (
 // cmd/maiden's TestNewMiddlewareBuildCall, as an operator does it: the
 // same builds here cost make test two more componentize-js runs.
 func TestMiddlewareTemplatesProject(t *testing.T) {
+	t.Parallel()
 	for _, tmpl := range MiddlewareTemplates {
 		t.Run(string(tmpl), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "guard")
@@ -43,6 +44,7 @@ func TestMiddlewareTemplatesProject(t *testing.T) {
 // TestMiddlewareGoTemplateOnHost runs go vet and go test in a new Go
 // middleware project with the module proxy off, like TestGoTemplateOnHost.
 func TestMiddlewareGoTemplateOnHost(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "hostmw")
 	if _, _, err := NewProject(dir, TemplateMiddlewareGo); err != nil {
 		t.Fatal(err)
@@ -60,6 +62,7 @@ func TestMiddlewareGoTemplateOnHost(t *testing.T) {
 // TestMiddlewareGoDetection: a package is built as a middleware when it
 // calls the SDK's Middleware, under any import name, and not otherwise.
 func TestMiddlewareGoDetection(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		files map[string]string
@@ -89,6 +92,7 @@ func TestMiddlewareGoDetection(t *testing.T) {
 // and not execute; one that forgets describe is told what a middleware
 // exports, before the slow componentize step.
 func TestMiddlewareJSErrors(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	_, err := tc.ComponentFromJS(ctxFor(t), []byte("export function handle(event) { return '{\"verdict\":\"pass\"}'; }\n"))
 	if err == nil || !strings.Contains(err.Error(), "does not export describe (a middleware must export describe() and handle(event))") {

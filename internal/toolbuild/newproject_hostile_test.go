@@ -14,6 +14,7 @@ import (
 // file of ours or out of the directory) is refused; the file it leads to
 // keeps its content.
 func TestWriteProjectNeverFollowsOrOverwrites(t *testing.T) {
+	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "victim")
 	const keep = "the operator's own file\n"
 	for _, tt := range []struct {
@@ -67,6 +68,7 @@ func TestWriteProjectNeverFollowsOrOverwrites(t *testing.T) {
 // in /tmp hides what it holds). Root lists everything, so this runs as
 // another user only.
 func TestNewProjectRefusesUnlistableDir(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("root lists every directory")
 	}

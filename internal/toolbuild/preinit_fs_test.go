@@ -33,6 +33,7 @@ func goroot(t testing.TB) string {
 // A new Go release that changes the init fails here, and someone must read
 // it before adding its digest.
 func TestSyscallPreopenInitKnown(t *testing.T) {
+	t.Parallel()
 	file, err := syscallPreopenOverlay(goroot(t))
 	if err != nil {
 		t.Fatalf("%v (add the digest of the new init to syscallPreopenInitTokens only after reading it)", err)
@@ -47,6 +48,7 @@ func TestSyscallPreopenInitKnown(t *testing.T) {
 // TestSyscallPreopenOverlayRefuses: only the init maiden has read is run
 // again; layout and comments may change, code may not.
 func TestSyscallPreopenOverlayRefuses(t *testing.T) {
+	t.Parallel()
 	real, err := os.ReadFile(filepath.Join(goroot(t), "src", "syscall", "fs_wasip1.go"))
 	if err != nil {
 		t.Fatal(err)

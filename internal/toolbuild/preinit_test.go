@@ -18,6 +18,7 @@ import (
 )
 
 func TestGoflagsTags(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		goflags string
 		want    []string
@@ -34,6 +35,7 @@ func TestGoflagsTags(t *testing.T) {
 }
 
 func TestFrozenReads(t *testing.T) {
+	t.Parallel()
 	if msg := frozenReads(wasmsnap.Counts{WallClock: runtimeWallClockReads, Random: runtimeRandomReads}); msg != "" {
 		t.Errorf("the runtime's own reads are reported: %s", msg)
 	}
@@ -78,6 +80,7 @@ var echoCore = sync.OnceValues(func() ([]byte, error) {
 // Go's runtime start-up (with the SDK, as in every tool) reads randomness
 // runtimeRandomReads times and the wall clock runtimeWallClockReads times.
 func TestSnapshotCounts(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	core, err := echoCore()
 	if err != nil {
@@ -207,6 +210,7 @@ func BenchmarkGoPreinit(b *testing.B) {
 }
 
 func TestWizerMessage(t *testing.T) {
+	t.Parallel()
 	out := `panic: boom
 
 goroutine 1 [running]:

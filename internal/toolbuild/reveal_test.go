@@ -8,6 +8,7 @@ import (
 // maiden:tool/host@0.3.0 (for reveal) is built against 0.3.0; one that
 // does not keeps the contract it had.
 func TestRevealContractChoice(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, src, want string }{
 		{"0.3.0 WAT import", `(import "maiden:tool/host@0.3.0" "reveal" (func (param i32 i32 i32)))`, "0.3.0"},
 		{"0.3.0 JS import", `import { reveal } from "maiden:tool/host@0.3.0";`, "0.3.0"},
@@ -89,6 +90,7 @@ func leb(n int) []byte {
 // TestRevealGoDetection: a Go package that calls maiden.Reveal is built
 // with RevealTag (maiden:tool@0.3.0); one that does not is not.
 func TestRevealGoDetection(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		files map[string]string

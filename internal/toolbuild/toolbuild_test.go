@@ -72,6 +72,7 @@ func toolsDir(t testing.TB) string {
 }
 
 func TestEnsureToolchain(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	for _, p := range []string{
 		filepath.Join(tc.Dir(), completeMarker),
@@ -115,6 +116,7 @@ func TestEnsureToolchain(t *testing.T) {
 }
 
 func TestEmbeddedLockfileHasNoRegistryURLs(t *testing.T) {
+	t.Parallel()
 	b, err := toolchainFS.ReadFile("toolchain/package-lock.json")
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +130,7 @@ func TestEmbeddedLockfileHasNoRegistryURLs(t *testing.T) {
 }
 
 func TestMissingNode(t *testing.T) {
+	t.Parallel()
 	_, err := EnsureToolchain(ctxFor(t), &Options{
 		NodePath: filepath.Join(t.TempDir(), "no-such-node"),
 		CacheDir: t.TempDir(),
@@ -151,6 +154,7 @@ func fakeExecutable(t *testing.T, name, script string) string {
 }
 
 func TestOldNode(t *testing.T) {
+	t.Parallel()
 	node := fakeExecutable(t, "node", "echo v18.19.0\n")
 	_, err := EnsureToolchain(ctxFor(t), &Options{NodePath: node, CacheDir: t.TempDir()})
 	if !errors.Is(err, ErrNodeTooOld) {
@@ -159,6 +163,7 @@ func TestOldNode(t *testing.T) {
 }
 
 func TestMissingNPM(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node not in PATH; this package needs Node.js >= 20 to test")
@@ -174,6 +179,7 @@ func TestMissingNPM(t *testing.T) {
 }
 
 func TestInstallFailureShowsNPMOutput(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node not in PATH")
@@ -192,6 +198,7 @@ func TestInstallFailureShowsNPMOutput(t *testing.T) {
 // with a fake npm that counts its runs; the file lock must serialise them
 // and the completion marker must stop the losers from installing again.
 func TestConcurrentInstallRunsNPMOnce(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node not in PATH")
@@ -361,6 +368,7 @@ func buildFixtureErr(tc *Toolchain, name string) ([]byte, error) {
 // for all the fixtures rather than tc.WIT's one apiece: 31 node starts of
 // ~0.7 CPU-s each less a run.
 func TestWATFixturesBuild(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	files, err := filepath.Glob(filepath.Join(toolsDir(t), "*.wat"))
 	if err != nil || len(files) == 0 {
@@ -426,6 +434,7 @@ func TestWATFixturesBuild(t *testing.T) {
 // in which one is not a component fails naming that one by its index, and
 // why; WIT of that one alone says why without an index.
 func TestWITsNamesTheFailingComponent(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	good := buildFixture(t, tc, "echo")
 	junk := []byte("not a component")
@@ -453,6 +462,7 @@ func TestWITsNamesTheFailingComponent(t *testing.T) {
 }
 
 func TestWATSyntaxError(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	wat := "(module\n  (memory (export \"memory\") 1)\n  (func (export \"describe\") (result i32)\n    i32.bogus))\n"
 	_, err := tc.ComponentFromWAT(ctxFor(t), []byte(wat))
@@ -468,6 +478,7 @@ func TestWATSyntaxError(t *testing.T) {
 }
 
 func TestMissingExportNamesIt(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	wat, err := os.ReadFile(filepath.Join(toolsDir(t), "noexecute.wat"))
 	if err != nil {
@@ -481,6 +492,7 @@ func TestMissingExportNamesIt(t *testing.T) {
 }
 
 func TestComponentFromCoreRejectsNonWasm(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	txt, err := os.ReadFile(filepath.Join(toolsDir(t), "notwasm.wasm.txt"))
 	if err != nil {
@@ -540,6 +552,7 @@ func buildJS(t *testing.T, tc *Toolchain, name string) []byte {
 }
 
 func TestJSEchoBuilds(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	comp := buildJS(t, tc, "echo")
 	witText, err := tc.WIT(ctxFor(t), comp)
@@ -555,6 +568,7 @@ func TestJSEchoBuilds(t *testing.T) {
 }
 
 func TestJSErrors(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	for _, tt := range []struct {
 		name, src string
@@ -581,6 +595,7 @@ func TestJSErrors(t *testing.T) {
 // file with line and column in compiler form and none of maiden's package
 // names, for JS and WAT syntax errors and for a JS file missing an export.
 func TestBuildErrorsNameTheFile(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	for _, tt := range []struct {
 		name, file, src, want string
@@ -611,6 +626,7 @@ func TestBuildErrorsNameTheFile(t *testing.T) {
 }
 
 func TestWithToolPackage(t *testing.T) {
+	t.Parallel()
 	got := WithToolPackage("package fixture:x;\n\nworld tool { import maiden:tool/host@0.1.0; }\n")
 	if !strings.HasPrefix(got, "package fixture:x;") || !strings.Contains(got, "package maiden:tool@0.1.0 {") || !strings.HasSuffix(got, "}\n") {
 		t.Errorf("unexpected composition:\n%s", got)
@@ -626,6 +642,7 @@ func TestWithToolPackage(t *testing.T) {
 // TestContractChoice: a source is built against the contract it was
 // written for, so tools from before 0.2.0 keep building unchanged.
 func TestContractChoice(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, src, want string
 	}{
@@ -774,6 +791,7 @@ func describeResult(r runResult) string {
 // loop, startloop, memgrow, memgrow_err and tablegrow are left to the host's
 // tests: in V8 they hang or reserve gigabytes.
 func TestWATFixturesBehave(t *testing.T) {
+	t.Parallel()
 	tc := toolchain(t)
 	bigInput := strings.Repeat("x", 200_000) // forces cabi_realloc to grow memory
 	type call struct {
@@ -851,6 +869,7 @@ func TestWATFixturesBehave(t *testing.T) {
 // TestComponentFromCoreGoWasip1 builds a Go (GOOS=wasip1, c-shared) module
 // and wraps it with the preview1 reactor adapter.
 func TestComponentFromCoreGoWasip1(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("compiles a Go program for wasip1")
 	}
