@@ -43,6 +43,7 @@ func startCmd(t *testing.T, m string, s confine.Spec, args ...string) (*exec.Cmd
 // A long-running confined process over pipes (as a stdio MCP upstream
 // is): it answers on its pipes, and it cannot read outside its paths.
 func TestStartCmdConfinesALongRunningProcess(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	os.WriteFile(secret, []byte("s3cret"), 0o644)
@@ -74,6 +75,7 @@ func TestStartCmdConfinesALongRunningProcess(t *testing.T) {
 
 // The control: the same request for a declared path is answered.
 func TestStartCmdAllowsDeclaredPaths(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := filepath.Join(dir, "f")
 	os.WriteFile(f, []byte("x"), 0o644)
@@ -85,6 +87,7 @@ func TestStartCmdAllowsDeclaredPaths(t *testing.T) {
 }
 
 func TestStartCmdRefusesBadCommands(t *testing.T) {
+	t.Parallel()
 	c := exec.Command("relative-name-that-does-not-exist")
 	if _, err := confine.StartCmd(c, confine.Spec{}); err == nil {
 		t.Fatal("a command that was not found started")
@@ -103,6 +106,7 @@ func TestStartCmdRefusesBadCommands(t *testing.T) {
 // the forking thread ends (internal/childproc forks from a thread that
 // never does).
 func TestStartCmdOutlivesTheThreadThatStartedIt(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(self(t))
 	cmd.Env = []string{modeEnv + "=serve"}
 	in, err := cmd.StdinPipe()

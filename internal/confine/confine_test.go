@@ -28,7 +28,13 @@ const modeEnv = "CONFINE_TEST_MODE"
 func TestMain(m *testing.M) {
 	confine.Main()
 	if mode := os.Getenv(modeEnv); mode != "" {
-		os.Exit(hostile(mode, os.Args[1:]))
+		// syscall.Exit, not os.Exit: a race-detector build that exits 0
+		// through os.Exit sleeps a second first (GORACE's atexit_sleep_ms,
+		// which the scrubbed environment cannot set), and most of this
+		// package's time went to those seconds. What the child prints is
+		// written unbuffered, and a race in it is still reported as it
+		// happens.
+		syscall.Exit(hostile(mode, os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -175,6 +181,7 @@ func self(t testing.TB) string {
 	return p
 }
 
+// run runs s confined.
 func run(t *testing.T, s confine.Spec) confine.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -218,6 +225,7 @@ func mustAllow(t *testing.T, what, out string) {
 // Files outside the declared paths cannot be read, even ones every user
 // may read; the declared ones can (the control).
 func TestCannotReadOutsideItsPaths(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	allowed, secret := filepath.Join(dir, "allowed"), filepath.Join(dir, "secret")
 	os.Mkdir(allowed, 0o755)
@@ -239,6 +247,7 @@ func TestCannotReadOutsideItsPaths(t *testing.T) {
 }
 
 func TestCannotWriteToReadOnlyPath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ro, rw := filepath.Join(dir, "ro"), filepath.Join(dir, "rw")
 	os.Mkdir(ro, 0o755)
@@ -287,6 +296,7 @@ func port(addr string) int {
 }
 
 func TestCannotConnectButToTheProxyPort(t *testing.T) {
+	t.Parallel()
 	proxy, proxyHits := listener(t)
 	other, otherHits := listener(t)
 	s := confine.Spec{ProxyPort: port(proxy)}
@@ -322,6 +332,7 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 }
 
 func TestOutputIsCapped(t *testing.T) {
+	t.Parallel()
 	res := run(t, confine.Spec{Path: self(t), Args: []string{"100000"}, Env: []string{modeEnv + "=spew"}, MaxOutput: 1000})
 	if len(res.Stdout) != 1000 || res.StdoutDropped != 99000 || len(res.Stderr) != 1000 || res.StderrDropped != 99000 {
 		t.Fatalf("stdout %d (+%d dropped), stderr %d (+%d dropped)", len(res.Stdout), res.StdoutDropped, len(res.Stderr), res.StderrDropped)
@@ -345,6 +356,7 @@ func alive(pid int) bool {
 // At the deadline the whole process group dies: the program and the
 // sleeper it started.
 func TestKilledWithChildrenAtDeadline(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	res := run(t, confine.Spec{Path: self(t), Env: []string{modeEnv + "=fork-sleeper"}, Timeout: 2 * time.Second})
 	if !res.TimedOut || res.Signal != "SIGKILL" {
@@ -370,6 +382,7 @@ func TestKilledWithChildrenAtDeadline(t *testing.T) {
 // A program that exits leaving a child behind: the child is killed when
 // the program ends, and Run does not wait for it.
 func TestLeftoverChildrenKilled(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	res := run(t, confine.Spec{Path: self(t), Env: []string{modeEnv + "=fork-sleeper-exit"}, Timeout: 30 * time.Second})
 	if res.TimedOut || res.ExitCode != 0 {
@@ -393,6 +406,7 @@ func TestLeftoverChildrenKilled(t *testing.T) {
 }
 
 func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
 	// 1 GiB: room for the race detector's shadow memory, which counts.
 	lim := confine.Limits{Memory: 1 << 30}
 	res := run(t, confine.Spec{Path: self(t), Args: []string{"64"}, Env: []string{modeEnv + "=alloc"}, Limits: lim})
@@ -406,6 +420,7 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 func TestFileSizeLimit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := confine.Spec{Path: self(t), Env: []string{modeEnv + "=bigfile"}, Writable: []string{dir}, Limits: confine.Limits{FileSize: 1 << 20}}
 	s.Args = []string{filepath.Join(dir, "small"), strconv.Itoa(1 << 20)}
@@ -423,6 +438,7 @@ func TestFileSizeLimit(t *testing.T) {
 }
 
 func TestExitCode(t *testing.T) {
+	t.Parallel()
 	res := run(t, confine.Spec{Path: self(t), Args: []string{"7"}, Env: []string{modeEnv + "=exit"}})
 	if res.ExitCode != 7 || res.TimedOut {
 		t.Fatalf("%+v", res)
@@ -430,6 +446,7 @@ func TestExitCode(t *testing.T) {
 }
 
 func TestBadSpecs(t *testing.T) {
+	t.Parallel()
 	for _, s := range []confine.Spec{
 		{Path: "true"},
 		{Path: "/nonexistent/program"},
@@ -445,6 +462,7 @@ func TestBadSpecs(t *testing.T) {
 // An executable outside the system paths runs: its own file is readable
 // and executable without being declared.
 func TestExecutableOutsideSystemPaths(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "prog")
 	b, err := os.ReadFile("/bin/true")
@@ -459,6 +477,7 @@ func TestExecutableOutsideSystemPaths(t *testing.T) {
 }
 
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	st, err := confine.Probe(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -497,6 +516,7 @@ func syscallKill(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }
 // the start paths do: the system's library directories are links on merged-/usr systems; TestReadPathSymlinkRefused
 // has the declared read-only paths).
 func TestWritableSymlinkRefused(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -550,6 +570,7 @@ func TestWritableSymlinkRefused(t *testing.T) {
 // The controls: the same tree named by its real path is readable, and SystemReadOnly (the CA bundle, the paths the
 // caller adds itself) follows links as the start paths do.
 func TestReadPathSymlinkRefused(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -280,6 +280,7 @@ func netMode(t *testing.T, s confine.Spec, args ...string) string {
 // IPv6, by any of the three send calls: seccomp answers EPERM, and the
 // server never sees a connection.
 func TestNoFastOpenAroundTheProxy(t *testing.T) {
+	t.Parallel()
 	proxy, _ := listener(t)
 	s := confine.Spec{ProxyPort: port(proxy)}
 	for _, network := range []struct{ name, addr string }{{"tcp4", "127.0.0.1:0"}, {"tcp6", "[::1]:0"}} {
@@ -311,6 +312,7 @@ func TestNoFastOpenAroundTheProxy(t *testing.T) {
 // which Landlock refuses, is never called): refused with EPERM, IPv4 and
 // IPv6.
 func TestCannotListen(t *testing.T) {
+	t.Parallel()
 	proxy, _ := listener(t)
 	s := confine.Spec{ProxyPort: port(proxy)}
 	for _, family := range []string{"4", "6"} {
@@ -324,6 +326,7 @@ func TestCannotListen(t *testing.T) {
 // the system calls the filter and Landlock see) is refused: setup, enter
 // and register all answer EPERM, with and without network.
 func TestNoIOUring(t *testing.T) {
+	t.Parallel()
 	proxy, _ := listener(t)
 	const want = "setup EPERM, enter EPERM, register EPERM"
 	for _, s := range []confine.Spec{{}, {ProxyPort: port(proxy)}} {
@@ -336,6 +339,7 @@ func TestNoIOUring(t *testing.T) {
 // UDP and raw sends (the canary tries them too): the socket is refused
 // with EACCES, with and without network.
 func TestNoDatagramSends(t *testing.T) {
+	t.Parallel()
 	proxy, _ := listener(t)
 	target, _ := replier(t, "tcp4", "127.0.0.1:0")
 	for _, s := range []confine.Spec{{}, {ProxyPort: port(proxy)}} {
@@ -350,6 +354,7 @@ func TestNoDatagramSends(t *testing.T) {
 // The same holes for a long-running process started by StartCmd (a stdio
 // MCP import) given a proxy port.
 func TestStartCmdNoFastOpenListenIOUring(t *testing.T) {
+	t.Parallel()
 	proxy, _ := listener(t)
 	target, hits := replier(t, "tcp4", "127.0.0.1:0")
 	target6, hits6 := replier(t, "tcp6", "[::1]:0")
@@ -385,6 +390,7 @@ func TestStartCmdNoFastOpenListenIOUring(t *testing.T) {
 // nothing there (ECONNREFUSED), while 127.0.0.1 at that port reaches the
 // proxy (through maiden's relay).
 func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
+	t.Parallel()
 	if !wantNetNS() {
 		t.Skip("not root: TestNetworkNamespaceWithoutRoot runs this as nobody from a root run (CI)")
 	}
@@ -431,6 +437,7 @@ func TestOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
 // proxy port): only the proxy in its network namespace, for as long as it
 // runs.
 func TestStartCmdOnlyTheProxyInTheNetworkNamespace(t *testing.T) {
+	t.Parallel()
 	if !wantNetNS() {
 		t.Skip("not root: TestNetworkNamespaceWithoutRoot runs this as nobody from a root run (CI)")
 	}
@@ -557,6 +564,7 @@ func wantNetNS() bool { return os.Geteuid() == 0 || os.Getenv(requireNetNS) != "
 // tests, the probe and Fast Open's as nobody, from a copy of this test
 // binary nobody may execute.
 func TestNetworkNamespaceWithoutRoot(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("runs the tests as nobody from a root run")
 	}

@@ -25,6 +25,7 @@ import (
 // own network namespace, through maiden's relay); a host off the list is
 // refused by the proxy, and going around the proxy is refused by Landlock.
 func TestConfinedCurlThroughTheProxy(t *testing.T) {
+	t.Parallel()
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		if os.Getenv("MAIDEN_CI") != "" {

@@ -19,6 +19,7 @@ import (
 // stands for (one character per byte) and encode the response body the same
 // way.
 func TestStringBodies(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "bodyfetcher")
 	for _, tt := range []struct {
@@ -53,6 +54,7 @@ func TestStringBodies(t *testing.T) {
 // for no bytes, or for more than MaxRequestBody, gets a fetch error (failed,
 // naming the problem) and nothing is sent; the call goes on (no trap).
 func TestHostileStringBody(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "bodyfetcher")
 	lim := Limits{Timeout: 10 * defaultLimits.Timeout, Memory: 64 << 20}
@@ -87,6 +89,7 @@ func TestHostileStringBody(t *testing.T) {
 // (bodyfetcher) load side by side in one sandbox, and each gets bodies in
 // its own representation from the same FetchFunc.
 func TestBothContractVersionsLoad(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	body := []byte("caf\xc3\xa9") // UTF-8 text with a byte >= 0x80
 	fetch := func(ctx context.Context, req FetchRequest) (*FetchResponse, *FetchError) {
@@ -109,6 +112,7 @@ func TestBothContractVersionsLoad(t *testing.T) {
 }
 
 func TestContractVersions(t *testing.T) {
+	t.Parallel()
 	str := func(name string) wasmtime.Item {
 		return wasmtime.Item{Name: name, Kind: wasmtime.ItemFunc, Type: "func() -> string", Result: "string"}
 	}
@@ -167,6 +171,7 @@ func latin1(b []byte) string {
 }
 
 func TestBodyCodec(t *testing.T) {
+	t.Parallel()
 	for _, b := range [][]byte{nil, []byte("plain"), allBytes(256), allBytes(MaxRequestBody)} {
 		enc := encodeBody(b)
 		if enc != latin1(b) || !utf8.ValidString(enc) {
@@ -205,6 +210,7 @@ func TestBodyCodec(t *testing.T) {
 // body byte by byte with charCodeAt, and its UTF-8 request body arrives as
 // the bytes it stands for.
 func TestJSStringBodies(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "js/bodyfetcher")
 	big := allBytes(1 << 20)

@@ -62,6 +62,7 @@ func flipCodeByte(t *testing.T, path string) {
 // it was written. Otherwise it is recompiled, the tool still works, and the
 // cache is healed for the next run.
 func TestDiskCacheRefusesTampering(t *testing.T) {
+	t.Parallel()
 	echo := testkit.Component(t, "echo")
 	tests := []struct {
 		name   string
@@ -142,6 +143,7 @@ func TestDiskCacheRefusesTampering(t *testing.T) {
 // write (not sticky) is not used at all; below a sticky one (like /tmp) it
 // is.
 func TestDiskCacheUnderUntrustedAncestor(t *testing.T) {
+	t.Parallel()
 	echo := testkit.Component(t, "echo")
 	for _, tc := range []struct {
 		mode    os.FileMode
@@ -200,6 +202,7 @@ func cachedPaths(c *cache) map[string]bool {
 // TestMemoryCacheEvictsLeastRecentlyUsed: over the byte limit, the entry
 // used least recently goes, and the total stays within the limit.
 func TestMemoryCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	t.Parallel()
 	a, b, c := testkit.Component(t, "echo"), testkit.Component(t, "toolerr"), testkit.Component(t, "logger")
 	sizes := loadSizes(t, a, b, c)
 	limit := sizes[a] + sizes[b] + sizes[c] - 1
@@ -227,6 +230,7 @@ func TestMemoryCacheEvictsLeastRecentlyUsed(t *testing.T) {
 // working for as long as the caller holds it; once released, its code is
 // freed.
 func TestEvictedToolStaysValid(t *testing.T) {
+	t.Parallel()
 	echo, other := testkit.Component(t, "echo"), testkit.Component(t, "toolerr")
 	sb := newSandbox(t, &Options{MaxCacheBytes: 1}) // every load evicts the one before
 	ctx := context.Background()
@@ -272,6 +276,7 @@ func TestEvictedToolStaysValid(t *testing.T) {
 // time. Every call must run the right tool to its right end; none may see
 // freed code (ErrStale) or a torn entry. Run with -race.
 func TestMemoryCacheHammer(t *testing.T) {
+	t.Parallel()
 	tools := map[string]struct {
 		path  string
 		input string
@@ -386,6 +391,7 @@ func writeInPlace(t *testing.T, path string, b []byte) *os.File {
 // rewritten in place (first half written, second not yet) waits for the
 // writer instead of reporting the tool invalid.
 func TestInPlaceWriteIsRetried(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(testkit.Component(t, "echo"))
 	if err != nil {
 		t.Fatal(err)
@@ -430,6 +436,7 @@ func TestInPlaceWriteIsRetried(t *testing.T) {
 // invalid once it has been quiet for the settle time, and a caller's
 // context ends the wait before that.
 func TestInPlaceWriteRetryIsBounded(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := filepath.Join(t.TempDir(), "junk.wasm")
 	writeInPlace(t, path, []byte("not wasm")).Close()

@@ -22,6 +22,7 @@ import (
 // a message naming the state; the bytes themselves are a valid component
 // (wasmtime compiles them), so the refusal is the limit and nothing else.
 func TestLimitRefusesInstanceStateAttack(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, &Options{CacheDir: "off"})
 	attack := scantest.Component(scantest.Module(scantest.ModuleSpec{Globals: 1_000_000}), 100)
 	err := CheckBinary(attack)
@@ -42,6 +43,7 @@ func TestLimitRefusesInstanceStateAttack(t *testing.T) {
 // compile cache), the attack is a result of kind invalid carrying the
 // message, and nothing was instantiated (no linear memory was ever created).
 func TestLimitAttackRefusedAtLoad(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, &Options{CacheDir: "off"})
 	path := filepath.Join(t.TempDir(), "globals.wasm")
 	attack := scantest.Component(scantest.Module(scantest.ModuleSpec{Globals: 1_000_000, Memories: 1}), 100)
@@ -66,6 +68,7 @@ func TestLimitAttackRefusedAtLoad(t *testing.T) {
 // passes CheckBinary, compiles and instantiates (20 instances of 10,000
 // globals, each with a one-page memory: 20 pages fill the ceiling exactly).
 func TestLimitUnderLoads(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, &Options{CacheDir: "off"})
 	under := scantest.Component(scantest.Module(scantest.ModuleSpec{Globals: 10_000, Functions: 10, Memories: 1}), 20)
 	if err := CheckBinary(under); err != nil {
@@ -92,6 +95,7 @@ func TestLimitUnderLoads(t *testing.T) {
 // reports it as the kind below. CheckBinary refuses all but the last at
 // load; this is the second wall for an embedder that skips it.
 func TestLimitStoreRefusesAtRunTime(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, &Options{CacheDir: "off"})
 	mod := scantest.Module
 	type spec = scantest.ModuleSpec

@@ -29,6 +29,7 @@ func event(t testing.TB, phase mwproto.Phase, input, output string) string {
 // TestMiddlewareWorld: Open tells the two worlds apart, and a middleware
 // says only what it has (describe; no schema).
 func TestMiddlewareWorld(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	for _, tc := range []struct {
 		path, world, desc string
@@ -54,6 +55,7 @@ func TestMiddlewareWorld(t *testing.T) {
 // TestMiddlewareHandle runs the Go and the JS city middleware on each kind
 // of event; their verdicts must parse as the host will parse them.
 func TestMiddlewareHandle(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	for _, name := range []string{"city", "js/city"} {
 		t.Run(name, func(t *testing.T) {
@@ -180,6 +182,7 @@ func TestMiddlewareHostile(t *testing.T) {
 // knows the world, answers a middleware's schema without running it, and
 // never runs one world's entry point on the other.
 func TestMiddlewareCompiledRun(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	load := func(path string) *Compiled {
 		t.Helper()
@@ -235,6 +238,7 @@ func TestMiddlewareCompiledRun(t *testing.T) {
 // TestMiddlewareWorldOf: the world read from the bytes (what a worker's
 // parent and maiden build use) is the world Open finds.
 func TestMiddlewareWorldOf(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	for _, path := range []string{testkit.Middleware(t, "pass"), testkit.Middleware(t, "city"), testkit.Middleware(t, "js/city"),
 		testkit.Middleware(t, "trap"), testkit.Component(t, "echo"), testkit.Component(t, "go/echo"), testkit.Component(t, "js/echo"), testkit.Component(t, "noexecute")} {
@@ -267,6 +271,7 @@ func TestMiddlewareWorldOf(t *testing.T) {
 // http-fetch, wasi:http, wasi:sockets) or anything else; its exports are
 // held to the middleware world.
 func TestMiddlewareContract(t *testing.T) {
+	t.Parallel()
 	describe := wasmtime.Item{Name: "describe", Kind: wasmtime.ItemFunc, Type: "func() -> string", Result: "string"}
 	handle := wasmtime.Item{Name: "handle", Kind: wasmtime.ItemFunc, Type: "func(event: string) -> result<string, string>", Params: []string{"string"}, Result: "result<string, string>"}
 	good := []wasmtime.Item{describe, handle}

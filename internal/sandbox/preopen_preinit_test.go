@@ -12,6 +12,7 @@ import (
 // TestPreopensPreinitialised runs the preopened-directory suite with a Go
 // tool maiden build pre-initialised (go/fsprobesnap).
 func TestPreopensPreinitialised(t *testing.T) {
+	t.Parallel()
 	sb, err := sandbox.New(&sandbox.Options{CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)

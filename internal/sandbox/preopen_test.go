@@ -10,6 +10,7 @@ import (
 )
 
 func TestPreopens(t *testing.T) {
+	t.Parallel()
 	sb, err := sandbox.New(&sandbox.Options{CacheDir: testkit.CompileCache(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // (wasmtime checks the pointer before writing), never a write elsewhere;
 // the sandbox serves the next call.
 func TestReallocOutOfBounds(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	out := execute(t, sb, testkit.Component(t, "badrealloc"), `{"message":"x"}`, defaultLimits)
 	if out.Failure == nil || out.Failure.Kind != KindTrap || !strings.Contains(out.Failure.Message, "realloc return: beyond end of memory") {

@@ -16,6 +16,7 @@ import (
 // call's RevealFunc decides, a refusal reaches the tool as err(message),
 // never a trap, and the call's redactor sees what the tool echoes.
 func TestReveal(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "revealer")
 	var asked []string
@@ -57,6 +58,7 @@ func TestReveal(t *testing.T) {
 // TestRevealDeadline: a reveal that outlasts the call's deadline ends the
 // call as a deadline, not with the late answer.
 func TestRevealDeadline(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "revealer")
 	lim := defaultLimits
@@ -74,6 +76,7 @@ func TestRevealDeadline(t *testing.T) {
 // TestRevealOnlyIn030: reveal is in maiden:tool/host@0.3.0 only, and that
 // interface is an import a tool may have.
 func TestRevealOnlyIn030(t *testing.T) {
+	t.Parallel()
 	if !wit.V030.Reveal || wit.V020.Reveal || wit.V010.Reveal {
 		t.Fatal("only 0.3.0 has reveal")
 	}
@@ -89,6 +92,7 @@ func TestRevealOnlyIn030(t *testing.T) {
 // maiden:tool/host@0.3.0 is built against 0.3.0 and reveals like the WAT
 // one; a refusal reaches it as an exception carrying the host's message.
 func TestRevealJS(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "js/revealer")
 	reveal := func(_ context.Context, handle string) (string, error) {

@@ -42,6 +42,7 @@ func execute(t testing.TB, sb *Sandbox, path, input string, lim Limits) Outcome 
 }
 
 func TestEcho(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "echo")
 	info, err := sb.Load(context.Background(), path, defaultLimits)
@@ -61,6 +62,7 @@ func TestEcho(t *testing.T) {
 }
 
 func TestLogLevels(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	var live []LogEntry
 	var mu sync.Mutex
@@ -87,6 +89,7 @@ func TestLogLevels(t *testing.T) {
 }
 
 func TestToolError(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	out := execute(t, sb, testkit.Component(t, "toolerr"), "{}", defaultLimits)
 	if out.Failure == nil || out.Failure.Kind != KindTool || out.Failure.Message != "the tool refused: bad input" {
@@ -147,6 +150,7 @@ func TestHostileTools(t *testing.T) {
 }
 
 func TestTruncatedComponent(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	b, err := os.ReadFile(testkit.Component(t, "echo"))
 	if err != nil {
@@ -164,6 +168,7 @@ func TestTruncatedComponent(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	out := execute(t, sb, filepath.Join(t.TempDir(), "gone.wasm"), "{}", defaultLimits)
 	if out.Failure == nil || out.Failure.Kind != KindInvalid || !strings.Contains(out.Failure.Message, "no such file") {
@@ -172,6 +177,7 @@ func TestMissingFile(t *testing.T) {
 }
 
 func TestCoreModuleIsRefused(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := filepath.Join(t.TempDir(), "core.wasm")
 	// The smallest core module: magic and version 1.
@@ -192,6 +198,7 @@ func TestCoreModuleIsRefused(t *testing.T) {
 // then two dirtysmall, so each gets reservations the other released and
 // dirtysmall its own.
 func TestMemoryIsFreshEachCall(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	mem, small := testkit.Component(t, "dirtymem"), testkit.Component(t, "dirtysmall")
 	for i := 0; i < 45; i++ {
@@ -207,6 +214,7 @@ func TestMemoryIsFreshEachCall(t *testing.T) {
 }
 
 func TestLogIsBounded(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	out := execute(t, sb, testkit.Component(t, "logflood"), "{}", Limits{Timeout: 10 * time.Second, Memory: 16 << 20})
 	if out.Failure != nil || out.Output != "flooded" {
@@ -230,6 +238,7 @@ func TestLogIsBounded(t *testing.T) {
 // lines, by the host's log or by WASI stdout, leave at most the budget's
 // worth of entries, each seen live once, and the marker counts the rest.
 func TestEmptyLogLinesBounded(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.Component(t, "emptylines")
 	maxLines := DefaultMaxLogBytes / logLineCost
@@ -241,6 +250,7 @@ func TestEmptyLogLinesBounded(t *testing.T) {
 		{"stdout", "stdout", 200 * 32768},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			live := 0
 			out, err := sb.Execute(context.Background(), Call{Path: path, Input: tc.input,
 				Limits: Limits{Timeout: 60 * time.Second, Memory: 16 << 20}, OnLog: func(LogEntry) { live++ }})
@@ -287,6 +297,7 @@ func TestCancellation(t *testing.T) {
 }
 
 func TestFetchWithoutNetwork(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	out := execute(t, sb, testkit.Component(t, "fetcher"), "https://example.com/", defaultLimits)
 	if out.Failure == nil || out.Failure.Kind != KindTool || !strings.Contains(out.Failure.Message, "denied: this call has no network access") {
@@ -327,6 +338,7 @@ func TestDeadlineCoversHostCalls(t *testing.T) {
 }
 
 func TestFetchResponseReachesTool(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	var got FetchRequest
 	fetch := func(ctx context.Context, req FetchRequest) (*FetchResponse, *FetchError) {
@@ -346,6 +358,7 @@ func TestFetchResponseReachesTool(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	out, err := sb.Execute(context.Background(), Call{
 		Path: testkit.Component(t, "echo"), Limits: defaultLimits, Input: `{"message":"s3cr3t"}`,
@@ -357,6 +370,7 @@ func TestRedact(t *testing.T) {
 }
 
 func TestHotReload(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
 	if out := execute(t, sb, path, `{"message":"v1"}`, defaultLimits); out.Failure != nil {
@@ -388,6 +402,7 @@ func TestHotReload(t *testing.T) {
 }
 
 func TestDiskCache(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := testkit.Component(t, "echo")
 	first := newSandbox(t, &Options{CacheDir: dir})
@@ -407,6 +422,7 @@ func TestDiskCache(t *testing.T) {
 
 // TestDiskCacheIgnoresDamage: a damaged cache file is recompiled, not run.
 func TestDiskCacheIgnoresDamage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := testkit.Component(t, "echo")
 	first := newSandbox(t, &Options{CacheDir: dir})
@@ -428,6 +444,7 @@ func TestDiskCacheIgnoresDamage(t *testing.T) {
 }
 
 func TestUntrustedCacheDirIsNotUsed(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "shared")
 	if err := os.Mkdir(dir, 0o777); err != nil {
 		t.Fatal(err)
@@ -447,6 +464,7 @@ func TestUntrustedCacheDirIsNotUsed(t *testing.T) {
 // TestConcurrentCalls hammers one sandbox from many goroutines, mixing good
 // and hostile tools, and hot reloads; run with -race.
 func TestConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	echo := testkit.Component(t, "echo")
 	trap := testkit.Component(t, "trap")
@@ -486,6 +504,7 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 func TestStdoutIsCaptured(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	out := execute(t, sb, testkit.Component(t, "js/hello"), `{"name":"Ada"}`, Limits{Timeout: 10 * time.Second, Memory: 128 << 20})
 	if out.Failure != nil {
@@ -507,6 +526,7 @@ func TestStdoutIsCaptured(t *testing.T) {
 // TestJSToolError: a JS tool that throws an Error reports it as its own
 // error (kind tool), message intact.
 func TestJSToolError(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	out := execute(t, sb, testkit.Component(t, "js/hello"), `{"name":"Ada","fail":"asked to fail"}`, Limits{Timeout: 10 * time.Second, Memory: 128 << 20})
 	if out.Failure == nil || out.Failure.Kind != KindTool || out.Failure.Message != "asked to fail" {
@@ -518,6 +538,7 @@ func TestJSToolError(t *testing.T) {
 // once that version is freed after the file changed, says so instead of
 // running something else.
 func TestToolVersionIsPinned(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t, nil)
 	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
 	tool, err := sb.Open(context.Background(), path, defaultLimits)

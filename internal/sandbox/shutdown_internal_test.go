@@ -21,6 +21,7 @@ import (
 // still running rather than free the engine, and finish once the load
 // ends.
 func TestShutdownWaitsForALoad(t *testing.T) {
+	t.Parallel()
 	echo := testkit.Component(t, "echo")
 	for _, entry := range []string{"Open", "Execute"} {
 		t.Run(entry, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 // nothing approved, its own request stays pending, and consuming B's
 // request fails; A's approval is untouched by all of it.
 func TestApprovalOfOneInputNeverReleasesAnother(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, testApprovalOfOneInputNeverReleasesAnother)
 }
 
@@ -46,7 +47,10 @@ func testApprovalOfOneInputNeverReleasesAnother(t *testing.T, be backend) {
 // policy shown to the human; ConsumeAndStart under another tool digest or
 // another policy is refused (naming which) and leaves it approved; under
 // the same binding it is consumed once.
-func TestApprovalBinding(t *testing.T) { eachBackend(t, testApprovalBinding) }
+func TestApprovalBinding(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testApprovalBinding)
+}
 
 func testApprovalBinding(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -89,7 +93,10 @@ func testApprovalBinding(t *testing.T, be backend) {
 // binding columns) is migrated; its approvals have an empty binding, so
 // an approval made then releases no call of a tool that has one (and,
 // from step 12, it may not be approved always).
-func TestApprovalBindingMigration(t *testing.T) { eachBackend(t, testApprovalBindingMigration) }
+func TestApprovalBindingMigration(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testApprovalBindingMigration)
+}
 
 func testApprovalBindingMigration(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -138,7 +145,10 @@ func testApprovalBindingMigration(t *testing.T, be backend) {
 // request before creating one put one question before the human (each
 // approval of another would run the call once more); one decided, or
 // made under another binding, is not shared.
-func TestIdenticalPendingShared(t *testing.T) { eachBackend(t, testIdenticalPendingShared) }
+func TestIdenticalPendingShared(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testIdenticalPendingShared)
+}
 
 func testIdenticalPendingShared(t *testing.T, be backend) {
 	ctx := context.Background()

@@ -38,7 +38,10 @@ func wantState(t *testing.T, s *DB, id, state string) {
 // TestApprovalLifecycle: create, list, decide (audited), find, consume
 // once, done; the errors for unknown and already decided IDs; denial
 // memory; expiry.
-func TestApprovalLifecycle(t *testing.T) { eachBackend(t, testApprovalLifecycle) }
+func TestApprovalLifecycle(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testApprovalLifecycle)
+}
 
 func testApprovalLifecycle(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -157,7 +160,10 @@ func childCmd(path, mode, arg string) *exec.Cmd {
 // TestConsumeExactlyOnce: eight goroutines on two *DB and four child
 // processes race to consume one approval; exactly one wins, in each of
 // several rounds.
-func TestConsumeExactlyOnce(t *testing.T) { eachBackend(t, testConsumeExactlyOnce) }
+func TestConsumeExactlyOnce(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testConsumeExactlyOnce)
+}
 
 func testConsumeExactlyOnce(t *testing.T, be backend) {
 	path := be.target(t)
@@ -241,7 +247,10 @@ func holdChild(t *testing.T, path, mode, id, line string) {
 // exactly once. Another child starts the call and is killed while it
 // "runs": on restart it is interrupted, never consumable again. A call
 // started by a live process is left alone.
-func TestApprovalKill9(t *testing.T) { eachBackend(t, testApprovalKill9) }
+func TestApprovalKill9(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testApprovalKill9)
+}
 
 func testApprovalKill9(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -326,6 +335,7 @@ func testApprovalKill9(t *testing.T, be backend) {
 // instances filling the same agent's places at once store exactly the
 // bound between them (the count and the insert in one locked write).
 func TestPendingApprovalsBoundedPerAgent(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, testPendingApprovalsBoundedPerAgent)
 }
 

@@ -11,7 +11,10 @@ import (
 // given back by the process that consumed it (approved again, consumable
 // exactly once more); another store (another process's runner) cannot
 // give it back, nor can a done call be.
-func TestUnstart(t *testing.T) { eachBackend(t, testUnstart) }
+func TestUnstart(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testUnstart)
+}
 
 func testUnstart(t *testing.T, be backend) {
 	ctx := context.Background()

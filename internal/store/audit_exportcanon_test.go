@@ -18,6 +18,7 @@ import (
 // JavaScript, a SIEM) reads the first, planted one: the export "verifies"
 // and says something the chain never held.
 func TestVerifyExportRefusesNonCanonicalLines(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
 	if _, err := s.AppendAudit(ctx, AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:mallory", Agent: "mallory", Tool: "shell",

@@ -40,7 +40,10 @@ func verifyOK(t *testing.T, s *DB, want int64) string {
 
 // TestAuditCardAndTokenChanges: every card and token change appends its
 // record in its own transaction; a refused operation appends none.
-func TestAuditCardAndTokenChanges(t *testing.T) { eachBackend(t, testAuditCardAndTokenChanges) }
+func TestAuditCardAndTokenChanges(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testAuditCardAndTokenChanges)
+}
 
 func testAuditCardAndTokenChanges(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -112,7 +115,10 @@ func testAuditCardAndTokenChanges(t *testing.T, be backend) {
 // TestAuditExport: an export verifies on its own; a cut, an edit, or a
 // rewritten history (every hash recomputed, which no local check can
 // see) fail, the last against a head noted earlier.
-func TestAuditExport(t *testing.T) { eachBackend(t, testAuditExport) }
+func TestAuditExport(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testAuditExport)
+}
 
 func testAuditExport(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -242,6 +248,7 @@ func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string
 // command-line shell, as someone with the file would, and checks that
 // VerifyAudit names the first bad record and what was done to it.
 func TestAuditTamperWithSQLiteCLI(t *testing.T) {
+	t.Parallel()
 	cli, err := exec.LookPath("sqlite3")
 	if err != nil {
 		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; make test installs it, see scripts/deps)")
@@ -257,6 +264,7 @@ func TestAuditTamperWithSQLiteCLI(t *testing.T) {
 // TestAuditTamperWithPsql makes the same edits to a PostgreSQL store
 // through psql, as a role that may write the tables would.
 func TestAuditTamperWithPsql(t *testing.T) {
+	t.Parallel()
 	tamper(t, backends[1], func(t *testing.T, url, sql string) {
 		pgtest.Exec(t, url, sql)
 	})
@@ -265,7 +273,10 @@ func TestAuditTamperWithPsql(t *testing.T) {
 // TestAuditMultiProcess: three child processes and two goroutines append
 // at once; the result is one chain holding every record, each writer's
 // in its order.
-func TestAuditMultiProcess(t *testing.T) { eachBackend(t, testAuditMultiProcess) }
+func TestAuditMultiProcess(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testAuditMultiProcess)
+}
 
 func testAuditMultiProcess(t *testing.T, be backend) {
 	const per = 60
@@ -320,7 +331,10 @@ func testAuditMultiProcess(t *testing.T, be backend) {
 // TestAuditKill9: a child appending in a loop is killed once it has
 // committed some records (it says so, still appending); the chain still
 // verifies (no half-written record) and holds every record it reported.
-func TestAuditKill9(t *testing.T) { eachBackend(t, testAuditKill9) }
+func TestAuditKill9(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testAuditKill9)
+}
 
 func testAuditKill9(t *testing.T, be backend) {
 	const before = 20 // records the child reports committed before the kill
@@ -361,7 +375,10 @@ func testAuditKill9(t *testing.T, be backend) {
 
 // TestAuditRejectsBadInput: a record without a kind or with a body that
 // is not JSON is refused, and nothing is appended.
-func TestAuditRejectsBadInput(t *testing.T) { eachBackend(t, testAuditRejectsBadInput) }
+func TestAuditRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testAuditRejectsBadInput)
+}
 
 func testAuditRejectsBadInput(t *testing.T, be backend) {
 	s := open(t, be.target(t), nil)
@@ -377,7 +394,10 @@ func testAuditRejectsBadInput(t *testing.T, be backend) {
 // TestAuditGroupCommit: concurrent AppendAuditGroup callers each get
 // their own committed record (distinct sequence numbers, as read back),
 // and the chain holds exactly them.
-func TestAuditGroupCommit(t *testing.T) { eachBackend(t, testAuditGroupCommit) }
+func TestAuditGroupCommit(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testAuditGroupCommit)
+}
 
 func testAuditGroupCommit(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -424,6 +444,7 @@ func testAuditGroupCommit(t *testing.T, be backend) {
 //	Z=$(printf '0%.0s' $(seq 64))
 //	printf 'maiden-audit-v1\n1:1\n19:1700000000000000000\n5:fetch\n8:operator\n1:a\n1:t\n7:{"x":1}\n64:%s\n' "$Z" | sha256sum
 func TestAuditHashVector(t *testing.T) {
+	t.Parallel()
 	r := AuditRecord{Seq: 1, At: time.Unix(0, 1_700_000_000_000_000_000), Kind: "fetch", Actor: "operator", Agent: "a", Tool: "t",
 		Body: json.RawMessage(`{"x":1}`), Prev: genesis}
 	if got, want := auditHash(r), "b622b16263b6687b42efb367fd68cb445c380c8a15fa94ce985042f347184e00"; got != want {

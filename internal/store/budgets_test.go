@@ -29,7 +29,10 @@ func budgeted(t *testing.T, b string, grants ...string) cards.Spec {
 // exactly 5 are reserved, the other 25 are refused as exhausted, naming
 // the card, and the card shows 5 spent. The check and the spend are one
 // transaction under the write lock every instance takes, as rate limits'.
-func TestBudgetsAcrossInstances(t *testing.T) { eachBackend(t, testBudgetsAcrossInstances) }
+func TestBudgetsAcrossInstances(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testBudgetsAcrossInstances)
+}
 
 func testBudgetsAcrossInstances(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -81,7 +84,10 @@ func testBudgetsAcrossInstances(t *testing.T, be backend) {
 // on a child spends its ancestors, so siblings together cannot outspend
 // their parent; wall time and bytes are charged at the end and can exhaust
 // a card.
-func TestBudgetsOnlyShrink(t *testing.T) { eachBackend(t, testBudgetsOnlyShrink) }
+func TestBudgetsOnlyShrink(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testBudgetsOnlyShrink)
+}
 
 func testBudgetsOnlyShrink(t *testing.T, be backend) {
 	ctx := context.Background()

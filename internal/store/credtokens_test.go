@@ -16,6 +16,7 @@ import (
 // on the lease (seen in pg_stat_activity as lock waits, not guessed with a
 // sleep), and they read its row: one replacement, not three.
 func TestLeaseTokenOneHolder(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	dbs := []*DB{open(t, url, nil), open(t, url, nil), open(t, url, nil)}
 	if !dbs[0].SharesTokens() {
@@ -92,6 +93,7 @@ func waitLockWaiters(ctx context.Context, t *testing.T, db *DB, n int) {
 // TestLeaseTokenSQLite: a SQLite store keeps the rows too (one process,
 // the transaction's lock), and says it does not share them.
 func TestLeaseTokenSQLite(t *testing.T) {
+	t.Parallel()
 	db := open(t, backends[0].target(t), nil)
 	if db.SharesTokens() {
 		t.Fatal("a SQLite store claims to share tokens")

@@ -61,6 +61,7 @@ func holdTrust(t *testing.T, s *DB) {
 // so that a notification that merely tends to arrive first would lose
 // some.
 func TestPostgresRevokeThenCallElsewhere(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := open(t, dbURL, nil)
@@ -111,6 +112,7 @@ func TestPostgresRevokeThenCallElsewhere(t *testing.T) {
 // whatever else other instances write (a rate-limit take, a quota, audit
 // records ingested, a session); a grant moves it.
 func TestPostgresCardsGenerationKinds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := open(t, dbURL, nil)
@@ -165,6 +167,7 @@ func TestPostgresCardsGenerationKinds(t *testing.T) {
 // not, it would return at once and the other instance could honour a
 // revoked card until its lease ran out.
 func TestFeedsVisibleToAnotherRole(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := open(t, dbURL, nil) // its feed logs in as the superuser
@@ -208,6 +211,7 @@ func TestFeedsVisibleToAnotherRole(t *testing.T) {
 // 20 ms for twice the lease; the feed must have read the counter several
 // times meanwhile.
 func TestPostgresFeedRenewsUnderNotifications(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	b := open(t, dbURL, nil)
@@ -249,6 +253,7 @@ func TestPostgresFeedRenewsUnderNotifications(t *testing.T) {
 // put, while a write of another kind (an approval) still does both. The
 // chain's one order under the lock is TestPostgresAuditTwoInstances's.
 func TestPostgresAuditWakesNoOne(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := openOpts(t, dbURL, &Options{JournalDir: t.TempDir()})

@@ -68,7 +68,10 @@ func checkLargeChain(t *testing.T, s *DB, n int) {
 // stalled the ingester, refusing every call once the backlog passed its
 // bound). A record larger than a journal line may be is refused with
 // ErrBadInput, is not acknowledged, and does not stop the records after it.
-func TestJournalLargeRecords(t *testing.T) { eachBackend(t, testJournalLargeRecords) }
+func TestJournalLargeRecords(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalLargeRecords)
+}
 
 func testJournalLargeRecords(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -115,7 +118,10 @@ func testJournalLargeRecords(t *testing.T, be backend) {
 // the same records (one sealed file, small lines before large ones) is
 // ingested whole when the store is opened, not refused as "stopped before
 // its end" (which made Open fail).
-func TestJournalLargeRecordsSwept(t *testing.T) { eachBackend(t, testJournalLargeRecordsSwept) }
+func TestJournalLargeRecordsSwept(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalLargeRecordsSwept)
+}
 
 func testJournalLargeRecordsSwept(t *testing.T, be backend) {
 	// zeros: the file as a writer killed while it was mapped leaves it

@@ -73,7 +73,10 @@ func runFsizeChild() int {
 // returns the error and takes the partial line back, so that the records
 // the child appends once the limit is lifted are whole; opening the store
 // ingests exactly the acknowledged records, none damaged or torn.
-func TestJournalFileSizeLimit(t *testing.T) { eachBackend(t, testJournalFileSizeLimit) }
+func TestJournalFileSizeLimit(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalFileSizeLimit)
+}
 
 func testJournalFileSizeLimit(t *testing.T, be backend) {
 	path := be.target(t)
@@ -123,7 +126,10 @@ func testJournalFileSizeLimit(t *testing.T, be backend) {
 // whose file lock is held (as by a writer in another PID namespace under
 // the same host name, to which the PID means nothing) is not swept; once
 // the lock is released, it is.
-func TestJournalLockMeansAlive(t *testing.T) { eachBackend(t, testJournalLockMeansAlive) }
+func TestJournalLockMeansAlive(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalLockMeansAlive)
+}
 
 func testJournalLockMeansAlive(t *testing.T, be backend) {
 	path := be.target(t)
@@ -157,7 +163,10 @@ func testJournalLockMeansAlive(t *testing.T, be backend) {
 // TestJournalAbandonedNewFile: a journal file its writer died making
 // (still under its temporary name, so never written) is removed by the
 // next sweep; one whose maker still holds its lock is left alone.
-func TestJournalAbandonedNewFile(t *testing.T) { eachBackend(t, testJournalAbandonedNewFile) }
+func TestJournalAbandonedNewFile(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalAbandonedNewFile)
+}
 
 func testJournalAbandonedNewFile(t *testing.T, be backend) {
 	path := be.target(t)
@@ -195,6 +204,7 @@ func testJournalAbandonedNewFile(t *testing.T, be backend) {
 // whole length (yieldP); and what it ingests so is the chain, exactly
 // once.
 func TestJournalIngesterYields(t *testing.T) {
+	t.Parallel()
 	const n = 6000 // two batches of thousands of rows: each well over yieldEvery
 	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Millisecond, JournalBacklog: 4 << 30})
 	j := s.Journal()
@@ -238,6 +248,7 @@ func TestJournalIngesterYields(t *testing.T) {
 // complete line is left: at low priority on a busy machine it could
 // otherwise go on until Append refused calls).
 func TestJournalIngesterBehindGoesUrgent(t *testing.T) {
+	t.Parallel()
 	const n1, n = 100, 400 // ~110 bytes a line: a sixth of the bound, then over half; many windows
 	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Millisecond, JournalBacklog: 64 << 10, journalWindow: 2 << 10})
 	j := s.Journal()
@@ -293,6 +304,7 @@ func TestJournalIngesterBehindGoesUrgent(t *testing.T) {
 // the directory and the fix; a directory only its owner writes (0700,
 // 0755) opens.
 func TestJournalDirMustBePrivate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s := open(t, path, nil)

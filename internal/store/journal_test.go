@@ -150,7 +150,10 @@ func heldJournal(t *testing.T, path, tool string, n int) string {
 // append at once; after Flush (and the children's Close) the chain holds
 // every record exactly once, each writer's in its order, and verifies;
 // the children's files are gone.
-func TestJournalAppendFlush(t *testing.T) { eachBackend(t, testJournalAppendFlush) }
+func TestJournalAppendFlush(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalAppendFlush)
+}
 
 func testJournalAppendFlush(t *testing.T, be backend) {
 	const per, kids, gs = 300, 2, 4
@@ -216,7 +219,10 @@ func testJournalAppendFlush(t *testing.T, be backend) {
 // may be cut short); then a child is killed after appending with its
 // ingester held off. Each time, opening the store ingests every record
 // the child acknowledged, exactly once, and nothing it did not write.
-func TestJournalKill9(t *testing.T) { eachBackend(t, testJournalKill9) }
+func TestJournalKill9(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalKill9)
+}
 
 func testJournalKill9(t *testing.T, be backend) {
 	path := be.target(t)
@@ -285,7 +291,10 @@ func testJournalKill9(t *testing.T, be backend) {
 // TestJournalTornLine: a dead writer's file ending in a partial line (a
 // write cut short by SIGKILL): the complete lines are ingested, the
 // partial one dropped and counted, the file removed.
-func TestJournalTornLine(t *testing.T) { eachBackend(t, testJournalTornLine) }
+func TestJournalTornLine(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalTornLine)
+}
 
 func testJournalTornLine(t *testing.T, be backend) {
 	path := be.target(t)
@@ -335,7 +344,10 @@ func testJournalTornLine(t *testing.T, be backend) {
 // in from another journal before ingestion are refused: each appears in
 // the chain as an AuditJournalDamaged record naming the file and line,
 // the rest is ingested, and the chain verifies.
-func TestJournalDamagedLines(t *testing.T) { eachBackend(t, testJournalDamagedLines) }
+func TestJournalDamagedLines(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalDamagedLines)
+}
 
 func testJournalDamagedLines(t *testing.T, be backend) {
 	path := be.target(t)
@@ -401,7 +413,10 @@ func testJournalDamagedLines(t *testing.T, be backend) {
 
 // TestJournalEditedOwnFile: a line of a live store's own journal edited
 // before its ingester reached it is refused the same way.
-func TestJournalEditedOwnFile(t *testing.T) { eachBackend(t, testJournalEditedOwnFile) }
+func TestJournalEditedOwnFile(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalEditedOwnFile)
+}
 
 func testJournalEditedOwnFile(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -451,7 +466,10 @@ func testJournalEditedOwnFile(t *testing.T, be backend) {
 // others (SQLITE_BUSY from the child's first write). What this test
 // guards is that each record is taken exactly once, not how long a
 // writer waits; ErrLocked's own test is TestOpenMigrationWaitsForLock.
-func TestJournalConcurrentSweepers(t *testing.T) { eachBackend(t, testJournalConcurrentSweepers) }
+func TestJournalConcurrentSweepers(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalConcurrentSweepers)
+}
 
 func testJournalConcurrentSweepers(t *testing.T, be backend) {
 	const n = 12000
@@ -503,7 +521,10 @@ func testJournalConcurrentSweepers(t *testing.T, be backend) {
 // TestJournalRotation: small files rotate; each sealed file is removed
 // once ingested, and the records keep their order across files; with and
 // without fsync, mapped and written with write(2).
-func TestJournalRotation(t *testing.T) { eachBackend(t, testJournalRotation) }
+func TestJournalRotation(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalRotation)
+}
 
 func testJournalRotation(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -543,7 +564,10 @@ func testJournalRotation(t *testing.T, be backend) {
 // stores for the same record (strings with quotes, backslashes, control
 // characters and non-ASCII; a body with spaces and '<'; the time to the
 // nanosecond).
-func TestJournalRoundTrip(t *testing.T) { eachBackend(t, testJournalRoundTrip) }
+func TestJournalRoundTrip(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalRoundTrip)
+}
 
 func testJournalRoundTrip(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -577,7 +601,10 @@ func testJournalRoundTrip(t *testing.T, be backend) {
 // repeat and change from one record to the next, give exactly the chain
 // that appending the same records one by one directly gives: the same
 // records, sequence numbers, prev and hashes.
-func TestJournalBatchSizes(t *testing.T) { eachBackend(t, testJournalBatchSizes) }
+func TestJournalBatchSizes(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalBatchSizes)
+}
 
 func testJournalBatchSizes(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -627,7 +654,10 @@ func testJournalBatchSizes(t *testing.T, be backend) {
 // TestJournalRefuses: bad records, a journal directory that cannot be
 // made, and a backlog beyond its bound are refused with an error, and
 // nothing is acknowledged.
-func TestJournalRefuses(t *testing.T) { eachBackend(t, testJournalRefuses) }
+func TestJournalRefuses(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalRefuses)
+}
 
 func testJournalRefuses(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -691,7 +721,10 @@ func testJournalRefuses(t *testing.T, be backend) {
 // once per batch (every commit moves the WAL index's counter); on
 // PostgreSQL it does not (an audit append moves no counter and notifies no
 // one: TestPostgresAuditWakesNoOne).
-func TestJournalGeneration(t *testing.T) { eachBackend(t, testJournalGeneration) }
+func TestJournalGeneration(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalGeneration)
+}
 
 func testJournalGeneration(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -719,7 +752,10 @@ func testJournalGeneration(t *testing.T, be backend) {
 // store is closed under them. Every Append either returns nil, and its
 // record is in the chain once the store is opened again, or
 // ErrJournalClosed, and it is not; nothing is left in the journal.
-func TestJournalCloseWhileAppending(t *testing.T) { eachBackend(t, testJournalCloseWhileAppending) }
+func TestJournalCloseWhileAppending(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalCloseWhileAppending)
+}
 
 func testJournalCloseWhileAppending(t *testing.T, be backend) {
 	for _, fsync := range []bool{false, true} {
@@ -780,7 +816,10 @@ func testJournalCloseWhileAppending(t *testing.T, be backend) {
 // error, Append refuses once the backlog is full (naming the cause), and
 // once the lock is released everything acknowledged reaches the chain,
 // once.
-func TestJournalStoreLocked(t *testing.T) { eachBackend(t, testJournalStoreLocked) }
+func TestJournalStoreLocked(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testJournalStoreLocked)
+}
 
 func testJournalStoreLocked(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -908,6 +947,7 @@ func FuzzJournalLine(f *testing.F) {
 // the backlog has become meanwhile; Release gives the room back; a closed
 // journal refuses a reservation as it refuses an Append.
 func TestJournalReserve(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const bound = 16 << 10
 	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Hour, JournalBacklog: bound})

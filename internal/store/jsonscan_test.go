@@ -40,6 +40,7 @@ func FuzzScanJSON(f *testing.F) {
 // TestScanJSONDepth: nesting as deep as encoding/json allows is valid,
 // one level deeper is not (as for json.Valid).
 func TestScanJSONDepth(t *testing.T) {
+	t.Parallel()
 	for _, d := range []int{maxJSONDepth, maxJSONDepth + 1} {
 		for _, open := range []string{"[", `{"a":`} {
 			closer := map[string]string{"[": "]", `{"a":`: "}"}[open]
@@ -83,6 +84,7 @@ func BenchmarkScanJSON(b *testing.B) {
 // test, for every byte value in every position of a word of otherwise
 // plain bytes, or of bytes it must stop at.
 func TestPlain8(t *testing.T) {
+	t.Parallel()
 	stop := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 }
 	for _, fill := range []byte{'a', 0x7f, 0x80, 0xff, '"', 0x1f, '\\', 0x20, '!', '#', '[', ']'} {
 		for pos := range 8 {

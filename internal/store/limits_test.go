@@ -16,7 +16,10 @@ import (
 // TestTakeBucket: a bucket of 3 refilling 1 per minute allows 3 at once,
 // then refuses with the time the next token arrives, refills at that
 // time, survives a restart, and keeps keys apart.
-func TestTakeBucket(t *testing.T) { eachBackend(t, testTakeBucket) }
+func TestTakeBucket(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testTakeBucket)
+}
 
 func testTakeBucket(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -79,7 +82,10 @@ func testTakeBucket(t *testing.T, be backend) {
 // TestTakeAcrossProcesses: four child processes and four goroutines take
 // from one bucket of capacity 25 (no refill in the test's time); exactly
 // 25 takes are allowed in all: no lost update, no double spend.
-func TestTakeAcrossProcesses(t *testing.T) { eachBackend(t, testTakeAcrossProcesses) }
+func TestTakeAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testTakeAcrossProcesses)
+}
 
 func testTakeAcrossProcesses(t *testing.T, be backend) {
 	const capacity, per = 25, 20
@@ -133,7 +139,10 @@ func testTakeAcrossProcesses(t *testing.T, be backend) {
 }
 
 // TestSpendQuota: a window of 10 units per hour.
-func TestSpendQuota(t *testing.T) { eachBackend(t, testSpendQuota) }
+func TestSpendQuota(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testSpendQuota)
+}
 
 func testSpendQuota(t *testing.T, be backend) {
 	ctx := context.Background()

@@ -47,6 +47,7 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 // for the lock, and leaves a gone process's journal, which it could not
 // ingest, for later; nothing of it is lost or damaged.
 func TestOpenWhileAnotherWrites(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(context.Background(), path, nil)

@@ -13,7 +13,10 @@ import (
 // no way of presenting it as (or turning it into) an agent token works,
 // nor the reverse: the prefix differs and the rows are in another table.
 // Mints and revocations are audited; only hashes are stored.
-func TestOperatorTokens(t *testing.T) { eachBackend(t, testOperatorTokens) }
+func TestOperatorTokens(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testOperatorTokens)
+}
 
 func testOperatorTokens(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -151,7 +154,10 @@ func testOperatorTokens(t *testing.T, be backend) {
 // role for /metrics, never as an operator (no inbox, no decisions) nor as
 // an agent; an operator's token keeps the operator role; revoking a
 // metrics token ends it.
-func TestMetricsTokens(t *testing.T) { eachBackend(t, testMetricsTokens) }
+func TestMetricsTokens(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testMetricsTokens)
+}
 
 func testMetricsTokens(t *testing.T, be backend) {
 	ctx := context.Background()

@@ -158,6 +158,7 @@ func waitRenewed(t *testing.T, s *DB) {
 // feed that vanished (feed_leases), so that when Revoke returns, B no
 // longer answers from what it keeps.
 func TestPostgresRevokeWhileFeedVanishes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := open(t, dbURL, nil)
@@ -205,6 +206,7 @@ func TestPostgresRevokeWhileFeedVanishes(t *testing.T) {
 // used: its epoch must have moved, and B's wallet and token answer
 // the revocations committed meanwhile.
 func TestPostgresFeedReconnectResyncs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := open(t, dbURL, nil)
@@ -262,6 +264,7 @@ func TestPostgresFeedReconnectResyncs(t *testing.T) {
 // snapshot after the lock), so the human is asked once and the approval
 // runs the call once.
 func TestPostgresCreateApprovalDedupAcrossInstances(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	stores := []*DB{open(t, dbURL, nil), open(t, dbURL, nil), open(t, dbURL, nil)}

@@ -19,6 +19,7 @@ import (
 // TestRebind: '?' outside literals, quoted identifiers and comments
 // becomes $1, $2, ... in order; inside them it stays.
 func TestRebind(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`SELECT 1`, `SELECT 1`},
 		{`SELECT ?`, `SELECT $1`},
@@ -95,6 +96,7 @@ func FuzzRebind(f *testing.F) {
 // back exactly, beside a placeholder: the rewriting and the server's lexer
 // agree on where literals end.
 func TestRebindAgainstServer(t *testing.T) {
+	t.Parallel()
 	s := open(t, pgtest.URL(t), nil)
 	for _, lit := range []string{"?", "it's ?", `\?`, "''?''", "$$?$$", "/* ? */", "-- ?", `"?"`, "?\n?", "E'?'"} {
 		quoted := "'" + strings.ReplaceAll(lit, "'", "''") + "'"
@@ -115,6 +117,7 @@ func TestRebindAgainstServer(t *testing.T) {
 // TestPgDDL: the portable migrations' types become PostgreSQL's, and
 // nothing else changes.
 func TestPgDDL(t *testing.T) {
+	t.Parallel()
 	in := `CREATE TABLE t (name TEXT PRIMARY KEY, data BLOB, x REAL, n BIGINT, note TEXT DEFAULT 'TEXT', "TEXT" INTEGER) -- TEXT`
 	want := `CREATE TABLE t (name TEXT COLLATE "C" PRIMARY KEY, data BYTEA, x DOUBLE PRECISION, n BIGINT, note TEXT COLLATE "C" DEFAULT 'TEXT', "TEXT" INTEGER) -- TEXT`
 	if got := pgDDL(in); got != want {
@@ -140,6 +143,7 @@ func TestPgDDL(t *testing.T) {
 // TestPostgresURLRefused: a password in the URL is refused without being
 // repeated; a malformed URL is refused without being repeated either.
 func TestPostgresURLRefused(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{
 		"postgres://maiden:hunter2secret@127.0.0.1:1/db",
 		"postgresql://maiden@127.0.0.1:1/db?sslmode=disable&password=hunter2secret",
@@ -197,6 +201,7 @@ func withUser(t *testing.T, dbURL, user string) string {
 // naming it; with them all, Open works, even with UPDATE and DELETE on
 // the audit trail denied.
 func TestPostgresPrivileges(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	role := "maiden_r" + strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
 	pgtest.Exec(t, dbURL, "CREATE ROLE "+role+" LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
@@ -232,6 +237,7 @@ func TestPostgresPrivileges(t *testing.T) {
 // once (goroutines and child processes) all succeed; each migration ran
 // once (a second run would fail on its CREATE TABLE).
 func TestPostgresConcurrentMigrations(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	const gs, kids = 6, 2
 	var wg sync.WaitGroup
@@ -351,6 +357,7 @@ func TestPostgresTwoInstances(t *testing.T) {
 // concurrently through two stores, allow exactly their capacity (no lost
 // update across instances).
 func TestPostgresLimitsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := open(t, dbURL, nil)
@@ -392,6 +399,7 @@ func TestPostgresLimitsAcrossInstances(t *testing.T) {
 // two stores (directly and through each one's journal) form one chain
 // that verifies from either; an edit through psql breaks it.
 func TestPostgresAuditTwoInstances(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := openOpts(t, dbURL, &Options{JournalDir: t.TempDir()})
@@ -444,6 +452,7 @@ func TestPostgresAuditTwoInstances(t *testing.T) {
 // instance's live journal file, which it cannot see: that file's records
 // are in the chain once, not again from its start.
 func TestPostgresSweepKeepsOthersPositions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	a := openOpts(t, dbURL, &Options{JournalDir: t.TempDir()})
@@ -650,7 +659,10 @@ func TestWaitChangeSQLite(t *testing.T) {
 // A write carrying one fails on PostgreSQL, cleanly (an error, nothing
 // written), and the store goes on working; a rendered call with NUL is
 // refused rather than stored.
-func TestNULStrings(t *testing.T) { eachBackend(t, testNULStrings) }
+func TestNULStrings(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testNULStrings)
+}
 
 func testNULStrings(t *testing.T, be backend) {
 	ctx := context.Background()

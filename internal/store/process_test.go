@@ -62,7 +62,10 @@ func child(t *testing.T, path, writer string, from, count int) *exec.Cmd {
 // is killed with SIGKILL mid-burst, three times over. Each time the store
 // opens cleanly (integrity_check ok) and holds a prefix of the grants: no
 // gap, and at least every grant the child reported committed.
-func TestKill9DuringGrants(t *testing.T) { eachBackend(t, testKill9DuringGrants) }
+func TestKill9DuringGrants(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testKill9DuringGrants)
+}
 
 func testKill9DuringGrants(t *testing.T, be backend) {
 	path := be.target(t)
@@ -119,7 +122,10 @@ func testKill9DuringGrants(t *testing.T, be backend) {
 // third in a child process grant cards at the same time; every grant
 // arrives, each writer's in its order, and nothing fails with "database
 // is locked".
-func TestConcurrentWriters(t *testing.T) { eachBackend(t, testConcurrentWriters) }
+func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testConcurrentWriters)
+}
 
 func testConcurrentWriters(t *testing.T, be backend) {
 	const n = 40
@@ -169,7 +175,10 @@ func testConcurrentWriters(t *testing.T, be backend) {
 // TestHammer: many goroutines grant, derive, revoke and read wallets on
 // one store at once (run with -race); afterwards every revoked card's
 // descendants are revoked too.
-func TestHammer(t *testing.T) { eachBackend(t, testHammer) }
+func TestHammer(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testHammer)
+}
 
 func testHammer(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -249,7 +258,10 @@ func mustGrant(t *testing.T, s string) grant.Grant {
 
 // TestConcurrentOpen: four processes open one new file at the same moment;
 // each succeeds, and the migration ran once.
-func TestConcurrentOpen(t *testing.T) { eachBackend(t, testConcurrentOpen) }
+func TestConcurrentOpen(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testConcurrentOpen)
+}
 
 func testConcurrentOpen(t *testing.T, be backend) {
 	path := be.target(t)
@@ -288,7 +300,10 @@ func testConcurrentOpen(t *testing.T, be backend) {
 // another process commits, stays put while nobody writes, and never stays
 // the same across a change of the wallet it guards, while a child process
 // grants as fast as it can.
-func TestGenerationSeesEveryWriter(t *testing.T) { eachBackend(t, testGenerationSeesEveryWriter) }
+func TestGenerationSeesEveryWriter(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testGenerationSeesEveryWriter)
+}
 
 func testGenerationSeesEveryWriter(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -370,6 +385,7 @@ func testGenerationSeesEveryWriter(t *testing.T, be backend) {
 // makes its writes fail: the -shm descriptor Generation reads through
 // must stay open, or the process's POSIX locks on the file go with it.
 func TestShmSurvivesGC(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s := open(t, path, nil)

@@ -92,7 +92,10 @@ func counters(t *testing.T, s *SQLite) (gen, audit int64) {
 // opening it again is idempotent (the stored boundary wins, nothing is
 // written); another agent is refused; IDs are checked; a generated ID is
 // ses_ and 32 hex digits.
-func TestOpenSession(t *testing.T) { eachBackend(t, testOpenSession) }
+func TestOpenSession(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testOpenSession)
+}
 
 func testOpenSession(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -164,7 +167,10 @@ func testOpenSession(t *testing.T, be backend) {
 // revision, stored with why; a second session of the same agent keeps its
 // own boundary; a later approval is assessed against the current
 // revision, not the one the request was made against.
-func TestApproveAppliesRevision(t *testing.T) { eachBackend(t, testApproveAppliesRevision) }
+func TestApproveAppliesRevision(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testApproveAppliesRevision)
+}
 
 func testApproveAppliesRevision(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -228,7 +234,10 @@ func testApproveAppliesRevision(t *testing.T, be backend) {
 // same request, even with another body (BOUNDARIES.md, Request); in
 // another session it is another request; refusals are the
 // *boundary.ValidationError itself and store nothing (B1-B5).
-func TestRequestIdempotent(t *testing.T) { eachBackend(t, testRequestIdempotent) }
+func TestRequestIdempotent(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testRequestIdempotent)
+}
 
 func testRequestIdempotent(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -307,7 +316,10 @@ func testRequestIdempotent(t *testing.T, be backend) {
 
 // TestConcurrentSameRequest: goroutines on two handles of one file send
 // the same client ID at once: one request is made, every caller gets it.
-func TestConcurrentSameRequest(t *testing.T) { eachBackend(t, testConcurrentSameRequest) }
+func TestConcurrentSameRequest(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testConcurrentSameRequest)
+}
 
 func testConcurrentSameRequest(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -344,7 +356,10 @@ func testConcurrentSameRequest(t *testing.T, be backend) {
 
 // TestSettleOnce (B14): a settled request is settled for good: a second
 // decision is ErrApprovalState and changes nothing; only operators decide.
-func TestSettleOnce(t *testing.T) { eachBackend(t, testSettleOnce) }
+func TestSettleOnce(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testSettleOnce)
+}
 
 func testSettleOnce(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -392,7 +407,10 @@ func testSettleOnce(t *testing.T, be backend) {
 // (B10), and a change of the boundary's kind (B15), leave the boundary as
 // it was; an expansion already covered is approved without a revision
 // (B12).
-func TestDenyAndConflict(t *testing.T) { eachBackend(t, testDenyAndConflict) }
+func TestDenyAndConflict(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testDenyAndConflict)
+}
 
 func testDenyAndConflict(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -481,7 +499,10 @@ func deadRunner(t *testing.T) string {
 // TestHostRestarted (B16): on start, the pending requests of processes
 // that are gone are denied with host_restarted; settled ones, and those of
 // a live process (this one) or another host, are left as they are.
-func TestHostRestarted(t *testing.T) { eachBackend(t, testHostRestarted) }
+func TestHostRestarted(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testHostRestarted)
+}
 
 func testHostRestarted(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -540,7 +561,10 @@ func testHostRestarted(t *testing.T, be backend) {
 // TestEndSessionAndExpiry: ending a session denies its pending requests
 // and refuses what follows; a request nobody decided in time is denied
 // with reason expired, by whichever path sees it first.
-func TestEndSessionAndExpiry(t *testing.T) { eachBackend(t, testEndSessionAndExpiry) }
+func TestEndSessionAndExpiry(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testEndSessionAndExpiry)
+}
 
 func testEndSessionAndExpiry(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -645,7 +669,10 @@ func testEndSessionAndExpiry(t *testing.T, be backend) {
 // TestSettleRace: goroutines on two handles of one file, half approving
 // and half denying, settle the same request: exactly one wins, the others
 // get ErrApprovalState, and the session holds at most one new revision.
-func TestSettleRace(t *testing.T) { eachBackend(t, testSettleRace) }
+func TestSettleRace(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testSettleRace)
+}
 
 func testSettleRace(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -699,7 +726,10 @@ func testSettleRace(t *testing.T, be backend) {
 // TestSessionAudit: every transition is in the audit trail, in its order,
 // by whom, and the chain verifies; each commit changes Generation and the
 // counters table.
-func TestSessionAudit(t *testing.T) { eachBackend(t, testSessionAudit) }
+func TestSessionAudit(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testSessionAudit)
+}
 
 func testSessionAudit(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -832,6 +862,7 @@ func BenchmarkOpenSession(b *testing.B) {
 // still answered; another agent is not held; a settled request frees a
 // place.
 func TestBoundaryRequestsBoundedPerAgent(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, testBoundaryRequestsBoundedPerAgent)
 }
 
@@ -879,7 +910,10 @@ func testBoundaryRequestsBoundedPerAgent(t *testing.T, be backend) {
 // 2026-07-28 handle is usable only with the token that opened it); binding
 // it again to the same is nothing, to another ErrNotAllowed, and an empty
 // credential or an ended session is refused. Sessions read back with it.
-func TestBindSession(t *testing.T) { eachBackend(t, testBindSession) }
+func TestBindSession(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testBindSession)
+}
 
 func testBindSession(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -922,7 +956,10 @@ func testBindSession(t *testing.T, be backend) {
 // agent is not held, OpenSession (a call's own session) is never refused;
 // ending one frees a place, and so does a day without use, while a use
 // (TouchSession) makes an old one count again.
-func TestSessionsBoundedPerAgent(t *testing.T) { eachBackend(t, testSessionsBoundedPerAgent) }
+func TestSessionsBoundedPerAgent(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testSessionsBoundedPerAgent)
+}
 
 func testSessionsBoundedPerAgent(t *testing.T, be backend) {
 	ctx := context.Background()

@@ -42,6 +42,7 @@ func TestStateFileCreatedPrivate(t *testing.T) {
 // anything, naming what and why. A sticky directory such as /tmp is
 // refused too: others can take the side files' names there first.
 func TestOpenRefusesStateOthersCanWrite(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, want string
 		plant      func(dir, path string) error
@@ -90,6 +91,7 @@ func TestOpenRefusesStateOthersCanWrite(t *testing.T) {
 // says, by chmod). Changing a file's owner needs root: the test runs only
 // as root, which a non-root maiden's check covers alike.
 func TestOpenRefusesStateOwnedByAnother(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("chown to another user needs root")
 	}

@@ -125,7 +125,10 @@ func mustAgents(t *testing.T, s *DB, names ...string) {
 	}
 }
 
-func TestMigrations(t *testing.T) { eachBackend(t, testMigrations) }
+func TestMigrations(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testMigrations)
+}
 
 func testMigrations(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -224,6 +227,7 @@ func stored(t *testing.T, s *DB) map[string][]byte {
 }
 
 func TestOpenBadPath(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"", "a?b", filepath.Join(t.TempDir(), "missing-dir", "x", "state.db")} {
 		if s, err := Open(context.Background(), p, nil); err == nil {
 			s.Close()
@@ -232,7 +236,10 @@ func TestOpenBadPath(t *testing.T) {
 	}
 }
 
-func TestTokens(t *testing.T) { eachBackend(t, testTokens) }
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testTokens)
+}
 
 func testTokens(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -300,7 +307,10 @@ func testTokens(t *testing.T, be backend) {
 // TestCardErrorsWriteNothing: every refused card operation is a clear error
 // and leaves the store exactly as it was (CARDS.md A5, A6, A7, A9 through
 // the store).
-func TestCardErrorsWriteNothing(t *testing.T) { eachBackend(t, testCardErrorsWriteNothing) }
+func TestCardErrorsWriteNothing(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testCardErrorsWriteNothing)
+}
 
 func testCardErrorsWriteNothing(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -439,7 +449,10 @@ func testCardErrorsWriteNothing(t *testing.T, be backend) {
 // a wallet (derive for an agent, transfer) needs card:install for that
 // wallet (CARDS.md, Install): without it an agent holding card:derive
 // could put a prohibition in any agent's wallet and deny its calls.
-func TestAgentCardOperations(t *testing.T) { eachBackend(t, testAgentCardOperations) }
+func TestAgentCardOperations(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testAgentCardOperations)
+}
 
 func testAgentCardOperations(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -563,7 +576,10 @@ func testAgentCardOperations(t *testing.T, be backend) {
 
 // TestRevokeA8 is CARDS.md A8 in the store: a chain A→B→C, revoke A: 3
 // revoked; revoke A again: card-revoked.
-func TestRevokeA8(t *testing.T) { eachBackend(t, testRevokeA8) }
+func TestRevokeA8(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testRevokeA8)
+}
 
 func testRevokeA8(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -592,7 +608,10 @@ func testRevokeA8(t *testing.T, be backend) {
 	}
 }
 
-func TestSystemCards(t *testing.T) { eachBackend(t, testSystemCards) }
+func TestSystemCards(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testSystemCards)
+}
 
 func testSystemCards(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -636,7 +655,10 @@ func testSystemCards(t *testing.T, be backend) {
 	}
 }
 
-func TestExpiry(t *testing.T) { eachBackend(t, testExpiry) }
+func TestExpiry(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testExpiry)
+}
 
 func testExpiry(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -667,7 +689,10 @@ func testExpiry(t *testing.T, be backend) {
 
 // TestGenerationAdvances: every committed change moves the counter, a
 // refused one does not.
-func TestGenerationAdvances(t *testing.T) { eachBackend(t, testGenerationAdvances) }
+func TestGenerationAdvances(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testGenerationAdvances)
+}
 
 func testGenerationAdvances(t *testing.T, be backend) {
 	ctx := context.Background()
@@ -686,7 +711,10 @@ func testGenerationAdvances(t *testing.T, be backend) {
 // real store, revokes a few random subtrees (so that some descendants are
 // revoked already), then a random card, and checks the count and the set
 // against the tree.
-func TestRevokeCascadeRandomTrees(t *testing.T) { eachBackend(t, testRevokeCascadeRandomTrees) }
+func TestRevokeCascadeRandomTrees(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testRevokeCascadeRandomTrees)
+}
 
 func testRevokeCascadeRandomTrees(t *testing.T, be backend) {
 	ctx := context.Background()

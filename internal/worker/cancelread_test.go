@@ -87,6 +87,7 @@ func TestCancelReachesComputingGuest(t *testing.T) {
 // runs, or as the call is armed if the signal came before; and the goroutine
 // that served the call knows whether it still reads.
 func TestCancelSignalStates(t *testing.T) {
+	t.Parallel()
 	signal := func(c *child) bool { // what the signal goroutine does
 		c.cancelSignal.Store(true)
 		return c.claimReader()

@@ -66,6 +66,7 @@ func crashWAT() string {
 // a compile worker: the call is kind invalid, naming the compiler's
 // failure, and the pool goes on serving.
 func TestCodeGeneratorCrashIsInvalid(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("compiles a 1.6 MB function (tens of seconds)")
 	}

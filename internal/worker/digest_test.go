@@ -21,6 +21,7 @@ import (
 // checked for a pinned one, and a refusal under one pin is not served to a
 // caller without it.
 func TestOpenPinned(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := newPool(t, &Options{Size: 1})
 	echo, err := os.ReadFile(testkit.Component(t, "echo"))

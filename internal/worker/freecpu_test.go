@@ -13,6 +13,7 @@ import (
 // a busy machine (the slow mode in bench/README.md, "Worker calls: where the time goes") gets no spinning, and
 // neither does a machine whose count cannot be read.
 func TestSpinOnlyWithAFreeCPU(t *testing.T) {
+	t.Parallel()
 	if runtime.NumCPU() < 2 {
 		t.Skip("one CPU: never spins")
 	}

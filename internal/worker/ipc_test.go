@@ -115,7 +115,9 @@ func TestIPCCloseWakesWriter(t *testing.T) {
 }
 
 // assertClosedFDs: once the last user returned, both descriptors are
-// closed (no leak per worker), and the conn refuses further use.
+// closed (no leak per worker), and the conn refuses further use. (Its
+// callers are not parallel: a descriptor number closed here may be given
+// at once to another test's file.)
 func assertClosedFDs(t *testing.T, c *ipcConn) {
 	t.Helper()
 	for _, fd := range []int{c.fd, c.wake} {
@@ -134,6 +136,7 @@ func assertClosedFDs(t *testing.T, c *ipcConn) {
 // Frames pass both ways, bytes a worker sent unasked show as pending, and
 // the worker's end closing reads as EOF.
 func TestIPCReadWritePending(t *testing.T) {
+	t.Parallel()
 	c, peer := ipcPair(t)
 	if c.pending() {
 		t.Fatal("pending on a quiet socket")
@@ -174,6 +177,7 @@ func TestIPCReadWritePending(t *testing.T) {
 // are no frame (TestWorkerKilledMidCall read "misbehaved (unreadable
 // message: connection reset by peer)" once in a full run).
 func TestPeerClosedWithUnreadBytesIsHangUp(t *testing.T) {
+	t.Parallel()
 	c, peer := ipcPairOpen(t) // the peer is closed here, not by a cleanup
 	defer c.Close()
 	if _, err := c.Write([]byte("a frame the worker never reads")); err != nil {

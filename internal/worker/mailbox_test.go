@@ -92,6 +92,7 @@ func checkMailboxFrame(rd *bufio.Reader, i int) error {
 // and then, arrive whole and in the order they were sent. The slot and the
 // socket are both used in each direction, or the test proves nothing.
 func TestMailboxKeepsTheStreamInOrder(t *testing.T) {
+	t.Parallel()
 	c, f, region := mailboxPair(t)
 	mailboxReady(region).Store(1) // the worker's side here marks its writes: the parent may sleep on the word
 	frames := 3000
@@ -229,6 +230,7 @@ func TestWorkerCallsUseTheMailboxes(t *testing.T) {
 // than the slot (and the region) is refused as breaking the protocol; the
 // parent reads no byte past the slot.
 func TestRedTeamMailboxOverrun(t *testing.T) {
+	t.Parallel()
 	w, err := spawn(context.Background(), []string{mustExe(t), "hostile-mailbox-overrun"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +252,7 @@ func TestRedTeamMailboxOverrun(t *testing.T) {
 // TestRedTeamMailboxStrayIsNotTaken: a worker that puts a frame in its slot
 // while idle (after answering by the socket) is not given another call.
 func TestRedTeamMailboxStrayIsNotTaken(t *testing.T) {
+	t.Parallel()
 	spokeWhileIdleIsNotTaken(t, "hostile-mailbox-stray")
 }
 
@@ -307,6 +310,7 @@ func awaitRun(t *testing.T, done <-chan runResult, bound time.Duration, held str
 // a drop frame first, which waits for the slot; that wait is bounded by
 // the call's context (and the load's guard), not by the pool's Shutdown.
 func TestRedTeamMailboxDeafAtDrop(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "hostile-mailbox-deaf-when-full", 1)
 	code := func(i int) string { return fmt.Sprintf("fake%d", i) }
 	for i := range maxLoadedPerWorker + 1 {
@@ -343,6 +347,7 @@ func TestRedTeamMailboxDeafAtDrop(t *testing.T) {
 // cancellation plus the grace (the kill is armed before the cancel frame
 // is written), not at its deadline.
 func TestRedTeamMailboxDeafCancel(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "hostile-mailbox-deaf-silent", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := runInBackground(ctx, p, "fake", sandbox.Call{Limits: sandbox.Limits{Timeout: time.Minute, Memory: 16 << 20}, Input: "{}"})
@@ -382,6 +387,7 @@ func TestRedTeamMailboxDeafCancel(t *testing.T) {
 // a loop without it ends (the test then fails on what it returned, not by
 // hanging).
 func TestRedTeamMailboxMovingWord(t *testing.T) {
+	t.Parallel()
 	region, err := unix.Mmap(-1, 0, mailboxSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
 	if err != nil {
 		t.Fatal(err)

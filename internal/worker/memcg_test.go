@@ -59,6 +59,7 @@ func memcgHogMain() int {
 // from a usage read earlier (when the worker went idle, or every N calls)
 // would hand the next call what the worker let go on top of its headroom.
 func TestMemcgLimitFollowsUsageAtEachCall(t *testing.T) {
+	t.Parallel()
 	if _, err := memcgRoot(); err != nil {
 		t.Skipf("no memory cgroup for workers here: %v", err)
 	}

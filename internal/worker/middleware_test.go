@@ -28,6 +28,7 @@ func mwEvent(t testing.TB, phase mwproto.Phase, input string) string {
 // CPU-seconds to compile, the same bytes every run; compiling in a fresh
 // worker is what the tests with a pool of no cache (newPool(t, nil)) check.
 func TestMiddlewareInWorker(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{CacheDir: testkit.CompileCache(t)})
 	for _, name := range []string{"city", "js/city"} {
 		tl, err := p.Open(context.Background(), testkit.Middleware(t, name), lim)

@@ -128,6 +128,7 @@ func preopenIDsDir(t *testing.T) (dir string, files []*os.File, env []string) {
 // CAP_DAC_OVERRIDE would open it), and the calls the filter refuses stay
 // refused with EPERM.
 func TestPreopenWorkerDropsRoot(t *testing.T) {
+	t.Parallel()
 	dir, files, env := preopenIDsDir(t)
 	cmd := exec.Command(mustExe(t), "preopen-ids-probe")
 	cmd.Env, cmd.ExtraFiles = env, files
@@ -237,6 +238,7 @@ func statusField(status, key string) string {
 // cannot make thousands of threads either: under ids of its own,
 // RLIMIT_NPROC counts its threads (uid 0 would be exempt).
 func TestPreopenWorkerThreadsBounded(t *testing.T) {
+	t.Parallel()
 	_, files, env := preopenIDsDir(t)
 	cmd := exec.Command(mustExe(t), "confine-threads")
 	cmd.Env, cmd.ExtraFiles = env, files

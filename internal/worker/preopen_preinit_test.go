@@ -14,6 +14,7 @@ import (
 // (go/fsprobesnap): a worker kept for the same directories serves the next
 // call with a fresh instance, which lists them again.
 func TestPreopensPreinitialisedInWorker(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 2, CacheDir: testkit.CompileCache(t)})
 	preopentest.RunPreinitialised(t, func(ctx context.Context, tool string, dirs []sandbox.Preopen, input string) (sandbox.Outcome, error) {
 		tl, err := p.Open(ctx, tool, preopentest.Limits)

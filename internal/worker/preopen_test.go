@@ -21,6 +21,7 @@ import (
 // processes: each such call gets a worker of its own whose Landlock domain
 // holds exactly the call's directories.
 func TestPreopensInWorker(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 2, CacheDir: testkit.CompileCache(t)})
 	preopentest.Run(t, func(ctx context.Context, tool string, dirs []sandbox.Preopen, input string) (sandbox.Outcome, error) {
 		tl, err := p.Open(ctx, tool, preopentest.Limits)
@@ -81,6 +82,7 @@ func preopenProbe() int {
 }
 
 func TestPreopenWorkerIsConfined(t *testing.T) {
+	t.Parallel()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +145,7 @@ func TestPreopenWorkerIsConfined(t *testing.T) {
 // A bad MAIDEN_WORKER_PREOPENS is a confinement failure, never a worker
 // that runs with what it could parse.
 func TestPreopenWorkerRefusesBadDescription(t *testing.T) {
+	t.Parallel()
 	for _, modes := range []string{"x", "rwq", strings.Repeat("r", sandbox.MaxPreopens+1)} {
 		out := runProbe(t, []*os.File{os.Stdin}, []string{envWorker + "=1", envPreopens + "=" + modes}, t.TempDir())
 		if !strings.HasPrefix(out, "CONFINEMENT-ERROR") {
@@ -175,6 +178,7 @@ func runProbe(t *testing.T, files []*os.File, env []string, outside string) stri
 // replaced (a worker's Landlock domain is the directories it was started
 // with, not their names).
 func TestPreopenWorkerReuse(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 1, CacheDir: testkit.CompileCache(t)})
 	tool := testkit.Component(t, "go/fsprobe")
 	tl, err := p.Open(context.Background(), tool, lim)

@@ -56,6 +56,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // and the next call of another tool on that same worker runs at normal
 // priority again.
 func TestLowPriorityCallRunsAtSchedIdle(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 1})
 	loop := testkit.Component(t, "loop")
 	echo := testkit.Component(t, "echo")
@@ -125,6 +126,7 @@ func TestLowPriorityCallRunsAtSchedIdle(t *testing.T) {
 // take the idle worker another tool's code is warm in; a normal call takes
 // the idle worker that holds its code.
 func TestLowPriorityCallTakesNoWarmWorker(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 2})
 	ctx := context.Background()
 	warm, err := p.acquire(ctx)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	frames := []struct {
 		name string
 		b    []byte

@@ -16,6 +16,7 @@ import (
 // Z) for init to adopt after maiden exits (issue 22, finding 13: `maiden
 // serve` left its workers as zombies for ~1.5 s on SIGTERM).
 func TestShutdownReapsWorkers(t *testing.T) {
+	t.Parallel()
 	p, err := New(&Options{Size: 3})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,8 @@ import (
 	"github.com/maiden-run/maiden/internal/sandbox"
 )
 
-// BUG 2: lost wake-up in acquire.
+// BUG 2: lost wake-up in acquire. (Not parallel: A must reach p.mu within
+// the 50 ms below.)
 func TestRedTeamBugLostWakeup(t *testing.T) {
 	p := fakePool(t, "redteam-ok", 1)
 	w, err := p.acquire(context.Background())
@@ -88,6 +89,7 @@ func TestRedTeamBugSpawnIgnoresCtx(t *testing.T) {
 // TestRedTeamBugNotAWorker: a program that exits without a hello is refused
 // with its diagnosis; the slot is given back.
 func TestRedTeamBugNotAWorker(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Command: []string{"/bin/true"}, Size: 1})
 	_ = p.mem.Put("fake", []byte("x"))
 	_, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
@@ -101,6 +103,7 @@ func TestRedTeamBugNotAWorker(t *testing.T) {
 
 // BUG 6: seccomp/rlimit gaps, observed in a confined worker.
 func TestRedTeamBugProbe(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(mustExe(t), "redteam-probe")
 	cmd.Env = []string{envWorker + "=1"}
 	stdin, _ := cmd.StdinPipe()
@@ -159,6 +162,7 @@ func TestRedTeamBugProbe(t *testing.T) {
 // deadline of its own: the clock ends it at twice the CPU limit, and the
 // component is invalid, saying so.
 func TestRedTeamCompileAsleepIsBounded(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Command: []string{mustExe(t), "redteam-hang-compile"}, Size: 1, CompileCPU: 1})
 	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
 	opened := make(chan error, 1)
@@ -175,7 +179,8 @@ func TestRedTeamCompileAsleepIsBounded(t *testing.T) {
 }
 
 // BUG 8: a compile worker is not known to Shutdown; it outlives it, and
-// the Open waiting for it never returns.
+// the Open waiting for it never returns. (Not parallel: failing, it kills
+// every child of this process.)
 func TestRedTeamBugCompileOutlivesShutdown(t *testing.T) {
 	p, err := New(&Options{Command: []string{mustExe(t), "redteam-hang-compile"}, Size: 1})
 	if err != nil {
@@ -218,6 +223,7 @@ func TestRedTeamBugCompileOutlivesShutdown(t *testing.T) {
 // makes the tool fail (ErrLost, shown as kind invalid) on every Open until
 // its file changes: Open never forgets the version.
 func TestRedTeamBugLostDuringDescribeIsPermanent(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 1})
 	path := testkit.CopyToTemp(t, testkit.Component(t, "echo"))
 	if _, err := p.reg.get(context.Background(), path, ""); err != nil {
@@ -263,6 +269,7 @@ func TestRedTeamBugDeafWorker(t *testing.T) {
 // BUG 13: an idle worker that died (OOM killer, its own doing) is handed
 // to the next call, which fails for it.
 func TestRedTeamBugDeadIdleWorkerHandedOut(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "redteam-ok", 1)
 	if _, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"}); err != nil {
 		t.Fatal(err)

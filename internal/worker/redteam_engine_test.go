@@ -79,6 +79,7 @@ func engineWorker(mode string) int {
 // the canonical ABI never lifts) is a protocol violation; nothing of it
 // reaches the caller.
 func TestRedTeamDoneBounded(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ mode, want string }{
 		{"engine-huge-error", "execute returned an error message of 2097152 bytes, over the 1048576-byte limit"},
 		{"engine-huge-host-error", "the tool's worker process misbehaved (bad done message: a host error of 2097152 bytes, over the 1048576-byte limit) and was stopped"},
@@ -110,6 +111,7 @@ func TestRedTeamDoneBounded(t *testing.T) {
 // lines (64 KiB at sandbox's 16 bytes a line), each relayed once, and the
 // marker counts the rest.
 func TestRedTeamEmptyLogLinesBounded(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "engine-empty-logs", 1)
 	live := 0
 	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: sandbox.Limits{Timeout: 60 * time.Second, Memory: 16 << 20},
@@ -131,6 +133,7 @@ func TestRedTeamEmptyLogLinesBounded(t *testing.T) {
 // TestEmptyLogLinesBounded, in a worker: the worker's sandbox keeps (and
 // relays) at most the budget's lines, so the parent sees few frames.
 func TestEmptyLogLinesInWorker(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 1})
 	l := sandbox.Limits{Timeout: 60 * time.Second, Memory: 16 << 20}
 	out := call(t, p, testkit.Component(t, "emptylines"), "log", l)

@@ -113,6 +113,7 @@ func parentRedteamWorker(mode string) int {
 // answer before the call exists; a reused worker would have the parent
 // take it for that call's answer.
 func TestRedTeamPreopenWorkerThatSpokeIsNotReused(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"parent-forge-next-now", "parent-forge-next-later", "parent-forge-next-slot"} {
 		t.Run(strings.TrimPrefix(mode, "parent-forge-next-"), func(t *testing.T) {
 			p := fakePool(t, mode, 1)
@@ -157,6 +158,7 @@ func TestRedTeamPreopenWorkerThatSpokeIsNotReused(t *testing.T) {
 // deadline. Frames read ahead of the loop multiply the limit; here the
 // worker counts those the parent took whole.
 func TestRedTeamReadAheadIsBounded(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "parent-readahead", 1)
 	l := sandbox.Limits{Timeout: 2 * time.Second, Memory: 16 << 20}
 	done := runInBackground(context.Background(), p, "fake", sandbox.Call{Limits: l, Input: "{}"})
@@ -199,6 +201,7 @@ func TestRedTeamReadAheadIsBounded(t *testing.T) {
 // be measured as its new resting size, over which each later call's limit
 // is set, and kept for good.
 func TestRedTeamLoadIsBounded(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "parent-hoard-at-load", 1)
 	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
 	if err != nil || out.Failure != nil || out.Output != `"ok"` {

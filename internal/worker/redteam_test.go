@@ -107,6 +107,7 @@ var fastLim = sandbox.Limits{Timeout: 300 * time.Millisecond, Memory: 16 << 20}
 // TestRedTeamFloodWhileIdleKilledOnNextCall: a worker that sends frames
 // after its answer is not reused: the next call runs on a fresh worker.
 func TestRedTeamFloodWhileIdleKilledOnNextCall(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "redteam-flood-idle", 1)
 	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
 	if err != nil || out.Failure != nil || out.Output != `"ok"` {
@@ -179,6 +180,7 @@ func spokeWhileIdleIsNotTaken(t *testing.T, mode string) {
 // as a trap (a worker cannot turn its call into a host error), and the
 // worker is dropped.
 func TestRedTeamWorkerHostErrorKillsWorker(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "redteam-host-error", 1)
 	out, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"})
 	if err != nil || out.Failure == nil || out.Failure.Kind != sandbox.KindTrap {
@@ -200,6 +202,7 @@ func TestRedTeamWorkerHostErrorKillsWorker(t *testing.T) {
 // TestRedTeamMissingWorkerBinary: a worker command that does not exist is
 // an error naming it, at once, and the pool keeps no slot for it.
 func TestRedTeamMissingWorkerBinary(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Command: []string{"/nonexistent/maiden-worker"}, Size: 1})
 	_ = p.mem.Put("fake", []byte("x"))
 	start := time.Now()
@@ -220,6 +223,7 @@ func TestRedTeamMissingWorkerBinary(t *testing.T) {
 // TestRedTeamShutdownTwiceAndAfter: Shutdown is idempotent and calls after
 // it are api.ErrClosed, with no worker left.
 func TestRedTeamShutdownTwiceAndAfter(t *testing.T) {
+	t.Parallel()
 	p := fakePool(t, "redteam-ok", 2)
 	if _, err := p.run(context.Background(), "fake", "execute", sandbox.Call{Limits: fastLim, Input: "{}"}); err != nil {
 		t.Fatal(err)
@@ -310,6 +314,7 @@ func redteamProbe() int {
 // is refused, and with Landlock ABI 6+ the parent cannot be signalled.
 // (The probe also makes a SysV shm segment; it is removed here.)
 func TestRedTeamConfinedProbe(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(mustExe(t), "redteam-probe")
 	cmd.Env = []string{envWorker + "=1"}
 	stdin, _ := cmd.StdinPipe()

@@ -16,6 +16,7 @@ import (
 // RevealFunc decides and only its answer crosses back. The redactor, in the
 // parent, sees the value the tool echoes into its log and output.
 func TestRevealInWorker(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, nil)
 	path := testkit.Component(t, "revealer")
 	tl, err := p.Open(context.Background(), path, lim)
@@ -63,6 +64,7 @@ func TestRevealInWorker(t *testing.T) {
 // (two at once, another call's ID, a frame over the limit) is stopped and
 // the call is a trap; the parent's RevealFunc answers at most the first.
 func TestHostileReveal(t *testing.T) {
+	t.Parallel()
 	exe, _ := os.Executable()
 	echo := testkit.Component(t, "echo")
 	for _, mode := range []string{"hostile-reveal-twice", "hostile-reveal-wrong-id", "hostile-reveal-huge"} {

@@ -13,7 +13,9 @@ import (
 )
 
 // socketPair gives the worker's end of a socketpair as the worker holds it
-// (blocking, an *os.File) and the parent's as a descriptor.
+// (blocking, an *os.File) and the parent's as a descriptor. (The tests that
+// close the parent's end themselves are not parallel: the cleanup closes
+// that number again, which another test's file may hold by then.)
 func socketPair(t testing.TB) (*os.File, int) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -101,6 +103,7 @@ func TestSpinReaderReadsAcrossTheSpin(t *testing.T) {
 // TestFilePreadReadsFromTheStart: filePread reads a file's content from
 // its start every time, in one read, and refuses a closed file.
 func TestFilePreadReadsFromTheStart(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "usage")
 	if err := os.WriteFile(p, []byte("3792896\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -89,6 +89,7 @@ func call(t testing.TB, p *Pool, tool, input string, l sandbox.Limits) sandbox.O
 }
 
 func TestEchoInWorker(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, nil)
 	echo := testkit.Component(t, "echo")
 	tl, err := p.Open(context.Background(), echo, lim)
@@ -114,6 +115,7 @@ func TestEchoInWorker(t *testing.T) {
 // deadline, and cancellation must reach it the same way. (Its stdin is
 // empty, so a read returns at once: nothing to test there.)
 func TestDeadlineReachesWASISleep(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, nil)
 	sleeper := testkit.Component(t, "go/sleeper")
 	l := sandbox.Limits{Timeout: 1 * time.Second, Memory: 64 << 20}
@@ -173,6 +175,7 @@ func TestDeadlineReachesWASISleep(t *testing.T) {
 // just ended at its deadline). Here the late kills are run by hand, at the
 // worst moment: the worker idle, its last call over.
 func TestLateKillSparesTheNextCall(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 1})
 	echo := testkit.Component(t, "echo")
 	if out := call(t, p, echo, `{"message":"one"}`, lim); out.Failure != nil {
@@ -222,6 +225,7 @@ func TestLateKillSparesTheNextCall(t *testing.T) {
 }
 
 func TestHostileToolsInWorkers(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, nil)
 	for _, tc := range []struct {
 		tool string
@@ -272,6 +276,7 @@ func TestHostileToolsInWorkers(t *testing.T) {
 // TestWorkerKilledMidCall: whatever ends a worker (here, a kill from
 // outside, standing in for an engine crash) fails only its own call.
 func TestWorkerKilledMidCall(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 1})
 	sleeper := testkit.Component(t, "go/sleeper")
 	l := sandbox.Limits{Timeout: 20 * time.Second, Memory: 64 << 20}
@@ -318,6 +323,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 // compile (here: a compile worker that dies) is kind invalid, and the
 // parent goes on.
 func TestCompileCrashIsInvalid(t *testing.T) {
+	t.Parallel()
 	exe, _ := os.Executable()
 	p := newPool(t, &Options{Command: []string{exe, "hostile-crash-on-compile"}})
 	_, err := p.Open(context.Background(), testkit.CopyToTemp(t, testkit.Component(t, "echo")), lim)
@@ -326,7 +332,8 @@ func TestCompileCrashIsInvalid(t *testing.T) {
 	}
 }
 
-// TestHostileWorkers: the parent survives any bytes from a worker.
+// TestHostileWorkers: the parent survives any bytes from a worker. (Not
+// parallel: its hostile workers have 2 s to start.)
 func TestHostileWorkers(t *testing.T) {
 	exe, _ := os.Executable()
 	echo := testkit.Component(t, "echo")
@@ -373,6 +380,7 @@ func TestHostileWorkers(t *testing.T) {
 // its body (it was allocated, then the body waited for: 512 MiB of the
 // parent's heap per hostile worker).
 func TestHostileCompiledFrameFromACallWorker(t *testing.T) {
+	t.Parallel()
 	w, err := spawn(context.Background(), []string{mustExe(t), "hostile-compiled-frame"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -421,6 +429,7 @@ const workerUIDBase = 0x6d000000
 // also refuse it. Started by root, the worker runs as a uid of its own with
 // a thread limit and its parent-death signal.
 func TestWorkerIsConfined(t *testing.T) {
+	t.Parallel()
 	// The worker's uid must reach the target: t.TempDir and its parent
 	// are private to the test's user.
 	dir := t.TempDir()
@@ -521,6 +530,7 @@ func TestWorkerIsConfined(t *testing.T) {
 // a uid, so the bound holds for workers under their own uid: when maiden
 // runs as root.
 func TestWorkerThreadsBounded(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("workers get a uid of their own, and with it a thread limit, only from root")
 	}
@@ -545,6 +555,7 @@ func TestWorkerThreadsBounded(t *testing.T) {
 // of them for a read-only mapping RLIMIT_DATA never counts) is stopped by
 // its memory cgroup, and the call fails as out of memory.
 func TestWorkerPageTablesBounded(t *testing.T) {
+	t.Parallel()
 	if _, err := memcgRoot(); err != nil {
 		t.Skipf("no memory cgroup for workers here: %v", err)
 	}
@@ -594,6 +605,7 @@ func mustExe(t testing.TB) string {
 // TestShutdownInterruptsCalls: Shutdown with calls in flight kills their
 // workers, the calls return, and nothing is left running.
 func TestShutdownInterruptsCalls(t *testing.T) {
+	t.Parallel()
 	p, err := New(&Options{Size: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -682,6 +694,7 @@ func TestBigHostCallArguments(t *testing.T) {
 // TestDiskCacheAcrossPools: a second pool on the same cache directory
 // loads the compiled code the first one stored, verified by compcache.
 func TestDiskCacheAcrossPools(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	echo := testkit.Component(t, "echo")
 	p1 := newPool(t, &Options{CacheDir: dir})
@@ -711,8 +724,11 @@ func TestDiskCacheAcrossPools(t *testing.T) {
 // returns (the audit journal's ingester, a network namespace's maker). A
 // worker spawned by a goroutine on such a thread must survive it: it is
 // forked from internal/childproc's thread. (Before, CI saw a compile
-// worker "killed from outside maiden" in maiden build.)
+// worker "killed from outside maiden" in maiden build.) Not parallel: the
+// thread it ends may have forked another test's probe (started with
+// Pdeathsig by cmd.Start), which would get the signal.
 func TestWorkerOutlivesTheThreadThatSpawnedIt(t *testing.T) {
+	t.Parallel()
 	var w *proc
 	var err error
 	testkit.OnEndingThread(t, func() { w, err = spawn(context.Background(), []string{mustExe(t)}, 10*time.Second) })
@@ -735,6 +751,7 @@ func TestWorkerOutlivesTheThreadThatSpawnedIt(t *testing.T) {
 // operation not permitted": TestShutdownInterruptsCalls, once in a full
 // run); a worker killed for another reason says that reason.
 func TestLimitFailureOfAKilledWorker(t *testing.T) {
+	t.Parallel()
 	eperm := fmt.Errorf("prlimit: %w", syscall.EPERM)
 	for why, want := range map[killReason]string{killedShutdown: "", killedProtocol: "broke the worker protocol"} {
 		w := &proc{killed: why, exited: make(chan struct{})}
@@ -796,6 +813,7 @@ func TestWorkerGOGC(t *testing.T) {
 // tokioThreads): a Go tool's call wakes that runtime for its stdout and
 // stderr streams, and with two threads they also woke each other.
 func TestWorkerRunsOneTokioThread(t *testing.T) {
+	t.Parallel()
 	p := newPool(t, &Options{Size: 1})
 	sleeper := testkit.Component(t, "go/sleeper")
 	l := sandbox.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}
