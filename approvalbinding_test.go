@@ -361,6 +361,7 @@ grants = ["card:inspect *"]
 // that changes its environment (code identity) the same call is pending
 // under a new request; after one that widens its paths (policy), again.
 func TestWrappedCLIApprovalBoundToCommand(t *testing.T) {
+	t.Parallel()
 	repo := gitRepo(t)
 	root := testkit.RepoRoot(t)
 	conf := func(env, extra string) string {

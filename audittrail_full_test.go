@@ -175,6 +175,7 @@ http_ca_files = ["`+ca+`"]
 // server (a real TLS server on loopback, counting requests) gets nothing;
 // the call says why.
 func TestTunnelRefusedWhenAuditTrailFull(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)

@@ -158,6 +158,7 @@ http_ca_files = ["`+ca+`"]
 // runs once, and the next call is refused before it starts. (The proxy
 // counted nothing: every call was admitted.)
 func TestBudgetBytesOutWrappedCLI(t *testing.T) {
+	t.Parallel()
 	hits, got, port, ca := uploadServer(t)
 	h := newHostWith(t, `version = 1
 [clis.curl]
@@ -207,6 +208,7 @@ grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100" },
 // runs once, and the next is refused before it reaches the upstream.
 // (Imports were charged nothing: every call was admitted.)
 func TestBudgetBytesOutImportedTool(t *testing.T) {
+	t.Parallel()
 	bin := buildMCPStdio(t)
 	h := newHostWith(t, `version = 1
 [tools.echo]

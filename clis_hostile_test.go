@@ -24,6 +24,7 @@ import (
 // Each is refused with the seccomp filter's EPERM, and the target servers
 // see no connection.
 func TestWrappedCLIHostileNetwork(t *testing.T) {
+	t.Parallel()
 	exe := testkit.Binary(t, "./testdata/hostilecli")
 	var hits atomic.Int64
 	serve := func(network, addr string) string {
@@ -84,6 +85,7 @@ timeout_ms = 20000
 // Under an allowed wildcard (VALUE.example.net) the agent's cards refuse
 // it, and their decision in the record names the redacted host too.
 func TestWrappedCLIConnectTargetRedacted(t *testing.T) {
+	t.Parallel()
 	const secret = "gh-value-5e1f0c7a"
 	exe := testkit.Binary(t, "./testdata/hostilecli")
 	var logged bytes.Buffer

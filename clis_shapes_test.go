@@ -21,6 +21,7 @@ import (
 // help); the real tar reads a first word as bundled options (tar cf
 // out.tar in.txt writes an archive the card never named).
 func TestWrappedCLIPositionalShapes(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "in.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -84,6 +85,7 @@ grants = ["tool:invoke env -- *", "tool:invoke tar --... -- ..."]
 // never run on docs/../secret.txt, though its read_paths (the whole
 // directory) would let it.
 func TestWrappedCLIDotDotPositional(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "docs"), 0o755); err != nil {
 		t.Fatal(err)
@@ -135,6 +137,7 @@ grants = ["tool:invoke cat -- docs/*"]
 // option whose description lists "at" in its accept passes the value on
 // (curl then prints the file: the program really reads it so).
 func TestWrappedCLIOptionValueAt(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	secret := filepath.Join(work, "secret.txt")
 	if err := os.WriteFile(secret, []byte("the secret"), 0o644); err != nil {

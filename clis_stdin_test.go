@@ -14,6 +14,7 @@ import (
 // property renders), and a grant that does not name it (nor --...)
 // refuses a call that carries one.
 func TestWrappedCLIStdinIsAuthorized(t *testing.T) {
+	t.Parallel()
 	h := newHostWith(t, `version = 1
 [tools.echo]
 path = %q

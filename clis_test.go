@@ -47,6 +47,7 @@ func gitRepo(t *testing.T) string {
 // without a count), not expressible (push: not described), and injection
 // attempts through arguments refused before anything runs.
 func TestWrappedGit(t *testing.T) {
+	t.Parallel()
 	repo := gitRepo(t)
 	root := testkit.RepoRoot(t)
 	h := newHostWith(t, `version = 1
@@ -107,6 +108,7 @@ grants = ["tool:invoke git log --max-count=* -- ..."]
 // and is refused one outside them by Landlock, through the Host (the
 // probe passed, so the run was confined).
 func TestWrappedCLIConfined(t *testing.T) {
+	t.Parallel()
 	inside, outside := t.TempDir(), t.TempDir()
 	for _, d := range []string{inside, outside} {
 		if err := os.WriteFile(filepath.Join(d, "secret.txt"), []byte("contents of "+filepath.Base(d)), 0o644); err != nil {
@@ -159,6 +161,7 @@ timeout_ms = 10000
 // the list is refused by the proxy, and going around the proxy is refused
 // by Landlock.
 func TestWrappedCLIThroughTheProxy(t *testing.T) {
+	t.Parallel()
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "hello through the tunnel")
 	}), "api.example.com", "evil.example.com")
@@ -199,6 +202,7 @@ path = %q
 // always-card minted for `git log --max-count=1` lets that call run again
 // without asking, and not `git log --max-count=2`.
 func TestWrappedCLIAlwaysApproval(t *testing.T) {
+	t.Parallel()
 	repo := gitRepo(t)
 	root := testkit.RepoRoot(t)
 	h := newHostWith(t, `version = 1

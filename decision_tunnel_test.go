@@ -27,6 +27,7 @@ import (
 // first). A what-if replays them: granting the card-less host flips its
 // refused tunnel.
 func TestTunnelAuditCarriesDecision(t *testing.T) {
+	t.Parallel()
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "through the tunnel")
 	}), "api.example.com", "other.example.com", "evil.example.com")

@@ -21,6 +21,7 @@ import (
 // upstream, and agents keep being shown the accepted pay (no escape
 // sequence, no U+202E); after the operator accepts the change, it runs.
 func TestImportPinRefusesWidenedTool(t *testing.T) {
+	t.Parallel()
 	bin := buildMCPStdio(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agent.toml")
@@ -144,6 +145,7 @@ func toolInfo(t *testing.T, h *maiden.Host, name string) maiden.ToolInfo {
 // exists) has listed no tools; a call of one of them is kind unavailable,
 // naming the server and why, not an unknown tool.
 func TestImportDownFromStartIsUnavailable(t *testing.T) {
+	t.Parallel()
 	bin := buildMCPStdio(t)
 	flags := t.TempDir()
 	down := filepath.Join(flags, "down")

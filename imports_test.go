@@ -154,6 +154,7 @@ grants = ["tool:invoke echo --..."]
 // CLIs' confinement: its tools answer, and it cannot read a file outside
 // the import's read_paths.
 func TestImportedStdioServerConfined(t *testing.T) {
+	t.Parallel()
 	bin := buildMCPStdio(t)
 	inside, outside := t.TempDir(), t.TempDir()
 	for _, d := range []string{inside, outside} {
@@ -389,6 +390,7 @@ func pidOf(t *testing.T, h *maiden.Host, tool string) int {
 // call finishes normally); one that changes the table replaces the process;
 // the import's timeout_ms bounds its calls.
 func TestImportRemovedByReload(t *testing.T) {
+	t.Parallel()
 	bin := buildMCPStdio(t)
 	body := `version = 1
 [tools.echo]

@@ -17,13 +17,6 @@ import (
 // TestMain lets this test binary serve as a worker process for the hosts
 // that use worker isolation, the default (it re-executes itself); not when
 // TestDefaultIsolationWithoutWorkerMain runs it as a program that forgot to.
-//
-// The tests that run a wrapped CLI or a stdio MCP import are not parallel:
-// confine.Run's child (and the confinement probe's) gets SIGKILL when the
-// OS thread that forked it ends (spawn_linux.c sets PR_SET_PDEATHSIG and
-// does not fork from internal/childproc's thread), and a test running
-// beside it ends threads (a Host's audit journal ingester at Close, every
-// network namespace made).
 func TestMain(m *testing.M) {
 	if os.Getenv(envNoWorkerMain) == "" {
 		maiden.WorkerMain()

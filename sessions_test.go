@@ -445,6 +445,7 @@ fs = [{ path = "`+work+`", access = "write", match = "subtree" },
 // and in an explicit deny root, and a directory gained by an approved
 // request becomes writable in that session only.
 func TestWrappedCLIWritesNarrowedToTheSession(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ok, other, later, denied := filepath.Join(root, "ok"), filepath.Join(root, "other"), filepath.Join(root, "later"), filepath.Join(root, "locked")
 	for _, d := range []string{ok, other, later, denied} {
@@ -503,6 +504,7 @@ deny = ["`+denied+`"]
 // left read-only, so cat printed the deny root's secret (and one outside
 // the boundary) although the session could not fs_read it.
 func TestWrappedCLIReadsHeldToTheBoundary(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ok, locked, other := filepath.Join(root, "ok"), filepath.Join(root, "locked"), filepath.Join(root, "other")
 	files := map[string]string{filepath.Join(ok, "note"): "fine", filepath.Join(locked, "secret"): "s3cret-behind-deny", filepath.Join(other, "secret"): "s3cret-outside"}
@@ -556,6 +558,7 @@ deny = ["`+locked+`"]
 // (left read-only), with or without a declared boundary; the call's audit
 // record holds the four decisions (each path's fs:read, then its fs:write).
 func TestWrappedCLIWritesNeedFSCards(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	mine, theirs := filepath.Join(root, "mine"), filepath.Join(root, "theirs")
 	for _, d := range []string{mine, theirs} {
@@ -634,6 +637,7 @@ grants = ["tool:invoke touch --... -- ...", "fs:read `+root+`/**", "fs:write `+m
 // is refused (read-only); with both it does both. With or without a
 // declared boundary; the call's audit record holds the fs:read decision.
 func TestWrappedCLIWritePathsNeedFSRead(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "work")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -773,6 +777,7 @@ write_paths = ["` + dir + `"]
 // the path and its symlink), nor record a decision on mine/cache/** for a
 // write that landed elsewhere.
 func TestWrappedCLIWritePathThroughSymlink(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -826,6 +831,7 @@ fs = [{ path = "`+mine+`", access = "write", match = "subtree" }]
 // secret; cat, whose read_paths name mine/ref, must then not print
 // secret/key: the run is refused, naming the path and its symlink.
 func TestWrappedCLIReadPathThroughSymlink(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -978,6 +984,7 @@ network = true
 // path, as fs_write cannot: with protected names, its write paths are
 // read-only (Landlock cannot carve .git out of a writable directory).
 func TestWrappedCLINeverWritesProtected(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ws := filepath.Join(root, "ws")
 	if err := os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil {

@@ -27,6 +27,7 @@ import (
 // its traceparent sent to a listed host), and an imported tool's call to
 // its upstream MCP server (maiden.mcp_upstream: the import and the tool).
 func TestEgressSpansBeyondHTTPFetch(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	parents := map[string][]string{} // host -> traceparents received
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
