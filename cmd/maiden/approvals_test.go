@@ -91,6 +91,7 @@ func approvalIn(t *testing.T, state, id string) api.ApprovalRequest {
 // of objects with exactly the keys the issue names, oldest first; the
 // table lists the same requests.
 func TestPendingJSONShape(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	if r := op(t, exitOK, cfg, "pending", "-json"); r.stdout != "[]\n" {
 		t.Fatalf("pending -json with nothing waiting: %q", r.stdout)
@@ -157,6 +158,7 @@ func TestPendingJSONShape(t *testing.T) {
 // carriage returns and bidirectional overrides come out escaped in the
 // table and in approve's answer, and unchanged in -json.
 func TestPendingEscapesAgentText(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	evil := "--message=\"hi\x1b[2J\x1b]0;pwned\x07\rAPPROVED \u202edenied\u009b\""
 	a := request(t, state, "research", evil, "middleware[1]")
@@ -185,6 +187,7 @@ func TestPendingEscapesAgentText(t *testing.T) {
 // audited; an unknown ID and a second decision exit 2 naming the ID and the
 // state, and change nothing.
 func TestApproveDeny(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	a := request(t, state, "research", "--message=hi", "middleware[1]")
 	b := request(t, state, "coder", "--message=hi", "middleware[1]")
@@ -252,6 +255,7 @@ func TestApproveDeny(t *testing.T) {
 // cover the call and name the same tool); a rule with allow_always = false
 // refuses -always with exit 6 and decides nothing.
 func TestApproveAlways(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	a := request(t, state, "research", "--message=hi", "middleware[1]")
 	r := op(t, exitOK, cfg, "approve", a.ID, "-always")
@@ -312,6 +316,7 @@ func TestApproveAlways(t *testing.T) {
 // TestDecideWithoutAgents: approvals exist without [agents] (the implicit
 // agent); pending, approve and deny work on such a configuration too.
 func TestDecideWithoutAgents(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
 	src := fmt.Sprintf("version = 1\n\n[tools.echo]\npath = %q\n\n[[middleware]]\nuse = \"approve\"\n", testkit.Component(t, "echo"))
@@ -332,6 +337,7 @@ func TestDecideWithoutAgents(t *testing.T) {
 // denied carrying the reason; approve -always lets the next identical call
 // run without asking, and revoking that card makes it ask again.
 func TestApprovalEndToEnd(t *testing.T) {
+	t.Parallel()
 	cfg, _ := approvalsConfig(t)
 	src, err := os.ReadFile(cfg)
 	if err != nil {
@@ -469,6 +475,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 // decide on (the hosts and credential names from the tool's policy, the
 // session, the rule), in any state; -json is the whole request.
 func TestPendingShowOne(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	src, err := os.ReadFile(cfg)
 	if err != nil {
@@ -527,6 +534,7 @@ func renderingSum(r string) string {
 // TestApproveExpired: a request past its expiry is not listed, and
 // approving it exits 2 saying it expired (expiry is a denial).
 func TestApproveExpired(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	a := statetest.Approval(t, state, statetest.Request{Agent: "research", Tool: "echo", Rendered: "--message=hi",
 		Digest: strings.Repeat("cd", 32), Rule: "middleware[1]", Reason: "r", ExpiresIn: 300 * time.Millisecond})

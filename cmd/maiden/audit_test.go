@@ -50,6 +50,7 @@ func appendRecords(t *testing.T, path string, from, to int) {
 // naming the first bad record and what was done (the same edits as
 // internal/store's TestAuditTamperWithSQLiteCLI, through the command).
 func TestAuditVerifyTampered(t *testing.T) {
+	t.Parallel()
 	sqlite, err := exec.LookPath("sqlite3")
 	if err != nil {
 		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; make test installs it, see scripts/deps)")
@@ -85,6 +86,7 @@ func TestAuditVerifyTampered(t *testing.T) {
 // TestAuditMissingStore: a store file that is not there is an error (a
 // deleted store must not verify as an empty trail), and creates nothing.
 func TestAuditMissingStore(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "gone.db")
 	for _, sub := range []string{"verify", "tail", "export"} {
 		r := cli(t, "", "audit", sub, "-state", path)
@@ -109,6 +111,7 @@ func TestAuditMissingStore(t *testing.T) {
 // or JSON lines; export writes JSON lines and a head line that verify on
 // their own and end at the head audit verify printed.
 func TestAuditTailAndExport(t *testing.T) {
+	t.Parallel()
 	path := auditStore(t, 25)
 	r := cli(t, "", "audit", "tail", "-state", path)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
@@ -183,6 +186,7 @@ func TestAuditTailAndExport(t *testing.T) {
 // still verify; -head checks that the trail extends a head noted earlier,
 // in the store and in an export (-export, no store, no agent.toml).
 func TestAuditVerifyHead(t *testing.T) {
+	t.Parallel()
 	sqlite, err := exec.LookPath("sqlite3")
 	if err != nil {
 		t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; make test installs it, see scripts/deps)")
@@ -241,6 +245,7 @@ func TestAuditVerifyHead(t *testing.T) {
 // as \u escapes (the same JSON value, as every other -json output of
 // maiden does; audit export keeps the bytes as hashed).
 func TestAuditTailEscapesAgentText(t *testing.T) {
+	t.Parallel()
 	path := auditStore(t, 0)
 	evil := "hi\x1b[2J\u202edenied\u200b\u009b[31m\u2066"
 	body, err := json.Marshal(map[string]string{"rendered": evil})

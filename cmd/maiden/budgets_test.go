@@ -15,6 +15,7 @@ import (
 // exhausted budget denies the call naming the card, the budget and what is
 // left; a malformed budget is a usage error.
 func TestCardsBudgets(t *testing.T) {
+	t.Parallel()
 	cfg, cache := agentsConfig(t), t.TempDir()
 	hi := `{"message":"hi"}`
 	a := jsonID(t, op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "-budget", "calls=3,wall_ms=600000", "-json", "tool:invoke echo --...").stdout)

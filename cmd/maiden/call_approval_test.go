@@ -16,6 +16,7 @@ import (
 // approve ID` the same call runs (exit 0), and once only: repeated, it is
 // pending again.
 func TestCallPendingThenApproved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
 	src := fmt.Sprintf(`version = 1
@@ -59,6 +60,7 @@ reason = "echo needs a human"
 // TestHelpWrappedCLI: maiden help TOOL [COMMAND...] prints a wrapped CLI's
 // commands from its description (the worked example's git).
 func TestHelpWrappedCLI(t *testing.T) {
+	t.Parallel()
 	root := testkit.RepoRoot(t)
 	cfg := filepath.Join(root, "examples", "git", "agent.toml")
 	r := cli(t, "", "help", "-config", cfg, "git", "log")

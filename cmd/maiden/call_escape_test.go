@@ -10,6 +10,7 @@ import (
 // character escaped: a tool cannot set the window title, hide text, clear
 // the screen or print a line that looks like maiden's own.
 func TestCallEscapesToolText(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"ansilog": ""})
 	r := cli(t, "", "call", "-config", cfg, "-cache", t.TempDir(), "-isolation", "process", "ansilog", "{}")
 	if r.code != exitTool {

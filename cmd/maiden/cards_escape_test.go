@@ -16,6 +16,7 @@ import (
 // clear the operator's screen, retitle the terminal or reverse the text
 // of the card listing that says what it may do.
 func TestCardsEscapeAgentText(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	args, err := grant.Render([]byte(`{"message": "hi\u001b[2J\u001b]0;pwned\u0007\rNOTHING \u202eyreve\u009b"}`))
 	if err != nil {
@@ -49,6 +50,7 @@ func TestCardsEscapeAgentText(t *testing.T) {
 // -json would see the call reordered. They are \u escapes instead: the
 // same JSON value.
 func TestAdminJSONEscapesBidiAndC1(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	args, err := grant.Render([]byte(`{"message": "pay \u202e0001\u202c to \u009b2Jbob\u200b"}`))
 	if err != nil {

@@ -100,6 +100,7 @@ func storeCards(t *testing.T, path string) int {
 // A → B → C; revoking A revokes all three (CARDS.md A8) and the next call is
 // denied again; revoking A again is card-revoked.
 func TestCardsGrantCallDeriveRevoke(t *testing.T) {
+	t.Parallel()
 	cfg, cache := agentsConfig(t), t.TempDir()
 	hi := `{"message":"hi"}`
 
@@ -227,6 +228,7 @@ func TestCardsGrantCallDeriveRevoke(t *testing.T) {
 // TestCardsDenyAndCeiling: -deny forbids across the wallet whatever other
 // cards allow; -ceiling caps the wallet; neither allows anything itself.
 func TestCardsDenyAndCeiling(t *testing.T) {
+	t.Parallel()
 	cfg, cache := agentsConfig(t), t.TempDir()
 	op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "tool:invoke echo --...")
 	deny := jsonID(t, op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "-deny", "-json", "tool:invoke echo --message=secret* --...",
@@ -264,6 +266,7 @@ func TestCardsDenyAndCeiling(t *testing.T) {
 // names the --... form; that form forbids every call of echo, and the
 // refusal names the deny card to revoke.
 func TestCardsDenyEveryCall(t *testing.T) {
+	t.Parallel()
 	cfg, cache := agentsConfig(t), t.TempDir()
 	db := filepath.Join(filepath.Dir(cfg), "maiden-state.db")
 	hello := `{"message":"hello"}`
@@ -321,6 +324,7 @@ func TestCardsDenyEveryCall(t *testing.T) {
 // TestCardsRefusals: every bad input is refused with a clear message and
 // exit code, and nothing is written.
 func TestCardsRefusals(t *testing.T) {
+	t.Parallel()
 	cfg := agentsConfig(t)
 	db := filepath.Join(filepath.Dir(cfg), "maiden-state.db")
 	parent := jsonID(t, op(t, exitOK, cfg, "cards", "grant", "-agent", "research", "-expires", "1h", "-json", "tool:invoke echo --message=*").stdout)
@@ -393,6 +397,7 @@ func TestCardsRefusals(t *testing.T) {
 // TestAgentsTokens: a token is printed once, listed by ID only, and stops
 // authenticating when revoked.
 func TestAgentsTokens(t *testing.T) {
+	t.Parallel()
 	cfg := agentsConfig(t)
 	db := filepath.Join(filepath.Dir(cfg), "maiden-state.db")
 	var minted struct{ Agent, Token string }
@@ -472,6 +477,7 @@ func TestAgentsTokens(t *testing.T) {
 // path both use; tools -agent lists what that agent sees; check says what
 // the file declares.
 func TestStateFlagAndAgentFlag(t *testing.T) {
+	t.Parallel()
 	cfg, cache := agentsConfig(t), t.TempDir()
 	other := filepath.Join(t.TempDir(), "other.db")
 	op(t, exitOK, cfg, "cards", "grant", "-state", other, "-agent", "research", "tool:invoke echo --...")

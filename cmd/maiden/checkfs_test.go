@@ -15,6 +15,7 @@ import (
 // them), or, readable, writable, and of nothing when a grant of that verb,
 // or of any verb, is there.
 func TestCheckWarnsOfFileBuiltinsWithoutFSGrants(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
 	body := `version = 1
@@ -81,6 +82,7 @@ grants = ["tool:invoke touch --... -- ...", "fs /tmp/**"]
 // each, naming the key and where the link leads now; real paths are not
 // named, and the check still passes.
 func TestCheckWarnsOfSymlinkedPaths(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,7 @@ func TestClientConfigPrint(t *testing.T) {
 // one (maiden serve needs it) and carries -agent and -state; an undeclared
 // agent, or -agent with -url where no agents are declared, is refused.
 func TestClientConfigAgent(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -171,6 +172,7 @@ func TestClientConfigHTTP(t *testing.T) {
 }
 
 func TestClientConfigRefuses(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	for _, tt := range []struct {
 		name string
@@ -206,6 +208,7 @@ func TestClientConfigRefuses(t *testing.T) {
 // symlinks survive, a second run changes nothing, and files that are not
 // JSON objects are refused untouched, naming the position.
 func TestClientConfigWrite(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	dir := t.TempDir()
 	path := filepath.Join(dir, "claude_desktop_config.json")
@@ -323,6 +326,7 @@ func TestClientConfigWrite(t *testing.T) {
 }
 
 func TestClientConfigWriteRefuses(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	for _, tt := range []struct {
 		name, content, want string
@@ -382,6 +386,7 @@ func TestClientConfigDefaultFiles(t *testing.T) {
 // written entry's command and args, speak MCP on its stdin and stdout, and
 // list the tools.
 func TestClientConfigEntryStartsMaiden(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	if r := cli(t, "", "client", "config", "cursor", "-config", cfg, "-write", "-file", path); r.code != exitOK {
@@ -447,6 +452,7 @@ func TestClientConfigEntryStartsMaiden(t *testing.T) {
 // it is a link to the binary (as installers make it), the entry names the
 // link, so the client follows an upgrade that moves it.
 func TestClientConfigKeepsTheInstalledPath(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	env := maidenOnPath(t)
 	var link string
@@ -475,6 +481,7 @@ func TestClientConfigKeepsTheInstalledPath(t *testing.T) {
 // the token's source is named right (maiden agents token NAME, not a
 // server's variable).
 func TestClientConfigHTTPAgent(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

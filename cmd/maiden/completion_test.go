@@ -63,6 +63,7 @@ func words(c completion) []string {
 }
 
 func TestCompleteArgs(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": "", "logger": ""})
 	opsCfg := filepath.Join(t.TempDir(), "agent.toml")
 	if err := os.WriteFile(opsCfg, []byte("version = 1\n\n[operators.bob]\n\n[operators.alice]\n"), 0o644); err != nil {
@@ -172,6 +173,7 @@ func TestCompletionFollowsTheFlags(t *testing.T) {
 // TestCompleteCommand: the hidden command the scripts call prints the kind,
 // then candidate TAB description lines.
 func TestCompleteCommand(t *testing.T) {
+	t.Parallel()
 	r := cli(t, "", "__complete", "serve", "-isol")
 	if r.code != exitOK || r.stdout != "words\n-isolation\twhere tool code runs\n" {
 		t.Errorf("%+v", r)
@@ -186,6 +188,7 @@ func TestCompleteCommand(t *testing.T) {
 }
 
 func TestCompletionCommand(t *testing.T) {
+	t.Parallel()
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		r := cli(t, "", "completion", sh)
 		if r.code != exitOK || !strings.Contains(r.stdout, "__complete") || r.stderr != "" {
@@ -220,6 +223,7 @@ func shellRun(t *testing.T, env []string, shell string, args ...string) string {
 // completion function as bash does on Tab: COMP_WORDS split at "=" (as
 // readline's COMP_WORDBREAKS does), COMP_LINE, COMP_POINT.
 func TestBashCompletion(t *testing.T) {
+	t.Parallel()
 	bash := needShell(t, "bash")
 	env := maidenOnPath(t)
 	cfg := agentTOML(t, map[string]string{"echo": ""})
@@ -277,6 +281,7 @@ comp "maiden check -config=` + dir + `/ot"
 // builtins replaced by functions that print what they are given, the
 // script's _maiden hands zsh the right candidates for a line.
 func TestZshCompletion(t *testing.T) {
+	t.Parallel()
 	zsh := needShell(t, "zsh")
 	env := maidenOnPath(t)
 	script := filepath.Join(t.TempDir(), "_maiden")
@@ -320,6 +325,7 @@ FILES -/
 // TestFishCompletion: fish parses the script and, asked to complete a line
 // (complete -C, what Tab does), answers from maiden.
 func TestFishCompletion(t *testing.T) {
+	t.Parallel()
 	fish := needShell(t, "fish")
 	env := maidenOnPath(t)
 	script := filepath.Join(t.TempDir(), "maiden.fish")

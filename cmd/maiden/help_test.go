@@ -16,6 +16,7 @@ import (
 // placeholder, which once turned serve's -auth-token-env into a header.
 // `maiden help CMD` prints the same on stdout.
 func TestEveryCommandsHelp(t *testing.T) {
+	t.Parallel()
 	flagLine := regexp.MustCompile(`^  (-[a-z][a-z0-9-]*)(?: ([^\s]+))?(?:\t|$)`)
 	placeholder := regexp.MustCompile(`^([A-Z][A-Z.]*|int|uint|float|duration)$`)
 	n := 0
@@ -69,6 +70,7 @@ func TestEveryCommandsHelp(t *testing.T) {
 
 // TestUsageListsEveryCommand: the usage is made from the command table.
 func TestUsageListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	r := cli(t, "", "help")
 	for _, c := range commands {
 		if c.hidden || c.run == nil {
@@ -92,6 +94,7 @@ func TestUsageListsEveryCommand(t *testing.T) {
 // does not load names the file's error, not "unknown command" (which hid
 // why maiden help textkit failed while a test rewrote the file).
 func TestHelpToolWithBrokenConfig(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "agent.toml")
 	if err := os.WriteFile(cfg, []byte("version = 1\n[tools.x]\npath = 3\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -110,6 +113,7 @@ func TestHelpToolWithBrokenConfig(t *testing.T) {
 // TestSubcommandErrors: a parent command without (or with a wrong)
 // subcommand says which exist.
 func TestSubcommandErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		code int

@@ -17,6 +17,7 @@ import (
 // description does not load are errors that say so, and maiden check
 // refuses the latter naming the JSON path of the problem.
 func TestHelpCommandTool(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "agent.toml")
 	body := fmt.Sprintf("version = 1\n[tools.cmdecho]\npath = %q\n[tools.echo]\npath = %q\n[tools.badcommand]\npath = %q\n",
 		testkit.Component(t, "cmdecho"), testkit.Component(t, "echo"), testkit.Component(t, "badcommand"))
@@ -64,6 +65,7 @@ func TestHelpCommandTool(t *testing.T) {
 // index.js declares a command tree named after the tool, and says how to
 // call it with a command.
 func TestNewJSCommand(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "wordy")
 	r := cli(t, "", "new", "js-command", dir, "-add=false")
 	if r.code != exitOK || !strings.Contains(r.stdout, "a JavaScript tool named wordy") || !strings.Contains(r.stdout, `{"command":"count"`) || !strings.Contains(r.stdout, "memory_mb = 128") {

@@ -19,6 +19,7 @@ import (
 // maiden binary does), it grants card after card and prints "N ID" for each
 // as soon as the grant has returned, until it is killed.
 func TestGrantBurstHelper(t *testing.T) {
+	t.Parallel()
 	cfg := os.Getenv("MAIDEN_TEST_GRANT_BURST")
 	if cfg == "" {
 		return // the ordinary test run: nothing to do
@@ -38,6 +39,7 @@ func TestGrantBurstHelper(t *testing.T) {
 // prefix of the grants: every grant whose ID was printed, in order, and at
 // most the one in flight beyond them.
 func TestKillDuringGrants(t *testing.T) {
+	t.Parallel()
 	cfg := agentsConfig(t)
 	db := filepath.Join(filepath.Dir(cfg), "maiden-state.db")
 	total := 0

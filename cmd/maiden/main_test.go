@@ -42,6 +42,7 @@ func agentTOML(t *testing.T, tools map[string]string) string {
 }
 
 func TestCallExitCodes(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{
 		"echo":    "",
 		"toolerr": "",
@@ -114,6 +115,7 @@ func TestCallExitCodes(t *testing.T) {
 }
 
 func TestCallInputFromStdin(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	r := cli(t, `{"message":"from stdin"}`, "call", "-config", cfg, "-cache", "off", "echo", "-")
 	if r.code != exitOK || r.stdout != "{\"message\":\"from stdin\"}\n" {
@@ -128,6 +130,7 @@ func TestCallInputFromStdin(t *testing.T) {
 }
 
 func TestCallLogsGoToStderr(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"logger": ""})
 	r := cli(t, "", "call", "-config", cfg, "-cache", "off", "logger")
 	if r.code != exitOK || r.stdout != "logged\n" || !strings.Contains(r.stderr, "[warn] ") {
@@ -139,6 +142,7 @@ func TestCallLogsGoToStderr(t *testing.T) {
 // tools, not its own check of the confinement a wrapped CLI needs, and says
 // what a configuration of built-ins only has to load.
 func TestCheckCountsTools(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tt := range []struct{ name, body, want string }{
 		{"one wrapped CLI", "version = 1\n[clis.true]\npath = \"/bin/true\"\ncommand = '{\"maiden_command\": 1, \"name\": \"true\"}'\n", ": 1 tool ok\n"},
@@ -156,6 +160,7 @@ func TestCheckCountsTools(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	good := agentTOML(t, map[string]string{"echo": "", "logger": ""})
 	r := cli(t, "", "check", "-config", good, "-cache", "off")
 	if r.code != exitOK || !strings.Contains(r.stdout, "2 tools ok") {
@@ -172,6 +177,7 @@ func TestCheck(t *testing.T) {
 // TestCheckReportsEveryConfigError: maiden check lists all problems of a bad
 // agent.toml, each with its line, not just the first.
 func TestCheckReportsEveryConfigError(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "agent.toml")
 	body := "version = 1\n[tools.a]\npath = \"missing.wasm\"\nmemory_mb = 0\n[tools.b]\npath = \"x.wasm\"\ntimeout = 5\n"
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
@@ -189,6 +195,7 @@ func TestCheckReportsEveryConfigError(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": "http_allow = [\"api.example.com\"]\ntitle = \"Echo\"\nannotations = { destructive = false }"})
 	r := cli(t, "", "tools", "-config", cfg, "-cache", "off", "-json")
 	if r.code != exitOK {
@@ -228,6 +235,7 @@ func TestTools(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{nil, {"frobnicate"}, {"call"}, {"call", "-nope"}, {"check", "extra"}} {
 		if r := cli(t, "", args...); r.code != exitUsage || r.stderr == "" {
 			t.Errorf("%q: %+v", args, r)
@@ -242,6 +250,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestBuildWAT(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src, err := os.ReadFile(filepath.Join(testkit.RepoRoot(t), "testdata", "tools", "echo.wat"))
 	if err != nil {
@@ -275,6 +284,7 @@ func TestBuildWAT(t *testing.T) {
 // input is JSON but not an object is told so, not that it "cannot be
 // rendered for authorization".
 func TestCallInputNotAnObject(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

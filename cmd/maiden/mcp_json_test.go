@@ -17,6 +17,7 @@ import (
 // escapes, the same JSON value, never raw, so that what the operator reads
 // is what is pinned.
 func TestMCPAcceptJSONEscapesUpstreamText(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := testkit.Binary(t, "./testdata/mcpstdio")
 	cfg := filepath.Join(dir, "agent.toml")

@@ -22,6 +22,7 @@ import (
 //   - after maiden mcp accept, the call runs, and maiden tools shows the
 //     description escaped: no ESC or U+202E reaches the terminal.
 func TestMCPAcceptAndEscapes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := testkit.Binary(t, "./testdata/mcpstdio")
 	cfg := filepath.Join(dir, "agent.toml")
@@ -92,6 +93,7 @@ func TestMCPAcceptAndEscapes(t *testing.T) {
 // (where it says why); the system's openssl.cnf is readable by a confined
 // server (Node exits without it), and nothing else of /etc/ssl is.
 func TestCheckImportThatDoesNotStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := testkit.Binary(t, "./testdata/mcpstdio")
 	secret := filepath.Join(t.TempDir(), "secret.cnf") // outside read_paths

@@ -247,6 +247,7 @@ func sortedLabels(m *dto.Metric) []string {
 // once; the metrics token calls no tool (/mcp) and signs in to no inbox;
 // /healthz answers "ok" with no credentials.
 func TestServeMetricsNeedsOperator(t *testing.T) {
+	t.Parallel()
 	cfg, _ := approvalsConfig(t)
 	agentTok := strings.TrimSpace(op(t, exitOK, cfg, "agents", "token", "research").stdout)
 	var minted struct{ Operator, Token, Role string }

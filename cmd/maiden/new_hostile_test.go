@@ -13,6 +13,7 @@ import (
 // and the write would land on a file of the operator's. Nothing is
 // written into it, and agent.toml is not touched.
 func TestNewRefusesDirOfAnotherUser(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "greet")
 	if err := os.Mkdir(dir, 0o777); err != nil {
 		t.Fatal(err)

@@ -20,9 +20,20 @@ import (
 func TestNewMiddlewareBuildCall(t *testing.T) {
 	t.Setenv("GOPROXY", "off")
 	t.Setenv("GOFLAGS", "-mod=mod")
-	for _, tmpl := range []string{"middleware-go", "middleware-js"} {
+	newMiddlewareBuildCall(t, "middleware-go")
+}
+
+// TestNewMiddlewareBuildCallJS is TestNewMiddlewareBuildCall for the
+// JavaScript template, which needs none of the Go build's environment: in
+// parallel, since it waits for the build TestMain started.
+func TestNewMiddlewareBuildCallJS(t *testing.T) {
+	t.Parallel()
+	newMiddlewareBuildCall(t, "middleware-js")
+}
+
+func newMiddlewareBuildCall(t *testing.T, tmpls ...string) {
+	for _, tmpl := range tmpls {
 		t.Run(tmpl, func(t *testing.T) {
-			t.Parallel() // each in its own directory: a Go build and a JS one overlap
 			work, dir, r, built, _ := newAndBuild(t, tmpl, "guard")
 			if r.code != exitOK {
 				t.Fatalf("new: %+v", r)
@@ -162,6 +173,7 @@ func checkMiddlewareWorld(t *testing.T, path string) {
 // TestNewMiddlewareRefusesAdd: a middleware's place in the chain is the
 // operator's choice, so -add is refused before anything is created.
 func TestNewMiddlewareRefusesAdd(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "guard")
 	r := cli(t, "", "new", "middleware-go", dir, "-add")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "-add adds tools only") {

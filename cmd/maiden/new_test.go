@@ -21,9 +21,20 @@ import (
 func TestNewBuildCall(t *testing.T) {
 	t.Setenv("GOPROXY", "off")
 	t.Setenv("GOFLAGS", "-mod=mod")
-	for _, lang := range []string{"go", "js"} {
+	newBuildCall(t, "go")
+}
+
+// TestNewBuildCallJS is TestNewBuildCall for the JavaScript template,
+// which needs none of the Go build's environment: in parallel, since it
+// waits for the build TestMain started.
+func TestNewBuildCallJS(t *testing.T) {
+	t.Parallel()
+	newBuildCall(t, "js")
+}
+
+func newBuildCall(t *testing.T, langs ...string) {
+	for _, lang := range langs {
 		t.Run(lang, func(t *testing.T) {
-			t.Parallel() // each in its own directory: a Go build and a JS one overlap
 			work, dir, r, built, took := newAndBuild(t, lang, "my-"+lang+"-tool")
 			name := filepath.Base(dir)
 			if r.code != exitOK {
@@ -84,6 +95,7 @@ func TestNewBuildCall(t *testing.T) {
 }
 
 func TestNewRefuses(t *testing.T) {
+	t.Parallel()
 	nonEmpty := t.TempDir()
 	if err := os.WriteFile(filepath.Join(nonEmpty, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -277,6 +289,7 @@ func TestNewAddsToAgentTOML(t *testing.T) {
 // TestNewAddRefuses: with -add, an agent.toml that cannot take the table
 // is refused before anything is created, and left as it was.
 func TestNewAddRefuses(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, extra, tool, want string
 	}{
@@ -366,6 +379,7 @@ func TestNewAsksOnlyOnATerminal(t *testing.T) {
 // TestNewAddCreatesAgentTOML: -add with no agent.toml creates one that
 // loads once the tool is built; through a symlink, the target is written.
 func TestNewAddCreatesAgentTOML(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	cfg := filepath.Join(work, "conf", "agent.toml")
 	r := cli(t, "", "new", "go", filepath.Join(work, "conf", "greet"), "-config", cfg)

@@ -17,6 +17,7 @@ import (
 // -dry-run says it and installs nothing (the wallet is unchanged, read back
 // from the store); -json keeps stdout {"id": ID} and says it on stderr.
 func TestCardsGrantNewlyPossible(t *testing.T) {
+	t.Parallel()
 	cfg, cache := agentsConfig(t), t.TempDir()
 	state := filepath.Join(filepath.Dir(cfg), "maiden-state.db")
 
@@ -79,6 +80,7 @@ func TestCardsGrantNewlyPossible(t *testing.T) {
 // session's boundary and the session's refused calls it would have let
 // run; nothing for a rule that may not be approved always.
 func TestPendingShowsNewlyPossible(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	policy := `{"hosts":[],"timeout_ms":1000}`
 	a := requestBound(t, state, "research", "--message=hi", "middleware[1]", "sha256:aaaa", policy)

@@ -23,6 +23,7 @@ import (
 // revoke-token ends it, and each kind's revoke-token refuses the other
 // kind's ID. Every mint and revocation is in the audit trail.
 func TestOperatorsTokens(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg, state := approvalsConfig(t)
 
@@ -155,6 +156,7 @@ func TestOperatorsTokens(t *testing.T) {
 // TestOperatorsNone: without [operators] there is nothing to mint for,
 // and the message says how to declare one.
 func TestOperatorsNone(t *testing.T) {
+	t.Parallel()
 	cfg := agentsConfig(t)
 	if r := op(t, exitUsage, cfg, "operators", "token", "alice"); !strings.Contains(r.stderr, "add an [operators.NAME] table") {
 		t.Errorf("operators token without [operators]: %q", r.stderr)

@@ -23,6 +23,7 @@ import (
 // with the connection ("fetch failed: other side closed"), and the request
 // stays pending for an operator.
 func TestServeStopAnswersWaitingCallsPending(t *testing.T) {
+	t.Parallel()
 	src := fmt.Sprintf(`version = 1
 
 [tools.echo]

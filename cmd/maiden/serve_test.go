@@ -23,6 +23,7 @@ import (
 // line and an oversized one are answered and the session goes on to answer
 // a ping; before, the first bad line ended `maiden serve`.
 func TestServeStdioSurvivesBadInput(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	src, err := os.ReadFile(cfg)
 	if err != nil {
@@ -233,6 +234,7 @@ func postHTTP(t *testing.T, base, session, body string) (int, string) {
 // request on an expired session is told it is gone (404), so the client
 // starts a new one.
 func TestServeSessionIdleFlag(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	base := startHTTP(t, "-config", cfg, "-session-idle", "1s", "-watch=false")
 	session := initHTTP(t, base)
@@ -265,6 +267,7 @@ func (endless) Read(p []byte) (int, error) {
 // largest max_input_bytes and refused as kind input, instead of growing
 // the process until it dies.
 func TestCallStdinIsBounded(t *testing.T) {
+	t.Parallel()
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	var stdout, stderr testkit.SyncBuffer
 	done := make(chan int, 1)
@@ -297,6 +300,7 @@ func TestCheckWarnsAboutUnsetSecrets(t *testing.T) {
 
 // TestHelpExitsZero: -h on any command prints its flags and succeeds.
 func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"serve", "call", "check", "tools", "build", "new"} {
 		r := cli(t, "", cmd, "-h")
 		if r.code != exitOK || !strings.Contains(r.stderr, "Usage of maiden "+cmd) {
@@ -307,6 +311,7 @@ func TestHelpExitsZero(t *testing.T) {
 
 // TestVersion: maiden version names maiden's version and wasmtime's.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	r := cli(t, "", "version")
 	if r.code != exitOK || !strings.HasPrefix(r.stdout, "maiden ") || !strings.Contains(r.stdout, "wasmtime "+maiden.WasmtimeVersion) {
 		t.Fatalf("%+v", r)
@@ -319,6 +324,7 @@ func TestVersion(t *testing.T) {
 // A session with no notification stream open (a client between requests)
 // is no reason for a warning when the tool list changes.
 func TestServeReloadLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.toml")
 	echo := "version = 1\n[tools.echo]\npath = \"" + testkit.Component(t, "echo") + "\"\n"

@@ -24,6 +24,7 @@ func boundaryRequest(t *testing.T, state, session, id, expansion string) string 
 // revision of that session only) and denied by maiden approve/deny; maiden
 // sessions ls|show print the sessions, revisions and requests.
 func TestSessionsAndBoundaryRequests(t *testing.T) {
+	t.Parallel()
 	cfg, state := approvalsConfig(t)
 	h1 := boundaryRequest(t, state, "s1", "r1", `{"filesystem":{"entries":[{"path":"/srv/data","access":"read","scope":"subtree"}]}}`)
 	h2 := boundaryRequest(t, state, "s2", "r2", `{"network":{"enabled":true}}`)

@@ -40,6 +40,7 @@ func withUser(t *testing.T, dbURL, user string) string {
 }
 
 func TestStateMigrateAndCheckPostgres(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	want := admin.SchemaVersion()
 
@@ -87,6 +88,7 @@ func TestStateMigrateAndCheckPostgres(t *testing.T) {
 
 // A server that does not answer is named by its address; nothing hangs.
 func TestStateCheckUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +111,7 @@ func TestStateCheckUnreachable(t *testing.T) {
 // A role that does not exist, and a database that does not exist: the
 // server's word, with the address.
 func TestStateCheckLoginRefused(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	r := cli(t, "", "state", "check", "-state", withUser(t, db, "nosuchrole"))
 	if r.code != exitState || !strings.Contains(r.stderr, "PostgreSQL at "+pgtest.Addr(t)+" refused the login") || !strings.Contains(r.stderr, `"nosuchrole"`) {
@@ -125,6 +128,7 @@ func TestStateCheckLoginRefused(t *testing.T) {
 // A schema newer than the binary: check says so and fails; migrate refuses
 // and changes nothing.
 func TestStateSchemaNewer(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	if r := cli(t, "", "state", "migrate", "-state", db); r.code != exitOK {
 		t.Fatalf("migrate: %d %s", r.code, r.stderr)
@@ -152,6 +156,7 @@ func TestStateSchemaNewer(t *testing.T) {
 // A role without the privileges maiden needs: check names each missing one;
 // once granted, check passes and the role can use the store.
 func TestStatePrivileges(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	role := fmt.Sprintf("limited_%d", os.Getpid())
 	pgtest.Exec(t, db, fmt.Sprintf("DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%s') THEN CREATE ROLE %s LOGIN; END IF; END$$", role, role))
@@ -212,6 +217,7 @@ func TestStatePrivileges(t *testing.T) {
 }
 
 func TestStateURLWithPasswordRefused(t *testing.T) {
+	t.Parallel()
 	const secret = "hunter2-s3cret"
 	for _, cmd := range []string{"check", "migrate"} {
 		r := cli(t, "", "state", cmd, "-state", "postgres://maiden:"+secret+"@127.0.0.1:1/maiden")
@@ -225,6 +231,7 @@ func TestStateURLWithPasswordRefused(t *testing.T) {
 }
 
 func TestStateSQLite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.db")
 	want := admin.SchemaVersion()
@@ -255,6 +262,7 @@ func TestStateSQLite(t *testing.T) {
 // audit verify on a database without maiden's schema is an error, never an
 // empty trail; once the schema exists, the (empty) trail verifies.
 func TestAuditVerifyPostgresStore(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	r := cli(t, "", "audit", "verify", "-state", db)
 	if r.code != exitState || !strings.Contains(r.stderr, "no state store in "+db) {
@@ -275,6 +283,7 @@ func TestAuditVerifyPostgresStore(t *testing.T) {
 // check passes; with any one of them withheld, the store's Open refuses
 // (ErrPrivilege) and check names it.
 func TestStatePrivilegesMatchTheStore(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	if r := cli(t, "", "state", "migrate", "-state", db); r.code != exitOK {
 		t.Fatalf("migrate: %d %s", r.code, r.stderr)
@@ -325,6 +334,7 @@ func TestStatePrivilegesMatchTheStore(t *testing.T) {
 // -state with a URL reaches the same database from any command that takes
 // it: a token minted through one command is listed by another.
 func TestStateFlagURLOnOperatorCommands(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	cfg := filepath.Join(t.TempDir(), "agent.toml")
 	if err := os.WriteFile(cfg, []byte("version = 1\n[agents.alice]\n"), 0o644); err != nil {
@@ -349,6 +359,7 @@ func TestStateFlagURLOnOperatorCommands(t *testing.T) {
 // on a PostgreSQL store creates its schema as it starts, not at the first
 // call: maiden state check sees it current before any call.
 func TestServeCreatesPostgresSchema(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)

@@ -15,11 +15,12 @@ import (
 
 // The JS templates' builds (componentize-js: 30-50 s of CPU each, minutes
 // of a loaded machine) start in TestMain, before the first test, and run
-// beside this package's other tests, which are not parallel and spend most
-// of their time waiting for child processes. Run in their tests, the two of
+// beside this package's other tests, which spend most of their time
+// waiting for child processes. Run in their tests, the two of
 // them added two to four minutes to the package, the slowest of make test.
-// TestNewBuildCall/js and TestNewMiddlewareBuildCall/middleware-js check
-// what these runs printed and built exactly as they checked their own.
+// TestNewBuildCallJS/js and TestNewMiddlewareBuildCallJS/middleware-js
+// check what these runs printed and built exactly as they checked their
+// own.
 //
 // `maiden new` runs before the tests start (it reads isTerminal, which
 // tests replace); only `maiden build` runs beside them, in process as
@@ -41,8 +42,8 @@ var templateBuilds = map[string]*templateBuild{}
 // backgroundTemplates names the templates built beside the tests: each
 // template's project name and the test and subtest that check it.
 var backgroundTemplates = []struct{ tmpl, name, test string }{
-	{"js", "my-js-tool", "TestNewBuildCall"},
-	{"middleware-js", "guard", "TestNewMiddlewareBuildCall"},
+	{"js", "my-js-tool", "TestNewBuildCallJS"},
+	{"middleware-js", "guard", "TestNewMiddlewareBuildCallJS"},
 }
 
 // startTemplateBuilds starts the builds of the templates whose tests -run
@@ -179,6 +180,7 @@ func newAndBuild(t *testing.T, tmpl, name string) (work, dir string, newRes, bui
 }
 
 func TestPatternSelects(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		pattern string
 		want    bool

@@ -17,6 +17,7 @@ import (
 // /dev/null (a character device, like a terminal) are not, so maiden new
 // never waits for an answer nobody can give.
 func TestIsTerminal(t *testing.T) {
+	t.Parallel()
 	_, pts := openPTY(t)
 	if !isTerminal(pts) {
 		t.Error("a pty is not a terminal")
@@ -72,6 +73,7 @@ func openPTY(t *testing.T) (ptmx, pts *os.File) {
 // a pseudo-terminal, as a person would: it asks, and a typed "y" appends
 // the tool to agent.toml.
 func TestNewPromptsOnARealTerminal(t *testing.T) {
+	t.Parallel()
 	work, cfg, before := newWork(t, "\n")
 	ptmx, pts := openPTY(t)
 	env := maidenOnPath(t)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestFormatVersion(t *testing.T) {
+	t.Parallel()
 	const rev = "52fb84173f4a5bddc19b1e7bbe36a24eb818489f"
 	vcs := func(modified string) []debug.BuildSetting {
 		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}

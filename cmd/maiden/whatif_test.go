@@ -219,6 +219,7 @@ func group(rep api.WhatIfReport, agent, tool string) api.WhatIfGroup {
 // flips refused ones to allowed (exit 1), grouped by agent and tool; and a
 // change that cannot be replayed is exit 2 with a message that says why.
 func TestAuditWhatIfRealTrail(t *testing.T) {
+	t.Parallel()
 	n := 2000
 	if testing.Short() {
 		n = 400
