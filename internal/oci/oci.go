@@ -195,14 +195,18 @@ func (r Ref) Loopback() bool {
 const StoreEnv = "MAIDEN_OCI_STORE"
 
 // DefaultStoreDir is $MAIDEN_OCI_STORE, else the user cache directory's
-// maiden/oci (beside the compiled-component cache).
+// maiden/oci (beside the compiled-component cache), else "" (OpenStore
+// refuses it): with neither $XDG_CACHE_HOME nor $HOME set it used to be
+// the temporary directory's maiden/oci, a name every local user shares, so
+// another could make it first and keep maiden from storing or loading any
+// oci:// tool (the store refuses a directory someone else owns).
 func DefaultStoreDir() string {
 	if d := os.Getenv(StoreEnv); d != "" {
 		return d
 	}
 	base, err := os.UserCacheDir()
 	if err != nil {
-		base = os.TempDir()
+		return ""
 	}
 	return filepath.Join(base, "maiden", "oci")
 }

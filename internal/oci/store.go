@@ -50,8 +50,13 @@ type Component struct {
 // must be root's or this user's and writable by no one else unless sticky
 // (checkOwnDirs). A directory another user owns, or one whose parent they
 // can write, lets them swap a component's file after Load verified it
-// (which the runtime then refuses: the tool stops loading).
+// (which the runtime then refuses: the tool stops loading). An empty dir
+// (DefaultStoreDir when no cache directory is known) is refused.
 func OpenStore(dir string) (*Store, error) {
+	if dir == "" {
+		// filepath.Abs would make it the working directory.
+		return nil, fmt.Errorf("%w: no directory for the component store: set $%s, or $XDG_CACHE_HOME or $HOME for the user cache directory", ErrStore, StoreEnv)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrStore, dir, err)

@@ -13,8 +13,7 @@ import (
 // TestStoreRefusesDirectoryOthersControl: Load verifies a component's file
 // and hands its path to the runtime, which reads it again later, so the
 // store must be a directory only this user can change. One owned by
-// another user (the default's fallback is under /tmp when the user has no
-// cache directory, where anyone can make maiden/oci first), or under a
+// another user, or under a
 // parent another user owns or can write (not sticky), is refused, naming
 // it; a sticky parent such as /tmp is fine. Giving a directory to another
 // uid needs root: those cases run only as root.
@@ -86,5 +85,30 @@ func TestStoreRefusesDirectoryOthersControl(t *testing.T) {
 				t.Fatalf("OpenStore(%s) = %v\nwant ErrStore naming %q", dir, err, c.want)
 			}
 		})
+	}
+}
+
+// TestDefaultStoreNotShared: with no cache directory known (neither
+// $XDG_CACHE_HOME nor $HOME) the default store is not the temporary
+// directory's maiden/oci, a name any local user can make first and so keep
+// this one from storing or loading an oci:// tool; opening it is refused,
+// naming what to set, and nothing is made (an empty path would have been
+// the working directory).
+func TestDefaultStoreNotShared(t *testing.T) {
+	t.Setenv(StoreEnv, "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	dir := DefaultStoreDir()
+	if dir != "" {
+		t.Fatalf("with no cache directory the store is %q, want none (refused by OpenStore)", dir)
+	}
+	wd := t.TempDir()
+	t.Chdir(wd)
+	st, err := OpenStore(dir)
+	if st != nil || !errors.Is(err, ErrStore) || !strings.Contains(err.Error(), "set $"+StoreEnv) {
+		t.Fatalf("OpenStore(%q) = %v, %v; want ErrStore naming $%s", dir, st, err, StoreEnv)
+	}
+	if entries, _ := os.ReadDir(wd); len(entries) != 0 {
+		t.Errorf("OpenStore(%q) made %d entries in the working directory", dir, len(entries))
 	}
 }
