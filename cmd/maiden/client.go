@@ -644,7 +644,7 @@ func mergeClientFile(path, key, name string, entry json.RawMessage, input *vscod
 		if fi.Size() > maxClientFile {
 			return "", fmt.Errorf("%s: %d bytes, more than a client config file should be (%d); nothing was written", abs, fi.Size(), maxClientFile)
 		}
-		if uid, other := ownedByOther(fi); other {
+		if uid, other := atomicfile.OwnedByOther(fi); other {
 			return "", fmt.Errorf("%s: owned by uid %d, not by you (uid %d): -write replaces the file, which would take it from its owner; nothing was written: run this as its owner, or print the entry (without -write) and add it by hand", describeTarget(abs, target), uid, os.Geteuid())
 		}
 		if data, err = os.ReadFile(target); err != nil {

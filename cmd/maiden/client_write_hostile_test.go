@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/maiden-run/maiden/internal/atomicfile"
 )
 
 // TestClientConfigWriteRefusesTokenInputReuse: VS Code keeps the value typed
@@ -85,6 +87,6 @@ func TestClientConfigWriteRefusesOtherUsersFile(t *testing.T) {
 }
 
 func ownedBy(fi os.FileInfo, uid int) bool {
-	got, _ := ownedByOther(fi)
+	got, _ := atomicfile.OwnedByOther(fi)
 	return got == uid
 }

@@ -81,3 +81,17 @@ func Lock(ctx context.Context, path string, waiting func()) (unlock func(), err 
 		}
 	}
 }
+
+// OwnedByOther reports whether fi belongs to a user other than the one
+// running maiden, and that user's ID. Replacing such a file (Write renames
+// a new file over it) would hand it to this user: its owner could no
+// longer edit it, and as root it would be a file its owner's programs read
+// but root wrote; writing into such a directory lets its owner change what
+// is written meanwhile.
+func OwnedByOther(fi os.FileInfo) (uid int, other bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), int(st.Uid) != os.Geteuid()
+}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/maiden-run/maiden/internal/atomicfile"
 	sdk "github.com/maiden-run/maiden/sdk/go"
 	"github.com/maiden-run/maiden/wit"
 )
@@ -141,7 +142,7 @@ func openProjectDir(abs, dir string) (*os.Root, error) {
 	}
 	fi, err := root.Stat(".")
 	if err == nil && !made {
-		if uid, other := ownedByOther(fi); other {
+		if uid, other := atomicfile.OwnedByOther(fi); other {
 			err = fmt.Errorf("%w: %s belongs to uid %d, not to you (uid %d): someone else can change it while maiden writes into it; choose a directory of your own", ErrProjectExists, dir, uid, os.Geteuid())
 		}
 	}

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package main
-
-import "io/fs"
-
-// ownedByOther: files carry no Unix owner here.
-func ownedByOther(fs.FileInfo) (uid int, other bool) { return 0, false }
