@@ -30,8 +30,11 @@ import (
 //     root, and not writable by other users.
 //
 // Group write is left to the operator (a user-private group's umask 002
-// makes every directory group-writable). An existing file's read bits are
-// not changed: an operator may share it with a backup user on purpose.
+// makes every directory group-writable). An existing file readable by
+// other users (maiden before 2026-12-05 let SQLite make it 0644) loses
+// its access for others (chmod o-rwx), the group's bits kept: an operator
+// may share it with a backup user's group on purpose, never with every
+// local user.
 func prepareStateFile(path string) error {
 	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
 	if err != nil {
@@ -67,6 +70,32 @@ func prepareStateFile(path string) error {
 		if err := checkStatePath(p, false); err != nil {
 			return err
 		}
+		if err := closeToOthers(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeToOthers takes every access for other users off the store's file
+// at p (checked by checkStatePath: a regular file, not a link, in a
+// directory only this user or root can change), if it has any and this
+// user owns it. A missing side file is left missing.
+func closeToOthers(p string) error {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return &fs.PathError{Op: "stat", Path: p, Err: err}
+	}
+	perm := st.Mode & 0o7777
+	if perm&0o007 == 0 || int(st.Uid) != os.Geteuid() {
+		return nil
+	}
+	if err := os.Chmod(p, fs.FileMode(perm&0o770)); err != nil {
+		return fmt.Errorf("%w: the state store's file %s has mode %#o, readable by other users, and could not be made private (chmod o-rwx %s): %v",
+			ErrStateUnsafe, p, perm, p, err)
 	}
 	return nil
 }

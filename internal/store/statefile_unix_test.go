@@ -130,3 +130,39 @@ func plant(path string, data []byte, perm os.FileMode) error {
 	}
 	return os.Chmod(path, perm)
 }
+
+// TestOpenClosesOldStateToOthers: a state store an older maiden let SQLite
+// make readable by every local user (0644, and its side files with it)
+// is made private to its owner and group when opened: the audit trail's
+// rendered arguments, the approvals and the token hashes are no longer
+// readable by others. The group's read bit stays (a backup user's group
+// may be given it on purpose).
+func TestOpenClosesOldStateToOthers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s := open(t, path, nil)
+	if err := s.Journal().Append(AuditRecord{Kind: AuditCallAdmitted, Agent: "a", Tool: "t", Body: auditBody(map[string]any{"x": 1})}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// As a store made before 2026-12-05 was: the main file 0644, and its
+	// log with the same mode (an empty one, as a crash can leave it).
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := plant(path+"-wal", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path, nil)
+	defer s.Close()
+	for p, want := range map[string]os.FileMode{path: 0o640, path + "-wal": 0o640} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s has mode %#o after Open; want %#o (others' access taken off, the group's kept)", filepath.Base(p), got, want)
+		}
+	}
+}
