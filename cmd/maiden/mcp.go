@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,20 +24,29 @@ that no operator has accepted yet (title, description, input schema) or whose de
 upstream changed since it was accepted (old against new, line by line: - old, + new), then pins
 them in maiden-pins.json next to agent.toml. Until then maiden refuses a new or changed tool
 (kind denied; a changed one keeps being listed to agents as it was accepted). TOOL... accepts
-only those tools (NAME.TOOL or TOOL); -dry-run shows and writes nothing. Control characters,
+only those tools (NAME.TOOL or TOOL); -dry-run shows and writes nothing, and ends with the
+-expect DIGEST that accepts exactly what it showed: with -expect, accept refuses (and pins
+nothing) if the tools to accept are not the ones that digest was shown for, e.g. the upstream
+changed a definition after the review. Control characters,
 escape sequences and bidirectional or zero-width characters of the upstream's text are shown as
 escapes (\x1b, \u202e). With -json: the reviews ({tool, state, changes, accepted, offered}), those
 characters as JSON \u escapes.
 Exit codes: 0 done (or nothing to accept); 2 bad command line or agent.toml, no such import, its
-server not up; 1 the pin file could not be written.`
+server not up; 1 nothing accepted: -expect does not match what is offered now, or the pin file
+could not be written.`
 
 func cmdMCPAccept(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("mcp accept", stderr)
 	dry := fs.Bool("dry-run", false, "show what would be accepted; write nothing")
 	asJSON := fs.Bool("json", false, "print JSON")
+	expect := fs.String("expect", "", "accept only if the tools to accept are exactly those a -dry-run showed with this `DIGEST`")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return parseFailed(err)
+	}
+	if *expect != "" && !isReviewDigest(*expect) {
+		fmt.Fprintf(stderr, "maiden mcp accept: -expect %s is not a digest a -dry-run printed (64 hexadecimal digits)\n", terminalSafe(*expect))
+		return exitUsage
 	}
 	if len(rest) == 0 {
 		fmt.Fprintln(stderr, "maiden mcp accept: which import? maiden mcp accept NAME [TOOL...]")
@@ -81,15 +92,23 @@ func cmdMCPAccept(ctx context.Context, args []string, _ io.Reader, stdout, stder
 			showReview(stdout, r)
 		}
 	}
+	digest := reviewDigest(name, todo)
 	switch {
+	case *expect != "" && *expect != digest:
+		fmt.Fprintf(stderr, "maiden mcp accept: nothing accepted: the tools %s offers to accept now (above) are not the ones -expect %s was shown for (their digest is %s); review them again\n",
+			terminalSafe(name), *expect, digest)
+		return exitTool
 	case len(todo) == 0:
 		if !*asJSON {
 			fmt.Fprintf(stdout, "%s: every tool is accepted as it is; nothing to do\n", name)
 		}
 		return exitOK
 	case *dry:
-		if !*asJSON {
-			fmt.Fprintf(stdout, "-dry-run: %d tools not accepted; nothing written\n", len(todo))
+		hint := "to accept exactly what is shown, run the same command with -expect " + digest + " instead of -dry-run"
+		if *asJSON {
+			fmt.Fprintln(stderr, hint) // stdout is the reviews' JSON
+		} else {
+			fmt.Fprintf(stdout, "-dry-run: %d tools not accepted; nothing written\n%s\n", len(todo), hint)
 		}
 		return exitOK
 	}
@@ -102,6 +121,33 @@ func cmdMCPAccept(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		fmt.Fprintf(stdout, "accepted %d tools of %s into %s\n", len(todo), name, where)
 	}
 	return exitOK
+}
+
+// reviewDigest names the tools to accept of import name and the
+// definitions offered for them (each review's pin digest, which covers
+// the upstream's name, title, description and input schema): what a
+// -dry-run showed, for -expect to hold the accept to.
+func reviewDigest(name string, todo []maiden.ImportReview) string {
+	lines := make([]string, 0, len(todo))
+	for _, r := range todo {
+		lines = append(lines, fmt.Sprintf("%q %q %q\n", r.Tool, r.State, r.Offered.Digest))
+	}
+	slices.Sort(lines)
+	h := sha256.New()
+	fmt.Fprintf(h, "maiden mcp accept 1 %q\n", name)
+	for _, l := range lines {
+		io.WriteString(h, l)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// isReviewDigest reports whether s has reviewDigest's form.
+func isReviewDigest(s string) bool {
+	if len(s) != sha256.Size*2 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
 }
 
 // showReview prints one tool to accept: a new one whole, a changed one as

@@ -129,3 +129,63 @@ func TestCheckImportThatDoesNotStart(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPAcceptExpectHoldsTheReview: an operator reviews an import's tools
+// with -dry-run, and the upstream changes a definition before the accept
+// (testdata/mcpstdio's pay, widened by a restart with MCPSTDIO_PAY=wide).
+// Accepting with the -expect digest the review printed pins nothing and
+// says why (exit 1), so the widened pay stays refused; a review of what is
+// offered now gives the digest that accepts it.
+func TestMCPAcceptExpectHoldsTheReview(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := testkit.Binary(t, "./testdata/mcpstdio")
+	cfg := filepath.Join(dir, "agent.toml")
+	write := func(env string) {
+		body := "version = 1\n[mcp.shop]\ncommand = [\"" + bin + "\"]\nenv = [\"MCPSTDIO_PAY=" + env + "\"]\n"
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digestOf := func(r cliResult) string {
+		t.Helper()
+		_, after, ok := strings.Cut(r.stdout+r.stderr, "run the same command with -expect ")
+		d, _, _ := strings.Cut(after, " ")
+		if r.code != exitOK || !ok || len(d) != 64 {
+			t.Fatalf("mcp accept -dry-run printed no -expect digest: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		return d
+	}
+	write("narrow")
+	reviewed := digestOf(cli(t, "", "mcp", "accept", "-config", cfg, "-dry-run", "shop", "pay"))
+	if r := cli(t, "", "mcp", "accept", "-config", cfg, "-dry-run", "-json", "shop", "pay"); digestOf(r) != reviewed {
+		t.Fatalf("-dry-run -json printed another digest than -dry-run for the same offer:\n%s", r.stderr)
+	}
+
+	write("wide") // the upstream changes pay after the review
+	r := cli(t, "", "mcp", "accept", "-config", cfg, "-expect", reviewed, "shop", "pay")
+	if r.code != exitTool || !strings.Contains(r.stderr, "nothing accepted: the tools shop offers to accept now (above) are not the ones -expect "+reviewed+" was shown for") ||
+		!strings.Contains(r.stdout, "shop.pay: new tool") || strings.Contains(r.stdout, "accepted 1 tools") {
+		t.Fatalf("accept -expect after the upstream changed: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli(t, "", "call", "-config", cfg, "shop.pay", `{"amount":999999}`); r.code != exitDenied || !strings.Contains(r.stderr, "maiden mcp accept shop") {
+		t.Fatalf("the widened pay after a refused accept: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "maiden-pins.json")); err == nil {
+		t.Fatal("a refused accept wrote maiden-pins.json")
+	}
+
+	now := digestOf(cli(t, "", "mcp", "accept", "-config", cfg, "-dry-run", "shop", "pay"))
+	if now == reviewed {
+		t.Fatalf("the widened pay has the reviewed digest %s", now)
+	}
+	if r := cli(t, "", "mcp", "accept", "-config", cfg, "-expect", now, "shop", "pay"); r.code != exitOK || !strings.Contains(r.stdout, "accepted 1 tools") {
+		t.Fatalf("accept -expect of what is offered now: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli(t, "", "call", "-config", cfg, "shop.pay", `{"amount":999999}`); r.code != exitOK {
+		t.Fatalf("pay after its accept: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli(t, "", "mcp", "accept", "-config", cfg, "-expect", "NOTADIGEST", "shop"); r.code != exitUsage || !strings.Contains(r.stderr, "-expect NOTADIGEST is not a digest a -dry-run printed") {
+		t.Fatalf("a malformed -expect: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
