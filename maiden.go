@@ -174,3 +174,11 @@ const (
 // "The call path is a pipeline"): admission, policy, input, load and
 // validation, run. No tool code runs before the input is validated.
 func (h *Host) Call(ctx context.Context, c Call) (Result, error) { return h.p.Call(ctx, c) }
+
+// RefuseUnknownTool records the refusal of a call of a tool c's agent does
+// not have, for a front end that refuses such a call before it reaches
+// Call (an MCP server answering a tools/call of a name it does not list),
+// and returns ErrUnknownTool; nil if the agent has the tool after all.
+func (h *Host) RefuseUnknownTool(ctx context.Context, c Call) error {
+	return h.p.RefuseUnknownTool(ctx, c)
+}

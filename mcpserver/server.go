@@ -260,8 +260,11 @@ func (s *Server) middleware(as *agentServer) mcp.Middleware {
 			case "tools/list":
 				s.syncBuiltins(ctx, as)
 			case "tools/call":
-				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && isBuiltin(r.Params.Name) {
-					s.syncBuiltins(ctx, as)
+				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+					if isBuiltin(r.Params.Name) {
+						s.syncBuiltins(ctx, as)
+					}
+					s.recordUnknown(ctx, as, r)
 				}
 			}
 			res, err := next(ctx, method, req)
@@ -279,6 +282,24 @@ func (s *Server) middleware(as *agentServer) mcp.Middleware {
 			}
 			return res, err
 		}
+	}
+}
+
+// recordUnknown has the host record the refusal of a tools/call of a name
+// this agent is not served (the SDK answers it "unknown tool" without a
+// handler of ours running), so that an agent probing for tools shows in
+// the audit trail. A name the host resolves after all (a list not yet in
+// step) is left to the SDK's answer too.
+func (s *Server) recordUnknown(ctx context.Context, as *agentServer, r *mcp.CallToolRequest) {
+	as.mu.Lock()
+	_, served := as.served[r.Params.Name]
+	as.mu.Unlock()
+	if served {
+		return
+	}
+	err := s.host.RefuseUnknownTool(ctx, maiden.Call{Agent: as.agent, Tool: r.Params.Name, Credential: s.callCredential(r)})
+	if err != nil && !errors.Is(err, maiden.ErrUnknownTool) && !errors.Is(err, maiden.ErrClosed) {
+		s.log.Warn("a call of a tool not served could not be checked", "agent", as.agent, "error", err)
 	}
 }
 

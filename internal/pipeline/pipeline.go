@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/config"
@@ -306,7 +307,7 @@ type stage func(next handler) handler
 func (h *Host) pipeline() handler {
 	st, limit := &h.stateHolder, inputLimit{override: h.opts.MaxInputBytes}
 	admit := admitStage{adm: h.adm}
-	policy := policyStage{cfg: &h.cfg, kinds: &h.kinds}
+	policy := policyStage{cfg: &h.cfg, kinds: &h.kinds, trail: &h.trail}
 	audit := auditStages{trail: &h.trail, schemaHash: h.schemas.hash}
 	approvals := approvalStages{state: st.get, log: h.log}
 	input := inputStage{limit: limit.of}
@@ -390,9 +391,15 @@ func (s admitStage) enter(next handler) handler {
 // then the call's agent and the tool as that agent's binding exposes it
 // (an unbound tool does not exist): the backend's resolve finds them and
 // this stage writes them into the invocation.
+//
+// A call of a tool its agent has not (a name the agent guessed, or one
+// bound to another agent) is recorded too, as a refused call naming the
+// tool it asked for (unknownTool): the trail shows an agent probing for
+// tools, which the refusal alone (ErrUnknownTool) does not.
 type policyStage struct {
 	cfg   *atomic.Pointer[config.Config]
 	kinds *kindsHolder
+	trail *callaudit.Trail
 }
 
 func (s policyStage) resolve(next handler) handler {
@@ -401,6 +408,9 @@ func (s policyStage) resolve(next handler) handler {
 		inv.backend = s.kinds.of(cfg).of(inv.call.Tool)
 		r, terr, err := inv.backend.resolve(ctx, cfg, inv.call, inv.start)
 		if err != nil {
+			if errors.Is(err, ErrUnknownTool) && !errors.Is(err, ErrUnknownAgent) && !inv.noAudit {
+				s.unknownTool(ctx, cfg, inv)
+			}
 			return err
 		}
 		if terr != nil {
@@ -411,6 +421,66 @@ func (s policyStage) resolve(next handler) handler {
 		inv.call.Input, inv.builtinWallet = r.input, r.wallet
 		return next(ctx, inv)
 	}
+}
+
+// maxUnknownToolName is how much of a tool name no tool has the record of
+// its refusal keeps (MCP's own limit on a tool's name is 128 characters).
+const maxUnknownToolName = 128
+
+// unknownTool records the refusal of inv's call, whose tool its agent does
+// not have (recordUnknownTool).
+func (s policyStage) unknownTool(ctx context.Context, cfg *config.Config, inv *invocation) {
+	recordUnknownTool(ctx, s.trail, cfg, inv.call, inv.traceID())
+}
+
+// recordUnknownTool writes the call-refused record of call, whose tool its
+// agent does not have, when cfg keeps a trail: the agent, the session and
+// the name asked for (valid UTF-8, at most maxUnknownToolName bytes, "…"
+// marking a cut), and the error the caller got without the list of the
+// agent's tools.
+func recordUnknownTool(ctx context.Context, trail *callaudit.Trail, cfg *config.Config, call Call, traceID string) {
+	if !cfg.UsesState() {
+		return
+	}
+	agent := call.Agent
+	if agent == "" {
+		agent = DefaultAgent
+	}
+	name := strings.ToValidUTF8(call.Tool, "\uFFFD")
+	if len(name) > maxUnknownToolName {
+		cut := maxUnknownToolName
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "…"
+	}
+	rec := callRecord{Session: call.Session, Error: fmt.Sprintf("%v %q for agent %q", ErrUnknownTool, name, agent), TraceID: traceID}
+	c := callaudit.Call{Cfg: cfg, Agent: agent, Tool: name}
+	if err := callaudit.AppendRecord(context.WithoutCancel(ctx), trail, c, store.AuditCallRefused, &rec); err != nil {
+		trail.Log.Error("audit record not written", "kind", store.AuditCallRefused, "agent", agent, "err", err)
+	}
+}
+
+// RefuseUnknownTool is for a front end that refuses a call of a tool it
+// does not serve before the call reaches Call (the MCP SDK answers a
+// tools/call of a name it does not list itself): if c's agent has no tool
+// c.Tool under the configuration in force, the refusal is recorded as
+// Call would record it and the error is ErrUnknownTool; nil if the agent
+// has it after all (a list not yet brought up to date), and for an
+// unknown agent (ErrUnknownAgent, returned).
+func (h *Host) RefuseUnknownTool(ctx context.Context, c Call) error {
+	if h.closed.Load() {
+		return ErrClosed
+	}
+	cfg := h.cfg.Load()
+	_, _, err := h.kindsOf(cfg).of(c.Tool).resolve(ctx, cfg, c, time.Now())
+	if err == nil || !errors.Is(err, ErrUnknownTool) {
+		return err
+	}
+	if !errors.Is(err, ErrUnknownAgent) && !h.noAudit {
+		recordUnknownTool(ctx, &h.trail, cfg, c, "")
+	}
+	return err
 }
 
 // parse is the tool's backend reading the input before the cards decide
