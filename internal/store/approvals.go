@@ -349,12 +349,18 @@ func (s *DB) RecentDenial(ctx context.Context, agent, tool, digest string, now t
 }
 
 // runnerID names this process for the started calls it runs:
-// "HOST/PID/NONCE" (the nonce tells a reused PID apart from this process
-// only within this store instance's life; see MarkInterruptedOnStartup).
-// Every one made is kept in ownRunners.
+// "HOST/PID/NONCE". The nonce is random, and where the system says when
+// the process started (Linux's /proc) it goes on with that: the boot and
+// the start time (processMark), so that a PID another process has since
+// taken is told apart from the runner (runnerGone). Every one made is kept
+// in ownRunners.
 func runnerID() string {
 	host, _ := os.Hostname()
-	id := host + "/" + strconv.Itoa(os.Getpid()) + "/" + randomHex(4)
+	nonce := randomHex(4)
+	if m := processMark(os.Getpid()); m != "" {
+		nonce += "-" + m
+	}
+	id := host + "/" + strconv.Itoa(os.Getpid()) + "/" + nonce
 	ownRunners.Store(id, struct{}{})
 	return id
 }

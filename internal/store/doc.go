@@ -308,9 +308,11 @@
 // "HOST/PID/NONCE"): exactly one of any number of concurrent consumers
 // wins (tested across goroutines, two *DB and four processes).
 // MarkDone: started → done. MarkInterruptedOnStartup: started → interrupted
-// for runners of this host whose PID is gone (so a second maiden starting
-// beside a live one does not interrupt its calls; a reused PID or another
-// host's runner is left started, never re-run). RecentDenial remembers a
+// for runners of this host whose PID is gone, or is another process's now
+// (the nonce's start mark, boot and start time, differs: runnerGone), so
+// a second maiden starting beside a live one does not interrupt its
+// calls; a reused PID without /proc to tell, or another host's runner,
+// is left started, never re-run. RecentDenial remembers a
 // denial until the request's expiry; Expire turns pending and unconsumed
 // approved requests past their expiry into expired. Tested with kill -9
 // of a child between approval and start (the approval survives and is
