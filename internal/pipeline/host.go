@@ -81,6 +81,8 @@ type Host struct {
 	// human is the one wait for a human's decision, over waiters
 	// (humanwait.go), shared by the approve layers and boundary requests.
 	human humanWait
+	// revocation ends a running call whose agent token is revoked (revocation.go).
+	revocation revocationWatch
 	// material is the web_fetch secret material of each session.
 	material session.Materials
 	// sessions is the session stages' work: which session a call runs
@@ -145,6 +147,7 @@ func New(cfg *config.Config, opts *Options) (*Host, error) {
 	h.trail = callaudit.Trail{State: st.get, Log: h.log}
 	h.human = humanWait{waiters: &h.waiters, adm: h.adm, timeout: o.ApprovalWait, poll: o.ApprovalPoll,
 		principal: principalCheck{cfg: &h.cfg, state: st.get}}
+	h.revocation = revocationWatch{principal: principalCheck{cfg: &h.cfg, state: st.get}, every: 4 * o.ApprovalPoll, log: h.log}
 	h.lookupSecret = secretLookup(o)
 	h.pins = importPins{explicit: o.MCPPinsPath, cfg: &h.cfg, log: h.log}
 	h.proxy = connectProxy{gate: h.gate, closed: &h.closed}

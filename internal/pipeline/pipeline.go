@@ -339,6 +339,7 @@ func (h *Host) pipeline() handler {
 		{"", approvals.runApproved},             // approvals → consumed with the call's start, bound to the tool's code and policy (middleware_approve.go)
 		{"maiden.budget", budgets.spend},        // decision's card → budget: a call and its cost reserved on its budgets, wall time and bytes charged at the end; refused when exhausted (budgets.go, internal/budget)
 		{"maiden.audit", audit.admit},           // rendering, decision, trail, approval → the call-admitted record, admitted; refused if it cannot be written (internal/callaudit)
+		{"", h.revocation.watch},                // an agent token's call → watched while it runs; stopped, denied, if the token is revoked (revocation.go)
 		{"", checkOutput},                       // res.Output → held to a declared output schema
 		{"", secrets.runInput},                  // input, secrets → the tool's input with each marker its handle, during the run (internal/secret)
 	}

@@ -45,28 +45,52 @@ func (p principalCheck) refusal(ctx context.Context, inv *invocation) (string, e
 	if cur != nil && !declares(cur, inv.agent) {
 		return fmt.Sprintf("agent removed: agent %q was removed from %s while this call waited for a human (the configuration was reloaded without it), so nothing was run, whatever a human answers", inv.agent, cur.File()), nil
 	}
+	id, state, err := p.token(ctx, inv)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%w: checking the call's token during or after its wait for a human: %v", ErrState, err)
+	case state == tokenRevoked:
+		return fmt.Sprintf("token revoked: the agent token this call was made with (ID %s) was revoked while the call waited for a human, so nothing was run, whatever a human answers; a client holding a valid token may repeat the call", id), nil
+	case state == tokenUnknown:
+		return fmt.Sprintf("token unknown: the agent token this call was made with (ID %s) is not one of agent %q's tokens in the state store, so the call stopped waiting for a human and nothing was run", id, inv.agent), nil
+	}
+	return "", nil
+}
+
+// What the state store says of a call's agent token (principalCheck.token).
+const (
+	tokenLive    = ""        // live, or the call has no agent token
+	tokenRevoked = "revoked" // revoked
+	tokenUnknown = "unknown" // not one of the agent's tokens
+)
+
+// token looks up the call's agent token ("token:" and its ID,
+// TokenCredential) among its agent's tokens in the state store: its ID
+// and whether it is live, revoked or unknown; tokenLive for a call with
+// no agent token. An error is the store's.
+func (p principalCheck) token(ctx context.Context, inv *invocation) (id, state string, err error) {
 	id, ok := strings.CutPrefix(inv.call.Credential, "token:")
 	if !ok {
-		return "", nil
+		return "", tokenLive, nil
 	}
 	st, err := p.state(ctx, inv.cfg)
 	if err != nil {
-		return "", err
+		return id, "", err
 	}
 	toks, err := st.Tokens(ctx, inv.agent)
 	if err != nil {
-		return "", fmt.Errorf("%w: checking the call's token during or after its wait for a human: %v", ErrState, err)
+		return id, "", err
 	}
 	for _, t := range toks {
 		if t.ID != id || t.Agent != inv.agent {
 			continue
 		}
 		if !t.Revoked.IsZero() {
-			return fmt.Sprintf("token revoked: the agent token this call was made with (ID %s) was revoked while the call waited for a human, so nothing was run, whatever a human answers; a client holding a valid token may repeat the call", id), nil
+			return id, tokenRevoked, nil
 		}
-		return "", nil
+		return id, tokenLive, nil
 	}
-	return fmt.Sprintf("token unknown: the agent token this call was made with (ID %s) is not one of agent %q's tokens in the state store, so the call stopped waiting for a human and nothing was run", id, inv.agent), nil
+	return id, tokenUnknown, nil
 }
 
 // declares reports whether cfg has agent: one of its [agents], or, with

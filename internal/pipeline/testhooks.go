@@ -45,3 +45,11 @@ func (h *Host) AuditJournal(ctx context.Context) (*store.Journal, error) {
 	}
 	return nil, errors.New("the state store has no audit journal")
 }
+
+// revocationWatched is how many running calls the revocation watch holds
+// (tests).
+func (h *Host) revocationWatched() int {
+	h.revocation.mu.Lock()
+	defer h.revocation.mu.Unlock()
+	return len(h.revocation.calls)
+}

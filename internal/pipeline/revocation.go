@@ -1,0 +1,143 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// revocationWatch ends a running call whose agent token is revoked while
+// its tool runs (maiden agents revoke-token): a revocation is an
+// operator's "this client has no authority any more", which a tool
+// already running would otherwise outlive, its result sent to the client
+// that lost it (a wrapped CLI or an imported tool may run for minutes).
+// The waits for a human are the human wait's to check (principalCheck, at
+// every poll); this is the run.
+//
+// Only calls made with an agent token ("token:" and its ID, the HTTP
+// front end's) are watched, from the admission record to the tool's
+// return: one goroutine for all of them, alive while any runs, asks the
+// state store about each distinct token in flight every 4 × the approval
+// poll (1 s by default) and cancels the calls of a revoked or unknown one.
+// Such a call ends denied, naming the token; what its tool did before it
+// was stopped is done (its fetches, its writes). A store that cannot
+// answer cancels nothing (logged): the call was authorized when it
+// started, and a store's hiccup is not a revocation. A reload that
+// removes the call's agent does not end it either: a running call keeps
+// the policy it started with (SetConfig).
+type revocationWatch struct {
+	principal principalCheck
+	every     time.Duration
+	log       *slog.Logger
+
+	mu      sync.Mutex
+	calls   map[*invocation]context.CancelCauseFunc
+	running bool // the goroutine (loop) is running
+}
+
+// revokedWhileRunning is the cause a watched call is cancelled with.
+type revokedWhileRunning struct{ why string }
+
+func (r *revokedWhileRunning) Error() string { return r.why }
+
+// watch runs the rest of the call watched, if it is made with an agent
+// token; a call cancelled for its token ends denied.
+func (w *revocationWatch) watch(next handler) handler {
+	return func(ctx context.Context, inv *invocation) error {
+		if !strings.HasPrefix(inv.call.Credential, "token:") {
+			return next(ctx, inv)
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		w.add(inv, cancel)
+		err := next(ctx, inv)
+		w.remove(inv)
+		var revoked *revokedWhileRunning
+		if !errors.As(context.Cause(ctx), &revoked) {
+			return err
+		}
+		inv.res.OK, inv.res.Output = false, ""
+		return inv.fail(KindDenied, revoked.why)
+	}
+}
+
+func (w *revocationWatch) add(inv *invocation, cancel context.CancelCauseFunc) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.calls == nil {
+		w.calls = map[*invocation]context.CancelCauseFunc{}
+	}
+	w.calls[inv] = cancel
+	if !w.running {
+		w.running = true
+		go w.loop()
+	}
+}
+
+func (w *revocationWatch) remove(inv *invocation) {
+	w.mu.Lock()
+	delete(w.calls, inv)
+	w.mu.Unlock()
+}
+
+// loop asks about the tokens of the calls watched every w.every, until
+// none is left.
+func (w *revocationWatch) loop() {
+	every := w.every
+	if every <= 0 {
+		every = 4 * 250 * time.Millisecond // 4 × ApprovalPoll's default
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	type watched struct {
+		inv    *invocation
+		cancel context.CancelCauseFunc
+	}
+	var calls []watched
+	for range t.C {
+		w.mu.Lock()
+		if len(w.calls) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		calls = calls[:0]
+		for inv, cancel := range w.calls {
+			calls = append(calls, watched{inv, cancel})
+		}
+		w.mu.Unlock()
+		asked := map[string]string{} // agent and credential → why not ("" when live)
+		for _, c := range calls {
+			key := c.inv.agent + "\x00" + c.inv.call.Credential
+			why, ok := asked[key]
+			if !ok {
+				why = w.refusal(c.inv, every)
+				asked[key] = why
+			}
+			if why != "" {
+				c.cancel(&revokedWhileRunning{why})
+			}
+		}
+	}
+}
+
+// refusal asks the store about inv's token, within a bound (a store that
+// does not answer in time is logged, and nothing is cancelled).
+func (w *revocationWatch) refusal(inv *invocation, every time.Duration) string {
+	ctx, cancel := context.WithTimeout(context.Background(), max(every, 5*time.Second))
+	defer cancel()
+	id, state, err := w.principal.token(ctx, inv)
+	switch {
+	case err != nil:
+		w.log.Warn("could not check a running call's agent token; the call goes on", "agent", inv.agent, "token", id, "err", err)
+	case state == tokenRevoked:
+		return fmt.Sprintf("token revoked: the agent token this call was made with (ID %s) was revoked while the tool ran, so the call was stopped and its result withheld; what the tool did before it was stopped is done", id)
+	case state == tokenUnknown:
+		return fmt.Sprintf("token unknown: the agent token this call was made with (ID %s) is no longer one of agent %q's tokens in the state store, so the call was stopped while the tool ran and its result withheld", id, inv.agent)
+	}
+	return ""
+}
