@@ -68,3 +68,19 @@ func (s *State) ResetSession(ctx context.Context, id string, b api.Boundary, by 
 	}
 	return adminlink.Session(ss), nil
 }
+
+// EndSession ends session id by the operator by (audited: the
+// session-ended record's actor): its boundary stops applying, a later call
+// naming it is refused in every process sharing the store, and its pending
+// boundary requests are denied (session_ended). ended is false when it had
+// ended already (nothing changed). A call of the session already running
+// runs to its end; a running Host drops the session's secret material at
+// once only through its own Host.EndSession (the next call finds the
+// session ended either way).
+func (s *State) EndSession(ctx context.Context, id, by string) (ended bool, err error) {
+	ended, err = s.st.EndSessionAs(ctx, id, by)
+	if errors.Is(err, store.ErrUnknownSession) {
+		return false, fmt.Errorf("%w %q", ErrUnknownSession, id)
+	}
+	return ended, err
+}

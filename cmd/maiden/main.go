@@ -9,6 +9,7 @@
 //	maiden pending [ID] [-json]
 //	maiden sessions ls [-agent NAME] [-json]
 //	maiden sessions show ID [-json]
+//	maiden sessions end ID
 //	maiden approve ID [-always]
 //	maiden deny   ID [-reason TEXT]
 //	maiden audit  verify|tail|export|whatif ...
@@ -159,15 +160,18 @@ func init() {
 		{name: "deny", args: "ID [-reason TEXT]",
 			summary: "deny a waiting call; the agent is shown the reason",
 			help:    denyHelp, run: cmdDeny, interspersed: true},
-		{name: "sessions", args: "ls|show ...",
+		{name: "sessions", args: "ls|show|end ...",
 			summary: "the sessions in the state store and their sandbox boundaries",
-			subs:    []string{"ls", "show"}},
+			subs:    []string{"ls", "show", "end"}},
 		{name: "sessions ls", args: "[-agent NAME] [-json]",
 			summary: "list the sessions: agent, boundary revision, network, filesystem entries",
 			help:    sessionsLsHelp, run: cmdSessionsLs, interspersed: true},
 		{name: "sessions show", args: "ID [-json]",
 			summary: "print one session: its boundary, every revision and every boundary request",
 			help:    sessionsShowHelp, run: cmdSessionsShow, interspersed: true},
+		{name: "sessions end", args: "ID",
+			summary: "end a session as an operator: its boundary stops applying, its pending requests are denied",
+			help:    sessionsEndHelp, run: cmdSessionsEnd, interspersed: true},
 		{name: "audit", args: "verify|tail|export|whatif ...",
 			summary: "the hash-chained audit trail of the state store",
 			subs:    []string{"verify", "tail", "export", "whatif"}},

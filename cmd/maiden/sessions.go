@@ -14,8 +14,9 @@ import (
 	"github.com/maiden-run/maiden/api"
 )
 
-// This file is `maiden sessions ls|show`: the sessions the state store
-// holds, with their sandbox boundaries, revisions and boundary requests.
+// This file is `maiden sessions ls|show|end`: the sessions the state store
+// holds, with their sandbox boundaries, revisions and boundary requests,
+// and an operator's end of one.
 // Paths and justifications come from agents: printed through terminalSafe.
 
 const sessionsLsHelp = `Lists the sessions in the state store, newest first: ID, agent, the boundary's current
@@ -35,6 +36,45 @@ With -json: the session with "revisions" and "requests".
 
 Exit codes: 0 done; 2 bad command line, agent.toml, or no such session; 1 the state store
 failed.`
+
+const sessionsEndHelp = `Ends a session as an operator: its boundary (with whatever a human widened in it) stops
+applying, every later call naming it is refused, by every maiden sharing the state store, and
+its pending boundary requests are denied (session_ended). An ended session is never
+reopened; the agent can open another (session_open). A call of the session already running
+runs to its end. Audited: the session-ended record names the operator (cli:USER).
+
+Exit codes: 0 ended, or ended already (said so); 2 bad command line, agent.toml, or no such
+session; 1 the state store failed.`
+
+func cmdSessionsEnd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs, c := newFlags("sessions end", stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return parseFailed(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "maiden sessions end: want one session ID (maiden sessions ls lists them)")
+		return exitUsage
+	}
+	s, code := c.openStateFor(ctx, stderr, true)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	ended, err := s.st.EndSession(ctx, pos[0], "cli:"+osUser())
+	switch {
+	case errors.Is(err, admin.ErrUnknownSession):
+		fmt.Fprintf(stderr, "maiden sessions end: no session %s (maiden sessions ls lists them)\n", terminalSafe(pos[0]))
+		return exitUsage
+	case err != nil:
+		return failed(stderr, "sessions end", err)
+	case !ended:
+		fmt.Fprintf(stdout, "session %s had ended already: nothing changed\n", terminalSafe(pos[0]))
+	default:
+		fmt.Fprintf(stdout, "session %s ended: later calls naming it are refused\n", terminalSafe(pos[0]))
+	}
+	return exitOK
+}
 
 func cmdSessionsLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs, c := newFlags("sessions ls", stderr)

@@ -92,3 +92,51 @@ func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestSessionsEnd: an operator ends a session with maiden sessions end:
+// it shows as ended, its pending boundary request is denied
+// (session_ended), the session-ended record names the operator (cli:USER),
+// a second end changes nothing and says so, and an unknown ID is a usage
+// error naming it.
+func TestSessionsEnd(t *testing.T) {
+	t.Parallel()
+	cfg, state := approvalsConfig(t)
+	boundaryRequest(t, state, "s1", "r1", `{"network":{"enabled":true}}`)
+	if r := op(t, exitOK, cfg, "sessions", "end", "s1"); !strings.Contains(r.stdout, "session s1 ended") {
+		t.Errorf("sessions end: %q", r.stdout)
+	}
+	var s1 struct {
+		Ended    time.Time `json:"ended"`
+		Requests []struct {
+			Request struct {
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+			} `json:"request"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(op(t, exitOK, cfg, "sessions", "show", "s1", "-json").stdout), &s1); err != nil {
+		t.Fatal(err)
+	}
+	if s1.Ended.IsZero() || len(s1.Requests) != 1 || s1.Requests[0].Request.Status != "denied" || s1.Requests[0].Request.Reason != "session_ended" {
+		t.Errorf("s1 after sessions end: %+v; want ended, its request denied session_ended", s1)
+	}
+	if r := op(t, exitOK, cfg, "sessions", "end", "s1"); !strings.Contains(r.stdout, "had ended already: nothing changed") {
+		t.Errorf("sessions end of an ended session: %q", r.stdout)
+	}
+	if r := op(t, exitUsage, cfg, "sessions", "end", "nope\x1b[2J"); !strings.Contains(r.stderr, `no session nope\x1b[2J`) {
+		t.Errorf("sessions end of an unknown session: %q", r.stderr)
+	}
+	var ends []string
+	for _, l := range strings.Split(strings.TrimSpace(op(t, exitOK, cfg, "audit", "tail", "-n", "1000", "-json").stdout), "\n") {
+		var rec api.AuditRecord
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("audit tail -json line %q: %v", l, err)
+		}
+		if rec.Kind == "session-ended" {
+			ends = append(ends, rec.Actor)
+		}
+	}
+	if len(ends) != 1 || !strings.HasPrefix(ends[0], "cli:") {
+		t.Errorf("session-ended records by %v; want one, by the operator (cli:USER)", ends)
+	}
+}

@@ -537,7 +537,19 @@ func (s *SQLite) ResetSession(ctx context.Context, id string, b boundary.Boundar
 // denied request). Ending an ended session changes nothing and is not an
 // error.
 func (s *SQLite) EndSession(ctx context.Context, id string) error {
-	err := s.writeSessions(ctx, func(tx *sql.Tx) error {
+	_, err := s.EndSessionAs(ctx, id, "")
+	return err
+}
+
+// EndSessionAs is EndSession by whoever by names (an operator: "cli:USER";
+// "" for the host, as EndSession), recorded as the session-ended record's
+// actor. ended is false when the session had ended already (nothing
+// changed).
+func (s *SQLite) EndSessionAs(ctx context.Context, id, by string) (ended bool, err error) {
+	if by == "" {
+		by = byHost
+	}
+	err = s.writeSessions(ctx, func(tx *sql.Tx) error {
 		cur, err := loadSession(ctx, tx, id)
 		if err != nil {
 			return err
@@ -558,14 +570,17 @@ func (s *SQLite) EndSession(ctx context.Context, id string) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL`, now.UnixNano(), id); err != nil {
 			return err
 		}
-		_, err = s.appendAudit(ctx, tx, AuditRecord{Kind: AuditSessionEnded, Actor: byHost, Agent: cur.Agent,
+		_, err = s.appendAudit(ctx, tx, AuditRecord{Kind: AuditSessionEnded, Actor: by, Agent: cur.Agent,
 			Body: auditBody(map[string]any{"session": id, "revision": cur.Boundary.Revision, "denied_requests": len(pending)})})
 		return err
 	})
-	if err != nil && !errors.Is(err, errUnchanged) {
-		return fmt.Errorf("end session %s: %w", id, err)
+	if errors.Is(err, errUnchanged) {
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("end session %s: %w", id, err)
+	}
+	return true, nil
 }
 
 // --- boundary requests -------------------------------------------------------

@@ -269,6 +269,10 @@ type Store interface {
 	// EndSession ends a session and denies its pending requests
 	// (session_ended), audited; ending an ended session is not an error.
 	EndSession(ctx context.Context, id string) error
+	// EndSessionAs is EndSession by whoever by names ("" for the host),
+	// the session-ended record's actor; ended is false when the session
+	// had ended already.
+	EndSessionAs(ctx context.Context, id, by string) (ended bool, err error)
 	// RequestBoundary stores a pending request to widen session's
 	// boundary, idempotent on the client's ID within the session; a
 	// refused expansion, ID or justification is the
