@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -68,6 +69,8 @@ func (w humanWait) wait(ctx context.Context, inv *invocation, id string, view Ap
 	if poll <= 0 {
 		poll = 250 * time.Millisecond
 	}
+	atomic.StoreInt32(&inv.humanWaiting, 1)
+	defer atomic.StoreInt32(&inv.humanWaiting, 0)
 	// Waiters.Wait calls it in this goroutine: refused needs no lock.
 	recheck := func(ctx context.Context) (bool, error) {
 		done, err := check(ctx)

@@ -152,6 +152,11 @@ type invocation struct {
 	builtinWallet *cards.Wallet
 
 	noAudit bool // Host.noAudit
+	// humanWaiting is set while the call waits for a human (humanWait.wait,
+	// which asks principalCheck at every poll): the revocation watch leaves
+	// such a call to the wait's own check and its words. Read and written
+	// with sync/atomic (an atomic.Bool would make the struct uncopyable).
+	humanWaiting int32
 
 	// tr makes the call's spans (nil: tracing off); span is the call's
 	// own, the parent of its stages' (tracing.go).

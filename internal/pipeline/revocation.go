@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,7 +17,8 @@ import (
 // already running would otherwise outlive, its result sent to the client
 // that lost it (a wrapped CLI or an imported tool may run for minutes).
 // The waits for a human are the human wait's to check (principalCheck, at
-// every poll); this is the run.
+// every poll), a boundary request's wait inside its built-in's run too
+// (invocation.humanWaiting); this is the run.
 //
 // Only calls made with an agent token ("token:" and its ID, the HTTP
 // front end's) are watched, from the admission record to the tool's
@@ -60,8 +62,16 @@ func (w *revocationWatch) watch(next handler) handler {
 		if !errors.As(context.Cause(ctx), &revoked) {
 			return err
 		}
+		// A wait for a human that began as the watch asked ended with the
+		// cancel: its request stays named.
+		var request string
+		if inv.res.Error != nil {
+			request = inv.res.Error.Approval
+		}
 		inv.res.OK, inv.res.Output = false, ""
-		return inv.fail(KindDenied, revoked.why)
+		err = inv.fail(KindDenied, revoked.why)
+		inv.res.Error.Approval = request
+		return err
 	}
 }
 
@@ -112,13 +122,16 @@ func (w *revocationWatch) loop() {
 		w.mu.Unlock()
 		asked := map[string]string{} // agent and credential → why not ("" when live)
 		for _, c := range calls {
+			if atomic.LoadInt32(&c.inv.humanWaiting) != 0 {
+				continue // the wait asks at its every poll, and says so in its own words
+			}
 			key := c.inv.agent + "\x00" + c.inv.call.Credential
 			why, ok := asked[key]
 			if !ok {
 				why = w.refusal(c.inv, every)
 				asked[key] = why
 			}
-			if why != "" {
+			if why != "" && atomic.LoadInt32(&c.inv.humanWaiting) == 0 {
 				c.cancel(&revokedWhileRunning{why})
 			}
 		}
