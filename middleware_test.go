@@ -798,8 +798,10 @@ use = "redact"
 // chain): a component that withholds a call's output ended the after
 // phase, so the redact layers outside it never saw the result: its log
 // lines reached `maiden run` and embedders unredacted (the live copy was
-// redacted). A withheld call is a failed call, whose message and logs
-// still pass every redact layer outside the layer that withheld it.
+// redacted). A withheld call is a failed call, whose message still passes
+// every redact layer outside the layer that withheld it; its log lines
+// are withheld with its output (the failed phase's review): none in the
+// result, none live.
 func TestWithheldOutputStillRedacted(t *testing.T) {
 	t.Parallel()
 	h := newHostWith(t, `version = 1
@@ -809,19 +811,15 @@ path = %q
 path = "`+testkit.Middleware(t, "withhold")+`"
 [[middleware]]
 use = "redact"
-patterns = [{ name = "ticket", expr = "info line" }]
+patterns = [{ name = "ticket", expr = "info line" }, { name = "who", expr = "by withhold" }]
 [[middleware]]
 use = "withhold"
 `, maiden.Options{Isolation: maiden.InProcess}, "logger")
-	res := mustCall(t, h, maiden.Call{Tool: "logger", Input: `{}`})
-	wantKind(t, res, maiden.KindDenied, "output withheld by withhold")
-	var lines []string
-	for _, l := range res.Logs {
-		lines = append(lines, l.Message)
-	}
-	joined := strings.Join(lines, "|")
-	if strings.Contains(joined, "info line") || !strings.Contains(joined, "[REDACTED:ticket]") {
-		t.Fatalf("the withheld call's log lines passed no redact layer: %q", lines)
+	live := newLiveSink()
+	res := mustCall(t, h, maiden.Call{Tool: "logger", Input: `{}`, OnLog: live.onLog})
+	wantKind(t, res, maiden.KindDenied, "output withheld [REDACTED:who]")
+	if lines, _ := live.seen(); len(res.Logs) != 0 || len(lines) != 0 {
+		t.Fatalf("the withheld call's log lines reached the caller: result %+v, live %q", res.Logs, lines)
 	}
 }
 

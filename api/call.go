@@ -17,13 +17,19 @@ type Call struct {
 	Input string
 	// OnLog, if set, sees each of the tool's log lines as it is written, on
 	// the tool's thread; it must not block. Lines are redacted as the
-	// call's redact middleware says before OnLog sees them.
+	// call's redact middleware says before OnLog sees them. A call that a
+	// middleware component watches (its when held) is the exception: its
+	// lines are held until the component has judged the result and its
+	// logs, then OnLog sees those it let through, in order, on Call's own
+	// goroutine, before Call returns (none if it rejected the call).
 	OnLog func(LogEntry)
 	// OnProgress, if set, sees the tool's own progress reports (an
 	// imported MCP server's notifications/progress for this call), each
 	// value above the last, at most one per ProgressInterval (the newest
 	// wins), the message redacted like the logs and capped; all before
-	// Call returns. It must not block. See Progress.
+	// Call returns. It must not block. See Progress. A call that a
+	// middleware component watches reports no progress (a report could
+	// carry what the component would withhold).
 	OnProgress func(Progress)
 	// Session names the caller's session ("" for none: the default
 	// session of Agent and Credential); middleware conditions and

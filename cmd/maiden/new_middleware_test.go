@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,13 +77,14 @@ func newMiddlewareBuildCall(t *testing.T, tmpls ...string) {
 			if table == r.stderr[i:] {
 				t.Fatalf("the printed table has no timeout_ms = 1000:\n%s", r.stderr[i:])
 			}
-			toml := "version = 1\n\n[tools.echo]\npath = " + quote(testkit.Component(t, "echo")) + "\n\n" + table
+			toml := "version = 1\n\n[tools.echo]\npath = " + quote(testkit.Component(t, "echo")) +
+				"\n\n[tools.leaky]\npath = " + quote(testkit.Component(t, "go/leaky")) + "\ntimeout_ms = 30000\n\n" + table
 			if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			call := func(input string) (res callResult) {
+			callTool := func(tool, input string) (res callResult) {
 				t.Helper()
-				r := cli(t, "", "call", "-config", cfg, "-json", "echo", input)
+				r := cli(t, "", "call", "-config", cfg, "-json", tool, input)
 				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 					t.Fatalf("call %s: exit %d, %v: %s %s", input, r.code, err, r.stdout, r.stderr)
 				}
@@ -91,6 +93,7 @@ func newMiddlewareBuildCall(t *testing.T, tmpls ...string) {
 				}
 				return res
 			}
+			call := func(input string) callResult { t.Helper(); return callTool("echo", input) }
 			if res := call(`{"message":"hi","city":"Atlantis"}`); res.OK || res.Error == nil || res.Error.Kind != "denied" || res.Error.Message != "Atlantis is not on any map" {
 				t.Errorf("Atlantis: %+v", res)
 			}
@@ -104,6 +107,20 @@ func newMiddlewareBuildCall(t *testing.T, tmpls ...string) {
 			if res := call(`{"message":"my password"}`); !res.OK || res.Output != "[withheld by echo's middleware: the output mentioned a password]" {
 				t.Errorf("password: %+v", res)
 			}
+			// The tool ran: a failure and the log lines get the same check
+			// (the failed phase; a reject withholds the lines).
+			for input, want := range map[string]string{
+				`{"fail":"bad password 1234"}`:                      "withheld by leaky's middleware: its error mentioned a password",
+				`{"log":["the password is 1234"],"output":"fine"}`:  "withheld by leaky's middleware: its log mentioned a password",
+				`{"log":["the password is 1234"],"fail":"gave up"}`: "withheld by leaky's middleware: its log mentioned a password",
+			} {
+				if res := callTool("leaky", input); res.OK || res.Error == nil || res.Error.Kind != "denied" || res.Error.Message != want || strings.Contains(fmt.Sprint(res), "1234") {
+					t.Errorf("leaky %s: %+v, want denied %q", input, res, want)
+				}
+			}
+			if res := callTool("leaky", `{"log":["working"],"fail":"gave up"}`); res.OK || res.Error == nil || res.Error.Kind != "tool" || res.Error.Message != "gave up" {
+				t.Errorf("a harmless failure: %+v, want the tool's own", res)
+			}
 		})
 	}
 }
@@ -114,6 +131,7 @@ type callResult struct {
 	OK     bool
 	Output string
 	Error  *callError
+	Logs   []struct{ Message string }
 }
 
 type callError struct{ Kind, Message string }

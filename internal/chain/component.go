@@ -22,12 +22,19 @@ type Components struct {
 	Log *slog.Logger
 }
 
-// event is the event a component's handle() sees.
-func event(phase mwproto.Phase, c Call, output string) (string, error) {
+// event is the event a component's handle() sees: in the after phase
+// with the output, in the failed phase with the failure, and in both with
+// the call's log lines (as the layers inside this one left them).
+func event(phase mwproto.Phase, c Call, output string, failure *api.ToolError, logs []api.LogEntry) (string, error) {
 	ev := mwproto.Event{Phase: phase, Tool: c.Tool, Agent: c.Agent, Session: c.Session,
-		Rendered: c.Rendered, Input: json.RawMessage(c.InputText)}
-	if phase == mwproto.After {
+		Rendered: c.Rendered, Input: json.RawMessage(c.InputText), Logs: logs}
+	switch phase {
+	case mwproto.After:
 		ev.Output = output
+	case mwproto.Failed:
+		if failure != nil {
+			ev.Error = mwproto.Failure{Kind: string(failure.Kind), Message: failure.Message}
+		}
 	}
 	return ev.JSON()
 }
@@ -63,7 +70,7 @@ func (cs Components) run(ctx context.Context, m config.Middleware, event string,
 // not a JSON object is refused with no verdict. An error is the
 // context's, when it ended.
 func (cs Components) Before(ctx context.Context, m config.Middleware, c Call) (step Step, rewrite *string, err error) {
-	ev, err := event(mwproto.Before, c, "")
+	ev, err := event(mwproto.Before, c, "", nil, nil)
 	if err != nil {
 		return Step{Refused: &api.ToolError{Kind: api.KindDenied, Message: "refused by policy: the input is not a JSON object, which middleware needs"}}, nil, nil
 	}
@@ -85,11 +92,12 @@ func (cs Components) Before(ctx context.Context, m config.Middleware, c Call) (s
 	return pass(m, ""), nil, nil
 }
 
-// After asks a component about a successful call's output: pass, reject
-// (the result withheld), or a rewritten output (output is what the
-// caller returns). An error is the context's, when it ended.
-func (cs Components) After(ctx context.Context, m config.Middleware, c Call, output string) (step Step, out string, err error) {
-	ev, err := event(mwproto.After, c, output)
+// After asks a component about a successful call's output and its log
+// lines: pass, reject (the result withheld, its logs too), or a rewritten
+// output (output is what the caller returns). An error is the context's,
+// when it ended.
+func (cs Components) After(ctx context.Context, m config.Middleware, c Call, output string, logs []api.LogEntry) (step Step, out string, err error) {
+	ev, err := event(mwproto.After, c, output, nil, logs)
 	if err == nil {
 		var v mwproto.Verdict
 		if v, err = cs.run(ctx, m, ev, mwproto.After); err == nil {
@@ -107,4 +115,29 @@ func (cs Components) After(ctx context.Context, m config.Middleware, c Call, out
 	}
 	cs.Log.Warn("middleware component failed on the output; result withheld", "rule", m.Rule, "tool", c.Tool, "err", err)
 	return reject(m, api.KindDenied, "refused by policy: a check on this call's output failed (the operator's log says why)", "failed: "+err.Error()), "", nil
+}
+
+// Failed asks a component about a call that failed after its tool ran
+// (failure, as the layers inside this one left it) and its log lines:
+// pass (the failure goes on as it is) or reject (the agent sees the
+// component's message instead, and no log line). A rewrite is not a
+// verdict of this phase: ParseVerdict refuses it, and a refused verdict
+// fails the component, which refuses the call as any failure does. An
+// error is the context's, when it ended.
+func (cs Components) Failed(ctx context.Context, m config.Middleware, c Call, failure *api.ToolError, logs []api.LogEntry) (step Step, err error) {
+	ev, err := event(mwproto.Failed, c, "", failure, logs)
+	if err == nil {
+		var v mwproto.Verdict
+		if v, err = cs.run(ctx, m, ev, mwproto.Failed); err == nil {
+			if v.Kind == mwproto.Reject {
+				return reject(m, api.KindDenied, v.Message, v.Message), nil
+			}
+			return pass(m, ""), nil
+		}
+	}
+	if ctx.Err() != nil {
+		return Step{}, ctx.Err()
+	}
+	cs.Log.Warn("middleware component failed in the failed phase; the call's error withheld", "rule", m.Rule, "tool", c.Tool, "err", err)
+	return reject(m, api.KindDenied, "refused by policy: a check on this call's error failed (the operator's log says why)", "failed: "+err.Error()), nil
 }

@@ -3,11 +3,17 @@
 // the event the host passes to handle() and the verdict the component
 // returns. The host builds events with Event.JSON and reads verdicts with
 // ParseVerdict, which refuses anything that is not exactly one of the
-// documented verdicts (the caller then refuses the call).
+// documented verdicts for the event's phase (the caller then refuses the
+// call).
 //
-// The package is pure (encoding/json only) and imports nothing of maiden's,
-// so both the root package and tests can use it. sdk/go mirrors these types
-// for middleware authors; its tests hold the two to the same JSON.
+//	ev, _ := mwproto.Event{Phase: mwproto.Failed, Tool: "weather", Input: in,
+//		Error: mwproto.Failure{Kind: "tool", Message: msg}, Logs: logs}.JSON()
+//	v, err := mwproto.ParseVerdict(mwproto.Failed, text) // pass or reject
+//
+// The package is pure (encoding/json) and imports of maiden's only api, the
+// leaf of shared value types whose log line the event carries, so both the
+// root package and tests can use it. sdk/go mirrors these types for
+// middleware authors; its tests hold the two to the same JSON.
 package mwproto
 
 import (
@@ -19,6 +25,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/maiden-run/maiden/api"
 )
 
 // Version is the event version of maiden:middleware@0.1.0.
@@ -31,11 +39,28 @@ type Phase string
 const (
 	Before Phase = "before" // before the tool runs: the input may be rewritten
 	After  Phase = "after"  // after the tool succeeded: the output may be rewritten
+	// Failed is after the tool ran and the call failed (its own error, an
+	// upstream's, or a layer inside this one withheld it): the failure may
+	// be passed on or replaced by a rejection, never rewritten. Added on
+	// 2026-12-06 within event version 1.
+	Failed Phase = "failed"
 )
+
+// known reports whether p is one of the phases.
+func (p Phase) known() bool { return p == Before || p == After || p == Failed }
+
+// Failure is a failed call's error as the Failed event carries it.
+type Failure struct {
+	// Kind is the error's kind (api.ErrorKind: "tool", "deadline", ...).
+	Kind string `json:"kind"`
+	// Message is the error's message as the layers inside this one left
+	// it.
+	Message string `json:"message"`
+}
 
 // Event is what a middleware's handle() receives, as JSON.
 type Event struct {
-	// Phase is Before or After.
+	// Phase is Before, After or Failed.
 	Phase Phase
 	// Tool is the tool's name as the agent called it.
 	Tool string
@@ -50,6 +75,12 @@ type Event struct {
 	Input json.RawMessage
 	// Output is the tool's output text; it is sent in the After phase only.
 	Output string
+	// Error is the call's failure; it is sent in the Failed phase only.
+	Error Failure
+	// Logs are the call's log lines as the layers inside this one left
+	// them; they are sent in the After and Failed phases (an empty list
+	// when there are none). Added on 2026-12-06 within event version 1.
+	Logs []api.LogEntry
 }
 
 // wireEvent is Event's JSON form.
@@ -62,21 +93,34 @@ type wireEvent struct {
 	Rendered string          `json:"rendered"`
 	Input    json.RawMessage `json:"input"`
 	Output   *string         `json:"output,omitempty"`
+	Error    *Failure        `json:"error,omitempty"`
+	Logs     *[]api.LogEntry `json:"logs,omitempty"` // present, possibly [], after the run
 }
 
 // JSON encodes the event as handle() receives it. It fails on an unknown
 // phase or an input that is not a JSON object.
 func (e Event) JSON() (string, error) {
-	if e.Phase != Before && e.Phase != After {
-		return "", fmt.Errorf("middleware event: phase %q, want %q or %q", e.Phase, Before, After)
+	if !e.Phase.known() {
+		return "", fmt.Errorf("middleware event: phase %q, want %q, %q or %q", e.Phase, Before, After, Failed)
 	}
 	if !isObject(e.Input) {
 		return "", errors.New("middleware event: input is not a JSON object")
 	}
 	w := wireEvent{Version: Version, Phase: e.Phase, Tool: e.Tool, Agent: e.Agent, Session: e.Session, Rendered: e.Rendered, Input: e.Input}
-	if e.Phase == After {
+	switch e.Phase {
+	case After:
 		out := e.Output
 		w.Output = &out
+	case Failed:
+		failure := e.Error
+		w.Error = &failure
+	}
+	if e.Phase != Before {
+		logs := e.Logs
+		if logs == nil {
+			logs = []api.LogEntry{}
+		}
+		w.Logs = &logs
 	}
 	b, err := json.Marshal(w)
 	if err != nil {
@@ -120,12 +164,15 @@ const MaxMessage = 4096
 //	{"verdict":"rewrite","input":{...}}    Before only
 //	{"verdict":"rewrite","output":"..."}   After only
 //
+// In the Failed phase there is nothing to rewrite: a failure is passed on
+// or replaced by a rejection, and a rewrite is an error naming the phase.
+//
 // Anything else (not JSON, not an object, a repeated or unknown key, an
 // unknown verdict, a field of the wrong type or phase, trailing data) is an
 // error that says what was wrong; the host refuses the call.
 func ParseVerdict(phase Phase, text string) (Verdict, error) {
-	if phase != Before && phase != After {
-		return Verdict{}, fmt.Errorf("middleware verdict: phase %q, want %q or %q", phase, Before, After)
+	if !phase.known() {
+		return Verdict{}, fmt.Errorf("middleware verdict: phase %q, want %q, %q or %q", phase, Before, After, Failed)
 	}
 	fields, err := objectFields(text)
 	if err != nil {
@@ -140,13 +187,17 @@ func ParseVerdict(phase Phase, text string) (Verdict, error) {
 		return Verdict{}, fmt.Errorf("middleware verdict: \"verdict\" is %s, want a string", jsonType(raw))
 	}
 	allowed := map[Kind][]string{Pass: nil, Reject: {"message"}}
-	if phase == Before {
+	switch phase {
+	case Before:
 		allowed[Rewrite] = []string{"input"}
-	} else {
+	case After:
 		allowed[Rewrite] = []string{"output"}
 	}
 	want, known := allowed[Kind(kind)]
 	if !known {
+		if phase == Failed && Kind(kind) == Rewrite {
+			return Verdict{}, fmt.Errorf("middleware verdict: a \"rewrite\" is not allowed in the %s phase: a failure is passed (\"pass\") or replaced by a rejection (\"reject\" with a message)", phase)
+		}
 		return Verdict{}, fmt.Errorf("middleware verdict: unknown verdict %q, want \"pass\", \"reject\" or \"rewrite\"", kind)
 	}
 	for k := range fields {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/maiden-run/maiden/api"
 )
 
 func TestMiddlewareEventJSON(t *testing.T) {
@@ -19,9 +21,43 @@ func TestMiddlewareEventJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The after phase always carries output, even when it is empty.
-	if !strings.HasSuffix(after, `"input":{},"output":""}`) {
+	// The after phase always carries output, even when it is empty, and
+	// the logs, even when there are none.
+	if !strings.HasSuffix(after, `"input":{},"output":"","logs":[]}`) {
 		t.Errorf("after event: %s", after)
+	}
+	logs := []api.LogEntry{{Level: api.LevelWarn, Source: api.SourceLog, Message: "line \"1\""}, {Level: api.LevelInfo, Source: api.SourceStdout, Message: ""}}
+	after, err = Event{Phase: After, Tool: "weather", Input: json.RawMessage(`{}`), Output: "sunny", Logs: logs}.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"input":{},"output":"sunny","logs":[{"level":"warn","source":"log","message":"line \"1\""},{"level":"info","source":"stdout","message":""}]}`; !strings.HasSuffix(after, want) {
+		t.Errorf("after event with logs:\n got %s\nwant its end %s", after, want)
+	}
+	// The failed phase: the after event's keys without output, with the
+	// failure (as the layers inside left it) and the logs.
+	failed, err := Event{Phase: Failed, Tool: "weather", Agent: "alice", Session: "s1", Rendered: "--city=Paris", Input: json.RawMessage(`{"city":"Paris"}`),
+		Output: "ignored", Error: Failure{Kind: "tool", Message: "upstream said: no"}, Logs: logs[:1]}.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `{"version":1,"phase":"failed","tool":"weather","agent":"alice","session":"s1","rendered":"--city=Paris","input":{"city":"Paris"},` +
+		`"error":{"kind":"tool","message":"upstream said: no"},"logs":[{"level":"warn","source":"log","message":"line \"1\""}]}`
+	if failed != want {
+		t.Errorf("failed event:\n got %s\nwant %s", failed, want)
+	}
+	// An empty failure is still a failure; no logs is an empty list.
+	failed, err = Event{Phase: Failed, Input: json.RawMessage(`{}`)}.JSON()
+	if err != nil || !strings.HasSuffix(failed, `"input":{},"error":{"kind":"","message":""},"logs":[]}`) {
+		t.Errorf("failed event without error or logs: %s, %v", failed, err)
+	}
+	// The logs a failed event carries read back as the api's log lines:
+	// the same JSON as a Result's logs.
+	var back struct {
+		Logs []api.LogEntry `json:"logs"`
+	}
+	if err := json.Unmarshal([]byte(after), &back); err != nil || len(back.Logs) != 2 || back.Logs[0] != logs[0] || back.Logs[1] != logs[1] {
+		t.Errorf("logs read back: %+v, %v", back.Logs, err)
 	}
 	for _, bad := range []Event{
 		{Phase: "during", Input: json.RawMessage(`{}`)},
@@ -53,6 +89,8 @@ func TestMiddlewareParseVerdict(t *testing.T) {
 		{Before, `{"verdict":"rewrite","input":{ "city" : "Paris" }}`, Verdict{Kind: Rewrite, Input: json.RawMessage(`{"city":"Paris"}`)}},
 		{After, `{"verdict":"rewrite","output":""}`, Verdict{Kind: Rewrite}},
 		{After, `{"verdict":"rewrite","output":"HELLO"}`, Verdict{Kind: Rewrite, Output: "HELLO"}},
+		{Failed, `{"verdict":"pass"}`, Verdict{Kind: Pass}},
+		{Failed, `{"verdict":"reject","message":"the error mentioned a password"}`, Verdict{Kind: Reject, Message: "the error mentioned a password"}},
 	}
 	for _, g := range good {
 		got, err := ParseVerdict(g.phase, g.text)
@@ -96,6 +134,14 @@ func TestMiddlewareParseVerdict(t *testing.T) {
 		{After, `{"verdict":"rewrite"}`, `needs "output"`},
 		{After, `{"verdict":"rewrite","output":{"a":1}}`, `"output" is an object, want a string`},
 		{Before, "{\"verdict\":\"pass\xff\"}", "not valid UTF-8"},
+		// A failure has nothing to rewrite: refused, naming the phase,
+		// whatever the rewrite carries.
+		{Failed, `{"verdict":"rewrite","output":"x"}`, `a "rewrite" is not allowed in the failed phase`},
+		{Failed, `{"verdict":"rewrite","input":{}}`, `a "rewrite" is not allowed in the failed phase`},
+		{Failed, `{"verdict":"rewrite"}`, `a "rewrite" is not allowed in the failed phase`},
+		{Failed, `{"verdict":"reject"}`, `needs a "message"`},
+		{Failed, `{"verdict":"pass","output":"x"}`, `unexpected key "output" in a "pass" verdict`},
+		{Failed, `{"verdict":"allow"}`, `unknown verdict "allow"`},
 	}
 	for _, b := range bad {
 		_, err := ParseVerdict(b.phase, b.text)
@@ -112,19 +158,20 @@ func TestMiddlewareParseVerdict(t *testing.T) {
 	}
 }
 
+// phases are the fuzz tests' phases, chosen by a byte.
+var phases = [...]Phase{Before, After, Failed}
+
 // FuzzMiddlewareParseVerdict: whatever a component returns, ParseVerdict
 // either refuses it or returns a verdict that is one of the documented
 // shapes, and never panics.
 func FuzzMiddlewareParseVerdict(f *testing.F) {
-	for _, s := range []string{`{"verdict":"pass"}`, `{"verdict":"reject","message":"m"}`, `{"verdict":"rewrite","input":{"a":[1,{"b":null}]}}`, `{"verdict":"rewrite","output":"o"}`, `{"a":1,"a":2}`, `[`, `{"verdict":"pass"} `} {
-		f.Add(true, s)
-		f.Add(false, s)
-	}
-	f.Fuzz(func(t *testing.T, before bool, text string) {
-		phase := After
-		if before {
-			phase = Before
+	for _, s := range []string{`{"verdict":"pass"}`, `{"verdict":"reject","message":"m"}`, `{"verdict":"rewrite","input":{"a":[1,{"b":null}]}}`, `{"verdict":"rewrite","output":"o"}`, `{"a":1,"a":2}`, `[`, `{"verdict":"pass"} `, `{"verdict":"rewrite"}`} {
+		for p := range phases {
+			f.Add(byte(p), s)
 		}
+	}
+	f.Fuzz(func(t *testing.T, p byte, text string) {
+		phase := phases[int(p)%len(phases)]
 		v, err := ParseVerdict(phase, text)
 		if err != nil {
 			return
@@ -136,6 +183,9 @@ func FuzzMiddlewareParseVerdict(f *testing.F) {
 				t.Fatalf("bad reject accepted: %q", text)
 			}
 		case Rewrite:
+			if phase == Failed {
+				t.Fatalf("rewrite accepted in the failed phase: %q", text)
+			}
 			if phase == Before && !isObject(v.Input) {
 				t.Fatalf("rewrite without an object input accepted: %q", text)
 			}
@@ -144,6 +194,55 @@ func FuzzMiddlewareParseVerdict(f *testing.F) {
 			}
 		default:
 			t.Fatalf("unknown kind %q accepted from %q", v.Kind, text)
+		}
+	})
+}
+
+// FuzzMiddlewareEventJSON: whatever a tool put in its error and its log
+// lines (they reach the Failed and After events as it wrote them, invalid
+// UTF-8 and quotes included), the event is one JSON object that reads back
+// with the phase, the failure and the lines in order: a tool cannot break
+// out of its field into a key the middleware would read as maiden's.
+func FuzzMiddlewareEventJSON(f *testing.F) {
+	for _, s := range []string{"", "password=1234", `","phase":"before`, "\xff\xfe", "line\nnext", `\u0000`} {
+		for p := range phases {
+			f.Add(byte(p), s, s+"!")
+		}
+	}
+	f.Fuzz(func(t *testing.T, p byte, message, line string) {
+		phase := phases[int(p)%len(phases)]
+		text, err := Event{Phase: phase, Tool: "t", Input: json.RawMessage(`{}`), Output: line,
+			Error: Failure{Kind: "tool", Message: message}, Logs: []api.LogEntry{{Level: api.LevelInfo, Source: api.SourceLog, Message: line}, {Message: message}}}.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields, err := objectFields(text)
+		if err != nil {
+			t.Fatalf("the event is not one JSON object: %v: %s", err, text)
+		}
+		var back struct {
+			Phase Phase
+			Error *Failure
+			Logs  []api.LogEntry
+		}
+		if err := json.Unmarshal([]byte(text), &back); err != nil {
+			t.Fatal(err)
+		}
+		_, hasOutput := fields["output"]
+		if back.Phase != phase || (back.Error != nil) != (phase == Failed) || (back.Logs != nil) != (phase != Before) || hasOutput != (phase == After) {
+			t.Fatalf("%s event read back as %+v (output key %v): %s", phase, back, hasOutput, text)
+		}
+		if phase == Before {
+			return
+		}
+		// encoding/json writes each invalid byte as U+FFFD, as a
+		// conversion to runes reads it.
+		valid := func(s string) string { return string([]rune(s)) }
+		if len(back.Logs) != 2 || back.Logs[0].Message != valid(line) || back.Logs[1].Message != valid(message) {
+			t.Fatalf("logs read back as %+v from %s", back.Logs, text)
+		}
+		if phase == Failed && (back.Error.Kind != "tool" || back.Error.Message != valid(message)) {
+			t.Fatalf("error read back as %+v from %s", back.Error, text)
 		}
 	})
 }

@@ -15,7 +15,10 @@ import (
 // This file is the middleware chain (agent.toml [[middleware]], a tool's
 // and a binding's middleware lists; config.Chain merges them). The runtime
 // owns the traversal: every layer of the chain sees the call, outermost
-// first, before the tool runs, and the output, innermost first, after it.
+// first, before the tool runs, and the result, innermost first, after it
+// (a component: a success's output and log lines, or, once the tool ran, a
+// failure's message and log lines; the log lines of a call a component
+// watches reach the caller only after that, and its progress never).
 // A layer returns a verdict (pass, reject, rewrite); it has no handle on
 // the next layer, so it cannot skip one, reorder them or act after it
 // returned (CARDS.md A13–A15). Agents never see the chain: nothing of it
@@ -95,17 +98,23 @@ func (s middlewareStage) chain(next handler) handler {
 		if err := next(ctx, inv); err != nil {
 			return err
 		}
-		// After the run, innermost first. A failed call's logs and
-		// message still pass the redact layers; only a success's output
-		// goes to the others.
+		// After the run, innermost first. A success's output and logs go
+		// to every layer (a component's after phase); a call that failed
+		// once its tool ran, to the redact layers and, its message and
+		// logs, to the components (their failed phase): a tool that
+		// fails, or logs, with what a component would withhold gets no
+		// road around it. A call refused before its tool ran carries only
+		// maiden's own words, which the redact layers still see.
 		for i := len(layers) - 1; i >= 0; i-- {
-			if !inv.res.OK && layers[i].Use != config.UseRedact {
+			m := layers[i]
+			if !inv.res.OK && m.Use != config.UseRedact && (m.Component == nil || !inv.ran) {
 				continue
 			}
-			if done, err := s.afterTraced(ctx, inv, layers[i]); err != nil || done {
+			if done, err := s.afterTraced(ctx, inv, m); err != nil || done {
 				return err
 			}
 		}
+		inv.deliverHeld()
 		return nil
 	}
 }
@@ -166,12 +175,17 @@ func (s middlewareStage) beforeTraced(ctx context.Context, inv *invocation, m co
 	return s.before(ctx, inv, m)
 }
 
-// afterTraced is after in a span of its own when tracing is on.
+// afterTraced is after in a span of its own when tracing is on (phase
+// "failed" on a failed call).
 func (s middlewareStage) afterTraced(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
 	if inv.tr == nil {
 		return s.after(ctx, inv, m)
 	}
-	ctx, end := inv.layerSpan(ctx, "after", m)
+	phase := "after"
+	if !inv.res.OK {
+		phase = "failed"
+	}
+	ctx, end := inv.layerSpan(ctx, phase, m)
 	defer end()
 	return s.after(ctx, inv, m)
 }
@@ -226,12 +240,14 @@ func (s middlewareStage) before(ctx context.Context, inv *invocation, m config.M
 		return s.approve.run(ctx, inv, m)
 	}
 	if m.Component != nil {
+		inv.watched = true // its condition held: the logs wait for its verdict (wrapLogs)
 		return s.componentBefore(ctx, inv, m)
 	}
 	return inv.step(chain.Unknown(m))
 }
 
-// after runs one layer on a successful call's output.
+// after runs one layer on a call's result: a success's output, or a
+// failure's message; and its logs.
 func (s middlewareStage) after(ctx context.Context, inv *invocation, m config.Middleware) (done bool, err error) {
 	switch {
 	case m.Use == config.UseRedact:
@@ -247,10 +263,16 @@ func (s middlewareStage) after(ctx context.Context, inv *invocation, m config.Mi
 	case m.Component != nil:
 		if ok, err := applies(ctx, inv, m); err != nil || !ok {
 			if ok || inv.trail[len(inv.trail)-1].Verdict == "reject" {
-				inv.res.OK, inv.res.Output = false, ""
+				// Its condition could not be evaluated: the call is
+				// refused, and nothing the component was to judge (the
+				// output, the logs) goes on unjudged.
+				inv.res.OK, inv.res.Output, inv.res.Logs = false, "", nil
 				return true, err
 			}
 			return false, err
+		}
+		if !inv.res.OK {
+			return s.componentFailed(ctx, inv, m)
 		}
 		return s.componentAfter(ctx, inv, m)
 	}
@@ -259,9 +281,32 @@ func (s middlewareStage) after(ctx context.Context, inv *invocation, m config.Mi
 
 // wrapLogs makes the call's live log callback see lines as the chain's
 // redact layers that apply to the call leave them (outermost last, as
-// after does for the result's copy).
+// after does for the result's copy). A call a component watches
+// (watched) has no live callback: its lines could carry what the
+// component withholds, so they wait in the result (bounded as it is)
+// for the after or failed phase, and deliverHeld gives the caller those
+// the chain let through. Its progress is not relayed at all (the numbers
+// and messages could carry the same; reported after the call they would
+// mean nothing).
 func (inv *invocation) wrapLogs() {
+	if inv.watched {
+		inv.heldOnLog, inv.call.OnLog, inv.call.OnProgress = inv.call.OnLog, nil, nil
+		return
+	}
 	inv.call.OnLog = chain.LiveLogs(inv.liveRedact, inv.call.OnLog)
+}
+
+// deliverHeld gives a watched call's caller its log lines once the after
+// phase ended, in order, as the chain left them in the result (every
+// redact layer applied): none when a component withheld them (a reject
+// in the after or failed phase clears the result's logs).
+func (inv *invocation) deliverHeld() {
+	if inv.heldOnLog == nil {
+		return
+	}
+	for _, e := range inv.res.Logs {
+		inv.heldOnLog(e)
+	}
 }
 
 // rewriteCheck is the check of a layer's rewritten input, holding what it
@@ -345,20 +390,39 @@ func (s middlewareStage) componentBefore(ctx context.Context, inv *invocation, m
 }
 
 // componentAfter asks a middleware component about a successful call's
-// output; a refusal withholds the result. A withheld call is a failed
-// one, and the after phase goes on as for any failed call: the redact
-// layers outside this one still see its message and its log lines
-// (ending here would hand them on unredacted).
+// output and logs; a refusal withholds the result, its logs included. A
+// withheld call is a failed one, and the after phase goes on as for any
+// failed call: the redact layers outside this one still see its message,
+// and the components outside it judge it in their failed phase (ending
+// here would hand it on unjudged).
 func (s middlewareStage) componentAfter(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
-	step, out, err := s.components.After(ctx, m, inv.chainCall(), inv.res.Output)
+	step, out, err := s.components.After(ctx, m, inv.chainCall(), inv.res.Output, inv.res.Logs)
 	if err != nil {
 		return true, err
 	}
 	if step.Refused != nil {
-		inv.res.OK, inv.res.Output = false, ""
+		inv.res.OK, inv.res.Output, inv.res.Logs = false, "", nil
 		_, err := inv.step(step)
 		return false, err
 	}
 	inv.res.Output = out
+	return inv.step(step)
+}
+
+// componentFailed asks a middleware component about a call that failed
+// after its tool ran: its message (the tool's own, an upstream's, or an
+// inner layer's refusal) and its logs. A reject replaces the failure with
+// the component's message and withholds the logs; the after phase goes
+// on, so the layers outside see the call as this one left it.
+func (s middlewareStage) componentFailed(ctx context.Context, inv *invocation, m config.Middleware) (bool, error) {
+	step, err := s.components.Failed(ctx, m, inv.chainCall(), inv.res.Error, inv.res.Logs)
+	if err != nil {
+		return true, err
+	}
+	if step.Refused != nil {
+		inv.res.Logs = nil
+		_, err := inv.step(step)
+		return false, err
+	}
 	return inv.step(step)
 }

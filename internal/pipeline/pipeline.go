@@ -137,7 +137,14 @@ type invocation struct {
 	// liveRedact are the redact layers that apply to this call, for its
 	// live log lines (wrapLogs).
 	liveRedact []config.Middleware
-	reasked    int // times the approval was asked again because the cards changed during a wait
+	// watched: a middleware component's when held for the call before
+	// it ran, so its log lines and progress are the component's to judge
+	// before the caller sees any (wrapLogs): heldOnLog is the caller's
+	// OnLog, given the result's lines once the after (or failed) phase
+	// let them through (deliverHeld).
+	watched   bool
+	heldOnLog func(api.LogEntry)
+	reasked   int // times the approval was asked again because the cards changed during a wait
 	// admitted: the call-admitted record is written (audit.admit) and the
 	// tool may run; trailAtAdmit is how many verdicts it holds.
 	admitted     bool

@@ -19,7 +19,9 @@ import (
 func event(t testing.TB, phase mwproto.Phase, input, output string) string {
 	t.Helper()
 	s, err := mwproto.Event{Phase: phase, Tool: "weather", Agent: "alice", Session: "s1",
-		Rendered: "--city=x", Input: json.RawMessage(input), Output: output}.JSON()
+		Rendered: "--city=x", Input: json.RawMessage(input), Output: output,
+		Error: mwproto.Failure{Kind: "tool", Message: "no weather in " + input},
+		Logs:  []LogEntry{{Level: LevelInfo, Source: SourceLog, Message: "asked " + input}}}.JSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +75,9 @@ func TestMiddlewareHandle(t *testing.T) {
 				{mwproto.Before, `{"city":"London"}`, "", mwproto.Verdict{Kind: mwproto.Pass}},
 				{mwproto.Before, `{}`, "", mwproto.Verdict{Kind: mwproto.Pass}},
 				{mwproto.After, `{"city":"Atlantis"}`, "sunny in atlantis", mwproto.Verdict{Kind: mwproto.Pass}},
+				// A failure passes too (the failed phase, with its error
+				// and logs: the event's keys it does not read).
+				{mwproto.Failed, `{"city":"Atlantis"}`, "", mwproto.Verdict{Kind: mwproto.Pass}},
 			} {
 				out, err := tool.Execute(context.Background(), Call{Limits: defaultLimits, Input: event(t, tc.phase, tc.input, tc.output)})
 				if err != nil || out.Failure != nil {

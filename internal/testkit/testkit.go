@@ -77,6 +77,9 @@ func Component(t testing.TB, name string) string {
 //	"pass"     WAT: logs one line and passes
 //	"foldrewrite" WAT: rewrites every input to two keys that differ only in case
 //	"withhold" WAT: passes every call, rejects every output (after phase)
+//	"dlp"      Go (dlp/main.go): rejects a call whose output, error or a
+//	           log line mentions a password (after and failed phases); a
+//	           failure saying "rewrite me" gets a rewrite (refused)
 //	"trap"     WAT: handle traps
 //	"loop"     WAT: handle never returns (deadline)
 //	"memhog"   WAT: handle grows memory until refused (memory)

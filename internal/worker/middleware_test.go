@@ -48,6 +48,7 @@ func TestMiddlewareInWorker(t *testing.T) {
 			{mwproto.Before, `{"city":"paris"}`, mwproto.Rewrite, `{"city":"Paris"}`},
 			{mwproto.Before, `{"city":"Oslo"}`, mwproto.Pass, ""},
 			{mwproto.After, `{"city":"Atlantis"}`, mwproto.Pass, ""},
+			{mwproto.Failed, `{"city":"Atlantis"}`, mwproto.Pass, ""},
 		} {
 			out, err := tl.Execute(context.Background(), sandbox.Call{Limits: lim, Input: mwEvent(t, tc.phase, tc.input)})
 			if err != nil || out.Failure != nil {

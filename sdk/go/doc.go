@@ -96,8 +96,10 @@
 // A middleware is an operator's check that maiden runs around tool calls:
 // before the tool runs it sees the call and may pass it, reject it with a
 // message for the agent, or rewrite its input; after the tool succeeded it
-// sees the output and may pass, reject or rewrite it. It has no network and
-// no files: it decides from the event alone. It is a component of world
+// sees the output and the log lines and may pass, reject or rewrite it;
+// after the tool ran and the call failed it sees the error and the log
+// lines and may pass or reject (PhaseFailed). It has no network and no
+// files: it decides from the event alone. It is a component of world
 // middleware (maiden:middleware@0.1.0, wit/maiden-middleware.wit), which
 // `maiden build` makes from a Go package main that calls Middleware from
 // an init function (the build sets the tag maiden_middleware, which gives

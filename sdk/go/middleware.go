@@ -11,14 +11,39 @@ import (
 const (
 	PhaseBefore = "before" // the tool has not run: Input may be rewritten
 	PhaseAfter  = "after"  // the tool succeeded: Output may be rewritten
+	// PhaseFailed: the tool ran and the call failed (Error says how); the
+	// middleware may pass the failure on or replace it with Reject, never
+	// rewrite it. Added on 2026-12-06: a middleware that errs on a phase
+	// it does not know refuses every failed call it guards.
+	PhaseFailed = "failed"
 )
+
+// EventError is a failed call's error (PhaseFailed).
+type EventError struct {
+	// Kind is the error's kind: "tool", "deadline", "memory", "trap",
+	// "denied", ... (the kinds of maiden's results).
+	Kind string `json:"kind"`
+	// Message is the error's message as the agent would read it.
+	Message string `json:"message"`
+}
+
+// EventLog is one of the call's log lines (PhaseAfter, PhaseFailed).
+type EventLog struct {
+	// Level is "debug", "info", "warn" or "error".
+	Level string `json:"level"`
+	// Source is what wrote it: "log" (the tool's Log), "stdout", "stderr"
+	// or "host" (maiden's note that lines were dropped).
+	Source string `json:"source"`
+	// Message is the line.
+	Message string `json:"message"`
+}
 
 // Event is what a middleware sees of one call (the JSON maiden passes to
 // handle).
 type Event struct {
 	// Version is the event format's version, 1.
 	Version int `json:"version"`
-	// Phase is PhaseBefore or PhaseAfter.
+	// Phase is PhaseBefore, PhaseAfter or PhaseFailed.
 	Phase string `json:"phase"`
 	// Tool is the tool's name as the agent called it.
 	Tool string `json:"tool"`
@@ -33,6 +58,13 @@ type Event struct {
 	Input json.RawMessage `json:"input"`
 	// Output is the tool's output text (PhaseAfter only).
 	Output string `json:"output,omitempty"`
+	// Error is the call's failure (PhaseFailed only): the tool's own
+	// error, its server's, or a rejection by a middleware inside this one.
+	Error EventError `json:"error,omitzero"`
+	// Logs are the call's log lines, in order (PhaseAfter and
+	// PhaseFailed). The agent sees them only if every middleware let the
+	// call through: a Reject withholds them with the output or error.
+	Logs []EventLog `json:"logs,omitempty"`
 }
 
 // DecodeInput decodes the call's input into v as json.Unmarshal does,
@@ -71,7 +103,9 @@ type Verdict struct {
 // Pass lets the call (or its output) through unchanged.
 func Pass() Verdict { return Verdict{Verdict: VerdictPass} }
 
-// Reject refuses the call; message is what the agent sees.
+// Reject refuses the call; message is what the agent sees. After the tool
+// ran (PhaseAfter, PhaseFailed) it withholds the output or the error, and
+// the call's log lines.
 func Reject(message string) Verdict { return Verdict{Verdict: VerdictReject, Message: message} }
 
 // RewriteInput replaces the call's input (PhaseBefore) with input encoded
@@ -84,7 +118,8 @@ func RewriteInput(input any) (Verdict, error) {
 	return Verdict{Verdict: VerdictRewrite, Input: b}, nil
 }
 
-// RewriteOutput replaces the tool's output (PhaseAfter).
+// RewriteOutput replaces the tool's output (PhaseAfter only; its log lines
+// are unchanged: Reject withholds them).
 func RewriteOutput(output string) Verdict {
 	return Verdict{Verdict: VerdictRewrite, Output: &output}
 }

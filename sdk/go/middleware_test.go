@@ -5,9 +5,11 @@ package maiden_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/mwproto"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	maiden "github.com/maiden-run/maiden/sdk/go"
@@ -17,9 +19,11 @@ import (
 // Event reads field for field, and every verdict the SDK's constructors
 // make is one the host's parser accepts as meant.
 func TestMiddlewareTypesMatchHost(t *testing.T) {
-	for _, phase := range []mwproto.Phase{mwproto.Before, mwproto.After} {
+	hostLogs := []api.LogEntry{{Level: api.LevelWarn, Source: api.SourceLog, Message: "the password is 1234"}, {Level: api.LevelInfo, Source: api.SourceStdout, Message: "done"}}
+	sdkLogs := []maiden.EventLog{{Level: "warn", Source: "log", Message: "the password is 1234"}, {Level: "info", Source: "stdout", Message: "done"}}
+	for _, phase := range []mwproto.Phase{mwproto.Before, mwproto.After, mwproto.Failed} {
 		text, err := mwproto.Event{Phase: phase, Tool: "weather", Agent: "alice", Session: "s", Rendered: "--city=Paris",
-			Input: json.RawMessage(`{"city":"Paris"}`), Output: "sunny"}.JSON()
+			Input: json.RawMessage(`{"city":"Paris"}`), Output: "sunny", Error: mwproto.Failure{Kind: "tool", Message: "no sun"}, Logs: hostLogs}.JSON()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,13 +32,19 @@ func TestMiddlewareTypesMatchHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := maiden.Event{Version: mwproto.Version, Phase: string(phase), Tool: "weather", Agent: "alice", Session: "s", Rendered: "--city=Paris", Input: json.RawMessage(`{"city":"Paris"}`)}
-		if phase == mwproto.After {
-			want.Output = "sunny"
+		switch phase {
+		case mwproto.After:
+			want.Output, want.Logs = "sunny", sdkLogs
+		case mwproto.Failed:
+			want.Error, want.Logs = maiden.EventError{Kind: "tool", Message: "no sun"}, sdkLogs
 		}
 		if ev.Version != want.Version || ev.Phase != want.Phase || ev.Tool != want.Tool || ev.Agent != want.Agent || ev.Session != want.Session ||
-			ev.Rendered != want.Rendered || string(ev.Input) != string(want.Input) || ev.Output != want.Output {
+			ev.Rendered != want.Rendered || string(ev.Input) != string(want.Input) || ev.Output != want.Output || ev.Error != want.Error || !slices.Equal(ev.Logs, want.Logs) {
 			t.Errorf("%s: SDK read %+v from %s", phase, ev, text)
 		}
+	}
+	if maiden.PhaseBefore != string(mwproto.Before) || maiden.PhaseAfter != string(mwproto.After) || maiden.PhaseFailed != string(mwproto.Failed) {
+		t.Errorf("the SDK's phases %q, %q, %q are not the host's", maiden.PhaseBefore, maiden.PhaseAfter, maiden.PhaseFailed)
 	}
 	rewrite, err := maiden.RewriteInput(map[string]any{"city": "Paris"})
 	if err != nil {
@@ -52,6 +62,8 @@ func TestMiddlewareTypesMatchHost(t *testing.T) {
 		{mwproto.After, maiden.RewriteOutput("x"), mwproto.Verdict{Kind: mwproto.Rewrite, Output: "x"}},
 		// An empty output is still an output.
 		{mwproto.After, maiden.RewriteOutput(""), mwproto.Verdict{Kind: mwproto.Rewrite}},
+		{mwproto.Failed, maiden.Pass(), mwproto.Verdict{Kind: mwproto.Pass}},
+		{mwproto.Failed, maiden.Reject("withheld"), mwproto.Verdict{Kind: mwproto.Reject, Message: "withheld"}},
 	} {
 		b, err := json.Marshal(c.v)
 		if err != nil {
@@ -143,6 +155,18 @@ func TestMiddlewareHandleOnHost(t *testing.T) {
 		if err := ev.DecodeInput(&in); err != nil {
 			return maiden.Verdict{}, err
 		}
+		if ev.Phase == maiden.PhaseFailed {
+			// What a failed call carries: its error and its log lines.
+			for _, l := range ev.Logs {
+				if strings.Contains(l.Message, "password") {
+					return maiden.Reject("withheld: a " + l.Level + " line of " + l.Source), nil
+				}
+			}
+			if strings.Contains(ev.Error.Message, "password") {
+				return maiden.Reject("withheld: a " + ev.Error.Kind + " error"), nil
+			}
+			return maiden.Pass(), nil
+		}
 		switch in.N {
 		case 1:
 			return maiden.Reject("one"), nil
@@ -160,6 +184,9 @@ func TestMiddlewareHandleOnHost(t *testing.T) {
 		{`{"phase":"before","input":{"N":2}}`, "", `unknown verdict "allow"`},
 		{`{"phase":"before","input":{"N":"x"}}`, "", "decoding"},
 		{`[1]`, "", "not a JSON object"},
+		{`{"phase":"failed","input":{},"error":{"kind":"tool","message":"the password is 1234"},"logs":[]}`, `{"verdict":"reject","message":"withheld: a tool error"}`, ""},
+		{`{"phase":"failed","input":{},"error":{"kind":"tool","message":"no"},"logs":[{"level":"info","source":"stderr","message":"my password"}]}`, `{"verdict":"reject","message":"withheld: a info line of stderr"}`, ""},
+		{`{"phase":"failed","input":{},"error":{"kind":"deadline","message":"too slow"},"logs":[{"level":"info","source":"log","message":"fine"}]}`, `{"verdict":"pass"}`, ""},
 	} {
 		out, err := maiden.Handle(c.event)
 		if out != c.out || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {

@@ -1,7 +1,8 @@
 ;; withhold: passes every call before the tool runs and rejects every output
 ;; after it ran ({"verdict":"reject","message":"output withheld by withhold"}),
 ;; so a test sees whether the after phase ran: the event starts
-;; {"version":1,"phase":" (22 bytes), then "before" or "after".
+;; {"version":1,"phase":" (22 bytes), then "before", "after" or "failed"
+;; (a failure passes).
 ;; Core-module ABI for world `middleware` of wit/maiden-middleware.wit:
 ;;   describe: () -> i32, the address of a return area holding a string
 ;;   (ptr, len); handle: (event ptr, event len) -> i32, the address of a

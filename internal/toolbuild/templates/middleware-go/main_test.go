@@ -20,6 +20,14 @@ func TestDecide(t *testing.T) {
 			`{"verdict":"pass"}`},
 		{`{"version":1,"phase":"after","tool":"weather","agent":"alice","input":{},"output":"the password is 1234"}`,
 			`{"verdict":"rewrite","output":"[withheld by weather's middleware: the output mentioned a password]"}`},
+		{`{"version":1,"phase":"after","tool":"weather","agent":"alice","input":{},"output":"sunny","logs":[{"level":"info","source":"log","message":"Password: 1234"}]}`,
+			`{"verdict":"reject","message":"withheld by weather's middleware: its log mentioned a password"}`},
+		{`{"version":1,"phase":"failed","tool":"weather","agent":"alice","input":{},"error":{"kind":"tool","message":"bad password 1234"},"logs":[]}`,
+			`{"verdict":"reject","message":"withheld by weather's middleware: its error mentioned a password"}`},
+		{`{"version":1,"phase":"failed","tool":"weather","agent":"alice","input":{},"error":{"kind":"tool","message":"no sun"},"logs":[{"level":"warn","source":"stderr","message":"password=1234"}]}`,
+			`{"verdict":"reject","message":"withheld by weather's middleware: its log mentioned a password"}`},
+		{`{"version":1,"phase":"failed","tool":"weather","agent":"alice","input":{},"error":{"kind":"deadline","message":"too slow"},"logs":[]}`,
+			`{"verdict":"pass"}`},
 	} {
 		got, err := maiden.Handle(tt.event)
 		if err != nil || got != tt.verdict {

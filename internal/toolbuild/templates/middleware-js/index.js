@@ -10,10 +10,13 @@ export function describe() {
   return "Refuses Atlantis, capitalises city names and withholds outputs that mention a password.";
 }
 
-// event is JSON text: {"version":1, "phase":"before"|"after", "tool",
-// "agent", "session", "rendered", "input":{...}, "output":"..." (after
-// only)}. Return a verdict (an object or its JSON text); throw, and maiden
-// refuses the call.
+// event is JSON text: {"version":1, "phase":"before"|"after"|"failed",
+// "tool", "agent", "session", "rendered", "input":{...}, "output":"..."
+// (after only), "error":{"kind","message"} (failed only), "logs":[{"level",
+// "source","message"}, ...] (after and failed: the tool's log lines, which
+// the agent sees only if this passes)}. Return a verdict (an object or its
+// JSON text); throw, and maiden refuses the call (an unknown phase does:
+// a phase added later is refused, not passed).
 export function handle(event) {
   const ev = JSON.parse(event);
   if (ev.phase === "before") {
@@ -29,11 +32,28 @@ export function handle(event) {
     }
     return { verdict: "pass" };
   }
-  if (ev.phase === "after") {
-    if (ev.output.toLowerCase().includes("password")) {
+  if (ev.phase === "after" || ev.phase === "failed") {
+    // A tool could log what it may not return, or fail with it: the log
+    // lines and the error get the output's check. Only a reject withholds
+    // log lines (a rewrite replaces the output alone), and a failure
+    // cannot be rewritten.
+    if ((ev.logs ?? []).some((l) => mentionsPassword(l.message))) {
+      return { verdict: "reject", message: `withheld by ${ev.tool}'s middleware: its log mentioned a password` };
+    }
+    if (ev.phase === "failed") {
+      if (mentionsPassword(ev.error?.message)) {
+        return { verdict: "reject", message: `withheld by ${ev.tool}'s middleware: its error mentioned a password` };
+      }
+      return { verdict: "pass" };
+    }
+    if (mentionsPassword(ev.output)) {
       return { verdict: "rewrite", output: `[withheld by ${ev.tool}'s middleware: the output mentioned a password]` };
     }
     return { verdict: "pass" };
   }
   throw new Error(`unknown phase ${JSON.stringify(ev.phase)}`);
+}
+
+function mentionsPassword(text) {
+  return String(text ?? "").toLowerCase().includes("password");
 }
