@@ -123,7 +123,7 @@ url = "`+hs.URL+`"
 credential = "UP_TOKEN"
 [agents.a]
 tools = ["up"]
-grants = ["tool:invoke up.* --..."]
+grants = ["tool:invoke up.* --...", "secret:use UP_TOKEN"]
 `, maiden.Options{Isolation: maiden.InProcess, LookupSecret: func(name string) (string, bool) { return secret, name == "UP_TOKEN" }})
 }
 
@@ -176,7 +176,7 @@ url = "`+hs.URL+`"
 credential = "GH_TOKEN"
 [agents.a]
 tools = ["up"]
-grants = ["tool:invoke up.* --..."]
+grants = ["tool:invoke up.* --...", "secret:use GH_TOKEN"]
 `, testkit.Component(t, "echo"))
 			if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 				t.Fatal(err)

@@ -91,7 +91,7 @@ check = 'tool != "calc.add" || args.a < 1000'
 message = "a is too big"
 [agents.a]
 tools = ["calc"]
-grants = ["tool:invoke calc.add --a=* --b=2", "tool:invoke calc.leak --..."]
+grants = ["tool:invoke calc.add --a=* --b=2", "tool:invoke calc.leak --...", "secret:use CALC_TOKEN"]
 [agents.b]
 tools = ["echo"]
 grants = ["tool:invoke echo --..."]

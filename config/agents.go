@@ -143,6 +143,34 @@ func (c *Config) FileGrantGaps(a Agent) []FileGrantGap {
 	return gaps
 }
 
+// CredentialGrantGap is an import an agent binds whose credential none of
+// its grants in agent.toml allows it to use (CredentialGrantGaps).
+type CredentialGrantGap struct {
+	Import string // the [mcp.NAME] bound
+	Secret string // its credential
+	Line   int    // the binding's line
+}
+
+// CredentialGrantGaps are the imports agent a binds that send their server
+// a credential (an [mcp.NAME] table's credential) while none of a's grants
+// allows secret:use of it: every call of their tools is then refused
+// unless a card from the store allows it (maiden cards grant). What maiden
+// check warns of.
+func (c *Config) CredentialGrantGaps(a Agent) []CredentialGrantGap {
+	var gaps []CredentialGrantGap
+	for _, b := range a.Bindings {
+		t, ok := c.Tool(b.Tool)
+		if b.Builtin || !ok || t.MCP == nil || t.MCP.Credential == "" {
+			continue
+		}
+		target := grant.SecretTarget("use", t.MCP.Credential)
+		if !slices.ContainsFunc(a.Grants, func(g SystemGrant) bool { return g.Grant.AllowsRef(&target) }) {
+			gaps = append(gaps, CredentialGrantGap{Import: b.Tool, Secret: t.MCP.Credential, Line: b.Line})
+		}
+	}
+	return gaps
+}
+
 func (a Agent) clone() Agent {
 	a.Bindings = slices.Clone(a.Bindings)
 	for i := range a.Bindings {

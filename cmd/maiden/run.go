@@ -253,7 +253,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "%s: agents %s; state store %s\n", c.config, strings.Join(names, ", "), c.statePath(cfg))
 		// What will certainly be refused at call time unless the store
 		// holds a card for it: a file built-in, or a wrapped CLI's reads
-		// or writes of its write_paths, without an fs grant.
+		// or writes of its write_paths, without an fs grant; an import's
+		// calls without secret:use of its credential.
 		for _, a := range cfg.Agents() {
 			for _, g := range cfg.FileGrantGaps(a) {
 				if g.CLI && g.Verb == "read" {
@@ -268,6 +269,12 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				}
 				fmt.Fprintf(stderr, "%s:%d: warning: agent %s binds %s, but none of its grants is an fs:%s grant: each call is refused unless a card allows fs:%s of its path (add one to grants, e.g. \"fs:%s /srv/work/**\", or maiden cards grant -agent %s ...)\n",
 					c.config, g.Line, a.Name, g.Tool, g.Verb, g.Verb, g.Verb, a.Name)
+			}
+			// An import that sends its server a credential: the agent's
+			// use of that secret, which its cards must allow.
+			for _, g := range cfg.CredentialGrantGaps(a) {
+				fmt.Fprintf(stderr, "%s:%d: warning: agent %s binds %s, whose credential %s maiden sends its server, but none of its grants allows secret:use %s: each call of its tools is refused unless a card allows it (add \"secret:use %s\" to grants, or maiden cards grant -agent %s 'secret:use %s')\n",
+					c.config, g.Line, a.Name, g.Import, g.Secret, g.Secret, g.Secret, a.Name, g.Secret)
 			}
 		}
 	}

@@ -90,8 +90,18 @@ type Record[V any] struct {
 	// marks a list that was cut.
 	FS          []api.Decision `json:"fs,omitempty"`
 	FSTruncated bool           `json:"fs_truncated,omitempty"`
-	Middleware  []V            `json:"middleware,omitempty"`
-	Approval    string         `json:"approval,omitempty"`
+	// SecretUse is the cards' decision on secret:use of the credential
+	// the host itself attaches to the call (an imported MCP server's
+	// credential, which maiden sends the server outside the egress gate),
+	// whole, naming its target ("secret:use NAME"): asked once the call's
+	// tool:invoke (of the agent's own input, before any rewrite) allowed
+	// it; a denial refused the call. An allowed one without its rule.
+	// Absent for a call that sends no such credential, for the implicit
+	// agent, for a call refused before it was asked, and in records made
+	// before it was recorded.
+	SecretUse  *api.Decision `json:"secret_use,omitempty"`
+	Middleware []V           `json:"middleware,omitempty"`
+	Approval   string        `json:"approval,omitempty"`
 	// Budget names the budgets the call spent (internal/budget's
 	// Meter.Record): the card, what it reserved, what its chain had left.
 	Budget     string        `json:"budget,omitempty"`
@@ -220,8 +230,8 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 		field("component", d.Component)
 		b = append(b, '}')
 	}
-	// Rare (a rewrite, a session's preopens, middleware verdicts):
-	// encoding/json.
+	// Rare (a rewrite, a session's preopens, an import's credential,
+	// middleware verdicts): encoding/json.
 	var err error
 	if len(r.BeforeRewrite) > 0 {
 		if b, err = appendJSONField(b, "before_rewrite", r.BeforeRewrite); err != nil {
@@ -238,6 +248,11 @@ func (r *Record[V]) AppendJSON(b []byte) ([]byte, error) {
 	}
 	if r.FSTruncated {
 		b = append(b, `,"fs_truncated":true`...)
+	}
+	if r.SecretUse != nil {
+		if b, err = appendJSONField(b, "secret_use", r.SecretUse); err != nil {
+			return nil, err
+		}
 	}
 	if len(r.Middleware) > 0 {
 		if b, err = appendJSONField(b, "middleware", r.Middleware); err != nil {

@@ -42,6 +42,8 @@ func TestCallRecordJSON(t *testing.T) {
 			{Session: s, Rendered: s, BoundaryRevision: &rev3},
 			{Rendered: s, Decision: &api.Decision{Allow: true, Card: s}, BeforeRewrite: []Rewritten{{Rendered: s, Decision: &api.Decision{Allow: true, Card: s, Wallet: s}}}, RewritesTruncated: true},
 			{Rendered: s, FS: []api.Decision{{Allow: true, Target: s, Card: s}, {Reason: s, Target: s}}, FSTruncated: true, Middleware: []verdict{{Rule: s}}},
+			{Rendered: s, Decision: &api.Decision{Allow: true, Card: s}, SecretUse: &api.Decision{Allow: true, Target: s, Card: s, Bound: s, Grant: s, Wallet: s}},
+			{Rendered: s, Decision: &api.Decision{Allow: true, Card: s}, SecretUse: &api.Decision{Reason: s, Rule: s, Target: s, Fix: s}, Kind: api.KindDenied, Message: s, Middleware: []verdict{{Rule: s}}},
 		}
 		for _, rec := range recs {
 			b, err := rec.AppendJSON(nil)

@@ -60,7 +60,8 @@ const (
 	Always
 	// Network: network:connect HOST:PORT, as the egress gate normalised it.
 	Network
-	// SecretUse: secret:use NAME, a credential an http-fetch attaches.
+	// SecretUse: secret:use NAME, a credential an http-fetch attaches (or
+	// a wrapped CLI's CONNECT, web_fetch's request, an import's calls).
 	SecretUse
 	// SecretReveal: secret:reveal NAME, a tool asking for a secret's value.
 	SecretReveal

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,11 +57,55 @@ func (s authorizeStage) decide(next handler) handler {
 		if !d.Allow {
 			return inv.fail(KindDenied, d.Reason)
 		}
+		// A credential the host itself sends for every call of the tool
+		// (an import's, to its server) is the agent's use of that secret,
+		// as an http-fetch's is: its cards decide it before anything is
+		// sent or recorded as admitted.
+		if why := inv.decideCredential(w); why != "" {
+			return inv.fail(KindDenied, why)
+		}
 		// The same pinned wallet decides the call's http-fetches (run):
 		// a card revoked while the call runs counts from the next call.
 		inv.wallet = w
 		return next(ctx, inv)
 	}
+}
+
+// decideCredential asks wallet w's cards secret:use of the credential the
+// host itself attaches to the call (backend.credential: an import's, which
+// mcphub sends its server outside the egress gate), when it has one, and
+// keeps the answer as the call's credentialDecision (what its records
+// carry, so that a replay asks it again). It returns the refusal's message
+// when the cards deny it, "" otherwise. authorize asks it once the call's
+// tool:invoke allowed it, and an approve layer again after a human's wait,
+// on the wallet pinned anew.
+func (inv *invocation) decideCredential(w *cards.Wallet) string {
+	name, sender := inv.backend.credential(inv.tool)
+	if name == "" {
+		return ""
+	}
+	d := decide.Decide(decide.Basis{Wallet: w}, decide.Use(name))
+	inv.credentialDecision = &d
+	if d.Allow {
+		return ""
+	}
+	return credentialRefusal(&d, sender)
+}
+
+// credentialRefusal is the denial d of secret:use of the credential sender
+// sends (an import, its server) in the cards' words (the grant to paste,
+// or the card to revoke), the credential named beside the target refused:
+// no card of agent "a" allows secret:use TOKEN, the credential import shop
+// sends its server (grant it: maiden cards grant -agent a 'secret:use TOKEN').
+func credentialRefusal(d *cards.Decision, sender string) string {
+	note := ", the credential " + sender + " sends its server"
+	for _, lead := range []string{"allows ", "forbids ", "does not cover "} {
+		if i := strings.Index(d.Reason, lead+d.Target); d.Target != "" && i >= 0 {
+			j := i + len(lead) + len(d.Target)
+			return d.Reason[:j] + note + d.Reason[j:]
+		}
+	}
+	return d.Reason + " (" + d.Target + note + ")"
 }
 
 // decideInvoke asks wallet w's cards about the call as it stands (its

@@ -44,6 +44,13 @@ type backend interface {
 	// (authorize); a card built-in is decided by its card:VERB grant and
 	// the store's rules instead. Reads and writes nothing.
 	carded() bool
+	// credential is the secret the host itself attaches to every call
+	// of t, outside the egress gate (an import's credential, sent to its
+	// server), and who sends it ("import shop"), for the refusal: the
+	// agent's cards must allow secret:use of it before the call goes on
+	// (authorize, right after tool:invoke). "" for a kind whose secrets
+	// the egress gate decides per request. Reads and writes nothing.
+	credential(t *config.Tool) (name, sender string)
 	// open loads the version that will run and checks the input against
 	// it under the call's deadline (replaced: again, after the version
 	// parse opened was replaced as it started). Reads cfg, tool, input,

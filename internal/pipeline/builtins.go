@@ -202,6 +202,11 @@ func (b *builtinBackend) files() bool                 { return b.op.files }
 func (b *builtinBackend) pooled() bool                { return false }
 func (b *builtinBackend) confined(config.Tool) bool   { return false }
 func (b *builtinBackend) typedCommands(ToolInfo) bool { return false }
+
+// credential: none the host attaches itself; web_fetch's secrets are
+// decided by its gate per request (webfetch.go).
+func (b *builtinBackend) credential(*config.Tool) (string, string) { return "", "" }
+
 func (b *builtinBackend) parse(context.Context, *invocation) (parsed, *ToolError, error) {
 	return parsed{}, nil, nil
 }

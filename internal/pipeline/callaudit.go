@@ -70,6 +70,8 @@ func (a auditStages) call(next handler) handler {
 			// The fs decisions made before the refusal: a file built-in's
 			// path its cards refused is one (the session stage).
 			rec.FS, rec.FSTruncated = recordedFS(inv.fsDecisions)
+			// The credential's secret:use, allowed or the refusal.
+			rec.SecretUse = recordedWhole(inv.credentialDecision)
 		}
 		if inv.res.Error != nil {
 			rec.Kind, rec.Message, rec.Approval = inv.res.Error.Kind, inv.res.Error.Message, inv.res.Error.Approval
@@ -132,6 +134,7 @@ func (a auditStages) admit(next handler) handler {
 		a.provenance(inv, &rec)
 		rec.BeforeRewrite, rec.RewritesTruncated = inv.beforeRewrite, inv.rewritesCut
 		rec.FS, rec.FSTruncated = recordedFS(inv.fsDecisions)
+		rec.SecretUse = recordedWhole(inv.credentialDecision)
 		if err := callaudit.AppendRecord(ctx, a.trail, inv.auditCall(), store.AuditCallAdmitted, &rec); err != nil {
 			return fmt.Errorf("%w: the audit record of the call could not be written, so the call was refused: %v", ErrState, err)
 		}
@@ -187,13 +190,26 @@ func recordedFS(ds []cards.Decision) ([]api.Decision, bool) {
 	}
 	ds, cut := callaudit.Capped(ds, callaudit.MaxFSDecisions)
 	out := make([]api.Decision, len(ds))
-	for i, d := range ds {
-		out[i] = d.API()
-		if d.Allow {
-			out[i].Rule = ""
-		}
+	for i := range ds {
+		out[i] = *recordedWhole(&ds[i])
 	}
 	return out, cut
+}
+
+// recordedWhole is a decision as a record carries one whose question the
+// record names nowhere else (an fs decision, an import credential's
+// secret:use): whole, with its target, which is the question a replay asks
+// again; an allowed one without its rule (its card, bound and grant). nil
+// for nil.
+func recordedWhole(d *cards.Decision) *api.Decision {
+	if d == nil {
+		return nil
+	}
+	a := d.API()
+	if d.Allow {
+		a.Rule = ""
+	}
+	return &a
 }
 
 // AuditRecord is one record of the audit trail (api.AuditRecord).

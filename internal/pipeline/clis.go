@@ -61,6 +61,10 @@ func (b *cliBackend) pooled() bool                { return false } // its own co
 func (b *cliBackend) confined(config.Tool) bool   { return true }
 func (b *cliBackend) typedCommands(ToolInfo) bool { return true }
 
+// credential: none the host attaches itself; the egress proxy asks
+// secret:use of each CONNECT's (run).
+func (b *cliBackend) credential(*config.Tool) (string, string) { return "", "" }
+
 // parse reads a wrapped CLI's call with its command description: the
 // input (MCP arguments shaped by the description's JSON Schema) must name
 // a described command and fit it, or the call is kind input with the

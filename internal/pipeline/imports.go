@@ -68,6 +68,17 @@ func (b *importBackend) parse(context.Context, *invocation) (parsed, *ToolError,
 	return parsed{}, nil, nil
 }
 
+// credential is the import's credential: mcphub attaches it to every
+// request to the import's server, outside the egress gate, so the
+// agent's cards are asked secret:use of it before each call (authorize).
+func (b *importBackend) credential(t *config.Tool) (string, string) {
+	if t.MCP == nil || t.MCP.Credential == "" {
+		return "", ""
+	}
+	imp, _, _ := config.ImportOf(t.Name)
+	return t.MCP.Credential, "import " + imp
+}
+
 // open finds the tool on its upstream and checks the input against the
 // upstream's schema, under the import's timeout.
 func (b *importBackend) open(ctx context.Context, inv *invocation, _ bool) (loaded, *ToolError, error) {

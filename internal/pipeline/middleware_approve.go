@@ -273,6 +273,10 @@ func (l approveLayer) afterWait(ctx context.Context, inv *invocation, m config.M
 			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "cards changed while it waited: " + d.Reason})
 			return true, inv.fail(KindDenied, d.Reason)
 		}
+		if why := inv.decideCredential(w); why != "" { // an import's credential (authorize.go)
+			inv.trail = append(inv.trail, verdict{Rule: m.Rule, Use: m.Use, Verdict: "reject", Detail: "cards changed while it waited: " + why})
+			return true, inv.fail(KindDenied, why)
+		}
 		inv.wallet = w
 	}
 	if walletRevision(w) == a.CardGeneration {

@@ -106,6 +106,11 @@ type invocation struct {
 	// invocation, which every call allocates (issue 23). Replaced, never
 	// written through.
 	decision *cards.Decision
+	// credentialDecision is the cards' answer about secret:use of the
+	// credential the host itself attaches to the call (an import's:
+	// decideCredential), asked once tool:invoke allowed it; nil when the
+	// call has none or it was not asked.
+	credentialDecision *cards.Decision
 	// beforeRewrite are the decisions on each input a layer then rewrote
 	// (rewrite), the agent's own first, within callaudit.KeepRewrite's
 	// caps (rewritesCut: more were made); fsDecisions the cards' decisions

@@ -48,6 +48,10 @@ func (b *wasmBackend) preopens() bool      { return true }
 func (b *wasmBackend) files() bool         { return false }
 func (b *wasmBackend) pooled() bool        { return true }
 
+// credential: none the host attaches itself; the egress gate asks
+// secret:use of each http-fetch's (callegress.Authorizer).
+func (b *wasmBackend) credential(*config.Tool) (string, string) { return "", "" }
+
 // parse opens the tool and, if its schema() is a command description,
 // parses the call with it: a call that does not fit is kind input, naming
 // the argument; one that fits is rendered as the command (inv.cmd), which

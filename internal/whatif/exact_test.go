@@ -88,7 +88,7 @@ func TestReplayIsExact(t *testing.T) {
 		t.Errorf("skipped %d of %d reveals", skipped, kinds[whatif.KindReveal])
 	}
 	allowed, denied := 0, 0
-	var rewritten, fsAllowed, fsDenied int
+	var rewritten, fsAllowed, fsDenied, useAllowed, useDenied, useRewritten int
 	for _, rec := range tr.Recs {
 		if rec.Kind == whatif.KindCallAdmitted {
 			allowed++
@@ -98,6 +98,7 @@ func TestReplayIsExact(t *testing.T) {
 		var b struct {
 			BeforeRewrite []any          `json:"before_rewrite"`
 			FS            []api.Decision `json:"fs"`
+			SecretUse     *api.Decision  `json:"secret_use"`
 		}
 		mustJSON(t, rec.Body, &b)
 		if len(b.BeforeRewrite) > 0 {
@@ -110,9 +111,24 @@ func TestReplayIsExact(t *testing.T) {
 				fsDenied++
 			}
 		}
+		switch {
+		case b.SecretUse == nil:
+		case !b.SecretUse.Allow:
+			useDenied++
+		case len(b.BeforeRewrite) > 0:
+			useRewritten++
+			fallthrough
+		default:
+			useAllowed++
+		}
 	}
 	if allowed < n/20 || denied < n/20 || rewritten < n/100 || fsAllowed < n/100 || fsDenied < n/100 {
 		t.Errorf("the trail is not varied: %d calls admitted, %d refused, %d rewritten; %d fs decisions allowed, %d denied", allowed, denied, rewritten, fsAllowed, fsDenied)
+	}
+	// Imported tools' calls whose import sends a credential: its
+	// secret:use allowed (some of them before a rewrite) and denied.
+	if useAllowed < n/400 || useDenied < n/400 || useRewritten < n/1000 {
+		t.Errorf("the trail is not varied: %d import credentials' secret:use allowed (%d of them before a rewrite), %d denied", useAllowed, useRewritten, useDenied)
 	}
 	// The built-in tools' calls and requests, and a wrapped CLI's
 	// tunnels, are in it, allowed and refused.
@@ -207,6 +223,10 @@ func TestReplayIsExact(t *testing.T) {
 		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "tool:invoke t1@" + compB + " --..."}, {Agent: "a3", Grant: "tool:invoke t0@" + compA + " --..."}}},
 		{Grants: []api.WhatIfGrant{{Agent: "a2", Grant: "tool:invoke *@" + compA + " --...", As: api.WhatIfDeny}}},
 		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "tool:invoke *@" + compB + " --...", As: api.WhatIfCeiling}}},
+		// An import's credential: its secret:use prohibited (calls that
+		// ran would not, fetches with it neither), and granted.
+		{Grants: []api.WhatIfGrant{{Agent: "a1", Grant: "secret:use K0", As: api.WhatIfDeny}, {Agent: "a3", Grant: "secret:use K1", As: api.WhatIfDeny}}},
+		{Grants: []api.WhatIfGrant{{Agent: "a0", Grant: "secret:use K2"}, {Agent: "a2", Grant: "secret:use *"}}},
 	}
 	// A prohibition of exactly the agent's own input of rewritten calls
 	// (not of what a middleware rewrote it into): only the decisions
@@ -263,6 +283,20 @@ func TestReplayIsExact(t *testing.T) {
 			}
 			if rep.Flips != wantFlips || rep.Flips == 0 {
 				t.Errorf("flips %d, want %d (and some)", rep.Flips, wantFlips)
+			}
+			// A change of secret:use flips imported tools' calls by their
+			// credential, both ways.
+			if g := change.Grants; len(g) > 0 && strings.HasPrefix(g[0].Grant, "secret:use ") {
+				way := g[0].As == api.WhatIfDeny // allowed -> denied
+				found := false
+				for _, gr := range rep.Groups {
+					for _, ex := range gr.Examples {
+						found = found || (ex.Tool == "t0" || ex.Tool == "t1") && strings.HasPrefix(ex.Target, "secret:use ") && ex.Before.Allow == way && ex.After.Allow != way
+					}
+				}
+				if !found {
+					t.Errorf("no call of an imported tool flips by its credential's secret:use: %+v", rep.Groups)
+				}
 			}
 		})
 	}
@@ -391,7 +425,8 @@ func liveFSCard(t testing.TB, cs []cards.Card) string {
 // holds the calls a middleware rewrote or a session gave directories,
 // which are recorded again as far as their record knows them. A call
 // refused at an input never reached the later layers or its session's
-// directories, so neither can be known: the refused input and those
+// directories (nor, refused at the agent's own input, its import
+// credential's secret:use), so none of them can be known: the refused input and those
 // before it are recorded again, and a call they would let through counts
 // as run (a flip of the cards' decisions, which is what a replay reports).
 func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]plan) *string {
@@ -400,10 +435,14 @@ func outcomeOf(t testing.TB, tr *trail, rec api.AuditRecord, plans map[int64]pla
 	if p, planned := plans[rec.Seq]; planned {
 		if rec.Kind == whatif.KindCallRefused {
 			var b struct {
-				BeforeRewrite []any `json:"before_rewrite"`
+				BeforeRewrite []any         `json:"before_rewrite"`
+				SecretUse     *api.Decision `json:"secret_use"`
 			}
 			mustJSON(t, rec.Body, &b)
 			p.Rendered, p.Dirs = p.Rendered[:len(b.BeforeRewrite)+1], nil
+			if b.SecretUse == nil {
+				p.Credential = "" // refused before its secret:use was asked: not known either
+			}
 		}
 		saved := tr.Plans
 		tr.Plans = nil

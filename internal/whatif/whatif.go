@@ -1,7 +1,8 @@
 // Package whatif replays the audit trail's recorded decisions on a proposed
 // change of the cards (maiden audit whatif): each recorded decision of an
 // agent's cards — a call's tool:invoke (with those on its inputs before
-// a middleware rewrite and the fs decisions of its session's preopens), an
+// a middleware rewrite, the secret:use of an import's credential and the
+// fs decisions of its session's preopens), an
 // http-fetch's network:connect and secret:use, a reveal's secret:reveal —
 // is rebuilt as the question and
 // basis internal/decide answered (the question from the record: the
@@ -63,6 +64,11 @@
 //     of its fs decisions does. A call the cards refused is replayed as
 //     far as it got: what the layers or the session would have done past
 //     the refusal was never recorded.
+//   - A call of an imported tool whose import sends a credential records
+//     the cards' secret:use of it (secret_use), asked once the agent's
+//     own input's tool:invoke allowed the call, and deciding whether it
+//     ran as a fetch's credential does; records made before it was
+//     recorded replay as before, without it.
 //   - Not replayed: the session boundary's own checks (not the cards';
 //     BoundaryReplay replays a boundary request over refused built-ins).
 package whatif
@@ -293,11 +299,14 @@ func (r *Replay) wallet(agent string) *cards.Wallet {
 // reveal, or an http-fetch (network:connect, then secret:use of its
 // credential when it had one and the destination was allowed). A call
 // may carry more: the tool:invoke of each input a middleware then
-// rewrote (pre, asked before q[0]) and the fs decisions of its session's
+// rewrote (pre, asked before q[0]), the secret:use of an import's
+// credential (after the agent's own input's tool:invoke: q[1], or in pre
+// after its first when a layer rewrote the input), a file built-in's
+// fs decision on its path (q[1]), and the fs decisions of its session's
 // preopens (fs, asked once every tool:invoke is allowed).
 type unit struct {
 	q        [2]decide.Question
-	n        int // questions: 1, or 2 for a fetch with a credential
+	n        int // questions: 1, or 2 for a fetch with a credential, a call with an import's credential or a file built-in's path
 	binding  decide.Binding
 	recorded []api.Decision // in the order asked: pre, q, fs
 	pre, fs  []decide.Question
@@ -534,6 +543,7 @@ type (
 		RewritesTruncated bool           `json:"before_rewrite_truncated"`
 		FS                []api.Decision `json:"fs"`
 		FSTruncated       bool           `json:"fs_truncated"`
+		SecretUse         *api.Decision  `json:"secret_use"`
 	}
 	fetchBody struct {
 		Credential string         `json:"credential"`
@@ -561,21 +571,46 @@ func read(rec api.AuditRecord, u *unit) bool {
 			return false
 		}
 		u.q[0], u.n = q, 1
-		if len(b.BeforeRewrite) == 0 && len(b.FS) == 0 && !fileTool(rec.Tool) {
+		if len(b.BeforeRewrite) == 0 && len(b.FS) == 0 && b.SecretUse == nil && !fileTool(rec.Tool) {
 			u.recorded = []api.Decision{*b.Decision}
 			break
 		}
+		// An import's credential: secret:use, asked once the tool:invoke
+		// of the agent's own input allowed the call (before any layer
+		// rewrote it), deciding whether it ran.
+		var use decide.Question
+		if b.SecretUse != nil {
+			q, ok := useOf(b.SecretUse.Target)
+			if !ok || !cardsAsked(b.SecretUse) || fileTool(rec.Tool) {
+				return false
+			}
+			use = q
+		}
 		// The input before each rewrite: allowed, or no rewrite would
 		// have followed.
-		for _, p := range b.BeforeRewrite {
+		for i, p := range b.BeforeRewrite {
 			q, ok := invokeOf(rec.Tool, p.Rendered, p.Decision.Component)
 			if !ok || !cardsAsked(p.Decision) || !p.Decision.Allow {
 				return false
 			}
 			u.pre = append(u.pre, q)
 			u.recorded = append(u.recorded, *p.Decision)
+			if i == 0 && b.SecretUse != nil && b.SecretUse.Allow {
+				u.pre = append(u.pre, use)
+				u.recorded = append(u.recorded, *b.SecretUse)
+			}
 		}
 		u.recorded = append(u.recorded, *b.Decision)
+		// Its refusal (asked again after a human's wait, it may follow a
+		// rewrite) or, with no rewrite, its answer: once the last
+		// tool:invoke allowed the call.
+		if b.SecretUse != nil && (len(b.BeforeRewrite) == 0 || !b.SecretUse.Allow) {
+			if !b.Decision.Allow {
+				return false // never asked after a refusal
+			}
+			u.q[1], u.n = use, 2
+			u.recorded = append(u.recorded, *b.SecretUse)
+		}
 		if fileTool(rec.Tool) {
 			// A file built-in's path: asked once its tool:invoke allowed
 			// the call, and deciding whether it ran (as a fetch's
@@ -650,6 +685,16 @@ func invokeOf(tool, rendered, component string) (decide.Question, bool) {
 	t := grant.CommandTarget(tool, c.Command, c.Args, c.Positionals)
 	t.Component = component
 	return decide.Invoke(t), true
+}
+
+// useOf reads a recorded secret:use decision's target ("secret:use NAME",
+// as decide.Use names it) back into its question.
+func useOf(target string) (decide.Question, bool) {
+	name, ok := strings.CutPrefix(target, "secret:use ")
+	if !ok || name == "" || grant.SecretTarget("use", name).String() != target {
+		return decide.Question{}, false
+	}
+	return decide.Use(name), true
 }
 
 // fsOf reads a recorded fs decision's target back into its question:

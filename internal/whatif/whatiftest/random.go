@@ -168,12 +168,18 @@ var dirsOffered = []string{"/srv/work", "/srv/data", "/data/x", "/home/u", "/srv
 // RandomPlan is a call whose input middleware layers rewrite (one or two
 // times, into another call of the same tool) in half the cases, and whose
 // session offers up to three directories in the other half and in a
-// quarter of the first.
+// quarter of the first; some calls of t0 and t1 are an import's whose
+// credential the call path asks secret:use of (Plan.Credential).
 func RandomPlan(rng *rand.Rand, agent string) Plan {
 	tool, r := RandomRendering(rng)
 	// The component follows from the rendering, so the generator's
 	// sequence (the rest of the trail) does not depend on it.
 	p := Plan{Agent: agent, Tool: tool, Comp: Comps[len(r)%len(Comps)], Rendered: []string{r}}
+	if (tool == "t0" || tool == "t1") && len(r)%2 == 1 {
+		// An imported tool whose import sends a credential (and runs no
+		// component of maiden's), decided by the same token.
+		p.Comp, p.Credential = "", secs[len(r)/2%len(secs)]
+	}
 	if rng.IntN(2) == 0 {
 		for range 1 + rng.IntN(2) {
 			for {
@@ -191,8 +197,8 @@ func RandomPlan(rng *rand.Rand, agent string) Plan {
 	for range 1 + rng.IntN(3) {
 		p.Dirs = append(p.Dirs, Preopen{Dir: dirsOffered[rng.IntN(len(dirsOffered))], Write: rng.IntN(2) == 0})
 	}
-	if fileVerb(tool) != "" {
-		p.Dirs = nil // a file built-in is handed no directory: its path is decided instead (CallWith)
+	if fileVerb(tool) != "" || p.Credential != "" {
+		p.Dirs = nil // a file built-in is handed no directory (its path is decided instead: CallWith), nor an import
 	}
 	return p
 }

@@ -149,12 +149,19 @@ type Plan struct {
 	Comp        string // the component the tool runs ("" not known)
 	Rendered    []string
 	Dirs        []Preopen
+	// Credential is the secret an imported tool's import sends its
+	// server ("" for none): the call path asks secret:use of it once the
+	// agent's own input's tool:invoke allowed the call.
+	Credential string
 }
 
 // CallWith records p as the pipeline decides and records it: each
 // input's tool:invoke until one refuses (the refused record names the
 // input refused and keeps the decisions on the inputs before it:
-// before_rewrite), then the fs decisions of the session's preopens
+// before_rewrite), an import's credential's secret:use right after the
+// agent's own input's (authorize: a denial refuses the call there, before
+// any rewrite; every later record of the call keeps it as secret_use),
+// then the fs decisions of the session's preopens
 // (session.CardPreopens: each directory's fs:read DIR/**, then its
 // fs:write DIR/** when read and writable), in the call-admitted record;
 // a file built-in's (fs_read, fs_list: fs:read PATH; fs_write: fs:write
@@ -165,6 +172,13 @@ func (tr *Trail) CallWith(p Plan) string {
 	b := decide.Basis{Wallet: tr.Wallet(p.Agent)}
 	var before []map[string]any
 	var last api.Decision
+	var use *api.Decision // the credential's secret:use, once asked
+	body := func(m map[string]any) map[string]any {
+		if use != nil {
+			m["secret_use"] = use
+		}
+		return m
+	}
 	for i, r := range p.Rendered {
 		c, err := grant.ParseRendering(r)
 		if err != nil {
@@ -177,8 +191,23 @@ func (tr *Trail) CallWith(p Plan) string {
 			before = append(before, map[string]any{"rendered": p.Rendered[i-1], "decision": last})
 		}
 		last = Recorded(d)
+		if d.Allow && i == 0 && p.Credential != "" {
+			u := decide.Decide(b, decide.Use(p.Credential))
+			a := u.API()
+			if u.Allow {
+				a.Rule = "" // as the record keeps an allowed one: its card, bound, grant and target
+			}
+			use = &a
+			if !u.Allow {
+				tr.Add(KindCallRefused, p.Agent, p.Tool, body(map[string]any{"rendered": r, "decision": &last}))
+				if tr.Plans != nil {
+					tr.Plans[tr.Recs[len(tr.Recs)-1].Seq] = p
+				}
+				return "refused"
+			}
+		}
 		if !d.Allow {
-			tr.Add(KindCallRefused, p.Agent, p.Tool, map[string]any{"rendered": r, "decision": &last, "before_rewrite": before})
+			tr.Add(KindCallRefused, p.Agent, p.Tool, body(map[string]any{"rendered": r, "decision": &last, "before_rewrite": before}))
 			if tr.Plans != nil {
 				tr.Plans[tr.Recs[len(tr.Recs)-1].Seq] = p
 			}
@@ -217,7 +246,7 @@ func (tr *Trail) CallWith(p Plan) string {
 			}
 		}
 	}
-	tr.Add(KindCallAdmitted, p.Agent, p.Tool, map[string]any{"rendered": p.Rendered[len(p.Rendered)-1], "decision": &last, "before_rewrite": before, "fs": fs})
+	tr.Add(KindCallAdmitted, p.Agent, p.Tool, body(map[string]any{"rendered": p.Rendered[len(p.Rendered)-1], "decision": &last, "before_rewrite": before, "fs": fs}))
 	if tr.Plans != nil {
 		tr.Plans[tr.Recs[len(tr.Recs)-1].Seq] = p
 	}
