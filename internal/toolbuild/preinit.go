@@ -258,31 +258,7 @@ func (t *Toolchain) snapshotGo(ctx context.Context, core []byte, work string) ([
 		// frozen into every call unnoticed.
 		return nil, &errNoSnapshot{"the module has no name section (built with -ldflags=-s?), so math/rand draws during init cannot be counted"}
 	}
-	in, out := filepath.Join(work, "probed.wasm"), filepath.Join(work, "snapshot.wasm")
-	if err := os.WriteFile(in, probed, 0o644); err != nil {
-		return nil, err
-	}
-	// WASI during init: the runtime needs the clock and random_get (counted),
-	// and gets no environment, arguments or directories, as in maiden. The
-	// tool's own output during init is kept for the error message.
-	runCtx, cancel := context.WithTimeout(ctx, snapshotTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, wizer, "--allow-wasi", "--inherit-env", "false", "--init-func", "_initialize", "-o", out, in)
-	cmd.Dir = work
-	cmd.Env = buildEnv("RUST_BACKTRACE=0", "RUST_LIB_BACKTRACE=0", "WASMTIME_BACKTRACE_DETAILS=0")
-	var output bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &output, &output
-	setProcessGroup(cmd)
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if runCtx.Err() != nil {
-			return nil, &errNoSnapshot{fmt.Sprintf("the tool's init did not finish within %v in the snapshot run", snapshotTimeout)}
-		}
-		return nil, &errNoSnapshot{fmt.Sprintf("the snapshot run of the tool's init failed (%v): %s", err, wizerMessage(output.String()))}
-	}
-	snap, err := os.ReadFile(out)
+	snap, err := t.wizerRun(ctx, wizer, probed, work)
 	if err != nil {
 		return nil, err
 	}
@@ -315,6 +291,62 @@ func frozenReads(c wasmsnap.Counts) string {
 	return "while the tool initialised, package-level variables or init functions " + strings.Join(what, " and ") +
 		": a snapshot would freeze those values into every call. Read the clock and randomness in Execute " +
 		"(or lazily, with sync.Once) instead"
+}
+
+// snapshotMemoryPages caps the linear memory of the snapshot run, in 64
+// KiB pages (1 GiB): wizer runs the tool's init with whatever memory its
+// module declares, up to wasm32's 4 GiB, so a tool whose init allocates
+// without bound would take that much of the building machine's memory for
+// up to snapshotTimeout. An init that needs more has no snapshot (the
+// build says why) and runs its init at each call, under the tool's own
+// memory_mb.
+var snapshotMemoryPages uint32 = 1 << 14
+
+// wizerRun runs wizer on core (instrumented) in work: its _initialize
+// once, WASI without environment, arguments or directories, under
+// snapshotTimeout and with the memory capped at snapshotMemoryPages (the
+// module's own maximum put back in the snapshot). The tool's output is
+// kept for the error message.
+func (t *Toolchain) wizerRun(ctx context.Context, wizer string, core []byte, work string) ([]byte, error) {
+	max, hasMax, err := wasmsnap.MemoryMax(core)
+	if err != nil {
+		return nil, &errNoSnapshot{fmt.Sprintf("reading the module's memory for the snapshot run: %v", err)}
+	}
+	capped := core
+	if !hasMax || max > snapshotMemoryPages {
+		if capped, err = wasmsnap.SetMemoryMax(core, snapshotMemoryPages, true); err != nil {
+			return nil, &errNoSnapshot{fmt.Sprintf("capping the module's memory for the snapshot run: %v", err)}
+		}
+	}
+	in, out := filepath.Join(work, "probed.wasm"), filepath.Join(work, "snapshot.wasm")
+	if err := os.WriteFile(in, capped, 0o644); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, snapshotTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, wizer, "--allow-wasi", "--inherit-env", "false", "--init-func", "_initialize", "-o", out, in)
+	cmd.Dir = work
+	cmd.Env = buildEnv("RUST_BACKTRACE=0", "RUST_LIB_BACKTRACE=0", "WASMTIME_BACKTRACE_DETAILS=0")
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	setProcessGroup(cmd)
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if runCtx.Err() != nil {
+			return nil, &errNoSnapshot{fmt.Sprintf("the tool's init did not finish within %v in the snapshot run", snapshotTimeout)}
+		}
+		// Whether the cap was why is the trap's to say (a Go runtime
+		// says out of memory); the cap is named either way.
+		return nil, &errNoSnapshot{fmt.Sprintf("the snapshot run of the tool's init failed (%v; the snapshot run caps the tool's memory at %d MiB): %s",
+			err, snapshotMemoryPages>>4, wizerMessage(output.String()))}
+	}
+	snap, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	return wasmsnap.SetMemoryMax(snap, max, hasMax)
 }
 
 // preinitFingerprint identifies the pre-initialisation recipe.

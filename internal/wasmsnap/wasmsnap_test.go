@@ -312,3 +312,43 @@ func TestInstrumentGoRand(t *testing.T) {
 		t.Errorf("the runtime.rand counter is % x, want % x", bodies[5], want)
 	}
 }
+
+// TestMemoryMax: the one memory's maximum is read and set (the minimum
+// kept), removed again, and a minimum above the maximum asked, two
+// memories or no memory at all are errors.
+func TestMemoryMax(t *testing.T) {
+	var b builder
+	b.add(secMemory, 1, 0, 3) // min 3, no maximum
+	plain := b.bytes()
+	if max, has, err := MemoryMax(plain); err != nil || has || max != 0 {
+		t.Fatalf("MemoryMax of a memory with none: %d %v %v", max, has, err)
+	}
+	capped, err := SetMemoryMax(plain, 16384, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if max, has, err := MemoryMax(capped); err != nil || !has || max != 16384 {
+		t.Fatalf("after SetMemoryMax(16384): %d %v %v", max, has, err)
+	}
+	m, _ := parse(capped)
+	if min, _, _, _ := m.memory(); min != 3 {
+		t.Fatalf("the minimum became %d, want 3", min)
+	}
+	back, err := SetMemoryMax(capped, 0, false)
+	if err != nil || !bytes.Equal(back, plain) {
+		t.Fatalf("the maximum removed again: %x %v, want %x", back, err, plain)
+	}
+	if _, err := SetMemoryMax(plain, 2, true); err == nil || !strings.Contains(err.Error(), "minimum of 3 pages is above the maximum of 2") {
+		t.Fatalf("a maximum below the minimum: %v", err)
+	}
+	var two builder
+	two.add(secMemory, 2, 0, 1, 0, 1)
+	if _, _, err := MemoryMax(two.bytes()); err == nil || !strings.Contains(err.Error(), "2 memories") {
+		t.Fatalf("two memories: %v", err)
+	}
+	var none builder
+	none.add(secType, 0)
+	if _, _, err := MemoryMax(none.bytes()); err == nil || !strings.Contains(err.Error(), "no memory") {
+		t.Fatalf("no memory: %v", err)
+	}
+}
