@@ -48,7 +48,7 @@ func (p principalCheck) refusal(ctx context.Context, inv *invocation) (string, e
 	id, state, err := p.token(ctx, inv)
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("%w: checking the call's token during or after its wait for a human: %v", ErrState, err)
+		return "", err
 	case state == tokenRevoked:
 		return fmt.Sprintf("token revoked: the agent token this call was made with (ID %s) was revoked while the call waited for a human, so nothing was run, whatever a human answers; a client holding a valid token may repeat the call", id), nil
 	case state == tokenUnknown:
@@ -67,7 +67,8 @@ const (
 // token looks up the call's agent token ("token:" and its ID,
 // TokenCredential) among its agent's tokens in the state store: its ID
 // and whether it is live, revoked or unknown; tokenLive for a call with
-// no agent token. An error is the store's.
+// no agent token. An error is the store getter's as it is, or ErrState
+// for a store that could not read the tokens.
 func (p principalCheck) token(ctx context.Context, inv *invocation) (id, state string, err error) {
 	id, ok := strings.CutPrefix(inv.call.Credential, "token:")
 	if !ok {
@@ -79,7 +80,7 @@ func (p principalCheck) token(ctx context.Context, inv *invocation) (id, state s
 	}
 	toks, err := st.Tokens(ctx, inv.agent)
 	if err != nil {
-		return id, "", err
+		return id, "", fmt.Errorf("%w: checking the call's token: %v", ErrState, err)
 	}
 	for _, t := range toks {
 		if t.ID != id || t.Agent != inv.agent {
