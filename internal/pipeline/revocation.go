@@ -56,8 +56,10 @@ func (w *revocationWatch) watch(next handler) handler {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		w.add(inv, cancel)
-		err := next(ctx, inv)
-		w.remove(inv)
+		err := func() error {
+			defer w.remove(inv) // a panic recovered above must not leave the call watched
+			return next(ctx, inv)
+		}()
 		var revoked *revokedWhileRunning
 		if !errors.As(context.Cause(ctx), &revoked) {
 			return err
@@ -68,7 +70,9 @@ func (w *revocationWatch) watch(next handler) handler {
 		if inv.res.Error != nil {
 			request = inv.res.Error.Approval
 		}
-		inv.res.OK, inv.res.Output = false, ""
+		// The tool's log lines are its result too: a watched call's held
+		// ones are never given to the caller, and none are returned.
+		inv.res.OK, inv.res.Output, inv.res.Logs = false, "", nil
 		err = inv.fail(KindDenied, revoked.why)
 		inv.res.Error.Approval = request
 		return err

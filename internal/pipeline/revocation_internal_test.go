@@ -3,7 +3,10 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +107,81 @@ grants = ["tool:invoke loop1 --...", "tool:invoke loop2 --...", "tool:invoke loo
 	stopOthers()
 	<-other
 	<-embedder
+}
+
+// TestRevokedTokenWithholdsHeldLogs: a revoked token's running call that a
+// middleware component watches (its log lines held for the component,
+// a591ba2) ends denied with none of the tool's lines: not in the result,
+// and not given to the caller's OnLog after the chain. The tool (go/leaky)
+// logs a line and then waits on a probe that answers only once the caller
+// saw a line, which a held line never is.
+func TestRevokedTokenWithholdsHeldLogs(t *testing.T) {
+	t.Parallel()
+	fetched := make(chan struct{}, 1)
+	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched <- struct{}{}
+		<-r.Context().Done()
+	}), "probe.example")
+	u, _ := url.Parse(srv.URL)
+	const body = `version = 1
+[tools.leaky]
+path = %q
+timeout_ms = 60000
+http_allow = ["probe.example"]
+http_ports = [%s]
+http_allow_cidrs = ["127.0.0.0/8"]
+http_ca_files = [%q]
+[middleware.dlp]
+path = %q
+[[middleware]]
+use = "dlp"
+[agents.a]
+tools = ["leaky"]
+grants = ["tool:invoke leaky --...", "network:connect *"]
+`
+	dir := t.TempDir()
+	h, _ := testHost(t, dir, fmt.Sprintf(body, testkit.Component(t, "go/leaky"), u.Port(), ca, testkit.Middleware(t, "dlp")),
+		&Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), ApprovalPoll: 10 * time.Millisecond, Resolver: testkit.Loopback("probe.example")})
+	defer h.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, _, err := h.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, info, err := st.MintToken(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var live []string
+	done := make(chan Result, 1)
+	go func() {
+		res, err := h.Call(ctx, Call{Agent: "a", Tool: "leaky", Credential: TokenCredential(tok),
+			Input: `{"log":["internal-XYZ"],"probe":"https://probe.example:` + u.Port() + `/","output":"x"}`,
+			OnLog: func(e LogEntry) { mu.Lock(); live = append(live, e.Message); mu.Unlock() }})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case <-fetched: // the line is logged, and the tool waits
+	case res := <-done:
+		t.Fatalf("the call ended before the tool fetched the probe: %+v", res.Error)
+	}
+	if err := st.RevokeToken(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call of a revoked token still ran 30 s after the revocation")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if res.OK || res.Error == nil || res.Error.Kind != KindDenied || !strings.Contains(res.Error.Message, "token revoked") || len(res.Logs) != 0 || len(live) != 0 {
+		t.Fatalf("the revoked call: %+v, logs %+v, OnLog saw %q; want denied naming the token and no line anywhere", res.Error, res.Logs, live)
+	}
 }
