@@ -166,3 +166,28 @@ func TestOpenClosesOldStateToOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseToOthersFollowsNoLink: the chmod of an old state file's mode
+// goes through a descriptor opened without following a link: a side
+// file's name swapped for a link after the checks (by a member of a
+// group that may write the directory) is refused, and the link's target,
+// another of this user's files, keeps its mode.
+func TestCloseToOthersFollowsNoLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "id_ed25519")
+	if err := plant(target, []byte("key"), 0o604); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "state.db-wal")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	err := closeToOthers(link)
+	if fi, serr := os.Stat(target); serr != nil || fi.Mode().Perm() != 0o604 {
+		t.Fatalf("closeToOthers through a link changed its target: %v %v", fi.Mode().Perm(), serr)
+	}
+	if !errors.Is(err, ErrStateUnsafe) {
+		t.Fatalf("closeToOthers(link) = %v, want ErrStateUnsafe", err)
+	}
+}
