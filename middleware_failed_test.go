@@ -341,3 +341,32 @@ func TestFailedPhaseRewriteRefused(t *testing.T) {
 		t.Errorf("the operator's log does not name the phase:\n%s", log)
 	}
 }
+
+// TestComponentJudgesWhatItSawBefore: a component whose condition held
+// before the run judges the result, even when an inner layer's rewrite
+// turned its condition false since. Here the outer dlp watches calls
+// whose city is "paris"; the inner city component rewrites it to
+// "Paris"; the echo tool returns its input, password and all. Judged by
+// its condition after the run, dlp would skip the call and the output
+// would reach the agent.
+func TestComponentJudgesWhatItSawBefore(t *testing.T) {
+	t.Parallel()
+	h := newHostWith(t, `version = 1
+[tools.echo]
+path = %q
+[middleware.dlp]
+path = "`+testkit.Middleware(t, "dlp")+`"
+[middleware.city]
+path = "`+testkit.Middleware(t, "city")+`"
+[[middleware]]
+use = "dlp"
+when = 'args.city == "paris"'
+[[middleware]]
+use = "city"
+`, maiden.Options{Isolation: maiden.InProcess}, "echo")
+	res := mustCall(t, h, maiden.Call{Tool: "echo", Input: `{"city":"paris","message":"the password is hunter2-rw"}`})
+	if res.OK || strings.Contains(res.Output, "hunter2") {
+		t.Fatalf("result %+v (error %+v): the output went past the component that judged the call before its rewrite", res, res.Error)
+	}
+	wantKind(t, res, maiden.KindDenied, "withheld by dlp: the output mentioned a password")
+}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/callaudit"
@@ -241,6 +242,7 @@ func (s middlewareStage) before(ctx context.Context, inv *invocation, m config.M
 	}
 	if m.Component != nil {
 		inv.watched = true // its condition held: the logs wait for its verdict (wrapLogs)
+		inv.judged = append(inv.judged, m.Rule)
 		return s.componentBefore(ctx, inv, m)
 	}
 	return inv.step(chain.Unknown(m))
@@ -261,7 +263,18 @@ func (s middlewareStage) after(ctx context.Context, inv *invocation, m config.Mi
 		inv.trail = append(inv.trail, chain.Redact(m, &inv.res.Output, inv.res.Error, inv.res.Logs).Verdict)
 		return false, nil
 	case m.Component != nil:
-		if ok, err := applies(ctx, inv, m); err != nil || !ok {
+		n := len(inv.trail)
+		ok, err := applies(ctx, inv, m)
+		// A component that judged the call before it ran judges its
+		// result, whatever a later layer's rewrite made of its condition
+		// (an inner layer rewriting the field the condition reads would
+		// otherwise take the result past it); one whose condition could
+		// not be evaluated now refuses the call as before.
+		evalFailed := len(inv.trail) > n && inv.trail[len(inv.trail)-1].Verdict == "reject"
+		if err == nil && !ok && !evalFailed && slices.Contains(inv.judged, m.Rule) {
+			ok = true
+		}
+		if err != nil || !ok {
 			if ok || inv.trail[len(inv.trail)-1].Verdict == "reject" {
 				// Its condition could not be evaluated: the call is
 				// refused, and nothing the component was to judge (the

@@ -149,7 +149,11 @@ type invocation struct {
 	// let them through (deliverHeld).
 	watched   bool
 	heldOnLog func(api.LogEntry)
-	reasked   int // times the approval was asked again because the cards changed during a wait
+	// judged are the rules of the components whose condition held before
+	// the run: each judges the result too, whatever a rewrite made of its
+	// condition since (after).
+	judged  []string
+	reasked int // times the approval was asked again because the cards changed during a wait
 	// admitted: the call-admitted record is written (audit.admit) and the
 	// tool may run; trailAtAdmit is how many verdicts it holds.
 	admitted     bool
