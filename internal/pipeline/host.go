@@ -243,6 +243,12 @@ func (h *Host) Call(ctx context.Context, c Call) (Result, error) {
 		ctx = h.startCall(ctx, inv)
 	}
 	err := h.handle(ctx, inv)
+	if err != nil {
+		// A call that could not be made, or that ctx ended, returns no
+		// output and no log line: one ended during the after phase has
+		// them unjudged by the layers that had not run yet.
+		inv.res.OK, inv.res.Output, inv.res.Logs = false, "", nil
+	}
 	inv.res.Duration = time.Since(inv.start)
 	if inv.span != nil {
 		endCall(inv, err)
