@@ -124,13 +124,14 @@ func cmdMCPAccept(ctx context.Context, args []string, _ io.Reader, stdout, stder
 }
 
 // reviewDigest names the tools to accept of import name and the
-// definitions offered for them (each review's pin digest, which covers
-// the upstream's name, title, description and input schema): what a
+// definitions offered for them (the name shown, the upstream's own name,
+// which the shown one may sanitise, the state and each review's pin
+// digest, which covers the title, description and input schema): what a
 // -dry-run showed, for -expect to hold the accept to.
 func reviewDigest(name string, todo []maiden.ImportReview) string {
 	lines := make([]string, 0, len(todo))
 	for _, r := range todo {
-		lines = append(lines, fmt.Sprintf("%q %q %q\n", r.Tool, r.State, r.Offered.Digest))
+		lines = append(lines, fmt.Sprintf("%q %q %q %q\n", r.Tool, r.UpstreamName, r.State, r.Offered.Digest))
 	}
 	slices.Sort(lines)
 	h := sha256.New()

@@ -41,7 +41,9 @@ const sessionsEndHelp = `Ends a session as an operator: its boundary (with whate
 applying, every later call naming it is refused, by every maiden sharing the state store, and
 its pending boundary requests are denied (session_ended). An ended session is never
 reopened; the agent can open another (session_open). A call of the session already running
-runs to its end. Audited: the session-ended record names the operator (cli:USER).
+runs to its end. Ending a default session (default-AGENT/token:ID, default-AGENT/stdio)
+leaves that client no session until it opens one with session_open: revoke its token
+instead to cut it off. Audited: the session-ended record names the operator (cli:USER).
 
 Exit codes: 0 ended, or ended already (said so); 2 bad command line, agent.toml, or no such
 session; 1 the state store failed.`
