@@ -298,7 +298,11 @@ func (s *Server) recordUnknown(ctx context.Context, as *agentServer, r *mcp.Call
 		return
 	}
 	err := s.host.RefuseUnknownTool(ctx, maiden.Call{Agent: as.agent, Tool: r.Params.Name, Credential: s.callCredential(r)})
-	if err != nil && !errors.Is(err, maiden.ErrUnknownTool) && !errors.Is(err, maiden.ErrClosed) {
+	switch {
+	case err == nil, errors.Is(err, maiden.ErrUnknownTool), errors.Is(err, maiden.ErrClosed):
+	case errors.Is(err, maiden.ErrOverloaded):
+		s.log.Debug("a call of a tool not served was not recorded: no admission turn", "agent", as.agent)
+	default:
 		s.log.Warn("a call of a tool not served could not be checked", "agent", as.agent, "error", err)
 	}
 }

@@ -489,7 +489,8 @@ func recordUnknownTool(ctx context.Context, trail *callaudit.Trail, cfg *config.
 // c.Tool under the configuration in force, the refusal is recorded as
 // Call would record it and the error is ErrUnknownTool; nil if the agent
 // has it after all (a list not yet brought up to date), and for an
-// unknown agent (ErrUnknownAgent, returned).
+// unknown agent (ErrUnknownAgent, returned). The record takes an admission
+// turn; ErrOverloaded (not recorded) when none can be had.
 func (h *Host) RefuseUnknownTool(ctx context.Context, c Call) error {
 	if h.closed.Load() {
 		return ErrClosed
@@ -500,7 +501,15 @@ func (h *Host) RefuseUnknownTool(ctx context.Context, c Call) error {
 		return err
 	}
 	if !errors.Is(err, ErrUnknownAgent) && !h.noAudit {
+		// Through admission as any call, so that writing these records is
+		// no cheaper a flood than calls the cards deny: a turn while the
+		// record is written, ErrOverloaded (nothing written) when none is
+		// free and the queue is full.
+		if aerr := h.adm.take(ctx, c.Tool, c.Agent); aerr != nil {
+			return aerr
+		}
 		recordUnknownTool(ctx, &h.trail, cfg, c, "")
+		h.adm.give(c.Tool, c.Agent)
 	}
 	return err
 }
