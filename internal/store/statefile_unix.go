@@ -77,40 +77,6 @@ func prepareStateFile(path string) error {
 	return nil
 }
 
-// closeToOthers takes every access for other users off the store's file
-// at p, if it has any and this user owns it. The file is opened without
-// following a link and changed through its descriptor, after checking
-// that descriptor is a regular file of this user's: a group member who
-// swapped the name for a link since checkStatePath (a group-writable
-// directory is accepted) cannot have another of this user's files made
-// group-accessible. A missing side file is left missing.
-func closeToOthers(p string) error {
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return fmt.Errorf("%w: the state store's file %s could not be opened to check its mode: %v", ErrStateUnsafe, p, err)
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
-		return &fs.PathError{Op: "fstat", Path: p, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return fmt.Errorf("%w: the state store's file %s is not a regular file", ErrStateUnsafe, p)
-	}
-	perm := st.Mode & 0o7777
-	if perm&0o007 == 0 || int(st.Uid) != os.Geteuid() {
-		return nil
-	}
-	if err := syscall.Fchmod(fd, perm&0o770); err != nil {
-		return fmt.Errorf("%w: the state store's file %s has mode %#o, readable by other users, and could not be made private (chmod o-rwx %s): %v",
-			ErrStateUnsafe, p, perm, p, err)
-	}
-	return nil
-}
-
 // checkStatePath applies prepareStateFile's rules to a directory (isDir)
 // or to one of the store's files, which must not be a link (SQLite's path
 // to the main file is resolved before; a side file is never a link of
