@@ -20,7 +20,6 @@ import (
 // record made before secret_use was recorded replays as before, and one
 // whose rewrite came after the credential was asked keeps the order.
 func TestFlipsOfImportCredentials(t *testing.T) {
-	t.Parallel()
 	cs := []cards.Card{
 		card(t, "c_shop", "research", cards.Spec{LowerPos: gs(t, "tool:invoke shop.pay --...")}),
 		card(t, "c_key", "research", cards.Spec{LowerPos: gs(t, "secret:use SHOP_TOKEN")}),
