@@ -5,7 +5,7 @@
 // pinned JS toolchain (package toolbuild) on first use and caches the result
 // on disk by content hash, so a warm run costs a stat and a cold one the
 // toolchain install (~30-60 s, once per machine) plus about half a second
-// per WAT tool and 7-25 s per JS tool. A missing toolchain fails the test
+// per WAT tool and 5-15 s per JS tool. A missing toolchain fails the test
 // rather than skipping it: a host test that silently does not run is worse
 // than one that tells you to install Node.js.
 package testkit

@@ -197,7 +197,7 @@ func coreIsMiddleware(core []byte) bool {
 // any other import fails the build. The engine's fetch() support is disabled, so the
 // component does not import wasi:http. A value thrown by execute becomes
 // err(message); a non-string result is JSON-encoded. Expect ~12 MB and
-// 7-25 s per build.
+// 5-15 s per build.
 //
 // A module that exports handle(event) and not execute is a middleware,
 // built against world middleware of maiden:middleware@0.1.0 (the driver
@@ -331,7 +331,7 @@ func (t *Toolchain) run(ctx context.Context, op string, req request, input []byt
 // JavaScript tool's top-level code (under wizer) while it builds it: a
 // module whose top level never returns (a hostile or broken project) must
 // not hang maiden build, as snapshotTimeout bounds a Go tool's init. A JS
-// build takes 7-25 s, anything else about a second.
+// build takes 5-15 s, anything else about a second.
 var driverTimeout = 10 * time.Minute
 
 // drive runs the driver on req in work, a private temp dir holding its
@@ -346,7 +346,22 @@ func (t *Toolchain) drive(ctx context.Context, op, work string, req request) ([]
 		return nil, fmt.Errorf("toolbuild: %s: %w", op, err)
 	}
 
-	cmd := exec.CommandContext(runCtx, t.node, t.driver)
+	// --single-threaded-gc: the splicer componentize-js runs (WebAssembly)
+	// grows its memory 64 KiB at a time, and V8 reports each growth as
+	// external memory pressure, which drives its incremental marking
+	// forward; with marking on helper threads every growth waited for
+	// them. A JS build's splice took ~8 CPU-seconds with the default and
+	// ~2.3 with the collector on the main thread, the whole driver ~10
+	// against ~5 (bench/README.md, "A JS tool's build", BenchmarkBuildJS).
+	// It must be given here: set at run time (v8.setFlagsFromString, as
+	// build.mjs sets the rest, so that a node without one warns instead of
+	// refusing to start) it aborts node at the first growth. It exists in
+	// every node maiden supports (>= 20).
+	args := []string{"--single-threaded-gc", t.driver}
+	if t.concurrentGC {
+		args = args[1:]
+	}
+	cmd := exec.CommandContext(runCtx, t.node, args...)
 	cmd.Dir = work
 	// TMPDIR: componentize-js and wizer put their scratch files under
 	// os.tmpdir() and do not always clean up on failure; keeping them in

@@ -33,6 +33,39 @@ func BenchmarkBuildWAT(b *testing.B) {
 	b.ReportMetric(float64(childCPU(b)-before)/1e6/float64(b.N), "child-cpu-ms/op")
 }
 
+// BenchmarkBuildJS builds testdata/tools/js/echo.js through
+// ComponentFromJS (componentize-js: the splicer, wizer, the component) and
+// reports child-cpu-ms/op like BenchmarkBuildWAT, with the driver's
+// collector on its main thread as maiden runs it (single-threaded-gc) and
+// with V8's default (concurrent-gc), the baseline of the same run:
+//
+//	go test -c -o /tmp/X-toolbuild.test ./internal/toolbuild
+//	(cd internal/toolbuild && /tmp/X-toolbuild.test -test.run '^$' -test.bench '^BenchmarkBuildJS$' -test.benchtime 3x -test.count 3)
+func BenchmarkBuildJS(b *testing.B) {
+	tc := toolchain(b)
+	js, err := os.ReadFile(filepath.Join(toolsDir(b), "js", "echo.js"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, gc := range []struct {
+		name       string
+		concurrent bool
+	}{{"single-threaded-gc", false}, {"concurrent-gc", true}} {
+		b.Run(gc.name, func(b *testing.B) {
+			tc := *tc
+			tc.concurrentGC = gc.concurrent
+			ctx := ctxFor(b)
+			before := childCPU(b)
+			for b.Loop() {
+				if _, err := tc.ComponentFromJS(ctx, js); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(childCPU(b)-before)/1e6/float64(b.N), "child-cpu-ms/op")
+		})
+	}
+}
+
 // BenchmarkBuildGo builds examples/echo as maiden build does (go build to
 // WASI, pre-initialised, wrapped into a component by the node driver) and
 // reports child-cpu-ms/op like BenchmarkBuildWAT: go build's own processes

@@ -107,7 +107,7 @@ func (t *Toolchain) Build(ctx context.Context, p Project, out string) error {
 			return fmt.Errorf("toolbuild: %w", err)
 		}
 		if p.Lang == LangJS {
-			say(t.progress, "componentize-js %s (this takes 10-20 s)", p.Source)
+			say(t.progress, "componentize-js %s (this takes 5-15 s)", p.Source)
 			comp, err = t.ComponentFromJS(ctx, src)
 		} else {
 			comp, err = t.ComponentFromWAT(ctx, src)

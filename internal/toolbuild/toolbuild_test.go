@@ -323,7 +323,7 @@ var watFixtures = map[string]world{
 }
 
 // builds memoizes components by fixture path: several tests use the same
-// fixture, and JS builds cost 7-25 s each.
+// fixture, and JS builds cost 5-15 s each.
 var builds sync.Map // fixture path -> func() ([]byte, error)
 
 func memoBuild(path string, build func() ([]byte, error)) ([]byte, error) {
@@ -865,7 +865,7 @@ func TestWATFixturesBehave(t *testing.T) {
 }
 
 // TestJSFixturesBehave builds and runs the other JS fixtures (each build
-// takes 7-25 s, so -short skips them).
+// takes 5-15 s, so -short skips them).
 // TestComponentFromCoreGoWasip1 builds a Go (GOOS=wasip1, c-shared) module
 // and wraps it with the preview1 reactor adapter.
 func TestComponentFromCoreGoWasip1(t *testing.T) {

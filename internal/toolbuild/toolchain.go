@@ -110,6 +110,9 @@ type Toolchain struct {
 	driver   string // absolute path of the build driver inside dir
 	goPath   string // Options.GoPath
 	progress io.Writer
+	// concurrentGC runs the driver with V8's default collector, for
+	// BenchmarkBuildJS's baseline (drive).
+	concurrentGC bool
 }
 
 // Dir is the directory holding the installed node_modules.
