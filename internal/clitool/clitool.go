@@ -147,10 +147,14 @@ func Run(ctx context.Context, c Call) (Outcome, error) {
 	if cli.SeparateValues {
 		style = command.StyleSeparate
 	}
+	limit := cli.MaxOutputBytes
+	if limit <= 0 {
+		limit = confine.DefaultMaxOutput
+	}
 	res, err := confine.Run(ctx, confine.Spec{
 		Path: t.Path, Args: c.Cmd.Argv(style), Dir: c.Dir, Env: c.Env, Stdin: stdin,
 		ReadOnly: c.ReadOnly, Writable: c.Writable, SystemReadOnly: c.SystemReadOnly, ProxyPort: c.ProxyPort,
-		Timeout: t.Timeout, MaxOutput: cli.MaxOutputBytes,
+		Timeout: t.Timeout, MaxOutput: limit + redactSlack,
 		Limits: confine.Limits{Memory: t.MemoryBytes}, Unconfined: cli.Unconfined,
 	})
 	if err != nil {
@@ -162,7 +166,10 @@ func Run(ctx context.Context, c Call) (Outcome, error) {
 		}
 		return Outcome{Failure: &Failure{api.KindTool, fmt.Sprintf("%s: could not run %s: %v", t.Name, t.Path, err)}}, nil
 	}
-	stdout, stderr := c.Redact(string(res.Stdout)), c.Redact(string(res.Stderr))
+	stdout, cut := redactThenCut(c.Redact, res.Stdout, res.StdoutDropped > 0, limit)
+	res.StdoutDropped += cut
+	stderr, cut := redactThenCut(c.Redact, res.Stderr, res.StderrDropped > 0, limit)
+	res.StderrDropped += cut
 	var out Outcome
 	for _, line := range strings.Split(strings.TrimRight(stderr, "\n"), "\n") {
 		if line != "" {
@@ -203,6 +210,33 @@ func Run(ctx context.Context, c Call) (Outcome, error) {
 		out.Output = stdout
 	}
 	return out, nil
+}
+
+// redactSlack is how far past max_output_bytes a program's stdout and
+// stderr are read, so that an echo of a secret across the cap is whole
+// when it is redacted: more than any form of a secret the redactor
+// matches (egress's redactSlack, for an http-fetch's body).
+const redactSlack = 64 << 10
+
+// redactThenCut redacts raw whole, then cuts it to limit bytes, and says
+// how many bytes of the redacted text it cut. Cut first, an echo of a
+// secret across the cap left its beginning, which the redactor no longer
+// recognises. captureCut says the capture itself (limit + redactSlack)
+// ended inside the output: what it ends with may be the beginning of an
+// echo too, and redaction may have shortened what came before it to
+// within limit (long secrets echoed again and again), so the last
+// redactSlack bytes are dropped first.
+func redactThenCut(redact func(string) string, raw []byte, captureCut bool, limit int64) (string, int64) {
+	s := string(raw)
+	if redact != nil {
+		s = redact(s)
+	}
+	n := int64(len(s))
+	if captureCut {
+		n = max(0, n-redactSlack)
+	}
+	n = min(n, limit)
+	return s[:n], int64(len(s)) - n
 }
 
 func lastLine(s string) string {

@@ -63,6 +63,10 @@ type Gate struct {
 	tokens   sync.Map // tokenKey → *tokenCache (kind oauth2)
 	fetched  sync.Map // secret name → *atomic.Int64, token requests made
 	share    TokenStore
+	// retired are the kind oauth2 access tokens the gate replaced before
+	// they expired, redacted until then (oauth.go's retire).
+	retiredMu sync.Mutex
+	retired   []retiredToken
 }
 
 // New returns a Gate.
@@ -143,6 +147,8 @@ func (g *Gate) secretValues(p *Policy) []secretValue {
 // every request of p: a token is derived from its secret and attached by
 // the host like one, and an API may echo it in the answer to a later
 // request that carries no credential (one that shows what it was sent).
+// An access token the gate replaced before it expired is one of them
+// until it expires: its issuer still accepts it.
 // In a fixed order, so that the policy's cached redactor is reused while
 // the tokens stay the same.
 func (g *Gate) withTokens(p *Policy, vals []secretValue) []secretValue {
@@ -151,7 +157,7 @@ func (g *Gate) withTokens(p *Policy, vals []secretValue) []secretValue {
 		if p.spec(name).Kind != credential.OAuth2 {
 			continue
 		}
-		var toks []string
+		toks := g.retiredTokens(name)
 		g.tokens.Range(func(k, c any) bool {
 			if k.(tokenKey).name == name {
 				tc := c.(*tokenCache)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,9 +117,14 @@ func (g *Gate) tokenCache(k tokenKey) *tokenCache {
 	})
 	c, loaded := g.tokens.LoadOrStore(k, fresh)
 	if !loaded {
-		g.tokens.Range(func(o, _ any) bool {
+		g.tokens.Range(func(o, oc any) bool {
 			if o := o.(tokenKey); o.name == k.name && o != k {
 				g.tokens.Delete(o)
+				oc := oc.(*tokenCache)
+				oc.mu.Lock()
+				old := oc.entry
+				oc.mu.Unlock()
+				g.retire(k.name, old.Token, old.Expires)
 			}
 			return true
 		})
@@ -167,6 +173,11 @@ func (g *Gate) oauthToken(ctx context.Context, p *Policy, name string, spec cred
 	e, d := g.newToken(ctx, p, name, k, spec, v, refresh, authz, stale)
 	c.mu.Lock()
 	if d.Allow {
+		if old := c.entry; old.Token != e.Token && old.Token != stale {
+			// Refreshed ahead of its expiry: still valid until then.
+			// (The one an API refused is not kept.)
+			g.retire(name, old.Token, old.Expires)
+		}
 		c.entry = e
 	}
 	f.token, f.d = e.Token, d
@@ -187,6 +198,56 @@ func (g *Gate) newToken(ctx context.Context, p *Policy, name string, k tokenKey,
 		}
 	}
 	return g.requestToken(ctx, p, name, spec, v, refresh, authz)
+}
+
+// retiredToken is an access token of secret name the gate no longer
+// attaches, which its issuer accepts until expires.
+type retiredToken struct {
+	name, token string
+	expires     time.Time
+}
+
+// maxRetired bounds the retired tokens a gate keeps. A token is retired
+// when it is refreshed ahead of its expiry (at most a minute before) or
+// its secret or table changes, so a few are kept at a time; past the
+// bound the one that expires first goes.
+const maxRetired = 256
+
+// retire keeps token, of secret name, for redaction until it expires.
+func (g *Gate) retire(name, token string, expires time.Time) {
+	now := g.now()
+	if token == "" || !now.Before(expires) {
+		return
+	}
+	g.retiredMu.Lock()
+	defer g.retiredMu.Unlock()
+	g.retired = slices.DeleteFunc(g.retired, func(r retiredToken) bool { return !now.Before(r.expires) || r.token == token })
+	if len(g.retired) >= maxRetired {
+		first := 0
+		for i, r := range g.retired {
+			if r.expires.Before(g.retired[first].expires) {
+				first = i
+			}
+		}
+		g.retired = slices.Delete(g.retired, first, first+1)
+	}
+	g.retired = append(g.retired, retiredToken{name: name, token: token, expires: expires})
+}
+
+// retiredTokens are the retired tokens of secret name that have not
+// expired; the expired ones are dropped.
+func (g *Gate) retiredTokens(name string) []string {
+	now := g.now()
+	g.retiredMu.Lock()
+	defer g.retiredMu.Unlock()
+	g.retired = slices.DeleteFunc(g.retired, func(r retiredToken) bool { return !now.Before(r.expires) })
+	var out []string
+	for _, r := range g.retired {
+		if r.name == name {
+			out = append(out, r.token)
+		}
+	}
+	return out
 }
 
 // TokenRequests reports how many token requests the gate has made for

@@ -387,3 +387,82 @@ func TestOAuth2Refusals(t *testing.T) {
 		}
 	})
 }
+
+// TestOAuth2ReplacedTokenRedactedUntilItExpires: an access token the gate
+// replaced ahead of its expiry (refreshed 30 s early) is still valid at
+// its issuer until it expires, and an API that shows what it was sent
+// (its request log) still has it. It is redacted from every answer until
+// then, as the token in use is: the redactor held the current token only,
+// so the tool read the one before in the clear.
+func TestOAuth2ReplacedTokenRedactedUntilItExpires(t *testing.T) {
+	w := newOAuthWorld(t, "verysecret")
+	if _, ferr := w.fetch(t); ferr != nil {
+		t.Fatal(ferr)
+	}
+	w.clock.Store(int64(4*time.Minute + 45*time.Second)) // within the 30 s ahead of its expiry
+	if _, ferr := w.fetch(t); ferr != nil {
+		t.Fatal(ferr)
+	}
+	toks := w.as.accessTokens()
+	if len(toks) != 2 {
+		t.Fatalf("%d access tokens issued, want 2 (the first refreshed ahead of its expiry)", len(toks))
+	}
+	resp, ferr := w.e.gate.Fetch(ctxTimeout(t, 20*time.Second), w.p, get(urlFor(w.api, "api.example.com", "/v1/seen")))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	for _, tok := range toks {
+		if bytes.Contains(resp.Body, []byte(tok)) {
+			t.Errorf("the API's log, as the tool got it, holds an access token still valid at its issuer: %s", resp.Body)
+		}
+	}
+	if n := bytes.Count(resp.Body, []byte("Authorization: Bearer [REDACTED:API_TOKEN]")); n != 2 {
+		t.Errorf("%d redacted tokens in the API's log, want both: %s", n, resp.Body)
+	}
+	// Once it has expired it is no longer looked for.
+	w.clock.Store(int64(5*time.Minute + time.Second))
+	w.e.gate.retiredMu.Lock()
+	kept := len(w.e.gate.retired)
+	w.e.gate.retiredMu.Unlock()
+	if _, ferr := w.e.gate.Fetch(ctxTimeout(t, 20*time.Second), w.p, get(urlFor(w.api, "api.example.com", "/v1/seen"))); ferr != nil {
+		t.Fatal(ferr)
+	}
+	w.e.gate.retiredMu.Lock()
+	left := len(w.e.gate.retired)
+	w.e.gate.retiredMu.Unlock()
+	if kept != 1 || left != 0 {
+		t.Errorf("retired tokens: %d before the first one expired, %d after; want 1, then 0", kept, left)
+	}
+}
+
+// TestOAuth2EvictedTokenRedactedUntilItExpires: a changed [secrets.NAME]
+// table (here its scopes) is another token; the gate forgets the one it
+// held, which its issuer still accepts until it expires, so that one is
+// redacted until then too.
+func TestOAuth2EvictedTokenRedactedUntilItExpires(t *testing.T) {
+	w := newOAuthWorld(t, "verysecret")
+	if _, ferr := w.fetch(t); ferr != nil {
+		t.Fatal(ferr)
+	}
+	r := toolFor(t, w.api.port, w.as.port)
+	r.Hosts = append(r.Hosts, "a.example.com")
+	spec := credential.Spec{Kind: credential.OAuth2, TokenURL: "https://a.example.com:" + strconv.Itoa(int(w.as.port)) + "/oauth/token", ClientID: "sid1", Scopes: []string{"openid"}}
+	r.SecretDestinations = []SecretDestination{{Secret: "API_TOKEN", Hosts: []string{"api.example.com", "a.example.com"}, Source: "[secrets.API_TOKEN]", Credential: spec}}
+	w.p = mustPolicy(t, r)
+	if _, ferr := w.fetch(t); ferr != nil {
+		t.Fatal(ferr)
+	}
+	toks := w.as.accessTokens()
+	if len(toks) != 2 {
+		t.Fatalf("%d access tokens issued, want 2 (one per table)", len(toks))
+	}
+	resp, ferr := w.e.gate.Fetch(ctxTimeout(t, 20*time.Second), w.p, get(urlFor(w.api, "api.example.com", "/v1/seen")))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	for _, tok := range toks {
+		if bytes.Contains(resp.Body, []byte(tok)) {
+			t.Errorf("the API's log, as the tool got it, holds an access token still valid at its issuer: %s", resp.Body)
+		}
+	}
+}

@@ -32,7 +32,10 @@ func init() {
 // fakeStdioUpstream serves stdin and stdout. Mode "wedge" answers
 // initialize and tools/list, then never reads its stdin again (nor exits);
 // "chatty" sends chattyLines log messages before its tools/list answer;
-// "relist" follows each tools/list answer with a list_changed.
+// "relist" follows each tools/list answer with a list_changed;
+// "relisterr" answers its first tools/list and follows it with a
+// list_changed, then refuses every tools/list with an error quoting the
+// credential (chattyToken).
 func fakeStdioUpstream(mode string) {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
@@ -40,6 +43,7 @@ func fakeStdioUpstream(mode string) {
 		out.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
 		out.Flush()
 	}
+	listed := 0
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
@@ -64,6 +68,11 @@ func fakeStdioUpstream(mode string) {
 				manyToolsPage(out, line)
 				continue
 			}
+			if listed++; mode == "relisterr" && listed > 1 {
+				out.WriteString(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32001,"message":"listing refused for token ` + chattyToken + `"}}` + "\n")
+				out.Flush()
+				continue
+			}
 			if mode == "chatty" {
 				// Before its answer, so that they are all read by
 				// the time Start returns: log messages no call owns,
@@ -73,7 +82,7 @@ func fakeStdioUpstream(mode string) {
 				}
 			}
 			reply(m.ID, `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
-			if mode == "relist" {
+			if mode == "relist" || mode == "relisterr" {
 				// Every answer is followed by a list_changed: the
 				// client lists again, and again, for as long as it
 				// lets itself.
@@ -242,6 +251,30 @@ func TestOperatorLogPacedAndRedacted(t *testing.T) {
 	}
 	if !strings.Contains(text, "[REDACTED:TOKEN]") {
 		t.Errorf("no redacted line in the operator's log:\n%.500s", text)
+	}
+}
+
+// TestRelistErrorRedacted: an upstream's error answering a re-list (after
+// its list_changed) goes to the operator's log; the upstream holds the
+// credential and may quote it there, so the warning is redacted
+// (Options.Redact) as its log messages are.
+func TestRelistErrorRedacted(t *testing.T) {
+	var buf testkit.SyncBuffer
+	fakeUpstreamWith(t, "relisterr", mcpimport.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil)),
+		Redact: func(s string) string { return strings.ReplaceAll(s, chattyToken, "[REDACTED:TOKEN]") }})
+	const warning = "re-listing tools after list_changed failed"
+	bound := time.Now().Add(testkit.Slack(t, 10*time.Second))
+	for !strings.Contains(buf.String(), warning) && time.Now().Before(bound) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	text := buf.String()
+	switch {
+	case !strings.Contains(text, warning):
+		t.Fatalf("no failed re-list in the operator's log:\n%.1000s", text)
+	case strings.Contains(text, chattyToken):
+		t.Errorf("the credential the upstream quoted reached the operator's log:\n%.1000s", text)
+	case !strings.Contains(text, "[REDACTED:TOKEN]"):
+		t.Errorf("the failed re-list's warning was not redacted:\n%.1000s", text)
 	}
 }
 

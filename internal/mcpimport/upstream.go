@@ -83,9 +83,13 @@ type Options struct {
 	MaxMessageBytes int
 
 	// Redact, if set, is applied to the upstream's log messages that go to
-	// Logger (those no single call owns): the upstream holds the
-	// Credential maiden sends it, and what it echoes of it must not reach
-	// the operator's log either.
+	// Logger (those no single call owns), and to the text of the errors
+	// that say why it is down or could not list its tools (a JSON-RPC
+	// error it answered initialize or tools/list with, an HTTP status):
+	// Logger's warnings, Start's error, Down and a call's
+	// UnavailableError. The upstream holds the Credential maiden sends
+	// it, and what it echoes of it must reach neither the operator's log
+	// nor an agent.
 	Redact func(string) string
 }
 
@@ -493,6 +497,7 @@ func (u *Upstream) supervise(first chan<- error) {
 	for {
 		began := time.Now()
 		sess, proc, exited, err := u.connect()
+		err = u.redactErr(err)
 		if err != nil {
 			if u.ctx.Err() != nil {
 				u.setDown(api.ErrClosed, 0)
@@ -543,6 +548,7 @@ func (u *Upstream) supervise(first chan<- error) {
 				}
 			}
 		}
+		cause = u.redactErr(cause)
 		u.teardown(sess, proc, exited)
 		if u.ctx.Err() != nil {
 			u.setDown(api.ErrClosed, 0)
@@ -558,6 +564,25 @@ func (u *Upstream) supervise(first chan<- error) {
 		}
 		delay = min(2*delay, u.opts.BackoffMax)
 	}
+}
+
+// redactedError is an error whose text passed through Options.Redact: it
+// quotes the upstream, which may echo the credential. Unwrap keeps
+// errors.Is and errors.As working on the cause.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactErr is err with its text redacted (Options.Redact), nil for nil.
+func (u *Upstream) redactErr(err error) error {
+	if err == nil || u.opts.Redact == nil {
+		return err
+	}
+	return &redactedError{msg: u.opts.Redact(err.Error()), err: err}
 }
 
 func exitCause(err error) error {
@@ -818,7 +843,7 @@ func (u *Upstream) relister(sess *mcp.ClientSession, signal chan struct{}) {
 			if u.ctx.Err() != nil {
 				return
 			}
-			u.log.Warn("MCP upstream: re-listing tools after list_changed failed; keeping the previous list", "error", err)
+			u.log.Warn("MCP upstream: re-listing tools after list_changed failed; keeping the previous list", "error", u.redactErr(err))
 			continue
 		}
 		u.mu.Lock()

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/maiden-run/maiden/internal/egress"
 )
 
 var (
@@ -52,7 +54,12 @@ func SecretKeychain(registry, secret, value string) (authn.Keychain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: registry %q: %v", ErrCredential, secret, registry, err)
 	}
-	return secretKeychain{registry: reg.RegistryStr(), auth: authn.FromConfig(cfg), login: cfg.Username != ""}, nil
+	values := map[string]string{secret: value}
+	if cfg.Password != "" {
+		values[secret+" password"] = cfg.Password // echoed apart from the user (a decoded Basic)
+	}
+	return secretKeychain{registry: reg.RegistryStr(), auth: authn.FromConfig(cfg), login: cfg.Username != "",
+		redact: egress.ValueRedactor(values)}, nil
 }
 
 type secretKeychain struct {
@@ -62,6 +69,10 @@ type secretKeychain struct {
 	// sends as Basic to a token service (a registry token is sent as
 	// Bearer to the registry only, never exchanged).
 	login bool
+	// redact hides the secret's value (and its password, and their
+	// encodings: a Basic header's base64) in a registry's error answers
+	// (capTransport), which go-containerregistry quotes in its errors.
+	redact func(string) string
 }
 
 func (k secretKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {

@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -194,5 +195,80 @@ func TestLoginHost(t *testing.T) {
 		if got := loginHost(tt.registry, u); got != tt.want {
 			t.Errorf("loginHost(%s, %s) = %v; want %v", tt.registry, tt.realm, got, tt.want)
 		}
+	}
+}
+
+// TestRegistryErrorEchoRedacted: go-containerregistry quotes a registry's
+// error answer in its error (its JSON errors' messages, or the raw body),
+// which maiden pull, add and publish print. A registry or token service
+// that answers a login with an error echoing the Authorization header it
+// got (the Basic login, the registry token) put the credential, in the
+// clear or as its base64, on the operator's terminal and in the log of a
+// CI job that pulls. The error bodies of a registry reached with a
+// maiden secret are redacted of it before go-containerregistry reads them.
+func TestRegistryErrorEchoRedacted(t *testing.T) {
+	t.Parallel()
+	srv, h, tr := tlsRegistry(t, "registry.test", "auth.registry.test")
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	host := "registry.test:" + port
+	loop := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	hosts := testkit.Hosts{"registry.test": loop, "auth.registry.test": loop}
+	const login, token = "ann:hunter2-e1c9f0aa", "regtok-77b2c1d9e0f3a4b5"
+	echoAuth := func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("Authorization")
+		_, b64, _ := strings.Cut(got, " ")
+		dec, _ := base64.StdEncoding.DecodeString(b64)
+		msg, _ := json.Marshal("refused " + got + " (" + string(dec) + ")")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"errors":[{"code":"UNAUTHORIZED","message":` + string(msg) + `}]}`))
+	}
+	for _, tt := range []struct {
+		name, value string
+		leaks       []string
+	}{
+		{"login refused by the token service", login, []string{"hunter2-e1c9f0aa", base64.StdEncoding.EncodeToString([]byte(login))}},
+		{"registry token refused by the registry", token, []string{token}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kc, err := SecretKeychain(host, "REG", tt.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.override("/token", echoAuth)
+			defer h.override("/token", nil)
+			digest := "sha256:" + strings.Repeat("0", 64)
+			challenge := func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer "+token) {
+					echoAuth(w, r)
+					return
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer realm="https://auth.registry.test:`+port+`/token",service="registry.test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+			manifest := "/v2/echo/login/manifests/" + digest
+			h.override("/v2/", challenge)
+			h.override(manifest, challenge)
+			defer h.override("/v2/", nil)
+			defer h.override(manifest, nil)
+			dl := &dialLog{t: t}
+			opts := &PullOptions{Transport: tr, Resolver: hosts, Keychain: kc, dial: dl.dial}
+			r, err := ParseRef("oci://" + host + "/echo/login@" + digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Pull(context.Background(), r, newStore(t), opts)
+			if err == nil {
+				t.Fatal("Pull succeeded against a registry refusing every login")
+			}
+			for _, leak := range tt.leaks {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("the error maiden prints holds the credential (%s): %v", leak, err)
+				}
+			}
+			if !strings.Contains(err.Error(), "[REDACTED:REG]") {
+				t.Errorf("the error %q, want the registry's words with the credential [REDACTED:REG]", err)
+			}
+		})
 	}
 }

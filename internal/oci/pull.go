@@ -76,7 +76,7 @@ func (o *PullOptions) remote(ctx context.Context, r Ref) (ro []remote.Option, do
 	return []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(kc),
-		remote.WithTransport(capTransport{base: base, registry: registryHost(r.Registry), loopback: r.Loopback(), login: sk.login}),
+		remote.WithTransport(capTransport{base: base, registry: registryHost(r.Registry), loopback: r.Loopback(), login: sk.login, redact: sk.redact}),
 		// One attempt: a registry that is down is reported at once, naming
 		// it, rather than after a backoff.
 		remote.WithRetryBackoff(remote.Backoff{Steps: 1}),
@@ -322,6 +322,9 @@ type capTransport struct {
 	registry string // host[:port] as go-containerregistry names it
 	loopback bool   // the registry is on loopback
 	login    bool   // a maiden secret's USER:PASSWORD logs in (checkLogin)
+	// redact, with a maiden secret's credential, hides it in the body of
+	// an error answer (redactError).
+	redact func(string) string
 }
 
 func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -336,6 +339,9 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := t.base.RoundTrip(req)
+	if err == nil && t.redact != nil && resp.StatusCode >= 400 {
+		return t.redactError(req, resp)
+	}
 	if err != nil || req.Method != http.MethodGet {
 		return resp, err
 	}
@@ -348,6 +354,25 @@ func (t capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%s declares %d bytes: %w (%d bytes)", req.URL.Path, resp.ContentLength, ErrTooLarge, limit)
 	}
 	resp.Body = capread.New(resp.Body, limit, fmt.Errorf("response body: %w", ErrTooLarge))
+	return resp, nil
+}
+
+// redactError replaces the body of an error answer (at most
+// MaxManifestBytes of it) with its text redacted of the secret's
+// credential: go-containerregistry quotes the body in its error
+// (transport.Error: the registry's messages, or the raw body), which
+// maiden pull, add and publish print, and a registry or token service
+// may echo the Authorization header it refused.
+func (t capTransport) redactError(req *http.Request, resp *http.Response) (*http.Response, error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxManifestBytes))
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s answered %s and its body could not be read: %w", req.URL.Redacted(), resp.Status, err)
+	}
+	red := t.redact(string(body))
+	resp.Body = io.NopCloser(strings.NewReader(red))
+	resp.ContentLength = int64(len(red))
+	resp.Header.Del("Content-Length")
 	return resp, nil
 }
 

@@ -12,6 +12,11 @@
 //	                              CONNECT $NAME.SUFFIX:443 through HTTPS_PROXY (the
 //	                              value of a secret it holds, written as a host):
 //	                              prints the proxy's status line, exits 1 unless 200
+//	hostilecli echo-env-at N REPEAT NAME
+//	                              writes N bytes of padding, then the value of a secret
+//	                              it holds REPEAT times, on stdout and on stderr (as
+//	                              curl prints an API's echo of the header it sent,
+//	                              after a body whose length the agent's query chose)
 //
 // Only the standard library: it is built from this one file.
 package main
@@ -23,6 +28,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -146,7 +152,7 @@ func main() {
 		a = a[1:]
 	}
 	if len(a) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: hostilecli fastopen IP:PORT | listen | iouring | connect-env NAME SUFFIX")
+		fmt.Fprintln(os.Stderr, "usage: hostilecli fastopen IP:PORT | listen | iouring | connect-env NAME SUFFIX | echo-env-at N REPEAT NAME")
 		os.Exit(2)
 	}
 	switch a[0] {
@@ -168,6 +174,18 @@ func main() {
 		if !ok {
 			os.Exit(1)
 		}
+	case "echo-env-at":
+		if len(a) < 4 {
+			os.Exit(2)
+		}
+		n, err1 := strconv.Atoi(a[1])
+		repeat, err2 := strconv.Atoi(a[2])
+		if err1 != nil || err2 != nil || n < 0 || repeat < 0 {
+			os.Exit(2)
+		}
+		echo := strings.Repeat("x", n) + strings.Repeat(os.Getenv(a[3]), repeat)
+		os.Stdout.WriteString(echo)
+		os.Stderr.WriteString(echo)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown attempt", a[0])
 		os.Exit(2)
