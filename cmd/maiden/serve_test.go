@@ -75,7 +75,11 @@ func startHTTP(t *testing.T, args ...string) string {
 		}
 	})
 	re := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/mcp`)
-	deadline := time.Now().Add(60 * time.Second)
+	// Starting compiles the configuration's tools (from the shared cache,
+	// usually): a minute alone, more under a loaded make test (a run with
+	// every component built cold at load 20 missed 60 s).
+	bound := testkit.Slack(t, 60*time.Second)
+	deadline := time.Now().Add(bound)
 	for {
 		if m := re.FindStringSubmatch(stderr.String()); m != nil {
 			return "http://" + m[1]
@@ -86,7 +90,7 @@ func startHTTP(t *testing.T, args ...string) string {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start in 60s: %s", stderr.String())
+			t.Fatalf("serve did not start in %v: %s", bound.Round(time.Second), stderr.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
