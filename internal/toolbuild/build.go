@@ -355,7 +355,7 @@ func (t *Toolchain) drive(ctx context.Context, op, work string, req request) ([]
 	// against ~5 (bench/README.md, "A JS tool's build", BenchmarkBuildJS).
 	// It must be given here: set at run time (v8.setFlagsFromString, as
 	// build.mjs sets the rest, so that a node without one warns instead of
-	// refusing to start) it aborts node at the first growth. It exists in
+	// refusing to start) it aborted node in a memory growth. It exists in
 	// every node maiden supports (>= 20).
 	args := []string{"--single-threaded-gc", t.driver}
 	if t.concurrentGC {
