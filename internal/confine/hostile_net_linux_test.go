@@ -241,7 +241,7 @@ func hostileNet(verb string, args []string) (string, bool) {
 	case "rawsend":
 		return dgramSend(unix.SOCK_RAW, unix.IPPROTO_RAW, arg(0)), true
 	}
-	return "", false
+	return hostileBuild(verb, args)
 }
 
 // replier is a loopback TCP server (network "tcp4" or "tcp6") that answers

@@ -5,7 +5,7 @@
 // that needs judgement: the Landlock ruleset (an fd), the seccomp program,
 // the limits; the child only applies them, in this order:
 //   signal handlers reset and fds moved out of the way; a new process group;
-//   the parent-death signal; the user namespace and the network namespace
+//   the parent-death signal (and maiden still its parent); the user namespace and the network namespace
 //   (setns, for a run with network: netns_linux.go); the working directory; stdin, stdout, stderr;
 //   every other descriptor close-on-exec; rlimits (soft = hard);
 //   no_new_privs; landlock_restrict_self; the seccomp filter; the signal
@@ -99,6 +99,14 @@ static void child(const struct maiden_spawn *a, const sigset_t *empty) {
 	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
 		child_fail(status, "pdeathsig");
+	}
+	// vfork stops only the thread that called it: maiden may have died
+	// since (killed), before the signal was set, and the signal is not
+	// sent for a death that came first. Then the program must not run,
+	// with no one left to bound or kill it.
+	if (getppid() != a->parent_pid) {
+		errno = ESRCH;
+		child_fail(status, "parent gone");
 	}
 	// The same user, in a user namespace that maps only it: what it may do
 	// outside is unchanged, and execve drops the capabilities it has inside.

@@ -19,6 +19,11 @@ import (
 	"github.com/maiden-run/maiden/internal/childproc"
 )
 
+// spawnParent is the pid the confined child must find as its parent once
+// its parent-death signal is set (this process); a test stands in a
+// parent that died.
+var spawnParent = os.Getpid
+
 // spawn starts ws.Path confined (spawn_linux.c) with fds as its stdin,
 // stdout, stderr and the status pipe, in the network namespace netns (-1:
 // this one; joined after the user namespace userns, if not -1), and returns
@@ -67,6 +72,7 @@ func spawn(ws *wireSpec, dir string, ruleset, netns, userns int, filter []unix.S
 	a.ruleset_fd = C.int(ruleset)
 	a.netns_fd = C.int(netns)
 	a.userns_fd = C.int(userns)
+	a.parent_pid = C.int(spawnParent())
 	l := ws.Limits
 	for i, v := range []uint64{0, l.Memory, l.Processes, l.FileSize, l.Files} {
 		a.limits[i] = C.uint64_t(v)

@@ -13,6 +13,7 @@ struct maiden_spawn {
 	int netns_fd;   // -1: stay in this network namespace
 	int userns_fd;  // -1: stay in this user namespace (else joined before netns_fd)
 	int status_fd;  // close-on-exec write end
+	int parent_pid; // maiden's pid: the child's parent, unless maiden died since vfork
 	uint64_t limits[MAIDEN_NLIMITS]; // core, data, nproc, fsize, nofile
 	const void *filter;              // struct sock_filter[filter_len]
 	unsigned filter_len;

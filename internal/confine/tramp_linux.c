@@ -5,7 +5,9 @@
 // needs judgement; this code only applies it, in this order:
 //   - reads the limits and the seccomp program from fd 4 (a pipe, closed
 //     after reading);
-//   - marks fd 5 (the status pipe) close-on-exec;
+//   - marks fd 5 (the status pipe) close-on-exec, and after reading the
+//     config every descriptor above 2 (what maiden held without
+//     close-on-exec does not reach the program);
 //   - joins the network namespace on fd 6 (setns), when the marker's second
 //     letter is "S" (a process with network: netns_linux.go), or first the
 //     user namespace on fd 7 and then that one, when it is "U"; closes them;
@@ -47,6 +49,12 @@
 #endif
 #ifndef CLONE_NEWUSER
 #define CLONE_NEWUSER 0x10000000
+#endif
+#ifndef __NR_close_range
+#define __NR_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 #define NLIMITS 5
 #define MAX_INSNS 256
@@ -100,6 +108,14 @@ __attribute__((constructor)) static void maiden_confine_trampoline(int argc, cha
 		fail("trampoline: reading the config", EIO);
 	}
 	close(CONFIG_FD);
+	// Whatever else maiden held without close-on-exec (descriptors C
+	// libraries opened: os/exec passes them on) does not reach the
+	// program, as in Run's child (spawn_linux.c).
+	if (syscall(__NR_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+		for (int fd = 3; fd < 4096; fd++) {
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+		}
+	}
 	if (m[0] != '\0' && m[1] == 'U') {
 		if (syscall(__NR_setns, USERNS_FD, CLONE_NEWUSER) != 0) {
 			fail("setns user", errno);
