@@ -43,7 +43,7 @@ type newlyKey struct {
 type newlyEntry struct {
 	mu    sync.Mutex // held while the replay is read or extended
 	r     *whatif.Replay
-	after int64 // the last record the replay read
+	cur   trailCursor // the last record the replay read
 	built time.Time
 }
 
@@ -93,16 +93,20 @@ func (s *State) newlyReplay(ctx context.Context, st whatif.State, change api.Wha
 			newlyCache.drop(k)
 			return api.WhatIfReport{}, err
 		}
-		e.r, e.after, e.built = r, after, now
+		cur, err := cursorAt(ctx, s.st, after)
+		if err != nil {
+			newlyCache.drop(k)
+			return api.WhatIfReport{}, err
+		}
+		e.r, e.cur, e.built = r, cur, now
 		// The first read applies the window to each record exactly.
-		if e.after, err = s.replayFrom(ctx, e.after, func(rec store.AuditRecord) bool { return !rec.At.Before(since) && keep(rec) }, r.Add); err != nil {
+		if err = s.replayFrom(ctx, &e.cur, func(rec store.AuditRecord) bool { return !rec.At.Before(since) && keep(rec) }, r.Add); err != nil {
 			newlyCache.drop(k)
 			return api.WhatIfReport{}, err
 		}
 		return r.Report(), nil
 	}
-	var err error
-	if e.after, err = s.replayFrom(ctx, e.after, keep, e.r.Add); err != nil {
+	if err := s.replayFrom(ctx, &e.cur, keep, e.r.Add); err != nil {
 		newlyCache.drop(k)
 		return api.WhatIfReport{}, err
 	}
@@ -138,23 +142,13 @@ func (c *newlyReplays) drop(k newlyKey) {
 	c.mu.Unlock()
 }
 
-// replayFrom hands add the trail's records after the sequence number
-// after that keep selects, in the trail's order, and returns the last
-// sequence number read.
-func (s *State) replayFrom(ctx context.Context, after int64, keep func(store.AuditRecord) bool, add func(api.AuditRecord)) (int64, error) {
-	for {
-		recs, err := s.st.AuditTail(ctx, after, whatIfPage)
-		if err != nil {
-			return after, err
+// replayFrom hands add the trail's records after c that keep selects,
+// in the trail's order, each checked to link to the one before it
+// (trailCursor.read); c moves on to the last record read.
+func (s *State) replayFrom(ctx context.Context, c *trailCursor, keep func(store.AuditRecord) bool, add func(api.AuditRecord)) error {
+	return c.read(ctx, s.st, func(rec store.AuditRecord) {
+		if keep(rec) {
+			add(adminlink.Audit(rec))
 		}
-		for _, rec := range recs {
-			after = rec.Seq
-			if keep(rec) {
-				add(adminlink.Audit(rec))
-			}
-		}
-		if len(recs) < whatIfPage {
-			return after, nil
-		}
-	}
+	})
 }

@@ -164,9 +164,13 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 	var p Provenance
 	const page = 1000
 	for after := int64(0); ; {
-		recs, err := s.AuditTail(ctx, after, page)
+		// A page bounded by its bodies' bytes too, as a what-if's.
+		recs, err := s.st.AuditPage(ctx, after, page, whatIfPageBytes)
 		if err != nil {
 			return Provenance{}, err
+		}
+		if len(recs) == 0 {
+			break
 		}
 		for _, r := range recs {
 			after = r.Seq
@@ -216,9 +220,6 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 					}
 				}
 			}
-		}
-		if len(recs) < page {
-			break
 		}
 	}
 	for k, c := range found {

@@ -2,8 +2,12 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/maiden-run/maiden/api"
@@ -32,8 +36,15 @@ var (
 // a new card would newly allow looks at.
 const DefaultWhatIfWindow = 7 * 24 * time.Hour
 
-// whatIfPage is how many records WhatIf reads at once.
-const whatIfPage = 2000
+// whatIfPage is how many records WhatIf reads at once, and
+// whatIfPageBytes how many bytes of their bodies at most (one record
+// beyond it: store.AuditPage): a record holds a call's rendered input,
+// up to max_input_bytes, or a tool's error, so that 2,000 of the
+// largest an agent or a tool can make were gigabytes in one read.
+const (
+	whatIfPage      = 2000
+	whatIfPageBytes = 8 << 20
+)
 
 // whatIfSlack is how far before the window's start the first record is
 // looked for: records reach the chain through journals in batches, so the
@@ -47,7 +58,8 @@ const whatIfSlack = time.Minute
 // reports the decisions whose outcome the change flips, grouped by agent
 // and tool. Nothing is written. A change naming a card the store does not
 // hold, a revoked card, an unknown agent or a bad grant is an error
-// wrapping ErrWhatIf*.
+// wrapping ErrWhatIf*; records of the window that do not verify as a
+// chain are an error wrapping ErrAuditBroken (trailCursor).
 func (s *State) WhatIf(ctx context.Context, change api.WhatIfChange, since time.Time) (api.WhatIfReport, error) {
 	return s.WhatIfConfig(ctx, change, nil, since)
 }
@@ -58,7 +70,8 @@ func (s *State) WhatIf(ctx context.Context, change api.WhatIfChange, since time.
 // a card it drops go with it, as a sync revokes them), and its agents and
 // bindings decide the replayed calls with the change (a tool no longer
 // bound, a secret no longer in a binding's secrets or reveal, a host no
-// longer in its http_allow refuse; a reveal the binding refused may pass).
+// longer in its http_allow refuse; a reveal the binding refused may pass;
+// a call is asked about the component the file runs its tool as).
 // A configuration without [agents] is refused (ErrWhatIfConfig): it has
 // one implicit agent allowed everything, whose decisions the trail does
 // not record.
@@ -72,7 +85,9 @@ func (s *State) WhatIfConfig(ctx context.Context, change api.WhatIfChange, after
 		if after.Implicit() {
 			return api.WhatIfReport{}, fmt.Errorf("%w: %s declares no [agents]: every call would run as the implicit agent %q, which the cards do not decide", ErrWhatIfConfig, after.File(), config.DefaultAgent)
 		}
-		st.After = whatIfConfig(after)
+		if st.After, err = whatIfConfig(after); err != nil {
+			return api.WhatIfReport{}, err
+		}
 	}
 	r, err := whatif.New(st, change)
 	if err != nil {
@@ -87,26 +102,76 @@ func (s *State) WhatIfConfig(ctx context.Context, change api.WhatIfChange, after
 }
 
 // replay hands add the trail's records from since to now that keep
-// selects, in the trail's order.
+// selects, in the trail's order, each checked to link to the one before
+// it (trailCursor): a window that does not verify is an error wrapping
+// ErrAuditBroken, and no answer.
 func (s *State) replay(ctx context.Context, since, now time.Time, keep func(store.AuditRecord) bool, add func(api.AuditRecord)) error {
 	after, err := firstAuditAt(ctx, s.st, since.Add(-whatIfSlack))
 	if err != nil {
 		return err
 	}
+	c, err := cursorAt(ctx, s.st, after)
+	if err != nil {
+		return err
+	}
+	return c.read(ctx, s.st, func(rec store.AuditRecord) {
+		if rec.At.Before(since) || rec.At.After(now) || !keep(rec) {
+			return
+		}
+		add(adminlink.Audit(rec))
+	})
+}
+
+// trailCursor is where a replay has read the trail to: the last record
+// read, whose hash the next must link to (0 and "": the start).
+type trailCursor struct {
+	seq  int64
+	hash string
+}
+
+// cursorAt is the cursor after record seq (0: before the first record):
+// that record read for its hash. A replay's answer is only as good as the
+// records it reads, so it checks them as a chain, as maiden audit verify
+// checks the whole trail: a record of its window edited, deleted or
+// inserted (a refused call taken out, a decision changed) fails the
+// replay rather than answer from it. The chain has no key: a trail
+// rewritten from some record on, every hash recomputed, still links; the
+// head compared with one noted earlier tells (maiden audit verify -head).
+func cursorAt(ctx context.Context, st store.Store, seq int64) (trailCursor, error) {
+	if seq == 0 {
+		return trailCursor{}, nil
+	}
+	recs, err := st.AuditTail(ctx, seq-1, 1)
+	if err != nil {
+		return trailCursor{}, err
+	}
+	if len(recs) == 0 || recs[0].Seq != seq {
+		return trailCursor{}, fmt.Errorf("the replay's window starts after record %d: %w", seq,
+			&store.AuditProblem{Seq: seq, Reason: "deleted", Detail: "the record the window's first links to is missing"})
+	}
+	return trailCursor{seq, recs[0].Hash}, nil
+}
+
+// read hands each the records after c, in the trail's order, a page at a
+// time (at most whatIfPage records, whatIfPageBytes of bodies), each
+// checked to come next in the chain; c moves on with them.
+func (c *trailCursor) read(ctx context.Context, st store.Store, each func(store.AuditRecord)) error {
 	for {
-		recs, err := s.st.AuditTail(ctx, after, whatIfPage)
+		recs, err := st.AuditPage(ctx, c.seq, whatIfPage, whatIfPageBytes)
 		if err != nil {
 			return err
 		}
+		var n int64
 		for _, rec := range recs {
-			after = rec.Seq
-			if rec.At.Before(since) || rec.At.After(now) || !keep(rec) {
-				continue
+			if err := store.AuditLink(c.seq, c.hash, rec); err != nil {
+				return fmt.Errorf("the records the replay reads: %w (maiden audit verify checks the whole trail)", err)
 			}
-			add(adminlink.Audit(rec))
+			c.seq, c.hash = rec.Seq, rec.Hash
+			n += int64(len(rec.Body))
+			each(rec)
 		}
-		if len(recs) < whatIfPage {
-			return nil
+		if len(recs) < whatIfPage && n < whatIfPageBytes {
+			return nil // neither bound cut the page: the trail ended
 		}
 	}
 }
@@ -160,9 +225,29 @@ func firstAuditAt(ctx context.Context, st store.Store, t time.Time) (int64, erro
 
 // whatIfConfig is what the replay reads of a proposed configuration: each
 // agent's system cards (as Sync installs them) and its bound tools, each
-// narrowed by its binding as the call path narrows it.
-func whatIfConfig(cfg *config.Config) *whatif.Config {
+// narrowed by its binding as the call path narrows it, with the component
+// the file runs each WebAssembly tool as (a local file hashed as it is
+// now; one that cannot be read is an error wrapping ErrWhatIfConfig).
+func whatIfConfig(cfg *config.Config) (*whatif.Config, error) {
 	out := &whatif.Config{File: cfg.File(), Agents: map[string]whatif.ConfigAgent{}}
+	digests := map[string]string{} // a local file's, by path
+	component := func(t config.Tool) (string, error) {
+		switch {
+		case t.CLI != nil || t.MCP != nil || t.Path == "":
+			return "", nil
+		case t.OCI != nil:
+			return t.OCI.Digest, nil
+		}
+		if d, ok := digests[t.Path]; ok {
+			return d, nil
+		}
+		d, err := fileDigest(t.Path)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s: tools.%s.path: %v", ErrWhatIfConfig, cfg.File(), t.Name, err)
+		}
+		digests[t.Path] = d
+		return d, nil
+	}
 	for _, a := range cfg.Agents() {
 		ca := whatif.ConfigAgent{System: systemSpecs(a), Tools: map[string]whatif.ConfigTool{}}
 		for _, b := range a.Bindings {
@@ -175,6 +260,12 @@ func whatIfConfig(cfg *config.Config) *whatif.Config {
 			}
 			t = t.Narrowed(b)
 			ct := whatif.ConfigTool{Secrets: t.Secrets, Reveal: t.Reveal, HTTPAllow: t.HTTPAllow, CIDRs: t.HTTPAllowCIDRs}
+			if !b.Builtin {
+				var err error
+				if ct.Component, err = component(t); err != nil {
+					return nil, err
+				}
+			}
 			ports := t.HTTPPorts
 			if b.Builtin {
 				// web_fetch's network keys are its binding's own (its
@@ -188,5 +279,20 @@ func whatIfConfig(cfg *config.Config) *whatif.Config {
 		}
 		out.Agents[a.Name] = ca
 	}
-	return out
+	return out, nil
+}
+
+// fileDigest is "sha256:" and the hex SHA-256 of the file at path, as a
+// call's record names a local component (the bytes the runner opened).
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -71,8 +71,12 @@ is checked the same way, on the binding it was asked under. Decisions made on an
 as stale; a flip compares today's cards with today's cards changed, so a change made since
 is not blamed on the proposed one.
 
+The window's records must verify as a chain (each follows the one before it, its hash its
+own): a record deleted, edited or inserted is exit 2, naming it, and no answer.
+
 Exit codes (as diff): 0 nothing flips; 1 a decision flips; 2 bad command line, an unknown
-card or agent, a revoked card, a bad grant, an inexact replay, or the state store failed.`
+card or agent, a revoked card, a bad grant, an inexact replay, records that do not verify,
+or the state store failed.`
 
 // whatIfChange collects -revoke, -agent and -grant in order: a -grant
 // belongs to the -agent before it.
@@ -285,6 +289,11 @@ func printWhatIf(w io.Writer, rep api.WhatIfReport) {
 		rep.Since.Local().Format("2006-01-02 15:04"), rep.Until.Local().Format("2006-01-02 15:04"), rep.Flips)
 	fmt.Fprintf(w, "  %d verified exact on today's cards, %d made on cards since changed (%d of them already decided otherwise today), %d recorded without a wallet revision, %d not decided by cards\n",
 		rep.Verified, rep.Stale, rep.ChangedSince, rep.Unversioned, rep.Skipped)
+	if rep.Partial > 0 {
+		// A record that cut a list of its decisions (more rewrites or
+		// directories than a record keeps): what it cut could flip too.
+		fmt.Fprintf(w, "  %d replayed only in part: their records cut a list of decisions (before_rewrite_truncated, fs_truncated), and what was cut is not replayed\n", rep.Partial)
+	}
 	for _, ex := range rep.Inexact {
 		fmt.Fprintf(w, "INEXACT  #%d %s: recorded %s, replayed %s\n", ex.Seq, terminalSafe(ex.Target), decisionWords(ex.Recorded), decisionWords(ex.Before))
 	}

@@ -490,3 +490,22 @@ func TestAuditWhatIfRealTrail(t *testing.T) {
 		}
 	})
 }
+
+// TestWhatIfPrintsPartial (hostile review of the what-if): the report for
+// a human says how many replayed records cut a list of their decisions,
+// whose cut part was not replayed, as -json does (partial). Before, only
+// -json said it: a terminal's "0 flip" did not say that a session's
+// directories past the record's 32 fs decisions, or a layer's rewrites
+// past its 8, were not asked again.
+func TestWhatIfPrintsPartial(t *testing.T) {
+	var b strings.Builder
+	printWhatIf(&b, api.WhatIfReport{Replayed: 5, Verified: 5, Partial: 2})
+	if !strings.Contains(b.String(), "2 replayed only in part") {
+		t.Errorf("the report of a replay with 2 partial records:\n%s\nwant it to say \"2 replayed only in part\"", b.String())
+	}
+	b.Reset()
+	printWhatIf(&b, api.WhatIfReport{Replayed: 5, Verified: 5})
+	if strings.Contains(b.String(), "only in part") {
+		t.Errorf("the report of a replay with no partial record:\n%s", b.String())
+	}
+}

@@ -257,6 +257,61 @@ func (s *DB) AuditTail(ctx context.Context, after int64, limit int) ([]AuditReco
 	return out, rows.Err()
 }
 
+// AuditPage is AuditTail bounded by size as well as by count: the
+// records with a sequence number above after, in order, at most limit of
+// them, and no more once their bodies add up to maxBytes (at least one
+// record however large, so that a reader always moves on). A reader of
+// the whole trail page by page (a what-if, provenance) holds one page at
+// a time: a count alone let records of the largest size a call can make
+// (an agent's input of max_input_bytes, a tool's error) fill a page of
+// gigabytes. Fewer than limit records does not mean the trail ended: the
+// next page after the last one read says.
+func (s *DB) AuditPage(ctx context.Context, after int64, limit int, maxBytes int64) ([]AuditRecord, error) {
+	if limit <= 0 || maxBytes <= 0 {
+		return nil, fmt.Errorf("audit page: %w: limit %d and maxBytes %d must be positive", ErrBadInput, limit, maxBytes)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("audit page: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditRecord
+	var n int64
+	for n < maxBytes && rows.Next() {
+		r, err := scanAudit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("audit page: %w", err)
+		}
+		out = append(out, r)
+		n += int64(len(r.Body))
+	}
+	return out, rows.Err()
+}
+
+// AuditLink checks that r comes next in a chain whose last record is
+// prevSeq with hash prevHash (0 and "" before the first record): its
+// sequence number follows, it links to prevHash and its own hash
+// verifies. It is how a reader of part of the trail (a what-if's window)
+// checks what it reads as it reads it; the error is an *AuditProblem
+// (wrapping ErrAuditBroken) naming r, as VerifyAudit would name it first
+// had nothing before it been changed.
+func AuditLink(prevSeq int64, prevHash string, r AuditRecord) error {
+	if prevSeq == 0 && prevHash == "" {
+		prevHash = genesis
+	}
+	switch {
+	case r.Seq > prevSeq+1:
+		return &AuditProblem{prevSeq + 1, "deleted", fmt.Sprintf("records %d..%d are missing (the next present is %d)", prevSeq+1, r.Seq-1, r.Seq)}
+	case r.Seq != prevSeq+1:
+		return &AuditProblem{r.Seq, "reordered", fmt.Sprintf("sequence number %d follows %d", r.Seq, prevSeq)}
+	case r.Prev != prevHash:
+		return &AuditProblem{r.Seq, "edited", "its prev hash is not the hash of the record before it (edited, or a record before it deleted and the rest renumbered)"}
+	case auditHash(r) != r.Hash:
+		return &AuditProblem{r.Seq, "edited", "its content does not match its hash"}
+	}
+	return nil
+}
+
 // AuditProblem says where and how a chain is broken.
 type AuditProblem struct {
 	Seq    int64  // the first bad record (or the first missing one)

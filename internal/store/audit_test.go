@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -239,9 +240,87 @@ func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string
 			if !strings.Contains(p.Detail, tc.detail) {
 				t.Fatalf("VerifyAudit: %v; want it to say %q", err, tc.detail)
 			}
+			// A reader of the trail a page at a time, checking each record
+			// against the one before it (a what-if's window: AuditPage and
+			// AuditLink), stops at the same record. Without the whole chain
+			// before it, it may call an insertion or a swap an edit.
+			if got, err := walkLinks(s); got != tc.seq || !errors.Is(err, ErrAuditBroken) {
+				t.Fatalf("the page-by-page walk after %q: stopped at record %d, %v; want record %d", sql, got, err, tc.seq)
+			}
 			t.Logf("%s: %v", tc.name, err)
 		})
 	}
+}
+
+// walkLinks reads s's trail two records a page and checks each against
+// the one before it (AuditLink), as a what-if reads its window; it
+// returns the record it stopped at (0: none) and the problem.
+func walkLinks(s *DB) (int64, error) {
+	var seq int64
+	var hash string
+	for {
+		recs, err := s.AuditPage(context.Background(), seq, 2, 1<<20)
+		if err != nil || len(recs) == 0 {
+			return 0, err
+		}
+		for _, r := range recs {
+			if err := AuditLink(seq, hash, r); err != nil {
+				var p *AuditProblem
+				if errors.As(err, &p) {
+					return p.Seq, err
+				}
+				return 0, err
+			}
+			seq, hash = r.Seq, r.Hash
+		}
+	}
+}
+
+// TestAuditPage: a page stops at its count, or once its bodies reach the
+// byte bound (the record that reaches it included, so a record larger than
+// the bound is read alone and a reader moves on); an intact trail walks
+// through page by page with every link checked.
+func TestAuditPage(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := open(t, be.target(t), nil)
+		sizes := []int{100, 5000, 100, 100, 100}
+		for _, n := range sizes {
+			body, _ := json.Marshal(map[string]string{"pad": strings.Repeat("x", n)})
+			if _, err := s.AppendAudit(ctx, AuditRecord{Kind: AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: "t", Body: body}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct {
+			after    int64
+			limit    int
+			maxBytes int64
+			want     []int64
+		}{
+			{0, 10, 1000, []int64{1, 2}},
+			{0, 10, 1, []int64{1}},
+			{1, 10, 1, []int64{2}},
+			{2, 10, 1 << 20, []int64{3, 4, 5}},
+			{0, 3, 1 << 20, []int64{1, 2, 3}},
+			{5, 10, 1 << 20, nil},
+		} {
+			recs, err := s.AuditPage(ctx, tc.after, tc.limit, tc.maxBytes)
+			var got []int64
+			for _, r := range recs {
+				got = append(got, r.Seq)
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("AuditPage(%d, %d, %d) = %v, %v; want %v", tc.after, tc.limit, tc.maxBytes, got, err, tc.want)
+			}
+		}
+		if _, err := s.AuditPage(ctx, 0, 0, 1); !errors.Is(err, ErrBadInput) {
+			t.Errorf("AuditPage with limit 0: %v; want ErrBadInput", err)
+		}
+		if seq, err := walkLinks(s); seq != 0 || err != nil {
+			t.Errorf("walking the intact trail: stopped at record %d, %v", seq, err)
+		}
+	})
 }
 
 // TestAuditTamperWithSQLiteCLI edits the store file with the sqlite3

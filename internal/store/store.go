@@ -162,6 +162,10 @@ type Store interface {
 	// (limit <= 0: all). It sees records of the journal only once
 	// ingested (Journal().Flush first where that matters).
 	AuditTail(ctx context.Context, after int64, limit int) ([]AuditRecord, error)
+	// AuditPage is AuditTail bounded by the bodies' bytes as well (at
+	// least one record is returned when there is one): a page of a reader
+	// of the whole trail.
+	AuditPage(ctx context.Context, after int64, limit int, maxBytes int64) ([]AuditRecord, error)
 	// VerifyAudit flushes this store's journal, then checks the chain:
 	// the number of records and the head
 	// hash, or an *AuditProblem (wrapping ErrAuditBroken) naming the first

@@ -52,6 +52,12 @@ type ConfigTool struct {
 	HTTPAllow []string
 	Ports     []int
 	CIDRs     []netip.Prefix
+	// Component is the digest of the component the file runs the tool
+	// as (an oci:// tool's pinned manifest digest, a local file's
+	// "sha256:" of its bytes as they are now, as a call's record names
+	// them); "" for a tool with none (a wrapped CLI, an import, a
+	// built-in).
+	Component string
 }
 
 // PolicyConfig is the Policy of a refusal by the proposed configuration
@@ -134,6 +140,19 @@ func (r *Replay) decideAfter(aw *cards.Wallet, rec api.AuditRecord, u *unit, out
 	}
 	uu := *u
 	switch rec.Kind {
+	case KindCallAdmitted, KindCallRefused:
+		// A call's questions name the component it ran; the file may run
+		// the tool as another (an oci:// digest pinned anew, another local
+		// file, one rebuilt since), which a grant naming a digest decides
+		// on: asked as the file would run it. A record naming none (a tool
+		// with none, or made before records named it) is asked as it was.
+		if c := u.q[0].Target.Component; c != "" && c != t.Component {
+			uu.q[0] = withComponent(u.q[0], t.Component)
+			uu.pre = make([]decide.Question, len(u.pre))
+			for i, q := range u.pre {
+				uu.pre[i] = withComponent(q, t.Component)
+			}
+		}
 	case KindReveal:
 		uu.binding = decide.Binding{Tool: rec.Tool, Secrets: t.Secrets, Reveal: t.Reveal}
 	case KindFetch:
@@ -148,6 +167,15 @@ func (r *Replay) decideAfter(aw *cards.Wallet, rec api.AuditRecord, u *unit, out
 		}
 	}
 	return decideUnit(aw, &uu, out)
+}
+
+// withComponent is q, a tool:invoke question, asked about component c
+// (another question as it is).
+func withComponent(q decide.Question, c string) decide.Question {
+	if q.Kind == decide.Tool {
+		q.Target.Component = c
+	}
+	return q
 }
 
 // allows reports whether the policy lets http-fetch reach host:port, as

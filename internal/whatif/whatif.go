@@ -51,7 +51,8 @@
 //   - A proposed agent.toml (State.After, config.go) decides the "after"
 //     side besides the cards: its system grants replace the system cards,
 //     and a tool it does not bind, or a binding that no longer covers a
-//     fetch's destination or a secret, refuses.
+//     fetch's destination or a secret, refuses; a call is asked about the
+//     component the file runs its tool as (ConfigTool.Component).
 //   - A call's question carries the component it ran (the recorded
 //     decision's component), so a grant naming a digest flips only the
 //     calls of that component; a record made before decisions carried it
@@ -303,7 +304,9 @@ func (r *Replay) wallet(agent string) *cards.Wallet {
 // credential (after the agent's own input's tool:invoke: q[1], or in pre
 // after its first when a layer rewrote the input), a file built-in's
 // fs decision on its path (q[1]), and the fs decisions of its session's
-// preopens (fs, asked once every tool:invoke is allowed).
+// preopens (fs, asked once every tool:invoke is allowed). A fetch whose
+// caller put secrets in headers itself (web_fetch's secret headers) asks
+// the destination and each one's secret:use first (pre).
 type unit struct {
 	q        [2]decide.Question
 	n        int // questions: 1, or 2 for a fetch with a credential, a call with an import's credential or a file built-in's path
@@ -546,8 +549,9 @@ type (
 		SecretUse         *api.Decision  `json:"secret_use"`
 	}
 	fetchBody struct {
-		Credential string         `json:"credential"`
-		Decisions  []api.Decision `json:"decisions"`
+		Credential    string         `json:"credential"`
+		HeaderSecrets []string       `json:"header_secrets"`
+		Decisions     []api.Decision `json:"decisions"`
 	}
 	revealBody struct {
 		Secret   string        `json:"secret"`
@@ -589,8 +593,11 @@ func read(rec api.AuditRecord, u *unit) bool {
 		// The input before each rewrite: allowed, or no rewrite would
 		// have followed.
 		for i, p := range b.BeforeRewrite {
+			if !cardsAsked(p.Decision) || !p.Decision.Allow {
+				return false
+			}
 			q, ok := invokeOf(rec.Tool, p.Rendered, p.Decision.Component)
-			if !ok || !cardsAsked(p.Decision) || !p.Decision.Allow {
+			if !ok {
 				return false
 			}
 			u.pre = append(u.pre, q)
@@ -650,7 +657,7 @@ func read(rec api.AuditRecord, u *unit) bool {
 		u.recorded = []api.Decision{*b.Decision}
 	case KindFetch:
 		var b fetchBody
-		if json.Unmarshal(rec.Body, &b) != nil || len(b.Decisions) == 0 || len(b.Decisions) > 2 {
+		if json.Unmarshal(rec.Body, &b) != nil || len(b.Decisions) == 0 || len(b.HeaderSecrets) > maxHeaderSecrets {
 			return false
 		}
 		for i := range b.Decisions {
@@ -662,17 +669,60 @@ func read(rec api.AuditRecord, u *unit) bool {
 		if !ok {
 			return false
 		}
-		u.q[0], u.n = decide.Connect(host, port), 1
-		if b.Credential != "" {
-			u.q[1], u.n = decide.Use(b.Credential), 2
+		connect := decide.Connect(host, port)
+		// The questions as the gate asks them (internal/egress's Fetch):
+		// for each secret the caller put in a header itself (web_fetch's
+		// secret headers) the destination, then its secret:use; then the
+		// destination and the credential's secret:use. A secret:use only
+		// after an allowed destination; the first refusal ends them.
+		var qs []decide.Question
+		for _, name := range b.HeaderSecrets {
+			if name == "" {
+				return false
+			}
+			qs = append(qs, connect, decide.Use(name))
 		}
-		// As the gate asks: secret:use only after an allowed destination.
-		if want := 1 + boolInt(u.n == 2 && b.Decisions[0].Allow); len(b.Decisions) != want {
+		qs = append(qs, connect)
+		u.q[0], u.n = connect, 1
+		if b.Credential != "" {
+			qs = append(qs, decide.Use(b.Credential))
+			u.q[1], u.n = qs[len(qs)-1], 2
+		}
+		if !fetchAsked(b.Decisions, qs, b.Decisions[0].Target) {
 			return false
 		}
+		u.pre = qs[:len(qs)-u.n]
 		u.recorded = b.Decisions
 	}
 	return true
+}
+
+// maxHeaderSecrets bounds the header secrets of a fetch record a replay
+// reads (a request names each once; web_fetch's material holds a few).
+const maxHeaderSecrets = 64
+
+// fetchAsked reports whether a fetch record's decisions are the gate's
+// questions qs asked in order up to the first refusal, each naming its
+// question where it names one (connect, the destination's target). A list
+// that stops at an allowed decision before the last question was cut by
+// agent.toml's own rules (a header secret's destination): not the cards'.
+func fetchAsked(ds []api.Decision, qs []decide.Question, connect string) bool {
+	if len(ds) > len(qs) {
+		return false
+	}
+	for i := range ds {
+		if i < len(ds)-1 && !ds[i].Allow {
+			return false
+		}
+		want := connect
+		if qs[i].Kind == decide.SecretUse {
+			want = grant.SecretTarget("use", qs[i].Secret).String()
+		}
+		if ds[i].Target != "" && ds[i].Target != want {
+			return false
+		}
+	}
+	return len(ds) == len(qs) || !ds[len(ds)-1].Allow
 }
 
 // invokeOf is the tool:invoke question of a call of tool with the
@@ -720,13 +770,6 @@ func fsOf(target string) (decide.Question, bool) {
 		return decide.Access(g.Verb, dir), true
 	}
 	return decide.Question{}, false
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // connectTarget reads "network:connect HOST:PORT" (an IPv6 address in
