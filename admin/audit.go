@@ -36,6 +36,25 @@ func (s *State) AuditTail(ctx context.Context, after int64, limit int) ([]api.Au
 	return adminlink.Audits(recs), nil
 }
 
+// auditPageBytes bounds the bodies of one page a reader of the whole
+// trail reads (one record beyond it), besides its count: a record holds
+// an agent's input up to max_input_bytes, so that a thousand of the
+// largest were a gigabyte in one read.
+const auditPageBytes = 8 << 20
+
+// AuditPage is AuditTail bounded by size as well: at most limit records
+// (limit > 0) after after, and none more once their bodies reach
+// maxBytes, though always one when there is one. Fewer than limit records
+// does not mean the trail ended; an empty page does. A reader of the
+// whole trail (an export, a search) pages with it.
+func (s *State) AuditPage(ctx context.Context, after int64, limit int, maxBytes int64) ([]api.AuditRecord, error) {
+	recs, err := s.st.AuditPage(ctx, after, limit, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return adminlink.Audits(recs), nil
+}
+
 // VerifyAudit checks the whole chain: every record's hash, and that each
 // links to the one before it. It returns the number of records and the
 // head hash, or an error wrapping ErrAuditBroken that names the first bad

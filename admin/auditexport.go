@@ -33,7 +33,8 @@ type ExportOptions struct {
 	// record. A SIEM resumes with the head line's last + 1, and checks
 	// that the first record's prev is the head it noted.
 	From int64
-	// Page is how many records are read at once; 0 means 1000.
+	// Page is how many records are read at once; 0 means 1000 (a page
+	// also ends once its bodies reach auditPageBytes: AuditPage).
 	Page int
 }
 
@@ -85,7 +86,7 @@ func (s *State) ExportAuditStream(ctx context.Context, w io.Writer, o ExportOpti
 	h := ExportHead{Head: strings.Repeat("0", 64)} // the chain's genesis: nothing exported
 	after := max(o.From-1, 0)
 	for after < last {
-		recs, err := s.st.AuditTail(ctx, after, page)
+		recs, err := s.st.AuditPage(ctx, after, page, auditPageBytes)
 		if err != nil {
 			return h, fmt.Errorf("export audit: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -98,6 +99,18 @@ func TestWhatIfReadsTheTrailInBoundedPages(t *testing.T) {
 	}
 	if ps.maxBytes > limit {
 		t.Fatalf("the what-if read %d records, %d bytes, at once; want at most %d bytes", ps.maxRecords, ps.maxBytes, limit)
+	}
+	// The export (maiden audit export, a SIEM's pull) pages the same way
+	// and writes every record (OCSF is the same loop, another encoding).
+	for _, f := range []string{ExportJSONL} {
+		ps.maxRecords, ps.maxBytes = 0, 0
+		h, err := s.ExportAuditStream(ctx, io.Discard, ExportOptions{Format: f})
+		if err != nil || h.Records != calls {
+			t.Fatalf("export %s: %d records, %v; want %d", f, h.Records, err, calls)
+		}
+		if ps.maxBytes > max(auditPageBytes, whatIfPageBytes)+rec {
+			t.Fatalf("export %s read %d records, %d bytes, at once; want at most %d bytes", f, ps.maxRecords, ps.maxBytes, auditPageBytes+rec)
+		}
 	}
 }
 

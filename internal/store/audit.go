@@ -326,11 +326,37 @@ func (p *AuditProblem) Error() string {
 func (p *AuditProblem) Unwrap() error { return ErrAuditBroken }
 
 // verifyChain checks records given in their stored order (by seq). It
-// returns the head hash, or an *AuditProblem naming the first bad record.
+// returns the head hash, or an *AuditProblem naming the first bad record
+// (chainCheck says how each tampering shows).
+func verifyChain(recs []AuditRecord) (head string, problem *AuditProblem) {
+	byHash := make(map[string]int, len(recs))
+	for i, r := range recs {
+		byHash[r.Hash] = i
+	}
+	c := chainCheck{later: func(hash string, i, _ int64) (int64, bool, error) {
+		if j, ok := byHash[hash]; ok && int64(j) > i {
+			return recs[j].Seq, true, nil
+		}
+		return 0, false, nil
+	}}
+	for _, r := range recs {
+		if p, _ := c.add(r); p != nil {
+			return "", p
+		}
+	}
+	head, p, _ := c.end()
+	return head, p
+}
+
+// chainCheck checks records handed to it one at a time in their stored
+// order (by seq), so that a reader of the whole trail holds one page of
+// it, not all of it. A record is judged once the one after it is known
+// (or the trail ended): an insertion shows in its successor's link.
 //
 // How each tampering shows (the hash covers the record's seq and prev):
 //   - deleted: a gap in the sequence numbers;
-//   - reordered: a record's prev is the hash of a record that comes later;
+//   - reordered: a record's prev is the hash of a record that comes later
+//     (later: asked only when a link is broken);
 //   - inserted: a record's own hash does not verify and its successor
 //     links past it, to its predecessor's hash;
 //   - edited: a record's own hash does not verify (or its prev matches
@@ -339,61 +365,173 @@ func (p *AuditProblem) Unwrap() error { return ErrAuditBroken }
 // An attacker who rewrites every record from some point on, recomputing
 // each hash, leaves a chain that verifies on its own: compare the head
 // with one exported or noted earlier (VerifyExport's head argument).
-func verifyChain(recs []AuditRecord) (head string, problem *AuditProblem) {
-	byHash := make(map[string]int, len(recs))
-	for i, r := range recs {
-		byHash[r.Hash] = i
+type chainCheck struct {
+	// later reports the sequence number of a record after the i-th
+	// (0-based, of sequence number seq) whose hash is hash, if one is.
+	later func(hash string, i, seq int64) (int64, bool, error)
+
+	prevHash string // "": genesis
+	prevSeq  int64
+	cur      AuditRecord // the record to judge once the next is known
+	has      bool
+	n        int64 // records judged sound
+}
+
+// add hands c the next record; the problem (or the error of later) is
+// the one before it's, if it is bad.
+func (c *chainCheck) add(r AuditRecord) (*AuditProblem, error) {
+	if c.has {
+		if p, err := c.judge(&r); p != nil || err != nil {
+			return p, err
+		}
 	}
-	prevHash, prevSeq := genesis, int64(0)
-	for i, r := range recs {
-		if r.Seq != prevSeq+1 {
-			if r.Seq > prevSeq+1 {
-				return "", &AuditProblem{prevSeq + 1, "deleted", fmt.Sprintf("records %d..%d are missing (the next present is %d)", prevSeq+1, r.Seq-1, r.Seq)}
-			}
-			return "", &AuditProblem{r.Seq, "reordered", fmt.Sprintf("sequence number %d follows %d", r.Seq, prevSeq)}
+	c.cur, c.has = r, true
+	return nil, nil
+}
+
+// end judges the last record: the head hash, or the problem.
+func (c *chainCheck) end() (string, *AuditProblem, error) {
+	if c.has {
+		if p, err := c.judge(nil); p != nil || err != nil {
+			return "", p, err
 		}
-		own := auditHash(r) == r.Hash
-		next := -1
-		if i+1 < len(recs) {
-			next = i + 1
-		}
-		if r.Prev != prevHash {
-			if j, ok := byHash[r.Prev]; ok && j > i {
-				return "", &AuditProblem{r.Seq, "reordered", fmt.Sprintf("it links to record %d, which comes after it", recs[j].Seq)}
-			}
-			if !own && next >= 0 && recs[next].Prev == prevHash {
-				return "", &AuditProblem{r.Seq, "inserted", fmt.Sprintf("record %d links past it to record %d", recs[next].Seq, prevSeq)}
-			}
-			return "", &AuditProblem{r.Seq, "edited", "its prev hash is not the hash of the record before it (edited, or a record before it deleted and the rest renumbered)"}
-		}
-		if !own {
-			if next >= 0 && recs[next].Prev == prevHash {
-				return "", &AuditProblem{r.Seq, "inserted", fmt.Sprintf("its hash does not verify and record %d links past it to record %d", recs[next].Seq, prevSeq)}
-			}
-			return "", &AuditProblem{r.Seq, "edited", "its content does not match its hash"}
-		}
-		prevHash, prevSeq = r.Hash, r.Seq
+		c.has = false
 	}
-	return prevHash, nil
+	if c.prevHash == "" {
+		return genesis, nil, nil
+	}
+	return c.prevHash, nil, nil
+}
+
+// judge checks c.cur, whose successor is next (nil: none).
+func (c *chainCheck) judge(next *AuditRecord) (*AuditProblem, error) {
+	r := &c.cur
+	prevHash := c.prevHash
+	if prevHash == "" {
+		prevHash = genesis
+	}
+	if r.Seq != c.prevSeq+1 {
+		if r.Seq > c.prevSeq+1 {
+			return &AuditProblem{c.prevSeq + 1, "deleted", fmt.Sprintf("records %d..%d are missing (the next present is %d)", c.prevSeq+1, r.Seq-1, r.Seq)}, nil
+		}
+		return &AuditProblem{r.Seq, "reordered", fmt.Sprintf("sequence number %d follows %d", r.Seq, c.prevSeq)}, nil
+	}
+	own := auditHash(*r) == r.Hash
+	if r.Prev != prevHash {
+		seq, ok, err := c.later(r.Prev, c.n, r.Seq)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &AuditProblem{r.Seq, "reordered", fmt.Sprintf("it links to record %d, which comes after it", seq)}, nil
+		}
+		if !own && next != nil && next.Prev == prevHash {
+			return &AuditProblem{r.Seq, "inserted", fmt.Sprintf("record %d links past it to record %d", next.Seq, c.prevSeq)}, nil
+		}
+		return &AuditProblem{r.Seq, "edited", "its prev hash is not the hash of the record before it (edited, or a record before it deleted and the rest renumbered)"}, nil
+	}
+	if !own {
+		if next != nil && next.Prev == prevHash {
+			return &AuditProblem{r.Seq, "inserted", fmt.Sprintf("its hash does not verify and record %d links past it to record %d", next.Seq, c.prevSeq)}, nil
+		}
+		return &AuditProblem{r.Seq, "edited", "its content does not match its hash"}, nil
+	}
+	c.prevHash, c.prevSeq = r.Hash, r.Seq
+	c.n++
+	return nil, nil
+}
+
+// A reader of the whole trail (VerifyAudit, ExportAudit) reads it a page
+// at a time, at most auditWalkPage records and auditWalkBytes of their
+// bodies (one record beyond: AuditPage): a record holds an agent's input
+// up to max_input_bytes, so that one read of the whole trail was as large
+// as everything agents ever sent.
+const (
+	auditWalkPage  = 1000
+	auditWalkBytes = 8 << 20
+)
+
+// walkAudit hands each the trail's records in order, up to the last one
+// present when it began (records appended meanwhile are not read: what it
+// reads is the trail as of one instant, as one read of it was), a page at
+// a time (at most limit records, maxBytes of bodies and one record more).
+func (s *DB) walkAudit(ctx context.Context, limit int, maxBytes int64, each func(AuditRecord) error) error {
+	var last int64
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM audit`).Scan(&last); err != nil {
+		return fmt.Errorf("audit: the last record: %w", err)
+	}
+	for after := int64(0); after < last; {
+		recs, err := s.AuditPage(ctx, after, limit, maxBytes)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		for _, r := range recs {
+			if r.Seq > last {
+				return nil
+			}
+			if err := each(r); err != nil {
+				return err
+			}
+			after = r.Seq
+		}
+	}
+	return nil
+}
+
+// laterAudit is chainCheck.later on the store: a record after seq with
+// the given hash (a full scan: asked only of a broken link).
+func (s *DB) laterAudit(ctx context.Context, hash string, seq int64) (int64, bool, error) {
+	var later int64
+	err := s.db.QueryRowContext(ctx, `SELECT seq FROM audit WHERE hash = ? AND seq > ? ORDER BY seq DESC LIMIT 1`, hash, seq).Scan(&later)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("audit: looking for the record a broken link names: %w", err)
+	}
+	return later, true, nil
 }
 
 // VerifyAudit flushes this store's audit journal (Journal.Flush), then
-// checks the whole chain in one read and returns the number of
-// records and the head hash. A broken chain is an error wrapping
-// ErrAuditBroken, an *AuditProblem naming the first bad record and why.
+// checks the chain, a bounded page at a time (walkAudit), and returns the
+// number of records and the head hash. A broken chain is an error
+// wrapping ErrAuditBroken (an *AuditProblem naming the first bad record),
+// with the number of records before it.
 func (s *DB) VerifyAudit(ctx context.Context) (n int64, head string, err error) {
+	return s.verifyAudit(ctx, auditWalkPage, auditWalkBytes)
+}
+
+func (s *DB) verifyAudit(ctx context.Context, limit int, maxBytes int64) (n int64, head string, err error) {
 	if err := s.journal.Flush(ctx); err != nil {
 		return 0, "", err
 	}
-	recs, err := s.AuditTail(ctx, 0, 0)
+	c := chainCheck{later: func(hash string, _, seq int64) (int64, bool, error) { return s.laterAudit(ctx, hash, seq) }}
+	var problem *AuditProblem
+	err = s.walkAudit(ctx, limit, maxBytes, func(r AuditRecord) error {
+		p, err := c.add(r)
+		if p != nil {
+			problem = p
+			return p
+		}
+		return err
+	})
+	if problem != nil {
+		return c.n, "", problem
+	}
 	if err != nil {
-		return 0, "", err
+		return c.n, "", err
 	}
-	head, p := verifyChain(recs)
-	if p != nil {
-		return int64(len(recs)), "", p
+	head, p, err := c.end()
+	switch {
+	case p != nil:
+		return c.n, "", p
+	case err != nil:
+		return c.n, "", err
 	}
-	return int64(len(recs)), head, nil
+	return c.n, head, nil
 }
 
 // auditExportHead is the last line of an export.
@@ -403,36 +541,39 @@ type auditExportHead struct {
 }
 
 // ExportAudit writes the trail as JSON lines, one AuditRecord per line,
-// followed by {"head": HASH, "records": N}, all from one read, after
-// flushing this store's audit journal. VerifyExport
-// checks such a file elsewhere.
+// followed by {"head": HASH, "records": N}, after flushing this store's
+// audit journal: the records up to the last one present when it began
+// (appended ones are not written), read a bounded page at a time
+// (walkAudit). VerifyExport checks such a file elsewhere.
 func (s *DB) ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error) {
+	return s.exportAudit(ctx, w, auditWalkPage, auditWalkBytes)
+}
+
+func (s *DB) exportAudit(ctx context.Context, w io.Writer, limit int, maxBytes int64) (n int64, head string, err error) {
 	if err := s.journal.Flush(ctx); err != nil {
 		return 0, "", err
 	}
-	recs, err := s.AuditTail(ctx, 0, 0)
-	if err != nil {
-		return 0, "", err
-	}
 	head = genesis
-	if len(recs) > 0 {
-		head = recs[len(recs)-1].Hash
-	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false) // bodies as hashed: "<" stays "<"
-	for _, r := range recs {
+	err = s.walkAudit(ctx, limit, maxBytes, func(r AuditRecord) error {
 		if err := enc.Encode(r); err != nil {
-			return 0, "", fmt.Errorf("export audit: %w", err)
+			return fmt.Errorf("export audit: %w", err)
 		}
+		n, head = n+1, r.Hash
+		return nil
+	})
+	if err != nil {
+		return 0, "", err
 	}
-	if err := enc.Encode(auditExportHead{Head: head, Records: int64(len(recs))}); err != nil {
+	if err := enc.Encode(auditExportHead{Head: head, Records: n}); err != nil {
 		return 0, "", fmt.Errorf("export audit: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
 		return 0, "", fmt.Errorf("export audit: %w", err)
 	}
-	return int64(len(recs)), head, nil
+	return n, head, nil
 }
 
 // VerifyExport verifies an export written by ExportAudit, without a store:

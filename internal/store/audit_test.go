@@ -137,6 +137,20 @@ func testAuditExport(t *testing.T, be backend) {
 		t.Fatal(n, err)
 	}
 	noted := head
+	// Read a page at a time (two records, or one byte of bodies: one
+	// record), the export is the same bytes.
+	for _, pg := range []struct {
+		limit    int
+		maxBytes int64
+	}{{2, 1 << 20}, {1000, 1}} {
+		var paged bytes.Buffer
+		if n2, h2, err := s.exportAudit(ctx, &paged, pg.limit, pg.maxBytes); err != nil || n2 != n || h2 != head || !bytes.Equal(paged.Bytes(), buf.Bytes()) {
+			t.Fatalf("the export in pages of %d records, %d bytes: %d records, head %s, %v:\n%s\nwant %d, %s:\n%s", pg.limit, pg.maxBytes, n2, h2, err, paged.Bytes(), n, head, buf.Bytes())
+		}
+		if n2, h2, err := s.verifyAudit(ctx, pg.limit, pg.maxBytes); err != nil || n2 != n || h2 != head {
+			t.Fatalf("VerifyAudit in pages of %d records, %d bytes: %d records, head %s, %v; want %d, %s", pg.limit, pg.maxBytes, n2, h2, err, n, head)
+		}
+	}
 	if n2, h2, err := VerifyExport(bytes.NewReader(buf.Bytes()), noted); err != nil || n2 != 5 || h2 != head {
 		t.Fatalf("VerifyExport = %d, %s, %v", n2, h2, err)
 	}
@@ -239,6 +253,20 @@ func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string
 			}
 			if !strings.Contains(p.Detail, tc.detail) {
 				t.Fatalf("VerifyAudit: %v; want it to say %q", err, tc.detail)
+			}
+			// The same verdict read a page at a time, the edit and the
+			// record that shows it on either side of a page's end: pages
+			// of 1, 2 and 3 records, and of one byte of bodies (one
+			// record each).
+			for _, pg := range []struct {
+				limit    int
+				maxBytes int64
+			}{{1, 1 << 20}, {2, 1 << 20}, {3, 1 << 20}, {1000, 1}} {
+				_, _, perr := s.verifyAudit(context.Background(), pg.limit, pg.maxBytes)
+				var pp *AuditProblem
+				if !errors.As(perr, &pp) || *pp != *p {
+					t.Fatalf("VerifyAudit in pages of %d records, %d bytes, after %q: %v; want %v", pg.limit, pg.maxBytes, sql, perr, err)
+				}
 			}
 			// A reader of the trail a page at a time, checking each record
 			// against the one before it (a what-if's window: AuditPage and
