@@ -182,6 +182,21 @@ func (h *Host) AuditTail(ctx context.Context, after int64, limit int) ([]AuditRe
 	return recs, nil
 }
 
+// AuditPage is AuditTail bounded by size as well: at most limit records
+// (limit > 0) after after, and none more once their bodies reach
+// maxBytes, though always one when there is one (admin.State.AuditPage).
+func (h *Host) AuditPage(ctx context.Context, after int64, limit int, maxBytes int64) ([]AuditRecord, error) {
+	s, err := h.flushedAdmin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := s.AuditPage(ctx, after, limit, maxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrState, err)
+	}
+	return recs, nil
+}
+
 // VerifyAudit checks the trail's hash chain: the number of records and the
 // head hash, or an error naming the first bad record (edited, deleted,
 // inserted or reordered).

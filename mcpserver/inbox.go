@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/admin"
@@ -136,15 +138,47 @@ func (b hostInbox) RecentAudit(ctx context.Context, limit int) ([]inbox.AuditRec
 			hi = mid
 		}
 	}
-	recs, err := b.h.AuditTail(ctx, max(0, hi-int64(limit)), limit)
-	if err != nil {
-		return nil, inboxErr(err)
+	// Read a bounded page at a time, each body cut as it is read: a record
+	// holds an agent's input up to max_input_bytes, and a hundred of the
+	// largest were hundreds of megabytes read, and sent to the browser,
+	// at every view of the page.
+	var out []inbox.AuditRecord
+	for after := max(0, hi-int64(limit)); len(out) < limit; {
+		recs, err := b.h.AuditPage(ctx, after, limit-len(out), recentAuditPageBytes)
+		if err != nil {
+			return nil, inboxErr(err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			out = append(out, inbox.AuditRecord{Seq: r.Seq, At: r.At, Kind: r.Kind, Actor: r.Actor, Agent: r.Agent, Tool: r.Tool, Body: shownBody(r.Body), Hash: r.Hash})
+			after = r.Seq
+		}
 	}
-	out := make([]inbox.AuditRecord, len(recs))
-	for i, r := range recs {
-		out[len(recs)-1-i] = inbox.AuditRecord{Seq: r.Seq, At: r.At, Kind: r.Kind, Actor: r.Actor, Agent: r.Agent, Tool: r.Tool, Body: string(r.Body), Hash: r.Hash}
-	}
+	slices.Reverse(out)
 	return out, nil
+}
+
+// recentAuditPageBytes bounds the bodies of one page the inbox's audit
+// view reads (one record beyond it), and shownBodyBytes how much of a
+// body it shows.
+const (
+	recentAuditPageBytes = 8 << 20
+	shownBodyBytes       = 4 << 10
+)
+
+// shownBody is body as the inbox shows it: whole up to shownBodyBytes,
+// else cut there (at a character's start) and saying so.
+func shownBody(body []byte) string {
+	if len(body) <= shownBodyBytes {
+		return string(body)
+	}
+	n := shownBodyBytes
+	for n > 0 && !utf8.RuneStart(body[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… [cut: %d bytes in all; maiden audit tail -json shows the record whole]", body[:n], len(body))
 }
 
 func (b hostInbox) VerifyAudit(ctx context.Context) (int64, error) {

@@ -79,7 +79,7 @@ type Backend interface {
 	// Decide records a decision; it returns the request as decided.
 	Decide(ctx context.Context, id string, d Answer) (Approval, error)
 	// RecentAudit returns up to limit of the newest audit records, newest
-	// first.
+	// first, each body cut to a few KiB if it is longer (saying so).
 	RecentAudit(ctx context.Context, limit int) ([]AuditRecord, error)
 	// VerifyAudit checks the whole chain: the number of records, or an
 	// error wrapping ErrAuditBroken that names the first bad record.
@@ -207,7 +207,7 @@ type AuditRecord struct {
 	Actor string
 	Agent string
 	Tool  string
-	Body  string // the record's JSON body
+	Body  string // the record's JSON body (a large one cut, saying so: RecentAudit's)
 	Hash  string
 }
 

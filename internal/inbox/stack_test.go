@@ -12,6 +12,9 @@ import (
 	"testing"
 )
 
+// shownMax is more than the audit page shows of a record's body.
+const shownMax = 8 << 10
+
 // TestStackOriginAndTokens runs the inbox as maiden serve -http mounts it
 // (the real Host, store and HTTP handler, no browser): the Origin rule of
 // /mcp holds for /ui, an agent's token does not log in, and an operator's
@@ -91,6 +94,13 @@ func TestStackOriginAndTokens(t *testing.T) {
 	}
 	if strings.Join(seqs, " ") != strings.Join(want, " ") {
 		t.Fatalf("audit page rows %v, want the newest first %v", seqs, want)
+	}
+	// An agent's large input (its records hold it whole) is shown cut,
+	// saying so: not its hundreds of KiB a row, at every view.
+	large := strings.Repeat("Z", 200_000)
+	e.callNow(t, large)
+	if _, body = do("GET", "/ui/audit", "", nil); !strings.Contains(body, "[cut: ") || strings.Contains(body, large[:shownMax]) {
+		t.Fatalf("audit page with a record of a %d-byte input: %d bytes, cut %v, want it cut to a few KiB saying so", len(large), len(body), strings.Contains(body, "[cut: "))
 	}
 	// The Host's errors reach the operator as statuses and words: a request
 	// decided twice, an unknown one, an always-grant that names another tool.
