@@ -270,20 +270,42 @@ func (s *DB) AuditPage(ctx context.Context, after int64, limit int, maxBytes int
 	if limit <= 0 || maxBytes <= 0 {
 		return nil, fmt.Errorf("audit page: %w: limit %d and maxBytes %d must be positive", ErrBadInput, limit, maxBytes)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	// The page's end is found from the bodies' sizes first (octet_length
+	// reads no body: SQLite takes it from the record's header), then only
+	// the page's records are read: a query for limit records stopped
+	// early still sends all of them on PostgreSQL (the rows are read to
+	// their end, then dropped).
+	sizes, err := s.db.QueryContext(ctx, `SELECT seq, octet_length(body) FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("audit page: %w", err)
+	}
+	last, n := after, int64(0)
+	for n < maxBytes && sizes.Next() {
+		var size int64
+		if err := sizes.Scan(&last, &size); err != nil {
+			sizes.Close()
+			return nil, fmt.Errorf("audit page: %w", err)
+		}
+		n += size
+	}
+	if err := errors.Join(sizes.Err(), sizes.Close()); err != nil {
+		return nil, fmt.Errorf("audit page: %w", err)
+	}
+	if last == after {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit WHERE seq > ? AND seq <= ? ORDER BY seq`, after, last)
 	if err != nil {
 		return nil, fmt.Errorf("audit page: %w", err)
 	}
 	defer rows.Close()
 	var out []AuditRecord
-	var n int64
-	for n < maxBytes && rows.Next() {
+	for rows.Next() {
 		r, err := scanAudit(rows)
 		if err != nil {
 			return nil, fmt.Errorf("audit page: %w", err)
 		}
 		out = append(out, r)
-		n += int64(len(r.Body))
 	}
 	return out, rows.Err()
 }
