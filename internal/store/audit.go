@@ -347,29 +347,6 @@ func (p *AuditProblem) Error() string {
 
 func (p *AuditProblem) Unwrap() error { return ErrAuditBroken }
 
-// verifyChain checks records given in their stored order (by seq). It
-// returns the head hash, or an *AuditProblem naming the first bad record
-// (chainCheck says how each tampering shows).
-func verifyChain(recs []AuditRecord) (head string, problem *AuditProblem) {
-	byHash := make(map[string]int, len(recs))
-	for i, r := range recs {
-		byHash[r.Hash] = i
-	}
-	c := chainCheck{later: func(hash string, i, _ int64) (int64, bool, error) {
-		if j, ok := byHash[hash]; ok && int64(j) > i {
-			return recs[j].Seq, true, nil
-		}
-		return 0, false, nil
-	}}
-	for _, r := range recs {
-		if p, _ := c.add(r); p != nil {
-			return "", p
-		}
-	}
-	head, p, _ := c.end()
-	return head, p
-}
-
 // chainCheck checks records handed to it one at a time in their stored
 // order (by seq), so that a reader of the whole trail holds one page of
 // it, not all of it. A record is judged once the one after it is known
@@ -603,14 +580,31 @@ func (s *DB) exportAudit(ctx context.Context, w io.Writer, limit int, maxBytes i
 // truncated export fails). If wantHead is not "", a record of the export
 // must have it as its hash: the export extends a head noted earlier (a
 // rewritten history that verifies on its own fails this).
+//
+// It reads the export once, holding one record at a time, not the whole
+// export: every line is checked first (a line that is not a record as
+// exported is the error, wherever it is), then the chain's first problem,
+// then the head line. A broken link's "links to a later record" is
+// answered from the hashes of the records after it, kept from there on.
 func VerifyExport(r io.Reader, wantHead string) (n int64, head string, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	var recs []AuditRecord
 	var trailer *auditExportHead
 	var canon bytes.Buffer
 	canonEnc := json.NewEncoder(&canon)
 	canonEnc.SetEscapeHTML(false) // as ExportAudit
+	// The chain is checked as the records come; once it is broken, the
+	// rest is only read for its lines. A broken link waits for the hashes
+	// of the records after it (later, kept from then on) before it is
+	// judged: broken and brokenNext are the check and the record after it
+	// as they were, judged again at the end.
+	errLater := errors.New("a later record is needed")
+	var problem *AuditProblem
+	var broken *chainCheck
+	var brokenNext *AuditRecord
+	var later map[string]int64 // hash → the sequence number of the last record after the broken one with it
+	c := chainCheck{later: func(string, int64, int64) (int64, bool, error) { return 0, false, errLater }}
+	found := wantHead == "" || wantHead == genesis
 	line := 0
 	for sc.Scan() {
 		line++
@@ -642,7 +636,22 @@ func VerifyExport(r io.Reader, wantHead string) (n int64, head string, err error
 		if err := canonEnc.Encode(rec); err != nil || !bytes.Equal(bytes.TrimSuffix(canon.Bytes(), []byte("\n")), sc.Bytes()) {
 			return 0, "", fmt.Errorf("%w: line %d is not the record as exported (duplicate, differently cased or unknown keys, or re-encoded)", ErrAuditBroken, line)
 		}
-		recs = append(recs, rec)
+		n++
+		found = found || rec.Hash == wantHead
+		switch {
+		case later != nil:
+			later[rec.Hash] = rec.Seq
+		case problem != nil:
+		default:
+			before, next := c, rec
+			p, err := c.add(rec)
+			switch {
+			case errors.Is(err, errLater):
+				broken, brokenNext, later = &before, &next, map[string]int64{rec.Hash: rec.Seq}
+			case p != nil:
+				problem = p
+			}
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return 0, "", fmt.Errorf("read audit export: %w", err)
@@ -650,23 +659,38 @@ func VerifyExport(r io.Reader, wantHead string) (n int64, head string, err error
 	if trailer == nil {
 		return 0, "", fmt.Errorf("%w: the export has no head line (truncated?)", ErrAuditBroken)
 	}
-	head, p := verifyChain(recs)
-	if p != nil {
-		return int64(len(recs)), "", p
-	}
-	if trailer.Head != head || trailer.Records != int64(len(recs)) {
-		return 0, "", fmt.Errorf("%w: the head line says %d records ending in %s; the records end in %s after %d", ErrAuditBroken, trailer.Records, trailer.Head, head, len(recs))
-	}
-	if wantHead != "" && wantHead != genesis {
-		found := false
-		for _, r := range recs {
-			found = found || r.Hash == wantHead
+	if problem == nil {
+		var err error
+		if broken != nil {
+			// The broken record's successor is brokenNext; a record after
+			// the broken one with the hash it links to comes later.
+			broken.later = func(hash string, _, _ int64) (int64, bool, error) {
+				seq, ok := later[hash]
+				return seq, ok, nil
+			}
+			problem, err = broken.judge(brokenNext)
+		} else {
+			head, problem, err = c.end()
+			if errors.Is(err, errLater) {
+				broken, brokenNext = &c, nil
+				broken.later = func(string, int64, int64) (int64, bool, error) { return 0, false, nil } // nothing comes after the last
+				problem, err = broken.judge(nil)
+			}
 		}
-		if !found {
-			return 0, "", fmt.Errorf("%w: no record of the export has the expected head %s (the chain was rewritten or cut before it)", ErrAuditBroken, wantHead)
+		if err != nil {
+			return 0, "", err
 		}
 	}
-	return int64(len(recs)), head, nil
+	if problem != nil {
+		return n, "", problem
+	}
+	if trailer.Head != head || trailer.Records != n {
+		return 0, "", fmt.Errorf("%w: the head line says %d records ending in %s; the records end in %s after %d", ErrAuditBroken, trailer.Records, trailer.Head, head, n)
+	}
+	if !found {
+		return 0, "", fmt.Errorf("%w: no record of the export has the expected head %s (the chain was rewritten or cut before it)", ErrAuditBroken, wantHead)
+	}
+	return n, head, nil
 }
 
 // auditGroup is AppendAuditGroup's queue: callers that arrive while a

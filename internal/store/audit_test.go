@@ -170,6 +170,12 @@ func testAuditExport(t *testing.T, be backend) {
 	if _, _, err := VerifyExport(strings.NewReader(edited), ""); !errors.As(err, &p) || p.Reason != "edited" || p.Seq != 1 {
 		t.Fatalf("an edited export: %v", err)
 	}
+	// Every line is checked before the chain's problem is said: a line
+	// that is not a record, after an edited one, is the error.
+	bad := strings.Replace(edited, lines[3], "not json\n", 1)
+	if _, _, err := VerifyExport(strings.NewReader(bad), ""); !errors.Is(err, ErrAuditBroken) || !strings.Contains(err.Error(), "line 4 is not JSON") {
+		t.Fatalf("an edited export with a line that is not JSON after the edit: %v; want the line named", err)
+	}
 	// Rewritten: record 2 changed and every hash from it on recomputed.
 	recs, _ := s.AuditTail(ctx, 0, 0)
 	recs[1].Tool = "forged"
@@ -211,6 +217,11 @@ var tamperCases = []struct {
 	{"insert a forged record", `UPDATE audit SET seq = seq + 100 WHERE seq >= 4; UPDATE audit SET seq = seq - 99 WHERE seq >= 104;
 			INSERT INTO audit (seq, at, kind, actor, agent, tool, body, prev, hash)
 			SELECT 4, at, 'call-admitted', 'operator', 'a', 'forged', body, hash, hash FROM audit WHERE seq = 3`, "inserted", 4, nil, ""},
+	// A forged record whose link is wrong too: only its successor, which
+	// links past it, tells an insertion from an edit.
+	{"insert a record that links nowhere", `UPDATE audit SET seq = seq + 100 WHERE seq >= 4; UPDATE audit SET seq = seq - 99 WHERE seq >= 104;
+			INSERT INTO audit (seq, at, kind, actor, agent, tool, body, prev, hash)
+			SELECT 4, at, 'call-admitted', 'operator', 'a', 'forged', body, '` + strings.Repeat("f", 64) + `', hash FROM audit WHERE seq = 3`, "inserted", 4, nil, "record 5 links past it to record 3"},
 	{"swap two records", `UPDATE audit SET seq = -1 WHERE seq = 3; UPDATE audit SET seq = 3 WHERE seq = 4; UPDATE audit SET seq = 4 WHERE seq = -1`, "reordered", 3, nil, ""},
 	// Record 3 edited and its own hash recomputed, so it verifies on its
 	// own: only the link from record 4 (its prev, the old hash) shows the
@@ -267,6 +278,17 @@ func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string
 				if !errors.As(perr, &pp) || *pp != *p {
 					t.Fatalf("VerifyAudit in pages of %d records, %d bytes, after %q: %v; want %v", pg.limit, pg.maxBytes, sql, perr, err)
 				}
+			}
+			// An export of the edited trail, checked without the store
+			// (VerifyExport, reading one record at a time), says the same.
+			var exp bytes.Buffer
+			if _, _, err := s.ExportAudit(context.Background(), &exp); err != nil {
+				t.Fatal(err)
+			}
+			_, _, eerr := VerifyExport(bytes.NewReader(exp.Bytes()), "")
+			var ep *AuditProblem
+			if !errors.As(eerr, &ep) || *ep != *p {
+				t.Fatalf("VerifyExport of the trail after %q: %v; want %v", sql, eerr, err)
 			}
 			// A reader of the trail a page at a time, checking each record
 			// against the one before it (a what-if's window: AuditPage and
