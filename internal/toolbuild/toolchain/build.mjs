@@ -16,8 +16,9 @@
 // side shows that line to humans, so it must carry the underlying cause
 // (wasm-tools' message, the WAT line, the JS syntax error) and no stack trace.
 
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { readFile, writeFile, mkdir, rename } from 'node:fs/promises';
 import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 
 // V8 compiles a WebAssembly module twice by default: a quick baseline
@@ -238,6 +239,30 @@ export function handle(event) {
 }
 `;
 
+// INIT_DATA_MIB caps the memory of wizer, which runs a JavaScript tool's
+// top-level code while componentize-js builds it. Like the snapshot run of
+// a Go tool's init (preinit.go, 1 GiB), a top level that allocates without
+// bound then fails at the cap, where it took wasm32's 4 GiB (3.8 GB
+// resident and a minute of CPU, measured, before the engine said out of
+// memory). The cap is wizer's RLIMIT_DATA, which counts the guest's linear
+// memory as it grows (committed pages, not the reservation); a JS tool's
+// ordinary build peaks near 110 MiB there. It is set on wizer alone: node
+// itself, whose wasm memories grow by copying, needs more.
+const INIT_DATA_MIB = 1024;
+
+// cappedWizer is the path of a script that runs wizer with its data capped
+// (INIT_DATA_MIB), written beside this driver (where the toolchain's own
+// executables are: a temp directory may not allow executing), atomically.
+async function cappedWizer() {
+  const { default: wizer } = await import('@bytecodealliance/wizer');
+  const quoted = `'${String(wizer).replaceAll("'", "'\\''")}'`;
+  const path = join(dirname(fileURLToPath(import.meta.url)), 'wizer-capped');
+  const tmp = `${path}.${process.pid}`;
+  await writeFile(tmp, `#!/bin/sh\nulimit -d ${INIT_DATA_MIB * 1024} || exit 126\nexec ${quoted} "$@"\n`, { mode: 0o755 });
+  await rename(tmp, path);
+  return path;
+}
+
 async function buildJS(req) {
   const code = await readFile(req.input, 'utf8');
   const kind = await checkJS(code);
@@ -264,11 +289,16 @@ async function buildJS(req) {
       // Without this the engine imports wasi:http for fetch(), which maiden
       // refuses: the only network road is the host's http-fetch.
       disableFeatures: ['http', 'fetch-event'],
+      wizerBin: await cappedWizer(),
     });
     return component;
   } catch (e) {
     // The wizer path in the message is a toolchain detail, not the user's.
-    fail(oneLine(String(e.message ?? e).replace(/ \(wizer \([^)]*\)\)/, '')));
+    let msg = oneLine(String(e.message ?? e).replace(/ \(wizer \([^)]*\)\)/, ''));
+    if (/out of memory|memory allocation|SIGABRT/.test(msg)) {
+      msg += ` (maiden build runs a JavaScript tool's top-level code with its memory capped at ${INIT_DATA_MIB} MiB: allocate in execute instead, under the tool's memory_mb)`;
+    }
+    fail(msg);
   }
 }
 
