@@ -183,9 +183,14 @@ func (s *DB) ReserveBudget(ctx context.Context, id string, cost int64) (BudgetSp
 
 // ChargeBudget adds a call's wall time (ms) and the bytes it sent to
 // every card sp reserved on, whatever is left: the call ran, so what it
-// used is spent, and a card that went over allows no further call.
+// used is spent, and a card that went over allows no further call. A
+// negative amount is bad input (it would give a card back what it
+// spent), and nothing is charged.
 func (s *DB) ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut int64) error {
-	if sp.Zero() || wallMS <= 0 && bytesOut <= 0 {
+	if wallMS < 0 || bytesOut < 0 {
+		return fmt.Errorf("charge the budget of card %s: %w: wall_ms %d and bytes_out %d cannot be negative", sp.Card, ErrBadInput, wallMS, bytesOut)
+	}
+	if sp.Zero() || wallMS == 0 && bytesOut == 0 {
 		return nil
 	}
 	// Increments only (ON CONFLICT DO UPDATE adds to the row atomically),

@@ -120,6 +120,40 @@ func TestChargeBudgetWallTimeWithoutBytes(t *testing.T) {
 	})
 }
 
+// TestChargeBudgetRefusesNegativeAmounts: a charge cannot give a card back
+// what it spent: a negative wall time or byte count is ErrBadInput and
+// changes nothing (the card still refuses the call its spend exhausted).
+func TestChargeBudgetRefusesNegativeAmounts(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := open(t, be.target(t), nil)
+		if err := s.EnsureAgent(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Grant(ctx, "a", budgeted(t, "wall_ms=100,bytes_out=100", "tool:invoke echo --..."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := s.ReserveBudget(ctx, c.ID, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ChargeBudget(ctx, sp, 150, 150); err != nil {
+			t.Fatal(err)
+		}
+		for _, amounts := range [][2]int64{{-1000, 0}, {0, -1000}, {-1000, -1000}} {
+			if err := s.ChargeBudget(ctx, sp, amounts[0], amounts[1]); !errors.Is(err, ErrBadInput) {
+				t.Fatalf("charging wall_ms %d, bytes_out %d: %v; want ErrBadInput", amounts[0], amounts[1], err)
+			}
+		}
+		var ex *cards.Exhausted
+		if _, err := s.ReserveBudget(ctx, c.ID, 1); !errors.As(err, &ex) || ex.Card != c.ID {
+			t.Fatalf("a call after the card's budget was spent and negative charges were tried: %v; want budget-exhausted naming card %s", err, c.ID)
+		}
+	})
+}
+
 // TestSpendKeysArePrintable: a quota key's agent or rule holding the
 // separator is bad input, so one key's parts cannot name another's
 // window (agent "a", rule "x\x1fy" and agent "a\x1fx", rule "y").
