@@ -709,31 +709,7 @@ func TestWorkerMemcgBoundsTheWorker(t *testing.T) {
 	if _, err := memcgRoot(); err != nil {
 		t.Fatalf("root, cgroup v1's memory controller mounted, and no memory cgroup for workers: %v", err)
 	}
-	cmd := exec.Command(mustExe(t))
-	cmd.Env = append(os.Environ(), envMemcgHog+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	m := joinMemcg(cmd.Process.Pid)
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if m != nil {
-			m.leave()
-		}
-	})
-	if m == nil {
-		t.Fatal("no memory cgroup for the process")
-	}
+	cmd, stdin, out, m := startMemcgHog(t)
 	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
@@ -741,7 +717,6 @@ func TestWorkerMemcgBoundsTheWorker(t *testing.T) {
 	if want := "/" + filepath.Base(filepath.Dir(m.dir)) + "/" + filepath.Base(m.dir); !strings.Contains(string(cg), want+"\n") {
 		t.Fatalf("the process is not in its memory cgroup %s:\n%s", m.dir, cg)
 	}
-	out := bufio.NewScanner(stdout)
 	if _, err := fmt.Fprintln(stdin, "grow 16"); err != nil || !out.Scan() || out.Text() != "ok" {
 		t.Fatalf("grow 16: %q %v", out.Text(), err)
 	}

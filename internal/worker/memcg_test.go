@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,18 +55,12 @@ func memcgHogMain() int {
 	return 0
 }
 
-// TestMemcgLimitFollowsUsageAtEachCall: the memory cgroup's limit set for
-// a call is the worker's usage at that call plus the call's headroom and
-// memcgSlack (give or take memcgTolerance), whatever the worker did while
-// idle. A worker that held 48 MiB at one call and let it go before the
-// next gets no more at the next than its usage then allows: a limit made
-// from a usage read earlier (when the worker went idle, or every N calls)
-// would hand the next call what the worker let go on top of its headroom.
-func TestMemcgLimitFollowsUsageAtEachCall(t *testing.T) {
-	t.Parallel()
-	if _, err := memcgRoot(); err != nil {
-		t.Skipf("no memory cgroup for workers here: %v", err)
-	}
+// startMemcgHog starts this test binary as a memcgHogMain process in a
+// memory cgroup of its own (joinMemcg): the process, its stdin, a scanner
+// of its answers and its cgroup. The test's cleanup kills it and leaves
+// the cgroup.
+func startMemcgHog(t *testing.T) (*exec.Cmd, io.Writer, *bufio.Scanner, *memcg) {
+	t.Helper()
 	cmd := exec.Command(mustExe(t))
 	cmd.Env = append(os.Environ(), envMemcgHog+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -91,7 +86,22 @@ func TestMemcgLimitFollowsUsageAtEachCall(t *testing.T) {
 	if m == nil {
 		t.Fatal("the process did not get a memory cgroup")
 	}
-	out := bufio.NewScanner(stdout)
+	return cmd, stdin, bufio.NewScanner(stdout), m
+}
+
+// TestMemcgLimitFollowsUsageAtEachCall: the memory cgroup's limit set for
+// a call is the worker's usage at that call plus the call's headroom and
+// memcgSlack (give or take memcgTolerance), whatever the worker did while
+// idle. A worker that held 48 MiB at one call and let it go before the
+// next gets no more at the next than its usage then allows: a limit made
+// from a usage read earlier (when the worker went idle, or every N calls)
+// would hand the next call what the worker let go on top of its headroom.
+func TestMemcgLimitFollowsUsageAtEachCall(t *testing.T) {
+	t.Parallel()
+	if _, err := memcgRoot(); err != nil {
+		t.Skipf("no memory cgroup for workers here: %v", err)
+	}
+	_, stdin, out, m := startMemcgHog(t)
 	do := func(c string) {
 		t.Helper()
 		if _, err := fmt.Fprintln(stdin, c); err != nil {
