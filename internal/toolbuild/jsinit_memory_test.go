@@ -18,7 +18,8 @@ import (
 func TestJSInitMemoryIsCapped(t *testing.T) {
 	t.Parallel()
 	tc := toolchain(t)
-	src := "const hog = [];\nfor (let i = 0; i < 100000; i++) { hog.push(new Array(1 << 20).fill(i)); }\n" +
+	// 64 MiB at a time, each touched (fill), without end.
+	src := "const hog = [];\nfor (let i = 0; i < 100000; i++) { const a = new Uint8Array(64 << 20); a.fill(i & 255 | 1); hog.push(a); }\n" +
 		"export function describe() { return 'hog'; }\nexport function schema() { return '{}'; }\nexport function execute(input) { return input; }\n"
 	_, err := tc.ComponentFromJS(ctxFor(t), []byte(src))
 	if !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "capped at 1024 MiB") {

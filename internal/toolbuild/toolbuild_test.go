@@ -315,6 +315,16 @@ var watFixtures = map[string]world{
 		"wasi:filesystem/preopens@0.2.12", "wasi:filesystem/types@0.2.12",
 		"wasi:io/error@0.2.12", "wasi:io/streams@0.2.12",
 	}, Exports: toolExports},
+	// unterminated writes to WASI stdout without a newline, then fetches
+	// through the host (the sandbox's unterminated-output test).
+	"unterminated": {Imports: []string{
+		"maiden:tool/host@0.1.0", "wasi:cli/stderr@0.2.12", "wasi:cli/stdin@0.2.12",
+		"wasi:cli/stdout@0.2.12", "wasi:clocks/wall-clock@0.2.12",
+		"wasi:filesystem/preopens@0.2.12", "wasi:filesystem/types@0.2.12",
+		"wasi:io/error@0.2.12", "wasi:io/streams@0.2.12",
+	}, Exports: toolExports},
+	// sockimport imports wasi:sockets, which a tool is refused at load.
+	"sockimport": {Imports: []string{hostImport, "wasi:sockets/tcp@0.2.0"}, Exports: toolExports},
 	"wrongsig": {Exports: []string{
 		"describe: func() -> string",
 		"execute: func(input: u32) -> string",
