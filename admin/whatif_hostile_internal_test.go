@@ -78,7 +78,7 @@ func refuseLarge(t testing.TB, s *State, agent string, n, size int) int64 {
 func TestWhatIfReadsTheTrailInBoundedPages(t *testing.T) {
 	ctx := context.Background()
 	s := newlyStore(t)
-	const calls, size = 24, 1 << 20
+	const calls, size = 6, 1 << 20
 	rec := refuseLarge(t, s, "research", calls, size)
 	ps := &pageStore{Store: s.st}
 	s.st = ps
