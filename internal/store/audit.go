@@ -376,8 +376,8 @@ type chainCheck struct {
 	n        int64 // records judged sound
 }
 
-// add hands c the next record; the problem (or the error of later) is
-// the one before it's, if it is bad.
+// add hands c the next record r and judges the one before it: its
+// problem if it is bad (or later's error).
 func (c *chainCheck) add(r AuditRecord) (*AuditProblem, error) {
 	if c.has {
 		if p, err := c.judge(&r); p != nil || err != nil {
