@@ -36,11 +36,12 @@ func (s *State) AuditTail(ctx context.Context, after int64, limit int) ([]api.Au
 	return adminlink.Audits(recs), nil
 }
 
-// auditPageBytes bounds the bodies of one page a reader of the whole
+// AuditPageBytes bounds the bodies of one page a reader of the whole
 // trail reads (one record beyond it), besides its count: a record holds
 // an agent's input up to max_input_bytes, so that a thousand of the
-// largest were a gigabyte in one read.
-const auditPageBytes = 8 << 20
+// largest were a gigabyte in one read. Every such reader uses it (the
+// what-if, the exports, provenance, maiden audit, the inbox).
+const AuditPageBytes = store.AuditPageBytes
 
 // AuditPage is AuditTail bounded by size as well: at most limit records
 // (limit > 0) after after, and none more once their bodies reach

@@ -34,7 +34,7 @@ type ExportOptions struct {
 	// that the first record's prev is the head it noted.
 	From int64
 	// Page is how many records are read at once; 0 means 1000 (a page
-	// also ends once its bodies reach auditPageBytes: AuditPage).
+	// also ends once its bodies reach AuditPageBytes: AuditPage).
 	Page int
 }
 
@@ -86,7 +86,7 @@ func (s *State) ExportAuditStream(ctx context.Context, w io.Writer, o ExportOpti
 	h := ExportHead{Head: strings.Repeat("0", 64)} // the chain's genesis: nothing exported
 	after := max(o.From-1, 0)
 	for after < last {
-		recs, err := s.st.AuditPage(ctx, after, page, auditPageBytes)
+		recs, err := s.st.AuditPage(ctx, after, page, AuditPageBytes)
 		if err != nil {
 			return h, fmt.Errorf("export audit: %w", err)
 		}

@@ -165,7 +165,7 @@ func (s *State) VerifyProvenance(ctx context.Context, cfg *config.Config, storeD
 	const page = 1000
 	for after := int64(0); ; {
 		// A page bounded by its bodies' bytes too, as a what-if's.
-		recs, err := s.st.AuditPage(ctx, after, page, whatIfPageBytes)
+		recs, err := s.st.AuditPage(ctx, after, page, AuditPageBytes)
 		if err != nil {
 			return Provenance{}, err
 		}

@@ -37,14 +37,11 @@ var (
 const DefaultWhatIfWindow = 7 * 24 * time.Hour
 
 // whatIfPage is how many records WhatIf reads at once, and
-// whatIfPageBytes how many bytes of their bodies at most (one record
+// AuditPageBytes how many bytes of their bodies at most (one record
 // beyond it: store.AuditPage): a record holds a call's rendered input,
 // up to max_input_bytes, or a tool's error, so that 2,000 of the
 // largest an agent or a tool can make were gigabytes in one read.
-const (
-	whatIfPage      = 2000
-	whatIfPageBytes = 8 << 20
-)
+const whatIfPage = 2000
 
 // whatIfSlack is how far before the window's start the first record is
 // looked for: records reach the chain through journals in batches, so the
@@ -153,11 +150,11 @@ func cursorAt(ctx context.Context, st store.Store, seq int64) (trailCursor, erro
 }
 
 // read hands each the records after c, in the trail's order, a page at a
-// time (at most whatIfPage records, whatIfPageBytes of bodies), each
+// time (at most whatIfPage records, AuditPageBytes of bodies), each
 // checked to come next in the chain; c moves on with them.
 func (c *trailCursor) read(ctx context.Context, st store.Store, each func(store.AuditRecord)) error {
 	for {
-		recs, err := st.AuditPage(ctx, c.seq, whatIfPage, whatIfPageBytes)
+		recs, err := st.AuditPage(ctx, c.seq, whatIfPage, AuditPageBytes)
 		if err != nil {
 			return err
 		}
@@ -170,7 +167,7 @@ func (c *trailCursor) read(ctx context.Context, st store.Store, each func(store.
 			n += int64(len(rec.Body))
 			each(rec)
 		}
-		if len(recs) < whatIfPage && n < whatIfPageBytes {
+		if len(recs) < whatIfPage && n < AuditPageBytes {
 			return nil // neither bound cut the page: the trail ended
 		}
 	}

@@ -71,7 +71,7 @@ func refuseLarge(t testing.TB, s *State, agent string, n, size int) int64 {
 // largest input it may send (1 MiB, the default max_input_bytes) are read
 // by the what-if, and by the view of what a card would newly allow that
 // an approval's inbox page shows inside the server, a bounded page at a
-// time: at most whatIfPageBytes of bodies and one record beyond. Before,
+// time: at most AuditPageBytes of bodies and one record beyond. Before,
 // a page was 2,000 records whatever their size: 2,000 such calls made one
 // read of 2 GiB, in the server, when a human opened the agent's request.
 // The answers are whole (every call counted).
@@ -83,7 +83,7 @@ func TestWhatIfReadsTheTrailInBoundedPages(t *testing.T) {
 	ps := &pageStore{Store: s.st}
 	s.st = ps
 	since := time.Now().Add(-time.Hour)
-	limit := whatIfPageBytes + rec
+	limit := AuditPageBytes + rec
 
 	np, err := s.NewlyPossible(ctx, "research", []string{"tool:invoke pay --..."}, "", since)
 	if err != nil || np.Calls != calls {
@@ -108,8 +108,8 @@ func TestWhatIfReadsTheTrailInBoundedPages(t *testing.T) {
 		if err != nil || h.Records != calls {
 			t.Fatalf("export %s: %d records, %v; want %d", f, h.Records, err, calls)
 		}
-		if ps.maxBytes > max(auditPageBytes, whatIfPageBytes)+rec {
-			t.Fatalf("export %s read %d records, %d bytes, at once; want at most %d bytes", f, ps.maxRecords, ps.maxBytes, auditPageBytes+rec)
+		if ps.maxBytes > AuditPageBytes+rec {
+			t.Fatalf("export %s read %d records, %d bytes, at once; want at most %d bytes", f, ps.maxRecords, ps.maxBytes, AuditPageBytes+rec)
 		}
 	}
 }

@@ -144,7 +144,7 @@ func (b hostInbox) RecentAudit(ctx context.Context, limit int) ([]inbox.AuditRec
 	// at every view of the page.
 	var out []inbox.AuditRecord
 	for after := max(0, hi-int64(limit)); len(out) < limit; {
-		recs, err := b.h.AuditPage(ctx, after, limit-len(out), recentAuditPageBytes)
+		recs, err := b.h.AuditPage(ctx, after, limit-len(out), admin.AuditPageBytes)
 		if err != nil {
 			return nil, inboxErr(err)
 		}
@@ -160,13 +160,8 @@ func (b hostInbox) RecentAudit(ctx context.Context, limit int) ([]inbox.AuditRec
 	return out, nil
 }
 
-// recentAuditPageBytes bounds the bodies of one page the inbox's audit
-// view reads (one record beyond it), and shownBodyBytes how much of a
-// body it shows.
-const (
-	recentAuditPageBytes = 8 << 20
-	shownBodyBytes       = 4 << 10
-)
+// shownBodyBytes is how much of a body the inbox's audit view shows.
+const shownBodyBytes = 4 << 10
 
 // shownBody is body as the inbox shows it: whole up to shownBodyBytes,
 // else cut there (at a character's start) and saying so.

@@ -85,10 +85,6 @@ const auditTailPoll = 200 * time.Millisecond
 
 var auditTailPage = 1000 // a variable for tests
 
-// auditPageBytes bounds the bodies of one page read (one record beyond
-// it): records hold agents' inputs, up to max_input_bytes each.
-const auditPageBytes = 8 << 20
-
 // openAudit opens the state store for an audit command: -state, or the
 // store agent.toml names (which then must load). A store file that does not
 // exist is an error, not an empty trail: a deleted store must not verify.
@@ -216,7 +212,7 @@ func auditHasHash(ctx context.Context, st *admin.State, h string) (bool, error) 
 		return true, nil // the head of an empty trail, which every trail extends
 	}
 	for after := int64(0); ; {
-		recs, err := st.AuditPage(ctx, after, auditTailPage, auditPageBytes)
+		recs, err := st.AuditPage(ctx, after, auditTailPage, admin.AuditPageBytes)
 		if err != nil {
 			return false, err
 		}
@@ -369,7 +365,7 @@ func cmdAuditTail(ctx context.Context, args []string, _ io.Reader, stdout, stder
 		case <-tick.C:
 		}
 		for { // a burst may be more than one page
-			recs, err := st.AuditPage(ctx, after, auditTailPage, auditPageBytes)
+			recs, err := st.AuditPage(ctx, after, auditTailPage, admin.AuditPageBytes)
 			if ctx.Err() != nil {
 				return exitOK
 			}

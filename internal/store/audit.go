@@ -318,18 +318,13 @@ func (s *DB) AuditPage(ctx context.Context, after int64, limit int, maxBytes int
 // (wrapping ErrAuditBroken) naming r, as VerifyAudit would name it first
 // had nothing before it been changed.
 func AuditLink(prevSeq int64, prevHash string, r AuditRecord) error {
-	if prevSeq == 0 && prevHash == "" {
-		prevHash = genesis
-	}
-	switch {
-	case r.Seq > prevSeq+1:
-		return &AuditProblem{prevSeq + 1, "deleted", fmt.Sprintf("records %d..%d are missing (the next present is %d)", prevSeq+1, r.Seq-1, r.Seq)}
-	case r.Seq != prevSeq+1:
-		return &AuditProblem{r.Seq, "reordered", fmt.Sprintf("sequence number %d follows %d", r.Seq, prevSeq)}
-	case r.Prev != prevHash:
-		return &AuditProblem{r.Seq, "edited", "its prev hash is not the hash of the record before it (edited, or a record before it deleted and the rest renumbered)"}
-	case auditHash(r) != r.Hash:
-		return &AuditProblem{r.Seq, "edited", "its content does not match its hash"}
+	// chainCheck's judgement of r without its successor (no insertion
+	// can be told) and without the records after it (no reordering by
+	// link: a broken link is an edit).
+	c := chainCheck{prevHash: prevHash, prevSeq: prevSeq, cur: r, has: true,
+		later: func(string, int64, int64) (int64, bool, error) { return 0, false, nil }}
+	if p, _ := c.judge(nil); p != nil {
+		return p
 	}
 	return nil
 }
@@ -440,14 +435,15 @@ func (c *chainCheck) judge(next *AuditRecord) (*AuditProblem, error) {
 	return nil, nil
 }
 
-// A reader of the whole trail (VerifyAudit, ExportAudit) reads it a page
-// at a time, at most auditWalkPage records and auditWalkBytes of their
-// bodies (one record beyond: AuditPage): a record holds an agent's input
-// up to max_input_bytes, so that one read of the whole trail was as large
-// as everything agents ever sent.
+// AuditPageBytes is how many bytes of bodies a reader of the whole trail
+// (VerifyAudit, ExportAudit here; the what-if, the exports, the inbox's
+// audit view above) reads at once, one record beyond it (AuditPage): a
+// record holds an agent's input up to max_input_bytes, so that a page of
+// a fixed count could be as large as everything agents ever sent.
+// auditWalkPage is this package's readers' count.
 const (
+	AuditPageBytes = 8 << 20
 	auditWalkPage  = 1000
-	auditWalkBytes = 8 << 20
 )
 
 // walkAudit hands each the trail's records in order, up to the last one
@@ -500,7 +496,7 @@ func (s *DB) laterAudit(ctx context.Context, hash string, seq int64) (int64, boo
 // wrapping ErrAuditBroken (an *AuditProblem naming the first bad record),
 // with the number of records before it.
 func (s *DB) VerifyAudit(ctx context.Context) (n int64, head string, err error) {
-	return s.verifyAudit(ctx, auditWalkPage, auditWalkBytes)
+	return s.verifyAudit(ctx, auditWalkPage, AuditPageBytes)
 }
 
 func (s *DB) verifyAudit(ctx context.Context, limit int, maxBytes int64) (n int64, head string, err error) {
@@ -545,7 +541,7 @@ type auditExportHead struct {
 // (appended ones are not written), read a bounded page at a time
 // (walkAudit). VerifyExport checks such a file elsewhere.
 func (s *DB) ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error) {
-	return s.exportAudit(ctx, w, auditWalkPage, auditWalkBytes)
+	return s.exportAudit(ctx, w, auditWalkPage, AuditPageBytes)
 }
 
 func (s *DB) exportAudit(ctx context.Context, w io.Writer, limit int, maxBytes int64) (n int64, head string, err error) {

@@ -91,6 +91,25 @@ func TestReserveBudgetRefusedWhenItsSpendCannotBeWritten(t *testing.T) {
 	})
 }
 
+// reserveOnBudgetedCard grants agent "a" a card for echo with budget b on
+// s and reserves one call on it.
+func reserveOnBudgetedCard(t *testing.T, s *DB, b string) (cards.Card, BudgetSpend) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.EnsureAgent(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Grant(ctx, "a", budgeted(t, b, "tool:invoke echo --..."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := s.ReserveBudget(ctx, c.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, sp
+}
+
 // TestChargeBudgetWallTimeWithoutBytes: a call that sent nothing is
 // charged its wall time all the same, and the card over its wall_ms
 // budget refuses the next call.
@@ -99,17 +118,7 @@ func TestChargeBudgetWallTimeWithoutBytes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := open(t, be.target(t), nil)
-		if err := s.EnsureAgent(ctx, "a"); err != nil {
-			t.Fatal(err)
-		}
-		c, err := s.Grant(ctx, "a", budgeted(t, "wall_ms=100", "tool:invoke echo --..."))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp, err := s.ReserveBudget(ctx, c.ID, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, sp := reserveOnBudgetedCard(t, s, "wall_ms=100")
 		if err := s.ChargeBudget(ctx, sp, 150, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -128,17 +137,7 @@ func TestChargeBudgetRefusesNegativeAmounts(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := open(t, be.target(t), nil)
-		if err := s.EnsureAgent(ctx, "a"); err != nil {
-			t.Fatal(err)
-		}
-		c, err := s.Grant(ctx, "a", budgeted(t, "wall_ms=100,bytes_out=100", "tool:invoke echo --..."))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp, err := s.ReserveBudget(ctx, c.ID, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, sp := reserveOnBudgetedCard(t, s, "wall_ms=100,bytes_out=100")
 		if err := s.ChargeBudget(ctx, sp, 150, 150); err != nil {
 			t.Fatal(err)
 		}
