@@ -180,7 +180,7 @@ func (s Spec) Apply(r *http.Request, body []byte, v Values, now time.Time) ([]st
 		if !HeaderValue(v.Value) {
 			return nil, ErrInvalidValue
 		}
-		enc := base64.StdEncoding.EncodeToString([]byte(s.Username + ":" + v.Value))
+		enc := BasicPair(s.Username, v.Value)
 		r.Header.Set("Authorization", "Basic "+enc)
 		return []string{enc}, nil
 	case HMAC:
@@ -189,4 +189,10 @@ func (s Spec) Apply(r *http.Request, body []byte, v Values, now time.Time) ([]st
 		return s.signV4(r, body, v, now)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnsupported, s.Kind)
+}
+
+// BasicPair is the basic kind's encoded pair, base64(username:value),
+// what its Authorization header carries after "Basic ".
+func BasicPair(username, value string) string {
+	return base64.StdEncoding.EncodeToString([]byte(username + ":" + value))
 }

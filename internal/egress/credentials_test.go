@@ -506,3 +506,47 @@ func TestMTLSRotationEvictsOldPool(t *testing.T) {
 		t.Fatalf("%d client-certificate pools after the key was rotated, want 1 (the old one evicted)", n)
 	}
 }
+
+// TestBasicPairRedactedFromEveryAnswer: the basic kind's encoded pair,
+// base64(username:value), is the password in another spelling that any
+// server accepts for as long as the password holds, so it is redacted
+// from every answer of the policy like the value itself, not only from
+// the answer to the request it was attached to: here the API shows a later
+// request, which carries no credential, the headers it was sent before.
+// (The value's own encodings already hide every character it determines
+// alone; without the pair, the characters at its edges were left.)
+func TestBasicPairRedactedFromEveryAnswer(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	s := startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == "/seen" {
+			w.Write([]byte(strings.Join(sent, "\n")))
+			return
+		}
+		sent = append(sent, "Authorization: "+r.Header.Get("Authorization"))
+		w.Write([]byte("ok"))
+	}, false)
+	e, p := credEnv(t, credential.Spec{Kind: credential.Basic, Username: "ann"}, "s3cr3t-value", s.port)
+	ctx := ctxTimeout(t, 10*time.Second)
+	if _, ferr := e.gate.Fetch(ctx, p, withCred(get(urlFor(s, "api.example.com", "/")), "API_TOKEN")); ferr != nil {
+		t.Fatal(ferr)
+	}
+	// base64("ann:s3cr3t-value"): "ann:" is four bytes, so the characters
+	// at the value's edges hold bits of it and of its neighbours.
+	const pair = "YW5uOnMzY3IzdC12YWx1ZQ=="
+	if last, _ := s.lastRequest(); last.Header.Get("Authorization") != "Basic "+pair {
+		t.Fatalf("server got Authorization %q, want the basic pair", last.Header.Get("Authorization"))
+	}
+	resp, ferr := e.gate.Fetch(ctx, p, get(urlFor(s, "api.example.com", "/seen")))
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	if strings.Contains(string(resp.Body), pair) {
+		t.Fatalf("a request without the credential got the basic pair back: %s", resp.Body)
+	}
+	if want := "Authorization: Basic [REDACTED:API_TOKEN]"; !strings.Contains(string(resp.Body), want) {
+		t.Errorf("the API's log, as the tool got it: %s; want %q", resp.Body, want)
+	}
+}

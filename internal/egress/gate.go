@@ -154,7 +154,18 @@ func (g *Gate) secretValues(p *Policy) []secretValue {
 func (g *Gate) withTokens(p *Policy, vals []secretValue) []secretValue {
 	out := vals
 	for _, name := range p.secrets {
-		if p.spec(name).Kind != credential.OAuth2 {
+		switch p.spec(name).Kind {
+		case credential.Basic:
+			// The encoded pair is the password in another spelling, good
+			// for as long as the password is. The value's own encodings
+			// already hide the characters it determines; this hides the
+			// pair whole, the bits of the value at its edges too.
+			if v, d := resolveCredential(vals, name); d.Allow {
+				out = append(slices.Clip(out), secretValue{name, credential.BasicPair(p.spec(name).Username, v)})
+			}
+			continue
+		case credential.OAuth2:
+		default:
 			continue
 		}
 		toks := g.retiredTokens(name)
