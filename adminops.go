@@ -208,6 +208,16 @@ func (h *Host) VerifyAudit(ctx context.Context) (n int64, head string, err error
 	return s.VerifyAudit(ctx)
 }
 
+// VerifyAuditFrom is VerifyAudit from a mark an earlier check returned
+// (admin.State.VerifyAuditFrom).
+func (h *Host) VerifyAuditFrom(ctx context.Context, from admin.AuditMark, whole bool) (admin.AuditMark, error) {
+	s, err := h.flushedAdmin(ctx)
+	if err != nil {
+		return admin.AuditMark{}, err
+	}
+	return s.VerifyAuditFrom(ctx, from, whole)
+}
+
 // flushedAdmin is admin over the Host's store once the records its calls
 // journaled are in the trail.
 func (h *Host) flushedAdmin(ctx context.Context) (*admin.State, error) {

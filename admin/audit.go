@@ -65,6 +65,20 @@ func (s *State) VerifyAudit(ctx context.Context) (n int64, head string, err erro
 	return s.st.VerifyAudit(ctx)
 }
 
+// AuditMark is where a check of the chain ended: the records, the last
+// one's sequence number and hash.
+type AuditMark = store.AuditMark
+
+// VerifyAuditFrom checks the records after from, a mark an earlier check
+// returned (the zero mark: every record), and that from's record is still
+// as it was; with whole, every record. It returns the new mark. Its cost
+// is what follows from, where VerifyAudit's is the trail's length; and it
+// finds a chain rewritten or cut after from was taken, which VerifyAudit
+// cannot (the chain has no key).
+func (s *State) VerifyAuditFrom(ctx context.Context, from AuditMark, whole bool) (AuditMark, error) {
+	return s.st.VerifyAuditFrom(ctx, from, whole)
+}
+
 // ExportAudit writes the whole trail to w as JSON lines, one record per
 // line, then a head line {"head": HASH, "records": N}; VerifyExport checks
 // such a file without a store.

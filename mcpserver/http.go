@@ -206,7 +206,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	// The operators' inbox has its own login (an operator token, then a
 	// session cookie): browsers send no bearer token. It is behind the same
 	// Origin check as Path.
-	ui := s.originCheck(o)(inbox.New(hostInbox{s.host}, &inbox.Options{Logger: s.log}))
+	ui := s.originCheck(o)(inbox.New(newHostInbox(s.host), &inbox.Options{Logger: s.log}))
 	mux.Handle(inbox.Path, ui)
 	mux.Handle(inbox.Path+"/", ui)
 	if o.Health != nil {

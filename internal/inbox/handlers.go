@@ -395,10 +395,13 @@ type auditStatus struct {
 
 func (in *inbox) audit(w http.ResponseWriter, r *http.Request, op operator) {
 	p := in.page(op, "audit", "Audit trail")
-	n, err := in.b.VerifyAudit(r.Context())
+	c, err := in.b.VerifyAudit(r.Context())
 	switch {
+	case err == nil && c.Whole.IsZero():
+		p.Status = auditStatus{OK: true, Text: "ok: " + itoa(c.Records) + " records"}
 	case err == nil:
-		p.Status = auditStatus{OK: true, Text: "ok: " + itoa(n) + " records"}
+		p.Status = auditStatus{OK: true, Text: "ok: " + itoa(c.Records) + " records (every record checked at " + c.Whole.UTC().Format("15:04:05") +
+			" UTC, the " + itoa(c.Read) + " added since then now; maiden audit verify checks every record)"}
 	case errors.Is(err, ErrAuditBroken):
 		p.Status = auditStatus{Text: err.Error()}
 	default:

@@ -81,9 +81,10 @@ type Backend interface {
 	// RecentAudit returns up to limit of the newest audit records, newest
 	// first, each body cut to a few KiB if it is longer (saying so).
 	RecentAudit(ctx context.Context, limit int) ([]AuditRecord, error)
-	// VerifyAudit checks the whole chain: the number of records, or an
-	// error wrapping ErrAuditBroken that names the first bad record.
-	VerifyAudit(ctx context.Context) (records int64, err error)
+	// VerifyAudit checks the chain (the records added since its last
+	// check, and every record at times): what it found, or an error
+	// wrapping ErrAuditBroken that names the first bad record.
+	VerifyAudit(ctx context.Context) (AuditCheck, error)
 	// Agents lists the declared agents by name.
 	Agents(ctx context.Context) ([]string, error)
 	// Cards lists an agent's cards, revoked ones included, oldest first.
@@ -91,6 +92,16 @@ type Backend interface {
 	// RevokeCard revokes a card and its descendants for by
 	// ("operator:NAME"), returning how many cards it revoked.
 	RevokeCard(ctx context.Context, id, by string) (revoked int, err error)
+}
+
+// AuditCheck is what a check of the audit chain found intact.
+type AuditCheck struct {
+	Records int64 // the records in the chain
+	// Whole is when every record was last checked: zero when this check
+	// did. Otherwise this check read the Read records added since the last
+	// one, and that the last one's last record is still as it was.
+	Whole time.Time
+	Read  int64
 }
 
 // Approval is an approval request as the page shows it (maiden's

@@ -34,9 +34,13 @@ type fakeBackend struct {
 	audit     []AuditRecord
 	verifyN   int64
 	verifyErr error
-	cards     map[string][]Card
-	revoked   []string // "id by"
-	failAll   error
+	// verifyWhole and verifyRead: a check of the records added since the
+	// last one (verifyWhole zero: every record checked).
+	verifyWhole time.Time
+	verifyRead  int64
+	cards       map[string][]Card
+	revoked     []string // "id by"
+	failAll     error
 }
 
 func newFake() *fakeBackend {
@@ -118,10 +122,10 @@ func (f *fakeBackend) RecentAudit(_ context.Context, limit int) ([]AuditRecord, 
 	return f.audit[:min(limit, len(f.audit))], nil
 }
 
-func (f *fakeBackend) VerifyAudit(context.Context) (int64, error) {
+func (f *fakeBackend) VerifyAudit(context.Context) (AuditCheck, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.verifyN, f.verifyErr
+	return AuditCheck{Records: f.verifyN, Whole: f.verifyWhole, Read: f.verifyRead}, f.verifyErr
 }
 
 func (f *fakeBackend) Agents(context.Context) ([]string, error) { return []string{"bot"}, nil }
@@ -624,7 +628,17 @@ func TestAuditPage(t *testing.T) {
 	if !strings.Contains(body, "ok: 3 records") || strings.Index(body, ">3<") > strings.Index(body, ">1<") {
 		t.Fatalf("audit page: want the verify status and the newest first:\n%s", body)
 	}
+	// A view that read only the records added since the last: it says so.
+	f.mu.Lock()
+	f.verifyWhole, f.verifyRead = time.Date(2026, 12, 6, 11, 58, 7, 0, time.UTC), 2
+	f.mu.Unlock()
+	_, body = c.do("GET", "/ui/audit", nil, nil)
+	if want := "ok: 3 records (every record checked at 11:58:07 UTC, the 2 added since then now; maiden audit verify checks every record)"; !strings.Contains(body, want) {
+		t.Fatalf("audit page after a check of the added records: want %q:\n%s", want, body)
+	}
+	f.mu.Lock()
 	f.verifyErr = fmt.Errorf("%w: record 2 edited: hash mismatch", ErrAuditBroken)
+	f.mu.Unlock()
 	_, body = c.do("GET", "/ui/audit", nil, nil)
 	if !strings.Contains(body, "record 2 edited") || !strings.Contains(body, `verify bad`) {
 		t.Fatalf("audit page of a broken chain: want the first bad record named:\n%s", body)

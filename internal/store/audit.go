@@ -332,7 +332,7 @@ func AuditLink(prevSeq int64, prevHash string, r AuditRecord) error {
 // AuditProblem says where and how a chain is broken.
 type AuditProblem struct {
 	Seq    int64  // the first bad record (or the first missing one)
-	Reason string // "edited", "deleted", "inserted", "reordered"
+	Reason string // "edited", "deleted", "inserted", "reordered"; "rewritten" (VerifyAuditFrom)
 	Detail string
 }
 
@@ -451,11 +451,16 @@ const (
 // reads is the trail as of one instant, as one read of it was), a page at
 // a time (at most limit records, maxBytes of bodies and one record more).
 func (s *DB) walkAudit(ctx context.Context, limit int, maxBytes int64, each func(AuditRecord) error) error {
+	return s.walkAuditAfter(ctx, 0, limit, maxBytes, each)
+}
+
+// walkAuditAfter is walkAudit from the record after sequence number from.
+func (s *DB) walkAuditAfter(ctx context.Context, from int64, limit int, maxBytes int64, each func(AuditRecord) error) error {
 	var last int64
 	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM audit`).Scan(&last); err != nil {
 		return fmt.Errorf("audit: the last record: %w", err)
 	}
-	for after := int64(0); after < last; {
+	for after := from; after < last; {
 		recs, err := s.AuditPage(ctx, after, limit, maxBytes)
 		if err != nil {
 			return err
@@ -503,9 +508,82 @@ func (s *DB) verifyAudit(ctx context.Context, limit int, maxBytes int64) (n int6
 	if err := s.journal.Flush(ctx); err != nil {
 		return 0, "", err
 	}
-	c := chainCheck{later: func(hash string, _, seq int64) (int64, bool, error) { return s.laterAudit(ctx, hash, seq) }}
+	m, err := s.verifyAfter(ctx, AuditMark{}, limit, maxBytes)
+	if err != nil {
+		return m.Records, "", err
+	}
+	return m.Records, m.Head, nil
+}
+
+// AuditMark is where a check of the chain ended: the number of records,
+// the last one's sequence number and hash (the head). The zero mark is
+// the trail's start.
+type AuditMark struct {
+	Records int64
+	Seq     int64
+	Head    string
+}
+
+// VerifyAuditFrom is VerifyAudit for a reader that checked the chain up
+// to from before (a mark an earlier call returned): it checks that
+// from's record is still there with from's hash, then the records after
+// it, and returns the new mark; its cost is the records after from, not
+// the trail's length. With whole, or when from's record is not as it was,
+// it checks the whole chain, and then a chain that verifies without from's
+// record in it was rewritten or cut after from was taken: a problem too,
+// which VerifyAudit cannot see (the chain has no key: a rewrite that
+// relinks every record after an edit verifies on its own).
+func (s *DB) VerifyAuditFrom(ctx context.Context, from AuditMark, whole bool) (AuditMark, error) {
+	return s.verifyAuditFrom(ctx, from, whole, auditWalkPage, AuditPageBytes)
+}
+
+func (s *DB) verifyAuditFrom(ctx context.Context, from AuditMark, whole bool, limit int, maxBytes int64) (AuditMark, error) {
+	if err := s.journal.Flush(ctx); err != nil {
+		return AuditMark{}, err
+	}
+	if from.Seq <= 0 {
+		return s.verifyAfter(ctx, AuditMark{}, limit, maxBytes)
+	}
+	marked := func() (bool, error) {
+		recs, err := s.AuditPage(ctx, from.Seq-1, 1, 1)
+		if err != nil {
+			return false, err
+		}
+		return len(recs) == 1 && recs[0].Seq == from.Seq && recs[0].Hash == from.Head && auditHash(recs[0]) == recs[0].Hash, nil
+	}
+	if !whole {
+		ok, err := marked()
+		if err != nil {
+			return AuditMark{}, err
+		}
+		if ok {
+			return s.verifyAfter(ctx, from, limit, maxBytes)
+		}
+	}
+	m, err := s.verifyAfter(ctx, AuditMark{}, limit, maxBytes)
+	if err != nil {
+		return m, err
+	}
+	if m.Seq < from.Seq {
+		return m, &AuditProblem{m.Seq + 1, "deleted", fmt.Sprintf("the trail ends at record %d, where it held record %d with hash %s when it was checked before", m.Seq, from.Seq, from.Head)}
+	}
+	ok, err := marked()
+	if err != nil {
+		return m, err
+	}
+	if !ok {
+		return m, &AuditProblem{from.Seq, "rewritten", fmt.Sprintf("its hash is no longer %s, the one it had when the chain was checked before, yet the chain links: the trail was rewritten from record %d on", from.Head, from.Seq)}
+	}
+	return m, nil
+}
+
+// verifyAfter checks the records after from (the zero mark: all of them),
+// from's hash taken as the link the first must carry.
+func (s *DB) verifyAfter(ctx context.Context, from AuditMark, limit int, maxBytes int64) (AuditMark, error) {
+	c := chainCheck{later: func(hash string, _, seq int64) (int64, bool, error) { return s.laterAudit(ctx, hash, seq) },
+		prevHash: from.Head, prevSeq: from.Seq, n: from.Records}
 	var problem *AuditProblem
-	err = s.walkAudit(ctx, limit, maxBytes, func(r AuditRecord) error {
+	err := s.walkAuditAfter(ctx, from.Seq, limit, maxBytes, func(r AuditRecord) error {
 		p, err := c.add(r)
 		if p != nil {
 			problem = p
@@ -514,19 +592,19 @@ func (s *DB) verifyAudit(ctx context.Context, limit int, maxBytes int64) (n int6
 		return err
 	})
 	if problem != nil {
-		return c.n, "", problem
+		return AuditMark{Records: c.n}, problem
 	}
 	if err != nil {
-		return c.n, "", err
+		return AuditMark{Records: c.n}, err
 	}
 	head, p, err := c.end()
 	switch {
 	case p != nil:
-		return c.n, "", p
+		return AuditMark{Records: c.n}, p
 	case err != nil:
-		return c.n, "", err
+		return AuditMark{Records: c.n}, err
 	}
-	return c.n, head, nil
+	return AuditMark{Records: c.n, Seq: c.prevSeq, Head: head}, nil
 }
 
 // auditExportHead is the last line of an export.

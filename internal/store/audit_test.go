@@ -243,18 +243,21 @@ func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string
 			s := open(t, path, nil)
 			appendN(t, s, 6, "t")
 			verifyOK(t, s, 6)
+			recs, err := s.AuditTail(context.Background(), 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
 			sql := tc.sql
 			if tc.build != nil {
-				recs, err := s.AuditTail(context.Background(), 0, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
 				sql = tc.build(recs)
 			}
+			// Where a reader that checked the chain before stopped: every
+			// edit is after record 2.
+			mark := AuditMark{Records: 2, Seq: 2, Head: recs[1].Hash}
 			s.Close()
 			edit(t, path, sql)
 			s = open(t, path, nil)
-			_, _, err := s.VerifyAudit(context.Background())
+			_, _, err = s.VerifyAudit(context.Background())
 			var p *AuditProblem
 			if !errors.As(err, &p) || !errors.Is(err, ErrAuditBroken) {
 				t.Fatalf("VerifyAudit after %q: %v; want a problem", sql, err)
@@ -277,6 +280,13 @@ func tamper(t *testing.T, be backend, edit func(t *testing.T, target, sql string
 				var pp *AuditProblem
 				if !errors.As(perr, &pp) || *pp != *p {
 					t.Fatalf("VerifyAudit in pages of %d records, %d bytes, after %q: %v; want %v", pg.limit, pg.maxBytes, sql, perr, err)
+				}
+				// And from the mark taken before the edit, reading only
+				// what follows it.
+				_, ferr := s.verifyAuditFrom(context.Background(), mark, false, pg.limit, pg.maxBytes)
+				var fp *AuditProblem
+				if !errors.As(ferr, &fp) || *fp != *p {
+					t.Fatalf("VerifyAuditFrom record 2 in pages of %d records, %d bytes, after %q: %v; want %v", pg.limit, pg.maxBytes, sql, ferr, err)
 				}
 			}
 			// An export of the edited trail, checked without the store

@@ -171,6 +171,12 @@ type Store interface {
 	// hash, or an *AuditProblem (wrapping ErrAuditBroken) naming the first
 	// bad record and why (edited, deleted, inserted, reordered).
 	VerifyAudit(ctx context.Context) (n int64, head string, err error)
+	// VerifyAuditFrom checks the records after a mark an earlier check
+	// returned (the zero mark: all of them), and that the mark's record is
+	// still as it was; with whole, every record. The new mark, or an
+	// *AuditProblem ("rewritten" when the chain links but the mark's record
+	// changed).
+	VerifyAuditFrom(ctx context.Context, from AuditMark, whole bool) (AuditMark, error)
 	// ExportAudit writes the trail as JSON lines and a final head line;
 	// VerifyExport checks one without a store.
 	ExportAudit(ctx context.Context, w io.Writer) (n int64, head string, err error)
