@@ -177,3 +177,21 @@ func TestRedact(t *testing.T) {
 		t.Fatalf("live log: %q", seen)
 	}
 }
+
+// TestQuotaCostRefusedWhenNotCounted: a cost that cannot be evaluated
+// (the agent left out the argument it reads) or is negative, even by one,
+// refuses the call before anything is spent: neither is a free call, nor
+// one that gives units back.
+func TestQuotaCostRefusedWhenNotCounted(t *testing.T) {
+	for _, tc := range []struct{ cost, want string }{
+		{"int(args.missing)", "refused by policy: the cost of this call could not be evaluated ("},
+		{"int(args.amount) - 6", "refused by policy: the cost of this call is negative (-1)"},
+	} {
+		m := config.Middleware{Rule: "q", Use: config.UseQuota, Limit: 10, Window: time.Hour, Cost: costOf(t, tc.cost)}
+		l := &limitsStore{allow: true}
+		s, handled, err := layers(l).Before(context.Background(), m, call)
+		if err != nil || !handled || s.Refused == nil || s.Refused.Kind != api.KindDenied || !strings.HasPrefix(s.Refused.Message, tc.want) || len(l.costs) != 0 {
+			t.Errorf("cost %s: step %+v (refused %+v), %v, spent %v; want it refused (%q) with nothing spent", tc.cost, s.Verdict, s.Refused, err, l.costs, tc.want)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package mwproto
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/api"
 )
@@ -245,4 +247,34 @@ func FuzzMiddlewareEventJSON(f *testing.F) {
 			t.Fatalf("error read back as %+v from %s", back.Error, text)
 		}
 	})
+}
+
+// TestVerdictCutShortOrOverLong: a verdict cut short (its object never
+// closed) is not JSON, whatever it held up to there; a rejection's
+// message is bounded in bytes, not in characters: exactly MaxMessage
+// bytes are accepted, one more refused, and so are MaxMessage/2+1
+// two-byte characters.
+func TestVerdictCutShortOrOverLong(t *testing.T) {
+	for _, b := range []struct {
+		phase Phase
+		text  string
+	}{
+		{Before, `{"verdict":"pass"`},
+		{After, `{"verdict":"rewrite","output":"x"`},
+		{Failed, `{"verdict":"reject","message":"no" `},
+	} {
+		if v, err := ParseVerdict(b.phase, b.text); err == nil || !strings.HasPrefix(err.Error(), "middleware verdict: not JSON") {
+			t.Errorf("%s %s: %+v, %v; want it refused as not JSON", b.phase, b.text, v, err)
+		}
+	}
+	exact := strings.Repeat("x", MaxMessage)
+	if v, err := ParseVerdict(Before, `{"verdict":"reject","message":"`+exact+`"}`); err != nil || v.Message != exact {
+		t.Errorf("a message of exactly %d bytes: %v; want it accepted", MaxMessage, err)
+	}
+	for _, msg := range []string{exact + "x", strings.Repeat("é", MaxMessage/2+1)} {
+		want := fmt.Sprintf(`middleware verdict: "message" is %d bytes, over the limit of %d`, len(msg), MaxMessage)
+		if v, err := ParseVerdict(Failed, `{"verdict":"reject","message":"`+msg+`"}`); err == nil || err.Error() != want {
+			t.Errorf("a message of %d bytes (%d characters): %d bytes accepted, error %v; want %q", len(msg), utf8.RuneCountInString(msg), len(v.Message), err, want)
+		}
+	}
 }

@@ -77,6 +77,8 @@ func Component(t testing.TB, name string) string {
 //	"pass"     WAT: logs one line and passes
 //	"foldrewrite" WAT: rewrites every input to two keys that differ only in case
 //	"withhold" WAT: passes every call, rejects every output (after phase)
+//	"mask"     WAT: passes every call and failure, rewrites every output
+//	           to "masked by mask" (after phase)
 //	"dlp"      Go (dlp/main.go): rejects a call whose output, error or a
 //	           log line mentions a password (after and failed phases); a
 //	           failure saying "rewrite me" gets a rewrite (refused)
