@@ -396,6 +396,7 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden [
 	// signature covers the method, URL, Host and headers built above from
 	// the checked parts, and the body.
 	tr := p.transport(g)
+	var own []secretValue // what attaching derived for this request alone
 	if req.HasCredential {
 		derived, mtls, d := p.attach(ctx, g, hreq, req, vals, t, "")
 		if !d.Allow {
@@ -405,7 +406,8 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden [
 			tr = mtls
 		}
 		if len(derived) > 0 {
-			red = newRedactor(append(slices.Clip(hidden), derived...))
+			own = derived
+			red = newRedactor(append(slices.Clip(hidden), own...))
 			*redp = red
 		}
 	}
@@ -426,7 +428,8 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden [
 		if !d.Allow {
 			return nil, ev.refuse(d)
 		}
-		red = newRedactor(append(slices.Clip(hidden), append(derived, secretValue{req.Credential, used})...))
+		own = append(derived, secretValue{req.Credential, used})
+		red = newRedactor(append(slices.Clip(hidden), own...))
 		*redp = red
 		hreq = retry
 		resp, err = tr.RoundTrip(hreq)
@@ -484,6 +487,15 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden [
 	}
 	if int64(len(body)) > limit {
 		return nil, ev.tooLarge(p.maxBytes, -1)
+	}
+	// Tokens the gate obtained while this request was in flight (for
+	// another request of the policy, or replacing the one cached) are
+	// hidden too: the answer may echo them (an API showing what it was
+	// sent), and the redactor was built before they existed.
+	if now := g.withTokens(p, vals); !sameSecrets(now, hidden) {
+		hidden = now
+		red = newRedactor(append(slices.Clip(hidden), own...))
+		*redp = red
 	}
 	if ce := contentEncoding(resp.Header); ce != "" && len(body) > 0 {
 		// The coding is the server's text: redacted before it is quoted

@@ -173,6 +173,10 @@ type oauthWorld struct {
 
 	mu      sync.Mutex
 	apiSeen strings.Builder // every request the API received: headers, body
+
+	// /v1/seen-later: arrived is closed when it is asked, and it answers
+	// (what /v1/seen would) once hold is closed.
+	arrived, hold chan struct{}
 }
 
 // seen is everything the API was sent.
@@ -183,8 +187,18 @@ func (w *oauthWorld) seen() string {
 }
 
 func newOAuthWorld(t *testing.T, secret string) *oauthWorld {
-	w := &oauthWorld{as: startAuthServer(t)}
+	w := &oauthWorld{as: startAuthServer(t), arrived: make(chan struct{}), hold: make(chan struct{})}
 	w.api = startServer(t, func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/seen-later" {
+			close(w.arrived)
+			select {
+			case <-w.hold:
+			case <-r.Context().Done():
+				return
+			}
+			rw.Write([]byte(w.seen()))
+			return
+		}
 		if r.URL.Path == "/v1/seen" {
 			// What the API was sent so far, to anyone (an API's
 			// request log): the access token in it.
@@ -328,6 +342,44 @@ func TestOAuth2TokenRedactedFromEveryAnswer(t *testing.T) {
 	}
 	if !bytes.Contains(resp.Body, []byte("Authorization: Bearer [REDACTED:API_TOKEN]")) {
 		t.Errorf("the API's log, as the tool got it, has no redacted token: %s", resp.Body)
+	}
+}
+
+// TestOAuth2TokenRedactedFromAnswersInFlight: a token the gate obtains
+// while another request of the policy is in flight is redacted from that
+// request's answer too, though its redactor was built before the token
+// existed: here the API holds a request without the credential until a
+// second request has brought it the first token, then shows it what it
+// was sent.
+func TestOAuth2TokenRedactedFromAnswersInFlight(t *testing.T) {
+	w := newOAuthWorld(t, "verysecret")
+	type answer struct {
+		resp *Response
+		ferr *FetchError
+	}
+	later := make(chan answer, 1)
+	go func() {
+		resp, ferr := w.e.gate.Fetch(ctxTimeout(t, 20*time.Second), w.p, get(urlFor(w.api, "api.example.com", "/v1/seen-later")))
+		later <- answer{resp, ferr}
+	}()
+	<-w.arrived
+	if _, ferr := w.fetch(t); ferr != nil {
+		t.Fatal(ferr)
+	}
+	close(w.hold)
+	a := <-later
+	if a.ferr != nil {
+		t.Fatal(a.ferr)
+	}
+	toks := w.as.accessTokens()
+	if len(toks) != 1 {
+		t.Fatalf("%d access tokens issued, want 1", len(toks))
+	}
+	if bytes.Contains(a.resp.Body, []byte(toks[0])) {
+		t.Fatalf("the answer of a request in flight when the token was obtained holds it: %s", a.resp.Body)
+	}
+	if !bytes.Contains(a.resp.Body, []byte("Authorization: Bearer [REDACTED:API_TOKEN]")) {
+		t.Errorf("the API's log, as the tool got it, has no redacted token: %s", a.resp.Body)
 	}
 }
 
