@@ -828,8 +828,10 @@ use = "withhold"
 // cannot carry the call past them. The validate layer's check is asked
 // again on the rewritten input and refuses it; an approve layer whose
 // condition did not hold on the agent's input and holds on the rewritten
-// one refuses the call (a human would have been asked). Before, the call
-// ran as rewritten (paris → Paris) with neither.
+// one refuses the call (a human would have been asked); a quota layer
+// that counted the call as it was refuses one rewritten to cost more of it
+// (or that it now applies to). Before, the call ran as rewritten (paris →
+// Paris) with none of them.
 func TestRewriteRecheckedByOuterLayers(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, layer, want string }{
@@ -838,6 +840,17 @@ check = 'args.city != "Paris"'
 message = "Paris is closed"`, `refused by policy: the input a middleware rewrote is refused by an earlier rule: Paris is closed`},
 		{"approve", `use = "approve"
 when = 'args.city == "Paris"'`, `refused by policy: a middleware rewrote the input into a call an earlier approve rule would ask a human about`},
+		// A quota counts the call as it saw it: a rewrite into a dearer
+		// call, or one the quota now applies to, would spend what was
+		// never counted.
+		{"quota's cost", `use = "quota"
+limit = 100
+window = "1h"
+cost = 'args.city == "Paris" ? 50 : 1'`, `refused by policy: a middleware rewrote the input into a call that costs 50 of quota middleware[1], where 1 was counted`},
+		{"quota's condition", `use = "quota"
+when = 'args.city == "Paris"'
+limit = 100
+window = "1h"`, `refused by policy: a middleware rewrote the input into a call that costs 1 of quota middleware[1], where 0 was counted`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHostWith(t, `version = 1

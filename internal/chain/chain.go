@@ -181,16 +181,9 @@ func (l Layers) Before(ctx context.Context, m config.Middleware, c Call) (step S
 		}
 		return pass(m, ""), true, nil
 	case config.UseQuota:
-		cost := int64(1)
-		if m.Cost != nil {
-			n, err := m.Cost.EvalInt(ctx, c.Vars())
-			if err != nil {
-				return reject(m, api.KindDenied, "refused by policy: the cost of this call could not be evaluated ("+condMessage(err)+")", err.Error()), true, nil
-			}
-			if n < 0 {
-				return reject(m, api.KindDenied, fmt.Sprintf("refused by policy: the cost of this call is negative (%d)", n), "negative cost"), true, nil
-			}
-			cost = n
+		cost, refused := QuotaCost(ctx, m, c)
+		if refused.Refused != nil {
+			return refused, true, nil
 		}
 		st, err := l.State(ctx, c.Config)
 		if err != nil {
@@ -207,6 +200,23 @@ func (l Layers) Before(ctx context.Context, m config.Middleware, c Call) (step S
 		return pass(m, fmt.Sprintf("cost %d", cost)), true, nil
 	}
 	return Step{}, false, nil
+}
+
+// QuotaCost is what call c costs of quota layer m (1 without a cost
+// expression), or the refusal of a cost that cannot be evaluated or is
+// negative.
+func QuotaCost(ctx context.Context, m config.Middleware, c Call) (int64, Step) {
+	if m.Cost == nil {
+		return 1, Step{}
+	}
+	n, err := m.Cost.EvalInt(ctx, c.Vars())
+	if err != nil {
+		return 0, reject(m, api.KindDenied, "refused by policy: the cost of this call could not be evaluated ("+condMessage(err)+")", err.Error())
+	}
+	if n < 0 {
+		return 0, reject(m, api.KindDenied, fmt.Sprintf("refused by policy: the cost of this call is negative (%d)", n), "negative cost")
+	}
+	return n, Step{}
 }
 
 // Unknown is the refusal of a layer nothing decides.

@@ -128,9 +128,11 @@ func (s middlewareStage) chain(next handler) handler {
 // human, and it would run (the docs' advice, rewriting layers first, was
 // the only guard). An approve layer whose condition held already asked a
 // human about the call before the rewrite; runApproved refuses the call
-// then (its input changed after it was approved). Rate limits and quotas
-// (they count) and components (they may rewrite in turn) are not asked
-// again.
+// then (its input changed after it was approved). A quota layer counted
+// the call as it saw it: a rewrite into a call that costs more of it (or
+// that it now applies to) is refused, and nothing more is counted. Rate
+// limits (a call counts one, rewritten or not) and components (they may
+// rewrite in turn) are not asked again.
 func (s middlewareStage) recheckOuter(ctx context.Context, inv *invocation, outer []config.Middleware, seen []chain.Call, by config.Middleware) (done bool, err error) {
 	refuse := func(msg string) (bool, error) {
 		inv.trail = append(inv.trail, verdict{Rule: by.Rule, Use: by.Use, Verdict: "reject", Detail: "rewrite refused: " + msg})
@@ -138,7 +140,7 @@ func (s middlewareStage) recheckOuter(ctx context.Context, inv *invocation, oute
 	}
 	now := inv.chainCall()
 	for j, o := range outer {
-		if o.Use != config.UseValidate && o.Use != config.UseApprove {
+		if o.Use != config.UseValidate && o.Use != config.UseApprove && o.Use != config.UseQuota {
 			continue
 		}
 		ok, step := chain.Applies(ctx, o, now)
@@ -160,6 +162,18 @@ func (s middlewareStage) recheckOuter(ctx context.Context, inv *invocation, oute
 		case config.UseApprove:
 			if before, _ := chain.Applies(ctx, o, seen[j]); !before {
 				return refuse("a middleware rewrote the input into a call an earlier approve rule would ask a human about; put layers that rewrite before approve layers")
+			}
+		case config.UseQuota:
+			cost, step := chain.QuotaCost(ctx, o, now)
+			if step.Refused != nil {
+				return inv.step(step)
+			}
+			var counted int64
+			if before, _ := chain.Applies(ctx, o, seen[j]); before {
+				counted, _ = chain.QuotaCost(ctx, o, seen[j])
+			}
+			if cost > counted {
+				return refuse(fmt.Sprintf("a middleware rewrote the input into a call that costs %d of quota %s, where %d was counted; put layers that rewrite before quota layers", cost, o.Rule, counted))
 			}
 		}
 	}
