@@ -66,8 +66,13 @@ func (s *State) VerifyAudit(ctx context.Context) (n int64, head string, err erro
 }
 
 // AuditMark is where a check of the chain ended: the records, the last
-// one's sequence number and hash.
-type AuditMark = store.AuditMark
+// one's sequence number and hash (the head). The zero mark is the
+// trail's start.
+type AuditMark struct {
+	Records int64
+	Seq     int64
+	Head    string
+}
 
 // VerifyAuditFrom checks the records after from, a mark an earlier check
 // returned (the zero mark: every record), and that from's record is still
@@ -76,7 +81,8 @@ type AuditMark = store.AuditMark
 // finds a chain rewritten or cut after from was taken, which VerifyAudit
 // cannot (the chain has no key).
 func (s *State) VerifyAuditFrom(ctx context.Context, from AuditMark, whole bool) (AuditMark, error) {
-	return s.st.VerifyAuditFrom(ctx, from, whole)
+	m, err := s.st.VerifyAuditFrom(ctx, store.AuditMark(from), whole)
+	return AuditMark(m), err
 }
 
 // ExportAudit writes the whole trail to w as JSON lines, one record per
