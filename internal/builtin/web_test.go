@@ -162,6 +162,13 @@ func (e *webEnv) handle(w http.ResponseWriter, r *http.Request) {
 		w.Write(bytes.Repeat([]byte("é"), n/2))
 	case "/binary":
 		w.Write([]byte{0xff, 0xfe, 0, 1})
+	case "/binbig":
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Write(bytes.Repeat([]byte{0xff}, n))
+	case "/echo-name":
+		// The secret header's value as a response header's name.
+		w.Header().Set("X-Echo-"+key, "1")
+		io.WriteString(w, "named")
 	case "/status":
 		w.WriteHeader(http.StatusTeapot)
 		io.WriteString(w, "teapot")
