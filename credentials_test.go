@@ -24,13 +24,14 @@ import (
 // names an HMAC secret; the host signs its request and a server that
 // verifies with the standard library accepts it; the server echoes every
 // header back and the tool gets the signature redacted; asking the host to
-// sign for another host or to set Host is refused with its rule; the audit
-// log names the secret and holds neither key nor signature.
+// sign for another host or to set Host, or to send the signature itself,
+// is refused with its rule; the audit log names the secret and holds
+// neither key nor signature.
 func TestSignedCredentialWithRealTool(t *testing.T) {
 	t.Parallel()
 	const key = "hmac-key-never-logged-0123"
 	var mu sync.Mutex
-	var sigs []string
+	var sigs, stamps []string
 	srv, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		bh := sha256.Sum256(body)
@@ -39,6 +40,7 @@ func TestSignedCredentialWithRealTool(t *testing.T) {
 		ok := subtle.ConstantTimeCompare([]byte(hex.EncodeToString(m.Sum(nil))), []byte(r.Header.Get("X-Signature"))) == 1
 		mu.Lock()
 		sigs = append(sigs, r.Header.Get("X-Signature"))
+		stamps = append(stamps, r.Header.Get("X-Timestamp"))
 		mu.Unlock()
 		fmt.Fprintf(w, "verified=%v host=%s X-Signature: %s", ok, r.Host, r.Header.Get("X-Signature"))
 	}), "api.example.com", "other.example.com")
@@ -76,7 +78,7 @@ algorithm = "sha256"
 		t.Fatalf("signed request: %+v", res)
 	}
 	mu.Lock()
-	sig := sigs[len(sigs)-1]
+	sig, stamp := sigs[len(sigs)-1], stamps[len(stamps)-1]
 	mu.Unlock()
 	if strings.Contains(res.Output, sig) || !strings.Contains(res.Output, "X-Signature: [REDACTED:SIG]") {
 		t.Errorf("the tool saw the signature: %s", res.Output)
@@ -89,6 +91,10 @@ algorithm = "sha256"
 		{"another host", map[string]any{"url": "https://other.example.com:" + u.Port() + "/", "credential": "SIG"}, "rule: credential-destination"},
 		{"Host header", map[string]any{"url": base + "/", "credential": "SIG", "headers": [][]string{{"Host", "other.example.com"}}}, "rule: header-refused"},
 		{"userinfo", map[string]any{"url": "https://api.example.com@other.example.com:" + u.Port() + "/", "credential": "SIG"}, "rule: userinfo"},
+		// The signed request again, its signature and timestamp set by the
+		// tool (one that learnt them): only maiden signs.
+		{"replayed signature", map[string]any{"url": base + "/v1/orders?id=7", "method": "POST", "body": `{"qty":3}`,
+			"headers": [][]string{{"X-Signature", sig}, {"X-Timestamp", stamp}}}, `rule: header-refused`},
 	} {
 		res := call(tc.in)
 		if res.OK || res.Error == nil || res.Error.Kind != maiden.KindDenied || !strings.Contains(res.Error.Message, tc.want) {

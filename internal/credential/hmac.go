@@ -53,17 +53,24 @@ func HMACSign(alg string, key, msg []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// HMACHeaders are the headers kind "hmac" puts its signature and its
+// timestamp in, the defaults filled in.
+func (s Spec) HMACHeaders() (signature, timestamp string) {
+	signature, timestamp = s.SignatureHeader, s.TimestampHeader
+	if signature == "" {
+		signature = DefaultSignatureHeader
+	}
+	if timestamp == "" {
+		timestamp = DefaultTimestampHeader
+	}
+	return signature, timestamp
+}
+
 func (s Spec) signHMAC(r *http.Request, body []byte, key string, now time.Time) ([]string, error) {
 	if key == "" {
 		return nil, ErrInvalidValue
 	}
-	sigH, tsH := s.SignatureHeader, s.TimestampHeader
-	if sigH == "" {
-		sigH = DefaultSignatureHeader
-	}
-	if tsH == "" {
-		tsH = DefaultTimestampHeader
-	}
+	sigH, tsH := s.HMACHeaders()
 	ts := now.Unix()
 	sig := HMACSign(s.Algorithm, []byte(key), []byte(HMACCanonical(s.Algorithm, r.Method, r.URL.RequestURI(), ts, body)))
 	r.Header.Set(tsH, strconv.FormatInt(ts, 10))

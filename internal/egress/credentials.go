@@ -7,7 +7,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/textproto"
+	"slices"
+	"strings"
 
 	"github.com/maiden-run/maiden/internal/credential"
 )
@@ -88,6 +92,39 @@ func (p *Policy) headerKindOnly(name string) Ruling {
 	default:
 		return deny(RuleCredentialKind, "credential %s is of kind %s: only http-fetch's credential can attach it (the host signs or presents it); it is never sent as a header value", quote(name), k)
 	}
+}
+
+// noSignatureHeader refuses a tool's header that is the signature header
+// of one of p's kind hmac credentials, on a request that does not attach
+// that credential (one that does replaces the tool's value when it signs).
+// A signature covers the method, path, timestamp and body, not who sent
+// it: a tool that learnt one (an API showing a later caller what an
+// earlier request carried, or logging it where the tool can read) could
+// otherwise send it again with its timestamp and have the request it
+// signed run once more, within the server's clock window, outside what
+// the credential's cards and quotas counted. Only maiden signs. SigV4
+// needs no rule of its own: its signature rides in Authorization, which
+// no tool may set (checkHeaders), and a header signature does not verify
+// as a query one.
+func (p *Policy) noSignatureHeader(header http.Header, req Request) Ruling {
+	if len(p.specs) == 0 || len(header) == 0 {
+		return allowed
+	}
+	for _, name := range p.secrets {
+		s := p.spec(name)
+		if s.Kind != credential.HMAC || req.HasCredential && req.Credential == name {
+			continue
+		}
+		sig, _ := s.HMACHeaders()
+		// '_' is '-' to CGI-style servers, as in checkHeaders.
+		want := textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(sig, "_", "-"))
+		for _, k := range slices.Sorted(maps.Keys(header)) {
+			if textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(k, "_", "-")) == want {
+				return deny(RuleHeaderRefused, "header %s may not be set by a tool: it carries the signature of credential %s, which only maiden makes (name the secret with the credential argument)", quote(k), quote(name))
+			}
+		}
+	}
+	return allowed
 }
 
 // attach applies credential name to hreq (whose body is body), from the

@@ -457,6 +457,85 @@ func TestCredentialHostileRequests(t *testing.T) {
 	}
 }
 
+// TestHMACSignatureNotReplayedByTheTool: a tool that learnt the signature
+// and timestamp of a request maiden signed (here: the test hands them over,
+// as an API that shows an earlier request to a later caller would) cannot
+// send them itself: the signature header, in any spelling a server reads
+// as it, is refused on a request that does not attach the credential, to
+// the bound host or any other of the tool's, before anything is sent. The
+// same request signed by maiden, and a tool's own timestamp header, pass.
+func TestHMACSignatureNotReplayedByTheTool(t *testing.T) {
+	const key = "whsec_replay_0123456789"
+	var mu sync.Mutex
+	var verified, got int
+	var sig, ts string
+	var s *server
+	s = startServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, body := s.lastRequest()
+		ok := hmacVerify([]byte(key), sha256.New, r, body, "X-Sig", "X-Ts")
+		mu.Lock()
+		defer mu.Unlock()
+		got++
+		if ok {
+			verified++
+			sig, ts = r.Header.Get("X-Sig"), r.Header.Get("X-Ts")
+		}
+	}, false)
+	spec := credential.Spec{Kind: credential.HMAC, Algorithm: "sha256", SignatureHeader: "X-Sig", TimestampHeader: "X-Ts"}
+	e, p := credEnv(t, spec, key, s.port)
+	ctx := ctxTimeout(t, 10*time.Second)
+	signed := Request{Method: "POST", URL: urlFor(s, "api.example.com", "/v1/orders?id=7"), Body: []byte(`{"qty":3}`)}
+	if resp, ferr := e.gate.Fetch(ctx, p, withCred(signed, "API_TOKEN")); ferr != nil || resp.Status != 200 {
+		t.Fatalf("signed request: %v %v", resp, ferr)
+	}
+	mu.Lock()
+	if verified != 1 || sig == "" {
+		mu.Unlock()
+		t.Fatalf("the server verified %d requests, want the signed one", verified)
+	}
+	leaked, when := sig, ts
+	mu.Unlock()
+	for _, tc := range []struct {
+		name, url, header string
+	}{
+		{"as signed", urlFor(s, "api.example.com", "/v1/orders?id=7"), "X-Sig"},
+		{"lower case", urlFor(s, "api.example.com", "/v1/orders?id=7"), "x-sig"},
+		{"CGI spelling", urlFor(s, "api.example.com", "/v1/orders?id=7"), "X_Sig"},
+		{"to a host the secret is not bound to", urlFor(s, "other.example.com", "/v1/orders?id=7"), "X-Sig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			replay := signed
+			replay.URL = tc.url
+			replay.Headers = []Header{{Name: tc.header, Value: leaked}, {Name: "X-Ts", Value: when}}
+			_, ferr := e.gate.Fetch(ctx, p, replay)
+			if ferr == nil || ferr.Kind != FetchDenied || ferr.Rule != RuleHeaderRefused || !strings.Contains(ferr.Message, `signature of credential "API_TOKEN"`) {
+				t.Fatalf("replay with %s: %v, want denied by rule %s naming the credential", tc.header, ferr, RuleHeaderRefused)
+			}
+		})
+	}
+	mu.Lock()
+	n, v := got, verified
+	mu.Unlock()
+	if n != 1 || v != 1 {
+		t.Fatalf("the server got %d requests (%d verified) after the replays; want only the signed one", n, v)
+	}
+	// Controls: maiden signs the same request again; a tool's own
+	// timestamp header alone is not a signature.
+	if resp, ferr := e.gate.Fetch(ctx, p, withCred(signed, "API_TOKEN")); ferr != nil || resp.Status != 200 {
+		t.Fatalf("signed again: %v %v", resp, ferr)
+	}
+	plain := signed
+	plain.Headers = []Header{{Name: "X-Ts", Value: when}}
+	if resp, ferr := e.gate.Fetch(ctx, p, plain); ferr != nil || resp.Status != 200 {
+		t.Fatalf("a request with the tool's own X-Ts: %v %v", resp, ferr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got != 3 || verified != 2 {
+		t.Errorf("the server got %d requests (%d verified); want 3 (2)", got, verified)
+	}
+}
+
 // TestSessionTokenMissing: a SigV4 secret that needs its session token
 // part is refused when that part has no value, naming the variable to set.
 func TestSessionTokenMissing(t *testing.T) {

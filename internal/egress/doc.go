@@ -91,9 +91,12 @@
 //   - "header-refused": a tool may not set Authorization,
 //     Proxy-Authorization, Cookie, Host, Connection, Upgrade, Keep-Alive,
 //     TE, Trailer, Transfer-Encoding, Content-Length, HTTP2-Settings,
-//     Accept-Encoding, Proxy or any Proxy-* header. Names are compared after
-//     canonicalisation and after mapping '_' to '-' (CGI servers treat the
-//     two alike, which is how "Proxy" became httpoxy).
+//     Accept-Encoding, Proxy or any Proxy-* header, nor, on a request that
+//     does not attach it, the signature header of one of its kind hmac
+//     credentials (a signature it learnt would replay the signed request).
+//     Names are compared after canonicalisation and after mapping '_' to
+//     '-' (CGI servers treat the two alike, which is how "Proxy" became
+//     httpoxy).
 //   - Address rules: the allowed name is resolved once per connection and
 //     every answer is classified by netguard against the IANA
 //     special-purpose registries; the connection is refused if ANY answer is

@@ -316,6 +316,9 @@ func (g *Gate) fetch(ctx context.Context, p *Policy, req Request, vals, hidden [
 	if d.Allow {
 		header, d = checkHeaders(req.Headers)
 	}
+	if d.Allow {
+		d = p.noSignatureHeader(header, req)
+	}
 	if d.Allow && (req.HasCredential || len(req.HeaderSecrets) > 0) {
 		d = noRangeWithSecret(header)
 	}
