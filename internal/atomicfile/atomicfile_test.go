@@ -99,3 +99,39 @@ func TestLockWaitEndsWithContext(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestWriteReplacesASymlink: a symlink at path is replaced by the new
+// file, never written through: the file it pointed at keeps its content
+// and its mode, wherever it is.
+func TestWriteReplacesASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(target, []byte("theirs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "f")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "theirs" {
+		t.Errorf("the link's target holds %q (%v) after a Write to the link; want \"theirs\" untouched", b, err)
+	}
+	if fi, err := os.Stat(target); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the link's target has mode %v after a Write to the link; want 0600 untouched", fi.Mode().Perm())
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.Mode().IsRegular() {
+		t.Fatalf("path is %v after Write; want a regular file in the link's place", fi.Mode())
+	}
+	if b, _ := os.ReadFile(path); string(b) != "mine" {
+		t.Errorf("path holds %q, want \"mine\"", b)
+	}
+}

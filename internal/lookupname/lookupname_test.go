@@ -126,3 +126,78 @@ func TestForFindsWhatTheSystemHostsFileLists(t *testing.T) {
 		}
 	}
 }
+
+// expireHostsCheck moves the last check of the hosts file back by
+// hostsRecheck, so that the next For looks at the file again (its mtime
+// and size decide whether it is read).
+func expireHostsCheck() {
+	hostsFile.mu.Lock()
+	hostsFile.checked = time.Now().Add(-hostsRecheck)
+	hostsFile.mu.Unlock()
+}
+
+// TestForHostsFileGoneOrUnreadable: once the hosts file that listed a name
+// is removed, or can no longer be read (a directory in its place), the
+// name is asked absolute again: the names of a file that is no longer
+// there are not kept.
+func TestForHostsFileGoneOrUnreadable(t *testing.T) {
+	for _, gone := range []func(p string) error{
+		os.Remove,
+		func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Mkdir(p, 0o755)
+		},
+	} {
+		p := useHosts(t, "127.0.0.2 svc.local.test\n")
+		if got := For("svc.local.test"); got != "svc.local.test" {
+			t.Fatalf("listed: For = %q, want it as written", got)
+		}
+		if err := gone(p); err != nil {
+			t.Fatal(err)
+		}
+		expireHostsCheck()
+		if got := For("svc.local.test"); got != "svc.local.test." {
+			t.Errorf("after the hosts file went (%s): For = %q, want the absolute name", p, got)
+		}
+	}
+}
+
+// TestForRereadsAFileOfTheSameMtime: a hosts file rewritten within the
+// same clock tick (the same mtime) but of another size is read again.
+func TestForRereadsAFileOfTheSameMtime(t *testing.T) {
+	p := useHosts(t, "127.0.0.1 localhost\n")
+	if got := For("svc.local.test"); got != "svc.local.test." {
+		t.Fatalf("before the edit: For = %q", got)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("127.0.0.1 localhost\n127.0.0.2 svc.local.test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	expireHostsCheck()
+	if got := For("svc.local.test"); got != "svc.local.test" {
+		t.Fatalf("after adding it (same mtime, another size): For = %q, want it as written", got)
+	}
+}
+
+// TestForIgnoresNamesInComments: a name after a # on an address's line is
+// a comment, not a listed name: it is asked absolute.
+func TestForIgnoresNamesInComments(t *testing.T) {
+	useHosts(t, "127.0.0.1 localhost # api.example.com\n127.0.0.2 mirror.corp#cdn.example.com\n")
+	for _, tt := range []struct{ host, want string }{
+		{"api.example.com", "api.example.com."},
+		{"cdn.example.com", "cdn.example.com."},
+		{"mirror.corp", "mirror.corp"},
+	} {
+		if got := For(tt.host); got != tt.want {
+			t.Errorf("For(%q) = %q, want %q", tt.host, got, tt.want)
+		}
+	}
+}

@@ -53,6 +53,9 @@ func Read(name string, limit int64) ([]byte, error) {
 	case fi.Size() > limit:
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, fi.Size(), limit)}
 	}
+	if testHookBeforeRead != nil {
+		testHookBeforeRead(name)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
@@ -62,6 +65,11 @@ func Read(name string, limit int64) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// testHookBeforeRead, if set (by tests only), is called between the checks
+// of the opened file and its read: where a file that grows is caught only
+// by reading one byte past the limit.
+var testHookBeforeRead func(name string)
 
 // fileKind names a non-regular file type for messages.
 func fileKind(m fs.FileMode) string {
