@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http"
@@ -20,8 +21,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
+	"github.com/maiden-run/maiden/admin"
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/oci"
 	"github.com/maiden-run/maiden/internal/oci/ocitest"
+	"github.com/maiden-run/maiden/internal/statetest"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -309,7 +313,8 @@ func TestOCIPublishDir(t *testing.T) {
 // identity and audit verify -provenance re-checks the stored bundle
 // offline. A bundle by another identity is refused by add (nothing
 // written), and a file naming another identity does not load (nothing
-// runs).
+// runs). A record naming a digest the store holds no bundle of, as signed
+// by the configured identity, fails the provenance check.
 func TestOCIKeylessAdd(t *testing.T) {
 	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
 	host, _ := loopbackRegistry(t)
@@ -389,10 +394,21 @@ func TestOCIKeylessAdd(t *testing.T) {
 		t.Fatalf("audit verify -provenance without the identity: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 
+	// A record naming, as the configured identity's, a digest the store
+	// holds no bundle of: the bundle is looked for in the store, and the
+	// record's word is not taken for it.
+	writeFile(t, cfg, agentCfg)
+	forged := "sha256:" + strings.Repeat("0f", 32)
+	statetest.AppendAudit(t, filepath.Join(dir, "maiden-state.db"), api.AuditRecord{Kind: admin.AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: "echo",
+		Body: json.RawMessage(`{"rendered":"--message=forged","component":"` + forged + `","signer":"` + signer + `"}`)})
+	r = cli(t, "", "audit", "verify", "-provenance", "-config", cfg)
+	if r.code != exitState || !strings.Contains(r.stdout, "\n  FAILED "+forged+" (echo, 1 records): ") || !strings.HasSuffix(r.stderr, "-provenance: 1 of 2 component(s) failed\n") {
+		t.Fatalf("audit verify -provenance of a record naming a digest with no bundle as the identity's: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
 	// The stored bundle changed after the pull: the offline re-check of
 	// every load refuses it, so neither a call nor the provenance check
 	// gets past loading the file.
-	writeFile(t, cfg, agentCfg)
 	bundles, _ := filepath.Glob(filepath.Join(os.Getenv(oci.StoreEnv), "signatures", "*-keyless-*.bundle.json"))
 	if len(bundles) != 1 {
 		t.Fatalf("stored bundles %v; want one", bundles)

@@ -170,7 +170,9 @@ func TestOCISchemaPin(t *testing.T) {
 // "none recorded", all passing. Hostile: agent.toml's pin edited after the
 // calls to another schema (one whose document the store holds, so the file
 // loads) fails, naming each record, the tool and both hashes; under
-// require_signatures = true the recorded local file fails.
+// require_signatures = true the recorded local file fails; a record
+// naming a digest the store holds unsigned as signed by the configured
+// key fails (the store's signature is checked, not the record's word).
 func TestOCIProvenanceOfSchemasAndLocalFiles(t *testing.T) {
 	t.Setenv(oci.StoreEnv, filepath.Join(t.TempDir(), "store"))
 	host, _ := loopbackRegistry(t)
@@ -286,5 +288,15 @@ func TestOCIProvenanceOfSchemasAndLocalFiles(t *testing.T) {
 	if r.code != exitState || !strings.Contains(r.stdout, "\n  FAILED "+localDigest+" (local, 2 records): a local file, which nothing signed, and agent.toml sets require_signatures = true\n") ||
 		!strings.Contains(r.stdout, "\n  ok     "+digest+" (echo, 3 records)") || !strings.HasSuffix(r.stderr, "-provenance: 1 of 2 component(s) failed\n") {
 		t.Fatalf("audit verify -provenance under require_signatures: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	// A record naming a digest the store holds unsigned (v2, pulled for
+	// other.toml) as signed by agent.toml's key: the key's signature over
+	// that digest is looked for in the store, and there is none.
+	statetest.AppendAudit(t, state, api.AuditRecord{Kind: admin.AuditCallAdmitted, Actor: "agent:a", Agent: "a", Tool: "echo",
+		Body: json.RawMessage(`{"rendered":"--message=forged","component":"` + v2.Digest + `","signer":"` + signer[1] + `"}`)})
+	r = verify()
+	if r.code != exitState || !strings.Contains(r.stdout, "\n  FAILED "+v2.Digest+" (echo, 1 records): ") || !strings.HasSuffix(r.stderr, "-provenance: 2 of 3 component(s) failed\n") {
+		t.Fatalf("audit verify -provenance of a record naming an unsigned digest as signed by the key: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
