@@ -325,6 +325,9 @@ var watFixtures = map[string]world{
 	}, Exports: toolExports},
 	// sockimport imports wasi:sockets, which a tool is refused at load.
 	"sockimport": {Imports: []string{hostImport, "wasi:sockets/tcp@0.2.0"}, Exports: toolExports},
+	// exiter imports WASI's exit alone and calls it instead of returning
+	// (internal/wasmtime's exit-status test).
+	"exiter": {Imports: []string{"wasi:cli/exit@0.2.0"}, Exports: toolExports},
 	"wrongsig": {Exports: []string{
 		"describe: func() -> string",
 		"execute: func(input: u32) -> string",
