@@ -1,11 +1,75 @@
 package testkit
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// i386ProbeEnv makes any binary that imports testkit (a test binary, a
+// hostile program) make one i386 system call as it starts, and exit: 0
+// when the kernel answered it. I386Syscalls runs its own executable so.
+const i386ProbeEnv = "MAIDEN_TESTKIT_I386_PROBE"
+
+func init() {
+	if os.Getenv(i386ProbeEnv) != "1" {
+		return
+	}
+	x, err := NewI386()
+	if err != nil {
+		os.Exit(3)
+	}
+	if x.Syscall(20) != int32(os.Getpid()) { // i386 getpid
+		os.Exit(4)
+	}
+	os.Exit(0)
+}
+
+var i386Once struct {
+	sync.Once
+	err error
+}
+
+// I386Syscalls says why this kernel takes no i386 system calls from a
+// 64-bit process (nil when it does). A kernel built without IA32
+// emulation, or booted with ia32_emulation=0 (Linux 6.7 and later), faults
+// on int 0x80 (SIGSEGV) before any system call is made: there is then
+// nothing a seccomp filter could be asked, and a test of one skips with
+// this reason. The question goes to a copy of the running executable
+// (the fault would kill the asker), once a process.
+func I386Syscalls() error {
+	i386Once.Do(func() {
+		if _, err := NewI386(); err != nil {
+			i386Once.err = fmt.Errorf("no i386 entry here: %w", err)
+			return
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			i386Once.err = err
+			return
+		}
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), i386ProbeEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		switch {
+		case err == nil:
+		case bytes.Contains(out, []byte("signal SIGSEGV")):
+			// Go's runtime reports a fault in code that is not Go's and
+			// exits 2: the fault is the kernel's answer to int 0x80.
+			i386Once.err = errors.New("this kernel takes no i386 system calls: an int 0x80 faults (SIGSEGV) in a process with no filter (IA32 emulation off)")
+		default:
+			i386Once.err = fmt.Errorf("an i386 getpid in a process with no filter: %v: %.200s", err, out)
+		}
+	})
+	return i386Once.err
+}
 
 // I386 makes 32-bit system calls (int 0x80) from a 64-bit process, as a
 // hostile x86 program can: Linux answers them by the i386 numbering, where

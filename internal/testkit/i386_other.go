@@ -7,6 +7,9 @@ import "errors"
 // I386 makes 32-bit x86 system calls; only on linux/amd64.
 type I386 struct{}
 
+// I386Syscalls says there is no i386 entry here.
+func I386Syscalls() error { return errors.ErrUnsupported }
+
 // NewI386 fails: there is no i386 entry here.
 func NewI386() (*I386, error) { return nil, errors.ErrUnsupported }
 
