@@ -77,7 +77,11 @@ func (e *inboxAuditEnv) edit(sql string) {
 	if err != nil {
 		e.t.Fatal("the sqlite3 command-line shell is needed (Debian package sqlite3; make test installs it, see scripts/deps)")
 	}
-	if out, err := exec.Command(sqlite, e.state, sql).CombinedOutput(); err != nil {
+	// The host holds the store open and writes to it (the journal's
+	// ingestion, sessions): the shell waits for its write lock, as
+	// maiden's own connections do, rather than fail at once with "database
+	// is locked" (its default; seen in a loaded full run).
+	if out, err := exec.Command(sqlite, "-cmd", ".timeout 10000", e.state, sql).CombinedOutput(); err != nil {
 		e.t.Fatalf("sqlite3: %v: %s", err, out)
 	}
 }
