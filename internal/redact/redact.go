@@ -45,9 +45,10 @@ func (e *Error) Error() string {
 
 type detector struct {
 	name   string
-	re     *regexp.Regexp
-	groups []int    // the submatches named "secret"; the first that matched is replaced; none: the whole match
-	hints  []string // run re only if the text holds one of these (case-sensitive); nil: always
+	expr   string         // the definition
+	re     *regexp.Regexp // expr compiled; nil for a detStarts or detValue detector, which never runs it
+	groups []int          // the submatches named "secret"; the first that matched is replaced; none: the whole match
+	hints  []string       // run re only if the text holds one of these (case-sensitive); nil: always
 	marker string
 	skip   func(string) bool // a match that is not a secret after all
 	// starts (lower case) and anchored: see detStarts.
