@@ -172,8 +172,39 @@ type probe struct {
 }
 
 func (p *probe) confinement(ctx context.Context) (confine.Status, error) {
-	p.once.Do(func() { p.status, p.err = confine.Probe(context.WithoutCancel(ctx)) })
+	p.once.Do(func() { p.status, p.err = proveOnce(context.WithoutCancel(ctx)) })
 	return p.status, p.err
+}
+
+// proven is this process's successful probe. What confinement a run gets
+// is the kernel's and this process's to give (Landlock's ABI, whether it
+// may make a network namespace), which do not change while it runs, so
+// every Host after the first that proved it (a configuration reloaded by
+// serve, a test binary's hosts) takes the proof rather than start the
+// probe's two processes again: each is this executable started again
+// (BenchmarkProcessStart), and in the root package's tests they were 64
+// of its ~120 process starts. A failure is not kept: the next Host probes
+// again, and fails closed until a probe succeeds.
+var proven struct {
+	mu     sync.Mutex // held through a probe: one at a time
+	ok     bool
+	status confine.Status
+}
+
+// probeFunc is confine.Probe; tests count its calls.
+var probeFunc = confine.Probe
+
+func proveOnce(ctx context.Context) (confine.Status, error) {
+	proven.mu.Lock()
+	defer proven.mu.Unlock()
+	if proven.ok {
+		return proven.status, nil
+	}
+	st, err := probeFunc(ctx)
+	if err == nil {
+		proven.ok, proven.status = true, st
+	}
+	return st, err
 }
 
 // connectProxy is the Host's CONNECT proxy over its egress gate, started
