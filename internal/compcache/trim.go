@@ -203,6 +203,10 @@ func (e *cached) staleHalf(now time.Time) bool {
 	return false
 }
 
+// testHookTrimScanned is called by trim between listing the cache and
+// removing from it; nil outside tests, which pause a trim there.
+var testHookTrimScanned func(*Cache)
+
 // trim removes what the policy above says should go, now, except the
 // artifact named keep (the one just put; "" for none). It returns what it
 // removed and how much is left; an error means the cache directory could
@@ -212,6 +216,9 @@ func (c *Cache) trim(keep string) (TrimStats, error) {
 	entries, st, err := c.scan(now, true)
 	if err != nil {
 		return st, err
+	}
+	if testHookTrimScanned != nil {
+		testHookTrimScanned(c)
 	}
 	var live []*cached
 	var total int64

@@ -19,7 +19,6 @@ package trace
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -80,6 +79,9 @@ var w3c = propagation.TraceContext{}
 // tracestate, as the remote parent of the call's spans; ctx as it is when
 // traceparent is absent or malformed (the call then starts a trace).
 func Remote(ctx context.Context, traceparent, tracestate string) context.Context {
+	// Space around the value (which an HTTP header loses, and _meta's
+	// string may keep) is not part of it.
+	traceparent = strings.TrimSpace(traceparent)
 	if traceparent == "" {
 		return ctx
 	}
@@ -90,23 +92,13 @@ func Remote(ctx context.Context, traceparent, tracestate string) context.Context
 	return w3c.Extract(ctx, c)
 }
 
-// TraceID is the trace ID of a W3C traceparent (version 00's layout:
-// 00-<32 hex>-<16 hex>-<2 hex>), "" when it is not one or names the
-// invalid all-zero trace. It needs no tracer: a call's audit record names
-// its client's trace whether or not maiden exports spans.
+// TraceID is the trace ID of a W3C traceparent, "" when it is not a valid
+// one (malformed, or naming the invalid all-zero trace or parent). It needs
+// no tracer: a call's audit record names its client's trace whether or not
+// maiden exports spans. It is the propagator's reading, Remote's, so that
+// the trace a record names is the one the call's spans join when traced.
 func TraceID(traceparent string) string {
-	p := strings.Split(strings.TrimSpace(traceparent), "-")
-	if len(p) < 4 || len(p[0]) != 2 || p[0] == "ff" || len(p[1]) != 32 || len(p[2]) != 16 || len(p[3]) != 2 {
-		return ""
-	}
-	if p[0] == "00" && len(p) != 4 {
-		return ""
-	}
-	var id [16]byte
-	if _, err := hex.Decode(id[:], []byte(p[1])); err != nil || id == [16]byte{} || strings.ToLower(p[1]) != p[1] {
-		return ""
-	}
-	return p[1]
+	return SpanTraceID(Remote(context.Background(), traceparent, ""))
 }
 
 // SpanTraceID is the trace ID of ctx's span, "" when it has none.
