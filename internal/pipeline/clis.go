@@ -182,9 +182,9 @@ func (p *probe) confinement(ctx context.Context) (confine.Status, error) {
 // every Host after the first that proved it (a configuration reloaded by
 // serve, a test binary's hosts) takes the proof rather than start the
 // probe's two processes again: each is this executable started again
-// (BenchmarkProcessStart), and in the root package's tests they were 64
-// of its ~120 process starts. A failure is not kept: the next Host probes
-// again, and fails closed until a probe succeeds.
+// (BenchmarkProcessStart), and they were 64 of the 104 times the root
+// package's tests started their own binary. A failure is not kept: the
+// next Host probes again, and fails closed until a probe succeeds.
 var proven struct {
 	mu     sync.Mutex // held through a probe: one at a time
 	ok     bool
