@@ -255,12 +255,19 @@ func TestTrimHoldsTheCache(t *testing.T) {
 			}
 			closed := make(chan error, 1)
 			go func() { closed <- c.Close() }()
-			for !waitingIn("(*Cache).Close") {
+			// Close blocked on the trim lock is what a stack shows; a
+			// minute without it (Close renamed, or blocked elsewhere)
+			// fails rather than spin to the run's timeout.
+			for deadline := time.Now().Add(time.Minute); !waitingIn("(*Cache).Close"); {
 				select {
 				case <-closed:
 					close(release)
 					t.Fatal("Close returned while a trim was using the cache's handle")
 				default:
+					if time.Now().After(deadline) {
+						close(release)
+						t.Fatal("no goroutine blocked in (*Cache).Close on the trim lock after a minute")
+					}
 					runtime.Gosched()
 				}
 			}

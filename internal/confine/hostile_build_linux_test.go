@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -270,9 +271,11 @@ func TestOtherArchitecturesAreKilled(t *testing.T) {
 	proxy, _ := listener(t)
 	target, got := udpCounter(t)
 	attacks, served := [][]string{{"i386-udp", target}, {"x32-socket"}}, "i386-udp "+target
-	if err := testkit.I386Syscalls(); err != nil {
+	if err := testkit.I386Syscalls(); errors.Is(err, testkit.ErrNoI386) {
 		t.Logf("the i386 calls left out: %v", err)
 		attacks, served = attacks[1:], "x32-socket"
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	for _, s := range []confine.Spec{{}, {ProxyPort: port(proxy)}} {
 		for _, attack := range attacks {

@@ -3,7 +3,6 @@ package testkit
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -41,9 +40,11 @@ var i386Once struct {
 // 64-bit process (nil when it does). A kernel built without IA32
 // emulation, or booted with ia32_emulation=0 (Linux 6.7 and later), faults
 // on int 0x80 (SIGSEGV) before any system call is made: there is then
-// nothing a seccomp filter could be asked, and a test of one skips with
-// this reason. The question goes to a copy of the running executable
-// (the fault would kill the asker), once a process.
+// nothing a seccomp filter could be asked, and the error wraps ErrNoI386,
+// on which a test of one skips. Any other error (the page for the call not
+// mapped, the copy not started, an answer that is not this pid) is not
+// ErrNoI386. The question goes to a copy of the running executable (the
+// fault would kill the asker), once a process.
 func I386Syscalls() error {
 	i386Once.Do(func() {
 		if _, err := NewI386(); err != nil {
@@ -63,7 +64,7 @@ func I386Syscalls() error {
 		case bytes.Contains(out, []byte("signal SIGSEGV")):
 			// Go's runtime reports a fault in code that is not Go's and
 			// exits 2: the fault is the kernel's answer to int 0x80.
-			i386Once.err = errors.New("this kernel takes no i386 system calls: an int 0x80 faults (SIGSEGV) in a process with no filter (IA32 emulation off)")
+			i386Once.err = fmt.Errorf("%w: this kernel faults on int 0x80 (SIGSEGV) in a process with no filter (IA32 emulation off)", ErrNoI386)
 		default:
 			i386Once.err = fmt.Errorf("an i386 getpid in a process with no filter: %v: %.200s", err, out)
 		}

@@ -2,13 +2,18 @@
 
 package testkit
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // I386 makes 32-bit x86 system calls; only on linux/amd64.
 type I386 struct{}
 
 // I386Syscalls says there is no i386 entry here.
-func I386Syscalls() error { return errors.ErrUnsupported }
+func I386Syscalls() error {
+	return fmt.Errorf("%w: not linux/amd64: %w", ErrNoI386, errors.ErrUnsupported)
+}
 
 // NewI386 fails: there is no i386 entry here.
 func NewI386() (*I386, error) { return nil, errors.ErrUnsupported }
