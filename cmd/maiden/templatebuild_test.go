@@ -53,10 +53,16 @@ func startTemplateBuilds() (stop func()) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	root, err := os.MkdirTemp("", "maiden-templates-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return func() {}
+	// Made only when a build is selected: the test binary also runs as
+	// the child of tests that SIGKILL it (TestKillDuringGrants), whose
+	// stop never runs, and each such child left an empty directory.
+	var root string
+	var rootErr error
+	mkroot := func() (string, error) {
+		if root == "" && rootErr == nil {
+			root, rootErr = os.MkdirTemp("", "maiden-templates-")
+		}
+		return root, rootErr
 	}
 	cache, err := os.UserCacheDir()
 	if err == nil {
@@ -69,6 +75,11 @@ func startTemplateBuilds() (stop func()) {
 	for _, bt := range backgroundTemplates {
 		if !runSelects(bt.test, bt.tmpl) {
 			continue
+		}
+		root, err := mkroot()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			break
 		}
 		b := &templateBuild{work: filepath.Join(root, bt.tmpl), done: make(chan struct{})}
 		b.dir = filepath.Join(b.work, bt.name)
@@ -94,7 +105,9 @@ func startTemplateBuilds() (stop func()) {
 		for _, b := range started {
 			<-b.done
 		}
-		os.RemoveAll(root)
+		if root != "" {
+			os.RemoveAll(root)
+		}
 	}
 }
 
