@@ -362,6 +362,55 @@ func (c *Cache) Load(digest string) ([]byte, error) {
 	return b, nil
 }
 
+// LoadTo writes digest's serialized bytes to dst as it reads and hashes
+// them through one open handle, and returns how many it wrote. dst holds
+// the artifact only if LoadTo returns no error: on a mismatch it has
+// received bytes that did not match, and the caller discards it. Unlike
+// Load, no copy of the artifact is made in this process's memory.
+//
+// A failure of dst's is returned as it is, and the entry stays: only the
+// artifact's own failures refuse it.
+func (c *Cache) LoadTo(digest string, dst io.Writer) (int64, error) {
+	sink := &stickyWriter{w: dst}
+	err := c.verified(digest, func(f *os.File, size int64) (string, error) {
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(h, sink), io.NewSectionReader(f, 0, size+1))
+		if err != nil || n != size {
+			return "", fmt.Errorf("read %d of %d bytes: %v", n, size, err)
+		}
+		return hex.EncodeToString(h.Sum(nil)), nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if sink.err != nil {
+		return 0, sink.err
+	}
+	return sink.n, nil
+}
+
+// stickyWriter writes to w until w fails, then only counts: the artifact
+// is still read and hashed to its end, so a full destination is not taken
+// for a damaged entry.
+type stickyWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err == nil {
+		n, err := s.w.Write(p)
+		s.n += int64(n)
+		if err == nil && n < len(p) {
+			err = io.ErrShortWrite
+		}
+		s.err = err
+	}
+	return len(p), nil
+}
+
 // verified opens digest's record and artifact, checking both files, and
 // compares the record with the digest hash computes from the open artifact.
 // On any failure verified closes f; on success f is hash's to keep or close.

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/maiden-run/maiden/api"
+	"io"
 	"syscall"
 	"time"
 
+	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/compcache"
 	"github.com/maiden-run/maiden/internal/sandbox"
 	"github.com/maiden-run/maiden/wit"
@@ -132,18 +133,26 @@ func (p *Pool) openDisk(ctx context.Context) error {
 }
 
 // artifact finds compiled code: in memory, else in the disk cache, which
-// returns only bytes that match the digest recorded when maiden wrote them.
-func (p *Pool) artifact(digest string) ([]byte, bool) {
-	if b, ok := p.mem.Get(digest); ok {
-		return b, true
+// returns only bytes that match the digest recorded when maiden wrote them
+// (copied into a sealed memfd as they are hashed: the memfd holds the
+// bytes that matched, whatever happens to the file). The caller closes it.
+func (p *Pool) artifact(digest string) (loadable, bool) {
+	if a, ok := p.mem.Get(digest); ok {
+		return a, true
 	}
-	if p.disk != nil {
-		if b, err := p.disk.Load(digest); err == nil {
-			_ = p.mem.Put(digest, b)
-			return b, true
-		}
+	if p.disk == nil {
+		return loadable{}, false
 	}
-	return nil, false
+	f, size, err := newCodeFile(func(w io.Writer) error { _, err := p.disk.LoadTo(digest, w); return err })
+	if err == nil {
+		p.mem.PutFile(digest, f, size)
+	} else if b, lerr := p.disk.Load(digest); lerr == nil {
+		// No memfd here (or none left): the bytes, as before.
+		_ = p.mem.Put(digest, b)
+	} else {
+		return loadable{}, false
+	}
+	return p.mem.Get(digest)
 }
 
 func (p *Pool) storeArtifact(digest string, code []byte) {

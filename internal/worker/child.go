@@ -53,6 +53,10 @@ type child struct {
 	// one-call worker: see preopen.go); every call gets them.
 	preopens []sandbox.OpenedPreopen
 
+	// codeFD is the worker's end of its code channel (codefd.go); -1
+	// without one.
+	codeFD int
+
 	// rd is what the parent's frames are read from, by one goroutine at a
 	// time (loop).
 	rd *bufio.Reader
@@ -102,7 +106,7 @@ func serve(conn *os.File) int {
 		fmt.Fprintln(os.Stderr, "maiden worker:", err)
 		return 2
 	}
-	c := &child{conn: conn, spin: newSpinReader(conn), sb: sb, comps: map[string]*sandbox.Compiled{}, preopens: preopens}
+	c := &child{conn: conn, spin: newSpinReader(conn), sb: sb, comps: map[string]*sandbox.Compiled{}, preopens: preopens, codeFD: childCodeFD()}
 	if region := childMailboxes(); region != nil {
 		c.spin.useMailbox(mailboxAt(region, toWorker))
 		c.out = mailboxAt(region, toParent)
@@ -124,6 +128,21 @@ func serve(conn *os.File) int {
 	}
 	fmt.Fprintln(os.Stderr, "maiden worker:", err)
 	return 2
+}
+
+// load deserializes the compiled code of a load frame: its bytes, or the
+// memfd the parent sent ahead of it over the code channel, mapped while
+// wasmtime copies the code out.
+func (c *child) load(m loadMsg) (*sandbox.Compiled, error) {
+	if len(m.Code) > 0 {
+		return c.sb.Deserialize(m.Code)
+	}
+	code, unmap, err := receiveCode(c.codeFD, m.Size)
+	if err != nil {
+		return nil, err
+	}
+	defer unmap()
+	return c.sb.Deserialize(code)
 }
 
 func (c *child) send(frame []byte) error {
@@ -187,7 +206,7 @@ func (c *child) readUntilRun(rd *bufio.Reader) (*childRun, error) {
 				return nil, err
 			}
 			reply := loadedMsg{Digest: m.Digest}
-			comp, err := c.sb.Deserialize(m.Code)
+			comp, err := c.load(m)
 			if err != nil {
 				reply.Err = err.Error()
 			} else {

@@ -28,7 +28,9 @@
 //     capability: drop_ids).
 //     Such a worker refuses to start without Landlock;
 //   - a seccomp allowlist: the calls the Go runtime, glibc and wasmtime
-//     make once confined, some only with safe arguments; EPERM for the
+//     make once confined, some only with safe arguments (recvmsg only on
+//     the code channel named by MAIDEN_WORKER_CODE, where compiled code
+//     arrives as sealed memfds: codefd.go); EPERM for the
 //     calls an escaped worker would reach for, ENOSYS for any other.
 // The result is recorded for Go to read (maiden_confine_error): a worker that
 // could not be confined refuses to run guest code.
@@ -70,6 +72,23 @@ static size_t mailbox_size;
 
 void *maiden_mailbox(void) { return mailbox; }
 size_t maiden_mailbox_size(void) { return mailbox_size; }
+
+// The worker's end of its code channel (codefd.go), the one descriptor
+// recvmsg may read: the parent sends compiled code there as sealed memfds.
+// -1 without one (recvmsg is then refused on every descriptor).
+static int code_fd = -1;
+
+static void read_code_fd(void) {
+	const char *v = getenv("MAIDEN_WORKER_CODE");
+	if (v == NULL || v[0] == 0) {
+		return;
+	}
+	char *end;
+	long fd = strtol(v, &end, 10);
+	if (*end == 0 && fd >= 3 && fd <= 255) {
+		code_fd = (int)fd;
+	}
+}
 
 static void map_mailbox(void) {
 	const char *v = getenv("MAIDEN_WORKER_MAILBOX");
@@ -453,6 +472,11 @@ static void seccomp_filter(void) {
 		const uint32_t me = (uint32_t)self;
 		allow_if_in(signalling[i], 0, &me, 1);
 	}
+	// recvmsg: only on the code channel, where the parent sends compiled
+	// code as sealed memfds (codefd.go); never on the IPC socket or a
+	// descriptor a preopened directory's files may have become.
+	const uint32_t code = (uint32_t)code_fd; // 0xffffffff matches no descriptor
+	allow_if_in(__NR_recvmsg, 0, &code, 1);
 	// mmap: never shared (shared memory is not counted by RLIMIT_DATA),
 	// never growing down, never huge pages (a separate pool).
 	J(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 4);
@@ -679,6 +703,7 @@ __attribute__((constructor)) static void maiden_confine(void) {
 	}
 	const pid_t parent = getppid();
 	map_mailbox();
+	read_code_fd();
 	const char *p = getenv("MAIDEN_WORKER_PREOPENS");
 	if (p != NULL) {
 		size_t n = strlen(p);

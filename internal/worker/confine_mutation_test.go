@@ -210,6 +210,11 @@ var argProbes = append([]probeCall{
 		defer unix.Munmap(b)
 		return sys(unix.SYS_MADVISE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 102)
 	}},
+	// Without a code channel (codefd.go), recvmsg reads no descriptor.
+	{"recvmsg stdin, no code channel", func(string, int) error {
+		var msg unix.Msghdr
+		return sys(unix.SYS_RECVMSG, 0, uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+	}},
 	{"fcntl F_SETSIG", func(string, int) error { return sys(unix.SYS_FCNTL, 1, unix.F_SETSIG, uintptr(unix.SIGUSR1)) }},
 	{"fcntl F_SETOWN_EX victim", func(_ string, v int) error {
 		owner := struct{ typ, pid int32 }{1 /* F_OWNER_PID */, int32(v)} // struct f_owner_ex

@@ -41,6 +41,12 @@ func hostileWorker(mode string) int {
 		case msgLoad:
 			loads++
 			m, _ := decodeLoad(p)
+			// The code sent by descriptor is taken (and dropped), as a
+			// worker must before it answers; hostile-code-unread leaves
+			// it in the channel.
+			if mode != "hostile-code-unread" {
+				takeCode(m)
+			}
 			write(loadedMsg{Digest: m.Digest}.encode())
 			if mode == "hostile-mailbox-deaf" {
 				// Say a frame of the parent's is being read from the
@@ -160,6 +166,17 @@ func errnoOf(_, _ uintptr, e unix.Errno) error {
 		return nil
 	}
 	return e
+}
+
+// takeCode takes (and drops) the code a load frame says was sent by
+// descriptor, as a worker must before it answers the load: the fake
+// workers of these tests answer loads without looking at the code.
+func takeCode(m loadMsg) {
+	if m.Size > 0 {
+		if _, unmap, err := receiveCode(childCodeFD(), m.Size); err == nil {
+			unmap()
+		}
+	}
 }
 
 func sys(nr uintptr, a ...uintptr) error {

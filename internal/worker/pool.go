@@ -38,6 +38,7 @@ import (
 
 	"github.com/maiden-run/maiden/internal/compcache"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // Options configure a Pool. nil means all defaults.
@@ -466,6 +467,9 @@ func (p *Pool) isClosing() bool {
 // killed: the calls end as interrupted), kills workers starting, warming
 // or compiling, and waits for the calls to return, or for ctx.
 func (p *Pool) Shutdown(ctx context.Context) error {
+	// The compiled code held in memfds; a load still under way holds a
+	// duplicate of its own.
+	defer p.mem.clear()
 	p.mu.Lock()
 	p.closing = true
 	for _, cancel := range p.spawning {
@@ -533,7 +537,8 @@ func (p *Pool) Workers() int {
 }
 
 // memArtifacts keeps compiled code in memory, least recently used evicted
-// past max bytes.
+// past max bytes: each artifact in a sealed memfd (codefd.go), or as bytes
+// where no memfd can be made.
 type memArtifacts struct {
 	mu    sync.Mutex
 	max   int
@@ -544,39 +549,87 @@ type memArtifacts struct {
 
 type memArtifact struct {
 	key  string
+	file *os.File // nil: code holds the bytes
 	code []byte
+	size int
 }
 
 func newMemArtifacts(max int) *memArtifacts {
 	return &memArtifacts{max: max, order: list.New(), m: map[string]*list.Element{}}
 }
 
-func (a *memArtifacts) Get(key string) ([]byte, bool) {
+// Get returns key's code; the caller closes it. A memfd comes as a
+// duplicate made under the lock, so an eviction meanwhile closes only the
+// cache's own descriptor, never one in use.
+func (a *memArtifacts) Get(key string) (loadable, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	el, ok := a.m[key]
 	if !ok {
-		return nil, false
+		return loadable{}, false
 	}
 	a.order.MoveToFront(el)
-	return el.Value.(*memArtifact).code, true
+	v := el.Value.(*memArtifact)
+	if v.file == nil {
+		return loadable{code: v.code, size: v.size}, true
+	}
+	fd, err := unix.FcntlInt(v.file.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return loadable{}, false
+	}
+	return loadable{file: os.NewFile(uintptr(fd), v.file.Name()), size: v.size}, true
 }
 
+// Put keeps code under key, in a sealed memfd if one can be made.
 func (a *memArtifacts) Put(key string, code []byte) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if el, ok := a.m[key]; ok {
-		a.order.MoveToFront(el)
+	if f, n, err := codeFileOf(code); err == nil {
+		a.put(&memArtifact{key: key, file: f, size: int(n)})
 		return nil
 	}
-	a.m[key] = a.order.PushFront(&memArtifact{key: key, code: code})
-	a.size += len(code)
+	a.put(&memArtifact{key: key, code: code, size: len(code)})
+	return nil
+}
+
+// PutFile keeps the sealed memfd f of size bytes under key; the cache owns
+// it from now on.
+func (a *memArtifacts) PutFile(key string, f *os.File, size int64) {
+	a.put(&memArtifact{key: key, file: f, size: int(size)})
+}
+
+func (a *memArtifacts) put(v *memArtifact) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if el, ok := a.m[v.key]; ok {
+		a.order.MoveToFront(el)
+		if v.file != nil {
+			v.file.Close()
+		}
+		return
+	}
+	a.m[v.key] = a.order.PushFront(v)
+	a.size += v.size
 	for a.size > a.max && a.order.Len() > 1 {
 		el := a.order.Back()
-		v := el.Value.(*memArtifact)
+		old := el.Value.(*memArtifact)
 		a.order.Remove(el)
-		delete(a.m, v.key)
-		a.size -= len(v.code)
+		delete(a.m, old.key)
+		a.size -= old.size
+		if old.file != nil {
+			old.file.Close()
+		}
 	}
-	return nil
+}
+
+// clear forgets every artifact (Shutdown).
+func (a *memArtifacts) clear() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, el := range a.m {
+		if v := el.Value.(*memArtifact); v.file != nil {
+			v.file.Close()
+		}
+	}
+	a.order.Init()
+	a.m = map[string]*list.Element{}
+	a.size = 0
 }

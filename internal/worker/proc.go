@@ -26,7 +26,8 @@ import (
 // time; whoever holds it (the pool hands it out) is the only one to send.
 type proc struct {
 	cmd  *exec.Cmd
-	conn *ipcConn // spins while a call is out, then sleeps off the poller
+	conn *ipcConn     // spins while a call is out, then sleeps off the poller
+	code *codeChannel // compiled code by descriptor (codefd.go); nil: through conn
 	pid  int
 
 	exited chan struct{} // closed once the process is reaped
@@ -155,6 +156,14 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 		defer mf.Close() // the worker has its copy once started
 		parentEnd.useMailboxes(region)
 	}
+	// The code channel (codefd.go), last; without it compiled code goes
+	// through the socket.
+	code, codeEnd, cerr := newCodeChannel()
+	if cerr == nil {
+		cmd.Env = append(cmd.Env, envCode+"="+strconv.Itoa(3+len(cmd.ExtraFiles)))
+		cmd.ExtraFiles = append(cmd.ExtraFiles, codeEnd)
+		defer codeEnd.Close() // the worker has its copy once started
+	}
 	cmd.Dir = "/"
 	tail := &tailBuffer{max: 8 << 10}
 	cmd.Stderr = tail
@@ -169,9 +178,12 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	childEnd.Close()
 	if err != nil {
 		parentEnd.Close()
+		if code != nil {
+			code.close()
+		}
 		return nil, fmt.Errorf("start worker %s: %w", argv[0], err)
 	}
-	p := &proc{cmd: cmd, conn: parentEnd, pid: cmd.Process.Pid, frames: make(chan frame),
+	p := &proc{cmd: cmd, conn: parentEnd, code: code, pid: cmd.Process.Pid, frames: make(chan frame),
 		dead: make(chan struct{}), exited: make(chan struct{}), stop: make(chan struct{}), stderr: tail, limits: workerFrameLimit}
 	p.rd = bufio.NewReaderSize(p.conn, 64<<10)
 	p.memcg = joinMemcg(p.pid)
@@ -184,6 +196,9 @@ func spawnWith(ctx context.Context, argv []string, timeout time.Duration, files 
 	go func() {
 		_ = cmd.Wait()
 		p.conn.peerGone()
+		if p.code != nil {
+			p.code.close()
+		}
 		if p.memcg != nil {
 			p.memcgOOM.Store(p.memcg.oomKilled())
 			p.memcg.leave()

@@ -19,7 +19,7 @@ import (
 //
 // protocolVersion changes with any change to a message's fields; a worker
 // announces it in its hello and the parent refuses a mismatch.
-const protocolVersion = 4
+const protocolVersion = 5
 
 // maxFrame bounds one frame. The largest payloads are a compiled component
 // (parent → worker, once per worker and version), a wasm file to compile
@@ -28,7 +28,7 @@ const maxFrame = 512 << 20
 
 // Message types. Parent → worker below 64, worker → parent from 64.
 const (
-	msgLoad        byte = 1 // digest, compiled code
+	msgLoad        byte = 1 // digest, compiled code (or its size, sent by descriptor)
 	msgRun         byte = 2 // run one export
 	msgFetchReply  byte = 3 // the answer to a worker's fetch
 	msgCancel      byte = 4 // interrupt the running call
@@ -266,21 +266,26 @@ func decodeRun(p []byte) (m runMsg, err error) {
 	return m, d.finish()
 }
 
+// loadMsg hands a worker compiled code: the bytes (Code), or, with Code
+// empty, the Size bytes of the sealed memfd sent ahead of the frame over
+// the worker's code channel (codefd.go).
 type loadMsg struct {
 	Digest string
 	Code   []byte
+	Size   uint64
 }
 
 func (m loadMsg) encode() []byte {
 	e := newEnc(msgLoad)
 	e.str(m.Digest)
 	e.bytes(m.Code)
+	e.u64(m.Size)
 	return e.frame()
 }
 
 func decodeLoad(p []byte) (m loadMsg, err error) {
 	d := &dec{b: p}
-	m.Digest, m.Code = d.str(), d.bytes()
+	m.Digest, m.Code, m.Size = d.str(), d.bytes(), d.u64()
 	return m, d.finish()
 }
 

@@ -42,6 +42,7 @@ func engineWorker(mode string) int {
 		switch typ {
 		case msgLoad:
 			m, _ := decodeLoad(p)
+			takeCode(m)
 			write(loadedMsg{Digest: m.Digest}.encode())
 		case msgRun:
 			m, _ := decodeRun(p)

@@ -58,6 +58,7 @@ func parentRedteamWorker(mode string) int {
 					fmt.Fprintln(os.Stderr, "hoard refused:", err)
 				}
 			}
+			takeCode(m)
 			write(loadedMsg{Digest: m.Digest}.encode())
 		case msgRun:
 			m, _ := decodeRun(p)

@@ -48,6 +48,7 @@ func redteamWorker(mode string) int {
 				continue // never answers: the parent must not wait forever
 			}
 			m, _ := decodeLoad(p)
+			takeCode(m)
 			write(loadedMsg{Digest: m.Digest}.encode())
 			if mode == "redteam-deaf" {
 				select {} // reads nothing more

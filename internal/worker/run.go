@@ -471,12 +471,13 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 	if !ok {
 		return errLost
 	}
+	defer code.close()
 	// Loading maps code the parent chose (no guest code runs): raise the
 	// limit while it loads, then measure the worker's new resting size.
 	// Raise it, not lift it: the worker may have been taken over by an
 	// earlier call, and what it took while "loading" would be its resting
 	// size for good, each later call's limit set over it.
-	if err := w.setDataLimit(w.loadLimit(len(code), p.opts.Allowance)); err != nil {
+	if err := w.setDataLimit(w.loadLimit(code.size, p.opts.Allowance)); err != nil {
 		return limitErr(w, err)
 	}
 	// Bounded like a start: a worker that neither reads nor answers is
@@ -498,7 +499,30 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 		w.loaded = w.loaded[1:]
 	}
 	go w.read() // until the loaded answer
-	if err := w.send(loadMsg{Digest: art, Code: code}.encode()); err != nil {
+	msg := loadMsg{Digest: art, Code: code.code}
+	if code.file != nil && w.code != nil {
+		// The descriptor first, so it waits in the channel when the
+		// frame that names it arrives (codefd.go).
+		if err := w.code.send(code.file); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, errChannelFull) {
+				w.kill(killedProtocol)
+				return err
+			}
+			return deadErr(w, "")
+		}
+		msg.Size = uint64(code.size)
+	} else if code.file != nil {
+		// A worker without a code channel: the bytes, read back.
+		b := make([]byte, code.size)
+		if _, err := code.file.ReadAt(b, 0); err != nil {
+			return fmt.Errorf("reading compiled code: %w", err)
+		}
+		msg.Code = b
+	}
+	if err := w.send(msg.encode()); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -510,6 +534,10 @@ func (p *Pool) ensureLoaded(ctx context.Context, w *proc, art string) error {
 		if f.typ != msgLoaded || err != nil || m.Digest != art {
 			w.kill(killedProtocol)
 			return fmt.Errorf("worker answered a load with message type %d", f.typ)
+		}
+		if msg.Size > 0 && w.code.unread() {
+			w.kill(killedProtocol)
+			return fmt.Errorf("worker %d answered a load without taking the compiled code sent to it", w.pid)
 		}
 		if m.Err != "" {
 			return &invalidError{msg: m.Err}
