@@ -404,3 +404,33 @@ func TestHostileWorkerLeavesCodeUnread(t *testing.T) {
 		t.Errorf("killed for %v, want a protocol violation", r)
 	}
 }
+
+// TestArtifactLookupKeepsNoDescriptor: looking compiled code up (each
+// version of a file the registry reads) takes a duplicate of the memfd,
+// which the lookup closes: twenty lookups leave no descriptor open. (Not
+// parallel: it counts this process's descriptors.)
+func TestArtifactLookupKeepsNoDescriptor(t *testing.T) {
+	p := newPool(t, &Options{Size: 1})
+	path := testkit.Component(t, "echo")
+	if _, err := p.Open(context.Background(), path, lim); err != nil {
+		t.Fatal(err)
+	}
+	// The version Open compiled, forgotten: the next get reads the file
+	// again and finds its code in memory.
+	v, err := p.reg.get(context.Background(), path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.reg.forget(path, v)
+	before := openFDs(t)
+	for range 20 {
+		v, err := p.reg.get(context.Background(), path, "")
+		if err != nil || !v.cached {
+			t.Fatalf("get: %+v, %v", v, err)
+		}
+		p.reg.forget(path, v)
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open after 20 lookups, %d before", after, before)
+	}
+}

@@ -183,7 +183,8 @@ func (r *registry) load(ctx context.Context, path string, v *version) {
 	}
 	// One pool runs one program, so one engine: the digest names the code.
 	v.art = v.digest
-	if _, ok := r.pool.artifact(v.art); ok {
+	if a, ok := r.pool.artifact(v.art); ok {
+		a.close()
 		v.cached = true
 		v.compile = time.Since(start)
 		return
