@@ -98,7 +98,7 @@ func fastOpen(how, addr string) string {
 		return errnoReport(err)
 	}
 	buf := make([]byte, 64)
-	n, err := unix.Read(fd, buf)
+	n, err := readReply(fd, buf)
 	if err != nil {
 		return "ok, sent, but no reply: " + errnoReport(err)
 	}
@@ -139,6 +139,19 @@ func ioUring() string {
 	return strings.Join(out, ", ")
 }
 
+// readReply reads the reply on fd, again after a signal: with SO_RCVTIMEO
+// set, a read the Go runtime's preemption signal interrupts fails with
+// EINTR whatever SA_RESTART says (signal(7)), which a full run once
+// reported as "connected, no reply: refused: EINTR".
+func readReply(fd int, buf []byte) (int, error) {
+	for {
+		n, err := unix.Read(fd, buf)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
 // connectTo connects to addr with connect(2) and reads the reply.
 func connectTo(addr string) string {
 	sa, _, family, err := sockaddr(addr)
@@ -155,7 +168,7 @@ func connectTo(addr string) string {
 		return errnoReport(err)
 	}
 	buf := make([]byte, 64)
-	n, err := unix.Read(fd, buf)
+	n, err := readReply(fd, buf)
 	if err != nil {
 		return "ok, connected, no reply: " + errnoReport(err)
 	}
