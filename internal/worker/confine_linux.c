@@ -73,42 +73,40 @@ static size_t mailbox_size;
 void *maiden_mailbox(void) { return mailbox; }
 size_t maiden_mailbox_size(void) { return mailbox_size; }
 
+// env_fd is the descriptor the environment variable name holds, from 3 to
+// 255; -1 if it is unset or anything else.
+static int env_fd(const char *name) {
+	const char *v = getenv(name);
+	if (v == NULL || v[0] == 0) {
+		return -1;
+	}
+	char *end;
+	long fd = strtol(v, &end, 10);
+	if (*end != 0 || fd < 3 || fd > 255) {
+		return -1;
+	}
+	return (int)fd;
+}
+
 // The worker's end of its code channel (codefd.go), the one descriptor
 // recvmsg may read: the parent sends compiled code there as sealed memfds.
 // -1 without one (recvmsg is then refused on every descriptor).
 static int code_fd = -1;
 
-static void read_code_fd(void) {
-	const char *v = getenv("MAIDEN_WORKER_CODE");
-	if (v == NULL || v[0] == 0) {
-		return;
-	}
-	char *end;
-	long fd = strtol(v, &end, 10);
-	if (*end == 0 && fd >= 3 && fd <= 255) {
-		code_fd = (int)fd;
-	}
-}
-
 static void map_mailbox(void) {
-	const char *v = getenv("MAIDEN_WORKER_MAILBOX");
-	if (v == NULL || v[0] == 0) {
-		return;
-	}
-	char *end;
-	long fd = strtol(v, &end, 10);
-	if (*end != 0 || fd < 3 || fd > 255) {
+	const int fd = env_fd("MAIDEN_WORKER_MAILBOX");
+	if (fd < 0) {
 		return;
 	}
 	struct stat st;
-	if (fstat((int)fd, &st) == 0 && st.st_size > 0 && st.st_size <= (1 << 20)) {
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+	if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size <= (1 << 20)) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p != MAP_FAILED) {
 			mailbox = p;
 			mailbox_size = (size_t)st.st_size;
 		}
 	}
-	close((int)fd);
+	close(fd);
 }
 
 #ifndef __NR_landlock_create_ruleset
@@ -703,7 +701,7 @@ __attribute__((constructor)) static void maiden_confine(void) {
 	}
 	const pid_t parent = getppid();
 	map_mailbox();
-	read_code_fd();
+	code_fd = env_fd("MAIDEN_WORKER_CODE");
 	const char *p = getenv("MAIDEN_WORKER_PREOPENS");
 	if (p != NULL) {
 		size_t n = strlen(p);
