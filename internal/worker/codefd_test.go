@@ -80,6 +80,7 @@ func TestCodeByDescriptor(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	p := newPool(t, &Options{Size: 1, CacheDir: dir})
+	p.mem.minFile = 0 // the WAT echo's few KB in a memfd too
 	tool, err := p.Open(context.Background(), testkit.Component(t, "echo"), lim)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +98,7 @@ func TestCodeByDescriptor(t *testing.T) {
 	// A second pool over the same disk cache: its artifact comes from disk
 	// straight into a memfd.
 	p2 := newPool(t, &Options{Size: 1, CacheDir: dir})
+	p2.mem.minFile = 0
 	tool2, err := p2.Open(context.Background(), testkit.Component(t, "echo"), lim)
 	if err != nil {
 		t.Fatal(err)
@@ -380,6 +382,7 @@ func TestWorkerRecvmsgOnlyOnTheCodeChannel(t *testing.T) {
 func TestHostileWorkerLeavesCodeUnread(t *testing.T) {
 	t.Parallel()
 	good := newPool(t, nil)
+	good.mem.minFile = 0 // the WAT echo in a memfd
 	if _, err := good.Open(context.Background(), testkit.Component(t, "echo"), lim); err != nil {
 		t.Fatal(err)
 	}
@@ -411,6 +414,7 @@ func TestHostileWorkerLeavesCodeUnread(t *testing.T) {
 // parallel: it counts this process's descriptors.)
 func TestArtifactLookupKeepsNoDescriptor(t *testing.T) {
 	p := newPool(t, &Options{Size: 1})
+	p.mem.minFile = 0
 	path := testkit.Component(t, "echo")
 	if _, err := p.Open(context.Background(), path, lim); err != nil {
 		t.Fatal(err)
@@ -432,5 +436,35 @@ func TestArtifactLookupKeepsNoDescriptor(t *testing.T) {
 	}
 	if after := openFDs(t); after != before {
 		t.Errorf("%d descriptors open after 20 lookups, %d before", after, before)
+	}
+}
+
+// TestSmallCodeStaysBytes: an artifact under a MiB is kept as bytes (it
+// loads as fast in the frame) and one from it up in a memfd, whichever way
+// it arrives, so the memfds a pool holds stay few: at most its cache's
+// bytes over a MiB.
+func TestSmallCodeStaysBytes(t *testing.T) {
+	t.Parallel()
+	a := newMemArtifacts(1 << 30)
+	defer a.clear()
+	small, large := make([]byte, minCodeFile-1), make([]byte, minCodeFile)
+	_ = a.Put("small", small)
+	_ = a.Put("large", large)
+	for _, size := range []int{minCodeFile - 1, minCodeFile} {
+		f, n, err := codeFileOf(make([]byte, size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.PutFile("file"+strconv.Itoa(size), f, n)
+	}
+	for key, wantFile := range map[string]bool{"small": false, "large": true, "file" + strconv.Itoa(minCodeFile-1): false, "file" + strconv.Itoa(minCodeFile): true} {
+		l, ok := a.Get(key)
+		if !ok {
+			t.Fatalf("%s: not kept", key)
+		}
+		if (l.file != nil) != wantFile || l.file == nil && len(l.code) != l.size {
+			t.Errorf("%s: a memfd %v (%d bytes), want one: %v", key, l.file != nil, l.size, wantFile)
+		}
+		l.close()
 	}
 }

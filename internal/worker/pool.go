@@ -545,7 +545,15 @@ type memArtifacts struct {
 	size  int
 	order *list.List // of *memArtifact, most recent at front
 	m     map[string]*list.Element
+	// minFile is the smallest artifact kept in a memfd; smaller ones stay
+	// bytes (a WAT tool's few KB load as fast in the frame, and a memfd
+	// is a descriptor: a cache of a gigabyte of small artifacts must not
+	// hold hundreds of thousands). At most max/minFile memfds, then.
+	minFile int
 }
+
+// minCodeFile is memArtifacts.minFile's default.
+const minCodeFile = 1 << 20
 
 type memArtifact struct {
 	key  string
@@ -555,7 +563,7 @@ type memArtifact struct {
 }
 
 func newMemArtifacts(max int) *memArtifacts {
-	return &memArtifacts{max: max, order: list.New(), m: map[string]*list.Element{}}
+	return &memArtifacts{max: max, order: list.New(), m: map[string]*list.Element{}, minFile: minCodeFile}
 }
 
 // Get returns key's code; the caller closes it. A memfd comes as a
@@ -580,20 +588,38 @@ func (a *memArtifacts) Get(key string) (loadable, bool) {
 	return loadable{file: os.NewFile(uintptr(fd), v.file.Name()), size: v.size}, true
 }
 
-// Put keeps code under key, in a sealed memfd if one can be made.
+// Put keeps code under key, in a sealed memfd if it is large enough and
+// one can be made.
 func (a *memArtifacts) Put(key string, code []byte) error {
-	if f, n, err := codeFileOf(code); err == nil {
-		a.put(&memArtifact{key: key, file: f, size: int(n)})
-		return nil
+	if len(code) >= a.minSize() {
+		if f, n, err := codeFileOf(code); err == nil {
+			a.put(&memArtifact{key: key, file: f, size: int(n)})
+			return nil
+		}
 	}
 	a.put(&memArtifact{key: key, code: code, size: len(code)})
 	return nil
 }
 
 // PutFile keeps the sealed memfd f of size bytes under key; the cache owns
-// it from now on.
+// it from now on (one under minFile is kept as bytes, and f closed).
 func (a *memArtifacts) PutFile(key string, f *os.File, size int64) {
+	if size < int64(a.minSize()) {
+		b := make([]byte, size)
+		_, err := f.ReadAt(b, 0)
+		f.Close()
+		if err == nil {
+			a.put(&memArtifact{key: key, code: b, size: len(b)})
+		}
+		return
+	}
 	a.put(&memArtifact{key: key, file: f, size: int(size)})
+}
+
+func (a *memArtifacts) minSize() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.minFile
 }
 
 func (a *memArtifacts) put(v *memArtifact) {
