@@ -21,6 +21,7 @@ func BenchmarkLoadCode(b *testing.B) {
 	for _, tool := range []string{"echo", "go/echo", "js/echo"} {
 		path := testkit.Component(b, tool)
 		p := newPool(b, &Options{Size: 1})
+		p.mem.minFile = 0 // the WAT tool's too, to compare
 		if _, err := p.Open(context.Background(), path, lim); err != nil {
 			b.Fatal(err)
 		}
