@@ -468,3 +468,53 @@ func TestSmallCodeStaysBytes(t *testing.T) {
 		l.close()
 	}
 }
+
+// TestWorkersLeaveNoDescriptor: workers that load code by descriptor,
+// crash and are replaced, then shut down, leave the parent holding no
+// descriptor it did not hold before: each worker's code channel closes
+// when it is reaped, each load's duplicate of the memfd when the load
+// ends, and the pool's memfds at Shutdown. (Not parallel: it counts this
+// process's descriptors.)
+func TestWorkersLeaveNoDescriptor(t *testing.T) {
+	echo, trap := testkit.Component(t, "echo"), testkit.Component(t, "trap")
+	// A pool's first call opens what stays open for the process (the
+	// free-CPU rule's /proc/loadavg): opened before the count.
+	warm := newPool(t, nil)
+	call(t, warm, echo, `{"message":"hi"}`, lim)
+	if err := warm.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := openFDs(t)
+	p, err := New(&Options{Size: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mem.minFile = 0
+	for i := range 6 {
+		// A trap kills its worker; the next call loads the code again.
+		tool := echo
+		if i%2 == 1 {
+			tool = trap
+		}
+		out := call(t, p, tool, `{"message":"hi"}`, lim)
+		if (out.Failure == nil) != (tool == echo) {
+			t.Fatalf("call %d of %s: %+v", i, tool, out)
+		}
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open after the pool's shutdown, %d before: %v", after, before, fdLinks())
+	}
+}
+
+func fdLinks() []string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	var out []string
+	for _, e := range ents {
+		l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		out = append(out, e.Name()+"="+l)
+	}
+	return out
+}
