@@ -44,6 +44,7 @@ func TestEveryOptionReachesThePipeline(t *testing.T) {
 		Audit: audit, Isolation: InProcess, WorkerCommand: []string{"/nonexistent/maiden"}, Observer: nopObserver{},
 		ApprovalWait: time.Minute, ApprovalPoll: time.Second, MCPPinsPath: filepath.Join(dir, "pins.json"),
 		TracerProvider: noop.NewTracerProvider(), TracePropagateTo: []string{"api.example.com"},
+		OnCompile: func(string) {},
 	}
 	h, err := New(cfg, &o)
 	if err != nil {

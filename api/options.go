@@ -21,6 +21,14 @@ type Options struct {
 	// MaxCacheBytes bounds the compiled code held in memory, least recently
 	// used first out; 0 means 1 GiB.
 	MaxCacheBytes int64
+	// OnCompile is told the path of each component (a tool, or a
+	// middleware component) about to be compiled because neither memory
+	// nor the disk cache held its code: the start of a wait of seconds for
+	// a Go tool and tens of seconds for a JavaScript one on a slow
+	// machine, which a command line may want to announce. It runs on the
+	// goroutine that loads the component, before the compile: keep it
+	// short. nil: nothing is told.
+	OnCompile func(path string)
 	// StatePath is the state store (agents, tokens, cards, approvals, the
 	// audit trail): a SQLite file, or a postgres:// URL without a password
 	// (PGPASSWORD or ~/.pgpass supply it); "" means the configuration's

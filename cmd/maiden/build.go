@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maiden-run/maiden"
@@ -146,8 +147,9 @@ type builder struct {
 }
 
 // checkHost is a host whose only tool is the file being built, with the
-// default limits, isolated as the command line says.
-func checkHost(out string, c *common) (*maiden.Host, error) {
+// default limits, isolated as the command line says; what it compiles is
+// announced on stderr.
+func checkHost(out string, c *common, stderr io.Writer) (*maiden.Host, error) {
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return nil, err
@@ -158,7 +160,21 @@ func checkHost(out string, c *common) (*maiden.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return maiden.New(cfg, &maiden.Options{CacheDir: c.cache, Isolation: c.isolation.value(), WorkerCommand: workerArgv(c.isolation.value())})
+	return maiden.New(cfg, &maiden.Options{CacheDir: c.cache, Isolation: c.isolation.value(), WorkerCommand: workerArgv(c.isolation.value()),
+		OnCompile: buildCompileNote(stderr)})
+}
+
+// buildCompileNote says that the component just built is being compiled
+// to check that it loads, which for a JavaScript one took as long again as
+// the build, silent, before its description. maiden build reports its
+// progress on stderr, terminal or not.
+func buildCompileNote(stderr io.Writer) func(path string) {
+	var mu sync.Mutex
+	return func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "compiling %s for this machine, to check that it loads (cached for maiden call and serve)\n", terminalSafe(filepath.Base(path)))
+	}
 }
 
 // build builds once and checks that the result loads.
@@ -184,7 +200,7 @@ func (b builder) build(ctx context.Context) int {
 		return b.checkMiddleware(ctx)
 	}
 	if *b.h == nil {
-		h, err := checkHost(b.out, b.c)
+		h, err := checkHost(b.out, b.c, b.stderr)
 		if err != nil {
 			fmt.Fprintln(b.stderr, "maiden build:", err)
 			return exitUsage

@@ -37,7 +37,7 @@ func (b builder) checkMiddleware(ctx context.Context) int {
 	var runner sandbox.Runner
 	var err error
 	if b.c.isolation.value() == maiden.InProcess {
-		runner, err = sandbox.New(&sandbox.Options{CacheDir: b.c.cache})
+		runner, err = sandbox.New(&sandbox.Options{CacheDir: b.c.cache, OnCompile: buildCompileNote(b.stderr)})
 	} else {
 		dir := b.c.cache
 		switch dir {
@@ -46,7 +46,7 @@ func (b builder) checkMiddleware(ctx context.Context) int {
 		case "":
 			dir = compcache.DefaultDir()
 		}
-		runner, err = worker.New(&worker.Options{Size: 1, CacheDir: dir, Command: workerCommand()})
+		runner, err = worker.New(&worker.Options{Size: 1, CacheDir: dir, Command: workerCommand(), OnCompile: buildCompileNote(b.stderr)})
 	}
 	if err != nil {
 		fmt.Fprintln(b.stderr, "maiden build:", err)

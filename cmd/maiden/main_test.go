@@ -263,6 +263,10 @@ func TestBuildWAT(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, "Echoes") {
 		t.Fatalf("%+v", r)
 	}
+	// The check's compile is announced (with no cache, it compiles).
+	if want := "compiling " + filepath.Base(dir) + ".wasm for this machine, to check that it loads"; !strings.Contains(r.stderr, want) {
+		t.Errorf("build's stderr lacks %q:\n%s", want, r.stderr)
+	}
 	if _, err := os.Stat(filepath.Join(dir, filepath.Base(dir)+".wasm")); err != nil {
 		t.Fatal(err)
 	}

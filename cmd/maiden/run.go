@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
@@ -158,7 +159,30 @@ func (c *common) host(stderr io.Writer) (*maiden.Host, error) {
 	if c.verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, Isolation: c.isolation.value(), StatePath: c.state, WorkerCommand: workerArgv(c.isolation.value())})
+	return maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, Isolation: c.isolation.value(), StatePath: c.state,
+		WorkerCommand: workerArgv(c.isolation.value()), OnCompile: compileNote(stderr)})
+}
+
+// compileNote says on the operator's terminal that a component is being
+// compiled: a JavaScript tool's first call otherwise sat silent for 10 to
+// 20 seconds here before its answer. Not on a pipe or a file (scripts
+// read stderr too), and nothing when the code came from the cache.
+func compileNote(stderr io.Writer) func(path string) {
+	if !writerIsTerminal(stderr) {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "maiden: compiling %s for this machine (its first use; the result is cached)\n", terminalSafe(path))
+	}
+}
+
+// writerIsTerminal says whether w is a terminal. A variable for tests.
+var writerIsTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && fileIsTerminal(f)
 }
 
 // printConfigErrors prints every problem of a bad agent.toml, one per line.

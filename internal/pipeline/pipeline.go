@@ -720,7 +720,7 @@ func run(ctx context.Context, inv *invocation) error {
 // pool of worker processes (size workers).
 func newRunner(o Options, size int) (sandbox.Runner, error) {
 	if o.Isolation == api.InProcess {
-		return sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger, MaxCacheBytes: o.MaxCacheBytes})
+		return sandbox.New(&sandbox.Options{CacheDir: o.CacheDir, Logger: o.Logger, MaxCacheBytes: o.MaxCacheBytes, OnCompile: o.OnCompile})
 	}
 	dir := o.CacheDir
 	switch dir {
@@ -729,7 +729,7 @@ func newRunner(o Options, size int) (sandbox.Runner, error) {
 	case "":
 		dir = compcache.DefaultDir()
 	}
-	return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger, CacheDir: dir, MaxCacheBytes: o.MaxCacheBytes})
+	return worker.New(&worker.Options{Command: o.WorkerCommand, Size: size, Logger: o.Logger, CacheDir: dir, MaxCacheBytes: o.MaxCacheBytes, OnCompile: o.OnCompile})
 }
 
 // refusalLog remembers the first http-fetch a policy refused during a call,

@@ -111,6 +111,8 @@ type cache struct {
 	// contract.
 	check    func(comp *wasmtime.Component) error
 	maxBytes int64
+	// onCompile is told of each compile no cache spared (Options.OnCompile).
+	onCompile func(path string)
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -402,6 +404,9 @@ func (c *cache) compile(path string, key FileKey, want string) (*loaded, error) 
 	}
 	if !LooksLikeComponent(data) {
 		return nil, &halfWritten{fmt.Errorf("%w: %s is not a WebAssembly component (%s)", ErrInvalidTool, filepath.Base(path), DescribeMagic(data))}
+	}
+	if c.onCompile != nil {
+		c.onCompile(path)
 	}
 	comp, err := c.engine.NewComponent(data)
 	if err != nil {

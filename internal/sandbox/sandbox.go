@@ -73,6 +73,9 @@ type Options struct {
 	MaxOutputBytes int
 	// Engine tunes wasmtime; nil means maiden's production configuration.
 	Engine *wasmtime.Config
+	// OnCompile is told the path of each component about to be compiled
+	// because no cache held its code (api.Options.OnCompile); nil: nothing.
+	OnCompile func(path string)
 }
 
 // Defaults for Options.
@@ -149,6 +152,7 @@ func New(opts *Options) (*Sandbox, error) {
 	}
 	s := &Sandbox{engine: engine, linker: linker, log: o.Logger, opts: o, active: map[*wasmtime.Store]struct{}{}}
 	s.cache = newCache(engine, o.CacheDir, o.MaxCacheBytes, o.Logger, checkContract)
+	s.cache.onCompile = o.OnCompile
 	return s, nil
 }
 

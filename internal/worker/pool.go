@@ -50,6 +50,9 @@ type Options struct {
 	Size int
 	// Logger receives maiden's own diagnostics; nil discards them.
 	Logger *slog.Logger
+	// OnCompile is told the path of each component about to be compiled
+	// because no cache held its code (api.Options.OnCompile); nil: nothing.
+	OnCompile func(path string)
 	// MaxLogBytes and MaxOutputBytes bound one call's log and result, as in
 	// sandbox.Options (0: the sandbox's defaults).
 	MaxLogBytes, MaxOutputBytes int

@@ -189,6 +189,9 @@ func (r *registry) load(ctx context.Context, path string, v *version) {
 		v.compile = time.Since(start)
 		return
 	}
+	if r.pool.opts.OnCompile != nil {
+		r.pool.opts.OnCompile(path)
+	}
 	code, err := r.pool.compile(ctx, path, data)
 	if err != nil {
 		v.err = err
