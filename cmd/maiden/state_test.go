@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,6 +190,12 @@ func TestStatePrivileges(t *testing.T) {
 	}
 	if cardsLine != "SELECT, INSERT, UPDATE on table public.cards" {
 		t.Fatalf("missing on cards: %q (all: %q)", cardsLine, st.MissingPrivileges)
+	}
+	// One line per table, each privilege once.
+	for i, m := range st.MissingPrivileges {
+		if slices.Contains(st.MissingPrivileges[:i], m) {
+			t.Fatalf("missing privileges name %q twice: %q", m, st.MissingPrivileges)
+		}
 	}
 	r = cli(t, "", "state", "check", "-state", limited)
 	if !strings.Contains(r.stderr, "maiden state check: user "+role+" lacks SELECT, INSERT, UPDATE on table public.cards") {

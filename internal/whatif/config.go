@@ -73,7 +73,10 @@ func systemKey(s cards.Spec) string {
 
 // applyConfig adds to r the system cards cfg installs and removes (with
 // their descendants, as a sync revokes them), and marks every agent
-// touched: the configuration may refuse any agent's calls.
+// touched: the configuration may refuse any agent's calls. It runs after
+// the change's revocations: a system card the change revokes is revoked
+// for the sync too, which installs the grant anew if cfg still declares
+// it.
 func (r *Replay) applyConfig(cfg *Config, agents []string, revoke func(id string), touched map[string]bool) {
 	r.cfg = cfg
 	for _, a := range agents {
@@ -83,7 +86,7 @@ func (r *Replay) applyConfig(cfg *Config, agents []string, revoke func(id string
 			want[systemKey(s)] = s
 		}
 		for _, c := range r.held[a] {
-			if !c.System || !c.Revoked.IsZero() {
+			if !c.System || !c.Revoked.IsZero() || r.gone[c.ID] {
 				continue
 			}
 			k := systemKey(c.Spec)
