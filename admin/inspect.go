@@ -240,8 +240,20 @@ func inspectSQLite(ctx context.Context, path string, st *StoreStatus) {
 	case !fi.Mode().IsRegular():
 		st.problem("state store %s is not a regular file", path)
 		return
+	case strings.ContainsAny(path, "?#\x00"):
+		// The store refuses such a path too (internal/store).
+		st.problem("state store %q: the path must hold no '?', '#' or NUL", path)
+		return
 	default:
-		db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+		// Writing needs the file and its directory (the WAL, the shared
+		// memory index and the audit journal live next to it).
+		var missing []string
+		for _, p := range []string{path, filepath.Dir(path)} {
+			if err := unix.Access(p, unix.W_OK); err != nil {
+				missing = append(missing, "write access to "+p)
+			}
+		}
+		db, err := sql.Open("sqlite", sqliteCheckURI(path, missing == nil))
 		if err != nil {
 			st.problem("state store %s: %v", path, err)
 			return
@@ -252,6 +264,7 @@ func inspectSQLite(ctx context.Context, path string, st *StoreStatus) {
 			if strings.Contains(err.Error(), "no such table") {
 				st.Reachable = true
 				st.version(0)
+				st.MissingPrivileges = append(st.MissingPrivileges, missing...)
 				break
 			}
 			st.problem("state store %s: reading the schema version: %v", path, err)
@@ -259,17 +272,38 @@ func inspectSQLite(ctx context.Context, path string, st *StoreStatus) {
 		}
 		st.Reachable = true
 		st.version(int(v.Int64))
-		// Writing needs the file and its directory (the WAL, the shared
-		// memory index and the audit journal live next to it).
-		for _, p := range []string{path, filepath.Dir(path)} {
-			if err := unix.Access(p, unix.W_OK); err != nil {
-				st.MissingPrivileges = append(st.MissingPrivileges, "write access to "+p)
-			}
-		}
+		st.MissingPrivileges = append(st.MissingPrivileges, missing...)
 	}
 	for _, m := range st.MissingPrivileges {
 		st.problem("this user lacks %s", m)
 	}
+}
+
+// sqliteCheckURI is how state check opens the SQLite store at path so that
+// it leaves nothing behind ("nothing is changed"). A store no process has
+// open has no -wal file, and SQLite opening a WAL database makes its -wal
+// and -shm files; its last connection checkpoints and removes them only if
+// it may write, so a read-only open (mode=ro) would leave both, owned by
+// whoever ran the check, and the store's own Open refuses side files of
+// another user. So: a -wal file there (a process has the store open, or one
+// died with it open) is read as it is, read-only, making nothing; none, and
+// this user may write the store, it is opened read-write (SQLite removes
+// what it made when the check closes it; a read changes no page); none, and
+// it may not, it is read as immutable, with nothing made (no WAL to miss).
+func sqliteCheckURI(path string, writable bool) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	q := "mode=ro&_pragma=busy_timeout(5000)"
+	if _, err := os.Lstat(abs + "-wal"); errors.Is(err, os.ErrNotExist) {
+		if writable {
+			q = "mode=rw&_pragma=busy_timeout(5000)"
+		} else {
+			q = "mode=ro&immutable=1"
+		}
+	}
+	return (&url.URL{Scheme: "file", Path: abs, RawQuery: q}).String()
 }
 
 // pgAddr is the HOST:PORT (or socket directory and port) a PostgreSQL URL
