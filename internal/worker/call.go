@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"syscall"
 	"time"
 
@@ -143,15 +142,18 @@ func (p *Pool) artifact(digest string) (loadable, bool) {
 	if p.disk == nil {
 		return loadable{}, false
 	}
-	f, size, err := newCodeFile(func(w io.Writer) error { _, err := p.disk.LoadTo(digest, w); return err })
-	if err == nil {
-		p.mem.PutFile(digest, f, size)
-	} else if b, lerr := p.disk.Load(digest); lerr == nil {
-		// No memfd here (or none left): the bytes, as before.
-		_ = p.mem.Put(digest, b)
-	} else {
+	// One read of the cache: a small artifact as bytes, a large one
+	// straight into a memfd (or as bytes where none can be made).
+	sink := &codeSink{min: p.mem.minSize()}
+	if _, err := p.disk.LoadTo(digest, sink); err != nil {
+		sink.discard()
 		return loadable{}, false
 	}
+	a, err := sink.artifact(digest)
+	if err != nil {
+		return loadable{}, false
+	}
+	p.mem.put(a)
 	return p.mem.Get(digest)
 }
 

@@ -38,25 +38,44 @@ const codeSeals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | uni
 // newCodeFile returns a sealed memfd holding what fill writes into it. The
 // caller closes it.
 func newCodeFile(fill func(io.Writer) error) (*os.File, int64, error) {
-	fd, err := unix.MemfdCreate("maiden-code", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	f, err := memfd()
 	if err != nil {
-		return nil, 0, fmt.Errorf("memfd_create: %w", err)
+		return nil, 0, err
 	}
-	f := os.NewFile(uintptr(fd), "maiden-code")
 	if err := fill(f); err != nil {
 		f.Close()
 		return nil, 0, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	size, err := seal(f)
+	if err != nil {
 		f.Close()
 		return nil, 0, err
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, codeSeals); err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("sealing compiled code: %w", err)
+	return f, size, nil
+}
+
+// memfd makes an empty memfd that can be sealed (a variable: tests make
+// one that fails).
+var memfd = newMemfd
+
+func newMemfd() (*os.File, error) {
+	fd, err := unix.MemfdCreate("maiden-code", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
 	}
-	return f, st.Size, nil
+	return os.NewFile(uintptr(fd), "maiden-code"), nil
+}
+
+// seal seals f against any change (codeSeals) and returns its size.
+func seal(f *os.File) (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, err
+	}
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, codeSeals); err != nil {
+		return 0, fmt.Errorf("sealing compiled code: %w", err)
+	}
+	return st.Size, nil
 }
 
 // codeFileOf is newCodeFile of bytes already in memory.
@@ -65,6 +84,74 @@ func codeFileOf(code []byte) (*os.File, int64, error) {
 		_, err := w.Write(code)
 		return err
 	})
+}
+
+// codeSink takes compiled code as the disk cache reads it out
+// (compcache.LoadTo): as bytes while it is under min bytes, in a memfd from
+// there on. So one read of the cache serves an artifact of either kind,
+// with no memfd made for a small one, and where no memfd can be made or
+// written (no memfds, a memory limit) the code is kept as bytes instead.
+type codeSink struct {
+	min    int
+	buf    []byte
+	f      *os.File
+	n      int64 // bytes in f
+	noFile bool
+}
+
+func (s *codeSink) Write(p []byte) (int, error) {
+	if s.f == nil && !s.noFile && len(s.buf)+len(p) >= s.min {
+		f, err := memfd()
+		if err == nil {
+			if _, err = f.Write(s.buf); err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			s.noFile = true
+		} else {
+			s.f, s.n, s.buf = f, int64(len(s.buf)), nil
+		}
+	}
+	if s.f != nil {
+		if _, err := s.f.Write(p); err == nil {
+			s.n += int64(len(p))
+			return len(p), nil
+		}
+		// The memfd is given up: what it holds is kept as bytes.
+		held := make([]byte, s.n, int(s.n)+len(p))
+		if _, err := s.f.ReadAt(held, 0); err != nil {
+			return 0, err
+		}
+		s.f.Close()
+		s.f, s.noFile, s.buf = nil, true, held
+	}
+	s.buf = append(s.buf, p...)
+	return len(p), nil
+}
+
+// artifact is what the sink took as an artifact under key: the memfd,
+// sealed, or the bytes; it owns the memfd. A sink whose memfd cannot be
+// sealed is an error (and its memfd closed).
+func (s *codeSink) artifact(key string) (*memArtifact, error) {
+	if s.f == nil {
+		return &memArtifact{key: key, code: s.buf, size: len(s.buf)}, nil
+	}
+	size, err := seal(s.f)
+	if err != nil {
+		s.discard()
+		return nil, err
+	}
+	return &memArtifact{key: key, file: s.f, size: int(size)}, nil
+}
+
+// discard releases what the sink holds.
+func (s *codeSink) discard() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+	s.buf = nil
 }
 
 // loadable is compiled code as ensureLoaded sends it: a sealed memfd of

@@ -3,7 +3,9 @@ package worker
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -451,11 +453,18 @@ func TestSmallCodeStaysBytes(t *testing.T) {
 	_ = a.Put("small", small)
 	_ = a.Put("large", large)
 	for _, size := range []int{minCodeFile - 1, minCodeFile} {
-		f, n, err := codeFileOf(make([]byte, size))
+		// As the disk cache gives it: in pieces, into a sink.
+		s := &codeSink{min: a.minSize()}
+		for _, piece := range [][]byte{make([]byte, size/2), make([]byte, size-size/2)} {
+			if _, err := s.Write(piece); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v, err := s.artifact("file" + strconv.Itoa(size))
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.PutFile("file"+strconv.Itoa(size), f, n)
+		a.put(v)
 	}
 	for key, wantFile := range map[string]bool{"small": false, "large": true, "file" + strconv.Itoa(minCodeFile-1): false, "file" + strconv.Itoa(minCodeFile): true} {
 		l, ok := a.Get(key)
@@ -517,4 +526,101 @@ func fdLinks() []string {
 		out = append(out, e.Name()+"="+l)
 	}
 	return out
+}
+
+// TestCodeSinkWithoutMemfd: compiled code read from the disk cache is kept
+// whole, as bytes, where no memfd can be made, and where one fails in the
+// middle of the code (here its size sealed: writes past it fail), so a
+// memfd that cannot be had never costs a compile. (Not parallel: it
+// replaces memfd.)
+func TestCodeSinkWithoutMemfd(t *testing.T) {
+	code := make([]byte, 3*minCodeFile+5)
+	for i := range code {
+		code[i] = byte(i * 7)
+	}
+	defer func(m func() (*os.File, error)) { memfd = m }(memfd)
+	for _, tc := range []struct {
+		name  string
+		memfd func() (*os.File, error)
+	}{
+		{"no memfd", func() (*os.File, error) { return nil, errors.New("memfd_create: too many open files") }},
+		{"a memfd that fails past 2 MiB", func() (*os.File, error) {
+			f, err := newMemfd()
+			if err != nil {
+				return nil, err
+			}
+			if err := f.Truncate(2 * minCodeFile); err != nil {
+				return nil, err
+			}
+			if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_GROW); err != nil {
+				return nil, err
+			}
+			return f, nil
+		}},
+	} {
+		memfd = tc.memfd
+		s := &codeSink{min: minCodeFile}
+		for rest := code; len(rest) > 0; {
+			n := min(len(rest), 100_000)
+			if k, err := s.Write(rest[:n]); k != n || err != nil {
+				t.Fatalf("%s: Write = %d, %v", tc.name, k, err)
+			}
+			rest = rest[n:]
+		}
+		v, err := s.artifact("k")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if v.file != nil || v.size != len(code) || !bytes.Equal(v.code, code) {
+			t.Errorf("%s: kept a memfd %v, %d bytes, equal %v; want the code as bytes", tc.name, v.file != nil, len(v.code), bytes.Equal(v.code, code))
+		}
+	}
+}
+
+// TestArtifactFromDiskOnce: the pool reads an artifact the disk cache
+// holds into memory once, a large one straight into a sealed memfd and a
+// small one as bytes; one the cache does not hold is a miss.
+func TestArtifactFromDiskOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	disk, err := compcache.Open(dir, "fp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Pool{mem: newMemArtifacts(1 << 30), disk: disk}
+	digestOf := func(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+	defer p.mem.clear()
+	large, small := bytes.Repeat([]byte{0xab}, minCodeFile+1), []byte("small code")
+	for k, b := range map[string][]byte{"large": large, "small": small} {
+		if err := disk.Put(digestOf(k), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, b := range map[string][]byte{"large": large, "small": small} {
+		l, ok := p.artifact(digestOf(k))
+		if !ok {
+			t.Fatalf("%s: not found", k)
+		}
+		got := l.code
+		if l.file != nil {
+			got = make([]byte, l.size)
+			if _, err := l.file.ReadAt(got, 0); err != nil {
+				t.Fatal(err)
+			}
+			seals, err := unix.FcntlInt(l.file.Fd(), unix.F_GET_SEALS, 0)
+			if err != nil || seals&codeSeals != codeSeals {
+				t.Errorf("%s: seals %#x, %v; want %#x", k, seals, err, codeSeals)
+			}
+		}
+		l.close()
+		if (l.file != nil) != (k == "large") || !bytes.Equal(got, b) {
+			t.Errorf("%s: a memfd %v, equal %v", k, l.file != nil, bytes.Equal(got, b))
+		}
+		if _, ok := p.mem.Get(digestOf(k)); !ok {
+			t.Errorf("%s: not kept in memory", k)
+		}
+	}
+	if _, ok := p.artifact(digestOf("absent")); ok {
+		t.Error("an artifact the disk cache does not hold was found")
+	}
 }

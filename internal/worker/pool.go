@@ -604,21 +604,6 @@ func (a *memArtifacts) Put(key string, code []byte) error {
 	return nil
 }
 
-// PutFile keeps the sealed memfd f of size bytes under key; the cache owns
-// it from now on (one under minFile is kept as bytes, and f closed).
-func (a *memArtifacts) PutFile(key string, f *os.File, size int64) {
-	if size < int64(a.minSize()) {
-		b := make([]byte, size)
-		_, err := f.ReadAt(b, 0)
-		f.Close()
-		if err == nil {
-			a.put(&memArtifact{key: key, code: b, size: len(b)})
-		}
-		return
-	}
-	a.put(&memArtifact{key: key, file: f, size: int(size)})
-}
-
 func (a *memArtifacts) minSize() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
