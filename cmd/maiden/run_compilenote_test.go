@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/maiden-run/maiden/internal/testkit"
 )
@@ -35,5 +37,45 @@ func TestCallAnnouncesACompile(t *testing.T) {
 				t.Errorf("second call: exit %d, stderr %q; want no note (the code is cached)", r.code, r.stderr)
 			}
 		})
+	}
+}
+
+// TestServeLogsACompile: maiden serve logs each component it compiles
+// (its log is stderr, whatever stderr is), before it says where it
+// listens; nothing when the code is in the cache.
+func TestServeLogsACompile(t *testing.T) {
+	t.Parallel()
+	cfg := agentTOML(t, map[string]string{"echo": ""})
+	echo := testkit.Component(t, "echo")
+	cache := t.TempDir()
+	want := `level=INFO msg="compiling component for this machine (its first use; the result is cached)" path=` + echo
+	for i, compiles := range []int{1, 0} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var stderr testkit.SyncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- run(ctx, []string{"serve", "-config", cfg, "-cache", cache, "-http", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &stderr)
+		}()
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(stderr.String(), "maiden serve: MCP over streamable HTTP at") {
+			select {
+			case code := <-done:
+				cancel()
+				t.Fatalf("serve %d exited %d: %s", i, code, stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatalf("serve %d did not listen within 60s: %s", i, stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		out := stderr.String()
+		listen := strings.Index(out, "maiden serve: MCP over")
+		if n := strings.Count(out, "compiling"); n != compiles || compiles == 1 && !strings.Contains(out[:listen], want) {
+			t.Errorf("serve %d (a cache %s): %d compiles logged, want %d (%q, before it listens):\n%s", i, map[int]string{0: "empty", 1: "filled"}[i], n, compiles, want, out)
+		}
 	}
 }

@@ -108,7 +108,12 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}()
 	h, err := maiden.New(cfg, &maiden.Options{Logger: logger, CacheDir: c.cache, StatePath: statePath, MaxConcurrent: *maxConc, MaxQueued: *maxQueued, Isolation: c.isolation.value(), Observer: mx.Observer(), WorkerCommand: workerArgv(c.isolation.value()),
-		TracerProvider: tp, TracePropagateTo: otlp.PropagateTo(os.Getenv, tr.PropagateTo)})
+		TracerProvider: tp, TracePropagateTo: otlp.PropagateTo(os.Getenv, tr.PropagateTo),
+		// A component's first compile (a JS tool's: 10-20 s) is logged, so
+		// the wait before the first call or a reload is explained.
+		OnCompile: func(path string) {
+			logger.Info("compiling component for this machine (its first use; the result is cached)", "path", path)
+		}})
 	if err != nil {
 		fmt.Fprintln(stderr, "maiden serve:", err)
 		return exitUsage
