@@ -48,6 +48,7 @@ func TestServeLogsACompile(t *testing.T) {
 	cfg := agentTOML(t, map[string]string{"echo": ""})
 	echo := testkit.Component(t, "echo")
 	cache := t.TempDir()
+	workerCommand() // the worker binary built (TestMain), before the clock starts
 	want := `level=INFO msg="compiling component for this machine (its first use; the result is cached)" path=` + echo
 	for i, compiles := range []int{1, 0} {
 		ctx, cancel := context.WithCancel(context.Background())
