@@ -60,12 +60,14 @@ grants = [
 	}
 	echoCard := exhausted.FindStringSubmatch(res.Error.Message)[1]
 
-	// The loop runs into its 1.5 s deadline: charged at least that, over
-	// its 100 ms budget; the next call is denied before it runs. (The
-	// deadline is long enough for the tool's schema() at load, which runs
-	// under the same timeout: 50 ms was missed on a loaded machine.)
-	if res := call("loop"); res.OK || res.Error.Kind != maiden.KindDeadline {
-		t.Fatalf("loop: %+v", res)
+	// The loop's card has 100 ms of wall time, less than its 1.5 s
+	// timeout: the call reserves the 100 ms and is ended when they run
+	// out, told so; the next call is denied before it runs. (The timeout
+	// is long enough for the tool's schema() at load, which runs under it
+	// and before the budget: 50 ms was missed on a loaded machine.)
+	budgetEnd := regexp.MustCompile(`^the call ran for the 100ms of wall time its card's budget had left \(wall_ms; card card_[0-9a-f]+ or an ancestor: maiden cards show card_[0-9a-f]+\)$`)
+	if res := call("loop"); res.OK || res.Error.Kind != maiden.KindDeadline || !budgetEnd.MatchString(res.Error.Message) {
+		t.Fatalf("loop: %+v; want a deadline naming the budget", res)
 	}
 	res = call("loop")
 	if res.OK || res.Error.Kind != maiden.KindDenied || !regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its wall_ms budget of 100 left`).MatchString(res.Error.Message) {
@@ -102,6 +104,86 @@ grants = [
 	}
 	if refused != 2 {
 		t.Fatalf("%d call-refused records name the exhausted budget, want 2", refused)
+	}
+}
+
+// TestBudgetWallTimeInParallel: calls made at once cannot together run
+// past their card's wall_ms budget. Four calls at once of a tool that
+// never returns (timeout 1.5 s) on a card of wall_ms=400: the first to
+// start reserves the 400 ms and runs them out, the three others find them
+// reserved and are denied; the card ends with about 400 ms spent. (Each
+// admitted while some wall time was left, the four ran 1.5 s each: 6 s
+// charged to a budget of 0.4 s.)
+func TestBudgetWallTimeInParallel(t *testing.T) {
+	t.Parallel()
+	for _, iso := range []maiden.Isolation{maiden.InProcess, maiden.Workers} {
+		t.Run(map[maiden.Isolation]string{maiden.InProcess: "process", maiden.Workers: "workers"}[iso], func(t *testing.T) {
+			t.Parallel()
+			testBudgetWallTimeInParallel(t, iso)
+		})
+	}
+}
+
+func testBudgetWallTimeInParallel(t *testing.T, iso maiden.Isolation) {
+	h := newHostWith(t, `version = 1
+[tools.loop]
+path = %q
+timeout_ms = 1500
+[agents.a]
+tools = ["loop"]
+grants = [{ grant = "tool:invoke loop --...", budget = "wall_ms=400" }]
+[agents.warm]
+tools = ["loop"]
+grants = ["tool:invoke loop --..."]
+`, maiden.Options{Isolation: iso}, "loop")
+	ctx := context.Background()
+	// A version's first call runs alone (the calls after it wait for its
+	// end): made first, by an agent without a budget, so that the four
+	// below run at once.
+	if res, err := h.Call(ctx, maiden.Call{Agent: "warm", Tool: "loop", Input: `{}`}); err != nil || res.Error == nil || res.Error.Kind != maiden.KindDeadline {
+		t.Fatalf("the first call: %+v, %v", res, err)
+	}
+	results := make(chan maiden.Result, 4)
+	for range 4 {
+		go func() {
+			res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "loop", Input: `{}`})
+			if err != nil {
+				res.Error = &maiden.ToolError{Message: err.Error()}
+			}
+			results <- res
+		}()
+	}
+	var ended, denied int
+	for range 4 {
+		res := <-results
+		switch {
+		case res.Error != nil && res.Error.Kind == maiden.KindDeadline && strings.Contains(res.Error.Message, "its card's budget had left"):
+			ended++
+		case res.Error != nil && res.Error.Kind == maiden.KindDenied && strings.Contains(res.Error.Message, "of its wall_ms budget of 400 left"):
+			denied++
+		default:
+			t.Errorf("a call: %+v", res)
+		}
+	}
+	if ended+denied != 4 || ended < 1 {
+		t.Fatalf("%d calls ended by the budget, %d denied; want every call one or the other, one at least ended", ended, denied)
+	}
+	cs, err := h.Cards(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spent int64 = -1
+	for _, c := range cs {
+		for _, b := range c.Budgets {
+			if b.Key == "wall_ms" && b.Limit == 400 {
+				spent = b.Spent
+			}
+		}
+	}
+	// Each call's end comes a little after its reservation runs out (the
+	// kill, the teardown): a second at most, on a loaded machine.
+	if spent < 400 || spent > 400+int64(ended)*1000 {
+		t.Fatalf("the card spent %d ms of its 400 with %d calls ended by it; want 400 and each call's teardown at most", spent, ended)
 	}
 }
 

@@ -164,7 +164,8 @@ func (c Card) ExpiredAt(t time.Time) bool { return !c.Expires.IsZero() && !t.Bef
 
 // CardBudget is one budget of a card: its key (calls, wall_ms, bytes_out or
 // cost), its limit, what the card has spent and what is left (never below
-// 0: wall time and bytes are charged after a call and may go over).
+// 0: bytes are charged after a call and may go over, and wall time by a
+// call's teardown past its reservation).
 type CardBudget struct {
 	Key   string `json:"key"`
 	Limit int64  `json:"limit"`

@@ -24,11 +24,16 @@
 //     after any human approval, so waiting for a human is not the tool's
 //     time; everything after it (the run, its http-fetches and other host
 //     calls) is.
-//   - A call is admitted while some wall time and bytes are left; what it
-//     then uses is charged in full, so a card may end over its budget and
-//     refuses the next call. A maiden process killed mid-call never charges
-//     that call's wall time and bytes (its call and cost were spent when it
-//     started).
+//   - A call is admitted while some wall time and bytes are left. Where
+//     the chain limits wall_ms, the call reserves its wall time up front
+//     (its timeout, or what is left if less) and is held to it: the caller
+//     ends it at Deadline, and End gives back what it did not use. So calls
+//     running at once cannot together outrun a wall_ms budget; a call that
+//     finds it all reserved by running calls is refused. Bytes are known
+//     only as they are sent and are charged in full, so a card may end over
+//     its bytes_out budget and refuses the next call. A maiden process
+//     killed mid-call never settles that call: its reservation stays spent,
+//     its bytes uncharged.
 package budget
 
 import (
@@ -48,7 +53,7 @@ import (
 
 // Spender is what budgets need of the state store.
 type Spender interface {
-	ReserveBudget(ctx context.Context, id string, cost int64) (store.BudgetSpend, error)
+	ReserveBudget(ctx context.Context, id string, cost, maxWallMS int64) (store.BudgetSpend, error)
 	ChargeBudget(ctx context.Context, sp store.BudgetSpend, wallMS, bytesOut int64) error
 }
 
@@ -63,20 +68,23 @@ func Applies(w *cards.Wallet, card string) bool {
 type Meter struct {
 	st    Spender
 	spend store.BudgetSpend
+	asked int64 // the wall time (ms) Reserve asked for
 	start time.Time
 	bytes atomic.Int64
 	ended atomic.Bool
 	now   func() time.Time
 }
 
-// Reserve starts a call allowed by card, costing cost units, on the store's
-// budgets. It returns a nil Meter when no budget applies, the denial's
-// text when one is exhausted, and an error when the store could not say.
-func Reserve(ctx context.Context, st Spender, w *cards.Wallet, card string, cost int64) (m *Meter, denial string, err error) {
+// Reserve starts a call allowed by card, costing cost units and running
+// for at most maxWall, on the store's budgets. It returns a nil Meter when
+// no budget applies, the denial's text when one is exhausted, and an error
+// when the store could not say.
+func Reserve(ctx context.Context, st Spender, w *cards.Wallet, card string, cost int64, maxWall time.Duration) (m *Meter, denial string, err error) {
 	if !Applies(w, card) {
 		return nil, "", nil
 	}
-	sp, err := st.ReserveBudget(ctx, card, cost)
+	ms := max(1, int64((maxWall+time.Millisecond-1)/time.Millisecond))
+	sp, err := st.ReserveBudget(ctx, card, cost, ms)
 	var ex *cards.Exhausted
 	switch {
 	case errors.As(err, &ex):
@@ -86,7 +94,7 @@ func Reserve(ctx context.Context, st Spender, w *cards.Wallet, card string, cost
 	case sp.Zero():
 		return nil, "", nil
 	}
-	return &Meter{st: st, spend: sp, start: time.Now(), now: time.Now}, "", nil
+	return &Meter{st: st, spend: sp, asked: ms, start: time.Now(), now: time.Now}, "", nil
 }
 
 // Record is what the call's audit record says of its budget: the card,
@@ -99,7 +107,29 @@ func (m *Meter) Record() string {
 	if len(m.spend.Cards) > 1 {
 		s += " (with its ancestors " + strings.Join(m.spend.Cards[1:], ", ") + ")"
 	}
+	if m.spend.WallMS > 0 {
+		return s + fmt.Sprintf(" (wall_ms=%d reserved: the most it may run); wall_ms settled and bytes_out charged when it ends", m.spend.WallMS)
+	}
 	return s + "; wall_ms and bytes_out charged when it ends"
+}
+
+// Deadline is when the call must end because its wall time reservation
+// runs out: ok only where the budget reserved less than Reserve asked for
+// (else the call's own deadline ends it first).
+func (m *Meter) Deadline() (at time.Time, ok bool) {
+	if m == nil || m.spend.WallMS <= 0 || m.spend.WallMS >= m.asked {
+		return time.Time{}, false
+	}
+	return m.start.Add(time.Duration(m.spend.WallMS) * time.Millisecond), true
+}
+
+// Reserved is the wall time the call reserved (0 where no budget limits
+// it), and the card that allowed it, for messages.
+func (m *Meter) Reserved() (time.Duration, string) {
+	if m == nil {
+		return 0, ""
+	}
+	return time.Duration(m.spend.WallMS) * time.Millisecond, m.spend.Card
 }
 
 // Fetch wraps a call's http-fetch so that the bytes of every request the

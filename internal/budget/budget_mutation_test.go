@@ -58,7 +58,7 @@ func spent(t *testing.T, st *store.DB, id, key string) int64 {
 func TestReserveRefusesWhenTheStoreCannotSay(t *testing.T) {
 	st, w, id := budgetedCard(t, cards.Budget{"calls": 5})
 	st.Close()
-	m, denial, err := Reserve(context.Background(), st, w, id, 1)
+	m, denial, err := Reserve(context.Background(), st, w, id, 1, time.Second)
 	if err == nil || m != nil || denial != "" {
 		t.Fatalf("a budgeted call on a store that cannot answer: meter %v, denial %q, err %v; want the store's error (the call refused, not run unmetered)", m, denial, err)
 	}
@@ -72,7 +72,7 @@ func TestReserveRefusesWhenTheStoreCannotSay(t *testing.T) {
 func TestMeterCountsRequestsThatWereSent(t *testing.T) {
 	ctx := context.Background()
 	st, w, id := budgetedCard(t, cards.Budget{"bytes_out": 1_000_000})
-	m, denial, err := Reserve(ctx, st, w, id, 1)
+	m, denial, err := Reserve(ctx, st, w, id, 1, time.Second)
 	if m == nil || denial != "" || err != nil {
 		t.Fatalf("reserve: %v %q %v", m, denial, err)
 	}
@@ -111,7 +111,7 @@ func TestMeterCountsRequestsThatWereSent(t *testing.T) {
 func TestMeterChargesAtLeastOneMillisecond(t *testing.T) {
 	ctx := context.Background()
 	st, w, id := budgetedCard(t, cards.Budget{"wall_ms": 1000})
-	m, denial, err := Reserve(ctx, st, w, id, 1)
+	m, denial, err := Reserve(ctx, st, w, id, 1, time.Second)
 	if m == nil || denial != "" || err != nil {
 		t.Fatalf("reserve: %v %q %v", m, denial, err)
 	}

@@ -41,10 +41,10 @@ func TestMeter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, denial, err := Reserve(ctx, st, w, free.ID, 1); m != nil || denial != "" || err != nil {
+	if m, denial, err := Reserve(ctx, st, w, free.ID, 1, time.Second); m != nil || denial != "" || err != nil {
 		t.Fatalf("a card without a budget: %v %q %v", m, denial, err)
 	}
-	m, denial, err := Reserve(ctx, st, w, limited.ID, 1)
+	m, denial, err := Reserve(ctx, st, w, limited.ID, 1, time.Second)
 	if m == nil || denial != "" || err != nil {
 		t.Fatalf("reserve: %v %q %v", m, denial, err)
 	}
@@ -75,7 +75,7 @@ func TestMeter(t *testing.T) {
 	if !strings.Contains(m.Record(), "card "+limited.ID+" spent calls=1,cost=1, calls=0,bytes_out=1000 left") {
 		t.Fatalf("record %q", m.Record())
 	}
-	m2, denial, err := Reserve(ctx, st, w, limited.ID, 1)
+	m2, denial, err := Reserve(ctx, st, w, limited.ID, 1, time.Second)
 	if m2 != nil || err != nil || !strings.HasPrefix(denial, "budget-exhausted: card "+limited.ID+" has 0 of its calls budget of 1 left, this call needs 1 (agent \"a\"") {
 		t.Fatalf("the second call: %v %q %v", m2, denial, err)
 	}

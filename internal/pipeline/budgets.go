@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/budget"
@@ -49,7 +50,7 @@ func (b budgetStage) spend(next handler) handler {
 		if err != nil {
 			return err
 		}
-		m, denial, err := budget.Reserve(ctx, st, inv.wallet, inv.decision.Card, inv.tool.CallCost())
+		m, denial, err := budget.Reserve(ctx, st, inv.wallet, inv.decision.Card, inv.tool.CallCost(), maxWall(inv.tool))
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrState, err)
 		}
@@ -61,14 +62,46 @@ func (b budgetStage) spend(next handler) handler {
 	}
 }
 
-// endAfter runs the rest of the call and then charges its wall time and
-// bytes, unless it found its version stale and loadAndValidate will run
-// it again on the same reservation.
+// budgetSlack is wall time a call reserves beyond its tool's timeout: the
+// stages after the run (the output's check, the audit record) count
+// against wall_ms too, and the reservation must not end a call its own
+// deadline would let finish.
+const budgetSlack = time.Second
+
+// maxWall is the most wall time a call of tool may take, as the budget
+// reserves it: the tool's timeout and budgetSlack.
+func maxWall(tool *config.Tool) time.Duration {
+	t := tool.Timeout
+	if t <= 0 {
+		t = config.DefaultTimeout
+	}
+	return t + budgetSlack
+}
+
+// endAfter runs the rest of the call, held to the wall time its budget
+// reserved, and then settles its wall time and charges its bytes, unless
+// it found its version stale and loadAndValidate will run it again on the
+// same reservation.
 func (b budgetStage) endAfter(ctx context.Context, inv *invocation, next handler) (err error) {
 	defer func() {
 		if !(inv.staleRetry && errors.Is(err, sandbox.ErrStale)) {
 			inv.budget.End(context.WithoutCancel(ctx), b.log)
 		}
 	}()
-	return next(ctx, inv)
+	at, limited := inv.budget.Deadline()
+	if !limited {
+		return next(ctx, inv)
+	}
+	// Less wall time left on the card (or an ancestor) than the call may
+	// run: it ends when that runs out, however the run reports its end.
+	bctx, cancel := context.WithDeadline(ctx, at)
+	defer cancel()
+	err = next(bctx, inv)
+	if ctx.Err() == nil && errors.Is(bctx.Err(), context.DeadlineExceeded) && (err != nil || inv.res.Error != nil) &&
+		!(inv.staleRetry && errors.Is(err, sandbox.ErrStale)) {
+		d, card := inv.budget.Reserved()
+		inv.res.Output = ""
+		return inv.fail(KindDeadline, fmt.Sprintf("the call ran for the %v of wall time its card's budget had left (wall_ms; card %s or an ancestor: maiden cards show %s)", d, card, card))
+	}
+	return err
 }

@@ -37,8 +37,13 @@ type BudgetSpend struct {
 	// Cards are the cards charged: Card and its ancestors that have a
 	// budget.
 	Cards []string `json:"cards"`
-	// Spent is what the call spent up front (calls=1, its cost).
+	// Spent is what the call spent up front: calls=1, its cost, and the
+	// wall time it reserved (WallMS).
 	Spent cards.Budget `json:"spent"`
+	// WallMS is the wall time (ms) the call reserved where the chain
+	// limits wall_ms: the most it may run, spent up front and settled at
+	// its end (ChargeBudget); 0 where no card of the chain limits it.
+	WallMS int64 `json:"wall_ms,omitzero"`
 	// Left is what Card's chain had left after it (ChainLeft).
 	Left cards.Budget `json:"left"`
 }
@@ -130,15 +135,23 @@ func (s *DB) spend(ctx context.Context, tx *sql.Tx, ids []string, more cards.Bud
 	return nil
 }
 
-// ReserveBudget starts a call allowed by card id that costs cost units:
-// if id and every ancestor have enough of each budget left (cards.Admit),
-// it spends one call and cost on each of them that has a budget, and
-// returns what it spent. When one is short the error is a
-// *cards.Exhausted naming the card, the budget and what is left (test
-// with errors.Is(err, cards.ErrBudgetExhausted)), and nothing is spent.
-func (s *DB) ReserveBudget(ctx context.Context, id string, cost int64) (BudgetSpend, error) {
+// ReserveBudget starts a call allowed by card id that costs cost units and
+// may run for up to maxWallMS milliseconds: if id and every ancestor have
+// enough of each budget left (cards.Admit), it spends one call and cost on
+// each of them that has a budget and, where the chain limits wall_ms,
+// reserves the call's wall time: maxWallMS or what the chain has left,
+// the lesser (BudgetSpend.WallMS), which the caller holds the call to. So
+// calls running at once never together run past a wall_ms budget: each
+// holds its share from its start. It returns what it spent. When one is
+// short the error is a *cards.Exhausted naming the card, the budget and
+// what is left (test with errors.Is(err, cards.ErrBudgetExhausted)), and
+// nothing is spent.
+func (s *DB) ReserveBudget(ctx context.Context, id string, cost, maxWallMS int64) (BudgetSpend, error) {
 	if cost < 0 || cost > cards.MaxBudget {
 		return BudgetSpend{}, fmt.Errorf("budget of card %s: %w: cost %d", id, ErrBadInput, cost)
+	}
+	if maxWallMS < 1 || maxWallMS > cards.MaxBudget {
+		return BudgetSpend{}, fmt.Errorf("budget of card %s: %w: wall time %d ms", id, ErrBadInput, maxWallMS)
 	}
 	var out BudgetSpend
 	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
@@ -160,6 +173,11 @@ func (s *DB) ReserveBudget(ctx context.Context, id string, cost int64) (BudgetSp
 		if err != nil {
 			return err
 		}
+		wall := int64(0)
+		if left, limited := cards.ChainLeft(chain)[cards.BudgetWallMS]; limited {
+			wall = min(maxWallMS, left) // Admit saw at least 1 left
+			spent[cards.BudgetWallMS] = wall
+		}
 		if err := s.spend(ctx, tx, ids, spent); err != nil {
 			return err
 		}
@@ -168,7 +186,7 @@ func (s *DB) ReserveBudget(ctx context.Context, id string, cost int64) (BudgetSp
 				chain[i].Spent = cards.Add(chain[i].Spent, spent)
 			}
 		}
-		out = BudgetSpend{Card: id, Cards: ids, Spent: spent, Left: cards.ChainLeft(chain)}
+		out = BudgetSpend{Card: id, Cards: ids, Spent: spent, WallMS: wall, Left: cards.ChainLeft(chain)}
 		return nil
 	})
 	if err != nil {
@@ -181,22 +199,26 @@ func (s *DB) ReserveBudget(ctx context.Context, id string, cost int64) (BudgetSp
 	return out, nil
 }
 
-// ChargeBudget adds a call's wall time (ms) and the bytes it sent to
-// every card sp reserved on, whatever is left: the call ran, so what it
-// used is spent, and a card that went over allows no further call. A
-// negative amount is bad input (it would give a card back what it
-// spent), and nothing is charged.
+// ChargeBudget settles a call's wall time (ms) and adds the bytes it sent
+// on every card sp reserved on, whatever is left: the call ran, so what it
+// used is spent, and a card that went over allows no further call. The
+// wall time sp reserved (sp.WallMS) was spent at the start: only the
+// difference is added, and a call that ended early gives back what it
+// did not use. A negative amount is bad input, and nothing is charged.
 func (s *DB) ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut int64) error {
-	if wallMS < 0 || bytesOut < 0 {
-		return fmt.Errorf("charge the budget of card %s: %w: wall_ms %d and bytes_out %d cannot be negative", sp.Card, ErrBadInput, wallMS, bytesOut)
+	if wallMS < 0 || bytesOut < 0 || sp.WallMS < 0 {
+		return fmt.Errorf("charge the budget of card %s: %w: wall_ms %d (reserved %d) and bytes_out %d cannot be negative", sp.Card, ErrBadInput, wallMS, sp.WallMS, bytesOut)
 	}
-	if sp.Zero() || wallMS == 0 && bytesOut == 0 {
+	wall := min(wallMS, cards.MaxBudget) - sp.WallMS
+	if sp.Zero() || wall == 0 && bytesOut == 0 {
 		return nil
 	}
-	// Increments only (ON CONFLICT DO UPDATE adds to the row atomically),
-	// in the chain's order: row locks suffice, no write lock (writeRows).
+	// Additions only (ON CONFLICT DO UPDATE adds to the row atomically; a
+	// refund of reserved wall time is a negative addition to a row the
+	// reservation wrote), in the chain's order: row locks suffice, no
+	// write lock (writeRows).
 	err := s.writeRows(ctx, func(tx *sql.Tx) error {
-		return s.spend(ctx, tx, sp.Cards, cards.Budget{cards.BudgetWallMS: wallMS, cards.BudgetBytesOut: bytesOut})
+		return s.spend(ctx, tx, sp.Cards, cards.Budget{cards.BudgetWallMS: wall, cards.BudgetBytesOut: bytesOut})
 	})
 	if err != nil {
 		return fmt.Errorf("charge the budget of card %s: %w", sp.Card, err)

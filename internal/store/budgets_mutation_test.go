@@ -27,10 +27,10 @@ func TestReserveBudgetRefusesANegativeCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ReserveBudget(ctx, c.ID, 10); err != nil {
+		if _, err := s.ReserveBudget(ctx, c.ID, 10, 1); err != nil {
 			t.Fatal(err)
 		}
-		if sp, err := s.ReserveBudget(ctx, c.ID, -5); !errors.Is(err, ErrBadInput) {
+		if sp, err := s.ReserveBudget(ctx, c.ID, -5, 1); !errors.Is(err, ErrBadInput) {
 			t.Fatalf("a reservation of cost -5: %+v, %v; want ErrBadInput", sp, err)
 		}
 		got, err := s.Card(ctx, c.ID)
@@ -41,7 +41,7 @@ func TestReserveBudgetRefusesANegativeCost(t *testing.T) {
 			t.Fatalf("after a reservation of cost -5 the card has spent %d of its cost budget of 10; want 10, nothing given back", got.Spent["cost"])
 		}
 		var ex *cards.Exhausted
-		if _, err := s.ReserveBudget(ctx, c.ID, 1); !errors.As(err, &ex) || ex.Card != c.ID || ex.Key != "cost" || ex.Left != 0 {
+		if _, err := s.ReserveBudget(ctx, c.ID, 1, 1); !errors.As(err, &ex) || ex.Card != c.ID || ex.Key != "cost" || ex.Left != 0 {
 			t.Fatalf("a call of cost 1 on a card whose cost budget is spent: %v; want budget-exhausted naming card %s and its cost budget", err, c.ID)
 		}
 	})
@@ -82,7 +82,7 @@ func TestReserveBudgetRefusedWhenItsSpendCannotBeWritten(t *testing.T) {
 		}
 		failCardSpend(t, s)
 		for i := range 2 {
-			sp, err := s.ReserveBudget(ctx, c.ID, 1)
+			sp, err := s.ReserveBudget(ctx, c.ID, 1, 1)
 			var ex *cards.Exhausted
 			if err == nil || errors.As(err, &ex) {
 				t.Fatalf("reservation %d of a card of 1 call, its spend not written: %+v, %v; want the store's error (the call would run with nothing spent)", i+1, sp, err)
@@ -103,7 +103,7 @@ func reserveOnBudgetedCard(t *testing.T, s *DB, b string) (cards.Card, BudgetSpe
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := s.ReserveBudget(ctx, c.ID, 1)
+	sp, err := s.ReserveBudget(ctx, c.ID, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestChargeBudgetWallTimeWithoutBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ex *cards.Exhausted
-		if _, err := s.ReserveBudget(ctx, c.ID, 1); !errors.As(err, &ex) || ex.Card != c.ID || ex.Key != "wall_ms" || ex.Left != 0 {
+		if _, err := s.ReserveBudget(ctx, c.ID, 1, 1); !errors.As(err, &ex) || ex.Card != c.ID || ex.Key != "wall_ms" || ex.Left != 0 {
 			t.Fatalf("a call after one of 150 ms that sent no bytes, wall_ms budget 100: %v; want budget-exhausted naming card %s and wall_ms", err, c.ID)
 		}
 	})
@@ -147,7 +147,7 @@ func TestChargeBudgetRefusesNegativeAmounts(t *testing.T) {
 			}
 		}
 		var ex *cards.Exhausted
-		if _, err := s.ReserveBudget(ctx, c.ID, 1); !errors.As(err, &ex) || ex.Card != c.ID {
+		if _, err := s.ReserveBudget(ctx, c.ID, 1, 1); !errors.As(err, &ex) || ex.Card != c.ID {
 			t.Fatalf("a call after the card's budget was spent and negative charges were tried: %v; want budget-exhausted naming card %s", err, c.ID)
 		}
 	})

@@ -185,12 +185,13 @@ type Store interface {
 	Take(ctx context.Context, key BucketKey, rate Rate, cost int64, now time.Time) (allowed bool, wait time.Time, err error)
 	// Spend spends cost units of a fixed cost window (quotas).
 	Spend(ctx context.Context, key QuotaKey, limit int64, window time.Duration, cost int64, now time.Time) (allowed bool, reset time.Time, err error)
-	// ReserveBudget starts a call allowed by card id, costing cost units,
-	// on the budgets of the card and its ancestors (budgets.go): one
-	// transaction, a *cards.Exhausted when one is short.
-	ReserveBudget(ctx context.Context, id string, cost int64) (BudgetSpend, error)
-	// ChargeBudget adds a reserved call's wall time and bytes sent when
-	// it ends.
+	// ReserveBudget starts a call allowed by card id, costing cost units
+	// and running at most maxWallMS, on the budgets of the card and its
+	// ancestors (budgets.go): one transaction, a *cards.Exhausted when one
+	// is short; the wall time it reserves is the most the call may run.
+	ReserveBudget(ctx context.Context, id string, cost, maxWallMS int64) (BudgetSpend, error)
+	// ChargeBudget settles a reserved call's wall time and adds the bytes
+	// it sent when it ends.
 	ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut int64) error
 
 	// CreateApproval persists a pending approval request; one beyond the
