@@ -24,7 +24,7 @@ func TestFailedPostReturnFreesResult(t *testing.T) {
 		t.Run(input, func(t *testing.T) {
 			// The trap's timeout is far past the call's work (40 MiB lifted,
 			// ~0.3 s here); the spin's is short, since it is spent whole.
-			lim := Limits{Timeout: 5 * time.Second, Memory: 64 << 20}
+			lim := Limits{Timeout: time.Minute, Memory: 64 << 20}
 			if input == "spin" {
 				lim.Timeout = 300 * time.Millisecond
 			}
