@@ -3,11 +3,13 @@ package maiden_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,17 +190,20 @@ grants = ["tool:invoke loop --..."]
 }
 
 // TestBudgetBytesOutWebFetch: the bytes a web_fetch call sends (method,
-// URL, headers and body, as an http-fetch's) are charged to the bytes_out
-// budget of the card that allowed it, so a card of bytes_out=100 lets one
-// call send its 4,000-byte body and refuses the next before it reaches the
-// server. (Metered only for http-fetch, web_fetch's requests were charged
-// nothing: every call was admitted, each sending up to 2 MiB.)
+// URL, headers and body, as an http-fetch's) are spent on the bytes_out
+// budget of the card that allowed it before the request goes, and a
+// request they do not fit is refused unsent. Five calls at once, each
+// posting 4,000 bytes, on bytes_out=10000: two reach the server, three are
+// refused (budget-exhausted, naming what the request needs), and the card
+// has spent what the two sent. (Metered only for http-fetch, web_fetch's
+// requests were charged nothing; charged at the end, every call admitted
+// while some bytes were left sent its body: five reached the server.)
 func TestBudgetBytesOutWebFetch(t *testing.T) {
 	t.Parallel()
 	hits, got, port, ca := uploadServer(t)
 	h := newHostWith(t, `version = 1
 [agents.a]
-grants = [{ grant = "tool:invoke web_fetch --...", budget = "bytes_out=100" }, "network:connect api.example.com"]
+grants = [{ grant = "tool:invoke web_fetch --...", budget = "bytes_out=10000" }, "network:connect api.example.com"]
 [agents.a.tools.web_fetch]
 http_allow = ["api.example.com"]
 http_ports = [`+port+`]
@@ -208,28 +213,37 @@ http_ca_files = ["`+ca+`"]
 	ctx := context.Background()
 	in, _ := json.Marshal(map[string]any{"url": "https://api.example.com:" + port + "/upload", "method": "POST", "body": strings.Repeat("x", 4000)})
 	call := func() maiden.Result {
-		t.Helper()
 		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "web_fetch", Input: string(in)})
 		if err != nil {
-			t.Fatal(err)
+			res.Error = &maiden.ToolError{Message: err.Error()}
 		}
 		return res
 	}
-	if res := call(); !res.OK || hits.Load() != 1 || got.Load() != 4000 {
-		t.Fatalf("the first web_fetch (100 bytes_out left): %+v (hits %d, %d bytes received)", res, hits.Load(), got.Load())
+	results := make(chan maiden.Result, 5)
+	for range 5 {
+		go func() { results <- call() }()
 	}
-	res := call()
-	exhausted := regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its bytes_out budget of 100 left, this call needs 1 \(agent "a"`)
-	if res.OK || res.Error.Kind != maiden.KindDenied || !exhausted.MatchString(res.Error.Message) {
-		t.Fatalf("a web_fetch after one that sent 4,000 bytes on bytes_out=100: %+v (hits %d), want denied budget-exhausted", res, hits.Load())
+	refusedAtSend := regexp.MustCompile(`budget-exhausted: card card_[0-9a-f]+ has \d+ of its bytes_out budget of 10000 left, this call needs (\d+) \(maiden cards show card_[0-9a-f]+\)`)
+	var ok, refused int
+	var need int64
+	for range 5 {
+		res := <-results
+		switch m := refusedAtSend.FindStringSubmatch(fmt.Sprint(res.Error)); {
+		case res.OK:
+			ok++
+		case res.Error != nil && res.Error.Kind == maiden.KindDenied && m != nil:
+			refused++
+			need, _ = strconv.ParseInt(m[1], 10, 64)
+		default:
+			t.Errorf("a call: %+v", res)
+		}
 	}
-	if n := hits.Load(); n != 1 {
-		t.Fatalf("the server was reached %d times, want once", n)
+	if ok != 2 || refused != 3 || hits.Load() != 2 || got.Load() != 8000 {
+		t.Fatalf("five calls of 4,000 bytes at once on bytes_out=10000: %d ran, %d refused, the server reached %d times with %d bytes; want 2, 3, 2, 8000", ok, refused, hits.Load(), got.Load())
 	}
-	charged := budgetSpent(t, h, "a", "bytes_out")
-	// At least the body, the method and the URL.
-	if min := int64(4000 + len("POST") + len("https://api.example.com:"+port+"/upload")); charged < min {
-		t.Fatalf("bytes_out spent %d, want at least %d", charged, min)
+	// What the two sent, each request whole (body, method, URL, headers).
+	if charged := budgetSpent(t, h, "a", "bytes_out"); charged != 2*need || need < int64(4000+len("POST")+len("https://api.example.com:"+port+"/upload")) {
+		t.Fatalf("bytes_out spent %d, a request needing %d; want two requests' worth", charged, need)
 	}
 }
 

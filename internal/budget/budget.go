@@ -29,11 +29,14 @@
 //     (its timeout, or what is left if less) and is held to it: the caller
 //     ends it at Deadline, and End gives back what it did not use. So calls
 //     running at once cannot together outrun a wall_ms budget; a call that
-//     finds it all reserved by running calls is refused. Bytes are known
-//     only as they are sent and are charged in full, so a card may end over
-//     its bytes_out budget and refuses the next call. A maiden process
-//     killed mid-call never settles that call: its reservation stays spent,
-//     its bytes uncharged.
+//     finds it all reserved by running calls is refused. Likewise each
+//     request through http-fetch or web_fetch spends its bytes before it
+//     is sent, or is refused (budget-exhausted) and sends nothing. Bytes a
+//     wrapped CLI's tunnels or an import sent are counted as they go and
+//     charged at the end, so those may take a card over its bytes_out
+//     budget, which then refuses the next call. A maiden process killed
+//     mid-call never settles that call: its reservation and its requests'
+//     bytes stay spent, its other bytes uncharged.
 package budget
 
 import (
@@ -55,6 +58,7 @@ import (
 type Spender interface {
 	ReserveBudget(ctx context.Context, id string, cost, maxWallMS int64) (store.BudgetSpend, error)
 	ChargeBudget(ctx context.Context, sp store.BudgetSpend, wallMS, bytesOut int64) error
+	SpendBudgetBytes(ctx context.Context, sp store.BudgetSpend, n int64) error
 }
 
 // Applies reports whether card (the one that allowed a call, in w) has a
@@ -71,6 +75,7 @@ type Meter struct {
 	asked int64 // the wall time (ms) Reserve asked for
 	start time.Time
 	bytes atomic.Int64
+	paid  atomic.Int64 // of bytes, what requests spent before they were sent
 	ended atomic.Bool
 	now   func() time.Time
 }
@@ -133,19 +138,50 @@ func (m *Meter) Reserved() (time.Duration, string) {
 }
 
 // Fetch wraps a call's http-fetch so that the bytes of every request the
-// host sends (method, URL, headers, body) count against bytes_out; a
-// request the policy refused sent nothing.
+// host sends (method, URL, headers, body) count against bytes_out: where
+// the chain limits bytes_out they are spent before the request goes, and
+// a request they do not fit is refused (denied, budget-exhausted) without
+// being sent; a request the policy refused sent nothing.
 func (m *Meter) Fetch(f sandbox.FetchFunc) sandbox.FetchFunc {
 	if m == nil {
 		return f
 	}
 	return func(ctx context.Context, req sandbox.FetchRequest) (*sandbox.FetchResponse, *sandbox.FetchError) {
+		n := RequestBytes(req)
+		if refusal, failed := m.pay(ctx, n); refusal != "" {
+			kind := sandbox.FetchDenied
+			if failed {
+				kind = sandbox.FetchFailed
+			}
+			return nil, &sandbox.FetchError{Kind: kind, Message: refusal}
+		}
 		resp, ferr := f(ctx, req)
 		if ferr == nil || ferr.Kind != sandbox.FetchDenied {
-			m.bytes.Add(RequestBytes(req))
+			m.bytes.Add(n)
 		}
 		return resp, ferr
 	}
+}
+
+// pay spends n bytes of bytes_out before a request of n bytes is sent,
+// where the call's chain limits bytes_out. It returns why the request may
+// not go ("" when it may), and whether that is the store's failure
+// rather than the budget's refusal. What a request paid and did not send
+// (the policy refused it) End gives back.
+func (m *Meter) pay(ctx context.Context, n int64) (refusal string, failed bool) {
+	if _, limited := m.spend.Left[cards.BudgetBytesOut]; !limited {
+		return "", false
+	}
+	err := m.st.SpendBudgetBytes(ctx, m.spend, n)
+	var ex *cards.Exhausted
+	switch {
+	case errors.As(err, &ex):
+		return fmt.Sprintf("%s (maiden cards show %s)", ex.Error(), ex.Card), false
+	case err != nil:
+		return "the bytes_out budget could not be checked: " + err.Error(), true
+	}
+	m.paid.Add(n)
+	return "", false
 }
 
 // SendFunc is how a host built-in sends a request through the egress gate
@@ -162,13 +198,20 @@ func (m *Meter) Send(send SendFunc) SendFunc {
 		return send
 	}
 	return func(ctx context.Context, p *egress.Policy, r egress.Request) (*egress.Response, *egress.FetchError) {
+		n := int64(len(r.Method) + len(r.URL) + len(r.Body))
+		for _, h := range r.Headers {
+			n += int64(len(h.Name) + len(h.Value))
+		}
+		if refusal, failed := m.pay(ctx, n); refusal != "" {
+			kind := egress.FetchDenied
+			if failed {
+				kind = egress.FetchFailed
+			}
+			return nil, &egress.FetchError{Kind: kind, Message: refusal}
+		}
 		resp, ferr := send(ctx, p, r)
 		if ferr == nil || ferr.Kind != egress.FetchDenied {
-			n := len(r.Method) + len(r.URL) + len(r.Body)
-			for _, h := range r.Headers {
-				n += len(h.Name) + len(h.Value)
-			}
-			m.bytes.Add(int64(n))
+			m.bytes.Add(n)
 		}
 		return resp, ferr
 	}
@@ -203,7 +246,9 @@ func (m *Meter) End(ctx context.Context, log *slog.Logger) {
 	// Rounded up: a call always takes some time, and a budget of
 	// milliseconds must not be spent by calls shorter than one for free.
 	ms := int64((m.now().Sub(m.start) + time.Millisecond - 1) / time.Millisecond)
-	if err := m.st.ChargeBudget(ctx, m.spend, max(ms, 1), m.bytes.Load()); err != nil && log != nil {
+	sp := m.spend
+	sp.BytesPaid = m.paid.Load()
+	if err := m.st.ChargeBudget(ctx, sp, max(ms, 1), m.bytes.Load()); err != nil && log != nil {
 		log.Error("budget not charged", "card", m.spend.Card, "wall_ms", ms, "bytes_out", m.bytes.Load(), "err", err)
 	}
 }

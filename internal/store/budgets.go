@@ -44,6 +44,10 @@ type BudgetSpend struct {
 	// limits wall_ms: the most it may run, spent up front and settled at
 	// its end (ChargeBudget); 0 where no card of the chain limits it.
 	WallMS int64 `json:"wall_ms,omitzero"`
+	// BytesPaid is what the call's requests spent of bytes_out as they
+	// were sent (SpendBudgetBytes), set by the caller before
+	// ChargeBudget, which settles against it.
+	BytesPaid int64 `json:"bytes_paid,omitzero"`
 	// Left is what Card's chain had left after it (ChainLeft).
 	Left cards.Budget `json:"left"`
 }
@@ -206,11 +210,12 @@ func (s *DB) ReserveBudget(ctx context.Context, id string, cost, maxWallMS int64
 // difference is added, and a call that ended early gives back what it
 // did not use. A negative amount is bad input, and nothing is charged.
 func (s *DB) ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut int64) error {
-	if wallMS < 0 || bytesOut < 0 || sp.WallMS < 0 {
-		return fmt.Errorf("charge the budget of card %s: %w: wall_ms %d (reserved %d) and bytes_out %d cannot be negative", sp.Card, ErrBadInput, wallMS, sp.WallMS, bytesOut)
+	if wallMS < 0 || bytesOut < 0 || sp.WallMS < 0 || sp.BytesPaid < 0 {
+		return fmt.Errorf("charge the budget of card %s: %w: wall_ms %d (reserved %d) and bytes_out %d (paid %d) cannot be negative", sp.Card, ErrBadInput, wallMS, sp.WallMS, bytesOut, sp.BytesPaid)
 	}
 	wall := min(wallMS, cards.MaxBudget) - sp.WallMS
-	if sp.Zero() || wall == 0 && bytesOut == 0 {
+	bytes := min(bytesOut, cards.MaxBudget) - sp.BytesPaid
+	if sp.Zero() || wall == 0 && bytes == 0 {
 		return nil
 	}
 	// Additions only (ON CONFLICT DO UPDATE adds to the row atomically; a
@@ -218,10 +223,46 @@ func (s *DB) ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut 
 	// reservation wrote), in the chain's order: row locks suffice, no
 	// write lock (writeRows).
 	err := s.writeRows(ctx, func(tx *sql.Tx) error {
-		return s.spend(ctx, tx, sp.Cards, cards.Budget{cards.BudgetWallMS: wall, cards.BudgetBytesOut: bytesOut})
+		return s.spend(ctx, tx, sp.Cards, cards.Budget{cards.BudgetWallMS: wall, cards.BudgetBytesOut: bytes})
 	})
 	if err != nil {
 		return fmt.Errorf("charge the budget of card %s: %w", sp.Card, err)
+	}
+	return nil
+}
+
+// SpendBudgetBytes spends n bytes of bytes_out on the chain sp reserved on,
+// before a request of n bytes is sent: if every card of the chain that
+// limits bytes_out has n left, it spends them on every card sp charges;
+// else the error is a *cards.Exhausted and nothing is spent. So requests
+// sent at once, by one call or many, never together send past a bytes_out
+// budget. The check and the spend are one transaction under the write
+// lock, as ReserveBudget's.
+func (s *DB) SpendBudgetBytes(ctx context.Context, sp BudgetSpend, n int64) error {
+	if n < 0 || n > cards.MaxBudget {
+		return fmt.Errorf("budget of card %s: %w: %d bytes", sp.Card, ErrBadInput, n)
+	}
+	if sp.Zero() || n == 0 {
+		return nil
+	}
+	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+		chain, err := s.chain(ctx, tx, sp.Card)
+		if err != nil {
+			return err
+		}
+		for _, m := range chain {
+			if left, limited := cards.Left(m.Budget, m.Spent)[cards.BudgetBytesOut]; limited && left < n {
+				return &cards.Exhausted{Card: m.ID, Key: cards.BudgetBytesOut, Limit: m.Budget[cards.BudgetBytesOut], Left: left, Need: n}
+			}
+		}
+		return s.spend(ctx, tx, sp.Cards, cards.Budget{cards.BudgetBytesOut: n})
+	})
+	if err != nil {
+		var ex *cards.Exhausted
+		if errors.As(err, &ex) {
+			return ex
+		}
+		return fmt.Errorf("budget of card %s: %w", sp.Card, err)
 	}
 	return nil
 }

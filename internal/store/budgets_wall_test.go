@@ -141,3 +141,56 @@ func testBudgetWallTimeAcrossInstances(t *testing.T, be backend) {
 			admitted.Load(), refused.Load(), reserved.Load())
 	}
 }
+
+// TestBudgetBytesSpentBeforeSending: a request's bytes are spent on the
+// chain's bytes_out before it is sent, or refused whole (Exhausted naming
+// what is left and what it needs, nothing spent); the end settles against
+// what was paid, giving back a request's bytes that were paid and not sent.
+func TestBudgetBytesSpentBeforeSending(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testBudgetBytesSpentBeforeSending)
+}
+
+func testBudgetBytesSpentBeforeSending(t *testing.T, be backend) {
+	ctx := context.Background()
+	s := open(t, be.target(t), nil)
+	if err := s.EnsureAgent(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Grant(ctx, "a", budgeted(t, "bytes_out=100", "tool:invoke echo --..."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := s.ReserveBudget(ctx, c.ID, 1, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spentBytes := func() int64 {
+		t.Helper()
+		got, err := s.Card(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Spent[cards.BudgetBytesOut]
+	}
+	if err := s.SpendBudgetBytes(ctx, sp, 60); err != nil || spentBytes() != 60 {
+		t.Fatalf("60 of 100 bytes: %v, spent %d", err, spentBytes())
+	}
+	err = s.SpendBudgetBytes(ctx, sp, 50)
+	var ex *cards.Exhausted
+	if !errors.As(err, &ex) || ex.Card != c.ID || ex.Key != cards.BudgetBytesOut || ex.Left != 40 || ex.Need != 50 || spentBytes() != 60 {
+		t.Fatalf("50 more with 40 left: %v, spent %d; want Exhausted (40 left, 50 needed), nothing spent", err, spentBytes())
+	}
+	if err := s.SpendBudgetBytes(ctx, sp, 40); err != nil || spentBytes() != 100 {
+		t.Fatalf("the 40 left: %v, spent %d", err, spentBytes())
+	}
+	// Paid 100, sent 70 (a request the policy then refused sent nothing):
+	// 30 back.
+	sp.BytesPaid = 100
+	if err := s.ChargeBudget(ctx, sp, 1, 70); err != nil || spentBytes() != 70 {
+		t.Fatalf("settled at 70 sent of 100 paid: %v, spent %d", err, spentBytes())
+	}
+	if err := s.SpendBudgetBytes(ctx, sp, -1); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("a negative request: %v; want ErrBadInput", err)
+	}
+}

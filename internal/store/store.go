@@ -190,9 +190,12 @@ type Store interface {
 	// ancestors (budgets.go): one transaction, a *cards.Exhausted when one
 	// is short; the wall time it reserves is the most the call may run.
 	ReserveBudget(ctx context.Context, id string, cost, maxWallMS int64) (BudgetSpend, error)
-	// ChargeBudget settles a reserved call's wall time and adds the bytes
-	// it sent when it ends.
+	// ChargeBudget settles a reserved call's wall time and bytes when it
+	// ends.
 	ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut int64) error
+	// SpendBudgetBytes spends a request's bytes of bytes_out before it is
+	// sent, or refuses it (a *cards.Exhausted).
+	SpendBudgetBytes(ctx context.Context, sp BudgetSpend, n int64) error
 
 	// CreateApproval persists a pending approval request; one beyond the
 	// agent's maxPending waiting (DefaultMaxPending when 0) is
