@@ -30,7 +30,10 @@ func TestBrowserRefreshWaitsForQuiet(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(e.url+"/ui"), chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), e.operator), chromedp.Click(chromedp.ID("login")),
-		chromedp.WaitVisible(chromedp.CSS("a.refresh"))); err != nil {
+		chromedp.WaitVisible(chromedp.CSS("a.refresh")),
+		// refresh.js is a deferred script: the page can show its list
+		// before the script has run (full run 169, under load).
+		chromedp.Poll[chromedp.Void](`typeof window.maidenRefreshDue === "function"`)); err != nil {
 		t.Fatalf("logging in: %v", err)
 	}
 	tick := func() bool {
