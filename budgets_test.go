@@ -299,10 +299,13 @@ grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100" },
 }
 
 // TestBudgetBytesOutImportedTool: an imported MCP tool's call sends its
-// input to the upstream server, which is charged to bytes_out as a
-// tool's http-fetches are: a call carrying 4,000 bytes on bytes_out=100
-// runs once, and the next is refused before it reaches the upstream.
-// (Imports were charged nothing: every call was admitted.)
+// input to the upstream server, which bytes_out pays for before it goes,
+// as a tool's http-fetches are: on bytes_out=6000 a call carrying 4,000
+// bytes runs, and the next, admitted (some bytes left) but its input not
+// fitting, is refused before it reaches the upstream, naming what it
+// needs; the card has spent the first call's bytes only. (Imports were
+// charged nothing: every call was admitted; then charged at the end: the
+// second call went upstream too.)
 func TestBudgetBytesOutImportedTool(t *testing.T) {
 	t.Parallel()
 	bin := buildMCPStdio(t)
@@ -314,20 +317,21 @@ accept_new_tools = true
 command = ["`+bin+`"]
 [agents.a]
 tools = ["local"]
-grants = [{ grant = "tool:invoke local.read --...", budget = "bytes_out=100" }]
+grants = [{ grant = "tool:invoke local.read --...", budget = "bytes_out=6000" }]
 `, maiden.Options{Isolation: maiden.InProcess}, "echo")
 	in, _ := json.Marshal(map[string]any{"path": "/nonexistent/" + strings.Repeat("x", 4000)})
+	need := int64(len("read") + len(in))
 	first := mustCall(t, h, maiden.Call{Agent: "a", Tool: "local.read", Input: string(in)})
 	if first.Error != nil && first.Error.Kind == maiden.KindDenied {
-		t.Fatalf("the first call (100 bytes_out left): %+v", first.Error)
+		t.Fatalf("the first call (6000 bytes_out left): %+v", first.Error)
 	}
 	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "local.read", Input: string(in)})
-	exhausted := regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its bytes_out budget of 100 left, this call needs 1 \(agent "a"`)
+	exhausted := regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has ` + strconv.FormatInt(6000-need, 10) + ` of its bytes_out budget of 6000 left, this call needs ` + strconv.FormatInt(need, 10) + ` \(maiden cards show card_[0-9a-f]+\)$`)
 	if res.OK || res.Error.Kind != maiden.KindDenied || !exhausted.MatchString(res.Error.Message) {
-		t.Fatalf("an imported tool's call after one that sent 4,000 bytes upstream on bytes_out=100: %+v %+v, want denied budget-exhausted", res, res.Error)
+		t.Fatalf("an imported tool's call whose %d bytes do not fit the %d left: %+v %+v, want denied budget-exhausted before the upstream", need, 6000-need, res, res.Error)
 	}
-	if charged := budgetSpent(t, h, "a", "bytes_out"); charged < 4000 {
-		t.Fatalf("bytes_out spent %d, want at least the 4,000 bytes of the input", charged)
+	if charged := budgetSpent(t, h, "a", "bytes_out"); charged != need {
+		t.Fatalf("bytes_out spent %d, want the first call's %d only", charged, need)
 	}
 }
 

@@ -31,10 +31,10 @@
 //     running at once cannot together outrun a wall_ms budget; a call that
 //     finds it all reserved by running calls is refused. Likewise each
 //     request through http-fetch or web_fetch spends its bytes before it
-//     is sent, or is refused (budget-exhausted) and sends nothing. Bytes a
-//     wrapped CLI's tunnels or an import sent are counted as they go and
-//     charged at the end, so those may take a card over its bytes_out
-//     budget, which then refuses the next call. A maiden process killed
+//     is sent, or is refused (budget-exhausted) and sends nothing, and so
+//     does an imported tool's input (Pay). Bytes a wrapped CLI's tunnels
+//     sent are counted as they go and charged at the end, so those may take
+//     a card over its bytes_out budget, which then refuses the next call. A maiden process killed
 //     mid-call never settles that call: its reservation and its requests'
 //     bytes stay spent, its other bytes uncharged.
 package budget
@@ -217,11 +217,23 @@ func (m *Meter) Send(send SendFunc) SendFunc {
 	}
 }
 
+// Pay spends n bytes of bytes_out before a call sends them by a way of its
+// own whose size is known beforehand (an imported MCP tool's input to its
+// upstream), where the chain limits bytes_out; what it returns is as
+// pay's. The caller counts the bytes with Sent once they are sent.
+func (m *Meter) Pay(ctx context.Context, n int64) (refusal string, failed bool) {
+	if m == nil {
+		return "", false
+	}
+	return m.pay(ctx, n)
+}
+
 // Sent counts n bytes a call sent by a way of its own against bytes_out:
 // what a wrapped CLI sent through maiden's CONNECT proxy
 // (egress.ProxySession.Sent), what an imported MCP tool's call sent its
-// upstream server (its input). The same budget must not be spent through
-// http-fetch and be free through a tunnel or an import.
+// upstream server (its input, paid before with Pay). The same budget must
+// not be spent through http-fetch and be free through a tunnel or an
+// import.
 func (m *Meter) Sent(n int64) {
 	if m != nil && n > 0 {
 		m.bytes.Add(n)

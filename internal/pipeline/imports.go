@@ -356,6 +356,16 @@ func (b *importBackend) run(ctx context.Context, inv *invocation) (ran, *ToolErr
 	if inv.upstreamTool == "" { // load found the import retired
 		return ran{}, &ToolError{Kind: KindUnavailable, Message: mcphub.RetiredMessage(imp)}, nil
 	}
+	// The upstream gets the call's input (and the tool's name), as a
+	// server an http-fetch reaches gets a request: bytes_out pays for it
+	// before it goes, and counts it sent or not once the call was made (a
+	// bound that errs high).
+	sent := int64(len(inv.upstreamTool) + len(inv.call.Input))
+	if refusal, failed := inv.budget.Pay(ctx, sent); failed {
+		return ran{}, nil, fmt.Errorf("%w: %s", ErrState, refusal)
+	} else if refusal != "" {
+		return ran{}, &ToolError{Kind: KindDenied, Message: refusal}, nil
+	}
 	gate := b.gate.Redactor(inv.policy)
 	redact := gate
 	if name := inv.tool.MCP.Credential; name != "" {
@@ -379,10 +389,7 @@ func (b *importBackend) run(ctx context.Context, inv *invocation) (ran, *ToolErr
 		Import: imp, Table: inv.tool.MCP, Exposed: inv.tool.Name, Tool: inv.upstreamTool, Input: []byte(inv.call.Input),
 		Timeout: inv.tool.Timeout, Redact: redact, OnLog: inv.call.OnLog, OnProgress: onProgress,
 	})
-	// The upstream got the call's input (and the tool's name), as a
-	// server an http-fetch reaches gets a request: bytes_out counts it,
-	// sent or not once the call was made (a bound that errs high).
-	inv.budget.Sent(int64(len(inv.upstreamTool) + len(inv.call.Input)))
+	inv.budget.Sent(sent)
 	switch {
 	case err != nil:
 		end("error")
