@@ -248,11 +248,14 @@ http_ca_files = ["`+ca+`"]
 }
 
 // TestBudgetBytesOutWrappedCLI: what a wrapped CLI sends through maiden's
-// CONNECT proxy (each tunnel's ClientHello and every byte after it) is
-// charged to the bytes_out budget of the card that allowed the call, as a
-// tool's http-fetches are: a curl posting 4,000 bytes on bytes_out=100
-// runs once, and the next call is refused before it starts. (The proxy
-// counted nothing: every call was admitted.)
+// CONNECT proxy (each tunnel's ClientHello and every byte after it) pays
+// bytes_out before it goes, as a tool's http-fetches do: on
+// bytes_out=50000 a curl posting 30,000 bytes runs, and the next, admitted
+// with some 19,000 left, has its tunnel closed when it can pay no more: the
+// server gets less than its body, the call fails naming the budget, and
+// the card never spends past its 50,000. (The proxy counted nothing: every
+// call was admitted; then charged at the end: the second curl sent its
+// whole body and the card spent some 62,000.)
 func TestBudgetBytesOutWrappedCLI(t *testing.T) {
 	t.Parallel()
 	hits, got, port, ca := uploadServer(t)
@@ -268,10 +271,10 @@ http_allow_cidrs = ["127.0.0.0/8"]
 timeout_ms = 10000
 [agents.a]
 tools = ["curl"]
-grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100" }, "network:connect api.example.com"]
+grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=50000" }, "network:connect api.example.com"]
 `, maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com")})
 	ctx := context.Background()
-	in, _ := json.Marshal(map[string]any{"cacert": ca, "silent": true, "show-error": true, "data": strings.Repeat("x", 4000), "url": "https://api.example.com:" + port + "/upload"})
+	in, _ := json.Marshal(map[string]any{"cacert": ca, "silent": true, "show-error": true, "data": strings.Repeat("x", 30000), "url": "https://api.example.com:" + port + "/upload"})
 	call := func() maiden.Result {
 		t.Helper()
 		res, err := h.Call(ctx, maiden.Call{Agent: "a", Tool: "curl", Input: string(in)})
@@ -280,21 +283,23 @@ grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100" },
 		}
 		return res
 	}
-	if res := call(); !res.OK || hits.Load() != 1 || got.Load() != 4000 {
-		t.Fatalf("the first curl (100 bytes_out left): %+v %+v (hits %d, %d bytes received)", res, res.Error, hits.Load(), got.Load())
+	if res := call(); !res.OK || hits.Load() != 1 || got.Load() != 30000 {
+		t.Fatalf("the first curl (50,000 bytes_out left): %+v %+v (hits %d, %d bytes received)", res, res.Error, hits.Load(), got.Load())
+	}
+	first := budgetSpent(t, h, "a", "bytes_out")
+	if first < 30000 || first > 50000 {
+		t.Fatalf("the first curl spent %d; want its 30,000 bytes of body and what carried them", first)
 	}
 	res := call()
-	exhausted := regexp.MustCompile(`^budget-exhausted: card card_[0-9a-f]+ has 0 of its bytes_out budget of 100 left, this call needs 1 \(agent "a"`)
-	if res.OK || res.Error.Kind != maiden.KindDenied || !exhausted.MatchString(res.Error.Message) {
-		t.Fatalf("a curl after one that sent 4,000 bytes on bytes_out=100: %+v %+v (hits %d), want denied budget-exhausted", res, res.Error, hits.Load())
+	stopped := regexp.MustCompile(`^its tunnel was closed: budget-exhausted: card card_[0-9a-f]+ has \d+ of its bytes_out budget of 50000 left, this call needs \d+ \(maiden cards show card_[0-9a-f]+\) \(the CLI then failed: `)
+	if res.OK || res.Error.Kind != maiden.KindDenied || !stopped.MatchString(res.Error.Message) {
+		t.Fatalf("a curl of 30,000 bytes with %d left: %+v %+v, want it failed naming the budget", 50000-first, res, res.Error)
 	}
-	if n := hits.Load(); n != 1 {
-		t.Fatalf("the server was reached %d times, want once", n)
+	if n := got.Load(); n >= 60000 {
+		t.Fatalf("the server received %d bytes of bodies; want less than the second's whole body", n)
 	}
-	charged := budgetSpent(t, h, "a", "bytes_out")
-	// At least the body (inside TLS, with the ClientHello before it).
-	if charged < 4000 {
-		t.Fatalf("bytes_out spent %d, want at least the 4,000 bytes of the body", charged)
+	if charged := budgetSpent(t, h, "a", "bytes_out"); charged > 50000 || charged <= first {
+		t.Fatalf("bytes_out spent %d after the second curl (%d after the first); want more, and at most the budget's 50,000", charged, first)
 	}
 }
 

@@ -32,9 +32,9 @@
 //     finds it all reserved by running calls is refused. Likewise each
 //     request through http-fetch or web_fetch spends its bytes before it
 //     is sent, or is refused (budget-exhausted) and sends nothing, and so
-//     does an imported tool's input (Pay). Bytes a wrapped CLI's tunnels
-//     sent are counted as they go and charged at the end, so those may take
-//     a card over its bytes_out budget, which then refuses the next call. A maiden process killed
+//     does an imported tool's input and each block a wrapped CLI's tunnels
+//     are about to send (Pay); what was paid and not sent is given back at
+//     the end. A maiden process killed
 //     mid-call never settles that call: its reservation and its requests'
 //     bytes stay spent, its other bytes uncharged.
 package budget
@@ -217,10 +217,21 @@ func (m *Meter) Send(send SendFunc) SendFunc {
 	}
 }
 
+// LimitsBytes reports whether the call's chain limits bytes_out: only then
+// has Pay anything to do.
+func (m *Meter) LimitsBytes() bool {
+	if m == nil {
+		return false
+	}
+	_, limited := m.spend.Left[cards.BudgetBytesOut]
+	return limited
+}
+
 // Pay spends n bytes of bytes_out before a call sends them by a way of its
-// own whose size is known beforehand (an imported MCP tool's input to its
-// upstream), where the chain limits bytes_out; what it returns is as
-// pay's. The caller counts the bytes with Sent once they are sent.
+// own (an imported MCP tool's input to its upstream, a wrapped CLI's
+// tunnels: egress.ProxySession.SetPay), where the chain limits bytes_out;
+// what it returns is as pay's. The caller counts the bytes with Sent once
+// they are sent; what was paid and not sent is given back at End.
 func (m *Meter) Pay(ctx context.Context, n int64) (refusal string, failed bool) {
 	if m == nil {
 		return "", false

@@ -91,8 +91,69 @@ type ProxySession struct {
 	tunnels map[net.Conn]struct{}
 	closed  bool
 	refused string // the first CONNECT the gate refused: its reason, rule included
+	stopped string // the first tunnel closed for what it could not pay (SetPay)
 
 	sent atomic.Int64 // bytes its tunnels sent to servers (Sent)
+	pay  *allotment   // SetPay's; nil: nothing is paid before it is sent
+}
+
+// SetPay makes the session's tunnels pay for what they send before they
+// send it: pay(n) spends n bytes (of a bytes_out budget) or says why they
+// may not be sent, and a tunnel that cannot pay is closed, both ways (the
+// CLI sees its connection end, not a server's answer to half a request),
+// the first such refusal the session's Stopped. Bytes are paid in blocks of up to tunnelBlock
+// ahead (one payment per block, not per write), so what was paid may
+// exceed Sent by a block: the caller settles against Paid. Call it before
+// the session's URL is handed out.
+func (s *ProxySession) SetPay(pay func(n int64) error) {
+	s.pay = &allotment{pay: pay}
+}
+
+// Paid is what the session's tunnels paid through SetPay's function.
+func (s *ProxySession) Paid() int64 {
+	if s.pay == nil {
+		return 0
+	}
+	s.pay.mu.Lock()
+	defer s.pay.mu.Unlock()
+	return s.pay.paid
+}
+
+// tunnelBlock is how many bytes a tunnel pays for ahead of sending them.
+const tunnelBlock = 64 << 10
+
+// allotment is what a session's tunnels paid and have not sent yet.
+type allotment struct {
+	mu   sync.Mutex
+	pay  func(n int64) error
+	left int64 // paid, not yet sent
+	paid int64
+}
+
+// take pays for n bytes about to be sent: from what is left of earlier
+// payments, else a new block (or, where a block does not fit, exactly
+// what is missing).
+func (a *allotment) take(n int64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.left >= n {
+		a.left -= n
+		return nil
+	}
+	need := n - a.left
+	block := max(need, tunnelBlock)
+	if err := a.pay(block); err != nil {
+		if block == need {
+			return err
+		}
+		if err := a.pay(need); err != nil {
+			return err
+		}
+		block = need
+	}
+	a.paid += block
+	a.left += block - n
+	return nil
 }
 
 // Sent is how many bytes the session's tunnels have sent to servers: each
@@ -415,6 +476,11 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 	ev.duration = time.Since(start)
 	p.gate.record(r.Context(), &ev)
 	reportOnce()
+	if err := s.take(int64(len(hello))); err != nil {
+		client.Close()
+		conn.Close()
+		return
+	}
 	n, err := conn.Write(hello)
 	s.sent.Add(int64(n))
 	if err != nil {
@@ -422,7 +488,36 @@ func (p *ConnectProxy) serve(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 		return
 	}
-	tunnel(client, buf.Reader, conn, &s.sent)
+	tunnel(client, buf.Reader, conn, countingWriter{w: conn, n: &s.sent, take: s.take})
+}
+
+// errUnpaid marks a tunnel's write that could not be paid for.
+var errUnpaid = errors.New("not paid for")
+
+// take pays for n bytes a tunnel is about to send (SetPay), and keeps the
+// first refusal as the session's Stopped.
+func (s *ProxySession) take(n int64) error {
+	if s.pay == nil {
+		return nil
+	}
+	err := s.pay.take(n)
+	if err != nil {
+		s.mu.Lock()
+		if s.stopped == "" {
+			s.stopped = err.Error()
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %v", errUnpaid, err)
+	}
+	return nil
+}
+
+// Stopped is the reason the first of the session's tunnels that could not
+// pay for what it was to send (SetPay) was closed, or "".
+func (s *ProxySession) Stopped() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
 }
 
 // refuseTunnel records a refusal: the gate's audit event, and the
@@ -535,11 +630,15 @@ func (s *ProxySession) refuse(w http.ResponseWriter, r *http.Request, ev *event,
 // tunnel copies bytes both ways until either side ends, then closes both.
 // in holds what the client sent after the CONNECT head (a TLS ClientHello
 // may already be buffered). What reaches the server is added to sent.
-func tunnel(client net.Conn, in *bufio.Reader, server net.Conn, sent *atomic.Int64) {
+func tunnel(client net.Conn, in *bufio.Reader, server net.Conn, up countingWriter) {
 	done := make(chan struct{}, 2)
 	go func() {
-		_, _ = io.Copy(countingWriter{server, sent}, in)
-		if tc, ok := server.(*net.TCPConn); ok {
+		_, err := io.Copy(up, in)
+		if errors.Is(err, errUnpaid) {
+			// Not half a request answered: the CLI's connection ends.
+			client.Close()
+			server.Close()
+		} else if tc, ok := server.(*net.TCPConn); ok {
 			_ = tc.CloseWrite()
 		}
 		done <- struct{}{}
@@ -557,13 +656,21 @@ func tunnel(client net.Conn, in *bufio.Reader, server net.Conn, sent *atomic.Int
 	server.Close()
 }
 
-// countingWriter adds what each Write sent to n.
+// countingWriter adds what each Write sent to n, having paid for it with
+// take first (nil: nothing to pay); a write that cannot be paid for sends
+// nothing and fails, which ends the tunnel.
 type countingWriter struct {
-	w io.Writer
-	n *atomic.Int64
+	w    io.Writer
+	n    *atomic.Int64
+	take func(n int64) error
 }
 
 func (c countingWriter) Write(p []byte) (int, error) {
+	if c.take != nil {
+		if err := c.take(int64(len(p))); err != nil {
+			return 0, err
+		}
+	}
 	k, err := c.w.Write(p)
 	c.n.Add(int64(k))
 	return k, err

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -286,6 +287,7 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 	// reached through links.
 	readOnly, system, proxyPort := cli.ReadPaths, []string(nil), 0
 	refusal := func() string { return "" } // the proxy's first refused CONNECT
+	stopped := func() string { return "" } // the first tunnel the budget closed
 	if len(t.HTTPAllow) > 0 {
 		// Its only road out: maiden's CONNECT proxy on loopback, which
 		// applies the same allowlist, address rules and network cards as
@@ -351,16 +353,27 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 		if err != nil {
 			return ran{}, nil, fmt.Errorf("%s: the egress proxy: %w", t.Name, err)
 		}
+		if inv.budget.LimitsBytes() {
+			// Its tunnels pay bytes_out before they send, as a tool's
+			// http-fetches do: one that cannot pay is closed, and the
+			// budget's refusal is the session's.
+			sess.SetPay(func(n int64) error {
+				if refusal, _ := inv.budget.Pay(ctx, n); refusal != "" {
+					return errors.New(refusal)
+				}
+				return nil
+			})
+		}
 		defer func() {
 			sess.Close()
 			// What its tunnels sent counts against the bytes_out budget of
-			// the card that allowed the call, as a tool's http-fetches do
-			// (read once closed: no tunnel sends more).
+			// the card that allowed the call (read once closed: no tunnel
+			// sends more); what they paid and did not send is given back.
 			inv.budget.Sent(sess.Sent())
 		}()
 		env = append(env, "HTTPS_PROXY="+sess.URL(), "https_proxy="+sess.URL())
 		proxyPort = proxy.Port()
-		refusal = sess.Refusal
+		refusal, stopped = sess.Refusal, sess.Stopped
 		for _, p := range []string{"/etc/ssl/certs", "/usr/share/ca-certificates", "/etc/ssl/openssl.cnf"} {
 			if _, err := os.Stat(p); err == nil {
 				system = append(system, p) // the system's CA bundle, to verify the servers
@@ -392,6 +405,11 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 	}
 	r.unconfined, r.logs = out.Unconfined, out.Logs
 	if out.Failure != nil {
+		if why := stopped(); why != "" && out.Failure.Kind == KindTool {
+			// The CLI gave up after the proxy closed a tunnel that could
+			// not pay for what it was sending.
+			return r, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("its tunnel was closed: %s (the CLI then failed: %s)", why, out.Failure.Message)}, nil
+		}
 		if first := refusal(); first != "" && out.Failure.Kind == KindTool {
 			// The CLI gave up after the proxy refused its CONNECT (curl:
 			// "CONNECT tunnel failed, response 403"): the cause is the
