@@ -94,29 +94,29 @@ type ProxySession struct {
 	stopped string // the first tunnel closed for what it could not pay (SetPay)
 
 	sent atomic.Int64 // bytes its tunnels sent to servers (Sent)
-	pay  *allotment   // SetPay's; nil: nothing is paid before it is sent
+	pay  *allotment   // SetPay's (under mu); nil: nothing is paid before it is sent
 }
 
 // SetPay makes the session's tunnels pay for what they send before they
 // send it: pay(n) spends n bytes (of a bytes_out budget) or says why they
 // may not be sent, and a tunnel that cannot pay is closed, both ways (the
 // CLI sees its connection end, not a server's answer to half a request),
-// the first such refusal the session's Stopped. Bytes are paid in blocks of up to tunnelBlock
-// ahead (one payment per block, not per write), so what was paid may
-// exceed Sent by a block: the caller settles against Paid. Call it before
-// the session's URL is handed out.
+// the first such refusal the session's Stopped. Bytes are paid in blocks
+// of up to tunnelBlock ahead (one payment per block, not per write), so
+// what was paid may exceed Sent by a block: the caller, whose pay counts
+// what it paid, settles against Sent. Call it before the session's URL is
+// handed out.
 func (s *ProxySession) SetPay(pay func(n int64) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.pay = &allotment{pay: pay}
 }
 
-// Paid is what the session's tunnels paid through SetPay's function.
-func (s *ProxySession) Paid() int64 {
-	if s.pay == nil {
-		return 0
-	}
-	s.pay.mu.Lock()
-	defer s.pay.mu.Unlock()
-	return s.pay.paid
+// allotment is SetPay's, or nil.
+func (s *ProxySession) allotment() *allotment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pay
 }
 
 // tunnelBlock is how many bytes a tunnel pays for ahead of sending them.
@@ -497,10 +497,11 @@ var errUnpaid = errors.New("not paid for")
 // take pays for n bytes a tunnel is about to send (SetPay), and keeps the
 // first refusal as the session's Stopped.
 func (s *ProxySession) take(n int64) error {
-	if s.pay == nil {
+	a := s.allotment()
+	if a == nil {
 		return nil
 	}
-	err := s.pay.take(n)
+	err := a.take(n)
 	if err != nil {
 		s.mu.Lock()
 		if s.stopped == "" {
