@@ -34,9 +34,8 @@
 //     is sent, or is refused (budget-exhausted) and sends nothing, and so
 //     does an imported tool's input and each block a wrapped CLI's tunnels
 //     are about to send (Pay); what was paid and not sent is given back at
-//     the end. A maiden process killed
-//     mid-call never settles that call: its reservation and its requests'
-//     bytes stay spent, its other bytes uncharged.
+//     the end. A maiden process killed mid-call never settles that call:
+//     its reservation and what it paid stay spent.
 package budget
 
 import (
