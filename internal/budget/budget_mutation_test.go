@@ -15,7 +15,7 @@ import (
 
 // budgetedCard is a real store in a temporary directory holding agent "a"
 // and a card of budget b allowing tool fetcher, with a's wallet.
-func budgetedCard(t *testing.T, b cards.Budget) (*store.DB, *cards.Wallet, string) {
+func budgetedCard(t testing.TB, b cards.Budget) (*store.DB, *cards.Wallet, string) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "state.db"), nil)
