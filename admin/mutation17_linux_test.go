@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -43,28 +42,18 @@ func TestInspectSQLiteNeedsWriteAccess(t *testing.T) {
 	// (without write access to the directory SQLite cannot read a WAL
 	// store at all).
 	want := []string{"write access to " + path, "write access to " + dir}
-	if os.Getuid() == 0 {
-		// The thread is locked and never unlocked: it ends with this
-		// test's goroutine, whatever its credentials then.
-		runtime.LockOSThread()
-		const nobody = 65534
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, nobody, ^uintptr(0), ^uintptr(0)); e != 0 {
-			t.Fatalf("setresuid: %v", e)
-		}
-		if syscall.Access(path, 2) == nil { // W_OK
-			t.Fatal("the real user nobody may write a file of root's mode 0644")
-		}
-		st = Inspect(ctx, path)
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, 0, ^uintptr(0), ^uintptr(0)); e != 0 {
-			t.Fatalf("setresuid back: %v", e)
-		}
-	} else {
+	if os.Getuid() != 0 {
 		if err := os.Chmod(path, 0o444); err != nil {
 			t.Fatal(err)
 		}
 		want = want[:1]
-		st = Inspect(ctx, path)
 	}
+	asRealUserNobody(t, func() {
+		if syscall.Access(path, 2) == nil { // W_OK
+			t.Fatal("this thread's real user may write the store")
+		}
+		st = Inspect(ctx, path)
+	})
 	var problems []string
 	for _, m := range want {
 		problems = append(problems, "this user lacks "+m)
