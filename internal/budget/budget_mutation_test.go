@@ -17,8 +17,15 @@ import (
 // and a card of budget b allowing tool fetcher, with a's wallet.
 func budgetedCard(t testing.TB, b cards.Budget) (*store.DB, *cards.Wallet, string) {
 	t.Helper()
+	return budgetedCardAt(t, filepath.Join(t.TempDir(), "state.db"), b)
+}
+
+// budgetedCardAt is budgetedCard's on the store at target (a SQLite file
+// or a PostgreSQL URL).
+func budgetedCardAt(t testing.TB, target string, b cards.Budget) (*store.DB, *cards.Wallet, string) {
+	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "state.db"), nil)
+	st, err := store.Open(ctx, target, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/maiden-run/maiden/internal/cards"
 )
@@ -12,11 +16,17 @@ import (
 // Budgets on cards (docs/cards.md, "Budgets"). A card's budget is part of
 // its spec, immutable like its grants; what it has spent is a row per card
 // and key of card_spend, changed only here. Spending a card spends every
-// ancestor with a budget too (the chain), in one write transaction under
-// the store's one write lock (SQLite's, or on PostgreSQL the advisory lock
-// every instance takes: writeTx), so that concurrent calls in any process
-// never both spend what only one may: the check and the increments are one
-// transaction, as Take's are.
+// ancestor with a budget too (the chain). A check and the spend it allows
+// (ReserveBudget, SpendBudgetBytes) are one transaction that holds, from
+// before it reads what the chain spent until it commits, a lock on each
+// card of the chain that has a budget: on SQLite the file's one write lock,
+// on PostgreSQL a transaction-scoped advisory lock per card (lockBudgets),
+// taken in one order by every instance, so that concurrent calls in any
+// process never both spend what only one may, while calls on cards of
+// other chains, and every other writer, do not wait for them (before, the
+// store's one write lock, which also woke every instance's change feed).
+// ChargeBudget only adds (an atomic ON CONFLICT DO UPDATE) and takes no
+// such lock.
 
 // budgetMigration is migration 8: what each card has spent of each budget.
 const budgetMigration = `
@@ -55,26 +65,28 @@ type BudgetSpend struct {
 // Zero reports whether no budget limits the call.
 func (b BudgetSpend) Zero() bool { return len(b.Cards) == 0 }
 
-// chain is card id and its ancestors, each with what it has spent, read
-// inside q's transaction: id first, then breadth first (a card derived
-// from several parents has each once).
-func (s *DB) chain(ctx context.Context, q querier, id string) ([]cards.Metered, error) {
+// lockedChain is card id and its ancestors, each with what it has spent,
+// read inside tx: id first, then breadth first (a card derived from
+// several parents has each once); and the IDs of those with a budget, in
+// that order. What they spent is read after their budget locks are taken
+// (lockBudgets), so it stays what it was read as until tx ends but for
+// ChargeBudget's additions. The cards themselves (budgets, parents) never
+// change.
+func (s *DB) lockedChain(ctx context.Context, tx *sql.Tx, id string) ([]cards.Metered, []string, error) {
 	var out []cards.Metered
+	var ids []string
 	seen := map[string]bool{id: true}
 	for next := []string{id}; len(next) > 0; {
 		cur := next[0]
 		next = next[1:]
-		c, err := s.loadCard(ctx, q, cur)
+		c, err := s.loadCard(ctx, tx, cur)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		m := cards.Metered{ID: c.ID, Budget: c.Budget}
+		out = append(out, cards.Metered{ID: c.ID, Budget: c.Budget})
 		if len(c.Budget) > 0 {
-			if m.Spent, err = s.spentOf(ctx, q, c.ID); err != nil {
-				return nil, err
-			}
+			ids = append(ids, c.ID)
 		}
-		out = append(out, m)
 		for _, p := range c.Parents {
 			if !seen[p] {
 				seen[p] = true
@@ -82,7 +94,66 @@ func (s *DB) chain(ctx context.Context, q querier, id string) ([]cards.Metered, 
 			}
 		}
 	}
-	return out, nil
+	if len(ids) == 0 {
+		return out, nil, nil
+	}
+	if err := s.lockBudgets(ctx, tx, ids); err != nil {
+		return nil, nil, err
+	}
+	for i := range out {
+		if len(out[i].Budget) == 0 {
+			continue
+		}
+		var err error
+		if out[i].Spent, err = s.spentOf(ctx, tx, out[i].ID); err != nil {
+			return nil, nil, err
+		}
+	}
+	if s.testHookChainRead != nil {
+		s.testHookChainRead()
+	}
+	return out, ids, nil
+}
+
+// pgLockBudgetClass is the first key of the PostgreSQL advisory locks
+// lockBudgets takes, the second a hash of the card's ID. Advisory locks of
+// two 32-bit keys are a key space of their own, apart from the one-key
+// locks of pgLockWrite.
+const pgLockBudgetClass int32 = 0x6d616964 // "maid"
+
+// lockBudgets takes, until tx ends, the budget lock of each card of ids:
+// on PostgreSQL the advisory lock (pgLockBudgetClass, budgetLockKey(id)),
+// in ascending key order whoever asks (two transactions that each hold one
+// card's lock and want the other's never wait for each other); two cards
+// whose keys collide share one lock, which makes them wait for each other
+// and nothing worse. A wait is bounded by the lock timeout writeRows sets.
+// On SQLite tx holds the file's write lock already.
+func (s *DB) lockBudgets(ctx context.Context, tx *sql.Tx, ids []string) error {
+	if s.pg == nil {
+		return nil
+	}
+	keys := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		keys = append(keys, budgetLockKey(id))
+	}
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?, ?)`, pgLockBudgetClass, k); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "55P03" {
+				return fmt.Errorf("take the budget lock of the card chain: another call on these cards held it for more than %s: %w", s.pg.busy, err)
+			}
+			return fmt.Errorf("take the budget lock of the card chain: %w", err)
+		}
+	}
+	return nil
+}
+
+// budgetLockKey is card id's key among the budget locks: FNV-1a of the ID.
+func budgetLockKey(id string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int32(h.Sum32())
 }
 
 // spentOf is what card id has spent, by key (nil when nothing).
@@ -122,9 +193,12 @@ func (s *DB) withSpent(ctx context.Context, cs []cards.Card) error {
 	return nil
 }
 
-// spend adds more to what each of ids has spent.
+// spend adds more to what each of ids has spent, the rows in ascending
+// order of card ID and key whoever writes them (on PostgreSQL each
+// addition locks its row until tx ends: two transactions adding to the
+// same cards never each hold a row the other waits for).
 func (s *DB) spend(ctx context.Context, tx *sql.Tx, ids []string, more cards.Budget) error {
-	for _, id := range ids {
+	for _, id := range slices.Sorted(slices.Values(ids)) {
 		for _, k := range cards.BudgetKeys {
 			v, ok := more[k]
 			if !ok || v == 0 {
@@ -158,17 +232,11 @@ func (s *DB) ReserveBudget(ctx context.Context, id string, cost, maxWallMS int64
 		return BudgetSpend{}, fmt.Errorf("budget of card %s: %w: wall time %d ms", id, ErrBadInput, maxWallMS)
 	}
 	var out BudgetSpend
-	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
+	err := s.writeRows(ctx, func(tx *sql.Tx) error {
 		out = BudgetSpend{}
-		chain, err := s.chain(ctx, tx, id)
+		chain, ids, err := s.lockedChain(ctx, tx, id)
 		if err != nil {
 			return err
-		}
-		var ids []string
-		for _, m := range chain {
-			if len(m.Budget) > 0 {
-				ids = append(ids, m.ID)
-			}
 		}
 		if len(ids) == 0 {
 			return nil
@@ -220,8 +288,7 @@ func (s *DB) ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut 
 	}
 	// Additions only (ON CONFLICT DO UPDATE adds to the row atomically; a
 	// refund of reserved wall time is a negative addition to a row the
-	// reservation wrote), in the chain's order: row locks suffice, no
-	// write lock (writeRows).
+	// reservation wrote): row locks suffice, no budget lock.
 	err := s.writeRows(ctx, func(tx *sql.Tx) error {
 		return s.spend(ctx, tx, sp.Cards, cards.Budget{cards.BudgetWallMS: wall, cards.BudgetBytesOut: bytes})
 	})
@@ -236,8 +303,8 @@ func (s *DB) ChargeBudget(ctx context.Context, sp BudgetSpend, wallMS, bytesOut 
 // limits bytes_out has n left, it spends them on every card sp charges;
 // else the error is a *cards.Exhausted and nothing is spent. So requests
 // sent at once, by one call or many, never together send past a bytes_out
-// budget. The check and the spend are one transaction under the write
-// lock, as ReserveBudget's.
+// budget. The check and the spend are one transaction under the chain's
+// budget locks, as ReserveBudget's.
 func (s *DB) SpendBudgetBytes(ctx context.Context, sp BudgetSpend, n int64) error {
 	if n < 0 || n > cards.MaxBudget {
 		return fmt.Errorf("budget of card %s: %w: %d bytes", sp.Card, ErrBadInput, n)
@@ -245,8 +312,8 @@ func (s *DB) SpendBudgetBytes(ctx context.Context, sp BudgetSpend, n int64) erro
 	if sp.Zero() || n == 0 {
 		return nil
 	}
-	err := s.writeKeep(ctx, func(tx *sql.Tx) error {
-		chain, err := s.chain(ctx, tx, sp.Card)
+	err := s.writeRows(ctx, func(tx *sql.Tx) error {
+		chain, _, err := s.lockedChain(ctx, tx, sp.Card)
 		if err != nil {
 			return err
 		}

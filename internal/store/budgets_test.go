@@ -28,7 +28,7 @@ func budgeted(t *testing.T, b string, grants ...string) cards.Spec {
 // instances), 30 concurrent calls against a card with a budget of 5 calls:
 // exactly 5 are reserved, the other 25 are refused as exhausted, naming
 // the card, and the card shows 5 spent. The check and the spend are one
-// transaction under the write lock every instance takes, as rate limits'.
+// transaction under the card's budget lock, which every instance takes.
 func TestBudgetsAcrossInstances(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, testBudgetsAcrossInstances)

@@ -532,8 +532,9 @@ func (s *DB) Derive(ctx context.Context, actor Actor, parentID, to string, spec 
 		// Budgets only shrink: a key the parent's chain limits and the
 		// child does not name is given what the chain has left; one named
 		// must be at most that (budget-too-broad), read in this
-		// transaction, so a spend in between is counted.
-		chain, err := s.chain(ctx, tx, parentID)
+		// transaction under the chain's budget locks, so no spend comes
+		// between the read and the child.
+		chain, _, err := s.lockedChain(ctx, tx, parentID)
 		if err != nil {
 			return err
 		}

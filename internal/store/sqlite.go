@@ -95,6 +95,9 @@ type DB struct {
 	ingestBufs             ingestBufs  // ingestBatch's buffers, kept between batches (journal.go)
 	cardsGen               atomic.Pointer[cardsGenAt]
 	tokens                 tokenCache // Authenticate's (ops.go)
+	// testHookChainRead, when set (tests only), is called by lockedChain
+	// once it has read what a chain's cards spent, its budget locks held.
+	testHookChainRead func()
 }
 
 // SQLite is DB's former name, kept for code written against it.
