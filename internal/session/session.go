@@ -231,10 +231,11 @@ func (g *Gate) Session(ctx context.Context, c *Call) (store.Session, *api.ToolEr
 	return s, terr, nil
 }
 
-// cache keeps the sessions calls ran in, each with the store generation it
-// was read at: a session read while the store's generation is unchanged
-// is still the session (every change to it, in any process, moves the
-// generation), as for wallets.
+// cache keeps the sessions calls ran in, each with the store's sessions
+// generation it was read at: a session read while that is unchanged is
+// still the session (every change to it, in any process, moves it; on
+// PostgreSQL it is read with no round trip while nothing changed), as
+// for wallets.
 type cache struct {
 	mu sync.Mutex
 	m  map[string]cachedSession
@@ -248,7 +249,7 @@ type cachedSession struct {
 const maxCachedSessions = 4096
 
 func (c *cache) lookup(ctx context.Context, st store.Store, id, agent string, initial boundary.Boundary) (store.Session, *api.ToolError, error) {
-	gen, err := st.Generation(ctx)
+	gen, err := sessionsGeneration(ctx, st)
 	if err != nil {
 		return store.Session{}, nil, err
 	}
@@ -312,4 +313,16 @@ func NetworkRefusal(s store.Session, t config.Tool) *api.ToolError {
 // UsesNetwork reports whether t's policy lets it reach the network.
 func UsesNetwork(t config.Tool) bool {
 	return len(t.HTTPAllow) > 0 || len(t.HTTPAllowCIDRs) > 0
+}
+
+// sessionsGeneration is the store's SessionsGeneration where it has one (a
+// value that moves only when a session or a boundary request changes),
+// else its Generation.
+func sessionsGeneration(ctx context.Context, st store.Store) (int64, error) {
+	if s, ok := st.(interface {
+		SessionsGeneration(context.Context) (int64, error)
+	}); ok {
+		return s.SessionsGeneration(ctx)
+	}
+	return st.Generation(ctx)
 }

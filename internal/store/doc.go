@@ -106,11 +106,13 @@
 //     do neither: nothing any instance keeps or waits for depends on them
 //     (TestPostgresAuditWakesNoOne). CardsGeneration, what the call path keys wallets and
 //     token owners on, is the change feed's cards epoch, moved only by
-//     cards notifications, with no round trip while the feed is trusted
+//     cards notifications, and SessionsGeneration, what it keys a call's
+//     session on, its sessions epoch, moved only by sessions
+//     notifications, each with no round trip while the feed is trusted
 //     (a lease of feedLease from before its last counter read, renewed
 //     every feedSync however many notifications come meanwhile:
 //     TestPostgresFeedRenewsUnderNotifications); a write
-//     of cards returns only once every listening feed acknowledged it or
+//     of cards or sessions returns only once every listening feed acknowledged it or
 //     that lease ran out (changeFeed.barrier), and once the lease a feed
 //     no longer listening recorded in feed_leases ran out (its backend
 //     ended, its instance may not know: TestPostgresRevokeWhileFeedVanishes),

@@ -202,9 +202,10 @@ func TestPostgresRevokeWhileFeedVanishes(t *testing.T) {
 // TestPostgresFeedReconnectResyncs: a feed whose connection dropped
 // (terminated by the server, kept from reconnecting) misses the
 // notifications of that time; once it listens again, what B kept
-// before (its wallet and token keyed on CardsGeneration) must not be
-// used: its epoch must have moved, and B's wallet and token answer
-// the revocations committed meanwhile.
+// before (its wallet and token keyed on CardsGeneration, a session
+// keyed on SessionsGeneration) must not be used: both epochs must have
+// moved, and B's wallet and token answer the revocations committed
+// meanwhile.
 func TestPostgresFeedReconnectResyncs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -220,8 +221,15 @@ func TestPostgresFeedReconnectResyncs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := a.OpenSession(ctx, "s", "x", workBoundary()); err != nil {
+		t.Fatal(err)
+	}
 	waitTrusted(t, b)
 	gB, err := b.CardsGeneration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sB, err := b.SessionsGeneration(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +252,16 @@ func TestPostgresFeedReconnectResyncs(t *testing.T) {
 	if err := a.RevokeToken(ctx, tok[len(tokenPrefix):len(tokenPrefix)+16]); err != nil {
 		t.Fatal(err)
 	}
+	if err := a.EndSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
 	f.hold.Store(false)
 	waitTrusted(t, b)
 	if g, err := b.CardsGeneration(ctx); err != nil || g == gB {
 		t.Fatalf("B's feed listens again with CardsGeneration %d (%v), as before the revocations it missed", g, err)
+	}
+	if g, err := b.SessionsGeneration(ctx); err != nil || g == sB {
+		t.Fatalf("B's feed listens again with SessionsGeneration %d (%v), as before the session's end it missed", g, err)
 	}
 	if w, err := b.Wallet(ctx, "x", time.Now()); err != nil || len(w.Cards()) != 0 {
 		t.Fatalf("B's wallet after the revocation: %v, %v", w, err)

@@ -693,14 +693,16 @@ CREATE TABLE feed_leases (
 
 // changeFeed listens on its own connection for the notification every
 // write transaction sends on commit (pgWriteLockSQL: KIND:VALUE), wakes
-// WaitChange's waiters, and keeps the instance's cards epoch: a number
-// that moves with every change of kindCards committed by any instance,
-// read with no round trip while the feed is trusted (cardsEpoch). When the
-// connection drops it reconnects with a growing pause; meanwhile (and as a
-// safety net always) waiters poll and the call path reads the counter.
+// WaitChange's waiters, and keeps the instance's cards epoch and sessions
+// epoch: numbers that move with every change of kindCards, or of
+// kindSessions, committed by any instance, read with no round trip while
+// the feed is trusted (cardsEpoch, sessionsEpoch). When the connection
+// drops it reconnects with a growing pause; meanwhile (and as a safety
+// net always) waiters poll and the call path reads the counter.
 //
 // Why a revocation holds from the next call anywhere (the promise the
-// counter read on every call used to keep): a writer of kindCards returns
+// counter read on every call used to keep), and a session's boundary
+// narrowed or its end: a writer of kindCards or kindSessions returns
 // only once every feed listening on the database (pg_stat_activity,
 // application_name pgFeedApp) acknowledged the change, which each sends
 // after moving its epoch; or, if one does not, after feedBarrier, by which
@@ -720,6 +722,11 @@ type changeFeed struct {
 	// of what moves the epoch that must not see the lease lapse on a
 	// loaded machine (a lapse is the safe fallback, not what it checks).
 	leaseExtra atomic.Int64
+	// syncExtra (tests) puts this feed's counter reads further apart: a
+	// test of which kinds of change move which epoch through their
+	// notifications, which a counter read that finds a change whose
+	// notification is still on the way (it moves both) must not race.
+	syncExtra atomic.Int64
 	// pollUp (tests), if set, replaces pollFeedUp for this feed: a test
 	// that a notification wakes a waiter sets it far beyond its own wait,
 	// so only the notification can.
@@ -737,6 +744,7 @@ type changeFeed struct {
 	start   time.Time    // the lease's clock: monotonic time since start
 	trusted atomic.Int64 // the lease: until this much after start
 	epoch   atomic.Int64 // moves with every change of kindCards seen
+	sepoch  atomic.Int64 // moves with every change of kindSessions seen
 	lastGen int64        // the counter as far as the feed knows (its goroutine's)
 
 	ready     chan struct{} // closed once the feed first listens
@@ -775,15 +783,27 @@ func (f *changeFeed) close() {
 
 // cardsEpoch is the cards epoch, tagged (bit 62) so that it never equals
 // a value of the counter, if the feed is trusted now.
-func (f *changeFeed) cardsEpoch() (int64, bool) {
+func (f *changeFeed) cardsEpoch() (int64, bool) { return f.trustedEpoch(&f.epoch) }
+
+// sessionsEpoch is the sessions epoch, as cardsEpoch.
+func (f *changeFeed) sessionsEpoch() (int64, bool) { return f.trustedEpoch(&f.sepoch) }
+
+func (f *changeFeed) trustedEpoch(epoch *atomic.Int64) (int64, bool) {
 	if !f.up.Load() || time.Since(f.start) >= time.Duration(f.trusted.Load()) {
 		return 0, false
 	}
-	e := f.epoch.Load()
+	e := epoch.Load()
 	if time.Since(f.start) >= time.Duration(f.trusted.Load()) {
 		return 0, false
 	}
 	return e | 1<<62, true
+}
+
+// moveEpochs moves both epochs: a change of an unknown kind, or changes
+// missed.
+func (f *changeFeed) moveEpochs() {
+	f.epoch.Add(1)
+	f.sepoch.Add(1)
 }
 
 func (f *changeFeed) run(ctx context.Context, cfg *pgx.ConnConfig) {
@@ -811,7 +831,7 @@ func (f *changeFeed) run(ctx context.Context, cfg *pgx.ConnConfig) {
 			err = f.listen(ctx, conn, func() { backoff = 50 * time.Millisecond })
 			f.up.Store(false)
 			f.trusted.Store(0)
-			f.epoch.Add(1) // whatever it misses until it is back
+			f.moveEpochs() // whatever it misses until it is back
 			// Trusting nothing now, its lease row is a writer's wait for
 			// nothing (a closed store's, above all): gone, if the
 			// connection still answers.
@@ -860,14 +880,14 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 	var next time.Time
 	sync := func() error {
 		sent := time.Since(f.start)
-		next = time.Now().Add(feedSync)
+		next = time.Now().Add(feedSync + time.Duration(f.syncExtra.Load()))
 		var g int64
 		if err := conn.QueryRow(ctx, pgFeedSyncSQL, feedBarrier.Milliseconds()).Scan(&g); err != nil {
 			return err
 		}
 		f.syncs.Add(1)
 		if g != f.lastGen {
-			f.epoch.Add(1)
+			f.moveEpochs()
 			f.lastGen = g
 			if err := ack(g); err != nil {
 				return err
@@ -904,8 +924,18 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 		case pgChannel:
 			f.notes.Add(1)
 			kind, v, ok := parseFeedPayload(n.Payload)
-			if !ok || kind == kindCards {
-				f.epoch.Add(1) // before the acknowledgement
+			moved := true
+			switch {
+			case !ok:
+				f.moveEpochs()
+			case kind == kindCards:
+				f.epoch.Add(1)
+			case kind == kindSessions:
+				f.sepoch.Add(1)
+			default:
+				moved = false
+			}
+			if moved { // the epoch before the acknowledgement
 				if err := ack(v); err != nil {
 					return err
 				}
@@ -942,8 +972,8 @@ func parseAck(p string) (pid uint32, v int64, ok bool) {
 }
 
 // barrier returns once every feed listening on the database has
-// acknowledged generation gen (a change of kindCards this store just
-// committed) and the lease of every feed no longer listening has run out
+// acknowledged generation gen (a change of kindCards or kindSessions this
+// store just committed) and the lease of every feed no longer listening has run out
 // (feed_leases), or after feedBarrier, by when a feed that did not can no
 // longer trust what it keeps (see changeFeed). A feed's acknowledgement
 // reaches this store through its own feed; if that is down, the wait is

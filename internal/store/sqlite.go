@@ -680,7 +680,7 @@ func (s *DB) writeTx(ctx context.Context, kind string, fn func(tx *sql.Tx) error
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	if kind == kindCards && s.pg != nil && s.pg.feed != nil {
+	if (kind == kindCards || kind == kindSessions) && s.pg != nil && s.pg.feed != nil {
 		s.pg.feed.barrier(ctx, s.db, gen)
 	}
 	return nil
@@ -757,6 +757,28 @@ func (s *DB) CardsGeneration(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read the store's generation: %w", err)
 	}
 	return g, nil
+}
+
+// SessionsGeneration returns a value that changes with every committed
+// change to a session or a boundary request by any process or instance:
+// what a session a call read may be kept on (internal/session's cache).
+// On PostgreSQL it is the change feed's sessions epoch while the feed is
+// trusted, with no round trip (a writer of sessions returns only once
+// every instance's feed has moved it: changeFeed), and the counter
+// otherwise. On SQLite it is CardsGeneration, the counters table, which
+// changes of cards and of sessions move (and no other write: an audit
+// batch, a rate-limit take or a session's last use does not).
+func (s *DB) SessionsGeneration(ctx context.Context) (int64, error) {
+	if s.pg == nil {
+		return s.CardsGeneration(ctx)
+	}
+	if s.pg.feed != nil {
+		if e, ok := s.pg.feed.sessionsEpoch(); ok {
+			return e, nil
+		}
+	}
+	s.pg.genReads.Add(1)
+	return s.Generation(ctx)
 }
 
 // cardsGenAt is the counters table's generation as read when SQLite's
