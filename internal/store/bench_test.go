@@ -413,3 +413,48 @@ func BenchmarkPgWriteLock(b *testing.B) {
 	}
 	s.pg.lock = locked
 }
+
+// BenchmarkSessionsGeneration is what a call in a session pays to know
+// whether the session it kept is still the session: SessionsGeneration
+// (on PostgreSQL the change feed's sessions epoch, no round trip while the
+// feed is trusted; on SQLite the counters table, read again only when
+// SQLite's change counter moved) against Generation, what the session
+// gate read before (on PostgreSQL a query).
+//
+//	go test ./internal/store -run '^$' -bench SessionsGeneration -benchtime 2000x -count 3
+func BenchmarkSessionsGeneration(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, be.target(b), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			if be.pg {
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					if _, ok := s.pg.feed.sessionsEpoch(); ok {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatal("the change feed did not connect within 10 s")
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			for _, r := range []struct {
+				name string
+				read func(context.Context) (int64, error)
+			}{{"sessions-generation", s.SessionsGeneration}, {"generation", s.Generation}} {
+				b.Run(r.name, func(b *testing.B) {
+					for b.Loop() {
+						if _, err := r.read(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
+}

@@ -79,6 +79,10 @@ const (
 	kindSessions = "sessions" // sessions and their boundary requests (DB.writeSessions)
 	kindOther    = "other"    // everything written with DB.writeKeep
 	kindAudit    = "audit"    // the audit trail's own appends (DB.writeAudit): no counter, no notification
+	// kindSessionNew is a session created (DB.writeSessionNew): no
+	// instance can keep a session that did not exist, so it moves no
+	// epoch and its writer waits for no acknowledgement.
+	kindSessionNew = "session-new"
 )
 
 // pgAuditLockSQL takes the write lock as pgWriteLockSQL does, and does
@@ -162,7 +166,7 @@ func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error
 		busy = 10 * time.Second
 	}
 	s.pg = &pgState{cfg: cfg, where: where, lock: pgWriteLockSQL(busy, kindOther), busy: busy, locks: map[string]string{}}
-	for _, k := range []string{kindCards, kindSessions, kindOther} {
+	for _, k := range []string{kindCards, kindSessions, kindSessionNew, kindOther} {
 		s.pg.locks[k] = pgWriteLockSQL(busy, k)
 	}
 	s.pg.locks[kindAudit] = pgAuditLockSQL(busy)

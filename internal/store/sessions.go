@@ -329,7 +329,7 @@ func (s *SQLite) openSession(ctx context.Context, id, agent string, initial boun
 	}
 	var out Session
 	created := false
-	err = s.writeSessions(ctx, func(tx *sql.Tx) error {
+	err = s.writeSessionNew(ctx, func(tx *sql.Tx) error {
 		cur, err := loadSession(ctx, tx, id)
 		switch {
 		case err == nil && cur.Agent != agent:

@@ -12,7 +12,8 @@ import (
 // TestPostgresSessionsGenerationKinds: while no session changes,
 // SessionsGeneration stays put and reads nothing from the database,
 // whatever else other instances write (a grant, a token, a rate-limit
-// take, audit records ingested, a session's last use), so a call in a
+// take, audit records ingested, a session's last use, a new session: no
+// instance can keep a session that did not exist), so a call in a
 // session makes no round trip for it; a session's reset, a boundary
 // request and its settlement, and its end each move it. (What moves it
 // here is the notifications' kinds; the feed's counter read every
@@ -59,8 +60,11 @@ func TestPostgresSessionsGenerationKinds(t *testing.T) {
 		if err := a.TouchSession(ctx, "s1"); err != nil {
 			t.Fatal(err)
 		}
+		if _, _, err := a.OpenSession(ctx, "new"+string(rune('a'+i)), "x", workBoundary()); err != nil {
+			t.Fatal(err)
+		}
 		if g, err := b.SessionsGeneration(ctx); err != nil || g != g0 {
-			t.Fatalf("after a grant, a token, a rate-limit take, an audit batch and a session's use, B's SessionsGeneration %d -> %d (%v): B's sessions were invalidated", g0, g, err)
+			t.Fatalf("after a grant, a token, a rate-limit take, an audit batch, a session's use and a new session, B's SessionsGeneration %d -> %d (%v): B's sessions were invalidated", g0, g, err)
 		}
 	}
 	if n := b.pg.genReads.Load() - reads; n != 0 {

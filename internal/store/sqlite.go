@@ -583,6 +583,17 @@ func (s *DB) writeSessions(ctx context.Context, fn func(tx *sql.Tx) error) error
 	return s.writeTx(ctx, kindSessions, fn)
 }
 
+// writeSessionNew is writeSessions for a transaction that creates a
+// session and changes no other (kindSessionNew): no process or instance
+// can keep a session that did not exist, so it moves neither
+// SessionsGeneration nor CardsGeneration (on SQLite the counters table is
+// left alone; on PostgreSQL no epoch moves and no acknowledgement is
+// waited for), and the first call of a new session is not made to wait
+// for every instance.
+func (s *DB) writeSessionNew(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeTx(ctx, kindSessionNew, fn)
+}
+
 // writeKeep runs fn in one write transaction without advancing the
 // generation counter: for writes that change no card, token or agent
 // (approvals, budget reservations; the audit trail's: writeAudit), so that they do not invalidate a
@@ -672,7 +683,7 @@ func (s *DB) writeTx(ctx context.Context, kind string, fn func(tx *sql.Tx) error
 	}
 	// On PostgreSQL the lock statement advanced the counter and sent the
 	// notification (both take effect on commit only).
-	if kind != kindOther && kind != kindAudit && s.pg == nil {
+	if kind != kindOther && kind != kindAudit && kind != kindSessionNew && s.pg == nil {
 		if _, err := tx.ExecContext(ctx, `UPDATE counters SET value = value + 1 WHERE name = 'generation'`); err != nil {
 			return err
 		}
