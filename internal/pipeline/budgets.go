@@ -100,7 +100,7 @@ func (b budgetStage) endAfter(ctx context.Context, inv *invocation, next handler
 	if ctx.Err() == nil && errors.Is(bctx.Err(), context.DeadlineExceeded) && (err != nil || inv.res.Error != nil) &&
 		!(inv.staleRetry && errors.Is(err, sandbox.ErrStale)) {
 		d, card := inv.budget.Reserved()
-		inv.res.Output = ""
+		inv.res.OK, inv.res.Output = false, ""
 		return inv.fail(KindDeadline, fmt.Sprintf("the call ran for the %v of wall time its card's budget had left (wall_ms; card %s or an ancestor: maiden cards show %s)", d, card, card))
 	}
 	return err
