@@ -65,9 +65,10 @@ SELECT value FROM g, n`, busy.Milliseconds(), pgLockWrite, pgChannel, kind)
 
 // The kinds of change a notification names (its payload is KIND:VALUE,
 // VALUE the generation counter after the change). Only kindCards
-// invalidates the wallets and tokens an instance keeps (CardsGeneration);
-// the others (sessions, budget reservations, approvals, a session's last
-// use) wake WaitChange and move Generation, and leave the wallets alone.
+// invalidates the wallets and tokens an instance keeps (CardsGeneration),
+// only kindSessions the sessions it keeps (SessionsGeneration); the others
+// (a session's creation, approvals, a session's last use) wake WaitChange
+// and move Generation, and leave both alone.
 //
 // kindAudit, the audit trail's own appends (the journal's ingestion,
 // AppendAudit and its group), takes the write lock only (pgAuditLockSQL):

@@ -596,7 +596,7 @@ func (s *DB) writeSessionNew(ctx context.Context, fn func(tx *sql.Tx) error) err
 
 // writeKeep runs fn in one write transaction without advancing the
 // generation counter: for writes that change no card, token or agent
-// (approvals, budget reservations; the audit trail's: writeAudit), so that they do not invalidate a
+// (approvals, a session's last use; the audit trail's: writeAudit), so that they do not invalidate a
 // pinned wallet on the fallback path. (SQLite's own change counter, which
 // Generation reads, changes with them anyway; on PostgreSQL, where the
 // counter is all there is, every commit advances it, and its notification
