@@ -77,7 +77,9 @@ func ParseSigner(pemBytes []byte, password func() ([]byte, error)) (*Signer, err
 // Sign attaches a cosign signature to the pinned r, in cosign's layout
 // (the sha256-HEX.sig tag, one simple-signing layer), so that `cosign
 // verify --key` accepts it. A signature already there is kept: the new
-// one is appended, as cosign does.
+// one is appended, as cosign does; a tag that holds anything but an
+// image manifest is refused, never replaced. Reading what is there and
+// writing the signature are both bounded by opts' timeout.
 func Sign(ctx context.Context, r Ref, s *Signer, opts *PullOptions) error {
 	if !r.Pinned() {
 		return fmt.Errorf("sign %s: %w", r, ErrNotPinned)
@@ -105,12 +107,21 @@ func Sign(ctx context.Context, r Ref, s *Signer, opts *PullOptions) error {
 	defer done()
 	tag := ref.Context().Tag(signatureTag(r.Digest))
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	if desc, err := remote.Get(tag, ro...); err == nil {
-		if old, err := desc.Image(); err == nil {
-			base = old
+	switch desc, err := remote.Get(tag, ro...); {
+	case err == nil:
+		// Only an image manifest holds signatures to append to; anything
+		// else there (an index, which Image would resolve to one of its
+		// children) is not replaced by an image of one signature.
+		if desc.MediaType != types.OCIManifestSchema1 && desc.MediaType != types.DockerManifestSchema2 {
+			return fmt.Errorf("sign %s: the signature tag %s holds a %s, not an image of signatures: it is left as it is", r, tag.TagStr(), desc.MediaType)
 		}
-	} else if !isNotFound(err) {
-		return fmt.Errorf("sign %s: %w", r, err)
+		old, err := desc.Image()
+		if err != nil {
+			return fmt.Errorf("sign %s: the signatures at %s: %w", r, tag.TagStr(), err)
+		}
+		base = old
+	case !isNotFound(err):
+		return fmt.Errorf("sign %s: reading the signatures there: %w", r, overdue(ctx, err, d, r.Registry, StageSignature, tag.TagStr()))
 	}
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:       layer,
