@@ -205,7 +205,8 @@ func TestLoginHost(t *testing.T) {
 // got (the Basic login, the registry token) put the credential, in the
 // clear or as its base64, on the operator's terminal and in the log of a
 // CI job that pulls. The error bodies of a registry reached with a
-// maiden secret are redacted of it before go-containerregistry reads them.
+// maiden secret are redacted of it before go-containerregistry reads them,
+// by Pull and by Push alike.
 func TestRegistryErrorEchoRedacted(t *testing.T) {
 	t.Parallel()
 	srv, h, tr := tlsRegistry(t, "registry.test", "auth.registry.test")
@@ -247,27 +248,52 @@ func TestRegistryErrorEchoRedacted(t *testing.T) {
 				w.WriteHeader(http.StatusUnauthorized)
 			}
 			manifest := "/v2/echo/login/manifests/" + digest
-			h.override("/v2/", challenge)
-			h.override(manifest, challenge)
-			defer h.override("/v2/", nil)
-			defer h.override(manifest, nil)
+			// Push's: the upload's start (its look for the tag, a HEAD
+			// whose answer has no body to echo, finds nothing).
+			uploads, tagged := "/v2/echo/login/blobs/uploads/", "/v2/echo/login/manifests/v1"
+			for _, p := range []string{"/v2/", manifest, uploads} {
+				h.override(p, challenge)
+				defer h.override(p, nil)
+			}
+			h.override(tagged, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodHead {
+					http.NotFound(w, r)
+					return
+				}
+				challenge(w, r)
+			})
+			defer h.override(tagged, nil)
 			dl := &dialLog{t: t}
 			opts := &PullOptions{Transport: tr, Resolver: hosts, Keychain: kc, dial: dl.dial}
 			r, err := ParseRef("oci://" + host + "/echo/login@" + digest)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Pull(context.Background(), r, newStore(t), opts)
-			if err == nil {
-				t.Fatal("Pull succeeded against a registry refusing every login")
+			tag, err := ParseRef("oci://" + host + "/echo/login:v1")
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, leak := range tt.leaks {
-				if strings.Contains(err.Error(), leak) {
-					t.Errorf("the error maiden prints holds the credential (%s): %v", leak, err)
+			// maiden pull and add, then maiden publish: the same
+			// transport, the same redaction.
+			for _, op := range []struct {
+				name string
+				do   func() error
+			}{
+				{"Pull", func() error { _, err := Pull(context.Background(), r, newStore(t), opts); return err }},
+				{"Push", func() error { _, err := Push(context.Background(), tag, echo(t), opts); return err }},
+			} {
+				err := op.do()
+				if err == nil {
+					t.Fatalf("%s succeeded against a registry refusing every login", op.name)
 				}
-			}
-			if !strings.Contains(err.Error(), "[REDACTED:REG]") {
-				t.Errorf("the error %q, want the registry's words with the credential [REDACTED:REG]", err)
+				for _, leak := range tt.leaks {
+					if strings.Contains(err.Error(), leak) {
+						t.Errorf("the error %s gives holds the credential (%s): %v", op.name, leak, err)
+					}
+				}
+				if !strings.Contains(err.Error(), "[REDACTED:REG]") {
+					t.Errorf("the error %s gives %q, want the registry's words with the credential [REDACTED:REG]", op.name, err)
+				}
 			}
 		})
 	}
