@@ -26,31 +26,7 @@ import (
 // counts what reaches it.
 func TestTunnelThatCannotPaySendsNothing(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	got := make(chan int64, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		n, _ := io.Copy(io.Discard, c)
-		got <- n
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
-	e := newProxyEnv(t, testkit.Loopback("api.example.com"))
-	s, err := e.proxy.Open(policy(t, egress.Rules{
-		Hosts: []string{"api.example.com"}, Ports: []uint16{uint16(port)},
-		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-	}), nil, "agent-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, got, tunnelTo := countedTunnel(t)
 	var mu sync.Mutex
 	var asked []int64
 	s.SetPay(func(n int64) error {
@@ -60,22 +36,8 @@ func TestTunnelThatCannotPaySendsNothing(t *testing.T) {
 		return errors.New("budget-exhausted: nothing left (test)")
 	})
 
-	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(e.proxy.Port()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	target := "api.example.com:" + strconv.Itoa(port)
-	if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nProxy-Authorization: "+basic(s)+"\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("CONNECT: %v %v", resp, err)
-	}
-	tc := tls.Client(&bufConn{Conn: c, r: br}, &tls.Config{ServerName: "api.example.com", InsecureSkipVerify: true})
+	c, tc0 := tunnelTo(5 * time.Second)
+	tc := tls.Client(tc0, &tls.Config{ServerName: "api.example.com", InsecureSkipVerify: true})
 	if err := tc.Handshake(); err == nil {
 		t.Fatal("a TLS handshake through a tunnel that cannot pay for its ClientHello succeeded")
 	}
@@ -95,6 +57,59 @@ func TestTunnelThatCannotPaySendsNothing(t *testing.T) {
 	defer mu.Unlock()
 	if len(asked) != 2 || asked[0] != 64<<10 || asked[1] <= 0 || asked[1] >= 64<<10 {
 		t.Fatalf("payments asked %v; want a block of 65536, then exactly the ClientHello's bytes", asked)
+	}
+}
+
+// countedTunnel is a proxy session allowed to a loopback listener (as
+// api.example.com) that counts what reaches it, sent on got when the
+// connection ends; tunnelTo opens a CONNECT tunnel through the session to
+// it and returns the raw connection (its deadline d from now) and the
+// tunnel's reading end. The caller sets the session's SetPay.
+func countedTunnel(t *testing.T) (s *egress.ProxySession, got <-chan int64, tunnelTo func(d time.Duration) (net.Conn, net.Conn)) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	counted := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		n, _ := io.Copy(io.Discard, c)
+		counted <- n
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e := newProxyEnv(t, testkit.Loopback("api.example.com"))
+	s, err = e.proxy.Open(policy(t, egress.Rules{
+		Hosts: []string{"api.example.com"}, Ports: []uint16{uint16(port)},
+		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	}), nil, "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, counted, func(d time.Duration) (net.Conn, net.Conn) {
+		t.Helper()
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(e.proxy.Port()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(d))
+		target := "api.example.com:" + strconv.Itoa(port)
+		if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nProxy-Authorization: "+basic(s)+"\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %v %v", resp, err)
+		}
+		return c, &bufConn{Conn: c, r: br}
 	}
 }
 
@@ -128,31 +143,7 @@ func (c *helloThenWrite) Write(p []byte) (int, error) {
 // (exactly, a block of 64 KiB refused), nothing after it can be.
 func TestTunnelThatCannotPayIsClosedBothWays(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	got := make(chan int64, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		n, _ := io.Copy(io.Discard, c)
-		got <- n
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
-	e := newProxyEnv(t, testkit.Loopback("api.example.com"))
-	s, err := e.proxy.Open(policy(t, egress.Rules{
-		Hosts: []string{"api.example.com"}, Ports: []uint16{uint16(port)},
-		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-	}), nil, "agent-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, got, tunnelTo := countedTunnel(t)
 	var paidOnce atomic.Bool
 	var paid atomic.Int64
 	s.SetPay(func(n int64) error {
@@ -162,22 +153,8 @@ func TestTunnelThatCannotPayIsClosedBothWays(t *testing.T) {
 		paid.Store(n)
 		return nil
 	})
-	c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(e.proxy.Port()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	target := "api.example.com:" + strconv.Itoa(port)
-	if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nProxy-Authorization: "+basic(s)+"\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("CONNECT: %v %v", resp, err)
-	}
-	hc := &helloThenWrite{Conn: &bufConn{Conn: c, r: br}, hello: make(chan struct{})}
+	c, tc0 := tunnelTo(20 * time.Second)
+	hc := &helloThenWrite{Conn: tc0, hello: make(chan struct{})}
 	handshake := make(chan error, 1)
 	go func() {
 		handshake <- tls.Client(hc, &tls.Config{ServerName: "api.example.com", InsecureSkipVerify: true}).Handshake()
