@@ -71,8 +71,11 @@ func (d *builtinDeps) sessionOpen(ctx context.Context, inv *invocation, st store
 	if bound <= 0 {
 		bound = store.DefaultMaxSessions
 	}
+	// Bound to the caller's credential as it is created, before anyone
+	// learns the ID: a front end refuses the handle to another token of
+	// the same agent.
 	id := session.NewID()
-	_, _, err := st.OpenSessionWithin(ctx, id, inv.agent, session.Initial(inv.cfg, inv.agent), bound)
+	_, _, err := st.OpenSessionWithin(ctx, id, inv.agent, inv.call.Credential, session.Initial(inv.cfg, inv.agent), bound)
 	if errors.Is(err, store.ErrTooManySessions) {
 		hours := store.SessionCountedFor.Hours()
 		return nil, nil, &ToolError{Kind: KindDenied, Message: fmt.Sprintf("session_open: agent %q already holds %d live sessions opened or used in the last %g hours, the most one agent may: nothing was opened. "+
@@ -82,13 +85,6 @@ func (d *builtinDeps) sessionOpen(ctx context.Context, inv *invocation, st store
 	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: opening a session: %v", ErrState, err)
-	}
-	// Bound to the caller's credential before anyone learns the ID: a
-	// front end refuses the handle to another token of the same agent.
-	if c := inv.call.Credential; c != "" {
-		if err := st.BindSession(ctx, id, c); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: binding a session: %v", ErrState, err)
-		}
 	}
 	return map[string]any{"session": id}, nil, nil, nil
 }

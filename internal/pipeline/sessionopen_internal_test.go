@@ -63,3 +63,44 @@ grants = ["tool:invoke session_open --..."]
 	opened()
 	refused("full again")
 }
+
+// TestSessionOpenBindsAsItCreates: session_open's session is bound to the
+// caller's credential in the write that creates it (store.OpenSessionWithin),
+// not by a change of sessions after it: such a change moves the sessions
+// generation every process keeps its sessions on and, on PostgreSQL, waits
+// for every instance's feed (up to its lease while one hangs), where a
+// creation waits for no one.
+func TestSessionOpenBindsAsItCreates(t *testing.T) {
+	h, _ := testHost(t, t.TempDir(), `version = 1
+[agents.a]
+tools = ["session_open"]
+grants = ["tool:invoke session_open --..."]
+`, &Options{Isolation: api.InProcess})
+	defer h.Close(context.Background())
+	ctx := context.Background()
+	st, _, err := h.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, ok := st.(interface {
+		SessionsGeneration(context.Context) (int64, error)
+	})
+	if !ok {
+		t.Fatalf("the store %T has no SessionsGeneration", st)
+	}
+	before, err := gen.SessionsGeneration(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Call(ctx, Call{Agent: "a", Tool: "session_open", Input: "{}", Credential: "token:0123456789abcdef"})
+	var out struct{ Session string }
+	if err != nil || !res.OK || json.Unmarshal([]byte(res.Output), &out) != nil || out.Session == "" {
+		t.Fatalf("session_open: %v %+v %s", err, res.Error, res.Output)
+	}
+	if ss, err := st.Session(ctx, out.Session); err != nil || ss.Credential != "token:0123456789abcdef" {
+		t.Fatalf("the new session is bound to %q (%v), want the caller's token", ss.Credential, err)
+	}
+	if after, err := gen.SessionsGeneration(ctx); err != nil || after != before {
+		t.Fatalf("session_open moved the sessions generation %d -> %d (%v): its binding was a change of sessions, not part of the creation", before, after, err)
+	}
+}

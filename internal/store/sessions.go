@@ -288,7 +288,7 @@ func setRevision(ctx context.Context, tx *sql.Tx, id string, cur, next int64) er
 // between agents); an ended session is ErrSessionEnded. The opening is
 // audited (session-opened, with the boundary) in its transaction.
 func (s *SQLite) OpenSession(ctx context.Context, id, agent string, initial boundary.Boundary) (Session, bool, error) {
-	return s.openSession(ctx, id, agent, initial, 0)
+	return s.openSession(ctx, id, agent, "", initial, 0)
 }
 
 // OpenSessionWithin is OpenSession for a session an agent asks for (the
@@ -297,19 +297,33 @@ func (s *SQLite) OpenSession(ctx context.Context, id, agent string, initial boun
 // (DefaultMaxSessions when max is 0) that have not ended and were opened
 // or used within SessionCountedFor. They are counted in the transaction
 // that would create it, so concurrent opens, from any process sharing the
-// store, cannot pass the bound together. A live session of agent that
-// exists already is returned as OpenSession returns it, whatever the
-// count.
-func (s *SQLite) OpenSessionWithin(ctx context.Context, id, agent string, initial boundary.Boundary, max int) (Session, bool, error) {
+// store, cannot pass the bound together. A session it creates is bound to
+// credential (not empty: as BindSession) in that transaction, so that
+// no one can learn the ID before it is bound, and the binding is part of
+// the creation: on PostgreSQL it waits for no other instance (a change of
+// an existing session's binding waits for every instance's feed:
+// writeSessions). A live session of agent that exists already is
+// returned as OpenSession returns it, whatever the count, once
+// BindSession(credential) succeeds on it.
+func (s *SQLite) OpenSessionWithin(ctx context.Context, id, agent, credential string, initial boundary.Boundary, max int) (Session, bool, error) {
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	return s.openSession(ctx, id, agent, initial, max)
+	ss, created, err := s.openSession(ctx, id, agent, credential, initial, max)
+	if err != nil || created || credential == "" || ss.Credential == credential {
+		return ss, created, err
+	}
+	if err := s.BindSession(ctx, ss.ID, credential); err != nil {
+		return Session{}, false, fmt.Errorf("open session %s of agent %q: %w", ss.ID, agent, err)
+	}
+	ss.Credential = credential
+	return ss, false, nil
 }
 
 // openSession is OpenSession, with a new session refused while agent
-// holds max counted sessions (none refused when max is 0).
-func (s *SQLite) openSession(ctx context.Context, id, agent string, initial boundary.Boundary, max int) (Session, bool, error) {
+// holds max counted sessions (none refused when max is 0) and bound to
+// credential ("" for none) when it creates one.
+func (s *SQLite) openSession(ctx context.Context, id, agent, credential string, initial boundary.Boundary, max int) (Session, bool, error) {
 	if err := checkName("agent name", agent); err != nil {
 		return Session{}, false, fmt.Errorf("open session %q: %w", id, err)
 	}
@@ -354,8 +368,8 @@ func (s *SQLite) openSession(ctx context.Context, id, agent string, initial boun
 			}
 		}
 		b := initial.Normalize()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, created_at, used_at, ended_at, revision) VALUES (?, ?, ?, ?, NULL, ?)`,
-			id, agent, now.UnixNano(), now.UnixNano(), b.Revision); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, agent, created_at, used_at, ended_at, revision, credential) VALUES (?, ?, ?, ?, NULL, ?, ?)`,
+			id, agent, now.UnixNano(), now.UnixNano(), b.Revision, credential); err != nil {
 			return err
 		}
 		if err := insertRevision(ctx, tx, id, b, now, "initial"); err != nil {
@@ -365,7 +379,7 @@ func (s *SQLite) openSession(ctx context.Context, id, agent string, initial boun
 			Body: auditBody(map[string]any{"session": id, "revision": b.Revision, "boundary": json.RawMessage(raw)})}); err != nil {
 			return err
 		}
-		out, created = Session{ID: id, Agent: agent, Created: now, LastUsed: now, Boundary: b}, true
+		out, created = Session{ID: id, Agent: agent, Credential: credential, Created: now, LastUsed: now, Boundary: b}, true
 		return nil
 	})
 	if err != nil && !errors.Is(err, errUnchanged) {

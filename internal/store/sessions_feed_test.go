@@ -12,9 +12,10 @@ import (
 // TestPostgresSessionsGenerationKinds: while no session changes,
 // SessionsGeneration stays put and reads nothing from the database,
 // whatever else other instances write (a grant, a token, a rate-limit
-// take, audit records ingested, a session's last use, a new session: no
-// instance can keep a session that did not exist), so a call in a
-// session makes no round trip for it; a session's reset, a boundary
+// take, audit records ingested, a session's last use, a new session,
+// bound to a credential (session_open's) or not: no instance can keep a
+// session that did not exist), so a call in a session makes no round trip
+// for it; a session's reset, a boundary
 // request and its settlement, and its end each move it. (What moves it
 // here is the notifications' kinds; the feed's counter read every
 // feedSync, when it finds a change whose notification has not come yet,
@@ -63,8 +64,11 @@ func TestPostgresSessionsGenerationKinds(t *testing.T) {
 		if _, _, err := a.OpenSession(ctx, "new"+string(rune('a'+i)), "x", workBoundary()); err != nil {
 			t.Fatal(err)
 		}
+		if ss, _, err := a.OpenSessionWithin(ctx, "", "x", "token:0123456789abcdef", workBoundary(), 100); err != nil || ss.Credential == "" {
+			t.Fatalf("a new bound session: %+v %v", ss, err)
+		}
 		if g, err := b.SessionsGeneration(ctx); err != nil || g != g0 {
-			t.Fatalf("after a grant, a token, a rate-limit take, an audit batch, a session's use and a new session, B's SessionsGeneration %d -> %d (%v): B's sessions were invalidated", g0, g, err)
+			t.Fatalf("after a grant, a token, a rate-limit take, an audit batch, a session's use and a new session (bound or not), B's SessionsGeneration %d -> %d (%v): B's sessions were invalidated", g0, g, err)
 		}
 	}
 	if n := b.pg.genReads.Load() - reads; n != 0 {

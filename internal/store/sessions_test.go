@@ -959,6 +959,46 @@ func testBindSession(t *testing.T, be backend) {
 	}
 }
 
+// TestOpenSessionWithinBinds: OpenSessionWithin with a credential creates
+// the session bound to it, in the write that creates it (the session_open
+// built-in: no one learns the ID before it is bound); opening it again with
+// the same credential changes nothing, with another is ErrNotAllowed and
+// leaves the binding; an unbound live session of the agent is bound by it,
+// as BindSession would.
+func TestOpenSessionWithinBinds(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, testOpenSessionWithinBinds)
+}
+
+func testOpenSessionWithinBinds(t *testing.T, be backend) {
+	ctx := context.Background()
+	s := open(t, be.target(t), nil)
+	const tok, other = "token:0123456789abcdef", "token:fedcba9876543210"
+	ss, created, err := s.OpenSessionWithin(ctx, "", "coder", tok, workBoundary(), 0)
+	if err != nil || !created || ss.Credential != tok {
+		t.Fatalf("OpenSessionWithin with a credential: %+v, created %v, %v; want a new session bound to %s", ss, created, err, tok)
+	}
+	if got, err := s.Session(ctx, ss.ID); err != nil || got.Credential != tok {
+		t.Fatalf("read back: %q %v, want bound to %s", got.Credential, err, tok)
+	}
+	if again, created, err := s.OpenSessionWithin(ctx, ss.ID, "coder", tok, workBoundary(), 0); err != nil || created || again.Credential != tok {
+		t.Errorf("opened again with its credential: %+v, created %v, %v", again, created, err)
+	}
+	if _, _, err := s.OpenSessionWithin(ctx, ss.ID, "coder", other, workBoundary(), 0); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("opened again with another credential: %v, want ErrNotAllowed", err)
+	}
+	if got, err := s.Session(ctx, ss.ID); err != nil || got.Credential != tok {
+		t.Errorf("after another credential's open: %q %v, want still %s", got.Credential, err, tok)
+	}
+	plain := openSession(t, s, "", "coder")
+	if got, created, err := s.OpenSessionWithin(ctx, plain.ID, "coder", other, workBoundary(), 0); err != nil || created || got.Credential != other {
+		t.Errorf("an unbound session opened with a credential: %+v, created %v, %v; want it bound to %s", got, created, err, other)
+	}
+	if got, err := s.Session(ctx, plain.ID); err != nil || got.Credential != other {
+		t.Errorf("read back: %q %v, want bound to %s", got.Credential, err, other)
+	}
+}
+
 // TestSessionsBoundedPerAgent: OpenSessionWithin refuses a new session,
 // ErrTooManySessions naming the agent and the bound and storing nothing,
 // while the agent holds max live sessions opened or used within
@@ -978,7 +1018,7 @@ func testSessionsBoundedPerAgent(t *testing.T, be backend) {
 	const max = 3
 	within := func(agent string) (Session, error) {
 		t.Helper()
-		ss, created, err := s.OpenSessionWithin(ctx, "", agent, workBoundary(), max)
+		ss, created, err := s.OpenSessionWithin(ctx, "", agent, "", workBoundary(), max)
 		if err == nil && !created {
 			t.Fatalf("OpenSessionWithin(%q) made no session: %+v", agent, ss)
 		}
@@ -1003,7 +1043,7 @@ func testSessionsBoundedPerAgent(t *testing.T, be backend) {
 	if list, err := s.Sessions(ctx, "coder"); err != nil || len(list) != max {
 		t.Fatalf("after a refusal: %d sessions (%v), want %d: nothing stored", len(list), err, max)
 	}
-	if ss, created, err := s.OpenSessionWithin(ctx, held[0].ID, "coder", workBoundary(), max); err != nil || created || ss.ID != held[0].ID {
+	if ss, created, err := s.OpenSessionWithin(ctx, held[0].ID, "coder", "", workBoundary(), max); err != nil || created || ss.ID != held[0].ID {
 		t.Errorf("a held session opened again at the bound: %+v, %v, %v", ss, created, err)
 	}
 	if _, err := within("other"); err != nil {

@@ -261,8 +261,10 @@ type Store interface {
 	OpenSession(ctx context.Context, id, agent string, initial boundary.Boundary) (s Session, created bool, err error)
 	// OpenSessionWithin is OpenSession refusing to create a session, with
 	// ErrTooManySessions, while agent holds max (DefaultMaxSessions when
-	// 0) live sessions opened or used within SessionCountedFor.
-	OpenSessionWithin(ctx context.Context, id, agent string, initial boundary.Boundary, max int) (s Session, created bool, err error)
+	// 0) live sessions opened or used within SessionCountedFor; a session
+	// it creates is bound to credential (as BindSession; "" leaves it
+	// unbound) in the same write.
+	OpenSessionWithin(ctx context.Context, id, agent, credential string, initial boundary.Boundary, max int) (s Session, created bool, err error)
 	// BindSession binds a live session to a credential (a token's ID),
 	// once; another credential is ErrNotAllowed.
 	BindSession(ctx context.Context, id, credential string) error

@@ -67,11 +67,11 @@ func TestOpenSessionWithinZeroIsTheDefault(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "state.db"), nil)
 	for i := range DefaultMaxSessions {
-		if _, _, err := s.OpenSessionWithin(ctx, "", "coder", workBoundary(), 0); err != nil {
+		if _, _, err := s.OpenSessionWithin(ctx, "", "coder", "", workBoundary(), 0); err != nil {
 			t.Fatalf("session %d of the default bound: %v", i+1, err)
 		}
 	}
-	_, _, err := s.OpenSessionWithin(ctx, "", "coder", workBoundary(), 0)
+	_, _, err := s.OpenSessionWithin(ctx, "", "coder", "", workBoundary(), 0)
 	if !errors.Is(err, ErrTooManySessions) || !strings.Contains(err.Error(), "holds 1000 live sessions") {
 		t.Errorf("session %d with bound 0: %v; want ErrTooManySessions at %d", DefaultMaxSessions+1, err, DefaultMaxSessions)
 	}
@@ -85,15 +85,15 @@ func TestSessionsCountedForOneDay(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()
 	s := open(t, filepath.Join(t.TempDir(), "state.db"), c)
-	if _, _, err := s.OpenSessionWithin(ctx, "", "coder", workBoundary(), 1); err != nil {
+	if _, _, err := s.OpenSessionWithin(ctx, "", "coder", "", workBoundary(), 1); err != nil {
 		t.Fatal(err)
 	}
 	c.add(23*time.Hour + 59*time.Minute)
-	if _, _, err := s.OpenSessionWithin(ctx, "", "coder", workBoundary(), 1); !errors.Is(err, ErrTooManySessions) {
+	if _, _, err := s.OpenSessionWithin(ctx, "", "coder", "", workBoundary(), 1); !errors.Is(err, ErrTooManySessions) {
 		t.Fatalf("23 h 59 min later: %v; want ErrTooManySessions", err)
 	}
 	c.add(2 * time.Minute)
-	if _, _, err := s.OpenSessionWithin(ctx, "", "coder", workBoundary(), 1); err != nil {
+	if _, _, err := s.OpenSessionWithin(ctx, "", "coder", "", workBoundary(), 1); err != nil {
 		t.Errorf("24 h 1 min later: %v; want the old session no longer counted", err)
 	}
 }
