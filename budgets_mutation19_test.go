@@ -147,3 +147,52 @@ grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=300" },
 		t.Fatalf("a curl retrying after its tunnel was closed, until its deadline: %+v %+v; want a deadline failure, not the tunnel's", res, res.Error)
 	}
 }
+
+// TestBudgetCLIWhenTheStoreCannotSay guards a wrapped CLI's tunnel payment
+// when the store cannot spend its bytes: the tunnel is closed (nothing
+// unpaid goes out) and the call fails as the state store's failure
+// (ErrState naming the bytes_out budget), as an import's does, not as
+// "its tunnel was closed" (denied), which would tell the agent its budget
+// is spent when it is not. The store refuses every write of bytes_out (a
+// trigger) after a first call that paid.
+func TestBudgetCLIWhenTheStoreCannotSay(t *testing.T) {
+	t.Parallel()
+	hits, _, port, ca := uploadServer(t)
+	state := filepath.Join(t.TempDir(), "state.db")
+	h := newHostWith(t, `version = 1
+[clis.curl]
+path = "/usr/bin/curl"
+option_style = "separate"
+command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "show-error", "kind": "bool"}, {"name": "fail", "kind": "bool"}], "positionals": [{"name": "url"}]}'
+read_paths = ["`+filepath.Dir(ca)+`"]
+http_allow = ["api.example.com"]
+http_ports = [`+port+`]
+http_allow_cidrs = ["127.0.0.0/8"]
+timeout_ms = 20000
+[agents.a]
+tools = ["curl"]
+grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100000" }, "network:connect api.example.com"]
+`, maiden.Options{Isolation: maiden.InProcess, StatePath: state, Resolver: testkit.Loopback("api.example.com")})
+	in, _ := json.Marshal(map[string]any{"cacert": ca, "silent": true, "show-error": true, "fail": true, "url": "https://api.example.com:" + port + "/"})
+	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "curl", Input: string(in)}); !res.OK || hits.Load() != 1 {
+		t.Fatalf("the first call, which pays: %+v %+v, %d requests served", res, res.Error, hits.Load())
+	}
+	db, err := sql.Open("sqlite", state+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER refuse_bytes BEFORE INSERT ON card_spend WHEN NEW.budget = 'bytes_out' BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TRIGGER refuse_bytes_update BEFORE UPDATE ON card_spend WHEN NEW.budget = 'bytes_out' BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: "curl", Input: string(in)})
+	if !errors.Is(err, maiden.ErrState) || !strings.Contains(fmt.Sprint(err), "the bytes_out budget could not be checked") || !strings.Contains(fmt.Sprint(err), "its tunnel was closed") {
+		t.Fatalf("a CLI whose tunnel's bytes the store could not spend: %+v %+v, %v; want ErrState naming the bytes_out budget and the closed tunnel", res, res.Error, err)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("the server saw %d requests, want 1: the unpaid tunnel sent its request", n)
+	}
+}

@@ -288,6 +288,7 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 	readOnly, system, proxyPort := cli.ReadPaths, []string(nil), 0
 	refusal := func() string { return "" } // the proxy's first refused CONNECT
 	stopped := func() string { return "" } // the first tunnel the budget closed
+	var payFailed atomic.Pointer[string]   // the store's first failure to spend a tunnel's bytes
 	if len(t.HTTPAllow) > 0 {
 		// Its only road out: maiden's CONNECT proxy on loopback, which
 		// applies the same allowlist, address rules and network cards as
@@ -356,9 +357,15 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 		if inv.budget.LimitsBytes() {
 			// Its tunnels pay bytes_out before they send, as a tool's
 			// http-fetches do: one that cannot pay is closed, and the
-			// budget's refusal is the session's.
+			// budget's refusal is the session's. One the store could not
+			// spend for is closed too, and the call is the store's
+			// failure (as an import's), not a spent budget.
 			sess.SetPay(func(n int64) error {
-				if refusal, _ := inv.budget.Pay(ctx, n); refusal != "" {
+				refusal, failed := inv.budget.Pay(ctx, n)
+				if failed {
+					payFailed.CompareAndSwap(nil, &refusal)
+				}
+				if refusal != "" {
 					return errors.New(refusal)
 				}
 				return nil
@@ -405,6 +412,9 @@ func (b *cliBackend) run(ctx context.Context, inv *invocation) (ran, *ToolError,
 	}
 	r.unconfined, r.logs = out.Unconfined, out.Logs
 	if out.Failure != nil {
+		if why := payFailed.Load(); why != nil && out.Failure.Kind == KindTool {
+			return r, nil, fmt.Errorf("%w: %s: its tunnel was closed (the CLI then failed: %s)", ErrState, *why, out.Failure.Message)
+		}
 		if why := stopped(); why != "" && out.Failure.Kind == KindTool {
 			// The CLI gave up after the proxy closed a tunnel that could
 			// not pay for what it was sending.
