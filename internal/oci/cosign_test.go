@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -29,6 +31,7 @@ func cosign(t *testing.T, bin, dir string, args ...string) (string, error) {
 func TestCosignInterop(t *testing.T) {
 	bin := cosignBin(t)
 	host, _ := testRegistry(t)
+	base := "oci://" + host + "/" + cosignRepo() + "/"
 	ctx := context.Background()
 	dir := t.TempDir()
 	if out, err := cosign(t, bin, dir, "generate-key-pair"); err != nil {
@@ -51,7 +54,7 @@ func TestCosignInterop(t *testing.T) {
 
 	t.Run("cosign signs, maiden verifies", func(t *testing.T) {
 		t.Parallel()
-		p := push(t, "oci://"+host+"/cosign/signed-by-cosign:v1", echo(t))
+		p := push(t, base+"signed-by-cosign:v1", echo(t))
 		if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--yes", name(p)); err != nil {
 			t.Fatalf("cosign sign: %v\n%s", err, out)
 		}
@@ -68,7 +71,7 @@ func TestCosignInterop(t *testing.T) {
 		// cosign v3's default layout: a Sigstore bundle (a DSSE in-toto
 		// statement naming the digest, the key's hint, no certificate)
 		// attached as an OCI referrer, no .sig tag.
-		p := push(t, "oci://"+host+"/cosign/bundle-by-cosign:v1", echo(t))
+		p := push(t, base+"bundle-by-cosign:v1", echo(t))
 		if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--new-bundle-format", "--tlog-upload=false", "--allow-http-registry", "--yes", name(p)); err != nil {
 			t.Fatalf("cosign sign --new-bundle-format: %v\n%s", err, out)
 		}
@@ -111,7 +114,7 @@ func TestCosignInterop(t *testing.T) {
 		}
 		// An attestation by the same key over the same kind of component
 		// (cosign attest, same referrer layout): not a signature.
-		a := push(t, "oci://"+host+"/cosign/bundle-attested:v1", variant(t, "attested"))
+		a := push(t, base+"bundle-attested:v1", variant(t, "attested"))
 		if err := os.WriteFile(filepath.Join(dir, "predicate.json"), []byte(`{"builder":"ci"}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -128,8 +131,8 @@ func TestCosignInterop(t *testing.T) {
 		if err != nil || len(bundles) != 1 {
 			t.Fatalf("cosign's bundle referrer: %d, %v", len(bundles), err)
 		}
-		q := push(t, "oci://"+host+"/cosign/bundle-moved:v1", variant(t, "moved"))
-		ocitest.Attach(t, host, "cosign/bundle-moved", q.Digest, bundles[0])
+		q := push(t, base+"bundle-moved:v1", variant(t, "moved"))
+		ocitest.Attach(t, host, q.Repository, q.Digest, bundles[0])
 		st = newStore(t)
 		if _, err := Pull(ctx, q, st, &PullOptions{Key: pub}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "does not match any digest in statement") {
 			t.Fatalf("Pull of a component carrying another digest's bundle = %v; want ErrBadSignature, digests not matching", err)
@@ -140,7 +143,7 @@ func TestCosignInterop(t *testing.T) {
 	})
 	t.Run("maiden signs, cosign verifies", func(t *testing.T) {
 		t.Parallel()
-		p := push(t, "oci://"+host+"/cosign/signed-by-maiden:v1", echo(t))
+		p := push(t, base+"signed-by-maiden:v1", echo(t))
 		verify := func() (string, error) {
 			return cosign(t, bin, dir, "verify", "--key", "cosign.pub", "--insecure-ignore-tlog", "--allow-http-registry", name(p))
 		}
@@ -169,12 +172,13 @@ func TestCosignInterop(t *testing.T) {
 func TestCosignVerifiesKeyless(t *testing.T) {
 	bin := cosignBin(t)
 	host, _ := testRegistry(t)
+	base := "oci://" + host + "/" + cosignRepo() + "/"
 	dir := t.TempDir()
 	ss := ocitest.NewSigstore(t)
 	if err := os.WriteFile(filepath.Join(dir, "trusted_root.json"), ss.TrustedRoot(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := push(t, "oci://"+host+"/cosign/keyless-by-maiden:v1", echo(t))
+	p := push(t, base+"keyless-by-maiden:v1", echo(t))
 	name := p.Registry + "/" + p.Repository + "@" + p.Digest
 	verify := func(identity string, extra ...string) (string, error) {
 		return cosign(t, bin, dir, append([]string{"verify", "--new-bundle-format", "--trusted-root", "trusted_root.json",
@@ -218,6 +222,7 @@ func TestCosignVerifiesKeyless(t *testing.T) {
 func TestCosignSignsKeyless(t *testing.T) {
 	bin := cosignBin(t)
 	host, _ := testRegistry(t)
+	base := "oci://" + host + "/" + cosignRepo() + "/"
 	ctx := context.Background()
 	dir := t.TempDir()
 	ss := ocitest.NewSigstore(t)
@@ -242,7 +247,7 @@ func TestCosignSignsKeyless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := push(t, "oci://"+host+"/cosign/keyless-by-cosign:v1", echo(t))
+	p := push(t, base+"keyless-by-cosign:v1", echo(t))
 	name := p.Registry + "/" + p.Repository + "@" + p.Digest
 	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--certificate", "cert.pem", "--certificate-chain", "chain.pem",
 		"--new-bundle-format", "--tlog-upload=false", "--timestamp-server-url", tsa, "--allow-http-registry", "--yes", name); err != nil {
@@ -274,7 +279,7 @@ func TestCosignSignsKeyless(t *testing.T) {
 	// (its promise and inclusion proof), which a policy requiring the log
 	// accepts.
 	rekor := ss.TransparencyLog(t)
-	l := push(t, "oci://"+host+"/cosign/keyless-by-cosign:logged", variant(t, "logged"))
+	l := push(t, base+"keyless-by-cosign:logged", variant(t, "logged"))
 	lname := l.Registry + "/" + l.Repository + "@" + l.Digest
 	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--certificate", "cert.pem", "--certificate-chain", "chain.pem",
 		"--new-bundle-format", "--rekor-url", rekor, "--allow-http-registry", "--yes", lname); err != nil {
@@ -295,7 +300,7 @@ func TestCosignSignsKeyless(t *testing.T) {
 	// cosign's .sig tag layout (without --new-bundle-format): a
 	// simple-signing payload, its signature, and the certificate, chain and
 	// timestamp as the layer's annotations.
-	q := push(t, "oci://"+host+"/cosign/keyless-sig-tag:v1", variant(t, "sig-tag"))
+	q := push(t, base+"keyless-sig-tag:v1", variant(t, "sig-tag"))
 	qname := q.Registry + "/" + q.Repository + "@" + q.Digest
 	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--certificate", "cert.pem", "--certificate-chain", "chain.pem",
 		"--tlog-upload=false", "--timestamp-server-url", tsa, "--allow-http-registry", "--yes", qname); err != nil {
@@ -320,7 +325,7 @@ func TestCosignSignsKeyless(t *testing.T) {
 	}
 	// The .sig tag's signature copied to another component: the payload
 	// names another digest.
-	o := push(t, "oci://"+host+"/cosign/keyless-sig-tag:other", variant(t, "sig-tag-other"))
+	o := push(t, base+"keyless-sig-tag:other", variant(t, "sig-tag-other"))
 	copySignature(t, q, o)
 	st = newStore(t)
 	if _, err := Pull(ctx, o, st, &PullOptions{Keyless: kl}); !errors.Is(err, ErrBadSignature) || !strings.Contains(err.Error(), "the signature is over "+q.Digest) {
@@ -331,7 +336,7 @@ func TestCosignSignsKeyless(t *testing.T) {
 	}
 	// The .sig tag with cosign's Rekor annotation (the log's promise),
 	// and no timestamp: a policy requiring the log accepts it.
-	lq := push(t, "oci://"+host+"/cosign/keyless-sig-tag:logged", variant(t, "sig-tag-logged"))
+	lq := push(t, base+"keyless-sig-tag:logged", variant(t, "sig-tag-logged"))
 	lqname := lq.Registry + "/" + lq.Repository + "@" + lq.Digest
 	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--certificate", "cert.pem", "--certificate-chain", "chain.pem",
 		"--rekor-url", rekor, "--allow-http-registry", "--yes", lqname); err != nil {
@@ -350,7 +355,7 @@ func TestCosignSignsKeyless(t *testing.T) {
 		t.Fatalf("cosign verify of its own logged .sig tag keyless signature: %v\n%s", err, out)
 	}
 	// A signature by the same key without the certificate is not keyless.
-	u := push(t, "oci://"+host+"/cosign/keyless-sig-tag:keyonly", variant(t, "sig-tag-keyonly"))
+	u := push(t, base+"keyless-sig-tag:keyonly", variant(t, "sig-tag-keyonly"))
 	if out, err := cosign(t, bin, dir, "sign", "--key", "cosign.key", "--tlog-upload=false", "--allow-http-registry", "--yes", u.Registry+"/"+u.Repository+"@"+u.Digest); err != nil {
 		t.Fatalf("cosign sign: %v\n%s", err, out)
 	}
@@ -364,3 +369,12 @@ func TestCosignSignsKeyless(t *testing.T) {
 		t.Fatalf("cosign verify of its own .sig tag keyless signature: %v\n%s", err, out)
 	}
 }
+
+// cosignRuns numbers the cosign tests' runs in this process: the registry
+// is shared by every test of the process, and cosign adds its signatures
+// to what a repository holds already, so each run (go test -count=N)
+// pushes to repositories of its own.
+var cosignRuns atomic.Int64
+
+// cosignRepo is the repository prefix of one run of a cosign test.
+func cosignRepo() string { return "cosign" + strconv.FormatInt(cosignRuns.Add(1), 10) }
