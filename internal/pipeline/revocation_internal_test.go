@@ -109,6 +109,71 @@ grants = ["tool:invoke loop1 --...", "tool:invoke loop2 --...", "tool:invoke loo
 	<-embedder
 }
 
+// TestRevocationFollowsTheCardsGeneration: the watch asks about the
+// tokens in flight when the store's cards generation moves, not only every
+// 4 × the approval poll: with that period at two minutes, a revocation
+// still ends its token's running call (loop.wat, a 10 s deadline) denied,
+// naming the token, long before the period or the deadline. A change that
+// leaves the token live (another token minted, which moves the generation)
+// ends nothing.
+func TestRevocationFollowsTheCardsGeneration(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h, _ := testHost(t, dir, fmt.Sprintf(`version = 1
+[tools.loop]
+path = %q
+timeout_ms = 10000
+[agents.a]
+tools = ["loop"]
+grants = ["tool:invoke loop --..."]
+`, testkit.Component(t, "loop")),
+		&Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), ApprovalPoll: 30 * time.Second})
+	defer h.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, _, err := h.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, info, err := st.MintToken(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := h.Call(ctx, Call{Agent: "a", Tool: "loop", Input: "{}", Credential: TokenCredential(tok)})
+		done <- outcome{res, err}
+	}()
+	for h.revocationWatched() < 1 || h.Active() < 1 {
+		select {
+		case o := <-done:
+			t.Fatalf("the call ended before the revocation: %+v %v", o.res.Error, o.err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if _, _, err := st.MintToken(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-done:
+		t.Fatalf("the call ended when another token was minted: %+v %v", o.res.Error, o.err)
+	case <-time.After(4 * revocationQuick):
+	}
+	revokedAt := time.Now()
+	if err := st.RevokeToken(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	want := "token revoked: the agent token this call was made with (ID " + info.ID + ") was revoked while the tool ran"
+	if o.err != nil || o.res.OK || o.res.Error == nil || o.res.Error.Kind != KindDenied || !strings.Contains(o.res.Error.Message, want) {
+		t.Fatalf("the running call of a revoked token, the watch's period two minutes: %+v %v, %v after the revocation; want denied at the cards generation's move: %s", o.res.Error, o.err, time.Since(revokedAt), want)
+	}
+}
+
 // TestRevokedTokenWithholdsHeldLogs: a revoked token's running call that a
 // middleware component watches (its log lines held for the component,
 // a591ba2) ends denied with none of the tool's lines: not in the result,
