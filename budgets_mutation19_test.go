@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,20 +128,7 @@ grants = [{ grant = "tool:invoke local.read --...", budget = "bytes_out=6000" }]
 func TestBudgetCLIDeadlineAfterItsTunnelClosed(t *testing.T) {
 	t.Parallel()
 	_, _, port, ca := uploadServer(t)
-	h := newHostWith(t, `version = 1
-[clis.curl]
-path = "/usr/bin/curl"
-option_style = "separate"
-command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "retry"}, {"name": "retry-delay"}, {"name": "retry-all-errors", "kind": "bool"}], "positionals": [{"name": "url"}]}'
-read_paths = ["`+filepath.Dir(ca)+`"]
-http_allow = ["api.example.com"]
-http_ports = [`+port+`]
-http_allow_cidrs = ["127.0.0.0/8"]
-timeout_ms = 2500
-[agents.a]
-tools = ["curl"]
-grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=300" }, "network:connect api.example.com"]
-`, maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com")})
+	h := newHostWith(t, budgetedCurl(ca, port, 2500, "bytes_out=300"), maiden.Options{Isolation: maiden.InProcess, Resolver: testkit.Loopback("api.example.com")})
 	in, _ := json.Marshal(map[string]any{"cacert": ca, "silent": true, "retry": "100", "retry-delay": "1", "retry-all-errors": true, "url": "https://api.example.com:" + port + "/"})
 	res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "curl", Input: string(in)})
 	if res.OK || res.Error.Kind != maiden.KindDeadline || strings.Contains(res.Error.Message, "its tunnel was closed") {
@@ -159,21 +147,8 @@ func TestBudgetCLIWhenTheStoreCannotSay(t *testing.T) {
 	t.Parallel()
 	hits, _, port, ca := uploadServer(t)
 	state := filepath.Join(t.TempDir(), "state.db")
-	h := newHostWith(t, `version = 1
-[clis.curl]
-path = "/usr/bin/curl"
-option_style = "separate"
-command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "show-error", "kind": "bool"}, {"name": "fail", "kind": "bool"}], "positionals": [{"name": "url"}]}'
-read_paths = ["`+filepath.Dir(ca)+`"]
-http_allow = ["api.example.com"]
-http_ports = [`+port+`]
-http_allow_cidrs = ["127.0.0.0/8"]
-timeout_ms = 20000
-[agents.a]
-tools = ["curl"]
-grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100000" }, "network:connect api.example.com"]
-`, maiden.Options{Isolation: maiden.InProcess, StatePath: state, Resolver: testkit.Loopback("api.example.com")})
-	in, _ := json.Marshal(map[string]any{"cacert": ca, "silent": true, "show-error": true, "fail": true, "url": "https://api.example.com:" + port + "/"})
+	h := newHostWith(t, budgetedCurl(ca, port, 20000, "bytes_out=100000"), maiden.Options{Isolation: maiden.InProcess, StatePath: state, Resolver: testkit.Loopback("api.example.com")})
+	in, _ := json.Marshal(map[string]any{"cacert": ca, "silent": true, "url": "https://api.example.com:" + port + "/"})
 	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "curl", Input: string(in)}); !res.OK || hits.Load() != 1 {
 		t.Fatalf("the first call, which pays: %+v %+v, %d requests served", res, res.Error, hits.Load())
 	}
@@ -195,4 +170,23 @@ grants = [{ grant = "tool:invoke curl --... -- ...", budget = "bytes_out=100000"
 	if n := hits.Load(); n != 1 {
 		t.Errorf("the server saw %d requests, want 1: the unpaid tunnel sent its request", n)
 	}
+}
+
+// budgetedCurl is an agent.toml wrapping curl (its CA file, retries) for
+// api.example.com on port, the agent a allowed it with budget on its card.
+func budgetedCurl(ca, port string, timeoutMS int, budget string) string {
+	return `version = 1
+[clis.curl]
+path = "/usr/bin/curl"
+option_style = "separate"
+command = '{"maiden_command": 1, "name": "curl", "options": [{"name": "cacert"}, {"name": "silent", "kind": "bool"}, {"name": "retry"}, {"name": "retry-delay"}, {"name": "retry-all-errors", "kind": "bool"}], "positionals": [{"name": "url"}]}'
+read_paths = ["` + filepath.Dir(ca) + `"]
+http_allow = ["api.example.com"]
+http_ports = [` + port + `]
+http_allow_cidrs = ["127.0.0.0/8"]
+timeout_ms = ` + strconv.Itoa(timeoutMS) + `
+[agents.a]
+tools = ["curl"]
+grants = [{ grant = "tool:invoke curl --... -- ...", budget = "` + budget + `" }, "network:connect api.example.com"]
+`
 }
