@@ -115,7 +115,9 @@ func (w *revocationWatch) loop() {
 	if every <= 0 {
 		every = 4 * 250 * time.Millisecond // 4 × ApprovalPoll's default
 	}
-	t := time.NewTicker(min(every, revocationQuick))
+	tick := min(every, revocationQuick)
+	t := time.NewTicker(tick)
+	period := int((every + tick - 1) / tick) // ticks between two asks whatever the generation says
 	defer t.Stop()
 	type watched struct {
 		inv    *invocation
@@ -123,8 +125,8 @@ func (w *revocationWatch) loop() {
 	}
 	var calls []watched
 	var (
-		asked   time.Time // when the tokens were last asked about
-		gen     int64     // the cards generation they were asked under
+		since   = period // ticks since the tokens were last asked about
+		gen     int64    // the cards generation they were asked under
 		haveGen bool
 	)
 	for range t.C {
@@ -141,10 +143,10 @@ func (w *revocationWatch) loop() {
 		w.mu.Unlock()
 		if g, ok := w.generation(calls[0].inv, every); ok && (!haveGen || g != gen) {
 			gen, haveGen = g, true // read before the tokens: a change after it is asked about next time
-		} else if time.Since(asked) < every {
+		} else if since++; since < period {
 			continue
 		}
-		asked = time.Now()
+		since = 0
 		answers := map[string]string{} // agent and credential → why not ("" when live)
 		for _, c := range calls {
 			if atomic.LoadInt32(&c.inv.humanWaiting) != 0 {
