@@ -741,10 +741,14 @@ type changeFeed struct {
 	syncs atomic.Int64
 	// notes counts the change notifications received (tests: which
 	// writes wake the other instances).
-	notes  atomic.Int64
-	cancel context.CancelFunc
-	done   chan struct{}
-	log    *slog.Logger
+	notes atomic.Int64
+	// waitedOut counts the barriers this feed's writes ended without
+	// every acknowledgement: at their deadline, or after waiting out a
+	// vanished feed's lease (tests: while every feed listens, none does).
+	waitedOut atomic.Int64
+	cancel    context.CancelFunc
+	done      chan struct{}
+	log       *slog.Logger
 
 	start   time.Time    // the lease's clock: monotonic time since start
 	trusted atomic.Int64 // the lease: until this much after start
@@ -804,8 +808,8 @@ func (f *changeFeed) trustedEpoch(epoch *atomic.Int64) (int64, bool) {
 	return e | 1<<62, true
 }
 
-// moveEpochs moves both epochs: a change of an unknown kind, or changes
-// missed.
+// moveEpochs moves both epochs: a notification unread or of a kind this
+// version does not know, or changes missed.
 func (f *changeFeed) moveEpochs() {
 	f.epoch.Add(1)
 	f.sepoch.Add(1)
@@ -931,14 +935,17 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 			kind, v, ok := parseFeedPayload(n.Payload)
 			moved := true
 			switch {
-			case !ok:
-				f.moveEpochs()
-			case kind == kindCards:
+			case ok && kind == kindCards:
 				f.epoch.Add(1)
-			case kind == kindSessions:
+			case ok && kind == kindSessions:
 				f.sepoch.Add(1)
-			default:
+			case ok && (kind == kindOther || kind == kindSessionNew):
 				moved = false
+			default:
+				// One it cannot read, or of a kind it does not know (a
+				// newer maiden's on the same database): whatever it
+				// changed, nothing kept is trusted past it.
+				f.moveEpochs()
 			}
 			if moved { // the epoch before the acknowledgement
 				if err := ack(v); err != nil {
@@ -1013,6 +1020,7 @@ func (f *changeFeed) barrier(ctx context.Context, db *sql.DB, gen int64) {
 	// a margin, feedBarrier from its counter read, so the bound below
 	// still covers it: that read was before the feed ended.)
 	vanished := time.Now().Add(min(time.Duration(vanishedMS)*time.Millisecond, feedBarrier-time.Since(start)))
+	lapsed := false
 	for {
 		f.ackMu.Lock()
 		ch := f.ackCh
@@ -1025,6 +1033,9 @@ func (f *changeFeed) barrier(ctx context.Context, db *sql.DB, gen int64) {
 		f.ackMu.Unlock()
 		wait := time.Until(vanished)
 		if err == nil && missing == 0 && wait <= 0 {
+			if lapsed {
+				f.waitedOut.Add(1)
+			}
 			return
 		}
 		var lapse <-chan time.Time
@@ -1034,7 +1045,9 @@ func (f *changeFeed) barrier(ctx context.Context, db *sql.DB, gen int64) {
 		select {
 		case <-ch:
 		case <-lapse:
+			lapsed = true
 		case <-deadline.C:
+			f.waitedOut.Add(1)
 			if f.log != nil {
 				f.log.Warn("state store: not every instance acknowledged a change of cards or tokens; waited until their leases ran out", "missing", missing, "err", err)
 			}
