@@ -203,6 +203,69 @@ func (a fileState) equal(b fileState) bool {
 	return true
 }
 
+// sameBesidesLines is reflect.DeepEqual passing over every int field whose
+// name ends in "Line" (where in agent.toml a table or key was), at any
+// depth: a tool or an agent whose tables only moved is not changed.
+func sameBesidesLines(a, b reflect.Value) bool {
+	if !a.IsValid() || !b.IsValid() {
+		return a.IsValid() == b.IsValid()
+	}
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Struct:
+		for i := range a.NumField() {
+			f := a.Type().Field(i)
+			if strings.HasSuffix(f.Name, "Line") && f.Type.Kind() == reflect.Int {
+				continue
+			}
+			if !sameBesidesLines(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice, reflect.Array:
+		if a.Kind() == reflect.Slice && a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		for i := range a.Len() {
+			if !sameBesidesLines(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Pointer:
+		if a.Pointer() == b.Pointer() { // the same, or both nil
+			return true
+		}
+		if a.IsNil() || b.IsNil() {
+			return false
+		}
+		return sameBesidesLines(a.Elem(), b.Elem())
+	case reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return sameBesidesLines(a.Elem(), b.Elem())
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		for _, k := range a.MapKeys() {
+			w := b.MapIndex(k)
+			if !w.IsValid() || !sameBesidesLines(a.MapIndex(k), w) {
+				return false
+			}
+		}
+		return true
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return a.Pointer() == b.Pointer()
+	default: // booleans, numbers, strings (exported or not)
+		return a.Equal(b)
+	}
+}
+
 // ConfigChanges says in a line what differs between two configurations:
 // the tools (of every kind) and agents added, removed or changed, and
 // whether anything else did ("no change" when nothing did).
@@ -215,7 +278,7 @@ func ConfigChanges(old, cur *config.Config) string {
 			switch {
 			case !ok:
 				added = append(added, name)
-			case !reflect.DeepEqual(a, b):
+			case !sameBesidesLines(reflect.ValueOf(a), reflect.ValueOf(b)):
 				changed = append(changed, name)
 			}
 		}
@@ -234,10 +297,12 @@ func ConfigChanges(old, cur *config.Config) string {
 			}
 		}
 	}
+	// A table moved (its lines, and its bindings', grants',
+	// middleware's and secrets' lines) is not changed: the lines are
+	// passed over by sameBesidesLines.
 	tools := func(c *config.Config) map[string]any {
 		m := map[string]any{}
 		for _, t := range c.Tools() {
-			t.Line = 0 // moved, not changed
 			m[t.Name] = t
 		}
 		return m
@@ -245,7 +310,6 @@ func ConfigChanges(old, cur *config.Config) string {
 	agents := func(c *config.Config) map[string]any {
 		m := map[string]any{}
 		for _, a := range c.Agents() {
-			a.Line, a.BoundaryLine = 0, 0
 			m[a.Name] = a
 		}
 		return m
