@@ -852,3 +852,33 @@ func TestConfigChangesMovedBindings(t *testing.T) {
 		t.Errorf("a grant changed: %q, want %q", got, want)
 	}
 }
+
+// TestConfigChangesWrappedCLIWithSubcommands: a wrapped CLI whose command
+// tree has subcommands (each knows its parent: a cycle of pointers) is
+// compared, not followed round its cycle for ever: moved, it is no
+// change; a subcommand's option added is one. (sameBesidesLines without
+// its record of the pointers it compares overflowed the stack here.)
+func TestConfigChangesWrappedCLIWithSubcommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	parse := func(src string) *config.Config {
+		t.Helper()
+		c, err := config.Parse("agent.toml", []byte(src), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	cli := func(spec string) string {
+		return "[clis.t]\npath = \"/bin/true\"\ncommand = '" + spec + "'\n"
+	}
+	spec := `{"maiden_command": 1, "name": "t", "commands": [{"name": "list", "options": [{"name": "n", "type": "integer"}], "commands": [{"name": "all"}]}, {"name": "rm"}]}`
+	base := parse("version = 1\n" + cli(spec))
+	if got, want := ConfigChanges(base, parse("version = 1\n\n\n"+cli(spec))), "no change to tools, agents, middleware or operators"; got != want {
+		t.Errorf("the CLI's table moved: %q, want %q", got, want)
+	}
+	more := strings.Replace(spec, `{"name": "all"}`, `{"name": "all", "options": [{"name": "q", "kind": "bool"}]}`, 1)
+	if got, want := ConfigChanges(base, parse("version = 1\n"+cli(more))), "tools changed: t"; got != want {
+		t.Errorf("a subcommand's option added: %q, want %q", got, want)
+	}
+}

@@ -205,8 +205,14 @@ func (a fileState) equal(b fileState) bool {
 
 // sameBesidesLines is reflect.DeepEqual passing over every int field whose
 // name ends in "Line" (where in agent.toml a table or key was), at any
-// depth: a tool or an agent whose tables only moved is not changed.
+// depth: a tool or an agent whose tables only moved is not changed. Like
+// DeepEqual it takes two pointers it is already comparing as equal, so a
+// cycle (a wrapped CLI's command knows its parent) ends.
 func sameBesidesLines(a, b reflect.Value) bool {
+	return sameValues(a, b, map[[2]uintptr]bool{})
+}
+
+func sameValues(a, b reflect.Value, seen map[[2]uintptr]bool) bool {
 	if !a.IsValid() || !b.IsValid() {
 		return a.IsValid() == b.IsValid()
 	}
@@ -220,7 +226,7 @@ func sameBesidesLines(a, b reflect.Value) bool {
 			if strings.HasSuffix(f.Name, "Line") && f.Type.Kind() == reflect.Int {
 				continue
 			}
-			if !sameBesidesLines(a.Field(i), b.Field(i)) {
+			if !sameValues(a.Field(i), b.Field(i), seen) {
 				return false
 			}
 		}
@@ -230,7 +236,7 @@ func sameBesidesLines(a, b reflect.Value) bool {
 			return false
 		}
 		for i := range a.Len() {
-			if !sameBesidesLines(a.Index(i), b.Index(i)) {
+			if !sameValues(a.Index(i), b.Index(i), seen) {
 				return false
 			}
 		}
@@ -242,19 +248,24 @@ func sameBesidesLines(a, b reflect.Value) bool {
 		if a.IsNil() || b.IsNil() {
 			return false
 		}
-		return sameBesidesLines(a.Elem(), b.Elem())
+		pair := [2]uintptr{a.Pointer(), b.Pointer()}
+		if seen[pair] {
+			return true
+		}
+		seen[pair] = true
+		return sameValues(a.Elem(), b.Elem(), seen)
 	case reflect.Interface:
 		if a.IsNil() || b.IsNil() {
 			return a.IsNil() == b.IsNil()
 		}
-		return sameBesidesLines(a.Elem(), b.Elem())
+		return sameValues(a.Elem(), b.Elem(), seen)
 	case reflect.Map:
 		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
 			return false
 		}
 		for _, k := range a.MapKeys() {
 			w := b.MapIndex(k)
-			if !w.IsValid() || !sameBesidesLines(a.MapIndex(k), w) {
+			if !w.IsValid() || !sameValues(a.MapIndex(k), w, seen) {
 				return false
 			}
 		}
