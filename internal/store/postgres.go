@@ -742,6 +742,9 @@ type changeFeed struct {
 	// notes counts the change notifications received (tests: which
 	// writes wake the other instances).
 	notes atomic.Int64
+	// ackDelay (tests) holds this feed's acknowledgements back that long,
+	// so that a writer's barrier has looked once and waits for them.
+	ackDelay atomic.Int64
 	// waitedOut counts the barriers this feed's writes ended without
 	// every acknowledgement: at their deadline, or after waiting out a
 	// vanished feed's lease (tests: while every feed listens, none does).
@@ -871,6 +874,9 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 	}
 	pid := conn.PgConn().PID()
 	ack := func(gen int64) error {
+		if d := f.ackDelay.Load(); d > 0 {
+			time.Sleep(time.Duration(d)) // tests only
+		}
 		_, err := conn.Exec(ctx, "SELECT pg_notify($1, $2)", pgAckChannel, fmt.Sprintf("%d:%d", pid, gen))
 		return err
 	}

@@ -549,3 +549,29 @@ func TestPostgresBudgetLockWaitBounded(t *testing.T) {
 		t.Fatalf("a reservation while another holds the card's budget lock: %v after %v; want the budget lock named as held past the 200ms busy timeout", err, took)
 	}
 }
+
+// TestPostgresLateAckEndsTheWait: an acknowledgement that comes after the
+// writer's barrier first looked (B holds its back 300 ms) wakes the
+// barrier, which returns on it, not at its deadline. Kills the open plant
+// of pass 21: ackCh not closed on an acknowledgement (the barrier then
+// waited out the bound whenever an acknowledgement came late; every test
+// where they came early stayed green).
+func TestPostgresLateAckEndsTheWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	a := open(t, dbURL, nil)
+	b := open(t, dbURL, nil)
+	mustAgents(t, a, "x")
+	waitTrusted(t, a)
+	waitTrusted(t, b)
+	b.pg.feed.ackDelay.Store(int64(300 * time.Millisecond))
+	before := a.pg.feed.waitedOut.Load()
+	start := time.Now()
+	if _, err := a.Grant(ctx, "x", spec(t, "tool:invoke t")); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.pg.feed.waitedOut.Load() - before; n != 0 {
+		t.Fatalf("a grant whose other instance acknowledged late ended without every acknowledgement (%d barriers, %v): the late acknowledgement did not wake it", n, time.Since(start))
+	}
+}
