@@ -240,6 +240,30 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
+// openFDsOf is how many of the process's descriptors are open on the file
+// fd is open on (its device and inode): unlike openFDs, not moved by
+// descriptors other goroutines (a pool's workers ending) open or close
+// meanwhile.
+func openFDsOf(t *testing.T, fd int) int {
+	t.Helper()
+	var want unix.Stat_t
+	if err := unix.Fstat(fd, &want); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		var st unix.Stat_t
+		if unix.Stat("/proc/self/fd/"+e.Name(), &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
+			n++
+		}
+	}
+	return n
+}
+
 // TestLoadToCopiesWhatMatched: compcache.LoadTo writes the verified bytes
 // of an entry to its destination, refuses (and removes) an entry whose
 // bytes changed, and keeps an intact entry when the destination fails.

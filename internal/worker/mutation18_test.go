@@ -256,7 +256,7 @@ func TestReceiveCodeRefusesMore(t *testing.T) {
 			case -2:
 				channel = childCodeFD() // none in a test's environment
 			}
-			before := openFDs(t)
+			before := openFDsOf(t, tc.fd)
 			b, unmap, err := receiveCode(channel, tc.size)
 			if err == nil {
 				t.Errorf("receiveCode: %d bytes mapped, <nil>; want an error mentioning %q", len(b), tc.want)
@@ -264,8 +264,8 @@ func TestReceiveCodeRefusesMore(t *testing.T) {
 			} else if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("receiveCode: %v, want an error mentioning %q", err, tc.want)
 			}
-			if after := openFDs(t); after != before {
-				t.Errorf("%d descriptors open after, %d before: one received was kept", after, before)
+			if after := openFDsOf(t, tc.fd); after != before {
+				t.Errorf("%d descriptors open on the file sent after, %d before: one received was kept", after, before)
 			}
 		})
 	}
