@@ -105,14 +105,7 @@ grants = [{ grant = "tool:invoke local.read --...", budget = "bytes_out=6000" }]
 	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "local.read", Input: in}); res.Error != nil && res.Error.Kind == maiden.KindDenied {
 		t.Fatalf("the first call: %+v", res.Error)
 	}
-	db, err := sql.Open("sqlite", state+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TRIGGER refuse_bytes BEFORE INSERT ON card_spend WHEN NEW.budget = 'bytes_out' BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END`); err != nil {
-		t.Fatal(err)
-	}
+	refuseBytesOut(t, state)
 	res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: "local.read", Input: in})
 	if !errors.Is(err, maiden.ErrState) || !strings.Contains(fmt.Sprint(err), "the bytes_out budget could not be checked") {
 		t.Fatalf("an imported tool's call whose bytes the store could not spend: %+v %+v, %v; want ErrState naming the bytes_out budget", res, res.Error, err)
@@ -152,17 +145,7 @@ func TestBudgetCLIWhenTheStoreCannotSay(t *testing.T) {
 	if res := mustCall(t, h, maiden.Call{Agent: "a", Tool: "curl", Input: string(in)}); !res.OK || hits.Load() != 1 {
 		t.Fatalf("the first call, which pays: %+v %+v, %d requests served", res, res.Error, hits.Load())
 	}
-	db, err := sql.Open("sqlite", state+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TRIGGER refuse_bytes BEFORE INSERT ON card_spend WHEN NEW.budget = 'bytes_out' BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TRIGGER refuse_bytes_update BEFORE UPDATE ON card_spend WHEN NEW.budget = 'bytes_out' BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END`); err != nil {
-		t.Fatal(err)
-	}
+	refuseBytesOut(t, state)
 	res, err := h.Call(context.Background(), maiden.Call{Agent: "a", Tool: "curl", Input: string(in)})
 	if !errors.Is(err, maiden.ErrState) || !strings.Contains(fmt.Sprint(err), "the bytes_out budget could not be checked") || !strings.Contains(fmt.Sprint(err), "its tunnel was closed") {
 		t.Fatalf("a CLI whose tunnel's bytes the store could not spend: %+v %+v, %v; want ErrState naming the bytes_out budget and the closed tunnel", res, res.Error, err)
@@ -189,4 +172,21 @@ timeout_ms = ` + strconv.Itoa(timeoutMS) + `
 tools = ["curl"]
 grants = [{ grant = "tool:invoke curl --... -- ...", budget = "` + budget + `" }, "network:connect api.example.com"]
 `
+}
+
+// refuseBytesOut makes the SQLite store at state refuse every write of
+// bytes_out spent (triggers on card_spend): the store failing at a
+// payment, while calls and wall time still reserve.
+func refuseBytesOut(t *testing.T, state string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", state+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, op := range []string{"INSERT", "UPDATE"} {
+		if _, err := db.Exec(`CREATE TRIGGER refuse_bytes_` + op + ` BEFORE ` + op + ` ON card_spend WHEN NEW.budget = 'bytes_out' BEGIN SELECT RAISE(ABORT, 'no space left (test)'); END`); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
