@@ -261,17 +261,29 @@ func TestOnlyCancelledCancels(t *testing.T) {
 	waitFor(t, 30*time.Second, func() bool { return e.host.Active() == 1 })
 	c.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":{"requestId":5}}`)
 	waitFor(t, 30*time.Second, func() bool { return e.host.Active() == 0 })
+	// The ping's answer may come first (the call's handler writes its
+	// answer after the call ends); request 5's must come within 10 s of it.
 	c.send(`{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	var late <-chan time.Time
 	for {
-		m := c.next()
-		if m["method"] != nil {
-			continue
-		}
-		if m["id"] == float64(5) {
-			return // answered
-		}
-		if m["id"] == "after" {
-			t.Fatal("request 5 got no answer before a ping sent after it ended: a notification naming its id cancelled it")
+		select {
+		case m, ok := <-c.frames:
+			if !ok {
+				t.Fatal("the server closed its output before answering request 5")
+			}
+			if m["method"] != nil {
+				continue
+			}
+			if m["id"] == float64(5) {
+				return // answered
+			}
+			if m["id"] == "after" {
+				late = time.After(10 * time.Second)
+			}
+		case <-late:
+			t.Fatal("request 5 got no answer within 10 s of a ping sent after it ended: a notification naming its id cancelled it")
+		case <-time.After(30 * time.Second):
+			t.Fatal("no frame from the server in 30s")
 		}
 	}
 }
@@ -530,14 +542,7 @@ func TestConfigChangesMovedTool(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	wasm := testkit.Component(t, "echo")
-	parse := func(src string) *config.Config {
-		t.Helper()
-		c, err := config.Parse("agent.toml", []byte(src), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	parse := func(src string) *config.Config { return parseConfig(t, dir, src) }
 	tool := fmt.Sprintf("[tools.echo]\npath = %q\n", wasm)
 	base := parse("version = 1\n" + tool)
 	moved := parse("version = 1\n\n\n" + tool)
@@ -777,14 +782,7 @@ func TestNamedPaths(t *testing.T) {
 func TestConfigChangesMovedBoundary(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	parse := func(src string) *config.Config {
-		t.Helper()
-		c, err := config.Parse("agent.toml", []byte(src), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	parse := func(src string) *config.Config { return parseConfig(t, dir, src) }
 	boundary := "[agents.alice.boundary]\nnetwork = false\n"
 	base := parse("version = 1\n[agents.alice]\ntools = []\n" + boundary)
 	moved := parse("version = 1\n[agents.alice]\ntools = []\n\n\n" + boundary)
@@ -828,14 +826,7 @@ func TestConfigChangesMovedBindings(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	wasm := testkit.Component(t, "echo")
-	parse := func(src string) *config.Config {
-		t.Helper()
-		c, err := config.Parse("agent.toml", []byte(src), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	parse := func(src string) *config.Config { return parseConfig(t, dir, src) }
 	tool := fmt.Sprintf("[tools.echo]\npath = %q\nhttp_allow = [\"api.example.com\"]\n", wasm)
 	agent := "[agents.alice]\ntools = [\"echo\"]\ngrants = [\"tool:invoke echo --...\"]\n"
 	base := parse("version = 1\n" + tool + agent)
@@ -861,14 +852,7 @@ func TestConfigChangesMovedBindings(t *testing.T) {
 func TestConfigChangesWrappedCLIWithSubcommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	parse := func(src string) *config.Config {
-		t.Helper()
-		c, err := config.Parse("agent.toml", []byte(src), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	parse := func(src string) *config.Config { return parseConfig(t, dir, src) }
 	cli := func(spec string) string {
 		return "[clis.t]\npath = \"/bin/true\"\ncommand = '" + spec + "'\n"
 	}
