@@ -327,14 +327,13 @@ func ConfigChanges(old, cur *config.Config) string {
 	}
 	diff("tools", tools(old), tools(cur))
 	diff("agents", agents(old), agents(cur))
-	ot, ct := old.Trace(), cur.Trace()
-	ot.Line, ct.Line = 0, 0
-	if !reflect.DeepEqual(ot, ct) {
+	if !sameBesidesLines(reflect.ValueOf(old.Trace()), reflect.ValueOf(cur.Trace())) {
 		// The exporter is built once, when maiden serve starts.
 		parts = append(parts, "[trace] changed: it applies when maiden serve next starts")
 	}
 	if len(parts) == 0 {
-		if reflect.DeepEqual(old.Middleware(), cur.Middleware()) && reflect.DeepEqual(old.Operators(), cur.Operators()) &&
+		if sameBesidesLines(reflect.ValueOf(old.Middleware()), reflect.ValueOf(cur.Middleware())) &&
+			sameBesidesLines(reflect.ValueOf(old.Operators()), reflect.ValueOf(cur.Operators())) &&
 			old.StatePath() == cur.StatePath() && old.MaxInputBytes() == cur.MaxInputBytes() {
 			return "no change to tools, agents, middleware or operators"
 		}

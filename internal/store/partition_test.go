@@ -120,6 +120,15 @@ func (p *partition) url(t *testing.T, dbURL string) string {
 }
 
 // portList is the proxy's ports towards the server, as a SQL list.
+// endFeeds has the server end the change feeds that connected through p
+// (pg_terminate_backend, which waits until each backend is gone): a
+// partition the server noticed, its instance not.
+func (p *partition) endFeeds(t *testing.T, dbURL string) {
+	t.Helper()
+	pgtest.Exec(t, dbURL, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = '`+pgFeedApp+`' AND client_port IN (`+p.portList()+`)`)
+}
+
 func (p *partition) portList() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -183,8 +192,7 @@ func TestPostgresRevokeWhileFeedVanishes(t *testing.T) {
 	p.freeze()
 	// The server ends B's feed; B does not hear it (frozen). Waits until
 	// the backend is gone (pg_terminate_backend's timeout).
-	pgtest.Exec(t, dbURL, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = '`+pgFeedApp+`' AND client_port IN (`+p.portList()+`)`)
+	p.endFeeds(t, dbURL)
 	if _, err := a.Revoke(ctx, Operator(), c.ID); err != nil {
 		t.Fatal(err)
 	}

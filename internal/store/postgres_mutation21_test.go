@@ -388,8 +388,7 @@ func TestPostgresSweepKeepsAVanishedFeedsLease(t *testing.T) {
 	}
 	waitRenewed(t, b)
 	p.freeze()
-	pgtest.Exec(t, dbURL, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
-		WHERE datname = current_database() AND application_name = '`+pgFeedApp+`' AND client_port IN (`+p.portList()+`)`)
+	p.endFeeds(t, dbURL)
 	// A third feed connects now (another instance starting): its sweep
 	// runs before it first listens.
 	cfg, err := pgx.ParseConfig(dbURL)
@@ -452,19 +451,7 @@ func TestPostgresWriteLockWaitBounded(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	a := openOpts(t, dbURL, &Options{BusyTimeout: 200 * time.Millisecond, JournalDir: t.TempDir()})
 	mustAgents(t, a, "x")
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, pgLockWrite); err != nil {
-		t.Fatal(err)
-	}
+	holdLock(t, dbURL, `SELECT pg_advisory_xact_lock($1)`, pgLockWrite)
 	writes := map[string]func(context.Context) error{
 		"a grant (cards)": func(ctx context.Context) error {
 			_, err := a.Grant(ctx, "x", spec(t, "tool:invoke t"))
@@ -528,19 +515,7 @@ func TestPostgresBudgetLockWaitBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, pgLockBudgetClass, budgetLockKey(c.ID)); err != nil {
-		t.Fatal(err)
-	}
+	holdLock(t, dbURL, `SELECT pg_advisory_xact_lock($1, $2)`, pgLockBudgetClass, budgetLockKey(c.ID))
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -573,5 +548,26 @@ func TestPostgresLateAckEndsTheWait(t *testing.T) {
 	}
 	if n := a.pg.feed.waitedOut.Load() - before; n != 0 {
 		t.Fatalf("a grant whose other instance acknowledged late ended without every acknowledgement (%d barriers, %v): the late acknowledgement did not wake it", n, time.Since(start))
+	}
+}
+
+// holdLock takes an advisory lock (lockSQL and its arguments) in a
+// transaction of a connection of its own, as another instance stuck in
+// its transaction would hold it, until the test ends.
+func holdLock(t *testing.T, dbURL, lockSQL string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, lockSQL, args...); err != nil {
+		t.Fatal(err)
 	}
 }
