@@ -181,13 +181,16 @@ func (h *Host) Active() int { return h.adm.active() }
 func (h *Host) Config() *config.Config { return h.cfg.Load() }
 
 // SetConfig replaces the configuration. Calls already running keep the
-// policy they started with; the next call sees the new one. An imported MCP
+// policy they started with; the next call sees the new one. A running
+// call of an agent the new configuration no longer declares is stopped,
+// denied ("agent removed: …"; revocationWatch.reloaded). An imported MCP
 // server whose [mcp.NAME] table is gone or changed is stopped as soon as
 // the calls running on it have returned.
 func (h *Host) SetConfig(cfg *config.Config) {
 	if cfg != nil {
 		h.cfg.Store(cfg)
 		h.kinds.set(cfg)
+		h.revocation.reloaded(cfg)
 		h.retireImports(cfg)
 	}
 }

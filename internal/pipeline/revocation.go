@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/maiden-run/maiden/config"
 )
 
 // revocationWatch ends a running call whose agent token is revoked while
@@ -34,17 +36,25 @@ import (
 // Such a call ends denied, naming the token; what its tool did before it
 // was stopped is done (its fetches, its writes). A store that cannot
 // answer cancels nothing (logged): the call was authorized when it
-// started, and a store's hiccup is not a revocation. A reload that
-// removes the call's agent does not end it either: a running call keeps
-// the policy it started with (SetConfig).
+// started, and a store's hiccup is not a revocation.
+//
+// Every running call, token or not, is held too, for the reload that
+// removes its agent from the configuration (SetConfig calls reloaded):
+// an agent removed is the operator's "this caller has no authority any
+// more" as a revoked token is, and its calls end denied at the reload,
+// with nothing asked of the store (a call that registers after the
+// reload finds the new configuration itself). Any other change of the
+// configuration leaves running calls alone: a call keeps the policy it
+// started with (its tool's limits, the agent's grants).
 type revocationWatch struct {
 	principal principalCheck
 	every     time.Duration
 	log       *slog.Logger
 
 	mu      sync.Mutex
-	calls   map[*invocation]context.CancelCauseFunc
-	running bool // the goroutine (loop) is running
+	calls   map[*invocation]context.CancelCauseFunc // the calls made with an agent token (loop asks about them)
+	all     map[*invocation]context.CancelCauseFunc // every call running (reloaded checks their agents)
+	running bool                                    // the goroutine (loop) is running
 }
 
 // revokedWhileRunning is the cause a watched call is cancelled with.
@@ -52,13 +62,11 @@ type revokedWhileRunning struct{ why string }
 
 func (r *revokedWhileRunning) Error() string { return r.why }
 
-// watch runs the rest of the call watched, if it is made with an agent
-// token; a call cancelled for its token ends denied.
+// watch runs the rest of the call watched: its agent held to every
+// reload, its agent token (if it is made with one) to the store; a call
+// cancelled for either ends denied.
 func (w *revocationWatch) watch(next handler) handler {
 	return func(ctx context.Context, inv *invocation) error {
-		if !strings.HasPrefix(inv.call.Credential, "token:") {
-			return next(ctx, inv)
-		}
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		w.add(inv, cancel)
@@ -88,6 +96,21 @@ func (w *revocationWatch) watch(next handler) handler {
 func (w *revocationWatch) add(inv *invocation, cancel context.CancelCauseFunc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.all == nil {
+		w.all = map[*invocation]context.CancelCauseFunc{}
+	}
+	w.all[inv] = cancel
+	// A reload between the call's start and here held only the calls
+	// added before it: this one reads the configuration it stored
+	// (SetConfig stores before it calls reloaded, which takes w.mu).
+	if w.principal.cfg != nil {
+		if cur := w.principal.cfg.Load(); cur != nil && !declares(cur, inv.agent) {
+			cancel(&revokedWhileRunning{agentRemoved(inv, cur)})
+		}
+	}
+	if !strings.HasPrefix(inv.call.Credential, "token:") {
+		return
+	}
 	if w.calls == nil {
 		w.calls = map[*invocation]context.CancelCauseFunc{}
 	}
@@ -100,8 +123,38 @@ func (w *revocationWatch) add(inv *invocation, cancel context.CancelCauseFunc) {
 
 func (w *revocationWatch) remove(inv *invocation) {
 	w.mu.Lock()
+	delete(w.all, inv)
 	delete(w.calls, inv)
 	w.mu.Unlock()
+}
+
+// reloaded ends the running calls of the agents cfg, the configuration
+// now in force, no longer declares (SetConfig, after storing it). A call
+// waiting for a human (a boundary request's wait in its built-in's run)
+// is left to that wait, which asks principalCheck at its every poll and
+// after, and says so in its own words.
+func (w *revocationWatch) reloaded(cfg *config.Config) {
+	type removed struct {
+		cancel context.CancelCauseFunc
+		why    string
+	}
+	var ends []removed
+	w.mu.Lock()
+	for inv, cancel := range w.all {
+		if !declares(cfg, inv.agent) && atomic.LoadInt32(&inv.humanWaiting) == 0 {
+			ends = append(ends, removed{cancel, agentRemoved(inv, cfg)})
+		}
+	}
+	w.mu.Unlock()
+	for _, e := range ends {
+		e.cancel(&revokedWhileRunning{e.why})
+	}
+}
+
+// agentRemoved is why a running call of an agent cfg does not declare
+// was stopped.
+func agentRemoved(inv *invocation, cfg *config.Config) string {
+	return fmt.Sprintf("agent removed: agent %q was removed from %s while the tool ran (the configuration was reloaded without it), so the call was stopped and its result withheld; what the tool did before it was stopped is done", inv.agent, cfg.File())
 }
 
 // revocationQuick is how often the revocation watch reads the store's

@@ -53,3 +53,12 @@ func (h *Host) revocationWatched() int {
 	defer h.revocation.mu.Unlock()
 	return len(h.revocation.calls)
 }
+
+// revocationHeld is how many running calls the revocation watch holds for
+// a reload that removes their agent: every call past its admission record
+// (tests).
+func (h *Host) revocationHeld() int {
+	h.revocation.mu.Lock()
+	defer h.revocation.mu.Unlock()
+	return len(h.revocation.all)
+}
