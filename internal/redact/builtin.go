@@ -56,7 +56,8 @@ func detStarts(starts []string, skip func(string) bool, name, expr string) detec
 		skip: skip, starts: starts, anchored: anchored}
 }
 
-// startWindow bounds an anchored match of a detStarts detector.
+// startWindow bounds an anchored match of a detStarts detector (a
+// detValue's key; its value is scanned past it, see matchStart).
 const startWindow = 1200
 
 // detValue is a detStarts detector for key + value whose value part is

@@ -75,7 +75,8 @@
 // fast path for a case-folded alternation: this made 64 KiB of log 19×
 // faster), password's value (up to 512 characters) scanned by hand rather
 // than by the expression's NFA (15× faster on repeated keywords, a test
-// holding the scan to the expression); and the JSON pass touches each byte
+// holding the scan to the expression) and past those 1200 bytes, so a long
+// value of wide characters or escapes is replaced whole; and the JSON pass touches each byte
 // a bounded number of times per nesting level. TestLinearTime checks adversarial inputs
 // (quote and backslash runs, unterminated PEM headers, repeated prefixes)
 // grow linearly.

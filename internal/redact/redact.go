@@ -70,9 +70,15 @@ func (d *detector) secret(m []int) (int, int) {
 	return m[0], m[1]
 }
 
-// matchStart is a detStarts detector's match at the start of w (a window
-// of the text): the bounds of what it replaces, as secret returns them.
-func (d *detector) matchStart(w string) (int, int, bool) {
+// matchStart is a detStarts detector's match at the start of rest (the
+// text from an occurrence of one of its start words): the bounds of what
+// it replaces, as secret returns them. Expressions run on the first
+// startWindow bytes of rest; a detValue's value is scanned on rest
+// itself, as its scan stops at maxValueRunes characters, so a value of up
+// to that many characters is matched whole whatever their width in bytes
+// (escapes, 4-byte UTF-8), never cut at the window.
+func (d *detector) matchStart(rest string) (int, int, bool) {
+	w := rest[:min(len(rest), startWindow)]
 	if d.scan == nil {
 		m := d.anchored.FindStringSubmatchIndex(w)
 		if m == nil {
@@ -85,7 +91,7 @@ func (d *detector) matchStart(w string) (int, int, bool) {
 	if k == nil {
 		return 0, 0, false
 	}
-	s, e, ok := d.scan(w[k[1]:])
+	s, e, ok := d.scan(rest[k[1]:])
 	return k[1] + s, k[1] + e, ok
 }
 
@@ -223,7 +229,7 @@ func (r *Redactor) find(text string, depth int) []span {
 						break
 					}
 					at += j
-					if s, e, ok := d.matchStart(text[at:min(len(text), at+startWindow)]); ok {
+					if s, e, ok := d.matchStart(text[at:]); ok {
 						add(d, s, e, at)
 					}
 					at++
