@@ -22,14 +22,21 @@ var builtin = []detector{
 }
 
 // The password detector is a keyword and a separator (passwordKey), then
-// the value (passwordValue): a quoted string or a bare word of at most 512
-// characters. The expression is the definition; scanPasswordValue matches
-// the value part by hand (see detValue).
+// the value (passwordValue): a quoted string of 3 or more characters (up
+// to its closing quote) or a bare word of 4 or more (up to the first
+// character that ends one), of any length, so a long secret (a JWT, a
+// base64 service-account key) is replaced whole. The expression is the
+// definition; scanPasswordValue matches the value part by hand (see
+// detValue).
 const (
 	passwordKey   = `(?i)(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|private[_-]?key)["']?\s*[:=]\s*`
-	passwordValue = `(?:"(?P<secret>(?:[^"\\]|\\.){3,512})"|'(?P<secret>(?:[^'\\]|\\.){3,512})'|(?P<secret>[^\s"'&,;<>{}\[\]\\]{4,512}))`
-	// maxValueRunes is passwordValue's bound, in characters (runes).
-	maxValueRunes = 512
+	passwordValue = `(?:"(?P<secret>(?:[^"\\]|\\.){3,})"|'(?P<secret>(?:[^'\\]|\\.){3,})'|(?P<secret>[^\s"'&,;<>{}\[\]\\]{4,}))`
+	// keywordSlack bounds, in bytes, one of passwordKey's keywords plus
+	// one byte (a ':' or '=' ending a bare value): 13 characters
+	// (client_secret) of at most 3 bytes each under (?i) (K, U+212A, folds
+	// to k). find resumes this far before the end of a bare value it
+	// replaced (see valueNext); a test derives the bound from passwordKey.
+	keywordSlack = 40
 )
 
 // notValue skips what is a JSON or YAML literal, not a secret
@@ -57,39 +64,45 @@ func detStarts(starts []string, skip func(string) bool, name, expr string) detec
 }
 
 // startWindow bounds an anchored match of a detStarts detector (a
-// detValue's key; its value is scanned past it, see matchStart).
+// detValue's key; its value, of any length, is scanned past it, see
+// matchStart).
 const startWindow = 1200
 
 // detValue is a detStarts detector for key + value whose value part is
-// matched by scan instead of by the expression: Go's regexp runs a counted
-// repetition such as {4,512} as an NFA over 512 copies of the class, which
-// cost about 50 µs per keyword (1 ms under -race), and text that repeats
-// its keyword (password=password=...) has one every few bytes. key runs
-// anchored as before; scan must match exactly what value matches at the
-// same place, with the secret group's bounds (a test compares the two on
-// generated and fuzzed text).
+// matched by scan instead of by the expression: a value has no length
+// bound, and the expression, run from every keyword of text that repeats
+// it (password=password=...), would read the same long value again from
+// each; scan says where the value ends, so find can resume past it (see
+// valueNext). (With the former bound, {4,512}, Go's regexp ran an NFA over
+// 512 copies of the class: about 50 µs per keyword.) key runs anchored as
+// before; scan must match exactly what value matches at the same place,
+// with the secret group's bounds (a test compares the two on generated and
+// fuzzed text).
 //
 // The whole expression is not compiled here: nothing but that test runs
-// it, and its counted repetitions made it most of what every maiden
-// process compiled at start, a worker's included (4.5 ms and 1.4 MB of
-// 7 ms and 1.7 MB, go test -bench of regexp.MustCompile).
+// it (compiling it with the former counted repetitions was most of what
+// every maiden process compiled at start).
 func detValue(starts []string, skip func(string) bool, name, key, value string, scan func(string) (int, int, bool)) detector {
 	return detector{name: name, expr: key + value, marker: "[REDACTED:" + name + "]",
 		skip: skip, starts: starts, key: regexp.MustCompile(`^(?:` + key + `)`), scan: scan}
 }
 
 // scanPasswordValue matches passwordValue at the start of v and returns
-// the secret group's bounds. It counts characters as Go's regexp does: a
-// valid UTF-8 sequence is one, each byte of an invalid one is one.
+// the secret group's bounds. It counts characters (for the minimums) as
+// Go's regexp does: a valid UTF-8 sequence is one, each byte of an invalid
+// one is one. A quoted scan stops at the first unescaped quote of its kind
+// (or fails at a backslash-newline or the end of v); a bare one at the
+// first byte of notBare: the cost is the value's length, and find keeps
+// the sum of these linear (see valueNext).
 func scanPasswordValue(v string) (int, int, bool) {
 	if v == "" {
 		return 0, 0, false
 	}
 	switch q := v[0]; q {
 	case '"', '\'':
-		// q((?:[^q\\]|\\.){3,512})q, where . is anything but a newline.
+		// q((?:[^q\\]|\\.){3,})q, where . is anything but a newline.
 		i, n := 1, 0
-		for ; n < maxValueRunes; n++ {
+		for ; ; n++ {
 			if i >= len(v) {
 				return 0, 0, false
 			}
@@ -114,9 +127,9 @@ func scanPasswordValue(v string) (int, int, bool) {
 		}
 		return 1, i, true
 	default:
-		// [^\s"'&,;<>{}\[\]\\]{4,512}, greedy.
+		// [^\s"'&,;<>{}\[\]\\]{4,}, greedy.
 		i, n := 0, 0
-		for ; n < maxValueRunes && i < len(v); n++ {
+		for ; i < len(v); n++ {
 			if c := v[i]; c < utf8.RuneSelf {
 				if notBare[c] {
 					break

@@ -25,8 +25,9 @@
 //	                   truncated text (public keys and certificates are left)
 //	password           the value assigned to password, passwd, pwd, passphrase, secret,
 //	                   client_secret, api_key, access_token, auth_token, private_key (any
-//	                   prefix: DB_PASSWORD) with = or :, quoted (escapes allowed) or bare (4+
-//	                   characters up to a separator); null/true/false are left
+//	                   prefix: DB_PASSWORD) with = or :, quoted (3+ characters up to the
+//	                   closing quote, escapes allowed) or bare (4+ characters up to a
+//	                   separator), of any length; null/true/false are left
 //
 // Each has a fake fixture that must be redacted and near-misses that must
 // not (redact_test.go). Detectors are a balance: an operator who needs
@@ -61,9 +62,12 @@
 // after a newline when it can, never inside a match or an open JSON string,
 // and carries the quote pairing across cuts, so a secret split across
 // writes, raw or escaped, is found as in one Redact of the whole (a test
-// writes 100 KiB of fixtures in random pieces and compares). Limit: a JSON
+// writes 100 KiB of fixtures in random pieces and compares). Limits: a JSON
 // string or PEM block longer than 256 KiB is cut anyway, and an escaped
-// secret straddling that forced cut is not decoded.
+// secret straddling that forced cut is not decoded; a password value is
+// replaced whole when its key and value fit in StreamWindow (a bare one up
+// to about 240 KiB), beyond that it may be written in part or whole
+// (Writer).
 //
 // # Cost
 //
@@ -73,10 +77,13 @@
 // password) run anchored only where one of their keywords occurs in an
 // ASCII-lower-cased copy, on at most 1200 bytes each (Go's regexp has no
 // fast path for a case-folded alternation: this made 64 KiB of log 19×
-// faster), password's value (up to 512 characters) scanned by hand rather
-// than by the expression's NFA (15× faster on repeated keywords, a test
-// holding the scan to the expression) and past those 1200 bytes, so a long
-// value of wide characters or escapes is replaced whole; and the JSON pass touches each byte
+// faster), password's value, of any length, scanned by hand past those
+// 1200 bytes rather than by the expression's NFA (a test holding the scan
+// to the expression): a bare value's scan is not repeated from the
+// keywords inside it (find resumes at its last few bytes), and the scans
+// of quoted values, which stop at the next unescaped quote of their kind,
+// read disjoint text per kind of quote, so each byte is read a bounded
+// number of times (find's comment); and the JSON pass touches each byte
 // a bounded number of times per nesting level. TestLinearTime checks adversarial inputs
 // (quote and backslash runs, unterminated PEM headers, repeated prefixes)
 // grow linearly.

@@ -72,27 +72,54 @@ func (d *detector) secret(m []int) (int, int) {
 
 // matchStart is a detStarts detector's match at the start of rest (the
 // text from an occurrence of one of its start words): the bounds of what
-// it replaces, as secret returns them. Expressions run on the first
-// startWindow bytes of rest; a detValue's value is scanned on rest
-// itself, as its scan stops at maxValueRunes characters, so a value of up
-// to that many characters is matched whole whatever their width in bytes
-// (escapes, 4-byte UTF-8), never cut at the window.
-func (d *detector) matchStart(rest string) (int, int, bool) {
+// it replaces, as secret returns them, and where in rest to look for the
+// start word's next occurrence (see valueNext). Expressions run on the
+// first startWindow bytes of rest; a detValue's value is scanned on rest
+// itself, so a value of any length is matched whole whatever its width in
+// bytes (escapes, 4-byte UTF-8), never cut at the window.
+func (d *detector) matchStart(rest string) (s, e, next int, ok bool) {
 	w := rest[:min(len(rest), startWindow)]
 	if d.scan == nil {
 		m := d.anchored.FindStringSubmatchIndex(w)
 		if m == nil {
-			return 0, 0, false
+			return 0, 0, 1, false
 		}
 		s, e := d.secret(m)
-		return s, e, true
+		return s, e, 1, true
 	}
 	k := d.key.FindStringIndex(w)
 	if k == nil {
-		return 0, 0, false
+		return 0, 0, 1, false
 	}
-	s, e, ok := d.scan(rest[k[1]:])
-	return k[1] + s, k[1] + e, ok
+	vs, ve, ok := d.scan(rest[k[1]:])
+	if !ok {
+		return 0, 0, 1, false
+	}
+	return k[1] + vs, k[1] + ve, valueNext(vs == 0, k[1]+vs, k[1]+ve), true
+}
+
+// valueNext is where, after a detValue match at 0 whose value is
+// rest[s:e] (bare: not quoted), find looks for the start word's next
+// occurrence: past all of a bare value but its last keywordSlack bytes,
+// else at 1.
+//
+// Without it the scans are quadratic: in one bare run holding a keyword
+// every few bytes (password=xpassword=x...) each keyword's value runs to
+// the run's end. Skipping changes no output. An occurrence inside a bare
+// value is a keyword within the run (its letters are of the bare class);
+// its match either has its value inside the run too, ending where the run
+// ends, at e (a span within [s,e), which find's merge drops: the replaced
+// span is at least keywordSlack long, so never skipped as a literal), or
+// its key runs past e, which only a keyword ending at e or e-1 (then ':'
+// or '=') can do: one starting in the last keywordSlack bytes, which are
+// looked at again. A quoted value is not skipped: a keyword inside it may
+// take the closing quote as its value's opening one, or open the other
+// kind of quote; its scans are linear anyway (see find).
+func valueNext(bare bool, s, e int) int {
+	if !bare || e-s <= keywordSlack {
+		return 1
+	}
+	return max(1, e-keywordSlack)
 }
 
 // Redactor applies built-in detectors and operator patterns. It is
@@ -167,10 +194,13 @@ func secretGroups(re *regexp.Regexp) []int {
 	return gs
 }
 
-// span is one replacement: text[start:end] becomes repl.
+// span is one replacement: text[start:end] becomes repl. from is where
+// the match begins, at or before start (a password's key: the Writer
+// never cuts between a key and its value).
 type span struct {
 	start, end int
 	repl       string
+	from       int
 }
 
 // Redact returns text with every detected secret replaced by its marker.
@@ -207,14 +237,26 @@ func (r *Redactor) redact(text string, depth int) (string, int) {
 // detectors' matches on the raw text, and each JSON string literal with
 // escapes whose decoded value holds a match (replaced by the redacted
 // value re-encoded).
+//
+// Linear time for a detValue detector, whose values have no length bound:
+// per start word, occurrences are tried left to right and each key is
+// short (one keyword, at most startWindow bytes of separator). A bare scan
+// that fails reads at most 4 characters; one that succeeds is resumed past
+// (valueNext), so a byte is read again only within keywordSlack of a
+// value's end. A quoted scan, failing or not, reads up to the first
+// unescaped quote of its kind: another value's opening quote of that kind
+// before it would be such a quote (a key ends in ':', '=' or a space,
+// never in an escaping backslash), so the scans of each kind of quote
+// read disjoint bytes. Each byte is thus read a bounded number of times
+// per start word.
 func (r *Redactor) find(text string, depth int) []span {
 	var spans []span
 	var lower string
-	add := func(d *detector, s, e, off int) {
+	add := func(d *detector, s, e, off, from int) {
 		if s < 0 || s == e || strings.HasPrefix(text[off+s:off+e], "[REDACTED:") || d.skip != nil && d.skip(text[off+s:off+e]) {
 			return
 		}
-		spans = append(spans, span{off + s, off + e, d.marker})
+		spans = append(spans, span{off + s, off + e, d.marker, from})
 	}
 	for i := range r.dets {
 		d := &r.dets[i]
@@ -229,10 +271,11 @@ func (r *Redactor) find(text string, depth int) []span {
 						break
 					}
 					at += j
-					if s, e, ok := d.matchStart(text[at:]); ok {
-						add(d, s, e, at)
+					s, e, next, ok := d.matchStart(text[at:])
+					if ok {
+						add(d, s, e, at, at)
 					}
-					at++
+					at += next
 				}
 			}
 			continue
@@ -242,12 +285,17 @@ func (r *Redactor) find(text string, depth int) []span {
 		}
 		for _, m := range d.re.FindAllStringSubmatchIndex(text, -1) {
 			s, e := d.secret(m)
-			add(d, s, e, 0)
+			add(d, s, e, 0, m[0])
 		}
 	}
 	if depth < maxDepth && strings.IndexByte(text, '\\') >= 0 {
 		spans = append(spans, r.jsonStrings(text, depth)...)
 	}
+	return merge(spans)
+}
+
+// merge sorts spans and drops or widens overlaps: what find returns.
+func merge(spans []span) []span {
 	if len(spans) <= 1 {
 		return spans
 	}
@@ -266,6 +314,7 @@ func (r *Redactor) find(text string, depth int) []span {
 			// text) widens the first replacement over both, so no part
 			// of either secret survives.
 			last.end = max(last.end, s.end)
+			last.from = min(last.from, s.from)
 			continue
 		}
 		out = append(out, s)
@@ -323,7 +372,7 @@ func (r *Redactor) jsonStrings(text string, depth int) []span {
 		if n == 0 {
 			continue
 		}
-		spans = append(spans, span{start, end + 1, encode(red)})
+		spans = append(spans, span{start, end + 1, encode(red), start})
 	}
 }
 

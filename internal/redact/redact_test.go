@@ -232,6 +232,9 @@ func TestLinearTime(t *testing.T) {
 		"jwt-ish":                func(n int) string { return strings.Repeat("eyJaaaaaaaaaaa.", n/15) },
 		"many strings":           func(n int) string { return strings.Repeat(`"a\n",`, n/6) },
 	}
+	for name, gen := range longValueInputs {
+		inputs[name] = gen
+	}
 	for name, gen := range inputs {
 		small, big := gen(1<<12), gen(1<<16) // 16× apart; larger sizes cost minutes under -race
 		// 16× the input: allow up to 64× the time (noise, cache), far

@@ -17,11 +17,23 @@ const (
 
 // Writer redacts a stream (a tool's log, output written in pieces) and
 // writes the result to an underlying writer. It holds back the last
-// StreamWindow bytes, never cuts inside a match or an open JSON string
-// (up to 256 KiB), prefers to cut after a newline, and carries whether the
-// cut fell inside a JSON string, so the pairing of quotes, and the
-// decoding of escapes, continues across writes. Close writes the rest.
-// A Writer is not safe for concurrent use.
+// StreamWindow bytes, never cuts inside a match (a password's key and
+// value included) or an open JSON string (up to 256 KiB), prefers to cut
+// after a newline, and carries whether the cut fell inside a JSON string,
+// so the pairing of quotes, and the decoding of escapes, continues across
+// writes. Close writes the rest. A Writer is not safe for concurrent use.
+//
+// A password value is matched whole only once it is all held, so in a
+// stream one is replaced whole when its key and value together are at
+// most StreamWindow bytes. Longer, it may be cut, depending on where the
+// cuts fall (always, past twice the window): a bare value is matched as
+// far as the text held goes, so it is held while it runs on and replaced
+// whole if it ends within about 240 KiB (256 KiB less the window); past
+// that forced cut, its tail is written as it is. A quoted value still
+// open at a cut is not matched: the text before the cut (the key and the
+// value's beginning; for a double quote, the cut moves to the open
+// string's quote, so the key only) is written as it is, and so is the
+// rest, which no key precedes.
 type Writer struct {
 	r        *Redactor
 	w        io.Writer
@@ -96,9 +108,17 @@ func (x *Writer) cut(text string) int {
 	if i := strings.LastIndexByte(text[:cut], '\n'); i >= 0 {
 		cut = i + 1
 	}
-	for _, s := range x.r.find(text, 0) {
-		if s.start < cut && cut < s.end {
-			cut = s.start
+	// Not inside a match, its key included (a password's value cut from
+	// its key would be written as it is): moved to a match's beginning,
+	// the cut may fall inside an earlier one's key, so look again until
+	// it stays.
+	spans := x.r.find(text, 0)
+	for moved := true; moved; {
+		moved = false
+		for i := len(spans) - 1; i >= 0; i-- {
+			if s := spans[i]; s.from < cut && cut < s.end {
+				cut, moved = s.from, true
+			}
 		}
 	}
 	if start := openString(text[:cut]); start >= 0 {
