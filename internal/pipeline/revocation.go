@@ -60,7 +60,7 @@ type revocationWatch struct {
 
 	mu      sync.Mutex
 	calls   map[*invocation]context.CancelCauseFunc // the calls made with an agent token (loop asks about them)
-	all     map[*invocation]context.CancelCauseFunc // every call running (reloaded checks their agents)
+	all     map[*invocation]context.CancelCauseFunc // every call held: a declared agent's or a token's (reloaded checks their agents)
 	running bool                                    // the goroutine (loop) is running
 }
 

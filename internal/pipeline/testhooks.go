@@ -55,8 +55,8 @@ func (h *Host) revocationWatched() int {
 }
 
 // revocationHeld is how many running calls the revocation watch holds for
-// a reload that removes their agent: every call past its admission record
-// (tests).
+// a reload that removes their agent: every call of a declared agent past
+// its admission record (tests).
 func (h *Host) revocationHeld() int {
 	h.revocation.mu.Lock()
 	defer h.revocation.mu.Unlock()
