@@ -74,9 +74,10 @@ func (d *detector) secret(m []int) (int, int) {
 // text from an occurrence of one of its start words): the bounds of what
 // it replaces, as secret returns them, and where in rest to look for the
 // start word's next occurrence (see valueNext). Expressions run on the
-// first startWindow bytes of rest; a detValue's value is scanned on rest
-// itself, so a value of any length is matched whole whatever its width in
-// bytes (escapes, 4-byte UTF-8), never cut at the window.
+// first startWindow bytes of rest; a detValue's key and value are matched
+// on rest itself, so a value of any length, after any run of whitespace
+// around its ':' or '=', is matched whole whatever its width in bytes
+// (escapes, 4-byte UTF-8), never cut at the window.
 func (d *detector) matchStart(rest string) (s, e, next int, ok bool) {
 	w := rest[:min(len(rest), startWindow)]
 	if d.scan == nil {
@@ -87,7 +88,10 @@ func (d *detector) matchStart(rest string) (s, e, next int, ok bool) {
 		s, e := d.secret(m)
 		return s, e, 1, true
 	}
-	k := d.key.FindStringIndex(w)
+	// The key on rest too: the whitespace around its ':' or '=' has no
+	// bound either (a run of it past the window left the value unmatched),
+	// and a key's scan stops at the first byte its pattern cannot take.
+	k := d.key.FindStringIndex(rest)
 	if k == nil {
 		return 0, 0, 1, false
 	}

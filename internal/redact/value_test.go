@@ -95,6 +95,9 @@ func TestValueScanMatchesExpression(t *testing.T) {
 		"password=" + strings.Repeat("a", 5000), `password="` + strings.Repeat("a", 5000) + `"`, `password='` + strings.Repeat(`\'`, 3000) + `' x`,
 		`password="` + strings.Repeat("a", 5000), "password=" + strings.Repeat("😀", 2000) + ";", `password="` + strings.Repeat("a", 2000) + "\\\n" + `"`,
 		"password==abcd", "password= \n abcd", "pa\u017f\u017fword=abcd", "api_\u212aey=abcd", `password=""""`,
+		// Whitespace around the separator past the keyword's window
+		// (startWindow): the key is matched on the text, not the window.
+		"secret =" + strings.Repeat(" ", 1500) + "abcdef", "password" + strings.Repeat("\t", 1300) + `: "hunter22"`,
 	}
 	// Every ASCII character and a multi-byte one inside a bare, a double-
 	// and a single-quoted value, and escaped in the quoted ones.
