@@ -23,8 +23,11 @@ import (
 // maiden's MCP server over it with a 200 ms progress ticker:
 //   - steps: progress 1, 2, 3 of 3 at once (before any tick), then returns;
 //   - late: 550 ms of nothing (the ticker speaks), then 0, 1, 2 of 2;
-//   - quiet: 500 ms of nothing, no progress of its own.
-func progressEnv(t *testing.T) *env {
+//   - quiet: nothing until the client has seen two of the ticker's
+//     notifications for a quiet call (at most 30 s), no progress of its
+//     own: a loaded machine's late timer, coalescing ticks, made a tool
+//     of a fixed 500 ms see one tick.
+func progressEnv(t *testing.T, prog *progressByToken) *env {
 	t.Helper()
 	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	type none struct{}
@@ -51,7 +54,7 @@ func progressEnv(t *testing.T) *env {
 		return nil, out{true}, nil
 	})
 	mcp.AddTool(up, &mcp.Tool{Name: "quiet"}, func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, out, error) {
-		time.Sleep(500 * time.Millisecond)
+		prog.waitTicks(ctx, "quiet-", prog.ticks("quiet-")+2, 30*time.Second)
 		return nil, out{true}, nil
 	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
@@ -80,8 +83,9 @@ func progressEnv(t *testing.T) *env {
 
 // progressByToken collects progress notifications per token.
 type progressByToken struct {
-	mu  sync.Mutex
-	got map[any][]mcp.ProgressNotificationParams
+	mu   sync.Mutex
+	got  map[any][]mcp.ProgressNotificationParams
+	more chan struct{} // closed (and replaced) at every notification
 }
 
 func (p *progressByToken) handler(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
@@ -91,6 +95,51 @@ func (p *progressByToken) handler(_ context.Context, r *mcp.ProgressNotification
 		p.got = map[any][]mcp.ProgressNotificationParams{}
 	}
 	p.got[r.Params.ProgressToken] = append(p.got[r.Params.ProgressToken], *r.Params)
+	if p.more != nil {
+		close(p.more)
+	}
+	p.more = make(chan struct{})
+}
+
+// ticks counts the ticker's notifications to tokens starting with prefix.
+func (p *progressByToken) ticks(prefix string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for tok, got := range p.got {
+		if s, ok := tok.(string); ok && strings.HasPrefix(s, prefix) {
+			for _, g := range got {
+				if ticked(g) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// waitTicks waits until ticks(prefix) reaches n, ctx ends or d passes.
+func (p *progressByToken) waitTicks(ctx context.Context, prefix string, n int, d time.Duration) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		if p.more == nil {
+			p.more = make(chan struct{})
+		}
+		more := p.more
+		p.mu.Unlock()
+		if p.ticks(prefix) >= n {
+			return
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		}
+	}
 }
 
 func (p *progressByToken) of(tok string) []mcp.ProgressNotificationParams {
@@ -109,11 +158,11 @@ func ticked(n mcp.ProgressNotificationParams) bool {
 // tool that never reports); the values increase throughout.
 func TestImportedProgressRelayed(t *testing.T) {
 	t.Parallel()
-	e := progressEnv(t)
+	var prog progressByToken // the quiet tool waits on it (its tokens are per era)
+	e := progressEnv(t, &prog)
 	srv := e.httpServer(HTTPOptions{})
 	for _, era := range []string{legacyProtocol, ModernProtocol} {
 		t.Run(era, func(t *testing.T) {
-			var prog progressByToken
 			cs, err := e.httpClientEra(srv.URL, nil, era, &mcp.ClientOptions{ProgressNotificationHandler: prog.handler})
 			if err != nil {
 				t.Fatal(err)
