@@ -63,8 +63,8 @@ func detStarts(starts []string, skip func(string) bool, name, expr string) detec
 		skip: skip, starts: starts, anchored: anchored}
 }
 
-// startWindow bounds an anchored match of a detStarts detector (a
-// detValue's key; its value, of any length, is scanned past it, see
+// startWindow bounds an anchored match of a detStarts detector; not a
+// detValue's, whose key and value are matched on the text (see
 // matchStart).
 const startWindow = 1200
 

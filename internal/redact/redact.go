@@ -243,8 +243,9 @@ func (r *Redactor) redact(text string, depth int) (string, int) {
 // value re-encoded).
 //
 // Linear time for a detValue detector, whose values have no length bound:
-// per start word, occurrences are tried left to right and each key is
-// short (one keyword, at most startWindow bytes of separator). A bare scan
+// per start word, occurrences are tried left to right and each key reads
+// one keyword and the whitespace and separator after it (two occurrences'
+// whitespace runs are disjoint: a keyword is not whitespace). A bare scan
 // that fails reads at most 4 characters; one that succeeds is resumed past
 // (valueNext), so a byte is read again only within keywordSlack of a
 // value's end. A quoted scan, failing or not, reads up to the first
