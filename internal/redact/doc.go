@@ -75,11 +75,12 @@
 // literal it cannot match without (ghp_, AKIA, eyJ, PRIVATE KEY…) with a
 // vectorised search; the two case-insensitive ones (aws-secret-key,
 // password) run anchored only where one of their keywords occurs in an
-// ASCII-lower-cased copy, on at most 1200 bytes each (Go's regexp has no
-// fast path for a case-folded alternation: this made 64 KiB of log 19×
-// faster), password's value, of any length, scanned by hand past those
-// 1200 bytes rather than by the expression's NFA (a test holding the scan
-// to the expression): a bare value's scan is not repeated from the
+// ASCII-lower-cased copy, aws-secret-key on at most 1200 bytes each (Go's
+// regexp has no fast path for a case-folded alternation: this made 64 KiB
+// of log 19× faster), password's key on the text (its whitespace has no
+// bound; a key reads its own) and its value, of any length, scanned by
+// hand rather than by the expression's NFA (a test holding the scan to the
+// expression): a bare value's scan is not repeated from the
 // keywords inside it (find resumes at its last few bytes), and the scans
 // of quoted values, which stop at the next unescaped quote of their kind,
 // read disjoint text per kind of quote, so each byte is read a bounded
