@@ -67,6 +67,10 @@ type Gate struct {
 	// they expired, redacted until then (oauth.go's retire).
 	retiredMu sync.Mutex
 	retired   []retiredToken
+	// waitingForToken, if set (tests only), is called as a request
+	// starts waiting for the token request another one made
+	// (oauth.go's oauthToken): the event a test of the waiters needs.
+	waitingForToken func(name string)
 }
 
 // New returns a Gate.

@@ -3,6 +3,7 @@ package egress
 import (
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -12,10 +13,11 @@ import (
 	"github.com/maiden-run/maiden/internal/credential"
 )
 
-// Two of the twenty-seventh pass's open plants (docs/security-tests.md),
+// The twenty-seventh pass's three open plants (docs/security-tests.md),
 // closed: the token endpoint is asked of the caller's Authorizer like any
-// request carrying the secret, and a public client of the refresh grant
-// sends no client authentication at all.
+// request carrying the secret, a public client of the refresh grant sends
+// no client authentication at all, and a call waiting for another's token
+// request takes its refusal rather than asking again.
 
 // TestMutation27TokenEndpointAuthorized: a caller whose authority (a card)
 // allows the API but not the token endpoint gets no token: the Authorizer
@@ -99,5 +101,63 @@ func TestMutation27PublicClientSendsNoAuthentication(t *testing.T) {
 	wantForm = url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"rt-27-conf"}}
 	if auth != wantAuth || form.Encode() != wantForm.Encode() {
 		t.Fatalf("confidential client's token request: Authorization %q, form %q; want %q, form %q", auth, form.Encode(), wantAuth, wantForm.Encode())
+	}
+}
+
+// TestMutation27WaiterTakesTheFlightsRefusal: a call that finds another
+// call's token request under way waits for it and takes its outcome, a
+// refusal too: the endpoint is asked once, not once more per waiter (a
+// refused client would otherwise be asked again by every call that
+// waited, each adding to the endpoint's view of a misbehaving client).
+func TestMutation27WaiterTakesTheFlightsRefusal(t *testing.T) {
+	w := newTokWorld(t)
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // a failing test does not leave the endpoint waiting
+	w.mu.Lock()
+	w.answer = func(rw http.ResponseWriter, _ *http.Request, n int) {
+		if n == 1 {
+			asked <- struct{}{}
+			<-release
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(rw, `{"error":"invalid_client"}`)
+	}
+	w.mu.Unlock()
+	waiting := make(chan string, 1)
+	w.e.gate.waitingForToken = func(name string) { waiting <- name }
+
+	type result struct {
+		resp *Response
+		ferr *FetchError
+	}
+	first, second := make(chan result, 1), make(chan result, 1)
+	go func() { r, e := w.fetch(t); first <- result{r, e} }()
+	select {
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first call's token request did not reach the endpoint")
+	}
+	go func() { r, e := w.fetch(t); second <- result{r, e} }()
+	select {
+	case name := <-waiting:
+		if name != "API_TOKEN" {
+			t.Fatalf("a waiter for %q; want API_TOKEN", name)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second call did not wait for the first one's token request")
+	}
+	releaseOnce()
+	want := `credential "API_TOKEN": the token endpoint "a.example.com" gave no access token: status 400 (error invalid_client) (rule: oauth2-token)`
+	for i, ch := range []chan result{first, second} {
+		r := <-ch
+		if r.ferr == nil || r.ferr.Kind != FetchDenied || r.ferr.Rule != RuleOAuth2Token || r.ferr.Message != want {
+			t.Fatalf("call %d: %v %v; want denied, rule %s, %q", i+1, r.resp, r.ferr, RuleOAuth2Token, want)
+		}
+	}
+	if n := w.requests(); n != 1 {
+		t.Fatalf("the endpoint was asked %d times for two calls, one waiting on the other; want 1", n)
 	}
 }

@@ -150,6 +150,9 @@ func (g *Gate) oauthToken(ctx context.Context, p *Policy, name string, spec cred
 		}
 		f := c.flight
 		c.mu.Unlock()
+		if g.waitingForToken != nil {
+			g.waitingForToken(name)
+		}
 		select {
 		case <-f.done:
 		case <-ctx.Done():
