@@ -73,6 +73,11 @@ type tokenEntry struct {
 	Renew   time.Time `json:"n"` // when to refresh it ahead of expiry
 	Refresh string    `json:"r,omitempty"`
 	Scopes  string    `json:"s,omitempty"` // what Token was asked for
+	// unsaved: the shared token store failed to keep this entry after the
+	// endpoint gave it (tokenshare.go), so its Refresh is newer than the
+	// store's row, which holds a refresh token the endpoint has spent.
+	// Never stored (a row that holds the entry is saved).
+	unsaved bool
 }
 
 // fresh reports whether e may be attached at now for scopes, stale being
@@ -110,7 +115,7 @@ func (g *Gate) tokenCache(k tokenKey) *tokenCache {
 		if o := o.(tokenKey); o.name == k.name && o.secret == k.secret && o.url == k.url && o.client == k.client {
 			oc := oc.(*tokenCache)
 			oc.mu.Lock()
-			fresh.entry.Refresh = oc.entry.Refresh
+			fresh.entry.Refresh, fresh.entry.unsaved = oc.entry.Refresh, oc.entry.unsaved
 			oc.mu.Unlock()
 		}
 		return true
@@ -170,10 +175,10 @@ func (g *Gate) oauthToken(ctx context.Context, p *Policy, name string, spec cred
 	}
 	f := &tokenFlight{done: make(chan struct{})}
 	c.flight = f
-	refresh := c.entry.Refresh
+	prev := c.entry
 	c.mu.Unlock()
 
-	e, d := g.newToken(ctx, p, name, k, spec, v, refresh, authz, stale)
+	e, d := g.newToken(ctx, p, name, k, spec, v, prev, authz, stale)
 	c.mu.Lock()
 	if d.Allow {
 		if old := c.entry; old.Token != e.Token && old.Token != stale {
@@ -192,15 +197,16 @@ func (g *Gate) oauthToken(ctx context.Context, p *Policy, name string, spec cred
 
 // newToken is a token for k that is not stale: through the shared store
 // when the gate has one (which may hold a fresh token another instance
-// obtained), else from the endpoint. refresh is the refresh token the
-// endpoint last rotated to ("" for the configured one).
-func (g *Gate) newToken(ctx context.Context, p *Policy, name string, k tokenKey, spec credential.Spec, v credential.Values, refresh string, authz Authorizer, stale string) (tokenEntry, Ruling) {
+// obtained), else from the endpoint. prev is the entry k's cache holds:
+// its Refresh is the refresh token the endpoint last rotated to ("" for
+// the configured one).
+func (g *Gate) newToken(ctx context.Context, p *Policy, name string, k tokenKey, spec credential.Spec, v credential.Values, prev tokenEntry, authz Authorizer, stale string) (tokenEntry, Ruling) {
 	if g.share != nil {
-		if e, d, shared := g.sharedToken(ctx, p, name, k, spec, v, refresh, authz, stale); shared {
+		if e, d, shared := g.sharedToken(ctx, p, name, k, spec, v, prev, authz, stale); shared {
 			return e, d
 		}
 	}
-	return g.requestToken(ctx, p, name, spec, v, refresh, authz)
+	return g.requestToken(ctx, p, name, spec, v, prev.Refresh, authz)
 }
 
 // retiredToken is an access token of secret name the gate no longer

@@ -107,9 +107,21 @@ var errTokenDenied = errors.New("token request refused")
 // sharedToken is newToken through the shared store: under the lease, the
 // stored token if it is fresh and not stale, else one from the endpoint
 // (with the refresh token stored last, which another instance may have
-// rotated), stored for the others.
+// rotated, unless prev is an entry this instance could not store, whose
+// refresh token is newer), stored for the others.
+//
+// A store that fails after the endpoint answered (its update or commit)
+// does not lose what the endpoint gave: the endpoint has spent the refresh
+// token it was sent, so the one it rotated to is the lineage's only valid
+// one. The call gets the token and this instance keeps the entry, marked
+// unsaved, until a later lease stores it (the gate's Audit logger gets
+// one event per request, so the store's failure is not logged here); without it the next request
+// would send the spent refresh token again, which an endpoint that
+// detects reuse (RFC 9700 4.14.2) answers by revoking the whole lineage.
+// A store that fails before the endpoint is asked refuses the call, with
+// nothing sent.
 // shared is false when the store shares nothing (ErrNotShared).
-func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenKey, spec credential.Spec, v credential.Values, refresh string, authz Authorizer, stale string) (_ tokenEntry, _ Ruling, shared bool) {
+func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenKey, spec credential.Spec, v credential.Values, prev tokenEntry, authz Authorizer, stale string) (_ tokenEntry, _ Ruling, shared bool) {
 	row := shareRow(k)
 	a, err := shareAEAD(row, v)
 	if err != nil {
@@ -117,13 +129,16 @@ func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenK
 	}
 	var out tokenEntry
 	d := allowed
+	requested := false // out is the endpoint's answer, not the stored row
 	err = g.share.LeaseToken(ctx, row, func(stored []byte) ([]byte, error) {
+		out, requested = tokenEntry{}, false // a lease may run update again
 		cur, ok := openEntry(a, row, stored)
 		if ok && cur.fresh(g.now(), k.scopes, stale) {
 			out = cur
 			return nil, nil
 		}
-		if ok && cur.Refresh != "" {
+		refresh := prev.Refresh
+		if ok && cur.Refresh != "" && !prev.unsaved {
 			refresh = cur.Refresh
 		}
 		e, rd := g.requestToken(ctx, p, name, spec, v, refresh, authz)
@@ -131,7 +146,7 @@ func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenK
 			d = rd
 			return nil, errTokenDenied
 		}
-		out = e
+		out, requested = e, true
 		return sealEntry(a, row, e)
 	})
 	switch {
@@ -139,6 +154,9 @@ func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenK
 		return tokenEntry{}, allowed, false
 	case !d.Allow:
 		return tokenEntry{}, d, true
+	case err != nil && requested:
+		out.unsaved = true
+		return out, allowed, true
 	case err != nil:
 		return tokenEntry{}, deny(RuleOAuth2Token, "credential %s: the shared token store failed", quote(name)), true
 	}
