@@ -114,12 +114,12 @@ var errTokenDenied = errors.New("token request refused")
 // does not lose what the endpoint gave: the endpoint has spent the refresh
 // token it was sent, so the one it rotated to is the lineage's only valid
 // one. The call gets the token and this instance keeps the entry, marked
-// unsaved, until a later lease stores it (the gate's Audit logger gets
-// one event per request, so the store's failure is not logged here); without it the next request
+// unsaved, until a later lease stores it; without that, the next request
 // would send the spent refresh token again, which an endpoint that
 // detects reuse (RFC 9700 4.14.2) answers by revoking the whole lineage.
-// A store that fails before the endpoint is asked refuses the call, with
-// nothing sent.
+// (The store's failure is not logged here: the gate's Audit logger gets
+// one event per request.) A store that fails before the endpoint is asked
+// refuses the call, with nothing sent.
 // shared is false when the store shares nothing (ErrNotShared).
 func (g *Gate) sharedToken(ctx context.Context, p *Policy, name string, k tokenKey, spec credential.Spec, v credential.Values, prev tokenEntry, authz Authorizer, stale string) (_ tokenEntry, _ Ruling, shared bool) {
 	row := shareRow(k)
