@@ -168,18 +168,19 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		res.ExitCode = ws4.ExitStatus()
 	}
 	if len(msg) > 0 {
-		return res, fmt.Errorf("confine: %s: %s", s.Path, childError(string(msg)))
+		return res, childError(s.Path, string(msg))
 	}
 	return res, nil
 }
 
-// childError renders the child's "step: errno".
-func childError(msg string) string {
+// childError is the error of the child's report "step: errno" about
+// path, wrapping the errno (errors.Is(err, unix.ETXTBSY), say).
+func childError(path, msg string) error {
 	step, num, ok := strings.Cut(msg, ": ")
 	if n, err := strconv.Atoi(num); ok && err == nil {
-		return step + ": " + unix.Errno(n).Error()
+		return fmt.Errorf("confine: %s: %s: %w", path, step, unix.Errno(n))
 	}
-	return msg
+	return fmt.Errorf("confine: %s: %s", path, msg)
 }
 
 // prepare checks s and decides the confinement this kernel gives it.
