@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // The confined programs of these tests are this test binary itself, in a
@@ -470,20 +471,8 @@ func TestExecutableOutsideSystemPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(exe, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// ETXTBSY: a child another test forked while the copy was open for
-	// writing holds it until that child execs (close-on-exec), so the run
-	// is tried again a moment later (seen once in full run 190).
-	var res confine.Result
-	for try := 0; ; try++ {
-		res, err = confine.Run(context.Background(), confine.Spec{Path: exe})
-		if !errors.Is(err, syscall.ETXTBSY) || try == 100 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WriteExecutable(t, exe, b) // never "text file busy" to the run below (full run 190)
+	res, err := confine.Run(context.Background(), confine.Spec{Path: exe})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("a copy of /bin/true: %+v %v", res, err)
 	}

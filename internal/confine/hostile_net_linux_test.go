@@ -4,7 +4,6 @@ package confine_test
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -22,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/maiden-run/maiden/internal/confine"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // The attacks of issue 22 (findings 1-3), as a hostile CLI makes them: raw
@@ -595,28 +595,16 @@ func TestNetworkNamespaceWithoutRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "confine.test")
-	if err := os.WriteFile(exe, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExecutable(t, exe, b) // never "text file busy" to the exec below
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	tests := []string{"TestOnlyTheProxyInTheNetworkNamespace", "TestStartCmdOnlyTheProxyInTheNetworkNamespace", "TestProbe", "TestNoFastOpenAroundTheProxy", "TestNetworkNamespaceIsReleased"}
-	// ETXTBSY: a child another test forked while the copy was open for
-	// writing holds it until that child execs (close-on-exec), so the
-	// exec is tried again a moment later (seen once in a full run).
-	var out []byte
-	for try := 0; ; try++ {
-		cmd := exec.Command(exe, "-test.run=^("+strings.Join(tests, "|")+")$", "-test.count=1", "-test.v")
-		cmd.Dir = dir
-		cmd.Env = []string{requireNetNS + "=1", "HOME=" + dir, "TMPDIR=/tmp", "PATH=/usr/bin:/bin"}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		out, err = cmd.CombinedOutput()
-		if !errors.Is(err, syscall.ETXTBSY) || try == 100 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	cmd := exec.Command(exe, "-test.run=^("+strings.Join(tests, "|")+")$", "-test.count=1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{requireNetNS + "=1", "HOME=" + dir, "TMPDIR=/tmp", "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}

@@ -229,7 +229,7 @@ func fakeWizer(t *testing.T, script string) (*Toolchain, string) {
 	tc := &Toolchain{dir: t.TempDir()}
 	p := filepath.Join(tc.dir, "node_modules", "@bytecodealliance", "wizer-"+goos+"-"+arch, "wizer")
 	must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(t, os.WriteFile(p, []byte("#!/bin/sh\n"+script), 0o755))
+	writeExecutable(t, p, "#!/bin/sh\n"+script)
 	got, err := tc.wizerPath()
 	if err != nil || got != p {
 		t.Fatalf("wizerPath = %q, %v; want %s", got, err, p)

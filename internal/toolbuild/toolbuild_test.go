@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,10 +148,22 @@ func TestMissingNode(t *testing.T) {
 func fakeExecutable(t *testing.T, name, script string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+	writeExecutable(t, p, "#!/bin/sh\n"+script)
+	return p
+}
+
+// writeExecutable is testkit.WriteExecutable (which this package's own
+// tests cannot import: testkit builds tools with it): the file written
+// holding syscall.ForkLock, so that no child another parallel test forks
+// holds it open for writing when it is run ("text file busy").
+func writeExecutable(t *testing.T, p, content string) {
+	t.Helper()
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(p, []byte(content), 0o755)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
 
 func TestOldNode(t *testing.T) {

@@ -508,9 +508,7 @@ func nobodyCopy(t *testing.T) string {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "worker.test")
-	if err := os.WriteFile(exe, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteExecutable(t, exe, b)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
