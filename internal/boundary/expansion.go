@@ -104,6 +104,7 @@ func Validate(data []byte) (Expansion, error) {
 	}
 	var rawEntries []json.RawMessage
 	var rawNet map[string]json.RawMessage
+	netNotObject := false
 	for k, v := range top {
 		switch k {
 		case "filesystem":
@@ -122,7 +123,15 @@ func Validate(data []byte) (Expansion, error) {
 		case "network":
 			n, ok := object(v)
 			if !ok {
-				return refuse(ReasonInvalidExpansion, "network is not an object with distinct keys")
+				if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '{' {
+					return refuse(ReasonInvalidExpansion, "network is not an object with distinct keys")
+				}
+				// Not an object (true, null, a string): it has no key
+				// to be unknown, so it is step 6's "network other
+				// than {enabled: true}", after the count and the
+				// entries.
+				netNotObject = true
+				continue
 			}
 			for nk := range n {
 				if nk != "enabled" {
@@ -169,6 +178,9 @@ func Validate(data []byte) (Expansion, error) {
 	}
 	// 6. network is {enabled: true} or absent.
 	x := Expansion{}
+	if netNotObject {
+		return refuse(ReasonInvalidExpansion, "network: want {\"enabled\": true}")
+	}
 	if rawNet != nil {
 		if len(rawNet) != 1 || string(bytes.TrimSpace(rawNet["enabled"])) != "true" {
 			return refuse(ReasonInvalidExpansion, "network: want {\"enabled\": true}")

@@ -144,3 +144,30 @@ func TestMutation30CreateIgnoresAPriorOfAnotherID(t *testing.T) {
 	}
 }
 
+// TestMutation30NetworkShapeAfterCount (BOUNDARIES.md, Validation; B2):
+// the first failure in the listed order is the result. A network that is
+// not an object has no key to be unknown (step 1): it is step 6's "network
+// other than {enabled: true}", so 33 entries beside it are refused
+// too_many_entries (step 2) like 33 entries beside {"enabled": false};
+// alone it is invalid_expansion. An object with a key twice is still step
+// 1's. (Found by the thirtieth pass, fixed after it.)
+func TestMutation30NetworkShapeAfterCount(t *testing.T) {
+	var es []string
+	for i := 0; i < 33; i++ {
+		es = append(es, entryJSON(fmt.Sprintf("/f%d", i), "read", "exact"))
+	}
+	for _, net := range []string{`true`, `null`, `"on"`, `[]`, `{"enabled":false}`} {
+		data := `{"filesystem":{"entries":[` + strings.Join(es, ",") + `]},"network":` + net + `}`
+		if _, err := Validate([]byte(data)); reasonOf(err) != ReasonTooManyEntries {
+			t.Errorf("B2 with network %s: %v; want too_many_entries (step 2 comes before step 6)", net, err)
+		}
+		one := `{"filesystem":{"entries":[` + es[0] + `]},"network":` + net + `}`
+		if _, err := Validate([]byte(one)); reasonOf(err) != ReasonInvalidExpansion || !strings.Contains(err.Error(), `network: want {"enabled": true}`) {
+			t.Errorf("one entry with network %s: %v; want invalid_expansion, network: want {\"enabled\": true}", net, err)
+		}
+	}
+	dup := `{"filesystem":{"entries":[` + strings.Join(es, ",") + `]},"network":{"enabled":true,"enabled":true}}`
+	if _, err := Validate([]byte(dup)); reasonOf(err) != ReasonInvalidExpansion || !strings.Contains(err.Error(), "network is not an object with distinct keys") {
+		t.Errorf("network with a key twice: %v; want invalid_expansion at step 1, network is not an object with distinct keys", err)
+	}
+}
