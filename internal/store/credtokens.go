@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"fmt"
 )
@@ -71,7 +70,11 @@ func (s *DB) LeaseToken(ctx context.Context, key string, update func(stored []by
 			return fmt.Errorf("lease credential token: %w", err)
 		}
 	}
-	if err := tx.Commit(); err != nil && err != sql.ErrTxDone {
+	// Every error of the commit is one: sql.ErrTxDone is what Commit
+	// returns once database/sql rolled the transaction back for a context
+	// that ended after the UPDATE, and the row then holds what it held
+	// (the gate keeps a token it could not store, tokenshare.go).
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("lease credential token: %w", err)
 	}
 	return nil
