@@ -270,25 +270,53 @@ func TestCannotWriteToReadOnlyPath(t *testing.T) {
 }
 
 // listener is a loopback listener counting accepted connections.
-func listener(t *testing.T) (string, *atomic.Int64) {
+func listener(t *testing.T) (string, *hits) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var n atomic.Int64
+	h := &hits{accepted: make(chan struct{}, 64)}
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			n.Add(1)
+			h.n.Add(1)
+			select {
+			case h.accepted <- struct{}{}:
+			default:
+			}
 			c.Close()
 		}
 	}()
-	return ln.Addr().String(), &n
+	return ln.Addr().String(), h
+}
+
+// hits counts a listener's accepted connections. A client's connect
+// returns once the kernel queued the connection, before the listener's
+// Accept returns it: a count read right after a connect may not have it
+// yet, so a test waits for the accept (waitFor) before it counts.
+type hits struct {
+	n        atomic.Int64
+	accepted chan struct{}
+}
+
+func (h *hits) Load() int64 { return h.n.Load() }
+
+// waitFor waits until the listener accepted n connections.
+func (h *hits) waitFor(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for h.n.Load() < n {
+		select {
+		case <-h.accepted:
+		case <-deadline:
+			t.Fatalf("the listener accepted %d connections in 30 s, want %d", h.n.Load(), n)
+		}
+	}
 }
 
 func port(addr string) int {
@@ -309,6 +337,7 @@ func TestCannotConnectButToTheProxyPort(t *testing.T) {
 	// No proxy port: not even the proxy.
 	mustRefuse(t, "no network: the proxy port", mode(t, "connect", confine.Spec{}, proxy))
 	mustRefuse(t, "no network: UDP", mode(t, "udp", confine.Spec{}, other))
+	proxyHits.waitFor(t, 1) // the one connection the proxy port allowed
 	if n := otherHits.Load(); n != 0 {
 		t.Fatalf("the other listener accepted %d connections", n)
 	}
