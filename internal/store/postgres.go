@@ -114,9 +114,27 @@ func (p *pgState) lockError(err error) error {
 	return fmt.Errorf("take the write lock: %w", err)
 }
 
-func (p *pgState) close() {
-	if p.feed != nil {
-		p.feed.close()
+// close stops the change feed, then deletes its lease rows through db.
+// The feed deletes its row itself as its connection ends, on that
+// connection and within 500 ms; but the connection's context is the one
+// close cancelled, and on a loaded server the delete was seen to miss
+// (full run 193: another instance's next write of cards then waited out
+// the row's lease, ~2.4 s, for a feed already gone). The rows are this
+// process's feed backends', which have ended by now: a backend PID is the
+// server's process ID, not reused while the server's pid counter has not
+// wrapped, so no other instance's row is named.
+func (p *pgState) close(db *sql.DB) {
+	if p.feed == nil {
+		return
+	}
+	p.feed.close()
+	if len(p.feed.pids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, pid := range p.feed.pids {
+		_, _ = db.ExecContext(ctx, `DELETE FROM feed_leases WHERE pid = ?`, int64(pid))
 	}
 }
 
@@ -752,6 +770,11 @@ type changeFeed struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	log       *slog.Logger
+	// pids are the server PIDs of the feed's connections so far (its
+	// goroutine's until done is closed): their lease rows, which the feed
+	// deletes as each connection ends, are deleted again at close through
+	// the store's pool (pgState.close).
+	pids []uint32
 
 	start   time.Time    // the lease's clock: monotonic time since start
 	trusted atomic.Int64 // the lease: until this much after start
@@ -873,6 +896,7 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 		return err
 	}
 	pid := conn.PgConn().PID()
+	f.pids = append(f.pids, pid)
 	ack := func(gen int64) error {
 		if d := f.ackDelay.Load(); d > 0 {
 			time.Sleep(time.Duration(d)) // tests only

@@ -251,7 +251,7 @@ func (s *DB) Close() error {
 		jerr = s.journal.close()
 	}
 	if s.pg != nil {
-		s.pg.close()
+		s.pg.close(s.db)
 	}
 	s.shm.close()
 	if s.pin != nil {
