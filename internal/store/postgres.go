@@ -114,6 +114,10 @@ func (p *pgState) lockError(err error) error {
 	return fmt.Errorf("take the write lock: %w", err)
 }
 
+// maxFeedPIDs bounds changeFeed.pids: a feed that reconnects for days
+// must not grow it, nor the deletes at close.
+const maxFeedPIDs = 64
+
 // close stops the change feed, then deletes its lease rows through db.
 // The feed deletes its row itself as its connection ends, on that
 // connection and within 500 ms; but the connection's context is the one
@@ -770,10 +774,13 @@ type changeFeed struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	log       *slog.Logger
-	// pids are the server PIDs of the feed's connections so far (its
+	// pids are the server PIDs of the feed's last few connections (its
 	// goroutine's until done is closed): their lease rows, which the feed
 	// deletes as each connection ends, are deleted again at close through
-	// the store's pool (pgState.close).
+	// the store's pool (pgState.close). Older ones' leases have run out:
+	// reconnects are at least the 50 ms backoff apart, so maxFeedPIDs of
+	// them span over 3 s, more than a lease (2.5 s); the feed's own sweep
+	// deletes long-expired rows.
 	pids []uint32
 
 	start   time.Time    // the lease's clock: monotonic time since start
@@ -896,6 +903,9 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 		return err
 	}
 	pid := conn.PgConn().PID()
+	if len(f.pids) == maxFeedPIDs {
+		f.pids = append(f.pids[:0], f.pids[1:]...)
+	}
 	f.pids = append(f.pids, pid)
 	ack := func(gen int64) error {
 		if d := f.ackDelay.Load(); d > 0 {
