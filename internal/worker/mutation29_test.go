@@ -293,3 +293,66 @@ func TestMutation29AbandonedCopyGoesBySocket(t *testing.T) {
 	}
 	t.Logf("%d copies abandoned", seen)
 }
+
+// TestMutation29SockMarkClearedBeforeTheRead: the receiver clears the sock
+// mark before it reads the socket, so a mark the sender sets after that
+// read found nothing is still there at the receiver's next look. Here the
+// mark is up for bytes an earlier read took, and the sender acts in that
+// window (inside the receiver's read, as it returns EAGAIN): a frame too
+// big for the slot goes by the socket (marked), then a small one goes by
+// the slot. The socket's frame was sent first and must be read first; a
+// mark cleared after the read is lost, and the slot's frame is taken ahead
+// of the socket's bytes.
+func TestMutation29SockMarkClearedBeforeTheRead(t *testing.T) {
+	t.Parallel()
+	region := mutation29Region(t)
+	m := mailboxAt(region, toParent)
+	r := &mailboxReader{m: m}
+	m.sock.Store(1)                                   // the mark of bytes an earlier read took
+	first := bytes.Repeat([]byte{'A'}, mailboxSlot+1) // by the socket
+	second := []byte("second, by the slot")
+	var socket []byte
+	tries := 0
+	try := func(p []byte) (int, error) {
+		tries++
+		if tries == 1 {
+			// The read found nothing; the sender sends both frames
+			// before the receiver looks again.
+			write := func(b []byte) error { socket = append(socket, b...); return nil }
+			full := func(int) error { return errors.New("the slot was full: want it empty") }
+			if err := m.send(first, write, full); err != nil {
+				return 0, err
+			}
+			if err := m.send(second, write, full); err != nil {
+				return 0, err
+			}
+			if s := m.state.Load(); s != mbFull || len(socket) != len(first) {
+				return 0, fmt.Errorf("after the two sends: the word %d, %d bytes by the socket; want full (%d), %d", s, len(socket), mbFull, len(first))
+			}
+			return 0, syscall.EAGAIN
+		}
+		if len(socket) == 0 {
+			return 0, syscall.EAGAIN
+		}
+		n := copy(p, socket)
+		socket = socket[n:]
+		return n, nil
+	}
+	var got []byte
+	p := make([]byte, 2*mailboxSlot)
+	polls := 0
+	polling := func() bool { polls++; return polls < 1000 } // bounded: a lost frame ends the read, not the test
+	for len(got) < len(first)+len(second) {
+		n, err := r.read(p, polling, try)
+		if err != nil {
+			t.Fatalf("read after %d bytes: %v", len(got), err)
+		}
+		if len(got) == 0 && n > 0 && p[0] != 'A' {
+			t.Fatalf("the first read returned %q (the slot's frame) ahead of the %d bytes written to the socket before it: the sock mark set between the receiver's socket read and its clear was lost", p[:n], len(first))
+		}
+		got = append(got, p[:n]...)
+	}
+	if want := append(append([]byte{}, first...), second...); !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, first mismatch at %d; want the socket's frame then the slot's", len(got), mismatch(got, want))
+	}
+}
