@@ -162,6 +162,13 @@ func checkPostgresURL(target string) error {
 	return nil
 }
 
+// pgConnectTimeout bounds each connection's connect and startup when the
+// URL sets no connect_timeout: a server that accepts and never answers
+// (or an address that drops the packets) must not hold Open, a call's
+// query or the change feed's reconnect, none of which has a deadline of
+// its own. A variable for a test to shorten.
+var pgConnectTimeout = 10 * time.Second
+
 // openPostgres opens the store in the PostgreSQL database target names.
 func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error) {
 	if err := checkPostgresURL(target); err != nil {
@@ -172,7 +179,7 @@ func openPostgres(ctx context.Context, target string, opts *Options) (*DB, error
 		return nil, fmt.Errorf("open state store %s: %w: %v", target, ErrBadInput, err)
 	}
 	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 10 * time.Second
+		cfg.ConnectTimeout = pgConnectTimeout
 	}
 	where := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 	db := sql.OpenDB(&pgConnector{inner: stdlib.GetConnector(*cfg), where: where})
