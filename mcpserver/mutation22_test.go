@@ -866,3 +866,33 @@ func TestConfigChangesWrappedCLIWithSubcommands(t *testing.T) {
 		t.Errorf("a subcommand's option added: %q, want %q", got, want)
 	}
 }
+
+// TestWatchSeesThePinsFile: the pin file of imported tools (maiden-pins.json
+// beside agent.toml unless the host was given another) is watched like
+// agent.toml: an operator's maiden mcp accept in another process writes it,
+// and the clients' tool lists must follow at the next tick, not at the
+// next edit of agent.toml (pass 22's open plant: the pin file not
+// stamped). Here it appears beside an unchanged agent.toml.
+func TestWatchSeesThePinsFile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
+	pins := e.host.MCPPinsPath()
+	if pins == "" || filepath.Dir(pins) != filepath.Dir(e.cfg) {
+		t.Fatalf("the host's pin file is %q; want one beside %s", pins, e.cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reloads := make(chan error, 16)
+	e.server.Watch(ctx, e.cfg, WatchOptions{Interval: 20 * time.Millisecond, Settle: 50 * time.Millisecond, OnReload: func(err error, _ []Problem) { reloads <- err }})
+	if err := os.WriteFile(pins, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-reloads:
+		if err != nil {
+			t.Fatalf("reload after the pin file was written: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no reload within 10s of the pin file %s being written, agent.toml unchanged: the watch does not look at the pin file", pins)
+	}
+}
