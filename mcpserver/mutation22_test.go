@@ -896,3 +896,29 @@ func TestWatchSeesThePinsFile(t *testing.T) {
 		t.Fatalf("no reload within 10s of the pin file %s being written, agent.toml unchanged: the watch does not look at the pin file", pins)
 	}
 }
+
+// TestReloadReportsAFailedSync: a reload whose configuration loads but
+// whose Sync of the clients' tool lists fails (here: the host was closed,
+// so its tool list is ErrClosed) reports Sync's error, so the operator's
+// log does not say "reloaded" over tool lists that were not brought up to
+// date (pass 22's open plant: Sync's error dropped by reload).
+func TestReloadReportsAFailedSync(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, []toolLine{{"echo", "echo", ""}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reloads := make(chan error, 16)
+	e.server.Watch(ctx, e.cfg, WatchOptions{Interval: 20 * time.Millisecond, Settle: 50 * time.Millisecond, OnReload: func(err error, _ []Problem) { reloads <- err }})
+	if err := e.host.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeAgentTOML(t, e.cfg, []toolLine{{"echo", "echo", "timeout_ms = 1234"}})
+	select {
+	case err := <-reloads:
+		if !errors.Is(err, maiden.ErrClosed) {
+			t.Fatalf("a reload whose Sync met a closed host: %v; want %v (Sync's error reported)", err, maiden.ErrClosed)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reload within 10s of agent.toml changing")
+	}
+}
