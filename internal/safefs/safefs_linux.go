@@ -326,13 +326,13 @@ var tmpSeq atomic.Uint64
 
 // replace writes content to a fresh file in the directory pfd and renames it over base.
 func replace(pfd int, base, path, root string, content []byte) error {
-	mode := uint32(0o644)
+	mode, replacing := uint32(0o644), false
 	var old unix.Stat_t
 	switch err := unix.Fstatat(pfd, base, &old, unix.AT_SYMLINK_NOFOLLOW); {
 	case err == nil && old.Mode&unix.S_IFMT == unix.S_IFDIR:
 		return &Error{Op: "write", Path: path, Root: root, Kind: KindIsDir}
 	case err == nil && old.Mode&unix.S_IFMT == unix.S_IFREG:
-		mode = old.Mode & 0o777
+		mode, replacing = old.Mode&0o777, true
 	case err == nil && old.Mode&unix.S_IFMT != unix.S_IFLNK:
 		return &Error{Op: "write", Path: path, Root: root, Kind: KindNotRegular}
 	case err != nil && !errors.Is(err, unix.ENOENT):
@@ -353,7 +353,12 @@ func replace(pfd int, base, path, root string, content []byte) error {
 		break
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	err := unix.Fchmod(fd, mode) // the umask applied at creation must not change a replaced file's bits
+	var err error
+	if replacing {
+		// The umask applied at creation must not change a replaced file's bits; a new file keeps 0644 less the
+		// umask (the process's choice of who may read what it creates).
+		err = unix.Fchmod(fd, mode)
+	}
 	if err == nil {
 		_, err = f.Write(content)
 	}
@@ -486,7 +491,7 @@ func pick(op string, roots []Root, path string, write bool, protected []string) 
 		default:
 			continue
 		}
-		exact := r.Exact && rp != "/"
+		exact := r.Exact
 		if exact && rp != path || !within(rp, path) {
 			continue
 		}
@@ -505,9 +510,12 @@ func pick(op string, roots []Root, path string, write bool, protected []string) 
 		return target{}, &Error{Op: op, Path: path, Kind: KindOutside}
 	}
 	t := target{root: best, dir: best, exact: bestExact, restr: restr}
-	if bestExact {
+	switch {
+	case bestExact && best == "/": // "/" itself, opened as the root it is (it has no parent to open it from)
+		t.rel = "."
+	case bestExact:
 		t.dir, t.rel = filepath.Dir(best), filepath.Base(best)
-	} else {
+	default:
 		t.rel = strings.TrimPrefix(strings.TrimPrefix(path, best), "/")
 		if t.rel == "" {
 			t.rel = "."
