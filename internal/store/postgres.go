@@ -778,9 +778,14 @@ type changeFeed struct {
 	// every acknowledgement: at their deadline, or after waiting out a
 	// vanished feed's lease (tests: while every feed listens, none does).
 	waitedOut atomic.Int64
-	cancel    context.CancelFunc
-	done      chan struct{}
-	log       *slog.Logger
+	// epochLoading (tests), if set, is called between trustedEpoch's
+	// first look at the lease and its load of the epoch: where a reader
+	// descheduled for longer than the lease's rest would load an epoch
+	// the lease no longer vouches for.
+	epochLoading func()
+	cancel       context.CancelFunc
+	done         chan struct{}
+	log          *slog.Logger
 	// pids are the server PIDs of the feed's last few connections (its
 	// goroutine's until done is closed): their lease rows, which the feed
 	// deletes as each connection ends, are deleted again at close through
@@ -840,6 +845,9 @@ func (f *changeFeed) sessionsEpoch() (int64, bool) { return f.trustedEpoch(&f.se
 func (f *changeFeed) trustedEpoch(epoch *atomic.Int64) (int64, bool) {
 	if !f.up.Load() || time.Since(f.start) >= time.Duration(f.trusted.Load()) {
 		return 0, false
+	}
+	if f.epochLoading != nil {
+		f.epochLoading()
 	}
 	e := epoch.Load()
 	if time.Since(f.start) >= time.Duration(f.trusted.Load()) {
