@@ -5,7 +5,6 @@ package egress
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"net/http"
 	"strings"
@@ -121,10 +120,7 @@ func TestMutation23HeaderSecretRangeAndOverride(t *testing.T) {
 // it anyway is refused, not decoded.
 func TestMutation23RangeNotGzipped(t *testing.T) {
 	e := newEnv(t)
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write([]byte("part of the file"))
-	zw.Close()
+	gz := gzipped(t, []byte("part of the file"), 1)
 	var mu sync.Mutex
 	var asked []string
 	s := startServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -134,7 +130,7 @@ func TestMutation23RangeNotGzipped(t *testing.T) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Range", "bytes 0-15/100")
 		w.WriteHeader(http.StatusPartialContent)
-		w.Write(gz.Bytes())
+		w.Write(gz)
 	}, false)
 	e.res.set("api.example.com", "127.0.0.1")
 	p := mustPolicy(t, toolFor(t, s.port))
@@ -224,13 +220,10 @@ func TestMutation23QueryEscapesChecked(t *testing.T) {
 // names it (codings are case-insensitive, RFC 9110 8.4.1).
 func TestMutation23GzipInAnyCase(t *testing.T) {
 	e := newEnv(t)
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write([]byte("decoded body"))
-	zw.Close()
+	gz := gzipped(t, []byte("decoded body"), 1)
 	s := startServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "GZip")
-		w.Write(gz.Bytes())
+		w.Write(gz)
 	}, false)
 	e.res.set("api.example.com", "127.0.0.1")
 	p := mustPolicy(t, toolFor(t, s.port))
