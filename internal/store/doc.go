@@ -211,10 +211,19 @@
 //     (Options.Logger) and counted (Journal.Stats), and the rest of the
 //     file is ingested. A partial last line of a file nobody writes any
 //     more (its writer died mid-copy: never acknowledged) is dropped,
-//     logged and counted as torn. The checksum is not a signature: whoever
-//     can write the journal can recompute it, as they can the chain's
-//     hashes; and lines deleted from the end of a dead writer's file before
-//     ingestion are not detected (a killed process writes no trailer).
+//     logged and counted as torn. Zeros where a sealed file's lines end are
+//     its unwritten room unless something follows them (a page lost at
+//     power loss, or zeroed): ingestion then goes on at the first line
+//     after them, the lines they held recorded missing and a line they cut
+//     into damaged. This process's own file cut shorter than it wrote is
+//     read to its real end, and the lines it lacks recorded missing. A dead
+//     process's file owned by another user (but root), or writable by its
+//     group or others, is refused (ErrJournalFileUnsafe: Open fails until
+//     it is removed), as the directory is (ErrJournalDirUnsafe). The
+//     checksum is not a signature: whoever can write the journal can
+//     recompute it, as they can the chain's hashes; and lines deleted from
+//     the end of a dead writer's file before ingestion are not detected (a
+//     killed process writes no trailer).
 //   - Ingestion: woken by an append, the ingester waits out
 //     Options.JournalInterval (20 ms) or a Flush, then takes up to 4096
 //     lines per transaction: it reads the file's position from table

@@ -127,6 +127,12 @@ var ErrJournalFull = errors.New("the audit journal's backlog is past its bound")
 // to start a journal file) until it is fixed.
 var ErrJournalDirUnsafe = errors.New("audit journal directory is writable by others")
 
+// ErrJournalFileUnsafe: a journal file of a gone process is owned by
+// another user (but root) or writable by its group or other users, so its
+// lines may not be this store's: the sweep, and so Open, refuses it (it
+// got there while the directory was unsafe) until the operator removes it.
+var ErrJournalFileUnsafe = errors.New("audit journal file not written by this store's user")
+
 // ErrStateUnsafe: a SQLite state file, one of the files SQLite keeps beside
 // it, or their directory is owned by another user or writable by other
 // users, who could then grant themselves cards, approve calls or rewrite
@@ -1119,7 +1125,7 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, com
 		if err != nil {
 			return fmt.Errorf("read journal position of %s: %w", name, err)
 		}
-		data, size, err := readJournal(rd, off, limit, s.journal.window, bufs.data)
+		data, size, nul, err := readJournal(rd, off, limit, s.journal.window, bufs.data)
 		bufs.data = data[:0]
 		if err != nil {
 			return fmt.Errorf("read audit journal %s: %w", name, err)
@@ -1208,6 +1214,40 @@ func (s *DB) ingestBatch(ctx context.Context, rd *os.File, dir, name string, com
 		// read cannot make the caller loop.
 		cut := pos > off && pos+int64(len(data)) < size
 		res.more = overlong || cut || bytes.IndexByte(data, '\n') >= 0
+		if sealed && !res.more && nul && pos+int64(len(data)) >= size {
+			// Zeros where the lines end in a file no one writes any
+			// more: its unwritten room, or (when more follows) a span
+			// lost or zeroed, whose lines must not take the rest with
+			// them. Ingestion goes on at the first line after it: the
+			// next line's number then records the lines it held as
+			// missing, and a line it cut into (its head before it, its
+			// tail after it) is recorded here as one damaged line.
+			st, err := rd.Stat()
+			q, more := int64(0), false
+			if err == nil {
+				q, more, err = pastZeros(rd, size, st.Size())
+			}
+			var start, tail int64
+			if err == nil && more {
+				start, tail, err = lineAfterZeros(rd, q, st.Size())
+			}
+			if err != nil {
+				return fmt.Errorf("read audit journal %s: %w", name, err)
+			}
+			if more {
+				if len(data) > 0 || tail > 0 {
+					raw := data
+					if len(raw) == 0 {
+						raw = nil
+					}
+					if err := damaged(next, pos, fmt.Sprintf("a line cut by %d zero bytes at offset %d (%d bytes of it before them, %d after)", q-size, size, len(data), tail), raw); err != nil {
+						return err
+					}
+					next++
+				}
+				pos, data, res.more = start, nil, true
+			}
+		}
 		if sealed && !res.more && pos+int64(len(data)) >= size {
 			// The end of a file no one writes any more.
 			if len(data) > 0 {
@@ -1256,16 +1296,18 @@ ON CONFLICT (file) DO UPDATE SET bytes = excluded.bytes, next_line = excluded.ne
 // readJournal reads file rd from off: at least one whole line if there is
 // one (up to maxJournalLine), at most window bytes otherwise, and
 // never past limit (if not -1: what its live writer has committed). end is
-// where the file's written bytes end as far as it looked: its size, limit,
-// or the first NUL byte (a mapped file's unwritten room is zeros, and no
-// line holds a NUL). It reads into buf if buf is large enough: data is
-// then buf's (the caller keeps it for the next read).
-func readJournal(rd *os.File, off, limit, window int64, buf []byte) (data []byte, end int64, err error) {
+// where the file's written bytes end as far as it looked: its size, limit
+// (or the file's size when the file is shorter: it was cut after its
+// writer wrote it), or the first NUL byte (a mapped file's unwritten room
+// is zeros, and no line holds a NUL; nul says so). It reads into buf if
+// buf is large enough: data is then buf's (the caller keeps it for the
+// next read).
+func readJournal(rd *os.File, off, limit, window int64, buf []byte) (data []byte, end int64, nul bool, err error) {
 	end = limit
 	if end < 0 {
 		st, err := rd.Stat()
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		end = st.Size()
 	}
@@ -1276,17 +1318,74 @@ func readJournal(rd *os.File, off, limit, window int64, buf []byte) (data []byte
 		data = buf[:want]
 		n, err := rd.ReadAt(data, off)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return buf[:0], end, err
+			return buf[:0], end, false, err
 		}
 		data = data[:n]
 		if z := bytes.IndexByte(data, 0); z >= 0 {
-			return data[:z], off + int64(z), nil
+			return data[:z], off + int64(z), true, nil
+		}
+		if int64(n) < want {
+			// The file ends before what it was asked for: there, whatever
+			// its writer said it wrote.
+			end = min(end, off+int64(n))
 		}
 		if bytes.IndexByte(data, '\n') >= 0 || int64(n) < want || want >= end-off || want > maxJournalLine {
-			return data, end, nil
+			return data, end, false, nil
 		}
 	}
-	return buf[:0], end, nil
+	return buf[:0], end, false, nil
+}
+
+// lineAfterZeros returns where the first line after a span of zeros
+// that ended at q starts: q if a line starts there, else after the tail
+// of the line the zeros cut into (tail its length, the newline
+// included). A tail with no newline within the longest line is left to
+// ingestion (a torn or overlong last line): start q, tail 0.
+func lineAfterZeros(rd *os.File, q, end int64) (start, tail int64, err error) {
+	buf := make([]byte, min(end-q, int64(maxJournalLine)+1))
+	n, err := rd.ReadAt(buf, q)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, err
+	}
+	buf = buf[:n]
+	if bytes.HasPrefix(buf, []byte(`{"n":`)) {
+		return q, 0, nil
+	}
+	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+		return q + int64(i) + 1, int64(i) + 1, nil
+	}
+	return q, 0, nil
+}
+
+// pastZeros returns where the first byte that is not zero lies in rd at
+// or after from, before end; false when there is none (the file's
+// unwritten room, a mapped file's tail). Holes are skipped without a read
+// (SEEK_DATA where the filesystem has it).
+func pastZeros(rd *os.File, from, end int64) (int64, bool, error) {
+	buf := make([]byte, 64<<10)
+	for from < end {
+		if d, err := seekData(rd, from); err != nil {
+			return 0, false, err
+		} else if d < 0 || d >= end {
+			return 0, false, nil
+		} else {
+			from = d
+		}
+		n, err := rd.ReadAt(buf[:min(int64(len(buf)), end-from)], from)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, false, err
+		}
+		for i, b := range buf[:n] {
+			if b != 0 {
+				return from + int64(i), true, nil
+			}
+		}
+		if n == 0 {
+			return 0, false, nil
+		}
+		from += int64(n)
+	}
+	return 0, false, nil
 }
 
 // removeJournal removes a finished journal file, then its position row:
@@ -1433,6 +1532,9 @@ func (s *DB) sweepFile(ctx context.Context, dir, name, host, runner string) (swe
 		return false, fmt.Errorf("audit journal: lock %s: %w", name, err)
 	case !locked:
 		return false, nil // its writer lives (or another sweeper has it)
+	}
+	if err := checkJournalFile(rd); err != nil {
+		return false, fmt.Errorf("audit journal: %w", err)
 	}
 	return true, s.ingestFile(ctx, rd, dir, name)
 }

@@ -64,3 +64,30 @@ func checkJournalDir(dir string) error {
 	}
 	return nil
 }
+
+// checkJournalFile refuses a journal file (open as f) that this process's
+// user did not write: one owned by another user (root's excepted, as for
+// the directory) or writable by its group or other users. The directory
+// check keeps others from adding files from now on; this one catches the
+// files they added while it did not hold (the directory was writable by
+// them once, and the operator fixed its mode as Open asked), which would
+// otherwise enter the chain as this store's records at the next sweep.
+func checkJournalFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid && st.Uid != 0 {
+		return fmt.Errorf("%w: journal file %s is owned by uid %d, not by this process's uid %d, so this store did not write it; it is not ingested into the audit chain (look at it, then remove it)",
+			ErrJournalFileUnsafe, f.Name(), st.Uid, uid)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("%w: journal file %s has mode %#o, writable by its group or other users, so this store cannot vouch for its lines; it is not ingested into the audit chain (look at it, then remove it)",
+			ErrJournalFileUnsafe, f.Name(), perm)
+	}
+	return nil
+}

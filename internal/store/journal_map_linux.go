@@ -37,3 +37,13 @@ func unmapJournal(m []byte) error { return unix.Munmap(m) }
 
 // populateJournal prefaults b's pages writable without writing to them.
 func populateJournal(b []byte) error { return unix.Madvise(b, unix.MADV_POPULATE_WRITE) }
+
+// seekData returns where rd's next data (not a hole) starts at or after
+// off; -1 when none does.
+func seekData(rd *os.File, off int64) (int64, error) {
+	d, err := unix.Seek(int(rd.Fd()), off, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) {
+		return -1, nil
+	}
+	return d, err
+}
