@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Audit record kinds written by the store itself, and those the call path
@@ -115,6 +116,26 @@ func checkAuditRecord(r AuditRecord) error {
 	return nil
 }
 
+// checkAuditText refuses a record whose names are not UTF-8 text without
+// NUL, or whose body is not UTF-8 (its raw NUL is not JSON: the body's
+// own check refuses it). PostgreSQL's text columns refuse them, so such a
+// journal line would fail its ingestion batch on every retry and hold the
+// journal (and with it every audited call); and on SQLite an export
+// writes U+FFFD for such bytes, so the record as exported is not the one
+// hashed and every later export fails to verify. Journal.Append and
+// AppendAudit (normalAudit) both ask it.
+func checkAuditText(r AuditRecord) error {
+	for _, f := range [...]struct{ what, v string }{{"kind", r.Kind}, {"actor", r.Actor}, {"agent", r.Agent}, {"tool", r.Tool}} {
+		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
+			return fmt.Errorf("%w: the audit record's %s is not UTF-8 text without NUL", ErrBadInput, f.what)
+		}
+	}
+	if !utf8.Valid(r.Body) {
+		return fmt.Errorf("%w: the audit record's body is not UTF-8", ErrBadInput)
+	}
+	return nil
+}
+
 // appendAudit appends r inside tx, which holds the write lock, so that the
 // head read here is the head the insert extends.
 func (s *DB) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (AuditRecord, error) {
@@ -134,6 +155,9 @@ func (s *DB) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (AuditR
 // none).
 func (s *DB) normalAudit(r AuditRecord) (AuditRecord, error) {
 	if err := checkAuditRecord(r); err != nil {
+		return r, err
+	}
+	if err := checkAuditText(r); err != nil {
 		return r, err
 	}
 	if r.At.IsZero() {

@@ -24,7 +24,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 )
 
@@ -417,18 +416,8 @@ func (j *Journal) append(r AuditRecord, res *Reservation) error {
 	if err := checkName("audit kind", r.Kind); err != nil { // the body is checked as it is encoded
 		return fmt.Errorf("audit journal %s: %w", r.Kind, err)
 	}
-	// Not UTF-8, or a NUL: PostgreSQL's text columns refuse them, so such
-	// a line would fail its ingestion batch on every retry and hold the
-	// journal (and with it every audited call) until it is removed.
-	for _, f := range [...]struct{ what, v string }{{"kind", r.Kind}, {"actor", r.Actor}, {"agent", r.Agent}, {"tool", r.Tool}} {
-		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
-			return fmt.Errorf("audit journal %s: %w: the record's %s is not UTF-8 text without NUL", r.Kind, ErrBadInput, f.what)
-		}
-	}
-	// The body's raw NUL is not JSON (encodeJournalFields' scan refuses
-	// it); its UTF-8 that scan does not check.
-	if !utf8.Valid(r.Body) {
-		return fmt.Errorf("audit journal %s: %w: the record's body is not UTF-8", r.Kind, ErrBadInput)
+	if err := checkAuditText(r); err != nil {
+		return fmt.Errorf("audit journal %s: %w", r.Kind, err)
 	}
 	if r.At.IsZero() {
 		r.At = j.s.now()
