@@ -1331,17 +1331,23 @@ func readJournal(rd *os.File, off, limit, window int64, buf []byte) (data []byte
 // included). A tail with no newline within the longest line is left to
 // ingestion (a torn or overlong last line): start q, tail 0.
 func lineAfterZeros(rd *os.File, q, end int64) (start, tail int64, err error) {
-	buf := make([]byte, min(end-q, int64(maxJournalLine)+1))
-	n, err := rd.ReadAt(buf, q)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, 0, err
-	}
-	buf = buf[:n]
-	if bytes.HasPrefix(buf, []byte(`{"n":`)) {
-		return q, 0, nil
-	}
-	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-		return q + int64(i) + 1, int64(i) + 1, nil
+	buf := make([]byte, 64<<10)
+	for at := q; at < min(end, q+int64(maxJournalLine)+1); {
+		n, err := rd.ReadAt(buf[:min(int64(len(buf)), end-at)], at)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, 0, err
+		}
+		b := buf[:n]
+		if at == q && bytes.HasPrefix(b, []byte(`{"n":`)) {
+			return q, 0, nil
+		}
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			return at + int64(i) + 1, at - q + int64(i) + 1, nil
+		}
+		if n == 0 {
+			break
+		}
+		at += int64(n)
 	}
 	return q, 0, nil
 }
