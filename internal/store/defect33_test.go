@@ -163,6 +163,9 @@ func TestZerosInsideADeadJournal(t *testing.T) {
 	line := func(n int) []byte { return mutation33Line(t, name, int64(n), journalRec("t", n-1), nil) }
 	zeros := func(n int) []byte { return make([]byte, n) }
 	l2 := line(2)
+	long := journalRec("t", 1) // a line past the 64 KiB a look for its tail reads at once
+	long.Body = auditBody(map[string]any{"i": 1, "pad": strings.Repeat("x", 200<<10)})
+	l2long := mutation33Line(t, name, 2, long, nil)
 	for _, tc := range []struct {
 		name    string
 		content [][]byte
@@ -179,6 +182,8 @@ func TestZerosInsideADeadJournal(t *testing.T) {
 			`[{"i":0} {"i":2}]`, []string{fmt.Sprintf("line 2: a line cut by 20 zero bytes at offset %d (40 bytes of it before them, %d after)", len(line(1))+40, len(l2)-60)}},
 		{"line 2's first half zeroed", [][]byte{line(1), zeros(40), l2[40:], line(3)},
 			`[{"i":0} {"i":2}]`, []string{fmt.Sprintf("line 2: a line cut by 40 zero bytes at offset %d (0 bytes of it before them, %d after)", len(line(1)), len(l2)-40)}},
+		{"a long line 2's first bytes zeroed", [][]byte{line(1), zeros(40), l2long[40:], line(3)},
+			`[{"i":0} {"i":2}]`, []string{fmt.Sprintf("line 2: a line cut by 40 zero bytes at offset %d (0 bytes of it before them, %d after)", len(line(1)), len(l2long)-40)}},
 		{"zeros at the end: unwritten room", [][]byte{line(1), line(2), zeros(4096)},
 			`[{"i":0} {"i":1}]`, nil},
 	} {
