@@ -817,7 +817,12 @@ type groupedRecord struct {
 // more than once. A waiter does not give up on ctx: its record may be in
 // the transaction in flight.
 func (s *DB) AppendAuditGroup(ctx context.Context, r AuditRecord) (AuditRecord, error) {
+	// Checked before the record joins a batch: a refusal inside the
+	// batch's transaction would fail every other caller's record in it.
 	if err := checkAuditRecord(r); err != nil {
+		return AuditRecord{}, fmt.Errorf("audit %s: %w", r.Kind, err)
+	}
+	if err := checkAuditText(r); err != nil {
 		return AuditRecord{}, fmt.Errorf("audit %s: %w", r.Kind, err)
 	}
 	g := &s.auditQ
