@@ -200,6 +200,28 @@ func TestMutation33ScanRefuses(t *testing.T) {
 	}
 }
 
+// ownJournalFiles opens a store whose journal starts a new file once one
+// holds rotate bytes, written with write(2) and ingested only when asked
+// (Flush), appends records 0..n-1 of tool "t", and returns the store and
+// the path of its journal's first file.
+func ownJournalFiles(t *testing.T, rotate int64, n int) (*DB, string) {
+	t.Helper()
+	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Hour, journalRotate: rotate, journalNoMap: true})
+	j := s.Journal()
+	for i := range n {
+		if err := j.Append(journalRec("t", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range journalFiles(t, j.Dir()) {
+		if strings.HasSuffix(f, "_1"+journalExt) {
+			return s, filepath.Join(j.Dir(), f)
+		}
+	}
+	t.Fatalf("no first journal file in %s", j.Dir())
+	return nil, ""
+}
+
 // TestMutation33OwnFileShortAtItsEnd: this store's own sealed journal
 // file holding fewer lines than its writer wrote (two lines joined into
 // one, before ingestion) gets an AuditJournalDamaged record for the lines
@@ -208,21 +230,9 @@ func TestMutation33OwnFileShortAtItsEnd(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// Three records in the first file (a record's line is 100-150
-	// bytes; the fourth starts the next file), written with write(2),
-	// ingested only when asked (Flush).
-	s := openOpts(t, filepath.Join(t.TempDir(), "state.db"), &Options{JournalInterval: time.Hour, journalRotate: 300, journalNoMap: true})
+	// bytes; the fourth starts the next file).
+	s, first := ownJournalFiles(t, 300, 4)
 	j := s.Journal()
-	for i := range 4 {
-		if err := j.Append(journalRec("t", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var first string
-	for _, f := range journalFiles(t, j.Dir()) {
-		if strings.HasSuffix(f, "_1"+journalExt) {
-			first = filepath.Join(j.Dir(), f)
-		}
-	}
 	data, err := os.ReadFile(first)
 	if err != nil || bytes.Count(data, []byte("\n")) != 3 {
 		t.Fatalf("the first journal file %q: %v; want three lines:\n%s", first, err, data)
