@@ -122,8 +122,9 @@ func checkAuditRecord(r AuditRecord) error {
 // journal line would fail its ingestion batch on every retry and hold the
 // journal (and with it every audited call); and on SQLite an export
 // writes U+FFFD for such bytes, so the record as exported is not the one
-// hashed and every later export fails to verify. Journal.Append and
-// AppendAudit (normalAudit) both ask it.
+// hashed and every later export fails to verify. Journal.Append,
+// AppendAudit (normalAudit) and AppendAuditGroup (before a record joins a
+// batch) ask it.
 func checkAuditText(r AuditRecord) error {
 	for _, f := range [...]struct{ what, v string }{{"kind", r.Kind}, {"actor", r.Actor}, {"agent", r.Agent}, {"tool", r.Tool}} {
 		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {

@@ -165,8 +165,8 @@ func checkPostgresURL(target string) error {
 // pgConnectTimeout bounds each connection's connect and startup when the
 // URL sets no connect_timeout: a server that accepts and never answers
 // (or an address that drops the packets) must not hold Open, a call's
-// query or the change feed's reconnect, none of which has a deadline of
-// its own. A variable for a test to shorten.
+// query or the change feed's reconnect, whose contexts may have no
+// deadline. A variable for a test to shorten.
 var pgConnectTimeout = 10 * time.Second
 
 // openPostgres opens the store in the PostgreSQL database target names.
