@@ -778,6 +778,10 @@ type changeFeed struct {
 	// every acknowledgement: at their deadline, or after waiting out a
 	// vanished feed's lease (tests: while every feed listens, none does).
 	waitedOut atomic.Int64
+	// syncReading (tests), if set, is called in each counter read after
+	// the lease's start was taken and before the read: the lease must run
+	// from before the read, however long the read takes.
+	syncReading atomic.Pointer[func()]
 	// epochLoading (tests), if set, is called between trustedEpoch's
 	// first look at the lease and its load of the epoch: where a reader
 	// descheduled for longer than the lease's rest would load an epoch
@@ -945,6 +949,9 @@ func (f *changeFeed) listen(ctx context.Context, conn *pgx.Conn, connected func(
 	sync := func() error {
 		sent := time.Since(f.start)
 		next = time.Now().Add(feedSync + time.Duration(f.syncExtra.Load()))
+		if h := f.syncReading.Load(); h != nil {
+			(*h)()
+		}
 		var g int64
 		if err := conn.QueryRow(ctx, pgFeedSyncSQL, feedBarrier.Milliseconds()).Scan(&g); err != nil {
 			return err
