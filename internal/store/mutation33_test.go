@@ -30,20 +30,26 @@ func mutation33Line(t *testing.T, name string, n int64, r AuditRecord, body []by
 	return appendJournalLine(nil, n, f, journalSeed(name))
 }
 
-// mutation33DeadJournal writes lines as the journal file of a writer that
-// is gone (no lock held) into the journal directory of the store at path,
-// which exists, and returns the file's name.
-func mutation33DeadJournal(t *testing.T, path string, lines ...[]byte) string {
+// mutation33Gone is the name of the journal file mutation33Swept writes:
+// a writer on another host, gone.
+const mutation33Gone = "elsewhere_4242_gone_1.jl"
+
+// mutation33Swept makes a store, writes lines as the journal file of a
+// writer that is gone (no lock held) into its journal directory, and opens
+// the store again, which sweeps that file in. It returns the store and its
+// path.
+func mutation33Swept(t *testing.T, lines ...[]byte) (*DB, string) {
 	t.Helper()
-	name := "elsewhere_4242_gone_1.jl"
+	path := filepath.Join(t.TempDir(), "state.db")
+	open(t, path, nil).Close()
 	dir := journalDirOf(t, path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name), bytes.Join(lines, nil), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, mutation33Gone), bytes.Join(lines, nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return name
+	return open(t, path, nil), path
 }
 
 // mutation33Damaged is the reasons of the AuditJournalDamaged records of
@@ -93,15 +99,11 @@ func mutation33Chain(t *testing.T, s *DB) (bodies []string, damaged []AuditRecor
 // taken into the chain; the lines around it are.
 func TestMutation33LineBodyNotJSON(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := open(t, path, nil)
-	s.Close()
-	name := "elsewhere_4242_gone_1.jl"
-	mutation33DeadJournal(t, path,
+	name := mutation33Gone
+	s, _ := mutation33Swept(t,
 		mutation33Line(t, name, 1, journalRec("t", 0), nil),
 		mutation33Line(t, name, 2, journalRec("t", 1), []byte(`{"i":1},"tool":"x"`)),
 		mutation33Line(t, name, 3, journalRec("t", 2), nil))
-	s = open(t, path, nil)
 	got, damaged := mutation33Chain(t, s)
 	reasons := mutation33Damaged(t, damaged)
 	if fmt.Sprint(got) != "[{\"i\":0} {\"i\":2}]" || len(reasons) != 1 || !strings.HasPrefix(reasons[0], "line 2: ") || !strings.Contains(reasons[0], "not JSON") {
@@ -264,10 +266,7 @@ func TestMutation33OwnFileShortAtItsEnd(t *testing.T) {
 // is refused as damaged, not read as a name.
 func TestMutation33NameWithControlByte(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := open(t, path, nil)
-	s.Close()
-	name := "elsewhere_4242_gone_1.jl"
+	name := mutation33Gone
 	raw := journalRec("t", 1)
 	raw.Actor = "agent:a\x01"
 	line := mutation33Line(t, name, 2, raw, nil)
@@ -279,11 +278,10 @@ func TestMutation33NameWithControlByte(t *testing.T) {
 	if !bytes.Contains(line, []byte("agent:a\x01\"")) {
 		t.Fatalf("the line: %q", line)
 	}
-	mutation33DeadJournal(t, path,
+	s, _ := mutation33Swept(t,
 		mutation33Line(t, name, 1, journalRec("t", 0), nil),
 		line,
 		mutation33Line(t, name, 3, journalRec("t", 2), nil))
-	s = open(t, path, nil)
 	got, damaged := mutation33Chain(t, s)
 	reasons := mutation33Damaged(t, damaged)
 	if fmt.Sprint(got) != `[{"i":0} {"i":2}]` || len(reasons) != 1 || !strings.HasPrefix(reasons[0], "line 2: it does not decode") {
@@ -316,15 +314,11 @@ func TestMutation33NewFileInUnsafeDir(t *testing.T) {
 // written, not a torn line, and every line before it is ingested.
 func TestMutation33ZeroRoomIsNotATornLine(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := open(t, path, nil)
-	s.Close()
-	name := "elsewhere_4242_gone_1.jl"
-	mutation33DeadJournal(t, path,
+	name := mutation33Gone
+	s, _ := mutation33Swept(t,
 		mutation33Line(t, name, 1, journalRec("t", 0), nil),
 		mutation33Line(t, name, 2, journalRec("t", 1), nil),
 		make([]byte, 4096))
-	s = open(t, path, nil)
 	got, damaged := mutation33Chain(t, s)
 	if st := s.Journal().Stats(); fmt.Sprint(got) != `[{"i":0} {"i":1}]` || len(damaged) != 0 || st.Torn != 0 || st.Swept != 1 {
 		t.Fatalf("two lines and 4 KiB of zeros: ingested %v, damaged %d, stats %+v; want both lines, nothing damaged or torn, one file swept", got, len(damaged), st)
