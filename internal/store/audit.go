@@ -122,9 +122,8 @@ func checkAuditRecord(r AuditRecord) error {
 // journal line would fail its ingestion batch on every retry and hold the
 // journal (and with it every audited call); and on SQLite an export
 // writes U+FFFD for such bytes, so the record as exported is not the one
-// hashed and every later export fails to verify. Journal.Append,
-// AppendAudit (normalAudit) and AppendAuditGroup (before a record joins a
-// batch) ask it.
+// hashed and every later export fails to verify. Journal.Append asks
+// it, and checkAuditAppend for the direct appends.
 func checkAuditText(r AuditRecord) error {
 	for _, f := range [...]struct{ what, v string }{{"kind", r.Kind}, {"actor", r.Actor}, {"agent", r.Agent}, {"tool", r.Tool}} {
 		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
@@ -135,6 +134,15 @@ func checkAuditText(r AuditRecord) error {
 		return fmt.Errorf("%w: the audit record's body is not UTF-8", ErrBadInput)
 	}
 	return nil
+}
+
+// checkAuditAppend is every check of a record appended directly
+// (AppendAudit, AppendAuditGroup): its kind and body, and its text.
+func checkAuditAppend(r AuditRecord) error {
+	if err := checkAuditRecord(r); err != nil {
+		return err
+	}
+	return checkAuditText(r)
 }
 
 // appendAudit appends r inside tx, which holds the write lock, so that the
@@ -155,10 +163,7 @@ func (s *DB) appendAudit(ctx context.Context, tx *sql.Tx, r AuditRecord) (AuditR
 // zero) at nanosecond precision in UTC, a compact JSON body ("null" if
 // none).
 func (s *DB) normalAudit(r AuditRecord) (AuditRecord, error) {
-	if err := checkAuditRecord(r); err != nil {
-		return r, err
-	}
-	if err := checkAuditText(r); err != nil {
+	if err := checkAuditAppend(r); err != nil {
 		return r, err
 	}
 	if r.At.IsZero() {
@@ -820,10 +825,7 @@ type groupedRecord struct {
 func (s *DB) AppendAuditGroup(ctx context.Context, r AuditRecord) (AuditRecord, error) {
 	// Checked before the record joins a batch: a refusal inside the
 	// batch's transaction would fail every other caller's record in it.
-	if err := checkAuditRecord(r); err != nil {
-		return AuditRecord{}, fmt.Errorf("audit %s: %w", r.Kind, err)
-	}
-	if err := checkAuditText(r); err != nil {
+	if err := checkAuditAppend(r); err != nil {
 		return AuditRecord{}, fmt.Errorf("audit %s: %w", r.Kind, err)
 	}
 	g := &s.auditQ
