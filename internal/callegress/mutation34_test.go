@@ -3,22 +3,14 @@ package callegress
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +26,7 @@ import (
 	"github.com/maiden-run/maiden/internal/egress"
 	"github.com/maiden-run/maiden/internal/grant"
 	"github.com/maiden-run/maiden/internal/sandbox"
+	"github.com/maiden-run/maiden/internal/testkit"
 )
 
 // wallet34 is agent a's wallet holding the cards grants spell.
@@ -198,11 +191,7 @@ func TestMutation34ImplicitAgentAsksNoCards(t *testing.T) {
 // compile (its CA file no longer holds a certificate) gets the error, not
 // a nil policy with no error.
 func TestMutation34PolicyCompileErrorIsReturned(t *testing.T) {
-	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, selfSignedPEM(t), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, ca := testkit.TLSServer(t, http.NotFoundHandler(), "api.example.com") // its CA file, never dialled
 	cfg := loadConfig(t, "version = 1\n[tools.weather]\npath = \"w.wasm\"\nhttp_allow = [\"api.example.com\"]\nhttp_ca_files = ["+strconv.Quote(ca)+"]\n")
 	if err := os.WriteFile(ca, []byte("not a certificate\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -235,23 +224,4 @@ func TestMutation34NarrowedPoliciesKeyedByAgentAndTool(t *testing.T) {
 	if ferr == nil || ferr.Kind != sandbox.FetchDenied || !strings.Contains(ferr.Message, egress.RuleAllowlist) {
 		t.Errorf("agent a's narrowing of bc fetching a.example.com (only ab's narrowing of c allows it): %+v; want refused by %s", ferr, egress.RuleAllowlist)
 	}
-}
-
-// selfSignedPEM is a CA certificate in PEM.
-func selfSignedPEM(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mutation34 CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
