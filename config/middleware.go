@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/condition"
+	"github.com/maiden-run/maiden/internal/limits"
 	"github.com/maiden-run/maiden/internal/redact"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -299,9 +300,16 @@ func (c *checker) middleware(n *tnode, rule string, path []string) (Middleware, 
 		if m.Burst == 0 {
 			m.Burst = m.Limit
 		}
+		// Refused here, with the line, rather than at the first call.
+		if b := (limits.Bucket{Capacity: m.Burst, Refill: m.Limit, Interval: m.Per}); m.Limit > 0 && m.Per > 0 && b.Check() != nil {
+			c.errorf(n.line, rule, "ratelimit of %d per %v in bursts of %d takes more than 50 years to refill from empty (burst × per / limit is at most 50 years)", m.Limit, m.Per, m.Burst)
+		}
 	case UseQuota:
 		need("limit", m.Limit > 0, "the cost units allowed per window (e.g. 1000)")
 		need("window", m.Window > 0, `the window, e.g. "24h"`)
+		if m.Window > limits.MaxSpan {
+			c.errorf(n.line, rule, "quota's window of %v is longer than 50 years", m.Window)
+		}
 	case UseValidate:
 		need("check", m.Check != nil || len(c.errs) > before, `a CEL condition the arguments must meet, e.g. 'args.amount <= 100'`)
 		if m.Message == "" && m.Check != nil {

@@ -116,6 +116,15 @@ func TestMiddlewareErrors(t *testing.T) {
 		{"ratelimit without per", "[[middleware]]\nuse = \"ratelimit\"\nlimit = 5\n", []string{
 			`agent.toml:11: middleware[1]: ratelimit needs per = the period`,
 		}},
+		{"ratelimit over 50 years", "[[middleware]]\nuse = \"ratelimit\"\nlimit = 1\nper = \"2200000h\"\n", []string{
+			`agent.toml:11: middleware[1]: ratelimit of 1 per 2200000h0m0s in bursts of 1 takes more than 50 years to refill from empty`,
+		}},
+		{"ratelimit whose bursts span 50 years", "[[middleware]]\nuse = \"ratelimit\"\nlimit = 1\nburst = 110\nper = \"20000h\"\n", []string{
+			`agent.toml:11: middleware[1]: ratelimit of 1 per 20000h0m0s in bursts of 110 takes more than 50 years`,
+		}},
+		{"quota over 50 years", "[[middleware]]\nuse = \"quota\"\nlimit = 1\nwindow = \"438001h\"\n", []string{
+			`agent.toml:11: middleware[1]: quota's window of 438001h0m0s is longer than 50 years`,
+		}},
 		{"key of another kind", "[[middleware]]\nuse = \"approve\"\nlimit = 5\n", []string{
 			`agent.toml:13: middleware.limit: unknown key; valid keys here: use, when, reason, allow_always, expires`,
 		}},

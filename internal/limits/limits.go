@@ -42,13 +42,23 @@ func mulDiv(a, b, c int64) (int64, bool) {
 	return int64(q), q <= math.MaxInt64
 }
 
+// MaxSpan is the longest a bucket may take to refill from empty
+// (Capacity×Interval/Refill) and the longest a window may be. A bucket's
+// state is a time in Unix nanoseconds (an int64, which ends in 2262) up
+// to a span ahead of now, and a take adds up to a span more: a span of
+// centuries wrapped that time negative, where the next take found a full
+// bucket and every call was allowed. 50 years keeps both sums inside an
+// int64 until the year 2162; Take refuses, as an error, what would
+// still not fit.
+const MaxSpan = 50 * 365 * 24 * time.Hour
+
 // Check validates the configuration.
 func (b Bucket) Check() error {
 	if b.Capacity <= 0 || b.Refill <= 0 || b.Interval <= 0 {
 		return fmt.Errorf("%w: a bucket's capacity, refill and interval must be positive (capacity %d, refill %d, interval %v)", ErrConfig, b.Capacity, b.Refill, b.Interval)
 	}
-	if _, ok := mulDiv(b.Capacity, int64(b.Interval), b.Refill); !ok {
-		return fmt.Errorf("%w: a bucket of %d tokens refilled %d per %v spans more time than fits in 292 years", ErrConfig, b.Capacity, b.Refill, b.Interval)
+	if span, ok := mulDiv(b.Capacity, int64(b.Interval), b.Refill); !ok || span > int64(MaxSpan) {
+		return fmt.Errorf("%w: a bucket of %d tokens refilled %d per %v takes more than 50 years to refill from empty", ErrConfig, b.Capacity, b.Refill, b.Interval)
 	}
 	return nil
 }
@@ -73,6 +83,9 @@ func Take(b Bucket, st BucketState, cost int64, now time.Time) (Outcome, BucketS
 	step, _ := mulDiv(cost, int64(b.Interval), b.Refill)
 	if owed+step > burst {
 		return Outcome{Remaining: b.remaining(burst - owed), Wait: time.Duration(owed + step - burst)}, st, nil
+	}
+	if tat > math.MaxInt64-step {
+		return Outcome{}, st, fmt.Errorf("%w: the bucket's next time, %d ns after %v, is past what an int64 of Unix nanoseconds holds", ErrConfig, step, time.Unix(0, tat).UTC())
 	}
 	next := tat + step
 	return Outcome{Allowed: true, Remaining: b.remaining(burst - owed - step)}, BucketState{TAT: next}, nil
@@ -104,6 +117,9 @@ type WindowState struct {
 func (w Window) Check() error {
 	if w.Limit <= 0 || w.Length <= 0 {
 		return fmt.Errorf("%w: a window's limit and length must be positive (limit %d, length %v)", ErrConfig, w.Limit, w.Length)
+	}
+	if w.Length > MaxSpan {
+		return fmt.Errorf("%w: a window of %v is longer than 50 years", ErrConfig, w.Length)
 	}
 	return nil
 }
