@@ -154,6 +154,13 @@ func Instrument(core []byte) ([]byte, Probe, error) {
 		return strings.HasPrefix(name, "math_rand.") || strings.HasPrefix(name, "math_rand_v2.")
 	}
 
+	// A reference to an import outside a call (an element segment putting
+	// it in a table, for call_indirect; ref.func in a global's
+	// initialiser) would reach it without the counter: refused, as ref.func
+	// in code is. Go's linker makes neither.
+	if err := m.checkNoReferences(redirect); err != nil {
+		return nil, Probe{}, err
+	}
 	ci := m.find(secCode)
 	if ci < 0 {
 		return nil, Probe{}, errors.New("wasmsnap: the module has no code section")
@@ -180,6 +187,111 @@ func Instrument(core []byte) ([]byte, Probe, error) {
 		return nil, Probe{}, fmt.Errorf("wasmsnap: global section: %w", err)
 	}
 	return m.encode(), probe, nil
+}
+
+// checkNoReferences refuses a module whose element segments or global
+// initialisers name a function of imports (the redirected WASI imports).
+// A segment or initialiser this pass cannot read is refused too.
+func (m *module) checkNoReferences(imports map[uint32]uint32) error {
+	named := func(where string, f uint32) error {
+		if _, ok := imports[f]; ok {
+			return fmt.Errorf("wasmsnap: %s refers to a WASI clock or random import (function %d), whose calls through it this pass cannot count", where, f)
+		}
+		return nil
+	}
+	if i := m.find(secGlobal); i >= 0 {
+		r := &reader{b: m.sections[i].body}
+		n := r.u32()
+		for k := uint32(0); k < n && r.err == nil; k++ {
+			r.byte() // value type
+			r.byte() // mutability
+			if err := r.constExpr(func(f uint32) error { return named(fmt.Sprintf("global %d's initialiser", k), f) }); err != nil {
+				return err
+			}
+		}
+		if r.err != nil {
+			return fmt.Errorf("wasmsnap: global section: %w", r.err)
+		}
+	}
+	i := m.find(secElement)
+	if i < 0 {
+		return nil
+	}
+	r := &reader{b: m.sections[i].body}
+	n := r.u32()
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		where := fmt.Sprintf("element segment %d", k)
+		ref := func(f uint32) error { return named(where, f) }
+		flags := r.u32()
+		if flags > 7 {
+			return fmt.Errorf("wasmsnap: %s has flags %d, which this pass does not read", where, flags)
+		}
+		if flags == 2 || flags == 6 {
+			r.u32() // table index
+		}
+		if flags&1 == 0 { // active: an offset
+			if err := r.constExpr(ref); err != nil {
+				return err
+			}
+		}
+		if flags&3 != 0 {
+			r.byte() // elemkind (0x00) or reference type
+		}
+		count := r.u32()
+		for range count {
+			if r.err != nil {
+				break
+			}
+			if flags&4 == 0 {
+				if err := ref(r.u32()); err != nil {
+					return err
+				}
+			} else if err := r.constExpr(ref); err != nil {
+				return err
+			}
+		}
+	}
+	if r.err == nil && r.i != len(r.b) {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return fmt.Errorf("wasmsnap: element section: %w", r.err)
+	}
+	return nil
+}
+
+// constExpr reads a constant expression up to its end, calling ref with
+// every function ref.func names. An instruction a constant expression of
+// this pass's proposals cannot hold is refused.
+func (r *reader) constExpr(ref func(uint32) error) error {
+	for r.err == nil {
+		switch op := r.byte(); {
+		case op == 0x0b:
+			return nil
+		case op == 0x41 || op == 0x42:
+			r.sleb()
+		case op == 0x43:
+			r.bytes(4)
+		case op == 0x44:
+			r.bytes(8)
+		case op == 0x23: // global.get
+			r.u32()
+		case op == 0xd0: // ref.null
+			r.byte()
+		case op == 0xd2: // ref.func
+			if f := r.u32(); r.err == nil {
+				if err := ref(f); err != nil {
+					return err
+				}
+			}
+		case op == 0x6a || op == 0x6b || op == 0x6c || op == 0x7c || op == 0x7d || op == 0x7e: // extended constants
+		default:
+			if r.err == nil {
+				return fmt.Errorf("wasmsnap: a constant expression holds opcode %#x, which this pass does not read", op)
+			}
+		}
+	}
+	return nil
 }
 
 func appendIncrement(b []byte, global uint32) []byte {

@@ -25,6 +25,7 @@ const (
 	secFunction  = 3
 	secGlobal    = 6
 	secExport    = 7
+	secElement   = 9
 	secCode      = 10
 	secData      = 11
 	secDataCount = 12
