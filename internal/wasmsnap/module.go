@@ -8,8 +8,9 @@
 //
 // The passes understand exactly what they change (the type, import,
 // function, global, export, code, data and data count sections) and copy
-// every other section byte for byte. Anything they do not understand is an
-// error, never a silently wrong module.
+// every other section byte for byte; Instrument also reads the element
+// section, to refuse a table entry naming an import it counts. Anything
+// they do not understand is an error, never a silently wrong module.
 package wasmsnap
 
 import (
