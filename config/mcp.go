@@ -98,7 +98,8 @@ func (c *checker) mcpImports(n *tnode) []Tool {
 			case "url":
 				if s, line, ok := c.str(kv, kkey); ok {
 					u, err := url.Parse(s)
-					if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+					if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+						(u.Scheme == "http" && !loopbackHost(u.Hostname())) {
 						c.errorf(line, kkey, "must be an https URL without user:password (http only to loopback), got %s", quoteShort(s))
 					}
 					t.MCP.URL = s

@@ -136,8 +136,12 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	if clisNode != nil {
 		// Wrapped CLIs are tools to agents: one namespace, one binding.
 		for _, t := range c.clis(clisNode) {
-			if slices.ContainsFunc(tools, func(o Tool) bool { return o.Name == t.Name }) {
-				c.errorf(t.Line, formatKey([]string{"clis", t.Name}), "%s is also a [tools] name: a wrapped CLI and a tool need different names", quoteShort(t.Name))
+			if o, ok := sameTool(tools, t.Name); ok {
+				if o.Name == t.Name {
+					c.errorf(t.Line, formatKey([]string{"clis", t.Name}), "%s is also a [tools] name: a wrapped CLI and a tool need different names", quoteShort(t.Name))
+				} else {
+					c.errorf(t.Line, formatKey([]string{"clis", t.Name}), "duplicate tool: same name as %s on line %d (names are compared ignoring case and '-' vs '_'): a wrapped CLI needs a name of its own", quoteShort(o.Name), o.Line)
+				}
 				continue
 			}
 			tools = append(tools, t)
@@ -145,11 +149,29 @@ func (c *checker) config(root *tnode) ([]Tool, []Agent) {
 	}
 	if mcpNode != nil {
 		for _, t := range c.mcpImports(mcpNode) {
-			if slices.ContainsFunc(tools, func(o Tool) bool { return o.Name == t.Name }) {
-				c.errorf(t.Line, formatKey([]string{"mcp", t.Name}), "%s is also a tool's or a wrapped CLI's name: an import needs its own", quoteShort(t.Name))
+			if o, ok := sameTool(tools, t.Name); ok {
+				if o.Name == t.Name {
+					c.errorf(t.Line, formatKey([]string{"mcp", t.Name}), "%s is also a tool's or a wrapped CLI's name: an import needs its own", quoteShort(t.Name))
+				} else {
+					c.errorf(t.Line, formatKey([]string{"mcp", t.Name}), "duplicate tool: same name as %s on line %d (names are compared ignoring case and '-' vs '_'): an import needs its own", quoteShort(o.Name), o.Line)
+				}
 				continue
 			}
 			tools = append(tools, t)
+		}
+	}
+	// A built-in is bound by its name too: a tool named exactly like one
+	// stands in for it, one that only reads the same would be confused
+	// with it.
+	for _, t := range tools {
+		for _, b := range BuiltinTools {
+			if t.MCP == nil && t.Name != b && foldToolName(t.Name) == foldToolName(b) {
+				section := "tools"
+				if t.CLI != nil {
+					section = "clis"
+				}
+				c.errorf(t.Line, formatKey([]string{section, t.Name}), "duplicate tool: same name as the built-in %s (names are compared ignoring case and '-' vs '_'): name it exactly %s to stand in for the built-in, or choose another name", quoteShort(b), quoteShort(b))
+			}
 		}
 	}
 	c.declared = map[string]bool{}
@@ -216,7 +238,7 @@ func (c *checker) tools(n *tnode) []Tool {
 		if ok {
 			tools = append(tools, t)
 		}
-		folded := strings.ReplaceAll(strings.ToLower(name), "-", "_")
+		folded := foldToolName(name)
 		if prev, dup := seen[folded]; dup {
 			c.errorf(child.line, formatKey([]string{"tools", name}),
 				"duplicate tool: same name as %s on line %d (names are compared ignoring case and '-' vs '_')",
@@ -226,6 +248,25 @@ func (c *checker) tools(n *tnode) []Tool {
 		}
 	}
 	return tools
+}
+
+// foldToolName is a tool's name as MCP clients and humans read it: case
+// and '-' vs '_' do not tell two names apart.
+func foldToolName(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "-", "_")
+}
+
+// sameTool is the tool of tools whose name is name, or reads the same
+// (foldToolName): tools, wrapped CLIs and imports share one namespace, so
+// each must be told apart from all the others.
+func sameTool(tools []Tool, name string) (Tool, bool) {
+	f := foldToolName(name)
+	for _, o := range tools {
+		if foldToolName(o.Name) == f {
+			return o, true
+		}
+	}
+	return Tool{}, false
 }
 
 // wasmToolKeys are the keys of [tools.NAME]: toolKeys and reveal, which
