@@ -25,7 +25,9 @@ import (
 //   - a missing file is created here, empty (which SQLite takes for a new
 //     database) and mode 0600: SQLite would make it 0644 less the umask,
 //     readable by every local user, and gives the side files the main
-//     file's mode;
+//     file's mode; so is the missing file a link leads to, once the
+//     directory it would be in passes the rule above (SQLite follows the
+//     link and would make it there, unchecked);
 //   - the file and any side file must be regular, owned by this user or
 //     root, and not writable by other users.
 //
@@ -56,7 +58,12 @@ func prepareStateFile(path string) error {
 	// database existed would be read as its log.
 	real, err := filepath.EvalSymlinks(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // a link to nothing: SQLite reports it
+		// A link to a file not there yet: SQLite would follow it and make
+		// the store there with its own mode, in a directory nobody
+		// checked. Made here instead, as a missing file is above.
+		if real, err = createLinkTarget(path); err != nil {
+			return err
+		}
 	}
 	if err != nil {
 		return err
@@ -75,6 +82,59 @@ func prepareStateFile(path string) error {
 		}
 	}
 	return nil
+}
+
+// createLinkTarget creates, empty and mode 0600, the missing file that
+// the link at path leads to (through links, as SQLite follows them), once
+// its directory passes checkStatePath; it returns the file's real path.
+func createLinkTarget(path string) (string, error) {
+	p := path
+	for range 40 { // the kernel's limit on links in a path
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return "", err
+			}
+			if err := checkStatePath(dir, true); err != nil {
+				return "", fmt.Errorf("%w (the state store's path %s is a link to %s, not made yet)", err, path, p)
+			}
+			f, err := os.OpenFile(filepath.Join(dir, filepath.Base(p)), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+			if err != nil {
+				return "", err
+			}
+			if err := f.Close(); err != nil {
+				return "", err
+			}
+			break // the kernel's resolution, below, must now find it
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			break // it exists now: another process made it
+		}
+		to, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return "", err
+			}
+			to = filepath.Join(dir, to)
+		}
+		p = to
+	}
+	// Resolved again as SQLite will: its directory is checked by the
+	// caller, and a link this walk read otherwise than the kernel leaves
+	// the file missing, an error.
+	real, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: the state store's path %s is a link to a file that could not be made", ErrStateUnsafe, path)
+	}
+	return real, err
 }
 
 // checkStatePath applies prepareStateFile's rules to a directory (isDir)
