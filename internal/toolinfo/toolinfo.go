@@ -33,10 +33,22 @@ func WithDestinations(p api.Policy, cfg *config.Config) api.Policy {
 }
 
 // HintsOf is t's MCP hints: derived from what its policy lets it do
-// (api.Hints), then overridden by agent.toml's annotations table.
+// (api.Hints), then overridden by agent.toml's annotations table. A
+// client may let a read-only tool run without asking, so a tool is
+// read-only only when its policy leaves it no way to change anything:
+// no hosts, and no files to write (a WebAssembly tool's fs = "write", a
+// wrapped CLI's write_paths, or a CLI run without Landlock). An imported
+// server's tools do whatever the server does, which maiden cannot see:
+// MCP's own defaults (not read-only, destructive, open world).
 func HintsOf(t config.Tool) api.Hints {
 	network := len(t.HTTPAllow) > 0
 	writes := t.FS == config.FSWrite // the session's directories, writable where the boundary allows
+	switch {
+	case t.CLI != nil:
+		writes = len(t.CLI.WritePaths) > 0 || t.CLI.Unconfined
+	case t.MCP != nil:
+		network, writes = true, true
+	}
 	h := api.Hints{ReadOnly: !network && !writes, Destructive: network || writes, Idempotent: !network && !writes, OpenWorld: network}
 	for _, o := range []struct {
 		set *bool
