@@ -31,6 +31,14 @@ func checkDocument(v any, at string, depth int, seen *int) error {
 			return fmt.Errorf("at %s: nested more than %d deep", where(at), maxSchemaDepth)
 		}
 		for k, e := range v {
+			if k == "$dynamicRef" || k == "$dynamicAnchor" {
+				// Where a dynamic reference lands is chosen as it runs
+				// (the outermost resource in scope with that anchor),
+				// often a schema no keyword applies directly: neither
+				// checkCompiled nor instrument would see it, nor what it
+				// refers to, so its size and its work would go unbounded.
+				return fmt.Errorf("at %s: %s is not supported (where a dynamic reference lands is chosen at validation time, beyond the limits checked at load)", where(at+"/"+escapePointer(k)), k)
+			}
 			if err := checkDocument(e, at+"/"+escapePointer(k), depth+1, seen); err != nil {
 				return err
 			}
