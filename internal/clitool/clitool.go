@@ -166,6 +166,13 @@ func Run(ctx context.Context, c Call) (Outcome, error) {
 		}
 		return Outcome{Failure: &Failure{api.KindTool, fmt.Sprintf("%s: could not run %s: %v", t.Name, t.Path, err)}}, nil
 	}
+	if res.TimedOut && ctx.Err() != nil {
+		// confine kills the process group when ctx ends as at the
+		// timeout, and says TimedOut for both: the caller's cancel, or a
+		// budget's earlier deadline, is ctx's error, not the tool's
+		// overrun.
+		return Outcome{}, ctx.Err()
+	}
 	stdout, cut := redactThenCut(c.Redact, res.Stdout, res.StdoutDropped > 0, limit)
 	res.StdoutDropped += cut
 	stderr, cut := redactThenCut(c.Redact, res.Stderr, res.StderrDropped > 0, limit)
