@@ -71,7 +71,7 @@ func (s *toolSchemas) describeLoaded(ctx context.Context, cfg *config.Config, t 
 		}
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case errors.Is(err, api.ErrClosed), errors.Is(err, api.ErrClosed):
+	case errors.Is(err, api.ErrClosed):
 		return nil, ErrClosed
 	case errors.Is(err, sandbox.ErrInvalidTool):
 		kind, msg := loadFailure(err)
