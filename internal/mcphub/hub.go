@@ -489,7 +489,13 @@ func (u *Hub) Call(ctx context.Context, c Call) (Outcome, error) {
 	if len(text) > MaxOutputBytes {
 		return fail(api.KindTool, fmt.Sprintf("the MCP server %q answered %s with %d bytes, over the %d-byte output limit", c.Import, c.Exposed, len(text), MaxOutputBytes))
 	}
-	out.Output = redact(text)
+	// Measured again once redacted: a credential's "[REDACTED:NAME]" is
+	// longer than a short value, so an answer made of it grows (1 MiB of a
+	// 4-byte credential became 5.25 MiB).
+	if text = redact(text); len(text) > MaxOutputBytes {
+		return fail(api.KindTool, fmt.Sprintf("the MCP server %q answered %s with %d bytes once its credentials were redacted, over the %d-byte output limit", c.Import, c.Exposed, len(text), MaxOutputBytes))
+	}
+	out.Output = text
 	return out, nil
 }
 

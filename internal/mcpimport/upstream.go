@@ -431,7 +431,10 @@ func (u *Upstream) Call(ctx context.Context, tool string, args json.RawMessage, 
 		// Anything else is the connection failing (closed, a message over
 		// the cap, a broken stream): the session is ended, and restarted.
 		if same {
-			cause = fmt.Errorf("the connection failed during the call: %w", err)
+			// The SDK's error may quote the upstream's own words (a
+			// JSON-RPC error of the transport's code), so redacted as
+			// Options.Redact promises for an UnavailableError.
+			cause = u.redactErr(fmt.Errorf("the connection failed during the call: %w", err))
 			go func() { _ = sess.Close() }()
 		}
 		return Result{}, &UnavailableError{Upstream: u.opts.Name, Cause: cause, NextAttempt: next}
