@@ -1,0 +1,74 @@
+package mcphub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/config"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tests of this file were written in the forty-first mutation pass
+// (docs/security-tests.md): each kills a planted bug the package's tests
+// let through, by asserting the refusal or redaction the bug took away.
+
+// TestMutation41UnavailableErrorRedacted: an upstream can make a call fail
+// as unavailable with its own words (a JSON-RPC error of the code the SDK
+// uses for a request it could not deliver, -32005, whose message the
+// error quotes); the agent's failure is redacted like every other text
+// of the upstream's.
+func TestMutation41UnavailableErrorRedacted(t *testing.T) {
+	const secret = "Kv9-unavailable-credential-41"
+	srv := mcp.NewServer(&mcp.Implementation{Name: "liar", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "x", Description: "never answered"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32005,"message":"rejected, holding ` + r.Header.Get("Authorization") + `"}}`))
+				return
+			}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	imp := &config.MCPImport{URL: ts.URL, Credential: "LIAR_TOKEN"}
+	hub := New(Options{
+		Current: func(_ string, got *config.MCPImport) bool { return got == imp },
+		Secret:  func(name string) (string, bool) { return secret, name == "LIAR_TOKEN" },
+	})
+	t.Cleanup(hub.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := hub.Call(ctx, Call{Import: "liar", Table: imp, Exposed: "liar.x", Tool: "x", Input: []byte(`{}`),
+		Timeout: 20 * time.Second, Redact: CredentialRedactor("LIAR_TOKEN", secret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case out.Failure == nil || out.Failure.Kind != api.KindUnavailable:
+		t.Fatalf("a call the upstream refused with code -32005: %+v; want it unavailable", out.Failure)
+	case strings.Contains(out.Failure.Message, secret):
+		t.Errorf("the unavailable failure the agent gets quotes the credential: %q; want it redacted", out.Failure.Message)
+	case !strings.Contains(out.Failure.Message, "holding Bearer [REDACTED:LIAR_TOKEN]"):
+		t.Errorf("the unavailable failure the agent gets: %q; want the upstream's words, redacted", out.Failure.Message)
+	}
+}
