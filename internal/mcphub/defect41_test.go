@@ -1,11 +1,8 @@
 package mcphub
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,29 +61,7 @@ func TestRedactedAnswerHeldToTheOutputLimit(t *testing.T) {
 // error, would have. Now redacted where it is made.
 func TestCallUnavailableErrorRedacted(t *testing.T) {
 	const secret = "Kv9-unavailable-credential-41"
-	srv := mcp.NewServer(&mcp.Implementation{Name: "liar", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "x", Description: "never answered"},
-		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{}, nil, nil
-		})
-	inner := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
-				w.Header().Set("Content-Type", "application/json")
-				w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32005,"message":"rejected, holding ` + r.Header.Get("Authorization") + `"}}`))
-				return
-			}
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	ts := liar41(t)
 	u, err := mcpimport.New(mcpimport.Options{Name: "liar", URL: ts.URL, BackoffInitial: time.Hour,
 		Credential: func(context.Context) (string, error) { return "Bearer " + secret, nil },
 		Redact:     CredentialRedactor("LIAR_TOKEN", secret)})

@@ -27,6 +27,37 @@ import (
 // of the upstream's.
 func TestMutation41UnavailableErrorRedacted(t *testing.T) {
 	const secret = "Kv9-unavailable-credential-41"
+	ts := liar41(t)
+	imp := &config.MCPImport{URL: ts.URL, Credential: "LIAR_TOKEN"}
+	hub := New(Options{
+		Current: func(_ string, got *config.MCPImport) bool { return got == imp },
+		Secret:  func(name string) (string, bool) { return secret, name == "LIAR_TOKEN" },
+	})
+	t.Cleanup(hub.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := hub.Call(ctx, Call{Import: "liar", Table: imp, Exposed: "liar.x", Tool: "x", Input: []byte(`{}`),
+		Timeout: 20 * time.Second, Redact: CredentialRedactor("LIAR_TOKEN", secret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case out.Failure == nil || out.Failure.Kind != api.KindUnavailable:
+		t.Fatalf("a call the upstream refused with code -32005: %+v; want it unavailable", out.Failure)
+	case strings.Contains(out.Failure.Message, secret):
+		t.Errorf("the unavailable failure the agent gets quotes the credential: %q; want it redacted", out.Failure.Message)
+	case !strings.Contains(out.Failure.Message, "holding Bearer [REDACTED:LIAR_TOKEN]"):
+		t.Errorf("the unavailable failure the agent gets: %q; want the upstream's words, redacted", out.Failure.Message)
+	}
+}
+
+// liar41 is an MCP server over streamable HTTP whose one tool, x, is never
+// answered: every tools/call gets a JSON-RPC error of the code the SDK
+// uses for a request it could not deliver (-32005), quoting the
+// Authorization header maiden sent (an upstream's own words in what Call
+// takes for the transport failing).
+func liar41(t *testing.T) *httptest.Server {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "liar", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "x", Description: "never answered"},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -50,25 +81,5 @@ func TestMutation41UnavailableErrorRedacted(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
-	imp := &config.MCPImport{URL: ts.URL, Credential: "LIAR_TOKEN"}
-	hub := New(Options{
-		Current: func(_ string, got *config.MCPImport) bool { return got == imp },
-		Secret:  func(name string) (string, bool) { return secret, name == "LIAR_TOKEN" },
-	})
-	t.Cleanup(hub.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := hub.Call(ctx, Call{Import: "liar", Table: imp, Exposed: "liar.x", Tool: "x", Input: []byte(`{}`),
-		Timeout: 20 * time.Second, Redact: CredentialRedactor("LIAR_TOKEN", secret)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	switch {
-	case out.Failure == nil || out.Failure.Kind != api.KindUnavailable:
-		t.Fatalf("a call the upstream refused with code -32005: %+v; want it unavailable", out.Failure)
-	case strings.Contains(out.Failure.Message, secret):
-		t.Errorf("the unavailable failure the agent gets quotes the credential: %q; want it redacted", out.Failure.Message)
-	case !strings.Contains(out.Failure.Message, "holding Bearer [REDACTED:LIAR_TOKEN]"):
-		t.Errorf("the unavailable failure the agent gets: %q; want the upstream's words, redacted", out.Failure.Message)
-	}
+	return ts
 }
