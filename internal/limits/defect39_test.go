@@ -9,7 +9,7 @@ import (
 
 // Pass 39's defect: Check accepted any bucket whose span (the time to
 // refill from empty) fitted an int64 of nanoseconds, 292 years, and Take
-// added up to two spans to today's time, so a span of a few centuries
+// moved the stored time up to a span past today, so a span of a few centuries
 // ("limit = 1, per = "2200000h"", which agent.toml took) wrapped the
 // stored time negative: the next take found a full bucket, and every call
 // after the first was allowed. Spans are now bounded by MaxSpan, windows

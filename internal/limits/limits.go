@@ -45,11 +45,10 @@ func mulDiv(a, b, c int64) (int64, bool) {
 // MaxSpan is the longest a bucket may take to refill from empty
 // (Capacity×Interval/Refill) and the longest a window may be. A bucket's
 // state is a time in Unix nanoseconds (an int64, which ends in 2262) up
-// to a span ahead of now, and a take adds up to a span more: a span of
-// centuries wrapped that time negative, where the next take found a full
-// bucket and every call was allowed. 50 years keeps both sums inside an
-// int64 until the year 2162; Take refuses, as an error, what would
-// still not fit.
+// to a span ahead of now: a span of centuries wrapped that time negative,
+// where the next take found a full bucket and every call was allowed. 50
+// years keeps it inside an int64 until the year 2212; Take refuses, as an
+// error, a next time that would still not fit.
 const MaxSpan = 50 * 365 * 24 * time.Hour
 
 // Check validates the configuration.
