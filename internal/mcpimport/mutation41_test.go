@@ -576,7 +576,11 @@ func TestMutation41WedgedStdinEndsTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	big, _ := json.Marshal(map[string]string{"m": strings.Repeat("x", 1<<20)})
-	callCtx, callCancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// Long enough for the write to have begun, and blocked, before the
+	// deadline on a loaded machine: at 300 ms a full run under load (load
+	// average ~12) once ended the call before its write, and nothing was
+	// wedged ("logged ["MCP upstream started"]").
+	callCtx, callCancel := context.WithTimeout(ctx, 3*time.Second)
 	defer callCancel()
 	if _, err := u.Call(callCtx, "t", big, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a call to an upstream that reads nothing: %v; want its deadline", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,6 +133,13 @@ func TestPreopenWorkerDropsRoot(t *testing.T) {
 	dir, files, env := preopenIDsDir(t)
 	cmd := exec.Command(mustExe(t), "preopen-ids-probe")
 	cmd.Env, cmd.ExtraFiles = env, files
+	// Pdeathsig fires when the thread that forked the probe ends, and a
+	// goroutine of a parallel test that locks a thread and returns ends
+	// it: the probe was killed before its first line once, in a full run
+	// under load ("probe: EOF", no stderr). Forked from, and kept on, a
+	// thread of this test's own.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -242,6 +250,8 @@ func TestPreopenWorkerThreadsBounded(t *testing.T) {
 	_, files, env := preopenIDsDir(t)
 	cmd := exec.Command(mustExe(t), "confine-threads")
 	cmd.Env, cmd.ExtraFiles = env, files
+	runtime.LockOSThread() // as in TestPreopenWorkerDropsRoot: Pdeathsig follows the forking thread
+	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if err == nil || strings.Contains(string(out), "THREADS all") {
