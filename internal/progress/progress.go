@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/maiden-run/maiden/api"
+	"github.com/maiden-run/maiden/internal/safetext"
 )
 
 const (
@@ -101,7 +102,11 @@ func (r *Relay) emit() {
 	}
 	r.pending = nil
 	if p.Message != "" {
-		p.Message = CapMessage(r.redact(p.Message), MaxMessage)
+		// A status line, shown by the caller's client: escaped after the
+		// redaction (so a secret still matches) and before the cap, so
+		// that no escape sequence, carriage return or bidirectional
+		// control of a tool's rewrites what a human reads there.
+		p.Message = CapMessage(safetext.Escape(r.redact(p.Message)), MaxMessage)
 	}
 	r.out(*p)
 	// The interval counts from when the caller had the report, not from
