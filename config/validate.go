@@ -250,6 +250,12 @@ func (c *checker) tools(n *tnode) []Tool {
 	return tools
 }
 
+// ValidName reports whether name is a valid name of a tool, a wrapped
+// CLI, an import, an agent or an operator (a-z, 0-9, '_' and '-', up to
+// 64, starting with a letter or digit): what a reader of an agent.toml it
+// has not loaded (shell completion) may offer as one.
+func ValidName(name string) bool { return toolNameRE.MatchString(name) }
+
 // foldToolName is a tool's name as MCP clients and humans read it: case
 // and '-' vs '_' do not tell two names apart.
 func foldToolName(name string) string {

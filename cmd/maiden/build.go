@@ -134,7 +134,7 @@ func suggestTable(w io.Writer, cfg, name, out string) {
 	if _, err := os.Stat(cfg); err != nil {
 		where = cfg + " (which does not exist yet: start it with the line version = 1)"
 	}
-	fmt.Fprintf(w, "add it to %s (path relative to its directory):\n\n[tools.%s]\npath = %q\n", where, name, wasmPathFrom(cfg, absOut))
+	fmt.Fprintf(w, "add it to %s (path relative to its directory):\n\n[tools.%s]\npath = %s\n", terminalSafe(where), terminalSafe(name), tomlString(wasmPathFrom(cfg, absOut)))
 }
 
 type builder struct {
@@ -155,7 +155,7 @@ func checkHost(out string, c *common, stderr io.Writer) (*maiden.Host, error) {
 		return nil, err
 	}
 	dir := filepath.Dir(abs)
-	toml := fmt.Sprintf("version = 1\n\n[tools.built]\npath = %q\n", abs)
+	toml := fmt.Sprintf("version = 1\n\n[tools.built]\npath = %s\n", tomlString(abs))
 	cfg, err := config.Parse(filepath.Join(dir, "agent.toml"), []byte(toml), dir)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,9 @@ func buildCompileNote(stderr io.Writer) func(path string) {
 // build builds once and checks that the result loads.
 func (b builder) build(ctx context.Context) int {
 	p := b.p
-	fmt.Fprintf(b.stderr, "building %s (%s) from %s\n", p.Name, langNames[p.Lang], p.Source)
+	// The project's name and paths are a directory's names, which a cloned
+	// repository chooses: escaped, as the tool's own text is.
+	fmt.Fprintf(b.stderr, "building %s (%s) from %s\n", terminalSafe(p.Name), langNames[p.Lang], terminalSafe(p.Source))
 	start := time.Now()
 	if err := b.tc.Build(ctx, p, b.out); err != nil {
 		fmt.Fprintln(b.stderr, "maiden build:", safetext.Text(err.Error()))
@@ -193,7 +195,7 @@ func (b builder) build(ctx context.Context) int {
 	if fi, err := os.Stat(b.out); err == nil {
 		size = fi.Size()
 	}
-	fmt.Fprintf(b.stderr, "wrote %s (%.1f MB) in %v\n", b.out, float64(size)/1e6, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(b.stderr, "wrote %s (%.1f MB) in %v\n", terminalSafe(b.out), float64(size)/1e6, time.Since(start).Round(100*time.Millisecond))
 
 	if builtWorld(b.out) == sandbox.WorldMiddleware {
 		// A middleware is not a tool: load it as the host loads middleware.
@@ -202,7 +204,7 @@ func (b builder) build(ctx context.Context) int {
 	if *b.h == nil {
 		h, err := checkHost(b.out, b.c, b.stderr)
 		if err != nil {
-			fmt.Fprintln(b.stderr, "maiden build:", err)
+			fmt.Fprintln(b.stderr, "maiden build:", safetext.Text(err.Error()))
 			return exitUsage
 		}
 		*b.h = h
@@ -212,7 +214,7 @@ func (b builder) build(ctx context.Context) int {
 		err = infos[0].Error
 	}
 	if err != nil {
-		fmt.Fprintf(b.stderr, "maiden build: %s built but cannot be loaded: %s\n", b.out, safetext.Text(err.Error()))
+		fmt.Fprintf(b.stderr, "maiden build: %s built but cannot be loaded: %s\n", terminalSafe(b.out), safetext.Text(err.Error()))
 		if p.Lang == toolbuild.LangGo {
 			fmt.Fprintln(b.stderr, "  (a Go tool must call maiden.Register from an init function; `maiden call` shows the tool's log, where a panic's message is)")
 		}

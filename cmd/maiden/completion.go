@@ -75,9 +75,15 @@ func completeCall(i int, flags map[string]string) completion {
 	if err != nil {
 		return completion{}
 	}
+	// Only names config would accept: an agent.toml not loaded (a cloned
+	// repository's) could name a tool with an escape sequence, a newline
+	// (another candidate line) or $(...), which the shell puts unquoted on
+	// the command line.
 	var c completion
 	for _, name := range slices.Sorted(maps.Keys(tools)) {
-		c.words = append(c.words, candidate{word: name})
+		if config.ValidName(name) {
+			c.words = append(c.words, candidate{word: name})
+		}
 	}
 	return c
 }

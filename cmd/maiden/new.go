@@ -17,6 +17,7 @@ import (
 
 	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/atomicfile"
+	"github.com/maiden-run/maiden/internal/safetext"
 	"github.com/maiden-run/maiden/internal/toolbuild"
 )
 
@@ -247,25 +248,52 @@ func newMiddleware(tmpl toolbuild.Lang, dir string, add addFlag, stdout, stderr 
 // that runs it on every call.
 func middlewareTable(name, path string, memoryMB int) string {
 	return fmt.Sprintf(`[middleware.%s]
-path = %q
+path = %s
 timeout_ms = 1000
 memory_mb = %d
 
 [[middleware]]
 use = %q
 # when = 'tool == "weather"'   # CEL: only the calls it holds for
-`, name, path, memoryMB, name)
+`, name, tomlString(path), memoryMB, name)
 }
 
 // toolTable is the agent.toml table of a new tool, with safe defaults.
 func toolTable(name, path string, memory int) string {
 	return fmt.Sprintf(`[tools.%s]
-path = %q
+path = %s
 timeout_ms = 5000
 memory_mb = %d
 # http_allow = ["api.example.com"]   # hosts it may fetch (https only)
 # secrets = ["API_TOKEN"]            # credential names it may ask for; values come from MAIDEN_SECRET_<NAME>
-`, name, path, memory)
+`, name, tomlString(path), memory)
+}
+
+// tomlString is s as a TOML basic string. Go's %q writes escapes TOML does
+// not have (\a, \v, \x1b), so a path holding such a character (a
+// directory of a cloned repository named to drive a terminal) made a file
+// that did not parse. Every character safetext would escape (control,
+// format and bidirectional characters) is written \uXXXX or \UXXXXXXXX
+// here: the same path to TOML, and nothing a terminal acts on when the
+// table is printed.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r > 0xffff && safetext.Unsafe(r):
+			fmt.Fprintf(&b, `\U%08X`, r)
+		case safetext.Unsafe(r):
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // wasmPathFrom is wasm as agent.toml at cfg should name it: relative to
@@ -386,6 +414,11 @@ func appendToolTable(path, name, table string) (created bool, err error) {
 	default:
 		if fi, err := os.Stat(target); err == nil {
 			perm = fi.Mode().Perm()
+			// Replacing the file (a rename over it) would take it from its
+			// owner, as client config -write refuses to.
+			if uid, other := atomicfile.OwnedByOther(fi); other {
+				return false, fmt.Errorf("%s: owned by uid %d, not by you (uid %d): adding the tool replaces the file, which would take it from its owner; nothing was written: run this as its owner, or add the [tools.%s] table by hand", path, uid, os.Geteuid(), name)
+			}
 		}
 		if p := toolClash(path, data, name); p != "" {
 			return false, errors.New(p)

@@ -245,7 +245,9 @@ func completeOperators(i int, flags map[string]string) completion {
 	}
 	var names []string
 	for name := range doc.Operators {
-		names = append(names, name)
+		if config.ValidName(name) { // as completeCall: never a name config would refuse
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	return choices(names...)(0, nil)
