@@ -503,6 +503,21 @@ func TestWATSyntaxError(t *testing.T) {
 	}
 }
 
+// A WAT file holding a control character (pass 43's side finding): the
+// parser's Debug-formatted snippet quotes it as \u{1b}, which the
+// toolchain read as JSON and threw on ("internal error: SyntaxError: Bad
+// Unicode escape"), losing the syntax error. Now the error says where, as
+// for any other; maiden build escapes it when it prints it.
+func TestWATSyntaxErrorWithAControlCharacter(t *testing.T) {
+	t.Parallel()
+	tc := toolchain(t)
+	wat := "(module\n  (func (export \"describe\") (result i32)\n    i32.bo\x1bgus))\n"
+	_, err := tc.ComponentFromWAT(ctxFor(t), []byte(wat))
+	if !errors.Is(err, ErrBuild) || !strings.Contains(err.Error(), "WAT line 3") || !strings.Contains(err.Error(), "i32.bo\x1bgus") || strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("err = %q; want ErrBuild pointing at WAT line 3 and quoting i32.bo\\x1bgus", err)
+	}
+}
+
 func TestMissingExportNamesIt(t *testing.T) {
 	t.Parallel()
 	tc := toolchain(t)

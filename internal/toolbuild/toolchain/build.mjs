@@ -73,9 +73,24 @@ function watError(raw) {
   const kind = /kind: (?:Custom\()?"((?:[^"\\]|\\.)*)"/.exec(s);
   const snippet = /snippet: "((?:[^"\\]|\\.)*)"/.exec(s);
   let msg = `WAT line ${Number(pos[1]) + 1}, column ${Number(pos[2]) + 1}: `;
-  msg += kind ? JSON.parse(`"${kind[1]}"`) : 'syntax error';
-  if (snippet) msg += ` (near \`${JSON.parse(`"${snippet[1]}"`).trim()}\`)`;
+  msg += kind ? rustString(kind[1]) : 'syntax error';
+  if (snippet) msg += ` (near \`${rustString(snippet[1]).trim()}\`)`;
   return msg;
+}
+
+// rustString reads the body of a Rust Debug-formatted string: \u{1b}, \n,
+// \t, \r, \0, \\, \" and \'. Read as JSON, a snippet holding a control
+// character (\u{1b}) threw "Bad Unicode escape" and the syntax error was
+// lost; the characters it gives back are escaped where maiden shows them.
+function rustString(s) {
+  const simple = { n: '\n', t: '\t', r: '\r', 0: '\0', '\\': '\\', '"': '"', "'": "'" };
+  return s.replace(/\\(?:u\{([0-9a-fA-F]{1,6})\}|(.))/g, (_, hex, c) => {
+    if (hex !== undefined) {
+      const cp = parseInt(hex, 16);
+      return cp <= 0x10ffff ? String.fromCodePoint(cp) : '\uFFFD';
+    }
+    return simple[c] ?? c;
+  });
 }
 
 async function wasmTools() {
