@@ -86,3 +86,23 @@ func TestBuildEscapesProjectPath(t *testing.T) {
 		t.Errorf("maiden build of a directory named with escapes: exit %d, stderr %q; want it built (the check's agent.toml parsing), its name escaped", r.code, r.stderr)
 	}
 }
+
+// Pass 43's open plant B1 (the toolchain's build error printed without
+// escaping), reachable once a WAT syntax error quoting a control character
+// reached maiden at all (it was lost to the toolchain's JSON before): the
+// error names the line and reaches the terminal escaped.
+func TestBuildEscapesTheToolchainsError(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "bad")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wat := "(module\n  (func (export \"describe\") (result i32)\n    i32.bo\x1b]0;owned\agus))\n"
+	if err := os.WriteFile(filepath.Join(dir, "tool.wat"), []byte(wat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "build", "-cache", "off", "-isolation", "process", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "tool.wat:3:") || !strings.Contains(r.stderr, `i32.bo\x1b]0;owned\agus`) || strings.ContainsAny(r.stdout+r.stderr, "\x1b\a") {
+		t.Errorf("maiden build of a WAT file whose bad instruction holds escape sequences: exit %d, stderr %q; want a failure naming tool.wat:3, the instruction quoted escaped", r.code, r.stderr)
+	}
+}
