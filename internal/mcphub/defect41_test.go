@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/mcpimport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,19 +32,7 @@ func TestRedactedAnswerHeldToTheOutputLimit(t *testing.T) {
 		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
-	imp := &config.MCPImport{URL: ts.URL, Credential: "GROW_TOKEN"}
-	hub := New(Options{
-		Current: func(_ string, got *config.MCPImport) bool { return got == imp },
-		Secret:  func(name string) (string, bool) { return secret, name == "GROW_TOKEN" },
-	})
-	t.Cleanup(hub.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := hub.Call(ctx, Call{Import: "grow", Table: imp, Exposed: "grow.echo", Tool: "echo", Input: []byte(`{}`),
-		Timeout: 50 * time.Second, Redact: CredentialRedactor("GROW_TOKEN", secret)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := call41(t, ts.URL, "grow", "echo", "GROW_TOKEN", secret)
 	if out.Failure == nil || out.Failure.Kind != api.KindTool || !strings.Contains(out.Failure.Message, "bytes once its credentials were redacted, over the 1048576-byte output limit") || out.Output != "" {
 		t.Errorf("an answer of %d bytes made of the credential: %d bytes passed on, failure %+v; want it refused: over the output limit once redacted", MaxOutputBytes, len(out.Output), out.Failure)
 	}

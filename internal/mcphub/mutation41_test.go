@@ -27,20 +27,7 @@ import (
 // of the upstream's.
 func TestMutation41UnavailableErrorRedacted(t *testing.T) {
 	const secret = "Kv9-unavailable-credential-41"
-	ts := liar41(t)
-	imp := &config.MCPImport{URL: ts.URL, Credential: "LIAR_TOKEN"}
-	hub := New(Options{
-		Current: func(_ string, got *config.MCPImport) bool { return got == imp },
-		Secret:  func(name string) (string, bool) { return secret, name == "LIAR_TOKEN" },
-	})
-	t.Cleanup(hub.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := hub.Call(ctx, Call{Import: "liar", Table: imp, Exposed: "liar.x", Tool: "x", Input: []byte(`{}`),
-		Timeout: 20 * time.Second, Redact: CredentialRedactor("LIAR_TOKEN", secret)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := call41(t, liar41(t).URL, "liar", "x", "LIAR_TOKEN", secret)
 	switch {
 	case out.Failure == nil || out.Failure.Kind != api.KindUnavailable:
 		t.Fatalf("a call the upstream refused with code -32005: %+v; want it unavailable", out.Failure)
@@ -82,4 +69,25 @@ func liar41(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 	return ts
+}
+
+// call41 calls tool of the HTTP import name at url through a hub that
+// sends secret as the import's credential secretName, and redacts it as
+// the host does.
+func call41(t *testing.T, url, name, tool, secretName, secret string) Outcome {
+	t.Helper()
+	imp := &config.MCPImport{URL: url, Credential: secretName}
+	hub := New(Options{
+		Current: func(_ string, got *config.MCPImport) bool { return got == imp },
+		Secret:  func(n string) (string, bool) { return secret, n == secretName },
+	})
+	t.Cleanup(hub.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := hub.Call(ctx, Call{Import: name, Table: imp, Exposed: name + "." + tool, Tool: tool, Input: []byte(`{}`),
+		Timeout: 50 * time.Second, Redact: CredentialRedactor(secretName, secret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
