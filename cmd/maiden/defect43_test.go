@@ -7,6 +7,8 @@ package main
 // %q, which TOML does not read. The comments below say what the code did.
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +61,11 @@ func TestAddRefusesOtherUsersAgentTOML(t *testing.T) {
 	}
 	if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != nobody || r.code == 0 || !strings.Contains(r.stderr, "owned by uid 65534, not by you") {
 		t.Errorf("maiden new -add with agent.toml owned by uid %d: exit %d, the file now owned by uid %d; want it refused, naming the owner, the file left to uid %d (stderr %q)", nobody, r.code, uid, nobody, r.stderr)
+	}
+	// Refused before anything is made, as any other reason the table
+	// cannot be added is (and never offered at the prompt).
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(r.stderr, "nothing was created") {
+		t.Errorf("maiden new -add with agent.toml owned by uid %d: the project %s (stat: %v), stderr %q; want nothing created", nobody, dir, err, r.stderr)
 	}
 }
 

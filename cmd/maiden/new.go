@@ -327,6 +327,9 @@ func inspectAgentTOML(path, name, table string) agentTOMLState {
 	if err != nil {
 		return agentTOMLState{exists: true, problem: err.Error()}
 	}
+	if p := ownedByOther(path, name); p != "" {
+		return agentTOMLState{exists: true, problem: p}
+	}
 	if p := toolClash(path, data, name); p != "" {
 		return agentTOMLState{exists: true, problem: p}
 	}
@@ -334,6 +337,22 @@ func inspectAgentTOML(path, name, table string) agentTOMLState {
 		return agentTOMLState{exists: true, problem: err.Error()}
 	}
 	return agentTOMLState{exists: true}
+}
+
+// ownedByOther is why the agent.toml at path (through links, to its target)
+// cannot take the tool's table because another user owns it ("" if not,
+// or if it cannot be told): replacing the file (a rename over it) would
+// take it from its owner, as client config -write refuses to.
+func ownedByOther(path, name string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	uid, other := atomicfile.OwnedByOther(fi)
+	if !other {
+		return ""
+	}
+	return fmt.Sprintf("%s: owned by uid %d, not by you (uid %d): adding [tools.%s] replaces the file, which would take it from its owner (run this as its owner)", path, uid, os.Geteuid(), name)
 }
 
 // toolClash is why name cannot be appended to data ("" if it can).
@@ -414,11 +433,10 @@ func appendToolTable(path, name, table string) (created bool, err error) {
 	default:
 		if fi, err := os.Stat(target); err == nil {
 			perm = fi.Mode().Perm()
-			// Replacing the file (a rename over it) would take it from its
-			// owner, as client config -write refuses to.
-			if uid, other := atomicfile.OwnedByOther(fi); other {
-				return false, fmt.Errorf("%s: owned by uid %d, not by you (uid %d): adding the tool replaces the file, which would take it from its owner; nothing was written: run this as its owner, or add the [tools.%s] table by hand", path, uid, os.Geteuid(), name)
-			}
+		}
+		// Checked again here: the file may have changed hands since.
+		if p := ownedByOther(path, name); p != "" {
+			return false, errors.New(p + "; nothing was written")
 		}
 		if p := toolClash(path, data, name); p != "" {
 			return false, errors.New(p)
