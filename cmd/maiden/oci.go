@@ -120,7 +120,7 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 			fmt.Fprintln(stderr, "maiden add:", err)
 			return exitUsage
 		}
-		verify = fmt.Sprintf("verify = { key = %q }\n", abs)
+		verify = "verify = { key = " + tomlString(abs) + " }\n"
 	}
 	if kv != nil {
 		abs, err := filepath.Abs(kv.TrustedRoot)
@@ -138,16 +138,16 @@ func cmdAdd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
 		return exitUsage
 	}
-	table := fmt.Sprintf("[tools.%s]\npath = %q\n", name, pinned.String())
+	table := fmt.Sprintf("[tools.%s]\npath = %s\n", name, tomlString(pinned.String()))
 	if *keyFile != "" {
-		table += fmt.Sprintf("verify = { key = %q }\n", keyPathFor(c.config, *keyFile))
+		table += "verify = { key = " + tomlString(keyPathFor(c.config, *keyFile)) + " }\n"
 	}
 	if kv != nil {
 		table += keylessLine(kv, keyPathFor(c.config, kv.TrustedRoot))
 	}
-	table += fmt.Sprintf("schema = %q\n", schema)
+	table += "schema = " + tomlString(schema) + "\n"
 	if *credential != "" {
-		table += fmt.Sprintf("registry_credential = %q\n", *credential)
+		table += "registry_credential = " + tomlString(*credential) + "\n"
 	}
 	if _, err := appendToolTable(c.config, name, table); err != nil {
 		fmt.Fprintln(stderr, "maiden add:", terminalSafe(err.Error()))
@@ -182,7 +182,7 @@ func schemaOf(ctx context.Context, c *common, name, ref, verify string, stderr i
 		return "", nil, err
 	}
 	defer os.RemoveAll(dir)
-	table := fmt.Sprintf("version = 1\n[tools.%s]\npath = %q\n", name, ref) + verify
+	table := fmt.Sprintf("version = 1\n[tools.%s]\npath = %s\n", name, tomlString(ref)) + verify
 	cfg := filepath.Join(dir, "agent.toml")
 	if err := os.WriteFile(cfg, []byte(table), 0o600); err != nil {
 		return "", nil, err
@@ -225,7 +225,7 @@ func keylessLine(kv *config.KeylessVerify, trustedRoot string) string {
 	if !kv.TransparencyLog {
 		noLog = ", transparency_log = false"
 	}
-	return fmt.Sprintf("verify = { issuer = %q, identity = %q, trusted_root = %q%s }\n", kv.Issuer, kv.Identity, trustedRoot, noLog)
+	return fmt.Sprintf("verify = { issuer = %s, identity = %s, trusted_root = %s%s }\n", tomlString(kv.Issuer), tomlString(kv.Identity), tomlString(trustedRoot), noLog)
 }
 
 // keyPathFor is the key file as agent.toml at cfg should name it:
@@ -339,7 +339,7 @@ func cmdPull(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var kl *oci.Keyless
 		verify := ""
 		if s.Key != "" {
-			verify = fmt.Sprintf("verify = { key = %q }\n", s.Key)
+			verify = "verify = { key = " + tomlString(s.Key) + " }\n"
 		}
 		if s.Keyless != nil {
 			if kl, err = config.LoadKeyless(s.Keyless); err != nil {
@@ -412,7 +412,7 @@ func hintPins(ctx context.Context, stderr io.Writer, err error) {
 			fmt.Fprintf(stderr, "%s:%d: %s: cannot resolve the tag to pin it: %s\n", e.File, e.Line, e.Key, terminalSafe(rerr.Error()))
 			continue
 		}
-		fmt.Fprintf(stderr, "%s:%d: %s: to pin what the tag names now: path = %q\n", e.File, e.Line, e.Key, pinned.String())
+		fmt.Fprintf(stderr, "%s:%d: %s: to pin what the tag names now: path = %s\n", e.File, e.Line, e.Key, tomlString(pinned.String()))
 	}
 }
 
