@@ -7,6 +7,7 @@
 package regfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -56,10 +57,15 @@ func Read(name string, limit int64) ([]byte, error) {
 	if testHookBeforeRead != nil {
 		testHookBeforeRead(name)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
+	// Sized from the file, so a 12 MB component is read into one buffer
+	// rather than grown into by doubling; what is read still decides,
+	// whatever the size said.
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > limit {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/maiden-run/maiden/internal/compcache"
+	"github.com/maiden-run/maiden/internal/regfile"
 	"github.com/maiden-run/maiden/internal/wasmscan"
 	"github.com/maiden-run/maiden/internal/wasmtime"
 )
@@ -32,6 +33,19 @@ type FileKey struct {
 
 // ModTime is the file's modification time.
 func (k FileKey) ModTime() time.Time { return time.Unix(0, k.mtime) }
+
+// MaxComponentBytes bounds a tool's component file maiden reads.
+const MaxComponentBytes = 512 << 20
+
+// ReadComponentFile reads the tool's component file at path, at most
+// MaxComponentBytes. It opens without blocking and refuses what is not a
+// regular file when opened, not only when StatKey looked: whoever can write
+// the tool's directory could rename a FIFO over the file between the two,
+// and a blocking open would then hang the call past its deadline until
+// someone wrote to the pipe.
+func ReadComponentFile(path string) ([]byte, error) {
+	return regfile.Read(path, MaxComponentBytes)
+}
 
 // StatKey is the FileKey of the regular file at path (runners that keep
 // their own cache of tool versions use it too).
@@ -371,7 +385,7 @@ func (c *cache) load(path string, key FileKey, want string) (*loaded, error) {
 }
 
 func (c *cache) compile(path string, key FileKey, want string) (*loaded, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadComponentFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidTool, err)
 	}

@@ -1,14 +1,11 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -43,9 +40,6 @@ type version struct {
 	compile time.Duration
 	err     error
 }
-
-// maxComponentBytes bounds a component file maiden reads.
-const maxComponentBytes = 512 << 20
 
 // settle is how long after its last modification a file that does not look
 // like a component is given to finish being written (an in-place rewrite).
@@ -205,7 +199,7 @@ func (r *registry) load(ctx context.Context, path string, v *version) {
 // component yet, modified within the last moments, is being written in
 // place: wait for it (bounded, and within ctx) rather than call it invalid.
 func readComponent(ctx context.Context, path string, key sandbox.FileKey) ([]byte, error) {
-	data, err := readCapped(path, maxComponentBytes)
+	data, err := sandbox.ReadComponentFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", sandbox.ErrInvalidTool, err)
 	}
@@ -227,27 +221,4 @@ func readComponent(ctx context.Context, path string, key sandbox.FileKey) ([]byt
 	}
 	// Whatever is written next changes the key: the caller starts over.
 	return nil, errChanged
-}
-
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	// Sized from the file, so a 12 MB component is read into one buffer
-	// rather than grown into by doubling (io.ReadAll); what is read still
-	// decides, whatever the size said.
-	var buf bytes.Buffer
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= max {
-		buf.Grow(int(fi.Size()) + bytes.MinRead)
-	}
-	if _, err := buf.ReadFrom(io.LimitReader(f, max+1)); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s is larger than %d MiB", filepath.Base(path), max>>20)
-	}
-	return b, nil
 }
