@@ -268,7 +268,10 @@ func newHelperNetns(port int) (*proxyNetns, error) {
 	// The helper has exited: its message (descriptors, or why not) is
 	// waiting, or there is none.
 	buf, oob := make([]byte, 256), make([]byte, unix.CmsgSpace(3*4))
-	n, oobn, _, _, err := unix.Recvmsg(pair[0], buf, oob, unix.MSG_DONTWAIT)
+	// MSG_CMSG_CLOEXEC: the descriptors are held for the whole run, and
+	// every process maiden starts meanwhile would inherit them otherwise
+	// (as the root path opens its own O_CLOEXEC).
+	n, oobn, _, _, err := unix.Recvmsg(pair[0], buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
 	var fds []int
 	if err == nil && oobn > 0 {
 		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil && len(msgs) == 1 {
