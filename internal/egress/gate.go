@@ -255,7 +255,7 @@ func (g *Gate) Fetch(ctx context.Context, p *Policy, req Request) (*Response, *F
 	ev.duration = time.Since(start)
 	ev.redact(red)
 	if req.Redact != nil {
-		ev.host, ev.path, ev.credential, ev.reason = req.Redact(ev.host), req.Redact(ev.path), req.Redact(ev.credential), req.Redact(ev.reason)
+		ev.method, ev.host, ev.path, ev.credential, ev.reason = req.Redact(ev.method), req.Redact(ev.host), req.Redact(ev.path), req.Redact(ev.credential), req.Redact(ev.reason)
 	}
 	g.record(ctx, &ev)
 	return resp, ferr
@@ -739,7 +739,7 @@ type event struct {
 	bytes                                        int64
 	addr                                         string
 	duration                                     time.Duration
-	// scrub, when set, is applied to the host, path and reason as they
+	// scrub, when set, is applied to the method, host, path and reason as they
 	// are recorded (scrubbed): a CONNECT's target is the text of a
 	// wrapped CLI that holds its secrets' values (ConnectProxy.serve).
 	scrub func(string) string
@@ -833,7 +833,7 @@ func (g *Gate) record(ctx context.Context, e *event) {
 		attrs = append(attrs, slog.String("agent", truncate(e.caller, 128)))
 	}
 	attrs = append(attrs,
-		slog.String("method", truncate(e.method, maxMethodLength)),
+		slog.String("method", truncate(e.scrubbed(e.method), maxMethodLength)),
 		slog.String("host", e.scrubbed(e.host)),
 		slog.Int("port", e.port),
 		slog.String("path", e.scrubbed(e.path)),

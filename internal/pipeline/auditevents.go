@@ -37,15 +37,16 @@ func auditFetch(ctx context.Context, trail *callaudit.Trail, inv *invocation, fe
 }
 
 // redactFetchBody hides, in the text of a fetch record the tool chose
-// (host, path, credential), the values revealed to it during the call: a
-// tool that reveals a key and puts it in a URL's path (or names it as its
+// (method, host, path, credential), the values revealed to it during the
+// call: a tool that reveals a key and puts it in a URL's path (or sends it
+// as its method, any HTTP token of up to 32 bytes, or names it as its
 // credential) leaves no copy of it in the trail.
 func redactFetchBody(inv *invocation, body map[string]any) map[string]any {
 	red := inv.secrets.Redactor(nil)
 	if red == nil {
 		return body
 	}
-	for _, k := range []string{"host", "path", "credential"} {
+	for _, k := range []string{"method", "host", "path", "credential"} {
 		if s, ok := body[k].(string); ok {
 			body[k] = red(s)
 		}

@@ -171,16 +171,17 @@ func (inv *invocation) traceFetch(parent context.Context, fetch sandbox.FetchFun
 		if method == "" {
 			method = "GET" // http-fetch's default
 		}
-		// The host is the tool's text: kept from the values revealed to
-		// the call, as the fetch's audit record is (redactFetchBody), so a
-		// tool that writes a revealed key as its URL's host leaves no
-		// copy of it with the collector either.
-		shown := host
+		// The host and the method are the tool's text: kept from the
+		// values revealed to the call, as the fetch's audit record is
+		// (redactFetchBody), so a tool that writes a revealed key as its
+		// URL's host or as its method leaves no copy of it with the
+		// collector either.
+		shown, shownMethod := host, method
 		if red := inv.secrets.Redactor(nil); red != nil {
-			shown = red(host)
+			shown, shownMethod = red(host), red(method)
 		}
 		ctx = oteltrace.ContextWithSpan(ctx, oteltrace.SpanFromContext(parent))
-		ctx, sp := inv.tr.Start(ctx, "maiden.http_fetch", attribute.String("http.request.method", method), attribute.String("server.address", shown))
+		ctx, sp := inv.tr.Start(ctx, "maiden.http_fetch", attribute.String("http.request.method", shownMethod), attribute.String("server.address", shown))
 		defer sp.End()
 		if inv.tr.Propagates(host) {
 			req.Headers = withTraceContext(ctx, req.Headers)
