@@ -2,7 +2,9 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"math"
 
 	"github.com/maiden-run/maiden/api"
 	"github.com/maiden-run/maiden/internal/adminlink"
@@ -121,7 +123,18 @@ func lastAuditSeq(ctx context.Context, st store.Store) (int64, error) {
 		if !ok {
 			break
 		}
-		lo, hi = hi, hi*2
+		if hi == math.MaxInt64 {
+			return 0, fmt.Errorf("the audit trail holds a record numbered past %d", hi)
+		}
+		// Doubling stops at the largest number there is: a row numbered
+		// near it (written by whoever can write the table) made hi wrap
+		// and the search spin for ever.
+		lo = hi
+		if hi > math.MaxInt64/2 {
+			hi = math.MaxInt64
+		} else {
+			hi *= 2
+		}
 	}
 	if ok, err := exists(0); err != nil || !ok {
 		return 0, err

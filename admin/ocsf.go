@@ -118,6 +118,7 @@ type ocsfUnmapped struct {
 // fetches, card and token changes); everything else stays in unmapped.
 type ocsfBody struct {
 	Kind     string `json:"kind"`
+	Event    string `json:"event"`
 	Message  string `json:"message"`
 	TraceID  string `json:"trace_id"`
 	Host     string `json:"host"`
@@ -216,7 +217,15 @@ func OCSFEvent(r api.AuditRecord) ([]byte, error) {
 		case AuditCallRefused, AuditCallFailed, AuditDenial:
 			success(false, strings.TrimSpace(string(body.Kind)+": "+body.Message))
 		case AuditApproval:
-			success(true, "")
+			if body.Event == "requested" {
+				// The approve layer's record of a call asking for a
+				// human (actor the agent): nobody has decided yet, so
+				// neither a success nor a failure.
+				e.ActivityName = r.Kind + " requested"
+				e.StatusID, e.Status, e.StatusDetail = 99, "Pending", "awaiting a human's decision"
+				break
+			}
+			success(true, "") // a human approved (a denial is AuditDenial)
 		case AuditFetch:
 			e.API.Operation = "http-fetch " + body.Method
 			if body.Host != "" {
