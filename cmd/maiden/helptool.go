@@ -10,6 +10,7 @@ import (
 
 	"github.com/maiden-run/maiden"
 	"github.com/maiden-run/maiden/config"
+	"github.com/maiden-run/maiden/internal/safetext"
 )
 
 // toolHelp answers `maiden help TOOL [COMMAND...]` for a tool of agent.toml
@@ -34,25 +35,29 @@ func toolHelp(ctx context.Context, cfgPath string, args []string, stdout, stderr
 	if !found || t.MCP != nil {
 		return 0, false
 	}
+	var text string
 	if t.CLI != nil {
-		fmt.Fprint(stdout, t.CLI.Command.Help(args[1:]...))
-		return exitOK, true
+		text = t.CLI.Command.Help(args[1:]...)
+	} else {
+		h, err := maiden.New(cfg, &maiden.Options{Logger: slog.New(slog.DiscardHandler), Isolation: maiden.Workers, WorkerCommand: workerCommand()})
+		if err != nil {
+			fmt.Fprintln(stderr, "maiden help:", err)
+			return exitUsage, true
+		}
+		defer h.Close(context.Background())
+		text, err = h.CommandHelp(ctx, args[0], args[1:]...)
+		switch {
+		case errors.Is(err, maiden.ErrNoCommands):
+			fmt.Fprintf(stderr, "maiden help: %s takes a JSON object, not commands; maiden tools shows its input schema\n", args[0])
+			return exitUsage, true
+		case err != nil:
+			fmt.Fprintln(stderr, "maiden help:", terminalSafe(err.Error()))
+			return exitTrap, true // not a loadable tool (exit 5, as maiden call)
+		}
 	}
-	h, err := maiden.New(cfg, &maiden.Options{Logger: slog.New(slog.DiscardHandler), Isolation: maiden.Workers, WorkerCommand: workerCommand()})
-	if err != nil {
-		fmt.Fprintln(stderr, "maiden help:", err)
-		return exitUsage, true
-	}
-	defer h.Close(context.Background())
-	text, err := h.CommandHelp(ctx, args[0], args[1:]...)
-	switch {
-	case errors.Is(err, maiden.ErrNoCommands):
-		fmt.Fprintf(stderr, "maiden help: %s takes a JSON object, not commands; maiden tools shows its input schema\n", args[0])
-		return exitUsage, true
-	case err != nil:
-		fmt.Fprintln(stderr, "maiden help:", err)
-		return exitTrap, true // not a loadable tool (exit 5, as maiden call)
-	}
-	fmt.Fprint(stdout, text)
+	// The help copies the description's text (a WebAssembly tool's own
+	// schema(), a [clis] table's command): escaped for the terminal as
+	// maiden tools escapes it, its newlines and tabs kept.
+	fmt.Fprint(stdout, safetext.Text(text))
 	return exitOK, true
 }
