@@ -334,27 +334,10 @@ tools = ["t"]
 func TestMutation46ConsumedApprovalDoesNotRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	h, cfg := testHost(t, dir, fmt.Sprintf(`version = 1
-[tools.t]
-path = %q
-[[middleware]]
-use = "approve"
-[agents.a]
-tools = ["t"]
-grants = ["tool:invoke t --..."]
-`, testkit.Component(t, "echo")), &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
+	h, cfg := testHost(t, dir, approveConfig46(t), &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
 	defer h.Close(context.Background())
 	ctx := context.Background()
-	st, _, err := h.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool, ok := cfg.Tool("t")
-	if !ok {
-		t.Fatal("no tool t")
-	}
-	inv := &invocation{cfg: cfg, agent: "a", tool: &tool, backend: &wasmBackend{}}
-	bind := approvalBinding(inv)
+	st, inv, bind := stateAndBinding46(t, h, cfg)
 	a, err := st.CreateApproval(ctx, store.Approval{Agent: "a", Tool: "t", Digest: strings.Repeat("0", 64), Middleware: "middleware[0]",
 		Binding: bind, Expires: time.Now().Add(time.Hour)}, 0)
 	if err != nil {
@@ -418,15 +401,7 @@ use = "city"
 func TestMutation46ApprovalUnderOtherCardsAsksAgain(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	h, _ := testHost(t, dir, fmt.Sprintf(`version = 1
-[tools.t]
-path = %q
-[[middleware]]
-use = "approve"
-[agents.a]
-tools = ["t"]
-grants = ["tool:invoke t --..."]
-`, testkit.Component(t, "echo")), &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), ApprovalPoll: 10 * time.Millisecond})
+	h, _ := testHost(t, dir, approveConfig46(t), &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), ApprovalPoll: 10 * time.Millisecond})
 	defer h.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -498,27 +473,10 @@ grants = ["tool:invoke t --..."]
 func TestMutation46FailedConsumptionGivesBackOnlyItsOwn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	h, cfg := testHost(t, dir, fmt.Sprintf(`version = 1
-[tools.t]
-path = %q
-[[middleware]]
-use = "approve"
-[agents.a]
-tools = ["t"]
-grants = ["tool:invoke t --..."]
-`, testkit.Component(t, "echo")), &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
+	h, cfg := testHost(t, dir, approveConfig46(t), &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t)})
 	defer h.Close(context.Background())
 	ctx := context.Background()
-	st, _, err := h.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool, ok := cfg.Tool("t")
-	if !ok {
-		t.Fatal("no tool t")
-	}
-	inv := &invocation{cfg: cfg, agent: "a", tool: &tool, backend: &wasmBackend{}}
-	bind := approvalBinding(inv)
+	st, inv, bind := stateAndBinding46(t, h, cfg)
 	var ids []string
 	for _, rule := range []string{"middleware[0]", "middleware[1]"} {
 		a, err := st.CreateApproval(ctx, store.Approval{Agent: "a", Tool: "t", Digest: strings.Repeat("0", 64), Middleware: rule,
@@ -537,7 +495,7 @@ grants = ["tool:invoke t --..."]
 	inv.approval, inv.extraApprovals, inv.approvedBinding = ids[0], ids[1:], &bind
 	s := approvalStages{state: func(context.Context, *config.Config) (store.Store, error) { return st, nil }, log: slog.New(slog.DiscardHandler)}
 	ran := false
-	err = s.runApproved(func(context.Context, *invocation) error { ran = true; inv.ran = true; return nil })(ctx, inv)
+	err := s.runApproved(func(context.Context, *invocation) error { ran = true; inv.ran = true; return nil })(ctx, inv)
 	if err != nil || ran || inv.res.Error == nil || inv.res.Error.Kind != KindPending || inv.res.Error.Approval != ids[1] {
 		t.Fatalf("a call whose second approval another call consumed: ran %v, err %v, result %+v; want not run, pending naming %s", ran, err, inv.res.Error, ids[1])
 	}
@@ -547,4 +505,34 @@ grants = ["tool:invoke t --..."]
 	if a, err := st.Approval(ctx, ids[1]); err != nil || a.State == store.ApprovalApproved {
 		t.Errorf("the other call's approval %s is %q (%v) after this call gave back its own; want it still consumed", ids[1], a.State, err)
 	}
+}
+
+// approveConfig46 is agent.toml of tool t (echo) behind one approve layer,
+// agent a allowed to invoke it.
+func approveConfig46(t *testing.T) string {
+	return fmt.Sprintf(`version = 1
+[tools.t]
+path = %q
+[[middleware]]
+use = "approve"
+[agents.a]
+tools = ["t"]
+grants = ["tool:invoke t --..."]
+`, testkit.Component(t, "echo"))
+}
+
+// stateAndBinding46 is h's store, an invocation of agent a's call of t,
+// and that call's approval binding (as the approve layer stores it).
+func stateAndBinding46(t *testing.T, h *Host, cfg *config.Config) (store.Store, *invocation, store.Binding) {
+	t.Helper()
+	st, _, err := h.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, ok := cfg.Tool("t")
+	if !ok {
+		t.Fatal("no tool t")
+	}
+	inv := &invocation{cfg: cfg, agent: "a", tool: &tool, backend: &wasmBackend{}}
+	return st, inv, approvalBinding(inv)
 }
