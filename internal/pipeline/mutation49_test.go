@@ -17,7 +17,6 @@ import (
 
 	"github.com/maiden-run/maiden/admin"
 	"github.com/maiden-run/maiden/api"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/testkit"
 )
 
@@ -152,23 +151,7 @@ func TestMutation49CallSpanStatusIsAKind(t *testing.T) {
 // operator's own token read /metrics no more.
 func TestMutation49MetricsTokenIsNoOperator(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	write := func(rest string) *config.Config {
-		t.Helper()
-		return testConfig(t, dir, "version = 1\n\n[tools.echo]\npath = \""+testkit.Component(t, "echo")+"\"\n\n[agents.research]\ntools = [\"echo\"]\n"+rest)
-	}
-	cfg := write("\n[operators.alice]\n\n[operators.bob]\n")
-	state := filepath.Join(dir, "state.db")
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(ctx)
-	st, err := admin.Open(ctx, cfg, &admin.Options{State: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	write, h, st := operatorsHost(t)
 	scrape, _, err := st.MintOperatorToken(ctx, "alice", admin.RoleMetrics)
 	if err != nil {
 		t.Fatal(err)

@@ -21,23 +21,7 @@ import (
 // [operators] are ErrBadOperatorToken.
 func TestAuthenticateOperator(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	write := func(rest string) *config.Config {
-		t.Helper()
-		return testConfig(t, dir, "version = 1\n\n[tools.echo]\npath = \""+testkit.Component(t, "echo")+"\"\n\n[agents.research]\ntools = [\"echo\"]\n"+rest)
-	}
-	cfg := write("\n[operators.alice]\n\n[operators.bob]\n")
-	state := filepath.Join(dir, "state.db")
-	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(ctx)
-	st, err := admin.Open(ctx, cfg, &admin.Options{State: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	write, h, st := operatorsHost(t)
 	alice, aliceInfo, err := st.MintOperatorToken(ctx, "alice", admin.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
@@ -89,4 +73,31 @@ func TestAuthenticateOperator(t *testing.T) {
 	if n, err := h.AuthenticateOperator(ctx, bob); !errors.Is(err, ErrBadOperatorToken) || !strings.Contains(err.Error(), "no [operators]") {
 		t.Errorf("a token with no [operators]: %q %v", n, err)
 	}
+}
+
+// operatorsHost is a host of agent research (tool echo) and operators
+// alice and bob, on a state store of its own, with an admin State over the
+// same store; write makes the configuration again with rest appended
+// (operators declared, say), for SetConfig.
+func operatorsHost(t *testing.T) (write func(rest string) *config.Config, h *Host, st *admin.State) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	write = func(rest string) *config.Config {
+		t.Helper()
+		return testConfig(t, dir, "version = 1\n\n[tools.echo]\npath = \""+testkit.Component(t, "echo")+"\"\n\n[agents.research]\ntools = [\"echo\"]\n"+rest)
+	}
+	cfg := write("\n[operators.alice]\n\n[operators.bob]\n")
+	state := filepath.Join(dir, "state.db")
+	h, err := New(cfg, &Options{Isolation: api.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	st, err = admin.Open(ctx, cfg, &admin.Options{State: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return write, h, st
 }
