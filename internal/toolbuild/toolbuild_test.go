@@ -304,9 +304,11 @@ var watFixtures = map[string]world{
 	// aliasargs passes http-fetch thousands of headers aliasing one string (the in-process lift bound).
 	"aliasargs": {Imports: []string{hostImport020}, Exports: toolExports020},
 	"outschema": {Exports: toolExports020},
-	"revealer":  {Imports: []string{"maiden:tool/host@0.3.0"}, Exports: toolExports020},
-	"badimport": {Imports: []string{"evil:net/socket@0.1.0", hostImport}, Exports: toolExports},
-	"noexecute": {Exports: []string{"describe: func() -> string", "schema: func() -> string"}},
+	// badoutschema is outschema with an output schema that does not compile.
+	"badoutschema": {Exports: toolExports020},
+	"revealer":     {Imports: []string{"maiden:tool/host@0.3.0"}, Exports: toolExports020},
+	"badimport":    {Imports: []string{"evil:net/socket@0.1.0", hostImport}, Exports: toolExports},
+	"noexecute":    {Exports: []string{"describe: func() -> string", "schema: func() -> string"}},
 	// fsescape hands raw paths to WASI's filesystem (the preopen escape tests).
 	"fsescape": {Imports: []string{
 		"wasi:cli/stderr@0.2.12", "wasi:cli/stdin@0.2.12", "wasi:cli/stdout@0.2.12",
