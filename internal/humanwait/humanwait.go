@@ -36,8 +36,8 @@ type Waiters struct {
 
 // Wait waits for the request id to be settled: it registers the wait (so
 // Wake reaches it), calls suspend (the call gives its admission turn back:
-// a waiting call holds no slot a running call needs), then asks check at
-// every wake, by Wake or every poll, until the wait (below zero: none at
+// a waiting call holds no slot a running call needs), then asks check once,
+// and again at every wake, by Wake or every poll, until the wait (below zero: none at
 // all) or ctx ends. check reports done when the request is settled; an
 // error is the store failing, retried at the next poll (the wait's end
 // bounds it). Wait returns true when check said done, false when the wait
@@ -57,6 +57,12 @@ func (w *Waiters) Wait(ctx context.Context, owner string, max int, id string, wa
 	}
 	defer w.remove(owner, id, wake)
 	suspend()
+	// Asked once now that the waiter is registered: a decision (and its
+	// Wake) made after the caller announced the request (OnApproval) but
+	// before add is otherwise seen only at the next poll.
+	if done, err := check(ctx); err == nil && done {
+		return true
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	ticker := time.NewTicker(poll)

@@ -116,3 +116,22 @@ func testWaitsBounded(t *testing.T, given, bound int) {
 		t.Error("after one of agent-a's waits ended, a new one did not wait")
 	}
 }
+
+// TestDecisionBeforeTheWaiterRegistered: a decision made, and woken, after
+// the caller announced the request but before Wait registered its waiter
+// (a human quick on the inbox, a test deciding at OnApproval) ends the
+// wait at once, not at the next poll: Wait asks check once as it starts.
+func TestDecisionBeforeTheWaiterRegistered(t *testing.T) {
+	var w Waiters
+	w.Wake("a1") // nobody waits yet: lost
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	checks := 0
+	done := w.Wait(ctx, "agent", 0, "a1", time.Hour, time.Hour, func() {}, func(context.Context) (bool, error) {
+		checks++
+		return true, nil // decided already
+	})
+	if !done || checks != 1 || ctx.Err() != nil {
+		t.Fatalf("Wait for a request decided before the waiter registered: %v after %d checks (context: %v); want true at once, not at the next poll (an hour)", done, checks, ctx.Err())
+	}
+}
