@@ -72,7 +72,12 @@ grants = ["tool:invoke t --..."]
 				}
 				done <- res
 			}()
-			id := <-asked
+			var id string
+			select {
+			case id = <-asked:
+			case res := <-done: // ended without asking a human: fail, not hang
+				t.Fatalf("the call ended without announcing its request: %+v", res.Error)
+			}
 			if c.during != nil {
 				c.during()
 			}
