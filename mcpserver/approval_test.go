@@ -65,10 +65,19 @@ type approvalEnv struct {
 
 func newApprovalEnv(t *testing.T, o Options) *approvalEnv {
 	t.Helper()
+	return newApprovalEnvServing(t, o, func(e *approvalEnv) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "hit %d", e.hits.Add(1))
+		})
+	})
+}
+
+// newApprovalEnvServing is newApprovalEnv whose counter server is
+// counter(e).
+func newApprovalEnvServing(t *testing.T, o Options, counter func(e *approvalEnv) http.Handler) *approvalEnv {
+	t.Helper()
 	e := &approvalEnv{}
-	cs, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hit %d", e.hits.Add(1))
-	}), "counter.example")
+	cs, ca := testkit.TLSServer(t, counter(e), "counter.example")
 	u, _ := url.Parse(cs.URL)
 	e.counter = "https://counter.example:" + u.Port() + "/"
 	dir := t.TempDir()

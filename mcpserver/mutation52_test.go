@@ -6,18 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/maiden-run/maiden"
-	"github.com/maiden-run/maiden/config"
 	"github.com/maiden-run/maiden/internal/store"
-	"github.com/maiden-run/maiden/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -483,60 +478,20 @@ func TestMutation52NoElicitationWithoutInbox(t *testing.T) {
 // approved call is then running for as long as the test wants.
 func newSlowApprovalEnv(t *testing.T, o Options) (e *approvalEnv, entered <-chan struct{}, release chan struct{}) {
 	t.Helper()
-	e = &approvalEnv{}
 	in := make(chan struct{}, 16)
 	release = make(chan struct{})
-	cs, ca := testkit.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := e.hits.Add(1)
-		in <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		fmt.Fprintf(w, "hit %d", n)
-	}), "counter.example")
-	u, _ := url.Parse(cs.URL)
-	e.counter = "https://counter.example:" + u.Port() + "/"
-	dir := t.TempDir()
-	path := filepath.Join(dir, "agent.toml")
-	toml := fmt.Sprintf(approvalTOML, testkit.Component(t, "js/fetcher"), u.Port(), ca, testkit.Component(t, "echo"))
-	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := filepath.Join(dir, "state.db")
-	h, err := maiden.New(cfg, &maiden.Options{Isolation: maiden.InProcess, CacheDir: testkit.CompileCache(t), StatePath: state, Resolver: testkit.Loopback("counter.example"),
-		Observer: callObserver{&e.ended}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close(context.Background()) })
-	if o.ProgressEvery == 0 {
-		o.ProgressEvery = 100 * time.Millisecond
-	}
-	s := New(h, &o)
-	if _, err := s.Sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(context.Background(), state, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.EnsureAgent(context.Background(), "alice"); err != nil {
-		t.Fatal(err)
-	}
-	tok, _, err := st.MintToken(context.Background(), "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.env = &env{t: t, cfg: path, host: h, server: s}
-	e.token = tok
-	e.srv = e.httpServer(HTTPOptions{})
+	e = newApprovalEnvServing(t, o, func(e *approvalEnv) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := e.hits.Add(1)
+			in <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprintf(w, "hit %d", n)
+		})
+	})
 	return e, in, release
 }
 
